@@ -1,0 +1,111 @@
+// Dossier's thin client: typed operations over HTTP, subscriptions over graphql-ws as async
+// iterators. Use it with the typed documents in ./generated/graphql.ts:
+//
+//   const dossier = createClient({ url: "http://localhost:4000/graphql" });
+//   const result = await dossier.request(CreateWorkspaceDocument, { input: { title, goal } });
+//   for await (const event of dossier.subscribe(WorkspaceEventsDocument, { workspaceId })) { … }
+import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
+import { type GraphQLFormattedError, print } from "graphql";
+import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
+
+export type ClientOptions = {
+  /** The HTTP endpoint, e.g. http://localhost:4000/graphql */
+  url: string;
+  /** The WebSocket endpoint for subscriptions; defaults to `url` with ws(s):// */
+  wsUrl?: string;
+  /** Sent with every request and in the WebSocket connection parameters. */
+  headers?: Record<string, string>;
+  fetch?: typeof globalThis.fetch;
+  /** A WebSocket implementation where the platform has none (Node.js 20: the `ws` package). */
+  webSocketImpl?: unknown;
+};
+
+/** The server answered with GraphQL errors (typed errors come back as data, not as this). */
+export class DossierRequestError extends Error {
+  constructor(
+    readonly errors: readonly GraphQLFormattedError[],
+    readonly status: number,
+  ) {
+    super(errors.map((error) => error.message).join("; ") || `HTTP ${status}`);
+    this.name = "DossierRequestError";
+  }
+}
+
+export type DossierClient = {
+  request<Result, Variables extends Record<string, unknown>>(
+    document: TypedDocumentNode<Result, Variables>,
+    ...variables: keyof Variables extends never ? [Variables?] : [Variables]
+  ): Promise<Result>;
+  subscribe<Result, Variables extends Record<string, unknown>>(
+    document: TypedDocumentNode<Result, Variables>,
+    ...variables: keyof Variables extends never ? [Variables?] : [Variables]
+  ): AsyncIterableIterator<Result>;
+  /** Closes the subscription socket, if one was opened. */
+  close(): Promise<void>;
+};
+
+export function createClient(options: ClientOptions): DossierClient {
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const headers = options.headers ?? {};
+  let ws: Promise<WsClient> | undefined;
+
+  const socket = () => {
+    ws ??= openSocket(options);
+    return ws;
+  };
+
+  return {
+    async request(document, ...[variables]) {
+      const response = await doFetch(options.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
+        body: JSON.stringify({ query: print(document), variables: variables ?? {} }),
+      });
+      const body = (await response.json().catch(() => ({}))) as {
+        data?: unknown;
+        errors?: GraphQLFormattedError[];
+      };
+      if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
+      return body.data as never;
+    },
+
+    subscribe(document, ...[variables]) {
+      return subscribeOver(socket(), print(document), variables ?? {}) as never;
+    },
+
+    async close() {
+      if (ws) await (await ws).dispose();
+      ws = undefined;
+    },
+  };
+}
+
+async function openSocket(options: ClientOptions): Promise<WsClient> {
+  const webSocketImpl =
+    options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
+  return createWsClient({
+    url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
+    webSocketImpl,
+    connectionParams: { headers: options.headers ?? {} },
+    lazy: true,
+    retryAttempts: 5,
+  });
+}
+
+async function* subscribeOver(
+  socket: Promise<WsClient>,
+  query: string,
+  variables: Record<string, unknown>,
+): AsyncGenerator<unknown> {
+  const iterator = (await socket).iterate({ query, variables });
+  try {
+    for await (const result of iterator) {
+      if (result.errors?.length || result.data == null) {
+        throw new DossierRequestError((result.errors as GraphQLFormattedError[] | undefined) ?? [], 200);
+      }
+      yield result.data;
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}

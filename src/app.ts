@@ -1,0 +1,50 @@
+// Dossier as a value: services and the GraphQL server over an open database and an event bus.
+// main.ts builds one from configuration; tests build as many as they need.
+import { createYoga, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
+import type { Database } from "./db/open-database.js";
+import { WorkspaceService } from "./domain/workspace/workspace-service.js";
+import type { EventBus } from "./events/topics.js";
+import type { GraphQLContext } from "./graphql/context.js";
+import { schema } from "./graphql/schema.js";
+import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import type { Logger } from "./logger.js";
+
+export type App = {
+  yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
+  services: GraphQLContext["services"];
+  db: Database;
+  events: EventBus;
+};
+
+export function createApp({ db, events, logger }: { db: Database; events: EventBus; logger: Logger }): App {
+  const services = { workspaces: new WorkspaceService({ prisma: db.prisma, events }) };
+  const context: GraphQLContext = { prisma: db.prisma, events, services };
+  const yoga = createYoga<Record<string, never>, GraphQLContext>({
+    schema,
+    context: () => context,
+    graphqlEndpoint: "/graphql",
+    healthCheckEndpoint: "/health",
+    landingPage: false,
+    graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery },
+    logging: {
+      debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1) }),
+      info: (...args) => logger.info(String(args[0]), { args: args.slice(1) }),
+      warn: (...args) => logger.warn(String(args[0]), { args: args.slice(1) }),
+      error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String) }),
+    },
+    plugins: [
+      useReadinessCheck({
+        endpoint: "/ready",
+        check: async ({ fetchAPI }) => {
+          const readiness = await db.readiness();
+          if (!readiness.ready) logger.warn("not ready", { reason: readiness.reason, detail: readiness.detail });
+          return fetchAPI.Response.json(
+            readiness.ready ? { status: "ready" } : { status: "unavailable", reason: readiness.reason },
+            { status: readiness.ready ? 200 : 503 },
+          );
+        },
+      }),
+    ],
+  });
+  return { yoga, services, db, events };
+}

@@ -1,0 +1,61 @@
+// The one place that reads the environment. Everything else receives a typed Config.
+import { z } from "zod";
+
+const port = z.coerce
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(0, "must be between 0 and 65535")
+  .max(65535, "must be between 0 and 65535");
+
+const postgresUrl = z
+  .string()
+  .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), {
+    message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
+  });
+
+const envSchema = z.object({
+  PORT: port.default(4000),
+  HOST: z.string().min(1, "must not be empty").default("127.0.0.1"),
+  DATA_DIR: z.string().min(1, "must not be empty").default("./.data"),
+  DATABASE_URL: postgresUrl.optional(),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+});
+
+export type Config = {
+  port: number;
+  host: string;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
+  database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parses an environment (process.env by default); throws ConfigError listing every bad value. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // An empty variable means "not set", as in most shells' `VAR= command`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = issue.path.join(".");
+        return `${name}=${JSON.stringify(env[name] ?? "")}: ${issue.message}`;
+      }),
+    );
+  }
+  const values = parsed.data;
+  return {
+    port: values.PORT,
+    host: values.HOST,
+    logLevel: values.LOG_LEVEL,
+    database: values.DATABASE_URL
+      ? { kind: "postgres", url: values.DATABASE_URL }
+      : { kind: "pglite", dataDir: values.DATA_DIR },
+  };
+}

@@ -1,0 +1,36 @@
+// Expected failures are values of these classes; the GraphQL layer exposes each as a typed
+// error in mutation payloads. Anything else thrown is a bug and is masked from clients.
+
+export abstract class DomainError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export type ValidationIssue = { field: string; message: string };
+
+export class ValidationError extends DomainError {
+  constructor(readonly issues: ValidationIssue[]) {
+    super(`Invalid input: ${issues.map((issue) => `${issue.field}: ${issue.message}`).join("; ")}`);
+  }
+}
+
+/** Also what a client gets for objects it may not see: their existence is never revealed. */
+export class NotFoundError extends DomainError {
+  constructor(
+    readonly entity: string,
+    readonly id: string,
+  ) {
+    super(`${entity} not found.`);
+  }
+}
+
+export class StaleVersionError extends DomainError {
+  constructor(
+    readonly expectedVersion: number,
+    readonly currentVersion: number,
+  ) {
+    super(`Expected version ${expectedVersion}, but the current version is ${currentVersion}.`);
+  }
+}

@@ -1,0 +1,28 @@
+// The one typed topic map of Dossier's pub/sub. Publishers (domain services, after commit) and
+// subscribers (GraphQL subscriptions) both speak these types; the transport behind them — in
+// process or Redis — is chosen by the composition root only.
+import { createPubSub, type PubSub } from "graphql-yoga";
+
+export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED";
+
+export type WorkspaceEventMessage = {
+  kind: WorkspaceEventKind;
+  workspaceId: string;
+  /** The goal version the event produced (GOAL_UPDATED only). */
+  goalVersion: number | null;
+  at: string;
+};
+
+export type Topics = {
+  "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
+};
+
+export type EventBus = PubSub<Topics>;
+
+/** Publishing is all a domain service needs of the bus. */
+export type EventPublisher = Pick<EventBus, "publish">;
+
+/** An event bus; pass an event target (e.g. Redis) to fan out across instances. */
+export function createEventBus(options?: Parameters<typeof createPubSub<Topics>>[0]): EventBus {
+  return createPubSub<Topics>(options);
+}

@@ -1,0 +1,52 @@
+// The one SchemaBuilder. It defines no types: each file in ./types defines a type together
+// with its root fields, and ./schema.ts imports them all.
+import SchemaBuilder from "@pothos/core";
+import { isObjectType } from "graphql";
+import ErrorsPlugin from "@pothos/plugin-errors";
+import PrismaPlugin from "@pothos/plugin-prisma";
+import RelayPlugin from "@pothos/plugin-relay";
+import type PrismaTypes from "../generated/pothos-types.js";
+import { getDatamodel } from "../generated/pothos-types.js";
+import type { GraphQLContext } from "./context.js";
+import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
+
+export const builder = new SchemaBuilder<{
+  PrismaTypes: PrismaTypes;
+  Context: GraphQLContext;
+  Scalars: { DateTime: { Input: Date; Output: Date | string } };
+  DefaultFieldNullability: false;
+  DefaultEdgesNullability: { list: false; items: false };
+  DefaultNodeNullability: false;
+}>({
+  defaultFieldNullability: false,
+  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin],
+  prisma: {
+    client: (ctx) => ctx.prisma,
+    dmmf: getDatamodel(),
+    exposeDescriptions: true,
+    filterConnectionTotalCount: true,
+    onUnusedQuery: null,
+  },
+  relay: {
+    clientMutationId: "omit",
+    cursorType: "String",
+    edgesFieldOptions: { nullable: { list: false, items: false } },
+    nodeFieldOptions: { nullable: false },
+    encodeGlobalID: encodeGlobalId,
+    // An id that does not decode names no node: node(id) answers null rather than an error.
+    decodeGlobalID: (globalId) => decodeGlobalId(globalId) ?? { typename: "", id: "" },
+    nodesQueryOptions: false,
+    nodeQueryOptions: {
+      // Only ids of Node types are looked up; any other id names nothing.
+      resolve: (_root, { id }, _ctx, info, resolveNode) => {
+        const type = info.schema.getType(id.typename);
+        const isNode = isObjectType(type) && type.getInterfaces().some((iface) => iface.name === "Node");
+        return isNode ? resolveNode(id) : null;
+      },
+    },
+  },
+});
+
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});

@@ -1,0 +1,41 @@
+// Typed errors as data (A2). Every expected failure implements the Error interface, so a
+// client can always read `... on Error { message }` and narrow by __typename for details.
+import { DomainError, NotFoundError, StaleVersionError, ValidationError, type ValidationIssue } from "../../domain/errors.js";
+import { builder } from "../builder.js";
+
+export const ErrorInterface = builder.interfaceRef<DomainError>("Error").implement({
+  description: "An expected failure, returned as data in a mutation payload.",
+  fields: (t) => ({ message: t.exposeString("message") }),
+});
+
+const ValidationIssueRef = builder.objectRef<ValidationIssue>("ValidationIssue").implement({
+  description: "One problem with one input field.",
+  fields: (t) => ({
+    field: t.exposeString("field", { description: "Path of the field in the input, e.g. `statement`." }),
+    message: t.exposeString("message"),
+  }),
+});
+
+builder.objectType(ValidationError, {
+  name: "ValidationError",
+  description: "The input was rejected; nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ issues: t.field({ type: [ValidationIssueRef], resolve: (error) => error.issues }) }),
+});
+
+builder.objectType(NotFoundError, {
+  name: "NotFoundError",
+  description: "The object does not exist, or is not visible to the caller.",
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
+});
+
+builder.objectType(StaleVersionError, {
+  name: "StaleVersionError",
+  description: "A compare-and-swap update lost: another update happened first. Nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    currentVersion: t.exposeInt("currentVersion"),
+    expectedVersion: t.exposeInt("expectedVersion"),
+  }),
+});

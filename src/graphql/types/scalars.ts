@@ -1,0 +1,4 @@
+import { DateTimeResolver } from "graphql-scalars";
+import { builder } from "../builder.js";
+
+builder.addScalarType("DateTime", DateTimeResolver);

@@ -1,0 +1,213 @@
+// Workspace and GoalVersion nodes with their queries, mutations and subscription.
+import { GraphQLError } from "graphql";
+import { NotFoundError, StaleVersionError, ValidationError } from "../../domain/errors.js";
+import type { WorkspaceEventKind, WorkspaceEventMessage } from "../../events/topics.js";
+import type { GoalVersion, Workspace } from "../../generated/prisma/client.js";
+import { WorkspaceStatus } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { idOfType, requireIdOfType } from "../global-id.js";
+
+const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
+  name: "WorkspaceStatus",
+  description: "ARCHIVED workspaces take no new links or admissions; restoring makes them ACTIVE again.",
+});
+
+export const GoalVersionNode = builder.prismaNode("GoalVersion", {
+  id: { field: "id" },
+  description: "One immutable version of a workspace's research goal.",
+  fields: (t) => ({
+    version: t.exposeInt("version", { description: "1 for the first goal; each accepted update adds one." }),
+    statement: t.exposeString("statement"),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+export const WorkspaceNode = builder.prismaNode("Workspace", {
+  id: { field: "id" },
+  description: "A long-term research goal and the organisation around it.",
+  fields: (t) => ({
+    title: t.exposeString("title"),
+    status: t.expose("status", { type: WorkspaceStatusEnum }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    archivedAt: t.expose("archivedAt", { type: "DateTime", nullable: true }),
+    goal: t.field({
+      type: GoalVersionNode,
+      description: "The current goal version.",
+      // Versions are append-only, so the highest one is the current one.
+      select: (_args, _ctx, nestedSelection) => ({
+        goalVersions: nestedSelection({ orderBy: { version: "desc" }, take: 1 }),
+      }),
+      resolve: (workspace) => currentGoal(workspace.goalVersions),
+    }),
+    goalVersions: t.relatedConnection("goalVersions", {
+      description: "Every goal version, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      query: { orderBy: { version: "desc" } },
+    }, { name: "GoalVersionConnection" }, { name: "GoalVersionEdge" }),
+  }),
+});
+
+function currentGoal<T>(versions: T[]): T {
+  const [current] = versions;
+  if (!current) throw new Error("A workspace without a goal version breaks the goal invariant.");
+  return current;
+}
+
+builder.queryFields((t) => ({
+  workspace: t.prismaField({
+    type: "Workspace",
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, args, ctx) => {
+      const id = idOfType(String(args.id), "Workspace");
+      return id ? ctx.prisma.workspace.findUnique({ ...query, where: { id } }) : null;
+    },
+  }),
+  workspaces: t.prismaConnection({
+    type: "Workspace",
+    description: "Workspaces, newest first.",
+    cursor: "id",
+    defaultSize: 20,
+    maxSize: 100,
+    resolve: (query, _root, _args, ctx) =>
+      ctx.prisma.workspace.findMany({ ...query, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+  }, { name: "WorkspaceConnection" }, { name: "WorkspaceEdge" }),
+}));
+
+const CreateWorkspaceInput = builder.inputType("CreateWorkspaceInput", {
+  fields: (t) => ({
+    title: t.string({ required: true, description: "Up to 200 characters." }),
+    goal: t.string({ required: true, description: "The first goal statement; up to 20,000 characters." }),
+  }),
+});
+
+const UpdateGoalInput = builder.inputType("UpdateGoalInput", {
+  fields: (t) => ({
+    workspaceId: t.id({ required: true }),
+    statement: t.string({ required: true, description: "Up to 20,000 characters." }),
+    expectedVersion: t.int({ required: true, description: "The version you are replacing: the current one." }),
+  }),
+});
+
+const WorkspaceRefInput = builder.inputType("WorkspaceRefInput", {
+  fields: (t) => ({ workspaceId: t.id({ required: true }) }),
+});
+
+const CreateWorkspaceSuccess = builder.objectRef<{ workspace: Workspace }>("CreateWorkspaceSuccess").implement({
+  fields: (t) => ({ workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }) }),
+});
+
+const UpdateGoalSuccess = builder
+  .objectRef<{ workspace: Workspace; goal: GoalVersion }>("UpdateGoalSuccess")
+  .implement({
+    fields: (t) => ({
+      workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
+      goal: t.field({ type: GoalVersionNode, description: "The version just created.", resolve: (result) => result.goal }),
+    }),
+  });
+
+const ArchiveWorkspaceSuccess = builder.objectRef<{ workspace: Workspace }>("ArchiveWorkspaceSuccess").implement({
+  fields: (t) => ({ workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }) }),
+});
+
+const RestoreWorkspaceSuccess = builder.objectRef<{ workspace: Workspace }>("RestoreWorkspaceSuccess").implement({
+  fields: (t) => ({ workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }) }),
+});
+
+builder.mutationFields((t) => ({
+  createWorkspace: t.field({
+    type: CreateWorkspaceSuccess,
+    args: { input: t.arg({ type: CreateWorkspaceInput, required: true }) },
+    errors: { types: [ValidationError], directResult: true, union: { name: "CreateWorkspacePayload" } },
+    resolve: async (_root, { input }, ctx) => ({ workspace: await ctx.services.workspaces.createWorkspace(input) }),
+  }),
+  updateGoal: t.field({
+    type: UpdateGoalSuccess,
+    description: "Creates goal version n+1 if expectedVersion is the current version n; otherwise StaleVersionError.",
+    args: { input: t.arg({ type: UpdateGoalInput, required: true }) },
+    errors: {
+      types: [StaleVersionError, NotFoundError, ValidationError],
+      directResult: true,
+      union: { name: "UpdateGoalPayload" },
+    },
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.workspaces.updateGoal({
+        ...input,
+        workspaceId: requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
+      }),
+  }),
+  archiveWorkspace: t.field({
+    type: ArchiveWorkspaceSuccess,
+    description: "Stops new links and admissions; cancels nothing. Reversible with restoreWorkspace.",
+    args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "ArchiveWorkspacePayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      workspace: await ctx.services.workspaces.archiveWorkspace(
+        requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
+      ),
+    }),
+  }),
+  restoreWorkspace: t.field({
+    type: RestoreWorkspaceSuccess,
+    args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RestoreWorkspacePayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      workspace: await ctx.services.workspaces.restoreWorkspace(
+        requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
+      ),
+    }),
+  }),
+}));
+
+const WorkspaceEventKindEnum = builder.enumType("WorkspaceEventKind", {
+  values: {
+    GOAL_UPDATED: { description: "A new goal version was created; `goal` is that version." },
+    ARCHIVED: { description: "The workspace was archived." },
+    RESTORED: { description: "The workspace was restored from the archive." },
+  } satisfies Record<WorkspaceEventKind, unknown>,
+});
+
+const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent").implement({
+  description: "A change to a workspace, delivered after it was committed.",
+  fields: (t) => ({
+    kind: t.field({ type: WorkspaceEventKindEnum, resolve: (event) => event.kind }),
+    at: t.field({ type: "DateTime", resolve: (event) => event.at }),
+    workspace: t.prismaField({
+      type: "Workspace",
+      description: "The workspace as it is now.",
+      resolve: (query, event, _args, ctx) =>
+        ctx.prisma.workspace.findUniqueOrThrow({ ...query, where: { id: event.workspaceId } }),
+    }),
+    goal: t.prismaField({
+      type: "GoalVersion",
+      nullable: true,
+      description: "For GOAL_UPDATED: the goal version the update created.",
+      resolve: (query, event, _args, ctx) =>
+        event.goalVersion === null
+          ? null
+          : ctx.prisma.goalVersion.findUnique({
+              ...query,
+              where: { workspaceId_version: { workspaceId: event.workspaceId, version: event.goalVersion } },
+            }),
+    }),
+  }),
+});
+
+builder.subscriptionFields((t) => ({
+  workspaceEvents: t.field({
+    type: WorkspaceEvent,
+    description: "Goal changes, archive and restore of one workspace, as they are committed.",
+    args: { workspaceId: t.arg.id({ required: true }) },
+    subscribe: async (_root, args, ctx) => {
+      const id = idOfType(String(args.workspaceId), "Workspace");
+      const exists = id ? await ctx.prisma.workspace.count({ where: { id } }) : 0;
+      if (!id || exists === 0) {
+        throw new GraphQLError("Workspace not found.", { extensions: { code: "NOT_FOUND" } });
+      }
+      return ctx.events.subscribe("workspace:event", id);
+    },
+    resolve: (event) => event,
+  }),
+}));

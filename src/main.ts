@@ -1,0 +1,60 @@
+// The composition root: configuration → database → events → app → HTTP server.
+// It alone chooses concrete adapters, and it owns start-up failures and graceful shutdown.
+import { createApp } from "./app.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { DataDirLockedError } from "./db/data-dir-lock.js";
+import { MigrationError } from "./db/migrate.js";
+import { openDatabase } from "./db/open-database.js";
+import { createEventBus } from "./events/topics.js";
+import { createLogger } from "./logger.js";
+import { startHttpServer } from "./server/http-server.js";
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+
+  const db = await openDatabase(config.database);
+  const migrations = await db.migrate().catch(async (error: unknown) => {
+    await db.close();
+    throw error;
+  });
+  logger.info("database ready", {
+    database: config.database.kind === "postgres" ? "postgresql" : `pglite (${config.database.dataDir})`,
+    appliedMigrations: migrations.applied,
+  });
+  if (migrations.unknownInDatabase.length > 0) {
+    logger.warn("the database has migrations this version does not know; is an older Dossier running?", {
+      migrations: migrations.unknownInDatabase,
+    });
+  }
+
+  const events = createEventBus();
+  const app = createApp({ db, events, logger });
+  const server = await startHttpServer({ app, port: config.port, host: config.host });
+  logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    try {
+      await server.close();
+      await app.yoga.dispose();
+      await db.close();
+      process.exit(0);
+    } catch (error) {
+      logger.error("shutdown failed", { error: String(error) });
+      process.exit(1);
+    }
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  // Expected start-up failures get their message alone; anything else its stack.
+  const expected = error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError;
+  process.stderr.write(`Dossier could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

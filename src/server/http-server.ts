@@ -1,0 +1,69 @@
+// One HTTP server for everything: GraphQL over HTTP and SSE (Yoga), graphql-ws on the same
+// path, GraphiQL, /health and /ready.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { useServer } from "graphql-ws/use/ws";
+import { WebSocketServer } from "ws";
+import type { App } from "../app.js";
+
+export type RunningServer = {
+  /** e.g. http://127.0.0.1:4000/graphql */
+  url: string;
+  wsUrl: string;
+  port: number;
+  close(): Promise<void>;
+};
+
+type Enveloped = ReturnType<App["yoga"]["getEnveloped"]>;
+
+export async function startHttpServer({ app, port, host }: { app: App; port: number; host: string }): Promise<RunningServer> {
+  const { yoga } = app;
+  const httpServer: Server = createServer(yoga);
+  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
+
+  const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
+    {
+      execute: (args) => (args.rootValue as Enveloped).execute(args),
+      subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
+      onSubscribe: async (ctx, _id, params) => {
+        const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
+        const args = {
+          schema: enveloped.schema,
+          operationName: params.operationName,
+          document: enveloped.parse(params.query),
+          variableValues: params.variables,
+          contextValue: await enveloped.contextFactory(),
+          rootValue: enveloped,
+        };
+        const errors = enveloped.validate(args.schema, args.document);
+        return errors.length > 0 ? errors : args;
+      },
+    },
+    wsServer,
+  );
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once("error", reject);
+    httpServer.listen(port, host, () => {
+      httpServer.off("error", reject);
+      resolve();
+    });
+  });
+  const address = httpServer.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
+    wsUrl: `ws://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
+    port: address.port,
+    async close() {
+      await wsHandle.dispose();
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+      httpServer.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      // Requests still in flight get a moment to finish; then their sockets are closed.
+      const timer = setTimeout(() => httpServer.closeAllConnections(), 5_000);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
