@@ -23,7 +23,8 @@ export type Readiness = { ready: true } | { ready: false; reason: string; detail
 export type Database = {
   kind: DatabaseTarget["kind"];
   prisma: PrismaClient;
-  migrate(): Promise<MigrationReport>;
+  /** Applies pending migrations: those shipped with Dossier, unless others are given. */
+  migrate(migrations?: Migration[]): Promise<MigrationReport>;
   /** Reachable and every known migration applied. */
   readiness(): Promise<Readiness>;
   close(): Promise<void>;
@@ -45,7 +46,7 @@ async function openPglite(dataDir: string | undefined, migrations: Migration[]):
     return {
       kind: "pglite",
       prisma,
-      migrate: () => migrate(session, { migrations }),
+      migrate: (list = migrations) => migrate(session, { migrations: list }),
       readiness: () => readinessOf(session, migrations),
       async close() {
         try {
@@ -78,7 +79,7 @@ async function openPostgres(url: string, migrations: Migration[]): Promise<Datab
   return {
     kind: "postgres",
     prisma,
-    migrate: () => withSession((session) => migrate(session, { migrations })),
+    migrate: (list = migrations) => withSession((session) => migrate(session, { migrations: list })),
     readiness: () => withSession((session) => readinessOf(session, migrations)).catch(unreachable),
     async close() {
       await prisma.$disconnect();

@@ -14,6 +14,8 @@ const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
 
 export const GoalVersionNode = builder.prismaNode("GoalVersion", {
   id: { field: "id" },
+  // node(id) of an id that names nothing is null, not an error.
+  nullable: true,
   description: "One immutable version of a workspace's research goal.",
   fields: (t) => ({
     version: t.exposeInt("version", { description: "1 for the first goal; each accepted update adds one." }),
@@ -24,6 +26,8 @@ export const GoalVersionNode = builder.prismaNode("GoalVersion", {
 
 export const WorkspaceNode = builder.prismaNode("Workspace", {
   id: { field: "id" },
+  // node(id) of an id that names nothing is null, not an error.
+  nullable: true,
   description: "A long-term research goal and the organisation around it.",
   fields: (t) => ({
     title: t.exposeString("title"),

@@ -1,0 +1,117 @@
+// End to end over real sockets: a server on port 0, SDK clients over HTTP and graphql-ws.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ArchiveWorkspaceDocument,
+  CreateWorkspaceDocument,
+  RestoreWorkspaceDocument,
+  UpdateGoalDocument,
+  WorkspaceEventsDocument,
+  type WorkspaceEventsSubscription,
+} from "../../sdk/generated/graphql.js";
+import { DossierRequestError } from "../../sdk/client.js";
+import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { backends } from "../support/databases.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+describe.each(backends)("a live server on %s", (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend, { listen: true });
+  });
+  afterAll(async () => t?.close());
+
+  async function createWorkspace(client = t.connect()) {
+    const result = await client.request(CreateWorkspaceDocument, { input: { title: "Live", goal: "v1" } });
+    if (result.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("setup failed");
+    return result.createWorkspace.workspace;
+  }
+
+  /** Collects `count` events from a subscription that is known to be active on the server. */
+  async function watch(workspaceId: string, count: number) {
+    const subscriber = t.connect();
+    const events: WorkspaceEventsSubscription["workspaceEvents"][] = [];
+    const iterator = subscriber.subscribe(WorkspaceEventsDocument, { workspaceId });
+    const listening = t.listeners();
+    const first = iterator.next();
+    // Publish only once the server has registered this subscription on its event bus.
+    await waitFor(() => t.listeners() > listening);
+    const done = (async (): Promise<typeof events> => {
+      let next = await first;
+      while (!next.done) {
+        events.push(next.value.workspaceEvents);
+        if (events.length === count) break;
+        next = await iterator.next();
+      }
+      await iterator.return?.();
+      return events;
+    })();
+    return { done };
+  }
+
+  it("delivers goal changes, archive and restore made by another client, in order", async () => {
+    const writer = t.connect();
+    const workspace = await createWorkspace(writer);
+    const received = await watch(workspace.id, 3);
+
+    const update = await writer.request(UpdateGoalDocument, {
+      input: { workspaceId: workspace.id, statement: "v2: narrower", expectedVersion: 1 },
+    });
+    expect(update.updateGoal.__typename).toBe("UpdateGoalSuccess");
+    await writer.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+    await writer.request(RestoreWorkspaceDocument, { input: { workspaceId: workspace.id } });
+
+    const events = await withTimeout(received.done, 10_000);
+    expect(events.map((event) => event.kind)).toEqual(["GOAL_UPDATED", "ARCHIVED", "RESTORED"]);
+    expect(events[0]).toMatchObject({ goal: { version: 2, statement: "v2: narrower" }, workspace: { id: workspace.id } });
+    expect(events[1]?.goal).toBeNull();
+    expect(events[2]?.workspace.status).toBe("ACTIVE");
+  });
+
+  it("does not deliver a rejected update", async () => {
+    const writer = t.connect();
+    const workspace = await createWorkspace(writer);
+    const received = await watch(workspace.id, 1);
+    const stale = await writer.request(UpdateGoalDocument, {
+      input: { workspaceId: workspace.id, statement: "stale", expectedVersion: 5 },
+    });
+    expect(stale.updateGoal.__typename).toBe("StaleVersionError");
+    await writer.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+    const [event] = await withTimeout(received.done, 10_000);
+    expect(event?.kind).toBe("ARCHIVED");
+  });
+
+  it("refuses a subscription to a workspace that does not exist", async () => {
+    const iterator = t.connect().subscribe(WorkspaceEventsDocument, {
+      workspaceId: encodeGlobalId("Workspace", "missing"),
+    });
+    await expect(iterator.next()).rejects.toSatisfy(
+      (error) => error instanceof DossierRequestError && error.message === "Workspace not found.",
+    );
+  });
+
+  it("serves GraphiQL, /health and /ready on the same port", async () => {
+    const base = t.server!.url.replace(/\/graphql$/, "");
+    const graphiql = await fetch(t.server!.url, { headers: { accept: "text/html" } });
+    expect(graphiql.status).toBe(200);
+    expect(await graphiql.text()).toContain("Dossier");
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    const ready = await fetch(`${base}/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ready" });
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms)),
+  ]);
+}

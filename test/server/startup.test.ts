@@ -1,0 +1,89 @@
+// S1, S5: the server as a process — embedded data folder lock, restart after a crash,
+// configuration errors that stop the start with a clear message.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../../sdk/client.js";
+import { CreateWorkspaceDocument, WorkspacesDocument } from "../../sdk/generated/graphql.js";
+import { type Spawned, spawnTs } from "../support/processes.js";
+
+const running: Spawned[] = [];
+const folders: string[] = [];
+afterEach(async () => {
+  for (const p of running.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      p.child.kill("SIGKILL");
+      await p.exited;
+    }
+  }
+  for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function startServer(env: Record<string, string>): Spawned {
+  const p = spawnTs("src/main.ts", { env: { PORT: "0", ...env } });
+  running.push(p);
+  return p;
+}
+
+async function urlOf(p: Spawned): Promise<string> {
+  const line = await p.waitForOutput(/"url":"[^"]+"/);
+  return JSON.parse(`{${line}}`).url as string;
+}
+
+function dataDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "dossier-data-"));
+  folders.push(dir);
+  return dir;
+}
+
+describe("the embedded database folder", () => {
+  it("stops a second process on the same folder with a clear message, and survives a killed server", async () => {
+    const DATA_DIR = dataDir();
+    const first = startServer({ DATA_DIR });
+    const url = await urlOf(first);
+    const client = createClient({ url });
+    await client.request(CreateWorkspaceDocument, { input: { title: "Survives a crash", goal: "g" } });
+
+    const second = startServer({ DATA_DIR });
+    const { code } = await second.exited;
+    expect(code).toBe(1);
+    expect(second.output()).toContain(`The embedded database in ${DATA_DIR} is in use by another Dossier process (pid`);
+    expect(second.output()).toContain("PGlite allows one process per data folder");
+
+    // The first server is unharmed by the refused second one.
+    expect((await client.request(WorkspacesDocument, {})).workspaces.edges).toHaveLength(1);
+
+    // A crash leaves the lock behind; the next start takes it over and finds the data.
+    first.child.kill("SIGKILL");
+    await first.exited;
+    const restarted = startServer({ DATA_DIR });
+    const again = createClient({ url: await urlOf(restarted) });
+    const listed = await again.request(WorkspacesDocument, {});
+    expect(listed.workspaces.edges.map((e) => e.node.title)).toEqual(["Survives a crash"]);
+  });
+
+  it("releases the folder on a graceful shutdown", async () => {
+    const DATA_DIR = dataDir();
+    const first = startServer({ DATA_DIR });
+    await urlOf(first);
+    first.child.kill("SIGTERM");
+    expect((await first.exited).code).toBe(0);
+    const second = startServer({ DATA_DIR });
+    await urlOf(second);
+  });
+});
+
+describe("configuration", () => {
+  it("refuses to start on bad values, naming each of them", async () => {
+    const p = startServer({ PORT: "eighty", DATABASE_URL: "mysql://db/x", LOG_LEVEL: "loud", DATA_DIR: dataDir() });
+    const { code } = await p.exited;
+    expect(code).toBe(1);
+    const output = p.output();
+    expect(output).toContain("Invalid configuration");
+    expect(output).toMatch(/PORT="eighty": must be a number/);
+    expect(output).toMatch(/DATABASE_URL="mysql:\/\/db\/x": must be a PostgreSQL URL/);
+    expect(output).toMatch(/LOG_LEVEL="loud"/);
+    expect(output).not.toContain("    at "); // a message, not a stack trace
+  });
+});

@@ -1,0 +1,67 @@
+// Runs Dossier's own entry points as separate processes, as an operator would.
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+export type Spawned = {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the output matches, rejects when the process exits first or on timeout. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+};
+
+export function spawnTs(script: string, { env = {}, args = [] }: { env?: Record<string, string>; args?: string[] } = {}): Spawned {
+  // One process (no tsx wrapper), so a signal or a kill reaches Dossier itself.
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(projectRoot, script), ...args], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const listeners = new Set<() => void>();
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString("utf8");
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    output: () => output,
+    exited,
+    waitForOutput(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = output.match(pattern);
+          if (match) {
+            cleanup();
+            resolve(match[0]);
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output:\n${output}`));
+        }, timeoutMs);
+        const onExit = () => {
+          check();
+          cleanup();
+          reject(new Error(`process exited before printing ${pattern}; output:\n${output}`));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off("exit", onExit);
+        };
+        listeners.add(check);
+        child.once("exit", onExit);
+        check();
+      });
+    },
+  };
+}
