@@ -2,26 +2,47 @@
 // main.ts builds one from configuration; tests build as many as they need.
 import { createYoga, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
 import type { Database } from "./db/open-database.js";
-import { WorkspaceService } from "./domain/workspace/workspace-service.js";
 import type { EventBus } from "./events/topics.js";
+import { type Authenticate, authorizationFromConnectionParams, createAuthenticator } from "./graphql/authenticate.js";
 import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
-import { graphiqlDefaultQuery } from "./server/graphiql.js";
 import type { Logger } from "./logger.js";
+import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import { createServices, type Services } from "./services.js";
 
 export type App = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
-  services: GraphQLContext["services"];
+  services: Services;
+  authenticate: Authenticate;
   db: Database;
   events: EventBus;
 };
 
-export function createApp({ db, events, logger }: { db: Database; events: EventBus; logger: Logger }): App {
-  const services = { workspaces: new WorkspaceService({ prisma: db.prisma, events }) };
-  const context: GraphQLContext = { prisma: db.prisma, events, services };
+type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
+
+export function createApp({
+  db,
+  events,
+  logger,
+  authRequired,
+  artifactRetention,
+}: {
+  db: Database;
+  events: EventBus;
+  logger: Logger;
+  authRequired: boolean;
+  artifactRetention?: Parameters<typeof createServices>[0]["artifactRetention"];
+}): App {
+  const services = createServices({ prisma: db.prisma, events, artifactRetention });
+  const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
-    context: () => context,
+    context: async (initial: InitialContext): Promise<GraphQLContext> => {
+      const authorization = initial.connectionParams
+        ? authorizationFromConnectionParams(initial.connectionParams)
+        : initial.request?.headers.get("authorization");
+      return { actor: await authenticate(authorization), prisma: db.prisma, events, services };
+    },
     graphqlEndpoint: "/graphql",
     healthCheckEndpoint: "/health",
     landingPage: false,
@@ -46,5 +67,5 @@ export function createApp({ db, events, logger }: { db: Database; events: EventB
       }),
     ],
   });
-  return { yoga, services, db, events };
+  return { yoga, services, authenticate, db, events };
 }

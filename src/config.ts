@@ -19,12 +19,18 @@ const envSchema = z.object({
   DATA_DIR: z.string().min(1, "must not be empty").default("./.data"),
   DATABASE_URL: postgresUrl.optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  AUTH_REQUIRED: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((value) => value === "true")
+    .optional(),
 });
 
 export type Config = {
   port: number;
   host: string;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** Requests without an API key are refused; otherwise they act as the development principal. */
+  authRequired: boolean;
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -54,6 +60,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
+    // Keyless development access is the embedded default's convenience, never PostgreSQL's.
+    authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },

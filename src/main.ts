@@ -29,17 +29,21 @@ async function main(): Promise<void> {
   }
 
   const events = createEventBus();
-  const app = createApp({ db, events, logger });
-  const server = await startHttpServer({ app, port: config.port, host: config.host });
-  logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
+  const app = createApp({ db, events, logger, authRequired: config.authRequired });
+  if (!config.authRequired) {
+    logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
+  }
 
+  // Installed before the server announces itself, so a signal sent by whoever waits for that
+  // announcement is always handled.
+  let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info("shutting down", { signal });
     try {
-      await server.close();
+      await server?.close();
       await app.yoga.dispose();
       await db.close();
       process.exit(0);
@@ -50,6 +54,9 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+
+  server = await startHttpServer({ app, port: config.port, host: config.host });
+  logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }
 
 main().catch((error: unknown) => {

@@ -22,10 +22,18 @@ export type UpdateGoalInput = {
 export type WorkspaceEventKind =
   /** The workspace was archived. */
   | 'ARCHIVED'
+  /** The workspace was deleted; `workspace` is null from now on. */
+  | 'DELETED'
   /** A new goal version was created; `goal` is that version. */
   | 'GOAL_UPDATED'
+  /** An object was linked; see `linkKind` and `linkTargetId`. */
+  | 'LINKED'
   /** The workspace was restored from the archive. */
-  | 'RESTORED';
+  | 'RESTORED'
+  /** A run was admitted in the workspace; `run` is that run. */
+  | 'RUN_ADMITTED'
+  /** A link was removed; see `linkKind` and `linkTargetId`. */
+  | 'UNLINKED';
 
 export type WorkspaceRefInput = {
   workspaceId: string;
@@ -40,16 +48,25 @@ export type GoalVersionFieldsFragment = { __typename: 'GoalVersion', id: string,
 
 export type WorkspaceFieldsFragment = { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } };
 
+type ErrorFields_IdempotencyConflictError_Fragment = { __typename: 'IdempotencyConflictError', message: string };
+
 type ErrorFields_NotFoundError_Fragment = { __typename: 'NotFoundError', message: string };
 
 type ErrorFields_StaleVersionError_Fragment = { __typename: 'StaleVersionError', currentVersion: number, expectedVersion: number, message: string };
 
+type ErrorFields_UnsupportedError_Fragment = { __typename: 'UnsupportedError', message: string };
+
 type ErrorFields_ValidationError_Fragment = { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> };
 
+type ErrorFields_WorkspaceArchivedError_Fragment = { __typename: 'WorkspaceArchivedError', message: string };
+
 export type ErrorFieldsFragment =
+  | ErrorFields_IdempotencyConflictError_Fragment
   | ErrorFields_NotFoundError_Fragment
   | ErrorFields_StaleVersionError_Fragment
+  | ErrorFields_UnsupportedError_Fragment
   | ErrorFields_ValidationError_Fragment
+  | ErrorFields_WorkspaceArchivedError_Fragment
 ;
 
 export type WorkspaceQueryVariables = Exact<{
@@ -82,8 +99,17 @@ export type NodeQueryVariables = Exact<{
 
 
 export type NodeQuery = { __typename: 'Query', node:
+    | { __typename: 'ApiKey', id: string }
+    | { __typename: 'Artifact', id: string }
+    | { __typename: 'Conversation', id: string }
     | { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string }
+    | { __typename: 'Message', id: string }
+    | { __typename: 'Principal', id: string }
+    | { __typename: 'Publication', id: string }
+    | { __typename: 'PublicationVersion', id: string }
+    | { __typename: 'Run', id: string }
     | { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } }
+    | { __typename: 'WorkspaceLink', id: string }
    | null };
 
 export type CreateWorkspaceMutationVariables = Exact<{
@@ -135,7 +161,7 @@ export type WorkspaceEventsSubscriptionVariables = Exact<{
 }>;
 
 
-export type WorkspaceEventsSubscription = { __typename: 'Subscription', workspaceEvents: { __typename: 'WorkspaceEvent', kind: WorkspaceEventKind, at: string, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } | null, workspace: { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } } };
+export type WorkspaceEventsSubscription = { __typename: 'Subscription', workspaceEvents: { __typename: 'WorkspaceEvent', kind: WorkspaceEventKind, at: string, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } | null, workspace: { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } | null } };
 
 export const GoalVersionFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<GoalVersionFieldsFragment, unknown>;
 export const WorkspaceFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WorkspaceFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Workspace"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"title"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"archivedAt"}},{"kind":"Field","name":{"kind":"Name","value":"goal"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<WorkspaceFieldsFragment, unknown>;

@@ -34,3 +34,19 @@ export class StaleVersionError extends DomainError {
     super(`Expected version ${expectedVersion}, but the current version is ${currentVersion}.`);
   }
 }
+
+/** The same idempotency key was used for a different request. */
+export class IdempotencyConflictError extends DomainError {
+  constructor(readonly idempotencyKey: string) {
+    super(`Idempotency key "${idempotencyKey}" was already used for a different request.`);
+  }
+}
+
+/** The workspace is archived: it takes no new links or admissions until restored. */
+export class WorkspaceArchivedError extends DomainError {
+  constructor(readonly workspaceId: string) {
+    super("The workspace is archived; restore it to link objects or admit runs.");
+  }
+}
+
+export class UnsupportedError extends DomainError {}

@@ -3,13 +3,24 @@
 // process or Redis — is chosen by the composition root only.
 import { createPubSub, type PubSub } from "graphql-yoga";
 
-export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED";
+export type WorkspaceEventKind =
+  | "GOAL_UPDATED"
+  | "ARCHIVED"
+  | "RESTORED"
+  | "DELETED"
+  | "LINKED"
+  | "UNLINKED"
+  | "RUN_ADMITTED";
 
 export type WorkspaceEventMessage = {
   kind: WorkspaceEventKind;
   workspaceId: string;
   /** The goal version the event produced (GOAL_UPDATED only). */
   goalVersion: number | null;
+  /** The link created or removed (LINKED, UNLINKED). */
+  link: { kind: "CONVERSATION" | "RUN" | "PUBLICATION" | "ARTIFACT"; targetId: string } | null;
+  /** The run admitted (RUN_ADMITTED). */
+  runId: string | null;
   at: string;
 };
 

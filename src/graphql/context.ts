@@ -1,10 +1,12 @@
-import type { WorkspaceService } from "../domain/workspace/workspace-service.js";
+import type { Actor } from "../domain/principal/principal-service.js";
+import type { Services } from "../services.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 
-/** What every resolver receives. Built once per request from the application's services. */
+/** What every resolver receives: the request's principal and the application's services. */
 export type GraphQLContext = {
+  actor: Actor;
   prisma: PrismaClient;
   events: EventBus;
-  services: { workspaces: WorkspaceService };
+  services: Services;
 };

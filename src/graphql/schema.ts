@@ -2,6 +2,12 @@
 import { builder } from "./builder.js";
 import "./types/scalars.js";
 import "./types/errors.js";
+import "./types/principal.js";
 import "./types/workspace.js";
+import "./types/conversation.js";
+import "./types/publication.js";
+import "./types/run.js";
+import "./types/artifact.js";
+import "./types/workspace-link.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { App } from "../app.js";
+import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -23,6 +24,15 @@ export async function startHttpServer({ app, port, host }: { app: App; port: num
 
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
+      // Subscriptions are authorised like queries: a wrong key closes the socket (4403).
+      onConnect: async (ctx) => {
+        try {
+          await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          return true;
+        } catch {
+          return false;
+        }
+      },
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
       onSubscribe: async (ctx, _id, params) => {

@@ -49,7 +49,8 @@ describe.each(backends)("migrations on %s", (backend) => {
   it("applies nothing to an already migrated database and keeps its data", async () => {
     const db = await fresh();
     await db.migrate();
-    await db.prisma.workspace.create({ data: { title: "kept", goalVersion: 1, goalVersions: { create: { version: 1, statement: "g" } } } });
+    await db.prisma.principal.create({ data: { id: "p1", name: "p" } });
+    await db.prisma.workspace.create({ data: { ownerId: "p1", title: "kept", goalVersion: 1, goalVersions: { create: { version: 1, statement: "g" } } } });
     const again = await db.migrate();
     expect(again).toEqual({ applied: [], alreadyApplied: shipped.map((m) => m.name), unknownInDatabase: [] });
     expect((await rows(db)).length).toBe(shipped.length);

@@ -64,7 +64,7 @@ describe.each(backends)("a live server on %s", (backend) => {
     expect(events.map((event) => event.kind)).toEqual(["GOAL_UPDATED", "ARCHIVED", "RESTORED"]);
     expect(events[0]).toMatchObject({ goal: { version: 2, statement: "v2: narrower" }, workspace: { id: workspace.id } });
     expect(events[1]?.goal).toBeNull();
-    expect(events[2]?.workspace.status).toBe("ACTIVE");
+    expect(events[2]?.workspace?.status).toBe("ACTIVE");
   });
 
   it("does not deliver a rejected update", async () => {

@@ -28,16 +28,36 @@ export type TestApp = {
   client: DossierClient;
   /** The listening server, when started with { listen: true }. */
   server?: RunningServer;
-  /** A new SDK client over the socket (requires { listen: true }). */
-  connect(): DossierClient;
+  /** A new SDK client over the socket (requires { listen: true }), optionally with an API key. */
+  connect(apiKey?: string): DossierClient;
+  /** An in-process SDK client sending this API key. */
+  as(apiKey: string): DossierClient;
+  /** Creates a principal and returns its API key. */
+  createPrincipal(name: string): Promise<string>;
   close(): Promise<void>;
 };
 
-export async function startTestApp(backend: Backend, { listen = false } = {}): Promise<TestApp> {
+export type TestAppOptions = {
+  listen?: boolean;
+  /** Default false: keyless requests act as the development principal. */
+  authRequired?: boolean;
+  artifactRetention?: Parameters<typeof createApp>[0]["artifactRetention"];
+};
+
+export async function startTestApp(
+  backend: Backend,
+  { listen = false, authRequired = false, artifactRetention }: TestAppOptions = {},
+): Promise<TestApp> {
   const { db, dispose } = await openTestDatabase(backend);
   await db.migrate();
   const eventTarget = new CountingEventTarget();
-  const app = createApp({ db, events: createEventBus({ eventTarget }), logger: process.env.TEST_LOGS ? createLogger("debug") : silentLogger });
+  const app = createApp({
+    db,
+    events: createEventBus({ eventTarget }),
+    logger: process.env.TEST_LOGS ? createLogger("debug") : silentLogger,
+    authRequired,
+    artifactRetention,
+  });
   const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1" }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
@@ -47,9 +67,13 @@ export async function startTestApp(backend: Backend, { listen = false } = {}): P
     app,
     client,
     server,
-    connect() {
+    as: (apiKey) => createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch, headers: bearer(apiKey) }),
+    async createPrincipal(name) {
+      return (await app.services.principals.createPrincipal({ name })).secret;
+    },
+    connect(apiKey) {
       if (!server) throw new Error("start the test app with { listen: true } to connect over a socket");
-      const socketClient = createClient({ url: server.url, wsUrl: server.wsUrl });
+      const socketClient = createClient({ url: server.url, wsUrl: server.wsUrl, headers: bearer(apiKey) });
       clients.push(socketClient);
       return socketClient;
     },
@@ -61,3 +85,6 @@ export async function startTestApp(backend: Backend, { listen = false } = {}): P
     },
   };
 }
+
+const bearer = (apiKey: string | undefined): Record<string, string> =>
+  apiKey ? { authorization: `Bearer ${apiKey}` } : {};

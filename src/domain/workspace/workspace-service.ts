@@ -1,15 +1,17 @@
-// Workspaces and their goal versions (W1, W2, W14). A goal is a chain of immutable versions;
-// the workspace row keeps the current version number as the compare-and-swap guard.
+// Workspaces and their goal versions (W1, W2, W14, W15). A goal is a chain of immutable
+// versions; the workspace row keeps the current version number as the compare-and-swap guard.
 import { z } from "zod";
-import type { EventPublisher, WorkspaceEventKind } from "../../events/topics.js";
+import type { EventPublisher } from "../../events/topics.js";
 import type { GoalVersion, PrismaClient, Workspace } from "../../generated/prisma/client.js";
-import { NotFoundError, StaleVersionError } from "../errors.js";
+import { StaleVersionError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
+import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
 export const TITLE_MAX = 200;
 
-const nonBlank = (max: number) =>
+export const nonBlank = (max: number) =>
   z
     .string()
     .trim()
@@ -29,61 +31,70 @@ export type UpdateGoalInput = z.input<typeof updateGoalInput>;
 export class WorkspaceService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
-  async createWorkspace(input: CreateWorkspaceInput): Promise<Workspace> {
+  async createWorkspace(actor: Actor, input: CreateWorkspaceInput): Promise<Workspace> {
     const { title, goal } = parseInput(createInput, input);
     return this.deps.prisma.workspace.create({
-      data: { title, goalVersion: 1, goalVersions: { create: { version: 1, statement: goal } } },
+      data: { ownerId: actor.principalId, title, goalVersion: 1, goalVersions: { create: { version: 1, statement: goal } } },
     });
   }
 
   /** Creates goal version n+1, only if `expectedVersion` is still the current version n. */
-  async updateGoal(input: UpdateGoalInput): Promise<{ workspace: Workspace; goal: GoalVersion }> {
+  async updateGoal(actor: Actor, input: UpdateGoalInput): Promise<{ workspace: Workspace; goal: GoalVersion }> {
     const { workspaceId, statement, expectedVersion } = parseInput(updateGoalInput, input);
     const result = await this.deps.prisma.$transaction(async (tx) => {
       const swapped = await tx.workspace.updateMany({
-        where: { id: workspaceId, goalVersion: expectedVersion },
+        where: { ...visibleWorkspace(actor, workspaceId), goalVersion: expectedVersion },
         data: { goalVersion: { increment: 1 } },
       });
       if (swapped.count === 0) {
-        const current = await tx.workspace.findUnique({ where: { id: workspaceId }, select: { goalVersion: true } });
-        if (!current) throw new NotFoundError("Workspace", workspaceId);
+        const current = await findVisibleWorkspace(tx, actor, workspaceId);
         throw new StaleVersionError(expectedVersion, current.goalVersion);
       }
       const goal = await tx.goalVersion.create({ data: { workspaceId, version: expectedVersion + 1, statement } });
       const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
       return { workspace, goal };
     });
-    await this.publish("GOAL_UPDATED", workspaceId, result.goal.version);
+    publishWorkspaceEvent(this.deps.events, { kind: "GOAL_UPDATED", workspaceId, goalVersion: result.goal.version });
     return result;
   }
 
-  /** Stops new links and admissions (enforced by those modules); cancels nothing. Idempotent. */
-  archiveWorkspace(workspaceId: string): Promise<Workspace> {
-    return this.setStatus(workspaceId, "ARCHIVED");
+  /** Stops new links and admissions; cancels nothing. Idempotent. */
+  archiveWorkspace(actor: Actor, workspaceId: string): Promise<Workspace> {
+    return this.setStatus(actor, workspaceId, "ARCHIVED");
   }
 
   /** Undoes an archive. Idempotent. */
-  restoreWorkspace(workspaceId: string): Promise<Workspace> {
-    return this.setStatus(workspaceId, "ACTIVE");
+  restoreWorkspace(actor: Actor, workspaceId: string): Promise<Workspace> {
+    return this.setStatus(actor, workspaceId, "ACTIVE");
   }
 
-  private async setStatus(workspaceId: string, status: "ACTIVE" | "ARCHIVED"): Promise<Workspace> {
+  /**
+   * Removes the workspace's own organisation — goal versions and links — and leaves a tombstone
+   * row, so the workspace reads as not found and nothing can recreate it or link to it (W15).
+   * Conversations, runs, publications and artifacts are other modules' and are not touched.
+   */
+  async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
+    await this.deps.prisma.$transaction(async (tx) => {
+      const deleted = await tx.workspace.updateMany({
+        where: visibleWorkspace(actor, workspaceId),
+        data: { deletedAt: new Date() },
+      });
+      if (deleted.count === 0) await findVisibleWorkspace(tx, actor, workspaceId); // throws NotFoundError
+      await tx.workspaceLink.deleteMany({ where: { workspaceId } });
+      await tx.goalVersion.deleteMany({ where: { workspaceId } });
+    });
+    publishWorkspaceEvent(this.deps.events, { kind: "DELETED", workspaceId });
+  }
+
+  private async setStatus(actor: Actor, workspaceId: string, status: "ACTIVE" | "ARCHIVED"): Promise<Workspace> {
     const changed = await this.deps.prisma.workspace.updateMany({
-      where: { id: workspaceId, status: status === "ARCHIVED" ? "ACTIVE" : "ARCHIVED" },
+      where: { ...visibleWorkspace(actor, workspaceId), status: status === "ARCHIVED" ? "ACTIVE" : "ARCHIVED" },
       data: { status, archivedAt: status === "ARCHIVED" ? new Date() : null },
     });
-    const workspace = await this.deps.prisma.workspace.findUnique({ where: { id: workspaceId } });
-    if (!workspace) throw new NotFoundError("Workspace", workspaceId);
-    if (changed.count > 0) await this.publish(status === "ARCHIVED" ? "ARCHIVED" : "RESTORED", workspaceId, null);
+    const workspace = await findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
+    if (changed.count > 0) {
+      publishWorkspaceEvent(this.deps.events, { kind: status === "ARCHIVED" ? "ARCHIVED" : "RESTORED", workspaceId });
+    }
     return workspace;
-  }
-
-  private async publish(kind: WorkspaceEventKind, workspaceId: string, goalVersion: number | null): Promise<void> {
-    this.deps.events.publish("workspace:event", workspaceId, {
-      kind,
-      workspaceId,
-      goalVersion,
-      at: new Date().toISOString(),
-    });
   }
 }

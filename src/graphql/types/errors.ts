@@ -1,6 +1,15 @@
 // Typed errors as data (A2). Every expected failure implements the Error interface, so a
 // client can always read `... on Error { message }` and narrow by __typename for details.
-import { DomainError, NotFoundError, StaleVersionError, ValidationError, type ValidationIssue } from "../../domain/errors.js";
+import {
+  DomainError,
+  IdempotencyConflictError,
+  NotFoundError,
+  StaleVersionError,
+  UnsupportedError,
+  ValidationError,
+  type ValidationIssue,
+  WorkspaceArchivedError,
+} from "../../domain/errors.js";
 import { builder } from "../builder.js";
 
 export const ErrorInterface = builder.interfaceRef<DomainError>("Error").implement({
@@ -38,4 +47,25 @@ builder.objectType(StaleVersionError, {
     currentVersion: t.exposeInt("currentVersion"),
     expectedVersion: t.exposeInt("expectedVersion"),
   }),
+});
+
+builder.objectType(IdempotencyConflictError, {
+  name: "IdempotencyConflictError",
+  description: "The idempotency key was already used for a different request; no run was admitted.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ idempotencyKey: t.exposeString("idempotencyKey") }),
+});
+
+builder.objectType(WorkspaceArchivedError, {
+  name: "WorkspaceArchivedError",
+  description: "The workspace is archived: it takes no new links or admissions until restored.",
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
+});
+
+builder.objectType(UnsupportedError, {
+  name: "UnsupportedError",
+  description: "The operation does not apply to this kind of object.",
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
 });

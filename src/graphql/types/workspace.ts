@@ -5,7 +5,10 @@ import type { WorkspaceEventKind, WorkspaceEventMessage } from "../../events/top
 import type { GoalVersion, Workspace } from "../../generated/prisma/client.js";
 import { WorkspaceStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { idOfType, requireIdOfType } from "../global-id.js";
+import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
+import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
+import { newestFirst } from "./owned.js";
 
 const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
   name: "WorkspaceStatus",
@@ -14,8 +17,9 @@ const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
 
 export const GoalVersionNode = builder.prismaNode("GoalVersion", {
   id: { field: "id" },
-  // node(id) of an id that names nothing is null, not an error.
+  // node(id) of an id that names nothing (or nothing of yours) is null, not an error.
   nullable: true,
+  findUnique: (id, ctx) => ({ id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } }),
   description: "One immutable version of a workspace's research goal.",
   fields: (t) => ({
     version: t.exposeInt("version", { description: "1 for the first goal; each accepted update adds one." }),
@@ -26,8 +30,9 @@ export const GoalVersionNode = builder.prismaNode("GoalVersion", {
 
 export const WorkspaceNode = builder.prismaNode("Workspace", {
   id: { field: "id" },
-  // node(id) of an id that names nothing is null, not an error.
+  // node(id) of an id that names nothing (or nothing of yours) is null, not an error.
   nullable: true,
+  findUnique: (id, ctx) => ({ id, ownerId: ctx.actor.principalId, deletedAt: null }),
   description: "A long-term research goal and the organisation around it.",
   fields: (t) => ({
     title: t.exposeString("title"),
@@ -66,7 +71,7 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, ctx) => {
       const id = idOfType(String(args.id), "Workspace");
-      return id ? ctx.prisma.workspace.findUnique({ ...query, where: { id } }) : null;
+      return id ? ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, id) }) : null;
     },
   }),
   workspaces: t.prismaConnection({
@@ -76,7 +81,11 @@ builder.queryFields((t) => ({
     defaultSize: 20,
     maxSize: 100,
     resolve: (query, _root, _args, ctx) =>
-      ctx.prisma.workspace.findMany({ ...query, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+      ctx.prisma.workspace.findMany({
+        ...query,
+        where: { ownerId: ctx.actor.principalId, deletedAt: null },
+        orderBy: newestFirst,
+      }),
   }, { name: "WorkspaceConnection" }, { name: "WorkspaceEdge" }),
 }));
 
@@ -125,7 +134,9 @@ builder.mutationFields((t) => ({
     type: CreateWorkspaceSuccess,
     args: { input: t.arg({ type: CreateWorkspaceInput, required: true }) },
     errors: { types: [ValidationError], directResult: true, union: { name: "CreateWorkspacePayload" } },
-    resolve: async (_root, { input }, ctx) => ({ workspace: await ctx.services.workspaces.createWorkspace(input) }),
+    resolve: async (_root, { input }, ctx) => ({
+      workspace: await ctx.services.workspaces.createWorkspace(ctx.actor, input),
+    }),
   }),
   updateGoal: t.field({
     type: UpdateGoalSuccess,
@@ -137,7 +148,7 @@ builder.mutationFields((t) => ({
       union: { name: "UpdateGoalPayload" },
     },
     resolve: (_root, { input }, ctx) =>
-      ctx.services.workspaces.updateGoal({
+      ctx.services.workspaces.updateGoal(ctx.actor, {
         ...input,
         workspaceId: requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
       }),
@@ -149,6 +160,7 @@ builder.mutationFields((t) => ({
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "ArchiveWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => ({
       workspace: await ctx.services.workspaces.archiveWorkspace(
+        ctx.actor,
         requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
       ),
     }),
@@ -159,17 +171,42 @@ builder.mutationFields((t) => ({
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RestoreWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => ({
       workspace: await ctx.services.workspaces.restoreWorkspace(
+        ctx.actor,
         requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
       ),
     }),
   }),
 }));
 
+const DeleteWorkspaceSuccess = builder.objectRef<{ deletedWorkspaceId: string }>("DeleteWorkspaceSuccess").implement({
+  fields: (t) => ({ deletedWorkspaceId: t.exposeID("deletedWorkspaceId") }),
+});
+
+builder.mutationField("deleteWorkspace", (t) =>
+  t.field({
+    type: DeleteWorkspaceSuccess,
+    description:
+      "Removes the workspace's goal versions and links; its conversations, runs, publications and artifacts stay. " +
+      "The workspace then reads as not found, and nothing can recreate it.",
+    args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "DeleteWorkspacePayload" } },
+    resolve: async (_root, { input }, ctx) => {
+      const id = requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId");
+      await ctx.services.workspaces.deleteWorkspace(ctx.actor, id);
+      return { deletedWorkspaceId: String(input.workspaceId) };
+    },
+  }),
+);
+
 const WorkspaceEventKindEnum = builder.enumType("WorkspaceEventKind", {
   values: {
     GOAL_UPDATED: { description: "A new goal version was created; `goal` is that version." },
     ARCHIVED: { description: "The workspace was archived." },
     RESTORED: { description: "The workspace was restored from the archive." },
+    DELETED: { description: "The workspace was deleted; `workspace` is null from now on." },
+    LINKED: { description: "An object was linked; see `linkKind` and `linkTargetId`." },
+    UNLINKED: { description: "A link was removed; see `linkKind` and `linkTargetId`." },
+    RUN_ADMITTED: { description: "A run was admitted in the workspace; `run` is that run." },
   } satisfies Record<WorkspaceEventKind, unknown>,
 });
 
@@ -178,11 +215,31 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
   fields: (t) => ({
     kind: t.field({ type: WorkspaceEventKindEnum, resolve: (event) => event.kind }),
     at: t.field({ type: "DateTime", resolve: (event) => event.at }),
+    workspaceId: t.id({ resolve: (event) => encodeGlobalId("Workspace", event.workspaceId) }),
     workspace: t.prismaField({
       type: "Workspace",
-      description: "The workspace as it is now.",
+      nullable: true,
+      description: "The workspace as it is now; null once deleted.",
       resolve: (query, event, _args, ctx) =>
-        ctx.prisma.workspace.findUniqueOrThrow({ ...query, where: { id: event.workspaceId } }),
+        ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, event.workspaceId) }),
+    }),
+    linkKind: t.field({
+      type: LinkKindEnum,
+      nullable: true,
+      description: "For LINKED and UNLINKED: the kind of the linked object.",
+      resolve: (event) => event.link?.kind ?? null,
+    }),
+    linkTargetId: t.id({
+      nullable: true,
+      description: "For LINKED and UNLINKED: the linked object's id.",
+      resolve: (event) => (event.link ? encodeGlobalId(typenameOfKind[event.link.kind], event.link.targetId) : null),
+    }),
+    run: t.prismaField({
+      type: "Run",
+      nullable: true,
+      description: "For RUN_ADMITTED: the admitted run.",
+      resolve: (query, event, _args, ctx) =>
+        event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ownerId: ctx.actor.principalId } }) : null,
     }),
     goal: t.prismaField({
       type: "GoalVersion",
@@ -206,7 +263,7 @@ builder.subscriptionFields((t) => ({
     args: { workspaceId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.workspaceId), "Workspace");
-      const exists = id ? await ctx.prisma.workspace.count({ where: { id } }) : 0;
+      const exists = id ? await ctx.prisma.workspace.count({ where: visibleWorkspace(ctx.actor, id) }) : 0;
       if (!id || exists === 0) {
         throw new GraphQLError("Workspace not found.", { extensions: { code: "NOT_FOUND" } });
       }

@@ -1,0 +1,155 @@
+// Run admission (W4, W5, R0): a new, independent run with its own limits and principal, its
+// goal version, materials and configuration frozen, idempotent per principal and key.
+import { createHash, randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { EventPublisher } from "../../events/topics.js";
+import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import { IdempotencyConflictError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { parseInput } from "../validation.js";
+import { lockOpenWorkspace, upsertLink } from "../workspace/link-service.js";
+import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
+import { GOAL_STATEMENT_MAX, nonBlank } from "../workspace/workspace-service.js";
+import { appendMessage } from "./conversation-service.js";
+import { assertOwned, findOwnedVersions } from "./owned-objects.js";
+import { versionRef } from "./publication-service.js";
+
+/** Idempotency keys are honoured for at least this long (W5). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
+
+const limits = z.object({
+  maxTurns: z.number().int().min(1).max(1_000).nullish().transform((v) => v ?? DEFAULT_LIMITS.maxTurns),
+  tokenBudget: z.number().int().min(1).max(100_000_000).nullish().transform((v) => v ?? DEFAULT_LIMITS.tokenBudget),
+  deadlineSeconds: z.number().int().min(1).max(7 * 24 * 3600).nullish().transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
+});
+
+const admitInput = z.object({
+  workspaceId: z.string().nullish(),
+  conversationId: z.string().nullish(),
+  agent: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be an agent profile name such as researcher")
+    .nullish()
+    .transform((v) => v ?? "researcher"),
+  question: nonBlank(GOAL_STATEMENT_MAX),
+  materials: z.array(versionRef).max(100, "at most 100 materials").nullish().transform((v) => v ?? []),
+  limits: limits.nullish().transform((v) => v ?? limits.parse({})),
+  idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),
+});
+
+export type AdmitInput = z.input<typeof admitInput>;
+type Admission = z.output<typeof admitInput>;
+
+/** The request as compared for idempotency: materials as a set, limits after defaults. */
+function fingerprintOf(request: Admission): string {
+  const materials = [...new Set(request.materials.map((m) => `${m.publicationId}@${m.version}`))].sort();
+  const normalised = {
+    workspaceId: request.workspaceId ?? null,
+    conversationId: request.conversationId ?? null,
+    agent: request.agent,
+    question: request.question,
+    materials,
+    limits: request.limits,
+  };
+  return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return e?.code === "P2002" || /unique constraint/i.test(e?.message ?? "");
+}
+
+export class AdmissionService {
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; now?: () => Date }) {}
+
+  async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
+    const request = parseInput(admitInput, input);
+    const fingerprint = fingerprintOf(request);
+    const key = request.idempotencyKey;
+    if (key) {
+      const replay = await this.replay(actor, key, fingerprint);
+      if (replay) return replay;
+    }
+    try {
+      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, actor, request, fingerprint));
+      if (run.workspaceId) {
+        publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
+        publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
+      }
+      return { run, replayed: false };
+    } catch (error) {
+      // Another admission with the same key committed first: answer as that one did.
+      if (key && isUniqueViolation(error)) {
+        const replay = await this.replay(actor, key, fingerprint);
+        if (replay) return replay;
+      }
+      throw error;
+    }
+  }
+
+  private async replay(actor: Actor, key: string, fingerprint: string): Promise<{ run: Run; replayed: true } | null> {
+    const now = this.deps.now?.() ?? new Date();
+    const stored = await this.deps.prisma.idempotencyKey.findUnique({
+      where: { principalId_key: { principalId: actor.principalId, key } },
+    });
+    if (!stored || stored.expiresAt <= now) return null;
+    if (stored.fingerprint !== fingerprint) throw new IdempotencyConflictError(key);
+    return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId } }), replayed: true };
+  }
+
+  private async admit(tx: Prisma.TransactionClient, actor: Actor, request: Admission, fingerprint: string): Promise<Run> {
+    const now = this.deps.now?.() ?? new Date();
+    const runId = randomUUID();
+    if (request.idempotencyKey) {
+      // Claimed first: a concurrent admission with the same key waits here, then fails.
+      const where = { principalId_key: { principalId: actor.principalId, key: request.idempotencyKey } };
+      await tx.idempotencyKey.deleteMany({
+        where: { principalId: actor.principalId, key: request.idempotencyKey, expiresAt: { lte: now } },
+      });
+      await tx.idempotencyKey.create({
+        data: { ...where.principalId_key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) },
+      });
+    }
+
+    let goal: { id: string; version: number; statement: string } | null = null;
+    if (request.workspaceId) {
+      if (!(await lockOpenWorkspace(tx, actor, request.workspaceId))) await findOpenWorkspace(tx, actor, request.workspaceId);
+      const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: request.workspaceId } });
+      goal = await tx.goalVersion.findUniqueOrThrow({
+        where: { workspaceId_version: { workspaceId: workspace.id, version: workspace.goalVersion } },
+      });
+    }
+    if (request.conversationId) await assertOwned(tx, actor, "CONVERSATION", request.conversationId);
+    const materials = await findOwnedVersions(
+      tx,
+      actor,
+      [...new Map(request.materials.map((m) => [`${m.publicationId}@${m.version}`, m])).values()],
+    );
+    const conversationId =
+      request.conversationId ??
+      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) } })).id;
+
+    const run = await tx.run.create({
+      data: {
+        id: runId,
+        ownerId: actor.principalId,
+        conversationId,
+        workspaceId: request.workspaceId ?? null,
+        agent: request.agent,
+        question: request.question,
+        ...request.limits,
+        deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
+        goalVersionId: goal?.id ?? null,
+        goalVersionNo: goal?.version ?? null,
+        goalStatement: goal?.statement ?? null,
+        configuration: { agent: request.agent, limits: request.limits },
+        materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) },
+      },
+    });
+    await appendMessage(tx, { conversationId, role: "USER", content: request.question, runId });
+    if (request.workspaceId) await upsertLink(tx, request.workspaceId, { kind: "RUN", targetId: runId });
+    return run;
+  }
+}

@@ -1,0 +1,69 @@
+// The artifact module: it stores artifact content and alone decides retention and expiry (W16).
+import { z } from "zod";
+import type { Artifact, PrismaClient } from "../../generated/prisma/client.js";
+import { NotFoundError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { parseInput } from "../validation.js";
+import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+
+export const ARTIFACT_MAX_BYTES = 5 * 1024 * 1024;
+/** How long a temporary artifact's content is kept. */
+export const TEMPORARY_ARTIFACT_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+const createInput = z.object({
+  name: nonBlank(TITLE_MAX),
+  mimeType: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;.*)?$/, "must be a MIME type such as text/html"),
+  content: z.string().refine((value) => Buffer.byteLength(value, "utf8") <= ARTIFACT_MAX_BYTES, {
+    message: `must be at most ${ARTIFACT_MAX_BYTES} bytes`,
+  }),
+});
+
+/** What the artifact module decided about a retention request. */
+export type RetentionDecision = { retained: true; artifact: Artifact } | { retained: false; artifact: Artifact; reason: string };
+
+/** The part of the artifact module a workspace relies on; tests may wrap it. */
+export interface ArtifactRetention {
+  retain(actor: Actor, artifactId: string): Promise<RetentionDecision>;
+}
+
+/** The media type without parameters: "text/html; charset=utf-8" → "text/html". */
+export const essenceOf = (mimeType: string): string => (mimeType.split(";")[0] ?? "").trim().toLowerCase();
+
+export class ArtifactService implements ArtifactRetention {
+  constructor(private readonly deps: { prisma: PrismaClient; now?: () => Date }) {}
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+
+  async createArtifact(actor: Actor, input: { name: string; mimeType: string; content: string }): Promise<Artifact> {
+    const { name, mimeType, content } = parseInput(createInput, input);
+    const bytes = Buffer.from(content, "utf8");
+    return this.deps.prisma.artifact.create({
+      data: {
+        ownerId: actor.principalId,
+        name,
+        mimeType,
+        size: bytes.byteLength,
+        content: bytes,
+        expiresAt: new Date(this.now().getTime() + TEMPORARY_ARTIFACT_TTL_MS),
+      },
+    });
+  }
+
+  /** Keeps the artifact beyond its expiry, unless it has already expired. */
+  async retain(actor: Actor, artifactId: string): Promise<RetentionDecision> {
+    const now = this.now();
+    const kept = await this.deps.prisma.artifact.updateMany({
+      where: { id: artifactId, ownerId: actor.principalId, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
+      data: { retention: "RETAINED", expiresAt: null },
+    });
+    const artifact = await this.deps.prisma.artifact.findFirst({ where: { id: artifactId, ownerId: actor.principalId } });
+    if (!artifact) throw new NotFoundError("Artifact", artifactId);
+    return kept.count > 0 ? { retained: true, artifact } : { retained: false, artifact, reason: "the artifact has expired" };
+  }
+}

@@ -1,0 +1,33 @@
+// Conversations and their append-only message log (R0, R3).
+import { z } from "zod";
+import type { Conversation, Message, MessageRole, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { Actor } from "../principal/principal-service.js";
+import { parseInput } from "../validation.js";
+import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+
+const startInput = z.object({ title: nonBlank(TITLE_MAX) });
+
+/**
+ * Appends one message. The conversation row's counter hands out the next seq under a row
+ * lock, so concurrent appends to one conversation never collide and never leave a gap.
+ */
+export async function appendMessage(
+  tx: Prisma.TransactionClient,
+  message: { conversationId: string; role: MessageRole; content: string; runId?: string },
+): Promise<Message> {
+  const { messageCount } = await tx.conversation.update({
+    where: { id: message.conversationId },
+    data: { messageCount: { increment: 1 } },
+    select: { messageCount: true },
+  });
+  return tx.message.create({ data: { ...message, seq: messageCount } });
+}
+
+export class ConversationService {
+  constructor(private readonly deps: { prisma: PrismaClient }) {}
+
+  async startConversation(actor: Actor, input: { title: string }): Promise<Conversation> {
+    const { title } = parseInput(startInput, input);
+    return this.deps.prisma.conversation.create({ data: { ownerId: actor.principalId, title } });
+  }
+}

@@ -1,0 +1,92 @@
+// Publications: research results kept as immutable, hashed versions with their as-of time
+// and source dependencies (W7, W9).
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
+import { NotFoundError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { parseInput } from "../validation.js";
+import type { LinkService, RunLinkOutcome } from "../workspace/link-service.js";
+import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+import { assertOwned, findOwnedVersions } from "./owned-objects.js";
+
+export const PUBLICATION_CONTENT_MAX = 1_000_000;
+/** Clocks disagree a little; an as-of time further ahead than this is a mistake. */
+const AS_OF_SKEW_MS = 5 * 60 * 1000;
+
+export const versionRef = z.object({ publicationId: z.string(), version: z.number().int().min(1, "versions start at 1") });
+
+const publishInput = z
+  .object({
+    publicationId: z.string().nullish(),
+    title: nonBlank(TITLE_MAX).nullish(),
+    content: nonBlank(PUBLICATION_CONTENT_MAX),
+    sources: z.array(versionRef).max(200, "at most 200 sources").default([]),
+    asOf: z.date().nullish(),
+    originRunId: z.string().nullish(),
+  })
+  .superRefine((input, ctx) => {
+    if (!input.publicationId && !input.title) {
+      ctx.addIssue({ code: "custom", path: ["title"], message: "is required for a new publication" });
+    }
+    if (input.publicationId && input.title) {
+      ctx.addIssue({ code: "custom", path: ["title"], message: "is given only when creating a publication" });
+    }
+  });
+
+export type PublishInput = z.input<typeof publishInput>;
+
+export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
+
+export class PublicationService {
+  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date }) {}
+
+  /** Creates the next immutable version (or a new publication), then links it for its origin run. */
+  async publishVersion(
+    actor: Actor,
+    input: PublishInput,
+  ): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
+    const parsed = parseInput(publishInput, input);
+    const now = this.deps.now?.() ?? new Date();
+    const asOf = parsed.asOf ?? now;
+    if (asOf.getTime() > now.getTime() + AS_OF_SKEW_MS) {
+      throw new ValidationError([{ field: "asOf", message: "must not be in the future" }]);
+    }
+    const unique = [...new Map(parsed.sources.map((s) => [`${s.publicationId}@${s.version}`, s])).values()];
+
+    const version = await this.deps.prisma.$transaction(async (tx) => {
+      const sources = await findOwnedVersions(tx, actor, unique);
+      if (parsed.originRunId) await assertOwned(tx, actor, "RUN", parsed.originRunId);
+      let publicationId = parsed.publicationId;
+      let number = 1;
+      if (publicationId) {
+        const bumped = await tx.publication.updateMany({
+          where: { id: publicationId, ownerId: actor.principalId },
+          data: { latestVersion: { increment: 1 } },
+        });
+        if (bumped.count === 0) throw new NotFoundError("Publication", publicationId);
+        number = (await tx.publication.findUniqueOrThrow({ where: { id: publicationId } })).latestVersion;
+      } else {
+        publicationId = (
+          await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })
+        ).id;
+      }
+      return tx.publicationVersion.create({
+        data: {
+          publicationId,
+          version: number,
+          content: parsed.content,
+          contentHash: contentHash(parsed.content),
+          asOf,
+          originRunId: parsed.originRunId ?? null,
+          sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
+        },
+      });
+    });
+
+    const workspaceLink = parsed.originRunId
+      ? await this.deps.links.linkForRun(parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId })
+      : "NO_WORKSPACE";
+    return { version, workspaceLink };
+  }
+}

@@ -1,0 +1,43 @@
+// Turns a request's credentials into the principal it acts for (A6). A wrong key is always
+// rejected, never downgraded; a missing key is the development principal only when the
+// operator did not require authentication.
+import { GraphQLError } from "graphql";
+import type { Actor, PrincipalService } from "../domain/principal/principal-service.js";
+
+export type Authenticate = (authorization: string | null | undefined) => Promise<Actor>;
+
+const unauthenticated = (message: string) =>
+  new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
+
+export function createAuthenticator({
+  principals,
+  authRequired,
+}: {
+  principals: PrincipalService;
+  authRequired: boolean;
+}): Authenticate {
+  let development: Promise<Actor> | undefined;
+  return async (authorization) => {
+    if (authorization == null || authorization.trim() === "") {
+      if (authRequired) throw unauthenticated("An API key is required: send `Authorization: Bearer <key>`.");
+      development ??= principals.ensureDevelopmentPrincipal().catch((error: unknown) => {
+        development = undefined;
+        throw error;
+      });
+      return development;
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match?.[1]) throw unauthenticated("The Authorization header must be `Bearer <key>`.");
+    const actor = await principals.authenticate(match[1]);
+    if (!actor) throw unauthenticated("Invalid API key.");
+    return actor;
+  };
+}
+
+/** The Authorization header sent in graphql-ws connection parameters, whatever its case. */
+export function authorizationFromConnectionParams(params: Record<string, unknown> | undefined): string | undefined {
+  const headers = (params?.headers ?? params) as Record<string, unknown> | undefined;
+  if (!headers || typeof headers !== "object") return undefined;
+  const entry = Object.entries(headers).find(([name]) => name.toLowerCase() === "authorization");
+  return typeof entry?.[1] === "string" ? entry[1] : undefined;
+}

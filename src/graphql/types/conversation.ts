@@ -1,0 +1,80 @@
+// Conversations (sessions) and their append-only messages.
+import { ValidationError } from "../../domain/errors.js";
+import type { Conversation } from "../../generated/prisma/client.js";
+import { MessageRole } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { newestFirst, ownedBy } from "./owned.js";
+
+const MessageRoleEnum = builder.enumType(MessageRole, { name: "MessageRole" });
+
+export const MessageNode = builder.prismaNode("Message", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, conversation: { ownerId: ctx.actor.principalId } }),
+  description: "One entry of a conversation's append-only log.",
+  fields: (t) => ({
+    seq: t.exposeInt("seq", { description: "Position in the conversation, from 1, without gaps." }),
+    role: t.expose("role", { type: MessageRoleEnum }),
+    content: t.exposeString("content"),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    run: t.relation("run", { nullable: true, description: "The run (round) the message belongs to." }),
+  }),
+});
+
+export const ConversationNode = builder.prismaNode("Conversation", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: ownedBy,
+  description: "A session: successive runs of one line of research continue its log.",
+  fields: (t) => ({
+    title: t.exposeString("title"),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    messages: t.relatedConnection(
+      "messages",
+      { description: "The log, oldest first.", cursor: "id", defaultSize: 50, maxSize: 200, query: { orderBy: { seq: "asc" } } },
+      { name: "MessageConnection" },
+      { name: "MessageEdge" },
+    ),
+    runs: t.relatedConnection(
+      "runs",
+      { description: "Its runs, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: newestFirst } },
+      { name: "ConversationRunConnection" },
+      { name: "ConversationRunEdge" },
+    ),
+  }),
+});
+
+builder.queryField("conversations", (t) =>
+  t.prismaConnection(
+    {
+      type: "Conversation",
+      description: "Your conversations, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, _root, _args, ctx) =>
+        ctx.prisma.conversation.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+    },
+    { name: "ConversationConnection" },
+    { name: "ConversationEdge" },
+  ),
+);
+
+const StartConversationInput = builder.inputType("StartConversationInput", {
+  fields: (t) => ({ title: t.string({ required: true }) }),
+});
+
+const StartConversationSuccess = builder.objectRef<{ conversation: Conversation }>("StartConversationSuccess").implement({
+  fields: (t) => ({ conversation: t.field({ type: ConversationNode, resolve: (result) => result.conversation }) }),
+});
+
+builder.mutationField("startConversation", (t) =>
+  t.field({
+    type: StartConversationSuccess,
+    args: { input: t.arg({ type: StartConversationInput, required: true }) },
+    errors: { types: [ValidationError], directResult: true, union: { name: "StartConversationPayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      conversation: await ctx.services.conversations.startConversation(ctx.actor, input),
+    }),
+  }),
+);

@@ -1,0 +1,147 @@
+// Publications and their immutable versions.
+import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import type { RunLinkOutcome } from "../../domain/workspace/link-service.js";
+import type { PublicationVersion } from "../../generated/prisma/client.js";
+import { builder } from "../builder.js";
+import { requireIdOfType } from "../global-id.js";
+import { newestFirst, ownedBy } from "./owned.js";
+
+export const MaterialRefInput = builder.inputType("MaterialRefInput", {
+  description: "An exact version of a publication.",
+  fields: (t) => ({ publicationId: t.id({ required: true }), version: t.int({ required: true }) }),
+});
+
+/** Global publication ids → database ids; a malformed one is a ValidationError naming its index. */
+export function materialRefsToDomain(refs: { publicationId: string | number; version: number }[], field: string) {
+  return refs.map((ref, index) => ({
+    publicationId: requireIdOfType(String(ref.publicationId), "Publication", `${field}.${index}.publicationId`),
+    version: ref.version,
+  }));
+}
+
+export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, publication: { ownerId: ctx.actor.principalId } }),
+  description: "One immutable version of a publication.",
+  fields: (t) => ({
+    version: t.exposeInt("version"),
+    content: t.exposeString("content"),
+    contentHash: t.exposeString("contentHash", { description: "SHA-256 (hex) of the UTF-8 content." }),
+    asOf: t.expose("asOf", { type: "DateTime", description: "When the judgement was formed." }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When it was stored." }),
+    publication: t.relation("publication"),
+    originRun: t.relation("originRun", { nullable: true }),
+    sources: t.prismaField({
+      type: ["PublicationVersion"],
+      description: "The exact versions this version was built on, in the order given.",
+      resolve: async (query, version, _args, ctx) =>
+        (
+          await ctx.prisma.publicationSource.findMany({
+            where: { versionId: version.id },
+            orderBy: { position: "asc" },
+            include: { sourceVersion: query },
+          })
+        ).map((source) => source.sourceVersion),
+    }),
+  }),
+});
+
+export const PublicationNode = builder.prismaNode("Publication", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: ownedBy,
+  description: "A research result; its content lives in immutable versions.",
+  fields: (t) => ({
+    title: t.exposeString("title"),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    latestVersion: t.field({
+      type: PublicationVersionNode,
+      select: (_args, _ctx, nested) => ({ versions: nested({ orderBy: { version: "desc" }, take: 1 }) }),
+      resolve: (publication) => {
+        const [latest] = publication.versions;
+        if (!latest) throw new Error("A publication without a version breaks the publication invariant.");
+        return latest;
+      },
+    }),
+    version: t.prismaField({
+      type: "PublicationVersion",
+      nullable: true,
+      description: "Exactly version n, never a newer one; null if there is no such version.",
+      args: { n: t.arg.int({ required: true }) },
+      resolve: (query, publication, { n }, ctx) =>
+        ctx.prisma.publicationVersion.findUnique({
+          ...query,
+          where: { publicationId_version: { publicationId: publication.id, version: n } },
+        }),
+    }),
+    versions: t.relatedConnection(
+      "versions",
+      { description: "Every version, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: { version: "desc" } } },
+      { name: "PublicationVersionConnection" },
+      { name: "PublicationVersionEdge" },
+    ),
+  }),
+});
+
+builder.queryField("publications", (t) =>
+  t.prismaConnection(
+    {
+      type: "Publication",
+      description: "Your publications, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, _root, _args, ctx) =>
+        ctx.prisma.publication.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+    },
+    { name: "PublicationConnection" },
+    { name: "PublicationEdge" },
+  ),
+);
+
+const WorkspaceLinkOutcomeEnum = builder.enumType("WorkspaceLinkOutcome", {
+  description: "Whether a version published by a run was linked to the run's workspace.",
+  values: {
+    LINKED: { description: "Linked to the workspace the origin run was admitted in." },
+    NOT_LINKED_WORKSPACE_ARCHIVED: { description: "The workspace is archived; the refusal is recorded." },
+    NOT_LINKED_WORKSPACE_DELETED: { description: "The workspace was deleted; it is not recreated." },
+    NO_WORKSPACE: { description: "No origin run, or it was admitted outside any workspace." },
+  } satisfies Record<RunLinkOutcome, unknown>,
+});
+
+const PublishVersionInput = builder.inputType("PublishVersionInput", {
+  fields: (t) => ({
+    publicationId: t.id({ description: "Add a version to this publication; omit to create a publication." }),
+    title: t.string({ description: "Required when creating a publication, and only then." }),
+    content: t.string({ required: true }),
+    sources: t.field({ type: [MaterialRefInput], description: "Exact versions this one was built on." }),
+    asOf: t.field({ type: "DateTime", description: "When the judgement was formed; default now." }),
+    originRunId: t.id({ description: "The run that produced it; the version is linked to that run's workspace." }),
+  }),
+});
+
+const PublishVersionSuccess = builder
+  .objectRef<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }>("PublishVersionSuccess")
+  .implement({
+    fields: (t) => ({
+      version: t.field({ type: PublicationVersionNode, resolve: (result) => result.version }),
+      workspaceLink: t.field({ type: WorkspaceLinkOutcomeEnum, resolve: (result) => result.workspaceLink }),
+    }),
+  });
+
+builder.mutationField("publishVersion", (t) =>
+  t.field({
+    type: PublishVersionSuccess,
+    description: "Creates a new immutable version, or a new publication with its first version.",
+    args: { input: t.arg({ type: PublishVersionInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "PublishVersionPayload" } },
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.publications.publishVersion(ctx.actor, {
+        ...input,
+        publicationId: input.publicationId ? requireIdOfType(String(input.publicationId), "Publication", "publicationId") : null,
+        originRunId: input.originRunId ? requireIdOfType(String(input.originRunId), "Run", "originRunId") : null,
+        sources: input.sources ? materialRefsToDomain(input.sources, "sources") : [],
+      }),
+  }),
+);

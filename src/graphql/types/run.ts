@@ -1,0 +1,138 @@
+// Runs and their admission (W4, W5).
+import { IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import type { Run } from "../../generated/prisma/client.js";
+import { RunStatus } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { requireIdOfType } from "../global-id.js";
+import { newestFirst, ownedBy } from "./owned.js";
+import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
+
+const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
+
+const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "deadlineSeconds">>("RunLimits").implement({
+  description: "The limits a run was admitted with.",
+  fields: (t) => ({
+    maxTurns: t.exposeInt("maxTurns"),
+    tokenBudget: t.exposeInt("tokenBudget", { description: "Model-reported tokens the whole run may use." }),
+    deadlineSeconds: t.exposeInt("deadlineSeconds", { description: "Counted from admission." }),
+  }),
+});
+
+const FrozenGoal = builder.objectRef<{ version: number; statement: string }>("FrozenGoal").implement({
+  description: "The workspace goal as it was when the run was admitted; later goal updates do not change it.",
+  fields: (t) => ({ version: t.exposeInt("version"), statement: t.exposeString("statement") }),
+});
+
+export const RunMaterialRef = builder.prismaObject("RunMaterial", {
+  description: "An exact publication version selected for the run at admission.",
+  fields: (t) => ({
+    position: t.exposeInt("position"),
+    publicationVersion: t.relation("publicationVersion"),
+  }),
+});
+
+export const RunNode = builder.prismaNode("Run", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: ownedBy,
+  description: "One independent research run, with the inputs frozen at its admission.",
+  fields: (t) => ({
+    status: t.expose("status", { type: RunStatusEnum }),
+    question: t.exposeString("question"),
+    agent: t.exposeString("agent", { description: "The agent profile the run executes under." }),
+    limits: t.field({ type: RunLimits, resolve: (run) => run }),
+    deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
+    answer: t.exposeString("answer", { nullable: true }),
+    failureReason: t.exposeString("failureReason", { nullable: true }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    startedAt: t.expose("startedAt", { type: "DateTime", nullable: true }),
+    finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
+    conversation: t.relation("conversation"),
+    admittedBy: t.relation("owner", { description: "The principal whose rights the run has (fixed at admission)." }),
+    workspace: t.prismaField({
+      type: "Workspace",
+      nullable: true,
+      description: "The workspace the run was admitted in, while it exists.",
+      resolve: (query, run, _args, ctx) =>
+        run.workspaceId
+          ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ownerId: ctx.actor.principalId, deletedAt: null } })
+          : null,
+    }),
+    frozenGoal: t.field({
+      type: FrozenGoal,
+      nullable: true,
+      description: "The goal frozen at admission (null for a run outside any workspace). Kept even if the workspace is deleted.",
+      resolve: (run) =>
+        run.goalVersionNo !== null && run.goalStatement !== null ? { version: run.goalVersionNo, statement: run.goalStatement } : null,
+    }),
+    goalVersion: t.relation("goalVersion", {
+      nullable: true,
+      description: "The frozen goal version as a node, while the workspace exists.",
+    }),
+    materials: t.relation("materials", { query: { orderBy: { position: "asc" } } }),
+  }),
+});
+
+builder.queryField("runs", (t) =>
+  t.prismaConnection(
+    {
+      type: "Run",
+      description: "Your runs, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, _root, _args, ctx) =>
+        ctx.prisma.run.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+    },
+    { name: "RunConnection" },
+    { name: "RunEdge" },
+  ),
+);
+
+const RunLimitsInput = builder.inputType("RunLimitsInput", {
+  description: "Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds.",
+  fields: (t) => ({ maxTurns: t.int(), tokenBudget: t.int(), deadlineSeconds: t.int() }),
+});
+
+const AdmitRunInput = builder.inputType("AdmitRunInput", {
+  fields: (t) => ({
+    workspaceId: t.id({ description: "Admit the run in this workspace: its current goal version is frozen on the run." }),
+    conversationId: t.id({ description: "Continue this conversation; without it a new conversation is started." }),
+    agent: t.string({ description: "The agent profile; default `researcher`." }),
+    question: t.string({ required: true }),
+    materials: t.field({ type: [MaterialRefInput], description: "Exact publication versions to give the run." }),
+    limits: t.field({ type: RunLimitsInput }),
+    idempotencyKey: t.string({
+      description: "Retrying with the same key and request returns the same run (replayed); kept at least 24 hours.",
+    }),
+  }),
+});
+
+const AdmitRunSuccess = builder.objectRef<{ run: Run; replayed: boolean }>("AdmitRunSuccess").implement({
+  fields: (t) => ({
+    run: t.field({ type: RunNode, resolve: (result) => result.run }),
+    replayed: t.exposeBoolean("replayed", { description: "True when an earlier admission with the same key is returned." }),
+  }),
+});
+
+builder.mutationField("admitRun", (t) =>
+  t.field({
+    type: AdmitRunSuccess,
+    description: "Admits a new, independent run with frozen inputs; a worker executes it.",
+    args: { input: t.arg({ type: AdmitRunInput, required: true }) },
+    errors: {
+      types: [IdempotencyConflictError, WorkspaceArchivedError, NotFoundError, ValidationError],
+      directResult: true,
+      union: { name: "AdmitRunPayload" },
+    },
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.admissions.admitRun(ctx.actor, {
+        ...input,
+        workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
+        conversationId: input.conversationId
+          ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId")
+          : null,
+        materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
+      }),
+  }),
+);

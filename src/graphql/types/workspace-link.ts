@@ -1,0 +1,178 @@
+// A workspace's links to conversations, runs, publications and artifacts (W3), and
+// retention-and-link of HTML artifacts (W16).
+import { NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-service.js";
+import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
+import type { LinkTargetKind } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import type { GraphQLContext } from "../context.js";
+import { decodeGlobalId, requireIdOfType } from "../global-id.js";
+import { ArtifactNode } from "./artifact.js";
+import { ConversationNode } from "./conversation.js";
+import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
+import { PublicationNode } from "./publication.js";
+import { RunNode } from "./run.js";
+import { newestFirst } from "./owned.js";
+import { WorkspaceNode } from "./workspace.js";
+
+const kindOfTypename = Object.fromEntries(
+  Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]),
+);
+
+/** A global id of a linkable object → its kind and database id. */
+function linkTargetOf(globalId: string): LinkTarget {
+  const decoded = decodeGlobalId(globalId);
+  const kind = decoded ? kindOfTypename[decoded.typename] : undefined;
+  if (!decoded || !kind) {
+    throw new ValidationError([
+      { field: "targetId", message: "is not the id of a conversation, run, publication or artifact" },
+    ]);
+  }
+  return { kind, targetId: decoded.id };
+}
+
+/** Reads the target through its own module's permission check: only the caller's objects. */
+function loadTarget(link: WorkspaceLink, ctx: GraphQLContext) {
+  const where = { id: link.targetId, ownerId: ctx.actor.principalId };
+  switch (link.targetKind) {
+    case "CONVERSATION":
+      return ctx.prisma.conversation.findFirst({ where }).then((o) => o && { ...o, __typename: "Conversation" });
+    case "RUN":
+      return ctx.prisma.run.findFirst({ where }).then((o) => o && { ...o, __typename: "Run" });
+    case "PUBLICATION":
+      return ctx.prisma.publication.findFirst({ where }).then((o) => o && { ...o, __typename: "Publication" });
+    case "ARTIFACT":
+      return ctx.prisma.artifact.findFirst({ where }).then((o) => o && { ...o, __typename: "Artifact" });
+    default: {
+      const unknownKind: never = link.targetKind;
+      throw new Error(`unknown link kind ${String(unknownKind)}`);
+    }
+  }
+}
+
+const LinkTargetUnion = builder.unionType("LinkTarget", {
+  types: [ConversationNode, RunNode, PublicationNode, ArtifactNode],
+  resolveType: (target) => (target as unknown as { __typename: string }).__typename,
+});
+
+export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } }),
+  description: "A workspace's reference to an object another module owns. Linking copies nothing.",
+  fields: (t) => ({
+    kind: t.expose("targetKind", { type: LinkKindEnum }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    target: t.field({
+      type: LinkTargetUnion,
+      nullable: true,
+      description: "The linked object, read through its own permission check; null if you cannot read it.",
+      resolve: (link, _args, ctx) => loadTarget(link, ctx) as never,
+    }),
+  }),
+});
+
+builder.prismaObjectField(WorkspaceNode, "links", (t) =>
+  t.relatedConnection(
+    "links",
+    { description: "Linked objects, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: newestFirst } },
+    { name: "WorkspaceLinkConnection" },
+    { name: "WorkspaceLinkEdge" },
+  ),
+);
+
+const LinkInput = builder.inputType("LinkToWorkspaceInput", {
+  fields: (t) => ({
+    workspaceId: t.id({ required: true }),
+    targetId: t.id({ required: true, description: "A conversation, run, publication or artifact of yours." }),
+  }),
+});
+
+const UnlinkInput = builder.inputType("UnlinkFromWorkspaceInput", {
+  fields: (t) => ({ workspaceId: t.id({ required: true }), targetId: t.id({ required: true }) }),
+});
+
+const LinkToWorkspaceSuccess = builder.objectRef<{ link: WorkspaceLink }>("LinkToWorkspaceSuccess").implement({
+  fields: (t) => ({ link: t.field({ type: WorkspaceLinkNode, resolve: (result) => result.link }) }),
+});
+
+const UnlinkFromWorkspaceSuccess = builder
+  .objectRef<{ workspace: Workspace; unlinked: boolean }>("UnlinkFromWorkspaceSuccess")
+  .implement({
+    fields: (t) => ({
+      workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
+      unlinked: t.exposeBoolean("unlinked", { description: "False when there was no such link." }),
+    }),
+  });
+
+const RetentionOutcomeEnum = builder.enumType("ArtifactRetentionOutcome", {
+  values: {
+    RETAINED_AND_LINKED: { description: "The artifact module retained it and the workspace links it." },
+    RETAINED_LINK_UNCONFIRMED: { description: "Retained, but the link could not be made (e.g. the workspace was archived meanwhile)." },
+    NOT_RETAINED: { description: "The artifact module declined to retain it (see reason); nothing was linked." },
+  } satisfies Record<RetentionOutcome, unknown>,
+});
+
+const RetainArtifactInput = builder.inputType("RetainArtifactInput", {
+  fields: (t) => ({ workspaceId: t.id({ required: true }), artifactId: t.id({ required: true }) }),
+});
+
+const RetainArtifactSuccess = builder
+  .objectRef<{ outcome: RetentionOutcome; reason: string | null; link: WorkspaceLink | null; artifact: Artifact }>(
+    "RetainArtifactSuccess",
+  )
+  .implement({
+    fields: (t) => ({
+      outcome: t.field({ type: RetentionOutcomeEnum, resolve: (result) => result.outcome }),
+      reason: t.exposeString("reason", { nullable: true }),
+      artifact: t.field({ type: ArtifactNode, resolve: (result) => result.artifact }),
+      link: t.field({ type: WorkspaceLinkNode, nullable: true, resolve: (result) => result.link }),
+    }),
+  });
+
+builder.mutationFields((t) => ({
+  linkToWorkspace: t.field({
+    type: LinkToWorkspaceSuccess,
+    description: "Links one of your objects to a workspace. Copies nothing and grants nothing; idempotent.",
+    args: { input: t.arg({ type: LinkInput, required: true }) },
+    errors: {
+      types: [WorkspaceArchivedError, NotFoundError, ValidationError],
+      directResult: true,
+      union: { name: "LinkToWorkspacePayload" },
+    },
+    resolve: async (_root, { input }, ctx) => ({
+      link: await ctx.services.links.link(
+        ctx.actor,
+        requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
+        linkTargetOf(String(input.targetId)),
+      ),
+    }),
+  }),
+  unlinkFromWorkspace: t.field({
+    type: UnlinkFromWorkspaceSuccess,
+    description: "Removes a link. The object itself is untouched.",
+    args: { input: t.arg({ type: UnlinkInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "UnlinkFromWorkspacePayload" } },
+    resolve: async (_root, { input }, ctx) => {
+      const workspaceId = requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId");
+      const unlinked = await ctx.services.links.unlink(ctx.actor, workspaceId, linkTargetOf(String(input.targetId)));
+      return { unlinked, workspace: await ctx.prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId } }) };
+    },
+  }),
+  retainArtifact: t.field({
+    type: RetainArtifactSuccess,
+    description: "Asks the artifact module to retain an HTML artifact and links it to the workspace.",
+    args: { input: t.arg({ type: RetainArtifactInput, required: true }) },
+    errors: {
+      types: [UnsupportedError, WorkspaceArchivedError, NotFoundError, ValidationError],
+      directResult: true,
+      union: { name: "RetainArtifactPayload" },
+    },
+    resolve: async (_root, { input }, ctx) => {
+      const workspaceId = requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId");
+      const artifactId = requireIdOfType(String(input.artifactId), "Artifact", "artifactId");
+      const result = await ctx.services.links.retainArtifact(ctx.actor, workspaceId, artifactId);
+      return { ...result, artifact: await ctx.prisma.artifact.findUniqueOrThrow({ where: { id: artifactId } }) };
+    },
+  }),
+}));

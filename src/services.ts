@@ -1,0 +1,35 @@
+// The domain services of one Dossier instance, wired over its database and event bus.
+import { AdmissionService } from "./domain/research/admission-service.js";
+import { type ArtifactRetention, ArtifactService } from "./domain/research/artifact-service.js";
+import { ConversationService } from "./domain/research/conversation-service.js";
+import { PublicationService } from "./domain/research/publication-service.js";
+import { PrincipalService } from "./domain/principal/principal-service.js";
+import { LinkService } from "./domain/workspace/link-service.js";
+import { WorkspaceService } from "./domain/workspace/workspace-service.js";
+import type { EventPublisher } from "./events/topics.js";
+import type { PrismaClient } from "./generated/prisma/client.js";
+
+export type Services = ReturnType<typeof createServices>;
+
+export function createServices({
+  prisma,
+  events,
+  artifactRetention,
+}: {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  /** Replaces the artifact module's retention decision (tests of partial failures). */
+  artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
+}) {
+  const artifacts = new ArtifactService({ prisma });
+  const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
+  return {
+    principals: new PrincipalService({ prisma }),
+    workspaces: new WorkspaceService({ prisma, events }),
+    links,
+    conversations: new ConversationService({ prisma }),
+    artifacts,
+    publications: new PublicationService({ prisma, links }),
+    admissions: new AdmissionService({ prisma, events }),
+  };
+}
