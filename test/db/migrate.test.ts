@@ -79,6 +79,20 @@ describe.each(backends)("migrations on %s", (backend) => {
     expect((await db.migrate(fixed)).applied).toEqual(["20990101000000_add_notes"]);
   });
 
+  it("upgrades a database holding workspaces from before principals: they belong to the development principal", async () => {
+    const db = await fresh();
+    const [init, ...rest] = shipped;
+    await db.migrate([init!]);
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO workspace (id, title, goal_version, updated_at) VALUES ('w-old', 'Old', 1, now())`,
+    );
+    expect((await db.migrate()).applied).toEqual(rest.map((m) => m.name));
+    const [row] = await db.prisma.$queryRawUnsafe<{ owner_id: string; name: string }[]>(
+      `SELECT w.owner_id, p.name FROM workspace w JOIN principal p ON p.id = w.owner_id WHERE w.id = 'w-old'`,
+    );
+    expect(row).toEqual({ owner_id: "development", name: "Development principal" });
+  });
+
   it("refuses to start when an applied migration was edited", async () => {
     const db = await fresh();
     await db.migrate();

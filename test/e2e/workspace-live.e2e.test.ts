@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ArchiveWorkspaceDocument,
   CreateWorkspaceDocument,
+  DeleteWorkspaceDocument,
+  LinkToWorkspaceDocument,
+  UnlinkFromWorkspaceDocument,
   RestoreWorkspaceDocument,
   UpdateGoalDocument,
   WorkspaceEventsDocument,
@@ -11,6 +14,7 @@ import {
 import { DossierRequestError } from "../../sdk/client.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";
+import { admit, startConversation } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 describe.each(backends)("a live server on %s", (backend) => {
@@ -65,6 +69,28 @@ describe.each(backends)("a live server on %s", (backend) => {
     expect(events[0]).toMatchObject({ goal: { version: 2, statement: "v2: narrower" }, workspace: { id: workspace.id } });
     expect(events[1]?.goal).toBeNull();
     expect(events[2]?.workspace?.status).toBe("ACTIVE");
+  });
+
+  it("reports links, admissions, unlinks and the delete", async () => {
+    const writer = t.connect();
+    const workspace = await createWorkspace(writer);
+    const received = await watch(workspace.id, 5);
+    const conversation = await startConversation(writer, "Linked chat");
+    expect((await writer.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: conversation.id } })).linkToWorkspace.__typename).toBe("LinkToWorkspaceSuccess");
+    const { run } = await admit(writer, { workspaceId: workspace.id, question: "Watched admission" });
+    await writer.request(UnlinkFromWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: conversation.id } });
+    await writer.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
+
+    const events = await withTimeout(received.done, 10_000);
+    expect(events.map((e) => [e.kind, e.linkKind, e.linkTargetId])).toEqual([
+      ["LINKED", "CONVERSATION", conversation.id],
+      ["LINKED", "RUN", run.id],
+      ["RUN_ADMITTED", null, null],
+      ["UNLINKED", "CONVERSATION", conversation.id],
+      ["DELETED", null, null],
+    ]);
+    expect(events[2]?.run).toMatchObject({ id: run.id, question: "Watched admission", status: "QUEUED" });
+    expect(events[4]).toMatchObject({ workspaceId: workspace.id, workspace: null });
   });
 
   it("does not deliver a rejected update", async () => {

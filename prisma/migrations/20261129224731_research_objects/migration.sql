@@ -171,7 +171,7 @@ CREATE TABLE "artifact" (
     "name" TEXT NOT NULL,
     "mime_type" TEXT NOT NULL,
     "size" INTEGER NOT NULL,
-    "content" BYTEA NOT NULL,
+    "content" TEXT NOT NULL,
     "retention" "ArtifactRetention" NOT NULL DEFAULT 'TEMPORARY',
     "expires_at" TIMESTAMPTZ(3),
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,

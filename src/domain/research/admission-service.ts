@@ -140,6 +140,7 @@ export class AdmissionService {
         agent: request.agent,
         question: request.question,
         ...request.limits,
+        createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
         goalVersionId: goal?.id ?? null,
         goalVersionNo: goal?.version ?? null,

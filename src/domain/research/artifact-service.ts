@@ -42,14 +42,13 @@ export class ArtifactService implements ArtifactRetention {
 
   async createArtifact(actor: Actor, input: { name: string; mimeType: string; content: string }): Promise<Artifact> {
     const { name, mimeType, content } = parseInput(createInput, input);
-    const bytes = Buffer.from(content, "utf8");
     return this.deps.prisma.artifact.create({
       data: {
         ownerId: actor.principalId,
         name,
         mimeType,
-        size: bytes.byteLength,
-        content: bytes,
+        size: Buffer.byteLength(content, "utf8"),
+        content,
         expiresAt: new Date(this.now().getTime() + TEMPORARY_ARTIFACT_TTL_MS),
       },
     });

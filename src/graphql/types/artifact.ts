@@ -27,7 +27,7 @@ export const ArtifactNode = builder.prismaNode("Artifact", {
     content: t.string({
       description: "The content as UTF-8 text (fetched only when selected).",
       select: { content: true },
-      resolve: (artifact) => Buffer.from(artifact.content).toString("utf8"),
+      resolve: (artifact) => artifact.content,
     }),
   }),
 });
