@@ -24,8 +24,18 @@ export type WorkspaceEventMessage = {
   at: string;
 };
 
+/** A change recorded on a trace; subscribers read the change itself from the database. */
+export type TraceChangeMessage = {
+  traceId: string;
+  seq: number;
+  type: "SPAN_STARTED" | "SPAN_UPDATED" | "SPAN_ENDED" | "EVENT_APPENDED" | "TRACE_ENDED";
+  spanId: string | null;
+  eventId: string | null;
+};
+
 export type Topics = {
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
+  "trace:change": [traceId: string, change: TraceChangeMessage];
 };
 
 export type EventBus = PubSub<Topics>;

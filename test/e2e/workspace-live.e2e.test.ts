@@ -2,7 +2,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ArchiveWorkspaceDocument,
-  CreateWorkspaceDocument,
   DeleteWorkspaceDocument,
   LinkToWorkspaceDocument,
   UnlinkFromWorkspaceDocument,
@@ -14,7 +13,7 @@ import {
 import { DossierRequestError } from "../../sdk/client.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";
-import { admit, startConversation } from "../support/fixtures.js";
+import { admit, createWorkspace as createWorkspaceFixture, startConversation } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 describe.each(backends)("a live server on %s", (backend) => {
@@ -24,11 +23,7 @@ describe.each(backends)("a live server on %s", (backend) => {
   });
   afterAll(async () => t?.close());
 
-  async function createWorkspace(client = t.connect()) {
-    const result = await client.request(CreateWorkspaceDocument, { input: { title: "Live", goal: "v1" } });
-    if (result.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("setup failed");
-    return result.createWorkspace.workspace;
-  }
+  const createWorkspace = (client = t.connect()) => createWorkspaceFixture(client, "v1");
 
   /** Collects `count` events from a subscription that is known to be active on the server. */
   async function watch(workspaceId: string, count: number) {

@@ -1,13 +1,13 @@
 // W2: a goal is a chain of immutable versions, updated by compare-and-swap.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  CreateWorkspaceDocument,
   GoalVersionsDocument,
   UpdateGoalDocument,
   type UpdateGoalMutation,
   WorkspaceDocument,
 } from "../../sdk/generated/graphql.js";
 import { backends } from "../support/databases.js";
+import { createWorkspace as createWorkspaceFixture } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 describe.each(backends)("goal versions on %s", (backend) => {
@@ -17,11 +17,7 @@ describe.each(backends)("goal versions on %s", (backend) => {
   });
   afterAll(async () => t?.close());
 
-  async function createWorkspace(goal = "Map EU battery cell capacity for 2027") {
-    const result = await t.client.request(CreateWorkspaceDocument, { input: { title: "Batteries", goal } });
-    if (result.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error(result.createWorkspace.message);
-    return result.createWorkspace.workspace;
-  }
+  const createWorkspace = (goal?: string) => createWorkspaceFixture(t.client, goal);
 
   const updateGoal = (workspaceId: string, statement: string, expectedVersion: number) =>
     t.client.request(UpdateGoalDocument, { input: { workspaceId, statement, expectedVersion } }).then((r) => r.updateGoal);

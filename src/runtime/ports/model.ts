@@ -1,0 +1,54 @@
+// The model port: one chat-completions step. Adapters (src/runtime/adapters) implement it over a
+// vendor SDK; the scripted model (src/runtime/testing) implements it deterministically.
+
+/** A tool call the model asked for; `arguments` is the JSON text the model produced. */
+export type ToolCall = { id: string; name: string; arguments: string };
+
+/** The messages as the model sees them (after any read-time compaction). */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; toolCalls?: ToolCall[] }
+  | { role: "tool"; toolCallId: string; content: string };
+
+/** A tool offered to the model; `parameters` is a JSON Schema object. */
+export type ToolSchema = { name: string; description: string; parameters: Record<string, unknown> };
+
+/** Token usage as the model server reports it; absent figures are 0. */
+export type TokenUsage = { input: number; output: number; cached: number; reasoning: number };
+
+export type ModelRequest = {
+  messages: ChatMessage[];
+  tools: ToolSchema[];
+  /** Upper bound on output tokens for this step. */
+  maxOutputTokens?: number;
+  /** Aborts the request (run cancelled, deadline reached). */
+  signal?: AbortSignal;
+};
+
+/** Incremental output while the step streams. */
+export type ModelStreamEvent =
+  | { type: "text"; delta: string }
+  | { type: "reasoning"; delta: string }
+  | { type: "tool_call"; call: ToolCall };
+
+export type ModelResponse = {
+  /** The assistant's text; null when it only asked for tools. */
+  content: string | null;
+  toolCalls: ToolCall[];
+  usage: TokenUsage;
+  /** As reported: "stop", "tool_calls", "length", … */
+  finishReason: string;
+  /** The model that answered, as reported by the server. */
+  model: string;
+};
+
+export interface ModelPort {
+  /** What answers, for runs and traces: e.g. "openai:gpt-4o-mini" or "scripted:demo". */
+  readonly label: string;
+  /** True for the deterministic scripted model, which must be labelled as such wherever it answers. */
+  readonly scripted: boolean;
+  /** The context window in tokens, used for the history budget. */
+  readonly contextWindow: number;
+  complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse>;
+}

@@ -1,0 +1,24 @@
+// The tool port: one callable capability offered to the model.
+import type { ToolSchema } from "./model.js";
+import type { SpanRef } from "./trace-sink.js";
+
+export type ToolContext = {
+  runId: string;
+  /** Aborted when the run is cancelled, times out, or this call's own timeout passes. */
+  signal: AbortSignal;
+  /** The tool call's span, for tools that record events of their own. */
+  span: SpanRef;
+};
+
+export interface Tool {
+  readonly schema: ToolSchema;
+  /** Overrides the executor's default timeout for this tool. */
+  readonly timeoutMs?: number;
+  /** Returns the result text the model sees. Throwing makes an error result; it never aborts sibling calls. */
+  execute(args: unknown, context: ToolContext): Promise<string>;
+}
+
+/** A tool error the model can read and recover from (bad arguments, not found, …). */
+export class ToolError extends Error {
+  override name = "ToolError";
+}

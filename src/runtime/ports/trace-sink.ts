@@ -1,0 +1,28 @@
+// The trace port: how the runtime records its Span + Event tree (T1, T2). Every change is
+// visible as soon as it is recorded, including spans still running.
+import type { TokenUsage } from "./model.js";
+
+export type SpanKind = "RUN" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
+export type SpanStatus = "OK" | "ERROR" | "CANCELLED";
+export type SpanEventKind =
+  | "THINKING"
+  | "TOOL_INPUT"
+  | "TOOL_OUTPUT"
+  | "FINAL_REPLY"
+  | "ERROR"
+  | "COMPACTION"
+  | "SPILL"
+  | "REPAIR"
+  | "BUDGET";
+
+export type SpanRef = { id: string; traceId: string };
+export type Attributes = Record<string, unknown>;
+
+export interface TraceSink {
+  startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef>;
+  /** Merges attributes into a running span; `usage` is the span's own model usage. */
+  updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void>;
+  endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void>;
+  /** Appends an event; an object payload is stored as JSON. Returns the event's seq. */
+  event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number>;
+}

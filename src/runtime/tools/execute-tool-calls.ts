@@ -1,0 +1,84 @@
+// The action step (R16): the tool calls of one model turn run concurrently, each in its own span
+// with its own timeout. A failing call becomes an error result for the model and never aborts
+// its siblings; results come back in the order the model asked for them.
+import type { ToolCall } from "../ports/model.js";
+import type { Tool } from "../ports/tool.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+
+export type ToolResult = { call: ToolCall; output: string; isError: boolean; durationMs: number };
+
+export type ExecuteOptions = {
+  calls: ToolCall[];
+  tools: ReadonlyMap<string, Tool>;
+  sink: TraceSink;
+  parent: SpanRef;
+  runId: string;
+  /** The run's signal: cancellation or deadline. */
+  signal: AbortSignal;
+  defaultTimeoutMs: number;
+};
+
+export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
+  return Promise.all(options.calls.map((call) => executeOne(call, options)));
+}
+
+async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<ToolResult> {
+  const started = Date.now();
+  const span = await options.sink.startSpan({
+    traceId: options.parent.traceId,
+    parent: options.parent,
+    kind: "TOOL_CALL",
+    name: `execute_tool ${call.name}`,
+    attributes: { "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id },
+  });
+  await options.sink.event(span, "TOOL_INPUT", call.arguments);
+  const { output, isError, cancelled } = await invoke(call, span, options);
+  await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", output);
+  await options.sink.endSpan(span, { status: cancelled ? "CANCELLED" : isError ? "ERROR" : "OK" });
+  return { call, output, isError, durationMs: Date.now() - started };
+}
+
+async function invoke(
+  call: ToolCall,
+  span: SpanRef,
+  options: ExecuteOptions,
+): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
+  const tool = options.tools.get(call.name);
+  if (!tool) return { output: `Error: there is no tool named "${call.name}".`, isError: true, cancelled: false };
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === "" ? {} : JSON.parse(call.arguments);
+  } catch {
+    return { output: `Error: the arguments of ${call.name} are not valid JSON.`, isError: true, cancelled: false };
+  }
+  const timeoutMs = tool.timeoutMs ?? options.defaultTimeoutMs;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = AbortSignal.any([options.signal, timeout]);
+  try {
+    const output = await raceAbort(tool.execute(args, { runId: options.runId, signal, span }), signal);
+    return { output, isError: false, cancelled: false };
+  } catch (error) {
+    if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };
+    if (timeout.aborted) return { output: `Error: ${call.name} timed out after ${timeoutMs} ms.`, isError: true, cancelled: false };
+    return { output: `Error: ${error instanceof Error ? error.message : String(error)}`, isError: true, cancelled: false };
+  }
+}
+
+/** Settles as soon as the signal aborts, even if the tool ignores its signal. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

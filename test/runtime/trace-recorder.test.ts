@@ -1,0 +1,94 @@
+// T1, T2: spans and events are recorded as they happen, each change with the trace's next seq.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEventBus, type TraceChangeMessage } from "../../src/events/topics.js";
+import type { Database } from "../../src/db/open-database.js";
+import { PrismaTraceRecorder, withSpan } from "../../src/runtime/trace/prisma-trace-recorder.js";
+import { backends, openTestDatabase } from "../support/databases.js";
+
+describe.each(backends)("the trace recorder on %s", (backend) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  const events = createEventBus();
+  let recorder: PrismaTraceRecorder;
+  beforeAll(async () => {
+    ({ db, dispose } = await openTestDatabase(backend));
+    await db.migrate();
+    recorder = new PrismaTraceRecorder({ prisma: db.prisma, events });
+  });
+  afterAll(async () => dispose?.());
+
+  async function newTrace(): Promise<string> {
+    const owner = await db.prisma.principal.create({ data: { name: "p" } });
+    const conversation = await db.prisma.conversation.create({ data: { ownerId: owner.id, title: "c" } });
+    const run = await db.prisma.run.create({
+      data: {
+        ownerId: owner.id,
+        conversationId: conversation.id,
+        agent: "researcher",
+        question: "q",
+        maxTurns: 1,
+        tokenBudget: 1,
+        deadlineSeconds: 1,
+        deadlineAt: new Date(),
+        configuration: {},
+      },
+    });
+    return recorder.traceFor(run.id);
+  }
+
+  it("shows a running span before it ends, then its status, usage and events", async () => {
+    const traceId = await newTrace();
+    const root = await recorder.startSpan({ traceId, kind: "RUN", name: "invoke_agent researcher" });
+    const model = await recorder.startSpan({ traceId, parent: root, kind: "MODEL_CALL", name: "chat scripted", attributes: { a: 1 } });
+    const running = await db.prisma.span.findUniqueOrThrow({ where: { id: model.id } });
+    expect(running).toMatchObject({ status: "RUNNING", endedAt: null, parentId: root.id });
+
+    await recorder.event(model, "THINKING", "considering sources");
+    await recorder.updateSpan(model, { attributes: { b: 2 } });
+    await recorder.endSpan(model, { status: "OK", usage: { input: 10, output: 5, cached: 2, reasoning: 1 } });
+    const ended = await db.prisma.span.findUniqueOrThrow({ where: { id: model.id }, include: { events: true } });
+    expect(ended).toMatchObject({ status: "OK", attributes: { a: 1, b: 2 }, usage: { input: 10, output: 5, cached: 2, reasoning: 1 } });
+    expect(ended.endedAt).not.toBeNull();
+    expect(ended.events.map((e) => [e.kind, e.payload, e.payloadSize])).toEqual([["THINKING", "considering sources", 19]]);
+  });
+
+  it("numbers concurrent changes 1..n without gaps, keeps a replay log in that order, and announces each after commit", async () => {
+    const traceId = await newTrace();
+    const announced: TraceChangeMessage[] = [];
+    const subscription = events.subscribe("trace:change", traceId);
+    const listening = (async () => {
+      for await (const change of subscription) {
+        announced.push(change);
+        if (announced.length === 31) break;
+      }
+    })();
+    const root = await recorder.startSpan({ traceId, kind: "RUN", name: "run" });
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        withSpan(recorder, { traceId, parent: root, kind: "TOOL_CALL", name: `execute_tool t${i}` }, async (span) => {
+          await recorder.event(span, "TOOL_OUTPUT", { i });
+        }),
+      ),
+    );
+    await listening;
+    const changes = await db.prisma.traceChange.findMany({ where: { traceId }, orderBy: { seq: "asc" } });
+    expect(changes.map((c) => c.seq)).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
+    expect(announced.map((c) => c.seq).sort((a, b) => a - b)).toEqual(changes.map((c) => c.seq));
+    const eventSeqs = (await db.prisma.spanEvent.findMany({ where: { span: { traceId } } })).map((e) => e.seq);
+    expect(new Set(eventSeqs).size).toBe(10);
+    for (const change of changes.filter((c) => c.type === "EVENT_APPENDED")) expect(eventSeqs).toContain(change.seq);
+    const trace = await db.prisma.trace.findUniqueOrThrow({ where: { id: traceId } });
+    expect(trace.lastSeq).toBe(31);
+  });
+
+  it("ends a span with ERROR and the message when the work throws", async () => {
+    const traceId = await newTrace();
+    await expect(
+      withSpan(recorder, { traceId, kind: "TOOL_CALL", name: "execute_tool boom" }, async () => {
+        throw new Error("tool exploded");
+      }),
+    ).rejects.toThrow("tool exploded");
+    const [span] = await db.prisma.span.findMany({ where: { traceId } });
+    expect(span).toMatchObject({ status: "ERROR", attributes: { error: "tool exploded" } });
+  });
+});
