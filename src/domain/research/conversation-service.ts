@@ -13,7 +13,15 @@ const startInput = z.object({ title: nonBlank(TITLE_MAX) });
  */
 export async function appendMessage(
   tx: Prisma.TransactionClient,
-  message: { conversationId: string; role: MessageRole; content: string; runId?: string },
+  message: {
+    conversationId: string;
+    role: MessageRole;
+    content: string;
+    runId?: string;
+    toolCalls?: Prisma.InputJsonValue;
+    toolCallId?: string;
+    toolName?: string;
+  },
 ): Promise<Message> {
   const { messageCount } = await tx.conversation.update({
     where: { id: message.conversationId },

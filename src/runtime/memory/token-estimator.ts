@@ -1,0 +1,98 @@
+// R9: a local token estimator. Budget decisions (R8) are made on every model request, so they must
+// not depend on a remote tokenizer; the estimate only has to be close enough for the 10% trigger
+// margin to absorb its error. A real tokenizer can be compared through the `TokenEstimator` interface.
+import type { ChatMessage, ToolCall, ToolSchema } from "../ports/model.js";
+
+/** Latin-script text and code average about 4 characters per token. */
+const LATIN_CHARS_PER_TOKEN = 4;
+/** CJK text averages about 2 characters per token (most BPE vocabularies split ideographs finely). */
+const CJK_CHARS_PER_TOKEN = 2;
+/** JSON spends extra tokens on quotes, braces and keys: +15% over the same characters as prose. */
+const JSON_OVERHEAD_PERCENT = 115;
+
+/**
+ * Per-message framing in the chat-completions format (role marker, separators, end-of-message
+ * token). OpenAI documents 3–4 tokens per message for its chat models; 4 errs on the safe side.
+ */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+// Code points that tokenize like CJK. `u` flag: the class matches whole code points, so supplementary
+// Han ideographs (U+20000…) count once. U+3000–U+303F is CJK Symbols and Punctuation; U+FF00–U+FFEF
+// is Halfwidth and Fullwidth Forms (fullwidth Latin, punctuation and halfwidth Katakana).
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303F\uFF00-\uFFEF]/u;
+
+/** Estimated tokens of plain text: CJK code points at 2 per token, all others at 4, rounded up. */
+export function estimateTextTokens(text: string): number {
+  let cjk = 0;
+  let other = 0;
+  // `for…of` iterates code points, so an emoji or other surrogate pair counts as one character.
+  for (const char of text) {
+    if (CJK.test(char)) cjk += 1;
+    else other += 1;
+  }
+  // Integer arithmetic (quarter tokens) keeps the rounding exact: cjk/2 + other/4 = (2·cjk + other)/4.
+  const quarterTokens = cjk * (LATIN_CHARS_PER_TOKEN / CJK_CHARS_PER_TOKEN) + other;
+  return Math.ceil(quarterTokens / LATIN_CHARS_PER_TOKEN);
+}
+
+/**
+ * Estimated tokens of JSON: the text estimate × 1.15, rounded up. A string is taken to be JSON text
+ * already (tool-call arguments arrive that way); any other value is serialized first. A value that
+ * serializes to nothing (`undefined`, a function) costs 0.
+ */
+export function estimateJsonTokens(value: unknown): number {
+  const json = typeof value === "string" ? value : JSON.stringify(value);
+  if (json === undefined) return 0;
+  // Multiply before dividing so that e.g. 20 tokens give exactly 23, not ceil(22.999…) by luck.
+  return Math.ceil((estimateTextTokens(json) * JSON_OVERHEAD_PERCENT) / 100);
+}
+
+/** One tool call as the model produced it: the function name plus its JSON arguments. */
+function estimateToolCallTokens(call: ToolCall): number {
+  return estimateTextTokens(call.name) + estimateJsonTokens(call.arguments);
+}
+
+/**
+ * Estimated tokens of one message: its content, the name and JSON arguments of each tool call it
+ * makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of framing. Tool-call ids are not counted:
+ * they are short and their share is within the estimator's error.
+ */
+export function estimateMessageTokens(message: ChatMessage): number {
+  let tokens = MESSAGE_OVERHEAD_TOKENS + estimateTextTokens(message.content ?? "");
+  if (message.role === "assistant" && message.toolCalls) {
+    for (const call of message.toolCalls) tokens += estimateToolCallTokens(call);
+  }
+  return tokens;
+}
+
+/** Estimated tokens of a list of messages: the sum of the per-message estimates. */
+export function estimateMessagesTokens(messages: readonly ChatMessage[]): number {
+  let tokens = 0;
+  for (const message of messages) tokens += estimateMessageTokens(message);
+  return tokens;
+}
+
+/**
+ * Estimated tokens of the tool schemas offered to the model, as JSON. No tools means no `tools`
+ * field in the request, hence 0 rather than the cost of `[]`.
+ */
+export function estimateToolSchemasTokens(tools: readonly ToolSchema[]): number {
+  return tools.length === 0 ? 0 : estimateJsonTokens(tools);
+}
+
+/** What the budget needs from a tokenizer; lets a real tokenizer be swapped in for comparison. */
+export interface TokenEstimator {
+  /** Tokens of plain text. */
+  text(s: string): number;
+  /** Tokens of chat messages, including per-message framing and tool calls. */
+  messages(m: readonly ChatMessage[]): number;
+  /** Tokens of the tool schemas offered with a request. */
+  tools(t: readonly ToolSchema[]): number;
+}
+
+/** The default, local estimator (R9). */
+export const localEstimator: TokenEstimator = {
+  text: estimateTextTokens,
+  messages: estimateMessagesTokens,
+  tools: estimateToolSchemasTokens,
+};
