@@ -1,0 +1,280 @@
+// ModelPort over the OpenAI chat-completions API (and compatible servers: vLLM, Ollama, OpenRouter, …).
+// This is the only file that imports the `openai` package, so a vendor change stays in one place.
+//
+// Error contract:
+// - An aborted `request.signal` rejects with an Error whose `name` is "AbortError" (the signal's
+//   reason is its `cause`), never with a ModelError: callers treat cancellation as control flow,
+//   the same way for every ModelPort (the scripted model rejects the same way).
+// - Every other failure of the SDK (HTTP status, connection, timeout, error event or malformed
+//   JSON in the stream) rejects with ModelError; the SDK's error is its `cause`.
+// - Errors thrown by `onEvent` propagate unchanged: they are the caller's, not the model's.
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
+import type {
+  ChatMessage,
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamEvent,
+  TokenUsage,
+  ToolCall,
+  ToolSchema,
+} from "../ports/model.js";
+
+type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
+type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type ToolParam = OpenAI.Chat.Completions.ChatCompletionFunctionTool;
+type ToolCallFragment = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall;
+
+export type OpenAIModelOptions = {
+  /** e.g. "http://127.0.0.1:8000/v1" for a compatible server; defaults to api.openai.com. */
+  baseURL?: string;
+  apiKey: string;
+  model: string;
+  contextWindow: number;
+  /** The SDK's timeout: it bounds each attempt until response headers, not the streamed body. */
+  timeoutMs?: number;
+  /** The SDK's own retries (429, 5xx, connection errors before streaming starts); default 2. */
+  maxRetries?: number;
+};
+
+export class ModelError extends Error {
+  override readonly name = "ModelError";
+  /** The HTTP status, when the server answered with one. */
+  readonly status: number | undefined;
+  /** The API's error code (e.g. "rate_limit_exceeded"), when it sent one. */
+  readonly code: string | undefined;
+  /** Whether trying again later may succeed (rate limits, server errors, connection failures). */
+  readonly retryable: boolean;
+
+  constructor(
+    message: string,
+    options: { status?: number; code?: string; retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.status = options.status;
+    this.code = options.code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+export class OpenAIModel implements ModelPort {
+  readonly label: string;
+  readonly scripted = false;
+  readonly contextWindow: number;
+  private readonly model: string;
+  private readonly client: OpenAI;
+
+  constructor(options: OpenAIModelOptions) {
+    this.model = options.model;
+    this.label = `openai:${options.model}`;
+    this.contextWindow = options.contextWindow;
+    // Every option the SDK would otherwise read from OPENAI_* environment variables is pinned here,
+    // because configuration comes only from src/config.ts.
+    this.client = new OpenAI({
+      apiKey: options.apiKey,
+      baseURL: options.baseURL ?? DEFAULT_BASE_URL,
+      organization: null,
+      project: null,
+      adminAPIKey: null,
+      webhookSecret: null,
+      logLevel: "warn",
+      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
+    });
+  }
+
+  async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {
+    const { signal } = request;
+    if (signal?.aborted) throw abortError(signal);
+    const accumulator = new StreamAccumulator(onEvent);
+    try {
+      const stream = await this.client.chat.completions.create(
+        {
+          model: this.model,
+          messages: request.messages.map(toMessageParam),
+          // The API rejects an empty `tools` array, so a step without tools omits the field.
+          ...(request.tools.length > 0 && { tools: request.tools.map(toToolParam) }),
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(request.maxOutputTokens !== undefined && { max_completion_tokens: request.maxOutputTokens }),
+        },
+        { signal },
+      );
+      for await (const chunk of stream) accumulator.add(chunk);
+    } catch (error) {
+      throw this.translateError(error, signal);
+    }
+    // The SDK ends the iteration quietly when the request is aborted mid-stream, so a
+    // normal-looking end may be a cut-off response.
+    if (signal?.aborted) throw abortError(signal);
+    return accumulator.finish(this.model, this.label);
+  }
+
+  private translateError(error: unknown, signal: AbortSignal | undefined): unknown {
+    if (signal?.aborted) return abortError(signal);
+    if (error instanceof ModelError) return error;
+    if (error instanceof APIConnectionTimeoutError) {
+      return new ModelError(`${this.label}: the request timed out before the server answered`, {
+        retryable: true,
+        cause: error,
+      });
+    }
+    if (error instanceof APIError) return this.fromAPIError(error);
+    // The SDK rethrows JSON.parse's SyntaxError for a malformed stream chunk.
+    if (error instanceof OpenAIError || error instanceof SyntaxError) {
+      return new ModelError(`${this.label}: ${error.message}`, { cause: error });
+    }
+    return error;
+  }
+
+  private fromAPIError(error: APIError): ModelError {
+    const code = typeof error.code === "string" ? error.code : undefined;
+    if (error.status === undefined) {
+      // No status: a connection failure, or an error event sent inside a 200 stream.
+      const connection = error instanceof APIConnectionError;
+      const where = connection ? "could not reach the model server" : "the server reported an error mid-stream";
+      return new ModelError(`${this.label}: ${where}: ${error.message}`, { code, retryable: connection, cause: error });
+    }
+    const retryable = error.status === 408 || error.status === 409 || error.status === 429 || error.status >= 500;
+    const detail = error.message.replace(/^\d{3} /, "");
+    return new ModelError(`${this.label}: HTTP ${error.status} from the model server: ${detail}`, {
+      status: error.status,
+      code,
+      retryable,
+      cause: error,
+    });
+  }
+}
+
+/** An Error named "AbortError" carrying the signal's reason, whatever that reason is. */
+function abortError(signal: AbortSignal): Error {
+  const error = new Error("The model request was aborted", { cause: signal.reason });
+  error.name = "AbortError";
+  return error;
+}
+
+function toMessageParam(message: ChatMessage): MessageParam {
+  switch (message.role) {
+    case "system":
+    case "user":
+      return { role: message.role, content: message.content };
+    case "tool":
+      return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: message.content,
+        // The API rejects an empty `tool_calls` array on an assistant message.
+        ...(message.toolCalls?.length && {
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: "function" as const,
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        }),
+      };
+  }
+}
+
+function toToolParam(tool: ToolSchema): ToolParam {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+/** Fields some compatible servers add to a delta; not in the SDK's types. */
+type ReasoningDelta = { reasoning_content?: unknown; reasoning?: unknown };
+
+type PartialToolCall = { id?: string; name?: string; arguments: string };
+
+/** Folds the chunks of one streamed completion (choice 0) into a ModelResponse. */
+class StreamAccumulator {
+  private text = "";
+  private readonly calls = new Map<number, PartialToolCall>();
+  private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+  private finishReason: string | undefined;
+  private model: string | undefined;
+
+  constructor(private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined) {}
+
+  add(chunk: Chunk): void {
+    if (chunk.model) this.model = chunk.model;
+    if (chunk.usage) this.usage = toUsage(chunk.usage);
+    const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];
+    if (!choice) return; // the usage chunk has no choices
+    const delta = choice.delta ?? {};
+    // A refusal is the model's reply in place of content; the runtime should see it as text.
+    const text = (delta.content ?? "") + (delta.refusal ?? "");
+    if (text) {
+      this.text += text;
+      this.onEvent?.({ type: "text", delta: text });
+    }
+    this.addReasoning(delta as ReasoningDelta);
+    for (const fragment of delta.tool_calls ?? []) this.addToolFragment(fragment);
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+  }
+
+  finish(configuredModel: string, label: string): ModelResponse {
+    if (this.finishReason === undefined) {
+      // Without a finish reason the stream was cut short, and tool arguments may be truncated JSON.
+      throw new ModelError(`${label}: the stream ended before the model reported a finish reason`, {
+        retryable: true,
+      });
+    }
+    const toolCalls = this.completeToolCalls(label);
+    for (const call of toolCalls) this.onEvent?.({ type: "tool_call", call });
+    return {
+      content: this.text.length > 0 ? this.text : null,
+      toolCalls,
+      usage: this.usage,
+      finishReason: this.finishReason,
+      model: this.model ?? configuredModel,
+    };
+  }
+
+  private addReasoning(delta: ReasoningDelta): void {
+    // Servers that send both fields (some vLLM versions) send the same text twice; take one.
+    const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning;
+    if (typeof reasoning === "string" && reasoning.length > 0) {
+      this.onEvent?.({ type: "reasoning", delta: reasoning });
+    }
+  }
+
+  private addToolFragment(fragment: ToolCallFragment): void {
+    // Some compatible servers omit `index` when they send each call whole, in one fragment.
+    const index = typeof fragment.index === "number" ? fragment.index : this.calls.size;
+    const call = this.calls.get(index) ?? { arguments: "" };
+    // Id and name normally come only in the first fragment; servers that repeat them repeat
+    // the whole value, so the first one wins instead of concatenating.
+    call.id ??= fragment.id || undefined;
+    call.name ??= fragment.function?.name || undefined;
+    call.arguments += fragment.function?.arguments ?? "";
+    this.calls.set(index, call);
+  }
+
+  private completeToolCalls(label: string): ToolCall[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => {
+        if (!call.name) throw new ModelError(`${label}: tool call #${index} arrived without a function name`);
+        return {
+          id: call.id ?? `call_${index}`,
+          name: call.name,
+          // A call of a tool without parameters may stream no argument text at all.
+          arguments: call.arguments.length > 0 ? call.arguments : "{}",
+        };
+      });
+  }
+}
+
+function toUsage(usage: NonNullable<Chunk["usage"]>): TokenUsage {
+  return {
+    input: usage.prompt_tokens ?? 0,
+    output: usage.completion_tokens ?? 0,
+    cached: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    reasoning: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+  };
+}

@@ -1,0 +1,183 @@
+// A deterministic ModelPort for tests and the offline demo: it answers from a script instead of a
+// model server, and labels itself "scripted:<name>" so no one mistakes its output for a model's.
+import type {
+  ChatMessage,
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamEvent,
+  TokenUsage,
+  ToolCall,
+} from "../ports/model.js";
+
+export type ScriptStep = {
+  /** The reply text; null or absent when the step only calls tools. */
+  content?: string | null;
+  /**
+   * Tool calls to ask for. `arguments` is JSON-encoded, except that a string is used verbatim as the
+   * argument text, so a script can send malformed JSON to test how the runtime copes.
+   */
+  toolCalls?: { name: string; arguments: unknown }[];
+  /** Overrides the estimated usage, figure by figure. */
+  usage?: Partial<TokenUsage>;
+  /** Waits this long before streaming anything (time to first token); the signal can abort it. */
+  delayMs?: number;
+};
+
+export type ScriptedModelOptions = {
+  name: string;
+  contextWindow?: number;
+  /** A fixed list (one per call, in call order), or a function choosing each step from the request. */
+  steps: ScriptStep[] | ((request: ModelRequest, stepIndex: number) => ScriptStep);
+  /** Keep a copy of every request in `requests` (default true); off for long-lived instances. */
+  recordRequests?: boolean;
+};
+
+export const NO_MORE_STEPS_REPLY = "(scripted model: no more steps)";
+
+export class ScriptedModel implements ModelPort {
+  readonly label: string;
+  readonly scripted = true;
+  readonly contextWindow: number;
+  /** Every request received, in order, copied at call time (without the signal). */
+  readonly requests: ModelRequest[] = [];
+  private readonly steps: ScriptedModelOptions["steps"];
+  private readonly recordRequests: boolean;
+  private nextStep = 0;
+
+  constructor(options: ScriptedModelOptions) {
+    this.label = `scripted:${options.name}`;
+    this.contextWindow = options.contextWindow ?? 128_000;
+    this.steps = options.steps;
+    this.recordRequests = options.recordRequests ?? true;
+  }
+
+  /** How many calls have been made; every call takes the next step, even one that is aborted. */
+  get stepsTaken(): number {
+    return this.nextStep;
+  }
+
+  async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {
+    // The step index is taken synchronously, so concurrent calls get steps in call order.
+    const stepIndex = this.nextStep++;
+    if (this.recordRequests) this.requests.push(copyRequest(request));
+    if (request.signal?.aborted) throw abortError(request.signal);
+    const step = this.stepFor(request, stepIndex);
+    if (step.delayMs) await delay(step.delayMs, request.signal);
+
+    const content = step.content ?? null;
+    const toolCalls = (step.toolCalls ?? []).map((call, index) => toToolCall(call, stepIndex, index));
+    if (content) for (const piece of splitIntoDeltas(content)) onEvent?.({ type: "text", delta: piece });
+    for (const call of toolCalls) onEvent?.({ type: "tool_call", call });
+    return {
+      content,
+      toolCalls,
+      usage: withOverrides(estimateUsage(request.messages, content), step.usage),
+      finishReason: toolCalls.length > 0 ? "tool_calls" : "stop",
+      model: this.label,
+    };
+  }
+
+  private stepFor(request: ModelRequest, stepIndex: number): ScriptStep {
+    if (typeof this.steps === "function") return this.steps(request, stepIndex);
+    return this.steps[stepIndex] ?? { content: NO_MORE_STEPS_REPLY };
+  }
+}
+
+/**
+ * The offline demo's model. It decides from the conversation, not from a step counter, because one
+ * instance answers every run of the demo server: it adds a task with `task_list` once per user turn
+ * when that tool is offered, then gives a final answer that says plainly it is scripted.
+ */
+export function createDemoModel(): ScriptedModel {
+  return new ScriptedModel({
+    name: "demo",
+    recordRequests: false,
+    steps: (request) => {
+      const offersTaskList = request.tools.some((tool) => tool.name === "task_list");
+      if (offersTaskList && !calledToolSinceLastUserMessage(request.messages, "task_list")) {
+        return { content: null, toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Answer the question" } }] };
+      }
+      return { content: demoAnswer(lastUserMessage(request.messages)) };
+    },
+  });
+}
+
+function demoAnswer(question: string | undefined): string {
+  const quoted = question === undefined ? "(no user message)" : `"${truncate(question, 500)}"`;
+  return [
+    "This is a scripted offline demo reply, not an answer from a language model.",
+    `You asked: ${quoted}`,
+    "Configure a model server to get real answers.",
+  ].join("\n\n");
+}
+
+function lastUserMessage(messages: ChatMessage[]): string | undefined {
+  return messages.findLast((message) => message.role === "user")?.content;
+}
+
+function calledToolSinceLastUserMessage(messages: ChatMessage[], toolName: string): boolean {
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  return messages
+    .slice(lastUser + 1)
+    .some((message) => message.role === "assistant" && (message.toolCalls ?? []).some((call) => call.name === toolName));
+}
+
+function truncate(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, max).join("")}…`;
+}
+
+function copyRequest(request: ModelRequest): ModelRequest {
+  // The signal is left out: it is not data, and structuredClone cannot copy it.
+  return {
+    messages: structuredClone(request.messages),
+    tools: structuredClone(request.tools),
+    ...(request.maxOutputTokens !== undefined && { maxOutputTokens: request.maxOutputTokens }),
+  };
+}
+
+function toToolCall(call: { name: string; arguments: unknown }, stepIndex: number, index: number): ToolCall {
+  const text = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
+  return { id: `call_${stepIndex}_${index}`, name: call.name, arguments: text };
+}
+
+/** Up to three pieces, split by code point so no piece holds half a surrogate pair. */
+function splitIntoDeltas(content: string): string[] {
+  const chars = Array.from(content);
+  const size = Math.max(1, Math.ceil(chars.length / 3));
+  const pieces: string[] = [];
+  for (let start = 0; start < chars.length; start += size) pieces.push(chars.slice(start, start + size).join(""));
+  return pieces;
+}
+
+/** A rough four-characters-per-token estimate, so budgets and usage totals move in tests. */
+function estimateUsage(messages: ChatMessage[], content: string | null): TokenUsage {
+  const inputChars = messages.reduce((sum, message) => sum + (message.content?.length ?? 0), 0);
+  return { input: Math.ceil(inputChars / 4), output: Math.ceil((content?.length ?? 0) / 4), cached: 0, reasoning: 0 };
+}
+
+function withOverrides(estimate: TokenUsage, overrides: Partial<TokenUsage> | undefined): TokenUsage {
+  const given = Object.entries(overrides ?? {}).filter(([, value]) => value !== undefined);
+  return { ...estimate, ...Object.fromEntries(given) };
+}
+
+function abortError(signal: AbortSignal): Error {
+  const error = new Error("The model request was aborted", { cause: signal.reason });
+  error.name = "AbortError";
+  return error;
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

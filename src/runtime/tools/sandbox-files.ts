@@ -1,0 +1,62 @@
+// File read and write inside the run's own sandbox folder (R15). Paths are relative to the
+// sandbox; anything that would leave it (.., absolute paths, symlinks pointing out) is refused.
+import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { type Tool, ToolError } from "../ports/tool.js";
+
+const MAX_FILE_BYTES = 1024 * 1024;
+
+async function resolveInside(root: string, relative: unknown): Promise<string> {
+  if (typeof relative !== "string" || relative.trim() === "") throw new ToolError("path must be a non-empty relative path");
+  if (path.isAbsolute(relative)) throw new ToolError("path must be relative to the sandbox");
+  const target = path.resolve(root, relative);
+  if (target !== root && !target.startsWith(`${root}${path.sep}`)) throw new ToolError("path leaves the sandbox");
+  // A symlink inside the sandbox must not lead out of it.
+  const parent = await realpath(path.dirname(target)).catch(() => path.dirname(target));
+  const realRoot = await realpath(root);
+  if (parent !== realRoot && !parent.startsWith(`${realRoot}${path.sep}`)) throw new ToolError("path leaves the sandbox");
+  return target;
+}
+
+export function createSandboxFileTools(sandboxDir: string): Tool[] {
+  const root = path.resolve(sandboxDir);
+  const ready = mkdir(root, { recursive: true });
+  return [
+    {
+      schema: {
+        name: "write_file",
+        description: "Writes a UTF-8 text file in this run's sandbox folder (paths are relative to it).",
+        parameters: {
+          type: "object",
+          properties: { path: { type: "string" }, content: { type: "string" } },
+          required: ["path", "content"],
+        },
+      },
+      async execute(args) {
+        await ready;
+        const { path: relative, content } = args as { path?: unknown; content?: unknown };
+        if (typeof content !== "string") throw new ToolError("content must be a string");
+        if (Buffer.byteLength(content) > MAX_FILE_BYTES) throw new ToolError(`content is over ${MAX_FILE_BYTES} bytes`);
+        const target = await resolveInside(root, relative);
+        await mkdir(path.dirname(target), { recursive: true });
+        await writeFile(target, content, "utf8");
+        return `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(root, target)}.`;
+      },
+    },
+    {
+      schema: {
+        name: "read_file",
+        description: "Reads a UTF-8 text file from this run's sandbox folder.",
+        parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+      },
+      async execute(args) {
+        await ready;
+        const target = await resolveInside(root, (args as { path?: unknown }).path);
+        const text = await readFile(target, "utf8").catch(() => {
+          throw new ToolError(`There is no file ${path.relative(root, target)} in the sandbox.`);
+        });
+        return text.length > MAX_FILE_BYTES ? `${text.slice(0, MAX_FILE_BYTES)}\n[truncated]` : text;
+      },
+    },
+  ];
+}
