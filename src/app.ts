@@ -8,6 +8,7 @@ import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
 import type { Logger } from "./logger.js";
 import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
 
 export type App = {
@@ -16,6 +17,10 @@ export type App = {
   authenticate: Authenticate;
   db: Database;
   events: EventBus;
+  /** Present when this instance executes runs (its worker is started). */
+  runtime?: Runtime;
+  /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
+  stop(): Promise<void>;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
@@ -26,12 +31,14 @@ export function createApp({
   logger,
   authRequired,
   artifactRetention,
+  runtime: runtimeOptions,
 }: {
   db: Database;
   events: EventBus;
   logger: Logger;
   authRequired: boolean;
   artifactRetention?: Parameters<typeof createServices>[0]["artifactRetention"];
+  runtime?: RuntimeOptions;
 }): App {
   const services = createServices({ prisma: db.prisma, events, artifactRetention });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
@@ -67,5 +74,18 @@ export function createApp({
       }),
     ],
   });
-  return { yoga, services, authenticate, db, events };
+  const runtime = runtimeOptions ? createRuntime({ prisma: db.prisma, events, logger }, runtimeOptions) : undefined;
+  runtime?.worker.start();
+  return {
+    yoga,
+    services,
+    authenticate,
+    db,
+    events,
+    runtime,
+    async stop() {
+      await runtime?.worker.stop();
+      await yoga.dispose();
+    },
+  };
 }

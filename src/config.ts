@@ -19,6 +19,15 @@ const envSchema = z.object({
   DATA_DIR: z.string().min(1, "must not be empty").default("./.data"),
   DATABASE_URL: postgresUrl.optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
+  MODEL: z.string().min(1).default("gpt-4o-mini"),
+  MODEL_CONTEXT_WINDOW: z.coerce
+    .number({ error: "must be a number" })
+    .int("must be a whole number")
+    .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
+    .default(128_000),
+  TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
@@ -31,6 +40,11 @@ export type Config = {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** Requests without an API key are refused; otherwise they act as the development principal. */
   authRequired: boolean;
+  /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
+  model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
+  /** Where each run's sandbox folder is created. */
+  sandboxDir: string;
+  toolTimeoutMs: number;
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -62,6 +76,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: values.LOG_LEVEL,
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
+    model: values.OPENAI_API_KEY
+      ? {
+          kind: "openai",
+          apiKey: values.OPENAI_API_KEY,
+          baseURL: values.OPENAI_BASE_URL,
+          model: values.MODEL,
+          contextWindow: values.MODEL_CONTEXT_WINDOW,
+        }
+      : { kind: "scripted" },
+    sandboxDir: `${values.DATA_DIR}/sandbox`,
+    toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },

@@ -7,6 +7,8 @@ import { MigrationError } from "./db/migrate.js";
 import { openDatabase } from "./db/open-database.js";
 import { createEventBus } from "./events/topics.js";
 import { createLogger } from "./logger.js";
+import { OpenAIModel } from "./runtime/adapters/openai-model.js";
+import { createDemoModel } from "./runtime/testing/scripted-model.js";
 import { startHttpServer } from "./server/http-server.js";
 
 async function main(): Promise<void> {
@@ -29,7 +31,25 @@ async function main(): Promise<void> {
   }
 
   const events = createEventBus();
-  const app = createApp({ db, events, logger, authRequired: config.authRequired });
+  const model =
+    config.model.kind === "openai"
+      ? new OpenAIModel({
+          apiKey: config.model.apiKey,
+          baseURL: config.model.baseURL,
+          model: config.model.model,
+          contextWindow: config.model.contextWindow,
+        })
+      : createDemoModel();
+  if (model.scripted) {
+    logger.warn("OPENAI_API_KEY is not set: runs are answered by the scripted offline demo model", { model: model.label });
+  }
+  const app = createApp({
+    db,
+    events,
+    logger,
+    authRequired: config.authRequired,
+    runtime: { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs },
+  });
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
   }
@@ -44,7 +64,7 @@ async function main(): Promise<void> {
     logger.info("shutting down", { signal });
     try {
       await server?.close();
-      await app.yoga.dispose();
+      await app.stop();
       await db.close();
       process.exit(0);
     } catch (error) {

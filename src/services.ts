@@ -3,6 +3,7 @@ import { AdmissionService } from "./domain/research/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "./domain/research/artifact-service.js";
 import { ConversationService } from "./domain/research/conversation-service.js";
 import { PublicationService } from "./domain/research/publication-service.js";
+import { RunService } from "./domain/research/run-service.js";
 import { PrincipalService } from "./domain/principal/principal-service.js";
 import { LinkService } from "./domain/workspace/link-service.js";
 import { WorkspaceService } from "./domain/workspace/workspace-service.js";
@@ -31,5 +32,6 @@ export function createServices({
     artifacts,
     publications: new PublicationService({ prisma, links }),
     admissions: new AdmissionService({ prisma, events }),
+    runs: new RunService({ prisma, events }),
   };
 }

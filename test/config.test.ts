@@ -3,11 +3,13 @@ import { ConfigError, loadConfig } from "../src/config.js";
 
 describe("loadConfig", () => {
   it("defaults to the embedded database in ./.data on port 4000", () => {
-    expect(loadConfig({})).toEqual({
+    expect(loadConfig({})).toMatchObject({
       port: 4000,
       host: "127.0.0.1",
       logLevel: "info",
+      authRequired: false,
       database: { kind: "pglite", dataDir: "./.data" },
+      model: { kind: "scripted" },
     });
   });
 
@@ -17,7 +19,21 @@ describe("loadConfig", () => {
     expect(config.port).toBe(4000);
   });
 
+  it("requires API keys with PostgreSQL unless explicitly disabled, and uses OpenAI when a key is set", () => {
+    expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).authRequired).toBe(true);
+    expect(loadConfig({ DATABASE_URL: "postgresql://db/x", AUTH_REQUIRED: "false" }).authRequired).toBe(false);
+    expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL: "m", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" }).model).toEqual({
+      kind: "openai",
+      apiKey: "sk-test",
+      baseURL: "http://127.0.0.1:9/v1",
+      model: "m",
+      contextWindow: 128_000,
+    });
+  });
+
   it.each([
+    [{ AUTH_REQUIRED: "yes" }, /AUTH_REQUIRED="yes": must be true or false/],
+    [{ MODEL_CONTEXT_WINDOW: "4096" }, /MODEL_CONTEXT_WINDOW="4096": must be at least 16000/],
     [{ PORT: "70000" }, /PORT="70000": must be between 0 and 65535/],
     [{ PORT: "4.5" }, /PORT="4.5": must be a whole number/],
     [{ DATABASE_URL: "localhost:5432" }, /DATABASE_URL="localhost:5432": must be a PostgreSQL URL/],

@@ -33,7 +33,17 @@ export type TraceChangeMessage = {
   eventId: string | null;
 };
 
+export type RunStatusName = "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";
+
+/** A run changed status (or was asked to stop). */
+export type RunStatusMessage = { runId: string; status: RunStatusName; at: string };
+
 export type Topics = {
+  "run:status": [runId: string, change: RunStatusMessage];
+  /** Every run's status changes on one topic: workers listen here for cancellations. */
+  "run:changes": [change: RunStatusMessage];
+  /** Any run became QUEUED: wakes idle workers. */
+  "run:queued": [];
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
   "trace:change": [traceId: string, change: TraceChangeMessage];
 };
@@ -46,4 +56,11 @@ export type EventPublisher = Pick<EventBus, "publish">;
 /** An event bus; pass an event target (e.g. Redis) to fan out across instances. */
 export function createEventBus(options?: Parameters<typeof createPubSub<Topics>>[0]): EventBus {
   return createPubSub<Topics>(options);
+}
+
+/** Announces a run status change on both the run's own topic and the all-runs topic. */
+export function publishRunStatus(events: EventPublisher, runId: string, status: RunStatusName): void {
+  const change = { runId, status, at: new Date().toISOString() };
+  events.publish("run:status", runId, change);
+  events.publish("run:changes", change);
 }

@@ -6,6 +6,7 @@ import "./types/principal.js";
 import "./types/workspace.js";
 import "./types/conversation.js";
 import "./types/publication.js";
+import "./types/trace.js";
 import "./types/run.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";

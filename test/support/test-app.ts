@@ -42,11 +42,13 @@ export type TestAppOptions = {
   /** Default false: keyless requests act as the development principal. */
   authRequired?: boolean;
   artifactRetention?: Parameters<typeof createApp>[0]["artifactRetention"];
+  /** Starts an in-process worker executing runs with these options. */
+  runtime?: Parameters<typeof createApp>[0]["runtime"];
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = await openTestDatabase(backend);
   await db.migrate();
@@ -57,6 +59,7 @@ export async function startTestApp(
     logger: process.env.TEST_LOGS ? createLogger("debug") : silentLogger,
     authRequired,
     artifactRetention,
+    runtime,
   });
   const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1" }) : undefined;
   const clients: DossierClient[] = [];
@@ -80,7 +83,7 @@ export async function startTestApp(
     async close() {
       await Promise.all(clients.map((c) => c.close()));
       await server?.close();
-      await app.yoga.dispose();
+      await app.stop();
       await dispose();
     },
   };

@@ -1,9 +1,11 @@
 // Runs and their admission (W4, W5).
 import { IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import { GraphQLError } from "graphql";
+import type { RunStatusMessage } from "../../events/topics.js";
 import type { Run } from "../../generated/prisma/client.js";
 import { RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { requireIdOfType } from "../global-id.js";
+import { idOfType, requireIdOfType } from "../global-id.js";
 import { newestFirst, ownedBy } from "./owned.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
@@ -70,8 +72,64 @@ export const RunNode = builder.prismaNode("Run", {
       description: "The frozen goal version as a node, while the workspace exists.",
     }),
     materials: t.relation("materials", { query: { orderBy: { position: "asc" } } }),
+    model: t.exposeString("modelLabel", {
+      nullable: true,
+      description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
+    }),
+    tokensUsed: t.exposeInt("tokensUsed", { description: "Model-reported tokens so far, counted against the token budget." }),
+    messages: t.relatedConnection(
+      "messages",
+      { description: "This run's entries in the conversation log, in order.", cursor: "id", defaultSize: 50, maxSize: 200, query: { orderBy: { seq: "asc" } } },
+      { name: "RunMessageConnection" },
+      { name: "RunMessageEdge" },
+    ),
+    trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
   }),
 });
+
+const CancelRunInput = builder.inputType("CancelRunInput", { fields: (t) => ({ runId: t.id({ required: true }) }) });
+
+const CancelRunSuccess = builder.objectRef<{ run: Run }>("CancelRunSuccess").implement({
+  fields: (t) => ({ run: t.field({ type: RunNode, resolve: (result) => result.run }) }),
+});
+
+builder.mutationField("cancelRun", (t) =>
+  t.field({
+    type: CancelRunSuccess,
+    description: "Cancels a queued or running run at once; a settled run is returned unchanged.",
+    args: { input: t.arg({ type: CancelRunInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "CancelRunPayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      run: await ctx.services.runs.cancelRun(ctx.actor, requireIdOfType(String(input.runId), "Run", "runId")),
+    }),
+  }),
+);
+
+const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
+  fields: (t) => ({
+    status: t.field({ type: RunStatusEnum, resolve: (event) => event.status }),
+    at: t.field({ type: "DateTime", resolve: (event) => event.at }),
+    run: t.prismaField({
+      type: "Run",
+      resolve: (query, event, _args, ctx) => ctx.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
+    }),
+  }),
+});
+
+builder.subscriptionField("runEvents", (t) =>
+  t.field({
+    type: RunStatusEvent,
+    description: "Status changes of one run, as they happen.",
+    args: { runId: t.arg.id({ required: true }) },
+    subscribe: async (_root, args, ctx) => {
+      const id = idOfType(String(args.runId), "Run");
+      const visible = id ? await ctx.prisma.run.count({ where: { id, ownerId: ctx.actor.principalId } }) : 0;
+      if (!id || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
+      return ctx.events.subscribe("run:status", id);
+    },
+    resolve: (event) => event,
+  }),
+);
 
 builder.queryField("runs", (t) =>
   t.prismaConnection(

@@ -1,0 +1,87 @@
+// A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
+// event shows a preview and a size, and `payload` only when asked for.
+import type { Span } from "../../generated/prisma/client.js";
+import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+
+const PREVIEW_CHARS = 500;
+
+const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
+const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
+const SpanEventKindEnum = builder.enumType(SpanEventKind, { name: "SpanEventKind" });
+
+type Usage = { input: number; output: number; cached: number; reasoning: number };
+
+const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
+  description: "Model-reported tokens.",
+  fields: (t) => ({
+    input: t.exposeInt("input"),
+    output: t.exposeInt("output"),
+    cached: t.exposeInt("cached"),
+    reasoning: t.exposeInt("reasoning"),
+  }),
+});
+
+builder.prismaObject("SpanEvent", {
+  fields: (t) => ({
+    seq: t.exposeInt("seq", { description: "The trace's sequence number of this event." }),
+    kind: t.expose("kind", { type: SpanEventKindEnum }),
+    at: t.expose("at", { type: "DateTime" }),
+    size: t.exposeInt("payloadSize", { description: "Bytes of the whole payload." }),
+    preview: t.string({
+      description: `The first ${PREVIEW_CHARS} characters of the payload.`,
+      resolve: (event) => event.payload.slice(0, PREVIEW_CHARS),
+    }),
+    truncated: t.boolean({ resolve: (event) => event.payload.length > PREVIEW_CHARS }),
+    payload: t.exposeString("payload", { description: "The whole payload (opt-in: it can be large)." }),
+  }),
+});
+
+const sumUsage = (usages: (Usage | null)[]): Usage =>
+  usages.reduce<Usage>(
+    (total, usage) => ({
+      input: total.input + (usage?.input ?? 0),
+      output: total.output + (usage?.output ?? 0),
+      cached: total.cached + (usage?.cached ?? 0),
+      reasoning: total.reasoning + (usage?.reasoning ?? 0),
+    }),
+    { input: 0, output: 0, cached: 0, reasoning: 0 },
+  );
+
+builder.prismaObject("Span", {
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    parentId: t.exposeID("parentId", { nullable: true }),
+    kind: t.expose("kind", { type: SpanKindEnum }),
+    name: t.exposeString("name"),
+    status: t.expose("status", { type: SpanStatusEnum, description: "RUNNING until the span ends." }),
+    startedAt: t.expose("startedAt", { type: "DateTime" }),
+    endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
+    attributes: t.string({
+      description: "The span's attributes as JSON (model spans carry the exact request sent and the budget breakdown).",
+      resolve: (span) => JSON.stringify(span.attributes),
+    }),
+    usage: t.field({
+      type: TokenUsageRef,
+      nullable: true,
+      description: "This span's own model usage (model calls only).",
+      resolve: (span) => span.usage as Usage | null,
+    }),
+    events: t.relation("events", { query: { orderBy: { seq: "asc" } } }),
+  }),
+});
+
+builder.prismaObject("Trace", {
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    lastSeq: t.exposeInt("lastSeq", { description: "The sequence number of the latest recorded change." }),
+    endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
+    spans: t.relation("spans", { description: "Every span, in start order.", query: { orderBy: { startedAt: "asc" } } }),
+    usage: t.field({
+      type: TokenUsageRef,
+      description: "The whole run's model usage: the sum of the model spans' own usage.",
+      select: { spans: { select: { usage: true } } },
+      resolve: (trace) => sumUsage(trace.spans.map((span: Pick<Span, "usage">) => span.usage as Usage | null)),
+    }),
+  }),
+});

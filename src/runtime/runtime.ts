@@ -1,0 +1,57 @@
+// The agent runtime of one instance: trace recorder, executor and worker over one database.
+import path from "node:path";
+import type { EventBus } from "../events/topics.js";
+import type { PrismaClient } from "../generated/prisma/client.js";
+import type { Logger } from "../logger.js";
+import { profileNamed } from "./agents.js";
+import { RunExecutor } from "./loop/run-executor.js";
+import type { ModelPort } from "./ports/model.js";
+import type { Tool } from "./ports/tool.js";
+import { createSandboxFileTools } from "./tools/sandbox-files.js";
+import { createTaskListTool } from "./tools/task-list.js";
+import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import { RunWorker } from "./worker.js";
+
+export type RuntimeOptions = {
+  model: ModelPort;
+  /** Each run gets `<sandboxDir>/<runId>` for its file tools. */
+  sandboxDir: string;
+  toolTimeoutMs?: number;
+  leaseMs?: number;
+  pollMs?: number;
+  concurrency?: number;
+  /** Extra tools offered to every run (tests, integrations). */
+  extraTools?: Tool[];
+};
+
+export type Runtime = { recorder: PrismaTraceRecorder; executor: RunExecutor; worker: RunWorker };
+
+export function createRuntime(
+  { prisma, events, logger }: { prisma: PrismaClient; events: EventBus; logger: Logger },
+  options: RuntimeOptions,
+): Runtime {
+  const recorder = new PrismaTraceRecorder({ prisma, events });
+  const executor = new RunExecutor({
+    prisma,
+    model: options.model,
+    recorder,
+    profile: profileNamed,
+    toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
+    tools: (run, runLog) => [
+      createTaskListTool(runLog),
+      ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
+      ...(options.extraTools ?? []),
+    ],
+  });
+  const worker = new RunWorker({
+    prisma,
+    executor,
+    recorder,
+    events,
+    logger,
+    leaseMs: options.leaseMs,
+    pollMs: options.pollMs,
+    concurrency: options.concurrency,
+  });
+  return { recorder, executor, worker };
+}

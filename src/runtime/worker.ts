@@ -1,0 +1,175 @@
+// The worker (R1, R17): claims admitted runs under a lease, keeps the lease alive with a
+// heartbeat while executing, and settles each run in a terminal state. A run whose worker died
+// (its lease expired) is claimed again and resumed from the log; the lease guard on every
+// write means two workers never execute one run at the same time.
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { type EventBus, publishRunStatus, type RunStatusName } from "../events/topics.js";
+import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import type { Logger } from "../logger.js";
+import { type Outcome, type RunExecutor, RunStopped } from "./loop/run-executor.js";
+import type { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+
+export type WorkerOptions = {
+  prisma: PrismaClient;
+  executor: RunExecutor;
+  recorder: PrismaTraceRecorder;
+  events: EventBus;
+  logger: Logger;
+  leaseMs?: number;
+  pollMs?: number;
+  concurrency?: number;
+  workerId?: string;
+};
+
+type Active = { controller: AbortController; done: Promise<void> };
+
+export class RunWorker {
+  readonly workerId: string;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly concurrency: number;
+  private readonly active = new Map<string, Active>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+    this.leaseMs = options.leaseMs ?? 15_000;
+    this.pollMs = options.pollMs ?? 500;
+    this.concurrency = options.concurrency ?? 4;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.unsubscribe = this.listenForCancellations();
+    this.schedule(0);
+  }
+
+  /** Stops claiming, interrupts runs in flight and hands their leases back for another worker. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.unsubscribe?.();
+    for (const { controller } of this.active.values()) controller.abort(new Error("worker stopping"));
+    await Promise.allSettled([...this.active.values()].map((a) => a.done));
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.poll(), delayMs);
+  }
+
+  private async poll(): Promise<void> {
+    try {
+      while (!this.stopped && this.active.size < this.concurrency) {
+        const run = await this.claim();
+        if (!run) break;
+        this.begin(run);
+      }
+    } catch (error) {
+      this.options.logger.error("claiming runs failed", { error: String(error) });
+    }
+    this.schedule(this.pollMs);
+  }
+
+  /** Takes the oldest queued run, or a running one whose lease expired, with SKIP LOCKED. */
+  private async claim(): Promise<Run | null> {
+    const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
+      `UPDATE run SET status = 'RUNNING', lease_owner = $1,
+              lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+              started_at = COALESCE(started_at, now())
+        WHERE id = (SELECT id FROM run
+                     WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
+                     ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      this.workerId,
+      this.leaseMs,
+    );
+    const [row] = rows;
+    return row ? this.options.prisma.run.findUniqueOrThrow({ where: { id: row.id } }) : null;
+  }
+
+  private begin(run: Run): void {
+    const controller = new AbortController();
+    const done = this.execute(run, controller).finally(() => this.active.delete(run.id));
+    this.active.set(run.id, { controller, done });
+    this.publish(run.id, "RUNNING");
+  }
+
+  private async execute(run: Run, controller: AbortController): Promise<void> {
+    const { logger } = this.options;
+    const remaining = run.deadlineAt.getTime() - Date.now();
+    const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
+    const heartbeat = setInterval(() => void this.heartbeat(run.id, controller), Math.max(50, this.leaseMs / 3));
+    try {
+      logger.info("run started", { runId: run.id, worker: this.workerId });
+      const outcome = await this.options.executor.execute(run, controller.signal);
+      if (!this.stopped || outcome.type !== "interrupted") await this.settle(run, outcome);
+    } catch (error) {
+      logger.error("run execution failed", { runId: run.id, error: String(error) });
+      await this.settle(run, { type: "failed", reason: "MODEL_ERROR", message: String(error) }).catch(() => undefined);
+    } finally {
+      clearTimeout(deadline);
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Extends the lease; stops the run if it was cancelled elsewhere or the lease was lost. */
+  private async heartbeat(runId: string, controller: AbortController): Promise<void> {
+    const rows = await this.options.prisma
+      .$queryRawUnsafe<{ status: string }[]>(
+        `UPDATE run SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+          WHERE id = $1 AND lease_owner = $2 AND status = 'RUNNING' RETURNING status`,
+        runId,
+        this.workerId,
+        this.leaseMs,
+      )
+      .catch(() => null);
+    if (rows && rows.length === 0 && !controller.signal.aborted) controller.abort(new RunStopped("CANCELLED"));
+  }
+
+  /** Records the terminal state, only while this worker still holds the run. */
+  private async settle(run: Run, outcome: Outcome): Promise<void> {
+    const status: RunStatusName =
+      outcome.type === "final" ? "SUCCEEDED" : outcome.type === "interrupted" ? outcome.status : "FAILED";
+    const settled = await this.options.prisma.run.updateMany({
+      where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
+      data: {
+        status,
+        answer: outcome.type === "final" ? outcome.answer : null,
+        failureReason: outcome.type === "failed" ? outcome.reason : null,
+        finishedAt: new Date(),
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      },
+    });
+    const trace = await this.options.prisma.trace.findUnique({ where: { runId: run.id } });
+    if (trace && !trace.endedAt) await this.options.recorder.endTrace(trace.id);
+    if (settled.count > 0) this.publish(run.id, status);
+    this.options.logger.info("run settled", { runId: run.id, status, worker: this.workerId });
+  }
+
+  private listenForCancellations(): () => void {
+    const iterator = this.options.events.subscribe("run:changes");
+    void (async () => {
+      for await (const change of iterator) {
+        if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
+      }
+    })();
+    const wake = this.options.events.subscribe("run:queued");
+    void (async () => {
+      for await (const _ of wake) this.schedule(0);
+    })();
+    return () => {
+      void iterator.return?.();
+      void wake.return?.();
+    };
+  }
+
+  private publish(runId: string, status: RunStatusName): void {
+    publishRunStatus(this.options.events, runId, status);
+  }
+}

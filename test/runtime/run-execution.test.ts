@@ -1,0 +1,173 @@
+// R0, R1, R3, R16, T1: a worker executes admitted runs over the conversation log, with
+// parallel tools, limits, cancellation and a trace tree.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CancelRunDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { backends } from "../support/databases.js";
+import { admit, expectType } from "../support/fixtures.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+
+const sleepTool = (name: string, ms: number): Tool => ({
+  schema: { name, description: `waits ${ms} ms`, parameters: { type: "object" } },
+  execute: (args, { signal }) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve(`${name}: ${JSON.stringify(args)}`), ms);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new Error("aborted"));
+      });
+    }),
+});
+
+describe.each(backends)("run execution on %s", (backend) => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  async function start(steps: ScriptStep[] | ((request: never, i: number) => ScriptStep), extraTools: Tool[] = []) {
+    const model = new ScriptedModel({ name: "test", steps: steps as ScriptStep[] });
+    t = await startTestApp(backend, {
+      runtime: {
+        model,
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
+        extraTools,
+        pollMs: 50,
+        leaseMs: 2_000,
+        toolTimeoutMs: 5_000,
+      },
+    });
+    return { t, model };
+  }
+
+  async function settled(app: TestApp, runId: string, timeoutMs = 15_000): Promise<RunView> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = expectType((await app.client.request(RunTraceDocument, { id: runId })).node!, "Run");
+      if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
+      if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  it("runs three 200 ms tools of one turn concurrently and gives the results back in request order", async () => {
+    const { t, model } = await start(
+      [
+        { toolCalls: [{ name: "slow_c", arguments: { n: 1 } }, { name: "slow_a", arguments: { n: 2 } }, { name: "slow_b", arguments: { n: 3 } }] },
+        { content: "All three answered." },
+      ],
+      [sleepTool("slow_a", 200), sleepTool("slow_b", 200), sleepTool("slow_c", 200)],
+    );
+    const { run } = await admit(t.client, { question: "Check three sources" });
+    const done = await settled(t, run.id);
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: "All three answered.", model: "scripted:test" });
+
+    const toolSpans = done.trace!.spans.filter((s) => s.kind === "TOOL_CALL");
+    expect(toolSpans.map((s) => s.name)).toEqual(expect.arrayContaining(["execute_tool slow_a", "execute_tool slow_b", "execute_tool slow_c"]));
+    const latestStart = Math.max(...toolSpans.map((s) => Date.parse(s.startedAt)));
+    const earliestEnd = Math.min(...toolSpans.map((s) => Date.parse(s.endedAt!)));
+    expect(latestStart).toBeLessThan(earliestEnd);
+
+    const secondRequest = model.requests[1]!.messages;
+    expect(secondRequest.filter((m) => m.role === "tool").map((m) => (m as { content: string }).content)).toEqual([
+      'slow_c: {"n":1}',
+      'slow_a: {"n":2}',
+      'slow_b: {"n":3}',
+    ]);
+    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "TOOL", "TOOL", "TOOL", "ASSISTANT"]);
+  });
+
+  it("records a trace tree: run → turns → model and tool calls, with usage, budget and the request sent", async () => {
+    const { t } = await start([
+      { toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Read the filings" } }], usage: { input: 100, output: 10, cached: 40, reasoning: 3 } },
+      { content: "Done.", usage: { input: 150, output: 20 } },
+    ]);
+    const { run } = await admit(t.client, { question: "Plan it" });
+    const done = await settled(t, run.id);
+    const spans = done.trace!.spans;
+    const root = spans.find((s) => s.kind === "RUN")!;
+    expect(root).toMatchObject({ parentId: null, status: "OK", name: "invoke_agent researcher" });
+    const turns = spans.filter((s) => s.kind === "TURN");
+    expect(turns.map((s) => s.parentId)).toEqual([root.id, root.id]);
+    const models = spans.filter((s) => s.kind === "MODEL_CALL");
+    expect(models.map((s) => s.name)).toEqual(["chat scripted:test", "chat scripted:test"]);
+    expect(models[0]!.usage).toEqual({ input: 100, output: 10, cached: 40, reasoning: 3 });
+    expect(done.trace!.usage).toEqual({ input: 250, output: 30, cached: 40, reasoning: 3 });
+    expect(done.tokensUsed).toBe(280);
+    const attributes = JSON.parse(models[1]!.attributes) as { request: { role: string }[]; budget: { effectiveWindow: number } };
+    expect(attributes.request.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(attributes.budget.effectiveWindow).toBe(128_000 - 8_000 - 3_000);
+    const tool = spans.find((s) => s.kind === "TOOL_CALL")!;
+    expect(tool.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "TOOL_OUTPUT"]);
+    expect(tool.events[1]!.preview).toContain("Read the filings");
+    expect(turns.flatMap((turn) => spans.filter((s) => s.parentId === turn.id).map((s) => s.kind))).toEqual([
+      "MODEL_CALL",
+      "TOOL_CALL",
+      "MODEL_CALL",
+    ]);
+    const seqs = spans.flatMap((s) => s.events.map((e) => e.seq));
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(done.trace!.endedAt).not.toBeNull();
+  });
+
+  it("continues the conversation: the second run's first request contains the first run's exchange", async () => {
+    const { t, model } = await start([{ content: "The first answer." }, { content: "The second answer." }]);
+    const first = await admit(t.client, { question: "First question" });
+    await settled(t, first.run.id);
+    const second = await admit(t.client, { conversationId: first.run.conversation.id, question: "Follow-up" });
+    expect((await settled(t, second.run.id)).answer).toBe("The second answer.");
+    expect(model.requests[1]!.messages.slice(1)).toEqual([
+      { role: "user", content: "First question" },
+      { role: "assistant", content: "The first answer." },
+      { role: "user", content: "Follow-up" },
+    ]);
+  });
+
+  it("cancels during a long tool call: CANCELLED, spans closed, nothing left running", async () => {
+    const { t } = await start([{ toolCalls: [{ name: "very_slow", arguments: {} }] }, { content: "never" }], [sleepTool("very_slow", 30_000)]);
+    const { run } = await admit(t.client, { question: "Take your time" });
+    for (let i = 0; i < 200; i += 1) {
+      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      if (view.trace?.spans.some((s) => s.kind === "TOOL_CALL")) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const cancelled = await t.client.request(CancelRunDocument, { input: { runId: run.id } });
+    expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
+    const started = Date.now();
+    for (;;) {
+      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      if (view.trace?.endedAt) {
+        expect(view.status).toBe("CANCELLED");
+        expect(view.trace.spans.every((s) => s.status !== "RUNNING" && s.endedAt !== null)).toBe(true);
+        expect(view.trace.spans.find((s) => s.kind === "TOOL_CALL")?.status).toBe("CANCELLED");
+        break;
+      }
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(t.app.runtime!.worker["active"].size).toBe(0);
+  });
+
+  it("fails with MAX_TURNS and TOKEN_BUDGET, and times out at the deadline", async () => {
+    const looping: ScriptStep = { toolCalls: [{ name: "task_list", arguments: { action: "list" } }], usage: { input: 1_000, output: 100 } };
+    const { t } = await start(
+      (_request: never, i: number) => (i === 4 ? { toolCalls: [{ name: "sleepy", arguments: {} }] } : looping),
+      [sleepTool("sleepy", 10_000)],
+    );
+    const turns = await admit(t.client, { question: "loop", limits: { maxTurns: 2 } });
+    expect(await settled(t, turns.run.id)).toMatchObject({ status: "FAILED", failureReason: "MAX_TURNS" });
+    const tokens = await admit(t.client, { question: "spend", limits: { tokenBudget: 1_500 } });
+    expect(await settled(t, tokens.run.id)).toMatchObject({ status: "FAILED", failureReason: "TOKEN_BUDGET" });
+    const late = await admit(t.client, { question: "slow", limits: { deadlineSeconds: 1 } });
+    const timedOut = await settled(t, late.run.id);
+    expect(timedOut).toMatchObject({ status: "TIMED_OUT", answer: null });
+    expect(timedOut.trace!.spans.every((s) => s.endedAt !== null)).toBe(true);
+  });
+});
