@@ -34,11 +34,11 @@ export class DossierRequestError extends Error {
 export type DossierClient = {
   request<Result, Variables extends Record<string, unknown>>(
     document: TypedDocumentNode<Result, Variables>,
-    ...variables: keyof Variables extends never ? [Variables?] : [Variables]
+    ...variables: Record<string, never> extends Variables ? [Variables?] : [Variables]
   ): Promise<Result>;
   subscribe<Result, Variables extends Record<string, unknown>>(
     document: TypedDocumentNode<Result, Variables>,
-    ...variables: keyof Variables extends never ? [Variables?] : [Variables]
+    ...variables: Record<string, never> extends Variables ? [Variables?] : [Variables]
   ): AsyncIterableIterator<Result>;
   /** Closes the subscription socket, if one was opened. */
   close(): Promise<void>;
