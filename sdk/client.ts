@@ -89,6 +89,8 @@ async function openSocket(options: ClientOptions): Promise<WsClient> {
     connectionParams: { headers: options.headers ?? {} },
     lazy: true,
     retryAttempts: 5,
+    // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
+    shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),
   });
 }
 
@@ -99,7 +101,7 @@ async function* subscribeOver(
 ): AsyncGenerator<unknown> {
   const iterator = (await socket).iterate({ query, variables });
   try {
-    for await (const result of iterator) {
+    for await (const result of await closeAsError(iterator)) {
       if (result.errors?.length || result.data == null) {
         throw new DossierRequestError((result.errors as GraphQLFormattedError[] | undefined) ?? [], 200);
       }
@@ -108,4 +110,26 @@ async function* subscribeOver(
   } finally {
     await iterator.return?.();
   }
+}
+
+type CloseEventLike = { code: number; reason: string };
+
+function isCloseEvent(value: unknown): value is CloseEventLike {
+  return typeof value === "object" && value !== null && "code" in value && "reason" in value;
+}
+
+/** Turns the socket closing under a subscription into a DossierRequestError carrying its reason. */
+async function closeAsError<T>(iterator: AsyncIterableIterator<T>): Promise<AsyncIterable<T>> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        yield* iterator;
+      } catch (error) {
+        if (isCloseEvent(error)) {
+          throw new DossierRequestError([{ message: error.reason || `The connection closed (${error.code}).` }], error.code);
+        }
+        throw error;
+      }
+    },
+  };
 }

@@ -24,12 +24,17 @@ export async function startHttpServer({ app, port, host }: { app: App; port: num
 
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
-      // Subscriptions are authorised like queries: a wrong key closes the socket (4403).
+      // Subscriptions are authorised like queries. A refused key closes the socket with 4401
+      // (which clients do not retry) and the same message an HTTP request would get.
       onConnect: async (ctx) => {
         try {
           await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
           return true;
-        } catch {
+        } catch (error) {
+          (ctx.extra.socket as { close(code: number, reason: string): void }).close(
+            4401,
+            error instanceof Error ? error.message : "Unauthorized",
+          );
           return false;
         }
       },

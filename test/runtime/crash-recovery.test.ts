@@ -1,0 +1,120 @@
+// R7, R17: a process killed between a tool call and its result. The run is taken over from the
+// log once its lease expires, its dangling call is repaired, and it completes; the tool never
+// runs in two processes at once.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../../sdk/client.js";
+import { RunTraceDocument } from "../../sdk/generated/graphql.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
+import { admit, expectType } from "../support/fixtures.js";
+import { type Spawned, spawnTs } from "../support/processes.js";
+
+const running: Spawned[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const p of running.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      p.child.kill("SIGKILL");
+      await p.exited;
+    }
+  }
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+function startWorker(env: Record<string, string>): Spawned {
+  const p = spawnTs("test/support/worker-process.ts", { env });
+  running.push(p);
+  return p;
+}
+
+async function urlOf(p: Spawned): Promise<string> {
+  const line = await p.waitForOutput(/\{"url":"[^"]+","pid":\d+\}/, 60_000);
+  return (JSON.parse(line) as { url: string }).url;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function markerLines(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** The run as the surviving process reports it, once settled. */
+async function settledRun(url: string, runId: string) {
+  const client = createClient({ url });
+  return waitFor(async () => {
+    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+    return ["QUEUED", "RUNNING"].includes(run.status) ? undefined : run;
+  }, 45_000);
+}
+
+function expectRepairedAndCompleted(run: Awaited<ReturnType<typeof settledRun>>, survivorPid: number) {
+  expect(run.status).toBe("SUCCEEDED");
+  expect(run.answer).toBe(`Finished by ${survivorPid}.`);
+  expect(run.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
+  expect(run.messages.edges[2]!.node.content).toMatch(/may or may not have executed/);
+  expect(run.trace!.spans.flatMap((s) => s.events.map((e) => e.kind))).toContain("REPAIR");
+}
+
+describe("crash recovery", () => {
+  const scratch = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-crash-test-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
+
+  it.runIf(backends.includes("pglite"))("on PGlite, the restarted process resumes a run killed mid tool call", async () => {
+    const dir = scratch();
+    const env = { DATA_DIR: path.join(dir, "data"), MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
+    const first = startWorker(env);
+    const { run } = await admit(createClient({ url: await urlOf(first) }), { question: "survive a crash" });
+    await waitFor(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = startWorker({ ...env, SLOW_TOOL_MS: "100" });
+    const url = await urlOf(second);
+    const done = await settledRun(url, run.id);
+    expectRepairedAndCompleted(done, second.child.pid!);
+    expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
+  });
+
+  it.runIf(backends.includes("postgres"))(
+    "on PostgreSQL, a second running process takes the run over when the lease expires",
+    async () => {
+      const database = await createPostgresDatabase();
+      cleanups.push(() => database.drop());
+      const dir = scratch();
+      const env = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
+      const first = startWorker(env);
+      const firstUrl = await urlOf(first);
+      const { run } = await admit(createClient({ url: firstUrl }), { question: "survive a crash" });
+      await waitFor(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
+      const second = startWorker(env);
+      const secondUrl = await urlOf(second);
+      // Alive, but the run is leased by the first process: the second must not touch it.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
+
+      first.child.kill("SIGKILL");
+      await first.exited;
+      const done = await settledRun(secondUrl, run.id);
+      expect(done.answer).toBe(`Finished by ${second.child.pid}.`);
+      expectRepairedAndCompleted(done, second.child.pid!);
+      expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
+    },
+  );
+});

@@ -1,0 +1,61 @@
+// A Dossier process for crash tests: the real app and worker over DATA_DIR or DATABASE_URL,
+// answering with a scripted model that first asks for `slow_tool`, then — once it sees that
+// call's result or its repair note — gives a final answer. `slow_tool` appends "start <pid>"
+// and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
+import { appendFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createApp } from "../../src/app.js";
+import { openDatabase } from "../../src/db/open-database.js";
+import { createEventBus } from "../../src/events/topics.js";
+import { createLogger } from "../../src/logger.js";
+import { startHttpServer } from "../../src/server/http-server.js";
+import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+
+const marker = process.env.MARKER_FILE!;
+const db = await openDatabase(
+  process.env.DATABASE_URL ? { kind: "postgres", url: process.env.DATABASE_URL } : { kind: "pglite", dataDir: process.env.DATA_DIR! },
+);
+await db.migrate();
+
+const slowTool: Tool = {
+  schema: { name: "slow_tool", description: "takes a while", parameters: { type: "object" } },
+  execute: async (_args, { signal }) => {
+    appendFileSync(marker, `start ${process.pid}\n`);
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, Number(process.env.SLOW_TOOL_MS ?? 3_000));
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new Error("aborted"));
+      });
+    });
+    appendFileSync(marker, `end ${process.pid}\n`);
+    return "slow result";
+  },
+};
+
+const model = new ScriptedModel({
+  name: "crash",
+  recordRequests: false,
+  steps: (request) =>
+    request.messages.some((m) => m.role === "tool")
+      ? { content: `Finished by ${process.pid}.` }
+      : { toolCalls: [{ name: "slow_tool", arguments: {} }] },
+});
+
+const app = createApp({
+  db,
+  events: createEventBus(),
+  logger: createLogger("info"),
+  authRequired: false,
+  runtime: {
+    model,
+    sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
+    extraTools: [slowTool],
+    leaseMs: Number(process.env.LEASE_MS ?? 1_500),
+    pollMs: 100,
+  },
+});
+const server = await startHttpServer({ app, port: 0, host: "127.0.0.1" });
+process.stderr.write(`${JSON.stringify({ url: server.url, pid: process.pid })}\n`);
