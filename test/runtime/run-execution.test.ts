@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, RunEventsDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
@@ -100,6 +100,9 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(models.map((s) => s.name)).toEqual(["chat scripted:test", "chat scripted:test"]);
     expect(models[0]!.usage).toEqual({ input: 100, output: 10, cached: 40, reasoning: 3 });
     expect(done.trace!.usage).toEqual({ input: 250, output: 30, cached: 40, reasoning: 3 });
+    expect(root.usage).toBeNull();
+    expect(root.cumulativeUsage).toEqual(done.trace!.usage);
+    expect(turns[0]!.cumulativeUsage).toEqual(models[0]!.usage);
     expect(done.tokensUsed).toBe(280);
     const attributes = JSON.parse(models[1]!.attributes) as { request: { role: string }[]; budget: { effectiveWindow: number } };
     expect(attributes.request.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
@@ -153,6 +156,46 @@ describe.each(backends)("run execution on %s", (backend) => {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     expect(t.app.runtime!.worker["active"].size).toBe(0);
+  });
+
+  it("fails a request that cannot fit the context window with a clear reason, before calling the model", async () => {
+    const model = new ScriptedModel({ name: "small", contextWindow: 16_000, steps: [{ content: "unreachable" }] });
+    t = await startTestApp(backend, {
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+    });
+    const { run } = await admit(t.client, { question: "x".repeat(19_000) + " and more words ".repeat(60) });
+    const done = await settled(t, run.id);
+    expect(done).toMatchObject({ status: "FAILED", failureReason: "CONTEXT_OVERFLOW" });
+    expect(model.stepsTaken).toBe(0);
+    const budget = done.trace!.spans.flatMap((s) => s.events).find((e) => e.kind === "BUDGET");
+    expect(budget?.preview).toContain('"overBudget":true');
+  });
+
+  it("streams status changes to a runEvents subscriber", async () => {
+    const model = new ScriptedModel({ name: "events", steps: [{ content: "done", delayMs: 300 }] });
+    t = await startTestApp(backend, {
+      listen: true,
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+    });
+    const client = t.connect();
+    // Hold the worker so the subscription is in place before the run starts.
+    await t.app.runtime!.worker.stop();
+    const { run } = await admit(client, { question: "watch me" });
+    const statuses: string[] = [];
+    const iterator = client.subscribe(RunEventsDocument, { runId: run.id });
+    const listening = t.listeners();
+    const collected = (async () => {
+      for await (const event of { [Symbol.asyncIterator]: () => iterator }) {
+        statuses.push(event.runEvents.status);
+        if (event.runEvents.status === "SUCCEEDED") return event.runEvents.run;
+      }
+      return null;
+    })();
+    for (let i = 0; i < 200 && t.listeners() <= listening; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    t.app.runtime!.worker.start();
+    const final = await collected;
+    expect(statuses).toEqual(["RUNNING", "SUCCEEDED"]);
+    expect(final).toMatchObject({ id: run.id, status: "SUCCEEDED", answer: "done" });
   });
 
   it("fails with MAX_TURNS and TOKEN_BUDGET, and times out at the deadline", async () => {

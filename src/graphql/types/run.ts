@@ -131,6 +131,19 @@ builder.subscriptionField("runEvents", (t) =>
   }),
 );
 
+builder.queryField("run", (t) =>
+  t.prismaField({
+    type: "Run",
+    nullable: true,
+    description: "One of your runs; null for any other id.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, args, ctx) => {
+      const id = idOfType(String(args.id), "Run");
+      return id ? ctx.prisma.run.findFirst({ ...query, where: { id, ownerId: ctx.actor.principalId } }) : null;
+    },
+  }),
+);
+
 builder.queryField("runs", (t) =>
   t.prismaConnection(
     {

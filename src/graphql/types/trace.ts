@@ -64,8 +64,27 @@ builder.prismaObject("Span", {
     usage: t.field({
       type: TokenUsageRef,
       nullable: true,
-      description: "This span's own model usage (model calls only).",
+      description: "This span's own model usage (model calls only), never including its children.",
       resolve: (span) => span.usage as Usage | null,
+    }),
+    cumulativeUsage: t.field({
+      type: TokenUsageRef,
+      description: "The usage of this span and every span below it, each counted once.",
+      resolve: async (span, _args, ctx) => {
+        const spans = await ctx.prisma.span.findMany({
+          where: { traceId: span.traceId },
+          select: { id: true, parentId: true, usage: true },
+        });
+        const children = new Map<string, typeof spans>();
+        for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
+        const subtree: (Usage | null)[] = [];
+        const visit = (id: string, usage: unknown) => {
+          subtree.push(usage as Usage | null);
+          for (const child of children.get(id) ?? []) visit(child.id, child.usage);
+        };
+        visit(span.id, span.usage);
+        return sumUsage(subtree);
+      },
     }),
     events: t.relation("events", { query: { orderBy: { seq: "asc" } } }),
   }),

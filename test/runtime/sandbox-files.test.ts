@@ -1,0 +1,49 @@
+// R15: file tools stay inside the run's sandbox folder.
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
+
+const context = { runId: "r", signal: new AbortController().signal, span: { id: "s", traceId: "t" } };
+
+function tools() {
+  const root = mkdtempSync(path.join(tmpdir(), "dossier-sandbox-"));
+  const sandbox = path.join(root, "run-1");
+  const [write, read] = createSandboxFileTools(sandbox) as [Tool, Tool];
+  return { root, sandbox, write, read };
+}
+
+describe("sandbox file tools", () => {
+  it("writes and reads files below the sandbox, creating folders", async () => {
+    const { sandbox, write, read } = tools();
+    expect(await write.execute({ path: "notes/today.md", content: "Résumé" }, context)).toBe("Wrote 8 bytes to notes/today.md.");
+    expect(readFileSync(path.join(sandbox, "notes/today.md"), "utf8")).toBe("Résumé");
+    expect(await read.execute({ path: "notes/today.md" }, context)).toBe("Résumé");
+  });
+
+  it.each([["../escape.txt"], ["notes/../../escape.txt"], ["/etc/passwd"], [""]])("refuses the path %j", async (bad) => {
+    const { root, write, read } = tools();
+    await expect(write.execute({ path: bad, content: "x" }, context)).rejects.toThrow(/sandbox|non-empty/);
+    await expect(read.execute({ path: bad }, context)).rejects.toThrow(/sandbox|non-empty/);
+    expect(() => readFileSync(path.join(root, "escape.txt"))).toThrow();
+  });
+
+  it("refuses to follow a symlink out of the sandbox", async () => {
+    const { root, sandbox, write, read } = tools();
+    await write.execute({ path: "seed.txt", content: "s" }, context);
+    const outside = mkdtempSync(path.join(tmpdir(), "dossier-outside-"));
+    writeFileSync(path.join(outside, "secret.txt"), "secret");
+    symlinkSync(outside, path.join(sandbox, "link"));
+    await expect(read.execute({ path: "link/secret.txt" }, context)).rejects.toThrow(/leaves the sandbox/);
+    await expect(write.execute({ path: "link/planted.txt", content: "x" }, context)).rejects.toThrow(/leaves the sandbox/);
+    expect(root).not.toBe(outside);
+  });
+
+  it("answers a missing file with a readable error", async () => {
+    const { read, write } = tools();
+    await write.execute({ path: "a.txt", content: "a" }, context);
+    await expect(read.execute({ path: "missing.txt" }, context)).rejects.toThrow("There is no file missing.txt in the sandbox.");
+  });
+});
