@@ -15,6 +15,7 @@ import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace as createWorkspaceFixture, startConversation } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitFor, withTimeout } from "../support/wait.js";
 
 describe.each(backends)("a live server on %s", (backend) => {
   let t: TestApp;
@@ -121,18 +122,3 @@ describe.each(backends)("a live server on %s", (backend) => {
     expect(await ready.json()).toEqual({ status: "ready" });
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms)),
-  ]);
-}

@@ -38,6 +38,7 @@ import {
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitFor, withTimeout } from "../support/wait.js";
 
 const SECRET_TITLE = "Alice's confidential cell-capacity findings";
 const SECRET_CONTENT = "Plant X in Saxony slips to 2028 (source: private call).";
@@ -473,18 +474,3 @@ describe("a wrong key over the SDK's socket", () => {
     }
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms)),
-  ]);
-}

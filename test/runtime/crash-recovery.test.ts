@@ -9,17 +9,12 @@ import { createClient } from "../../sdk/client.js";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
-import { type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, type Spawned, spawnTs } from "../support/processes.js";
 
 const running: Spawned[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
-  for (const p of running.splice(0)) {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.child.kill("SIGKILL");
-      await p.exited;
-    }
-  }
+  await killAll(running);
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 

@@ -7,19 +7,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient, DossierRequestError } from "../../sdk/client.js";
 import { ViewerDocument } from "../../sdk/generated/graphql.js";
 import { hashApiKey } from "../../src/domain/principal/principal-service.js";
-import { type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, type Spawned, spawnTs } from "../support/processes.js";
 
 const KEY = /dsk_[A-Za-z0-9_-]+/g;
 
 const running: Spawned[] = [];
 const folders: string[] = [];
 afterEach(async () => {
-  for (const p of running.splice(0)) {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.child.kill("SIGKILL");
-      await p.exited;
-    }
-  }
+  await killAll(running);
   for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 

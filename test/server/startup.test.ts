@@ -6,17 +6,12 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { CreateWorkspaceDocument, WorkspacesDocument } from "../../sdk/generated/graphql.js";
-import { type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, type Spawned, spawnTs } from "../support/processes.js";
 
 const running: Spawned[] = [];
 const folders: string[] = [];
 afterEach(async () => {
-  for (const p of running.splice(0)) {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.child.kill("SIGKILL");
-      await p.exited;
-    }
-  }
+  await killAll(running);
   for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -65,3 +65,13 @@ export function spawnTs(script: string, { env = {}, args = [] }: { env?: Record<
     },
   };
 }
+
+/** Kills (SIGKILL) every process of the list still running and empties the list. */
+export async function killAll(processes: Spawned[]): Promise<void> {
+  for (const p of processes.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      p.child.kill("SIGKILL");
+      await p.exited;
+    }
+  }
+}
