@@ -8,6 +8,7 @@ import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
 import type { Logger } from "./logger.js";
 import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
 
@@ -32,15 +33,19 @@ export function createApp({
   authRequired,
   artifactRetention,
   runtime: runtimeOptions,
+  agents = [],
 }: {
   db: Database;
   events: EventBus;
   logger: Logger;
   authRequired: boolean;
   artifactRetention?: Parameters<typeof createServices>[0]["artifactRetention"];
-  runtime?: RuntimeOptions;
+  runtime?: Omit<RuntimeOptions, "agents">;
+  /** Configured agent profiles (over the built-in `researcher`). */
+  agents?: AgentProfile[];
 }): App {
-  const services = createServices({ prisma: db.prisma, events, artifactRetention });
+  const agentNames = new Set(agentProfiles(agents).keys());
+  const services = createServices({ prisma: db.prisma, events, artifactRetention, agentNames });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
@@ -74,7 +79,9 @@ export function createApp({
       }),
     ],
   });
-  const runtime = runtimeOptions ? createRuntime({ prisma: db.prisma, events, logger }, runtimeOptions) : undefined;
+  const runtime = runtimeOptions
+    ? createRuntime({ prisma: db.prisma, events, logger }, { ...runtimeOptions, agents })
+    : undefined;
   runtime?.worker.start();
   return {
     yoga,

@@ -1,5 +1,19 @@
 // The one place that reads the environment. Everything else receives a typed Config.
+import { readFileSync } from "node:fs";
 import { z } from "zod";
+
+/** An agent profile: the system prompt a run executes under and, optionally, the tools it may use. */
+export type AgentProfile = { name: string; systemPrompt: string; tools?: string[] };
+
+const agentProfiles = z
+  .array(
+    z.object({
+      name: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be lower-case letters, digits, - and _"),
+      systemPrompt: z.string().trim().min(1, "must not be empty"),
+      tools: z.array(z.string().min(1)).optional(),
+    }),
+  )
+  .min(1, "must define at least one profile");
 
 const port = z.coerce
   .number({ error: "must be a number" })
@@ -27,6 +41,7 @@ const envSchema = z.object({
     .int("must be a whole number")
     .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
     .default(128_000),
+  AGENTS_FILE: z.string().min(1).optional(),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
@@ -42,6 +57,8 @@ export type Config = {
   authRequired: boolean;
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
+  /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
+  agents: AgentProfile[];
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
   toolTimeoutMs: number;
@@ -85,10 +102,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           contextWindow: values.MODEL_CONTEXT_WINDOW,
         }
       : { kind: "scripted" },
+    agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },
   };
+}
+
+/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools? }. */
+function readAgents(file: string): AgentProfile[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new ConfigError([`AGENTS_FILE=${JSON.stringify(file)}: cannot be read as JSON (${(error as Error).message})`]);
+  }
+  const parsed = agentProfiles.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`),
+    );
+  }
+  return parsed.data;
 }

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
     events,
     logger,
     authRequired: config.authRequired,
+    agents: config.agents,
     runtime: { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs },
   });
   if (!config.authRequired) {

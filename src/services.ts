@@ -16,9 +16,12 @@ export function createServices({
   prisma,
   events,
   artifactRetention,
+  agentNames,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
+  /** The agent profiles runs may be admitted under. */
+  agentNames: ReadonlySet<string>;
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -31,7 +34,7 @@ export function createServices({
     conversations: new ConversationService({ prisma }),
     artifacts,
     publications: new PublicationService({ prisma, links }),
-    admissions: new AdmissionService({ prisma, events }),
+    admissions: new AdmissionService({ prisma, events, agentNames }),
     runs: new RunService({ prisma, events }),
   };
 }

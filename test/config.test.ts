@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
 
@@ -29,6 +32,20 @@ describe("loadConfig", () => {
       model: "m",
       contextWindow: 128_000,
     });
+  });
+
+  it("reads agent profiles from AGENTS_FILE and names what is wrong in it", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-agents-"));
+    const good = path.join(dir, "agents.json");
+    writeFileSync(good, JSON.stringify([{ name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"] }]));
+    expect(loadConfig({ AGENTS_FILE: good }).agents).toEqual([
+      { name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"] },
+    ]);
+    const bad = path.join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify([{ name: "Bad Name", systemPrompt: "" }]));
+    expect(() => loadConfig({ AGENTS_FILE: bad })).toThrow(/\[0\.name\] must be lower-case/);
+    expect(() => loadConfig({ AGENTS_FILE: bad })).toThrow(/\[0\.systemPrompt\] must not be empty/);
+    expect(() => loadConfig({ AGENTS_FILE: path.join(dir, "missing.json") })).toThrow(/cannot be read as JSON/);
   });
 
   it.each([

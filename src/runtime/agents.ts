@@ -1,5 +1,8 @@
-// Agent profiles: the system prompt a run executes under. `researcher` is the default.
-import type { AgentProfile } from "./loop/run-executor.js";
+// Agent profiles: the system prompt a run executes under and the tools it may use.
+// `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
+import type { AgentProfile } from "../config.js";
+
+export type { AgentProfile };
 
 const RESEARCHER_PROMPT = [
   "You are Dossier's research agent. Work step by step toward an answer to the user's question.",
@@ -8,11 +11,17 @@ const RESEARCHER_PROMPT = [
   "Finish with a clear answer that states what is known, how it is known, and what remains open.",
 ].join("\n");
 
-export const builtInProfiles: Record<string, AgentProfile> = {
-  researcher: { name: "researcher", systemPrompt: RESEARCHER_PROMPT },
-};
+export const builtInProfiles: AgentProfile[] = [{ name: "researcher", systemPrompt: RESEARCHER_PROMPT }];
 
-/** The named profile; an unknown name runs with the researcher's prompt under its own name. */
-export function profileNamed(name: string): AgentProfile {
-  return builtInProfiles[name] ?? { name, systemPrompt: RESEARCHER_PROMPT };
+/** Built-in profiles overlaid with configured ones (a configured profile replaces one of the same name). */
+export function agentProfiles(configured: AgentProfile[] = []): Map<string, AgentProfile> {
+  return new Map([...builtInProfiles, ...configured].map((profile) => [profile.name, profile]));
+}
+
+/**
+ * The named profile. Admission accepts only configured names; a run admitted under a profile
+ * that was removed from the configuration since runs with the researcher's prompt under its name.
+ */
+export function profileIn(profiles: Map<string, AgentProfile>, name: string): AgentProfile {
+  return profiles.get(name) ?? { name, systemPrompt: RESEARCHER_PROMPT };
 }

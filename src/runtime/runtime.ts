@@ -3,7 +3,7 @@ import path from "node:path";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
-import { profileNamed } from "./agents.js";
+import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor } from "./loop/run-executor.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
@@ -22,6 +22,8 @@ export type RuntimeOptions = {
   concurrency?: number;
   /** Extra tools offered to every run (tests, integrations). */
   extraTools?: Tool[];
+  /** Configured agent profiles, over the built-in `researcher`. */
+  agents?: AgentProfile[];
 };
 
 export type Runtime = { recorder: PrismaTraceRecorder; executor: RunExecutor; worker: RunWorker };
@@ -31,11 +33,12 @@ export function createRuntime(
   options: RuntimeOptions,
 ): Runtime {
   const recorder = new PrismaTraceRecorder({ prisma, events });
+  const profiles = agentProfiles(options.agents);
   const executor = new RunExecutor({
     prisma,
     model: options.model,
     recorder,
-    profile: profileNamed,
+    profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     tools: (run, runLog) => [
       createTaskListTool(runLog),

@@ -18,7 +18,7 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 describe.each(backends)("run admission on %s", (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp(backend);
+    t = await startTestApp(backend, { agents: [{ name: "analyst", systemPrompt: "You compare figures." }] });
   });
   afterAll(async () => t?.close());
 
@@ -161,7 +161,12 @@ describe.each(backends)("run admission on %s", (backend) => {
   it("keeps keys for 24 hours, then lets them be used afresh", async () => {
     const actor = { principalId: "development" };
     let now = new Date("2030-01-01T00:00:00Z");
-    const service = new AdmissionService({ prisma: t.app.db.prisma, events: t.app.events, now: () => now });
+    const service = new AdmissionService({
+      prisma: t.app.db.prisma,
+      events: t.app.events,
+      agentNames: new Set(["researcher"]),
+      now: () => now,
+    });
     const first = await service.admitRun(actor, { question: "aging", idempotencyKey: "key-aging" });
     now = new Date(now.getTime() + 23 * 3600 * 1000);
     expect(await service.admitRun(actor, { question: "aging", idempotencyKey: "key-aging" })).toMatchObject({
@@ -206,6 +211,7 @@ describe.each(backends)("run admission on %s", (backend) => {
     ["an empty question", { question: "  " }, "question"],
     ["zero turns", { question: "q", limits: { maxTurns: 0 } }, "limits.maxTurns"],
     ["a malformed agent name", { question: "q", agent: "Robert'); DROP" }, "agent"],
+    ["an agent profile that is not configured", { question: "q", agent: "poet" }, "agent"],
     ["a malformed material id", { question: "q", materials: [{ publicationId: "xyz", version: 1 }] }, "materials.0.publicationId"],
   ])("rejects %s as ValidationError, admitting nothing", async (_name, input, field) => {
     const before = await runCount();

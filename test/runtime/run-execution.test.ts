@@ -133,6 +133,18 @@ describe.each(backends)("run execution on %s", (backend) => {
     ]);
   });
 
+  it("runs under the configured agent profile: its system prompt and only its tools", async () => {
+    const model = new ScriptedModel({ name: "profiles", steps: [{ content: "scouted" }] });
+    t = await startTestApp(backend, {
+      agents: [{ name: "scout", systemPrompt: "You scout sources quickly.", tools: ["task_list"] }],
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+    });
+    const { run } = await admit(t.client, { question: "Find sources", agent: "scout" });
+    expect((await settled(t, run.id)).status).toBe("SUCCEEDED");
+    expect(model.requests[0]!.messages[0]).toEqual({ role: "system", content: "You scout sources quickly." });
+    expect(model.requests[0]!.tools.map((tool) => tool.name)).toEqual(["task_list"]);
+  });
+
   it("cancels during a long tool call: CANCELLED, spans closed, nothing left running", async () => {
     const { t } = await start([{ toolCalls: [{ name: "very_slow", arguments: {} }] }, { content: "never" }], [sleepTool("very_slow", 30_000)]);
     const { run } = await admit(t.client, { question: "Take your time" });

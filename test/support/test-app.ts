@@ -44,11 +44,12 @@ export type TestAppOptions = {
   artifactRetention?: Parameters<typeof createApp>[0]["artifactRetention"];
   /** Starts an in-process worker executing runs with these options. */
   runtime?: Parameters<typeof createApp>[0]["runtime"];
+  agents?: Parameters<typeof createApp>[0]["agents"];
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = await openTestDatabase(backend);
   await db.migrate();
@@ -60,6 +61,7 @@ export async function startTestApp(
     authRequired,
     artifactRetention,
     runtime,
+    agents,
   });
   const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1" }) : undefined;
   const clients: DossierClient[] = [];

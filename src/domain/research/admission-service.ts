@@ -4,7 +4,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { IdempotencyConflictError } from "../errors.js";
+import { IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { lockOpenWorkspace, upsertLink } from "../workspace/link-service.js";
@@ -62,10 +62,23 @@ function isUniqueViolation(error: unknown): boolean {
 }
 
 export class AdmissionService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; now?: () => Date }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      /** The agent profiles runs may be admitted under. */
+      agentNames: ReadonlySet<string>;
+      now?: () => Date;
+    },
+  ) {}
 
   async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
     const request = parseInput(admitInput, input);
+    if (!this.deps.agentNames.has(request.agent)) {
+      throw new ValidationError([
+        { field: "agent", message: `is not an agent profile; known: ${[...this.deps.agentNames].sort().join(", ")}` },
+      ]);
+    }
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
     if (key) {

@@ -11,7 +11,9 @@ import type { SpanRef } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 
-export type AgentProfile = { name: string; systemPrompt: string };
+import type { AgentProfile } from "../agents.js";
+
+export type { AgentProfile };
 export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR";
 
 export type NextStep =
@@ -59,7 +61,13 @@ export class RunExecutor {
     try {
       await this.repairDanglingCalls(run, root);
       const log = await readLog(this.deps.prisma, run.conversationId);
-      const tools = new Map(this.deps.tools(run, log.filter((m) => m.runId === run.id)).map((t) => [t.schema.name, t]));
+      const allowed = profile.tools ? new Set(profile.tools) : null;
+      const tools = new Map(
+        this.deps
+          .tools(run, log.filter((m) => m.runId === run.id))
+          .filter((tool) => !allowed || allowed.has(tool.schema.name))
+          .map((tool) => [tool.schema.name, tool]),
+      );
       let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
       for (;;) {
         const step = await this.turn({ run, tools, profile, root, signal, index });
