@@ -94,22 +94,47 @@ async function openSocket(options: ClientOptions): Promise<WsClient> {
   });
 }
 
-async function* subscribeOver(
+/**
+ * One subscription as an async iterator. Subscribing starts at the first next(); return() ends it
+ * at once — also while a next() is waiting, which then resolves as done.
+ */
+function subscribeOver(
   socket: Promise<WsClient>,
   query: string,
   variables: Record<string, unknown>,
-): AsyncGenerator<unknown> {
-  const iterator = (await socket).iterate({ query, variables });
-  try {
-    for await (const result of await closeAsError(iterator)) {
-      if (result.errors?.length || result.data == null) {
-        throw new DossierRequestError((result.errors as GraphQLFormattedError[] | undefined) ?? [], 200);
+): AsyncIterableIterator<unknown> {
+  type Results = AsyncIterableIterator<{ data?: unknown; errors?: readonly unknown[] }>;
+  let inner: Results | undefined;
+  let closed = false;
+  let onClose: () => void = () => undefined;
+  const closing = new Promise<IteratorResult<unknown>>((resolve) => {
+    onClose = () => resolve({ done: true, value: undefined });
+  });
+  const iterator: AsyncIterableIterator<unknown> = {
+    async next() {
+      if (closed) return { done: true, value: undefined };
+      inner ??= (await socket).iterate({ query, variables }) as unknown as Results;
+      try {
+        const step = await Promise.race([inner.next(), closing]);
+        if (step.done) return { done: true, value: undefined };
+        const result = step.value as { data?: unknown; errors?: GraphQLFormattedError[] };
+        if (result.errors?.length || result.data == null) throw new DossierRequestError(result.errors ?? [], 200);
+        return { done: false, value: result.data };
+      } catch (error) {
+        throw asRequestError(error);
       }
-      yield result.data;
-    }
-  } finally {
-    await iterator.return?.();
-  }
+    },
+    async return() {
+      closed = true;
+      onClose();
+      await inner?.return?.();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
 }
 
 type CloseEventLike = { code: number; reason: string };
@@ -118,18 +143,12 @@ function isCloseEvent(value: unknown): value is CloseEventLike {
   return typeof value === "object" && value !== null && "code" in value && "reason" in value;
 }
 
-/** Turns the socket closing under a subscription into a DossierRequestError carrying its reason. */
-async function closeAsError<T>(iterator: AsyncIterableIterator<T>): Promise<AsyncIterable<T>> {
-  return {
-    async *[Symbol.asyncIterator]() {
-      try {
-        yield* iterator;
-      } catch (error) {
-        if (isCloseEvent(error)) {
-          throw new DossierRequestError([{ message: error.reason || `The connection closed (${error.code}).` }], error.code);
-        }
-        throw error;
-      }
-    },
-  };
+/** A refused subscription, or the socket closing under one, as a DossierRequestError. */
+function asRequestError(error: unknown): unknown {
+  if (isCloseEvent(error)) {
+    return new DossierRequestError([{ message: error.reason || `The connection closed (${error.code}).` }], error.code);
+  }
+  // The server refused the subscription itself (validation, limits): it sends GraphQL errors.
+  if (Array.isArray(error)) return new DossierRequestError(error as GraphQLFormattedError[], 400);
+  return error;
 }

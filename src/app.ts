@@ -34,6 +34,7 @@ export function createApp({
   artifactRetention,
   runtime: runtimeOptions,
   agents = [],
+  traceSubscriberBuffer = 1_000,
 }: {
   db: Database;
   events: EventBus;
@@ -43,7 +44,10 @@ export function createApp({
   runtime?: Omit<RuntimeOptions, "agents">;
   /** Configured agent profiles (over the built-in `researcher`). */
   agents?: AgentProfile[];
+  /** Live trace updates that may wait for one slow subscriber before it must resync. */
+  traceSubscriberBuffer?: number;
 }): App {
+  const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
   const services = createServices({ prisma: db.prisma, events, artifactRetention, agentNames });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
@@ -53,7 +57,7 @@ export function createApp({
       const authorization = initial.connectionParams
         ? authorizationFromConnectionParams(initial.connectionParams)
         : initial.request?.headers.get("authorization");
-      return { actor: await authenticate(authorization), prisma: db.prisma, events, services };
+      return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings };
     },
     graphqlEndpoint: "/graphql",
     healthCheckEndpoint: "/health",

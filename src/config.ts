@@ -42,6 +42,8 @@ const envSchema = z.object({
     .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
     .default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
+  MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number({ error: "must be a number" }).int().min(1).default(50),
+  TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
@@ -59,6 +61,9 @@ export type Config = {
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
+  maxSubscriptionsPerConnection: number;
+  /** Live trace updates that may wait for one slow subscriber before it must resync. */
+  traceSubscriberBuffer: number;
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
   toolTimeoutMs: number;
@@ -103,6 +108,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
+    maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     database: values.DATABASE_URL

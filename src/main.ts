@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     logger,
     authRequired: config.authRequired,
     agents: config.agents,
+    traceSubscriberBuffer: config.traceSubscriberBuffer,
     runtime: { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs },
   });
   if (!config.authRequired) {
@@ -76,7 +77,12 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
 
-  server = await startHttpServer({ app, port: config.port, host: config.host });
+  server = await startHttpServer({
+    app,
+    port: config.port,
+    host: config.host,
+    maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
+  });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }
 

@@ -31,6 +31,7 @@ export type TraceChangeMessage = {
   type: "SPAN_STARTED" | "SPAN_UPDATED" | "SPAN_ENDED" | "EVENT_APPENDED" | "TRACE_ENDED";
   spanId: string | null;
   eventId: string | null;
+  at: string;
 };
 
 export type RunStatusName = "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";

@@ -9,4 +9,8 @@ export type GraphQLContext = {
   prisma: PrismaClient;
   events: EventBus;
   services: Services;
+  settings: {
+    /** Live trace updates that may wait for one slow subscriber before it must resync. */
+    traceSubscriberBuffer: number;
+  };
 };

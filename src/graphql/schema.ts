@@ -7,6 +7,7 @@ import "./types/workspace.js";
 import "./types/conversation.js";
 import "./types/publication.js";
 import "./types/trace.js";
+import "./types/trace-updates.js";
 import "./types/run.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";

@@ -2,6 +2,7 @@
 // path, GraphiQL, /health and /ready.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { App } from "../app.js";
@@ -17,7 +18,18 @@ export type RunningServer = {
 
 type Enveloped = ReturnType<App["yoga"]["getEnveloped"]>;
 
-export async function startHttpServer({ app, port, host }: { app: App; port: number; host: string }): Promise<RunningServer> {
+export async function startHttpServer({
+  app,
+  port,
+  host,
+  maxSubscriptionsPerConnection = 50,
+}: {
+  app: App;
+  port: number;
+  host: string;
+  /** Operations one WebSocket may have open at once; more are refused with an error. */
+  maxSubscriptionsPerConnection?: number;
+}): Promise<RunningServer> {
   const { yoga } = app;
   const httpServer: Server = createServer(yoga);
   const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
@@ -41,6 +53,14 @@ export async function startHttpServer({ app, port, host }: { app: App; port: num
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
       onSubscribe: async (ctx, _id, params) => {
+        // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
+        if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {
+          return [
+            new GraphQLError(`This connection already has ${maxSubscriptionsPerConnection} subscriptions open; close one first.`, {
+              extensions: { code: "TOO_MANY_SUBSCRIPTIONS" },
+            }),
+          ];
+        }
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
         const args = {
           schema: enveloped.schema,

@@ -111,6 +111,28 @@ describe.each(backends)("a live server on %s", (backend) => {
     );
   });
 
+  it("refuses subscriptions beyond the per-connection cap, and accepts one again after another closes", async () => {
+    const capped = await startTestApp(backend, { listen: true, maxSubscriptionsPerConnection: 2 });
+    try {
+      const client = capped.connect();
+      const workspace = await createWorkspaceFixture(client, "cap");
+      const open = [0, 1].map(() => client.subscribe(WorkspaceEventsDocument, { workspaceId: workspace.id }));
+      const pending = open.map((iterator) => iterator.next());
+      await waitFor(() => capped.listeners() === 2);
+      const third = client.subscribe(WorkspaceEventsDocument, { workspaceId: workspace.id });
+      await expect(third.next()).rejects.toThrow(/already has 2 subscriptions open/);
+      await open[0]!.return?.();
+      const fourth = client.subscribe(WorkspaceEventsDocument, { workspaceId: workspace.id });
+      const fourthNext = fourth.next();
+      await waitFor(() => capped.listeners() === 2);
+      await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+      expect((await withTimeout(fourthNext, 5_000)).value?.workspaceEvents.kind).toBe("ARCHIVED");
+      expect((await withTimeout(pending[1]!, 5_000)).value?.workspaceEvents.kind).toBe("ARCHIVED");
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("serves GraphiQL, /health and /ready on the same port", async () => {
     const base = t.server!.url.replace(/\/graphql$/, "");
     const graphiql = await fetch(t.server!.url, { headers: { accept: "text/html" } });

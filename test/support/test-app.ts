@@ -45,11 +45,12 @@ export type TestAppOptions = {
   /** Starts an in-process worker executing runs with these options. */
   runtime?: Parameters<typeof createApp>[0]["runtime"];
   agents?: Parameters<typeof createApp>[0]["agents"];
+  maxSubscriptionsPerConnection?: number;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = await openTestDatabase(backend);
   await db.migrate();
@@ -63,7 +64,9 @@ export async function startTestApp(
     runtime,
     agents,
   });
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1" }) : undefined;
+  const server = listen
+    ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
+    : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });

@@ -16,9 +16,14 @@ export class PrismaTraceRecorder implements TraceSink {
     return this.deps.now?.() ?? new Date();
   }
 
-  /** The run's trace, created on first use. */
+  /** The run's trace, created on first use. It shares the run's id, so subscribers can key on the run. */
   async traceFor(runId: string): Promise<string> {
-    const trace = await this.deps.prisma.trace.upsert({ where: { runId }, create: { runId }, update: {}, select: { id: true } });
+    const trace = await this.deps.prisma.trace.upsert({
+      where: { runId },
+      create: { id: runId, runId },
+      update: {},
+      select: { id: true },
+    });
     return trace.id;
   }
 
@@ -105,10 +110,11 @@ export class PrismaTraceRecorder implements TraceSink {
         select: { lastSeq: true },
       });
       const ids = await write(tx, seq);
+      const at = this.now();
       await tx.traceChange.create({
-        data: { traceId, seq, type, spanId: ids.spanId ?? null, eventId: ids.eventId ?? null, at: this.now() },
+        data: { traceId, seq, type, spanId: ids.spanId ?? null, eventId: ids.eventId ?? null, at },
       });
-      return { seq, ...ids };
+      return { seq, at, ...ids };
     });
     this.deps.events.publish("trace:change", traceId, {
       traceId,
@@ -116,6 +122,7 @@ export class PrismaTraceRecorder implements TraceSink {
       type,
       spanId: result.spanId ?? null,
       eventId: result.eventId ?? null,
+      at: result.at.toISOString(),
     });
     return result;
   }

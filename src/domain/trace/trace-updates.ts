@@ -1,0 +1,101 @@
+// A trace's changes as a resumable stream (T3): listen first, replay `seq > afterSeq` from the
+// database (the source of truth), then continue live, skipping what was already delivered and
+// fetching any gap from the database — no gap, no duplicate, across reconnects and restarts.
+// The live buffer is bounded: a subscriber that falls too far behind is told to resync and the
+// stream ends, so it never holds up the runtime or other subscribers.
+import type { EventBus, TraceChangeMessage } from "../../events/topics.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+
+export type TraceUpdate =
+  | (Omit<TraceChangeMessage, "at"> & { at: Date })
+  | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; at: Date };
+
+const PAGE = 500;
+const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
+
+export type TraceUpdatesOptions = {
+  prisma: PrismaClient;
+  events: EventBus;
+  /** The trace's id, which is its run's id. */
+  traceId: string;
+  afterSeq: number;
+  /** How many live changes may wait for a slow subscriber before it must resync. */
+  bufferLimit: number;
+};
+
+export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerator<TraceUpdate> {
+  const { prisma, traceId } = options;
+  const live = liveBuffer(options);
+  try {
+    let last = options.afterSeq;
+    for await (const change of replay(prisma, traceId, last)) {
+      yield change;
+      last = change.seq;
+      if (change.type === "TRACE_ENDED") return;
+    }
+    if (await settledWithoutTrace(prisma, traceId)) return;
+    for (;;) {
+      const change = await live.next();
+      if (change === "overflow") {
+        yield { traceId, seq: last, type: "RESYNC_REQUIRED", spanId: null, eventId: null, at: new Date() };
+        return;
+      }
+      if (change.seq <= last) continue;
+      // A change published before we listened, or lost: the database has it.
+      for await (const missed of replay(prisma, traceId, last, change.seq)) {
+        yield missed;
+        last = missed.seq;
+      }
+      yield { ...change, at: new Date(change.at) };
+      last = change.seq;
+      if (change.type === "TRACE_ENDED") return;
+    }
+  } finally {
+    live.close();
+  }
+}
+
+async function* replay(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number) {
+  let cursor = afterSeq;
+  for (;;) {
+    const page = await prisma.traceChange.findMany({
+      where: { traceId, seq: beforeSeq === undefined ? { gt: cursor } : { gt: cursor, lt: beforeSeq } },
+      orderBy: { seq: "asc" },
+      take: PAGE,
+    });
+    for (const change of page) yield change;
+    if (page.length < PAGE) return;
+    cursor = page[page.length - 1]!.seq;
+  }
+}
+
+/** A run that settled without ever starting (cancelled while queued) has no trace to wait for. */
+async function settledWithoutTrace(prisma: PrismaClient, runId: string): Promise<boolean> {
+  const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, trace: { select: { id: true } } } });
+  return !run || (TERMINAL.includes(run.status) && !run.trace);
+}
+
+/** Listens at once and keeps at most `bufferLimit` undelivered changes. */
+function liveBuffer({ events, traceId, bufferLimit }: TraceUpdatesOptions) {
+  const queue: TraceChangeMessage[] = [];
+  let overflow = false;
+  let wake: (() => void) | undefined;
+  const subscription = events.subscribe("trace:change", traceId);
+  void (async () => {
+    for await (const change of subscription) {
+      if (queue.length >= bufferLimit) overflow = true;
+      else queue.push(change);
+      wake?.();
+    }
+  })();
+  return {
+    async next(): Promise<TraceChangeMessage | "overflow"> {
+      while (!overflow && queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      return overflow ? "overflow" : queue.shift()!;
+    },
+    close() {
+      void subscription.return?.();
+      wake?.();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+// traceUpdates: a run's trace as a live, resumable stream (T2, T3), over graphql-ws and SSE.
+import { GraphQLError } from "graphql";
+import { type TraceUpdate, traceUpdates } from "../../domain/trace/trace-updates.js";
+import { builder } from "../builder.js";
+import { idOfType } from "../global-id.js";
+
+const TraceUpdateKind = builder.enumType("TraceUpdateKind", {
+  values: {
+    SPAN_STARTED: { description: "A span started; it is visible while it runs." },
+    SPAN_UPDATED: { description: "A running span's attributes or usage changed." },
+    SPAN_ENDED: { description: "A span ended with its status." },
+    EVENT_APPENDED: { description: "An event was added to a span; `event` carries its preview." },
+    TRACE_ENDED: { description: "The run settled; the stream completes after this update." },
+    RESYNC_REQUIRED: {
+      description: "You fell too far behind: re-read the trace (run.trace) and subscribe again with afterSeq from it.",
+    },
+  } satisfies Record<TraceUpdate["type"], unknown>,
+});
+
+const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
+  description: "One change to a trace, in the trace's sequence order.",
+  fields: (t) => ({
+    seq: t.string({
+      description: "The trace's monotonic sequence number; pass the last one you saw as afterSeq to resume.",
+      resolve: (update) => String(update.seq),
+    }),
+    kind: t.field({ type: TraceUpdateKind, resolve: (update) => update.type }),
+    at: t.field({ type: "DateTime", resolve: (update) => update.at }),
+    span: t.prismaField({
+      type: "Span",
+      nullable: true,
+      resolve: (query, update, _args, ctx) =>
+        update.spanId ? ctx.prisma.span.findUnique({ ...query, where: { id: update.spanId } }) : null,
+    }),
+    event: t.prismaField({
+      type: "SpanEvent",
+      nullable: true,
+      resolve: (query, update, _args, ctx) =>
+        update.eventId ? ctx.prisma.spanEvent.findUnique({ ...query, where: { id: update.eventId } }) : null,
+    }),
+  }),
+});
+
+builder.subscriptionField("traceUpdates", (t) =>
+  t.field({
+    type: TraceUpdateRef,
+    description:
+      "A run's span and event updates: first every change after `afterSeq` (all of them without it), then live ones. " +
+      "Completes after TRACE_ENDED, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
+    args: { runId: t.arg.id({ required: true }), afterSeq: t.arg.string() },
+    subscribe: async (_root, args, ctx) => {
+      const runId = idOfType(String(args.runId), "Run");
+      const visible = runId ? await ctx.prisma.run.count({ where: { id: runId, ownerId: ctx.actor.principalId } }) : 0;
+      if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
+      const afterSeq = args.afterSeq == null ? 0 : Number(args.afterSeq);
+      if (!Number.isInteger(afterSeq) || afterSeq < 0) {
+        throw new GraphQLError("afterSeq must be a sequence number from an earlier update.", { extensions: { code: "BAD_USER_INPUT" } });
+      }
+      return traceUpdates({
+        prisma: ctx.prisma,
+        events: ctx.events,
+        traceId: runId,
+        afterSeq,
+        bufferLimit: ctx.settings.traceSubscriberBuffer,
+      });
+    },
+    resolve: (update) => update,
+  }),
+);
