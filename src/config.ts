@@ -42,6 +42,14 @@ const envSchema = z.object({
     .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
     .default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
+  REDIS_URL: z
+    .string()
+    .refine((value) => /^rediss?:\/\/.+/.test(value), { message: "must be a Redis URL such as redis://127.0.0.1:6379" })
+    .optional(),
+  IN_PROCESS_WORKER: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((value) => value === "true")
+    .default(true),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number({ error: "must be a number" }).int().min(1).default(50),
   TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
@@ -61,6 +69,10 @@ export type Config = {
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
+  /** Redis for pub/sub across instances; without it, events stay in this process. */
+  redisUrl?: string;
+  /** Whether this process executes runs (false: it only serves the API). */
+  inProcessWorker: boolean;
   maxSubscriptionsPerConnection: number;
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer: number;
@@ -108,6 +120,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
+    redisUrl: values.REDIS_URL,
+    inProcessWorker: values.IN_PROCESS_WORKER,
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     sandboxDir: `${values.DATA_DIR}/sandbox`,

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { MigrationError } from "./db/migrate.js";
 import { openDatabase } from "./db/open-database.js";
+import { createRedisEventBus, RedisUnavailableError } from "./events/redis-event-target.js";
 import { createEventBus } from "./events/topics.js";
 import { createLogger } from "./logger.js";
 import { OpenAIModel } from "./runtime/adapters/openai-model.js";
@@ -30,7 +31,9 @@ async function main(): Promise<void> {
     });
   }
 
-  const events = createEventBus();
+  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;
+  const events = redis?.events ?? createEventBus();
+  logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
   const model =
     config.model.kind === "openai"
       ? new OpenAIModel({
@@ -50,7 +53,9 @@ async function main(): Promise<void> {
     authRequired: config.authRequired,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
-    runtime: { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs },
+    runtime: config.inProcessWorker
+      ? { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs }
+      : undefined,
   });
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
     try {
       await server?.close();
       await app.stop();
+      await redis?.close();
       await db.close();
       process.exit(0);
     } catch (error) {
@@ -88,7 +94,11 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // Expected start-up failures get their message alone; anything else its stack.
-  const expected = error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError;
+  const expected =
+    error instanceof ConfigError ||
+    error instanceof DataDirLockedError ||
+    error instanceof MigrationError ||
+    error instanceof RedisUnavailableError;
   process.stderr.write(`Dossier could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

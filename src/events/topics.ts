@@ -43,8 +43,8 @@ export type Topics = {
   "run:status": [runId: string, change: RunStatusMessage];
   /** Every run's status changes on one topic: workers listen here for cancellations. */
   "run:changes": [change: RunStatusMessage];
-  /** Any run became QUEUED: wakes idle workers. */
-  "run:queued": [];
+  /** A run became QUEUED: wakes idle workers. */
+  "run:queued": [run: { runId: string }];
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
   "trace:change": [traceId: string, change: TraceChangeMessage];
 };

@@ -1,4 +1,4 @@
-// A Dossier process for crash tests: the real app and worker over DATA_DIR or DATABASE_URL,
+// A Dossier process for multi-process tests (crash recovery, several instances): the real app and worker over DATA_DIR or DATABASE_URL,
 // answering with a scripted model that first asks for `slow_tool`, then — once it sees that
 // call's result or its repair note — gives a final answer. `slow_tool` appends "start <pid>"
 // and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createApp } from "../../src/app.js";
 import { openDatabase } from "../../src/db/open-database.js";
+import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger } from "../../src/logger.js";
 import { startHttpServer } from "../../src/server/http-server.js";
@@ -44,18 +45,22 @@ const model = new ScriptedModel({
       : { toolCalls: [{ name: "slow_tool", arguments: {} }] },
 });
 
+const events = process.env.REDIS_URL ? (await createRedisEventBus(process.env.REDIS_URL)).events : createEventBus();
 const app = createApp({
   db,
-  events: createEventBus(),
+  events,
   logger: createLogger("info"),
   authRequired: false,
-  runtime: {
-    model,
-    sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
-    extraTools: [slowTool],
-    leaseMs: Number(process.env.LEASE_MS ?? 1_500),
-    pollMs: 100,
-  },
+  runtime:
+    process.env.IN_PROCESS_WORKER === "false"
+      ? undefined
+      : {
+          model,
+          sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
+          extraTools: [slowTool],
+          leaseMs: Number(process.env.LEASE_MS ?? 1_500),
+          pollMs: 100,
+        },
 });
 const server = await startHttpServer({ app, port: 0, host: "127.0.0.1" });
 process.stderr.write(`${JSON.stringify({ url: server.url, pid: process.pid })}\n`);

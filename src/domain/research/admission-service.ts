@@ -91,7 +91,7 @@ export class AdmissionService {
         publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
         publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
       }
-      this.deps.events.publish("run:queued");
+      this.deps.events.publish("run:queued", { runId: run.id });
       return { run, replayed: false };
     } catch (error) {
       // Another admission with the same key committed first: answer as that one did.

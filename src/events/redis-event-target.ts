@@ -1,0 +1,31 @@
+// The event bus across instances (T5, S2): Redis pub/sub wakes subscribers on every instance.
+// It carries only notifications; the database stays the source of truth for replay.
+import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
+import { Redis } from "ioredis";
+import { createEventBus, type EventBus } from "./topics.js";
+
+export class RedisUnavailableError extends Error {
+  override name = "RedisUnavailableError";
+}
+
+export async function createRedisEventBus(url: string): Promise<{ events: EventBus; close(): Promise<void> }> {
+  const options = { lazyConnect: true, maxRetriesPerRequest: 3 };
+  const publishClient = new Redis(url, options);
+  const subscribeClient = new Redis(url, options);
+  // Fail at start, naming the server, rather than on the first publish.
+  try {
+    await Promise.all([publishClient.connect(), subscribeClient.connect()]);
+  } catch (error) {
+    publishClient.disconnect();
+    subscribeClient.disconnect();
+    const { host, port } = new URL(url);
+    throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
+  }
+  const events = createEventBus({ eventTarget: createRedisEventTarget({ publishClient, subscribeClient }) });
+  return {
+    events,
+    async close() {
+      await Promise.allSettled([publishClient.quit(), subscribeClient.quit()]);
+    },
+  };
+}
