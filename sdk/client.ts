@@ -7,6 +7,7 @@
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { type GraphQLFormattedError, print } from "graphql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
+import { TraceUpdatesDocument, type TraceUpdatesSubscription } from "./generated/graphql.js";
 
 export type ClientOptions = {
   /** The HTTP endpoint, e.g. http://localhost:4000/graphql */
@@ -40,9 +41,17 @@ export type DossierClient = {
     document: TypedDocumentNode<Result, Variables>,
     ...variables: Record<string, never> extends Variables ? [Variables?] : [Variables]
   ): AsyncIterableIterator<Result>;
+  /**
+   * A run's trace updates that survive reconnects: after the socket drops (a network blip, a
+   * server restart) the stream continues from the last update seen — no gap, no duplicate. It
+   * ends after TRACE_ENDED or RESYNC_REQUIRED, or when you stop iterating.
+   */
+  traceUpdates(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<TraceUpdate>;
   /** Closes the subscription socket, if one was opened. */
   close(): Promise<void>;
 };
+
+export type TraceUpdate = TraceUpdatesSubscription["traceUpdates"];
 
 export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
@@ -73,11 +82,47 @@ export function createClient(options: ClientOptions): DossierClient {
       return subscribeOver(socket(), print(document), variables ?? {}) as never;
     },
 
+    traceUpdates(runId, options = {}) {
+      return resumableTraceUpdates((afterSeq) =>
+        subscribeOver(socket(), print(TraceUpdatesDocument), { runId, afterSeq }) as AsyncIterableIterator<TraceUpdatesSubscription>,
+      options.afterSeq);
+    },
+
     async close() {
       if (ws) await (await ws).dispose();
       ws = undefined;
     },
   };
+}
+
+/** Errors after which subscribing again cannot help. */
+const isFinal = (error: unknown) =>
+  error instanceof DossierRequestError && (error.status === 4401 || error.status === 4403 || error.status === 400 || error.status === 200);
+
+async function* resumableTraceUpdates(
+  open: (afterSeq: string | undefined) => AsyncIterableIterator<TraceUpdatesSubscription>,
+  afterSeq: string | undefined,
+): AsyncGenerator<TraceUpdate> {
+  let last = afterSeq === undefined ? 0 : Number(afterSeq);
+  for (let attempt = 0; ; attempt += 1) {
+    const stream = open(last === 0 && afterSeq === undefined ? undefined : String(last));
+    try {
+      for await (const { traceUpdates: update } of stream) {
+        attempt = 0;
+        // The socket client re-sends a subscription after reconnecting; skip what was seen.
+        if (Number(update.seq) <= last && update.kind !== "RESYNC_REQUIRED") continue;
+        last = Number(update.seq);
+        yield update;
+        if (update.kind === "TRACE_ENDED" || update.kind === "RESYNC_REQUIRED") return;
+      }
+      return;
+    } catch (error) {
+      if (isFinal(error) || attempt >= 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+    } finally {
+      await stream.return?.();
+    }
+  }
 }
 
 async function openSocket(options: ClientOptions): Promise<WsClient> {

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { RunTraceDocument, TraceUpdatesDocument, type TraceUpdatesSubscription } from "../../sdk/generated/graphql.js";
+import { createClient } from "../../sdk/client.js";
 import { traceUpdates } from "../../src/domain/trace/trace-updates.js";
+import { startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
@@ -76,6 +78,35 @@ describe.each(backends)("trace updates on %s", (backend) => {
     expect(spanStarted?.span).toMatchObject({ kind: "RUN", status: expect.any(String) });
     const event = [...part1.updates, ...part2.updates].find((u) => u.kind === "EVENT_APPENDED");
     expect(event?.event?.preview).toBeTruthy();
+  });
+
+  it("the SDK's traceUpdates continues across a server restart without gaps or duplicates", async () => {
+    const app = await startTestApp(backend, {
+      runtime: { model: new ScriptedModel({ name: "restart", steps: planning(10) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-trace-")), pollMs: 50 },
+    });
+    t = app;
+    let server = await startHttpServer({ app: app.app, port: 0, host: "127.0.0.1" });
+    const { port } = server;
+    const client = createClient({ url: server.url, wsUrl: server.wsUrl });
+    try {
+      const { run } = await admit(client, { question: "restart me" });
+      const received: string[][] = [];
+      let restarted = false;
+      for await (const update of client.traceUpdates(run.id)) {
+        received.push([update.seq, update.kind]);
+        if (received.length === 8 && !restarted) {
+          restarted = true;
+          await server.close(); // every socket drops; the run goes on
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          server = await startHttpServer({ app: app.app, port, host: "127.0.0.1" });
+        }
+      }
+      expect(restarted).toBe(true);
+      expect(received).toEqual(await databaseLog(app, run.id));
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 
   it("replays a finished run's whole trace and completes, over graphql-ws and over SSE", async () => {
