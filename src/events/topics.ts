@@ -1,6 +1,7 @@
 // The one typed topic map of Dossier's pub/sub. Publishers (domain services, after commit) and
 // subscribers (GraphQL subscriptions) both speak these types; the transport behind them — in
 // process or Redis — is chosen by the composition root only.
+import { setMaxListeners } from "node:events";
 import { createPubSub, type PubSub } from "graphql-yoga";
 
 export type WorkspaceEventKind =
@@ -56,7 +57,11 @@ export type EventPublisher = Pick<EventBus, "publish">;
 
 /** An event bus; pass an event target (e.g. Redis) to fan out across instances. */
 export function createEventBus(options?: Parameters<typeof createPubSub<Topics>>[0]): EventBus {
-  return createPubSub<Topics>(options);
+  if (options?.eventTarget) return createPubSub<Topics>(options);
+  // In process: one listener per subscription, and a trace may have thousands of subscribers.
+  const eventTarget = new EventTarget();
+  setMaxListeners(0, eventTarget);
+  return createPubSub<Topics>({ eventTarget });
 }
 
 /** Announces a run status change on both the run's own topic and the all-runs topic. */

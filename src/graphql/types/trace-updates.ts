@@ -1,8 +1,36 @@
 // traceUpdates: a run's trace as a live, resumable stream (T2, T3), over graphql-ws and SSE.
 import { GraphQLError } from "graphql";
 import { type TraceUpdate, traceUpdates } from "../../domain/trace/trace-updates.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
+import { SpanEventObject, SpanObject } from "./trace.js";
+
+/** Reads shared by the subscribers of one update for a few seconds, bounded in count. */
+class SnapshotCache {
+  private readonly entries = new Map<string, { expires: number; value: Promise<unknown> }>();
+  constructor(
+    private readonly ttlMs = 5_000,
+    private readonly max = 2_000,
+  ) {}
+
+  read<T>(key: string, load: () => Promise<T>): Promise<T> {
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && hit.expires > now) return hit.value as Promise<T>;
+    const value = load();
+    this.entries.set(key, { expires: now + this.ttlMs, value });
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    return value;
+  }
+}
+
+const caches = new WeakMap<PrismaClient, SnapshotCache>();
+function snapshots(prisma: PrismaClient): SnapshotCache {
+  let cache = caches.get(prisma);
+  if (!cache) caches.set(prisma, (cache = new SnapshotCache()));
+  return cache;
+}
 
 const TraceUpdateKind = builder.enumType("TraceUpdateKind", {
   values: {
@@ -26,17 +54,32 @@ const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
     }),
     kind: t.field({ type: TraceUpdateKind, resolve: (update) => update.type }),
     at: t.field({ type: "DateTime", resolve: (update) => update.at }),
-    span: t.prismaField({
-      type: "Span",
+    // Every subscriber of a trace receives the same update: they share one read of the span or
+    // event as it was at that seq, instead of one read each.
+    span: t.field({
+      type: SpanObject,
       nullable: true,
-      resolve: (query, update, _args, ctx) =>
-        update.spanId ? ctx.prisma.span.findUnique({ ...query, where: { id: update.spanId } }) : null,
+      description: "The span as it was after this update.",
+      resolve: (update, _args, ctx) =>
+        update.spanId
+          ? snapshots(ctx.prisma).read(`span:${update.spanId}@${update.seq}`, () =>
+              ctx.prisma.span.findUnique({ where: { id: update.spanId! } }),
+            )
+          : null,
     }),
-    event: t.prismaField({
-      type: "SpanEvent",
+    event: t.field({
+      type: SpanEventObject,
       nullable: true,
-      resolve: (query, update, _args, ctx) =>
-        update.eventId ? ctx.prisma.spanEvent.findUnique({ ...query, where: { id: update.eventId } }) : null,
+      description: "For EVENT_APPENDED: the event, with its preview.",
+      resolve: (update, _args, ctx) =>
+        update.eventId
+          ? snapshots(ctx.prisma).read(`event:${update.eventId}`, () =>
+              ctx.prisma.spanEvent.findUnique({
+                where: { id: update.eventId! },
+                select: { id: true, spanId: true, seq: true, kind: true, at: true, payloadSize: true, preview: true },
+              }),
+            )
+          : null,
     }),
   }),
 });

@@ -4,8 +4,6 @@ import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 
-const PREVIEW_CHARS = 500;
-
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
 const SpanEventKindEnum = builder.enumType(SpanEventKind, { name: "SpanEventKind" });
@@ -22,18 +20,24 @@ const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
   }),
 });
 
-builder.prismaObject("SpanEvent", {
+export const SpanEventObject = builder.prismaObject("SpanEvent", {
+  // The payload itself is loaded only when the opt-in field asks for it.
+  select: { id: true, seq: true, kind: true, at: true, payloadSize: true, preview: true },
   fields: (t) => ({
     seq: t.exposeInt("seq", { description: "The trace's sequence number of this event." }),
     kind: t.expose("kind", { type: SpanEventKindEnum }),
     at: t.expose("at", { type: "DateTime" }),
     size: t.exposeInt("payloadSize", { description: "Bytes of the whole payload." }),
-    preview: t.string({
-      description: `The first ${PREVIEW_CHARS} characters of the payload.`,
-      resolve: (event) => event.payload.slice(0, PREVIEW_CHARS),
+    preview: t.exposeString("preview", { description: "The first 500 characters of the payload." }),
+    truncated: t.boolean({
+      description: "Whether the payload is longer than the preview.",
+      resolve: (event) => event.payloadSize > Buffer.byteLength(event.preview, "utf8"),
     }),
-    truncated: t.boolean({ resolve: (event) => event.payload.length > PREVIEW_CHARS }),
-    payload: t.exposeString("payload", { description: "The whole payload (opt-in: it can be large)." }),
+    payload: t.string({
+      description: "The whole payload (opt-in: it can be large).",
+      resolve: async (event, _args, ctx) =>
+        (await ctx.prisma.spanEvent.findUniqueOrThrow({ where: { id: event.id }, select: { payload: true } })).payload,
+    }),
   }),
 });
 
@@ -48,7 +52,7 @@ const sumUsage = (usages: (Usage | null)[]): Usage =>
     { input: 0, output: 0, cached: 0, reasoning: 0 },
   );
 
-builder.prismaObject("Span", {
+export const SpanObject = builder.prismaObject("Span", {
   fields: (t) => ({
     id: t.exposeID("id"),
     parentId: t.exposeID("parentId", { nullable: true }),

@@ -7,6 +7,9 @@ import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSin
 import type { TokenUsage } from "../ports/model.js";
 
 type Tx = Prisma.TransactionClient;
+
+/** How much of an event's payload is shown unless the full payload is asked for (T4). */
+export const EVENT_PREVIEW_CHARS = 500;
 type ChangeType = TraceChangeMessage["type"];
 
 export class PrismaTraceRecorder implements TraceSink {
@@ -63,7 +66,15 @@ export class PrismaTraceRecorder implements TraceSink {
     const text = typeof payload === "string" ? payload : JSON.stringify(payload);
     const { seq } = await this.record(span.traceId, "EVENT_APPENDED", async (tx, seq) => {
       const event = await tx.spanEvent.create({
-        data: { spanId: span.id, seq, kind, payload: text, payloadSize: Buffer.byteLength(text, "utf8"), at: this.now() },
+        data: {
+          spanId: span.id,
+          seq,
+          kind,
+          payload: text,
+          preview: text.slice(0, EVENT_PREVIEW_CHARS),
+          payloadSize: Buffer.byteLength(text, "utf8"),
+          at: this.now(),
+        },
         select: { id: true },
       });
       return { spanId: span.id, eventId: event.id };

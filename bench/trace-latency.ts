@@ -1,0 +1,182 @@
+// Live-trace latency: from an event being recorded to a subscriber receiving it, p50 and p99,
+// on one instance, across two instances (Redis), and with 1,000 subscribers on one trace —
+// each next to a baseline measured in the same run: a bare `ws` server pushing a message to a
+// bare client on the same machine. Needs PostgreSQL and Redis (TEST_POSTGRES_URL, TEST_REDIS_URL).
+//   npm run bench
+import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { WebSocket, WebSocketServer } from "ws";
+import { createClient } from "../sdk/client.js";
+import { AdmitRunDocument } from "../sdk/generated/graphql.js";
+import { createApp } from "../src/app.js";
+import { openDatabase } from "../src/db/open-database.js";
+import { createRedisEventBus } from "../src/events/redis-event-target.js";
+import { createEventBus, type EventBus } from "../src/events/topics.js";
+import { silentLogger } from "../src/logger.js";
+import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { startHttpServer } from "../src/server/http-server.js";
+
+const EVENTS = 200;
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+/** Baseline: a bare ws server pushing one message at a time to a bare client. */
+async function baseline(): Promise<number[]> {
+  const server = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+  await new Promise((resolve) => server.once("listening", resolve));
+  const { port } = server.address() as { port: number };
+  const connected = new Promise<import("ws").WebSocket>((resolve) => server.once("connection", resolve));
+  const client = new WebSocket(`ws://127.0.0.1:${port}`);
+  const socket = await connected;
+  const latencies: number[] = [];
+  for (let i = 0; i < EVENTS; i += 1) {
+    const received = new Promise<void>((resolve) => client.once("message", () => resolve()));
+    const start = performance.now();
+    socket.send(JSON.stringify({ seq: i, payload: "x".repeat(200) }));
+    await received;
+    latencies.push(performance.now() - start);
+  }
+  client.close();
+  server.close();
+  return latencies;
+}
+
+async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `dossier_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(postgresUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: postgresUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+type Instance = { app: ReturnType<typeof createApp>; server: Awaited<ReturnType<typeof startHttpServer>>; close(): Promise<void> };
+
+async function instance(url: string, events: EventBus, onClose: () => Promise<void> = async () => undefined): Promise<Instance> {
+  const db = await openDatabase({ kind: "postgres", url });
+  await db.migrate();
+  const app = createApp({ db, events, logger: silentLogger, authRequired: false, traceSubscriberBuffer: 100_000 });
+  const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 2_000 });
+  return {
+    app,
+    server,
+    async close() {
+      await server.close();
+      await app.stop();
+      await db.close();
+      await onClose();
+    },
+  };
+}
+
+/** Records EVENTS events on `writer` and measures when `subscribers` receive each over graphql-ws. */
+async function measure(writer: Instance, reader: Instance, subscribers: number): Promise<{ latencies: number[]; memoryMb: number }> {
+  const client = createClient({ url: writer.server.url });
+  const admitted = await client.request(AdmitRunDocument, { input: { question: "bench" } });
+  if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admission failed");
+  const runGlobalId = admitted.admitRun.run.id;
+  const runId = Buffer.from(runGlobalId, "base64").toString("utf8").split(":")[1]!;
+  const recorder = new PrismaTraceRecorder({ prisma: writer.app.db.prisma, events: writer.app.events });
+  const traceId = await recorder.traceFor(runId);
+  const span = await recorder.startSpan({ traceId, kind: "RUN", name: "bench" });
+
+  global.gc?.();
+  const memoryBefore = process.memoryUsage().rss;
+  const sentAt = new Map<number, number>();
+  const latencies: number[] = [];
+  const pending = new Map<number, number>();
+  let resolveRound: (() => void) | undefined;
+  const readers = Array.from({ length: Math.ceil(subscribers / 500) }, () =>
+    createClient({ url: reader.server.url, wsUrl: reader.server.wsUrl }),
+  );
+  const ready: Promise<unknown>[] = [];
+  for (let i = 0; i < subscribers; i += 1) {
+    const stream = readers[i % readers.length]!.traceUpdates(runGlobalId, { afterSeq: "1" });
+    ready.push(
+      (async () => {
+        for await (const update of stream) {
+          if (update.kind !== "EVENT_APPENDED") continue;
+          const seq = Number(update.seq);
+          latencies.push(performance.now() - sentAt.get(seq)!);
+          const left = (pending.get(seq) ?? subscribers) - 1;
+          pending.set(seq, left);
+          if (left === 0) resolveRound?.();
+        }
+      })(),
+    );
+  }
+  // Let every subscription reach the server before the first event.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(500, subscribers * 3)));
+  const memoryMb = (process.memoryUsage().rss - memoryBefore) / 1024 / 1024;
+  for (let i = 0; i < EVENTS; i += 1) {
+    const round = new Promise<void>((resolve) => (resolveRound = resolve));
+    const start = performance.now();
+    const seq = await recorder.event(span, "THINKING", "x".repeat(200));
+    sentAt.set(seq, start);
+    await round;
+  }
+  await recorder.endTrace(traceId);
+  await Promise.allSettled(ready);
+  await Promise.all(readers.map((r) => r.close()));
+  await client.close();
+  return { latencies, memoryMb };
+}
+
+async function main(): Promise<void> {
+  const base = await baseline();
+  const baseP50 = percentile(base, 50);
+  const rows: string[][] = [["scenario", "p50", "p99", "p50 ÷ baseline p50", "extra memory"]];
+  rows.push(["baseline: bare ws push, one message", fmt(baseP50), fmt(percentile(base, 99)), "1.0", "—"]);
+
+  const database = await freshDatabase();
+  try {
+    const single = await instance(database.url, createEventBus());
+    const one = await measure(single, single, 1);
+    rows.push(["one instance, 1 subscriber", fmt(percentile(one.latencies, 50)), fmt(percentile(one.latencies, 99)), (percentile(one.latencies, 50) / baseP50).toFixed(1), "—"]);
+    const many = await measure(single, single, 1_000);
+    rows.push([
+      "one instance, 1,000 subscribers",
+      fmt(percentile(many.latencies, 50)),
+      fmt(percentile(many.latencies, 99)),
+      (percentile(many.latencies, 50) / baseP50).toFixed(1),
+      `${many.memoryMb.toFixed(0)} MB for 1,000 subscriptions`,
+    ]);
+    await single.close();
+
+    const busA = await createRedisEventBus(redisUrl);
+    const busB = await createRedisEventBus(redisUrl);
+    const a = await instance(database.url, busA.events, busA.close);
+    const b = await instance(database.url, busB.events, busB.close);
+    const two = await measure(a, b, 1);
+    rows.push(["two instances via Redis, 1 subscriber", fmt(percentile(two.latencies, 50)), fmt(percentile(two.latencies, 99)), (percentile(two.latencies, 50) / baseP50).toFixed(1), "—"]);
+    await a.close();
+    await b.close();
+  } finally {
+    await database.drop();
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
+  console.log(`\n${EVENTS} events per scenario; latency = recorder.event() called → update received by the subscriber.`);
+}
+
+await main();
+process.exit(0);
