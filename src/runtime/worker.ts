@@ -52,7 +52,7 @@ export class RunWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     this.unsubscribe?.();
-    for (const { controller } of this.active.values()) controller.abort(new Error("worker stopping"));
+    for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
   }
 
@@ -107,7 +107,8 @@ export class RunWorker {
     try {
       logger.info("run started", { runId: run.id, worker: this.workerId });
       const outcome = await this.options.executor.execute(run, controller.signal);
-      if (!this.stopped || outcome.type !== "interrupted") await this.settle(run, outcome);
+      if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") await this.handBack(run);
+      else await this.settle(run, outcome);
     } catch (error) {
       logger.error("run execution failed", { runId: run.id, error: String(error) });
       await this.settle(run, { type: "failed", reason: "MODEL_ERROR", message: String(error) }).catch(() => undefined);
@@ -131,10 +132,23 @@ export class RunWorker {
     if (rows && rows.length === 0 && !controller.signal.aborted) controller.abort(new RunStopped("CANCELLED"));
   }
 
+  /** Releases the lease at once, so another worker resumes the run from its log without waiting. */
+  private async handBack(run: Run): Promise<void> {
+    await this.options.prisma.run.updateMany({
+      where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
+      data: { leaseOwner: null, leaseExpiresAt: new Date(0) },
+    });
+    this.options.logger.info("run handed back", { runId: run.id, worker: this.workerId });
+  }
+
   /** Records the terminal state, only while this worker still holds the run. */
   private async settle(run: Run, outcome: Outcome): Promise<void> {
     const status: RunStatusName =
-      outcome.type === "final" ? "SUCCEEDED" : outcome.type === "interrupted" ? outcome.status : "FAILED";
+      outcome.type === "final"
+        ? "SUCCEEDED"
+        : outcome.type === "interrupted" && outcome.status !== "HANDED_BACK"
+          ? outcome.status
+          : "FAILED";
     const settled = await this.options.prisma.run.updateMany({
       where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
       data: {

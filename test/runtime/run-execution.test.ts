@@ -210,6 +210,29 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(final).toMatchObject({ id: run.id, status: "SUCCEEDED", answer: "done" });
   });
 
+  it("hands a run back on a graceful worker stop; the next worker resumes it from the log", async () => {
+    const { t } = await start(
+      ((request: { messages: { role: string }[] }) =>
+        request.messages.at(-1)?.role === "tool" ? { content: "resumed and answered" } : { toolCalls: [{ name: "very_slow", arguments: {} }] }) as never,
+      [sleepTool("very_slow", 30_000)],
+    );
+    const { run } = await admit(t.client, { question: "long job" });
+    for (let i = 0; i < 200; i += 1) {
+      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      if (view.trace?.spans.some((s) => s.kind === "TOOL_CALL")) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await t.app.runtime!.worker.stop();
+    const handedBack = await t.app.db.prisma.run.findUniqueOrThrow({ where: { id: Buffer.from(run.id, "base64").toString().split(":")[1] } });
+    expect(handedBack).toMatchObject({ status: "RUNNING", leaseOwner: null });
+
+    t.app.runtime!.worker.start();
+    const done = await settled(t, run.id);
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: "resumed and answered" });
+    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT"]);
+    expect(done.messages.edges[2]!.node.content).toBe("Error: the run was stopped during this call.");
+  });
+
   it("fails with MAX_TURNS and TOKEN_BUDGET, and times out at the deadline", async () => {
     const looping: ScriptStep = { toolCalls: [{ name: "task_list", arguments: { action: "list" } }], usage: { input: 1_000, output: 100 } };
     const { t } = await start(

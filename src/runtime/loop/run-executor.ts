@@ -19,17 +19,25 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 export type NextStep =
   | { type: "final"; answer: string }
   | { type: "run_again" }
-  | { type: "interrupted"; status: "CANCELLED" | "TIMED_OUT" }
+  | { type: "interrupted"; status: StopReason }
   | { type: "failed"; reason: FailureReason; message: string };
 
 export type Outcome = Exclude<NextStep, { type: "run_again" }>;
 
+/** CANCELLED and TIMED_OUT settle the run; HANDED_BACK leaves it for another worker to resume. */
+export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK";
+
 /** Why a run's signal was aborted; the worker sets it as the abort reason. */
 export class RunStopped extends Error {
-  constructor(readonly status: "CANCELLED" | "TIMED_OUT") {
-    super(status === "CANCELLED" ? "the run was cancelled" : "the run reached its deadline");
+  constructor(readonly status: StopReason) {
+    super(
+      { CANCELLED: "the run was cancelled", TIMED_OUT: "the run reached its deadline", HANDED_BACK: "the worker is stopping" }[status],
+    );
   }
 }
+
+const stopReasonOf = (signal: AbortSignal): StopReason =>
+  signal.reason instanceof RunStopped ? signal.reason.status : "HANDED_BACK";
 
 export type ExecutorDeps = {
   prisma: PrismaClient;
@@ -78,8 +86,8 @@ export class RunExecutor {
         index += 1;
       }
     } catch (error) {
-      outcome = signal.reason instanceof RunStopped && signal.aborted
-        ? { type: "interrupted", status: signal.reason.status }
+      outcome = signal.aborted
+        ? { type: "interrupted", status: stopReasonOf(signal) }
         : { type: "failed", reason: "MODEL_ERROR", message: error instanceof Error ? error.message : String(error) };
     }
     await recorder.endSpan(root, {
@@ -103,7 +111,7 @@ export class RunExecutor {
 
   private async turn(turn: Turn): Promise<NextStep> {
     const { run, signal } = turn;
-    if (signal.aborted) return { type: "interrupted", status: (signal.reason as RunStopped).status };
+    if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     if (turn.index >= run.maxTurns) return { type: "failed", reason: "MAX_TURNS", message: `the run used all ${run.maxTurns} turns` };
     const span = await this.deps.recorder.startSpan({ traceId: turn.root.traceId, parent: turn.root, kind: "TURN", name: `turn ${turn.index + 1}` });
     try {
@@ -164,7 +172,7 @@ export class RunExecutor {
       runId: run.id,
       entries: results.map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output })),
     });
-    if (turn.signal.aborted) return { type: "interrupted", status: (turn.signal.reason as RunStopped).status };
+    if (turn.signal.aborted) return { type: "interrupted", status: stopReasonOf(turn.signal) };
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }
