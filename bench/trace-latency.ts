@@ -3,11 +3,6 @@
 // each next to a baseline measured in the same run: a bare `ws` server pushing a message to a
 // bare client on the same machine. Needs PostgreSQL and Redis (TEST_POSTGRES_URL, TEST_REDIS_URL).
 //   npm run bench
-import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import pg from "pg";
 import { WebSocket, WebSocketServer } from "ws";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument } from "../sdk/generated/graphql.js";
@@ -18,6 +13,7 @@ import { createEventBus, type EventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
 import { startHttpServer } from "../src/server/http-server.js";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 
 const EVENTS = 200;
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -48,25 +44,6 @@ async function baseline(): Promise<number[]> {
   client.close();
   server.close();
   return latencies;
-}
-
-async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `dossier_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: postgresUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgresUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: postgresUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
 }
 
 type Instance = { app: ReturnType<typeof createApp>; server: Awaited<ReturnType<typeof startHttpServer>>; close(): Promise<void> };
@@ -147,7 +124,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [["scenario", "p50", "p99", "p50 ÷ baseline p50", "extra memory"]];
   rows.push(["baseline: bare ws push, one message", fmt(baseP50), fmt(percentile(base, 99)), "1.0", "—"]);
 
-  const database = await freshDatabase();
+  const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench");
   try {
     const single = await instance(database.url, createEventBus());
     const one = await measure(single, single, 1);

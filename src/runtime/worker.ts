@@ -149,6 +149,14 @@ export class RunWorker {
         : outcome.type === "interrupted" && outcome.status !== "HANDED_BACK"
           ? outcome.status
           : "FAILED";
+    const current = await this.options.prisma.run.findUnique({ where: { id: run.id }, select: { leaseOwner: true, status: true } });
+    const stillMine = current?.leaseOwner === this.workerId && current.status === "RUNNING";
+    // A worker that lost the lease leaves the trace to the one that took the run over. The
+    // trace ends before the status changes, so whoever sees the run settled sees its whole trace.
+    if (stillMine || current?.status === "CANCELLED") {
+      const trace = await this.options.prisma.trace.findUnique({ where: { runId: run.id } });
+      if (trace && !trace.endedAt) await this.options.recorder.endTrace(trace.id);
+    }
     const settled = await this.options.prisma.run.updateMany({
       where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
       data: {
@@ -160,8 +168,6 @@ export class RunWorker {
         leaseExpiresAt: null,
       },
     });
-    const trace = await this.options.prisma.trace.findUnique({ where: { runId: run.id } });
-    if (trace && !trace.endedAt) await this.options.recorder.endTrace(trace.id);
     if (settled.count > 0) this.publish(run.id, status);
     this.options.logger.info("run settled", { runId: run.id, status, worker: this.workerId });
   }

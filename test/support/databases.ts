@@ -1,8 +1,7 @@
 // Test databases: an in-memory PGlite, or a fresh PostgreSQL database dropped afterwards.
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { inject } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
+import { createPostgresDatabaseAt } from "./postgres.js";
 
 export type Backend = "pglite" | "postgres";
 
@@ -16,24 +15,8 @@ export function postgresAdminUrl(): string {
 }
 
 /** Creates an empty PostgreSQL database; returns its URL and a function that drops it. */
-export async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const adminUrl = postgresAdminUrl();
-  const name = `dossier_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
+export function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  return createPostgresDatabaseAt(postgresAdminUrl());
 }
 
 /** An empty, unmigrated database of the given backend. */
