@@ -258,6 +258,9 @@ export type ConversationQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -287,6 +290,9 @@ export type ArtifactQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -318,6 +324,9 @@ export type PublicationQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string, title: string, latestVersion: { __typename: 'PublicationVersion', id: string, version: number, content: string, contentHash: string, asOf: string, createdAt: string, publication: { __typename: 'Publication', id: string, title: string }, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> }, version: { __typename: 'PublicationVersion', id: string, version: number, content: string, contentHash: string, asOf: string, createdAt: string, publication: { __typename: 'Publication', id: string, title: string }, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> } | null, versions: { __typename: 'PublicationVersionConnection', edges: Array<{ __typename: 'PublicationVersionEdge', node: { __typename: 'PublicationVersion', version: number } }> } }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -350,6 +359,9 @@ export type RunQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, question: string, agent: string, deadlineAt: string, answer: string | null, failureReason: string | null, createdAt: string, limits: { __typename: 'RunLimits', maxTurns: number, tokenBudget: number, deadlineSeconds: number }, conversation: { __typename: 'Conversation', id: string, title: string }, admittedBy: { __typename: 'Principal', id: string }, workspace: { __typename: 'Workspace', id: string } | null, frozenGoal: { __typename: 'FrozenGoal', version: number, statement: string } | null, goalVersion: { __typename: 'GoalVersion', id: string, version: number } | null, materials: Array<{ __typename: 'RunMaterial', position: number, publicationVersion: { __typename: 'PublicationVersion', id: string, version: number, contentHash: string, publication: { __typename: 'Publication', id: string } } }> }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -452,6 +464,9 @@ export type RunTraceQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, answer: string | null, failureReason: string | null, model: string | null, tokensUsed: number, startedAt: string | null, finishedAt: string | null, messages: { __typename: 'RunMessageConnection', edges: Array<{ __typename: 'RunMessageEdge', node: { __typename: 'Message', seq: number, role: MessageRole, content: string } }> }, trace: { __typename: 'Trace', id: string, lastSeq: number, endedAt: string | null, usage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number }, spans: Array<{ __typename: 'Span', id: string, parentId: string | null, kind: SpanKind, name: string, status: SpanStatus, startedAt: string, endedAt: string | null, attributes: string, usage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number } | null, cumulativeUsage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number }, events: Array<{ __typename: 'SpanEvent', seq: number, kind: SpanEventKind, size: number, preview: string, truncated: boolean }> }> } | null }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -546,6 +561,9 @@ export type NodeQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string }
     | { __typename: 'Run', id: string }
+    | { __typename: 'Span', id: string }
+    | { __typename: 'SpanEvent', id: string }
+    | { __typename: 'Trace', id: string }
     | { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } }
     | { __typename: 'WorkspaceLink', id: string }
    | null };

@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, RunEventsDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, NodeDocument, RunEventsDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
@@ -94,6 +94,8 @@ describe.each(backends)("run execution on %s", (backend) => {
     const spans = done.trace!.spans;
     const root = spans.find((s) => s.kind === "RUN")!;
     expect(root).toMatchObject({ parentId: null, status: "OK", name: "invoke_agent researcher" });
+    expect((await t.client.request(NodeDocument, { id: root.id })).node).toMatchObject({ __typename: "Span", id: root.id });
+    expect((await t.as(await t.createPrincipal("Other")).request(NodeDocument, { id: root.id })).node).toBeNull();
     const turns = spans.filter((s) => s.kind === "TURN");
     expect(turns.map((s) => s.parentId)).toEqual([root.id, root.id]);
     const models = spans.filter((s) => s.kind === "MODEL_CALL");

@@ -3,6 +3,7 @@
 import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { encodeGlobalId } from "../global-id.js";
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
@@ -20,7 +21,10 @@ const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
   }),
 });
 
-export const SpanEventObject = builder.prismaObject("SpanEvent", {
+export const SpanEventObject = builder.prismaNode("SpanEvent", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, span: { trace: { run: { ownerId: ctx.actor.principalId } } } }),
   // The payload itself is loaded only when the opt-in field asks for it.
   select: { id: true, seq: true, kind: true, at: true, payloadSize: true, preview: true },
   fields: (t) => ({
@@ -52,10 +56,16 @@ const sumUsage = (usages: (Usage | null)[]): Usage =>
     { input: 0, output: 0, cached: 0, reasoning: 0 },
   );
 
-export const SpanObject = builder.prismaObject("Span", {
+export const SpanObject = builder.prismaNode("Span", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, trace: { run: { ownerId: ctx.actor.principalId } } }),
   fields: (t) => ({
-    id: t.exposeID("id"),
-    parentId: t.exposeID("parentId", { nullable: true }),
+    parentId: t.id({
+      nullable: true,
+      description: "The parent span's id (null for the run's root span).",
+      resolve: (span) => (span.parentId ? encodeGlobalId("Span", span.parentId) : null),
+    }),
     kind: t.expose("kind", { type: SpanKindEnum }),
     name: t.exposeString("name"),
     status: t.expose("status", { type: SpanStatusEnum, description: "RUNNING until the span ends." }),
@@ -94,9 +104,11 @@ export const SpanObject = builder.prismaObject("Span", {
   }),
 });
 
-builder.prismaObject("Trace", {
+builder.prismaNode("Trace", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: (id, ctx) => ({ id, run: { ownerId: ctx.actor.principalId } }),
   fields: (t) => ({
-    id: t.exposeID("id"),
     lastSeq: t.exposeInt("lastSeq", { description: "The sequence number of the latest recorded change." }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     spans: t.relation("spans", { description: "Every span, in start order.", query: { orderBy: { startedAt: "asc" } } }),
