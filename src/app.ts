@@ -96,6 +96,7 @@ export function createApp({
     runtime,
     async stop() {
       await runtime?.worker.stop();
+      await runtime?.exporter?.close();
       await yoga.dispose();
     },
   };

@@ -42,6 +42,7 @@ const envSchema = z.object({
     .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
     .default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
   REDIS_URL: z
     .string()
     .refine((value) => /^rediss?:\/\/.+/.test(value), { message: "must be a Redis URL such as redis://127.0.0.1:6379" })
@@ -69,6 +70,8 @@ export type Config = {
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
+  /** OTLP/HTTP collector for finished spans; export is off without it. */
+  otlpEndpoint?: string;
   /** Redis for pub/sub across instances; without it, events stay in this process. */
   redisUrl?: string;
   /** Whether this process executes runs (false: it only serves the API). */
@@ -120,6 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
+    otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     redisUrl: values.REDIS_URL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     runtime: config.inProcessWorker
-      ? { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs }
+      ? { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs, otlpEndpoint: config.otlpEndpoint }
       : undefined,
   });
   if (!config.authRequired) {

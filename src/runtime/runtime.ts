@@ -9,6 +9,7 @@ import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
+import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
 import { RunWorker } from "./worker.js";
 
@@ -24,15 +25,25 @@ export type RuntimeOptions = {
   extraTools?: Tool[];
   /** Configured agent profiles, over the built-in `researcher`. */
   agents?: AgentProfile[];
+  /** OTLP/HTTP collector to export finished spans to (off without it). */
+  otlpEndpoint?: string;
 };
 
-export type Runtime = { recorder: PrismaTraceRecorder; executor: RunExecutor; worker: RunWorker };
+export type Runtime = {
+  recorder: PrismaTraceRecorder;
+  executor: RunExecutor;
+  worker: RunWorker;
+  exporter?: SpanExporter;
+};
 
 export function createRuntime(
   { prisma, events, logger }: { prisma: PrismaClient; events: EventBus; logger: Logger },
   options: RuntimeOptions,
 ): Runtime {
-  const recorder = new PrismaTraceRecorder({ prisma, events });
+  const exporter = options.otlpEndpoint
+    ? new OtlpHttpExporter({ prisma, endpoint: options.otlpEndpoint, logger })
+    : undefined;
+  const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
   const profiles = agentProfiles(options.agents);
   const executor = new RunExecutor({
     prisma,
@@ -56,5 +67,5 @@ export function createRuntime(
     pollMs: options.pollMs,
     concurrency: options.concurrency,
   });
-  return { recorder, executor, worker };
+  return { recorder, executor, worker, exporter };
 }

@@ -5,6 +5,7 @@ import type { EventPublisher, TraceChangeMessage } from "../../events/topics.js"
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
 import type { TokenUsage } from "../ports/model.js";
+import type { SpanExporter } from "./otlp-exporter.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -13,7 +14,9 @@ export const EVENT_PREVIEW_CHARS = 500;
 type ChangeType = TraceChangeMessage["type"];
 
 export class PrismaTraceRecorder implements TraceSink {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; now?: () => Date }) {}
+  constructor(
+    private readonly deps: { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date },
+  ) {}
 
   private now(): Date {
     return this.deps.now?.() ?? new Date();
@@ -60,6 +63,7 @@ export class PrismaTraceRecorder implements TraceSink {
       await this.writeSpan(tx, span, { ...end, endedAt: this.now() });
       return { spanId: span.id };
     });
+    this.deps.exporter?.spanEnded(span.id);
   }
 
   async event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number> {
