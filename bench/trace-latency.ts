@@ -66,16 +66,21 @@ async function instance(url: string, events: EventBus, onClose: () => Promise<vo
   };
 }
 
-/** Records EVENTS events on `writer` and measures when `subscribers` receive each over graphql-ws. */
-async function measure(writer: Instance, reader: Instance, subscribers: number): Promise<{ latencies: number[]; memoryMb: number }> {
+/** A run on `writer` whose trace the benchmark writes to directly. */
+async function benchRun(writer: Instance) {
   const client = createClient({ url: writer.server.url });
   const admitted = await client.request(AdmitRunDocument, { input: { question: "bench" } });
   if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admission failed");
   const runGlobalId = admitted.admitRun.run.id;
   const runId = Buffer.from(runGlobalId, "base64").toString("utf8").split(":")[1]!;
   const recorder = new PrismaTraceRecorder({ prisma: writer.app.db.prisma, events: writer.app.events });
-  const traceId = await recorder.traceFor(runId);
-  const span = await recorder.startSpan({ traceId, kind: "RUN", name: "bench" });
+  const span = await recorder.startSpan({ traceId: await recorder.traceFor(runId), kind: "RUN", name: "bench" });
+  return { client, runGlobalId, recorder, span };
+}
+
+/** Records EVENTS events on `writer` and measures when `subscribers` receive each over graphql-ws. */
+async function measure(writer: Instance, reader: Instance, subscribers: number): Promise<{ latencies: number[]; memoryMb: number }> {
+  const { client, runGlobalId, recorder, span } = await benchRun(writer);
 
   global.gc?.();
   const memoryBefore = process.memoryUsage().rss;
@@ -112,7 +117,7 @@ async function measure(writer: Instance, reader: Instance, subscribers: number):
     sentAt.set(seq, start);
     await round;
   }
-  await recorder.endTrace(traceId);
+  await recorder.endTrace(span.traceId);
   await Promise.allSettled(ready);
   await Promise.all(readers.map((r) => r.close()));
   await client.close();
@@ -124,13 +129,7 @@ async function measure(writer: Instance, reader: Instance, subscribers: number):
  * receives them; latency = child's receive time − parent's record-call time (one machine clock).
  */
 async function measureRemote(writer: Instance, subscribers: number): Promise<{ latencies: number[]; memoryMb: number }> {
-  const client = createClient({ url: writer.server.url });
-  const admitted = await client.request(AdmitRunDocument, { input: { question: "bench" } });
-  if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admission failed");
-  const runGlobalId = admitted.admitRun.run.id;
-  const runId = Buffer.from(runGlobalId, "base64").toString("utf8").split(":")[1]!;
-  const recorder = new PrismaTraceRecorder({ prisma: writer.app.db.prisma, events: writer.app.events });
-  const span = await recorder.startSpan({ traceId: await recorder.traceFor(runId), kind: "RUN", name: "bench" });
+  const { client, runGlobalId, recorder, span } = await benchRun(writer);
   await recorder.event(span, "THINKING", "warm-up"); // every subscriber gets one update to say it is ready
   global.gc?.();
   const memoryBefore = process.memoryUsage().rss;

@@ -3,6 +3,7 @@
 import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
@@ -45,6 +46,27 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
   }),
 });
 
+type SpanUsageRow = { id: string; parentId: string | null; usage: unknown };
+const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
+
+/** The spans of a trace by parent, read once per request however many spans ask for it. */
+function childrenOf(ctx: GraphQLContext, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
+  let byTrace = spanTrees.get(ctx);
+  if (!byTrace) spanTrees.set(ctx, (byTrace = new Map()));
+  let tree = byTrace.get(traceId);
+  if (!tree) {
+    tree = ctx.prisma.span
+      .findMany({ where: { traceId }, select: { id: true, parentId: true, usage: true } })
+      .then((spans) => {
+        const children = new Map<string, SpanUsageRow[]>();
+        for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
+        return children;
+      });
+    byTrace.set(traceId, tree);
+  }
+  return tree;
+}
+
 const sumUsage = (usages: (Usage | null)[]): Usage =>
   usages.reduce<Usage>(
     (total, usage) => ({
@@ -85,12 +107,7 @@ export const SpanObject = builder.prismaNode("Span", {
       type: TokenUsageRef,
       description: "The usage of this span and every span below it, each counted once.",
       resolve: async (span, _args, ctx) => {
-        const spans = await ctx.prisma.span.findMany({
-          where: { traceId: span.traceId },
-          select: { id: true, parentId: true, usage: true },
-        });
-        const children = new Map<string, typeof spans>();
-        for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
+        const children = await childrenOf(ctx, span.traceId);
         const subtree: (Usage | null)[] = [];
         const visit = (id: string, usage: unknown) => {
           subtree.push(usage as Usage | null);
