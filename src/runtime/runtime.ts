@@ -4,14 +4,14 @@ import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
-import { RunExecutor } from "./loop/run-executor.js";
+import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
-import { RunWorker } from "./worker.js";
+import { RunWorker, type SettleStep } from "./worker.js";
 
 export type RuntimeOptions = {
   model: ModelPort;
@@ -45,12 +45,15 @@ export function createRuntime(
     : undefined;
   const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
   const profiles = agentProfiles(options.agents);
+  const hooks: RunHooks[] = [];
+  const settleSteps: SettleStep[] = [];
   const executor = new RunExecutor({
     prisma,
     model: options.model,
     recorder,
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
+    hooks,
     tools: (run, runLog) => [
       createTaskListTool(runLog),
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
@@ -66,6 +69,7 @@ export function createRuntime(
     leaseMs: options.leaseMs,
     pollMs: options.pollMs,
     concurrency: options.concurrency,
+    settleSteps,
   });
   return { recorder, executor, worker, exporter };
 }

@@ -20,7 +20,16 @@ export type WorkerOptions = {
   pollMs?: number;
   concurrency?: number;
   workerId?: string;
+  /**
+   * Steps of settling that belong to other parts of the runtime (publishing the answer, releasing
+   * spills, …). Each runs before the terminal status is written, so whoever sees the run settled
+   * sees their effects; each must be idempotent, because a worker that dies in between leaves
+   * the run to another worker, which settles it again.
+   */
+  settleSteps?: SettleStep[];
 };
+
+export type SettleStep = (run: Run, outcome: Outcome, status: RunStatusName) => Promise<void>;
 
 type Active = { controller: AbortController; done: Promise<void> };
 
@@ -154,6 +163,11 @@ export class RunWorker {
     // A worker that lost the lease leaves the trace to the one that took the run over. The
     // trace ends before the status changes, so whoever sees the run settled sees its whole trace.
     if (stillMine || current?.status === "CANCELLED") {
+      for (const step of this.options.settleSteps ?? []) {
+        await step(run, outcome, status).catch((error: unknown) =>
+          this.options.logger.error("a settle step failed", { runId: run.id, error: String(error) }),
+        );
+      }
       const trace = await this.options.prisma.trace.findUnique({ where: { runId: run.id } });
       if (trace && !trace.endedAt) await this.options.recorder.endTrace(trace.id);
     }

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
 import { executeToolCalls } from "../../src/runtime/tools/execute-tool-calls.js";
+import { testRun } from "../support/tool-context.js";
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -32,7 +33,7 @@ async function run(calls: { name: string; arguments: string }[], tools: Tool[], 
     tools: new Map(tools.map((t) => [t.schema.name, t])),
     sink,
     parent,
-    runId: "run-1",
+    run: testRun(),
     signal,
     defaultTimeoutMs: 5_000,
   });

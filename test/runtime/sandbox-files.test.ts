@@ -5,8 +5,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
+import { toolContext } from "../support/tool-context.js";
 
-const context = { runId: "r", signal: new AbortController().signal, span: { id: "s", traceId: "t" } };
+const context = toolContext();
 
 function tools() {
   const root = mkdtempSync(path.join(tmpdir(), "dossier-sandbox-"));

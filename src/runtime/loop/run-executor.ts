@@ -2,7 +2,7 @@
 // the conversation's append-only log, until a final reply, a limit, cancellation or the
 // deadline. Each turn yields a NextStep; the loop is data, not nested control flow.
 import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { computeBudget } from "../memory/budget.js";
+import { buildContext } from "../memory/context-builder.js";
 import { appendToLog, readLog, toChatMessages } from "../memory/conversation-log.js";
 import { findDanglingToolCalls, repairNote } from "../memory/repair.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
@@ -45,9 +45,19 @@ export type ExecutorDeps = {
   recorder: PrismaTraceRecorder;
   profile: (name: string) => AgentProfile;
   /** The tools of one run, given its log so far (for tools whose state lives in the log). */
-  tools: (run: Run, runLog: readonly Message[]) => Tool[];
+  tools: (run: Run, runLog: readonly Message[]) => Tool[] | Promise<Tool[]>;
   toolTimeoutMs: number;
+  /** Extensions that take part in every run (workspace materials, spills, …). */
+  hooks?: RunHooks[];
 };
+
+/** A part of the runtime that takes part in each run at fixed points. */
+export interface RunHooks {
+  /** Once per execution, after crash repair and before the first turn (also when a run resumes). */
+  beforeFirstTurn?(run: Run, root: SpanRef): Promise<void>;
+  /** After a model request was answered: the request's span and the log entries it carried verbatim. */
+  afterModelRequest?(run: Run, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly Message[] }): Promise<void>;
+}
 
 type Turn = { run: Run; tools: Map<string, Tool>; profile: AgentProfile; root: SpanRef; signal: AbortSignal; index: number };
 
@@ -68,13 +78,12 @@ export class RunExecutor {
     let outcome: Outcome;
     try {
       await this.repairDanglingCalls(run, root);
+      for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(run, root);
       const log = await readLog(this.deps.prisma, run.conversationId);
       const allowed = profile.tools ? new Set(profile.tools) : null;
+      const offered = await this.deps.tools(run, log.filter((m) => m.runId === run.id));
       const tools = new Map(
-        this.deps
-          .tools(run, log.filter((m) => m.runId === run.id))
-          .filter((tool) => !allowed || allowed.has(tool.schema.name))
-          .map((tool) => [tool.schema.name, tool]),
+        offered.filter((tool) => !allowed || allowed.has(tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );
       let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
       for (;;) {
@@ -126,23 +135,19 @@ export class RunExecutor {
 
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run } = turn;
-    const messages: ChatMessage[] = [
-      { role: "system", content: turn.profile.systemPrompt },
-      ...toChatMessages(await readLog(this.deps.prisma, run.conversationId)),
-    ];
-    const tools = [...turn.tools.values()].map((tool) => tool.schema);
-    const budget = computeBudget({
-      contextWindow: this.deps.model.contextWindow,
+    const log = await readLog(this.deps.prisma, run.conversationId);
+    const { messages, budget, carried } = buildContext({
       systemPrompt: turn.profile.systemPrompt,
-      tools,
-      currentInput: [],
-      history: messages.slice(1),
+      log,
+      tools: [...turn.tools.values()].map((tool) => tool.schema),
+      contextWindow: this.deps.model.contextWindow,
     });
     await this.deps.recorder.event(span, "BUDGET", budget);
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const response = await this.callModel(turn, span, messages, budget);
+    const { response, span: requestSpan } = await this.callModel(turn, span, messages, budget);
+    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(run, { span: requestSpan, carried, log });
     const used = response.usage.input + response.usage.output;
     const { tokensUsed } = await this.deps.prisma.run.update({
       where: { id: run.id },
@@ -163,7 +168,7 @@ export class RunExecutor {
       tools: turn.tools,
       sink: this.deps.recorder,
       parent: span,
-      runId: run.id,
+      run,
       signal: turn.signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
     });
@@ -179,7 +184,12 @@ export class RunExecutor {
     return { type: "run_again" };
   }
 
-  private async callModel(turn: Turn, parent: SpanRef, messages: ChatMessage[], budget: object): Promise<ModelResponse> {
+  private async callModel(
+    turn: Turn,
+    parent: SpanRef,
+    messages: ChatMessage[],
+    budget: object,
+  ): Promise<{ response: ModelResponse; span: SpanRef }> {
     const { recorder, model } = this.deps;
     const span = await recorder.startSpan({
       traceId: parent.traceId,
@@ -197,7 +207,7 @@ export class RunExecutor {
         usage: response.usage,
         attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
       });
-      return response;
+      return { response, span };
     } catch (error) {
       await recorder.event(span, "ERROR", error instanceof Error ? error.message : String(error));
       await recorder.endSpan(span, { status: turn.signal.aborted ? "CANCELLED" : "ERROR" });

@@ -1,9 +1,14 @@
 // The tool port: one callable capability offered to the model.
+import type { Run } from "../../generated/prisma/client.js";
 import type { ToolSchema } from "./model.js";
 import type { SpanRef } from "./trace-sink.js";
 
 export type ToolContext = {
+  /** The run the call belongs to, as admitted (owner, workspace, conversation, agent). */
+  run: Run;
   runId: string;
+  /** The id of the model's tool call this execution answers. */
+  toolCallId: string;
   /** Aborted when the run is cancelled, times out, or this call's own timeout passes. */
   signal: AbortSignal;
   /** The tool call's span, for tools that record events of their own. */

@@ -1,6 +1,7 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
 // its siblings; results come back in the order the model asked for them.
+import type { Run } from "../../generated/prisma/client.js";
 import type { ToolCall } from "../ports/model.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -12,7 +13,7 @@ export type ExecuteOptions = {
   tools: ReadonlyMap<string, Tool>;
   sink: TraceSink;
   parent: SpanRef;
-  runId: string;
+  run: Run;
   /** The run's signal: cancellation or deadline. */
   signal: AbortSignal;
   defaultTimeoutMs: number;
@@ -55,7 +56,7 @@ async function invoke(
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
   try {
-    const output = await raceAbort(tool.execute(args, { runId: options.runId, signal, span }), signal);
+    const output = await raceAbort(tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span }), signal);
     return { output, isError: false, cancelled: false };
   } catch (error) {
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };

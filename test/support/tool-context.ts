@@ -1,0 +1,39 @@
+// A tool context for unit tests of tools and the action step, outside a database-backed run.
+import type { Run } from "../../src/generated/prisma/client.js";
+import type { ToolContext } from "../../src/runtime/ports/tool.js";
+
+export function testRun(overrides: Partial<Run> = {}): Run {
+  const now = new Date();
+  return {
+    id: "run-1",
+    ownerId: "development",
+    conversationId: "conversation-1",
+    workspaceId: null,
+    agent: "researcher",
+    question: "a question",
+    status: "RUNNING",
+    maxTurns: 10,
+    tokenBudget: 100_000,
+    deadlineSeconds: 600,
+    deadlineAt: new Date(now.getTime() + 600_000),
+    goalVersionId: null,
+    goalVersionNo: null,
+    goalStatement: null,
+    configuration: {},
+    answer: null,
+    failureReason: null,
+    createdAt: now,
+    startedAt: now,
+    finishedAt: null,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    modelLabel: null,
+    tokensUsed: 0,
+    ...overrides,
+  };
+}
+
+export function toolContext(overrides: Partial<ToolContext> = {}): ToolContext {
+  const run = overrides.run ?? testRun();
+  return { run, runId: run.id, toolCallId: "call-1", signal: new AbortController().signal, span: { id: "s", traceId: "t" }, ...overrides };
+}
