@@ -84,7 +84,7 @@ export function createApp({
     ],
   });
   const runtime = runtimeOptions
-    ? createRuntime({ prisma: db.prisma, events, logger }, { ...runtimeOptions, agents })
+    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents })
     : undefined;
   runtime?.worker.start();
   return {

@@ -5,6 +5,7 @@ import { ConversationService } from "./domain/research/conversation-service.js";
 import { PublicationService } from "./domain/research/publication-service.js";
 import { RunService } from "./domain/research/run-service.js";
 import { PrincipalService } from "./domain/principal/principal-service.js";
+import { CheckpointService } from "./domain/workspace/checkpoint-service.js";
 import { LinkService } from "./domain/workspace/link-service.js";
 import { WorkspaceService } from "./domain/workspace/workspace-service.js";
 import type { EventPublisher } from "./events/topics.js";
@@ -36,5 +37,6 @@ export function createServices({
     publications: new PublicationService({ prisma, links }),
     admissions: new AdmissionService({ prisma, events, agentNames }),
     runs: new RunService({ prisma, events }),
+    checkpoints: new CheckpointService({ prisma, events }),
   };
 }

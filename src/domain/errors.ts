@@ -50,3 +50,13 @@ export class WorkspaceArchivedError extends DomainError {
 }
 
 export class UnsupportedError extends DomainError {}
+
+/** A checkpoint update expected a revision that is no longer the current one (W12). */
+export class StaleRevisionError extends DomainError {
+  constructor(
+    readonly expectedRevision: number,
+    readonly currentRevision: number,
+  ) {
+    super(`Expected checkpoint revision ${expectedRevision}, but the current revision is ${currentRevision}.`);
+  }
+}

@@ -11,7 +11,8 @@ export type WorkspaceEventKind =
   | "DELETED"
   | "LINKED"
   | "UNLINKED"
-  | "RUN_ADMITTED";
+  | "RUN_ADMITTED"
+  | "CHECKPOINT_UPDATED";
 
 export type WorkspaceEventMessage = {
   kind: WorkspaceEventKind;
@@ -22,6 +23,8 @@ export type WorkspaceEventMessage = {
   link: { kind: "CONVERSATION" | "RUN" | "PUBLICATION" | "ARTIFACT"; targetId: string } | null;
   /** The run admitted (RUN_ADMITTED). */
   runId: string | null;
+  /** The checkpoint revision the update created (CHECKPOINT_UPDATED). */
+  checkpointRevision?: number | null;
   at: string;
 };
 

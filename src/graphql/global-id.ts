@@ -1,28 +1,3 @@
-// Relay global ids: base64 of "<Type>:<database id>". Decoding never throws: a malformed id
-// is simply not the id of anything.
-import { ValidationError } from "../domain/errors.js";
-
-export function encodeGlobalId(typename: string, id: string | number | bigint): string {
-  return Buffer.from(`${typename}:${id}`, "utf8").toString("base64");
-}
-
-export function decodeGlobalId(globalId: string): { typename: string; id: string } | null {
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(globalId)) return null;
-  const decoded = Buffer.from(globalId, "base64").toString("utf8");
-  const colon = decoded.indexOf(":");
-  if (colon <= 0 || colon === decoded.length - 1) return null;
-  return { typename: decoded.slice(0, colon), id: decoded.slice(colon + 1) };
-}
-
-/** The database id inside a global id of the given type, or null. */
-export function idOfType(globalId: string, typename: string): string | null {
-  const decoded = decodeGlobalId(globalId);
-  return decoded?.typename === typename ? decoded.id : null;
-}
-
-/** Like idOfType, for mutation inputs: a malformed or wrongly typed id is a ValidationError. */
-export function requireIdOfType(globalId: string, typename: string, field: string): string {
-  const id = idOfType(globalId, typename);
-  if (id === null) throw new ValidationError([{ field, message: `is not a ${typename} id` }]);
-  return id;
-}
+// Relay global ids are part of the product's identity of objects, shared with the runtime
+// (the model names materials by them); they live in the domain layer.
+export * from "../domain/global-id.js";

@@ -11,5 +11,7 @@ import "./types/trace-updates.js";
 import "./types/run.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";
+import "./types/history.js";
+import "./types/checkpoint.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -12,6 +12,11 @@ import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
 import { RunWorker, type SettleStep } from "./worker.js";
+import type { PublicationService } from "../domain/research/publication-service.js";
+import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
+import { consumptionHook, decideProposalsStep, publishAnswerStep } from "./workspace/run-results.js";
+import { workspaceContextHook } from "./workspace/workspace-context.js";
 
 export type RuntimeOptions = {
   model: ModelPort;
@@ -36,8 +41,11 @@ export type Runtime = {
   exporter?: SpanExporter;
 };
 
+/** The domain services the runtime works through (W7–W11). */
+export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService };
+
 export function createRuntime(
-  { prisma, events, logger }: { prisma: PrismaClient; events: EventBus; logger: Logger },
+  { prisma, events, logger, services }: { prisma: PrismaClient; events: EventBus; logger: Logger; services: RuntimeServices },
   options: RuntimeOptions,
 ): Runtime {
   const exporter = options.otlpEndpoint
@@ -45,8 +53,12 @@ export function createRuntime(
     : undefined;
   const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
   const profiles = agentProfiles(options.agents);
-  const hooks: RunHooks[] = [];
-  const settleSteps: SettleStep[] = [];
+  const { publications, checkpoints } = services;
+  const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints, recorder }), consumptionHook(prisma)];
+  // The answer is published before the proposal is decided: the checkpoint's provenance names it.
+  const settleSteps: SettleStep[] = [publishAnswerStep({ prisma, publications }), decideProposalsStep({ prisma, checkpoints, logger })];
+  const readMaterial = createReadMaterialTool({ prisma, publications });
+  const proposeCheckpoint = createProposeCheckpointTool({ prisma });
   const executor = new RunExecutor({
     prisma,
     model: options.model,
@@ -56,6 +68,8 @@ export function createRuntime(
     hooks,
     tools: (run, runLog) => [
       createTaskListTool(runLog),
+      readMaterial,
+      ...(run.workspaceId ? [proposeCheckpoint] : []),
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
       ...(options.extraTools ?? []),
     ],

@@ -29,6 +29,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     leaseExpiresAt: null,
     modelLabel: null,
     tokensUsed: 0,
+    checkpointRevisionSeen: null,
     ...overrides,
   };
 }

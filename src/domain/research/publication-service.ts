@@ -8,7 +8,8 @@ import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import type { LinkService, RunLinkOutcome } from "../workspace/link-service.js";
 import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
-import { assertOwned, findOwnedVersions } from "./owned-objects.js";
+import { eligibilityOf } from "./eligibility.js";
+import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
 export const PUBLICATION_CONTENT_MAX = 1_000_000;
 /** Clocks disagree a little; an as-of time further ahead than this is a mistake. */
@@ -35,6 +36,16 @@ const publishInput = z
   });
 
 export type PublishInput = z.input<typeof publishInput>;
+
+const revokeInput = versionRef.extend({ reason: nonBlank(2_000) });
+export type RevokeInput = z.input<typeof revokeInput>;
+
+export type ReadableVersion = PublicationVersion & { publication: { title: string; latestVersion: number } };
+
+/** The outcome of an exact-version read (W7): that version and no other, or why not. */
+export type MaterialRead =
+  | { status: "AVAILABLE"; version: ReadableVersion }
+  | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
 
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
@@ -88,5 +99,40 @@ export class PublicationService {
       ? await this.deps.links.linkForRun(parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId })
       : "NO_WORKSPACE";
     return { version, workspaceLink };
+  }
+
+  /**
+   * Reads exactly `version` of a publication for a principal (W7): it must exist and be the
+   * principal's to read, its content must match its hash, and it and every source it was built
+   * on must be eligible. A newer version never stands in for the one asked for.
+   */
+  async readVersion(actor: Actor, ref: VersionRef): Promise<MaterialRead> {
+    const version = await this.deps.prisma.publicationVersion.findFirst({
+      where: { publicationId: ref.publicationId, version: ref.version, publication: { ownerId: actor.principalId } },
+      include: { publication: { select: { title: true, latestVersion: true } } },
+    });
+    if (!version) {
+      return { status: "UNAVAILABLE", reason: `there is no version ${ref.version} of that publication that you may read`, version: null };
+    }
+    if (contentHash(version.content) !== version.contentHash) {
+      return { status: "UNAVAILABLE", reason: `"${version.publication.title}" version ${version.version} no longer matches its content hash`, version };
+    }
+    const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
+    if (eligibility && !eligibility.eligible) return { status: "UNAVAILABLE", reason: eligibility.reason, version };
+    return { status: "AVAILABLE", version };
+  }
+
+  /**
+   * Revokes one version: it, and every version built on it, is no longer eligible to be read
+   * (W7). The content stays stored. Revoking again keeps the first revocation.
+   */
+  async revokeVersion(actor: Actor, input: RevokeInput): Promise<PublicationVersion> {
+    const { publicationId, version, reason } = parseInput(revokeInput, input);
+    const [found] = await findOwnedVersions(this.deps.prisma, actor, [{ publicationId, version }]);
+    await this.deps.prisma.publicationVersion.updateMany({
+      where: { id: found!.id, revokedAt: null },
+      data: { revokedAt: this.deps.now?.() ?? new Date(), revocationReason: reason },
+    });
+    return this.deps.prisma.publicationVersion.findUniqueOrThrow({ where: { id: found!.id } });
   }
 }

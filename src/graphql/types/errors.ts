@@ -4,6 +4,7 @@ import {
   DomainError,
   IdempotencyConflictError,
   NotFoundError,
+  StaleRevisionError,
   StaleVersionError,
   UnsupportedError,
   ValidationError,
@@ -46,6 +47,16 @@ builder.objectType(StaleVersionError, {
   fields: (t) => ({
     currentVersion: t.exposeInt("currentVersion"),
     expectedVersion: t.exposeInt("expectedVersion"),
+  }),
+});
+
+builder.objectType(StaleRevisionError, {
+  name: "StaleRevisionError",
+  description: "A checkpoint update expected a revision that is no longer current: another update happened first. Nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    currentRevision: t.exposeInt("currentRevision"),
+    expectedRevision: t.exposeInt("expectedRevision"),
   }),
 });
 

@@ -207,6 +207,7 @@ const WorkspaceEventKindEnum = builder.enumType("WorkspaceEventKind", {
     LINKED: { description: "An object was linked; see `linkKind` and `linkTargetId`." },
     UNLINKED: { description: "A link was removed; see `linkKind` and `linkTargetId`." },
     RUN_ADMITTED: { description: "A run was admitted in the workspace; `run` is that run." },
+    CHECKPOINT_UPDATED: { description: "A new checkpoint revision was accepted; see `checkpointRevision`." },
   } satisfies Record<WorkspaceEventKind, unknown>,
 });
 
@@ -240,6 +241,11 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
       description: "For RUN_ADMITTED: the admitted run.",
       resolve: (query, event, _args, ctx) =>
         event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ownerId: ctx.actor.principalId } }) : null,
+    }),
+    checkpointRevision: t.int({
+      nullable: true,
+      description: "For CHECKPOINT_UPDATED: the revision the update created.",
+      resolve: (event) => event.checkpointRevision ?? null,
     }),
     goal: t.prismaField({
       type: "GoalVersion",

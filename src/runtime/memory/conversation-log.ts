@@ -6,6 +6,7 @@ import type { ChatMessage, ToolCall } from "../ports/model.js";
 
 export type LogEntry =
   | { role: "USER"; content: string }
+  | { role: "CONTEXT"; content: string }
   | { role: "ASSISTANT"; content: string | null; toolCalls: ToolCall[] }
   | { role: "TOOL"; toolCallId: string; toolName: string; content: string }
   | { role: "REPAIR"; toolCallId: string; toolName: string; content: string };
@@ -19,6 +20,7 @@ export function toChatMessages(log: readonly Message[]): ChatMessage[] {
   return log.flatMap((message): ChatMessage[] => {
     switch (message.role) {
       case "USER":
+      case "CONTEXT":
         return [{ role: "user", content: message.content }];
       case "ASSISTANT": {
         const toolCalls = (message.toolCalls as ToolCall[] | null) ?? [];

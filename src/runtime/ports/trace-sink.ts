@@ -13,7 +13,8 @@ export type SpanEventKind =
   | "COMPACTION"
   | "SPILL"
   | "REPAIR"
-  | "BUDGET";
+  | "BUDGET"
+  | "CONTEXT";
 
 export type SpanRef = { id: string; traceId: string };
 export type Attributes = Record<string, unknown>;

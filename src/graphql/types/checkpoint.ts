@@ -1,0 +1,211 @@
+// Checkpoints in the graph (W10–W13): the current revision and its history, each shown only
+// while everything it rests on is eligible, and compare-and-swap updates.
+import { NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { type CheckpointRead, questionsOf } from "../../domain/workspace/checkpoint-service.js";
+import type { CheckpointVersion } from "../../generated/prisma/client.js";
+import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { requireIdOfType } from "../global-id.js";
+import { AvailabilityStatusEnum } from "./history.js";
+
+const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
+  name: "CheckpointOrigin",
+  description: "USER: written by the workspace's owner. MODEL_SUGGESTION: proposed by a run's model and accepted by compare-and-swap — a suggestion, not a fact.",
+});
+
+const QuestionStatusEnum = builder.enumType("CheckpointQuestionStatus", { values: ["OPEN", "RESOLVED"] as const });
+
+const CheckpointQuestionRef = builder
+  .objectRef<{ id: string; text: string; status: "OPEN" | "RESOLVED" }>("CheckpointQuestion")
+  .implement({
+    description: "An open or resolved research question; its id stays the same across revisions.",
+    fields: (t) => ({
+      id: t.exposeString("id"),
+      text: t.exposeString("text"),
+      status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
+    }),
+  });
+
+type Available = Extract<CheckpointRead, { status: "AVAILABLE" }>;
+type Unavailable = Extract<CheckpointRead, { status: "UNAVAILABLE" }>;
+
+const versionsIn = (ids: unknown) => (ids as string[] | null) ?? [];
+
+const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
+  description: "A revision of the workspace's research-progress record (W10), with its provenance.",
+  isTypeOf: (value) => (value as CheckpointRead).status === "AVAILABLE",
+  fields: (t) => ({
+    status: t.field({ type: AvailabilityStatusEnum, resolve: () => "AVAILABLE" as const }),
+    revision: t.int({ resolve: (r) => r.checkpoint.revision }),
+    summary: t.string({ nullable: true, resolve: (r) => r.checkpoint.summary }),
+    questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsOf(r.checkpoint) }),
+    nextSteps: t.stringList({ resolve: (r) => versionsIn(r.checkpoint.nextSteps) }),
+    origin: t.field({ type: CheckpointOriginEnum, resolve: (r) => r.checkpoint.origin }),
+    modelSuggestion: t.boolean({
+      description: "True when a model proposed it: a suggestion, not a user decision or a fact about the world.",
+      resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
+    }),
+    originRun: t.prismaField({
+      type: "Run",
+      nullable: true,
+      resolve: (query, r, _args, ctx) =>
+        r.checkpoint.originRunId
+          ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ownerId: ctx.actor.principalId } })
+          : null,
+    }),
+    acceptedPublicationVersions: t.prismaField({
+      type: ["PublicationVersion"],
+      description: "The versions the origin run's answer was published as.",
+      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.acceptedVersionIds)),
+    }),
+    citedMaterials: t.prismaField({
+      type: ["PublicationVersion"],
+      description: "The materials the proposal cited (read by the origin run).",
+      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds)),
+    }),
+    sourceDependencies: t.prismaField({
+      type: ["PublicationVersion"],
+      description: "Every version this revision rests on; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
+      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.sourceVersionIds)),
+    }),
+    createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
+  }),
+});
+
+async function versionsById(
+  ctx: { prisma: import("../../generated/prisma/client.js").PrismaClient; actor: { principalId: string } },
+  query: object,
+  ids: string[],
+) {
+  const found = await ctx.prisma.publicationVersion.findMany({
+    ...query,
+    where: { id: { in: ids }, publication: { ownerId: ctx.actor.principalId } },
+  });
+  const byId = new Map(found.map((v) => [v.id, v]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
+  description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",
+  isTypeOf: (value) => (value as CheckpointRead).status === "UNAVAILABLE",
+  fields: (t) => ({
+    status: t.field({ type: AvailabilityStatusEnum, resolve: () => "UNAVAILABLE" as const }),
+    revision: t.int({ resolve: (r) => r.checkpoint.revision }),
+    reason: t.string({ resolve: (r) => r.reason }),
+    unavailableSource: t.prismaField({
+      type: "PublicationVersion",
+      nullable: true,
+      description: "The version that is no longer eligible.",
+      resolve: (query, r, _args, ctx) =>
+        ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, publication: { ownerId: ctx.actor.principalId } } }),
+    }),
+    createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
+  }),
+});
+
+const CheckpointReadUnion = builder.unionType("CheckpointRead", {
+  description: "A checkpoint revision: its content while available, or why it is withheld.",
+  types: [Checkpoint, UnavailableCheckpoint],
+  resolveType: (value) => (value.status === "AVAILABLE" ? "Checkpoint" : "UnavailableCheckpoint"),
+});
+
+builder.prismaObjectFields("Workspace", (t) => ({
+  checkpointRevision: t.exposeInt("checkpointRevision", {
+    description: "The current checkpoint revision; 0 before the first. Send it as expectedRevision to update.",
+  }),
+  checkpoint: t.field({
+    type: CheckpointReadUnion,
+    nullable: true,
+    description: "The current checkpoint, or null before the first.",
+    resolve: (workspace, _args, ctx) => ctx.services.checkpoints.current(ctx.actor, workspace.id),
+  }),
+  checkpointVersions: t.field({
+    type: [CheckpointReadUnion],
+    description: "Every revision, newest first (default 20, at most 100).",
+    args: { first: t.arg.int({ defaultValue: 20 }) },
+    resolve: (workspace, { first }, ctx) => ctx.services.checkpoints.versions(ctx.actor, workspace.id, first ?? 20),
+  }),
+}));
+
+const QuestionChangeInput = builder.inputType("CheckpointQuestionInput", {
+  description: "Without id: a new question (text required). With id: changes that question's text and/or status.",
+  fields: (t) => ({
+    id: t.string(),
+    text: t.string(),
+    status: t.field({ type: QuestionStatusEnum }),
+  }),
+});
+
+const UpdateCheckpointInput = builder.inputType("UpdateCheckpointInput", {
+  fields: (t) => ({
+    workspaceId: t.id({ required: true }),
+    expectedRevision: t.int({ required: true, description: "The current revision (0 for the first checkpoint)." }),
+    summary: t.string({ description: "Replaces the summary; omit to keep it." }),
+    nextSteps: t.stringList({ description: "Replaces the next steps; omit to keep them." }),
+    questions: t.field({
+      type: [QuestionChangeInput],
+      required: true,
+      description: "Questions to add or change. Questions not mentioned stay as they are: omission is not resolution.",
+    }),
+  }),
+});
+
+const UpdateCheckpointSuccess = builder
+  .objectRef<{ checkpoint: CheckpointVersion }>("UpdateCheckpointSuccess")
+  .implement({
+    fields: (t) => ({
+      checkpoint: t.field({
+        type: Checkpoint,
+        description: "The revision just created.",
+        resolve: (r) => ({ status: "AVAILABLE" as const, checkpoint: r.checkpoint }),
+      }),
+    }),
+  });
+
+builder.mutationField("updateCheckpoint", (t) =>
+  t.field({
+    type: UpdateCheckpointSuccess,
+    description: "Creates checkpoint revision n+1 if expectedRevision is the current revision n; otherwise StaleRevisionError.",
+    args: { input: t.arg({ type: UpdateCheckpointInput, required: true }) },
+    errors: {
+      types: [StaleRevisionError, NotFoundError, ValidationError],
+      directResult: true,
+      union: { name: "UpdateCheckpointPayload" },
+    },
+    resolve: async (_root, { input }, ctx) => ({
+      checkpoint: await ctx.services.checkpoints.update(ctx.actor, {
+        workspaceId: requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
+        expectedRevision: input.expectedRevision,
+        summary: input.summary,
+        nextSteps: input.nextSteps,
+        questions: input.questions,
+      }),
+    }),
+  }),
+);
+
+const ProposalStatusEnum = builder.enumType(CheckpointProposalStatus, {
+  name: "CheckpointProposalStatus",
+  description: "PENDING until the run settles; then ACCEPTED, STALE (the checkpoint moved on), INVALID or DROPPED (the run did not succeed, or a later proposal replaced it).",
+});
+
+builder.prismaObject("CheckpointProposal", {
+  description: "A checkpoint a run proposed, and what became of it (W11).",
+  fields: (t) => ({
+    status: t.expose("status", { type: ProposalStatusEnum }),
+    reason: t.exposeString("reason", { nullable: true }),
+    expectedRevision: t.exposeInt("expectedRevision", { description: "The revision the run saw." }),
+    revision: t.exposeInt("revision", { nullable: true, description: "ACCEPTED: the revision it became." }),
+    proposal: t.string({ description: "The proposal as the model made it, as JSON.", resolve: (p) => JSON.stringify(p.proposal) }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+builder.prismaObjectFields("Run", (t) => ({
+  checkpointProposals: t.prismaField({
+    type: ["CheckpointProposal"],
+    description: "The checkpoint proposals the run made, oldest first.",
+    resolve: (query, run, _args, ctx) =>
+      ctx.prisma.checkpointProposal.findMany({ ...query, where: { runId: run.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+  }),
+}));

@@ -1,0 +1,235 @@
+// Cross-run history in the graph (W6–W8): the workspace's bounded history catalog, exact-version
+// reads with eligibility, revocation, and the consumption ledger seen from the run and from the
+// publication version.
+import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import type { Eligibility } from "../../domain/research/eligibility.js";
+import { eligibilityOf } from "../../domain/research/eligibility.js";
+import type { MaterialRead } from "../../domain/research/publication-service.js";
+import {
+  CATALOG_DEFAULT_ENTRIES,
+  CATALOG_MAX_ENTRIES,
+  type CatalogEntry,
+  type CatalogVersion,
+  type CatalogVia,
+  type HistoryCatalog,
+  historyCatalog,
+} from "../../domain/workspace/history-catalog.js";
+import type { PublicationVersion } from "../../generated/prisma/client.js";
+import { MaterialStage } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { PublicationVersionNode } from "./publication.js";
+
+export const MaterialStageEnum = builder.enumType(MaterialStage, {
+  name: "MaterialStage",
+  description:
+    "A stage of the consumption ledger: DISCOVERED (listed to the model), SELECTED (frozen at admission or asked for), READ (passed the eligibility checks), CONSUMED (a model request carried the content), UNAVAILABLE (could not be used; see reason).",
+});
+
+export const AvailabilityStatusEnum = builder.enumType("AvailabilityStatus", {
+  values: {
+    AVAILABLE: { description: "Eligible to be read and relied on now." },
+    UNAVAILABLE: { description: "Not eligible now; `reason` says why." },
+  },
+});
+
+export const Availability = builder.objectRef<Eligibility>("Availability").implement({
+  description: "Whether a version may be read now (W7): not revoked, its content matches its hash, and so does everything it was built on.",
+  fields: (t) => ({
+    status: t.field({ type: AvailabilityStatusEnum, resolve: (e) => (e.eligible ? "AVAILABLE" : "UNAVAILABLE") }),
+    reason: t.string({ nullable: true, resolve: (e) => (e.eligible ? null : e.reason) }),
+    unavailableSource: t.prismaField({
+      type: "PublicationVersion",
+      nullable: true,
+      description: "The version that broke eligibility: this one, or one it was built on.",
+      resolve: (query, e, _args, ctx) =>
+        e.eligible
+          ? null
+          : ctx.prisma.publicationVersion.findFirst({
+              ...query,
+              where: { id: e.culprit.versionId, publication: { ownerId: ctx.actor.principalId } },
+            }),
+    }),
+  }),
+});
+
+const MaterialRef = builder
+  .objectRef<{ publicationId: string; version: number }>("MaterialRef")
+  .implement({
+    description: "An exact version of a publication, by identity (no content).",
+    fields: (t) => ({
+      publicationId: t.id({ resolve: (ref) => encodeGlobalId("Publication", ref.publicationId) }),
+      version: t.exposeInt("version"),
+    }),
+  });
+
+const CatalogViaEnum = builder.enumType("CatalogVia", {
+  description: "How a catalog entry is linked to the workspace.",
+  values: {
+    LINKED_PUBLICATION: { description: "The publication itself is linked." },
+    LINKED_RUN: { description: "A linked run published a version of it." },
+    LINKED_CONVERSATION: { description: "A run in a linked conversation published a version of it." },
+  } satisfies Record<CatalogVia, unknown>,
+});
+
+const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").implement({
+  description: "One version in the history catalog: identity, time and provenance, never content.",
+  fields: (t) => ({
+    id: t.id({ description: "The PublicationVersion's id.", resolve: (v) => encodeGlobalId("PublicationVersion", v.id) }),
+    version: t.exposeInt("version"),
+    asOf: t.field({ type: "DateTime", description: "When the judgement was formed.", resolve: (v) => v.asOf }),
+    createdAt: t.field({ type: "DateTime", description: "When it was stored.", resolve: (v) => v.createdAt }),
+    originRun: t.prismaField({
+      type: "Run",
+      nullable: true,
+      resolve: (query, v, _args, ctx) =>
+        v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ownerId: ctx.actor.principalId } }) : null,
+    }),
+    sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
+    availability: t.field({ type: Availability, resolve: (v) => v.availability }),
+  }),
+});
+
+const CatalogEntryRef = builder.objectRef<CatalogEntry>("HistoryCatalogEntry").implement({
+  description: "A publication the workspace can draw on, with its newest versions.",
+  fields: (t) => ({
+    publicationId: t.id({ resolve: (e) => encodeGlobalId("Publication", e.publicationId) }),
+    title: t.exposeString("title"),
+    latestVersion: t.exposeInt("latestVersion"),
+    versions: t.field({ type: [CatalogVersionRef], description: "Newest first.", resolve: (e) => e.versions }),
+    versionsComplete: t.exposeBoolean("versionsComplete", { description: "False when older versions were left out." }),
+    via: t.field({ type: [CatalogViaEnum], resolve: (e) => e.via }),
+  }),
+});
+
+const HistoryCatalogRef = builder.objectRef<HistoryCatalog>("HistoryCatalog").implement({
+  description: "A bounded catalog of earlier materials (W6). Not being listed never means not existing: see `complete`.",
+  fields: (t) => ({
+    entries: t.field({ type: [CatalogEntryRef], resolve: (c) => c.entries }),
+    complete: t.exposeBoolean("complete"),
+    truncatedReason: t.string({ nullable: true, description: "Why entries were left out, when they were.", resolve: (c) => c.truncatedReason }),
+  }),
+});
+
+builder.prismaObjectFields("Workspace", (t) => ({
+  historyCatalog: t.field({
+    type: HistoryCatalogRef,
+    description: `Earlier materials drawn from the workspace's links, newest first (default ${CATALOG_DEFAULT_ENTRIES}, at most ${CATALOG_MAX_ENTRIES}).`,
+    args: { first: t.arg.int({ defaultValue: CATALOG_DEFAULT_ENTRIES }) },
+    resolve: (workspace, { first }, ctx) => {
+      if (first !== null && first !== undefined && (first < 0 || first > CATALOG_MAX_ENTRIES)) {
+        throw new ValidationError([{ field: "first", message: `must be between 0 and ${CATALOG_MAX_ENTRIES}` }]);
+      }
+      return historyCatalog(ctx.prisma, ctx.actor, workspace.id, first ?? CATALOG_DEFAULT_ENTRIES);
+    },
+  }),
+}));
+
+const MaterialReadRef = builder.objectRef<MaterialRead>("MaterialRead").implement({
+  description: "The outcome of an exact-version read: that version, never a newer one, or why it cannot be used.",
+  fields: (t) => ({
+    status: t.field({ type: AvailabilityStatusEnum, resolve: (r) => r.status }),
+    reason: t.string({ nullable: true, resolve: (r) => (r.status === "UNAVAILABLE" ? r.reason : null) }),
+    publicationVersion: t.field({
+      type: PublicationVersionNode,
+      nullable: true,
+      description: "The version read, with its content; null when unavailable.",
+      resolve: (r) => (r.status === "AVAILABLE" ? r.version : null),
+    }),
+  }),
+});
+
+builder.queryField("readMaterial", (t) =>
+  t.field({
+    type: MaterialReadRef,
+    description: "Reads exactly one version of a publication, after checking it and its sources are still eligible (W7).",
+    args: { publicationId: t.arg.id({ required: true }), version: t.arg.int({ required: true }) },
+    resolve: (_root, args, ctx) => {
+      const publicationId = idOfType(String(args.publicationId), "Publication");
+      if (!publicationId) {
+        return { status: "UNAVAILABLE", reason: "there is no version of that publication that you may read", version: null } as const;
+      }
+      return ctx.services.publications.readVersion(ctx.actor, { publicationId, version: args.version });
+    },
+  }),
+);
+
+const RevokeInput = builder.inputType("RevokePublicationVersionInput", {
+  fields: (t) => ({
+    publicationId: t.id({ required: true }),
+    version: t.int({ required: true }),
+    reason: t.string({ required: true, description: "Why it may no longer be relied on; readers are told." }),
+  }),
+});
+
+const RevokeSuccess = builder.objectRef<{ publicationVersion: PublicationVersion }>("RevokePublicationVersionSuccess").implement({
+  fields: (t) => ({ publicationVersion: t.field({ type: PublicationVersionNode, resolve: (r) => r.publicationVersion }) }),
+});
+
+builder.mutationField("revokePublicationVersion", (t) =>
+  t.field({
+    type: RevokeSuccess,
+    description:
+      "Makes one version ineligible: reads of it, and of every version and checkpoint built on it, become UNAVAILABLE. The content is kept. Revoking again keeps the first reason.",
+    args: { input: t.arg({ type: RevokeInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokePublicationVersionPayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      publicationVersion: await ctx.services.publications.revokeVersion(ctx.actor, {
+        publicationId: requireIdOfType(String(input.publicationId), "Publication", "publicationId"),
+        version: input.version,
+        reason: input.reason,
+      }),
+    }),
+  }),
+);
+
+export const MaterialUseObject = builder.prismaObject("MaterialUse", {
+  description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
+  fields: (t) => ({
+    stage: t.expose("stage", { type: MaterialStageEnum }),
+    publicationId: t.id({ resolve: (use) => encodeGlobalId("Publication", use.publicationId) }),
+    version: t.exposeInt("version"),
+    publicationVersion: t.relation("publicationVersion", { nullable: true, description: "Null when no such version exists." }),
+    reason: t.exposeString("reason", { nullable: true, description: "UNAVAILABLE: why, as the model was told." }),
+    contentHash: t.exposeString("contentHash", { nullable: true, description: "READ and CONSUMED: SHA-256 of the content read." }),
+    requestSpan: t.prismaField({
+      type: "Span",
+      nullable: true,
+      description: "CONSUMED: the model-request span whose request carried the content.",
+      resolve: (query, use, _args, ctx) =>
+        use.requestSpanId ? ctx.prisma.span.findUnique({ ...query, where: { id: use.requestSpanId } }) : null,
+    }),
+    run: t.relation("run"),
+    at: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+builder.prismaObjectFields("Run", (t) => ({
+  materialUses: t.relation("materialUses", {
+    description: "The run's consumption ledger, oldest first; optionally only one stage.",
+    args: { stage: t.arg({ type: MaterialStageEnum }) },
+    query: ({ stage }) => ({ where: stage ? { stage } : {}, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+  }),
+  acceptedPublicationVersions: t.relation("publications", {
+    description: "The versions the run's answer was published as.",
+    query: { orderBy: { createdAt: "asc" } },
+  }),
+}));
+
+builder.prismaObjectFields("PublicationVersion", (t) => ({
+  revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
+  revocationReason: t.exposeString("revocationReason", { nullable: true }),
+  availability: t.field({
+    type: Availability,
+    description: "Whether it may be read and relied on now.",
+    resolve: async (version, _args, ctx): Promise<Eligibility> =>
+      (await eligibilityOf(ctx.prisma, [version.id])).get(version.id) ?? { eligible: true },
+  }),
+  consumedBy: t.relation("uses", {
+    description: "The runs (yours) whose model requests carried this version's content.",
+    query: (_args, ctx) => ({
+      where: { stage: "CONSUMED", run: { ownerId: ctx.actor.principalId } },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    }),
+  }),
+}));

@@ -1,0 +1,136 @@
+// The run's access to earlier research (W7, W8, W11): `read_material` reads one exact
+// version through the publication module's checks, with the run's own principal, and
+// `propose_checkpoint` records a checkpoint proposal to be decided when the run settles.
+// Neither ever fails the run: an unavailable material or a bad proposal is something the
+// model is told about and can work around.
+import { z } from "zod";
+import { idOfType } from "../../domain/global-id.js";
+import { recordStages } from "../../domain/research/material-ledger.js";
+import type { PublicationService } from "../../domain/research/publication-service.js";
+import { checkpointChange } from "../../domain/workspace/checkpoint-service.js";
+import type { PrismaClient, Prisma } from "../../generated/prisma/client.js";
+import { type Tool, ToolError } from "../ports/tool.js";
+
+const materialRef = z.object({
+  publicationId: z.string().min(1),
+  version: z.number().int().min(1),
+});
+
+function publicationIdOf(globalId: string): string {
+  const id = idOfType(globalId, "Publication");
+  if (!id) throw new ToolError(`"${globalId}" is not a publication id; use a publicationId exactly as the workspace context lists it.`);
+  return id;
+}
+
+function issuesOf(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join(".") || "arguments"}: ${issue.message}`).join("; ");
+}
+
+export function createReadMaterialTool(deps: { prisma: PrismaClient; publications: PublicationService }): Tool {
+  return {
+    schema: {
+      name: "read_material",
+      description:
+        "Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason.",
+      parameters: {
+        type: "object",
+        properties: {
+          publicationId: { type: "string", description: "The publicationId as listed in the workspace context." },
+          version: { type: "integer", minimum: 1, description: "The exact version to read." },
+        },
+        required: ["publicationId", "version"],
+      },
+    },
+    async execute(args, { run, toolCallId }) {
+      const parsed = materialRef.safeParse(args);
+      if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
+      const ref = { publicationId: publicationIdOf(parsed.data.publicationId), version: parsed.data.version };
+      const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId };
+      const read = await deps.publications.readVersion({ principalId: run.ownerId }, ref);
+      const publicationVersionId = read.version?.id ?? null;
+      if (read.status === "UNAVAILABLE") {
+        await recordStages(deps.prisma, [
+          { ...base, publicationVersionId, stage: "SELECTED" },
+          { ...base, publicationVersionId, stage: "UNAVAILABLE", reason: read.reason },
+        ]);
+        return `UNAVAILABLE: version ${ref.version} of ${parsed.data.publicationId} cannot be used: ${read.reason}. Continue with other evidence and state this gap in your answer.`;
+      }
+      const v = read.version;
+      await recordStages(deps.prisma, [
+        { ...base, publicationVersionId, stage: "SELECTED" },
+        { ...base, publicationVersionId, stage: "READ", contentHash: v.contentHash },
+      ]);
+      const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
+      return [
+        `<material title="${v.publication.title}" publicationId="${parsed.data.publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
+        `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
+        v.content,
+        "</material>",
+      ].join("\n");
+    },
+  };
+}
+
+const proposal = checkpointChange.extend({
+  citedMaterials: z.array(materialRef).max(50).default([]),
+});
+
+export type CheckpointProposalPayload = z.output<typeof proposal>;
+
+export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Tool {
+  return {
+    schema: {
+      name: "propose_checkpoint",
+      description:
+        "Propose an update of the workspace checkpoint (research progress): a summary, questions to add (no id) or to change by id (text and/or status OPEN|RESOLVED), next steps, and the materials you read that support it. Questions you do not mention stay as they are. It is applied when this run finishes successfully, only if nobody changed the checkpoint since this run started; it is a suggestion, never a fact.",
+      parameters: {
+        type: "object",
+        properties: {
+          summary: { type: "string" },
+          nextSteps: { type: "array", items: { type: "string" } },
+          questions: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: { id: { type: "string" }, text: { type: "string" }, status: { type: "string", enum: ["OPEN", "RESOLVED"] } },
+            },
+          },
+          citedMaterials: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: { publicationId: { type: "string" }, version: { type: "integer" } },
+              required: ["publicationId", "version"],
+            },
+          },
+        },
+      },
+    },
+    async execute(args, { run }) {
+      if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
+      const expectedRevision = run.checkpointRevisionSeen ?? 0;
+      const record = (status: "PENDING" | "INVALID", reason: string | null, payload: unknown) =>
+        deps.prisma.checkpointProposal.create({
+          data: { runId: run.id, workspaceId: run.workspaceId!, expectedRevision, proposal: payload as Prisma.InputJsonValue, status, reason },
+        });
+      const parsed = proposal.safeParse(args);
+      if (!parsed.success) {
+        const reason = issuesOf(parsed.error);
+        await record("INVALID", reason, args ?? {});
+        throw new ToolError(`The proposal was recorded as invalid and will not be applied: ${reason}.`);
+      }
+      const cited = parsed.data.citedMaterials.map((m) => ({ publicationId: idOfType(m.publicationId, "Publication"), version: m.version }));
+      const read = await deps.prisma.materialUse.findMany({ where: { runId: run.id, stage: "READ" } });
+      const unread = parsed.data.citedMaterials.filter(
+        (m, i) => !read.some((r) => r.publicationId === cited[i]!.publicationId && r.version === m.version),
+      );
+      if (unread.length > 0) {
+        const reason = `it cites materials this run has not read: ${unread.map((m) => `${m.publicationId} version ${m.version}`).join(", ")}`;
+        await record("INVALID", reason, parsed.data);
+        throw new ToolError(`The proposal was recorded as invalid and will not be applied: ${reason}.`);
+      }
+      await record("PENDING", null, { ...parsed.data, citedMaterials: cited });
+      return `Proposal recorded. It will be applied when this run finishes successfully, if the checkpoint is still at revision ${expectedRevision}.`;
+    },
+  };
+}

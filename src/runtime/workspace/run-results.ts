@@ -1,0 +1,135 @@
+// What a workspace run leaves behind (W8, W10, W11): the ledger's CONSUMED entries, written
+// when a model request actually carried a material's content; the run's answer, saved through
+// the publication path with the consumed versions as its sources; and its checkpoint proposal,
+// decided by compare-and-swap against the revision the run saw.
+import { DomainError, NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { consumedVersionIds, recordStages, unconsumedReads } from "../../domain/research/material-ledger.js";
+import type { PublicationService } from "../../domain/research/publication-service.js";
+import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
+import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
+import type { RunHooks } from "../loop/run-executor.js";
+import type { SettleStep } from "../worker.js";
+import type { CheckpointProposalPayload } from "./material-tools.js";
+
+/** CONSUMED is written only for reads whose result the request carried verbatim. */
+export function consumptionHook(prisma: PrismaClient): RunHooks {
+  return {
+    async afterModelRequest(run, { span, carried, log }) {
+      const reads = await unconsumedReads(prisma, run.id);
+      const carriedResult = (toolCallId: string | null) =>
+        log.some((m) => m.role === "TOOL" && m.toolCallId === toolCallId && carried.has(m.id));
+      await recordStages(
+        prisma,
+        reads
+          .filter((read) => carriedResult(read.toolCallId))
+          .map((read) => ({
+            runId: run.id,
+            publicationId: read.publicationId,
+            version: read.version,
+            publicationVersionId: read.publicationVersionId,
+            stage: "CONSUMED" as const,
+            contentHash: read.contentHash,
+            requestSpanId: span.id,
+          })),
+      );
+    },
+  };
+}
+
+const TITLE_QUESTION_CHARS = 160;
+
+export function answerTitle(question: string): string {
+  const flat = question.replace(/\s+/g, " ").trim();
+  const chars = [...flat];
+  return `Answer: ${chars.length > TITLE_QUESTION_CHARS ? `${chars.slice(0, TITLE_QUESTION_CHARS - 1).join("")}…` : flat}`;
+}
+
+/**
+ * Saves a successful workspace run's answer as a new publication, built on the versions the
+ * run consumed, and links it to the workspace (or records why not). Settling twice saves once.
+ */
+export function publishAnswerStep(deps: { prisma: PrismaClient; publications: PublicationService }): SettleStep {
+  return async (run, outcome) => {
+    if (outcome.type !== "final" || !run.workspaceId || outcome.answer.trim() === "") return;
+    const published = await deps.prisma.publicationVersion.count({ where: { originRunId: run.id } });
+    if (published > 0) return;
+    const consumed = await deps.prisma.publicationVersion.findMany({
+      where: { id: { in: await consumedVersionIds(deps.prisma, run.id) } },
+      select: { publicationId: true, version: true },
+    });
+    await deps.publications.publishVersion(
+      { principalId: run.ownerId },
+      { title: answerTitle(run.question), content: outcome.answer, sources: consumed, originRunId: run.id },
+    );
+  };
+}
+
+/**
+ * Decides the run's checkpoint proposals once it settles: the last pending one is applied if
+ * the run succeeded and the checkpoint is still at the revision the run saw; every decision,
+ * including a refusal, is recorded and none fails the run.
+ */
+export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: CheckpointService; logger: Logger }): SettleStep {
+  return async (run, outcome) => {
+    const pending = await deps.prisma.checkpointProposal.findMany({
+      where: { runId: run.id, status: "PENDING" },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    });
+    if (pending.length === 0) return;
+    const last = pending.at(-1)!;
+    const decide = (id: string, status: "ACCEPTED" | "STALE" | "INVALID" | "DROPPED", reason: string | null, revision: number | null = null) =>
+      deps.prisma.checkpointProposal.updateMany({
+        where: { id, status: "PENDING" },
+        data: { status, reason, revision, decidedAt: new Date() },
+      });
+    for (const earlier of pending.slice(0, -1)) await decide(earlier.id, "DROPPED", "a later proposal of the same run replaced it");
+    if (outcome.type !== "final") {
+      await decide(last.id, "DROPPED", "the run did not succeed");
+      return;
+    }
+    try {
+      const revision = await applyProposal(deps, run, last.expectedRevision, last.proposal as unknown as CheckpointProposalPayload);
+      await decide(last.id, "ACCEPTED", null, revision);
+    } catch (error) {
+      if (error instanceof StaleRevisionError) {
+        await decide(last.id, "STALE", `the checkpoint moved to revision ${error.currentRevision} after the run saw revision ${error.expectedRevision}`);
+      } else if (error instanceof NotFoundError) {
+        await decide(last.id, "DROPPED", "the workspace no longer exists");
+      } else if (error instanceof ValidationError || error instanceof DomainError) {
+        await decide(last.id, "INVALID", error.message);
+      } else {
+        throw error;
+      }
+    }
+  };
+}
+
+async function applyProposal(
+  deps: { prisma: PrismaClient; checkpoints: CheckpointService },
+  run: Run,
+  expectedRevision: number,
+  proposal: CheckpointProposalPayload,
+): Promise<number> {
+  const cited = proposal.citedMaterials.length
+    ? await deps.prisma.publicationVersion.findMany({
+        where: { OR: proposal.citedMaterials.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
+        select: { id: true, sources: { select: { sourceVersionId: true } } },
+      })
+    : [];
+  const accepted = await deps.prisma.publicationVersion.findMany({
+    where: { originRunId: run.id },
+    orderBy: { createdAt: "asc" },
+    select: { id: true, sources: { select: { sourceVersionId: true } } },
+  });
+  const sources = new Set([...cited, ...accepted].flatMap((v) => [v.id, ...v.sources.map((s) => s.sourceVersionId)]));
+  const { citedMaterials: _cited, ...change } = proposal;
+  const checkpoint = await deps.checkpoints.apply({ principalId: run.ownerId }, run.workspaceId!, expectedRevision, change, {
+    origin: "MODEL_SUGGESTION",
+    originRunId: run.id,
+    acceptedVersionIds: accepted.map((v) => v.id),
+    citedVersionIds: cited.map((v) => v.id),
+    sourceVersionIds: [...sources],
+  });
+  return checkpoint.revision;
+}

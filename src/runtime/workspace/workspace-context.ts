@@ -1,0 +1,157 @@
+// What a workspace run is told when it starts (W9): the frozen goal, the current checkpoint,
+// the run's frozen material selection and the history catalog — identities, versions and
+// as-of times, never content. It is appended to the log once per run as a CONTEXT entry, so a
+// resumed run sees the same listing, and the ledger records what was listed (DISCOVERED) and
+// what was frozen for the run (SELECTED).
+import { encodeGlobalId } from "../../domain/global-id.js";
+import { type LedgerEntry, recordStages } from "../../domain/research/material-ledger.js";
+import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
+import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/history-catalog.js";
+import { NotFoundError } from "../../domain/errors.js";
+import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { appendToLog } from "../memory/conversation-log.js";
+import type { RunHooks } from "../loop/run-executor.js";
+import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
+
+const day = (date: Date) => date.toISOString();
+
+type Selected = { publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
+
+export function workspaceContextHook(deps: {
+  prisma: PrismaClient;
+  checkpoints: CheckpointService;
+  recorder: PrismaTraceRecorder;
+}): RunHooks {
+  return {
+    async beforeFirstTurn(run, root) {
+      const selected = await selectionOf(deps.prisma, run);
+      if (!run.workspaceId && selected.length === 0) return;
+      const already = await deps.prisma.message.count({ where: { runId: run.id, role: "CONTEXT" } });
+      if (already > 0) return;
+      const actor = { principalId: run.ownerId };
+      const workspace = run.workspaceId
+        ? await deps.prisma.workspace.findFirst({ where: { id: run.workspaceId, ownerId: run.ownerId, deletedAt: null } })
+        : null;
+      const catalog = workspace ? await historyCatalog(deps.prisma, actor, workspace.id).catch(ignoreNotFound) : null;
+      const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
+      const revisionSeen = workspace?.checkpointRevision ?? 0;
+      const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, catalog, checkpoint, revisionSeen });
+      const ledger: LedgerEntry[] = [
+        ...selected.map((m) => ({ runId: run.id, publicationId: m.publicationId, version: m.version, stage: "SELECTED" as const })),
+        ...(catalog?.entries ?? []).flatMap((entry) =>
+          entry.versions.map((v) => ({
+            runId: run.id,
+            publicationId: v.publicationId,
+            version: v.version,
+            publicationVersionId: v.id,
+            stage: "DISCOVERED" as const,
+          })),
+        ),
+      ];
+      const versionIds = await deps.prisma.publicationVersion.findMany({
+        where: { OR: selected.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
+        select: { id: true, publicationId: true, version: true },
+      });
+      const idOf = new Map(versionIds.map((v) => [`${v.publicationId}@${v.version}`, v.id]));
+      for (const entry of ledger) entry.publicationVersionId ??= idOf.get(`${entry.publicationId}@${entry.version}`) ?? null;
+      await deps.prisma.$transaction(async (tx) => {
+        await recordStages(tx, ledger);
+        await tx.run.update({ where: { id: run.id }, data: { checkpointRevisionSeen: revisionSeen } });
+      });
+      await appendToLog(deps.prisma, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "CONTEXT", content: text }] });
+      run.checkpointRevisionSeen = revisionSeen;
+      await deps.recorder.event(root, "CONTEXT", {
+        catalogEntries: catalog?.entries.length ?? 0,
+        catalogComplete: catalog?.complete ?? true,
+        selected: selected.length,
+        checkpointRevision: revisionSeen,
+      });
+    },
+  };
+}
+
+function ignoreNotFound(error: unknown): null {
+  if (error instanceof NotFoundError) return null;
+  throw error;
+}
+
+async function selectionOf(prisma: PrismaClient, run: Run): Promise<Selected[]> {
+  const materials = await prisma.runMaterial.findMany({
+    where: { runId: run.id },
+    orderBy: { position: "asc" },
+    include: { publicationVersion: { include: { publication: { select: { title: true, latestVersion: true } } } } },
+  });
+  return materials.map(({ publicationVersion: v }) => ({
+    publicationId: v.publicationId,
+    title: v.publication.title,
+    version: v.version,
+    asOf: v.asOf,
+    latestVersion: v.publication.latestVersion,
+  }));
+}
+
+function describe(input: {
+  run: Run;
+  workspaceTitle: string | null;
+  selected: Selected[];
+  catalog: HistoryCatalog | null;
+  checkpoint: CheckpointRead | null;
+  revisionSeen: number;
+}): string {
+  const { run, selected, catalog, checkpoint } = input;
+  const gid = (publicationId: string) => encodeGlobalId("Publication", publicationId);
+  const lines = ["<workspace-context>"];
+  if (input.workspaceTitle !== null) {
+    lines.push(`This run works in the research workspace "${input.workspaceTitle}".`);
+    if (run.goalStatement) lines.push(`Goal (version ${run.goalVersionNo}, frozen when the run was admitted): ${run.goalStatement}`);
+  } else if (run.workspaceId) {
+    lines.push("The workspace this run was admitted in is no longer available; its catalog and checkpoint cannot be shown.");
+  }
+  lines.push("");
+  if (checkpoint === null) {
+    if (input.workspaceTitle !== null) lines.push(`Checkpoint: none yet (revision ${input.revisionSeen}).`);
+  } else if (checkpoint.status === "UNAVAILABLE") {
+    lines.push(
+      `Checkpoint revision ${checkpoint.checkpoint.revision} is UNAVAILABLE: ${checkpoint.reason}. Do not rely on its earlier judgement.`,
+    );
+  } else {
+    const c = checkpoint.checkpoint;
+    const origin = c.origin === "MODEL_SUGGESTION" ? "a model's suggestion, accepted" : "written by the user";
+    lines.push(`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`);
+    if (c.summary) lines.push(`Summary: ${c.summary}`);
+    for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]: ${q.text}`);
+    for (const step of (c.nextSteps as string[] | null) ?? []) lines.push(`- next step: ${step}`);
+  }
+  if (selected.length > 0) {
+    lines.push("", "Materials selected for this run when it was admitted (exact versions):");
+    for (const m of selected) {
+      const newer = m.latestVersion > m.version ? `; a newer version ${m.latestVersion} exists but was not selected` : "";
+      lines.push(`- "${m.title}" publicationId=${gid(m.publicationId)} version ${m.version}, as of ${day(m.asOf)}${newer}`);
+    }
+  }
+  if (catalog) {
+    lines.push(
+      "",
+      catalog.complete
+        ? `History catalog (complete, ${catalog.entries.length} publications):`
+        : `History catalog (INCOMPLETE: ${catalog.truncatedReason}):`,
+    );
+    if (catalog.entries.length === 0) lines.push("- (no earlier materials are linked to this workspace)");
+    for (const entry of catalog.entries) {
+      const versions = entry.versions
+        .map((v) => `v${v.version} as of ${day(v.asOf)}${v.availability.eligible ? "" : ` (UNAVAILABLE: ${v.availability.reason})`}`)
+        .join("; ");
+      const older = entry.versionsComplete ? "" : "; older versions not listed";
+      lines.push(`- "${entry.title}" publicationId=${gid(entry.publicationId)}: ${versions}${older}`);
+    }
+  }
+  lines.push(
+    "",
+    "None of this includes content. Read a material with read_material(publicationId, version); each version is a judgement formed at its as-of time, not a fact of today — say so when you use it.",
+  );
+  if (input.workspaceTitle !== null) {
+    lines.push(`You may propose an updated checkpoint with propose_checkpoint; it is checked against revision ${input.revisionSeen}.`);
+  }
+  lines.push("</workspace-context>");
+  return lines.join("\n");
+}
