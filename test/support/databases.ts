@@ -36,3 +36,35 @@ export async function openTestDatabase(backend: Backend): Promise<{ db: Database
     },
   };
 }
+
+/**
+ * A database that outlives one app: open it, close it, open it again (server restarts).
+ * PGlite keeps its files in a temporary folder; PostgreSQL gets a fresh database.
+ */
+export async function createPersistentTestDatabase(
+  backend: Backend,
+): Promise<{ open(): Promise<{ db: Database; dispose(): Promise<void> }>; drop(): Promise<void> }> {
+  if (backend === "pglite") {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const path = await import("node:path");
+    const dataDir = mkdtempSync(path.join(tmpdir(), "dossier-data-"));
+    return {
+      async open() {
+        const db = await openDatabase({ kind: "pglite", dataDir });
+        return { db, dispose: () => db.close() };
+      },
+      async drop() {
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  const created = await createPostgresDatabase();
+  return {
+    async open() {
+      const db = await openDatabase({ kind: "postgres", url: created.url });
+      return { db, dispose: () => db.close() };
+    },
+    drop: () => created.drop(),
+  };
+}

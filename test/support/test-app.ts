@@ -5,6 +5,7 @@ import { createEventBus } from "../../src/events/topics.js";
 import { createLogger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { createClient, type DossierClient } from "../../sdk/client.js";
+import type { Database } from "../../src/db/open-database.js";
 import { type Backend, openTestDatabase } from "./databases.js";
 
 /** An in-process event target that can tell how many subscriptions are listening. */
@@ -46,13 +47,15 @@ export type TestAppOptions = {
   runtime?: Parameters<typeof createApp>[0]["runtime"];
   agents?: Parameters<typeof createApp>[0]["agents"];
   maxSubscriptionsPerConnection?: number;
+  /** Opens the database instead of a fresh one (see createPersistentTestDatabase); it is closed, not dropped. */
+  database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database }: TestAppOptions = {},
 ): Promise<TestApp> {
-  const { db, dispose } = await openTestDatabase(backend);
+  const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
   const eventTarget = new CountingEventTarget();
   const app = createApp({

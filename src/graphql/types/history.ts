@@ -18,6 +18,7 @@ import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 
 export const MaterialStageEnum = builder.enumType(MaterialStage, {
@@ -231,5 +232,31 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
       where: { stage: "CONSUMED", run: { ownerId: ctx.actor.principalId } },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     }),
+  }),
+}));
+
+const LinkRefusalReasonEnum = builder.enumType("LinkRefusalReason", {
+  values: {
+    WORKSPACE_ARCHIVED: { description: "The workspace was archived when the run published." },
+    WORKSPACE_DELETED: { description: "The workspace had been deleted; it is not recreated." },
+  },
+});
+
+builder.prismaObject("LinkRefusal", {
+  description: "A link to the run's workspace that was asked for when the run published and not created (W14, W15).",
+  fields: (t) => ({
+    kind: t.expose("targetKind", { type: LinkKindEnum }),
+    targetId: t.id({ resolve: (r) => encodeGlobalId(typenameOfKind[r.targetKind], r.targetId) }),
+    reason: t.expose("reason", { type: LinkRefusalReasonEnum }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+builder.prismaObjectFields("Run", (t) => ({
+  linkRefusals: t.prismaField({
+    type: ["LinkRefusal"],
+    description: "Links to the run's workspace that were refused because it was archived or deleted by then.",
+    resolve: (query, run, _args, ctx) =>
+      ctx.prisma.linkRefusal.findMany({ ...query, where: { runId: run.id }, orderBy: { createdAt: "asc" } }),
   }),
 }));
