@@ -1,6 +1,7 @@
 // Cross-run history in the graph (W6–W8): the workspace's bounded history catalog, exact-version
 // reads with eligibility, revocation, and the consumption ledger seen from the run and from the
 // publication version.
+import { GraphQLError } from "graphql";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { Eligibility } from "../../domain/research/eligibility.js";
 import { eligibilityOf } from "../../domain/research/eligibility.js";
@@ -119,7 +120,7 @@ builder.prismaObjectFields("Workspace", (t) => ({
     args: { first: t.arg.int({ defaultValue: CATALOG_DEFAULT_ENTRIES }) },
     resolve: (workspace, { first }, ctx) => {
       if (first !== null && first !== undefined && (first < 0 || first > CATALOG_MAX_ENTRIES)) {
-        throw new ValidationError([{ field: "first", message: `must be between 0 and ${CATALOG_MAX_ENTRIES}` }]);
+        throw new GraphQLError(`first: must be between 0 and ${CATALOG_MAX_ENTRIES}`, { extensions: { code: "BAD_USER_INPUT" } });
       }
       return historyCatalog(ctx.prisma, ctx.actor, workspace.id, first ?? CATALOG_DEFAULT_ENTRIES);
     },
