@@ -111,7 +111,10 @@ function extractJson(text: string): unknown {
  */
 export function mergeSummaryAnswer(previous: SummarySections, answer: string | null): SummarySections {
   if (!answer) throw new MalformedSummaryError("the answer is empty");
-  const parsed = sectionsUpdateSchema.safeParse(extractJson(answer));
+  let json = extractJson(answer);
+  // Some models nest the sections under a "sections" key, as the stored form does.
+  if (json && typeof json === "object" && "sections" in json && typeof json.sections === "object") json = json.sections;
+  const parsed = sectionsUpdateSchema.safeParse(json);
   if (!parsed.success) {
     throw new MalformedSummaryError(`the sections are malformed: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"} ${i.message}`).join("; ")}`);
   }
