@@ -68,7 +68,7 @@ describe.each(backends)("history summaries on %s", (backend) => {
     expect(secondRest).toEqual(firstRest);
     expect(secondRest.keyFacts).toBe("first keyFacts");
     // The merge is the model's input: the previous sections went with the newly folded turns.
-    const mergeRequest = model.summaryRequests.find((r) => r.messages[1]!.content.includes(`"first keyFacts"`))!;
+    const mergeRequest = model.summaryRequests.find((r) => (r.messages[1]!.content ?? "").includes(`"first keyFacts"`))!;
     expect(mergeRequest.tools).toEqual([]);
     expect(mergeRequest.messages[1]!.content).toMatch(/<turns-to-fold>\n\[\d+\] assistant: Step/);
     // The injected reminder shows the merged sections and the first user message verbatim.
