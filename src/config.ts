@@ -54,11 +54,19 @@ const envSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number({ error: "must be a number" }).int().min(1).default(50),
   TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
+  COMPACTION_POLICIES: z.string().optional(),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
     .optional(),
 });
+
+export type CompactionPolicy = "never" | "stale" | "always";
+
+const compactionPolicies = z.record(
+  z.string().min(1, "tool names must not be empty"),
+  z.enum(["never", "stale", "always"], { error: 'must be "never", "stale" or "always"' }),
+);
 
 export type Config = {
   port: number;
@@ -82,6 +90,12 @@ export type Config = {
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
   toolTimeoutMs: number;
+  /**
+   * Micro-compaction policy per tool (R5), from COMPACTION_POLICIES, a JSON object such as
+   * {"*":"stale","query_order":"always","place_order":"never"}: never = always shown verbatim,
+   * stale = cleared oldest first while a request is over budget, always = cleared once its turn is complete.
+   */
+  compactionPolicies: Record<string, CompactionPolicy>;
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -130,6 +144,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
+    compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },
@@ -148,6 +163,23 @@ function readAgents(file: string): AgentProfile[] {
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`),
+    );
+  }
+  return parsed.data;
+}
+
+/** Parses COMPACTION_POLICIES: a JSON object of tool name → "never" | "stale" | "always". */
+function parseCompactionPolicies(text: string): Record<string, CompactionPolicy> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError([`COMPACTION_POLICIES=${JSON.stringify(text)}: is not JSON (${(error as Error).message})`]);
+  }
+  const parsed = compactionPolicies.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`),
     );
   }
   return parsed.data;

@@ -48,6 +48,18 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ AGENTS_FILE: path.join(dir, "missing.json") })).toThrow(/cannot be read as JSON/);
   });
 
+  it("reads per-tool compaction policies from COMPACTION_POLICIES and names what is wrong", () => {
+    expect(loadConfig({}).compactionPolicies).toEqual({});
+    expect(loadConfig({ COMPACTION_POLICIES: '{"*":"always","place_order":"never"}' }).compactionPolicies).toEqual({
+      "*": "always",
+      place_order: "never",
+    });
+    expect(() => loadConfig({ COMPACTION_POLICIES: "{nope" })).toThrow(/COMPACTION_POLICIES=.*is not JSON/);
+    expect(() => loadConfig({ COMPACTION_POLICIES: '{"query_order":"sometimes"}' })).toThrow(
+      /COMPACTION_POLICIES: \[query_order\] must be "never", "stale" or "always"/,
+    );
+  });
+
   it.each([
     [{ AUTH_REQUIRED: "yes" }, /AUTH_REQUIRED="yes": must be true or false/],
     [{ MODEL_CONTEXT_WINDOW: "4096" }, /MODEL_CONTEXT_WINDOW="4096": must be at least 16000/],

@@ -5,8 +5,11 @@ import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
+import { ContextBuilder } from "./memory/context-builder.js";
+import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/micro-compaction.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
+import { createReadEvidenceTool } from "./tools/read-evidence.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
@@ -32,6 +35,8 @@ export type RuntimeOptions = {
   agents?: AgentProfile[];
   /** OTLP/HTTP collector to export finished spans to (off without it). */
   otlpEndpoint?: string;
+  /** Micro-compaction policy per tool name ("*": every other tool), over the defaults (R5). */
+  compactionPolicies?: CompactionPolicies;
 };
 
 export type Runtime = {
@@ -59,10 +64,18 @@ export function createRuntime(
   const settleSteps: SettleStep[] = [publishAnswerStep({ prisma, publications }), decideProposalsStep({ prisma, checkpoints, logger })];
   const readMaterial = createReadMaterialTool({ prisma, publications });
   const proposeCheckpoint = createProposeCheckpointTool({ prisma });
+  const context = new ContextBuilder({
+    prisma,
+    model: options.model,
+    recorder,
+    policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
+  });
+  const readEvidence = createReadEvidenceTool(prisma);
   const executor = new RunExecutor({
     prisma,
     model: options.model,
     recorder,
+    context,
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
@@ -70,6 +83,7 @@ export function createRuntime(
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? [proposeCheckpoint] : []),
+      readEvidence,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
       ...(options.extraTools ?? []),
     ],

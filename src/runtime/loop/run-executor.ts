@@ -2,7 +2,7 @@
 // the conversation's append-only log, until a final reply, a limit, cancellation or the
 // deadline. Each turn yields a NextStep; the loop is data, not nested control flow.
 import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { buildContext } from "../memory/context-builder.js";
+import { ContextBuilder } from "../memory/context-builder.js";
 import { appendToLog, readLog, toChatMessages } from "../memory/conversation-log.js";
 import { findDanglingToolCalls, repairNote } from "../memory/repair.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
@@ -49,6 +49,8 @@ export type ExecutorDeps = {
   toolTimeoutMs: number;
   /** Extensions that take part in every run (workspace materials, spills, …). */
   hooks?: RunHooks[];
+  /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
+  context?: ContextBuilder;
 };
 
 /** A part of the runtime that takes part in each run at fixed points. */
@@ -62,7 +64,11 @@ export interface RunHooks {
 type Turn = { run: Run; tools: Map<string, Tool>; profile: AgentProfile; root: SpanRef; signal: AbortSignal; index: number };
 
 export class RunExecutor {
-  constructor(private readonly deps: ExecutorDeps) {}
+  private readonly context: ContextBuilder;
+
+  constructor(private readonly deps: ExecutorDeps) {
+    this.context = deps.context ?? new ContextBuilder({ prisma: deps.prisma, model: deps.model, recorder: deps.recorder });
+  }
 
   async execute(run: Run, signal: AbortSignal): Promise<Outcome> {
     const { recorder, model } = this.deps;
@@ -136,11 +142,13 @@ export class RunExecutor {
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run } = turn;
     const log = await readLog(this.deps.prisma, run.conversationId);
-    const { messages, budget, carried } = buildContext({
-      systemPrompt: turn.profile.systemPrompt,
+    const { messages, budget, carried } = await this.context.build({
+      run,
       log,
+      systemPrompt: turn.profile.systemPrompt,
       tools: [...turn.tools.values()].map((tool) => tool.schema),
-      contextWindow: this.deps.model.contextWindow,
+      span,
+      signal: turn.signal,
     });
     await this.deps.recorder.event(span, "BUDGET", budget);
     if (budget.overBudget) {

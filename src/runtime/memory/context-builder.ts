@@ -1,36 +1,221 @@
 // Builds the messages of one model request from the conversation's log (R4): everything is
-// decided at read time, nothing in the log is changed. The result says which log entries the
-// request carries verbatim, so that callers can tell what content the model actually received
-// (the consumption ledger, W8).
-import type { Message } from "../../generated/prisma/client.js";
-import type { ChatMessage, ToolSchema } from "../ports/model.js";
-import { type BudgetBreakdown, computeBudget } from "./budget.js";
-import { toChatMessages } from "./conversation-log.js";
+// decided at read time, nothing in the log is changed or removed. The budget (R8) drives both
+// compression layers: micro-compaction (R5, pure, see context-plan.ts) and, when the request is still
+// over the trigger, a structured summary written by the model (R6) that is appended to the log. The
+// result says which log entries the request carries verbatim, so that callers can tell what content
+// the model actually received (the consumption ledger, W8): compacted and folded entries are not.
+import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
+import { resultEvidenceId } from "../../domain/research/evidence.js";
+import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER } from "./budget.js";
+import { type BuiltContext, type ContextInput, type ContextPlan, type FoldProposal, MemoCache, planContext } from "./context-plan.js";
+import { appendToLog } from "./conversation-log.js";
+import type { CompactionPolicies, ViewEntry } from "./micro-compaction.js";
+import { emptySections, mergeSummaryAnswer, type StoredSummary, type SummarySections, summaryRequest } from "./summary.js";
 
-export type ContextInput = {
-  systemPrompt: string;
-  /** The conversation's whole log, in order. */
-  log: readonly Message[];
-  tools: readonly ToolSchema[];
-  contextWindow: number;
-};
+export type { BuiltContext, ContextInput };
 
-export type BuiltContext = {
-  messages: ChatMessage[];
-  budget: BudgetBreakdown;
-  /** Ids of the log messages whose content the request carries unchanged. */
-  carried: ReadonlySet<string>;
-};
-
+/** The request without the summarisation step: micro-compaction and the log's latest summary only. */
 export function buildContext(input: ContextInput): BuiltContext {
-  const history = toChatMessages(input.log);
-  const messages: ChatMessage[] = [{ role: "system", content: input.systemPrompt }, ...history];
-  const budget = computeBudget({
-    contextWindow: input.contextWindow,
-    systemPrompt: input.systemPrompt,
-    tools: input.tools,
-    currentInput: [],
-    history,
-  });
-  return { messages, budget, carried: new Set(input.log.map((message) => message.id)) };
+  const { messages, budget, carried } = planContext(input);
+  return { messages, budget, carried };
+}
+
+export type ContextBuilderDeps = {
+  prisma: PrismaClient;
+  model: ModelPort;
+  recorder: TraceSink;
+  /** Per-tool micro-compaction policy (COMPACTION_POLICIES); "*" is the default. */
+  policies?: CompactionPolicies;
+  minCompactChars?: number;
+};
+
+export type BuildRequest = {
+  run: Run;
+  log: readonly Message[];
+  systemPrompt: string;
+  tools: readonly ToolSchema[];
+  /** The turn span: the COMPACTION event goes here, the summarisation span under it. */
+  span: SpanRef;
+  signal?: AbortSignal;
+};
+
+/** Each transcript entry is cut to this many characters for the summariser (the original stays in the log). */
+const TRANSCRIPT_ENTRY_MAX_CHARS = 2_000;
+/** Characters per token assumed when sizing transcript chunks: lower than the estimator's 4, to be safe. */
+const CHUNK_CHARS_PER_TOKEN = 3;
+
+export class ContextBuilder {
+  /** Log entries never change, so their chat form and estimates are remembered across requests. */
+  private readonly cache = new MemoCache();
+
+  constructor(private readonly deps: ContextBuilderDeps) {}
+
+  async build(request: BuildRequest): Promise<BuiltContext> {
+    const input: ContextInput = {
+      systemPrompt: request.systemPrompt,
+      log: request.log,
+      tools: request.tools,
+      contextWindow: this.deps.model.contextWindow,
+      runId: request.run.id,
+      policies: this.deps.policies,
+      minCompactChars: this.deps.minCompactChars,
+      cache: this.cache,
+    };
+    let plan = planContext(input);
+    const fold = plan.fold;
+    let outcome: "none" | "new" | "fallback" | "failed" = "none";
+    let summaryId: string | null = null;
+    if (fold) {
+      try {
+        const stored = await this.summarize(request, plan, fold);
+        summaryId = await this.appendSummary(request.run, stored);
+        plan = planContext({ ...input, summaryOverride: stored });
+        outcome = "new";
+      } catch (error) {
+        if (request.signal?.aborted) throw error;
+        const message = error instanceof Error ? error.message : String(error);
+        // The run goes on: micro-compaction alone, or — when that does not even fit — a fold
+        // described by code for this request only (nothing is persisted, the next turn retries).
+        outcome = plan.budget.overBudget ? "fallback" : "failed";
+        await this.deps.recorder.event(
+          request.span,
+          "ERROR",
+          `the history summary could not be written (${message}); continuing with micro-compaction${outcome === "fallback" ? " and a placeholder summary" : ""}`,
+        );
+        if (outcome === "fallback") plan = planContext({ ...input, summaryOverride: fallbackSummary(plan, fold) });
+      }
+    }
+    await this.recordCompaction(request.span, plan, fold, outcome, summaryId);
+    return { messages: plan.messages, budget: plan.budget, carried: plan.carried };
+  }
+
+  private async recordCompaction(span: SpanRef, plan: ContextPlan, fold: FoldProposal | null, outcome: string, summaryId: string | null) {
+    const { stats } = plan;
+    if (stats.evidenceCleared.length === 0 && !plan.summary && outcome === "none") return;
+    await this.deps.recorder.event(span, "COMPACTION", {
+      evidenceCleared: stats.evidenceCleared,
+      summary: outcome === "none" ? (plan.summary ? "reused" : "none") : outcome,
+      summaryMessageId: summaryId,
+      turnsFolded: outcome === "new" || outcome === "fallback" ? (fold?.turns ?? 0) : 0,
+      foldedSeq: fold && outcome !== "failed" ? { from: fold.fromSeq, through: fold.throughSeq } : null,
+      turnsFoldedTotal: stats.turnsFolded,
+      coversThroughSeq: stats.coversThroughSeq,
+      tokensBefore: stats.tokensBefore,
+      tokensAfter: stats.tokensAfter,
+      sectionsTrimmed: stats.sectionsTrimmed,
+    });
+  }
+
+  /** R6: the model merge-updates the current sections with the folded turns, in one COMPACTION span. */
+  private async summarize(request: BuildRequest, plan: ContextPlan, fold: FoldProposal): Promise<StoredSummary> {
+    const { recorder, model } = this.deps;
+    const span = await recorder.startSpan({
+      traceId: request.span.traceId,
+      parent: request.span,
+      kind: "COMPACTION",
+      name: `summarize_history ${model.label}`,
+      attributes: { foldedFromSeq: fold.fromSeq, foldedThroughSeq: fold.throughSeq, turns: fold.turns, merge: plan.summary !== null },
+    });
+    const usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+    try {
+      let sections: SummarySections = plan.summary?.sections ?? emptySections();
+      const window = model.contextWindow - DEFAULT_RESERVED_OUTPUT - DEFAULT_SAFETY_BUFFER;
+      for (const chunk of transcriptChunks(fold.entries, sections, window)) {
+        const maxOutputTokens = Math.min(DEFAULT_RESERVED_OUTPUT, Math.max(1_024, plan.summaryAllowance * 2));
+        const response = await model.complete({ ...summaryRequest(sections, chunk, maxOutputTokens), signal: request.signal });
+        for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] += response.usage[key];
+        sections = mergeSummaryAnswer(sections, response.content);
+      }
+      await recorder.endSpan(span, { status: "OK", usage });
+      return {
+        format: "dossier.summary.v1",
+        coversThroughSeq: fold.throughSeq,
+        foldedFromSeq: fold.fromSeq,
+        turnsFolded: (plan.summary?.turnsFolded ?? 0) + fold.turns,
+        sections,
+      };
+    } catch (error) {
+      await recorder.event(span, "ERROR", error instanceof Error ? error.message : String(error));
+      await recorder.endSpan(span, { status: request.signal?.aborted ? "CANCELLED" : "ERROR", usage });
+      throw error;
+    } finally {
+      // The summariser's tokens count against the run's budget like any model call's.
+      const used = usage.input + usage.output;
+      if (used > 0) await this.deps.prisma.run.update({ where: { id: request.run.id }, data: { tokensUsed: { increment: used } } });
+    }
+  }
+
+  private async appendSummary(run: Run, stored: StoredSummary): Promise<string | null> {
+    await appendToLog(this.deps.prisma, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "SUMMARY", content: JSON.stringify(stored) }] });
+    const written = await this.deps.prisma.message.findFirst({
+      where: { conversationId: run.conversationId, role: "SUMMARY" },
+      orderBy: { seq: "desc" },
+      select: { id: true },
+    });
+    return written?.id ?? null;
+  }
+}
+
+/** A code-written stand-in when the model's summary failed and the request would not fit otherwise. */
+function fallbackSummary(plan: ContextPlan, fold: FoldProposal): StoredSummary {
+  const previous = plan.summary?.sections ?? emptySections();
+  const evidence = fold.entries.filter((e) => e.message.role === "TOOL").map((e) => resultEvidenceId(e.message.id));
+  const note = `(Log messages ${fold.fromSeq}–${fold.throughSeq} are folded without a written summary: it could not be made. Their originals stay in the log.)`;
+  return {
+    format: "dossier.summary.v1",
+    coversThroughSeq: fold.throughSeq,
+    foldedFromSeq: fold.fromSeq,
+    turnsFolded: (plan.summary?.turnsFolded ?? 0) + fold.turns,
+    sections: {
+      ...previous,
+      currentState: [previous.currentState, note].filter(Boolean).join("\n"),
+      toolResultDigest: [previous.toolResultDigest, evidence.length ? `Folded results: ${evidence.slice(-40).join(", ")}` : ""].filter(Boolean).join("\n"),
+    },
+  };
+}
+
+function cut(text: string, evidenceId: string | null): string {
+  if (text.length <= TRANSCRIPT_ENTRY_MAX_CHARS) return text;
+  const more = `… [${text.length - TRANSCRIPT_ENTRY_MAX_CHARS} more characters${evidenceId ? `, evidence ${evidenceId}` : ""}]`;
+  return text.slice(0, TRANSCRIPT_ENTRY_MAX_CHARS) + more;
+}
+
+/** One folded entry as the summariser reads it: its compacted view, each tool result with its evidence id. */
+function transcriptLine(entry: ViewEntry): string {
+  const { message } = entry;
+  const chat = entry.chat[0];
+  const content = chat?.content ?? "";
+  switch (message.role) {
+    case "USER":
+      return `[${message.seq}] user: ${cut(content, null)}`;
+    case "ASSISTANT": {
+      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? ((message.toolCalls as ToolCall[] | null) ?? []);
+      const callText = calls.map((call) => `${call.name}(${cut(call.arguments, null)})`).join("; ");
+      return `[${message.seq}] assistant: ${cut(content, null)}${callText ? `\n  calls: ${callText}` : ""}`;
+    }
+    case "TOOL":
+      return `[${message.seq}] result of ${message.toolName ?? "tool"} (evidence ${resultEvidenceId(message.id)}): ${cut(content, resultEvidenceId(message.id))}`;
+    default:
+      return `[${message.seq}] ${message.role.toLowerCase()}: ${cut(content, null)}`;
+  }
+}
+
+/** The folded entries' transcript in chunks that each fit one summarisation request. */
+function transcriptChunks(entries: readonly ViewEntry[], sections: SummarySections, window: number): string[] {
+  const previousChars = JSON.stringify(sections).length;
+  const budgetChars = Math.max(4_000, (window - 1_000) * CHUNK_CHARS_PER_TOKEN - previousChars);
+  const chunks: string[] = [];
+  let current = "";
+  for (const entry of entries) {
+    const line = transcriptLine(entry);
+    if (current && current.length + line.length + 1 > budgetChars) {
+      chunks.push(current);
+      current = "";
+    }
+    current = current ? `${current}\n${line}` : line;
+  }
+  if (current) chunks.push(current);
+  return chunks;
 }

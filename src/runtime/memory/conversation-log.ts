@@ -9,7 +9,9 @@ export type LogEntry =
   | { role: "CONTEXT"; content: string }
   | { role: "ASSISTANT"; content: string | null; toolCalls: ToolCall[] }
   | { role: "TOOL"; toolCallId: string; toolName: string; content: string }
-  | { role: "REPAIR"; toolCallId: string; toolName: string; content: string };
+  | { role: "REPAIR"; toolCallId: string; toolName: string; content: string }
+  /** R6: a structured summary (JSON, see memory/summary.ts); the context builder injects it, not toChatMessages. */
+  | { role: "SUMMARY"; content: string };
 
 export async function readLog(prisma: PrismaClient, conversationId: string): Promise<Message[]> {
   return prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" } });

@@ -9,6 +9,8 @@ import type {
   TokenUsage,
   ToolCall,
 } from "../ports/model.js";
+import { isSummaryRequest } from "../memory/summary.js";
+import { scriptedSummaryAnswer } from "./scripted-summarizer.js";
 
 export type ScriptStep = {
   /** The reply text; null or absent when the step only calls tools. */
@@ -31,6 +33,11 @@ export type ScriptedModelOptions = {
   steps: ScriptStep[] | ((request: ModelRequest, stepIndex: number) => ScriptStep);
   /** Keep a copy of every request in `requests` (default true); off for long-lived instances. */
   recordRequests?: boolean;
+  /**
+   * Answers history-summarisation requests (R6), which never take a step of the script. Default: a
+   * deterministic merge-update (scripted-summarizer.ts).
+   */
+  summarize?: (request: ModelRequest, index: number) => ScriptStep;
 };
 
 export const NO_MORE_STEPS_REPLY = "(scripted model: no more steps)";
@@ -41,7 +48,10 @@ export class ScriptedModel implements ModelPort {
   readonly contextWindow: number;
   /** Every request received, in order, copied at call time (without the signal). */
   readonly requests: ModelRequest[] = [];
+  /** Every summarisation request received, in order (they are not in `requests`). */
+  readonly summaryRequests: ModelRequest[] = [];
   private readonly steps: ScriptedModelOptions["steps"];
+  private readonly summarize: NonNullable<ScriptedModelOptions["summarize"]>;
   private readonly recordRequests: boolean;
   private nextStep = 0;
 
@@ -50,6 +60,7 @@ export class ScriptedModel implements ModelPort {
     this.contextWindow = options.contextWindow ?? 128_000;
     this.steps = options.steps;
     this.recordRequests = options.recordRequests ?? true;
+    this.summarize = options.summarize ?? ((request) => ({ content: scriptedSummaryAnswer(request) }));
   }
 
   /** How many calls have been made; every call takes the next step, even one that is aborted. */
@@ -58,11 +69,25 @@ export class ScriptedModel implements ModelPort {
   }
 
   async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {
+    if (isSummaryRequest(request)) {
+      const index = this.summaryRequests.length;
+      if (this.recordRequests) this.summaryRequests.push(copyRequest(request));
+      if (request.signal?.aborted) throw abortError(request.signal);
+      return this.answer(request, this.summarize(request, index), -1 - index, onEvent);
+    }
     // The step index is taken synchronously, so concurrent calls get steps in call order.
     const stepIndex = this.nextStep++;
     if (this.recordRequests) this.requests.push(copyRequest(request));
     if (request.signal?.aborted) throw abortError(request.signal);
-    const step = this.stepFor(request, stepIndex);
+    return this.answer(request, this.stepFor(request, stepIndex), stepIndex, onEvent);
+  }
+
+  private async answer(
+    request: ModelRequest,
+    step: ScriptStep,
+    stepIndex: number,
+    onEvent: ((event: ModelStreamEvent) => void) | undefined,
+  ): Promise<ModelResponse> {
     if (step.delayMs) await delay(step.delayMs, request.signal);
 
     const content = step.content ?? null;

@@ -1,0 +1,256 @@
+// The pure part of building a model request from the log (R4, R5, R6, R8): the latest summary plus
+// the raw messages after it, micro-compacted as the budget requires, and — when the request is still
+// over the trigger — a proposal of which oldest turns to fold into the next summary. No model call
+// and no I/O here, so it is cheap enough to run before every model request (see bench/memory.ts).
+import type { Message } from "../../generated/prisma/client.js";
+import type { ChatMessage, ToolSchema } from "../ports/model.js";
+import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
+import { toChatMessages } from "./conversation-log.js";
+import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
+import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
+import { localEstimator, type TokenEstimator } from "./token-estimator.js";
+
+/** After a fold, the request should come back under this share of the trigger, so folding is not needed again next turn. */
+const FOLD_TARGET_RATIO = 0.6;
+
+export type ContextInput = {
+  systemPrompt: string;
+  /** The conversation's whole log, in order. */
+  log: readonly Message[];
+  tools: readonly ToolSchema[];
+  contextWindow: number;
+  /** The run the request is for: its first user message is the current input, never folded. Default: the log's last user message. */
+  runId?: string;
+  policies?: CompactionPolicies;
+  minCompactChars?: number;
+  reservedOutput?: number;
+  safetyBuffer?: number;
+  triggerRatio?: number;
+  /** Per-message memo across builds (log entries never change); see MemoCache. */
+  cache?: MemoCache;
+  /** Use this summary instead of the log's latest (a fallback fold that is not persisted). */
+  summaryOverride?: StoredSummary;
+};
+
+export type BuiltContext = {
+  messages: ChatMessage[];
+  budget: BudgetBreakdown;
+  /** Ids of the log messages whose content the request carries unchanged. */
+  carried: ReadonlySet<string>;
+};
+
+export type CompactionStats = {
+  /** Evidence ids whose originals this request shows only as a pointer. */
+  evidenceCleared: string[];
+  /** The request's estimate with the whole log raw and nothing compacted. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Summary sections cut for space, lowest priority first. */
+  sectionsTrimmed: SectionKey[];
+  /** Model steps folded into the summary in use (over all summaries); 0 without one. */
+  turnsFolded: number;
+  /** The last seq the summary in use covers; 0 without one. */
+  coversThroughSeq: number;
+};
+
+/** The oldest raw turns to fold into the next summary, as seen after micro-compaction. */
+export type FoldProposal = { entries: ViewEntry[]; fromSeq: number; throughSeq: number; turns: number };
+
+export type ContextPlan = BuiltContext & {
+  stats: CompactionStats;
+  fold: FoldProposal | null;
+  /** The summary in use (the log's latest or the override), if any. */
+  summary: StoredSummary | null;
+  firstUserMessage: string;
+  /** Tokens the summary message may take; also the output bound of the summarisation call. */
+  summaryAllowance: number;
+};
+
+/**
+ * A memo of per-message work, keyed by log message id (entries are immutable, R3) and by chat
+ * message identity. Bounded: it is cleared when it grows past `maxEntries`.
+ */
+export class MemoCache {
+  private readonly chats = new Map<string, { chat: ChatMessage[]; tokens: number }>();
+  private readonly summaries = new Map<string, StoredSummary | null>();
+  private readonly tokens = new WeakMap<ChatMessage, number>();
+  constructor(
+    readonly estimator: TokenEstimator = localEstimator,
+    private readonly maxEntries = 50_000,
+  ) {}
+
+  /** An estimator that remembers each chat message's estimate. */
+  readonly memoEstimator: TokenEstimator = {
+    text: (s) => this.estimator.text(s),
+    tools: (t) => this.estimator.tools(t),
+    messages: (list) => list.reduce((sum, message) => sum + this.messageTokens(message), 0),
+  };
+
+  messageTokens(message: ChatMessage): number {
+    let tokens = this.tokens.get(message);
+    if (tokens === undefined) {
+      tokens = this.estimator.messages([message]);
+      this.tokens.set(message, tokens);
+    }
+    return tokens;
+  }
+
+  /** The entry's chat messages as the log shows them (toChatMessages of it alone) and their tokens. */
+  view(message: Message): ViewEntry {
+    let hit = this.chats.get(message.id);
+    if (!hit) {
+      const chat = toChatMessages([message]);
+      hit = { chat, tokens: chat.reduce((sum, m) => sum + this.messageTokens(m), 0) };
+      if (this.chats.size >= this.maxEntries) this.chats.clear();
+      this.chats.set(message.id, hit);
+    }
+    return { message, chat: hit.chat, tokens: hit.tokens, cleared: [] };
+  }
+
+  summary(message: Message): StoredSummary | null {
+    if (!this.summaries.has(message.id)) {
+      let parsed: StoredSummary | null = null;
+      try {
+        const result = storedSummarySchema.safeParse(JSON.parse(message.content));
+        parsed = result.success ? result.data : null;
+      } catch {
+        parsed = null;
+      }
+      if (this.summaries.size >= this.maxEntries) this.summaries.clear();
+      this.summaries.set(message.id, parsed);
+    }
+    return this.summaries.get(message.id) ?? null;
+  }
+}
+
+const sum = (entries: readonly ViewEntry[]): number => entries.reduce((total, entry) => total + entry.tokens, 0);
+
+export function planContext(input: ContextInput): ContextPlan {
+  const cache = input.cache ?? new MemoCache();
+  const estimate = (message: ChatMessage) => cache.messageTokens(message);
+  const { log } = input;
+
+  let summary = input.summaryOverride ?? null;
+  let firstUser: Message | undefined;
+  let currentInput: Message | undefined;
+  let lastModelStepSeq = 0;
+  for (const message of log) {
+    if (message.role === "USER") {
+      firstUser ??= message;
+      if (input.runId === undefined ? true : message.runId === input.runId && !currentInput) currentInput = message;
+    } else if (message.role === "ASSISTANT") lastModelStepSeq = message.seq;
+    else if (message.role === "SUMMARY" && !input.summaryOverride) summary = cache.summary(message) ?? summary;
+  }
+  const covered = summary?.coversThroughSeq ?? 0;
+  const all = log.filter((message) => message.role !== "SUMMARY").map((message) => cache.view(message));
+  const currentView = all.find((entry) => entry.message === currentInput);
+  const raw = all.filter((entry) => entry.message.seq > covered && entry !== currentView);
+  const currentChat = currentView?.chat ?? [];
+
+  const baseBudget = computeBudget({
+    contextWindow: input.contextWindow,
+    reservedOutput: input.reservedOutput,
+    safetyBuffer: input.safetyBuffer,
+    triggerRatio: input.triggerRatio ?? DEFAULT_TRIGGER_RATIO,
+    systemPrompt: input.systemPrompt,
+    tools: input.tools,
+    currentInput: currentChat,
+    history: [],
+    estimator: cache.memoEstimator,
+  });
+  const { fixedOverhead, trigger } = baseBudget;
+  const tokensBefore = fixedOverhead + sum(all) - (currentView?.tokens ?? 0);
+  const summaryAllowance = Math.max(256, Math.min(4_000, Math.floor(baseBudget.historyBudget * 0.25)));
+  const firstUserMessage = firstUser?.content ?? "";
+  const rendered = summary
+    ? renderSummary({ sections: summary.sections, firstUserMessage, coversThroughSeq: summary.coversThroughSeq, maxTokens: summaryAllowance, estimate })
+    : null;
+  const summaryTokens = rendered ? estimate(rendered.message) : 0;
+
+  // Micro-compaction: "always" first, then "stale" oldest first while over the trigger.
+  const candidates = findCandidates(raw, {
+    lastModelStepSeq,
+    policies: input.policies ?? DEFAULT_COMPACTION_POLICIES,
+    minChars: input.minCompactChars ?? DEFAULT_MIN_COMPACT_CHARS,
+  });
+  let total = fixedOverhead + summaryTokens + sum(raw);
+  for (const candidate of candidates) if (candidate.policy === "always") total -= applyCandidate(candidate, estimate);
+  for (const candidate of candidates) {
+    if (total <= trigger) break;
+    if (candidate.policy === "stale") total -= applyCandidate(candidate, estimate);
+  }
+
+  const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
+  const history = raw.flatMap((entry) => entry.chat);
+  const messages: ChatMessage[] = [
+    { role: "system", content: input.systemPrompt },
+    ...(rendered ? [rendered.message] : []),
+    // The current input stays raw; when its turn was folded it follows the summary (R6).
+    ...(currentView && currentView.message.seq <= covered ? currentChat : []),
+    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : history),
+  ];
+  const budget = computeBudget({
+    contextWindow: input.contextWindow,
+    reservedOutput: input.reservedOutput ?? DEFAULT_RESERVED_OUTPUT,
+    safetyBuffer: input.safetyBuffer ?? DEFAULT_SAFETY_BUFFER,
+    triggerRatio: input.triggerRatio ?? DEFAULT_TRIGGER_RATIO,
+    systemPrompt: input.systemPrompt,
+    tools: input.tools,
+    currentInput: currentChat,
+    history,
+    summary: rendered?.message ?? null,
+    estimator: cache.memoEstimator,
+  });
+  const carried = new Set(raw.filter((entry) => entry.cleared.length === 0).map((entry) => entry.message.id));
+  if (currentView) carried.add(currentView.message.id);
+  return {
+    messages,
+    budget,
+    carried,
+    fold,
+    summary,
+    firstUserMessage,
+    summaryAllowance,
+    stats: {
+      evidenceCleared: raw.flatMap((entry) => entry.cleared),
+      tokensBefore,
+      tokensAfter: budget.estimate,
+      sectionsTrimmed: rendered?.trimmed ?? [],
+      turnsFolded: summary?.turnsFolded ?? 0,
+      coversThroughSeq: covered,
+    },
+  };
+}
+
+/** The raw entries' messages with the current input put back at its place in the log. */
+function insertInOrder(raw: readonly ViewEntry[], current: ViewEntry): ChatMessage[] {
+  const at = raw.findIndex((entry) => entry.message.seq > current.message.seq);
+  const ordered = at < 0 ? [...raw, current] : [...raw.slice(0, at), current, ...raw.slice(at)];
+  return ordered.flatMap((entry) => entry.chat);
+}
+
+/**
+ * The shortest prefix of `raw` to fold so that what stays fits `target` tokens (or the longest
+ * foldable prefix when nothing fits). A prefix ends before a user or assistant message, never between
+ * a tool call and its results, and the latest model step with its results always stays raw.
+ */
+function proposeFold(raw: readonly ViewEntry[], covered: number, target: number): FoldProposal | null {
+  const lastStep = raw.findLastIndex((entry) => entry.message.role === "ASSISTANT");
+  let remaining = sum(raw);
+  let boundary = -1;
+  for (let index = 1; index <= lastStep; index += 1) {
+    remaining -= raw[index - 1]!.tokens;
+    const role = raw[index]!.message.role;
+    if (role !== "USER" && role !== "ASSISTANT") continue;
+    boundary = index;
+    if (remaining <= target) break;
+  }
+  if (boundary <= 0) return null;
+  const entries = raw.slice(0, boundary);
+  return {
+    entries,
+    fromSeq: covered + 1,
+    throughSeq: raw[boundary]!.message.seq - 1,
+    turns: entries.filter((entry) => entry.message.role === "ASSISTANT").length,
+  };
+}
