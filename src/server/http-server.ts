@@ -7,6 +7,8 @@ import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { App } from "../app.js";
 import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
+import type { GraphQLContext } from "../graphql/context.js";
+import { SharedSubscriptionResults } from "./shared-subscription-results.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -33,6 +35,7 @@ export async function startHttpServer({
   const { yoga } = app;
   const httpServer: Server = createServer(yoga);
   const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
+  const sharedResults = new SharedSubscriptionResults();
 
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
@@ -51,7 +54,10 @@ export async function startHttpServer({
         }
       },
       execute: (args) => (args.rootValue as Enveloped).execute(args),
-      subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
+      subscribe: (args) =>
+        sharedResults.subscribe(args, (args.contextValue as GraphQLContext).actor.principalId, (fallback) =>
+          (fallback.rootValue as Enveloped).subscribe(fallback),
+        ),
       onSubscribe: async (ctx, _id, params) => {
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {

@@ -1,0 +1,92 @@
+// Fan-out for live traces (T5): a trace with many watchers would otherwise run the same GraphQL
+// selection once per subscriber for every update. Each subscriber keeps its own source stream
+// (its own replay position, bounded buffer and authorisation check), but the response to one
+// update is executed once per distinct (principal, document, operation, variables except the
+// start position) and the same result is sent to every subscriber that asked for exactly that.
+import {
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  GraphQLError,
+  createSourceEventStream,
+  execute,
+  getOperationAST,
+  print,
+} from "graphql";
+import { DomainError } from "../domain/errors.js";
+
+/** Subscription fields whose updates carry a `seq`, resolve to the source event itself, and read the same for every subscriber of a principal. */
+const SHARED_FIELDS = new Set(["traceUpdates"]);
+/** Variables that choose where a subscriber's stream starts, not what an update looks like. */
+const POSITION_VARIABLES = new Set(["afterSeq"]);
+
+type SourceEvent = { seq: number; type: string };
+type Subscribe = (args: ExecutionArgs) => Promise<AsyncIterable<ExecutionResult> | ExecutionResult> | AsyncIterable<ExecutionResult> | ExecutionResult;
+
+export class SharedSubscriptionResults {
+  private readonly documentKeys = new WeakMap<DocumentNode, string>();
+  private readonly responses = new Map<string, { expires: number; result: Promise<ExecutionResult> }>();
+  /** Distinct responses executed so far. */
+  executions = 0;
+
+  constructor(private readonly options: { ttlMs?: number; maxEntries?: number } = {}) {}
+
+  /**
+   * Subscribes. A subscription to a shared field gets its own source stream and shared
+   * responses; anything else (and any subscription that fails to start) goes to `fallback`.
+   */
+  async subscribe(args: ExecutionArgs, principalId: string, fallback: Subscribe): Promise<AsyncIterable<ExecutionResult> | ExecutionResult> {
+    const key = this.shareKey(args, principalId);
+    if (key === null) return fallback(args);
+    const source = await createSourceEventStream(args);
+    // A refused subscription (not found, bad input) is answered by the full pipeline, which
+    // masks unexpected errors the way every other operation's are.
+    if (!(Symbol.asyncIterator in source)) return fallback(args);
+    return this.mapShared(source as AsyncIterable<SourceEvent>, key, args);
+  }
+
+  private async *mapShared(source: AsyncIterable<SourceEvent>, key: string, args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
+    for await (const event of source) {
+      yield await this.respond(`${key}|${event.seq}|${event.type}`, () => masked(execute({ ...args, rootValue: event })));
+    }
+  }
+
+  private respond(key: string, run: () => Promise<ExecutionResult>): Promise<ExecutionResult> {
+    const now = Date.now();
+    const hit = this.responses.get(key);
+    if (hit && hit.expires > now) return hit.result;
+    this.executions += 1;
+    const result = run();
+    this.responses.set(key, { expires: now + (this.options.ttlMs ?? 10_000), result });
+    if (this.responses.size > (this.options.maxEntries ?? 10_000)) this.responses.delete(this.responses.keys().next().value!);
+    return result;
+  }
+
+  /** What makes two subscriptions' responses to one update identical, or null when they may differ. */
+  private shareKey(args: ExecutionArgs, principalId: string): string | null {
+    const operation = getOperationAST(args.document, args.operationName ?? undefined);
+    if (operation?.operation !== "subscription") return null;
+    const [field, ...others] = operation.selectionSet.selections;
+    if (others.length > 0 || field?.kind !== "Field" || !SHARED_FIELDS.has(field.name.value) || field.directives?.length) return null;
+    let documentKey = this.documentKeys.get(args.document);
+    if (documentKey === undefined) this.documentKeys.set(args.document, (documentKey = print(args.document)));
+    const variables = Object.entries(args.variableValues ?? {})
+      .filter(([name]) => !POSITION_VARIABLES.has(name))
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    return JSON.stringify([principalId, args.operationName ?? null, variables, documentKey]);
+  }
+}
+
+/** Unexpected resolver errors are masked, as Yoga masks them for every other operation. */
+async function masked(result: ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
+  const settled = await result;
+  if (!settled.errors?.length) return settled;
+  return {
+    ...settled,
+    errors: settled.errors.map((error) =>
+      error.originalError === undefined || error.originalError instanceof GraphQLError || error.originalError instanceof DomainError
+        ? error
+        : new GraphQLError("Unexpected error.", { nodes: error.nodes, path: error.path }),
+    ),
+  };
+}
