@@ -53,8 +53,16 @@ async function main(): Promise<void> {
     authRequired: config.authRequired,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
+    mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
     runtime: config.inProcessWorker
-      ? { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs, otlpEndpoint: config.otlpEndpoint }
+      ? {
+          model,
+          sandboxDir: config.sandboxDir,
+          toolTimeoutMs: config.toolTimeoutMs,
+          otlpEndpoint: config.otlpEndpoint,
+          fetch: config.capabilities.fetch,
+          commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
+        }
       : undefined,
   });
   if (!config.authRequired) {

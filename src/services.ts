@@ -1,4 +1,6 @@
 // The domain services of one Dossier instance, wired over its database and event bus.
+import { McpServerService } from "./domain/capabilities/mcp-server-service.js";
+import { SkillService } from "./domain/capabilities/skill-service.js";
 import { AdmissionService } from "./domain/research/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "./domain/research/artifact-service.js";
 import { ConversationService } from "./domain/research/conversation-service.js";
@@ -17,11 +19,14 @@ export function createServices({
   events,
   artifactRetention,
   agentNames,
+  mcpStdioAllowed = false,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
   /** The agent profiles runs may be admitted under. */
   agentNames: ReadonlySet<string>;
+  /** Whether principals may configure MCP servers that start local commands. */
+  mcpStdioAllowed?: boolean;
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -36,5 +41,7 @@ export function createServices({
     publications: new PublicationService({ prisma, links }),
     admissions: new AdmissionService({ prisma, events, agentNames }),
     runs: new RunService({ prisma, events }),
+    skills: new SkillService({ prisma, agentNames }),
+    mcpServers: new McpServerService({ prisma, events, stdioAllowed: mcpStdioAllowed }),
   };
 }

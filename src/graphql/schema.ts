@@ -11,5 +11,7 @@ import "./types/trace-updates.js";
 import "./types/run.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";
+import "./types/skill.js";
+import "./types/mcp-server.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -7,6 +7,11 @@ import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
+import type { McpRegistry } from "./mcp/mcp-registry.js";
+import { SkillCatalog } from "./skills/skill-catalog.js";
+import { type CapabilityTools, createCapabilityTools } from "./tools/capability-tools.js";
+import type { FetchSettings } from "./tools/http-fetch.js";
+import type { CommandSettings } from "./tools/run-command.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
@@ -27,6 +32,14 @@ export type RuntimeOptions = {
   agents?: AgentProfile[];
   /** OTLP/HTTP collector to export finished spans to (off without it). */
   otlpEndpoint?: string;
+  /** The MCP registry of the app (its servers' tools are offered to the owner's runs). */
+  mcp?: McpRegistry;
+  /** Skills; by default the built-in ones overlaid with the database's. */
+  skills?: SkillCatalog;
+  /** http_fetch: offered when at least one host is allowed. */
+  fetch?: FetchSettings;
+  /** run_command: offered only when set (COMMANDS_ALLOWED). */
+  commands?: CommandSettings;
 };
 
 export type Runtime = {
@@ -47,6 +60,12 @@ export function createRuntime(
   const profiles = agentProfiles(options.agents);
   const hooks: RunHooks[] = [];
   const settleSteps: SettleStep[] = [];
+  const capabilities: CapabilityTools = {
+    skills: options.skills ?? new SkillCatalog({ prisma }),
+    mcp: options.mcp,
+    fetch: options.fetch,
+    commands: options.commands,
+  };
   const executor = new RunExecutor({
     prisma,
     model: options.model,
@@ -54,9 +73,10 @@ export function createRuntime(
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
-    tools: (run, runLog) => [
+    tools: async (run, runLog) => [
       createTaskListTool(runLog),
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
+      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink: recorder })),
       ...(options.extraTools ?? []),
     ],
   });
