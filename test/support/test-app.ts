@@ -46,11 +46,12 @@ export type TestAppOptions = {
   runtime?: Parameters<typeof createApp>[0]["runtime"];
   agents?: Parameters<typeof createApp>[0]["agents"];
   maxSubscriptionsPerConnection?: number;
+  mcp?: Parameters<typeof createApp>[0]["mcp"];
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, mcp }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = await openTestDatabase(backend);
   await db.migrate();
@@ -63,6 +64,7 @@ export async function startTestApp(
     artifactRetention,
     runtime,
     agents,
+    mcp,
   });
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
