@@ -8,23 +8,24 @@ import { expectType } from "./fixtures.js";
 
 export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
 
+type Call = { name: string; arguments?: unknown };
+
 /** The question of a run that calls these tools in one turn, then answers with their results joined by "\n---\n". */
-export const callTools = (...calls: { name: string; arguments?: unknown }[]) => JSON.stringify({ calls });
+export const callTools = (...calls: Call[]) => JSON.stringify({ turns: [calls] });
+
+/** Like callTools, one turn after the other; the answer joins the results of every turn. */
+export const callToolsInTurns = (...turns: Call[][]) => JSON.stringify({ turns });
 
 export function toolCallingModel(name = "tools"): ScriptedModel {
   return new ScriptedModel({
     name,
     steps: (request) => {
-      const last = request.messages.at(-1) as ChatMessage;
-      if (last.role === "user") {
-        const { calls } = JSON.parse(last.content) as { calls: { name: string; arguments?: unknown }[] };
-        return { toolCalls: calls.map((call) => ({ name: call.name, arguments: call.arguments ?? {} })) };
-      }
-      const results: string[] = [];
-      for (let i = request.messages.length - 1; i >= 0 && request.messages[i]!.role === "tool"; i -= 1) {
-        results.unshift((request.messages[i] as { content: string }).content);
-      }
-      return { content: results.join("\n---\n") };
+      const start = request.messages.findLastIndex((m) => m.role === "user");
+      const { turns } = JSON.parse((request.messages[start] as { content: string }).content) as { turns: Call[][] };
+      const since = request.messages.slice(start + 1) as ChatMessage[];
+      const turn = since.filter((m) => m.role === "assistant").length;
+      if (turn < turns.length) return { toolCalls: turns[turn]!.map((call) => ({ name: call.name, arguments: call.arguments ?? {} })) };
+      return { content: since.flatMap((m) => (m.role === "tool" ? [m.content] : [])).join("\n---\n") };
     },
   });
 }
