@@ -66,7 +66,9 @@ const envSchema = z.object({
   FETCH_ALLOWED_HOSTS: z
     .string()
     .transform((value) => value.split(",").map((host) => host.trim().toLowerCase()).filter((host) => host !== ""))
-    .pipe(z.array(z.string().regex(/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/, "must be host names such as example.com, *.example.org or 127.0.0.1:8080")))
+    .refine((hosts) => hosts.every((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host)), {
+      message: "must be host names separated by commas, such as example.com,*.example.org,127.0.0.1:8080",
+    })
     .default([]),
   FETCH_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(15_000),

@@ -65,6 +65,9 @@ async function main(): Promise<void> {
         }
       : undefined,
   });
+  if (config.capabilities.commands.allowed) {
+    logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");
+  }
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
   }
