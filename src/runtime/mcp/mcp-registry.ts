@@ -68,18 +68,23 @@ export class McpRegistry {
   private readonly draining = new Map<string, Set<McpConnection>>();
   private nextId = 1;
   private closed = false;
-  private readonly changes: ChangeStream;
+  private changes?: ChangeStream;
 
-  constructor(private readonly options: McpRegistryOptions) {
-    // Changes made through any instance reach this one; principals no run has used here yet are
-    // connected lazily by their first run instead.
-    const changes = options.events.subscribe("mcp:changed") as ChangeStream;
+  constructor(private readonly options: McpRegistryOptions) {}
+
+  /**
+   * Changes made through any instance reach this one. Listening starts with the first principal
+   * this registry serves; principals no run has used here yet are connected by their first run.
+   */
+  private listenForChanges(): void {
+    if (this.changes || this.closed) return;
+    const changes = this.options.events.subscribe("mcp:changed") as ChangeStream;
     this.changes = changes;
     void (async () => {
       for await (const change of changes) {
         if (this.principals.has(change.principalId)) void this.sync(change.principalId);
       }
-    })().catch((error: unknown) => options.logger.error("mcp change listener stopped", { error: String(error) }));
+    })().catch((error: unknown) => this.options.logger.error("mcp change listener stopped", { error: String(error) }));
   }
 
   /** Brings the principal's connections in line with the stored configuration; serialised per principal. */
@@ -135,7 +140,7 @@ export class McpRegistry {
   /** Closes every connection at once (shutdown). */
   async close(): Promise<void> {
     this.closed = true;
-    await this.changes.return?.();
+    await this.changes?.return?.();
     const all = [...this.principals.values()].flatMap((state) => [...state.servers.values()]);
     all.push(...[...this.draining.values()].flatMap((set) => [...set]));
     this.principals.clear();
@@ -145,6 +150,7 @@ export class McpRegistry {
   private stateOf(principalId: string): PrincipalState {
     let state = this.principals.get(principalId);
     if (!state) {
+      this.listenForChanges();
       state = { servers: new Map(), disabled: new Set(), chain: Promise.resolve() };
       this.principals.set(principalId, state);
     }
