@@ -11,6 +11,10 @@ import { graphiqlDefaultQuery } from "./server/graphiql.js";
 import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
+import { connectMcpSdk } from "./runtime/adapters/mcp-sdk-client.js";
+import { McpRegistry } from "./runtime/mcp/mcp-registry.js";
+import type { McpConnector } from "./runtime/ports/mcp.js";
+import { SkillCatalog } from "./runtime/skills/skill-catalog.js";
 
 export type App = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
@@ -20,6 +24,8 @@ export type App = {
   events: EventBus;
   /** Present when this instance executes runs (its worker is started). */
   runtime?: Runtime;
+  /** Live MCP connections of this instance (R14). */
+  mcp: McpRegistry;
   /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -35,21 +41,34 @@ export function createApp({
   runtime: runtimeOptions,
   agents = [],
   traceSubscriberBuffer = 1_000,
+  mcp: mcpOptions = {},
 }: {
   db: Database;
   events: EventBus;
   logger: Logger;
   authRequired: boolean;
   artifactRetention?: Parameters<typeof createServices>[0]["artifactRetention"];
-  runtime?: Omit<RuntimeOptions, "agents">;
+  runtime?: Omit<RuntimeOptions, "agents" | "skills" | "mcp">;
   /** Configured agent profiles (over the built-in `researcher`). */
   agents?: AgentProfile[];
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer?: number;
+  /** MCP servers: stdio off unless allowed; replaced connections drain for at most drainTimeoutMs. */
+  mcp?: { stdioAllowed?: boolean; drainTimeoutMs?: number; connector?: McpConnector };
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
-  const services = createServices({ prisma: db.prisma, events, artifactRetention, agentNames });
+  const stdioAllowed = mcpOptions.stdioAllowed ?? false;
+  const services = createServices({ prisma: db.prisma, events, artifactRetention, agentNames, mcpStdioAllowed: stdioAllowed });
+  const skills = new SkillCatalog({ prisma: db.prisma });
+  const mcp = new McpRegistry({
+    prisma: db.prisma,
+    events,
+    logger,
+    connector: mcpOptions.connector ?? connectMcpSdk,
+    stdioAllowed,
+    drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
+  });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
@@ -57,7 +76,7 @@ export function createApp({
       const authorization = initial.connectionParams
         ? authorizationFromConnectionParams(initial.connectionParams)
         : initial.request?.headers.get("authorization");
-      return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings };
+      return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings, capabilities: { skills, mcp } };
     },
     graphqlEndpoint: "/graphql",
     healthCheckEndpoint: "/health",
@@ -84,7 +103,7 @@ export function createApp({
     ],
   });
   const runtime = runtimeOptions
-    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents })
+    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp })
     : undefined;
   runtime?.worker.start();
   return {
@@ -94,8 +113,10 @@ export function createApp({
     db,
     events,
     runtime,
+    mcp,
     async stop() {
       await runtime?.worker.stop();
+      await mcp.close();
       await runtime?.exporter?.close();
       await yoga.dispose();
     },

@@ -59,6 +59,25 @@ const envSchema = z.object({
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
     .optional(),
+  MCP_STDIO_ALLOWED: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((value) => value === "true")
+    .optional(),
+  MCP_DRAIN_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(0).default(120_000),
+  FETCH_ALLOWED_HOSTS: z
+    .string()
+    .transform((value) => value.split(",").map((host) => host.trim().toLowerCase()).filter((host) => host !== ""))
+    .refine((hosts) => hosts.every((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host)), {
+      message: "must be host names separated by commas, such as example.com,*.example.org,127.0.0.1:8080",
+    })
+    .default([]),
+  FETCH_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024).default(1_048_576),
+  FETCH_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(15_000),
+  COMMANDS_ALLOWED: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((value) => value === "true")
+    .default(false),
+  COMMAND_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(30_000),
 });
 
 export type CompactionPolicy = "never" | "stale" | "always";
@@ -96,8 +115,21 @@ export type Config = {
    * stale = cleared oldest first while a request is over budget, always = cleared once its turn is complete.
    */
   compactionPolicies: Record<string, CompactionPolicy>;
+  /** Tool capabilities beyond the always-on built-ins (R14, R15). */
+  capabilities: CapabilitySettings;
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
+};
+
+export type CapabilitySettings = {
+  /** Whether principals may configure MCP servers started as local commands (a server-side power). */
+  mcpStdioAllowed: boolean;
+  /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
+  mcpDrainTimeoutMs: number;
+  /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
+  fetch: { allowedHosts: string[]; maxBytes: number; timeoutMs: number };
+  /** The run_command tool (off by default): programs run in the run's sandbox folder, without a shell. */
+  commands: { allowed: boolean; timeoutMs: number; path: string };
 };
 
 export class ConfigError extends Error {
@@ -145,6 +177,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
+    capabilities: {
+      // Starting local commands is the embedded single-user default's convenience, never a shared server's.
+      mcpStdioAllowed: values.MCP_STDIO_ALLOWED ?? values.DATABASE_URL === undefined,
+      mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
+      fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
+      // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
+      commands: { allowed: values.COMMANDS_ALLOWED, timeoutMs: values.COMMAND_TIMEOUT_MS, path: present.PATH ?? "/usr/local/bin:/usr/bin:/bin" },
+    },
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },

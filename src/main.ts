@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     authRequired: config.authRequired,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
+    mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
     runtime: config.inProcessWorker
       ? {
           model,
@@ -60,9 +61,14 @@ async function main(): Promise<void> {
           toolTimeoutMs: config.toolTimeoutMs,
           otlpEndpoint: config.otlpEndpoint,
           compactionPolicies: config.compactionPolicies,
+          fetch: config.capabilities.fetch,
+          commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
         }
       : undefined,
   });
+  if (config.capabilities.commands.allowed) {
+    logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");
+  }
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
   }

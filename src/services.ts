@@ -1,4 +1,6 @@
 // The domain services of one Dossier instance, wired over its database and event bus.
+import { McpServerService } from "./domain/capabilities/mcp-server-service.js";
+import { SkillService } from "./domain/capabilities/skill-service.js";
 import { AdmissionService } from "./domain/research/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "./domain/research/artifact-service.js";
 import { ConversationService } from "./domain/research/conversation-service.js";
@@ -18,11 +20,14 @@ export function createServices({
   events,
   artifactRetention,
   agentNames,
+  mcpStdioAllowed = false,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
   /** The agent profiles runs may be admitted under. */
   agentNames: ReadonlySet<string>;
+  /** Whether principals may configure MCP servers that start local commands. */
+  mcpStdioAllowed?: boolean;
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -38,5 +43,7 @@ export function createServices({
     admissions: new AdmissionService({ prisma, events, agentNames }),
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
+    skills: new SkillService({ prisma, agentNames }),
+    mcpServers: new McpServerService({ prisma, events, stdioAllowed: mcpStdioAllowed }),
   };
 }

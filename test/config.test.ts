@@ -60,7 +60,24 @@ describe("loadConfig", () => {
     );
   });
 
+  it("starts MCP stdio servers only on the embedded default; fetch and commands stay off until configured", () => {
+    const embedded = loadConfig({ PATH: "/usr/bin" }).capabilities;
+    expect(embedded).toEqual({
+      mcpStdioAllowed: true,
+      mcpDrainTimeoutMs: 120_000,
+      fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
+      commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },
+    });
+    expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).capabilities.mcpStdioAllowed).toBe(false);
+    expect(loadConfig({ DATABASE_URL: "postgresql://db/x", MCP_STDIO_ALLOWED: "true" }).capabilities.mcpStdioAllowed).toBe(true);
+    const configured = loadConfig({ FETCH_ALLOWED_HOSTS: " Example.com, *.wikipedia.org ,127.0.0.1:8080", COMMANDS_ALLOWED: "true" }).capabilities;
+    expect(configured.fetch.allowedHosts).toEqual(["example.com", "*.wikipedia.org", "127.0.0.1:8080"]);
+    expect(configured.commands.allowed).toBe(true);
+  });
+
   it.each([
+    [{ FETCH_ALLOWED_HOSTS: "https://example.com" }, /FETCH_ALLOWED_HOSTS="https:\/\/example.com": must be host names/],
+    [{ COMMANDS_ALLOWED: "1" }, /COMMANDS_ALLOWED="1": must be true or false/],
     [{ AUTH_REQUIRED: "yes" }, /AUTH_REQUIRED="yes": must be true or false/],
     [{ MODEL_CONTEXT_WINDOW: "4096" }, /MODEL_CONTEXT_WINDOW="4096": must be at least 16000/],
     [{ PORT: "70000" }, /PORT="70000": must be between 0 and 65535/],

@@ -51,6 +51,8 @@ export type Topics = {
   "run:queued": [run: { runId: string }];
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
   "trace:change": [traceId: string, change: TraceChangeMessage];
+  /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
+  "mcp:changed": [change: { principalId: string; at: string }];
 };
 
 export type EventBus = PubSub<Topics>;

@@ -14,5 +14,7 @@ import "./types/artifact.js";
 import "./types/workspace-link.js";
 import "./types/history.js";
 import "./types/checkpoint.js";
+import "./types/skill.js";
+import "./types/mcp-server.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -25,3 +25,13 @@ export function agentProfiles(configured: AgentProfile[] = []): Map<string, Agen
 export function profileIn(profiles: Map<string, AgentProfile>, name: string): AgentProfile {
   return profiles.get(name) ?? { name, systemPrompt: RESEARCHER_PROMPT };
 }
+
+/**
+ * Whether a profile's `tools` allow-list admits a tool. Entries are exact names, or a prefix
+ * ending in `*`: `mcp__github__*` admits every tool of the MCP server `github`, `mcp__*` every
+ * MCP tool. Without a list, every tool is admitted.
+ */
+export function toolAllowed(allowList: readonly string[] | undefined, name: string): boolean {
+  if (!allowList) return true;
+  return allowList.some((entry) => (entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name));
+}

@@ -10,6 +10,11 @@ import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/m
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
 import { createReadEvidenceTool } from "./tools/read-evidence.js";
+import type { McpRegistry } from "./mcp/mcp-registry.js";
+import { SkillCatalog } from "./skills/skill-catalog.js";
+import { type CapabilityTools, createCapabilityTools } from "./tools/capability-tools.js";
+import type { FetchSettings } from "./tools/http-fetch.js";
+import type { CommandSettings } from "./tools/run-command.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
@@ -37,6 +42,14 @@ export type RuntimeOptions = {
   otlpEndpoint?: string;
   /** Micro-compaction policy per tool name ("*": every other tool), over the defaults (R5). */
   compactionPolicies?: CompactionPolicies;
+  /** The MCP registry of the app (its servers' tools are offered to the owner's runs). */
+  mcp?: McpRegistry;
+  /** Skills; by default the built-in ones overlaid with the database's. */
+  skills?: SkillCatalog;
+  /** http_fetch: offered when at least one host is allowed. */
+  fetch?: FetchSettings;
+  /** run_command: offered only when set (COMMANDS_ALLOWED). */
+  commands?: CommandSettings;
 };
 
 export type Runtime = {
@@ -71,6 +84,12 @@ export function createRuntime(
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
   });
   const readEvidence = createReadEvidenceTool(prisma);
+  const capabilities: CapabilityTools = {
+    skills: options.skills ?? new SkillCatalog({ prisma }),
+    mcp: options.mcp,
+    fetch: options.fetch,
+    commands: options.commands,
+  };
   const executor = new RunExecutor({
     prisma,
     model: options.model,
@@ -79,12 +98,13 @@ export function createRuntime(
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
-    tools: (run, runLog) => [
+    tools: async (run, runLog) => [
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? [proposeCheckpoint] : []),
       readEvidence,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
+      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink: recorder })),
       ...(options.extraTools ?? []),
     ],
   });

@@ -49,11 +49,12 @@ export type TestAppOptions = {
   maxSubscriptionsPerConnection?: number;
   /** Opens the database instead of a fresh one (see createPersistentTestDatabase); it is closed, not dropped. */
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
+  mcp?: Parameters<typeof createApp>[0]["mcp"];
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -66,6 +67,7 @@ export async function startTestApp(
     artifactRetention,
     runtime,
     agents,
+    mcp,
   });
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })

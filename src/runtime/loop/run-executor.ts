@@ -11,7 +11,7 @@ import type { SpanRef } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 
-import type { AgentProfile } from "../agents.js";
+import { type AgentProfile, toolAllowed } from "../agents.js";
 
 export type { AgentProfile };
 export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR";
@@ -86,10 +86,9 @@ export class RunExecutor {
       await this.repairDanglingCalls(run, root);
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(run, root);
       const log = await readLog(this.deps.prisma, run.conversationId);
-      const allowed = profile.tools ? new Set(profile.tools) : null;
       const offered = await this.deps.tools(run, log.filter((m) => m.runId === run.id));
       const tools = new Map(
-        offered.filter((tool) => !allowed || allowed.has(tool.schema.name)).map((tool) => [tool.schema.name, tool]),
+        offered.filter((tool) => toolAllowed(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );
       let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
       for (;;) {

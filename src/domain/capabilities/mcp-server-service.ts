@@ -1,0 +1,101 @@
+// MCP server configurations per principal (R14): validated, upserted by name, deleted by name.
+// Every committed change is announced on `mcp:changed`, so the MCP registry of every instance
+// reconnects that server (and only that one) without a restart.
+import { z } from "zod";
+import type { EventPublisher } from "../../events/topics.js";
+import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
+import { NotFoundError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { parseInput } from "../validation.js";
+
+export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
+
+/** No `_`: tool names are `mcp__<server>__<tool>`, and the server part must be unambiguous. */
+export const mcpServerName = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");
+
+const pair = (nameRule: RegExp, nameMessage: string) =>
+  z.object({ name: z.string().regex(nameRule, nameMessage), value: z.string().max(8_192, "must be at most 8192 characters") });
+
+const upsertInput = z
+  .object({
+    name: mcpServerName,
+    transport: z.enum(["STDIO", "HTTP"]),
+    command: z.string().trim().min(1, "must not be empty").max(1_000).nullish(),
+    args: z.array(z.string().max(4_000)).max(100, "at most 100 arguments").nullish(),
+    env: z.array(pair(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name")).max(50).nullish(),
+    url: z.string().max(2_000).nullish(),
+    headers: z.array(pair(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "must be an HTTP header name")).max(50).nullish(),
+    enabled: z.boolean().nullish(),
+  })
+  .superRefine((input, ctx) => {
+    if (input.transport === "STDIO") {
+      if (!input.command) ctx.addIssue({ code: "custom", path: ["command"], message: "is required for STDIO servers" });
+      if (input.url) ctx.addIssue({ code: "custom", path: ["url"], message: "applies to HTTP servers only" });
+      if (input.headers?.length) ctx.addIssue({ code: "custom", path: ["headers"], message: "apply to HTTP servers only" });
+    } else {
+      if (!input.url || !URL.canParse(input.url) || !/^https?:$/.test(new URL(input.url).protocol)) {
+        ctx.addIssue({ code: "custom", path: ["url"], message: "must be an http:// or https:// URL for HTTP servers" });
+      }
+      if (input.command) ctx.addIssue({ code: "custom", path: ["command"], message: "applies to STDIO servers only" });
+      if (input.args?.length) ctx.addIssue({ code: "custom", path: ["args"], message: "apply to STDIO servers only" });
+      if (input.env?.length) ctx.addIssue({ code: "custom", path: ["env"], message: "applies to STDIO servers only" });
+    }
+  });
+
+const deleteInput = z.object({ name: mcpServerName });
+
+export type UpsertMcpServerInput = z.input<typeof upsertInput>;
+export type DeleteMcpServerInput = z.input<typeof deleteInput>;
+
+export class McpServerService {
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; stdioAllowed: boolean }) {}
+
+  list(actor: Actor): Promise<McpServer[]> {
+    return this.deps.prisma.mcpServer.findMany({ where: { ownerId: actor.principalId }, orderBy: { name: "asc" } });
+  }
+
+  /** Creates or replaces the whole configuration of the named server (omitted lists are empty). */
+  async upsert(actor: Actor, input: UpsertMcpServerInput): Promise<McpServer> {
+    const parsed = parseInput(upsertInput, input);
+    if (parsed.transport === "STDIO" && !this.deps.stdioAllowed) {
+      throw new ValidationError([
+        { field: "transport", message: "this server does not start local commands (MCP_STDIO_ALLOWED is off); use HTTP" },
+      ]);
+    }
+    const data = {
+      transport: parsed.transport,
+      command: parsed.command ?? null,
+      args: parsed.args ?? [],
+      env: parsed.env ?? [],
+      url: parsed.url ?? null,
+      headers: parsed.headers ?? [],
+      enabled: parsed.enabled ?? true,
+    };
+    const where = { ownerId_name: { ownerId: actor.principalId, name: parsed.name } };
+    const server = await this.deps.prisma.$transaction(async (tx) => {
+      const existing = await tx.mcpServer.findUnique({ where, select: { id: true } });
+      if (!existing && (await tx.mcpServer.count({ where: { ownerId: actor.principalId } })) >= MCP_SERVERS_PER_PRINCIPAL_MAX) {
+        throw new ValidationError([{ field: "name", message: `at most ${MCP_SERVERS_PER_PRINCIPAL_MAX} MCP servers per principal` }]);
+      }
+      return tx.mcpServer.upsert({ where, create: { ownerId: actor.principalId, name: parsed.name, ...data }, update: data });
+    });
+    this.announce(actor);
+    return server;
+  }
+
+  /** Removes the server; its connection closes once the calls in flight on it have finished. */
+  async delete(actor: Actor, input: DeleteMcpServerInput): Promise<McpServer> {
+    const { name } = parseInput(deleteInput, input);
+    const existing = await this.deps.prisma.mcpServer.findUnique({ where: { ownerId_name: { ownerId: actor.principalId, name } } });
+    if (!existing) throw new NotFoundError("McpServer", name);
+    await this.deps.prisma.mcpServer.deleteMany({ where: { id: existing.id } });
+    this.announce(actor);
+    return existing;
+  }
+
+  private announce(actor: Actor): void {
+    this.deps.events.publish("mcp:changed", { principalId: actor.principalId, at: new Date().toISOString() });
+  }
+}

@@ -1,0 +1,149 @@
+// MCP servers (R14): each principal's configuration, with the live connection status and tool
+// list as this instance sees them. Changes apply to runs started afterwards, without a restart.
+import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import type { McpServerStatus } from "../../runtime/mcp/mcp-registry.js";
+import { nameMcpTools } from "../../runtime/mcp/tool-names.js";
+import { McpTransport } from "../../generated/prisma/enums.js";
+import type { McpServer } from "../../generated/prisma/client.js";
+import type { GraphQLContext } from "../context.js";
+import { builder } from "../builder.js";
+import { ownedBy } from "./owned.js";
+
+const McpTransportEnum = builder.enumType(McpTransport, {
+  name: "McpTransport",
+  description: "STDIO starts a local program (only where the operator allows it); HTTP speaks streamable HTTP to a URL.",
+});
+
+const McpConnectionStateEnum = builder.enumType("McpConnectionState", {
+  values: {
+    CONNECTING: { description: "Connecting and listing tools." },
+    CONNECTED: { description: "Connected; its tools are offered to runs that start now." },
+    FAILED: { description: "The last connection attempt failed (see `error`); the next run retries after a few seconds." },
+    CLOSED: { description: "The server closed the connection (see `error`); the next run reconnects." },
+    DISABLED: { description: "Configured with enabled: false; not connected." },
+  },
+});
+
+type StatusView = McpServerStatus & { serverName: string };
+
+const McpToolRef = builder.objectRef<{ name: string; exposedName: string; description?: string }>("McpTool").implement({
+  description: "A tool an MCP server offers.",
+  fields: (t) => ({
+    name: t.exposeString("name", { description: "The name the server gives it." }),
+    exposedName: t.exposeString("exposedName", {
+      description: "The name runs call it by: mcp__<server>__<tool>, made unique within the server. Agent profiles may allow `mcp__<server>__*`.",
+    }),
+    description: t.string({ nullable: true, resolve: (tool) => tool.description ?? null }),
+  }),
+});
+
+const McpServerStatusRef = builder.objectRef<StatusView>("McpServerStatus").implement({
+  description: "This instance's connection to the server.",
+  fields: (t) => ({
+    state: t.field({ type: McpConnectionStateEnum, resolve: (status) => status.state }),
+    error: t.string({ nullable: true, resolve: (status) => status.error }),
+    tools: t.field({ type: [McpToolRef], resolve: (status) => nameMcpTools(status.serverName, status.tools) }),
+    connects: t.exposeInt("connects", {
+      description: "Connections this instance has opened to the server; an update of another server does not add one.",
+    }),
+    draining: t.exposeInt("draining", {
+      description: "Replaced connections still finishing calls in flight; each closes when its last call ends.",
+    }),
+  }),
+});
+
+/** One status read per request, however many servers are listed. */
+const statusReads = new WeakMap<GraphQLContext, Promise<Map<string, McpServerStatus>>>();
+function statusesFor(ctx: GraphQLContext): Promise<Map<string, McpServerStatus>> {
+  let read = statusReads.get(ctx);
+  if (!read) statusReads.set(ctx, (read = ctx.capabilities.mcp.status(ctx.actor.principalId)));
+  return read;
+}
+
+const names = (value: unknown) => ((value as { name: string }[] | null) ?? []).map((pair) => pair.name);
+
+export const McpServerNode = builder.prismaNode("McpServer", {
+  id: { field: "id" },
+  nullable: true,
+  findUnique: ownedBy,
+  description: "An MCP server whose tools your runs may call.",
+  fields: (t) => ({
+    name: t.exposeString("name", { description: "Unique per principal; the tool namespace mcp__<name>__…" }),
+    transport: t.expose("transport", { type: McpTransportEnum }),
+    command: t.exposeString("command", { nullable: true }),
+    args: t.exposeStringList("args"),
+    envNames: t.stringList({ description: "Names of the extra environment variables (values are never returned).", resolve: (s) => names(s.env) }),
+    url: t.exposeString("url", { nullable: true }),
+    headerNames: t.stringList({ description: "Names of the extra HTTP headers (values are never returned).", resolve: (s) => names(s.headers) }),
+    enabled: t.exposeBoolean("enabled"),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+    status: t.field({
+      type: McpServerStatusRef,
+      description: "Connects first if needed (bounded by the connect timeout).",
+      resolve: async (server, _args, ctx): Promise<StatusView> => {
+        const unseen: McpServerStatus = { state: "CONNECTING", error: null, tools: [], connects: 0, draining: 0 };
+        return { serverName: server.name, ...((await statusesFor(ctx)).get(server.id) ?? unseen) };
+      },
+    }),
+  }),
+});
+
+builder.queryField("mcpServers", (t) =>
+  t.prismaField({
+    type: ["McpServer"],
+    description: "Your MCP servers, by name.",
+    resolve: (query, _root, _args, ctx) =>
+      ctx.prisma.mcpServer.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: { name: "asc" } }),
+  }),
+);
+
+const McpKeyValueInput = builder.inputType("McpKeyValueInput", {
+  fields: (t) => ({ name: t.string({ required: true }), value: t.string({ required: true }) }),
+});
+
+const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
+  description: "The whole configuration of one server; lists left out are empty.",
+  fields: (t) => ({
+    name: t.string({ required: true, description: "Lower-case letters, digits and -, at most 32; the key of the upsert." }),
+    transport: t.field({ type: McpTransportEnum, required: true }),
+    command: t.string({ description: "STDIO: the program (started without a shell)." }),
+    args: t.stringList({ description: "STDIO: its arguments." }),
+    env: t.field({ type: [McpKeyValueInput], description: "STDIO: extra environment variables." }),
+    url: t.string({ description: "HTTP: the streamable HTTP endpoint." }),
+    headers: t.field({ type: [McpKeyValueInput], description: "HTTP: extra request headers (e.g. authorization)." }),
+    enabled: t.boolean({ description: "Default true." }),
+  }),
+});
+
+const UpsertMcpServerSuccess = builder.objectRef<{ mcpServer: McpServer }>("UpsertMcpServerSuccess").implement({
+  fields: (t) => ({ mcpServer: t.field({ type: McpServerNode, resolve: (result) => result.mcpServer }) }),
+});
+
+builder.mutationField("upsertMcpServer", (t) =>
+  t.field({
+    type: UpsertMcpServerSuccess,
+    description:
+      "Creates or replaces the named server. Only this server reconnects; its old connection closes once its calls in flight have finished. Runs started afterwards see the new tools.",
+    args: { input: t.arg({ type: UpsertMcpServerInput, required: true }) },
+    errors: { types: [ValidationError], directResult: true, union: { name: "UpsertMcpServerPayload" } },
+    resolve: async (_root, { input }, ctx) => ({ mcpServer: await ctx.services.mcpServers.upsert(ctx.actor, input) }),
+  }),
+);
+
+const DeleteMcpServerInput = builder.inputType("DeleteMcpServerInput", {
+  fields: (t) => ({ name: t.string({ required: true }) }),
+});
+
+const DeleteMcpServerSuccess = builder.objectRef<{ deletedName: string }>("DeleteMcpServerSuccess").implement({
+  fields: (t) => ({ deletedName: t.exposeString("deletedName") }),
+});
+
+builder.mutationField("deleteMcpServer", (t) =>
+  t.field({
+    type: DeleteMcpServerSuccess,
+    description: "Removes the server; its connection closes once its calls in flight have finished.",
+    args: { input: t.arg({ type: DeleteMcpServerInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "DeleteMcpServerPayload" } },
+    resolve: async (_root, { input }, ctx) => ({ deletedName: (await ctx.services.mcpServers.delete(ctx.actor, input)).name }),
+  }),
+);

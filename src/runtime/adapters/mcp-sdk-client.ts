@@ -1,0 +1,94 @@
+// The MCP port over @modelcontextprotocol/sdk: stdio (a local program, no shell) and streamable
+// HTTP transports, tool listing with pagination, tool calls, and `tools/list_changed`.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { McpCallResult, McpClient, McpClientEvents, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+
+/** The last lines a stdio server wrote to stderr, kept to explain a failed connection. */
+const STDERR_TAIL_CHARS = 2_000;
+
+/** A call's own limit is the run's tool timeout (the executor aborts the signal); this is a backstop. */
+const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
+
+export const connectMcpSdk: McpConnector = async (endpoint, events, signal) => {
+  const { transport, stderrTail } = createTransport(endpoint);
+  const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
+  let closing = false;
+  client.onclose = () => {
+    if (!closing) events.onClosed(new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
+  };
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
+  try {
+    await client.connect(transport, { signal });
+  } catch (error) {
+    closing = true;
+    await client.close().catch(() => undefined);
+    const detail = stderrTail();
+    throw new Error(`${error instanceof Error ? error.message : String(error)}${detail ? ` (stderr: ${detail})` : ""}`);
+  }
+  return new SdkMcpClient(client, () => {
+    closing = true;
+  });
+};
+
+function createTransport(endpoint: McpEndpoint): { transport: Transport; stderrTail: () => string } {
+  if (endpoint.transport === "HTTP") {
+    return {
+      transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers } }),
+      stderrTail: () => "",
+    };
+  }
+  const transport = new StdioClientTransport({
+    command: endpoint.command,
+    args: endpoint.args,
+    env: endpoint.env,
+    cwd: endpoint.cwd,
+    stderr: "pipe",
+  });
+  let tail = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+  });
+  return { transport, stderrTail: () => tail.trim() };
+}
+
+class SdkMcpClient implements McpClient {
+  constructor(
+    private readonly client: Client,
+    private readonly markClosing: () => void,
+  ) {}
+
+  async listTools(): Promise<McpToolInfo[]> {
+    const tools: McpToolInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.client.listTools(cursor ? { cursor } : undefined);
+      for (const tool of page.tools) {
+        tools.push({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Record<string, unknown> });
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
+  }
+
+  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
+    const result = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: CALL_BACKSTOP_MS });
+    const content = (result.content ?? []) as { type: string; text?: string; mimeType?: string; resource?: { uri?: string; text?: string } }[];
+    const parts = content.map((item) => {
+      if (item.type === "text") return item.text ?? "";
+      if (item.type === "resource") return item.resource?.text ?? `[resource ${item.resource?.uri ?? ""}]`;
+      if (item.type === "resource_link") return `[resource link ${(item as { uri?: string }).uri ?? ""}]`;
+      return `[${item.type}${item.mimeType ? ` ${item.mimeType}` : ""} omitted]`;
+    });
+    if (parts.length === 0 && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
+    return { text: parts.join("\n"), isError: result.isError === true };
+  }
+
+  async close(): Promise<void> {
+    this.markClosing();
+    await this.client.close();
+  }
+}

@@ -1,0 +1,290 @@
+// Live MCP connections per principal (R14). One connection per configured server, keyed by a
+// hash of what it connects to, so an update reconnects only the servers whose connection
+// settings changed. A replaced or removed server's connection is retired: it takes no new
+// calls, and closes when its last in-flight call has finished (reference count), or after the
+// drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
+// when they start; `tools/list_changed` refreshes a server's list for the runs that follow.
+import { createHash } from "node:crypto";
+import type { EventBus } from "../../events/topics.js";
+import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
+import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+import { ToolError } from "../ports/tool.js";
+
+export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
+
+export type McpConnection = {
+  /** Unique within this process; shown on MCP_CALL spans. */
+  readonly id: number;
+  readonly serverId: string;
+  serverName: string;
+  readonly hash: string;
+  state: McpConnectionState;
+  error?: string;
+  tools: McpToolInfo[];
+  client?: McpClient;
+  ready: Promise<void>;
+  /** Calls in flight on this connection. */
+  leases: number;
+  /** Replaced or removed: no new calls; closes when `leases` reaches 0. */
+  retired: boolean;
+  failedAt?: number;
+  drainTimer?: NodeJS.Timeout;
+};
+
+/** One server as a run sees it for its whole execution. */
+export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
+
+export type McpServerStatus = {
+  state: McpConnectionState | "DISABLED";
+  error: string | null;
+  tools: readonly McpToolInfo[];
+  /** Connections this instance has opened to the server (a reconnect adds one). */
+  connects: number;
+  /** Replaced connections of this server still finishing their in-flight calls. */
+  draining: number;
+};
+
+export type McpRegistryOptions = {
+  prisma: PrismaClient;
+  events: EventBus;
+  logger: Logger;
+  connector: McpConnector;
+  /** Whether STDIO servers may be started (MCP_STDIO_ALLOWED). */
+  stdioAllowed: boolean;
+  /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
+  drainTimeoutMs: number;
+  connectTimeoutMs?: number;
+  /** A failed server is retried by the next run or status read after this long. */
+  retryAfterMs?: number;
+};
+
+type ChangeStream = AsyncIterableIterator<{ principalId: string }> & { return?: () => Promise<unknown> };
+type PrincipalState = { servers: Map<string, McpConnection>; disabled: Set<string>; chain: Promise<void> };
+
+export class McpRegistry {
+  private readonly principals = new Map<string, PrincipalState>();
+  private readonly connects = new Map<string, number>();
+  private readonly draining = new Map<string, Set<McpConnection>>();
+  private nextId = 1;
+  private closed = false;
+  private changes?: ChangeStream;
+
+  constructor(private readonly options: McpRegistryOptions) {}
+
+  /**
+   * Changes made through any instance reach this one. Listening starts with the first principal
+   * this registry serves; principals no run has used here yet are connected by their first run.
+   */
+  private listenForChanges(): void {
+    if (this.changes || this.closed) return;
+    const changes = this.options.events.subscribe("mcp:changed") as ChangeStream;
+    this.changes = changes;
+    void (async () => {
+      for await (const change of changes) {
+        if (this.principals.has(change.principalId)) void this.sync(change.principalId);
+      }
+    })().catch((error: unknown) => this.options.logger.error("mcp change listener stopped", { error: String(error) }));
+  }
+
+  /** Brings the principal's connections in line with the stored configuration; serialised per principal. */
+  sync(principalId: string): Promise<void> {
+    const state = this.stateOf(principalId);
+    state.chain = state.chain
+      .then(() => this.reconcile(principalId, state))
+      .catch((error: unknown) => this.options.logger.error("mcp sync failed", { principalId, error: String(error) }));
+    return state.chain;
+  }
+
+  /** The connected servers and their tools as of now: what a starting run pins. */
+  async snapshot(principalId: string): Promise<McpSnapshotServer[]> {
+    await this.sync(principalId);
+    const connections = [...this.stateOf(principalId).servers.values()];
+    await Promise.all(connections.map((c) => c.ready));
+    return connections
+      .filter((c) => c.state === "CONNECTED" && !c.retired)
+      .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
+      .map((connection) => ({ serverName: connection.serverName, connection, tools: connection.tools }));
+  }
+
+  /** Status of each of the principal's servers, by server id, after connecting what needs it. */
+  async status(principalId: string): Promise<Map<string, McpServerStatus>> {
+    await this.sync(principalId);
+    const state = this.stateOf(principalId);
+    await Promise.all([...state.servers.values()].map((c) => c.ready));
+    const statuses = new Map<string, McpServerStatus>();
+    const extra = (serverId: string) => ({ connects: this.connects.get(serverId) ?? 0, draining: this.draining.get(serverId)?.size ?? 0 });
+    for (const [serverId, c] of state.servers) {
+      statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, ...extra(serverId) });
+    }
+    for (const serverId of state.disabled) statuses.set(serverId, { state: "DISABLED", error: null, tools: [], ...extra(serverId) });
+    return statuses;
+  }
+
+  /** Calls a tool on a pinned connection, holding a lease on it for the duration of the call. */
+  async call(connection: McpConnection, tool: string, args: Record<string, unknown>, signal: AbortSignal) {
+    if (connection.retired || connection.state !== "CONNECTED" || !connection.client) {
+      throw new ToolError(
+        `The MCP server "${connection.serverName}" was reconfigured, removed or disconnected after this run started; its tools are unavailable to this run.`,
+      );
+    }
+    connection.leases += 1;
+    try {
+      return await connection.client.callTool(tool, args, signal);
+    } finally {
+      connection.leases -= 1;
+      if (connection.retired && connection.leases === 0) void this.closeConnection(connection);
+    }
+  }
+
+  /** Closes every connection at once (shutdown). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.changes?.return?.();
+    const all = [...this.principals.values()].flatMap((state) => [...state.servers.values()]);
+    all.push(...[...this.draining.values()].flatMap((set) => [...set]));
+    this.principals.clear();
+    await Promise.all(all.map((c) => this.closeConnection(c)));
+  }
+
+  private stateOf(principalId: string): PrincipalState {
+    let state = this.principals.get(principalId);
+    if (!state) {
+      this.listenForChanges();
+      state = { servers: new Map(), disabled: new Set(), chain: Promise.resolve() };
+      this.principals.set(principalId, state);
+    }
+    return state;
+  }
+
+  private async reconcile(principalId: string, state: PrincipalState): Promise<void> {
+    if (this.closed) return;
+    const rows = await this.options.prisma.mcpServer.findMany({ where: { ownerId: principalId } });
+    const wanted = new Set<string>();
+    state.disabled = new Set(rows.filter((row) => !row.enabled).map((row) => row.id));
+    for (const row of rows.filter((r) => r.enabled)) {
+      wanted.add(row.id);
+      const hash = endpointHash(row);
+      const current = state.servers.get(row.id);
+      if (current && current.hash === hash && !this.dueForRetry(current)) {
+        current.serverName = row.name; // a rename changes tool names only, not the connection
+        continue;
+      }
+      if (current) this.retire(current);
+      state.servers.set(row.id, this.open(row, hash));
+    }
+    for (const [serverId, connection] of state.servers) {
+      if (wanted.has(serverId)) continue;
+      state.servers.delete(serverId);
+      this.retire(connection);
+    }
+  }
+
+  private dueForRetry(connection: McpConnection): boolean {
+    const retryAfter = this.options.retryAfterMs ?? 5_000;
+    return (connection.state === "FAILED" || connection.state === "CLOSED") && Date.now() - (connection.failedAt ?? 0) >= retryAfter;
+  }
+
+  private open(row: McpServer, hash: string): McpConnection {
+    const connection: McpConnection = {
+      id: this.nextId++,
+      serverId: row.id,
+      serverName: row.name,
+      hash,
+      state: "CONNECTING",
+      tools: [],
+      leases: 0,
+      retired: false,
+      ready: Promise.resolve(),
+    };
+    if (row.transport === "STDIO" && !this.options.stdioAllowed) {
+      this.fail(connection, new Error("this server does not start local commands (MCP_STDIO_ALLOWED is off)"));
+      return connection;
+    }
+    this.connects.set(row.id, (this.connects.get(row.id) ?? 0) + 1);
+    const signal = AbortSignal.timeout(this.options.connectTimeoutMs ?? 15_000);
+    const events = {
+      onToolsChanged: () => void this.refreshTools(connection),
+      onClosed: (error?: Error) => {
+        if (connection.state === "CLOSED") return;
+        this.fail(connection, error ?? new Error("the MCP server closed the connection"));
+        connection.state = "CLOSED";
+      },
+    };
+    connection.ready = this.options
+      .connector(endpointOf(row), events, signal)
+      .then(async (client) => {
+        connection.client = client;
+        if (connection.retired) return void (await this.closeConnection(connection));
+        connection.tools = await client.listTools();
+        if (connection.state === "CONNECTING") connection.state = "CONNECTED";
+      })
+      .catch((error: unknown) => {
+        this.fail(connection, error);
+        void connection.client?.close().catch(() => undefined);
+      });
+    return connection;
+  }
+
+  private fail(connection: McpConnection, error: unknown): void {
+    connection.state = "FAILED";
+    connection.error = error instanceof Error ? error.message : String(error);
+    connection.failedAt = Date.now();
+    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: connection.error });
+  }
+
+  /** Re-lists a server's tools after `tools/list_changed`; runs already started keep their snapshot. */
+  private async refreshTools(connection: McpConnection): Promise<void> {
+    await connection.ready;
+    if (connection.state !== "CONNECTED" || connection.retired || !connection.client) return;
+    try {
+      connection.tools = await connection.client.listTools();
+    } catch (error) {
+      this.options.logger.warn("mcp tools refresh failed", { server: connection.serverName, error: String(error) });
+    }
+  }
+
+  private retire(connection: McpConnection): void {
+    connection.retired = true;
+    if (connection.leases === 0) {
+      void connection.ready.then(() => this.closeConnection(connection));
+      return;
+    }
+    let set = this.draining.get(connection.serverId);
+    if (!set) this.draining.set(connection.serverId, (set = new Set()));
+    set.add(connection);
+    connection.drainTimer = setTimeout(() => {
+      this.options.logger.warn("mcp connection closed with calls still in flight (drain timeout)", {
+        server: connection.serverName,
+        inFlight: connection.leases,
+      });
+      void this.closeConnection(connection);
+    }, this.options.drainTimeoutMs);
+    connection.drainTimer.unref();
+  }
+
+  private async closeConnection(connection: McpConnection): Promise<void> {
+    clearTimeout(connection.drainTimer);
+    const set = this.draining.get(connection.serverId);
+    set?.delete(connection);
+    if (set?.size === 0) this.draining.delete(connection.serverId);
+    const wasOpen = connection.state !== "CLOSED";
+    connection.state = "CLOSED";
+    if (wasOpen) await connection.client?.close().catch(() => undefined);
+  }
+}
+
+/** What a connection depends on; the name is not part of it (a rename keeps the connection). */
+function endpointHash(row: McpServer): string {
+  const { transport, command, args, env, url, headers } = row;
+  return createHash("sha256").update(JSON.stringify({ transport, command, args, env, url, headers })).digest("hex");
+}
+
+const pairs = (value: unknown): Record<string, string> =>
+  Object.fromEntries(((value as { name: string; value: string }[] | null) ?? []).map((p) => [p.name, p.value]));
+
+function endpointOf(row: McpServer): McpEndpoint {
+  return row.transport === "STDIO"
+    ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env) }
+    : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers) };
+}

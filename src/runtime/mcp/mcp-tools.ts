@@ -1,0 +1,42 @@
+// A run's MCP tools: the registry's snapshot at the run's start, one Tool per server tool,
+// named `mcp__<server>__<tool>`. Each call is an MCP_CALL span under the tool call's span and
+// holds a lease on the pinned connection while it is in flight.
+import type { Tool } from "../ports/tool.js";
+import { ToolError } from "../ports/tool.js";
+import type { TraceSink } from "../ports/trace-sink.js";
+import { withSpan } from "../trace/prisma-trace-recorder.js";
+import type { McpRegistry } from "./mcp-registry.js";
+import { nameMcpTools } from "./tool-names.js";
+
+export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink): Promise<Tool[]> {
+  const servers = await registry.snapshot(principalId);
+  return servers.flatMap(({ serverName, connection, tools }) =>
+    nameMcpTools(serverName, tools).map(
+      (tool): Tool => ({
+        schema: {
+          name: tool.exposedName,
+          description: `[MCP server ${serverName}] ${tool.description ?? tool.name}`,
+          parameters: tool.inputSchema,
+        },
+        async execute(args, context) {
+          if (typeof args !== "object" || args === null || Array.isArray(args)) throw new ToolError("arguments must be a JSON object");
+          return withSpan(
+            sink,
+            {
+              traceId: context.span.traceId,
+              parent: context.span,
+              kind: "MCP_CALL",
+              name: `mcp ${serverName}/${tool.name}`,
+              attributes: { "mcp.server": serverName, "mcp.tool": tool.name, "mcp.connection": connection.id },
+            },
+            async () => {
+              const result = await registry.call(connection, tool.name, args as Record<string, unknown>, context.signal);
+              if (result.isError) throw new ToolError(result.text || `${tool.name} failed`);
+              return result.text;
+            },
+          );
+        },
+      }),
+    ),
+  );
+}

@@ -1,0 +1,29 @@
+// The MCP port: one live connection to one MCP server. The adapter over
+// @modelcontextprotocol/sdk implements it (src/runtime/adapters/mcp-sdk-client.ts); the
+// registry (src/runtime/mcp) decides when connections open and close.
+
+/** What to connect to: a local program over stdio (no shell), or a streamable HTTP endpoint. */
+export type McpEndpoint =
+  | { transport: "STDIO"; command: string; args: string[]; env: Record<string, string>; cwd?: string }
+  | { transport: "HTTP"; url: string; headers: Record<string, string> };
+
+/** A tool as the server lists it; `inputSchema` is a JSON Schema object. */
+export type McpToolInfo = { name: string; description?: string; inputSchema: Record<string, unknown> };
+
+export type McpCallResult = { text: string; isError: boolean };
+
+export interface McpClient {
+  listTools(): Promise<McpToolInfo[]>;
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult>;
+  close(): Promise<void>;
+}
+
+export type McpClientEvents = {
+  /** The server sent `notifications/tools/list_changed`. */
+  onToolsChanged(): void;
+  /** The transport closed without being asked to (the process exited, the session ended). */
+  onClosed(error?: Error): void;
+};
+
+/** Opens a connection and completes the MCP initialisation; rejects when the server is unreachable. */
+export type McpConnector = (endpoint: McpEndpoint, events: McpClientEvents, signal: AbortSignal) => Promise<McpClient>;

@@ -1,0 +1,43 @@
+// The load_skill tool (R13): its description lists the run's skills (name and description) —
+// that is all of them the model context carries — and a call returns one skill's body, inside
+// a SKILL_LOAD span under the tool call.
+import { type Tool, ToolError } from "../ports/tool.js";
+import type { TraceSink } from "../ports/trace-sink.js";
+import { withSpan } from "../trace/prisma-trace-recorder.js";
+import type { CatalogSkill } from "./skill-catalog.js";
+
+export const LOAD_SKILL = "load_skill";
+
+/** The tool over a run's pinned skill list; null when there are no skills to offer. */
+export function createLoadSkillTool(skills: readonly CatalogSkill[], sink: TraceSink): Tool | null {
+  if (skills.length === 0) return null;
+  const byName = new Map(skills.map((skill) => [skill.name, skill]));
+  const list = skills.map((skill) => `- ${skill.name}: ${skill.description}`).join("\n");
+  return {
+    schema: {
+      name: LOAD_SKILL,
+      description: `Loads the full instructions of a skill when the task matches its description. Available skills:\n${list}`,
+      parameters: {
+        type: "object",
+        properties: { name: { type: "string", enum: skills.map((skill) => skill.name) } },
+        required: ["name"],
+      },
+    },
+    async execute(args, context) {
+      const name = (args as { name?: unknown })?.name;
+      const skill = typeof name === "string" ? byName.get(name) : undefined;
+      if (!skill) throw new ToolError(`There is no skill named ${JSON.stringify(name)}. Available: ${[...byName.keys()].join(", ")}.`);
+      return withSpan(
+        sink,
+        {
+          traceId: context.span.traceId,
+          parent: context.span,
+          kind: "SKILL_LOAD",
+          name: `load_skill ${skill.name}`,
+          attributes: { "skill.name": skill.name, "skill.source": skill.source, "skill.bytes": Buffer.byteLength(skill.body, "utf8") },
+        },
+        async () => skill.body,
+      );
+    },
+  };
+}

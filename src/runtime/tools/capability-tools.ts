@@ -1,0 +1,38 @@
+// The tools a run gets beyond its always-on built-ins: load_skill over the skills pinned at the
+// run's start (R13), the MCP tools of the principal's servers as connected at the start (R14),
+// and the operator-enabled http_fetch and run_command (R15).
+import type { Run } from "../../generated/prisma/client.js";
+import { createMcpTools } from "../mcp/mcp-tools.js";
+import type { McpRegistry } from "../mcp/mcp-registry.js";
+import type { Tool } from "../ports/tool.js";
+import type { TraceSink } from "../ports/trace-sink.js";
+import { createLoadSkillTool } from "../skills/load-skill-tool.js";
+import type { SkillCatalog } from "../skills/skill-catalog.js";
+import { createHttpFetchTool, type FetchSettings } from "./http-fetch.js";
+import { type CommandSettings, createRunCommandTool } from "./run-command.js";
+
+export type CapabilityTools = {
+  skills: SkillCatalog;
+  mcp?: McpRegistry;
+  /** Offered when it allows at least one host. */
+  fetch?: FetchSettings;
+  /** Offered only when present (COMMANDS_ALLOWED). */
+  commands?: CommandSettings;
+};
+
+export async function createCapabilityTools(
+  capabilities: CapabilityTools,
+  { run, sandboxDir, sink }: { run: Run; sandboxDir: string; sink: TraceSink },
+): Promise<Tool[]> {
+  const [skills, mcpTools] = await Promise.all([
+    capabilities.skills.forAgent(run.ownerId, run.agent),
+    capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink) : [],
+  ]);
+  const loadSkill = createLoadSkillTool(skills, sink);
+  return [
+    ...(loadSkill ? [loadSkill] : []),
+    ...(capabilities.fetch && capabilities.fetch.allowedHosts.length > 0 ? [createHttpFetchTool(capabilities.fetch)] : []),
+    ...(capabilities.commands ? [createRunCommandTool(sandboxDir, capabilities.commands)] : []),
+    ...mcpTools,
+  ];
+}

@@ -1,0 +1,53 @@
+// Runs driven by their question: a scripted model that makes the tool calls the question lists
+// (as JSON), then answers with the tool results, so a test can steer a run through admission.
+import type { DossierClient } from "../../sdk/client.js";
+import { RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import type { ChatMessage } from "../../src/runtime/ports/model.js";
+import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { expectType } from "./fixtures.js";
+
+export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+
+type Call = { name: string; arguments?: unknown };
+
+/** The question of a run that calls these tools in one turn, then answers with their results joined by "\n---\n". */
+export const callTools = (...calls: Call[]) => JSON.stringify({ turns: [calls] });
+
+/** Like callTools, one turn after the other; the answer joins the results of every turn. */
+export const callToolsInTurns = (...turns: Call[][]) => JSON.stringify({ turns });
+
+export function toolCallingModel(name = "tools"): ScriptedModel {
+  return new ScriptedModel({
+    name,
+    steps: (request) => {
+      const start = request.messages.findLastIndex((m) => m.role === "user");
+      const { turns } = JSON.parse((request.messages[start] as { content: string }).content) as { turns: Call[][] };
+      const since = request.messages.slice(start + 1) as ChatMessage[];
+      const turn = since.filter((m) => m.role === "assistant").length;
+      if (turn < turns.length) return { toolCalls: turns[turn]!.map((call) => ({ name: call.name, arguments: call.arguments ?? {} })) };
+      return { content: since.flatMap((m) => (m.role === "tool" ? [m.content] : [])).join("\n---\n") };
+    },
+  });
+}
+
+/** Polls the run until it leaves QUEUED/RUNNING. */
+export async function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+    if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Polls the run's trace until a span of this kind has started. */
+export async function spanStarted(client: DossierClient, runId: string, kind: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+    if (run.trace?.spans.some((span) => span.kind === kind)) return;
+    if (Date.now() > deadline) throw new Error(`no ${kind} span in run ${runId}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
