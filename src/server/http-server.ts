@@ -15,6 +15,8 @@ export type RunningServer = {
   url: string;
   wsUrl: string;
   port: number;
+  /** Trace-update responses executed once and shared by their subscribers, so far. */
+  sharedSubscriptionExecutions(): number;
   close(): Promise<void>;
 };
 
@@ -96,6 +98,7 @@ export async function startHttpServer({
     url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
     wsUrl: `ws://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
     port: address.port,
+    sharedSubscriptionExecutions: () => sharedResults.executions,
     async close() {
       await wsHandle.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
