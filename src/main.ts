@@ -54,7 +54,13 @@ async function main(): Promise<void> {
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     runtime: config.inProcessWorker
-      ? { model, sandboxDir: config.sandboxDir, toolTimeoutMs: config.toolTimeoutMs, otlpEndpoint: config.otlpEndpoint }
+      ? {
+          model,
+          sandboxDir: config.sandboxDir,
+          toolTimeoutMs: config.toolTimeoutMs,
+          otlpEndpoint: config.otlpEndpoint,
+          spill: config.spill,
+        }
       : undefined,
   });
   if (!config.authRequired) {

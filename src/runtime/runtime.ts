@@ -5,8 +5,13 @@ import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
+import type { SpillPolicy } from "../config.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
+import { PrismaSpillStore } from "./spill/prisma-spill-store.js";
+import { SpillSweeper } from "./spill/spill-sweeper.js";
+import { Spiller } from "./spill/spiller.js";
+import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
@@ -27,10 +32,14 @@ export type RuntimeOptions = {
   agents?: AgentProfile[];
   /** OTLP/HTTP collector to export finished spans to (off without it). */
   otlpEndpoint?: string;
+  /** Spilling of large tool results: policies by tool name ("*" for all), read maximum, sweep interval. */
+  spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
 };
 
 export type Runtime = {
   recorder: PrismaTraceRecorder;
+  spills: PrismaSpillStore;
+  sweeper: SpillSweeper;
   executor: RunExecutor;
   worker: RunWorker;
   exporter?: SpanExporter;
@@ -46,7 +55,11 @@ export function createRuntime(
   const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
   const profiles = agentProfiles(options.agents);
   const hooks: RunHooks[] = [];
-  const settleSteps: SettleStep[] = [];
+  const spills = new PrismaSpillStore(prisma);
+  // Whatever way a run ends, its spill handles are released before its terminal status shows.
+  const settleSteps: SettleStep[] = [async (run) => void (await spills.releaseRun(run.id))];
+  const sweeper = new SpillSweeper({ store: spills, intervalMs: options.spill?.sweepIntervalMs ?? 60_000, logger });
+  const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const executor = new RunExecutor({
     prisma,
     model: options.model,
@@ -54,8 +67,10 @@ export function createRuntime(
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
+    spiller: new Spiller({ store: spills, sink: recorder, policies: options.spill?.policies }),
     tools: (run, runLog) => [
       createTaskListTool(runLog),
+      readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
       ...(options.extraTools ?? []),
     ],
@@ -70,6 +85,7 @@ export function createRuntime(
     pollMs: options.pollMs,
     concurrency: options.concurrency,
     settleSteps,
+    companions: [sweeper],
   });
-  return { recorder, executor, worker, exporter };
+  return { recorder, spills, sweeper, executor, worker, exporter };
 }
