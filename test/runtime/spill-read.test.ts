@@ -8,7 +8,10 @@ import { indexJsonList, itemText } from "../../src/runtime/spill/json-list-index
 import { evaluate, parseJsonPath } from "../../src/runtime/spill/json-path.js";
 import { readBack, widenToCharacters } from "../../src/runtime/spill/read-back.js";
 import { planSpill } from "../../src/runtime/spill/spill-plan.js";
+import { Spiller } from "../../src/runtime/spill/spiller.js";
 import { InMemorySpillStore } from "../../src/runtime/testing/in-memory-spill-store.js";
+import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
+import { testRun } from "../support/tool-context.js";
 
 const policy = { ...DEFAULT_SPILL_POLICY, thresholdChars: 1_000, previewChars: 300 };
 
@@ -182,5 +185,33 @@ describe("previews", () => {
       preview: json.slice(0, 300),
     });
     expect(planSpill({ output: json, toolName: "t", handle: "h", policy: { ...policy, enabled: false } })).toBeNull();
+  });
+});
+
+describe("the spiller", () => {
+  it("takes each tool's policy over the \"*\" entry over the defaults, and never spills read_spill", () => {
+    const spiller = new Spiller({
+      store: new InMemorySpillStore(),
+      sink: new InMemoryTraceSink(),
+      policies: { "*": { thresholdChars: 64_000 }, http_fetch: { strategy: "head", previewChars: 4_096 }, read_spill: { enabled: true } },
+    });
+    expect(spiller.policyFor("http_fetch")).toEqual({ enabled: true, thresholdChars: 64_000, previewChars: 4_096, strategy: "head" });
+    expect(spiller.policyFor("other")).toEqual({ ...DEFAULT_SPILL_POLICY, thresholdChars: 64_000 });
+    expect(spiller.policyFor("read_spill").enabled).toBe(false);
+  });
+
+  it("gives repeated tool call ids distinct handles and records the spill on the call's own span", async () => {
+    const store = new InMemorySpillStore();
+    const sink = new InMemoryTraceSink();
+    const run = testRun({ conversationId: "c1" });
+    const big = "q".repeat(40_000);
+    store.add(planSpill({ output: big, toolName: "t", handle: "spill://researcher/c1/call_0_0", policy })!, big);
+    const step = new Spiller({ store, sink }).forTurn(run);
+    const spans = await Promise.all([1, 2].map((n) => sink.startSpan({ traceId: "t", kind: "TOOL_CALL", name: `call ${n}` })));
+    const results = await Promise.all(spans.map((span) => step({ id: "call_0_0", name: "t", arguments: "{}" }, big, span)));
+    expect(results.map((r) => r!.spill.handle).sort()).toEqual(["spill://researcher/c1/call_0_0~2", "spill://researcher/c1/call_0_0~3"]);
+    expect(sink.spans.map((s) => JSON.parse(s.events[0]!.payload).handle)).toEqual(results.map((r) => r!.spill.handle));
+    expect(results[0]!.shown).toContain(`Read more with read_spill {"handle":"${results[0]!.spill.handle}"`);
+    expect(await step({ id: "call_9", name: "t", arguments: "{}" }, "small", spans[0]!)).toBeNull();
   });
 });
