@@ -13,8 +13,8 @@ export const SpillObject = builder.prismaObject("Spill", {
     preview: t.exposeString("preview", {
       description: "What the model saw in place of the result: its first characters, or whole leading items of a JSON list.",
     }),
-    strategy: t.exposeString("strategy", { description: '"head" (first characters) or "json-items" (whole leading list items).' }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    strategy: t.exposeString("strategy", { description: 'How the preview was made: "head" (first characters) or "json-items" (whole leading list items).' }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the result was spilled." }),
     message: t.relation("message", { description: "The TOOL message holding the whole result (readable after release too)." }),
   }),
 });
