@@ -1,11 +1,11 @@
 // The agent runtime of one instance: trace recorder, executor and worker over one database.
 import path from "node:path";
+import type { SpillPolicy } from "../config.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
-import type { SpillPolicy } from "../config.js";
 import type { ModelPort } from "./ports/model.js";
 import type { Tool } from "./ports/tool.js";
 import { PrismaSpillStore } from "./spill/prisma-spill-store.js";

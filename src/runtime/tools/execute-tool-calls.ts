@@ -43,10 +43,20 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
   });
   await options.sink.event(span, "TOOL_INPUT", call.arguments);
   const { output, isError, cancelled } = await invoke(call, span, options);
-  const spilled = !isError && options.payloadStep ? await options.payloadStep(call, output, span) : null;
+  const spilled = isError ? null : await payload(call, output, span, options);
   await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", spilled?.shown ?? output);
   await options.sink.endSpan(span, { status: cancelled ? "CANCELLED" : isError ? "ERROR" : "OK" });
   return { call, output, isError, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+}
+
+/** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */
+async function payload(call: ToolCall, output: string, span: SpanRef, options: ExecuteOptions) {
+  try {
+    return (await options.payloadStep?.(call, output, span)) ?? null;
+  } catch (error) {
+    await options.sink.event(span, "ERROR", `spilling the result failed: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  }
 }
 
 async function invoke(
