@@ -15,6 +15,32 @@ const agentProfiles = z
   )
   .min(1, "must define at least one profile");
 
+/** How one tool's large results are spilled (R10); every field falls back to the "*" entry, then the defaults. */
+export type SpillPolicy = {
+  enabled: boolean;
+  /** Results longer than this many characters are spilled. */
+  thresholdChars: number;
+  /** How many characters the model sees in place of the result. */
+  previewChars: number;
+  /** "auto": whole leading items for a JSON list (or an object holding one), else "head". */
+  strategy: "auto" | "head" | "json-items";
+};
+
+export const DEFAULT_SPILL_POLICY: SpillPolicy = { enabled: true, thresholdChars: 32_000, previewChars: 2_048, strategy: "auto" };
+
+const spillPolicies = z.record(
+  z.string().min(1),
+  z
+    .object({
+      enabled: z.boolean(),
+      thresholdChars: z.number().int().min(1_000, "must be at least 1000"),
+      previewChars: z.number().int().min(100, "must be at least 100"),
+      strategy: z.enum(["auto", "head", "json-items"]),
+    })
+    .partial()
+    .strict(),
+);
+
 const port = z.coerce
   .number({ error: "must be a number" })
   .int("must be a whole number")
@@ -55,6 +81,20 @@ const envSchema = z.object({
   TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   COMPACTION_POLICIES: z.string().optional(),
+  SPILL_POLICIES: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: 'must be JSON such as {"*":{"thresholdChars":32000},"http_fetch":{"strategy":"head"}}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(spillPolicies)
+    .optional(),
+  SPILL_READ_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(16_384),
+  SPILL_SWEEP_INTERVAL_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
@@ -117,6 +157,11 @@ export type Config = {
   compactionPolicies: Record<string, CompactionPolicy>;
   /** Tool capabilities beyond the always-on built-ins (R14, R15). */
   capabilities: CapabilitySettings;
+  /**
+   * Spilling of large tool results (R10–R12): policies by tool name ("*" for every tool), the
+   * most read_spill returns per call, and how often handles of settled runs are swept.
+   */
+  spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -147,8 +192,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
-        const name = issue.path.join(".");
-        return `${name}=${JSON.stringify(env[name] ?? "")}: ${issue.message}`;
+        // A nested issue (inside SPILL_POLICIES' JSON) names the variable and where in it.
+        const [name, ...inside] = issue.path.map(String);
+        const where = inside.length > 0 ? ` at ${inside.join(".")}` : "";
+        return `${name}=${JSON.stringify(env[name!] ?? "")}${where}: ${issue.message}`;
       }),
     );
   }
@@ -184,6 +231,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
       commands: { allowed: values.COMMANDS_ALLOWED, timeoutMs: values.COMMAND_TIMEOUT_MS, path: present.PATH ?? "/usr/local/bin:/usr/bin:/bin" },
+    },
+    spill: {
+      policies: values.SPILL_POLICIES ?? {},
+      readMaxBytes: values.SPILL_READ_MAX_BYTES,
+      sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS,
     },
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }

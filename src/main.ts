@@ -63,6 +63,7 @@ async function main(): Promise<void> {
           compactionPolicies: config.compactionPolicies,
           fetch: config.capabilities.fetch,
           commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
+          spill: config.spill,
         }
       : undefined,
   });

@@ -75,6 +75,19 @@ describe("loadConfig", () => {
     expect(configured.commands.allowed).toBe(true);
   });
 
+  it("reads spill policies per tool, with the read maximum and sweep interval", () => {
+    expect(loadConfig({}).spill).toEqual({ policies: {}, readMaxBytes: 16_384, sweepIntervalMs: 60_000 });
+    const config = loadConfig({
+      SPILL_POLICIES: '{"*":{"thresholdChars":64000},"http_fetch":{"strategy":"head","previewChars":4096},"db_query":{"enabled":false}}',
+      SPILL_READ_MAX_BYTES: "32768",
+    });
+    expect(config.spill).toEqual({
+      policies: { "*": { thresholdChars: 64_000 }, http_fetch: { strategy: "head", previewChars: 4_096 }, db_query: { enabled: false } },
+      readMaxBytes: 32_768,
+      sweepIntervalMs: 60_000,
+    });
+  });
+
   it.each([
     [{ FETCH_ALLOWED_HOSTS: "https://example.com" }, /FETCH_ALLOWED_HOSTS="https:\/\/example.com": must be host names/],
     [{ COMMANDS_ALLOWED: "1" }, /COMMANDS_ALLOWED="1": must be true or false/],
@@ -83,6 +96,9 @@ describe("loadConfig", () => {
     [{ PORT: "70000" }, /PORT="70000": must be between 0 and 65535/],
     [{ PORT: "4.5" }, /PORT="4.5": must be a whole number/],
     [{ DATABASE_URL: "localhost:5432" }, /DATABASE_URL="localhost:5432": must be a PostgreSQL URL/],
+    [{ SPILL_POLICIES: "{nope" }, /SPILL_POLICIES="\{nope": must be JSON/],
+    [{ SPILL_POLICIES: '{"fetch":{"thresholdChars":10}}' }, /SPILL_POLICIES=.* at fetch\.thresholdChars: must be at least 1000/],
+    [{ SPILL_POLICIES: '{"fetch":{"strategy":"tail"}}' }, /at fetch\.strategy/],
   ])("rejects %o", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -10,6 +10,7 @@ import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/run.js";
 import "./types/evidence.js";
+import "./types/spill.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";
 import "./types/history.js";

@@ -1,5 +1,6 @@
 // The agent runtime of one instance: trace recorder, executor and worker over one database.
 import path from "node:path";
+import type { SpillPolicy } from "../config.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
@@ -15,6 +16,10 @@ import { SkillCatalog } from "./skills/skill-catalog.js";
 import { type CapabilityTools, createCapabilityTools } from "./tools/capability-tools.js";
 import type { FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
+import { PrismaSpillStore } from "./spill/prisma-spill-store.js";
+import { SpillSweeper } from "./spill/spill-sweeper.js";
+import { Spiller } from "./spill/spiller.js";
+import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
@@ -50,10 +55,14 @@ export type RuntimeOptions = {
   fetch?: FetchSettings;
   /** run_command: offered only when set (COMMANDS_ALLOWED). */
   commands?: CommandSettings;
+  /** Spilling of large tool results: policies by tool name ("*" for all), read maximum, sweep interval. */
+  spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
 };
 
 export type Runtime = {
   recorder: PrismaTraceRecorder;
+  spills: PrismaSpillStore;
+  sweeper: SpillSweeper;
   executor: RunExecutor;
   worker: RunWorker;
   exporter?: SpanExporter;
@@ -90,6 +99,11 @@ export function createRuntime(
     fetch: options.fetch,
     commands: options.commands,
   };
+  const spills = new PrismaSpillStore(prisma);
+  // Whatever way a run ends, its spill handles are released before its terminal status shows.
+  settleSteps.push(async (run) => void (await spills.releaseRun(run.id)));
+  const sweeper = new SpillSweeper({ store: spills, intervalMs: options.spill?.sweepIntervalMs ?? 60_000, logger });
+  const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const executor = new RunExecutor({
     prisma,
     model: options.model,
@@ -98,11 +112,13 @@ export function createRuntime(
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
+    spiller: new Spiller({ store: spills, sink: recorder, policies: options.spill?.policies }),
     tools: async (run, runLog) => [
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? [proposeCheckpoint] : []),
       readEvidence,
+      readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
       ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink: recorder })),
       ...(options.extraTools ?? []),
@@ -118,6 +134,7 @@ export function createRuntime(
     pollMs: options.pollMs,
     concurrency: options.concurrency,
     settleSteps,
+    companions: [sweeper],
   });
-  return { recorder, executor, worker, exporter };
+  return { recorder, spills, sweeper, executor, worker, exporter };
 }

@@ -27,6 +27,8 @@ export type WorkerOptions = {
    * the run to another worker, which settles it again.
    */
   settleSteps?: SettleStep[];
+  /** Background jobs that run while the worker runs (the spill sweeper, …). */
+  companions?: { start(): void; stop(): Promise<void> }[];
 };
 
 export type SettleStep = (run: Run, outcome: Outcome, status: RunStatusName) => Promise<void>;
@@ -53,6 +55,7 @@ export class RunWorker {
   start(): void {
     this.stopped = false;
     this.unsubscribe = this.listenForCancellations();
+    for (const companion of this.options.companions ?? []) companion.start();
     this.schedule(0);
   }
 
@@ -63,6 +66,7 @@ export class RunWorker {
     this.unsubscribe?.();
     for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
+    await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
   }
 
   private schedule(delayMs: number): void {

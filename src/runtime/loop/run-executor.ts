@@ -8,6 +8,7 @@ import { findDanglingToolCalls, repairNote } from "../memory/repair.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef } from "../ports/trace-sink.js";
+import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 
@@ -47,7 +48,9 @@ export type ExecutorDeps = {
   /** The tools of one run, given its log so far (for tools whose state lives in the log). */
   tools: (run: Run, runLog: readonly Message[]) => Tool[] | Promise<Tool[]>;
   toolTimeoutMs: number;
-  /** Extensions that take part in every run (workspace materials, spills, …). */
+  /** The payload step: spills results too large for the model's context (R10). */
+  spiller?: Spiller;
+  /** Extensions that take part in every run (workspace materials, …). */
   hooks?: RunHooks[];
   /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
   context?: ContextBuilder;
@@ -178,11 +181,12 @@ export class RunExecutor {
       run,
       signal: turn.signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
+      payloadStep: this.deps.spiller?.forTurn(run),
     });
     await appendToLog(this.deps.prisma, {
       conversationId: run.conversationId,
       runId: run.id,
-      entries: results.map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output })),
+      entries: results.map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output, spill: r.spill })),
     });
     if (turn.signal.aborted) return { type: "interrupted", status: stopReasonOf(turn.signal) };
     if (tokensUsed > run.tokenBudget) {

@@ -5,7 +5,7 @@
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
-import { toChatMessages } from "./conversation-log.js";
+import { type LoggedMessage, toChatMessages } from "./conversation-log.js";
 import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
 import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
 import { localEstimator, type TokenEstimator } from "./token-estimator.js";
@@ -70,6 +70,8 @@ export type ContextPlan = BuiltContext & {
  * A memo of per-message work, keyed by log message id (entries are immutable, R3) and by chat
  * message identity. Bounded: it is cleared when it grows past `maxEntries`.
  */
+const spilled = (message: Message) => (message as LoggedMessage).spill ?? null;
+
 export class MemoCache {
   private readonly chats = new Map<string, { chat: ChatMessage[]; tokens: number }>();
   private readonly summaries = new Map<string, StoredSummary | null>();
@@ -97,12 +99,14 @@ export class MemoCache {
 
   /** The entry's chat messages as the log shows them (toChatMessages of it alone) and their tokens. */
   view(message: Message): ViewEntry {
-    let hit = this.chats.get(message.id);
+    // A spilled result reads differently once its handle is released; nothing else changes.
+    const key = spilled(message)?.releasedAt ? `${message.id}:released` : message.id;
+    let hit = this.chats.get(key);
     if (!hit) {
       const chat = toChatMessages([message]);
       hit = { chat, tokens: chat.reduce((sum, m) => sum + this.messageTokens(m), 0) };
       if (this.chats.size >= this.maxEntries) this.chats.clear();
-      this.chats.set(message.id, hit);
+      this.chats.set(key, hit);
     }
     return { message, chat: hit.chat, tokens: hit.tokens, cleared: [] };
   }
@@ -201,7 +205,10 @@ export function planContext(input: ContextInput): ContextPlan {
     summary: rendered?.message ?? null,
     estimator: cache.memoEstimator,
   });
-  const carried = new Set(raw.filter((entry) => entry.cleared.length === 0).map((entry) => entry.message.id));
+  // Carried means the model saw the entry's own content: not cleared, and not shown as a spill preview.
+  const carried = new Set(
+    raw.filter((entry) => entry.cleared.length === 0 && !spilled(entry.message)).map((entry) => entry.message.id),
+  );
   if (currentView) carried.add(currentView.message.id);
   return {
     messages,

@@ -1,12 +1,20 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
-// its siblings; results come back in the order the model asked for them.
+// its siblings; results come back in the order the model asked for them. A payload step (spill
+// protection, R10) sees each successful output inside its own call's span.
 import type { Run } from "../../generated/prisma/client.js";
 import type { ToolCall } from "../ports/model.js";
+import type { NewSpill } from "../ports/spill-store.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
-export type ToolResult = { call: ToolCall; output: string; isError: boolean; durationMs: number };
+export type ToolResult = { call: ToolCall; output: string; isError: boolean; durationMs: number; spill?: NewSpill | null };
+
+/**
+ * Decides, inside the call's span, whether an output is spilled; `shown` is what the trace's
+ * TOOL_OUTPUT event then carries instead of the whole output, which is stored once, in the log.
+ */
+export type PayloadStep = (call: ToolCall, output: string, span: SpanRef) => Promise<{ spill: NewSpill; shown: string } | null>;
 
 export type ExecuteOptions = {
   calls: ToolCall[];
@@ -17,6 +25,7 @@ export type ExecuteOptions = {
   /** The run's signal: cancellation or deadline. */
   signal: AbortSignal;
   defaultTimeoutMs: number;
+  payloadStep?: PayloadStep;
 };
 
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
@@ -34,9 +43,20 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
   });
   await options.sink.event(span, "TOOL_INPUT", call.arguments);
   const { output, isError, cancelled } = await invoke(call, span, options);
-  await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", output);
+  const spilled = isError ? null : await payload(call, output, span, options);
+  await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", spilled?.shown ?? output);
   await options.sink.endSpan(span, { status: cancelled ? "CANCELLED" : isError ? "ERROR" : "OK" });
-  return { call, output, isError, durationMs: Date.now() - started };
+  return { call, output, isError, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+}
+
+/** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */
+async function payload(call: ToolCall, output: string, span: SpanRef, options: ExecuteOptions) {
+  try {
+    return (await options.payloadStep?.(call, output, span)) ?? null;
+  } catch (error) {
+    await options.sink.event(span, "ERROR", `spilling the result failed: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  }
 }
 
 async function invoke(

@@ -1,0 +1,27 @@
+// Spilled tool results of a run (R10–R12): the handles the model can still read back, with
+// what it was shown of each. The whole result is the TOOL message in `Run.messages`.
+import { RunNode } from "./run.js";
+import { builder } from "../builder.js";
+
+export const SpillObject = builder.prismaObject("Spill", {
+  description:
+    "A tool result too large for the model's context: the model saw a preview and reads the rest back through the handle. The whole result is stored once, as its TOOL message in the log.",
+  fields: (t) => ({
+    handle: t.exposeString("handle", { description: "The read-back handle: spill://<agent>/<conversation>/<toolCallId>." }),
+    tool: t.exposeString("toolName", { description: "The tool whose result was spilled." }),
+    size: t.exposeInt("sizeBytes", { description: "Bytes (UTF-8) of the whole result." }),
+    preview: t.exposeString("preview", {
+      description: "What the model saw in place of the result: its first characters, or whole leading items of a JSON list.",
+    }),
+    strategy: t.exposeString("strategy", { description: 'How the preview was made: "head" (first characters) or "json-items" (whole leading list items).' }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the result was spilled." }),
+    message: t.relation("message", { description: "The TOOL message holding the whole result (readable after release too)." }),
+  }),
+});
+
+builder.prismaObjectField(RunNode, "spills", (t) =>
+  t.relation("spills", {
+    description: "The run's spilled tool results whose handles are live; empty once the run has ended and released them.",
+    query: { where: { releasedAt: null }, orderBy: { createdAt: "asc" } },
+  }),
+);
