@@ -112,7 +112,9 @@ export function createRuntime(
     profile: (name) => profileIn(profiles, name),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
-    spiller: new Spiller({ store: spills, sink: recorder, policies: options.spill?.policies }),
+    // A material read is the content the run was asked to weigh, and the ledger counts it as
+    // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.
+    spiller: new Spiller({ store: spills, sink: recorder, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
     tools: async (run, runLog) => [
       createTaskListTool(runLog),
       readMaterial,

@@ -302,6 +302,24 @@ describe.each(backends)("research history on %s", (backend) => {
     expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain("Checkpoint revision 1 is UNAVAILABLE");
   });
 
+  it("a long material is read whole, never behind a spill preview, and counts as consumed", async () => {
+    const long = `Fund D annual report.${" Holdings and fees, line by line.".repeat(1_400)}`;
+    const model = scriptedByQuestion({
+      "Read the long report": (request, turn) =>
+        turn === 0 ? { toolCalls: [readCall(listedId(request, "Long report"), 1)] } : { content: "Read it all." },
+    });
+    const t = await start(model);
+    const workspace = await createWorkspace(t.client);
+    const report = await publish(t.client, { title: "Long report", content: long });
+    await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: report.version.publication.id } });
+    expect(long.length).toBeGreaterThan(40_000);
+    const run = (await admit(t.client, { workspaceId: workspace.id, question: "Read the long report" })).run;
+    expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
+    const carried = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    expect(carried.some((c) => c.includes(long))).toBe(true);
+    expect(stagesOf((await materials(t.client, run.id)).materialUses, report.version.publication.id, 1)).toContain("CONSUMED");
+  });
+
   it("of two concurrent checkpoint updates on one revision exactly one wins, and omitted questions stay OPEN", async () => {
     const t = await start(scriptedByQuestion({}));
     const workspace = await createWorkspace(t.client);
