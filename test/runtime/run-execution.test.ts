@@ -4,14 +4,14 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, NodeDocument, RunEventsDocument, RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, NodeDocument, RunEventsDocument, RunTraceDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
+import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
 
 const sleepTool = (name: string, ms: number): Tool => ({
   schema: { name, description: `waits ${ms} ms`, parameters: { type: "object" } },
@@ -47,15 +47,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     return { t, model };
   }
 
-  async function settled(app: TestApp, runId: string, timeoutMs = 15_000): Promise<RunView> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = expectType((await app.client.request(RunTraceDocument, { id: runId })).node!, "Run");
-      if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
-      if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const settled = (app: TestApp, runId: string, timeoutMs = 15_000) => settledRun(app.client, runId, timeoutMs);
 
   it("runs three 200 ms tools of one turn concurrently and gives the results back in request order", async () => {
     const { t, model } = await start(

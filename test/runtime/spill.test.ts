@@ -6,16 +6,16 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, RunSpillsDocument, RunTraceDocument, type RunTraceQuery, SpilledMessageDocument } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, RunSpillsDocument, SpilledMessageDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
+import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
 
-type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
 
 const returning = (name: string, output: string, delayMs = 0): Tool => ({
   schema: { name, description: `returns ${output.length} characters`, parameters: { type: "object" } },
@@ -71,15 +71,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
     return { t, model };
   }
 
-  async function settled(app: TestApp, runId: string, timeoutMs = 30_000): Promise<RunView> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = expectType((await app.client.request(RunTraceDocument, { id: runId })).node!, "Run");
-      if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
-      if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const settled = (app: TestApp, runId: string, timeoutMs = 30_000) => settledRun(app.client, runId, timeoutMs);
 
   const spillsOf = async (app: TestApp, runId: string) => expectType((await app.client.request(RunSpillsDocument, { id: runId })).node!, "Run").spills;
 

@@ -6,6 +6,7 @@ import type { Message, Prisma, PrismaClient } from "../../generated/prisma/clien
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import type { ChatMessage, ToolCall } from "../ports/model.js";
 import type { NewSpill } from "../ports/spill-store.js";
+import { spillPreviewSelect } from "../spill/prisma-spill-store.js";
 import { renderSpilled } from "../spill/spill-plan.js";
 
 export type LogEntry =
@@ -17,20 +18,7 @@ export type LogEntry =
   /** R6: a structured summary (JSON, see memory/summary.ts); the context builder injects it, not toChatMessages. */
   | { role: "SUMMARY"; content: string };
 
-const spillView = {
-  select: {
-    handle: true,
-    toolName: true,
-    sizeBytes: true,
-    sizeChars: true,
-    preview: true,
-    strategy: true,
-    previewItems: true,
-    listPath: true,
-    itemCount: true,
-    releasedAt: true,
-  },
-} as const;
+const spillView = { select: spillPreviewSelect } as const;
 
 /** A log entry as read: a spilled TOOL result carries its spill. */
 export type LoggedMessage = Message & { spill?: Prisma.SpillGetPayload<typeof spillView> | null };

@@ -7,13 +7,9 @@ import { trimSeparator, utf16Offsets } from "./json-list-index.js";
 
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
 
-const infoSelect = {
-  id: true,
+/** What rendering a spilled result for the model needs (the log read path selects it too). */
+export const spillPreviewSelect = {
   handle: true,
-  runId: true,
-  conversationId: true,
-  messageId: true,
-  toolCallId: true,
   toolName: true,
   sizeBytes: true,
   sizeChars: true,
@@ -22,8 +18,17 @@ const infoSelect = {
   previewItems: true,
   listPath: true,
   itemCount: true,
-  createdAt: true,
   releasedAt: true,
+} satisfies Prisma.SpillSelect;
+
+const infoSelect = {
+  ...spillPreviewSelect,
+  id: true,
+  runId: true,
+  conversationId: true,
+  messageId: true,
+  toolCallId: true,
+  createdAt: true,
 } satisfies Prisma.SpillSelect;
 
 type Row = Prisma.SpillGetPayload<{ select: typeof infoSelect }>;
