@@ -8,6 +8,7 @@ import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
 import type { Logger } from "./logger.js";
 import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import { useTraceViewer } from "./server/trace-viewer.js";
 import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
@@ -70,6 +71,8 @@ export function createApp({
       error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String) }),
     },
     plugins: [
+      // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
+      useTraceViewer(),
       useReadinessCheck({
         endpoint: "/ready",
         check: async ({ fetchAPI }) => {
