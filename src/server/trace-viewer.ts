@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import type { Plugin } from "graphql-yoga";
 
-const PATH = /^\/traces\/([^/]+)\/?$/;
+// Run ids are base64 and may contain "/": everything after /traces/ is the id.
+const PATH = /^\/traces\/.+$/;
 
 /** A Yoga plugin answering GET /traces/<runId> with the viewer page. */
 export function useTraceViewer(): Plugin {

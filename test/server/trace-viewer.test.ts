@@ -167,6 +167,8 @@ describe("the trace viewer page", () => {
       expect(page.headers.get("content-type")).toContain("text/html");
       expect(page.headers.get("content-security-policy")).toMatch(/script-src 'nonce-/);
       expect((await fetch(`http://127.0.0.1:${server!.port}/traces/abc`, { method: "POST" })).status).toBe(405);
+      // Base64 run ids may hold a "/", unencoded when pasted by hand.
+      expect((await fetch(`http://127.0.0.1:${server!.port}/traces/UnVu/OjE=`)).status).toBe(200);
     });
   });
 });
