@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
-import { createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -45,6 +45,7 @@ describe("the Dossier MCP server", () => {
   let bob: Awaited<ReturnType<typeof connectMcp>>;
   let workspaceId: string;
   let publicationId: string;
+  let aliceKey: string;
 
   beforeAll(async () => {
     t = await startTestApp("pglite", {
@@ -52,7 +53,7 @@ describe("the Dossier MCP server", () => {
       authRequired: true,
       runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), pollMs: 50 },
     });
-    const aliceKey = await t.createPrincipal("alice");
+    aliceKey = await t.createPrincipal("alice");
     const bobKey = await t.createPrincipal("bob");
     // Alice's research, made through the API as she would.
     const api = t.as(aliceKey);
@@ -156,6 +157,11 @@ describe("the Dossier MCP server", () => {
       expect(refusal.content[0]!.text).not.toContain("Northvolt");
       expect(refusal.content[0]!.text).not.toContain("Two makers checked");
     }
+    const { run } = await admit(t.as(aliceKey), { question: "private question" });
+    const foreignRun = await bob.call("get_run", { runId: run.id });
+    expect(foreignRun.isError).toBe(true);
+    expect(foreignRun.content[0]!.text).not.toContain("private question");
+    expect((await alice.json("get_run", { runId: run.id })).question).toBe("private question");
     expect(refusals[0]!.content[0]!.text).toMatch(/No workspace with id .* is visible to this API key/);
     expect(refusals[3]!.content[0]!.text).toMatch(/^NotFoundError: /);
     expect((await alice.json("list_workspaces")).workspaces).toHaveLength(1);
