@@ -7,7 +7,8 @@ import { type Authenticate, authorizationFromConnectionParams, createAuthenticat
 import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
 import type { Logger } from "./logger.js";
-import { graphiqlDefaultQuery } from "./server/graphiql.js";
+import { graphiqlDefaultQuery, graphiqlDefaultTabs } from "./server/graphiql.js";
+import { useTraceViewer } from "./server/trace-viewer.js";
 import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
@@ -81,7 +82,7 @@ export function createApp({
     graphqlEndpoint: "/graphql",
     healthCheckEndpoint: "/health",
     landingPage: false,
-    graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery },
+    graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
     logging: {
       debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1) }),
       info: (...args) => logger.info(String(args[0]), { args: args.slice(1) }),
@@ -89,6 +90,8 @@ export function createApp({
       error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String) }),
     },
     plugins: [
+      // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
+      useTraceViewer(),
       useReadinessCheck({
         endpoint: "/ready",
         check: async ({ fetchAPI }) => {

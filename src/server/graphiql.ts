@@ -1,22 +1,102 @@
-// What GraphiQL shows a newcomer at /graphql.
-export const graphiqlDefaultQuery = `# Welcome to Dossier. Run an operation with the play button.
-#
-# mutation Create {
-#   createWorkspace(input: { title: "EU battery supply", goal: "Map EU cell makers' 2027 capacity" }) {
-#     __typename
-#     ... on CreateWorkspaceSuccess { workspace { id title goal { version statement } } }
-#     ... on Error { message }
-#   }
-# }
-#
-# subscription Watch($id: ID!) {
-#   workspaceEvents(workspaceId: $id) { kind at goal { version statement } workspace { status } }
-# }
+// What GraphiQL shows a newcomer at /graphql: a few tabs of example operations, one per thing
+// people come to do (look around, start research, watch a run, read the history). A test
+// validates every example against the schema, so they cannot drift from it.
+const lookAround = `# Welcome to Dossier. Run an operation with the ▶ button.
+# With AUTH_REQUIRED=true, add a header: { "authorization": "Bearer <your API key>" }
+# (create one with: npm run key:create -- --name "Your name").
+
+query Viewer {
+  viewer { id name }
+}
 
 query Workspaces {
   workspaces(first: 10) {
-    edges { node { id title status goal { version statement } } }
+    edges { node { id title status goal { version statement } checkpointRevision } }
     pageInfo { hasNextPage endCursor }
   }
 }
 `;
+
+const startResearch = `# Mutations answer with a union: the success type or a typed error.
+# Select __typename and narrow with inline fragments.
+
+mutation CreateWorkspace {
+  createWorkspace(input: { title: "EU battery supply", goal: "Map EU cell makers' 2027 capacity" }) {
+    __typename
+    ... on CreateWorkspaceSuccess { workspace { id title goal { version statement } } }
+    ... on ValidationError { message issues { field message } }
+  }
+}
+
+# Paste the workspace id into the variables below, then run this one.
+mutation AdmitRun($workspaceId: ID!) {
+  admitRun(input: { workspaceId: $workspaceId, question: "Which makers announced 2027 capacity?" }) {
+    __typename
+    ... on AdmitRunSuccess { replayed run { id status } }
+    ... on Error { message }
+  }
+}
+`;
+
+const watchRun = `# A run's trace, live: every change after afterSeq (all of them without it), then new ones.
+# Resume after a disconnect by passing the last seq you saw. Or open /traces/<runId> in a browser.
+
+subscription TraceUpdates($runId: ID!, $afterSeq: String) {
+  traceUpdates(runId: $runId, afterSeq: $afterSeq) {
+    seq
+    kind
+    at
+    span { id parentId kind name status startedAt endedAt usage { input output } }
+    event { kind preview }
+  }
+}
+
+subscription RunEvents($runId: ID!) {
+  runEvents(runId: $runId) { status at run { id status answer failureReason } }
+}
+`;
+
+const readHistory = `# What a workspace has learnt: the catalog (no content), one exact version, the checkpoint.
+
+query HistoryCatalog($workspaceId: ID!) {
+  node(id: $workspaceId) {
+    ... on Workspace {
+      historyCatalog(first: 20) {
+        complete
+        truncatedReason
+        entries { publicationId title latestVersion versions { version asOf availability { status reason } } }
+      }
+    }
+  }
+}
+
+query ReadMaterial($publicationId: ID!, $version: Int!) {
+  readMaterial(publicationId: $publicationId, version: $version) {
+    status
+    reason
+    publicationVersion { version asOf content }
+  }
+}
+
+query Checkpoint($workspaceId: ID!) {
+  node(id: $workspaceId) {
+    ... on Workspace {
+      checkpoint {
+        __typename
+        ... on Checkpoint { revision summary questions { id text status } nextSteps }
+        ... on UnavailableCheckpoint { revision reason }
+      }
+    }
+  }
+}
+`;
+
+export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
+  { query: lookAround },
+  { query: startResearch, variables: JSON.stringify({ workspaceId: "<workspace id>" }, null, 2) },
+  { query: watchRun, variables: JSON.stringify({ runId: "<run id>", afterSeq: null }, null, 2) },
+  { query: readHistory, variables: JSON.stringify({ workspaceId: "<workspace id>", publicationId: "<publication id>", version: 1 }, null, 2) },
+];
+
+/** The first tab, for GraphiQL versions that take a single default query. */
+export const graphiqlDefaultQuery = lookAround;

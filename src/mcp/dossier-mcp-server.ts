@@ -1,0 +1,192 @@
+// An MCP server that lets another agent work in Dossier workspaces (A8): list them, read the
+// history catalog, read exact versions, read the checkpoint, admit a run and follow it.
+// It is a client of a running Dossier server through the SDK — never a second process on the
+// database — so it sees exactly what the API key's principal sees.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import {
+  AdmitRunDocument,
+  type DossierClient,
+  DossierRequestError,
+  HistoryCatalogDocument,
+  ReadMaterialDocument,
+  RunDocument,
+  WorkspaceCheckpointDocument,
+  WorkspacesDocument,
+} from "../../sdk/index.js";
+
+export const dossierMcpTools = ["list_workspaces", "history_catalog", "read_material", "get_checkpoint", "admit_run", "get_run"] as const;
+
+const ok = (value: unknown): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }] });
+const refused = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true });
+const notVisible = (what: string, id: string) =>
+  refused(`No ${what} with id ${id} is visible to this API key (it does not exist, or belongs to someone else).`);
+
+/** Typed errors of a payload union, as a message the calling agent can act on. */
+const typedError = (payload: { __typename: string; message?: string }) =>
+  refused(`${payload.__typename}: ${payload.message ?? "refused"}`);
+
+/** Request-level failures (a refused key, an unreachable server, limits) as tool errors, not crashes. */
+function guarded<A>(handler: (args: A) => Promise<CallToolResult>): (args: A) => Promise<CallToolResult> {
+  return async (args) => {
+    try {
+      return await handler(args);
+    } catch (error) {
+      if (error instanceof DossierRequestError) return refused(`Dossier refused the request: ${error.message}`);
+      return refused(`Could not reach Dossier: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+}
+
+const id = (what: string) => z.string().min(1).describe(`The ${what}'s global id`);
+
+export function createDossierMcpServer({ client }: { client: DossierClient }): McpServer {
+  const server = new McpServer(
+    { name: "dossier", version: "0.1.0" },
+    {
+      instructions:
+        "Dossier keeps long-running research in workspaces. Start with list_workspaces, then history_catalog " +
+        "to see which publication versions exist (no content), read_material to read one exact version, and " +
+        "get_checkpoint for the current state of the research. Each version is a judgement formed at its as-of " +
+        "time, not a fact of today. admit_run asks Dossier's own agent a question inside a workspace; follow it with get_run.",
+    },
+  );
+
+  server.registerTool(
+    "list_workspaces",
+    {
+      title: "List workspaces",
+      description: "The workspaces of this API key's principal, newest first, with their current goal.",
+      inputSchema: {
+        first: z.number().int().min(1).max(100).optional().describe("How many (default 20, at most 100)"),
+        after: z.string().optional().describe("endCursor of the previous page"),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ first, after }) => {
+      const { workspaces } = await client.request(WorkspacesDocument, { first: first ?? 20, after });
+      return ok({
+        workspaces: workspaces.edges.map(({ node }) => ({
+          id: node.id,
+          title: node.title,
+          status: node.status,
+          goal: { version: node.goal.version, statement: node.goal.statement },
+          createdAt: node.createdAt,
+        })),
+        hasNextPage: workspaces.pageInfo.hasNextPage,
+        endCursor: workspaces.pageInfo.endCursor,
+      });
+    }),
+  );
+
+  server.registerTool(
+    "history_catalog",
+    {
+      title: "History catalog",
+      description:
+        "The publication versions a workspace can draw on (linked publications, runs and conversations): titles, " +
+        "versions, as-of times and availability — no content. Says when it is truncated.",
+      inputSchema: {
+        workspaceId: id("workspace"),
+        first: z.number().int().min(1).max(200).optional().describe("At most this many publications (default 50)"),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ workspaceId, first }) => {
+      const { node } = await client.request(HistoryCatalogDocument, { workspaceId, first: first ?? 50 });
+      if (node?.__typename !== "Workspace") return notVisible("workspace", workspaceId);
+      return ok(node.historyCatalog);
+    }),
+  );
+
+  server.registerTool(
+    "read_material",
+    {
+      title: "Read an exact version",
+      description:
+        "Reads exactly one version of a publication, with its content — never a newer one. Refused when the " +
+        "version or one of its sources is no longer eligible (revoked, tampered with) or not yours.",
+      inputSchema: {
+        publicationId: id("publication"),
+        version: z.number().int().min(1).describe("The version number, from the history catalog"),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ publicationId, version }) => {
+      const { readMaterial } = await client.request(ReadMaterialDocument, { publicationId, version });
+      if (!readMaterial.publicationVersion) {
+        return refused(`Version ${version} cannot be read (${readMaterial.status}): ${readMaterial.reason ?? "unavailable"}`);
+      }
+      const v = readMaterial.publicationVersion;
+      return ok({
+        status: readMaterial.status,
+        publication: v.publication,
+        version: v.version,
+        asOf: v.asOf,
+        contentHash: v.contentHash,
+        sources: v.sources.map((s) => ({ publicationId: s.publication.id, version: s.version })),
+        content: v.content,
+      });
+    }),
+  );
+
+  server.registerTool(
+    "get_checkpoint",
+    {
+      title: "Current checkpoint",
+      description:
+        "The workspace's current checkpoint: summary, open and resolved questions, next steps and the versions it " +
+        "rests on; null before the first one. A checkpoint resting on a version that lost eligibility is withheld.",
+      inputSchema: { workspaceId: id("workspace") },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ workspaceId }) => {
+      const { node } = await client.request(WorkspaceCheckpointDocument, { workspaceId, first: 1 });
+      if (node?.__typename !== "Workspace") return notVisible("workspace", workspaceId);
+      return ok({ checkpointRevision: node.checkpointRevision, checkpoint: node.checkpoint });
+    }),
+  );
+
+  server.registerTool(
+    "admit_run",
+    {
+      title: "Admit a run",
+      description:
+        "Asks Dossier's research agent a question inside a workspace (its current goal is frozen on the run). " +
+        "Returns the queued run; follow it with get_run. Pass an idempotencyKey to retry safely.",
+      inputSchema: {
+        workspaceId: id("workspace"),
+        question: z.string().min(1).describe("What the run should find out"),
+        materials: z
+          .array(z.object({ publicationId: z.string().min(1), version: z.number().int().min(1) }))
+          .optional()
+          .describe("Exact publication versions to give the run"),
+        idempotencyKey: z.string().min(1).optional(),
+      },
+    },
+    guarded(async ({ workspaceId, question, materials, idempotencyKey }) => {
+      const { admitRun } = await client.request(AdmitRunDocument, { input: { workspaceId, question, materials, idempotencyKey } });
+      if (admitRun.__typename !== "AdmitRunSuccess") return typedError(admitRun);
+      const { run } = admitRun;
+      return ok({ replayed: admitRun.replayed, run: { id: run.id, status: run.status, question: run.question, createdAt: run.createdAt } });
+    }),
+  );
+
+  server.registerTool(
+    "get_run",
+    {
+      title: "Get a run",
+      description: "A run's status and, once it has settled, its answer or why it failed.",
+      inputSchema: { runId: id("run") },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ runId }) => {
+      const { node } = await client.request(RunDocument, { id: runId });
+      if (node?.__typename !== "Run") return notVisible("run", runId);
+      return ok({ id: node.id, status: node.status, question: node.question, answer: node.answer, failureReason: node.failureReason });
+    }),
+  );
+
+  return server;
+}

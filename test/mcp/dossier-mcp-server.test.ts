@@ -1,0 +1,190 @@
+// A8: another agent works in a workspace through the MCP server — a separate process speaking
+// MCP over stdio, talking to a running Dossier over HTTP with one principal's API key.
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
+import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
+import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { projectRoot } from "../support/processes.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
+
+async function connectMcp(env: Record<string, string>) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ["--import", "tsx", path.join(projectRoot, "src/mcp/main.ts")],
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "dossier-test-agent", version: "1.0.0" });
+  await client.connect(transport);
+  const call = async (name: string, args: Record<string, unknown> = {}) =>
+    (await client.callTool({ name, arguments: args })) as ToolResult;
+  return {
+    client,
+    call,
+    /** The tool's JSON answer; fails the test when the tool reported an error. */
+    async json(name: string, args: Record<string, unknown> = {}) {
+      const result = await call(name, args);
+      if (result.isError) throw new Error(`${name} failed: ${result.content[0]?.text}`);
+      return JSON.parse(result.content[0]!.text);
+    },
+  };
+}
+
+describe("the Dossier MCP server", () => {
+  let t: TestApp;
+  let alice: Awaited<ReturnType<typeof connectMcp>>;
+  let bob: Awaited<ReturnType<typeof connectMcp>>;
+  let workspaceId: string;
+  let publicationId: string;
+  let aliceKey: string;
+
+  beforeAll(async () => {
+    t = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), pollMs: 50 },
+    });
+    aliceKey = await t.createPrincipal("alice");
+    const bobKey = await t.createPrincipal("bob");
+    // Alice's research, made through the API as she would.
+    const api = t.as(aliceKey);
+    const workspace = await createWorkspace(api, "Map EU battery cell capacity for 2027");
+    workspaceId = workspace.id;
+    const first = await publish(api, { title: "EU cell makers", content: "Northvolt: 16 GWh (2024 plan)", asOf: "2025-01-01T00:00:00.000Z" });
+    publicationId = first.version.publication.id;
+    await publish(api, { publicationId, content: "Northvolt: in restructuring; ACC: 13 GWh" });
+    expectType(
+      (await api.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: publicationId } })).linkToWorkspace,
+      "LinkToWorkspaceSuccess",
+    );
+    expectType(
+      (
+        await api.request(UpdateCheckpointDocument, {
+          input: { workspaceId, expectedRevision: 0, summary: "Two makers checked", questions: [{ text: "What about Asian makers in the EU?" }] },
+        })
+      ).updateCheckpoint,
+      "UpdateCheckpointSuccess",
+    );
+    [alice, bob] = await Promise.all([
+      connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: aliceKey }),
+      connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: bobKey }),
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await alice?.client.close();
+    await bob?.client.close();
+    await t?.close();
+  });
+
+  it("lists its tools with input schemas", async () => {
+    const { tools } = await alice.client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...dossierMcpTools].sort());
+    const admit = tools.find((tool) => tool.name === "admit_run")!;
+    expect(admit.inputSchema.required).toEqual(expect.arrayContaining(["workspaceId", "question"]));
+    expect(tools.find((tool) => tool.name === "read_material")!.annotations?.readOnlyHint).toBe(true);
+  });
+
+  it("reads a workspace: list, history catalog, an exact version, the checkpoint", async () => {
+    const listed = await alice.json("list_workspaces");
+    expect(listed.workspaces).toEqual([
+      expect.objectContaining({ id: workspaceId, status: "ACTIVE", goal: { version: 1, statement: "Map EU battery cell capacity for 2027" } }),
+    ]);
+
+    const catalog = await alice.json("history_catalog", { workspaceId });
+    expect(catalog.complete).toBe(true);
+    expect(catalog.entries).toHaveLength(1);
+    expect(catalog.entries[0]).toMatchObject({ publicationId, title: "EU cell makers", latestVersion: 2 });
+    expect(catalog.entries[0].versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    expect(JSON.stringify(catalog)).not.toContain("Northvolt"); // the catalog carries no content
+
+    // Exactly the version asked for, not the newest.
+    const v1 = await alice.json("read_material", { publicationId, version: 1 });
+    expect(v1).toMatchObject({ status: "AVAILABLE", version: 1, asOf: "2025-01-01T00:00:00.000Z", content: "Northvolt: 16 GWh (2024 plan)" });
+    const missing = await alice.call("read_material", { publicationId, version: 9 });
+    expect(missing.isError).toBe(true);
+    expect(missing.content[0]!.text).toMatch(/Version 9 cannot be read/);
+
+    const { checkpointRevision, checkpoint } = await alice.json("get_checkpoint", { workspaceId });
+    expect(checkpointRevision).toBe(1);
+    expect(checkpoint).toMatchObject({
+      __typename: "Checkpoint",
+      summary: "Two makers checked",
+      questions: [expect.objectContaining({ text: "What about Asian makers in the EU?", status: "OPEN" })],
+    });
+  });
+
+  it("admits a run in the workspace and follows it to its answer", async () => {
+    const admitted = await alice.json("admit_run", { workspaceId, question: "Which makers are missing?", idempotencyKey: "mcp-1" });
+    expect(admitted).toMatchObject({ replayed: false, run: { status: "QUEUED", question: "Which makers are missing?" } });
+    const again = await alice.json("admit_run", { workspaceId, question: "Which makers are missing?", idempotencyKey: "mcp-1" });
+    expect(again).toMatchObject({ replayed: true, run: { id: admitted.run.id } });
+
+    let run = await alice.json("get_run", { runId: admitted.run.id });
+    for (let i = 0; i < 200 && (run.status === "QUEUED" || run.status === "RUNNING"); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      run = await alice.json("get_run", { runId: admitted.run.id });
+    }
+    expect(run.status).toBe("SUCCEEDED");
+    // The run worked inside the workspace: the demo model echoes the context it was given.
+    expect(run.answer).toContain('research workspace "Batteries"');
+    expect(run.answer).toContain("Summary: Two makers checked");
+
+    const invalid = await alice.call("admit_run", { workspaceId, question: "x".repeat(100_000) });
+    expect(invalid.isError).toBe(true);
+    expect(invalid.content[0]!.text).toMatch(/^ValidationError: /);
+  });
+
+  it("another principal's key sees nothing of the first's workspace", async () => {
+    expect((await bob.json("list_workspaces")).workspaces).toEqual([]);
+    const refusals = await Promise.all([
+      bob.call("history_catalog", { workspaceId }),
+      bob.call("get_checkpoint", { workspaceId }),
+      bob.call("read_material", { publicationId, version: 1 }),
+      bob.call("admit_run", { workspaceId, question: "let me in" }),
+    ]);
+    for (const refusal of refusals) {
+      expect(refusal.isError).toBe(true);
+      expect(refusal.content[0]!.text).not.toContain("Northvolt");
+      expect(refusal.content[0]!.text).not.toContain("Two makers checked");
+    }
+    const { run } = await admit(t.as(aliceKey), { question: "private question" });
+    const foreignRun = await bob.call("get_run", { runId: run.id });
+    expect(foreignRun.isError).toBe(true);
+    expect(foreignRun.content[0]!.text).not.toContain("private question");
+    expect((await alice.json("get_run", { runId: run.id })).question).toBe("private question");
+    expect(refusals[0]!.content[0]!.text).toMatch(/No workspace with id .* is visible to this API key/);
+    expect(refusals[3]!.content[0]!.text).toMatch(/^NotFoundError: /);
+    expect((await alice.json("list_workspaces")).workspaces).toHaveLength(1);
+  });
+
+  it("talks to Dossier only through the SDK: it imports nothing of the server", () => {
+    const dir = path.join(projectRoot, "src/mcp");
+    for (const file of readdirSync(dir)) {
+      const imports = [...readFileSync(path.join(dir, file), "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1]!);
+      const local = imports.filter((s) => s.startsWith("."));
+      expect(local.filter((s) => !s.startsWith("./") && !s.startsWith("../../sdk/")), file).toEqual([]);
+    }
+  });
+
+  it("reports a refused key as a tool error, and a bad DOSSIER_URL at start-up", async () => {
+    const stranger = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: "dsk_not-a-key" });
+    try {
+      const result = await stranger.call("list_workspaces");
+      expect(result.isError).toBe(true);
+      expect(result.content[0]!.text).toMatch(/^Dossier refused the request: .*key/i);
+    } finally {
+      await stranger.client.close();
+    }
+    await expect(connectMcp({ DOSSIER_URL: "not a url" })).rejects.toThrow();
+  });
+});

@@ -1,0 +1,137 @@
+// A4: the SDK covers every public root field, stands on its own (no imports from src/), builds to
+// JavaScript and declarations, packs as @dossier/sdk, and its built JavaScript works from plain
+// Node.js against a running server — typed error unions included.
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { buildSchema, type DocumentNode, Kind, parse, type SelectionNode, visit } from "graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateWorkspaceDocument } from "../../sdk/generated/graphql.js";
+import { projectRoot } from "../support/processes.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const run = promisify(execFile);
+const sdkDir = path.join(projectRoot, "sdk");
+
+function operationDocuments(): DocumentNode[] {
+  const dir = path.join(sdkDir, "operations");
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".graphql"))
+    .map((file) => parse(readFileSync(path.join(dir, file), "utf8")));
+}
+
+describe("the SDK", () => {
+  it("has an operation for every public query, mutation and subscription field", () => {
+    const schema = buildSchema(readFileSync(path.join(projectRoot, "schema/schema.graphql"), "utf8"));
+    const documents = operationDocuments();
+    // Root fields may be selected directly or through a fragment on the root type.
+    const used = { Query: new Set<string>(), Mutation: new Set<string>(), Subscription: new Set<string>() };
+    const rootOf = { query: "Query", mutation: "Mutation", subscription: "Subscription" } as const;
+    const fragments = new Map(
+      documents.flatMap((d) => d.definitions).flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])),
+    );
+    const collect = (root: keyof typeof used, selections: readonly SelectionNode[]) => {
+      for (const selection of selections) {
+        if (selection.kind === Kind.FIELD) used[root].add(selection.name.value);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) collect(root, selection.selectionSet.selections);
+        else {
+          const fragment = fragments.get(selection.name.value);
+          if (fragment) collect(root, fragment.selectionSet.selections);
+        }
+      }
+    };
+    for (const document of documents) {
+      visit(document, {
+        OperationDefinition(node) {
+          collect(rootOf[node.operation], node.selectionSet.selections);
+        },
+      });
+    }
+    const roots = { Query: schema.getQueryType(), Mutation: schema.getMutationType(), Subscription: schema.getSubscriptionType() };
+    const missing = (["Query", "Mutation", "Subscription"] as const).flatMap((root) =>
+      Object.keys(roots[root]?.getFields() ?? {})
+        .filter((field) => !used[root].has(field))
+        .map((field) => `${root}.${field}`),
+    );
+    expect(missing).toEqual([]);
+    // Sanity: the walk really saw the schema's roots.
+    expect(used.Subscription.has("traceUpdates")).toBe(true);
+  });
+
+  it("imports nothing from the server's sources", () => {
+    for (const file of ["client.ts", "index.ts", "generated/graphql.ts"]) {
+      const source = readFileSync(path.join(sdkDir, file), "utf8");
+      const specifiers = [...source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+      const allowed = (s: string) =>
+        s.startsWith("./") || ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core"].includes(s);
+      expect(specifiers.filter((s) => !allowed(s)), file).toEqual([]);
+    }
+  });
+
+  it("narrows a typed error union by __typename", async () => {
+    const t = await startTestApp("pglite");
+    try {
+      const result = (await t.client.request(CreateWorkspaceDocument, { input: { title: "", goal: "" } })).createWorkspace;
+      if (result.__typename === "ValidationError") {
+        // Only the ValidationError member has `issues`; the compiler knows it here.
+        expect(result.issues.map((issue) => issue.field)).toContain("title");
+      } else {
+        expect.fail(`expected a ValidationError, got ${result.__typename}`);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  describe("as a package", () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      await run("npm", ["run", "build:sdk"], { cwd: projectRoot });
+      t = await startTestApp("pglite", { listen: true });
+    }, 120_000);
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it("builds to JavaScript with declarations, and packs them", async () => {
+      for (const file of ["index.js", "index.d.ts", "client.js", "client.d.ts", "generated/graphql.js", "generated/graphql.d.ts"]) {
+        expect(existsSync(path.join(sdkDir, "dist", file)), file).toBe(true);
+      }
+      const manifest = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
+      expect(manifest.name).toBe("@dossier/sdk");
+      expect(Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).sort()).toEqual(
+        ["@graphql-typed-document-node/core", "graphql", "graphql-ws", "ws"].sort(),
+      );
+      const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: sdkDir });
+      const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+      expect(files).toEqual(expect.arrayContaining(["package.json", "dist/index.js", "dist/index.d.ts", "dist/generated/graphql.d.ts"]));
+      expect(files.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toBe(false);
+      // The declarations reference no server source.
+      expect(readFileSync(path.join(sdkDir, "dist/client.d.ts"), "utf8")).not.toMatch(/\.\.\/src\//);
+    });
+
+    it("its built JavaScript works from plain Node.js: a request, an error union, a subscription", async () => {
+      const script = `
+        import { createClient, CreateWorkspaceDocument, WorkspaceEventsDocument, UpdateGoalDocument } from ${JSON.stringify(path.join(sdkDir, "dist/index.js"))};
+        const client = createClient({ url: process.env.URL });
+        const created = (await client.request(CreateWorkspaceDocument, { input: { title: "Packaged", goal: "Check the built SDK" } })).createWorkspace;
+        const invalid = (await client.request(CreateWorkspaceDocument, { input: { title: "", goal: "" } })).createWorkspace;
+        const events = client.subscribe(WorkspaceEventsDocument, { workspaceId: created.workspace.id });
+        const first = events.next();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await client.request(UpdateGoalDocument, { input: { workspaceId: created.workspace.id, expectedVersion: 1, statement: "A new goal" } });
+        const event = (await first).value;
+        await events.return();
+        await client.close();
+        console.log(JSON.stringify({ created: created.__typename, invalid: invalid.__typename, event: event.workspaceEvents.kind }));
+      `;
+      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: projectRoot,
+        env: { PATH: process.env.PATH ?? "", URL: t.server!.url },
+        timeout: 30_000,
+      });
+      expect(JSON.parse(stdout.trim())).toEqual({ created: "CreateWorkspaceSuccess", invalid: "ValidationError", event: "GOAL_UPDATED" });
+    });
+  });
+});

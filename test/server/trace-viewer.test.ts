@@ -1,0 +1,174 @@
+// The live trace viewer page (/traces/<runId>) in headless Chromium against a running server:
+// the span tree fills in live, keeps going across a server restart (afterSeq), and ends
+// matching the database. Needs Debian's chromium (.ci/run installs it).
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { admit } from "../support/fixtures.js";
+import { projectRoot } from "../support/processes.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && !process.env.CI) {
+  console.warn(`trace viewer browser tests SKIPPED: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+}
+
+const slowPlan: ScriptStep[] = [
+  ...Array.from({ length: 6 }, (_, i) => ({
+    toolCalls: [{ name: "task_list", arguments: { action: "add", title: `step ${i}` } }],
+    delayMs: 350,
+  })),
+  { content: "Planned six steps.", delayMs: 200 },
+];
+
+const traceIdOf = (runId: string) => Buffer.from(runId, "base64").toString("utf8").split(":")[1]!;
+
+describe("the trace viewer page", () => {
+  it.runIf(!haveChromium && process.env.CI)("has Chromium on CI", () => {
+    expect.fail(`${CHROMIUM} is missing on CI: .ci/run should have installed it (apt-get install -y chromium)`);
+  });
+
+  describe.runIf(haveChromium)("in Chromium", () => {
+    let browser: Browser;
+    let t: TestApp | undefined;
+    let server: RunningServer | undefined;
+
+    beforeAll(async () => {
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+      });
+    });
+    afterAll(async () => browser?.close());
+    afterEach(async () => {
+      await server?.close();
+      await t?.close();
+      server = undefined;
+      t = undefined;
+    });
+
+    async function start(steps: ScriptStep[]) {
+      t = await startTestApp("pglite", {
+        authRequired: true,
+        runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")), pollMs: 50 },
+      });
+      server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
+      return t;
+    }
+    const pageUrl = (runId: string, key?: string) =>
+      `http://127.0.0.1:${server!.port}/traces/${encodeURIComponent(runId)}${key ? `#key=${encodeURIComponent(key)}` : ""}`;
+
+    it("shows the span tree live with timings, event previews and usage, across a server restart", async () => {
+      const app = await start(slowPlan);
+      const key = await app.createPrincipal("viewer");
+      const { run } = await admit(app.as(key), { question: "Plan six steps" });
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(String(error)));
+
+      await page.goto(pageUrl(run.id, key));
+      await page.waitForSelector('[data-testid=span][data-kind="RUN"]', { timeout: 15_000 });
+      expect(page.url()).not.toContain("#key="); // the key leaves the address bar
+      const seenAtLoad = await page.$$eval("[data-testid=span]", (spans) =>
+        spans.filter((s) => (s as HTMLElement).dataset.status !== "RUNNING").map((s) => (s as HTMLElement).dataset.spanId!),
+      );
+      // A span that ends after the page loaded shows up by itself: the page is live.
+      await page.waitForFunction(
+        (known) =>
+          [...document.querySelectorAll<HTMLElement>("[data-testid=span]")].some(
+            (s) => s.dataset.kind === "TOOL_CALL" && s.dataset.status === "OK" && !known.includes(s.dataset.spanId!),
+          ),
+        seenAtLoad,
+        { timeout: 15_000 },
+      );
+      expect(await page.textContent("[data-testid=connection]")).toBe("live");
+
+      // The server goes away mid-run and comes back on the same port: the page resumes after its last seq.
+      const { port } = server!;
+      await server!.close();
+      await page.waitForSelector("body[data-connection=reconnecting]", { timeout: 10_000 });
+      server = await startHttpServer({ app: app.app, port, host: "127.0.0.1" });
+
+      await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 30_000 });
+      expect(await page.textContent("[data-testid=answer]")).toBe("Planned six steps.");
+
+      // What the page shows equals the database: every span and event once, nothing missing.
+      const traceId = traceIdOf(run.id);
+      const spans = await app.app.db.prisma.span.findMany({ where: { traceId } });
+      const events = await app.app.db.prisma.spanEvent.count({ where: { span: { traceId } } });
+      const shown = await page.$$eval("[data-testid=span]", (rows) =>
+        rows.map((r) => ({ id: (r as HTMLElement).dataset.spanId, status: (r as HTMLElement).dataset.status })),
+      );
+      expect(shown.map((s) => s.id).sort()).toEqual(spans.map((s) => encodeGlobalId("Span", s.id)).sort());
+      expect(new Set(shown.map((s) => s.status))).toEqual(new Set(["OK"]));
+      expect(await page.locator("[data-testid=event]").count()).toBe(events);
+      // Nested: the tool calls sit inside turns inside the run.
+      expect(await page.locator('[data-kind="RUN"] [data-kind="TURN"] [data-kind="TOOL_CALL"]').count()).toBe(6);
+      // Timings and previews.
+      const durations = await page.$$eval(".duration", (cells) => cells.map((c) => c.textContent ?? ""));
+      expect(durations.every((d) => /^\d+(\.\d+)? (ms|s)$/.test(d))).toBe(true);
+      expect(await page.locator('[data-testid=event][data-kind="TOOL_INPUT"]').first().textContent()).toContain("step 0");
+      // Token usage: the sum of every model call's own usage.
+      const usage = spans.reduce(
+        (sum, s) => {
+          const u = s.usage as { input?: number; output?: number } | null;
+          return { input: sum.input + (u?.input ?? 0), output: sum.output + (u?.output ?? 0) };
+        },
+        { input: 0, output: 0 },
+      );
+      expect(usage.input).toBeGreaterThan(0);
+      expect(await page.textContent("[data-testid=usage]")).toBe(`in ${usage.input} · out ${usage.output}`);
+      expect(errors).toEqual([]);
+
+      const screenshot = path.join(projectRoot, "test-results", "trace-viewer.png");
+      mkdirSync(path.dirname(screenshot), { recursive: true });
+      await page.screenshot({ path: screenshot, fullPage: true });
+      console.log(`trace viewer screenshot: ${screenshot}`);
+      await page.close();
+    });
+
+    it("shows another principal's run to nobody, and asks for a key when none is given", async () => {
+      const app = await start([{ content: "done" }]);
+      const owner = await app.createPrincipal("owner");
+      const stranger = await app.createPrincipal("stranger");
+      const { run } = await admit(app.as(owner), { question: "mine" });
+
+      const page = await browser.newPage();
+      await page.goto(pageUrl(run.id, stranger));
+      await page.waitForSelector("body[data-connection=refused]");
+      expect(await page.textContent("[data-testid=message]")).toContain("No run with this id is visible to this API key");
+      expect(await page.locator("[data-testid=span]").count()).toBe(0);
+      await page.close();
+
+      // A fresh browser profile without a key: the server's refusal, and a field to enter one.
+      const context = await browser.newContext();
+      const keyless = await context.newPage();
+      await keyless.goto(pageUrl(run.id));
+      await keyless.waitForSelector("body[data-connection=refused]");
+      expect(await keyless.textContent("[data-testid=message]")).toMatch(/key/i);
+      expect(await keyless.isVisible("#key-form")).toBe(true);
+      await keyless.fill("#key-input", owner);
+      await keyless.click("#key-form button");
+      await keyless.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });
+      expect(await keyless.textContent("[data-testid=answer]")).toBe("done");
+      await context.close();
+    });
+
+    it("is served only for GET", async () => {
+      await start([{ content: "x" }]);
+      const page = await fetch(`http://127.0.0.1:${server!.port}/traces/abc`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      expect(page.headers.get("content-security-policy")).toMatch(/script-src 'nonce-/);
+      expect((await fetch(`http://127.0.0.1:${server!.port}/traces/abc`, { method: "POST" })).status).toBe(405);
+      // Base64 run ids may hold a "/", unencoded when pasted by hand.
+      expect((await fetch(`http://127.0.0.1:${server!.port}/traces/UnVu/OjE=`)).status).toBe(200);
+    });
+  });
+});
