@@ -85,6 +85,7 @@ const envSchema = z.object({
   MAX_QUERY_ALIASES: z.coerce.number({ error: "must be a number" }).int().min(0, "must not be negative").default(30),
   MAX_QUERY_TOKENS: z.coerce.number({ error: "must be a number" }).int().min(100, "must be at least 100").default(5_000),
   MAX_QUERY_COST: z.coerce.number({ error: "must be a number" }).int().min(10, "must be at least 10").default(20_000),
+  MAX_PAGE_SIZE: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(200),
   MAX_REQUEST_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(1_048_576),
 });
 
@@ -121,7 +122,7 @@ export type Config = {
     metricsPort?: number;
   };
   /** Query and request limits (A7). */
-  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number };
+  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer: number;
@@ -198,6 +199,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxTokens: values.MAX_QUERY_TOKENS,
       maxCost: values.MAX_QUERY_COST,
       maxBodyBytes: values.MAX_REQUEST_BYTES,
+      maxPageSize: values.MAX_PAGE_SIZE,
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,

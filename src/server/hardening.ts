@@ -6,7 +6,7 @@
 import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import { GraphQLError, parse, type ValidationContext } from "graphql";
+import { type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { instruments } from "../metrics/dossier-metrics.js";
 
@@ -21,6 +21,12 @@ export type QueryLimits = {
   maxCost: number;
   /** Bytes of a request body; larger ones are refused (413) before they are read. */
   maxBodyBytes: number;
+  /**
+   * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
+   * connection still serves at most its own page size (100, or 200 for message logs) and says
+   * so with `pageInfo.hasNextPage`.
+   */
+  maxPageSize: number;
 };
 
 export const DEFAULT_QUERY_LIMITS: QueryLimits = {
@@ -29,10 +35,11 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
   maxTokens: 5_000,
   maxCost: 20_000,
   maxBodyBytes: 1_048_576,
+  maxPageSize: 200,
 };
 
 /** Refusals answered as GraphQL errors: the code clients can branch on. */
-type Refusal = "QUERY_TOO_DEEP" | "TOO_MANY_ALIASES" | "TOO_MANY_TOKENS" | "QUERY_TOO_COSTLY";
+type Refusal = "QUERY_TOO_DEEP" | "TOO_MANY_ALIASES" | "TOO_MANY_TOKENS" | "QUERY_TOO_COSTLY" | "PAGE_TOO_LARGE";
 
 function refuse(code: Refusal, message: string): GraphQLError {
   instruments.graphqlRejected.inc({ reason: code });
@@ -53,7 +60,8 @@ function reportAs(code: Refusal) {
 export function queryLimitsPlugin(limits: QueryLimits): Plugin {
   const rules = [
     maxDepthRule({ n: limits.maxDepth, ...reportAs("QUERY_TOO_DEEP") }),
-    maxAliasesRule({ n: limits.maxAliases, ...reportAs("TOO_MANY_ALIASES") }),
+    // Every alias counts, __typename too (graphql-armor exempts it by default; graphql-cop uses it).
+    maxAliasesRule({ n: limits.maxAliases, allowList: [], ...reportAs("TOO_MANY_ALIASES") }),
     costLimitRule({ maxCost: limits.maxCost, objectCost: 2, scalarCost: 1, depthCostFactor: 1.5, ...reportAs("QUERY_TOO_COSTLY") }),
   ];
   return {
@@ -72,7 +80,34 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
     onValidate({ addValidationRule }) {
       for (const rule of rules) addValidationRule(rule);
     },
+    // Page sizes may come from variables, so they are checked once the variables are known.
+    onExecute({ args, setResultAndStopExecution }) {
+      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      if (error) setResultAndStopExecution({ errors: [error] });
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      if (error) setResultAndStopExecution({ errors: [error] });
+    },
   };
+}
+
+/** The first `first` or `last` argument of the document above the limit, as a refusal. */
+function pageTooLarge(document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
+  let found: { name: string; value: number } | undefined;
+  visit(document, {
+    Argument(node) {
+      if (found || (node.name.value !== "first" && node.name.value !== "last")) return;
+      const value =
+        node.value.kind === Kind.INT
+          ? Number(node.value.value)
+          : node.value.kind === Kind.VARIABLE
+            ? Number(variables[node.value.name.value])
+            : Number.NaN;
+      if (value > max) found = { name: node.name.value, value };
+    },
+  });
+  return found && refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${max} items; page through the connection with "after" instead.`);
 }
 
 /**
