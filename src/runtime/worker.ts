@@ -150,7 +150,8 @@ export class RunWorker {
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     const heartbeat = setInterval(() => void this.heartbeat(run.id, controller), Math.max(50, this.leaseMs / 3));
     try {
-      logger.info("run started", { runId: run.id, worker: this.workerId });
+      // A run's trace shares its id (PrismaTraceRecorder.traceFor): logs and traces join on either.
+      logger.info("run started", { runId: run.id, traceId: run.id, worker: this.workerId });
       const outcome = await this.options.executor.execute(run, controller.signal);
       if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") await this.handBack(run);
       else await this.settle(run, outcome);
@@ -220,7 +221,7 @@ export class RunWorker {
       },
     });
     if (settled.count > 0) this.publish(run.id, status);
-    this.options.logger.info("run settled", { runId: run.id, status, worker: this.workerId });
+    this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status, worker: this.workerId });
   }
 
   private listenForCancellations(): () => void {

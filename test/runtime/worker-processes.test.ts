@@ -124,4 +124,25 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     const { rows: roles } = await sql.query<{ role: string }>("SELECT role FROM message WHERE run_id = $1 ORDER BY seq", [runId]);
     expect(roles.map((row) => row.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
   }, 120_000);
+
+  it("a worker stopped with SIGTERM hands its run back at once, long before its lease would expire", async () => {
+    const leaseMs = 60_000;
+    const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "60000", RUN_LEASE_MS: String(leaseMs) });
+    const { run } = await admit(createClient({ url }), { question: "stop gracefully" });
+    const runId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
+    const first = await waitUntil(async () => markerLines(marker)[0], 30_000);
+    const stopped = workers.find((w) => first.endsWith(` ${w.child.pid}`))!;
+    const survivor = workers.find((w) => w !== stopped)!;
+    const stoppedAt = Date.now();
+    stopped.child.kill("SIGTERM");
+    expect(await stopped.exited).toEqual({ code: 0, signal: null });
+
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
+      return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
+    }, 30_000);
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished by ${survivor.child.pid}.` });
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    expect(stopped.output()).toMatch(/"message":"run handed back"/);
+  }, 120_000);
 });
