@@ -120,7 +120,7 @@ export function createApp({
     ],
   });
   const runtime = runtimeOptions
-    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp, queue: runQueue })
+    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp, queue: runQueue ?? runtimeOptions.queue })
     : undefined;
   runtime?.worker.start();
   return {
