@@ -2,7 +2,7 @@
 // main.ts builds one from configuration; tests build as many as they need.
 import { createYoga, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
 import type { Database } from "./db/open-database.js";
-import type { EventBus } from "./events/topics.js";
+import type { EventBus, EventPublisher } from "./events/topics.js";
 import { type Authenticate, authorizationFromConnectionParams, createAuthenticator } from "./graphql/authenticate.js";
 import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
@@ -16,6 +16,9 @@ import { connectMcpSdk } from "./runtime/adapters/mcp-sdk-client.js";
 import { McpRegistry } from "./runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "./runtime/ports/mcp.js";
 import { SkillCatalog } from "./runtime/skills/skill-catalog.js";
+import type { RunQueue } from "./runtime/ports/run-queue.js";
+import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "./server/hardening.js";
+import { metricsPlugin } from "./server/metrics-plugin.js";
 
 export type App = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
@@ -43,6 +46,8 @@ export function createApp({
   agents = [],
   traceSubscriberBuffer = 1_000,
   mcp: mcpOptions = {},
+  limits = DEFAULT_QUERY_LIMITS,
+  runQueue,
 }: {
   db: Database;
   events: EventBus;
@@ -56,11 +61,18 @@ export function createApp({
   traceSubscriberBuffer?: number;
   /** MCP servers: stdio off unless allowed; replaced connections drain for at most drainTimeoutMs. */
   mcp?: { stdioAllowed?: boolean; drainTimeoutMs?: number; connector?: McpConnector };
+  /** Query and request limits (A7). */
+  limits?: QueryLimits;
+  /**
+   * The cross-process run queue (PostgreSQL deployments): admitted runs are announced on it, and
+   * this instance's worker, if any, takes its runs from it.
+   */
+  runQueue?: RunQueue;
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
   const stdioAllowed = mcpOptions.stdioAllowed ?? false;
-  const services = createServices({ prisma: db.prisma, events, artifactRetention, agentNames, mcpStdioAllowed: stdioAllowed });
+  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioAllowed: stdioAllowed });
   const skills = new SkillCatalog({ prisma: db.prisma });
   const mcp = new McpRegistry({
     prisma: db.prisma,
@@ -80,6 +92,8 @@ export function createApp({
       return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings, capabilities: { skills, mcp } };
     },
     graphqlEndpoint: "/graphql",
+    // One operation per request: a batch would multiply every limit below by its length.
+    batching: false,
     healthCheckEndpoint: "/health",
     landingPage: false,
     graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
@@ -92,6 +106,9 @@ export function createApp({
     plugins: [
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
+      bodyLimitPlugin(limits.maxBodyBytes),
+      metricsPlugin({ prisma: db.prisma }),
+      queryLimitsPlugin(limits),
       useReadinessCheck({
         endpoint: "/ready",
         check: async ({ fetchAPI }) => {
@@ -106,7 +123,7 @@ export function createApp({
     ],
   });
   const runtime = runtimeOptions
-    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp })
+    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp, queue: runQueue ?? runtimeOptions.queue })
     : undefined;
   runtime?.worker.start();
   return {
@@ -124,4 +141,20 @@ export function createApp({
       await yoga.dispose();
     },
   };
+}
+
+/**
+ * The event publisher of the domain services, which also announces every admitted run on the
+ * run queue. Announcing is best effort: a run whose announcement failed is found by the
+ * workers' sweep.
+ */
+function announcingQueuedRuns(events: EventBus, queue: RunQueue, logger: Logger): EventPublisher {
+  const publish = (...args: unknown[]) => {
+    (events.publish as (...all: unknown[]) => void)(...args);
+    if (args[0] === "run:queued") {
+      const { runId } = args[1] as { runId: string };
+      queue.enqueue([runId]).catch((error: unknown) => logger.warn("announcing a run on the queue failed", { runId, error: String(error) }));
+    }
+  };
+  return { publish: publish as EventBus["publish"] };
 }

@@ -118,6 +118,15 @@ const envSchema = z.object({
     .transform((value) => value === "true")
     .default(false),
   COMMAND_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(30_000),
+  RUN_LEASE_MS: z.coerce.number({ error: "must be a number" }).int().min(500, "must be at least 500").default(15_000),
+  WORKER_CONCURRENCY: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(4),
+  METRICS_PORT: port.optional(),
+  MAX_QUERY_DEPTH: z.coerce.number({ error: "must be a number" }).int().min(2, "must be at least 2").default(15),
+  MAX_QUERY_ALIASES: z.coerce.number({ error: "must be a number" }).int().min(0, "must not be negative").default(30),
+  MAX_QUERY_TOKENS: z.coerce.number({ error: "must be a number" }).int().min(100, "must be at least 100").default(5_000),
+  MAX_QUERY_COST: z.coerce.number({ error: "must be a number" }).int().min(10, "must be at least 10").default(20_000),
+  MAX_PAGE_SIZE: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(200),
+  MAX_REQUEST_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(1_048_576),
 });
 
 export type CompactionPolicy = "never" | "stale" | "always";
@@ -143,6 +152,17 @@ export type Config = {
   redisUrl?: string;
   /** Whether this process executes runs (false: it only serves the API). */
   inProcessWorker: boolean;
+  /** How runs are executed by this process's worker (in process or `npm run worker`). */
+  worker: {
+    /** A run whose worker stops renewing its lease for this long is taken over by another (R17). */
+    leaseMs: number;
+    /** Runs one worker executes at once. */
+    concurrency: number;
+    /** Where a worker process serves /metrics (off without it). */
+    metricsPort?: number;
+  };
+  /** Query and request limits (A7). */
+  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer: number;
@@ -219,6 +239,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     redisUrl: values.REDIS_URL,
     inProcessWorker: values.IN_PROCESS_WORKER,
+    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
+    limits: {
+      maxDepth: values.MAX_QUERY_DEPTH,
+      maxAliases: values.MAX_QUERY_ALIASES,
+      maxTokens: values.MAX_QUERY_TOKENS,
+      maxCost: values.MAX_QUERY_COST,
+      maxBodyBytes: values.MAX_REQUEST_BYTES,
+      maxPageSize: values.MAX_PAGE_SIZE,
+    },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     sandboxDir: `${values.DATA_DIR}/sandbox`,

@@ -1,72 +1,36 @@
-// The composition root: configuration → database → events → app → HTTP server.
-// It alone chooses concrete adapters, and it owns start-up failures and graceful shutdown.
+// The server's composition root: configuration → database → events → run queue → app → HTTP
+// server. It owns start-up failures and graceful shutdown: on SIGTERM/SIGINT it stops accepting
+// connections, lets requests in flight finish, closes sockets, hands runs in flight back for
+// another worker, then closes the queue, Redis and the database.
 import { createApp } from "./app.js";
+import { modelFor, openEvents, openMigratedDatabase, openRunQueue, runtimeSettings } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { MigrationError } from "./db/migrate.js";
-import { openDatabase } from "./db/open-database.js";
-import { createRedisEventBus, RedisUnavailableError } from "./events/redis-event-target.js";
-import { createEventBus } from "./events/topics.js";
+import { RedisUnavailableError } from "./events/redis-event-target.js";
 import { createLogger } from "./logger.js";
-import { OpenAIModel } from "./runtime/adapters/openai-model.js";
-import { createDemoModel } from "./runtime/testing/scripted-model.js";
 import { startHttpServer } from "./server/http-server.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
 
-  const db = await openDatabase(config.database);
-  const migrations = await db.migrate().catch(async (error: unknown) => {
-    await db.close();
-    throw error;
-  });
-  logger.info("database ready", {
-    database: config.database.kind === "postgres" ? "postgresql" : `pglite (${config.database.dataDir})`,
-    appliedMigrations: migrations.applied,
-  });
-  if (migrations.unknownInDatabase.length > 0) {
-    logger.warn("the database has migrations this version does not know; is an older Dossier running?", {
-      migrations: migrations.unknownInDatabase,
-    });
-  }
-
-  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;
-  const events = redis?.events ?? createEventBus();
-  logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
-  const model =
-    config.model.kind === "openai"
-      ? new OpenAIModel({
-          apiKey: config.model.apiKey,
-          baseURL: config.model.baseURL,
-          model: config.model.model,
-          contextWindow: config.model.contextWindow,
-        })
-      : createDemoModel();
-  if (model.scripted) {
-    logger.warn("OPENAI_API_KEY is not set: runs are answered by the scripted offline demo model", { model: model.label });
-  }
+  const db = await openMigratedDatabase(config, logger);
+  const redis = await openEvents(config, logger);
+  const runQueue = await openRunQueue(config, logger);
   const app = createApp({
     db,
-    events,
+    events: redis.events,
     logger,
     authRequired: config.authRequired,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
-    runtime: config.inProcessWorker
-      ? {
-          model,
-          sandboxDir: config.sandboxDir,
-          toolTimeoutMs: config.toolTimeoutMs,
-          otlpEndpoint: config.otlpEndpoint,
-          compactionPolicies: config.compactionPolicies,
-          fetch: config.capabilities.fetch,
-          commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
-          spill: config.spill,
-        }
-      : undefined,
+    limits: config.limits,
+    runQueue,
+    runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
   });
+  if (!config.inProcessWorker) logger.info("IN_PROCESS_WORKER=false: this server executes no runs; start worker processes (npm run worker)");
   if (config.capabilities.commands.allowed) {
     logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");
   }
@@ -85,8 +49,10 @@ async function main(): Promise<void> {
     try {
       await server?.close();
       await app.stop();
-      await redis?.close();
+      await runQueue?.close();
+      await redis.close();
       await db.close();
+      logger.info("stopped", { signal });
       process.exit(0);
     } catch (error) {
       logger.error("shutdown failed", { error: String(error) });

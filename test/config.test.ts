@@ -16,6 +16,20 @@ describe("loadConfig", () => {
     });
   });
 
+  it("has worker and query limit settings with defaults, and names bad values", () => {
+    expect(loadConfig({})).toMatchObject({
+      worker: { leaseMs: 15_000, concurrency: 4 },
+      limits: { maxDepth: 15, maxAliases: 30, maxTokens: 5_000, maxCost: 20_000, maxBodyBytes: 1_048_576, maxPageSize: 200 },
+    });
+    expect(loadConfig({ RUN_LEASE_MS: "2000", WORKER_CONCURRENCY: "8", METRICS_PORT: "9464", MAX_QUERY_DEPTH: "8" })).toMatchObject({
+      worker: { leaseMs: 2_000, concurrency: 8, metricsPort: 9464 },
+      limits: { maxDepth: 8 },
+    });
+    expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
+      /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
+    );
+  });
+
   it("switches to PostgreSQL when DATABASE_URL is set, and treats empty variables as unset", () => {
     const config = loadConfig({ DATABASE_URL: "postgres://u@db:5432/dossier", PORT: "", DATA_DIR: "/x" });
     expect(config.database).toEqual({ kind: "postgres", url: "postgres://u@db:5432/dossier" });

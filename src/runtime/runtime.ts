@@ -9,6 +9,7 @@ import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import { ContextBuilder } from "./memory/context-builder.js";
 import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/micro-compaction.js";
 import type { ModelPort } from "./ports/model.js";
+import type { RunQueue } from "./ports/run-queue.js";
 import type { Tool } from "./ports/tool.js";
 import { createReadEvidenceTool } from "./tools/read-evidence.js";
 import type { McpRegistry } from "./mcp/mcp-registry.js";
@@ -39,6 +40,8 @@ export type RuntimeOptions = {
   leaseMs?: number;
   pollMs?: number;
   concurrency?: number;
+  /** Ready runs announced across processes (PostgreSQL deployments); without it the worker polls the run table. */
+  queue?: RunQueue;
   /** Extra tools offered to every run (tests, integrations). */
   extraTools?: Tool[];
   /** Configured agent profiles, over the built-in `researcher`. */
@@ -135,6 +138,7 @@ export function createRuntime(
     leaseMs: options.leaseMs,
     pollMs: options.pollMs,
     concurrency: options.concurrency,
+    queue: options.queue,
     settleSteps,
     companions: [sweeper],
   });

@@ -8,6 +8,7 @@ import { type EventBus, publishRunStatus, type RunStatusName } from "../events/t
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type Outcome, type RunExecutor, RunStopped } from "./loop/run-executor.js";
+import type { RunQueue } from "./ports/run-queue.js";
 import type { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
 
 export type WorkerOptions = {
@@ -29,6 +30,14 @@ export type WorkerOptions = {
   settleSteps?: SettleStep[];
   /** Background jobs that run while the worker runs (the spill sweeper, …). */
   companions?: { start(): void; stop(): Promise<void> }[];
+  /**
+   * Where ready runs are announced across processes (S2). Without it the worker polls the run
+   * table; with it, it claims the runs the queue delivers and sweeps the table now and then for
+   * runs queued without an announcement or whose lease expired.
+   */
+  queue?: RunQueue;
+  /** How often a queue-driven worker sweeps for unannounced or expired runs (default leaseMs / 3). */
+  sweepMs?: number;
 };
 
 export type SettleStep = (run: Run, outcome: Outcome, status: RunStatusName) => Promise<void>;
@@ -44,6 +53,7 @@ export class RunWorker {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
+  private nextSweepAt = 0;
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
@@ -77,8 +87,9 @@ export class RunWorker {
 
   private async poll(): Promise<void> {
     try {
+      if (this.options.queue && Date.now() >= this.nextSweepAt) await this.sweep(this.options.queue);
       while (!this.stopped && this.active.size < this.concurrency) {
-        const run = await this.claim();
+        const run = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
         if (!run) break;
         this.begin(run);
       }
@@ -88,18 +99,43 @@ export class RunWorker {
     this.schedule(this.pollMs);
   }
 
-  /** Takes the oldest queued run, or a running one whose lease expired, with SKIP LOCKED. */
-  private async claim(): Promise<Run | null> {
+  /** Claims the next delivered run that is still claimable; deliveries of any other run are no-ops. */
+  private async claimDelivered(queue: RunQueue): Promise<Run | null> {
+    for (;;) {
+      const [delivery] = await queue.take(1);
+      if (!delivery) return null;
+      const run = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
+      if (run) return run;
+    }
+  }
+
+  /** Announces runs that are queued, or running under an expired lease, so a worker claims them. */
+  private async sweep(queue: RunQueue): Promise<void> {
+    this.nextSweepAt = Date.now() + (this.options.sweepMs ?? this.leaseMs / 3);
+    const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id FROM run WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
+        ORDER BY created_at LIMIT 1000`,
+    );
+    if (rows.length > 0) await queue.enqueue(rows.map((row) => row.id));
+  }
+
+  /**
+   * Takes the oldest queued run, or a running one whose lease expired, with SKIP LOCKED
+   * (or only the given run, when it is claimable).
+   */
+  private async claim(runId?: string): Promise<Run | null> {
     const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
       `UPDATE run SET status = 'RUNNING', lease_owner = $1,
               lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
               started_at = COALESCE(started_at, now())
         WHERE id = (SELECT id FROM run
-                     WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
+                     WHERE (status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now()))
+                       AND ($3::text IS NULL OR id = $3)
                      ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING id`,
       this.workerId,
       this.leaseMs,
+      runId ?? null,
     );
     const [row] = rows;
     return row ? this.options.prisma.run.findUniqueOrThrow({ where: { id: row.id } }) : null;
@@ -118,7 +154,8 @@ export class RunWorker {
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     const heartbeat = setInterval(() => void this.heartbeat(run.id, controller), Math.max(50, this.leaseMs / 3));
     try {
-      logger.info("run started", { runId: run.id, worker: this.workerId });
+      // A run's trace shares its id (PrismaTraceRecorder.traceFor): logs and traces join on either.
+      logger.info("run started", { runId: run.id, traceId: run.id, worker: this.workerId });
       const outcome = await this.options.executor.execute(run, controller.signal);
       if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") await this.handBack(run);
       else await this.settle(run, outcome);
@@ -151,6 +188,7 @@ export class RunWorker {
       where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
       data: { leaseOwner: null, leaseExpiresAt: new Date(0) },
     });
+    await this.options.queue?.enqueue([run.id]).catch(() => undefined);
     this.options.logger.info("run handed back", { runId: run.id, worker: this.workerId });
   }
 
@@ -187,7 +225,7 @@ export class RunWorker {
       },
     });
     if (settled.count > 0) this.publish(run.id, status);
-    this.options.logger.info("run settled", { runId: run.id, status, worker: this.workerId });
+    this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status, worker: this.workerId });
   }
 
   private listenForCancellations(): () => void {

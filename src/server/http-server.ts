@@ -8,6 +8,7 @@ import { WebSocketServer } from "ws";
 import type { App } from "../app.js";
 import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
+import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "./shared-subscription-results.js";
 
 export type RunningServer = {
@@ -38,6 +39,17 @@ export async function startHttpServer({
   const httpServer: Server = createServer(yoga);
   const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
   const sharedResults = new SharedSubscriptionResults();
+  // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
+  const sockets = new Set<{ subscriptions: Record<string, unknown> }>();
+  const stopCounting = metrics.collect(() => [
+    {
+      name: "dossier_subscriptions_open",
+      help: "GraphQL subscriptions open on this instance, by transport.",
+      type: "gauge",
+      labels: { transport: "ws" },
+      value: [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0),
+    },
+  ]);
 
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
@@ -46,6 +58,7 @@ export async function startHttpServer({
       onConnect: async (ctx) => {
         try {
           await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          sockets.add(ctx);
           return true;
         } catch (error) {
           (ctx.extra.socket as { close(code: number, reason: string): void }).close(
@@ -54,6 +67,9 @@ export async function startHttpServer({
           );
           return false;
         }
+      },
+      onClose: (ctx) => {
+        sockets.delete(ctx);
       },
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
@@ -70,10 +86,18 @@ export async function startHttpServer({
           ];
         }
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
+        let document: ReturnType<Enveloped["parse"]>;
+        try {
+          // The parser enforces the token limit: a refusal is the operation's error, not the socket's.
+          document = enveloped.parse(params.query);
+        } catch (error) {
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
         const args = {
           schema: enveloped.schema,
           operationName: params.operationName,
-          document: enveloped.parse(params.query),
+          document,
           variableValues: params.variables,
           contextValue: await enveloped.contextFactory(),
           rootValue: enveloped,
@@ -100,6 +124,7 @@ export async function startHttpServer({
     port: address.port,
     sharedSubscriptionExecutions: () => sharedResults.executions,
     async close() {
+      stopCounting();
       await wsHandle.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
       httpServer.closeIdleConnections();

@@ -6,6 +6,7 @@ import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
 import type { TokenUsage } from "../ports/model.js";
 import type { SpanExporter } from "./otlp-exporter.js";
+import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -48,6 +49,7 @@ export class PrismaTraceRecorder implements TraceSink {
       });
       return { spanId: created.id };
     });
+    countSpan(input.kind);
     return { id: span.spanId!, traceId: input.traceId };
   }
 
@@ -63,6 +65,7 @@ export class PrismaTraceRecorder implements TraceSink {
       await this.writeSpan(tx, span, { ...end, endedAt: this.now() });
       return { spanId: span.id };
     });
+    if (end.usage) countTokens(end.usage);
     this.deps.exporter?.spanEnded(span.id);
   }
 
@@ -83,6 +86,7 @@ export class PrismaTraceRecorder implements TraceSink {
       });
       return { spanId: span.id, eventId: event.id };
     });
+    countEvent(kind);
     return seq;
   }
 

@@ -1,0 +1,80 @@
+// Pieces both entry points (the server, src/main.ts, and the worker process, src/worker-main.ts)
+// compose in the same way from configuration: the database, the event bus, the model and the
+// run queue. Only these entry points choose concrete adapters.
+import type { Config } from "./config.js";
+import { type Database, openDatabase } from "./db/open-database.js";
+import { createRedisEventBus } from "./events/redis-event-target.js";
+import { createEventBus, type EventBus } from "./events/topics.js";
+import type { Logger } from "./logger.js";
+import { OpenAIModel } from "./runtime/adapters/openai-model.js";
+import { PgBossRunQueue } from "./runtime/adapters/pg-boss-queue.js";
+import type { ModelPort } from "./runtime/ports/model.js";
+import type { RunQueue } from "./runtime/ports/run-queue.js";
+import { createDemoModel } from "./runtime/testing/scripted-model.js";
+
+/** Opens and migrates the configured database. */
+export async function openMigratedDatabase(config: Config, logger: Logger): Promise<Database> {
+  const db = await openDatabase(config.database);
+  const migrations = await db.migrate().catch(async (error: unknown) => {
+    await db.close();
+    throw error;
+  });
+  logger.info("database ready", {
+    database: config.database.kind === "postgres" ? "postgresql" : `pglite (${config.database.dataDir})`,
+    appliedMigrations: migrations.applied,
+  });
+  if (migrations.unknownInDatabase.length > 0) {
+    logger.warn("the database has migrations this version does not know; is an older Dossier running?", {
+      migrations: migrations.unknownInDatabase,
+    });
+  }
+  return db;
+}
+
+/** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */
+export async function openEvents(config: Config, logger: Logger): Promise<{ events: EventBus; close(): Promise<void> }> {
+  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;
+  logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
+  return redis ?? { events: createEventBus(), close: async () => undefined };
+}
+
+/** The run queue of PostgreSQL deployments; the embedded database keeps its in-process worker polling. */
+export async function openRunQueue(config: Config, logger: Logger): Promise<RunQueue | undefined> {
+  if (config.database.kind !== "postgres") return undefined;
+  const queue = await PgBossRunQueue.start({ url: config.database.url, logger });
+  logger.info("runs are announced on the PostgreSQL job queue (pg-boss)");
+  return queue;
+}
+
+/** The configured model, or the scripted offline demo model without an API key. */
+export function modelFor(config: Config, logger: Logger): ModelPort {
+  const model =
+    config.model.kind === "openai"
+      ? new OpenAIModel({
+          apiKey: config.model.apiKey,
+          baseURL: config.model.baseURL,
+          model: config.model.model,
+          contextWindow: config.model.contextWindow,
+        })
+      : createDemoModel();
+  if (model.scripted) {
+    logger.warn("OPENAI_API_KEY is not set: runs are answered by the scripted offline demo model", { model: model.label });
+  }
+  return model;
+}
+
+/** The runtime settings of the configuration (the in-process worker and worker processes alike). */
+export function runtimeSettings(config: Config, model: ModelPort) {
+  return {
+    model,
+    sandboxDir: config.sandboxDir,
+    toolTimeoutMs: config.toolTimeoutMs,
+    otlpEndpoint: config.otlpEndpoint,
+    compactionPolicies: config.compactionPolicies,
+    fetch: config.capabilities.fetch,
+    commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
+    spill: config.spill,
+    leaseMs: config.worker.leaseMs,
+    concurrency: config.worker.concurrency,
+  };
+}

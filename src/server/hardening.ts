@@ -1,0 +1,134 @@
+// Query limits (A7): a request may not be deeper, wider (aliases), longer (tokens), costlier or
+// bigger (body bytes) than configured. Each refusal is a GraphQL error with a clear message and
+// an `extensions.code`, counted in /metrics; the server does no work for a refused request beyond
+// parsing and validating it. The same validation applies over graphql-ws, which validates
+// through Yoga's enveloped `validate` and `parse`.
+import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
+import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
+import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
+import { type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
+import type { Plugin } from "graphql-yoga";
+import { instruments } from "../metrics/dossier-metrics.js";
+
+export type QueryLimits = {
+  /** Nested selections below the operation (fragments count as they expand). */
+  maxDepth: number;
+  /** Aliased fields in one operation. */
+  maxAliases: number;
+  /** Lexical tokens of the document: bounds parsing work before anything else runs. */
+  maxTokens: number;
+  /** Static cost: each object field 2, each scalar 1, multiplied by 1.5 per level of depth. */
+  maxCost: number;
+  /** Bytes of a request body; larger ones are refused (413) before they are read. */
+  maxBodyBytes: number;
+  /**
+   * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
+   * connection still serves at most its own page size (100, or 200 for message logs) and says
+   * so with `pageInfo.hasNextPage`.
+   */
+  maxPageSize: number;
+};
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  maxDepth: 15,
+  maxAliases: 30,
+  maxTokens: 5_000,
+  maxCost: 20_000,
+  maxBodyBytes: 1_048_576,
+  maxPageSize: 200,
+};
+
+/** Refusals answered as GraphQL errors: the code clients can branch on. */
+type Refusal = "QUERY_TOO_DEEP" | "TOO_MANY_ALIASES" | "TOO_MANY_TOKENS" | "QUERY_TOO_COSTLY" | "PAGE_TOO_LARGE";
+
+function refuse(code: Refusal, message: string): GraphQLError {
+  instruments.graphqlRejected.inc({ reason: code });
+  return new GraphQLError(message, { extensions: { code } });
+}
+
+/** graphql-armor rules report through their callback; the message loses its misleading "Syntax Error:" prefix. */
+function reportAs(code: Refusal) {
+  return {
+    propagateOnRejection: false,
+    onReject: [
+      (context: ValidationContext | null, error: GraphQLError) =>
+        context?.reportError(refuse(code, error.message.replace(/^Syntax Error: /, ""))),
+    ],
+  };
+}
+
+export function queryLimitsPlugin(limits: QueryLimits): Plugin {
+  const rules = [
+    maxDepthRule({ n: limits.maxDepth, ...reportAs("QUERY_TOO_DEEP") }),
+    // Every alias counts, __typename too (graphql-armor exempts it by default; graphql-cop uses it).
+    maxAliasesRule({ n: limits.maxAliases, allowList: [], ...reportAs("TOO_MANY_ALIASES") }),
+    costLimitRule({ maxCost: limits.maxCost, objectCost: 2, scalarCost: 1, depthCostFactor: 1.5, ...reportAs("QUERY_TOO_COSTLY") }),
+  ];
+  return {
+    onParse({ setParseFn }) {
+      setParseFn((source, options) => {
+        try {
+          return parse(source, { ...options, maxTokens: limits.maxTokens });
+        } catch (error) {
+          if (error instanceof GraphQLError && /Parsing aborted/.test(error.message)) {
+            throw refuse("TOO_MANY_TOKENS", `The document has more than ${limits.maxTokens} tokens; send a smaller one.`);
+          }
+          throw error;
+        }
+      });
+    },
+    onValidate({ addValidationRule }) {
+      for (const rule of rules) addValidationRule(rule);
+    },
+    // Page sizes may come from variables, so they are checked once the variables are known.
+    onExecute({ args, setResultAndStopExecution }) {
+      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      if (error) setResultAndStopExecution({ errors: [error] });
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      if (error) setResultAndStopExecution({ errors: [error] });
+    },
+  };
+}
+
+/** The first `first` or `last` argument of the document above the limit, as a refusal. */
+function pageTooLarge(document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
+  let found: { name: string; value: number } | undefined;
+  visit(document, {
+    Argument(node) {
+      if (found || (node.name.value !== "first" && node.name.value !== "last")) return;
+      const value =
+        node.value.kind === Kind.INT
+          ? Number(node.value.value)
+          : node.value.kind === Kind.VARIABLE
+            ? Number(variables[node.value.name.value])
+            : Number.NaN;
+      if (value > max) found = { name: node.name.value, value };
+    },
+  });
+  return found && refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${max} items; page through the connection with "after" instead.`);
+}
+
+/**
+ * Refuses request bodies over the limit before they are read: a declared Content-Length over it
+ * gets 413, and a POST that does not declare its length (chunked) gets 411, because its size
+ * could only be known by reading it.
+ */
+export function bodyLimitPlugin(maxBodyBytes: number): Plugin {
+  return {
+    onRequest({ request, endResponse, fetchAPI }) {
+      if (request.method !== "POST") return;
+      const declared = request.headers.get("content-length");
+      const refusal = (status: number, code: string, message: string) => {
+        instruments.graphqlRejected.inc({ reason: code });
+        endResponse(fetchAPI.Response.json({ errors: [{ message, extensions: { code } }] }, { status }));
+      };
+      if (declared !== null && Number(declared) > maxBodyBytes) {
+        refusal(413, "REQUEST_TOO_LARGE", `The request body has ${declared} bytes; at most ${maxBodyBytes} are accepted.`);
+      } else if (declared === null && request.headers.has("transfer-encoding")) {
+        refusal(411, "LENGTH_REQUIRED", "Send the request body with a Content-Length header.");
+      }
+    },
+  };
+}

@@ -1,0 +1,65 @@
+// Prometheus metrics over HTTP (S4): GET /metrics, timings of every HTTP request and GraphQL
+// operation, and the SSE subscriptions open (graphql-ws subscriptions are counted by the HTTP
+// server, which sees every socket).
+import { getOperationAST } from "graphql";
+import type { Plugin } from "graphql-yoga";
+import type { PrismaClient } from "../generated/prisma/client.js";
+import { instruments, metrics, runsByState } from "../metrics/dossier-metrics.js";
+import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.js";
+
+const ROUTES = new Set(["/graphql", "/health", "/ready", "/metrics"]);
+
+export function metricsPlugin({ prisma, endpoint = "/metrics" }: { prisma: PrismaClient; endpoint?: string }): Plugin {
+  const started = new WeakMap<Request, number>();
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      started.set(request, performance.now());
+      if (url.pathname !== endpoint) return;
+      if (request.method !== "GET") {
+        endResponse(new fetchAPI.Response("Method Not Allowed", { status: 405, headers: { allow: "GET" } }));
+        return;
+      }
+      const body = await metrics.render([runsByState(prisma)]);
+      endResponse(new fetchAPI.Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
+    },
+    onResponse({ request, response }) {
+      const start = started.get(request);
+      if (start === undefined) return;
+      const path = new URL(request.url).pathname;
+      instruments.httpDuration.observe(
+        { method: request.method, route: ROUTES.has(path) ? path : "other", status: String(response.status) },
+        (performance.now() - start) / 1000,
+      );
+    },
+    onExecute({ args }) {
+      const start = performance.now();
+      const type = getOperationAST(args.document, args.operationName)?.operation ?? "unknown";
+      return {
+        onExecuteDone({ result }) {
+          const outcome = "errors" in result && result.errors?.length ? "error" : "ok";
+          instruments.graphqlDuration.observe({ type, outcome }, (performance.now() - start) / 1000);
+        },
+      };
+    },
+    onSubscribe({ args }) {
+      // graphql-ws subscriptions carry their socket in the context; the HTTP server counts those.
+      if ("socket" in (args.contextValue as object)) return;
+      const start = performance.now();
+      return {
+        onSubscribeResult({ result }) {
+          if (!(Symbol.asyncIterator in result)) return;
+          instruments.graphqlDuration.observe({ type: "subscription", outcome: "ok" }, (performance.now() - start) / 1000);
+          instruments.subscriptions.inc({ transport: "sse" });
+          let ended = false;
+          return {
+            onEnd() {
+              if (ended) return;
+              ended = true;
+              instruments.subscriptions.dec({ transport: "sse" });
+            },
+          };
+        },
+      };
+    },
+  };
+}

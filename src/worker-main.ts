@@ -1,0 +1,41 @@
+// `npm run worker`: a worker process's entry point. It needs DATABASE_URL (REDIS_URL is optional
+// and makes cancellations and wake-ups immediate across processes) and the same model settings as
+// the server. SIGTERM or SIGINT stops it gracefully: runs in flight are handed back.
+import { ConfigError, loadConfig } from "./config.js";
+import { MigrationError } from "./db/migrate.js";
+import { RedisUnavailableError } from "./events/redis-event-target.js";
+import { createLogger } from "./logger.js";
+import { startWorkerProcess, type WorkerProcess, WorkerNeedsPostgresError } from "./worker-process.js";
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  let worker: WorkerProcess | undefined;
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    try {
+      await worker?.stop();
+      logger.info("stopped", { signal });
+      process.exit(0);
+    } catch (error) {
+      logger.error("shutdown failed", { error: String(error) });
+      process.exit(1);
+    }
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  worker = await startWorkerProcess({ config, logger });
+}
+
+main().catch((error: unknown) => {
+  const expected =
+    error instanceof ConfigError ||
+    error instanceof MigrationError ||
+    error instanceof RedisUnavailableError ||
+    error instanceof WorkerNeedsPostgresError;
+  process.stderr.write(`Dossier's worker could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

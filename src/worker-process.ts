@@ -1,0 +1,93 @@
+// A worker process (S2): executes runs taken from the PostgreSQL job queue and serves no API.
+// It composes the same app as a server (services, skills, MCP registry, runtime) without an HTTP
+// server for GraphQL; /metrics is served on METRICS_PORT when set. Stopping it hands every run
+// in flight back, so another worker resumes it at once instead of waiting for the lease.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createApp } from "./app.js";
+import { modelFor, openEvents, openMigratedDatabase, openRunQueue, runtimeSettings } from "./compose.js";
+import type { Config } from "./config.js";
+import type { Logger } from "./logger.js";
+import { metrics, runsByState } from "./metrics/dossier-metrics.js";
+import { PROMETHEUS_CONTENT_TYPE } from "./metrics/registry.js";
+import type { ModelPort } from "./runtime/ports/model.js";
+import type { Tool } from "./runtime/ports/tool.js";
+
+export class WorkerNeedsPostgresError extends Error {
+  constructor() {
+    super(
+      "A worker process needs DATABASE_URL (PostgreSQL): the embedded database belongs to one process, whose in-process worker executes its runs.",
+    );
+    this.name = "WorkerNeedsPostgresError";
+  }
+}
+
+export type WorkerProcess = {
+  workerId: string;
+  /** The /metrics port, when METRICS_PORT is set (0 picks a free one). */
+  metricsPort?: number;
+  stop(): Promise<void>;
+};
+
+export async function startWorkerProcess({
+  config,
+  logger,
+  model,
+  extraTools,
+}: {
+  config: Config;
+  logger: Logger;
+  /** Replaces the configured model (tests). */
+  model?: ModelPort;
+  /** Tools offered to every run over the built-ins (tests, integrations). */
+  extraTools?: Tool[];
+}): Promise<WorkerProcess> {
+  if (config.database.kind !== "postgres") throw new WorkerNeedsPostgresError();
+  const db = await openMigratedDatabase(config, logger);
+  const redis = await openEvents(config, logger);
+  const runQueue = (await openRunQueue(config, logger))!;
+  const app = createApp({
+    db,
+    events: redis.events,
+    logger,
+    authRequired: true,
+    agents: config.agents,
+    mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
+    runQueue,
+    runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
+  });
+  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.db.prisma, config.worker.metricsPort, config.host);
+  const workerId = app.runtime!.worker.workerId;
+  logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
+  return {
+    workerId,
+    metricsPort: metricsServer?.port,
+    async stop() {
+      await new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve()));
+      await app.stop();
+      await runQueue.close();
+      await redis.close();
+      await db.close();
+    },
+  };
+}
+
+async function serveMetrics(prisma: Parameters<typeof runsByState>[0], port: number, host: string): Promise<{ server: Server; port: number }> {
+  const server = createServer((request, response) => {
+    if (request.method === "GET" && request.url === "/metrics") {
+      metrics
+        .render([runsByState(prisma)])
+        .then((body) => response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE }).end(body))
+        .catch((error: unknown) => response.writeHead(500).end(String(error)));
+    } else if (request.url === "/health") {
+      response.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+    } else {
+      response.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}

@@ -1,0 +1,148 @@
+// S2, R17: a server that only serves the API (IN_PROCESS_WORKER=false) and worker processes on
+// one PostgreSQL, joined by the pg-boss run queue. Every admitted run is executed exactly once,
+// by whichever worker claims it, and a worker killed mid-run leaves its run to the other one
+// within the lease time. PostgreSQL only: several processes cannot share the embedded database.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../../sdk/client.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
+import { admit } from "../support/fixtures.js";
+import { killAll, type Spawned, spawnTs } from "../support/processes.js";
+
+const running: Spawned[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  await killAll(running);
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function deployment(env: Record<string, string>) {
+  const database = await createPostgresDatabase();
+  cleanups.push(() => database.drop());
+  const dir = mkdtempSync(path.join(tmpdir(), "dossier-workers-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), LOG_LEVEL: "info", ...env };
+  // The server migrates the database first; workers start once it listens.
+  const server = spawnTs("src/main.ts", {
+    env: { ...shared, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: path.join(dir, "server") },
+  });
+  running.push(server);
+  const listening = await server.waitForOutput(/"url":"http:[^"]+"/, 60_000);
+  const url = (JSON.parse(`{${listening}}`) as { url: string }).url;
+  const workers = [0, 1].map(() => {
+    const worker = spawnTs("test/support/queue-worker.ts", { env: shared });
+    running.push(worker);
+    return worker;
+  });
+  await Promise.all(workers.map((w) => w.waitForOutput(/\{"worker":"[^"]+","pid":\d+/, 60_000)));
+  const sql = new pg.Client({ connectionString: database.url });
+  await sql.connect();
+  cleanups.push(() => sql.end());
+  return { url, workers, sql, marker: shared.MARKER_FILE };
+}
+
+function markerLines(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function waitUntil<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQL job queue", () => {
+  it("two worker processes execute 50 queued runs, each exactly once", async () => {
+    const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "50", WORKER_CONCURRENCY: "4" });
+    const client = createClient({ url });
+    for (let i = 0; i < 50; i += 1) await admit(client, { question: `question ${i}` });
+
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ id: string; status: string; answer: string | null }>(
+        "SELECT id, status, answer FROM run WHERE status NOT IN ('QUEUED', 'RUNNING')",
+      );
+      return rows.length === 50 ? rows : undefined;
+    }, 90_000);
+    expect(settled.filter((run) => run.status !== "SUCCEEDED")).toEqual([]);
+    const runIds = settled.map((run) => run.id);
+
+    // Exactly one execution of the tool per run, and one per run in the model's eyes too.
+    const starts = markerLines(marker).filter((line) => line.startsWith("start "));
+    const perRun = new Map<string, number>();
+    for (const line of starts) perRun.set(line.split(" ")[1]!, (perRun.get(line.split(" ")[1]!) ?? 0) + 1);
+    expect([...perRun.keys()].sort()).toEqual([...runIds].sort());
+    expect([...perRun.values()].every((count) => count === 1)).toBe(true);
+    const { rows: modelCalls } = await sql.query<{ run_id: string; calls: string }>(
+      `SELECT t.run_id, count(*) AS calls FROM span s JOIN trace t ON t.id = s.trace_id WHERE s.kind = 'MODEL_CALL' GROUP BY t.run_id`,
+    );
+    expect(modelCalls.map((row) => Number(row.calls))).toEqual(runIds.map(() => 2));
+
+    // Both workers took part, and each run's answer names the worker that ran its tool.
+    const pids = workers.map((w) => String(w.child.pid));
+    const byPid = new Map(pids.map((pid) => [pid, starts.filter((line) => line.endsWith(` ${pid}`)).length]));
+    expect([...byPid.values()].every((count) => count > 0)).toBe(true);
+    for (const run of settled) {
+      const ranBy = starts.find((line) => line.startsWith(`start ${run.id} `))!.split(" ")[2];
+      expect(run.answer).toBe(`Finished by ${ranBy}.`);
+    }
+  }, 150_000);
+
+  it("a worker killed with SIGKILL mid-run leaves the run to the other worker within the lease time", async () => {
+    const leaseMs = 2_000;
+    const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "60000", RUN_LEASE_MS: String(leaseMs) });
+    const { run } = await admit(createClient({ url }), { question: "survive a crash" });
+    const first = await waitUntil(async () => markerLines(marker)[0], 30_000);
+    const victim = workers.find((w) => first.endsWith(` ${w.child.pid}`))!;
+    const survivor = workers.find((w) => w !== victim)!;
+    victim.child.kill("SIGKILL");
+    await victim.exited;
+    const killedAt = Date.now();
+
+    const runId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
+      return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
+    }, 30_000);
+    const tookOverAfterMs = Date.now() - killedAt;
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished by ${survivor.child.pid}.` });
+    // The lease expires at most leaseMs after the last heartbeat; the sweep (every leaseMs / 3)
+    // and a poll (500 ms) later the survivor has it, and finishing takes a few queries.
+    expect(tookOverAfterMs).toBeLessThan(leaseMs + leaseMs / 3 + 2_500);
+    // The tool ran once, in the killed worker: the survivor resumed from the log, with a repair.
+    expect(markerLines(marker)).toEqual([`start ${runId} ${victim.child.pid}`]);
+    const { rows: roles } = await sql.query<{ role: string }>("SELECT role FROM message WHERE run_id = $1 ORDER BY seq", [runId]);
+    expect(roles.map((row) => row.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
+  }, 120_000);
+
+  it("a worker stopped with SIGTERM hands its run back at once, long before its lease would expire", async () => {
+    const leaseMs = 60_000;
+    const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "60000", RUN_LEASE_MS: String(leaseMs) });
+    const { run } = await admit(createClient({ url }), { question: "stop gracefully" });
+    const runId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
+    const first = await waitUntil(async () => markerLines(marker)[0], 30_000);
+    const stopped = workers.find((w) => first.endsWith(` ${w.child.pid}`))!;
+    const survivor = workers.find((w) => w !== stopped)!;
+    const stoppedAt = Date.now();
+    stopped.child.kill("SIGTERM");
+    expect(await stopped.exited).toEqual({ code: 0, signal: null });
+
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
+      return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
+    }, 30_000);
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished by ${survivor.child.pid}.` });
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    expect(stopped.output()).toMatch(/"message":"run handed back"/);
+  }, 120_000);
+});

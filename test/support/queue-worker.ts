@@ -1,0 +1,47 @@
+// A worker process for multi-process tests: Dossier's real worker process (src/worker-process.ts,
+// configured from the environment like `npm run worker`) with a scripted model that first calls
+// `marker_tool`, then answers "Finished by <pid>." once it sees that call's result or its repair
+// note. `marker_tool` appends "start <runId> <pid>" and "end <runId> <pid>" lines to MARKER_FILE
+// (waiting SLOW_TOOL_MS in between), so a test can count how often each run was executed, where.
+import { appendFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { startWorkerProcess } from "../../src/worker-process.js";
+
+const marker = process.env.MARKER_FILE!;
+const markerTool: Tool = {
+  schema: { name: "marker_tool", description: "records that it ran, then takes a while", parameters: { type: "object" } },
+  execute: async (_args, { runId, signal }) => {
+    appendFileSync(marker, `start ${runId} ${process.pid}\n`);
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, Number(process.env.SLOW_TOOL_MS ?? 50));
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new Error("aborted"));
+      });
+    });
+    appendFileSync(marker, `end ${runId} ${process.pid}\n`);
+    return "marked";
+  },
+};
+
+const model = new ScriptedModel({
+  name: "queue-worker",
+  recordRequests: false,
+  steps: (request) =>
+    request.messages.some((m) => m.role === "tool")
+      ? { content: `Finished by ${process.pid}.` }
+      : { toolCalls: [{ name: "marker_tool", arguments: {} }] },
+});
+
+const config = loadConfig({ ...process.env, DATA_DIR: mkdtempSync(path.join(tmpdir(), "dossier-queue-worker-")) });
+const logger = createLogger(config.logLevel);
+const worker = await startWorkerProcess({ config, logger, model, extraTools: [markerTool] });
+const stop = () => void worker.stop().then(() => process.exit(0));
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);
+process.stderr.write(`${JSON.stringify({ worker: worker.workerId, pid: process.pid, metricsPort: worker.metricsPort ?? null })}\n`);
