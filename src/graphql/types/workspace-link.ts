@@ -31,23 +31,57 @@ function linkTargetOf(globalId: string): LinkTarget {
   return { kind, targetId: decoded.id };
 }
 
-/** Reads the target through its own module's permission check: only the caller's objects. */
-function loadTarget(link: WorkspaceLink, ctx: GraphQLContext) {
-  const where = { id: link.targetId, ownerId: ctx.actor.principalId };
-  switch (link.targetKind) {
+type Target = { id: string; __typename: string };
+type Pending = { open: boolean; ids: Set<string>; result?: Promise<Map<string, Target>> };
+type Batch = Map<string, Pending>;
+const batches = new WeakMap<GraphQLContext, Batch>();
+
+const typenames: Record<WorkspaceLink["targetKind"], string> = {
+  CONVERSATION: "Conversation",
+  RUN: "Run",
+  PUBLICATION: "Publication",
+  ARTIFACT: "Artifact",
+};
+
+/** One query per kind for all the targets a page of links asks for, only the caller's objects. */
+function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<{ id: string }[]> {
+  const where = { id: { in: ids }, ownerId: ctx.actor.principalId };
+  switch (kind) {
     case "CONVERSATION":
-      return ctx.prisma.conversation.findFirst({ where }).then((o) => o && { ...o, __typename: "Conversation" });
+      return ctx.prisma.conversation.findMany({ where });
     case "RUN":
-      return ctx.prisma.run.findFirst({ where }).then((o) => o && { ...o, __typename: "Run" });
+      return ctx.prisma.run.findMany({ where });
     case "PUBLICATION":
-      return ctx.prisma.publication.findFirst({ where }).then((o) => o && { ...o, __typename: "Publication" });
+      return ctx.prisma.publication.findMany({ where });
     case "ARTIFACT":
-      return ctx.prisma.artifact.findFirst({ where }).then((o) => o && { ...o, __typename: "Artifact" });
+      return ctx.prisma.artifact.findMany({ where });
     default: {
-      const unknownKind: never = link.targetKind;
+      const unknownKind: never = kind;
       throw new Error(`unknown link kind ${String(unknownKind)}`);
     }
   }
+}
+
+/**
+ * Reads the target through its own module's permission check: only the caller's objects. The
+ * links of one page resolve in the same tick, so their targets are read together, a query per kind.
+ */
+async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<Target | null> {
+  let batch = batches.get(ctx);
+  if (!batch) batches.set(ctx, (batch = new Map()));
+  let pending = batch.get(link.targetKind);
+  if (!pending || !pending.open) {
+    const fresh: Pending = { open: true, ids: new Set() };
+    pending = fresh;
+    batch.set(link.targetKind, fresh);
+    fresh.result = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      fresh.open = false;
+      const found = await findOwned(ctx, link.targetKind, [...fresh.ids]);
+      return new Map(found.map((object) => [object.id, { ...object, __typename: typenames[link.targetKind] }]));
+    });
+  }
+  pending.ids.add(link.targetId);
+  return (await pending.result!).get(link.targetId) ?? null;
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {

@@ -1,0 +1,157 @@
+// API throughput, next to a baseline measured in the same run: a bare graphql-yoga server
+// answering `{ hello }` on this machine, under the same load generator. Prints, for each
+// scenario, requests per second and p99 latency and their ratio to the baseline:
+//   - a typical workspace read (workspace + current goal + 20 linked runs), on PGlite and PostgreSQL
+//   - run admission
+//   - trace-event writes (events persisted per second)
+//   - server memory at idle and with 1,000 open trace subscriptions
+// Needs PostgreSQL (TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/postgres).
+//   npm run bench
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createSchema, createYoga } from "graphql-yoga";
+import { createClient } from "../sdk/client.js";
+import { AdmitRunDocument, CreateWorkspaceDocument } from "../sdk/generated/graphql.js";
+import { createApp } from "../src/app.js";
+import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
+import { createEventBus } from "../src/events/topics.js";
+import { silentLogger } from "../src/logger.js";
+import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { startHttpServer } from "../src/server/http-server.js";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONCURRENCY = 16;
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+type Load = { perSecond: number; p50: number; p99: number };
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** CONCURRENCY loops sending `request` back to back for SECONDS; every answer must be good. */
+async function load(request: (i: number) => Promise<void>, seconds = SECONDS): Promise<Load> {
+  const latencies: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const started = performance.now();
+        await request(n++);
+        latencies.push(performance.now() - started);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return { perSecond: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<unknown> {
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+  const body = (await response.json()) as { data?: unknown; errors?: unknown };
+  if (!response.ok || body.errors) throw new Error(`request failed: ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+async function baseline(): Promise<Load> {
+  const yoga = createYoga({ schema: createSchema({ typeDefs: "type Query { hello: String! }", resolvers: { Query: { hello: () => "world" } } }), logging: false });
+  const server = createServer(yoga);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
+  const result = await load(() => post(url, "{ hello }").then(() => undefined));
+  await new Promise((resolve) => server.close(resolve));
+  return result;
+}
+
+const WORKSPACE_QUERY = /* GraphQL */ `
+  query Typical($id: ID!) {
+    workspace(id: $id) {
+      id title status
+      goal { version statement }
+      links(first: 20) { edges { node { kind target { ... on Run { id status question createdAt } } } } }
+    }
+  }
+`;
+
+async function serverOn(target: DatabaseTarget) {
+  const db = await openDatabase(target);
+  await db.migrate();
+  const events = createEventBus();
+  const app = createApp({ db, events, logger: silentLogger, authRequired: false });
+  const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 2_000 });
+  return {
+    app,
+    server,
+    async close() {
+      await server.close();
+      await app.stop();
+      await db.close();
+    },
+  };
+}
+
+async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], base: Load, more: boolean) {
+  const instance = await serverOn(target);
+  const client = createClient({ url: instance.server.url });
+  const created = await client.request(CreateWorkspaceDocument, { input: { title: "Bench", goal: "Measure Dossier" } });
+  if (created.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("workspace");
+  const workspaceId = created.createWorkspace.workspace.id;
+  for (let i = 0; i < 20; i += 1) await client.request(AdmitRunDocument, { input: { workspaceId, question: `question ${i}` } });
+  await load(() => post(instance.server.url, WORKSPACE_QUERY, { id: workspaceId }).then(() => undefined), 1); // warm-up
+  rows.push(row(`workspace + goal + 20 runs, ${label}`, await load(() => post(instance.server.url, WORKSPACE_QUERY, { id: workspaceId }).then(() => undefined)), base));
+  if (more) {
+    const admit = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
+    rows.push(row(`admitRun, ${label}`, await load((i) => post(instance.server.url, admit, { input: { workspaceId, question: `admitted ${i}` } }).then(() => undefined)), base));
+    const recorder = new PrismaTraceRecorder({ prisma: instance.app.db.prisma, events: instance.app.events });
+    const admitted = await client.request(AdmitRunDocument, { input: { question: "trace writes" } });
+    if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admit");
+    const rawRunId = Buffer.from(admitted.admitRun.run.id, "base64").toString("utf8").split(":")[1]!;
+    const span = await recorder.startSpan({ traceId: await recorder.traceFor(rawRunId), kind: "RUN", name: "bench" });
+    const writes = await load(() => recorder.event(span, "THINKING", "x".repeat(200)).then(() => undefined));
+    rows.push(row(`trace events written (${CONCURRENCY} writers on one trace), ${label}`, writes, base));
+
+    global.gc?.();
+    const idle = process.memoryUsage().rss;
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/subscribers.ts", instance.server.url, admitted.admitRun.run.id, "1000"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await recorder.event(span, "THINKING", "ready?");
+    while (!output.includes("READY\n")) await new Promise((resolve) => setTimeout(resolve, 50));
+    global.gc?.();
+    const withSubscribers = process.memoryUsage().rss;
+    rows.push([`server memory: idle → 1,000 open trace subscriptions, ${label}`, `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`, `+${((withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`, "—"]);
+    await recorder.endTrace(span.traceId);
+    await new Promise((resolve) => child.once("exit", resolve));
+  }
+  await client.close();
+  await instance.close();
+}
+
+type Row = [string, string, string, string];
+const row = (name: string, result: Load, base: Load): Row => [
+  name,
+  `${result.perSecond.toFixed(0)}/s`,
+  `${result.p99.toFixed(1)} ms`,
+  `${(result.perSecond / base.perSecond).toFixed(3)} × throughput, ${(result.p99 / base.p99).toFixed(1)} × p99`,
+];
+
+async function main(): Promise<void> {
+  const base = await baseline();
+  const rows: Row[] = [["scenario", "throughput", "p99", "against the baseline"]];
+  rows.push(["baseline: bare graphql-yoga { hello }", `${base.perSecond.toFixed(0)}/s`, `${base.p99.toFixed(1)} ms`, "1"]);
+  await apiScenarios({ kind: "pglite" }, "PGlite", rows, base, false);
+  const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_api");
+  try {
+    await apiScenarios({ kind: "postgres", url: database.url }, "PostgreSQL", rows, base, true);
+  } finally {
+    await database.drop();
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
+  console.log(`\n${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario, client and server on this machine.`);
+}
+
+await main();
+process.exit(0);
