@@ -30,6 +30,8 @@ export type App = {
   runtime?: Runtime;
   /** Live MCP connections of this instance (R14). */
   mcp: McpRegistry;
+  /** The request limits every transport applies (A7). */
+  limits: QueryLimits;
   /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -130,6 +132,7 @@ export function createApp({
     yoga,
     services,
     authenticate,
+    limits,
     db,
     events,
     runtime,

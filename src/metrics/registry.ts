@@ -125,9 +125,6 @@ export class MetricsRegistry {
   /** The exposition text: instruments, registered collectors and `extra` collectors of this scrape. */
   async render(extra: Collector[] = []): Promise<string> {
     const out: string[] = [];
-    for (const family of this.families) {
-      out.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`, ...family.lines());
-    }
     const collected = new Map<string, { help: string; type: string; values: Map<string, { labels: Labels; value: number }> }>();
     for (const collector of [...this.collectors, ...extra]) {
       for (const sample of await collector()) {
@@ -142,10 +139,14 @@ export class MetricsRegistry {
         else family.values.set(key(labels), { labels, value: sample.value });
       }
     }
-    for (const [name, family] of collected) {
-      out.push(`# HELP ${name} ${family.help}`, `# TYPE ${name} ${family.type}`);
-      for (const { labels, value } of family.values.values()) out.push(`${name}${formatLabels(labels)} ${formatValue(value)}`);
+    const samples = (name: string) =>
+      [...(collected.get(name)?.values.values() ?? [])].map(({ labels, value }) => `${name}${formatLabels(labels)} ${formatValue(value)}`);
+    // A collected sample of an instrument's name joins that family: one HELP and TYPE per name.
+    for (const family of this.families) {
+      out.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`, ...family.lines(), ...samples(family.name));
+      collected.delete(family.name);
     }
+    for (const [name, family] of collected) out.push(`# HELP ${name} ${family.help}`, `# TYPE ${name} ${family.type}`, ...samples(name));
     return `${out.join("\n")}\n`;
   }
 

@@ -37,7 +37,8 @@ export async function startHttpServer({
 }): Promise<RunningServer> {
   const { yoga } = app;
   const httpServer: Server = createServer(yoga);
-  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
+  // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
+  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint, maxPayload: app.limits.maxBodyBytes });
   const sharedResults = new SharedSubscriptionResults();
   // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
   const sockets = new Set<{ subscriptions: Record<string, unknown> }>();

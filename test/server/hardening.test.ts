@@ -146,6 +146,14 @@ describe("malicious queries are refused, and the server is unharmed", () => {
     }
   });
 
+  it("over graphql-ws, a message over the body limit closes the socket before anything parses it", async () => {
+    const socket = new WebSocket(t.server!.wsUrl, "graphql-transport-ws");
+    await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+    const closed = new Promise<number>((resolve) => socket.once("close", (code) => resolve(code)));
+    socket.send(JSON.stringify({ type: "connection_init", payload: { padding: "x".repeat(DEFAULT_QUERY_LIMITS.maxBodyBytes) } }));
+    expect(await withTimeout(closed, 10_000)).toBe(1009); // "message too big"
+  });
+
   it("after all of it, ordinary requests and health checks still succeed", async () => {
     expect((await query("{ __typename }")).body).toEqual({ data: { __typename: "Query" } });
     expect((await fetch(t.server!.url.replace("/graphql", "/health"))).status).toBe(200);

@@ -34,6 +34,9 @@ async function scrape(app: TestApp): Promise<{ contentType: string | null; text:
     expect(match, `a sample line: ${line}`).not.toBeNull();
     series.set(match![1]!, Number(match![2]));
   }
+  // One HELP and one TYPE per metric name: strict parsers refuse a name declared twice.
+  const declared = text.split("\n").filter((line) => line.startsWith("# TYPE ")).map((line) => line.split(" ")[2]);
+  expect(declared.length, "each metric declared once").toBe(new Set(declared).size);
   return { contentType: response.headers.get("content-type"), text, series };
 }
 
