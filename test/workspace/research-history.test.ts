@@ -300,6 +300,17 @@ describe.each(backends)("research history on %s", (backend) => {
     const told = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
     expect(told.some((c) => c.startsWith("UNAVAILABLE:") && c.includes("the supplier withdrew the price list"))).toBe(true);
     expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain("Checkpoint revision 1 is UNAVAILABLE");
+
+    // The owner's own update is their judgement, resting on nothing revoked: readable again.
+    await t.client.request(UpdateCheckpointDocument, {
+      input: { workspaceId: workspace.id, expectedRevision: 1, summary: "Base study withdrawn; price unknown.", questions: [] },
+    });
+    const recovered = expectType((await t.client.request(WorkspaceCheckpointDocument, { workspaceId: workspace.id })).node!, "Workspace");
+    expect(recovered.checkpoint).toMatchObject({ __typename: "Checkpoint", revision: 2, summary: "Base study withdrawn; price unknown.", sourceDependencies: [] });
+    expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
+      [2, "Checkpoint"],
+      [1, "UnavailableCheckpoint"],
+    ]);
   });
 
   it("a long material is read whole, never behind a spill preview, and counts as consumed", async () => {

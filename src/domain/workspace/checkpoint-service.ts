@@ -100,9 +100,14 @@ export class CheckpointService {
           originRunId: provenance.originRunId ?? null,
           acceptedVersionIds: provenance.acceptedVersionIds ?? [],
           citedVersionIds: provenance.citedVersionIds ?? [],
-          // What a revision keeps from the one before still rests on that one's sources.
+          // A model's suggestion builds on the revision before it and still rests on its sources.
+          // An update by the owner is the owner's own judgement: it rests on what it names, so it
+          // is also how a checkpoint withheld for a revoked source becomes readable again.
           sourceVersionIds: [
-            ...new Set([...((previous?.sourceVersionIds as string[] | undefined) ?? []), ...(provenance.sourceVersionIds ?? [])]),
+            ...new Set([
+              ...(provenance.origin === "MODEL_SUGGESTION" ? ((previous?.sourceVersionIds as string[] | undefined) ?? []) : []),
+              ...(provenance.sourceVersionIds ?? []),
+            ]),
           ],
         },
       });

@@ -86,6 +86,14 @@ export class RunExecutor {
     });
     let outcome: Outcome;
     try {
+      const answered = await this.answeredBefore(run);
+      if (answered !== null) {
+        // The run's final reply is already in the log: a worker died while settling it. The
+        // answer stands; asking the model again could publish a different one.
+        await recorder.event(root, "FINAL_REPLY", answered);
+        await recorder.endSpan(root, { status: "OK" });
+        return { type: "final", answer: answered };
+      }
       await this.repairDanglingCalls(run, root);
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(run, root);
       const log = await readLog(this.deps.prisma, run.conversationId);
@@ -112,6 +120,17 @@ export class RunExecutor {
       attributes: outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {},
     });
     return outcome;
+  }
+
+  /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
+  private async answeredBefore(run: Run): Promise<string | null> {
+    const last = await this.deps.prisma.message.findFirst({
+      where: { conversationId: run.conversationId, runId: run.id },
+      orderBy: { seq: "desc" },
+      select: { role: true, content: true, toolCalls: true },
+    });
+    if (last?.role !== "ASSISTANT") return null;
+    return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? last.content : null;
   }
 
   /** R7: tool calls left without results by a crash get a REPAIR entry before anything else. */

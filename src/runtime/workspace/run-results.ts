@@ -2,7 +2,7 @@
 // when a model request actually carried a material's content; the run's answer, saved through
 // the publication path with the consumed versions as its sources; and its checkpoint proposal,
 // decided by compare-and-swap against the revision the run saw.
-import { DomainError, NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { DomainError, NotFoundError, StaleRevisionError } from "../../domain/errors.js";
 import { consumedVersionIds, recordStages, unconsumedReads } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
@@ -88,6 +88,12 @@ export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: C
       await decide(last.id, "DROPPED", "the run did not succeed");
       return;
     }
+    // Applied already, by a worker that died before recording the decision.
+    const applied = await deps.prisma.checkpointVersion.findFirst({ where: { workspaceId: last.workspaceId, originRunId: run.id } });
+    if (applied) {
+      await decide(last.id, "ACCEPTED", null, applied.revision);
+      return;
+    }
     try {
       const revision = await applyProposal(deps, run, last.expectedRevision, last.proposal as unknown as CheckpointProposalPayload);
       await decide(last.id, "ACCEPTED", null, revision);
@@ -96,7 +102,7 @@ export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: C
         await decide(last.id, "STALE", `the checkpoint moved to revision ${error.currentRevision} after the run saw revision ${error.expectedRevision}`);
       } else if (error instanceof NotFoundError) {
         await decide(last.id, "DROPPED", "the workspace no longer exists");
-      } else if (error instanceof ValidationError || error instanceof DomainError) {
+      } else if (error instanceof DomainError) {
         await decide(last.id, "INVALID", error.message);
       } else {
         throw error;
