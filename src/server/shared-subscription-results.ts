@@ -55,8 +55,14 @@ export class SharedSubscriptionResults {
     const now = Date.now();
     const hit = this.responses.get(key);
     if (hit && hit.expires > now) return hit.result;
+    // Entries are kept in insertion order, so the expired ones are at the front.
+    for (const [oldKey, entry] of this.responses) {
+      if (entry.expires > now) break;
+      this.responses.delete(oldKey);
+    }
     this.executions += 1;
     const result = run();
+    this.responses.delete(key); // re-inserted at the back, in expiry order
     this.responses.set(key, { expires: now + (this.options.ttlMs ?? 10_000), result });
     if (this.responses.size > (this.options.maxEntries ?? 10_000)) this.responses.delete(this.responses.keys().next().value!);
     return result;

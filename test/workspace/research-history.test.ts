@@ -313,11 +313,18 @@ describe.each(backends)("research history on %s", (backend) => {
     ]);
   });
 
-  it("a long material is read whole, never behind a spill preview, and counts as consumed", async () => {
-    const long = `Fund D annual report.${" Holdings and fees, line by line.".repeat(1_400)}`;
+  it("a long material is read in parts, never behind a spill preview, and counts as consumed", async () => {
+    const long = `Fund D annual report.${" Holdings and fees, line by line.".repeat(2_000)}`;
     const model = scriptedByQuestion({
-      "Read the long report": (request, turn) =>
-        turn === 0 ? { toolCalls: [readCall(listedId(request, "Long report"), 1)] } : { content: "Read it all." },
+      "Read the long report": (request, turn) => {
+        const id = listedId(request, "Long report");
+        if (turn === 0) return { toolCalls: [readCall(id, 1)] };
+        if (turn === 1) {
+          const offset = Number(/offset=(\d+)/.exec(text(request.messages.at(-1)!))![1]);
+          return { toolCalls: [{ name: "read_material", arguments: { publicationId: id, version: 1, offset, maxChars: 100_000 } }] };
+        }
+        return { content: "Read it all." };
+      },
     });
     const t = await start(model);
     const workspace = await createWorkspace(t.client);
@@ -326,8 +333,11 @@ describe.each(backends)("research history on %s", (backend) => {
     expect(long.length).toBeGreaterThan(40_000);
     const run = (await admit(t.client, { workspaceId: workspace.id, question: "Read the long report" })).run;
     expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
-    const carried = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
-    expect(carried.some((c) => c.includes(long))).toBe(true);
+    const parts = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    expect(parts[0]).toContain("This part holds characters 0–16000 of");
+    expect(parts[1]).toContain("It is the last part.");
+    const body = (part: string) => part.split("\n").slice(3, -1).join("\n");
+    expect(body(parts[0]!) + body(parts[1]!)).toBe(long);
     expect(stagesOf((await materials(t.client, run.id)).materialUses, report.version.publication.id, 1)).toContain("CONSUMED");
   });
 

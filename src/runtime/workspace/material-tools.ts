@@ -16,6 +16,15 @@ const materialRef = z.object({
   version: z.number().int().min(1),
 });
 
+/** A read returns at most this many characters unless the model asks for more (small windows). */
+export const MATERIAL_PAGE_CHARS = 16_000;
+export const MATERIAL_PAGE_CHARS_MAX = 200_000;
+
+const materialRead = materialRef.extend({
+  offset: z.number().int().min(0).default(0),
+  maxChars: z.number().int().min(1_000).max(MATERIAL_PAGE_CHARS_MAX).default(MATERIAL_PAGE_CHARS),
+});
+
 function publicationIdOf(globalId: string): string {
   const id = idOfType(globalId, "Publication");
   if (!id) throw new ToolError(`"${globalId}" is not a publication id; use a publicationId exactly as the workspace context lists it.`);
@@ -31,18 +40,20 @@ export function createReadMaterialTool(deps: { prisma: PrismaClient; publication
     schema: {
       name: "read_material",
       description:
-        "Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason.",
+        `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
       parameters: {
         type: "object",
         properties: {
           publicationId: { type: "string", description: "The publicationId as listed in the workspace context." },
           version: { type: "integer", minimum: 1, description: "The exact version to read." },
+          offset: { type: "integer", minimum: 0, description: "The character to start at (default 0)." },
+          maxChars: { type: "integer", minimum: 1000, maximum: MATERIAL_PAGE_CHARS_MAX, description: "The most characters to return." },
         },
         required: ["publicationId", "version"],
       },
     },
     async execute(args, { run, toolCallId }) {
-      const parsed = materialRef.safeParse(args);
+      const parsed = materialRead.safeParse(args);
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
       const ref = { publicationId: publicationIdOf(parsed.data.publicationId), version: parsed.data.version };
       const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId };
@@ -61,10 +72,25 @@ export function createReadMaterialTool(deps: { prisma: PrismaClient; publication
         { ...base, publicationVersionId, stage: "READ", contentHash: v.contentHash },
       ]);
       const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
+      const { offset, maxChars } = parsed.data;
+      if (offset > 0 && offset >= v.content.length) {
+        throw new ToolError(`offset ${offset} is past the end: version ${v.version} has ${v.content.length} characters.`);
+      }
+      let end = Math.min(v.content.length, offset + maxChars);
+      // Never split a character that takes two UTF-16 units.
+      if (end < v.content.length && /[\uD800-\uDBFF]/.test(v.content[end - 1]!)) end -= 1;
+      const part =
+        offset === 0 && end === v.content.length
+          ? []
+          : [
+              `This part holds characters ${offset}–${end} of ${v.content.length}.` +
+                (end < v.content.length ? ` Call read_material again with offset=${end} for the rest.` : " It is the last part."),
+            ];
       return [
         `<material title="${v.publication.title}" publicationId="${parsed.data.publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
         `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
-        v.content,
+        ...part,
+        v.content.slice(offset, end),
         "</material>",
       ].join("\n");
     },
