@@ -1,6 +1,8 @@
 // R14: MCP servers hot-plugged per principal. Real MCP servers (test/support/mcp-test-server.ts,
 // the same SDK) over stdio and streamable HTTP; runs admitted through GraphQL call their tools.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -182,6 +184,22 @@ describe("MCP servers", () => {
     });
     const done = await settled(t.client, run.id);
     expect(done.answer).toBe('web: hi\n---\nError: this tool always fails\n---\nError: there is no tool named "mcp__down__echo".');
+  });
+
+  it("tells the principal why a server failed without repeating what answered at its address", async () => {
+    // An internal service that is not an MCP server, answering with something private.
+    const internal = createServer((_request, response) => response.writeHead(500, { "content-type": "text/plain" }).end("db_password=hunter2"));
+    await new Promise<void>((resolve) => internal.listen(0, "127.0.0.1", resolve));
+    try {
+      await start();
+      await upsert({ name: "probe", transport: "HTTP", url: `http://127.0.0.1:${(internal.address() as AddressInfo).port}/` });
+      const probe = (await servers()).find((s) => s.name === "probe")!;
+      expect(probe.status.state).toBe("FAILED");
+      expect(probe.status.error).toBe("the server answered HTTP 500");
+      expect(JSON.stringify(probe)).not.toContain("hunter2");
+    } finally {
+      await new Promise((resolve) => internal.close(resolve));
+    }
   });
 
   it("refuses stdio servers where the operator has not allowed them, and keeps principals apart", async () => {

@@ -27,7 +27,10 @@ export const connectMcpSdk: McpConnector = async (endpoint, events, signal) => {
     closing = true;
     await client.close().catch(() => undefined);
     const detail = stderrTail();
-    throw new Error(`${error instanceof Error ? error.message : String(error)}${detail ? ` (stderr: ${detail})` : ""}`);
+    // The HTTP status (the SDK's `code`) stays on the error: the registry reports it, not the body.
+    throw Object.assign(new Error(`${error instanceof Error ? error.message : String(error)}${detail ? ` (stderr: ${detail})` : ""}`), {
+      code: (error as { code?: unknown } | null)?.code,
+    });
   }
   return new SdkMcpClient(client, () => {
     closing = true;

@@ -227,10 +227,14 @@ export class McpRegistry {
   }
 
   private fail(connection: McpConnection, error: unknown): void {
+    const detail = error instanceof Error ? error.message : String(error);
+    const reason = publicReason(detail, (error as { code?: unknown } | null)?.code);
+    // A failing connect also reports the connection closing; the more specific reason stays.
+    const generic = reason === CLOSED || reason === UNKNOWN;
+    if (!(connection.state === "FAILED" && connection.error && generic)) connection.error = reason;
     connection.state = "FAILED";
-    connection.error = error instanceof Error ? error.message : String(error);
     connection.failedAt = Date.now();
-    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: connection.error });
+    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: detail });
   }
 
   /** Re-lists a server's tools after `tools/list_changed`; runs already started keep their snapshot. */
@@ -288,3 +292,24 @@ function endpointOf(row: McpServer): McpEndpoint {
     ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env) }
     : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers) };
 }
+
+/**
+ * What a connection failure may tell the principal who configured the server: its kind and an
+ * HTTP status, never the body a server answered with. A URL can point anywhere the Dossier host
+ * can reach, so repeating what answered there would let a principal read internal services.
+ * The full text goes to the operator's log.
+ */
+export function publicReason(detail: string, code?: unknown): string {
+  if (typeof code === "number" && code >= 100 && code < 600) return `the server answered HTTP ${code}`;
+  const status = /\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b/i.exec(detail)?.[1];
+  const errno = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|CERT_[A-Z_]+)\b/.exec(detail)?.[1];
+  if (status) return `the server answered HTTP ${status}`;
+  if (errno) return `the connection failed (${errno})`;
+  if (/timed? ?out/i.test(detail)) return "the connection timed out";
+  if (/closed/i.test(detail)) return CLOSED;
+  if (/spawn|ENOENT|EACCES/.test(detail)) return "the command could not be started";
+  return UNKNOWN;
+}
+
+const CLOSED = "the MCP server closed the connection";
+const UNKNOWN = "the connection failed; the server's log has the details";
