@@ -74,4 +74,24 @@ describe("run_command", () => {
     await expect(tool.execute({ command: "sleep", args: ["5"] }, toolContext())).rejects.toThrow("sleep timed out after 300 ms and was stopped.");
     expect(Date.now() - started).toBeLessThan(2_000);
   });
+
+  it("leaves nothing running: what a program starts in the background stops when the call ends", async () => {
+    const tool = createRunCommandTool(mkdtempSync(path.join(tmpdir(), "dossier-cmd-")), { ...settings, timeoutMs: 10_000 });
+    const started = Date.now();
+    const out = await tool.execute({ command: "sh", args: ["-c", "sleep 30 & echo $!"] }, toolContext());
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const pid = Number(out.split("--- stdout ---\n")[1]!.split("\n")[0]);
+    expect(pid).toBeGreaterThan(0);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 2_000;
+    while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive()).toBe(false);
+  });
 });
