@@ -101,6 +101,8 @@ const proposal = checkpointChange.extend({
   citedMaterials: z.array(materialRef).max(50).default([]),
 });
 
+const MAX_PROPOSALS_PER_RUN = 20;
+
 export type CheckpointProposalPayload = z.output<typeof proposal>;
 
 export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Tool {
@@ -135,6 +137,10 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
     async execute(args, { run }) {
       if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
       const expectedRevision = run.checkpointRevisionSeen ?? 0;
+      // Only the last proposal counts; a run that keeps proposing is told to stop, not stored.
+      if ((await deps.prisma.checkpointProposal.count({ where: { runId: run.id } })) >= MAX_PROPOSALS_PER_RUN) {
+        throw new ToolError(`This run has already made ${MAX_PROPOSALS_PER_RUN} proposals; the last one is the one that counts.`);
+      }
       const record = (status: "PENDING" | "INVALID", reason: string | null, payload: unknown) =>
         deps.prisma.checkpointProposal.create({
           data: { runId: run.id, workspaceId: run.workspaceId!, expectedRevision, proposal: payload as Prisma.InputJsonValue, status, reason },
