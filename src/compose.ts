@@ -78,3 +78,27 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     concurrency: config.worker.concurrency,
   };
 }
+
+/**
+ * Stops the process gracefully on its first SIGINT or SIGTERM: runs `stop`, then exits 0, or 1
+ * if stopping failed. Install it before announcing readiness, so a signal sent by whoever waits
+ * for that announcement is always handled.
+ */
+export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handle = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    try {
+      await stop();
+      logger.info("stopped", { signal });
+      process.exit(0);
+    } catch (error) {
+      logger.error("shutdown failed", { error: String(error) });
+      process.exit(1);
+    }
+  };
+  process.once("SIGINT", () => void handle("SIGINT"));
+  process.once("SIGTERM", () => void handle("SIGTERM"));
+}

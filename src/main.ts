@@ -3,7 +3,7 @@
 // connections, lets requests in flight finish, closes sockets, hands runs in flight back for
 // another worker, then closes the queue, Redis and the database.
 import { createApp } from "./app.js";
-import { modelFor, openEvents, openMigratedDatabase, openRunQueue, runtimeSettings } from "./compose.js";
+import { modelFor, openEvents, openMigratedDatabase, openRunQueue, runtimeSettings, stopOnSignals } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { MigrationError } from "./db/migrate.js";
@@ -38,29 +38,14 @@ async function main(): Promise<void> {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
   }
 
-  // Installed before the server announces itself, so a signal sent by whoever waits for that
-  // announcement is always handled.
   let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info("shutting down", { signal });
-    try {
-      await server?.close();
-      await app.stop();
-      await runQueue?.close();
-      await redis.close();
-      await db.close();
-      logger.info("stopped", { signal });
-      process.exit(0);
-    } catch (error) {
-      logger.error("shutdown failed", { error: String(error) });
-      process.exit(1);
-    }
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  stopOnSignals(logger, async () => {
+    await server?.close();
+    await app.stop();
+    await runQueue?.close();
+    await redis.close();
+    await db.close();
+  });
 
   server = await startHttpServer({
     app,

@@ -1,6 +1,7 @@
 // `npm run worker`: a worker process's entry point. It needs DATABASE_URL (REDIS_URL is optional
 // and makes cancellations and wake-ups immediate across processes) and the same model settings as
 // the server. SIGTERM or SIGINT stops it gracefully: runs in flight are handed back.
+import { stopOnSignals } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { MigrationError } from "./db/migrate.js";
 import { RedisUnavailableError } from "./events/redis-event-target.js";
@@ -11,22 +12,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   let worker: WorkerProcess | undefined;
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info("shutting down", { signal });
-    try {
-      await worker?.stop();
-      logger.info("stopped", { signal });
-      process.exit(0);
-    } catch (error) {
-      logger.error("shutdown failed", { error: String(error) });
-      process.exit(1);
-    }
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  stopOnSignals(logger, async () => {
+    await worker?.stop();
+  });
   worker = await startWorkerProcess({ config, logger });
 }
 
