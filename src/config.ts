@@ -305,3 +305,27 @@ function parseCompactionPolicies(text: string): Record<string, CompactionPolicy>
   }
   return parsed.data;
 }
+
+const mcpClientSchema = z.object({
+  /** The Dossier GraphQL endpoint the MCP server talks to. */
+  DOSSIER_URL: z
+    .url({ protocol: /^https?$/, error: "must be an http(s) URL such as http://localhost:4000/graphql" })
+    .default("http://localhost:4000/graphql"),
+  /** The API key whose principal the MCP tools act for (optional when the server does not require keys). */
+  DOSSIER_API_KEY: z.string().min(1).optional(),
+});
+
+export type McpClientConfig = { url: string; apiKey?: string };
+
+/**
+ * Settings of `npm run mcp`, the MCP server that is a client of a running Dossier server. A
+ * separate program with settings of its own, read here like every other setting.
+ */
+export function loadMcpClientConfig(env: Record<string, string | undefined> = process.env): McpClientConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = mcpClientSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${String(issue.path[0])}=${JSON.stringify(env[String(issue.path[0])] ?? "")}: ${issue.message}`));
+  }
+  return { url: parsed.data.DOSSIER_URL, apiKey: parsed.data.DOSSIER_API_KEY };
+}

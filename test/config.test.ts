@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { ConfigError, loadConfig, loadMcpClientConfig } from "../src/config.js";
 
 describe("loadConfig", () => {
   it("defaults to the embedded database in ./.data on port 4000", () => {
@@ -116,5 +116,14 @@ describe("loadConfig", () => {
   ])("rejects %o", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it("reads the MCP server's settings: the Dossier URL (default local) and an optional key", () => {
+    expect(loadMcpClientConfig({})).toEqual({ url: "http://localhost:4000/graphql", apiKey: undefined });
+    expect(loadMcpClientConfig({ DOSSIER_URL: "https://dossier.example/graphql", DOSSIER_API_KEY: "dsk_x" })).toEqual({
+      url: "https://dossier.example/graphql",
+      apiKey: "dsk_x",
+    });
+    expect(() => loadMcpClientConfig({ DOSSIER_URL: "ftp://x" })).toThrow(/DOSSIER_URL="ftp:\/\/x": must be an http\(s\) URL/);
   });
 });

@@ -2,11 +2,11 @@
 // protocol only; anything for a human goes to stderr.
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createClient } from "../../sdk/index.js";
-import { loadMcpConfig, McpConfigError } from "./config.js";
+import { ConfigError, loadMcpClientConfig } from "../config.js";
 import { createDossierMcpServer } from "./dossier-mcp-server.js";
 
 async function main(): Promise<void> {
-  const config = loadMcpConfig(process.env);
+  const config = loadMcpClientConfig();
   const client = createClient({
     url: config.url,
     headers: config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {},
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   process.stderr.write(
-    `The Dossier MCP server could not start.\n${error instanceof McpConfigError ? error.message : error instanceof Error ? error.stack : String(error)}\n`,
+    `The Dossier MCP server could not start.\n${error instanceof ConfigError ? error.message : error instanceof Error ? error.stack : String(error)}\n`,
   );
   process.exit(1);
 });
