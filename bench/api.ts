@@ -13,20 +13,16 @@ import type { AddressInfo } from "node:net";
 import { createSchema, createYoga } from "graphql-yoga";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument, CreateWorkspaceDocument } from "../sdk/generated/graphql.js";
-import { createApp } from "../src/app.js";
-import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
-import { createEventBus } from "../src/events/topics.js";
-import { silentLogger } from "../src/logger.js";
+import type { DatabaseTarget } from "../src/db/open-database.js";
 import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
-import { startHttpServer } from "../src/server/http-server.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { percentile, printTable, startBenchServer } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = 16;
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 type Load = { perSecond: number; p50: number; p99: number };
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /** CONCURRENCY loops sending `request` back to back for SECONDS; every answer must be good. */
 async function load(request: (i: number) => Promise<void>, seconds = SECONDS): Promise<Load> {
@@ -73,25 +69,8 @@ const WORKSPACE_QUERY = /* GraphQL */ `
   }
 `;
 
-async function serverOn(target: DatabaseTarget) {
-  const db = await openDatabase(target);
-  await db.migrate();
-  const events = createEventBus();
-  const app = createApp({ db, events, logger: silentLogger, authRequired: false });
-  const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 2_000 });
-  return {
-    app,
-    server,
-    async close() {
-      await server.close();
-      await app.stop();
-      await db.close();
-    },
-  };
-}
-
 async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], base: Load, more: boolean) {
-  const instance = await serverOn(target);
+  const instance = await startBenchServer(target);
   const client = createClient({ url: instance.server.url });
   const created = await client.request(CreateWorkspaceDocument, { input: { title: "Bench", goal: "Measure Dossier" } });
   if (created.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("workspace");
@@ -148,8 +127,7 @@ async function main(): Promise<void> {
   } finally {
     await database.drop();
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
+  printTable(rows);
   console.log(`\n${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario, client and server on this machine.`);
 }
 

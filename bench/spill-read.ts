@@ -20,12 +20,12 @@ import { ScriptedModel } from "../src/runtime/testing/scripted-model.js";
 import { DEFAULT_SPILL_POLICY } from "../src/config.js";
 import type { Database } from "../src/db/open-database.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { percentile } from "./support.js";
 
 const ROUNDS = 50;
 const records = Array.from({ length: 52_000 }, (_, i) => ({ id: i, name: `record ${i} — Zürich`, body: "x".repeat(60) }));
 const bigJson = JSON.stringify(records);
 
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 async function time(rounds: number, work: () => Promise<unknown>): Promise<number[]> {

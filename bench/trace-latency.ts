@@ -7,23 +7,16 @@ import { spawn } from "node:child_process";
 import { WebSocket, WebSocketServer } from "ws";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument } from "../sdk/generated/graphql.js";
-import { createApp } from "../src/app.js";
-import { openDatabase } from "../src/db/open-database.js";
 import { createRedisEventBus } from "../src/events/redis-event-target.js";
 import { createEventBus, type EventBus } from "../src/events/topics.js";
-import { silentLogger } from "../src/logger.js";
 import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
-import { startHttpServer } from "../src/server/http-server.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { type BenchServer, percentile, printTable, startBenchServer } from "./support.js";
 
 const EVENTS = 200;
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 /** Baseline: a bare ws server pushing one message at a time to a bare client. */
@@ -47,24 +40,8 @@ async function baseline(): Promise<number[]> {
   return latencies;
 }
 
-type Instance = { app: ReturnType<typeof createApp>; server: Awaited<ReturnType<typeof startHttpServer>>; close(): Promise<void> };
-
-async function instance(url: string, events: EventBus, onClose: () => Promise<void> = async () => undefined): Promise<Instance> {
-  const db = await openDatabase({ kind: "postgres", url });
-  await db.migrate();
-  const app = createApp({ db, events, logger: silentLogger, authRequired: false, traceSubscriberBuffer: 100_000 });
-  const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 2_000 });
-  return {
-    app,
-    server,
-    async close() {
-      await server.close();
-      await app.stop();
-      await db.close();
-      await onClose();
-    },
-  };
-}
+type Instance = BenchServer;
+const instance = (url: string, events: EventBus, onClose?: () => Promise<void>) => startBenchServer({ kind: "postgres", url }, events, onClose);
 
 /** A run on `writer` whose trace the benchmark writes to directly. */
 async function benchRun(writer: Instance) {
@@ -188,8 +165,7 @@ async function main(): Promise<void> {
   } finally {
     await database.drop();
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
+  printTable(rows);
   console.log(`\n${EVENTS} events per scenario; latency = recorder.event() called → update received by the subscriber.`);
 }
 
