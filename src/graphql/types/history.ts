@@ -18,6 +18,7 @@ import {
 import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { loadBatched } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
@@ -224,8 +225,9 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
   availability: t.field({
     type: Availability,
     description: "Whether it may be read and relied on now.",
+    // The versions of one list are checked together, in one query.
     resolve: async (version, _args, ctx): Promise<Eligibility> =>
-      (await eligibilityOf(ctx.prisma, [version.id])).get(version.id) ?? { eligible: true },
+      (await loadBatched(ctx, "eligibility", version.id, (ids) => eligibilityOf(ctx.prisma, ids))) ?? { eligible: true },
   }),
   consumedBy: t.relation("uses", {
     description: "The runs (yours) whose model requests carried this version's content.",

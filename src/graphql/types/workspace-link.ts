@@ -5,6 +5,7 @@ import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-s
 import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ArtifactNode } from "./artifact.js";
@@ -32,9 +33,6 @@ function linkTargetOf(globalId: string): LinkTarget {
 }
 
 type Target = { id: string; __typename: string };
-type Pending = { open: boolean; ids: Set<string>; result?: Promise<Map<string, Target>> };
-type Batch = Map<string, Pending>;
-const batches = new WeakMap<GraphQLContext, Batch>();
 
 const typenames: Record<WorkspaceLink["targetKind"], string> = {
   CONVERSATION: "Conversation",
@@ -64,24 +62,14 @@ function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: 
 
 /**
  * Reads the target through its own module's permission check: only the caller's objects. The
- * links of one page resolve in the same tick, so their targets are read together, a query per kind.
+ * links of one page are read together, a query per kind.
  */
 async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<Target | null> {
-  let batch = batches.get(ctx);
-  if (!batch) batches.set(ctx, (batch = new Map()));
-  let pending = batch.get(link.targetKind);
-  if (!pending || !pending.open) {
-    const fresh: Pending = { open: true, ids: new Set() };
-    pending = fresh;
-    batch.set(link.targetKind, fresh);
-    fresh.result = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      fresh.open = false;
-      const found = await findOwned(ctx, link.targetKind, [...fresh.ids]);
-      return new Map(found.map((object) => [object.id, { ...object, __typename: typenames[link.targetKind] }]));
-    });
-  }
-  pending.ids.add(link.targetId);
-  return (await pending.result!).get(link.targetId) ?? null;
+  const found = await loadBatched(ctx, `link-target:${link.targetKind}`, link.targetId, async (ids) => {
+    const objects = await findOwned(ctx, link.targetKind, ids);
+    return new Map(objects.map((object) => [object.id, { ...object, __typename: typenames[link.targetKind] }]));
+  });
+  return found ?? null;
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
