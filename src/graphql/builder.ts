@@ -9,6 +9,7 @@ import type PrismaTypes from "../generated/pothos-types.js";
 import { getDatamodel } from "../generated/pothos-types.js";
 import type { GraphQLContext } from "./context.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
+import { TextInputGuardPlugin } from "./text-input-guard.js";
 
 export const builder = new SchemaBuilder<{
   PrismaTypes: PrismaTypes;
@@ -19,7 +20,9 @@ export const builder = new SchemaBuilder<{
   DefaultNodeNullability: false;
 }>({
   defaultFieldNullability: false,
-  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin],
+  // The text input guard runs inside ErrorsPlugin (so its ValidationError becomes a payload
+  // member) and before every other plugin's wrapper and every resolver.
+  plugins: [ErrorsPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin],
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),
