@@ -4,6 +4,7 @@
 // tool returns 5 MB of JSON, executed by the runtime. Measures on the embedded database, and on
 // a throw-away PostgreSQL database too when TEST_POSTGRES_URL (default 127.0.0.1:5432) answers.
 //   npm run bench:spill
+import { unfenced } from "../src/runtime/attempt/fence.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -78,6 +79,7 @@ async function measure(label: string, db: Database): Promise<void> {
     toolCallId: "bench",
     signal: new AbortController().signal,
     span: { id: "bench", traceId: "bench" },
+    write: unfenced(app.db.prisma),
   };
   const expected = JSON.stringify(records.slice(3, 6));
   const indexed = await time(ROUNDS, async () => {

@@ -125,7 +125,17 @@ export function createApp({
     ],
   });
   const runtime = runtimeOptions
-    ? createRuntime({ prisma: db.prisma, events, logger, services }, { ...runtimeOptions, agents, skills, mcp, queue: runQueue ?? runtimeOptions.queue })
+    ? createRuntime(
+        { prisma: db.prisma, events, logger, services },
+        {
+          ...runtimeOptions,
+          agents,
+          skills,
+          mcp,
+          queue: runQueue ?? runtimeOptions.queue,
+          instance: { id: db.instanceId, isConnected: (id) => db.isInstanceConnected(id) },
+        },
+      )
     : undefined;
   runtime?.worker.start();
   return {

@@ -1,5 +1,7 @@
 // Opens Dossier's database: PostgreSQL when configured, otherwise the embedded PGlite.
 // Both give a Prisma client over a driver adapter and the same migration runner.
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
@@ -23,6 +25,18 @@ export type Readiness = { ready: true } | { ready: false; reason: string; detail
 export type Database = {
   kind: DatabaseTarget["kind"];
   prisma: PrismaClient;
+  /**
+   * This process's identity towards the database: a worker's lease owner. On PostgreSQL its
+   * sessions carry it as their application_name, so another instance can tell whether it is
+   * still connected.
+   */
+  instanceId: string;
+  /**
+   * Whether an instance still has a session with the database. An attempt whose lease expired
+   * while its instance is connected lost its lease (frozen, cut off); otherwise its process died.
+   * The embedded database belongs to one process: any other instance is gone.
+   */
+  isInstanceConnected(instanceId: string): Promise<boolean>;
   /** Applies pending migrations: those shipped with Dossier, unless others are given. */
   migrate(migrations?: Migration[]): Promise<MigrationReport>;
   /** Reachable and every known migration applied. */
@@ -32,12 +46,26 @@ export type Database = {
 
 export async function openDatabase(
   target: DatabaseTarget,
-  { migrations = readMigrations() }: { migrations?: Migration[] } = {},
+  { migrations = readMigrations(), instanceId = newInstanceId() }: { migrations?: Migration[]; instanceId?: string } = {},
 ): Promise<Database> {
-  return target.kind === "postgres" ? openPostgres(target.url, migrations) : openPglite(target.dataDir, migrations);
+  return target.kind === "postgres" ? openPostgres(target.url, migrations, instanceId) : openPglite(target.dataDir, migrations, instanceId);
 }
 
-async function openPglite(dataDir: string | undefined, migrations: Migration[]): Promise<Database> {
+/** host:pid:random, short enough for PostgreSQL's application_name (63 bytes) with its prefix. */
+export function newInstanceId(): string {
+  return `${hostname().slice(0, 32)}:${process.pid}:${randomBytes(3).toString("hex")}`;
+}
+
+const applicationName = (instanceId: string) => `dossier ${instanceId}`;
+
+/**
+ * A session left "idle in transaction" this long is ended by PostgreSQL. Dossier's transactions
+ * never wait on anything but the database; one that sits idle belongs to a frozen or stuck
+ * process, and its row locks would stall takeovers and cancellations.
+ */
+const IDLE_IN_TRANSACTION_MS = 10_000;
+
+async function openPglite(dataDir: string | undefined, migrations: Migration[], instanceId: string): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     const pglite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined);
@@ -46,6 +74,8 @@ async function openPglite(dataDir: string | undefined, migrations: Migration[]):
     return {
       kind: "pglite",
       prisma,
+      instanceId,
+      isInstanceConnected: async (id) => id === instanceId,
       migrate: (list = migrations) => migrate(session, { migrations: list }),
       readiness: () => readinessOf(session, migrations),
       async close() {
@@ -63,8 +93,15 @@ async function openPglite(dataDir: string | undefined, migrations: Migration[]):
   }
 }
 
-async function openPostgres(url: string, migrations: Migration[]): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+async function openPostgres(url: string, migrations: Migration[], instanceId: string): Promise<Database> {
+  // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    idleTimeoutMillis: 0,
+    application_name: applicationName(instanceId),
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+  });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions });
@@ -79,6 +116,14 @@ async function openPostgres(url: string, migrations: Migration[]): Promise<Datab
   return {
     kind: "postgres",
     prisma,
+    instanceId,
+    async isInstanceConnected(id) {
+      const rows = await prisma.$queryRawUnsafe<{ connected: boolean }[]>(
+        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1) AS connected",
+        applicationName(id),
+      );
+      return rows[0]?.connected === true;
+    },
     migrate: (list = migrations) => withSession((session) => migrate(session, { migrations: list })),
     readiness: () => withSession((session) => readinessOf(session, migrations)).catch(unreachable),
     async close() {

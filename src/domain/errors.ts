@@ -1,3 +1,4 @@
+import type { Run } from "../generated/prisma/client.js";
 // Expected failures are values of these classes; the GraphQL layer exposes each as a typed
 // error in mutation payloads. Anything else thrown is a bug and is masked from clients.
 
@@ -58,5 +59,16 @@ export class StaleRevisionError extends DomainError {
     readonly currentRevision: number,
   ) {
     super(`Expected checkpoint revision ${expectedRevision}, but the current revision is ${currentRevision}.`);
+  }
+}
+
+/** A run was asked for in a conversation that has a queued or running run, and the admission said REJECT (R19). */
+export class ConversationBusyError extends DomainError {
+  constructor(
+    readonly conversationId: string,
+    /** The conversation's active run: the running one, or the first queued. */
+    readonly activeRun: Run,
+  ) {
+    super("The conversation has a run in progress; admit with multitask ENQUEUE to run after it, or INTERRUPT to replace it.");
   }
 }

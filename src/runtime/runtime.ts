@@ -25,7 +25,8 @@ import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
-import { RunWorker, type SettleStep } from "./worker.js";
+import { RunWorker } from "./worker.js";
+import type { SettleStep } from "./attempt/settle.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
 import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
@@ -58,6 +59,11 @@ export type RuntimeOptions = {
   fetch?: FetchSettings;
   /** run_command: offered only when set (COMMANDS_ALLOWED). */
   commands?: CommandSettings;
+  /**
+   * This instance as the database knows it (Database.instanceId): its id leases runs, and
+   * `isConnected` tells a crashed attempt's instance from a frozen one.
+   */
+  instance?: { id: string; isConnected: (instance: string) => Promise<boolean> };
   /** Spilling of large tool results: policies by tool name ("*" for all), read maximum, sweep interval. */
   spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
 };
@@ -84,15 +90,13 @@ export function createRuntime(
   const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
-  const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints, recorder }), consumptionHook(prisma)];
+  const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
   // The answer is published before the proposal is decided: the checkpoint's provenance names it.
-  const settleSteps: SettleStep[] = [publishAnswerStep({ prisma, publications }), decideProposalsStep({ prisma, checkpoints, logger })];
-  const readMaterial = createReadMaterialTool({ prisma, publications });
+  const settleSteps: SettleStep[] = [publishAnswerStep({ publications }), decideProposalsStep({ checkpoints })];
+  const readMaterial = createReadMaterialTool({ publications });
   const proposeCheckpoint = createProposeCheckpointTool({ prisma });
   const context = new ContextBuilder({
-    prisma,
     model: options.model,
-    recorder,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
   });
   const readEvidence = createReadEvidenceTool(prisma);
@@ -103,8 +107,8 @@ export function createRuntime(
     commands: options.commands,
   };
   const spills = new PrismaSpillStore(prisma);
-  // Whatever way a run ends, its spill handles are released before its terminal status shows.
-  settleSteps.push(async (run) => void (await spills.releaseRun(run.id)));
+  // Whatever way a run ends, its spill handles are released with its terminal status.
+  settleSteps.push(async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)));
   const sweeper = new SpillSweeper({ store: spills, intervalMs: options.spill?.sweepIntervalMs ?? 60_000, logger });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const executor = new RunExecutor({
@@ -117,20 +121,22 @@ export function createRuntime(
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
     // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.
-    spiller: new Spiller({ store: spills, sink: recorder, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
-    tools: async (run, runLog) => [
+    spiller: new Spiller({ store: spills, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
+    tools: async ({ run, sink }, runLog) => [
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? [proposeCheckpoint] : []),
       readEvidence,
       readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink: recorder })),
+      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink })),
       ...(options.extraTools ?? []),
     ],
   });
   const worker = new RunWorker({
     prisma,
+    workerId: options.instance?.id,
+    liveness: options.instance?.isConnected,
     executor,
     recorder,
     events,

@@ -1,15 +1,23 @@
-// The worker (R1, R17): claims admitted runs under a lease, keeps the lease alive with a
-// heartbeat while executing, and settles each run in a terminal state. A run whose worker died
-// (its lease expired) is claimed again and resumed from the log; the lease guard on every
-// write means two workers never execute one run at the same time.
+// The worker (R1, R17, R18): claims runs, executes each claim as a numbered attempt under a lease
+// kept alive by a heartbeat, and settles the run. Every write of an attempt goes through its
+// fence (attempt/fence.ts), so an attempt whose run was taken over or cancelled writes nothing;
+// a heartbeat that fails or finds the lease gone aborts the attempt's model request and tool
+// calls at once. A run whose worker died is claimed again once its lease expired and resumed
+// from the log as the next attempt.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { type EventBus, publishRunStatus, type RunStatusName } from "../events/topics.js";
+import type { EventBus } from "../events/topics.js";
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
-import { type Outcome, type RunExecutor, RunStopped } from "./loop/run-executor.js";
+import { type ClaimedAttempt, claimRun, type InstanceLiveness, interruption, releaseAbandoned } from "./attempt/claim.js";
+import { AttemptFence, AttemptFencedError } from "./attempt/fence.js";
+import { settleAttempt, type SettleStep, handBackAttempt, acknowledgeCancel } from "./attempt/settle.js";
+import type { Outcome, RunExecutor } from "./loop/run-executor.js";
+import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import type { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+
+export type { SettleStep };
 
 export type WorkerOptions = {
   prisma: PrismaClient;
@@ -20,12 +28,14 @@ export type WorkerOptions = {
   leaseMs?: number;
   pollMs?: number;
   concurrency?: number;
+  /** This instance's id: the lease owner of its attempts (see Database.instanceId). */
   workerId?: string;
+  /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
+  liveness?: InstanceLiveness;
   /**
-   * Steps of settling that belong to other parts of the runtime (publishing the answer, releasing
-   * spills, …). Each runs before the terminal status is written, so whoever sees the run settled
-   * sees their effects; each must be idempotent, because a worker that dies in between leaves
-   * the run to another worker, which settles it again.
+   * Steps of settling that belong to other parts of the runtime (publishing the answer, deciding
+   * proposals, releasing spills). They run in the attempt's fenced settle transaction, with the
+   * terminal status: a run is settled with all of their effects or none.
    */
   settleSteps?: SettleStep[];
   /** Background jobs that run while the worker runs (the spill sweeper, …). */
@@ -36,11 +46,9 @@ export type WorkerOptions = {
    * runs queued without an announcement or whose lease expired.
    */
   queue?: RunQueue;
-  /** How often a queue-driven worker sweeps for unannounced or expired runs (default leaseMs / 3). */
+  /** How often the worker sweeps for unannounced runs and releases abandoned leases (default leaseMs / 3). */
   sweepMs?: number;
 };
-
-export type SettleStep = (run: Run, outcome: Outcome, status: RunStatusName) => Promise<void>;
 
 type Active = { controller: AbortController; done: Promise<void> };
 
@@ -49,31 +57,41 @@ export class RunWorker {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly concurrency: number;
+  private readonly liveness: InstanceLiveness;
   private readonly active = new Map<string, Active>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   private nextSweepAt = 0;
+  /** The poll (sweep and claims) in progress, if any. */
+  private polling: Promise<void> | undefined;
+  private wokenWhilePolling = false;
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.pollMs = options.pollMs ?? 500;
     this.concurrency = options.concurrency ?? 4;
+    this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
   }
 
   start(): void {
     this.stopped = false;
-    this.unsubscribe = this.listenForCancellations();
+    this.unsubscribe = this.listen();
     for (const companion of this.options.companions ?? []) companion.start();
     this.schedule(0);
   }
 
-  /** Stops claiming, interrupts runs in flight and hands their leases back for another worker. */
+  /**
+   * Stops claiming, interrupts runs in flight and hands their leases back for another worker.
+   * A claim in progress is awaited first (its transaction must end before the database closes),
+   * and a run it claimed is handed back with the others.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.unsubscribe?.();
+    await this.polling;
     for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
     await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
@@ -82,156 +100,207 @@ export class RunWorker {
   private schedule(delayMs: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.poll(), delayMs);
+    this.timer = setTimeout(() => {
+      // The poll in progress schedules the next one, at once when woken meanwhile.
+      if (this.polling) return void (this.wokenWhilePolling = true);
+      this.polling = this.poll().finally(() => (this.polling = undefined));
+    }, delayMs);
   }
 
   private async poll(): Promise<void> {
     try {
-      if (this.options.queue && Date.now() >= this.nextSweepAt) await this.sweep(this.options.queue);
+      if (Date.now() >= this.nextSweepAt) await this.sweep();
       while (!this.stopped && this.active.size < this.concurrency) {
-        const run = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
-        if (!run) break;
-        this.begin(run);
+        const claimed = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
+        if (!claimed) break;
+        this.begin(claimed);
       }
     } catch (error) {
       this.options.logger.error("claiming runs failed", { error: String(error) });
     }
-    this.schedule(this.pollMs);
+    this.schedule(this.wokenWhilePolling ? 0 : this.pollMs);
+    this.wokenWhilePolling = false;
+  }
+
+  private claim(runId?: string): Promise<ClaimedAttempt | null> {
+    return claimRun(
+      {
+        prisma: this.options.prisma,
+        events: this.options.events,
+        announce: (changes) => this.options.recorder.announce(changes),
+        workerId: this.workerId,
+        leaseMs: this.leaseMs,
+        liveness: this.liveness,
+        describeRun: (run) => this.options.executor.describeRun(run),
+      },
+      runId,
+    );
   }
 
   /** Claims the next delivered run that is still claimable; deliveries of any other run are no-ops. */
-  private async claimDelivered(queue: RunQueue): Promise<Run | null> {
+  private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
     for (;;) {
       const [delivery] = await queue.take(1);
       if (!delivery) return null;
-      const run = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
-      if (run) return run;
+      const claimed = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
+      if (claimed) return claimed;
     }
   }
 
-  /** Announces runs that are queued, or running under an expired lease, so a worker claims them. */
-  private async sweep(queue: RunQueue): Promise<void> {
+  /**
+   * Releases the leases of runs that ended while their attempt's instance was gone, and — with a
+   * queue — announces runs that are queued, or running under an expired lease, so a worker claims them.
+   */
+  private async sweep(): Promise<void> {
     this.nextSweepAt = Date.now() + (this.options.sweepMs ?? this.leaseMs / 3);
+    await releaseAbandoned({ ...this.settleDeps(), liveness: this.liveness });
+    if (!this.options.queue) return;
     const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
       `SELECT id FROM run WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
         ORDER BY created_at LIMIT 1000`,
     );
-    if (rows.length > 0) await queue.enqueue(rows.map((row) => row.id));
+    if (rows.length > 0) await this.options.queue.enqueue(rows.map((row) => row.id));
   }
 
-  /**
-   * Takes the oldest queued run, or a running one whose lease expired, with SKIP LOCKED
-   * (or only the given run, when it is claimable).
-   */
-  private async claim(runId?: string): Promise<Run | null> {
-    const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
-      `UPDATE run SET status = 'RUNNING', lease_owner = $1,
-              lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-              started_at = COALESCE(started_at, now())
-        WHERE id = (SELECT id FROM run
-                     WHERE (status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now()))
-                       AND ($3::text IS NULL OR id = $3)
-                     ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-        RETURNING id`,
-      this.workerId,
-      this.leaseMs,
-      runId ?? null,
-    );
-    const [row] = rows;
-    return row ? this.options.prisma.run.findUniqueOrThrow({ where: { id: row.id } }) : null;
-  }
-
-  private begin(run: Run): void {
+  private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const done = this.execute(run, controller).finally(() => this.active.delete(run.id));
-    this.active.set(run.id, { controller, done });
-    this.publish(run.id, "RUNNING");
+    const done = this.execute(claimed, controller).finally(() => this.active.delete(claimed.run.id));
+    this.active.set(claimed.run.id, { controller, done });
   }
 
-  private async execute(run: Run, controller: AbortController): Promise<void> {
-    const { logger } = this.options;
+  private async execute(claimed: ClaimedAttempt, controller: AbortController): Promise<void> {
+    const { logger, prisma } = this.options;
+    const { run } = claimed;
+    const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
+    const fence = new AttemptFence(prisma, holder, (stop) => {
+      if (!controller.signal.aborted) controller.abort(stop);
+    });
+    const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void this.heartbeat(run.id, controller), Math.max(50, this.leaseMs / 3));
+    const heartbeat = setInterval(() => void this.heartbeat(fence), Math.max(50, this.leaseMs / 3));
+    // A run's trace shares its id: logs and traces join on either.
+    const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
-      // A run's trace shares its id (PrismaTraceRecorder.traceFor): logs and traces join on either.
-      logger.info("run started", { runId: run.id, traceId: run.id, worker: this.workerId });
-      const outcome = await this.options.executor.execute(run, controller.signal);
-      if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") await this.handBack(run);
-      else await this.settle(run, outcome);
+      logger.info("attempt started", where);
+      const outcome = await this.options.executor.execute(context);
+      await this.finish(claimed, fence, outcome);
     } catch (error) {
-      logger.error("run execution failed", { runId: run.id, error: String(error) });
-      await this.settle(run, { type: "failed", reason: "MODEL_ERROR", message: String(error) }).catch(() => undefined);
+      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else logger.error("attempt failed", { ...where, error: String(error) });
     } finally {
       clearTimeout(deadline);
       clearInterval(heartbeat);
     }
   }
 
-  /** Extends the lease; stops the run if it was cancelled elsewhere or the lease was lost. */
-  private async heartbeat(runId: string, controller: AbortController): Promise<void> {
-    const rows = await this.options.prisma
-      .$queryRawUnsafe<{ status: string }[]>(
-        `UPDATE run SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
-          WHERE id = $1 AND lease_owner = $2 AND status = 'RUNNING' RETURNING status`,
-        runId,
-        this.workerId,
-        this.leaseMs,
-      )
-      .catch(() => null);
-    if (rows && rows.length === 0 && !controller.signal.aborted) controller.abort(new RunStopped("CANCELLED"));
-  }
-
-  /** Releases the lease at once, so another worker resumes the run from its log without waiting. */
-  private async handBack(run: Run): Promise<void> {
-    await this.options.prisma.run.updateMany({
-      where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
-      data: { leaseOwner: null, leaseExpiresAt: new Date(0) },
-    });
-    await this.options.queue?.enqueue([run.id]).catch(() => undefined);
-    this.options.logger.info("run handed back", { runId: run.id, worker: this.workerId });
-  }
-
-  /** Records the terminal state, only while this worker still holds the run. */
-  private async settle(run: Run, outcome: Outcome): Promise<void> {
-    const status: RunStatusName =
-      outcome.type === "final"
-        ? "SUCCEEDED"
-        : outcome.type === "interrupted" && outcome.status !== "HANDED_BACK"
-          ? outcome.status
-          : "FAILED";
-    const current = await this.options.prisma.run.findUnique({ where: { id: run.id }, select: { leaseOwner: true, status: true } });
-    const stillMine = current?.leaseOwner === this.workerId && current.status === "RUNNING";
-    // A worker that lost the lease leaves the trace to the one that took the run over. The
-    // trace ends before the status changes, so whoever sees the run settled sees its whole trace.
-    if (stillMine || current?.status === "CANCELLED") {
-      for (const step of this.options.settleSteps ?? []) {
-        await step(run, outcome, status).catch((error: unknown) =>
-          this.options.logger.error("a settle step failed", { runId: run.id, error: String(error) }),
-        );
-      }
-      const trace = await this.options.prisma.trace.findUnique({ where: { runId: run.id } });
-      if (trace && !trace.endedAt) await this.options.recorder.endTrace(trace.id);
+  /** Ends the attempt as its outcome says; an attempt that lost its run writes nothing more. */
+  private async finish(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<void> {
+    const { logger } = this.options;
+    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
+    const lost = fence.lost;
+    if (lost?.reason === "LEASE_LOST" || (outcome.type === "interrupted" && outcome.status === "LEASE_LOST")) {
+      logger.warn("attempt stopped: it no longer holds the run and wrote nothing more", { ...where, reason: lost?.message });
+      return;
     }
-    const settled = await this.options.prisma.run.updateMany({
-      where: { id: run.id, leaseOwner: this.workerId, status: "RUNNING" },
-      data: {
-        status,
-        answer: outcome.type === "final" ? outcome.answer : null,
-        failureReason: outcome.type === "failed" ? outcome.reason : null,
-        finishedAt: new Date(),
-        leaseOwner: null,
-        leaseExpiresAt: null,
-      },
-    });
-    if (settled.count > 0) this.publish(run.id, status);
-    this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status, worker: this.workerId });
+    if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
+      await acknowledgeCancel(this.settleDeps(), claimed, this.workerId);
+      logger.info("attempt stopped: the run was cancelled", where);
+      await this.announceNext(claimed.run);
+      return;
+    }
+    if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
+      await handBackAttempt(this.settleDeps(), claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      await this.options.queue?.enqueue([claimed.run.id]).catch(() => undefined);
+      logger.info("run handed back", where);
+      return;
+    }
+    try {
+      const status = await this.settle(claimed, fence, outcome);
+      const failure = outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {};
+      (status === "FAILED" ? logger.warn : logger.info).call(logger, "run settled", { ...where, status, ...failure });
+      await this.announceNext(claimed.run);
+    } catch (error) {
+      // The settle transaction lost its fence: a cancellation (it acknowledges) or a takeover.
+      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else throw error;
+    }
   }
 
-  private listenForCancellations(): () => void {
-    const iterator = this.options.events.subscribe("run:changes");
+  /**
+   * Settles as the outcome says. When a settle step itself fails (the answer cannot be published,
+   * say), the run ends FAILED with INTERNAL_ERROR and none of the steps' effects, rather than
+   * staying RUNNING to be claimed, resumed and fail to settle again forever.
+   */
+  private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
+    try {
+      return await settleAttempt(this.settleDeps(), claimed, fence, outcome);
+    } catch (error) {
+      if (error instanceof AttemptFencedError) throw error;
+      const message = `settling the run failed: ${error instanceof Error ? error.message : String(error)}`;
+      this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: message });
+      const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message };
+      return settleAttempt({ ...this.settleDeps(), steps: [] }, claimed, fence, failed);
+    }
+  }
+
+  private settleDeps() {
+    const { prisma, events, recorder } = this.options;
+    return {
+      prisma,
+      events,
+      steps: this.options.settleSteps ?? [],
+      announce: (changes: Parameters<PrismaTraceRecorder["announce"]>[0]) => recorder.announce(changes),
+      exportEnded: (spanIds: string[]) => recorder.exportEnded(spanIds),
+    };
+  }
+
+  /** Wakes a worker for the next queued run of the conversation, which could not start before. */
+  private async announceNext(run: Run): Promise<void> {
+    const next = await this.options.prisma.run.findFirst({
+      where: { conversationId: run.conversationId, status: "QUEUED" },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { id: true },
+    });
+    if (!next) return;
+    this.options.events.publish("run:queued", { runId: next.id });
+    await this.options.queue?.enqueue([next.id]).catch(() => undefined);
+  }
+
+  /** Extends the lease; a failure, or finding the run no longer held, aborts the attempt at once. */
+  private async heartbeat(fence: AttemptFence): Promise<void> {
+    if (fence.lost) return;
+    const { runId, attempt, workerId } = fence.holder;
+    let verdict: Parameters<AttemptFence["lose"]>;
+    try {
+      const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
+        `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+          WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id`,
+        runId,
+        attempt,
+        workerId,
+        this.leaseMs,
+      );
+      if (rows.length > 0) return;
+      const run = await this.options.prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
+      verdict =
+        run?.status === "CANCELLED" && run.attempt === attempt
+          ? ["CANCELLED", "it was cancelled"]
+          : ["LEASE_LOST", `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}`];
+    } catch (error) {
+      verdict = ["LEASE_LOST", `the heartbeat failed: ${error instanceof Error ? error.message : String(error)}`];
+    }
+    try {
+      fence.lose(...verdict);
+    } catch {
+      // lose() throws to stop whoever writes; here the abort it caused is what counts.
+    }
+  }
+
+  private listen(): () => void {
+    const changes = this.options.events.subscribe("run:changes");
     void (async () => {
-      for await (const change of iterator) {
+      for await (const change of changes) {
         if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
       }
     })();
@@ -240,12 +309,8 @@ export class RunWorker {
       for await (const _ of wake) this.schedule(0);
     })();
     return () => {
-      void iterator.return?.();
+      void changes.return?.();
       void wake.return?.();
     };
-  }
-
-  private publish(runId: string, status: RunStatusName): void {
-    publishRunStatus(this.options.events, runId, status);
   }
 }

@@ -37,12 +37,13 @@ describe("examples/watch-run.ts", () => {
     const lines = output.split("\n");
     expect(lines[0]).toMatch(/^workspace \S+ "Watched from the SDK" \(goal v1\)$/);
     expect(lines[1]).toMatch(/^run \S+ admitted \(QUEUED\)$/);
-    // The span tree, in order, indented by depth: the run, its turns, the model and tool calls.
+    // The span tree, in order, indented by depth: the run, its attempt, its turns, the model and tool calls.
     expect(output).toMatch(/#\d+ ▶ RUN /);
-    expect(output).toMatch(/#\d+ {3}▶ TURN turn 1/);
-    expect(output).toMatch(/#\d+ {5}▶ MODEL_CALL /);
-    expect(output).toMatch(/#\d+ {5}▶ TOOL_CALL .*task_list/);
-    expect(output).toMatch(/#\d+ {7}TOOL_INPUT: .*Answer the question/);
+    expect(output).toMatch(/#\d+ {3}▶ ATTEMPT attempt 1/);
+    expect(output).toMatch(/#\d+ {5}▶ TURN turn 1/);
+    expect(output).toMatch(/#\d+ {7}▶ MODEL_CALL /);
+    expect(output).toMatch(/#\d+ {7}▶ TOOL_CALL .*task_list/);
+    expect(output).toMatch(/#\d+ {9}TOOL_INPUT: .*Answer the question/);
     expect(output).toMatch(/■ MODEL_CALL .* OK in \d+ ms · tokens in \d+ out \d+/);
     expect(output).toMatch(/#\d+ ■ RUN .* OK in \d+ ms/);
     const seqs = [...output.matchAll(/^\s*#(\d+) /gm)].map((m) => Number(m[1]));

@@ -66,28 +66,35 @@ describe.each(backends)("run admission on %s", (backend) => {
     expect(custom.run.agent).toBe("analyst");
   });
 
-  it("admits a plain run outside any workspace into a new conversation holding the question", async () => {
+  it("admits a plain run outside any workspace into a new conversation; its question enters the log when it starts", async () => {
     const { run } = await admit(t.client, { question: "Who makes LFP cells?" });
-    expect(run.workspace).toBeNull();
-    expect(run.frozenGoal).toBeNull();
+    expect(run).toMatchObject({ workspace: null, frozenGoal: null, question: "Who makes LFP cells?", status: "QUEUED" });
+    // No worker runs in this app: the run is queued and the log is still empty.
     const conversation = expectType((await t.client.request(ConversationDocument, { id: run.conversation.id })).node!, "Conversation");
-    expect(conversation.messages.edges.map((e) => [e.node.seq, e.node.role, e.node.content, e.node.run?.id])).toEqual([
-      [1, "USER", "Who makes LFP cells?", run.id],
-    ]);
+    expect(conversation.messages.edges).toEqual([]);
+    expect(conversation.runs.edges.map((e) => e.node.id)).toEqual([run.id]);
   });
 
-  it("continues a conversation: a follow-up run is the next round of the same log", async () => {
+  it("continues a conversation: a follow-up is refused while a run is active, or queued behind it when asked", async () => {
     const conversation = await startConversation(t.client, "Battery chat");
     const first = await admit(t.client, { conversationId: conversation.id, question: "round one" });
-    const second = await admit(t.client, { conversationId: conversation.id, question: "round two" });
+    const before = await runCount();
+    const refused = await t.client.request(AdmitRunDocument, {
+      input: { conversationId: conversation.id, question: "round two", idempotencyKey: "round-two" },
+    });
+    const busy = expectType(refused.admitRun, "ConversationBusyError");
+    expect(busy.activeRun).toEqual({ id: first.run.id, status: "QUEUED" });
+    expect(await runCount()).toBe(before);
+    // Nothing was written, the key included: the same key is free for the next try.
+    const second = await admit(t.client, { conversationId: conversation.id, question: "round two", multitask: "ENQUEUE", idempotencyKey: "round-two" });
+    expect(second.replayed).toBe(false);
     expect(first.run.conversation.id).toBe(conversation.id);
     expect(second.run.conversation.id).toBe(conversation.id);
     const log = expectType((await t.client.request(ConversationDocument, { id: conversation.id })).node!, "Conversation");
-    expect(log.messages.edges.map((e) => [e.node.seq, e.node.content])).toEqual([
-      [1, "round one"],
-      [2, "round two"],
-    ]);
     expect(log.runs.edges.map((e) => e.node.id).sort()).toEqual([first.run.id, second.run.id].sort());
+    // A replay returns the run admitted first, whatever strategy it names.
+    const replay = await admit(t.client, { conversationId: conversation.id, question: "round two", multitask: "REJECT", idempotencyKey: "round-two" });
+    expect(replay).toMatchObject({ replayed: true, run: { id: second.run.id } });
   });
 
   it("replays the same key and request, comparing materials as a set and limits after defaults", async () => {

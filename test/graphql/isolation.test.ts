@@ -35,9 +35,14 @@ import {
   WorkspaceLinksDocument,
   WorkspacesDocument,
 } from "../../sdk/generated/graphql.js";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { settled } from "../support/scripted-runs.js";
 import { waitFor, withTimeout } from "../support/wait.js";
 
 const SECRET_TITLE = "Alice's confidential cell-capacity findings";
@@ -87,7 +92,13 @@ describe.each(backends)("principal isolation on %s", (backend) => {
   };
 
   beforeAll(async () => {
-    t = await startTestApp(backend, { authRequired: true, listen: true });
+    // A worker answers Alice's run, so her conversation holds messages to attack. The answer is
+    // blank, so nothing is published: her objects stay exactly the ones made below.
+    t = await startTestApp(backend, {
+      authRequired: true,
+      listen: true,
+      runtime: { model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")), pollMs: 25 },
+    });
     aliceKey = await t.createPrincipal("Alice");
     bobKey = await t.createPrincipal("Bob");
     alice = t.as(aliceKey);
@@ -134,6 +145,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
         "LinkToWorkspaceSuccess",
       );
     }
+    expect((await settled(alice, run.id)).status).toBe("SUCCEEDED");
     const log = await alice.request(ConversationDocument, { id: conversation.id });
     if (log.node?.__typename !== "Conversation") throw new Error("setup: Alice cannot read her conversation");
     const links = await alice.request(WorkspaceLinksDocument, { workspaceId: workspace.id, first: 10 });
@@ -281,9 +293,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     expect(versions?.map((e) => e.node.version)).toEqual([1]);
     const links = (await alice.request(WorkspaceLinksDocument, { workspaceId, first: 10 })).workspace!.links.edges;
     expect(links.map((e) => e.node.id).sort()).toEqual([...a.linkIds].sort());
-    expect(links.map((e) => e.node.target?.id).sort()).toEqual(
-      [a.conversationId, a.runId, a.publicationId, a.artifactId].sort(),
-    );
+    expect(links.map((e) => e.node.target?.id).sort()).toEqual([a.conversationId, a.runId, a.publicationId, a.artifactId].sort());
 
     expect((await alice.request(WorkspacesDocument, {})).workspaces.edges.map((e) => e.node.id)).toEqual([workspaceId]);
     const runs = (await alice.request(RunsDocument, {})).runs.edges.map((e) => e.node);

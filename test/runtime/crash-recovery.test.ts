@@ -1,7 +1,7 @@
 // R7, R17: a process killed between a tool call and its result. The run is taken over from the
 // log once its lease expires, its dangling call is repaired, and it completes; the tool never
 // runs in two processes at once.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -9,7 +9,8 @@ import { createClient } from "../../sdk/client.js";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
-import { killAll, type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
+import { waitUntil } from "../support/wait.js";
 
 const running: Spawned[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -29,28 +30,12 @@ async function urlOf(p: Spawned): Promise<string> {
   return (JSON.parse(line) as { url: string }).url;
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
-function markerLines(file: string): string[] {
-  try {
-    return readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
-  } catch {
-    return [];
-  }
-}
 
 /** The run as the surviving process reports it, once settled. */
 async function settledRun(url: string, runId: string) {
   const client = createClient({ url });
-  return waitFor(async () => {
+  return waitUntil(async () => {
     const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
     return ["QUEUED", "RUNNING"].includes(run.status) ? undefined : run;
   }, 45_000);
@@ -58,10 +43,23 @@ async function settledRun(url: string, runId: string) {
 
 function expectRepairedAndCompleted(run: Awaited<ReturnType<typeof settledRun>>, survivorPid: number) {
   expect(run.status).toBe("SUCCEEDED");
-  expect(run.answer).toBe(`Finished by ${survivorPid}.`);
+  expect(run.answer).toBe(`Finished "survive a crash" by ${survivorPid}.`);
   expect(run.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
   expect(run.messages.edges[2]!.node.content).toMatch(/may or may not have executed/);
   expect(run.trace!.spans.flatMap((s) => s.events.map((e) => e.kind))).toContain("REPAIR");
+  // The killed attempt is recorded as crashed, and its trace left nothing open: one root span,
+  // its ATTEMPT and everything under it INTERRUPTED, saying why.
+  expect(run.attempts.map((a) => [a.number, a.outcome])).toEqual([
+    [1, "CRASHED"],
+    [2, "COMPLETED"],
+  ]);
+  expect(run.attempts[1]!.instance).toContain(`:${survivorPid}:`);
+  const spans = run.trace!.spans;
+  expect(spans.filter((s) => s.kind === "RUN")).toHaveLength(1);
+  expect(spans.filter((s) => s.status === "RUNNING" || !s.endedAt)).toEqual([]);
+  const crashed = spans.find((s) => s.id === run.attempts[0]!.span!.id)!;
+  expect(crashed.status).toBe("INTERRUPTED");
+  expect(crashed.events.find((e) => e.kind === "INTERRUPTION")?.preview).toMatch(/crash|gone|no database session/i);
 }
 
 describe("crash recovery", () => {
@@ -76,7 +74,7 @@ describe("crash recovery", () => {
     const env = { DATA_DIR: path.join(dir, "data"), MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
     const first = startWorker(env);
     const { run } = await admit(createClient({ url: await urlOf(first) }), { question: "survive a crash" });
-    await waitFor(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
+    await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
     first.child.kill("SIGKILL");
     await first.exited;
 
@@ -97,7 +95,7 @@ describe("crash recovery", () => {
       const first = startWorker(env);
       const firstUrl = await urlOf(first);
       const { run } = await admit(createClient({ url: firstUrl }), { question: "survive a crash" });
-      await waitFor(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
+      await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
       const second = startWorker(env);
       const secondUrl = await urlOf(second);
       // Alive, but the run is leased by the first process: the second must not touch it.
@@ -107,7 +105,6 @@ describe("crash recovery", () => {
       first.child.kill("SIGKILL");
       await first.exited;
       const done = await settledRun(secondUrl, run.id);
-      expect(done.answer).toBe(`Finished by ${second.child.pid}.`);
       expectRepairedAndCompleted(done, second.child.pid!);
       expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
     },

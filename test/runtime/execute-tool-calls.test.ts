@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
 import { executeToolCalls } from "../../src/runtime/tools/execute-tool-calls.js";
-import { testRun } from "../support/tool-context.js";
+import { noDatabase, testRun } from "../support/tool-context.js";
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -32,6 +32,7 @@ async function run(calls: { name: string; arguments: string }[], tools: Tool[], 
     calls: calls.map((call, i) => ({ id: `call_${i}`, ...call })),
     tools: new Map(tools.map((t) => [t.schema.name, t])),
     sink,
+    write: noDatabase,
     parent,
     run: testRun(),
     signal,

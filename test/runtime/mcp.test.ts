@@ -105,6 +105,20 @@ describe("MCP servers", () => {
     expect(started("alpha-2")).toBe(1);
   });
 
+  it("carries a NUL and an unpaired surrogate through an MCP call and back, stored exactly", async () => {
+    const { t, model } = await start();
+    await upsert(stdio("alpha", "alpha-1"));
+    const hostile = "before\u0000middle\uD800end";
+    // The question is JSON: its escapes are plain text to GraphQL; the model's arguments hold the raw characters.
+    const { run } = await admit(t.client, { question: callTools({ name: "mcp__alpha__echo", arguments: { text: hostile } }) });
+    const done = await settled(t.client, run.id);
+    expect(done.messages.edges.find((e) => e.node.role === "TOOL")!.node.content).toBe(`alpha-1: ${hostile}`);
+    expect(done.trace!.spans.filter((span) => span.status !== "OK")).toEqual([]);
+    // The model was shown stand-ins, not the raw characters, and answered with what it saw.
+    expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain("alpha-1: before␀middle\uFFFDend");
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: "alpha-1: before␀middle\uFFFDend" });
+  });
+
   it("reconnects only the server that changed when one of several is updated", async () => {
     const { t } = await start();
     await upsert(stdio("one", "one-1"));

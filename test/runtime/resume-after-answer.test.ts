@@ -1,5 +1,6 @@
 // R17: a worker that dies after the model's final reply is logged but before the run settles
 // leaves the run to another worker, which settles it with that reply instead of asking again.
+import { unfenced } from "../../src/runtime/attempt/fence.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -26,14 +27,17 @@ describe.each(backends)("resuming an answered run on %s", (backend) => {
     const { run } = await admit(before.client, { question: "What is 6 × 7?" });
     const runId = idOfType(run.id, "Run")!;
     const admitted = await before.app.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    await appendToLog(before.app.db.prisma, {
+    await appendToLog(unfenced(before.app.db.prisma), {
       conversationId: admitted.conversationId,
       runId,
-      entries: [{ role: "ASSISTANT", content: "42, as logged before the crash.", toolCalls: [] }],
+      entries: [
+        { role: "USER", content: admitted.question },
+        { role: "ASSISTANT", content: "42, as logged before the crash.", toolCalls: [] },
+      ],
     });
     await before.app.db.prisma.run.update({
       where: { id: runId },
-      data: { status: "RUNNING", leaseOwner: "dead-worker", leaseExpiresAt: new Date(Date.now() - 1_000), startedAt: new Date() },
+      data: { status: "RUNNING", attempt: 1, leaseOwner: "dead-worker", leaseExpiresAt: new Date(Date.now() - 1_000), startedAt: new Date() },
     });
     await before.close();
 

@@ -88,8 +88,11 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(root).toMatchObject({ parentId: null, status: "OK", name: "invoke_agent researcher" });
     expect((await t.client.request(NodeDocument, { id: root.id })).node).toMatchObject({ __typename: "Span", id: root.id });
     expect((await t.as(await t.createPrincipal("Other")).request(NodeDocument, { id: root.id })).node).toBeNull();
+    const attempt = spans.find((s) => s.kind === "ATTEMPT")!;
+    expect(attempt).toMatchObject({ parentId: root.id, status: "OK", name: "attempt 1" });
+    expect(done.attempts).toMatchObject([{ number: 1, outcome: "COMPLETED", span: { id: attempt.id } }]);
     const turns = spans.filter((s) => s.kind === "TURN");
-    expect(turns.map((s) => s.parentId)).toEqual([root.id, root.id]);
+    expect(turns.map((s) => s.parentId)).toEqual([attempt.id, attempt.id]);
     const models = spans.filter((s) => s.kind === "MODEL_CALL");
     expect(models.map((s) => s.name)).toEqual(["chat scripted:test", "chat scripted:test"]);
     expect(models[0]!.usage).toEqual({ input: 100, output: 10, cached: 40, reasoning: 3 });
@@ -161,7 +164,15 @@ describe.each(backends)("run execution on %s", (backend) => {
       expect(Date.now() - started).toBeLessThan(5_000);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    expect(t.app.runtime!.worker["active"].size).toBe(0);
+    // The attempt stops its tool at once and gives back its lease; it wrote nothing else.
+    while (t.app.runtime!.worker["active"].size > 0) {
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const after = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+    expect(after.attempts).toMatchObject([{ number: 1, outcome: "COMPLETED" }]);
+    expect(after.attempts[0]!.endedAt).not.toBeNull();
+    expect(after.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT"]);
   });
 
   it("fails a request that cannot fit the context window with a clear reason, before calling the model", async () => {
@@ -223,8 +234,17 @@ describe.each(backends)("run execution on %s", (backend) => {
     t.app.runtime!.worker.start();
     const done = await settled(t, run.id);
     expect(done).toMatchObject({ status: "SUCCEEDED", answer: "resumed and answered" });
-    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT"]);
-    expect(done.messages.edges[2]!.node.content).toBe("Error: the run was stopped during this call.");
+    // The cut-off call has no result: the next attempt records it as repaired, and the model saw the neutral note.
+    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
+    expect(done.messages.edges[2]!.node.content).toMatch(/may or may not have executed/);
+    expect(done.attempts.map((a) => a.outcome)).toEqual(["HANDED_BACK", "COMPLETED"]);
+    const [first, second] = done.attempts.map((a) => done.trace!.spans.find((s) => s.id === a.span!.id)!);
+    expect(first).toMatchObject({ status: "INTERRUPTED" });
+    expect(first!.events.map((e) => e.kind)).toEqual(["INTERRUPTION"]);
+    expect(first!.events[0]!.preview).toMatch(/^handed back/);
+    expect(second).toMatchObject({ status: "OK" });
+    expect(done.trace!.spans.filter((s) => s.kind === "RUN")).toHaveLength(1);
+    expect(done.trace!.spans.every((s) => s.status !== "RUNNING")).toBe(true);
   });
 
   it("fails with MAX_TURNS and TOKEN_BUDGET, and times out at the deadline", async () => {

@@ -192,7 +192,6 @@ describe("the spiller", () => {
   it("takes each tool's policy over the \"*\" entry over the defaults, and never spills read_spill", () => {
     const spiller = new Spiller({
       store: new InMemorySpillStore(),
-      sink: new InMemoryTraceSink(),
       policies: { "*": { thresholdChars: 64_000 }, http_fetch: { strategy: "head", previewChars: 4_096 }, read_spill: { enabled: true } },
     });
     expect(spiller.policyFor("http_fetch")).toEqual({ enabled: true, thresholdChars: 64_000, previewChars: 4_096, strategy: "head" });
@@ -206,7 +205,7 @@ describe("the spiller", () => {
     const run = testRun({ conversationId: "c1" });
     const big = "q".repeat(40_000);
     store.add(planSpill({ output: big, toolName: "t", handle: "spill://researcher/c1/call_0_0", policy })!, big);
-    const step = new Spiller({ store, sink }).forTurn(run);
+    const step = new Spiller({ store }).forTurn(run, sink);
     const spans = await Promise.all([1, 2].map((n) => sink.startSpan({ traceId: "t", kind: "TOOL_CALL", name: `call ${n}` })));
     const results = await Promise.all(spans.map((span) => step({ id: "call_0_0", name: "t", arguments: "{}" }, big, span)));
     expect(results.map((r) => r!.spill.handle).sort()).toEqual(["spill://researcher/c1/call_0_0~2", "spill://researcher/c1/call_0_0~3"]);

@@ -2,7 +2,7 @@
 // one PostgreSQL, joined by the pg-boss run queue. Every admitted run is executed exactly once,
 // by whichever worker claims it, and a worker killed mid-run leaves its run to the other one
 // within the lease time. PostgreSQL only: several processes cannot share the embedded database.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
-import { killAll, type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
+import { waitUntil } from "../support/wait.js";
 
 const running: Spawned[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -44,23 +45,7 @@ async function deployment(env: Record<string, string>) {
   return { url, workers, sql, marker: shared.MARKER_FILE };
 }
 
-function markerLines(file: string): string[] {
-  try {
-    return readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
-  } catch {
-    return [];
-  }
-}
 
-async function waitUntil<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQL job queue", () => {
   it("two worker processes execute 50 queued runs, each exactly once", async () => {
@@ -94,7 +79,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     expect([...byPid.values()].every((count) => count > 0)).toBe(true);
     for (const run of settled) {
       const ranBy = starts.find((line) => line.startsWith(`start ${run.id} `))!.split(" ")[2];
-      expect(run.answer).toBe(`Finished by ${ranBy}.`);
+      expect(run.answer).toMatch(new RegExp(`^Finished "question \\d+" by ${ranBy}\\.$`));
     }
   }, 150_000);
 
@@ -115,7 +100,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
       return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
     }, 30_000);
     const tookOverAfterMs = Date.now() - killedAt;
-    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished by ${survivor.child.pid}.` });
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "survive a crash" by ${survivor.child.pid}.` });
     // The lease expires at most leaseMs after the last heartbeat; the sweep (every leaseMs / 3)
     // and a poll (500 ms) later the survivor has it, and finishing takes a few queries.
     expect(tookOverAfterMs).toBeLessThan(leaseMs + leaseMs / 3 + 2_500);
@@ -141,7 +126,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
       const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
       return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
     }, 30_000);
-    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished by ${survivor.child.pid}.` });
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "stop gracefully" by ${survivor.child.pid}.` });
     expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     expect(stopped.output()).toMatch(/"message":"run handed back"/);
   }, 120_000);

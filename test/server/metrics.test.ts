@@ -9,6 +9,7 @@ import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit, createWorkspace } from "../support/fixtures.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -40,15 +41,6 @@ async function scrape(app: TestApp): Promise<{ contentType: string | null; text:
   return { contentType: response.headers.get("content-type"), text, series };
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 it("/metrics reports requests, operations, runs by state, tokens, tool calls and open subscriptions", async () => {
   t = await startTestApp("pglite", {
@@ -64,7 +56,7 @@ it("/metrics reports requests, operations, runs by state, tokens, tool calls and
   const workspace = await createWorkspace(server);
   const events = socketClient.subscribe(WorkspaceEventsDocument, { workspaceId: workspace.id });
   void events.next().catch(() => undefined);
-  const open = await until(async () => {
+  const open = await waitUntil(async () => {
     const series = (await scrape(t!)).series;
     return at(series, 'dossier_subscriptions_open{transport="ws"}') === 1 ? series : undefined;
   });
@@ -103,7 +95,7 @@ it("/metrics reports requests, operations, runs by state, tokens, tool calls and
     body: JSON.stringify({ query: `{ ${Array.from({ length: 40 }, (_, i) => `a${i}: __typename`).join(" ")} }` }),
   });
   await socketClient.close();
-  const closed = await until(async () => {
+  const closed = await waitUntil(async () => {
     const series = (await scrape(t!)).series;
     return at(series, 'dossier_subscriptions_open{transport="ws"}') === 0 ? series : undefined;
   });

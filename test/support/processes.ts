@@ -1,5 +1,6 @@
 // Runs Dossier's own entry points as separate processes, as an operator would.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -73,5 +74,14 @@ export async function killAll(processes: Spawned[]): Promise<void> {
       p.child.kill("SIGKILL");
       await p.exited;
     }
+  }
+}
+
+/** The lines a test process appended to a marker file so far (none before the first). */
+export function markerLines(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").trim().split("\n").filter(Boolean);
+  } catch {
+    return [];
   }
 }

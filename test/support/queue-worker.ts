@@ -1,6 +1,6 @@
 // A worker process for multi-process tests: Dossier's real worker process (src/worker-process.ts,
 // configured from the environment like `npm run worker`) with a scripted model that first calls
-// `marker_tool`, then answers "Finished by <pid>." once it sees that call's result or its repair
+// `marker_tool`, then answers `Finished "<question>" by <pid>.` once it sees that call's result or its repair
 // note. `marker_tool` appends "start <runId> <pid>" and "end <runId> <pid>" lines to MARKER_FILE
 // (waiting SLOW_TOOL_MS in between), so a test can count how often each run was executed, where.
 import { appendFileSync, mkdtempSync } from "node:fs";
@@ -9,7 +9,7 @@ import path from "node:path";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { markerModel } from "./marker-model.js";
 import { startWorkerProcess } from "../../src/worker-process.js";
 
 const marker = process.env.MARKER_FILE!;
@@ -29,14 +29,7 @@ const markerTool: Tool = {
   },
 };
 
-const model = new ScriptedModel({
-  name: "queue-worker",
-  recordRequests: false,
-  steps: (request) =>
-    request.messages.some((m) => m.role === "tool")
-      ? { content: `Finished by ${process.pid}.` }
-      : { toolCalls: [{ name: "marker_tool", arguments: {} }] },
-});
+const model = markerModel("queue-worker", "marker_tool");
 
 const config = loadConfig({ ...process.env, DATA_DIR: mkdtempSync(path.join(tmpdir(), "dossier-queue-worker-")) });
 const logger = createLogger(config.logLevel);

@@ -1,5 +1,6 @@
 // A tool context for unit tests of tools and the action step, outside a database-backed run.
 import type { Run } from "../../src/generated/prisma/client.js";
+import type { Transact } from "../../src/runtime/attempt/fence.js";
 import type { ToolContext } from "../../src/runtime/ports/tool.js";
 
 export function testRun(overrides: Partial<Run> = {}): Run {
@@ -27,6 +28,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     finishedAt: null,
     leaseOwner: null,
     leaseExpiresAt: null,
+    attempt: 1,
     modelLabel: null,
     tokensUsed: 0,
     checkpointRevisionSeen: null,
@@ -36,5 +38,16 @@ export function testRun(overrides: Partial<Run> = {}): Run {
 
 export function toolContext(overrides: Partial<ToolContext> = {}): ToolContext {
   const run = overrides.run ?? testRun();
-  return { run, runId: run.id, toolCallId: "call-1", signal: new AbortController().signal, span: { id: "s", traceId: "t" }, ...overrides };
+  return {
+    run,
+    runId: run.id,
+    toolCallId: "call-1",
+    signal: new AbortController().signal,
+    span: { id: "s", traceId: "t" },
+    write: noDatabase,
+    ...overrides,
+  };
 }
+
+/** The `write` of a context without a database: a tool that writes fails the test loudly. */
+export const noDatabase: Transact = () => Promise.reject(new Error("this test gives the tool no database to write to"));

@@ -14,3 +14,14 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms)),
   ]);
 }
+
+/** Polls until the probe gives a value (anything but undefined) and returns it. */
+export async function waitUntil<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

@@ -1,6 +1,6 @@
 // A Dossier process for multi-process tests (crash recovery, several instances): the real app and worker over DATA_DIR or DATABASE_URL,
-// answering with a scripted model that first asks for `slow_tool`, then — once it sees that
-// call's result or its repair note — gives a final answer. `slow_tool` appends "start <pid>"
+// answering each question with a scripted model that first asks for `slow_tool`, then — once it
+// sees that call's result or its repair note — answers `Finished "<question>" by <pid>.`. `slow_tool` appends "start <pid>"
 // and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,8 +11,8 @@ import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger } from "../../src/logger.js";
 import { startHttpServer } from "../../src/server/http-server.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
+import { markerModel } from "./marker-model.js";
 
 const marker = process.env.MARKER_FILE!;
 const db = await openDatabase(
@@ -36,14 +36,7 @@ const slowTool: Tool = {
   },
 };
 
-const model = new ScriptedModel({
-  name: "crash",
-  recordRequests: false,
-  steps: (request) =>
-    request.messages.some((m) => m.role === "tool")
-      ? { content: `Finished by ${process.pid}.` }
-      : { toolCalls: [{ name: "slow_tool", arguments: {} }] },
-});
+const model = markerModel("crash", "slow_tool");
 
 const events = process.env.REDIS_URL ? (await createRedisEventBus(process.env.REDIS_URL)).events : createEventBus();
 const app = createApp({

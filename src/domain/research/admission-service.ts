@@ -4,18 +4,23 @@ import { createHash, randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { IdempotencyConflictError, ValidationError } from "../errors.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { lockOpenWorkspace, upsertLink } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX, nonBlank } from "../workspace/workspace-service.js";
-import { appendMessage } from "./conversation-service.js";
+import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "./owned-objects.js";
 import { versionRef } from "./publication-service.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** What a new run does when its conversation already has a queued or running run (R19). */
+export const MULTITASK_STRATEGIES = ["REJECT", "ENQUEUE", "INTERRUPT"] as const;
+export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
 
 export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
 
@@ -36,13 +41,17 @@ const admitInput = z.object({
   question: nonBlank(GOAL_STATEMENT_MAX),
   materials: z.array(versionRef).max(100, "at most 100 materials").nullish().transform((v) => v ?? []),
   limits: limits.nullish().transform((v) => v ?? limits.parse({})),
+  multitask: z.enum(MULTITASK_STRATEGIES).nullish().transform((v) => v ?? "REJECT"),
   idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),
 });
 
 export type AdmitInput = z.input<typeof admitInput>;
 type Admission = z.output<typeof admitInput>;
 
-/** The request as compared for idempotency: materials as a set, limits after defaults. */
+/**
+ * The request as compared for idempotency: materials as a set, limits after defaults. The
+ * multitask strategy is left out: a replay returns the run admitted first, whatever it says.
+ */
 function fingerprintOf(request: Admission): string {
   const materials = [...new Set(request.materials.map((m) => `${m.publicationId}@${m.version}`))].sort();
   const normalised = {
@@ -86,7 +95,9 @@ export class AdmissionService {
       if (replay) return replay;
     }
     try {
-      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, actor, request, fingerprint));
+      const after: AfterCommit = [];
+      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, actor, request, fingerprint, after));
+      runAfterCommit(after);
       if (run.workspaceId) {
         publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
         publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
@@ -113,7 +124,7 @@ export class AdmissionService {
     return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId } }), replayed: true };
   }
 
-  private async admit(tx: Prisma.TransactionClient, actor: Actor, request: Admission, fingerprint: string): Promise<Run> {
+  private async admit(tx: Prisma.TransactionClient, actor: Actor, request: Admission, fingerprint: string, after: AfterCommit): Promise<Run> {
     const now = this.deps.now?.() ?? new Date();
     const runId = randomUUID();
     if (request.idempotencyKey) {
@@ -126,6 +137,9 @@ export class AdmissionService {
         data: { ...where.principalId_key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) },
       });
     }
+    // Before the workspace is locked: cancelling a run locks it, and a settling run locks its
+    // run row before its workspace. Taking locks in that order too never deadlocks with it.
+    if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
 
     let goal: { id: string; version: number; statement: string } | null = null;
     if (request.workspaceId) {
@@ -135,7 +149,6 @@ export class AdmissionService {
         where: { workspaceId_version: { workspaceId: workspace.id, version: workspace.goalVersion } },
       });
     }
-    if (request.conversationId) await assertOwned(tx, actor, "CONVERSATION", request.conversationId);
     const materials = await findOwnedVersions(
       tx,
       actor,
@@ -163,8 +176,33 @@ export class AdmissionService {
         materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) },
       },
     });
-    await appendMessage(tx, { conversationId, role: "USER", content: request.question, runId });
+    // The question enters the conversation's log when the run starts (runtime/attempt/claim.ts):
+    // a run queued behind another must not show up in the middle of that run's turns.
     if (request.workspaceId) await upsertLink(tx, request.workspaceId, { kind: "RUN", targetId: runId });
     return run;
+  }
+
+  /**
+   * One active run per conversation (R19). Admissions into one conversation take its lock in
+   * turn; a queued or running run there is refused (REJECT), waited for (ENQUEUE: the worker
+   * starts the new run once the conversation is free) or cancelled (INTERRUPT: every queued and
+   * running run of the conversation; the new run starts once the running one has stopped).
+   */
+  private async makeRoom(
+    tx: Prisma.TransactionClient,
+    { actor, conversationId, strategy, runId }: { actor: Actor; conversationId: string; strategy: MultitaskStrategy; runId: string },
+    after: AfterCommit,
+  ): Promise<void> {
+    await assertOwned(tx, actor, "CONVERSATION", conversationId);
+    await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `conversation:${conversationId}`);
+    const active = await tx.run.findMany({
+      where: { conversationId, status: { in: ["QUEUED", "RUNNING"] } },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    });
+    if (active.length === 0 || strategy === "ENQUEUE") return;
+    if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status === "RUNNING") ?? active[0]!);
+    for (const run of active) {
+      await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
+    }
   }
 }

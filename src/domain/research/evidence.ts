@@ -3,6 +3,7 @@
 // is derived from the log entry itself (R3 stores each result exactly once), so no extra table is
 // needed and the original comes back byte for byte: `ev_<messageId>` is the content of a tool-result
 // message, `ev_<messageId>_a<n>` the arguments of the n-th call (from 0) of an assistant message.
+import { fromStored } from "../text/stored-text.js";
 import type { Message, Prisma } from "../../generated/prisma/client.js";
 
 /** An assistant tool call as stored in Message.toolCalls. */
@@ -63,7 +64,8 @@ export async function findEvidence(
   if (!message) return null;
   if (ref.callIndex === null) {
     if (message.role !== "TOOL") return null;
-    return { id: resultEvidenceId(message.id), kind: "TOOL_RESULT", message, toolName: message.toolName, toolCallId: message.toolCallId, content: message.content };
+    const content = fromStored(message.content);
+    return { id: resultEvidenceId(message.id), kind: "TOOL_RESULT", message, toolName: message.toolName, toolCallId: message.toolCallId, content };
   }
   if (message.role !== "ASSISTANT") return null;
   const call = ((message.toolCalls as ToolCallRecord[] | null) ?? [])[ref.callIndex];
@@ -72,8 +74,8 @@ export async function findEvidence(
     id: argumentsEvidenceId(message.id, ref.callIndex),
     kind: "TOOL_CALL_ARGUMENTS",
     message,
-    toolName: call.name,
-    toolCallId: call.id,
-    content: call.arguments,
+    toolName: fromStored(call.name),
+    toolCallId: fromStored(call.id),
+    content: fromStored(call.arguments),
   };
 }

@@ -2,7 +2,8 @@
 // and source dependencies (W7, W9).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import type { PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
+import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
@@ -57,6 +58,22 @@ export class PublicationService {
     actor: Actor,
     input: PublishInput,
   ): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
+    const after: AfterCommit = [];
+    const published = await this.deps.prisma.$transaction((tx) => this.publishIn(tx, actor, input, after));
+    runAfterCommit(after);
+    return published;
+  }
+
+  /**
+   * publishVersion inside the caller's transaction (a run settling): the version and its link are
+   * written with whatever else the transaction writes; what to announce is pushed to `after`.
+   */
+  async publishIn(
+    tx: Prisma.TransactionClient,
+    actor: Actor,
+    input: PublishInput,
+    after: AfterCommit,
+  ): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
     const parsed = parseInput(publishInput, input);
     const now = this.deps.now?.() ?? new Date();
     const asOf = parsed.asOf ?? now;
@@ -64,39 +81,35 @@ export class PublicationService {
       throw new ValidationError([{ field: "asOf", message: "must not be in the future" }]);
     }
     const unique = [...new Map(parsed.sources.map((s) => [`${s.publicationId}@${s.version}`, s])).values()];
-
-    const version = await this.deps.prisma.$transaction(async (tx) => {
-      const sources = await findOwnedVersions(tx, actor, unique);
-      if (parsed.originRunId) await assertOwned(tx, actor, "RUN", parsed.originRunId);
-      let publicationId = parsed.publicationId;
-      let number = 1;
-      if (publicationId) {
-        const bumped = await tx.publication.updateMany({
-          where: { id: publicationId, ownerId: actor.principalId },
-          data: { latestVersion: { increment: 1 } },
-        });
-        if (bumped.count === 0) throw new NotFoundError("Publication", publicationId);
-        number = (await tx.publication.findUniqueOrThrow({ where: { id: publicationId } })).latestVersion;
-      } else {
-        publicationId = (
-          await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })
-        ).id;
-      }
-      return tx.publicationVersion.create({
-        data: {
-          publicationId,
-          version: number,
-          content: parsed.content,
-          contentHash: contentHash(parsed.content),
-          asOf,
-          originRunId: parsed.originRunId ?? null,
-          sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
-        },
+    const sources = await findOwnedVersions(tx, actor, unique);
+    if (parsed.originRunId) await assertOwned(tx, actor, "RUN", parsed.originRunId);
+    let publicationId = parsed.publicationId;
+    let number = 1;
+    if (publicationId) {
+      const bumped = await tx.publication.updateMany({
+        where: { id: publicationId, ownerId: actor.principalId },
+        data: { latestVersion: { increment: 1 } },
       });
+      if (bumped.count === 0) throw new NotFoundError("Publication", publicationId);
+      number = (await tx.publication.findUniqueOrThrow({ where: { id: publicationId } })).latestVersion;
+    } else {
+      publicationId = (
+        await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })
+      ).id;
+    }
+    const version = await tx.publicationVersion.create({
+      data: {
+        publicationId,
+        version: number,
+        content: parsed.content,
+        contentHash: contentHash(parsed.content),
+        asOf,
+        originRunId: parsed.originRunId ?? null,
+        sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
+      },
     });
-
     const workspaceLink = parsed.originRunId
-      ? await this.deps.links.linkForRun(parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId })
+      ? await this.deps.links.linkForRunIn(tx, parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId }, after)
       : "NO_WORKSPACE";
     return { version, workspaceLink };
   }

@@ -4,6 +4,7 @@
 // Reading a checkpoint re-checks the eligibility of everything it was built on.
 import { z } from "zod";
 import type { CheckpointOrigin, CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
@@ -73,46 +74,67 @@ export class CheckpointService {
     change: z.output<typeof checkpointChange>,
     provenance: Provenance,
   ): Promise<CheckpointVersion> {
-    const created = await this.deps.prisma.$transaction(async (tx) => {
-      const swapped = await tx.workspace.updateMany({
-        where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
-        data: { checkpointRevision: { increment: 1 } },
-      });
-      if (swapped.count === 0) {
-        const current = await findVisibleWorkspace(tx, actor, workspaceId);
-        throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
-      }
-      const previous =
-        expectedRevision === 0
-          ? null
-          : await tx.checkpointVersion.findUniqueOrThrow({
-              where: { workspaceId_revision: { workspaceId, revision: expectedRevision } },
-            });
-      return tx.checkpointVersion.create({
-        data: {
-          workspaceId,
-          revision: expectedRevision + 1,
-          summary: change.summary ?? previous?.summary ?? null,
-          nextSteps: change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [],
-          questions: mergeQuestions(questionsOf(previous), change.questions),
-          origin: provenance.origin,
-          authorId: actor.principalId,
-          originRunId: provenance.originRunId ?? null,
-          acceptedVersionIds: provenance.acceptedVersionIds ?? [],
-          citedVersionIds: provenance.citedVersionIds ?? [],
-          // A model's suggestion builds on the revision before it and still rests on its sources.
-          // An update by the owner is the owner's own judgement: it rests on what it names, so it
-          // is also how a checkpoint withheld for a revoked source becomes readable again.
-          sourceVersionIds: [
-            ...new Set([
-              ...(provenance.origin === "MODEL_SUGGESTION" ? ((previous?.sourceVersionIds as string[] | undefined) ?? []) : []),
-              ...(provenance.sourceVersionIds ?? []),
-            ]),
-          ],
-        },
-      });
+    const after: AfterCommit = [];
+    const created = await this.deps.prisma.$transaction((tx) =>
+      this.applyIn(tx, { actor, workspaceId, expectedRevision, change, provenance }, after),
+    );
+    runAfterCommit(after);
+    return created;
+  }
+
+  /** `apply` inside the caller's transaction (a run settling); the announcement is pushed to `after`. */
+  async applyIn(
+    tx: Prisma.TransactionClient,
+    {
+      actor,
+      workspaceId,
+      expectedRevision,
+      change,
+      provenance,
+    }: { actor: Actor; workspaceId: string; expectedRevision: number; change: z.output<typeof checkpointChange>; provenance: Provenance },
+    after: AfterCommit,
+  ): Promise<CheckpointVersion> {
+    // Everything that can refuse the change is decided before the swap, which is the last check:
+    // inside a caller's transaction, a refusal must leave nothing written.
+    const previous =
+      expectedRevision === 0
+        ? null
+        : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
+    const questions = mergeQuestions(questionsOf(previous), change.questions);
+    const swapped = await tx.workspace.updateMany({
+      where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
+      data: { checkpointRevision: { increment: 1 } },
     });
-    publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision });
+    if (swapped.count === 0) {
+      const current = await findVisibleWorkspace(tx, actor, workspaceId);
+      throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
+    }
+    const created = await tx.checkpointVersion.create({
+      data: {
+        workspaceId,
+        revision: expectedRevision + 1,
+        summary: change.summary ?? previous?.summary ?? null,
+        nextSteps: change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [],
+        questions,
+        origin: provenance.origin,
+        authorId: actor.principalId,
+        originRunId: provenance.originRunId ?? null,
+        acceptedVersionIds: provenance.acceptedVersionIds ?? [],
+        citedVersionIds: provenance.citedVersionIds ?? [],
+        // A model's suggestion builds on the revision before it and still rests on its sources.
+        // An update by the owner is the owner's own judgement: it rests on what it names, so it
+        // is also how a checkpoint withheld for a revoked source becomes readable again.
+        sourceVersionIds: [
+          ...new Set([
+            ...(provenance.origin === "MODEL_SUGGESTION" ? ((previous?.sourceVersionIds as string[] | undefined) ?? []) : []),
+            ...(provenance.sourceVersionIds ?? []),
+          ]),
+        ],
+      },
+    });
+    after.push(() =>
+      publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }),
+    );
     return created;
   }
 

@@ -2,6 +2,7 @@
 // when they publish (W14, W15), and retention-and-link of HTML artifacts (W16).
 import type { EventPublisher } from "../../events/topics.js";
 import type { LinkTargetKind, Prisma, PrismaClient, WorkspaceLink } from "../../generated/prisma/client.js";
+import type { AfterCommit } from "../after-commit.js";
 import { UnsupportedError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type ArtifactRetention, essenceOf } from "../research/artifact-service.js";
@@ -64,29 +65,23 @@ export class LinkService {
   /**
    * Links an object to the workspace a run was admitted in, when the run produces it. An
    * archived or deleted workspace gets no link, and the refusal is recorded; a deleted
-   * workspace stays a tombstone, never recreated.
+   * workspace stays a tombstone, never recreated. Runs in the caller's transaction.
    */
-  async linkForRun(runId: string, target: LinkTarget): Promise<RunLinkOutcome> {
-    const outcome = await this.deps.prisma.$transaction(async (tx): Promise<RunLinkOutcome> => {
-      const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { ownerId: true, workspaceId: true } });
-      if (!run.workspaceId) return "NO_WORKSPACE";
-      const workspaceId = run.workspaceId;
-      if (await lockOpenWorkspace(tx, { principalId: run.ownerId }, workspaceId)) {
-        await upsertLink(tx, workspaceId, target);
-        return "LINKED";
-      }
-      const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
-      const reason = workspace.deletedAt ? "WORKSPACE_DELETED" : "WORKSPACE_ARCHIVED";
-      await tx.linkRefusal.create({
-        data: { workspaceId, targetKind: target.kind, targetId: target.targetId, runId, reason },
-      });
-      return reason === "WORKSPACE_DELETED" ? "NOT_LINKED_WORKSPACE_DELETED" : "NOT_LINKED_WORKSPACE_ARCHIVED";
-    });
-    if (outcome === "LINKED") {
-      const { workspaceId } = await this.deps.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-      this.published("LINKED", workspaceId!, target);
+  async linkForRunIn(tx: Prisma.TransactionClient, runId: string, target: LinkTarget, after: AfterCommit): Promise<RunLinkOutcome> {
+    const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { ownerId: true, workspaceId: true } });
+    if (!run.workspaceId) return "NO_WORKSPACE";
+    const workspaceId = run.workspaceId;
+    if (await lockOpenWorkspace(tx, { principalId: run.ownerId }, workspaceId)) {
+      await upsertLink(tx, workspaceId, target);
+      after.push(() => this.published("LINKED", workspaceId, target));
+      return "LINKED";
     }
-    return outcome;
+    const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: workspaceId } });
+    const reason = workspace.deletedAt ? "WORKSPACE_DELETED" : "WORKSPACE_ARCHIVED";
+    await tx.linkRefusal.create({
+      data: { workspaceId, targetKind: target.kind, targetId: target.targetId, runId, reason },
+    });
+    return reason === "WORKSPACE_DELETED" ? "NOT_LINKED_WORKSPACE_DELETED" : "NOT_LINKED_WORKSPACE_ARCHIVED";
   }
 
   /**

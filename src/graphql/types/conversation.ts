@@ -1,4 +1,5 @@
 // Conversations (sessions) and their append-only messages.
+import { fromStored } from "../../domain/text/stored-text.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
@@ -15,7 +16,10 @@ export const MessageNode = builder.prismaNode("Message", {
   fields: (t) => ({
     seq: t.exposeInt("seq", { description: "Position in the conversation, from 1, without gaps." }),
     role: t.expose("role", { type: MessageRoleEnum }),
-    content: t.exposeString("content"),
+    content: t.string({
+      description: "The entry's text exactly as it was written, NUL characters and unpaired surrogates included.",
+      resolve: (message) => fromStored(message.content),
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     run: t.relation("run", { nullable: true, description: "The run (round) the message belongs to." }),
   }),

@@ -1,12 +1,20 @@
 // Runs and their admission (W4, W5).
-import { IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import {
+  ConversationBusyError,
+  IdempotencyConflictError,
+  NotFoundError,
+  ValidationError,
+  WorkspaceArchivedError,
+} from "../../domain/errors.js";
+import { fromStored } from "../../domain/text/stored-text.js";
 import { GraphQLError } from "graphql";
 import type { RunStatusMessage } from "../../events/topics.js";
 import type { Run } from "../../generated/prisma/client.js";
-import { RunStatus } from "../../generated/prisma/enums.js";
+import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { idOfType, requireIdOfType } from "../global-id.js";
 import { newestFirst, ownedBy } from "./owned.js";
+import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
 const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
@@ -44,8 +52,23 @@ export const RunNode = builder.prismaNode("Run", {
     agent: t.exposeString("agent", { description: "The agent profile the run executes under." }),
     limits: t.field({ type: RunLimits, resolve: (run) => run }),
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
-    answer: t.exposeString("answer", { nullable: true }),
-    failureReason: t.exposeString("failureReason", { nullable: true }),
+    answer: t.string({
+      nullable: true,
+      description: "The final reply, exactly as the model gave it.",
+      resolve: (run) => (run.answer === null ? null : fromStored(run.answer)),
+    }),
+    attempt: t.exposeInt("attempt", {
+      description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
+    }),
+    attempts: t.relation("attempts", {
+      description: "Every claim of the run by a worker, in order. Only the latest can be running; no two overlap.",
+      query: { orderBy: { number: "asc" } },
+    }),
+    failureReason: t.exposeString("failureReason", {
+      nullable: true,
+      description:
+        "Why a FAILED run failed: MAX_TURNS, TOKEN_BUDGET, CONTEXT_OVERFLOW, MODEL_ERROR (the model's request failed) or INTERNAL_ERROR (Dossier itself; the logs say more).",
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     startedAt: t.expose("startedAt", { type: "DateTime", nullable: true }),
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
@@ -84,6 +107,35 @@ export const RunNode = builder.prismaNode("Run", {
       { name: "RunMessageEdge" },
     ),
     trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
+  }),
+});
+
+const RunAttemptOutcomeEnum = builder.enumType(RunAttemptOutcome, {
+  name: "RunAttemptOutcome",
+  values: {
+    COMPLETED: { description: "The run reached a terminal state during the attempt (a cancellation it saw included)." },
+    HANDED_BACK: { description: "The worker stopped gracefully and released the run for another attempt." },
+    LEASE_LOST: {
+      description: "Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over.",
+    },
+    CRASHED: { description: "Its instance had no database session left when another attempt took the run over: the process died." },
+  },
+});
+
+builder.prismaObject("RunAttempt", {
+  description: "One claim of a run by a worker instance. Every write of an attempt applies only while it holds the run.",
+  fields: (t) => ({
+    number: t.exposeInt("number", { description: "1 for the first claim." }),
+    instance: t.exposeString("instance", { description: 'The worker instance that ran it, e.g. "host:4242:a1b2c3".' }),
+    startedAt: t.expose("startedAt", { type: "DateTime" }),
+    endedAt: t.expose("endedAt", { type: "DateTime", nullable: true, description: "Null while the attempt holds the run." }),
+    outcome: t.expose("outcome", { type: RunAttemptOutcomeEnum, nullable: true, description: "How it ended; null while it holds the run." }),
+    span: t.prismaField({
+      type: "Span",
+      nullable: true,
+      description: "The attempt's ATTEMPT span, under the run's RUN span.",
+      resolve: (query, attempt, _args, ctx) => (attempt.spanId ? ctx.prisma.span.findUnique({ ...query, where: { id: attempt.spanId } }) : null),
+    }),
   }),
 });
 
@@ -160,6 +212,26 @@ builder.queryField("runs", (t) =>
   ),
 );
 
+const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
+  description: "What a new run does when its conversation already has a queued or running run (R19).",
+  values: {
+    REJECT: { description: "Admit nothing: a ConversationBusyError names the active run. The default." },
+    ENQUEUE: { description: "Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it." },
+    INTERRUPT: {
+      description: "Cancel the conversation's running and queued runs (their interrupted calls are repaired); the new run starts once the running one has stopped.",
+    },
+  } as const,
+});
+
+builder.objectType(ConversationBusyError, {
+  name: "ConversationBusyError",
+  description: "The conversation has a queued or running run and the admission said REJECT; nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    activeRun: t.field({ type: RunNode, description: "The running run, or the first queued one.", resolve: (error) => error.activeRun }),
+  }),
+});
+
 const RunLimitsInput = builder.inputType("RunLimitsInput", {
   description: "Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds.",
   fields: (t) => ({ maxTurns: t.int(), tokenBudget: t.int(), deadlineSeconds: t.int() }),
@@ -173,6 +245,10 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
     question: t.string({ required: true }),
     materials: t.field({ type: [MaterialRefInput], description: "Exact publication versions to give the run." }),
     limits: t.field({ type: RunLimitsInput }),
+    multitask: t.field({
+      type: MultitaskStrategyEnum,
+      description: "When the conversation has a queued or running run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it.",
+    }),
     idempotencyKey: t.string({
       description: "Retrying with the same key and request returns the same run (replayed); kept at least 24 hours.",
     }),
@@ -192,7 +268,7 @@ builder.mutationField("admitRun", (t) =>
     description: "Admits a new, independent run with frozen inputs; a worker executes it.",
     args: { input: t.arg({ type: AdmitRunInput, required: true }) },
     errors: {
-      types: [IdempotencyConflictError, WorkspaceArchivedError, NotFoundError, ValidationError],
+      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError],
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },

@@ -1,5 +1,6 @@
 // Spilled tool results of a run (R10–R12): the handles the model can still read back, with
 // what it was shown of each. The whole result is the TOOL message in `Run.messages`.
+import { fromStored } from "../../domain/text/stored-text.js";
 import { RunNode } from "./run.js";
 import { builder } from "../builder.js";
 
@@ -10,8 +11,9 @@ export const SpillObject = builder.prismaObject("Spill", {
     handle: t.exposeString("handle", { description: "The read-back handle: spill://<agent>/<conversation>/<toolCallId>." }),
     tool: t.exposeString("toolName", { description: "The tool whose result was spilled." }),
     size: t.exposeInt("sizeBytes", { description: "Bytes (UTF-8) of the whole result." }),
-    preview: t.exposeString("preview", {
+    preview: t.string({
       description: "What the model saw in place of the result: its first characters, or whole leading items of a JSON list.",
+      resolve: (spill) => fromStored(spill.preview),
     }),
     strategy: t.exposeString("strategy", { description: 'How the preview was made: "head" (first characters) or "json-items" (whole leading list items).' }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the result was spilled." }),

@@ -1,5 +1,6 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
+import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -33,15 +34,15 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
     kind: t.expose("kind", { type: SpanEventKindEnum }),
     at: t.expose("at", { type: "DateTime" }),
     size: t.exposeInt("payloadSize", { description: "Bytes of the whole payload." }),
-    preview: t.exposeString("preview", { description: "The first 500 characters of the payload." }),
+    preview: t.string({ description: "The first 500 characters of the payload.", resolve: (event) => fromStored(event.preview) }),
     truncated: t.boolean({
       description: "Whether the payload is longer than the preview.",
       resolve: (event) => event.payloadSize > Buffer.byteLength(event.preview, "utf8"),
     }),
     payload: t.string({
-      description: "The whole payload (opt-in: it can be large).",
+      description: "The whole payload (opt-in: it can be large), exactly as recorded, NUL characters included.",
       resolve: async (event, _args, ctx) =>
-        (await ctx.prisma.spanEvent.findUniqueOrThrow({ where: { id: event.id }, select: { payload: true } })).payload,
+        fromStored((await ctx.prisma.spanEvent.findUniqueOrThrow({ where: { id: event.id }, select: { payload: true } })).payload),
     }),
   }),
 });
@@ -89,13 +90,13 @@ export const SpanObject = builder.prismaNode("Span", {
       resolve: (span) => (span.parentId ? encodeGlobalId("Span", span.parentId) : null),
     }),
     kind: t.expose("kind", { type: SpanKindEnum }),
-    name: t.exposeString("name"),
+    name: t.string({ resolve: (span) => fromStored(span.name) }),
     status: t.expose("status", { type: SpanStatusEnum, description: "RUNNING until the span ends." }),
     startedAt: t.expose("startedAt", { type: "DateTime" }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     attributes: t.string({
       description: "The span's attributes as JSON (model spans carry the exact request sent and the budget breakdown).",
-      resolve: (span) => JSON.stringify(span.attributes),
+      resolve: (span) => JSON.stringify(fromStoredJson(span.attributes)),
     }),
     usage: t.field({
       type: TokenUsageRef,

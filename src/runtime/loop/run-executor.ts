@@ -1,21 +1,31 @@
-// Executes one admitted run (R1): model step → action step (parallel tools) → next turn, over
-// the conversation's append-only log, until a final reply, a limit, cancellation or the
-// deadline. Each turn yields a NextStep; the loop is data, not nested control flow.
+// Executes one attempt of an admitted run (R1, R18): model step → action step (parallel tools) →
+// next turn, over the conversation's append-only log, until a final reply, a limit, a stop or
+// the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
+// write goes through the attempt's fence — the trace through a fenced recorder, the log and the
+// ledger through `write` — so nothing of an attempt that lost its run is applied.
 import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
+import { type AgentProfile, toolAllowed } from "../agents.js";
+import type { Transact } from "../attempt/fence.js";
 import { ContextBuilder } from "../memory/context-builder.js";
-import { appendToLog, readLog, toChatMessages } from "../memory/conversation-log.js";
-import { findDanglingToolCalls, repairNote } from "../memory/repair.js";
+import { appendToLog, readLog, unrecordedInterruptions } from "../memory/conversation-log.js";
+import { repairNote } from "../memory/repair.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
 import type { Tool } from "../ports/tool.js";
-import type { SpanRef } from "../ports/trace-sink.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
-
-import { type AgentProfile, toolAllowed } from "../agents.js";
+import { forModel, fromStored } from "../../domain/text/stored-text.js";
+import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };
-export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR";
+/** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
+export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";
+
+/** The model's request failed (as opposed to anything Dossier did around it). */
+class ModelRequestFailed extends Error {
+  override name = "ModelRequestFailed";
+}
 
 export type NextStep =
   | { type: "final"; answer: string }
@@ -25,28 +35,29 @@ export type NextStep =
 
 export type Outcome = Exclude<NextStep, { type: "run_again" }>;
 
-/** CANCELLED and TIMED_OUT settle the run; HANDED_BACK leaves it for another worker to resume. */
-export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK";
+/** One claim of a run, as the worker hands it to the executor. */
+export type AttemptContext = {
+  run: Run;
+  /** The attempt's number (1 for the first claim). */
+  number: number;
+  /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
+  root: SpanRef;
+  span: SpanRef;
+  fence: { write: Transact };
+  /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
+  signal: AbortSignal;
+};
 
-/** Why a run's signal was aborted; the worker sets it as the abort reason. */
-export class RunStopped extends Error {
-  constructor(readonly status: StopReason) {
-    super(
-      { CANCELLED: "the run was cancelled", TIMED_OUT: "the run reached its deadline", HANDED_BACK: "the worker is stopping" }[status],
-    );
-  }
-}
-
-const stopReasonOf = (signal: AbortSignal): StopReason =>
-  signal.reason instanceof RunStopped ? signal.reason.status : "HANDED_BACK";
+/** What the parts of the runtime taking part in an attempt write through. */
+export type AttemptScope = { run: Run; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal };
 
 export type ExecutorDeps = {
   prisma: PrismaClient;
   model: ModelPort;
   recorder: PrismaTraceRecorder;
   profile: (name: string) => AgentProfile;
-  /** The tools of one run, given its log so far (for tools whose state lives in the log). */
-  tools: (run: Run, runLog: readonly Message[]) => Tool[] | Promise<Tool[]>;
+  /** The tools of one attempt, given the run's log so far (for tools whose state lives in the log). */
+  tools: (scope: AttemptScope, runLog: readonly Message[]) => Tool[] | Promise<Tool[]>;
   toolTimeoutMs: number;
   /** The payload step: spills results too large for the model's context (R10). */
   spiller?: Spiller;
@@ -58,68 +69,59 @@ export type ExecutorDeps = {
 
 /** A part of the runtime that takes part in each run at fixed points. */
 export interface RunHooks {
-  /** Once per execution, after crash repair and before the first turn (also when a run resumes). */
-  beforeFirstTurn?(run: Run, root: SpanRef): Promise<void>;
+  /** Once per attempt, before the first turn (also when a run resumes). */
+  beforeFirstTurn?(scope: AttemptScope): Promise<void>;
   /** After a model request was answered: the request's span and the log entries it carried verbatim. */
-  afterModelRequest?(run: Run, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly Message[] }): Promise<void>;
+  afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly Message[] }): Promise<void>;
 }
 
-type Turn = { run: Run; tools: Map<string, Tool>; profile: AgentProfile; root: SpanRef; signal: AbortSignal; index: number };
+type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number };
 
 export class RunExecutor {
   private readonly context: ContextBuilder;
 
   constructor(private readonly deps: ExecutorDeps) {
-    this.context = deps.context ?? new ContextBuilder({ prisma: deps.prisma, model: deps.model, recorder: deps.recorder });
+    this.context = deps.context ?? new ContextBuilder({ model: deps.model });
   }
 
-  async execute(run: Run, signal: AbortSignal): Promise<Outcome> {
-    const { recorder, model } = this.deps;
-    const traceId = await recorder.traceFor(run.id);
-    await this.deps.prisma.run.update({ where: { id: run.id }, data: { modelLabel: model.label } });
+  /** The name and attributes of a run's RUN span. */
+  describeRun(run: Run): { name: string; attributes: Record<string, unknown> } {
     const profile = this.deps.profile(run.agent);
-    const root = await recorder.startSpan({
-      traceId,
-      kind: "RUN",
-      name: `invoke_agent ${profile.name}`,
-      attributes: { "gen_ai.agent.name": profile.name, model: model.label, scripted: model.scripted },
-    });
-    let outcome: Outcome;
+    const { model } = this.deps;
+    return { name: `invoke_agent ${profile.name}`, attributes: { "gen_ai.agent.name": profile.name, model: model.label, scripted: model.scripted } };
+  }
+
+  async execute(attempt: AttemptContext): Promise<Outcome> {
+    const { run, signal } = attempt;
+    const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence.write), write: attempt.fence.write, signal };
     try {
+      await scope.write((tx) => tx.run.update({ where: { id: run.id }, data: { modelLabel: this.deps.model.label } }));
       const answered = await this.answeredBefore(run);
       if (answered !== null) {
-        // The run's final reply is already in the log: a worker died while settling it. The
+        // The run's final reply is already in the log: an attempt died while settling it. The
         // answer stands; asking the model again could publish a different one.
-        await recorder.event(root, "FINAL_REPLY", answered);
-        await recorder.endSpan(root, { status: "OK" });
+        await scope.sink.event(scope.span, "FINAL_REPLY", answered);
         return { type: "final", answer: answered };
       }
-      await this.repairDanglingCalls(run, root);
-      for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(run, root);
+      await this.recordRepairs(scope);
+      for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
       const log = await readLog(this.deps.prisma, run.conversationId);
-      const offered = await this.deps.tools(run, log.filter((m) => m.runId === run.id));
+      const profile = this.deps.profile(run.agent);
+      const offered = await this.deps.tools(scope, log.filter((m) => m.runId === run.id));
       const tools = new Map(
         offered.filter((tool) => toolAllowed(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );
       let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
       for (;;) {
-        const step = await this.turn({ run, tools, profile, root, signal, index });
-        if (step.type !== "run_again") {
-          outcome = step;
-          break;
-        }
+        const step = await this.turn({ scope, tools, profile, index });
+        if (step.type !== "run_again") return step;
         index += 1;
       }
     } catch (error) {
-      outcome = signal.aborted
-        ? { type: "interrupted", status: stopReasonOf(signal) }
-        : { type: "failed", reason: "MODEL_ERROR", message: error instanceof Error ? error.message : String(error) };
+      if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
+      const message = error instanceof Error ? error.message : String(error);
+      return { type: "failed", reason: error instanceof ModelRequestFailed ? "MODEL_ERROR" : "INTERNAL_ERROR", message };
     }
-    await recorder.endSpan(root, {
-      status: outcome.type === "final" ? "OK" : outcome.type === "interrupted" ? "CANCELLED" : "ERROR",
-      attributes: outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {},
-    });
-    return outcome;
   }
 
   /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
@@ -130,38 +132,43 @@ export class RunExecutor {
       select: { role: true, content: true, toolCalls: true },
     });
     if (last?.role !== "ASSISTANT") return null;
-    return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? last.content : null;
+    return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? fromStored(last.content) : null;
   }
 
-  /** R7: tool calls left without results by a crash get a REPAIR entry before anything else. */
-  private async repairDanglingCalls(run: Run, root: SpanRef): Promise<void> {
-    const dangling = findDanglingToolCalls(toChatMessages(await readLog(this.deps.prisma, run.conversationId)));
+  /**
+   * R7: tool calls left without results by an interrupted attempt are recorded as repaired, once.
+   * The model's view places each neutral note right after its call (memory/repair.ts); this entry
+   * is the log's record that the call was interrupted.
+   */
+  private async recordRepairs(scope: AttemptScope): Promise<void> {
+    const { run } = scope;
+    const dangling = unrecordedInterruptions(await readLog(this.deps.prisma, run.conversationId));
     if (dangling.length === 0) return;
-    await appendToLog(this.deps.prisma, {
+    await appendToLog(scope.write, {
       conversationId: run.conversationId,
       runId: run.id,
       entries: dangling.map((call) => ({ role: "REPAIR", toolCallId: call.id, toolName: call.name, content: repairNote(call) })),
     });
-    await this.deps.recorder.event(root, "REPAIR", { repaired: dangling.map((call) => ({ id: call.id, name: call.name })) });
+    await scope.sink.event(scope.span, "REPAIR", { repaired: dangling.map((call) => ({ id: call.id, name: call.name })) });
   }
 
   private async turn(turn: Turn): Promise<NextStep> {
-    const { run, signal } = turn;
+    const { run, signal, sink } = turn.scope;
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     if (turn.index >= run.maxTurns) return { type: "failed", reason: "MAX_TURNS", message: `the run used all ${run.maxTurns} turns` };
-    const span = await this.deps.recorder.startSpan({ traceId: turn.root.traceId, parent: turn.root, kind: "TURN", name: `turn ${turn.index + 1}` });
+    const span = await sink.startSpan({ traceId: turn.scope.span.traceId, parent: turn.scope.span, kind: "TURN", name: `turn ${turn.index + 1}` });
     try {
       const step = await this.modelAndTools(turn, span);
-      await this.deps.recorder.endSpan(span, { status: step.type === "failed" ? "ERROR" : step.type === "interrupted" ? "CANCELLED" : "OK" });
+      await sink.endSpan(span, { status: step.type === "failed" ? "ERROR" : step.type === "interrupted" ? stoppedSpanStatus(signal) : "OK" });
       return step;
     } catch (error) {
-      await this.deps.recorder.endSpan(span, { status: signal.aborted ? "CANCELLED" : "ERROR" });
+      await sink.endSpan(span, { status: signal.aborted ? stoppedSpanStatus(signal) : "ERROR" });
       throw error;
     }
   }
 
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
-    const { run } = turn;
+    const { run, sink, write, signal } = turn.scope;
     const log = await readLog(this.deps.prisma, run.conversationId);
     const { messages, budget, carried } = await this.context.build({
       run,
@@ -169,45 +176,51 @@ export class RunExecutor {
       systemPrompt: turn.profile.systemPrompt,
       tools: [...turn.tools.values()].map((tool) => tool.schema),
       span,
-      signal: turn.signal,
+      sink,
+      write,
+      signal,
     });
-    await this.deps.recorder.event(span, "BUDGET", budget);
+    await sink.event(span, "BUDGET", budget);
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
     const { response, span: requestSpan } = await this.callModel(turn, span, messages, budget);
-    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(run, { span: requestSpan, carried, log });
+    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log });
     const used = response.usage.input + response.usage.output;
-    const { tokensUsed } = await this.deps.prisma.run.update({
-      where: { id: run.id },
-      data: { tokensUsed: { increment: used } },
-      select: { tokensUsed: true },
+    const tokensUsed = await write(async (tx) => {
+      const updated = await tx.run.update({ where: { id: run.id }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });
+      return updated.tokensUsed;
     });
-    await appendToLog(this.deps.prisma, {
+    await appendToLog(write, {
       conversationId: run.conversationId,
       runId: run.id,
       entries: [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }],
     });
     if (response.toolCalls.length === 0) {
-      await this.deps.recorder.event(span, "FINAL_REPLY", response.content ?? "");
+      await sink.event(span, "FINAL_REPLY", response.content ?? "");
       return { type: "final", answer: response.content ?? "" };
     }
     const results = await executeToolCalls({
       calls: response.toolCalls,
       tools: turn.tools,
-      sink: this.deps.recorder,
+      sink,
+      write,
       parent: span,
       run,
-      signal: turn.signal,
+      signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
-      payloadStep: this.deps.spiller?.forTurn(run),
+      payloadStep: this.deps.spiller?.forTurn(run, sink),
     });
-    await appendToLog(this.deps.prisma, {
+    // A call cut off by a stop has no result to record: it stays dangling, and whoever reads the
+    // log next sees the neutral repair note in its place (memory/repair.ts).
+    await appendToLog(write, {
       conversationId: run.conversationId,
       runId: run.id,
-      entries: results.map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output, spill: r.spill })),
+      entries: results
+        .filter((r) => !r.cancelled)
+        .map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output, spill: r.spill })),
     });
-    if (turn.signal.aborted) return { type: "interrupted", status: stopReasonOf(turn.signal) };
+    if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }
@@ -220,8 +233,9 @@ export class RunExecutor {
     messages: ChatMessage[],
     budget: object,
   ): Promise<{ response: ModelResponse; span: SpanRef }> {
-    const { recorder, model } = this.deps;
-    const span = await recorder.startSpan({
+    const { model } = this.deps;
+    const { sink, signal } = turn.scope;
+    const span = await sink.startSpan({
       traceId: parent.traceId,
       parent,
       kind: "MODEL_CALL",
@@ -229,19 +243,31 @@ export class RunExecutor {
       attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: messages },
     });
     try {
-      const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal: turn.signal }, (event) => {
-        if (event.type === "reasoning") void recorder.event(span, "THINKING", event.delta);
+      const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
+        // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+        if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
       });
-      await recorder.endSpan(span, {
+      await sink.endSpan(span, {
         status: "OK",
         usage: response.usage,
         attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
       });
-      return { response, span };
+      return { response: withPlainCallIds(response), span };
     } catch (error) {
-      await recorder.event(span, "ERROR", error instanceof Error ? error.message : String(error));
-      await recorder.endSpan(span, { status: turn.signal.aborted ? "CANCELLED" : "ERROR" });
-      throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      await sink.event(span, "ERROR", message);
+      await sink.endSpan(span, { status: signal.aborted ? stoppedSpanStatus(signal) : "ERROR" });
+      throw new ModelRequestFailed(message, { cause: error });
     }
   }
+}
+
+/**
+ * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
+ * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
+ * The arguments and the text stay exactly as the model gave them.
+ */
+function withPlainCallIds(response: ModelResponse): ModelResponse {
+  if (response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name)) return response;
+  return { ...response, toolCalls: response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) })) };
 }

@@ -4,7 +4,8 @@
 // over the trigger, a structured summary written by the model (R6) that is appended to the log. The
 // result says which log entries the request carries verbatim, so that callers can tell what content
 // the model actually received (the consumption ledger, W8): compacted and folded entries are not.
-import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { Message, Run } from "../../generated/prisma/client.js";
+import type { Transact } from "../attempt/fence.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
 import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -23,9 +24,7 @@ export function buildContext(input: ContextInput): BuiltContext {
 }
 
 export type ContextBuilderDeps = {
-  prisma: PrismaClient;
   model: ModelPort;
-  recorder: TraceSink;
   /** Per-tool micro-compaction policy (COMPACTION_POLICIES); "*" is the default. */
   policies?: CompactionPolicies;
   minCompactChars?: number;
@@ -38,6 +37,9 @@ export type BuildRequest = {
   tools: readonly ToolSchema[];
   /** The turn span: the COMPACTION event goes here, the summarisation span under it. */
   span: SpanRef;
+  /** The attempt's trace and its fenced transaction: a summary is recorded through them. */
+  sink: TraceSink;
+  write: Transact;
   signal?: AbortSignal;
 };
 
@@ -70,7 +72,7 @@ export class ContextBuilder {
     if (fold) {
       try {
         const stored = await this.summarize(request, plan, fold);
-        summaryId = await this.appendSummary(request.run, stored);
+        summaryId = await this.appendSummary(request, stored);
         plan = planContext({ ...input, summaryOverride: stored });
         outcome = "new";
       } catch (error) {
@@ -79,7 +81,7 @@ export class ContextBuilder {
         // The run goes on: micro-compaction alone, or — when that does not even fit — a fold
         // described by code for this request only (nothing is persisted, the next turn retries).
         outcome = plan.budget.overBudget ? "fallback" : "failed";
-        await this.deps.recorder.event(
+        await request.sink.event(
           request.span,
           "ERROR",
           `the history summary could not be written (${message}); continuing with micro-compaction${outcome === "fallback" ? " and a placeholder summary" : ""}`,
@@ -87,14 +89,14 @@ export class ContextBuilder {
         if (outcome === "fallback") plan = planContext({ ...input, summaryOverride: fallbackSummary(plan, fold) });
       }
     }
-    await this.recordCompaction(request.span, plan, fold, outcome, summaryId);
+    await this.recordCompaction(request.sink, request.span, plan, fold, outcome, summaryId);
     return { messages: plan.messages, budget: plan.budget, carried: plan.carried };
   }
 
-  private async recordCompaction(span: SpanRef, plan: ContextPlan, fold: FoldProposal | null, outcome: string, summaryId: string | null) {
+  private async recordCompaction(sink: TraceSink, span: SpanRef, plan: ContextPlan, fold: FoldProposal | null, outcome: string, summaryId: string | null) {
     const { stats } = plan;
     if (stats.evidenceCleared.length === 0 && !plan.summary && outcome === "none") return;
-    await this.deps.recorder.event(span, "COMPACTION", {
+    await sink.event(span, "COMPACTION", {
       evidenceCleared: stats.evidenceCleared,
       summary: outcome === "none" ? (plan.summary ? "reused" : "none") : outcome,
       summaryMessageId: summaryId,
@@ -110,7 +112,8 @@ export class ContextBuilder {
 
   /** R6: the model merge-updates the current sections with the folded turns, in one COMPACTION span. */
   private async summarize(request: BuildRequest, plan: ContextPlan, fold: FoldProposal): Promise<StoredSummary> {
-    const { recorder, model } = this.deps;
+    const { model } = this.deps;
+    const recorder = request.sink;
     const span = await recorder.startSpan({
       traceId: request.span.traceId,
       parent: request.span,
@@ -143,18 +146,13 @@ export class ContextBuilder {
     } finally {
       // The summariser's tokens count against the run's budget like any model call's.
       const used = usage.input + usage.output;
-      if (used > 0) await this.deps.prisma.run.update({ where: { id: request.run.id }, data: { tokensUsed: { increment: used } } });
+      if (used > 0) await request.write((tx) => tx.run.update({ where: { id: request.run.id }, data: { tokensUsed: { increment: used } } }));
     }
   }
 
-  private async appendSummary(run: Run, stored: StoredSummary): Promise<string | null> {
-    await appendToLog(this.deps.prisma, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "SUMMARY", content: JSON.stringify(stored) }] });
-    const written = await this.deps.prisma.message.findFirst({
-      where: { conversationId: run.conversationId, role: "SUMMARY" },
-      orderBy: { seq: "desc" },
-      select: { id: true },
-    });
-    return written?.id ?? null;
+  private async appendSummary({ run, write }: BuildRequest, stored: StoredSummary): Promise<string | null> {
+    const [id] = await appendToLog(write, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "SUMMARY", content: JSON.stringify(stored) }] });
+    return id ?? null;
   }
 }
 

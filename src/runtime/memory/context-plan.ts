@@ -5,7 +5,8 @@
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
-import { type LoggedMessage, toChatMessages } from "./conversation-log.js";
+import { type LoggedMessage, shownToModel, toChatMessages } from "./conversation-log.js";
+import { withRepairs } from "./repair.js";
 import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
 import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
 import { localEstimator, type TokenEstimator } from "./token-estimator.js";
@@ -185,14 +186,15 @@ export function planContext(input: ContextInput): ContextPlan {
   }
 
   const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
-  const history = raw.flatMap((entry) => entry.chat);
-  const messages: ChatMessage[] = [
-    { role: "system", content: input.systemPrompt },
-    ...(rendered ? [rendered.message] : []),
-    // The current input stays raw; when its turn was folded it follows the summary (R6).
+  // The current input stays raw; when its turn was folded it follows the summary (R6). Every
+  // interrupted call gets its neutral note right after the call (R7), so the request is valid.
+  const { messages: conversation } = withRepairs([
     ...(currentView && currentView.message.seq <= covered ? currentChat : []),
-    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : history),
-  ];
+    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : raw.flatMap((entry) => entry.chat)),
+  ]);
+  const current = new Set(currentChat);
+  const history = conversation.filter((message) => !current.has(message));
+  const messages = shownToModel([{ role: "system", content: input.systemPrompt }, ...(rendered ? [rendered.message] : []), ...conversation]);
   const budget = computeBudget({
     contextWindow: input.contextWindow,
     reservedOutput: input.reservedOutput ?? DEFAULT_RESERVED_OUTPUT,

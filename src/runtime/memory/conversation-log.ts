@@ -4,8 +4,11 @@
 // transaction, makes the read path show the model a preview and a handle instead.
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
+import { forModel, fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
+import type { Transact } from "../attempt/fence.js";
 import type { ChatMessage, ToolCall } from "../ports/model.js";
 import type { NewSpill } from "../ports/spill-store.js";
+import { findDanglingToolCalls } from "./repair.js";
 import { spillPreviewSelect } from "../spill/prisma-spill-store.js";
 import { renderSpilled } from "../spill/spill-plan.js";
 
@@ -23,13 +26,26 @@ const spillView = { select: spillPreviewSelect } as const;
 /** A log entry as read: a spilled TOOL result carries its spill. */
 export type LoggedMessage = Message & { spill?: Prisma.SpillGetPayload<typeof spillView> | null };
 
+/**
+ * The conversation's log in order, with each entry's text as it was written (stored-text.ts
+ * decodes what storage escaped). A spill's preview stays in its stored form; the model's view
+ * renders both safely (forModel).
+ */
 export async function readLog(prisma: PrismaClient, conversationId: string): Promise<LoggedMessage[]> {
-  return prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" }, include: { spill: spillView } });
+  const log = await prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" }, include: { spill: spillView } });
+  return log.map(decodeMessage);
+}
+
+/** A stored log entry with its text decoded. */
+export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(message: M): M {
+  return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) as Message["toolCalls"] };
 }
 
 /**
- * The log as chat messages. A REPAIR entry stands in for the missing result of its call; a
- * spilled result is shown as its preview, a note and its handle.
+ * The log as chat messages, entry by entry. A spilled result is shown as its preview, a note and
+ * its handle. A REPAIR entry is the log's record that a call was interrupted; the note the model
+ * sees for it is placed right after the call by `withRepairs` (repair.ts), where the protocol
+ * needs it, not where the record was appended.
  */
 export function toChatMessages(log: readonly LoggedMessage[]): ChatMessage[] {
   return log.flatMap((message): ChatMessage[] => {
@@ -41,12 +57,12 @@ export function toChatMessages(log: readonly LoggedMessage[]): ChatMessage[] {
         const toolCalls = (message.toolCalls as ToolCall[] | null) ?? [];
         return [{ role: "assistant", content: message.content === "" ? null : message.content, ...(toolCalls.length ? { toolCalls } : {}) }];
       }
-      case "TOOL":
-      case "REPAIR": {
+      case "TOOL": {
         const spill = message.spill;
         const content = spill ? renderSpilled({ ...spill, released: spill.releasedAt !== null }) : message.content;
         return [{ role: "tool", toolCallId: message.toolCallId ?? "", content }];
       }
+      case "REPAIR":
       case "SUMMARY":
         return [];
       default: {
@@ -57,20 +73,52 @@ export function toChatMessages(log: readonly LoggedMessage[]): ChatMessage[] {
   });
 }
 
-/** Appends entries in order, in one transaction. */
+/**
+ * Calls of the log with neither a result nor a repair record: those an interrupted attempt left
+ * behind, which the next attempt records as repaired (R7).
+ */
+export function unrecordedInterruptions(log: readonly LoggedMessage[]): ToolCall[] {
+  const answered = log.flatMap((message): ChatMessage[] =>
+    message.role === "REPAIR" ? [{ role: "tool", toolCallId: message.toolCallId ?? "", content: "" }] : toChatMessages([message]),
+  );
+  return findDanglingToolCalls(answered);
+}
+
+/**
+ * The request as the model is shown it: text from tools, servers and models may hold NUL
+ * characters and unpaired surrogates, which strict chat servers reject; they are shown as ␀ and
+ * U+FFFD (the log keeps them exactly). Messages without them are passed through as they are.
+ */
+export function shownToModel(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((message): ChatMessage => {
+    const content = message.content === null ? null : forModel(message.content);
+    if (message.role === "assistant" && message.toolCalls?.length) {
+      const toolCalls = message.toolCalls.map((call) => {
+        const args = forModel(call.arguments);
+        return args === call.arguments ? call : { ...call, arguments: args };
+      });
+      return { ...message, content, toolCalls };
+    }
+    return content === message.content ? message : ({ ...message, content } as ChatMessage);
+  });
+}
+
+/** Appends entries in order, in one transaction (an attempt's fenced one); returns their ids. */
 export async function appendToLog(
-  prisma: PrismaClient,
+  write: Transact,
   { conversationId, runId, entries }: { conversationId: string; runId: string; entries: LogEntry[] },
-): Promise<void> {
-  if (entries.length === 0) return;
-  await prisma.$transaction(async (tx: Prisma.TransactionClient) => {
+): Promise<string[]> {
+  if (entries.length === 0) return [];
+  return write(async (tx: Prisma.TransactionClient) => {
+    const ids: string[] = [];
     for (const entry of entries) {
       const message = await appendMessage(tx, {
         conversationId,
         runId,
         role: entry.role,
-        content: entry.content ?? "",
-        ...(entry.role === "ASSISTANT" ? { toolCalls: entry.toolCalls as unknown as Prisma.InputJsonValue } : {}),
+        // Text from tools, servers and models is stored losslessly, NUL characters included.
+        content: toStored(entry.content ?? ""),
+        ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) as Prisma.InputJsonValue } : {}),
         ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
       });
       if (entry.role === "TOOL" && entry.spill) {
@@ -89,6 +137,8 @@ export async function appendToLog(
           },
         });
       }
+      ids.push(message.id);
     }
+    return ids;
   });
 }

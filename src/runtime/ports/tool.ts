@@ -1,5 +1,6 @@
 // The tool port: one callable capability offered to the model.
 import type { Run } from "../../generated/prisma/client.js";
+import type { Transact } from "../attempt/fence.js";
 import type { ToolSchema } from "./model.js";
 import type { SpanRef } from "./trace-sink.js";
 
@@ -13,6 +14,11 @@ export type ToolContext = {
   signal: AbortSignal;
   /** The tool call's span, for tools that record events of their own. */
   span: SpanRef;
+  /**
+   * The attempt's fenced transaction: a tool's database writes go through it, so a call of an
+   * attempt that lost its run writes nothing.
+   */
+  write: Transact;
 };
 
 export interface Tool {

@@ -2,8 +2,9 @@
 // visible as soon as it is recorded, including spans still running.
 import type { TokenUsage } from "./model.js";
 
-export type SpanKind = "RUN" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
-export type SpanStatus = "OK" | "ERROR" | "CANCELLED";
+export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
+/** INTERRUPTED: ended by whoever superseded or stopped the attempt the span belonged to. */
+export type SpanStatus = "OK" | "ERROR" | "CANCELLED" | "INTERRUPTED";
 export type SpanEventKind =
   | "THINKING"
   | "TOOL_INPUT"
@@ -14,7 +15,8 @@ export type SpanEventKind =
   | "SPILL"
   | "REPAIR"
   | "BUDGET"
-  | "CONTEXT";
+  | "CONTEXT"
+  | "INTERRUPTION";
 
 export type SpanRef = { id: string; traceId: string };
 export type Attributes = Record<string, unknown>;

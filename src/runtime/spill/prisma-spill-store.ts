@@ -86,11 +86,12 @@ export class PrismaSpillStore implements SpillStore {
 
   async readWhole(spill: SpillInfo): Promise<string> {
     const message = await this.prisma.message.findUniqueOrThrow({ where: { id: spill.messageId }, select: { content: true } });
-    return message.content;
+    return message.content; // as stored, like every other read of this store
   }
 
-  async releaseRun(runId: string): Promise<number> {
-    const { count } = await this.prisma.spill.updateMany({
+  /** Also inside a caller's transaction (`db`): a run's spills are released as it settles. */
+  async releaseRun(runId: string, db: Pick<Prisma.TransactionClient, "spill"> = this.prisma): Promise<number> {
+    const { count } = await db.spill.updateMany({
       where: { runId, releasedAt: null },
       data: { releasedAt: new Date(), itemStarts: [] },
     });

@@ -2,6 +2,7 @@
 // inside the call's own span, with a SPILL event there. Concurrent calls of one turn each get
 // their own handle — the tool call id keeps handles apart, and a repeated id (a model that
 // reuses ids across runs of a conversation) gets a suffix rather than another call's handle.
+import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import { DEFAULT_SPILL_POLICY, type SpillPolicy } from "../../config.js";
 import type { Run } from "../../generated/prisma/client.js";
 import type { SpillStore } from "../ports/spill-store.js";
@@ -12,7 +13,7 @@ import { planSpill, renderSpilled, spillHandle } from "./spill-plan.js";
 
 export class Spiller {
   constructor(
-    private readonly deps: { store: SpillStore; sink: TraceSink; policies?: Record<string, Partial<SpillPolicy>> },
+    private readonly deps: { store: SpillStore; policies?: Record<string, Partial<SpillPolicy>> },
   ) {}
 
   /** The tool's policy: its own entry over the "*" entry over the defaults. read_spill never spills. */
@@ -22,15 +23,16 @@ export class Spiller {
     return toolName === READ_SPILL_TOOL ? { ...policy, enabled: false } : policy;
   }
 
-  /** The payload step of one turn of `run`. */
-  forTurn(run: Run): PayloadStep {
+  /** The payload step of one turn of `run`, recording through the attempt's trace. */
+  forTurn(run: Run, sink: TraceSink): PayloadStep {
     const taken = new Set<string>();
     return async (call, output, span) => {
       const policy = this.policyFor(call.name);
       if (!policy.enabled || output.length <= policy.thresholdChars) return null;
       const handle = await this.freeHandle(spillHandle(run.agent, run.conversationId, call.id), taken);
-      const spill = planSpill({ output, toolName: call.name, handle, policy })!;
-      await this.deps.sink.event(span, "SPILL", {
+      // Reads slice the result as the log stores it, so sizes, offsets and the preview are of that form.
+      const spill = planSpill({ output: toStored(output), toolName: call.name, handle, policy })!;
+      await sink.event(span, "SPILL", {
         handle,
         tool: call.name,
         sizeBytes: spill.sizeBytes,
@@ -41,12 +43,12 @@ export class Spiller {
         previewItems: spill.previewItems,
         list: spill.list ? { path: spill.list.path, itemCount: spill.list.itemStarts.length } : null,
       });
-      const shown = renderSpilled({
+      const shown = fromStored(renderSpilled({
         ...spill,
         listPath: spill.list?.path ?? null,
         itemCount: spill.list?.itemStarts.length ?? null,
         released: false,
-      });
+      }));
       return { spill, shown };
     };
   }

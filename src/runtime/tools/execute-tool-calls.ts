@@ -3,12 +3,15 @@
 // its siblings; results come back in the order the model asked for them. A payload step (spill
 // protection, R10) sees each successful output inside its own call's span.
 import type { Run } from "../../generated/prisma/client.js";
+import type { Transact } from "../attempt/fence.js";
+import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
 import type { NewSpill } from "../ports/spill-store.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
-export type ToolResult = { call: ToolCall; output: string; isError: boolean; durationMs: number; spill?: NewSpill | null };
+/** `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool. */
+export type ToolResult = { call: ToolCall; output: string; isError: boolean; cancelled: boolean; durationMs: number; spill?: NewSpill | null };
 
 /**
  * Decides, inside the call's span, whether an output is spilled; `shown` is what the trace's
@@ -20,6 +23,8 @@ export type ExecuteOptions = {
   calls: ToolCall[];
   tools: ReadonlyMap<string, Tool>;
   sink: TraceSink;
+  /** The attempt's fenced transaction, for tools that write. */
+  write: Transact;
   parent: SpanRef;
   run: Run;
   /** The run's signal: cancellation or deadline. */
@@ -45,8 +50,8 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
   const { output, isError, cancelled } = await invoke(call, span, options);
   const spilled = isError ? null : await payload(call, output, span, options);
   await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", spilled?.shown ?? output);
-  await options.sink.endSpan(span, { status: cancelled ? "CANCELLED" : isError ? "ERROR" : "OK" });
-  return { call, output, isError, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+  await options.sink.endSpan(span, { status: cancelled ? stoppedSpanStatus(options.signal) : isError ? "ERROR" : "OK" });
+  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
 }
 
 /** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */
@@ -76,7 +81,7 @@ async function invoke(
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
   try {
-    const output = await raceAbort(tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span }), signal);
+    const output = await raceAbort(tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span, write: options.write }), signal);
     return { output, isError: false, cancelled: false };
   } catch (error) {
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };

@@ -1,6 +1,7 @@
 // read_spill (R11, R15): the built-in tool that reads back a spilled tool result by byte range,
 // JSON path or page. Only handles of the run's own conversation are readable, and only while
 // their run lives (R12); each mistake is an error the model can act on.
+import { fromStored } from "../../domain/text/stored-text.js";
 import type { SpillStore } from "../ports/spill-store.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import { readBack, type ReadRequest } from "../spill/read-back.js";
@@ -63,7 +64,8 @@ export function createReadSpillTool({ store, maxBytes }: { store: SpillStore; ma
       if (spill.releasedAt) {
         throw new ToolError(`The handle ${handle} was released when its run ended; the whole result stays in the conversation log.`);
       }
-      return readBack(store, spill, request, maxBytes);
+      // Slices of the result as stored; what escapes storage needed is undone (stored-text.ts).
+      return fromStored(await readBack(store, spill, request, maxBytes));
     },
   };
 }

@@ -8,6 +8,8 @@ import { idOfType } from "../../domain/global-id.js";
 import { recordStages } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
 import { checkpointChange } from "../../domain/workspace/checkpoint-service.js";
+import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
+import { toStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, Prisma } from "../../generated/prisma/client.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
@@ -26,7 +28,7 @@ const materialRead = materialRef.extend({
 });
 
 function publicationIdOf(globalId: string): string {
-  const id = idOfType(globalId, "Publication");
+  const id = isStorableText(globalId) ? idOfType(globalId, "Publication") : null;
   if (!id) throw new ToolError(`"${globalId}" is not a publication id; use a publicationId exactly as the workspace context lists it.`);
   return id;
 }
@@ -35,7 +37,7 @@ function issuesOf(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join(".") || "arguments"}: ${issue.message}`).join("; ");
 }
 
-export function createReadMaterialTool(deps: { prisma: PrismaClient; publications: PublicationService }): Tool {
+export function createReadMaterialTool(deps: { publications: PublicationService }): Tool {
   return {
     schema: {
       name: "read_material",
@@ -52,7 +54,7 @@ export function createReadMaterialTool(deps: { prisma: PrismaClient; publication
         required: ["publicationId", "version"],
       },
     },
-    async execute(args, { run, toolCallId }) {
+    async execute(args, { run, toolCallId, write }) {
       const parsed = materialRead.safeParse(args);
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
       const ref = { publicationId: publicationIdOf(parsed.data.publicationId), version: parsed.data.version };
@@ -60,17 +62,21 @@ export function createReadMaterialTool(deps: { prisma: PrismaClient; publication
       const read = await deps.publications.readVersion({ principalId: run.ownerId }, ref);
       const publicationVersionId = read.version?.id ?? null;
       if (read.status === "UNAVAILABLE") {
-        await recordStages(deps.prisma, [
-          { ...base, publicationVersionId, stage: "SELECTED" },
-          { ...base, publicationVersionId, stage: "UNAVAILABLE", reason: read.reason },
-        ]);
+        await write((tx) =>
+          recordStages(tx, [
+            { ...base, publicationVersionId, stage: "SELECTED" },
+            { ...base, publicationVersionId, stage: "UNAVAILABLE", reason: read.reason },
+          ]),
+        );
         return `UNAVAILABLE: version ${ref.version} of ${parsed.data.publicationId} cannot be used: ${read.reason}. Continue with other evidence and state this gap in your answer.`;
       }
       const v = read.version;
-      await recordStages(deps.prisma, [
-        { ...base, publicationVersionId, stage: "SELECTED" },
-        { ...base, publicationVersionId, stage: "READ", contentHash: v.contentHash },
-      ]);
+      await write((tx) =>
+        recordStages(tx, [
+          { ...base, publicationVersionId, stage: "SELECTED" },
+          { ...base, publicationVersionId, stage: "READ", contentHash: v.contentHash },
+        ]),
+      );
       const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
       const { offset, maxChars } = parsed.data;
       if (offset > 0 && offset >= v.content.length) {
@@ -134,7 +140,7 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
         },
       },
     },
-    async execute(args, { run }) {
+    async execute(args, { run, write }) {
       if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
       const expectedRevision = run.checkpointRevisionSeen ?? 0;
       // Only the last proposal counts; a run that keeps proposing is told to stop, not stored.
@@ -142,12 +148,25 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
         throw new ToolError(`This run has already made ${MAX_PROPOSALS_PER_RUN} proposals; the last one is the one that counts.`);
       }
       const record = (status: "PENDING" | "INVALID", reason: string | null, payload: unknown) =>
-        deps.prisma.checkpointProposal.create({
-          data: { runId: run.id, workspaceId: run.workspaceId!, expectedRevision, proposal: payload as Prisma.InputJsonValue, status, reason },
-        });
+        write((tx) =>
+          tx.checkpointProposal.create({
+            data: {
+              runId: run.id,
+              workspaceId: run.workspaceId!,
+              expectedRevision,
+              // An invalid proposal is kept as the model made it, NUL characters included.
+              proposal: toStoredJson(payload) as Prisma.InputJsonValue,
+              status,
+              reason,
+            },
+          }),
+        );
+      const unstorable = findInvalidText(args, "arguments");
       const parsed = proposal.safeParse(args);
-      if (!parsed.success) {
-        const reason = issuesOf(parsed.error);
+      if (unstorable || !parsed.success) {
+        const reason = unstorable
+          ? `${unstorable.field} ${describeUnstorable(unstorable.problem)}; a checkpoint holds plain text only`
+          : issuesOf(parsed.error!);
         await record("INVALID", reason, args ?? {});
         throw new ToolError(`The proposal was recorded as invalid and will not be applied: ${reason}.`);
       }

@@ -6,22 +6,21 @@ import { DomainError, NotFoundError, StaleRevisionError } from "../../domain/err
 import { consumedVersionIds, recordStages, unconsumedReads } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
-import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import type { Logger } from "../../logger.js";
+import type { AfterCommit } from "../../domain/after-commit.js";
+import { forModel } from "../../domain/text/stored-text.js";
+import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { SettleStep } from "../attempt/settle.js";
 import type { RunHooks } from "../loop/run-executor.js";
-import type { SettleStep } from "../worker.js";
 import type { CheckpointProposalPayload } from "./material-tools.js";
 
 /** CONSUMED is written only for reads whose result the request carried verbatim. */
 export function consumptionHook(prisma: PrismaClient): RunHooks {
   return {
-    async afterModelRequest(run, { span, carried, log }) {
+    async afterModelRequest({ run, write }, { span, carried, log }) {
       const reads = await unconsumedReads(prisma, run.id);
       const carriedResult = (toolCallId: string | null) =>
         log.some((m) => m.role === "TOOL" && m.toolCallId === toolCallId && carried.has(m.id));
-      await recordStages(
-        prisma,
-        reads
+      const consumed = reads
           .filter((read) => carriedResult(read.toolCallId))
           .map((read) => ({
             runId: run.id,
@@ -31,8 +30,8 @@ export function consumptionHook(prisma: PrismaClient): RunHooks {
             stage: "CONSUMED" as const,
             contentHash: read.contentHash,
             requestSpanId: span.id,
-          })),
-      );
+          }));
+      if (consumed.length > 0) await write((tx) => recordStages(tx, consumed));
     },
   };
 }
@@ -47,39 +46,42 @@ export function answerTitle(question: string): string {
 
 /**
  * Saves a successful workspace run's answer as a new publication, built on the versions the
- * run consumed, and links it to the workspace (or records why not). Settling twice saves once.
+ * run consumed, and links it to the workspace (or records why not). It is written in the settle
+ * transaction, so a run that does not settle — cancelled, taken over — publishes nothing.
  */
-export function publishAnswerStep(deps: { prisma: PrismaClient; publications: PublicationService }): SettleStep {
-  return async (run, outcome) => {
+export function publishAnswerStep(deps: { publications: PublicationService }): SettleStep {
+  return async ({ tx, run, outcome, after }) => {
     if (outcome.type !== "final" || !run.workspaceId || outcome.answer.trim() === "") return;
-    const published = await deps.prisma.publicationVersion.count({ where: { originRunId: run.id } });
-    if (published > 0) return;
-    const consumed = await deps.prisma.publicationVersion.findMany({
-      where: { id: { in: await consumedVersionIds(deps.prisma, run.id) } },
+    const consumed = await tx.publicationVersion.findMany({
+      where: { id: { in: await consumedVersionIds(tx, run.id) } },
       select: { publicationId: true, version: true },
     });
-    await deps.publications.publishVersion(
+    // A publication is text for readers: NUL characters and unpaired surrogates of the answer are
+    // published as ␀ and U+FFFD (the run's log and answer keep them exactly).
+    await deps.publications.publishIn(
+      tx,
       { principalId: run.ownerId },
-      { title: answerTitle(run.question), content: outcome.answer, sources: consumed, originRunId: run.id },
+      { title: answerTitle(run.question), content: forModel(outcome.answer), sources: consumed, originRunId: run.id },
+      after,
     );
   };
 }
 
 /**
- * Decides the run's checkpoint proposals once it settles: the last pending one is applied if
- * the run succeeded and the checkpoint is still at the revision the run saw; every decision,
- * including a refusal, is recorded and none fails the run.
+ * Decides the run's checkpoint proposals in the settle transaction: the last pending one is
+ * applied if the run succeeded and the checkpoint is still at the revision the run saw; every
+ * decision, including a refusal, is recorded and none fails the run.
  */
-export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: CheckpointService; logger: Logger }): SettleStep {
-  return async (run, outcome) => {
-    const pending = await deps.prisma.checkpointProposal.findMany({
+export function decideProposalsStep(deps: { checkpoints: CheckpointService }): SettleStep {
+  return async ({ tx, run, outcome, after }) => {
+    const pending = await tx.checkpointProposal.findMany({
       where: { runId: run.id, status: "PENDING" },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     });
     if (pending.length === 0) return;
     const last = pending.at(-1)!;
     const decide = (id: string, status: "ACCEPTED" | "STALE" | "INVALID" | "DROPPED", reason: string | null, revision: number | null = null) =>
-      deps.prisma.checkpointProposal.updateMany({
+      tx.checkpointProposal.updateMany({
         where: { id, status: "PENDING" },
         data: { status, reason, revision, decidedAt: new Date() },
       });
@@ -88,14 +90,8 @@ export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: C
       await decide(last.id, "DROPPED", "the run did not succeed");
       return;
     }
-    // Applied already, by a worker that died before recording the decision.
-    const applied = await deps.prisma.checkpointVersion.findFirst({ where: { workspaceId: last.workspaceId, originRunId: run.id } });
-    if (applied) {
-      await decide(last.id, "ACCEPTED", null, applied.revision);
-      return;
-    }
     try {
-      const revision = await applyProposal(deps, run, last.expectedRevision, last.proposal as unknown as CheckpointProposalPayload);
+      const revision = await applyProposal({ tx, checkpoints: deps.checkpoints, after }, run, last.expectedRevision, last.proposal as unknown as CheckpointProposalPayload);
       await decide(last.id, "ACCEPTED", null, revision);
     } catch (error) {
       if (error instanceof StaleRevisionError) {
@@ -112,30 +108,41 @@ export function decideProposalsStep(deps: { prisma: PrismaClient; checkpoints: C
 }
 
 async function applyProposal(
-  deps: { prisma: PrismaClient; checkpoints: CheckpointService },
+  deps: { tx: Prisma.TransactionClient; checkpoints: CheckpointService; after: AfterCommit },
   run: Run,
   expectedRevision: number,
   proposal: CheckpointProposalPayload,
 ): Promise<number> {
+  const { tx } = deps;
   const cited = proposal.citedMaterials.length
-    ? await deps.prisma.publicationVersion.findMany({
+    ? await tx.publicationVersion.findMany({
         where: { OR: proposal.citedMaterials.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
         select: { id: true, sources: { select: { sourceVersionId: true } } },
       })
     : [];
-  const accepted = await deps.prisma.publicationVersion.findMany({
+  const accepted = await tx.publicationVersion.findMany({
     where: { originRunId: run.id },
     orderBy: { createdAt: "asc" },
     select: { id: true, sources: { select: { sourceVersionId: true } } },
   });
   const sources = new Set([...cited, ...accepted].flatMap((v) => [v.id, ...v.sources.map((s) => s.sourceVersionId)]));
   const { citedMaterials: _cited, ...change } = proposal;
-  const checkpoint = await deps.checkpoints.apply({ principalId: run.ownerId }, run.workspaceId!, expectedRevision, change, {
-    origin: "MODEL_SUGGESTION",
-    originRunId: run.id,
-    acceptedVersionIds: accepted.map((v) => v.id),
-    citedVersionIds: cited.map((v) => v.id),
-    sourceVersionIds: [...sources],
-  });
+  const checkpoint = await deps.checkpoints.applyIn(
+    tx,
+    {
+      actor: { principalId: run.ownerId },
+      workspaceId: run.workspaceId!,
+      expectedRevision,
+      change,
+      provenance: {
+        origin: "MODEL_SUGGESTION",
+        originRunId: run.id,
+        acceptedVersionIds: accepted.map((v) => v.id),
+        citedVersionIds: cited.map((v) => v.id),
+        sourceVersionIds: [...sources],
+      },
+    },
+    deps.after,
+  );
   return checkpoint.revision;
 }

@@ -9,21 +9,17 @@ import { type CheckpointRead, type CheckpointService, questionsOf } from "../../
 import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/history-catalog.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { within } from "../attempt/fence.js";
 import { appendToLog } from "../memory/conversation-log.js";
 import type { RunHooks } from "../loop/run-executor.js";
-import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 
 const day = (date: Date) => date.toISOString();
 
 type Selected = { publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
 
-export function workspaceContextHook(deps: {
-  prisma: PrismaClient;
-  checkpoints: CheckpointService;
-  recorder: PrismaTraceRecorder;
-}): RunHooks {
+export function workspaceContextHook(deps: { prisma: PrismaClient; checkpoints: CheckpointService }): RunHooks {
   return {
-    async beforeFirstTurn(run, root) {
+    async beforeFirstTurn({ run, span, sink, write }) {
       const selected = await selectionOf(deps.prisma, run);
       if (!run.workspaceId && selected.length === 0) return;
       const already = await deps.prisma.message.count({ where: { runId: run.id, role: "CONTEXT" } });
@@ -54,13 +50,18 @@ export function workspaceContextHook(deps: {
       });
       const idOf = new Map(versionIds.map((v) => [`${v.publicationId}@${v.version}`, v.id]));
       for (const entry of ledger) entry.publicationVersionId ??= idOf.get(`${entry.publicationId}@${entry.version}`) ?? null;
-      await deps.prisma.$transaction(async (tx) => {
+      // The ledger, the revision seen and the log entry are written together, once.
+      await write(async (tx, after) => {
         await recordStages(tx, ledger);
         await tx.run.update({ where: { id: run.id }, data: { checkpointRevisionSeen: revisionSeen } });
+        await appendToLog(within(tx, after), {
+          conversationId: run.conversationId,
+          runId: run.id,
+          entries: [{ role: "CONTEXT", content: text }],
+        });
       });
-      await appendToLog(deps.prisma, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "CONTEXT", content: text }] });
       run.checkpointRevisionSeen = revisionSeen;
-      await deps.recorder.event(root, "CONTEXT", {
+      await sink.event(span, "CONTEXT", {
         catalogEntries: catalog?.entries.length ?? 0,
         catalogComplete: catalog?.complete ?? true,
         selected: selected.length,

@@ -1,0 +1,163 @@
+// Writing a run's trace inside a caller's transaction (T1–T3). Every change takes the trace's
+// next sequence numbers and writes its replay-log row in that same transaction; the caller
+// publishes the returned changes after commit. Keeping these in one place lets whoever owns the
+// transaction — a run attempt's fenced write, a claim that takes a run over, a cancellation —
+// change the trace atomically with what it reports.
+import type { EventPublisher, TraceChangeMessage } from "../../events/topics.js";
+import type { Prisma, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
+import { toStored, toStoredJson } from "../text/stored-text.js";
+
+type Tx = Prisma.TransactionClient;
+export type TraceChange = TraceChangeMessage;
+export type SpanAttributes = Record<string, unknown>;
+export type SpanUsage = { input: number; output: number; cached: number; reasoning: number };
+
+/** How much of an event's payload is shown unless the full payload is asked for (T4). */
+export const EVENT_PREVIEW_CHARS = 500;
+
+/** Announces committed trace changes to live subscribers (after commit, never before). */
+export function publishTraceChanges(events: EventPublisher, changes: readonly (TraceChange | null)[]): void {
+  for (const change of changes) if (change) events.publish("trace:change", change.traceId, change);
+}
+
+/** Takes `count` sequence numbers of the trace; returns the first. */
+async function takeSeqs(tx: Tx, traceId: string, count: number): Promise<number> {
+  const { lastSeq } = await tx.trace.update({
+    where: { id: traceId },
+    data: { lastSeq: { increment: count } },
+    select: { lastSeq: true },
+  });
+  return lastSeq - count + 1;
+}
+
+async function logChange(
+  tx: Tx,
+  change: { traceId: string; seq: number; type: TraceChange["type"]; spanId?: string | null; eventId?: string | null; at: Date },
+): Promise<TraceChange> {
+  const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: change.spanId ?? null, eventId: change.eventId ?? null, at: change.at };
+  await tx.traceChange.create({ data: row });
+  return { ...row, at: change.at.toISOString() };
+}
+
+/** The run's trace, created on first use. It shares the run's id, so logs and subscribers key on either. */
+export async function ensureTrace(tx: Tx, runId: string): Promise<string> {
+  const trace = await tx.trace.upsert({ where: { runId }, create: { id: runId, runId }, update: {}, select: { id: true } });
+  return trace.id;
+}
+
+export async function startSpanIn(
+  tx: Tx,
+  input: { traceId: string; parentId?: string | null; kind: SpanKind; name: string; attributes?: SpanAttributes; at: Date },
+): Promise<{ spanId: string; change: TraceChange }> {
+  const seq = await takeSeqs(tx, input.traceId, 1);
+  const span = await tx.span.create({
+    data: {
+      traceId: input.traceId,
+      parentId: input.parentId ?? null,
+      kind: input.kind,
+      name: toStored(input.name),
+      attributes: toStoredJson(input.attributes ?? {}) as Prisma.InputJsonValue,
+      startedAt: input.at,
+    },
+    select: { id: true },
+  });
+  return { spanId: span.id, change: await logChange(tx, { traceId: input.traceId, seq, type: "SPAN_STARTED", spanId: span.id, at: input.at }) };
+}
+
+/** Merges attributes, sets usage and, with a status, ends the span. */
+export async function changeSpanIn(
+  tx: Tx,
+  span: { id: string; traceId: string },
+  change: { status?: SpanStatus; attributes?: SpanAttributes; usage?: SpanUsage; at: Date },
+): Promise<TraceChange> {
+  const seq = await takeSeqs(tx, span.traceId, 1);
+  const current = change.attributes
+    ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } })
+    : null;
+  const merged = current ? { ...(current.attributes as object), ...(toStoredJson(change.attributes) as object) } : null;
+  await tx.span.update({
+    where: { id: span.id },
+    data: {
+      ...(change.status ? { status: change.status, endedAt: change.at } : {}),
+      ...(change.usage ? { usage: change.usage } : {}),
+      ...(merged ? { attributes: merged as Prisma.InputJsonValue } : {}),
+    },
+  });
+  const type = change.status ? "SPAN_ENDED" : "SPAN_UPDATED";
+  return logChange(tx, { traceId: span.traceId, seq, type, spanId: span.id, at: change.at });
+}
+
+/** Appends an event; an object payload is stored as JSON. The payload is stored losslessly (stored-text.ts). */
+export async function appendEventIn(
+  tx: Tx,
+  span: { id: string; traceId: string },
+  event: { kind: SpanEventKind; payload: string | object; at: Date },
+): Promise<TraceChange> {
+  const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
+  const seq = await takeSeqs(tx, span.traceId, 1);
+  const created = await tx.spanEvent.create({
+    data: {
+      spanId: span.id,
+      seq,
+      kind: event.kind,
+      payload: text,
+      preview: previewOf(text),
+      payloadSize: Buffer.byteLength(text, "utf8"),
+      at: event.at,
+    },
+    select: { id: true },
+  });
+  return logChange(tx, { traceId: span.traceId, seq, type: "EVENT_APPENDED", spanId: span.id, eventId: created.id, at: event.at });
+}
+
+/** The first characters of a stored payload, never ending inside a surrogate pair or an escape. */
+function previewOf(text: string): string {
+  let end = Math.min(text.length, EVENT_PREVIEW_CHARS);
+  if (end < text.length && /[\uD800-\uDBFF\uFFFF]/.test(text[end - 1]!)) end -= 1;
+  return text.slice(0, end);
+}
+
+/**
+ * Ends every span of the trace that is still RUNNING (the root RUN span only with `includeRoot`)
+ * with `status`, each with an INTERRUPTION event saying why. Whoever supersedes or stops an
+ * attempt calls this in the same transaction, so no span outlives what it was part of.
+ */
+export async function endOpenSpansIn(
+  tx: Tx,
+  input: {
+    traceId: string;
+    status: Extract<SpanStatus, "INTERRUPTED" | "CANCELLED">;
+    reason: string;
+    includeRoot: boolean;
+    /** Spans the caller ends itself, with a status of its own. */
+    except?: string[];
+    at: Date;
+  },
+): Promise<TraceChange[]> {
+  const open = await tx.span.findMany({
+    where: {
+      traceId: input.traceId,
+      status: "RUNNING",
+      ...(input.includeRoot ? {} : { kind: { not: "RUN" } }),
+      ...(input.except?.length ? { id: { notIn: input.except } } : {}),
+    },
+    select: { id: true },
+    orderBy: [{ startedAt: "desc" }, { id: "desc" }],
+  });
+  const changes: TraceChange[] = [];
+  // Innermost first, so a subscriber never sees a parent end before its children.
+  for (const span of open) {
+    const ref = { id: span.id, traceId: input.traceId };
+    changes.push(await appendEventIn(tx, ref, { kind: "INTERRUPTION", payload: input.reason, at: input.at }));
+    changes.push(await changeSpanIn(tx, ref, { status: input.status, at: input.at }));
+  }
+  return changes;
+}
+
+/** Marks the trace ended; a trace ends once, after everything in it. */
+export async function endTraceIn(tx: Tx, traceId: string, at: Date): Promise<TraceChange | null> {
+  const ended = await tx.trace.updateMany({ where: { id: traceId, endedAt: null }, data: { endedAt: at } });
+  if (ended.count === 0) return null;
+  const seq = await takeSeqs(tx, traceId, 1);
+  return logChange(tx, { traceId, seq, type: "TRACE_ENDED", at });
+}

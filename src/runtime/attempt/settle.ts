@@ -1,0 +1,147 @@
+// How an attempt ends (R1, R18). Settling is one fenced transaction: the settle steps (the answer
+// published, proposals decided, spills released), the spans closed, the trace ended, the terminal
+// status, the attempt's outcome and the conversation's slot given back — all or nothing, and
+// nothing at all once the run was cancelled or taken over. A cancelled attempt only acknowledges:
+// it gives back its lease and the slot, so the conversation's next run may start.
+import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
+import { cancelledSpans } from "./claim.js";
+import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
+import { toStored } from "../../domain/text/stored-text.js";
+import type { Outcome } from "../loop/run-executor.js";
+import type { SpanStatus } from "../ports/trace-sink.js";
+import type { ClaimedAttempt } from "./claim.js";
+import { runAfterCommit } from "../../domain/after-commit.js";
+import type { AfterCommit, AttemptFence } from "./fence.js";
+
+export type SettleContext = {
+  tx: Prisma.TransactionClient;
+  run: Run;
+  outcome: Outcome;
+  status: RunStatusName;
+  /** What to announce once the settle transaction committed. */
+  after: AfterCommit;
+};
+
+/** A part of settling owned by another part of the runtime; it writes only through `tx`. */
+export type SettleStep = (context: SettleContext) => Promise<void>;
+
+export type SettleDeps = {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  steps: readonly SettleStep[];
+  /** Announces committed trace changes (PrismaTraceRecorder.announce). */
+  announce: (changes: readonly (TraceChange | null)[]) => void;
+  /** Hands spans a cancellation ended to the OTLP exporter. */
+  exportEnded: (spanIds: string[]) => void;
+};
+
+export function statusOf(outcome: Outcome): RunStatusName {
+  switch (outcome.type) {
+    case "final":
+      return "SUCCEEDED";
+    case "failed":
+      return "FAILED";
+    case "interrupted":
+      return outcome.status === "TIMED_OUT" || outcome.status === "CANCELLED" ? outcome.status : "FAILED";
+    default: {
+      const unknown: never = outcome;
+      throw new Error(`unknown outcome ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+const spanStatusOf = (outcome: Outcome): SpanStatus =>
+  outcome.type === "final" ? "OK" : outcome.type === "interrupted" ? "CANCELLED" : "ERROR";
+
+/** Settles the run in the attempt's terminal state; returns that state. */
+export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<RunStatusName> {
+  const status = statusOf(outcome);
+  const { run, root, span } = claimed;
+  await fence.write(async (tx, after) => {
+    for (const step of deps.steps) await step({ tx, run, outcome, status, after });
+    const at = new Date();
+    const failure = outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {};
+    const changes: (TraceChange | null)[] = [
+      ...(await endOpenSpansIn(tx, { traceId: root.traceId, status: "INTERRUPTED", reason: "still open when the run ended", includeRoot: false, except: [span.id], at })),
+      await changeSpanIn(tx, span, { status: spanStatusOf(outcome), attributes: failure, at }),
+      await changeSpanIn(tx, root, { status: spanStatusOf(outcome), attributes: failure, at }),
+      await endTraceIn(tx, root.traceId, at),
+    ];
+    await tx.run.update({
+      where: { id: run.id },
+      data: {
+        status,
+        answer: outcome.type === "final" ? toStored(outcome.answer) : null,
+        failureReason: outcome.type === "failed" ? outcome.reason : null,
+        finishedAt: at,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      },
+    });
+    await endAttemptRow(tx, claimed, "COMPLETED", at);
+    await releaseSlot(tx, run);
+    after.push(() => deps.announce(changes));
+    after.push(() => publishRunStatus(deps.events, run.id, status));
+  });
+  return status;
+}
+
+/** A stopping worker gives the run back: its spans end INTERRUPTED, its lease is released at once. */
+export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
+  await fence
+    .write(async (tx, after) => {
+      const at = new Date();
+      const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
+      await endAttemptRow(tx, claimed, "HANDED_BACK", at);
+      // Still RUNNING and still holding its conversation's slot: it resumes before anything queued after it.
+      await tx.run.update({ where: { id: claimed.run.id }, data: { leaseOwner: null, leaseExpiresAt: new Date(0) } });
+      after.push(() => deps.announce(changes));
+    })
+    .catch(() => undefined); // Lost meanwhile: whoever holds the run now has it.
+}
+
+/** A cancelled attempt gives back its lease and the conversation's slot; the cancellation closed its trace. */
+export async function acknowledgeCancel(deps: SettleDeps, claimed: ClaimedAttempt, workerId: string): Promise<void> {
+  const { run } = claimed;
+  const changes = await deps.prisma.$transaction(async (tx) => {
+    const released = await tx.run.updateMany({
+      where: { id: run.id, attempt: claimed.number, leaseOwner: workerId, status: "CANCELLED" },
+      data: { leaseOwner: null, leaseExpiresAt: null },
+    });
+    if (released.count === 0) return [];
+    const at = new Date();
+    await endAttemptRow(tx, claimed, "COMPLETED", at);
+    await releaseSlot(tx, run);
+    await runCancelledSteps(deps.steps, tx, run);
+    return [
+      ...(await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "CANCELLED", reason: "the run was cancelled", includeRoot: true, at })),
+      await endTraceIn(tx, claimed.root.traceId, at),
+    ];
+  });
+  deps.announce(changes);
+  const cancelled = await deps.prisma.run.findUnique({ where: { id: run.id }, select: { id: true, finishedAt: true } });
+  if (changes.length > 0 && cancelled) deps.exportEnded(await cancelledSpans(deps.prisma, cancelled));
+}
+
+/**
+ * The settle steps of a cancelled run, as its stopped attempt (or whoever releases its abandoned
+ * lease) gives it back: they publish nothing and apply nothing for it, and release what it held.
+ */
+export async function runCancelledSteps(steps: readonly SettleStep[], tx: Prisma.TransactionClient, run: Run): Promise<void> {
+  const after: AfterCommit = [];
+  for (const step of steps) await step({ tx, run, outcome: { type: "interrupted", status: "CANCELLED" }, status: "CANCELLED", after });
+  runAfterCommit(after);
+}
+
+async function endAttemptRow(tx: Prisma.TransactionClient, claimed: ClaimedAttempt, outcome: "COMPLETED" | "HANDED_BACK", at: Date) {
+  await tx.runAttempt.updateMany({
+    where: { runId: claimed.run.id, number: claimed.number, endedAt: null },
+    data: { endedAt: at, outcome },
+  });
+}
+
+/** Gives the conversation's execution slot back, so its next queued run may be claimed. */
+export async function releaseSlot(tx: Prisma.TransactionClient, run: Pick<Run, "id" | "conversationId">): Promise<void> {
+  await tx.conversation.updateMany({ where: { id: run.conversationId, activeRunId: run.id }, data: { activeRunId: null } });
+}
