@@ -229,18 +229,21 @@ export class RunWorker {
 
   /**
    * Settles as the outcome says. When a settle step itself fails (the answer cannot be published,
-   * say), the run ends FAILED with INTERNAL_ERROR and none of the steps' effects, rather than
-   * staying RUNNING to be claimed, resumed and fail to settle again forever.
+   * say), none of that settling's effects stay and the run ends FAILED with INTERNAL_ERROR (its
+   * proposals dropped, its spills released; with no settle step at all if even that fails),
+   * rather than staying RUNNING to be claimed, resumed and fail to settle again forever.
    */
   private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
     try {
       return await settleAttempt(this.settleDeps(), claimed, fence, outcome);
     } catch (error) {
       if (error instanceof AttemptFencedError) throw error;
-      const message = `settling the run failed: ${error instanceof Error ? error.message : String(error)}`;
-      this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: message });
-      const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message };
-      return settleAttempt({ ...this.settleDeps(), steps: [] }, claimed, fence, failed);
+      this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
+      const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
+      return settleAttempt(this.settleDeps(), claimed, fence, failed).catch((again: unknown) => {
+        if (again instanceof AttemptFencedError) throw again;
+        return settleAttempt({ ...this.settleDeps(), steps: [] }, claimed, fence, failed);
+      });
     }
   }
 
@@ -314,3 +317,5 @@ export class RunWorker {
     };
   }
 }
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -4,11 +4,12 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, NodeDocument, RunEventsDocument, RunTraceDocument } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
+import type { SettleStep } from "../../src/runtime/worker.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -213,6 +214,35 @@ describe.each(backends)("run execution on %s", (backend) => {
     const final = await collected;
     expect(statuses).toEqual(["RUNNING", "SUCCEEDED"]);
     expect(final).toMatchObject({ id: run.id, status: "SUCCEEDED", answer: "done" });
+  });
+
+  it("a run whose settling fails ends FAILED with INTERNAL_ERROR and none of the settle steps' effects, once", async () => {
+    const { t } = await start([
+      { toolCalls: [{ name: "propose_checkpoint", arguments: { summary: "Settled nothing." } }] },
+      { content: "An answer that cannot be settled." },
+    ]);
+    const steps = (t.app.runtime!.worker as unknown as { options: { settleSteps: SettleStep[] } }).options.settleSteps;
+    let calls = 0;
+    steps.push(async ({ tx, run, status }) => {
+      if (status !== "SUCCEEDED") return;
+      calls += 1;
+      // A write made before the failure must not survive it.
+      await tx.run.update({ where: { id: run.id }, data: { tokensUsed: 999_999 } });
+      throw new Error("the archive is unreachable");
+    });
+    const workspace = await createWorkspace(t.client);
+    const { run } = await admit(t.client, { workspaceId: workspace.id, question: "Answer, then fail to settle" });
+    const done = await settled(t, run.id);
+    expect(done).toMatchObject({ status: "FAILED", failureReason: "INTERNAL_ERROR", answer: null });
+    expect(done.tokensUsed).not.toBe(999_999);
+    expect(done.attempts.map((a) => a.outcome)).toEqual(["COMPLETED"]);
+    expect(done.trace!.spans.find((s) => s.kind === "RUN")!.status).toBe("ERROR");
+    expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
+    expect(calls).toBe(1);
+    // Settled as failed: nothing published, its proposal dropped rather than left pending.
+    const materials = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!;
+    expect(materials.acceptedPublicationVersions).toEqual([]);
+    expect(materials.checkpointProposals.map((p) => p.status)).toEqual(["DROPPED"]);
   });
 
   it("hands a run back on a graceful worker stop; the next worker resumes it from the log", async () => {
