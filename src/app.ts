@@ -19,6 +19,7 @@ import { SkillCatalog } from "./runtime/skills/skill-catalog.js";
 import type { RunQueue } from "./runtime/ports/run-queue.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "./server/hardening.js";
 import { metricsPlugin } from "./server/metrics-plugin.js";
+import { corsFor, jsonPostsOnly } from "./server/cross-site.js";
 
 export type App = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
@@ -32,6 +33,8 @@ export type App = {
   mcp: McpRegistry;
   /** The request limits every transport applies (A7). */
   limits: QueryLimits;
+  /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
+  corsOrigins: readonly string[];
   /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -50,6 +53,7 @@ export function createApp({
   mcp: mcpOptions = {},
   limits = DEFAULT_QUERY_LIMITS,
   runQueue,
+  corsOrigins = [],
 }: {
   db: Database;
   events: EventBus;
@@ -70,6 +74,8 @@ export function createApp({
    * this instance's worker, if any, takes its runs from it.
    */
   runQueue?: RunQueue;
+  /** Browser origins approved besides the server's own (default none). */
+  corsOrigins?: readonly string[];
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
@@ -94,6 +100,8 @@ export function createApp({
       return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings, capabilities: { skills, mcp } };
     },
     graphqlEndpoint: "/graphql",
+    // No origin but the server's own unless listed (see server/cross-site.ts).
+    cors: corsFor(corsOrigins),
     // One operation per request: a batch would multiply every limit below by its length.
     batching: false,
     healthCheckEndpoint: "/health",
@@ -106,6 +114,7 @@ export function createApp({
       error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String) }),
     },
     plugins: [
+      jsonPostsOnly("/graphql"),
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
       bodyLimitPlugin(limits.maxBodyBytes),
@@ -147,6 +156,7 @@ export function createApp({
     events,
     runtime,
     mcp,
+    corsOrigins,
     async stop() {
       await runtime?.worker.stop();
       await mcp.close();

@@ -103,6 +103,13 @@ const envSchema = z.object({
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
     .optional(),
+  CORS_ORIGINS: z
+    .string()
+    .transform((value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin !== ""))
+    .refine((origins) => origins.every((origin) => URL.canParse(origin) && new URL(origin).origin === origin), {
+      message: "must be origins separated by commas, such as https://app.example.com,http://localhost:5173",
+    })
+    .default([]),
   MCP_DRAIN_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(0).default(120_000),
   FETCH_ALLOWED_HOSTS: z
     .string()
@@ -142,6 +149,8 @@ export type Config = {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** Requests without an API key are refused; otherwise they act as the development principal. */
   authRequired: boolean;
+  /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
+  corsOrigins: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
@@ -226,6 +235,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: values.LOG_LEVEL,
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
+    corsOrigins: values.CORS_ORIGINS,
     model: values.OPENAI_API_KEY
       ? {
           kind: "openai",

@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     events: redis.events,
     logger,
     authRequired: config.authRequired,
+    corsOrigins: config.corsOrigins,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },

@@ -1,6 +1,6 @@
 // One HTTP server for everything: GraphQL over HTTP and SSE (Yoga), graphql-ws on the same
 // path, GraphiQL, the trace viewer page (/traces/<runId>), /health and /ready.
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
@@ -10,6 +10,7 @@ import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "./shared-subscription-results.js";
+import { upgradeAllowed } from "./cross-site.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -38,7 +39,13 @@ export async function startHttpServer({
   const { yoga } = app;
   const httpServer: Server = createServer(yoga);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
-  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint, maxPayload: app.limits.maxBodyBytes });
+  const wsServer = new WebSocketServer({
+    server: httpServer,
+    path: yoga.graphqlEndpoint,
+    maxPayload: app.limits.maxBodyBytes,
+    // A page on another origin may not open a socket that carries the browser's credentials.
+    verifyClient: ({ req }: { req: IncomingMessage }) => upgradeAllowed(req, app.corsOrigins),
+  });
   const sharedResults = new SharedSubscriptionResults();
   // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
   const sockets = new Set<{ subscriptions: Record<string, unknown> }>();

@@ -1,0 +1,49 @@
+// No cross-site requests. A browser sends a form, multipart or text/plain POST to any address
+// without asking first, with whatever credentials it holds for it; a JSON POST it sends only after
+// a preflight the server must approve. So the GraphQL endpoint executes POSTs only when they are
+// JSON (anything else is 415 and executes nothing), Yoga executes no mutation over GET, and no
+// origin is approved unless the operator listed it (CORS_ORIGINS): a page on another origin can
+// neither change nor read anything. WebSocket upgrades, which browsers send from any page, are
+// held to the same list; a client that sends no Origin is not a browser page.
+import type { IncomingMessage } from "node:http";
+import type { Plugin } from "graphql-yoga";
+
+const JSON_MEDIA_TYPES = new Set(["application/json", "application/graphql-response+json"]);
+
+/** Refuses (415) every POST to the GraphQL endpoint that is not JSON, before Yoga reads its body. */
+export function jsonPostsOnly(graphqlEndpoint: string): Plugin {
+  return {
+    onRequest({ request, url, endResponse, fetchAPI }) {
+      if (request.method !== "POST" || url.pathname !== graphqlEndpoint) return;
+      const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+      if (JSON_MEDIA_TYPES.has(mediaType)) return;
+      const message = `GraphQL requests must be sent as application/json, not ${mediaType || "without a content type"}`;
+      endResponse(
+        new fetchAPI.Response(JSON.stringify({ errors: [{ message, extensions: { code: "UNSUPPORTED_MEDIA_TYPE" } }] }), {
+          status: 415,
+          headers: { "content-type": "application/json; charset=utf-8" },
+        }),
+      );
+    },
+  };
+}
+
+/** Yoga's CORS setting: only a listed origin is approved (with credentials); no header otherwise. */
+export function corsFor(origins: readonly string[]) {
+  return (request: Request) => {
+    const origin = request.headers.get("origin");
+    return origin !== null && origins.includes(origin) ? { origin: [origin], credentials: true } : false;
+  };
+}
+
+/** Whether a WebSocket upgrade may proceed: not from a browser page, from the server's own origin, or from a listed one. */
+export function upgradeAllowed(request: IncomingMessage, origins: readonly string[]): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  if (origins.includes(origin)) return true;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
