@@ -65,8 +65,8 @@ export function createApp({
   agents?: AgentProfile[];
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer?: number;
-  /** MCP servers: stdio off unless allowed; replaced connections drain for at most drainTimeoutMs. */
-  mcp?: { stdioAllowed?: boolean; drainTimeoutMs?: number; connector?: McpConnector };
+  /** MCP servers: STDIO servers start only the listed programs; replaced connections drain for at most drainTimeoutMs. */
+  mcp?: { stdioCommands?: readonly string[]; drainTimeoutMs?: number; connector?: McpConnector };
   /** Query and request limits (A7). */
   limits?: QueryLimits;
   /**
@@ -79,15 +79,15 @@ export function createApp({
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
-  const stdioAllowed = mcpOptions.stdioAllowed ?? false;
-  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioAllowed: stdioAllowed });
+  const stdioCommands = mcpOptions.stdioCommands ?? [];
+  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioCommands: stdioCommands });
   const skills = new SkillCatalog({ prisma: db.prisma });
   const mcp = new McpRegistry({
     prisma: db.prisma,
     events,
     logger,
     connector: mcpOptions.connector ?? connectMcpSdk,
-    stdioAllowed,
+    stdioCommands,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });

@@ -1,5 +1,6 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 
 /** An agent profile: the system prompt a run executes under and, optionally, the tools it may use. */
@@ -99,10 +100,16 @@ const envSchema = z.object({
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
     .optional(),
-  MCP_STDIO_ALLOWED: z
-    .enum(["true", "false"], { error: "must be true or false" })
-    .transform((value) => value === "true")
-    .optional(),
+  MCP_STDIO_COMMANDS: z
+    .string()
+    .transform((value) => value.split(",").map((command) => command.trim()).filter((command) => command !== ""))
+    .refine((commands) => commands.every((command) => path.isAbsolute(command)), {
+      message: "must be absolute program paths separated by commas, such as /usr/bin/npx,/usr/local/bin/uvx",
+    })
+    .transform((commands) => commands.map((command) => path.normalize(command)))
+    .default([]),
+  /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
+  MCP_STDIO_ALLOWED: z.string().optional(),
   CORS_ORIGINS: z
     .string()
     .transform((value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin !== ""))
@@ -151,6 +158,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** Settings that were read but do nothing, with what to use instead: logged at start. */
+  warnings: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
   model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
@@ -196,8 +205,8 @@ export type Config = {
 };
 
 export type CapabilitySettings = {
-  /** Whether principals may configure MCP servers started as local commands (a server-side power). */
-  mcpStdioAllowed: boolean;
+  /** The programs principals' STDIO MCP servers may start (absolute paths; none by default). */
+  mcpStdioCommands: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
   mcpDrainTimeoutMs: number;
   /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
@@ -236,6 +245,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
     corsOrigins: values.CORS_ORIGINS,
+    warnings:
+      values.MCP_STDIO_ALLOWED === undefined
+        ? []
+        : ["MCP_STDIO_ALLOWED is ignored: list the programs STDIO MCP servers may start in MCP_STDIO_COMMANDS (absolute paths, comma-separated)"],
     model: values.OPENAI_API_KEY
       ? {
           kind: "openai",
@@ -264,8 +277,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
     capabilities: {
-      // Starting local commands is the embedded single-user default's convenience, never a shared server's.
-      mcpStdioAllowed: values.MCP_STDIO_ALLOWED ?? values.DATABASE_URL === undefined,
+      // Starting a local program is the operator's decision, on every database: none by default.
+      mcpStdioCommands: values.MCP_STDIO_COMMANDS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
       fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).

@@ -14,6 +14,7 @@ import { startHttpServer } from "./server/http-server.js";
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  for (const warning of config.warnings) logger.warn(warning);
 
   const db = await openMigratedDatabase(config, logger);
   const redis = await openEvents(config, logger);
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
-    mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
+    mcp: { stdioCommands: config.capabilities.mcpStdioCommands, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
     limits: config.limits,
     runQueue,
     runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,

@@ -20,14 +20,14 @@ export function createServices({
   events,
   artifactRetention,
   agentNames,
-  mcpStdioAllowed = false,
+  mcpStdioCommands = [],
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
   /** The agent profiles runs may be admitted under. */
   agentNames: ReadonlySet<string>;
-  /** Whether principals may configure MCP servers that start local commands. */
-  mcpStdioAllowed?: boolean;
+  /** The programs principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS); none by default. */
+  mcpStdioCommands?: readonly string[];
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -44,6 +44,6 @@ export function createServices({
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
-    mcpServers: new McpServerService({ prisma, events, stdioAllowed: mcpStdioAllowed }),
+    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcpStdioCommands }),
   };
 }

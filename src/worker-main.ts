@@ -11,6 +11,7 @@ import { startWorkerProcess, type WorkerProcess, WorkerNeedsPostgresError } from
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  for (const warning of config.warnings) logger.warn(warning);
   let worker: WorkerProcess | undefined;
   stopOnSignals(logger, async () => {
     await worker?.stop();

@@ -52,7 +52,7 @@ export async function startWorkerProcess({
     logger,
     authRequired: true,
     agents: config.agents,
-    mcp: { stdioAllowed: config.capabilities.mcpStdioAllowed, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
+    mcp: { stdioCommands: config.capabilities.mcpStdioCommands, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
     runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });

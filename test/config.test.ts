@@ -77,13 +77,19 @@ describe("loadConfig", () => {
   it("starts MCP stdio servers only on the embedded default; fetch and commands stay off until configured", () => {
     const embedded = loadConfig({ PATH: "/usr/bin" }).capabilities;
     expect(embedded).toEqual({
-      mcpStdioAllowed: true,
+      mcpStdioCommands: [],
       mcpDrainTimeoutMs: 120_000,
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
       commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },
     });
-    expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).capabilities.mcpStdioAllowed).toBe(false);
-    expect(loadConfig({ DATABASE_URL: "postgresql://db/x", MCP_STDIO_ALLOWED: "true" }).capabilities.mcpStdioAllowed).toBe(true);
+    // Starting local programs is off on every database until the operator lists them.
+    expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).capabilities.mcpStdioCommands).toEqual([]);
+    expect(loadConfig({ MCP_STDIO_COMMANDS: "/usr/bin/npx, /opt/tools/../bin/uvx" }).capabilities.mcpStdioCommands).toEqual(["/usr/bin/npx", "/opt/bin/uvx"]);
+    expect(() => loadConfig({ MCP_STDIO_COMMANDS: "npx" })).toThrow(/MCP_STDIO_COMMANDS="npx": must be absolute program paths/);
+    // The old switch does nothing any more, and says so.
+    const leftover = loadConfig({ MCP_STDIO_ALLOWED: "true" });
+    expect(leftover.capabilities.mcpStdioCommands).toEqual([]);
+    expect(leftover.warnings).toEqual([expect.stringContaining("MCP_STDIO_COMMANDS")]);
     const configured = loadConfig({ FETCH_ALLOWED_HOSTS: " Example.com, *.wikipedia.org ,127.0.0.1:8080", COMMANDS_ALLOWED: "true" }).capabilities;
     expect(configured.fetch.allowedHosts).toEqual(["example.com", "*.wikipedia.org", "127.0.0.1:8080"]);
     expect(configured.commands.allowed).toBe(true);

@@ -74,19 +74,19 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   });
 
   it("manages MCP servers per principal, never returning secret values", async () => {
-    t = await startTestApp(backend, { mcp: { stdioAllowed: true } });
+    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/mcp-files"] } });
     const created = await t.client.request(UpsertMcpServerDocument, {
       input: {
         name: "files",
         transport: "STDIO",
-        command: "mcp-files",
+        command: "/usr/local/bin/mcp-files",
         args: ["--root", "/data"],
         env: [{ name: "API_TOKEN", value: "s3cret" }],
         enabled: false,
       },
     });
     const server = expectType(created.upsertMcpServer, "UpsertMcpServerSuccess").mcpServer;
-    expect(server).toMatchObject({ name: "files", transport: "STDIO", command: "mcp-files", args: ["--root", "/data"], envNames: ["API_TOKEN"], enabled: false });
+    expect(server).toMatchObject({ name: "files", transport: "STDIO", command: "/usr/local/bin/mcp-files", args: ["--root", "/data"], envNames: ["API_TOKEN"], enabled: false });
     const listed = (await t.client.request(McpServersDocument)).mcpServers;
     expect(listed).toHaveLength(1);
     expect(listed[0]!.status).toMatchObject({ state: "DISABLED", tools: [], connects: 0 });
@@ -115,7 +115,7 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   });
 
   it("refuses inconsistent MCP configurations with typed errors", async () => {
-    t = await startTestApp(backend, { mcp: { stdioAllowed: true } });
+    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/x"] } });
     const issues = async (input: UpsertMcpServerInput) =>
       expectType((await t!.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "ValidationError").issues.map((i) => i.field).sort();
     expect(await issues({ name: "a", transport: "HTTP" as McpTransport })).toEqual(["url"]);

@@ -36,7 +36,7 @@ describe("MCP servers", () => {
     logFile = path.join(mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), "servers.log");
     const model = toolCallingModel("mcp");
     t = await startTestApp("pglite", {
-      mcp: { stdioAllowed: true, drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
+      mcp: { stdioCommands: [process.execPath], drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
       runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50, leaseMs: 5_000, toolTimeoutMs: 20_000 },
     });
     return { t, model };
@@ -216,13 +216,25 @@ describe("MCP servers", () => {
     }
   });
 
-  it("refuses stdio servers where the operator has not allowed them, and keeps principals apart", async () => {
+  it("refuses a program MCP_STDIO_COMMANDS does not list, naming the setting", async () => {
+    const { t } = await start();
+    for (const command of ["/usr/bin/touch", "node"]) {
+      const refused = await t.client.request(UpsertMcpServerDocument, { input: { name: "other", transport: "STDIO", command } });
+      expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([
+        { field: "command", message: `is not one of the programs MCP_STDIO_COMMANDS allows (${process.execPath})` },
+      ]);
+    }
+    expect(await servers()).toEqual([]);
+  });
+
+  it("starts no program by default and only the listed ones otherwise, and keeps principals apart", async () => {
     const model = toolCallingModel();
-    t = await startTestApp("pglite", { mcp: { stdioAllowed: false }, runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 } });
-    const refused = await t.client.request(UpsertMcpServerDocument, { input: { name: "local", transport: "STDIO", command: "node" } });
+    t = await startTestApp("pglite", { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 } });
+    const refused = await t.client.request(UpsertMcpServerDocument, { input: { name: "local", transport: "STDIO", command: process.execPath } });
     expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([
-      { field: "transport", message: expect.stringContaining("MCP_STDIO_ALLOWED") },
+      { field: "command", message: expect.stringContaining("MCP_STDIO_COMMANDS") },
     ]);
+    expect((await servers()).map((server) => server.name)).toEqual([]);
     await t.client.request(UpsertMcpServerDocument, { input: { name: "remote", transport: "HTTP", url: "http://127.0.0.1:9/mcp", enabled: false } });
     const other = t.as(await t.createPrincipal("Other"));
     expect((await other.request(McpServersDocument)).mcpServers).toEqual([]);

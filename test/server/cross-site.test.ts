@@ -22,7 +22,8 @@ describe("cross-site requests", () => {
   const mcpServerCount = async () => (await t!.app.db.prisma.mcpServer.count());
 
   it("refuses form, multipart and text/plain posts with 415 and executes nothing, not even the command a form asks for", async () => {
-    t = await startTestApp("pglite", { listen: true, mcp: { stdioAllowed: true } });
+    // Even with the program allowed, a form cannot make the server start it.
+    t = await startTestApp("pglite", { listen: true, mcp: { stdioCommands: ["/usr/bin/touch"] } });
     const marker = path.join(mkdtempSync(path.join(tmpdir(), "dossier-csrf-")), "touched");
     const mutation = `mutation { upsertMcpServer(input: { name: "x", transport: STDIO, command: "/usr/bin/touch", args: ["${marker}"] }) { __typename } }`;
     const url = t.server!.url;

@@ -1,3 +1,4 @@
+import path from "node:path";
 // MCP server configurations per principal (R14): validated, upserted by name, deleted by name.
 // Every committed change is announced on `mcp:changed`, so the MCP registry of every instance
 // reconnects that server (and only that one) without a restart.
@@ -49,8 +50,18 @@ const deleteInput = z.object({ name: mcpServerName });
 export type UpsertMcpServerInput = z.input<typeof upsertInput>;
 export type DeleteMcpServerInput = z.input<typeof deleteInput>;
 
+/**
+ * Why this server may not start `command`, or null when it may. Starting a program is the
+ * operator's decision: only the absolute paths MCP_STDIO_COMMANDS lists, nothing by default.
+ */
+export function stdioCommandRefusal(command: string, allowed: readonly string[]): string | null {
+  if (allowed.length === 0) return "this server starts no local commands (MCP_STDIO_COMMANDS lists none); use an HTTP MCP server";
+  if (path.isAbsolute(command) && allowed.includes(path.normalize(command))) return null;
+  return `is not one of the programs MCP_STDIO_COMMANDS allows (${allowed.join(", ")})`;
+}
+
 export class McpServerService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; stdioAllowed: boolean }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; stdioCommands: readonly string[] }) {}
 
   list(actor: Actor): Promise<McpServer[]> {
     return this.deps.prisma.mcpServer.findMany({ where: { ownerId: actor.principalId }, orderBy: { name: "asc" } });
@@ -59,11 +70,8 @@ export class McpServerService {
   /** Creates or replaces the whole configuration of the named server (omitted lists are empty). */
   async upsert(actor: Actor, input: UpsertMcpServerInput): Promise<McpServer> {
     const parsed = parseInput(upsertInput, input);
-    if (parsed.transport === "STDIO" && !this.deps.stdioAllowed) {
-      throw new ValidationError([
-        { field: "transport", message: "this server does not start local commands (MCP_STDIO_ALLOWED is off); use HTTP" },
-      ]);
-    }
+    const refused = parsed.transport === "STDIO" ? stdioCommandRefusal(parsed.command ?? "", this.deps.stdioCommands) : null;
+    if (refused) throw new ValidationError([{ field: "command", message: refused }]);
     const data = {
       transport: parsed.transport,
       command: parsed.command ?? null,

@@ -10,6 +10,7 @@ import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
+import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 
@@ -50,8 +51,8 @@ export type McpRegistryOptions = {
   events: EventBus;
   logger: Logger;
   connector: McpConnector;
-  /** Whether STDIO servers may be started (MCP_STDIO_ALLOWED). */
-  stdioAllowed: boolean;
+  /** The programs STDIO servers may start (MCP_STDIO_COMMANDS); none by default. */
+  stdioCommands: readonly string[];
   /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
   drainTimeoutMs: number;
   connectTimeoutMs?: number;
@@ -197,8 +198,10 @@ export class McpRegistry {
       retired: false,
       ready: Promise.resolve(),
     };
-    if (row.transport === "STDIO" && !this.options.stdioAllowed) {
-      this.fail(connection, new Error("this server does not start local commands (MCP_STDIO_ALLOWED is off)"));
+    // Checked again at connect time: the operator may have narrowed the list since the row was stored.
+    const refused = row.transport === "STDIO" ? stdioCommandRefusal(row.command ?? "", this.options.stdioCommands) : null;
+    if (refused) {
+      this.fail(connection, new Error(`command ${refused}`));
       return connection;
     }
     this.connects.set(row.id, (this.connects.get(row.id) ?? 0) + 1);
