@@ -124,5 +124,12 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     expect(await issues({ name: "a_b", transport: "HTTP" as McpTransport, url: "http://x" })).toEqual(["name"]);
     expect(await issues({ name: "a", transport: "HTTP" as McpTransport, url: "http://x", env: [{ name: "X", value: "1" }] })).toEqual(["env"]);
     expect(await issues({ name: "a", transport: "STDIO" as McpTransport, command: "x", env: [{ name: "1BAD", value: "1" }] })).toEqual(["env.0.name"]);
+    // A line break in a header value would let a principal add headers of its choosing.
+    const smuggled = { name: "a", transport: "HTTP" as McpTransport, url: "http://x", headers: [{ name: "X-Token", value: "t\r\nX-Admin: yes" }] };
+    expect(await issues(smuggled)).toEqual(["headers.0.value"]);
+    expect(await issues({ ...smuggled, headers: [{ name: "X-Token", value: "t\nX-Admin: yes" }] })).toEqual(["headers.0.value"]);
+    // Environment values may hold line breaks (a key file, say).
+    await t.client.request(UpsertMcpServerDocument, { input: { name: "b", transport: "STDIO" as McpTransport, command: "/usr/local/bin/x", env: [{ name: "KEY", value: "line1\nline2" }], enabled: false } });
+    expect((await t.client.request(McpServersDocument)).mcpServers.map((server) => server.name)).toContain("b");
   });
 });

@@ -64,6 +64,7 @@ describe.each(backends)("publications on %s", (backend) => {
     ["a title for an existing publication", { title: "t", content: "c", publicationId: "UHVibGljYXRpb246eA==" }, "title"],
     ["empty content", { title: "t", content: " " }, "content"],
     ["an as-of time in the future", { title: "t", content: "c", asOf: "2999-01-01T00:00:00Z" }, "asOf"],
+    ["an as-of time in year 0001", { title: "t", content: "c", asOf: "0001-01-01T00:00:00Z" }, "asOf"],
   ])("rejects %s as ValidationError, writing nothing", async (_name, input, field) => {
     const before = await t.app.db.prisma.publicationVersion.count();
     const result = await t.client.request(PublishVersionDocument, { input });

@@ -16,8 +16,10 @@ export const mcpServerName = z
   .string()
   .regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");
 
-const pair = (nameRule: RegExp, nameMessage: string) =>
-  z.object({ name: z.string().regex(nameRule, nameMessage), value: z.string().max(8_192, "must be at most 8192 characters") });
+const pairValue = z.string().max(8_192, "must be at most 8192 characters");
+const pair = (nameRule: RegExp, nameMessage: string, value = pairValue) => z.object({ name: z.string().regex(nameRule, nameMessage), value });
+// A CR or LF in a header value would end the header early: what follows would be a header of the caller's choosing.
+const headerValue = pairValue.refine((value) => !/[\r\n]/.test(value), "must not contain a line break (CR or LF)");
 
 const upsertInput = z
   .object({
@@ -27,7 +29,7 @@ const upsertInput = z
     args: z.array(z.string().max(4_000)).max(100, "at most 100 arguments").nullish(),
     env: z.array(pair(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name")).max(50).nullish(),
     url: z.string().max(2_000).nullish(),
-    headers: z.array(pair(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "must be an HTTP header name")).max(50).nullish(),
+    headers: z.array(pair(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "must be an HTTP header name", headerValue)).max(50).nullish(),
     enabled: z.boolean().nullish(),
   })
   .superRefine((input, ctx) => {

@@ -15,6 +15,8 @@ import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects
 export const PUBLICATION_CONTENT_MAX = 1_000_000;
 /** Clocks disagree a little; an as-of time further ahead than this is a mistake. */
 const AS_OF_SKEW_MS = 5 * 60 * 1000;
+/** A judgement's as-of time lies in the age of the sources Dossier handles; year 0001 is a typo. */
+const EARLIEST_AS_OF = new Date("1900-01-01T00:00:00Z");
 
 export const versionRef = z.object({ publicationId: z.string(), version: z.number().int().min(1, "versions start at 1") });
 
@@ -79,6 +81,9 @@ export class PublicationService {
     const asOf = parsed.asOf ?? now;
     if (asOf.getTime() > now.getTime() + AS_OF_SKEW_MS) {
       throw new ValidationError([{ field: "asOf", message: "must not be in the future" }]);
+    }
+    if (asOf.getTime() < EARLIEST_AS_OF.getTime()) {
+      throw new ValidationError([{ field: "asOf", message: "must not be before 1900" }]);
     }
     const unique = [...new Map(parsed.sources.map((s) => [`${s.publicationId}@${s.version}`, s])).values()];
     const sources = await findOwnedVersions(tx, actor, unique);
