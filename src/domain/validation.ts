@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { ValidationError } from "./errors.js";
 
 /** Parses input with a zod schema, turning every problem into one typed ValidationError. */
@@ -9,3 +9,16 @@ export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unkn
     parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "input", message: issue.message })),
   );
 }
+
+// Something a reader can see: not only spaces, control characters or invisible format
+// characters (zero-width spaces, direction marks), which would make a title that reads as empty.
+const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}\p{Z}]/u;
+
+/** Text a person wrote: trimmed, not empty, something visible in it, at most `max` characters. */
+export const nonBlank = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, "must not be empty")
+    .refine((value) => value === "" || VISIBLE.test(value), "must contain a visible character")
+    .refine((value) => [...value].length <= max, `must be at most ${max.toLocaleString("en")} characters`);

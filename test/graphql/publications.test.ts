@@ -63,6 +63,7 @@ describe.each(backends)("publications on %s", (backend) => {
     ["no title for a new publication", { content: "c" }, "title"],
     ["a title for an existing publication", { title: "t", content: "c", publicationId: "UHVibGljYXRpb246eA==" }, "title"],
     ["empty content", { title: "t", content: " " }, "content"],
+    ["a title of invisible characters only", { title: "\u200B\u200E\u0007\u3000", content: "c" }, "title"],
     ["an as-of time in the future", { title: "t", content: "c", asOf: "2999-01-01T00:00:00Z" }, "asOf"],
     ["an as-of time in year 0001", { title: "t", content: "c", asOf: "0001-01-01T00:00:00Z" }, "asOf"],
   ])("rejects %s as ValidationError, writing nothing", async (_name, input, field) => {

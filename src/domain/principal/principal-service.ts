@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/client.js";
-import { parseInput } from "../validation.js";
+import { nonBlank, parseInput } from "../validation.js";
 
 /** Who a request acts for. Every service method that touches owned data takes one. */
 export type Actor = { principalId: string };
@@ -11,7 +11,7 @@ export type Actor = { principalId: string };
 /** The principal of keyless requests when authentication is not required (embedded default). */
 export const DEVELOPMENT_PRINCIPAL_ID = "development";
 
-const nameInput = z.object({ name: z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters") });
+const nameInput = z.object({ name: nonBlank(100) });
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 

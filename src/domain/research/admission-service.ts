@@ -7,10 +7,10 @@ import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
+import { nonBlank, parseInput } from "../validation.js";
 import { lockOpenWorkspace, upsertLink } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
-import { GOAL_STATEMENT_MAX, nonBlank } from "../workspace/workspace-service.js";
+import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "./owned-objects.js";
 import { versionRef } from "./publication-service.js";

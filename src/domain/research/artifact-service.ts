@@ -3,8 +3,8 @@ import { z } from "zod";
 import type { Artifact, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
-import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+import { nonBlank, parseInput } from "../validation.js";
+import { TITLE_MAX } from "../workspace/workspace-service.js";
 
 export const ARTIFACT_MAX_BYTES = 5 * 1024 * 1024;
 /** How long a temporary artifact's content is kept. */

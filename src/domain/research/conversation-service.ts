@@ -2,8 +2,8 @@
 import { z } from "zod";
 import type { Conversation, Message, MessageRole, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
-import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+import { nonBlank, parseInput } from "../validation.js";
+import { TITLE_MAX } from "../workspace/workspace-service.js";
 
 const startInput = z.object({ title: nonBlank(TITLE_MAX) });
 

@@ -6,9 +6,9 @@ import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/p
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
+import { nonBlank, parseInput } from "../validation.js";
 import type { LinkService, RunLinkOutcome } from "../workspace/link-service.js";
-import { nonBlank, TITLE_MAX } from "../workspace/workspace-service.js";
+import { TITLE_MAX } from "../workspace/workspace-service.js";
 import { eligibilityOf } from "./eligibility.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 

@@ -8,9 +8,8 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
-import { parseInput } from "../validation.js";
+import { nonBlank, parseInput } from "../validation.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
-import { nonBlank } from "./workspace-service.js";
 import type { EventPublisher } from "../../events/topics.js";
 
 export const QUESTION_STATUSES = ["OPEN", "RESOLVED"] as const;

@@ -5,18 +5,11 @@ import type { EventPublisher } from "../../events/topics.js";
 import type { GoalVersion, PrismaClient, Workspace } from "../../generated/prisma/client.js";
 import { StaleVersionError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
+import { nonBlank, parseInput } from "../validation.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
 export const TITLE_MAX = 200;
-
-export const nonBlank = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, "must not be empty")
-    .refine((value) => [...value].length <= max, `must be at most ${max.toLocaleString("en")} characters`);
 
 const createInput = z.object({ title: nonBlank(TITLE_MAX), goal: nonBlank(GOAL_STATEMENT_MAX) });
 const updateGoalInput = z.object({
