@@ -54,6 +54,7 @@ export function createApp({
   limits = DEFAULT_QUERY_LIMITS,
   runQueue,
   corsOrigins = [],
+  metricsToken,
 }: {
   db: Database;
   events: EventBus;
@@ -76,6 +77,8 @@ export function createApp({
   runQueue?: RunQueue;
   /** Browser origins approved besides the server's own (default none). */
   corsOrigins?: readonly string[];
+  /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
+  metricsToken?: string;
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
@@ -118,7 +121,7 @@ export function createApp({
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
       bodyLimitPlugin(limits.maxBodyBytes),
-      metricsPlugin({ prisma: db.prisma }),
+      metricsPlugin({ prisma: db.prisma, token: metricsToken }),
       queryLimitsPlugin(limits),
       useReadinessCheck({
         endpoint: "/ready",

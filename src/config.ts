@@ -110,6 +110,7 @@ const envSchema = z.object({
     .default([]),
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
   MCP_STDIO_ALLOWED: z.string().optional(),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   CORS_ORIGINS: z
     .string()
     .transform((value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin !== ""))
@@ -158,6 +159,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
+  metricsToken?: string;
   /** Settings that were read but do nothing, with what to use instead: logged at start. */
   warnings: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
@@ -245,6 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
     corsOrigins: values.CORS_ORIGINS,
+    metricsToken: values.METRICS_TOKEN,
     warnings:
       values.MCP_STDIO_ALLOWED === undefined
         ? []

@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     logger,
     authRequired: config.authRequired,
     corsOrigins: config.corsOrigins,
+    metricsToken: config.metricsToken,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     mcp: { stdioCommands: config.capabilities.mcpStdioCommands, drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },

@@ -10,6 +10,7 @@ import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { metrics, runsByState } from "./metrics/dossier-metrics.js";
 import { PROMETHEUS_CONTENT_TYPE } from "./metrics/registry.js";
+import { scrapeAllowed } from "./server/metrics-plugin.js";
 import type { ModelPort } from "./runtime/ports/model.js";
 import type { Tool } from "./runtime/ports/tool.js";
 
@@ -56,7 +57,7 @@ export async function startWorkerProcess({
     runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
-  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.db.prisma, config.worker.metricsPort, config.host);
+  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.db.prisma, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
   const workerId = app.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {
@@ -72,9 +73,14 @@ export async function startWorkerProcess({
   };
 }
 
-async function serveMetrics(prisma: Parameters<typeof runsByState>[0], port: number, host: string): Promise<{ server: Server; port: number }> {
+async function serveMetrics(
+  prisma: Parameters<typeof runsByState>[0],
+  { port, host, token }: { port: number; host: string; token?: string },
+): Promise<{ server: Server; port: number }> {
   const server = createServer((request, response) => {
-    if (request.method === "GET" && request.url === "/metrics") {
+    if (request.method === "GET" && request.url === "/metrics" && !scrapeAllowed(request.headers.authorization, token)) {
+      response.writeHead(401, { "www-authenticate": "Bearer" }).end("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>");
+    } else if (request.method === "GET" && request.url === "/metrics") {
       metrics
         .render([runsByState(prisma)])
         .then((body) => response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE }).end(body))

@@ -6,10 +6,22 @@ import type { Plugin } from "graphql-yoga";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import { instruments, metrics, runsByState } from "../metrics/dossier-metrics.js";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.js";
+import { createHash, timingSafeEqual } from "node:crypto";
+
+const digest = (text: string) => createHash("sha256").update(text).digest();
+
+/**
+ * Whether a scrape may read the metrics: always without a METRICS_TOKEN, else only with
+ * `Authorization: Bearer <token>` (compared in constant time). The metrics count every tenant's runs.
+ */
+export function scrapeAllowed(authorization: string | null | undefined, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  return timingSafeEqual(digest(authorization ?? ""), digest(`Bearer ${token}`));
+}
 
 const ROUTES = new Set(["/graphql", "/health", "/ready", "/metrics"]);
 
-export function metricsPlugin({ prisma, endpoint = "/metrics" }: { prisma: PrismaClient; endpoint?: string }): Plugin {
+export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma: PrismaClient; endpoint?: string; token?: string }): Plugin {
   const started = new WeakMap<Request, number>();
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -17,6 +29,10 @@ export function metricsPlugin({ prisma, endpoint = "/metrics" }: { prisma: Prism
       if (url.pathname !== endpoint) return;
       if (request.method !== "GET") {
         endResponse(new fetchAPI.Response("Method Not Allowed", { status: 405, headers: { allow: "GET" } }));
+        return;
+      }
+      if (!scrapeAllowed(request.headers.get("authorization"), token)) {
+        endResponse(new fetchAPI.Response("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>", { status: 401, headers: { "www-authenticate": "Bearer" } }));
         return;
       }
       const body = await metrics.render([runsByState(prisma)]);

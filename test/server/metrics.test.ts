@@ -8,6 +8,7 @@ import { WorkspaceEventsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit, createWorkspace } from "../support/fixtures.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { loadConfig } from "../../src/config.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -100,4 +101,21 @@ it("/metrics reports requests, operations, runs by state, tokens, tool calls and
     return at(series, 'dossier_subscriptions_open{transport="ws"}') === 0 ? series : undefined;
   });
   expect(at(closed, 'dossier_graphql_rejected_total{reason="TOO_MANY_ALIASES"}')).toBe(1);
+});
+
+it("/metrics answers only the METRICS_TOKEN bearer when one is set: it counts every tenant's runs", async () => {
+  const token = "scrape-token-0123456789";
+  expect(loadConfig({ METRICS_TOKEN: token }).metricsToken).toBe(token);
+  expect(() => loadConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN/);
+  t = await startTestApp("pglite", { listen: true, metricsToken: token });
+  const scrape = (authorization?: string) =>
+    fetch(new URL("/metrics", t!.server!.url), { headers: authorization ? { authorization } : {} });
+  for (const refused of [await scrape(), await scrape("Bearer wrong-token-0123456789"), await scrape(token)]) {
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe("Bearer");
+    expect(await refused.text()).not.toContain("dossier_runs");
+  }
+  const allowed = await scrape(`Bearer ${token}`);
+  expect(allowed.status).toBe(200);
+  expect(await allowed.text()).toContain("dossier_runs");
 });

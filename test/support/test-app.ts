@@ -51,11 +51,12 @@ export type TestAppOptions = {
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
+  metricsToken?: string;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -70,6 +71,7 @@ export async function startTestApp(
     agents,
     mcp,
     corsOrigins,
+    metricsToken,
   });
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
