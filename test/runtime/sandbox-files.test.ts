@@ -1,9 +1,10 @@
 // R15: file tools stay inside the run's sandbox folder.
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
+import { createRunCommandTool } from "../../src/runtime/tools/run-command.js";
 import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
 import { toolContext } from "../support/tool-context.js";
 
@@ -39,6 +40,29 @@ describe("sandbox file tools", () => {
     symlinkSync(outside, path.join(sandbox, "link"));
     await expect(read.execute({ path: "link/secret.txt" }, context)).rejects.toThrow(/leaves the sandbox/);
     await expect(write.execute({ path: "link/planted.txt", content: "x" }, context)).rejects.toThrow(/leaves the sandbox/);
+    expect(root).not.toBe(outside);
+  });
+
+  it("refuses every way out that a symlink made by run_command opens", async () => {
+    const { root, sandbox, write, read } = tools();
+    await write.execute({ path: "seed.txt", content: "s" }, context);
+    const outside = mkdtempSync(path.join(tmpdir(), "dossier-outside-"));
+    writeFileSync(path.join(outside, "secret.txt"), "secret");
+    const runCommand = createRunCommandTool(sandbox, { timeoutMs: 5_000, path: process.env.PATH ?? "/usr/bin:/bin" });
+    const ln = (target: string, name: string) => runCommand.execute({ command: "ln", args: ["-s", target, name] }, context);
+    await ln(path.join(outside, "secret.txt"), "file-link");
+    await ln(outside, "dir-link");
+    await ln(path.join(outside, "planted-by-link.txt"), "dangling-link");
+    // The link itself as the file, a folder below a link that does not exist yet, a dangling link.
+    await expect(read.execute({ path: "file-link" }, context)).rejects.toThrow(/leaves the sandbox/);
+    await expect(write.execute({ path: "file-link", content: "overwritten" }, context)).rejects.toThrow(/leaves the sandbox/);
+    await expect(write.execute({ path: "dir-link/new/deeper.txt", content: "x" }, context)).rejects.toThrow(/leaves the sandbox/);
+    await expect(write.execute({ path: "dangling-link", content: "x" }, context)).rejects.toThrow(/leaves the sandbox/);
+    expect(readFileSync(path.join(outside, "secret.txt"), "utf8")).toBe("secret");
+    expect(readdirSync(outside)).toEqual(["secret.txt"]);
+    // Links that stay inside still work.
+    await ln("seed.txt", "inner-link");
+    expect(await read.execute({ path: "inner-link" }, context)).toBe("s");
     expect(root).not.toBe(outside);
   });
 

@@ -1,6 +1,7 @@
 // File read and write inside the run's own sandbox folder (R15). Paths are relative to the
-// sandbox; anything that would leave it (.., absolute paths, symlinks pointing out) is refused.
-import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+// sandbox; anything that would leave it (.., absolute paths, a symlink anywhere on the path that
+// points out, a dangling one) is refused.
+import { lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { type Tool, ToolError } from "../ports/tool.js";
 
@@ -11,11 +12,30 @@ async function resolveInside(root: string, relative: unknown): Promise<string> {
   if (path.isAbsolute(relative)) throw new ToolError("path must be relative to the sandbox");
   const target = path.resolve(root, relative);
   if (target !== root && !target.startsWith(`${root}${path.sep}`)) throw new ToolError("path leaves the sandbox");
-  // A symlink inside the sandbox must not lead out of it.
-  const parent = await realpath(path.dirname(target)).catch(() => path.dirname(target));
+  // Where the path really leads once every symlink on it is followed (a program run by
+  // run_command can make them): the file itself, or its nearest existing folder.
   const realRoot = await realpath(root);
-  if (parent !== realRoot && !parent.startsWith(`${realRoot}${path.sep}`)) throw new ToolError("path leaves the sandbox");
+  const real = await realLocation(target);
+  if (real !== realRoot && !real.startsWith(`${realRoot}${path.sep}`)) throw new ToolError("path leaves the sandbox");
   return target;
+}
+
+/** The real path of `target`, or of its nearest existing ancestor joined with the rest; a dangling symlink has none. */
+async function realLocation(target: string): Promise<string> {
+  let existing = target;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(await realpath(existing), ...rest);
+    } catch {
+      // A symlink that leads nowhere would be followed by a write to wherever it points.
+      if (await lstat(existing).then((stat) => stat.isSymbolicLink(), () => false)) throw new ToolError("path leaves the sandbox");
+      const parent = path.dirname(existing);
+      if (parent === existing) return target;
+      rest.unshift(path.basename(existing));
+      existing = parent;
+    }
+  }
 }
 
 export function createSandboxFileTools(sandboxDir: string): Tool[] {
