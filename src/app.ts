@@ -20,6 +20,7 @@ import type { RunQueue } from "./runtime/ports/run-queue.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "./server/hardening.js";
 import { metricsPlugin } from "./server/metrics-plugin.js";
 import { corsFor, jsonPostsOnly } from "./server/cross-site.js";
+import type { SecretBox } from "./domain/capabilities/secret-box.js";
 
 export type App = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
@@ -67,7 +68,7 @@ export function createApp({
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer?: number;
   /** MCP servers: STDIO servers start only the listed programs; replaced connections drain for at most drainTimeoutMs. */
-  mcp?: { stdioCommands?: readonly string[]; drainTimeoutMs?: number; connector?: McpConnector };
+  mcp?: { stdioCommands?: readonly string[]; drainTimeoutMs?: number; connector?: McpConnector; secrets?: SecretBox };
   /** Query and request limits (A7). */
   limits?: QueryLimits;
   /**
@@ -83,7 +84,7 @@ export function createApp({
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
   const stdioCommands = mcpOptions.stdioCommands ?? [];
-  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioCommands: stdioCommands });
+  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioCommands: stdioCommands, secrets: mcpOptions.secrets });
   const skills = new SkillCatalog({ prisma: db.prisma });
   const mcp = new McpRegistry({
     prisma: db.prisma,
@@ -91,6 +92,7 @@ export function createApp({
     logger,
     connector: mcpOptions.connector ?? connectMcpSdk,
     stdioCommands,
+    secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });

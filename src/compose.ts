@@ -1,7 +1,10 @@
 // Pieces both entry points (the server, src/main.ts, and the worker process, src/worker-main.ts)
 // compose in the same way from configuration: the database, the event bus, the model and the
 // run queue. Only these entry points choose concrete adapters.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import type { Config } from "./config.js";
+import { newSecretsKey, SecretBox } from "./domain/capabilities/secret-box.js";
 import { type Database, openDatabase } from "./db/open-database.js";
 import { createRedisEventBus } from "./events/redis-event-target.js";
 import { createEventBus, type EventBus } from "./events/topics.js";
@@ -29,6 +32,28 @@ export async function openMigratedDatabase(config: Config, logger: Logger): Prom
     });
   }
   return db;
+}
+
+/**
+ * The key MCP secrets are sealed with: SECRETS_KEY, or on the embedded default a key file in the
+ * data folder, created on first start readable by its owner only. PostgreSQL without SECRETS_KEY
+ * has none: secret values are refused there rather than kept in a key file on one instance.
+ */
+export function openSecrets(config: Config, logger: Logger): SecretBox | undefined {
+  if (config.secretsKey) return new SecretBox(Buffer.from(config.secretsKey, "base64"));
+  if (config.database.kind !== "pglite") {
+    logger.warn("SECRETS_KEY is not set: MCP servers cannot be given header or environment values");
+    return undefined;
+  }
+  const file = path.join(config.database.dataDir, "secrets.key");
+  mkdirSync(config.database.dataDir, { recursive: true });
+  try {
+    writeFileSync(file, newSecretsKey(), { flag: "wx", mode: 0o600 });
+    logger.info("created the secrets key file", { file });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  return new SecretBox(Buffer.from(readFileSync(file, "utf8").trim(), "base64"));
 }
 
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */

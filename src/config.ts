@@ -110,6 +110,12 @@ const envSchema = z.object({
     .default([]),
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
   MCP_STDIO_ALLOWED: z.string().optional(),
+  SECRETS_KEY: z
+    .string()
+    .refine((value) => Buffer.from(value, "base64").length === 32 && /^[A-Za-z0-9+/]+=*$/.test(value), {
+      message: "must be 32 random bytes in base64, e.g. from: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"",
+    })
+    .optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   CORS_ORIGINS: z
     .string()
@@ -159,6 +165,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** Encrypts MCP header and environment values at rest (SECRETS_KEY, base64 of 32 bytes). */
+  secretsKey?: string;
   /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
   metricsToken?: string;
   /** Settings that were read but do nothing, with what to use instead: logged at start. */
@@ -249,6 +257,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
     corsOrigins: values.CORS_ORIGINS,
     metricsToken: values.METRICS_TOKEN,
+    secretsKey: values.SECRETS_KEY,
     warnings:
       values.MCP_STDIO_ALLOWED === undefined
         ? []

@@ -12,6 +12,7 @@ import { LinkService } from "./domain/workspace/link-service.js";
 import { WorkspaceService } from "./domain/workspace/workspace-service.js";
 import type { EventPublisher } from "./events/topics.js";
 import type { PrismaClient } from "./generated/prisma/client.js";
+import type { SecretBox } from "./domain/capabilities/secret-box.js";
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -21,6 +22,7 @@ export function createServices({
   artifactRetention,
   agentNames,
   mcpStdioCommands = [],
+  secrets,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
@@ -28,6 +30,8 @@ export function createServices({
   agentNames: ReadonlySet<string>;
   /** The programs principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS); none by default. */
   mcpStdioCommands?: readonly string[];
+  /** Seals MCP header and environment values at rest; without it none may be stored. */
+  secrets?: SecretBox;
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -44,6 +48,6 @@ export function createServices({
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
-    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcpStdioCommands }),
+    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcpStdioCommands, secrets }),
   };
 }

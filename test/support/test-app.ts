@@ -1,6 +1,8 @@
 // A whole Dossier app over a fresh, migrated test database, reached through the SDK either
 // in process (yoga.fetch) or over a real socket on port 0.
 import { type App, createApp } from "../../src/app.js";
+import { randomBytes } from "node:crypto";
+import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
@@ -69,7 +71,8 @@ export async function startTestApp(
     artifactRetention,
     runtime,
     agents,
-    mcp,
+    // A fresh secrets key per app, as an operator's SECRETS_KEY would be; `secrets: undefined` tests without one.
+    mcp: { secrets: new SecretBox(randomBytes(32)), ...mcp },
     corsOrigins,
     metricsToken,
   });

@@ -8,6 +8,7 @@ import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
+import type { SecretBox } from "./secret-box.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
 
@@ -63,7 +64,15 @@ export function stdioCommandRefusal(command: string, allowed: readonly string[])
 }
 
 export class McpServerService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; stdioCommands: readonly string[] }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      stdioCommands: readonly string[];
+      /** Seals header and environment values; without it (PostgreSQL without SECRETS_KEY) none may be stored. */
+      secrets?: SecretBox;
+    },
+  ) {}
 
   list(actor: Actor): Promise<McpServer[]> {
     return this.deps.prisma.mcpServer.findMany({ where: { ownerId: actor.principalId }, orderBy: { name: "asc" } });
@@ -78,9 +87,9 @@ export class McpServerService {
       transport: parsed.transport,
       command: parsed.command ?? null,
       args: parsed.args ?? [],
-      env: parsed.env ?? [],
+      env: this.sealed("env", parsed.env ?? []),
       url: parsed.url ?? null,
-      headers: parsed.headers ?? [],
+      headers: this.sealed("headers", parsed.headers ?? []),
       enabled: parsed.enabled ?? true,
     };
     const where = { ownerId_name: { ownerId: actor.principalId, name: parsed.name } };
@@ -103,6 +112,18 @@ export class McpServerService {
     await this.deps.prisma.mcpServer.deleteMany({ where: { id: existing.id } });
     this.announce(actor);
     return existing;
+  }
+
+  /** The pairs with their values sealed; a typed error when there is no key to seal them with. */
+  private sealed(field: "env" | "headers", pairs: { name: string; value: string }[]): { name: string; value: string }[] {
+    if (pairs.length === 0) return pairs;
+    const { secrets } = this.deps;
+    if (!secrets) {
+      throw new ValidationError([
+        { field, message: "cannot be stored: this server has no SECRETS_KEY to encrypt secret values with (ask its operator to set one)" },
+      ]);
+    }
+    return pairs.map((pair) => ({ name: pair.name, value: secrets.seal(pair.value) }));
   }
 
   private announce(actor: Actor): void {

@@ -11,6 +11,7 @@ import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
+import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 
@@ -53,6 +54,8 @@ export type McpRegistryOptions = {
   connector: McpConnector;
   /** The programs STDIO servers may start (MCP_STDIO_COMMANDS); none by default. */
   stdioCommands: readonly string[];
+  /** Opens the sealed header and environment values (see domain/capabilities/secret-box.ts). */
+  secrets?: SecretBox;
   /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
   drainTimeoutMs: number;
   connectTimeoutMs?: number;
@@ -165,7 +168,7 @@ export class McpRegistry {
     state.disabled = new Set(rows.filter((row) => !row.enabled).map((row) => row.id));
     for (const row of rows.filter((r) => r.enabled)) {
       wanted.add(row.id);
-      const hash = endpointHash(row);
+      const hash = endpointHash(row, this.options.secrets);
       const current = state.servers.get(row.id);
       if (current && current.hash === hash && !this.dueForRetry(current)) {
         current.serverName = row.name; // a rename changes tool names only, not the connection
@@ -204,6 +207,13 @@ export class McpRegistry {
       this.fail(connection, new Error(`command ${refused}`));
       return connection;
     }
+    let endpoint: McpEndpoint;
+    try {
+      endpoint = endpointOf(row, this.options.secrets);
+    } catch (error) {
+      this.fail(connection, error instanceof Error ? error : new Error(String(error)));
+      return connection;
+    }
     this.connects.set(row.id, (this.connects.get(row.id) ?? 0) + 1);
     const signal = AbortSignal.timeout(this.options.connectTimeoutMs ?? 15_000);
     const events = {
@@ -215,7 +225,7 @@ export class McpRegistry {
       },
     };
     connection.ready = this.options
-      .connector(endpointOf(row), events, signal)
+      .connector(endpoint, events, signal)
       .then(async (client) => {
         connection.client = client;
         if (connection.retired) return void (await this.closeConnection(connection));
@@ -281,19 +291,30 @@ export class McpRegistry {
   }
 }
 
-/** What a connection depends on; the name is not part of it (a rename keeps the connection). */
-function endpointHash(row: McpServer): string {
-  const { transport, command, args, env, url, headers } = row;
-  return createHash("sha256").update(JSON.stringify({ transport, command, args, env, url, headers })).digest("hex");
+/** What a connection depends on, values opened (each sealing differs); the name is not part of it (a rename keeps the connection). */
+function endpointHash(row: McpServer, secrets: SecretBox | undefined): string {
+  let endpoint: McpEndpoint | string;
+  try {
+    endpoint = endpointOf(row, secrets);
+  } catch {
+    endpoint = JSON.stringify([row.env, row.headers]); // fails again when connecting, saying why
+  }
+  return createHash("sha256").update(JSON.stringify({ endpoint, command: row.command, url: row.url })).digest("hex");
 }
 
-const pairs = (value: unknown): Record<string, string> =>
-  Object.fromEntries(((value as { name: string; value: string }[] | null) ?? []).map((p) => [p.name, p.value]));
+function pairs(value: unknown, secrets: SecretBox | undefined): Record<string, string> {
+  return Object.fromEntries(
+    ((value as { name: string; value: string }[] | null) ?? []).map((pair) => {
+      if (isSealed(pair.value) && !secrets) throw new Error("its secret values cannot be opened: this server has no SECRETS_KEY");
+      return [pair.name, secrets ? secrets.open(pair.value) : pair.value];
+    }),
+  );
+}
 
-function endpointOf(row: McpServer): McpEndpoint {
+function endpointOf(row: McpServer, secrets: SecretBox | undefined): McpEndpoint {
   return row.transport === "STDIO"
-    ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env) }
-    : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers) };
+    ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env, secrets) }
+    : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers, secrets) };
 }
 
 /**
