@@ -27,7 +27,7 @@ export function useTraceViewer(): Plugin {
             "content-type": "text/html; charset=utf-8",
             "cache-control": "no-store",
             // Only this page's own script runs; it talks to this server only.
-            "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self' ws: wss:; img-src 'self' data:; base-uri 'none'; form-action 'none'`,
+            "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
             "referrer-policy": "no-referrer",
           },
         }),

@@ -166,6 +166,10 @@ describe("the trace viewer page", () => {
       expect(page.status).toBe(200);
       expect(page.headers.get("content-type")).toContain("text/html");
       expect(page.headers.get("content-security-policy")).toMatch(/script-src 'nonce-/);
+      // No other site may frame the viewer (clickjacking).
+      expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      // The page talks to its own server only (the live test above proves its WebSocket still connects).
+      expect(page.headers.get("content-security-policy")).toContain("connect-src 'self';");
       expect((await fetch(`http://127.0.0.1:${server!.port}/traces/abc`, { method: "POST" })).status).toBe(405);
       // Base64 run ids may hold a "/", unencoded when pasted by hand.
       expect((await fetch(`http://127.0.0.1:${server!.port}/traces/UnVu/OjE=`)).status).toBe(200);
