@@ -74,7 +74,8 @@ describe("MCP servers", () => {
       "mcp__alpha__slow",
     ]);
 
-    const { run: first } = await admit(t.client, { question: callTools({ name: "mcp__alpha__slow", arguments: { ms: 1_500 } }) });
+    // Long enough to outlast starting the replacement process on a loaded machine.
+    const { run: first } = await admit(t.client, { question: callTools({ name: "mcp__alpha__slow", arguments: { ms: 6_000 } }) });
     await spanStarted(t.client, first.id, "MCP_CALL");
 
     // Mid-call, the server's configuration changes: a new connection with the new tool set…
@@ -88,7 +89,7 @@ describe("MCP servers", () => {
 
     const done = await settled(t.client, first.id);
     expect(done.status).toBe("SUCCEEDED");
-    expect(done.answer).toBe("slow done after 1500 ms (alpha-1, variant a)");
+    expect(done.answer).toBe("slow done after 6000 ms (alpha-1, variant a)");
     const mcpSpan = done.trace!.spans.find((span) => span.kind === "MCP_CALL")!;
     expect(mcpSpan).toMatchObject({ name: "mcp alpha/slow", status: "OK" });
     expect(done.trace!.spans.find((span) => span.id === mcpSpan.parentId)!.kind).toBe("TOOL_CALL");
