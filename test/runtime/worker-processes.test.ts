@@ -47,6 +47,16 @@ async function deployment(env: Record<string, string>) {
 
 
 
+/** Once a run is terminal none of its spans is open, it has one root, and its attempts say how each ended. */
+async function expectCleanTrace(sql: pg.Client, runId: string, outcomes: string[]) {
+  const { rows: open } = await sql.query("SELECT id FROM span WHERE trace_id = $1 AND (status = 'RUNNING' OR ended_at IS NULL)", [runId]);
+  expect(open).toEqual([]);
+  const { rows: roots } = await sql.query("SELECT id FROM span WHERE trace_id = $1 AND kind = 'RUN'", [runId]);
+  expect(roots).toHaveLength(1);
+  const { rows: attempts } = await sql.query<{ outcome: string }>("SELECT outcome FROM run_attempt WHERE run_id = $1 ORDER BY number", [runId]);
+  expect(attempts.map((a) => a.outcome)).toEqual(outcomes);
+}
+
 describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQL job queue", () => {
   it("two worker processes execute 50 queued runs, each exactly once", async () => {
     const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "50", WORKER_CONCURRENCY: "4" });
@@ -108,6 +118,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     expect(markerLines(marker)).toEqual([`start ${runId} ${victim.child.pid}`]);
     const { rows: roles } = await sql.query<{ role: string }>("SELECT role FROM message WHERE run_id = $1 ORDER BY seq", [runId]);
     expect(roles.map((row) => row.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
+    await expectCleanTrace(sql, runId, ["CRASHED", "COMPLETED"]);
   }, 120_000);
 
   it("a worker stopped with SIGTERM hands its run back at once, long before its lease would expire", async () => {
@@ -129,5 +140,6 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "stop gracefully" by ${survivor.child.pid}.` });
     expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     expect(stopped.output()).toMatch(/"message":"run handed back"/);
+    await expectCleanTrace(sql, runId, ["HANDED_BACK", "COMPLETED"]);
   }, 120_000);
 });
