@@ -54,6 +54,13 @@ const postgresUrl = z
     message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
   });
 
+/** A comma-separated list: entries trimmed (and normalised), empty ones dropped, each checked. */
+const commaList = (valid: (entry: string) => boolean, what: string, example: string, normalise = (entry: string) => entry) =>
+  z
+    .string()
+    .transform((value) => value.split(",").map((entry) => normalise(entry.trim())).filter((entry) => entry !== ""))
+    .refine((entries) => entries.every(valid), { message: `must be ${what} separated by commas, such as ${example}` });
+
 const envSchema = z.object({
   PORT: port.default(4000),
   HOST: z.string().min(1, "must not be empty").default("127.0.0.1"),
@@ -100,12 +107,7 @@ const envSchema = z.object({
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
     .optional(),
-  MCP_STDIO_COMMANDS: z
-    .string()
-    .transform((value) => value.split(",").map((command) => command.trim()).filter((command) => command !== ""))
-    .refine((commands) => commands.every((command) => path.isAbsolute(command)), {
-      message: "must be absolute program paths separated by commas, such as /usr/bin/npx,/usr/local/bin/uvx",
-    })
+  MCP_STDIO_COMMANDS: commaList((command) => path.isAbsolute(command), "absolute program paths", "/usr/bin/npx,/usr/local/bin/uvx")
     .transform((commands) => commands.map((command) => path.normalize(command)))
     .default([]),
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
@@ -117,21 +119,9 @@ const envSchema = z.object({
     })
     .optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  CORS_ORIGINS: z
-    .string()
-    .transform((value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin !== ""))
-    .refine((origins) => origins.every((origin) => URL.canParse(origin) && new URL(origin).origin === origin), {
-      message: "must be origins separated by commas, such as https://app.example.com,http://localhost:5173",
-    })
-    .default([]),
+  CORS_ORIGINS: commaList((origin) => URL.canParse(origin) && new URL(origin).origin === origin, "origins", "https://app.example.com,http://localhost:5173").default([]),
   MCP_DRAIN_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(0).default(120_000),
-  FETCH_ALLOWED_HOSTS: z
-    .string()
-    .transform((value) => value.split(",").map((host) => host.trim().toLowerCase()).filter((host) => host !== ""))
-    .refine((hosts) => hosts.every((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host)), {
-      message: "must be host names separated by commas, such as example.com,*.example.org,127.0.0.1:8080",
-    })
-    .default([]),
+  FETCH_ALLOWED_HOSTS: commaList((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names", "example.com,*.example.org,127.0.0.1:8080", (host) => host.toLowerCase()).default([]),
   FETCH_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(15_000),
   COMMANDS_ALLOWED: z

@@ -11,7 +11,7 @@ import type { PrismaClient, Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, interruption, releaseAbandoned } from "./attempt/claim.js";
 import { AttemptFence, AttemptFencedError } from "./attempt/fence.js";
-import { settleAttempt, type SettleStep, handBackAttempt, acknowledgeCancel } from "./attempt/settle.js";
+import { handBackAttempt, releaseCancelled, settleAttempt, type SettleStep } from "./attempt/settle.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
@@ -204,7 +204,13 @@ export class RunWorker {
       return;
     }
     if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
-      await acknowledgeCancel(this.settleDeps(), claimed, this.workerId);
+      await releaseCancelled(this.settleDeps(), claimed.run, {
+        attempt: claimed.number,
+        owner: this.workerId,
+        outcome: "COMPLETED",
+        spanStatus: "CANCELLED",
+        reason: "the run was cancelled",
+      });
       logger.info("attempt stopped: the run was cancelled", where);
       await this.announceNext(claimed.run);
       return;

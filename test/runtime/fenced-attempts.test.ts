@@ -9,7 +9,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createClient, type DossierClient } from "../../sdk/client.js";
-import { AdmitRunDocument } from "../../sdk/generated/graphql.js";
+import { AdmitRunDocument, CancelRunDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
@@ -157,6 +157,34 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
     console.info(`heartbeat failure: the attempt stopped ${stoppedMs} ms after renewals began to fail`);
     // The heartbeat beats every leaseMs / 3: the first failing one stops the attempt.
     expect(stoppedMs).toBeLessThan(leaseMs);
+  }, 120_000);
+
+  it("a run cancelled while its instance is frozen is released once the lease expires: the conversation goes on, the frozen attempt writes nothing", async () => {
+    const leaseMs = 1_500;
+    const { instances, sql, marker } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "4000" });
+    const { run } = await admit(instances[0]!.client, { question: "cancel me while frozen" });
+    const runId = rawId(run.id);
+    const started = await waitUntil(() => markerLines(marker)[0]);
+    const victim = instances.find((i) => started === `start ${i.pid}`)!;
+    const survivor = instances.find((i) => i !== victim)!;
+    victim.process.child.kill("SIGSTOP");
+    const cancelled = await survivor.client.request(CancelRunDocument, { input: { runId: run.id } });
+    expect(cancelled.cancelRun.__typename).toBe("CancelRunSuccess");
+
+    // The survivor's sweep releases the frozen attempt's lease and the conversation's slot: a follow-up runs.
+    const { run: next } = await admit(survivor.client, { conversationId: run.conversation.id, question: "after the cancellation" });
+    const followUp = await settledRun(sql, rawId(next.id));
+    expect(followUp).toMatchObject({ status: "SUCCEEDED", answer: `Finished "after the cancellation" by ${survivor.pid}.` });
+    const before = await snapshot(sql, runId);
+    expect(before.run[0]).toMatchObject({ status: "CANCELLED", answer: null, lease_owner: null });
+    expect(before.attempts.map((a) => a.outcome)).toEqual(["LEASE_LOST"]);
+    expect(before.spans.filter((s) => s.ended_at === null)).toEqual([]);
+    expect(before.trace[0]!.ended_at).not.toBeNull();
+
+    victim.process.child.kill("SIGCONT");
+    await victim.process.waitForOutput(/attempt stopped/, 15_000);
+    await new Promise((resolve) => setTimeout(resolve, leaseMs));
+    expect(await snapshot(sql, runId)).toEqual(before);
   }, 120_000);
 
   it("20 concurrent admissions into one busy conversation from two instances: ENQUEUE runs one at a time in order, REJECT is refused", async () => {

@@ -13,7 +13,7 @@ import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generat
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { SpanRef } from "../ports/trace-sink.js";
-import { releaseSlot, runCancelledSteps, type SettleStep } from "./settle.js";
+import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { countSpan } from "../../metrics/dossier-metrics.js";
 
 type Tx = Prisma.TransactionClient;
@@ -166,47 +166,19 @@ export function interruption(attempt: number, instance: string, outcome: RunAtte
 }
 
 /**
- * Runs that ended while their attempt's instance was gone or frozen — cancelled mid-attempt —
- * still hold their lease and their conversation's slot. Once the lease expired, the attempt is
- * recorded as ended, the lease and the slot are released and whatever is still open is closed.
+ * Runs cancelled while their attempt's instance was gone or frozen still hold their lease and
+ * their conversation's slot. Once the lease expired, they are released as the attempt would have.
  */
-export async function releaseAbandoned(
-  options: Pick<ClaimOptions, "prisma" | "announce" | "liveness"> & { steps: readonly SettleStep[]; exportEnded: (spanIds: string[]) => void },
-): Promise<number> {
+export async function releaseAbandoned(deps: SettleDeps & { liveness: InstanceLiveness }): Promise<number> {
   // Only a cancellation ends a run without its attempt: every other end releases the lease with it.
-  const abandoned = await options.prisma.run.findMany({
+  const abandoned = await deps.prisma.run.findMany({
     where: { leaseExpiresAt: { lt: new Date() }, leaseOwner: { not: null }, status: "CANCELLED" },
     take: 100,
   });
   for (const run of abandoned) {
-    const outcome: RunAttemptOutcome = (await options.liveness(run.leaseOwner!)) ? "LEASE_LOST" : "CRASHED";
-    const changes = await options.prisma.$transaction(async (tx) => {
-      const released = await tx.run.updateMany({
-        where: { id: run.id, attempt: run.attempt, leaseOwner: run.leaseOwner, leaseExpiresAt: { lt: new Date() } },
-        data: { leaseOwner: null, leaseExpiresAt: null },
-      });
-      if (released.count === 0) return [];
-      const now = new Date();
-      await tx.runAttempt.updateMany({ where: { runId: run.id, number: run.attempt, endedAt: null }, data: { endedAt: now, outcome } });
-      await releaseSlot(tx, run);
-      await runCancelledSteps(options.steps, tx, run);
-      return endOpenSpansIn(tx, {
-        traceId: run.id,
-        status: "INTERRUPTED",
-        reason: interruption(run.attempt, run.leaseOwner!, outcome),
-        includeRoot: true,
-        at: now,
-      });
-    });
-    options.announce(changes);
-    options.exportEnded(await cancelledSpans(options.prisma, run));
+    const owner = run.leaseOwner!;
+    const outcome: RunAttemptOutcome = (await deps.liveness(owner)) ? "LEASE_LOST" : "CRASHED";
+    await releaseCancelled(deps, run, { attempt: run.attempt, owner, outcome, spanStatus: "INTERRUPTED", reason: interruption(run.attempt, owner, outcome), expiredOnly: true });
   }
   return abandoned.length;
-}
-
-/** The spans a cancellation ended (their end is the run's end): the OTLP exporter never saw them end. */
-export async function cancelledSpans(prisma: PrismaClient, run: Pick<Run, "id" | "finishedAt">): Promise<string[]> {
-  if (!run.finishedAt) return [];
-  const spans = await prisma.span.findMany({ where: { traceId: run.id, status: "CANCELLED", endedAt: run.finishedAt }, select: { id: true } });
-  return spans.map((span) => span.id);
 }

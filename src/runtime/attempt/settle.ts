@@ -4,8 +4,7 @@
 // nothing at all once the run was cancelled or taken over. A cancelled attempt only acknowledges:
 // it gives back its lease and the slot, so the conversation's next run may start.
 import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
-import { cancelledSpans } from "./claim.js";
-import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { toStored } from "../../domain/text/stored-text.js";
 import type { Outcome } from "../loop/run-executor.js";
@@ -79,7 +78,7 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
         leaseExpiresAt: null,
       },
     });
-    await endAttemptRow(tx, claimed, "COMPLETED", at);
+    await endAttemptRow(tx, run.id, claimed.number, "COMPLETED", at);
     await releaseSlot(tx, run);
     after.push(() => deps.announce(changes));
     after.push(() => publishRunStatus(deps.events, run.id, status));
@@ -93,7 +92,7 @@ export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt,
     .write(async (tx, after) => {
       const at = new Date();
       const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
-      await endAttemptRow(tx, claimed, "HANDED_BACK", at);
+      await endAttemptRow(tx, claimed.run.id, claimed.number, "HANDED_BACK", at);
       // Still RUNNING and still holding its conversation's slot: it resumes before anything queued after it.
       await tx.run.update({ where: { id: claimed.run.id }, data: { leaseOwner: null, leaseExpiresAt: new Date(0) } });
       after.push(() => deps.announce(changes));
@@ -101,27 +100,58 @@ export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt,
     .catch(() => undefined); // Lost meanwhile: whoever holds the run now has it.
 }
 
-/** A cancelled attempt gives back its lease and the conversation's slot; the cancellation closed its trace. */
-export async function acknowledgeCancel(deps: SettleDeps, claimed: ClaimedAttempt, workerId: string): Promise<void> {
-  const { run } = claimed;
+/**
+ * What a cancelled run's attempt still holds — its lease and its conversation's slot — is given
+ * back once, by whoever comes first: the attempt itself when it stops (COMPLETED), or the sweep
+ * once the lease of an attempt that never stopped expired (CRASHED or LEASE_LOST). The attempt's
+ * outcome is recorded, the settle steps of a cancelled run run, and whatever the cancellation
+ * left open is closed; the spans the cancellation ended go to the OTLP exporter.
+ */
+export async function releaseCancelled(
+  deps: SettleDeps,
+  run: Run,
+  ending: {
+    attempt: number;
+    owner: string;
+    outcome: RunAttemptOutcome;
+    spanStatus: "CANCELLED" | "INTERRUPTED";
+    reason: string;
+    /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
+    expiredOnly?: boolean;
+  },
+): Promise<void> {
   const changes = await deps.prisma.$transaction(async (tx) => {
     const released = await tx.run.updateMany({
-      where: { id: run.id, attempt: claimed.number, leaseOwner: workerId, status: "CANCELLED" },
+      where: {
+        id: run.id,
+        attempt: ending.attempt,
+        leaseOwner: ending.owner,
+        status: "CANCELLED",
+        ...(ending.expiredOnly ? { leaseExpiresAt: { lt: new Date() } } : {}),
+      },
       data: { leaseOwner: null, leaseExpiresAt: null },
     });
     if (released.count === 0) return [];
     const at = new Date();
-    await endAttemptRow(tx, claimed, "COMPLETED", at);
+    await endAttemptRow(tx, run.id, ending.attempt, ending.outcome, at);
     await releaseSlot(tx, run);
     await runCancelledSteps(deps.steps, tx, run);
     return [
-      ...(await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "CANCELLED", reason: "the run was cancelled", includeRoot: true, at })),
-      await endTraceIn(tx, claimed.root.traceId, at),
+      ...(await endOpenSpansIn(tx, { traceId: run.id, status: ending.spanStatus, reason: ending.reason, includeRoot: true, at })),
+      await endTraceIn(tx, run.id, at),
     ];
   });
+  if (changes.length === 0) return;
   deps.announce(changes);
-  const cancelled = await deps.prisma.run.findUnique({ where: { id: run.id }, select: { id: true, finishedAt: true } });
-  if (changes.length > 0 && cancelled) deps.exportEnded(await cancelledSpans(deps.prisma, cancelled));
+  deps.exportEnded(await cancelledSpans(deps.prisma, run.id));
+}
+
+/** The spans the cancellation itself ended (at the run's end): the OTLP exporter never saw them end. */
+async function cancelledSpans(prisma: PrismaClient, runId: string): Promise<string[]> {
+  const run = await prisma.run.findUnique({ where: { id: runId }, select: { finishedAt: true } });
+  if (!run?.finishedAt) return [];
+  const spans = await prisma.span.findMany({ where: { traceId: runId, status: "CANCELLED", endedAt: run.finishedAt }, select: { id: true } });
+  return spans.map((span) => span.id);
 }
 
 /**
@@ -134,11 +164,8 @@ export async function runCancelledSteps(steps: readonly SettleStep[], tx: Prisma
   runAfterCommit(after);
 }
 
-async function endAttemptRow(tx: Prisma.TransactionClient, claimed: ClaimedAttempt, outcome: "COMPLETED" | "HANDED_BACK", at: Date) {
-  await tx.runAttempt.updateMany({
-    where: { runId: claimed.run.id, number: claimed.number, endedAt: null },
-    data: { endedAt: at, outcome },
-  });
+async function endAttemptRow(tx: Prisma.TransactionClient, runId: string, number: number, outcome: RunAttemptOutcome, at: Date) {
+  await tx.runAttempt.updateMany({ where: { runId, number, endedAt: null }, data: { endedAt: at, outcome } });
 }
 
 /** Gives the conversation's execution slot back, so its next queued run may be claimed. */
