@@ -12,7 +12,8 @@ import { useTraceViewer } from "./server/trace-viewer.js";
 import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";
-import { connectMcpSdk } from "./runtime/adapters/mcp-sdk-client.js";
+import { mcpSdkConnector } from "./runtime/adapters/mcp-sdk-client.js";
+import { createOutboundHttp, type Resolver } from "./runtime/adapters/outbound-http.js";
 import { McpRegistry } from "./runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "./runtime/ports/mcp.js";
 import { SkillCatalog } from "./runtime/skills/skill-catalog.js";
@@ -67,8 +68,19 @@ export function createApp({
   agents?: AgentProfile[];
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer?: number;
-  /** MCP servers: STDIO servers start only the listed programs; replaced connections drain for at most drainTimeoutMs. */
-  mcp?: { stdioCommands?: readonly string[]; drainTimeoutMs?: number; connector?: McpConnector; secrets?: SecretBox };
+  /**
+   * MCP servers: STDIO servers start only the listed programs; HTTP servers reach addresses inside
+   * the network only on the listed hosts; replaced connections drain for at most drainTimeoutMs.
+   */
+  mcp?: {
+    stdioCommands?: readonly string[];
+    httpAllowedHosts?: readonly string[];
+    /** Resolves HTTP servers' host names (tests replace it). */
+    resolve?: Resolver;
+    drainTimeoutMs?: number;
+    connector?: McpConnector;
+    secrets?: SecretBox;
+  };
   /** Query and request limits (A7). */
   limits?: QueryLimits;
   /**
@@ -84,13 +96,21 @@ export function createApp({
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
   const stdioCommands = mcpOptions.stdioCommands ?? [];
-  const services = createServices({ prisma: db.prisma, events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events, artifactRetention, agentNames, mcpStdioCommands: stdioCommands, secrets: mcpOptions.secrets });
+  const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
+  const services = createServices({
+    prisma: db.prisma,
+    events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events,
+    artifactRetention,
+    agentNames,
+    mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
+  });
+  const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
   const skills = new SkillCatalog({ prisma: db.prisma });
   const mcp = new McpRegistry({
     prisma: db.prisma,
     events,
     logger,
-    connector: mcpOptions.connector ?? connectMcpSdk,
+    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch),
     stdioCommands,
     secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
@@ -165,6 +185,7 @@ export function createApp({
     async stop() {
       await runtime?.worker.stop();
       await mcp.close();
+      await mcpOutbound.close();
       await runtime?.exporter?.close();
       await yoga.dispose();
     },

@@ -56,6 +56,12 @@ export function openSecrets(config: Config, logger: Logger): SecretBox | undefin
   return new SecretBox(Buffer.from(readFileSync(file, "utf8").trim(), "base64"));
 }
 
+/** What principals' MCP servers may do on this instance, as the operator configured it. */
+export function mcpSettings(config: Config, logger: Logger) {
+  const { mcpStdioCommands, mcpHttpAllowedHosts, mcpDrainTimeoutMs } = config.capabilities;
+  return { stdioCommands: mcpStdioCommands, httpAllowedHosts: mcpHttpAllowedHosts, secrets: openSecrets(config, logger), drainTimeoutMs: mcpDrainTimeoutMs };
+}
+
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */
 export async function openEvents(config: Config, logger: Logger): Promise<{ events: EventBus; close(): Promise<void> }> {
   const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;

@@ -1,46 +1,9 @@
 // The one place that reads the environment. Everything else receives a typed Config.
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { type AgentProfile, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, type SpillPolicy, spillPolicies } from "./config-files.js";
 
-/** An agent profile: the system prompt a run executes under and, optionally, the tools it may use. */
-export type AgentProfile = { name: string; systemPrompt: string; tools?: string[] };
-
-const agentProfiles = z
-  .array(
-    z.object({
-      name: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be lower-case letters, digits, - and _"),
-      systemPrompt: z.string().trim().min(1, "must not be empty"),
-      tools: z.array(z.string().min(1)).optional(),
-    }),
-  )
-  .min(1, "must define at least one profile");
-
-/** How one tool's large results are spilled (R10); every field falls back to the "*" entry, then the defaults. */
-export type SpillPolicy = {
-  enabled: boolean;
-  /** Results longer than this many characters are spilled. */
-  thresholdChars: number;
-  /** How many characters the model sees in place of the result. */
-  previewChars: number;
-  /** "auto": whole leading items for a JSON list (or an object holding one), else "head". */
-  strategy: "auto" | "head" | "json-items";
-};
-
-export const DEFAULT_SPILL_POLICY: SpillPolicy = { enabled: true, thresholdChars: 32_000, previewChars: 2_048, strategy: "auto" };
-
-const spillPolicies = z.record(
-  z.string().min(1),
-  z
-    .object({
-      enabled: z.boolean(),
-      thresholdChars: z.number().int().min(1_000, "must be at least 1000"),
-      previewChars: z.number().int().min(100, "must be at least 100"),
-      strategy: z.enum(["auto", "head", "json-items"]),
-    })
-    .partial()
-    .strict(),
-);
+export { type AgentProfile, type CompactionPolicy, ConfigError, DEFAULT_SPILL_POLICY, type SpillPolicy } from "./config-files.js";
 
 const port = z.coerce
   .number({ error: "must be a number" })
@@ -122,6 +85,8 @@ const envSchema = z.object({
   CORS_ORIGINS: commaList((origin) => URL.canParse(origin) && new URL(origin).origin === origin, "origins", "https://app.example.com,http://localhost:5173").default([]),
   MCP_DRAIN_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(0).default(120_000),
   FETCH_ALLOWED_HOSTS: commaList((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names", "example.com,*.example.org,127.0.0.1:8080", (host) => host.toLowerCase()).default([]),
+  // Named exactly: a wildcard would let names someone outside controls lead inside the network.
+  MCP_HTTP_ALLOWED_HOSTS: commaList((host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names without wildcards", "mcp.internal.example,127.0.0.1:8931", (host) => host.toLowerCase()).default([]),
   FETCH_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(15_000),
   COMMANDS_ALLOWED: z
@@ -139,13 +104,6 @@ const envSchema = z.object({
   MAX_PAGE_SIZE: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(200),
   MAX_REQUEST_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(1_048_576),
 });
-
-export type CompactionPolicy = "never" | "stale" | "always";
-
-const compactionPolicies = z.record(
-  z.string().min(1, "tool names must not be empty"),
-  z.enum(["never", "stale", "always"], { error: 'must be "never", "stale" or "always"' }),
-);
 
 export type Config = {
   port: number;
@@ -208,6 +166,8 @@ export type Config = {
 export type CapabilitySettings = {
   /** The programs principals' STDIO MCP servers may start (absolute paths; none by default). */
   mcpStdioCommands: string[];
+  /** Hosts principals' HTTP MCP servers may reach inside the network (none by default: public addresses only). */
+  mcpHttpAllowedHosts: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
   mcpDrainTimeoutMs: number;
   /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
@@ -216,12 +176,6 @@ export type CapabilitySettings = {
   commands: { allowed: boolean; timeoutMs: number; path: string };
 };
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
-    this.name = "ConfigError";
-  }
-}
 
 /** Parses an environment (process.env by default); throws ConfigError listing every bad value. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -282,6 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
       mcpStdioCommands: values.MCP_STDIO_COMMANDS,
+      mcpHttpAllowedHosts: values.MCP_HTTP_ALLOWED_HOSTS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
       fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
@@ -296,40 +251,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },
   };
-}
-
-/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools? }. */
-function readAgents(file: string): AgentProfile[] {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new ConfigError([`AGENTS_FILE=${JSON.stringify(file)}: cannot be read as JSON (${(error as Error).message})`]);
-  }
-  const parsed = agentProfiles.safeParse(json);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`),
-    );
-  }
-  return parsed.data;
-}
-
-/** Parses COMPACTION_POLICIES: a JSON object of tool name → "never" | "stale" | "always". */
-function parseCompactionPolicies(text: string): Record<string, CompactionPolicy> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError([`COMPACTION_POLICIES=${JSON.stringify(text)}: is not JSON (${(error as Error).message})`]);
-  }
-  const parsed = compactionPolicies.safeParse(json);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`),
-    );
-  }
-  return parsed.data;
 }
 
 const mcpClientSchema = z.object({

@@ -3,7 +3,7 @@
 // connections, lets requests in flight finish, closes sockets, hands runs in flight back for
 // another worker, then closes the queue, Redis and the database.
 import { createApp } from "./app.js";
-import { modelFor, openEvents, openMigratedDatabase, openRunQueue, openSecrets, runtimeSettings, stopOnSignals } from "./compose.js";
+import { modelFor, openEvents, openMigratedDatabase, openRunQueue, mcpSettings, runtimeSettings, stopOnSignals } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { MigrationError } from "./db/migrate.js";
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
     metricsToken: config.metricsToken,
     agents: config.agents,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
-    mcp: { stdioCommands: config.capabilities.mcpStdioCommands, secrets: openSecrets(config, logger), drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
+    mcp: mcpSettings(config, logger),
     limits: config.limits,
     runQueue,
     runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,

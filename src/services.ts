@@ -21,17 +21,18 @@ export function createServices({
   events,
   artifactRetention,
   agentNames,
-  mcpStdioCommands = [],
-  secrets,
+  mcp = {},
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
   /** The agent profiles runs may be admitted under. */
   agentNames: ReadonlySet<string>;
-  /** The programs principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS); none by default. */
-  mcpStdioCommands?: readonly string[];
-  /** Seals MCP header and environment values at rest; without it none may be stored. */
-  secrets?: SecretBox;
+  /**
+   * Principals' MCP servers: the programs STDIO servers may start (MCP_STDIO_COMMANDS), the hosts
+   * HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS), none of either by default;
+   * the box that seals header and environment values (without it none may be stored).
+   */
+  mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
 }) {
@@ -48,6 +49,6 @@ export function createServices({
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
-    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcpStdioCommands, secrets }),
+    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcp.stdioCommands ?? [], httpAllowedHosts: mcp.httpAllowedHosts ?? [], secrets: mcp.secrets }),
   };
 }

@@ -5,7 +5,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp } from "./app.js";
-import { modelFor, openEvents, openMigratedDatabase, openRunQueue, openSecrets, runtimeSettings } from "./compose.js";
+import { modelFor, openEvents, openMigratedDatabase, openRunQueue, mcpSettings, runtimeSettings } from "./compose.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { metrics, runsByState } from "./metrics/dossier-metrics.js";
@@ -53,7 +53,7 @@ export async function startWorkerProcess({
     logger,
     authRequired: true,
     agents: config.agents,
-    mcp: { stdioCommands: config.capabilities.mcpStdioCommands, secrets: openSecrets(config, logger), drainTimeoutMs: config.capabilities.mcpDrainTimeoutMs },
+    mcp: mcpSettings(config, logger),
     runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });

@@ -74,10 +74,11 @@ describe("loadConfig", () => {
     );
   });
 
-  it("starts MCP stdio servers only on the embedded default; fetch and commands stay off until configured", () => {
+  it("starts no MCP stdio program and reaches no internal MCP host until listed; fetch and commands stay off until configured", () => {
     const embedded = loadConfig({ PATH: "/usr/bin" }).capabilities;
     expect(embedded).toEqual({
       mcpStdioCommands: [],
+      mcpHttpAllowedHosts: [],
       mcpDrainTimeoutMs: 120_000,
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
       commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },
@@ -93,6 +94,9 @@ describe("loadConfig", () => {
     const configured = loadConfig({ FETCH_ALLOWED_HOSTS: " Example.com, *.wikipedia.org ,127.0.0.1:8080", COMMANDS_ALLOWED: "true" }).capabilities;
     expect(configured.fetch.allowedHosts).toEqual(["example.com", "*.wikipedia.org", "127.0.0.1:8080"]);
     expect(configured.commands.allowed).toBe(true);
+    expect(loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "MCP.internal, 127.0.0.1:8931" }).capabilities.mcpHttpAllowedHosts).toEqual(["mcp.internal", "127.0.0.1:8931"]);
+    // A wildcard would let names someone outside controls lead inside the network.
+    expect(() => loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "*.corp.example" })).toThrow(/MCP_HTTP_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/);
   });
 
   it("reads spill policies per tool, with the read maximum and sweep interval", () => {

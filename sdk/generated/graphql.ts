@@ -331,7 +331,7 @@ export type UpsertMcpServerInput = {
   /** Lower-case letters, digits and -, at most 32; the key of the upsert. */
   name: string;
   transport: McpTransport;
-  /** HTTP: the streamable HTTP endpoint. */
+  /** HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status. */
   url?: string | null | undefined;
 };
 

@@ -36,7 +36,8 @@ describe("MCP servers", () => {
     logFile = path.join(mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), "servers.log");
     const model = toolCallingModel("mcp");
     t = await startTestApp("pglite", {
-      mcp: { stdioCommands: [process.execPath], drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
+      // The test MCP servers listen on 127.0.0.1, inside the network: the operator allows it.
+      mcp: { stdioCommands: [process.execPath], httpAllowedHosts: ["127.0.0.1"], drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
       runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50, leaseMs: 5_000, toolTimeoutMs: 20_000 },
     });
     return { t, model };
@@ -236,7 +237,7 @@ describe("MCP servers", () => {
       { field: "command", message: expect.stringContaining("MCP_STDIO_COMMANDS") },
     ]);
     expect((await servers()).map((server) => server.name)).toEqual([]);
-    await t.client.request(UpsertMcpServerDocument, { input: { name: "remote", transport: "HTTP", url: "http://127.0.0.1:9/mcp", enabled: false } });
+    await t.client.request(UpsertMcpServerDocument, { input: { name: "remote", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } });
     const other = t.as(await t.createPrincipal("Other"));
     expect((await other.request(McpServersDocument)).mcpServers).toEqual([]);
     const missing = await other.request(DeleteMcpServerDocument, { input: { name: "remote" } });

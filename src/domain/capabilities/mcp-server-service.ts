@@ -8,6 +8,7 @@ import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
+import { literalAddressRefusal } from "./outbound-policy.js";
 import type { SecretBox } from "./secret-box.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
@@ -69,6 +70,8 @@ export class McpServerService {
       prisma: PrismaClient;
       events: EventPublisher;
       stdioCommands: readonly string[];
+      /** Hosts HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS); names are checked again when resolved. */
+      httpAllowedHosts: readonly string[];
       /** Seals header and environment values; without it (PostgreSQL without SECRETS_KEY) none may be stored. */
       secrets?: SecretBox;
     },
@@ -83,6 +86,8 @@ export class McpServerService {
     const parsed = parseInput(upsertInput, input);
     const refused = parsed.transport === "STDIO" ? stdioCommandRefusal(parsed.command ?? "", this.deps.stdioCommands) : null;
     if (refused) throw new ValidationError([{ field: "command", message: refused }]);
+    const unreachable = parsed.url ? literalAddressRefusal(new URL(parsed.url), this.deps.httpAllowedHosts, "MCP_HTTP_ALLOWED_HOSTS") : null;
+    if (unreachable) throw new ValidationError([{ field: "url", message: unreachable }]);
     const data = {
       transport: parsed.transport,
       command: parsed.command ?? null,

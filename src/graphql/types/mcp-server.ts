@@ -109,7 +109,7 @@ const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
     command: t.string({ description: "STDIO: the program (started without a shell)." }),
     args: t.stringList({ description: "STDIO: its arguments." }),
     env: t.field({ type: [McpKeyValueInput], description: "STDIO: extra environment variables." }),
-    url: t.string({ description: "HTTP: the streamable HTTP endpoint." }),
+    url: t.string({ description: "HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status." }),
     headers: t.field({ type: [McpKeyValueInput], description: "HTTP: extra request headers (e.g. authorization)." }),
     enabled: t.boolean({ description: "Default true." }),
   }),

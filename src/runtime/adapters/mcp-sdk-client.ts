@@ -13,8 +13,12 @@ const STDERR_TAIL_CHARS = 2_000;
 /** A call's own limit is the run's tool timeout (the executor aborts the signal); this is a backstop. */
 const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
 
-export const connectMcpSdk: McpConnector = async (endpoint, events, signal) => {
-  const { transport, stderrTail } = createTransport(endpoint);
+/**
+ * Connects over the SDK; HTTP servers are reached through `fetch`, the outbound guard that
+ * refuses addresses inside the network (see outbound-http.ts).
+ */
+export const mcpSdkConnector = (fetch: typeof globalThis.fetch): McpConnector => async (endpoint, events, signal) => {
+  const { transport, stderrTail } = createTransport(endpoint, fetch);
   const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
   let closing = false;
   client.onclose = () => {
@@ -37,10 +41,10 @@ export const connectMcpSdk: McpConnector = async (endpoint, events, signal) => {
   });
 };
 
-function createTransport(endpoint: McpEndpoint): { transport: Transport; stderrTail: () => string } {
+function createTransport(endpoint: McpEndpoint, fetch: typeof globalThis.fetch): { transport: Transport; stderrTail: () => string } {
   if (endpoint.transport === "HTTP") {
     return {
-      transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers } }),
+      transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers }, fetch }),
       stderrTail: () => "",
     };
   }

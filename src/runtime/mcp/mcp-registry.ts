@@ -12,6 +12,7 @@ import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports
 import { ToolError } from "../ports/tool.js";
 import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
 import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
+import { INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 
@@ -324,6 +325,8 @@ function endpointOf(row: McpServer, secrets: SecretBox | undefined): McpEndpoint
  * The full text goes to the operator's log.
  */
 export function publicReason(detail: string, code?: unknown): string {
+  // Dossier's own refusal, which says only what the principal wrote and which setting allows it.
+  if (code === INTERNAL_ADDRESS) return detail;
   if (typeof code === "number" && code >= 100 && code < 600) return `the server answered HTTP ${code}`;
   const status = /\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b/i.exec(detail)?.[1];
   const errno = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|CERT_[A-Z_]+)\b/.exec(detail)?.[1];

@@ -1,0 +1,92 @@
+// Settings too rich for one environment value's syntax: agent profiles (a JSON file), spill and
+// compaction policies (JSON objects), each validated with a message naming where it went wrong.
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+/** Settings that cannot be used, each named with what is wrong with it. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** An agent profile: the system prompt a run executes under and, optionally, the tools it may use. */
+export type AgentProfile = { name: string; systemPrompt: string; tools?: string[] };
+
+const agentProfiles = z
+  .array(
+    z.object({
+      name: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be lower-case letters, digits, - and _"),
+      systemPrompt: z.string().trim().min(1, "must not be empty"),
+      tools: z.array(z.string().min(1)).optional(),
+    }),
+  )
+  .min(1, "must define at least one profile");
+
+/** How one tool's large results are spilled (R10); every field falls back to the "*" entry, then the defaults. */
+export type SpillPolicy = {
+  enabled: boolean;
+  /** Results longer than this many characters are spilled. */
+  thresholdChars: number;
+  /** How many characters the model sees in place of the result. */
+  previewChars: number;
+  /** "auto": whole leading items for a JSON list (or an object holding one), else "head". */
+  strategy: "auto" | "head" | "json-items";
+};
+
+export const DEFAULT_SPILL_POLICY: SpillPolicy = { enabled: true, thresholdChars: 32_000, previewChars: 2_048, strategy: "auto" };
+
+export const spillPolicies = z.record(
+  z.string().min(1),
+  z
+    .object({
+      enabled: z.boolean(),
+      thresholdChars: z.number().int().min(1_000, "must be at least 1000"),
+      previewChars: z.number().int().min(100, "must be at least 100"),
+      strategy: z.enum(["auto", "head", "json-items"]),
+    })
+    .partial()
+    .strict(),
+);
+
+export type CompactionPolicy = "never" | "stale" | "always";
+
+const compactionPolicies = z.record(
+  z.string().min(1, "tool names must not be empty"),
+  z.enum(["never", "stale", "always"], { error: 'must be "never", "stale" or "always"' }),
+);
+
+/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools? }. */
+export function readAgents(file: string): AgentProfile[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new ConfigError([`AGENTS_FILE=${JSON.stringify(file)}: cannot be read as JSON (${(error as Error).message})`]);
+  }
+  const parsed = agentProfiles.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`),
+    );
+  }
+  return parsed.data;
+}
+
+/** Parses COMPACTION_POLICIES: a JSON object of tool name → "never" | "stale" | "always". */
+export function parseCompactionPolicies(text: string): Record<string, CompactionPolicy> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError([`COMPACTION_POLICIES=${JSON.stringify(text)}: is not JSON (${(error as Error).message})`]);
+  }
+  const parsed = compactionPolicies.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`),
+    );
+  }
+  return parsed.data;
+}
