@@ -21,6 +21,8 @@ import type { RunQueue } from "./runtime/ports/run-queue.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "./server/hardening.js";
 import { metricsPlugin } from "./server/metrics-plugin.js";
 import { corsFor, jsonPostsOnly } from "./server/cross-site.js";
+import { KeyRevocations, useKeyRevocation } from "./server/key-revocations.js";
+import { authenticateFirst } from "./server/authenticate-first.js";
 import type { SecretBox } from "./domain/capabilities/secret-box.js";
 
 export type App = {
@@ -37,6 +39,8 @@ export type App = {
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
+  /** Ends subscriptions whose API key is revoked (WebSocket connections are closed by the HTTP server). */
+  keyRevocations: KeyRevocations;
   /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -116,13 +120,15 @@ export function createApp({
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
+  const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
+  const authentication = authenticateFirst(authenticate);
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
-      const authorization = initial.connectionParams
-        ? authorizationFromConnectionParams(initial.connectionParams)
-        : initial.request?.headers.get("authorization");
-      return { actor: await authenticate(authorization), prisma: db.prisma, events, services, settings, capabilities: { skills, mcp } };
+      const actor = initial.connectionParams || !initial.request
+        ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
+        : await authentication.actorOf(initial.request);
+      return { actor, prisma: db.prisma, events, services, settings, capabilities: { skills, mcp } };
     },
     graphqlEndpoint: "/graphql",
     // No origin but the server's own unless listed (see server/cross-site.ts).
@@ -140,10 +146,12 @@ export function createApp({
     },
     plugins: [
       jsonPostsOnly("/graphql"),
+      authentication.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
       bodyLimitPlugin(limits.maxBodyBytes),
       metricsPlugin({ prisma: db.prisma, token: metricsToken }),
+      useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits),
       useReadinessCheck({
         endpoint: "/ready",
@@ -182,10 +190,12 @@ export function createApp({
     runtime,
     mcp,
     corsOrigins,
+    keyRevocations,
     async stop() {
       await runtime?.worker.stop();
       await mcp.close();
       await mcpOutbound.close();
+      await keyRevocations.close();
       await runtime?.exporter?.close();
       await yoga.dispose();
     },

@@ -39,7 +39,7 @@ export function createServices({
   const artifacts = new ArtifactService({ prisma });
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
   return {
-    principals: new PrincipalService({ prisma }),
+    principals: new PrincipalService({ prisma, events }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,
     conversations: new ConversationService({ prisma }),

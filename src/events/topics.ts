@@ -53,6 +53,8 @@ export type Topics = {
   "trace:change": [traceId: string, change: TraceChangeMessage];
   /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
   "mcp:changed": [change: { principalId: string; at: string }];
+  /** An API key was revoked: every instance closes the subscriptions opened with it. */
+  "apikey:revoked": [revoked: { keyId: string; at: string }];
 };
 
 export type EventBus = PubSub<Topics>;

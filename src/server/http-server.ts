@@ -11,6 +11,7 @@ import type { GraphQLContext } from "../graphql/context.js";
 import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "./shared-subscription-results.js";
 import { upgradeAllowed } from "./cross-site.js";
+import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -21,6 +22,8 @@ export type RunningServer = {
   sharedSubscriptionExecutions(): number;
   close(): Promise<void>;
 };
+
+const OPEN = 1; // WebSocket.OPEN
 
 type Enveloped = ReturnType<App["yoga"]["getEnveloped"]>;
 
@@ -62,17 +65,17 @@ export async function startHttpServer({
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
-      // (which clients do not retry) and the same message an HTTP request would get.
+      // (which clients do not retry) and the same message an HTTP request would get; a key
+      // revoked while the socket is open closes it with 4403.
       onConnect: async (ctx) => {
+        const socket = ctx.extra.socket as { readyState: number; close(code: number, reason: string): void; once(event: "close", listener: () => void): void };
         try {
-          await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
           sockets.add(ctx);
+          if (actor.keyId && socket.readyState === OPEN) socket.once("close", app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)));
           return true;
         } catch (error) {
-          (ctx.extra.socket as { close(code: number, reason: string): void }).close(
-            4401,
-            error instanceof Error ? error.message : "Unauthorized",
-          );
+          socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
           return false;
         }
       },

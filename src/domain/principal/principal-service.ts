@@ -1,12 +1,22 @@
 // Principals and their API keys (A6). A key is a random secret shown once; only its SHA-256
-// is stored, so the database never holds a usable key.
+// is stored, so the database never holds a usable key. A revoked key is refused by the next
+// request (every request looks its key up), and `apikey:revoked` tells every instance to close
+// the subscriptions opened with it.
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
+import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/client.js";
+import { NotFoundError, ValidationError } from "../errors.js";
 import { nonBlank, parseInput } from "../validation.js";
 
-/** Who a request acts for. Every service method that touches owned data takes one. */
-export type Actor = { principalId: string };
+/**
+ * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
+ * the API key the request authenticated with (none for the development principal).
+ */
+export type Actor = { principalId: string; keyId?: string };
+
+/** `lastUsedAt` is written at most this often per key: a request does not cost a write. */
+export const LAST_USED_PRECISION_MS = 60_000;
 
 /** The principal of keyless requests when authentication is not required (embedded default). */
 export const DEVELOPMENT_PRINCIPAL_ID = "development";
@@ -15,13 +25,16 @@ const nameInput = z.object({ name: nonBlank(100) });
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 
+/** A key's stored beginning: `dsk_` and 8 of its random characters. */
+const PREFIX_LENGTH = 12;
+
 function newSecret(): { secret: string; prefix: string; hash: string } {
   const secret = `dsk_${randomBytes(24).toString("base64url")}`;
-  return { secret, prefix: secret.slice(0, 12), hash: hashApiKey(secret) };
+  return { secret, prefix: secret.slice(0, PREFIX_LENGTH), hash: hashApiKey(secret) };
 }
 
 export class PrincipalService {
-  constructor(private readonly deps: { prisma: PrismaClient }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
   /** Creates a principal with its first key; the returned secret is not stored anywhere. */
   async createPrincipal(input: { name: string }): Promise<{ principal: Principal; apiKey: ApiKey; secret: string }> {
@@ -48,9 +61,53 @@ export class PrincipalService {
   async authenticate(secret: string): Promise<Actor | null> {
     const key = await this.deps.prisma.apiKey.findUnique({
       where: { hash: hashApiKey(secret) },
-      select: { principalId: true, revokedAt: true },
+      select: { id: true, principalId: true, revokedAt: true, lastUsedAt: true },
     });
-    return key && key.revokedAt === null ? { principalId: key.principalId } : null;
+    if (!key || key.revokedAt !== null) return null;
+    const now = Date.now();
+    if (key.lastUsedAt === null || now - key.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
+      await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { lastUsedAt: new Date(now) } });
+    }
+    return { principalId: key.principalId, keyId: key.id };
+  }
+
+  /**
+   * Revokes one of the actor's keys (the one in use included). Revoking a revoked key changes
+   * nothing and returns it as it is; another principal's key is not found.
+   */
+  async revokeApiKey(actor: Actor, keyId: string): Promise<ApiKey> {
+    const key = await this.deps.prisma.apiKey.findFirst({ where: { id: keyId, principalId: actor.principalId } });
+    if (!key) throw new NotFoundError("ApiKey", keyId);
+    return this.revoke(key);
+  }
+
+  /**
+   * The operator's revocation (`npm run key:revoke`): by the key's prefix as `apiKeys` shows it
+   * (or its first 8 characters or more), or by the whole key. A prefix shared by several keys is
+   * refused, naming them.
+   */
+  async revokeApiKeyByPrefix(prefixOrKey: string): Promise<ApiKey & { principal: Principal }> {
+    const given = prefixOrKey.trim();
+    if (given.length < 8) throw new ValidationError([{ field: "prefix", message: "must be at least 8 characters, e.g. dsk_3f9a1c2b" }]);
+    const where = given.length > PREFIX_LENGTH ? { hash: hashApiKey(given) } : { prefix: { startsWith: given } };
+    const keys = await this.deps.prisma.apiKey.findMany({ where, include: { principal: true }, take: 10 });
+    if (keys.length === 0) throw new NotFoundError("ApiKey", given);
+    if (keys.length > 1) {
+      const names = keys.map((key) => `"${key.name}" of ${key.principal.name}`).join(", ");
+      throw new ValidationError([{ field: "prefix", message: `is shared by ${keys.length} keys (${names}): give the whole key` }]);
+    }
+    const [key] = keys as [ApiKey & { principal: Principal }];
+    return { ...(await this.revoke(key)), principal: key.principal };
+  }
+
+  private async revoke(key: ApiKey): Promise<ApiKey> {
+    if (key.revokedAt !== null) return key;
+    const revokedAt = new Date();
+    const { count } = await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
+    // Revoked concurrently by another request: the first revocation's time stands.
+    if (count === 0) return this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    this.deps.events.publish("apikey:revoked", { keyId: key.id, at: revokedAt.toISOString() });
+    return { ...key, revokedAt };
   }
 
   async ensureDevelopmentPrincipal(): Promise<Actor> {

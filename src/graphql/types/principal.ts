@@ -1,7 +1,8 @@
 // The calling principal and its API keys.
-import { ValidationError } from "../../domain/errors.js";
+import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
+import { requireIdOfType } from "../global-id.js";
 
 export const PrincipalNode = builder.prismaNode("Principal", {
   id: { field: "id" },
@@ -12,7 +13,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
   fields: (t) => ({
     name: t.exposeString("name"),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    apiKeys: t.relation("apiKeys", { description: "The principal's keys (never their secrets)." }),
+    apiKeys: t.relation("apiKeys", { description: "The principal's keys (never their secrets); the `apiKeys` query pages them." }),
   }),
 });
 
@@ -24,9 +25,34 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
     name: t.exposeString("name"),
     prefix: t.exposeString("prefix", { description: "The key's first characters, to tell keys apart." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
+    lastUsedAt: t.expose("lastUsedAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "When a request last authenticated with the key, to the minute; null if it never did.",
+    }),
+    revokedAt: t.expose("revokedAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "When the key was revoked: requests with it are refused and its subscriptions closed since.",
+    }),
   }),
 });
+
+builder.queryField("apiKeys", (t) =>
+  t.prismaConnection(
+    {
+      type: "ApiKey",
+      description: "Your API keys, newest first, revoked ones included (never their secrets).",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, _root, _args, ctx) =>
+        ctx.prisma.apiKey.findMany({ ...query, where: { principalId: ctx.actor.principalId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+    },
+    { name: "ApiKeyConnection" },
+    { name: "ApiKeyEdge" },
+  ),
+);
 
 builder.queryField("viewer", (t) =>
   t.prismaField({
@@ -56,5 +82,26 @@ builder.mutationField("createApiKey", (t) =>
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
     errors: { types: [ValidationError], directResult: true, union: { name: "CreateApiKeyPayload" } },
     resolve: (_root, { input }, ctx) => ctx.services.principals.createApiKey(ctx.actor, input),
+  }),
+);
+
+const RevokeApiKeyInput = builder.inputType("RevokeApiKeyInput", {
+  fields: (t) => ({ id: t.id({ required: true, description: "The key's id (from `apiKeys`)." }) }),
+});
+
+const RevokeApiKeySuccess = builder.objectRef<{ apiKey: ApiKey }>("RevokeApiKeySuccess").implement({
+  fields: (t) => ({ apiKey: t.field({ type: ApiKeyNode, resolve: (result) => result.apiKey }) }),
+});
+
+builder.mutationField("revokeApiKey", (t) =>
+  t.field({
+    type: RevokeApiKeySuccess,
+    description:
+      "Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason \"API key revoked\"; an SSE stream after an UNAUTHENTICATED error). Revoking a revoked key returns it unchanged.",
+    args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
+    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokeApiKeyPayload" } },
+    resolve: async (_root, { input }, ctx) => ({
+      apiKey: await ctx.services.principals.revokeApiKey(ctx.actor, requireIdOfType(String(input.id), "ApiKey", "id")),
+    }),
   }),
 );

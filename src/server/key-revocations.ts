@@ -1,0 +1,126 @@
+// Closes what a revoked API key still holds open. HTTP requests need nothing: each looks its key
+// up. A subscription authenticated once, when it started, so every open one registers its key
+// here; `apikey:revoked` (from any instance, through the event bus) ends it at once, and a check
+// of the open keys every `sweepMs` catches revocations the bus did not carry (`npm run key:revoke`
+// without Redis, a lost message).
+import { type ExecutionResult, GraphQLError } from "graphql";
+import { isAsyncIterable, type Plugin } from "graphql-yoga";
+import type { EventBus } from "../events/topics.js";
+import type { GraphQLContext } from "../graphql/context.js";
+import type { PrismaClient } from "../generated/prisma/client.js";
+import type { Logger } from "../logger.js";
+
+export const KEY_REVOKED_MESSAGE = "API key revoked";
+
+export class KeyRevocations {
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private listening?: AsyncIterator<unknown> & { return?: () => Promise<unknown> };
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventBus; logger: Logger; sweepMs?: number }) {}
+
+  /** Calls `onRevoked` once when the key is revoked; the returned function stops watching. */
+  watch(keyId: string, onRevoked: () => void): () => void {
+    if (this.closed) return () => undefined;
+    let set = this.watchers.get(keyId);
+    if (!set) this.watchers.set(keyId, (set = new Set()));
+    set.add(onRevoked);
+    this.start();
+    return () => {
+      set.delete(onRevoked);
+      if (set.size === 0 && this.watchers.get(keyId) === set) this.watchers.delete(keyId);
+    };
+  }
+
+  /** A promise settled when the key is revoked, and the function that stops waiting for it. */
+  revoked(keyId: string): { promise: Promise<void>; stop: () => void } {
+    let stop = () => undefined as void;
+    const promise = new Promise<void>((resolve) => {
+      stop = this.watch(keyId, resolve);
+    });
+    return { promise, stop };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.watchers.clear();
+    await this.listening?.return?.();
+  }
+
+  private start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.sweep(), this.deps.sweepMs ?? 2_000);
+    this.timer.unref();
+    const iterator = this.deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
+    this.listening = iterator;
+    void (async () => {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) return;
+        this.fire(next.value.keyId);
+      }
+    })().catch((error: unknown) => this.deps.logger.error("listening for revoked keys stopped", { error: String(error) }));
+  }
+
+  private async sweep(): Promise<void> {
+    const ids = [...this.watchers.keys()];
+    if (ids.length === 0) return;
+    try {
+      const revoked = await this.deps.prisma.apiKey.findMany({ where: { id: { in: ids }, revokedAt: { not: null } }, select: { id: true } });
+      for (const { id } of revoked) this.fire(id);
+    } catch (error) {
+      this.deps.logger.warn("checking open subscriptions' keys failed", { error: String(error) });
+    }
+  }
+
+  private fire(keyId: string): void {
+    const set = this.watchers.get(keyId);
+    if (!set) return;
+    this.watchers.delete(keyId);
+    for (const onRevoked of set) onRevoked();
+  }
+}
+
+/**
+ * Ends a subscription made with a key when the key is revoked (GraphQL over SSE, and over a
+ * WebSocket, which is closed as well): a last result carries an UNAUTHENTICATED error, then the
+ * stream completes.
+ */
+export function useKeyRevocation(revocations: KeyRevocations): Plugin<GraphQLContext> {
+  return {
+    onSubscribe({ args }) {
+      const keyId = (args.contextValue as GraphQLContext).actor?.keyId;
+      if (!keyId) return;
+      return {
+        onSubscribeResult({ result, setResult }) {
+          if (isAsyncIterable(result)) setResult(untilRevoked(result, revocations.revoked(keyId)));
+        },
+      };
+    },
+  };
+}
+
+const STOPPED: unique symbol = Symbol("revoked");
+
+async function* untilRevoked(source: AsyncIterable<ExecutionResult>, revoked: { promise: Promise<void>; stop: () => void }): AsyncGenerator<ExecutionResult> {
+  const iterator = source[Symbol.asyncIterator]();
+  const stopped = revoked.promise.then((): typeof STOPPED => STOPPED);
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), stopped]);
+      if (next === STOPPED) {
+        yield { errors: [new GraphQLError(KEY_REVOKED_MESSAGE, { extensions: { code: "UNAUTHENTICATED" } })] };
+        return;
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    revoked.stop();
+    // Not awaited: a source waiting for its next event finishes its return when one comes.
+    void iterator.return?.()?.catch(() => undefined);
+  }
+}
+
