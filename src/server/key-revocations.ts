@@ -14,11 +14,23 @@ export const KEY_REVOKED_MESSAGE = "API key revoked";
 
 export class KeyRevocations {
   private readonly watchers = new Map<string, Set<() => void>>();
-  private listening?: AsyncIterator<unknown> & { return?: () => Promise<unknown> };
-  private timer?: NodeJS.Timeout;
+  private readonly listening: AsyncIterator<unknown>;
+  private readonly timer: NodeJS.Timeout;
   private closed = false;
 
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventBus; logger: Logger; sweepMs?: number }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventBus; logger: Logger; sweepMs?: number }) {
+    this.timer = setInterval(() => void this.sweep(), deps.sweepMs ?? 2_000);
+    this.timer.unref();
+    const iterator = deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
+    this.listening = iterator;
+    void (async () => {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) return;
+        this.fire(next.value.keyId);
+      }
+    })().catch((error: unknown) => deps.logger.error("listening for revoked keys stopped", { error: String(error) }));
+  }
 
   /** Calls `onRevoked` once when the key is revoked; the returned function stops watching. */
   watch(keyId: string, onRevoked: () => void): () => void {
@@ -26,7 +38,6 @@ export class KeyRevocations {
     let set = this.watchers.get(keyId);
     if (!set) this.watchers.set(keyId, (set = new Set()));
     set.add(onRevoked);
-    this.start();
     return () => {
       set.delete(onRevoked);
       if (set.size === 0 && this.watchers.get(keyId) === set) this.watchers.delete(keyId);
@@ -47,21 +58,6 @@ export class KeyRevocations {
     clearInterval(this.timer);
     this.watchers.clear();
     await this.listening?.return?.();
-  }
-
-  private start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.sweep(), this.deps.sweepMs ?? 2_000);
-    this.timer.unref();
-    const iterator = this.deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
-    this.listening = iterator;
-    void (async () => {
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done) return;
-        this.fire(next.value.keyId);
-      }
-    })().catch((error: unknown) => this.deps.logger.error("listening for revoked keys stopped", { error: String(error) }));
   }
 
   private async sweep(): Promise<void> {
@@ -104,23 +100,38 @@ export function useKeyRevocation(revocations: KeyRevocations): Plugin<GraphQLCon
 
 const STOPPED: unique symbol = Symbol("revoked");
 
-async function* untilRevoked(source: AsyncIterable<ExecutionResult>, revoked: { promise: Promise<void>; stop: () => void }): AsyncGenerator<ExecutionResult> {
+/**
+ * The source's results until the key is revoked, then one UNAUTHENTICATED error and the end. An
+ * iterator, not an async generator: a generator waiting for its source's next event could not be
+ * returned (a client unsubscribing) until that event came, and would hold the source open.
+ */
+function untilRevoked(source: AsyncIterable<ExecutionResult>, revoked: { promise: Promise<void>; stop: () => void }): AsyncIterableIterator<ExecutionResult> {
   const iterator = source[Symbol.asyncIterator]();
   const stopped = revoked.promise.then((): typeof STOPPED => STOPPED);
-  try {
-    for (;;) {
+  let finished = false;
+  const finish = async () => {
+    if (finished) return;
+    finished = true;
+    revoked.stop();
+    await iterator.return?.();
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (finished) return { done: true, value: undefined };
       const next = await Promise.race([iterator.next(), stopped]);
       if (next === STOPPED) {
-        yield { errors: [new GraphQLError(KEY_REVOKED_MESSAGE, { extensions: { code: "UNAUTHENTICATED" } })] };
-        return;
+        void finish().catch(() => undefined);
+        return { done: false, value: { errors: [new GraphQLError(KEY_REVOKED_MESSAGE, { extensions: { code: "UNAUTHENTICATED" } })] } };
       }
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    revoked.stop();
-    // Not awaited: a source waiting for its next event finishes its return when one comes.
-    void iterator.return?.()?.catch(() => undefined);
-  }
+      if (next.done) await finish();
+      return next;
+    },
+    async return() {
+      await finish();
+      return { done: true, value: undefined };
+    },
+  };
 }
-
