@@ -44,11 +44,23 @@ export type Database = {
   close(): Promise<void>;
 };
 
-export async function openDatabase(
-  target: DatabaseTarget,
-  { migrations = readMigrations(), instanceId = newInstanceId() }: { migrations?: Migration[]; instanceId?: string } = {},
-): Promise<Database> {
-  return target.kind === "postgres" ? openPostgres(target.url, migrations, instanceId) : openPglite(target.dataDir, migrations, instanceId);
+export type OpenOptions = {
+  migrations?: Migration[];
+  instanceId?: string;
+  /** Called with every SQL statement the Prisma client sends (benchmarks and statement tests). */
+  onQuery?: (sql: string) => void;
+};
+
+export async function openDatabase(target: DatabaseTarget, { migrations = readMigrations(), instanceId = newInstanceId(), onQuery }: OpenOptions = {}): Promise<Database> {
+  return target.kind === "postgres" ? openPostgres(target.url, migrations, instanceId, onQuery) : openPglite(target.dataDir, migrations, instanceId, onQuery);
+}
+
+/** A Prisma client over `adapter`, reporting its statements to `onQuery` when given. */
+function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) => void): PrismaClient {
+  if (!onQuery) return new PrismaClient({ adapter, transactionOptions });
+  const client = new PrismaClient({ adapter, transactionOptions, log: [{ emit: "event", level: "query" }] });
+  client.$on("query", (event) => onQuery(event.query));
+  return client as unknown as PrismaClient;
 }
 
 /** host:pid:random, short enough for PostgreSQL's application_name (63 bytes) with its prefix. */
@@ -65,12 +77,12 @@ const applicationName = (instanceId: string) => `dossier ${instanceId}`;
  */
 const IDLE_IN_TRANSACTION_MS = 10_000;
 
-async function openPglite(dataDir: string | undefined, migrations: Migration[], instanceId: string): Promise<Database> {
+async function openPglite(dataDir: string | undefined, migrations: Migration[], instanceId: string, onQuery?: (sql: string) => void): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     const pglite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined);
     const session = pgliteSession(pglite);
-    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), transactionOptions });
+    const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
     return {
       kind: "pglite",
       prisma,
@@ -93,7 +105,7 @@ async function openPglite(dataDir: string | undefined, migrations: Migration[], 
   }
 }
 
-async function openPostgres(url: string, migrations: Migration[], instanceId: string): Promise<Database> {
+async function openPostgres(url: string, migrations: Migration[], instanceId: string, onQuery?: (sql: string) => void): Promise<Database> {
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   const pool = new pg.Pool({
     connectionString: url,
@@ -104,7 +116,7 @@ async function openPostgres(url: string, migrations: Migration[], instanceId: st
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions });
+  const prisma = prismaClient(new PrismaPg(pool), onQuery);
   const withSession = async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     try {

@@ -33,15 +33,28 @@ export const ConversationNode = builder.prismaNode("Conversation", {
   fields: (t) => ({
     title: t.exposeString("title"),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    messages: t.relatedConnection(
-      "messages",
-      { description: "The log, oldest first.", cursor: "id", defaultSize: 50, maxSize: 200, query: { orderBy: { seq: "asc" } } },
+    // Pages are read with their own query, so SQL limits them (see graphql/types/owned.ts).
+    messages: t.prismaConnection(
+      {
+        type: "Message",
+        description: "The log, oldest first.",
+        cursor: "id",
+        defaultSize: 50,
+        maxSize: 200,
+        resolve: (query, conversation, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
+      },
       { name: "MessageConnection" },
       { name: "MessageEdge" },
     ),
-    runs: t.relatedConnection(
-      "runs",
-      { description: "Its runs, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: newestFirst } },
+    runs: t.prismaConnection(
+      {
+        type: "Run",
+        description: "Its runs, newest first.",
+        cursor: "id",
+        defaultSize: 20,
+        maxSize: 100,
+        resolve: (query, conversation, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: newestFirst }),
+      },
       { name: "ConversationRunConnection" },
       { name: "ConversationRunEdge" },
     ),

@@ -75,9 +75,16 @@ export const PublicationNode = builder.prismaNode("Publication", {
           where: { publicationId_version: { publicationId: publication.id, version: n } },
         }),
     }),
-    versions: t.relatedConnection(
-      "versions",
-      { description: "Every version, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: { version: "desc" } } },
+    versions: t.prismaConnection(
+      {
+        type: "PublicationVersion",
+        description: "Every version, newest first.",
+        cursor: "id",
+        defaultSize: 20,
+        maxSize: 100,
+        resolve: (query, publication, _args, ctx) =>
+          ctx.prisma.publicationVersion.findMany({ ...query, where: { publicationId: publication.id }, orderBy: { version: "desc" } }),
+      },
       { name: "PublicationVersionConnection" },
       { name: "PublicationVersionEdge" },
     ),

@@ -100,9 +100,15 @@ export const RunNode = builder.prismaNode("Run", {
       description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
     }),
     tokensUsed: t.exposeInt("tokensUsed", { description: "Model-reported tokens so far, counted against the token budget." }),
-    messages: t.relatedConnection(
-      "messages",
-      { description: "This run's entries in the conversation log, in order.", cursor: "id", defaultSize: 50, maxSize: 200, query: { orderBy: { seq: "asc" } } },
+    messages: t.prismaConnection(
+      {
+        type: "Message",
+        description: "This run's entries in the conversation log, in order.",
+        cursor: "id",
+        defaultSize: 50,
+        maxSize: 200,
+        resolve: (query, run, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { runId: run.id }, orderBy: { seq: "asc" } }),
+      },
       { name: "RunMessageConnection" },
       { name: "RunMessageEdge" },
     ),

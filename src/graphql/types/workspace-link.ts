@@ -95,9 +95,15 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
 });
 
 builder.prismaObjectField(WorkspaceNode, "links", (t) =>
-  t.relatedConnection(
-    "links",
-    { description: "Linked objects, newest first.", cursor: "id", defaultSize: 20, maxSize: 100, query: { orderBy: newestFirst } },
+  t.prismaConnection(
+    {
+      type: "WorkspaceLink",
+      description: "Linked objects, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, workspace, _args, ctx) => ctx.prisma.workspaceLink.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: newestFirst }),
+    },
     { name: "WorkspaceLinkConnection" },
     { name: "WorkspaceLinkEdge" },
   ),

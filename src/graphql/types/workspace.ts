@@ -39,30 +39,28 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
     status: t.expose("status", { type: WorkspaceStatusEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     archivedAt: t.expose("archivedAt", { type: "DateTime", nullable: true }),
-    goal: t.field({
-      type: GoalVersionNode,
+    goal: t.prismaField({
+      type: "GoalVersion",
       description: "The current goal version.",
-      // Versions are append-only, so the highest one is the current one.
-      select: (_args, _ctx, nestedSelection) => ({
-        goalVersions: nestedSelection({ orderBy: { version: "desc" }, take: 1 }),
-      }),
-      resolve: (workspace) => currentGoal(workspace.goalVersions),
+      // The workspace row names its current version: one row by its unique key (Prisma batches
+      // these lookups across the workspaces of a page into one statement).
+      resolve: (query, workspace, _args, ctx) =>
+        ctx.prisma.goalVersion.findUniqueOrThrow({ ...query, where: { workspaceId_version: { workspaceId: workspace.id, version: workspace.goalVersion } } }),
     }),
-    goalVersions: t.relatedConnection("goalVersions", {
-      description: "Every goal version, newest first.",
-      cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
-      query: { orderBy: { version: "desc" } },
-    }, { name: "GoalVersionConnection" }, { name: "GoalVersionEdge" }),
+    goalVersions: t.prismaConnection(
+      {
+        type: "GoalVersion",
+        description: "Every goal version, newest first.",
+        cursor: "id",
+        defaultSize: 20,
+        maxSize: 100,
+        resolve: (query, workspace, _args, ctx) => ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
+      },
+      { name: "GoalVersionConnection" },
+      { name: "GoalVersionEdge" },
+    ),
   }),
 });
-
-function currentGoal<T>(versions: T[]): T {
-  const [current] = versions;
-  if (!current) throw new Error("A workspace without a goal version breaks the goal invariant.");
-  return current;
-}
 
 builder.queryFields((t) => ({
   workspace: t.prismaField({
