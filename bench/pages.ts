@@ -1,0 +1,138 @@
+// What a page costs as a workspace grows: the typical workspace read (workspace, current goal,
+// a page of 20 linked runs) on a workspace with 20 links and on one with 2,000, on PGlite and
+// PostgreSQL, next to a bare graphql-yoga `{ hello }` measured in the same run. Every server runs
+// in its own process; the table gives throughput, p99, server CPU and SQL statements per request.
+//   npm run bench:pages
+import { type ChildProcess, fork } from "node:child_process";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { percentile, printTable } from "./support.js";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONCURRENCY = 16;
+const LARGE = Number(process.env.BENCH_LINKS ?? 2_000);
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+type Server = { url: string; child: ChildProcess; stats(): Promise<{ cpuMicros: number; statements: number }>; stop(): Promise<void> };
+
+async function serve(target: string): Promise<Server> {
+  const child = fork("bench/server-process.ts", [target], { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening (\S+)/.exec(output);
+      if (match) resolve(match[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return {
+    url,
+    child,
+    stats: () =>
+      new Promise((resolve) => {
+        child.once("message", (message) => resolve(message as { cpuMicros: number; statements: number }));
+        child.send("stats");
+      }),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+  const body = (await response.json()) as { data?: Record<string, any>; errors?: unknown };
+  if (!response.ok || body.errors) throw new Error(`request failed: ${JSON.stringify(body)}`);
+  return body.data!;
+}
+
+type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number };
+
+/** CONCURRENCY loops sending one request after another for SECONDS, with the server's CPU and statements per request. */
+async function measure(server: Server, query: string, variables: Record<string, unknown> = {}): Promise<Measured> {
+  const latencies: number[] = [];
+  const run = async (seconds: number) => {
+    const end = performance.now() + seconds * 1000;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const started = performance.now();
+        await post(server.url, query, variables);
+        latencies.push(performance.now() - started);
+      }
+    }));
+  };
+  await run(1); // warm-up
+  latencies.length = 0;
+  const before = await server.stats();
+  await run(SECONDS);
+  const after = await server.stats();
+  const n = latencies.length;
+  return { perSecond: n / SECONDS, p99: percentile(latencies, 99), cpuMs: (after.cpuMicros - before.cpuMicros) / 1000 / n, statements: (after.statements - before.statements) / n };
+}
+
+const READ = /* GraphQL */ `
+  query Typical($id: ID!) {
+    workspace(id: $id) {
+      id title status
+      goal { version statement }
+      links(first: 20) { edges { node { kind target { ... on Run { id status question createdAt } } } } }
+    }
+  }
+`;
+
+/** A workspace with `links` admitted runs, each linked to it. */
+async function workspaceWith(url: string, links: number): Promise<string> {
+  const created = await post(url, `mutation { createWorkspace(input: { title: "Bench", goal: "Measure Dossier" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`);
+  const workspaceId = created.createWorkspace.workspace.id as string;
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < links) {
+      next += 1;
+      await post(url, `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`, { input: { workspaceId, question: `question ${next}` } });
+    }
+  }));
+  return workspaceId;
+}
+
+type Row = string[];
+const row = (name: string, m: Measured, base: Measured): Row => [
+  name,
+  `${m.perSecond.toFixed(0)}/s`,
+  `${m.p99.toFixed(1)} ms`,
+  `${m.cpuMs.toFixed(2)} ms`,
+  m.statements.toFixed(1),
+  `${(m.perSecond / base.perSecond).toFixed(3)}×`,
+];
+
+async function main(): Promise<void> {
+  const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "throughput vs baseline"]];
+  const baseline = await serve("baseline");
+  const base = await measure(baseline, "{ hello }");
+  await baseline.stop();
+  rows.push(row("baseline: bare graphql-yoga { hello }", base, base));
+  const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_pages");
+  const growth: string[] = [];
+  try {
+    for (const [label, target] of [["PGlite", "pglite"], ["PostgreSQL", database.url]] as const) {
+      const server = await serve(target);
+      const small = await workspaceWith(server.url, 20);
+      const large = await workspaceWith(server.url, LARGE);
+      const few = await measure(server, READ, { id: small });
+      const many = await measure(server, READ, { id: large });
+      rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
+      rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
+      growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
+      await server.stop();
+    }
+  } finally {
+    await database.drop();
+  }
+  printTable(rows);
+  console.log(`\n${growth.join("\n")}`);
+  console.log(`${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario; each server in its own process, the load generator in this one.`);
+}
+
+await main();
+process.exit(0);
