@@ -1,7 +1,8 @@
 // T1, T2: spans and events are recorded as they happen, each change with the trace's next seq.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createEventBus, type TraceChangeMessage } from "../../src/events/topics.js";
 import type { Database } from "../../src/db/open-database.js";
+import { fromStored } from "../../src/domain/text/stored-text.js";
 import { PrismaTraceRecorder, withSpan } from "../../src/runtime/trace/prisma-trace-recorder.js";
 import { backends, openTestDatabase } from "../support/databases.js";
 
@@ -79,6 +80,40 @@ describe.each(backends)("the trace recorder on %s", (backend) => {
     for (const change of changes.filter((c) => c.type === "EVENT_APPENDED")) expect(eventSeqs).toContain(change.seq);
     const trace = await db.prisma.trace.findUniqueOrThrow({ where: { id: traceId } });
     expect(trace.lastSeq).toBe(31);
+  });
+
+  it("group-commits the events of concurrent writers (two recorders, as two instances): gap-free, in each writer's order, each promise with its stored seq", async () => {
+    const traceId = await newTrace();
+    const other = new PrismaTraceRecorder({ prisma: db.prisma, events });
+    const root = await recorder.startSpan({ traceId, kind: "RUN", name: "run" });
+    const transactions = vi.spyOn(db.prisma, "$transaction");
+    const awkward = 'quotes " and \\ backslashes, \u0000 a NUL, emoji 🧪, an unpaired \ud800';
+    const writers = 16;
+    const perWriter = 40;
+    const written = await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const writer = w % 2 === 0 ? recorder : other;
+        const seqs: number[] = [];
+        for (let i = 0; i < perWriter; i += 1) seqs.push(await writer.event(root, "THINKING", i === 0 ? awkward : `writer ${w} event ${i}`));
+        return seqs;
+      }),
+    );
+    const total = writers * perWriter;
+    // Far fewer transactions than events: writes arriving while one is in flight go together.
+    expect(transactions.mock.calls.length).toBeLessThan(total / 2);
+    transactions.mockRestore();
+    const stored = await db.prisma.spanEvent.findMany({ where: { spanId: root.id }, orderBy: { seq: "asc" } });
+    expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 2));
+    const changes = await db.prisma.traceChange.findMany({ where: { traceId, type: "EVENT_APPENDED" }, orderBy: { seq: "asc" } });
+    expect(changes.map((c) => [c.seq, c.eventId])).toEqual(stored.map((e) => [e.seq, e.id]));
+    const bySeq = new Map(stored.map((e) => [e.seq, e]));
+    written.forEach((seqs, w) => {
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs); // each writer's events in its own order
+      seqs.forEach((seq, i) => expect(bySeq.get(seq)!.payload).toEqual(i === 0 ? expect.any(String) : `writer ${w} event ${i}`));
+    });
+    // Exactly what was written comes back through the stored-text escape.
+    expect(fromStored(bySeq.get(written[0]![0]!)!.payload)).toBe(awkward);
+    expect((await db.prisma.trace.findUniqueOrThrow({ where: { id: traceId } })).lastSeq).toBe(total + 1);
   });
 
   it("ends a span with ERROR and the message when the work throws", async () => {

@@ -3,6 +3,7 @@
 // publishes the returned changes after commit. Keeping these in one place lets whoever owns the
 // transaction — a run attempt's fenced write, a claim that takes a run over, a cancellation —
 // change the trace atomically with what it reports.
+import { randomUUID } from "node:crypto";
 import type { EventPublisher, TraceChangeMessage } from "../../events/topics.js";
 import type { Prisma, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
@@ -108,6 +109,47 @@ export async function appendEventIn(
     select: { id: true },
   });
   return logChange(tx, { traceId: span.traceId, seq, type: "EVENT_APPENDED", spanId: span.id, eventId: created.id, at: event.at });
+}
+
+/**
+ * Appends events to one trace with one statement: the sequence numbers are taken in one step
+ * (the trace row's lock keeps them gap-free across writers) and given in the order of `events`;
+ * each event's replay-log row is written with it. What a recorder's group commit writes.
+ */
+export async function appendEventsIn(
+  tx: Tx,
+  traceId: string,
+  events: readonly { spanId: string; kind: SpanEventKind; payload: string | object; at: Date }[],
+): Promise<TraceChange[]> {
+  const rows = events.map((event, index) => {
+    const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
+    return { n: index + 1, id: randomUUID(), span_id: event.spanId, kind: event.kind, payload: text, preview: previewOf(text), payload_size: Buffer.byteLength(text, "utf8"), at: event.at.toISOString() };
+  });
+  const [taken] = await tx.$queryRawUnsafe<{ base: number }[]>(
+    `WITH seqs AS (UPDATE trace SET last_seq = last_seq + $2::int WHERE id = $1 RETURNING last_seq - $2::int AS base),
+     input AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(n int, id text, span_id text, kind text, payload text, preview text, payload_size int, at timestamptz)),
+     events AS (
+       INSERT INTO span_event (id, span_id, seq, kind, payload, preview, payload_size, at)
+       SELECT input.id, input.span_id, seqs.base + input.n, input.kind::"SpanEventKind", input.payload, input.preview, input.payload_size, input.at FROM input, seqs
+     ),
+     changes AS (
+       INSERT INTO trace_change (trace_id, seq, type, span_id, event_id, at)
+       SELECT $1, seqs.base + input.n, 'EVENT_APPENDED'::"TraceChangeType", input.span_id, input.id, input.at FROM input, seqs
+     )
+     SELECT base FROM seqs`,
+    traceId,
+    rows.length,
+    JSON.stringify(rows),
+  );
+  if (!taken) throw new Error(`trace ${traceId} does not exist`);
+  return rows.map((row, index) => ({
+    traceId,
+    seq: Number(taken.base) + row.n,
+    type: "EVENT_APPENDED" as const,
+    spanId: row.span_id,
+    eventId: row.id,
+    at: events[index]!.at.toISOString(),
+  }));
 }
 
 /** The first characters of a stored payload, never ending inside a surrogate pair or an escape. */

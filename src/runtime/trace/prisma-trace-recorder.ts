@@ -6,7 +6,7 @@
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import {
-  appendEventIn,
+  appendEventsIn,
   changeSpanIn,
   ensureTrace,
   endTraceIn,
@@ -24,8 +24,29 @@ export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/tra
 
 export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
 
+type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string | object; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
+type EventQueue = { pending: PendingEvent[]; flushing: boolean };
+
+/** One write holds at most this many events, or about this many characters of payload. */
+const BATCH_EVENTS = 256;
+const BATCH_CHARS = 4_000_000;
+
+/** The events at the front of the queue that make one write (always at least one). */
+function takeBatch(pending: PendingEvent[]): PendingEvent[] {
+  let count = 0;
+  let chars = 0;
+  while (count < pending.length && count < BATCH_EVENTS && (count === 0 || chars < BATCH_CHARS)) {
+    const payload = pending[count]!.payload;
+    chars += typeof payload === "string" ? payload.length : 1_000;
+    count += 1;
+  }
+  return pending.splice(0, count);
+}
+
 export class PrismaTraceRecorder implements TraceSink {
   private readonly transact: Transact;
+  /** Events waiting for their trace's next group commit, by trace. */
+  private readonly queues = new Map<string, EventQueue>();
 
   constructor(
     private readonly deps: RecorderDeps,
@@ -80,13 +101,39 @@ export class PrismaTraceRecorder implements TraceSink {
     for (const id of spanIds) this.deps.exporter?.spanEnded(id);
   }
 
-  async event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number> {
-    const change = await this.record(async (tx) => {
-      const appended = await appendEventIn(tx, span, { kind, payload, at: this.now() });
-      return { value: appended, changes: [appended] };
+  /**
+   * Appends an event; resolves with its sequence number once it is committed. Events of one
+   * trace are group-committed: the first is written at once, and those that arrive while a write
+   * is in flight go together in the next one (one transaction, one statement), in arrival order.
+   */
+  event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let queue = this.queues.get(span.traceId);
+      if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
+      queue.pending.push({ spanId: span.id, kind, payload, at: this.now(), resolve, reject });
+      if (!queue.flushing) void this.flush(span.traceId, queue);
     });
-    countEvent(kind);
-    return change.seq;
+  }
+
+  private async flush(traceId: string, queue: EventQueue): Promise<void> {
+    queue.flushing = true;
+    while (queue.pending.length > 0) {
+      const batch = takeBatch(queue.pending);
+      try {
+        const changes = await this.record(async (tx) => {
+          const appended = await appendEventsIn(tx, traceId, batch);
+          return { value: appended, changes: appended };
+        });
+        batch.forEach((event, index) => {
+          countEvent(event.kind);
+          event.resolve(changes[index]!.seq);
+        });
+      } catch (error) {
+        for (const event of batch) event.reject(error);
+      }
+    }
+    queue.flushing = false;
+    this.queues.delete(traceId);
   }
 
   async endTrace(traceId: string): Promise<void> {
