@@ -8,7 +8,7 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { lockOpenWorkspace, upsertLink } from "../workspace/link-service.js";
+import { shareOpenWorkspace, upsertLink } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { cancelIn } from "./run-service.js";
@@ -143,10 +143,11 @@ export class AdmissionService {
 
     let goal: { id: string; version: number; statement: string } | null = null;
     if (request.workspaceId) {
-      if (!(await lockOpenWorkspace(tx, actor, request.workspaceId))) await findOpenWorkspace(tx, actor, request.workspaceId);
-      const workspace = await tx.workspace.findUniqueOrThrow({ where: { id: request.workspaceId } });
+      // Shared: admissions into one workspace do not wait for each other, only for (and block) a
+      // goal update, archive or delete, so the frozen goal is the current one when the run commits.
+      const workspace = (await shareOpenWorkspace(tx, actor, request.workspaceId)) ?? (await findOpenWorkspace(tx, actor, request.workspaceId));
       goal = await tx.goalVersion.findUniqueOrThrow({
-        where: { workspaceId_version: { workspaceId: workspace.id, version: workspace.goalVersion } },
+        where: { workspaceId_version: { workspaceId: request.workspaceId, version: workspace.goalVersion } },
       });
     }
     const materials = await findOwnedVersions(

@@ -28,6 +28,22 @@ export async function lockOpenWorkspace(tx: Prisma.TransactionClient, actor: Act
   return locked.count === 1;
 }
 
+/**
+ * Holds an open workspace's row in share mode for the rest of the transaction and returns its
+ * current goal version; null when it is not open. Any number of admissions hold it at once, and
+ * an archive, delete or goal update (which update the row) waits for them, as they wait for it.
+ * Only for a transaction that will not update the workspace row itself: two holders that both
+ * did would deadlock.
+ */
+export async function shareOpenWorkspace(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<{ goalVersion: number } | null> {
+  const [row] = await tx.$queryRawUnsafe<{ goal_version: number }[]>(
+    `SELECT goal_version FROM workspace WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND status = 'ACTIVE' FOR SHARE`,
+    workspaceId,
+    actor.principalId,
+  );
+  return row ? { goalVersion: Number(row.goal_version) } : null;
+}
+
 export function upsertLink(tx: Prisma.TransactionClient, workspaceId: string, target: LinkTarget): Promise<WorkspaceLink> {
   return tx.workspaceLink.upsert({
     where: { workspaceId_targetKind_targetId: { workspaceId, targetKind: target.kind, targetId: target.targetId } },
