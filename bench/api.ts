@@ -16,7 +16,7 @@ import { AdmitRunDocument, CreateWorkspaceDocument } from "../sdk/generated/grap
 import type { DatabaseTarget } from "../src/db/open-database.js";
 import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
-import { percentile, printTable, startBenchServer } from "./support.js";
+import { percentile, printTable, TYPICAL_WORKSPACE_READ, startBenchServer } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = 16;
@@ -59,16 +59,6 @@ async function baseline(): Promise<Load> {
   return result;
 }
 
-const WORKSPACE_QUERY = /* GraphQL */ `
-  query Typical($id: ID!) {
-    workspace(id: $id) {
-      id title status
-      goal { version statement }
-      links(first: 20) { edges { node { kind target { ... on Run { id status question createdAt } } } } }
-    }
-  }
-`;
-
 async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], base: Load, more: boolean) {
   const instance = await startBenchServer(target);
   const client = createClient({ url: instance.server.url });
@@ -76,8 +66,8 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
   if (created.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("workspace");
   const workspaceId = created.createWorkspace.workspace.id;
   for (let i = 0; i < 20; i += 1) await client.request(AdmitRunDocument, { input: { workspaceId, question: `question ${i}` } });
-  await load(() => post(instance.server.url, WORKSPACE_QUERY, { id: workspaceId }).then(() => undefined), 1); // warm-up
-  rows.push(row(`workspace + goal + 20 runs, ${label}`, await load(() => post(instance.server.url, WORKSPACE_QUERY, { id: workspaceId }).then(() => undefined)), base));
+  await load(() => post(instance.server.url, TYPICAL_WORKSPACE_READ, { id: workspaceId }).then(() => undefined), 1); // warm-up
+  rows.push(row(`workspace + goal + 20 runs, ${label}`, await load(() => post(instance.server.url, TYPICAL_WORKSPACE_READ, { id: workspaceId }).then(() => undefined)), base));
   if (more) {
     const admit = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
     rows.push(row(`admitRun, ${label}`, await load((i) => post(instance.server.url, admit, { input: { workspaceId, question: `admitted ${i}` } }).then(() => undefined)), base));
@@ -89,19 +79,26 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
     const writes = await load(() => recorder.event(span, "THINKING", "x".repeat(200)).then(() => undefined));
     rows.push(row(`trace events written (${CONCURRENCY} writers on one trace), ${label}`, writes, base));
 
+    // The subscribers watch a trace of their own: replaying the thousands of events just written
+    // to each of 1,000 subscribers would measure the replay, not open subscriptions.
+    const watched = await client.request(AdmitRunDocument, { input: { question: "watched" } });
+    if (watched.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admit");
+    const watchedRunId = Buffer.from(watched.admitRun.run.id, "base64").toString("utf8").split(":")[1]!;
+    const watchedSpan = await recorder.startSpan({ traceId: await recorder.traceFor(watchedRunId), kind: "RUN", name: "watched" });
     global.gc?.();
     const idle = process.memoryUsage().rss;
-    const child = spawn(process.execPath, ["--import", "tsx", "bench/subscribers.ts", instance.server.url, admitted.admitRun.run.id, "1000"], {
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/subscribers.ts", instance.server.url, watched.admitRun.run.id, "1000"], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    await recorder.event(span, "THINKING", "ready?");
+    await recorder.event(watchedSpan, "THINKING", "ready?");
     while (!output.includes("READY\n")) await new Promise((resolve) => setTimeout(resolve, 50));
     global.gc?.();
     const withSubscribers = process.memoryUsage().rss;
-    rows.push([`server memory: idle → 1,000 open trace subscriptions, ${label}`, `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`, `+${((withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`, "—"]);
+    rows.push([`server memory: idle → 1,000 open trace subscriptions, ${label}`, `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`, `${withSubscribers >= idle ? "+" : "−"}${(Math.abs(withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`, "—"]);
     await recorder.endTrace(span.traceId);
+    await recorder.endTrace(watchedSpan.traceId);
     await new Promise((resolve) => child.once("exit", resolve));
   }
   await client.close();

@@ -5,7 +5,7 @@
 //   npm run bench:pages
 import { type ChildProcess, fork } from "node:child_process";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
-import { percentile, printTable } from "./support.js";
+import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = 16;
@@ -72,16 +72,6 @@ async function measure(server: Server, query: string, variables: Record<string, 
   return { perSecond: n / SECONDS, p99: percentile(latencies, 99), cpuMs: (after.cpuMicros - before.cpuMicros) / 1000 / n, statements: (after.statements - before.statements) / n };
 }
 
-const READ = /* GraphQL */ `
-  query Typical($id: ID!) {
-    workspace(id: $id) {
-      id title status
-      goal { version statement }
-      links(first: 20) { edges { node { kind target { ... on Run { id status question createdAt } } } } }
-    }
-  }
-`;
-
 /** A workspace with `links` admitted runs, each linked to it. */
 async function workspaceWith(url: string, links: number): Promise<string> {
   const created = await post(url, `mutation { createWorkspace(input: { title: "Bench", goal: "Measure Dossier" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`);
@@ -119,8 +109,8 @@ async function main(): Promise<void> {
       const server = await serve(target);
       const small = await workspaceWith(server.url, 20);
       const large = await workspaceWith(server.url, LARGE);
-      const few = await measure(server, READ, { id: small });
-      const many = await measure(server, READ, { id: large });
+      const few = await measure(server, TYPICAL_WORKSPACE_READ, { id: small });
+      const many = await measure(server, TYPICAL_WORKSPACE_READ, { id: large });
       rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);

@@ -40,3 +40,14 @@ export function printTable(rows: readonly string[][]): void {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
 }
+
+/** The typical workspace read: the workspace, its current goal and a page of 20 linked runs. */
+export const TYPICAL_WORKSPACE_READ = /* GraphQL */ `
+  query Typical($id: ID!) {
+    workspace(id: $id) {
+      id title status
+      goal { version statement }
+      links(first: 20) { edges { node { kind target { ... on Run { id status question createdAt } } } } }
+    }
+  }
+`;
