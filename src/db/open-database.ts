@@ -3,10 +3,10 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
-import { PrismaPGlite } from "pglite-prisma-adapter";
+import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
@@ -80,7 +80,9 @@ const IDLE_IN_TRANSACTION_MS = 10_000;
 async function openPglite(dataDir: string | undefined, migrations: Migration[], instanceId: string, onQuery?: (sql: string) => void): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
-    const pglite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined);
+    // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
+    const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import("@electric-sql/pglite"), import("pglite-prisma-adapter")]);
+    const pglite: PGlite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined);
     const session = pgliteSession(pglite);
     const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
     return {
