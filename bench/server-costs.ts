@@ -1,8 +1,9 @@
-// What a page costs as a workspace grows: the typical workspace read (workspace, current goal,
-// a page of 20 linked runs) on a workspace with 20 links and on one with 2,000, on PGlite and
-// PostgreSQL, next to a bare graphql-yoga `{ hello }` measured in the same run. Every server runs
-// in its own process; the table gives throughput, p99, server CPU and SQL statements per request.
-//   npm run bench:pages
+// What requests cost the server, each server in its own process, next to a bare graphql-yoga
+// `{ hello }` measured in the same run: the typical workspace read (workspace, current goal, a
+// page of 20 linked runs) on a workspace with 20 links and on one with 2,000 — a page must cost
+// the same at any size — and admissions into one workspace, on PGlite and PostgreSQL. The table
+// gives throughput, p99, server CPU and SQL statements per request.
+//   npm run bench:server
 import { type ChildProcess, fork } from "node:child_process";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
@@ -50,15 +51,15 @@ async function post(url: string, query: string, variables: Record<string, unknow
 
 type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number };
 
-/** CONCURRENCY loops sending one request after another for SECONDS, with the server's CPU and statements per request. */
-async function measure(server: Server, query: string, variables: Record<string, unknown> = {}): Promise<Measured> {
+/** CONCURRENCY loops sending one request after another for SECONDS (variables made afresh per request when a function), with the server's CPU and statements per request. */
+async function measure(server: Server, query: string, variables: Record<string, unknown> | (() => Record<string, unknown>) = {}): Promise<Measured> {
   const latencies: number[] = [];
   const run = async (seconds: number) => {
     const end = performance.now() + seconds * 1000;
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < end) {
         const started = performance.now();
-        await post(server.url, query, variables);
+        await post(server.url, query, typeof variables === "function" ? variables() : variables);
         latencies.push(performance.now() - started);
       }
     }));
@@ -93,11 +94,11 @@ const row = (name: string, m: Measured, base: Measured): Row => [
   `${m.p99.toFixed(1)} ms`,
   `${m.cpuMs.toFixed(2)} ms`,
   m.statements.toFixed(1),
-  `${(m.perSecond / base.perSecond).toFixed(3)}×`,
+  `${(m.perSecond / base.perSecond).toFixed(3)}× throughput, ${(m.p99 / base.p99).toFixed(1)}× p99`,
 ];
 
 async function main(): Promise<void> {
-  const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "throughput vs baseline"]];
+  const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "against the baseline"]];
   const baseline = await serve("baseline");
   const base = await measure(baseline, "{ hello }");
   await baseline.stop();
@@ -111,8 +112,13 @@ async function main(): Promise<void> {
       const large = await workspaceWith(server.url, LARGE);
       const few = await measure(server, TYPICAL_WORKSPACE_READ, { id: small });
       const many = await measure(server, TYPICAL_WORKSPACE_READ, { id: large });
+      let admitted = 0;
+      const admissions = await measure(server, `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`, () => ({
+        input: { workspaceId: small, question: `admitted ${(admitted += 1)}` },
+      }));
       rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
+      rows.push(row(`admitRun, ${CONCURRENCY} clients into one workspace, ${label}`, admissions, base));
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
       await server.stop();
     }
