@@ -88,33 +88,21 @@ export async function changeSpanIn(
   return logChange(tx, { traceId: span.traceId, seq, type, spanId: span.id, at: change.at });
 }
 
-/** Appends an event; an object payload is stored as JSON. The payload is stored losslessly (stored-text.ts). */
+/** Appends one event (see appendEventsIn). */
 export async function appendEventIn(
   tx: Tx,
   span: { id: string; traceId: string },
   event: { kind: SpanEventKind; payload: string | object; at: Date },
 ): Promise<TraceChange> {
-  const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
-  const seq = await takeSeqs(tx, span.traceId, 1);
-  const created = await tx.spanEvent.create({
-    data: {
-      spanId: span.id,
-      seq,
-      kind: event.kind,
-      payload: text,
-      preview: previewOf(text),
-      payloadSize: Buffer.byteLength(text, "utf8"),
-      at: event.at,
-    },
-    select: { id: true },
-  });
-  return logChange(tx, { traceId: span.traceId, seq, type: "EVENT_APPENDED", spanId: span.id, eventId: created.id, at: event.at });
+  const [change] = await appendEventsIn(tx, span.traceId, [{ spanId: span.id, ...event }]);
+  return change!;
 }
 
 /**
  * Appends events to one trace with one statement: the sequence numbers are taken in one step
  * (the trace row's lock keeps them gap-free across writers) and given in the order of `events`;
- * each event's replay-log row is written with it. What a recorder's group commit writes.
+ * each event's replay-log row is written with it. An object payload is stored as JSON; every
+ * payload is stored losslessly (stored-text.ts). What a recorder's group commit writes.
  */
 export async function appendEventsIn(
   tx: Tx,

@@ -24,7 +24,7 @@ export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/tra
 
 export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
 
-type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string | object; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
+type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 
 /** One write holds at most this many events, or about this many characters of payload. */
@@ -36,8 +36,7 @@ function takeBatch(pending: PendingEvent[]): PendingEvent[] {
   let count = 0;
   let chars = 0;
   while (count < pending.length && count < BATCH_EVENTS && (count === 0 || chars < BATCH_CHARS)) {
-    const payload = pending[count]!.payload;
-    chars += typeof payload === "string" ? payload.length : 1_000;
+    chars += pending[count]!.payload.length;
     count += 1;
   }
   return pending.splice(0, count);
@@ -110,7 +109,8 @@ export class PrismaTraceRecorder implements TraceSink {
     return new Promise<number>((resolve, reject) => {
       let queue = this.queues.get(span.traceId);
       if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
-      queue.pending.push({ spanId: span.id, kind, payload, at: this.now(), resolve, reject });
+      const text = typeof payload === "string" ? payload : JSON.stringify(payload);
+      queue.pending.push({ spanId: span.id, kind, payload: text, at: this.now(), resolve, reject });
       if (!queue.flushing) void this.flush(span.traceId, queue);
     });
   }
