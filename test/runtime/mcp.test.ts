@@ -187,10 +187,16 @@ describe("MCP servers", () => {
     const url = (await server.waitForOutput(/listening (\S+)/)).split(" ")[1]!;
     const { t } = await start();
     await upsert({ name: "web", transport: "HTTP", url, headers: [{ name: "x-test", value: "secret" }] });
-    await upsert({ name: "down", transport: "HTTP", url: "http://127.0.0.1:9/mcp" });
+    // A port nothing listens on (any more).
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    await upsert({ name: "down", transport: "HTTP", url: `http://127.0.0.1:${closedPort}/mcp` });
     const listed = await servers();
     expect(listed.find((s) => s.name === "down")!.status.state).toBe("FAILED");
-    expect(listed.find((s) => s.name === "down")!.status.error).toBeTruthy();
+    // The kind of failure only: nothing of what answered (or did not) at the address.
+    expect(listed.find((s) => s.name === "down")!.status.error).toBe("the connection failed (ECONNREFUSED)");
     const web = listed.find((s) => s.name === "web")!;
     expect(web).toMatchObject({ transport: "HTTP", headerNames: ["x-test"], status: { state: "CONNECTED" } });
     expect(JSON.stringify(web)).not.toContain("secret");

@@ -7,7 +7,7 @@ import { lookup } from "node:dns/promises";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, buildConnector, fetch as undiciFetch } from "undici";
-import { INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../../domain/capabilities/outbound-policy.js";
+import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../../domain/capabilities/outbound-policy.js";
 
 /** A connection refused because its address is inside the server's network. */
 export class InternalAddressError extends Error {
@@ -81,24 +81,21 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
     try {
       return (await undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as Response;
     } catch (error) {
-      // undici reports a refused connection as "fetch failed" with the reason as its cause.
+      // undici reports a failed connection as "fetch failed" with the reason as its cause: the
+      // reason itself is thrown, so callers that see only a message (the MCP SDK) still see its code.
       const cause = (error as { cause?: unknown }).cause;
-      throw cause instanceof InternalAddressError ? cause : error;
+      throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
     }
   };
   return { fetch: guardedFetch as typeof fetch, close: () => agent.close() };
 }
 
-const FAILURE_CODES = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_CONNECT_TIMEOUT|UND_ERR_SOCKET|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT|CERT_[A-Z_]+|ERR_TLS_[A-Z_]+|[A-Z_]*CERT[A-Z_]*)$/;
 
-/**
- * What a failed request may tell the principal: the kind of failure (its error code), never the
- * addresses or text of the network it came from.
- */
+/** What a failed request may tell the principal: the kind of failure, by its error code (FAILURE_CODE). */
 export function connectionFailure(error: unknown): string {
   for (let current: unknown = error; current instanceof Error; current = (current as { cause?: unknown }).cause) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && FAILURE_CODES.test(code)) return `the connection failed (${code})`;
+    if (typeof code === "string" && FAILURE_CODE.exec(code)?.[1] === code) return `the connection failed (${code})`;
   }
   return "the connection failed";
 }

@@ -12,7 +12,7 @@ import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports
 import { ToolError } from "../ports/tool.js";
 import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
 import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
-import { INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
+import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 
@@ -329,7 +329,7 @@ export function publicReason(detail: string, code?: unknown): string {
   if (code === INTERNAL_ADDRESS) return detail;
   if (typeof code === "number" && code >= 100 && code < 600) return `the server answered HTTP ${code}`;
   const status = /\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b/i.exec(detail)?.[1];
-  const errno = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|CERT_[A-Z_]+)\b/.exec(detail)?.[1];
+  const errno = FAILURE_CODE.exec(detail)?.[1];
   if (status) return `the server answered HTTP ${status}`;
   if (errno) return `the connection failed (${errno})`;
   if (/timed? ?out/i.test(detail)) return "the connection timed out";
