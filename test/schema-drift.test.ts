@@ -1,5 +1,7 @@
 // A3/A4: the committed SDL and the SDK generated from it match the code. When this fails,
-// run `npm run generate` and commit the result.
+// run `npm run generate` and commit the result. The migrations hold every change of
+// prisma/schema.prisma, computed by the same CLI that authors them (`npm run migration:new`).
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { generate } from "@graphql-codegen/cli";
 import { describe, expect, it } from "vitest";
@@ -19,4 +21,10 @@ describe("generated artifacts", () => {
     const committed = readFileSync(`${projectRoot}/sdk/generated/graphql.ts`, "utf8");
     expect(output?.content, "sdk/generated is stale: run `npm run generate`").toBe(committed);
   });
+
+  it("prisma/migrations holds every change of prisma/schema.prisma", () => {
+    const run = () =>
+      execFileSync(process.execPath, ["--import", "tsx", "scripts/new-migration.ts", "--check"], { cwd: projectRoot, encoding: "utf8", stdio: "pipe" });
+    expect(run()).toMatch(/matches the migrations: nothing to write/);
+  }, 60_000);
 });
