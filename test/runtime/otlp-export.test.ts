@@ -74,8 +74,12 @@ describe("OTLP export", () => {
   it("exports the run's spans as invoke_agent, chat and execute_tool with gen_ai.usage", async () => {
     const { endpoint, received } = await startCollector();
     const run = await runOnce(endpoint);
-    await t!.app.runtime!.exporter!.flush();
     const byName = (prefix: string) => received.filter((s) => s.name.startsWith(prefix));
+    // The root span is handed to the exporter right after its commit, which a poll may see first.
+    for (const deadline = Date.now() + 5_000; byName("invoke_agent ").length === 0 && Date.now() < deadline; ) {
+      await t!.app.runtime!.exporter!.flush();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const [agent] = byName("invoke_agent ");
     const chats = byName("chat ");
     const [tool] = byName("execute_tool ");
