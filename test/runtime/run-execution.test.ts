@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
@@ -102,8 +102,9 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(root.cumulativeUsage).toEqual(done.trace!.usage);
     expect(turns[0]!.cumulativeUsage).toEqual(models[0]!.usage);
     expect(done.tokensUsed).toBe(280);
-    const attributes = JSON.parse(models[1]!.attributes) as { request: { role: string }[]; budget: { effectiveWindow: number } };
-    expect(attributes.request.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    const attributes = JSON.parse(models[1]!.attributes) as { budget: { effectiveWindow: number } };
+    const request = expectType((await t.client.request(SpanRequestDocument, { id: models[1]!.id })).node!, "Span").request!;
+    expect((JSON.parse(request) as { role: string }[]).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
     expect(attributes.budget.effectiveWindow).toBe(128_000 - 8_000 - 3_000);
     const tool = spans.find((s) => s.kind === "TOOL_CALL")!;
     expect(tool.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "TOOL_OUTPUT"]);
@@ -245,16 +246,18 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(materials.checkpointProposals.map((p) => p.status)).toEqual(["DROPPED"]);
   });
 
-  it("hands a run back on a graceful worker stop; the next worker resumes it from the log", async () => {
-    const { t } = await start(
+  it("hands a run back on a graceful worker stop; the next worker resumes it from the log, keeping the results that finished", async () => {
+    const { t, model } = await start(
       ((request: { messages: { role: string }[] }) =>
-        request.messages.at(-1)?.role === "tool" ? { content: "resumed and answered" } : { toolCalls: [{ name: "very_slow", arguments: {} }] }) as never,
-      [sleepTool("very_slow", 30_000)],
+        request.messages.at(-1)?.role === "tool"
+          ? { content: "resumed and answered" }
+          : { toolCalls: [{ name: "very_slow", arguments: {} }, { name: "quick", arguments: {} }] }) as never,
+      [sleepTool("very_slow", 30_000), sleepTool("quick", 0)],
     );
     const { run } = await admit(t.client, { question: "long job" });
     for (let i = 0; i < 200; i += 1) {
       const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
-      if (view.trace?.spans.some((s) => s.kind === "TOOL_CALL")) break;
+      if (view.trace?.spans.some((s) => s.name === "execute_tool quick" && s.status === "OK")) break;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     await t.app.runtime!.worker.stop();
@@ -264,9 +267,16 @@ describe.each(backends)("run execution on %s", (backend) => {
     t.app.runtime!.worker.start();
     const done = await settled(t, run.id);
     expect(done).toMatchObject({ status: "SUCCEEDED", answer: "resumed and answered" });
-    // The cut-off call has no result: the next attempt records it as repaired, and the model saw the neutral note.
-    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "REPAIR", "ASSISTANT"]);
-    expect(done.messages.edges[2]!.node.content).toMatch(/may or may not have executed/);
+    // The result that finished was logged when it finished and survives the stop; the cut-off
+    // call has none: the next attempt records it as repaired, and the model saw the finished
+    // result, then the neutral note (repair.ts places notes after the results a turn has).
+    expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "TOOL", "REPAIR", "ASSISTANT"]);
+    expect(done.messages.edges[2]!.node.content).toBe("quick: {}");
+    expect(done.messages.edges[3]!.node.content).toMatch(/may or may not have executed/);
+    const resumed = model.requests.at(-1)!.messages.slice(-2) as { role: string; content: string }[];
+    expect(resumed.map((m) => m.role)).toEqual(["tool", "tool"]);
+    expect(resumed[0]!.content).toBe("quick: {}");
+    expect(resumed[1]!.content).toMatch(/very_slow.*may or may not have executed/);
     expect(done.attempts.map((a) => a.outcome)).toEqual(["HANDED_BACK", "COMPLETED"]);
     const [first, second] = done.attempts.map((a) => done.trace!.spans.find((s) => s.id === a.span!.id)!);
     expect(first).toMatchObject({ status: "INTERRUPTED" });

@@ -88,12 +88,14 @@ export async function changeSpanIn(
   return logChange(tx, { traceId: span.traceId, seq, type, spanId: span.id, at: change.at });
 }
 
+/**
+ * An event to append. A `messageId` says the payload is that log message's content: the log keeps
+ * it, and the event only its preview and size, so a tool's result is stored once (T4).
+ */
+export type NewEvent = { spanId: string; kind: SpanEventKind; payload: string | object; messageId?: string | null; at: Date };
+
 /** Appends one event (see appendEventsIn). */
-export async function appendEventIn(
-  tx: Tx,
-  span: { id: string; traceId: string },
-  event: { kind: SpanEventKind; payload: string | object; at: Date },
-): Promise<TraceChange> {
+export async function appendEventIn(tx: Tx, span: { id: string; traceId: string }, event: Omit<NewEvent, "spanId">): Promise<TraceChange> {
   const [change] = await appendEventsIn(tx, span.traceId, [{ spanId: span.id, ...event }]);
   return change!;
 }
@@ -104,21 +106,28 @@ export async function appendEventIn(
  * each event's replay-log row is written with it. An object payload is stored as JSON; every
  * payload is stored losslessly (stored-text.ts). What a recorder's group commit writes.
  */
-export async function appendEventsIn(
-  tx: Tx,
-  traceId: string,
-  events: readonly { spanId: string; kind: SpanEventKind; payload: string | object; at: Date }[],
-): Promise<TraceChange[]> {
+export async function appendEventsIn(tx: Tx, traceId: string, events: readonly NewEvent[]): Promise<TraceChange[]> {
   const rows = events.map((event, index) => {
     const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
-    return { n: index + 1, id: randomUUID(), span_id: event.spanId, kind: event.kind, payload: text, preview: previewOf(text), payload_size: Buffer.byteLength(text, "utf8"), at: event.at.toISOString() };
+    const messageId = event.messageId ?? null;
+    return {
+      n: index + 1,
+      id: randomUUID(),
+      span_id: event.spanId,
+      kind: event.kind,
+      payload: messageId ? "" : text,
+      message_id: messageId,
+      preview: previewOf(text),
+      payload_size: Buffer.byteLength(text, "utf8"),
+      at: event.at.toISOString(),
+    };
   });
   const [taken] = await tx.$queryRawUnsafe<{ base: number }[]>(
     `WITH seqs AS (UPDATE trace SET last_seq = last_seq + $2::int WHERE id = $1 RETURNING last_seq - $2::int AS base),
-     input AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(n int, id text, span_id text, kind text, payload text, preview text, payload_size int, at timestamptz)),
+     input AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(n int, id text, span_id text, kind text, payload text, message_id text, preview text, payload_size int, at timestamptz)),
      events AS (
-       INSERT INTO span_event (id, span_id, seq, kind, payload, preview, payload_size, at)
-       SELECT input.id, input.span_id, seqs.base + input.n, input.kind::"SpanEventKind", input.payload, input.preview, input.payload_size, input.at FROM input, seqs
+       INSERT INTO span_event (id, span_id, seq, kind, payload, message_id, preview, payload_size, at)
+       SELECT input.id, input.span_id, seqs.base + input.n, input.kind::"SpanEventKind", input.payload, input.message_id, input.preview, input.payload_size, input.at FROM input, seqs
      ),
      changes AS (
        INSERT INTO trace_change (trace_id, seq, type, span_id, event_id, at)

@@ -1,6 +1,7 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
+import { type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
 import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -40,9 +41,15 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
       resolve: (event) => event.payloadSize > Buffer.byteLength(event.preview, "utf8"),
     }),
     payload: t.string({
-      description: "The whole payload (opt-in: it can be large), exactly as recorded, NUL characters included.",
-      resolve: async (event, _args, ctx) =>
-        fromStored((await ctx.prisma.spanEvent.findUniqueOrThrow({ where: { id: event.id }, select: { payload: true } })).payload),
+      description:
+        "The whole payload (opt-in: it can be large), exactly as recorded, NUL characters included. A tool's result and a final reply are read from the conversation log, where they are stored.",
+      resolve: async (event, _args, ctx) => {
+        const stored = await ctx.prisma.spanEvent.findUniqueOrThrow({
+          where: { id: event.id },
+          select: { payload: true, message: { select: { content: true } } },
+        });
+        return fromStored(stored.message ? stored.message.content : stored.payload);
+      },
     }),
   }),
 });
@@ -95,8 +102,18 @@ export const SpanObject = builder.prismaNode("Span", {
     startedAt: t.expose("startedAt", { type: "DateTime" }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     attributes: t.string({
-      description: "The span's attributes as JSON (model spans carry the exact request sent and the budget breakdown).",
+      description:
+        "The span's attributes as JSON. A model call's attributes hold its budget breakdown and its request as recorded: messages the conversation log holds as they were sent are references to their log entries ({\"logMessage\": id}); `request` reads them back.",
       resolve: (span) => JSON.stringify(fromStoredJson(span.attributes)),
+    }),
+    request: t.string({
+      nullable: true,
+      description:
+        "A model call's request: the exact messages sent to the model, as JSON, with what the span records as references read back from the conversation log (opt-in: it can be large). Null for other spans.",
+      resolve: async (span, _args, ctx) => {
+        const recorded = (fromStoredJson(span.attributes) as { request?: RecordedMessage[] }).request;
+        return recorded ? JSON.stringify(await resolveRequest(ctx.prisma, recorded)) : null;
+      },
     }),
     usage: t.field({
       type: TokenUsageRef,

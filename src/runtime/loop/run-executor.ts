@@ -16,6 +16,7 @@ import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 import { forModel, fromStored } from "../../domain/text/stored-text.js";
+import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };
@@ -170,7 +171,7 @@ export class RunExecutor {
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run, sink, write, signal } = turn.scope;
     const log = await readLog(this.deps.prisma, run.conversationId);
-    const { messages, budget, carried } = await this.context.build({
+    const { messages, budget, carried, recorded } = await this.context.build({
       run,
       log,
       systemPrompt: turn.profile.systemPrompt,
@@ -184,23 +185,24 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const { response, span: requestSpan } = await this.callModel(turn, span, messages, budget);
+    const { response, span: requestSpan } = await this.callModel(turn, span, { messages, recorded }, budget);
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log });
     const used = response.usage.input + response.usage.output;
     const tokensUsed = await write(async (tx) => {
       const updated = await tx.run.update({ where: { id: run.id }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });
       return updated.tokensUsed;
     });
-    await appendToLog(write, {
+    const [replyId] = await appendToLog(write, {
       conversationId: run.conversationId,
       runId: run.id,
       entries: [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }],
     });
     if (response.toolCalls.length === 0) {
-      await sink.event(span, "FINAL_REPLY", response.content ?? "");
+      // The reply is the log entry's content: the event refers to it rather than copying it.
+      await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: replyId });
       return { type: "final", answer: response.content ?? "" };
     }
-    const results = await executeToolCalls({
+    await executeToolCalls({
       calls: response.toolCalls,
       tools: turn.tools,
       sink,
@@ -210,15 +212,14 @@ export class RunExecutor {
       signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
-    });
-    // A call cut off by a stop has no result to record: it stays dangling, and whoever reads the
-    // log next sees the neutral repair note in its place (memory/repair.ts).
-    await appendToLog(write, {
-      conversationId: run.conversationId,
-      runId: run.id,
-      entries: results
-        .filter((r) => !r.cancelled)
-        .map((r) => ({ role: "TOOL", toolCallId: r.call.id, toolName: r.call.name, content: r.output, spill: r.spill })),
+      logResult: async ({ call, output, spill }) => {
+        const [id] = await appendToLog(write, {
+          conversationId: run.conversationId,
+          runId: run.id,
+          entries: [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }],
+        });
+        return id!;
+      },
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     if (tokensUsed > run.tokenBudget) {
@@ -230,7 +231,7 @@ export class RunExecutor {
   private async callModel(
     turn: Turn,
     parent: SpanRef,
-    messages: ChatMessage[],
+    { messages, recorded }: { messages: ChatMessage[]; recorded: RecordedMessage[] },
     budget: object,
   ): Promise<{ response: ModelResponse; span: SpanRef }> {
     const { model } = this.deps;
@@ -240,7 +241,8 @@ export class RunExecutor {
       parent,
       kind: "MODEL_CALL",
       name: `chat ${model.label}`,
-      attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: messages },
+      // The request as references to the log where it carries entries as they are: stored once.
+      attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: recorded },
     });
     try {
       const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {

@@ -19,8 +19,8 @@ export type { BuiltContext, ContextInput };
 
 /** The request without the summarisation step: micro-compaction and the log's latest summary only. */
 export function buildContext(input: ContextInput): BuiltContext {
-  const { messages, budget, carried } = planContext(input);
-  return { messages, budget, carried };
+  const { messages, budget, carried, recorded } = planContext(input);
+  return { messages, budget, carried, recorded };
 }
 
 export type ContextBuilderDeps = {
@@ -90,7 +90,7 @@ export class ContextBuilder {
       }
     }
     await this.recordCompaction(request.sink, request.span, plan, fold, outcome, summaryId);
-    return { messages: plan.messages, budget: plan.budget, carried: plan.carried };
+    return { messages: plan.messages, budget: plan.budget, carried: plan.carried, recorded: plan.recorded };
   }
 
   private async recordCompaction(sink: TraceSink, span: SpanRef, plan: ContextPlan, fold: FoldProposal | null, outcome: string, summaryId: string | null) {

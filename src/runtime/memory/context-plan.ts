@@ -2,6 +2,7 @@
 // the raw messages after it, micro-compacted as the budget requires, and — when the request is still
 // over the trigger — a proposal of which oldest turns to fold into the next summary. No model call
 // and no I/O here, so it is cheap enough to run before every model request (see bench/memory.ts).
+import { type RecordedMessage, recordRequest } from "../../domain/trace/recorded-request.js";
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
@@ -38,6 +39,8 @@ export type BuiltContext = {
   budget: BudgetBreakdown;
   /** Ids of the log messages whose content the request carries unchanged. */
   carried: ReadonlySet<string>;
+  /** `messages` as the model-call span records them: log entries shown as they are become references (domain/trace/recorded-request.ts). */
+  recorded: RecordedMessage[];
 };
 
 export type CompactionStats = {
@@ -128,12 +131,38 @@ export class MemoCache {
   }
 }
 
+/**
+ * The log with each turn's results in the order of the calls that asked for them. Results are
+ * logged as they finish (tools/execute-tool-calls.ts), so the log holds them in the order they
+ * arrived; the model is shown them in call order, so a request does not depend on which tool was
+ * faster. Only entries between one assistant message and the next other entry move.
+ */
+export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "toolCallId">>(log: readonly M[]): M[] {
+  const ordered: M[] = [];
+  for (let i = 0; i < log.length; ) {
+    const message = log[i]!;
+    ordered.push(message);
+    i += 1;
+    const calls = message.role === "ASSISTANT" ? ((message.toolCalls as { id: string }[] | null) ?? []) : [];
+    if (calls.length < 2) continue;
+    let end = i;
+    while (end < log.length && (log[end]!.role === "TOOL" || log[end]!.role === "REPAIR")) end += 1;
+    const position = (entry: M) => {
+      const at = calls.findIndex((call) => call.id === entry.toolCallId);
+      return at < 0 ? calls.length : at;
+    };
+    ordered.push(...log.slice(i, end).sort((a, b) => position(a) - position(b)));
+    i = end;
+  }
+  return ordered;
+}
+
 const sum = (entries: readonly ViewEntry[]): number => entries.reduce((total, entry) => total + entry.tokens, 0);
 
 export function planContext(input: ContextInput): ContextPlan {
   const cache = input.cache ?? new MemoCache();
   const estimate = (message: ChatMessage) => cache.messageTokens(message);
-  const { log } = input;
+  const log = inCallOrder(input.log);
 
   let summary = input.summaryOverride ?? null;
   let firstUser: Message | undefined;
@@ -208,14 +237,16 @@ export function planContext(input: ContextInput): ContextPlan {
     estimator: cache.memoEstimator,
   });
   // Carried means the model saw the entry's own content: not cleared, and not shown as a spill preview.
-  const carried = new Set(
-    raw.filter((entry) => entry.cleared.length === 0 && !spilled(entry.message)).map((entry) => entry.message.id),
-  );
-  if (currentView) carried.add(currentView.message.id);
+  const asLogged = [...raw, ...(currentView ? [currentView] : [])].filter((entry) => entry.cleared.length === 0 && !spilled(entry.message));
+  const carried = new Set(asLogged.map((entry) => entry.message.id));
+  // A request message that is still the very object its entry rendered (not cleared, not
+  // rewritten for the model) reads as that entry: the span records a reference to it.
+  const sources = new Map<ChatMessage, string>(asLogged.flatMap((entry) => entry.chat.map((chat) => [chat, entry.message.id] as const)));
   return {
     messages,
     budget,
     carried,
+    recorded: recordRequest(messages, sources),
     fold,
     summary,
     firstUserMessage,

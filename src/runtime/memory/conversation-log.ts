@@ -4,6 +4,7 @@
 // transaction, makes the read path show the model a preview and a handle instead.
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
+import { asRequestMessage } from "../../domain/trace/recorded-request.js";
 import { forModel, fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import type { Transact } from "../attempt/fence.js";
 import type { ChatMessage, ToolCall } from "../ports/model.js";
@@ -49,27 +50,10 @@ export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(
  */
 export function toChatMessages(log: readonly LoggedMessage[]): ChatMessage[] {
   return log.flatMap((message): ChatMessage[] => {
-    switch (message.role) {
-      case "USER":
-      case "CONTEXT":
-        return [{ role: "user", content: message.content }];
-      case "ASSISTANT": {
-        const toolCalls = (message.toolCalls as ToolCall[] | null) ?? [];
-        return [{ role: "assistant", content: message.content === "" ? null : message.content, ...(toolCalls.length ? { toolCalls } : {}) }];
-      }
-      case "TOOL": {
-        const spill = message.spill;
-        const content = spill ? renderSpilled({ ...spill, released: spill.releasedAt !== null }) : message.content;
-        return [{ role: "tool", toolCallId: message.toolCallId ?? "", content }];
-      }
-      case "REPAIR":
-      case "SUMMARY":
-        return [];
-      default: {
-        const unknownRole: never = message.role;
-        throw new Error(`unknown message role ${String(unknownRole)}`);
-      }
-    }
+    const spill = message.role === "TOOL" ? message.spill : null;
+    if (spill) return [{ role: "tool", toolCallId: message.toolCallId ?? "", content: renderSpilled({ ...spill, released: spill.releasedAt !== null }) }];
+    const shown = asRequestMessage(message);
+    return shown ? [shown] : [];
   });
 }
 
@@ -97,6 +81,7 @@ export function shownToModel(messages: readonly ChatMessage[]): ChatMessage[] {
         const args = forModel(call.arguments);
         return args === call.arguments ? call : { ...call, arguments: args };
       });
+      if (content === message.content && toolCalls.every((call, i) => call === message.toolCalls![i])) return message;
       return { ...message, content, toolCalls };
     }
     return content === message.content ? message : ({ ...message, content } as ChatMessage);

@@ -19,6 +19,7 @@ export type SpanEventKind =
   | "INTERRUPTION";
 
 export type SpanRef = { id: string; traceId: string };
+export type EventOptions = { messageId?: string };
 export type Attributes = Record<string, unknown>;
 
 export interface TraceSink {
@@ -26,6 +27,10 @@ export interface TraceSink {
   /** Merges attributes into a running span; `usage` is the span's own model usage. */
   updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void>;
   endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void>;
-  /** Appends an event; an object payload is stored as JSON. Returns the event's seq. */
-  event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number>;
+  /**
+   * Appends an event; an object payload is stored as JSON. Returns the event's seq. With
+   * `messageId`, the payload is that log message's content: the trace keeps only its preview and
+   * size, and reads the rest from the log, so the payload is stored once.
+   */
+  event(span: SpanRef, kind: SpanEventKind, payload: string | object, options?: EventOptions): Promise<number>;
 }

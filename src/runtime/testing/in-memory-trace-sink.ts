@@ -1,7 +1,7 @@
 // A TraceSink that keeps spans and events in memory, for tests of runtime parts that do not
 // need the database. It keeps the same seq discipline as the database recorder.
 import type { TokenUsage } from "../ports/model.js";
-import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
+import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
 
 export type RecordedSpan = {
   id: string;
@@ -13,7 +13,7 @@ export type RecordedSpan = {
   usage: TokenUsage | null;
   startedAt: number;
   endedAt: number | null;
-  events: { seq: number; kind: SpanEventKind; payload: string }[];
+  events: { seq: number; kind: SpanEventKind; payload: string; messageId?: string }[];
 };
 
 export class InMemoryTraceSink implements TraceSink {
@@ -54,9 +54,10 @@ export class InMemoryTraceSink implements TraceSink {
     span.endedAt = performance.now();
   }
 
-  async event(ref: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number> {
+  async event(ref: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
     this.seq += 1;
-    this.find(ref).events.push({ seq: this.seq, kind, payload: typeof payload === "string" ? payload : JSON.stringify(payload) });
+    const text = typeof payload === "string" ? payload : JSON.stringify(payload);
+    this.find(ref).events.push({ seq: this.seq, kind, payload: text, ...(options.messageId ? { messageId: options.messageId } : {}) });
     return this.seq;
   }
 

@@ -1,7 +1,9 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
 // its siblings; results come back in the order the model asked for them. A payload step (spill
-// protection, R10) sees each successful output inside its own call's span.
+// protection, R10) sees each successful output inside its own call's span. Each result is logged
+// the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
+// event refers to that log entry instead of storing the output a second time.
 import type { Run } from "../../generated/prisma/client.js";
 import type { Transact } from "../attempt/fence.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
@@ -11,7 +13,19 @@ import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
 /** `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool. */
-export type ToolResult = { call: ToolCall; output: string; isError: boolean; cancelled: boolean; durationMs: number; spill?: NewSpill | null };
+export type ToolResult = {
+  call: ToolCall;
+  output: string;
+  isError: boolean;
+  cancelled: boolean;
+  durationMs: number;
+  spill?: NewSpill | null;
+  /** The log entry holding the result (null when cancelled, or when nothing logs results). */
+  messageId: string | null;
+};
+
+/** Appends a call's result to the conversation log; returns the entry's id. */
+export type LogResult = (result: { call: ToolCall; output: string; spill: NewSpill | null }) => Promise<string>;
 
 /**
  * Decides, inside the call's span, whether an output is spilled; `shown` is what the trace's
@@ -31,6 +45,12 @@ export type ExecuteOptions = {
   signal: AbortSignal;
   defaultTimeoutMs: number;
   payloadStep?: PayloadStep;
+  /**
+   * Records each result in the log as soon as it is known. A call cut off by a stop has no result
+   * to record: it stays dangling, and whoever reads the log next sees the neutral repair note in
+   * its place (memory/repair.ts).
+   */
+  logResult?: LogResult;
 };
 
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
@@ -49,9 +69,14 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
   await options.sink.event(span, "TOOL_INPUT", call.arguments);
   const { output, isError, cancelled } = await invoke(call, span, options);
   const spilled = isError ? null : await payload(call, output, span, options);
-  await options.sink.event(span, isError ? "ERROR" : "TOOL_OUTPUT", spilled?.shown ?? output);
+  const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
+  // The event shows what the model is shown: a spilled result's preview (its own, small), else
+  // the output itself, which the log entry holds.
+  const kind = isError ? "ERROR" : "TOOL_OUTPUT";
+  if (spilled) await options.sink.event(span, kind, spilled.shown);
+  else await options.sink.event(span, kind, output, messageId ? { messageId } : {});
   await options.sink.endSpan(span, { status: cancelled ? stoppedSpanStatus(options.signal) : isError ? "ERROR" : "OK" });
-  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null, messageId };
 }
 
 /** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */

@@ -17,14 +17,14 @@ import {
 import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../attempt/fence.js";
 import type { TokenUsage } from "../ports/model.js";
-import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
+import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
 import type { SpanExporter } from "./otlp-exporter.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
 export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
 
-type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
+type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; messageId: string | null; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 
 /** One write holds at most this many events, or about this many characters of payload. */
@@ -105,12 +105,12 @@ export class PrismaTraceRecorder implements TraceSink {
    * trace are group-committed: the first is written at once, and those that arrive while a write
    * is in flight go together in the next one (one transaction, one statement), in arrival order.
    */
-  event(span: SpanRef, kind: SpanEventKind, payload: string | object): Promise<number> {
+  event(span: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       let queue = this.queues.get(span.traceId);
       if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
       const text = typeof payload === "string" ? payload : JSON.stringify(payload);
-      queue.pending.push({ spanId: span.id, kind, payload: text, at: this.now(), resolve, reject });
+      queue.pending.push({ spanId: span.id, kind, payload: text, messageId: options.messageId ?? null, at: this.now(), resolve, reject });
       if (!queue.flushing) void this.flush(span.traceId, queue);
     });
   }

@@ -1,0 +1,91 @@
+// A model request as a model-call span records it. Most of a request is the conversation log
+// read back, and the log keeps it already: each message the request carries exactly as its log
+// entry reads is recorded as a reference to that entry, and only what the log does not hold
+// verbatim (the system prompt, a summary, a cleared or spilled result, a repair note, text shown
+// with ␀) is recorded inline. So a tool's result is stored once however many later requests carry
+// it, and `resolveRequest` gives back the messages that were sent, byte for byte.
+import type { Message, Prisma } from "../../generated/prisma/client.js";
+import { fromStored, fromStoredJson } from "../text/stored-text.js";
+
+type Db = Pick<Prisma.TransactionClient, "message">;
+
+export type ChatToolCall = { id: string; name: string; arguments: string };
+/** A request message (the model port's ChatMessage, structurally). */
+export type RequestMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; toolCalls?: ChatToolCall[] }
+  | { role: "tool"; toolCallId: string; content: string };
+
+/** A recorded message: a reference to the log entry it reads as, or the message itself. */
+export type RecordedMessage = { logMessage: string } | RequestMessage;
+
+type LogEntry = Pick<Message, "role" | "content" | "toolCalls" | "toolCallId">;
+
+/**
+ * How a decoded log entry reads in a request, when it is shown as it is: the only rendering of
+ * log entries, used by the runtime to build requests and here to resolve references. A spilled
+ * result, a repair record and a summary are shown otherwise (or not at all): null.
+ */
+export function asRequestMessage(entry: LogEntry): RequestMessage | null {
+  switch (entry.role) {
+    case "USER":
+    case "CONTEXT":
+      return { role: "user", content: entry.content };
+    case "ASSISTANT": {
+      const toolCalls = (entry.toolCalls as ChatToolCall[] | null) ?? [];
+      return { role: "assistant", content: entry.content === "" ? null : entry.content, ...(toolCalls.length ? { toolCalls: toolCalls.map(inOrder) } : {}) };
+    }
+    case "TOOL":
+      return { role: "tool", toolCallId: entry.toolCallId ?? "", content: entry.content };
+    case "REPAIR":
+    case "SUMMARY":
+      return null;
+    default: {
+      const unknownRole: never = entry.role;
+      throw new Error(`unknown message role ${String(unknownRole)}`);
+    }
+  }
+}
+
+const inOrder = (call: ChatToolCall): ChatToolCall => ({ id: call.id, name: call.name, arguments: call.arguments });
+
+/**
+ * The message with its keys in the order the runtime builds them. Stored JSON (PostgreSQL's
+ * jsonb) keeps no key order; read back in this order, a request serialises as it did when sent.
+ */
+function inBuiltOrder(message: RequestMessage): RequestMessage {
+  switch (message.role) {
+    case "system":
+    case "user":
+      return { role: message.role, content: message.content };
+    case "assistant":
+      return { role: "assistant", content: message.content, ...(message.toolCalls ? { toolCalls: message.toolCalls.map(inOrder) } : {}) };
+    case "tool":
+      return { role: "tool", toolCallId: message.toolCallId, content: message.content };
+  }
+}
+
+/** `sources` maps each message object that is its log entry's own rendering to that entry's id. */
+export function recordRequest(messages: readonly RequestMessage[], sources: ReadonlyMap<RequestMessage, string>): RecordedMessage[] {
+  return messages.map((message) => {
+    const id = sources.get(message);
+    return id ? { logMessage: id } : message;
+  });
+}
+
+/** The messages of a recorded request, references read back from the log, each as it was sent. */
+export async function resolveRequest(db: Db, recorded: readonly RecordedMessage[]): Promise<RequestMessage[]> {
+  const ids = recorded.flatMap((message) => ("logMessage" in message ? [message.logMessage] : []));
+  const rows = ids.length
+    ? await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, role: true, content: true, toolCalls: true, toolCallId: true } })
+    : [];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return recorded.map((message) => {
+    if (!("logMessage" in message)) return inBuiltOrder(message);
+    const row = byId.get(message.logMessage);
+    const shown = row ? asRequestMessage({ ...row, content: fromStored(row.content), toolCalls: fromStoredJson(row.toolCalls) as Message["toolCalls"] }) : null;
+    if (!shown) throw new Error(`recorded request refers to log entry ${message.logMessage}, which cannot be read`);
+    return shown;
+  });
+}
