@@ -250,8 +250,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
     // A worker that died after the run settled but before its cleanup left the handle live.
     const { count } = await t.app.db.prisma.spill.updateMany({ where: { runId: rawId(ended.run.id) }, data: { releasedAt: null } });
     expect(count).toBe(1);
-    expect(await spillsOf(t, ended.run.id)).toHaveLength(1);
-
+    // From here the sweeper (every 100 ms) may release it at any moment.
     const deadline = Date.now() + 5_000;
     while ((await spillsOf(t, ended.run.id)).length > 0) {
       expect(Date.now()).toBeLessThan(deadline);
