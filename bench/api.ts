@@ -1,9 +1,10 @@
-// API throughput, next to a baseline measured in the same run: a bare graphql-yoga server
-// answering `{ hello }` on this machine, under the same load generator. Prints, for each
-// scenario, requests per second and p99 latency and their ratio to the baseline:
+// API throughput with the server in the benchmark's own process (bench/server-costs.ts measures
+// servers in their own processes, with their CPU, and trace-event writes), next to a baseline
+// measured in the same run: a bare graphql-yoga server answering `{ hello }` on this machine,
+// under the same load generator. Prints, for each scenario, requests per second and p99 latency
+// and their ratio to the baseline:
 //   - a typical workspace read (workspace + current goal + 20 linked runs), on PGlite and PostgreSQL
 //   - run admission
-//   - trace-event writes (events persisted per second)
 //   - server memory at idle and with 1,000 open trace subscriptions
 // Needs PostgreSQL (TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/postgres).
 //   npm run bench
@@ -72,15 +73,6 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
     const admit = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
     rows.push(row(`admitRun, ${label}`, await load((i) => post(instance.server.url, admit, { input: { workspaceId, question: `admitted ${i}` } }).then(() => undefined)), base));
     const recorder = new PrismaTraceRecorder({ prisma: instance.app.db.prisma, events: instance.app.events });
-    const admitted = await client.request(AdmitRunDocument, { input: { question: "trace writes" } });
-    if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admit");
-    const rawRunId = Buffer.from(admitted.admitRun.run.id, "base64").toString("utf8").split(":")[1]!;
-    const span = await recorder.startSpan({ traceId: await recorder.traceFor(rawRunId), kind: "RUN", name: "bench" });
-    const writes = await load(() => recorder.event(span, "THINKING", "x".repeat(200)).then(() => undefined));
-    rows.push(row(`trace events written (${CONCURRENCY} writers on one trace), ${label}`, writes, base));
-
-    // The subscribers watch a trace of their own: replaying the thousands of events just written
-    // to each of 1,000 subscribers would measure the replay, not open subscriptions.
     const watched = await client.request(AdmitRunDocument, { input: { question: "watched" } });
     if (watched.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admit");
     const watchedRunId = Buffer.from(watched.admitRun.run.id, "base64").toString("utf8").split(":")[1]!;
@@ -97,7 +89,6 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
     global.gc?.();
     const withSubscribers = process.memoryUsage().rss;
     rows.push([`server memory: idle → 1,000 open trace subscriptions, ${label}`, `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`, `${withSubscribers >= idle ? "+" : "−"}${(Math.abs(withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`, "—"]);
-    await recorder.endTrace(span.traceId);
     await recorder.endTrace(watchedSpan.traceId);
     await new Promise((resolve) => child.once("exit", resolve));
   }

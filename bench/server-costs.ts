@@ -1,9 +1,11 @@
 // What requests cost the server, each server in its own process, next to a bare graphql-yoga
 // `{ hello }` measured in the same run: the typical workspace read (workspace, current goal, a
 // page of 20 linked runs) on a workspace with 20 links and on one with 2,000 — a page must cost
-// the same at any size — and admissions into one workspace, on PGlite and PostgreSQL. The table
-// gives throughput, p99, server CPU and SQL statements per request.
-//   npm run bench:server
+// the same at any size — admissions into one workspace, and trace events written by 16 writers
+// on one trace (as a run's recorder writes them, inside the server), on PGlite and PostgreSQL.
+// The table gives throughput, p99, server CPU and SQL statements per request (per event).
+//   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
+//                           each server writes a V8 CPU profile there)
 import { type ChildProcess, fork } from "node:child_process";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
@@ -13,10 +15,19 @@ const CONCURRENCY = 16;
 const LARGE = Number(process.env.BENCH_LINKS ?? 2_000);
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
-type Server = { url: string; child: ChildProcess; stats(): Promise<{ cpuMicros: number; statements: number }>; stop(): Promise<void> };
+type TraceResult = { events: number; p99: number; cpuMicros: number; statements: number };
+type Server = {
+  url: string;
+  child: ChildProcess;
+  stats(): Promise<{ cpuMicros: number; statements: number }>;
+  /** Has the server write trace events on the run's trace for SECONDS, CONCURRENCY writers. */
+  writeTrace(runId: string): Promise<TraceResult>;
+  stop(): Promise<void>;
+};
 
 async function serve(target: string): Promise<Server> {
-  const child = fork("bench/server-process.ts", [target], { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = fork("bench/server-process.ts", [target], { execArgv: ["--import", "tsx", ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
   const url = await new Promise<string>((resolve, reject) => {
     let output = "";
     child.stdout!.on("data", (chunk: Buffer) => {
@@ -33,6 +44,11 @@ async function serve(target: string): Promise<Server> {
       new Promise((resolve) => {
         child.once("message", (message) => resolve(message as { cpuMicros: number; statements: number }));
         child.send("stats");
+      }),
+    writeTrace: (runId) =>
+      new Promise((resolve) => {
+        child.once("message", (message) => resolve(message as TraceResult));
+        child.send({ traceWriters: CONCURRENCY, seconds: SECONDS, runId });
       }),
     stop: () =>
       new Promise((resolve) => {
@@ -106,7 +122,9 @@ async function main(): Promise<void> {
   const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_pages");
   const growth: string[] = [];
   try {
-    for (const [label, target] of [["PGlite", "pglite"], ["PostgreSQL", database.url]] as const) {
+    const only = process.env.BENCH_DATABASES?.split(",");
+    const targets = ([["PGlite", "pglite"], ["PostgreSQL", database.url]] as const).filter(([label]) => !only || only.includes(label));
+    for (const [label, target] of targets) {
       const server = await serve(target);
       const small = await workspaceWith(server.url, 20);
       const large = await workspaceWith(server.url, LARGE);
@@ -118,7 +136,11 @@ async function main(): Promise<void> {
       }));
       rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
+      const traced = await post(server.url, `mutation { admitRun(input: { question: "trace writes" }) { ... on AdmitRunSuccess { run { id } } } }`);
+      const written = await server.writeTrace(Buffer.from(traced.admitRun.run.id as string, "base64").toString().split(":")[1]!);
+      const events: Measured = { perSecond: written.events / SECONDS, p99: written.p99, cpuMs: written.cpuMicros / 1000 / written.events, statements: written.statements / written.events };
       rows.push(row(`admitRun, ${CONCURRENCY} clients into one workspace, ${label}`, admissions, base));
+      rows.push(row(`trace events written, ${CONCURRENCY} writers on one trace, ${label} (per event)`, events, base));
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
       await server.stop();
     }

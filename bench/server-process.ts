@@ -1,7 +1,8 @@
 // A server for the benchmarks, in its own process so that its CPU time is its own: Dossier on
 // the database named by argv[2] ("pglite" or a PostgreSQL URL), or with "baseline" a bare
 // graphql-yoga `{ hello }`. Prints `listening <url>`; answers the IPC message "stats" with the
-// CPU time used and the SQL statements sent so far.
+// CPU time used and the SQL statements sent so far, and { traceWriters } by writing trace events
+// as a run's recorder does: that many writers on one trace, one event after another, for a while.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createSchema, createYoga } from "graphql-yoga";
@@ -10,9 +11,12 @@ import { openDatabase } from "../src/db/open-database.js";
 import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { startHttpServer } from "../src/server/http-server.js";
+import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { percentile } from "./support.js";
 
 const target = process.argv[2] ?? "pglite";
 let statements = 0;
+let app: ReturnType<typeof createApp> | undefined;
 
 async function start(): Promise<string> {
   if (target === "baseline") {
@@ -23,14 +27,42 @@ async function start(): Promise<string> {
   }
   const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, { onQuery: () => void (statements += 1) });
   await db.migrate();
-  const app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false });
+  app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false });
   return (await startHttpServer({ app, port: 0, host: "127.0.0.1" })).url;
 }
 
+type TraceLoad = { traceWriters: number; seconds: number; runId: string };
+
+/** `traceWriters` loops each recording 200-character events on the run's trace, one after another. */
+async function writeTrace({ traceWriters, seconds, runId }: TraceLoad) {
+  const recorder = new PrismaTraceRecorder({ prisma: app!.db.prisma, events: app!.events });
+  const span = await recorder.startSpan({ traceId: await recorder.traceFor(runId), kind: "RUN", name: "bench" });
+  const latencies: number[] = [];
+  const write = async (until: number) => {
+    while (performance.now() < until) {
+      const started = performance.now();
+      await recorder.event(span, "THINKING", "x".repeat(200));
+      latencies.push(performance.now() - started);
+    }
+  };
+  const loops = (until: number) => Promise.all(Array.from({ length: traceWriters }, () => write(until)));
+  await loops(performance.now() + 1_000); // warm-up
+  latencies.length = 0;
+  const cpuBefore = process.cpuUsage();
+  const statementsBefore = statements;
+  await loops(performance.now() + seconds * 1_000);
+  const cpu = process.cpuUsage(cpuBefore);
+  await recorder.endTrace(span.traceId);
+  return { events: latencies.length, p99: percentile(latencies, 99), cpuMicros: cpu.user + cpu.system, statements: statements - statementsBefore };
+}
+
 process.on("message", (message) => {
-  if (message !== "stats") return;
-  const cpu = process.cpuUsage();
-  process.send!({ cpuMicros: cpu.user + cpu.system, statements });
+  if (message === "stats") {
+    const cpu = process.cpuUsage();
+    process.send!({ cpuMicros: cpu.user + cpu.system, statements });
+  } else if (typeof message === "object" && message !== null && "traceWriters" in message) {
+    void writeTrace(message as TraceLoad).then((result) => process.send!(result));
+  }
 });
 process.stdout.write(`listening ${await start()}\n`);
 // An orderly exit, so that `node --cpu-prof` writes its profile when the benchmark stops the server.
