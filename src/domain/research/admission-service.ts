@@ -145,10 +145,15 @@ export class AdmissionService {
     if (request.workspaceId) {
       // Shared: admissions into one workspace do not wait for each other, only for (and block) a
       // goal update, archive or delete, so the frozen goal is the current one when the run commits.
-      const workspace = (await shareOpenWorkspace(tx, actor, request.workspaceId)) ?? (await findOpenWorkspace(tx, actor, request.workspaceId));
-      goal = await tx.goalVersion.findUniqueOrThrow({
-        where: { workspaceId_version: { workspaceId: request.workspaceId, version: workspace.goalVersion } },
-      });
+      const shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
+      if (shared) goal = shared.goal;
+      else {
+        // Not open: this says why (not found, archived) with a typed error.
+        const workspace = await findOpenWorkspace(tx, actor, request.workspaceId);
+        goal = await tx.goalVersion.findUniqueOrThrow({
+          where: { workspaceId_version: { workspaceId: request.workspaceId, version: workspace.goalVersion } },
+        });
+      }
     }
     const materials = await findOwnedVersions(
       tx,

@@ -30,18 +30,23 @@ export async function lockOpenWorkspace(tx: Prisma.TransactionClient, actor: Act
 
 /**
  * Holds an open workspace's row in share mode for the rest of the transaction and returns its
- * current goal version; null when it is not open. Any number of admissions hold it at once, and
- * an archive, delete or goal update (which update the row) waits for them, as they wait for it.
- * Only for a transaction that will not update the workspace row itself: two holders that both
- * did would deadlock.
+ * current goal version (in the same statement); null when it is not open. Any number of
+ * admissions hold it at once, and an archive, delete or goal update (which update the row) waits
+ * for them, as they wait for it. Only for a transaction that will not update the workspace row
+ * itself: two holders that both did would deadlock.
  */
-export async function shareOpenWorkspace(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<{ goalVersion: number } | null> {
-  const [row] = await tx.$queryRawUnsafe<{ goal_version: number }[]>(
-    `SELECT goal_version FROM workspace WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL AND status = 'ACTIVE' FOR SHARE`,
+export async function shareOpenWorkspace(
+  tx: Prisma.TransactionClient,
+  actor: Actor,
+  workspaceId: string,
+): Promise<{ goal: { id: string; version: number; statement: string } } | null> {
+  const [row] = await tx.$queryRawUnsafe<{ id: string; version: number; statement: string }[]>(
+    `SELECT g.id, g.version, g.statement FROM workspace w JOIN goal_version g ON g.workspace_id = w.id AND g.version = w.goal_version
+     WHERE w.id = $1 AND w.owner_id = $2 AND w.deleted_at IS NULL AND w.status = 'ACTIVE' FOR SHARE OF w`,
     workspaceId,
     actor.principalId,
   );
-  return row ? { goalVersion: Number(row.goal_version) } : null;
+  return row ? { goal: { id: row.id, version: Number(row.version), statement: row.statement } } : null;
 }
 
 export function upsertLink(tx: Prisma.TransactionClient, workspaceId: string, target: LinkTarget): Promise<WorkspaceLink> {
