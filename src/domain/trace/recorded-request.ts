@@ -9,8 +9,9 @@ import { fromStored, fromStoredJson } from "../text/stored-text.js";
 
 type Db = Pick<Prisma.TransactionClient, "message">;
 
+/** A tool call the model asked for; `arguments` is the JSON text the model produced. */
 export type ChatToolCall = { id: string; name: string; arguments: string };
-/** A request message (the model port's ChatMessage, structurally). */
+/** A message of a model request (the model port's ChatMessage). */
 export type RequestMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string }

@@ -1,15 +1,16 @@
 // The model port: one chat-completions step. Adapters (src/runtime/adapters) implement it over a
 // vendor SDK; the scripted model (src/runtime/testing) implements it deterministically.
 
-/** A tool call the model asked for; `arguments` is the JSON text the model produced. */
-export type ToolCall = { id: string; name: string; arguments: string };
+import type { ChatToolCall, RequestMessage } from "../../domain/trace/recorded-request.js";
 
-/** The messages as the model sees them (after any read-time compaction). */
-export type ChatMessage =
-  | { role: "system"; content: string }
-  | { role: "user"; content: string }
-  | { role: "assistant"; content: string | null; toolCalls?: ToolCall[] }
-  | { role: "tool"; toolCallId: string; content: string };
+/** A tool call the model asked for; `arguments` is the JSON text the model produced. */
+export type ToolCall = ChatToolCall;
+
+/**
+ * The messages as the model sees them (after any read-time compaction). Defined with how the log
+ * reads as a request (domain/trace/recorded-request.ts), which model-call spans record.
+ */
+export type ChatMessage = RequestMessage;
 
 /** A tool offered to the model; `parameters` is a JSON Schema object. */
 export type ToolSchema = { name: string; description: string; parameters: Record<string, unknown> };
