@@ -8,7 +8,7 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { shareOpenWorkspace, upsertLink } from "../workspace/link-service.js";
+import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { cancelIn } from "./run-service.js";
@@ -162,7 +162,7 @@ export class AdmissionService {
     );
     const conversationId =
       request.conversationId ??
-      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) } })).id;
+      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
 
     const run = await tx.run.create({
       data: {
@@ -179,12 +179,14 @@ export class AdmissionService {
         goalVersionNo: goal?.version ?? null,
         goalStatement: goal?.statement ?? null,
         configuration: { agent: request.agent, limits: request.limits },
-        materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) },
+        // Without materials, no nested write: the insert alone returns the run.
+        ...(materials.length ? { materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) } } : {}),
       },
     });
     // The question enters the conversation's log when the run starts (runtime/attempt/claim.ts):
-    // a run queued behind another must not show up in the middle of that run's turns.
-    if (request.workspaceId) await upsertLink(tx, request.workspaceId, { kind: "RUN", targetId: runId });
+    // a run queued behind another must not show up in the middle of that run's turns. The run
+    // is new, so is its link: a plain insert.
+    if (request.workspaceId) await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, targetKind: "RUN", targetId: runId }, select: { id: true } });
     return run;
   }
 
