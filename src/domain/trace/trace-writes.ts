@@ -96,17 +96,25 @@ export type NewEvent = { spanId: string; kind: SpanEventKind; payload: string | 
 
 /** Appends one event (see appendEventsIn). */
 export async function appendEventIn(tx: Tx, span: { id: string; traceId: string }, event: Omit<NewEvent, "spanId">): Promise<TraceChange> {
-  const [change] = await appendEventsIn(tx, span.traceId, [{ spanId: span.id, ...event }]);
+  const [change] = (await appendEventsIn(tx, span.traceId, [{ spanId: span.id, ...event }]))!;
   return change!;
 }
+
+/** Who must still hold the run for a write to happen: the attempt's check, as one statement's condition. */
+export type WriteGuard = { runId: string; attempt: number; workerId: string };
 
 /**
  * Appends events to one trace with one statement: the sequence numbers are taken in one step
  * (the trace row's lock keeps them gap-free across writers) and given in the order of `events`;
  * each event's replay-log row is written with it. An object payload is stored as JSON; every
  * payload is stored losslessly (stored-text.ts). What a recorder's group commit writes.
+ *
+ * With `guard`, the statement first locks the run row as an attempt's fence does
+ * (runtime/attempt/fence.ts) and writes nothing unless the run is still RUNNING under that
+ * attempt and worker: then it returns null. One statement is atomic on its own, so the caller
+ * needs no transaction around it.
  */
-export async function appendEventsIn(tx: Tx, traceId: string, events: readonly NewEvent[]): Promise<TraceChange[]> {
+export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: WriteGuard): Promise<TraceChange[] | null> {
   const rows = events.map((event, index) => {
     const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
     const messageId = event.messageId ?? null;
@@ -122,8 +130,15 @@ export async function appendEventsIn(tx: Tx, traceId: string, events: readonly N
       at: event.at.toISOString(),
     };
   });
-  const [taken] = await tx.$queryRawUnsafe<{ base: number }[]>(
-    `WITH seqs AS (UPDATE trace SET last_seq = last_seq + $2::int WHERE id = $1 RETURNING last_seq - $2::int AS base),
+  const [taken] = await db.$queryRawUnsafe<{ base: number }[]>(
+    `WITH holder AS (
+       SELECT 1 FROM run WHERE $4::text IS NOT NULL AND id = $4 AND attempt = $5::int AND lease_owner = $6 AND status = 'RUNNING' FOR NO KEY UPDATE
+     ),
+     seqs AS (
+       UPDATE trace SET last_seq = last_seq + $2::int
+       WHERE id = $1 AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM holder))
+       RETURNING last_seq - $2::int AS base
+     ),
      input AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(n int, id text, span_id text, kind text, payload text, message_id text, preview text, payload_size int, at timestamptz)),
      events AS (
        INSERT INTO span_event (id, span_id, seq, kind, payload, message_id, preview, payload_size, at)
@@ -137,8 +152,14 @@ export async function appendEventsIn(tx: Tx, traceId: string, events: readonly N
     traceId,
     rows.length,
     JSON.stringify(rows),
+    guard?.runId ?? null,
+    guard?.attempt ?? null,
+    guard?.workerId ?? null,
   );
-  if (!taken) throw new Error(`trace ${traceId} does not exist`);
+  if (!taken) {
+    if (guard) return null;
+    throw new Error(`trace ${traceId} does not exist`);
+  }
   return rows.map((row, index) => ({
     traceId,
     seq: Number(taken.base) + row.n,

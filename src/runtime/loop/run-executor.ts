@@ -5,7 +5,7 @@
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
 import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AgentProfile, toolAllowed } from "../agents.js";
-import type { Transact } from "../attempt/fence.js";
+import type { Holder, Transact } from "../attempt/fence.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { appendToLog, readLog, unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
@@ -44,7 +44,7 @@ export type AttemptContext = {
   /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
   root: SpanRef;
   span: SpanRef;
-  fence: { write: Transact };
+  fence: { write: Transact; holder: Holder };
   /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
   signal: AbortSignal;
 };
@@ -94,7 +94,7 @@ export class RunExecutor {
 
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const { run, signal } = attempt;
-    const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence.write), write: attempt.fence.write, signal };
+    const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write: attempt.fence.write, signal };
     try {
       await scope.write((tx) => tx.run.update({ where: { id: run.id }, data: { modelLabel: this.deps.model.label } }));
       const answered = await this.answeredBefore(run);

@@ -13,6 +13,7 @@ import {
   publishTraceChanges,
   startSpanIn,
   type TraceChange,
+  type WriteGuard,
 } from "../../domain/trace/trace-writes.js";
 import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../attempt/fence.js";
@@ -44,19 +45,22 @@ function takeBatch(pending: PendingEvent[]): PendingEvent[] {
 
 export class PrismaTraceRecorder implements TraceSink {
   private readonly transact: Transact;
+  /** The attempt that must still hold the run (a fenced recorder's), checked inside each event write. */
+  private readonly guard: WriteGuard | undefined;
   /** Events waiting for their trace's next group commit, by trace. */
   private readonly queues = new Map<string, EventQueue>();
 
   constructor(
     private readonly deps: RecorderDeps,
-    transact?: Transact,
+    fence?: { write: Transact; holder: WriteGuard },
   ) {
-    this.transact = transact ?? unfenced(deps.prisma);
+    this.transact = fence?.write ?? unfenced(deps.prisma);
+    this.guard = fence?.holder;
   }
 
   /** The same recorder, writing through an attempt's fence. */
-  fenced(transact: Transact): PrismaTraceRecorder {
-    return new PrismaTraceRecorder(this.deps, transact);
+  fenced(fence: { write: Transact; holder: WriteGuard }): PrismaTraceRecorder {
+    return new PrismaTraceRecorder(this.deps, fence);
   }
 
   private now(): Date {
@@ -120,10 +124,7 @@ export class PrismaTraceRecorder implements TraceSink {
     while (queue.pending.length > 0) {
       const batch = takeBatch(queue.pending);
       try {
-        const changes = await this.record(async (tx) => {
-          const appended = await appendEventsIn(tx, traceId, batch);
-          return { value: appended, changes: appended };
-        });
+        const changes = await this.append(traceId, batch);
         batch.forEach((event, index) => {
           countEvent(event.kind);
           event.resolve(changes[index]!.seq);
@@ -134,6 +135,23 @@ export class PrismaTraceRecorder implements TraceSink {
     }
     queue.flushing = false;
     this.queues.delete(traceId);
+  }
+
+  /**
+   * Writes a batch as one statement, which is atomic on its own: no transaction around it, and a
+   * fenced recorder's check of its attempt is part of the statement. When the check fails,
+   * nothing was written, and the fenced write says why (and stops the attempt).
+   */
+  private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
+    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.guard);
+    if (appended) {
+      this.announce(appended);
+      return appended;
+    }
+    return this.record(async (tx) => {
+      const written = (await appendEventsIn(tx, traceId, batch))!;
+      return { value: written, changes: written };
+    });
   }
 
   async endTrace(traceId: string): Promise<void> {
