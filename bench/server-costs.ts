@@ -15,11 +15,12 @@ const CONCURRENCY = 16;
 const LARGE = Number(process.env.BENCH_LINKS ?? 2_000);
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
+type Stats = { cpuMicros: number; statements: number; rss: number; maxRss: number };
 type TraceResult = { events: number; p99: number; cpuMicros: number; statements: number };
 type Server = {
   url: string;
   child: ChildProcess;
-  stats(): Promise<{ cpuMicros: number; statements: number }>;
+  stats(): Promise<Stats>;
   /** Has the server write trace events on the run's trace for SECONDS, CONCURRENCY writers. */
   writeTrace(runId: string): Promise<TraceResult>;
   stop(): Promise<void>;
@@ -42,7 +43,7 @@ async function serve(target: string): Promise<Server> {
     child,
     stats: () =>
       new Promise((resolve) => {
-        child.once("message", (message) => resolve(message as { cpuMicros: number; statements: number }));
+        child.once("message", (message) => resolve(message as Stats));
         child.send("stats");
       }),
     writeTrace: (runId) =>
@@ -121,11 +122,14 @@ async function main(): Promise<void> {
   rows.push(row("baseline: bare graphql-yoga { hello }", base, base));
   const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_pages");
   const growth: string[] = [];
+  const memory: string[] = [];
   try {
     const only = process.env.BENCH_DATABASES?.split(",");
     const targets = ([["PGlite", "pglite"], ["PostgreSQL", database.url]] as const).filter(([label]) => !only || only.includes(label));
     for (const [label, target] of targets) {
       const server = await serve(target);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const idle = await server.stats();
       const small = await workspaceWith(server.url, 20);
       const large = await workspaceWith(server.url, LARGE);
       const few = await measure(server, TYPICAL_WORKSPACE_READ, { id: small });
@@ -141,6 +145,8 @@ async function main(): Promise<void> {
       const events: Measured = { perSecond: written.events / SECONDS, p99: written.p99, cpuMs: written.cpuMicros / 1000 / written.events, statements: written.statements / written.events };
       rows.push(row(`admitRun, ${CONCURRENCY} clients into one workspace, ${label}`, admissions, base));
       rows.push(row(`trace events written, ${CONCURRENCY} writers on one trace, ${label} (per event)`, events, base));
+      const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+      memory.push(`${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios`);
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
       await server.stop();
     }
@@ -148,7 +154,7 @@ async function main(): Promise<void> {
     await database.drop();
   }
   printTable(rows);
-  console.log(`\n${growth.join("\n")}`);
+  console.log(`\n${growth.join("\n")}\n${memory.join("\n")}`);
   console.log(`${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario; each server in its own process, the load generator in this one.`);
 }
 
