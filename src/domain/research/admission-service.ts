@@ -145,15 +145,15 @@ export class AdmissionService {
     if (request.workspaceId) {
       // Shared: admissions into one workspace do not wait for each other, only for (and block) a
       // goal update, archive or delete, so the frozen goal is the current one when the run commits.
-      const shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
-      if (shared) goal = shared.goal;
-      else {
-        // Not open: this says why (not found, archived) with a typed error.
-        const workspace = await findOpenWorkspace(tx, actor, request.workspaceId);
-        goal = await tx.goalVersion.findUniqueOrThrow({
-          where: { workspaceId_version: { workspaceId: request.workspaceId, version: workspace.goalVersion } },
-        });
+      let shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
+      if (!shared) {
+        // Not open: findOpenWorkspace throws the typed error that says why (not found, archived).
+        // If it finds the workspace open, a restore committed in between: hold it now.
+        await findOpenWorkspace(tx, actor, request.workspaceId);
+        shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
+        if (!shared) throw new Error(`workspace ${request.workspaceId} changed state twice during one admission`);
       }
+      goal = shared.goal;
     }
     const materials = await findOwnedVersions(
       tx,

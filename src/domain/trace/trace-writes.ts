@@ -5,6 +5,7 @@
 // change the trace atomically with what it reports.
 import { randomUUID } from "node:crypto";
 import type { EventPublisher, TraceChangeMessage } from "../../events/topics.js";
+import { type Holder, holdsRunSql } from "../research/run-holder.js";
 import type { Prisma, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 
@@ -100,21 +101,18 @@ export async function appendEventIn(tx: Tx, span: { id: string; traceId: string 
   return change!;
 }
 
-/** Who must still hold the run for a write to happen: the attempt's check, as one statement's condition. */
-export type WriteGuard = { runId: string; attempt: number; workerId: string };
-
 /**
  * Appends events to one trace with one statement: the sequence numbers are taken in one step
  * (the trace row's lock keeps them gap-free across writers) and given in the order of `events`;
  * each event's replay-log row is written with it. An object payload is stored as JSON; every
  * payload is stored losslessly (stored-text.ts). What a recorder's group commit writes.
  *
- * With `guard`, the statement first locks the run row as an attempt's fence does
- * (runtime/attempt/fence.ts) and writes nothing unless the run is still RUNNING under that
- * attempt and worker: then it returns null. One statement is atomic on its own, so the caller
+ * With `guard`, the statement carries the attempt fence's check (domain/research/run-holder.ts):
+ * it locks the run row and writes nothing unless the run is still RUNNING under that attempt and
+ * worker; then it returns null. One statement is atomic on its own, so the caller
  * needs no transaction around it.
  */
-export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: WriteGuard): Promise<TraceChange[] | null> {
+export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: Holder): Promise<TraceChange[] | null> {
   const rows = events.map((event, index) => {
     const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
     const messageId = event.messageId ?? null;
@@ -131,9 +129,7 @@ export async function appendEventsIn(db: Tx, traceId: string, events: readonly N
     };
   });
   const [taken] = await db.$queryRawUnsafe<{ base: number }[]>(
-    `WITH holder AS (
-       SELECT 1 FROM run WHERE $4::text IS NOT NULL AND id = $4 AND attempt = $5::int AND lease_owner = $6 AND status = 'RUNNING' FOR NO KEY UPDATE
-     ),
+    `WITH holder AS (${holdsRunSql(4)}),
      seqs AS (
        UPDATE trace SET last_seq = last_seq + $2::int
        WHERE id = $1 AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM holder))

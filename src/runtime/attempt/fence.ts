@@ -5,6 +5,7 @@
 // either waits for the write to commit or makes the write's check fail: a superseded or cancelled
 // attempt can write nothing. A failed check aborts the attempt at once.
 import { type AfterCommit, runAfterCommit } from "../../domain/after-commit.js";
+import { type Holder, holdsRunSql } from "../../domain/research/run-holder.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { RunStopped, type StopReason } from "../loop/stop.js";
 
@@ -15,8 +16,7 @@ export type { AfterCommit };
 /** Runs `work` in one transaction; what it pushes to `after` runs only after commit. */
 export type Transact = <T>(work: (tx: Tx, after: AfterCommit) => Promise<T>) => Promise<T>;
 
-/** Which attempt holds which run. */
-export type Holder = { runId: string; attempt: number; workerId: string };
+export type { Holder };
 
 /** A write of an attempt that no longer holds its run; nothing of it was applied. */
 export class AttemptFencedError extends Error {
@@ -72,18 +72,16 @@ export class AttemptFence {
   /** Locks the run row for the rest of `tx` and throws unless this attempt still holds the run. */
   async guard(tx: Tx): Promise<void> {
     const { runId, attempt, workerId } = this.holder;
-    const [row] = await tx.$queryRawUnsafe<RunRow[]>(
-      "SELECT status, attempt, lease_owner FROM run WHERE id = $1 FOR NO KEY UPDATE",
-      runId,
-    );
+    const held = await tx.$queryRawUnsafe<unknown[]>(holdsRunSql(1), runId, attempt, workerId);
+    if (held.length > 0) return;
+    // Lost: say why.
+    const [row] = await tx.$queryRawUnsafe<RunRow[]>("SELECT status, attempt, lease_owner FROM run WHERE id = $1", runId);
     const problem = !row
       ? "the run no longer exists"
       : row.attempt !== attempt || row.lease_owner !== workerId
         ? `attempt ${row.attempt} (${row.lease_owner ?? "no worker"}) holds it now`
-        : row.status !== "RUNNING"
-          ? `it is ${row.status}`
-          : null;
-    if (problem) this.lose(row?.status === "CANCELLED" && row.attempt === attempt ? "CANCELLED" : "LEASE_LOST", problem);
+        : `it is ${row.status}`;
+    this.lose(row?.status === "CANCELLED" && row.attempt === attempt ? "CANCELLED" : "LEASE_LOST", problem);
   }
 
   /** Marks the attempt lost (a failed heartbeat, a lost check) and aborts it; never returns. */

@@ -147,10 +147,8 @@ export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "tool
     if (calls.length < 2) continue;
     let end = i;
     while (end < log.length && (log[end]!.role === "TOOL" || log[end]!.role === "REPAIR")) end += 1;
-    const position = (entry: M) => {
-      const at = calls.findIndex((call) => call.id === entry.toolCallId);
-      return at < 0 ? calls.length : at;
-    };
+    const positions = new Map(calls.map((call, at) => [call.id, at] as const));
+    const position = (entry: M) => positions.get(entry.toolCallId ?? "") ?? calls.length;
     ordered.push(...log.slice(i, end).sort((a, b) => position(a) - position(b)));
     i = end;
   }

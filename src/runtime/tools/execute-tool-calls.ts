@@ -13,16 +13,7 @@ import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
 /** `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool. */
-export type ToolResult = {
-  call: ToolCall;
-  output: string;
-  isError: boolean;
-  cancelled: boolean;
-  durationMs: number;
-  spill?: NewSpill | null;
-  /** The log entry holding the result (null when cancelled, or when nothing logs results). */
-  messageId: string | null;
-};
+export type ToolResult = { call: ToolCall; output: string; isError: boolean; cancelled: boolean; durationMs: number; spill?: NewSpill | null };
 
 /** Appends a call's result to the conversation log; returns the entry's id. */
 export type LogResult = (result: { call: ToolCall; output: string; spill: NewSpill | null }) => Promise<string>;
@@ -76,7 +67,7 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
   if (spilled) await options.sink.event(span, kind, spilled.shown);
   else await options.sink.event(span, kind, output, messageId ? { messageId } : {});
   await options.sink.endSpan(span, { status: cancelled ? stoppedSpanStatus(options.signal) : isError ? "ERROR" : "OK" });
-  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null, messageId };
+  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
 }
 
 /** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */

@@ -13,8 +13,8 @@ import {
   publishTraceChanges,
   startSpanIn,
   type TraceChange,
-  type WriteGuard,
 } from "../../domain/trace/trace-writes.js";
+import type { Holder } from "../../domain/research/run-holder.js";
 import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../attempt/fence.js";
 import type { TokenUsage } from "../ports/model.js";
@@ -46,20 +46,20 @@ function takeBatch(pending: PendingEvent[]): PendingEvent[] {
 export class PrismaTraceRecorder implements TraceSink {
   private readonly transact: Transact;
   /** The attempt that must still hold the run (a fenced recorder's), checked inside each event write. */
-  private readonly guard: WriteGuard | undefined;
+  private readonly guard: Holder | undefined;
   /** Events waiting for their trace's next group commit, by trace. */
   private readonly queues = new Map<string, EventQueue>();
 
   constructor(
     private readonly deps: RecorderDeps,
-    fence?: { write: Transact; holder: WriteGuard },
+    fence?: { write: Transact; holder: Holder },
   ) {
     this.transact = fence?.write ?? unfenced(deps.prisma);
     this.guard = fence?.holder;
   }
 
   /** The same recorder, writing through an attempt's fence. */
-  fenced(fence: { write: Transact; holder: WriteGuard }): PrismaTraceRecorder {
+  fenced(fence: { write: Transact; holder: Holder }): PrismaTraceRecorder {
     return new PrismaTraceRecorder(this.deps, fence);
   }
 
@@ -107,7 +107,7 @@ export class PrismaTraceRecorder implements TraceSink {
   /**
    * Appends an event; resolves with its sequence number once it is committed. Events of one
    * trace are group-committed: the first is written at once, and those that arrive while a write
-   * is in flight go together in the next one (one transaction, one statement), in arrival order.
+   * is in flight go together in the next one (one statement), in arrival order.
    */
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
     return new Promise<number>((resolve, reject) => {
