@@ -7,6 +7,7 @@
 //   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
 //                           each server writes a V8 CPU profile there)
 import { type ChildProcess, fork } from "node:child_process";
+import { buildDossier } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
@@ -28,7 +29,9 @@ type Server = {
 
 async function serve(target: string): Promise<Server> {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = fork("bench/server-process.ts", [target], { execArgv: ["--import", "tsx", ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+  // Bundled like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
+  const child = fork("dist/bench/server-process.js", [target], { execArgv: [...flags, ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
   const url = await new Promise<string>((resolve, reject) => {
     let output = "";
     child.stdout!.on("data", (chunk: Buffer) => {
@@ -115,6 +118,7 @@ const row = (name: string, m: Measured, base: Measured): Row => [
 ];
 
 async function main(): Promise<void> {
+  await buildDossier(["bench/server-process.ts"]);
   const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "against the baseline"]];
   const baseline = await serve("baseline");
   const base = await measure(baseline, "{ hello }");

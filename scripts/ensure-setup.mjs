@@ -1,11 +1,13 @@
 // Runs before `npm start` and `npm test` so both work on a fresh clone with only Node.js:
-// installs dependencies when package-lock.json is newer than node_modules, and generates the
-// Prisma client when prisma/schema.prisma is newer than it. Uses Node built-ins only.
+// installs dependencies when package-lock.json is newer than node_modules, generates the
+// Prisma client when prisma/schema.prisma is newer than it, and bundles the server, worker and
+// MCP server into dist/ (scripts/build.mjs, under a second). Uses Node built-ins only. Everything
+// it and its commands print goes to stderr: `npm run -s mcp` speaks MCP on stdout.
 import { execSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 
 const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : 0);
-const run = (command) => execSync(command, { stdio: "inherit" });
+const run = (command) => execSync(command, { stdio: ["ignore", 2, 2] });
 
 const installed = mtime("node_modules/.package-lock.json");
 if (installed === 0 || mtime("package-lock.json") > installed || mtime("package.json") > installed) {
@@ -19,3 +21,5 @@ if (generated < mtime("prisma/schema.prisma") || generated < mtime("node_modules
   console.error("Generating the Prisma client…");
   run("npm run --silent generate:prisma");
 }
+
+run("node scripts/build.mjs");

@@ -11,13 +11,13 @@
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { projectFile } from "../project-files.js";
 import type { SqlSession } from "./sql-session.js";
 
 /** The key Prisma Migrate itself locks with (72707369), so both tools exclude each other. */
 const ADVISORY_LOCK_KEY = 72707369;
 
-export const defaultMigrationsDir = fileURLToPath(new URL("../../prisma/migrations", import.meta.url));
+export const defaultMigrationsDir = projectFile("prisma", "migrations");
 
 export type Migration = { name: string; sql: string; checksum: string };
 export type MigrationReport = { applied: string[]; alreadyApplied: string[]; unknownInDatabase: string[] };

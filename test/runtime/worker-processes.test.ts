@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
-import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, markerLines, type Spawned, spawnBuilt, spawnTs } from "../support/processes.js";
 import { waitUntil } from "../support/wait.js";
 
 const running: Spawned[] = [];
@@ -27,7 +27,7 @@ async function deployment(env: Record<string, string>) {
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), LOG_LEVEL: "info", ...env };
   // The server migrates the database first; workers start once it listens.
-  const server = spawnTs("src/main.ts", {
+  const server = spawnBuilt("src/main.ts", {
     env: { ...shared, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: path.join(dir, "server") },
   });
   running.push(server);

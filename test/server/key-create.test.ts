@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient, DossierRequestError } from "../../sdk/client.js";
 import { ViewerDocument } from "../../sdk/generated/graphql.js";
 import { hashApiKey } from "../../src/domain/principal/principal-service.js";
-import { killAll, type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, type Spawned, spawnBuilt, spawnTs } from "../support/processes.js";
 
 const KEY = /dsk_[A-Za-z0-9_-]+/g;
 
@@ -40,7 +40,7 @@ function keyIn(output: string): string {
 }
 
 function startServer(DATA_DIR: string): Spawned {
-  const p = spawnTs("src/main.ts", { env: { PORT: "0", DATA_DIR, AUTH_REQUIRED: "true" } });
+  const p = spawnBuilt("src/main.ts", { env: { PORT: "0", DATA_DIR, AUTH_REQUIRED: "true" } });
   running.push(p);
   return p;
 }

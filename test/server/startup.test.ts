@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { CreateWorkspaceDocument, WorkspacesDocument } from "../../sdk/generated/graphql.js";
-import { killAll, type Spawned, spawnTs } from "../support/processes.js";
+import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 
 const running: Spawned[] = [];
 const folders: string[] = [];
@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 function startServer(env: Record<string, string>): Spawned {
-  const p = spawnTs("src/main.ts", { env: { PORT: "0", ...env } });
+  const p = spawnBuilt("src/main.ts", { env: { PORT: "0", ...env } });
   running.push(p);
   return p;
 }

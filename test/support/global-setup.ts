@@ -3,6 +3,7 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { buildDossier } from "../../scripts/build.mjs";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -12,6 +13,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<void> {
+  // The processes tests start as an operator would run them (dist/, see test/support/processes.ts).
+  await buildDossier();
   await checkPostgres(project);
   await checkRedis(project);
 }

@@ -14,9 +14,24 @@ export type Spawned = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 };
 
-export function spawnTs(script: string, { env = {}, args = [] }: { env?: Record<string, string>; args?: string[] } = {}): Spawned {
-  // One process (no tsx wrapper), so a signal or a kill reaches Dossier itself.
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(projectRoot, script), ...args], {
+type SpawnOptions = { env?: Record<string, string>; args?: string[] };
+
+/** A TypeScript script run from its source. */
+export function spawnTs(script: string, options: SpawnOptions = {}): Spawned {
+  return spawnNode(["--import", "tsx", path.join(projectRoot, script)], options);
+}
+
+/**
+ * One of Dossier's processes as `npm start` and `npm run worker` run it: the bundle
+ * scripts/build.mjs wrote to dist/ (the test run's global setup builds it), e.g. "src/main.ts".
+ */
+export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
+  return spawnNode([path.join(projectRoot, "dist", entry.replace(/\.ts$/, ".js"))], options);
+}
+
+function spawnNode(nodeArgs: string[], { env = {}, args = [] }: SpawnOptions): Spawned {
+  // One process (no tsx or npm wrapper), so a signal or a kill reaches Dossier itself.
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],

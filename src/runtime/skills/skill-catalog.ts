@@ -4,8 +4,8 @@
 // names and descriptions until it loads a skill's body.
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { PrismaClient } from "../../generated/prisma/client.js";
+import { projectFile } from "../../project-files.js";
 
 export type SkillSource = "BUILT_IN" | "DATABASE";
 
@@ -19,7 +19,7 @@ export type CatalogSkill = {
   updatedAt: Date | null;
 };
 
-export const BUILT_IN_SKILLS_DIR = fileURLToPath(new URL("./builtin/", import.meta.url));
+export const BUILT_IN_SKILLS_DIR = projectFile("src", "runtime", "skills", "builtin");
 
 /** Parses `---\nname: …\ndescription: …\n---\nbody`; throws naming the file when malformed. */
 export function parseSkillFile(file: string, text: string): { name: string; description: string; body: string } {

@@ -1,0 +1,4 @@
+/** The entry points of Dossier's long-running processes, bundled into dist/ (see build.mjs). */
+export declare const PROCESSES: string[];
+/** Writes dist/<entry>.js (e.g. dist/src/main.js) for each entry, with a source map beside it. */
+export declare function buildDossier(entries?: string[]): Promise<void>;
