@@ -1,6 +1,7 @@
 // Every list the API serves is limited in SQL, not in memory: a page of 20 reads 20 rows (plus
 // one to know there is more), however many the parent holds. Asserted from the statements the
-// Prisma client sends, for every connection field of the schema and for `Workspace.goal`.
+// Prisma client sends, for every connection field of the schema and for `Workspace.goal`: a
+// relation read in its parent's statement (a lateral join) has its own LIMIT there.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -91,16 +92,19 @@ describe.each(backends)("paged reads on %s", (backend) => {
     expect(connectionFields().filter((field) => !covered.has(field.split(".")[1]!))).toEqual([]);
   });
 
-  it("reads every page with LIMIT in SQL and the current goal by its key", async () => {
+  it("reads every page with LIMIT in SQL, the current goal and a page of links in the workspace's statement", async () => {
     statements.length = 0;
     const result = await graphql(t, EVERY_LIST);
     expect(result.errors).toBeUndefined();
     const reads = statements.filter((sql) => /^\s*SELECT/i.test(sql));
     const tables = ["workspace", "goal_version", "workspace_link", "conversation", "message", "run", "publication", "publication_version", "artifact", "api_key"];
-    const unlimited = reads.filter((sql) => tables.some((table) => new RegExp(`FROM "public"\\."${table}"`).test(sql)) && !/\bLIMIT\b/i.test(sql) && !currentGoalsByKey(sql));
+    const unlimited = reads.filter((sql) => tables.some((table) => new RegExp(`FROM "public"\\."${table}"`).test(sql)) && !limitedThroughout(sql));
     expect(unlimited).toEqual([]);
-    // The goals of the page's workspaces: one statement, one row per workspace by (workspace, version).
-    expect(reads.filter(currentGoalsByKey)).toHaveLength(1);
+    // A workspace's goal and page of links come in the workspaces' statement: goal_version is read
+    // on its own only for the goalVersions pages (one a workspace), workspace_link never.
+    const mainTable = (sql: string) => /FROM "public"\."(\w+)"/.exec(sql)?.[1];
+    expect(reads.filter((sql) => mainTable(sql) === "workspace_link")).toEqual([]);
+    expect(reads.filter((sql) => mainTable(sql) === "goal_version")).toHaveLength(2);
     // Every list was actually read (with more rows than a page).
     const data = result.data as {
       workspaces: { edges: { node: { goal: { version: number }; goalVersions: { pageInfo: { hasNextPage: boolean } } } }[] };
@@ -121,7 +125,48 @@ describe.each(backends)("paged reads on %s", (backend) => {
     } while (after);
     expect(pages).toEqual([[5, 4], [3, 2], [1]]);
   });
+
+  it("pages links newest first both ways, links made in the same millisecond included, each exactly once", async () => {
+    const workspace = await createWorkspace(t.client, "Many links");
+    const id = Buffer.from(workspace.id, "base64").toString().split(":")[1]!;
+    const sameInstant = new Date("2026-01-01T00:00:00.000Z");
+    await t.app.db.prisma.workspaceLink.createMany({
+      data: ["a", "b", "c", "d", "e"].map((name, i) => ({ workspaceId: id, targetKind: "RUN" as const, targetId: `run-${name}`, createdAt: i < 3 ? sameInstant : new Date(sameInstant.getTime() + i) })),
+    });
+    const expected = (await t.app.db.prisma.workspaceLink.findMany({ where: { workspaceId: id }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] })).map((link) => link.id);
+    expect(expected).toHaveLength(5);
+    const ids = (edges: { node: { id: string } }[]) => edges.map((edge) => Buffer.from(edge.node.id, "base64").toString().split(":")[1]!);
+
+    const forward: string[][] = [];
+    let after: string | null = null;
+    do {
+      const links: LinksData["workspace"]["links"] = ((await graphql(t, LINKS, { id: workspace.id, first: 2, after })).data as LinksData).workspace.links;
+      forward.push(ids(links.edges));
+      after = links.pageInfo.hasNextPage ? links.pageInfo.endCursor : null;
+    } while (after && forward.length < 10);
+    expect(forward).toEqual([expected.slice(0, 2), expected.slice(2, 4), expected.slice(4)]);
+
+    const backward: string[][] = [];
+    let before: string | null = null;
+    do {
+      const links: LinksData["workspace"]["links"] = ((await graphql(t, LINKS, { id: workspace.id, last: 2, before })).data as LinksData).workspace.links;
+      backward.unshift(ids(links.edges));
+      before = links.pageInfo.hasPreviousPage ? links.pageInfo.startCursor : null;
+    } while (before && backward.length < 10);
+    expect(backward.flat()).toEqual(expected);
+
+    const bogus = await graphql(t, LINKS, { id: workspace.id, first: 2, after: "bm90IGEgY3Vyc29y" });
+    expect(JSON.stringify(bogus.errors)).toContain("after is not a cursor of this list");
+  });
 });
+
+type LinksData = { workspace: { links: { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string; endCursor: string } } } };
+
+const LINKS = /* GraphQL */ `
+  query Links($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+    workspace(id: $id) { links(first: $first, after: $after, last: $last, before: $before) { edges { node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }
+  }
+`;
 
 const HISTORY = /* GraphQL */ `
   query History($id: ID!, $after: String) {
@@ -139,9 +184,8 @@ async function graphql(t: TestApp, query: string, variables: Record<string, unkn
 }
 
 /** A read of goal versions by their unique key only: `(workspace_id = $a AND version = $b) OR …`. */
-function currentGoalsByKey(sql: string): boolean {
-  const where = /FROM "public"\."goal_version" WHERE (.*) OFFSET \$\d+$/.exec(sql)?.[1];
-  if (!where) return false;
-  const pair = /\(?"public"\."goal_version"\."workspace_id" = \$\d+ AND "public"\."goal_version"\."version" = \$\d+\)?/g;
-  return where.replace(pair, "").replace(/ OR |[()\s]/g, "") === "";
+/** A LIMIT on the statement and on every relation it reads in a lateral join. */
+function limitedThroughout(sql: string): boolean {
+  const [outer, ...laterals] = sql.split(/JOIN LATERAL/i);
+  return /\bLIMIT\b/i.test(sql) && [outer!, ...laterals].slice(laterals.length ? 1 : 0).every((part) => /\bLIMIT\b/i.test(part));
 }

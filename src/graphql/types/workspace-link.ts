@@ -5,6 +5,7 @@ import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-s
 import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { newestFirstConnection, newestFirstQuery } from "../newest-first-page.js";
 import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
@@ -13,7 +14,6 @@ import { ConversationNode } from "./conversation.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationNode } from "./publication.js";
 import { RunNode } from "./run.js";
-import { newestFirst } from "./owned.js";
 import { WorkspaceNode } from "./workspace.js";
 
 const kindOfTypename = Object.fromEntries(
@@ -95,14 +95,13 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
 });
 
 builder.prismaObjectField(WorkspaceNode, "links", (t) =>
-  t.prismaConnection(
+  t.connection(
     {
-      type: "WorkspaceLink",
-      description: "Linked objects, newest first.",
-      cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
-      resolve: (query, workspace, _args, ctx) => ctx.prisma.workspaceLink.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: newestFirst }),
+      type: WorkspaceLinkNode,
+      description: "Linked objects, newest first; at most 100 a page (20 by default).",
+      // In the workspace's own statement, whichever page is asked for.
+      select: (args, _ctx, nestedSelection) => ({ links: nestedSelection(newestFirstQuery(args), ["edges", "node"]) }),
+      resolve: (workspace, args) => newestFirstConnection(workspace.links, args),
     },
     { name: "WorkspaceLinkConnection" },
     { name: "WorkspaceLinkEdge" },

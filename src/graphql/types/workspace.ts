@@ -39,13 +39,13 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
     status: t.expose("status", { type: WorkspaceStatusEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     archivedAt: t.expose("archivedAt", { type: "DateTime", nullable: true }),
-    goal: t.prismaField({
-      type: "GoalVersion",
+    goal: t.field({
+      type: GoalVersionNode,
       description: "The current goal version.",
-      // The workspace row names its current version: one row by its unique key (Prisma batches
-      // these lookups across the workspaces of a page into one statement).
-      resolve: (query, workspace, _args, ctx) =>
-        ctx.prisma.goalVersion.findUniqueOrThrow({ ...query, where: { workspaceId_version: { workspaceId: workspace.id, version: workspace.goalVersion } } }),
+      // Read in the workspace's own statement (a lateral join, LIMIT 1): versions are only ever
+      // added, so the newest is the one the workspace row names.
+      select: (_args, _ctx, nestedSelection) => ({ goalVersions: nestedSelection({ orderBy: { version: "desc" }, take: 1 }) }),
+      resolve: (workspace) => workspace.goalVersions[0]!,
     }),
     goalVersions: t.prismaConnection(
       {
