@@ -11,6 +11,7 @@ import { nonBlank, parseInput } from "../validation.js";
 import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
+import { admitInOneStatement } from "./admit-in-one-statement.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "./owned-objects.js";
 import { versionRef } from "./publication-service.js";
@@ -65,6 +66,11 @@ function fingerprintOf(request: Admission): string {
   return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
 }
 
+/** Each publication version once, in the order first given. */
+function distinct(materials: Admission["materials"]): Admission["materials"] {
+  return [...new Map(materials.map((m) => [`${m.publicationId}@${m.version}`, m])).values()];
+}
+
 function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   return e?.code === "P2002" || /unique constraint/i.test(e?.message ?? "");
@@ -90,7 +96,26 @@ export class AdmissionService {
     }
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
-    if (key) {
+    if (!request.conversationId) {
+      const now = this.deps.now?.() ?? new Date();
+      const outcome = await admitInOneStatement(this.deps.prisma, {
+        ownerId: actor.principalId,
+        runId: randomUUID(),
+        workspaceId: request.workspaceId ?? null,
+        agent: request.agent,
+        question: request.question,
+        limits: request.limits,
+        materials: distinct(request.materials),
+        idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
+        now,
+      });
+      if (outcome.kind === "admitted") return { run: this.announce(outcome.run), replayed: false };
+      if (outcome.kind === "key-taken") {
+        const replay = await this.replay(actor, key!, fingerprint);
+        if (replay) return replay;
+      }
+      // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
+    } else if (key) {
       const replay = await this.replay(actor, key, fingerprint);
       if (replay) return replay;
     }
@@ -98,12 +123,7 @@ export class AdmissionService {
       const after: AfterCommit = [];
       const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, actor, request, fingerprint, after));
       runAfterCommit(after);
-      if (run.workspaceId) {
-        publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
-        publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
-      }
-      this.deps.events.publish("run:queued", { runId: run.id });
-      return { run, replayed: false };
+      return { run: this.announce(run), replayed: false };
     } catch (error) {
       // Another admission with the same key committed first: answer as that one did.
       if (key && isUniqueViolation(error)) {
@@ -112,6 +132,16 @@ export class AdmissionService {
       }
       throw error;
     }
+  }
+
+  /** After the commit: the workspace's subscribers see the new link and run, a worker the queued run. */
+  private announce(run: Run): Run {
+    if (run.workspaceId) {
+      publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
+      publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
+    }
+    this.deps.events.publish("run:queued", { runId: run.id });
+    return run;
   }
 
   private async replay(actor: Actor, key: string, fingerprint: string): Promise<{ run: Run; replayed: true } | null> {
@@ -155,11 +185,7 @@ export class AdmissionService {
       }
       goal = shared.goal;
     }
-    const materials = await findOwnedVersions(
-      tx,
-      actor,
-      [...new Map(request.materials.map((m) => [`${m.publicationId}@${m.version}`, m])).values()],
-    );
+    const materials = await findOwnedVersions(tx, actor, distinct(request.materials));
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
