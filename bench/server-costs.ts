@@ -7,7 +7,7 @@
 //   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
 //                           each server writes a V8 CPU profile there)
 import { type ChildProcess, fork } from "node:child_process";
-import { buildDossier } from "../scripts/build.mjs";
+import { buildDossier, NODE_FLAGS } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
@@ -30,8 +30,8 @@ type Server = {
 async function serve(target: string): Promise<Server> {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
-  // Bundled like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
-  const child = fork("dist/bench/server-process.js", [target], { execArgv: [...flags, ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  // Bundled and flagged like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
+  const child = fork("dist/bench/server-process.js", [target], { execArgv: [...NODE_FLAGS, ...flags, ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
   const url = await new Promise<string>((resolve, reject) => {
     let output = "";
     child.stdout!.on("data", (chunk: Buffer) => {

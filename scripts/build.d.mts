@@ -2,3 +2,5 @@
 export declare const PROCESSES: string[];
 /** Writes dist/<entry>.js (e.g. dist/src/main.js) for each entry, with a source map beside it. */
 export declare function buildDossier(entries?: string[]): Promise<void>;
+/** The Node.js flags Dossier's processes run with (see build.mjs). */
+export declare const NODE_FLAGS: string[];

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { NODE_FLAGS } from "../../scripts/build.mjs";
 
 export const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -26,7 +27,7 @@ export function spawnTs(script: string, options: SpawnOptions = {}): Spawned {
  * scripts/build.mjs wrote to dist/ (the test run's global setup builds it), e.g. "src/main.ts".
  */
 export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
-  return spawnNode([path.join(projectRoot, "dist", entry.replace(/\.ts$/, ".js"))], options);
+  return spawnNode([...NODE_FLAGS, path.join(projectRoot, "dist", entry.replace(/\.ts$/, ".js"))], options);
 }
 
 function spawnNode(nodeArgs: string[], { env = {}, args = [] }: SpawnOptions): Spawned {
