@@ -135,6 +135,10 @@ export function createApp({
     cors: corsFor(corsOrigins),
     // One operation per request: a batch would multiply every limit below by its length.
     batching: false,
+    // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
+    // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
+    // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
+    maxRequestBodySize: false,
     healthCheckEndpoint: "/health",
     landingPage: false,
     graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },

@@ -6,7 +6,7 @@
 import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import { type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
+import { type ArgumentNode, type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { instruments } from "../metrics/dossier-metrics.js";
 
@@ -92,21 +92,38 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
   };
 }
 
+/** Each document's `first` and `last` arguments, found once: Yoga's parse cache hands out the same document object for the same text. */
+const pageArguments = new WeakMap<DocumentNode, ArgumentNode[]>();
+
+function pageArgumentsOf(document: DocumentNode): ArgumentNode[] {
+  let found = pageArguments.get(document);
+  if (!found) {
+    const collected: ArgumentNode[] = [];
+    visit(document, {
+      Argument(node) {
+        if (node.name.value === "first" || node.name.value === "last") collected.push(node);
+      },
+    });
+    pageArguments.set(document, (found = collected));
+  }
+  return found;
+}
+
 /** The first `first` or `last` argument of the document above the limit, as a refusal. */
 function pageTooLarge(document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
   let found: { name: string; value: number } | undefined;
-  visit(document, {
-    Argument(node) {
-      if (found || (node.name.value !== "first" && node.name.value !== "last")) return;
-      const value =
-        node.value.kind === Kind.INT
-          ? Number(node.value.value)
-          : node.value.kind === Kind.VARIABLE
-            ? Number(variables[node.value.name.value])
-            : Number.NaN;
-      if (value > max) found = { name: node.name.value, value };
-    },
-  });
+  for (const node of pageArgumentsOf(document)) {
+    const value =
+      node.value.kind === Kind.INT
+        ? Number(node.value.value)
+        : node.value.kind === Kind.VARIABLE
+          ? Number(variables[node.value.name.value])
+          : Number.NaN;
+    if (value > max) {
+      found = { name: node.name.value, value };
+      break;
+    }
+  }
   return found && refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${max} items; page through the connection with "after" instead.`);
 }
 

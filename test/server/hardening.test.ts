@@ -107,6 +107,8 @@ describe("malicious queries are refused, and the server is unharmed", () => {
   it("first: 100000 is refused, not clamped, whether written inline or as a variable", async () => {
     const inline = await query("{ workspaces(first: 100000) { edges { node { id } } } }");
     expect(codes(inline)).toContain("QUERY_TOO_COSTLY");
+    // The same document first within the limit: its arguments are looked up once, their values each time.
+    expect(codes(await query("query ($n: Int) { workspaces(first: $n) { edges { node { id } } } }", { n: 5 }))).toEqual([]);
     const withinCost = await query("query ($n: Int) { workspaces(first: $n) { edges { node { id } } } }", { n: 100_000 });
     expect(codes(withinCost)).toEqual(["PAGE_TOO_LARGE"]);
     expect(withinCost.body.errors![0]!.message).toBe('first: 100000 asks for more than 200 items; page through the connection with "after" instead.');
