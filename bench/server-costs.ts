@@ -1,18 +1,21 @@
 // What requests cost the server, each server in its own process, next to a bare graphql-yoga
 // `{ hello }` measured in the same run: the typical workspace read (workspace, current goal, a
 // page of 20 linked runs) on a workspace with 20 links and on one with 2,000 — a page must cost
-// the same at any size — admissions into one workspace, and trace events written by 16 writers
-// on one trace (as a run's recorder writes them, inside the server), on PGlite and PostgreSQL.
-// The table gives throughput, p99, server CPU and SQL statements per request (per event).
+// the same at any size — admissions into one workspace, trace events written by 16 writers on
+// one trace (as a run's recorder writes them, inside the server), and all of these at once, on
+// PGlite and PostgreSQL, each server bundled and flagged as `npm start` runs it. The table gives
+// throughput, p99, server CPU and SQL statements per request (per event); below it, resident memory.
 //   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
-//                           each server writes a V8 CPU profile there)
+//                           each server writes a V8 CPU profile there; BENCH_NODE_FLAGS: more flags)
 import { type ChildProcess, fork } from "node:child_process";
 import { buildDossier, NODE_FLAGS } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = 16;
+/** Clients sending requests at once (the issue's goals are set at 20), and trace writers on one trace. */
+const CLIENTS = 20;
+const WRITERS = 16;
 const LARGE = Number(process.env.BENCH_LINKS ?? 2_000);
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
@@ -22,8 +25,10 @@ type Server = {
   url: string;
   child: ChildProcess;
   stats(): Promise<Stats>;
-  /** Has the server write trace events on the run's trace for SECONDS, CONCURRENCY writers. */
+  /** Has the server write trace events on the run's trace for SECONDS, WRITERS writers. */
   writeTrace(runId: string): Promise<TraceResult>;
+  /** Refreshes the database's planner statistics, as autovacuum (PostgreSQL) or Dossier's own analyzer (PGlite) soon would. */
+  analyze(): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -44,22 +49,39 @@ async function serve(target: string): Promise<Server> {
   return {
     url,
     child,
-    stats: () =>
-      new Promise((resolve) => {
-        child.once("message", (message) => resolve(message as Stats));
-        child.send("stats");
-      }),
-    writeTrace: (runId) =>
-      new Promise((resolve) => {
-        child.once("message", (message) => resolve(message as TraceResult));
-        child.send({ traceWriters: CONCURRENCY, seconds: SECONDS, runId });
-      }),
+    stats: () => {
+      const reply = replyOf<Stats>(child, "stats");
+      child.send("stats");
+      return reply;
+    },
+    analyze: async () => {
+      const reply = replyOf(child, "analyzed");
+      child.send("analyze");
+      await reply;
+    },
+    writeTrace: (runId) => {
+      const reply = replyOf<TraceResult>(child, "trace");
+      child.send({ traceWriters: WRITERS, seconds: SECONDS, runId });
+      return reply;
+    },
     stop: () =>
       new Promise((resolve) => {
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
       }),
   };
+}
+
+/** The server's next IPC message of this kind (a trace load and stats requests may be in flight together). */
+function replyOf<T>(child: ChildProcess, kind: string): Promise<T> {
+  return new Promise((resolve) => {
+    const listener = (message: { kind?: string }) => {
+      if (message.kind !== kind) return;
+      child.off("message", listener);
+      resolve(message as T);
+    };
+    child.on("message", listener);
+  });
 }
 
 async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
@@ -71,15 +93,18 @@ async function post(url: string, query: string, variables: Record<string, unknow
 
 type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number };
 
-/** CONCURRENCY loops sending one request after another for SECONDS (variables made afresh per request when a function), with the server's CPU and statements per request. */
-async function measure(server: Server, query: string, variables: Record<string, unknown> | (() => Record<string, unknown>) = {}): Promise<Measured> {
+type Request = { query: string; variables?: Record<string, unknown> };
+
+/** CLIENTS loops sending one request after another for SECONDS (the next request made afresh each time when a function), with the server's CPU and statements per request. */
+async function measure(server: Server, request: Request | (() => Request)): Promise<Measured> {
   const latencies: number[] = [];
   const run = async (seconds: number) => {
     const end = performance.now() + seconds * 1000;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    await Promise.all(Array.from({ length: CLIENTS }, async () => {
       while (performance.now() < end) {
         const started = performance.now();
-        await post(server.url, query, typeof variables === "function" ? variables() : variables);
+        const { query, variables } = typeof request === "function" ? request() : request;
+        await post(server.url, query, variables);
         latencies.push(performance.now() - started);
       }
     }));
@@ -98,14 +123,16 @@ async function workspaceWith(url: string, links: number): Promise<string> {
   const created = await post(url, `mutation { createWorkspace(input: { title: "Bench", goal: "Measure Dossier" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`);
   const workspaceId = created.createWorkspace.workspace.id as string;
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
     while (next < links) {
       next += 1;
-      await post(url, `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`, { input: { workspaceId, question: `question ${next}` } });
+      await post(url, ADMIT, { input: { workspaceId, question: `question ${next}` } });
     }
   }));
   return workspaceId;
 }
+
+const ADMIT = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
 
 type Row = string[];
 const row = (name: string, m: Measured, base: Measured): Row => [
@@ -121,7 +148,7 @@ async function main(): Promise<void> {
   await buildDossier(["bench/server-process.ts"]);
   const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "against the baseline"]];
   const baseline = await serve("baseline");
-  const base = await measure(baseline, "{ hello }");
+  const base = await measure(baseline, { query: "{ hello }" });
   await baseline.stop();
   rows.push(row("baseline: bare graphql-yoga { hello }", base, base));
   const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_pages");
@@ -136,21 +163,32 @@ async function main(): Promise<void> {
       const idle = await server.stats();
       const small = await workspaceWith(server.url, 20);
       const large = await workspaceWith(server.url, LARGE);
-      const few = await measure(server, TYPICAL_WORKSPACE_READ, { id: small });
-      const many = await measure(server, TYPICAL_WORKSPACE_READ, { id: large });
+      // A database that has just taken 2,000 rows has no statistics on them yet; within a minute
+      // autovacuum (PostgreSQL) or within five Dossier's analyzer (PGlite) gives it some.
+      await server.analyze();
+      const read = (id: string): Request => ({ query: TYPICAL_WORKSPACE_READ, variables: { id } });
       let admitted = 0;
-      const admissions = await measure(server, `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`, () => ({
-        input: { workspaceId: small, question: `admitted ${(admitted += 1)}` },
-      }));
+      const admit = (): Request => ({ query: ADMIT, variables: { input: { workspaceId: small, question: `admitted ${(admitted += 1)}` } } });
+      const few = await measure(server, read(small));
+      const many = await measure(server, read(large));
+      const admissions = await measure(server, admit);
       rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
       const traced = await post(server.url, `mutation { admitRun(input: { question: "trace writes" }) { ... on AdmitRunSuccess { run { id } } } }`);
       const written = await server.writeTrace(Buffer.from(traced.admitRun.run.id as string, "base64").toString().split(":")[1]!);
       const events: Measured = { perSecond: written.events / SECONDS, p99: written.p99, cpuMs: written.cpuMicros / 1000 / written.events, statements: written.statements / written.events };
-      rows.push(row(`admitRun, ${CONCURRENCY} clients into one workspace, ${label}`, admissions, base));
-      rows.push(row(`trace events written, ${CONCURRENCY} writers on one trace, ${label} (per event)`, events, base));
+      rows.push(row(`admitRun, ${CLIENTS} clients into one workspace, ${label}`, admissions, base));
+      rows.push(row(`trace events written, ${WRITERS} writers on one trace, ${label} (per event)`, events, base));
+      // Everything at once: CLIENTS clients each reading either workspace or admitting, in turn,
+      // while WRITERS writers record trace events inside the server.
+      const mixedTrace = await post(server.url, `mutation { admitRun(input: { question: "mixed load" }) { ... on AdmitRunSuccess { run { id } } } }`);
+      const background = server.writeTrace(Buffer.from(mixedTrace.admitRun.run.id as string, "base64").toString().split(":")[1]!);
+      let turn = 0;
+      const mixed = await measure(server, () => [() => read(small), () => read(large), admit][turn++ % 3]!());
+      await background;
+      rows.push(row(`mixed: reads of both workspaces and admissions, ${CLIENTS} clients, with ${WRITERS} trace writers, ${label}`, mixed, base));
       const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-      memory.push(`${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios`);
+      memory.push(`${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios (the mixed load last)`);
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
       await server.stop();
     }
@@ -159,7 +197,7 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   console.log(`\n${growth.join("\n")}\n${memory.join("\n")}`);
-  console.log(`${CONCURRENCY} concurrent clients, ${SECONDS} s per scenario; each server in its own process, the load generator in this one.`);
+  console.log(`${CLIENTS} concurrent clients, ${SECONDS} s per scenario; each server in its own process, the load generator in this one.`);
 }
 
 await main();

@@ -1,7 +1,8 @@
 // A server for the benchmarks, in its own process so that its CPU time is its own: Dossier on
 // the database named by argv[2] ("pglite" or a PostgreSQL URL), or with "baseline" a bare
 // graphql-yoga `{ hello }`. Prints `listening <url>`; answers the IPC message "stats" with the
-// CPU time used, the SQL statements sent and the resident memory (now and at most) so far, and { traceWriters } by writing trace events
+// CPU time used, the SQL statements sent and the resident memory (now and at most) so far, "analyze" by refreshing the
+// planner's statistics, and { traceWriters } by writing trace events
 // as a run's recorder does: that many writers on one trace, one event after another, for a while.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -60,9 +61,11 @@ process.on("message", (message) => {
   if (message === "stats") {
     const cpu = process.cpuUsage();
     // Resident memory now, and the most it has been since the process started.
-    process.send!({ cpuMicros: cpu.user + cpu.system, statements, rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024 });
+    process.send!({ kind: "stats", cpuMicros: cpu.user + cpu.system, statements, rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024 });
+  } else if (message === "analyze") {
+    void app!.db.prisma.$executeRawUnsafe("ANALYZE").then(() => process.send!({ kind: "analyzed" }));
   } else if (typeof message === "object" && message !== null && "traceWriters" in message) {
-    void writeTrace(message as TraceLoad).then((result) => process.send!(result));
+    void writeTrace(message as TraceLoad).then((result) => process.send!({ kind: "trace", ...result }));
   }
 });
 process.stdout.write(`listening ${await start()}\n`);

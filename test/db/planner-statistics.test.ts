@@ -1,0 +1,30 @@
+// The embedded database keeps its planner statistics current itself (PGlite runs no autovacuum):
+// without them, a page of 20 links on a workspace with 2,000 is planned as a read of all 2,000.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openDatabase } from "../../src/db/open-database.js";
+
+const PAGE_OF_LINKS = `EXPLAIN SELECT * FROM workspace_link WHERE workspace_id = 'w' ORDER BY created_at DESC, id DESC LIMIT 21`;
+
+describe("planner statistics on PGlite", () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await openDatabase({ kind: "pglite" }, { analyzeEveryMs: 300 });
+    await db.migrate();
+  });
+  afterAll(async () => db?.close());
+
+  const plan = async () => (await db.prisma.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
+
+  it("are refreshed while the server runs, so a page of a large workspace reads its index in order", async () => {
+    await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p', 'p')`);
+    await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at) VALUES ('w', 'p', 'Large', 1, now())`);
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
+       SELECT 'l' || g, 'w', 'RUN', 'r' || g, now() - g * interval '1 second' FROM generate_series(1, 2000) g`,
+    );
+    // Statistics from the start (empty tables): the page is planned as a scan of every link, then sorted.
+    expect(await plan()).toMatch(/Sort/);
+    await expect.poll(plan, { timeout: 5_000, interval: 100 }).toMatch(/Index Scan using workspace_link_workspace_id_created_at_id_idx/);
+    expect(await plan()).not.toMatch(/Sort/);
+  });
+});
