@@ -76,12 +76,10 @@ export function recordRequest(messages: readonly RequestMessage[], sources: Read
 }
 
 /** The messages of a recorded request, references read back from the log, each as it was sent. */
-export async function resolveRequest(db: Db, recorded: readonly RecordedMessage[]): Promise<RequestMessage[]> {
+export async function resolveRequest(db: Db | LogLookup, recorded: readonly RecordedMessage[]): Promise<RequestMessage[]> {
+  const lookup = typeof db === "function" ? db : readLogMessages(db);
   const ids = recorded.flatMap((message) => ("logMessage" in message ? [message.logMessage] : []));
-  const rows = ids.length
-    ? await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, role: true, content: true, toolCalls: true, toolCallId: true } })
-    : [];
-  const byId = new Map(rows.map((row) => [row.id, row]));
+  const byId = await lookup(ids);
   return recorded.map((message) => {
     if (!("logMessage" in message)) return inBuiltOrder(message);
     const row = byId.get(message.logMessage);
@@ -89,4 +87,19 @@ export async function resolveRequest(db: Db, recorded: readonly RecordedMessage[
     if (!shown) throw new Error(`recorded request refers to log entry ${message.logMessage}, which cannot be read`);
     return shown;
   });
+}
+
+export type LoggedMessage = Pick<Message, "id" | "role" | "content" | "toolCalls" | "toolCallId">;
+
+/** Reads log entries by id (the GraphQL layer passes one that batches the spans of a request). */
+export type LogLookup = (ids: string[]) => Promise<Map<string, LoggedMessage>>;
+
+/** One query for the given log entries. */
+export function readLogMessages(db: Db): LogLookup {
+  return async (ids) => {
+    const rows = ids.length
+      ? await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, role: true, content: true, toolCalls: true, toolCallId: true } })
+      : [];
+    return new Map(rows.map((row) => [row.id, row]));
+  };
 }

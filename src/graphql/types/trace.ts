@@ -1,7 +1,8 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
-import { type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
+import { loadBatched } from "../request-batch.js";
+import { type LogLookup, type RecordedMessage, readLogMessages, resolveRequest } from "../../domain/trace/recorded-request.js";
 import type { Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -112,7 +113,14 @@ export const SpanObject = builder.prismaNode("Span", {
         "A model call's request: the exact messages sent to the model, as JSON, with what the span records as references read back from the conversation log (opt-in: it can be large). Null for other spans.",
       resolve: async (span, _args, ctx) => {
         const recorded = (fromStoredJson(span.attributes) as { request?: RecordedMessage[] }).request;
-        return recorded ? JSON.stringify(await resolveRequest(ctx.prisma, recorded)) : null;
+        if (!recorded) return null;
+        // The log entries of every span's request in this GraphQL request: one query.
+        const read = readLogMessages(ctx.prisma);
+        const lookup: LogLookup = async (ids) => {
+          const found = await Promise.all(ids.map((id) => loadBatched(ctx, "log-message", id, read)));
+          return new Map(found.flatMap((row) => (row ? [[row.id, row] as const] : [])));
+        };
+        return JSON.stringify(await resolveRequest(lookup, recorded));
       },
     }),
     usage: t.field({
