@@ -1,11 +1,12 @@
 // The embedded database keeps its planner statistics current itself (PGlite runs no autovacuum):
 // without them, a page of 20 links on a workspace with 2,000 is planned as a read of all 2,000.
+// Its buffer pool is 32 MB, not PostgreSQL's 128 MB, which PGlite would touch in full at start.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 
 const PAGE_OF_LINKS = `EXPLAIN SELECT * FROM workspace_link WHERE workspace_id = 'w' ORDER BY created_at DESC, id DESC LIMIT 21`;
 
-describe("planner statistics on PGlite", () => {
+describe("the embedded database", () => {
   let db: Database;
   beforeAll(async () => {
     db = await openDatabase({ kind: "pglite" }, { analyzeEveryMs: 300 });
@@ -15,7 +16,11 @@ describe("planner statistics on PGlite", () => {
 
   const plan = async () => (await db.prisma.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
 
-  it("are refreshed while the server runs, so a page of a large workspace reads its index in order", async () => {
+  it("holds a 32 MB buffer pool", async () => {
+    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "32MB" }]);
+  });
+
+  it("refreshes its planner statistics while the server runs, so a page of a large workspace reads its index in order", async () => {
     await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p', 'p')`);
     await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at) VALUES ('w', 'p', 'Large', 1, now())`);
     await db.prisma.$executeRawUnsafe(
