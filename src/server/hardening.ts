@@ -6,8 +6,19 @@
 import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import { type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
+import {
+  type DocumentNode,
+  GraphQLError,
+  type GraphQLSchema,
+  Kind,
+  parse,
+  TypeInfo,
+  type ValidationContext,
+  visit,
+  visitWithTypeInfo,
+} from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { PLAIN_LIST_MAX_SIZE } from "../graphql/plain-list.js";
 import { instruments } from "../metrics/dossier-metrics.js";
 
 export type QueryLimits = {
@@ -24,7 +35,8 @@ export type QueryLimits = {
   /**
    * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
    * connection still serves at most its own page size (100, or 200 for message logs) and says
-   * so with `pageInfo.hasNextPage`.
+   * so with `pageInfo.hasNextPage`. A plain list's `first` is held to that list's own largest
+   * page instead (graphql/plain-list.ts), which its description states.
    */
   maxPageSize: number;
 };
@@ -82,32 +94,41 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
     },
     // Page sizes may come from variables, so they are checked once the variables are known.
     onExecute({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };
 }
 
-/** The first `first` or `last` argument of the document above the limit, as a refusal. */
-function pageTooLarge(document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
-  let found: { name: string; value: number } | undefined;
-  visit(document, {
-    Argument(node) {
-      if (found || (node.name.value !== "first" && node.name.value !== "last")) return;
-      const value =
-        node.value.kind === Kind.INT
-          ? Number(node.value.value)
-          : node.value.kind === Kind.VARIABLE
-            ? Number(variables[node.value.name.value])
-            : Number.NaN;
-      if (value > max) found = { name: node.name.value, value };
-    },
-  });
-  return found && refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${max} items; page through the connection with "after" instead.`);
+/** The first `first` or `last` argument of the document above its limit, as a refusal. */
+function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
+  let found: { name: string; value: number; max: number; what: string } | undefined;
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Argument(node) {
+        if (found || (node.name.value !== "first" && node.name.value !== "last")) return;
+        const value =
+          node.value.kind === Kind.INT
+            ? Number(node.value.value)
+            : node.value.kind === Kind.VARIABLE
+              ? Number(variables[node.value.name.value])
+              : Number.NaN;
+        const listMax = typeInfo.getFieldDef()?.extensions?.[PLAIN_LIST_MAX_SIZE];
+        const limit = typeof listMax === "number" ? { max: listMax, what: "the list" } : { max, what: "the connection" };
+        if (value > limit.max) found = { name: node.name.value, value, ...limit };
+      },
+    }),
+  );
+  return (
+    found &&
+    refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${found.max} items; page through ${found.what} with "after" instead.`)
+  );
 }
 
 /**

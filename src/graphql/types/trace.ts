@@ -2,11 +2,15 @@
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 import { type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
-import type { Span } from "../../generated/prisma/client.js";
+import type { Prisma, Span } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
+import { describePage, type PlainList, pageOf, pageOptions, TRACE_PAGE } from "../plain-list.js";
+
+const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...TRACE_PAGE };
+const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...TRACE_PAGE };
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
@@ -135,7 +139,17 @@ export const SpanObject = builder.prismaNode("Span", {
         return sumUsage(subtree);
       },
     }),
-    events: t.relation("events", { query: { orderBy: { seq: "asc" } } }),
+    events: t.prismaField({
+      type: ["SpanEvent"],
+      description: describePage("The span's events in the order they were recorded (by `seq`).", EVENTS),
+      ...pageOptions(t.arg, EVENTS),
+      resolve: async (query, span, args, ctx) => {
+        const page = await pageOf<Prisma.SpanEventWhereInput>(EVENTS, args, (id, select) =>
+          ctx.prisma.spanEvent.findFirst({ where: { id, spanId: span.id }, select }),
+        );
+        return ctx.prisma.spanEvent.findMany({ ...query, where: { spanId: span.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      },
+    }),
   }),
 });
 
@@ -146,7 +160,17 @@ builder.prismaNode("Trace", {
   fields: (t) => ({
     lastSeq: t.exposeInt("lastSeq", { description: "The sequence number of the latest recorded change." }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
-    spans: t.relation("spans", { description: "Every span, in start order.", query: { orderBy: { startedAt: "asc" } } }),
+    spans: t.prismaField({
+      type: ["Span"],
+      description: describePage("The trace's spans in start order (spans that started at the same moment by id).", SPANS),
+      ...pageOptions(t.arg, SPANS),
+      resolve: async (query, trace, args, ctx) => {
+        const page = await pageOf<Prisma.SpanWhereInput>(SPANS, args, (id, select) =>
+          ctx.prisma.span.findFirst({ where: { id, traceId: trace.id }, select }),
+        );
+        return ctx.prisma.span.findMany({ ...query, where: { traceId: trace.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      },
+    }),
     usage: t.field({
       type: TokenUsageRef,
       description: "The whole run's model usage: the sum of the model spans' own usage.",
