@@ -4,6 +4,7 @@ import { NotFoundError, StaleRevisionError, ValidationError } from "../../domain
 import { type CheckpointRead, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import type { CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
+import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOf, pageOfIds, pageOptions } from "../plain-list.js";
@@ -67,8 +68,8 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     }),
     citedMaterials: t.prismaField({
       type: ["PublicationVersion"],
-      description: "The materials the proposal cited (read by the origin run).",
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds)),
+      description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
+      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
     }),
     sourceDependencies: t.prismaField({
       type: ["PublicationVersion"],

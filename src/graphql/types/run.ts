@@ -20,6 +20,9 @@ import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
 const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
 
+/** Admission accepts at most this many materials for a run (domain/research/admission-service.ts). */
+export const RUN_MATERIALS_MAX = 100;
+
 const ATTEMPTS: PlainList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
 /** An attempt's global id: it has no id of its own, only its run and its number. */
@@ -110,7 +113,12 @@ export const RunNode = builder.prismaNode("Run", {
       nullable: true,
       description: "The frozen goal version as a node, while the workspace exists.",
     }),
-    materials: t.relation("materials", { query: { orderBy: { position: "asc" } } }),
+    materials: t.prismaField({
+      type: ["RunMaterial"],
+      description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
+      resolve: (query, run, _args, ctx) =>
+        ctx.prisma.runMaterial.findMany({ ...query, where: { runId: run.id }, orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX }),
+    }),
     model: t.exposeString("modelLabel", {
       nullable: true,
       description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
