@@ -24,8 +24,11 @@ export type PlainList = ListPage & {
   order: readonly (readonly [column: string, direction: Direction])[];
 };
 
-/** Page sizes of trace lists (spans, events): a whole ordinary run's trace fits one page. */
-export const TRACE_PAGE = { defaultSize: 500, maxSize: 1_000 } as const;
+/**
+ * Page sizes of the lists one run fills by the hundreds — its trace's spans and events, its
+ * material ledger (every catalog version listed to it is an entry): an ordinary run's fit one page.
+ */
+export const LONG_PAGE = { defaultSize: 500, maxSize: 1_000 } as const;
 /** Page sizes of every other growing list: today's lists fit one page in ordinary use. */
 export const LIST_PAGE = { defaultSize: 100, maxSize: 500 } as const;
 

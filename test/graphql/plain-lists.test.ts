@@ -145,7 +145,7 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
       data: { runId: otherRunId, publicationId: publication.id, version: ITEMS + 2, publicationVersionId: foreignVersion.id, stage: "CONSUMED" },
     });
     const useIds = sortedIds("MaterialUse", uses, (u) => [u.createdAt.getTime(), u.id]);
-    cases.push({ field: "Run.materialUses", document: nodeDocument("Run", "materialUses"), parent: run.run.id, items: useIds, foreign: encodeGlobalId("MaterialUse", otherUse.id), maxSize: 500 });
+    cases.push({ field: "Run.materialUses", document: nodeDocument("Run", "materialUses"), parent: run.run.id, items: useIds, foreign: encodeGlobalId("MaterialUse", otherUse.id), maxSize: 1_000 });
     cases.push({
       field: "PublicationVersion.consumedBy",
       document: nodeDocument("PublicationVersion", "consumedBy"),

@@ -20,12 +20,13 @@ import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { loadBatched } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageArgs, pageExtensions, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOf, pageOptions } from "../plain-list.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 
 const oldestFirst = [["createdAt", "asc"], ["id", "asc"]] as const;
-const MATERIAL_USES: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
+const LEDGER: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
+const CONSUMERS: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
 const ACCEPTED_VERSIONS: PlainList = { typename: "PublicationVersion", order: oldestFirst, ...LIST_PAGE };
 const LINK_REFUSALS: PlainList = { typename: "LinkRefusal", order: oldestFirst, ...LIST_PAGE };
 
@@ -220,11 +221,11 @@ export const MaterialUseObject = builder.prismaObject("MaterialUse", {
 builder.prismaObjectFields("Run", (t) => ({
   materialUses: t.prismaField({
     type: ["MaterialUse"],
-    description: describePage("The run's consumption ledger, oldest first; optionally only one stage.", MATERIAL_USES),
-    args: { stage: t.arg({ type: MaterialStageEnum }), ...pageArgs(t.arg, MATERIAL_USES) },
-    extensions: pageExtensions(MATERIAL_USES),
+    description: describePage("The run's consumption ledger, oldest first; optionally only one stage.", LEDGER),
+    args: { stage: t.arg({ type: MaterialStageEnum }), ...pageArgs(t.arg, LEDGER) },
+    extensions: pageExtensions(LEDGER),
     resolve: async (query, run, { stage, ...args }, ctx) => {
-      const page = await pageOf<Prisma.MaterialUseWhereInput>(MATERIAL_USES, args, (id, select) =>
+      const page = await pageOf<Prisma.MaterialUseWhereInput>(LEDGER, args, (id, select) =>
         ctx.prisma.materialUse.findFirst({ where: { id, runId: run.id }, select }),
       );
       return ctx.prisma.materialUse.findMany({
@@ -260,11 +261,11 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
   }),
   consumedBy: t.prismaField({
     type: ["MaterialUse"],
-    description: describePage("The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first.", MATERIAL_USES),
-    ...pageOptions(t.arg, MATERIAL_USES),
+    description: describePage("The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first.", CONSUMERS),
+    ...pageOptions(t.arg, CONSUMERS),
     resolve: async (query, version, args, ctx) => {
       const yours = { publicationVersionId: version.id, run: { ownerId: ctx.actor.principalId } };
-      const page = await pageOf<Prisma.MaterialUseWhereInput>(MATERIAL_USES, args, (id, select) =>
+      const page = await pageOf<Prisma.MaterialUseWhereInput>(CONSUMERS, args, (id, select) =>
         ctx.prisma.materialUse.findFirst({ where: { id, ...yours }, select }),
       );
       return ctx.prisma.materialUse.findMany({ ...query, where: { ...yours, stage: "CONSUMED", ...page.where }, orderBy: page.orderBy, take: page.take });

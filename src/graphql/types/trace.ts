@@ -7,10 +7,10 @@ import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enum
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, type PlainList, pageOf, pageOptions, TRACE_PAGE } from "../plain-list.js";
+import { describePage, type PlainList, pageOf, pageOptions, LONG_PAGE } from "../plain-list.js";
 
-const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...TRACE_PAGE };
-const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...TRACE_PAGE };
+const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...LONG_PAGE };
+const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...LONG_PAGE };
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
