@@ -2,12 +2,13 @@
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 import { type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
-import type { Prisma, Span } from "../../generated/prisma/client.js";
+import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, type PlainList, pageOf, pageOptions, LONG_PAGE } from "../plain-list.js";
+import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { loadBatched } from "../request-batch.js";
 
 const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...LONG_PAGE };
 const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...LONG_PAGE };
@@ -57,6 +58,30 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
     }),
   }),
 });
+
+type ListedEvent = Pick<SpanEvent, "id" | "spanId" | "seq" | "kind" | "at" | "payloadSize" | "preview">;
+
+/**
+ * The first `take` events of a span. A trace is read with every span's first page of events: the
+ * spans of one request are answered together, by one statement with a LIMIT per span, rather
+ * than by a statement per span. The columns are those the SpanEvent type selects (its payload is
+ * read by its own field, only when asked for); the order is EVENTS'.
+ */
+async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number): Promise<SpanEvent[]> {
+  const events = await loadBatched(ctx, `span-events:${take}`, spanId, async (spanIds) => {
+    const rows = await ctx.prisma.$queryRaw<ListedEvent[]>`
+      SELECT e.id, e.span_id AS "spanId", e.seq, e.kind::text AS kind, e.at, e.payload_size AS "payloadSize", e.preview
+        FROM unnest(${spanIds}::text[]) AS listed(id)
+        CROSS JOIN LATERAL (
+          SELECT * FROM "public"."span_event" WHERE span_id = listed.id ORDER BY seq, id LIMIT ${take}
+        ) e
+       ORDER BY e.span_id, e.seq, e.id`;
+    const bySpan = new Map<string, ListedEvent[]>();
+    for (const row of rows) bySpan.set(row.spanId, [...(bySpan.get(row.spanId) ?? []), row]);
+    return bySpan;
+  });
+  return (events ?? []) as SpanEvent[];
+}
 
 type SpanUsageRow = { id: string; parentId: string | null; usage: unknown };
 const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
@@ -147,6 +172,7 @@ export const SpanObject = builder.prismaNode("Span", {
         const page = await pageOf<Prisma.SpanEventWhereInput>(EVENTS, args, (id, select) =>
           ctx.prisma.spanEvent.findFirst({ where: { id, spanId: span.id }, select }),
         );
+        if (args.after === null || args.after === undefined) return firstEventsOf(ctx, span.id, page.take);
         return ctx.prisma.spanEvent.findMany({ ...query, where: { spanId: span.id, ...page.where }, orderBy: page.orderBy, take: page.take });
       },
     }),
