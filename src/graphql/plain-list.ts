@@ -57,9 +57,11 @@ export function pageOptions(arg: ArgBuilder<Types>, list: ListPage) {
 }
 
 /** A list's description: what it holds and in which order, then how to page through it. */
-export function describePage(what: string, list: ListPage): string {
+export function describePage(what: string, list: ListPage | PlainList): string {
+  const order = "order" in list ? list.order : [];
+  const ties = order.length > 1 && order.at(-1)![0] === "id" ? " Items that tie in that order come by id." : "";
   return (
-    `${what} A page holds \`first\` items (default ${count(list.defaultSize)}, at most ${count(list.maxSize)}); ` +
+    `${what}${ties} A page holds \`first\` items (default ${count(list.defaultSize)}, at most ${count(list.maxSize)}); ` +
     "for the next page pass the id of the last item as `after`. A page with fewer than `first` items is the last."
   );
 }

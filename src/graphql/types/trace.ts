@@ -188,7 +188,7 @@ builder.prismaNode("Trace", {
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     spans: t.prismaField({
       type: ["Span"],
-      description: describePage("The trace's spans in start order (spans that started at the same moment by id).", SPANS),
+      description: describePage("The trace's spans in start order.", SPANS),
       ...pageOptions(t.arg, SPANS),
       resolve: async (query, trace, args, ctx) => {
         const page = await pageOf<Prisma.SpanWhereInput>(SPANS, args, (id, select) =>
