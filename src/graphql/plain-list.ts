@@ -6,7 +6,8 @@
 // as lists); a page with fewer than `first` items is the last.
 //
 // Prisma applies a `take` inside an `include` in memory, after reading every child of every
-// parent, so each of these lists is read by its own query, once per parent.
+// parent, so each of these lists is read by its own query, once per parent (but for the first
+// page of a span's events, which the spans of a request read together: see types/trace.ts).
 import type { ArgBuilder } from "@pothos/core";
 import { GraphQLError } from "graphql";
 import type { builder } from "./builder.js";
@@ -68,7 +69,10 @@ export function describePage(what: string, list: ListPage | PlainList): string {
 
 const count = (n: number) => n.toLocaleString("en-US");
 
-/** A refused `first`, in the words of the request limits' refusal of a connection's. */
+/**
+ * A refused `first`, in the words the request limits (server/hardening.ts) refuse a connection's;
+ * they refuse a plain list's too large `first` with this error before anything runs.
+ */
 export function pageSizeError(first: number, maxSize: number): GraphQLError | null {
   if (first < 1) return new GraphQLError(`first: ${first} asks for no items; ask for 1 to ${maxSize}.`, { extensions: { code: "BAD_USER_INPUT" } });
   if (first > maxSize) {

@@ -18,7 +18,7 @@ import {
   visitWithTypeInfo,
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { PLAIN_LIST_MAX_SIZE } from "../graphql/plain-list.js";
+import { PLAIN_LIST_MAX_SIZE, pageSizeError } from "../graphql/plain-list.js";
 import { instruments } from "../metrics/dossier-metrics.js";
 
 export type QueryLimits = {
@@ -106,7 +106,7 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
 
 /** The first `first` or `last` argument of the document above its limit, as a refusal. */
 function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
-  let found: { name: string; value: number; max: number; what: string } | undefined;
+  let found: string | undefined;
   const typeInfo = new TypeInfo(schema);
   visit(
     document,
@@ -120,15 +120,15 @@ function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: 
               ? Number(variables[node.value.name.value])
               : Number.NaN;
         const listMax = typeInfo.getFieldDef()?.extensions?.[PLAIN_LIST_MAX_SIZE];
-        const limit = typeof listMax === "number" ? { max: listMax, what: "the list" } : { max, what: "the connection" };
-        if (value > limit.max) found = { name: node.name.value, value, ...limit };
+        if (typeof listMax === "number") {
+          if (value > listMax) found = pageSizeError(value, listMax)?.message;
+        } else if (value > max) {
+          found = `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`;
+        }
       },
     }),
   );
-  return (
-    found &&
-    refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${found.max} items; page through ${found.what} with "after" instead.`)
-  );
+  return found === undefined ? undefined : refuse("PAGE_TOO_LARGE", found);
 }
 
 /**
