@@ -4,10 +4,22 @@
 //   const dossier = createClient({ url: "http://localhost:4000/graphql" });
 //   const result = await dossier.request(CreateWorkspaceDocument, { input: { title, goal } });
 //   for await (const event of dossier.subscribe(WorkspaceEventsDocument, { workspaceId })) { … }
+//
+// Lists that grow with use (a trace's spans and events, a run's ledger, …) come a page at a time:
+// `first` items, then the next ones after the id passed as `after`. readAllPages() follows them
+// to the end; runTrace() reads a whole trace that way.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { type GraphQLFormattedError, print } from "graphql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
-import { TraceUpdatesDocument, type TraceUpdatesSubscription } from "./generated/graphql.js";
+import {
+  RunAttemptsDocument,
+  RunTraceDocument,
+  type RunTraceQuery,
+  SpanEventsDocument,
+  TraceSpansDocument,
+  TraceUpdatesDocument,
+  type TraceUpdatesSubscription,
+} from "./generated/graphql.js";
 
 export type ClientOptions = {
   /** The HTTP endpoint, e.g. http://localhost:4000/graphql */
@@ -47,11 +59,42 @@ export type DossierClient = {
    * ends after TRACE_ENDED or RESYNC_REQUIRED, or when you stop iterating.
    */
   traceUpdates(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<TraceUpdate>;
+  /**
+   * A run with all its attempts, and its trace with every span and every span's events, read a
+   * page at a time until a page comes back short (`pageSize` items a page; by default 500 spans
+   * and events and 100 attempts). Null for an id that names no run of yours. The trace's `lastSeq`
+   * is read before any span: `traceUpdates(runId, { afterSeq: lastSeq })` then brings whatever
+   * changed while the pages were read, so nothing is missed.
+   */
+  runTrace(runId: string, options?: { pageSize?: number }): Promise<RunTrace | null>;
   /** Closes the subscription socket, if one was opened. */
   close(): Promise<void>;
 };
 
 export type TraceUpdate = TraceUpdatesSubscription["traceUpdates"];
+export type RunTrace = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+
+/** The page sizes runTrace() asks for by default: the server's own defaults. */
+const TRACE_PAGE = 500;
+const ATTEMPTS_PAGE = 100;
+
+/**
+ * Every item of a list read a page at a time: starting from `firstPage` (asked for with `first`),
+ * `next(after)` reads the `first` items after the one whose id is `after`, until a page holds
+ * fewer than `first`.
+ */
+export async function readAllPages<T extends { id: string }>(
+  first: number,
+  firstPage: readonly T[],
+  next: (after: string) => Promise<readonly T[]>,
+): Promise<T[]> {
+  const items = [...firstPage];
+  for (let page = firstPage; page.length >= first; ) {
+    page = await next(items.at(-1)!.id);
+    items.push(...page);
+  }
+  return items;
+}
 
 export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
@@ -63,20 +106,22 @@ export function createClient(options: ClientOptions): DossierClient {
     return ws;
   };
 
+  const request: DossierClient["request"] = async (document, ...[variables]) => {
+    const response = await doFetch(options.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
+      body: JSON.stringify({ query: print(document), variables: variables ?? {} }),
+    });
+    const body = (await response.json().catch(() => ({}))) as {
+      data?: unknown;
+      errors?: GraphQLFormattedError[];
+    };
+    if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
+    return body.data as never;
+  };
+
   return {
-    async request(document, ...[variables]) {
-      const response = await doFetch(options.url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
-        body: JSON.stringify({ query: print(document), variables: variables ?? {} }),
-      });
-      const body = (await response.json().catch(() => ({}))) as {
-        data?: unknown;
-        errors?: GraphQLFormattedError[];
-      };
-      if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
-      return body.data as never;
-    },
+    request,
 
     subscribe(document, ...[variables]) {
       return subscribeOver(socket(), print(document), variables ?? {}) as never;
@@ -88,11 +133,39 @@ export function createClient(options: ClientOptions): DossierClient {
       options.afterSeq);
     },
 
+    runTrace: (runId, { pageSize } = {}) => readRunTrace(request, runId, pageSize),
+
     async close() {
       if (ws) await (await ws).dispose();
       ws = undefined;
     },
   };
+}
+
+async function readRunTrace(request: DossierClient["request"], runId: string, pageSize: number | undefined): Promise<RunTrace | null> {
+  const [spansFirst, eventsFirst, attemptsFirst] = [pageSize ?? TRACE_PAGE, pageSize ?? TRACE_PAGE, pageSize ?? ATTEMPTS_PAGE];
+  const run = (await request(RunTraceDocument, { id: runId, spansFirst, eventsFirst, attemptsFirst })).node;
+  if (run?.__typename !== "Run") return null;
+  // Runs and their traces are never deleted: a later page finds its parent again.
+  const attempts = await readAllPages(attemptsFirst, run.attempts, async (after) => {
+    const more = (await request(RunAttemptsDocument, { runId, first: attemptsFirst, after })).node;
+    return more?.__typename === "Run" ? more.attempts : [];
+  });
+  if (!run.trace) return { ...run, attempts };
+  const traceId = run.trace.id;
+  const spans = await readAllPages(spansFirst, run.trace.spans, async (after) => {
+    const more = (await request(TraceSpansDocument, { traceId, first: spansFirst, after, eventsFirst })).node;
+    return more?.__typename === "Trace" ? more.spans : [];
+  });
+  const complete = [];
+  for (const span of spans) {
+    const events = await readAllPages(eventsFirst, span.events, async (after) => {
+      const more = (await request(SpanEventsDocument, { spanId: span.id, first: eventsFirst, after })).node;
+      return more?.__typename === "Span" ? more.events : [];
+    });
+    complete.push({ ...span, events });
+  }
+  return { ...run, attempts, trace: { ...run.trace, spans: complete } };
 }
 
 /** Errors after which subscribing again cannot help. */

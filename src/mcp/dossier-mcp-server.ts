@@ -7,12 +7,15 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import {
   AdmitRunDocument,
+  CheckpointVersionListsDocument,
   type DossierClient,
   DossierRequestError,
   HistoryCatalogDocument,
+  readAllPages,
   ReadMaterialDocument,
   RunDocument,
   WorkspaceCheckpointDocument,
+  type WorkspaceCheckpointQuery,
   WorkspacesDocument,
 } from "../../sdk/index.js";
 
@@ -40,6 +43,48 @@ function guarded<A>(handler: (args: A) => Promise<CallToolResult>): (args: A) =>
 }
 
 const id = (what: string) => z.string().min(1).describe(`The ${what}'s global id`);
+
+/** The page a checkpoint's version lists come in by default (the server's). */
+const CHECKPOINT_LIST_PAGE = 100;
+
+type VisibleWorkspace = Extract<NonNullable<WorkspaceCheckpointQuery["node"]>, { __typename: "Workspace" }>;
+
+/** The checkpoint moved to another revision while its lists were read. */
+class CheckpointMoved extends Error {}
+
+/**
+ * The workspace's current checkpoint with all its accepted versions and dependencies: the lists
+ * come a page at a time, and every page must come from the revision the first one did — if the
+ * checkpoint moves on meanwhile, it is read again. Null when the workspace is not visible.
+ */
+async function wholeCheckpoint(client: DossierClient, workspaceId: string): Promise<VisibleWorkspace | null> {
+  for (let attempt = 1; ; attempt += 1) {
+    const { node } = await client.request(WorkspaceCheckpointDocument, { workspaceId, first: 1 });
+    if (node?.__typename !== "Workspace") return null;
+    const checkpoint = node.checkpoint;
+    if (checkpoint?.__typename !== "Checkpoint") return node;
+    const after = async (list: "accepted" | "sources", last: string) => {
+      const accepted = list === "accepted";
+      const variables = { workspaceId, first: CHECKPOINT_LIST_PAGE, withAccepted: accepted, withSources: !accepted, [accepted ? "acceptedAfter" : "sourcesAfter"]: last };
+      const page = await client
+        .request(CheckpointVersionListsDocument, variables)
+        .catch((error: unknown) => {
+          // An `after` that is no longer in the list: the checkpoint moved on.
+          throw error instanceof DossierRequestError ? new CheckpointMoved() : error;
+        });
+      const current = page.node?.__typename === "Workspace" ? page.node.checkpoint : null;
+      if (current?.__typename !== "Checkpoint" || current.revision !== checkpoint.revision) throw new CheckpointMoved();
+      return (accepted ? current.acceptedPublicationVersions : current.sourceDependencies) ?? [];
+    };
+    try {
+      const acceptedPublicationVersions = await readAllPages(CHECKPOINT_LIST_PAGE, checkpoint.acceptedPublicationVersions, (last) => after("accepted", last));
+      const sourceDependencies = await readAllPages(CHECKPOINT_LIST_PAGE, checkpoint.sourceDependencies, (last) => after("sources", last));
+      return { ...node, checkpoint: { ...checkpoint, acceptedPublicationVersions, sourceDependencies } };
+    } catch (error) {
+      if (!(error instanceof CheckpointMoved) || attempt === 3) throw error;
+    }
+  }
+}
 
 export function createDossierMcpServer({ client }: { client: DossierClient }): McpServer {
   const server = new McpServer(
@@ -142,8 +187,8 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       annotations: { readOnlyHint: true },
     },
     guarded(async ({ workspaceId }) => {
-      const { node } = await client.request(WorkspaceCheckpointDocument, { workspaceId, first: 1 });
-      if (node?.__typename !== "Workspace") return notVisible("workspace", workspaceId);
+      const node = await wholeCheckpoint(client, workspaceId);
+      if (!node) return notVisible("workspace", workspaceId);
       return ok({ checkpointRevision: node.checkpointRevision, checkpoint: node.checkpoint });
     }),
   );

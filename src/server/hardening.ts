@@ -6,8 +6,20 @@
 import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import { type ArgumentNode, type DocumentNode, GraphQLError, Kind, parse, type ValidationContext, visit } from "graphql";
+import {
+  type ArgumentNode,
+  type DocumentNode,
+  GraphQLError,
+  type GraphQLSchema,
+  Kind,
+  parse,
+  TypeInfo,
+  type ValidationContext,
+  visit,
+  visitWithTypeInfo,
+} from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { PLAIN_LIST_MAX_SIZE, pageSizeError } from "../graphql/plain-list.js";
 import { instruments } from "../metrics/dossier-metrics.js";
 
 export type QueryLimits = {
@@ -24,7 +36,8 @@ export type QueryLimits = {
   /**
    * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
    * connection still serves at most its own page size (100, or 200 for message logs) and says
-   * so with `pageInfo.hasNextPage`.
+   * so with `pageInfo.hasNextPage`. A plain list's `first` is held to that list's own largest
+   * page instead (graphql/plain-list.ts), which its description states.
    */
   maxPageSize: number;
 };
@@ -82,49 +95,59 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
     },
     // Page sizes may come from variables, so they are checked once the variables are known.
     onExecute({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };
 }
 
-/** Each document's `first` and `last` arguments, found once: Yoga's parse cache hands out the same document object for the same text. */
-const pageArguments = new WeakMap<DocumentNode, ArgumentNode[]>();
+/** A `first` or `last` argument, with its field's own maximum when the field is a plain list. */
+type PageArgument = { node: ArgumentNode; listMax: number | undefined };
 
-function pageArgumentsOf(document: DocumentNode): ArgumentNode[] {
+/** Each document's page-size arguments, found once: Yoga's parse cache hands out the same document object for the same text. */
+const pageArguments = new WeakMap<DocumentNode, PageArgument[]>();
+
+function pageArgumentsOf(schema: GraphQLSchema, document: DocumentNode): PageArgument[] {
   let found = pageArguments.get(document);
   if (!found) {
-    const collected: ArgumentNode[] = [];
-    visit(document, {
-      Argument(node) {
-        if (node.name.value === "first" || node.name.value === "last") collected.push(node);
-      },
-    });
+    const collected: PageArgument[] = [];
+    const typeInfo = new TypeInfo(schema);
+    visit(
+      document,
+      visitWithTypeInfo(typeInfo, {
+        Argument(node) {
+          if (node.name.value !== "first" && node.name.value !== "last") return;
+          const listMax = typeInfo.getFieldDef()?.extensions?.[PLAIN_LIST_MAX_SIZE];
+          collected.push({ node, listMax: typeof listMax === "number" ? listMax : undefined });
+        },
+      }),
+    );
     pageArguments.set(document, (found = collected));
   }
   return found;
 }
 
-/** The first `first` or `last` argument of the document above the limit, as a refusal. */
-function pageTooLarge(document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
-  let found: { name: string; value: number } | undefined;
-  for (const node of pageArgumentsOf(document)) {
+/** The first `first` or `last` argument of the document above its limit, as a refusal. */
+function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
+  for (const { node, listMax } of pageArgumentsOf(schema, document)) {
     const value =
       node.value.kind === Kind.INT
         ? Number(node.value.value)
         : node.value.kind === Kind.VARIABLE
           ? Number(variables[node.value.name.value])
           : Number.NaN;
-    if (value > max) {
-      found = { name: node.name.value, value };
-      break;
+    if (listMax !== undefined) {
+      const error = value > listMax ? pageSizeError(value, listMax) : undefined;
+      if (error) return refuse("PAGE_TOO_LARGE", error.message);
+    } else if (value > max) {
+      return refuse("PAGE_TOO_LARGE", `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
     }
   }
-  return found && refuse("PAGE_TOO_LARGE", `${found.name}: ${found.value} asks for more than ${max} items; page through the connection with "after" instead.`);
+  return undefined;
 }
 
 /**

@@ -44,9 +44,19 @@ if (fragment.get("key")) {
 const apiKey = () => localStorage.getItem("dossier.apiKey") || "";
 const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : {});
 
+// Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
+// every page, asking for the next one after the last item until a page comes back short.
+const PAGE = 500;
 const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
-const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { id status question answer failureReason " +
-  "trace { lastSeq endedAt spans { " + SPAN_FIELDS + " events { seq kind preview size truncated } } } } } }";
+const EVENT_FIELDS = "id seq kind preview size truncated";
+const RUN_FIELDS = "id status question answer failureReason";
+const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
+const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
+const TRACE_QUERY = "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS +
+  " trace { id lastSeq endedAt " + SPANS_PAGE + " } } } }";
+const MORE_SPANS = "query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { " + SPANS_PAGE + " } } }";
+const MORE_EVENTS = "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
+  EVENT_FIELDS + " } } } }";
 const UPDATES = "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
   "seq kind at span { " + SPAN_FIELDS + " } event { seq kind preview size truncated } } }";
 
@@ -86,16 +96,38 @@ function addEvent(spanId, event) {
   span.events.sort((a, b) => a.seq - b.seq);
 }
 
-/** Reads the run and its whole trace; the live stream then continues after its lastSeq. */
+/** Every item of a list: from its first page, the next PAGE after the last one read until a page comes back short. */
+async function readAll(firstPage, next) {
+  const items = firstPage.slice();
+  for (let page = firstPage; page.length >= PAGE; ) {
+    page = await next(items[items.length - 1].id);
+    items.push(...page);
+  }
+  return items;
+}
+
+/**
+ * Reads the run and its whole trace; the live stream then continues after its lastSeq. lastSeq
+ * comes with the first page, before any later one: what changes while the pages are read is
+ * replayed by the stream (and merged by id and seq), so nothing is missed.
+ */
 async function loadSnapshot() {
-  const data = await graphql(RUN_QUERY, { id: runId });
+  const data = await graphql(TRACE_QUERY, { id: runId, first: PAGE });
   const run = data.node && data.node.__typename === "Run" ? data.node : null;
   if (!run) throw Object.assign(new Error("No run with this id is visible to this API key."), { final: true });
+  const trace = run.trace;
+  const spans = trace
+    ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || { spans: [] }).spans)
+    : [];
+  for (const span of spans) {
+    span.events = await readAll(span.events, async (after) => ((await graphql(MORE_EVENTS, { id: span.id, first: PAGE, after })).node || { events: [] }).events);
+  }
+  delete run.trace;
   state.run = run;
   state.spans.clear();
-  state.lastSeq = run.trace ? run.trace.lastSeq : 0;
-  for (const span of (run.trace && run.trace.spans) || []) upsertSpan(span);
-  state.ended = Boolean(run.trace && run.trace.endedAt) || TERMINAL.includes(run.status);
+  state.lastSeq = trace ? trace.lastSeq : 0;
+  for (const span of spans) upsertSpan(span);
+  state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status);
   scheduleRender();
 }
 

@@ -1,24 +1,32 @@
 // Every list the API serves is limited in SQL, not in memory: a page of 20 reads 20 rows (plus
 // one to know there is more), however many the parent holds. Asserted from the statements the
-// Prisma client sends, for every connection field of the schema and for `Workspace.goal`: a
-// relation read in its parent's statement (a lateral join) has its own LIMIT there.
+// Prisma client sends, for every connection field of the schema, every plain list read from the
+// database (paged by first/after, or bounded by what validation lets in) and `Workspace.goal`. A relation
+// read in its parent's statement (a lateral join) has its own LIMIT there.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { getNamedType, isObjectType } from "graphql";
+import { getNamedType, isListType, isNonNullType, isObjectType, parse, TypeInfo, visit, visitWithTypeInfo, type GraphQLOutputType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateApiKeyDocument, LinkToWorkspaceDocument, UpdateGoalDocument } from "../../sdk/generated/graphql.js";
+import { AdmitRunDocument, CreateApiKeyDocument, LinkToWorkspaceDocument, PublishVersionDocument, UpdateGoalDocument } from "../../sdk/generated/graphql.js";
 import { openDatabase } from "../../src/db/open-database.js";
+import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-service.js";
+import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { schema } from "../../src/graphql/schema.js";
+import { RUN_MATERIALS_MAX } from "../../src/graphql/types/run.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** One document that pages every connection field (two items a page) and reads every workspace's goal. */
+/**
+ * One document that pages every connection field and every plain list (two items a page where
+ * it can ask), reads every workspace's goal, and reads the lists of one workspace, one run and
+ * one publication version that hold some of everything.
+ */
 const EVERY_LIST = /* GraphQL */ `
-  query EveryList {
+  query EveryList($workspace: ID!, $run: ID!, $version: ID!) {
     workspaces(first: 2) {
       edges { node { id goal { version } goalVersions(first: 2) { edges { node { version } } pageInfo { hasNextPage endCursor } }
         links(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } }
@@ -27,11 +35,92 @@ const EVERY_LIST = /* GraphQL */ `
       edges { node { messages(first: 2) { edges { node { id } } pageInfo { hasNextPage } } runs(first: 2) { edges { node { id messages(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } } pageInfo { hasNextPage } } } }
     }
     publications(first: 2) { edges { node { versions(first: 2) { edges { node { version } } pageInfo { hasNextPage } } } } }
-    runs(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
+    runs(first: 2) { edges { node { id attempts(first: 2) { id } trace { spans(first: 2) { id events(first: 2) { id } } } } } pageInfo { hasNextPage } }
     artifacts(first: 2) { edges { node { id } } }
     apiKeys(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
+    viewer { apiKeys(first: 2) { id } }
+    mcpServers(first: 2) { id name args envNames headerNames }
+    skills { name }
+    workspace: node(id: $workspace) {
+      ... on Workspace {
+        checkpoint { ...CheckpointLists }
+        checkpointVersions(first: 2) { ...CheckpointLists }
+        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } }
+      }
+    }
+    run: node(id: $run) {
+      ... on Run {
+        attempts(first: 2) { id }
+        materials { position publicationVersion { id } }
+        materialUses(first: 2) { id }
+        acceptedPublicationVersions(first: 2) { id }
+        checkpointProposals(first: 2) { id }
+        linkRefusals(first: 2) { id }
+        spills(first: 2) { id }
+        trace { spans(first: 2) { id events(first: 2) { id } } }
+      }
+    }
+    version: node(id: $version) {
+      ... on PublicationVersion { sources { id } consumedBy(first: 2) { id } }
+    }
+  }
+  fragment CheckpointLists on Checkpoint {
+    questions { id }
+    nextSteps
+    acceptedPublicationVersions(first: 2) { id }
+    citedMaterials { id }
+    sourceDependencies(first: 2) { id }
   }
 `;
+
+/**
+ * Plain lists with no SQL of their own: their items are held in a JSON or array column of the row
+ * their parent was read from, or computed in memory. Everything else must be in the document.
+ */
+const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
+  "Checkpoint.nextSteps": "a JSON column of the checkpoint revision",
+  "Checkpoint.questions": "a JSON column of the checkpoint revision",
+  "HistoryCatalogEntry.via": "worked out from the links the catalog read",
+  "McpServer.args": "an array column of the server",
+  "McpServer.envNames": "the names in a JSON column of the server",
+  "McpServer.headerNames": "the names in a JSON column of the server",
+  "McpServerStatus.tools": "this instance's live connection to the server, in memory",
+  "ValidationError.issues": "the refused input's problems, in memory",
+};
+
+/** Every field of an object type whose type is a list, as Type.field (a connection's edges excepted: the connection is the list). */
+function listFields(): string[] {
+  const isList = (type: GraphQLOutputType): boolean => isListType(isNonNullType(type) ? type.ofType : type);
+  return Object.values(schema.getTypeMap())
+    .filter(isObjectType)
+    .filter((type) => !type.name.startsWith("__") && !type.name.endsWith("Connection"))
+    .flatMap((type) => Object.values(type.getFields()).filter((field) => isList(field.type)).map((field) => `${type.name}.${field.name}`))
+    .sort();
+}
+
+/** The name of the type a field's list holds. */
+function itemTypeOf(field: string): string {
+  const [type, name] = field.split(".");
+  const object = schema.getType(type!);
+  if (!isObjectType(object)) throw new Error(`${type} is not an object type`);
+  return getNamedType(object.getFields()[name!]!.type).name;
+}
+
+/** The fields a document selects, as Type.field. */
+function selectedFields(document: string): Set<string> {
+  const selected = new Set<string>();
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    parse(document),
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        const parent = typeInfo.getParentType();
+        if (parent) selected.add(`${parent.name}.${node.name.value}`);
+      },
+    }),
+  );
+  return selected;
+}
 
 /** Every field of the schema whose type is a connection, as Type.field. */
 function connectionFields(): string[] {
@@ -47,6 +136,8 @@ describe.each(backends)("paged reads on %s", (backend) => {
   const statements: string[] = [];
   let dropDatabase: (() => Promise<void>) | undefined;
   let historyWorkspaceId = "";
+  let richRunId = "";
+  let richVersionId = "";
 
   beforeAll(async () => {
     const postgres = backend === "postgres" ? await createPostgresDatabase() : undefined;
@@ -79,39 +170,110 @@ describe.each(backends)("paged reads on %s", (backend) => {
       expectType((await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: target } })).linkToWorkspace, "LinkToWorkspaceSuccess");
     }
     for (const name of ["a", "b"]) await t.client.request(CreateApiKeyDocument, { input: { name } });
+
+    // A run given materials in the workspace, and of every list of a run more than a page: the
+    // ledger, proposals, refusals and spills are written as the runtime and the link service would.
+    const prisma = t.app.db.prisma;
+    const runAdmitted = await t.client.request(AdmitRunDocument, {
+      input: {
+        question: "With materials",
+        workspaceId: workspace.id,
+        conversationId: first.run.conversation.id,
+        materials: [{ publicationId: published.version.publication.id, version: 1 }],
+      },
+    });
+    const rich = expectType(runAdmitted.admitRun, "AdmitRunSuccess").run;
+    await settled(t.client, rich.id);
+    richRunId = rich.id;
+    const runId = dbIdOf(rich.id);
+    const [workspaceDbId, versionDbId] = [dbIdOf(workspace.id), dbIdOf(published.version.id)];
+    richVersionId = published.version.id;
+    const v1 = await prisma.publicationVersion.findUniqueOrThrow({ where: { id: versionDbId }, include: { publication: true } });
+    const ownerId = v1.publication.ownerId;
+    for (let i = 0; i < 3; i += 1) {
+      await prisma.materialUse.create({ data: { runId, publicationId: v1.publicationId, version: 10 + i, publicationVersionId: v1.id, stage: "CONSUMED" } });
+      await prisma.checkpointProposal.create({ data: { runId, workspaceId: workspaceDbId, expectedRevision: 0, proposal: {} } });
+      await prisma.linkRefusal.create({ data: { workspaceId: workspaceDbId, targetKind: "PUBLICATION", targetId: `p${i}`, runId, reason: "WORKSPACE_ARCHIVED" } });
+      const message = await prisma.message.create({ data: { conversationId: dbIdOf(rich.conversation.id), seq: 1000 + i, role: "TOOL", content: "big", runId } });
+      await prisma.spill.create({
+        data: { handle: `spill://x/${i}`, runId, conversationId: dbIdOf(rich.conversation.id), messageId: message.id, toolCallId: `c${i}`, toolName: "t", sizeBytes: 3, sizeChars: 3, preview: "b", strategy: "head" },
+      });
+      await prisma.mcpServer.create({ data: { ownerId, name: `server-${i}`, transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
+    }
+    const rootSpan = await prisma.span.findFirstOrThrow({ where: { traceId: runId }, orderBy: [{ startedAt: "asc" }, { id: "asc" }] });
+    for (let i = 0; i < 3; i += 1) {
+      await prisma.spanEvent.create({ data: { spanId: rootSpan.id, seq: 1000 + i, kind: "THINKING", payload: "…", payloadSize: 3, at: new Date() } });
+    }
+    // Checkpoint revisions resting on the versions published so far.
+    const versionIds = (await prisma.publicationVersion.findMany({ select: { id: true } })).map((v) => v.id);
+    for (let revision = 0; revision < 3; revision += 1) {
+      await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, revision, { questions: [{ text: `q${revision}` }], nextSteps: ["a", "b"] }, {
+        origin: "MODEL_SUGGESTION",
+        acceptedVersionIds: versionIds,
+        citedVersionIds: versionIds,
+        sourceVersionIds: versionIds,
+      });
+    }
   }, 120_000);
   afterAll(async () => {
     await t?.close();
     await dropDatabase?.();
   });
 
-  it("the document below pages every connection field of the schema", () => {
-    const paged = [...EVERY_LIST.matchAll(/(\w+)\(first:/g)].map((match) => match[1]);
-    const covered = new Set(paged);
+  it("the document pages every connection field and reads every plain list of the schema", () => {
+    const selected = selectedFields(EVERY_LIST);
     // A field named here but missing from the document would be an unchecked list.
-    expect(connectionFields().filter((field) => !covered.has(field.split(".")[1]!))).toEqual([]);
+    expect(connectionFields().filter((field) => !selected.has(field))).toEqual([]);
+    const lists = listFields();
+    expect(lists.filter((field) => !selected.has(field) && !(field in NOT_READ_BY_THEIR_OWN_QUERY))).toEqual([]);
+    // The exceptions are plain lists of the schema, and none holds rows of a table (a Prisma model).
+    const models = new Set(Object.keys(getDatamodel().datamodel.models));
+    for (const field of Object.keys(NOT_READ_BY_THEIR_OWN_QUERY)) {
+      expect(lists, field).toContain(field);
+      expect(models.has(itemTypeOf(field)), field).toBe(false);
+    }
   });
 
-  it("reads every page with LIMIT in SQL, the current goal and a page of links in the workspace's statement", async () => {
+  it("reads every page and every plain list with LIMIT in SQL, the current goal and a page of links in the workspace's statement", async () => {
     statements.length = 0;
-    const result = await graphql(t, EVERY_LIST);
+    const result = await graphql(t, EVERY_LIST, { workspace: historyWorkspaceId, run: richRunId, version: richVersionId });
     expect(result.errors).toBeUndefined();
     const reads = statements.filter((sql) => /^\s*SELECT/i.test(sql));
-    const tables = ["workspace", "goal_version", "workspace_link", "conversation", "message", "run", "publication", "publication_version", "artifact", "api_key"];
-    const unlimited = reads.filter((sql) => tables.some((table) => new RegExp(`FROM "public"\\."${table}"`).test(sql)) && !limitedThroughout(sql));
+    const unlimited = reads.filter((sql) => /FROM "public"\."\w+"/.test(sql) && !limitedThroughout(sql) && !rowsByKey(sql));
     expect(unlimited).toEqual([]);
+    // Every table behind a list was read (so the check above saw its statements).
+    const read = new Set(reads.flatMap((sql) => [...sql.matchAll(/FROM "public"\."(\w+)"/g)].map((match) => match[1]!)));
+    expect([...LIST_TABLES].filter((table) => !read.has(table))).toEqual([]);
     // A workspace's goal and page of links come in the workspaces' statement: goal_version is read
-    // on its own only for the goalVersions pages (one a workspace), workspace_link never.
+    // on its own only for the goalVersions pages (one a workspace), and no page of links, newest
+    // first, on its own (the history catalog looks links up by their targets).
     const mainTable = (sql: string) => /FROM "public"\."(\w+)"/.exec(sql)?.[1];
-    expect(reads.filter((sql) => mainTable(sql) === "workspace_link")).toEqual([]);
+    expect(reads.filter((sql) => mainTable(sql) === "workspace_link" && /ORDER BY "t0"\."created_at" DESC/.test(sql))).toEqual([]);
     expect(reads.filter((sql) => mainTable(sql) === "goal_version")).toHaveLength(2);
     // Every list was actually read (with more rows than a page).
     const data = result.data as {
       workspaces: { edges: { node: { goal: { version: number }; goalVersions: { pageInfo: { hasNextPage: boolean } } } }[] };
       conversations: { edges: { node: { messages: { pageInfo: { hasNextPage: boolean } }; runs: { pageInfo: { hasNextPage: boolean } } } }[] };
+      run: Record<string, unknown[]> & { trace: { spans: { events: unknown[] }[] } };
+      workspace: { checkpoint: Record<string, unknown[]>; checkpointVersions: unknown[] };
     };
     expect(data.workspaces.edges.map((edge) => edge.node.goal.version).sort()).toEqual([1, 1]);
     expect(data.conversations.edges.some((edge) => edge.node.messages.pageInfo.hasNextPage && edge.node.runs.pageInfo.hasNextPage)).toBe(true);
+    for (const list of ["materialUses", "checkpointProposals", "linkRefusals", "spills"]) expect(data.run[list], list).toHaveLength(2);
+    expect(data.run.trace.spans).toHaveLength(2);
+    expect(data.run.trace.spans.some((span) => span.events.length === 2)).toBe(true);
+    for (const list of ["acceptedPublicationVersions", "sourceDependencies"]) expect(data.workspace.checkpoint[list], list).toHaveLength(2);
+    expect(data.workspace.checkpoint.citedMaterials!.length).toBeGreaterThan(2);
+    expect(data.workspace.checkpointVersions).toHaveLength(2);
+  });
+
+  it("bounds a run's materials and a version's sources by what admission and publishing accept", async () => {
+    const published = await publish(t.client, { title: "Material", content: "m" });
+    const ref = { publicationId: published.version.publication.id, version: 1 };
+    const refused = await t.client.request(AdmitRunDocument, { input: { question: "Too many", materials: Array.from({ length: RUN_MATERIALS_MAX + 1 }, () => ref) } });
+    expect(expectType(refused.admitRun, "ValidationError").issues).toEqual([{ field: "materials", message: `at most ${RUN_MATERIALS_MAX} materials` }]);
+    const sources = await t.client.request(PublishVersionDocument, { input: { title: "Built on", content: "s", sources: Array.from({ length: PUBLICATION_SOURCES_MAX + 1 }, () => ref) } });
+    expect(expectType(sources.publishVersion, "ValidationError").issues).toEqual([{ field: "sources", message: `at most ${PUBLICATION_SOURCES_MAX} sources` }]);
   });
 
   it("pages goal versions newest first, the cursor continuing where the page ended", async () => {
@@ -183,7 +345,32 @@ async function graphql(t: TestApp, query: string, variables: Record<string, unkn
   return (await response.json()) as { data?: unknown; errors?: unknown };
 }
 
-/** A read of goal versions by their unique key only: `(workspace_id = $a AND version = $b) OR …`. */
+/** Tables whose rows the API serves in lists; the document reads each of them. */
+const LIST_TABLES = [
+  "workspace", "goal_version", "workspace_link", "conversation", "message", "run", "publication", "publication_version", "artifact", "api_key",
+  "span", "span_event", "run_attempt", "run_material", "material_use", "spill", "checkpoint_proposal", "checkpoint_version", "link_refusal",
+  "mcp_server", "skill", "publication_source",
+];
+
+const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");
+
+/** Unique keys other than `id` that Prisma reads an object by: a run's trace by its run. */
+const UNIQUE_KEYS: Record<string, string> = { trace: "run_id" };
+
+/**
+ * A read of rows by a unique key only — `key IN (…)` or `key = $n`, possibly narrowed further by
+ * AND — as Prisma loads the one object a field of each listed item points to: at most as many
+ * rows as the page it belongs to.
+ */
+function rowsByKey(sql: string): boolean {
+  const where = /FROM "public"\."(\w+)"(?: AS "(\w+)")? WHERE (.*?)(?: ORDER BY .*?)?(?: OFFSET \$\d+)?$/.exec(sql);
+  if (!where) return false;
+  const [, table, alias, condition] = where;
+  const column = `"${UNIQUE_KEYS[table!] ?? "id"}"`;
+  const key = alias ? `"${alias}"\\.${column}` : `"public"\\."${table}"\\.${column}`;
+  return new RegExp(`^\\(?${key} (?:IN \\((?:NULL|\\$\\d+(?:,\\$\\d+)*)\\)|= \\$\\d+)(?:\\)| AND |$)`).test(condition!);
+}
+
 /** A LIMIT on the statement and on every relation it reads in a lateral join. */
 function limitedThroughout(sql: string): boolean {
   const [outer, ...laterals] = sql.split(/JOIN LATERAL/i);

@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
+import { contentHash } from "../../src/domain/research/publication-service.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
@@ -179,6 +180,34 @@ describe("the Dossier MCP server", () => {
       const local = imports.filter((s) => s.startsWith("."));
       expect(local.filter((s) => !s.startsWith("./") && !s.startsWith("../../sdk/") && s !== "../config.js"), file).toEqual([]);
     }
+  });
+
+  it("get_checkpoint gives every version the checkpoint rests on, however many pages they take", async () => {
+    // A model's suggestion resting on more versions than a page of the API holds (100).
+    const prisma = t.app.db.prisma;
+    const workspaceDbId = Buffer.from(workspaceId, "base64").toString("utf8").split(":")[1]!;
+    const { ownerId } = await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceDbId } });
+    const publication = await prisma.publication.create({ data: { ownerId, title: "Many sources", latestVersion: 130 } });
+    const versions = [];
+    for (let n = 1; n <= 130; n += 1) {
+      versions.push(
+        await prisma.publicationVersion.create({
+          data: { publicationId: publication.id, version: n, content: `source ${n}`, contentHash: contentHash(`source ${n}`), asOf: new Date() },
+        }),
+      );
+    }
+    const { checkpointRevision } = await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceDbId } });
+    const ids = versions.map((v) => v.id).reverse();
+    await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, checkpointRevision, { questions: [] }, {
+      origin: "MODEL_SUGGESTION",
+      acceptedVersionIds: ids.slice(0, 105),
+      sourceVersionIds: ids,
+    });
+
+    const { checkpoint } = await alice.json("get_checkpoint", { workspaceId });
+    const versionOf = (v: { version: number }) => v.version;
+    expect(checkpoint.sourceDependencies.map(versionOf)).toEqual(Array.from({ length: 130 }, (_, i) => 130 - i));
+    expect(checkpoint.acceptedPublicationVersions.map(versionOf)).toEqual(Array.from({ length: 105 }, (_, i) => 130 - i));
   });
 
   it("reports a refused key as a tool error, and a bad DOSSIER_URL at start-up", async () => {

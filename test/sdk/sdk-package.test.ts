@@ -2,13 +2,19 @@
 // JavaScript and declarations, packs as @dossier/sdk, and its built JavaScript works from plain
 // Node.js against a running server — typed error unions included.
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { buildSchema, type DocumentNode, Kind, parse, type SelectionNode, visit } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../sdk/client.js";
 import { CreateWorkspaceDocument } from "../../sdk/generated/graphql.js";
+import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
+import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const run = promisify(execFile);
@@ -79,6 +85,48 @@ describe("the SDK", () => {
       } else {
         expect.fail(`expected a ValidationError, got ${result.__typename}`);
       }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("reads a whole trace with runTrace, page after page: every span and event once, in order", async () => {
+    const t = await startTestApp("pglite", {
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sdk-")), pollMs: 25 },
+    });
+    try {
+      const { run } = await admit(t.client, { question: "Trace me" });
+      await settled(t.client, run.id);
+      // More events on the root span than a page of two holds.
+      const prisma = t.app.db.prisma;
+      const traceId = Buffer.from(run.id, "base64").toString("utf8").split(":")[1]!;
+      const root = await prisma.span.findFirstOrThrow({ where: { traceId, parentId: null } });
+      for (let i = 0; i < 5; i += 1) {
+        await prisma.spanEvent.create({ data: { spanId: root.id, seq: 1000 + i, kind: "THINKING", payload: `extra ${i}`, payloadSize: 7, at: new Date() } });
+      }
+      const spans = await prisma.span.findMany({ where: { traceId }, orderBy: [{ startedAt: "asc" }, { id: "asc" }], include: { events: { orderBy: { seq: "asc" } } } });
+      expect(spans.length).toBeGreaterThan(2);
+
+      const requests: string[] = [];
+      const counting = createClient({
+        url: "http://dossier.test/graphql",
+        fetch: (async (input: string, init?: RequestInit) => {
+          requests.push(JSON.parse(String(init?.body)).query.match(/^(?:query|mutation) (\w+)/m)?.[1] ?? "?");
+          return t.app.yoga.fetch(new Request(input, init));
+        }) as typeof fetch,
+      });
+      const whole = (await counting.runTrace(run.id, { pageSize: 2 }))!;
+      expect(whole.trace!.spans.map((span) => span.id)).toEqual(spans.map((span) => encodeGlobalId("Span", span.id)));
+      expect(whole.trace!.spans.map((span) => span.events.map((event) => event.seq))).toEqual(spans.map((span) => span.events.map((event) => event.seq)));
+      expect(whole.attempts.map((attempt) => attempt.number)).toEqual([1]);
+      // It took several pages of spans and of the root span's events to get there.
+      expect(requests.filter((name) => name === "TraceSpans").length).toBeGreaterThanOrEqual(Math.ceil(spans.length / 2) - 1);
+      expect(requests.filter((name) => name === "SpanEvents").length).toBeGreaterThanOrEqual(2);
+      // With the default page sizes one request reads it all, and it is the same trace.
+      requests.length = 0;
+      expect(await counting.runTrace(run.id)).toEqual(whole);
+      expect(requests).toEqual(["RunTrace"]);
+      expect(await counting.runTrace(encodeGlobalId("Run", "no-such-run"))).toBeNull();
     } finally {
       await t.close();
     }

@@ -9,9 +9,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import type { SpanRef } from "../../src/runtime/ports/trace-sink.js";
+import { PrismaTraceRecorder } from "../../src/runtime/trace/prisma-trace-recorder.js";
 import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -28,6 +31,9 @@ const slowPlan: ScriptStep[] = [
 ];
 
 const traceIdOf = (runId: string) => Buffer.from(runId, "base64").toString("utf8").split(":")[1]!;
+
+/** The API's default page of spans and of events. */
+const PAGE = 500;
 
 describe("the trace viewer page", () => {
   it.runIf(!haveChromium && process.env.CI)("has Chromium on CI", () => {
@@ -159,6 +165,43 @@ describe("the trace viewer page", () => {
       expect(await keyless.textContent("[data-testid=answer]")).toBe("done");
       await context.close();
     });
+
+    it("shows every span and event of a trace longer than a page", async () => {
+      const app = await start([{ content: "done" }]);
+      const key = await app.createPrincipal("long");
+      const { run } = await admit(app.as(key), { question: "A long trace" });
+      // A run's trace shares its id.
+      const traceId = traceIdOf(run.id);
+      const prisma = app.app.db.prisma;
+      await waitUntil(async () => ((await prisma.run.findUniqueOrThrow({ where: { id: traceId } })).status === "SUCCEEDED" ? true : undefined));
+      // More spans, and more events on one span, than a page of the API holds (500), written as the runtime writes them.
+      const recorder = new PrismaTraceRecorder({ prisma, events: app.app.events });
+      const root = await prisma.span.findFirstOrThrow({ where: { traceId, parentId: null } });
+      const extra: SpanRef[] = [];
+      for (let i = 0; i < PAGE + 20; i += 1) {
+        extra.push(await recorder.startSpan({ traceId, parent: { id: root.id, traceId }, kind: "TOOL_CALL", name: `extra ${i}` }));
+      }
+      await Promise.all(Array.from({ length: PAGE + 20 }, (_, i) => recorder.event(extra[0]!, "THINKING", `note ${i}`)));
+
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(String(error)));
+      await page.goto(pageUrl(run.id, key));
+      await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 30_000 });
+      const spans = await prisma.span.findMany({ where: { traceId }, select: { id: true } });
+      expect(spans.length).toBeGreaterThan(PAGE);
+      const shown = await page.$$eval("[data-testid=span]", (rows) => rows.map((r) => (r as HTMLElement).dataset.spanId!));
+      expect(shown.sort()).toEqual(spans.map((s) => encodeGlobalId("Span", s.id)).sort());
+      expect(await page.textContent("[data-testid=span-count]")).toBe(String(spans.length));
+      expect(await page.locator("[data-testid=event]").count()).toBe(await prisma.spanEvent.count({ where: { span: { traceId } } }));
+      // The span with more events than a page shows them all, in order.
+      const notes = await page.$$eval(`[data-span-id="${encodeGlobalId("Span", extra[0]!.id)}"] > [data-testid=event] .preview`, (rows) =>
+        rows.map((r) => r.textContent),
+      );
+      expect(notes).toEqual(Array.from({ length: PAGE + 20 }, (_, i) => `note ${i}`));
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 60_000);
 
     it("is served only for GET", async () => {
       await start([{ content: "x" }]);

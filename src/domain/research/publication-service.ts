@@ -13,6 +13,8 @@ import { eligibilityOf } from "./eligibility.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
 export const PUBLICATION_CONTENT_MAX = 1_000_000;
+/** The most source versions one version may be built on. */
+export const PUBLICATION_SOURCES_MAX = 200;
 /** Clocks disagree a little; an as-of time further ahead than this is a mistake. */
 const AS_OF_SKEW_MS = 5 * 60 * 1000;
 /** A judgement's as-of time lies in the age of the sources Dossier handles; year 0001 is a typo. */
@@ -25,7 +27,7 @@ const publishInput = z
     publicationId: z.string().nullish(),
     title: nonBlank(TITLE_MAX).nullish(),
     content: nonBlank(PUBLICATION_CONTENT_MAX),
-    sources: z.array(versionRef).max(200, "at most 200 sources").default([]),
+    sources: z.array(versionRef).max(PUBLICATION_SOURCES_MAX, `at most ${PUBLICATION_SOURCES_MAX} sources`).default([]),
     asOf: z.date().nullish(),
     originRunId: z.string().nullish(),
   })

@@ -5,6 +5,7 @@
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type Eligibility, eligibilityOf } from "../research/eligibility.js";
+import { PUBLICATION_SOURCES_MAX } from "../research/publication-service.js";
 import { findVisibleWorkspace } from "./workspace-access.js";
 
 export const CATALOG_DEFAULT_ENTRIES = 50;
@@ -49,73 +50,103 @@ export async function historyCatalog(
 ): Promise<HistoryCatalog> {
   const limit = Math.max(0, Math.min(first, CATALOG_MAX_ENTRIES));
   await findVisibleWorkspace(prisma, actor, workspaceId);
-  const links = await prisma.workspaceLink.findMany({
-    where: { workspaceId, targetKind: { in: ["PUBLICATION", "RUN", "CONVERSATION"] } },
-    select: { targetKind: true, targetId: true },
-  });
-  const linked = (kind: string) => links.filter((link) => link.targetKind === kind).map((link) => link.targetId);
-  const [publicationIds, runIds, conversationIds] = [linked("PUBLICATION"), linked("RUN"), linked("CONVERSATION")];
-  const candidates = {
-    ownerId: actor.principalId,
-    OR: [
-      { id: { in: publicationIds } },
-      { versions: { some: { originRunId: { in: runIds } } } },
-      { versions: { some: { originRun: { conversationId: { in: conversationIds }, ownerId: actor.principalId } } } },
-    ],
-  };
-  const publications = await prisma.publication.findMany({
-    where: candidates,
-    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    take: limit + 1,
-    include: {
-      versions: {
-        orderBy: { version: "desc" },
-        take: CATALOG_VERSIONS_PER_ENTRY,
-        select: {
-          id: true,
-          publicationId: true,
-          version: true,
-          asOf: true,
-          createdAt: true,
-          originRunId: true,
-          originRun: { select: { conversationId: true } },
-          sources: {
-            orderBy: { position: "asc" },
-            select: { sourceVersion: { select: { id: true, publicationId: true, version: true } } },
-          },
-        },
-      },
-    },
-  });
-  const truncated = publications.length > limit;
-  const listed = publications.slice(0, limit);
-  const availability = await eligibilityOf(
-    prisma,
-    listed.flatMap((publication) => publication.versions.map((version) => version.id)),
+  // Every read below is bounded by the page, however many links, versions or sources there are:
+  // the links are joined in SQL rather than read, and Prisma would apply a nested `take` only
+  // after reading every row, so each list is its own query with its own LIMIT.
+  const candidates = await prisma.$queryRaw<{ id: string }[]>`
+    SELECT p.id FROM publication p
+     WHERE p.owner_id = ${actor.principalId}
+       AND (EXISTS (SELECT 1 FROM workspace_link l
+                     WHERE l.workspace_id = ${workspaceId} AND l.target_kind = 'PUBLICATION' AND l.target_id = p.id)
+         OR EXISTS (SELECT 1 FROM publication_version v
+                      JOIN workspace_link l ON l.workspace_id = ${workspaceId} AND l.target_kind = 'RUN' AND l.target_id = v.origin_run_id
+                     WHERE v.publication_id = p.id)
+         OR EXISTS (SELECT 1 FROM publication_version v
+                      JOIN run r ON r.id = v.origin_run_id AND r.owner_id = ${actor.principalId}
+                      JOIN workspace_link l ON l.workspace_id = ${workspaceId} AND l.target_kind = 'CONVERSATION' AND l.target_id = r.conversation_id
+                     WHERE v.publication_id = p.id))
+     ORDER BY p.created_at DESC, p.id DESC
+     LIMIT ${limit + 1}`;
+  const truncated = candidates.length > limit;
+  const listedIds = candidates.slice(0, limit).map((candidate) => candidate.id);
+  const byId = new Map(
+    (listedIds.length === 0
+      ? []
+      : await prisma.publication.findMany({ where: { id: { in: listedIds } }, select: { id: true, title: true, latestVersion: true } })
+    ).map((publication) => [publication.id, publication]),
   );
-  const linkedRuns = new Set(runIds);
-  const linkedConversations = new Set(conversationIds);
+  const listed = listedIds.flatMap((id) => byId.get(id) ?? []);
+  // Versions are numbered 1…latestVersion without gaps: the newest of each are those above latest − N.
+  const versions =
+    listed.length === 0
+      ? []
+      : await prisma.publicationVersion.findMany({
+          where: { OR: listed.map((p) => ({ publicationId: p.id, version: { gt: p.latestVersion - CATALOG_VERSIONS_PER_ENTRY } })) },
+          orderBy: [{ publicationId: "asc" }, { version: "desc" }],
+          take: listed.length * CATALOG_VERSIONS_PER_ENTRY,
+          select: {
+            id: true,
+            publicationId: true,
+            version: true,
+            asOf: true,
+            createdAt: true,
+            originRunId: true,
+            originRun: { select: { conversationId: true } },
+          },
+        });
+  const versionIds = versions.map((version) => version.id);
+  const sources =
+    versionIds.length === 0
+      ? []
+      : await prisma.publicationSource.findMany({
+          where: { versionId: { in: versionIds } },
+          orderBy: [{ versionId: "asc" }, { position: "asc" }],
+          take: versionIds.length * PUBLICATION_SOURCES_MAX,
+          select: { versionId: true, sourceVersion: { select: { id: true, publicationId: true, version: true } } },
+        });
+  const runIds = [...new Set(versions.flatMap((v) => (v.originRunId ? [v.originRunId] : [])))];
+  const conversationIds = [...new Set(versions.flatMap((v) => (v.originRun ? [v.originRun.conversationId] : [])))];
+  const links =
+    listed.length === 0
+      ? []
+      : await prisma.workspaceLink.findMany({
+          where: {
+            workspaceId,
+            OR: [
+              { targetKind: "PUBLICATION", targetId: { in: listedIds } },
+              { targetKind: "RUN", targetId: { in: runIds } },
+              { targetKind: "CONVERSATION", targetId: { in: conversationIds } },
+            ],
+          },
+          select: { targetKind: true, targetId: true },
+          // A workspace links an object at most once: one row at most per id asked about.
+          take: listedIds.length + runIds.length + conversationIds.length,
+        });
+  const linked = (kind: string) => new Set(links.filter((link) => link.targetKind === kind).map((link) => link.targetId));
+  const [linkedPublications, linkedRuns, linkedConversations] = [linked("PUBLICATION"), linked("RUN"), linked("CONVERSATION")];
+  const availability = await eligibilityOf(prisma, versionIds);
+  const versionsOf = groupBy(versions, (version) => version.publicationId);
+  const sourcesOf = groupBy(sources, (source) => source.versionId);
   const entries = listed.map((publication): CatalogEntry => {
+    const own = versionsOf.get(publication.id) ?? [];
     const via: CatalogVia[] = [];
-    if (publicationIds.includes(publication.id)) via.push("LINKED_PUBLICATION");
-    if (publication.versions.some((v) => v.originRunId && linkedRuns.has(v.originRunId))) via.push("LINKED_RUN");
-    if (publication.versions.some((v) => v.originRun && linkedConversations.has(v.originRun.conversationId))) {
-      via.push("LINKED_CONVERSATION");
-    }
+    if (linkedPublications.has(publication.id)) via.push("LINKED_PUBLICATION");
+    if (own.some((v) => v.originRunId && linkedRuns.has(v.originRunId))) via.push("LINKED_RUN");
+    if (own.some((v) => v.originRun && linkedConversations.has(v.originRun.conversationId))) via.push("LINKED_CONVERSATION");
     return {
       publicationId: publication.id,
       title: publication.title,
       latestVersion: publication.latestVersion,
-      versionsComplete: publication.versions.length >= publication.latestVersion,
+      versionsComplete: own.length >= publication.latestVersion,
       via,
-      versions: publication.versions.map((version) => ({
+      versions: own.map((version) => ({
         id: version.id,
         publicationId: version.publicationId,
         version: version.version,
         asOf: version.asOf,
         createdAt: version.createdAt,
         originRunId: version.originRunId,
-        sources: version.sources.map(({ sourceVersion }) => ({
+        sources: (sourcesOf.get(version.id) ?? []).map(({ sourceVersion }) => ({
           versionId: sourceVersion.id,
           publicationId: sourceVersion.publicationId,
           version: sourceVersion.version,
@@ -131,4 +162,15 @@ export async function historyCatalog(
       ? `the workspace's links lead to more than ${limit} publications; the catalog lists the ${limit} newest (at most ${CATALOG_MAX_ENTRIES} can be asked for)`
       : null,
   };
+}
+
+/** Items by key, each group in the items' order. */
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
+  return groups;
 }

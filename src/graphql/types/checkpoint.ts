@@ -2,11 +2,17 @@
 // while everything it rests on is eligible, and compare-and-swap updates.
 import { NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
 import { type CheckpointRead, questionsOf } from "../../domain/workspace/checkpoint-service.js";
-import type { CheckpointVersion } from "../../generated/prisma/client.js";
+import type { CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
+import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
 import { builder } from "../builder.js";
-import { requireIdOfType } from "../global-id.js";
+import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOf, pageOfIds, pageOptions } from "../plain-list.js";
 import { AvailabilityStatusEnum } from "./history.js";
+
+/** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
+const CHECKPOINT_VERSIONS: ListPage = { typename: "PublicationVersion", ...LIST_PAGE };
+const PROPOSALS: PlainList = { typename: "CheckpointProposal", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
 const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
   name: "CheckpointOrigin",
@@ -55,31 +61,37 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     }),
     acceptedPublicationVersions: t.prismaField({
       type: ["PublicationVersion"],
-      description: "The versions the origin run's answer was published as.",
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.acceptedVersionIds)),
+      description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
+      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+      resolve: (query, r, args, ctx) =>
+        versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
     }),
     citedMaterials: t.prismaField({
       type: ["PublicationVersion"],
-      description: "The materials the proposal cited (read by the origin run).",
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds)),
+      description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
+      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
     }),
     sourceDependencies: t.prismaField({
       type: ["PublicationVersion"],
-      description: "Every version this revision rests on; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.sourceVersionIds)),
+      description: describePage(
+        "Every version this revision rests on, in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
+        CHECKPOINT_VERSIONS,
+      ),
+      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+      resolve: (query, r, args, ctx) =>
+        versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
     }),
     createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
 });
 
-async function versionsById(
-  ctx: { prisma: import("../../generated/prisma/client.js").PrismaClient; actor: { principalId: string } },
-  query: object,
-  ids: string[],
-) {
+/** The versions with these ids that the caller may see, in the order of `ids` (a page of a checkpoint's list). */
+async function versionsById(ctx: { prisma: PrismaClient; actor: { principalId: string } }, query: object, ids: string[]) {
+  if (ids.length === 0) return [];
   const found = await ctx.prisma.publicationVersion.findMany({
     ...query,
     where: { id: { in: ids }, publication: { ownerId: ctx.actor.principalId } },
+    take: ids.length,
   });
   const byId = new Map(found.map((v) => [v.id, v]));
   return ids.flatMap((id) => byId.get(id) ?? []);
@@ -192,6 +204,7 @@ const ProposalStatusEnum = builder.enumType(CheckpointProposalStatus, {
 builder.prismaObject("CheckpointProposal", {
   description: "A checkpoint a run proposed, and what became of it (W11).",
   fields: (t) => ({
+    id: t.id({ description: "Names the proposal as `after` in `Run.checkpointProposals`.", resolve: (p) => encodeGlobalId("CheckpointProposal", p.id) }),
     status: t.expose("status", { type: ProposalStatusEnum }),
     reason: t.exposeString("reason", { nullable: true }),
     expectedRevision: t.exposeInt("expectedRevision", { description: "The revision the run saw." }),
@@ -204,8 +217,13 @@ builder.prismaObject("CheckpointProposal", {
 builder.prismaObjectFields("Run", (t) => ({
   checkpointProposals: t.prismaField({
     type: ["CheckpointProposal"],
-    description: "The checkpoint proposals the run made, oldest first.",
-    resolve: (query, run, _args, ctx) =>
-      ctx.prisma.checkpointProposal.findMany({ ...query, where: { runId: run.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+    description: describePage("The checkpoint proposals the run made, oldest first.", PROPOSALS),
+    ...pageOptions(t.arg, PROPOSALS),
+    resolve: async (query, run, args, ctx) => {
+      const page = await pageOf<Prisma.CheckpointProposalWhereInput>(PROPOSALS, args, (id, select) =>
+        ctx.prisma.checkpointProposal.findFirst({ where: { id, runId: run.id }, select }),
+      );
+      return ctx.prisma.checkpointProposal.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 }));

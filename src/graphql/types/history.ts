@@ -15,13 +15,20 @@ import {
   type HistoryCatalog,
   historyCatalog,
 } from "../../domain/workspace/history-catalog.js";
-import type { PublicationVersion } from "../../generated/prisma/client.js";
+import type { Prisma, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { loadBatched } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOf, pageOptions } from "../plain-list.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
+
+const oldestFirst = [["createdAt", "asc"], ["id", "asc"]] as const;
+const LEDGER: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
+const CONSUMERS: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
+const ACCEPTED_VERSIONS: PlainList = { typename: "PublicationVersion", order: oldestFirst, ...LIST_PAGE };
+const LINK_REFUSALS: PlainList = { typename: "LinkRefusal", order: oldestFirst, ...LIST_PAGE };
 
 export const MaterialStageEnum = builder.enumType(MaterialStage, {
   name: "MaterialStage",
@@ -189,6 +196,10 @@ builder.mutationField("revokePublicationVersion", (t) =>
 export const MaterialUseObject = builder.prismaObject("MaterialUse", {
   description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
   fields: (t) => ({
+    id: t.id({
+      description: "Names the entry as `after` in `Run.materialUses` and `PublicationVersion.consumedBy`.",
+      resolve: (use) => encodeGlobalId("MaterialUse", use.id),
+    }),
     stage: t.expose("stage", { type: MaterialStageEnum }),
     publicationId: t.id({ resolve: (use) => encodeGlobalId("Publication", use.publicationId) }),
     version: t.exposeInt("version"),
@@ -208,14 +219,33 @@ export const MaterialUseObject = builder.prismaObject("MaterialUse", {
 });
 
 builder.prismaObjectFields("Run", (t) => ({
-  materialUses: t.relation("materialUses", {
-    description: "The run's consumption ledger, oldest first; optionally only one stage.",
-    args: { stage: t.arg({ type: MaterialStageEnum }) },
-    query: ({ stage }) => ({ where: stage ? { stage } : {}, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+  materialUses: t.prismaField({
+    type: ["MaterialUse"],
+    description: describePage("The run's consumption ledger, oldest first; optionally only one stage.", LEDGER),
+    args: { stage: t.arg({ type: MaterialStageEnum }), ...pageArgs(t.arg, LEDGER) },
+    extensions: pageExtensions(LEDGER),
+    resolve: async (query, run, { stage, ...args }, ctx) => {
+      const page = await pageOf<Prisma.MaterialUseWhereInput>(LEDGER, args, (id, select) =>
+        ctx.prisma.materialUse.findFirst({ where: { id, runId: run.id }, select }),
+      );
+      return ctx.prisma.materialUse.findMany({
+        ...query,
+        where: { runId: run.id, ...(stage ? { stage } : {}), ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+    },
   }),
-  acceptedPublicationVersions: t.relation("publications", {
-    description: "The versions the run's answer was published as.",
-    query: { orderBy: { createdAt: "asc" } },
+  acceptedPublicationVersions: t.prismaField({
+    type: ["PublicationVersion"],
+    description: describePage("The versions the run's answer was published as, oldest first.", ACCEPTED_VERSIONS),
+    ...pageOptions(t.arg, ACCEPTED_VERSIONS),
+    resolve: async (query, run, args, ctx) => {
+      const page = await pageOf<Prisma.PublicationVersionWhereInput>(ACCEPTED_VERSIONS, args, (id, select) =>
+        ctx.prisma.publicationVersion.findFirst({ where: { id, originRunId: run.id }, select }),
+      );
+      return ctx.prisma.publicationVersion.findMany({ ...query, where: { originRunId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 }));
 
@@ -229,12 +259,17 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
     resolve: async (version, _args, ctx): Promise<Eligibility> =>
       (await loadBatched(ctx, "eligibility", version.id, (ids) => eligibilityOf(ctx.prisma, ids))) ?? { eligible: true },
   }),
-  consumedBy: t.relation("uses", {
-    description: "The runs (yours) whose model requests carried this version's content.",
-    query: (_args, ctx) => ({
-      where: { stage: "CONSUMED", run: { ownerId: ctx.actor.principalId } },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-    }),
+  consumedBy: t.prismaField({
+    type: ["MaterialUse"],
+    description: describePage("The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first.", CONSUMERS),
+    ...pageOptions(t.arg, CONSUMERS),
+    resolve: async (query, version, args, ctx) => {
+      const yours = { publicationVersionId: version.id, run: { ownerId: ctx.actor.principalId } };
+      const page = await pageOf<Prisma.MaterialUseWhereInput>(CONSUMERS, args, (id, select) =>
+        ctx.prisma.materialUse.findFirst({ where: { id, ...yours }, select }),
+      );
+      return ctx.prisma.materialUse.findMany({ ...query, where: { ...yours, stage: "CONSUMED", ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 }));
 
@@ -248,6 +283,7 @@ const LinkRefusalReasonEnum = builder.enumType("LinkRefusalReason", {
 builder.prismaObject("LinkRefusal", {
   description: "A link to the run's workspace that was asked for when the run published and not created (W14, W15).",
   fields: (t) => ({
+    id: t.id({ description: "Names the refusal as `after` in `Run.linkRefusals`.", resolve: (r) => encodeGlobalId("LinkRefusal", r.id) }),
     kind: t.expose("targetKind", { type: LinkKindEnum }),
     targetId: t.id({ resolve: (r) => encodeGlobalId(typenameOfKind[r.targetKind], r.targetId) }),
     reason: t.expose("reason", { type: LinkRefusalReasonEnum }),
@@ -258,8 +294,13 @@ builder.prismaObject("LinkRefusal", {
 builder.prismaObjectFields("Run", (t) => ({
   linkRefusals: t.prismaField({
     type: ["LinkRefusal"],
-    description: "Links to the run's workspace that were refused because it was archived or deleted by then.",
-    resolve: (query, run, _args, ctx) =>
-      ctx.prisma.linkRefusal.findMany({ ...query, where: { runId: run.id }, orderBy: { createdAt: "asc" } }),
+    description: describePage("Links to the run's workspace that were refused because it was archived or deleted by then, oldest first.", LINK_REFUSALS),
+    ...pageOptions(t.arg, LINK_REFUSALS),
+    resolve: async (query, run, args, ctx) => {
+      const page = await pageOf<Prisma.LinkRefusalWhereInput>(LINK_REFUSALS, args, (id, select) =>
+        ctx.prisma.linkRefusal.findFirst({ where: { id, runId: run.id }, select }),
+      );
+      return ctx.prisma.linkRefusal.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 }));

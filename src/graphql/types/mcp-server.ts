@@ -4,10 +4,13 @@ import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { McpServerStatus } from "../../runtime/mcp/mcp-registry.js";
 import { nameMcpTools } from "../../runtime/mcp/tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
-import type { McpServer } from "../../generated/prisma/client.js";
+import type { McpServer, Prisma } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
 import { builder } from "../builder.js";
+import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
 import { ownedBy } from "./owned.js";
+
+const MCP_SERVERS: PlainList = { typename: "McpServer", order: [["name", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
 const McpTransportEnum = builder.enumType(McpTransport, {
   name: "McpTransport",
@@ -91,9 +94,13 @@ export const McpServerNode = builder.prismaNode("McpServer", {
 builder.queryField("mcpServers", (t) =>
   t.prismaField({
     type: ["McpServer"],
-    description: "Your MCP servers, by name.",
-    resolve: (query, _root, _args, ctx) =>
-      ctx.prisma.mcpServer.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: { name: "asc" } }),
+    description: describePage("Your MCP servers, by name.", MCP_SERVERS),
+    ...pageOptions(t.arg, MCP_SERVERS),
+    resolve: async (query, _root, args, ctx) => {
+      const yours = { ownerId: ctx.actor.principalId };
+      const page = await pageOf<Prisma.McpServerWhereInput>(MCP_SERVERS, args, (id, select) => ctx.prisma.mcpServer.findFirst({ where: { id, ...yours }, select }));
+      return ctx.prisma.mcpServer.findMany({ ...query, where: { ...yours, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 );
 

@@ -1,5 +1,6 @@
 // Publications and their immutable versions.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-service.js";
 import type { RunLinkOutcome } from "../../domain/workspace/link-service.js";
 import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
@@ -34,12 +35,13 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
     originRun: t.relation("originRun", { nullable: true }),
     sources: t.prismaField({
       type: ["PublicationVersion"],
-      description: "The exact versions this version was built on, in the order given.",
+      description: `The exact versions this version was built on, in the order given: at most ${PUBLICATION_SOURCES_MAX}, all of them.`,
       resolve: async (query, version, _args, ctx) =>
         (
           await ctx.prisma.publicationSource.findMany({
             where: { versionId: version.id },
             orderBy: { position: "asc" },
+            take: PUBLICATION_SOURCES_MAX,
             include: { sourceVersion: query },
           })
         ).map((source) => source.sourceVersion),

@@ -9,15 +9,24 @@ import {
 import { fromStored } from "../../domain/text/stored-text.js";
 import { GraphQLError } from "graphql";
 import type { RunStatusMessage } from "../../events/topics.js";
-import type { Run } from "../../generated/prisma/client.js";
+import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { idOfType, requireIdOfType } from "../global-id.js";
+import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
 import { newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
 const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
+
+/** Admission accepts at most this many materials for a run (domain/research/admission-service.ts). */
+export const RUN_MATERIALS_MAX = 100;
+
+const ATTEMPTS: PlainList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
+
+/** An attempt's global id: it has no id of its own, only its run and its number. */
+const attemptId = (attempt: { runId: string; number: number }) => encodeGlobalId("RunAttempt", `${attempt.runId}/${attempt.number}`);
 
 const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "deadlineSeconds">>("RunLimits").implement({
   description: "The limits a run was admitted with.",
@@ -60,9 +69,19 @@ export const RunNode = builder.prismaNode("Run", {
     attempt: t.exposeInt("attempt", {
       description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
     }),
-    attempts: t.relation("attempts", {
-      description: "Every claim of the run by a worker, in order. Only the latest can be running; no two overlap.",
-      query: { orderBy: { number: "asc" } },
+    attempts: t.prismaField({
+      type: ["RunAttempt"],
+      description: describePage("Every claim of the run by a worker, by number. Only the latest can be running; no two overlap.", ATTEMPTS),
+      ...pageOptions(t.arg, ATTEMPTS),
+      resolve: async (query, run, args, ctx) => {
+        const page = await pageOf<Prisma.RunAttemptWhereInput>(ATTEMPTS, args, (id, select) => {
+          const [runId, number] = id.split("/");
+          return runId === run.id && /^\d+$/.test(number ?? "")
+            ? ctx.prisma.runAttempt.findUnique({ where: { runId_number: { runId, number: Number(number) } }, select })
+            : Promise.resolve(null);
+        });
+        return ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      },
     }),
     failureReason: t.exposeString("failureReason", {
       nullable: true,
@@ -94,7 +113,12 @@ export const RunNode = builder.prismaNode("Run", {
       nullable: true,
       description: "The frozen goal version as a node, while the workspace exists.",
     }),
-    materials: t.relation("materials", { query: { orderBy: { position: "asc" } } }),
+    materials: t.prismaField({
+      type: ["RunMaterial"],
+      description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
+      resolve: (query, run, _args, ctx) =>
+        ctx.prisma.runMaterial.findMany({ ...query, where: { runId: run.id }, orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX }),
+    }),
     model: t.exposeString("modelLabel", {
       nullable: true,
       description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
@@ -131,6 +155,7 @@ const RunAttemptOutcomeEnum = builder.enumType(RunAttemptOutcome, {
 builder.prismaObject("RunAttempt", {
   description: "One claim of a run by a worker instance. Every write of an attempt applies only while it holds the run.",
   fields: (t) => ({
+    id: t.id({ description: "Names the attempt as `after` in `Run.attempts`.", resolve: attemptId }),
     number: t.exposeInt("number", { description: "1 for the first claim." }),
     instance: t.exposeString("instance", { description: 'The worker instance that ran it, e.g. "host:4242:a1b2c3".' }),
     startedAt: t.expose("startedAt", { type: "DateTime" }),

@@ -1,5 +1,6 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
+import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/skills/skill-catalog.js";
 import { builder } from "../builder.js";
@@ -31,7 +32,7 @@ builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
     description:
-      "The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones. Changes apply from the next run.",
+      `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), all of them. Changes apply from the next run.`,
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
     resolve: async (_root, { agent }, ctx) =>
       (await ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent)).map((skill) => ({ ...skill, agent })),

@@ -1,13 +1,19 @@
 // Spilled tool results of a run (R10–R12): the handles the model can still read back, with
 // what it was shown of each. The whole result is the TOOL message in `Run.messages`.
 import { fromStored } from "../../domain/text/stored-text.js";
+import type { Prisma } from "../../generated/prisma/client.js";
 import { RunNode } from "./run.js";
 import { builder } from "../builder.js";
+import { encodeGlobalId } from "../global-id.js";
+import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+
+const SPILLS: PlainList = { typename: "Spill", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
 export const SpillObject = builder.prismaObject("Spill", {
   description:
     "A tool result too large for the model's context: the model saw a preview and reads the rest back through the handle. The whole result is stored once, as its TOOL message in the log.",
   fields: (t) => ({
+    id: t.id({ description: "Names the spill as `after` in `Run.spills`.", resolve: (spill) => encodeGlobalId("Spill", spill.id) }),
     handle: t.exposeString("handle", { description: "The read-back handle: spill://<agent>/<conversation>/<toolCallId>." }),
     tool: t.exposeString("toolName", { description: "The tool whose result was spilled." }),
     size: t.exposeInt("sizeBytes", { description: "Bytes (UTF-8) of the whole result." }),
@@ -22,8 +28,16 @@ export const SpillObject = builder.prismaObject("Spill", {
 });
 
 builder.prismaObjectField(RunNode, "spills", (t) =>
-  t.relation("spills", {
-    description: "The run's spilled tool results whose handles are live; empty once the run has ended and released them.",
-    query: { where: { releasedAt: null }, orderBy: { createdAt: "asc" } },
+  t.prismaField({
+    type: ["Spill"],
+    description: describePage(
+      "The run's spilled tool results whose handles are live, oldest first; empty once the run has ended and released them. A released spill still names its place as `after`.",
+      SPILLS,
+    ),
+    ...pageOptions(t.arg, SPILLS),
+    resolve: async (query, run, args, ctx) => {
+      const page = await pageOf<Prisma.SpillWhereInput>(SPILLS, args, (id, select) => ctx.prisma.spill.findFirst({ where: { id, runId: run.id }, select }));
+      return ctx.prisma.spill.findMany({ ...query, where: { runId: run.id, releasedAt: null, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
   }),
 );

@@ -1,13 +1,17 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
-import { loadBatched } from "../request-batch.js";
 import { type LogLookup, type RecordedMessage, readLogMessages, resolveRequest } from "../../domain/trace/recorded-request.js";
-import type { Span } from "../../generated/prisma/client.js";
+import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
+import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { loadBatched } from "../request-batch.js";
+
+const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...LONG_PAGE };
+const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...LONG_PAGE };
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
@@ -54,6 +58,30 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
     }),
   }),
 });
+
+type ListedEvent = Pick<SpanEvent, "id" | "spanId" | "seq" | "kind" | "at" | "payloadSize" | "preview">;
+
+/**
+ * The first `take` events of a span. A trace is read with every span's first page of events: the
+ * spans of one request are answered together, by one statement with a LIMIT per span, rather
+ * than by a statement per span. The columns are those the SpanEvent type selects (its payload is
+ * read by its own field, only when asked for); the order is EVENTS'.
+ */
+async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number): Promise<SpanEvent[]> {
+  const events = await loadBatched(ctx, `span-events:${take}`, spanId, async (spanIds) => {
+    const rows = await ctx.prisma.$queryRaw<ListedEvent[]>`
+      SELECT e.id, e.span_id AS "spanId", e.seq, e.kind::text AS kind, e.at, e.payload_size AS "payloadSize", e.preview
+        FROM unnest(${spanIds}::text[]) AS listed(id)
+        CROSS JOIN LATERAL (
+          SELECT * FROM "public"."span_event" WHERE span_id = listed.id ORDER BY seq, id LIMIT ${take}
+        ) e
+       ORDER BY e.span_id, e.seq, e.id`;
+    const bySpan = new Map<string, ListedEvent[]>();
+    for (const row of rows) bySpan.set(row.spanId, [...(bySpan.get(row.spanId) ?? []), row]);
+    return bySpan;
+  });
+  return (events ?? []) as SpanEvent[];
+}
 
 type SpanUsageRow = { id: string; parentId: string | null; usage: unknown };
 const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
@@ -143,7 +171,18 @@ export const SpanObject = builder.prismaNode("Span", {
         return sumUsage(subtree);
       },
     }),
-    events: t.relation("events", { query: { orderBy: { seq: "asc" } } }),
+    events: t.prismaField({
+      type: ["SpanEvent"],
+      description: describePage("The span's events in the order they were recorded (by `seq`).", EVENTS),
+      ...pageOptions(t.arg, EVENTS),
+      resolve: async (query, span, args, ctx) => {
+        const page = await pageOf<Prisma.SpanEventWhereInput>(EVENTS, args, (id, select) =>
+          ctx.prisma.spanEvent.findFirst({ where: { id, spanId: span.id }, select }),
+        );
+        if (args.after === null || args.after === undefined) return firstEventsOf(ctx, span.id, page.take);
+        return ctx.prisma.spanEvent.findMany({ ...query, where: { spanId: span.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      },
+    }),
   }),
 });
 
@@ -154,7 +193,17 @@ builder.prismaNode("Trace", {
   fields: (t) => ({
     lastSeq: t.exposeInt("lastSeq", { description: "The sequence number of the latest recorded change." }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
-    spans: t.relation("spans", { description: "Every span, in start order.", query: { orderBy: { startedAt: "asc" } } }),
+    spans: t.prismaField({
+      type: ["Span"],
+      description: describePage("The trace's spans in start order.", SPANS),
+      ...pageOptions(t.arg, SPANS),
+      resolve: async (query, trace, args, ctx) => {
+        const page = await pageOf<Prisma.SpanWhereInput>(SPANS, args, (id, select) =>
+          ctx.prisma.span.findFirst({ where: { id, traceId: trace.id }, select }),
+        );
+        return ctx.prisma.span.findMany({ ...query, where: { traceId: trace.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      },
+    }),
     usage: t.field({
       type: TokenUsageRef,
       description: "The whole run's model usage: the sum of the model spans' own usage.",

@@ -4,6 +4,7 @@
 // names and descriptions until it loads a skill's body.
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { projectFile } from "../../project-files.js";
 
@@ -52,7 +53,8 @@ export class SkillCatalog {
   async forAgent(principalId: string, agent: string): Promise<CatalogSkill[]> {
     const [builtIns, stored] = await Promise.all([
       this.builtInSkills(),
-      this.deps.prisma.skill.findMany({ where: { ownerId: principalId, agent } }),
+      // Upserts keep an agent at SKILLS_PER_AGENT_MAX stored skills, so this LIMIT drops none.
+      this.deps.prisma.skill.findMany({ where: { ownerId: principalId, agent }, orderBy: { name: "asc" }, take: SKILLS_PER_AGENT_MAX }),
     ]);
     const byName = new Map(builtIns.map((skill) => [skill.name, skill]));
     for (const skill of stored) {

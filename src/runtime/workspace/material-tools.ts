@@ -103,8 +103,11 @@ export function createReadMaterialTool(deps: { publications: PublicationService 
   };
 }
 
+/** The most materials one checkpoint proposal may cite. */
+export const CITED_MATERIALS_MAX = 50;
+
 const proposal = checkpointChange.extend({
-  citedMaterials: z.array(materialRef).max(50).default([]),
+  citedMaterials: z.array(materialRef).max(CITED_MATERIALS_MAX).default([]),
 });
 
 const MAX_PROPOSALS_PER_RUN = 20;

@@ -1,0 +1,361 @@
+// Plain lists that grow with use are read a page at a time: `first` items, and after `after` —
+// the id of the last item the client has — the next ones in the list's documented order. A
+// client paging with a small `first` gets every item exactly once, in that order, also where
+// items tie on the first order column; a page size beyond the list's maximum, and an `after`
+// that names nothing of this list, are refused as errors rather than served as an empty page.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contentHash } from "../../src/domain/research/publication-service.js";
+import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { backends } from "../support/databases.js";
+import { admit, createWorkspace } from "../support/fixtures.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+/** One growing list: a document whose `list` alias pages it, and what paging must yield. */
+type ListCase = {
+  field: string;
+  /** Selects `list: <field>(first: $first, after: $after) { id }` somewhere, under `$parent` when it has one. */
+  document: string;
+  parent?: string;
+  /** Every item's id, in the documented order. */
+  items: string[];
+  /** An item of the same type that is not in this list (another parent's, or another principal's). */
+  foreign: string;
+  maxSize: number;
+};
+
+const ITEMS = 5;
+const PAGE = 2;
+/** The moment most items share, so that the order's tiebreak (the id) decides among them. */
+const TIE = new Date("2026-03-01T10:00:00.000Z");
+/** Items 0–4: two at an earlier moment, three tied at TIE; ids are made so that the id order is the reverse of creation. */
+const momentOf = (i: number) => (i < 2 ? new Date(TIE.getTime() - (2 - i) * 1000) : TIE);
+const idOf = (prefix: string, i: number) => `${prefix}-${9 - i}`;
+
+const nodeDocument = (type: string, field: string) => /* GraphQL */ `
+  query Page($parent: ID!, $first: Int, $after: ID) {
+    node(id: $parent) { ... on ${type} { list: ${field}(first: $first, after: $after) { id } } }
+  }
+`;
+
+describe.each(backends)("plain lists paged on %s", (backend) => {
+  let t: TestApp;
+  const cases: ListCase[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+    const prisma = t.app.db.prisma;
+    const me = await viewerId(t);
+    const other = await prisma.principal.create({ data: { name: "someone else" } });
+    const workspace = await createWorkspace(t.client);
+    const workspaceId = dbId(workspace.id);
+    // Runs are admitted but never executed (no worker): their lists hold exactly what is written below.
+    const [run, otherRun] = [await admit(t.client, { question: "lists", workspaceId: workspace.id }), await admit(t.client, { question: "other" })];
+    const [runId, otherRunId] = [dbId(run.run.id), dbId(otherRun.run.id)];
+    const conversationId = dbId(run.run.conversation.id);
+    const publication = await prisma.publication.create({ data: { ownerId: me, title: "Versions", latestVersion: ITEMS + 2 } });
+    const version = (n: number, data: { id?: string; originRunId?: string; createdAt?: Date } = {}) =>
+      prisma.publicationVersion.create({
+        data: { publicationId: publication.id, version: n, content: `v${n}`, contentHash: contentHash(`v${n}`), asOf: TIE, ...data },
+      });
+    const consumed = await version(ITEMS + 1);
+    const foreignVersion = await version(ITEMS + 2);
+
+    // Trace.spans: start order, then id.
+    await prisma.trace.createMany({ data: [{ id: runId, runId }, { id: otherRunId, runId: otherRunId }] });
+    const spans = await createEach((i) =>
+      prisma.span.create({ data: { id: idOf("span", i), traceId: runId, kind: "TURN", name: `turn ${i}`, startedAt: momentOf(i) } }),
+    );
+    const otherSpan = await prisma.span.create({ data: { traceId: otherRunId, kind: "RUN", name: "other", startedAt: TIE } });
+    cases.push({
+      field: "Trace.spans",
+      document: nodeDocument("Trace", "spans"),
+      parent: encodeGlobalId("Trace", runId),
+      items: sortedIds("Span", spans, (s) => [s.startedAt.getTime(), s.id]),
+      foreign: encodeGlobalId("Span", otherSpan.id),
+      maxSize: 1_000,
+    });
+
+    // Span.events: recording order (seq).
+    const events = await createEach((i) =>
+      prisma.spanEvent.create({ data: { id: idOf("event", i), spanId: spans[0]!.id, seq: 10 + i, kind: "THINKING", payload: `e${i}`, payloadSize: 2, at: TIE } }),
+    );
+    const otherEvent = await prisma.spanEvent.create({ data: { spanId: otherSpan.id, seq: 1, kind: "THINKING", payload: "x", payloadSize: 1, at: TIE } });
+    cases.push({
+      field: "Span.events",
+      document: nodeDocument("Span", "events"),
+      parent: encodeGlobalId("Span", spans[0]!.id),
+      items: sortedIds("SpanEvent", events, (e) => [e.seq, e.id]),
+      foreign: encodeGlobalId("SpanEvent", otherEvent.id),
+      maxSize: 1_000,
+    });
+
+    // Run.attempts: by number.
+    await createEach((i) => prisma.runAttempt.create({ data: { runId, number: i + 1, instance: `host:${i}`, startedAt: momentOf(i) } }));
+    await prisma.runAttempt.create({ data: { runId: otherRunId, number: 1, instance: "elsewhere", startedAt: TIE } });
+    cases.push({
+      field: "Run.attempts",
+      document: nodeDocument("Run", "attempts"),
+      parent: run.run.id,
+      items: Array.from({ length: ITEMS }, (_, i) => encodeGlobalId("RunAttempt", `${runId}/${i + 1}`)),
+      foreign: encodeGlobalId("RunAttempt", `${otherRunId}/1`),
+      maxSize: 500,
+    });
+
+    // Run.spills: oldest first, then id. A spill is the preview of a TOOL message of the run.
+    const messages = await createEach((i) =>
+      prisma.message.create({ data: { conversationId, seq: 100 + i, role: "TOOL", content: `result ${i}`, toolCallId: `call-${i}`, runId } }),
+    );
+    const spillOf = (i: number, run: string, message: string, createdAt: Date, id?: string) =>
+      prisma.spill.create({
+        data: {
+          ...(id ? { id } : {}),
+          handle: `spill://researcher/${run}/${message}`,
+          runId: run,
+          conversationId,
+          messageId: message,
+          toolCallId: `call-${i}`,
+          toolName: "http_fetch",
+          sizeBytes: 9,
+          sizeChars: 9,
+          preview: "result",
+          strategy: "head",
+          createdAt,
+        },
+      });
+    const spills = await createEach((i) => spillOf(i, runId, messages[i]!.id, momentOf(i), idOf("spill", i)));
+    const otherMessage = await prisma.message.create({ data: { conversationId, seq: 200, role: "TOOL", content: "other", toolCallId: "call-x", runId: otherRunId } });
+    const otherSpill = await spillOf(9, otherRunId, otherMessage.id, TIE);
+    cases.push({
+      field: "Run.spills",
+      document: nodeDocument("Run", "spills"),
+      parent: run.run.id,
+      items: sortedIds("Spill", spills, (s) => [s.createdAt.getTime(), s.id]),
+      foreign: encodeGlobalId("Spill", otherSpill.id),
+      maxSize: 500,
+    });
+
+    // Run.materialUses and PublicationVersion.consumedBy: oldest first, then id.
+    // (A run has one entry per material and stage; these name versions 1–5 of the publication as asked for.)
+    const uses = await createEach((i) =>
+      prisma.materialUse.create({
+        data: { id: idOf("use", i), runId, publicationId: publication.id, version: i + 1, publicationVersionId: consumed.id, stage: "CONSUMED", createdAt: momentOf(i) },
+      }),
+    );
+    const otherUse = await prisma.materialUse.create({
+      data: { runId: otherRunId, publicationId: publication.id, version: ITEMS + 2, publicationVersionId: foreignVersion.id, stage: "CONSUMED" },
+    });
+    const useIds = sortedIds("MaterialUse", uses, (u) => [u.createdAt.getTime(), u.id]);
+    cases.push({ field: "Run.materialUses", document: nodeDocument("Run", "materialUses"), parent: run.run.id, items: useIds, foreign: encodeGlobalId("MaterialUse", otherUse.id), maxSize: 1_000 });
+    cases.push({
+      field: "PublicationVersion.consumedBy",
+      document: nodeDocument("PublicationVersion", "consumedBy"),
+      parent: encodeGlobalId("PublicationVersion", consumed.id),
+      items: useIds,
+      foreign: encodeGlobalId("MaterialUse", otherUse.id),
+      maxSize: 500,
+    });
+
+    // Run.acceptedPublicationVersions: the versions published from the run, oldest first, then id.
+    const accepted = await createEach((i) => version(i + 1, { id: idOf("accepted", i), originRunId: runId, createdAt: momentOf(i) }));
+    cases.push({
+      field: "Run.acceptedPublicationVersions",
+      document: nodeDocument("Run", "acceptedPublicationVersions"),
+      parent: run.run.id,
+      items: sortedIds("PublicationVersion", accepted, (v) => [v.createdAt.getTime(), v.id]),
+      foreign: encodeGlobalId("PublicationVersion", foreignVersion.id),
+      maxSize: 500,
+    });
+
+    // Run.checkpointProposals and Run.linkRefusals: oldest first, then id.
+    const proposals = await createEach((i) =>
+      prisma.checkpointProposal.create({ data: { id: idOf("proposal", i), runId, workspaceId, expectedRevision: 0, proposal: { summary: `p${i}` }, createdAt: momentOf(i) } }),
+    );
+    const otherProposal = await prisma.checkpointProposal.create({ data: { runId: otherRunId, workspaceId, expectedRevision: 0, proposal: {} } });
+    cases.push({
+      field: "Run.checkpointProposals",
+      document: nodeDocument("Run", "checkpointProposals"),
+      parent: run.run.id,
+      items: sortedIds("CheckpointProposal", proposals, (p) => [p.createdAt.getTime(), p.id]),
+      foreign: encodeGlobalId("CheckpointProposal", otherProposal.id),
+      maxSize: 500,
+    });
+    const refusals = await createEach((i) =>
+      prisma.linkRefusal.create({
+        data: { id: idOf("refusal", i), workspaceId, targetKind: "PUBLICATION", targetId: `target-${i}`, runId, reason: "WORKSPACE_ARCHIVED", createdAt: momentOf(i) },
+      }),
+    );
+    const otherRefusal = await prisma.linkRefusal.create({ data: { workspaceId, targetKind: "RUN", targetId: otherRunId, runId: otherRunId, reason: "WORKSPACE_ARCHIVED" } });
+    cases.push({
+      field: "Run.linkRefusals",
+      document: nodeDocument("Run", "linkRefusals"),
+      parent: run.run.id,
+      items: sortedIds("LinkRefusal", refusals, (r) => [r.createdAt.getTime(), r.id]),
+      foreign: encodeGlobalId("LinkRefusal", otherRefusal.id),
+      maxSize: 500,
+    });
+
+    // Principal.apiKeys: oldest first, then id (the development principal has none of its own yet).
+    const keys = await createEach((i) =>
+      prisma.apiKey.create({ data: { id: idOf("key", i), principalId: me, name: `key ${i}`, prefix: `dsk_${i}`, hash: `hash-${i}`, createdAt: momentOf(i) } }),
+    );
+    const otherKey = await prisma.apiKey.create({ data: { principalId: other.id, name: "theirs", prefix: "dsk_x", hash: "hash-x" } });
+    cases.push({
+      field: "Principal.apiKeys",
+      document: /* GraphQL */ `query Page($first: Int, $after: ID) { viewer { list: apiKeys(first: $first, after: $after) { id } } }`,
+      items: sortedIds("ApiKey", keys, (k) => [k.createdAt.getTime(), k.id]),
+      foreign: encodeGlobalId("ApiKey", otherKey.id),
+      maxSize: 500,
+    });
+
+    // Query.mcpServers: by name, then id.
+    const servers = await createEach((i) =>
+      prisma.mcpServer.create({ data: { id: idOf("server", i), ownerId: me, name: `tools-${i}`, transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } }),
+    );
+    const otherServer = await prisma.mcpServer.create({ data: { ownerId: other.id, name: "tools-0", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } });
+    cases.push({
+      field: "Query.mcpServers",
+      document: /* GraphQL */ `query Page($first: Int, $after: ID) { list: mcpServers(first: $first, after: $after) { id } }`,
+      items: sortedIds("McpServer", servers, (s) => [s.name, s.id]),
+      foreign: encodeGlobalId("McpServer", otherServer.id),
+      maxSize: 500,
+    });
+
+    // Checkpoint.acceptedPublicationVersions and sourceDependencies: ids kept on the revision, in the order recorded.
+    const recorded = [...accepted].reverse().map((v) => v.id);
+    await t.app.services.checkpoints.apply({ principalId: me }, workspaceId, 0, { questions: [] }, {
+      origin: "MODEL_SUGGESTION",
+      originRunId: runId,
+      acceptedVersionIds: recorded,
+      sourceVersionIds: recorded,
+    });
+    const checkpointDocument = (field: string) => /* GraphQL */ `
+      query Page($parent: ID!, $first: Int, $after: ID) {
+        node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { list: ${field}(first: $first, after: $after) { id } } } } }
+      }
+    `;
+    for (const field of ["acceptedPublicationVersions", "sourceDependencies"]) {
+      cases.push({
+        field: `Checkpoint.${field}`,
+        document: checkpointDocument(field),
+        parent: workspace.id,
+        items: recorded.map((id) => encodeGlobalId("PublicationVersion", id)),
+        foreign: encodeGlobalId("PublicationVersion", foreignVersion.id),
+        maxSize: 500,
+      });
+    }
+  }, 60_000);
+  afterAll(async () => t?.close());
+
+  const read = async (list: ListCase, variables: { first?: number; after?: string }) => {
+    const result = await graphql(t, list.document, { ...(list.parent ? { parent: list.parent } : {}), ...variables });
+    return { ids: findList(result.data)?.map((item) => item.id), errors: result.errors };
+  };
+
+  const caseOf = (field: string) => cases.find((list) => list.field === field)!;
+
+  it("covers every growing list", () => {
+    expect(cases.map((c) => c.field).sort()).toEqual(GROWING_LISTS);
+  });
+
+  it.each(GROWING_LISTS)("pages through %s: every item exactly once, in the documented order, ties included", async (field) => {
+    const list = caseOf(field);
+    const pages: string[][] = [];
+    let after: string | undefined;
+    do {
+      const page = await read(list, { first: PAGE, after });
+      expect(page.errors).toBeUndefined();
+      expect(page.ids!.length).toBeLessThanOrEqual(PAGE);
+      pages.push(page.ids!);
+      after = page.ids!.at(-1);
+    } while (pages.at(-1)!.length === PAGE && pages.length <= ITEMS);
+    expect(pages.flat()).toEqual(list.items);
+    expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    // Without `first`, the default page holds them all.
+    expect((await read(list, {})).ids).toEqual(list.items);
+  });
+
+  it.each(GROWING_LISTS)("refuses a page size of %s outside 1…its maximum, naming `first`", async (field) => {
+    const list = caseOf(field);
+    const tooLarge = await read(list, { first: list.maxSize + 1 });
+    expect(tooLarge.errors).toMatchObject([
+      {
+        message: `first: ${list.maxSize + 1} asks for more than ${list.maxSize} items; page through the list with "after" instead.`,
+        extensions: { code: "PAGE_TOO_LARGE" },
+      },
+    ]);
+    // The largest page is served.
+    expect((await read(list, { first: list.maxSize })).ids).toEqual(list.items);
+    const none = await read(list, { first: 0 });
+    expect(none.errors).toMatchObject([{ message: expect.stringMatching(/^first: 0 /), extensions: { code: "BAD_USER_INPUT" } }]);
+    expect(none.ids).toBeUndefined();
+  });
+
+  it.each(GROWING_LISTS)("refuses an `after` in %s that names another list's item or no item of its type", async (field) => {
+    const list = caseOf(field);
+    for (const after of [list.foreign, encodeGlobalId("Workspace", "no-such-id"), "not a global id"]) {
+      const page = await read(list, { first: PAGE, after });
+      expect(page.errors, `after ${after}`).toMatchObject([
+        { message: `after: ${JSON.stringify(after)} is not the id of a ${typeOf(list.foreign)} in this list.`, extensions: { code: "BAD_USER_INPUT" } },
+      ]);
+      expect(page.ids).toBeUndefined();
+    }
+  });
+});
+
+/** Every plain list of the schema whose items grow with use; each has a case above. */
+const GROWING_LISTS = [
+  "Checkpoint.acceptedPublicationVersions",
+  "Checkpoint.sourceDependencies",
+  "PublicationVersion.consumedBy",
+  "Principal.apiKeys",
+  "Query.mcpServers",
+  "Run.acceptedPublicationVersions",
+  "Run.attempts",
+  "Run.checkpointProposals",
+  "Run.linkRefusals",
+  "Run.materialUses",
+  "Run.spills",
+  "Span.events",
+  "Trace.spans",
+].sort();
+
+async function createEach<T>(create: (i: number) => Promise<T>): Promise<T[]> {
+  const created: T[] = [];
+  for (let i = 0; i < ITEMS; i += 1) created.push(await create(i));
+  return created;
+}
+
+/** Global ids in the order of `key` (compared element by element). */
+function sortedIds<T extends { id: string }>(typename: string, items: T[], key: (item: T) => (string | number)[]): string[] {
+  const compare = (a: (string | number)[], b: (string | number)[]): number => {
+    for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+    return 0;
+  };
+  return [...items].sort((a, b) => compare(key(a), key(b))).map((item) => encodeGlobalId(typename, item.id));
+}
+
+const dbId = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");
+const typeOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":")[0];
+
+async function viewerId(t: TestApp): Promise<string> {
+  const result = await graphql(t, "{ viewer { id } }");
+  return dbId((result.data as { viewer: { id: string } }).viewer.id);
+}
+
+/** The `list` alias anywhere in the data. */
+function findList(data: unknown): { id: string }[] | undefined {
+  if (data === null || typeof data !== "object") return undefined;
+  if ("list" in data) return (data as { list: { id: string }[] | null }).list ?? undefined;
+  for (const value of Object.values(data)) {
+    const found = findList(value);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+async function graphql(t: TestApp, query: string, variables: Record<string, unknown> = {}): Promise<{ data?: unknown; errors?: unknown }> {
+  const response = await t.app.yoga.fetch(
+    new Request("http://dossier.test/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) }),
+  );
+  return (await response.json()) as { data?: unknown; errors?: unknown };
+}
