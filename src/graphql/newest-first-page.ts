@@ -6,6 +6,7 @@
 // a keyset condition with a LIMIT, so Prisma reads it in a lateral join of the parent's statement
 // (relationJoins) and any page costs the same at any size.
 import { GraphQLError } from "graphql";
+import { beyond } from "./plain-list.js";
 
 export type NewestFirstRow = { id: string; createdAt: Date };
 
@@ -15,6 +16,8 @@ export type PageArgs = { first?: number | null; after?: string | null; last?: nu
 type Bound = { createdAt: Date; id: string };
 
 const CURSOR_PREFIX = "newest:";
+const NEWEST_FIRST = [["createdAt", "desc"], ["id", "desc"]] as const;
+const OLDEST_FIRST = [["createdAt", "asc"], ["id", "asc"]] as const;
 
 function encodeCursor(row: NewestFirstRow): string {
   return Buffer.from(`${CURSOR_PREFIX}${row.createdAt.getTime()}:${row.id}`).toString("base64url");
@@ -26,11 +29,6 @@ function decodeCursor(argument: "after" | "before", cursor: string): Bound {
   return { createdAt: new Date(Number(match[1])), id: match[2]! };
 }
 
-/** Rows strictly older (or, going backwards, newer) than the bound, in (createdAt, id) order. */
-function beyond(bound: Bound, direction: "lt" | "gt") {
-  return { OR: [{ createdAt: { [direction]: bound.createdAt } }, { createdAt: bound.createdAt, id: { [direction]: bound.id } }] };
-}
-
 /**
  * The relation query for one page: `where`, `orderBy` and `take` (one more row than the page, to
  * know whether there is another). Spread it into `nestedSelection(…)` with the relation's own filter.
@@ -39,13 +37,12 @@ export function newestFirstQuery(args: PageArgs, { defaultSize = 20, maxSize = 1
   const backwards = args.last != null && args.first == null;
   const size = Math.max(0, Math.min(backwards ? args.last! : (args.first ?? defaultSize), maxSize));
   const conditions = [
-    ...(args.after ? [beyond(decodeCursor("after", args.after), "lt")] : []),
-    ...(args.before ? [beyond(decodeCursor("before", args.before), "gt")] : []),
+    ...(args.after ? [beyond(NEWEST_FIRST, decodeCursor("after", args.after))] : []),
+    ...(args.before ? [beyond(OLDEST_FIRST, decodeCursor("before", args.before))] : []),
   ];
-  const order = backwards ? ("asc" as const) : ("desc" as const);
   return {
     where: conditions.length ? { AND: conditions } : undefined,
-    orderBy: [{ createdAt: order }, { id: order }],
+    orderBy: (backwards ? OLDEST_FIRST : NEWEST_FIRST).map(([column, direction]) => ({ [column]: direction })),
     take: size + 1,
   };
 }

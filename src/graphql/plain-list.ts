@@ -5,9 +5,10 @@
 // OFFSET, and no row read only to be dropped. The lists keep their plain shape (clients read them
 // as lists); a page with fewer than `first` items is the last.
 //
-// Prisma applies a `take` inside an `include` in memory, after reading every child of every
-// parent, so each of these lists is read by its own query, once per parent (but for the first
-// page of a span's events, which the spans of a request read together: see types/trace.ts).
+// `after` is an item's id, so a page after it first reads that item's order columns; each of these
+// lists is then read by its own query, once per parent (but for the first page of a span's
+// events, which the spans of a request read together: see types/trace.ts). Connections read in
+// their parent's statement carry the order columns in their cursor instead (newest-first-page.ts).
 import type { ArgBuilder } from "@pothos/core";
 import { GraphQLError } from "graphql";
 import type { builder } from "./builder.js";
@@ -112,12 +113,20 @@ export async function pageOf<Where>(
   const select = Object.fromEntries(list.order.map(([column]) => [column, true as const]));
   const row = decoded?.typename === list.typename ? await findAfter(decoded.id, select) : null;
   if (!row) throw afterError(after, list.typename);
-  // (a, b) after (x, y): a beyond x, or a = x and b beyond y — the row comparison spelled out.
-  const beyond = list.order.map(([column, direction], index) => ({
-    ...Object.fromEntries(list.order.slice(0, index).map(([equal]) => [equal, row[equal]])),
-    [column]: { [direction === "asc" ? "gt" : "lt"]: row[column] },
-  }));
-  return { take, orderBy, where: { OR: beyond } as Where };
+  return { take, orderBy, where: beyond(list.order, row) as Where };
+}
+
+/**
+ * The rows after `row` in `order`, as a Prisma condition: (a, b) after (x, y) is a beyond x, or
+ * a = x and b beyond y — the row comparison spelled out.
+ */
+export function beyond(order: PlainList["order"], row: Record<string, unknown>) {
+  return {
+    OR: order.map(([column, direction], index) => ({
+      ...Object.fromEntries(order.slice(0, index).map(([equal]) => [equal, row[equal]])),
+      [column]: { [direction === "asc" ? "gt" : "lt"]: row[column] },
+    })),
+  };
 }
 
 function afterError(after: string | number, typename: string): GraphQLError {
