@@ -4,10 +4,13 @@
 // the same at any size — admissions into one workspace, trace events written by 16 writers on
 // one trace (as a run's recorder writes them, inside the server), and all of these at once, on
 // PGlite and PostgreSQL, each server bundled and flagged as `npm start` runs it. The table gives
-// throughput, p99, server CPU and SQL statements per request (per event); below it, resident memory.
+// throughput, p99, server CPU, the CPU of the PostgreSQL server on this machine and SQL statements
+// per request (per event; the trace writers' database CPU includes their 1 s warm-up); below it,
+// resident memory.
 //   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
 //                           each server writes a V8 CPU profile there; BENCH_NODE_FLAGS: more flags)
 import { type ChildProcess, fork } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { buildDossier, NODE_FLAGS } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
@@ -91,7 +94,39 @@ async function post(url: string, query: string, variables: Record<string, unknow
   return body.data!;
 }
 
-type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number };
+type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number; databaseCpuMs?: number };
+
+/**
+ * CPU time used so far by the PostgreSQL server on this machine, in ms: its live processes and the
+ * backends that have exited (counted in the postmaster's children's time). Undefined when its
+ * processes cannot be read (another machine, another user's /proc).
+ */
+function postgresCpuMs(): number | undefined {
+  const ticksPerSecond = 100; // USER_HZ on Linux
+  // After the command's closing parenthesis: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
+  const processes = new Map<string, string[]>();
+  try {
+    for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") continue;
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        processes.set(pid, stat.slice(stat.lastIndexOf(")") + 2).split(" "));
+      } catch {
+        // exited meanwhile
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  if (processes.size === 0) return undefined;
+  let ticks = 0;
+  for (const fields of processes.values()) {
+    ticks += Number(fields[11]) + Number(fields[12]);
+    // The postmaster (its parent is not PostgreSQL) holds the time of its backends that exited.
+    if (!processes.has(fields[1]!)) ticks += Number(fields[13]) + Number(fields[14]);
+  }
+  return (ticks * 1000) / ticksPerSecond;
+}
 
 type Request = { query: string; variables?: Record<string, unknown> };
 
@@ -112,10 +147,18 @@ async function measure(server: Server, request: Request | (() => Request)): Prom
   await run(1); // warm-up
   latencies.length = 0;
   const before = await server.stats();
+  const databaseBefore = postgresCpuMs();
   await run(SECONDS);
+  const databaseAfter = postgresCpuMs();
   const after = await server.stats();
   const n = latencies.length;
-  return { perSecond: n / SECONDS, p99: percentile(latencies, 99), cpuMs: (after.cpuMicros - before.cpuMicros) / 1000 / n, statements: (after.statements - before.statements) / n };
+  return {
+    perSecond: n / SECONDS,
+    p99: percentile(latencies, 99),
+    cpuMs: (after.cpuMicros - before.cpuMicros) / 1000 / n,
+    statements: (after.statements - before.statements) / n,
+    databaseCpuMs: databaseBefore !== undefined && databaseAfter !== undefined ? (databaseAfter - databaseBefore) / n : undefined,
+  };
 }
 
 /** A workspace with `links` admitted runs, each linked to it. */
@@ -135,18 +178,19 @@ async function workspaceWith(url: string, links: number): Promise<string> {
 const ADMIT = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
 
 type Row = string[];
-const row = (name: string, m: Measured, base: Measured): Row => [
+const row = (name: string, m: Measured, base: Measured, postgres = false): Row => [
   name,
   `${m.perSecond.toFixed(0)}/s`,
   `${m.p99.toFixed(1)} ms`,
   `${m.cpuMs.toFixed(2)} ms`,
+  postgres && m.databaseCpuMs !== undefined ? `${m.databaseCpuMs.toFixed(2)} ms` : "—",
   m.statements.toFixed(1),
   `${(m.perSecond / base.perSecond).toFixed(3)}× throughput, ${(m.p99 / base.p99).toFixed(1)}× p99`,
 ];
 
 async function main(): Promise<void> {
   await buildDossier(["bench/server-process.ts"]);
-  const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "SQL/request", "against the baseline"]];
+  const rows: Row[] = [["scenario", "throughput", "p99", "server CPU/request", "PostgreSQL CPU/request", "SQL/request", "against the baseline"]];
   const baseline = await serve("baseline");
   const base = await measure(baseline, { query: "{ hello }" });
   await baseline.stop();
@@ -159,6 +203,7 @@ async function main(): Promise<void> {
     const targets = ([["PGlite", "pglite"], ["PostgreSQL", database.url]] as const).filter(([label]) => !only || only.includes(label));
     for (const [label, target] of targets) {
       const server = await serve(target);
+      const onPostgres = label === "PostgreSQL";
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const idle = await server.stats();
       const small = await workspaceWith(server.url, 20);
@@ -172,13 +217,21 @@ async function main(): Promise<void> {
       const few = await measure(server, read(small));
       const many = await measure(server, read(large));
       const admissions = await measure(server, admit);
-      rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base));
-      rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base));
+      rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base, onPostgres));
+      rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base, onPostgres));
       const traced = await post(server.url, `mutation { admitRun(input: { question: "trace writes" }) { ... on AdmitRunSuccess { run { id } } } }`);
+      const databaseBefore = postgresCpuMs();
       const written = await server.writeTrace(Buffer.from(traced.admitRun.run.id as string, "base64").toString().split(":")[1]!);
-      const events: Measured = { perSecond: written.events / SECONDS, p99: written.p99, cpuMs: written.cpuMicros / 1000 / written.events, statements: written.statements / written.events };
-      rows.push(row(`admitRun, ${CLIENTS} clients into one workspace, ${label}`, admissions, base));
-      rows.push(row(`trace events written, ${WRITERS} writers on one trace, ${label} (per event)`, events, base));
+      const databaseAfter = postgresCpuMs();
+      const events: Measured = {
+        perSecond: written.events / SECONDS,
+        p99: written.p99,
+        cpuMs: written.cpuMicros / 1000 / written.events,
+        statements: written.statements / written.events,
+        databaseCpuMs: databaseBefore !== undefined && databaseAfter !== undefined ? (databaseAfter - databaseBefore) / written.events : undefined,
+      };
+      rows.push(row(`admitRun, ${CLIENTS} clients into one workspace, ${label}`, admissions, base, onPostgres));
+      rows.push(row(`trace events written, ${WRITERS} writers on one trace, ${label} (per event)`, events, base, onPostgres));
       // Everything at once: CLIENTS clients each reading either workspace or admitting, in turn,
       // while WRITERS writers record trace events inside the server.
       const mixedTrace = await post(server.url, `mutation { admitRun(input: { question: "mixed load" }) { ... on AdmitRunSuccess { run { id } } } }`);
@@ -186,7 +239,7 @@ async function main(): Promise<void> {
       let turn = 0;
       const mixed = await measure(server, () => [() => read(small), () => read(large), admit][turn++ % 3]!());
       await background;
-      rows.push(row(`mixed: reads of both workspaces and admissions, ${CLIENTS} clients, with ${WRITERS} trace writers, ${label}`, mixed, base));
+      rows.push(row(`mixed: reads of both workspaces and admissions, ${CLIENTS} clients, with ${WRITERS} trace writers, ${label}`, mixed, base, onPostgres));
       const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
       memory.push(`${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios (the mixed load last)`);
       growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
