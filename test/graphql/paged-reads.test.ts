@@ -288,16 +288,6 @@ describe.each(backends)("paged reads on %s", (backend) => {
     expect(pages).toEqual([[5, 4], [3, 2], [1]]);
   });
 
-  it("reads a workspace, its current goal and a page of links with their targets in one statement", async () => {
-    statements.length = 0;
-    const result = await graphql(t, `query($id: ID!) { workspace(id: $id) { title goal { version statement } links(first: 20) { edges { node { kind target { __typename ... on Run { id status question } ... on Publication { id title } } } } } } }`, { id: historyWorkspaceId });
-    expect(result.errors).toBeUndefined();
-    const targets = (result.data as { workspace: { links: { edges: { node: { target: { __typename: string } | null } }[] } } }).workspace.links.edges.map((edge) => edge.node.target?.__typename);
-    expect(targets).not.toContain(undefined);
-    expect(new Set(targets)).toEqual(new Set(["Publication", "Run"]));
-    expect(statements.filter((sql) => /^\s*SELECT/i.test(sql))).toHaveLength(1);
-  });
-
   it("pages links newest first both ways, links made in the same millisecond included, each exactly once", async () => {
     const workspace = await createWorkspace(t.client, "Many links");
     const id = Buffer.from(workspace.id, "base64").toString().split(":")[1]!;

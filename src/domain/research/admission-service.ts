@@ -8,7 +8,7 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { linkTargetData, shareOpenWorkspace } from "../workspace/link-service.js";
+import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
@@ -212,7 +212,7 @@ export class AdmissionService {
     // The question enters the conversation's log when the run starts (runtime/attempt/claim.ts):
     // a run queued behind another must not show up in the middle of that run's turns. The run
     // is new, so is its link: a plain insert.
-    if (request.workspaceId) await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, ...linkTargetData({ kind: "RUN", targetId: runId }) }, select: { id: true } });
+    if (request.workspaceId) await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, targetKind: "RUN", targetId: runId }, select: { id: true } });
     return run;
   }
 

@@ -90,8 +90,8 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     materials AS (
       INSERT INTO run_material (run_id, publication_version_id, position) SELECT run.id, found.id, found.position FROM run, found),
     link AS (
-      INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, run_id, created_at)
-      SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
+      INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
+      SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
     SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.* FROM (SELECT 1) AS one LEFT JOIN run ON true`;
   const [row] = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };

@@ -49,18 +49,10 @@ export async function shareOpenWorkspace(
   return row ? { goal: { id: row.id, version: Number(row.version), statement: row.statement } } : null;
 }
 
-/** The column that holds a link's target by kind (besides targetId): see WorkspaceLink in the schema. */
-const targetColumn = { CONVERSATION: "conversationId", RUN: "runId", PUBLICATION: "publicationId", ARTIFACT: "artifactId" } as const;
-
-/** What a new link row holds about its target. */
-export function linkTargetData(target: LinkTarget) {
-  return { targetKind: target.kind, targetId: target.targetId, [targetColumn[target.kind]]: target.targetId };
-}
-
 export function upsertLink(tx: Prisma.TransactionClient, workspaceId: string, target: LinkTarget): Promise<WorkspaceLink> {
   return tx.workspaceLink.upsert({
     where: { workspaceId_targetKind_targetId: { workspaceId, targetKind: target.kind, targetId: target.targetId } },
-    create: { workspaceId, ...linkTargetData(target) },
+    create: { workspaceId, targetKind: target.kind, targetId: target.targetId },
     update: {},
   });
 }

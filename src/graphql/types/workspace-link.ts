@@ -6,6 +6,7 @@ import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { newestFirstConnection, newestFirstQuery } from "../newest-first-page.js";
+import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ArtifactNode } from "./artifact.js";
@@ -31,18 +32,49 @@ function linkTargetOf(globalId: string): LinkTarget {
   return { kind, targetId: decoded.id };
 }
 
-/** A target's selection with its owner, which the permission check below reads (types in select mode leave it out). */
-function withOwner<Selection>(selection: Selection): Selection {
-  const select = (selection as { select?: Record<string, unknown> }).select;
-  return select ? ({ ...selection, select: { ...select, ownerId: true } } as Selection) : selection;
+type Target = { id: string; __typename: string };
+
+const typenames: Record<WorkspaceLink["targetKind"], string> = {
+  CONVERSATION: "Conversation",
+  RUN: "Run",
+  PUBLICATION: "Publication",
+  ARTIFACT: "Artifact",
+};
+
+/** One query per kind for all the targets a page of links asks for, only the caller's objects. */
+function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<{ id: string }[]> {
+  const where = { id: { in: ids }, ownerId: ctx.actor.principalId };
+  switch (kind) {
+    case "CONVERSATION":
+      return ctx.prisma.conversation.findMany({ where });
+    case "RUN":
+      return ctx.prisma.run.findMany({ where });
+    case "PUBLICATION":
+      return ctx.prisma.publication.findMany({ where });
+    case "ARTIFACT":
+      return ctx.prisma.artifact.findMany({ where });
+    default: {
+      const unknownKind: never = kind;
+      throw new Error(`unknown link kind ${String(unknownKind)}`);
+    }
+  }
 }
 
-/** A link's target as its row, with the type the union answers for it. */
-const typenameOf = new WeakMap<object, string>();
+/**
+ * Reads the target through its own module's permission check: only the caller's objects. The
+ * links of one page are read together, a query per kind.
+ */
+async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<Target | null> {
+  const found = await loadBatched(ctx, `link-target:${link.targetKind}`, link.targetId, async (ids) => {
+    const objects = await findOwned(ctx, link.targetKind, ids);
+    return new Map(objects.map((object) => [object.id, { ...object, __typename: typenames[link.targetKind] }]));
+  });
+  return found ?? null;
+}
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
   types: [ConversationNode, RunNode, PublicationNode, ArtifactNode],
-  resolveType: (target) => typenameOf.get(target)!,
+  resolveType: (target) => (target as unknown as { __typename: string }).__typename,
 });
 
 export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
@@ -57,21 +89,7 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
       type: LinkTargetUnion,
       nullable: true,
       description: "The linked object, read through its own permission check; null if you cannot read it.",
-      // In the link's own statement (and so in its workspace's): the row in the column of its kind,
-      // with what the document asks of it.
-      select: (_args, _ctx, nestedSelection) => ({
-        conversation: withOwner(nestedSelection(true, [], "Conversation")),
-        run: withOwner(nestedSelection(true, [], "Run")),
-        publication: withOwner(nestedSelection(true, [], "Publication")),
-        artifact: withOwner(nestedSelection(true, [], "Artifact")),
-      }),
-      resolve: (link, _args, ctx) => {
-        const target = { CONVERSATION: link.conversation, RUN: link.run, PUBLICATION: link.publication, ARTIFACT: link.artifact }[link.targetKind];
-        // Its own module's permission check: only the caller's objects.
-        if (!target || target.ownerId !== ctx.actor.principalId) return null;
-        typenameOf.set(target, typenameOfKind[link.targetKind]);
-        return target as never;
-      },
+      resolve: (link, _args, ctx) => loadTarget(link, ctx) as never,
     }),
   }),
 });
