@@ -3,8 +3,7 @@
 // missing material or a closed workspace writes nothing at all.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdmitRunDocument, ArchiveWorkspaceDocument } from "../../sdk/generated/graphql.js";
-import { openDatabase } from "../../src/db/open-database.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, openTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -13,21 +12,14 @@ const localId = (globalId: string) => Buffer.from(globalId, "base64").toString("
 describe.each(backends)("admission in one statement on %s", (backend) => {
   let t: TestApp;
   const statements: string[] = [];
-  let dropDatabase: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const postgres = backend === "postgres" ? await createPostgresDatabase() : undefined;
-    dropDatabase = postgres?.drop;
     t = await startTestApp(backend, {
-      database: async () => {
-        const db = await openDatabase(postgres ? { kind: "postgres", url: postgres.url } : { kind: "pglite" }, { onQuery: (sql) => statements.push(sql) });
-        return { db, dispose: () => db.close() };
-      },
+      database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
     });
   });
   afterAll(async () => {
     await t?.close();
-    await dropDatabase?.();
   });
 
   const counted = async <T>(work: () => Promise<T>): Promise<{ result: T; sql: string[] }> => {

@@ -9,13 +9,12 @@ import path from "node:path";
 import { getNamedType, isListType, isNonNullType, isObjectType, parse, TypeInfo, visit, visitWithTypeInfo, type GraphQLOutputType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdmitRunDocument, CreateApiKeyDocument, LinkToWorkspaceDocument, PublishVersionDocument, UpdateGoalDocument } from "../../sdk/generated/graphql.js";
-import { openDatabase } from "../../src/db/open-database.js";
 import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-service.js";
 import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { schema } from "../../src/graphql/schema.js";
 import { RUN_MATERIALS_MAX } from "../../src/graphql/types/run.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, openTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -134,19 +133,13 @@ function connectionFields(): string[] {
 describe.each(backends)("paged reads on %s", (backend) => {
   let t: TestApp;
   const statements: string[] = [];
-  let dropDatabase: (() => Promise<void>) | undefined;
   let historyWorkspaceId = "";
   let richRunId = "";
   let richVersionId = "";
 
   beforeAll(async () => {
-    const postgres = backend === "postgres" ? await createPostgresDatabase() : undefined;
-    dropDatabase = postgres?.drop;
     t = await startTestApp(backend, {
-      database: async () => {
-        const db = await openDatabase(postgres ? { kind: "postgres", url: postgres.url } : { kind: "pglite" }, { onQuery: (sql) => statements.push(sql) });
-        return { db, dispose: () => db.close() };
-      },
+      database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
       runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-paged-")), pollMs: 25 },
     });
     // More of everything than a page holds.
@@ -217,7 +210,6 @@ describe.each(backends)("paged reads on %s", (backend) => {
   }, 120_000);
   afterAll(async () => {
     await t?.close();
-    await dropDatabase?.();
   });
 
   it("the document pages every connection field and reads every plain list of the schema", () => {

@@ -19,14 +19,14 @@ export function createPostgresDatabase(): Promise<{ url: string; drop(): Promise
   return createPostgresDatabaseAt(postgresAdminUrl());
 }
 
-/** An empty, unmigrated database of the given backend. */
-export async function openTestDatabase(backend: Backend): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
+/** An empty, unmigrated database of the given backend; `onQuery` hears every SQL statement its Prisma client sends. */
+export async function openTestDatabase(backend: Backend, { onQuery }: { onQuery?: (sql: string) => void } = {}): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
-    const db = await openDatabase({ kind: "pglite" });
+    const db = await openDatabase({ kind: "pglite" }, { onQuery });
     return { db, dispose: () => db.close() };
   }
   const created = await createPostgresDatabase();
-  const db = await openDatabase({ kind: "postgres", url: created.url });
+  const db = await openDatabase({ kind: "postgres", url: created.url }, { onQuery });
   return {
     db,
     url: created.url,

@@ -49,7 +49,7 @@ export type TestAppOptions = {
   runtime?: Parameters<typeof createApp>[0]["runtime"];
   agents?: Parameters<typeof createApp>[0]["agents"];
   maxSubscriptionsPerConnection?: number;
-  /** Opens the database instead of a fresh one (see createPersistentTestDatabase); it is closed, not dropped. */
+  /** Opens the database instead of a fresh one (e.g. createPersistentTestDatabase, or openTestDatabase hearing its statements); the app disposes of it when it closes. */
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
