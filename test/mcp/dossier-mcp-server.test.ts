@@ -12,14 +12,16 @@ import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
+import { NODE_FLAGS } from "../../scripts/build.mjs";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
 
 async function connectMcp(env: Record<string, string>) {
   const transport = new StdioClientTransport({
+    // As `npm run mcp` runs it: the bundle in dist/, with Dossier's Node.js flags.
     command: process.execPath,
-    args: ["--import", "tsx", path.join(projectRoot, "src/mcp/main.ts")],
+    args: [...NODE_FLAGS, path.join(projectRoot, "dist/src/mcp/main.js")],
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stderr: "pipe",

@@ -58,6 +58,32 @@ async function expectCleanTrace(sql: pg.Client, runId: string, outcomes: string[
 }
 
 describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQL job queue", () => {
+  it("the worker as `npm run worker` ships it (the bundle in dist/) executes a queued run", async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-worker-bundle-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const server = spawnBuilt("src/main.ts", {
+      env: { DATABASE_URL: database.url, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: dir },
+    });
+    running.push(server);
+    const url = (JSON.parse(`{${await server.waitForOutput(/"url":"http:[^"]+"/, 60_000)}}`) as { url: string }).url;
+    const worker = spawnBuilt("src/worker-main.ts", { env: { DATABASE_URL: database.url } });
+    running.push(worker);
+    await worker.waitForOutput(/"message":"worker started"/, 60_000);
+    const { run } = await admit(createClient({ url }), { question: "Is the bundled worker alive?" });
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    cleanups.push(() => sql.end());
+    const runId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
+      return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
+    }, 60_000);
+    expect(settled.status).toBe("SUCCEEDED");
+    expect(settled.answer).toContain("Is the bundled worker alive?");
+  }, 120_000);
+
   it("two worker processes execute 50 queued runs, each exactly once", async () => {
     const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "50", WORKER_CONCURRENCY: "4" });
     const client = createClient({ url });
