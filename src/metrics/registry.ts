@@ -9,14 +9,17 @@ export type Collector = () => Sample[] | Promise<Sample[]>;
 
 type Family = { name: string; help: string; type: "counter" | "gauge" | "histogram"; lines(): string[] };
 
-const key = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+/** Label names are ASCII identifiers: ordered by code unit (localeCompare cost more than the rest of an observation). */
+const byName = ([a]: [string, string], [b]: [string, string]) => (a < b ? -1 : a > b ? 1 : 0);
+
+const key = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort(byName));
 
 function escapeLabel(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 
 function formatLabels(labels: Labels): string {
-  const entries = Object.entries(labels).sort(([a], [b]) => a.localeCompare(b));
+  const entries = Object.entries(labels).sort(byName);
   return entries.length === 0 ? "" : `{${entries.map(([name, value]) => `${name}="${escapeLabel(value)}"`).join(",")}}`;
 }
 

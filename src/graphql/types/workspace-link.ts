@@ -32,7 +32,8 @@ function linkTargetOf(globalId: string): LinkTarget {
   return { kind, targetId: decoded.id };
 }
 
-type Target = { id: string; __typename: string };
+/** The type the union answers for each target object read (the rows themselves are not copied to say it). */
+const typenameOf = new WeakMap<object, string>();
 
 const typenames: Record<WorkspaceLink["targetKind"], string> = {
   CONVERSATION: "Conversation",
@@ -64,17 +65,18 @@ function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: 
  * Reads the target through its own module's permission check: only the caller's objects. The
  * links of one page are read together, a query per kind.
  */
-async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<Target | null> {
+async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<object | null> {
   const found = await loadBatched(ctx, `link-target:${link.targetKind}`, link.targetId, async (ids) => {
     const objects = await findOwned(ctx, link.targetKind, ids);
-    return new Map(objects.map((object) => [object.id, { ...object, __typename: typenames[link.targetKind] }]));
+    for (const object of objects) typenameOf.set(object, typenames[link.targetKind]);
+    return new Map(objects.map((object) => [object.id, object]));
   });
   return found ?? null;
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
   types: [ConversationNode, RunNode, PublicationNode, ArtifactNode],
-  resolveType: (target) => (target as unknown as { __typename: string }).__typename,
+  resolveType: (target) => typenameOf.get(target)!,
 });
 
 export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
