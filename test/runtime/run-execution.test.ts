@@ -190,7 +190,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(budget?.preview).toContain('"overBudget":true');
   });
 
-  it("streams status changes to a runEvents subscriber", async () => {
+  it("streams status changes to a runEvents subscriber and completes after the terminal one", async () => {
     const model = new ScriptedModel({ name: "events", steps: [{ content: "done", delayMs: 300 }] });
     t = await startTestApp(backend, {
       listen: true,
@@ -203,18 +203,30 @@ describe.each(backends)("run execution on %s", (backend) => {
     const statuses: string[] = [];
     const iterator = client.subscribe(RunEventsDocument, { runId: run.id });
     const listening = t.listeners();
+    // No early return: the loop ends only when the server completes the subscription.
     const collected = (async () => {
+      let last = null;
       for await (const event of { [Symbol.asyncIterator]: () => iterator }) {
         statuses.push(event.runEvents.status);
-        if (event.runEvents.status === "SUCCEEDED") return event.runEvents.run;
+        last = event.runEvents.run;
       }
-      return null;
+      return last;
     })();
     for (let i = 0; i < 200 && t.listeners() <= listening; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
     t.app.runtime!.worker.start();
     const final = await collected;
     expect(statuses).toEqual(["RUNNING", "SUCCEEDED"]);
     expect(final).toMatchObject({ id: run.id, status: "SUCCEEDED", answer: "done" });
+
+    // Subscribing to the settled run delivers its terminal status once and completes, keeping no listener.
+    const idle = t.listeners();
+    const late: string[] = [];
+    for await (const event of { [Symbol.asyncIterator]: () => client.subscribe(RunEventsDocument, { runId: run.id }) }) {
+      late.push(event.runEvents.status);
+      expect(event.runEvents.run).toMatchObject({ id: run.id, status: "SUCCEEDED" });
+    }
+    expect(late).toEqual(["SUCCEEDED"]);
+    expect(t.listeners()).toBe(idle);
   });
 
   it("a run whose settling fails ends FAILED with INTERNAL_ERROR and none of the settle steps' effects, once", async () => {
