@@ -102,6 +102,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     toolTimeoutMs: config.toolTimeoutMs,
     otlpEndpoint: config.otlpEndpoint,
     compactionPolicies: config.compactionPolicies,
+    contextBudget: config.contextBudget,
     fetch: config.capabilities.fetch,
     commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
     spill: config.spill,

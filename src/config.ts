@@ -2,6 +2,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { type AgentProfile, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, type SpillPolicy, spillPolicies } from "./config-files.js";
+import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./runtime/memory/budget.js";
 
 export { type AgentProfile, type CompactionPolicy, ConfigError, DEFAULT_SPILL_POLICY, type SpillPolicy } from "./config-files.js";
 
@@ -52,6 +53,14 @@ const envSchema = z.object({
   TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   COMPACTION_POLICIES: z.string().optional(),
+  // The answer and the history summaries are written within the reserved output: it cannot be tiny.
+  CONTEXT_RESERVED_OUTPUT: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(1_024, "must be at least 1024").default(DEFAULT_RESERVED_OUTPUT),
+  CONTEXT_SAFETY_BUFFER: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(0, "must not be negative").default(DEFAULT_SAFETY_BUFFER),
+  COMPACTION_TRIGGER_RATIO: z.coerce
+    .number({ error: "must be a number" })
+    .gt(0, "must be greater than 0 and at most 1")
+    .max(1, "must be greater than 0 and at most 1")
+    .default(DEFAULT_TRIGGER_RATIO),
   SPILL_POLICIES: z
     .string()
     .transform((text, ctx) => {
@@ -152,6 +161,12 @@ export type Config = {
    * stale = cleared oldest first while a request is over budget, always = cleared once its turn is complete.
    */
   compactionPolicies: Record<string, CompactionPolicy>;
+  /**
+   * The context budget of every model request (R8): tokens kept free for the answer
+   * (CONTEXT_RESERVED_OUTPUT) and for estimation error (CONTEXT_SAFETY_BUFFER), and the share of
+   * the rest above which history is compacted (COMPACTION_TRIGGER_RATIO).
+   */
+  contextBudget: ContextBudgetSettings;
   /** Tool capabilities beyond the always-on built-ins (R14, R15). */
   capabilities: CapabilitySettings;
   /**
@@ -162,6 +177,8 @@ export type Config = {
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
+
+export type ContextBudgetSettings = { reservedOutput: number; safetyBuffer: number; triggerRatio: number };
 
 export type CapabilitySettings = {
   /** The programs principals' STDIO MCP servers may start (absolute paths; none by default). */
@@ -193,6 +210,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const values = parsed.data;
+  // A window the reserves fill leaves no room for any request: say so now, not on the first run.
+  const reserved = values.CONTEXT_RESERVED_OUTPUT + values.CONTEXT_SAFETY_BUFFER;
+  if (values.MODEL_CONTEXT_WINDOW <= reserved) {
+    throw new ConfigError([
+      `CONTEXT_RESERVED_OUTPUT=${values.CONTEXT_RESERVED_OUTPUT} + CONTEXT_SAFETY_BUFFER=${values.CONTEXT_SAFETY_BUFFER}: must be less than MODEL_CONTEXT_WINDOW=${values.MODEL_CONTEXT_WINDOW}`,
+    ]);
+  }
   return {
     port: values.PORT,
     host: values.HOST,
@@ -233,6 +257,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
+    contextBudget: {
+      reservedOutput: values.CONTEXT_RESERVED_OUTPUT,
+      safetyBuffer: values.CONTEXT_SAFETY_BUFFER,
+      triggerRatio: values.COMPACTION_TRIGGER_RATIO,
+    },
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
       mcpStdioCommands: values.MCP_STDIO_COMMANDS,

@@ -2,7 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runtimeSettings } from "../src/compose.js";
 import { ConfigError, loadConfig, loadMcpClientConfig } from "../src/config.js";
+import { createDemoModel } from "../src/runtime/testing/scripted-model.js";
 
 describe("loadConfig", () => {
   it("defaults to the embedded database in ./.data on port 4000", () => {
@@ -71,6 +73,25 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ COMPACTION_POLICIES: "{nope" })).toThrow(/COMPACTION_POLICIES=.*is not JSON/);
     expect(() => loadConfig({ COMPACTION_POLICIES: '{"query_order":"sometimes"}' })).toThrow(
       /COMPACTION_POLICIES: \[query_order\] must be "never", "stale" or "always"/,
+    );
+  });
+
+  it("reads the context budget's reserves and compaction trigger, defaulting to the built-in ones, and names bad values", () => {
+    expect(loadConfig({}).contextBudget).toEqual({ reservedOutput: 8_000, safetyBuffer: 3_000, triggerRatio: 0.9 });
+    const config = loadConfig({ CONTEXT_RESERVED_OUTPUT: "4000", CONTEXT_SAFETY_BUFFER: "0", COMPACTION_TRIGGER_RATIO: "0.5" });
+    expect(config.contextBudget).toEqual({ reservedOutput: 4_000, safetyBuffer: 0, triggerRatio: 0.5 });
+    // Both the server's in-process worker and worker processes take their runtime settings from here.
+    expect(runtimeSettings(config, createDemoModel()).contextBudget).toEqual(config.contextBudget);
+    expect(loadConfig({ COMPACTION_TRIGGER_RATIO: "1" }).contextBudget.triggerRatio).toBe(1);
+    expect(() => loadConfig({ CONTEXT_RESERVED_OUTPUT: "lots", CONTEXT_SAFETY_BUFFER: "-1", COMPACTION_TRIGGER_RATIO: "0" })).toThrow(
+      /CONTEXT_RESERVED_OUTPUT="lots": must be a number[\s\S]*CONTEXT_SAFETY_BUFFER="-1": must not be negative[\s\S]*COMPACTION_TRIGGER_RATIO="0": must be greater than 0 and at most 1/,
+    );
+    expect(() => loadConfig({ COMPACTION_TRIGGER_RATIO: "1.5" })).toThrow(/COMPACTION_TRIGGER_RATIO="1.5": must be greater than 0 and at most 1/);
+    expect(() => loadConfig({ CONTEXT_RESERVED_OUTPUT: "100" })).toThrow(/CONTEXT_RESERVED_OUTPUT="100": must be at least 1024/);
+    expect(() => loadConfig({ CONTEXT_SAFETY_BUFFER: "2.5" })).toThrow(/CONTEXT_SAFETY_BUFFER="2.5": must be a whole number/);
+    // The reserves must leave the model's window room for the request itself.
+    expect(() => loadConfig({ MODEL_CONTEXT_WINDOW: "16000", CONTEXT_RESERVED_OUTPUT: "12000", CONTEXT_SAFETY_BUFFER: "4000" })).toThrow(
+      /CONTEXT_RESERVED_OUTPUT=12000 \+ CONTEXT_SAFETY_BUFFER=4000: must be less than MODEL_CONTEXT_WINDOW=16000/,
     );
   });
 

@@ -8,6 +8,7 @@ import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import { ContextBuilder } from "./memory/context-builder.js";
 import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/micro-compaction.js";
+import type { ContextBudget } from "./memory/context-builder.js";
 import type { ModelPort } from "./ports/model.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import type { Tool } from "./ports/tool.js";
@@ -51,6 +52,8 @@ export type RuntimeOptions = {
   otlpEndpoint?: string;
   /** Micro-compaction policy per tool name ("*": every other tool), over the defaults (R5). */
   compactionPolicies?: CompactionPolicies;
+  /** The context budget of every model request (R8); each setting defaults to budget.ts's constant. */
+  contextBudget?: ContextBudget;
   /** The MCP registry of the app (its servers' tools are offered to the owner's runs). */
   mcp?: McpRegistry;
   /** Skills; by default the built-in ones overlaid with the database's. */
@@ -98,6 +101,7 @@ export function createRuntime(
   const context = new ContextBuilder({
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
+    budget: options.contextBudget,
   });
   const readEvidence = createReadEvidenceTool(prisma);
   const capabilities: CapabilityTools = {

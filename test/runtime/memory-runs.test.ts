@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ModelRequest, ToolSchema } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { computeBudget } from "../../src/runtime/memory/budget.js";
+import type { ContextBudget } from "../../src/runtime/memory/context-builder.js";
 import type { StoredSummary } from "../../src/runtime/memory/summary.js";
 import { type ScriptStep, ScriptedModel, type ScriptedModelOptions } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
@@ -39,7 +40,7 @@ describe.each(backends)("progressive memory on %s", (backend) => {
     t = undefined;
   });
 
-  async function start(options: Omit<ScriptedModelOptions, "name">, extraTools: Tool[] = [queryTool, noteTool], policies = {}) {
+  async function start(options: Omit<ScriptedModelOptions, "name">, extraTools: Tool[] = [queryTool, noteTool], policies = {}, contextBudget?: ContextBudget) {
     const model = new ScriptedModel({ name: "memory", contextWindow: WINDOW, ...options });
     t = await startTestApp(backend, {
       runtime: {
@@ -48,6 +49,7 @@ describe.each(backends)("progressive memory on %s", (backend) => {
         extraTools,
         pollMs: 20,
         compactionPolicies: policies,
+        contextBudget,
       },
     });
     return { t, model, prisma: t.app.db.prisma };
@@ -112,6 +114,37 @@ describe.each(backends)("progressive memory on %s", (backend) => {
     expect(folds.every((p) => p.turnsFolded > 0 && p.tokensAfter < p.tokensBefore)).toBe(true);
     expect(payloads.some((p) => p.evidenceCleared.some((id) => /^ev_[A-Za-z0-9]+_a\d+$/.test(id)))).toBe(true);
   }, 180_000);
+
+  it("compacts earlier under a lower COMPACTION_TRIGGER_RATIO", async () => {
+    // Three ledger pages of ~1,250 tokens each, then the answer: about 4,000 tokens in all, under
+    // the default trigger (90% of the 9,000-token effective window) but over a 30% one.
+    const steps = (_request: ModelRequest, i: number): ScriptStep =>
+      i < 3 ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }] } : { content: "The payment waits for the acquirer." };
+    const clearedIn = async (contextBudget?: ContextBudget) => {
+      const { t: app, model, prisma } = await start({ steps }, [queryTool, noteTool], {}, contextBudget);
+      const { run } = await admit(app.client, { question: GOAL, limits });
+      const done = await settle(app, run.id);
+      expect(done.status).toBe("SUCCEEDED");
+      const trace = await prisma.trace.findFirstOrThrow({ where: { runId: done.id } });
+      const events = await prisma.spanEvent.findMany({ where: { span: { traceId: trace.id }, kind: "COMPACTION" } });
+      await app.close();
+      t = undefined;
+      return {
+        requests: model.requests.map((request) => requestText(request).includes("cleared — evidence")),
+        cleared: events.flatMap((e) => (JSON.parse(e.payload) as { evidenceCleared: string[] }).evidenceCleared),
+        summaries: model.summaryRequests.length,
+      };
+    };
+    const byDefault = await clearedIn();
+    expect(byDefault.requests).toEqual([false, false, false, false]);
+    expect(byDefault.cleared).toEqual([]);
+    expect(byDefault.summaries).toBe(0);
+    // At 30%, the third request already shows the first page as cleared, and the last one needs a summary.
+    const early = await clearedIn({ triggerRatio: 0.3 });
+    expect(early.requests).toEqual([false, false, true, false]);
+    expect(early.cleared).toHaveLength(1);
+    expect(early.summaries).toBeGreaterThan(0);
+  }, 60_000);
 
   it("still carries round one's goal in the requests of round twenty", async () => {
     const { t, model, prisma } = await start({

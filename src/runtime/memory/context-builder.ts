@@ -28,7 +28,12 @@ export type ContextBuilderDeps = {
   /** Per-tool micro-compaction policy (COMPACTION_POLICIES); "*" is the default. */
   policies?: CompactionPolicies;
   minCompactChars?: number;
+  /** The budget's reserves and compaction trigger (CONTEXT_RESERVED_OUTPUT, CONTEXT_SAFETY_BUFFER, COMPACTION_TRIGGER_RATIO). */
+  budget?: ContextBudget;
 };
+
+/** The configurable parts of the budget (R8); each defaults to budget.ts's constant. */
+export type ContextBudget = { reservedOutput?: number; safetyBuffer?: number; triggerRatio?: number };
 
 export type BuildRequest = {
   run: Run;
@@ -63,6 +68,9 @@ export class ContextBuilder {
       runId: request.run.id,
       policies: this.deps.policies,
       minCompactChars: this.deps.minCompactChars,
+      reservedOutput: this.deps.budget?.reservedOutput,
+      safetyBuffer: this.deps.budget?.safetyBuffer,
+      triggerRatio: this.deps.budget?.triggerRatio,
       cache: this.cache,
     };
     let plan = planContext(input);
@@ -124,9 +132,10 @@ export class ContextBuilder {
     const usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
     try {
       let sections: SummarySections = plan.summary?.sections ?? emptySections();
-      const window = model.contextWindow - DEFAULT_RESERVED_OUTPUT - DEFAULT_SAFETY_BUFFER;
+      const reservedOutput = this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT;
+      const window = model.contextWindow - reservedOutput - (this.deps.budget?.safetyBuffer ?? DEFAULT_SAFETY_BUFFER);
       for (const chunk of transcriptChunks(fold.entries, sections, window)) {
-        const maxOutputTokens = Math.min(DEFAULT_RESERVED_OUTPUT, Math.max(1_024, plan.summaryAllowance * 2));
+        const maxOutputTokens = Math.min(reservedOutput, Math.max(1_024, plan.summaryAllowance * 2));
         const response = await model.complete({ ...summaryRequest(sections, chunk, maxOutputTokens), signal: request.signal });
         for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] += response.usage[key];
         sections = mergeSummaryAnswer(sections, response.content);
