@@ -1,5 +1,6 @@
 // Dossier as a value: services and the GraphQL server over an open database and an event bus.
 // main.ts builds one from configuration; tests build as many as they need.
+import { GraphQLError } from "graphql";
 import { createYoga, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
 import type { Database } from "./db/open-database.js";
 import type { EventBus, EventPublisher } from "./events/topics.js";
@@ -146,7 +147,7 @@ export function createApp({
       debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1) }),
       info: (...args) => logger.info(String(args[0]), { args: args.slice(1) }),
       warn: (...args) => logger.warn(String(args[0]), { args: args.slice(1) }),
-      error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String) }),
+      error: (...args) => logger.error(String(args[0]), { error: args.slice(1).map(String), ...stackOf(args[0]) }),
     },
     plugins: [
       jsonPostsOnly("/graphql"),
@@ -204,6 +205,15 @@ export function createApp({
       await yoga.dispose();
     },
   };
+}
+
+/**
+ * Where a logged error came from. The client only sees "Unexpected error." (masked), so the log
+ * is the operator's one record of it: for a resolver's error, the stack of the error it threw.
+ */
+function stackOf(value: unknown): { stack?: string } {
+  const error = value instanceof GraphQLError && value.originalError ? value.originalError : value;
+  return error instanceof Error && error.stack ? { stack: error.stack } : {};
 }
 
 /**

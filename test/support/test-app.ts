@@ -4,7 +4,7 @@ import { type App, createApp } from "../../src/app.js";
 import { randomBytes } from "node:crypto";
 import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
 import { createEventBus } from "../../src/events/topics.js";
-import { createLogger, silentLogger } from "../../src/logger.js";
+import { createLogger, type Logger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { createClient, type DossierClient } from "../../sdk/client.js";
 import type { Database } from "../../src/db/open-database.js";
@@ -54,11 +54,13 @@ export type TestAppOptions = {
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
   metricsToken?: string;
+  /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
+  logger?: Logger;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken, logger }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -66,7 +68,7 @@ export async function startTestApp(
   const app = createApp({
     db,
     events: createEventBus({ eventTarget }),
-    logger: process.env.TEST_LOGS ? createLogger("debug") : silentLogger,
+    logger: logger ?? (process.env.TEST_LOGS ? createLogger("debug") : silentLogger),
     authRequired,
     artifactRetention,
     runtime,
