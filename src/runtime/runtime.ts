@@ -18,13 +18,13 @@ import { type CapabilityTools, createCapabilityTools } from "./tools/capability-
 import type { FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
 import { PrismaSpillStore } from "./spill/prisma-spill-store.js";
-import { SpillSweeper } from "./spill/spill-sweeper.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
@@ -71,7 +71,7 @@ export type RuntimeOptions = {
 export type Runtime = {
   recorder: PrismaTraceRecorder;
   spills: PrismaSpillStore;
-  sweeper: SpillSweeper;
+  sweeper: PeriodicSweep;
   executor: RunExecutor;
   worker: RunWorker;
   exporter?: SpanExporter;
@@ -109,7 +109,13 @@ export function createRuntime(
   const spills = new PrismaSpillStore(prisma);
   // Whatever way a run ends, its spill handles are released with its terminal status.
   settleSteps.push(async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)));
-  const sweeper = new SpillSweeper({ store: spills, intervalMs: options.spill?.sweepIntervalMs ?? 60_000, logger });
+  const sweeper = new PeriodicSweep({
+    sweep: () => spills.sweep(),
+    intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
+    logger,
+    swept: "released spill handles of settled runs",
+    failed: "sweeping spill handles failed",
+  });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const executor = new RunExecutor({
     prisma,
