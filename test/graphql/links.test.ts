@@ -206,13 +206,16 @@ describe.each(backends)("workspace links on %s", (backend) => {
       expect(await linksOf(workspace.id)).toEqual([]);
     });
 
-    it("reports NOT_RETAINED when the artifact module declines (expired), linking nothing", async () => {
+    it("refuses an expired artifact with ArtifactExpiredError, linking nothing", async () => {
       const workspace = await createWorkspace(t.client);
       const artifact = await createArtifact(t.client);
-      await t.app.db.prisma.artifact.update({ where: { id: idOf(artifact.id) }, data: { expiresAt: new Date(Date.now() - 1000) } });
-      const result = expectType(await retain(workspace.id, artifact.id), "RetainArtifactSuccess");
-      expect(result).toMatchObject({ outcome: "NOT_RETAINED", reason: "the artifact has expired", link: null });
+      const expiredAt = new Date(Date.now() - 1000);
+      await t.app.db.prisma.artifact.update({ where: { id: idOf(artifact.id) }, data: { expiresAt: expiredAt } });
+      const result = expectType(await retain(workspace.id, artifact.id), "ArtifactExpiredError");
+      expect(result.expiredAt).toBe(expiredAt.toISOString());
       expect(await linksOf(workspace.id)).toEqual([]);
+      const read = await t.app.db.prisma.artifact.findUniqueOrThrow({ where: { id: idOf(artifact.id) } });
+      expect(read).toMatchObject({ retention: "TEMPORARY", expiresAt: expiredAt });
     });
   });
 });

@@ -54,11 +54,13 @@ export type TestAppOptions = {
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
   metricsToken?: string;
+  /** The clock artifact expiry is decided by. */
+  now?: () => Date;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken, now }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -75,6 +77,7 @@ export async function startTestApp(
     mcp: { secrets: new SecretBox(randomBytes(32)), ...mcp },
     corsOrigins,
     metricsToken,
+    now,
   });
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
