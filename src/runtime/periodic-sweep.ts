@@ -1,6 +1,7 @@
 // Cleanup that runs on an interval while the worker runs, as one of its companions: the spill
-// sweeper releases spill handles that outlived their run (R12). Every instance that runs a worker
-// runs its own, so a sweep must be safe beside the same sweep in another instance.
+// sweeper releases spill handles that outlived their run (R12), the artifact sweeper frees the
+// content of expired temporary artifacts (W16). Every instance that runs a worker runs its own,
+// so a sweep must be safe beside the same sweep in another instance.
 import type { Logger } from "../logger.js";
 
 export class PeriodicSweep {

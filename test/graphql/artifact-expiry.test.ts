@@ -1,12 +1,17 @@
 // W16: a temporary artifact past expiresAt no longer serves its content, the sweeper frees the
 // content and keeps the metadata, retained and unexpired artifacts are untouched, and retaining
 // after expiry is refused. The app's clock is injected, so expiry is reached without waiting.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArtifactDocument, RetainArtifactDocument } from "../../sdk/generated/graphql.js";
 import { TEMPORARY_ARTIFACT_TTL_MS } from "../../src/domain/research/artifact-service.js";
+import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { createArtifact, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -91,6 +96,36 @@ describe.each(backends)("artifact expiry on %s", (backend) => {
     expect(counts[0]! + counts[1]!).toBe(expired);
     for (const artifact of created) expect((await row(artifact.id)).content).toBe("");
     expect(await t.app.services.artifacts.sweepExpired()).toBe(0);
+  });
+});
+
+describe.each(backends)("the artifact sweeper of a running worker on %s", (backend) => {
+  let t: TestApp;
+  let clock = new Date("2026-01-01T00:00:00.000Z");
+  beforeAll(async () => {
+    t = await startTestApp(backend, {
+      now: () => clock,
+      runtime: {
+        model: new ScriptedModel({ name: "idle", steps: [] }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
+        artifacts: { sweepIntervalMs: 100 },
+      },
+    });
+  });
+  afterAll(async () => t?.close());
+
+  const contentOf = async (id: string) => (await t.app.db.prisma.artifact.findUniqueOrThrow({ where: { id: idOf(id) } })).content;
+
+  it("frees expired content on its interval while the worker runs, and stops with the worker", async () => {
+    const first = await createArtifact(t.client, "text/plain", "swept by the worker");
+    clock = new Date(clock.getTime() + TEMPORARY_ARTIFACT_TTL_MS + 1000);
+    await waitUntil(async () => ((await contentOf(first.id)) === "" ? true : undefined), 10_000);
+
+    await t.app.runtime!.worker.stop();
+    const second = await createArtifact(t.client, "text/plain", "no sweeper left");
+    clock = new Date(clock.getTime() + TEMPORARY_ARTIFACT_TTL_MS + 1000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await contentOf(second.id)).toBe("no sweeper left");
   });
 });
 
