@@ -62,6 +62,7 @@ export function createApp({
   runQueue,
   corsOrigins = [],
   metricsToken,
+  now,
 }: {
   db: Database;
   events: EventBus;
@@ -97,6 +98,8 @@ export function createApp({
   corsOrigins?: readonly string[];
   /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
   metricsToken?: string;
+  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  now?: () => Date;
 }): App {
   const settings = { traceSubscriberBuffer };
   const agentNames = new Set(agentProfiles(agents).keys());
@@ -106,6 +109,7 @@ export function createApp({
     prisma: db.prisma,
     events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events,
     artifactRetention,
+    now,
     agentNames,
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
   });

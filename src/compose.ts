@@ -106,6 +106,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     fetch: config.capabilities.fetch,
     commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
     spill: config.spill,
+    artifacts: config.artifacts,
     leaseMs: config.worker.leaseMs,
     concurrency: config.worker.concurrency,
   };

@@ -75,6 +75,7 @@ const envSchema = z.object({
     .optional(),
   SPILL_READ_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(16_384),
   SPILL_SWEEP_INTERVAL_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
+  ARTIFACT_SWEEP_INTERVAL_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(300_000),
   AUTH_REQUIRED: z
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((value) => value === "true")
@@ -174,6 +175,8 @@ export type Config = {
    * most read_spill returns per call, and how often handles of settled runs are swept.
    */
   spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
+  /** How often the content of expired temporary artifacts is freed (W16). */
+  artifacts: { sweepIntervalMs: number };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -276,6 +279,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       readMaxBytes: values.SPILL_READ_MAX_BYTES,
       sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS,
     },
+    artifacts: { sweepIntervalMs: values.ARTIFACT_SWEEP_INTERVAL_MS },
     database: values.DATABASE_URL
       ? { kind: "postgres", url: values.DATABASE_URL }
       : { kind: "pglite", dataDir: values.DATA_DIR },

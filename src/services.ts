@@ -22,6 +22,7 @@ export function createServices({
   artifactRetention,
   agentNames,
   mcp = {},
+  now,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
@@ -35,8 +36,10 @@ export function createServices({
   mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
+  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  now?: () => Date;
 }) {
-  const artifacts = new ArtifactService({ prisma });
+  const artifacts = new ArtifactService({ prisma, now });
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
   return {
     principals: new PrincipalService({ prisma, events }),

@@ -133,6 +133,11 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads how often expired artifacts are swept", () => {
+    expect(loadConfig({}).artifacts).toEqual({ sweepIntervalMs: 300_000 });
+    expect(loadConfig({ ARTIFACT_SWEEP_INTERVAL_MS: "1000" }).artifacts).toEqual({ sweepIntervalMs: 1_000 });
+  });
+
   it.each([
     [{ FETCH_ALLOWED_HOSTS: "https://example.com" }, /FETCH_ALLOWED_HOSTS="https:\/\/example.com": must be host names/],
     [{ COMMANDS_ALLOWED: "1" }, /COMMANDS_ALLOWED="1": must be true or false/],

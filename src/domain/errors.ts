@@ -72,3 +72,16 @@ export class ConversationBusyError extends DomainError {
     super("The conversation has a run in progress; admit with multitask ENQUEUE to run after it, or INTERRUPT to replace it.");
   }
 }
+
+/**
+ * A temporary artifact is past its expiry (W16): its content is gone or about to be swept, and
+ * it can no longer be retained. Its metadata still reads.
+ */
+export class ArtifactExpiredError extends DomainError {
+  constructor(
+    readonly artifactId: string,
+    readonly expiredAt: Date,
+  ) {
+    super("The artifact has expired; its content is no longer kept.");
+  }
+}

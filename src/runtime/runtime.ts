@@ -19,15 +19,16 @@ import { type CapabilityTools, createCapabilityTools } from "./tools/capability-
 import type { FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
 import { PrismaSpillStore } from "./spill/prisma-spill-store.js";
-import { SpillSweeper } from "./spill/spill-sweeper.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
+import type { ArtifactService } from "../domain/research/artifact-service.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
 import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
@@ -69,19 +70,23 @@ export type RuntimeOptions = {
   instance?: { id: string; isConnected: (instance: string) => Promise<boolean> };
   /** Spilling of large tool results: policies by tool name ("*" for all), read maximum, sweep interval. */
   spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
+  /** How often the content of expired temporary artifacts is freed (W16). */
+  artifacts?: { sweepIntervalMs?: number };
 };
 
 export type Runtime = {
   recorder: PrismaTraceRecorder;
   spills: PrismaSpillStore;
-  sweeper: SpillSweeper;
+  sweeper: PeriodicSweep;
+  /** Frees the content of expired temporary artifacts while the worker runs. */
+  artifactSweeper: PeriodicSweep;
   executor: RunExecutor;
   worker: RunWorker;
   exporter?: SpanExporter;
 };
 
-/** The domain services the runtime works through (W7–W11). */
-export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService };
+/** The domain services the runtime works through (W7–W11, W16). */
+export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService; artifacts: ArtifactService };
 
 export function createRuntime(
   { prisma, events, logger, services }: { prisma: PrismaClient; events: EventBus; logger: Logger; services: RuntimeServices },
@@ -113,7 +118,22 @@ export function createRuntime(
   const spills = new PrismaSpillStore(prisma);
   // Whatever way a run ends, its spill handles are released with its terminal status.
   settleSteps.push(async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)));
-  const sweeper = new SpillSweeper({ store: spills, intervalMs: options.spill?.sweepIntervalMs ?? 60_000, logger });
+  const sweeper = new PeriodicSweep({
+    sweep: () => spills.sweep(),
+    intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
+    logger,
+    swept: "released spill handles of settled runs",
+    failed: "sweeping spill handles failed",
+  });
+  // Every instance that runs a worker sweeps; a sweep is one conditional UPDATE, so instances
+  // sweeping at once free each expired artifact once.
+  const artifactSweeper = new PeriodicSweep({
+    sweep: () => services.artifacts.sweepExpired(),
+    intervalMs: options.artifacts?.sweepIntervalMs ?? 300_000,
+    logger,
+    swept: "freed the content of expired temporary artifacts",
+    failed: "sweeping expired artifacts failed",
+  });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const executor = new RunExecutor({
     prisma,
@@ -150,7 +170,7 @@ export function createRuntime(
     concurrency: options.concurrency,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper],
+    companions: [sweeper, artifactSweeper],
   });
-  return { recorder, spills, sweeper, executor, worker, exporter };
+  return { recorder, spills, sweeper, artifactSweeper, executor, worker, exporter };
 }

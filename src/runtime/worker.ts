@@ -38,7 +38,7 @@ export type WorkerOptions = {
    * terminal status: a run is settled with all of their effects or none.
    */
   settleSteps?: SettleStep[];
-  /** Background jobs that run while the worker runs (the spill sweeper, …). */
+  /** Background jobs that run while the worker runs (the spill and artifact sweepers, …). */
   companions?: { start(): void; stop(): Promise<void> }[];
   /**
    * Where ready runs are announced across processes (S2). Without it the worker polls the run

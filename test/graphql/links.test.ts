@@ -13,6 +13,7 @@ import {
   RetainArtifactDocument,
   RunDocument,
   UnlinkFromWorkspaceDocument,
+  UpdateCheckpointDocument,
   UpdateGoalDocument,
   WorkspaceDocument,
   WorkspaceLinksDocument,
@@ -122,6 +123,17 @@ describe.each(backends)("workspace links on %s", (backend) => {
       materials: [{ publicationId: material.version.publication.id, version: 1 }],
     });
     await link(workspace.id, material.version.publication.id);
+    const keptConversationId = (await startConversation(t.client, "Kept conversation")).id;
+    await link(workspace.id, keptConversationId);
+    const artifact = await createArtifact(t.client, "text/html", "<p>kept</p>");
+    await link(workspace.id, artifact.id);
+    for (const expectedRevision of [0, 1]) {
+      const updated = await t.client.request(UpdateCheckpointDocument, {
+        input: { workspaceId: workspace.id, expectedRevision, summary: `revision ${expectedRevision + 1}`, questions: [] },
+      });
+      expectType(updated.updateCheckpoint, "UpdateCheckpointSuccess");
+    }
+    expect(await t.app.db.prisma.checkpointVersion.count({ where: { workspaceId: idOf(workspace.id) } })).toBe(2);
     const goalVersionId = workspace.goal.id;
 
     const deleted = await t.client.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
@@ -136,6 +148,13 @@ describe.each(backends)("workspace links on %s", (backend) => {
     expect(survivor.materials).toHaveLength(1);
     const publication = await t.client.request(PublicationDocument, { id: material.version.publication.id, version: 1 });
     expect(publication.node).toMatchObject({ version: { content: "m" } });
+    // The checkpoint revisions were the workspace's own: none is left behind.
+    expect(await t.app.db.prisma.checkpointVersion.count({ where: { workspaceId: idOf(workspace.id) } })).toBe(0);
+    // The conversation and the artifact it linked are research results and still read.
+    const keptConversation = await t.client.request(NodeDocument, { id: keptConversationId });
+    expect(keptConversation.node).toMatchObject({ __typename: "Conversation", id: keptConversationId });
+    const keptArtifact = expectType((await t.client.request(ArtifactDocument, { id: artifact.id })).node!, "Artifact");
+    expect(keptArtifact.content).toBe("<p>kept</p>");
 
     // The run finishes after the delete and publishes its answer: no link, no resurrection.
     const late = await publish(t.client, { title: "Late answer", content: "a", originRunId: run.id });
@@ -187,13 +206,16 @@ describe.each(backends)("workspace links on %s", (backend) => {
       expect(await linksOf(workspace.id)).toEqual([]);
     });
 
-    it("reports NOT_RETAINED when the artifact module declines (expired), linking nothing", async () => {
+    it("refuses an expired artifact with ArtifactExpiredError, linking nothing", async () => {
       const workspace = await createWorkspace(t.client);
       const artifact = await createArtifact(t.client);
-      await t.app.db.prisma.artifact.update({ where: { id: idOf(artifact.id) }, data: { expiresAt: new Date(Date.now() - 1000) } });
-      const result = expectType(await retain(workspace.id, artifact.id), "RetainArtifactSuccess");
-      expect(result).toMatchObject({ outcome: "NOT_RETAINED", reason: "the artifact has expired", link: null });
+      const expiredAt = new Date(Date.now() - 1000);
+      await t.app.db.prisma.artifact.update({ where: { id: idOf(artifact.id) }, data: { expiresAt: expiredAt } });
+      const result = expectType(await retain(workspace.id, artifact.id), "ArtifactExpiredError");
+      expect(result.expiredAt).toBe(expiredAt.toISOString());
       expect(await linksOf(workspace.id)).toEqual([]);
+      const read = await t.app.db.prisma.artifact.findUniqueOrThrow({ where: { id: idOf(artifact.id) } });
+      expect(read).toMatchObject({ retention: "TEMPORARY", expiresAt: expiredAt });
     });
   });
 });

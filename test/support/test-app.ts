@@ -56,11 +56,13 @@ export type TestAppOptions = {
   metricsToken?: string;
   /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
   logger?: Logger;
+  /** The clock artifact expiry is decided by. */
+  now?: () => Date;
 };
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken, logger }: TestAppOptions = {},
+  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken, logger, now }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -77,6 +79,7 @@ export async function startTestApp(
     mcp: { secrets: new SecretBox(randomBytes(32)), ...mcp },
     corsOrigins,
     metricsToken,
+    now,
   });
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })

@@ -1,7 +1,7 @@
 // The artifact module: it stores artifact content and alone decides retention and expiry (W16).
 import { z } from "zod";
 import type { Artifact, PrismaClient } from "../../generated/prisma/client.js";
-import { NotFoundError } from "../errors.js";
+import { ArtifactExpiredError, NotFoundError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { TITLE_MAX } from "../workspace/workspace-service.js";
@@ -54,7 +54,10 @@ export class ArtifactService implements ArtifactRetention {
     });
   }
 
-  /** Keeps the artifact beyond its expiry, unless it has already expired. */
+  /**
+   * Keeps the artifact beyond its expiry; an artifact already past it is refused with
+   * ArtifactExpiredError, whether or not the sweeper has emptied it yet.
+   */
   async retain(actor: Actor, artifactId: string): Promise<RetentionDecision> {
     const now = this.now();
     const kept = await this.deps.prisma.artifact.updateMany({
@@ -63,6 +66,33 @@ export class ArtifactService implements ArtifactRetention {
     });
     const artifact = await this.deps.prisma.artifact.findFirst({ where: { id: artifactId, ownerId: actor.principalId } });
     if (!artifact) throw new NotFoundError("Artifact", artifactId);
-    return kept.count > 0 ? { retained: true, artifact } : { retained: false, artifact, reason: "the artifact has expired" };
+    if (kept.count === 0) throw new ArtifactExpiredError(artifact.id, artifact.expiresAt ?? now);
+    return { retained: true, artifact };
+  }
+
+  /**
+   * The artifact's content, or ArtifactExpiredError once a temporary artifact is past its
+   * expiry. Expiry is decided here, by the clock, not by the sweeper: an expired artifact the
+   * sweeper has not reached yet must not read differently from one it has emptied.
+   */
+  contentOf(artifact: Pick<Artifact, "id" | "content" | "retention" | "expiresAt">): string {
+    if (artifact.retention === "TEMPORARY" && artifact.expiresAt && artifact.expiresAt <= this.now()) {
+      throw new ArtifactExpiredError(artifact.id, artifact.expiresAt);
+    }
+    return artifact.content;
+  }
+
+  /**
+   * Frees the content of every temporary artifact past its expiry; returns how many it emptied.
+   * The row stays, with its name, type, size and dates, so the artifact still reads as expired
+   * rather than vanishing. One conditional UPDATE: a second sweep at the same time waits on the
+   * rows' locks, re-reads them, and skips what the first emptied, as does a retain that won.
+   */
+  async sweepExpired(): Promise<number> {
+    const emptied = await this.deps.prisma.artifact.updateMany({
+      where: { retention: "TEMPORARY", expiresAt: { lte: this.now() }, NOT: { content: "" } },
+      data: { content: "" },
+    });
+    return emptied.count;
   }
 }

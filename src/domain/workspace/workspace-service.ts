@@ -62,9 +62,12 @@ export class WorkspaceService {
   }
 
   /**
-   * Removes the workspace's own organisation — goal versions and links — and leaves a tombstone
-   * row, so the workspace reads as not found and nothing can recreate it or link to it (W15).
-   * Conversations, runs, publications and artifacts are other modules' and are not touched.
+   * Removes the workspace's own organisation — goal versions, checkpoint revisions and links — in
+   * one transaction, and leaves a tombstone row, so the workspace reads as not found and nothing
+   * can recreate it or link to it (W15). The tombstone keeps the rows' foreign key, so nothing
+   * cascades: each kind is deleted here. Conversations, runs, publications and artifacts are
+   * other modules' and are not touched, nor are the records runs keep of what they asked of the
+   * workspace (checkpoint proposals, link refusals): they are read through the run.
    */
   async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
     await this.deps.prisma.$transaction(async (tx) => {
@@ -75,6 +78,7 @@ export class WorkspaceService {
       if (deleted.count === 0) await findVisibleWorkspace(tx, actor, workspaceId); // throws NotFoundError
       await tx.workspaceLink.deleteMany({ where: { workspaceId } });
       await tx.goalVersion.deleteMany({ where: { workspaceId } });
+      await tx.checkpointVersion.deleteMany({ where: { workspaceId } });
     });
     publishWorkspaceEvent(this.deps.events, { kind: "DELETED", workspaceId });
   }

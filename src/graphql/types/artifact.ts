@@ -1,5 +1,5 @@
 // Artifacts: files held by the artifact module.
-import { ValidationError } from "../../domain/errors.js";
+import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -7,7 +7,13 @@ import { newestFirst, ownedBy } from "./owned.js";
 
 const ArtifactRetentionEnum = builder.enumType(ArtifactRetention, {
   name: "ArtifactRetention",
-  description: "TEMPORARY artifacts expire; RETAINED ones are kept.",
+  description:
+    "TEMPORARY artifacts expire at expiresAt: their content is then no longer served, and a sweeper frees it; RETAINED ones are kept.",
+});
+
+const ArtifactContentRef = builder.objectRef<{ text: string }>("ArtifactContent").implement({
+  description: "An artifact's content, while it is kept.",
+  fields: (t) => ({ text: t.exposeString("text", { description: "The content as UTF-8 text." }) }),
 });
 
 export const ArtifactNode = builder.prismaNode("Artifact", {
@@ -24,10 +30,29 @@ export const ArtifactNode = builder.prismaNode("Artifact", {
     retention: t.expose("retention", { type: ArtifactRetentionEnum }),
     expiresAt: t.expose("expiresAt", { type: "DateTime", nullable: true }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    // Making `content` a union would break every client that selects it as a string, so it
+    // stays a string, null once expired, and `contentResult` carries the typed error.
     content: t.string({
-      description: "The content as UTF-8 text (fetched only when selected).",
-      select: { content: true },
-      resolve: (artifact) => artifact.content,
+      nullable: true,
+      description:
+        "The content as UTF-8 text (fetched only when selected). Null once a TEMPORARY artifact is past expiresAt; contentResult then answers ArtifactExpiredError. (It stays a string rather than becoming a union, so clients that select it keep working.)",
+      select: { content: true, retention: true, expiresAt: true },
+      resolve: (artifact, _args, ctx) => {
+        try {
+          return ctx.services.artifacts.contentOf(artifact);
+        } catch (error) {
+          if (error instanceof ArtifactExpiredError) return null;
+          throw error;
+        }
+      },
+    }),
+    contentResult: t.field({
+      type: ArtifactContentRef,
+      description:
+        "The content, or ArtifactExpiredError once a TEMPORARY artifact is past expiresAt. The expiry sweeper then empties the stored content; the artifact itself stays, so its name, mimeType, size, createdAt and expiresAt keep reading.",
+      select: { content: true, retention: true, expiresAt: true },
+      errors: { types: [ArtifactExpiredError], directResult: true, union: { name: "ArtifactContentResult" } },
+      resolve: (artifact, _args, ctx) => ({ text: ctx.services.artifacts.contentOf(artifact) }),
     }),
   }),
 });

@@ -1,6 +1,7 @@
 // Typed errors as data (A2). Every expected failure implements the Error interface, so a
 // client can always read `... on Error { message }` and narrow by __typename for details.
 import {
+  ArtifactExpiredError,
   DomainError,
   IdempotencyConflictError,
   NotFoundError,
@@ -79,4 +80,12 @@ builder.objectType(UnsupportedError, {
   description: "The operation does not apply to this kind of object.",
   interfaces: [ErrorInterface],
   fields: () => ({}),
+});
+
+builder.objectType(ArtifactExpiredError, {
+  name: "ArtifactExpiredError",
+  description:
+    "The temporary artifact is past its expiresAt: its content is no longer kept (or is about to be freed) and it can no longer be retained. Its name, type, size and dates still read.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ expiredAt: t.expose("expiredAt", { type: "DateTime" }) }),
 });

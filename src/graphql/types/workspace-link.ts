@@ -1,6 +1,6 @@
 // A workspace's links to conversations, runs, publications and artifacts (W3), and
 // retention-and-link of HTML artifacts (W16).
-import { NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
@@ -190,10 +190,11 @@ builder.mutationFields((t) => ({
   }),
   retainArtifact: t.field({
     type: RetainArtifactSuccess,
-    description: "Asks the artifact module to retain an HTML artifact and links it to the workspace.",
+    description:
+      "Asks the artifact module to retain an HTML artifact and links it to the workspace. An artifact already past its expiresAt is refused with ArtifactExpiredError.",
     args: { input: t.arg({ type: RetainArtifactInput, required: true }) },
     errors: {
-      types: [UnsupportedError, WorkspaceArchivedError, NotFoundError, ValidationError],
+      types: [ArtifactExpiredError, UnsupportedError, WorkspaceArchivedError, NotFoundError, ValidationError],
       directResult: true,
       union: { name: "RetainArtifactPayload" },
     },
