@@ -2,7 +2,6 @@
 import path from "node:path";
 import { z } from "zod";
 import { type AgentProfile, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, type SpillPolicy, spillPolicies } from "./config-files.js";
-import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./runtime/memory/budget.js";
 
 export { type AgentProfile, type CompactionPolicy, ConfigError, DEFAULT_SPILL_POLICY, type SpillPolicy } from "./config-files.js";
 
@@ -54,13 +53,13 @@ const envSchema = z.object({
   TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
   COMPACTION_POLICIES: z.string().optional(),
   // The answer and the history summaries are written within the reserved output: it cannot be tiny.
-  CONTEXT_RESERVED_OUTPUT: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(1_024, "must be at least 1024").default(DEFAULT_RESERVED_OUTPUT),
-  CONTEXT_SAFETY_BUFFER: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(0, "must not be negative").default(DEFAULT_SAFETY_BUFFER),
+  CONTEXT_RESERVED_OUTPUT: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(1_024, "must be at least 1024").default(8_000),
+  CONTEXT_SAFETY_BUFFER: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(0, "must not be negative").default(3_000),
   COMPACTION_TRIGGER_RATIO: z.coerce
     .number({ error: "must be a number" })
     .gt(0, "must be greater than 0 and at most 1")
     .max(1, "must be greater than 0 and at most 1")
-    .default(DEFAULT_TRIGGER_RATIO),
+    .default(0.9),
   SPILL_POLICIES: z
     .string()
     .transform((text, ctx) => {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runtimeSettings } from "../src/compose.js";
 import { ConfigError, loadConfig, loadMcpClientConfig } from "../src/config.js";
+import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "../src/runtime/memory/budget.js";
 import { createDemoModel } from "../src/runtime/testing/scripted-model.js";
 
 describe("loadConfig", () => {
@@ -77,7 +78,8 @@ describe("loadConfig", () => {
   });
 
   it("reads the context budget's reserves and compaction trigger, defaulting to the built-in ones, and names bad values", () => {
-    expect(loadConfig({}).contextBudget).toEqual({ reservedOutput: 8_000, safetyBuffer: 3_000, triggerRatio: 0.9 });
+    // The defaults are the runtime's own (config.ts imports nothing of the runtime, so it says them again).
+    expect(loadConfig({}).contextBudget).toEqual({ reservedOutput: DEFAULT_RESERVED_OUTPUT, safetyBuffer: DEFAULT_SAFETY_BUFFER, triggerRatio: DEFAULT_TRIGGER_RATIO });
     const config = loadConfig({ CONTEXT_RESERVED_OUTPUT: "4000", CONTEXT_SAFETY_BUFFER: "0", COMPACTION_TRIGGER_RATIO: "0.5" });
     expect(config.contextBudget).toEqual({ reservedOutput: 4_000, safetyBuffer: 0, triggerRatio: 0.5 });
     // Both the server's in-process worker and worker processes take their runtime settings from here.
