@@ -77,7 +77,11 @@ async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number):
         ) e
        ORDER BY e.span_id, e.seq, e.id`;
     const bySpan = new Map<string, ListedEvent[]>();
-    for (const row of rows) bySpan.set(row.spanId, [...(bySpan.get(row.spanId) ?? []), row]);
+    for (const row of rows) {
+      const listed = bySpan.get(row.spanId);
+      if (listed) listed.push(row);
+      else bySpan.set(row.spanId, [row]);
+    }
     return bySpan;
   });
   return (events ?? []) as SpanEvent[];
