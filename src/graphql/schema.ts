@@ -9,6 +9,7 @@ import "./types/publication.js";
 import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/run.js";
+import "./types/run-events.js";
 import "./types/evidence.js";
 import "./types/spill.js";
 import "./types/artifact.js";

@@ -23,6 +23,9 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const MULTITASK_STRATEGIES = ["REJECT", "ENQUEUE", "INTERRUPT"] as const;
 export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
 
+/** The most materials one run may be admitted with (Run.materials reads that many, all of them). */
+export const RUN_MATERIALS_MAX = 100;
+
 export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
 
 const limits = z.object({
@@ -40,7 +43,7 @@ const admitInput = z.object({
     .nullish()
     .transform((v) => v ?? "researcher"),
   question: nonBlank(GOAL_STATEMENT_MAX),
-  materials: z.array(versionRef).max(100, "at most 100 materials").nullish().transform((v) => v ?? []),
+  materials: z.array(versionRef).max(RUN_MATERIALS_MAX, `at most ${RUN_MATERIALS_MAX} materials`).nullish().transform((v) => v ?? []),
   limits: limits.nullish().transform((v) => v ?? limits.parse({})),
   multitask: z.enum(MULTITASK_STRATEGIES).nullish().transform((v) => v ?? "REJECT"),
   idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),

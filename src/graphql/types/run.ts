@@ -6,11 +6,10 @@ import {
   ValidationError,
   WorkspaceArchivedError,
 } from "../../domain/errors.js";
+import { RUN_MATERIALS_MAX } from "../../domain/research/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import { GraphQLError } from "graphql";
-import { Repeater } from "graphql-yoga";
-import type { EventBus, RunStatusMessage, RunStatusName } from "../../events/topics.js";
-import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
@@ -19,10 +18,8 @@ import { newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
-const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
+export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
 
-/** Admission accepts at most this many materials for a run (domain/research/admission-service.ts). */
-export const RUN_MATERIALS_MAX = 100;
 
 const ATTEMPTS: PlainList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
@@ -186,66 +183,6 @@ builder.mutationField("cancelRun", (t) =>
     resolve: async (_root, { input }, ctx) => ({
       run: await ctx.services.runs.cancelRun(ctx.actor, requireIdOfType(String(input.runId), "Run", "runId")),
     }),
-  }),
-);
-
-const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
-  fields: (t) => ({
-    status: t.field({ type: RunStatusEnum, resolve: (event) => event.status }),
-    at: t.field({ type: "DateTime", resolve: (event) => event.at }),
-    run: t.prismaField({
-      type: "Run",
-      resolve: (query, event, _args, ctx) => ctx.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
-    }),
-  }),
-});
-
-/** The statuses after which a run never changes again. */
-const TERMINAL_STATUSES: ReadonlySet<RunStatusName> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
-
-/**
- * A run's status changes, ending after its terminal status so that no subscriber waits forever on
- * a settled run. It listens before it reads the run: a change made between the read and the
- * subscription would otherwise be missed, and the subscriber would hang. A Repeater rather than an
- * async generator, so that a subscriber who leaves while the run is idle releases its listener at once.
- */
-function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string): Repeater<RunStatusMessage> {
-  return new Repeater(async (push, stop) => {
-    const live = events.subscribe("run:status", runId)[Symbol.asyncIterator]();
-    // The first next() is what starts the listener; it waits while the run is read.
-    let next = live.next();
-    void stop.then(() => live.return?.());
-    try {
-      const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, finishedAt: true, createdAt: true } });
-      if (run && TERMINAL_STATUSES.has(run.status)) {
-        await push({ runId, status: run.status, at: (run.finishedAt ?? run.createdAt).toISOString() });
-        return;
-      }
-      for (let change = await next; run && !change.done; change = await next) {
-        await push(change.value);
-        if (TERMINAL_STATUSES.has(change.value.status)) return;
-        next = live.next();
-      }
-    } finally {
-      stop();
-    }
-  });
-}
-
-builder.subscriptionField("runEvents", (t) =>
-  t.field({
-    type: RunStatusEvent,
-    description:
-      "Status changes of one run, as they happen. Completes right after the run's terminal status " +
-      "(SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
-    args: { runId: t.arg.id({ required: true }) },
-    subscribe: async (_root, args, ctx) => {
-      const id = idOfType(String(args.runId), "Run");
-      const visible = id ? await ctx.prisma.run.count({ where: { id, ownerId: ctx.actor.principalId } }) : 0;
-      if (!id || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
-      return runStatusEvents(ctx.prisma, ctx.events, id);
-    },
-    resolve: (event) => event,
   }),
 );
 
