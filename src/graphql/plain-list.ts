@@ -129,6 +129,19 @@ export function beyond(order: PlainList["order"], row: Record<string, unknown>) 
   };
 }
 
+/** The Prisma model a plain list is read from: the named item's order columns, then the page. */
+type ListModel = { findFirst(args: never): Promise<unknown>; findMany(args: never): Promise<unknown[]> };
+
+/**
+ * One page of `list` from `model`: the rows in `scope` (the parent's, the caller's), narrowed by
+ * `where`, with the selection Pothos planned (`query`). The `after` item is looked up in the same
+ * scope, so an id from another parent is an error, not an empty page.
+ */
+export async function readPage<Row>(model: ListModel, list: PlainList, args: PageArgs, { scope, where = {}, query = {} }: { scope: object; where?: object; query?: object }): Promise<Row[]> {
+  const page = await pageOf<object>(list, args, (id, select) => model.findFirst({ where: { id, ...scope }, select } as never) as Promise<Record<string, unknown> | null>);
+  return (await model.findMany({ ...query, where: { ...scope, ...where, ...page.where }, orderBy: page.orderBy, take: page.take } as never)) as Row[];
+}
+
 function afterError(after: string | number, typename: string): GraphQLError {
   return new GraphQLError(`after: ${JSON.stringify(String(after))} is not the id of a ${typename} in this list.`, {
     extensions: { code: "BAD_USER_INPUT" },

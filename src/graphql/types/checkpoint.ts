@@ -2,12 +2,12 @@
 // while everything it rests on is eligible, and compare-and-swap updates.
 import { NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
 import { type CheckpointRead, questionsOf } from "../../domain/workspace/checkpoint-service.js";
-import type { CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { CheckpointProposal, CheckpointVersion, PrismaClient } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
 import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOf, pageOfIds, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
 import { AvailabilityStatusEnum } from "./history.js";
 
 /** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
@@ -219,11 +219,6 @@ builder.prismaObjectFields("Run", (t) => ({
     type: ["CheckpointProposal"],
     description: describePage("The checkpoint proposals the run made, oldest first.", PROPOSALS),
     ...pageOptions(t.arg, PROPOSALS),
-    resolve: async (query, run, args, ctx) => {
-      const page = await pageOf<Prisma.CheckpointProposalWhereInput>(PROPOSALS, args, (id, select) =>
-        ctx.prisma.checkpointProposal.findFirst({ where: { id, runId: run.id }, select }),
-      );
-      return ctx.prisma.checkpointProposal.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, run, args, ctx) => readPage<CheckpointProposal>(ctx.prisma.checkpointProposal, PROPOSALS, args, { scope: { runId: run.id }, query }),
   }),
 }));

@@ -15,12 +15,12 @@ import {
   type HistoryCatalog,
   historyCatalog,
 } from "../../domain/workspace/history-catalog.js";
-import type { Prisma, PublicationVersion } from "../../generated/prisma/client.js";
+import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { loadBatched } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOptions, readPage } from "../plain-list.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 
@@ -224,28 +224,15 @@ builder.prismaObjectFields("Run", (t) => ({
     description: describePage("The run's consumption ledger, oldest first; optionally only one stage.", LEDGER),
     args: { stage: t.arg({ type: MaterialStageEnum }), ...pageArgs(t.arg, LEDGER) },
     extensions: pageExtensions(LEDGER),
-    resolve: async (query, run, { stage, ...args }, ctx) => {
-      const page = await pageOf<Prisma.MaterialUseWhereInput>(LEDGER, args, (id, select) =>
-        ctx.prisma.materialUse.findFirst({ where: { id, runId: run.id }, select }),
-      );
-      return ctx.prisma.materialUse.findMany({
-        ...query,
-        where: { runId: run.id, ...(stage ? { stage } : {}), ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-    },
+    resolve: (query, run, { stage, ...args }, ctx) =>
+      readPage<MaterialUse>(ctx.prisma.materialUse, LEDGER, args, { scope: { runId: run.id }, where: stage ? { stage } : {}, query }),
   }),
   acceptedPublicationVersions: t.prismaField({
     type: ["PublicationVersion"],
     description: describePage("The versions the run's answer was published as, oldest first.", ACCEPTED_VERSIONS),
     ...pageOptions(t.arg, ACCEPTED_VERSIONS),
-    resolve: async (query, run, args, ctx) => {
-      const page = await pageOf<Prisma.PublicationVersionWhereInput>(ACCEPTED_VERSIONS, args, (id, select) =>
-        ctx.prisma.publicationVersion.findFirst({ where: { id, originRunId: run.id }, select }),
-      );
-      return ctx.prisma.publicationVersion.findMany({ ...query, where: { originRunId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, run, args, ctx) =>
+      readPage<PublicationVersion>(ctx.prisma.publicationVersion, ACCEPTED_VERSIONS, args, { scope: { originRunId: run.id }, query }),
   }),
 }));
 
@@ -263,13 +250,12 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
     type: ["MaterialUse"],
     description: describePage("The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first.", CONSUMERS),
     ...pageOptions(t.arg, CONSUMERS),
-    resolve: async (query, version, args, ctx) => {
-      const yours = { publicationVersionId: version.id, run: { ownerId: ctx.actor.principalId } };
-      const page = await pageOf<Prisma.MaterialUseWhereInput>(CONSUMERS, args, (id, select) =>
-        ctx.prisma.materialUse.findFirst({ where: { id, ...yours }, select }),
-      );
-      return ctx.prisma.materialUse.findMany({ ...query, where: { ...yours, stage: "CONSUMED", ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, version, args, ctx) =>
+      readPage<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {
+        scope: { publicationVersionId: version.id, run: { ownerId: ctx.actor.principalId } },
+        where: { stage: "CONSUMED" },
+        query,
+      }),
   }),
 }));
 
@@ -296,11 +282,6 @@ builder.prismaObjectFields("Run", (t) => ({
     type: ["LinkRefusal"],
     description: describePage("Links to the run's workspace that were refused because it was archived or deleted by then, oldest first.", LINK_REFUSALS),
     ...pageOptions(t.arg, LINK_REFUSALS),
-    resolve: async (query, run, args, ctx) => {
-      const page = await pageOf<Prisma.LinkRefusalWhereInput>(LINK_REFUSALS, args, (id, select) =>
-        ctx.prisma.linkRefusal.findFirst({ where: { id, runId: run.id }, select }),
-      );
-      return ctx.prisma.linkRefusal.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, run, args, ctx) => readPage<LinkRefusal>(ctx.prisma.linkRefusal, LINK_REFUSALS, args, { scope: { runId: run.id }, query }),
   }),
 }));

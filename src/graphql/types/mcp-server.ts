@@ -4,10 +4,10 @@ import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { McpServerStatus } from "../../runtime/mcp/mcp-registry.js";
 import { nameMcpTools } from "../../runtime/mcp/tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
-import type { McpServer, Prisma } from "../../generated/prisma/client.js";
+import type { McpServer } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 import { ownedBy } from "./owned.js";
 
 const MCP_SERVERS: PlainList = { typename: "McpServer", order: [["name", "asc"], ["id", "asc"]], ...LIST_PAGE };
@@ -96,11 +96,7 @@ builder.queryField("mcpServers", (t) =>
     type: ["McpServer"],
     description: describePage("Your MCP servers, by name.", MCP_SERVERS),
     ...pageOptions(t.arg, MCP_SERVERS),
-    resolve: async (query, _root, args, ctx) => {
-      const yours = { ownerId: ctx.actor.principalId };
-      const page = await pageOf<Prisma.McpServerWhereInput>(MCP_SERVERS, args, (id, select) => ctx.prisma.mcpServer.findFirst({ where: { id, ...yours }, select }));
-      return ctx.prisma.mcpServer.findMany({ ...query, where: { ...yours, ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, _root, args, ctx) => readPage<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: { ownerId: ctx.actor.principalId }, query }),
   }),
 );
 

@@ -1,9 +1,9 @@
 // The calling principal and its API keys.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import type { ApiKey, Prisma } from "../../generated/prisma/client.js";
+import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 
 const API_KEYS: PlainList = { typename: "ApiKey", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
@@ -20,12 +20,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
       type: ["ApiKey"],
       description: describePage("The principal's keys (never their secrets), oldest first, revoked ones included; the `apiKeys` query pages them newest first.", API_KEYS),
       ...pageOptions(t.arg, API_KEYS),
-      resolve: async (query, principal, args, ctx) => {
-        const page = await pageOf<Prisma.ApiKeyWhereInput>(API_KEYS, args, (id, select) =>
-          ctx.prisma.apiKey.findFirst({ where: { id, principalId: principal.id }, select }),
-        );
-        return ctx.prisma.apiKey.findMany({ ...query, where: { principalId: principal.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-      },
+      resolve: (query, principal, args, ctx) => readPage<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { principalId: principal.id }, query }),
     }),
   }),
 });

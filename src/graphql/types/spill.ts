@@ -1,11 +1,11 @@
 // Spilled tool results of a run (R10–R12): the handles the model can still read back, with
 // what it was shown of each. The whole result is the TOOL message in `Run.messages`.
 import { fromStored } from "../../domain/text/stored-text.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import type { Spill } from "../../generated/prisma/client.js";
 import { RunNode } from "./run.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 
 const SPILLS: PlainList = { typename: "Spill", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
@@ -35,9 +35,6 @@ builder.prismaObjectField(RunNode, "spills", (t) =>
       SPILLS,
     ),
     ...pageOptions(t.arg, SPILLS),
-    resolve: async (query, run, args, ctx) => {
-      const page = await pageOf<Prisma.SpillWhereInput>(SPILLS, args, (id, select) => ctx.prisma.spill.findFirst({ where: { id, runId: run.id }, select }));
-      return ctx.prisma.spill.findMany({ ...query, where: { runId: run.id, releasedAt: null, ...page.where }, orderBy: page.orderBy, take: page.take });
-    },
+    resolve: (query, run, args, ctx) => readPage<Spill>(ctx.prisma.spill, SPILLS, args, { scope: { runId: run.id }, where: { releasedAt: null }, query }),
   }),
 );

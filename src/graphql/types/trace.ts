@@ -7,7 +7,7 @@ import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enum
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions, readPage } from "../plain-list.js";
 import { loadBatched } from "../request-batch.js";
 
 const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...LONG_PAGE };
@@ -201,12 +201,7 @@ builder.prismaNode("Trace", {
       type: ["Span"],
       description: describePage("The trace's spans in start order.", SPANS),
       ...pageOptions(t.arg, SPANS),
-      resolve: async (query, trace, args, ctx) => {
-        const page = await pageOf<Prisma.SpanWhereInput>(SPANS, args, (id, select) =>
-          ctx.prisma.span.findFirst({ where: { id, traceId: trace.id }, select }),
-        );
-        return ctx.prisma.span.findMany({ ...query, where: { traceId: trace.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-      },
+      resolve: (query, trace, args, ctx) => readPage<Span>(ctx.prisma.span, SPANS, args, { scope: { traceId: trace.id }, query }),
     }),
     usage: t.field({
       type: TokenUsageRef,
