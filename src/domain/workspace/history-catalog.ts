@@ -51,8 +51,8 @@ export async function historyCatalog(
   const limit = Math.max(0, Math.min(first, CATALOG_MAX_ENTRIES));
   await findVisibleWorkspace(prisma, actor, workspaceId);
   // Every read below is bounded by the page, however many links, versions or sources there are:
-  // the links are joined in SQL rather than read, and Prisma would apply a nested `take` only
-  // after reading every row, so each list is its own query with its own LIMIT.
+  // the links are joined in SQL rather than read, and each publication's newest versions and
+  // their sources are read in the publications' statement, each with its own LIMIT (relationJoins).
   const candidates = await prisma.$queryRaw<{ id: string }[]>`
     SELECT p.id FROM publication p
      WHERE p.owner_id = ${actor.principalId}
@@ -72,38 +72,37 @@ export async function historyCatalog(
   const byId = new Map(
     (listedIds.length === 0
       ? []
-      : await prisma.publication.findMany({ where: { id: { in: listedIds } }, select: { id: true, title: true, latestVersion: true } })
+      : await prisma.publication.findMany({
+          where: { id: { in: listedIds } },
+          select: {
+            id: true,
+            title: true,
+            latestVersion: true,
+            versions: {
+              orderBy: { version: "desc" },
+              take: CATALOG_VERSIONS_PER_ENTRY,
+              select: {
+                id: true,
+                publicationId: true,
+                version: true,
+                asOf: true,
+                createdAt: true,
+                originRunId: true,
+                originRun: { select: { conversationId: true } },
+                sources: {
+                  orderBy: { position: "asc" },
+                  take: PUBLICATION_SOURCES_MAX,
+                  select: { sourceVersion: { select: { id: true, publicationId: true, version: true } } },
+                },
+              },
+            },
+          },
+        })
     ).map((publication) => [publication.id, publication]),
   );
   const listed = listedIds.flatMap((id) => byId.get(id) ?? []);
-  // Versions are numbered 1…latestVersion without gaps: the newest of each are those above latest − N.
-  const versions =
-    listed.length === 0
-      ? []
-      : await prisma.publicationVersion.findMany({
-          where: { OR: listed.map((p) => ({ publicationId: p.id, version: { gt: p.latestVersion - CATALOG_VERSIONS_PER_ENTRY } })) },
-          orderBy: [{ publicationId: "asc" }, { version: "desc" }],
-          take: listed.length * CATALOG_VERSIONS_PER_ENTRY,
-          select: {
-            id: true,
-            publicationId: true,
-            version: true,
-            asOf: true,
-            createdAt: true,
-            originRunId: true,
-            originRun: { select: { conversationId: true } },
-          },
-        });
+  const versions = listed.flatMap((publication) => publication.versions);
   const versionIds = versions.map((version) => version.id);
-  const sources =
-    versionIds.length === 0
-      ? []
-      : await prisma.publicationSource.findMany({
-          where: { versionId: { in: versionIds } },
-          orderBy: [{ versionId: "asc" }, { position: "asc" }],
-          take: versionIds.length * PUBLICATION_SOURCES_MAX,
-          select: { versionId: true, sourceVersion: { select: { id: true, publicationId: true, version: true } } },
-        });
   const runIds = [...new Set(versions.flatMap((v) => (v.originRunId ? [v.originRunId] : [])))];
   const conversationIds = [...new Set(versions.flatMap((v) => (v.originRun ? [v.originRun.conversationId] : [])))];
   const links =
@@ -125,10 +124,8 @@ export async function historyCatalog(
   const linked = (kind: string) => new Set(links.filter((link) => link.targetKind === kind).map((link) => link.targetId));
   const [linkedPublications, linkedRuns, linkedConversations] = [linked("PUBLICATION"), linked("RUN"), linked("CONVERSATION")];
   const availability = await eligibilityOf(prisma, versionIds);
-  const versionsOf = groupBy(versions, (version) => version.publicationId);
-  const sourcesOf = groupBy(sources, (source) => source.versionId);
   const entries = listed.map((publication): CatalogEntry => {
-    const own = versionsOf.get(publication.id) ?? [];
+    const own = publication.versions;
     const via: CatalogVia[] = [];
     if (linkedPublications.has(publication.id)) via.push("LINKED_PUBLICATION");
     if (own.some((v) => v.originRunId && linkedRuns.has(v.originRunId))) via.push("LINKED_RUN");
@@ -146,7 +143,7 @@ export async function historyCatalog(
         asOf: version.asOf,
         createdAt: version.createdAt,
         originRunId: version.originRunId,
-        sources: (sourcesOf.get(version.id) ?? []).map(({ sourceVersion }) => ({
+        sources: version.sources.map(({ sourceVersion }) => ({
           versionId: sourceVersion.id,
           publicationId: sourceVersion.publicationId,
           version: sourceVersion.version,
@@ -162,15 +159,4 @@ export async function historyCatalog(
       ? `the workspace's links lead to more than ${limit} publications; the catalog lists the ${limit} newest (at most ${CATALOG_MAX_ENTRIES} can be asked for)`
       : null,
   };
-}
-
-/** Items by key, each group in the items' order. */
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const group = groups.get(key(item));
-    if (group) group.push(item);
-    else groups.set(key(item), [item]);
-  }
-  return groups;
 }
