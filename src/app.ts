@@ -24,6 +24,7 @@ import { metricsPlugin } from "./server/metrics-plugin.js";
 import { corsFor, jsonPostsOnly } from "./server/cross-site.js";
 import { KeyRevocations, useKeyRevocation } from "./server/key-revocations.js";
 import { authenticateFirst } from "./server/authenticate-first.js";
+import { useCompiledExecution } from "./server/compiled-execution.js";
 import type { SecretBox } from "./domain/capabilities/secret-box.js";
 
 export type App = {
@@ -162,6 +163,7 @@ export function createApp({
       metricsPlugin({ prisma: db.prisma, token: metricsToken }),
       useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits),
+      useCompiledExecution(),
       useReadinessCheck({
         endpoint: "/ready",
         check: async ({ fetchAPI }) => {

@@ -22,10 +22,11 @@ export function scrapeAllowed(authorization: string | null | undefined, token: s
 const ROUTES = new Set(["/graphql", "/health", "/ready", "/metrics"]);
 
 export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma: PrismaClient; endpoint?: string; token?: string }): Plugin {
-  const started = new WeakMap<Request, number>();
+  // When each request started and its path (Yoga has parsed its URL once already).
+  const started = new WeakMap<Request, { at: number; path: string }>();
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
-      started.set(request, performance.now());
+      started.set(request, { at: performance.now(), path: url.pathname });
       if (url.pathname !== endpoint) return;
       if (request.method !== "GET") {
         endResponse(new fetchAPI.Response("Method Not Allowed", { status: 405, headers: { allow: "GET" } }));
@@ -41,10 +42,9 @@ export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma
     onResponse({ request, response }) {
       const start = started.get(request);
       if (start === undefined) return;
-      const path = new URL(request.url).pathname;
       instruments.httpDuration.observe(
-        { method: request.method, route: ROUTES.has(path) ? path : "other", status: String(response.status) },
-        (performance.now() - start) / 1000,
+        { method: request.method, route: ROUTES.has(start.path) ? start.path : "other", status: String(response.status) },
+        (performance.now() - start.at) / 1000,
       );
     },
     onExecute({ args }) {
