@@ -13,7 +13,11 @@ import type { SettleStep } from "../attempt/settle.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import type { CheckpointProposalPayload } from "./material-tools.js";
 
-/** CONSUMED is written only for reads whose result the request carried verbatim. */
+/**
+ * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
+ * micro-compaction, not shown as a spill preview, not replaced by a repair note — and names the
+ * range that result held, with its hash: what the model was shown, never more than was read.
+ */
 export function consumptionHook(prisma: PrismaClient): RunHooks {
   return {
     async afterModelRequest({ run, write }, { span, carried, log }) {
@@ -21,16 +25,19 @@ export function consumptionHook(prisma: PrismaClient): RunHooks {
       const carriedResult = (toolCallId: string | null) =>
         log.some((m) => m.role === "TOOL" && m.toolCallId === toolCallId && carried.has(m.id));
       const consumed = reads
-          .filter((read) => carriedResult(read.toolCallId))
-          .map((read) => ({
-            runId: run.id,
-            publicationId: read.publicationId,
-            version: read.version,
-            publicationVersionId: read.publicationVersionId,
-            stage: "CONSUMED" as const,
-            contentHash: read.contentHash,
-            requestSpanId: span.id,
-          }));
+        .filter((read) => carriedResult(read.toolCallId))
+        .map((read) => ({
+          runId: run.id,
+          publicationId: read.publicationId,
+          version: read.version,
+          publicationVersionId: read.publicationVersionId,
+          stage: "CONSUMED" as const,
+          contentHash: read.contentHash,
+          rangeStart: read.rangeStart,
+          rangeEnd: read.rangeEnd,
+          coverage: read.coverage,
+          requestSpanId: span.id,
+        }));
       if (consumed.length > 0) await write((tx) => recordStages(tx, consumed));
     },
   };
