@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { LinkToWorkspaceDocument, PublicationVersionUsesDocument, RunMaterialsDocument } from "../../sdk/generated/graphql.js";
-import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
+import type { ChatMessage, ModelPort, ModelRequest } from "../../src/runtime/ports/model.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
@@ -30,6 +30,21 @@ function listedId(request: ModelRequest, title: string): string {
 const scripted = (script: (request: ModelRequest, turn: number) => ScriptStep) =>
   new ScriptedModel({ name: "ranges", steps: (request) => script(request, request.messages.filter((m) => m.role === "assistant").length) });
 
+/** A model that numbers its tool calls from call_0 at every step, as some models do. */
+function reusingCallIds(inner: ScriptedModel): ModelPort {
+  const renumber = <C extends { id: string }>(call: C, index: number): C => ({ ...call, id: `call_${index}` });
+  return {
+    label: inner.label,
+    scripted: inner.scripted,
+    contextWindow: inner.contextWindow,
+    async complete(request, onEvent) {
+      let index = 0;
+      const response = await inner.complete(request, (event) => onEvent?.(event.type === "tool_call" ? { ...event, call: renumber(event.call, index++) } : event));
+      return { ...response, toolCalls: response.toolCalls.map(renumber) };
+    },
+  };
+}
+
 const read = (publicationId: string, extra: { offset?: number; maxChars?: number } = {}) => ({
   name: "read_material",
   arguments: { publicationId, version: 1, ...extra },
@@ -45,7 +60,7 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     for (const app of opened.splice(0)) await app.close();
   });
 
-  async function start(model: ScriptedModel, spill?: { policies: Record<string, { enabled?: boolean; thresholdChars?: number; previewChars?: number }> }) {
+  async function start(model: ModelPort, spill?: { policies: Record<string, { enabled?: boolean; thresholdChars?: number; previewChars?: number }> }) {
     const app = await startTestApp(backend, {
       runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 25, leaseMs: 2_000, spill },
     });
@@ -61,13 +76,18 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     for (const report of [long, short]) {
       await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: report.version.publication.id } });
     }
-    const run = (await admit(t.client, { workspaceId: workspace.id, question })).run;
+    const { uses, run } = await settle(t, { workspaceId: workspace.id, question });
+    return { workspace, long, short, uses, run };
+  }
+
+  async function settle(t: TestApp, input: Parameters<typeof admit>[1]) {
+    const run = (await admit(t.client, input)).run;
     const settled = await waitUntil(async () => {
       const current = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!;
       return ["QUEUED", "RUNNING"].includes(current.status) ? undefined : current;
     });
     expect(settled.status).toBe("SUCCEEDED");
-    return { long, short, uses: settled.materialUses };
+    return { run, uses: settled.materialUses };
   }
 
   const consumedBy = async (client: DossierClient, versionId: string) =>
@@ -132,5 +152,29 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     expect(await consumedBy(t.client, long.version.id)).toEqual([]);
     // The short result was under the threshold, carried whole, and consumed.
     expect(stages(short.version.publication.id)).toEqual(["DISCOVERED", "SELECTED", "READ", "CONSUMED"]);
+  });
+
+  it("a read is consumed only through its own result: another run's carried result with the same call id does not count", async () => {
+    // Each run reads one report at its first step; the model calls both reads call_0.
+    const inner = scripted((request) => {
+      const messages = request.messages;
+      // The run's workspace context (a user message) follows its question; after it, the run's own steps.
+      const question = text(messages.findLast((m) => m.role === "user" && !text(m).startsWith("<workspace-context>"))!);
+      if (messages.findLastIndex((m) => m.role === "user") < messages.length - 1) return { content: "Done." };
+      return { toolCalls: [read(listedId(request, question === "Read the short report" ? "Short report" : "Long report"))] };
+    });
+    const t = await start(reusingCallIds(inner), { policies: { read_material: { enabled: true, thresholdChars: 1_000, previewChars: 200 } } });
+    const first = await runIn(t, "Read the short report");
+    expect(first.uses.filter((u) => u.stage === "CONSUMED").map((u) => u.publicationId)).toEqual([first.short.version.publication.id]);
+
+    // The second run continues the conversation: the first run's call_0 result is carried again,
+    // while its own call_0 result — the long part — is shown only as a preview.
+    const second = await settle(t, { workspaceId: first.workspace.id, conversationId: first.run.conversation.id, question: "Read the long report" });
+    const readLong = second.uses.find((u) => u.stage === "READ" && u.publicationId === first.long.version.publication.id);
+    expect(readLong?.range).toEqual({ start: 0, end: 16_000 });
+    const lastRequest = inner.requests.at(-1)!.messages.map(text).join("\n");
+    expect(lastRequest).toContain(SHORT);
+    expect(lastRequest).not.toContain(LONG.slice(1_000, 1_200));
+    expect(second.uses.filter((u) => u.stage === "CONSUMED")).toEqual([]);
   });
 });

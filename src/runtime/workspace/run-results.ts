@@ -22,10 +22,17 @@ export function consumptionHook(prisma: PrismaClient): RunHooks {
   return {
     async afterModelRequest({ run, write }, { span, carried, log }) {
       const reads = await unconsumedReads(prisma, run.id);
-      const carriedResult = (toolCallId: string | null) =>
-        log.some((m) => m.role === "TOOL" && m.toolCallId === toolCallId && carried.has(m.id));
+      // The result that answered a read: this run's first tool result for the read's call logged
+      // after it. A model may reuse call ids (across the runs of a conversation, or across turns),
+      // so another result with the same id says nothing about this read.
+      const resultOf = (read: (typeof reads)[number]) =>
+        log.find((m) => m.role === "TOOL" && m.runId === run.id && m.toolCallId === read.toolCallId && m.createdAt >= read.createdAt);
+      const carriedVerbatim = (read: (typeof reads)[number]) => {
+        const result = resultOf(read);
+        return result !== undefined && carried.has(result.id);
+      };
       const consumed = reads
-        .filter((read) => carriedResult(read.toolCallId))
+        .filter(carriedVerbatim)
         .map((read) => ({
           runId: run.id,
           publicationId: read.publicationId,
