@@ -154,6 +154,18 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     expect(stages(short.version.publication.id)).toEqual(["DISCOVERED", "SELECTED", "READ", "CONSUMED"]);
   });
 
+  it("a read past the end returns nothing and records no READ, so nothing is consumed", async () => {
+    const model = scripted((request, turn) =>
+      turn === 0 ? { toolCalls: [read(listedId(request, "Short report"), { offset: 5_000 })] } : { content: "Nothing to read there." },
+    );
+    const t = await start(model);
+    const { short, uses } = await runIn(t, "Read past the end");
+    const told = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    expect(told.join("\n")).toContain(`offset 5000 is past the end: version 1 has ${SHORT.length} characters`);
+    expect(uses.filter((u) => u.publicationId === short.version.publication.id).map((u) => u.stage)).toEqual(["DISCOVERED", "SELECTED"]);
+    expect(await consumedBy(t.client, short.version.id)).toEqual([]);
+  });
+
   it("a read is consumed only through its own result: another run's carried result with the same call id does not count", async () => {
     // Each run reads one report at its first step; the model calls both reads call_0.
     const inner = scripted((request) => {
