@@ -16,7 +16,7 @@ import {
   historyCatalog,
 } from "../../domain/workspace/history-catalog.js";
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
-import { MaterialStage } from "../../generated/prisma/enums.js";
+import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { loadBatched } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
@@ -193,6 +193,17 @@ builder.mutationField("revokePublicationVersion", (t) =>
   }),
 );
 
+const MaterialCoverageEnum = builder.enumType(MaterialCoverage, {
+  name: "MaterialCoverage",
+  description: "How much of a version the range of a READ or CONSUMED entry spans: WHOLE (all of its content) or PART.",
+});
+
+const CharacterRange = builder.objectRef<{ start: number; end: number }>("CharacterRange").implement({
+  description:
+    "Characters [start, end) of a version's content: start is the first character, end the one after the last (exclusive). Characters are counted in UTF-16 code units, as `read_material`'s offset counts them; a range never splits a character that takes two.",
+  fields: (t) => ({ start: t.exposeInt("start"), end: t.exposeInt("end") }),
+});
+
 export const MaterialUseObject = builder.prismaObject("MaterialUse", {
   description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
   fields: (t) => ({
@@ -205,7 +216,23 @@ export const MaterialUseObject = builder.prismaObject("MaterialUse", {
     version: t.exposeInt("version"),
     publicationVersion: t.relation("publicationVersion", { nullable: true, description: "Null when no such version exists." }),
     reason: t.exposeString("reason", { nullable: true, description: "UNAVAILABLE: why, as the model was told." }),
-    contentHash: t.exposeString("contentHash", { nullable: true, description: "READ and CONSUMED: SHA-256 of the content read." }),
+    contentHash: t.exposeString("contentHash", {
+      nullable: true,
+      description:
+        "READ and CONSUMED: SHA-256 (hex) of the UTF-8 encoding of exactly the characters in `range` — the part read, or the part the request carried. An entry without a range holds the whole version's hash.",
+    }),
+    range: t.field({
+      type: CharacterRange,
+      nullable: true,
+      description:
+        "READ: the characters the read returned. CONSUMED: the characters a model request carried verbatim (a part of what was read, never more). Null for the other stages, and for entries recorded before ranges were kept: those may have read only part of the version, so they claim no range.",
+      resolve: (use) => (use.rangeStart === null || use.rangeEnd === null ? null : { start: use.rangeStart, end: use.rangeEnd }),
+    }),
+    coverage: t.expose("coverage", {
+      type: MaterialCoverageEnum,
+      nullable: true,
+      description: "READ and CONSUMED: whether `range` is the whole version (WHOLE) or only part of it (PART); null exactly when `range` is.",
+    }),
     requestSpan: t.prismaField({
       type: "Span",
       nullable: true,
@@ -248,7 +275,10 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
   }),
   consumedBy: t.prismaField({
     type: ["MaterialUse"],
-    description: describePage("The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first.", CONSUMERS),
+    description: describePage(
+      "The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first. Each names the range carried; `coverage` PART says the run consumed only part of the version (a run that read it in parts has one entry per part).",
+      CONSUMERS,
+    ),
     ...pageOptions(t.arg, CONSUMERS),
     resolve: (query, version, args, ctx) =>
       readPage<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {

@@ -5,7 +5,7 @@
 // model is told about and can work around.
 import { z } from "zod";
 import { idOfType } from "../../domain/global-id.js";
-import { recordStages } from "../../domain/research/material-ledger.js";
+import { rangeColumns, readRange, recordStages } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
 import { checkpointChange } from "../../domain/workspace/checkpoint-service.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
@@ -71,32 +71,34 @@ export function createReadMaterialTool(deps: { publications: PublicationService 
         return `UNAVAILABLE: version ${ref.version} of ${parsed.data.publicationId} cannot be used: ${read.reason}. Continue with other evidence and state this gap in your answer.`;
       }
       const v = read.version;
+      const { offset, maxChars } = parsed.data;
+      const range = readRange(v.content, offset, maxChars);
+      if (!range) {
+        // Asked for, but nothing was read: no READ entry.
+        await write((tx) => recordStages(tx, [{ ...base, publicationVersionId, stage: "SELECTED" }]));
+        throw new ToolError(`offset ${offset} is past the end: version ${v.version} has ${v.content.length} characters.`);
+      }
+      // READ names exactly the characters returned, so a part is never taken for the whole version.
       await write((tx) =>
         recordStages(tx, [
           { ...base, publicationVersionId, stage: "SELECTED" },
-          { ...base, publicationVersionId, stage: "READ", contentHash: v.contentHash },
+          { ...base, publicationVersionId, stage: "READ", ...rangeColumns(range) },
         ]),
       );
       const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
-      const { offset, maxChars } = parsed.data;
-      if (offset > 0 && offset >= v.content.length) {
-        throw new ToolError(`offset ${offset} is past the end: version ${v.version} has ${v.content.length} characters.`);
-      }
-      let end = Math.min(v.content.length, offset + maxChars);
-      // Never split a character that takes two UTF-16 units.
-      if (end < v.content.length && /[\uD800-\uDBFF]/.test(v.content[end - 1]!)) end -= 1;
+      const { start, end } = range;
       const part =
-        offset === 0 && end === v.content.length
+        range.coverage === "WHOLE"
           ? []
           : [
-              `This part holds characters ${offset}–${end} of ${v.content.length}.` +
+              `This part holds characters ${start}–${end} of ${v.content.length}.` +
                 (end < v.content.length ? ` Call read_material again with offset=${end} for the rest.` : " It is the last part."),
             ];
       return [
         `<material title="${v.publication.title}" publicationId="${parsed.data.publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
         `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
         ...part,
-        v.content.slice(offset, end),
+        range.text,
         "</material>",
       ].join("\n");
     },

@@ -13,24 +13,38 @@ import type { SettleStep } from "../attempt/settle.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import type { CheckpointProposalPayload } from "./material-tools.js";
 
-/** CONSUMED is written only for reads whose result the request carried verbatim. */
+/**
+ * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
+ * micro-compaction, not shown as a spill preview, not replaced by a repair note — and names the
+ * range that result held, with its hash: what the model was shown, never more than was read.
+ */
 export function consumptionHook(prisma: PrismaClient): RunHooks {
   return {
     async afterModelRequest({ run, write }, { span, carried, log }) {
       const reads = await unconsumedReads(prisma, run.id);
-      const carriedResult = (toolCallId: string | null) =>
-        log.some((m) => m.role === "TOOL" && m.toolCallId === toolCallId && carried.has(m.id));
+      // The result that answered a read: this run's first tool result for the read's call logged
+      // after it. A model may reuse call ids (across the runs of a conversation, or across turns),
+      // so another result with the same id says nothing about this read.
+      const resultOf = (read: (typeof reads)[number]) =>
+        log.find((m) => m.role === "TOOL" && m.runId === run.id && m.toolCallId === read.toolCallId && m.createdAt >= read.createdAt);
+      const carriedVerbatim = (read: (typeof reads)[number]) => {
+        const result = resultOf(read);
+        return result !== undefined && carried.has(result.id);
+      };
       const consumed = reads
-          .filter((read) => carriedResult(read.toolCallId))
-          .map((read) => ({
-            runId: run.id,
-            publicationId: read.publicationId,
-            version: read.version,
-            publicationVersionId: read.publicationVersionId,
-            stage: "CONSUMED" as const,
-            contentHash: read.contentHash,
-            requestSpanId: span.id,
-          }));
+        .filter(carriedVerbatim)
+        .map((read) => ({
+          runId: run.id,
+          publicationId: read.publicationId,
+          version: read.version,
+          publicationVersionId: read.publicationVersionId,
+          stage: "CONSUMED" as const,
+          contentHash: read.contentHash,
+          rangeStart: read.rangeStart,
+          rangeEnd: read.rangeEnd,
+          coverage: read.coverage,
+          requestSpanId: span.id,
+        }));
       if (consumed.length > 0) await write((tx) => recordStages(tx, consumed));
     },
   };
