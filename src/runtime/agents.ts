@@ -1,6 +1,7 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
 import type { AgentProfile } from "../config.js";
+import { allowedBy } from "../domain/capabilities/agent-profile-versions.js";
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
 
 export type { AgentProfile };
@@ -56,12 +57,5 @@ export function frozenProfiles(prisma: PrismaClient, configured: Map<string, Age
   };
 }
 
-/**
- * Whether a profile's `tools` (or `skills`) allow-list admits a tool. Entries are exact names, or a prefix
- * ending in `*`: `mcp__github__*` admits every tool of the MCP server `github`, `mcp__*` every
- * MCP tool. Without a list, every tool is admitted. A `skills` list selects skills the same way.
- */
-export function toolAllowed(allowList: readonly string[] | undefined, name: string): boolean {
-  if (!allowList) return true;
-  return allowList.some((entry) => (entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name));
-}
+/** Whether a profile's `tools` (or `skills`) allow-list admits a name (exact, or a prefix ending in `*`). */
+export const toolAllowed = allowedBy;

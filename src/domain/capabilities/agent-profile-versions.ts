@@ -15,6 +15,16 @@ export type AgentDefinition = { name: string; systemPrompt: string; tools?: read
 
 export type { StoredProfile };
 
+/**
+ * Whether an allow-list (a profile's `tools` or `skills`) admits a name. Entries are exact names,
+ * or a prefix ending in `*`: `mcp__github__*` admits every tool of the MCP server `github`. Without
+ * a list, every name is admitted.
+ */
+export function allowedBy(allowList: readonly string[] | null | undefined, name: string): boolean {
+  if (!allowList) return true;
+  return allowList.some((entry) => (entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name));
+}
+
 /** A definition in the form it is hashed and stored: allow-lists sorted, each entry once; absent lists null. */
 export function normalise(definition: AgentDefinition): { systemPrompt: string; tools: string[] | null; skills: string[] | null } {
   const list = (entries: readonly string[] | undefined) => (entries ? [...new Set(entries)].sort() : null);
@@ -77,6 +87,11 @@ export class AgentProfileVersions {
   constructor(private readonly deps: { prisma: PrismaClient; definitions: readonly AgentDefinition[] }) {
     this.definitions = new Map(deps.definitions.map((definition) => [definition.name, definition]));
     this.names = new Set(this.definitions.keys());
+  }
+
+  /** The named profile as configured now (runs already admitted may execute an older version). */
+  definition(name: string): AgentDefinition | undefined {
+    return this.definitions.get(name);
   }
 
   /** Stores a new version of every profile whose definition changed; idempotent. */
