@@ -103,7 +103,6 @@ export function createApp({
   now?: () => Date;
 }): App {
   const settings = { traceSubscriberBuffer };
-  const agentNames = new Set(agentProfiles(agents).keys());
   const stdioCommands = mcpOptions.stdioCommands ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
   const services = createServices({
@@ -111,7 +110,7 @@ export function createApp({
     events: runQueue ? announcingQueuedRuns(events, runQueue, logger) : events,
     artifactRetention,
     now,
-    agentNames,
+    agents: [...agentProfiles(agents).values()],
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
   });
   const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });

@@ -11,8 +11,11 @@ export class ConfigError extends Error {
   }
 }
 
-/** An agent profile: the system prompt a run executes under and, optionally, the tools it may use. */
-export type AgentProfile = { name: string; systemPrompt: string; tools?: string[] };
+/**
+ * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
+ * and the skills it may load (allow-lists of exact names or prefixes ending in `*`).
+ */
+export type AgentProfile = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
 
 const agentProfiles = z
   .array(
@@ -20,6 +23,7 @@ const agentProfiles = z
       name: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be lower-case letters, digits, - and _"),
       systemPrompt: z.string().trim().min(1, "must not be empty"),
       tools: z.array(z.string().min(1)).optional(),
+      skills: z.array(z.string().min(1)).optional(),
     }),
   )
   .min(1, "must define at least one profile");
@@ -57,7 +61,7 @@ const compactionPolicies = z.record(
   z.enum(["never", "stale", "always"], { error: 'must be "never", "stale" or "always"' }),
 );
 
-/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools? }. */
+/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools?, skills? }. */
 export function readAgents(file: string): AgentProfile[] {
   let json: unknown;
   try {

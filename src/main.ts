@@ -33,6 +33,8 @@ async function main(): Promise<void> {
     runQueue,
     runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
   });
+  // Every agent profile whose definition changed since the last start becomes a new version now.
+  await app.services.agentProfiles.load();
   if (!config.inProcessWorker) logger.info("IN_PROCESS_WORKER=false: this server executes no runs; start worker processes (npm run worker)");
   if (config.capabilities.commands.allowed) {
     logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");

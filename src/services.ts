@@ -1,4 +1,5 @@
 // The domain services of one Dossier instance, wired over its database and event bus.
+import { type AgentDefinition, AgentProfileVersions } from "./domain/capabilities/agent-profile-versions.js";
 import { McpServerService } from "./domain/capabilities/mcp-server-service.js";
 import { SkillService } from "./domain/capabilities/skill-service.js";
 import { AdmissionService } from "./domain/research/admission-service.js";
@@ -20,14 +21,14 @@ export function createServices({
   prisma,
   events,
   artifactRetention,
-  agentNames,
+  agents,
   mcp = {},
   now,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
-  /** The agent profiles runs may be admitted under. */
-  agentNames: ReadonlySet<string>;
+  /** The agent profiles runs may be admitted under, as configured (built-in ones included). */
+  agents: readonly AgentDefinition[];
   /**
    * Principals' MCP servers: the programs STDIO servers may start (MCP_STDIO_COMMANDS), the hosts
    * HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS), none of either by default;
@@ -40,6 +41,8 @@ export function createServices({
   now?: () => Date;
 }) {
   const artifacts = new ArtifactService({ prisma, now });
+  const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
+  const agentNames = agentProfiles.names;
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
   return {
     principals: new PrincipalService({ prisma, events }),
@@ -48,7 +51,8 @@ export function createServices({
     conversations: new ConversationService({ prisma }),
     artifacts,
     publications: new PublicationService({ prisma, links }),
-    admissions: new AdmissionService({ prisma, events, agentNames }),
+    agentProfiles,
+    admissions: new AdmissionService({ prisma, events, profiles: agentProfiles }),
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),

@@ -54,14 +54,15 @@ describe("loadConfig", () => {
   it("reads agent profiles from AGENTS_FILE and names what is wrong in it", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "dossier-agents-"));
     const good = path.join(dir, "agents.json");
-    writeFileSync(good, JSON.stringify([{ name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"] }]));
+    writeFileSync(good, JSON.stringify([{ name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"], skills: ["source-*"] }]));
     expect(loadConfig({ AGENTS_FILE: good }).agents).toEqual([
-      { name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"] },
+      { name: "analyst", systemPrompt: "You compare figures.", tools: ["task_list"], skills: ["source-*"] },
     ]);
     const bad = path.join(dir, "bad.json");
-    writeFileSync(bad, JSON.stringify([{ name: "Bad Name", systemPrompt: "" }]));
+    writeFileSync(bad, JSON.stringify([{ name: "Bad Name", systemPrompt: "", skills: [""] }]));
     expect(() => loadConfig({ AGENTS_FILE: bad })).toThrow(/\[0\.name\] must be lower-case/);
     expect(() => loadConfig({ AGENTS_FILE: bad })).toThrow(/\[0\.systemPrompt\] must not be empty/);
+    expect(() => loadConfig({ AGENTS_FILE: bad })).toThrow(/\[0\.skills\.0\]/);
     expect(() => loadConfig({ AGENTS_FILE: path.join(dir, "missing.json") })).toThrow(/cannot be read as JSON/);
   });
 

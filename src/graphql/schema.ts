@@ -8,6 +8,7 @@ import "./types/conversation.js";
 import "./types/publication.js";
 import "./types/trace.js";
 import "./types/trace-updates.js";
+import "./types/agent-profile.js";
 import "./types/run.js";
 import "./types/run-events.js";
 import "./types/evidence.js";

@@ -1,6 +1,8 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
 import type { AgentProfile } from "../config.js";
+import { allowedBy } from "../domain/capabilities/agent-profile-versions.js";
+import type { PrismaClient, Run } from "../generated/prisma/client.js";
 
 export type { AgentProfile };
 
@@ -27,11 +29,33 @@ export function profileIn(profiles: Map<string, AgentProfile>, name: string): Ag
 }
 
 /**
- * Whether a profile's `tools` allow-list admits a tool. Entries are exact names, or a prefix
- * ending in `*`: `mcp__github__*` admits every tool of the MCP server `github`, `mcp__*` every
- * MCP tool. Without a list, every tool is admitted.
+ * The profile a run executes: the version frozen at its admission, whatever the configuration says
+ * now. A run admitted before profiles were versioned has none and runs its profile as configured.
+ * Versions never change, so each is read once per process.
  */
-export function toolAllowed(allowList: readonly string[] | undefined, name: string): boolean {
-  if (!allowList) return true;
-  return allowList.some((entry) => (entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name));
+export function frozenProfiles(prisma: PrismaClient, configured: Map<string, AgentProfile>): (run: Run) => Promise<AgentProfile> {
+  const versions = new Map<string, Promise<AgentProfile>>();
+  const read = async (id: string): Promise<AgentProfile> => {
+    const stored = await prisma.agentProfile.findUniqueOrThrow({ where: { id } });
+    return {
+      name: stored.name,
+      systemPrompt: stored.systemPrompt,
+      ...(stored.tools === null ? {} : { tools: stored.tools as string[] }),
+      ...(stored.skills === null ? {} : { skills: stored.skills as string[] }),
+    };
+  };
+  return (run) => {
+    const id = run.agentProfileId;
+    if (!id) return Promise.resolve(profileIn(configured, run.agent));
+    let version = versions.get(id);
+    if (!version) {
+      version = read(id);
+      versions.set(id, version);
+      version.catch(() => versions.delete(id));
+    }
+    return version;
+  };
 }
+
+/** Whether a profile's `tools` (or `skills`) allow-list admits a name (exact, or a prefix ending in `*`). */
+export const toolAllowed = allowedBy;

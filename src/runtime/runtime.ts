@@ -4,7 +4,7 @@ import type { SpillPolicy } from "../config.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
-import { type AgentProfile, agentProfiles, profileIn } from "./agents.js";
+import { type AgentProfile, agentProfiles, frozenProfiles } from "./agents.js";
 import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import { ContextBuilder } from "./memory/context-builder.js";
 import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/micro-compaction.js";
@@ -140,20 +140,20 @@ export function createRuntime(
     model: options.model,
     recorder,
     context,
-    profile: (name) => profileIn(profiles, name),
+    profile: frozenProfiles(prisma, profiles),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
     // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.
     spiller: new Spiller({ store: spills, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
-    tools: async ({ run, sink }, runLog) => [
+    tools: async ({ run, sink }, runLog, profile) => [
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? [proposeCheckpoint] : []),
       readEvidence,
       readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink })),
+      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, skillsAllowed: profile.skills })),
       ...(options.extraTools ?? []),
     ],
   });

@@ -56,7 +56,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
     const { admitInOneStatement } = await import("../../src/domain/research/admit-in-one-statement.js");
     const now = new Date();
     const direct = await admitInOneStatement(prisma, {
-      ownerId: stored.ownerId, runId: crypto.randomUUID(), workspaceId: null, agent: "researcher", question: "Direct",
+      ownerId: stored.ownerId, runId: crypto.randomUUID(), workspaceId: null, agent: "researcher", agentProfileId: stored.agentProfileId!, question: "Direct",
       limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 }, materials: [], idempotency: null, now,
     });
     expect(direct.kind).toBe("admitted");

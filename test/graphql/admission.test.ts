@@ -171,7 +171,7 @@ describe.each(backends)("run admission on %s", (backend) => {
     const service = new AdmissionService({
       prisma: t.app.db.prisma,
       events: t.app.events,
-      agentNames: new Set(["researcher"]),
+      profiles: t.app.services.agentProfiles,
       now: () => now,
     });
     const first = await service.admitRun(actor, { question: "aging", idempotencyKey: "key-aging" });

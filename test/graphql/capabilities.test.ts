@@ -24,7 +24,9 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   });
 
   it("manages skills per principal and agent, over the built-in ones", async () => {
-    t = await startTestApp(backend, { agents: [{ name: "analyst", systemPrompt: "You compare figures." }] });
+    t = await startTestApp(backend, {
+      agents: [{ name: "analyst", systemPrompt: "You compare figures." }, { name: "scout", systemPrompt: "You scout.", skills: ["source-*"] }],
+    });
     const builtIn = (await t.client.request(SkillsDocument)).skills;
     expect(builtIn.map((s) => [s.name, s.source])).toEqual([
       ["research-checkpoint", "BUILT_IN"],
@@ -48,6 +50,8 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     expect(expectType(updated.upsertSkill, "UpsertSkillSuccess").skill.body).toBe("Version 2.");
     expect((await t.client.request(SkillsDocument, { agent: "analyst" })).skills.map((s) => s.name)).toContain("ratio-check");
     expect((await t.client.request(SkillsDocument, { agent: "researcher" })).skills.map((s) => s.name)).not.toContain("ratio-check");
+    // A profile's skill list narrows what its runs can load.
+    expect((await t.client.request(SkillsDocument, { agent: "scout" })).skills.map((s) => s.name)).toEqual(["source-evaluation"]);
 
     const other = t.as(await t.createPrincipal("Other"));
     expect((await other.request(SkillsDocument, { agent: "analyst" })).skills.map((s) => s.source)).not.toContain("DATABASE");

@@ -40,6 +40,7 @@ const EVERY_LIST = /* GraphQL */ `
     viewer { apiKeys(first: 2) { id } }
     mcpServers(first: 2) { id name args envNames headerNames }
     skills { name }
+    agentProfiles(first: 2) { id tools skills }
     workspace: node(id: $workspace) {
       ... on Workspace {
         checkpoint { ...CheckpointLists }
@@ -77,6 +78,8 @@ const EVERY_LIST = /* GraphQL */ `
  * their parent was read from, or computed in memory. Everything else must be in the document.
  */
 const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
+  "AgentProfile.skills": "a JSON column of the profile version",
+  "AgentProfile.tools": "a JSON column of the profile version",
   "Checkpoint.nextSteps": "a JSON column of the checkpoint revision",
   "Checkpoint.questions": "a JSON column of the checkpoint revision",
   "HistoryCatalogEntry.via": "worked out from the links the catalog read",
@@ -341,7 +344,7 @@ async function graphql(t: TestApp, query: string, variables: Record<string, unkn
 const LIST_TABLES = [
   "workspace", "goal_version", "workspace_link", "conversation", "message", "run", "publication", "publication_version", "artifact", "api_key",
   "span", "span_event", "run_attempt", "run_material", "material_use", "spill", "checkpoint_proposal", "checkpoint_version", "link_refusal",
-  "mcp_server", "skill", "publication_source",
+  "mcp_server", "skill", "publication_source", "agent_profile",
 ];
 
 const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");

@@ -220,6 +220,20 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
       maxSize: 500,
     });
 
+    // Query.agentProfiles: by name, newest version first (the built-in researcher's version among them).
+    for (const [i, [name, version]] of ([["scout", 1], ["reviewer", 1], ["scout", 2], ["reviewer", 2]] as const).entries()) {
+      await prisma.agentProfile.create({ data: { id: idOf("profile", i), name, version, contentHash: `hash-${i}`, systemPrompt: `${name} ${version}` } });
+    }
+    const profiles = await prisma.agentProfile.findMany();
+    cases.push({
+      field: "Query.agentProfiles",
+      document: /* GraphQL */ `query Page($first: Int, $after: ID) { list: agentProfiles(first: $first, after: $after) { id } }`,
+      items: sortedIds("AgentProfile", profiles, (p) => [p.name, -p.version]),
+      // Profiles are everyone's: no list holds another's, so the foreign item is one that does not exist.
+      foreign: encodeGlobalId("AgentProfile", "no-such-profile"),
+      maxSize: 500,
+    });
+
     // Checkpoint.acceptedPublicationVersions and sourceDependencies: ids kept on the revision, in the order recorded.
     const recorded = [...accepted].reverse().map((v) => v.id);
     await t.app.services.checkpoints.apply({ principalId: me }, workspaceId, 0, { questions: [] }, {
@@ -308,6 +322,7 @@ const GROWING_LISTS = [
   "Checkpoint.sourceDependencies",
   "PublicationVersion.consumedBy",
   "Principal.apiKeys",
+  "Query.agentProfiles",
   "Query.mcpServers",
   "Run.acceptedPublicationVersions",
   "Run.attempts",

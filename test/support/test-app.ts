@@ -81,6 +81,8 @@ export async function startTestApp(
     metricsToken,
     now,
   });
+  // As the server does at start: admissions then resolve their profile version without a statement.
+  await app.services.agentProfiles.load();
   const server = listen
     ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
     : undefined;

@@ -11,6 +11,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     conversationId: "conversation-1",
     workspaceId: null,
     agent: "researcher",
+    agentProfileId: null,
     question: "a question",
     status: "RUNNING",
     maxTurns: 10,

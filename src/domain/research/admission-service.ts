@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
 import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
@@ -84,19 +85,20 @@ export class AdmissionService {
     private readonly deps: {
       prisma: PrismaClient;
       events: EventPublisher;
-      /** The agent profiles runs may be admitted under. */
-      agentNames: ReadonlySet<string>;
+      /** The agent profiles runs may be admitted under, and the version of each a run executes. */
+      profiles: AgentProfileVersions;
       now?: () => Date;
     },
   ) {}
 
   async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
     const request = parseInput(admitInput, input);
-    if (!this.deps.agentNames.has(request.agent)) {
-      throw new ValidationError([
-        { field: "agent", message: `is not an agent profile; known: ${[...this.deps.agentNames].sort().join(", ")}` },
-      ]);
+    const { names } = this.deps.profiles;
+    if (!names.has(request.agent)) {
+      throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
     }
+    // Resolved once per instance (at start): no statement of its own here.
+    const profile = await this.deps.profiles.current(request.agent);
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
     if (!request.conversationId) {
@@ -106,6 +108,7 @@ export class AdmissionService {
         runId: randomUUID(),
         workspaceId: request.workspaceId ?? null,
         agent: request.agent,
+        agentProfileId: profile.id,
         question: request.question,
         limits: request.limits,
         materials: distinct(request.materials),
@@ -124,7 +127,7 @@ export class AdmissionService {
     }
     try {
       const after: AfterCommit = [];
-      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, actor, request, fingerprint, after));
+      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, { actor, request, agentProfileId: profile.id, fingerprint }, after));
       runAfterCommit(after);
       return { run: this.announce(run), replayed: false };
     } catch (error) {
@@ -157,7 +160,11 @@ export class AdmissionService {
     return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId } }), replayed: true };
   }
 
-  private async admit(tx: Prisma.TransactionClient, actor: Actor, request: Admission, fingerprint: string, after: AfterCommit): Promise<Run> {
+  private async admit(
+    tx: Prisma.TransactionClient,
+    { actor, request, agentProfileId, fingerprint }: { actor: Actor; request: Admission; agentProfileId: string; fingerprint: string },
+    after: AfterCommit,
+  ): Promise<Run> {
     const now = this.deps.now?.() ?? new Date();
     const runId = randomUUID();
     if (request.idempotencyKey) {
@@ -200,6 +207,7 @@ export class AdmissionService {
         conversationId,
         workspaceId: request.workspaceId ?? null,
         agent: request.agent,
+        agentProfileId,
         question: request.question,
         ...request.limits,
         createdAt: now,

@@ -10,6 +10,8 @@
 //   claim     the idempotency key, claimed (or an expired one reclaimed) only if the checks passed;
 //   inserts   conversation, run, its materials and its link to the workspace, only if claimed.
 //
+// The run's agent profile version is resolved before (once per instance) and is a parameter here.
+//
 // When something is missing nothing is written and the caller runs the transactional admission,
 // which says why with a typed error (or finds the workspace restored in the meantime). When the key
 // is held by an earlier admission, nothing is written and the caller answers as that one did.
@@ -21,6 +23,8 @@ export type OneStatementAdmission = {
   runId: string;
   workspaceId: string | null;
   agent: string;
+  /** The agent profile version the run executes. */
+  agentProfileId: string;
   question: string;
   limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number };
   /** Publication versions in order, without duplicates. */
@@ -34,7 +38,7 @@ export type OneStatementOutcome = { kind: "admitted"; run: Run } | { kind: "key-
 /** The run's columns under the names of Prisma's Run model (a test compares the result with prisma.run.findUnique). */
 const RUN_COLUMNS: [column: string, field: keyof Run][] = [
   ["id", "id"], ["owner_id", "ownerId"], ["conversation_id", "conversationId"], ["workspace_id", "workspaceId"], ["agent", "agent"],
-  ["question", "question"], ["status", "status"], ["max_turns", "maxTurns"], ["token_budget", "tokenBudget"],
+  ["agent_profile_id", "agentProfileId"], ["question", "question"], ["status", "status"], ["max_turns", "maxTurns"], ["token_budget", "tokenBudget"],
   ["deadline_seconds", "deadlineSeconds"], ["deadline_at", "deadlineAt"], ["goal_version_id", "goalVersionId"],
   ["goal_version_no", "goalVersionNo"], ["goal_statement", "goalStatement"], ["configuration", "configuration"], ["answer", "answer"],
   ["failure_reason", "failureReason"], ["created_at", "createdAt"], ["started_at", "startedAt"], ["finished_at", "finishedAt"],
@@ -80,9 +84,9 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       INSERT INTO conversation (id, owner_id, title, created_at)
       SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
     run AS (
-      INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, question, max_turns, token_budget, deadline_seconds,
+      INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, created_at)
-      SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
+      SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
              gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${now}
         FROM gate, conversation

@@ -57,6 +57,11 @@ export const RunNode = builder.prismaNode("Run", {
     status: t.expose("status", { type: RunStatusEnum }),
     question: t.exposeString("question"),
     agent: t.exposeString("agent", { description: "The agent profile the run executes under." }),
+    agentProfile: t.relation("agentProfile", {
+      nullable: true,
+      description:
+        "The version of the agent profile frozen at admission: the system prompt, tools and skills the run executes, whatever the configuration says now. Null for a run admitted before profiles were versioned.",
+    }),
     limits: t.field({ type: RunLimits, resolve: (run) => run }),
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
     answer: t.string({

@@ -1,5 +1,6 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
+import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/skills/skill-catalog.js";
@@ -32,10 +33,14 @@ builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
     description:
-      `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), all of them. Changes apply from the next run.`,
+      `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), those the agent profile's skill list allows, all of them. Changes apply from the next run.`,
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
-    resolve: async (_root, { agent }, ctx) =>
-      (await ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent)).map((skill) => ({ ...skill, agent })),
+    resolve: async (_root, { agent }, ctx) => {
+      const allowed = ctx.services.agentProfiles.definition(agent)?.skills;
+      return (await ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent))
+        .filter((skill) => allowedBy(allowed, skill.name))
+        .map((skill) => ({ ...skill, agent }));
+    },
   }),
 );
 

@@ -56,9 +56,13 @@ export type ExecutorDeps = {
   prisma: PrismaClient;
   model: ModelPort;
   recorder: PrismaTraceRecorder;
-  profile: (name: string) => AgentProfile;
-  /** The tools of one attempt, given the run's log so far (for tools whose state lives in the log). */
-  tools: (scope: AttemptScope, runLog: readonly Message[]) => Tool[] | Promise<Tool[]>;
+  /** The profile the run executes: the version frozen at its admission. */
+  profile: (run: Run) => Promise<AgentProfile>;
+  /**
+   * The tools of one attempt, given the run's log so far (for tools whose state lives in the log)
+   * and its profile (whose skill list selects what load_skill offers).
+   */
+  tools: (scope: AttemptScope, runLog: readonly Message[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
   toolTimeoutMs: number;
   /** The payload step: spills results too large for the model's context (R10). */
   spiller?: Spiller;
@@ -87,9 +91,8 @@ export class RunExecutor {
 
   /** The name and attributes of a run's RUN span. */
   describeRun(run: Run): { name: string; attributes: Record<string, unknown> } {
-    const profile = this.deps.profile(run.agent);
     const { model } = this.deps;
-    return { name: `invoke_agent ${profile.name}`, attributes: { "gen_ai.agent.name": profile.name, model: model.label, scripted: model.scripted } };
+    return { name: `invoke_agent ${run.agent}`, attributes: { "gen_ai.agent.name": run.agent, model: model.label, scripted: model.scripted } };
   }
 
   async execute(attempt: AttemptContext): Promise<Outcome> {
@@ -107,8 +110,8 @@ export class RunExecutor {
       await this.recordRepairs(scope);
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
       const log = await readLog(this.deps.prisma, run.conversationId);
-      const profile = this.deps.profile(run.agent);
-      const offered = await this.deps.tools(scope, log.filter((m) => m.runId === run.id));
+      const profile = await this.deps.profile(run);
+      const offered = await this.deps.tools(scope, log.filter((m) => m.runId === run.id), profile);
       const tools = new Map(
         offered.filter((tool) => toolAllowed(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );

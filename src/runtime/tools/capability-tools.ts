@@ -1,7 +1,8 @@
 // The tools a run gets beyond its always-on built-ins: load_skill over the skills pinned at the
-// run's start (R13), the MCP tools of the principal's servers as connected at the start (R14),
+// run's start that its agent profile allows (R13), the MCP tools of the principal's servers as connected at the start (R14),
 // and the operator-enabled http_fetch and run_command (R15).
 import type { Run } from "../../generated/prisma/client.js";
+import { toolAllowed } from "../agents.js";
 import { createMcpTools } from "../mcp/mcp-tools.js";
 import type { McpRegistry } from "../mcp/mcp-registry.js";
 import type { Tool } from "../ports/tool.js";
@@ -22,10 +23,10 @@ export type CapabilityTools = {
 
 export async function createCapabilityTools(
   capabilities: CapabilityTools,
-  { run, sandboxDir, sink }: { run: Run; sandboxDir: string; sink: TraceSink },
+  { run, sandboxDir, sink, skillsAllowed }: { run: Run; sandboxDir: string; sink: TraceSink; skillsAllowed?: readonly string[] },
 ): Promise<Tool[]> {
   const [skills, mcpTools] = await Promise.all([
-    capabilities.skills.forAgent(run.ownerId, run.agent),
+    capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => toolAllowed(skillsAllowed, skill.name))),
     capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink) : [],
   ]);
   const loadSkill = createLoadSkillTool(skills, sink);
