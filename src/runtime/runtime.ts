@@ -31,6 +31,7 @@ import type { SettleStep } from "./attempt/settle.js";
 import type { ArtifactService } from "../domain/research/artifact-service.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
 import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
 import { consumptionHook, decideProposalsStep, publishAnswerStep } from "./workspace/run-results.js";
 import { workspaceContextHook } from "./workspace/workspace-context.js";
@@ -103,6 +104,7 @@ export function createRuntime(
   const settleSteps: SettleStep[] = [publishAnswerStep({ publications }), decideProposalsStep({ checkpoints })];
   const readMaterial = createReadMaterialTool({ publications });
   const proposeCheckpoint = createProposeCheckpointTool({ prisma });
+  const historyTools = [createListHistoryTool({ prisma }), createSearchHistoryTool({ prisma })];
   const context = new ContextBuilder({
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
@@ -149,7 +151,7 @@ export function createRuntime(
     tools: async ({ run, sink }, runLog) => [
       createTaskListTool(runLog),
       readMaterial,
-      ...(run.workspaceId ? [proposeCheckpoint] : []),
+      ...(run.workspaceId ? [proposeCheckpoint, ...historyTools] : []),
       readEvidence,
       readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
