@@ -27,5 +27,5 @@ describe("generated artifacts", () => {
       execFileSync(process.execPath, ["--import", "tsx", "scripts/new-migration.ts", "--check"], { cwd: projectRoot, encoding: "utf8", stdio: "pipe" });
     expect(run()).toMatch(/matches the migrations: nothing to write/);
     // The diff replays every migration into an embedded database: about a minute on a busy machine.
-  }, 180_000);
+  }, 300_000);
 });

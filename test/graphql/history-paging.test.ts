@@ -9,9 +9,9 @@ import {
   RevokePublicationVersionDocument,
   SearchHistoryDocument,
 } from "../../sdk/generated/graphql.js";
-import { SNIPPET_MAX_CHARS } from "../../src/domain/workspace/history-search.js";
+import { SEARCH_INDEXED_CHARS, SNIPPET_MAX_CHARS } from "../../src/domain/workspace/history-search.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
-import { backends } from "../support/databases.js";
+import { backends, openTestDatabase } from "../support/databases.js";
 import { createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { seedLinkedPublications } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -20,8 +20,9 @@ type Catalog = Extract<NonNullable<HistoryCatalogQuery["node"]>, { __typename: "
 
 describe.each(backends)("paging and searching the history on %s", (backend) => {
   let t: TestApp;
+  const statements: string[] = [];
   beforeAll(async () => {
-    t = await startTestApp(backend);
+    t = await startTestApp(backend, { database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
   });
   afterAll(async () => t?.close());
 
@@ -142,5 +143,29 @@ describe.each(backends)("paging and searching the history on %s", (backend) => {
     expect(await issues("cobalt", 51)).toEqual([{ field: "first", message: "must be at most 50" }]);
     expect(await issues("cobalt\u0000price")).toEqual([{ field: "query", message: "contains a NUL character (U+0000)" }]);
     expect((await search(encodeGlobalId("Workspace", "no-such-workspace"), "cobalt")).__typename).toBe("NotFoundError");
+  });
+
+  it("finds matches through the GIN indexes on titles and content", async () => {
+    // The search's expressions, as the migration indexes them; with sequential scans off the
+    // planner must take the indexes, which it can only if the expressions are the same.
+    const plan = await t.app.db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe("SET LOCAL enable_seqscan = off");
+      return tx.$queryRawUnsafe<Record<string, string>[]>(
+        `EXPLAIN WITH q AS (SELECT websearch_to_tsquery('english'::regconfig, 'membranes') AS query)
+           SELECT v.id FROM q, publication_version v WHERE to_tsvector('english'::regconfig, left(v.content, ${SEARCH_INDEXED_CHARS})) @@ q.query
+           UNION
+           SELECT v.id FROM q, publication p JOIN publication_version v ON v.publication_id = p.id WHERE to_tsvector('english'::regconfig, p.title) @@ q.query`,
+      );
+    });
+    const text = plan.map((row) => Object.values(row)[0]).join("\n");
+    expect(text).toContain("publication_version_content_search_idx");
+    expect(text).toContain("publication_title_search_idx");
+    // And the search runs those very expressions.
+    statements.length = 0;
+    const workspace = await createWorkspace(t.client);
+    expectType(await search(workspace.id, "membranes"), "SearchHistorySuccess");
+    const searched = statements.find((sql) => sql.includes("websearch_to_tsquery"))!;
+    expect(searched).toContain(`WHERE to_tsvector('english'::regconfig, left(v.content, ${SEARCH_INDEXED_CHARS})) @@ q.query`);
+    expect(searched).toContain("WHERE to_tsvector('english'::regconfig, p.title) @@ q.query");
   });
 });

@@ -80,16 +80,21 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
   await findVisibleWorkspace(prisma, actor, input.workspaceId);
   const title = Prisma.sql`to_tsvector('english'::regconfig, p.title)`;
   const content = Prisma.sql`to_tsvector('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}))`;
-  // The matches are ranked and limited first; only the page's rows get a snippet, so a search
-  // that matches thousands of versions highlights at most `first + 1` of them.
+  // The matches come from the GIN indexes on these exact expressions (the history_search
+  // migration), then are narrowed to the workspace's history, ordered and limited; only the
+  // page's rows get a snippet, so a search that matches thousands of versions highlights at most
+  // `first + 1` of them.
   const rows = await prisma.$queryRaw<Row[]>`
     WITH q AS (SELECT websearch_to_tsquery('english'::regconfig, ${query}) AS query),
+    matched AS (
+      SELECT v.id FROM q, publication_version v WHERE ${content} @@ q.query
+      UNION
+      SELECT v.id FROM q, publication p JOIN publication_version v ON v.publication_id = p.id WHERE ${title} @@ q.query),
     page AS (
       SELECT v.id, (${title} @@ q.query) AS matched_title
-        FROM q, publication p JOIN publication_version v ON v.publication_id = p.id
+        FROM q, matched m JOIN publication_version v ON v.id = m.id JOIN publication p ON p.id = v.publication_id
        WHERE ${inWorkspaceHistory(input.workspaceId, actor.principalId)}
          AND v.revoked_at IS NULL
-         AND (${title} @@ q.query OR ${content} @@ q.query)
        ORDER BY matched_title DESC, v.created_at DESC, v.id DESC
        LIMIT ${first + 1})
     SELECT v.id, v.publication_id, p.title, v.version, v.as_of, v.created_at, page.matched_title,
