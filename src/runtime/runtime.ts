@@ -147,7 +147,12 @@ export function createRuntime(
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
     // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.
-    spiller: new Spiller({ store: spills, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
+    // Nor is a page of the history or a search's matches, which the ledger counts as DISCOVERED:
+    // the model sees all of what it is recorded as having been shown (both are bounded pages).
+    spiller: new Spiller({
+      store: spills,
+      policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
+    }),
     tools: async ({ run, sink }, runLog) => [
       createTaskListTool(runLog),
       readMaterial,

@@ -14,7 +14,7 @@ import { type SeededPublication, seedLinkedPublications } from "../support/histo
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-const text = (m: ChatMessage) => (typeof m.content === "string" ? m.content : "");
+const text = (m: ChatMessage): string => (typeof m.content === "string" ? m.content : "");
 const listedIds = (block: string) => [...block.matchAll(/^- "[^"]+" publicationId=(\S+?):/gm)].map((match) => match[1]!);
 
 describe.each(backends)("a run looks past the first page of its history on %s", (backend) => {
@@ -39,7 +39,16 @@ describe.each(backends)("a run looks past the first page of its history on %s", 
   });
 
   beforeAll(async () => {
-    t = await startTestApp(backend, { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-history-tools-")), pollMs: 25 } });
+    t = await startTestApp(backend, {
+      runtime: {
+        model,
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-history-tools-")),
+        pollMs: 25,
+        // Every other tool's output over 200 characters would be spilled: the history tools' never
+        // are, since the ledger records all they return as shown to the model.
+        spill: { policies: { "*": { thresholdChars: 200, previewChars: 100 } } },
+      },
+    });
   });
   afterAll(async () => t?.close());
 

@@ -7,15 +7,21 @@
 import { z } from "zod";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { recordStages } from "../../domain/research/material-ledger.js";
-import { CATALOG_DEFAULT_ENTRIES, CATALOG_MAX_ENTRIES, historyCatalog } from "../../domain/workspace/history-catalog.js";
+import { CATALOG_DEFAULT_ENTRIES, historyCatalog } from "../../domain/workspace/history-catalog.js";
 import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX, searchHistory } from "../../domain/workspace/history-search.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog, discoveredInSearch, searchLines } from "./catalog-text.js";
 
+/**
+ * The largest page a run may ask for: its result is never spilled (the ledger records all of it
+ * as shown), so it stays the size of the page the workspace context lists.
+ */
+export const LIST_HISTORY_MAX = CATALOG_DEFAULT_ENTRIES;
+
 const listArgs = z.object({
   after: z.string().min(1).nullish(),
-  first: z.number().int().min(1).max(CATALOG_MAX_ENTRIES).nullish(),
+  first: z.number().int().min(1).max(LIST_HISTORY_MAX).nullish(),
 });
 
 const searchArgs = z.object({ query: z.string(), first: z.number().int().nullish() });
@@ -47,7 +53,7 @@ export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
         type: "object",
         properties: {
           after: { type: "string", description: "The cursor the previous page named; omit it for the first page." },
-          first: { type: "integer", minimum: 1, maximum: CATALOG_MAX_ENTRIES, description: `How many publications (default ${CATALOG_DEFAULT_ENTRIES}).` },
+          first: { type: "integer", minimum: 1, maximum: LIST_HISTORY_MAX, description: `How many publications (default and most ${LIST_HISTORY_MAX}).` },
         },
       },
     },
