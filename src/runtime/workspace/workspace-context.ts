@@ -129,7 +129,9 @@ function describe(input: {
       "",
       catalog.complete
         ? `History catalog (complete, ${catalog.entries.length} publications):`
-        : `History catalog (INCOMPLETE: the ${catalog.entries.length} newest publications are listed; see below for the rest):`,
+        : catalog.hasNextPage
+          ? `History catalog (INCOMPLETE: the ${catalog.entries.length} newest publications; more follow, see below):`
+          : `History catalog (INCOMPLETE: all ${catalog.entries.length} publications, some without their older versions):`,
     );
     if (catalog.entries.length === 0) lines.push("- (no earlier materials are linked to this workspace)");
     lines.push(...catalog.entries.map(catalogEntryLine), ...catalogGaps(catalog));
