@@ -16,6 +16,8 @@ import "./types/spill.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";
 import "./types/history.js";
+import "./types/history-catalog.js";
+import "./types/history-search.js";
 import "./types/checkpoint.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";

@@ -13,13 +13,14 @@ import {
   HistoryCatalogDocument,
   readAllPages,
   ReadMaterialDocument,
+  SearchHistoryDocument,
   RunDocument,
   WorkspaceCheckpointDocument,
   type WorkspaceCheckpointQuery,
   WorkspacesDocument,
 } from "../../sdk/index.js";
 
-export const dossierMcpTools = ["list_workspaces", "history_catalog", "read_material", "get_checkpoint", "admit_run", "get_run"] as const;
+export const dossierMcpTools = ["list_workspaces", "history_catalog", "search_history", "read_material", "get_checkpoint", "admit_run", "get_run"] as const;
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }] });
 const refused = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true });
@@ -131,17 +132,41 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       title: "History catalog",
       description:
         "The publication versions a workspace can draw on (linked publications, runs and conversations): titles, " +
-        "versions, as-of times and availability — no content. Says when it is truncated.",
+        "versions, as-of times and availability — no content. Says when it is truncated; when more publications " +
+        "follow, pass pageInfo.endCursor as `after` for the next page.",
       inputSchema: {
         workspaceId: id("workspace"),
         first: z.number().int().min(1).max(200).optional().describe("At most this many publications (default 50)"),
+        after: z.string().min(1).optional().describe("The endCursor of the previous page"),
       },
       annotations: { readOnlyHint: true },
     },
-    guarded(async ({ workspaceId, first }) => {
-      const { node } = await client.request(HistoryCatalogDocument, { workspaceId, first: first ?? 50 });
+    guarded(async ({ workspaceId, first, after }) => {
+      const { node } = await client.request(HistoryCatalogDocument, { workspaceId, first: first ?? 50, after });
       if (node?.__typename !== "Workspace") return notVisible("workspace", workspaceId);
       return ok(node.historyCatalog);
+    }),
+  );
+
+  server.registerTool(
+    "search_history",
+    {
+      title: "Search the history",
+      description:
+        "Finds the publication versions a workspace can draw on by words of their title or content (full-text; " +
+        '"quoted phrases", -excluded words and "or" work): ids, versions, as-of times and a snippet — never the whole content.',
+      inputSchema: {
+        workspaceId: id("workspace"),
+        query: z.string().min(1).max(200).describe("The words to look for"),
+        first: z.number().int().min(1).max(50).optional().describe("At most this many matches (default 20)"),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    guarded(async ({ workspaceId, query, first }) => {
+      const { searchHistory } = await client.request(SearchHistoryDocument, { workspaceId, query, first });
+      if (searchHistory.__typename === "NotFoundError") return notVisible("workspace", workspaceId);
+      if (searchHistory.__typename !== "SearchHistorySuccess") return typedError(searchHistory);
+      return ok({ hits: searchHistory.hits, complete: searchHistory.complete });
     }),
   );
 

@@ -31,6 +31,7 @@ import type { SettleStep } from "./attempt/settle.js";
 import type { ArtifactService } from "../domain/research/artifact-service.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
 import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
 import { consumptionHook, decideProposalsStep, publishAnswerStep } from "./workspace/run-results.js";
 import { workspaceContextHook } from "./workspace/workspace-context.js";
@@ -103,6 +104,7 @@ export function createRuntime(
   const settleSteps: SettleStep[] = [publishAnswerStep({ publications }), decideProposalsStep({ checkpoints })];
   const readMaterial = createReadMaterialTool({ publications });
   const proposeCheckpoint = createProposeCheckpointTool({ prisma });
+  const historyTools = [createListHistoryTool({ prisma }), createSearchHistoryTool({ prisma })];
   const context = new ContextBuilder({
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
@@ -145,11 +147,16 @@ export function createRuntime(
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
     // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.
-    spiller: new Spiller({ store: spills, policies: { read_material: { enabled: false }, ...options.spill?.policies } }),
+    // Nor is a page of the history or a search's matches, which the ledger counts as DISCOVERED:
+    // the model sees all of what it is recorded as having been shown (both are bounded pages).
+    spiller: new Spiller({
+      store: spills,
+      policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
+    }),
     tools: async ({ run, sink }, runLog, profile) => [
       createTaskListTool(runLog),
       readMaterial,
-      ...(run.workspaceId ? [proposeCheckpoint] : []),
+      ...(run.workspaceId ? [proposeCheckpoint, ...historyTools] : []),
       readEvidence,
       readSpill,
       ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),

@@ -58,15 +58,24 @@ subscription RunEvents($runId: ID!) {
 
 const readHistory = `# What a workspace has learnt: the catalog (no content), one exact version, the checkpoint.
 
-query HistoryCatalog($workspaceId: ID!) {
+query HistoryCatalog($workspaceId: ID!, $after: String) {
   node(id: $workspaceId) {
     ... on Workspace {
-      historyCatalog(first: 20) {
+      historyCatalog(first: 20, after: $after) {
         complete
         truncatedReason
+        pageInfo { hasNextPage endCursor }
         entries { publicationId title latestVersion versions { version asOf availability { status reason } } }
       }
     }
+  }
+}
+
+query SearchHistory($workspaceId: ID!, $query: String!) {
+  searchHistory(workspaceId: $workspaceId, query: $query) {
+    __typename
+    ... on SearchHistorySuccess { complete hits { publicationId title version asOf snippet } }
+    ... on Error { message }
   }
 }
 

@@ -45,7 +45,7 @@ const EVERY_LIST = /* GraphQL */ `
       ... on Workspace {
         checkpoint { ...CheckpointLists }
         checkpointVersions(first: 2) { ...CheckpointLists }
-        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } }
+        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } edges { node { title } } pageInfo { hasNextPage } }
       }
     }
     run: node(id: $run) {
@@ -63,6 +63,7 @@ const EVERY_LIST = /* GraphQL */ `
     version: node(id: $version) {
       ... on PublicationVersion { sources { id } consumedBy(first: 2) { id } }
     }
+    searchHistory(workspaceId: $workspace, query: "answer", first: 2) { ... on SearchHistorySuccess { hits { id } complete } }
   }
   fragment CheckpointLists on Checkpoint {
     questions { id }
@@ -236,6 +237,12 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const reads = statements.filter((sql) => /^\s*SELECT/i.test(sql));
     const unlimited = reads.filter((sql) => /FROM "public"\."\w+"/.test(sql) && !limitedThroughout(sql));
     expect(unlimited).toEqual([]);
+    // The history catalog and the search find the publications a workspace's links reach in SQL
+    // of their own (the search's begins WITH): each such list has its LIMIT.
+    const historyReads = statements.filter((sql) => /\bpublication p\b/.test(sql) && /\bworkspace_link l\b/.test(sql));
+    expect(historyReads.some((sql) => sql.includes("websearch_to_tsquery"))).toBe(true);
+    expect(historyReads.length).toBeGreaterThanOrEqual(2);
+    expect(historyReads.filter((sql) => !/ORDER BY [^)]*\bLIMIT \$\d+/.test(sql))).toEqual([]);
     // Every table behind a list was read (so the check above saw its statements).
     const read = new Set(reads.flatMap((sql) => [...sql.matchAll(/FROM "public"\."(\w+)"/g)].map((match) => match[1]!)));
     expect([...LIST_TABLES].filter((table) => !read.has(table))).toEqual([]);
@@ -260,6 +267,8 @@ describe.each(backends)("paged reads on %s", (backend) => {
     for (const list of ["acceptedPublicationVersions", "sourceDependencies"]) expect(data.workspace.checkpoint[list], list).toHaveLength(2);
     expect(data.workspace.checkpoint.citedMaterials!.length).toBeGreaterThan(2);
     expect(data.workspace.checkpointVersions).toHaveLength(2);
+    const { searchHistory } = result.data as { searchHistory: { hits: unknown[]; complete: boolean } };
+    expect(searchHistory).toMatchObject({ complete: false, hits: [expect.anything(), expect.anything()] });
   });
 
   it("bounds a run's materials and a version's sources by what admission and publishing accept", async () => {

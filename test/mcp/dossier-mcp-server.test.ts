@@ -109,6 +109,11 @@ describe("the Dossier MCP server", () => {
     expect(catalog.entries[0]).toMatchObject({ publicationId, title: "EU cell makers", latestVersion: 2 });
     expect(catalog.entries[0].versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
     expect(JSON.stringify(catalog)).not.toContain("Northvolt"); // the catalog carries no content
+    expect(catalog).toMatchObject({ truncatedReason: null, pageInfo: { hasNextPage: false } });
+
+    // Search finds the versions by words of their content, with a snippet for each.
+    const found = await alice.json("search_history", { workspaceId, query: "restructuring" });
+    expect(found).toMatchObject({ complete: true, hits: [{ publicationId, version: 2, snippet: expect.stringContaining("«restructuring»") }] });
 
     // Exactly the version asked for, not the newest.
     const v1 = await alice.json("read_material", { publicationId, version: 1 });

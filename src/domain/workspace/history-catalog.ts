@@ -1,11 +1,15 @@
-// The history catalog (W6): a bounded list of the earlier materials a workspace can draw on,
-// taken from its links — linked publications, the publications of linked runs, and those of
-// runs in linked conversations — for one principal. It names versions and never carries their
-// bodies, and it says when it is incomplete, so "not listed" never reads as "does not exist".
-import type { PrismaClient } from "../../generated/prisma/client.js";
+// The history catalog (W6): the earlier materials a workspace can draw on, taken from its links
+// — linked publications, the publications of linked runs, and those of runs in linked
+// conversations — for one principal, a bounded page at a time. It names versions and never
+// carries their bodies, and it says when anything was left out, so "not listed" never reads as
+// "does not exist": a page is followed by the next through its cursor.
+import { Prisma, type PrismaClient } from "../../generated/prisma/client.js";
+import { ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type Eligibility, eligibilityOf } from "../research/eligibility.js";
 import { PUBLICATION_SOURCES_MAX } from "../research/publication-service.js";
+import { isStorableText } from "../text/unstorable-text.js";
+import { inWorkspaceHistory } from "./history-scope.js";
 import { findVisibleWorkspace } from "./workspace-access.js";
 
 export const CATALOG_DEFAULT_ENTRIES = 50;
@@ -27,6 +31,8 @@ export type CatalogVersion = {
 };
 
 export type CatalogEntry = {
+  /** Names the entry as `after`: the next page starts right after it. */
+  cursor: string;
   publicationId: string;
   title: string;
   latestVersion: number;
@@ -36,39 +42,63 @@ export type CatalogEntry = {
   via: CatalogVia[];
 };
 
+/**
+ * What a page of the catalog left out. Entries that follow the page are listed by the next page
+ * (`after` = the page's last cursor); versions cut from an entry can be read by number.
+ */
+export type CatalogTruncation = "MORE_ENTRIES" | "VERSIONS_CUT" | "MORE_ENTRIES_AND_VERSIONS_CUT";
+
 export type HistoryCatalog = {
   entries: CatalogEntry[];
+  /** True when no entry follows this page and every entry on it lists all its versions. */
   complete: boolean;
-  truncatedReason: string | null;
+  truncatedReason: CatalogTruncation | null;
+  hasNextPage: boolean;
+  /** The cursor of the page's last entry: the next page starts after it. */
+  endCursor: string | null;
 };
 
+export type CatalogPage = { first?: number | null; after?: string | null };
+
+const CURSOR = /^catalog:(\d{1,15}):(.+)$/;
+
+/** The cursor of an entry: its place in the catalog's order (newest publication first, then id). */
+export function catalogCursor(entry: { createdAt: Date; publicationId: string }): string {
+  return Buffer.from(`catalog:${entry.createdAt.getTime()}:${entry.publicationId}`).toString("base64url");
+}
+
+function decodeCatalogCursor(cursor: string): { createdAt: Date; id: string } {
+  const match = CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!match || !isStorableText(match[2]!)) throw new ValidationError([{ field: "after", message: "is not a cursor of the history catalog" }]);
+  return { createdAt: new Date(Number(match[1])), id: match[2]! };
+}
+
+/**
+ * One page of the catalog, newest publication first: `first` entries (default 50, at most 200)
+ * after the entry `after` names. The order is a keyset on (created_at, id), so paging to the end
+ * lists every entry exactly once, however many there are.
+ */
 export async function historyCatalog(
   prisma: PrismaClient,
   actor: Actor,
   workspaceId: string,
-  first: number = CATALOG_DEFAULT_ENTRIES,
+  { first, after }: CatalogPage = {},
 ): Promise<HistoryCatalog> {
-  const limit = Math.max(0, Math.min(first, CATALOG_MAX_ENTRIES));
+  const limit = Math.max(0, Math.min(first ?? CATALOG_DEFAULT_ENTRIES, CATALOG_MAX_ENTRIES));
+  const bound = after ? decodeCatalogCursor(after) : null;
   await findVisibleWorkspace(prisma, actor, workspaceId);
   // Every read below is bounded by the page, however many links, versions or sources there are:
   // the links are joined in SQL rather than read, and each publication's newest versions and
   // their sources are read in the publications' statement, each with its own LIMIT (relationJoins).
-  const candidates = await prisma.$queryRaw<{ id: string }[]>`
-    SELECT p.id FROM publication p
-     WHERE p.owner_id = ${actor.principalId}
-       AND (EXISTS (SELECT 1 FROM workspace_link l
-                     WHERE l.workspace_id = ${workspaceId} AND l.target_kind = 'PUBLICATION' AND l.target_id = p.id)
-         OR EXISTS (SELECT 1 FROM publication_version v
-                      JOIN workspace_link l ON l.workspace_id = ${workspaceId} AND l.target_kind = 'RUN' AND l.target_id = v.origin_run_id
-                     WHERE v.publication_id = p.id)
-         OR EXISTS (SELECT 1 FROM publication_version v
-                      JOIN run r ON r.id = v.origin_run_id AND r.owner_id = ${actor.principalId}
-                      JOIN workspace_link l ON l.workspace_id = ${workspaceId} AND l.target_kind = 'CONVERSATION' AND l.target_id = r.conversation_id
-                     WHERE v.publication_id = p.id))
+  const candidates = await prisma.$queryRaw<{ id: string; created_at: Date }[]>`
+    SELECT p.id, p.created_at FROM publication p
+     WHERE ${inWorkspaceHistory(workspaceId, actor.principalId)}
+       ${bound ? Prisma.sql`AND (p.created_at, p.id) < (${bound.createdAt}::timestamptz, ${bound.id})` : Prisma.empty}
      ORDER BY p.created_at DESC, p.id DESC
      LIMIT ${limit + 1}`;
-  const truncated = candidates.length > limit;
+  const moreEntries = candidates.length > limit;
   const listedIds = candidates.slice(0, limit).map((candidate) => candidate.id);
+  const createdAtOf = new Map(candidates.map((candidate) => [candidate.id, new Date(candidate.created_at)]));
   const byId = new Map(
     (listedIds.length === 0
       ? []
@@ -131,6 +161,7 @@ export async function historyCatalog(
     if (own.some((v) => v.originRunId && linkedRuns.has(v.originRunId))) via.push("LINKED_RUN");
     if (own.some((v) => v.originRun && linkedConversations.has(v.originRun.conversationId))) via.push("LINKED_CONVERSATION");
     return {
+      cursor: catalogCursor({ createdAt: createdAtOf.get(publication.id)!, publicationId: publication.id }),
       publicationId: publication.id,
       title: publication.title,
       latestVersion: publication.latestVersion,
@@ -152,11 +183,12 @@ export async function historyCatalog(
       })),
     };
   });
+  const versionsCut = entries.some((entry) => !entry.versionsComplete);
   return {
     entries,
-    complete: !truncated,
-    truncatedReason: truncated
-      ? `the workspace's links lead to more than ${limit} publications; the catalog lists the ${limit} newest (at most ${CATALOG_MAX_ENTRIES} can be asked for)`
-      : null,
+    complete: !moreEntries && !versionsCut,
+    truncatedReason: moreEntries ? (versionsCut ? "MORE_ENTRIES_AND_VERSIONS_CUT" : "MORE_ENTRIES") : versionsCut ? "VERSIONS_CUT" : null,
+    hasNextPage: moreEntries,
+    endCursor: entries.at(-1)?.cursor ?? null,
   };
 }

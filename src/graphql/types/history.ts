@@ -1,20 +1,10 @@
-// Cross-run history in the graph (W6–W8): the workspace's bounded history catalog, exact-version
-// reads with eligibility, revocation, and the consumption ledger seen from the run and from the
-// publication version.
-import { GraphQLError } from "graphql";
+// Cross-run history in the graph (W7, W8): exact-version reads with eligibility, revocation, and
+// the consumption ledger seen from the run and from the publication version. The catalog and the
+// search of a workspace's history are in history-catalog.ts and history-search.ts.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { Eligibility } from "../../domain/research/eligibility.js";
 import { eligibilityOf } from "../../domain/research/eligibility.js";
 import type { MaterialRead } from "../../domain/research/publication-service.js";
-import {
-  CATALOG_DEFAULT_ENTRIES,
-  CATALOG_MAX_ENTRIES,
-  type CatalogEntry,
-  type CatalogVersion,
-  type CatalogVia,
-  type HistoryCatalog,
-  historyCatalog,
-} from "../../domain/workspace/history-catalog.js";
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -62,78 +52,6 @@ export const Availability = builder.objectRef<Eligibility>("Availability").imple
     }),
   }),
 });
-
-const MaterialRef = builder
-  .objectRef<{ publicationId: string; version: number }>("MaterialRef")
-  .implement({
-    description: "An exact version of a publication, by identity (no content).",
-    fields: (t) => ({
-      publicationId: t.id({ resolve: (ref) => encodeGlobalId("Publication", ref.publicationId) }),
-      version: t.exposeInt("version"),
-    }),
-  });
-
-const CatalogViaEnum = builder.enumType("CatalogVia", {
-  description: "How a catalog entry is linked to the workspace.",
-  values: {
-    LINKED_PUBLICATION: { description: "The publication itself is linked." },
-    LINKED_RUN: { description: "A linked run published a version of it." },
-    LINKED_CONVERSATION: { description: "A run in a linked conversation published a version of it." },
-  } satisfies Record<CatalogVia, unknown>,
-});
-
-const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").implement({
-  description: "One version in the history catalog: identity, time and provenance, never content.",
-  fields: (t) => ({
-    id: t.id({ description: "The PublicationVersion's id.", resolve: (v) => encodeGlobalId("PublicationVersion", v.id) }),
-    version: t.exposeInt("version"),
-    asOf: t.field({ type: "DateTime", description: "When the judgement was formed.", resolve: (v) => v.asOf }),
-    createdAt: t.field({ type: "DateTime", description: "When it was stored.", resolve: (v) => v.createdAt }),
-    originRun: t.prismaField({
-      type: "Run",
-      nullable: true,
-      resolve: (query, v, _args, ctx) =>
-        v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ownerId: ctx.actor.principalId } }) : null,
-    }),
-    sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
-    availability: t.field({ type: Availability, resolve: (v) => v.availability }),
-  }),
-});
-
-const CatalogEntryRef = builder.objectRef<CatalogEntry>("HistoryCatalogEntry").implement({
-  description: "A publication the workspace can draw on, with its newest versions.",
-  fields: (t) => ({
-    publicationId: t.id({ resolve: (e) => encodeGlobalId("Publication", e.publicationId) }),
-    title: t.exposeString("title"),
-    latestVersion: t.exposeInt("latestVersion"),
-    versions: t.field({ type: [CatalogVersionRef], description: "Newest first.", resolve: (e) => e.versions }),
-    versionsComplete: t.exposeBoolean("versionsComplete", { description: "False when older versions were left out." }),
-    via: t.field({ type: [CatalogViaEnum], resolve: (e) => e.via }),
-  }),
-});
-
-const HistoryCatalogRef = builder.objectRef<HistoryCatalog>("HistoryCatalog").implement({
-  description: "A bounded catalog of earlier materials (W6). Not being listed never means not existing: see `complete`.",
-  fields: (t) => ({
-    entries: t.field({ type: [CatalogEntryRef], resolve: (c) => c.entries }),
-    complete: t.exposeBoolean("complete"),
-    truncatedReason: t.string({ nullable: true, description: "Why entries were left out, when they were.", resolve: (c) => c.truncatedReason }),
-  }),
-});
-
-builder.prismaObjectFields("Workspace", (t) => ({
-  historyCatalog: t.field({
-    type: HistoryCatalogRef,
-    description: `Earlier materials drawn from the workspace's links, newest first (default ${CATALOG_DEFAULT_ENTRIES}, at most ${CATALOG_MAX_ENTRIES}).`,
-    args: { first: t.arg.int({ defaultValue: CATALOG_DEFAULT_ENTRIES }) },
-    resolve: (workspace, { first }, ctx) => {
-      if (first !== null && first !== undefined && (first < 0 || first > CATALOG_MAX_ENTRIES)) {
-        throw new GraphQLError(`first: must be between 0 and ${CATALOG_MAX_ENTRIES}`, { extensions: { code: "BAD_USER_INPUT" } });
-      }
-      return historyCatalog(ctx.prisma, ctx.actor, workspace.id, first ?? CATALOG_DEFAULT_ENTRIES);
-    },
-  }),
-}));
 
 const MaterialReadRef = builder.objectRef<MaterialRead>("MaterialRead").implement({
   description: "The outcome of an exact-version read: that version, never a newer one, or why it cannot be used.",

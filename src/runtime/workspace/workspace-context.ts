@@ -2,7 +2,8 @@
 // the run's frozen material selection and the history catalog — identities, versions and
 // as-of times, never content. It is appended to the log once per run as a CONTEXT entry, so a
 // resumed run sees the same listing, and the ledger records what was listed (DISCOVERED) and
-// what was frozen for the run (SELECTED).
+// what was frozen for the run (SELECTED). The catalog shown is its first page; the run pages on
+// with list_history and searches with search_history (history-tools.ts).
 import { encodeGlobalId } from "../../domain/global-id.js";
 import { type LedgerEntry, recordStages } from "../../domain/research/material-ledger.js";
 import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
@@ -11,6 +12,7 @@ import { NotFoundError } from "../../domain/errors.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { within } from "../attempt/fence.js";
 import { appendToLog } from "../memory/conversation-log.js";
+import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { RunHooks } from "../loop/run-executor.js";
 
 const day = (date: Date) => date.toISOString();
@@ -34,15 +36,7 @@ export function workspaceContextHook(deps: { prisma: PrismaClient; checkpoints: 
       const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, catalog, checkpoint, revisionSeen });
       const ledger: LedgerEntry[] = [
         ...selected.map((m) => ({ runId: run.id, publicationId: m.publicationId, version: m.version, stage: "SELECTED" as const })),
-        ...(catalog?.entries ?? []).flatMap((entry) =>
-          entry.versions.map((v) => ({
-            runId: run.id,
-            publicationId: v.publicationId,
-            version: v.version,
-            publicationVersionId: v.id,
-            stage: "DISCOVERED" as const,
-          })),
-        ),
+        ...(catalog ? discoveredInCatalog(run.id, catalog) : []),
       ];
       const versionIds = await deps.prisma.publicationVersion.findMany({
         where: { OR: selected.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
@@ -135,16 +129,13 @@ function describe(input: {
       "",
       catalog.complete
         ? `History catalog (complete, ${catalog.entries.length} publications):`
-        : `History catalog (INCOMPLETE: ${catalog.truncatedReason}):`,
+        : catalog.hasNextPage
+          ? `History catalog (INCOMPLETE: the ${catalog.entries.length} newest publications; more follow, see below):`
+          : `History catalog (INCOMPLETE: all ${catalog.entries.length} publications, some without their older versions):`,
     );
     if (catalog.entries.length === 0) lines.push("- (no earlier materials are linked to this workspace)");
-    for (const entry of catalog.entries) {
-      const versions = entry.versions
-        .map((v) => `v${v.version} as of ${day(v.asOf)}${v.availability.eligible ? "" : ` (UNAVAILABLE: ${v.availability.reason})`}`)
-        .join("; ");
-      const older = entry.versionsComplete ? "" : "; older versions not listed";
-      lines.push(`- "${entry.title}" publicationId=${gid(entry.publicationId)}: ${versions}${older}`);
-    }
+    lines.push(...catalog.entries.map(catalogEntryLine), ...catalogGaps(catalog));
+    if (!catalog.hasNextPage && catalog.entries.length > 0) lines.push("To find a material by words of its title or content, use search_history.");
   }
   lines.push(
     "",

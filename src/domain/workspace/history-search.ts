@@ -1,0 +1,129 @@
+// Searching a workspace's history (W6): PostgreSQL full-text search over the titles and the
+// content of the versions the history catalog would list (history-scope.ts), for one principal.
+// It answers with identities, versions, as-of times and a short snippet around the words found —
+// never a body — so a client or a model can find a material past the catalog's first pages and
+// then read the exact version it chose.
+import { z } from "zod";
+import { Prisma, type PrismaClient } from "../../generated/prisma/client.js";
+import { ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { eligibilityOf } from "../research/eligibility.js";
+import { describeUnstorable, unstorableProblem } from "../text/unstorable-text.js";
+import { nonBlank, parseInput } from "../validation.js";
+import { inWorkspaceHistory } from "./history-scope.js";
+import { findVisibleWorkspace } from "./workspace-access.js";
+
+export const SEARCH_QUERY_MAX = 200;
+export const SEARCH_DEFAULT_HITS = 20;
+export const SEARCH_MAX_HITS = 50;
+/**
+ * How much of a version's content is searched. It must equal the expression of the GIN index in
+ * the history_search migration, or the index does not serve the search: a tsvector holds at most
+ * 1 MB, which a longer body of short distinct words can exceed.
+ */
+export const SEARCH_INDEXED_CHARS = 100_000;
+/** The longest snippet, in characters, however long the words around a match are. */
+export const SNIPPET_MAX_CHARS = 400;
+
+export type HistorySearchHit = {
+  versionId: string;
+  publicationId: string;
+  title: string;
+  version: number;
+  asOf: Date;
+  createdAt: Date;
+  /** Words around the matches in the content (matches marked «like this»), or its opening words when only the title matched. */
+  snippet: string;
+  matchedTitle: boolean;
+};
+
+export type HistorySearch = {
+  hits: HistorySearchHit[];
+  /** False when more versions match than `first`: narrow the query or ask for more. */
+  complete: boolean;
+};
+
+const searchInput = z.object({
+  query: nonBlank(SEARCH_QUERY_MAX).superRefine((query, ctx) => {
+    const problem = unstorableProblem(query);
+    if (problem) ctx.addIssue({ code: "custom", message: describeUnstorable(problem) });
+  }),
+  first: z
+    .number()
+    .int()
+    .min(1, "asks for no hits")
+    .max(SEARCH_MAX_HITS, `must be at most ${SEARCH_MAX_HITS}`)
+    .nullish()
+    .transform((first) => first ?? SEARCH_DEFAULT_HITS),
+});
+
+export type SearchHistoryInput = { workspaceId: string; query: string; first?: number | null };
+
+type Row = {
+  id: string;
+  publication_id: string;
+  title: string;
+  version: number;
+  as_of: Date;
+  created_at: Date;
+  snippet: string;
+  matched_title: boolean;
+};
+
+/**
+ * The versions in the workspace's history whose title or content matches `query` (web-search
+ * syntax: words, "quoted phrases", -excluded, or), those whose title matches first, then newest
+ * first. Revoked versions, and versions resting on one that is no longer eligible, are left out.
+ */
+export async function searchHistory(prisma: PrismaClient, actor: Actor, input: SearchHistoryInput): Promise<HistorySearch> {
+  const { query, first } = parseInput(searchInput, { query: input.query, first: input.first });
+  await findVisibleWorkspace(prisma, actor, input.workspaceId);
+  const title = Prisma.sql`to_tsvector('english'::regconfig, p.title)`;
+  const content = Prisma.sql`to_tsvector('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}))`;
+  // The matches come from the GIN indexes on these exact expressions (the history_search
+  // migration), then are narrowed to the workspace's history, ordered and limited; only the
+  // page's rows get a snippet, so a search that matches thousands of versions highlights at most
+  // `first + 1` of them.
+  const rows = await prisma.$queryRaw<Row[]>`
+    WITH q AS (SELECT websearch_to_tsquery('english'::regconfig, ${query}) AS query),
+    matched AS (
+      SELECT v.id FROM q, publication_version v WHERE ${content} @@ q.query
+      UNION
+      SELECT v.id FROM q, publication p JOIN publication_version v ON v.publication_id = p.id WHERE ${title} @@ q.query),
+    page AS (
+      SELECT v.id, (${title} @@ q.query) AS matched_title
+        FROM q, matched m JOIN publication_version v ON v.id = m.id JOIN publication p ON p.id = v.publication_id
+       WHERE ${inWorkspaceHistory(input.workspaceId, actor.principalId)}
+         AND v.revoked_at IS NULL
+       ORDER BY matched_title DESC, v.created_at DESC, v.id DESC
+       LIMIT ${first + 1})
+    SELECT v.id, v.publication_id, p.title, v.version, v.as_of, v.created_at, page.matched_title,
+           left(ts_headline('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}), q.query,
+                            'MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … ", StartSel=«, StopSel=»'),
+                ${SNIPPET_MAX_CHARS}) AS snippet
+      FROM q, page JOIN publication_version v ON v.id = page.id JOIN publication p ON p.id = v.publication_id
+     ORDER BY page.matched_title DESC, v.created_at DESC, v.id DESC`;
+  if (rows.length === 0 && (await hasNoWords(prisma, query))) {
+    throw new ValidationError([{ field: "query", message: "has no words to search for (only stop words or punctuation)" }]);
+  }
+  const listed = rows.slice(0, first);
+  const eligibility = await eligibilityOf(prisma, listed.map((row) => row.id));
+  const hits = listed
+    .filter((row) => eligibility.get(row.id)?.eligible !== false)
+    .map((row) => ({
+      versionId: row.id,
+      publicationId: row.publication_id,
+      title: row.title,
+      version: Number(row.version),
+      asOf: new Date(row.as_of),
+      createdAt: new Date(row.created_at),
+      snippet: row.snippet,
+      matchedTitle: row.matched_title,
+    }));
+  return { hits, complete: rows.length <= first };
+}
+
+async function hasNoWords(prisma: PrismaClient, query: string): Promise<boolean> {
+  const [row] = await prisma.$queryRaw<{ nodes: number }[]>`SELECT numnode(websearch_to_tsquery('english'::regconfig, ${query})) AS nodes`;
+  return Number(row?.nodes ?? 0) === 0;
+}
