@@ -53,12 +53,31 @@ function estimateToolCallTokens(call: ToolCall): number {
 }
 
 /**
- * Estimated tokens of one message: its content, the name and JSON arguments of each tool call it
- * makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of framing. Tool-call ids are not counted:
- * they are short and their share is within the estimator's error.
+ * Whether a tool's result is a JSON object or array: many tools answer in JSON, and those results
+ * are dense in the tokens the +15% rule is for. The first and last characters rule out prose
+ * cheaply; only a likely candidate is parsed (the parse costs less than the estimate's own pass).
+ */
+export function isJsonResult(content: string): boolean {
+  const text = content.trim();
+  const [first, last] = [text[0], text[text.length - 1]];
+  if (!((first === "{" && last === "}") || (first === "[" && last === "]"))) return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Estimated tokens of one message: its content (a tool result in JSON as JSON, +15%), the name and
+ * JSON arguments of each tool call it makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of
+ * framing. Tool-call ids are not counted: they are short and their share is within the estimator's error.
  */
 export function estimateMessageTokens(message: ChatMessage): number {
-  let tokens = MESSAGE_OVERHEAD_TOKENS + estimateTextTokens(message.content ?? "");
+  const content = message.content ?? "";
+  const contentTokens = message.role === "tool" && isJsonResult(content) ? estimateJsonTokens(content) : estimateTextTokens(content);
+  let tokens = MESSAGE_OVERHEAD_TOKENS + contentTokens;
   if (message.role === "assistant" && message.toolCalls) {
     for (const call of message.toolCalls) tokens += estimateToolCallTokens(call);
   }
