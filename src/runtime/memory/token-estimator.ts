@@ -1,7 +1,9 @@
 // R9: a local token estimator. Budget decisions (R8) are made on every model request, so they must
 // not depend on a remote tokenizer; the estimate only has to be close enough for the 10% trigger
-// margin to absorb its error. A real tokenizer can be compared through the `TokenEstimator` interface.
+// margin to absorb its error. A real tokenizer can be plugged in through the tokenizer port
+// (estimatorFor), and `npm run bench:tokens` measures the estimate against one.
 import type { ChatMessage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { Tokenizer } from "../ports/tokenizer.js";
 
 /** Latin-script text and code average about 4 characters per token. */
 const LATIN_CHARS_PER_TOKEN = 4;
@@ -115,3 +117,23 @@ export const localEstimator: TokenEstimator = {
   messages: estimateMessagesTokens,
   tools: estimateToolSchemasTokens,
 };
+
+/**
+ * What the budget counts with: the local estimator without a tokenizer, or the tokenizer's exact
+ * counts with the same framing (MESSAGE_OVERHEAD_TOKENS per message, tool calls by name and
+ * arguments, tool schemas as their JSON). A real tokenizer counts JSON as it is: no +15%.
+ */
+export function estimatorFor(tokenizer?: Tokenizer): TokenEstimator {
+  if (!tokenizer) return localEstimator;
+  const count = (text: string) => tokenizer.count(text);
+  const message = (m: ChatMessage) => {
+    let tokens = MESSAGE_OVERHEAD_TOKENS + count(m.content ?? "");
+    if (m.role === "assistant" && m.toolCalls) for (const call of m.toolCalls) tokens += count(call.name) + count(call.arguments);
+    return tokens;
+  };
+  return {
+    text: count,
+    messages: (list) => list.reduce((sum, m) => sum + message(m), 0),
+    tools: (tools) => (tools.length === 0 ? 0 : count(JSON.stringify(tools))),
+  };
+}
