@@ -11,6 +11,7 @@ import { createEventBus, type EventBus } from "./events/topics.js";
 import type { Logger } from "./logger.js";
 import { OpenAIModel } from "./runtime/adapters/openai-model.js";
 import { PgBossRunQueue } from "./runtime/adapters/pg-boss-queue.js";
+import { tiktokenTokenizer } from "./runtime/adapters/tiktoken-tokenizer.js";
 import type { ModelPort } from "./runtime/ports/model.js";
 import type { RunQueue } from "./runtime/ports/run-queue.js";
 import { createDemoModel } from "./runtime/testing/scripted-model.js";
@@ -103,6 +104,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     otlpEndpoint: config.otlpEndpoint,
     compactionPolicies: config.compactionPolicies,
     contextBudget: config.contextBudget,
+    tokenizer: config.tokenizer === "estimate" ? undefined : tiktokenTokenizer(config.tokenizer),
     fetch: config.capabilities.fetch,
     commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
     spill: config.spill,

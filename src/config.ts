@@ -60,6 +60,9 @@ const envSchema = z.object({
     .gt(0, "must be greater than 0 and at most 1")
     .max(1, "must be greater than 0 and at most 1")
     .default(0.9),
+  // What the context budget counts tokens with (R9): the local estimator, or a BPE vocabulary
+  // shipped with js-tiktoken (runtime/ports/tokenizer.ts; config.test.ts keeps the lists equal).
+  TOKENIZER: z.enum(["estimate", "o200k_base", "cl100k_base"], { error: "must be estimate, o200k_base or cl100k_base" }).default("estimate"),
   SPILL_POLICIES: z
     .string()
     .transform((text, ctx) => {
@@ -167,6 +170,8 @@ export type Config = {
    * the rest above which history is compacted (COMPACTION_TRIGGER_RATIO).
    */
   contextBudget: ContextBudgetSettings;
+  /** What the context budget counts tokens with (TOKENIZER): `estimate` is the local estimator. */
+  tokenizer: "estimate" | "o200k_base" | "cl100k_base";
   /** Tool capabilities beyond the always-on built-ins (R14, R15). */
   capabilities: CapabilitySettings;
   /**
@@ -264,6 +269,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       safetyBuffer: values.CONTEXT_SAFETY_BUFFER,
       triggerRatio: values.COMPACTION_TRIGGER_RATIO,
     },
+    tokenizer: values.TOKENIZER,
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
       mcpStdioCommands: values.MCP_STDIO_COMMANDS,

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runtimeSettings } from "../src/compose.js";
 import { ConfigError, loadConfig, loadMcpClientConfig } from "../src/config.js";
 import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "../src/runtime/memory/budget.js";
+import { TOKENIZER_NAMES } from "../src/runtime/ports/tokenizer.js";
 import { createDemoModel } from "../src/runtime/testing/scripted-model.js";
 
 describe("loadConfig", () => {
@@ -96,6 +97,19 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ MODEL_CONTEXT_WINDOW: "16000", CONTEXT_RESERVED_OUTPUT: "12000", CONTEXT_SAFETY_BUFFER: "4000" })).toThrow(
       /CONTEXT_RESERVED_OUTPUT=12000 \+ CONTEXT_SAFETY_BUFFER=4000: must be less than MODEL_CONTEXT_WINDOW=16000/,
     );
+  });
+
+  it("counts tokens with the local estimator unless TOKENIZER names a BPE vocabulary, and names a bad value", () => {
+    expect(loadConfig({}).tokenizer).toBe("estimate");
+    expect(runtimeSettings(loadConfig({}), createDemoModel()).tokenizer).toBeUndefined();
+    // The settings offer exactly the tokenizers the port knows.
+    const names = TOKENIZER_NAMES.map((name) => loadConfig({ TOKENIZER: name }).tokenizer);
+    expect(names).toEqual([...TOKENIZER_NAMES]);
+    const bpe = runtimeSettings(loadConfig({ TOKENIZER: "o200k_base" }), createDemoModel()).tokenizer!;
+    expect(bpe.name).toBe("o200k_base");
+    expect(bpe.count("hello world")).toBe(2);
+    expect(() => loadConfig({ TOKENIZER: "gpt2" })).toThrow(ConfigError);
+    expect(() => loadConfig({ TOKENIZER: "gpt2" })).toThrow(/TOKENIZER="gpt2": must be estimate, o200k_base or cl100k_base/);
   });
 
   it("starts no MCP stdio program and reaches no internal MCP host until listed; fetch and commands stay off until configured", () => {

@@ -28,13 +28,31 @@ export type WorkspaceEventMessage = {
   at: string;
 };
 
-/** A change recorded on a trace; subscribers read the change itself from the database. */
+/** A span's row as it was after a change, with its times as ISO strings. */
+export type SpanState = {
+  id: string;
+  traceId: string;
+  parentId: string | null;
+  kind: string;
+  name: string;
+  status: string;
+  attributes: unknown;
+  usage: unknown;
+  startedAt: string;
+  endedAt: string | null;
+};
+
+/**
+ * A change recorded on a trace. A span change carries the span as it was after it; subscribers
+ * read an appended event itself from the database.
+ */
 export type TraceChangeMessage = {
   traceId: string;
   seq: number;
   type: "SPAN_STARTED" | "SPAN_UPDATED" | "SPAN_ENDED" | "EVENT_APPENDED" | "TRACE_ENDED";
   spanId: string | null;
   eventId: string | null;
+  span: SpanState | null;
   at: string;
 };
 

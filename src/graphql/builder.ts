@@ -8,6 +8,7 @@ import RelayPlugin from "@pothos/plugin-relay";
 import type PrismaTypes from "../generated/pothos-types.js";
 import { getDatamodel } from "../generated/pothos-types.js";
 import type { GraphQLContext } from "./context.js";
+import { entityNodeLoader } from "./entity-nodes.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
 import { TextInputGuardPlugin } from "./text-input-guard.js";
 
@@ -40,8 +41,11 @@ export const builder = new SchemaBuilder<{
     decodeGlobalID: (globalId) => decodeGlobalId(globalId) ?? { typename: "", id: "" },
     nodesQueryOptions: false,
     nodeQueryOptions: {
-      // Only ids of Node types are looked up; any other id names nothing.
-      resolve: (_root, { id }, _ctx, info, resolveNode) => {
+      // Only ids of Node types (and of rows that read as one of several, see entity-nodes.ts) are
+      // looked up; any other id names nothing.
+      resolve: (_root, { id }, ctx, info, resolveNode) => {
+        const loadEntity = entityNodeLoader(id.typename);
+        if (loadEntity) return loadEntity(id.id, ctx);
         const type = info.schema.getType(id.typename);
         const isNode = isObjectType(type) && type.getInterfaces().some((iface) => iface.name === "Node");
         return isNode ? resolveNode(id) : null;

@@ -12,7 +12,7 @@ export type GraphQLContext = {
   events: EventBus;
   services: Services;
   /** What runs of this instance see: effective skills and MCP connection status. */
-  capabilities: { skills: Pick<SkillCatalog, "forAgent">; mcp: Pick<McpRegistry, "status"> };
+  capabilities: { skills: Pick<SkillCatalog, "forAgent" | "builtInSkills">; mcp: Pick<McpRegistry, "status"> };
   settings: {
     /** Live trace updates that may wait for one slow subscriber before it must resync. */
     traceSubscriberBuffer: number;

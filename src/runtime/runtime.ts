@@ -1,4 +1,5 @@
 // The agent runtime of one instance: trace recorder, executor and worker over one database.
+import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
 import type { SpillPolicy } from "../config.js";
 import type { EventBus } from "../events/topics.js";
@@ -56,6 +57,8 @@ export type RuntimeOptions = {
   compactionPolicies?: CompactionPolicies;
   /** The context budget of every model request (R8); each setting defaults to budget.ts's constant. */
   contextBudget?: ContextBudget;
+  /** What the context budget counts tokens with (TOKENIZER); the local estimator without one (R9). */
+  tokenizer?: Tokenizer;
   /** The MCP registry of the app (its servers' tools are offered to the owner's runs). */
   mcp?: McpRegistry;
   /** Skills; by default the built-in ones overlaid with the database's. */
@@ -109,6 +112,7 @@ export function createRuntime(
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
     budget: options.contextBudget,
+    tokenizer: options.tokenizer,
   });
   const readEvidence = createReadEvidenceTool(prisma);
   const capabilities: CapabilityTools = {

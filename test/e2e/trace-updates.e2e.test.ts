@@ -11,6 +11,7 @@ import { startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
+import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { withTimeout } from "../support/wait.js";
 
@@ -136,6 +137,32 @@ describe.each(backends)("trace updates on %s", (backend) => {
       .filter((m) => m.data)
       .map((m) => [m.data!.traceUpdates.seq, m.data!.traceUpdates.kind]);
     expect(sse).toEqual(expected.slice(3));
+  });
+
+  it("shows each span as it was after each update, also when the updates are replayed after the span ended", async () => {
+    const app = await start(planning(1));
+    const client = app.connect();
+    const { run } = await admit(client, { question: "one step" });
+    expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+
+    // Every span has ended by now; resuming from the first update replays all of them.
+    const replayed = await collect(client.subscribe(TraceUpdatesDocument, { runId: run.id, afterSeq: "0" }), () => false);
+    expect(replayed.completed).toBe(true);
+    const spanUpdates = replayed.updates.filter((u) => u.kind.startsWith("SPAN_"));
+    const spans = new Set(spanUpdates.map((u) => u.span!.id));
+    expect(spans.size).toBeGreaterThanOrEqual(3); // the run, its attempt, model calls and a tool call
+    for (const spanId of spans) {
+      const [started, ...later] = spanUpdates.filter((u) => u.span!.id === spanId);
+      expect(started).toMatchObject({ kind: "SPAN_STARTED", span: { status: "RUNNING", endedAt: null, usage: null } });
+      const ended = later.at(-1)!;
+      expect(ended.kind).toBe("SPAN_ENDED");
+      expect(ended.span!.status).not.toBe("RUNNING");
+      expect(ended.span!.endedAt).not.toBeNull();
+    }
+    // A model call's usage appears with the update that recorded it, not before.
+    const modelCall = spanUpdates.find((u) => u.span!.kind === "MODEL_CALL" && u.span!.usage)!;
+    expect(spanUpdates.find((u) => u.span!.id === modelCall.span!.id)!.span!.usage).toBeNull();
+    expect(modelCall.span!.usage!.input).toBeGreaterThan(0);
   });
 
   it("tells a subscriber that stopped reading to resync, without slowing the run", async () => {

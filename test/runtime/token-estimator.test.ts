@@ -101,6 +101,19 @@ describe("message and tool estimates", () => {
     expect(estimateMessageTokens(message)).toBe(4 + 2 + 5 + 1 + 2);
   });
 
+  it("counts a tool result in JSON as JSON (+15%), and any other result as text", () => {
+    const json = JSON.stringify({ rows: [{ plant: "X", year: 2028 }], note: "x".repeat(34) }); // 80 characters → 20 → 23
+    expect(json.length).toBe(80);
+    expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: json })).toBe(4 + 23);
+    expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: ` ${JSON.stringify([1, 2, 3])}\n` })).toBe(4 + 4); // 9 characters → 3 → ceil(3.45) = 4
+    // Prose, or text that only looks like JSON at its ends, is text.
+    const prose = "Plant X slips to 2028; plant Y holds. ".repeat(2).padEnd(80, ".");
+    expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: prose })).toBe(4 + 20);
+    expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: "{not json at all, only braces..................................................}" })).toBe(4 + 20);
+    // The rule is for tool results: the same JSON sent by the user is counted as text.
+    expect(estimateMessageTokens({ role: "user", content: json })).toBe(4 + 20);
+  });
+
   it("sums messages", () => {
     const messages: ChatMessage[] = [
       { role: "system", content: "abcd".repeat(100) },

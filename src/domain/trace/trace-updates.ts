@@ -3,12 +3,12 @@
 // fetching any gap from the database — no gap, no duplicate, across reconnects and restarts.
 // The live buffer is bounded: a subscriber that falls too far behind is told to resync and the
 // stream ends, so it never holds up the runtime or other subscribers.
-import type { EventBus, TraceChangeMessage } from "../../events/topics.js";
+import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })
-  | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; at: Date };
+  | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; span: null; at: Date };
 
 const PAGE = 500;
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
@@ -37,7 +37,7 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
     for (;;) {
       const change = await live.next();
       if (change === "overflow") {
-        yield { traceId, seq: last, type: "RESYNC_REQUIRED", spanId: null, eventId: null, at: new Date() };
+        yield { traceId, seq: last, type: "RESYNC_REQUIRED", spanId: null, eventId: null, span: null, at: new Date() };
         return;
       }
       if (change.seq <= last) continue;
@@ -67,7 +67,7 @@ async function* replay(prisma: PrismaClient, traceId: string, afterSeq: number, 
       orderBy: { seq: "asc" },
       take: PAGE,
     });
-    for (const change of page) yield change;
+    for (const { spanAfter, ...change } of page) yield { ...change, span: spanAfter as SpanState | null };
     if (page.length < PAGE) return;
     cursor = page[page.length - 1]!.seq;
   }

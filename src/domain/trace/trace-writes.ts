@@ -4,9 +4,9 @@
 // transaction — a run attempt's fenced write, a claim that takes a run over, a cancellation —
 // change the trace atomically with what it reports.
 import { randomUUID } from "node:crypto";
-import type { EventPublisher, TraceChangeMessage } from "../../events/topics.js";
+import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import { type Holder, holdsRunSql } from "../research/run-holder.js";
-import type { Prisma, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
+import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 
 type Tx = Prisma.TransactionClient;
@@ -34,11 +34,28 @@ async function takeSeqs(tx: Tx, traceId: string, count: number): Promise<number>
 
 async function logChange(
   tx: Tx,
-  change: { traceId: string; seq: number; type: TraceChange["type"]; spanId?: string | null; eventId?: string | null; at: Date },
+  change: { traceId: string; seq: number; type: TraceChange["type"]; span?: Span; at: Date },
 ): Promise<TraceChange> {
-  const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: change.spanId ?? null, eventId: change.eventId ?? null, at: change.at };
-  await tx.traceChange.create({ data: row });
-  return { ...row, at: change.at.toISOString() };
+  const span = change.span ? spanState(change.span) : null;
+  const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: span?.id ?? null, eventId: null, at: change.at };
+  await tx.traceChange.create({ data: { ...row, spanAfter: (span ?? undefined) as Prisma.InputJsonValue | undefined } });
+  return { ...row, span, at: change.at.toISOString() };
+}
+
+/** What a span change carries: the row as written, its times as ISO strings (it is stored as JSON and published). */
+function spanState(span: Span): SpanState {
+  return {
+    id: span.id,
+    traceId: span.traceId,
+    parentId: span.parentId,
+    kind: span.kind,
+    name: span.name,
+    status: span.status,
+    attributes: span.attributes,
+    usage: span.usage,
+    startedAt: span.startedAt.toISOString(),
+    endedAt: span.endedAt?.toISOString() ?? null,
+  };
 }
 
 /** The run's trace, created on first use. It shares the run's id, so logs and subscribers key on either. */
@@ -61,9 +78,8 @@ export async function startSpanIn(
       attributes: toStoredJson(input.attributes ?? {}) as Prisma.InputJsonValue,
       startedAt: input.at,
     },
-    select: { id: true },
   });
-  return { spanId: span.id, change: await logChange(tx, { traceId: input.traceId, seq, type: "SPAN_STARTED", spanId: span.id, at: input.at }) };
+  return { spanId: span.id, change: await logChange(tx, { traceId: input.traceId, seq, type: "SPAN_STARTED", span, at: input.at }) };
 }
 
 /** Merges attributes, sets usage and, with a status, ends the span. */
@@ -77,7 +93,7 @@ export async function changeSpanIn(
     ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } })
     : null;
   const merged = current ? { ...(current.attributes as object), ...(toStoredJson(change.attributes) as object) } : null;
-  await tx.span.update({
+  const after = await tx.span.update({
     where: { id: span.id },
     data: {
       ...(change.status ? { status: change.status, endedAt: change.at } : {}),
@@ -86,7 +102,7 @@ export async function changeSpanIn(
     },
   });
   const type = change.status ? "SPAN_ENDED" : "SPAN_UPDATED";
-  return logChange(tx, { traceId: span.traceId, seq, type, spanId: span.id, at: change.at });
+  return logChange(tx, { traceId: span.traceId, seq, type, span: after, at: change.at });
 }
 
 /**
@@ -162,6 +178,7 @@ export async function appendEventsIn(db: Tx, traceId: string, events: readonly N
     type: "EVENT_APPENDED" as const,
     spanId: row.span_id,
     eventId: row.id,
+    span: null,
     at: events[index]!.at.toISOString(),
   }));
 }

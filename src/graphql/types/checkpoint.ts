@@ -6,6 +6,7 @@ import type { CheckpointProposal, CheckpointVersion, PrismaClient } from "../../
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
 import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
 import { builder } from "../builder.js";
+import { defineEntityNode } from "../entity-nodes.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
 import { AvailabilityStatusEnum } from "./history.js";
@@ -37,10 +38,15 @@ type Unavailable = Extract<CheckpointRead, { status: "UNAVAILABLE" }>;
 
 const versionsIn = (ids: unknown) => (ids as string[] | null) ?? [];
 
+/** Both shapes of a revision carry the same id, which names the revision whatever it reads as. */
+const revisionId = (r: CheckpointRead) => encodeGlobalId("CheckpointVersion", r.checkpoint.id);
+
 const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
   description: "A revision of the workspace's research-progress record (W10), with its provenance.",
+  interfaces: [builder.nodeInterfaceRef()],
   isTypeOf: (value) => (value as CheckpointRead).status === "AVAILABLE",
   fields: (t) => ({
+    id: t.id({ description: "Names this revision in node(id), available or not.", resolve: revisionId }),
     status: t.field({ type: AvailabilityStatusEnum, resolve: () => "AVAILABLE" as const }),
     revision: t.int({ resolve: (r) => r.checkpoint.revision }),
     summary: t.string({ nullable: true, resolve: (r) => r.checkpoint.summary }),
@@ -99,8 +105,10 @@ async function versionsById(ctx: { prisma: PrismaClient; actor: { principalId: s
 
 const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
   description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",
+  interfaces: [builder.nodeInterfaceRef()],
   isTypeOf: (value) => (value as CheckpointRead).status === "UNAVAILABLE",
   fields: (t) => ({
+    id: t.id({ description: "Names this revision in node(id), available or not.", resolve: revisionId }),
     status: t.field({ type: AvailabilityStatusEnum, resolve: () => "UNAVAILABLE" as const }),
     revision: t.int({ resolve: (r) => r.checkpoint.revision }),
     reason: t.string({ resolve: (r) => r.reason }),
@@ -113,6 +121,14 @@ const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpo
     }),
     createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
+});
+
+// node(id) shows a revision to the owner of its workspace while the workspace is not deleted.
+defineEntityNode("CheckpointVersion", async (id, ctx) => {
+  const checkpoint = await ctx.prisma.checkpointVersion.findFirst({
+    where: { id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } },
+  });
+  return checkpoint ? (await ctx.services.checkpoints.withAvailability([checkpoint]))[0]! : null;
 });
 
 const CheckpointReadUnion = builder.unionType("CheckpointRead", {

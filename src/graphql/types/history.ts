@@ -122,13 +122,13 @@ const CharacterRange = builder.objectRef<{ start: number; end: number }>("Charac
   fields: (t) => ({ start: t.exposeInt("start"), end: t.exposeInt("end") }),
 });
 
-export const MaterialUseObject = builder.prismaObject("MaterialUse", {
+export const MaterialUseObject = builder.prismaNode("MaterialUse", {
+  id: { field: "id", description: "Names the entry in node(id), and as `after` in `Run.materialUses` and `PublicationVersion.consumedBy`." },
+  nullable: true,
+  // Only the owner of the run reads its ledger.
+  findUnique: (id, ctx) => ({ id, run: { ownerId: ctx.actor.principalId } }),
   description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
   fields: (t) => ({
-    id: t.id({
-      description: "Names the entry as `after` in `Run.materialUses` and `PublicationVersion.consumedBy`.",
-      resolve: (use) => encodeGlobalId("MaterialUse", use.id),
-    }),
     stage: t.expose("stage", { type: MaterialStageEnum }),
     publicationId: t.id({ resolve: (use) => encodeGlobalId("Publication", use.publicationId) }),
     version: t.exposeInt("version"),

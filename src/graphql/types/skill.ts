@@ -5,6 +5,7 @@ import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/skills/skill-catalog.js";
 import { builder } from "../builder.js";
+import type { GraphQLContext } from "../context.js";
 
 type SkillView = CatalogSkill & { agent: string };
 
@@ -15,7 +16,38 @@ const SkillSourceEnum = builder.enumType("SkillSource", {
   },
 });
 
-const SkillRef = builder.objectRef<SkillView>("Skill").implement({
+const BUILT_IN_ID = /^builtin:(.+):([^:]+)$/;
+
+/**
+ * A skill's node id: a stored skill is its row (its owner's alone); a built-in skill, which every
+ * principal's runs see, is named by its agent and name.
+ */
+const skillId = (skill: SkillView) => skill.storedId ?? `builtin:${skill.agent}:${skill.name}`;
+
+async function loadSkill(id: string, ctx: GraphQLContext): Promise<SkillView | null> {
+  const builtIns = await ctx.capabilities.skills.builtInSkills();
+  const builtIn = BUILT_IN_ID.exec(id);
+  if (builtIn) {
+    const skill = builtIns.find((s) => s.name === builtIn[2]);
+    return skill ? { ...skill, agent: builtIn[1]! } : null;
+  }
+  const stored = await ctx.prisma.skill.findFirst({ where: { id, ownerId: ctx.actor.principalId } });
+  if (!stored) return null;
+  return {
+    storedId: stored.id,
+    name: stored.name,
+    description: stored.description,
+    body: stored.body,
+    source: "DATABASE",
+    overridesBuiltIn: builtIns.some((s) => s.name === stored.name),
+    updatedAt: stored.updatedAt,
+    agent: stored.agent,
+  };
+}
+
+const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
+  id: { resolve: skillId },
+  loadWithoutCache: (id, ctx) => loadSkill(id, ctx),
   description:
     "Instructions a run can load on demand with the load_skill tool. The model sees only names and descriptions until it loads one.",
   fields: (t) => ({

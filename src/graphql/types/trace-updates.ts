@@ -1,7 +1,8 @@
 // traceUpdates: a run's trace as a live, resumable stream (T2, T3), over graphql-ws and SSE.
 import { GraphQLError } from "graphql";
 import { type TraceUpdate, traceUpdates } from "../../domain/trace/trace-updates.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { SpanState } from "../../events/topics.js";
+import type { PrismaClient, Span, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { SpanEventObject, SpanObject } from "./trace.js";
@@ -32,6 +33,19 @@ function snapshots(prisma: PrismaClient): SnapshotCache {
   return cache;
 }
 
+/** The span row a span update carries (recorded with the change), as the Span type reads it. */
+function spanAsOf(state: SpanState): Span {
+  return {
+    ...state,
+    kind: state.kind as SpanKind,
+    status: state.status as SpanStatus,
+    attributes: state.attributes as Span["attributes"],
+    usage: state.usage as Span["usage"],
+    startedAt: new Date(state.startedAt),
+    endedAt: state.endedAt ? new Date(state.endedAt) : null,
+  };
+}
+
 const TraceUpdateKind = builder.enumType("TraceUpdateKind", {
   values: {
     SPAN_STARTED: { description: "A span started; it is visible while it runs." },
@@ -54,19 +68,21 @@ const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
     }),
     kind: t.field({ type: TraceUpdateKind, resolve: (update) => update.type }),
     at: t.field({ type: "DateTime", resolve: (update) => update.at }),
-    // Every subscriber of a trace receives the same update: they share one read of the span or
-    // event as it was at that seq, instead of one read each.
     span: t.field({
       type: SpanObject,
       nullable: true,
-      description: "The span as it was after this update.",
-      resolve: (update, _args, ctx) =>
-        update.spanId
-          ? snapshots(ctx.prisma).read(`span:${update.spanId}@${update.seq}`, () =>
-              ctx.prisma.span.findUnique({ where: { id: update.spanId! } }),
-            )
-          : null,
+      description:
+        "The span as it was after this update, also when the update is replayed later (its status, times, attributes and usage then). " +
+        "Null for EVENT_APPENDED and TRACE_ENDED. (Updates recorded before Dossier kept a span's state with its update show the span as it is now.)",
+      resolve: (update, _args, ctx) => {
+        if (update.span) return spanAsOf(update.span);
+        // Subscribers of a trace receive the same update: they share one read, not one each.
+        return update.spanId
+          ? snapshots(ctx.prisma).read(`span:${update.spanId}@${update.seq}`, () => ctx.prisma.span.findUnique({ where: { id: update.spanId! } }))
+          : null;
+      },
     }),
+    // Every subscriber of a trace receives the same update: they share one read of the event.
     event: t.field({
       type: SpanEventObject,
       nullable: true,

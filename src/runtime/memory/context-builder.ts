@@ -9,7 +9,9 @@ import type { Transact } from "../attempt/fence.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
 import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import type { Tokenizer } from "../ports/tokenizer.js";
 import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER } from "./budget.js";
+import { estimatorFor } from "./token-estimator.js";
 import { type BuiltContext, type ContextInput, type ContextPlan, type FoldProposal, MemoCache, planContext } from "./context-plan.js";
 import { appendToLog } from "./conversation-log.js";
 import type { CompactionPolicies, ViewEntry } from "./micro-compaction.js";
@@ -30,6 +32,8 @@ export type ContextBuilderDeps = {
   minCompactChars?: number;
   /** The budget's reserves and compaction trigger (CONTEXT_RESERVED_OUTPUT, CONTEXT_SAFETY_BUFFER, COMPACTION_TRIGGER_RATIO). */
   budget?: ContextBudget;
+  /** What the budget counts tokens with (TOKENIZER); the local estimator without one. */
+  tokenizer?: Tokenizer;
 };
 
 /** The configurable parts of the budget (R8); each defaults to budget.ts's constant. */
@@ -55,9 +59,11 @@ const CHUNK_CHARS_PER_TOKEN = 3;
 
 export class ContextBuilder {
   /** Log entries never change, so their chat form and estimates are remembered across requests. */
-  private readonly cache = new MemoCache();
+  private readonly cache: MemoCache;
 
-  constructor(private readonly deps: ContextBuilderDeps) {}
+  constructor(private readonly deps: ContextBuilderDeps) {
+    this.cache = new MemoCache(estimatorFor(deps.tokenizer));
+  }
 
   async build(request: BuildRequest): Promise<BuiltContext> {
     const input: ContextInput = {

@@ -1,7 +1,9 @@
 // R9: a local token estimator. Budget decisions (R8) are made on every model request, so they must
 // not depend on a remote tokenizer; the estimate only has to be close enough for the 10% trigger
-// margin to absorb its error. A real tokenizer can be compared through the `TokenEstimator` interface.
+// margin to absorb its error. A real tokenizer can be plugged in through the tokenizer port
+// (estimatorFor), and `npm run bench:tokens` measures the estimate against one.
 import type { ChatMessage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { Tokenizer } from "../ports/tokenizer.js";
 
 /** Latin-script text and code average about 4 characters per token. */
 const LATIN_CHARS_PER_TOKEN = 4;
@@ -53,12 +55,31 @@ function estimateToolCallTokens(call: ToolCall): number {
 }
 
 /**
- * Estimated tokens of one message: its content, the name and JSON arguments of each tool call it
- * makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of framing. Tool-call ids are not counted:
- * they are short and their share is within the estimator's error.
+ * Whether a tool's result is a JSON object or array: many tools answer in JSON, and those results
+ * are dense in the tokens the +15% rule is for. The first and last characters rule out prose
+ * cheaply; only a likely candidate is parsed (the parse costs less than the estimate's own pass).
+ */
+export function isJsonResult(content: string): boolean {
+  const text = content.trim();
+  const [first, last] = [text[0], text[text.length - 1]];
+  if (!((first === "{" && last === "}") || (first === "[" && last === "]"))) return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Estimated tokens of one message: its content (a tool result in JSON as JSON, +15%), the name and
+ * JSON arguments of each tool call it makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of
+ * framing. Tool-call ids are not counted: they are short and their share is within the estimator's error.
  */
 export function estimateMessageTokens(message: ChatMessage): number {
-  let tokens = MESSAGE_OVERHEAD_TOKENS + estimateTextTokens(message.content ?? "");
+  const content = message.content ?? "";
+  const contentTokens = message.role === "tool" && isJsonResult(content) ? estimateJsonTokens(content) : estimateTextTokens(content);
+  let tokens = MESSAGE_OVERHEAD_TOKENS + contentTokens;
   if (message.role === "assistant" && message.toolCalls) {
     for (const call of message.toolCalls) tokens += estimateToolCallTokens(call);
   }
@@ -96,3 +117,23 @@ export const localEstimator: TokenEstimator = {
   messages: estimateMessagesTokens,
   tools: estimateToolSchemasTokens,
 };
+
+/**
+ * What the budget counts with: the local estimator without a tokenizer, or the tokenizer's exact
+ * counts with the same framing (MESSAGE_OVERHEAD_TOKENS per message, tool calls by name and
+ * arguments, tool schemas as their JSON). A real tokenizer counts JSON as it is: no +15%.
+ */
+export function estimatorFor(tokenizer?: Tokenizer): TokenEstimator {
+  if (!tokenizer) return localEstimator;
+  const count = (text: string) => tokenizer.count(text);
+  const message = (m: ChatMessage) => {
+    let tokens = MESSAGE_OVERHEAD_TOKENS + count(m.content ?? "");
+    if (m.role === "assistant" && m.toolCalls) for (const call of m.toolCalls) tokens += count(call.name) + count(call.arguments);
+    return tokens;
+  };
+  return {
+    text: count,
+    messages: (list) => list.reduce((sum, m) => sum + message(m), 0),
+    tools: (tools) => (tools.length === 0 ? 0 : count(JSON.stringify(tools))),
+  };
+}

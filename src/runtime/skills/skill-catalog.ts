@@ -11,6 +11,8 @@ import { projectFile } from "../../project-files.js";
 export type SkillSource = "BUILT_IN" | "DATABASE";
 
 export type CatalogSkill = {
+  /** A stored skill's row id; null for a built-in skill. */
+  storedId: string | null;
   name: string;
   description: string;
   body: string;
@@ -59,6 +61,7 @@ export class SkillCatalog {
     const byName = new Map(builtIns.map((skill) => [skill.name, skill]));
     for (const skill of stored) {
       byName.set(skill.name, {
+        storedId: skill.id,
         name: skill.name,
         description: skill.description,
         body: skill.body,
@@ -75,6 +78,7 @@ export class SkillCatalog {
     const files = (await readdir(dir)).filter((file) => file.endsWith(".md")).sort();
     return Promise.all(
       files.map(async (file) => ({
+        storedId: null,
         ...parseSkillFile(file, await readFile(path.join(dir, file), "utf8")),
         source: "BUILT_IN" as const,
         overridesBuiltIn: false,

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "trace_change" ADD COLUMN     "span_after" JSONB;
