@@ -165,7 +165,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
       ["q2", { kind: "OWNER", run: null }],
       ["q3", { kind: "MODEL_RUN", run: { id: adding.id } }],
     ]);
-  });
+  }, 120_000);
 
   it("an owner edit naming an unknown, foreign or revoked source, or sources for nothing it writes, is refused and writes nothing", async () => {
     const t = await start();
