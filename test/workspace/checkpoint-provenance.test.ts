@@ -165,6 +165,8 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
       ["q2", { kind: "OWNER", run: null }],
       ["q3", { kind: "MODEL_RUN", run: { id: adding.id } }],
     ]);
+    // The model was shown revision 4, so what it wrote rests on that revision's sources too.
+    expect(latest.questions[2]!.provenance.sources.map((v) => v.id)).toContain(second.version.id);
   }, 120_000);
 
   it("an owner edit naming an unknown, foreign or revoked source, or sources for nothing it writes, is refused and writes nothing", async () => {

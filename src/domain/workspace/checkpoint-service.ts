@@ -44,12 +44,14 @@ const updateInput = checkpointChange.extend({
 export type CheckpointChange = z.input<typeof checkpointChange>;
 export type UpdateCheckpointInput = z.input<typeof updateInput>;
 
-export type Provenance = {
-  origin: CheckpointOrigin;
-  originRunId?: string | null;
+export type Provenance = (
+  | { origin: Extract<CheckpointOrigin, "USER">; originRunId?: null }
+  /** A model's change always names the run that proposed it: the author of what it writes. */
+  | { origin: Extract<CheckpointOrigin, "MODEL_SUGGESTION">; originRunId: string }
+) & {
   acceptedVersionIds?: string[];
   citedVersionIds?: string[];
-  /** What the sections this change rewrites rest on; the sections it keeps keep their own. */
+  /** What the sections this change rewrites rest on (a model's, besides the revision it built on); kept sections keep their own. */
   sourceVersionIds?: string[];
 };
 
@@ -112,7 +114,7 @@ export class CheckpointService {
         ? null
         : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
     const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
-    const writer = writerOf(actor, provenance);
+    const writer = writerOf(actor, provenance, previous);
     const summary = change.summary ?? previous?.summary ?? null;
     const nextSteps = change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [];
     const { sections, writerHolds } = nextSections({
@@ -211,14 +213,18 @@ export function questionsOf(checkpoint: Pick<CheckpointVersion, "questions"> | n
   return (checkpoint?.questions as CheckpointQuestion[] | null) ?? [];
 }
 
-/** Who wrote the sections a change rewrites, resting on what the change names. */
-function writerOf(actor: Actor, provenance: Provenance): SectionProvenance {
-  const sourceVersionIds = [...new Set(provenance.sourceVersionIds ?? [])];
+/**
+ * Who wrote the sections a change rewrites, and what they rest on. A model was shown the whole
+ * revision it built on, so what it writes rests on that revision's sources too, besides its
+ * run's; the owner's rewrite is their own judgement and rests only on what they name.
+ */
+function writerOf(actor: Actor, provenance: Provenance, previous: CheckpointVersion | null): SectionProvenance {
+  const named = provenance.sourceVersionIds ?? [];
   if (provenance.origin === "MODEL_SUGGESTION") {
-    if (!provenance.originRunId) throw new Error("a model's checkpoint change needs the run that proposed it");
+    const sourceVersionIds = [...new Set([...named, ...(previous ? allSources(sectionsOf(previous)) : [])])];
     return { author: { kind: "MODEL_RUN", runId: provenance.originRunId, principalId: actor.principalId }, sourceVersionIds };
   }
-  return { author: { kind: "OWNER", principalId: actor.principalId }, sourceVersionIds };
+  return { author: { kind: "OWNER", principalId: actor.principalId }, sourceVersionIds: [...new Set(named)] };
 }
 
 /**
