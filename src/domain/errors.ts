@@ -62,6 +62,19 @@ export class StaleRevisionError extends DomainError {
   }
 }
 
+/**
+ * A checkpoint update named, as a source its sections rest on, a publication version that is
+ * not eligible (W7, W13): revoked, altered, or built on such a version. Nothing was written.
+ */
+export class IneligibleSourceError extends DomainError {
+  constructor(
+    readonly sourceVersionId: string,
+    readonly reason: string,
+  ) {
+    super(`A named source is not eligible: ${reason}.`);
+  }
+}
+
 /** A run was asked for in a conversation that has a queued or running run, and the admission said REJECT (R19). */
 export class ConversationBusyError extends DomainError {
   constructor(

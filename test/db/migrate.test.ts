@@ -93,6 +93,28 @@ describe.each(backends)("migrations on %s", (backend) => {
     expect(row).toEqual({ owner_id: "development", name: "Development principal" });
   });
 
+  it("upgrades checkpoint revisions from before per-section provenance: every section inherits its revision's author and sources", async () => {
+    const db = await fresh();
+    const at = shipped.findIndex((m) => m.name.endsWith("_checkpoint_section_provenance"));
+    expect(at).toBeGreaterThan(0);
+    await db.migrate(shipped.slice(0, at));
+    await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p1', 'Owner')`);
+    await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at, checkpoint_revision) VALUES ('w1', 'p1', 'Old', 1, now(), 2)`);
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO checkpoint_version (id, workspace_id, revision, summary, next_steps, questions, origin, author_id, origin_run_id, source_version_ids)
+       VALUES ('c1', 'w1', 1, 'Model view', '["check prices"]', '[{"id":"q1","text":"Which?","status":"OPEN"},{"id":"q2","text":"Who?","status":"RESOLVED"}]',
+               'MODEL_SUGGESTION', 'p1', 'r1', '["v1","v2"]'),
+              ('c2', 'w1', 2, NULL, '[]', '[{"id":"q1","text":"Which?","status":"RESOLVED"}]', 'USER', 'p1', NULL, '["v3"]')`,
+    );
+    await db.migrate();
+    const [model, user] = await db.prisma.checkpointVersion.findMany({ orderBy: { revision: "asc" } });
+    const byRun = { author: { kind: "MODEL_RUN", runId: "r1", principalId: "p1" }, sourceVersionIds: ["v1", "v2"] };
+    expect(model!.sections).toEqual({ summary: byRun, nextSteps: byRun, questions: { q1: byRun, q2: byRun } });
+    const byOwner = { author: { kind: "OWNER", principalId: "p1" }, sourceVersionIds: ["v3"] };
+    // Empty sections say nothing, so they rest on nothing.
+    expect(user!.sections).toEqual({ summary: null, nextSteps: null, questions: { q1: byOwner } });
+  });
+
   it("refuses to start when an applied migration was edited", async () => {
     const db = await fresh();
     await db.migrate();

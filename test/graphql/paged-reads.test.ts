@@ -71,6 +71,8 @@ const EVERY_LIST = /* GraphQL */ `
     acceptedPublicationVersions(first: 2) { id }
     citedMaterials { id }
     sourceDependencies(first: 2) { id }
+    summaryProvenance { sources(first: 2) { id } }
+    sections { section }
   }
 `;
 
@@ -83,6 +85,8 @@ const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "AgentProfile.tools": "a JSON column of the profile version",
   "Checkpoint.nextSteps": "a JSON column of the checkpoint revision",
   "Checkpoint.questions": "a JSON column of the checkpoint revision",
+  "Checkpoint.sections": "a JSON column of the checkpoint revision",
+  "UnavailableCheckpoint.withheldSections": "a JSON column of the checkpoint revision",
   "HistoryCatalogEntry.via": "worked out from the links the catalog read",
   "McpServer.args": "an array column of the server",
   "McpServer.envNames": "the names in a JSON column of the server",
@@ -204,8 +208,9 @@ describe.each(backends)("paged reads on %s", (backend) => {
     // Checkpoint revisions resting on the versions published so far.
     const versionIds = (await prisma.publicationVersion.findMany({ select: { id: true } })).map((v) => v.id);
     for (let revision = 0; revision < 3; revision += 1) {
-      await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, revision, { questions: [{ text: `q${revision}` }], nextSteps: ["a", "b"] }, {
+      await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, revision, { summary: `s${revision}`, questions: [{ text: `q${revision}` }], nextSteps: ["a", "b"] }, {
         origin: "MODEL_SUGGESTION",
+        originRunId: runId,
         acceptedVersionIds: versionIds,
         citedVersionIds: versionIds,
         sourceVersionIds: versionIds,
@@ -265,6 +270,7 @@ describe.each(backends)("paged reads on %s", (backend) => {
     expect(data.run.trace.spans).toHaveLength(2);
     expect(data.run.trace.spans.some((span) => span.events.length === 2)).toBe(true);
     for (const list of ["acceptedPublicationVersions", "sourceDependencies"]) expect(data.workspace.checkpoint[list], list).toHaveLength(2);
+    expect((data.workspace.checkpoint.summaryProvenance as unknown as { sources: unknown[] }).sources).toHaveLength(2);
     expect(data.workspace.checkpoint.citedMaterials!.length).toBeGreaterThan(2);
     expect(data.workspace.checkpointVersions).toHaveLength(2);
     const { searchHistory } = result.data as { searchHistory: { hits: unknown[]; complete: boolean } };

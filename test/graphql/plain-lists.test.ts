@@ -234,9 +234,10 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
       maxSize: 500,
     });
 
-    // Checkpoint.acceptedPublicationVersions and sourceDependencies: ids kept on the revision, in the order recorded.
+    // Checkpoint.acceptedPublicationVersions and sourceDependencies, and a section's sources: ids
+    // kept on the revision, in the order recorded.
     const recorded = [...accepted].reverse().map((v) => v.id);
-    await t.app.services.checkpoints.apply({ principalId: me }, workspaceId, 0, { questions: [] }, {
+    await t.app.services.checkpoints.apply({ principalId: me }, workspaceId, 0, { summary: "Recorded", questions: [] }, {
       origin: "MODEL_SUGGESTION",
       originRunId: runId,
       acceptedVersionIds: recorded,
@@ -257,6 +258,18 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
         maxSize: 500,
       });
     }
+    cases.push({
+      field: "CheckpointSectionProvenance.sources",
+      document: /* GraphQL */ `
+        query Page($parent: ID!, $first: Int, $after: ID) {
+          node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { summaryProvenance { list: sources(first: $first, after: $after) { id } } } } } }
+        }
+      `,
+      parent: workspace.id,
+      items: recorded.map((id) => encodeGlobalId("PublicationVersion", id)),
+      foreign: encodeGlobalId("PublicationVersion", foreignVersion.id),
+      maxSize: 500,
+    });
   }, 60_000);
   afterAll(async () => t?.close());
 
@@ -320,6 +333,7 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
 const GROWING_LISTS = [
   "Checkpoint.acceptedPublicationVersions",
   "Checkpoint.sourceDependencies",
+  "CheckpointSectionProvenance.sources",
   "PublicationVersion.consumedBy",
   "Principal.apiKeys",
   "Query.agentProfiles",

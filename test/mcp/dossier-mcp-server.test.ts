@@ -12,6 +12,7 @@ import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
 import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
+import { settled } from "../support/scripted-runs.js";
 import { NODE_FLAGS } from "../../scripts/build.mjs";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -203,10 +204,14 @@ describe("the Dossier MCP server", () => {
         }),
       );
     }
+    // The run whose model made the suggestion; settled first, so nothing else moves the checkpoint.
+    const proposer = (await admit(t.as(aliceKey), { workspaceId, question: "Which sources?" })).run;
+    await settled(t.as(aliceKey), proposer.id);
     const { checkpointRevision } = await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceDbId } });
     const ids = versions.map((v) => v.id).reverse();
-    await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, checkpointRevision, { questions: [] }, {
+    await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, checkpointRevision, { summary: "Resting on many sources", questions: [] }, {
       origin: "MODEL_SUGGESTION",
+      originRunId: Buffer.from(proposer.id, "base64").toString("utf8").split(":")[1]!,
       acceptedVersionIds: ids.slice(0, 105),
       sourceVersionIds: ids,
     });

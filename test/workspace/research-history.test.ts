@@ -366,7 +366,7 @@ describe.each(backends)("research history on %s", (backend) => {
       "UpdateCheckpointSuccess",
     ).checkpoint;
     expect(resolved.revision).toBe(3);
-    expect(resolved.questions.find((q) => q.id === "q2")).toEqual({ id: "q2", text: "Which plants?", status: "OPEN" });
+    expect(resolved.questions.find((q) => q.id === "q2")).toMatchObject({ id: "q2", text: "Which plants?", status: "OPEN" });
     expect(resolved.questions.find((q) => q.id === "q1")!.status).toBe("RESOLVED");
 
     const unknown = (await update({ expectedRevision: 3, questions: [{ id: "q9", status: "RESOLVED" }] })).updateCheckpoint;

@@ -1,14 +1,16 @@
 // Checkpoints (W10–W13): a workspace's versioned research-progress record — a summary, open
 // questions with stable ids, next steps — changed only by compare-and-swap on its revision.
 // An update names the questions it adds or changes; the ones it omits stay as they were.
-// Reading a checkpoint re-checks the eligibility of everything it was built on.
+// Each section (summary, each question, next steps) records who wrote it and what it rests on;
+// reading a checkpoint re-checks the eligibility of every section's sources.
 import { z } from "zod";
 import type { CheckpointOrigin, CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
-import { StaleRevisionError, ValidationError } from "../errors.js";
+import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
 import { nonBlank, parseInput } from "../validation.js";
+import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import type { EventPublisher } from "../../events/topics.js";
 
@@ -35,31 +37,43 @@ export const checkpointChange = z.object({
 const updateInput = checkpointChange.extend({
   workspaceId: z.string(),
   expectedRevision: z.number().int().min(0, "revisions start at 0 (no checkpoint yet)"),
+  /** Publication version ids the sections this update rewrites rest on. */
+  sources: z.array(z.string().min(1)).max(50, "at most 50 sources").default([]),
 });
 
 export type CheckpointChange = z.input<typeof checkpointChange>;
 export type UpdateCheckpointInput = z.input<typeof updateInput>;
 
-export type Provenance = {
-  origin: CheckpointOrigin;
-  originRunId?: string | null;
+export type Provenance = (
+  | { origin: Extract<CheckpointOrigin, "USER">; originRunId?: null }
+  /** A model's change always names the run that proposed it: the author of what it writes. */
+  | { origin: Extract<CheckpointOrigin, "MODEL_SUGGESTION">; originRunId: string }
+) & {
   acceptedVersionIds?: string[];
   citedVersionIds?: string[];
+  /** What the sections this change rewrites rest on (a model's, besides the revision it built on); kept sections keep their own. */
   sourceVersionIds?: string[];
 };
 
 /** A checkpoint as it may be shown: its content only while everything it rests on is eligible. */
 export type CheckpointRead =
   | { status: "AVAILABLE"; checkpoint: CheckpointVersion }
-  | { status: "UNAVAILABLE"; checkpoint: CheckpointVersion; reason: string; sourceVersionId: string };
+  | {
+      status: "UNAVAILABLE";
+      checkpoint: CheckpointVersion;
+      reason: string;
+      sourceVersionId: string;
+      /** The sections resting on a source that lost eligibility: their content is withheld with the rest. */
+      withheld: SectionRef[];
+    };
 
 export class CheckpointService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
   /** A user's update: applied only if `expectedRevision` is still the current revision. */
   async update(actor: Actor, input: UpdateCheckpointInput): Promise<CheckpointVersion> {
-    const { workspaceId, expectedRevision, ...change } = parseInput(updateInput, input);
-    return this.apply(actor, workspaceId, expectedRevision, change, { origin: "USER" });
+    const { workspaceId, expectedRevision, sources, ...change } = parseInput(updateInput, input);
+    return this.apply(actor, workspaceId, expectedRevision, change, { origin: "USER", sourceVersionIds: sources });
   }
 
   /**
@@ -99,7 +113,24 @@ export class CheckpointService {
       expectedRevision === 0
         ? null
         : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
-    const questions = mergeQuestions(questionsOf(previous), change.questions);
+    const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
+    const writer = writerOf(actor, provenance, previous);
+    const summary = change.summary ?? previous?.summary ?? null;
+    const nextSteps = change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [];
+    const { sections, writerHolds } = nextSections({
+      previous: previous && { summary: previous.summary, nextSteps: previous.nextSteps as string[], sections: sectionsOf(previous) },
+      summary,
+      nextSteps,
+      rewrittenQuestions: rewritten,
+      questionIds: questions.map((q) => q.id),
+      writer,
+    });
+    if (provenance.origin === "USER" && writer.sourceVersionIds.length > 0) {
+      if (!writerHolds) {
+        throw new ValidationError([{ field: "sources", message: "name sources only with a section this update writes: it keeps every section as it was" }]);
+      }
+      await requireEligibleSources(tx, actor, writer.sourceVersionIds);
+    }
     const swapped = await tx.workspace.updateMany({
       where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
       data: { checkpointRevision: { increment: 1 } },
@@ -112,23 +143,19 @@ export class CheckpointService {
       data: {
         workspaceId,
         revision: expectedRevision + 1,
-        summary: change.summary ?? previous?.summary ?? null,
-        nextSteps: change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [],
+        summary,
+        nextSteps,
         questions,
         origin: provenance.origin,
         authorId: actor.principalId,
         originRunId: provenance.originRunId ?? null,
         acceptedVersionIds: provenance.acceptedVersionIds ?? [],
         citedVersionIds: provenance.citedVersionIds ?? [],
-        // A model's suggestion builds on the revision before it and still rests on its sources.
-        // An update by the owner is the owner's own judgement: it rests on what it names, so it
-        // is also how a checkpoint withheld for a revoked source becomes readable again.
-        sourceVersionIds: [
-          ...new Set([
-            ...(provenance.origin === "MODEL_SUGGESTION" ? ((previous?.sourceVersionIds as string[] | undefined) ?? []) : []),
-            ...(provenance.sourceVersionIds ?? []),
-          ]),
-        ],
+        // The revision rests on every section it holds — the ones it kept with their own
+        // sources — so rewriting the sections built on a revoked source (and only that) is how
+        // a withheld checkpoint becomes readable again.
+        sourceVersionIds: allSources(sections),
+        sections: sections as unknown as Prisma.InputJsonValue,
       },
     });
     after.push(() =>
@@ -158,17 +185,26 @@ export class CheckpointService {
     return this.withAvailability(versions);
   }
 
-  /** W13: a checkpoint built on a version that lost eligibility reads as UNAVAILABLE, naming it. */
+  /**
+   * W13: a checkpoint with a section built on a version that lost eligibility reads as
+   * UNAVAILABLE, naming that version and the sections resting on it. Every section it holds
+   * counts, including the ones a later update kept unchanged.
+   */
   async withAvailability(checkpoints: CheckpointVersion[]): Promise<CheckpointRead[]> {
-    const sourcesOf = (checkpoint: CheckpointVersion) => (checkpoint.sourceVersionIds as string[] | null) ?? [];
-    const eligibility = await eligibilityOf(this.deps.prisma, checkpoints.flatMap(sourcesOf));
-    return checkpoints.map((checkpoint): CheckpointRead => {
-      for (const id of sourcesOf(checkpoint)) {
-        const state = eligibility.get(id);
-        if (!state) return { status: "UNAVAILABLE", checkpoint, reason: "a source it was built on no longer exists", sourceVersionId: id };
-        if (!state.eligible) return { status: "UNAVAILABLE", checkpoint, reason: state.reason, sourceVersionId: state.culprit.versionId };
-      }
-      return { status: "AVAILABLE", checkpoint };
+    const sectionsByCheckpoint = checkpoints.map((checkpoint) => sectionList(checkpoint));
+    const ids = sectionsByCheckpoint.flat().flatMap((s) => s.provenance.sourceVersionIds);
+    const eligibility = await eligibilityOf(this.deps.prisma, ids);
+    const problem = (id: string) => {
+      const state = eligibility.get(id);
+      if (!state) return { reason: "a source it was built on no longer exists", sourceVersionId: id };
+      return state.eligible ? null : { reason: state.reason, sourceVersionId: state.culprit.versionId };
+    };
+    return checkpoints.map((checkpoint, index): CheckpointRead => {
+      const sections = sectionsByCheckpoint[index]!;
+      const withheld = sections.filter((s) => s.provenance.sourceVersionIds.some((id) => problem(id)));
+      if (withheld.length === 0) return { status: "AVAILABLE", checkpoint };
+      const first = withheld[0]!.provenance.sourceVersionIds.map(problem).find((p) => p !== null)!;
+      return { status: "UNAVAILABLE", checkpoint, ...first, withheld };
     });
   }
 }
@@ -177,23 +213,62 @@ export function questionsOf(checkpoint: Pick<CheckpointVersion, "questions"> | n
   return (checkpoint?.questions as CheckpointQuestion[] | null) ?? [];
 }
 
-/** Edits named questions, appends new ones with the next free id, and keeps the rest as they were. */
+/**
+ * Who wrote the sections a change rewrites, and what they rest on. A model was shown the whole
+ * revision it built on, so what it writes rests on that revision's sources too, besides its
+ * run's; the owner's rewrite is their own judgement and rests only on what they name.
+ */
+function writerOf(actor: Actor, provenance: Provenance, previous: CheckpointVersion | null): SectionProvenance {
+  const named = provenance.sourceVersionIds ?? [];
+  if (provenance.origin === "MODEL_SUGGESTION") {
+    const sourceVersionIds = [...new Set([...named, ...(previous ? allSources(sectionsOf(previous)) : [])])];
+    return { author: { kind: "MODEL_RUN", runId: provenance.originRunId, principalId: actor.principalId }, sourceVersionIds };
+  }
+  return { author: { kind: "OWNER", principalId: actor.principalId }, sourceVersionIds: [...new Set(named)] };
+}
+
+/**
+ * The sources an owner names must be versions the owner may see (others' read as not found, so
+ * their existence is not revealed) and eligible now: a section cannot be rebuilt on a revoked source.
+ */
+async function requireEligibleSources(tx: Prisma.TransactionClient, actor: Actor, ids: string[]): Promise<void> {
+  const visible = await tx.publicationVersion.findMany({
+    where: { id: { in: ids }, publication: { ownerId: actor.principalId } },
+    select: { id: true },
+  });
+  const found = new Set(visible.map((v) => v.id));
+  const missing = ids.find((id) => !found.has(id));
+  if (missing) throw new NotFoundError("PublicationVersion", missing);
+  const eligibility = await eligibilityOf(tx, ids);
+  for (const id of ids) {
+    const state = eligibility.get(id);
+    if (state && !state.eligible) throw new IneligibleSourceError(id, state.reason);
+  }
+}
+
+/**
+ * Edits named questions, appends new ones with the next free id, and keeps the rest as they
+ * were; `rewritten` holds the ids of the questions added or whose text or status changed.
+ */
 function mergeQuestions(
   previous: CheckpointQuestion[],
   changes: z.output<typeof questionChange>[],
-): Prisma.InputJsonValue {
+): { questions: CheckpointQuestion[]; rewritten: Set<string> } {
   const questions = previous.map((question) => ({ ...question }));
+  const rewritten = new Set<string>();
   let next = questions.reduce((max, q) => Math.max(max, Number(/^q(\d+)$/.exec(q.id)?.[1] ?? 0)), 0);
   changes.forEach((change, index) => {
     if (change.id) {
       const question = questions.find((q) => q.id === change.id);
       if (!question) throw new ValidationError([{ field: `questions.${index}.id`, message: `no question has the id "${change.id}"` }]);
+      if ((change.text && change.text !== question.text) || (change.status && change.status !== question.status)) rewritten.add(question.id);
       if (change.text) question.text = change.text;
       if (change.status) question.status = change.status;
     } else {
       next += 1;
       questions.push({ id: `q${next}`, text: change.text!, status: change.status ?? "OPEN" });
+      rewritten.add(`q${next}`);
     }
   });
-  return questions;
+  return { questions, rewritten };
 }

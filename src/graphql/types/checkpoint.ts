@@ -1,18 +1,17 @@
 // Checkpoints in the graph (W10–W13): the current revision and its history, each shown only
 // while everything it rests on is eligible, and compare-and-swap updates.
-import { NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
-import { type CheckpointRead, questionsOf } from "../../domain/workspace/checkpoint-service.js";
-import type { CheckpointProposal, CheckpointVersion, PrismaClient } from "../../generated/prisma/client.js";
+import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { type CheckpointRead, type CheckpointQuestion, questionsOf } from "../../domain/workspace/checkpoint-service.js";
+import { type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
+import type { CheckpointProposal, CheckpointVersion } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
 import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type ListPage, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
+import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
-
-/** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
-const CHECKPOINT_VERSIONS: ListPage = { typename: "PublicationVersion", ...LIST_PAGE };
 const PROPOSALS: PlainList = { typename: "CheckpointProposal", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
 const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
@@ -23,15 +22,35 @@ const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
 const QuestionStatusEnum = builder.enumType("CheckpointQuestionStatus", { values: ["OPEN", "RESOLVED"] as const });
 
 const CheckpointQuestionRef = builder
-  .objectRef<{ id: string; text: string; status: "OPEN" | "RESOLVED" }>("CheckpointQuestion")
+  .objectRef<CheckpointQuestion & { provenance: SectionProvenance }>("CheckpointQuestion")
   .implement({
     description: "An open or resolved research question; its id stays the same across revisions.",
     fields: (t) => ({
       id: t.exposeString("id"),
       text: t.exposeString("text"),
       status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
+      provenance: t.field({
+        type: CheckpointSectionProvenanceRef,
+        description: "Who wrote the question as it reads now (its text and status) and what it rests on.",
+        resolve: (q): SectionRef => ({ section: "QUESTION", questionId: q.id, provenance: q.provenance }),
+      }),
     }),
   });
+
+/** The questions of a revision with who wrote each; every stored question has its provenance. */
+function questionsWithProvenance(checkpoint: CheckpointVersion) {
+  const sections = sectionsOf(checkpoint);
+  return questionsOf(checkpoint).map((q) => {
+    const provenance = sections.questions[q.id];
+    if (!provenance) throw new Error(`checkpoint ${checkpoint.id} has no provenance for question ${q.id}`);
+    return { ...q, provenance };
+  });
+}
+
+const sectionOf = (checkpoint: CheckpointVersion, section: "SUMMARY" | "NEXT_STEPS"): SectionRef | null => {
+  const provenance = sectionsOf(checkpoint)[section === "SUMMARY" ? "summary" : "nextSteps"];
+  return provenance ? { section, questionId: null, provenance } : null;
+};
 
 type Available = Extract<CheckpointRead, { status: "AVAILABLE" }>;
 type Unavailable = Extract<CheckpointRead, { status: "UNAVAILABLE" }>;
@@ -50,11 +69,33 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     status: t.field({ type: AvailabilityStatusEnum, resolve: () => "AVAILABLE" as const }),
     revision: t.int({ resolve: (r) => r.checkpoint.revision }),
     summary: t.string({ nullable: true, resolve: (r) => r.checkpoint.summary }),
-    questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsOf(r.checkpoint) }),
+    summaryProvenance: t.field({
+      type: CheckpointSectionProvenanceRef,
+      nullable: true,
+      description: "Who wrote the summary and what it rests on; null when there is no summary.",
+      resolve: (r) => sectionOf(r.checkpoint, "SUMMARY"),
+    }),
+    questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsWithProvenance(r.checkpoint) }),
     nextSteps: t.stringList({ resolve: (r) => versionsIn(r.checkpoint.nextSteps) }),
-    origin: t.field({ type: CheckpointOriginEnum, resolve: (r) => r.checkpoint.origin }),
+    nextStepsProvenance: t.field({
+      type: CheckpointSectionProvenanceRef,
+      nullable: true,
+      description: "Who wrote the next steps and what they rest on; null when there are none.",
+      resolve: (r) => sectionOf(r.checkpoint, "NEXT_STEPS"),
+    }),
+    sections: t.field({
+      type: [CheckpointSectionProvenanceRef],
+      description: "Every section with content and who wrote it, in reading order: summary, questions, next steps.",
+      resolve: (r) => sectionList(r.checkpoint),
+    }),
+    origin: t.field({
+      type: CheckpointOriginEnum,
+      description: "Who made this revision. Sections it kept keep their own authors: see each section's provenance.",
+      resolve: (r) => r.checkpoint.origin,
+    }),
     modelSuggestion: t.boolean({
-      description: "True when a model proposed it: a suggestion, not a user decision or a fact about the world.",
+      description:
+        "True when a model proposed this revision: a suggestion, not a user decision or a fact about the world. A revision by the owner may still hold sections a model wrote: see each section's provenance.",
       resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
     }),
     originRun: t.prismaField({
@@ -80,7 +121,7 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     sourceDependencies: t.prismaField({
       type: ["PublicationVersion"],
       description: describePage(
-        "Every version this revision rests on, in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
+        "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
         CHECKPOINT_VERSIONS,
       ),
       ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
@@ -90,18 +131,6 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
 });
-
-/** The versions with these ids that the caller may see, in the order of `ids` (a page of a checkpoint's list). */
-async function versionsById(ctx: { prisma: PrismaClient; actor: { principalId: string } }, query: object, ids: string[]) {
-  if (ids.length === 0) return [];
-  const found = await ctx.prisma.publicationVersion.findMany({
-    ...query,
-    where: { id: { in: ids }, publication: { ownerId: ctx.actor.principalId } },
-    take: ids.length,
-  });
-  const byId = new Map(found.map((v) => [v.id, v]));
-  return ids.flatMap((id) => byId.get(id) ?? []);
-}
 
 const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
   description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",
@@ -115,9 +144,15 @@ const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpo
     unavailableSource: t.prismaField({
       type: "PublicationVersion",
       nullable: true,
-      description: "The version that is no longer eligible.",
+      description: "The version that is no longer eligible (the first one met, in reading order of the sections).",
       resolve: (query, r, _args, ctx) =>
         ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, publication: { ownerId: ctx.actor.principalId } } }),
+    }),
+    withheldSections: t.field({
+      type: [CheckpointSectionProvenanceRef],
+      description:
+        "The sections resting on a version that lost eligibility, with who wrote each and what it rests on (never their content). Rewriting them — or the whole checkpoint — on eligible sources makes the next revision available.",
+      resolve: (r) => r.withheld,
     }),
     createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
@@ -175,6 +210,10 @@ const UpdateCheckpointInput = builder.inputType("UpdateCheckpointInput", {
       required: true,
       description: "Questions to add or change. Questions not mentioned stay as they are: omission is not resolution.",
     }),
+    sources: t.idList({
+      description:
+        "PublicationVersion ids the sections this update rewrites rest on (default none). Each must be yours and eligible. A section the update rewrites — a new or different summary or next steps, a question added or with a changed text or status — becomes yours, resting on these; sections it keeps as they were keep their author and sources.",
+    }),
   }),
 });
 
@@ -196,7 +235,7 @@ builder.mutationField("updateCheckpoint", (t) =>
     description: "Creates checkpoint revision n+1 if expectedRevision is the current revision n; otherwise StaleRevisionError.",
     args: { input: t.arg({ type: UpdateCheckpointInput, required: true }) },
     errors: {
-      types: [StaleRevisionError, NotFoundError, ValidationError],
+      types: [StaleRevisionError, NotFoundError, ValidationError, IneligibleSourceError],
       directResult: true,
       union: { name: "UpdateCheckpointPayload" },
     },
@@ -207,6 +246,7 @@ builder.mutationField("updateCheckpoint", (t) =>
         summary: input.summary,
         nextSteps: input.nextSteps,
         questions: input.questions,
+        sources: (input.sources ?? []).map((id, index) => requireIdOfType(String(id), "PublicationVersion", `sources.${index}`)),
       }),
     }),
   }),

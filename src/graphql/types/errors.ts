@@ -4,6 +4,7 @@ import {
   ArtifactExpiredError,
   DomainError,
   IdempotencyConflictError,
+  IneligibleSourceError,
   NotFoundError,
   StaleRevisionError,
   StaleVersionError,
@@ -13,6 +14,7 @@ import {
   WorkspaceArchivedError,
 } from "../../domain/errors.js";
 import { builder } from "../builder.js";
+import { encodeGlobalId } from "../global-id.js";
 
 export const ErrorInterface = builder.interfaceRef<DomainError>("Error").implement({
   description: "An expected failure, returned as data in a mutation payload.",
@@ -58,6 +60,16 @@ builder.objectType(StaleRevisionError, {
   fields: (t) => ({
     currentRevision: t.exposeInt("currentRevision"),
     expectedRevision: t.exposeInt("expectedRevision"),
+  }),
+});
+
+builder.objectType(IneligibleSourceError, {
+  name: "IneligibleSourceError",
+  description: "A checkpoint update named a source that is not eligible (revoked, altered, or built on such a version). Nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    sourceId: t.id({ description: "The PublicationVersion named in `sources`.", resolve: (error) => encodeGlobalId("PublicationVersion", error.sourceVersionId) }),
+    eligibilityReason: t.exposeString("reason", { description: "Why the source is not eligible, e.g. which version was revoked and why." }),
   }),
 });
 

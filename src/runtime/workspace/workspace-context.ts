@@ -7,6 +7,7 @@
 import { encodeGlobalId } from "../../domain/global-id.js";
 import { type LedgerEntry, recordStages } from "../../domain/research/material-ledger.js";
 import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
+import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/history-catalog.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
@@ -111,11 +112,16 @@ function describe(input: {
     );
   } else {
     const c = checkpoint.checkpoint;
-    const origin = c.origin === "MODEL_SUGGESTION" ? "a model's suggestion, accepted" : "written by the user";
+    const origin = c.origin === "MODEL_SUGGESTION" ? "last changed by a model's suggestion, accepted" : "last changed by the user";
+    // Each section says who wrote it: a revision the user made may keep a model's summary, which
+    // is still a suggestion and must not read as the user's decision.
+    const sections = sectionsOf(c);
+    const by = (p: SectionProvenance | null | undefined) =>
+      !p ? "" : p.author.kind === "OWNER" ? " [the user's decision]" : " [a model's suggestion]";
     lines.push(`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`);
-    if (c.summary) lines.push(`Summary: ${c.summary}`);
-    for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]: ${q.text}`);
-    for (const step of (c.nextSteps as string[] | null) ?? []) lines.push(`- next step: ${step}`);
+    if (c.summary) lines.push(`Summary: ${c.summary}${by(sections.summary)}`);
+    for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]${by(sections.questions[q.id])}: ${q.text}`);
+    for (const step of (c.nextSteps as string[] | null) ?? []) lines.push(`- next step${by(sections.nextSteps)}: ${step}`);
   }
   if (selected.length > 0) {
     lines.push("", "Materials selected for this run when it was admitted (exact versions):");
