@@ -1,5 +1,6 @@
 // T2, T3: live trace updates that resume with afterSeq — no gap, no duplicate — over graphql-ws
 // and SSE, with a bounded buffer per subscriber.
+import { parse } from "graphql";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -163,6 +164,19 @@ describe.each(backends)("trace updates on %s", (backend) => {
     const modelCall = spanUpdates.find((u) => u.span!.kind === "MODEL_CALL" && u.span!.usage)!;
     expect(spanUpdates.find((u) => u.span!.id === modelCall.span!.id)!.span!.usage).toBeNull();
     expect(modelCall.span!.usage!.input).toBeGreaterThan(0);
+
+    // So do the attributes its end added (the response's model and finish reason), which are
+    // stored once, on the span, and taken back for the replay of the earlier update.
+    const withAttributes = parse(`subscription ($runId: ID!) { traceUpdates(runId: $runId, afterSeq: "0") { seq kind span { id kind attributes } } }`);
+    const again = await collect(client.subscribe(withAttributes as typeof TraceUpdatesDocument, { runId: run.id }), () => false);
+    const modelSpan = again.updates.filter((u) => u.span?.id === modelCall.span!.id) as unknown as { kind: string; span: { attributes: string } }[];
+    expect(modelSpan.map((u) => u.kind)).toEqual(["SPAN_STARTED", "SPAN_ENDED"]);
+    const [atStart, atEnd] = modelSpan.map((u) => JSON.parse(u.span.attributes) as Record<string, unknown>);
+    expect(atStart).not.toHaveProperty("finishReason");
+    expect(atEnd).toHaveProperty("finishReason");
+    // Everything the call started with is there at its start, as it is now.
+    const { finishReason: _reason, "gen_ai.response.model": _model, ...rest } = atEnd!;
+    expect(atStart).toEqual(rest);
   });
 
   it("tells a subscriber that stopped reading to resync, without slowing the run", async () => {

@@ -38,7 +38,8 @@ export async function storedBytes(db: Database, runId: string): Promise<StoredBy
     `SELECT
        (SELECT coalesce(sum(octet_length(content) + coalesce(octet_length(tool_calls::text), 0)), 0) FROM message WHERE run_id = $1) AS log,
        (SELECT coalesce(sum(octet_length(name) + octet_length(attributes::text)), 0) FROM span WHERE trace_id = $1)
-       + (SELECT coalesce(sum(octet_length(e.payload) + octet_length(e.preview)), 0) FROM span_event e JOIN span s ON s.id = e.span_id WHERE s.trace_id = $1) AS trace`,
+       + (SELECT coalesce(sum(octet_length(e.payload) + octet_length(e.preview)), 0) FROM span_event e JOIN span s ON s.id = e.span_id WHERE s.trace_id = $1)
+       + (SELECT coalesce(sum(octet_length(span_after::text)), 0) FROM trace_change WHERE trace_id = $1) AS trace`,
     runId,
   );
   return { log: Number(row!.log), trace: Number(row!.trace) };

@@ -5,6 +5,7 @@
 // stream ends, so it never holds up the runtime or other subscribers.
 import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
+import { spanAsOf, type StoredSpanChange } from "./trace-writes.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })
@@ -67,10 +68,57 @@ async function* replay(prisma: PrismaClient, traceId: string, afterSeq: number, 
       orderBy: { seq: "asc" },
       take: PAGE,
     });
-    for (const { spanAfter, ...change } of page) yield { ...change, span: spanAfter as SpanState | null };
+    const spans = await spansAsOf(prisma, traceId, page);
+    for (const { spanAfter: _stored, ...change } of page) yield { ...change, span: spans.get(change.seq) ?? null };
     if (page.length < PAGE) return;
     cursor = page[page.length - 1]!.seq;
   }
+}
+
+/**
+ * The span of each span change of a page as it was after that change (trace-writes.ts,
+ * StoredSpanChange): the spans' current rows, and the undo records of their later changes — in
+ * the page, or after it for a span still open — read in at most two statements for the page. Changes logged before Dossier kept them have none here; their
+ * `span` is then read as it is now.
+ */
+async function spansAsOf(
+  prisma: PrismaClient,
+  traceId: string,
+  page: readonly { seq: number; type: string; spanId: string | null; spanAfter: unknown }[],
+): Promise<Map<number, SpanState>> {
+  type SpanChange = { seq: number; type: string; spanId: string; spanAfter: StoredSpanChange };
+  const changes = page.filter((change): change is SpanChange => change.spanId !== null && change.spanAfter !== null);
+  const result = new Map<number, SpanState>();
+  if (changes.length === 0) return result;
+  const spanIds = [...new Set(changes.map((change) => change.spanId))];
+  // Only a span still open at the page's last change can change after the page; an ended span
+  // never changes again. Its later changes are a handful (an update or two, its end).
+  const last = page[page.length - 1]!.seq;
+  const ended = new Set(changes.filter((change) => change.spanAfter.endedAt !== null).map((change) => change.spanId));
+  const open = spanIds.filter((id) => !ended.has(id));
+  const [spans, later] = await Promise.all([
+    prisma.span.findMany({ where: { id: { in: spanIds } } }),
+    open.length === 0
+      ? []
+      : prisma.traceChange.findMany({
+          where: { traceId, seq: { gt: last }, spanId: { in: open }, type: { in: ["SPAN_UPDATED", "SPAN_ENDED"] } },
+          select: { spanId: true, seq: true, spanAfter: true },
+          orderBy: { seq: "desc" },
+        }),
+  ]);
+  const inPage = changes.filter((change) => change.type !== "SPAN_STARTED").map(({ spanId, seq, spanAfter }) => ({ spanId, seq, spanAfter: spanAfter as unknown }));
+  const laterChanges = [...later, ...inPage.reverse()].sort((a, b) => b.seq - a.seq);
+  const byId = new Map(spans.map((span) => [span.id, span]));
+  for (const change of changes) {
+    const current = byId.get(change.spanId);
+    if (!current) continue;
+    const undo = laterChanges.flatMap((row) => {
+      const stored = row.spanAfter as StoredSpanChange | null;
+      return row.spanId === change.spanId && row.seq > change.seq && stored?.undo ? [stored.undo] : [];
+    });
+    result.set(change.seq, spanAsOf(current, change.spanAfter, undo));
+  }
+  return result;
 }
 
 /** A run that settled without ever starting (cancelled while queued) has no trace to wait for. */

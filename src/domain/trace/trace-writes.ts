@@ -32,17 +32,43 @@ async function takeSeqs(tx: Tx, traceId: string, count: number): Promise<number>
   return lastSeq - count + 1;
 }
 
+/**
+ * What a span change keeps in its replay-log row (`trace_change.span_after`): the fields a change
+ * moves — status, end, usage — as they were after it, and, instead of a copy of the attributes
+ * (a model call's hold its whole request), how to undo what it did to them: the values of the
+ * keys it replaced (`before`) and the keys it added (`added`). A replay rebuilds the attributes as
+ * of a change from the span's current ones by undoing the later changes (spanAsOf), so each
+ * span's attributes are stored once.
+ */
+export type StoredSpanChange = { status: string; endedAt: string | null; usage: unknown; undo?: AttributesUndo };
+export type AttributesUndo = { before: Record<string, unknown>; added: string[] };
+
 async function logChange(
   tx: Tx,
-  change: { traceId: string; seq: number; type: TraceChange["type"]; span?: Span; at: Date },
+  change: { traceId: string; seq: number; type: TraceChange["type"]; span?: Span; undo?: AttributesUndo; at: Date },
 ): Promise<TraceChange> {
   const span = change.span ? spanState(change.span) : null;
   const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: span?.id ?? null, eventId: null, at: change.at };
-  await tx.traceChange.create({ data: { ...row, spanAfter: (span ?? undefined) as Prisma.InputJsonValue | undefined } });
+  const stored: StoredSpanChange | undefined = span ? { status: span.status, endedAt: span.endedAt, usage: span.usage, ...(change.undo ? { undo: change.undo } : {}) } : undefined;
+  await tx.traceChange.create({ data: { ...row, spanAfter: stored as Prisma.InputJsonValue | undefined } });
+  // Live subscribers get the whole span as it is now, which is as of this change.
   return { ...row, span, at: change.at.toISOString() };
 }
 
-/** What a span change carries: the row as written, its times as ISO strings (it is stored as JSON and published). */
+/**
+ * The span as it was after a change, from its current row, what the change stored, and the undo
+ * records of the span's later changes, newest first.
+ */
+export function spanAsOf(current: Span, stored: StoredSpanChange, laterUndo: readonly AttributesUndo[]): SpanState {
+  const attributes = { ...(current.attributes as Record<string, unknown>) };
+  for (const undo of laterUndo) {
+    for (const key of undo.added) delete attributes[key];
+    Object.assign(attributes, undo.before);
+  }
+  return { ...spanState(current), status: stored.status, endedAt: stored.endedAt, usage: stored.usage, attributes };
+}
+
+/** What a span change carries: the row as written, its times as ISO strings (it is published as JSON). */
 function spanState(span: Span): SpanState {
   return {
     id: span.id,
@@ -92,7 +118,12 @@ export async function changeSpanIn(
   const current = change.attributes
     ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } })
     : null;
-  const merged = current ? { ...(current.attributes as object), ...(toStoredJson(change.attributes) as object) } : null;
+  const set = change.attributes ? (toStoredJson(change.attributes) as Record<string, unknown>) : null;
+  const before = (current?.attributes ?? {}) as Record<string, unknown>;
+  const merged = set ? { ...before, ...set } : null;
+  const undo = set
+    ? { before: Object.fromEntries(Object.keys(set).filter((key) => key in before).map((key) => [key, before[key]])), added: Object.keys(set).filter((key) => !(key in before)) }
+    : undefined;
   const after = await tx.span.update({
     where: { id: span.id },
     data: {
@@ -102,7 +133,7 @@ export async function changeSpanIn(
     },
   });
   const type = change.status ? "SPAN_ENDED" : "SPAN_UPDATED";
-  return logChange(tx, { traceId: span.traceId, seq, type, span: after, at: change.at });
+  return logChange(tx, { traceId: span.traceId, seq, type, span: after, undo, at: change.at });
 }
 
 /**
