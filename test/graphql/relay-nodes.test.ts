@@ -50,6 +50,12 @@ describe.each(backends)("checkpoint revisions, ledger entries and skills as node
         origin: "MODEL_SUGGESTION",
         authorId: "model",
         sourceVersionIds: [dbId(source.version.id, "PublicationVersion")],
+        // Its summary rests on that version (availability is decided section by section).
+        sections: {
+          summary: { author: { kind: "OWNER", principalId: "model" }, sourceVersionIds: [dbId(source.version.id, "PublicationVersion")] },
+          nextSteps: null,
+          questions: {},
+        },
       },
     });
     const secondId = encodeGlobalId("CheckpointVersion", second.id);
