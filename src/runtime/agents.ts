@@ -1,7 +1,6 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
 import type { AgentProfile } from "../config.js";
-import { allowedBy } from "../domain/capabilities/agent-profile-versions.js";
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
 
 export type { AgentProfile };
@@ -56,6 +55,3 @@ export function frozenProfiles(prisma: PrismaClient, configured: Map<string, Age
     return version;
   };
 }
-
-/** Whether a profile's `tools` (or `skills`) allow-list admits a name (exact, or a prefix ending in `*`). */
-export const toolAllowed = allowedBy;

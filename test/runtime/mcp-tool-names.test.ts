@@ -1,6 +1,6 @@
 // MCP tool names as the model sees them, and how agent profiles' allow-lists select them.
 import { describe, expect, it } from "vitest";
-import { toolAllowed } from "../../src/runtime/agents.js";
+import { allowedBy } from "../../src/domain/capabilities/agent-profile-versions.js";
 import { nameMcpTools } from "../../src/runtime/mcp/tool-names.js";
 
 const tool = (name: string) => ({ name, inputSchema: { type: "object" } });
@@ -27,10 +27,10 @@ describe("MCP tool names", () => {
 
   it("lets agent profiles allow a whole server with mcp__<server>__*", () => {
     const allow = ["task_list", "mcp__github__*"];
-    expect(toolAllowed(allow, "mcp__github__search")).toBe(true);
-    expect(toolAllowed(allow, "mcp__gitlab__search")).toBe(false);
-    expect(toolAllowed(allow, "task_list")).toBe(true);
-    expect(toolAllowed(allow, "load_skill")).toBe(false);
-    expect(toolAllowed(undefined, "anything")).toBe(true);
+    expect(allowedBy(allow, "mcp__github__search")).toBe(true);
+    expect(allowedBy(allow, "mcp__gitlab__search")).toBe(false);
+    expect(allowedBy(allow, "task_list")).toBe(true);
+    expect(allowedBy(allow, "load_skill")).toBe(false);
+    expect(allowedBy(undefined, "anything")).toBe(true);
   });
 });

@@ -4,7 +4,8 @@
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
 import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { type AgentProfile, toolAllowed } from "../agents.js";
+import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
+import type { AgentProfile } from "../agents.js";
 import type { Holder, Transact } from "../attempt/fence.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { appendToLog, readLog, unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -113,7 +114,7 @@ export class RunExecutor {
       const profile = await this.deps.profile(run);
       const offered = await this.deps.tools(scope, log.filter((m) => m.runId === run.id), profile);
       const tools = new Map(
-        offered.filter((tool) => toolAllowed(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
+        offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );
       let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
       for (;;) {

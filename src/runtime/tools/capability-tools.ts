@@ -2,7 +2,7 @@
 // run's start that its agent profile allows (R13), the MCP tools of the principal's servers as connected at the start (R14),
 // and the operator-enabled http_fetch and run_command (R15).
 import type { Run } from "../../generated/prisma/client.js";
-import { toolAllowed } from "../agents.js";
+import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { createMcpTools } from "../mcp/mcp-tools.js";
 import type { McpRegistry } from "../mcp/mcp-registry.js";
 import type { Tool } from "../ports/tool.js";
@@ -26,7 +26,7 @@ export async function createCapabilityTools(
   { run, sandboxDir, sink, skillsAllowed }: { run: Run; sandboxDir: string; sink: TraceSink; skillsAllowed?: readonly string[] },
 ): Promise<Tool[]> {
   const [skills, mcpTools] = await Promise.all([
-    capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => toolAllowed(skillsAllowed, skill.name))),
+    capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => allowedBy(skillsAllowed, skill.name))),
     capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink) : [],
   ]);
   const loadSkill = createLoadSkillTool(skills, sink);
