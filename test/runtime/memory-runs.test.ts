@@ -74,7 +74,7 @@ describe.each(backends)("progressive memory on %s", (backend) => {
   it("runs 200 turns with large results and arguments within budget, the goal in every request", async () => {
     const steps = (_request: ModelRequest, i: number): ScriptStep =>
       i < 199
-        ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }, { name: "write_note", arguments: { text: `note ${i} ` + "n".repeat(3_000) } }] }
+        ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }, { name: "write_note", arguments: { text: `note ${i} ${"n".repeat(3_000)}` } }] }
         : { content: "The payment is stuck in the acquirer queue." };
     const { t, model, prisma } = await start({ steps });
     const { run } = await admit(t.client, { question: GOAL, limits });

@@ -12,10 +12,7 @@ export async function waitFor(condition: () => boolean, timeoutMs = 5_000): Prom
 }
 
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms)),
-  ]);
+  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no result within ${ms} ms`)), ms))]);
 }
 
 /** Polls until the probe gives a value (anything but undefined) and returns it. */

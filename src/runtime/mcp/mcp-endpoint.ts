@@ -18,7 +18,9 @@ export function endpointHash(row: McpServer, secrets: SecretBox | undefined): st
   } catch {
     endpoint = JSON.stringify([row.env, row.headers]); // fails again when connecting, saying why
   }
-  return createHash("sha256").update(JSON.stringify({ endpoint, command: row.command, url: row.url })).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify({ endpoint, command: row.command, url: row.url }))
+    .digest("hex");
 }
 
 function pairs(value: unknown, secrets: SecretBox | undefined): Record<string, string> {
@@ -55,4 +57,3 @@ export function publicReason(detail: string, code?: unknown): string {
   if (/spawn|ENOENT|EACCES/.test(detail)) return "the command could not be started";
   return UNKNOWN_REASON;
 }
-
