@@ -46,7 +46,7 @@ export class KeyRevocations {
 
   /** A promise settled when the key is revoked, and the function that stops waiting for it. */
   revoked(keyId: string): { promise: Promise<void>; stop: () => void } {
-    let stop = () => undefined as void;
+    let stop: () => void = () => undefined;
     const promise = new Promise<void>((resolve) => {
       stop = this.watch(keyId, resolve);
     });

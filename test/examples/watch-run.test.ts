@@ -51,7 +51,7 @@ describe("examples/watch-run.ts", () => {
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(output).toContain("trace ended");
     expect(output).toContain("run SUCCEEDED");
-    expect(output.slice(output.indexOf("answer:\n"))).toMatch(/scripted offline demo reply[^]*Who makes cells in Europe\?/);
+    expect(output.slice(output.indexOf("answer:\n"))).toMatch(/scripted offline demo reply[\s\S]*Who makes cells in Europe\?/);
 
     // It acted as the key's principal: the workspace is theirs, and nobody else's.
     const mine = await t.as(apiKey).request(WorkspacesDocument, { first: 5 });

@@ -10,6 +10,7 @@ import { idOfType } from "../../src/domain/global-id.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { allowTimeFor } from "../support/wait.js";
 
 describe.runIf(backends.includes("postgres"))("admission and the workspace row on PostgreSQL", () => {
   let t: TestApp;
@@ -40,7 +41,7 @@ describe.runIf(backends.includes("postgres"))("admission and the workspace row o
   const settledWithin = async <T>(promises: Promise<T>[], ms: number) => {
     let done = 0;
     for (const promise of promises) void promise.then(() => (done += 1), () => (done += 1));
-    await new Promise((resolve) => setTimeout(resolve, ms));
+    await allowTimeFor("admissions to get past the lock (they must wait)", ms);
     return done;
   };
 

@@ -11,7 +11,7 @@ import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { createArtifact, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { waitUntil } from "../support/wait.js";
+import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -124,7 +124,7 @@ describe.each(backends)("the artifact sweeper of a running worker on %s", (backe
     await t.app.runtime!.worker.stop();
     const second = await createArtifact(t.client, "text/plain", "no sweeper left");
     clock = new Date(clock.getTime() + TEMPORARY_ARTIFACT_TTL_MS + 1000);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await allowTimeFor("a sweep to free the content (no sweeper is left)", 500);
     expect(await contentOf(second.id)).toBe("no sweeper left");
   });
 });

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { contentHash } from "../../src/domain/research/publication-service.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
@@ -138,11 +138,14 @@ describe("the Dossier MCP server", () => {
     const again = await alice.json("admit_run", { workspaceId, question: "Which makers are missing?", idempotencyKey: "mcp-1" });
     expect(again).toMatchObject({ replayed: true, run: { id: admitted.run.id } });
 
-    let run = await alice.json("get_run", { runId: admitted.run.id });
-    for (let i = 0; i < 200 && (run.status === "QUEUED" || run.status === "RUNNING"); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      run = await alice.json("get_run", { runId: admitted.run.id });
-    }
+    const run = await vi.waitFor(
+      async () => {
+        const current = await alice.json("get_run", { runId: admitted.run.id });
+        expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
+        return current;
+      },
+      { timeout: 10_000 },
+    );
     expect(run.status).toBe("SUCCEEDED");
     // The run worked inside the workspace: the demo model echoes the context it was given.
     expect(run.answer).toContain('research workspace "Batteries"');

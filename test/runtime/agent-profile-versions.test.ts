@@ -23,7 +23,7 @@ const questionOf = (request: ModelRequest) => request.messages.find((message) =>
 
 const offered = (request: ModelRequest) => request.tools.map((tool) => tool.name).sort();
 const skillsOffered = (request: ModelRequest) =>
-  (request.tools.find((tool) => tool.name === "load_skill")?.parameters as { properties: { name: { enum: string[] } } }).properties.name.enum;
+  (request.tools.find((tool) => tool.name === "load_skill")!.parameters as { properties: { name: { enum: string[] } } }).properties.name.enum;
 
 describe.each(backends)("agent profile versions on %s", (backend) => {
   const apps: TestApp[] = [];

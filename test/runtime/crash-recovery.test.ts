@@ -10,7 +10,7 @@ import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
-import { waitUntil } from "../support/wait.js";
+import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 const running: Spawned[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -99,7 +99,7 @@ describe("crash recovery", () => {
       const second = startWorker(env);
       const secondUrl = await urlOf(second);
       // Alive, but the run is leased by the first process: the second must not touch it.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await allowTimeFor("the second process to start the leased run (it must not)", 500);
       expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
 
       first.child.kill("SIGKILL");

@@ -13,7 +13,7 @@ import { AdmitRunDocument, CancelRunDocument } from "../../sdk/generated/graphql
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
-import { waitUntil } from "../support/wait.js";
+import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 const redisUrl = inject("redisUrl");
 const running: Spawned[] = [];
@@ -110,7 +110,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
     await victim.process.waitForOutput(/attempt stopped: it no longer holds the run and wrote nothing more/, 15_000);
     const gaveUpMs = Date.now() - wokeAt;
     // Whatever it had in flight had its chance to write: it changed nothing.
-    await new Promise((resolve) => setTimeout(resolve, leaseMs));
+    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs);
     expect(await snapshot(sql, runId)).toEqual(before);
     // The tool started once, in the frozen instance; the survivor resumed with a repair, not a second call.
     expect(markerLines(marker).filter((line) => line.startsWith("start"))).toEqual([`start ${victim.pid}`]);
@@ -183,7 +183,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
 
     victim.process.child.kill("SIGCONT");
     await victim.process.waitForOutput(/attempt stopped/, 15_000);
-    await new Promise((resolve) => setTimeout(resolve, leaseMs));
+    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs);
     expect(await snapshot(sql, runId)).toEqual(before);
   }, 120_000);
 

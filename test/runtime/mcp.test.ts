@@ -171,11 +171,9 @@ describe("MCP servers", () => {
     const { run } = await admit(t.client, { question: callTools({ name: "mcp__dyn__add_tool" }) });
     expect((await settled(t.client, run.id)).answer).toBe("added the tool `added`");
     expect(model.requests.at(-1)!.tools.map((tool) => tool.name)).not.toContain("mcp__dyn__added");
-    const deadline = Date.now() + 5_000;
-    while (!(await servers())[0]!.status.tools.some((tool) => tool.name === "added")) {
-      if (Date.now() > deadline) throw new Error("the tool list was not refreshed");
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect
+      .poll(async () => (await servers())[0]!.status.tools.map((tool) => tool.name), { timeout: 5_000, message: "the tool list was not refreshed" })
+      .toContain("added");
     const { run: next } = await admit(t.client, { question: callTools({ name: "mcp__dyn__added" }) });
     expect((await settled(t.client, next.id)).answer).toBe("added works");
     expect(started("dyn-1")).toBe(1);

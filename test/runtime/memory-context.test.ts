@@ -16,7 +16,7 @@ import {
 import { estimateMessageTokens } from "../../src/runtime/memory/token-estimator.js";
 
 const GOAL = "Why is payment for order ORD-2024-0117 stuck? Find the cause.";
-const big = (label: string, chars = 6_000) => `${label}:` + "x".repeat(chars);
+const big = (label: string, chars = 6_000) => `${label}:${"x".repeat(chars)}`;
 
 function logOf(entries: Partial<Message>[]): Message[] {
   return entries.map((entry, index) => ({

@@ -50,10 +50,7 @@ describe.each(backends)("evidence on %s", (backend) => {
     const { run } = await admit(t.client, { question: "Check the payment status" });
     const prisma = t.app.db.prisma;
     const runId = Buffer.from(run.id, "base64").toString("utf8").split(":")[1]!;
-    for (let i = 0; i < 300 && ["QUEUED", "RUNNING"].includes((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("SUCCEEDED");
+    await expect.poll(async () => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status, { timeout: 15_000 }).toBe("SUCCEEDED");
 
     // The third request no longer shows the originals, only pointers to them.
     const third = model.requests[2]!;

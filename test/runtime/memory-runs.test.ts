@@ -3,7 +3,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ModelRequest, ToolSchema } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { computeBudget } from "../../src/runtime/memory/budget.js";
@@ -59,13 +59,14 @@ describe.each(backends)("progressive memory on %s", (backend) => {
   async function settle(app: TestApp, runId: string, timeoutMs = 120_000) {
     const prisma = app.app.db.prisma;
     const localId = Buffer.from(runId, "base64").toString("utf8").split(":").at(-1)!;
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await prisma.run.findUniqueOrThrow({ where: { id: localId } });
-      if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
-      if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    return vi.waitFor(
+      async () => {
+        const run = await prisma.run.findUniqueOrThrow({ where: { id: localId } });
+        if (["QUEUED", "RUNNING"].includes(run.status)) throw new Error(`run still ${run.status}`);
+        return run;
+      },
+      { timeout: timeoutMs },
+    );
   }
 
   const limits = { maxTurns: 300, tokenBudget: 100_000_000, deadlineSeconds: 3_600 };
@@ -73,7 +74,7 @@ describe.each(backends)("progressive memory on %s", (backend) => {
   it("runs 200 turns with large results and arguments within budget, the goal in every request", async () => {
     const steps = (_request: ModelRequest, i: number): ScriptStep =>
       i < 199
-        ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }, { name: "write_note", arguments: { text: `note ${i} ` + "n".repeat(3_000) } }] }
+        ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }, { name: "write_note", arguments: { text: `note ${i} ${"n".repeat(3_000)}` } }] }
         : { content: "The payment is stuck in the acquirer queue." };
     const { t, model, prisma } = await start({ steps });
     const { run } = await admit(t.client, { question: GOAL, limits });

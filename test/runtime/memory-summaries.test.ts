@@ -4,7 +4,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { computeBudget } from "../../src/runtime/memory/budget.js";
 import { type StoredSummary, SUMMARY_SECTIONS } from "../../src/runtime/memory/summary.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
@@ -38,10 +38,14 @@ describe.each(backends)("history summaries on %s", (backend) => {
     const { run } = await admit(t.client, { question: GOAL, limits: { maxTurns: 100, tokenBudget: 10_000_000 } });
     const prisma = t.app.db.prisma;
     const runId = Buffer.from(run.id, "base64").toString("utf8").split(":")[1]!;
-    for (let i = 0; i < 1_200 && ["QUEUED", "RUNNING"].includes((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const done = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const done = await vi.waitFor(
+      async () => {
+        const current = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+        expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
+        return current;
+      },
+      { timeout: 60_000 },
+    );
     const log = await prisma.message.findMany({ where: { conversationId: done.conversationId }, orderBy: { seq: "asc" } });
     const spans = await prisma.span.findMany({ where: { trace: { runId } }, include: { events: true } });
     return { model, done, log, spans };

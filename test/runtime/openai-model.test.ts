@@ -2,9 +2,10 @@
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ModelError, OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import type { ModelRequest, ModelStreamEvent } from "../../src/runtime/ports/model.js";
+import { allowTimeFor } from "../support/wait.js";
 
 type Received = { method: string; url: string; headers: IncomingHttpHeaders; body: any };
 type Handler = (received: Received, res: ServerResponse) => void | Promise<void>;
@@ -249,7 +250,7 @@ describe("OpenAIModel", () => {
       })
       .catch((e: unknown) => e);
     await gotFirstText;
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the stream is now idle, waiting on the server
+    await allowTimeFor("the stream to go idle, waiting on the server", 50);
     const abortedAt = performance.now();
     controller.abort();
     const error = await pending;
@@ -267,7 +268,7 @@ describe("OpenAIModel", () => {
     });
     const controller = new AbortController();
     const pending = model(baseURL).complete(simpleRequest(controller.signal));
-    while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await vi.waitFor(() => expect(received).not.toHaveLength(0), { timeout: 10_000, interval: 5 });
     const start = performance.now();
     controller.abort(new Error("run cancelled"));
     const error = await pending.catch((e: unknown) => e);

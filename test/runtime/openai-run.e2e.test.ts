@@ -6,7 +6,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { admit, expectType } from "../support/fixtures.js";
@@ -63,12 +63,14 @@ describe("a run answered through the openai adapter", () => {
 
   it("executes the streamed tool calls, sends their results back, and settles with the streamed answer", async () => {
     const { run } = await admit(t.client, { question: "Take notes on EU cells" });
-    let view;
-    for (let i = 0; i < 300; i += 1) {
-      view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
-      if (!["QUEUED", "RUNNING"].includes(view.status)) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const view = await vi.waitFor(
+      async () => {
+        const current = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
+        return current;
+      },
+      { timeout: 15_000 },
+    );
     expect(view).toMatchObject({ status: "SUCCEEDED", answer: "Wrote the notes and planned.", model: "openai:local-model", tokensUsed: 552 });
     expect(bodies[0]).toMatchObject({ model: "local-model", stream: true });
     const toolResults = bodies[1]!.messages.filter((m) => m.role === "tool");

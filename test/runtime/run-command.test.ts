@@ -3,7 +3,7 @@
 import { existsSync, mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { decodeGlobalId } from "../../src/graphql/global-id.js";
 import { createRunCommandTool } from "../../src/runtime/tools/run-command.js";
 import { admit } from "../support/fixtures.js";
@@ -90,8 +90,6 @@ describe("run_command", () => {
         return false;
       }
     };
-    const deadline = Date.now() + 2_000;
-    while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(alive()).toBe(false);
+    await vi.waitFor(() => expect(alive()).toBe(false), { timeout: 2_000 });
   });
 });

@@ -3,7 +3,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
@@ -147,30 +147,25 @@ describe.each(backends)("run execution on %s", (backend) => {
   it("cancels during a long tool call: CANCELLED, spans closed, nothing left running", async () => {
     const { t } = await start([{ toolCalls: [{ name: "very_slow", arguments: {} }] }, { content: "never" }], [sleepTool("very_slow", 30_000)]);
     const { run } = await admit(t.client, { question: "Take your time" });
-    for (let i = 0; i < 200; i += 1) {
-      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
-      if (view.trace?.spans.some((s) => s.kind === "TOOL_CALL")) break;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await expect
+      .poll(async () => expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run").trace?.spans.map((s) => s.kind), { timeout: 5_000, interval: 25 })
+      .toContain("TOOL_CALL");
     const cancelled = await t.client.request(CancelRunDocument, { input: { runId: run.id } });
     expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
     const started = Date.now();
-    for (;;) {
-      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
-      if (view.trace?.endedAt) {
-        expect(view.status).toBe("CANCELLED");
-        expect(view.trace.spans.every((s) => s.status !== "RUNNING" && s.endedAt !== null)).toBe(true);
-        expect(view.trace.spans.find((s) => s.kind === "TOOL_CALL")?.status).toBe("CANCELLED");
-        break;
-      }
-      expect(Date.now() - started).toBeLessThan(5_000);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    const view = await vi.waitFor(
+      async () => {
+        const current = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        expect(current.trace?.endedAt).toBeTruthy();
+        return current;
+      },
+      { timeout: 5_000, interval: 25 },
+    );
+    expect(view.status).toBe("CANCELLED");
+    expect(view.trace!.spans.every((s) => s.status !== "RUNNING" && s.endedAt !== null)).toBe(true);
+    expect(view.trace!.spans.find((s) => s.kind === "TOOL_CALL")?.status).toBe("CANCELLED");
     // The attempt stops its tool at once and gives back its lease; it wrote nothing else.
-    while (t.app.runtime!.worker["active"].size > 0) {
-      expect(Date.now() - started).toBeLessThan(5_000);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await vi.waitFor(() => expect(t.app.runtime!.worker["active"].size).toBe(0), { timeout: Math.max(0, 5_000 - (Date.now() - started)), interval: 25 });
     const after = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
     expect(after.attempts).toMatchObject([{ number: 1, outcome: "COMPLETED" }]);
     expect(after.attempts[0]!.endedAt).not.toBeNull();
@@ -202,7 +197,8 @@ describe.each(backends)("run execution on %s", (backend) => {
     const { run } = await admit(client, { question: "watch me" });
     const statuses: string[] = [];
     const iterator = client.subscribe(RunEventsDocument, { runId: run.id });
-    const listening = t.listeners();
+    const app = t;
+    const listening = app.listeners();
     // No early return: the loop ends only when the server completes the subscription.
     const collected = (async () => {
       let last = null;
@@ -212,7 +208,7 @@ describe.each(backends)("run execution on %s", (backend) => {
       }
       return last;
     })();
-    for (let i = 0; i < 200 && t.listeners() <= listening; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    await vi.waitFor(() => expect(app.listeners()).toBeGreaterThan(listening), { timeout: 4_000, interval: 20 });
     t.app.runtime!.worker.start();
     const final = await collected;
     expect(statuses).toEqual(["RUNNING", "SUCCEEDED"]);
@@ -267,11 +263,13 @@ describe.each(backends)("run execution on %s", (backend) => {
       [sleepTool("very_slow", 30_000), sleepTool("quick", 0)],
     );
     const { run } = await admit(t.client, { question: "long job" });
-    for (let i = 0; i < 200; i += 1) {
-      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
-      if (view.trace?.spans.some((s) => s.name === "execute_tool quick" && s.status === "OK")) break;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await vi.waitFor(
+      async () => {
+        const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        expect(view.trace?.spans.some((s) => s.name === "execute_tool quick" && s.status === "OK")).toBe(true);
+      },
+      { timeout: 5_000, interval: 25 },
+    );
     await t.app.runtime!.worker.stop();
     const handedBack = await t.app.db.prisma.run.findUniqueOrThrow({ where: { id: Buffer.from(run.id, "base64").toString().split(":")[1] } });
     expect(handedBack).toMatchObject({ status: "RUNNING", leaseOwner: null });

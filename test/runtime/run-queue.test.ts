@@ -10,6 +10,7 @@ import { InProcessRunQueue } from "../../src/runtime/adapters/in-process-run-que
 import { admit, expectType } from "../support/fixtures.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { allowTimeFor } from "../support/wait.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -31,7 +32,7 @@ it("a queue-driven worker sweeps up runs nobody announced, and ignores deliverie
   // Announcing the settled run again changes nothing.
   const rawId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
   await queue.enqueue([rawId, rawId]);
-  await new Promise((resolve) => setTimeout(resolve, 400));
+  await allowTimeFor("the worker to run the settled run again (it must not)", 400);
   expect(await queue.take(10)).toEqual([]);
   const again = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
   expect(again.status).toBe("SUCCEEDED");

@@ -251,11 +251,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
     const { count } = await t.app.db.prisma.spill.updateMany({ where: { runId: rawId(ended.run.id) }, data: { releasedAt: null } });
     expect(count).toBe(1);
     // From here the sweeper (every 100 ms) may release it at any moment.
-    const deadline = Date.now() + 5_000;
-    while ((await spillsOf(t, ended.run.id)).length > 0) {
-      expect(Date.now()).toBeLessThan(deadline);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect.poll(() => spillsOf(t, ended.run.id), { timeout: 5_000 }).toHaveLength(0);
     expect(await t.app.runtime!.sweeper.sweep()).toBe(0);
     expect(await spillsOf(t, live.run.id)).toHaveLength(1);
 

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadConfig } from "../../src/config.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { allowTimeFor } from "../support/wait.js";
 
 const evil = "http://evil.example";
 
@@ -43,7 +44,7 @@ describe("cross-site requests", () => {
     expect(get.status).toBe(405);
 
     expect(await mcpServerCount()).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await allowTimeFor("a refused request to start an MCP server anyway", 300);
     expect(existsSync(marker)).toBe(false);
   });
 

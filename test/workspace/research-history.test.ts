@@ -4,7 +4,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import {
   ArchiveWorkspaceDocument,
@@ -100,13 +100,14 @@ describe.each(backends)("research history on %s", (backend) => {
   }
 
   async function settled(client: DossierClient, runId: string, timeoutMs = 20_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = (await client.request(RunMaterialsDocument, { id: runId })).run!;
-      if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
-      if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    return vi.waitFor(
+      async () => {
+        const run = (await client.request(RunMaterialsDocument, { id: runId })).run!;
+        if (["QUEUED", "RUNNING"].includes(run.status)) throw new Error(`run still ${run.status}`);
+        return run;
+      },
+      { timeout: timeoutMs, interval: 25 },
+    );
   }
 
   const materials = async (client: DossierClient, runId: string) => (await client.request(RunMaterialsDocument, { id: runId })).run!;
@@ -397,7 +398,7 @@ describe.each(backends)("research history on %s", (backend) => {
 
     const late = (await admit(t.client, { workspaceId: workspace.id, question: "Propose late" })).run;
     // Once the run has proposed against revision 1, the user changes the checkpoint first.
-    while ((await materials(t.client, late.id)).checkpointProposals.length === 0) await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(async () => (await materials(t.client, late.id)).checkpointProposals, { timeout: 20_000, interval: 20 }).not.toHaveLength(0);
     await t.client.request(UpdateCheckpointDocument, { input: { workspaceId: workspace.id, expectedRevision: 1, summary: "User view", questions: [] } });
     gate.release("late");
     expect(await settled(t.client, late.id)).toMatchObject({ status: "SUCCEEDED", answer: "Done." });
@@ -435,7 +436,7 @@ describe.each(backends)("research history on %s", (backend) => {
     for (const c of cases) {
       const workspace = await createWorkspace(t.client);
       const run = (await admit(t.client, { workspaceId: workspace.id, question: c.question })).run;
-      while ((await materials(t.client, run.id)).status === "QUEUED") await new Promise((r) => setTimeout(r, 10));
+      await expect.poll(async () => (await materials(t.client, run.id)).status, { timeout: 20_000, interval: 10 }).not.toBe("QUEUED");
       if (c.reason === "WORKSPACE_ARCHIVED") await t.client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
       else await t.client.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
       gate.release(c.gate);

@@ -39,12 +39,12 @@ export function toStored(text: string): string {
  * kept as it is instead of failing the read.
  */
 export function fromStored(stored: string): string {
-  let escape = stored.indexOf(ESCAPE);
-  if (escape === -1) return stored;
+  let escapeAt = stored.indexOf(ESCAPE);
+  if (escapeAt === -1) return stored;
   let out = "";
   let last = 0;
-  while (escape !== -1) {
-    const tag = stored.charCodeAt(escape + 1);
+  while (escapeAt !== -1) {
+    const tag = stored.charCodeAt(escapeAt + 1);
     let decoded: string | undefined;
     let length = 2;
     if (tag === ESCAPE_CODE) decoded = ESCAPE;
@@ -52,19 +52,19 @@ export function fromStored(stored: string): string {
     else if (tag === 0x75 /* "u" */) {
       // Only what toStored writes: four lowercase hex digits naming a surrogate. Anything else
       // is not ours (or was cut short), so it stays text rather than turning into a character.
-      const code = surrogateAt(stored, escape + 2);
+      const code = surrogateAt(stored, escapeAt + 2);
       if (code !== -1) {
         decoded = String.fromCharCode(code);
         length = 6;
       }
     }
     if (decoded === undefined) {
-      escape = stored.indexOf(ESCAPE, escape + 1);
+      escapeAt = stored.indexOf(ESCAPE, escapeAt + 1);
       continue;
     }
-    out += stored.slice(last, escape) + decoded;
-    last = escape + length;
-    escape = stored.indexOf(ESCAPE, last);
+    out += stored.slice(last, escapeAt) + decoded;
+    last = escapeAt + length;
+    escapeAt = stored.indexOf(ESCAPE, last);
   }
   return last === 0 ? stored : out + stored.slice(last);
 }

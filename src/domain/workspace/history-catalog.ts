@@ -99,6 +99,28 @@ export async function historyCatalog(
   const moreEntries = candidates.length > limit;
   const listedIds = candidates.slice(0, limit).map((candidate) => candidate.id);
   const createdAtOf = new Map(candidates.map((candidate) => [candidate.id, new Date(candidate.created_at)]));
+  const listed = await readListedPublications(prisma, listedIds);
+  const linked = await linkedTargets(prisma, workspaceId, listedIds, listed);
+  const versions = listed.flatMap((publication) => publication.versions);
+  const availability = await eligibilityOf(prisma, versions.map((version) => version.id));
+  const entries = listed.map((publication) =>
+    catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability }),
+  );
+  const versionsCut = entries.some((entry) => !entry.versionsComplete);
+  return {
+    entries,
+    complete: !moreEntries && !versionsCut,
+    truncatedReason: moreEntries ? (versionsCut ? "MORE_ENTRIES_AND_VERSIONS_CUT" : "MORE_ENTRIES") : versionsCut ? "VERSIONS_CUT" : null,
+    hasNextPage: moreEntries,
+    endCursor: entries.at(-1)?.cursor ?? null,
+  };
+}
+
+type ListedPublication = Awaited<ReturnType<typeof readListedPublications>>[number];
+type LinkedTargets = { publications: Set<string>; runs: Set<string>; conversations: Set<string> };
+
+/** The page's publications in the page's order, each with its newest versions and their sources. */
+async function readListedPublications(prisma: PrismaClient, listedIds: string[]) {
   const byId = new Map(
     (listedIds.length === 0
       ? []
@@ -130,9 +152,12 @@ export async function historyCatalog(
         })
     ).map((publication) => [publication.id, publication]),
   );
-  const listed = listedIds.flatMap((id) => byId.get(id) ?? []);
+  return listedIds.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** Which of the page's publications, origin runs and their conversations the workspace links. */
+async function linkedTargets(prisma: PrismaClient, workspaceId: string, listedIds: string[], listed: ListedPublication[]): Promise<LinkedTargets> {
   const versions = listed.flatMap((publication) => publication.versions);
-  const versionIds = versions.map((version) => version.id);
   const runIds = [...new Set(versions.flatMap((v) => (v.originRunId ? [v.originRunId] : [])))];
   const conversationIds = [...new Set(versions.flatMap((v) => (v.originRun ? [v.originRun.conversationId] : [])))];
   const links =
@@ -152,43 +177,38 @@ export async function historyCatalog(
           take: listedIds.length + runIds.length + conversationIds.length,
         });
   const linked = (kind: string) => new Set(links.filter((link) => link.targetKind === kind).map((link) => link.targetId));
-  const [linkedPublications, linkedRuns, linkedConversations] = [linked("PUBLICATION"), linked("RUN"), linked("CONVERSATION")];
-  const availability = await eligibilityOf(prisma, versionIds);
-  const entries = listed.map((publication): CatalogEntry => {
-    const own = publication.versions;
-    const via: CatalogVia[] = [];
-    if (linkedPublications.has(publication.id)) via.push("LINKED_PUBLICATION");
-    if (own.some((v) => v.originRunId && linkedRuns.has(v.originRunId))) via.push("LINKED_RUN");
-    if (own.some((v) => v.originRun && linkedConversations.has(v.originRun.conversationId))) via.push("LINKED_CONVERSATION");
-    return {
-      cursor: catalogCursor({ createdAt: createdAtOf.get(publication.id)!, publicationId: publication.id }),
-      publicationId: publication.id,
-      title: publication.title,
-      latestVersion: publication.latestVersion,
-      versionsComplete: own.length >= publication.latestVersion,
-      via,
-      versions: own.map((version) => ({
-        id: version.id,
-        publicationId: version.publicationId,
-        version: version.version,
-        asOf: version.asOf,
-        createdAt: version.createdAt,
-        originRunId: version.originRunId,
-        sources: version.sources.map(({ sourceVersion }) => ({
-          versionId: sourceVersion.id,
-          publicationId: sourceVersion.publicationId,
-          version: sourceVersion.version,
-        })),
-        availability: availability.get(version.id) ?? { eligible: true },
-      })),
-    };
-  });
-  const versionsCut = entries.some((entry) => !entry.versionsComplete);
+  return { publications: linked("PUBLICATION"), runs: linked("RUN"), conversations: linked("CONVERSATION") };
+}
+
+function catalogEntry(
+  publication: ListedPublication,
+  { createdAt, linked, availability }: { createdAt: Date; linked: LinkedTargets; availability: Map<string, Eligibility> },
+): CatalogEntry {
+  const own = publication.versions;
+  const via: CatalogVia[] = [];
+  if (linked.publications.has(publication.id)) via.push("LINKED_PUBLICATION");
+  if (own.some((v) => v.originRunId && linked.runs.has(v.originRunId))) via.push("LINKED_RUN");
+  if (own.some((v) => v.originRun && linked.conversations.has(v.originRun.conversationId))) via.push("LINKED_CONVERSATION");
   return {
-    entries,
-    complete: !moreEntries && !versionsCut,
-    truncatedReason: moreEntries ? (versionsCut ? "MORE_ENTRIES_AND_VERSIONS_CUT" : "MORE_ENTRIES") : versionsCut ? "VERSIONS_CUT" : null,
-    hasNextPage: moreEntries,
-    endCursor: entries.at(-1)?.cursor ?? null,
+    cursor: catalogCursor({ createdAt, publicationId: publication.id }),
+    publicationId: publication.id,
+    title: publication.title,
+    latestVersion: publication.latestVersion,
+    versionsComplete: own.length >= publication.latestVersion,
+    via,
+    versions: own.map((version) => ({
+      id: version.id,
+      publicationId: version.publicationId,
+      version: version.version,
+      asOf: version.asOf,
+      createdAt: version.createdAt,
+      originRunId: version.originRunId,
+      sources: version.sources.map(({ sourceVersion }) => ({
+        versionId: sourceVersion.id,
+        publicationId: sourceVersion.publicationId,
+        version: sourceVersion.version,
+      })),
+      availability: availability.get(version.id) ?? { eligible: true },
+    })),
   };
 }

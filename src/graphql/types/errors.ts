@@ -2,7 +2,7 @@
 // client can always read `... on Error { message }` and narrow by __typename for details.
 import {
   ArtifactExpiredError,
-  DomainError,
+  type DomainError,
   IdempotencyConflictError,
   IneligibleSourceError,
   NotFoundError,

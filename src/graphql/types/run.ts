@@ -8,7 +8,6 @@ import {
 } from "../../domain/errors.js";
 import { RUN_MATERIALS_MAX } from "../../domain/research/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
-import { GraphQLError } from "graphql";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";

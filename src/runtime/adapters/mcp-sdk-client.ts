@@ -5,7 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import type { McpCallResult, McpClient, McpClientEvents, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 
 /** The last lines a stdio server wrote to stderr, kept to explain a failed connection. */
 const STDERR_TAIL_CHARS = 2_000;

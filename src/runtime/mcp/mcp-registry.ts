@@ -4,15 +4,14 @@
 // calls, and closes when its last in-flight call has finished (reference count), or after the
 // drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
 // when they start; `tools/list_changed` refreshes a server's list for the runs that follow.
-import { createHash } from "node:crypto";
 import type { EventBus } from "../../events/topics.js";
 import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
-import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
-import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
+import type { SecretBox } from "../../domain/capabilities/secret-box.js";
+import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 
@@ -244,7 +243,7 @@ export class McpRegistry {
     const detail = error instanceof Error ? error.message : String(error);
     const reason = publicReason(detail, (error as { code?: unknown } | null)?.code);
     // A failing connect also reports the connection closing; the more specific reason stays.
-    const generic = reason === CLOSED || reason === UNKNOWN;
+    const generic = reason === CLOSED_REASON || reason === UNKNOWN_REASON;
     if (!(connection.state === "FAILED" && connection.error && generic)) connection.error = reason;
     connection.state = "FAILED";
     connection.failedAt = Date.now();
@@ -291,52 +290,3 @@ export class McpRegistry {
     if (wasOpen) await connection.client?.close().catch(() => undefined);
   }
 }
-
-/** What a connection depends on, values opened (each sealing differs); the name is not part of it (a rename keeps the connection). */
-function endpointHash(row: McpServer, secrets: SecretBox | undefined): string {
-  let endpoint: McpEndpoint | string;
-  try {
-    endpoint = endpointOf(row, secrets);
-  } catch {
-    endpoint = JSON.stringify([row.env, row.headers]); // fails again when connecting, saying why
-  }
-  return createHash("sha256").update(JSON.stringify({ endpoint, command: row.command, url: row.url })).digest("hex");
-}
-
-function pairs(value: unknown, secrets: SecretBox | undefined): Record<string, string> {
-  return Object.fromEntries(
-    ((value as { name: string; value: string }[] | null) ?? []).map((pair) => {
-      if (isSealed(pair.value) && !secrets) throw new Error("its secret values cannot be opened: this server has no SECRETS_KEY");
-      return [pair.name, secrets ? secrets.open(pair.value) : pair.value];
-    }),
-  );
-}
-
-function endpointOf(row: McpServer, secrets: SecretBox | undefined): McpEndpoint {
-  return row.transport === "STDIO"
-    ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env, secrets) }
-    : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers, secrets) };
-}
-
-/**
- * What a connection failure may tell the principal who configured the server: its kind and an
- * HTTP status, never the body a server answered with. A URL can point anywhere the Dossier host
- * can reach, so repeating what answered there would let a principal read internal services.
- * The full text goes to the operator's log.
- */
-export function publicReason(detail: string, code?: unknown): string {
-  // Dossier's own refusal, which says only what the principal wrote and which setting allows it.
-  if (code === INTERNAL_ADDRESS) return detail;
-  if (typeof code === "number" && code >= 100 && code < 600) return `the server answered HTTP ${code}`;
-  const status = /\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b/i.exec(detail)?.[1];
-  const errno = FAILURE_CODE.exec(detail)?.[1];
-  if (status) return `the server answered HTTP ${status}`;
-  if (errno) return `the connection failed (${errno})`;
-  if (/timed? ?out/i.test(detail)) return "the connection timed out";
-  if (/closed/i.test(detail)) return CLOSED;
-  if (/spawn|ENOENT|EACCES/.test(detail)) return "the command could not be started";
-  return UNKNOWN;
-}
-
-const CLOSED = "the MCP server closed the connection";
-const UNKNOWN = "the connection failed; the server's log has the details";

@@ -84,7 +84,7 @@ function missingResults(turn: OpenTurn): string[] {
 }
 
 function checkToolMessage(turn: OpenTurn | null, toolCallId: string, index: number): string | null {
-  if (!turn || !turn.callIds.has(toolCallId)) {
+  if (!turn?.callIds.has(toolCallId)) {
     return `message ${index}: tool result for ${toolCallId} without a preceding call`;
   }
   if (turn.answered.has(toolCallId)) return `message ${index}: duplicate tool result for ${toolCallId}`;

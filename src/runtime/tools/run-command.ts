@@ -2,7 +2,7 @@
 // in the run's sandbox folder. There is no shell: the arguments reach the program verbatim, so
 // `$(…)`, `;`, globs and quotes mean nothing. The program runs in its own process group, which
 // is stopped when the call ends: by the program's exit, a timeout or the run's cancellation.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { type Tool, ToolError } from "../ports/tool.js";
@@ -35,79 +35,101 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
     },
     timeoutMs: settings.timeoutMs + 1_000,
     async execute(rawArgs, context) {
-      const { command, args = [] } = (rawArgs ?? {}) as { command?: unknown; args?: unknown };
-      if (typeof command !== "string" || command.trim() === "" || command.includes("\0")) throw new ToolError("command must be a program name");
-      if (!Array.isArray(args) || !args.every((a) => typeof a === "string" && !a.includes("\0"))) throw new ToolError("args must be a list of strings");
+      const { command, args } = commandOf(rawArgs);
       await mkdir(cwd, { recursive: true });
-      return new Promise<string>((resolve, reject) => {
-        // Its own process group: a timeout, a cancelled run or the program's end stops everything
-        // it started, so nothing it left in the background outlives the call.
-        const child = spawn(command, args as string[], {
-          cwd,
-          shell: false,
-          detached: true,
-          stdio: ["ignore", "pipe", "pipe"],
-          env: { PATH: settings.path, HOME: cwd, LANG: "C.UTF-8" },
-        });
-        const output = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: 0 };
-        let tooMuch = false;
-        let timedOut = false;
-        const killGroup = () => {
-          try {
-            if (child.pid) process.kill(-child.pid, "SIGKILL");
-          } catch {
-            // already gone
-          }
-        };
-        const collect = (into: Buffer[]) => (chunk: Buffer) => {
-          output.bytes += chunk.length;
-          if (output.bytes > 4 * OUTPUT_MAX_BYTES) {
-            tooMuch = true;
-            killGroup();
-          } else into.push(chunk);
-        };
-        child.stdout!.on("data", collect(output.stdout));
-        child.stderr!.on("data", collect(output.stderr));
-        const timer = setTimeout(() => {
-          timedOut = true;
-          killGroup();
-        }, settings.timeoutMs);
-        const onAbort = () => killGroup();
-        context.signal.addEventListener("abort", onAbort, { once: true });
-        const finish = () => {
-          clearTimeout(timer);
-          context.signal.removeEventListener("abort", onAbort);
-          killGroup();
-        };
-        let settled = false;
-        child.once("error", (error: NodeJS.ErrnoException) => {
-          if (settled) return;
-          settled = true;
-          finish();
-          reject(error.code === "ENOENT" ? new ToolError(`There is no program ${JSON.stringify(command)} on this server.`) : error);
-        });
-        const done = (code: number | null) => {
-          if (settled) return;
-          settled = true;
-          finish();
-          if (context.signal.aborted) return reject(context.signal.reason);
-          if (timedOut) return reject(new ToolError(`${command} timed out after ${settings.timeoutMs} ms and was stopped.`));
-          if (tooMuch) return reject(new ToolError(`${command} wrote too much output.`));
-          const text = (chunks: Buffer[]) => cut(Buffer.concat(chunks).toString("utf8"));
-          resolve(`exit code: ${code ?? 1}\n--- stdout ---\n${text(output.stdout)}\n--- stderr ---\n${text(output.stderr)}`);
-        };
-        child.once("close", (code) => done(code));
-        // A background process may hold the pipes open after the program exits: the call ends
-        // shortly after the exit anyway, and the group is stopped.
-        child.once("exit", (code) => {
-          setTimeout(() => {
-            killGroup();
-            child.stdout!.destroy();
-            child.stderr!.destroy();
-            done(code);
-          }, 250).unref();
-        });
-      });
+      return runProgram({ command, args, cwd, settings, signal: context.signal });
     },
+  };
+}
+
+function commandOf(rawArgs: unknown): { command: string; args: string[] } {
+  const { command, args = [] } = (rawArgs ?? {}) as { command?: unknown; args?: unknown };
+  if (typeof command !== "string" || command.trim() === "" || command.includes("\0")) throw new ToolError("command must be a program name");
+  if (!Array.isArray(args) || !args.every((a) => typeof a === "string" && !a.includes("\0"))) throw new ToolError("args must be a list of strings");
+  return { command, args: args as string[] };
+}
+
+type ProgramRun = { command: string; args: string[]; cwd: string; settings: CommandSettings; signal: AbortSignal };
+
+function runProgram({ command, args, cwd, settings, signal }: ProgramRun): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    // Its own process group: a timeout, a cancelled run or the program's end stops everything
+    // it started, so nothing it left in the background outlives the call.
+    const child = spawn(command, args, {
+      cwd,
+      shell: false,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: settings.path, HOME: cwd, LANG: "C.UTF-8" },
+    });
+    const killGroup = () => stopGroup(child);
+    const output = collectOutput(child, killGroup);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, settings.timeoutMs);
+    const onAbort = () => killGroup();
+    signal.addEventListener("abort", onAbort, { once: true });
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      killGroup();
+      outcome();
+    };
+    child.once("error", (error: NodeJS.ErrnoException) =>
+      settle(() => reject(error.code === "ENOENT" ? new ToolError(`There is no program ${JSON.stringify(command)} on this server.`) : error)),
+    );
+    const done = (code: number | null) =>
+      settle(() => {
+        if (signal.aborted) return reject(signal.reason);
+        if (timedOut) return reject(new ToolError(`${command} timed out after ${settings.timeoutMs} ms and was stopped.`));
+        if (output.tooMuch()) return reject(new ToolError(`${command} wrote too much output.`));
+        resolve(output.report(code));
+      });
+    child.once("close", (code) => done(code));
+    // A background process may hold the pipes open after the program exits: the call ends
+    // shortly after the exit anyway, and the group is stopped.
+    child.once("exit", (code) => {
+      setTimeout(() => {
+        killGroup();
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        done(code);
+      }, 250).unref();
+    });
+  });
+}
+
+function stopGroup(child: ChildProcess): void {
+  try {
+    if (child.pid) process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/** Keeps the program's output up to a bound; a program that writes far more is stopped. */
+function collectOutput(child: ChildProcess, killGroup: () => void) {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  let bytes = 0;
+  let tooMuch = false;
+  const collect = (into: Buffer[]) => (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > 4 * OUTPUT_MAX_BYTES) {
+      tooMuch = true;
+      killGroup();
+    } else into.push(chunk);
+  };
+  child.stdout!.on("data", collect(stdout));
+  child.stderr!.on("data", collect(stderr));
+  const text = (chunks: Buffer[]) => cut(Buffer.concat(chunks).toString("utf8"));
+  return {
+    tooMuch: () => tooMuch,
+    report: (code: number | null) => `exit code: ${code ?? 1}\n--- stdout ---\n${text(stdout)}\n--- stderr ---\n${text(stderr)}`,
   };
 }
