@@ -9,7 +9,7 @@ import type { App } from "../app.js";
 import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { metrics } from "../metrics/dossier-metrics.js";
-import { SharedSubscriptionResults } from "./shared-subscription-results.js";
+import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import { upgradeAllowed } from "./cross-site.js";
 import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
 

@@ -1,6 +1,6 @@
 // traceUpdates: a run's trace as a live, resumable stream (T2, T3), over graphql-ws and SSE.
 import { GraphQLError } from "graphql";
-import { type TraceUpdate, traceUpdates } from "../../domain/trace/trace-updates.js";
+import { type TraceUpdate, traceUpdates } from "../../trace/updates/trace-updates.js";
 import type { SpanState } from "../../events/topics.js";
 import type { PrismaClient, Span, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";

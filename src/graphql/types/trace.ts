@@ -1,7 +1,7 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
-import { type LogLookup, type RecordedMessage, readLogMessages, resolveRequest } from "../../domain/trace/recorded-request.js";
+import { type LogLookup, type RecordedMessage, readLogMessages, resolveRequest } from "../../trace/record/recorded-request.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";

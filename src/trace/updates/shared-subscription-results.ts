@@ -13,7 +13,7 @@ import {
   getOperationAST,
   print,
 } from "graphql";
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../../domain/errors.js";
 
 /** Subscription fields whose updates carry a `seq`, resolve to the source event itself, and read the same for every subscriber of a principal. */
 const SHARED_FIELDS = new Set(["traceUpdates"]);

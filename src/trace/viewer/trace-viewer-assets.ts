@@ -1,4 +1,4 @@
-// The trace viewer page's style and browser script (src/server/trace-viewer.ts serves them):
+// The trace viewer page's style and browser script (trace-viewer.ts serves them):
 // plain CSS and JavaScript, no framework and no build step.
 export const STYLE = `
 :root { font: 14px/1.45 system-ui, sans-serif; color: #1d2330; background: #f7f8fa; }
