@@ -14,8 +14,8 @@ export type UpdateCacheOptions = {
 };
 
 export class UpdateCache {
-  // Wrapped, so a promise's value (possibly undefined or null) is never what the cache stores.
-  private readonly entries: LRUCache<string, { value: Promise<unknown> }>;
+  // Promises, so concurrent readers of an entry still loading share its one load.
+  private readonly entries: LRUCache<string, Promise<unknown>>;
 
   constructor(options: UpdateCacheOptions = {}) {
     this.entries = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.ttlMs ?? 10_000 });
@@ -24,9 +24,9 @@ export class UpdateCache {
   /** The value under `key`, loaded by `load` unless it is still here. */
   read<T>(key: string, load: () => Promise<T>): Promise<T> {
     const hit = this.entries.get(key);
-    if (hit) return hit.value as Promise<T>;
+    if (hit) return hit as Promise<T>;
     const value = load();
-    this.entries.set(key, { value });
+    this.entries.set(key, value);
     return value;
   }
 }
