@@ -6,7 +6,7 @@
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
-import { endOpenSpansIn, endTraceIn, publishTraceChanges } from "../../trace/record/trace-writes.js";
+import { endOpenSpansIn, endTraceIn, publishTraceChanges } from "../trace/trace-writes.js";
 import { NotFoundError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 

@@ -11,7 +11,7 @@
 import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
-import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../trace/record/trace-writes.js";
+import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { SpanRef } from "../ports/trace-sink.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { countSpan } from "../../metrics/dossier-metrics.js";

@@ -5,7 +5,7 @@
 // it gives back its lease and the slot, so the conversation's next run may start.
 import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../trace/record/trace-writes.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { toStored } from "../../domain/text/stored-text.js";
 import type { Outcome } from "../loop/run-executor.js";
 import type { SpanStatus } from "../ports/trace-sink.js";

@@ -1,4 +1,4 @@
-// Records traces in the database through the primitives of trace-writes.ts: each
+// Records traces in the database through the primitives of domain/trace/trace-writes.ts: each
 // change takes the trace's next sequence number in the same transaction as the change itself, and
 // is announced on the event bus after commit, so a subscriber can replay `seq > n` from the
 // database and continue live without gaps (T2, T3). A run attempt records through its fence
@@ -13,7 +13,7 @@ import {
   publishTraceChanges,
   startSpanIn,
   type TraceChange,
-} from "./trace-writes.js";
+} from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
 import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../../runtime/attempt/fence.js";
@@ -21,7 +21,7 @@ import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 
-export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "./trace-writes.js";
+export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
 export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
 

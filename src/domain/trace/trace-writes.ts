@@ -5,9 +5,9 @@
 // change the trace atomically with what it reports.
 import { randomUUID } from "node:crypto";
 import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events/topics.js";
-import { type Holder, holdsRunSql } from "../../domain/research/run-holder.js";
+import { type Holder, holdsRunSql } from "../research/run-holder.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
-import { toStored, toStoredJson } from "../../domain/text/stored-text.js";
+import { toStored, toStoredJson } from "../text/stored-text.js";
 
 type Tx = Prisma.TransactionClient;
 export type TraceChange = TraceChangeMessage;
