@@ -15,7 +15,7 @@ import { createSchema, createYoga } from "graphql-yoga";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument, CreateWorkspaceDocument } from "../sdk/generated/graphql.js";
 import type { DatabaseTarget } from "../src/db/open-database.js";
-import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../src/trace/record/prisma-trace-recorder.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile, printTable, TYPICAL_WORKSPACE_READ, startBenchServer } from "./support.js";
 

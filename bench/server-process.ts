@@ -12,7 +12,7 @@ import { openDatabase } from "../src/db/open-database.js";
 import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { startHttpServer } from "../src/server/http-server.js";
-import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../src/trace/record/prisma-trace-recorder.js";
 import { percentile } from "./support.js";
 
 const target = process.argv[2] ?? "pglite";

@@ -9,7 +9,7 @@ import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument } from "../sdk/generated/graphql.js";
 import { createRedisEventBus } from "../src/events/redis-event-target.js";
 import { createEventBus, type EventBus } from "../src/events/topics.js";
-import { PrismaTraceRecorder } from "../src/runtime/trace/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../src/trace/record/prisma-trace-recorder.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { type BenchServer, percentile, printTable, startBenchServer } from "./support.js";
 

@@ -9,7 +9,7 @@ import type { GraphQLContext } from "./graphql/context.js";
 import { schema } from "./graphql/schema.js";
 import type { Logger } from "./logger.js";
 import { graphiqlDefaultQuery, graphiqlDefaultTabs } from "./server/graphiql.js";
-import { useTraceViewer } from "./server/trace-viewer.js";
+import { useTraceViewer } from "./trace/viewer/trace-viewer.js";
 import { type AgentProfile, agentProfiles } from "./runtime/agents.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 import { createServices, type Services } from "./services.js";

@@ -15,7 +15,7 @@ import { handBackAttempt, releaseCancelled, settleAttempt, type SettleStep } fro
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
-import type { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
 export type { SettleStep };
 

@@ -4,7 +4,7 @@
 // Yoga's parse and validation caches already hand back the same document object for the same
 // text, so the compiled plan is found by identity. Subscriptions keep graphql-js's executor
 // (Yoga runs them through `subscribe`, which this leaves alone): their events are few per request
-// and their iterators are shared across subscribers (server/shared-subscription-results.ts).
+// and their iterators are shared across subscribers (trace/updates/shared-subscription-results.ts).
 import { type DocumentNode, type ExecutionArgs, type ExecutionResult, GraphQLError, type Source } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
 import type { Plugin } from "graphql-yoga";

@@ -9,7 +9,8 @@ import type { App } from "../app.js";
 import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { metrics } from "../metrics/dossier-metrics.js";
-import { SharedSubscriptionResults } from "./shared-subscription-results.js";
+import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
+import { updateCacheOf } from "../trace/updates/update-cache.js";
 import { upgradeAllowed } from "./cross-site.js";
 import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
 
@@ -49,7 +50,8 @@ export async function startHttpServer({
     // A page on another origin may not open a socket that carries the browser's credentials.
     verifyClient: ({ req }: { req: IncomingMessage }) => upgradeAllowed(req, app.corsOrigins),
   });
-  const sharedResults = new SharedSubscriptionResults();
+  // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
+  const sharedResults = new SharedSubscriptionResults({ cache: updateCacheOf(app.db.prisma) });
   // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
   const sockets = new Set<{ subscriptions: Record<string, unknown> }>();
   const stopCounting = metrics.collect(() => [

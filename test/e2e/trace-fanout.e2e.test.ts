@@ -6,7 +6,7 @@ import { parse } from "graphql";
 import { afterEach, describe, expect, it } from "vitest";
 import { TraceUpdatesDocument } from "../../sdk/generated/graphql.js";
 import { idOfType } from "../../src/graphql/global-id.js";
-import { PrismaTraceRecorder } from "../../src/runtime/trace/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { RunTraceDocument, TraceUpdatesDocument, type TraceUpdatesSubscription } from "../../sdk/generated/graphql.js";
 import { createClient } from "../../sdk/client.js";
-import { traceUpdates } from "../../src/domain/trace/trace-updates.js";
+import { traceUpdates } from "../../src/trace/updates/trace-updates.js";
 import { startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import { backends } from "../support/databases.js";

@@ -10,7 +10,7 @@ import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
 import type { SpanRef } from "../../src/runtime/ports/trace-sink.js";
-import { PrismaTraceRecorder } from "../../src/runtime/trace/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

@@ -1,9 +1,10 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
-import { type LogLookup, type RecordedMessage, readLogMessages, resolveRequest } from "../../domain/trace/recorded-request.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
+import { type LogLookup, readLogMessages } from "../../trace/record/recorded-request.js";
+import { firstEventsOfSpans, requestOf, type SpanUsageRow, spanChildren, subtreeUsage, sumUsage, type Usage } from "../../trace/read/trace-reads.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
@@ -16,8 +17,6 @@ const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id"
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
 const SpanEventKindEnum = builder.enumType(SpanEventKind, { name: "SpanEventKind" });
-
-type Usage = { input: number; output: number; cached: number; reasoning: number };
 
 const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
   description: "Model-reported tokens.",
@@ -59,35 +58,17 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
   }),
 });
 
-type ListedEvent = Pick<SpanEvent, "id" | "spanId" | "seq" | "kind" | "at" | "payloadSize" | "preview">;
-
 /**
  * The first `take` events of a span. A trace is read with every span's first page of events: the
- * spans of one request are answered together, by one statement with a LIMIT per span, rather
- * than by a statement per span. The columns are those the SpanEvent type selects (its payload is
- * read by its own field, only when asked for); the order is EVENTS'.
+ * spans of one request are answered together (trace-reads.ts, firstEventsOfSpans). The columns
+ * are those the SpanEvent type selects (its payload is read by its own field, only when asked
+ * for); the order is EVENTS'.
  */
 async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number): Promise<SpanEvent[]> {
-  const events = await loadBatched(ctx, `span-events:${take}`, spanId, async (spanIds) => {
-    const rows = await ctx.prisma.$queryRaw<ListedEvent[]>`
-      SELECT e.id, e.span_id AS "spanId", e.seq, e.kind::text AS kind, e.at, e.payload_size AS "payloadSize", e.preview
-        FROM unnest(${spanIds}::text[]) AS listed(id)
-        CROSS JOIN LATERAL (
-          SELECT * FROM "public"."span_event" WHERE span_id = listed.id ORDER BY seq, id LIMIT ${take}
-        ) e
-       ORDER BY e.span_id, e.seq, e.id`;
-    const bySpan = new Map<string, ListedEvent[]>();
-    for (const row of rows) {
-      const listed = bySpan.get(row.spanId);
-      if (listed) listed.push(row);
-      else bySpan.set(row.spanId, [row]);
-    }
-    return bySpan;
-  });
+  const events = await loadBatched(ctx, `span-events:${take}`, spanId, (spanIds) => firstEventsOfSpans(ctx.prisma, spanIds, take));
   return (events ?? []) as SpanEvent[];
 }
 
-type SpanUsageRow = { id: string; parentId: string | null; usage: unknown };
 const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
 
 /** The spans of a trace by parent, read once per request however many spans ask for it. */
@@ -95,29 +76,9 @@ function childrenOf(ctx: GraphQLContext, traceId: string): Promise<Map<string, S
   let byTrace = spanTrees.get(ctx);
   if (!byTrace) spanTrees.set(ctx, (byTrace = new Map()));
   let tree = byTrace.get(traceId);
-  if (!tree) {
-    tree = ctx.prisma.span
-      .findMany({ where: { traceId }, select: { id: true, parentId: true, usage: true } })
-      .then((spans) => {
-        const children = new Map<string, SpanUsageRow[]>();
-        for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
-        return children;
-      });
-    byTrace.set(traceId, tree);
-  }
+  if (!tree) byTrace.set(traceId, (tree = spanChildren(ctx.prisma, traceId)));
   return tree;
 }
-
-const sumUsage = (usages: (Usage | null)[]): Usage =>
-  usages.reduce<Usage>(
-    (total, usage) => ({
-      input: total.input + (usage?.input ?? 0),
-      output: total.output + (usage?.output ?? 0),
-      cached: total.cached + (usage?.cached ?? 0),
-      reasoning: total.reasoning + (usage?.reasoning ?? 0),
-    }),
-    { input: 0, output: 0, cached: 0, reasoning: 0 },
-  );
 
 export const SpanObject = builder.prismaNode("Span", {
   id: { field: "id" },
@@ -143,16 +104,14 @@ export const SpanObject = builder.prismaNode("Span", {
       nullable: true,
       description:
         "A model call's request: the exact messages sent to the model, as JSON, with what the span records as references read back from the conversation log (opt-in: it can be large). Null for other spans.",
-      resolve: async (span, _args, ctx) => {
-        const recorded = (fromStoredJson(span.attributes) as { request?: RecordedMessage[] }).request;
-        if (!recorded) return null;
+      resolve: (span, _args, ctx) => {
         // The log entries of every span's request in this GraphQL request: one query.
         const read = readLogMessages(ctx.prisma);
         const lookup: LogLookup = async (ids) => {
           const found = await Promise.all(ids.map((id) => loadBatched(ctx, "log-message", id, read)));
           return new Map(found.flatMap((row) => (row ? [[row.id, row] as const] : [])));
         };
-        return JSON.stringify(await resolveRequest(lookup, recorded));
+        return requestOf(span.attributes, lookup);
       },
     }),
     usage: t.field({
@@ -164,16 +123,7 @@ export const SpanObject = builder.prismaNode("Span", {
     cumulativeUsage: t.field({
       type: TokenUsageRef,
       description: "The usage of this span and every span below it, each counted once.",
-      resolve: async (span, _args, ctx) => {
-        const children = await childrenOf(ctx, span.traceId);
-        const subtree: (Usage | null)[] = [];
-        const visit = (id: string, usage: unknown) => {
-          subtree.push(usage as Usage | null);
-          for (const child of children.get(id) ?? []) visit(child.id, child.usage);
-        };
-        visit(span.id, span.usage);
-        return sumUsage(subtree);
-      },
+      resolve: async (span, _args, ctx) => subtreeUsage(await childrenOf(ctx, span.traceId), span),
     }),
     events: t.prismaField({
       type: ["SpanEvent"],

@@ -15,9 +15,9 @@ import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
+import type { PrismaTraceRecorder } from "../../trace/record/prisma-trace-recorder.js";
 import { forModel, fromStored } from "../../domain/text/stored-text.js";
-import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
+import type { RecordedMessage } from "../../trace/record/recorded-request.js";
 import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };

@@ -2,7 +2,7 @@
 // the raw messages after it, micro-compacted as the budget requires, and — when the request is still
 // over the trigger — a proposal of which oldest turns to fold into the next summary. No model call
 // and no I/O here, so it is cheap enough to run before every model request (see bench/memory.ts).
-import { type RecordedMessage, recordRequest } from "../../domain/trace/recorded-request.js";
+import { type RecordedMessage, recordRequest } from "../../trace/record/recorded-request.js";
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
@@ -39,7 +39,7 @@ export type BuiltContext = {
   budget: BudgetBreakdown;
   /** Ids of the log messages whose content the request carries unchanged. */
   carried: ReadonlySet<string>;
-  /** `messages` as the model-call span records them: log entries shown as they are become references (domain/trace/recorded-request.ts). */
+  /** `messages` as the model-call span records them: log entries shown as they are become references (trace/record/recorded-request.ts). */
   recorded: RecordedMessage[];
 };
 

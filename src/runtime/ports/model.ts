@@ -1,14 +1,14 @@
 // The model port: one chat-completions step. Adapters (src/runtime/adapters) implement it over a
 // vendor SDK; the scripted model (src/runtime/testing) implements it deterministically.
 
-import type { ChatToolCall, RequestMessage } from "../../domain/trace/recorded-request.js";
+import type { ChatToolCall, RequestMessage } from "../../trace/record/recorded-request.js";
 
 /** A tool call the model asked for; `arguments` is the JSON text the model produced. */
 export type ToolCall = ChatToolCall;
 
 /**
  * The messages as the model sees them (after any read-time compaction). Defined with how the log
- * reads as a request (domain/trace/recorded-request.ts), which model-call spans record.
+ * reads as a request (trace/record/recorded-request.ts), which model-call spans record.
  */
 export type ChatMessage = RequestMessage;
 

@@ -3,17 +3,19 @@
 // (its own replay position, bounded buffer and authorisation check), but the response to one
 // update is executed once per distinct (principal, document, operation, variables except the
 // start position) and the same result is sent to every subscriber that asked for exactly that.
+// Responses are kept in the trace's update cache (update-cache.ts), with the update's reads.
 import {
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
-  GraphQLError,
+  type GraphQLError,
   createSourceEventStream,
   execute,
   getOperationAST,
   print,
 } from "graphql";
-import { DomainError } from "../domain/errors.js";
+import { maskError } from "graphql-yoga";
+import { UpdateCache } from "./update-cache.js";
 
 /** Subscription fields whose updates carry a `seq`, resolve to the source event itself, and read the same for every subscriber of a principal. */
 const SHARED_FIELDS = new Set(["traceUpdates"]);
@@ -25,11 +27,13 @@ type Subscribe = (args: ExecutionArgs) => Promise<AsyncIterable<ExecutionResult>
 
 export class SharedSubscriptionResults {
   private readonly documentKeys = new WeakMap<DocumentNode, string>();
-  private readonly responses = new Map<string, { expires: number; result: Promise<ExecutionResult> }>();
+  private readonly cache: UpdateCache;
   /** Distinct responses executed so far. */
   executions = 0;
 
-  constructor(private readonly options: { ttlMs?: number; maxEntries?: number } = {}) {}
+  constructor(options: { cache?: UpdateCache } = {}) {
+    this.cache = options.cache ?? new UpdateCache();
+  }
 
   /**
    * Subscribes. A subscription to a shared field gets its own source stream and shared
@@ -52,20 +56,10 @@ export class SharedSubscriptionResults {
   }
 
   private respond(key: string, run: () => Promise<ExecutionResult>): Promise<ExecutionResult> {
-    const now = Date.now();
-    const hit = this.responses.get(key);
-    if (hit && hit.expires > now) return hit.result;
-    // Entries are kept in insertion order, so the expired ones are at the front.
-    for (const [oldKey, entry] of this.responses) {
-      if (entry.expires > now) break;
-      this.responses.delete(oldKey);
-    }
-    this.executions += 1;
-    const result = run();
-    this.responses.delete(key); // re-inserted at the back, in expiry order
-    this.responses.set(key, { expires: now + (this.options.ttlMs ?? 10_000), result });
-    if (this.responses.size > (this.options.maxEntries ?? 10_000)) this.responses.delete(this.responses.keys().next().value!);
-    return result;
+    return this.cache.read(`response:${key}`, () => {
+      this.executions += 1;
+      return run();
+    });
   }
 
   /** What makes two subscriptions' responses to one update identical, or null when they may differ. */
@@ -83,16 +77,12 @@ export class SharedSubscriptionResults {
   }
 }
 
-/** Unexpected resolver errors are masked, as Yoga masks them for every other operation. */
+/**
+ * Unexpected resolver errors are masked by Yoga's own masking, as Yoga masks them for every other
+ * operation (these responses are executed here, outside Yoga's pipeline).
+ */
 async function masked(result: ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
   const settled = await result;
   if (!settled.errors?.length) return settled;
-  return {
-    ...settled,
-    errors: settled.errors.map((error) =>
-      error.originalError === undefined || error.originalError instanceof GraphQLError || error.originalError instanceof DomainError
-        ? error
-        : new GraphQLError("Unexpected error.", { nodes: error.nodes, path: error.path }),
-    ),
-  };
+  return { ...settled, errors: settled.errors.map((error) => maskError(error, "Unexpected error.") as GraphQLError) };
 }

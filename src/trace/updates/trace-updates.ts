@@ -5,7 +5,7 @@
 // stream ends, so it never holds up the runtime or other subscribers.
 import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { spanAsOf, type StoredSpanChange } from "./trace-writes.js";
+import { spanAsOf, type StoredSpanChange } from "../../domain/trace/trace-writes.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })

@@ -5,7 +5,7 @@
 // authorised exactly like any other client.
 import { randomBytes } from "node:crypto";
 import type { Plugin } from "graphql-yoga";
-import { SCRIPT, STYLE } from "./trace-viewer-assets.js";
+import { traceViewerPage } from "./viewer-page.js";
 
 // Run ids are base64 and may contain "/": everything after /traces/ is the id.
 const PATH = /^\/traces\/.+$/;
@@ -34,35 +34,4 @@ export function useTraceViewer(): Plugin {
       );
     },
   };
-}
-
-export function traceViewerPage(nonce: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Dossier trace</title>
-<style nonce="${nonce}">${STYLE}</style>
-</head>
-<body>
-<header>
-  <h1>Run <code id="run-id"></code></h1>
-  <div class="facts">
-    <span>status <b id="run-status" data-testid="run-status">…</b></span>
-    <span>connection <b id="connection" data-testid="connection">connecting</b></span>
-    <span>seq <b id="last-seq" data-testid="last-seq">0</b></span>
-    <span>tokens <b id="usage" data-testid="usage">in 0 · out 0</b></span>
-    <span>spans <b id="span-count" data-testid="span-count">0</b></span>
-  </div>
-  <p id="question"></p>
-  <p id="message" data-testid="message" hidden></p>
-  <form id="key-form" hidden><label>API key <input id="key-input" type="password" autocomplete="off"></label> <button>Open</button></form>
-</header>
-<main id="tree" data-testid="tree"></main>
-<section id="answer-box" hidden><h2>Answer</h2><pre id="answer" data-testid="answer"></pre></section>
-<script nonce="${nonce}">${SCRIPT}</script>
-</body>
-</html>
-`;
 }

@@ -5,7 +5,7 @@
 // with ␀) is recorded inline. So a tool's result is stored once however many later requests carry
 // it, and `resolveRequest` gives back the messages that were sent, byte for byte.
 import type { Message, Prisma } from "../../generated/prisma/client.js";
-import { fromStored, fromStoredJson } from "../text/stored-text.js";
+import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 
 type Db = Pick<Prisma.TransactionClient, "message">;
 

@@ -16,10 +16,10 @@ import {
 } from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
 import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
-import { type Transact, unfenced } from "../attempt/fence.js";
-import type { TokenUsage } from "../ports/model.js";
-import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
-import type { SpanExporter } from "./otlp-exporter.js";
+import { type Transact, unfenced } from "../../runtime/attempt/fence.js";
+import type { TokenUsage } from "../../runtime/ports/model.js";
+import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../../runtime/ports/trace-sink.js";
+import type { SpanExporter } from "../export/otlp-exporter.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 

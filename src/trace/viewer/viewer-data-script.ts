@@ -1,0 +1,130 @@
+// The trace viewer's browser script, first part: the viewer's key, the API's queries, and the
+// page's state, read as a snapshot and then kept by applying each update. Plain browser
+// JavaScript, no framework and no bundler; the parts share one script scope (viewer-page.ts joins
+// them in order). Everything from the API is put in the page with textContent, never as HTML.
+export const DATA_SCRIPT = String.raw`
+"use strict";
+const runId = decodeURIComponent(location.pathname.replace(/^\/traces\//, "").replace(/\/$/, ""));
+const endpoint = "/graphql";
+const wsEndpoint = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + endpoint;
+const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
+
+// The key: #key=… (then remembered and removed from the address bar), else the remembered one.
+const fragment = new URLSearchParams(location.hash.slice(1));
+if (fragment.get("key")) {
+  localStorage.setItem("dossier.apiKey", fragment.get("key"));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+const apiKey = () => localStorage.getItem("dossier.apiKey") || "";
+const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : {});
+
+// Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
+// every page, asking for the next one after the last item until a page comes back short.
+const PAGE = 500;
+const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
+const EVENT_FIELDS = "id seq kind preview size truncated";
+const RUN_FIELDS = "id status question answer failureReason";
+const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
+const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
+const TRACE_QUERY = "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS +
+  " trace { id lastSeq endedAt " + SPANS_PAGE + " } } } }";
+const MORE_SPANS = "query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { " + SPANS_PAGE + " } } }";
+const MORE_EVENTS = "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
+  EVENT_FIELDS + " } } } }";
+const UPDATES = "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
+  "seq kind at span { " + SPAN_FIELDS + " } event { seq kind preview size truncated } } }";
+
+const state = { spans: new Map(), lastSeq: 0, run: null, ended: false };
+const $ = (id) => document.getElementById(id);
+$("run-id").textContent = runId;
+
+function showMessage(text) {
+  $("message").hidden = !text;
+  $("message").textContent = text || "";
+}
+
+async function graphql(query, variables) {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...authHeaders() },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (body.errors && body.errors.length) {
+    const error = new Error(body.errors.map((e) => e.message).join("; "));
+    error.status = response.status;
+    throw error;
+  }
+  return body.data;
+}
+
+function upsertSpan(span) {
+  const known = state.spans.get(span.id);
+  state.spans.set(span.id, { ...(known || { events: [] }), ...span, events: known ? known.events : span.events || [] });
+}
+
+function addEvent(spanId, event) {
+  const span = state.spans.get(spanId);
+  if (!span || span.events.some((e) => e.seq === event.seq)) return;
+  span.events.push(event);
+  span.events.sort((a, b) => a.seq - b.seq);
+}
+
+/** Every item of a list: from its first page, the next PAGE after the last one read until a page comes back short. */
+async function readAll(firstPage, next) {
+  const items = firstPage.slice();
+  for (let page = firstPage; page.length >= PAGE; ) {
+    page = await next(items[items.length - 1].id);
+    items.push(...page);
+  }
+  return items;
+}
+
+/**
+ * Reads the run and its whole trace; the live stream then continues after its lastSeq. lastSeq
+ * comes with the first page, before any later one: what changes while the pages are read is
+ * replayed by the stream (and merged by id and seq), so nothing is missed.
+ */
+async function loadSnapshot() {
+  const data = await graphql(TRACE_QUERY, { id: runId, first: PAGE });
+  const run = data.node && data.node.__typename === "Run" ? data.node : null;
+  if (!run) throw Object.assign(new Error("No run with this id is visible to this API key."), { final: true });
+  const trace = run.trace;
+  const spans = trace
+    ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || { spans: [] }).spans)
+    : [];
+  for (const span of spans) {
+    span.events = await readAll(span.events, async (after) => ((await graphql(MORE_EVENTS, { id: span.id, first: PAGE, after })).node || { events: [] }).events);
+  }
+  delete run.trace;
+  state.run = run;
+  state.spans.clear();
+  state.lastSeq = trace ? trace.lastSeq : 0;
+  for (const span of spans) upsertSpan(span);
+  state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status);
+  scheduleRender();
+}
+
+async function refreshRun() {
+  const data = await graphql(RUN_QUERY, { id: runId });
+  if (data.node && data.node.__typename === "Run") {
+    state.run = data.node;
+    scheduleRender();
+  }
+}
+
+function applyUpdate(update) {
+  const seq = Number(update.seq);
+  if (update.kind === "RESYNC_REQUIRED") return "resync";
+  if (seq <= state.lastSeq) return "skip"; // already seen (a resent subscription after a reconnect)
+  state.lastSeq = seq;
+  if (update.span) upsertSpan(update.span);
+  if (update.kind === "EVENT_APPENDED" && update.event && update.span) addEvent(update.span.id, update.event);
+  if (update.kind === "TRACE_ENDED") {
+    state.ended = true;
+    return "ended";
+  }
+  scheduleRender();
+  return "ok";
+}
+`;

@@ -1,0 +1,88 @@
+// The trace viewer's browser script, second part: following the trace over graphql-ws (spoken
+// directly, no client library), resuming with afterSeq after a dropped connection.
+export const SOCKET_SCRIPT = String.raw`
+// ---- graphql-transport-ws, spoken directly --------------------------------------------------
+let socket = null;
+let attempt = 0;
+
+function setConnection(text) {
+  $("connection").textContent = text;
+  document.body.dataset.connection = text;
+}
+
+function subscribe() {
+  if (state.ended) return finish();
+  setConnection(attempt === 0 ? "connecting" : "reconnecting");
+  const ws = new WebSocket(wsEndpoint, "graphql-transport-ws");
+  socket = ws;
+  ws.onopen = () => ws.send(JSON.stringify({ type: "connection_init", payload: { headers: authHeaders() } }));
+  ws.onmessage = async (message) => {
+    const data = JSON.parse(message.data);
+    if (data.type === "ping") return ws.send(JSON.stringify({ type: "pong" }));
+    if (data.type === "connection_ack") {
+      attempt = 0;
+      setConnection("live");
+      const variables = { runId, afterSeq: state.lastSeq > 0 ? String(state.lastSeq) : null };
+      return ws.send(JSON.stringify({ id: "trace", type: "subscribe", payload: { query: UPDATES, variables } }));
+    }
+    if (data.type === "next") {
+      if (data.payload.errors && data.payload.errors.length) return showMessage(data.payload.errors.map((e) => e.message).join("; "));
+      const outcome = applyUpdate(data.payload.data.traceUpdates);
+      if (outcome === "resync") {
+        ws.onclose = null;
+        ws.close(1000);
+        await retrying(loadSnapshot);
+        return subscribe();
+      }
+      if (outcome === "ended") {
+        ws.onclose = null;
+        ws.close(1000);
+        return finish();
+      }
+      return;
+    }
+    if (data.type === "error") {
+      showMessage(data.payload.map((e) => e.message).join("; "));
+      ws.onclose = null;
+      ws.close(1000);
+      return setConnection("refused");
+    }
+    if (data.type === "complete") {
+      // The stream ended without TRACE_ENDED in view (e.g. we resumed after it): settle from the run.
+      ws.onclose = null;
+      ws.close(1000);
+      await retrying(refreshRun);
+      if (state.run && TERMINAL.includes(state.run.status)) return finish();
+      return subscribe();
+    }
+  };
+  ws.onclose = (event) => {
+    if (event.code === 4401 || event.code === 4403) {
+      setConnection("refused");
+      showMessage(event.reason || "The API key was refused.");
+      $("key-form").hidden = false;
+      return;
+    }
+    attempt += 1;
+    setConnection("reconnecting");
+    setTimeout(subscribe, Math.min(250 * 2 ** (attempt - 1), 5000));
+  };
+}
+
+async function finish() {
+  setConnection("ended");
+  await retrying(refreshRun);
+  scheduleRender();
+}
+
+async function retrying(task) {
+  for (let n = 0; ; n += 1) {
+    try {
+      return await task();
+    } catch (error) {
+      if (error.final || (error.status && error.status < 500)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** n, 5000)));
+    }
+  }
+}
+`;
