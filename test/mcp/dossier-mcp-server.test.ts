@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { contentHash } from "../../src/domain/research/publication-service.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
-import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
@@ -55,7 +55,7 @@ describe("the Dossier MCP server", () => {
     t = await startTestApp("pglite", {
       listen: true,
       authRequired: true,
-      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), pollMs: 50 },
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")) },
     });
     aliceKey = await t.createPrincipal("alice");
     const bobKey = await t.createPrincipal("bob");

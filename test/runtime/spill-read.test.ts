@@ -9,8 +9,8 @@ import { evaluate, parseJsonPath } from "../../src/runtime/spill/json-path.js";
 import { readBack, widenToCharacters } from "../../src/runtime/spill/read-back.js";
 import { planSpill } from "../../src/runtime/spill/spill-plan.js";
 import { Spiller } from "../../src/runtime/spill/spiller.js";
-import { InMemorySpillStore } from "../../src/runtime/testing/in-memory-spill-store.js";
-import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
+import { InMemorySpillStore } from "../support/in-memory-spill-store.js";
+import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 import { testRun } from "../support/tool-context.js";
 
 const policy = { ...DEFAULT_SPILL_POLICY, thresholdChars: 1_000, previewChars: 300 };
