@@ -213,7 +213,8 @@ export class RunWorker {
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
       await handBackAttempt(this.settleDeps(), claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
-      this.options.announcer.announce([claimed.run.id]);
+      // Awaited: a worker process closes its queue right after its worker stopped.
+      await this.options.announcer.announce([claimed.run.id]);
       logger.info("run handed back", where);
       return;
     }
@@ -267,7 +268,7 @@ export class RunWorker {
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       select: { id: true },
     });
-    if (next) this.options.announcer.announce([next.id]);
+    if (next) await this.options.announcer.announce([next.id]);
   }
 
   private listen(): () => void {

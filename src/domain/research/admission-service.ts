@@ -149,7 +149,8 @@ export class AdmissionService {
       publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
       publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
     }
-    this.deps.announcer.announce([run.id]);
+    // Not awaited: the run is admitted whether or not its announcement gets through.
+    void this.deps.announcer.announce([run.id]);
     return run;
   }
 

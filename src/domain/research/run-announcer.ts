@@ -6,6 +6,9 @@
 // the workers' lease sweep. The composition root chooses the adapter: the PostgreSQL job queue
 // across processes, or the in-process event bus on the embedded default.
 export interface RunAnnouncer {
-  /** Announces the runs as ready; never throws (a failure is logged), and announcing one twice is harmless. */
-  announce(runIds: readonly string[]): void;
+  /**
+   * Announces the runs as ready; resolves once they are announced and never rejects (a failure
+   * is logged). Announcing a run twice is harmless.
+   */
+  announce(runIds: readonly string[]): Promise<void>;
 }

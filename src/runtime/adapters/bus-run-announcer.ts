@@ -5,7 +5,7 @@ import type { EventPublisher } from "../../events/topics.js";
 
 export function busRunAnnouncer(events: EventPublisher): RunAnnouncer {
   return {
-    announce(runIds) {
+    async announce(runIds) {
       for (const runId of runIds) events.publish("run:queued", { runId });
     },
   };

@@ -61,8 +61,8 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   }
 
   /** The announcer side of the queue: best effort, after the commit that made the runs ready. */
-  announce(runIds: readonly string[]): void {
-    this.enqueue([...runIds]).catch((error: unknown) =>
+  announce(runIds: readonly string[]): Promise<void> {
+    return this.enqueue([...runIds]).catch((error: unknown) =>
       this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }),
     );
   }
