@@ -18,7 +18,7 @@ import type { Tool } from "../src/runtime/ports/tool.js";
 import { planSpill } from "../src/runtime/spill/spill-plan.js";
 import { createReadSpillTool } from "../src/runtime/tools/read-spill.js";
 import { ScriptedModel } from "../src/runtime/adapters/scripted-model.js";
-import { DEFAULT_SPILL_POLICY } from "../src/config.js";
+import { DEFAULT_SPILL_POLICY } from "../src/runtime/spill/spill-policy.js";
 import type { Database } from "../src/db/open-database.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile } from "./support.js";

@@ -7,7 +7,7 @@ import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { AgentProfile } from "./runtime/agents.js";
-export { DEFAULT_SPILL_POLICY, type SpillPolicy } from "./runtime/spill/spill-policy.js";
+export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
 const port = z.coerce
   .number({ error: "must be a number" })

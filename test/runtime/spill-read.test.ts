@@ -2,7 +2,7 @@
 // widened to character boundaries, pages, per-call maximums and previews — over a store that
 // keeps results in memory.
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SPILL_POLICY } from "../../src/config.js";
+import { DEFAULT_SPILL_POLICY } from "../../src/runtime/spill/spill-policy.js";
 import { ToolError } from "../../src/runtime/ports/tool.js";
 import { indexJsonList, itemText } from "../../src/runtime/spill/json-list-index.js";
 import { evaluate, parseJsonPath } from "../../src/runtime/spill/json-path.js";
