@@ -54,8 +54,8 @@ export type WorkerOptions = {
   /**
    * How often the lease sweep runs (default leaseMs / 3): it releases abandoned leases and finds
    * runs whose lease expired or whose announcement was lost (with a queue, by announcing them
-   * again). The sweep is the one fallback of the wake path: a ready run nobody announced waits
-   * for it, where the worker used to poll the run table every 500 ms.
+   * again). It is the wake path's one fallback: a ready run nobody announced (the run after a
+   * queued one that was cancelled, a lost announcement) waits for the next sweep.
    */
   sweepMs?: number;
 };
