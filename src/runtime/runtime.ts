@@ -1,4 +1,5 @@
-// The agent runtime of one instance: executor and worker over one database, recording through the trace recorder it is given.
+// The agent runtime of one instance: executor and worker over one database, recording through
+// the trace recorder it is given.
 import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
 import type { SpillPolicy } from "./spill/spill-policy.js";
