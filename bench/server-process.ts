@@ -7,7 +7,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createSchema, createYoga } from "graphql-yoga";
-import { createApp } from "../src/app.js";
+import { createApp } from "../src/compose/app.js";
 import { openDatabase } from "../src/db/open-database.js";
 import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";

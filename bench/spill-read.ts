@@ -10,15 +10,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument } from "../sdk/generated/graphql.js";
-import { createApp } from "../src/app.js";
+import { createApp } from "../src/compose/app.js";
 import { openDatabase } from "../src/db/open-database.js";
 import { createEventBus } from "../src/events/topics.js";
 import { createLogger, silentLogger } from "../src/logger.js";
 import type { Tool } from "../src/runtime/ports/tool.js";
 import { planSpill } from "../src/runtime/spill/spill-plan.js";
 import { createReadSpillTool } from "../src/runtime/tools/read-spill.js";
-import { ScriptedModel } from "../src/runtime/testing/scripted-model.js";
-import { DEFAULT_SPILL_POLICY } from "../src/config.js";
+import { ScriptedModel } from "../src/runtime/adapters/scripted-model.js";
+import { DEFAULT_SPILL_POLICY } from "../src/runtime/spill/spill-policy.js";
 import type { Database } from "../src/db/open-database.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { percentile } from "./support.js";
@@ -59,7 +59,7 @@ async function measure(label: string, db: Database): Promise<void> {
     events: createEventBus(),
     logger: process.env.BENCH_LOGS ? createLogger("debug") : silentLogger,
     authRequired: false,
-    runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bench-")), pollMs: 20, extraTools: tools },
+    runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bench-")), extraTools: tools },
   });
   const client = createClient({
     url: "http://bench/graphql",

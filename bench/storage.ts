@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument } from "../sdk/generated/graphql.js";
-import { createApp } from "../src/app.js";
+import { createApp } from "../src/compose/app.js";
 import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
 import { fromStoredJson } from "../src/domain/text/stored-text.js";
 import { type RecordedMessage, resolveRequest } from "../src/trace/record/recorded-request.js";
@@ -35,7 +35,6 @@ async function measure(target: DatabaseTarget) {
       model: reportReadingModel(TURNS),
       sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bench-")),
       extraTools: [reportTool(RESULT_CHARS)],
-      pollMs: 20,
     },
   });
   try {

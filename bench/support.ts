@@ -1,5 +1,5 @@
 // What the benchmarks share: a Dossier server on a database, percentiles, and table output.
-import { createApp } from "../src/app.js";
+import { createApp } from "../src/compose/app.js";
 import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
 import { createEventBus, type EventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";

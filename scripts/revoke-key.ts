@@ -2,7 +2,7 @@
 // dsk_3f9a1c2b, or the whole key). Requests with it are refused from now on; subscriptions a
 // running server holds open with it are closed within seconds (at once with REDIS_URL, which
 // tells every instance; otherwise when the instances next check their open keys).
-import { openEvents } from "../src/compose.js";
+import { openEvents } from "../src/compose/infrastructure.js";
 import { NotFoundError } from "../src/domain/errors.js";
 import { PrincipalService } from "../src/domain/principal/principal-service.js";
 import { silentLogger } from "../src/logger.js";

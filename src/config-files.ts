@@ -2,6 +2,7 @@
 // compaction policies (JSON objects), each validated with a message naming where it went wrong.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import type { AgentProfile } from "./runtime/agents.js";
 
 /** Settings that cannot be used, each named with what is wrong with it. */
 export class ConfigError extends Error {
@@ -10,12 +11,6 @@ export class ConfigError extends Error {
     this.name = "ConfigError";
   }
 }
-
-/**
- * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
- * and the skills it may load (allow-lists of exact names or prefixes ending in `*`).
- */
-export type AgentProfile = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
 
 const agentProfiles = z
   .array(
@@ -27,19 +22,6 @@ const agentProfiles = z
     }),
   )
   .min(1, "must define at least one profile");
-
-/** How one tool's large results are spilled (R10); every field falls back to the "*" entry, then the defaults. */
-export type SpillPolicy = {
-  enabled: boolean;
-  /** Results longer than this many characters are spilled. */
-  thresholdChars: number;
-  /** How many characters the model sees in place of the result. */
-  previewChars: number;
-  /** "auto": whole leading items for a JSON list (or an object holding one), else "head". */
-  strategy: "auto" | "head" | "json-items";
-};
-
-export const DEFAULT_SPILL_POLICY: SpillPolicy = { enabled: true, thresholdChars: 32_000, previewChars: 2_048, strategy: "auto" };
 
 export const spillPolicies = z.record(
   z.string().min(1),

@@ -1,9 +1,13 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import path from "node:path";
 import { z } from "zod";
-import { type AgentProfile, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, type SpillPolicy, spillPolicies } from "./config-files.js";
+import { type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
+import type { AgentProfile } from "./runtime/agents.js";
+import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
-export { type AgentProfile, type CompactionPolicy, ConfigError, DEFAULT_SPILL_POLICY, type SpillPolicy } from "./config-files.js";
+export { type CompactionPolicy, ConfigError } from "./config-files.js";
+export type { AgentProfile } from "./runtime/agents.js";
+export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
 const port = z.coerce
   .number({ error: "must be a number" })

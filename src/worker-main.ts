@@ -1,12 +1,13 @@
-// `npm run worker`: a worker process's entry point. It needs DATABASE_URL (REDIS_URL is optional
-// and makes cancellations and wake-ups immediate across processes) and the same model settings as
-// the server. SIGTERM or SIGINT stops it gracefully: runs in flight are handed back.
-import { stopOnSignals } from "./compose.js";
+// `npm run worker`: the worker process's entry point (its composition root is
+// compose/worker-process.ts). It needs DATABASE_URL (REDIS_URL is optional and makes cancellations
+// immediate across processes) and the same model settings as the server. SIGTERM or SIGINT stops
+// it gracefully: runs in flight are handed back.
+import { stopOnSignals } from "./compose/infrastructure.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { MigrationError } from "./db/migrate.js";
 import { RedisUnavailableError } from "./events/redis-event-target.js";
 import { createLogger } from "./logger.js";
-import { startWorkerProcess, type WorkerProcess, WorkerNeedsPostgresError } from "./worker-process.js";
+import { startWorkerProcess, type WorkerProcess, WorkerNeedsPostgresError } from "./compose/worker-process.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -2,11 +2,11 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runtimeSettings } from "../src/compose.js";
+import { runtimeSettings } from "../src/compose/infrastructure.js";
 import { ConfigError, loadConfig, loadMcpClientConfig } from "../src/config.js";
 import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "../src/runtime/memory/budget.js";
 import { TOKENIZER_NAMES } from "../src/runtime/ports/tokenizer.js";
-import { createDemoModel } from "../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../src/runtime/adapters/demo-model.js";
 
 describe("loadConfig", () => {
   it("defaults to the embedded database in ./.data on port 4000", () => {

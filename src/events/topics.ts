@@ -65,7 +65,10 @@ export type Topics = {
   "run:status": [runId: string, change: RunStatusMessage];
   /** Every run's status changes on one topic: workers listen here for cancellations. */
   "run:changes": [change: RunStatusMessage];
-  /** A run became QUEUED: wakes idle workers. */
+  /**
+   * A run is ready to be claimed: wakes idle workers on the embedded default (the bus run
+   * announcer); PostgreSQL deployments announce on the run queue instead.
+   */
   "run:queued": [run: { runId: string }];
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
   "trace:change": [traceId: string, change: TraceChangeMessage];

@@ -99,6 +99,17 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
     },
   );
 
+  registerListWorkspaces(server, client);
+  registerHistoryCatalog(server, client);
+  registerSearchHistory(server, client);
+  registerReadMaterial(server, client);
+  registerGetCheckpoint(server, client);
+  registerAdmitRun(server, client);
+  registerGetRun(server, client);
+  return server;
+}
+
+function registerListWorkspaces(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "list_workspaces",
     {
@@ -125,7 +136,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       });
     }),
   );
+}
 
+function registerHistoryCatalog(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "history_catalog",
     {
@@ -147,7 +160,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       return ok(node.historyCatalog);
     }),
   );
+}
 
+function registerSearchHistory(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "search_history",
     {
@@ -169,7 +184,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       return ok({ hits: searchHistory.hits, complete: searchHistory.complete });
     }),
   );
+}
 
+function registerReadMaterial(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "read_material",
     {
@@ -200,7 +217,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       });
     }),
   );
+}
 
+function registerGetCheckpoint(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "get_checkpoint",
     {
@@ -217,7 +236,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       return ok({ checkpointRevision: node.checkpointRevision, checkpoint: node.checkpoint });
     }),
   );
+}
 
+function registerAdmitRun(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "admit_run",
     {
@@ -242,7 +263,9 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       return ok({ replayed: admitRun.replayed, run: { id: run.id, status: run.status, question: run.question, createdAt: run.createdAt } });
     }),
   );
+}
 
+function registerGetRun(server: McpServer, client: DossierClient): void {
   server.registerTool(
     "get_run",
     {
@@ -257,6 +280,4 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
       return ok({ id: node.id, status: node.status, question: node.question, answer: node.answer, failureReason: node.failureReason });
     }),
   );
-
-  return server;
 }

@@ -3,8 +3,6 @@
 // tool call, compaction and spill); gauges that the database knows better (runs by state) are
 // read at scrape time by the collector below.
 import type { PrismaClient } from "../generated/prisma/client.js";
-import type { SpanEventKind, SpanKind } from "../runtime/ports/trace-sink.js";
-import type { TokenUsage } from "../runtime/ports/model.js";
 import { type Collector, MetricsRegistry } from "./registry.js";
 
 export const metrics = new MetricsRegistry();
@@ -30,22 +28,25 @@ export const instruments = {
 };
 
 /** Called by the trace recorder for every span it starts. */
-export function countSpan(kind: SpanKind): void {
+export function countSpan(kind: string): void {
   instruments.spans.inc({ kind });
   if (kind === "MODEL_CALL") instruments.modelCalls.inc();
   if (kind === "TOOL_CALL") instruments.toolCalls.inc();
 }
 
 /** Called by the trace recorder for every event it appends. */
-export function countEvent(kind: SpanEventKind): void {
+export function countEvent(kind: string): void {
   instruments.events.inc({ kind });
   if (kind === "COMPACTION") instruments.compactions.inc();
   if (kind === "SPILL") instruments.spills.inc();
 }
 
+/** The directions a model call's token usage is counted in (the runtime's TokenUsage has each). */
+const TOKEN_DIRECTIONS = ["input", "output", "cached", "reasoning"] as const;
+
 /** Called by the trace recorder when a span that used the model (a call, a summary) ends. */
-export function countTokens(usage: TokenUsage): void {
-  for (const direction of ["input", "output", "cached", "reasoning"] as const) {
+export function countTokens(usage: Record<(typeof TOKEN_DIRECTIONS)[number], number>): void {
+  for (const direction of TOKEN_DIRECTIONS) {
     if (usage[direction] > 0) instruments.modelTokens.inc({ direction }, usage[direction]);
   }
 }

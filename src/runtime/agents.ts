@@ -1,9 +1,12 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
-import type { AgentProfile } from "../config.js";
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
 
-export type { AgentProfile };
+/**
+ * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
+ * and the skills it may load (allow-lists of exact names or prefixes ending in `*`).
+ */
+export type AgentProfile = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
 
 const RESEARCHER_PROMPT = [
   "You are Dossier's research agent. Work step by step toward an answer to the user's question.",

@@ -1,7 +1,8 @@
-// The agent runtime of one instance: trace recorder, executor and worker over one database.
+// The agent runtime of one instance: executor and worker over one database, recording through
+// the trace recorder it is given.
 import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
-import type { SpillPolicy } from "../config.js";
+import type { SpillPolicy } from "./spill/spill-policy.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
@@ -24,12 +25,12 @@ import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
-import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
-import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
+import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
 import type { ArtifactService } from "../domain/research/artifact-service.js";
+import type { RunAnnouncer } from "../domain/research/run-announcer.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
 import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
 import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
@@ -43,16 +44,15 @@ export type RuntimeOptions = {
   sandboxDir: string;
   toolTimeoutMs?: number;
   leaseMs?: number;
-  pollMs?: number;
   concurrency?: number;
-  /** Ready runs announced across processes (PostgreSQL deployments); without it the worker polls the run table. */
+  /** How often the worker's lease sweep runs (default leaseMs / 3; see worker.ts). */
+  sweepMs?: number;
+  /** Ready runs announced across processes (PostgreSQL deployments); without it the worker wakes on the event bus. */
   queue?: RunQueue;
   /** Extra tools offered to every run (tests, integrations). */
   extraTools?: Tool[];
   /** Configured agent profiles, over the built-in `researcher`. */
   agents?: AgentProfile[];
-  /** OTLP/HTTP collector to export finished spans to (off without it). */
-  otlpEndpoint?: string;
   /** Micro-compaction policy per tool name ("*": every other tool), over the defaults (R5). */
   compactionPolicies?: CompactionPolicies;
   /** The context budget of every model request (R8); each setting defaults to budget.ts's constant. */
@@ -79,6 +79,7 @@ export type RuntimeOptions = {
 };
 
 export type Runtime = {
+  /** The trace recorder the runtime was given. */
   recorder: PrismaTraceRecorder;
   spills: PrismaSpillStore;
   sweeper: PeriodicSweep;
@@ -86,20 +87,24 @@ export type Runtime = {
   artifactSweeper: PeriodicSweep;
   executor: RunExecutor;
   worker: RunWorker;
-  exporter?: SpanExporter;
 };
 
 /** The domain services the runtime works through (W7–W11, W16). */
 export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService; artifacts: ArtifactService };
 
-export function createRuntime(
-  { prisma, events, logger, services }: { prisma: PrismaClient; events: EventBus; logger: Logger; services: RuntimeServices },
-  options: RuntimeOptions,
-): Runtime {
-  const exporter = options.otlpEndpoint
-    ? new OtlpHttpExporter({ prisma, endpoint: options.otlpEndpoint, logger })
-    : undefined;
-  const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
+/** What the runtime works over; the composition root builds each. */
+export type RuntimeDeps = {
+  prisma: PrismaClient;
+  events: EventBus;
+  logger: Logger;
+  services: RuntimeServices;
+  /** Where runs record their traces (and finished spans are exported from). */
+  recorder: PrismaTraceRecorder;
+  /** Where runs the worker makes ready again are announced. */
+  announcer: RunAnnouncer;
+};
+
+export function createRuntime({ prisma, events, logger, services, recorder, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
@@ -177,11 +182,12 @@ export function createRuntime(
     events,
     logger,
     leaseMs: options.leaseMs,
-    pollMs: options.pollMs,
+    sweepMs: options.sweepMs,
     concurrency: options.concurrency,
+    announcer,
     queue: options.queue,
     settleSteps,
     companions: [sweeper, artifactSweeper],
   });
-  return { recorder, spills, sweeper, artifactSweeper, executor, worker, exporter };
+  return { recorder, spills, sweeper, artifactSweeper, executor, worker };
 }

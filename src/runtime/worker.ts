@@ -11,11 +11,14 @@ import type { PrismaClient, Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, interruption, releaseAbandoned } from "./attempt/claim.js";
 import { AttemptFence, AttemptFencedError } from "./attempt/fence.js";
+import { beat } from "./attempt/heartbeat.js";
 import { handBackAttempt, releaseCancelled, settleAttempt, type SettleStep } from "./attempt/settle.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
+import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import { ClaimPasses } from "./claim-passes.js";
 
 export type { SettleStep };
 
@@ -26,7 +29,6 @@ export type WorkerOptions = {
   events: EventBus;
   logger: Logger;
   leaseMs?: number;
-  pollMs?: number;
   concurrency?: number;
   /** This instance's id: the lease owner of its attempts (see Database.instanceId). */
   workerId?: string;
@@ -40,13 +42,21 @@ export type WorkerOptions = {
   settleSteps?: SettleStep[];
   /** Background jobs that run while the worker runs (the spill and artifact sweepers, …). */
   companions?: { start(): void; stop(): Promise<void> }[];
+  /** Where the runs this worker makes ready again are announced (the next of a conversation, a hand-back). */
+  announcer: RunAnnouncer;
   /**
-   * Where ready runs are announced across processes (S2). Without it the worker polls the run
-   * table; with it, it claims the runs the queue delivers and sweeps the table now and then for
-   * runs queued without an announcement or whose lease expired.
+   * Where ready runs are announced across processes (S2, PostgreSQL deployments). With it, the
+   * worker wakes when the queue says runs were announced and claims the runs it delivers; without
+   * it (the embedded default, one process), it wakes on the event bus's run:queued and claims
+   * from the run table. One wake path either way.
    */
   queue?: RunQueue;
-  /** How often the worker sweeps for unannounced runs and releases abandoned leases (default leaseMs / 3). */
+  /**
+   * How often the lease sweep runs (default leaseMs / 3): it releases abandoned leases and finds
+   * runs whose lease expired or whose announcement was lost (with a queue, by announcing them
+   * again). It is the wake path's one fallback: a ready run nobody announced (the run after a
+   * queued one that was cancelled, a lost announcement) waits for the next sweep.
+   */
   sweepMs?: number;
 };
 
@@ -55,31 +65,30 @@ type Active = { controller: AbortController; done: Promise<void> };
 export class RunWorker {
   readonly workerId: string;
   private readonly leaseMs: number;
-  private readonly pollMs: number;
   private readonly concurrency: number;
   private readonly liveness: InstanceLiveness;
   private readonly active = new Map<string, Active>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly passes: ClaimPasses;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
-  private nextSweepAt = 0;
-  /** The poll (sweep and claims) in progress, if any. */
-  private polling: Promise<void> | undefined;
-  private wokenWhilePolling = false;
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.leaseMs = options.leaseMs ?? 15_000;
-    this.pollMs = options.pollMs ?? 500;
     this.concurrency = options.concurrency ?? 4;
     this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
+    this.passes = new ClaimPasses({
+      pass: (sweep) => this.pass(sweep),
+      sweepMs: options.sweepMs ?? this.leaseMs / 3,
+      logger: options.logger,
+    });
   }
 
   start(): void {
     this.stopped = false;
     this.unsubscribe = this.listen();
     for (const companion of this.options.companions ?? []) companion.start();
-    this.schedule(0);
+    this.passes.start();
   }
 
   /**
@@ -89,37 +98,21 @@ export class RunWorker {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
     this.unsubscribe?.();
-    await this.polling;
+    await this.passes.stop();
     for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
     await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
   }
 
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      // The poll in progress schedules the next one, at once when woken meanwhile.
-      if (this.polling) return void (this.wokenWhilePolling = true);
-      this.polling = this.poll().finally(() => (this.polling = undefined));
-    }, delayMs);
-  }
-
-  private async poll(): Promise<void> {
-    try {
-      if (Date.now() >= this.nextSweepAt) await this.sweep();
-      while (!this.stopped && this.active.size < this.concurrency) {
-        const claimed = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
-        if (!claimed) break;
-        this.begin(claimed);
-      }
-    } catch (error) {
-      this.options.logger.error("claiming runs failed", { error: String(error) });
+  /** One claim pass: the sweep when it is due, then claims while a slot is free. */
+  private async pass(sweep: boolean): Promise<void> {
+    if (sweep) await this.sweep();
+    while (!this.stopped && this.active.size < this.concurrency) {
+      const claimed = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
+      if (!claimed) break;
+      this.begin(claimed);
     }
-    this.schedule(this.wokenWhilePolling ? 0 : this.pollMs);
-    this.wokenWhilePolling = false;
   }
 
   private claim(runId?: string): Promise<ClaimedAttempt | null> {
@@ -152,7 +145,6 @@ export class RunWorker {
    * queue — announces runs that are queued, or running under an expired lease, so a worker claims them.
    */
   private async sweep(): Promise<void> {
-    this.nextSweepAt = Date.now() + (this.options.sweepMs ?? this.leaseMs / 3);
     await releaseAbandoned({ ...this.settleDeps(), liveness: this.liveness });
     if (!this.options.queue) return;
     const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
@@ -164,7 +156,11 @@ export class RunWorker {
 
   private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller).finally(() => this.active.delete(claimed.run.id));
+    const done = this.execute(claimed, controller).finally(() => {
+      this.active.delete(claimed.run.id);
+      // A slot is free: a ready run that found none waiting takes it now.
+      if (!this.stopped) this.passes.wake();
+    });
     this.active.set(claimed.run.id, { controller, done });
   }
 
@@ -178,7 +174,7 @@ export class RunWorker {
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void this.heartbeat(fence), Math.max(50, this.leaseMs / 3));
+    const heartbeat = setInterval(() => void beat(prisma, fence, this.leaseMs), Math.max(50, this.leaseMs / 3));
     // A run's trace shares its id: logs and traces join on either.
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
@@ -217,7 +213,8 @@ export class RunWorker {
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
       await handBackAttempt(this.settleDeps(), claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
-      await this.options.queue?.enqueue([claimed.run.id]).catch(() => undefined);
+      // Awaited: a worker process closes its queue right after its worker stopped.
+      await this.options.announcer.announce([claimed.run.id]);
       logger.info("run handed back", where);
       return;
     }
@@ -271,39 +268,7 @@ export class RunWorker {
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       select: { id: true },
     });
-    if (!next) return;
-    this.options.events.publish("run:queued", { runId: next.id });
-    await this.options.queue?.enqueue([next.id]).catch(() => undefined);
-  }
-
-  /** Extends the lease; a failure, or finding the run no longer held, aborts the attempt at once. */
-  private async heartbeat(fence: AttemptFence): Promise<void> {
-    if (fence.lost) return;
-    const { runId, attempt, workerId } = fence.holder;
-    let verdict: Parameters<AttemptFence["lose"]>;
-    try {
-      const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
-        `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-          WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id`,
-        runId,
-        attempt,
-        workerId,
-        this.leaseMs,
-      );
-      if (rows.length > 0) return;
-      const run = await this.options.prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
-      verdict =
-        run?.status === "CANCELLED" && run.attempt === attempt
-          ? ["CANCELLED", "it was cancelled"]
-          : ["LEASE_LOST", `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}`];
-    } catch (error) {
-      verdict = ["LEASE_LOST", `the heartbeat failed: ${error instanceof Error ? error.message : String(error)}`];
-    }
-    try {
-      fence.lose(...verdict);
-    } catch {
-      // lose() throws to stop whoever writes; here the abort it caused is what counts.
-    }
+    if (next) await this.options.announcer.announce([next.id]);
   }
 
   private listen(): () => void {
@@ -313,14 +278,21 @@ export class RunWorker {
         if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
       }
     })();
-    const wake = this.options.events.subscribe("run:queued");
-    void (async () => {
-      for await (const _ of wake) this.schedule(0);
-    })();
+    const stopWaking = this.wakeOnAnnouncements();
     return () => {
       void changes.return?.();
-      void wake.return?.();
+      stopWaking();
     };
+  }
+
+  /** The deployment's one wake path: the queue when there is one, otherwise the event bus. */
+  private wakeOnAnnouncements(): () => void {
+    if (this.options.queue) return this.options.queue.onReady(() => this.passes.wake());
+    const announced = this.options.events.subscribe("run:queued");
+    void (async () => {
+      for await (const _ of announced) this.passes.wake();
+    })();
+    return () => void announced.return?.();
   }
 }
 

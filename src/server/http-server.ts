@@ -5,14 +5,15 @@ import type { AddressInfo } from "node:net";
 import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
-import type { App } from "../app.js";
-import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
+import type { YogaServerInstance } from "graphql-yoga";
+import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
-import { updateCacheOf } from "../trace/updates/update-cache.js";
+import type { UpdateCache } from "../trace/updates/update-cache.js";
 import { upgradeAllowed } from "./cross-site.js";
-import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
+import type { QueryLimits } from "./hardening.js";
+import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -26,7 +27,23 @@ export type RunningServer = {
 
 const OPEN = 1; // WebSocket.OPEN
 
-type Enveloped = ReturnType<App["yoga"]["getEnveloped"]>;
+/** What the HTTP server serves: the API of a server process (compose/api.ts). */
+export type ServedApi = {
+  yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
+  authenticate: Authenticate;
+  limits: QueryLimits;
+  corsOrigins: readonly string[];
+  keyRevocations: KeyRevocations;
+  /** The cache trace updates' shared responses and reads live in. */
+  updateCache: UpdateCache;
+};
+
+type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
+
+type Socket = { readyState: number; close(code: number, reason: string): void; once(event: "close", listener: () => void): void };
+
+/** Open sockets' operations, counted at scrape time: nothing to keep in step by hand. */
+type OpenSockets = Set<{ subscriptions: Record<string, unknown> }>;
 
 export async function startHttpServer({
   app,
@@ -34,7 +51,7 @@ export async function startHttpServer({
   host,
   maxSubscriptionsPerConnection = 50,
 }: {
-  app: App;
+  app: ServedApi;
   port: number;
   host: string;
   /** Operations one WebSocket may have open at once; more are refused with an error. */
@@ -51,9 +68,8 @@ export async function startHttpServer({
     verifyClient: ({ req }: { req: IncomingMessage }) => upgradeAllowed(req, app.corsOrigins),
   });
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
-  const sharedResults = new SharedSubscriptionResults({ cache: updateCacheOf(app.db.prisma) });
-  // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
-  const sockets = new Set<{ subscriptions: Record<string, unknown> }>();
+  const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });
+  const sockets: OpenSockets = new Set();
   const stopCounting = metrics.collect(() => [
     {
       name: "dossier_subscriptions_open",
@@ -63,14 +79,60 @@ export async function startHttpServer({
       value: [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0),
     },
   ]);
+  const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
+  await listen(httpServer, port, host);
+  const address = httpServer.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
+    wsUrl: `ws://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
+    port: address.port,
+    sharedSubscriptionExecutions: () => sharedResults.executions,
+    async close() {
+      stopCounting();
+      await wsHandle.dispose();
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+      httpServer.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      // Requests still in flight get a moment to finish; then their sockets are closed.
+      const timer = setTimeout(() => httpServer.closeAllConnections(), 5_000);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
 
-  const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
+function listen(httpServer: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    httpServer.once("error", reject);
+    httpServer.listen(port, host, () => {
+      httpServer.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+/** graphql-ws on the WebSocket server: authenticated like HTTP, with a cap on operations per socket. */
+function serveGraphqlWs({
+  app,
+  wsServer,
+  sockets,
+  sharedResults,
+  maxSubscriptionsPerConnection,
+}: {
+  app: ServedApi;
+  wsServer: WebSocketServer;
+  sockets: OpenSockets;
+  sharedResults: SharedSubscriptionResults;
+  maxSubscriptionsPerConnection: number;
+}) {
+  return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
       // (which clients do not retry) and the same message an HTTP request would get; a key
       // revoked while the socket is open closes it with 4403.
       onConnect: async (ctx) => {
-        const socket = ctx.extra.socket as { readyState: number; close(code: number, reason: string): void; once(event: "close", listener: () => void): void };
+        const socket = ctx.extra.socket as Socket;
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
           sockets.add(ctx);
@@ -98,54 +160,36 @@ export async function startHttpServer({
             }),
           ];
         }
-        const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
-        let document: ReturnType<Enveloped["parse"]>;
-        try {
-          // The parser enforces the token limit: a refusal is the operation's error, not the socket's.
-          document = enveloped.parse(params.query);
-        } catch (error) {
-          if (error instanceof GraphQLError) return [error];
-          throw error;
-        }
-        const args = {
-          schema: enveloped.schema,
-          operationName: params.operationName,
-          document,
-          variableValues: params.variables,
-          contextValue: await enveloped.contextFactory(),
-          rootValue: enveloped,
-        };
-        const errors = enveloped.validate(args.schema, args.document);
-        return errors.length > 0 ? errors : args;
+        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
       },
     },
     wsServer,
   );
+}
 
-  await new Promise<void>((resolve, reject) => {
-    httpServer.once("error", reject);
-    httpServer.listen(port, host, () => {
-      httpServer.off("error", reject);
-      resolve();
-    });
-  });
-  const address = httpServer.address() as AddressInfo;
-  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  return {
-    url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
-    wsUrl: `ws://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
-    port: address.port,
-    sharedSubscriptionExecutions: () => sharedResults.executions,
-    async close() {
-      stopCounting();
-      await wsHandle.dispose();
-      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-      httpServer.closeIdleConnections();
-      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-      // Requests still in flight get a moment to finish; then their sockets are closed.
-      const timer = setTimeout(() => httpServer.closeAllConnections(), 5_000);
-      await closed;
-      clearTimeout(timer);
-    },
+/** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */
+async function prepareOperation(
+  yoga: ServedApi["yoga"],
+  initial: Record<string, unknown> & { params: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null } },
+) {
+  const enveloped = yoga.getEnveloped(initial);
+  const { params } = initial;
+  let document: ReturnType<Enveloped["parse"]>;
+  try {
+    // The parser enforces the token limit: a refusal is the operation's error, not the socket's.
+    document = enveloped.parse(params.query);
+  } catch (error) {
+    if (error instanceof GraphQLError) return [error];
+    throw error;
+  }
+  const args = {
+    schema: enveloped.schema,
+    operationName: params.operationName,
+    document,
+    variableValues: params.variables,
+    contextValue: await enveloped.contextFactory(),
+    rootValue: enveloped,
   };
+  const errors = enveloped.validate(args.schema, args.document);
+  return errors.length > 0 ? errors : args;
 }

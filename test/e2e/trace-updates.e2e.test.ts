@@ -9,7 +9,7 @@ import { RunTraceDocument, TraceUpdatesDocument, type TraceUpdatesSubscription }
 import { createClient } from "../../sdk/client.js";
 import { traceUpdates } from "../../src/trace/updates/trace-updates.js";
 import { startHttpServer } from "../../src/server/http-server.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -36,7 +36,7 @@ describe.each(backends)("trace updates on %s", (backend) => {
   async function start(steps: ScriptStep[]) {
     t = await startTestApp(backend, {
       listen: true,
-      runtime: { model: new ScriptedModel({ name: "trace", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-trace-")), pollMs: 50 },
+      runtime: { model: new ScriptedModel({ name: "trace", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-trace-")) },
     });
     return t;
   }
@@ -84,7 +84,7 @@ describe.each(backends)("trace updates on %s", (backend) => {
 
   it("the SDK's traceUpdates continues across a server restart without gaps or duplicates", async () => {
     const app = await startTestApp(backend, {
-      runtime: { model: new ScriptedModel({ name: "restart", steps: planning(10) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-trace-")), pollMs: 50 },
+      runtime: { model: new ScriptedModel({ name: "restart", steps: planning(10) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-trace-")) },
     });
     t = app;
     let server = await startHttpServer({ app: app.app, port: 0, host: "127.0.0.1" });

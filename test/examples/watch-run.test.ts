@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { WorkspacesDocument } from "../../sdk/generated/graphql.js";
-import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { killAll, type Spawned, spawnTs } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -22,7 +22,7 @@ describe("examples/watch-run.ts", () => {
     t = await startTestApp("pglite", {
       listen: true,
       authRequired: true,
-      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-example-")), pollMs: 50 },
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-example-")) },
     });
     const apiKey = await t.createPrincipal("integrator");
     const example = spawnTs("examples/watch-run.ts", {

@@ -10,6 +10,7 @@ import {
   UpdateGoalDocument,
 } from "../../sdk/generated/graphql.js";
 import { AdmissionService } from "../../src/domain/research/admission-service.js";
+import { busRunAnnouncer } from "../../src/runtime/adapters/bus-run-announcer.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish, startConversation } from "../support/fixtures.js";
@@ -171,6 +172,7 @@ describe.each(backends)("run admission on %s", (backend) => {
     const service = new AdmissionService({
       prisma: t.app.db.prisma,
       events: t.app.events,
+      announcer: busRunAnnouncer(t.app.events),
       profiles: t.app.services.agentProfiles,
       now: () => now,
     });

@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArtifactDocument, RetainArtifactDocument } from "../../sdk/generated/graphql.js";
 import { TEMPORARY_ARTIFACT_TTL_MS } from "../../src/domain/research/artifact-service.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { createArtifact, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

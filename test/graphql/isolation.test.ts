@@ -39,7 +39,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { settled } from "../support/scripted-runs.js";
@@ -97,7 +97,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     t = await startTestApp(backend, {
       authRequired: true,
       listen: true,
-      runtime: { model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")), pollMs: 25 },
+      runtime: { model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")) },
     });
     aliceKey = await t.createPrincipal("Alice");
     bobKey = await t.createPrincipal("Bob");

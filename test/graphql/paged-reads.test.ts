@@ -13,7 +13,7 @@ import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-s
 import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { schema } from "../../src/graphql/schema.js";
 import { RUN_MATERIALS_MAX } from "../../src/domain/research/admission-service.js";
-import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { backends, openTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -148,7 +148,7 @@ describe.each(backends)("paged reads on %s", (backend) => {
   beforeAll(async () => {
     t = await startTestApp(backend, {
       database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-paged-")), pollMs: 25 },
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-paged-")) },
     });
     // More of everything than a page holds.
     const workspace = await createWorkspace(t.client);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { contentHash } from "../../src/domain/research/publication-service.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
-import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
@@ -55,7 +55,7 @@ describe("the Dossier MCP server", () => {
     t = await startTestApp("pglite", {
       listen: true,
       authRequired: true,
-      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")), pollMs: 50 },
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-")) },
     });
     aliceKey = await t.createPrincipal("alice");
     const bobKey = await t.createPrincipal("bob");
@@ -181,10 +181,17 @@ describe("the Dossier MCP server", () => {
 
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
     // src/config.ts (with src/config-files.ts, its JSON settings) reads every setting of every
-    // Dossier program and imports nothing else of the project.
-    const localImports = (file: string) => [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(/from\s+"(\.[^"]*)"/g)].map((m) => m[1]);
-    expect(localImports("src/config.ts")).toEqual(["./config-files.js", "./config-files.js"]);
-    expect(localImports("src/config-files.ts")).toEqual([]);
+    // Dossier program and imports nothing else of the project but the runtime's types of what it
+    // reads (agent profiles, spill policies), which leave nothing in a bundle.
+    const imports = (file: string, kind: "value" | "type") => {
+      const statement = kind === "type" ? /^(?:import|export)\s+type\b[^;]*?from\s+"(\.[^"]*)"/gm : /^(?:import|export)\s+(?!type\b)[^;]*?from\s+"(\.[^"]*)"/gm;
+      return [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(statement)].map((m) => m[1]!);
+    };
+    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-files.js"]);
+    expect(imports("src/config-files.ts", "value")).toEqual([]);
+    for (const file of ["src/config.ts", "src/config-files.ts"]) {
+      expect(imports(file, "type").filter((s) => !s.startsWith("./runtime/")), file).toEqual([]);
+    }
     const dir = path.join(projectRoot, "src/mcp");
     for (const file of readdirSync(dir)) {
       const imports = [...readFileSync(path.join(dir, file), "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1]!);

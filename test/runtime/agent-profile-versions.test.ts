@@ -9,7 +9,7 @@ import { AgentProfileDocument, AgentProfilesDocument, RunAgentProfileDocument } 
 import type { AgentProfile } from "../../src/config.js";
 import { AgentProfileVersions } from "../../src/domain/capabilities/agent-profile-versions.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit, expectType, startConversation } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -43,7 +43,7 @@ describe.each(backends)("agent profile versions on %s", (backend) => {
     const t = await startTestApp(backend, {
       database: () => persistent.open(),
       agents,
-      runtime: model ? { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-profiles-")), pollMs: 25 } : undefined,
+      runtime: model ? { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-profiles-")) } : undefined,
     });
     apps.push(t);
     return t;

@@ -18,7 +18,7 @@ import {
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { settled, spanStarted } from "../support/scripted-runs.js";
@@ -68,7 +68,7 @@ describe.each(backends)("runs of one conversation on %s", (backend) => {
 
   async function start(model: ScriptedModel, extraTools: Tool[] = []) {
     t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-conv-")), extraTools, pollMs: 50, leaseMs: 2_000, toolTimeoutMs: 20_000 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-conv-")), extraTools, leaseMs: 2_000, toolTimeoutMs: 20_000 },
     });
     return t;
   }

@@ -1,7 +1,7 @@
 // R16: the tool calls of one turn run concurrently, each in its own span, in request order.
 import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
+import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 import { executeToolCalls } from "../../src/runtime/tools/execute-tool-calls.js";
 import { noDatabase, testRun } from "../support/tool-context.js";
 

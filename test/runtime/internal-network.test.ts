@@ -105,7 +105,7 @@ describe("outbound requests never reach the internal network", () => {
       const model = toolCallingModel();
       t = await startTestApp("pglite", {
         mcp: { httpAllowedHosts, resolve },
-        runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+        runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) },
       });
       // Principal B, as in the reported attack.
       return t.as(await t.createPrincipal("B"));

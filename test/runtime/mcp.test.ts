@@ -13,7 +13,7 @@ import {
   type UpsertMcpServerInput,
   UpsertMcpServerDocument,
 } from "../../sdk/generated/graphql.js";
-import type { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import type { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { projectRoot, spawnTs, killAll, type Spawned } from "../support/processes.js";
 import { callTools, settled, spanStarted, toolCallingModel } from "../support/scripted-runs.js";
@@ -38,7 +38,7 @@ describe("MCP servers", () => {
     t = await startTestApp("pglite", {
       // The test MCP servers listen on 127.0.0.1, inside the network: the operator allows it.
       mcp: { stdioCommands: [process.execPath], httpAllowedHosts: ["127.0.0.1"], drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50, leaseMs: 5_000, toolTimeoutMs: 20_000 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 5_000, toolTimeoutMs: 20_000 },
     });
     return { t, model };
   }
@@ -235,7 +235,7 @@ describe("MCP servers", () => {
 
   it("starts no program by default and only the listed ones otherwise, and keeps principals apart", async () => {
     const model = toolCallingModel();
-    t = await startTestApp("pglite", { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 } });
+    t = await startTestApp("pglite", { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) } });
     const refused = await t.client.request(UpsertMcpServerDocument, { input: { name: "local", transport: "STDIO", command: process.execPath } });
     expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([
       { field: "command", message: expect.stringContaining("MCP_STDIO_COMMANDS") },

@@ -8,7 +8,7 @@ import { EvidenceDocument } from "../../sdk/generated/graphql.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
 import { type Tool, ToolError } from "../../src/runtime/ports/tool.js";
 import { createReadEvidenceTool } from "../../src/runtime/tools/read-evidence.js";
-import { ScriptedModel, type ScriptStep } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel, type ScriptStep } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -45,7 +45,7 @@ describe.each(backends)("evidence on %s", (backend) => {
     };
     const model = new ScriptedModel({ name: "evidence", steps });
     t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [fetchDoc, note], pollMs: 20, compactionPolicies: { fetch_doc: "always" } },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [fetchDoc, note], compactionPolicies: { fetch_doc: "always" } },
     });
     const { run } = await admit(t.client, { question: "Check the payment status" });
     const prisma = t.app.db.prisma;

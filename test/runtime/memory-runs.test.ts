@@ -9,7 +9,7 @@ import type { Tool } from "../../src/runtime/ports/tool.js";
 import { computeBudget } from "../../src/runtime/memory/budget.js";
 import type { ContextBudget } from "../../src/runtime/memory/context-builder.js";
 import type { StoredSummary } from "../../src/runtime/memory/summary.js";
-import { type ScriptStep, ScriptedModel, type ScriptedModelOptions } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel, type ScriptedModelOptions } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -48,7 +48,6 @@ describe.each(backends)("progressive memory on %s", (backend) => {
         model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
         extraTools,
-        pollMs: 20,
         compactionPolicies: policies,
         contextBudget,
       },

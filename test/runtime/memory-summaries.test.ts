@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { computeBudget } from "../../src/runtime/memory/budget.js";
 import { type StoredSummary, SUMMARY_SECTIONS } from "../../src/runtime/memory/summary.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
-import { type ScriptStep, ScriptedModel, type ScriptedModelOptions } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel, type ScriptedModelOptions } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -34,7 +34,7 @@ describe.each(backends)("history summaries on %s", (backend) => {
 
   async function run(summarize: ScriptedModelOptions["summarize"]) {
     const model = new ScriptedModel({ name: "summaries", contextWindow: WINDOW, steps, summarize });
-    t = await startTestApp(backend, { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 20 } });
+    t = await startTestApp(backend, { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) } });
     const { run } = await admit(t.client, { question: GOAL, limits: { maxTurns: 100, tokenBudget: 10_000_000 } });
     const prisma = t.app.db.prisma;
     const runId = Buffer.from(run.id, "base64").toString("utf8").split(":")[1]!;

@@ -52,7 +52,6 @@ describe("a run answered through the openai adapter", () => {
       runtime: {
         model: new OpenAIModel({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "sk-local", model: "local-model", contextWindow: 32_000, maxRetries: 0 }),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-openai-")),
-        pollMs: 50,
       },
     });
   });

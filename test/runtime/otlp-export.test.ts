@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -55,7 +55,7 @@ describe("OTLP export", () => {
       ],
     });
     t = await startTestApp("pglite", {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-otlp-")), pollMs: 50, otlpEndpoint: endpoint },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-otlp-")), otlpEndpoint: endpoint },
     });
     const { run } = await admit(t.client, { question: "export me" });
     for (let i = 0; i < 300; i += 1) {
@@ -77,7 +77,7 @@ describe("OTLP export", () => {
     const byName = (prefix: string) => received.filter((s) => s.name.startsWith(prefix));
     // The root span is handed to the exporter right after its commit, which a poll may see first.
     for (const deadline = Date.now() + 5_000; byName("invoke_agent ").length === 0 && Date.now() < deadline; ) {
-      await t!.app.runtime!.exporter!.flush();
+      await t!.app.exporter!.flush();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const [agent] = byName("invoke_agent ");
@@ -101,7 +101,7 @@ describe("OTLP export", () => {
   it("never lets a failing collector affect the run", async () => {
     const { endpoint } = await startCollector(503);
     const run = await runOnce(endpoint);
-    await t!.app.runtime!.exporter!.flush();
+    await t!.app.exporter!.flush();
     expect(run.status).toBe("SUCCEEDED");
   });
 });

@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { idOfType } from "../../src/graphql/global-id.js";
 import { appendToLog } from "../../src/runtime/memory/conversation-log.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -44,7 +44,7 @@ describe.each(backends)("resuming an answered run on %s", (backend) => {
     const model = new ScriptedModel({ name: "must-not-answer", steps: [{ content: "a second, different answer" }] });
     const after = await startTestApp(backend, {
       database: database.open,
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-resume-")), pollMs: 25, leaseMs: 2_000 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-resume-")), leaseMs: 2_000 },
     });
     cleanup.push(() => after.close());
     expect(await settled(after.client, run.id)).toMatchObject({ status: "SUCCEEDED", answer: "42, as logged before the crash." });

@@ -23,7 +23,7 @@ describe("run_command", () => {
   it("is not offered by default, nor is http_fetch without allowed hosts; both are offered once configured", async () => {
     const sandboxDir = mkdtempSync(path.join(tmpdir(), "dossier-sandbox-"));
     const model = toolCallingModel();
-    t = await startTestApp("pglite", { runtime: { model, sandboxDir, pollMs: 50 } });
+    t = await startTestApp("pglite", { runtime: { model, sandboxDir } });
     const { run } = await admit(t.client, { question: callTools({ name: "run_command", arguments: { command: "pwd" } }) });
     expect((await settled(t.client, run.id)).answer).toBe('Error: there is no tool named "run_command".');
     const offered = model.requests[0]!.tools.map((tool) => tool.name);
@@ -36,7 +36,6 @@ describe("run_command", () => {
       runtime: {
         model: enabled,
         sandboxDir,
-        pollMs: 50,
         commands: settings,
         fetch: { allowedHosts: ["example.com"], maxBytes: 10_000, timeoutMs: 1_000 },
       },

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { settled as settledRun } from "../support/scripted-runs.js";
@@ -40,7 +40,6 @@ describe.each(backends)("run execution on %s", (backend) => {
         model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
         extraTools,
-        pollMs: 50,
         leaseMs: 2_000,
         toolTimeoutMs: 5_000,
       },
@@ -136,7 +135,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const model = new ScriptedModel({ name: "profiles", steps: [{ content: "scouted" }] });
     t = await startTestApp(backend, {
       agents: [{ name: "scout", systemPrompt: "You scout sources quickly.", tools: ["task_list"] }],
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) },
     });
     const { run } = await admit(t.client, { question: "Find sources", agent: "scout" });
     expect((await settled(t, run.id)).status).toBe("SUCCEEDED");
@@ -175,7 +174,7 @@ describe.each(backends)("run execution on %s", (backend) => {
   it("fails a request that cannot fit the context window with a clear reason, before calling the model", async () => {
     const model = new ScriptedModel({ name: "small", contextWindow: 16_000, steps: [{ content: "unreachable" }] });
     t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) },
     });
     const { run } = await admit(t.client, { question: "x".repeat(19_000) + " and more words ".repeat(60) });
     const done = await settled(t, run.id);
@@ -189,7 +188,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const model = new ScriptedModel({ name: "events", steps: [{ content: "done", delayMs: 300 }] });
     t = await startTestApp(backend, {
       listen: true,
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) },
     });
     const client = t.connect();
     // Hold the worker so the subscription is in place before the run starts.

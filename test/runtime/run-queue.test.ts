@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
-import { InProcessRunQueue } from "../../src/runtime/adapters/in-process-run-queue.js";
+import { InProcessRunQueue } from "../support/in-process-run-queue.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -21,7 +21,7 @@ afterEach(async () => {
 it("a queue-driven worker sweeps up runs nobody announced, and ignores deliveries of settled runs", async () => {
   const queue = new InProcessRunQueue();
   t = await startTestApp("pglite", {
-    runtime: { model: toolCallingModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-queue-")), pollMs: 50, leaseMs: 1_500, queue },
+    runtime: { model: toolCallingModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-queue-")), leaseMs: 1_500, queue },
   });
   // Admission here does not announce on this queue: only the sweep (every 500 ms) can find the run.
   const { run } = await admit(t.client, { question: callTools() });

@@ -1,7 +1,8 @@
 // The scripted model: deterministic replies, request recording, abort, and the offline demo script.
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ModelRequest, ModelStreamEvent, ToolSchema } from "../../src/runtime/ports/model.js";
-import { createDemoModel, NO_MORE_STEPS_REPLY, ScriptedModel, type ScriptStep } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
+import { NO_MORE_STEPS_REPLY, ScriptedModel, type ScriptStep } from "../../src/runtime/adapters/scripted-model.js";
 
 const taskListTool: ToolSchema = {
   name: "task_list",

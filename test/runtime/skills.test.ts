@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DeleteSkillDocument, UpsertSkillDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { parseSkillFile, SkillCatalog } from "../../src/runtime/skills/skill-catalog.js";
-import type { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import type { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { callTools, callToolsInTurns, settled, spanStarted, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -28,7 +28,7 @@ describe("skills", () => {
   async function start(): Promise<{ t: TestApp; model: ScriptedModel }> {
     const model = toolCallingModel("skills");
     t = await startTestApp("pglite", {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 50, extraTools: [pause] },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [pause] },
     });
     return { t, model };
   }

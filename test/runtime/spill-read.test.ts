@@ -2,15 +2,15 @@
 // widened to character boundaries, pages, per-call maximums and previews — over a store that
 // keeps results in memory.
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SPILL_POLICY } from "../../src/config.js";
+import { DEFAULT_SPILL_POLICY } from "../../src/runtime/spill/spill-policy.js";
 import { ToolError } from "../../src/runtime/ports/tool.js";
 import { indexJsonList, itemText } from "../../src/runtime/spill/json-list-index.js";
 import { evaluate, parseJsonPath } from "../../src/runtime/spill/json-path.js";
 import { readBack, widenToCharacters } from "../../src/runtime/spill/read-back.js";
 import { planSpill } from "../../src/runtime/spill/spill-plan.js";
 import { Spiller } from "../../src/runtime/spill/spiller.js";
-import { InMemorySpillStore } from "../../src/runtime/testing/in-memory-spill-store.js";
-import { InMemoryTraceSink } from "../../src/runtime/testing/in-memory-trace-sink.js";
+import { InMemorySpillStore } from "../support/in-memory-spill-store.js";
+import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 import { testRun } from "../support/tool-context.js";
 
 const policy = { ...DEFAULT_SPILL_POLICY, thresholdChars: 1_000, previewChars: 300 };

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CancelRunDocument, RunSpillsDocument, SpilledMessageDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { settled as settledRun } from "../support/scripted-runs.js";
@@ -62,7 +62,6 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
         model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
         extraTools: tools,
-        pollMs: 50,
         leaseMs: 5_000,
         toolTimeoutMs: 10_000,
         spill,

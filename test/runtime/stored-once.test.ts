@@ -42,7 +42,6 @@ describe.each(backends)("payloads stored once on %s", (backend) => {
         extraTools: [reportTool(20_000), fixed("odd_text", withNul), fixed("huge_text", huge)],
         compactionPolicies: { odd_text: "always" },
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
-        pollMs: 50,
       },
     });
     const { run } = await admit(t.client, { question: "Read the report", limits: { maxTurns: 12, tokenBudget: 5_000_000 } });

@@ -7,7 +7,7 @@ import { ContextBuilder, type BuildRequest } from "../../src/runtime/memory/cont
 import { estimatorFor, localEstimator, MESSAGE_OVERHEAD_TOKENS } from "../../src/runtime/memory/token-estimator.js";
 import type { ChatMessage, ToolSchema } from "../../src/runtime/ports/model.js";
 import type { Tokenizer } from "../../src/runtime/ports/tokenizer.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 
 /** One token per character: easy to count by hand, and far from the estimator's 4 per token. */
 const perCharacter: Tokenizer = { name: "per-character", count: (text) => [...text].length };

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { CreateWorkspaceDocument } from "../../sdk/generated/graphql.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
-import { createDemoModel } from "../../src/runtime/testing/scripted-model.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
@@ -92,7 +92,7 @@ describe("the SDK", () => {
 
   it("reads a whole trace with runTrace, page after page: every span and event once, in order", async () => {
     const t = await startTestApp("pglite", {
-      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sdk-")), pollMs: 25 },
+      runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sdk-")) },
     });
     try {
       const { run } = await admit(t.client, { question: "Trace me" });

@@ -46,7 +46,7 @@ async function scrape(app: TestApp): Promise<{ contentType: string | null; text:
 it("/metrics reports requests, operations, runs by state, tokens, tool calls and open subscriptions", async () => {
   t = await startTestApp("pglite", {
     listen: true,
-    runtime: { model: toolCallingModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-metrics-")), extraTools: [echo], pollMs: 50 },
+    runtime: { model: toolCallingModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-metrics-")), extraTools: [echo] },
   });
   const before = (await scrape(t)).series;
   const at = (series: Map<string, number>, key: string) => series.get(key) ?? 0;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpServersDocument, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
-import { openSecrets } from "../../src/compose.js";
+import { openSecrets } from "../../src/compose/infrastructure.js";
 import { loadConfig } from "../../src/config.js";
 import { SecretBox, newSecretsKey } from "../../src/domain/capabilities/secret-box.js";
 import { silentLogger } from "../../src/logger.js";

@@ -8,7 +8,7 @@ import { type Browser, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import type { SpanRef } from "../../src/runtime/ports/trace-sink.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { admit } from "../support/fixtures.js";
@@ -62,7 +62,7 @@ describe("the trace viewer page", () => {
     async function start(steps: ScriptStep[]) {
       t = await startTestApp("pglite", {
         authRequired: true,
-        runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")), pollMs: 50 },
+        runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")) },
       });
       server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
       return t;

@@ -3,7 +3,7 @@
 import type { Database } from "../../src/db/open-database.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 
 /** The result of `fetch_report` page `page`: `chars` characters, different on every page. */
 export const reportPage = (page: number, chars: number) => `report page ${page}: ${"r".repeat(chars)}`.slice(0, chars);

@@ -4,7 +4,7 @@
 // question when the request carried that run's answer — so a test can tell which process answered
 // which question, on which history.
 // Only the messages since the run's question count: earlier runs of the conversation came before it.
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 
 export function markerModel(name: string, toolName: string): ScriptedModel {
   return new ScriptedModel({

@@ -1,4 +1,4 @@
-// A worker process for multi-process tests: Dossier's real worker process (src/worker-process.ts,
+// A worker process for multi-process tests: Dossier's real worker process (src/compose/worker-process.ts,
 // configured from the environment like `npm run worker`) with a scripted model that first calls
 // `marker_tool`, then answers `Finished "<question>" by <pid>.` once it sees that call's result or its repair
 // note. `marker_tool` appends "start <runId> <pid>" and "end <runId> <pid>" lines to MARKER_FILE
@@ -10,7 +10,7 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { markerModel } from "./marker-model.js";
-import { startWorkerProcess } from "../../src/worker-process.js";
+import { startWorkerProcess } from "../../src/compose/worker-process.js";
 
 const marker = process.env.MARKER_FILE!;
 const markerTool: Tool = {

@@ -3,7 +3,7 @@
 import type { DossierClient } from "../../sdk/client.js";
 import { RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { expectType } from "./fixtures.js";
 
 export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;

@@ -1,6 +1,6 @@
 // A whole Dossier app over a fresh, migrated test database, reached through the SDK either
 // in process (yoga.fetch) or over a real socket on port 0.
-import { type App, createApp } from "../../src/app.js";
+import { type App, createApp } from "../../src/compose/app.js";
 import { randomBytes } from "node:crypto";
 import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
 import { createEventBus } from "../../src/events/topics.js";

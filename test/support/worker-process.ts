@@ -5,7 +5,7 @@
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createApp } from "../../src/app.js";
+import { createApp } from "../../src/compose/app.js";
 import { openDatabase } from "../../src/db/open-database.js";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import { createEventBus } from "../../src/events/topics.js";
@@ -52,7 +52,6 @@ const app = createApp({
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
           extraTools: [slowTool],
           leaseMs: Number(process.env.LEASE_MS ?? 1_500),
-          pollMs: 100,
         },
 });
 const server = await startHttpServer({ app, port: 0, host: "127.0.0.1" });

@@ -15,7 +15,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import { encodeGlobalId } from "../../src/domain/global-id.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -55,7 +55,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
 
   async function start(model = scriptedByQuestion({})) {
     const app = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 25, leaseMs: 2_000 },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 2_000 },
     });
     opened.push(app);
     return app;

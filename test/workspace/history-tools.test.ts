@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunMaterialsDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
-import { ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace } from "../support/fixtures.js";
 import { type SeededPublication, seedLinkedPublications } from "../support/history-seed.js";
@@ -43,7 +43,6 @@ describe.each(backends)("a run looks past the first page of its history on %s", 
       runtime: {
         model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-history-tools-")),
-        pollMs: 25,
         // Every other tool's output over 200 characters would be spilled: the history tools' never
         // are, since the ledger records all they return as shown to the model.
         spill: { policies: { "*": { thresholdChars: 200, previewChars: 100 } } },

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { LinkToWorkspaceDocument, PublicationVersionUsesDocument, RunMaterialsDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelPort, ModelRequest } from "../../src/runtime/ports/model.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -62,7 +62,7 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
 
   async function start(model: ModelPort, spill?: { policies: Record<string, { enabled?: boolean; thresholdChars?: number; previewChars?: number }> }) {
     const app = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 25, leaseMs: 2_000, spill },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 2_000, spill },
     });
     opened.push(app);
     return app;

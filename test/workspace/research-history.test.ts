@@ -23,7 +23,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { type ScriptStep, ScriptedModel } from "../../src/runtime/testing/scripted-model.js";
+import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -93,7 +93,7 @@ describe.each(backends)("research history on %s", (backend) => {
   ) {
     const app = await startTestApp(backend, {
       database,
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), pollMs: 25, leaseMs: 2_000, extraTools },
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 2_000, extraTools },
     });
     opened.push(app);
     return app;

@@ -13,6 +13,7 @@ import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
+import type { RunAnnouncer } from "./run-announcer.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "./owned-objects.js";
 import { versionRef } from "./publication-service.js";
@@ -85,6 +86,8 @@ export class AdmissionService {
     private readonly deps: {
       prisma: PrismaClient;
       events: EventPublisher;
+      /** Tells the workers that an admitted run is ready (after its commit). */
+      announcer: RunAnnouncer;
       /** The agent profiles runs may be admitted under, and the version of each a run executes. */
       profiles: AgentProfileVersions;
       now?: () => Date;
@@ -146,7 +149,8 @@ export class AdmissionService {
       publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
       publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
     }
-    this.deps.events.publish("run:queued", { runId: run.id });
+    // Not awaited: the run is admitted whether or not its announcement gets through.
+    void this.deps.announcer.announce([run.id]);
     return run;
   }
 

@@ -1,7 +1,7 @@
 // MCP servers (R14): each principal's configuration, with the live connection status and tool
 // list as this instance sees them. Changes apply to runs started afterwards, without a restart.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import type { McpServerStatus } from "../../runtime/mcp/mcp-registry.js";
+import type { McpServerStatus } from "../../runtime/ports/mcp.js";
 import { nameMcpTools } from "../../runtime/mcp/tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
 import type { McpServer } from "../../generated/prisma/client.js";

@@ -3,7 +3,7 @@
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import type { CatalogSkill } from "../../runtime/skills/skill-catalog.js";
+import type { CatalogSkill } from "../../runtime/ports/skills.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 

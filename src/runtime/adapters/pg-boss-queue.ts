@@ -1,17 +1,32 @@
 // The run queue on PostgreSQL through pg-boss (S2). pg-boss keeps its own `pgboss` schema (it
 // creates and migrates it at start under an advisory lock, apart from Dossier's migrations).
 // The queue uses the "short" policy with the run id as singleton key: at most one waiting job
-// per run, so announcing a run again (sweep, several servers) adds nothing.
+// per run, so announcing a run again (sweep, several servers) adds nothing. pg-boss only hands
+// jobs out when asked, so every announcement also sends a NOTIFY that idle workers LISTEN for:
+// a worker in any process takes a run the moment it is announced, without polling the queue.
+import pg from "pg";
 import PgBoss from "pg-boss";
+import type { RunAnnouncer } from "../../domain/research/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
 
 const QUEUE = "dossier-run-ready";
+const CHANNEL = "dossier_run_ready";
+/** How long a lost LISTEN connection waits before it connects again (the lease sweep covers the gap). */
+const RELISTEN_MS = 1_000;
 
-export class PgBossRunQueue implements RunQueue {
-  private constructor(private readonly boss: PgBoss) {}
+export class PgBossRunQueue implements RunQueue, RunAnnouncer {
+  private readonly listeners = new Set<() => void>();
+  private listener: pg.Client | undefined;
+  private closed = false;
 
-  /** Connects, creates pg-boss's schema and the queue when missing. */
+  private constructor(
+    private readonly boss: PgBoss,
+    private readonly url: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Connects, creates pg-boss's schema and the queue when missing, and listens for announcements. */
   static async start({ url, logger, max = 3 }: { url: string; logger: Logger; max?: number }): Promise<PgBossRunQueue> {
     const boss = new PgBoss({
       connectionString: url,
@@ -32,11 +47,24 @@ export class PgBossRunQueue implements RunQueue {
       expireInSeconds: 60,
       retentionMinutes: 60,
     });
-    return new PgBossRunQueue(boss);
+    const queue = new PgBossRunQueue(boss, url, logger);
+    await queue.listen();
+    return queue;
   }
 
   async enqueue(runIds: string[]): Promise<void> {
+    if (runIds.length === 0) return;
     for (const runId of runIds) await this.boss.send(QUEUE, { runId }, { singletonKey: runId });
+    // This process's workers at once; the others when the notification reaches them.
+    this.ready();
+    await this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);
+  }
+
+  /** The announcer side of the queue: best effort, after the commit that made the runs ready. */
+  announce(runIds: readonly string[]): Promise<void> {
+    return this.enqueue([...runIds]).catch((error: unknown) =>
+      this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }),
+    );
   }
 
   async take(limit: number): Promise<RunDelivery[]> {
@@ -50,7 +78,47 @@ export class PgBossRunQueue implements RunQueue {
     }));
   }
 
+  onReady(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    await this.listener?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, wait: true, timeout: 1_000 });
+  }
+
+  private ready(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  /** One connection LISTENs for announcements; when it is lost it connects again after a pause. */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: "dossier-run-queue-listen" });
+    client.on("notification", () => this.ready());
+    client.on("error", (error: Error) => {
+      if (this.closed || this.listener !== client) return;
+      this.listener = undefined;
+      this.logger.warn("the run queue's LISTEN connection was lost; connecting again", { error: String(error) });
+      void client.end().catch(() => undefined);
+      setTimeout(() => void this.relisten(), RELISTEN_MS).unref();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.listener = client;
+  }
+
+  private async relisten(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.listen();
+      // Announcements made while nobody listened: take whatever waits.
+      this.ready();
+    } catch (error) {
+      this.logger.warn("the run queue could not LISTEN again; trying later", { error: String(error) });
+      setTimeout(() => void this.relisten(), RELISTEN_MS).unref();
+    }
   }
 }

@@ -7,13 +7,13 @@
 import type { EventBus } from "../../events/topics.js";
 import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
-import type { McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
 import type { SecretBox } from "../../domain/capabilities/secret-box.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 
-export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
+export type { McpConnectionState, McpServerStatus };
 
 export type McpConnection = {
   /** Unique within this process; shown on MCP_CALL spans. */
@@ -36,16 +36,6 @@ export type McpConnection = {
 
 /** One server as a run sees it for its whole execution. */
 export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
-
-export type McpServerStatus = {
-  state: McpConnectionState | "DISABLED";
-  error: string | null;
-  tools: readonly McpToolInfo[];
-  /** Connections this instance has opened to the server (a reconnect adds one). */
-  connects: number;
-  /** Replaced connections of this server still finishing their in-flight calls. */
-  draining: number;
-};
 
 export type McpRegistryOptions = {
   prisma: PrismaClient;

@@ -27,3 +27,20 @@ export type McpClientEvents = {
 
 /** Opens a connection and completes the MCP initialisation; rejects when the server is unreachable. */
 export type McpConnector = (endpoint: McpEndpoint, events: McpClientEvents, signal: AbortSignal) => Promise<McpClient>;
+
+export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
+
+export type McpServerStatus = {
+  state: McpConnectionState | "DISABLED";
+  error: string | null;
+  tools: readonly McpToolInfo[];
+  /** Connections this instance has opened to the server (a reconnect adds one). */
+  connects: number;
+  /** Replaced connections of this server still finishing their in-flight calls. */
+  draining: number;
+};
+
+/** The live connection status of a principal's MCP servers on this instance, by server name. */
+export interface McpStatusView {
+  status(principalId: string): Promise<Map<string, McpServerStatus>>;
+}

@@ -1,5 +1,5 @@
 // The model port: one chat-completions step. Adapters (src/runtime/adapters) implement it over a
-// vendor SDK; the scripted model (src/runtime/testing) implements it deterministically.
+// vendor SDK; the scripted model (src/runtime/adapters/scripted-model.ts) implements it deterministically.
 
 import type { ChatToolCall, RequestMessage } from "../../trace/record/recorded-request.js";
 

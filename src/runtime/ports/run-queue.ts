@@ -13,5 +13,10 @@ export interface RunQueue {
   enqueue(runIds: string[]): Promise<void>;
   /** Takes up to `limit` ready runs, or none. */
   take(limit: number): Promise<RunDelivery[]>;
+  /**
+   * Calls `listener` whenever runs were announced in any process (more than once is harmless),
+   * so an idle worker takes them at once; returns the unsubscribe function.
+   */
+  onReady(listener: () => void): () => void;
   close(): Promise<void>;
 }

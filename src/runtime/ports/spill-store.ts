@@ -4,6 +4,9 @@
 // that makes reads cheap. Spills are created in the same transaction as their message (see
 // appendToLog), so a model never meets a large result without its preview after a crash.
 
+import type { ToolCall } from "./model.js";
+import type { SpanRef } from "./trace-sink.js";
+
 /** A spill as its store describes it. */
 export type SpillInfo = {
   id: string;
@@ -57,3 +60,9 @@ export interface SpillStore {
   /** Releases the handles of runs already in a terminal state; never a live run's. */
   sweep(): Promise<number>;
 }
+
+/**
+ * Decides, inside the call's span, whether an output is spilled; `shown` is what the trace's
+ * TOOL_OUTPUT event then carries instead of the whole output, which is stored once, in the log.
+ */
+export type PayloadStep = (call: ToolCall, output: string, span: SpanRef) => Promise<{ spill: NewSpill; shown: string } | null>;

@@ -7,20 +7,9 @@ import path from "node:path";
 import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { projectFile } from "../../project-files.js";
+import type { CatalogSkill, SkillSource } from "../ports/skills.js";
 
-export type SkillSource = "BUILT_IN" | "DATABASE";
-
-export type CatalogSkill = {
-  /** A stored skill's row id; null for a built-in skill. */
-  storedId: string | null;
-  name: string;
-  description: string;
-  body: string;
-  source: SkillSource;
-  /** A stored skill that replaces a built-in skill of the same name. */
-  overridesBuiltIn: boolean;
-  updatedAt: Date | null;
-};
+export type { CatalogSkill, SkillSource };
 
 export const BUILT_IN_SKILLS_DIR = projectFile("src", "runtime", "skills", "builtin");
 

@@ -1,7 +1,7 @@
 // The payload step's decision (R10): whether a tool result is spilled and what the model sees
 // instead — a preview (first characters, or whole leading items of a JSON list), a note, and
 // the read-back handle. Pure computation; nothing here touches storage.
-import type { SpillPolicy } from "../../config.js";
+import type { SpillPolicy } from "./spill-policy.js";
 import type { NewSpill, SpillStrategy } from "../ports/spill-store.js";
 import { indexJsonList, itemText } from "./json-list-index.js";
 

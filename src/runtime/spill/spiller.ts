@@ -3,12 +3,10 @@
 // their own handle — the tool call id keeps handles apart, and a repeated id (a model that
 // reuses ids across runs of a conversation) gets a suffix rather than another call's handle.
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
-import { DEFAULT_SPILL_POLICY, type SpillPolicy } from "../../config.js";
+import { DEFAULT_SPILL_POLICY, READ_SPILL_TOOL, type SpillPolicy } from "./spill-policy.js";
 import type { Run } from "../../generated/prisma/client.js";
-import type { SpillStore } from "../ports/spill-store.js";
+import type { PayloadStep, SpillStore } from "../ports/spill-store.js";
 import type { TraceSink } from "../ports/trace-sink.js";
-import type { PayloadStep } from "../tools/execute-tool-calls.js";
-import { READ_SPILL_TOOL } from "../tools/read-spill.js";
 import { planSpill, renderSpilled, spillHandle } from "./spill-plan.js";
 
 export class Spiller {

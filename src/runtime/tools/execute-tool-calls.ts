@@ -8,7 +8,7 @@ import type { Run } from "../../generated/prisma/client.js";
 import type { Transact } from "../attempt/fence.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
-import type { NewSpill } from "../ports/spill-store.js";
+import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
@@ -18,11 +18,7 @@ export type ToolResult = { call: ToolCall; output: string; isError: boolean; can
 /** Appends a call's result to the conversation log; returns the entry's id. */
 export type LogResult = (result: { call: ToolCall; output: string; spill: NewSpill | null }) => Promise<string>;
 
-/**
- * Decides, inside the call's span, whether an output is spilled; `shown` is what the trace's
- * TOOL_OUTPUT event then carries instead of the whole output, which is stored once, in the log.
- */
-export type PayloadStep = (call: ToolCall, output: string, span: SpanRef) => Promise<{ spill: NewSpill; shown: string } | null>;
+export type { PayloadStep };
 
 export type ExecuteOptions = {
   calls: ToolCall[];

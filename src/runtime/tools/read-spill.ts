@@ -5,8 +5,9 @@ import { fromStored } from "../../domain/text/stored-text.js";
 import type { SpillStore } from "../ports/spill-store.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import { readBack, type ReadRequest } from "../spill/read-back.js";
+import { READ_SPILL_TOOL } from "../spill/spill-policy.js";
 
-export const READ_SPILL_TOOL = "read_spill";
+export { READ_SPILL_TOOL };
 
 function parseArgs(args: unknown): { handle: string; request: ReadRequest } {
   const a = (args ?? {}) as Record<string, unknown>;

@@ -1,12 +1,14 @@
 // A run queue inside one process: the same contract as the PostgreSQL queue (deduplicated,
-// acknowledged deliveries) for a single process and for tests on the embedded database.
-import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
+// acknowledged deliveries, a wake-up for every announcement) for tests on the embedded database.
+import type { RunDelivery, RunQueue } from "../../src/runtime/ports/run-queue.js";
 
 export class InProcessRunQueue implements RunQueue {
   private readonly ready = new Set<string>();
+  private readonly listeners = new Set<() => void>();
 
   async enqueue(runIds: string[]): Promise<void> {
     for (const runId of runIds) this.ready.add(runId);
+    if (runIds.length > 0) for (const listener of this.listeners) listener();
   }
 
   async take(limit: number): Promise<RunDelivery[]> {
@@ -15,7 +17,13 @@ export class InProcessRunQueue implements RunQueue {
     return taken.map((runId) => ({ runId, done: async () => undefined }));
   }
 
+  onReady(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   async close(): Promise<void> {
     this.ready.clear();
+    this.listeners.clear();
   }
 }

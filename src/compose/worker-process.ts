@@ -1,18 +1,18 @@
-// A worker process (S2): executes runs taken from the PostgreSQL job queue and serves no API.
-// It composes the same app as a server (services, skills, MCP registry, runtime) without an HTTP
-// server for GraphQL; /metrics is served on METRICS_PORT when set. Stopping it hands every run
-// in flight back, so another worker resumes it at once instead of waiting for the lease.
+// The worker process's composition root (S2): executes runs taken from the PostgreSQL job queue
+// and serves no API. It composes the same core as a server (services, skills, MCP registry,
+// runtime) and no GraphQL at all; /metrics is served on METRICS_PORT when set. Stopping it hands
+// every run in flight back, so another worker resumes it at once instead of waiting for the lease.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createApp } from "./app.js";
-import { modelFor, openEvents, openMigratedDatabase, openRunQueue, mcpSettings, runtimeSettings } from "./compose.js";
-import type { Config } from "./config.js";
-import type { Logger } from "./logger.js";
-import { metrics, runsByState } from "./metrics/dossier-metrics.js";
-import { PROMETHEUS_CONTENT_TYPE } from "./metrics/registry.js";
-import { scrapeAllowed } from "./server/metrics-plugin.js";
-import type { ModelPort } from "./runtime/ports/model.js";
-import type { Tool } from "./runtime/ports/tool.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { metrics, runsByState } from "../metrics/dossier-metrics.js";
+import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.js";
+import { scrapeAllowed } from "../server/metrics-plugin.js";
+import type { ModelPort } from "../runtime/ports/model.js";
+import type { Tool } from "../runtime/ports/tool.js";
+import { createCore } from "./core.js";
+import { mcpSettings, modelFor, openInfrastructure, runtimeSettings } from "./infrastructure.js";
 
 export class WorkerNeedsPostgresError extends Error {
   constructor() {
@@ -44,31 +44,26 @@ export async function startWorkerProcess({
   extraTools?: Tool[];
 }): Promise<WorkerProcess> {
   if (config.database.kind !== "postgres") throw new WorkerNeedsPostgresError();
-  const db = await openMigratedDatabase(config, logger);
-  const redis = await openEvents(config, logger);
-  const runQueue = (await openRunQueue(config, logger))!;
-  const app = createApp({
-    db,
-    events: redis.events,
+  const infrastructure = await openInfrastructure(config, logger);
+  const core = createCore({
+    db: infrastructure.db,
+    events: infrastructure.events,
     logger,
-    authRequired: true,
     agents: config.agents,
     mcp: mcpSettings(config, logger),
-    runQueue,
+    runQueue: infrastructure.runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
-  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.db.prisma, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
-  const workerId = app.runtime!.worker.workerId;
+  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(core.db.prisma, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
+  const workerId = core.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {
     workerId,
     metricsPort: metricsServer?.port,
     async stop() {
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve()));
-      await app.stop();
-      await runQueue.close();
-      await redis.close();
-      await db.close();
+      await core.stop();
+      await infrastructure.close();
     },
   };
 }

@@ -1,5 +1,5 @@
-// A deterministic ModelPort for tests and the offline demo: it answers from a script instead of a
-// model server, and labels itself "scripted:<name>" so no one mistakes its output for a model's.
+// A deterministic ModelPort for tests and the offline demo (demo-model.ts): it answers from a script
+// instead of a model server, and labels itself "scripted:<name>" so no one mistakes its output for a model's.
 import type {
   ChatMessage,
   ModelPort,
@@ -107,50 +107,6 @@ export class ScriptedModel implements ModelPort {
     if (typeof this.steps === "function") return this.steps(request, stepIndex);
     return this.steps[stepIndex] ?? { content: NO_MORE_STEPS_REPLY };
   }
-}
-
-/**
- * The offline demo's model. It decides from the conversation, not from a step counter, because one
- * instance answers every run of the demo server: it adds a task with `task_list` once per user turn
- * when that tool is offered, then gives a final answer that says plainly it is scripted.
- */
-export function createDemoModel(): ScriptedModel {
-  return new ScriptedModel({
-    name: "demo",
-    recordRequests: false,
-    steps: (request) => {
-      const offersTaskList = request.tools.some((tool) => tool.name === "task_list");
-      if (offersTaskList && !calledToolSinceLastUserMessage(request.messages, "task_list")) {
-        return { content: null, toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Answer the question" } }] };
-      }
-      return { content: demoAnswer(lastUserMessage(request.messages)) };
-    },
-  });
-}
-
-function demoAnswer(question: string | undefined): string {
-  const quoted = question === undefined ? "(no user message)" : `"${truncate(question, 500)}"`;
-  return [
-    "This is a scripted offline demo reply, not an answer from a language model.",
-    `You asked: ${quoted}`,
-    "Configure a model server to get real answers.",
-  ].join("\n\n");
-}
-
-function lastUserMessage(messages: ChatMessage[]): string | undefined {
-  return messages.findLast((message) => message.role === "user")?.content;
-}
-
-function calledToolSinceLastUserMessage(messages: ChatMessage[], toolName: string): boolean {
-  const lastUser = messages.findLastIndex((message) => message.role === "user");
-  return messages
-    .slice(lastUser + 1)
-    .some((message) => message.role === "assistant" && (message.toolCalls ?? []).some((call) => call.name === toolName));
-}
-
-function truncate(text: string, max: number): string {
-  const chars = Array.from(text);
-  return chars.length <= max ? text : `${chars.slice(0, max).join("")}…`;
 }
 
 function copyRequest(request: ModelRequest): ModelRequest {

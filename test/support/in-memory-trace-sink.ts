@@ -1,7 +1,7 @@
 // A TraceSink that keeps spans and events in memory, for tests of runtime parts that do not
 // need the database. It keeps the same seq discipline as the database recorder.
-import type { TokenUsage } from "../ports/model.js";
-import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
+import type { TokenUsage } from "../../src/runtime/ports/model.js";
+import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../../src/runtime/ports/trace-sink.js";
 
 export type RecordedSpan = {
   id: string;

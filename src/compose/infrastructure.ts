@@ -1,20 +1,19 @@
-// Pieces both entry points (the server, src/main.ts, and the worker process, src/worker-main.ts)
-// compose in the same way from configuration: the database, the event bus, the model and the
-// run queue. Only these entry points choose concrete adapters.
+// What both processes (the server, server.ts, and the worker process, worker-process.ts) open in
+// the same way from configuration: the database, the event bus, the run queue, the model and the
+// secrets key. Only the composition roots choose concrete adapters.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Config } from "./config.js";
-import { newSecretsKey, SecretBox } from "./domain/capabilities/secret-box.js";
-import { type Database, openDatabase } from "./db/open-database.js";
-import { createRedisEventBus } from "./events/redis-event-target.js";
-import { createEventBus, type EventBus } from "./events/topics.js";
-import type { Logger } from "./logger.js";
-import { OpenAIModel } from "./runtime/adapters/openai-model.js";
-import { PgBossRunQueue } from "./runtime/adapters/pg-boss-queue.js";
-import { tiktokenTokenizer } from "./runtime/adapters/tiktoken-tokenizer.js";
-import type { ModelPort } from "./runtime/ports/model.js";
-import type { RunQueue } from "./runtime/ports/run-queue.js";
-import { createDemoModel } from "./runtime/testing/scripted-model.js";
+import type { Config } from "../config.js";
+import { newSecretsKey, SecretBox } from "../domain/capabilities/secret-box.js";
+import { type Database, openDatabase } from "../db/open-database.js";
+import { createRedisEventBus } from "../events/redis-event-target.js";
+import { createEventBus, type EventBus } from "../events/topics.js";
+import type { Logger } from "../logger.js";
+import { OpenAIModel } from "../runtime/adapters/openai-model.js";
+import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
+import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
+import type { ModelPort } from "../runtime/ports/model.js";
+import { createDemoModel } from "../runtime/adapters/demo-model.js";
 
 /** Opens and migrates the configured database. */
 export async function openMigratedDatabase(config: Config, logger: Logger): Promise<Database> {
@@ -70,8 +69,11 @@ export async function openEvents(config: Config, logger: Logger): Promise<{ even
   return redis ?? { events: createEventBus(), close: async () => undefined };
 }
 
-/** The run queue of PostgreSQL deployments; the embedded database keeps its in-process worker polling. */
-export async function openRunQueue(config: Config, logger: Logger): Promise<RunQueue | undefined> {
+/**
+ * The run queue of PostgreSQL deployments: ready runs are announced on it and workers wake for
+ * them through it. The embedded database has none: the event bus announces runs to its one process.
+ */
+export async function openRunQueue(config: Config, logger: Logger): Promise<PgBossRunQueue | undefined> {
   if (config.database.kind !== "postgres") return undefined;
   const queue = await PgBossRunQueue.start({ url: config.database.url, logger });
   logger.info("runs are announced on the PostgreSQL job queue (pg-boss)");
@@ -93,6 +95,30 @@ export function modelFor(config: Config, logger: Logger): ModelPort {
     logger.warn("OPENAI_API_KEY is not set: runs are answered by the scripted offline demo model", { model: model.label });
   }
   return model;
+}
+
+/** The infrastructure a process runs on, opened in order; `close` closes it in reverse. */
+export type Infrastructure = {
+  db: Database;
+  events: EventBus;
+  runQueue?: PgBossRunQueue;
+  close(): Promise<void>;
+};
+
+export async function openInfrastructure(config: Config, logger: Logger): Promise<Infrastructure> {
+  const db = await openMigratedDatabase(config, logger);
+  const redis = await openEvents(config, logger);
+  const runQueue = await openRunQueue(config, logger);
+  return {
+    db,
+    events: redis.events,
+    runQueue,
+    async close() {
+      await runQueue?.close();
+      await redis.close();
+      await db.close();
+    },
+  };
 }
 
 /** The runtime settings of the configuration (the in-process worker and worker processes alike). */

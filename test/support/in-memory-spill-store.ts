@@ -1,7 +1,7 @@
 // A SpillStore over results held in memory, for tests of read-back without a database. It
 // slices bytes and items the way the database store does: by UTF-8 bytes and character offsets.
-import type { NewSpill, SpillInfo, SpillStore } from "../ports/spill-store.js";
-import { trimSeparator, utf16Offsets } from "../spill/json-list-index.js";
+import type { NewSpill, SpillInfo, SpillStore } from "../../src/runtime/ports/spill-store.js";
+import { trimSeparator, utf16Offsets } from "../../src/runtime/spill/json-list-index.js";
 
 type Entry = { info: SpillInfo; content: string; itemStarts: number[]; listEnd: number | null };
 

@@ -1,0 +1,141 @@
+// The API of a server process over its core: GraphQL over HTTP, SSE and WebSocket (Yoga with
+// its plugins), how requests and sockets are authenticated, and the key revocations that end
+// the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
+import { GraphQLError } from "graphql";
+import { createYoga, type Plugin, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
+import { type Authenticate, authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
+import type { GraphQLContext } from "../graphql/context.js";
+import { schema } from "../graphql/schema.js";
+import type { Logger } from "../logger.js";
+import { authenticateFirst } from "../server/authenticate-first.js";
+import { useCompiledExecution } from "../server/compiled-execution.js";
+import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
+import { graphiqlDefaultQuery, graphiqlDefaultTabs } from "../server/graphiql.js";
+import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
+import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
+import { metricsPlugin } from "../server/metrics-plugin.js";
+import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
+import { type UpdateCache, updateCacheOf } from "../trace/updates/update-cache.js";
+import type { Core } from "./core.js";
+
+export type Api = {
+  yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
+  authenticate: Authenticate;
+  /** The request limits every transport applies (A7). */
+  limits: QueryLimits;
+  /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
+  corsOrigins: readonly string[];
+  /** Ends subscriptions whose API key is revoked (WebSocket connections are closed by the HTTP server). */
+  keyRevocations: KeyRevocations;
+  /** The cache trace updates' shared responses and reads live in (one per database). */
+  updateCache: UpdateCache;
+  /** Stops watching for revocations and disposes of the GraphQL server. */
+  stop(): Promise<void>;
+};
+
+export type ApiOptions = {
+  logger: Logger;
+  authRequired: boolean;
+  /** Live trace updates that may wait for one slow subscriber before it must resync. */
+  traceSubscriberBuffer?: number;
+  /** Query and request limits (A7). */
+  limits?: QueryLimits;
+  /** Browser origins approved besides the server's own (default none). */
+  corsOrigins?: readonly string[];
+  /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
+  metricsToken?: string;
+};
+
+type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
+
+export function createApi(
+  core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp">,
+  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken }: ApiOptions,
+): Api {
+  const { db, events, services } = core;
+  const settings = { traceSubscriberBuffer };
+  const capabilities = { skills: core.skills, mcp: core.mcp };
+  const authenticate = createAuthenticator({ principals: services.principals, authRequired });
+  const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
+  const authentication = authenticateFirst(authenticate);
+  const yoga = createYoga<Record<string, never>, GraphQLContext>({
+    schema,
+    context: async (initial: InitialContext): Promise<GraphQLContext> => {
+      const actor = initial.connectionParams || !initial.request
+        ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
+        : await authentication.actorOf(initial.request);
+      return { actor, prisma: db.prisma, events, services, settings, capabilities };
+    },
+    graphqlEndpoint: "/graphql",
+    // No origin but the server's own unless listed (see server/cross-site.ts).
+    cors: corsFor(corsOrigins),
+    // One operation per request: a batch would multiply every limit below by its length.
+    batching: false,
+    // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
+    // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
+    // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
+    maxRequestBodySize: false,
+    healthCheckEndpoint: "/health",
+    landingPage: false,
+    graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
+    logging: yogaLogging(logger),
+    plugins: [
+      jsonPostsOnly("/graphql"),
+      authentication.plugin,
+      // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
+      useTraceViewer(),
+      bodyLimitPlugin(limits.maxBodyBytes),
+      metricsPlugin({ prisma: db.prisma, token: metricsToken }),
+      useKeyRevocation(keyRevocations),
+      queryLimitsPlugin(limits),
+      useCompiledExecution(),
+      readiness(db, logger),
+    ],
+  });
+  return {
+    yoga,
+    authenticate,
+    limits,
+    corsOrigins,
+    keyRevocations,
+    updateCache: updateCacheOf(db.prisma),
+    async stop() {
+      await keyRevocations.close();
+      await yoga.dispose();
+    },
+  };
+}
+
+/** /ready: 200 while the database answers, 503 with the reason while it does not. */
+function readiness(db: Core["db"], logger: Logger): Plugin {
+  return useReadinessCheck({
+    endpoint: "/ready",
+    check: async ({ fetchAPI }) => {
+      const readiness = await db.readiness();
+      if (!readiness.ready) logger.warn("not ready", { reason: readiness.reason, detail: readiness.detail });
+      return fetchAPI.Response.json(
+        readiness.ready ? { status: "ready" } : { status: "unavailable", reason: readiness.reason },
+        { status: readiness.ready ? 200 : 503 },
+      );
+    },
+  });
+}
+
+/** Yoga's log lines through Dossier's logger. */
+function yogaLogging(logger: Logger) {
+  return {
+    debug: (...args: unknown[]) => logger.debug(String(args[0]), { args: args.slice(1) }),
+    info: (...args: unknown[]) => logger.info(String(args[0]), { args: args.slice(1) }),
+    warn: (...args: unknown[]) => logger.warn(String(args[0]), { args: args.slice(1) }),
+    error: (...args: unknown[]) => logger.error(String(args[0]), { error: args.slice(1).map(String), ...stackOf(args[0]) }),
+  };
+}
+
+/**
+ * Where a logged error came from. The client only sees "Unexpected error." (masked), so the log
+ * is the operator's one record of it: for a resolver's error, the stack of the error it threw.
+ */
+function stackOf(value: unknown): { stack?: string } {
+  const error = value instanceof GraphQLError && value.originalError ? value.originalError : value;
+  return error instanceof Error && error.stack ? { stack: error.stack } : {};
+}

@@ -1,0 +1,209 @@
+// The core of one Dossier process, whichever it is (a server, a worker process, a test): the
+// database and the event bus it is given, the domain services, the skills catalog, the registry
+// of live MCP connections and — when this process executes runs — the agent runtime with its
+// trace recorder. No API here: the server adds one over a core (api.ts), a worker process does not.
+import { type AgentDefinition, AgentProfileVersions } from "../domain/capabilities/agent-profile-versions.js";
+import { McpServerService } from "../domain/capabilities/mcp-server-service.js";
+import { SkillService } from "../domain/capabilities/skill-service.js";
+import { AdmissionService } from "../domain/research/admission-service.js";
+import { type ArtifactRetention, ArtifactService } from "../domain/research/artifact-service.js";
+import { ConversationService } from "../domain/research/conversation-service.js";
+import { PublicationService } from "../domain/research/publication-service.js";
+import { RunService } from "../domain/research/run-service.js";
+import { PrincipalService } from "../domain/principal/principal-service.js";
+import { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import { LinkService } from "../domain/workspace/link-service.js";
+import { WorkspaceService } from "../domain/workspace/workspace-service.js";
+import type { EventPublisher } from "../events/topics.js";
+import type { PrismaClient } from "../generated/prisma/client.js";
+import type { SecretBox } from "../domain/capabilities/secret-box.js";
+import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { Database } from "../db/open-database.js";
+import type { EventBus } from "../events/topics.js";
+import type { Logger } from "../logger.js";
+import { agentProfiles, type AgentProfile } from "../runtime/agents.js";
+import { busRunAnnouncer } from "../runtime/adapters/bus-run-announcer.js";
+import { mcpSdkConnector } from "../runtime/adapters/mcp-sdk-client.js";
+import { createOutboundHttp, type Resolver } from "../runtime/adapters/outbound-http.js";
+import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
+import type { McpConnector } from "../runtime/ports/mcp.js";
+import type { RunQueue } from "../runtime/ports/run-queue.js";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.js";
+import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
+import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
+import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
+
+export type Services = ReturnType<typeof createServices>;
+
+export function createServices({
+  prisma,
+  events,
+  announcer,
+  artifactRetention,
+  agents,
+  mcp = {},
+  now,
+}: {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  /** Where admitted runs are announced to the workers. */
+  announcer: RunAnnouncer;
+  /** The agent profiles runs may be admitted under, as configured (built-in ones included). */
+  agents: readonly AgentDefinition[];
+  /**
+   * Principals' MCP servers: the programs STDIO servers may start (MCP_STDIO_COMMANDS), the hosts
+   * HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS), none of either by default;
+   * the box that seals header and environment values (without it none may be stored).
+   */
+  mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
+  /** Replaces the artifact module's retention decision (tests of partial failures). */
+  artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
+  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  now?: () => Date;
+}) {
+  const artifacts = new ArtifactService({ prisma, now });
+  const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
+  const agentNames = agentProfiles.names;
+  const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
+  return {
+    principals: new PrincipalService({ prisma, events }),
+    workspaces: new WorkspaceService({ prisma, events }),
+    links,
+    conversations: new ConversationService({ prisma }),
+    artifacts,
+    publications: new PublicationService({ prisma, links }),
+    agentProfiles,
+    admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
+    runs: new RunService({ prisma, events }),
+    checkpoints: new CheckpointService({ prisma, events }),
+    skills: new SkillService({ prisma, agentNames }),
+    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcp.stdioCommands ?? [], httpAllowedHosts: mcp.httpAllowedHosts ?? [], secrets: mcp.secrets }),
+  };
+}
+
+export type Core = {
+  db: Database;
+  events: EventBus;
+  services: Services;
+  /** The skills runs can load, as the API shows them (R13). */
+  skills: SkillCatalog;
+  /** Live MCP connections of this process (R14). */
+  mcp: McpRegistry;
+  /** Where ready runs are announced: the run queue on PostgreSQL, the event bus on the embedded default. */
+  announcer: RunAnnouncer;
+  /** Present when this process executes runs (its worker is started). */
+  runtime?: Runtime;
+  /** Exports finished spans to the OTLP collector, when one is configured and runs execute here. */
+  exporter?: SpanExporter;
+  /** Stops the worker (runs in flight hand their leases back), then closes MCP connections and the exporter. */
+  stop(): Promise<void>;
+};
+
+/** The runtime settings a core is given: the runtime's own, and where its spans are exported to. */
+export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp" | "instance"> & {
+  /** OTLP/HTTP collector to export finished spans to (off without it). */
+  otlpEndpoint?: string;
+};
+
+/**
+ * Principals' MCP servers: STDIO servers start only the listed programs; HTTP servers reach
+ * addresses inside the network only on the listed hosts; replaced connections drain for at most
+ * drainTimeoutMs.
+ */
+export type McpOptions = {
+  stdioCommands?: readonly string[];
+  httpAllowedHosts?: readonly string[];
+  /** Resolves HTTP servers' host names (tests replace it). */
+  resolve?: Resolver;
+  drainTimeoutMs?: number;
+  connector?: McpConnector;
+  secrets?: SecretBox;
+};
+
+export type CoreOptions = {
+  db: Database;
+  events: EventBus;
+  logger: Logger;
+  artifactRetention?: Parameters<typeof createServices>[0]["artifactRetention"];
+  /** Executes runs in this process with these settings (its worker starts at once); none without it. */
+  runtime?: CoreRuntimeOptions;
+  /** Configured agent profiles (over the built-in `researcher`). */
+  agents?: AgentProfile[];
+  mcp?: McpOptions;
+  /**
+   * The cross-process run queue (PostgreSQL deployments): admitted runs are announced on it, and
+   * this process's worker, if any, wakes for and takes its runs from it. Without it, runs are
+   * announced on the event bus.
+   */
+  runQueue?: RunQueue & RunAnnouncer;
+  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  now?: () => Date;
+};
+
+export function createCore({ db, events, logger, artifactRetention, runtime: runtimeOptions, agents = [], mcp: mcpOptions = {}, runQueue, now }: CoreOptions): Core {
+  const stdioCommands = mcpOptions.stdioCommands ?? [];
+  const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
+  const announcer = runQueue ?? busRunAnnouncer(events);
+  const services = createServices({
+    prisma: db.prisma,
+    events,
+    announcer,
+    artifactRetention,
+    now,
+    agents: [...agentProfiles(agents).values()],
+    mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
+  });
+  const skills = new SkillCatalog({ prisma: db.prisma });
+  const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
+  const mcp = new McpRegistry({
+    prisma: db.prisma,
+    events,
+    logger,
+    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch),
+    stdioCommands,
+    secrets: mcpOptions.secrets,
+    drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
+  });
+  const executing = runtimeOptions
+    ? startRuntime({ db, events, logger, services, announcer, skills, mcp, agents, runQueue }, runtimeOptions)
+    : undefined;
+  return {
+    db,
+    events,
+    services,
+    skills,
+    mcp,
+    announcer,
+    runtime: executing?.runtime,
+    exporter: executing?.exporter,
+    async stop() {
+      await executing?.runtime.worker.stop();
+      await mcp.close();
+      await mcpOutbound.close();
+      await executing?.exporter?.close();
+    },
+  };
+}
+
+/** The runtime of a process that executes runs, over its own trace recorder; its worker starts at once. */
+function startRuntime(
+  parts: Pick<Core, "db" | "events" | "services" | "announcer" | "skills" | "mcp"> & { logger: Logger; agents: AgentProfile[]; runQueue?: RunQueue },
+  { otlpEndpoint, ...options }: CoreRuntimeOptions,
+): { runtime: Runtime; exporter?: SpanExporter } {
+  const { db, events, logger } = parts;
+  const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;
+  const recorder = new PrismaTraceRecorder({ prisma: db.prisma, events, exporter });
+  const runtime = createRuntime(
+    { prisma: db.prisma, events, logger, services: parts.services, recorder, announcer: parts.announcer },
+    {
+      ...options,
+      agents: parts.agents,
+      skills: parts.skills,
+      mcp: parts.mcp,
+      queue: parts.runQueue ?? options.queue,
+      instance: { id: db.instanceId, isConnected: (id) => db.isInstanceConnected(id) },
+    },
+  );
+  runtime.worker.start();
+  return { runtime, exporter };
+}

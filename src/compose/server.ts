@@ -1,0 +1,62 @@
+// The server process's composition root: configuration → infrastructure (database, events, run
+// queue) → core → API → HTTP server. It owns graceful shutdown: on SIGTERM/SIGINT it stops
+// accepting connections, lets requests in flight finish, closes sockets, hands runs in flight back
+// for another worker, then closes the queue, Redis and the database.
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { startHttpServer } from "../server/http-server.js";
+import { createApi } from "./api.js";
+import { createCore } from "./core.js";
+import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, stopOnSignals } from "./infrastructure.js";
+
+export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
+  const infrastructure = await openInfrastructure(config, logger);
+  const { db, events, runQueue } = infrastructure;
+  const core = createCore({
+    db,
+    events,
+    logger,
+    agents: config.agents,
+    mcp: mcpSettings(config, logger),
+    runQueue,
+    runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
+  });
+  const api = createApi(core, {
+    logger,
+    authRequired: config.authRequired,
+    corsOrigins: config.corsOrigins,
+    metricsToken: config.metricsToken,
+    traceSubscriberBuffer: config.traceSubscriberBuffer,
+    limits: config.limits,
+  });
+  // Every agent profile whose definition changed since the last start becomes a new version now.
+  await core.services.agentProfiles.load();
+  warnAboutSettings(config, logger);
+
+  let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
+  stopOnSignals(logger, async () => {
+    await server?.close();
+    await core.stop();
+    await api.stop();
+    await infrastructure.close();
+  });
+
+  server = await startHttpServer({
+    app: api,
+    port: config.port,
+    host: config.host,
+    maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
+  });
+  logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
+}
+
+/** Settings an operator should know are in force. */
+function warnAboutSettings(config: Config, logger: Logger): void {
+  if (!config.inProcessWorker) logger.info("IN_PROCESS_WORKER=false: this server executes no runs; start worker processes (npm run worker)");
+  if (config.capabilities.commands.allowed) {
+    logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");
+  }
+  if (!config.authRequired) {
+    logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");
+  }
+}
