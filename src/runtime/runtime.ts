@@ -26,6 +26,9 @@ import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import { meteredTraceSink } from "./trace-metrics/metered-trace-sink.js";
+import { PrismaConversationLog } from "./adapters/prisma-conversation-log.js";
+import { PrismaRunState } from "./adapters/prisma-run-state.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
@@ -100,6 +103,8 @@ export function createRuntime(
     ? new OtlpHttpExporter({ prisma, endpoint: options.otlpEndpoint, logger })
     : undefined;
   const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
+  // What runs record is counted as it is committed.
+  const trace = meteredTraceSink(recorder);
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
@@ -141,10 +146,12 @@ export function createRuntime(
     failed: "sweeping expired artifacts failed",
   });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
+  const runs = new PrismaRunState({ prisma, events, trace, steps: settleSteps });
   const executor = new RunExecutor({
-    prisma,
+    log: new PrismaConversationLog(prisma),
+    runs,
     model: options.model,
-    recorder,
+    recorder: trace,
     context,
     profile: frozenProfiles(prisma, profiles),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
@@ -169,18 +176,16 @@ export function createRuntime(
     ],
   });
   const worker = new RunWorker({
-    prisma,
+    runs,
     workerId: options.instance?.id,
     liveness: options.instance?.isConnected,
     executor,
-    recorder,
     events,
     logger,
     leaseMs: options.leaseMs,
     pollMs: options.pollMs,
     concurrency: options.concurrency,
     queue: options.queue,
-    settleSteps,
     companions: [sweeper, artifactSweeper],
   });
   return { recorder, spills, sweeper, artifactSweeper, executor, worker, exporter };

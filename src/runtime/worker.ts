@@ -7,22 +7,26 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { EventBus } from "../events/topics.js";
-import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import type { Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
-import { type ClaimedAttempt, claimRun, type InstanceLiveness, interruption, releaseAbandoned } from "./attempt/claim.js";
-import { AttemptFence, AttemptFencedError } from "./attempt/fence.js";
-import { handBackAttempt, releaseCancelled, settleAttempt, type SettleStep } from "./attempt/settle.js";
+import { type ClaimedAttempt, type InstanceLiveness, interruption } from "./attempt/claim.js";
+import { type AttemptFence, AttemptFencedError } from "./attempt/fence.js";
+import type { SettleStep } from "./attempt/settle.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
-import type { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import type { LeaseVerdict, RunState } from "./ports/run-state.js";
 
 export type { SettleStep };
 
 export type WorkerOptions = {
-  prisma: PrismaClient;
+  /**
+   * The run rows: claims, leases, settling. Settling also runs the steps that belong to other
+   * parts of the runtime (publishing the answer, deciding proposals, releasing spills), in the
+   * attempt's fenced settle transaction: a run is settled with all of their effects or none.
+   */
+  runs: RunState;
   executor: RunExecutor;
-  recorder: PrismaTraceRecorder;
   events: EventBus;
   logger: Logger;
   leaseMs?: number;
@@ -32,12 +36,6 @@ export type WorkerOptions = {
   workerId?: string;
   /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
   liveness?: InstanceLiveness;
-  /**
-   * Steps of settling that belong to other parts of the runtime (publishing the answer, deciding
-   * proposals, releasing spills). They run in the attempt's fenced settle transaction, with the
-   * terminal status: a run is settled with all of their effects or none.
-   */
-  settleSteps?: SettleStep[];
   /** Background jobs that run while the worker runs (the spill and artifact sweepers, …). */
   companions?: { start(): void; stop(): Promise<void> }[];
   /**
@@ -123,16 +121,8 @@ export class RunWorker {
   }
 
   private claim(runId?: string): Promise<ClaimedAttempt | null> {
-    return claimRun(
-      {
-        prisma: this.options.prisma,
-        events: this.options.events,
-        announce: (changes) => this.options.recorder.announce(changes),
-        workerId: this.workerId,
-        leaseMs: this.leaseMs,
-        liveness: this.liveness,
-        describeRun: (run) => this.options.executor.describeRun(run),
-      },
+    return this.options.runs.claim(
+      { workerId: this.workerId, leaseMs: this.leaseMs, liveness: this.liveness, describeRun: (run) => this.options.executor.describeRun(run) },
       runId,
     );
   }
@@ -153,13 +143,10 @@ export class RunWorker {
    */
   private async sweep(): Promise<void> {
     this.nextSweepAt = Date.now() + (this.options.sweepMs ?? this.leaseMs / 3);
-    await releaseAbandoned({ ...this.settleDeps(), liveness: this.liveness });
+    await this.options.runs.releaseAbandoned(this.liveness);
     if (!this.options.queue) return;
-    const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM run WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
-        ORDER BY created_at LIMIT 1000`,
-    );
-    if (rows.length > 0) await this.options.queue.enqueue(rows.map((row) => row.id));
+    const ids = await this.options.runs.claimable();
+    if (ids.length > 0) await this.options.queue.enqueue(ids);
   }
 
   private begin(claimed: ClaimedAttempt): void {
@@ -169,10 +156,10 @@ export class RunWorker {
   }
 
   private async execute(claimed: ClaimedAttempt, controller: AbortController): Promise<void> {
-    const { logger, prisma } = this.options;
+    const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
-    const fence = new AttemptFence(prisma, holder, (stop) => {
+    const fence = runs.fence(holder, (stop) => {
       if (!controller.signal.aborted) controller.abort(stop);
     });
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
@@ -204,7 +191,7 @@ export class RunWorker {
       return;
     }
     if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
-      await releaseCancelled(this.settleDeps(), claimed.run, {
+      await this.options.runs.releaseCancelled(claimed.run, {
         attempt: claimed.number,
         owner: this.workerId,
         outcome: "COMPLETED",
@@ -216,7 +203,7 @@ export class RunWorker {
       return;
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      await handBackAttempt(this.settleDeps(), claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
       await this.options.queue?.enqueue([claimed.run.id]).catch(() => undefined);
       logger.info("run handed back", where);
       return;
@@ -240,67 +227,40 @@ export class RunWorker {
    * rather than staying RUNNING to be claimed, resumed and fail to settle again forever.
    */
   private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
+    const { runs } = this.options;
     try {
-      return await settleAttempt(this.settleDeps(), claimed, fence, outcome);
+      return await runs.settle(claimed, fence, outcome);
     } catch (error) {
       if (error instanceof AttemptFencedError) throw error;
       this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
       const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
-      return settleAttempt(this.settleDeps(), claimed, fence, failed).catch((again: unknown) => {
+      return runs.settle(claimed, fence, failed).catch((again: unknown) => {
         if (again instanceof AttemptFencedError) throw again;
-        return settleAttempt({ ...this.settleDeps(), steps: [] }, claimed, fence, failed);
+        return runs.settle(claimed, fence, failed, { steps: [] });
       });
     }
   }
 
-  private settleDeps() {
-    const { prisma, events, recorder } = this.options;
-    return {
-      prisma,
-      events,
-      steps: this.options.settleSteps ?? [],
-      announce: (changes: Parameters<PrismaTraceRecorder["announce"]>[0]) => recorder.announce(changes),
-      exportEnded: (spanIds: string[]) => recorder.exportEnded(spanIds),
-    };
-  }
-
   /** Wakes a worker for the next queued run of the conversation, which could not start before. */
   private async announceNext(run: Run): Promise<void> {
-    const next = await this.options.prisma.run.findFirst({
-      where: { conversationId: run.conversationId, status: "QUEUED" },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { id: true },
-    });
+    const next = await this.options.runs.nextQueued(run.conversationId);
     if (!next) return;
-    this.options.events.publish("run:queued", { runId: next.id });
-    await this.options.queue?.enqueue([next.id]).catch(() => undefined);
+    this.options.events.publish("run:queued", { runId: next });
+    await this.options.queue?.enqueue([next]).catch(() => undefined);
   }
 
   /** Extends the lease; a failure, or finding the run no longer held, aborts the attempt at once. */
   private async heartbeat(fence: AttemptFence): Promise<void> {
     if (fence.lost) return;
-    const { runId, attempt, workerId } = fence.holder;
-    let verdict: Parameters<AttemptFence["lose"]>;
+    let verdict: LeaseVerdict;
     try {
-      const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
-        `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-          WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id`,
-        runId,
-        attempt,
-        workerId,
-        this.leaseMs,
-      );
-      if (rows.length > 0) return;
-      const run = await this.options.prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
-      verdict =
-        run?.status === "CANCELLED" && run.attempt === attempt
-          ? ["CANCELLED", "it was cancelled"]
-          : ["LEASE_LOST", `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}`];
+      verdict = await this.options.runs.renewLease(fence.holder, this.leaseMs);
     } catch (error) {
-      verdict = ["LEASE_LOST", `the heartbeat failed: ${error instanceof Error ? error.message : String(error)}`];
+      verdict = { held: false, reason: "LEASE_LOST", detail: `the heartbeat failed: ${error instanceof Error ? error.message : String(error)}` };
     }
+    if (verdict.held) return;
     try {
-      fence.lose(...verdict);
+      fence.lose(verdict.reason, verdict.detail);
     } catch {
       // lose() throws to stop whoever writes; here the abort it caused is what counts.
     }
