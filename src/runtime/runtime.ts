@@ -146,7 +146,7 @@ export function createRuntime(
     failed: "sweeping expired artifacts failed",
   });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
-  const runs = new PrismaRunState({ prisma, events, trace, steps: settleSteps });
+  const runs = new PrismaRunState({ prisma, events, trace });
   const executor = new RunExecutor({
     log: new PrismaConversationLog(prisma),
     runs,
@@ -186,6 +186,7 @@ export function createRuntime(
     pollMs: options.pollMs,
     concurrency: options.concurrency,
     queue: options.queue,
+    settleSteps,
     companions: [sweeper, artifactSweeper],
   });
   return { recorder, spills, sweeper, artifactSweeper, executor, worker, exporter };

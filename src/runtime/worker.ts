@@ -20,11 +20,7 @@ import type { LeaseVerdict, RunState } from "./ports/run-state.js";
 export type { SettleStep };
 
 export type WorkerOptions = {
-  /**
-   * The run rows: claims, leases, settling. Settling also runs the steps that belong to other
-   * parts of the runtime (publishing the answer, deciding proposals, releasing spills), in the
-   * attempt's fenced settle transaction: a run is settled with all of their effects or none.
-   */
+  /** The run rows: claims, leases, settling. */
   runs: RunState;
   executor: RunExecutor;
   events: EventBus;
@@ -36,6 +32,12 @@ export type WorkerOptions = {
   workerId?: string;
   /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
   liveness?: InstanceLiveness;
+  /**
+   * Steps of settling that belong to other parts of the runtime (publishing the answer, deciding
+   * proposals, releasing spills). They run in the attempt's fenced settle transaction, with the
+   * terminal status: a run is settled with all of their effects or none.
+   */
+  settleSteps?: SettleStep[];
   /** Background jobs that run while the worker runs (the spill and artifact sweepers, …). */
   companions?: { start(): void; stop(): Promise<void> }[];
   /**
@@ -143,7 +145,7 @@ export class RunWorker {
    */
   private async sweep(): Promise<void> {
     this.nextSweepAt = Date.now() + (this.options.sweepMs ?? this.leaseMs / 3);
-    await this.options.runs.releaseAbandoned(this.liveness);
+    await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     if (!this.options.queue) return;
     const ids = await this.options.runs.claimable();
     if (ids.length > 0) await this.options.queue.enqueue(ids);
@@ -191,13 +193,8 @@ export class RunWorker {
       return;
     }
     if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
-      await this.options.runs.releaseCancelled(claimed.run, {
-        attempt: claimed.number,
-        owner: this.workerId,
-        outcome: "COMPLETED",
-        spanStatus: "CANCELLED",
-        reason: "the run was cancelled",
-      });
+      const ending = { attempt: claimed.number, owner: this.workerId, outcome: "COMPLETED", spanStatus: "CANCELLED", reason: "the run was cancelled" } as const;
+      await this.options.runs.releaseCancelled(claimed.run, ending, this.steps);
       logger.info("attempt stopped: the run was cancelled", where);
       await this.announceNext(claimed.run);
       return;
@@ -229,16 +226,20 @@ export class RunWorker {
   private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
     const { runs } = this.options;
     try {
-      return await runs.settle(claimed, fence, outcome);
+      return await runs.settle(claimed, fence, outcome, this.steps);
     } catch (error) {
       if (error instanceof AttemptFencedError) throw error;
       this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
       const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
-      return runs.settle(claimed, fence, failed).catch((again: unknown) => {
+      return runs.settle(claimed, fence, failed, this.steps).catch((again: unknown) => {
         if (again instanceof AttemptFencedError) throw again;
-        return runs.settle(claimed, fence, failed, { steps: [] });
+        return runs.settle(claimed, fence, failed, []);
       });
     }
+  }
+
+  private get steps(): readonly SettleStep[] {
+    return this.options.settleSteps ?? [];
   }
 
   /** Wakes a worker for the next queued run of the conversation, which could not start before. */

@@ -15,14 +15,12 @@ export type PrismaRunStateDeps = {
   prisma: PrismaClient;
   events: EventPublisher;
   trace: Pick<RuntimeTrace, "announce" | "exportEnded">;
-  /** Steps of settling owned by other parts of the runtime (see WorkerOptions.settleSteps). */
-  steps?: readonly SettleStep[];
 };
 
 export class PrismaRunState implements RunState {
   constructor(private readonly deps: PrismaRunStateDeps) {}
 
-  private settleDeps(steps: readonly SettleStep[] = this.deps.steps ?? []): SettleDeps {
+  private settleDeps(steps: readonly SettleStep[] = []): SettleDeps {
     const { prisma, events, trace } = this.deps;
     return { prisma, events, steps, announce: (changes) => trace.announce(changes), exportEnded: (spanIds) => trace.exportEnded(spanIds) };
   }
@@ -53,20 +51,20 @@ export class PrismaRunState implements RunState {
       : { held: false, reason: "LEASE_LOST", detail: `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}` };
   }
 
-  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, options: { steps?: readonly SettleStep[] } = {}): Promise<RunStatusName> {
-    return settleAttempt(this.settleDeps(options.steps), claimed, fence, outcome);
+  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName> {
+    return settleAttempt(this.settleDeps(steps), claimed, fence, outcome);
   }
 
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
     return handBackAttempt(this.settleDeps(), claimed, fence, reason);
   }
 
-  releaseCancelled(run: Run, ending: CancelledEnding): Promise<void> {
-    return releaseCancelled(this.settleDeps(), run, ending);
+  releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void> {
+    return releaseCancelled(this.settleDeps(steps), run, ending);
   }
 
-  releaseAbandoned(liveness: InstanceLiveness): Promise<number> {
-    return releaseAbandoned({ ...this.settleDeps(), liveness });
+  releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number> {
+    return releaseAbandoned({ ...this.settleDeps(steps), liveness });
   }
 
   async claimable(): Promise<string[]> {

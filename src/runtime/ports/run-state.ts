@@ -28,14 +28,14 @@ export interface RunState {
   fence(holder: Holder, onLost: (stop: RunStopped) => void): AttemptFence;
   /** Extends the attempt's lease; says why not when the attempt no longer holds the run. */
   renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
-  /** Settles the run in the attempt's terminal state (with the settle steps unless `steps` says otherwise). */
-  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, options?: { steps?: readonly SettleStep[] }): Promise<RunStatusName>;
+  /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
+  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /** A stopping worker gives the run back for another attempt to resume. */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
   /** Gives back what a cancelled run's attempt still holds (its lease, its conversation's slot). */
-  releaseCancelled(run: Run, ending: CancelledEnding): Promise<void>;
+  releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
   /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */
-  releaseAbandoned(liveness: InstanceLiveness): Promise<number>;
+  releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number>;
   /** Runs to announce: queued, or running under an expired lease. */
   claimable(): Promise<string[]>;
   /** The next queued run of a conversation, which could not start before. */
