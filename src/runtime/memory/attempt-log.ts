@@ -2,8 +2,7 @@
 // every entry the attempt appends, so a turn builds its request without reading the log again.
 // While the attempt runs, nothing else appends to its conversation: the conversation's execution
 // slot is the run's, and a queued follow-up's question enters the log only once it is claimed.
-import { type AfterCommit, within } from "../attempt/fence.js";
-import type { Transact } from "../attempt/fence.js";
+import { type AfterCommit, type Transact, within } from "../attempt/fence.js";
 import type { ConversationLog, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 
 export class AttemptLog {
@@ -33,6 +32,7 @@ export class AttemptLog {
    * already in); they join the held log once that transaction committed.
    */
   async append(write: Transact, entries: readonly LogEntry[]): Promise<LoggedMessage[]> {
+    if (entries.length === 0) return [];
     return write(async (tx, after: AfterCommit) => {
       const rows = await this.log.append(within(tx, after), { conversationId: this.run.conversationId, runId: this.run.id, entries });
       after.push(() => this.add(rows));
