@@ -26,6 +26,9 @@ import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
+import { meteredTraceSink } from "./trace-metrics/metered-trace-sink.js";
+import { PrismaConversationLog } from "./adapters/prisma-conversation-log.js";
+import { PrismaRunState } from "./adapters/prisma-run-state.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
@@ -105,6 +108,8 @@ export type RuntimeDeps = {
 };
 
 export function createRuntime({ prisma, events, logger, services, recorder, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+  // What runs record is counted as it is committed.
+  const trace = meteredTraceSink(recorder);
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
@@ -146,10 +151,12 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     failed: "sweeping expired artifacts failed",
   });
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
+  const runs = new PrismaRunState({ prisma, events, trace });
   const executor = new RunExecutor({
-    prisma,
+    log: new PrismaConversationLog(prisma),
+    runs,
     model: options.model,
-    recorder,
+    recorder: trace,
     context,
     profile: frozenProfiles(prisma, profiles),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
@@ -174,11 +181,10 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     ],
   });
   const worker = new RunWorker({
-    prisma,
+    runs,
     workerId: options.instance?.id,
     liveness: options.instance?.isConnected,
     executor,
-    recorder,
     events,
     logger,
     leaseMs: options.leaseMs,

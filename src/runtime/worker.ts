@@ -7,25 +7,25 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { EventBus } from "../events/topics.js";
-import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import type { Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
-import { type ClaimedAttempt, claimRun, type InstanceLiveness, interruption, releaseAbandoned } from "./attempt/claim.js";
-import { AttemptFence, AttemptFencedError } from "./attempt/fence.js";
+import { type ClaimedAttempt, type InstanceLiveness, interruption } from "./attempt/claim.js";
+import { type AttemptFence, AttemptFencedError } from "./attempt/fence.js";
 import { beat } from "./attempt/heartbeat.js";
-import { handBackAttempt, releaseCancelled, settleAttempt, type SettleStep } from "./attempt/settle.js";
+import type { SettleStep } from "./attempt/settle.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
-import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
+import type { RunState } from "./ports/run-state.js";
 import type { RunAnnouncer } from "../domain/research/run-announcer.js";
 import { ClaimPasses } from "./claim-passes.js";
 
 export type { SettleStep };
 
 export type WorkerOptions = {
-  prisma: PrismaClient;
+  /** The run rows: claims, leases, settling. */
+  runs: RunState;
   executor: RunExecutor;
-  recorder: PrismaTraceRecorder;
   events: EventBus;
   logger: Logger;
   leaseMs?: number;
@@ -116,16 +116,8 @@ export class RunWorker {
   }
 
   private claim(runId?: string): Promise<ClaimedAttempt | null> {
-    return claimRun(
-      {
-        prisma: this.options.prisma,
-        events: this.options.events,
-        announce: (changes) => this.options.recorder.announce(changes),
-        workerId: this.workerId,
-        leaseMs: this.leaseMs,
-        liveness: this.liveness,
-        describeRun: (run) => this.options.executor.describeRun(run),
-      },
+    return this.options.runs.claim(
+      { workerId: this.workerId, leaseMs: this.leaseMs, liveness: this.liveness, describeRun: (run) => this.options.executor.describeRun(run) },
       runId,
     );
   }
@@ -145,13 +137,10 @@ export class RunWorker {
    * queue — announces runs that are queued, or running under an expired lease, so a worker claims them.
    */
   private async sweep(): Promise<void> {
-    await releaseAbandoned({ ...this.settleDeps(), liveness: this.liveness });
+    await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     if (!this.options.queue) return;
-    const rows = await this.options.prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM run WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
-        ORDER BY created_at LIMIT 1000`,
-    );
-    if (rows.length > 0) await this.options.queue.enqueue(rows.map((row) => row.id));
+    const ids = await this.options.runs.claimable();
+    if (ids.length > 0) await this.options.queue.enqueue(ids);
   }
 
   private begin(claimed: ClaimedAttempt): void {
@@ -165,16 +154,16 @@ export class RunWorker {
   }
 
   private async execute(claimed: ClaimedAttempt, controller: AbortController): Promise<void> {
-    const { logger, prisma } = this.options;
+    const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
-    const fence = new AttemptFence(prisma, holder, (stop) => {
+    const fence = runs.fence(holder, (stop) => {
       if (!controller.signal.aborted) controller.abort(stop);
     });
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void beat(prisma, fence, this.leaseMs), Math.max(50, this.leaseMs / 3));
+    const heartbeat = setInterval(() => void beat(runs, fence, this.leaseMs), Math.max(50, this.leaseMs / 3));
     // A run's trace shares its id: logs and traces join on either.
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
@@ -200,19 +189,14 @@ export class RunWorker {
       return;
     }
     if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
-      await releaseCancelled(this.settleDeps(), claimed.run, {
-        attempt: claimed.number,
-        owner: this.workerId,
-        outcome: "COMPLETED",
-        spanStatus: "CANCELLED",
-        reason: "the run was cancelled",
-      });
+      const ending = { attempt: claimed.number, owner: this.workerId, outcome: "COMPLETED", spanStatus: "CANCELLED", reason: "the run was cancelled" } as const;
+      await this.options.runs.releaseCancelled(claimed.run, ending, this.steps);
       logger.info("attempt stopped: the run was cancelled", where);
       await this.announceNext(claimed.run);
       return;
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      await handBackAttempt(this.settleDeps(), claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
       // Awaited: a worker process closes its queue right after its worker stopped.
       await this.options.announcer.announce([claimed.run.id]);
       logger.info("run handed back", where);
@@ -237,38 +221,28 @@ export class RunWorker {
    * rather than staying RUNNING to be claimed, resumed and fail to settle again forever.
    */
   private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
+    const { runs } = this.options;
     try {
-      return await settleAttempt(this.settleDeps(), claimed, fence, outcome);
+      return await runs.settle(claimed, fence, outcome, this.steps);
     } catch (error) {
       if (error instanceof AttemptFencedError) throw error;
       this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
       const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
-      return settleAttempt(this.settleDeps(), claimed, fence, failed).catch((again: unknown) => {
+      return runs.settle(claimed, fence, failed, this.steps).catch((again: unknown) => {
         if (again instanceof AttemptFencedError) throw again;
-        return settleAttempt({ ...this.settleDeps(), steps: [] }, claimed, fence, failed);
+        return runs.settle(claimed, fence, failed, []);
       });
     }
   }
 
-  private settleDeps() {
-    const { prisma, events, recorder } = this.options;
-    return {
-      prisma,
-      events,
-      steps: this.options.settleSteps ?? [],
-      announce: (changes: Parameters<PrismaTraceRecorder["announce"]>[0]) => recorder.announce(changes),
-      exportEnded: (spanIds: string[]) => recorder.exportEnded(spanIds),
-    };
+  private get steps(): readonly SettleStep[] {
+    return this.options.settleSteps ?? [];
   }
 
   /** Wakes a worker for the next queued run of the conversation, which could not start before. */
   private async announceNext(run: Run): Promise<void> {
-    const next = await this.options.prisma.run.findFirst({
-      where: { conversationId: run.conversationId, status: "QUEUED" },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { id: true },
-    });
-    if (next) await this.options.announcer.announce([next.id]);
+    const next = await this.options.runs.nextQueued(run.conversationId);
+    if (next) await this.options.announcer.announce([next]);
   }
 
   private listen(): () => void {

@@ -4,7 +4,8 @@ import { createEventBus, type TraceChangeMessage } from "../../src/events/topics
 import type { Database } from "../../src/db/open-database.js";
 import { fromStored } from "../../src/domain/text/stored-text.js";
 import { AttemptFence, AttemptFencedError } from "../../src/runtime/attempt/fence.js";
-import { PrismaTraceRecorder, withSpan } from "../../src/trace/record/prisma-trace-recorder.js";
+import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
+import { withSpan } from "../../src/runtime/loop/spans.js";
 import { backends, openTestDatabase } from "../support/databases.js";
 
 describe.each(backends)("the trace recorder on %s", (backend) => {

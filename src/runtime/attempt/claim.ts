@@ -14,7 +14,6 @@ import { appendMessage } from "../../domain/research/conversation-service.js";
 import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { SpanRef } from "../ports/trace-sink.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
-import { countSpan } from "../../metrics/dossier-metrics.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -26,7 +25,7 @@ export type ClaimedAttempt = { run: Run; number: number; root: SpanRef; span: Sp
 export type ClaimOptions = {
   prisma: PrismaClient;
   events: EventPublisher;
-  /** Announces committed trace changes (PrismaTraceRecorder.announce). */
+  /** Announces committed trace changes (RuntimeTrace.announce). */
   announce: (changes: readonly TraceChange[]) => void;
   workerId: string;
   leaseMs: number;
@@ -87,8 +86,8 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
       return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } };
     });
     if (claimed) {
+      // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
       options.announce(changes);
-      for (const change of changes) if (change.type === "SPAN_STARTED") countSpan(change.spanId === claimed.root.id ? "RUN" : "ATTEMPT");
       publishRunStatus(options.events, claimed.run.id, "RUNNING");
     }
     return claimed;

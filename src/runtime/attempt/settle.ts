@@ -8,6 +8,7 @@ import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generat
 import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { toStored } from "../../domain/text/stored-text.js";
 import type { Outcome } from "../loop/run-executor.js";
+import { stepSpanStatus } from "../loop/spans.js";
 import type { SpanStatus } from "../ports/trace-sink.js";
 import type { ClaimedAttempt } from "./claim.js";
 import { runAfterCommit } from "../../domain/after-commit.js";
@@ -29,7 +30,7 @@ export type SettleDeps = {
   prisma: PrismaClient;
   events: EventPublisher;
   steps: readonly SettleStep[];
-  /** Announces committed trace changes (PrismaTraceRecorder.announce). */
+  /** Announces committed trace changes (RuntimeTrace.announce). */
   announce: (changes: readonly (TraceChange | null)[]) => void;
   /** Hands spans a cancellation ended to the OTLP exporter. */
   exportEnded: (spanIds: string[]) => void;
@@ -50,8 +51,8 @@ export function statusOf(outcome: Outcome): RunStatusName {
   }
 }
 
-const spanStatusOf = (outcome: Outcome): SpanStatus =>
-  outcome.type === "final" ? "OK" : outcome.type === "interrupted" ? "CANCELLED" : "ERROR";
+/** A settled run's spans: an interrupted run that settles was stopped for good (cancelled, timed out). */
+const spanStatusOf = (outcome: Outcome): SpanStatus => stepSpanStatus(outcome, "CANCELLED");
 
 /** Settles the run in the attempt's terminal state; returns that state. */
 export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<RunStatusName> {
@@ -100,6 +101,17 @@ export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt,
     .catch(() => undefined); // Lost meanwhile: whoever holds the run now has it.
 }
 
+/** How a cancelled run's attempt ended, and how its open spans end. */
+export type CancelledEnding = {
+  attempt: number;
+  owner: string;
+  outcome: RunAttemptOutcome;
+  spanStatus: "CANCELLED" | "INTERRUPTED";
+  reason: string;
+  /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
+  expiredOnly?: boolean;
+};
+
 /**
  * What a cancelled run's attempt still holds — its lease and its conversation's slot — is given
  * back once, by whoever comes first: the attempt itself when it stops (COMPLETED), or the sweep
@@ -107,19 +119,7 @@ export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt,
  * outcome is recorded, the settle steps of a cancelled run run, and whatever the cancellation
  * left open is closed; the spans the cancellation ended go to the OTLP exporter.
  */
-export async function releaseCancelled(
-  deps: SettleDeps,
-  run: Run,
-  ending: {
-    attempt: number;
-    owner: string;
-    outcome: RunAttemptOutcome;
-    spanStatus: "CANCELLED" | "INTERRUPTED";
-    reason: string;
-    /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
-    expiredOnly?: boolean;
-  },
-): Promise<void> {
+export async function releaseCancelled(deps: SettleDeps, run: Run, ending: CancelledEnding): Promise<void> {
   const changes = await deps.prisma.$transaction(async (tx) => {
     const released = await tx.run.updateMany({
       where: {

@@ -3,21 +3,24 @@
 // the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
-import type { Message, PrismaClient, Run } from "../../generated/prisma/client.js";
+import type { Message, Run } from "../../generated/prisma/client.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Holder, Transact } from "../attempt/fence.js";
+import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
-import { appendToLog, readLog, unrecordedInterruptions } from "../memory/conversation-log.js";
+import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
+import type { ConversationLog } from "../ports/conversation-log.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
+import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
-import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import type { PrismaTraceRecorder } from "../../trace/record/prisma-trace-recorder.js";
-import { forModel, fromStored } from "../../domain/text/stored-text.js";
+import { forModel } from "../../domain/text/stored-text.js";
 import type { RecordedMessage } from "../../trace/record/recorded-request.js";
+import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };
@@ -50,13 +53,20 @@ export type AttemptContext = {
   signal: AbortSignal;
 };
 
-/** What the parts of the runtime taking part in an attempt write through. */
-export type AttemptScope = { run: Run; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal };
+/**
+ * What the parts of the runtime taking part in an attempt write through: the attempt's trace,
+ * its fenced transaction, and the conversation's log as the attempt holds it (appended to
+ * through `log`, so later turns see the entries without reading the log again).
+ */
+export type AttemptScope = { run: Run; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
 
 export type ExecutorDeps = {
-  prisma: PrismaClient;
   model: ModelPort;
-  recorder: PrismaTraceRecorder;
+  recorder: RuntimeTrace;
+  /** The conversations' logs (R3). */
+  log: ConversationLog;
+  /** The run row: the model it uses and the tokens it spent. */
+  runs: Pick<RunState, "recordModel" | "addTokens">;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: Run) => Promise<AgentProfile>;
   /**
@@ -98,10 +108,12 @@ export class RunExecutor {
 
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const { run, signal } = attempt;
-    const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write: attempt.fence.write, signal };
+    const { write } = attempt.fence;
     try {
-      await scope.write((tx) => tx.run.update({ where: { id: run.id }, data: { modelLabel: this.deps.model.label } }));
-      const answered = await this.answeredBefore(run);
+      await this.deps.runs.recordModel(write, run.id, this.deps.model.label);
+      const log = await AttemptLog.open(this.deps.log, run);
+      const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write, signal, log };
+      const answered = answeredBefore(log);
       if (answered !== null) {
         // The run's final reply is already in the log: an attempt died while settling it. The
         // answer stands; asking the model again could publish a different one.
@@ -110,13 +122,12 @@ export class RunExecutor {
       }
       await this.recordRepairs(scope);
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
-      const log = await readLog(this.deps.prisma, run.conversationId);
       const profile = await this.deps.profile(run);
-      const offered = await this.deps.tools(scope, log.filter((m) => m.runId === run.id), profile);
+      const offered = await this.deps.tools(scope, log.ofRun(), profile);
       const tools = new Map(
         offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
       );
-      let index = log.filter((m) => m.runId === run.id && m.role === "ASSISTANT").length;
+      let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
       for (;;) {
         const step = await this.turn({ scope, tools, profile, index });
         if (step.type !== "run_again") return step;
@@ -129,31 +140,18 @@ export class RunExecutor {
     }
   }
 
-  /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
-  private async answeredBefore(run: Run): Promise<string | null> {
-    const last = await this.deps.prisma.message.findFirst({
-      where: { conversationId: run.conversationId, runId: run.id },
-      orderBy: { seq: "desc" },
-      select: { role: true, content: true, toolCalls: true },
-    });
-    if (last?.role !== "ASSISTANT") return null;
-    return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? fromStored(last.content) : null;
-  }
-
   /**
    * R7: tool calls left without results by an interrupted attempt are recorded as repaired, once.
    * The model's view places each neutral note right after its call (memory/repair.ts); this entry
    * is the log's record that the call was interrupted.
    */
   private async recordRepairs(scope: AttemptScope): Promise<void> {
-    const { run } = scope;
-    const dangling = unrecordedInterruptions(await readLog(this.deps.prisma, run.conversationId));
+    const dangling = unrecordedInterruptions(scope.log.entries);
     if (dangling.length === 0) return;
-    await appendToLog(scope.write, {
-      conversationId: run.conversationId,
-      runId: run.id,
-      entries: dangling.map((call) => ({ role: "REPAIR", toolCallId: call.id, toolName: call.name, content: repairNote(call) })),
-    });
+    await scope.log.append(
+      scope.write,
+      dangling.map((call) => ({ role: "REPAIR", toolCallId: call.id, toolName: call.name, content: repairNote(call) })),
+    );
     await scope.sink.event(scope.span, "REPAIR", { repaired: dangling.map((call) => ({ id: call.id, name: call.name })) });
   }
 
@@ -161,28 +159,29 @@ export class RunExecutor {
     const { run, signal, sink } = turn.scope;
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     if (turn.index >= run.maxTurns) return { type: "failed", reason: "MAX_TURNS", message: `the run used all ${run.maxTurns} turns` };
-    const span = await sink.startSpan({ traceId: turn.scope.span.traceId, parent: turn.scope.span, kind: "TURN", name: `turn ${turn.index + 1}` });
-    try {
-      const step = await this.modelAndTools(turn, span);
-      await sink.endSpan(span, { status: step.type === "failed" ? "ERROR" : step.type === "interrupted" ? stoppedSpanStatus(signal) : "OK" });
-      return step;
-    } catch (error) {
-      await sink.endSpan(span, { status: signal.aborted ? stoppedSpanStatus(signal) : "ERROR" });
-      throw error;
-    }
+    return withSpan(
+      sink,
+      { traceId: turn.scope.span.traceId, parent: turn.scope.span, kind: "TURN", name: `turn ${turn.index + 1}` },
+      (span) => this.modelAndTools(turn, span),
+      {
+        ended: (step) => ({ status: stepSpanStatus(step, stoppedSpanStatus(signal)) }),
+        failed: () => ({ status: failedSpanStatus(signal) }),
+      },
+    );
   }
 
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
-    const { run, sink, write, signal } = turn.scope;
-    const log = await readLog(this.deps.prisma, run.conversationId);
+    const { run, sink, write, signal, log } = turn.scope;
+    const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
-      log,
+      log: entries,
+      appendSummary: (content) => log.append(write, [{ role: "SUMMARY", content }]),
+      addTokens: (usage) => this.deps.runs.addTokens(write, run.id, usage),
       systemPrompt: turn.profile.systemPrompt,
       tools: [...turn.tools.values()].map((tool) => tool.schema),
       span,
       sink,
-      write,
       signal,
     });
     await sink.event(span, "BUDGET", budget);
@@ -190,20 +189,12 @@ export class RunExecutor {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
     const { response, span: requestSpan } = await this.callModel(turn, span, { messages, recorded }, budget);
-    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log });
-    const used = response.usage.input + response.usage.output;
-    const tokensUsed = await write(async (tx) => {
-      const updated = await tx.run.update({ where: { id: run.id }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });
-      return updated.tokensUsed;
-    });
-    const [replyId] = await appendToLog(write, {
-      conversationId: run.conversationId,
-      runId: run.id,
-      entries: [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }],
-    });
+    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
+    const tokensUsed = await this.deps.runs.addTokens(write, run.id, response.usage);
+    const [reply] = await log.append(write, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
     if (response.toolCalls.length === 0) {
       // The reply is the log entry's content: the event refers to it rather than copying it.
-      await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: replyId });
+      await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });
       return { type: "final", answer: response.content ?? "" };
     }
     await executeToolCalls({
@@ -217,12 +208,8 @@ export class RunExecutor {
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: async ({ call, output, spill }) => {
-        const [id] = await appendToLog(write, {
-          conversationId: run.conversationId,
-          runId: run.id,
-          entries: [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }],
-        });
-        return id!;
+        const [result] = await log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
+        return result!.id;
       },
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
@@ -240,33 +227,54 @@ export class RunExecutor {
   ): Promise<{ response: ModelResponse; span: SpanRef }> {
     const { model } = this.deps;
     const { sink, signal } = turn.scope;
-    const span = await sink.startSpan({
-      traceId: parent.traceId,
-      parent,
-      kind: "MODEL_CALL",
-      name: `chat ${model.label}`,
-      // The request as references to the log where it carries entries as they are: stored once.
-      attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: recorded },
-    });
+    // What the request itself threw (as opposed to recording its failure afterwards).
+    let failure: unknown;
     try {
-      const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
-        // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-        if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
-      });
-      await sink.endSpan(span, {
-        status: "OK",
-        usage: response.usage,
-        attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
-      });
-      return { response: withPlainCallIds(response), span };
+      return await withSpan(
+        sink,
+        {
+          traceId: parent.traceId,
+          parent,
+          kind: "MODEL_CALL",
+          name: `chat ${model.label}`,
+          // The request as references to the log where it carries entries as they are: stored once.
+          attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: recorded },
+        },
+        async (span) => {
+          const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
+            // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+            if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
+          });
+          return { response, span };
+        },
+        {
+          ended: ({ response }) => ({
+            status: "OK",
+            usage: response.usage,
+            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
+          }),
+          failed: async (error, span) => {
+            failure = error;
+            await sink.event(span, "ERROR", errorMessage(error));
+            return { status: failedSpanStatus(signal) };
+          },
+        },
+      ).then(({ response, span }) => ({ response: withPlainCallIds(response), span }));
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      await sink.event(span, "ERROR", message);
-      await sink.endSpan(span, { status: signal.aborted ? stoppedSpanStatus(signal) : "ERROR" });
-      throw new ModelRequestFailed(message, { cause: error });
+      if (error !== failure) throw error;
+      throw new ModelRequestFailed(errorMessage(error), { cause: error });
     }
   }
 }
+
+/** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
+function answeredBefore(log: AttemptLog): string | null {
+  const last = log.ofRun().at(-1);
+  if (last?.role !== "ASSISTANT") return null;
+  return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? last.content : null;
+}
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not

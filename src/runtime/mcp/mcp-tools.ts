@@ -4,7 +4,7 @@
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
-import { withSpan } from "../../trace/record/prisma-trace-recorder.js";
+import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { nameMcpTools } from "./tool-names.js";
 

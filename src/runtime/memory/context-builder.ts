@@ -5,15 +5,16 @@
 // result says which log entries the request carries verbatim, so that callers can tell what content
 // the model actually received (the consumption ledger, W8): compacted and folded entries are not.
 import type { Message, Run } from "../../generated/prisma/client.js";
-import type { Transact } from "../attempt/fence.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
 import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
-import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER } from "./budget.js";
+import { DEFAULT_RESERVED_OUTPUT } from "./budget.js";
 import { estimatorFor } from "./token-estimator.js";
 import { type BuiltContext, type ContextInput, type ContextPlan, type FoldProposal, MemoCache, planContext } from "./context-plan.js";
-import { appendToLog } from "./conversation-log.js";
+import { withSpan } from "../loop/spans.js";
+import { budgetTokens } from "../ports/run-state.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { CompactionPolicies, ViewEntry } from "./micro-compaction.js";
 import { emptySections, mergeSummaryAnswer, type StoredSummary, type SummarySections, summaryRequest } from "./summary.js";
 
@@ -41,14 +42,18 @@ export type ContextBudget = { reservedOutput?: number; safetyBuffer?: number; tr
 
 export type BuildRequest = {
   run: Run;
+  /** The conversation's log as the attempt holds it. */
   log: readonly Message[];
+  /** Appends a new summary to the log (through the attempt's fence); returns the rows written. */
+  appendSummary: (content: string) => Promise<readonly LoggedMessage[]>;
+  /** Counts the summariser's tokens against the run's budget, like any model call's. */
+  addTokens: (usage: TokenUsage) => Promise<unknown>;
   systemPrompt: string;
   tools: readonly ToolSchema[];
   /** The turn span: the COMPACTION event goes here, the summarisation span under it. */
   span: SpanRef;
-  /** The attempt's trace and its fenced transaction: a summary is recorded through them. */
+  /** The attempt's trace: the summarisation is recorded in it. */
   sink: TraceSink;
-  write: Transact;
   signal?: AbortSignal;
 };
 
@@ -127,26 +132,22 @@ export class ContextBuilder {
   /** R6: the model merge-updates the current sections with the folded turns, in one COMPACTION span. */
   private async summarize(request: BuildRequest, plan: ContextPlan, fold: FoldProposal): Promise<StoredSummary> {
     const { model } = this.deps;
-    const recorder = request.sink;
-    const span = await recorder.startSpan({
+    const usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+    const span = {
       traceId: request.span.traceId,
       parent: request.span,
-      kind: "COMPACTION",
+      kind: "COMPACTION" as const,
       name: `summarize_history ${model.label}`,
       attributes: { foldedFromSeq: fold.fromSeq, foldedThroughSeq: fold.throughSeq, turns: fold.turns, merge: plan.summary !== null },
-    });
-    const usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+    };
     try {
-      let sections: SummarySections = plan.summary?.sections ?? emptySections();
-      const reservedOutput = this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT;
-      const window = model.contextWindow - reservedOutput - (this.deps.budget?.safetyBuffer ?? DEFAULT_SAFETY_BUFFER);
-      for (const chunk of transcriptChunks(fold.entries, sections, window)) {
-        const maxOutputTokens = Math.min(reservedOutput, Math.max(1_024, plan.summaryAllowance * 2));
-        const response = await model.complete({ ...summaryRequest(sections, chunk, maxOutputTokens), signal: request.signal });
-        for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] += response.usage[key];
-        sections = mergeSummaryAnswer(sections, response.content);
-      }
-      await recorder.endSpan(span, { status: "OK", usage });
+      const sections = await withSpan(request.sink, span, () => this.mergeSections(request, plan, fold, usage), {
+        ended: () => ({ status: "OK", usage }),
+        failed: async (error, started) => {
+          await request.sink.event(started, "ERROR", error instanceof Error ? error.message : String(error));
+          return { status: request.signal?.aborted ? "CANCELLED" : "ERROR", usage };
+        },
+      });
       return {
         format: "dossier.summary.v1",
         coversThroughSeq: fold.throughSeq,
@@ -154,20 +155,29 @@ export class ContextBuilder {
         turnsFolded: (plan.summary?.turnsFolded ?? 0) + fold.turns,
         sections,
       };
-    } catch (error) {
-      await recorder.event(span, "ERROR", error instanceof Error ? error.message : String(error));
-      await recorder.endSpan(span, { status: request.signal?.aborted ? "CANCELLED" : "ERROR", usage });
-      throw error;
     } finally {
       // The summariser's tokens count against the run's budget like any model call's.
-      const used = usage.input + usage.output;
-      if (used > 0) await request.write((tx) => tx.run.update({ where: { id: request.run.id }, data: { tokensUsed: { increment: used } } }));
+      if (budgetTokens(usage) > 0) await request.addTokens(usage);
     }
   }
 
-  private async appendSummary({ run, write }: BuildRequest, stored: StoredSummary): Promise<string | null> {
-    const [id] = await appendToLog(write, { conversationId: run.conversationId, runId: run.id, entries: [{ role: "SUMMARY", content: JSON.stringify(stored) }] });
-    return id ?? null;
+  /** The summary's sections merged with the folded transcript, chunk by chunk; adds each request's usage to `usage`. */
+  private async mergeSections(request: BuildRequest, plan: ContextPlan, fold: FoldProposal, usage: TokenUsage): Promise<SummarySections> {
+    const { model } = this.deps;
+    let sections: SummarySections = plan.summary?.sections ?? emptySections();
+    const reservedOutput = this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT;
+    for (const chunk of transcriptChunks(fold.entries, sections, plan.budget.effectiveWindow)) {
+      const maxOutputTokens = Math.min(reservedOutput, Math.max(1_024, plan.summaryAllowance * 2));
+      const response = await model.complete({ ...summaryRequest(sections, chunk, maxOutputTokens), signal: request.signal });
+      for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] += response.usage[key];
+      sections = mergeSummaryAnswer(sections, response.content);
+    }
+    return sections;
+  }
+
+  private async appendSummary(request: BuildRequest, stored: StoredSummary): Promise<string | null> {
+    const [row] = await request.appendSummary(JSON.stringify(stored));
+    return row?.id ?? null;
   }
 }
 

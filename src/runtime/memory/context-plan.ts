@@ -6,11 +6,13 @@ import { type RecordedMessage, recordRequest } from "../../trace/record/recorded
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
-import { type LoggedMessage, shownToModel, toChatMessages } from "./conversation-log.js";
+import { shownToModel } from "./conversation-log.js";
+import { MemoCache, spilled } from "./memo-cache.js";
 import { withRepairs } from "./repair.js";
 import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
-import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
-import { localEstimator, type TokenEstimator } from "./token-estimator.js";
+import { renderSummary, type SectionKey, type StoredSummary } from "./summary.js";
+
+export { MemoCache };
 
 /** After a fold, the request should come back under this share of the trigger, so folding is not needed again next turn. */
 const FOLD_TARGET_RATIO = 0.6;
@@ -71,67 +73,6 @@ export type ContextPlan = BuiltContext & {
 };
 
 /**
- * A memo of per-message work, keyed by log message id (entries are immutable, R3) and by chat
- * message identity. Bounded: it is cleared when it grows past `maxEntries`.
- */
-const spilled = (message: Message) => (message as LoggedMessage).spill ?? null;
-
-export class MemoCache {
-  private readonly chats = new Map<string, { chat: ChatMessage[]; tokens: number }>();
-  private readonly summaries = new Map<string, StoredSummary | null>();
-  private readonly tokens = new WeakMap<ChatMessage, number>();
-  constructor(
-    readonly estimator: TokenEstimator = localEstimator,
-    private readonly maxEntries = 50_000,
-  ) {}
-
-  /** An estimator that remembers each chat message's estimate. */
-  readonly memoEstimator: TokenEstimator = {
-    text: (s) => this.estimator.text(s),
-    tools: (t) => this.estimator.tools(t),
-    messages: (list) => list.reduce((sum, message) => sum + this.messageTokens(message), 0),
-  };
-
-  messageTokens(message: ChatMessage): number {
-    let tokens = this.tokens.get(message);
-    if (tokens === undefined) {
-      tokens = this.estimator.messages([message]);
-      this.tokens.set(message, tokens);
-    }
-    return tokens;
-  }
-
-  /** The entry's chat messages as the log shows them (toChatMessages of it alone) and their tokens. */
-  view(message: Message): ViewEntry {
-    // A spilled result reads differently once its handle is released; nothing else changes.
-    const key = spilled(message)?.releasedAt ? `${message.id}:released` : message.id;
-    let hit = this.chats.get(key);
-    if (!hit) {
-      const chat = toChatMessages([message]);
-      hit = { chat, tokens: chat.reduce((sum, m) => sum + this.messageTokens(m), 0) };
-      if (this.chats.size >= this.maxEntries) this.chats.clear();
-      this.chats.set(key, hit);
-    }
-    return { message, chat: hit.chat, tokens: hit.tokens, cleared: [] };
-  }
-
-  summary(message: Message): StoredSummary | null {
-    if (!this.summaries.has(message.id)) {
-      let parsed: StoredSummary | null = null;
-      try {
-        const result = storedSummarySchema.safeParse(JSON.parse(message.content));
-        parsed = result.success ? result.data : null;
-      } catch {
-        parsed = null;
-      }
-      if (this.summaries.size >= this.maxEntries) this.summaries.clear();
-      this.summaries.set(message.id, parsed);
-    }
-    return this.summaries.get(message.id) ?? null;
-  }
-}
-
-/**
  * The log with each turn's results in the order of the calls that asked for them. Results are
  * logged as they finish (tools/execute-tool-calls.ts), so the log holds them in the order they
  * arrived; the model is shown them in call order, so a request does not depend on which tool was
@@ -157,11 +98,22 @@ export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "tool
 
 const sum = (entries: readonly ViewEntry[]): number => entries.reduce((total, entry) => total + entry.tokens, 0);
 
-export function planContext(input: ContextInput): ContextPlan {
-  const cache = input.cache ?? new MemoCache();
-  const estimate = (message: ChatMessage) => cache.messageTokens(message);
-  const log = inCallOrder(input.log);
+/** What the log says before anything is compacted: the summary in use, the current input, the raw rest. */
+type LogScan = {
+  summary: StoredSummary | null;
+  firstUserMessage: string;
+  lastModelStepSeq: number;
+  /** The last seq the summary covers; 0 without one. */
+  covered: number;
+  /** Every entry but summaries, as the log shows it. */
+  all: ViewEntry[];
+  currentView: ViewEntry | undefined;
+  /** The entries after the summary, the current input left out. */
+  raw: ViewEntry[];
+};
 
+function scanLog(input: ContextInput, cache: MemoCache): LogScan {
+  const log = inCallOrder(input.log);
   let summary = input.summaryOverride ?? null;
   let firstUser: Message | undefined;
   let currentInput: Message | undefined;
@@ -177,77 +129,90 @@ export function planContext(input: ContextInput): ContextPlan {
   const all = log.filter((message) => message.role !== "SUMMARY").map((message) => cache.view(message));
   const currentView = all.find((entry) => entry.message === currentInput);
   const raw = all.filter((entry) => entry.message.seq > covered && entry !== currentView);
-  const currentChat = currentView?.chat ?? [];
+  return { summary, firstUserMessage: firstUser?.content ?? "", lastModelStepSeq, covered, all, currentView, raw };
+}
 
-  const baseBudget = computeBudget({
-    contextWindow: input.contextWindow,
-    reservedOutput: input.reservedOutput,
-    safetyBuffer: input.safetyBuffer,
-    triggerRatio: input.triggerRatio ?? DEFAULT_TRIGGER_RATIO,
-    systemPrompt: input.systemPrompt,
-    tools: input.tools,
-    currentInput: currentChat,
-    history: [],
-    estimator: cache.memoEstimator,
-  });
-  const { fixedOverhead, trigger } = baseBudget;
-  const tokensBefore = fixedOverhead + sum(all) - (currentView?.tokens ?? 0);
-  const summaryAllowance = Math.max(256, Math.min(4_000, Math.floor(baseBudget.historyBudget * 0.25)));
-  const firstUserMessage = firstUser?.content ?? "";
-  const rendered = summary
-    ? renderSummary({ sections: summary.sections, firstUserMessage, coversThroughSeq: summary.coversThroughSeq, maxTokens: summaryAllowance, estimate })
-    : null;
-  const summaryTokens = rendered ? estimate(rendered.message) : 0;
-
-  // Micro-compaction: "always" first, then "stale" oldest first while over the trigger.
-  const candidates = findCandidates(raw, {
-    lastModelStepSeq,
-    policies: input.policies ?? DEFAULT_COMPACTION_POLICIES,
-    minChars: input.minCompactChars ?? DEFAULT_MIN_COMPACT_CHARS,
-  });
-  let total = fixedOverhead + summaryTokens + sum(raw);
-  for (const candidate of candidates) if (candidate.policy === "always") total -= applyCandidate(candidate, estimate);
-  for (const candidate of candidates) {
-    if (total <= trigger) break;
-    if (candidate.policy === "stale") total -= applyCandidate(candidate, estimate);
-  }
-
-  const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
-  // The current input stays raw; when its turn was folded it follows the summary (R6). Every
-  // interrupted call gets its neutral note right after the call (R7), so the request is valid.
-  const { messages: conversation } = withRepairs([
-    ...(currentView && currentView.message.seq <= covered ? currentChat : []),
-    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : raw.flatMap((entry) => entry.chat)),
-  ]);
-  const current = new Set(currentChat);
-  const history = conversation.filter((message) => !current.has(message));
-  const messages = shownToModel([{ role: "system", content: input.systemPrompt }, ...(rendered ? [rendered.message] : []), ...conversation]);
-  const budget = computeBudget({
+/** The request's budget (R8) for the given history and summary; the one place its tokens are counted. */
+function budgetOf(input: ContextInput, cache: MemoCache, parts: { currentInput: readonly ChatMessage[]; history: readonly ChatMessage[]; summary?: ChatMessage | null }) {
+  return computeBudget({
     contextWindow: input.contextWindow,
     reservedOutput: input.reservedOutput ?? DEFAULT_RESERVED_OUTPUT,
     safetyBuffer: input.safetyBuffer ?? DEFAULT_SAFETY_BUFFER,
     triggerRatio: input.triggerRatio ?? DEFAULT_TRIGGER_RATIO,
     systemPrompt: input.systemPrompt,
     tools: input.tools,
-    currentInput: currentChat,
-    history,
-    summary: rendered?.message ?? null,
+    ...parts,
     estimator: cache.memoEstimator,
   });
+}
+
+/** R5: "always" candidates first, then "stale" ones oldest first while over the trigger; returns the estimate after. */
+function microCompact(input: ContextInput, scan: LogScan, start: number, trigger: number, estimate: (message: ChatMessage) => number): number {
+  const candidates = findCandidates(scan.raw, {
+    lastModelStepSeq: scan.lastModelStepSeq,
+    policies: input.policies ?? DEFAULT_COMPACTION_POLICIES,
+    minChars: input.minCompactChars ?? DEFAULT_MIN_COMPACT_CHARS,
+  });
+  let total = start;
+  for (const candidate of candidates) if (candidate.policy === "always") total -= applyCandidate(candidate, estimate);
+  for (const candidate of candidates) {
+    if (total <= trigger) break;
+    if (candidate.policy === "stale") total -= applyCandidate(candidate, estimate);
+  }
+  return total;
+}
+
+/**
+ * The current input stays raw; when its turn was folded it follows the summary (R6). Every
+ * interrupted call gets its neutral note right after the call (R7), so the request is valid.
+ */
+function conversationOf({ raw, currentView, covered }: LogScan): ChatMessage[] {
+  const currentChat = currentView?.chat ?? [];
+  return withRepairs([
+    ...(currentView && currentView.message.seq <= covered ? currentChat : []),
+    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : raw.flatMap((entry) => entry.chat)),
+  ]).messages;
+}
+
+/** Which entries the request carries as logged, and its messages as the model-call span records them. */
+function provenance({ raw, currentView }: LogScan, messages: ChatMessage[]): Pick<BuiltContext, "carried" | "recorded"> {
   // Carried means the model saw the entry's own content: not cleared, and not shown as a spill preview.
   const asLogged = [...raw, ...(currentView ? [currentView] : [])].filter((entry) => entry.cleared.length === 0 && !spilled(entry.message));
-  const carried = new Set(asLogged.map((entry) => entry.message.id));
   // A request message that is still the very object its entry rendered (not cleared, not
   // rewritten for the model) reads as that entry: the span records a reference to it.
   const sources = new Map<ChatMessage, string>(asLogged.flatMap((entry) => entry.chat.map((chat) => [chat, entry.message.id] as const)));
+  return { carried: new Set(asLogged.map((entry) => entry.message.id)), recorded: recordRequest(messages, sources) };
+}
+
+export function planContext(input: ContextInput): ContextPlan {
+  const cache = input.cache ?? new MemoCache();
+  const estimate = (message: ChatMessage) => cache.messageTokens(message);
+  const scan = scanLog(input, cache);
+  const { summary, covered, currentView, raw } = scan;
+  const currentChat = currentView?.chat ?? [];
+
+  const { fixedOverhead, trigger, historyBudget } = budgetOf(input, cache, { currentInput: currentChat, history: [] });
+  const tokensBefore = fixedOverhead + sum(scan.all) - (currentView?.tokens ?? 0);
+  const summaryAllowance = Math.max(256, Math.min(4_000, Math.floor(historyBudget * 0.25)));
+  const rendered = summary
+    ? renderSummary({ sections: summary.sections, firstUserMessage: scan.firstUserMessage, coversThroughSeq: covered, maxTokens: summaryAllowance, estimate })
+    : null;
+  const summaryTokens = rendered ? estimate(rendered.message) : 0;
+  const total = microCompact(input, scan, fixedOverhead + summaryTokens + sum(raw), trigger, estimate);
+  const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
+
+  const conversation = conversationOf(scan);
+  const current = new Set(currentChat);
+  const history = conversation.filter((message) => !current.has(message));
+  const messages = shownToModel([{ role: "system", content: input.systemPrompt }, ...(rendered ? [rendered.message] : []), ...conversation]);
+  const budget = budgetOf(input, cache, { currentInput: currentChat, history, summary: rendered?.message ?? null });
   return {
     messages,
     budget,
-    carried,
-    recorded: recordRequest(messages, sources),
+    ...provenance(scan, messages),
     fold,
     summary,
-    firstUserMessage,
+    firstUserMessage: scan.firstUserMessage,
     summaryAllowance,
     stats: {
       evidenceCleared: raw.flatMap((entry) => entry.cleared),

@@ -7,25 +7,16 @@ import { appendMessage } from "../../domain/research/conversation-service.js";
 import { asRequestMessage } from "../../trace/record/recorded-request.js";
 import { forModel, fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import type { Transact } from "../attempt/fence.js";
-import type { ChatMessage, ToolCall } from "../ports/model.js";
 import type { NewSpill } from "../ports/spill-store.js";
+import type { ChatMessage, ToolCall } from "../ports/model.js";
+import type { LogAppend, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 import { findDanglingToolCalls } from "./repair.js";
 import { spillPreviewSelect } from "../spill/prisma-spill-store.js";
 import { renderSpilled } from "../spill/spill-plan.js";
 
-export type LogEntry =
-  | { role: "USER"; content: string }
-  | { role: "CONTEXT"; content: string }
-  | { role: "ASSISTANT"; content: string | null; toolCalls: ToolCall[] }
-  | { role: "TOOL"; toolCallId: string; toolName: string; content: string; spill?: NewSpill | null }
-  | { role: "REPAIR"; toolCallId: string; toolName: string; content: string }
-  /** R6: a structured summary (JSON, see memory/summary.ts); the context builder injects it, not toChatMessages. */
-  | { role: "SUMMARY"; content: string };
+export type { LogEntry, LoggedMessage };
 
 const spillView = { select: spillPreviewSelect } as const;
-
-/** A log entry as read: a spilled TOOL result carries its spill. */
-export type LoggedMessage = Message & { spill?: Prisma.SpillGetPayload<typeof spillView> | null };
 
 /**
  * The conversation's log in order, with each entry's text as it was written (stored-text.ts
@@ -89,13 +80,16 @@ export function shownToModel(messages: readonly ChatMessage[]): ChatMessage[] {
 }
 
 /** Appends entries in order, in one transaction (an attempt's fenced one); returns their ids. */
-export async function appendToLog(
-  write: Transact,
-  { conversationId, runId, entries }: { conversationId: string; runId: string; entries: LogEntry[] },
-): Promise<string[]> {
+export async function appendToLog(write: Transact, append: LogAppend): Promise<string[]> {
+  const rows = await appendRows(write, append);
+  return rows.map((row) => row.id);
+}
+
+/** Appends entries in order, in one transaction (an attempt's fenced one); returns the rows as readLog reads them. */
+export async function appendRows(write: Transact, { conversationId, runId, entries }: LogAppend): Promise<LoggedMessage[]> {
   if (entries.length === 0) return [];
   return write(async (tx: Prisma.TransactionClient) => {
-    const ids: string[] = [];
+    const rows: LoggedMessage[] = [];
     for (const entry of entries) {
       const message = await appendMessage(tx, {
         conversationId,
@@ -106,24 +100,29 @@ export async function appendToLog(
         ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) as Prisma.InputJsonValue } : {}),
         ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
       });
-      if (entry.role === "TOOL" && entry.spill) {
-        const { list, ...spill } = entry.spill;
-        await tx.spill.create({
-          data: {
-            ...spill,
-            runId,
-            conversationId,
-            messageId: message.id,
-            toolCallId: entry.toolCallId,
-            listPath: list?.path ?? null,
-            itemCount: list?.itemStarts.length ?? null,
-            itemStarts: list?.itemStarts ?? [],
-            listEnd: list?.listEnd ?? null,
-          },
-        });
-      }
-      ids.push(message.id);
+      const spill = entry.role === "TOOL" && entry.spill ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill }) : null;
+      rows.push({ ...decodeMessage(message), spill });
     }
-    return ids;
+    return rows;
+  });
+}
+
+async function createSpill(
+  tx: Prisma.TransactionClient,
+  { conversationId, runId, messageId, toolCallId, spill: { list, ...spill } }: { conversationId: string; runId: string; messageId: string; toolCallId: string; spill: NewSpill },
+) {
+  return tx.spill.create({
+    data: {
+      ...spill,
+      runId,
+      conversationId,
+      messageId,
+      toolCallId,
+      listPath: list?.path ?? null,
+      itemCount: list?.itemStarts.length ?? null,
+      itemStarts: list?.itemStarts ?? [],
+      listEnd: list?.listEnd ?? null,
+    },
+    ...spillView,
   });
 }

@@ -2,7 +2,7 @@
 // not depend on a remote tokenizer; the estimate only has to be close enough for the 10% trigger
 // margin to absorb its error. A real tokenizer can be plugged in through the tokenizer port
 // (estimatorFor), and `npm run bench:tokens` measures the estimate against one.
-import type { ChatMessage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
 
 /** Latin-script text and code average about 4 characters per token. */
@@ -49,11 +49,6 @@ export function estimateJsonTokens(value: unknown): number {
   return Math.ceil((estimateTextTokens(json) * JSON_OVERHEAD_PERCENT) / 100);
 }
 
-/** One tool call as the model produced it: the function name plus its JSON arguments. */
-function estimateToolCallTokens(call: ToolCall): number {
-  return estimateTextTokens(call.name) + estimateJsonTokens(call.arguments);
-}
-
 /**
  * Whether a tool's result is a JSON object or array: many tools answer in JSON, and those results
  * are dense in the tokens the +15% rule is for. The first and last characters rule out prose
@@ -71,19 +66,46 @@ export function isJsonResult(content: string): boolean {
   }
 }
 
+/** How text is counted: plain text, and JSON (a tool result in JSON, tool-call arguments, schemas). */
+type Counter = { text: (text: string) => number; json: (json: string) => number; jsonResults: boolean };
+
+const localCounter: Counter = { text: estimateTextTokens, json: estimateJsonTokens, jsonResults: true };
+
+/**
+ * Tokens of one message, however text is counted: its content, the name and JSON arguments of
+ * each tool call it makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of framing.
+ */
+function countMessage(message: ChatMessage, counter: Counter): number {
+  const content = message.content ?? "";
+  const json = counter.jsonResults && message.role === "tool" && isJsonResult(content);
+  let tokens = MESSAGE_OVERHEAD_TOKENS + (json ? counter.json(content) : counter.text(content));
+  if (message.role === "assistant" && message.toolCalls) {
+    for (const call of message.toolCalls) tokens += counter.text(call.name) + counter.json(call.arguments);
+  }
+  return tokens;
+}
+
+/** Tokens of the tool schemas as JSON; no tools means no `tools` field in the request, hence 0 rather than the cost of `[]`. */
+function countSchemas(tools: readonly ToolSchema[], counter: Counter): number {
+  return tools.length === 0 ? 0 : counter.json(JSON.stringify(tools));
+}
+
+/** The estimator over a way of counting text: the one place a request's parts are counted. */
+function estimatorOf(counter: Counter): TokenEstimator {
+  return {
+    text: counter.text,
+    messages: (list) => list.reduce((sum, message) => sum + countMessage(message, counter), 0),
+    tools: (tools) => countSchemas(tools, counter),
+  };
+}
+
 /**
  * Estimated tokens of one message: its content (a tool result in JSON as JSON, +15%), the name and
  * JSON arguments of each tool call it makes (assistant messages), and MESSAGE_OVERHEAD_TOKENS of
  * framing. Tool-call ids are not counted: they are short and their share is within the estimator's error.
  */
 export function estimateMessageTokens(message: ChatMessage): number {
-  const content = message.content ?? "";
-  const contentTokens = message.role === "tool" && isJsonResult(content) ? estimateJsonTokens(content) : estimateTextTokens(content);
-  let tokens = MESSAGE_OVERHEAD_TOKENS + contentTokens;
-  if (message.role === "assistant" && message.toolCalls) {
-    for (const call of message.toolCalls) tokens += estimateToolCallTokens(call);
-  }
-  return tokens;
+  return countMessage(message, localCounter);
 }
 
 /** Estimated tokens of a list of messages: the sum of the per-message estimates. */
@@ -93,12 +115,9 @@ export function estimateMessagesTokens(messages: readonly ChatMessage[]): number
   return tokens;
 }
 
-/**
- * Estimated tokens of the tool schemas offered to the model, as JSON. No tools means no `tools`
- * field in the request, hence 0 rather than the cost of `[]`.
- */
+/** Estimated tokens of the tool schemas offered to the model, as JSON (0 without tools). */
 export function estimateToolSchemasTokens(tools: readonly ToolSchema[]): number {
-  return tools.length === 0 ? 0 : estimateJsonTokens(tools);
+  return countSchemas(tools, localCounter);
 }
 
 /** What the budget needs from a tokenizer; lets a real tokenizer be swapped in for comparison. */
@@ -112,11 +131,7 @@ export interface TokenEstimator {
 }
 
 /** The default, local estimator (R9). */
-export const localEstimator: TokenEstimator = {
-  text: estimateTextTokens,
-  messages: estimateMessagesTokens,
-  tools: estimateToolSchemasTokens,
-};
+export const localEstimator: TokenEstimator = estimatorOf(localCounter);
 
 /**
  * What the budget counts with: the local estimator without a tokenizer, or the tokenizer's exact
@@ -126,14 +141,5 @@ export const localEstimator: TokenEstimator = {
 export function estimatorFor(tokenizer?: Tokenizer): TokenEstimator {
   if (!tokenizer) return localEstimator;
   const count = (text: string) => tokenizer.count(text);
-  const message = (m: ChatMessage) => {
-    let tokens = MESSAGE_OVERHEAD_TOKENS + count(m.content ?? "");
-    if (m.role === "assistant" && m.toolCalls) for (const call of m.toolCalls) tokens += count(call.name) + count(call.arguments);
-    return tokens;
-  };
-  return {
-    text: count,
-    messages: (list) => list.reduce((sum, m) => sum + message(m), 0),
-    tools: (tools) => (tools.length === 0 ? 0 : count(JSON.stringify(tools))),
-  };
+  return estimatorOf({ text: count, json: count, jsonResults: false });
 }

@@ -1,12 +1,23 @@
 // The tool port: one callable capability offered to the model.
-import type { Run } from "../../generated/prisma/client.js";
 import type { Transact } from "../attempt/fence.js";
 import type { ToolSchema } from "./model.js";
 import type { SpanRef } from "./trace-sink.js";
 
+/** What a tool knows of the run it serves: the run as admitted (owner, workspace, conversation, agent). */
+export type ToolRun = {
+  id: string;
+  ownerId: string;
+  conversationId: string;
+  workspaceId: string | null;
+  agent: string;
+  question: string;
+  /** The checkpoint revision the run was shown (W9), once its workspace context is written. */
+  checkpointRevisionSeen: number | null;
+};
+
 export type ToolContext = {
   /** The run the call belongs to, as admitted (owner, workspace, conversation, agent). */
-  run: Run;
+  run: ToolRun;
   runId: string;
   /** The id of the model's tool call this execution answers. */
   toolCallId: string;

@@ -1,5 +1,7 @@
 // The trace port: how the runtime records its Span + Event tree (T1, T2). Every change is
 // visible as soon as it is recorded, including spans still running.
+import type { TraceChangeMessage } from "../../events/topics.js";
+import type { Holder, Transact } from "../attempt/fence.js";
 import type { TokenUsage } from "./model.js";
 
 export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
@@ -33,4 +35,21 @@ export interface TraceSink {
    * size, and reads the rest from the log, so the payload is stored once.
    */
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options?: EventOptions): Promise<number>;
+}
+
+/** A committed change of a trace, as subscribers receive it. */
+export type TraceChange = TraceChangeMessage;
+
+/**
+ * The trace as the worker and the executor use it: a sink per attempt that writes through the
+ * attempt's fence, and the announcement of changes that claims and settling wrote in transactions
+ * of their own (a superseded attempt's open spans ended, the run's spans closed).
+ */
+export interface RuntimeTrace extends TraceSink {
+  /** The same trace, writing through an attempt's fence: nothing of an attempt that lost its run is written. */
+  fenced(fence: { write: Transact; holder: Holder }): TraceSink;
+  /** Announces committed changes to live subscribers, and spans that ended to the exporter. */
+  announce(changes: readonly (TraceChange | null)[]): void;
+  /** Hands spans ended outside the runtime (a cancellation) to the exporter. */
+  exportEnded(spanIds: readonly string[]): void;
 }

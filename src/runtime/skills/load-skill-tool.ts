@@ -3,7 +3,7 @@
 // a SKILL_LOAD span under the tool call.
 import { type Tool, ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
-import { withSpan } from "../../trace/record/prisma-trace-recorder.js";
+import { withSpan } from "../loop/spans.js";
 import type { CatalogSkill } from "./skill-catalog.js";
 
 export const LOAD_SKILL = "load_skill";

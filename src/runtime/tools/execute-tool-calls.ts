@@ -4,12 +4,12 @@
 // protection, R10) sees each successful output inside its own call's span. Each result is logged
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
-import type { Run } from "../../generated/prisma/client.js";
 import type { Transact } from "../attempt/fence.js";
+import { failedSpanStatus, withSpan } from "../loop/spans.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
 import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
-import type { Tool } from "../ports/tool.js";
+import type { Tool, ToolRun } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
 /** `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool. */
@@ -27,7 +27,7 @@ export type ExecuteOptions = {
   /** The attempt's fenced transaction, for tools that write. */
   write: Transact;
   parent: SpanRef;
-  run: Run;
+  run: ToolRun;
   /** The run's signal: cancellation or deadline. */
   signal: AbortSignal;
   defaultTimeoutMs: number;
@@ -46,24 +46,33 @@ export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]>
 
 async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<ToolResult> {
   const started = Date.now();
-  const span = await options.sink.startSpan({
+  const input = {
     traceId: options.parent.traceId,
     parent: options.parent,
-    kind: "TOOL_CALL",
+    kind: "TOOL_CALL" as const,
     name: `execute_tool ${call.name}`,
     attributes: { "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id },
-  });
-  await options.sink.event(span, "TOOL_INPUT", call.arguments);
-  const { output, isError, cancelled } = await invoke(call, span, options);
-  const spilled = isError ? null : await payload(call, output, span, options);
-  const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
-  // The event shows what the model is shown: a spilled result's preview (its own, small), else
-  // the output itself, which the log entry holds.
-  const kind = isError ? "ERROR" : "TOOL_OUTPUT";
-  if (spilled) await options.sink.event(span, kind, spilled.shown);
-  else await options.sink.event(span, kind, output, messageId ? { messageId } : {});
-  await options.sink.endSpan(span, { status: cancelled ? stoppedSpanStatus(options.signal) : isError ? "ERROR" : "OK" });
-  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+  };
+  return withSpan(
+    options.sink,
+    input,
+    async (span) => {
+      await options.sink.event(span, "TOOL_INPUT", call.arguments);
+      const { output, isError, cancelled } = await invoke(call, span, options);
+      const spilled = isError ? null : await payload(call, output, span, options);
+      const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
+      // The event shows what the model is shown: a spilled result's preview (its own, small), else
+      // the output itself, which the log entry holds.
+      const kind = isError ? "ERROR" : "TOOL_OUTPUT";
+      if (spilled) await options.sink.event(span, kind, spilled.shown);
+      else await options.sink.event(span, kind, output, messageId ? { messageId } : {});
+      return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+    },
+    {
+      ended: (result) => ({ status: result.cancelled ? stoppedSpanStatus(options.signal) : result.isError ? "ERROR" : "OK" }),
+      failed: () => ({ status: failedSpanStatus(options.signal) }),
+    },
+  );
 }
 
 /** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */

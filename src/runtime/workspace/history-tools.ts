@@ -9,8 +9,8 @@ import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { recordStages } from "../../domain/research/material-ledger.js";
 import { CATALOG_DEFAULT_ENTRIES, historyCatalog } from "../../domain/workspace/history-catalog.js";
 import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX, searchHistory } from "../../domain/workspace/history-search.js";
-import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import { type Tool, ToolError } from "../ports/tool.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog, discoveredInSearch, searchLines } from "./catalog-text.js";
 
 /**
@@ -31,7 +31,7 @@ function issuesOf(error: z.ZodError): string {
 }
 
 /** The run's workspace, or the reason the model cannot look at its history. */
-function workspaceOf(run: Run): string {
+function workspaceOf(run: ToolRun): string {
   if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no history to list or search.");
   return run.workspaceId;
 }

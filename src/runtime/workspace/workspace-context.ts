@@ -12,7 +12,6 @@ import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/hist
 import { NotFoundError } from "../../domain/errors.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { within } from "../attempt/fence.js";
-import { appendToLog } from "../memory/conversation-log.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { RunHooks } from "../loop/run-executor.js";
 
@@ -22,11 +21,10 @@ type Selected = { publicationId: string; title: string; version: number; asOf: D
 
 export function workspaceContextHook(deps: { prisma: PrismaClient; checkpoints: CheckpointService }): RunHooks {
   return {
-    async beforeFirstTurn({ run, span, sink, write }) {
+    async beforeFirstTurn({ run, span, sink, write, log }) {
       const selected = await selectionOf(deps.prisma, run);
       if (!run.workspaceId && selected.length === 0) return;
-      const already = await deps.prisma.message.count({ where: { runId: run.id, role: "CONTEXT" } });
-      if (already > 0) return;
+      if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
       const actor = { principalId: run.ownerId };
       const workspace = run.workspaceId
         ? await deps.prisma.workspace.findFirst({ where: { id: run.workspaceId, ownerId: run.ownerId, deletedAt: null } })
@@ -49,11 +47,7 @@ export function workspaceContextHook(deps: { prisma: PrismaClient; checkpoints: 
       await write(async (tx, after) => {
         await recordStages(tx, ledger);
         await tx.run.update({ where: { id: run.id }, data: { checkpointRevisionSeen: revisionSeen } });
-        await appendToLog(within(tx, after), {
-          conversationId: run.conversationId,
-          runId: run.id,
-          entries: [{ role: "CONTEXT", content: text }],
-        });
+        await log.append(within(tx, after), [{ role: "CONTEXT", content: text }]);
       });
       run.checkpointRevisionSeen = revisionSeen;
       await sink.event(span, "CONTEXT", {

@@ -15,10 +15,9 @@ import {
   type TraceChange,
 } from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
-import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../../runtime/attempt/fence.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
-import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../../runtime/ports/trace-sink.js";
+import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
@@ -43,7 +42,7 @@ function takeBatch(pending: PendingEvent[]): PendingEvent[] {
   return pending.splice(0, count);
 }
 
-export class PrismaTraceRecorder implements TraceSink {
+export class PrismaTraceRecorder implements RuntimeTrace {
   private readonly transact: Transact;
   /** The attempt that must still hold the run (a fenced recorder's), checked inside each event write. */
   private readonly guard: Holder | undefined;
@@ -77,7 +76,6 @@ export class PrismaTraceRecorder implements TraceSink {
       const started = await startSpanIn(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
       return { value: started.spanId, changes: [started.change] };
     });
-    countSpan(input.kind);
     return { id: spanId, traceId: input.traceId };
   }
 
@@ -87,7 +85,6 @@ export class PrismaTraceRecorder implements TraceSink {
 
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...end, at: this.now() })] }));
-    if (end.usage) countTokens(end.usage);
   }
 
   /**
@@ -125,10 +122,7 @@ export class PrismaTraceRecorder implements TraceSink {
       const batch = takeBatch(queue.pending);
       try {
         const changes = await this.append(traceId, batch);
-        batch.forEach((event, index) => {
-          countEvent(event.kind);
-          event.resolve(changes[index]!.seq);
-        });
+        batch.forEach((event, index) => event.resolve(changes[index]!.seq));
       } catch (error) {
         for (const event of batch) event.reject(error);
       }
@@ -165,26 +159,5 @@ export class PrismaTraceRecorder implements TraceSink {
       after.push(() => this.announce(changes));
       return value;
     });
-  }
-}
-
-/** Runs `work` inside a span that is always ended: OK on success, ERROR (with the message) on failure. */
-export async function withSpan<T>(
-  sink: TraceSink,
-  input: Parameters<TraceSink["startSpan"]>[0],
-  work: (span: SpanRef) => Promise<T>,
-  classify: (error: unknown) => SpanStatus = () => "ERROR",
-): Promise<T> {
-  const span = await sink.startSpan(input);
-  try {
-    const result = await work(span);
-    await sink.endSpan(span, { status: "OK" });
-    return result;
-  } catch (error) {
-    await sink.endSpan(span, {
-      status: classify(error),
-      attributes: { error: error instanceof Error ? error.message : String(error) },
-    });
-    throw error;
   }
 }

@@ -1,0 +1,51 @@
+// The log an attempt holds (R3): read once when the attempt starts, and kept up to date with
+// every entry the attempt appends, so a turn builds its request without reading the log again.
+// While the attempt runs, nothing else appends to its conversation: the conversation's execution
+// slot is the run's, and a queued follow-up's question enters the log only once it is claimed.
+import { type AfterCommit, type Transact, within } from "../attempt/fence.js";
+import type { ConversationLog, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
+
+export class AttemptLog {
+  private constructor(
+    private readonly log: ConversationLog,
+    private readonly run: { id: string; conversationId: string },
+    private rows: LoggedMessage[],
+  ) {}
+
+  /** The run's conversation log as it is when the attempt starts. */
+  static async open(log: ConversationLog, run: { id: string; conversationId: string }): Promise<AttemptLog> {
+    return new AttemptLog(log, run, await log.read(run.conversationId));
+  }
+
+  /** The conversation's whole log, in order. */
+  get entries(): readonly LoggedMessage[] {
+    return this.rows;
+  }
+
+  /** The entries the run itself appended (its question included). */
+  ofRun(): LoggedMessage[] {
+    return this.rows.filter((message) => message.runId === this.run.id);
+  }
+
+  /**
+   * Appends entries of the run through `write` (the attempt's fenced transaction, or one it is
+   * already in); they join the held log once that transaction committed.
+   */
+  async append(write: Transact, entries: readonly LogEntry[]): Promise<LoggedMessage[]> {
+    if (entries.length === 0) return [];
+    return write(async (tx, after: AfterCommit) => {
+      const rows = await this.log.append(within(tx, after), { conversationId: this.run.conversationId, runId: this.run.id, entries });
+      after.push(() => this.add(rows));
+      return rows;
+    });
+  }
+
+  /** Keeps the log in seq order: results of concurrent tool calls may commit in any order. */
+  private add(rows: readonly LoggedMessage[]): void {
+    if (rows.length === 0) return;
+    const last = this.rows.at(-1)?.seq ?? 0;
+    this.rows = rows.every((row) => row.seq > last) && isOrdered(rows) ? [...this.rows, ...rows] : [...this.rows, ...rows].sort((a, b) => a.seq - b.seq);
+  }
+}
+
+const isOrdered = (rows: readonly LoggedMessage[]) => rows.every((row, index) => index === 0 || rows[index - 1]!.seq < row.seq);

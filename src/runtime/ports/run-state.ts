@@ -1,0 +1,50 @@
+// The run-state port: what the worker and the executor need of a run's row (R1, R17–R19) —
+// claiming it as a new attempt, keeping its lease, reading its status, settling it, and the
+// attempt's own writes to it. Every write of an attempt goes through its fence (attempt/fence.ts).
+import type { RunStatusName } from "../../events/topics.js";
+import type { Run } from "../../generated/prisma/client.js";
+import type { AttemptFence, Holder, Transact } from "../attempt/fence.js";
+import type { ClaimedAttempt, InstanceLiveness } from "../attempt/claim.js";
+import type { CancelledEnding, SettleStep } from "../attempt/settle.js";
+import type { Outcome } from "../loop/run-executor.js";
+import type { RunStopped } from "../loop/stop.js";
+import type { TokenUsage } from "./model.js";
+
+/** Who claims: the lease owner, how long a lease lasts, and how a new run's RUN span is described. */
+export type Claimant = {
+  workerId: string;
+  leaseMs: number;
+  liveness: InstanceLiveness;
+  describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
+};
+
+/** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
+export type LeaseVerdict = { held: true } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
+
+export interface RunState {
+  /** Claims the next claimable run (or only `runId`) as a new attempt; null when there is none. */
+  claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null>;
+  /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
+  fence(holder: Holder, onLost: (stop: RunStopped) => void): AttemptFence;
+  /** Extends the attempt's lease; says why not when the attempt no longer holds the run. */
+  renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
+  /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
+  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
+  /** A stopping worker gives the run back for another attempt to resume. */
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
+  /** Gives back what a cancelled run's attempt still holds (its lease, its conversation's slot). */
+  releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
+  /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */
+  releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number>;
+  /** Runs to announce: queued, or running under an expired lease. */
+  claimable(): Promise<string[]>;
+  /** The next queued run of a conversation, which could not start before. */
+  nextQueued(conversationId: string): Promise<string | null>;
+  /** Records the model the attempt's requests go to. */
+  recordModel(write: Transact, runId: string, label: string): Promise<void>;
+  /** Counts a model request's tokens against the run's budget; returns the run's total so far. */
+  addTokens(write: Transact, runId: string, usage: TokenUsage): Promise<number>;
+}
+
+/** The tokens of a model request that count against a run's budget: what it read and wrote. */
+export const budgetTokens = (usage: TokenUsage): number => usage.input + usage.output;
