@@ -21,6 +21,7 @@ import { SkillCatalog } from "./runtime/skills/skill-catalog.js";
 import type { RunQueue } from "./runtime/ports/run-queue.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "./server/hardening.js";
 import { metricsPlugin } from "./server/metrics-plugin.js";
+import { createMetrics, type DossierMetrics } from "./metrics/dossier-metrics.js";
 import { corsFor, jsonPostsOnly } from "./server/cross-site.js";
 import { KeyRevocations, useKeyRevocation } from "./server/key-revocations.js";
 import { authenticateFirst } from "./server/authenticate-first.js";
@@ -43,6 +44,8 @@ export type App = {
   corsOrigins: readonly string[];
   /** Ends subscriptions whose API key is revoked (WebSocket connections are closed by the HTTP server). */
   keyRevocations: KeyRevocations;
+  /** This app's Prometheus instruments (S4), shared with no other app in the process. */
+  metrics: DossierMetrics;
   /** Stops the worker (runs in flight hand their leases back) and the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -127,6 +130,7 @@ export function createApp({
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
+  const metrics = createMetrics({ prisma: db.prisma });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -158,10 +162,10 @@ export function createApp({
       authentication.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
-      bodyLimitPlugin(limits.maxBodyBytes),
-      metricsPlugin({ prisma: db.prisma, token: metricsToken }),
+      bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
+      metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
-      queryLimitsPlugin(limits),
+      queryLimitsPlugin(limits, metrics.countRejected),
       useCompiledExecution(),
       useReadinessCheck({
         endpoint: "/ready",
@@ -178,7 +182,7 @@ export function createApp({
   });
   const runtime = runtimeOptions
     ? createRuntime(
-        { prisma: db.prisma, events, logger, services },
+        { prisma: db.prisma, events, logger, services, metrics },
         {
           ...runtimeOptions,
           agents,
@@ -201,6 +205,7 @@ export function createApp({
     mcp,
     corsOrigins,
     keyRevocations,
+    metrics,
     async stop() {
       await runtime?.worker.stop();
       await mcp.close();

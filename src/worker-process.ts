@@ -8,8 +8,7 @@ import { createApp } from "./app.js";
 import { modelFor, openEvents, openMigratedDatabase, openRunQueue, mcpSettings, runtimeSettings } from "./compose.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./logger.js";
-import { metrics, runsByState } from "./metrics/dossier-metrics.js";
-import { PROMETHEUS_CONTENT_TYPE } from "./metrics/registry.js";
+import type { DossierMetrics } from "./metrics/dossier-metrics.js";
 import { scrapeAllowed } from "./server/metrics-plugin.js";
 import type { ModelPort } from "./runtime/ports/model.js";
 import type { Tool } from "./runtime/ports/tool.js";
@@ -57,7 +56,7 @@ export async function startWorkerProcess({
     runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
-  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.db.prisma, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
+  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(app.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
   const workerId = app.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {
@@ -74,7 +73,7 @@ export async function startWorkerProcess({
 }
 
 async function serveMetrics(
-  prisma: Parameters<typeof runsByState>[0],
+  metrics: DossierMetrics,
   { port, host, token }: { port: number; host: string; token?: string },
 ): Promise<{ server: Server; port: number }> {
   const server = createServer((request, response) => {
@@ -82,8 +81,8 @@ async function serveMetrics(
       response.writeHead(401, { "www-authenticate": "Bearer" }).end("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>");
     } else if (request.method === "GET" && request.url === "/metrics") {
       metrics
-        .render([runsByState(prisma)])
-        .then((body) => response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE }).end(body))
+        .render()
+        .then((body) => response.writeHead(200, { "content-type": metrics.contentType }).end(body))
         .catch((error: unknown) => response.writeHead(500).end(String(error)));
     } else if (request.url === "/health") {
       response.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');

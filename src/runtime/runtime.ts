@@ -26,6 +26,7 @@ import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import { OtlpHttpExporter, type SpanExporter } from "./trace/otlp-exporter.js";
 import { PrismaTraceRecorder } from "./trace/prisma-trace-recorder.js";
+import type { TraceCounters } from "../metrics/dossier-metrics.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
@@ -93,13 +94,13 @@ export type Runtime = {
 export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService; artifacts: ArtifactService };
 
 export function createRuntime(
-  { prisma, events, logger, services }: { prisma: PrismaClient; events: EventBus; logger: Logger; services: RuntimeServices },
+  { prisma, events, logger, services, metrics }: { prisma: PrismaClient; events: EventBus; logger: Logger; services: RuntimeServices; metrics?: TraceCounters },
   options: RuntimeOptions,
 ): Runtime {
   const exporter = options.otlpEndpoint
     ? new OtlpHttpExporter({ prisma, endpoint: options.otlpEndpoint, logger })
     : undefined;
-  const recorder = new PrismaTraceRecorder({ prisma, events, exporter });
+  const recorder = new PrismaTraceRecorder({ prisma, events, exporter, metrics });
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];

@@ -128,6 +128,7 @@ export class RunWorker {
         prisma: this.options.prisma,
         events: this.options.events,
         announce: (changes) => this.options.recorder.announce(changes),
+        counters: this.options.recorder.counters,
         workerId: this.workerId,
         leaseMs: this.leaseMs,
         liveness: this.liveness,

@@ -8,7 +8,6 @@ import { WebSocketServer } from "ws";
 import type { App } from "../app.js";
 import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
-import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "./shared-subscription-results.js";
 import { upgradeAllowed } from "./cross-site.js";
 import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
@@ -52,15 +51,7 @@ export async function startHttpServer({
   const sharedResults = new SharedSubscriptionResults();
   // Open sockets' operations, counted at scrape time: nothing to keep in step by hand.
   const sockets = new Set<{ subscriptions: Record<string, unknown> }>();
-  const stopCounting = metrics.collect(() => [
-    {
-      name: "dossier_subscriptions_open",
-      help: "GraphQL subscriptions open on this instance, by transport.",
-      type: "gauge",
-      labels: { transport: "ws" },
-      value: [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0),
-    },
-  ]);
+  const stopCounting = app.metrics.countWsSubscriptions(() => [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0));
 
   const wsHandle = useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {

@@ -14,7 +14,7 @@ import { appendMessage } from "../../domain/research/conversation-service.js";
 import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { SpanRef } from "../ports/trace-sink.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
-import { countSpan } from "../../metrics/dossier-metrics.js";
+import type { TraceCounters } from "../../metrics/dossier-metrics.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -28,6 +28,8 @@ export type ClaimOptions = {
   events: EventPublisher;
   /** Announces committed trace changes (PrismaTraceRecorder.announce). */
   announce: (changes: readonly TraceChange[]) => void;
+  /** Counts the spans a claim starts (the app's metrics). */
+  counters: Pick<TraceCounters, "countSpan">;
   workerId: string;
   leaseMs: number;
   liveness: InstanceLiveness;
@@ -88,7 +90,7 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
     });
     if (claimed) {
       options.announce(changes);
-      for (const change of changes) if (change.type === "SPAN_STARTED") countSpan(change.spanId === claimed.root.id ? "RUN" : "ATTEMPT");
+      for (const change of changes) if (change.type === "SPAN_STARTED") options.counters.countSpan(change.spanId === claimed.root.id ? "RUN" : "ATTEMPT");
       publishRunStatus(options.events, claimed.run.id, "RUNNING");
     }
     return claimed;

@@ -15,7 +15,7 @@ import {
   type TraceChange,
 } from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
-import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
+import { type TraceCounters, uncounted } from "../../metrics/dossier-metrics.js";
 import { type Transact, unfenced } from "../attempt/fence.js";
 import type { TokenUsage } from "../ports/model.js";
 import type { Attributes, EventOptions, SpanEventKind, SpanKind, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
@@ -23,7 +23,14 @@ import type { SpanExporter } from "./otlp-exporter.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
-export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
+export type RecorderDeps = {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  exporter?: SpanExporter;
+  now?: () => Date;
+  /** The app's metrics (none counted without them). */
+  metrics?: TraceCounters;
+};
 
 type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; messageId: string | null; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
@@ -63,6 +70,11 @@ export class PrismaTraceRecorder implements TraceSink {
     return new PrismaTraceRecorder(this.deps, fence);
   }
 
+  /** Where spans, events and tokens written through this recorder are counted. */
+  get counters(): TraceCounters {
+    return this.deps.metrics ?? uncounted;
+  }
+
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
@@ -77,7 +89,7 @@ export class PrismaTraceRecorder implements TraceSink {
       const started = await startSpanIn(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
       return { value: started.spanId, changes: [started.change] };
     });
-    countSpan(input.kind);
+    this.counters.countSpan(input.kind);
     return { id: spanId, traceId: input.traceId };
   }
 
@@ -87,7 +99,7 @@ export class PrismaTraceRecorder implements TraceSink {
 
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...end, at: this.now() })] }));
-    if (end.usage) countTokens(end.usage);
+    if (end.usage) this.counters.countTokens(end.usage);
   }
 
   /**
@@ -126,7 +138,7 @@ export class PrismaTraceRecorder implements TraceSink {
       try {
         const changes = await this.append(traceId, batch);
         batch.forEach((event, index) => {
-          countEvent(event.kind);
+          this.counters.countEvent(event.kind);
           event.resolve(changes[index]!.seq);
         });
       } catch (error) {
