@@ -8,7 +8,7 @@ import type { MaterialRead } from "../../domain/research/publication-service.js"
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { loadBatched } from "../request-batch.js";
+import { REQUEST_BATCH } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOptions, readPage } from "../plain-list.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
@@ -184,12 +184,16 @@ builder.prismaObjectFields("Run", (t) => ({
 builder.prismaObjectFields("PublicationVersion", (t) => ({
   revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
   revocationReason: t.exposeString("revocationReason", { nullable: true }),
-  availability: t.field({
+  availability: t.loadable({
     type: Availability,
     description: "Whether it may be read and relied on now.",
     // The versions of one list are checked together, in one query.
-    resolve: async (version, _args, ctx): Promise<Eligibility> =>
-      (await loadBatched(ctx, "eligibility", version.id, (ids) => eligibilityOf(ctx.prisma, ids))) ?? { eligible: true },
+    load: async (ids: string[], ctx): Promise<Eligibility[]> => {
+      const found = await eligibilityOf(ctx.prisma, [...new Set(ids)]);
+      return ids.map((id) => found.get(id) ?? { eligible: true });
+    },
+    loaderOptions: REQUEST_BATCH,
+    resolve: (version) => version.id,
   }),
   consumedBy: t.prismaField({
     type: ["MaterialUse"],
