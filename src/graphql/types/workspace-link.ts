@@ -15,6 +15,7 @@ import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationNode } from "./publication.js";
 import { RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
+import { inMyWorkspace, mine } from "./owned.js";
 
 const kindOfTypename = Object.fromEntries(
   Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]),
@@ -46,7 +47,7 @@ const typenames: Record<WorkspaceLink["targetKind"], string> = {
 type Linked = Conversation | Run | Publication | Artifact;
 
 function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<Linked[]> {
-  const where = { id: { in: ids }, ownerId: ctx.actor.principalId };
+  const where = { id: { in: ids }, ...mine(ctx) };
   switch (kind) {
     case "CONVERSATION":
       return ctx.prisma.conversation.findMany({ where });
@@ -98,7 +99,7 @@ const LinkTargetUnion = builder.unionType("LinkTarget", {
 export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } }),
+  findUnique: (id, ctx) => ({ id, ...inMyWorkspace(ctx) }),
   description: "A workspace's reference to an object another module owns. Linking copies nothing.",
   fields: (t) => ({
     kind: t.expose("targetKind", { type: LinkKindEnum }),
