@@ -2,6 +2,7 @@
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
 import type { AgentProfile } from "../config.js";
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import { profileNamesOf } from "../domain/json-columns.js";
 
 export type { AgentProfile };
 
@@ -39,8 +40,8 @@ export function frozenProfiles(prisma: PrismaClient, configured: Map<string, Age
     return {
       name: stored.name,
       systemPrompt: stored.systemPrompt,
-      ...(stored.tools === null ? {} : { tools: stored.tools as string[] }),
-      ...(stored.skills === null ? {} : { skills: stored.skills as string[] }),
+      ...(stored.tools === null ? {} : { tools: profileNamesOf(stored.tools)! }),
+      ...(stored.skills === null ? {} : { skills: profileNamesOf(stored.skills)! }),
     };
   };
   return (run) => {

@@ -11,6 +11,7 @@ import { withRepairs } from "./repair.js";
 import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
 import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
 import { localEstimator, type TokenEstimator } from "./token-estimator.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 /** After a fold, the request should come back under this share of the trigger, so folding is not needed again next turn. */
 const FOLD_TARGET_RATIO = 0.6;
@@ -143,7 +144,7 @@ export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "tool
     const message = log[i]!;
     ordered.push(message);
     i += 1;
-    const calls = message.role === "ASSISTANT" ? ((message.toolCalls as { id: string }[] | null) ?? []) : [];
+    const calls = message.role === "ASSISTANT" ? (toolCallsOf(message.toolCalls) ?? []) : [];
     if (calls.length < 2) continue;
     let end = i;
     while (end < log.length && (log[end]!.role === "TOOL" || log[end]!.role === "REPAIR")) end += 1;
