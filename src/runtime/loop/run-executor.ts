@@ -19,6 +19,7 @@ import type { PrismaTraceRecorder } from "../trace/prisma-trace-recorder.js";
 import { forModel, fromStored } from "../../domain/text/stored-text.js";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 export type { AgentProfile };
 /** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
@@ -137,7 +138,7 @@ export class RunExecutor {
       select: { role: true, content: true, toolCalls: true },
     });
     if (last?.role !== "ASSISTANT") return null;
-    return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? fromStored(last.content) : null;
+    return (toolCallsOf(last.toolCalls) ?? []).length === 0 ? fromStored(last.content) : null;
   }
 
   /**
