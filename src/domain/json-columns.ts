@@ -47,7 +47,11 @@ const provenance = z.looseObject({ author, sourceVersionIds: strings });
 /** CheckpointVersion.sections: the provenance of each section (absent keys: no content). */
 export const checkpointSectionsOf: (value: unknown) => Partial<CheckpointSections> = reader(
   "checkpoint_version.sections",
-  z.looseObject({ summary: provenance.nullable().optional(), nextSteps: provenance.nullable().optional(), questions: z.record(z.string(), provenance).optional() }),
+  z.looseObject({
+    summary: provenance.nullable().optional(),
+    nextSteps: provenance.nullable().optional(),
+    questions: z.record(z.string(), provenance).optional(),
+  }),
 );
 
 /** Span.attributes: the span's attributes by name. */

@@ -17,12 +17,7 @@ export const REQUEST_BATCH = { cache: false, batchScheduleFn: (dispatch: () => v
 const loaders = createContextCache(() => new Map<string, DataLoader<string, unknown>>());
 
 /** The value for `key` from one `load` of every key asked for under `name` in this batch. */
-export async function loadBatched<T>(
-  context: object,
-  name: string,
-  key: string,
-  load: (keys: string[]) => Promise<Map<string, T>>,
-): Promise<T | undefined> {
+export async function loadBatched<T>(context: object, name: string, key: string, load: (keys: string[]) => Promise<Map<string, T>>): Promise<T | undefined> {
   const byName = loaders(context);
   let loader = byName.get(name) as DataLoader<string, T | undefined> | undefined;
   if (!loader) {

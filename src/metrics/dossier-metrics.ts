@@ -55,9 +55,10 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
     buckets: SECONDS,
     registers,
   });
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
-    new Counter<L>({ name, help, labelNames, registers });
-  const rejected = counter("dossier_graphql_rejected_total", "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch).", ["reason"]);
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers });
+  const rejected = counter("dossier_graphql_rejected_total", "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch).", [
+    "reason",
+  ]);
   const modelTokens = counter("dossier_model_tokens_total", "Model tokens by direction (input, output, cached, reasoning).", ["direction"]);
   const modelCalls = counter("dossier_model_calls_total", "Model requests made by runs.");
   const toolCalls = counter("dossier_tool_calls_total", "Tool calls executed by runs.");
@@ -74,7 +75,11 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
     collect() {
       // The WebSocket series exists while an HTTP server counts sockets, as SSE's once one opened.
       if (wsCounts.size === 0) this.remove({ transport: "ws" });
-      else this.set({ transport: "ws" }, [...wsCounts].reduce((sum, count) => sum + count(), 0));
+      else
+        this.set(
+          { transport: "ws" },
+          [...wsCounts].reduce((sum, count) => sum + count(), 0),
+        );
     },
   });
   new Gauge({
