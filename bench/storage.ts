@@ -12,7 +12,7 @@ import { AdmitRunDocument } from "../sdk/generated/graphql.js";
 import { createApp } from "../src/compose/app.js";
 import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
 import { fromStoredJson } from "../src/domain/text/stored-text.js";
-import { type RecordedMessage, resolveRequest } from "../src/trace/record/recorded-request.js";
+import { type RecordedMessage, resolveRequest } from "../src/domain/trace/recorded-request.js";
 import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { reportReadingModel, reportTool, storedBytes } from "../test/support/long-tool-run.js";

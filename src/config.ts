@@ -9,11 +9,19 @@ export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
-const port = z.coerce
-  .number({ error: "must be a number" })
-  .int("must be a whole number")
-  .min(0, "must be between 0 and 65535")
-  .max(65535, "must be between 0 and 65535");
+const number = z.coerce.number({ error: "must be a number" });
+
+const port = number.int("must be a whole number").min(0, "must be between 0 and 65535").max(65535, "must be between 0 and 65535");
+
+/**
+ * A whole number of at least `min`. `worded` says which refusals are in Dossier's words ("must be
+ * at least 500", "must be a whole number") rather than zod's; each setting keeps the wording it has.
+ */
+const whole = (min: number, worded: "none" | "min" | "both" = "none", tooSmall = min === 0 ? "must not be negative" : `must be at least ${min}`) =>
+  number.int(worded === "both" ? "must be a whole number" : undefined).min(min, worded === "none" ? undefined : tooSmall);
+
+/** Exactly "true" or "false". */
+const flag = z.stringbool({ truthy: ["true"], falsy: ["false"], case: "sensitive", error: "must be true or false" });
 
 const postgresUrl = z
   .string()
@@ -37,30 +45,22 @@ const envSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
   MODEL: z.string().min(1).default("gpt-4o-mini"),
-  MODEL_CONTEXT_WINDOW: z.coerce
-    .number({ error: "must be a number" })
-    .int("must be a whole number")
-    .min(16_000, "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)")
-    .default(128_000),
+  MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
   REDIS_URL: z
     .string()
     .refine((value) => /^rediss?:\/\/.+/.test(value), { message: "must be a Redis URL such as redis://127.0.0.1:6379" })
     .optional(),
-  IN_PROCESS_WORKER: z
-    .enum(["true", "false"], { error: "must be true or false" })
-    .transform((value) => value === "true")
-    .default(true),
-  MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number({ error: "must be a number" }).int().min(1).default(50),
-  TRACE_SUBSCRIBER_BUFFER: z.coerce.number({ error: "must be a number" }).int().min(10).default(1_000),
-  TOOL_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
+  IN_PROCESS_WORKER: flag.default(true),
+  MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
+  TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
+  TOOL_TIMEOUT_MS: whole(100).default(60_000),
   COMPACTION_POLICIES: z.string().optional(),
   // The answer and the history summaries are written within the reserved output: it cannot be tiny.
-  CONTEXT_RESERVED_OUTPUT: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(1_024, "must be at least 1024").default(8_000),
-  CONTEXT_SAFETY_BUFFER: z.coerce.number({ error: "must be a number" }).int("must be a whole number").min(0, "must not be negative").default(3_000),
-  COMPACTION_TRIGGER_RATIO: z.coerce
-    .number({ error: "must be a number" })
+  CONTEXT_RESERVED_OUTPUT: whole(1_024, "both").default(8_000),
+  CONTEXT_SAFETY_BUFFER: whole(0, "both").default(3_000),
+  COMPACTION_TRIGGER_RATIO: number
     .gt(0, "must be greater than 0 and at most 1")
     .max(1, "must be greater than 0 and at most 1")
     .default(0.9),
@@ -79,13 +79,10 @@ const envSchema = z.object({
     })
     .pipe(spillPolicies)
     .optional(),
-  SPILL_READ_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(16_384),
-  SPILL_SWEEP_INTERVAL_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(60_000),
-  ARTIFACT_SWEEP_INTERVAL_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(300_000),
-  AUTH_REQUIRED: z
-    .enum(["true", "false"], { error: "must be true or false" })
-    .transform((value) => value === "true")
-    .optional(),
+  SPILL_READ_MAX_BYTES: whole(1_024, "min").default(16_384),
+  SPILL_SWEEP_INTERVAL_MS: whole(100).default(60_000),
+  ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
+  AUTH_REQUIRED: flag.optional(),
   MCP_STDIO_COMMANDS: commaList((command) => path.isAbsolute(command), "absolute program paths", "/usr/bin/npx,/usr/local/bin/uvx")
     .transform((commands) => commands.map((command) => path.normalize(command)))
     .default([]),
@@ -99,26 +96,23 @@ const envSchema = z.object({
     .optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   CORS_ORIGINS: commaList((origin) => URL.canParse(origin) && new URL(origin).origin === origin, "origins", "https://app.example.com,http://localhost:5173").default([]),
-  MCP_DRAIN_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(0).default(120_000),
+  MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
   FETCH_ALLOWED_HOSTS: commaList((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names", "example.com,*.example.org,127.0.0.1:8080", (host) => host.toLowerCase()).default([]),
   // Named exactly: a wildcard would let names someone outside controls lead inside the network.
   MCP_HTTP_ALLOWED_HOSTS: commaList((host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names without wildcards", "mcp.internal.example,127.0.0.1:8931", (host) => host.toLowerCase()).default([]),
-  FETCH_MAX_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024).default(1_048_576),
-  FETCH_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(15_000),
-  COMMANDS_ALLOWED: z
-    .enum(["true", "false"], { error: "must be true or false" })
-    .transform((value) => value === "true")
-    .default(false),
-  COMMAND_TIMEOUT_MS: z.coerce.number({ error: "must be a number" }).int().min(100).default(30_000),
-  RUN_LEASE_MS: z.coerce.number({ error: "must be a number" }).int().min(500, "must be at least 500").default(15_000),
-  WORKER_CONCURRENCY: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(4),
+  FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
+  FETCH_TIMEOUT_MS: whole(100).default(15_000),
+  COMMANDS_ALLOWED: flag.default(false),
+  COMMAND_TIMEOUT_MS: whole(100).default(30_000),
+  RUN_LEASE_MS: whole(500, "min").default(15_000),
+  WORKER_CONCURRENCY: whole(1, "min").default(4),
   METRICS_PORT: port.optional(),
-  MAX_QUERY_DEPTH: z.coerce.number({ error: "must be a number" }).int().min(2, "must be at least 2").default(15),
-  MAX_QUERY_ALIASES: z.coerce.number({ error: "must be a number" }).int().min(0, "must not be negative").default(30),
-  MAX_QUERY_TOKENS: z.coerce.number({ error: "must be a number" }).int().min(100, "must be at least 100").default(5_000),
-  MAX_QUERY_COST: z.coerce.number({ error: "must be a number" }).int().min(10, "must be at least 10").default(20_000),
-  MAX_PAGE_SIZE: z.coerce.number({ error: "must be a number" }).int().min(1, "must be at least 1").default(200),
-  MAX_REQUEST_BYTES: z.coerce.number({ error: "must be a number" }).int().min(1_024, "must be at least 1024").default(1_048_576),
+  MAX_QUERY_DEPTH: whole(2, "min").default(15),
+  MAX_QUERY_ALIASES: whole(0, "min").default(30),
+  MAX_QUERY_TOKENS: whole(100, "min").default(5_000),
+  MAX_QUERY_COST: whole(10, "min").default(20_000),
+  MAX_PAGE_SIZE: whole(1, "min").default(200),
+  MAX_REQUEST_BYTES: whole(1_024, "min").default(1_048_576),
 });
 
 export type Config = {
@@ -205,22 +199,27 @@ export type CapabilitySettings = {
 };
 
 
+/**
+ * The environment's values by `schema`; throws ConfigError listing every bad one. An empty
+ * variable means "not set", as in most shells' `VAR= command`.
+ */
+function parseEnv<T extends z.ZodType>(schema: T, env: Record<string, string | undefined>): { values: z.output<T>; present: Record<string, string | undefined> } {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return { values: parsed.data, present };
+  throw new ConfigError(
+    parsed.error.issues.map((issue) => {
+      // A nested issue (inside SPILL_POLICIES' JSON) names the variable and where in it.
+      const [name, ...inside] = issue.path.map(String);
+      const where = inside.length > 0 ? ` at ${inside.join(".")}` : "";
+      return `${name}=${JSON.stringify(env[name!] ?? "")}${where}: ${issue.message}`;
+    }),
+  );
+}
+
 /** Parses an environment (process.env by default); throws ConfigError listing every bad value. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  // An empty variable means "not set", as in most shells' `VAR= command`.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
-  const parsed = envSchema.safeParse(present);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => {
-        // A nested issue (inside SPILL_POLICIES' JSON) names the variable and where in it.
-        const [name, ...inside] = issue.path.map(String);
-        const where = inside.length > 0 ? ` at ${inside.join(".")}` : "";
-        return `${name}=${JSON.stringify(env[name!] ?? "")}${where}: ${issue.message}`;
-      }),
-    );
-  }
-  const values = parsed.data;
+  const { values, present } = parseEnv(envSchema, env);
   // A window the reserves fill leaves no room for any request: say so now, not on the first run.
   const reserved = values.CONTEXT_RESERVED_OUTPUT + values.CONTEXT_SAFETY_BUFFER;
   if (values.MODEL_CONTEXT_WINDOW <= reserved) {
@@ -242,13 +241,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? []
         : ["MCP_STDIO_ALLOWED is ignored: list the programs STDIO MCP servers may start in MCP_STDIO_COMMANDS (absolute paths, comma-separated)"],
     model: values.OPENAI_API_KEY
-      ? {
-          kind: "openai",
-          apiKey: values.OPENAI_API_KEY,
-          baseURL: values.OPENAI_BASE_URL,
-          model: values.MODEL,
-          contextWindow: values.MODEL_CONTEXT_WINDOW,
-        }
+      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -268,11 +261,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
-    contextBudget: {
-      reservedOutput: values.CONTEXT_RESERVED_OUTPUT,
-      safetyBuffer: values.CONTEXT_SAFETY_BUFFER,
-      triggerRatio: values.COMPACTION_TRIGGER_RATIO,
-    },
+    contextBudget: { reservedOutput: values.CONTEXT_RESERVED_OUTPUT, safetyBuffer: values.CONTEXT_SAFETY_BUFFER, triggerRatio: values.COMPACTION_TRIGGER_RATIO },
     tokenizer: values.TOKENIZER,
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
@@ -283,15 +272,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
       commands: { allowed: values.COMMANDS_ALLOWED, timeoutMs: values.COMMAND_TIMEOUT_MS, path: present.PATH ?? "/usr/local/bin:/usr/bin:/bin" },
     },
-    spill: {
-      policies: values.SPILL_POLICIES ?? {},
-      readMaxBytes: values.SPILL_READ_MAX_BYTES,
-      sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS,
-    },
+    spill: { policies: values.SPILL_POLICIES ?? {}, readMaxBytes: values.SPILL_READ_MAX_BYTES, sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS },
     artifacts: { sweepIntervalMs: values.ARTIFACT_SWEEP_INTERVAL_MS },
-    database: values.DATABASE_URL
-      ? { kind: "postgres", url: values.DATABASE_URL }
-      : { kind: "pglite", dataDir: values.DATA_DIR },
+    database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
   };
 }
 
@@ -311,10 +294,6 @@ export type McpClientConfig = { url: string; apiKey?: string };
  * separate program with settings of its own, read here like every other setting.
  */
 export function loadMcpClientConfig(env: Record<string, string | undefined> = process.env): McpClientConfig {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
-  const parsed = mcpClientSchema.safeParse(present);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${String(issue.path[0])}=${JSON.stringify(env[String(issue.path[0])] ?? "")}: ${issue.message}`));
-  }
-  return { url: parsed.data.DOSSIER_URL, apiKey: parsed.data.DOSSIER_API_KEY };
+  const { values } = parseEnv(mcpClientSchema, env);
+  return { url: values.DOSSIER_URL, apiKey: values.DOSSIER_API_KEY };
 }

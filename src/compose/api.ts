@@ -16,6 +16,7 @@ import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { type UpdateCache, updateCacheOf } from "../trace/updates/update-cache.js";
+import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import type { Core } from "./core.js";
 
 export type Api = {
@@ -29,6 +30,8 @@ export type Api = {
   keyRevocations: KeyRevocations;
   /** The cache trace updates' shared responses and reads live in (one per database). */
   updateCache: UpdateCache;
+  /** This process's Prometheus instruments (the HTTP server counts its WebSocket subscriptions in them). */
+  metrics: DossierMetrics;
   /** Stops watching for revocations and disposes of the GraphQL server. */
   stop(): Promise<void>;
 };
@@ -49,10 +52,10 @@ export type ApiOptions = {
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
-  core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp">,
+  core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
   { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken }: ApiOptions,
 ): Api {
-  const { db, events, services } = core;
+  const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
@@ -84,10 +87,10 @@ export function createApi(
       authentication.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
-      bodyLimitPlugin(limits.maxBodyBytes),
-      metricsPlugin({ prisma: db.prisma, token: metricsToken }),
+      bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
+      metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
-      queryLimitsPlugin(limits),
+      queryLimitsPlugin(limits, metrics.countRejected),
       useCompiledExecution(),
       readiness(db, logger),
     ],
@@ -99,6 +102,7 @@ export function createApi(
     corsOrigins,
     keyRevocations,
     updateCache: updateCacheOf(db.prisma),
+    metrics,
     async stop() {
       await keyRevocations.close();
       await yoga.dispose();

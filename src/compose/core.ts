@@ -29,6 +29,8 @@ import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "../runtime/ports/mcp.js";
 import type { RunQueue } from "../runtime/ports/run-queue.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.js";
+import type { TraceMetrics } from "../runtime/trace-metrics/metered-trace-sink.js";
+import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
@@ -91,6 +93,8 @@ export type Core = {
   mcp: McpRegistry;
   /** Where ready runs are announced: the run queue on PostgreSQL, the event bus on the embedded default. */
   announcer: RunAnnouncer;
+  /** This process's Prometheus instruments (S4), shared with no other app in the process. */
+  metrics: DossierMetrics;
   /** Present when this process executes runs (its worker is started). */
   runtime?: Runtime;
   /** Exports finished spans to the OTLP collector, when one is configured and runs execute here. */
@@ -153,6 +157,7 @@ export function createCore({ db, events, logger, artifactRetention, runtime: run
     agents: [...agentProfiles(agents).values()],
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
   });
+  const metrics = createMetrics({ prisma: db.prisma });
   const skills = new SkillCatalog({ prisma: db.prisma });
   const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
   const mcp = new McpRegistry({
@@ -165,7 +170,7 @@ export function createCore({ db, events, logger, artifactRetention, runtime: run
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });
   const executing = runtimeOptions
-    ? startRuntime({ db, events, logger, services, announcer, skills, mcp, agents, runQueue }, runtimeOptions)
+    ? startRuntime({ db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue }, runtimeOptions)
     : undefined;
   return {
     db,
@@ -174,6 +179,7 @@ export function createCore({ db, events, logger, artifactRetention, runtime: run
     skills,
     mcp,
     announcer,
+    metrics,
     runtime: executing?.runtime,
     exporter: executing?.exporter,
     async stop() {
@@ -187,14 +193,14 @@ export function createCore({ db, events, logger, artifactRetention, runtime: run
 
 /** The runtime of a process that executes runs, over its own trace recorder; its worker starts at once. */
 function startRuntime(
-  parts: Pick<Core, "db" | "events" | "services" | "announcer" | "skills" | "mcp"> & { logger: Logger; agents: AgentProfile[]; runQueue?: RunQueue },
+  parts: Pick<Core, "db" | "events" | "services" | "announcer" | "skills" | "mcp" | "metrics"> & { logger: Logger; agents: AgentProfile[]; runQueue?: RunQueue },
   { otlpEndpoint, ...options }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
   const { db, events, logger } = parts;
   const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;
   const recorder = new PrismaTraceRecorder({ prisma: db.prisma, events, exporter });
   const runtime = createRuntime(
-    { prisma: db.prisma, events, logger, services: parts.services, recorder, announcer: parts.announcer },
+    { prisma: db.prisma, events, logger, services: parts.services, recorder, announcer: parts.announcer, metrics: traceMetricsOf(parts.metrics) },
     {
       ...options,
       agents: parts.agents,
@@ -206,4 +212,13 @@ function startRuntime(
   );
   runtime.worker.start();
   return { runtime, exporter };
+}
+
+/** The runs' spans, events and model usage, counted in this process's metrics. */
+function traceMetricsOf(metrics: DossierMetrics): TraceMetrics {
+  return {
+    spanStarted: (kind) => metrics.countSpan(kind),
+    eventRecorded: (kind) => metrics.countEvent(kind),
+    tokensUsed: (usage) => metrics.countTokens(usage),
+  };
 }

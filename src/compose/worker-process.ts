@@ -6,8 +6,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { metrics, runsByState } from "../metrics/dossier-metrics.js";
-import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.js";
+import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { scrapeAllowed } from "../server/metrics-plugin.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
@@ -54,7 +53,7 @@ export async function startWorkerProcess({
     runQueue: infrastructure.runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
-  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(core.db.prisma, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
+  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
   const workerId = core.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {
@@ -69,7 +68,7 @@ export async function startWorkerProcess({
 }
 
 async function serveMetrics(
-  prisma: Parameters<typeof runsByState>[0],
+  metrics: DossierMetrics,
   { port, host, token }: { port: number; host: string; token?: string },
 ): Promise<{ server: Server; port: number }> {
   const server = createServer((request, response) => {
@@ -77,8 +76,8 @@ async function serveMetrics(
       response.writeHead(401, { "www-authenticate": "Bearer" }).end("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>");
     } else if (request.method === "GET" && request.url === "/metrics") {
       metrics
-        .render([runsByState(prisma)])
-        .then((body) => response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE }).end(body))
+        .render()
+        .then((body) => response.writeHead(200, { "content-type": metrics.contentType }).end(body))
         .catch((error: unknown) => response.writeHead(500).end(String(error)));
     } else if (request.url === "/health") {
       response.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');

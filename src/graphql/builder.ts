@@ -2,6 +2,7 @@
 // with its root fields, and ./schema.ts imports them all.
 import SchemaBuilder from "@pothos/core";
 import { isObjectType } from "graphql";
+import DataloaderPlugin from "@pothos/plugin-dataloader";
 import ErrorsPlugin from "@pothos/plugin-errors";
 import PrismaPlugin from "@pothos/plugin-prisma";
 import RelayPlugin from "@pothos/plugin-relay";
@@ -22,8 +23,9 @@ export const builder = new SchemaBuilder<{
 }>({
   defaultFieldNullability: false,
   // The text input guard runs inside ErrorsPlugin (so its ValidationError becomes a payload
-  // member) and before every other plugin's wrapper and every resolver.
-  plugins: [ErrorsPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin],
+  // member) and before every other plugin's wrapper and every resolver. Fields that read the
+  // rows of a whole list together are `t.loadable` (DataloaderPlugin, batched as request-batch.ts says).
+  plugins: [ErrorsPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),

@@ -1,6 +1,7 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
 import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import { profileNamesOf } from "../domain/json-columns.js";
 
 /**
  * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
@@ -42,8 +43,8 @@ export function frozenProfiles(prisma: PrismaClient, configured: Map<string, Age
     return {
       name: stored.name,
       systemPrompt: stored.systemPrompt,
-      ...(stored.tools === null ? {} : { tools: stored.tools as string[] }),
-      ...(stored.skills === null ? {} : { skills: stored.skills as string[] }),
+      ...(stored.tools === null ? {} : { tools: profileNamesOf(stored.tools)! }),
+      ...(stored.skills === null ? {} : { skills: profileNamesOf(stored.skills)! }),
     };
   };
   return (run) => {

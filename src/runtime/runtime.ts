@@ -26,7 +26,7 @@ import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
-import { meteredTraceSink } from "./trace-metrics/metered-trace-sink.js";
+import { meteredTraceSink, type TraceMetrics } from "./trace-metrics/metered-trace-sink.js";
 import { PrismaConversationLog } from "./adapters/prisma-conversation-log.js";
 import { PrismaRunState } from "./adapters/prisma-run-state.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
@@ -105,11 +105,13 @@ export type RuntimeDeps = {
   recorder: PrismaTraceRecorder;
   /** Where runs the worker makes ready again are announced. */
   announcer: RunAnnouncer;
+  /** What counts the runs' spans, events and model usage (this app's metrics), if anything does. */
+  metrics?: TraceMetrics;
 };
 
-export function createRuntime({ prisma, events, logger, services, recorder, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+export function createRuntime({ prisma, events, logger, services, recorder, announcer, metrics }: RuntimeDeps, options: RuntimeOptions): Runtime {
   // What runs record is counted as it is committed.
-  const trace = meteredTraceSink(recorder);
+  const trace = meteredTraceSink(recorder, metrics);
   const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];

@@ -20,7 +20,6 @@ import {
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { PLAIN_LIST_MAX_SIZE, pageSizeError } from "../graphql/plain-list.js";
-import { instruments } from "../metrics/dossier-metrics.js";
 
 export type QueryLimits = {
   /** Nested selections below the operation (fragments count as they expand). */
@@ -54,28 +53,31 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
 /** Refusals answered as GraphQL errors: the code clients can branch on. */
 type Refusal = "QUERY_TOO_DEEP" | "TOO_MANY_ALIASES" | "TOO_MANY_TOKENS" | "QUERY_TOO_COSTLY" | "PAGE_TOO_LARGE";
 
-function refuse(code: Refusal, message: string): GraphQLError {
-  instruments.graphqlRejected.inc({ reason: code });
+/** Counts a refusal by its code (the app's metrics). */
+export type CountRejected = (reason: string) => void;
+
+function refuse(count: CountRejected, code: Refusal, message: string): GraphQLError {
+  count(code);
   return new GraphQLError(message, { extensions: { code } });
 }
 
 /** graphql-armor rules report through their callback; the message loses its misleading "Syntax Error:" prefix. */
-function reportAs(code: Refusal) {
+function reportAs(count: CountRejected, code: Refusal) {
   return {
     propagateOnRejection: false,
     onReject: [
       (context: ValidationContext | null, error: GraphQLError) =>
-        context?.reportError(refuse(code, error.message.replace(/^Syntax Error: /, ""))),
+        context?.reportError(refuse(count, code, error.message.replace(/^Syntax Error: /, ""))),
     ],
   };
 }
 
-export function queryLimitsPlugin(limits: QueryLimits): Plugin {
+export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejected): Plugin {
   const rules = [
-    maxDepthRule({ n: limits.maxDepth, ...reportAs("QUERY_TOO_DEEP") }),
+    maxDepthRule({ n: limits.maxDepth, ...reportAs(countRejected, "QUERY_TOO_DEEP") }),
     // Every alias counts, __typename too (graphql-armor exempts it by default; graphql-cop uses it).
-    maxAliasesRule({ n: limits.maxAliases, allowList: [], ...reportAs("TOO_MANY_ALIASES") }),
-    costLimitRule({ maxCost: limits.maxCost, objectCost: 2, scalarCost: 1, depthCostFactor: 1.5, ...reportAs("QUERY_TOO_COSTLY") }),
+    maxAliasesRule({ n: limits.maxAliases, allowList: [], ...reportAs(countRejected, "TOO_MANY_ALIASES") }),
+    costLimitRule({ maxCost: limits.maxCost, objectCost: 2, scalarCost: 1, depthCostFactor: 1.5, ...reportAs(countRejected, "QUERY_TOO_COSTLY") }),
   ];
   return {
     onParse({ setParseFn }) {
@@ -84,7 +86,7 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
           return parse(source, { ...options, maxTokens: limits.maxTokens });
         } catch (error) {
           if (error instanceof GraphQLError && /Parsing aborted/.test(error.message)) {
-            throw refuse("TOO_MANY_TOKENS", `The document has more than ${limits.maxTokens} tokens; send a smaller one.`);
+            throw refuse(countRejected, "TOO_MANY_TOKENS", `The document has more than ${limits.maxTokens} tokens; send a smaller one.`);
           }
           throw error;
         }
@@ -95,11 +97,11 @@ export function queryLimitsPlugin(limits: QueryLimits): Plugin {
     },
     // Page sizes may come from variables, so they are checked once the variables are known.
     onExecute({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize, countRejected);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize);
+      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize, countRejected);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };
@@ -132,7 +134,13 @@ function pageArgumentsOf(schema: GraphQLSchema, document: DocumentNode): PageArg
 }
 
 /** The first `first` or `last` argument of the document above its limit, as a refusal. */
-function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, max: number): GraphQLError | undefined {
+function pageTooLarge(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  max: number,
+  count: CountRejected,
+): GraphQLError | undefined {
   for (const { node, listMax } of pageArgumentsOf(schema, document)) {
     const value =
       node.value.kind === Kind.INT
@@ -142,9 +150,9 @@ function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: 
           : Number.NaN;
     if (listMax !== undefined) {
       const error = value > listMax ? pageSizeError(value, listMax) : undefined;
-      if (error) return refuse("PAGE_TOO_LARGE", error.message);
+      if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);
     } else if (value > max) {
-      return refuse("PAGE_TOO_LARGE", `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
+      return refuse(count, "PAGE_TOO_LARGE", `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
     }
   }
   return undefined;
@@ -155,13 +163,13 @@ function pageTooLarge(schema: GraphQLSchema, document: DocumentNode, variables: 
  * gets 413, and a POST that does not declare its length (chunked) gets 411, because its size
  * could only be known by reading it.
  */
-export function bodyLimitPlugin(maxBodyBytes: number): Plugin {
+export function bodyLimitPlugin(maxBodyBytes: number, countRejected: CountRejected): Plugin {
   return {
     onRequest({ request, endResponse, fetchAPI }) {
       if (request.method !== "POST") return;
       const declared = request.headers.get("content-length");
       const refusal = (status: number, code: string, message: string) => {
-        instruments.graphqlRejected.inc({ reason: code });
+        countRejected(code);
         endResponse(fetchAPI.Response.json({ errors: [{ message, extensions: { code } }] }, { status }));
       };
       if (declared !== null && Number(declared) > maxBodyBytes) {

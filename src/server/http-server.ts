@@ -8,9 +8,9 @@ import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
 import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
-import { metrics } from "../metrics/dossier-metrics.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
+import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
@@ -36,6 +36,7 @@ export type ServedApi = {
   keyRevocations: KeyRevocations;
   /** The cache trace updates' shared responses and reads live in. */
   updateCache: UpdateCache;
+  metrics: DossierMetrics;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -70,15 +71,7 @@ export async function startHttpServer({
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
   const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });
   const sockets: OpenSockets = new Set();
-  const stopCounting = metrics.collect(() => [
-    {
-      name: "dossier_subscriptions_open",
-      help: "GraphQL subscriptions open on this instance, by transport.",
-      type: "gauge",
-      labels: { transport: "ws" },
-      value: [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0),
-    },
-  ]);
+  const stopCounting = app.metrics.countWsSubscriptions(() => [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0));
   const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
   await listen(httpServer, port, host);
   const address = httpServer.address() as AddressInfo;

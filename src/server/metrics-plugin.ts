@@ -3,9 +3,7 @@
 // server, which sees every socket).
 import { getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import type { PrismaClient } from "../generated/prisma/client.js";
-import { instruments, metrics, runsByState } from "../metrics/dossier-metrics.js";
-import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.js";
+import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
@@ -21,7 +19,7 @@ export function scrapeAllowed(authorization: string | null | undefined, token: s
 
 const ROUTES = new Set(["/graphql", "/health", "/ready", "/metrics"]);
 
-export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma: PrismaClient; endpoint?: string; token?: string }): Plugin {
+export function metricsPlugin({ metrics, endpoint = "/metrics", token }: { metrics: DossierMetrics; endpoint?: string; token?: string }): Plugin {
   // When each request started and its path (Yoga has parsed its URL once already).
   const started = new WeakMap<Request, { at: number; path: string }>();
   return {
@@ -36,13 +34,13 @@ export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma
         endResponse(new fetchAPI.Response("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>", { status: 401, headers: { "www-authenticate": "Bearer" } }));
         return;
       }
-      const body = await metrics.render([runsByState(prisma)]);
-      endResponse(new fetchAPI.Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
+      const body = await metrics.render();
+      endResponse(new fetchAPI.Response(body, { headers: { "content-type": metrics.contentType } }));
     },
     onResponse({ request, response }) {
       const start = started.get(request);
       if (start === undefined) return;
-      instruments.httpDuration.observe(
+      metrics.observeRequest(
         { method: request.method, route: ROUTES.has(start.path) ? start.path : "other", status: String(response.status) },
         (performance.now() - start.at) / 1000,
       );
@@ -53,7 +51,7 @@ export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma
       return {
         onExecuteDone({ result }) {
           const outcome = "errors" in result && result.errors?.length ? "error" : "ok";
-          instruments.graphqlDuration.observe({ type, outcome }, (performance.now() - start) / 1000);
+          metrics.observeOperation({ outcome, type }, (performance.now() - start) / 1000);
         },
       };
     },
@@ -64,14 +62,14 @@ export function metricsPlugin({ prisma, endpoint = "/metrics", token }: { prisma
       return {
         onSubscribeResult({ result }) {
           if (!(Symbol.asyncIterator in result)) return;
-          instruments.graphqlDuration.observe({ type: "subscription", outcome: "ok" }, (performance.now() - start) / 1000);
-          instruments.subscriptions.inc({ transport: "sse" });
+          metrics.observeOperation({ outcome: "ok", type: "subscription" }, (performance.now() - start) / 1000);
+          metrics.countSseSubscriptions(1);
           let ended = false;
           return {
             onEnd() {
               if (ended) return;
               ended = true;
-              instruments.subscriptions.dec({ transport: "sse" });
+              metrics.countSseSubscriptions(-1);
             },
           };
         },

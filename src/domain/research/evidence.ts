@@ -5,9 +5,7 @@
 // message, `ev_<messageId>_a<n>` the arguments of the n-th call (from 0) of an assistant message.
 import { fromStored } from "../text/stored-text.js";
 import type { Message, Prisma } from "../../generated/prisma/client.js";
-
-/** An assistant tool call as stored in Message.toolCalls. */
-type ToolCallRecord = { id: string; name: string; arguments: string };
+import { toolCallsOf } from "../json-columns.js";
 
 export type EvidenceKind = "TOOL_RESULT" | "TOOL_CALL_ARGUMENTS";
 
@@ -68,7 +66,7 @@ export async function findEvidence(
     return { id: resultEvidenceId(message.id), kind: "TOOL_RESULT", message, toolName: message.toolName, toolCallId: message.toolCallId, content };
   }
   if (message.role !== "ASSISTANT") return null;
-  const call = ((message.toolCalls as ToolCallRecord[] | null) ?? [])[ref.callIndex];
+  const call = (toolCallsOf(message.toolCalls) ?? [])[ref.callIndex];
   if (!call) return null;
   return {
     id: argumentsEvidenceId(message.id, ref.callIndex),

@@ -8,6 +8,7 @@ import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events
 import { type Holder, holdsRunSql } from "../research/run-holder.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
+import { attributesOf } from "../json-columns.js";
 
 type Tx = Prisma.TransactionClient;
 export type TraceChange = TraceChangeMessage;
@@ -60,7 +61,7 @@ async function logChange(
  * records of the span's later changes, newest first.
  */
 export function spanAsOf(current: Span, stored: StoredSpanChange, laterUndo: readonly AttributesUndo[]): SpanState {
-  const attributes = { ...(current.attributes as Record<string, unknown>) };
+  const attributes = { ...attributesOf(current.attributes) };
   for (const undo of laterUndo) {
     for (const key of undo.added) delete attributes[key];
     Object.assign(attributes, undo.before);
@@ -119,7 +120,7 @@ export async function changeSpanIn(
     ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } })
     : null;
   const set = change.attributes ? (toStoredJson(change.attributes) as Record<string, unknown>) : null;
-  const before = (current?.attributes ?? {}) as Record<string, unknown>;
+  const before = attributesOf(current?.attributes ?? {});
   const merged = set ? { ...before, ...set } : null;
   const undo = set
     ? { before: Object.fromEntries(Object.keys(set).filter((key) => key in before).map((key) => [key, before[key]])), added: Object.keys(set).filter((key) => !(key in before)) }

@@ -3,6 +3,7 @@
 // its author and sources, so an owner resolving one question does not take over — or launder —
 // the model's summary; only the sections a change rewrites become the writer's.
 import type { CheckpointVersion } from "../../generated/prisma/client.js";
+import { checkpointQuestionsOf, checkpointSectionsOf } from "../json-columns.js";
 
 export type SectionAuthor = { kind: "OWNER"; principalId: string } | { kind: "MODEL_RUN"; runId: string; principalId: string };
 
@@ -21,14 +22,14 @@ export type SectionName = "SUMMARY" | "QUESTION" | "NEXT_STEPS";
 export type SectionRef = { section: SectionName; questionId: string | null; provenance: SectionProvenance };
 
 export function sectionsOf(checkpoint: Pick<CheckpointVersion, "sections"> | null): CheckpointSections {
-  const stored = (checkpoint?.sections ?? {}) as Partial<CheckpointSections>;
+  const stored = checkpointSectionsOf(checkpoint?.sections ?? {});
   return { summary: stored.summary ?? null, nextSteps: stored.nextSteps ?? null, questions: stored.questions ?? {} };
 }
 
 /** Every section that has content, in reading order: summary, questions, next steps. */
 export function sectionList(checkpoint: Pick<CheckpointVersion, "sections" | "questions">): SectionRef[] {
   const sections = sectionsOf(checkpoint);
-  const ids = ((checkpoint.questions as { id: string }[] | null) ?? []).map((q) => q.id);
+  const ids = (checkpointQuestionsOf(checkpoint.questions) ?? []).map((q) => q.id);
   return [
     ...(sections.summary ? [{ section: "SUMMARY" as const, questionId: null, provenance: sections.summary }] : []),
     ...ids.flatMap((id) => {

@@ -13,6 +13,7 @@ import { nonBlank, parseInput } from "../validation.js";
 import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import type { EventPublisher } from "../../events/topics.js";
+import { checkpointQuestionsOf, nextStepsOf } from "../json-columns.js";
 
 export const QUESTION_STATUSES = ["OPEN", "RESOLVED"] as const;
 export type QuestionStatus = (typeof QUESTION_STATUSES)[number];
@@ -116,9 +117,9 @@ export class CheckpointService {
     const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
     const writer = writerOf(actor, provenance, previous);
     const summary = change.summary ?? previous?.summary ?? null;
-    const nextSteps = change.nextSteps ?? (previous?.nextSteps as string[] | undefined) ?? [];
+    const nextSteps = change.nextSteps ?? (previous ? nextStepsOf(previous.nextSteps) : undefined) ?? [];
     const { sections, writerHolds } = nextSections({
-      previous: previous && { summary: previous.summary, nextSteps: previous.nextSteps as string[], sections: sectionsOf(previous) },
+      previous: previous && { summary: previous.summary, nextSteps: nextStepsOf(previous.nextSteps) ?? [], sections: sectionsOf(previous) },
       summary,
       nextSteps,
       rewrittenQuestions: rewritten,
@@ -210,7 +211,7 @@ export class CheckpointService {
 }
 
 export function questionsOf(checkpoint: Pick<CheckpointVersion, "questions"> | null): CheckpointQuestion[] {
-  return (checkpoint?.questions as CheckpointQuestion[] | null) ?? [];
+  return (checkpoint ? checkpointQuestionsOf(checkpoint.questions) : null) ?? [];
 }
 
 /**

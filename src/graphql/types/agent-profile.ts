@@ -3,6 +3,7 @@
 import type { AgentProfile } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { profileNamesOf } from "../../domain/json-columns.js";
 
 const PROFILES: PlainList = { typename: "AgentProfile", order: [["name", "asc"], ["version", "desc"]], ...LIST_PAGE };
 
@@ -19,12 +20,12 @@ export const AgentProfileNode = builder.prismaNode("AgentProfile", {
     tools: t.stringList({
       nullable: true,
       description: "The tools its runs may use (exact names, or prefixes ending in *), sorted; null: every tool.",
-      resolve: (profile) => profile.tools as string[] | null,
+      resolve: (profile) => profileNamesOf(profile.tools),
     }),
     skills: t.stringList({
       nullable: true,
       description: "The skills its runs may load (exact names, or prefixes ending in *), sorted; null: every skill.",
-      resolve: (profile) => profile.skills as string[] | null,
+      resolve: (profile) => profileNamesOf(profile.skills),
     }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When this definition was first loaded." }),
   }),

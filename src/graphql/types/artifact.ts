@@ -3,7 +3,7 @@ import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { newestFirst, ownedBy } from "./owned.js";
+import { mine, newestFirst, ownedBy } from "./owned.js";
 
 const ArtifactRetentionEnum = builder.enumType(ArtifactRetention, {
   name: "ArtifactRetention",
@@ -66,7 +66,7 @@ builder.queryField("artifacts", (t) =>
       defaultSize: 20,
       maxSize: 100,
       resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.artifact.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+        ctx.prisma.artifact.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "ArtifactConnection" },
     { name: "ArtifactEdge" },

@@ -5,6 +5,7 @@ import type { SectionAuthor, SectionRef } from "../../domain/workspace/checkpoin
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { describePage, LIST_PAGE, type ListPage, pageOfIds, pageOptions } from "../plain-list.js";
+import { isCaller, mine, ofMyPublication } from "./owned.js";
 
 /** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
 export const CHECKPOINT_VERSIONS: ListPage = { typename: "PublicationVersion", ...LIST_PAGE };
@@ -14,7 +15,7 @@ export async function versionsById(ctx: { prisma: PrismaClient; actor: { princip
   if (ids.length === 0) return [];
   const found = await ctx.prisma.publicationVersion.findMany({
     ...query,
-    where: { id: { in: ids }, publication: { ownerId: ctx.actor.principalId } },
+    where: { id: { in: ids }, ...ofMyPublication(ctx) },
     take: ids.length,
   });
   const byId = new Map(found.map((v) => [v.id, v]));
@@ -40,14 +41,14 @@ const CheckpointAuthorRef = builder.objectRef<SectionAuthor>("CheckpointAuthor")
       nullable: true,
       description: "MODEL_RUN: the run whose model wrote the section; null for OWNER.",
       resolve: (query, a, _args, ctx) =>
-        a.kind === "MODEL_RUN" ? ctx.prisma.run.findFirst({ ...query, where: { id: a.runId, ownerId: ctx.actor.principalId } }) : null,
+        a.kind === "MODEL_RUN" ? ctx.prisma.run.findFirst({ ...query, where: { id: a.runId, ...mine(ctx) } }) : null,
     }),
     principal: t.prismaField({
       type: "Principal",
       nullable: true,
       description: "The owner who wrote it, or on whose behalf the run did.",
       resolve: (query, a, _args, ctx) =>
-        a.principalId === ctx.actor.principalId ? ctx.prisma.principal.findUnique({ ...query, where: { id: a.principalId } }) : null,
+        isCaller(ctx, a.principalId) ? ctx.prisma.principal.findUnique({ ...query, where: { id: a.principalId } }) : null,
     }),
   }),
 });

@@ -12,6 +12,7 @@ import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
+import { inMyWorkspace, mine, ofMyPublication } from "./owned.js";
 const PROPOSALS: PlainList = { typename: "CheckpointProposal", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
 const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
@@ -103,7 +104,7 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       nullable: true,
       resolve: (query, r, _args, ctx) =>
         r.checkpoint.originRunId
-          ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ownerId: ctx.actor.principalId } })
+          ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } })
           : null,
     }),
     acceptedPublicationVersions: t.prismaField({
@@ -146,7 +147,7 @@ const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpo
       nullable: true,
       description: "The version that is no longer eligible (the first one met, in reading order of the sections).",
       resolve: (query, r, _args, ctx) =>
-        ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, publication: { ownerId: ctx.actor.principalId } } }),
+        ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, ...ofMyPublication(ctx) } }),
     }),
     withheldSections: t.field({
       type: [CheckpointSectionProvenanceRef],
@@ -161,7 +162,7 @@ const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpo
 // node(id) shows a revision to the owner of its workspace while the workspace is not deleted.
 defineEntityNode("CheckpointVersion", async (id, ctx) => {
   const checkpoint = await ctx.prisma.checkpointVersion.findFirst({
-    where: { id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } },
+    where: { id, ...inMyWorkspace(ctx) },
   });
   return checkpoint ? (await ctx.services.checkpoints.withAvailability([checkpoint]))[0]! : null;
 });

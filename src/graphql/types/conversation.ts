@@ -4,14 +4,14 @@ import { ValidationError } from "../../domain/errors.js";
 import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { newestFirst, ownedBy } from "./owned.js";
+import { mine, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
 
 const MessageRoleEnum = builder.enumType(MessageRole, { name: "MessageRole" });
 
 export const MessageNode = builder.prismaNode("Message", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, conversation: { ownerId: ctx.actor.principalId } }),
+  findUnique: (id, ctx) => ({ id, ...ofMyConversation(ctx) }),
   description: "One entry of a conversation's append-only log.",
   fields: (t) => ({
     seq: t.exposeInt("seq", { description: "Position in the conversation, from 1, without gaps." }),
@@ -70,7 +70,7 @@ builder.queryField("conversations", (t) =>
       defaultSize: 20,
       maxSize: 100,
       resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.conversation.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+        ctx.prisma.conversation.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "ConversationConnection" },
     { name: "ConversationEdge" },

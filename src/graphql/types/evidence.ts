@@ -4,6 +4,7 @@
 import { builder } from "../builder.js";
 import { MessageNode } from "./conversation.js";
 import { type Evidence, findEvidence } from "../../domain/research/evidence.js";
+import { mine } from "./owned.js";
 
 const EvidenceKindEnum = builder.enumType("EvidenceKind", {
   values: {
@@ -36,6 +37,6 @@ builder.queryField("evidence", (t) =>
     description:
       "Resolves an evidence id from a compacted model request to its persisted original; null for an unknown id or one in a conversation that is not yours.",
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => findEvidence(ctx.prisma, String(args.id), { ownerId: ctx.actor.principalId }),
+    resolve: (_root, args, ctx) => findEvidence(ctx.prisma, String(args.id), mine(ctx)),
   }),
 );

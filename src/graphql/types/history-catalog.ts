@@ -18,6 +18,7 @@ import {
 import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
 import { Availability } from "./history.js";
+import { mine } from "./owned.js";
 
 const MaterialRef = builder
   .objectRef<{ publicationId: string; version: number }>("MaterialRef")
@@ -60,7 +61,7 @@ const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").im
       type: "Run",
       nullable: true,
       resolve: (query, v, _args, ctx) =>
-        v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ownerId: ctx.actor.principalId } }) : null,
+        v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ...mine(ctx) } }) : null,
     }),
     sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),

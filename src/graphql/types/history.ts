@@ -8,11 +8,12 @@ import type { MaterialRead } from "../../domain/research/publication-service.js"
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
-import { loadBatched } from "../request-batch.js";
+import { REQUEST_BATCH } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOptions, readPage } from "../plain-list.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
+import { ofMyPublication, ofMyRun } from "./owned.js";
 
 const oldestFirst = [["createdAt", "asc"], ["id", "asc"]] as const;
 const LEDGER: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
@@ -47,7 +48,7 @@ export const Availability = builder.objectRef<Eligibility>("Availability").imple
           ? null
           : ctx.prisma.publicationVersion.findFirst({
               ...query,
-              where: { id: e.culprit.versionId, publication: { ownerId: ctx.actor.principalId } },
+              where: { id: e.culprit.versionId, ...ofMyPublication(ctx) },
             }),
     }),
   }),
@@ -126,7 +127,7 @@ export const MaterialUseObject = builder.prismaNode("MaterialUse", {
   id: { field: "id", description: "Names the entry in node(id), and as `after` in `Run.materialUses` and `PublicationVersion.consumedBy`." },
   nullable: true,
   // Only the owner of the run reads its ledger.
-  findUnique: (id, ctx) => ({ id, run: { ownerId: ctx.actor.principalId } }),
+  findUnique: (id, ctx) => ({ id, ...ofMyRun(ctx) }),
   description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
   fields: (t) => ({
     stage: t.expose("stage", { type: MaterialStageEnum }),
@@ -184,12 +185,16 @@ builder.prismaObjectFields("Run", (t) => ({
 builder.prismaObjectFields("PublicationVersion", (t) => ({
   revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
   revocationReason: t.exposeString("revocationReason", { nullable: true }),
-  availability: t.field({
+  availability: t.loadable({
     type: Availability,
     description: "Whether it may be read and relied on now.",
     // The versions of one list are checked together, in one query.
-    resolve: async (version, _args, ctx): Promise<Eligibility> =>
-      (await loadBatched(ctx, "eligibility", version.id, (ids) => eligibilityOf(ctx.prisma, ids))) ?? { eligible: true },
+    load: async (ids: string[], ctx): Promise<Eligibility[]> => {
+      const found = await eligibilityOf(ctx.prisma, [...new Set(ids)]);
+      return ids.map((id) => found.get(id) ?? { eligible: true });
+    },
+    loaderOptions: REQUEST_BATCH,
+    resolve: (version) => version.id,
   }),
   consumedBy: t.prismaField({
     type: ["MaterialUse"],
@@ -200,7 +205,7 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
     ...pageOptions(t.arg, CONSUMERS),
     resolve: (query, version, args, ctx) =>
       readPage<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {
-        scope: { publicationVersionId: version.id, run: { ownerId: ctx.actor.principalId } },
+        scope: { publicationVersionId: version.id, ...ofMyRun(ctx) },
         where: { stage: "CONSUMED" },
         query,
       }),

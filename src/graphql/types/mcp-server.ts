@@ -8,7 +8,7 @@ import type { McpServer } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
 import { builder } from "../builder.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
-import { ownedBy } from "./owned.js";
+import { mine, ownedBy } from "./owned.js";
 
 const MCP_SERVERS: PlainList = { typename: "McpServer", order: [["name", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
@@ -96,7 +96,7 @@ builder.queryField("mcpServers", (t) =>
     type: ["McpServer"],
     description: describePage("Your MCP servers, by name.", MCP_SERVERS),
     ...pageOptions(t.arg, MCP_SERVERS),
-    resolve: (query, _root, args, ctx) => readPage<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: { ownerId: ctx.actor.principalId }, query }),
+    resolve: (query, _root, args, ctx) => readPage<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: mine(ctx), query }),
   }),
 );
 

@@ -4,6 +4,7 @@ import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { me, myKeys } from "./owned.js";
 
 const API_KEYS: PlainList = { typename: "ApiKey", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
 
@@ -11,7 +12,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
   id: { field: "id" },
   nullable: true,
   // A principal is visible only to itself.
-  findUnique: (id, ctx) => ({ id, AND: [{ id: ctx.actor.principalId }] }),
+  findUnique: (id, ctx) => ({ id, AND: [me(ctx)] }),
   description: "Who a request acts for: the owner of API keys and of every object.",
   fields: (t) => ({
     name: t.exposeString("name"),
@@ -28,7 +29,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
 export const ApiKeyNode = builder.prismaNode("ApiKey", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, principalId: ctx.actor.principalId }),
+  findUnique: (id, ctx) => ({ id, ...myKeys(ctx) }),
   fields: (t) => ({
     name: t.exposeString("name"),
     prefix: t.exposeString("prefix", { description: "The key's first characters, to tell keys apart." }),
@@ -55,7 +56,7 @@ builder.queryField("apiKeys", (t) =>
       defaultSize: 20,
       maxSize: 100,
       resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.apiKey.findMany({ ...query, where: { principalId: ctx.actor.principalId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+        ctx.prisma.apiKey.findMany({ ...query, where: myKeys(ctx), orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
     },
     { name: "ApiKeyConnection" },
     { name: "ApiKeyEdge" },
@@ -66,7 +67,7 @@ builder.queryField("viewer", (t) =>
   t.prismaField({
     type: "Principal",
     description: "The principal this request acts for.",
-    resolve: (query, _root, _args, ctx) => ctx.prisma.principal.findUniqueOrThrow({ ...query, where: { id: ctx.actor.principalId } }),
+    resolve: (query, _root, _args, ctx) => ctx.prisma.principal.findUniqueOrThrow({ ...query, where: me(ctx) }),
   }),
 );
 

@@ -5,7 +5,7 @@ import type { RunLinkOutcome } from "../../domain/workspace/link-service.js";
 import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
-import { newestFirst, ownedBy } from "./owned.js";
+import { mine, newestFirst, ofMyPublication, ownedBy } from "./owned.js";
 
 export const MaterialRefInput = builder.inputType("MaterialRefInput", {
   description: "An exact version of a publication.",
@@ -23,7 +23,7 @@ export function materialRefsToDomain(refs: { publicationId: string | number; ver
 export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, publication: { ownerId: ctx.actor.principalId } }),
+  findUnique: (id, ctx) => ({ id, ...ofMyPublication(ctx) }),
   description: "One immutable version of a publication.",
   fields: (t) => ({
     version: t.exposeInt("version"),
@@ -102,7 +102,7 @@ builder.queryField("publications", (t) =>
       defaultSize: 20,
       maxSize: 100,
       resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.publication.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+        ctx.prisma.publication.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "PublicationConnection" },
     { name: "PublicationEdge" },

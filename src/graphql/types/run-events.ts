@@ -6,6 +6,7 @@ import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { RunStatusEnum } from "./run.js";
+import { mine } from "./owned.js";
 
 const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
   fields: (t) => ({
@@ -59,7 +60,7 @@ builder.subscriptionField("runEvents", (t) =>
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.runId), "Run");
-      const visible = id ? await ctx.prisma.run.count({ where: { id, ownerId: ctx.actor.principalId } }) : 0;
+      const visible = id ? await ctx.prisma.run.count({ where: { id, ...mine(ctx) } }) : 0;
       if (!id || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
       return runStatusEvents(ctx.prisma, ctx.events, id);
     },

@@ -13,7 +13,7 @@ import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
-import { newestFirst, ownedBy } from "./owned.js";
+import { mine, myLiveWorkspace, newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
@@ -101,7 +101,7 @@ export const RunNode = builder.prismaNode("Run", {
       description: "The workspace the run was admitted in, while it exists.",
       resolve: (query, run, _args, ctx) =>
         run.workspaceId
-          ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ownerId: ctx.actor.principalId, deletedAt: null } })
+          ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } })
           : null,
     }),
     frozenGoal: t.field({
@@ -198,7 +198,7 @@ builder.queryField("run", (t) =>
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, ctx) => {
       const id = idOfType(String(args.id), "Run");
-      return id ? ctx.prisma.run.findFirst({ ...query, where: { id, ownerId: ctx.actor.principalId } }) : null;
+      return id ? ctx.prisma.run.findFirst({ ...query, where: { id, ...mine(ctx) } }) : null;
     },
   }),
 );
@@ -212,7 +212,7 @@ builder.queryField("runs", (t) =>
       defaultSize: 20,
       maxSize: 100,
       resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.run.findMany({ ...query, where: { ownerId: ctx.actor.principalId }, orderBy: newestFirst }),
+        ctx.prisma.run.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "RunConnection" },
     { name: "RunEdge" },

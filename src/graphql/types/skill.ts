@@ -6,6 +6,7 @@ import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/ports/skills.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
+import { mine } from "./owned.js";
 
 type SkillView = CatalogSkill & { agent: string };
 
@@ -31,7 +32,7 @@ async function loadSkill(id: string, ctx: GraphQLContext): Promise<SkillView | n
     const skill = builtIns.find((s) => s.name === builtIn[2]);
     return skill ? { ...skill, agent: builtIn[1]! } : null;
   }
-  const stored = await ctx.prisma.skill.findFirst({ where: { id, ownerId: ctx.actor.principalId } });
+  const stored = await ctx.prisma.skill.findFirst({ where: { id, ...mine(ctx) } });
   if (!stored) return null;
   return {
     storedId: stored.id,

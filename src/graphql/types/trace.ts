@@ -3,7 +3,7 @@
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
-import { type LogLookup, readLogMessages } from "../../trace/record/recorded-request.js";
+import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
 import { firstEventsOfSpans, requestOf, type SpanUsageRow, spanChildren, subtreeUsage, sumUsage, type Usage } from "../../trace/read/trace-reads.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";

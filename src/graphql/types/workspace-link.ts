@@ -2,11 +2,11 @@
 // retention-and-link of HTML artifacts (W16).
 import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-service.js";
-import type { Artifact, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
+import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { newestFirstConnection, newestFirstQuery } from "../newest-first-page.js";
-import { loadBatched } from "../request-batch.js";
+import { REQUEST_BATCH } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ArtifactNode } from "./artifact.js";
@@ -15,6 +15,7 @@ import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationNode } from "./publication.js";
 import { RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
+import { inMyWorkspace, mine } from "./owned.js";
 
 const kindOfTypename = Object.fromEntries(
   Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]),
@@ -43,8 +44,10 @@ const typenames: Record<WorkspaceLink["targetKind"], string> = {
 };
 
 /** One query per kind for all the targets a page of links asks for, only the caller's objects. */
-function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<{ id: string }[]> {
-  const where = { id: { in: ids }, ownerId: ctx.actor.principalId };
+type Linked = Conversation | Run | Publication | Artifact;
+
+function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<Linked[]> {
+  const where = { id: { in: ids }, ...mine(ctx) };
   switch (kind) {
     case "CONVERSATION":
       return ctx.prisma.conversation.findMany({ where });
@@ -62,16 +65,30 @@ function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: 
 }
 
 /**
- * Reads the target through its own module's permission check: only the caller's objects. The
- * links of one page are read together, a query per kind.
+ * Reads the targets of a batch of links (`<kind>:<id>` keys) through their own module's
+ * permission check: only the caller's objects, a query per kind.
  */
-async function loadTarget(link: WorkspaceLink, ctx: GraphQLContext): Promise<object | null> {
-  const found = await loadBatched(ctx, `link-target:${link.targetKind}`, link.targetId, async (ids) => {
-    const objects = await findOwned(ctx, link.targetKind, ids);
-    for (const object of objects) typenameOf.set(object, typenames[link.targetKind]);
-    return new Map(objects.map((object) => [object.id, object]));
-  });
-  return found ?? null;
+async function loadTargets(keys: string[], ctx: GraphQLContext): Promise<(Linked | null)[]> {
+  const idsByKind = new Map<LinkTargetKind, Set<string>>();
+  for (const key of keys) {
+    const [kind, id] = splitKey(key);
+    idsByKind.set(kind, (idsByKind.get(kind) ?? new Set()).add(id));
+  }
+  const found = new Map<string, Linked>();
+  await Promise.all(
+    [...idsByKind].map(async ([kind, ids]) => {
+      for (const object of await findOwned(ctx, kind, [...ids])) {
+        typenameOf.set(object, typenames[kind]);
+        found.set(`${kind}:${object.id}`, object);
+      }
+    }),
+  );
+  return keys.map((key) => found.get(key) ?? null);
+}
+
+function splitKey(key: string): [LinkTargetKind, string] {
+  const colon = key.indexOf(":");
+  return [key.slice(0, colon) as LinkTargetKind, key.slice(colon + 1)];
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
@@ -82,16 +99,18 @@ const LinkTargetUnion = builder.unionType("LinkTarget", {
 export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } }),
+  findUnique: (id, ctx) => ({ id, ...inMyWorkspace(ctx) }),
   description: "A workspace's reference to an object another module owns. Linking copies nothing.",
   fields: (t) => ({
     kind: t.expose("targetKind", { type: LinkKindEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    target: t.field({
+    target: t.loadable({
       type: LinkTargetUnion,
       nullable: true,
       description: "The linked object, read through its own permission check; null if you cannot read it.",
-      resolve: (link, _args, ctx) => loadTarget(link, ctx) as never,
+      load: (keys: string[], ctx) => loadTargets(keys, ctx),
+      loaderOptions: REQUEST_BATCH,
+      resolve: (link) => `${link.targetKind}:${link.targetId}`,
     }),
   }),
 });

@@ -8,7 +8,7 @@ import { builder } from "../builder.js";
 import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
-import { newestFirst } from "./owned.js";
+import { inMyWorkspace, mine, myLiveWorkspace, newestFirst } from "./owned.js";
 
 const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
   name: "WorkspaceStatus",
@@ -19,7 +19,7 @@ export const GoalVersionNode = builder.prismaNode("GoalVersion", {
   id: { field: "id" },
   // node(id) of an id that names nothing (or nothing of yours) is null, not an error.
   nullable: true,
-  findUnique: (id, ctx) => ({ id, workspace: { ownerId: ctx.actor.principalId, deletedAt: null } }),
+  findUnique: (id, ctx) => ({ id, ...inMyWorkspace(ctx) }),
   description: "One immutable version of a workspace's research goal.",
   fields: (t) => ({
     version: t.exposeInt("version", { description: "1 for the first goal; each accepted update adds one." }),
@@ -32,7 +32,7 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
   id: { field: "id" },
   // node(id) of an id that names nothing (or nothing of yours) is null, not an error.
   nullable: true,
-  findUnique: (id, ctx) => ({ id, ownerId: ctx.actor.principalId, deletedAt: null }),
+  findUnique: (id, ctx) => ({ id, ...myLiveWorkspace(ctx) }),
   description: "A long-term research goal and the organisation around it.",
   fields: (t) => ({
     title: t.exposeString("title"),
@@ -81,7 +81,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, _args, ctx) =>
       ctx.prisma.workspace.findMany({
         ...query,
-        where: { ownerId: ctx.actor.principalId, deletedAt: null },
+        where: myLiveWorkspace(ctx),
         orderBy: newestFirst,
       }),
   }, { name: "WorkspaceConnection" }, { name: "WorkspaceEdge" }),
@@ -238,7 +238,7 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
       nullable: true,
       description: "For RUN_ADMITTED: the admitted run.",
       resolve: (query, event, _args, ctx) =>
-        event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ownerId: ctx.actor.principalId } }) : null,
+        event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ...mine(ctx) } }) : null,
     }),
     checkpointRevision: t.int({
       nullable: true,

@@ -19,7 +19,7 @@ import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { forModel } from "../../domain/text/stored-text.js";
-import type { RecordedMessage } from "../../trace/record/recorded-request.js";
+import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
 

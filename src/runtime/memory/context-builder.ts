@@ -6,7 +6,7 @@
 // the model actually received (the consumption ledger, W8): compacted and folded entries are not.
 import type { Message, Run } from "../../generated/prisma/client.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
-import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { ModelPort, TokenUsage, ToolSchema } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
 import { DEFAULT_RESERVED_OUTPUT } from "./budget.js";
@@ -17,6 +17,7 @@ import { budgetTokens } from "../ports/run-state.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { CompactionPolicies, ViewEntry } from "./micro-compaction.js";
 import { emptySections, mergeSummaryAnswer, type StoredSummary, type SummarySections, summaryRequest } from "./summary.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 export type { BuiltContext, ContextInput };
 
@@ -214,7 +215,7 @@ function transcriptLine(entry: ViewEntry): string {
     case "USER":
       return `[${message.seq}] user: ${cut(content, null)}`;
     case "ASSISTANT": {
-      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? ((message.toolCalls as ToolCall[] | null) ?? []);
+      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? (toolCallsOf(message.toolCalls) ?? []);
       const callText = calls.map((call) => `${call.name}(${cut(call.arguments, null)})`).join("; ");
       return `[${message.seq}] assistant: ${cut(content, null)}${callText ? `\n  calls: ${callText}` : ""}`;
     }

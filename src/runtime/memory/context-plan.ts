@@ -2,7 +2,7 @@
 // the raw messages after it, micro-compacted as the budget requires, and — when the request is still
 // over the trigger — a proposal of which oldest turns to fold into the next summary. No model call
 // and no I/O here, so it is cheap enough to run before every model request (see bench/memory.ts).
-import { type RecordedMessage, recordRequest } from "../../trace/record/recorded-request.js";
+import { type RecordedMessage, recordRequest } from "../../domain/trace/recorded-request.js";
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
@@ -10,7 +10,8 @@ import { shownToModel } from "./conversation-log.js";
 import { MemoCache, spilled } from "./memo-cache.js";
 import { withRepairs } from "./repair.js";
 import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
-import { renderSummary, type SectionKey, type StoredSummary } from "./summary.js";
+import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 export { MemoCache };
 
@@ -84,7 +85,7 @@ export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "tool
     const message = log[i]!;
     ordered.push(message);
     i += 1;
-    const calls = message.role === "ASSISTANT" ? ((message.toolCalls as { id: string }[] | null) ?? []) : [];
+    const calls = message.role === "ASSISTANT" ? (toolCallsOf(message.toolCalls) ?? []) : [];
     if (calls.length < 2) continue;
     let end = i;
     while (end < log.length && (log[end]!.role === "TOOL" || log[end]!.role === "REPAIR")) end += 1;

@@ -4,7 +4,7 @@
 // transaction, makes the read path show the model a preview and a handle instead.
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
-import { asRequestMessage } from "../../trace/record/recorded-request.js";
+import { asRequestMessage } from "../../domain/trace/recorded-request.js";
 import { forModel, fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import type { Transact } from "../attempt/fence.js";
 import type { NewSpill } from "../ports/spill-store.js";

@@ -4,7 +4,8 @@
 // evidence id that resolves to the persisted original. Nothing in the log changes (R3, R4).
 import { argumentsEvidenceId, resultEvidenceId } from "../../domain/research/evidence.js";
 import type { Message } from "../../generated/prisma/client.js";
-import type { ChatMessage, ToolCall } from "../ports/model.js";
+import type { ChatMessage } from "../ports/model.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 /** never: critical operations stay verbatim; stale: cleared oldest first while the request is over budget; always: cleared once the turn is complete. */
 export type CompactionPolicy = "never" | "stale" | "always";
@@ -45,7 +46,7 @@ export function findCandidates(
   for (let index = 0; index < view.length; index += 1) {
     const entry = view[index]!;
     if (entry.message.role !== "ASSISTANT" || entry.message.seq >= options.lastModelStepSeq) continue;
-    const calls = (entry.message.toolCalls as ToolCall[] | null) ?? [];
+    const calls = toolCallsOf(entry.message.toolCalls) ?? [];
     if (calls.length === 0) continue;
     const results: ViewEntry[] = [];
     let next = index + 1;

@@ -1,7 +1,7 @@
 // The model port: one chat-completions step. Adapters (src/runtime/adapters) implement it over a
 // vendor SDK; the scripted model (src/runtime/adapters/scripted-model.ts) implements it deterministically.
 
-import type { ChatToolCall, RequestMessage } from "../../trace/record/recorded-request.js";
+import type { ChatToolCall, RequestMessage } from "../../domain/trace/recorded-request.js";
 
 /** A tool call the model asked for; `arguments` is the JSON text the model produced. */
 export type ToolCall = ChatToolCall;

@@ -1,8 +1,8 @@
 // The per-run task list (R15). Its state is a fold over the run's own task_list calls in the
 // log, so a resumed run (another process, after a crash) sees exactly the list it had.
 import type { Message } from "../../generated/prisma/client.js";
-import type { ToolCall } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 
 type Task = { id: number; title: string; done: boolean };
 type Action = { action: "add"; title: string } | { action: "complete"; id: number } | { action: "list" };
@@ -32,7 +32,7 @@ export function createTaskListTool(runLog: readonly Message[]): Tool {
   const succeeded = new Set(runLog.filter((m) => m.role === "TOOL" && !m.content.startsWith("Error:")).map((m) => m.toolCallId));
   let tasks: Task[] = [];
   for (const message of runLog) {
-    for (const call of (message.toolCalls as ToolCall[] | null) ?? []) {
+    for (const call of toolCallsOf(message.toolCalls) ?? []) {
       if (call.name !== "task_list" || !succeeded.has(call.id)) continue;
       try {
         tasks = apply(tasks, parseAction(JSON.parse(call.arguments)));

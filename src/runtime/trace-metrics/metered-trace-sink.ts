@@ -2,7 +2,6 @@
 // (model calls, tool calls), every event committed (compactions, spills) and the model usage of
 // every span that ended with some. A decorator, so the trace itself knows nothing of metrics;
 // spans that claims write in their own transaction are counted when they are announced.
-import { countEvent, countSpan, countTokens } from "../../metrics/dossier-metrics.js";
 import type { TokenUsage } from "../ports/model.js";
 import type { RuntimeTrace, SpanEventKind, SpanKind, TraceSink } from "../ports/trace-sink.js";
 
@@ -12,8 +11,6 @@ export type TraceMetrics = {
   eventRecorded(kind: SpanEventKind): void;
   tokensUsed(usage: TokenUsage): void;
 };
-
-export const dossierTraceMetrics: TraceMetrics = { spanStarted: countSpan, eventRecorded: countEvent, tokensUsed: countTokens };
 
 function metered(sink: TraceSink, metrics: TraceMetrics): TraceSink {
   return {
@@ -36,7 +33,8 @@ function metered(sink: TraceSink, metrics: TraceMetrics): TraceSink {
 }
 
 /** The trace with its spans, events and model usage counted once they are committed. */
-export function meteredTraceSink(trace: RuntimeTrace, metrics: TraceMetrics = dossierTraceMetrics): RuntimeTrace {
+export function meteredTraceSink(trace: RuntimeTrace, metrics?: TraceMetrics): RuntimeTrace {
+  if (!metrics) return trace;
   return {
     ...metered(trace, metrics),
     fenced: (fence) => metered(trace.fenced(fence), metrics),

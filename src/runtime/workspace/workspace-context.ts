@@ -14,6 +14,7 @@ import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { within } from "../attempt/fence.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { RunHooks } from "../loop/run-executor.js";
+import { nextStepsOf } from "../../domain/json-columns.js";
 
 const day = (date: Date) => date.toISOString();
 
@@ -115,7 +116,7 @@ function describe(input: {
     lines.push(`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`);
     if (c.summary) lines.push(`Summary: ${c.summary}${by(sections.summary)}`);
     for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]${by(sections.questions[q.id])}: ${q.text}`);
-    for (const step of (c.nextSteps as string[] | null) ?? []) lines.push(`- next step${by(sections.nextSteps)}: ${step}`);
+    for (const step of nextStepsOf(c.nextSteps) ?? []) lines.push(`- next step${by(sections.nextSteps)}: ${step}`);
   }
   if (selected.length > 0) {
     lines.push("", "Materials selected for this run when it was admitted (exact versions):");

@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import type { PrismaClient, Span } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
+import { attributesOf, usageOf } from "../../domain/json-columns.js";
 
 export interface SpanExporter {
   /** Called after a span's end was committed. */
@@ -29,8 +30,8 @@ const operationOf: Record<string, string> = { RUN: "invoke_agent", MODEL_CALL: "
 
 /** One of our spans as an OTLP span. */
 export function toOtlpSpan(span: Span): Record<string, unknown> {
-  const attributes = span.attributes as Record<string, unknown>;
-  const usage = span.usage as { input: number; output: number; cached: number; reasoning: number } | null;
+  const attributes = attributesOf(span.attributes);
+  const usage = usageOf(span.usage);
   const model = typeof attributes["gen_ai.request.model"] === "string" ? String(attributes["gen_ai.request.model"]) : undefined;
   const pairs: [string, unknown][] = [
     ["gen_ai.operation.name", operationOf[span.kind] ?? span.kind.toLowerCase()],

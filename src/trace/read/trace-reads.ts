@@ -2,7 +2,7 @@
 // in one statement, a trace's span tree for usage sums, and a model call's request as it was sent.
 import { fromStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, SpanEvent } from "../../generated/prisma/client.js";
-import { type LogLookup, type RecordedMessage, resolveRequest } from "../record/recorded-request.js";
+import { type LogLookup, type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
 
 /** Model-reported tokens, as a span records them. */
 export type Usage = { input: number; output: number; cached: number; reasoning: number };

@@ -22,7 +22,12 @@ import type { SpanExporter } from "../export/otlp-exporter.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
-export type RecorderDeps = { prisma: PrismaClient; events: EventPublisher; exporter?: SpanExporter; now?: () => Date };
+export type RecorderDeps = {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  exporter?: SpanExporter;
+  now?: () => Date;
+};
 
 type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; messageId: string | null; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };

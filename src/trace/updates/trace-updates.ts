@@ -6,6 +6,7 @@
 import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { spanAsOf, type StoredSpanChange } from "../../domain/trace/trace-writes.js";
+import { spanAfterOf } from "../../domain/json-columns.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })
@@ -113,7 +114,7 @@ async function spansAsOf(
     const current = byId.get(change.spanId);
     if (!current) continue;
     const undo = laterChanges.flatMap((row) => {
-      const stored = row.spanAfter as StoredSpanChange | null;
+      const stored = spanAfterOf(row.spanAfter);
       return row.spanId === change.spanId && row.seq > change.seq && stored?.undo ? [stored.undo] : [];
     });
     result.set(change.seq, spanAsOf(current, change.spanAfter, undo));

@@ -5,7 +5,8 @@
 // with ␀) is recorded inline. So a tool's result is stored once however many later requests carry
 // it, and `resolveRequest` gives back the messages that were sent, byte for byte.
 import type { Message, Prisma } from "../../generated/prisma/client.js";
-import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
+import { fromStored, fromStoredJson } from "../text/stored-text.js";
+import { toolCallsOf } from "../json-columns.js";
 
 type Db = Pick<Prisma.TransactionClient, "message">;
 
@@ -34,7 +35,7 @@ export function asRequestMessage(entry: LogEntry): RequestMessage | null {
     case "CONTEXT":
       return { role: "user", content: entry.content };
     case "ASSISTANT": {
-      const toolCalls = (entry.toolCalls as ChatToolCall[] | null) ?? [];
+      const toolCalls = toolCallsOf(entry.toolCalls) ?? [];
       return { role: "assistant", content: entry.content === "" ? null : entry.content, ...(toolCalls.length ? { toolCalls: toolCalls.map(inOrder) } : {}) };
     }
     case "TOOL":
