@@ -126,5 +126,3 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
   };
 }
 
-/** Counts nothing: for a runtime built without an app (tests of the runtime alone). */
-export const uncounted: TraceCounters = { countSpan() {}, countEvent() {}, countTokens() {} };
