@@ -27,7 +27,8 @@ const ADAPTERS = [
   "^src/db/",
   "^src/mcp/",
   // Composition roots.
-  "^src/(app|compose|main|worker-main|worker-process)\\.ts$",
+  "^src/compose/",
+  "^src/(main|worker-main)\\.ts$",
 ];
 
 /** @type {import("dependency-cruiser").IConfiguration} */

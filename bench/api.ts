@@ -51,7 +51,10 @@ async function post(url: string, query: string, variables: Record<string, unknow
 }
 
 async function baseline(): Promise<Load> {
-  const yoga = createYoga({ schema: createSchema({ typeDefs: "type Query { hello: String! }", resolvers: { Query: { hello: () => "world" } } }), logging: false });
+  const yoga = createYoga({
+    schema: createSchema({ typeDefs: "type Query { hello: String! }", resolvers: { Query: { hello: () => "world" } } }),
+    logging: false,
+  });
   const server = createServer(yoga);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
@@ -68,10 +71,22 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
   const workspaceId = created.createWorkspace.workspace.id;
   for (let i = 0; i < 20; i += 1) await client.request(AdmitRunDocument, { input: { workspaceId, question: `question ${i}` } });
   await load(() => post(instance.server.url, TYPICAL_WORKSPACE_READ, { id: workspaceId }).then(() => undefined), 1); // warm-up
-  rows.push(row(`workspace + goal + 20 runs, ${label}`, await load(() => post(instance.server.url, TYPICAL_WORKSPACE_READ, { id: workspaceId }).then(() => undefined)), base));
+  rows.push(
+    row(
+      `workspace + goal + 20 runs, ${label}`,
+      await load(() => post(instance.server.url, TYPICAL_WORKSPACE_READ, { id: workspaceId }).then(() => undefined)),
+      base,
+    ),
+  );
   if (more) {
     const admit = `mutation($input: AdmitRunInput!) { admitRun(input: $input) { __typename } }`;
-    rows.push(row(`admitRun, ${label}`, await load((i) => post(instance.server.url, admit, { input: { workspaceId, question: `admitted ${i}` } }).then(() => undefined)), base));
+    rows.push(
+      row(
+        `admitRun, ${label}`,
+        await load((i) => post(instance.server.url, admit, { input: { workspaceId, question: `admitted ${i}` } }).then(() => undefined)),
+        base,
+      ),
+    );
     const recorder = new PrismaTraceRecorder({ prisma: instance.app.db.prisma, events: instance.app.events });
     const watched = await client.request(AdmitRunDocument, { input: { question: "watched" } });
     if (watched.admitRun.__typename !== "AdmitRunSuccess") throw new Error("admit");
@@ -88,7 +103,12 @@ async function apiScenarios(target: DatabaseTarget, label: string, rows: Row[], 
     while (!output.includes("READY\n")) await new Promise((resolve) => setTimeout(resolve, 50));
     global.gc?.();
     const withSubscribers = process.memoryUsage().rss;
-    rows.push([`server memory: idle → 1,000 open trace subscriptions, ${label}`, `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`, `${withSubscribers >= idle ? "+" : "−"}${(Math.abs(withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`, "—"]);
+    rows.push([
+      `server memory: idle → 1,000 open trace subscriptions, ${label}`,
+      `${(idle / 2 ** 20).toFixed(0)} MB → ${(withSubscribers / 2 ** 20).toFixed(0)} MB`,
+      `${withSubscribers >= idle ? "+" : "−"}${(Math.abs(withSubscribers - idle) / 2 ** 20).toFixed(0)} MB`,
+      "—",
+    ]);
     await recorder.endTrace(watchedSpan.traceId);
     await new Promise((resolve) => child.once("exit", resolve));
   }

@@ -27,7 +27,19 @@ const TOOLS: ToolSchema[] = ["query_order", "search", "write_note"].map((name) =
 function session(): Message[] {
   const log: Message[] = [];
   const add = (entry: Partial<Message>) =>
-    log.push({ id: `m${log.length + 1}`, conversationId: "c", seq: log.length + 1, role: "USER", content: "", toolCalls: null, toolCallId: null, toolName: null, runId: "r", createdAt: new Date(0), ...entry });
+    log.push({
+      id: `m${log.length + 1}`,
+      conversationId: "c",
+      seq: log.length + 1,
+      role: "USER",
+      content: "",
+      toolCalls: null,
+      toolCallId: null,
+      toolName: null,
+      runId: "r",
+      createdAt: new Date(0),
+      ...entry,
+    });
   add({ content: "Why is payment for order ORD-2024-0117 stuck?" });
   let large = 0;
   for (let turn = 0; log.length < MESSAGES - 1; turn += 1) {
@@ -64,7 +76,9 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 const base = baseline(log);
 const baseTime = time(() => baseline(log));
 console.log(`session: ${log.length} messages, ${LARGE_RESULTS} large results and arguments of ~${LARGE_CHARS} characters, window ${WINDOW}`);
-console.log(`baseline (no compaction):        median ${fmt(baseTime.median)}, p95 ${fmt(baseTime.p95)}; request ~${base.estimate} tokens (effective window ${base.effectiveWindow})`);
+console.log(
+  `baseline (no compaction):        median ${fmt(baseTime.median)}, p95 ${fmt(baseTime.p95)}; request ~${base.estimate} tokens (effective window ${base.effectiveWindow})`,
+);
 
 for (const [label, policies] of [
   ["stale (default)", { "*": "stale" }],

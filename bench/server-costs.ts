@@ -39,7 +39,10 @@ async function serve(target: string): Promise<Server> {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
   // Bundled and flagged like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
-  const child = fork("dist/bench/server-process.js", [target], { execArgv: [...NODE_FLAGS, ...flags, ...profile], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const child = fork("dist/bench/server-process.js", [target], {
+    execArgv: [...NODE_FLAGS, ...flags, ...profile],
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let output = "";
     child.stdout!.on("data", (chunk: Buffer) => {
@@ -135,14 +138,16 @@ async function measure(server: Server, request: Request | (() => Request)): Prom
   const latencies: number[] = [];
   const run = async (seconds: number) => {
     const end = performance.now() + seconds * 1000;
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < end) {
-        const started = performance.now();
-        const { query, variables } = typeof request === "function" ? request() : request;
-        await post(server.url, query, variables);
-        latencies.push(performance.now() - started);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (performance.now() < end) {
+          const started = performance.now();
+          const { query, variables } = typeof request === "function" ? request() : request;
+          await post(server.url, query, variables);
+          latencies.push(performance.now() - started);
+        }
+      }),
+    );
   };
   await run(1); // warm-up
   latencies.length = 0;
@@ -163,15 +168,20 @@ async function measure(server: Server, request: Request | (() => Request)): Prom
 
 /** A workspace with `links` admitted runs, each linked to it. */
 async function workspaceWith(url: string, links: number): Promise<string> {
-  const created = await post(url, `mutation { createWorkspace(input: { title: "Bench", goal: "Measure Dossier" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`);
+  const created = await post(
+    url,
+    `mutation { createWorkspace(input: { title: "Bench", goal: "Measure Dossier" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`,
+  );
   const workspaceId = created.createWorkspace.workspace.id as string;
   let next = 0;
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    while (next < links) {
-      next += 1;
-      await post(url, ADMIT, { input: { workspaceId, question: `question ${next}` } });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < links) {
+        next += 1;
+        await post(url, ADMIT, { input: { workspaceId, question: `question ${next}` } });
+      }
+    }),
+  );
   return workspaceId;
 }
 
@@ -200,7 +210,12 @@ async function main(): Promise<void> {
   const memory: string[] = [];
   try {
     const only = process.env.BENCH_DATABASES?.split(",");
-    const targets = ([["PGlite", "pglite"], ["PostgreSQL", database.url]] as const).filter(([label]) => !only || only.includes(label));
+    const targets = (
+      [
+        ["PGlite", "pglite"],
+        ["PostgreSQL", database.url],
+      ] as const
+    ).filter(([label]) => !only || only.includes(label));
     for (const [label, target] of targets) {
       const server = await serve(target);
       const onPostgres = label === "PostgreSQL";
@@ -221,7 +236,11 @@ async function main(): Promise<void> {
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base, onPostgres));
       const traced = await post(server.url, `mutation { admitRun(input: { question: "trace writes" }) { ... on AdmitRunSuccess { run { id } } } }`);
       const databaseBefore = postgresCpuMs();
-      const written = await server.writeTrace(Buffer.from(traced.admitRun.run.id as string, "base64").toString().split(":")[1]!);
+      const written = await server.writeTrace(
+        Buffer.from(traced.admitRun.run.id as string, "base64")
+          .toString()
+          .split(":")[1]!,
+      );
       const databaseAfter = postgresCpuMs();
       const events: Measured = {
         perSecond: written.events / SECONDS,
@@ -235,14 +254,22 @@ async function main(): Promise<void> {
       // Everything at once: CLIENTS clients each reading either workspace or admitting, in turn,
       // while WRITERS writers record trace events inside the server.
       const mixedTrace = await post(server.url, `mutation { admitRun(input: { question: "mixed load" }) { ... on AdmitRunSuccess { run { id } } } }`);
-      const background = server.writeTrace(Buffer.from(mixedTrace.admitRun.run.id as string, "base64").toString().split(":")[1]!);
+      const background = server.writeTrace(
+        Buffer.from(mixedTrace.admitRun.run.id as string, "base64")
+          .toString()
+          .split(":")[1]!,
+      );
       let turn = 0;
       const mixed = await measure(server, () => [() => read(small), () => read(large), admit][turn++ % 3]!());
       await background;
       rows.push(row(`mixed: reads of both workspaces and admissions, ${CLIENTS} clients, with ${WRITERS} trace writers, ${label}`, mixed, base, onPostgres));
       const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-      memory.push(`${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios (the mixed load last)`);
-      growth.push(`${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`);
+      memory.push(
+        `${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios (the mixed load last)`,
+      );
+      growth.push(
+        `${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`,
+      );
       await server.stop();
     }
   } finally {

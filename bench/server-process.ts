@@ -21,7 +21,10 @@ let app: ReturnType<typeof createApp> | undefined;
 
 async function start(): Promise<string> {
   if (target === "baseline") {
-    const yoga = createYoga({ schema: createSchema({ typeDefs: "type Query { hello: String! }", resolvers: { Query: { hello: () => "world" } } }), logging: false });
+    const yoga = createYoga({
+      schema: createSchema({ typeDefs: "type Query { hello: String! }", resolvers: { Query: { hello: () => "world" } } }),
+      logging: false,
+    });
     const server = createServer(yoga);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
@@ -61,7 +64,13 @@ process.on("message", (message) => {
   if (message === "stats") {
     const cpu = process.cpuUsage();
     // Resident memory now, and the most it has been since the process started.
-    process.send!({ kind: "stats", cpuMicros: cpu.user + cpu.system, statements, rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024 });
+    process.send!({
+      kind: "stats",
+      cpuMicros: cpu.user + cpu.system,
+      statements,
+      rss: process.memoryUsage().rss,
+      maxRss: process.resourceUsage().maxRSS * 1024,
+    });
   } else if (message === "analyze") {
     void app!.db.prisma.$executeRawUnsafe("ANALYZE").then(() => process.send!({ kind: "analyzed" }));
   } else if (typeof message === "object" && message !== null && "traceWriters" in message) {

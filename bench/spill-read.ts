@@ -98,7 +98,9 @@ async function measure(label: string, db: Database): Promise<void> {
     spillTimes.push(performance.now() - start);
   }
 
-  console.log(`JSON-path read of items 3–5 from a ${(Buffer.byteLength(bigJson) / 1e6).toFixed(1)} MB spill (${records.length} items), ${ROUNDS} reads, ${label}`);
+  console.log(
+    `JSON-path read of items 3–5 from a ${(Buffer.byteLength(bigJson) / 1e6).toFixed(1)} MB spill (${records.length} items), ${ROUNDS} reads, ${label}`,
+  );
   console.log(`  read_spill $[3:6] via the item index   p50 ${fmt(percentile(indexed, 50))}  p99 ${fmt(percentile(indexed, 99))}`);
   console.log(`  baseline: read whole result + parse   p50 ${fmt(percentile(whole, 50))}  p99 ${fmt(percentile(whole, 99))}`);
   console.log(`  ratio (baseline / indexed, p50)        ${(percentile(whole, 50) / percentile(indexed, 50)).toFixed(1)}×`);

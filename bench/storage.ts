@@ -38,8 +38,13 @@ async function measure(target: DatabaseTarget) {
     },
   });
   try {
-    const client = createClient({ url: "http://dossier.bench/graphql", fetch: (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch });
-    const admitted = await client.request(AdmitRunDocument, { input: { question: "Read the report", limits: { maxTurns: TURNS + 2, tokenBudget: 10_000_000 } } });
+    const client = createClient({
+      url: "http://dossier.bench/graphql",
+      fetch: (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch,
+    });
+    const admitted = await client.request(AdmitRunDocument, {
+      input: { question: "Read the report", limits: { maxTurns: TURNS + 2, tokenBudget: 10_000_000 } },
+    });
     if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error(`admission failed: ${admitted.admitRun.__typename}`);
     const runId = Buffer.from(admitted.admitRun.run.id, "base64").toString().split(":")[1]!;
     for (;;) {

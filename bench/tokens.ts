@@ -35,9 +35,23 @@ const JSON_RESULTS = [
     })),
   }),
   JSON.stringify(
-    Array.from({ length: 20 }, (_, i) => ({ id: `ORD-2024-${String(117 + i).padStart(4, "0")}`, status: i % 4 === 0 ? "stuck" : "paid", amount: 1299.5 + i, currency: "EUR" })),
+    Array.from({ length: 20 }, (_, i) => ({
+      id: `ORD-2024-${String(117 + i).padStart(4, "0")}`,
+      status: i % 4 === 0 ? "stuck" : "paid",
+      amount: 1299.5 + i,
+      currency: "EUR",
+    })),
   ),
-  JSON.stringify({ order: { id: "ORD-2024-0117", items: [{ sku: "CELL-LFP-280", qty: 16 }, { sku: "BMS-48V", qty: 1 }], payment: { state: "PENDING_REVIEW", attempts: 3, lastError: "issuer_timeout" } } }),
+  JSON.stringify({
+    order: {
+      id: "ORD-2024-0117",
+      items: [
+        { sku: "CELL-LFP-280", qty: 16 },
+        { sku: "BMS-48V", qty: 1 },
+      ],
+      payment: { state: "PENDING_REVIEW", attempts: 3, lastError: "issuer_timeout" },
+    },
+  }),
 ];
 
 type Kind = { name: string; samples: string[]; asToolResult: boolean };

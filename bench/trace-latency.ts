@@ -65,9 +65,7 @@ async function measure(writer: Instance, reader: Instance, subscribers: number):
   const latencies: number[] = [];
   const pending = new Map<number, number>();
   let resolveRound: (() => void) | undefined;
-  const readers = Array.from({ length: Math.ceil(subscribers / 500) }, () =>
-    createClient({ url: reader.server.url, wsUrl: reader.server.wsUrl }),
-  );
+  const readers = Array.from({ length: Math.ceil(subscribers / 500) }, () => createClient({ url: reader.server.url, wsUrl: reader.server.wsUrl }));
   const ready: Promise<unknown>[] = [];
   for (let i = 0; i < subscribers; i += 1) {
     const stream = readers[i % readers.length]!.traceUpdates(runGlobalId, { afterSeq: "1" });
@@ -126,9 +124,7 @@ async function measureRemote(writer: Instance, subscribers: number): Promise<{ l
   await recorder.endTrace(span.traceId);
   await new Promise((resolve) => child.once("exit", resolve));
   const received = JSON.parse(output.split("\n").filter(Boolean).at(-1)!) as Record<string, number[]>;
-  const latencies = Object.entries(received).flatMap(([seq, times]) =>
-    sentAt.has(Number(seq)) ? times.map((time) => time - sentAt.get(Number(seq))!) : [],
-  );
+  const latencies = Object.entries(received).flatMap(([seq, times]) => (sentAt.has(Number(seq)) ? times.map((time) => time - sentAt.get(Number(seq))!) : []));
   await client.close();
   return { latencies, memoryMb };
 }
@@ -143,7 +139,13 @@ async function main(): Promise<void> {
   try {
     const single = await instance(database.url, createEventBus());
     const one = await measure(single, single, 1);
-    rows.push(["one instance, 1 subscriber", fmt(percentile(one.latencies, 50)), fmt(percentile(one.latencies, 99)), (percentile(one.latencies, 50) / baseP50).toFixed(1), "—"]);
+    rows.push([
+      "one instance, 1 subscriber",
+      fmt(percentile(one.latencies, 50)),
+      fmt(percentile(one.latencies, 99)),
+      (percentile(one.latencies, 50) / baseP50).toFixed(1),
+      "—",
+    ]);
     const many = await measureRemote(single, 1_000);
     rows.push([
       "one instance, 1,000 subscribers (another process)",
@@ -159,7 +161,13 @@ async function main(): Promise<void> {
     const a = await instance(database.url, busA.events, busA.close);
     const b = await instance(database.url, busB.events, busB.close);
     const two = await measure(a, b, 1);
-    rows.push(["two instances via Redis, 1 subscriber", fmt(percentile(two.latencies, 50)), fmt(percentile(two.latencies, 99)), (percentile(two.latencies, 50) / baseP50).toFixed(1), "—"]);
+    rows.push([
+      "two instances via Redis, 1 subscriber",
+      fmt(percentile(two.latencies, 50)),
+      fmt(percentile(two.latencies, 99)),
+      (percentile(two.latencies, 50) / baseP50).toFixed(1),
+      "—",
+    ]);
     await a.close();
     await b.close();
   } finally {

@@ -5,13 +5,7 @@
 //     npm run example:watch-run -- "Which EU cell makers plan 2027 capacity?"
 //
 // The trace stream resumes by itself after a dropped connection (it remembers the last seq).
-import {
-  AdmitRunDocument,
-  createClient,
-  CreateWorkspaceDocument,
-  RunDocument,
-  type TraceUpdate,
-} from "../sdk/index.js";
+import { AdmitRunDocument, createClient, CreateWorkspaceDocument, RunDocument, type TraceUpdate } from "../sdk/index.js";
 
 const url = process.env.DOSSIER_URL ?? "http://localhost:4000/graphql";
 const apiKey = process.env.DOSSIER_API_KEY;

@@ -20,8 +20,7 @@ if (!check && (!name || !/^[a-z0-9_]+$/.test(name))) {
 }
 
 const migrationsDir = path.resolve("prisma/migrations");
-const hasMigrations =
-  existsSync(migrationsDir) && readdirSync(migrationsDir).some((entry) => /^\d{14}_/.test(entry));
+const hasMigrations = existsSync(migrationsDir) && readdirSync(migrationsDir).some((entry) => /^\d{14}_/.test(entry));
 const from = hasMigrations ? ["--from-migrations", migrationsDir] : ["--from-empty"];
 
 const scratch = mkdtempSync(path.join(tmpdir(), "dossier-migration-"));
@@ -31,7 +30,8 @@ const schema = path.join(scratch, "schema.prisma");
 const datasource = /(datasource db \{\n\s*provider\s*=\s*"postgresql"\n)/;
 const source = readFileSync("prisma/schema.prisma", "utf8");
 if (!datasource.test(source)) throw new Error('prisma/schema.prisma: expected `datasource db { provider = "postgresql" }`');
-const generator = 'generator client {\n  provider        = "prisma-client"\n  engineType      = "client"\n  previewFeatures = ["queryCompiler", "driverAdapters"]\n}\n';
+const generator =
+  'generator client {\n  provider        = "prisma-client"\n  engineType      = "client"\n  previewFeatures = ["queryCompiler", "driverAdapters"]\n}\n';
 writeFileSync(schema, generator + source.replace(/^generator \w+ \{[^}]*\}\n/gm, "").replace(datasource, '$1  url = env("DATABASE_URL")\n'));
 const cli = path.resolve("node_modules/prisma-migrations/build/index.js");
 let output: string;

@@ -17,7 +17,8 @@ export async function withOperatorDatabase(whileRunning: string, work: (db: Data
   try {
     const config = loadConfig();
     const db = await openDatabase(config.database).catch((error: unknown) => {
-      if (error instanceof DataDirLockedError) fail(`${error.message}\nThe embedded database is in use by a running Dossier server: stop it and run this again, ${whileRunning}.`);
+      if (error instanceof DataDirLockedError)
+        fail(`${error.message}\nThe embedded database is in use by a running Dossier server: stop it and run this again, ${whileRunning}.`);
       throw error;
     });
     try {

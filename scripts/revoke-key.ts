@@ -16,7 +16,11 @@ await withOperatorDatabase("or revoke the key through the running server with th
   try {
     const key = await new PrincipalService({ prisma: db.prisma, events: events.events })
       .revokeApiKeyByPrefix(given!)
-      .catch((error: unknown) => (error instanceof NotFoundError ? fail(`No API key starts with ${given} (the prefix is the first 12 characters, as apiKeys shows it).`) : Promise.reject(error)));
+      .catch((error: unknown) =>
+        error instanceof NotFoundError
+          ? fail(`No API key starts with ${given} (the prefix is the first 12 characters, as apiKeys shows it).`)
+          : Promise.reject(error),
+      );
     process.stdout.write(`Key "${key.name}" (${key.prefix}…) of principal "${key.principal.name}" is revoked since ${key.revokedAt!.toISOString()}.\n`);
   } finally {
     await events.close();

@@ -128,9 +128,10 @@ export function createClient(options: ClientOptions): DossierClient {
     },
 
     traceUpdates(runId, options = {}) {
-      return resumableTraceUpdates((afterSeq) =>
-        subscribeOver(socket(), print(TraceUpdatesDocument), { runId, afterSeq }) as AsyncIterableIterator<TraceUpdatesSubscription>,
-      options.afterSeq);
+      return resumableTraceUpdates(
+        (afterSeq) => subscribeOver(socket(), print(TraceUpdatesDocument), { runId, afterSeq }) as AsyncIterableIterator<TraceUpdatesSubscription>,
+        options.afterSeq,
+      );
     },
 
     runTrace: (runId, { pageSize } = {}) => readRunTrace(request, runId, pageSize),
@@ -199,8 +200,7 @@ async function* resumableTraceUpdates(
 }
 
 async function openSocket(options: ClientOptions): Promise<WsClient> {
-  const webSocketImpl =
-    options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
+  const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
     url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
     webSocketImpl,
@@ -216,11 +216,7 @@ async function openSocket(options: ClientOptions): Promise<WsClient> {
  * One subscription as an async iterator. Subscribing starts at the first next(); return() ends it
  * at once — also while a next() is waiting, which then resolves as done.
  */
-function subscribeOver(
-  socket: Promise<WsClient>,
-  query: string,
-  variables: Record<string, unknown>,
-): AsyncIterableIterator<unknown> {
+function subscribeOver(socket: Promise<WsClient>, query: string, variables: Record<string, unknown>): AsyncIterableIterator<unknown> {
   type Results = AsyncIterableIterator<{ data?: unknown; errors?: readonly unknown[] }>;
   let inner: Results | undefined;
   let closed = false;

@@ -53,9 +53,7 @@ export function readAgents(file: string): AgentProfile[] {
   }
   const parsed = agentProfiles.safeParse(json);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`),
-    );
+    throw new ConfigError(parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`));
   }
   return parsed.data;
 }
@@ -70,9 +68,7 @@ export function parseCompactionPolicies(text: string): Record<string, Compaction
   }
   const parsed = compactionPolicies.safeParse(json);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`),
-    );
+    throw new ConfigError(parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`));
   }
   return parsed.data;
 }

@@ -23,17 +23,20 @@ const whole = (min: number, worded: "none" | "min" | "both" = "none", tooSmall =
 /** Exactly "true" or "false". */
 const flag = z.stringbool({ truthy: ["true"], falsy: ["false"], case: "sensitive", error: "must be true or false" });
 
-const postgresUrl = z
-  .string()
-  .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), {
-    message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
-  });
+const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\/.+/.test(value), {
+  message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
+});
 
 /** A comma-separated list: entries trimmed (and normalised), empty ones dropped, each checked. */
 const commaList = (valid: (entry: string) => boolean, what: string, example: string, normalise = (entry: string) => entry) =>
   z
     .string()
-    .transform((value) => value.split(",").map((entry) => normalise(entry.trim())).filter((entry) => entry !== ""))
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => normalise(entry.trim()))
+        .filter((entry) => entry !== ""),
+    )
     .refine((entries) => entries.every(valid), { message: `must be ${what} separated by commas, such as ${example}` });
 
 const envSchema = z.object({
@@ -60,10 +63,7 @@ const envSchema = z.object({
   // The answer and the history summaries are written within the reserved output: it cannot be tiny.
   CONTEXT_RESERVED_OUTPUT: whole(1_024, "both").default(8_000),
   CONTEXT_SAFETY_BUFFER: whole(0, "both").default(3_000),
-  COMPACTION_TRIGGER_RATIO: number
-    .gt(0, "must be greater than 0 and at most 1")
-    .max(1, "must be greater than 0 and at most 1")
-    .default(0.9),
+  COMPACTION_TRIGGER_RATIO: number.gt(0, "must be greater than 0 and at most 1").max(1, "must be greater than 0 and at most 1").default(0.9),
   // What the context budget counts tokens with (R9): the local estimator, or a BPE vocabulary
   // shipped with js-tiktoken (runtime/ports/tokenizer.ts; config.test.ts keeps the lists equal).
   TOKENIZER: z.enum(["estimate", "o200k_base", "cl100k_base"], { error: "must be estimate, o200k_base or cl100k_base" }).default("estimate"),
@@ -95,11 +95,25 @@ const envSchema = z.object({
     })
     .optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  CORS_ORIGINS: commaList((origin) => URL.canParse(origin) && new URL(origin).origin === origin, "origins", "https://app.example.com,http://localhost:5173").default([]),
+  CORS_ORIGINS: commaList(
+    (origin) => URL.canParse(origin) && new URL(origin).origin === origin,
+    "origins",
+    "https://app.example.com,http://localhost:5173",
+  ).default([]),
   MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
-  FETCH_ALLOWED_HOSTS: commaList((host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names", "example.com,*.example.org,127.0.0.1:8080", (host) => host.toLowerCase()).default([]),
+  FETCH_ALLOWED_HOSTS: commaList(
+    (host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host),
+    "host names",
+    "example.com,*.example.org,127.0.0.1:8080",
+    (host) => host.toLowerCase(),
+  ).default([]),
   // Named exactly: a wildcard would let names someone outside controls lead inside the network.
-  MCP_HTTP_ALLOWED_HOSTS: commaList((host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host), "host names without wildcards", "mcp.internal.example,127.0.0.1:8931", (host) => host.toLowerCase()).default([]),
+  MCP_HTTP_ALLOWED_HOSTS: commaList(
+    (host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host),
+    "host names without wildcards",
+    "mcp.internal.example,127.0.0.1:8931",
+    (host) => host.toLowerCase(),
+  ).default([]),
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
   COMMANDS_ALLOWED: flag.default(false),
@@ -198,12 +212,14 @@ export type CapabilitySettings = {
   commands: { allowed: boolean; timeoutMs: number; path: string };
 };
 
-
 /**
  * The environment's values by `schema`; throws ConfigError listing every bad one. An empty
  * variable means "not set", as in most shells' `VAR= command`.
  */
-function parseEnv<T extends z.ZodType>(schema: T, env: Record<string, string | undefined>): { values: z.output<T>; present: Record<string, string | undefined> } {
+function parseEnv<T extends z.ZodType>(
+  schema: T,
+  env: Record<string, string | undefined>,
+): { values: z.output<T>; present: Record<string, string | undefined> } {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
   const parsed = schema.safeParse(present);
   if (parsed.success) return { values: parsed.data, present };
@@ -261,7 +277,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
-    contextBudget: { reservedOutput: values.CONTEXT_RESERVED_OUTPUT, safetyBuffer: values.CONTEXT_SAFETY_BUFFER, triggerRatio: values.COMPACTION_TRIGGER_RATIO },
+    contextBudget: {
+      reservedOutput: values.CONTEXT_RESERVED_OUTPUT,
+      safetyBuffer: values.CONTEXT_SAFETY_BUFFER,
+      triggerRatio: values.COMPACTION_TRIGGER_RATIO,
+    },
     tokenizer: values.TOKENIZER,
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
@@ -280,9 +300,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 const mcpClientSchema = z.object({
   /** The Dossier GraphQL endpoint the MCP server talks to. */
-  DOSSIER_URL: z
-    .url({ protocol: /^https?$/, error: "must be an http(s) URL such as http://localhost:4000/graphql" })
-    .default("http://localhost:4000/graphql"),
+  DOSSIER_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as http://localhost:4000/graphql" }).default("http://localhost:4000/graphql"),
   /** The API key whose principal the MCP tools act for (optional when the server does not require keys). */
   DOSSIER_API_KEY: z.string().min(1).optional(),
 });

@@ -12,10 +12,12 @@ export interface Logger {
 const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(line)): Logger {
-  const emit = (at: Exclude<LogLevel, "silent">) => (message: string, fields: LogFields = {}) => {
-    if (rank[at] < rank[level]) return;
-    write(`${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...fields })}\n`);
-  };
+  const emit =
+    (at: Exclude<LogLevel, "silent">) =>
+    (message: string, fields: LogFields = {}) => {
+      if (rank[at] < rank[level]) return;
+      write(`${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...fields })}\n`);
+    };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }
 

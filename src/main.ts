@@ -17,10 +17,7 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   // Expected start-up failures get their message alone; anything else its stack.
   const expected =
-    error instanceof ConfigError ||
-    error instanceof DataDirLockedError ||
-    error instanceof MigrationError ||
-    error instanceof RedisUnavailableError;
+    error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError || error instanceof RedisUnavailableError;
   process.stderr.write(`Dossier could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

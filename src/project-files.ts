@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 function findRoot(): string {
   for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
     if (existsSync(path.join(dir, "package.json")) && existsSync(path.join(dir, "prisma", "migrations"))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`Dossier's project folder (package.json beside prisma/migrations) is not above ${fileURLToPath(import.meta.url)}`);
+    if (path.dirname(dir) === dir)
+      throw new Error(`Dossier's project folder (package.json beside prisma/migrations) is not above ${fileURLToPath(import.meta.url)}`);
   }
 }
 

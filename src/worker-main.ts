@@ -22,10 +22,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   const expected =
-    error instanceof ConfigError ||
-    error instanceof MigrationError ||
-    error instanceof RedisUnavailableError ||
-    error instanceof WorkerNeedsPostgresError;
+    error instanceof ConfigError || error instanceof MigrationError || error instanceof RedisUnavailableError || error instanceof WorkerNeedsPostgresError;
   process.stderr.write(`Dossier's worker could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

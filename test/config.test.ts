@@ -81,7 +81,11 @@ describe("loadConfig", () => {
 
   it("reads the context budget's reserves and compaction trigger, defaulting to the built-in ones, and names bad values", () => {
     // The defaults are the runtime's own (config.ts imports nothing of the runtime, so it says them again).
-    expect(loadConfig({}).contextBudget).toEqual({ reservedOutput: DEFAULT_RESERVED_OUTPUT, safetyBuffer: DEFAULT_SAFETY_BUFFER, triggerRatio: DEFAULT_TRIGGER_RATIO });
+    expect(loadConfig({}).contextBudget).toEqual({
+      reservedOutput: DEFAULT_RESERVED_OUTPUT,
+      safetyBuffer: DEFAULT_SAFETY_BUFFER,
+      triggerRatio: DEFAULT_TRIGGER_RATIO,
+    });
     const config = loadConfig({ CONTEXT_RESERVED_OUTPUT: "4000", CONTEXT_SAFETY_BUFFER: "0", COMPACTION_TRIGGER_RATIO: "0.5" });
     expect(config.contextBudget).toEqual({ reservedOutput: 4_000, safetyBuffer: 0, triggerRatio: 0.5 });
     // Both the server's in-process worker and worker processes take their runtime settings from here.
@@ -134,7 +138,9 @@ describe("loadConfig", () => {
     expect(configured.commands.allowed).toBe(true);
     expect(loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "MCP.internal, 127.0.0.1:8931" }).capabilities.mcpHttpAllowedHosts).toEqual(["mcp.internal", "127.0.0.1:8931"]);
     // A wildcard would let names someone outside controls lead inside the network.
-    expect(() => loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "*.corp.example" })).toThrow(/MCP_HTTP_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/);
+    expect(() => loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "*.corp.example" })).toThrow(
+      /MCP_HTTP_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/,
+    );
   });
 
   it("reads spill policies per tool, with the read maximum and sweep interval", () => {

@@ -64,9 +64,10 @@ export function createApi(
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
-      const actor = initial.connectionParams || !initial.request
-        ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
-        : await authentication.actorOf(initial.request);
+      const actor =
+        initial.connectionParams || !initial.request
+          ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
+          : await authentication.actorOf(initial.request);
       return { actor, prisma: db.prisma, events, services, settings, capabilities };
     },
     graphqlEndpoint: "/graphql",
@@ -117,10 +118,9 @@ function readiness(db: Core["db"], logger: Logger): Plugin {
     check: async ({ fetchAPI }) => {
       const readiness = await db.readiness();
       if (!readiness.ready) logger.warn("not ready", { reason: readiness.reason, detail: readiness.detail });
-      return fetchAPI.Response.json(
-        readiness.ready ? { status: "ready" } : { status: "unavailable", reason: readiness.reason },
-        { status: readiness.ready ? 200 : 503 },
-      );
+      return fetchAPI.Response.json(readiness.ready ? { status: "ready" } : { status: "unavailable", reason: readiness.reason }, {
+        status: readiness.ready ? 200 : 503,
+      });
     },
   });
 }

@@ -79,7 +79,13 @@ export function createServices({
     runs: new RunService({ prisma, events }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
-    mcpServers: new McpServerService({ prisma, events, stdioCommands: mcp.stdioCommands ?? [], httpAllowedHosts: mcp.httpAllowedHosts ?? [], secrets: mcp.secrets }),
+    mcpServers: new McpServerService({
+      prisma,
+      events,
+      stdioCommands: mcp.stdioCommands ?? [],
+      httpAllowedHosts: mcp.httpAllowedHosts ?? [],
+      secrets: mcp.secrets,
+    }),
   };
 }
 
@@ -144,7 +150,17 @@ export type CoreOptions = {
   now?: () => Date;
 };
 
-export function createCore({ db, events, logger, artifactRetention, runtime: runtimeOptions, agents = [], mcp: mcpOptions = {}, runQueue, now }: CoreOptions): Core {
+export function createCore({
+  db,
+  events,
+  logger,
+  artifactRetention,
+  runtime: runtimeOptions,
+  agents = [],
+  mcp: mcpOptions = {},
+  runQueue,
+  now,
+}: CoreOptions): Core {
   const stdioCommands = mcpOptions.stdioCommands ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
   const announcer = runQueue ?? busRunAnnouncer(events);
@@ -193,7 +209,11 @@ export function createCore({ db, events, logger, artifactRetention, runtime: run
 
 /** The runtime of a process that executes runs, over its own trace recorder; its worker starts at once. */
 function startRuntime(
-  parts: Pick<Core, "db" | "events" | "services" | "announcer" | "skills" | "mcp" | "metrics"> & { logger: Logger; agents: AgentProfile[]; runQueue?: RunQueue },
+  parts: Pick<Core, "db" | "events" | "services" | "announcer" | "skills" | "mcp" | "metrics"> & {
+    logger: Logger;
+    agents: AgentProfile[];
+    runQueue?: RunQueue;
+  },
   { otlpEndpoint, ...options }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
   const { db, events, logger } = parts;

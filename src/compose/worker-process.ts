@@ -15,9 +15,7 @@ import { mcpSettings, modelFor, openInfrastructure, runtimeSettings } from "./in
 
 export class WorkerNeedsPostgresError extends Error {
   constructor() {
-    super(
-      "A worker process needs DATABASE_URL (PostgreSQL): the embedded database belongs to one process, whose in-process worker executes its runs.",
-    );
+    super("A worker process needs DATABASE_URL (PostgreSQL): the embedded database belongs to one process, whose in-process worker executes its runs.");
     this.name = "WorkerNeedsPostgresError";
   }
 }
@@ -53,7 +51,10 @@ export async function startWorkerProcess({
     runQueue: infrastructure.runQueue,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
-  const metricsServer = config.worker.metricsPort === undefined ? undefined : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
+  const metricsServer =
+    config.worker.metricsPort === undefined
+      ? undefined
+      : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
   const workerId = core.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {

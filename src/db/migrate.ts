@@ -77,10 +77,7 @@ async function applyOne(session: SqlSession, migration: Migration): Promise<void
       [id, migration.checksum, migration.name],
     );
     await session.exec(migration.sql);
-    await session.query(
-      `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
-      [id],
-    );
+    await session.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
     await session.exec("COMMIT");
   } catch (error) {
     await session.exec("ROLLBACK").catch(() => undefined);
@@ -91,16 +88,11 @@ async function applyOne(session: SqlSession, migration: Migration): Promise<void
        VALUES ($1, $2, $3, $4, now(), now())`,
       [id, migration.checksum, migration.name, reason],
     );
-    throw new MigrationError(
-      `Migration ${migration.name} failed and was rolled back; no later migration was applied.\n  ${reason}`,
-    );
+    throw new MigrationError(`Migration ${migration.name} failed and was rolled back; no later migration was applied.\n  ${reason}`);
   }
 }
 
-export async function migrate(
-  session: SqlSession,
-  { migrations = readMigrations() }: { migrations?: Migration[] } = {},
-): Promise<MigrationReport> {
+export async function migrate(session: SqlSession, { migrations = readMigrations() }: { migrations?: Migration[] } = {}): Promise<MigrationReport> {
   await session.query("SELECT pg_advisory_lock($1)", [ADVISORY_LOCK_KEY]);
   try {
     await session.exec(createBookkeeping);
@@ -138,16 +130,9 @@ export async function migrate(
 }
 
 /** Names of migrations on disk that the database has not finished applying. */
-export async function pendingMigrations(
-  session: SqlSession,
-  migrations: Migration[] = readMigrations(),
-): Promise<string[]> {
-  const [table] = await session.query<{ exists: boolean }>(
-    `SELECT to_regclass('"_prisma_migrations"') IS NOT NULL AS exists`,
-  );
+export async function pendingMigrations(session: SqlSession, migrations: Migration[] = readMigrations()): Promise<string[]> {
+  const [table] = await session.query<{ exists: boolean }>(`SELECT to_regclass('"_prisma_migrations"') IS NOT NULL AS exists`);
   if (!table?.exists) return migrations.map((migration) => migration.name);
-  const done = new Set(
-    (await appliedRows(session)).filter((row) => row.finished_at !== null).map((row) => row.migration_name),
-  );
+  const done = new Set((await appliedRows(session)).filter((row) => row.finished_at !== null).map((row) => row.migration_name));
   return migrations.map((migration) => migration.name).filter((name) => !done.has(name));
 }

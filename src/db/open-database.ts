@@ -59,8 +59,13 @@ export type OpenOptions = {
   analyzeEveryMs?: number;
 };
 
-export async function openDatabase(target: DatabaseTarget, { migrations = readMigrations(), instanceId = newInstanceId(), onQuery, analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS }: OpenOptions = {}): Promise<Database> {
-  return target.kind === "postgres" ? openPostgres(target.url, migrations, instanceId, onQuery) : openPglite(target.dataDir, migrations, instanceId, onQuery, analyzeEveryMs);
+export async function openDatabase(
+  target: DatabaseTarget,
+  { migrations = readMigrations(), instanceId = newInstanceId(), onQuery, analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS }: OpenOptions = {},
+): Promise<Database> {
+  return target.kind === "postgres"
+    ? openPostgres(target.url, migrations, instanceId, onQuery)
+    : openPglite(target.dataDir, migrations, instanceId, onQuery, analyzeEveryMs);
 }
 
 /** A Prisma client over `adapter`, reporting its statements to `onQuery` when given. */
@@ -85,7 +90,13 @@ const applicationName = (instanceId: string) => `dossier ${instanceId}`;
  */
 const IDLE_IN_TRANSACTION_MS = 10_000;
 
-async function openPglite(dataDir: string | undefined, migrations: Migration[], instanceId: string, onQuery: ((sql: string) => void) | undefined, analyzeEveryMs: number): Promise<Database> {
+async function openPglite(
+  dataDir: string | undefined,
+  migrations: Migration[],
+  instanceId: string,
+  onQuery: ((sql: string) => void) | undefined,
+  analyzeEveryMs: number,
+): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.

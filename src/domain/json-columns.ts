@@ -7,10 +7,6 @@
 // (prisma-json-types-generator would type the columns in the generated client instead, but it
 // only asserts the types, checks nothing at run time, and ships its own TypeScript 6 compiler.)
 import { z } from "zod";
-import type { ChatToolCall } from "./trace/recorded-request.js";
-import type { CheckpointSections } from "./workspace/checkpoint-sections.js";
-import type { CheckpointQuestion } from "./workspace/checkpoint-service.js";
-import type { StoredSpanChange } from "./trace/trace-writes.js";
 
 function reader<S extends z.ZodType>(column: string, schema: S): (value: unknown) => z.output<S> {
   return (value) => {
@@ -23,7 +19,7 @@ function reader<S extends z.ZodType>(column: string, schema: S): (value: unknown
 const toolCall = z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() });
 
 /** Message.toolCalls: an assistant message's tool calls; null for other messages. */
-export const toolCallsOf: (value: unknown) => ChatToolCall[] | null = reader("message.tool_calls", z.array(toolCall).nullable());
+export const toolCallsOf = reader("message.tool_calls", z.array(toolCall).nullable());
 
 const strings = z.array(z.string());
 
@@ -36,7 +32,7 @@ export const nextStepsOf: (value: unknown) => string[] | null = reader("checkpoi
 const question = z.looseObject({ id: z.string(), text: z.string(), status: z.enum(["OPEN", "RESOLVED"]) });
 
 /** CheckpointVersion.questions. */
-export const checkpointQuestionsOf: (value: unknown) => CheckpointQuestion[] | null = reader("checkpoint_version.questions", z.array(question).nullable());
+export const checkpointQuestionsOf = reader("checkpoint_version.questions", z.array(question).nullable());
 
 const author = z.union([
   z.looseObject({ kind: z.literal("OWNER"), principalId: z.string() }),
@@ -45,7 +41,7 @@ const author = z.union([
 const provenance = z.looseObject({ author, sourceVersionIds: strings });
 
 /** CheckpointVersion.sections: the provenance of each section (absent keys: no content). */
-export const checkpointSectionsOf: (value: unknown) => Partial<CheckpointSections> = reader(
+export const checkpointSectionsOf = reader(
   "checkpoint_version.sections",
   z.looseObject({
     summary: provenance.nullable().optional(),
@@ -63,7 +59,7 @@ const usage = z.looseObject({ input: z.number(), output: z.number(), cached: z.n
 export const usageOf: (value: unknown) => z.output<typeof usage> | null = reader("span.usage", usage.nullable());
 
 /** TraceChange.spanAfter: the span after a change (with what undoes its attributes); null for a start. */
-export const spanAfterOf: (value: unknown) => StoredSpanChange | null = reader(
+export const spanAfterOf = reader(
   "trace_change.span_after",
   z
     .looseObject({

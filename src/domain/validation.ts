@@ -5,9 +5,7 @@ import { ValidationError } from "./errors.js";
 export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
-  throw new ValidationError(
-    parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "input", message: issue.message })),
-  );
+  throw new ValidationError(parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "input", message: issue.message })));
 }
 
 // Something a reader can see: not only spaces, control characters or invisible format

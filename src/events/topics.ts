@@ -4,15 +4,7 @@
 import { setMaxListeners } from "node:events";
 import { createPubSub, type PubSub } from "graphql-yoga";
 
-export type WorkspaceEventKind =
-  | "GOAL_UPDATED"
-  | "ARCHIVED"
-  | "RESTORED"
-  | "DELETED"
-  | "LINKED"
-  | "UNLINKED"
-  | "RUN_ADMITTED"
-  | "CHECKPOINT_UPDATED";
+export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED" | "DELETED" | "LINKED" | "UNLINKED" | "RUN_ADMITTED" | "CHECKPOINT_UPDATED";
 
 export type WorkspaceEventMessage = {
   kind: WorkspaceEventKind;

@@ -6,16 +6,9 @@ import type { Actor, PrincipalService } from "../domain/principal/principal-serv
 
 export type Authenticate = (authorization: string | null | undefined) => Promise<Actor>;
 
-const unauthenticated = (message: string) =>
-  new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
+const unauthenticated = (message: string) => new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
 
-export function createAuthenticator({
-  principals,
-  authRequired,
-}: {
-  principals: PrincipalService;
-  authRequired: boolean;
-}): Authenticate {
+export function createAuthenticator({ principals, authRequired }: { principals: PrincipalService; authRequired: boolean }): Authenticate {
   let development: Promise<Actor> | undefined;
   return async (authorization) => {
     if (authorization == null || authorization.trim() === "") {

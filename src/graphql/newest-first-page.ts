@@ -16,8 +16,14 @@ export type PageArgs = { first?: number | null; after?: string | null; last?: nu
 type Bound = { createdAt: Date; id: string };
 
 const CURSOR_PREFIX = "newest:";
-const NEWEST_FIRST = [["createdAt", "desc"], ["id", "desc"]] as const;
-const OLDEST_FIRST = [["createdAt", "asc"], ["id", "asc"]] as const;
+const NEWEST_FIRST = [
+  ["createdAt", "desc"],
+  ["id", "desc"],
+] as const;
+const OLDEST_FIRST = [
+  ["createdAt", "asc"],
+  ["id", "asc"],
+] as const;
 
 function encodeCursor(row: NewestFirstRow): string {
   return Buffer.from(`${CURSOR_PREFIX}${row.createdAt.getTime()}:${row.id}`).toString("base64url");

@@ -137,8 +137,17 @@ type ListModel = { findFirst(args: never): Promise<unknown>; findMany(args: neve
  * `where`, with the selection Pothos planned (`query`). The `after` item is looked up in the same
  * scope, so an id from another parent is an error, not an empty page.
  */
-export async function readPage<Row>(model: ListModel, list: PlainList, args: PageArgs, { scope, where = {}, query = {} }: { scope: object; where?: object; query?: object }): Promise<Row[]> {
-  const page = await pageOf<object>(list, args, (id, select) => model.findFirst({ where: { id, ...scope }, select } as never) as Promise<Record<string, unknown> | null>);
+export async function readPage<Row>(
+  model: ListModel,
+  list: PlainList,
+  args: PageArgs,
+  { scope, where = {}, query = {} }: { scope: object; where?: object; query?: object },
+): Promise<Row[]> {
+  const page = await pageOf<object>(
+    list,
+    args,
+    (id, select) => model.findFirst({ where: { id, ...scope }, select } as never) as Promise<Record<string, unknown> | null>,
+  );
   return (await model.findMany({ ...query, where: { ...scope, ...where, ...page.where }, orderBy: page.orderBy, take: page.take } as never)) as Row[];
 }
 

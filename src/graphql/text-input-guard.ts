@@ -37,10 +37,7 @@ export class PothosTextInputGuardPlugin<Types extends SchemaTypes> extends BaseP
     };
   }
 
-  override wrapSubscribe(
-    subscribe: Resolver<Types> | undefined,
-    fieldConfig: PothosOutputFieldConfig<Types>,
-  ): Resolver<Types> | undefined {
+  override wrapSubscribe(subscribe: Resolver<Types> | undefined, fieldConfig: PothosOutputFieldConfig<Types>): Resolver<Types> | undefined {
     const guard = subscribe && guardFor(fieldConfig);
     if (!subscribe || !guard) return subscribe;
     return (source, args, context, info) => {
@@ -53,9 +50,7 @@ export class PothosTextInputGuardPlugin<Types extends SchemaTypes> extends BaseP
 SchemaBuilder.registerPlugin(TextInputGuardPlugin, PothosTextInputGuardPlugin);
 
 /** The check for one field, decided once at build time; null for a field without arguments. */
-function guardFor<Types extends SchemaTypes>(
-  fieldConfig: PothosOutputFieldConfig<Types>,
-): ((args: object, info: GraphQLResolveInfo) => void) | null {
+function guardFor<Types extends SchemaTypes>(fieldConfig: PothosOutputFieldConfig<Types>): ((args: object, info: GraphQLResolveInfo) => void) | null {
   if (Object.keys(fieldConfig.args).length === 0) return null;
   // pothosErrors is what ErrorsPlugin catches for this field (its own types plus any defaults).
   const errorTypes = fieldConfig.extensions?.["pothosErrors"];

@@ -28,8 +28,7 @@ const notVisible = (what: string, id: string) =>
   refused(`No ${what} with id ${id} is visible to this API key (it does not exist, or belongs to someone else).`);
 
 /** Typed errors of a payload union, as a message the calling agent can act on. */
-const typedError = (payload: { __typename: string; message?: string }) =>
-  refused(`${payload.__typename}: ${payload.message ?? "refused"}`);
+const typedError = (payload: { __typename: string; message?: string }) => refused(`${payload.__typename}: ${payload.message ?? "refused"}`);
 
 /** Request-level failures (a refused key, an unreachable server, limits) as tool errors, not crashes. */
 function guarded<A>(handler: (args: A) => Promise<CallToolResult>): (args: A) => Promise<CallToolResult> {
@@ -66,13 +65,17 @@ async function wholeCheckpoint(client: DossierClient, workspaceId: string): Prom
     if (checkpoint?.__typename !== "Checkpoint") return node;
     const after = async (list: "accepted" | "sources", last: string) => {
       const accepted = list === "accepted";
-      const variables = { workspaceId, first: CHECKPOINT_LIST_PAGE, withAccepted: accepted, withSources: !accepted, [accepted ? "acceptedAfter" : "sourcesAfter"]: last };
-      const page = await client
-        .request(CheckpointVersionListsDocument, variables)
-        .catch((error: unknown) => {
-          // An `after` that is no longer in the list: the checkpoint moved on.
-          throw error instanceof DossierRequestError ? new CheckpointMoved() : error;
-        });
+      const variables = {
+        workspaceId,
+        first: CHECKPOINT_LIST_PAGE,
+        withAccepted: accepted,
+        withSources: !accepted,
+        [accepted ? "acceptedAfter" : "sourcesAfter"]: last,
+      };
+      const page = await client.request(CheckpointVersionListsDocument, variables).catch((error: unknown) => {
+        // An `after` that is no longer in the list: the checkpoint moved on.
+        throw error instanceof DossierRequestError ? new CheckpointMoved() : error;
+      });
       const current = page.node?.__typename === "Workspace" ? page.node.checkpoint : null;
       if (current?.__typename !== "Checkpoint" || current.revision !== checkpoint.revision) throw new CheckpointMoved();
       return (accepted ? current.acceptedPublicationVersions : current.sourceDependencies) ?? [];

@@ -125,4 +125,3 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
     },
   };
 }
-

@@ -66,8 +66,7 @@ function reportAs(count: CountRejected, code: Refusal) {
   return {
     propagateOnRejection: false,
     onReject: [
-      (context: ValidationContext | null, error: GraphQLError) =>
-        context?.reportError(refuse(count, code, error.message.replace(/^Syntax Error: /, ""))),
+      (context: ValidationContext | null, error: GraphQLError) => context?.reportError(refuse(count, code, error.message.replace(/^Syntax Error: /, ""))),
     ],
   };
 }
@@ -143,11 +142,7 @@ function pageTooLarge(
 ): GraphQLError | undefined {
   for (const { node, listMax } of pageArgumentsOf(schema, document)) {
     const value =
-      node.value.kind === Kind.INT
-        ? Number(node.value.value)
-        : node.value.kind === Kind.VARIABLE
-          ? Number(variables[node.value.name.value])
-          : Number.NaN;
+      node.value.kind === Kind.INT ? Number(node.value.value) : node.value.kind === Kind.VARIABLE ? Number(variables[node.value.name.value]) : Number.NaN;
     if (listMax !== undefined) {
       const error = value > listMax ? pageSizeError(value, listMax) : undefined;
       if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);

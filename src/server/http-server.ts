@@ -129,7 +129,11 @@ function serveGraphqlWs({
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
           sockets.add(ctx);
-          if (actor.keyId && socket.readyState === OPEN) socket.once("close", app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)));
+          if (actor.keyId && socket.readyState === OPEN)
+            socket.once(
+              "close",
+              app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)),
+            );
           return true;
         } catch (error) {
           socket.close(4401, error instanceof Error ? error.message : "Unauthorized");

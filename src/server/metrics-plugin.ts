@@ -31,7 +31,9 @@ export function metricsPlugin({ metrics, endpoint = "/metrics", token }: { metri
         return;
       }
       if (!scrapeAllowed(request.headers.get("authorization"), token)) {
-        endResponse(new fetchAPI.Response("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>", { status: 401, headers: { "www-authenticate": "Bearer" } }));
+        endResponse(
+          new fetchAPI.Response("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>", { status: 401, headers: { "www-authenticate": "Bearer" } }),
+        );
         return;
       }
       const body = await metrics.render();

@@ -83,9 +83,7 @@ describe.each(backends)("migrations on %s", (backend) => {
     const db = await fresh();
     const [init, ...rest] = shipped;
     await db.migrate([init!]);
-    await db.prisma.$executeRawUnsafe(
-      `INSERT INTO workspace (id, title, goal_version, updated_at) VALUES ('w-old', 'Old', 1, now())`,
-    );
+    await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, title, goal_version, updated_at) VALUES ('w-old', 'Old', 1, now())`);
     expect((await db.migrate()).applied).toEqual(rest.map((m) => m.name));
     const [row] = await db.prisma.$queryRawUnsafe<{ owner_id: string; name: string }[]>(
       `SELECT w.owner_id, p.name FROM workspace w JOIN principal p ON p.id = w.owner_id WHERE w.id = 'w-old'`,
@@ -99,7 +97,9 @@ describe.each(backends)("migrations on %s", (backend) => {
     expect(at).toBeGreaterThan(0);
     await db.migrate(shipped.slice(0, at));
     await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p1', 'Owner')`);
-    await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at, checkpoint_revision) VALUES ('w1', 'p1', 'Old', 1, now(), 2)`);
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO workspace (id, owner_id, title, goal_version, updated_at, checkpoint_revision) VALUES ('w1', 'p1', 'Old', 1, now(), 2)`,
+    );
     await db.prisma.$executeRawUnsafe(
       `INSERT INTO checkpoint_version (id, workspace_id, revision, summary, next_steps, questions, origin, author_id, origin_run_id, source_version_ids)
        VALUES ('c1', 'w1', 1, 'Model view', '["check prices"]', '[{"id":"q1","text":"Which?","status":"OPEN"},{"id":"q2","text":"Who?","status":"RESOLVED"}]',
@@ -128,9 +128,7 @@ describe.runIf(backends.includes("postgres"))("concurrent migrations on one Post
     const database = await createPostgresDatabase();
     try {
       // A slow extra migration keeps the first process inside the lock while the second arrives.
-      const dir = await makeMigrationsDir([
-        { name: "20990101000000_slow", sql: "SELECT pg_sleep(1.5);\nCREATE TABLE slow_marker (id INT);\n" },
-      ]);
+      const dir = await makeMigrationsDir([{ name: "20990101000000_slow", sql: "SELECT pg_sleep(1.5);\nCREATE TABLE slow_marker (id INT);\n" }]);
       const run = () => spawnTs("scripts/migrate.ts", { env: { DATABASE_URL: database.url }, args: ["--migrations", dir] });
       const [a, b] = [run(), run()];
       const [exitA, exitB] = await Promise.all([a.exited, b.exited]);

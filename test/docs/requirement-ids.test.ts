@@ -92,9 +92,18 @@ describe("requirement ids", () => {
     expect(requirements.problems).toEqual([]);
     // Each family is numbered without holes (the runtime's starts at R0, its sessions), so a
     // requirement dropped from the page by mistake shows up here.
-    for (const [letter, first] of [["W", 1], ["R", 0], ["T", 1], ["A", 1], ["S", 1]] as const) {
+    for (const [letter, first] of [
+      ["W", 1],
+      ["R", 0],
+      ["T", 1],
+      ["A", 1],
+      ["S", 1],
+    ] as const) {
       const numbers = [...requirements.ids].filter((id) => id[0] === letter).map((id) => Number(id.slice(1)));
-      expect(numbers.sort((a, b) => a - b), letter).toEqual(numbers.map((_, index) => first + index));
+      expect(
+        numbers.sort((a, b) => a - b),
+        letter,
+      ).toEqual(numbers.map((_, index) => first + index));
       expect(numbers.length, letter).toBeGreaterThan(0);
     }
   });

@@ -52,7 +52,28 @@ function random(seed: number): () => number {
 }
 
 // Pieces that are easy to confuse with escapes or pairs, plus ordinary characters.
-const alphabet = ["a", "0", "u", "d", "8", "f", "\u0000", "\uD800", "\uDBFF", "\uDC00", "\uDFFF", "\uD83D", "\uDE00", "😀", E, "\uFFFE", "\uFFFD", "é", "\u2400", "\\"];
+const alphabet = [
+  "a",
+  "0",
+  "u",
+  "d",
+  "8",
+  "f",
+  "\u0000",
+  "\uD800",
+  "\uDBFF",
+  "\uDC00",
+  "\uDFFF",
+  "\uD83D",
+  "\uDE00",
+  "😀",
+  E,
+  "\uFFFE",
+  "\uFFFD",
+  "é",
+  "\u2400",
+  "\\",
+];
 
 function randomString(next: () => number, maxLength: number): string {
   const length = Math.floor(next() * (maxLength + 1));

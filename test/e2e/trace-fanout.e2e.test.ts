@@ -63,9 +63,7 @@ describe.each(backends)("trace fan-out on %s", (backend) => {
     await recorder.endSpan(root, { status: "OK" });
     await recorder.endTrace(root.traceId);
     const all = await Promise.all(received);
-    const expected = (
-      await t.app.db.prisma.traceChange.findMany({ where: { traceId: root.traceId }, orderBy: { seq: "asc" } })
-    ).map((c) => String(c.seq));
+    const expected = (await t.app.db.prisma.traceChange.findMany({ where: { traceId: root.traceId }, orderBy: { seq: "asc" } })).map((c) => String(c.seq));
     all.forEach((seqs, i) => expect(seqs).toEqual(i % 2 === 0 ? expected : expected.filter((s) => Number(s) > 1)));
     expect(await kindSeqs).toEqual(expected);
     // The live updates (15 events, the span's end, the trace's end) were executed once per

@@ -72,7 +72,9 @@ describe.each(backends)("a live server on %s", (backend) => {
     const workspace = await createWorkspace(writer);
     const received = await watch(workspace.id, 5);
     const conversation = await startConversation(writer, "Linked chat");
-    expect((await writer.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: conversation.id } })).linkToWorkspace.__typename).toBe("LinkToWorkspaceSuccess");
+    expect(
+      (await writer.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: conversation.id } })).linkToWorkspace.__typename,
+    ).toBe("LinkToWorkspaceSuccess");
     const { run } = await admit(writer, { workspaceId: workspace.id, question: "Watched admission" });
     await writer.request(UnlinkFromWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: conversation.id } });
     await writer.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
@@ -106,9 +108,7 @@ describe.each(backends)("a live server on %s", (backend) => {
     const iterator = t.connect().subscribe(WorkspaceEventsDocument, {
       workspaceId: encodeGlobalId("Workspace", "missing"),
     });
-    await expect(iterator.next()).rejects.toSatisfy(
-      (error) => error instanceof DossierRequestError && error.message === "Workspace not found.",
-    );
+    await expect(iterator.next()).rejects.toSatisfy((error) => error instanceof DossierRequestError && error.message === "Workspace not found.");
   });
 
   it("refuses subscriptions beyond the per-connection cap, and accepts one again after another closes", async () => {

@@ -36,11 +36,17 @@ describe.runIf(backends.includes("postgres"))("admission and the workspace row o
 
   /** Starts `n` admissions into the workspace at once; each settles to its result. */
   const admitMany = (workspaceId: string, n: number) =>
-    Array.from({ length: n }, (_, i) => t.client.request(AdmitRunDocument, { input: { workspaceId, question: `question ${i}` } }).then((result) => result.admitRun));
+    Array.from({ length: n }, (_, i) =>
+      t.client.request(AdmitRunDocument, { input: { workspaceId, question: `question ${i}` } }).then((result) => result.admitRun),
+    );
 
   const settledWithin = async <T>(promises: Promise<T>[], ms: number) => {
     let done = 0;
-    for (const promise of promises) void promise.then(() => (done += 1), () => (done += 1));
+    for (const promise of promises)
+      void promise.then(
+        () => (done += 1),
+        () => (done += 1),
+      );
     await allowTimeFor("admissions to get past the lock (they must wait)", ms);
     return done;
   };

@@ -37,7 +37,9 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       { publicationId: a.version.publication.id, version: 1 },
       { publicationId: b.version.publication.id, version: 1 },
     ];
-    const { result, sql } = await counted(() => admit(t.client, { workspaceId: workspace.id, question: "Which sources agree?", materials, idempotencyKey: "one-statement" }));
+    const { result, sql } = await counted(() =>
+      admit(t.client, { workspaceId: workspace.id, question: "Which sources agree?", materials, idempotencyKey: "one-statement" }),
+    );
     // The admission is the first statement and the only one that writes; the rest read the fields the document asks for.
     expect(sql.filter((statement) => /\b(INSERT|UPDATE|DELETE)\b/i.test(statement))).toEqual([sql[0]]);
     expect(sql[0]).toMatch(/INSERT INTO run_material[\s\S]*INSERT INTO workspace_link/);
@@ -56,8 +58,16 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
     const { admitInOneStatement } = await import("../../src/domain/research/admit-in-one-statement.js");
     const now = new Date();
     const direct = await admitInOneStatement(prisma, {
-      ownerId: stored.ownerId, runId: crypto.randomUUID(), workspaceId: null, agent: "researcher", agentProfileId: stored.agentProfileId!, question: "Direct",
-      limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 }, materials: [], idempotency: null, now,
+      ownerId: stored.ownerId,
+      runId: crypto.randomUUID(),
+      workspaceId: null,
+      agent: "researcher",
+      agentProfileId: stored.agentProfileId!,
+      question: "Direct",
+      limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 },
+      materials: [],
+      idempotency: null,
+      now,
     });
     expect(direct.kind).toBe("admitted");
     const returned = (direct as { run: { id: string } }).run;
@@ -76,7 +86,15 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
     const before = { runs: await prisma.run.count(), conversations: await prisma.conversation.count(), keys: await prisma.idempotencyKey.count() };
 
     const missing = await t.client.request(AdmitRunDocument, {
-      input: { workspaceId: workspace.id, question: "q", idempotencyKey: "missing", materials: [{ publicationId: a.version.publication.id, version: 1 }, { publicationId: a.version.publication.id, version: 2 }] },
+      input: {
+        workspaceId: workspace.id,
+        question: "q",
+        idempotencyKey: "missing",
+        materials: [
+          { publicationId: a.version.publication.id, version: 1 },
+          { publicationId: a.version.publication.id, version: 2 },
+        ],
+      },
     });
     expect(missing.admitRun.__typename).toBe("NotFoundError");
 

@@ -51,9 +51,7 @@ describe.each(backends)("run admission on %s", (backend) => {
     const admitted = await admit(t.client, { question: "q", materials: [{ publicationId, version: 1 }] });
     await publish(t.client, { publicationId, content: "CATL: 55 GWh" });
     const run = expectType((await t.client.request(RunDocument, { id: admitted.run.id })).node!, "Run");
-    expect(run.materials.map((m) => [m.publicationVersion.publication.id, m.publicationVersion.version])).toEqual([
-      [publicationId, 1],
-    ]);
+    expect(run.materials.map((m) => [m.publicationVersion.publication.id, m.publicationVersion.version])).toEqual([[publicationId, 1]]);
     expect(run.materials[0]?.publicationVersion.contentHash).toBe(v1.version.contentHash);
   });
 

@@ -25,7 +25,10 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
 
   it("manages skills per principal and agent, over the built-in ones", async () => {
     t = await startTestApp(backend, {
-      agents: [{ name: "analyst", systemPrompt: "You compare figures." }, { name: "scout", systemPrompt: "You scout.", skills: ["source-*"] }],
+      agents: [
+        { name: "analyst", systemPrompt: "You compare figures." },
+        { name: "scout", systemPrompt: "You scout.", skills: ["source-*"] },
+      ],
     });
     const builtIn = (await t.client.request(SkillsDocument)).skills;
     expect(builtIn.map((s) => [s.name, s.source])).toEqual([
@@ -68,13 +71,15 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     const bad = await t.client.request(UpsertSkillDocument, {
       input: { name: "Bad Name", description: "two\nlines", body: "  " },
     });
-    expect(expectType(bad.upsertSkill, "ValidationError").issues.map((i) => i.field).sort()).toEqual(["body", "description", "name"]);
+    expect(
+      expectType(bad.upsertSkill, "ValidationError")
+        .issues.map((i) => i.field)
+        .sort(),
+    ).toEqual(["body", "description", "name"]);
     const big = await t.client.request(UpsertSkillDocument, { input: { name: "big", description: "d", body: "x".repeat(64 * 1024 + 1) } });
     expect(expectType(big.upsertSkill, "ValidationError").issues[0]!.field).toBe("body");
     const noAgent = await t.client.request(UpsertSkillDocument, { input: { agent: "ghost", name: "a", description: "d", body: "b" } });
-    expect(expectType(noAgent.upsertSkill, "ValidationError").issues).toEqual([
-      { field: "agent", message: 'there is no agent profile named "ghost"' },
-    ]);
+    expect(expectType(noAgent.upsertSkill, "ValidationError").issues).toEqual([{ field: "agent", message: 'there is no agent profile named "ghost"' }]);
   });
 
   it("manages MCP servers per principal, never returning secret values", async () => {
@@ -90,7 +95,14 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
       },
     });
     const server = expectType(created.upsertMcpServer, "UpsertMcpServerSuccess").mcpServer;
-    expect(server).toMatchObject({ name: "files", transport: "STDIO", command: "/usr/local/bin/mcp-files", args: ["--root", "/data"], envNames: ["API_TOKEN"], enabled: false });
+    expect(server).toMatchObject({
+      name: "files",
+      transport: "STDIO",
+      command: "/usr/local/bin/mcp-files",
+      args: ["--root", "/data"],
+      envNames: ["API_TOKEN"],
+      enabled: false,
+    });
     const listed = (await t.client.request(McpServersDocument)).mcpServers;
     expect(listed).toHaveLength(1);
     expect(listed[0]!.status).toMatchObject({ state: "DISABLED", tools: [], connects: 0 });
@@ -121,7 +133,9 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   it("refuses inconsistent MCP configurations with typed errors", async () => {
     t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/x"] } });
     const issues = async (input: UpsertMcpServerInput) =>
-      expectType((await t!.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "ValidationError").issues.map((i) => i.field).sort();
+      expectType((await t!.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "ValidationError")
+        .issues.map((i) => i.field)
+        .sort();
     expect(await issues({ name: "a", transport: "HTTP" as McpTransport })).toEqual(["url"]);
     expect(await issues({ name: "a", transport: "HTTP" as McpTransport, url: "ftp://x" })).toEqual(["url"]);
     expect(await issues({ name: "a", transport: "STDIO" as McpTransport, url: "http://x" })).toEqual(["command", "url"]);
@@ -133,7 +147,9 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     expect(await issues(smuggled)).toEqual(["headers.0.value"]);
     expect(await issues({ ...smuggled, headers: [{ name: "X-Token", value: "t\nX-Admin: yes" }] })).toEqual(["headers.0.value"]);
     // Environment values may hold line breaks (a key file, say).
-    await t.client.request(UpsertMcpServerDocument, { input: { name: "b", transport: "STDIO" as McpTransport, command: "/usr/local/bin/x", env: [{ name: "KEY", value: "line1\nline2" }], enabled: false } });
+    await t.client.request(UpsertMcpServerDocument, {
+      input: { name: "b", transport: "STDIO" as McpTransport, command: "/usr/local/bin/x", env: [{ name: "KEY", value: "line1\nline2" }], enabled: false },
+    });
     expect((await t.client.request(McpServersDocument)).mcpServers.map((server) => server.name)).toContain("b");
   });
 });

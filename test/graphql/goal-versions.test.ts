@@ -1,11 +1,6 @@
 // W2: a goal is a chain of immutable versions, updated by compare-and-swap.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  GoalVersionsDocument,
-  UpdateGoalDocument,
-  type UpdateGoalMutation,
-  WorkspaceDocument,
-} from "../../sdk/generated/graphql.js";
+import { GoalVersionsDocument, UpdateGoalDocument, type UpdateGoalMutation, WorkspaceDocument } from "../../sdk/generated/graphql.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace as createWorkspaceFixture } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -57,11 +52,11 @@ describe.each(backends)("goal versions on %s", (backend) => {
 
   it("lets exactly one of twenty concurrent updates with the same expected version win", async () => {
     const workspace = await createWorkspace("contested");
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => updateGoal(workspace.id, `writer ${i}`, 1)),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => updateGoal(workspace.id, `writer ${i}`, 1)));
     const winners = results.filter((r) => r.__typename === "UpdateGoalSuccess");
-    const losers = results.filter((r): r is Extract<UpdateGoalMutation["updateGoal"], { __typename: "StaleVersionError" }> => r.__typename === "StaleVersionError");
+    const losers = results.filter(
+      (r): r is Extract<UpdateGoalMutation["updateGoal"], { __typename: "StaleVersionError" }> => r.__typename === "StaleVersionError",
+    );
     expect(winners).toHaveLength(1);
     expect(losers).toHaveLength(19);
     expect(losers.every((loser) => loser.currentVersion === 2)).toBe(true);

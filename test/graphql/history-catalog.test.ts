@@ -94,9 +94,7 @@ describe.each(backends)("history catalog and exact reads on %s", (backend) => {
       reason: '"Base" version 1 no longer matches its content hash',
       publicationVersion: null,
     });
-    expect((await read(t.client, derived.version.publication.id, 1)).reason).toBe(
-      'it depends on "Base" version 1, which no longer matches its content hash',
-    );
+    expect((await read(t.client, derived.version.publication.id, 1)).reason).toBe('it depends on "Base" version 1, which no longer matches its content hash');
     // The newer version is unaffected and is never substituted for the old one.
     expect(await read(t.client, baseId, 2)).toMatchObject({ status: "AVAILABLE", publicationVersion: { version: 2 } });
 

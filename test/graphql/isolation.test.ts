@@ -97,7 +97,10 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     t = await startTestApp(backend, {
       authRequired: true,
       listen: true,
-      runtime: { model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")) },
+      runtime: {
+        model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")),
+      },
     });
     aliceKey = await t.createPrincipal("Alice");
     bobKey = await t.createPrincipal("Bob");
@@ -106,8 +109,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
 
     const viewer = (await alice.request(ViewerDocument, {})).viewer;
     const workspace = expectType(
-      (await alice.request(CreateWorkspaceDocument, { input: { title: "Alice's batteries", goal: "Alice's goal v1" } }))
-        .createWorkspace,
+      (await alice.request(CreateWorkspaceDocument, { input: { title: "Alice's batteries", goal: "Alice's goal v1" } })).createWorkspace,
       "CreateWorkspaceSuccess",
     ).workspace;
     const conversation = expectType(
@@ -140,10 +142,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       "AdmitRunSuccess",
     ).run;
     for (const targetId of [conversation.id, published.publication.id, artifact.id]) {
-      expectType(
-        (await alice.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId } })).linkToWorkspace,
-        "LinkToWorkspaceSuccess",
-      );
+      expectType((await alice.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId } })).linkToWorkspace, "LinkToWorkspaceSuccess");
     }
     expect((await settled(alice, run.id)).status).toBe("SUCCEEDED");
     const log = await alice.request(ConversationDocument, { id: conversation.id });
@@ -223,38 +222,26 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     // Bob gets exactly what he would get for a workspace that never existed.
     const missingWorkspace = encodeGlobalId("Workspace", "00000000-0000-0000-0000-000000000000");
     const forMissing = notFound(
-      (await bob.request(UpdateGoalDocument, { input: { workspaceId: missingWorkspace, statement: "x", expectedVersion: 1 } }))
-        .updateGoal,
+      (await bob.request(UpdateGoalDocument, { input: { workspaceId: missingWorkspace, statement: "x", expectedVersion: 1 } })).updateGoal,
     );
-    expect(
-      notFound((await bob.request(UpdateGoalDocument, { input: { workspaceId, statement: "Bob's goal", expectedVersion: 1 } })).updateGoal),
-    ).toBe(forMissing);
+    expect(notFound((await bob.request(UpdateGoalDocument, { input: { workspaceId, statement: "Bob's goal", expectedVersion: 1 } })).updateGoal)).toBe(
+      forMissing,
+    );
     notFound((await bob.request(ArchiveWorkspaceDocument, { input: { workspaceId } })).archiveWorkspace);
     notFound((await bob.request(RestoreWorkspaceDocument, { input: { workspaceId } })).restoreWorkspace);
     notFound((await bob.request(DeleteWorkspaceDocument, { input: { workspaceId } })).deleteWorkspace);
 
     // Links: Bob's object into Alice's workspace, and Alice's objects into Bob's workspace.
-    notFound(
-      (await bob.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: bobConversation.id } })).linkToWorkspace,
-    );
+    notFound((await bob.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: bobConversation.id } })).linkToWorkspace);
     for (const targetId of [a.conversationId, a.runId, a.publicationId, a.artifactId]) {
-      notFound(
-        (await bob.request(LinkToWorkspaceDocument, { input: { workspaceId: bobWorkspace.id, targetId } })).linkToWorkspace,
-      );
+      notFound((await bob.request(LinkToWorkspaceDocument, { input: { workspaceId: bobWorkspace.id, targetId } })).linkToWorkspace);
     }
-    notFound(
-      (await bob.request(UnlinkFromWorkspaceDocument, { input: { workspaceId, targetId: a.runId } })).unlinkFromWorkspace,
-    );
-    notFound(
-      (await bob.request(RetainArtifactDocument, { input: { workspaceId: bobWorkspace.id, artifactId: a.artifactId } }))
-        .retainArtifact,
-    );
+    notFound((await bob.request(UnlinkFromWorkspaceDocument, { input: { workspaceId, targetId: a.runId } })).unlinkFromWorkspace);
+    notFound((await bob.request(RetainArtifactDocument, { input: { workspaceId: bobWorkspace.id, artifactId: a.artifactId } })).retainArtifact);
 
     // Admission: in Alice's workspace, in Alice's conversation, with Alice's publication as material.
     notFound((await bob.request(AdmitRunDocument, { input: { workspaceId, question: "Bob's question" } })).admitRun);
-    notFound(
-      (await bob.request(AdmitRunDocument, { input: { conversationId: a.conversationId, question: "Bob's question" } })).admitRun,
-    );
+    notFound((await bob.request(AdmitRunDocument, { input: { conversationId: a.conversationId, question: "Bob's question" } })).admitRun);
     const material = notFound(
       (
         await bob.request(AdmitRunDocument, {
@@ -275,10 +262,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
         })
       ).publishVersion,
     );
-    notFound(
-      (await bob.request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", originRunId: a.runId } }))
-        .publishVersion,
-    );
+    notFound((await bob.request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", originRunId: a.runId } })).publishVersion);
 
     // Nothing Bob tried left anything behind on his side either.
     expect((await bob.request(RunsDocument, {})).runs.edges).toEqual([]);
@@ -305,9 +289,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       conversation: { id: a.conversationId },
       materials: [{ position: 0, publicationVersion: { id: a.publicationVersionId, version: 1 } }],
     });
-    expect((await alice.request(PublicationsDocument, {})).publications.edges.map((e) => [e.node.id, e.node.title])).toEqual([
-      [a.publicationId, SECRET_TITLE],
-    ]);
+    expect((await alice.request(PublicationsDocument, {})).publications.edges.map((e) => [e.node.id, e.node.title])).toEqual([[a.publicationId, SECRET_TITLE]]);
     const publication = (await alice.request(PublicationDocument, { id: a.publicationId, version: 1 })).node;
     expect(publication).toMatchObject({ latestVersion: { version: 1, content: SECRET_CONTENT } });
     expect((await alice.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id)).toEqual([a.conversationId]);
@@ -339,10 +321,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
   });
 
   it("gives Alice a second key with createApiKey that acts as her, and never shows a secret again", async () => {
-    const created = expectType(
-      (await alice.request(CreateApiKeyDocument, { input: { name: "CI pipeline" } })).createApiKey,
-      "CreateApiKeySuccess",
-    );
+    const created = expectType((await alice.request(CreateApiKeyDocument, { input: { name: "CI pipeline" } })).createApiKey, "CreateApiKeySuccess");
     expect(created.secret).toMatch(/^dsk_[A-Za-z0-9_-]+$/);
     expect(created.secret).not.toBe(aliceKey);
     expect(created.apiKey.name).toBe("CI pipeline");
@@ -372,9 +351,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
   it("refuses Bob a subscription to Alice's workspace, while Alice's own subscription works", async () => {
     // Bob, with a valid key, cannot watch Alice's workspace: it reads as not found.
     const bobsEvents = t.connect(bobKey).subscribe(WorkspaceEventsDocument, { workspaceId: a.workspaceId });
-    await expect(bobsEvents.next()).rejects.toSatisfy(
-      (error) => error instanceof DossierRequestError && error.message === "Workspace not found.",
-    );
+    await expect(bobsEvents.next()).rejects.toSatisfy((error) => error instanceof DossierRequestError && error.message === "Workspace not found.");
 
     // Alice can watch her own workspace (so the refusal is about who asks, not about the workspace).
     const watched = expectType(
@@ -386,8 +363,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     const first = events.next();
     await waitFor(() => t.listeners() > before);
     expectType(
-      (await alice.request(UpdateGoalDocument, { input: { workspaceId: watched.id, statement: "w2", expectedVersion: 1 } }))
-        .updateGoal,
+      (await alice.request(UpdateGoalDocument, { input: { workspaceId: watched.id, statement: "w2", expectedVersion: 1 } })).updateGoal,
       "UpdateGoalSuccess",
     );
     const received = await withTimeout(first, 10_000);
@@ -435,10 +411,7 @@ describe.each(backends)("keys when authentication is not required, on %s", (back
   it("treats a keyless request as the development principal, but never downgrades a wrong key", async () => {
     const development = (await t.client.request(ViewerDocument, {})).viewer;
     expect(development.name).toBe("Development principal");
-    expectType(
-      (await t.client.request(CreateWorkspaceDocument, { input: { title: "Dev", goal: "dev goal" } })).createWorkspace,
-      "CreateWorkspaceSuccess",
-    );
+    expectType((await t.client.request(CreateWorkspaceDocument, { input: { title: "Dev", goal: "dev goal" } })).createWorkspace, "CreateWorkspaceSuccess");
 
     await expectRejected(t.as("dsk_wrong").request(ViewerDocument, {}), "Invalid API key.");
     await expectRejected(t.as("dsk_wrong").request(WorkspacesDocument, {}), "Invalid API key.");

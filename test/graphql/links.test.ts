@@ -63,12 +63,9 @@ describe.each(backends)("workspace links on %s", (backend) => {
   it("links an admitted run automatically, and unlinks without touching the object", async () => {
     const workspace = await createWorkspace(t.client);
     const { run } = await admit(t.client, { workspaceId: workspace.id, question: "q" });
-    expect((await linksOf(workspace.id)).map((l) => [l.kind, l.target && "id" in l.target ? l.target.id : null])).toEqual([
-      ["RUN", run.id],
-    ]);
+    expect((await linksOf(workspace.id)).map((l) => [l.kind, l.target && "id" in l.target ? l.target.id : null])).toEqual([["RUN", run.id]]);
     const removed = expectType(
-      (await t.client.request(UnlinkFromWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: run.id } }))
-        .unlinkFromWorkspace,
+      (await t.client.request(UnlinkFromWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: run.id } })).unlinkFromWorkspace,
       "UnlinkFromWorkspaceSuccess",
     );
     expect(removed.unlinked).toBe(true);
@@ -163,9 +160,7 @@ describe.each(backends)("workspace links on %s", (backend) => {
     expect(tombstone.deletedAt).not.toBeNull();
     expect(await t.app.db.prisma.workspaceLink.count({ where: { workspaceId: tombstone.id } })).toBe(0);
     expect(await t.app.db.prisma.goalVersion.count({ where: { workspaceId: tombstone.id } })).toBe(0);
-    expect((await t.app.db.prisma.linkRefusal.findMany({ where: { workspaceId: tombstone.id } })).map((r) => r.reason)).toEqual([
-      "WORKSPACE_DELETED",
-    ]);
+    expect((await t.app.db.prisma.linkRefusal.findMany({ where: { workspaceId: tombstone.id } })).map((r) => r.reason)).toEqual(["WORKSPACE_DELETED"]);
     expect((await t.client.request(WorkspaceDocument, { id: workspace.id })).workspace).toBeNull();
 
     // Everything else that names the workspace now answers NotFoundError.

@@ -101,7 +101,11 @@ function listFields(): string[] {
   return Object.values(schema.getTypeMap())
     .filter(isObjectType)
     .filter((type) => !type.name.startsWith("__") && !type.name.endsWith("Connection"))
-    .flatMap((type) => Object.values(type.getFields()).filter((field) => isList(field.type)).map((field) => `${type.name}.${field.name}`))
+    .flatMap((type) =>
+      Object.values(type.getFields())
+        .filter((field) => isList(field.type))
+        .map((field) => `${type.name}.${field.name}`),
+    )
     .sort();
 }
 
@@ -134,7 +138,11 @@ function connectionFields(): string[] {
   return Object.values(schema.getTypeMap())
     .filter(isObjectType)
     .filter((type) => !type.name.startsWith("__"))
-    .flatMap((type) => Object.values(type.getFields()).filter((field) => getNamedType(field.type).name.endsWith("Connection")).map((field) => `${type.name}.${field.name}`))
+    .flatMap((type) =>
+      Object.values(type.getFields())
+        .filter((field) => getNamedType(field.type).name.endsWith("Connection"))
+        .map((field) => `${type.name}.${field.name}`),
+    )
     .sort();
 }
 
@@ -154,7 +162,11 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const workspace = await createWorkspace(t.client);
     historyWorkspaceId = workspace.id;
     for (let version = 1; version <= 4; version += 1) {
-      expectType((await t.client.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } })).updateGoal, "UpdateGoalSuccess");
+      expectType(
+        (await t.client.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } }))
+          .updateGoal,
+        "UpdateGoalSuccess",
+      );
     }
     await createWorkspace(t.client, "A second goal");
     await createWorkspace(t.client, "A third goal");
@@ -168,7 +180,10 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const published = await publish(t.client, { title: "Report", content: "v1" });
     for (const content of ["v2", "v3"]) await publish(t.client, { publicationId: published.version.publication.id, content });
     for (const target of [published.version.publication.id]) {
-      expectType((await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: target } })).linkToWorkspace, "LinkToWorkspaceSuccess");
+      expectType(
+        (await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: target } })).linkToWorkspace,
+        "LinkToWorkspaceSuccess",
+      );
     }
     for (const name of ["a", "b"]) await t.client.request(CreateApiKeyDocument, { input: { name } });
 
@@ -194,10 +209,25 @@ describe.each(backends)("paged reads on %s", (backend) => {
     for (let i = 0; i < 3; i += 1) {
       await prisma.materialUse.create({ data: { runId, publicationId: v1.publicationId, version: 10 + i, publicationVersionId: v1.id, stage: "CONSUMED" } });
       await prisma.checkpointProposal.create({ data: { runId, workspaceId: workspaceDbId, expectedRevision: 0, proposal: {} } });
-      await prisma.linkRefusal.create({ data: { workspaceId: workspaceDbId, targetKind: "PUBLICATION", targetId: `p${i}`, runId, reason: "WORKSPACE_ARCHIVED" } });
-      const message = await prisma.message.create({ data: { conversationId: dbIdOf(rich.conversation.id), seq: 1000 + i, role: "TOOL", content: "big", runId } });
+      await prisma.linkRefusal.create({
+        data: { workspaceId: workspaceDbId, targetKind: "PUBLICATION", targetId: `p${i}`, runId, reason: "WORKSPACE_ARCHIVED" },
+      });
+      const message = await prisma.message.create({
+        data: { conversationId: dbIdOf(rich.conversation.id), seq: 1000 + i, role: "TOOL", content: "big", runId },
+      });
       await prisma.spill.create({
-        data: { handle: `spill://x/${i}`, runId, conversationId: dbIdOf(rich.conversation.id), messageId: message.id, toolCallId: `c${i}`, toolName: "t", sizeBytes: 3, sizeChars: 3, preview: "b", strategy: "head" },
+        data: {
+          handle: `spill://x/${i}`,
+          runId,
+          conversationId: dbIdOf(rich.conversation.id),
+          messageId: message.id,
+          toolCallId: `c${i}`,
+          toolName: "t",
+          sizeBytes: 3,
+          sizeChars: 3,
+          preview: "b",
+          strategy: "head",
+        },
       });
       await prisma.mcpServer.create({ data: { ownerId, name: `server-${i}`, transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
     }
@@ -208,13 +238,19 @@ describe.each(backends)("paged reads on %s", (backend) => {
     // Checkpoint revisions resting on the versions published so far.
     const versionIds = (await prisma.publicationVersion.findMany({ select: { id: true } })).map((v) => v.id);
     for (let revision = 0; revision < 3; revision += 1) {
-      await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, revision, { summary: `s${revision}`, questions: [{ text: `q${revision}` }], nextSteps: ["a", "b"] }, {
-        origin: "MODEL_SUGGESTION",
-        originRunId: runId,
-        acceptedVersionIds: versionIds,
-        citedVersionIds: versionIds,
-        sourceVersionIds: versionIds,
-      });
+      await t.app.services.checkpoints.apply(
+        { principalId: ownerId },
+        workspaceDbId,
+        revision,
+        { summary: `s${revision}`, questions: [{ text: `q${revision}` }], nextSteps: ["a", "b"] },
+        {
+          origin: "MODEL_SUGGESTION",
+          originRunId: runId,
+          acceptedVersionIds: versionIds,
+          citedVersionIds: versionIds,
+          sourceVersionIds: versionIds,
+        },
+      );
     }
   }, 120_000);
   afterAll(async () => {
@@ -280,9 +316,13 @@ describe.each(backends)("paged reads on %s", (backend) => {
   it("bounds a run's materials and a version's sources by what admission and publishing accept", async () => {
     const published = await publish(t.client, { title: "Material", content: "m" });
     const ref = { publicationId: published.version.publication.id, version: 1 };
-    const refused = await t.client.request(AdmitRunDocument, { input: { question: "Too many", materials: Array.from({ length: RUN_MATERIALS_MAX + 1 }, () => ref) } });
+    const refused = await t.client.request(AdmitRunDocument, {
+      input: { question: "Too many", materials: Array.from({ length: RUN_MATERIALS_MAX + 1 }, () => ref) },
+    });
     expect(expectType(refused.admitRun, "ValidationError").issues).toEqual([{ field: "materials", message: `at most ${RUN_MATERIALS_MAX} materials` }]);
-    const sources = await t.client.request(PublishVersionDocument, { input: { title: "Built on", content: "s", sources: Array.from({ length: PUBLICATION_SOURCES_MAX + 1 }, () => ref) } });
+    const sources = await t.client.request(PublishVersionDocument, {
+      input: { title: "Built on", content: "s", sources: Array.from({ length: PUBLICATION_SOURCES_MAX + 1 }, () => ref) },
+    });
     expect(expectType(sources.publishVersion, "ValidationError").issues).toEqual([{ field: "sources", message: `at most ${PUBLICATION_SOURCES_MAX} sources` }]);
   });
 
@@ -291,7 +331,9 @@ describe.each(backends)("paged reads on %s", (backend) => {
     let after: string | null = null;
     do {
       const result = await graphql(t, HISTORY, { id: historyWorkspaceId, after });
-      const history = (result.data as { node: { goalVersions: { edges: { node: { version: number } }[]; pageInfo: { hasNextPage: boolean; endCursor: string } } } }).node.goalVersions;
+      const history = (
+        result.data as { node: { goalVersions: { edges: { node: { version: number } }[]; pageInfo: { hasNextPage: boolean; endCursor: string } } } }
+      ).node.goalVersions;
       pages.push(history.edges.map((edge) => edge.node.version));
       after = history.pageInfo.hasNextPage ? history.pageInfo.endCursor : null;
     } while (after);
@@ -303,9 +345,16 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const id = Buffer.from(workspace.id, "base64").toString().split(":")[1]!;
     const sameInstant = new Date("2026-01-01T00:00:00.000Z");
     await t.app.db.prisma.workspaceLink.createMany({
-      data: ["a", "b", "c", "d", "e"].map((name, i) => ({ workspaceId: id, targetKind: "RUN" as const, targetId: `run-${name}`, createdAt: i < 3 ? sameInstant : new Date(sameInstant.getTime() + i) })),
+      data: ["a", "b", "c", "d", "e"].map((name, i) => ({
+        workspaceId: id,
+        targetKind: "RUN" as const,
+        targetId: `run-${name}`,
+        createdAt: i < 3 ? sameInstant : new Date(sameInstant.getTime() + i),
+      })),
     });
-    const expected = (await t.app.db.prisma.workspaceLink.findMany({ where: { workspaceId: id }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] })).map((link) => link.id);
+    const expected = (await t.app.db.prisma.workspaceLink.findMany({ where: { workspaceId: id }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] })).map(
+      (link) => link.id,
+    );
     expect(expected).toHaveLength(5);
     const ids = (edges: { node: { id: string } }[]) => edges.map((edge) => Buffer.from(edge.node.id, "base64").toString().split(":")[1]!);
 
@@ -332,7 +381,11 @@ describe.each(backends)("paged reads on %s", (backend) => {
   });
 });
 
-type LinksData = { workspace: { links: { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string; endCursor: string } } } };
+type LinksData = {
+  workspace: {
+    links: { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string; endCursor: string } };
+  };
+};
 
 const LINKS = /* GraphQL */ `
   query Links($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
@@ -347,19 +400,41 @@ const HISTORY = /* GraphQL */ `
 `;
 
 async function graphql(t: TestApp, query: string, variables: Record<string, unknown> = {}): Promise<{ data?: unknown; errors?: unknown }> {
-  const response = await t.app.yoga.fetch(new Request("http://dossier.test/graphql", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query, variables }),
-  }));
+  const response = await t.app.yoga.fetch(
+    new Request("http://dossier.test/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query, variables }),
+    }),
+  );
   return (await response.json()) as { data?: unknown; errors?: unknown };
 }
 
 /** Tables whose rows the API serves in lists; the document reads each of them. */
 const LIST_TABLES = [
-  "workspace", "goal_version", "workspace_link", "conversation", "message", "run", "publication", "publication_version", "artifact", "api_key",
-  "span", "span_event", "run_attempt", "run_material", "material_use", "spill", "checkpoint_proposal", "checkpoint_version", "link_refusal",
-  "mcp_server", "skill", "publication_source", "agent_profile",
+  "workspace",
+  "goal_version",
+  "workspace_link",
+  "conversation",
+  "message",
+  "run",
+  "publication",
+  "publication_version",
+  "artifact",
+  "api_key",
+  "span",
+  "span_event",
+  "run_attempt",
+  "run_material",
+  "material_use",
+  "spill",
+  "checkpoint_proposal",
+  "checkpoint_version",
+  "link_refusal",
+  "mcp_server",
+  "skill",
+  "publication_source",
+  "agent_profile",
 ];
 
 const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");

@@ -61,7 +61,12 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     const foreignVersion = await version(ITEMS + 2);
 
     // Trace.spans: start order, then id.
-    await prisma.trace.createMany({ data: [{ id: runId, runId }, { id: otherRunId, runId: otherRunId }] });
+    await prisma.trace.createMany({
+      data: [
+        { id: runId, runId },
+        { id: otherRunId, runId: otherRunId },
+      ],
+    });
     const spans = await createEach((i) =>
       prisma.span.create({ data: { id: idOf("span", i), traceId: runId, kind: "TURN", name: `turn ${i}`, startedAt: momentOf(i) } }),
     );
@@ -77,7 +82,9 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
 
     // Span.events: recording order (seq).
     const events = await createEach((i) =>
-      prisma.spanEvent.create({ data: { id: idOf("event", i), spanId: spans[0]!.id, seq: 10 + i, kind: "THINKING", payload: `e${i}`, payloadSize: 2, at: TIE } }),
+      prisma.spanEvent.create({
+        data: { id: idOf("event", i), spanId: spans[0]!.id, seq: 10 + i, kind: "THINKING", payload: `e${i}`, payloadSize: 2, at: TIE },
+      }),
     );
     const otherEvent = await prisma.spanEvent.create({ data: { spanId: otherSpan.id, seq: 1, kind: "THINKING", payload: "x", payloadSize: 1, at: TIE } });
     cases.push({
@@ -123,7 +130,9 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
         },
       });
     const spills = await createEach((i) => spillOf(i, runId, messages[i]!.id, momentOf(i), idOf("spill", i)));
-    const otherMessage = await prisma.message.create({ data: { conversationId, seq: 200, role: "TOOL", content: "other", toolCallId: "call-x", runId: otherRunId } });
+    const otherMessage = await prisma.message.create({
+      data: { conversationId, seq: 200, role: "TOOL", content: "other", toolCallId: "call-x", runId: otherRunId },
+    });
     const otherSpill = await spillOf(9, otherRunId, otherMessage.id, TIE);
     cases.push({
       field: "Run.spills",
@@ -138,14 +147,29 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     // (A run has one entry per material and stage; these name versions 1–5 of the publication as asked for.)
     const uses = await createEach((i) =>
       prisma.materialUse.create({
-        data: { id: idOf("use", i), runId, publicationId: publication.id, version: i + 1, publicationVersionId: consumed.id, stage: "CONSUMED", createdAt: momentOf(i) },
+        data: {
+          id: idOf("use", i),
+          runId,
+          publicationId: publication.id,
+          version: i + 1,
+          publicationVersionId: consumed.id,
+          stage: "CONSUMED",
+          createdAt: momentOf(i),
+        },
       }),
     );
     const otherUse = await prisma.materialUse.create({
       data: { runId: otherRunId, publicationId: publication.id, version: ITEMS + 2, publicationVersionId: foreignVersion.id, stage: "CONSUMED" },
     });
     const useIds = sortedIds("MaterialUse", uses, (u) => [u.createdAt.getTime(), u.id]);
-    cases.push({ field: "Run.materialUses", document: nodeDocument("Run", "materialUses"), parent: run.run.id, items: useIds, foreign: encodeGlobalId("MaterialUse", otherUse.id), maxSize: 1_000 });
+    cases.push({
+      field: "Run.materialUses",
+      document: nodeDocument("Run", "materialUses"),
+      parent: run.run.id,
+      items: useIds,
+      foreign: encodeGlobalId("MaterialUse", otherUse.id),
+      maxSize: 1_000,
+    });
     cases.push({
       field: "PublicationVersion.consumedBy",
       document: nodeDocument("PublicationVersion", "consumedBy"),
@@ -168,7 +192,9 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
 
     // Run.checkpointProposals and Run.linkRefusals: oldest first, then id.
     const proposals = await createEach((i) =>
-      prisma.checkpointProposal.create({ data: { id: idOf("proposal", i), runId, workspaceId, expectedRevision: 0, proposal: { summary: `p${i}` }, createdAt: momentOf(i) } }),
+      prisma.checkpointProposal.create({
+        data: { id: idOf("proposal", i), runId, workspaceId, expectedRevision: 0, proposal: { summary: `p${i}` }, createdAt: momentOf(i) },
+      }),
     );
     const otherProposal = await prisma.checkpointProposal.create({ data: { runId: otherRunId, workspaceId, expectedRevision: 0, proposal: {} } });
     cases.push({
@@ -181,10 +207,20 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     });
     const refusals = await createEach((i) =>
       prisma.linkRefusal.create({
-        data: { id: idOf("refusal", i), workspaceId, targetKind: "PUBLICATION", targetId: `target-${i}`, runId, reason: "WORKSPACE_ARCHIVED", createdAt: momentOf(i) },
+        data: {
+          id: idOf("refusal", i),
+          workspaceId,
+          targetKind: "PUBLICATION",
+          targetId: `target-${i}`,
+          runId,
+          reason: "WORKSPACE_ARCHIVED",
+          createdAt: momentOf(i),
+        },
       }),
     );
-    const otherRefusal = await prisma.linkRefusal.create({ data: { workspaceId, targetKind: "RUN", targetId: otherRunId, runId: otherRunId, reason: "WORKSPACE_ARCHIVED" } });
+    const otherRefusal = await prisma.linkRefusal.create({
+      data: { workspaceId, targetKind: "RUN", targetId: otherRunId, runId: otherRunId, reason: "WORKSPACE_ARCHIVED" },
+    });
     cases.push({
       field: "Run.linkRefusals",
       document: nodeDocument("Run", "linkRefusals"),
@@ -209,9 +245,13 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
 
     // Query.mcpServers: by name, then id.
     const servers = await createEach((i) =>
-      prisma.mcpServer.create({ data: { id: idOf("server", i), ownerId: me, name: `tools-${i}`, transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } }),
+      prisma.mcpServer.create({
+        data: { id: idOf("server", i), ownerId: me, name: `tools-${i}`, transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false },
+      }),
     );
-    const otherServer = await prisma.mcpServer.create({ data: { ownerId: other.id, name: "tools-0", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } });
+    const otherServer = await prisma.mcpServer.create({
+      data: { ownerId: other.id, name: "tools-0", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false },
+    });
     cases.push({
       field: "Query.mcpServers",
       document: /* GraphQL */ `query Page($first: Int, $after: ID) { list: mcpServers(first: $first, after: $after) { id } }`,
@@ -221,7 +261,14 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     });
 
     // Query.agentProfiles: by name, newest version first (the built-in researcher's version among them).
-    for (const [i, [name, version]] of ([["scout", 1], ["reviewer", 1], ["scout", 2], ["reviewer", 2]] as const).entries()) {
+    for (const [i, [name, version]] of (
+      [
+        ["scout", 1],
+        ["reviewer", 1],
+        ["scout", 2],
+        ["reviewer", 2],
+      ] as const
+    ).entries()) {
       await prisma.agentProfile.create({ data: { id: idOf("profile", i), name, version, contentHash: `hash-${i}`, systemPrompt: `${name} ${version}` } });
     }
     const profiles = await prisma.agentProfile.findMany();
@@ -237,12 +284,18 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     // Checkpoint.acceptedPublicationVersions and sourceDependencies, and a section's sources: ids
     // kept on the revision, in the order recorded.
     const recorded = [...accepted].reverse().map((v) => v.id);
-    await t.app.services.checkpoints.apply({ principalId: me }, workspaceId, 0, { summary: "Recorded", questions: [] }, {
-      origin: "MODEL_SUGGESTION",
-      originRunId: runId,
-      acceptedVersionIds: recorded,
-      sourceVersionIds: recorded,
-    });
+    await t.app.services.checkpoints.apply(
+      { principalId: me },
+      workspaceId,
+      0,
+      { summary: "Recorded", questions: [] },
+      {
+        origin: "MODEL_SUGGESTION",
+        originRunId: runId,
+        acceptedVersionIds: recorded,
+        sourceVersionIds: recorded,
+      },
+    );
     const checkpointDocument = (field: string) => /* GraphQL */ `
       query Page($parent: ID!, $first: Int, $after: ID) {
         node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { list: ${field}(first: $first, after: $after) { id } } } } }

@@ -53,9 +53,7 @@ describe.each(backends)("publications on %s", (backend) => {
   it("numbers concurrent versions of one publication 1..n without gaps or duplicates", async () => {
     const first = await publish(t.client, { title: "Busy", content: "0" });
     const publicationId = first.version.publication.id;
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => publish(t.client, { publicationId, content: `writer ${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => publish(t.client, { publicationId, content: `writer ${i}` })));
     expect(results.map((r) => r.version.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 10 }, (_, i) => i + 2));
   });
 

@@ -29,8 +29,7 @@ describe.each(backends)("text input guard on %s", (backend) => {
     runs: await t.app.db.prisma.run.count(),
     conversations: await t.app.db.prisma.conversation.count(),
   });
-  const workspaceTitles = async () =>
-    (await t.client.request(WorkspacesDocument, { first: 200 })).workspaces.edges.map((edge) => edge.node.title);
+  const workspaceTitles = async () => (await t.client.request(WorkspacesDocument, { first: 200 })).workspaces.edges.map((edge) => edge.node.title);
 
   it.each([
     ["a NUL in the title", { title: "EU\u0000batteries", goal: "Map capacity" }, "input.title", NUL_MESSAGE],
@@ -68,7 +67,9 @@ describe.each(backends)("text input guard on %s", (backend) => {
 
   it("refuses a NUL written as an escape in a GraphQL string literal, not only in variables", async () => {
     const before = await counts();
-    const literal = parse('mutation { createWorkspace(input: { title: "a\\u0000b", goal: "g" }) { __typename ... on ValidationError { issues { field message } } } }');
+    const literal = parse(
+      'mutation { createWorkspace(input: { title: "a\\u0000b", goal: "g" }) { __typename ... on ValidationError { issues { field message } } } }',
+    );
     const result = (await t.client.request(literal)) as { createWorkspace: unknown };
     expect(result.createWorkspace).toEqual({
       __typename: "ValidationError",

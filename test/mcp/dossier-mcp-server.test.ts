@@ -29,8 +29,7 @@ async function connectMcp(env: Record<string, string>) {
   });
   const client = new Client({ name: "dossier-test-agent", version: "1.0.0" });
   await client.connect(transport);
-  const call = async (name: string, args: Record<string, unknown> = {}) =>
-    (await client.callTool({ name, arguments: args })) as ToolResult;
+  const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as ToolResult;
   return {
     client,
     call,
@@ -66,10 +65,7 @@ describe("the Dossier MCP server", () => {
     const first = await publish(api, { title: "EU cell makers", content: "Northvolt: 16 GWh (2024 plan)", asOf: "2025-01-01T00:00:00.000Z" });
     publicationId = first.version.publication.id;
     await publish(api, { publicationId, content: "Northvolt: in restructuring; ACC: 13 GWh" });
-    expectType(
-      (await api.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: publicationId } })).linkToWorkspace,
-      "LinkToWorkspaceSuccess",
-    );
+    expectType((await api.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: publicationId } })).linkToWorkspace, "LinkToWorkspaceSuccess");
     expectType(
       (
         await api.request(UpdateCheckpointDocument, {
@@ -190,13 +186,19 @@ describe("the Dossier MCP server", () => {
     expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-files.js"]);
     expect(imports("src/config-files.ts", "value")).toEqual([]);
     for (const file of ["src/config.ts", "src/config-files.ts"]) {
-      expect(imports(file, "type").filter((s) => !s.startsWith("./runtime/")), file).toEqual([]);
+      expect(
+        imports(file, "type").filter((s) => !s.startsWith("./runtime/")),
+        file,
+      ).toEqual([]);
     }
     const dir = path.join(projectRoot, "src/mcp");
     for (const file of readdirSync(dir)) {
       const imports = [...readFileSync(path.join(dir, file), "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1]!);
       const local = imports.filter((s) => s.startsWith("."));
-      expect(local.filter((s) => !s.startsWith("./") && !s.startsWith("../../sdk/") && s !== "../config.js"), file).toEqual([]);
+      expect(
+        local.filter((s) => !s.startsWith("./") && !s.startsWith("../../sdk/") && s !== "../config.js"),
+        file,
+      ).toEqual([]);
     }
   });
 
@@ -219,12 +221,18 @@ describe("the Dossier MCP server", () => {
     await settled(t.as(aliceKey), proposer.id);
     const { checkpointRevision } = await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceDbId } });
     const ids = versions.map((v) => v.id).reverse();
-    await t.app.services.checkpoints.apply({ principalId: ownerId }, workspaceDbId, checkpointRevision, { summary: "Resting on many sources", questions: [] }, {
-      origin: "MODEL_SUGGESTION",
-      originRunId: Buffer.from(proposer.id, "base64").toString("utf8").split(":")[1]!,
-      acceptedVersionIds: ids.slice(0, 105),
-      sourceVersionIds: ids,
-    });
+    await t.app.services.checkpoints.apply(
+      { principalId: ownerId },
+      workspaceDbId,
+      checkpointRevision,
+      { summary: "Resting on many sources", questions: [] },
+      {
+        origin: "MODEL_SUGGESTION",
+        originRunId: Buffer.from(proposer.id, "base64").toString("utf8").split(":")[1]!,
+        acceptedVersionIds: ids.slice(0, 105),
+        sourceVersionIds: ids,
+      },
+    );
 
     const { checkpoint } = await alice.json("get_checkpoint", { workspaceId });
     const versionOf = (v: { version: number }) => v.version;

@@ -16,7 +16,12 @@ import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const V1: AgentProfile = { name: "analyst", systemPrompt: "You compare figures, version one.", tools: ["task_list", "load_skill"] };
-const V2: AgentProfile = { name: "analyst", systemPrompt: "You compare figures, version two.", tools: ["read_material", "task_list", "load_skill"], skills: ["source-*"] };
+const V2: AgentProfile = {
+  name: "analyst",
+  systemPrompt: "You compare figures, version two.",
+  tools: ["read_material", "task_list", "load_skill"],
+  skills: ["source-*"],
+};
 
 /** The question a request was made for: the first user message after the system prompt. */
 const questionOf = (request: ModelRequest) => request.messages.find((message) => message.role === "user")?.content;
@@ -85,9 +90,21 @@ describe.each(backends)("agent profile versions on %s", (backend) => {
 
     // Each run says which version it executed.
     for (const run of [oneStatement.run, transactional.run]) {
-      expect(await profileOf(t, run.id)).toMatchObject({ name: "analyst", version: 1, systemPrompt: V1.systemPrompt, tools: ["load_skill", "task_list"], skills: null });
+      expect(await profileOf(t, run.id)).toMatchObject({
+        name: "analyst",
+        version: 1,
+        systemPrompt: V1.systemPrompt,
+        tools: ["load_skill", "task_list"],
+        skills: null,
+      });
     }
-    expect(await profileOf(t, after.run.id)).toMatchObject({ name: "analyst", version: 2, systemPrompt: V2.systemPrompt, tools: ["load_skill", "read_material", "task_list"], skills: ["source-*"] });
+    expect(await profileOf(t, after.run.id)).toMatchObject({
+      name: "analyst",
+      version: 2,
+      systemPrompt: V2.systemPrompt,
+      tools: ["load_skill", "read_material", "task_list"],
+      skills: ["source-*"],
+    });
 
     const listed = (await t.client.request(AgentProfilesDocument, {})).agentProfiles;
     expect(listed.map((profile) => `${profile.name} v${profile.version}`)).toEqual(["analyst v2", "analyst v1", "researcher v1"]);
@@ -115,9 +132,8 @@ describe.each(backends)("agent profile versions on %s", (backend) => {
 
     // PostgreSQL: four instances with their own connections. PGlite belongs to one process: four
     // loaders over its one client, interleaving their reads and inserts.
-    const opened = backend === "postgres"
-      ? await Promise.all([1, 2, 3, 4].map(() => persistent.open()))
-      : await persistent.open().then((one) => [one, one, one, one]);
+    const opened =
+      backend === "postgres" ? await Promise.all([1, 2, 3, 4].map(() => persistent.open())) : await persistent.open().then((one) => [one, one, one, one]);
     cleanups.push(async () => void (await Promise.all([...new Set(opened)].map((handle) => handle.dispose()))));
     const loaders = opened.map(({ db }) => new AgentProfileVersions({ prisma: db.prisma, definitions: [V2] }));
     const loaded = await Promise.all(loaders.map((loader) => loader.current("analyst")));

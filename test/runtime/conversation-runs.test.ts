@@ -8,13 +8,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  AdmitRunDocument,
-  CancelRunDocument,
-  RunMaterialsDocument,
-  WorkspaceCheckpointDocument,
-  WorkspaceLinksDocument,
-} from "../../sdk/generated/graphql.js";
+import { AdmitRunDocument, CancelRunDocument, RunMaterialsDocument, WorkspaceCheckpointDocument, WorkspaceLinksDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage, ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
@@ -37,7 +31,10 @@ function byQuestion(scripts: Record<string, Script>): ScriptedModel {
       const question = String(request.messages[asked]!.content);
       const script = scripts[question];
       if (!script) return { content: `No script for: ${question}` };
-      return script(request.messages.slice(asked + 1).filter((m) => !isWorkspaceContext(m)), request);
+      return script(
+        request.messages.slice(asked + 1).filter((m) => !isWorkspaceContext(m)),
+        request,
+      );
     },
   });
 }
@@ -172,7 +169,12 @@ describe.each(backends)("runs of one conversation on %s", (backend) => {
     const model = byQuestion({
       "Read the hostile page": (since) =>
         since.length === 0
-          ? { toolCalls: [{ name: "hostile_page", arguments: { note: hostile } }, { name: "http_fetch", arguments: { url: `http://${host}/` } }] }
+          ? {
+              toolCalls: [
+                { name: "hostile_page", arguments: { note: hostile } },
+                { name: "http_fetch", arguments: { url: `http://${host}/` } },
+              ],
+            }
           : { content: `Answer: ${hostile}` },
     });
     const t = await start(model, [echo, fetchTool]);

@@ -30,8 +30,6 @@ async function urlOf(p: Spawned): Promise<string> {
   return (JSON.parse(line) as { url: string }).url;
 }
 
-
-
 /** The run as the surviving process reports it, once settled. */
 async function settledRun(url: string, runId: string) {
   const client = createClient({ url });
@@ -85,28 +83,25 @@ describe("crash recovery", () => {
     expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
   });
 
-  it.runIf(backends.includes("postgres"))(
-    "on PostgreSQL, a second running process takes the run over when the lease expires",
-    async () => {
-      const database = await createPostgresDatabase();
-      cleanups.push(() => database.drop());
-      const dir = scratch();
-      const env = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
-      const first = startWorker(env);
-      const firstUrl = await urlOf(first);
-      const { run } = await admit(createClient({ url: firstUrl }), { question: "survive a crash" });
-      await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
-      const second = startWorker(env);
-      const secondUrl = await urlOf(second);
-      // Alive, but the run is leased by the first process: the second must not touch it.
-      await allowTimeFor("the second process to start the leased run (it must not)", 500);
-      expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
+  it.runIf(backends.includes("postgres"))("on PostgreSQL, a second running process takes the run over when the lease expires", async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const dir = scratch();
+    const env = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
+    const first = startWorker(env);
+    const firstUrl = await urlOf(first);
+    const { run } = await admit(createClient({ url: firstUrl }), { question: "survive a crash" });
+    await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
+    const second = startWorker(env);
+    const secondUrl = await urlOf(second);
+    // Alive, but the run is leased by the first process: the second must not touch it.
+    await allowTimeFor("the second process to start the leased run (it must not)", 500);
+    expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
 
-      first.child.kill("SIGKILL");
-      await first.exited;
-      const done = await settledRun(secondUrl, run.id);
-      expectRepairedAndCompleted(done, second.child.pid!);
-      expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
-    },
-  );
+    first.child.kill("SIGKILL");
+    await first.exited;
+    const done = await settledRun(secondUrl, run.id);
+    expectRepairedAndCompleted(done, second.child.pid!);
+    expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
+  });
 });

@@ -47,8 +47,6 @@ async function deployment(env: Record<string, string>) {
   return { instances: [first, second], sql, marker: shared.MARKER_FILE };
 }
 
-
-
 const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").replace(/^Run:/, "");
 
 /** Everything the run's attempts wrote: its row, log, attempts, spans and events. */
@@ -221,9 +219,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
       expect(Number(run.attempts)).toBe(1);
     });
     // No two runs of the conversation overlapped in time.
-    const { rows: attempts } = await sql.query<{ started_at: Date; ended_at: Date }>(
-      "SELECT started_at, ended_at FROM run_attempt ORDER BY started_at",
-    );
+    const { rows: attempts } = await sql.query<{ started_at: Date; ended_at: Date }>("SELECT started_at, ended_at FROM run_attempt ORDER BY started_at");
     for (let i = 1; i < attempts.length; i += 1) expect(attempts[i]!.started_at >= attempts[i - 1]!.ended_at).toBe(true);
     // One at a time: every tool call ended before the next one started.
     const lines = markerLines(marker);
@@ -234,7 +230,9 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
     }
     // The log: each run's entries together, in admission order.
     const { rows: log } = await sql.query<{ run_id: string }>("SELECT run_id FROM message WHERE conversation_id = $1 ORDER BY seq", [
-      Buffer.from(conversationId, "base64").toString("utf8").replace(/^Conversation:/, ""),
+      Buffer.from(conversationId, "base64")
+        .toString("utf8")
+        .replace(/^Conversation:/, ""),
     ]);
     const order = log.map((m) => m.run_id).filter((id, i, all) => all[i - 1] !== id);
     expect(order).toEqual(settledRuns.map((r) => r.id));

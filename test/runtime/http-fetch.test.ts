@@ -70,7 +70,9 @@ describe("http_fetch", () => {
   });
 
   it("refuses other hosts, other ports, redirects leaving the allow-list and non-http URLs", async () => {
-    await expect(tool().execute({ url: `http://localhost:${port}/page` }, toolContext())).rejects.toThrow(/localhost:\d+ is not on this server's fetch allow-list/);
+    await expect(tool().execute({ url: `http://localhost:${port}/page` }, toolContext())).rejects.toThrow(
+      /localhost:\d+ is not on this server's fetch allow-list/,
+    );
     await expect(tool().execute({ url: `http://127.0.0.1:${port + 1}/page` }, toolContext())).rejects.toThrow(ToolError);
     await expect(tool().execute({ url: url("/redirect-out") }, toolContext())).rejects.toThrow(/localhost:1 is not on this server's fetch allow-list/);
     await expect(tool().execute({ url: "file:///etc/passwd" }, toolContext())).rejects.toThrow(/http or https/);
@@ -104,8 +106,32 @@ describe("http_fetch", () => {
   });
 
   it("tells internal addresses from public ones, IPv6 forms that carry an IPv4 address included", () => {
-    const internal = ["127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "100.100.100.200", "0.0.0.0", "255.255.255.255", "224.0.0.1",
-      "::", "::1", "fd00::1", "fd00:ec2::254", "fe80::1", "fe80::1%eth0", "ff02::1", "::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:a9fe:a9fe", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "not-an-address"];
+    const internal = [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.20.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "100.100.100.200",
+      "0.0.0.0",
+      "255.255.255.255",
+      "224.0.0.1",
+      "::",
+      "::1",
+      "fd00::1",
+      "fd00:ec2::254",
+      "fe80::1",
+      "fe80::1%eth0",
+      "ff02::1",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      "::ffff:a9fe:a9fe",
+      "::127.0.0.1",
+      "64:ff9b::a9fe:a9fe",
+      "2002:7f00:1::",
+      "not-an-address",
+    ];
     expect(internal.filter((address) => !isInternalAddress(address))).toEqual([]);
     const external = ["93.184.215.14", "172.32.0.1", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::"];
     expect(external.filter(isInternalAddress)).toEqual([]);

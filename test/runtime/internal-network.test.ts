@@ -31,7 +31,11 @@ describe("outbound requests never reach the internal network", () => {
   });
   // An allowed server that redirects inward: to an address, to a name, to localhost.
   const redirector = createServer((request, response) => {
-    const target = { "/to-address": `http://127.0.0.1:${internalPort}/`, "/to-name": `http://db.rebind.test:${internalPort}/`, "/to-localhost": `http://localhost:${internalPort}/` }[request.url ?? ""];
+    const target = {
+      "/to-address": `http://127.0.0.1:${internalPort}/`,
+      "/to-name": `http://db.rebind.test:${internalPort}/`,
+      "/to-localhost": `http://localhost:${internalPort}/`,
+    }[request.url ?? ""];
     response.writeHead(target ? 307 : 404, target ? { location: target } : {}).end();
   });
   let internalPort = 0;
@@ -88,7 +92,9 @@ describe("outbound requests never reach the internal network", () => {
       const closedPort = await listen(closed);
       await new Promise((done) => closed.close(done));
       const tool = fetchTool([`127.0.0.1:${closedPort}`]);
-      await expect(fetchUrl(tool, `http://127.0.0.1:${closedPort}/`)).rejects.toThrow(`fetching http://127.0.0.1:${closedPort}/ failed: the connection failed (ECONNREFUSED)`);
+      await expect(fetchUrl(tool, `http://127.0.0.1:${closedPort}/`)).rejects.toThrow(
+        `fetching http://127.0.0.1:${closedPort}/ failed: the connection failed (ECONNREFUSED)`,
+      );
     });
   });
 
@@ -117,9 +123,18 @@ describe("outbound requests never reach the internal network", () => {
 
     it("refuses an internal address as the URL, naming the setting", async () => {
       const b = await start();
-      for (const host of [`127.0.0.1:${internalPort}`, `[::ffff:127.0.0.1]:${internalPort}`, `0.0.0.0:${internalPort}`, "169.254.169.254", "[::1]", "10.0.0.8:8080"]) {
+      for (const host of [
+        `127.0.0.1:${internalPort}`,
+        `[::ffff:127.0.0.1]:${internalPort}`,
+        `0.0.0.0:${internalPort}`,
+        "169.254.169.254",
+        "[::1]",
+        "10.0.0.8:8080",
+      ]) {
         const refused = expectType(await upsert(b, { name: "probe", transport: "HTTP", url: `http://${host}/mcp` }), "ValidationError");
-        expect(refused.issues).toEqual([{ field: "url", message: expect.stringContaining("only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there") }]);
+        expect(refused.issues).toEqual([
+          { field: "url", message: expect.stringContaining("only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there") },
+        ]);
       }
       expect((await b.request(McpServersDocument)).mcpServers).toEqual([]);
       expect(internalRequests).toEqual([]);
@@ -138,10 +153,19 @@ describe("outbound requests never reach the internal network", () => {
       const owner = await t!.app.db.prisma.principal.findFirstOrThrow({ where: { name: "B" } });
       await t!.app.db.prisma.mcpServer.create({ data: { ownerId: owner.id, name: "stored", transport: "HTTP", url: `http://127.0.0.1:${internalPort}/mcp` } });
       t!.app.events.publish("mcp:changed", { principalId: owner.id, at: new Date().toISOString() });
-      await waitUntil(async () => (await b.request(McpServersDocument)).mcpServers.some((server) => server.name === "stored" && server.status.state === "FAILED") || undefined);
-      expect((await status(b, "stored")).error).toBe(`127.0.0.1:${internalPort} is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`);
-      expect((await status(b, "localhost")).error).toBe(`localhost is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`);
-      expect((await status(b, "rebind")).error).toBe(`db.rebind.test is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`);
+      await waitUntil(
+        async () =>
+          (await b.request(McpServersDocument)).mcpServers.some((server) => server.name === "stored" && server.status.state === "FAILED") || undefined,
+      );
+      expect((await status(b, "stored")).error).toBe(
+        `127.0.0.1:${internalPort} is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
+      );
+      expect((await status(b, "localhost")).error).toBe(
+        `localhost is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
+      );
+      expect((await status(b, "rebind")).error).toBe(
+        `db.rebind.test is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
+      );
       for (const name of [...Object.keys(probes), "stored"]) expect(await status(b, name)).toMatchObject({ state: "FAILED", tools: [] });
 
       const { run } = await admit(b, { question: callTools({ name: "mcp__localhost__read", arguments: {} }) });

@@ -1,7 +1,7 @@
 // MCP tool names as the model sees them, and how agent profiles' allow-lists select them.
 import { describe, expect, it } from "vitest";
 import { allowedBy } from "../../src/domain/capabilities/agent-profile-versions.js";
-import { nameMcpTools } from "../../src/runtime/mcp/tool-names.js";
+import { nameMcpTools } from "../../src/runtime/ports/mcp-tool-names.js";
 
 const tool = (name: string) => ({ name, inputSchema: { type: "object" } });
 

@@ -27,7 +27,12 @@ const note: Tool = {
 };
 
 const evidenceIn = (request: ModelRequest) =>
-  [...request.messages.map((m) => JSON.stringify(m)).join("\n").matchAll(/evidence (ev_[A-Za-z0-9]+(?:_a\d+)?)/g)].map((m) => m[1]!);
+  [
+    ...request.messages
+      .map((m) => JSON.stringify(m))
+      .join("\n")
+      .matchAll(/evidence (ev_[A-Za-z0-9]+(?:_a\d+)?)/g),
+  ].map((m) => m[1]!);
 
 describe.each(backends)("evidence on %s", (backend) => {
   let t: TestApp | undefined;
@@ -45,7 +50,12 @@ describe.each(backends)("evidence on %s", (backend) => {
     };
     const model = new ScriptedModel({ name: "evidence", steps });
     t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [fetchDoc, note], compactionPolicies: { fetch_doc: "always" } },
+      runtime: {
+        model,
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
+        extraTools: [fetchDoc, note],
+        compactionPolicies: { fetch_doc: "always" },
+      },
     });
     const { run } = await admit(t.client, { question: "Check the payment status" });
     const prisma = t.app.db.prisma;
@@ -75,12 +85,16 @@ describe.each(backends)("evidence on %s", (backend) => {
 
     // The model read it back through read_evidence, within its own conversation.
     const readBack = await prisma.message.findFirstOrThrow({ where: { runId, role: "TOOL", toolName: "read_evidence" } });
-    expect(readBack.content).toBe(`[evidence ${resultId}: result of fetch_doc, characters 0–${Array.from(ORIGINAL).length} of ${Array.from(ORIGINAL).length}]\n${ORIGINAL}`);
+    expect(readBack.content).toBe(
+      `[evidence ${resultId}: result of fetch_doc, characters 0–${Array.from(ORIGINAL).length} of ${Array.from(ORIGINAL).length}]\n${ORIGINAL}`,
+    );
     const tool = createReadEvidenceTool(prisma);
     const foreign = toolContext({ run: testRun({ conversationId: "another-conversation" }) });
     await expect(tool.execute({ id: resultId }, foreign)).rejects.toBeInstanceOf(ToolError);
     const own = toolContext({ run: testRun({ conversationId: readBack.conversationId }) });
     const page = await tool.execute({ id: argsId, offset: 10, maxChars: 20 }, own);
-    expect(page).toBe(`[evidence ${argsId}: arguments of fetch_doc, characters 10–30 of ${Array.from(ARGS).length}; call again with offset 30 for the rest]\n${Array.from(ARGS).slice(10, 30).join("")}`);
+    expect(page).toBe(
+      `[evidence ${argsId}: arguments of fetch_doc, characters 10–30 of ${Array.from(ARGS).length}; call again with offset 30 for the rest]\n${Array.from(ARGS).slice(10, 30).join("")}`,
+    );
   }, 60_000);
 });

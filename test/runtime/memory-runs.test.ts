@@ -73,7 +73,12 @@ describe.each(backends)("progressive memory on %s", (backend) => {
   it("runs 200 turns with large results and arguments within budget, the goal in every request", async () => {
     const steps = (_request: ModelRequest, i: number): ScriptStep =>
       i < 199
-        ? { toolCalls: [{ name: "query_ledger", arguments: { page: i } }, { name: "write_note", arguments: { text: `note ${i} ${"n".repeat(3_000)}` } }] }
+        ? {
+            toolCalls: [
+              { name: "query_ledger", arguments: { page: i } },
+              { name: "write_note", arguments: { text: `note ${i} ${"n".repeat(3_000)}` } },
+            ],
+          }
         : { content: "The payment is stuck in the acquirer queue." };
     const { t, model, prisma } = await start({ steps });
     const { run } = await admit(t.client, { question: GOAL, limits });
@@ -109,7 +114,9 @@ describe.each(backends)("progressive memory on %s", (backend) => {
     expect(compactionSpans).toHaveLength(summaries.length);
     expect(compactionSpans.every((s) => s.status === "OK")).toBe(true);
     const events = spans.flatMap((s) => s.events).filter((e) => e.kind === "COMPACTION");
-    const payloads = events.map((e) => JSON.parse(e.payload) as { summary: string; turnsFolded: number; tokensBefore: number; tokensAfter: number; evidenceCleared: string[] });
+    const payloads = events.map(
+      (e) => JSON.parse(e.payload) as { summary: string; turnsFolded: number; tokensBefore: number; tokensAfter: number; evidenceCleared: string[] },
+    );
     const folds = payloads.filter((p) => p.summary === "new");
     expect(folds).toHaveLength(summaries.length);
     expect(folds.every((p) => p.turnsFolded > 0 && p.tokensAfter < p.tokensBefore)).toBe(true);
@@ -152,9 +159,7 @@ describe.each(backends)("progressive memory on %s", (backend) => {
       steps: (request) => {
         const lastUser = request.messages.findLastIndex((m) => m.role === "user" && !m.content.startsWith("<system-reminder>"));
         const calledSince = request.messages.slice(lastUser + 1).some((m) => m.role === "assistant");
-        return calledSince
-          ? { content: `Answer: ${"a".repeat(2_500)}` }
-          : { toolCalls: [{ name: "query_ledger", arguments: { page: lastUser } }] };
+        return calledSince ? { content: `Answer: ${"a".repeat(2_500)}` } : { toolCalls: [{ name: "query_ledger", arguments: { page: lastUser } }] };
       },
     });
     const first = await admit(t.client, { question: GOAL });

@@ -54,9 +54,7 @@ describe.each(backends)("history summaries on %s", (backend) => {
   it("merge-updates: the second summary keeps the first's sections that newer turns did not change", async () => {
     const { model, done, log } = await run((_request, index) => ({
       content: JSON.stringify(
-        index === 0
-          ? Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s.key, `first ${s.key}`]))
-          : { currentState: `state after summary call ${index}` },
+        index === 0 ? Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s.key, `first ${s.key}`])) : { currentState: `state after summary call ${index}` },
       ),
     }));
     expect(done.status).toBe("SUCCEEDED");
@@ -89,24 +87,34 @@ describe.each(backends)("history summaries on %s", (backend) => {
         throw new Error("summary model unavailable");
       },
     ],
-  ])("keeps the run working when the summariser %s", async (_label, summarize) => {
-    const { model, done, log, spans } = await run(summarize);
-    expect(done.status).toBe("SUCCEEDED");
-    expect(done.answer).toBe("Found it.");
-    // Nothing lost, nothing summarised.
-    expect(log.filter((m) => m.role === "ASSISTANT")).toHaveLength(TURNS);
-    expect(log.filter((m) => m.role === "SUMMARY")).toHaveLength(0);
-    expect(model.summaryRequests.length).toBeGreaterThan(0);
-    // Every request still fits and still states the goal.
-    for (const request of model.requests) {
-      const estimate = computeBudget({ contextWindow: WINDOW, systemPrompt: "", tools: request.tools, currentInput: [], history: request.messages }).estimate;
-      expect(estimate).toBeLessThanOrEqual(EFFECTIVE);
-      expect(request.messages.map((m) => m.content ?? "").join("\n")).toContain(GOAL);
-    }
-    const errors = spans.flatMap((s) => s.events).filter((e) => e.kind === "ERROR").map((e) => e.payload);
-    expect(errors.some((e) => e.includes("the history summary could not be written"))).toBe(true);
-    expect(spans.filter((s) => s.kind === "COMPACTION").every((s) => s.status === "ERROR")).toBe(true);
-    const compactions = spans.flatMap((s) => s.events).filter((e) => e.kind === "COMPACTION").map((e) => JSON.parse(e.payload) as { summary: string });
-    expect(compactions.some((c) => c.summary === "fallback")).toBe(true);
-  }, 120_000);
+  ])(
+    "keeps the run working when the summariser %s",
+    async (_label, summarize) => {
+      const { model, done, log, spans } = await run(summarize);
+      expect(done.status).toBe("SUCCEEDED");
+      expect(done.answer).toBe("Found it.");
+      // Nothing lost, nothing summarised.
+      expect(log.filter((m) => m.role === "ASSISTANT")).toHaveLength(TURNS);
+      expect(log.filter((m) => m.role === "SUMMARY")).toHaveLength(0);
+      expect(model.summaryRequests.length).toBeGreaterThan(0);
+      // Every request still fits and still states the goal.
+      for (const request of model.requests) {
+        const estimate = computeBudget({ contextWindow: WINDOW, systemPrompt: "", tools: request.tools, currentInput: [], history: request.messages }).estimate;
+        expect(estimate).toBeLessThanOrEqual(EFFECTIVE);
+        expect(request.messages.map((m) => m.content ?? "").join("\n")).toContain(GOAL);
+      }
+      const errors = spans
+        .flatMap((s) => s.events)
+        .filter((e) => e.kind === "ERROR")
+        .map((e) => e.payload);
+      expect(errors.some((e) => e.includes("the history summary could not be written"))).toBe(true);
+      expect(spans.filter((s) => s.kind === "COMPACTION").every((s) => s.status === "ERROR")).toBe(true);
+      const compactions = spans
+        .flatMap((s) => s.events)
+        .filter((e) => e.kind === "COMPACTION")
+        .map((e) => JSON.parse(e.payload) as { summary: string });
+      expect(compactions.some((c) => c.summary === "fallback")).toBe(true);
+    },
+    120_000,
+  );
 });

@@ -61,12 +61,14 @@ const usageChunk = {
 };
 
 /** Replies with the given chunks, then the usage chunk and [DONE]. */
-const streamOf = (chunks: unknown[]): Handler => (_received, res) => {
-  startStream(res);
-  for (const c of chunks) send(res, c);
-  send(res, usageChunk);
-  res.end("data: [DONE]\n\n");
-};
+const streamOf =
+  (chunks: unknown[]): Handler =>
+  (_received, res) => {
+    startStream(res);
+    for (const c of chunks) send(res, c);
+    send(res, usageChunk);
+    res.end("data: [DONE]\n\n");
+  };
 
 const model = (baseURL: string, extra: Partial<ConstructorParameters<typeof OpenAIModel>[0]> = {}) =>
   new OpenAIModel({ baseURL, apiKey: "sk-test-123", model: "gpt-test", contextWindow: 64_000, maxRetries: 0, ...extra });
@@ -125,7 +127,12 @@ describe("OpenAIModel", () => {
         chunk({ tool_calls: [{ index: 0, id: "call_A", type: "function", function: { name: "search", arguments: '{"qu' } }] }),
         chunk({ tool_calls: [{ index: 1, function: { arguments: '{"url":"https://exa' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: 'ery":"EU battery ' } }] }),
-        chunk({ tool_calls: [{ index: 1, function: { arguments: 'mple.org/a?b=1"}' } }, { index: 0, function: { arguments: 'cells","limit":5}' } }] }),
+        chunk({
+          tool_calls: [
+            { index: 1, function: { arguments: 'mple.org/a?b=1"}' } },
+            { index: 0, function: { arguments: 'cells","limit":5}' } },
+          ],
+        }),
         chunk({}, "tool_calls"),
       ]),
     );
@@ -205,7 +212,9 @@ describe("OpenAIModel", () => {
       res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: "The server had an error", type: "server_error", code: null } }));
     });
-    const error = await model(baseURL).complete(simpleRequest()).catch((e: unknown) => e);
+    const error = await model(baseURL)
+      .complete(simpleRequest())
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ModelError);
     expect((error as ModelError).message).toContain("500");
@@ -219,7 +228,9 @@ describe("OpenAIModel", () => {
       res.writeHead(401, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: "Incorrect API key", type: "invalid_request_error", code: "invalid_api_key" } }));
     });
-    const error = await model(baseURL).complete(simpleRequest()).catch((e: unknown) => e);
+    const error = await model(baseURL)
+      .complete(simpleRequest())
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ status: 401, code: "invalid_api_key", retryable: false });
   });
@@ -279,7 +290,9 @@ describe("OpenAIModel", () => {
 
   it("rejects an already-aborted signal without sending a request", async () => {
     const { baseURL, received } = await startServer(streamOf([chunk({ content: "ok" }, "stop")]));
-    const error = await model(baseURL).complete(simpleRequest(AbortSignal.abort())).catch((e: unknown) => e);
+    const error = await model(baseURL)
+      .complete(simpleRequest(AbortSignal.abort()))
+      .catch((e: unknown) => e);
     expect((error as Error).name).toBe("AbortError");
     expect(received).toHaveLength(0);
   });

@@ -33,7 +33,12 @@ describe("a run answered through the openai adapter", () => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       if (!body.messages.some((m) => m.role === "tool")) {
         // First turn: two tool calls whose arguments arrive in interleaved fragments.
-        res.write(frame({ role: "assistant", tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "write_file", arguments: '{"path":"notes.md",' } }] }));
+        res.write(
+          frame({
+            role: "assistant",
+            tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "write_file", arguments: '{"path":"notes.md",' } }],
+          }),
+        );
         res.write(frame({ tool_calls: [{ index: 1, id: "call_b", type: "function", function: { name: "task_list", arguments: '{"action":' } }] }));
         res.write(frame({ tool_calls: [{ index: 0, function: { arguments: '"content":"EU cells"}' } }] }));
         res.write(frame({ tool_calls: [{ index: 1, function: { arguments: '"add","title":"Verify"}' } }] }, "tool_calls"));

@@ -85,7 +85,14 @@ describe("OTLP export", () => {
     const [tool] = byName("execute_tool ");
     expect(agent).toMatchObject({ name: "invoke_agent researcher", status: { code: 1 } });
     expect(attr(agent!, "gen_ai.operation.name")).toBe("invoke_agent");
-    expect(chats.map((c) => [attr(c, "gen_ai.operation.name"), attr(c, "gen_ai.request.model"), attr(c, "gen_ai.usage.input_tokens"), attr(c, "gen_ai.usage.output_tokens")])).toEqual([
+    expect(
+      chats.map((c) => [
+        attr(c, "gen_ai.operation.name"),
+        attr(c, "gen_ai.request.model"),
+        attr(c, "gen_ai.usage.input_tokens"),
+        attr(c, "gen_ai.usage.output_tokens"),
+      ]),
+    ).toEqual([
       ["chat", "otlp", "50", "5"],
       ["chat", "otlp", "70", "9"],
     ]);

@@ -1,12 +1,7 @@
 // R7: dangling tool calls are repaired in the model's view so that the request is protocol-valid.
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ToolCall } from "../../src/runtime/ports/model.js";
-import {
-  findDanglingToolCalls,
-  repairNote,
-  validateProtocol,
-  withRepairs,
-} from "../../src/runtime/memory/repair.js";
+import { findDanglingToolCalls, repairNote, validateProtocol, withRepairs } from "../../src/runtime/memory/repair.js";
 
 const call = (id: string, name = "search"): ToolCall => ({ id, name, arguments: `{"q":"${id}"}` });
 const result = (id: string): ChatMessage => ({ role: "tool", toolCallId: id, content: `result of ${id}` });

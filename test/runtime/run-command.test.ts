@@ -62,7 +62,13 @@ describe("run_command", () => {
     await tool.execute({ command: "touch", args: ["made-here.txt"] }, toolContext());
     expect(existsSync(path.join(sandbox, "made-here.txt"))).toBe(true);
     const env = await tool.execute({ command: "env" }, toolContext());
-    const names = env.split("--- stdout ---\n")[1]!.split("\n--- stderr ---")[0]!.trim().split("\n").map((line) => line.split("=")[0]).sort();
+    const names = env
+      .split("--- stdout ---\n")[1]!
+      .split("\n--- stderr ---")[0]!
+      .trim()
+      .split("\n")
+      .map((line) => line.split("=")[0])
+      .sort();
     expect(names).toEqual(["HOME", "LANG", "PATH"]);
     expect(await tool.execute({ command: "ls", args: ["no-such-file"] }, toolContext())).toMatch(/^exit code: 2\n[\s\S]*--- stderr ---\n.*no-such-file/);
   });

@@ -4,7 +4,14 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, RunTraceDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
+import {
+  CancelRunDocument,
+  NodeDocument,
+  RunEventsDocument,
+  RunMaterialsDocument,
+  RunTraceDocument,
+  SpanRequestDocument,
+} from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
@@ -12,7 +19,6 @@ import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-
 
 const sleepTool = (name: string, ms: number): Tool => ({
   schema: { name, description: `waits ${ms} ms`, parameters: { type: "object" } },
@@ -52,7 +58,13 @@ describe.each(backends)("run execution on %s", (backend) => {
   it("runs three 200 ms tools of one turn concurrently and gives the results back in request order", async () => {
     const { t, model } = await start(
       [
-        { toolCalls: [{ name: "slow_c", arguments: { n: 1 } }, { name: "slow_a", arguments: { n: 2 } }, { name: "slow_b", arguments: { n: 3 } }] },
+        {
+          toolCalls: [
+            { name: "slow_c", arguments: { n: 1 } },
+            { name: "slow_a", arguments: { n: 2 } },
+            { name: "slow_b", arguments: { n: 3 } },
+          ],
+        },
         { content: "All three answered." },
       ],
       [sleepTool("slow_a", 200), sleepTool("slow_b", 200), sleepTool("slow_c", 200)],
@@ -78,7 +90,10 @@ describe.each(backends)("run execution on %s", (backend) => {
 
   it("records a trace tree: run → turns → model and tool calls, with usage, budget and the request sent", async () => {
     const { t } = await start([
-      { toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Read the filings" } }], usage: { input: 100, output: 10, cached: 40, reasoning: 3 } },
+      {
+        toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Read the filings" } }],
+        usage: { input: 100, output: 10, cached: 40, reasoning: 3 },
+      },
       { content: "Done.", usage: { input: 150, output: 20 } },
     ]);
     const { run } = await admit(t.client, { question: "Plan it" });
@@ -108,11 +123,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const tool = spans.find((s) => s.kind === "TOOL_CALL")!;
     expect(tool.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "TOOL_OUTPUT"]);
     expect(tool.events[1]!.preview).toContain("Read the filings");
-    expect(turns.flatMap((turn) => spans.filter((s) => s.parentId === turn.id).map((s) => s.kind))).toEqual([
-      "MODEL_CALL",
-      "TOOL_CALL",
-      "MODEL_CALL",
-    ]);
+    expect(turns.flatMap((turn) => spans.filter((s) => s.parentId === turn.id).map((s) => s.kind))).toEqual(["MODEL_CALL", "TOOL_CALL", "MODEL_CALL"]);
     const seqs = spans.flatMap((s) => s.events.map((e) => e.seq));
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(done.trace!.endedAt).not.toBeNull();
@@ -147,7 +158,10 @@ describe.each(backends)("run execution on %s", (backend) => {
     const { t } = await start([{ toolCalls: [{ name: "very_slow", arguments: {} }] }, { content: "never" }], [sleepTool("very_slow", 30_000)]);
     const { run } = await admit(t.client, { question: "Take your time" });
     await expect
-      .poll(async () => expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run").trace?.spans.map((s) => s.kind), { timeout: 5_000, interval: 25 })
+      .poll(async () => expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run").trace?.spans.map((s) => s.kind), {
+        timeout: 5_000,
+        interval: 25,
+      })
       .toContain("TOOL_CALL");
     const cancelled = await t.client.request(CancelRunDocument, { input: { runId: run.id } });
     expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
@@ -258,7 +272,12 @@ describe.each(backends)("run execution on %s", (backend) => {
       ((request: { messages: { role: string }[] }) =>
         request.messages.at(-1)?.role === "tool"
           ? { content: "resumed and answered" }
-          : { toolCalls: [{ name: "very_slow", arguments: {} }, { name: "quick", arguments: {} }] }) as never,
+          : {
+              toolCalls: [
+                { name: "very_slow", arguments: {} },
+                { name: "quick", arguments: {} },
+              ],
+            }) as never,
       [sleepTool("very_slow", 30_000), sleepTool("quick", 0)],
     );
     const { run } = await admit(t.client, { question: "long job" });

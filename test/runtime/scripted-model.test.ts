@@ -12,7 +12,12 @@ const taskListTool: ToolSchema = {
 const searchTool: ToolSchema = { name: "search", description: "Searches", parameters: { type: "object" } };
 
 const script: ScriptStep[] = [
-  { toolCalls: [{ name: "search", arguments: { query: "EU battery cells" } }, { name: "search", arguments: "{not json" }] },
+  {
+    toolCalls: [
+      { name: "search", arguments: { query: "EU battery cells" } },
+      { name: "search", arguments: "{not json" },
+    ],
+  },
   { content: "Europe will have about 1 TWh of cell capacity by 2027." },
 ];
 
@@ -108,7 +113,10 @@ describe("ScriptedModel", () => {
     });
     await model.complete({ messages: [{ role: "user", content: "a" }], tools: [] });
     const second = await model.complete({ messages: [{ role: "user", content: "b" }], tools: [] });
-    expect(seen).toEqual([["a", 0], ["b", 1]]);
+    expect(seen).toEqual([
+      ["a", 0],
+      ["b", 1],
+    ]);
     expect(second.toolCalls).toEqual([{ id: "call_1_0", name: "search", arguments: '{"n":1}' }]);
     expect(second.content).toBe("step 1");
   });

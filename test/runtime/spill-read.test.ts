@@ -26,7 +26,7 @@ const body = (reply: string) => reply.slice(reply.indexOf("\n") + 1);
 
 describe("the JSON list index", () => {
   it("finds each item of a top-level list exactly, through strings with brackets, escapes and emoji", () => {
-    const items = [{ a: '["]}' }, "x\\\"y", [1, [2, { b: "😀" }]], null, 3.5e2, { "😀": "é" }];
+    const items = [{ a: '["]}' }, 'x\\"y', [1, [2, { b: "😀" }]], null, 3.5e2, { "😀": "é" }];
     const text = ` [ ${items.map((i) => JSON.stringify(i)).join(" ,\n ")} ]\n`;
     const index = indexJsonList(text)!;
     expect(index.path).toBe("$");
@@ -189,7 +189,7 @@ describe("previews", () => {
 });
 
 describe("the spiller", () => {
-  it("takes each tool's policy over the \"*\" entry over the defaults, and never spills read_spill", () => {
+  it('takes each tool\'s policy over the "*" entry over the defaults, and never spills read_spill', () => {
     const spiller = new Spiller({
       store: new InMemorySpillStore(),
       policies: { "*": { thresholdChars: 64_000 }, http_fetch: { strategy: "head", previewChars: 4_096 }, read_spill: { enabled: true } },

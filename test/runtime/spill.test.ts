@@ -16,7 +16,6 @@ import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
 
-
 const returning = (name: string, output: string, delayMs = 0): Tool => ({
   schema: { name, description: `returns ${output.length} characters`, parameters: { type: "object" } },
   execute: () => new Promise((resolve) => setTimeout(() => resolve(output), delayMs)),
@@ -151,7 +150,9 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
     const shown = toolMessages(model.requests[1]!).map((m) => m.content);
     expect(shown.map((content) => content[0])).toEqual(["C", "A", "B"]);
     expect(shown.map(handleIn)).toEqual(["call_0_0", "call_0_1", "call_0_2"].map((id) => expect.stringMatching(new RegExp(`/${id}$`))));
-    const reads = toolMessages(model.requests[2]!).slice(3).map((m) => m.content);
+    const reads = toolMessages(model.requests[2]!)
+      .slice(3)
+      .map((m) => m.content);
     expect(reads.map((reply) => reply.split("\n")[0])).toEqual([
       'page 2 of 4: bytes 16381–32762 of 60000 (end exclusive; next: {"page":3}):',
       'page 2 of 3: bytes 16381–32762 of 40000 (end exclusive; next: {"page":3}):',

@@ -78,11 +78,13 @@ describe.each(backends)("payloads stored once on %s", (backend) => {
       expect(request).toBe(JSON.stringify(model.requests[index]!.messages));
     }
     // All of them in one GraphQL request (their log entries read together): the same messages.
-    const together = await t.app.yoga.fetch(new Request("http://dossier.test/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: `query($id: ID!) { node(id: $id) { ... on Run { trace { spans { kind request } } } } }`, variables: { id: run.id } }),
-    }));
+    const together = await t.app.yoga.fetch(
+      new Request("http://dossier.test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: `query($id: ID!) { node(id: $id) { ... on Run { trace { spans { kind request } } } } }`, variables: { id: run.id } }),
+      }),
+    );
     const { data } = (await together.json()) as { data: { node: { trace: { spans: { kind: string; request: string | null }[] } } } };
     const requests = data.node.trace.spans.filter((span) => span.kind === "MODEL_CALL").map((span) => span.request);
     expect(requests).toEqual(model.requests.map((request) => JSON.stringify(request.messages)));

@@ -109,7 +109,13 @@ describe("message and tool estimates", () => {
     // Prose, or text that only looks like JSON at its ends, is text.
     const prose = "Plant X slips to 2028; plant Y holds. ".repeat(2).padEnd(80, ".");
     expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: prose })).toBe(4 + 20);
-    expect(estimateMessageTokens({ role: "tool", toolCallId: "call_1", content: "{not json at all, only braces..................................................}" })).toBe(4 + 20);
+    expect(
+      estimateMessageTokens({
+        role: "tool",
+        toolCallId: "call_1",
+        content: "{not json at all, only braces..................................................}",
+      }),
+    ).toBe(4 + 20);
     // The rule is for tool results: the same JSON sent by the user is counted as text.
     expect(estimateMessageTokens({ role: "user", content: json })).toBe(4 + 20);
   });
@@ -125,9 +131,7 @@ describe("message and tool estimates", () => {
   });
 
   it("counts tool schemas as JSON, and no tools as 0", () => {
-    const tools: ToolSchema[] = [
-      { name: "search", description: "Search the web", parameters: { type: "object", properties: { q: { type: "string" } } } },
-    ];
+    const tools: ToolSchema[] = [{ name: "search", description: "Search the web", parameters: { type: "object", properties: { q: { type: "string" } } } }];
     expect(estimateToolSchemasTokens(tools)).toBe(estimateJsonTokens(tools));
     expect(estimateToolSchemasTokens([])).toBe(0);
   });

@@ -14,7 +14,18 @@ const perCharacter: Tokenizer = { name: "per-character", count: (text) => [...te
 
 const GOAL = "Which EU cell plants slip to 2028?";
 const log: Message[] = [
-  { id: "m1", conversationId: "c1", seq: 1, role: "USER", content: GOAL, toolCalls: null, toolCallId: null, toolName: null, runId: "r1", createdAt: new Date(0) },
+  {
+    id: "m1",
+    conversationId: "c1",
+    seq: 1,
+    role: "USER",
+    content: GOAL,
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    runId: "r1",
+    createdAt: new Date(0),
+  },
 ];
 
 async function budgetWith(tokenizer?: Tokenizer) {

@@ -45,8 +45,6 @@ async function deployment(env: Record<string, string>) {
   return { url, workers, sql, marker: shared.MARKER_FILE };
 }
 
-
-
 /** Once a run is terminal none of its spans is open, it has one root, and its attempts say how each ended. */
 async function expectCleanTrace(sql: pg.Client, runId: string, outcomes: string[]) {
   const { rows: open } = await sql.query("SELECT id FROM span WHERE trace_id = $1 AND (status = 'RUNNING' OR ended_at IS NULL)", [runId]);

@@ -69,9 +69,11 @@ describe("the SDK", () => {
     for (const file of ["client.ts", "index.ts", "generated/graphql.ts"]) {
       const source = readFileSync(path.join(sdkDir, file), "utf8");
       const specifiers = [...source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
-      const allowed = (s: string) =>
-        s.startsWith("./") || ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core"].includes(s);
-      expect(specifiers.filter((s) => !allowed(s)), file).toEqual([]);
+      const allowed = (s: string) => s.startsWith("./") || ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core"].includes(s);
+      expect(
+        specifiers.filter((s) => !allowed(s)),
+        file,
+      ).toEqual([]);
     }
   });
 
@@ -104,7 +106,11 @@ describe("the SDK", () => {
       for (let i = 0; i < 5; i += 1) {
         await prisma.spanEvent.create({ data: { spanId: root.id, seq: 1000 + i, kind: "THINKING", payload: `extra ${i}`, payloadSize: 7, at: new Date() } });
       }
-      const spans = await prisma.span.findMany({ where: { traceId }, orderBy: [{ startedAt: "asc" }, { id: "asc" }], include: { events: { orderBy: { seq: "asc" } } } });
+      const spans = await prisma.span.findMany({
+        where: { traceId },
+        orderBy: [{ startedAt: "asc" }, { id: "asc" }],
+        include: { events: { orderBy: { seq: "asc" } } },
+      });
       expect(spans.length).toBeGreaterThan(2);
 
       const requests: string[] = [];

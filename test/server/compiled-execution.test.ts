@@ -29,7 +29,7 @@ const DOCUMENTS: Record<string, string> = {
     mutation { createWorkspace(input: { title: "", goal: "" }) { __typename ... on ValidationError { message } } }`,
   "a null for an id of another kind, and a list with its page size": /* GraphQL */ `
     query ($id: ID!) { workspace(id: $id) { id } workspaces(first: 3) { edges { node { id title } } } }`,
-  "introspection": /* GraphQL */ `{ __schema { queryType { name } } __type(name: "LinkTarget") { kind possibleTypes { name } } }`,
+  introspection: /* GraphQL */ `{ __schema { queryType { name } } __type(name: "LinkTarget") { kind possibleTypes { name } } }`,
 };
 
 const WRONG_VARIABLE = /* GraphQL */ `query ($id: ID!, $first: Int) { workspace(id: $id) { links(first: $first) { edges { cursor } } } }`;
@@ -66,9 +66,23 @@ describe("compiled execution", () => {
   });
 
   it("refuses a variable of the wrong type as graphql-js does, naming the type expected", async () => {
-    const { interpreted, viaCompiled } = await bothWays(WRONG_VARIABLE, { id: variables["a node by global id, through fragments on an interface"]!.id, first: "twenty" });
-    expect(plain(interpreted)).toEqual({ errors: [{ message: 'Variable "$first" got invalid value "twenty"; Int cannot represent non-integer value: "twenty"', locations: [{ line: 1, column: 18 }] }] });
-    expect(plain(viaCompiled)).toEqual({ errors: [{ message: 'Variable "$first" got invalid value "twenty"; Expected type Int; Int cannot represent non-integer value: "twenty"', locations: [{ line: 1, column: 18 }] }] });
+    const { interpreted, viaCompiled } = await bothWays(WRONG_VARIABLE, {
+      id: variables["a node by global id, through fragments on an interface"]!.id,
+      first: "twenty",
+    });
+    expect(plain(interpreted)).toEqual({
+      errors: [
+        { message: 'Variable "$first" got invalid value "twenty"; Int cannot represent non-integer value: "twenty"', locations: [{ line: 1, column: 18 }] },
+      ],
+    });
+    expect(plain(viaCompiled)).toEqual({
+      errors: [
+        {
+          message: 'Variable "$first" got invalid value "twenty"; Expected type Int; Int cannot represent non-integer value: "twenty"',
+          locations: [{ line: 1, column: 18 }],
+        },
+      ],
+    });
   });
 
   /** The document run by graphql-js's executor and by the app's (compiled), each over a fresh context of the app. */

@@ -63,7 +63,12 @@ describe.runIf(existsSync(CHROMIUM) || process.env.CI)("a page on another origin
     await page.waitForTimeout(1_000); // the form post's response
     const results = (await page.evaluate(() => (window as unknown as { results: string[] }).results)) as string[];
     // Every read is refused by the browser; none of the writes reached a resolver.
-    expect(results).toEqual(["rejected:TypeError: Failed to fetch", "rejected:TypeError: Failed to fetch", "rejected:TypeError: Failed to fetch", "rejected:Error: refused"]);
+    expect(results).toEqual([
+      "rejected:TypeError: Failed to fetch",
+      "rejected:TypeError: Failed to fetch",
+      "rejected:TypeError: Failed to fetch",
+      "rejected:Error: refused",
+    ]);
     expect(await t.app.db.prisma.mcpServer.count()).toBe(0);
     expect(existsSync(marker)).toBe(false);
     await page.close();

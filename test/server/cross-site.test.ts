@@ -20,7 +20,7 @@ describe("cross-site requests", () => {
     t = undefined;
   });
 
-  const mcpServerCount = async () => (await t!.app.db.prisma.mcpServer.count());
+  const mcpServerCount = async () => await t!.app.db.prisma.mcpServer.count();
 
   it("refuses form, multipart and text/plain posts with 415 and executes nothing, not even the command a form asks for", async () => {
     // Even with the program allowed, a form cannot make the server start it.
@@ -29,7 +29,11 @@ describe("cross-site requests", () => {
     const mutation = `mutation { upsertMcpServer(input: { name: "x", transport: STDIO, command: "/usr/bin/touch", args: ["${marker}"] }) { __typename } }`;
     const url = t.server!.url;
 
-    const form = await fetch(url, { method: "POST", headers: { origin: evil, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ query: mutation }) });
+    const form = await fetch(url, {
+      method: "POST",
+      headers: { origin: evil, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ query: mutation }),
+    });
     const multipart = new FormData();
     multipart.set("query", mutation);
     const formData = await fetch(url, { method: "POST", headers: { origin: evil }, body: multipart });
@@ -56,7 +60,11 @@ describe("cross-site requests", () => {
       headers: { origin: evil, "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
     });
     expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
-    const read = await fetch(url, { method: "POST", headers: { origin: evil, "content-type": "application/json" }, body: JSON.stringify({ query: "{ workspaces(first: 1) { edges { node { id } } } }" }) });
+    const read = await fetch(url, {
+      method: "POST",
+      headers: { origin: evil, "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ workspaces(first: 1) { edges { node { id } } } }" }),
+    });
     expect(read.headers.get("access-control-allow-origin")).toBeNull();
     expect(read.headers.get("access-control-allow-credentials")).toBeNull();
   });

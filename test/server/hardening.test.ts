@@ -126,18 +126,24 @@ describe("malicious queries are refused, and the server is unharmed", () => {
     const socket = createWsClient({ url: t.server!.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
     try {
       const refused = await withTimeout(
-        socket.iterate({ query: nestedIntrospection(20) }).next().then(
-          () => undefined,
-          (errors: unknown) => errors as { message: string; extensions?: { code?: string } }[],
-        ),
+        socket
+          .iterate({ query: nestedIntrospection(20) })
+          .next()
+          .then(
+            () => undefined,
+            (errors: unknown) => errors as { message: string; extensions?: { code?: string } }[],
+          ),
         10_000,
       );
       expect(refused?.map((error) => error.extensions?.code)).toContain("QUERY_TOO_DEEP");
       const tooManyTokens = await withTimeout(
-        socket.iterate({ query: `{ ${"__typename ".repeat(20_000)} }` }).next().then(
-          () => undefined,
-          (errors: unknown) => errors as { extensions?: { code?: string } }[],
-        ),
+        socket
+          .iterate({ query: `{ ${"__typename ".repeat(20_000)} }` })
+          .next()
+          .then(
+            () => undefined,
+            (errors: unknown) => errors as { extensions?: { code?: string } }[],
+          ),
         10_000,
       );
       expect(tooManyTokens?.map((error) => error.extensions?.code)).toEqual(["TOO_MANY_TOKENS"]);

@@ -55,8 +55,7 @@ async function stop(p: Spawned): Promise<void> {
   expect((await p.exited).code).toBe(0);
 }
 
-const viewerWith = (url: string, key?: string) =>
-  createClient({ url, headers: key ? { authorization: `Bearer ${key}` } : {} }).request(ViewerDocument, {});
+const viewerWith = (url: string, key?: string) => createClient({ url, headers: key ? { authorization: `Bearer ${key}` } : {} }).request(ViewerDocument, {});
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
@@ -65,65 +64,57 @@ function filesUnder(dir: string): string[] {
 }
 
 describe("npm run key:create", () => {
-  it(
-    "prints a new key that the server then accepts, and refuses to run beside a running server",
-    async () => {
-      const DATA_DIR = dataDir();
-      const created = await createKey(DATA_DIR, ["--name", "Alice"]);
-      expect(created.code, created.output).toBe(0);
-      expect(created.output).toContain('Principal "Alice"');
-      const aliceKey = keyIn(created.output);
-      expect(created.output).toContain(`Authorization: Bearer ${aliceKey}`);
+  it("prints a new key that the server then accepts, and refuses to run beside a running server", async () => {
+    const DATA_DIR = dataDir();
+    const created = await createKey(DATA_DIR, ["--name", "Alice"]);
+    expect(created.code, created.output).toBe(0);
+    expect(created.output).toContain('Principal "Alice"');
+    const aliceKey = keyIn(created.output);
+    expect(created.output).toContain(`Authorization: Bearer ${aliceKey}`);
 
-      const server = startServer(DATA_DIR);
-      const url = await urlOf(server);
-      expect((await viewerWith(url, aliceKey)).viewer).toMatchObject({ name: "Alice", apiKeys: [{ name: "first key" }] });
-      await expect(viewerWith(url)).rejects.toSatisfy(
-        (error) =>
-          error instanceof DossierRequestError &&
-          error.message === "An API key is required: send `Authorization: Bearer <key>`.",
-      );
-      await expect(viewerWith(url, "dsk_wrong")).rejects.toSatisfy(
-        (error) => error instanceof DossierRequestError && error.message === "Invalid API key.",
-      );
+    const server = startServer(DATA_DIR);
+    const url = await urlOf(server);
+    expect((await viewerWith(url, aliceKey)).viewer).toMatchObject({ name: "Alice", apiKeys: [{ name: "first key" }] });
+    await expect(viewerWith(url)).rejects.toSatisfy(
+      (error) => error instanceof DossierRequestError && error.message === "An API key is required: send `Authorization: Bearer <key>`.",
+    );
+    await expect(viewerWith(url, "dsk_wrong")).rejects.toSatisfy((error) => error instanceof DossierRequestError && error.message === "Invalid API key.");
 
-      // The embedded database is single-process: the script says what to do instead.
-      const beside = await createKey(DATA_DIR, ["--name", "Bob"]);
-      expect(beside.code).toBe(1);
-      expect(beside.output).toContain("stop it and run this again");
-      expect(beside.output).toContain("createApiKey");
-      expect(beside.output).not.toMatch(KEY);
-      expect(beside.output).not.toContain("    at "); // a message, not a stack trace
-      // The running server is unharmed.
-      expect((await viewerWith(url, aliceKey)).viewer.name).toBe("Alice");
+    // The embedded database is single-process: the script says what to do instead.
+    const beside = await createKey(DATA_DIR, ["--name", "Bob"]);
+    expect(beside.code).toBe(1);
+    expect(beside.output).toContain("stop it and run this again");
+    expect(beside.output).toContain("createApiKey");
+    expect(beside.output).not.toMatch(KEY);
+    expect(beside.output).not.toContain("    at "); // a message, not a stack trace
+    // The running server is unharmed.
+    expect((await viewerWith(url, aliceKey)).viewer.name).toBe("Alice");
 
-      // Doing as told works: stop the server, create the key, start again; both keys work.
-      await stop(server);
-      const bob = await createKey(DATA_DIR, ["--name", "Bob"]);
-      expect(bob.code, bob.output).toBe(0);
-      const bobKey = keyIn(bob.output);
-      expect(bobKey).not.toBe(aliceKey);
-      expect(bob.output).not.toContain(aliceKey); // a key is shown once, when it is created
+    // Doing as told works: stop the server, create the key, start again; both keys work.
+    await stop(server);
+    const bob = await createKey(DATA_DIR, ["--name", "Bob"]);
+    expect(bob.code, bob.output).toBe(0);
+    const bobKey = keyIn(bob.output);
+    expect(bobKey).not.toBe(aliceKey);
+    expect(bob.output).not.toContain(aliceKey); // a key is shown once, when it is created
 
-      const restarted = startServer(DATA_DIR);
-      const again = await urlOf(restarted);
-      const bobViewer = (await viewerWith(again, bobKey)).viewer;
-      const aliceViewer = (await viewerWith(again, aliceKey)).viewer;
-      expect(bobViewer.name).toBe("Bob");
-      expect(aliceViewer.name).toBe("Alice");
-      expect(bobViewer.id).not.toBe(aliceViewer.id);
-      await stop(restarted);
+    const restarted = startServer(DATA_DIR);
+    const again = await urlOf(restarted);
+    const bobViewer = (await viewerWith(again, bobKey)).viewer;
+    const aliceViewer = (await viewerWith(again, aliceKey)).viewer;
+    expect(bobViewer.name).toBe("Bob");
+    expect(aliceViewer.name).toBe("Alice");
+    expect(bobViewer.id).not.toBe(aliceViewer.id);
+    await stop(restarted);
 
-      // Only a hash of each key is stored: no file in the data folder holds a usable key.
-      const stored = filesUnder(DATA_DIR).map((file) => ({ file, bytes: readFileSync(file) }));
-      expect(stored.some(({ bytes }) => bytes.includes(hashApiKey(aliceKey)))).toBe(true); // the scan sees the keys table
-      for (const { file, bytes } of stored) {
-        expect(bytes.includes(aliceKey), file).toBe(false);
-        expect(bytes.includes(bobKey), file).toBe(false);
-      }
-    },
-    120_000,
-  );
+    // Only a hash of each key is stored: no file in the data folder holds a usable key.
+    const stored = filesUnder(DATA_DIR).map((file) => ({ file, bytes: readFileSync(file) }));
+    expect(stored.some(({ bytes }) => bytes.includes(hashApiKey(aliceKey)))).toBe(true); // the scan sees the keys table
+    for (const { file, bytes } of stored) {
+      expect(bytes.includes(aliceKey), file).toBe(false);
+      expect(bytes.includes(bobKey), file).toBe(false);
+    }
+  }, 120_000);
 
   it("stops with a usage line when --name is missing, before touching the data folder", async () => {
     const DATA_DIR = dataDir();

@@ -5,13 +5,7 @@
 import { createClient as createWsClient } from "graphql-ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import {
-  ApiKeysDocument,
-  CreateApiKeyDocument,
-  RevokeApiKeyDocument,
-  UpdateGoalDocument,
-  ViewerDocument,
-} from "../../sdk/generated/graphql.js";
+import { ApiKeysDocument, CreateApiKeyDocument, RevokeApiKeyDocument, UpdateGoalDocument, ViewerDocument } from "../../sdk/generated/graphql.js";
 import { openDatabase } from "../../src/db/open-database.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
@@ -92,7 +86,9 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
     const workspace = await createWorkspace(alice);
     let version = workspace.goal.version;
     const changeGoal = async () => {
-      const updated = await alice.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } });
+      const updated = await alice.request(UpdateGoalDocument, {
+        input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` },
+      });
       version = expectType(updated.updateGoal, "UpdateGoalSuccess").goal.version;
       return version;
     };
@@ -100,7 +96,13 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
   }
 
   const viewerStatus = async (url: string, key: string) =>
-    (await fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: JSON.stringify({ query: "{ viewer { name } }" }) })).status;
+    (
+      await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify({ query: "{ viewer { name } }" }),
+      })
+    ).status;
 
   it("lists your keys with their last use, and revoking one refuses it at once and ends its WebSocket and SSE subscriptions within 5 s", async () => {
     const { t, alice, firstKey, ciKey, ciKeyId, workspace, changeGoal } = await aliceWithTwoKeys();
@@ -115,10 +117,14 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
     const aliceWs = openSocket(t.server!.wsUrl, firstKey, workspace.id);
     cleanups.push(ws.dispose, sse.dispose, aliceWs.dispose);
     // Every subscription is live: each sees a goal change.
-    await waitUntil(async () => {
-      if (ws.events.length > 0 && sse.payloads.length > 0 && aliceWs.events.length > 0) return true;
-      await changeGoal();
-    }, 10_000, 200);
+    await waitUntil(
+      async () => {
+        if (ws.events.length > 0 && sse.payloads.length > 0 && aliceWs.events.length > 0) return true;
+        await changeGoal();
+      },
+      10_000,
+      200,
+    );
     const lastUsed = (await alice.request(ApiKeysDocument, {})).apiKeys.edges.find((edge) => edge.node.id === ciKeyId)!.node.lastUsedAt;
     expect(lastUsed).not.toBeNull();
 
@@ -131,7 +137,9 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
     expect(ws.state.closed).toMatchObject({ code: 4403, reason: "API key revoked" });
     expect(ws.state.closed!.at - revokedAt).toBeLessThan(5_000);
     expect(sse.state.endedAt! - revokedAt).toBeLessThan(5_000);
-    expect(sse.payloads.at(-1)?.errors).toEqual([expect.objectContaining({ message: "API key revoked", extensions: expect.objectContaining({ code: "UNAUTHENTICATED" }) })]);
+    expect(sse.payloads.at(-1)?.errors).toEqual([
+      expect.objectContaining({ message: "API key revoked", extensions: expect.objectContaining({ code: "UNAUTHENTICATED" }) }),
+    ]);
 
     // The same principal's other key is untouched: its subscription still delivers.
     const seen = aliceWs.events.length;
@@ -163,42 +171,49 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
     await expect(self.request(ViewerDocument, {})).rejects.toThrow(/Invalid API key/);
   });
 
-  it.runIf(backend === "postgres")("npm run key:revoke -- <prefix>, run by the operator in another process, ends the running server's subscriptions within 5 s", async () => {
-    const database = await createPostgresDatabase();
-    cleanups.push(database.drop);
-    const { t, ciKey, ciPrefix, firstKey, workspace, changeGoal } = await aliceWithTwoKeys({
-      database: async () => {
-        const db = await openDatabase({ kind: "postgres", url: database.url });
-        return { db, dispose: () => db.close() };
-      },
-    });
-    const ws = openSocket(t.server!.wsUrl, ciKey, workspace.id);
-    const sse = openSse(t.server!.url, ciKey, workspace.id);
-    cleanups.push(ws.dispose, sse.dispose);
-    await waitUntil(async () => {
-      if (ws.events.length > 0 && sse.payloads.length > 0) return true;
-      await changeGoal();
-    }, 10_000, 200);
+  it.runIf(backend === "postgres")(
+    "npm run key:revoke -- <prefix>, run by the operator in another process, ends the running server's subscriptions within 5 s",
+    async () => {
+      const database = await createPostgresDatabase();
+      cleanups.push(database.drop);
+      const { t, ciKey, ciPrefix, firstKey, workspace, changeGoal } = await aliceWithTwoKeys({
+        database: async () => {
+          const db = await openDatabase({ kind: "postgres", url: database.url });
+          return { db, dispose: () => db.close() };
+        },
+      });
+      const ws = openSocket(t.server!.wsUrl, ciKey, workspace.id);
+      const sse = openSse(t.server!.url, ciKey, workspace.id);
+      cleanups.push(ws.dispose, sse.dispose);
+      await waitUntil(
+        async () => {
+          if (ws.events.length > 0 && sse.payloads.length > 0) return true;
+          await changeGoal();
+        },
+        10_000,
+        200,
+      );
 
-    const tooShort = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: ["dsk_"] });
-    processes.push(tooShort);
-    expect((await tooShort.exited).code).toBe(1);
-    expect(tooShort.output()).toContain("must be at least 8 characters");
-    const unknown = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: ["dsk_00000000"] });
-    processes.push(unknown);
-    expect((await unknown.exited).code).toBe(1);
-    expect(unknown.output()).toContain("No API key starts with dsk_00000000");
-    expect(ws.state.closed).toBeUndefined();
+      const tooShort = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: ["dsk_"] });
+      processes.push(tooShort);
+      expect((await tooShort.exited).code).toBe(1);
+      expect(tooShort.output()).toContain("must be at least 8 characters");
+      const unknown = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: ["dsk_00000000"] });
+      processes.push(unknown);
+      expect((await unknown.exited).code).toBe(1);
+      expect(unknown.output()).toContain("No API key starts with dsk_00000000");
+      expect(ws.state.closed).toBeUndefined();
 
-    const revoke = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: [ciPrefix] });
-    processes.push(revoke);
-    expect((await revoke.exited).code).toBe(0);
-    const revokedAt = Date.now();
-    expect(revoke.output()).toContain(`Key "CI pipeline" (${ciPrefix}…) of principal "Alice" is revoked`);
-    expect(await viewerStatus(t.server!.url, ciKey)).toBe(401);
-    await waitFor(() => ws.state.closed !== undefined && sse.state.endedAt !== undefined, 5_000);
-    expect(ws.state.closed).toMatchObject({ code: 4403, reason: "API key revoked" });
-    expect(Math.max(ws.state.closed!.at, sse.state.endedAt!) - revokedAt).toBeLessThan(5_000);
-    expect(await viewerStatus(t.server!.url, firstKey)).toBe(200);
-  });
+      const revoke = spawnTs("scripts/revoke-key.ts", { env: { DATABASE_URL: database.url }, args: [ciPrefix] });
+      processes.push(revoke);
+      expect((await revoke.exited).code).toBe(0);
+      const revokedAt = Date.now();
+      expect(revoke.output()).toContain(`Key "CI pipeline" (${ciPrefix}…) of principal "Alice" is revoked`);
+      expect(await viewerStatus(t.server!.url, ciKey)).toBe(401);
+      await waitFor(() => ws.state.closed !== undefined && sse.state.endedAt !== undefined, 5_000);
+      expect(ws.state.closed).toMatchObject({ code: 4403, reason: "API key revoked" });
+      expect(Math.max(ws.state.closed!.at, sse.state.endedAt!) - revokedAt).toBeLessThan(5_000);
+      expect(await viewerStatus(t.server!.url, firstKey)).toBe(200);
+    },
+  );
 });

@@ -37,11 +37,13 @@ async function scrape(app: TestApp): Promise<{ contentType: string | null; text:
     series.set(match![1]!, Number(match![2]));
   }
   // One HELP and one TYPE per metric name: strict parsers refuse a name declared twice.
-  const declared = text.split("\n").filter((line) => line.startsWith("# TYPE ")).map((line) => line.split(" ")[2]);
+  const declared = text
+    .split("\n")
+    .filter((line) => line.startsWith("# TYPE "))
+    .map((line) => line.split(" ")[2]);
   expect(declared.length, "each metric declared once").toBe(new Set(declared).size);
   return { contentType: response.headers.get("content-type"), text, series };
 }
-
 
 it("/metrics reports requests, operations, runs by state, tokens, tool calls and open subscriptions", async () => {
   t = await startTestApp("pglite", {
@@ -108,8 +110,7 @@ it("/metrics answers only the METRICS_TOKEN bearer when one is set: it counts ev
   expect(loadConfig({ METRICS_TOKEN: token }).metricsToken).toBe(token);
   expect(() => loadConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN/);
   t = await startTestApp("pglite", { listen: true, metricsToken: token });
-  const scrape = (authorization?: string) =>
-    fetch(new URL("/metrics", t!.server!.url), { headers: authorization ? { authorization } : {} });
+  const scrape = (authorization?: string) => fetch(new URL("/metrics", t!.server!.url), { headers: authorization ? { authorization } : {} });
   for (const refused of [await scrape(), await scrape("Bearer wrong-token-0123456789"), await scrape(token)]) {
     expect(refused.status).toBe(401);
     expect(refused.headers.get("www-authenticate")).toBe("Bearer");

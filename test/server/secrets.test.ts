@@ -62,11 +62,11 @@ describe.each(backends)("MCP secrets at rest on %s", (backend) => {
     const refused = await t.client.request(UpsertMcpServerDocument, {
       input: { name: "remote", transport: "HTTP", url: "https://mcp.example.com/mcp", headers: [{ name: "Authorization", value: `Bearer ${token}` }] },
     });
-    expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([
-      { field: "headers", message: expect.stringContaining("SECRETS_KEY") },
-    ]);
+    expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([{ field: "headers", message: expect.stringContaining("SECRETS_KEY") }]);
     expect(await t.app.db.prisma.mcpServer.count()).toBe(0);
-    const plain = await t.client.request(UpsertMcpServerDocument, { input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } });
+    const plain = await t.client.request(UpsertMcpServerDocument, {
+      input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false },
+    });
     expectType(plain.upsertMcpServer, "UpsertMcpServerSuccess");
   });
 });

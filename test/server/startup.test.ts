@@ -89,6 +89,8 @@ describe("the commands that start Dossier's processes", () => {
     const { NODE_FLAGS, PROCESSES } = await import("../../scripts/build.mjs");
     const scripts = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }).scripts;
     const bundles = PROCESSES.map((entry) => `dist/${entry.replace(/\.ts$/, ".js")}`);
-    expect([scripts.start, scripts.worker, scripts.mcp]).toEqual(bundles.map((bundle) => `node scripts/ensure-setup.mjs && node ${NODE_FLAGS.join(" ")} ${bundle}`));
+    expect([scripts.start, scripts.worker, scripts.mcp]).toEqual(
+      bundles.map((bundle) => `node scripts/ensure-setup.mjs && node ${NODE_FLAGS.join(" ")} ${bundle}`),
+    );
   });
 });

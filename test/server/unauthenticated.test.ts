@@ -24,8 +24,11 @@ describe("a request without a valid key learns nothing about the schema", () => 
     const answers = [
       await post({ query: MISSPELLED }),
       await post({ query: MISSPELLED }, { authorization: "Bearer dsk_not-a-key" }),
-      await post({ query: "subscription { workspaceEvent(workspaceId: \"x\") { kind } }" }, { accept: "text/event-stream" }),
-      await fetch(`${t.server!.url}?query=${encodeURIComponent(MISSPELLED)}`).then(async (response) => ({ status: response.status, text: await response.text() })),
+      await post({ query: 'subscription { workspaceEvent(workspaceId: "x") { kind } }' }, { accept: "text/event-stream" }),
+      await fetch(`${t.server!.url}?query=${encodeURIComponent(MISSPELLED)}`).then(async (response) => ({
+        status: response.status,
+        text: await response.text(),
+      })),
     ];
     for (const answer of answers) {
       expect(answer.status).toBe(401);

@@ -20,7 +20,10 @@ export function createPostgresDatabase(): Promise<{ url: string; drop(): Promise
 }
 
 /** An empty, unmigrated database of the given backend; `onQuery` hears every SQL statement its Prisma client sends. */
-export async function openTestDatabase(backend: Backend, { onQuery }: { onQuery?: (sql: string) => void } = {}): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
+export async function openTestDatabase(
+  backend: Backend,
+  { onQuery }: { onQuery?: (sql: string) => void } = {},
+): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
     const db = await openDatabase({ kind: "pglite" }, { onQuery });
     return { db, dispose: () => db.close() };

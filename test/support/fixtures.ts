@@ -11,10 +11,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 
 /** The payload narrowed to `typename`, or a failed test naming what came back instead. */
-export function expectType<T extends { __typename: string }, N extends T["__typename"]>(
-  payload: T,
-  typename: N,
-): Extract<T, { __typename: N }> {
+export function expectType<T extends { __typename: string }, N extends T["__typename"]>(payload: T, typename: N): Extract<T, { __typename: N }> {
   if (payload.__typename !== typename) {
     throw new Error(`expected ${typename}, got ${payload.__typename}: ${JSON.stringify(payload)}`);
   }

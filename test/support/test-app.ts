@@ -62,7 +62,20 @@ export type TestAppOptions = {
 
 export async function startTestApp(
   backend: Backend,
-  { listen = false, authRequired = false, artifactRetention, runtime, agents, maxSubscriptionsPerConnection, database, mcp, corsOrigins, metricsToken, logger, now }: TestAppOptions = {},
+  {
+    listen = false,
+    authRequired = false,
+    artifactRetention,
+    runtime,
+    agents,
+    maxSubscriptionsPerConnection,
+    database,
+    mcp,
+    corsOrigins,
+    metricsToken,
+    logger,
+    now,
+  }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
   await db.migrate();
@@ -83,9 +96,7 @@ export async function startTestApp(
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen
-    ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection })
-    : undefined;
+  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });
@@ -113,5 +124,4 @@ export async function startTestApp(
   };
 }
 
-const bearer = (apiKey: string | undefined): Record<string, string> =>
-  apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+const bearer = (apiKey: string | undefined): Record<string, string> => (apiKey ? { authorization: `Bearer ${apiKey}` } : {});

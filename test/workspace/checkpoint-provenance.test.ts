@@ -99,7 +99,10 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const first = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "Checkpoint");
     expect(first.summaryProvenance).toMatchObject({ section: "SUMMARY", author: byModel });
     expect(first.summaryProvenance!.sources.map((v) => v.id)).toContain(base.version.id);
-    expect(first.questions.map((q) => [q.id, q.provenance.author.kind])).toEqual([["q1", "MODEL_RUN"], ["q2", "MODEL_RUN"]]);
+    expect(first.questions.map((q) => [q.id, q.provenance.author.kind])).toEqual([
+      ["q1", "MODEL_RUN"],
+      ["q2", "MODEL_RUN"],
+    ]);
 
     // The owner resolves q1 only: q1 becomes the owner's, everything else stays the model's.
     const resolved = expectType(await update({ expectedRevision: 1, questions: [{ id: "q1", status: "RESOLVED" }] }), "UpdateCheckpointSuccess").checkpoint;
@@ -190,9 +193,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expect(notAVersion.issues).toEqual([{ field: "sources.0", message: "is not a PublicationVersion id" }]);
     // Resending the summary unchanged writes no section, so the sources would rest under nothing.
     const forNothing = expectType(await update({ expectedRevision: 1, summary: "Start", questions: [], sources: [mine.version.id] }), "ValidationError");
-    expect(forNothing.issues).toEqual([
-      { field: "sources", message: "name sources only with a section this update writes: it keeps every section as it was" },
-    ]);
+    expect(forNothing.issues).toEqual([{ field: "sources", message: "name sources only with a section this update writes: it keeps every section as it was" }]);
 
     const after = await readCheckpoint(t.client, workspace.id);
     expect(after.checkpointRevision).toBe(1);
@@ -218,7 +219,11 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     if (winner === 0) {
       expect(current).toMatchObject({ summary: "From A", questions: [{ status: "OPEN", provenance: { sources: [] } }] });
     } else {
-      expect(current).toMatchObject({ summary: "Start", summaryProvenance: { sources: [] }, questions: [{ status: "RESOLVED", provenance: { sources: [{ id: b.version.id }] } }] });
+      expect(current).toMatchObject({
+        summary: "Start",
+        summaryProvenance: { sources: [] },
+        questions: [{ status: "RESOLVED", provenance: { sources: [{ id: b.version.id }] } }],
+      });
     }
   });
 });

@@ -39,7 +39,9 @@ function reusingCallIds(inner: ScriptedModel): ModelPort {
     contextWindow: inner.contextWindow,
     async complete(request, onEvent) {
       let index = 0;
-      const response = await inner.complete(request, (event) => onEvent?.(event.type === "tool_call" ? { ...event, call: renumber(event.call, index++) } : event));
+      const response = await inner.complete(request, (event) =>
+        onEvent?.(event.type === "tool_call" ? { ...event, call: renumber(event.call, index++) } : event),
+      );
       return { ...response, toolCalls: response.toolCalls.map(renumber) };
     },
   };
@@ -117,7 +119,10 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     expect(ofLong("READ")).toEqual(parts);
     expect(ofLong("CONSUMED")).toEqual(parts);
     // The model was shown exactly those characters.
-    const shown = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    const shown = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role === "tool")
+      .map(text);
     expect(shown.some((c) => c.includes(`\n${LONG.slice(0, 16_000)}\n</material>`))).toBe(true);
     expect(shown.some((c) => c.includes(`\n${LONG.slice(30_000, 35_000)}\n</material>`))).toBe(true);
 
@@ -160,7 +165,10 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     );
     const t = await start(model);
     const { short, uses } = await runIn(t, "Read past the end");
-    const told = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    const told = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role === "tool")
+      .map(text);
     expect(told.join("\n")).toContain(`offset 5000 is past the end: version 1 has ${SHORT.length} characters`);
     expect(uses.filter((u) => u.publicationId === short.version.publication.id).map((u) => u.stage)).toEqual(["DISCOVERED", "SELECTED"]);
     expect(await consumedBy(t.client, short.version.id)).toEqual([]);

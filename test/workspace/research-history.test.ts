@@ -167,10 +167,7 @@ describe.each(backends)("research history on %s", (backend) => {
       input: { workspaceId: workspace.id, targetId: unread.version.publication.id },
     });
 
-    const catalog = expectType(
-      (await t.client.request(HistoryCatalogDocument, { workspaceId: workspace.id })).node!,
-      "Workspace",
-    ).historyCatalog;
+    const catalog = expectType((await t.client.request(HistoryCatalogDocument, { workspaceId: workspace.id })).node!, "Workspace").historyCatalog;
     expect(catalog.complete).toBe(true);
     expect(catalog.entries.map((e) => [e.title, e.versions.map((v) => v.version), e.via])).toEqual(
       expect.arrayContaining([
@@ -258,7 +255,14 @@ describe.each(backends)("research history on %s", (backend) => {
         turn === 0
           ? { toolCalls: [readCall(listedId(request, "Base study"), 1)] }
           : turn === 1
-            ? { toolCalls: [{ name: "propose_checkpoint", arguments: { summary: "Base study holds.", citedMaterials: [{ publicationId: listedId(request, "Base study"), version: 1 }] } }] }
+            ? {
+                toolCalls: [
+                  {
+                    name: "propose_checkpoint",
+                    arguments: { summary: "Base study holds.", citedMaterials: [{ publicationId: listedId(request, "Base study"), version: 1 }] },
+                  },
+                ],
+              }
             : { content: "Built on the base study." },
       "Use the base study again": (request, turn) =>
         turn === 0 ? { toolCalls: [readCall(listedId(request, "Base study"), 1)] } : { content: "The base study is unavailable; no conclusion." },
@@ -270,8 +274,7 @@ describe.each(backends)("research history on %s", (backend) => {
     const first = (await admit(t.client, { workspaceId: workspace.id, question: "Build on the base study" })).run;
     expect((await settled(t.client, first.id)).status).toBe("SUCCEEDED");
     const derived = (await materials(t.client, first.id)).acceptedPublicationVersions[0]!;
-    const readBack = async (publicationId: string, version: number) =>
-      (await t.client.request(ReadMaterialDocument, { publicationId, version })).readMaterial;
+    const readBack = async (publicationId: string, version: number) => (await t.client.request(ReadMaterialDocument, { publicationId, version })).readMaterial;
     expect(await readBack(derived.publication.id, 1)).toMatchObject({ status: "AVAILABLE", publicationVersion: { content: "Built on the base study." } });
 
     const revoked = await t.client.request(RevokePublicationVersionDocument, {
@@ -298,7 +301,10 @@ describe.each(backends)("research history on %s", (backend) => {
     const uses = (await materials(t.client, second.id)).materialUses;
     expect(stagesOf(uses, base.version.publication.id, 1)).toEqual(["DISCOVERED", "SELECTED", "UNAVAILABLE"]);
     expect(uses.find((u) => u.stage === "UNAVAILABLE")!.reason).toContain("revoked");
-    const told = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    const told = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role === "tool")
+      .map(text);
     expect(told.some((c) => c.startsWith("UNAVAILABLE:") && c.includes("the supplier withdrew the price list"))).toBe(true);
     expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain("Checkpoint revision 1 is UNAVAILABLE");
 
@@ -307,7 +313,12 @@ describe.each(backends)("research history on %s", (backend) => {
       input: { workspaceId: workspace.id, expectedRevision: 1, summary: "Base study withdrawn; price unknown.", questions: [] },
     });
     const recovered = expectType((await t.client.request(WorkspaceCheckpointDocument, { workspaceId: workspace.id })).node!, "Workspace");
-    expect(recovered.checkpoint).toMatchObject({ __typename: "Checkpoint", revision: 2, summary: "Base study withdrawn; price unknown.", sourceDependencies: [] });
+    expect(recovered.checkpoint).toMatchObject({
+      __typename: "Checkpoint",
+      revision: 2,
+      summary: "Base study withdrawn; price unknown.",
+      sourceDependencies: [],
+    });
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [2, "Checkpoint"],
       [1, "UnavailableCheckpoint"],
@@ -334,7 +345,10 @@ describe.each(backends)("research history on %s", (backend) => {
     expect(long.length).toBeGreaterThan(40_000);
     const run = (await admit(t.client, { workspaceId: workspace.id, question: "Read the long report" })).run;
     expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
-    const parts = model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text);
+    const parts = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role === "tool")
+      .map(text);
     expect(parts[0]).toContain("This part holds characters 0–16000 of");
     expect(parts[1]).toContain("It is the last part.");
     const body = (part: string) => part.split("\n").slice(3, -1).join("\n");
@@ -351,7 +365,10 @@ describe.each(backends)("research history on %s", (backend) => {
       (await update({ expectedRevision: 0, summary: "Start", questions: [{ text: "Which cell chemistry?" }, { text: "Which plants?" }] })).updateCheckpoint,
       "UpdateCheckpointSuccess",
     );
-    expect(created.checkpoint.questions.map((q) => [q.id, q.status])).toEqual([["q1", "OPEN"], ["q2", "OPEN"]]);
+    expect(created.checkpoint.questions.map((q) => [q.id, q.status])).toEqual([
+      ["q1", "OPEN"],
+      ["q2", "OPEN"],
+    ]);
 
     const results = await Promise.all([
       update({ expectedRevision: 1, questions: [{ id: "q1", status: "RESOLVED" }] }),
@@ -403,7 +420,12 @@ describe.each(backends)("research history on %s", (backend) => {
     gate.release("late");
     expect(await settled(t.client, late.id)).toMatchObject({ status: "SUCCEEDED", answer: "Done." });
     const [proposal] = (await materials(t.client, late.id)).checkpointProposals;
-    expect(proposal).toMatchObject({ status: "STALE", expectedRevision: 1, revision: null, reason: "the checkpoint moved to revision 2 after the run saw revision 1" });
+    expect(proposal).toMatchObject({
+      status: "STALE",
+      expectedRevision: 1,
+      revision: null,
+      reason: "the checkpoint moved to revision 2 after the run saw revision 1",
+    });
     const current = expectType((await t.client.request(WorkspaceCheckpointDocument, { workspaceId: workspace.id })).node!, "Workspace");
     expect(expectType(current.checkpoint!, "Checkpoint")).toMatchObject({
       revision: 2,
@@ -417,13 +439,20 @@ describe.each(backends)("research history on %s", (backend) => {
     const [invalid] = (await materials(t.client, nonsense.id)).checkpointProposals;
     expect(invalid).toMatchObject({ status: "INVALID" });
     expect(invalid!.reason).toContain("questions.0");
-    expect(model.requests.at(-1)!.messages.filter((m) => m.role === "tool").map(text)[0]).toContain("recorded as invalid");
+    expect(
+      model.requests
+        .at(-1)!
+        .messages.filter((m) => m.role === "tool")
+        .map(text)[0],
+    ).toContain("recorded as invalid");
   });
 
   it("an answer finished after archive or delete is saved but not linked, and the refusal is recorded", async () => {
     const gate = gates();
-    const holdThenAnswer = (answer: string, name: string): Script => (_r, turn) =>
-      turn === 0 ? { toolCalls: [{ name: "wait_for_gate", arguments: { name } }] } : { content: answer };
+    const holdThenAnswer =
+      (answer: string, name: string): Script =>
+      (_r, turn) =>
+        turn === 0 ? { toolCalls: [{ name: "wait_for_gate", arguments: { name } }] } : { content: answer };
     const model = scriptedByQuestion({
       "Slow in archived": holdThenAnswer("Archived answer", "archived"),
       "Slow in deleted": holdThenAnswer("Deleted answer", "deleted"),
@@ -443,9 +472,7 @@ describe.each(backends)("research history on %s", (backend) => {
       expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
       const result = await materials(t.client, run.id);
       expect(result.acceptedPublicationVersions.map((v) => v.content)).toEqual([c.answer]);
-      expect(result.linkRefusals).toEqual([
-        expect.objectContaining({ targetId: result.acceptedPublicationVersions[0]!.publication.id, reason: c.reason }),
-      ]);
+      expect(result.linkRefusals).toEqual([expect.objectContaining({ targetId: result.acceptedPublicationVersions[0]!.publication.id, reason: c.reason })]);
     }
   });
 });

@@ -33,7 +33,9 @@ export function normalise(definition: AgentDefinition): { systemPrompt: string; 
 
 export function contentHash(definition: AgentDefinition): string {
   const { systemPrompt, tools, skills } = normalise(definition);
-  return createHash("sha256").update(JSON.stringify([systemPrompt, tools, skills])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([systemPrompt, tools, skills]))
+    .digest("hex");
 }
 
 function isUniqueViolation(error: unknown): boolean {

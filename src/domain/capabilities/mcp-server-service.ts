@@ -14,9 +14,7 @@ import type { SecretBox } from "./secret-box.js";
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
 
 /** No `_`: tool names are `mcp__<server>__<tool>`, and the server part must be unambiguous. */
-export const mcpServerName = z
-  .string()
-  .regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");
+export const mcpServerName = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");
 
 const pairValue = z.string().max(8_192, "must be at most 8192 characters");
 const pair = (nameRule: RegExp, nameMessage: string, value = pairValue) => z.object({ name: z.string().regex(nameRule, nameMessage), value });
@@ -29,9 +27,15 @@ const upsertInput = z
     transport: z.enum(["STDIO", "HTTP"]),
     command: z.string().trim().min(1, "must not be empty").max(1_000).nullish(),
     args: z.array(z.string().max(4_000)).max(100, "at most 100 arguments").nullish(),
-    env: z.array(pair(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name")).max(50).nullish(),
+    env: z
+      .array(pair(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name"))
+      .max(50)
+      .nullish(),
     url: z.string().max(2_000).nullish(),
-    headers: z.array(pair(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "must be an HTTP header name", headerValue)).max(50).nullish(),
+    headers: z
+      .array(pair(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "must be an HTTP header name", headerValue))
+      .max(50)
+      .nullish(),
     enabled: z.boolean().nullish(),
   })
   .superRefine((input, ctx) => {

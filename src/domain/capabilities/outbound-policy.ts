@@ -120,7 +120,8 @@ export function literalAddressRefusal(url: URL, allowedHosts: readonly string[],
  * The error codes a failed outbound request may report to the principal: the kind of failure,
  * never the addresses or text of the network it came from.
  */
-export const FAILURE_CODE = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_[A-Z_]+|ERR_TLS_[A-Z_]+|[A-Z_]*CERT[A-Z_]*)\b/;
+export const FAILURE_CODE =
+  /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_[A-Z_]+|ERR_TLS_[A-Z_]+|[A-Z_]*CERT[A-Z_]*)\b/;
 
 /** The error code of a connection refused for its address (its message is internalAddressMessage's). */
 export const INTERNAL_ADDRESS = "EINTERNALADDRESS";

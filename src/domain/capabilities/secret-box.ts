@@ -21,7 +21,10 @@ export class SecretBox {
 
   open(stored: string): string {
     if (!stored.startsWith(PREFIX)) return stored;
-    const [iv, tag, ciphertext] = stored.slice(PREFIX.length).split(".").map((part) => Buffer.from(part, "base64url"));
+    const [iv, tag, ciphertext] = stored
+      .slice(PREFIX.length)
+      .split(".")
+      .map((part) => Buffer.from(part, "base64url"));
     const decipher = createDecipheriv("aes-256-gcm", this.key, iv!);
     decipher.setAuthTag(tag!);
     return Buffer.concat([decipher.update(ciphertext!), decipher.final()]).toString("utf8");

@@ -13,9 +13,7 @@ export const SKILL_DESCRIPTION_MAX = 300;
 /** Stored skills of one (principal, agent); their names and descriptions go into every run's context. */
 export const SKILLS_PER_AGENT_MAX = 100;
 
-export const skillName = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "must be lower-case letters, digits and - (at most 64), e.g. stuck-payment");
+export const skillName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "must be lower-case letters, digits and - (at most 64), e.g. stuck-payment");
 const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be an agent profile name such as researcher");
 
 const upsertInput = z.object({

@@ -31,9 +31,27 @@ export const RUN_MATERIALS_MAX = 100;
 export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
 
 const limits = z.object({
-  maxTurns: z.number().int().min(1).max(1_000).nullish().transform((v) => v ?? DEFAULT_LIMITS.maxTurns),
-  tokenBudget: z.number().int().min(1).max(100_000_000).nullish().transform((v) => v ?? DEFAULT_LIMITS.tokenBudget),
-  deadlineSeconds: z.number().int().min(1).max(7 * 24 * 3600).nullish().transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
+  maxTurns: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.maxTurns),
+  tokenBudget: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000_000)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.tokenBudget),
+  deadlineSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
 });
 
 const admitInput = z.object({
@@ -45,9 +63,16 @@ const admitInput = z.object({
     .nullish()
     .transform((v) => v ?? "researcher"),
   question: nonBlank(GOAL_STATEMENT_MAX),
-  materials: z.array(versionRef).max(RUN_MATERIALS_MAX, `at most ${RUN_MATERIALS_MAX} materials`).nullish().transform((v) => v ?? []),
+  materials: z
+    .array(versionRef)
+    .max(RUN_MATERIALS_MAX, `at most ${RUN_MATERIALS_MAX} materials`)
+    .nullish()
+    .transform((v) => v ?? []),
   limits: limits.nullish().transform((v) => v ?? limits.parse({})),
-  multitask: z.enum(MULTITASK_STRATEGIES).nullish().transform((v) => v ?? "REJECT"),
+  multitask: z
+    .enum(MULTITASK_STRATEGIES)
+    .nullish()
+    .transform((v) => v ?? "REJECT"),
   idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),
 });
 
@@ -227,7 +252,8 @@ export class AdmissionService {
     // The question enters the conversation's log when the run starts (runtime/attempt/claim.ts):
     // a run queued behind another must not show up in the middle of that run's turns. The run
     // is new, so is its link: a plain insert.
-    if (request.workspaceId) await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, targetKind: "RUN", targetId: runId }, select: { id: true } });
+    if (request.workspaceId)
+      await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, targetKind: "RUN", targetId: runId }, select: { id: true } });
     return run;
   }
 

@@ -53,17 +53,12 @@ export async function eligibilityOf(db: Reader, versionIds: readonly string[]): 
        ORDER BY d.root, d.depth, v.id`,
     ids,
   );
-  const existing = await db.$queryRawUnsafe<{ id: string }[]>(
-    `SELECT id FROM publication_version WHERE id = ANY($1::text[])`,
-    ids,
-  );
+  const existing = await db.$queryRawUnsafe<{ id: string }[]>(`SELECT id FROM publication_version WHERE id = ANY($1::text[])`, ids);
   for (const { id } of existing) result.set(id, { eligible: true });
   for (const problem of problems) {
     if (result.get(problem.root)?.eligible === false) continue; // the nearest problem names it
     const culprit = { versionId: problem.id, publicationId: problem.publication_id, version: problem.version, title: problem.title };
-    const what = problem.revoked
-      ? `was revoked${problem.revocation_reason ? `: ${problem.revocation_reason}` : ""}`
-      : "no longer matches its content hash";
+    const what = problem.revoked ? `was revoked${problem.revocation_reason ? `: ${problem.revocation_reason}` : ""}` : "no longer matches its content hash";
     const subject = `"${problem.title}" version ${problem.version}`;
     result.set(problem.root, {
       eligible: false,

@@ -46,11 +46,7 @@ type Reader = Pick<Prisma.TransactionClient, "message">;
  * tool reads its own conversation only) or an owner (GraphQL reads the caller's conversations only).
  * Out of scope, unknown and malformed ids all give null, so nothing is revealed.
  */
-export async function findEvidence(
-  db: Reader,
-  id: string,
-  scope: { conversationId: string } | { ownerId: string },
-): Promise<Evidence | null> {
+export async function findEvidence(db: Reader, id: string, scope: { conversationId: string } | { ownerId: string }): Promise<Evidence | null> {
   const ref = parseEvidenceId(id);
   if (!ref) return null;
   const message = await db.message.findFirst({

@@ -48,9 +48,7 @@ export type RevokeInput = z.input<typeof revokeInput>;
 export type ReadableVersion = PublicationVersion & { publication: { title: string; latestVersion: number } };
 
 /** The outcome of an exact-version read (W7): that version and no other, or why not. */
-export type MaterialRead =
-  | { status: "AVAILABLE"; version: ReadableVersion }
-  | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
+export type MaterialRead = { status: "AVAILABLE"; version: ReadableVersion } | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
 
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
@@ -58,10 +56,7 @@ export class PublicationService {
   constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date }) {}
 
   /** Creates the next immutable version (or a new publication), then links it for its origin run. */
-  async publishVersion(
-    actor: Actor,
-    input: PublishInput,
-  ): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
+  async publishVersion(actor: Actor, input: PublishInput): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
     const after: AfterCommit = [];
     const published = await this.deps.prisma.$transaction((tx) => this.publishIn(tx, actor, input, after));
     runAfterCommit(after);
@@ -100,9 +95,7 @@ export class PublicationService {
       if (bumped.count === 0) throw new NotFoundError("Publication", publicationId);
       number = (await tx.publication.findUniqueOrThrow({ where: { id: publicationId } })).latestVersion;
     } else {
-      publicationId = (
-        await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })
-      ).id;
+      publicationId = (await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })).id;
     }
     const version = await tx.publicationVersion.create({
       data: {

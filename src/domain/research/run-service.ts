@@ -52,10 +52,7 @@ export async function cancelIn(
     where: { runId, status: "PENDING" },
     data: { status: "DROPPED", reason: "the run was cancelled", decidedAt: at },
   });
-  const changes = [
-    ...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })),
-    await endTraceIn(tx, runId, at),
-  ];
+  const changes = [...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })), await endTraceIn(tx, runId, at)];
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });
   }

@@ -50,7 +50,9 @@ async function logChange(
 ): Promise<TraceChange> {
   const span = change.span ? spanState(change.span) : null;
   const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: span?.id ?? null, eventId: null, at: change.at };
-  const stored: StoredSpanChange | undefined = span ? { status: span.status, endedAt: span.endedAt, usage: span.usage, ...(change.undo ? { undo: change.undo } : {}) } : undefined;
+  const stored: StoredSpanChange | undefined = span
+    ? { status: span.status, endedAt: span.endedAt, usage: span.usage, ...(change.undo ? { undo: change.undo } : {}) }
+    : undefined;
   await tx.traceChange.create({ data: { ...row, spanAfter: stored as Prisma.InputJsonValue | undefined } });
   // Live subscribers get the whole span as it is now, which is as of this change.
   return { ...row, span, at: change.at.toISOString() };
@@ -116,14 +118,19 @@ export async function changeSpanIn(
   change: { status?: SpanStatus; attributes?: SpanAttributes; usage?: SpanUsage; at: Date },
 ): Promise<TraceChange> {
   const seq = await takeSeqs(tx, span.traceId, 1);
-  const current = change.attributes
-    ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } })
-    : null;
+  const current = change.attributes ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } }) : null;
   const set = change.attributes ? (toStoredJson(change.attributes) as Record<string, unknown>) : null;
   const before = attributesOf(current?.attributes ?? {});
   const merged = set ? { ...before, ...set } : null;
   const undo = set
-    ? { before: Object.fromEntries(Object.keys(set).filter((key) => key in before).map((key) => [key, before[key]])), added: Object.keys(set).filter((key) => !(key in before)) }
+    ? {
+        before: Object.fromEntries(
+          Object.keys(set)
+            .filter((key) => key in before)
+            .map((key) => [key, before[key]]),
+        ),
+        added: Object.keys(set).filter((key) => !(key in before)),
+      }
     : undefined;
   const after = await tx.span.update({
     where: { id: span.id },

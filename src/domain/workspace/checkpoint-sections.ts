@@ -67,9 +67,7 @@ export function nextSections(input: {
   const sections: CheckpointSections = {
     summary: input.summary === null ? null : summaryRewritten ? writer : (kept.summary ?? writer),
     nextSteps: input.nextSteps.length === 0 ? null : nextStepsRewritten ? writer : (kept.nextSteps ?? writer),
-    questions: Object.fromEntries(
-      input.questionIds.map((id) => [id, input.rewrittenQuestions.has(id) ? writer : (kept.questions[id] ?? writer)]),
-    ),
+    questions: Object.fromEntries(input.questionIds.map((id) => [id, input.rewrittenQuestions.has(id) ? writer : (kept.questions[id] ?? writer)])),
   };
   // Clearing a section rewrites it but leaves nothing for the writer's sources to rest on.
   const writerHolds = [sections.summary, sections.nextSteps, ...Object.values(sections.questions)].includes(writer);

@@ -15,6 +15,9 @@ import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from ".
 import type { EventPublisher } from "../../events/topics.js";
 import { checkpointQuestionsOf, nextStepsOf } from "../json-columns.js";
 
+/** The most materials one checkpoint proposal may cite. */
+export const CITED_MATERIALS_MAX = 50;
+
 export const QUESTION_STATUSES = ["OPEN", "RESOLVED"] as const;
 export type QuestionStatus = (typeof QUESTION_STATUSES)[number];
 export type CheckpointQuestion = { id: string; text: string; status: QuestionStatus };
@@ -89,9 +92,7 @@ export class CheckpointService {
     provenance: Provenance,
   ): Promise<CheckpointVersion> {
     const after: AfterCommit = [];
-    const created = await this.deps.prisma.$transaction((tx) =>
-      this.applyIn(tx, { actor, workspaceId, expectedRevision, change, provenance }, after),
-    );
+    const created = await this.deps.prisma.$transaction((tx) => this.applyIn(tx, { actor, workspaceId, expectedRevision, change, provenance }, after));
     runAfterCommit(after);
     return created;
   }
@@ -111,9 +112,7 @@ export class CheckpointService {
     // Everything that can refuse the change is decided before the swap, which is the last check:
     // inside a caller's transaction, a refusal must leave nothing written.
     const previous =
-      expectedRevision === 0
-        ? null
-        : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
+      expectedRevision === 0 ? null : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
     const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
     const writer = writerOf(actor, provenance, previous);
     const summary = change.summary ?? previous?.summary ?? null;
@@ -159,9 +158,7 @@ export class CheckpointService {
         sections: sections as unknown as Prisma.InputJsonValue,
       },
     });
-    after.push(() =>
-      publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }),
-    );
+    after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));
     return created;
   }
 

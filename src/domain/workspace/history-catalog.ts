@@ -78,12 +78,7 @@ function decodeCatalogCursor(cursor: string): { createdAt: Date; id: string } {
  * after the entry `after` names. The order is a keyset on (created_at, id), so paging to the end
  * lists every entry exactly once, however many there are.
  */
-export async function historyCatalog(
-  prisma: PrismaClient,
-  actor: Actor,
-  workspaceId: string,
-  { first, after }: CatalogPage = {},
-): Promise<HistoryCatalog> {
+export async function historyCatalog(prisma: PrismaClient, actor: Actor, workspaceId: string, { first, after }: CatalogPage = {}): Promise<HistoryCatalog> {
   const limit = Math.max(0, Math.min(first ?? CATALOG_DEFAULT_ENTRIES, CATALOG_MAX_ENTRIES));
   const bound = after ? decodeCatalogCursor(after) : null;
   await findVisibleWorkspace(prisma, actor, workspaceId);
@@ -102,10 +97,11 @@ export async function historyCatalog(
   const listed = await readListedPublications(prisma, listedIds);
   const linked = await linkedTargets(prisma, workspaceId, listedIds, listed);
   const versions = listed.flatMap((publication) => publication.versions);
-  const availability = await eligibilityOf(prisma, versions.map((version) => version.id));
-  const entries = listed.map((publication) =>
-    catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability }),
+  const availability = await eligibilityOf(
+    prisma,
+    versions.map((version) => version.id),
   );
+  const entries = listed.map((publication) => catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability }));
   const versionsCut = entries.some((entry) => !entry.versionsComplete);
   return {
     entries,

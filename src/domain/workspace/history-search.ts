@@ -107,7 +107,10 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
     throw new ValidationError([{ field: "query", message: "has no words to search for (only stop words or punctuation)" }]);
   }
   const listed = rows.slice(0, first);
-  const eligibility = await eligibilityOf(prisma, listed.map((row) => row.id));
+  const eligibility = await eligibilityOf(
+    prisma,
+    listed.map((row) => row.id),
+  );
   const hits = listed
     .filter((row) => eligibility.get(row.id)?.eligible !== false)
     .map((row) => ({

@@ -58,9 +58,7 @@ export function upsertLink(tx: Prisma.TransactionClient, workspaceId: string, ta
 }
 
 export class LinkService {
-  constructor(
-    private readonly deps: { prisma: PrismaClient; events: EventPublisher; artifacts: ArtifactRetention },
-  ) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; artifacts: ArtifactRetention }) {}
 
   /** Links an object the principal owns. Idempotent: linking twice gives the same link. */
   async link(actor: Actor, workspaceId: string, target: LinkTarget): Promise<WorkspaceLink> {

@@ -5,7 +5,14 @@ import { builder } from "../builder.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 import { profileNamesOf } from "../../domain/json-columns.js";
 
-const PROFILES: PlainList = { typename: "AgentProfile", order: [["name", "asc"], ["version", "desc"]], ...LIST_PAGE };
+const PROFILES: PlainList = {
+  typename: "AgentProfile",
+  order: [
+    ["name", "asc"],
+    ["version", "desc"],
+  ],
+  ...LIST_PAGE,
+};
 
 export const AgentProfileNode = builder.prismaNode("AgentProfile", {
   id: { field: "id" },

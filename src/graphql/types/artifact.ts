@@ -7,8 +7,7 @@ import { mine, newestFirst, ownedBy } from "./owned.js";
 
 const ArtifactRetentionEnum = builder.enumType(ArtifactRetention, {
   name: "ArtifactRetention",
-  description:
-    "TEMPORARY artifacts expire at expiresAt: their content is then no longer served, and a sweeper frees it; RETAINED ones are kept.",
+  description: "TEMPORARY artifacts expire at expiresAt: their content is then no longer served, and a sweeper frees it; RETAINED ones are kept.",
 });
 
 const ArtifactContentRef = builder.objectRef<{ text: string }>("ArtifactContent").implement({
@@ -65,8 +64,7 @@ builder.queryField("artifacts", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.artifact.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.artifact.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "ArtifactConnection" },
     { name: "ArtifactEdge" },

@@ -40,15 +40,13 @@ const CheckpointAuthorRef = builder.objectRef<SectionAuthor>("CheckpointAuthor")
       type: "Run",
       nullable: true,
       description: "MODEL_RUN: the run whose model wrote the section; null for OWNER.",
-      resolve: (query, a, _args, ctx) =>
-        a.kind === "MODEL_RUN" ? ctx.prisma.run.findFirst({ ...query, where: { id: a.runId, ...mine(ctx) } }) : null,
+      resolve: (query, a, _args, ctx) => (a.kind === "MODEL_RUN" ? ctx.prisma.run.findFirst({ ...query, where: { id: a.runId, ...mine(ctx) } }) : null),
     }),
     principal: t.prismaField({
       type: "Principal",
       nullable: true,
       description: "The owner who wrote it, or on whose behalf the run did.",
-      resolve: (query, a, _args, ctx) =>
-        isCaller(ctx, a.principalId) ? ctx.prisma.principal.findUnique({ ...query, where: { id: a.principalId } }) : null,
+      resolve: (query, a, _args, ctx) => (isCaller(ctx, a.principalId) ? ctx.prisma.principal.findUnique({ ...query, where: { id: a.principalId } }) : null),
     }),
   }),
 });

@@ -5,7 +5,7 @@ import { type CheckpointRead, type CheckpointQuestion, questionsOf } from "../..
 import { type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { CheckpointProposal, CheckpointVersion } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
-import { CITED_MATERIALS_MAX } from "../../runtime/workspace/material-tools.js";
+import { CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.js";
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
@@ -13,30 +13,36 @@ import { describePage, LIST_PAGE, type PlainList, pageOfIds, pageOptions, readPa
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
 import { inMyWorkspace, mine, ofMyPublication } from "./owned.js";
-const PROPOSALS: PlainList = { typename: "CheckpointProposal", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
+const PROPOSALS: PlainList = {
+  typename: "CheckpointProposal",
+  order: [
+    ["createdAt", "asc"],
+    ["id", "asc"],
+  ],
+  ...LIST_PAGE,
+};
 
 const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
   name: "CheckpointOrigin",
-  description: "USER: written by the workspace's owner. MODEL_SUGGESTION: proposed by a run's model and accepted by compare-and-swap — a suggestion, not a fact.",
+  description:
+    "USER: written by the workspace's owner. MODEL_SUGGESTION: proposed by a run's model and accepted by compare-and-swap — a suggestion, not a fact.",
 });
 
 const QuestionStatusEnum = builder.enumType("CheckpointQuestionStatus", { values: ["OPEN", "RESOLVED"] as const });
 
-const CheckpointQuestionRef = builder
-  .objectRef<CheckpointQuestion & { provenance: SectionProvenance }>("CheckpointQuestion")
-  .implement({
-    description: "An open or resolved research question; its id stays the same across revisions.",
-    fields: (t) => ({
-      id: t.exposeString("id"),
-      text: t.exposeString("text"),
-      status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
-      provenance: t.field({
-        type: CheckpointSectionProvenanceRef,
-        description: "Who wrote the question as it reads now (its text and status) and what it rests on.",
-        resolve: (q): SectionRef => ({ section: "QUESTION", questionId: q.id, provenance: q.provenance }),
-      }),
+const CheckpointQuestionRef = builder.objectRef<CheckpointQuestion & { provenance: SectionProvenance }>("CheckpointQuestion").implement({
+  description: "An open or resolved research question; its id stays the same across revisions.",
+  fields: (t) => ({
+    id: t.exposeString("id"),
+    text: t.exposeString("text"),
+    status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
+    provenance: t.field({
+      type: CheckpointSectionProvenanceRef,
+      description: "Who wrote the question as it reads now (its text and status) and what it rests on.",
+      resolve: (q): SectionRef => ({ section: "QUESTION", questionId: q.id, provenance: q.provenance }),
     }),
-  });
+  }),
+});
 
 /** The questions of a revision with who wrote each; every stored question has its provenance. */
 function questionsWithProvenance(checkpoint: CheckpointVersion) {
@@ -103,16 +109,13 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       type: "Run",
       nullable: true,
       resolve: (query, r, _args, ctx) =>
-        r.checkpoint.originRunId
-          ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } })
-          : null,
+        r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
     }),
     acceptedPublicationVersions: t.prismaField({
       type: ["PublicationVersion"],
       description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
       ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) =>
-        versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
+      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
     }),
     citedMaterials: t.prismaField({
       type: ["PublicationVersion"],
@@ -126,8 +129,7 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
         CHECKPOINT_VERSIONS,
       ),
       ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) =>
-        versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
+      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
     }),
     createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
@@ -146,8 +148,7 @@ const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpo
       type: "PublicationVersion",
       nullable: true,
       description: "The version that is no longer eligible (the first one met, in reading order of the sections).",
-      resolve: (query, r, _args, ctx) =>
-        ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, ...ofMyPublication(ctx) } }),
+      resolve: (query, r, _args, ctx) => ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: r.sourceVersionId, ...ofMyPublication(ctx) } }),
     }),
     withheldSections: t.field({
       type: [CheckpointSectionProvenanceRef],
@@ -218,17 +219,15 @@ const UpdateCheckpointInput = builder.inputType("UpdateCheckpointInput", {
   }),
 });
 
-const UpdateCheckpointSuccess = builder
-  .objectRef<{ checkpoint: CheckpointVersion }>("UpdateCheckpointSuccess")
-  .implement({
-    fields: (t) => ({
-      checkpoint: t.field({
-        type: Checkpoint,
-        description: "The revision just created.",
-        resolve: (r) => ({ status: "AVAILABLE" as const, checkpoint: r.checkpoint }),
-      }),
+const UpdateCheckpointSuccess = builder.objectRef<{ checkpoint: CheckpointVersion }>("UpdateCheckpointSuccess").implement({
+  fields: (t) => ({
+    checkpoint: t.field({
+      type: Checkpoint,
+      description: "The revision just created.",
+      resolve: (r) => ({ status: "AVAILABLE" as const, checkpoint: r.checkpoint }),
     }),
-  });
+  }),
+});
 
 builder.mutationField("updateCheckpoint", (t) =>
   t.field({
@@ -255,7 +254,8 @@ builder.mutationField("updateCheckpoint", (t) =>
 
 const ProposalStatusEnum = builder.enumType(CheckpointProposalStatus, {
   name: "CheckpointProposalStatus",
-  description: "PENDING until the run settles; then ACCEPTED, STALE (the checkpoint moved on), INVALID or DROPPED (the run did not succeed, or a later proposal replaced it).",
+  description:
+    "PENDING until the run settles; then ACCEPTED, STALE (the checkpoint moved on), INVALID or DROPPED (the run did not succeed, or a later proposal replaced it).",
 });
 
 builder.prismaObject("CheckpointProposal", {

@@ -41,7 +41,8 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         cursor: "id",
         defaultSize: 50,
         maxSize: 200,
-        resolve: (query, conversation, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
+        resolve: (query, conversation, _args, ctx) =>
+          ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
       },
       { name: "MessageConnection" },
       { name: "MessageEdge" },
@@ -69,8 +70,7 @@ builder.queryField("conversations", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.conversation.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.conversation.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "ConversationConnection" },
     { name: "ConversationEdge" },

@@ -68,7 +68,10 @@ builder.objectType(IneligibleSourceError, {
   description: "A checkpoint update named a source that is not eligible (revoked, altered, or built on such a version). Nothing was written.",
   interfaces: [ErrorInterface],
   fields: (t) => ({
-    sourceId: t.id({ description: "The PublicationVersion named in `sources`.", resolve: (error) => encodeGlobalId("PublicationVersion", error.sourceVersionId) }),
+    sourceId: t.id({
+      description: "The PublicationVersion named in `sources`.",
+      resolve: (error) => encodeGlobalId("PublicationVersion", error.sourceVersionId),
+    }),
     eligibilityReason: t.exposeString("reason", { description: "Why the source is not eligible, e.g. which version was revoked and why." }),
   }),
 });

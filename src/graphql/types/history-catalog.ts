@@ -20,15 +20,13 @@ import { encodeGlobalId } from "../global-id.js";
 import { Availability } from "./history.js";
 import { mine } from "./owned.js";
 
-const MaterialRef = builder
-  .objectRef<{ publicationId: string; version: number }>("MaterialRef")
-  .implement({
-    description: "An exact version of a publication, by identity (no content).",
-    fields: (t) => ({
-      publicationId: t.id({ resolve: (ref) => encodeGlobalId("Publication", ref.publicationId) }),
-      version: t.exposeInt("version"),
-    }),
-  });
+const MaterialRef = builder.objectRef<{ publicationId: string; version: number }>("MaterialRef").implement({
+  description: "An exact version of a publication, by identity (no content).",
+  fields: (t) => ({
+    publicationId: t.id({ resolve: (ref) => encodeGlobalId("Publication", ref.publicationId) }),
+    version: t.exposeInt("version"),
+  }),
+});
 
 const CatalogViaEnum = builder.enumType("CatalogVia", {
   description: "How a catalog entry is linked to the workspace.",
@@ -60,8 +58,7 @@ const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").im
     originRun: t.prismaField({
       type: "Run",
       nullable: true,
-      resolve: (query, v, _args, ctx) =>
-        v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ...mine(ctx) } }) : null,
+      resolve: (query, v, _args, ctx) => (v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ...mine(ctx) } }) : null),
     }),
     sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),

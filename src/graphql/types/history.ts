@@ -15,7 +15,10 @@ import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 import { ofMyPublication, ofMyRun } from "./owned.js";
 
-const oldestFirst = [["createdAt", "asc"], ["id", "asc"]] as const;
+const oldestFirst = [
+  ["createdAt", "asc"],
+  ["id", "asc"],
+] as const;
 const LEDGER: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
 const CONSUMERS: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
 const ACCEPTED_VERSIONS: PlainList = { typename: "PublicationVersion", order: oldestFirst, ...LIST_PAGE };
@@ -156,8 +159,7 @@ export const MaterialUseObject = builder.prismaNode("MaterialUse", {
       type: "Span",
       nullable: true,
       description: "CONSUMED: the model-request span whose request carried the content.",
-      resolve: (query, use, _args, ctx) =>
-        use.requestSpanId ? ctx.prisma.span.findUnique({ ...query, where: { id: use.requestSpanId } }) : null,
+      resolve: (query, use, _args, ctx) => (use.requestSpanId ? ctx.prisma.span.findUnique({ ...query, where: { id: use.requestSpanId } }) : null),
     }),
     run: t.relation("run"),
     at: t.expose("createdAt", { type: "DateTime" }),

@@ -2,7 +2,7 @@
 // list as this instance sees them. Changes apply to runs started afterwards, without a restart.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { McpServerStatus } from "../../runtime/ports/mcp.js";
-import { nameMcpTools } from "../../runtime/mcp/tool-names.js";
+import { nameMcpTools } from "../../runtime/ports/mcp-tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
 import type { McpServer } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
@@ -10,7 +10,14 @@ import { builder } from "../builder.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 import { mine, ownedBy } from "./owned.js";
 
-const MCP_SERVERS: PlainList = { typename: "McpServer", order: [["name", "asc"], ["id", "asc"]], ...LIST_PAGE };
+const MCP_SERVERS: PlainList = {
+  typename: "McpServer",
+  order: [
+    ["name", "asc"],
+    ["id", "asc"],
+  ],
+  ...LIST_PAGE,
+};
 
 const McpTransportEnum = builder.enumType(McpTransport, {
   name: "McpTransport",
@@ -112,7 +119,10 @@ const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
     command: t.string({ description: "STDIO: the program (started without a shell)." }),
     args: t.stringList({ description: "STDIO: its arguments." }),
     env: t.field({ type: [McpKeyValueInput], description: "STDIO: extra environment variables." }),
-    url: t.string({ description: "HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status." }),
+    url: t.string({
+      description:
+        "HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status.",
+    }),
     headers: t.field({ type: [McpKeyValueInput], description: "HTTP: extra request headers (e.g. authorization)." }),
     enabled: t.boolean({ description: "Default true." }),
   }),

@@ -6,7 +6,14 @@ import { requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 import { me, myKeys } from "./owned.js";
 
-const API_KEYS: PlainList = { typename: "ApiKey", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
+const API_KEYS: PlainList = {
+  typename: "ApiKey",
+  order: [
+    ["createdAt", "asc"],
+    ["id", "asc"],
+  ],
+  ...LIST_PAGE,
+};
 
 export const PrincipalNode = builder.prismaNode("Principal", {
   id: { field: "id" },
@@ -19,7 +26,10 @@ export const PrincipalNode = builder.prismaNode("Principal", {
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     apiKeys: t.prismaField({
       type: ["ApiKey"],
-      description: describePage("The principal's keys (never their secrets), oldest first, revoked ones included; the `apiKeys` query pages them newest first.", API_KEYS),
+      description: describePage(
+        "The principal's keys (never their secrets), oldest first, revoked ones included; the `apiKeys` query pages them newest first.",
+        API_KEYS,
+      ),
       ...pageOptions(t.arg, API_KEYS),
       resolve: (query, principal, args, ctx) => readPage<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { principalId: principal.id }, query }),
     }),
@@ -55,8 +65,7 @@ builder.queryField("apiKeys", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.apiKey.findMany({ ...query, where: myKeys(ctx), orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.apiKey.findMany({ ...query, where: myKeys(ctx), orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
     },
     { name: "ApiKeyConnection" },
     { name: "ApiKeyEdge" },
@@ -106,7 +115,7 @@ builder.mutationField("revokeApiKey", (t) =>
   t.field({
     type: RevokeApiKeySuccess,
     description:
-      "Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason \"API key revoked\"; an SSE stream after an UNAUTHENTICATED error). Revoking a revoked key returns it unchanged.",
+      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error). Revoking a revoked key returns it unchanged.',
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokeApiKeyPayload" } },
     resolve: async (_root, { input }, ctx) => ({

@@ -101,8 +101,7 @@ builder.queryField("publications", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.publication.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.publication.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "PublicationConnection" },
     { name: "PublicationEdge" },
@@ -130,14 +129,12 @@ const PublishVersionInput = builder.inputType("PublishVersionInput", {
   }),
 });
 
-const PublishVersionSuccess = builder
-  .objectRef<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }>("PublishVersionSuccess")
-  .implement({
-    fields: (t) => ({
-      version: t.field({ type: PublicationVersionNode, resolve: (result) => result.version }),
-      workspaceLink: t.field({ type: WorkspaceLinkOutcomeEnum, resolve: (result) => result.workspaceLink }),
-    }),
-  });
+const PublishVersionSuccess = builder.objectRef<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }>("PublishVersionSuccess").implement({
+  fields: (t) => ({
+    version: t.field({ type: PublicationVersionNode, resolve: (result) => result.version }),
+    workspaceLink: t.field({ type: WorkspaceLinkOutcomeEnum, resolve: (result) => result.workspaceLink }),
+  }),
+});
 
 builder.mutationField("publishVersion", (t) =>
   t.field({

@@ -1,11 +1,5 @@
 // Runs and their admission (W4, W5).
-import {
-  ConversationBusyError,
-  IdempotencyConflictError,
-  NotFoundError,
-  ValidationError,
-  WorkspaceArchivedError,
-} from "../../domain/errors.js";
+import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import { RUN_MATERIALS_MAX } from "../../domain/research/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -18,7 +12,6 @@ import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
 export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
-
 
 const ATTEMPTS: PlainList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
@@ -100,16 +93,13 @@ export const RunNode = builder.prismaNode("Run", {
       nullable: true,
       description: "The workspace the run was admitted in, while it exists.",
       resolve: (query, run, _args, ctx) =>
-        run.workspaceId
-          ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } })
-          : null,
+        run.workspaceId ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } }) : null,
     }),
     frozenGoal: t.field({
       type: FrozenGoal,
       nullable: true,
       description: "The goal frozen at admission (null for a run outside any workspace). Kept even if the workspace is deleted.",
-      resolve: (run) =>
-        run.goalVersionNo !== null && run.goalStatement !== null ? { version: run.goalVersionNo, statement: run.goalStatement } : null,
+      resolve: (run) => (run.goalVersionNo !== null && run.goalStatement !== null ? { version: run.goalVersionNo, statement: run.goalStatement } : null),
     }),
     goalVersion: t.relation("goalVersion", {
       nullable: true,
@@ -211,8 +201,7 @@ builder.queryField("runs", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.run.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "RunConnection" },
     { name: "RunEdge" },
@@ -225,7 +214,8 @@ const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
     REJECT: { description: "Admit nothing: a ConversationBusyError names the active run. The default." },
     ENQUEUE: { description: "Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it." },
     INTERRUPT: {
-      description: "Cancel the conversation's running and queued runs (their interrupted calls are repaired); the new run starts once the running one has stopped.",
+      description:
+        "Cancel the conversation's running and queued runs (their interrupted calls are repaired); the new run starts once the running one has stopped.",
     },
   } as const,
 });
@@ -283,9 +273,7 @@ builder.mutationField("admitRun", (t) =>
       ctx.services.admissions.admitRun(ctx.actor, {
         ...input,
         workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
-        conversationId: input.conversationId
-          ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId")
-          : null,
+        conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
         materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
       }),
   }),

@@ -49,8 +49,7 @@ async function loadSkill(id: string, ctx: GraphQLContext): Promise<SkillView | n
 const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   id: { resolve: skillId },
   loadWithoutCache: (id, ctx) => loadSkill(id, ctx),
-  description:
-    "Instructions a run can load on demand with the load_skill tool. The model sees only names and descriptions until it loads one.",
+  description: "Instructions a run can load on demand with the load_skill tool. The model sees only names and descriptions until it loads one.",
   fields: (t) => ({
     name: t.exposeString("name"),
     description: t.exposeString("description", { description: "What the model reads to decide whether to load the skill." }),
@@ -58,15 +57,19 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
     agent: t.exposeString("agent", { description: "The agent profile whose runs see the skill." }),
     source: t.field({ type: SkillSourceEnum, resolve: (skill) => skill.source }),
     overridesBuiltIn: t.exposeBoolean("overridesBuiltIn", { description: "A stored skill that replaces the built-in skill of the same name." }),
-    updatedAt: t.field({ type: "DateTime", nullable: true, description: "Last change of a stored skill; null for built-in skills.", resolve: (skill) => skill.updatedAt }),
+    updatedAt: t.field({
+      type: "DateTime",
+      nullable: true,
+      description: "Last change of a stored skill; null for built-in skills.",
+      resolve: (skill) => skill.updatedAt,
+    }),
   }),
 });
 
 builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
-    description:
-      `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), those the agent profile's skill list allows, all of them. Changes apply from the next run.`,
+    description: `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), those the agent profile's skill list allows, all of them. Changes apply from the next run.`,
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
     resolve: async (_root, { agent }, ctx) => {
       const allowed = ctx.services.agentProfiles.definition(agent)?.skills;
@@ -111,20 +114,18 @@ const DeleteSkillInput = builder.inputType("DeleteSkillInput", {
   }),
 });
 
-const DeleteSkillSuccess = builder
-  .objectRef<{ deletedName: string; agent: string; builtIn: SkillView | null }>("DeleteSkillSuccess")
-  .implement({
-    fields: (t) => ({
-      deletedName: t.exposeString("deletedName"),
-      agent: t.exposeString("agent"),
-      builtIn: t.field({
-        type: SkillRef,
-        nullable: true,
-        description: "The built-in skill of the same name, which applies again from the next run.",
-        resolve: (result) => result.builtIn,
-      }),
+const DeleteSkillSuccess = builder.objectRef<{ deletedName: string; agent: string; builtIn: SkillView | null }>("DeleteSkillSuccess").implement({
+  fields: (t) => ({
+    deletedName: t.exposeString("deletedName"),
+    agent: t.exposeString("agent"),
+    builtIn: t.field({
+      type: SkillRef,
+      nullable: true,
+      description: "The built-in skill of the same name, which applies again from the next run.",
+      resolve: (result) => result.builtIn,
     }),
-  });
+  }),
+});
 
 builder.mutationField("deleteSkill", (t) =>
   t.field({

@@ -7,7 +7,14 @@ import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 
-const SPILLS: PlainList = { typename: "Spill", order: [["createdAt", "asc"], ["id", "asc"]], ...LIST_PAGE };
+const SPILLS: PlainList = {
+  typename: "Spill",
+  order: [
+    ["createdAt", "asc"],
+    ["id", "asc"],
+  ],
+  ...LIST_PAGE,
+};
 
 export const SpillObject = builder.prismaObject("Spill", {
   description:

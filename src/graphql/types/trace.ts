@@ -11,8 +11,22 @@ import { encodeGlobalId } from "../global-id.js";
 import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions, readPage } from "../plain-list.js";
 import { loadBatched } from "../request-batch.js";
 
-const SPANS: PlainList = { typename: "Span", order: [["startedAt", "asc"], ["id", "asc"]], ...LONG_PAGE };
-const EVENTS: PlainList = { typename: "SpanEvent", order: [["seq", "asc"], ["id", "asc"]], ...LONG_PAGE };
+const SPANS: PlainList = {
+  typename: "Span",
+  order: [
+    ["startedAt", "asc"],
+    ["id", "asc"],
+  ],
+  ...LONG_PAGE,
+};
+const EVENTS: PlainList = {
+  typename: "SpanEvent",
+  order: [
+    ["seq", "asc"],
+    ["id", "asc"],
+  ],
+  ...LONG_PAGE,
+};
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });

@@ -17,18 +17,14 @@ import { RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
 import { inMyWorkspace, mine } from "./owned.js";
 
-const kindOfTypename = Object.fromEntries(
-  Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]),
-);
+const kindOfTypename = Object.fromEntries(Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]));
 
 /** A global id of a linkable object → its kind and database id. */
 function linkTargetOf(globalId: string): LinkTarget {
   const decoded = decodeGlobalId(globalId);
   const kind = decoded ? kindOfTypename[decoded.typename] : undefined;
   if (!decoded || !kind) {
-    throw new ValidationError([
-      { field: "targetId", message: "is not the id of a conversation, run, publication or artifact" },
-    ]);
+    throw new ValidationError([{ field: "targetId", message: "is not the id of a conversation, run, publication or artifact" }]);
   }
   return { kind, targetId: decoded.id };
 }
@@ -144,14 +140,12 @@ const LinkToWorkspaceSuccess = builder.objectRef<{ link: WorkspaceLink }>("LinkT
   fields: (t) => ({ link: t.field({ type: WorkspaceLinkNode, resolve: (result) => result.link }) }),
 });
 
-const UnlinkFromWorkspaceSuccess = builder
-  .objectRef<{ workspace: Workspace; unlinked: boolean }>("UnlinkFromWorkspaceSuccess")
-  .implement({
-    fields: (t) => ({
-      workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
-      unlinked: t.exposeBoolean("unlinked", { description: "False when there was no such link." }),
-    }),
-  });
+const UnlinkFromWorkspaceSuccess = builder.objectRef<{ workspace: Workspace; unlinked: boolean }>("UnlinkFromWorkspaceSuccess").implement({
+  fields: (t) => ({
+    workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
+    unlinked: t.exposeBoolean("unlinked", { description: "False when there was no such link." }),
+  }),
+});
 
 const RetentionOutcomeEnum = builder.enumType("ArtifactRetentionOutcome", {
   values: {
@@ -166,9 +160,7 @@ const RetainArtifactInput = builder.inputType("RetainArtifactInput", {
 });
 
 const RetainArtifactSuccess = builder
-  .objectRef<{ outcome: RetentionOutcome; reason: string | null; link: WorkspaceLink | null; artifact: Artifact }>(
-    "RetainArtifactSuccess",
-  )
+  .objectRef<{ outcome: RetentionOutcome; reason: string | null; link: WorkspaceLink | null; artifact: Artifact }>("RetainArtifactSuccess")
   .implement({
     fields: (t) => ({
       outcome: t.field({ type: RetentionOutcomeEnum, resolve: (result) => result.outcome }),

@@ -54,7 +54,8 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
         cursor: "id",
         defaultSize: 20,
         maxSize: 100,
-        resolve: (query, workspace, _args, ctx) => ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
+        resolve: (query, workspace, _args, ctx) =>
+          ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
       },
       { name: "GoalVersionConnection" },
       { name: "GoalVersionEdge" },
@@ -72,19 +73,23 @@ builder.queryFields((t) => ({
       return id ? ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, id) }) : null;
     },
   }),
-  workspaces: t.prismaConnection({
-    type: "Workspace",
-    description: "Workspaces, newest first.",
-    cursor: "id",
-    defaultSize: 20,
-    maxSize: 100,
-    resolve: (query, _root, _args, ctx) =>
-      ctx.prisma.workspace.findMany({
-        ...query,
-        where: myLiveWorkspace(ctx),
-        orderBy: newestFirst,
-      }),
-  }, { name: "WorkspaceConnection" }, { name: "WorkspaceEdge" }),
+  workspaces: t.prismaConnection(
+    {
+      type: "Workspace",
+      description: "Workspaces, newest first.",
+      cursor: "id",
+      defaultSize: 20,
+      maxSize: 100,
+      resolve: (query, _root, _args, ctx) =>
+        ctx.prisma.workspace.findMany({
+          ...query,
+          where: myLiveWorkspace(ctx),
+          orderBy: newestFirst,
+        }),
+    },
+    { name: "WorkspaceConnection" },
+    { name: "WorkspaceEdge" },
+  ),
 }));
 
 const CreateWorkspaceInput = builder.inputType("CreateWorkspaceInput", {
@@ -110,14 +115,12 @@ const CreateWorkspaceSuccess = builder.objectRef<{ workspace: Workspace }>("Crea
   fields: (t) => ({ workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }) }),
 });
 
-const UpdateGoalSuccess = builder
-  .objectRef<{ workspace: Workspace; goal: GoalVersion }>("UpdateGoalSuccess")
-  .implement({
-    fields: (t) => ({
-      workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
-      goal: t.field({ type: GoalVersionNode, description: "The version just created.", resolve: (result) => result.goal }),
-    }),
-  });
+const UpdateGoalSuccess = builder.objectRef<{ workspace: Workspace; goal: GoalVersion }>("UpdateGoalSuccess").implement({
+  fields: (t) => ({
+    workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }),
+    goal: t.field({ type: GoalVersionNode, description: "The version just created.", resolve: (result) => result.goal }),
+  }),
+});
 
 const ArchiveWorkspaceSuccess = builder.objectRef<{ workspace: Workspace }>("ArchiveWorkspaceSuccess").implement({
   fields: (t) => ({ workspace: t.field({ type: WorkspaceNode, resolve: (result) => result.workspace }) }),
@@ -157,10 +160,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "ArchiveWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => ({
-      workspace: await ctx.services.workspaces.archiveWorkspace(
-        ctx.actor,
-        requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
-      ),
+      workspace: await ctx.services.workspaces.archiveWorkspace(ctx.actor, requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId")),
     }),
   }),
   restoreWorkspace: t.field({
@@ -168,10 +168,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RestoreWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => ({
-      workspace: await ctx.services.workspaces.restoreWorkspace(
-        ctx.actor,
-        requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId"),
-      ),
+      workspace: await ctx.services.workspaces.restoreWorkspace(ctx.actor, requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId")),
     }),
   }),
 }));
@@ -219,8 +216,7 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
       type: "Workspace",
       nullable: true,
       description: "The workspace as it is now; null once deleted.",
-      resolve: (query, event, _args, ctx) =>
-        ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, event.workspaceId) }),
+      resolve: (query, event, _args, ctx) => ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, event.workspaceId) }),
     }),
     linkKind: t.field({
       type: LinkKindEnum,
@@ -237,8 +233,7 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
       type: "Run",
       nullable: true,
       description: "For RUN_ADMITTED: the admitted run.",
-      resolve: (query, event, _args, ctx) =>
-        event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ...mine(ctx) } }) : null,
+      resolve: (query, event, _args, ctx) => (event.runId ? ctx.prisma.run.findFirst({ ...query, where: { id: event.runId, ...mine(ctx) } }) : null),
     }),
     checkpointRevision: t.int({
       nullable: true,

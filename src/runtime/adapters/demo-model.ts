@@ -37,9 +37,7 @@ function lastUserMessage(messages: ChatMessage[]): string | undefined {
 
 function calledToolSinceLastUserMessage(messages: ChatMessage[], toolName: string): boolean {
   const lastUser = messages.findLastIndex((message) => message.role === "user");
-  return messages
-    .slice(lastUser + 1)
-    .some((message) => message.role === "assistant" && (message.toolCalls ?? []).some((call) => call.name === toolName));
+  return messages.slice(lastUser + 1).some((message) => message.role === "assistant" && (message.toolCalls ?? []).some((call) => call.name === toolName));
 }
 
 function truncate(text: string, max: number): string {

@@ -17,29 +17,31 @@ const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
  * Connects over the SDK; HTTP servers are reached through `fetch`, the outbound guard that
  * refuses addresses inside the network (see outbound-http.ts).
  */
-export const mcpSdkConnector = (fetch: typeof globalThis.fetch): McpConnector => async (endpoint, events, signal) => {
-  const { transport, stderrTail } = createTransport(endpoint, fetch);
-  const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
-  let closing = false;
-  client.onclose = () => {
-    if (!closing) events.onClosed(new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
-  };
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
-  try {
-    await client.connect(transport, { signal });
-  } catch (error) {
-    closing = true;
-    await client.close().catch(() => undefined);
-    const detail = stderrTail();
-    // The HTTP status (the SDK's `code`) stays on the error: the registry reports it, not the body.
-    throw Object.assign(new Error(`${error instanceof Error ? error.message : String(error)}${detail ? ` (stderr: ${detail})` : ""}`), {
-      code: (error as { code?: unknown } | null)?.code,
+export const mcpSdkConnector =
+  (fetch: typeof globalThis.fetch): McpConnector =>
+  async (endpoint, events, signal) => {
+    const { transport, stderrTail } = createTransport(endpoint, fetch);
+    const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
+    let closing = false;
+    client.onclose = () => {
+      if (!closing) events.onClosed(new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
+    try {
+      await client.connect(transport, { signal });
+    } catch (error) {
+      closing = true;
+      await client.close().catch(() => undefined);
+      const detail = stderrTail();
+      // The HTTP status (the SDK's `code`) stays on the error: the registry reports it, not the body.
+      throw Object.assign(new Error(`${error instanceof Error ? error.message : String(error)}${detail ? ` (stderr: ${detail})` : ""}`), {
+        code: (error as { code?: unknown } | null)?.code,
+      });
+    }
+    return new SdkMcpClient(client, () => {
+      closing = true;
     });
-  }
-  return new SdkMcpClient(client, () => {
-    closing = true;
-  });
-};
+  };
 
 function createTransport(endpoint: McpEndpoint, fetch: typeof globalThis.fetch): { transport: Transport; stderrTail: () => string } {
   if (endpoint.transport === "HTTP") {

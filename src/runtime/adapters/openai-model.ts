@@ -9,16 +9,7 @@
 //   JSON in the stream) rejects with ModelError; the SDK's error is its `cause`.
 // - Errors thrown by `onEvent` propagate unchanged: they are the caller's, not the model's.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
-import type {
-  ChatMessage,
-  ModelPort,
-  ModelRequest,
-  ModelResponse,
-  ModelStreamEvent,
-  TokenUsage,
-  ToolCall,
-  ToolSchema,
-} from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -46,10 +37,7 @@ export class ModelError extends Error {
   /** Whether trying again later may succeed (rate limits, server errors, connection failures). */
   readonly retryable: boolean;
 
-  constructor(
-    message: string,
-    options: { status?: number; code?: string; retryable?: boolean; cause?: unknown } = {},
-  ) {
+  constructor(message: string, options: { status?: number; code?: string; retryable?: boolean; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.status = options.status;
     this.code = options.code;

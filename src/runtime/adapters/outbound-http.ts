@@ -46,20 +46,26 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
   const direct = buildConnector({ timeout });
 
   // The name is resolved here, once, and the socket connects to the addresses that were checked.
-  const lookupFor = (mayBeInternal: boolean) => (hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void => {
-    resolve(hostname).then(
-      (resolved) => {
-        const family = typeof lookupOptions.family === "number" ? lookupOptions.family : 0;
-        const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
-        if (addresses.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), []);
-        // One internal answer refuses the name: which address the socket tries first is not ours to pick.
-        if (!mayBeInternal && addresses.some(isInternalAddress)) return callback(new InternalAddressError(hostname, options.setting), []);
-        if (lookupOptions.all) return callback(null, addresses.map((address) => ({ address, family: isIP(address) })));
-        callback(null, addresses[0]!, isIP(addresses[0]!));
-      },
-      (error: Error) => callback(error, []),
-    );
-  };
+  const lookupFor =
+    (mayBeInternal: boolean) =>
+    (hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void => {
+      resolve(hostname).then(
+        (resolved) => {
+          const family = typeof lookupOptions.family === "number" ? lookupOptions.family : 0;
+          const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
+          if (addresses.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), []);
+          // One internal answer refuses the name: which address the socket tries first is not ours to pick.
+          if (!mayBeInternal && addresses.some(isInternalAddress)) return callback(new InternalAddressError(hostname, options.setting), []);
+          if (lookupOptions.all)
+            return callback(
+              null,
+              addresses.map((address) => ({ address, family: isIP(address) })),
+            );
+          callback(null, addresses[0]!, isIP(addresses[0]!));
+        },
+        (error: Error) => callback(error, []),
+      );
+    };
   const checked = buildConnector({ timeout, lookup: lookupFor(false) as never });
   const named = buildConnector({ timeout, lookup: lookupFor(true) as never });
 
@@ -89,7 +95,6 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
   };
   return { fetch: guardedFetch as typeof fetch, close: () => agent.close() };
 }
-
 
 /** What a failed request may tell the principal: the kind of failure, by its error code (FAILURE_CODE). */
 export function connectionFailure(error: unknown): string {

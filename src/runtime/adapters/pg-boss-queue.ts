@@ -62,9 +62,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   /** The announcer side of the queue: best effort, after the commit that made the runs ready. */
   announce(runIds: readonly string[]): Promise<void> {
-    return this.enqueue([...runIds]).catch((error: unknown) =>
-      this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }),
-    );
+    return this.enqueue([...runIds]).catch((error: unknown) => this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }));
   }
 
   async take(limit: number): Promise<RunDelivery[]> {

@@ -5,7 +5,7 @@ import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "../attempt/claim.js";
 import { AttemptFence, type Holder, type Transact } from "../attempt/fence.js";
 import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "../attempt/settle.js";
-import type { Outcome } from "../loop/run-executor.js";
+import type { Outcome } from "../loop/outcome.js";
 import type { RunStopped } from "../loop/stop.js";
 import type { TokenUsage } from "../ports/model.js";
 import { budgetTokens, type Claimant, type LeaseVerdict, type RunState } from "../ports/run-state.js";

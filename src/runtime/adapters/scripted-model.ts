@@ -1,14 +1,6 @@
 // A deterministic ModelPort for tests and the offline demo (demo-model.ts): it answers from a script
 // instead of a model server, and labels itself "scripted:<name>" so no one mistakes its output for a model's.
-import type {
-  ChatMessage,
-  ModelPort,
-  ModelRequest,
-  ModelResponse,
-  ModelStreamEvent,
-  TokenUsage,
-  ToolCall,
-} from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isSummaryRequest } from "../memory/summary.js";
 import { scriptedSummaryAnswer } from "./scripted-summarizer.js";
 

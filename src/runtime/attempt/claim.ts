@@ -13,14 +13,13 @@ import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generat
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { SpanRef } from "../ports/trace-sink.js";
+import type { ClaimedAttempt, InstanceLiveness } from "../ports/run-state.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 
 type Tx = Prisma.TransactionClient;
 
 /** Tells whether a worker instance still has a session with the database (see Database). */
-export type InstanceLiveness = (instance: string) => Promise<boolean>;
-
-export type ClaimedAttempt = { run: Run; number: number; root: SpanRef; span: SpanRef };
+export type { ClaimedAttempt, InstanceLiveness };
 
 export type ClaimOptions = {
   prisma: PrismaClient;
@@ -177,7 +176,14 @@ export async function releaseAbandoned(deps: SettleDeps & { liveness: InstanceLi
   for (const run of abandoned) {
     const owner = run.leaseOwner!;
     const outcome: RunAttemptOutcome = (await deps.liveness(owner)) ? "LEASE_LOST" : "CRASHED";
-    await releaseCancelled(deps, run, { attempt: run.attempt, owner, outcome, spanStatus: "INTERRUPTED", reason: interruption(run.attempt, owner, outcome), expiredOnly: true });
+    await releaseCancelled(deps, run, {
+      attempt: run.attempt,
+      owner,
+      outcome,
+      spanStatus: "INTERRUPTED",
+      reason: interruption(run.attempt, owner, outcome),
+      expiredOnly: true,
+    });
   }
   return abandoned.length;
 }

@@ -7,24 +7,14 @@ import { type EventPublisher, publishRunStatus, type RunStatusName } from "../..
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { toStored } from "../../domain/text/stored-text.js";
-import type { Outcome } from "../loop/run-executor.js";
+import type { Outcome } from "../loop/outcome.js";
 import { stepSpanStatus } from "../loop/spans.js";
 import type { SpanStatus } from "../ports/trace-sink.js";
-import type { ClaimedAttempt } from "./claim.js";
+import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "../ports/run-state.js";
 import { runAfterCommit } from "../../domain/after-commit.js";
 import type { AfterCommit, AttemptFence } from "./fence.js";
 
-export type SettleContext = {
-  tx: Prisma.TransactionClient;
-  run: Run;
-  outcome: Outcome;
-  status: RunStatusName;
-  /** What to announce once the settle transaction committed. */
-  after: AfterCommit;
-};
-
-/** A part of settling owned by another part of the runtime; it writes only through `tx`. */
-export type SettleStep = (context: SettleContext) => Promise<void>;
+export type { CancelledEnding, SettleContext, SettleStep };
 
 export type SettleDeps = {
   prisma: PrismaClient;
@@ -63,7 +53,14 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
     const at = new Date();
     const failure = outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {};
     const changes: (TraceChange | null)[] = [
-      ...(await endOpenSpansIn(tx, { traceId: root.traceId, status: "INTERRUPTED", reason: "still open when the run ended", includeRoot: false, except: [span.id], at })),
+      ...(await endOpenSpansIn(tx, {
+        traceId: root.traceId,
+        status: "INTERRUPTED",
+        reason: "still open when the run ended",
+        includeRoot: false,
+        except: [span.id],
+        at,
+      })),
       await changeSpanIn(tx, span, { status: spanStatusOf(outcome), attributes: failure, at }),
       await changeSpanIn(tx, root, { status: spanStatusOf(outcome), attributes: failure, at }),
       await endTraceIn(tx, root.traceId, at),
@@ -102,15 +99,6 @@ export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt,
 }
 
 /** How a cancelled run's attempt ended, and how its open spans end. */
-export type CancelledEnding = {
-  attempt: number;
-  owner: string;
-  outcome: RunAttemptOutcome;
-  spanStatus: "CANCELLED" | "INTERRUPTED";
-  reason: string;
-  /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
-  expiredOnly?: boolean;
-};
 
 /**
  * What a cancelled run's attempt still holds — its lease and its conversation's slot — is given

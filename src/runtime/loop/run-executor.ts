@@ -20,25 +20,18 @@ import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { forModel } from "../../domain/text/stored-text.js";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
+import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
-import { type StopReason, stoppedSpanStatus, stopReasonOf } from "./stop.js";
+import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };
-/** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
-export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";
 
 /** The model's request failed (as opposed to anything Dossier did around it). */
 class ModelRequestFailed extends Error {
   override name = "ModelRequestFailed";
 }
 
-export type NextStep =
-  | { type: "final"; answer: string }
-  | { type: "run_again" }
-  | { type: "interrupted"; status: StopReason }
-  | { type: "failed"; reason: FailureReason; message: string };
-
-export type Outcome = Exclude<NextStep, { type: "run_again" }>;
+export type { FailureReason, NextStep, Outcome };
 
 /** One claim of a run, as the worker hands it to the executor. */
 export type AttemptContext = {
@@ -124,9 +117,7 @@ export class RunExecutor {
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
       const profile = await this.deps.profile(run);
       const offered = await this.deps.tools(scope, log.ofRun(), profile);
-      const tools = new Map(
-        offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]),
-      );
+      const tools = new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
       let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
       for (;;) {
         const step = await this.turn({ scope, tools, profile, index });

@@ -2,7 +2,7 @@
 // happens, and how a step of the loop ends its span is decided in one place (stepSpanStatus).
 import type { TokenUsage } from "../ports/model.js";
 import type { Attributes, SpanRef, SpanStatus, TraceSink } from "../ports/trace-sink.js";
-import type { NextStep } from "./run-executor.js";
+import type { NextStep } from "./outcome.js";
 import { stoppedSpanStatus } from "./stop.js";
 
 /** How a span ends: its status, and attributes and model usage recorded with the end. */
@@ -39,8 +39,7 @@ export async function withSpan<T>(
 }
 
 /** The status of a span whose work failed: a stop of the run (see stop.ts), else ERROR. */
-export const failedSpanStatus = (signal: AbortSignal | undefined): SpanStatus =>
-  signal?.aborted ? stoppedSpanStatus(signal) : "ERROR";
+export const failedSpanStatus = (signal: AbortSignal | undefined): SpanStatus => (signal?.aborted ? stoppedSpanStatus(signal) : "ERROR");
 
 /**
  * The status a span ends with for a step of the loop (a turn, the attempt, the run); `stopped`

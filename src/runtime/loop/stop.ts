@@ -24,8 +24,7 @@ export class RunStopped extends Error {
   }
 }
 
-export const stopReasonOf = (signal: AbortSignal): StopReason =>
-  signal.reason instanceof RunStopped ? signal.reason.status : "HANDED_BACK";
+export const stopReasonOf = (signal: AbortSignal): StopReason => (signal.reason instanceof RunStopped ? signal.reason.status : "HANDED_BACK");
 
 /** How a span ends when its work was stopped: a handed-back attempt's spans are interrupted, not cancelled. */
 export const stoppedSpanStatus = (signal: AbortSignal): "INTERRUPTED" | "CANCELLED" =>

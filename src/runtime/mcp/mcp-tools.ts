@@ -6,7 +6,7 @@ import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
-import { nameMcpTools } from "./tool-names.js";
+import { nameMcpTools } from "../ports/mcp-tool-names.js";
 
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId);

@@ -77,9 +77,7 @@ function validate(contextWindow: number, reservedOutput: number, safetyBuffer: n
     throw new RangeError(`triggerRatio must be in (0, 1], got ${triggerRatio}`);
   }
   if (contextWindow <= reservedOutput + safetyBuffer) {
-    throw new RangeError(
-      `contextWindow ${contextWindow} is too small to hold reservedOutput ${reservedOutput} + safetyBuffer ${safetyBuffer}`,
-    );
+    throw new RangeError(`contextWindow ${contextWindow} is too small to hold reservedOutput ${reservedOutput} + safetyBuffer ${safetyBuffer}`);
   }
 }
 
@@ -96,8 +94,7 @@ export function computeBudget(input: BudgetInput): BudgetBreakdown {
 
   const effectiveWindow = contextWindow - reservedOutput - safetyBuffer;
   // The system prompt travels as a system message, so it pays the per-message framing too.
-  const systemPromptTokens =
-    input.systemPrompt === "" ? 0 : estimator.messages([{ role: "system", content: input.systemPrompt }]);
+  const systemPromptTokens = input.systemPrompt === "" ? 0 : estimator.messages([{ role: "system", content: input.systemPrompt }]);
   const toolSchemaTokens = estimator.tools(input.tools);
   const currentInputTokens = estimator.messages(input.currentInput);
   const fixedOverhead = systemPromptTokens + toolSchemaTokens + currentInputTokens;

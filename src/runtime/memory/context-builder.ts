@@ -215,7 +215,7 @@ function transcriptLine(entry: ViewEntry): string {
     case "USER":
       return `[${message.seq}] user: ${cut(content, null)}`;
     case "ASSISTANT": {
-      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? (toolCallsOf(message.toolCalls) ?? []);
+      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? toolCallsOf(message.toolCalls) ?? [];
       const callText = calls.map((call) => `${call.name}(${cut(call.arguments, null)})`).join("; ");
       return `[${message.seq}] assistant: ${cut(content, null)}${callText ? `\n  calls: ${callText}` : ""}`;
     }

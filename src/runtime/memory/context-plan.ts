@@ -9,8 +9,15 @@ import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_S
 import { shownToModel } from "./conversation-log.js";
 import { MemoCache, spilled } from "./memo-cache.js";
 import { withRepairs } from "./repair.js";
-import { applyCandidate, type CompactionPolicies, DEFAULT_COMPACTION_POLICIES, DEFAULT_MIN_COMPACT_CHARS, findCandidates, type ViewEntry } from "./micro-compaction.js";
-import { renderSummary, type SectionKey, type StoredSummary, storedSummarySchema } from "./summary.js";
+import {
+  applyCandidate,
+  type CompactionPolicies,
+  DEFAULT_COMPACTION_POLICIES,
+  DEFAULT_MIN_COMPACT_CHARS,
+  findCandidates,
+  type ViewEntry,
+} from "./micro-compaction.js";
+import { renderSummary, type SectionKey, type StoredSummary } from "./summary.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 
 export { MemoCache };
@@ -134,7 +141,11 @@ function scanLog(input: ContextInput, cache: MemoCache): LogScan {
 }
 
 /** The request's budget (R8) for the given history and summary; the one place its tokens are counted. */
-function budgetOf(input: ContextInput, cache: MemoCache, parts: { currentInput: readonly ChatMessage[]; history: readonly ChatMessage[]; summary?: ChatMessage | null }) {
+function budgetOf(
+  input: ContextInput,
+  cache: MemoCache,
+  parts: { currentInput: readonly ChatMessage[]; history: readonly ChatMessage[]; summary?: ChatMessage | null },
+) {
   return computeBudget({
     contextWindow: input.contextWindow,
     reservedOutput: input.reservedOutput ?? DEFAULT_RESERVED_OUTPUT,

@@ -100,7 +100,10 @@ export async function appendRows(write: Transact, { conversationId, runId, entri
         ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) as Prisma.InputJsonValue } : {}),
         ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
       });
-      const spill = entry.role === "TOOL" && entry.spill ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill }) : null;
+      const spill =
+        entry.role === "TOOL" && entry.spill
+          ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill })
+          : null;
       rows.push({ ...decodeMessage(message), spill });
     }
     return rows;
@@ -109,7 +112,13 @@ export async function appendRows(write: Transact, { conversationId, runId, entri
 
 async function createSpill(
   tx: Prisma.TransactionClient,
-  { conversationId, runId, messageId, toolCallId, spill: { list, ...spill } }: { conversationId: string; runId: string; messageId: string; toolCallId: string; spill: NewSpill },
+  {
+    conversationId,
+    runId,
+    messageId,
+    toolCallId,
+    spill: { list, ...spill },
+  }: { conversationId: string; runId: string; messageId: string; toolCallId: string; spill: NewSpill },
 ) {
   return tx.spill.create({
     data: {

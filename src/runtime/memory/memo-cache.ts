@@ -67,4 +67,3 @@ export class MemoCache {
     return this.summaries.get(message.id) ?? null;
   }
 }
-

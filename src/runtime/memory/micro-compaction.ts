@@ -38,10 +38,7 @@ export type Candidate = { entry: ViewEntry; callIndex: number | null; toolName: 
  * the log's latest assistant message: only turns before it are complete. A turn's results are the
  * tool (and repair) entries between its assistant message and the next user or assistant message.
  */
-export function findCandidates(
-  view: readonly ViewEntry[],
-  options: { lastModelStepSeq: number; policies: CompactionPolicies; minChars: number },
-): Candidate[] {
+export function findCandidates(view: readonly ViewEntry[], options: { lastModelStepSeq: number; policies: CompactionPolicies; minChars: number }): Candidate[] {
   const candidates: Candidate[] = [];
   for (let index = 0; index < view.length; index += 1) {
     const entry = view[index]!;

@@ -9,7 +9,12 @@ import type { ChatMessage, ModelRequest } from "../ports/model.js";
 export type Priority = "P0" | "P1" | "P2" | "P3";
 
 export const SUMMARY_SECTIONS = [
-  { key: "primaryRequest", title: "Primary request and intent", priority: "P0", guide: "what the user wants overall and why; refine, never drop, earlier intent" },
+  {
+    key: "primaryRequest",
+    title: "Primary request and intent",
+    priority: "P0",
+    guide: "what the user wants overall and why; refine, never drop, earlier intent",
+  },
   { key: "currentState", title: "Current state and progress", priority: "P0", guide: "what has been done and found so far" },
   { key: "nextStep", title: "Next step", priority: "P0", guide: "the very next action planned" },
   { key: "keyFacts", title: "Key identifiers and facts (verbatim)", priority: "P1", guide: "ids, names, numbers, paths, URLs exactly as they appeared" },
@@ -45,8 +50,7 @@ export const storedSummarySchema = z.object({
 });
 export type StoredSummary = z.infer<typeof storedSummarySchema>;
 
-export const emptySections = (): SummarySections =>
-  Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s.key, ""])) as SummarySections;
+export const emptySections = (): SummarySections => Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s.key, ""])) as SummarySections;
 
 /** Why a summary answer was not usable; the run goes on with micro-compaction only. */
 export class MalformedSummaryError extends Error {
@@ -154,10 +158,7 @@ export function renderSummary(input: {
   return { message, trimmed };
 }
 
-function summaryMessage(
-  input: { sections: SummarySections; firstUserMessage: string; coversThroughSeq: number },
-  cut: ReadonlySet<SectionKey>,
-): ChatMessage {
+function summaryMessage(input: { sections: SummarySections; firstUserMessage: string; coversThroughSeq: number }, cut: ReadonlySet<SectionKey>): ChatMessage {
   const parts = [
     "<system-reminder>",
     `Summary of the earlier conversation (log messages 1–${input.coversThroughSeq}, folded). ` +

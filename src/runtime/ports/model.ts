@@ -28,10 +28,7 @@ export type ModelRequest = {
 };
 
 /** Incremental output while the step streams. */
-export type ModelStreamEvent =
-  | { type: "text"; delta: string }
-  | { type: "reasoning"; delta: string }
-  | { type: "tool_call"; call: ToolCall };
+export type ModelStreamEvent = { type: "text"; delta: string } | { type: "reasoning"; delta: string } | { type: "tool_call"; call: ToolCall };
 
 export type ModelResponse = {
   /** The assistant's text; null when it only asked for tools. */

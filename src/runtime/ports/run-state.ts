@@ -2,13 +2,42 @@
 // claiming it as a new attempt, keeping its lease, reading its status, settling it, and the
 // attempt's own writes to it. Every write of an attempt goes through its fence (attempt/fence.ts).
 import type { RunStatusName } from "../../events/topics.js";
-import type { Run } from "../../generated/prisma/client.js";
+import type { Prisma, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
+import type { AfterCommit } from "../../domain/after-commit.js";
+import type { SpanRef } from "./trace-sink.js";
 import type { AttemptFence, Holder, Transact } from "../attempt/fence.js";
-import type { ClaimedAttempt, InstanceLiveness } from "../attempt/claim.js";
-import type { CancelledEnding, SettleStep } from "../attempt/settle.js";
-import type { Outcome } from "../loop/run-executor.js";
+import type { Outcome } from "../loop/outcome.js";
 import type { RunStopped } from "../loop/stop.js";
 import type { TokenUsage } from "./model.js";
+
+/** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
+export type InstanceLiveness = (instance: string) => Promise<boolean>;
+
+/** One claim of a run: the run as claimed, the attempt's number, the RUN span and the attempt's span. */
+export type ClaimedAttempt = { run: Run; number: number; root: SpanRef; span: SpanRef };
+
+export type SettleContext = {
+  tx: Prisma.TransactionClient;
+  run: Run;
+  outcome: Outcome;
+  status: RunStatusName;
+  /** What to announce once the settle transaction committed. */
+  after: AfterCommit;
+};
+
+/** A part of settling owned by another part of the runtime; it writes only through `tx`. */
+export type SettleStep = (context: SettleContext) => Promise<void>;
+
+/** How a cancelled run's attempt ends when what it still holds is given back. */
+export type CancelledEnding = {
+  attempt: number;
+  owner: string;
+  outcome: RunAttemptOutcome;
+  spanStatus: "CANCELLED" | "INTERRUPTED";
+  reason: string;
+  /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
+  expiredOnly?: boolean;
+};
 
 /** Who claims: the lease owner, how long a lease lasts, and how a new run's RUN span is described. */
 export type Claimant = {

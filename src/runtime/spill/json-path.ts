@@ -43,8 +43,7 @@ export const selectsMany = (steps: readonly PathStep[]) => steps.some((s) => s.t
 
 /** A slice's bounds resolved against a list length, like Array.prototype.slice. */
 export function sliceBounds(step: { start: number | null; end: number | null }, length: number): [number, number] {
-  const resolve = (value: number | null, fallback: number) =>
-    value === null ? fallback : value < 0 ? Math.max(0, length + value) : Math.min(value, length);
+  const resolve = (value: number | null, fallback: number) => (value === null ? fallback : value < 0 ? Math.max(0, length + value) : Math.min(value, length));
   const from = resolve(step.start, 0);
   return [from, Math.max(from, resolve(step.end, length))];
 }

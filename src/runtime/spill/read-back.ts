@@ -97,9 +97,7 @@ async function readPath(store: SpillStore, spill: SpillInfo, jsonPath: string, m
     formatPath(steps.slice(0, listSteps.length)) === formatPath(listSteps) &&
     ["index", "slice", "wildcard"].includes(steps[listSteps.length]!.type);
   try {
-    return throughList
-      ? await readIndexed(store, spill, steps, listSteps.length, maxBytes)
-      : await readParsed(store, spill, steps, maxBytes);
+    return throughList ? await readIndexed(store, spill, steps, listSteps.length, maxBytes) : await readParsed(store, spill, steps, maxBytes);
   } catch (error) {
     if (error instanceof JsonPathError) throw new ToolError(error.message);
     throw error;
@@ -141,7 +139,10 @@ async function readIndexed(store: SpillStore, spill: SpillInfo, steps: PathStep[
     throw new ToolError(`item ${from} of ${spill.list!.path} alone is over the ${maxBytes}-byte maximum per read; read it by byte range or narrow the path.`);
   }
   const covered = `items ${from}–${next - 1} of ${count} in ${spill.list!.path}`;
-  const more = next < to ? `; the reply is full at ${maxBytes} bytes: continue with ${formatPath([...steps.slice(0, listDepth), { type: "slice", start: next, end: to }, ...rest])}` : "";
+  const more =
+    next < to
+      ? `; the reply is full at ${maxBytes} bytes: continue with ${formatPath([...steps.slice(0, listDepth), { type: "slice", start: next, end: to }, ...rest])}`
+      : "";
   return `${path}: ${covered}${more}:\n[${pieces.join(",")}]`;
 }
 
@@ -172,7 +173,9 @@ async function readParsed(store: SpillStore, spill: SpillInfo, steps: PathStep[]
 function single(path: string, text: string, maxBytes: number): string {
   const size = byteLength(text);
   if (size > maxBytes) {
-    throw new ToolError(`the value at ${path} is ${size} bytes, over the ${maxBytes}-byte maximum per read; narrow the path (e.g. a slice [0:10]) or read by byte range.`);
+    throw new ToolError(
+      `the value at ${path} is ${size} bytes, over the ${maxBytes}-byte maximum per read; narrow the path (e.g. a slice [0:10]) or read by byte range.`,
+    );
   }
   return `${path}: ${size} bytes:\n${text}`;
 }

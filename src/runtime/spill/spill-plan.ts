@@ -6,8 +6,7 @@ import type { NewSpill, SpillStrategy } from "../ports/spill-store.js";
 import { indexJsonList, itemText } from "./json-list-index.js";
 
 /** The handle format of R10; the tool call id makes it unique within a conversation. */
-export const spillHandle = (agent: string, conversationId: string, toolCallId: string) =>
-  `spill://${agent}/${conversationId}/${toolCallId}`;
+export const spillHandle = (agent: string, conversationId: string, toolCallId: string) => `spill://${agent}/${conversationId}/${toolCallId}`;
 
 /** The spill of `output`, or null when the policy keeps it inline. */
 export function planSpill(input: { output: string; toolName: string; handle: string; policy: SpillPolicy }): NewSpill | null {

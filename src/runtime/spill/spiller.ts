@@ -10,9 +10,7 @@ import type { TraceSink } from "../ports/trace-sink.js";
 import { planSpill, renderSpilled, spillHandle } from "./spill-plan.js";
 
 export class Spiller {
-  constructor(
-    private readonly deps: { store: SpillStore; policies?: Record<string, Partial<SpillPolicy>> },
-  ) {}
+  constructor(private readonly deps: { store: SpillStore; policies?: Record<string, Partial<SpillPolicy>> }) {}
 
   /** The tool's policy: its own entry over the "*" entry over the defaults. read_spill never spills. */
   policyFor(toolName: string): SpillPolicy {
@@ -41,12 +39,14 @@ export class Spiller {
         previewItems: spill.previewItems,
         list: spill.list ? { path: spill.list.path, itemCount: spill.list.itemStarts.length } : null,
       });
-      const shown = fromStored(renderSpilled({
-        ...spill,
-        listPath: spill.list?.path ?? null,
-        itemCount: spill.list?.itemStarts.length ?? null,
-        released: false,
-      }));
+      const shown = fromStored(
+        renderSpilled({
+          ...spill,
+          listPath: spill.list?.path ?? null,
+          itemCount: spill.list?.itemStarts.length ?? null,
+          released: false,
+        }),
+      );
       return { spill, shown };
     };
   }

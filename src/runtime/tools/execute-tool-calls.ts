@@ -85,11 +85,7 @@ async function payload(call: ToolCall, output: string, span: SpanRef, options: E
   }
 }
 
-async function invoke(
-  call: ToolCall,
-  span: SpanRef,
-  options: ExecuteOptions,
-): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
+async function invoke(call: ToolCall, span: SpanRef, options: ExecuteOptions): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
   const tool = options.tools.get(call.name);
   if (!tool) return { output: `Error: there is no tool named "${call.name}".`, isError: true, cancelled: false };
   let args: unknown;
@@ -102,7 +98,10 @@ async function invoke(
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
   try {
-    const output = await raceAbort(tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span, write: options.write }), signal);
+    const output = await raceAbort(
+      tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span, write: options.write }),
+      signal,
+    );
     return { output, isError: false, cancelled: false };
   } catch (error) {
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };

@@ -32,7 +32,12 @@ export function createReadEvidenceTool(prisma: PrismaClient): Tool {
         properties: {
           id: { type: "string", description: "The evidence id, e.g. ev_clx…" },
           offset: { type: "integer", minimum: 0, description: "First character to return (default 0)." },
-          maxChars: { type: "integer", minimum: 1, maximum: READ_EVIDENCE_MAX_CHARS, description: `Characters to return (default ${READ_EVIDENCE_DEFAULT_CHARS}).` },
+          maxChars: {
+            type: "integer",
+            minimum: 1,
+            maximum: READ_EVIDENCE_MAX_CHARS,
+            description: `Characters to return (default ${READ_EVIDENCE_DEFAULT_CHARS}).`,
+          },
         },
         required: ["id"],
       },

@@ -38,7 +38,7 @@ export function createReadSpillTool({ store, maxBytes }: { store: SpillStore; ma
       description: [
         "Reads part of a tool result that was too large to show (its preview ends with a spill:// handle).",
         `Give the handle and exactly one of: range {start, end} in UTF-8 bytes, end exclusive (widened to whole characters; the reply states the actual range);`,
-        "jsonPath — $, .key, [\"key\"], [n] (negative from the end), [a:b] (end exclusive), [*] or .*, e.g. $.items[3:6] or $[0:20].id;",
+        'jsonPath — $, .key, ["key"], [n] (negative from the end), [a:b] (end exclusive), [*] or .*, e.g. $.items[3:6] or $[0:20].id;',
         `or page (from 1). A reply holds at most ${maxBytes} bytes and says how to continue.`,
       ].join(" "),
       parameters: {

@@ -29,7 +29,13 @@ async function realLocation(target: string): Promise<string> {
       return path.join(await realpath(existing), ...rest);
     } catch {
       // A symlink that leads nowhere would be followed by a write to wherever it points.
-      if (await lstat(existing).then((stat) => stat.isSymbolicLink(), () => false)) throw new ToolError("path leaves the sandbox");
+      if (
+        await lstat(existing).then(
+          (stat) => stat.isSymbolicLink(),
+          () => false,
+        )
+      )
+        throw new ToolError("path leaves the sandbox");
       const parent = path.dirname(existing);
       if (parent === existing) return target;
       rest.unshift(path.basename(existing));

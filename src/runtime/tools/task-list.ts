@@ -24,8 +24,7 @@ function apply(tasks: Task[], action: Action): Task[] {
   return tasks;
 }
 
-const render = (tasks: Task[]) =>
-  tasks.length === 0 ? "The task list is empty." : tasks.map((t) => `${t.id}. [${t.done ? "x" : " "}] ${t.title}`).join("\n");
+const render = (tasks: Task[]) => (tasks.length === 0 ? "The task list is empty." : tasks.map((t) => `${t.id}. [${t.done ? "x" : " "}] ${t.title}`).join("\n"));
 
 /** The task list tool for one run, starting from the state its log implies. */
 export function createTaskListTool(runLog: readonly Message[]): Tool {

@@ -44,7 +44,14 @@ export function searchLines(search: HistorySearch): string[] {
 /** The ledger's DISCOVERED entries for the versions a catalog page lists to a run. */
 export function discoveredInCatalog(runId: string, catalog: HistoryCatalog, toolCallId?: string): LedgerEntry[] {
   return catalog.entries.flatMap((entry) =>
-    entry.versions.map((v) => ({ runId, publicationId: v.publicationId, version: v.version, publicationVersionId: v.id, stage: "DISCOVERED" as const, toolCallId })),
+    entry.versions.map((v) => ({
+      runId,
+      publicationId: v.publicationId,
+      version: v.version,
+      publicationVersionId: v.id,
+      stage: "DISCOVERED" as const,
+      toolCallId,
+    })),
   );
 }
 

@@ -47,8 +47,7 @@ export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
   return {
     schema: {
       name: "list_history",
-      description:
-        `List the earlier materials of this run's workspace (the history catalog), newest publication first, ${CATALOG_DEFAULT_ENTRIES} a page by default: titles, publicationIds, versions and as-of times, no content. Pass the cursor a page ends with as \`after\` for the next page.`,
+      description: `List the earlier materials of this run's workspace (the history catalog), newest publication first, ${CATALOG_DEFAULT_ENTRIES} a page by default: titles, publicationIds, versions and as-of times, no content. Pass the cursor a page ends with as \`after\` for the next page.`,
       parameters: {
         type: "object",
         properties: {
@@ -64,7 +63,8 @@ export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
       const catalog = await historyCatalog(deps.prisma, { principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
       await write((tx) => recordStages(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
       const lines = [`<history-catalog publications="${catalog.entries.length}">`];
-      if (catalog.entries.length === 0) lines.push(parsed.data.after ? "- (no publications after this cursor)" : "- (no earlier materials are linked to this workspace)");
+      if (catalog.entries.length === 0)
+        lines.push(parsed.data.after ? "- (no publications after this cursor)" : "- (no earlier materials are linked to this workspace)");
       lines.push(...catalog.entries.map(catalogEntryLine));
       const gaps = catalogGaps(catalog);
       lines.push(...(gaps.length > 0 ? gaps : ["This is the end of the catalog."]));
@@ -78,8 +78,7 @@ export function createSearchHistoryTool(deps: { prisma: PrismaClient }): Tool {
   return {
     schema: {
       name: "search_history",
-      description:
-        `Search the earlier materials of this run's workspace by words of their title or content (full-text: words match by their stem; "quoted phrases", -excluded words and "or" work). Returns matching versions with their publicationId, version, as-of time and a short snippet, never the whole content; revoked materials are left out. At most ${SEARCH_MAX_HITS} matches (default ${SEARCH_DEFAULT_HITS}).`,
+      description: `Search the earlier materials of this run's workspace by words of their title or content (full-text: words match by their stem; "quoted phrases", -excluded words and "or" work). Returns matching versions with their publicationId, version, as-of time and a short snippet, never the whole content; revoked materials are left out. At most ${SEARCH_MAX_HITS} matches (default ${SEARCH_DEFAULT_HITS}).`,
       parameters: {
         type: "object",
         properties: {

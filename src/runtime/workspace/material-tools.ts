@@ -7,7 +7,7 @@ import { z } from "zod";
 import { idOfType } from "../../domain/global-id.js";
 import { rangeColumns, readRange, recordStages } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
-import { checkpointChange } from "../../domain/workspace/checkpoint-service.js";
+import { CITED_MATERIALS_MAX, checkpointChange } from "../../domain/workspace/checkpoint-service.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import { toStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, Prisma } from "../../generated/prisma/client.js";
@@ -41,8 +41,7 @@ export function createReadMaterialTool(deps: { publications: PublicationService 
   return {
     schema: {
       name: "read_material",
-      description:
-        `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
+      description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
       parameters: {
         type: "object",
         properties: {
@@ -104,9 +103,6 @@ export function createReadMaterialTool(deps: { publications: PublicationService 
     },
   };
 }
-
-/** The most materials one checkpoint proposal may cite. */
-export const CITED_MATERIALS_MAX = 50;
 
 const proposal = checkpointChange.extend({
   citedMaterials: z.array(materialRef).max(CITED_MATERIALS_MAX).default([]),
@@ -177,9 +173,7 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
       }
       const cited = parsed.data.citedMaterials.map((m) => ({ publicationId: idOfType(m.publicationId, "Publication"), version: m.version }));
       const read = await deps.prisma.materialUse.findMany({ where: { runId: run.id, stage: "READ" } });
-      const unread = parsed.data.citedMaterials.filter(
-        (m, i) => !read.some((r) => r.publicationId === cited[i]!.publicationId && r.version === m.version),
-      );
+      const unread = parsed.data.citedMaterials.filter((m, i) => !read.some((r) => r.publicationId === cited[i]!.publicationId && r.version === m.version));
       if (unread.length > 0) {
         const reason = `it cites materials this run has not read: ${unread.map((m) => `${m.publicationId} version ${m.version}`).join(", ")}`;
         await record("INVALID", reason, parsed.data);

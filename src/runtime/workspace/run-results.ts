@@ -31,20 +31,18 @@ export function consumptionHook(prisma: PrismaClient): RunHooks {
         const result = resultOf(read);
         return result !== undefined && carried.has(result.id);
       };
-      const consumed = reads
-        .filter(carriedVerbatim)
-        .map((read) => ({
-          runId: run.id,
-          publicationId: read.publicationId,
-          version: read.version,
-          publicationVersionId: read.publicationVersionId,
-          stage: "CONSUMED" as const,
-          contentHash: read.contentHash,
-          rangeStart: read.rangeStart,
-          rangeEnd: read.rangeEnd,
-          coverage: read.coverage,
-          requestSpanId: span.id,
-        }));
+      const consumed = reads.filter(carriedVerbatim).map((read) => ({
+        runId: run.id,
+        publicationId: read.publicationId,
+        version: read.version,
+        publicationVersionId: read.publicationVersionId,
+        stage: "CONSUMED" as const,
+        contentHash: read.contentHash,
+        rangeStart: read.rangeStart,
+        rangeEnd: read.rangeEnd,
+        coverage: read.coverage,
+        requestSpanId: span.id,
+      }));
       if (consumed.length > 0) await write((tx) => recordStages(tx, consumed));
     },
   };
@@ -105,7 +103,12 @@ export function decideProposalsStep(deps: { checkpoints: CheckpointService }): S
       return;
     }
     try {
-      const revision = await applyProposal({ tx, checkpoints: deps.checkpoints, after }, run, last.expectedRevision, last.proposal as unknown as CheckpointProposalPayload);
+      const revision = await applyProposal(
+        { tx, checkpoints: deps.checkpoints, after },
+        run,
+        last.expectedRevision,
+        last.proposal as unknown as CheckpointProposalPayload,
+      );
       await decide(last.id, "ACCEPTED", null, revision);
     } catch (error) {
       if (error instanceof StaleRevisionError) {

@@ -102,17 +102,14 @@ function describe(input: {
   if (checkpoint === null) {
     if (input.workspaceTitle !== null) lines.push(`Checkpoint: none yet (revision ${input.revisionSeen}).`);
   } else if (checkpoint.status === "UNAVAILABLE") {
-    lines.push(
-      `Checkpoint revision ${checkpoint.checkpoint.revision} is UNAVAILABLE: ${checkpoint.reason}. Do not rely on its earlier judgement.`,
-    );
+    lines.push(`Checkpoint revision ${checkpoint.checkpoint.revision} is UNAVAILABLE: ${checkpoint.reason}. Do not rely on its earlier judgement.`);
   } else {
     const c = checkpoint.checkpoint;
     const origin = c.origin === "MODEL_SUGGESTION" ? "last changed by a model's suggestion, accepted" : "last changed by the user";
     // Each section says who wrote it: a revision the user made may keep a model's summary, which
     // is still a suggestion and must not read as the user's decision.
     const sections = sectionsOf(c);
-    const by = (p: SectionProvenance | null | undefined) =>
-      !p ? "" : p.author.kind === "OWNER" ? " [the user's decision]" : " [a model's suggestion]";
+    const by = (p: SectionProvenance | null | undefined) => (!p ? "" : p.author.kind === "OWNER" ? " [the user's decision]" : " [a model's suggestion]");
     lines.push(`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`);
     if (c.summary) lines.push(`Summary: ${c.summary}${by(sections.summary)}`);
     for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]${by(sections.questions[q.id])}: ${q.text}`);

@@ -16,7 +16,11 @@ export interface SpanExporter {
 }
 
 type AttributeValue = { stringValue: string } | { intValue: string } | { boolValue: boolean };
-const hex = (id: string, bytes: number) => createHash("sha256").update(id).digest("hex").slice(0, bytes * 2);
+const hex = (id: string, bytes: number) =>
+  createHash("sha256")
+    .update(id)
+    .digest("hex")
+    .slice(0, bytes * 2);
 const nanos = (date: Date) => `${BigInt(date.getTime()) * 1_000_000n}`;
 
 function attribute(key: string, value: unknown): { key: string; value: AttributeValue } | null {
@@ -64,9 +68,7 @@ export class OtlpHttpExporter implements SpanExporter {
   private queue: string[] = [];
   private readonly timer: NodeJS.Timeout;
 
-  constructor(
-    private readonly options: { prisma: PrismaClient; endpoint: string; logger: Logger; intervalMs?: number; serviceName?: string },
-  ) {
+  constructor(private readonly options: { prisma: PrismaClient; endpoint: string; logger: Logger; intervalMs?: number; serviceName?: string }) {
     this.timer = setInterval(() => void this.flush(), options.intervalMs ?? 1_000);
     this.timer.unref();
   }

@@ -5,15 +5,7 @@
 // (`fenced`), so a superseded attempt's spans and events are never written.
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
-import {
-  appendEventsIn,
-  changeSpanIn,
-  ensureTrace,
-  endTraceIn,
-  publishTraceChanges,
-  startSpanIn,
-  type TraceChange,
-} from "../../domain/trace/trace-writes.js";
+import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
 import { type Transact, unfenced } from "../../runtime/attempt/fence.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
@@ -29,7 +21,15 @@ export type RecorderDeps = {
   now?: () => Date;
 };
 
-type PendingEvent = { spanId: string; kind: SpanEventKind; payload: string; messageId: string | null; at: Date; resolve: (seq: number) => void; reject: (error: unknown) => void };
+type PendingEvent = {
+  spanId: string;
+  kind: SpanEventKind;
+  payload: string;
+  messageId: string | null;
+  at: Date;
+  resolve: (seq: number) => void;
+  reject: (error: unknown) => void;
+};
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 
 /** One write holds at most this many events, or about this many characters of payload. */
@@ -127,7 +127,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       const batch = takeBatch(queue.pending);
       try {
         const changes = await this.append(traceId, batch);
-        batch.forEach((event, index) => event.resolve(changes[index]!.seq));
+        for (const [index, event] of batch.entries()) event.resolve(changes[index]!.seq);
       } catch (error) {
         for (const event of batch) event.reject(error);
       }

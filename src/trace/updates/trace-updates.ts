@@ -107,7 +107,9 @@ async function spansAsOf(
           orderBy: { seq: "desc" },
         }),
   ]);
-  const inPage = changes.filter((change) => change.type !== "SPAN_STARTED").map(({ spanId, seq, spanAfter }) => ({ spanId, seq, spanAfter: spanAfter as unknown }));
+  const inPage = changes
+    .filter((change) => change.type !== "SPAN_STARTED")
+    .map(({ spanId, seq, spanAfter }) => ({ spanId, seq, spanAfter: spanAfter as unknown }));
   const laterChanges = [...later, ...inPage.reverse()].sort((a, b) => b.seq - a.seq);
   const byId = new Map(spans.map((span) => [span.id, span]));
   for (const change of changes) {

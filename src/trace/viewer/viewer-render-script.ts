@@ -1,6 +1,6 @@
 // The trace viewer's browser script, last part: rendering the state as the span tree, at most
 // once a frame, and starting the page.
-export const RENDER_SCRIPT = String.raw`
+export const RENDER_SCRIPT = `
 // ---- rendering ------------------------------------------------------------------------------
 let renderQueued = false;
 function scheduleRender() {

@@ -1,6 +1,6 @@
 // The trace viewer's browser script, second part: following the trace over graphql-ws (spoken
 // directly, no client library), resuming with afterSeq after a dropped connection.
-export const SOCKET_SCRIPT = String.raw`
+export const SOCKET_SCRIPT = `
 // ---- graphql-transport-ws, spoken directly --------------------------------------------------
 let socket = null;
 let attempt = 0;

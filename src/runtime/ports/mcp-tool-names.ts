@@ -2,7 +2,7 @@
 // [A-Za-z0-9_-]{1,64}, so other characters become `_` and long names are cut; when two of one
 // server's tools end up with the same name, the one whose original name sorts first keeps it
 // and the others get `_2`, `_3`, … — the same list always yields the same names.
-import type { McpToolInfo } from "../ports/mcp.js";
+import type { McpToolInfo } from "./mcp.js";
 
 export const MCP_TOOL_PREFIX = "mcp__";
 const MAX_TOOL_NAME = 64;
