@@ -4,40 +4,11 @@ import { z } from "zod";
 import { type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import { commaList, flag, number, port, postgresUrl, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
-
-const number = z.coerce.number({ error: "must be a number" });
-
-const port = number.int("must be a whole number").min(0, "must be between 0 and 65535").max(65535, "must be between 0 and 65535");
-
-/**
- * A whole number of at least `min`. `worded` says which refusals are in Dossier's words ("must be
- * at least 500", "must be a whole number") rather than zod's; each setting keeps the wording it has.
- */
-const whole = (min: number, worded: "none" | "min" | "both" = "none", tooSmall = min === 0 ? "must not be negative" : `must be at least ${min}`) =>
-  number.int(worded === "both" ? "must be a whole number" : undefined).min(min, worded === "none" ? undefined : tooSmall);
-
-/** Exactly "true" or "false". */
-const flag = z.stringbool({ truthy: ["true"], falsy: ["false"], case: "sensitive", error: "must be true or false" });
-
-const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\/.+/.test(value), {
-  message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
-});
-
-/** A comma-separated list: entries trimmed (and normalised), empty ones dropped, each checked. */
-const commaList = (valid: (entry: string) => boolean, what: string, example: string, normalise = (entry: string) => entry) =>
-  z
-    .string()
-    .transform((value) =>
-      value
-        .split(",")
-        .map((entry) => normalise(entry.trim()))
-        .filter((entry) => entry !== ""),
-    )
-    .refine((entries) => entries.every(valid), { message: `must be ${what} separated by commas, such as ${example}` });
 
 const envSchema = z.object({
   PORT: port.default(4000),

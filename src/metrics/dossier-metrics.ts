@@ -72,32 +72,8 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
   const spans = counter("dossier_trace_spans_total", "Trace spans started, by kind.", ["kind"]);
   const events = counter("dossier_trace_events_total", "Trace events recorded, by kind.", ["kind"]);
   const wsCounts = new Set<() => number>();
-  const subscriptions = new Gauge({
-    name: "dossier_subscriptions_open",
-    help: "GraphQL subscriptions open on this instance, by transport.",
-    labelNames: ["transport"] as const,
-    registers,
-    collect() {
-      // The WebSocket series exists while an HTTP server counts sockets, as SSE's once one opened.
-      if (wsCounts.size === 0) this.remove({ transport: "ws" });
-      else
-        this.set(
-          { transport: "ws" },
-          [...wsCounts].reduce((sum, count) => sum + count(), 0),
-        );
-    },
-  });
-  new Gauge({
-    name: "dossier_runs",
-    help: "Runs in the deployment by state (read from the database at scrape time).",
-    labelNames: ["state"] as const,
-    registers,
-    async collect() {
-      const groups = await prisma.run.groupBy({ by: ["status"], _count: { _all: true } });
-      const counts = new Map(groups.map((group) => [group.status as string, group._count._all]));
-      for (const state of RUN_STATES) this.set({ state }, counts.get(state) ?? 0);
-    },
-  });
+  const subscriptions = subscriptionsGauge(registers, wsCounts);
+  runsGauge(registers, prisma);
 
   return {
     contentType: registry.contentType,
@@ -124,4 +100,38 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
       for (const direction of DIRECTIONS) if (usage[direction] > 0) modelTokens.inc({ direction }, usage[direction]);
     },
   };
+}
+
+/** Subscriptions open, by transport: SSE counted as they open and end, WebSocket read from the HTTP servers' counts at scrape time. */
+function subscriptionsGauge(registers: Registry[], wsCounts: Set<() => number>): Gauge<"transport"> {
+  return new Gauge({
+    name: "dossier_subscriptions_open",
+    help: "GraphQL subscriptions open on this instance, by transport.",
+    labelNames: ["transport"] as const,
+    registers,
+    collect() {
+      // The WebSocket series exists while an HTTP server counts sockets, as SSE's once one opened.
+      if (wsCounts.size === 0) this.remove({ transport: "ws" });
+      else
+        this.set(
+          { transport: "ws" },
+          [...wsCounts].reduce((sum, count) => sum + count(), 0),
+        );
+    },
+  });
+}
+
+/** Runs by state, read from the database at scrape time. */
+function runsGauge(registers: Registry[], prisma: PrismaClient): void {
+  new Gauge({
+    name: "dossier_runs",
+    help: "Runs in the deployment by state (read from the database at scrape time).",
+    labelNames: ["state"] as const,
+    registers,
+    async collect() {
+      const groups = await prisma.run.groupBy({ by: ["status"], _count: { _all: true } });
+      const counts = new Map(groups.map((group) => [group.status as string, group._count._all]));
+      for (const state of RUN_STATES) this.set({ state }, counts.get(state) ?? 0);
+    },
+  });
 }

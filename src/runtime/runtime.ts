@@ -7,7 +7,7 @@ import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, frozenProfiles } from "./agents.js";
-import { RunExecutor, type RunHooks } from "./loop/run-executor.js";
+import { type ExecutorDeps, RunExecutor, type RunHooks } from "./loop/run-executor.js";
 import { ContextBuilder } from "./memory/context-builder.js";
 import { type CompactionPolicies, DEFAULT_COMPACTION_POLICIES } from "./memory/micro-compaction.js";
 import type { ContextBudget } from "./memory/context-builder.js";
@@ -112,47 +112,22 @@ export type RuntimeDeps = {
 export function createRuntime({ prisma, events, logger, services, recorder, announcer, metrics }: RuntimeDeps, options: RuntimeOptions): Runtime {
   // What runs record is counted as it is committed.
   const trace = meteredTraceSink(recorder, metrics);
-  const profiles = agentProfiles(options.agents);
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
-  // The answer is published before the proposal is decided: the checkpoint's provenance names it.
-  const settleSteps: SettleStep[] = [publishAnswerStep({ publications }), decideProposalsStep({ checkpoints })];
-  const readMaterial = createReadMaterialTool({ publications });
-  const proposeCheckpoint = createProposeCheckpointTool({ prisma });
-  const historyTools = [createListHistoryTool({ prisma }), createSearchHistoryTool({ prisma })];
+  const spills = new PrismaSpillStore(prisma);
+  const settleSteps: SettleStep[] = [
+    // The answer is published before the proposal is decided: the checkpoint's provenance names it.
+    publishAnswerStep({ publications }),
+    decideProposalsStep({ checkpoints }),
+    // Whatever way a run ends, its spill handles are released with its terminal status.
+    async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
+  ];
   const context = new ContextBuilder({
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
     budget: options.contextBudget,
     tokenizer: options.tokenizer,
   });
-  const readEvidence = createReadEvidenceTool(prisma);
-  const capabilities: CapabilityTools = {
-    skills: options.skills ?? new SkillCatalog({ prisma }),
-    mcp: options.mcp,
-    fetch: options.fetch,
-    commands: options.commands,
-  };
-  const spills = new PrismaSpillStore(prisma);
-  // Whatever way a run ends, its spill handles are released with its terminal status.
-  settleSteps.push(async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)));
-  const sweeper = new PeriodicSweep({
-    sweep: () => spills.sweep(),
-    intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
-    logger,
-    swept: "released spill handles of settled runs",
-    failed: "sweeping spill handles failed",
-  });
-  // Every instance that runs a worker sweeps; a sweep is one conditional UPDATE, so instances
-  // sweeping at once free each expired artifact once.
-  const artifactSweeper = new PeriodicSweep({
-    sweep: () => services.artifacts.sweepExpired(),
-    intervalMs: options.artifacts?.sweepIntervalMs ?? 300_000,
-    logger,
-    swept: "freed the content of expired temporary artifacts",
-    failed: "sweeping expired artifacts failed",
-  });
-  const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const runs = new PrismaRunState({ prisma, events, trace });
   const executor = new RunExecutor({
     log: new PrismaConversationLog(prisma),
@@ -160,7 +135,7 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     model: options.model,
     recorder: trace,
     context,
-    profile: frozenProfiles(prisma, profiles),
+    profile: frozenProfiles(prisma, agentProfiles(options.agents)),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
@@ -171,17 +146,9 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
       store: spills,
       policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
     }),
-    tools: async ({ run, sink }, runLog, profile) => [
-      createTaskListTool(runLog),
-      readMaterial,
-      ...(run.workspaceId ? [proposeCheckpoint, ...historyTools] : []),
-      readEvidence,
-      readSpill,
-      ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-      ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, skillsAllowed: profile.skills })),
-      ...(options.extraTools ?? []),
-    ],
+    tools: runTools({ prisma, publications, spills }, options),
   });
+  const { sweeper, artifactSweeper } = sweepers({ spills, services, logger }, options);
   const worker = new RunWorker({
     runs,
     workerId: options.instance?.id,
@@ -198,4 +165,55 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     companions: [sweeper, artifactSweeper],
   });
   return { recorder, spills, sweeper, artifactSweeper, executor, worker };
+}
+
+/** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
+function runTools(
+  { prisma, publications, spills }: { prisma: PrismaClient; publications: PublicationService; spills: PrismaSpillStore },
+  options: RuntimeOptions,
+): ExecutorDeps["tools"] {
+  const readMaterial = createReadMaterialTool({ publications });
+  const workspaceTools = [createProposeCheckpointTool({ prisma }), createListHistoryTool({ prisma }), createSearchHistoryTool({ prisma })];
+  const readEvidence = createReadEvidenceTool(prisma);
+  const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
+  const capabilities: CapabilityTools = {
+    skills: options.skills ?? new SkillCatalog({ prisma }),
+    mcp: options.mcp,
+    fetch: options.fetch,
+    commands: options.commands,
+  };
+  return async ({ run, sink }, runLog, profile) => [
+    createTaskListTool(runLog),
+    readMaterial,
+    ...(run.workspaceId ? workspaceTools : []),
+    readEvidence,
+    readSpill,
+    ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
+    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, skillsAllowed: profile.skills })),
+    ...(options.extraTools ?? []),
+  ];
+}
+
+/** The background sweeps of an instance that runs a worker: released spill handles and expired artifacts. */
+function sweepers(
+  { spills, services, logger }: { spills: PrismaSpillStore; services: RuntimeServices; logger: Logger },
+  options: RuntimeOptions,
+): { sweeper: PeriodicSweep; artifactSweeper: PeriodicSweep } {
+  const sweeper = new PeriodicSweep({
+    sweep: () => spills.sweep(),
+    intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
+    logger,
+    swept: "released spill handles of settled runs",
+    failed: "sweeping spill handles failed",
+  });
+  // Every instance that runs a worker sweeps; a sweep is one conditional UPDATE, so instances
+  // sweeping at once free each expired artifact once.
+  const artifactSweeper = new PeriodicSweep({
+    sweep: () => services.artifacts.sweepExpired(),
+    intervalMs: options.artifacts?.sweepIntervalMs ?? 300_000,
+    logger,
+    swept: "freed the content of expired temporary artifacts",
+    failed: "sweeping expired artifacts failed",
+  });
+  return { sweeper, artifactSweeper };
 }

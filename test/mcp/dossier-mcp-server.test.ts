@@ -176,16 +176,18 @@ describe("the Dossier MCP server", () => {
   });
 
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
-    // src/config.ts (with src/config-files.ts, its JSON settings) reads every setting of every
+    // src/config.ts (with src/config-files.ts, its JSON settings, and src/config-rules.ts, the
+    // rules values are checked by) reads every setting of every
     // Dossier program and imports nothing else of the project but the runtime's types of what it
     // reads (agent profiles, spill policies), which leave nothing in a bundle.
     const imports = (file: string, kind: "value" | "type") => {
       const statement = kind === "type" ? /^(?:import|export)\s+type\b[^;]*?from\s+"(\.[^"]*)"/gm : /^(?:import|export)\s+(?!type\b)[^;]*?from\s+"(\.[^"]*)"/gm;
       return [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(statement)].map((m) => m[1]!);
     };
-    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-files.js"]);
+    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-rules.js", "./config-files.js"]);
     expect(imports("src/config-files.ts", "value")).toEqual([]);
-    for (const file of ["src/config.ts", "src/config-files.ts"]) {
+    expect(imports("src/config-rules.ts", "value")).toEqual([]);
+    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts"]) {
       expect(
         imports(file, "type").filter((s) => !s.startsWith("./runtime/")),
         file,

@@ -88,29 +88,6 @@ export const RunNode = builder.prismaNode("Run", {
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
     conversation: t.relation("conversation"),
     admittedBy: t.relation("owner", { description: "The principal whose rights the run has (fixed at admission)." }),
-    workspace: t.prismaField({
-      type: "Workspace",
-      nullable: true,
-      description: "The workspace the run was admitted in, while it exists.",
-      resolve: (query, run, _args, ctx) =>
-        run.workspaceId ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } }) : null,
-    }),
-    frozenGoal: t.field({
-      type: FrozenGoal,
-      nullable: true,
-      description: "The goal frozen at admission (null for a run outside any workspace). Kept even if the workspace is deleted.",
-      resolve: (run) => (run.goalVersionNo !== null && run.goalStatement !== null ? { version: run.goalVersionNo, statement: run.goalStatement } : null),
-    }),
-    goalVersion: t.relation("goalVersion", {
-      nullable: true,
-      description: "The frozen goal version as a node, while the workspace exists.",
-    }),
-    // A relation, so that a page of runs reads every run's materials in one statement: in its
-    // parent's statement when Pothos reads the run, else in one batch for the runs of a request.
-    materials: t.relation("materials", {
-      description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
-      query: { orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX },
-    }),
     model: t.exposeString("modelLabel", {
       nullable: true,
       description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
@@ -131,6 +108,33 @@ export const RunNode = builder.prismaNode("Run", {
     trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
   }),
 });
+
+// What the run works on, as frozen at its admission: the workspace, its goal and the materials.
+builder.prismaObjectFields(RunNode, (t) => ({
+  workspace: t.prismaField({
+    type: "Workspace",
+    nullable: true,
+    description: "The workspace the run was admitted in, while it exists.",
+    resolve: (query, run, _args, ctx) =>
+      run.workspaceId ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } }) : null,
+  }),
+  frozenGoal: t.field({
+    type: FrozenGoal,
+    nullable: true,
+    description: "The goal frozen at admission (null for a run outside any workspace). Kept even if the workspace is deleted.",
+    resolve: (run) => (run.goalVersionNo !== null && run.goalStatement !== null ? { version: run.goalVersionNo, statement: run.goalStatement } : null),
+  }),
+  goalVersion: t.relation("goalVersion", {
+    nullable: true,
+    description: "The frozen goal version as a node, while the workspace exists.",
+  }),
+  // A relation, so that a page of runs reads every run's materials in one statement: in its
+  // parent's statement when Pothos reads the run, else in one batch for the runs of a request.
+  materials: t.relation("materials", {
+    description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
+    query: { orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX },
+  }),
+}));
 
 const RunAttemptOutcomeEnum = builder.enumType(RunAttemptOutcome, {
   name: "RunAttemptOutcome",

@@ -11,6 +11,7 @@ import { CITED_MATERIALS_MAX, checkpointChange } from "../../domain/workspace/ch
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import { toStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, Prisma } from "../../generated/prisma/client.js";
+import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 const materialRef = z.object({
@@ -112,35 +113,37 @@ const MAX_PROPOSALS_PER_RUN = 20;
 
 export type CheckpointProposalPayload = z.output<typeof proposal>;
 
-export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Tool {
-  return {
-    schema: {
-      name: "propose_checkpoint",
-      description:
-        "Propose an update of the workspace checkpoint (research progress): a summary, questions to add (no id) or to change by id (text and/or status OPEN|RESOLVED), next steps, and the materials you read that support it. Questions you do not mention stay as they are. It is applied when this run finishes successfully, only if nobody changed the checkpoint since this run started; it is a suggestion, never a fact.",
-      parameters: {
-        type: "object",
-        properties: {
-          summary: { type: "string" },
-          nextSteps: { type: "array", items: { type: "string" } },
-          questions: {
-            type: "array",
-            items: {
-              type: "object",
-              properties: { id: { type: "string" }, text: { type: "string" }, status: { type: "string", enum: ["OPEN", "RESOLVED"] } },
-            },
-          },
-          citedMaterials: {
-            type: "array",
-            items: {
-              type: "object",
-              properties: { publicationId: { type: "string" }, version: { type: "integer" } },
-              required: ["publicationId", "version"],
-            },
-          },
+const PROPOSE_CHECKPOINT_SCHEMA: ToolSchema = {
+  name: "propose_checkpoint",
+  description:
+    "Propose an update of the workspace checkpoint (research progress): a summary, questions to add (no id) or to change by id (text and/or status OPEN|RESOLVED), next steps, and the materials you read that support it. Questions you do not mention stay as they are. It is applied when this run finishes successfully, only if nobody changed the checkpoint since this run started; it is a suggestion, never a fact.",
+  parameters: {
+    type: "object",
+    properties: {
+      summary: { type: "string" },
+      nextSteps: { type: "array", items: { type: "string" } },
+      questions: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: { id: { type: "string" }, text: { type: "string" }, status: { type: "string", enum: ["OPEN", "RESOLVED"] } },
+        },
+      },
+      citedMaterials: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: { publicationId: { type: "string" }, version: { type: "integer" } },
+          required: ["publicationId", "version"],
         },
       },
     },
+  },
+};
+
+export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Tool {
+  return {
+    schema: PROPOSE_CHECKPOINT_SCHEMA,
     async execute(args, { run, write }) {
       if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
       const expectedRevision = run.checkpointRevisionSeen ?? 0;

@@ -1,0 +1,32 @@
+// The rules environment values are checked by (config.ts), each refusal worded for an operator.
+import { z } from "zod";
+
+export const number = z.coerce.number({ error: "must be a number" });
+
+export const port = number.int("must be a whole number").min(0, "must be between 0 and 65535").max(65535, "must be between 0 and 65535");
+
+/**
+ * A whole number of at least `min`. `worded` says which refusals are in Dossier's words ("must be
+ * at least 500", "must be a whole number") rather than zod's; each setting keeps the wording it has.
+ */
+export const whole = (min: number, worded: "none" | "min" | "both" = "none", tooSmall = min === 0 ? "must not be negative" : `must be at least ${min}`) =>
+  number.int(worded === "both" ? "must be a whole number" : undefined).min(min, worded === "none" ? undefined : tooSmall);
+
+/** Exactly "true" or "false". */
+export const flag = z.stringbool({ truthy: ["true"], falsy: ["false"], case: "sensitive", error: "must be true or false" });
+
+export const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\/.+/.test(value), {
+  message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
+});
+
+/** A comma-separated list: entries trimmed (and normalised), empty ones dropped, each checked. */
+export const commaList = (valid: (entry: string) => boolean, what: string, example: string, normalise = (entry: string) => entry) =>
+  z
+    .string()
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => normalise(entry.trim()))
+        .filter((entry) => entry !== ""),
+    )
+    .refine((entries) => entries.every(valid), { message: `must be ${what} separated by commas, such as ${example}` });
