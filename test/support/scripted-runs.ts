@@ -1,5 +1,6 @@
 // Runs driven by their question: a scripted model that makes the tool calls the question lists
 // (as JSON), then answers with the tool results, so a test can steer a run through admission.
+import { vi } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
@@ -31,23 +32,24 @@ export function toolCallingModel(name = "tools"): ScriptedModel {
 }
 
 /** Polls the run until it leaves QUEUED/RUNNING. */
-export async function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
-    if (!["QUEUED", "RUNNING"].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`run still ${run.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+export function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
+  return vi.waitFor(
+    async () => {
+      const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+      if (["QUEUED", "RUNNING"].includes(run.status)) throw new Error(`run still ${run.status}`);
+      return run;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }
 
 /** Polls the run's trace until a span of this kind has started. */
 export async function spanStarted(client: DossierClient, runId: string, kind: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
-    if (run.trace?.spans.some((span) => span.kind === kind)) return;
-    if (Date.now() > deadline) throw new Error(`no ${kind} span in run ${runId}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await vi.waitFor(
+    async () => {
+      const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+      if (!run.trace?.spans.some((span) => span.kind === kind)) throw new Error(`no ${kind} span in run ${runId}`);
+    },
+    { timeout: timeoutMs, interval: 25 },
+  );
 }
