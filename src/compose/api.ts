@@ -2,8 +2,8 @@
 // its plugins), how requests and sockets are authenticated, and the key revocations that end
 // the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
 import { GraphQLError } from "graphql";
-import { createYoga, type Plugin, useReadinessCheck, type YogaServerInstance } from "graphql-yoga";
-import { type Authenticate, authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
+import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
+import { authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { schema } from "../graphql/schema.js";
 import type { Logger } from "../logger.js";
@@ -15,23 +15,11 @@ import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlu
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
-import { type UpdateCache, updateCacheOf } from "../trace/updates/update-cache.js";
-import type { DossierMetrics } from "../metrics/dossier-metrics.js";
+import { updateCacheOf } from "../trace/updates/update-cache.js";
+import type { ServedApi } from "../server/http-server.js";
 import type { Core } from "./core.js";
 
-export type Api = {
-  yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
-  authenticate: Authenticate;
-  /** The request limits every transport applies (A7). */
-  limits: QueryLimits;
-  /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
-  corsOrigins: readonly string[];
-  /** Ends subscriptions whose API key is revoked (WebSocket connections are closed by the HTTP server). */
-  keyRevocations: KeyRevocations;
-  /** The cache trace updates' shared responses and reads live in (one per database). */
-  updateCache: UpdateCache;
-  /** This process's Prometheus instruments (the HTTP server counts its WebSocket subscriptions in them). */
-  metrics: DossierMetrics;
+export type Api = ServedApi & {
   /** Stops watching for revocations and disposes of the GraphQL server. */
   stop(): Promise<void>;
 };

@@ -31,11 +31,15 @@ const OPEN = 1; // WebSocket.OPEN
 export type ServedApi = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
   authenticate: Authenticate;
+  /** The request limits every transport applies (A7). */
   limits: QueryLimits;
+  /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
+  /** Ends subscriptions whose API key is revoked (WebSocket connections are closed here). */
   keyRevocations: KeyRevocations;
-  /** The cache trace updates' shared responses and reads live in. */
+  /** The cache trace updates' shared responses and reads live in (one per database). */
   updateCache: UpdateCache;
+  /** This process's Prometheus instruments (WebSocket subscriptions are counted in them here). */
   metrics: DossierMetrics;
 };
 
