@@ -75,7 +75,7 @@ module.exports = {
       severity: "error",
       comment: "The domain and the runtime take their settings as options: only the composition roots read the configuration.",
       from: { path: "^src/(domain|runtime)/" },
-      to: { path: "^src/(config|config-files)\\.ts$" },
+      to: { path: "^src/config(-files|-rules)?\\.ts$" },
     },
     {
       name: "graphql-sees-runtime-ports-only",

@@ -139,21 +139,16 @@ async function main(): Promise<void> {
   try {
     const single = await instance(database.url, createEventBus());
     const one = await measure(single, single, 1);
-    rows.push([
-      "one instance, 1 subscriber",
-      fmt(percentile(one.latencies, 50)),
-      fmt(percentile(one.latencies, 99)),
-      (percentile(one.latencies, 50) / baseP50).toFixed(1),
-      "—",
-    ]);
+    rows.push(latencyRow("one instance, 1 subscriber", one.latencies, baseP50, "—"));
     const many = await measureRemote(single, 1_000);
-    rows.push([
-      "one instance, 1,000 subscribers (another process)",
-      fmt(percentile(many.latencies, 50)),
-      fmt(percentile(many.latencies, 99)),
-      (percentile(many.latencies, 50) / baseP50).toFixed(1),
-      `${many.memoryMb.toFixed(0)} MB server-side for 1,000 subscriptions`,
-    ]);
+    rows.push(
+      latencyRow(
+        "one instance, 1,000 subscribers (another process)",
+        many.latencies,
+        baseP50,
+        `${many.memoryMb.toFixed(0)} MB server-side for 1,000 subscriptions`,
+      ),
+    );
     await single.close();
 
     const busA = await createRedisEventBus(redisUrl);
@@ -161,13 +156,7 @@ async function main(): Promise<void> {
     const a = await instance(database.url, busA.events, busA.close);
     const b = await instance(database.url, busB.events, busB.close);
     const two = await measure(a, b, 1);
-    rows.push([
-      "two instances via Redis, 1 subscriber",
-      fmt(percentile(two.latencies, 50)),
-      fmt(percentile(two.latencies, 99)),
-      (percentile(two.latencies, 50) / baseP50).toFixed(1),
-      "—",
-    ]);
+    rows.push(latencyRow("two instances via Redis, 1 subscriber", two.latencies, baseP50, "—"));
     await a.close();
     await b.close();
   } finally {
@@ -179,3 +168,8 @@ async function main(): Promise<void> {
 
 await main();
 process.exit(0);
+
+/** A table row: the scenario, its p50 and p99, p50 against the baseline's, and what else it cost. */
+function latencyRow(scenario: string, latencies: number[], baseP50: number, extra: string): string[] {
+  return [scenario, fmt(percentile(latencies, 50)), fmt(percentile(latencies, 99)), (percentile(latencies, 50) / baseP50).toFixed(1), extra];
+}
