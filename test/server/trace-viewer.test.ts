@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
@@ -14,7 +14,9 @@ import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorde
 import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { gateTool } from "../support/viewer-browser.js";
 import { waitUntil } from "../support/wait.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -22,13 +24,18 @@ if (!haveChromium && !process.env.CI) {
   console.warn(`trace viewer browser tests SKIPPED: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 }
 
+// The first turn also waits at a gate the test opens once the page has loaded, so the rest happens live.
 const slowPlan: ScriptStep[] = [
   ...Array.from({ length: 6 }, (_, i) => ({
-    toolCalls: [{ name: "task_list", arguments: { action: "add", title: `step ${i}` } }],
+    toolCalls: [{ name: "task_list", arguments: { action: "add", title: `step ${i}` } }, ...(i === 0 ? [{ name: "gate", arguments: {} }] : [])],
     delayMs: 350,
   })),
   { content: "Planned six steps.", delayMs: 200 },
 ];
+
+/** Events the tree shows: a row each, consecutive thinking deltas of a span counted in their one row. */
+const eventsShown = (page: Page) =>
+  page.$$eval("[data-testid=event]", (rows) => rows.reduce((sum, row) => sum + Number((row as HTMLElement).dataset.count), 0));
 
 const traceIdOf = (runId: string) => Buffer.from(runId, "base64").toString("utf8").split(":")[1]!;
 
@@ -59,10 +66,10 @@ describe("the trace viewer page", () => {
       t = undefined;
     });
 
-    async function start(steps: ScriptStep[]) {
+    async function start(steps: ScriptStep[], extraTools: Tool[] = []) {
       t = await startTestApp("pglite", {
         authRequired: true,
-        runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")) },
+        runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")), extraTools },
       });
       server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
       return t;
@@ -71,7 +78,8 @@ describe("the trace viewer page", () => {
       `http://127.0.0.1:${server!.port}/traces/${encodeURIComponent(runId)}${key ? `#key=${encodeURIComponent(key)}` : ""}`;
 
     it("shows the span tree live with timings, event previews and usage, across a server restart", async () => {
-      const app = await start(slowPlan);
+      let open = () => {};
+      const app = await start(slowPlan, [gateTool("gate", new Promise<void>((resolve) => (open = resolve)))]);
       const key = await app.createPrincipal("viewer");
       const { run } = await admit(app.as(key), { question: "Plan six steps" });
       const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
@@ -81,9 +89,11 @@ describe("the trace viewer page", () => {
       await page.goto(pageUrl(run.id, key));
       await page.waitForSelector('[data-testid=span][data-kind="RUN"]', { timeout: 15_000 });
       expect(page.url()).not.toContain("#key="); // the key leaves the address bar
+      await page.waitForSelector("body[data-connection=live]");
       const seenAtLoad = await page.$$eval("[data-testid=span]", (spans) =>
         spans.filter((s) => (s as HTMLElement).dataset.status !== "RUNNING").map((s) => (s as HTMLElement).dataset.spanId!),
       );
+      open();
       // A span that ends after the page loaded shows up by itself: the page is live.
       await page.waitForFunction(
         (known) =>
@@ -113,11 +123,11 @@ describe("the trace viewer page", () => {
       );
       expect(shown.map((s) => s.id).sort()).toEqual(spans.map((s) => encodeGlobalId("Span", s.id)).sort());
       expect(new Set(shown.map((s) => s.status))).toEqual(new Set(["OK"]));
-      expect(await page.locator("[data-testid=event]").count()).toBe(events);
-      // Nested: the tool calls sit inside turns inside the run.
-      expect(await page.locator('[data-kind="RUN"] [data-kind="TURN"] [data-kind="TOOL_CALL"]').count()).toBe(6);
+      expect(await eventsShown(page)).toBe(events);
+      // Nested: the tool calls (six steps and the gate) sit inside turns inside the run.
+      expect(await page.locator('[data-kind="RUN"] [data-kind="TURN"] [data-kind="TOOL_CALL"]').count()).toBe(7);
       // Timings and previews.
-      const durations = await page.$$eval(".duration", (cells) => cells.map((c) => c.textContent ?? ""));
+      const durations = await page.$$eval("[data-testid=span-row] .dur", (cells) => cells.map((c) => c.textContent ?? ""));
       expect(durations.every((d) => /^\d+(\.\d+)? (ms|s)$/.test(d))).toBe(true);
       expect(await page.locator('[data-testid=event][data-kind="TOOL_INPUT"]').first().textContent()).toContain("step 0");
       // Token usage: the sum of every model call's own usage.
@@ -129,7 +139,7 @@ describe("the trace viewer page", () => {
         { input: 0, output: 0 },
       );
       expect(usage.input).toBeGreaterThan(0);
-      expect(await page.textContent("[data-testid=usage]")).toBe(`in ${usage.input} · out ${usage.output}`);
+      expect(await page.textContent("[data-testid=usage]")).toBe(`in ${usage.input} · out ${usage.output} · cached 0 · reasoning 0`);
       expect(errors).toEqual([]);
 
       const screenshot = path.join(projectRoot, "test-results", "trace-viewer.png");
@@ -193,11 +203,13 @@ describe("the trace viewer page", () => {
       const shown = await page.$$eval("[data-testid=span]", (rows) => rows.map((r) => (r as HTMLElement).dataset.spanId!));
       expect(shown.sort()).toEqual(spans.map((s) => encodeGlobalId("Span", s.id)).sort());
       expect(await page.textContent("[data-testid=span-count]")).toBe(String(spans.length));
-      expect(await page.locator("[data-testid=event]").count()).toBe(await prisma.spanEvent.count({ where: { span: { traceId } } }));
-      // The span with more events than a page shows them all, in order.
-      const notes = await page.$$eval(`[data-span-id="${encodeGlobalId("Span", extra[0]!.id)}"] > [data-testid=event] .preview`, (rows) =>
-        rows.map((r) => r.textContent),
-      );
+      expect(await eventsShown(page)).toBe(await prisma.spanEvent.count({ where: { span: { traceId } } }));
+      // The span with more events than a page shows them all, in order, in its details.
+      const many = page.locator(`[data-span-id="${encodeGlobalId("Span", extra[0]!.id)}"]`);
+      expect(await many.locator("[data-testid=event][data-kind=THINKING]").getAttribute("data-count")).toBe(String(PAGE + 20));
+      await many.locator("> [data-testid=span-row]").click();
+      await page.waitForSelector(`[data-testid=panel][data-span-id="${encodeGlobalId("Span", extra[0]!.id)}"]`);
+      const notes = await page.$$eval("[data-testid=panel-event] .preview", (rows) => rows.map((r) => r.textContent));
       expect(notes).toEqual(Array.from({ length: PAGE + 20 }, (_, i) => `note ${i}`));
       expect(errors).toEqual([]);
       await page.close();

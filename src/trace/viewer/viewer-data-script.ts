@@ -1,5 +1,6 @@
 // The trace viewer's browser script, first part: the viewer's key, the API's queries, and the
-// page's state, read as a snapshot and then kept by applying each update. Plain browser
+// page's state, read as a snapshot and then kept by applying each update; what can be large (a
+// span's attributes, a model call's request, an event's payload) is read only when asked for. Plain browser
 // JavaScript, no framework and no bundler; the parts share one script scope (viewer-page.ts joins
 // them in order). Everything from the API is put in the page with textContent, never as HTML.
 export const DATA_SCRIPT = String.raw`
@@ -22,8 +23,8 @@ const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : 
 // every page, asking for the next one after the last item until a page comes back short.
 const PAGE = 500;
 const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
-const EVENT_FIELDS = "id seq kind preview size truncated";
-const RUN_FIELDS = "id status question answer failureReason";
+const EVENT_FIELDS = "id seq kind at preview size truncated";
+const RUN_FIELDS = "id status question answer failureReason model attempts { number outcome endedAt span { id } }";
 const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
 const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
 const TRACE_QUERY = "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS +
@@ -32,9 +33,33 @@ const MORE_SPANS = "query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) {
 const MORE_EVENTS = "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
   EVENT_FIELDS + " } } } }";
 const UPDATES = "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
-  "seq kind at span { " + SPAN_FIELDS + " } event { seq kind preview size truncated } } }";
+  "seq kind at span { " + SPAN_FIELDS + " } event { " + EVENT_FIELDS + " } } }";
+// Read only when asked for: a span's attributes (when it is selected, or the root's failure), a
+// model call's whole request, an event's whole payload.
+const SPAN_ATTRIBUTES = "query TraceViewerSpan($id: ID!) { node(id: $id) { ... on Span { attributes } } }";
+const SPAN_REQUEST = "query TraceViewerRequest($id: ID!) { node(id: $id) { ... on Span { request } } }";
+const EVENT_PAYLOAD = "query TraceViewerPayload($id: ID!) { node(id: $id) { ... on SpanEvent { payload } } }";
 
-const state = { spans: new Map(), lastSeq: 0, run: null, ended: false };
+const state = {
+  spans: new Map(),
+  lastSeq: 0,
+  run: null,
+  ended: false,
+  /** The latest moment the trace shows (a span's end or start, an event): the time axis ends there once the trace ended. */
+  lastMoment: 0,
+  /**
+   * Server clock minus browser clock, at most: the largest "at" of an update minus its arrival
+   * (replayed updates are older and count less). Null until an update arrived.
+   */
+  skew: null,
+  selected: null,
+  focusEvent: null,
+  collapsed: new Set(),
+  /** Read on demand, by span id: { key, attributes } (key: the span's status and end when read), { request }; by event id: the payload. */
+  attributes: new Map(),
+  requests: new Map(),
+  payloads: new Map(),
+};
 const $ = (id) => document.getElementById(id);
 $("run-id").textContent = runId;
 
@@ -58,7 +83,13 @@ async function graphql(query, variables) {
   return body.data;
 }
 
+function seen(...times) {
+  for (const time of times) if (time) state.lastMoment = Math.max(state.lastMoment, Date.parse(time));
+}
+
 function upsertSpan(span) {
+  seen(span.startedAt, span.endedAt);
+  for (const event of span.events || []) seen(event.at);
   const known = state.spans.get(span.id);
   state.spans.set(span.id, { ...(known || { events: [] }), ...span, events: known ? known.events : span.events || [] });
 }
@@ -66,6 +97,7 @@ function upsertSpan(span) {
 function addEvent(spanId, event) {
   const span = state.spans.get(spanId);
   if (!span || span.events.some((e) => e.seq === event.seq)) return;
+  seen(event.at);
   span.events.push(event);
   span.events.sort((a, b) => a.seq - b.seq);
 }
@@ -102,6 +134,7 @@ async function loadSnapshot() {
   state.lastSeq = trace ? trace.lastSeq : 0;
   for (const span of spans) upsertSpan(span);
   state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status);
+  if (trace && trace.endedAt) seen(trace.endedAt);
   scheduleRender();
 }
 
@@ -118,13 +151,52 @@ function applyUpdate(update) {
   if (update.kind === "RESYNC_REQUIRED") return "resync";
   if (seq <= state.lastSeq) return "skip"; // already seen (a resent subscription after a reconnect)
   state.lastSeq = seq;
+  const skew = Date.parse(update.at) - Date.now();
+  state.skew = state.skew === null ? skew : Math.max(state.skew, skew);
+  seen(update.at);
   if (update.span) upsertSpan(update.span);
   if (update.kind === "EVENT_APPENDED" && update.event && update.span) addEvent(update.span.id, update.event);
+  // An attempt that starts or ends changes the run's list of attempts (and how the last one ended).
+  if (update.span && update.span.kind === "ATTEMPT" && update.kind !== "SPAN_UPDATED") refreshRun().catch(() => undefined);
   if (update.kind === "TRACE_ENDED") {
     state.ended = true;
     return "ended";
   }
   scheduleRender();
   return "ok";
+}
+
+// ---- read on demand -----------------------------------------------------------------------------
+const loading = new Set();
+
+/** Reads a span's attributes once per state of the span (its status and end): a span's end adds attributes. */
+async function loadAttributes(span) {
+  const key = span.status + "|" + (span.endedAt || "");
+  const known = state.attributes.get(span.id);
+  if ((known && known.key === key) || loading.has("a" + span.id + key)) return;
+  loading.add("a" + span.id + key);
+  try {
+    const data = await graphql(SPAN_ATTRIBUTES, { id: span.id });
+    state.attributes.set(span.id, { key, attributes: parseJson(data.node ? data.node.attributes : "{}") || {} });
+    scheduleRender();
+  } finally {
+    loading.delete("a" + span.id + key);
+  }
+}
+
+/** Reads a model call's whole request, or an event's whole payload, when its button is pressed. */
+async function loadWhole(kind, id) {
+  const [query, store, field] = kind === "request" ? [SPAN_REQUEST, state.requests, "request"] : [EVENT_PAYLOAD, state.payloads, "payload"];
+  if (store.has(id) || loading.has(kind + id)) return;
+  loading.add(kind + id);
+  try {
+    const data = await graphql(query, { id });
+    store.set(id, data.node ? data.node[field] : null);
+  } catch (error) {
+    showMessage("Could not load the " + field + ": " + error.message);
+  } finally {
+    loading.delete(kind + id);
+    scheduleRender();
+  }
 }
 `;

@@ -1,7 +1,8 @@
-// The trace viewer's browser script, last part: rendering the state as the span tree, at most
-// once a frame, and starting the page.
+// The trace viewer's browser script, last part: drawing the state at most once a frame — the
+// run's header (status, question, totals), why it failed or which attempts were interrupted, the
+// tree, the details panel and the answer — keeping running spans' bars growing, and starting.
 export const RENDER_SCRIPT = `
-// ---- rendering ------------------------------------------------------------------------------
+// ---- rendering --------------------------------------------------------------------------------
 let renderQueued = false;
 function scheduleRender() {
   if (renderQueued) return;
@@ -12,85 +13,86 @@ function scheduleRender() {
   });
 }
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
+const STOPPED_TEXT = { TIMED_OUT: "the run reached its deadline", CANCELLED: "the run was cancelled" };
+
+/** A failed, timed-out or cancelled run says why at the top: its reason and the message recorded on its root span. */
+function renderFailure(spans) {
+  const box = $("failure");
+  const run = state.run;
+  const failed = run && ["FAILED", "TIMED_OUT", "CANCELLED"].includes(run.status);
+  box.hidden = !failed;
+  if (!failed) return;
+  const root = spans.find((span) => span.kind === "RUN");
+  if (root) loadAttributes(root).catch(() => undefined);
+  const read = root && state.attributes.get(root.id);
+  const detail = (read && read.attributes.error) || STOPPED_TEXT[run.status] || "";
+  const title = el("b", "", run.status === "FAILED" ? "Failed" : run.status === "TIMED_OUT" ? "Timed out" : "Cancelled");
+  const reason = el("code", "", run.failureReason || "");
+  reason.dataset.testid = "failure-reason";
+  const text = el("span", "", detail);
+  text.dataset.testid = "failure-message";
+  box.replaceChildren(title, run.failureReason ? reason : "", text);
 }
 
-function duration(span) {
-  const end = span.endedAt ? Date.parse(span.endedAt) : Date.now();
-  const ms = Math.max(0, end - Date.parse(span.startedAt));
-  const text = ms < 1000 ? ms + " ms" : (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
-  return span.endedAt ? text : text + " …";
+/** Each attempt that did not complete: how it ended and why, from its span's INTERRUPTION event. */
+function renderInterruptions() {
+  const box = $("interruptions");
+  const attempts = ((state.run && state.run.attempts) || []).filter((a) => OUTCOME_TEXT[a.outcome]);
+  box.hidden = attempts.length === 0;
+  box.replaceChildren(
+    ...attempts.map((attempt) => {
+      const span = attempt.span && state.spans.get(attempt.span.id);
+      const why = span && span.events.find((e) => e.kind === "INTERRUPTION");
+      const line = el("div", "interruption");
+      line.dataset.testid = "interruption";
+      line.append(el("b", "", "Attempt " + attempt.number + " interrupted"), el("span", "outcome", OUTCOME_TEXT[attempt.outcome]),
+        el("span", "", why ? why.preview : ""));
+      if (span) line.onclick = () => select(span.id, why && why.id);
+      return line;
+    }),
+  );
 }
 
-function renderSpan(span, children) {
-  const box = el("div", "span");
-  box.dataset.spanId = span.id;
-  box.dataset.kind = span.kind;
-  box.dataset.status = span.status;
-  box.dataset.testid = "span";
-  const row = el("div", "row");
-  row.append(el("span", "kind " + span.kind, span.kind), el("span", "name", span.name), el("span", "status " + span.status, span.status),
-    el("span", "duration", duration(span)));
-  if (span.usage) row.append(el("span", "tokens", "in " + span.usage.input + " · out " + span.usage.output));
-  box.append(row);
-  for (const event of span.events) {
-    const line = el("div", "event");
-    line.dataset.testid = "event";
-    line.dataset.kind = event.kind;
-    line.append(el("span", "ekind", event.kind), el("span", "preview", event.preview + (event.truncated ? " …" : "")));
-    line.title = event.size + " bytes; click to expand";
-    line.onclick = () => line.classList.toggle("open");
-    box.append(line);
-  }
-  const kids = children.get(span.id) || [];
-  if (kids.length) {
-    const list = el("div", "children");
-    for (const kid of kids) list.append(renderSpan(kid, children));
-    box.append(list);
-  }
-  return box;
+function renderHeader(spans) {
+  const run = state.run;
+  const usage = spans.reduce((sum, span) => (span.kind === "MODEL_CALL" ? addUsage(sum, span.usage) : sum), ZERO_USAGE);
+  $("usage").textContent = usageText(usage);
+  $("span-count").textContent = String(spans.length);
+  $("last-seq").textContent = String(state.lastSeq);
+  const root = spans.find((span) => span.kind === "RUN");
+  $("run-duration").textContent = root ? durationText(root) : "–";
+  if (!run) return;
+  $("run-status").textContent = run.status;
+  $("run-status").className = "badge " + run.status;
+  document.body.dataset.runStatus = run.status;
+  $("question").textContent = run.question;
+  $("model").textContent = run.model || "–";
+  $("answer-box").hidden = !run.answer;
+  $("answer").textContent = run.answer || "";
 }
 
 function render() {
-  const spans = [...state.spans.values()].sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt) || (a.id < b.id ? -1 : 1));
-  const children = new Map();
-  const roots = [];
-  for (const span of spans) {
-    if (span.parentId && state.spans.has(span.parentId)) {
-      if (!children.has(span.parentId)) children.set(span.parentId, []);
-      children.get(span.parentId).push(span);
-    } else roots.push(span);
-  }
-  const tree = $("tree");
-  tree.replaceChildren(...roots.map((root) => renderSpan(root, children)));
-  const usage = spans.reduce((sum, s) => ({ input: sum.input + (s.usage ? s.usage.input : 0), output: sum.output + (s.usage ? s.usage.output : 0) }), { input: 0, output: 0 });
-  $("usage").textContent = "in " + usage.input + " · out " + usage.output;
-  $("span-count").textContent = String(spans.length);
-  $("last-seq").textContent = String(state.lastSeq);
-  if (state.run) {
-    $("run-status").textContent = state.run.status;
-    document.body.dataset.runStatus = state.run.status;
-    $("question").textContent = state.run.question;
-    const settled = state.run.answer || state.run.failureReason;
-    $("answer-box").hidden = !settled;
-    $("answer").textContent = settled || "";
-  }
+  const { spans, ctx } = renderTree();
+  renderHeader(spans);
+  renderFailure(spans);
+  renderInterruptions();
+  renderPanel(ctx);
 }
 
-// Running spans' durations tick while the page is open.
+// While the trace runs, running spans grow and the time axis with them.
 setInterval(() => {
-  for (const span of state.spans.values()) if (!span.endedAt) return scheduleRender();
-}, 500);
+  if (!state.ended && [...state.spans.values()].some((span) => !span.endedAt)) scheduleRender();
+}, 250);
 
 $("key-form").onsubmit = (event) => {
   event.preventDefault();
   localStorage.setItem("dossier.apiKey", $("key-input").value.trim());
   location.reload();
 };
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && state.selected) select(null);
+});
 
 (async () => {
   try {

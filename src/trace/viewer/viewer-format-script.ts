@@ -1,0 +1,97 @@
+// The trace viewer's browser script, formatting helpers shared by the tree and the details
+// panel: building elements, durations, token counts, the labels of event kinds and the budget
+// gauge. Everything from the API is put in the page with textContent, never as HTML.
+export const FORMAT_SCRIPT = String.raw`
+// ---- formatting -------------------------------------------------------------------------------
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+const numberFormat = new Intl.NumberFormat("en-US");
+const int = (n) => numberFormat.format(n || 0);
+/** A token count in few characters: exact below 10,000, else thousands ("105.3k"). */
+const short = (n) => (Math.abs(n) < 10000 ? int(n) : (Math.round(n / 100) / 10).toString() + "k");
+
+function formatMs(ms) {
+  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+  const minutes = Math.floor(ms / 60000);
+  return minutes + " min " + Math.round((ms % 60000) / 1000) + " s";
+}
+
+/** The server's clock as the page estimates it: spans are timed by the server, "now" by the browser. */
+const serverNow = () => Date.now() + (state.skew || 0);
+
+/** Where a span ends on the time axis: its end, else now while the trace runs, else the trace's last moment. */
+function endOf(span) {
+  if (span.endedAt) return Date.parse(span.endedAt);
+  return state.ended ? Math.max(Date.parse(span.startedAt), state.lastMoment || 0) : serverNow();
+}
+
+const durationMs = (span) => Math.max(0, endOf(span) - Date.parse(span.startedAt));
+const durationText = (span) => formatMs(durationMs(span)) + (span.endedAt || state.ended ? "" : " …");
+
+const ZERO_USAGE = { input: 0, output: 0, cached: 0, reasoning: 0 };
+const addUsage = (a, b) => (b ? { input: a.input + b.input, output: a.output + b.output, cached: a.cached + b.cached, reasoning: a.reasoning + b.reasoning } : a);
+const hasUsage = (u) => Boolean(u && (u.input || u.output || u.cached || u.reasoning));
+const usageText = (u) => "in " + int(u.input) + " · out " + int(u.output) + " · cached " + int(u.cached) + " · reasoning " + int(u.reasoning);
+
+/** The words an event kind reads as in the tree. */
+const EVENT_LABEL = {
+  BUDGET: "budget", CONTEXT: "context", COMPACTION: "compaction", ERROR: "error", FINAL_REPLY: "answer",
+  INTERRUPTION: "interrupted", REPAIR: "repair", SPILL: "spill", THINKING: "thinking", TOOL_INPUT: "input", TOOL_OUTPUT: "output",
+};
+
+/** Events that prepare what a span's children do: on the same millisecond as a child, they come first. */
+const BEFORE_CHILDREN = ["BUDGET", "CONTEXT", "REPAIR", "COMPACTION"];
+
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A budget breakdown (a BUDGET event, a model call's "budget" attribute) as its three figures, or null. */
+function budgetOf(value) {
+  const budget = typeof value === "string" ? parseJson(value) : value;
+  if (!budget || typeof budget.estimate !== "number" || typeof budget.trigger !== "number" || typeof budget.effectiveWindow !== "number") return null;
+  return budget;
+}
+
+/**
+ * The budget as a compact gauge: the request's estimate filled in against the usable window, with
+ * the compaction trigger marked. Over the trigger it turns amber, over the window red. Compact:
+ * large figures in thousands (the tree's rows); the title always has them exact.
+ */
+function budgetGauge(budget, compact) {
+  const figure = compact ? short : int;
+  const gauge = el("span", "gauge");
+  gauge.dataset.testid = "budget";
+  gauge.dataset.used = String(budget.estimate);
+  gauge.dataset.trigger = String(budget.trigger);
+  gauge.dataset.window = String(budget.effectiveWindow);
+  const usable = Math.max(1, budget.effectiveWindow);
+  const meter = el("span", "meter" + (budget.overBudget ? " over" : budget.overTrigger ? " warn" : ""));
+  const fill = el("i", "fill");
+  fill.style.width = Math.min(100, (100 * budget.estimate) / usable) + "%";
+  const mark = el("i", "mark");
+  mark.style.left = Math.min(100, (100 * budget.trigger) / usable) + "%";
+  meter.append(fill, mark);
+  const text = el("span", "gauge-text");
+  text.append(el("b", "used", figure(budget.estimate)), " used · trigger ", el("b", "trigger", figure(budget.trigger)), " · window ",
+    el("b", "window", figure(budget.effectiveWindow)));
+  gauge.title = "Tokens the request needs (" + int(budget.estimate) + ") against the usable context window (" + int(budget.effectiveWindow) +
+    " of " + int(budget.contextWindow) + ", after " + int(budget.reservedOutput) + " reserved for output and a safety buffer of " +
+    int(budget.safetyBuffer) + "). Over the trigger (" + int(budget.trigger) + ") the history is compacted.";
+  gauge.append(meter, text);
+  return gauge;
+}
+
+/** One line of an event's preview, for a row of the tree. */
+const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();
+`;
