@@ -60,7 +60,7 @@ describe.runIf(haveChromium)("the trace viewer's waterfall, tree and details", (
     app = await startViewerServer(finishedPlan, [waitTool("slow_tool", 900), waitTool("quick_tool", 120), reportTool(2000)]);
     const { run } = await admit(app.t.as(app.key), { question: "Run the slow tool, then the quick one and the report." });
     await settled(app.t.as(app.key), run.id);
-    const { page, errors } = await openViewer(browser, app.url(run.id));
+    const { page, errors, requests } = await openViewer(browser, app.url(run.id));
     await page.waitForSelector(ended("SUCCEEDED"), { timeout: 15_000 });
     const prisma = app.t.app.db.prisma;
     const traceId = traceIdOf(run.id);
@@ -167,6 +167,10 @@ describe.runIf(haveChromium)("the trace viewer's waterfall, tree and details", (
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await screenshot(page, "trace-finished-phone", true);
     expect(errors).toEqual([]);
+    // Self-contained: everything the page asked for came from Dossier itself (its icon is inline).
+    const origin = `http://127.0.0.1:${app.server.port}/`;
+    expect(requests.filter((url) => !url.startsWith(origin) && !url.startsWith("data:"))).toEqual([]);
+    expect(await page.$eval("link[rel=icon]", (icon) => (icon as HTMLLinkElement).href)).toMatch(/^data:image\/svg\+xml,/);
     await page.close();
   }, 150_000);
 

@@ -80,12 +80,14 @@ export async function startViewerServer(model: ModelPort | ScriptStep[], tools: 
   };
 }
 
-export type ViewerPage = { page: Page; errors: string[] };
+export type ViewerPage = { page: Page; errors: string[]; requests: string[] };
 
 /** Opens the page at this size, collecting uncaught errors, console errors and failed requests. */
 export async function openViewer(browser: Browser, url: string, viewport = DESKTOP): Promise<ViewerPage> {
   const page = await browser.newPage({ viewport });
   const errors: string[] = [];
+  const requests: string[] = [];
+  page.on("request", (request) => requests.push(request.url()));
   page.on("pageerror", (error) => errors.push(`page error: ${String(error)}`));
   page.on("console", (message) => {
     if (message.type() === "error") errors.push(`console: ${message.text()}`);
@@ -95,7 +97,7 @@ export async function openViewer(browser: Browser, url: string, viewport = DESKT
     if (response.status() >= 400) errors.push(`${response.status()}: ${response.url()}`);
   });
   await page.goto(url);
-  return { page, errors };
+  return { page, errors, requests };
 }
 
 /** How many pixels the page is wider than its window (0: nothing to scroll sideways). */
