@@ -147,7 +147,7 @@ describe("the trace viewer page", () => {
       await page.screenshot({ path: screenshot, fullPage: true });
       console.log(`trace viewer screenshot: ${screenshot}`);
       await page.close();
-    });
+    }, 120_000);
 
     it("shows another principal's run to nobody, and asks for a key when none is given", async () => {
       const app = await start([{ content: "done" }]);
