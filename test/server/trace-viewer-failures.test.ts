@@ -107,7 +107,7 @@ describe.runIf(haveChromium)("the trace viewer on failed and interrupted runs", 
 
     const first = page.locator("[data-testid=span][data-kind=ATTEMPT]").first();
     expect(await first.getAttribute("data-status")).toBe("INTERRUPTED");
-    expect(await first.locator("> [data-testid=span-row] .note").textContent()).toBe("worker stopped, run handed back");
+    expect(await first.locator("> [data-testid=span-row] .note").textContent()).toBe("worker stopped");
     // The model call it was waiting for reads as interrupted, its abort as the interruption's doing.
     const call = first.locator("[data-testid=span][data-kind=MODEL_CALL]");
     expect(await call.getAttribute("data-status")).toBe("INTERRUPTED");
@@ -117,10 +117,10 @@ describe.runIf(haveChromium)("the trace viewer on failed and interrupted runs", 
     expect(await page.locator('[data-testid=span][data-status="CANCELLED"]').count()).toBe(0);
     const line = page.locator("[data-testid=interruption]");
     expect(await line.count()).toBe(1);
-    expect(await line.textContent()).toMatch(/^Attempt 1 interruptedworker stopped, run handed backhanded back: attempt 1's instance .+ was stopping/);
+    expect(await line.textContent()).toMatch(/^Attempt 1 interruptedworker stoppedhanded back: attempt 1's instance .+ was stopping/);
 
     await spanRow(page, "ATTEMPT", "attempt 1").click();
-    await expect.poll(() => page.locator("[data-testid=panel-reason]").textContent()).toMatch(/^Interrupted: worker stopped, run handed back handed back:/);
+    await expect.poll(() => page.locator("[data-testid=panel-reason]").textContent()).toMatch(/^Interrupted: worker stopped handed back:/);
     expect(await page.locator("[data-testid=panel-facts]").textContent()).toContain("outcomeHANDED_BACK");
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await screenshot(page, "trace-interrupted");

@@ -47,11 +47,11 @@ button.toggle:hover { background: #e3e8f1; }
 .kind.RUN { background: #dfe7f7; } .kind.ATTEMPT { background: #e4e1fb; } .kind.TURN { background: #eceef2; }
 .kind.MODEL_CALL { background: #d9f2e4; color: #1d5c37; } .kind.TOOL_CALL, .kind.MCP_CALL { background: #ffedd1; color: #7a4a00; }
 .kind.COMPACTION, .kind.SPILL, .kind.SKILL_LOAD { background: #f1e2fb; color: #5d2a82; }
-.name { flex: 0 1 auto; min-width: 4ch; overflow: hidden; text-overflow: ellipsis; font-weight: 500; }
+.name { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; font-weight: 500; }
 .status { flex: none; font-size: 10.5px; color: #2d7a45; }
 .status.RUNNING { color: #1f5fd0; } .status.ERROR { color: #fff; background: #c8372b; padding: 0 5px; border-radius: 3px; }
 .status.INTERRUPTED { color: #5a4100; background: #ffd98a; padding: 0 5px; border-radius: 3px; } .status.CANCELLED { color: #5d6676; }
-.note { flex: 0 100 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; font-size: 11.5px; padding: 0 6px; border-radius: 3px; } .note.warn { background: #fff0cf; color: #6b4c00; }
+.note { flex: 0 1000 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; font-size: 11.5px; padding: 0 6px; border-radius: 3px; } .note.warn { background: #fff0cf; color: #6b4c00; }
 .note.bad { background: #fde2df; color: #a3261b; font-weight: 600; }
 .dur, .tok { text-align: right; font-size: 12px; color: #3b4455; font-variant-numeric: tabular-nums; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .tok.below { color: #8a92a1; }

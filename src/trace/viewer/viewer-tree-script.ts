@@ -7,7 +7,7 @@ export const TREE_SCRIPT = `
 const KIND_LABEL = { RUN: "run", ATTEMPT: "attempt", TURN: "turn", MODEL_CALL: "model", TOOL_CALL: "tool", MCP_CALL: "mcp",
   COMPACTION: "compaction", SPILL: "spill", SKILL_LOAD: "skill" };
 /** How an attempt that did not complete ended (RunAttemptOutcome), in words. */
-const OUTCOME_TEXT = { CRASHED: "process died", LEASE_LOST: "lease lost", HANDED_BACK: "worker stopped, run handed back" };
+const OUTCOME_TEXT = { CRASHED: "process died", LEASE_LOST: "lease lost", HANDED_BACK: "worker stopped" };
 
 const byStart = (a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt) || (a.id < b.id ? -1 : 1);
 
