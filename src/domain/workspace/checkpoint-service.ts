@@ -13,7 +13,7 @@ import { nonBlank, parseInput } from "../validation.js";
 import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import type { EventPublisher } from "../../events/topics.js";
-import { checkpointQuestionsOf, nextStepsOf } from "../json-columns.js";
+import { checkpointQuestionsOf, nextStepsOf, toJsonColumn } from "../json-columns.js";
 
 /** The most materials one checkpoint proposal may cite. */
 export const CITED_MATERIALS_MAX = 50;
@@ -155,7 +155,7 @@ export class CheckpointService {
         // sources — so rewriting the sections built on a revoked source (and only that) is how
         // a withheld checkpoint becomes readable again.
         sourceVersionIds: allSources(sections),
-        sections: sections as unknown as Prisma.InputJsonValue,
+        sections: toJsonColumn(sections),
       },
     });
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));

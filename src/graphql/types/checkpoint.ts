@@ -1,6 +1,7 @@
 // Checkpoints in the graph (W10–W13): the current revision and its history, each shown only
 // while everything it rests on is eligible, and compare-and-swap updates.
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { type JsonValue, nextStepsOf, versionIdsOf } from "../../domain/json-columns.js";
 import { type CheckpointRead, type CheckpointQuestion, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import { type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { CheckpointProposal, CheckpointVersion } from "../../generated/prisma/client.js";
@@ -62,7 +63,7 @@ const sectionOf = (checkpoint: CheckpointVersion, section: "SUMMARY" | "NEXT_STE
 type Available = Extract<CheckpointRead, { status: "AVAILABLE" }>;
 type Unavailable = Extract<CheckpointRead, { status: "UNAVAILABLE" }>;
 
-const versionsIn = (ids: unknown) => (ids as string[] | null) ?? [];
+const versionsIn = (ids: JsonValue) => versionIdsOf(ids) ?? [];
 
 /** Both shapes of a revision carry the same id, which names the revision whatever it reads as. */
 const revisionId = (r: CheckpointRead) => encodeGlobalId("CheckpointVersion", r.checkpoint.id);
@@ -83,7 +84,7 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       resolve: (r) => sectionOf(r.checkpoint, "SUMMARY"),
     }),
     questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsWithProvenance(r.checkpoint) }),
-    nextSteps: t.stringList({ resolve: (r) => versionsIn(r.checkpoint.nextSteps) }),
+    nextSteps: t.stringList({ resolve: (r) => nextStepsOf(r.checkpoint.nextSteps) ?? [] }),
     nextStepsProvenance: t.field({
       type: CheckpointSectionProvenanceRef,
       nullable: true,
