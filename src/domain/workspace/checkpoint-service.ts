@@ -113,32 +113,15 @@ export class CheckpointService {
     // inside a caller's transaction, a refusal must leave nothing written.
     const previous =
       expectedRevision === 0 ? null : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
-    const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
     const writer = writerOf(actor, provenance, previous);
-    const summary = change.summary ?? previous?.summary ?? null;
-    const nextSteps = change.nextSteps ?? (previous ? nextStepsOf(previous.nextSteps) : undefined) ?? [];
-    const { sections, writerHolds } = nextSections({
-      previous: previous && { summary: previous.summary, nextSteps: nextStepsOf(previous.nextSteps) ?? [], sections: sectionsOf(previous) },
-      summary,
-      nextSteps,
-      rewrittenQuestions: rewritten,
-      questionIds: questions.map((q) => q.id),
-      writer,
-    });
+    const { summary, nextSteps, questions, sections, writerHolds } = nextContent(previous, change, writer);
     if (provenance.origin === "USER" && writer.sourceVersionIds.length > 0) {
       if (!writerHolds) {
         throw new ValidationError([{ field: "sources", message: "name sources only with a section this update writes: it keeps every section as it was" }]);
       }
       await requireEligibleSources(tx, actor, writer.sourceVersionIds);
     }
-    const swapped = await tx.workspace.updateMany({
-      where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
-      data: { checkpointRevision: { increment: 1 } },
-    });
-    if (swapped.count === 0) {
-      const current = await findVisibleWorkspace(tx, actor, workspaceId);
-      throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
-    }
+    await swapRevision(tx, actor, workspaceId, expectedRevision);
     const created = await tx.checkpointVersion.create({
       data: {
         workspaceId,
@@ -204,6 +187,34 @@ export class CheckpointService {
       const first = withheld[0]!.provenance.sourceVersionIds.map(problem).find((p) => p !== null)!;
       return { status: "UNAVAILABLE", checkpoint, ...first, withheld };
     });
+  }
+}
+
+/** The next revision's content: the change over the previous revision, each section with who wrote it. */
+function nextContent(previous: CheckpointVersion | null, change: z.output<typeof checkpointChange>, writer: SectionProvenance) {
+  const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
+  const summary = change.summary ?? previous?.summary ?? null;
+  const nextSteps = change.nextSteps ?? (previous ? nextStepsOf(previous.nextSteps) : undefined) ?? [];
+  const { sections, writerHolds } = nextSections({
+    previous: previous && { summary: previous.summary, nextSteps: nextStepsOf(previous.nextSteps) ?? [], sections: sectionsOf(previous) },
+    summary,
+    nextSteps,
+    rewrittenQuestions: rewritten,
+    questionIds: questions.map((q) => q.id),
+    writer,
+  });
+  return { summary, nextSteps, questions, sections, writerHolds };
+}
+
+/** The compare-and-swap: the workspace's revision moves on from `expectedRevision`, or the change is stale. */
+async function swapRevision(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string, expectedRevision: number): Promise<void> {
+  const swapped = await tx.workspace.updateMany({
+    where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
+    data: { checkpointRevision: { increment: 1 } },
+  });
+  if (swapped.count === 0) {
+    const current = await findVisibleWorkspace(tx, actor, workspaceId);
+    throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
   }
 }
 

@@ -96,45 +96,49 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       description: "Every section with content and who wrote it, in reading order: summary, questions, next steps.",
       resolve: (r) => sectionList(r.checkpoint),
     }),
-    origin: t.field({
-      type: CheckpointOriginEnum,
-      description: "Who made this revision. Sections it kept keep their own authors: see each section's provenance.",
-      resolve: (r) => r.checkpoint.origin,
-    }),
-    modelSuggestion: t.boolean({
-      description:
-        "True when a model proposed this revision: a suggestion, not a user decision or a fact about the world. A revision by the owner may still hold sections a model wrote: see each section's provenance.",
-      resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
-    }),
-    originRun: t.prismaField({
-      type: "Run",
-      nullable: true,
-      resolve: (query, r, _args, ctx) =>
-        r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
-    }),
-    acceptedPublicationVersions: t.prismaField({
-      type: ["PublicationVersion"],
-      description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
-      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
-    }),
-    citedMaterials: t.prismaField({
-      type: ["PublicationVersion"],
-      description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
-    }),
-    sourceDependencies: t.prismaField({
-      type: ["PublicationVersion"],
-      description: describePage(
-        "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
-        CHECKPOINT_VERSIONS,
-      ),
-      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
-    }),
-    createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
 });
+
+// Who made the revision and what it rests on.
+builder.objectFields(Checkpoint, (t) => ({
+  origin: t.field({
+    type: CheckpointOriginEnum,
+    description: "Who made this revision. Sections it kept keep their own authors: see each section's provenance.",
+    resolve: (r) => r.checkpoint.origin,
+  }),
+  modelSuggestion: t.boolean({
+    description:
+      "True when a model proposed this revision: a suggestion, not a user decision or a fact about the world. A revision by the owner may still hold sections a model wrote: see each section's provenance.",
+    resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
+  }),
+  originRun: t.prismaField({
+    type: "Run",
+    nullable: true,
+    resolve: (query, r, _args, ctx) =>
+      r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
+  }),
+  acceptedPublicationVersions: t.prismaField({
+    type: ["PublicationVersion"],
+    description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
+    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
+  }),
+  citedMaterials: t.prismaField({
+    type: ["PublicationVersion"],
+    description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
+    resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
+  }),
+  sourceDependencies: t.prismaField({
+    type: ["PublicationVersion"],
+    description: describePage(
+      "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
+      CHECKPOINT_VERSIONS,
+    ),
+    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
+  }),
+  createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
+}));
 
 const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
   description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",
