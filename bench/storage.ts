@@ -12,7 +12,7 @@ import { AdmitRunDocument } from "../sdk/generated/graphql.js";
 import { createApp } from "../src/compose/app.js";
 import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
 import { fromStoredJson } from "../src/domain/text/stored-text.js";
-import { type RecordedMessage, resolveRequest } from "../src/domain/trace/recorded-request.js";
+import { recordedRequestOf, resolveRequest } from "../src/domain/trace/recorded-request.js";
 import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { reportReadingModel, reportTool, storedBytes } from "../test/support/long-tool-run.js";
@@ -59,7 +59,7 @@ async function measure(target: DatabaseTarget) {
     const models = await db.prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL" }, select: { attributes: true } });
     let copies = bytes.trace + referenced.reduce((sum, event) => sum + event.payloadSize, 0);
     for (const { attributes } of models) {
-      const recorded = (fromStoredJson(attributes) as { request: RecordedMessage[] }).request;
+      const recorded = recordedRequestOf(fromStoredJson(attributes)) ?? [];
       copies += Buffer.byteLength(JSON.stringify(await resolveRequest(db.prisma, recorded))) - Buffer.byteLength(JSON.stringify(recorded));
     }
     return { ...bytes, copies };

@@ -19,6 +19,17 @@ export const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\/.+/.
   message: "must be a PostgreSQL URL such as postgresql://user@host:5432/dossier",
 });
 
+/** JSON text, parsed (its shape is checked by what it is piped to). */
+export const json = (example: string) =>
+  z.string().transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: `must be JSON such as ${example}` });
+      return z.NEVER;
+    }
+  });
+
 /** A comma-separated list: entries trimmed (and normalised), empty ones dropped, each checked. */
 export const commaList = (valid: (entry: string) => boolean, what: string, example: string, normalise = (entry: string) => entry) =>
   z

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
-import { commaList, flag, number, port, postgresUrl, whole } from "./config-rules.js";
+import { commaList, flag, json, number, port, postgresUrl, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { AgentProfile } from "./runtime/agents.js";
@@ -38,18 +38,7 @@ const envSchema = z.object({
   // What the context budget counts tokens with (R9): the local estimator, or a BPE vocabulary
   // shipped with js-tiktoken (runtime/ports/tokenizer.ts; config.test.ts keeps the lists equal).
   TOKENIZER: z.enum(["estimate", "o200k_base", "cl100k_base"], { error: "must be estimate, o200k_base or cl100k_base" }).default("estimate"),
-  SPILL_POLICIES: z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: "custom", message: 'must be JSON such as {"*":{"thresholdChars":32000},"http_fetch":{"strategy":"head"}}' });
-        return z.NEVER;
-      }
-    })
-    .pipe(spillPolicies)
-    .optional(),
+  SPILL_POLICIES: json('{"*":{"thresholdChars":32000},"http_fetch":{"strategy":"head"}}').pipe(spillPolicies).optional(),
   SPILL_READ_MAX_BYTES: whole(1_024, "min").default(16_384),
   SPILL_SWEEP_INTERVAL_MS: whole(100).default(60_000),
   ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
@@ -204,6 +193,8 @@ function parseEnv<T extends z.ZodType>(
   );
 }
 
+type EnvValues = z.output<typeof envSchema>;
+
 /** Parses an environment (process.env by default); throws ConfigError listing every bad value. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const { values, present } = parseEnv(envSchema, env);
@@ -214,6 +205,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `CONTEXT_RESERVED_OUTPUT=${values.CONTEXT_RESERVED_OUTPUT} + CONTEXT_SAFETY_BUFFER=${values.CONTEXT_SAFETY_BUFFER}: must be less than MODEL_CONTEXT_WINDOW=${values.MODEL_CONTEXT_WINDOW}`,
     ]);
   }
+  return {
+    ...serverSettings(values),
+    ...runSettings(values, present),
+    database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
+  };
+}
+
+/** What the API server is: where it listens, who may call it and how much one request may ask. */
+function serverSettings(values: EnvValues) {
   return {
     port: values.PORT,
     host: values.HOST,
@@ -227,14 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       values.MCP_STDIO_ALLOWED === undefined
         ? []
         : ["MCP_STDIO_ALLOWED is ignored: list the programs STDIO MCP servers may start in MCP_STDIO_COMMANDS (absolute paths, comma-separated)"],
-    model: values.OPENAI_API_KEY
-      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
-      : { kind: "scripted" },
-    agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
-    otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     redisUrl: values.REDIS_URL,
-    inProcessWorker: values.IN_PROCESS_WORKER,
-    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
     limits: {
       maxDepth: values.MAX_QUERY_DEPTH,
       maxAliases: values.MAX_QUERY_ALIASES,
@@ -245,6 +238,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
+  } satisfies Partial<Config>;
+}
+
+/** How runs execute: the model, the profiles, the worker, the context budget, the tools, spilling and the sweeps. */
+function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
+  return {
+    model: values.OPENAI_API_KEY
+      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
+      : { kind: "scripted" },
+    agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
+    otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
+    inProcessWorker: values.IN_PROCESS_WORKER,
+    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
@@ -265,8 +271,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     spill: { policies: values.SPILL_POLICIES ?? {}, readMaxBytes: values.SPILL_READ_MAX_BYTES, sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS },
     artifacts: { sweepIntervalMs: values.ARTIFACT_SWEEP_INTERVAL_MS },
-    database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
-  };
+  } satisfies Partial<Config>;
 }
 
 const mcpClientSchema = z.object({

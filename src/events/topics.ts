@@ -3,6 +3,7 @@
 // process or Redis — is chosen by the composition root only.
 import { setMaxListeners } from "node:events";
 import { createPubSub, type PubSub } from "graphql-yoga";
+import type { JsonValue } from "../domain/json-columns.js";
 
 export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED" | "DELETED" | "LINKED" | "UNLINKED" | "RUN_ADMITTED" | "CHECKPOINT_UPDATED";
 
@@ -28,8 +29,8 @@ export type SpanState = {
   kind: string;
   name: string;
   status: string;
-  attributes: unknown;
-  usage: unknown;
+  attributes: JsonValue;
+  usage: JsonValue;
   startedAt: string;
   endedAt: string | null;
 };

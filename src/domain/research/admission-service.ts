@@ -196,34 +196,11 @@ export class AdmissionService {
   ): Promise<Run> {
     const now = this.deps.now?.() ?? new Date();
     const runId = randomUUID();
-    if (request.idempotencyKey) {
-      // Claimed first: a concurrent admission with the same key waits here, then fails.
-      const where = { principalId_key: { principalId: actor.principalId, key: request.idempotencyKey } };
-      await tx.idempotencyKey.deleteMany({
-        where: { principalId: actor.principalId, key: request.idempotencyKey, expiresAt: { lte: now } },
-      });
-      await tx.idempotencyKey.create({
-        data: { ...where.principalId_key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) },
-      });
-    }
+    if (request.idempotencyKey) await claimKey(tx, { principalId: actor.principalId, key: request.idempotencyKey, fingerprint, runId, now });
     // Before the workspace is locked: cancelling a run locks it, and a settling run locks its
     // run row before its workspace. Taking locks in that order too never deadlocks with it.
     if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
-
-    let goal: { id: string; version: number; statement: string } | null = null;
-    if (request.workspaceId) {
-      // Shared: admissions into one workspace do not wait for each other, only for (and block) a
-      // goal update, archive or delete, so the frozen goal is the current one when the run commits.
-      let shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
-      if (!shared) {
-        // Not open: findOpenWorkspace throws the typed error that says why (not found, archived).
-        // If it finds the workspace open, a restore committed in between: hold it now.
-        await findOpenWorkspace(tx, actor, request.workspaceId);
-        shared = await shareOpenWorkspace(tx, actor, request.workspaceId);
-        if (!shared) throw new Error(`workspace ${request.workspaceId} changed state twice during one admission`);
-      }
-      goal = shared.goal;
-    }
+    const goal = request.workspaceId ? await frozenGoal(tx, actor, request.workspaceId) : null;
     const materials = await findOwnedVersions(tx, actor, distinct(request.materials));
     const conversationId =
       request.conversationId ??
@@ -280,4 +257,30 @@ export class AdmissionService {
       await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
     }
   }
+}
+
+/** Claims an idempotency key for the run, first: a concurrent admission with the same key waits here, then fails. */
+async function claimKey(
+  tx: Prisma.TransactionClient,
+  { principalId, key, fingerprint, runId, now }: { principalId: string; key: string; fingerprint: string; runId: string; now: Date },
+): Promise<void> {
+  await tx.idempotencyKey.deleteMany({ where: { principalId, key, expiresAt: { lte: now } } });
+  await tx.idempotencyKey.create({ data: { principalId, key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } });
+}
+
+/**
+ * The workspace's current goal, which the run freezes, with the workspace held open. Shared:
+ * admissions into one workspace do not wait for each other, only for (and block) a goal update,
+ * archive or delete, so the frozen goal is the current one when the run commits.
+ */
+async function frozenGoal(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<{ id: string; version: number; statement: string }> {
+  let shared = await shareOpenWorkspace(tx, actor, workspaceId);
+  if (!shared) {
+    // Not open: findOpenWorkspace throws the typed error that says why (not found, archived).
+    // If it finds the workspace open, a restore committed in between: hold it now.
+    await findOpenWorkspace(tx, actor, workspaceId);
+    shared = await shareOpenWorkspace(tx, actor, workspaceId);
+    if (!shared) throw new Error(`workspace ${workspaceId} changed state twice during one admission`);
+  }
+  return shared.goal;
 }

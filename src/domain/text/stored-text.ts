@@ -98,14 +98,16 @@ export function forModel(stored: string): string {
 /**
  * `toStored` over a JSON value: every string, object keys included, is encoded. Other values are
  * kept. The input is never changed; unchanged parts (or the whole value) are returned as they are.
+ * The value keeps its type: only the text of strings changes, never what is a string, an array or
+ * an object (a key changes only if it holds a character that is escaped, which no named key does).
  */
-export function toStoredJson(value: unknown): unknown {
-  return mapJson(value, toStored);
+export function toStoredJson<T>(value: T): T {
+  return mapJson(value, toStored) as T;
 }
 
-/** `fromStored` over a JSON value, the inverse of `toStoredJson`. */
-export function fromStoredJson(value: unknown): unknown {
-  return mapJson(value, fromStored);
+/** `fromStored` over a JSON value, the inverse of `toStoredJson`; the value keeps its type likewise. */
+export function fromStoredJson<T>(value: T): T {
+  return mapJson(value, fromStored) as T;
 }
 
 // ---------------------------------------------------------------------------------------------

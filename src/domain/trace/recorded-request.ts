@@ -4,9 +4,10 @@
 // verbatim (the system prompt, a summary, a cleared or spilled result, a repair note, text shown
 // with ␀) is recorded inline. So a tool's result is stored once however many later requests carry
 // it, and `resolveRequest` gives back the messages that were sent, byte for byte.
+import { z } from "zod";
 import type { Message, Prisma } from "../../generated/prisma/client.js";
 import { fromStored, fromStoredJson } from "../text/stored-text.js";
-import { toolCallsOf } from "../json-columns.js";
+import { type JsonValue, jsonColumnReader, toolCallsOf } from "../json-columns.js";
 
 type Db = Pick<Prisma.TransactionClient, "message">;
 
@@ -21,6 +22,21 @@ export type RequestMessage =
 
 /** A recorded message: a reference to the log entry it reads as, or the message itself. */
 export type RecordedMessage = { logMessage: string } | RequestMessage;
+
+const chatToolCall = z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() });
+const recordedMessage = z.union([
+  z.looseObject({ logMessage: z.string() }),
+  z.looseObject({ role: z.literal("system"), content: z.string() }),
+  z.looseObject({ role: z.literal("user"), content: z.string() }),
+  z.looseObject({ role: z.literal("assistant"), content: z.string().nullable(), toolCalls: z.array(chatToolCall).optional() }),
+  z.looseObject({ role: z.literal("tool"), toolCallId: z.string(), content: z.string() }),
+]);
+const requestAttribute = jsonColumnReader("span.attributes", z.looseObject({ request: z.array(recordedMessage).optional() }));
+
+/** The request a model-call span records, from its attributes as fromStoredJson decodes them; undefined for other spans. */
+export function recordedRequestOf(attributes: JsonValue): RecordedMessage[] | undefined {
+  return requestAttribute(attributes).request;
+}
 
 type LogEntry = Pick<Message, "role" | "content" | "toolCalls" | "toolCallId">;
 
@@ -84,7 +100,7 @@ export async function resolveRequest(db: Db | LogLookup, recorded: readonly Reco
   return recorded.map((message) => {
     if (!("logMessage" in message)) return inBuiltOrder(message);
     const row = byId.get(message.logMessage);
-    const shown = row ? asRequestMessage({ ...row, content: fromStored(row.content), toolCalls: fromStoredJson(row.toolCalls) as Message["toolCalls"] }) : null;
+    const shown = row ? asRequestMessage({ ...row, content: fromStored(row.content), toolCalls: fromStoredJson(row.toolCalls) }) : null;
     if (!shown) throw new Error(`recorded request refers to log entry ${message.logMessage}, which cannot be read`);
     return shown;
   });

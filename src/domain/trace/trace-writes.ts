@@ -8,7 +8,7 @@ import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events
 import { type Holder, holdsRunSql } from "../research/run-holder.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
-import { attributesOf } from "../json-columns.js";
+import { attributesOf, type JsonObject, type JsonValue, toJsonColumn, untypedJsonColumn } from "../json-columns.js";
 
 type Tx = Prisma.TransactionClient;
 export type TraceChange = TraceChangeMessage;
@@ -41,8 +41,8 @@ async function takeSeqs(tx: Tx, traceId: string, count: number): Promise<number>
  * of a change from the span's current ones by undoing the later changes (spanAsOf), so each
  * span's attributes are stored once.
  */
-export type StoredSpanChange = { status: string; endedAt: string | null; usage: unknown; undo?: AttributesUndo };
-export type AttributesUndo = { before: Record<string, unknown>; added: string[] };
+export type StoredSpanChange = { status: string; endedAt: string | null; usage: JsonValue; undo?: AttributesUndo };
+export type AttributesUndo = { before: JsonObject; added: string[] };
 
 async function logChange(
   tx: Tx,
@@ -53,7 +53,7 @@ async function logChange(
   const stored: StoredSpanChange | undefined = span
     ? { status: span.status, endedAt: span.endedAt, usage: span.usage, ...(change.undo ? { undo: change.undo } : {}) }
     : undefined;
-  await tx.traceChange.create({ data: { ...row, spanAfter: stored as Prisma.InputJsonValue | undefined } });
+  await tx.traceChange.create({ data: { ...row, spanAfter: stored ? toJsonColumn(stored) : undefined } });
   // Live subscribers get the whole span as it is now, which is as of this change.
   return { ...row, span, at: change.at.toISOString() };
 }
@@ -104,7 +104,7 @@ export async function startSpanIn(
       parentId: input.parentId ?? null,
       kind: input.kind,
       name: toStored(input.name),
-      attributes: toStoredJson(input.attributes ?? {}) as Prisma.InputJsonValue,
+      attributes: untypedJsonColumn(toStoredJson(input.attributes ?? {})),
       startedAt: input.at,
     },
   });
@@ -119,7 +119,7 @@ export async function changeSpanIn(
 ): Promise<TraceChange> {
   const seq = await takeSeqs(tx, span.traceId, 1);
   const current = change.attributes ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } }) : null;
-  const set = change.attributes ? (toStoredJson(change.attributes) as Record<string, unknown>) : null;
+  const set = change.attributes ? toStoredJson(change.attributes) : null;
   const before = attributesOf(current?.attributes ?? {});
   const merged = set ? { ...before, ...set } : null;
   const undo = set
@@ -137,7 +137,7 @@ export async function changeSpanIn(
     data: {
       ...(change.status ? { status: change.status, endedAt: change.at } : {}),
       ...(change.usage ? { usage: change.usage } : {}),
-      ...(merged ? { attributes: merged as Prisma.InputJsonValue } : {}),
+      ...(merged ? { attributes: untypedJsonColumn(merged) } : {}),
     },
   });
   const type = change.status ? "SPAN_ENDED" : "SPAN_UPDATED";

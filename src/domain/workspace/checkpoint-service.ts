@@ -13,7 +13,7 @@ import { nonBlank, parseInput } from "../validation.js";
 import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import type { EventPublisher } from "../../events/topics.js";
-import { checkpointQuestionsOf, nextStepsOf } from "../json-columns.js";
+import { checkpointQuestionsOf, nextStepsOf, toJsonColumn } from "../json-columns.js";
 
 /** The most materials one checkpoint proposal may cite. */
 export const CITED_MATERIALS_MAX = 50;
@@ -113,32 +113,15 @@ export class CheckpointService {
     // inside a caller's transaction, a refusal must leave nothing written.
     const previous =
       expectedRevision === 0 ? null : await tx.checkpointVersion.findUnique({ where: { workspaceId_revision: { workspaceId, revision: expectedRevision } } });
-    const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
     const writer = writerOf(actor, provenance, previous);
-    const summary = change.summary ?? previous?.summary ?? null;
-    const nextSteps = change.nextSteps ?? (previous ? nextStepsOf(previous.nextSteps) : undefined) ?? [];
-    const { sections, writerHolds } = nextSections({
-      previous: previous && { summary: previous.summary, nextSteps: nextStepsOf(previous.nextSteps) ?? [], sections: sectionsOf(previous) },
-      summary,
-      nextSteps,
-      rewrittenQuestions: rewritten,
-      questionIds: questions.map((q) => q.id),
-      writer,
-    });
+    const { summary, nextSteps, questions, sections, writerHolds } = nextContent(previous, change, writer);
     if (provenance.origin === "USER" && writer.sourceVersionIds.length > 0) {
       if (!writerHolds) {
         throw new ValidationError([{ field: "sources", message: "name sources only with a section this update writes: it keeps every section as it was" }]);
       }
       await requireEligibleSources(tx, actor, writer.sourceVersionIds);
     }
-    const swapped = await tx.workspace.updateMany({
-      where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
-      data: { checkpointRevision: { increment: 1 } },
-    });
-    if (swapped.count === 0) {
-      const current = await findVisibleWorkspace(tx, actor, workspaceId);
-      throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
-    }
+    await swapRevision(tx, actor, workspaceId, expectedRevision);
     const created = await tx.checkpointVersion.create({
       data: {
         workspaceId,
@@ -155,7 +138,7 @@ export class CheckpointService {
         // sources — so rewriting the sections built on a revoked source (and only that) is how
         // a withheld checkpoint becomes readable again.
         sourceVersionIds: allSources(sections),
-        sections: sections as unknown as Prisma.InputJsonValue,
+        sections: toJsonColumn(sections),
       },
     });
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));
@@ -204,6 +187,34 @@ export class CheckpointService {
       const first = withheld[0]!.provenance.sourceVersionIds.map(problem).find((p) => p !== null)!;
       return { status: "UNAVAILABLE", checkpoint, ...first, withheld };
     });
+  }
+}
+
+/** The next revision's content: the change over the previous revision, each section with who wrote it. */
+function nextContent(previous: CheckpointVersion | null, change: z.output<typeof checkpointChange>, writer: SectionProvenance) {
+  const { questions, rewritten } = mergeQuestions(questionsOf(previous), change.questions);
+  const summary = change.summary ?? previous?.summary ?? null;
+  const nextSteps = change.nextSteps ?? (previous ? nextStepsOf(previous.nextSteps) : undefined) ?? [];
+  const { sections, writerHolds } = nextSections({
+    previous: previous && { summary: previous.summary, nextSteps: nextStepsOf(previous.nextSteps) ?? [], sections: sectionsOf(previous) },
+    summary,
+    nextSteps,
+    rewrittenQuestions: rewritten,
+    questionIds: questions.map((q) => q.id),
+    writer,
+  });
+  return { summary, nextSteps, questions, sections, writerHolds };
+}
+
+/** The compare-and-swap: the workspace's revision moves on from `expectedRevision`, or the change is stale. */
+async function swapRevision(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string, expectedRevision: number): Promise<void> {
+  const swapped = await tx.workspace.updateMany({
+    where: { ...visibleWorkspace(actor, workspaceId), checkpointRevision: expectedRevision },
+    data: { checkpointRevision: { increment: 1 } },
+  });
+  if (swapped.count === 0) {
+    const current = await findVisibleWorkspace(tx, actor, workspaceId);
+    throw new StaleRevisionError(expectedRevision, current.checkpointRevision);
   }
 }
 

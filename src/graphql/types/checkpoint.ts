@@ -1,6 +1,7 @@
 // Checkpoints in the graph (W10–W13): the current revision and its history, each shown only
 // while everything it rests on is eligible, and compare-and-swap updates.
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../../domain/errors.js";
+import { type JsonValue, nextStepsOf, versionIdsOf } from "../../domain/json-columns.js";
 import { type CheckpointRead, type CheckpointQuestion, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import { type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { CheckpointProposal, CheckpointVersion } from "../../generated/prisma/client.js";
@@ -62,7 +63,7 @@ const sectionOf = (checkpoint: CheckpointVersion, section: "SUMMARY" | "NEXT_STE
 type Available = Extract<CheckpointRead, { status: "AVAILABLE" }>;
 type Unavailable = Extract<CheckpointRead, { status: "UNAVAILABLE" }>;
 
-const versionsIn = (ids: unknown) => (ids as string[] | null) ?? [];
+const versionsIn = (ids: JsonValue) => versionIdsOf(ids) ?? [];
 
 /** Both shapes of a revision carry the same id, which names the revision whatever it reads as. */
 const revisionId = (r: CheckpointRead) => encodeGlobalId("CheckpointVersion", r.checkpoint.id);
@@ -83,7 +84,7 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       resolve: (r) => sectionOf(r.checkpoint, "SUMMARY"),
     }),
     questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsWithProvenance(r.checkpoint) }),
-    nextSteps: t.stringList({ resolve: (r) => versionsIn(r.checkpoint.nextSteps) }),
+    nextSteps: t.stringList({ resolve: (r) => nextStepsOf(r.checkpoint.nextSteps) ?? [] }),
     nextStepsProvenance: t.field({
       type: CheckpointSectionProvenanceRef,
       nullable: true,
@@ -95,45 +96,49 @@ const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       description: "Every section with content and who wrote it, in reading order: summary, questions, next steps.",
       resolve: (r) => sectionList(r.checkpoint),
     }),
-    origin: t.field({
-      type: CheckpointOriginEnum,
-      description: "Who made this revision. Sections it kept keep their own authors: see each section's provenance.",
-      resolve: (r) => r.checkpoint.origin,
-    }),
-    modelSuggestion: t.boolean({
-      description:
-        "True when a model proposed this revision: a suggestion, not a user decision or a fact about the world. A revision by the owner may still hold sections a model wrote: see each section's provenance.",
-      resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
-    }),
-    originRun: t.prismaField({
-      type: "Run",
-      nullable: true,
-      resolve: (query, r, _args, ctx) =>
-        r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
-    }),
-    acceptedPublicationVersions: t.prismaField({
-      type: ["PublicationVersion"],
-      description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
-      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
-    }),
-    citedMaterials: t.prismaField({
-      type: ["PublicationVersion"],
-      description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
-      resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
-    }),
-    sourceDependencies: t.prismaField({
-      type: ["PublicationVersion"],
-      description: describePage(
-        "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
-        CHECKPOINT_VERSIONS,
-      ),
-      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
-    }),
-    createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
   }),
 });
+
+// Who made the revision and what it rests on.
+builder.objectFields(Checkpoint, (t) => ({
+  origin: t.field({
+    type: CheckpointOriginEnum,
+    description: "Who made this revision. Sections it kept keep their own authors: see each section's provenance.",
+    resolve: (r) => r.checkpoint.origin,
+  }),
+  modelSuggestion: t.boolean({
+    description:
+      "True when a model proposed this revision: a suggestion, not a user decision or a fact about the world. A revision by the owner may still hold sections a model wrote: see each section's provenance.",
+    resolve: (r) => r.checkpoint.origin === "MODEL_SUGGESTION",
+  }),
+  originRun: t.prismaField({
+    type: "Run",
+    nullable: true,
+    resolve: (query, r, _args, ctx) =>
+      r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
+  }),
+  acceptedPublicationVersions: t.prismaField({
+    type: ["PublicationVersion"],
+    description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
+    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
+  }),
+  citedMaterials: t.prismaField({
+    type: ["PublicationVersion"],
+    description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
+    resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
+  }),
+  sourceDependencies: t.prismaField({
+    type: ["PublicationVersion"],
+    description: describePage(
+      "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
+      CHECKPOINT_VERSIONS,
+    ),
+    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
+    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
+  }),
+  createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
+}));
 
 const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
   description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",

@@ -1,6 +1,7 @@
 // MCP servers (R14): each principal's configuration, with the live connection status and tool
 // list as this instance sees them. Changes apply to runs started afterwards, without a restart.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import type { McpServerStatus } from "../../runtime/ports/mcp.js";
 import { nameMcpTools } from "../../runtime/ports/mcp-tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
@@ -70,7 +71,7 @@ function statusesFor(ctx: GraphQLContext): Promise<Map<string, McpServerStatus>>
   return read;
 }
 
-const names = (value: unknown) => ((value as { name: string }[] | null) ?? []).map((pair) => pair.name);
+const names = (value: JsonValue) => (namedValuesOf(value) ?? []).map((pair) => pair.name);
 
 export const McpServerNode = builder.prismaNode("McpServer", {
   id: { field: "id" },

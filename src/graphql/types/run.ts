@@ -61,53 +61,57 @@ export const RunNode = builder.prismaNode("Run", {
       description: "The final reply, exactly as the model gave it.",
       resolve: (run) => (run.answer === null ? null : fromStored(run.answer)),
     }),
-    attempt: t.exposeInt("attempt", {
-      description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
-    }),
-    attempts: t.prismaField({
-      type: ["RunAttempt"],
-      description: describePage("Every claim of the run by a worker, by number. Only the latest can be running; no two overlap.", ATTEMPTS),
-      ...pageOptions(t.arg, ATTEMPTS),
-      resolve: async (query, run, args, ctx) => {
-        const page = await pageOf<Prisma.RunAttemptWhereInput>(ATTEMPTS, args, (id, select) => {
-          const [runId, number] = id.split("/");
-          return runId === run.id && /^\d+$/.test(number ?? "")
-            ? ctx.prisma.runAttempt.findUnique({ where: { runId_number: { runId, number: Number(number) } }, select })
-            : Promise.resolve(null);
-        });
-        return ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
-      },
-    }),
-    failureReason: t.exposeString("failureReason", {
-      nullable: true,
-      description:
-        "Why a FAILED run failed: MAX_TURNS, TOKEN_BUDGET, CONTEXT_OVERFLOW, MODEL_ERROR (the model's request failed) or INTERNAL_ERROR (Dossier itself; the logs say more).",
-    }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
-    startedAt: t.expose("startedAt", { type: "DateTime", nullable: true }),
-    finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
-    conversation: t.relation("conversation"),
-    admittedBy: t.relation("owner", { description: "The principal whose rights the run has (fixed at admission)." }),
-    model: t.exposeString("modelLabel", {
-      nullable: true,
-      description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
-    }),
-    tokensUsed: t.exposeInt("tokensUsed", { description: "Model-reported tokens so far, counted against the token budget." }),
-    messages: t.prismaConnection(
-      {
-        type: "Message",
-        description: "This run's entries in the conversation log, in order.",
-        cursor: "id",
-        defaultSize: 50,
-        maxSize: 200,
-        resolve: (query, run, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { runId: run.id }, orderBy: { seq: "asc" } }),
-      },
-      { name: "RunMessageConnection" },
-      { name: "RunMessageEdge" },
-    ),
-    trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
   }),
 });
+
+// How the run executes: its attempts and times, where it runs, what answered, its log and trace.
+builder.prismaObjectFields(RunNode, (t) => ({
+  attempt: t.exposeInt("attempt", {
+    description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
+  }),
+  attempts: t.prismaField({
+    type: ["RunAttempt"],
+    description: describePage("Every claim of the run by a worker, by number. Only the latest can be running; no two overlap.", ATTEMPTS),
+    ...pageOptions(t.arg, ATTEMPTS),
+    resolve: async (query, run, args, ctx) => {
+      const page = await pageOf<Prisma.RunAttemptWhereInput>(ATTEMPTS, args, (id, select) => {
+        const [runId, number] = id.split("/");
+        return runId === run.id && /^\d+$/.test(number ?? "")
+          ? ctx.prisma.runAttempt.findUnique({ where: { runId_number: { runId, number: Number(number) } }, select })
+          : Promise.resolve(null);
+      });
+      return ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+    },
+  }),
+  failureReason: t.exposeString("failureReason", {
+    nullable: true,
+    description:
+      "Why a FAILED run failed: MAX_TURNS, TOKEN_BUDGET, CONTEXT_OVERFLOW, MODEL_ERROR (the model's request failed) or INTERNAL_ERROR (Dossier itself; the logs say more).",
+  }),
+  createdAt: t.expose("createdAt", { type: "DateTime" }),
+  startedAt: t.expose("startedAt", { type: "DateTime", nullable: true }),
+  finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
+  conversation: t.relation("conversation"),
+  admittedBy: t.relation("owner", { description: "The principal whose rights the run has (fixed at admission)." }),
+  model: t.exposeString("modelLabel", {
+    nullable: true,
+    description: 'What answered, e.g. "openai:gpt-4o-mini"; "scripted:…" marks the deterministic scripted model.',
+  }),
+  tokensUsed: t.exposeInt("tokensUsed", { description: "Model-reported tokens so far, counted against the token budget." }),
+  messages: t.prismaConnection(
+    {
+      type: "Message",
+      description: "This run's entries in the conversation log, in order.",
+      cursor: "id",
+      defaultSize: 50,
+      maxSize: 200,
+      resolve: (query, run, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { runId: run.id }, orderBy: { seq: "asc" } }),
+    },
+    { name: "RunMessageConnection" },
+    { name: "RunMessageEdge" },
+  ),
+  trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
+}));
 
 // What the run works on, as frozen at its admission: the workspace, its goal and the materials.
 builder.prismaObjectFields(RunNode, (t) => ({

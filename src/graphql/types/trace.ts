@@ -1,6 +1,7 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
+import { usageOf } from "../../domain/json-columns.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
@@ -132,7 +133,7 @@ export const SpanObject = builder.prismaNode("Span", {
       type: TokenUsageRef,
       nullable: true,
       description: "This span's own model usage (model calls only), never including its children.",
-      resolve: (span) => span.usage as Usage | null,
+      resolve: (span) => usageOf(span.usage),
     }),
     cumulativeUsage: t.field({
       type: TokenUsageRef,
@@ -171,7 +172,7 @@ builder.prismaNode("Trace", {
       type: TokenUsageRef,
       description: "The whole run's model usage: the sum of the model spans' own usage.",
       select: { spans: { select: { usage: true } } },
-      resolve: (trace) => sumUsage(trace.spans.map((span: Pick<Span, "usage">) => span.usage as Usage | null)),
+      resolve: (trace) => sumUsage(trace.spans.map((span: Pick<Span, "usage">) => usageOf(span.usage))),
     }),
   }),
 });

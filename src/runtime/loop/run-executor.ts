@@ -19,6 +19,7 @@ import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { forModel } from "../../domain/text/stored-text.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
@@ -262,7 +263,7 @@ export class RunExecutor {
 function answeredBefore(log: AttemptLog): string | null {
   const last = log.ofRun().at(-1);
   if (last?.role !== "ASSISTANT") return null;
-  return ((last.toolCalls as unknown[] | null) ?? []).length === 0 ? last.content : null;
+  return (toolCallsOf(last.toolCalls) ?? []).length === 0 ? last.content : null;
 }
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import type { McpServer } from "../../generated/prisma/client.js";
 import type { McpEndpoint } from "../ports/mcp.js";
 import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
+import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
 
 export const CLOSED_REASON = "the MCP server closed the connection";
@@ -23,9 +24,9 @@ export function endpointHash(row: McpServer, secrets: SecretBox | undefined): st
     .digest("hex");
 }
 
-function pairs(value: unknown, secrets: SecretBox | undefined): Record<string, string> {
+function pairs(value: JsonValue, secrets: SecretBox | undefined): Record<string, string> {
   return Object.fromEntries(
-    ((value as { name: string; value: string }[] | null) ?? []).map((pair) => {
+    (namedValuesOf(value) ?? []).map((pair) => {
       if (isSealed(pair.value) && !secrets) throw new Error("its secret values cannot be opened: this server has no SECRETS_KEY");
       return [pair.name, secrets ? secrets.open(pair.value) : pair.value];
     }),

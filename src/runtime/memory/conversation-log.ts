@@ -30,7 +30,7 @@ export async function readLog(prisma: PrismaClient, conversationId: string): Pro
 
 /** A stored log entry with its text decoded. */
 export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(message: M): M {
-  return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) as Message["toolCalls"] };
+  return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) };
 }
 
 /**
@@ -97,7 +97,7 @@ export async function appendRows(write: Transact, { conversationId, runId, entri
         role: entry.role,
         // Text from tools, servers and models is stored losslessly, NUL characters included.
         content: toStored(entry.content ?? ""),
-        ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) as Prisma.InputJsonValue } : {}),
+        ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) } : {}),
         ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
       });
       const spill =

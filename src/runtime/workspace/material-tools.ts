@@ -10,7 +10,8 @@ import type { PublicationService } from "../../domain/research/publication-servi
 import { CITED_MATERIALS_MAX, checkpointChange } from "../../domain/workspace/checkpoint-service.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import { toStoredJson } from "../../domain/text/stored-text.js";
-import type { PrismaClient, Prisma } from "../../generated/prisma/client.js";
+import { jsonColumnReader, untypedJsonColumn } from "../../domain/json-columns.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
@@ -113,6 +114,9 @@ const MAX_PROPOSALS_PER_RUN = 20;
 
 export type CheckpointProposalPayload = z.output<typeof proposal>;
 
+/** CheckpointProposal.proposal of a PENDING proposal: as the model made it, checked when it was recorded. */
+export const proposalOf = jsonColumnReader("checkpoint_proposal.proposal", proposal);
+
 const PROPOSE_CHECKPOINT_SCHEMA: ToolSchema = {
   name: "propose_checkpoint",
   description:
@@ -159,7 +163,7 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
               workspaceId: run.workspaceId!,
               expectedRevision,
               // An invalid proposal is kept as the model made it, NUL characters included.
-              proposal: toStoredJson(payload) as Prisma.InputJsonValue,
+              proposal: untypedJsonColumn(toStoredJson(payload)),
               status,
               reason,
             },

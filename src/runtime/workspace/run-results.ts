@@ -11,7 +11,7 @@ import { forModel } from "../../domain/text/stored-text.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import type { SettleStep } from "../attempt/settle.js";
 import type { RunHooks } from "../loop/run-executor.js";
-import type { CheckpointProposalPayload } from "./material-tools.js";
+import { type CheckpointProposalPayload, proposalOf } from "./material-tools.js";
 
 /**
  * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
@@ -103,12 +103,7 @@ export function decideProposalsStep(deps: { checkpoints: CheckpointService }): S
       return;
     }
     try {
-      const revision = await applyProposal(
-        { tx, checkpoints: deps.checkpoints, after },
-        run,
-        last.expectedRevision,
-        last.proposal as unknown as CheckpointProposalPayload,
-      );
+      const revision = await applyProposal({ tx, checkpoints: deps.checkpoints, after }, run, last.expectedRevision, proposalOf(last.proposal));
       await decide(last.id, "ACCEPTED", null, revision);
     } catch (error) {
       if (error instanceof StaleRevisionError) {

@@ -2,7 +2,8 @@
 // in one statement, a trace's span tree for usage sums, and a model call's request as it was sent.
 import { fromStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, SpanEvent } from "../../generated/prisma/client.js";
-import { type LogLookup, type RecordedMessage, resolveRequest } from "../../domain/trace/recorded-request.js";
+import { type LogLookup, recordedRequestOf, resolveRequest } from "../../domain/trace/recorded-request.js";
+import { type JsonValue, usageOf } from "../../domain/json-columns.js";
 
 /** Model-reported tokens, as a span records them. */
 export type Usage = { input: number; output: number; cached: number; reasoning: number };
@@ -31,7 +32,7 @@ export async function firstEventsOfSpans(prisma: PrismaClient, spanIds: readonly
   return bySpan;
 }
 
-export type SpanUsageRow = { id: string; parentId: string | null; usage: unknown };
+export type SpanUsageRow = { id: string; parentId: string | null; usage: JsonValue };
 
 /** A trace's spans by parent, with their own usage. */
 export async function spanChildren(prisma: PrismaClient, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
@@ -42,10 +43,10 @@ export async function spanChildren(prisma: PrismaClient, traceId: string): Promi
 }
 
 /** The usage of a span and every span below it (from `spanChildren`), each counted once. */
-export function subtreeUsage(children: Map<string, SpanUsageRow[]>, span: { id: string; usage: unknown }): Usage {
+export function subtreeUsage(children: Map<string, SpanUsageRow[]>, span: { id: string; usage: JsonValue }): Usage {
   const subtree: (Usage | null)[] = [];
-  const visit = (id: string, usage: unknown) => {
-    subtree.push(usage as Usage | null);
+  const visit = (id: string, usage: JsonValue) => {
+    subtree.push(usageOf(usage));
     for (const child of children.get(id) ?? []) visit(child.id, child.usage);
   };
   visit(span.id, span.usage);
@@ -67,8 +68,8 @@ export const sumUsage = (usages: (Usage | null)[]): Usage =>
  * A model call's request as JSON: the messages sent, with those its span records as references
  * read back from the conversation log through `lookup`. Null for spans that record no request.
  */
-export async function requestOf(attributes: unknown, lookup: LogLookup): Promise<string | null> {
-  const recorded = (fromStoredJson(attributes) as { request?: RecordedMessage[] }).request;
+export async function requestOf(attributes: JsonValue, lookup: LogLookup): Promise<string | null> {
+  const recorded = recordedRequestOf(fromStoredJson(attributes));
   if (!recorded) return null;
   return JSON.stringify(await resolveRequest(lookup, recorded));
 }

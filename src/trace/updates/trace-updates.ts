@@ -5,8 +5,8 @@
 // stream ends, so it never holds up the runtime or other subscribers.
 import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { spanAsOf, type StoredSpanChange } from "../../domain/trace/trace-writes.js";
-import { spanAfterOf } from "../../domain/json-columns.js";
+import { spanAsOf } from "../../domain/trace/trace-writes.js";
+import { type JsonValue, spanAfterOf } from "../../domain/json-columns.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })
@@ -85,17 +85,20 @@ async function* replay(prisma: PrismaClient, traceId: string, afterSeq: number, 
 async function spansAsOf(
   prisma: PrismaClient,
   traceId: string,
-  page: readonly { seq: number; type: string; spanId: string | null; spanAfter: unknown }[],
+  page: readonly { seq: number; type: string; spanId: string | null; spanAfter: JsonValue }[],
 ): Promise<Map<number, SpanState>> {
-  type SpanChange = { seq: number; type: string; spanId: string; spanAfter: StoredSpanChange };
-  const changes = page.filter((change): change is SpanChange => change.spanId !== null && change.spanAfter !== null);
+  const changes = page.flatMap(({ seq, type, spanId, spanAfter }) => {
+    if (spanId === null) return [];
+    const stored = spanAfterOf(spanAfter);
+    return stored ? [{ seq, type, spanId, stored }] : [];
+  });
   const result = new Map<number, SpanState>();
   if (changes.length === 0) return result;
   const spanIds = [...new Set(changes.map((change) => change.spanId))];
   // Only a span still open at the page's last change can change after the page; an ended span
   // never changes again. Its later changes are a handful (an update or two, its end).
   const last = page[page.length - 1]!.seq;
-  const ended = new Set(changes.filter((change) => change.spanAfter.endedAt !== null).map((change) => change.spanId));
+  const ended = new Set(changes.filter((change) => change.stored.endedAt !== null).map((change) => change.spanId));
   const open = spanIds.filter((id) => !ended.has(id));
   const [spans, later] = await Promise.all([
     prisma.span.findMany({ where: { id: { in: spanIds } } }),
@@ -107,19 +110,15 @@ async function spansAsOf(
           orderBy: { seq: "desc" },
         }),
   ]);
-  const inPage = changes
-    .filter((change) => change.type !== "SPAN_STARTED")
-    .map(({ spanId, seq, spanAfter }) => ({ spanId, seq, spanAfter: spanAfter as unknown }));
-  const laterChanges = [...later, ...inPage.reverse()].sort((a, b) => b.seq - a.seq);
+  const inPage = changes.filter((change) => change.type !== "SPAN_STARTED").map(({ spanId, seq, stored }) => ({ spanId, seq, undo: stored.undo }));
+  const afterPage = later.map(({ spanId, seq, spanAfter }) => ({ spanId, seq, undo: spanAfterOf(spanAfter)?.undo }));
+  const laterChanges = [...afterPage, ...inPage.reverse()].sort((a, b) => b.seq - a.seq);
   const byId = new Map(spans.map((span) => [span.id, span]));
   for (const change of changes) {
     const current = byId.get(change.spanId);
     if (!current) continue;
-    const undo = laterChanges.flatMap((row) => {
-      const stored = spanAfterOf(row.spanAfter);
-      return row.spanId === change.spanId && row.seq > change.seq && stored?.undo ? [stored.undo] : [];
-    });
-    result.set(change.seq, spanAsOf(current, change.spanAfter, undo));
+    const undo = laterChanges.flatMap((row) => (row.spanId === change.spanId && row.seq > change.seq && row.undo ? [row.undo] : []));
+    result.set(change.seq, spanAsOf(current, change.stored, undo));
   }
   return result;
 }

@@ -38,8 +38,6 @@ function spanRowOf(state: SpanState): Span {
     ...state,
     kind: state.kind as SpanKind,
     status: state.status as SpanStatus,
-    attributes: state.attributes as Span["attributes"],
-    usage: state.usage as Span["usage"],
     startedAt: new Date(state.startedAt),
     endedAt: state.endedAt ? new Date(state.endedAt) : null,
   };
