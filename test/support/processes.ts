@@ -30,9 +30,18 @@ export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
   return spawnNode([...NODE_FLAGS, path.join(projectRoot, "dist", entry.replace(/\.ts$/, ".js"))], options);
 }
 
+/** A shell command line, run by sh in the project folder; `exec` makes the last command the process itself. */
+export function spawnShell(command: string, options: Omit<SpawnOptions, "args"> = {}): Spawned {
+  return spawnProgram("sh", ["-c", `exec ${command}`], options);
+}
+
 function spawnNode(nodeArgs: string[], { env = {}, args = [] }: SpawnOptions): Spawned {
   // One process (no tsx or npm wrapper), so a signal or a kill reaches Dossier itself.
-  const child = spawn(process.execPath, [...nodeArgs, ...args], {
+  return spawnProgram(process.execPath, [...nodeArgs, ...args], { env });
+}
+
+function spawnProgram(file: string, programArgs: string[], { env = {} }: Omit<SpawnOptions, "args">): Spawned {
+  const child = spawn(file, programArgs, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
