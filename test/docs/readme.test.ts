@@ -93,7 +93,7 @@ describe("README.md", () => {
     const example = await runShell(shellBlock("DOSSIER_URL=").replace("<key>", key!), {}, origin);
     expect(example).toMatch(/^run \S+ admitted/m);
     expect(example).toContain("run SUCCEEDED");
-  }, 240_000);
+  }, 360_000);
 });
 
 /** Runs each GraphQL block in order; returns every answer's data, subscriptions' last update included. */

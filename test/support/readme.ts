@@ -120,10 +120,10 @@ export function withoutNpm(line: string): string {
 
 export type ReadmeServer = { url: string; process: Spawned; wsSubscriptions(): Promise<number>; stop(): Promise<void> };
 
-/** The server as a README shell line starts it (after withoutNpm), on a free port. */
+/** The server as a README shell line starts it (after withoutNpm), on a free port; a fresh embedded database is created and migrated first (seconds, a minute on a busy machine). */
 export async function startReadmeServer(command: string, env: Record<string, string>): Promise<ReadmeServer> {
   const server = spawnShell(command, { env: { PORT: "0", ...env } });
-  const line = await server.waitForOutput(/"url":"[^"]+"/, 60_000);
+  const line = await server.waitForOutput(/"url":"[^"]+"/, 120_000);
   const url = JSON.parse(`{${line}}`).url as string;
   return {
     url,
