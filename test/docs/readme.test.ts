@@ -126,8 +126,9 @@ async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows
       answers.push(updates.at(-1)!);
     } else {
       // Open until the end, like a second GraphiQL tab: the next example starts once the server has it.
-      open.push({ query, subscription: subscribeWs(live.url, key, query) });
-      await expect.poll(() => live.wsSubscriptions(), { timeout: 10_000 }).toBe(open.length);
+      const subscription = subscribeWs(live.url, key, query);
+      open.push({ query, subscription });
+      await Promise.race([expect.poll(() => live.wsSubscriptions(), { timeout: 10_000 }).toBe(open.length), endsEarly(subscription, query)]);
     }
   }
   for (const { query, subscription } of open) {
@@ -136,6 +137,16 @@ async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows
     subscription.stop();
   }
   return answers;
+}
+
+/** Rejects if an open-ended subscription fails or ends while the examples still run. */
+function endsEarly(subscription: Subscription, query: string): Promise<never> {
+  return new Promise((_, reject) => {
+    subscription.completed.then(
+      () => subscription.running && reject(new Error(`the subscription ended by itself: ${JSON.stringify(subscription.results)}\n${query}`)),
+      (error: unknown) => reject(new Error(`the subscription failed: ${JSON.stringify(error)}\n${query}`)),
+    );
+  });
 }
 
 function expectData(result: FormattedExecutionResult<Data>, query: string): void {

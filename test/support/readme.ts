@@ -72,7 +72,14 @@ export async function post(url: string, key: string, query: string): Promise<For
   return (await response.json()) as FormattedExecutionResult<Data>;
 }
 
-export type Subscription = { results: FormattedExecutionResult<Data>[]; completed: Promise<void>; stop(): void };
+export type Subscription = {
+  results: FormattedExecutionResult<Data>[];
+  /** Resolves when the server completes it, rejects on its error. */
+  completed: Promise<void>;
+  /** False once stop() was called. */
+  readonly running: boolean;
+  stop(): void;
+};
 
 /** A subscription over graphql-ws, the key in the connection parameters as the README shows. */
 export function subscribeWs(url: string, key: string, query: string): Subscription {
@@ -86,7 +93,18 @@ export function subscribeWs(url: string, key: string, query: string): Subscripti
   const completed = new Promise<void>((resolve, reject) => {
     client.subscribe<Data, Data>({ query }, { next: (result) => results.push(result), error: reject, complete: resolve });
   });
-  return { results, completed: completed.finally(() => client.dispose()), stop: () => void client.dispose() };
+  let running = true;
+  return {
+    results,
+    completed: completed.finally(() => client.dispose()),
+    get running() {
+      return running;
+    },
+    stop() {
+      running = false;
+      void client.dispose();
+    },
+  };
 }
 
 /** A subscription over SSE (POST with Accept: text/event-stream), read to its end. */
