@@ -10,7 +10,8 @@ import type { Logger } from "../logger.js";
 import { authenticateFirst } from "../server/authenticate-first.js";
 import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
-import { graphiqlDefaultQuery, graphiqlDefaultTabs } from "../server/graphiql.js";
+import { useFavicon } from "../server/favicon.js";
+import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
@@ -69,13 +70,14 @@ export function createApi(
     maxRequestBodySize: false,
     healthCheckEndpoint: "/health",
     landingPage: false,
-    graphiql: { title: "Dossier", subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
+    ...graphiqlSettings,
     logging: yogaLogging(logger),
     plugins: [
       jsonPostsOnly("/graphql"),
       authentication.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
+      useFavicon(),
       bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),

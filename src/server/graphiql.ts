@@ -1,9 +1,14 @@
 // What GraphiQL shows a newcomer at /graphql: a few tabs of example operations, one per thing
 // people come to do (look around, start research, watch a run, read the history). A test
 // validates every example against the schema, so they cannot drift from it.
+import type { YogaServerOptions } from "graphql-yoga";
+import { DOSSIER_ICON_SVG } from "./favicon.js";
+import { renderOfflineGraphiQL } from "./graphiql-page.js";
+
 const lookAround = `# Welcome to Dossier. Run an operation with the ▶ button.
-# With AUTH_REQUIRED=true, add a header: { "authorization": "Bearer <your API key>" }
-# (create one with: npm run key:create -- --name "Your name").
+# With AUTH_REQUIRED=true, put in Headers (below), in each tab you use:
+#   { "authorization": "Bearer <your API key>" }
+# (create one with: npm run key:create -- --name "Your name"). Subscriptions send it too.
 
 query Viewer {
   viewer { id name }
@@ -109,3 +114,9 @@ export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
 
 /** The first tab, for GraphiQL versions that take a single default query. */
 export const graphiqlDefaultQuery = lookAround;
+
+/** Yoga's GraphiQL settings: the examples, and the page served whole from the installed package. */
+export const graphiqlSettings = {
+  graphiql: { title: "Dossier", logo: DOSSIER_ICON_SVG, subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
+  renderGraphiQL: renderOfflineGraphiQL,
+} satisfies Pick<YogaServerOptions<Record<string, never>, Record<string, never>>, "graphiql" | "renderGraphiQL">;

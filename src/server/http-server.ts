@@ -1,5 +1,5 @@
 // One HTTP server for everything: GraphQL over HTTP and SSE (Yoga), graphql-ws on the same
-// path, GraphiQL, the trace viewer page (/traces/<runId>), /health and /ready.
+// path, GraphiQL, the trace viewer page (/traces/<runId>), /favicon.ico, /health and /ready.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { GraphQLError } from "graphql";

@@ -1,0 +1,189 @@
+// A5: GraphiQL at /graphql in headless Chromium with every request to another host refused: the
+// page renders from what the server serves, each example tab shows its own operation, the first
+// one runs, a subscription receives an update, and an API key in a tab's headers works for
+// queries and subscriptions. Needs Debian's chromium (.ci/run installs it).
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { parse } from "graphql";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CancelRunDocument } from "../../sdk/generated/graphql.js";
+import { graphiqlDefaultTabs } from "../../src/server/graphiql.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
+import { projectRoot } from "../support/processes.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost"]);
+
+/** What a tab is titled: its first operation's name. */
+const titleOf = (query: string) => parse(query).definitions.flatMap((d) => (d.kind === "OperationDefinition" && d.name ? [d.name.value] : []))[0];
+
+type Opened = { page: Page; outside: string[]; problems: string[] };
+
+describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", () => {
+  let browser: Browser;
+  let t: TestApp | undefined;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  });
+  afterAll(async () => browser?.close());
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  /**
+   * Opens GraphiQL in a fresh browser profile that refuses (and records) every request to a host
+   * other than this machine, after leaving `stored` in the origin's localStorage.
+   */
+  async function openGraphiQL(url: string, stored: Record<string, string> = {}): Promise<Opened> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const outside: string[] = [];
+    await context.route("**/*", (route) => {
+      const requested = new URL(route.request().url());
+      if (LOCAL_HOSTS.has(requested.hostname)) return route.continue();
+      outside.push(requested.href);
+      return route.abort("blockedbyclient");
+    });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("console", (message) => message.type() === "error" && problems.push(`console: ${message.text()}`));
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("response", (response) => response.status() >= 400 && problems.push(`${response.status()} ${response.url()}`));
+    page.on("websocket", (socket) => !LOCAL_HOSTS.has(new URL(socket.url()).hostname) && outside.push(socket.url()));
+    await page.goto(new URL("/health", url).href);
+    await page.evaluate((entries) => {
+      for (const [key, value] of Object.entries(entries)) localStorage.setItem(key, value);
+    }, stored);
+    await page.goto(url);
+    await page
+      .locator(".graphiql-tab")
+      .nth(graphiqlDefaultTabs.length - 1)
+      .waitFor({ timeout: 60_000 });
+    return { page, outside, problems };
+  }
+
+  /** The query editor's whole text: Yoga's GraphiQL mirrors it into the address bar (?query=) on every change. */
+  const queryEditorText = (page: Page) => new URL(page.url()).searchParams.get("query");
+  /** What the editors show on screen (Monaco draws only the visible lines, with no-break spaces). */
+  const shown = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\u00a0/g, " ");
+  const response = (page: Page) => shown(page, ".graphiql-response");
+
+  /** Waits for what the page should come to show, or fails saying what it shows instead. */
+  async function eventually(page: Page, what: string, check: () => Promise<boolean> | boolean) {
+    try {
+      await waitUntil(async () => ((await check()) ? true : undefined), 20_000);
+    } catch {
+      const editor = queryEditorText(page)?.split("\n")[0];
+      throw new Error(`${what}: not seen within 20 s. Query editor: ${editor}; response: ${await response(page)}`);
+    }
+  }
+
+  async function openTab(page: Page, index: number) {
+    await page.locator(`#graphiql-session-tab-${index}`).click();
+    await eventually(page, `tab ${index}'s operation in the editor`, () => queryEditorText(page) === graphiqlDefaultTabs[index]!.query);
+  }
+
+  /** Runs one of the active tab's operations with the ▶ button (it asks which, when there are several). */
+  async function run(page: Page, operationName: string) {
+    await page.locator(".graphiql-execute-button").click();
+    await page.getByRole("menuitem", { name: operationName, exact: true }).click();
+  }
+
+  /** Replaces the text of the visible editor below the query: "Variables" or "Headers". */
+  async function fillEditorTool(page: Page, tool: "Variables" | "Headers", text: string) {
+    await page.locator(".graphiql-editor-tools").getByRole("button", { name: tool, exact: true }).click();
+    await page.locator(".graphiql-editor-tool .graphiql-editor:not(.hidden)").click();
+    // Emptied first: typed over a selection, "{" would wrap the old text (Monaco's auto-surround).
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.press("Delete");
+    await page.keyboard.insertText(text);
+    const editor = ".graphiql-editor-tool .graphiql-editor:not(.hidden)";
+    await eventually(page, `${text} in ${tool}`, async () => (await shown(page, editor)).endsWith(text));
+  }
+
+  it("renders with no request leaving the machine, each tab showing its operation; the first runs and a subscription updates", async () => {
+    t = await startTestApp("pglite", { listen: true });
+    // What an older GraphiQL on this origin left behind: its tabs would replace the examples.
+    const older = "query Older { viewer { id } }";
+    const olderTabs = {
+      activeTabIndex: 0,
+      tabs: [{ id: "older", title: "Older", query: older, variables: null, headers: null, operationName: "Older", response: null }],
+    };
+    const { page, outside, problems } = await openGraphiQL(t.server!.url, { "graphiql:tabState": JSON.stringify(olderTabs), "graphiql:query": older });
+
+    expect(await page.locator("#root").textContent()).not.toContain("Loading");
+    await page.locator(".graphiql-query-editor .view-lines").waitFor();
+    expect(await page.locator(".graphiql-tab-button").allTextContents()).toEqual(graphiqlDefaultTabs.map((tab) => titleOf(tab.query)));
+    for (const index of [1, 2, 3, 0]) {
+      await openTab(page, index);
+      const tab = graphiqlDefaultTabs[index]!;
+      expect(await shown(page, ".graphiql-query-editor")).toContain(tab.query.split("\n")[0]);
+      for (const name of Object.keys(JSON.parse(tab.variables ?? "{}"))) expect(await shown(page, ".graphiql-editor-tool")).toContain(`"${name}"`);
+    }
+
+    await run(page, "Viewer");
+    await eventually(page, '"data"', async () => (await response(page)).includes('"data"'));
+    expect(await response(page)).toContain('"name": "Development principal"');
+
+    // A run nobody executes (no worker) stays queued until the test cancels it.
+    const workspace = await createWorkspace(t.client);
+    const { run: queued } = await admit(t.client, { workspaceId: workspace.id, question: "Who makes cells?" });
+    await openTab(page, 2);
+    await fillEditorTool(page, "Variables", JSON.stringify({ runId: queued.id }));
+    const listening = t.listeners();
+    await run(page, "RunEvents");
+    await eventually(page, "the subscription listening", () => t!.listeners() > listening);
+    expect(await response(page)).not.toContain("CANCELLED");
+    expectType((await t.client.request(CancelRunDocument, { input: { runId: queued.id } })).cancelRun, "CancelRunSuccess");
+    await eventually(page, '"status": "CANCELLED"', async () => (await response(page)).includes('"status": "CANCELLED"'));
+
+    const screenshot = path.join(projectRoot, "test-results", "graphiql.png");
+    mkdirSync(path.dirname(screenshot), { recursive: true });
+    await page.screenshot({ path: screenshot });
+
+    // Reopened, the page keeps the four tabs (one is named after the operation it ran last) and
+    // shows the one it showed.
+    await page.reload();
+    await page.locator(".graphiql-tab-active").waitFor({ timeout: 60_000 });
+    const titles = graphiqlDefaultTabs.map((tab) => titleOf(tab.query));
+    titles[2] = "RunEvents";
+    expect(await page.locator(".graphiql-tab-button").allTextContents()).toEqual(titles);
+    expect(await page.locator(".graphiql-tab-active .graphiql-tab-button").textContent()).toBe("RunEvents");
+    expect(await shown(page, ".graphiql-editor-tool")).toContain(queued.id);
+
+    expect(outside).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 240_000);
+
+  it("sends the API key in a tab's headers with its queries and its subscriptions", async () => {
+    t = await startTestApp("pglite", { listen: true, authRequired: true });
+    const key = await t.createPrincipal("Ada");
+    const { page, outside } = await openGraphiQL(t.server!.url);
+
+    await run(page, "Viewer");
+    await eventually(page, "UNAUTHENTICATED", async () => (await response(page)).includes("UNAUTHENTICATED"));
+    await fillEditorTool(page, "Headers", JSON.stringify({ authorization: `Bearer ${key}` }));
+    await run(page, "Viewer");
+    await eventually(page, '"name": "Ada"', async () => (await response(page)).includes('"name": "Ada"'));
+
+    // Headers belong to a tab: the subscription's tab gets the key too, and it reaches graphql-ws.
+    const workspace = await createWorkspace(t.as(key));
+    const { run: queued } = await admit(t.as(key), { workspaceId: workspace.id, question: "Who makes cells?" });
+    await openTab(page, 2);
+    await fillEditorTool(page, "Variables", JSON.stringify({ runId: queued.id }));
+    await fillEditorTool(page, "Headers", JSON.stringify({ authorization: `Bearer ${key}` }));
+    const listening = t.listeners();
+    await run(page, "RunEvents");
+    await eventually(page, "the subscription listening", () => t!.listeners() > listening);
+    expectType((await t.as(key).request(CancelRunDocument, { input: { runId: queued.id } })).cancelRun, "CancelRunSuccess");
+    await eventually(page, '"status": "CANCELLED"', async () => (await response(page)).includes('"status": "CANCELLED"'));
+
+    expect(outside).toEqual([]);
+    await page.context().close();
+  }, 240_000);
+});
