@@ -83,6 +83,7 @@ describe("OpenAIModel", () => {
   it("labels itself and is not scripted", () => {
     const m = model("http://127.0.0.1:1/v1");
     expect(m.label).toBe("openai:gpt-test");
+    expect(m.model).toBe("gpt-test"); // the name requests ask for
     expect(m.scripted).toBe(false);
     expect(m.contextWindow).toBe(64_000);
   });

@@ -82,5 +82,9 @@ describe("a run answered through the openai adapter", () => {
     expect(toolResults[0]!.content).toMatch(/^Wrote 8 bytes to notes.md/);
     expect(toolResults[1]!.content).toBe("1. [ ] Verify");
     expect(view!.trace!.usage).toEqual({ input: 500, output: 52, cached: 10, reasoning: 0 });
+    // The model-call spans name the model the requests asked for, as OpenTelemetry's gen_ai.request.model.
+    const calls = view.trace!.spans.filter((span) => span.kind === "MODEL_CALL");
+    expect(calls.map((span) => JSON.parse(span.attributes)["gen_ai.request.model"])).toEqual([bodies[0]!.model, bodies[1]!.model]);
+    expect(bodies[0]!.model).toBe("local-model");
   });
 });

@@ -35,6 +35,7 @@ function reusingCallIds(inner: ScriptedModel): ModelPort {
   const renumber = <C extends { id: string }>(call: C, index: number): C => ({ ...call, id: `call_${index}` });
   return {
     label: inner.label,
+    model: inner.model,
     scripted: inner.scripted,
     contextWindow: inner.contextWindow,
     async complete(request, onEvent) {

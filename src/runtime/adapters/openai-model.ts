@@ -51,7 +51,7 @@ export class OpenAIModel implements ModelPort {
   readonly label: string;
   readonly scripted = false;
   readonly contextWindow: number;
-  private readonly model: string;
+  readonly model: string;
   private readonly client: OpenAI;
 
   constructor(options: OpenAIModelOptions) {
