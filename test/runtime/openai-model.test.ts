@@ -224,6 +224,20 @@ describe("OpenAIModel", () => {
     expect(received).toHaveLength(1); // maxRetries: 0
   });
 
+  it("rejects a server that cannot be reached with a retryable ModelError naming its address and why", async () => {
+    const { baseURL } = await startServer(() => undefined);
+    server!.close();
+    await once(server!, "close");
+    const error = await model(baseURL)
+      .complete(simpleRequest())
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ status: undefined, retryable: true });
+    expect((error as ModelError).message).toMatch(
+      new RegExp(`^openai:gpt-test: could not reach the model server at ${baseURL.replaceAll(".", "\\.")}: .*\\(connect ECONNREFUSED`),
+    );
+  });
+
   it("rejects a 401 as a non-retryable ModelError", async () => {
     const { baseURL } = await startServer((_received, res) => {
       res.writeHead(401, { "content-type": "application/json" });
