@@ -1,14 +1,15 @@
 // What a run stores: a 10-turn run whose tool returns 20,000 characters per turn, on PGlite and
-// PostgreSQL. Prints the bytes of its conversation log and of its trace, and what the trace would
-// hold if it copied what it refers to (every tool result and final reply in its event, every
-// request whole in its model-call span) — the baseline, computed from the same run.
+// PostgreSQL, on its own and in a workspace with a selected material (whose context every request
+// carries with the question). Prints the bytes of its conversation log and of its trace, and what
+// the trace would hold if it copied what it refers to (every tool result and final reply in its
+// event, every request whole in its model-call span) — the baseline, computed from the same run.
 // Needs PostgreSQL (TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/postgres).
 //   npm run bench:storage
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "../sdk/client.js";
-import { AdmitRunDocument } from "../sdk/generated/graphql.js";
+import { AdmitRunDocument, CreateWorkspaceDocument, PublishVersionDocument } from "../sdk/generated/graphql.js";
 import { createApp } from "../src/compose/app.js";
 import { type DatabaseTarget, openDatabase } from "../src/db/open-database.js";
 import { fromStoredJson } from "../src/domain/text/stored-text.js";
@@ -23,7 +24,17 @@ const TURNS = 10;
 const RESULT_CHARS = 20_000;
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
-async function measure(target: DatabaseTarget) {
+/** A workspace with one published material, as admitRun's input for a run in it. */
+async function inWorkspace(client: ReturnType<typeof createClient>) {
+  const created = await client.request(CreateWorkspaceDocument, { input: { title: "Batteries", goal: "Map EU battery cell capacity for 2027" } });
+  if (created.createWorkspace.__typename !== "CreateWorkspaceSuccess") throw new Error("the workspace was not created");
+  const published = await client.request(PublishVersionDocument, { input: { title: "EU cell plants", content: "Plants and capacities. ".repeat(200) } });
+  if (published.publishVersion.__typename !== "PublishVersionSuccess") throw new Error("the material was not published");
+  const publicationId = published.publishVersion.version.publication.id;
+  return { workspaceId: created.createWorkspace.workspace.id, materials: [{ publicationId, version: 1 }] };
+}
+
+async function measure(target: DatabaseTarget, workspace: boolean) {
   const db = await openDatabase(target);
   await db.migrate();
   const app = createApp({
@@ -43,7 +54,7 @@ async function measure(target: DatabaseTarget) {
       fetch: (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch,
     });
     const admitted = await client.request(AdmitRunDocument, {
-      input: { question: "Read the report", limits: { maxTurns: TURNS + 2, tokenBudget: 10_000_000 } },
+      input: { question: "Read the report", limits: { maxTurns: TURNS + 2, tokenBudget: 10_000_000 }, ...(workspace ? await inWorkspace(client) : {}) },
     });
     if (admitted.admitRun.__typename !== "AdmitRunSuccess") throw new Error(`admission failed: ${admitted.admitRun.__typename}`);
     const runId = Buffer.from(admitted.admitRun.run.id, "base64").toString().split(":")[1]!;
@@ -70,7 +81,7 @@ async function measure(target: DatabaseTarget) {
 }
 
 const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
-const rows = [["database", "log", "trace", "stored ÷ log", "trace as copies (baseline)", "baseline stored ÷ log"]];
+const rows = [["database", "run", "log", "trace", "stored ÷ log", "trace as copies (baseline)", "baseline stored ÷ log"]];
 const targets: [string, () => Promise<{ target: DatabaseTarget; drop(): Promise<void> }>][] = [
   ["PGlite", async () => ({ target: { kind: "pglite" }, drop: async () => undefined })],
   [
@@ -82,12 +93,15 @@ const targets: [string, () => Promise<{ target: DatabaseTarget; drop(): Promise<
   ],
 ];
 for (const [name, open] of targets) {
-  const { target, drop } = await open();
-  try {
-    const { log, trace, copies } = await measure(target);
-    rows.push([name, kB(log), kB(trace), `${((log + trace) / log).toFixed(3)} ×`, kB(copies), `${((log + copies) / log).toFixed(2)} ×`]);
-  } finally {
-    await drop();
+  for (const workspace of [false, true]) {
+    const { target, drop } = await open();
+    try {
+      const { log, trace, copies } = await measure(target, workspace);
+      const run = workspace ? "in a workspace" : "alone";
+      rows.push([name, run, kB(log), kB(trace), `${((log + trace) / log).toFixed(3)} ×`, kB(copies), `${((log + copies) / log).toFixed(2)} ×`]);
+    } finally {
+      await drop();
+    }
   }
 }
 console.log(`\nStorage of a ${TURNS}-turn run with ${RESULT_CHARS.toLocaleString("en-US")}-character tool results (goal: stored ÷ log ≤ 1.25)`);

@@ -6,7 +6,7 @@
 // from the log as the next attempt.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { EventBus } from "../events/topics.js";
+import type { EventBus, RunStatusName } from "../events/topics.js";
 import type { Run } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type ClaimedAttempt, type InstanceLiveness, interruption } from "./attempt/claim.js";
@@ -203,8 +203,9 @@ export class RunWorker {
       return;
     }
     try {
-      const status = await this.settle(claimed, fence, outcome);
-      const failure = outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {};
+      // The outcome settled, which is INTERNAL_ERROR when settling the attempt's own failed.
+      const { status, settled } = await this.settle(claimed, fence, outcome);
+      const failure = settled.type === "failed" ? { failureReason: settled.reason, error: settled.message } : {};
       (status === "FAILED" ? logger.warn : logger.info).call(logger, "run settled", { ...where, status, ...failure });
       await this.announceNext(claimed.run);
     } catch (error) {
@@ -220,18 +221,19 @@ export class RunWorker {
    * proposals dropped, its spills released; with no settle step at all if even that fails),
    * rather than staying RUNNING to be claimed, resumed and fail to settle again forever.
    */
-  private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome) {
+  private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<{ status: RunStatusName; settled: Outcome }> {
     const { runs } = this.options;
     try {
-      return await runs.settle(claimed, fence, outcome, this.steps);
+      return { status: await runs.settle(claimed, fence, outcome, this.steps), settled: outcome };
     } catch (error) {
       if (error instanceof AttemptFencedError) throw error;
       this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
       const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
-      return runs.settle(claimed, fence, failed, this.steps).catch((again: unknown) => {
+      const status = await runs.settle(claimed, fence, failed, this.steps).catch((again: unknown) => {
         if (again instanceof AttemptFencedError) throw again;
         return runs.settle(claimed, fence, failed, []);
       });
+      return { status, settled: failed };
     }
   }
 

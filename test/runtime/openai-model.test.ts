@@ -83,6 +83,7 @@ describe("OpenAIModel", () => {
   it("labels itself and is not scripted", () => {
     const m = model("http://127.0.0.1:1/v1");
     expect(m.label).toBe("openai:gpt-test");
+    expect(m.model).toBe("gpt-test"); // the name requests ask for
     expect(m.scripted).toBe(false);
     expect(m.contextWindow).toBe(64_000);
   });
@@ -221,6 +222,20 @@ describe("OpenAIModel", () => {
     expect((error as ModelError).message).toContain("The server had an error");
     expect(error).toMatchObject({ status: 500, retryable: true });
     expect(received).toHaveLength(1); // maxRetries: 0
+  });
+
+  it("rejects a server that cannot be reached with a retryable ModelError naming its address and why", async () => {
+    const { baseURL } = await startServer(() => undefined);
+    server!.close();
+    await once(server!, "close");
+    const error = await model(baseURL)
+      .complete(simpleRequest())
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ status: undefined, retryable: true });
+    expect((error as ModelError).message).toMatch(
+      new RegExp(`^openai:gpt-test: could not reach the model server at ${baseURL.replaceAll(".", "\\.")}: .*\\(connect ECONNREFUSED`),
+    );
   });
 
   it("rejects a 401 as a non-retryable ModelError", async () => {

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RunTraceDocument } from "../../sdk/generated/graphql.js";
+import { createLogger } from "../../src/logger.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -82,5 +83,47 @@ describe("a run answered through the openai adapter", () => {
     expect(toolResults[0]!.content).toMatch(/^Wrote 8 bytes to notes.md/);
     expect(toolResults[1]!.content).toBe("1. [ ] Verify");
     expect(view!.trace!.usage).toEqual({ input: 500, output: 52, cached: 10, reasoning: 0 });
+    // The model-call spans name the model the requests asked for, as OpenTelemetry's gen_ai.request.model.
+    const calls = view.trace!.spans.filter((span) => span.kind === "MODEL_CALL");
+    expect(calls.map((span) => JSON.parse(span.attributes)["gen_ai.request.model"])).toEqual([bodies[0]!.model, bodies[1]!.model]);
+    expect(bodies[0]!.model).toBe("local-model");
+  });
+});
+
+describe("a run whose model server cannot be reached", () => {
+  let t: TestApp | undefined;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("fails with MODEL_ERROR, and the log says so at warn level with the run id, the server's address and why", async () => {
+    // A port that was just free: nothing listens on it any more.
+    const closed = createServer();
+    closed.listen(0, "127.0.0.1");
+    await once(closed, "listening");
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const lines: string[] = [];
+    t = await startTestApp("pglite", {
+      logger: createLogger("info", (line) => lines.push(line)),
+      runtime: {
+        model: new OpenAIModel({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "sk-local", model: "local-model", contextWindow: 32_000, maxRetries: 0 }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-openai-")),
+      },
+    });
+    const { run } = await admit(t.client, { question: "Is anyone there?" });
+    const view = await vi.waitFor(
+      async () => {
+        const current = expectType((await t!.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
+        return current;
+      },
+      { timeout: 15_000 },
+    );
+    expect(view).toMatchObject({ status: "FAILED", failureReason: "MODEL_ERROR" });
+    const runId = Buffer.from(run.id, "base64").toString().split(":")[1]!;
+    const settledLine = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.message === "run settled");
+    expect(settledLine).toMatchObject({ level: "warn", runId, status: "FAILED", failureReason: "MODEL_ERROR" });
+    expect(settledLine!.error).toMatch(new RegExp(`could not reach the model server at http://127\\.0\\.0\\.1:${port}/v1: .*ECONNREFUSED`));
   });
 });

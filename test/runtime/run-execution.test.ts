@@ -12,6 +12,7 @@ import {
   RunTraceDocument,
   SpanRequestDocument,
 } from "../../sdk/generated/graphql.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
@@ -39,9 +40,10 @@ describe.each(backends)("run execution on %s", (backend) => {
     t = undefined;
   });
 
-  async function start(steps: ScriptStep[] | ((request: never, i: number) => ScriptStep), extraTools: Tool[] = []) {
+  async function start(steps: ScriptStep[] | ((request: never, i: number) => ScriptStep), extraTools: Tool[] = [], logger?: Logger) {
     const model = new ScriptedModel({ name: "test", steps: steps as ScriptStep[] });
     t = await startTestApp(backend, {
+      ...(logger && { logger }),
       runtime: {
         model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")),
@@ -239,10 +241,12 @@ describe.each(backends)("run execution on %s", (backend) => {
   });
 
   it("a run whose settling fails ends FAILED with INTERNAL_ERROR and none of the settle steps' effects, once", async () => {
-    const { t } = await start([
-      { toolCalls: [{ name: "propose_checkpoint", arguments: { summary: "Settled nothing." } }] },
-      { content: "An answer that cannot be settled." },
-    ]);
+    const lines: string[] = [];
+    const { t } = await start(
+      [{ toolCalls: [{ name: "propose_checkpoint", arguments: { summary: "Settled nothing." } }] }, { content: "An answer that cannot be settled." }],
+      [],
+      createLogger("info", (line) => lines.push(line)),
+    );
     const steps = (t.app.runtime!.worker as unknown as { options: { settleSteps: SettleStep[] } }).options.settleSteps;
     let calls = 0;
     steps.push(async ({ tx, run, status }) => {
@@ -265,6 +269,15 @@ describe.each(backends)("run execution on %s", (backend) => {
     const materials = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!;
     expect(materials.acceptedPublicationVersions).toEqual([]);
     expect(materials.checkpointProposals.map((p) => p.status)).toEqual(["DROPPED"]);
+    // The log says why the run failed, not only that it did.
+    const settledLine = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.message === "run settled");
+    expect(settledLine).toMatchObject({
+      level: "warn",
+      runId: Buffer.from(run.id, "base64").toString().split(":")[1],
+      status: "FAILED",
+      failureReason: "INTERNAL_ERROR",
+    });
+    expect(settledLine!.error).toBe("settling the run failed: the archive is unreachable");
   });
 
   it("hands a run back on a graceful worker stop; the next worker resumes it from the log, keeping the results that finished", async () => {

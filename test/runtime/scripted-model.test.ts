@@ -35,6 +35,7 @@ describe("ScriptedModel", () => {
   it("is labelled as scripted", () => {
     const model = new ScriptedModel({ name: "x", steps: [] });
     expect(model.label).toBe("scripted:x");
+    expect(model.model).toBe("x");
     expect(model.scripted).toBe(true);
     expect(model.contextWindow).toBe(128_000);
     expect(new ScriptedModel({ name: "x", steps: [], contextWindow: 8_000 }).contextWindow).toBe(8_000);

@@ -1,6 +1,7 @@
 // Every payload is stored once: a tool's result and a final reply live in the conversation log;
 // their trace events keep a preview and a size and read the payload from the log; a model call's
-// span records its request as references to the log entries it carries as they are. Read back,
+// span records its request as references to the log entries it carries as they are, a workspace
+// run's context and question as the parts of the one user message they are sent as. Read back,
 // each is exactly what was recorded or sent, byte for byte.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EventPayloadDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { reportPage, reportReadingModel, reportTool, storedBytes } from "../support/long-tool-run.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -99,5 +100,36 @@ describe.each(backends)("payloads stored once on %s", (backend) => {
     const bytes = await storedBytes(t.app.db, rawId(run.id));
     expect(bytes.log).toBeGreaterThan(10 * 20_000);
     expect(bytes.trace / bytes.log).toBeLessThan(0.25);
+  }, 90_000);
+
+  it("a workspace run's context, sent with the question in one user message, is stored once and read back exactly", async () => {
+    const model = reportReadingModel(4);
+    t = await startTestApp(backend, {
+      runtime: { model, extraTools: [reportTool(2_000)], sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")) },
+    });
+    const workspace = await createWorkspace(t.client);
+    const material = await publish(t.client, { title: "EU cell plants", content: "Plants and capacities." });
+    const { run } = await admit(t.client, {
+      workspaceId: workspace.id,
+      question: "Read the report",
+      materials: [{ publicationId: material.version.publication.id, version: 1 }],
+    });
+    const done = await settled(t.client, run.id, 60_000);
+    expect(done.status).toBe("SUCCEEDED");
+    const context = done.messages.edges.find((edge) => edge.node.role === "CONTEXT")!.node.content;
+    expect(context).toContain('"EU cell plants"');
+
+    const calls = done.trace!.spans.filter((span) => span.kind === "MODEL_CALL");
+    expect(calls).toHaveLength(5);
+    for (const [index, call] of calls.entries()) {
+      // Sent: the context, then the question, in one user message after the system prompt.
+      expect(model.requests[index]!.messages[1]).toEqual({ role: "user", content: `${context}\n\nRead the report` });
+      // Recorded: references to the two log entries, never the context's text.
+      const recorded = JSON.parse(call.attributes) as { request: unknown[] };
+      expect(recorded.request[1]).toEqual({ role: "user", parts: [{ logMessage: expect.any(String) }, { text: "\n\n" }, { logMessage: expect.any(String) }] });
+      expect(call.attributes).not.toContain("workspace-context");
+      const request = expectType((await t.client.request(SpanRequestDocument, { id: call.id })).node!, "Span").request!;
+      expect(request).toBe(JSON.stringify(model.requests[index]!.messages));
+    }
   }, 90_000);
 });

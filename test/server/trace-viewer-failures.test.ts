@@ -26,6 +26,7 @@ const ended = (status: string) => `body[data-connection=ended][data-run-status=$
 /** A model whose server cannot be reached. */
 const unreachableModel: ModelPort = {
   label: "openai:unreachable",
+  model: "unreachable",
   scripted: false,
   contextWindow: 128_000,
   complete: async () => {

@@ -6,6 +6,7 @@ import { RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphq
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { expectType } from "./fixtures.js";
+import { questionOf } from "./requests.js";
 
 export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
 
@@ -22,7 +23,7 @@ export function toolCallingModel(name = "tools"): ScriptedModel {
     name,
     steps: (request) => {
       const start = request.messages.findLastIndex((m) => m.role === "user");
-      const { turns } = JSON.parse((request.messages[start] as { content: string }).content) as { turns: Call[][] };
+      const { turns } = JSON.parse(questionOf(request.messages[start]!.content)) as { turns: Call[][] };
       const since = request.messages.slice(start + 1) as ChatMessage[];
       const turn = since.filter((m) => m.role === "assistant").length;
       if (turn < turns.length) return { toolCalls: turns[turn]!.map((call) => ({ name: call.name, arguments: call.arguments ?? {} })) };

@@ -20,6 +20,7 @@ import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { asks, questionOf } from "../support/requests.js";
 
 const text = (m: ChatMessage) => (typeof m.content === "string" ? m.content : "");
 const contextOf = (request: ModelRequest) => request.messages.map(text).find((c) => c.startsWith("<workspace-context>")) ?? "";
@@ -39,7 +40,7 @@ function scriptedByQuestion(scripts: Record<string, (request: ModelRequest, turn
   return new ScriptedModel({
     name: "provenance",
     steps: (request) => {
-      const question = request.messages.find((m) => m.role === "user")!.content as string;
+      const question = questionOf(request.messages.find((m) => m.role === "user")!.content);
       const script = scripts[question];
       if (!script) return { content: `No script for: ${question}` };
       return script(request, request.messages.filter((m) => m.role === "assistant").length);
@@ -119,7 +120,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     // A run told about the checkpoint sees whose judgement each section is.
     const look = (await admit(t.client, { workspaceId: workspace.id, question: "Look again" })).run;
     await settled(t.client, look.id);
-    const told = contextOf(model.requests.find((r) => r.messages.some((m) => m.role === "user" && m.content === "Look again"))!);
+    const told = contextOf(model.requests.find((r) => r.messages.some((m) => asks(m, "Look again")))!);
     expect(told).toContain("Summary: Cells cost 90 EUR/kWh. [a model's suggestion]");
     expect(told).toContain("- question q1 [RESOLVED] [the user's decision]: Is the price list current?");
     expect(told).toContain("- question q2 [OPEN] [a model's suggestion]: Which supplier?");

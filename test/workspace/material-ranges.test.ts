@@ -14,6 +14,7 @@ import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
+import { questionOf } from "../support/requests.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 const text = (m: ChatMessage) => (typeof m.content === "string" ? m.content : "");
@@ -35,6 +36,7 @@ function reusingCallIds(inner: ScriptedModel): ModelPort {
   const renumber = <C extends { id: string }>(call: C, index: number): C => ({ ...call, id: `call_${index}` });
   return {
     label: inner.label,
+    model: inner.model,
     scripted: inner.scripted,
     contextWindow: inner.contextWindow,
     async complete(request, onEvent) {
@@ -178,8 +180,8 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
     // Each run reads one report at its first step; the model calls both reads call_0.
     const inner = scripted((request) => {
       const messages = request.messages;
-      // The run's workspace context (a user message) follows its question; after it, the run's own steps.
-      const question = text(messages.findLast((m) => m.role === "user" && !text(m).startsWith("<workspace-context>"))!);
+      // The question ends the last user message (after the run's workspace context); after it, the run's own steps.
+      const question = questionOf(messages.findLast((m) => m.role === "user")!.content);
       if (messages.findLastIndex((m) => m.role === "user") < messages.length - 1) return { content: "Done." };
       return { toolCalls: [read(listedId(request, question === "Read the short report" ? "Short report" : "Long report"))] };
     });

@@ -27,6 +27,7 @@ import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scrip
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { questionOf } from "../support/requests.js";
 
 type Script = (request: ModelRequest, turn: number) => ScriptStep;
 
@@ -35,7 +36,7 @@ function scriptedByQuestion(scripts: Record<string, Script>): ScriptedModel {
   return new ScriptedModel({
     name: "history",
     steps: (request) => {
-      const question = request.messages.find((m) => m.role === "user")!.content as string;
+      const question = questionOf(request.messages.find((m) => m.role === "user")!.content);
       const script = scripts[question];
       if (!script) return { content: `No script for: ${question}` };
       const turn = request.messages.filter((m) => m.role === "assistant").length;

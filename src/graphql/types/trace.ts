@@ -112,7 +112,7 @@ export const SpanObject = builder.prismaNode("Span", {
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     attributes: t.string({
       description:
-        "The span's attributes as JSON. A model call's attributes hold its budget breakdown and its request as recorded: messages the conversation log holds as they were sent are references to their log entries ({\"logMessage\": id}); `request` reads them back.",
+        'The span\'s attributes as JSON. A model call\'s attributes hold its budget breakdown and its request as recorded: messages the conversation log holds as they were sent are references to their log entries ({"logMessage": id}), and a user message joined from several (a run\'s context and its question) lists its parts ({"role": "user", "parts": [{"logMessage": id} or {"text": …}]}, its content their concatenation); `request` reads them back.',
       resolve: (span) => JSON.stringify(fromStoredJson(span.attributes)),
     }),
     request: t.string({

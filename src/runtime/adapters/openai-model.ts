@@ -51,18 +51,20 @@ export class OpenAIModel implements ModelPort {
   readonly label: string;
   readonly scripted = false;
   readonly contextWindow: number;
-  private readonly model: string;
+  readonly model: string;
+  private readonly baseURL: string;
   private readonly client: OpenAI;
 
   constructor(options: OpenAIModelOptions) {
     this.model = options.model;
     this.label = `openai:${options.model}`;
     this.contextWindow = options.contextWindow;
+    this.baseURL = options.baseURL ?? DEFAULT_BASE_URL;
     // Every option the SDK would otherwise read from OPENAI_* environment variables is pinned here,
     // because configuration comes only from src/config.ts.
     this.client = new OpenAI({
       apiKey: options.apiKey,
-      baseURL: options.baseURL ?? DEFAULT_BASE_URL,
+      baseURL: this.baseURL,
       organization: null,
       project: null,
       adminAPIKey: null,
@@ -121,9 +123,12 @@ export class OpenAIModel implements ModelPort {
     const code = typeof error.code === "string" ? error.code : undefined;
     if (error.status === undefined) {
       // No status: a connection failure, or an error event sent inside a 200 stream.
+      // The SDK says only "Connection error."; where it tried and why (ECONNREFUSED, ENOTFOUND, …)
+      // is what tells a wrong OPENAI_BASE_URL apart from a server that is down.
       const connection = error instanceof APIConnectionError;
-      const where = connection ? "could not reach the model server" : "the server reported an error mid-stream";
-      return new ModelError(`${this.label}: ${where}: ${error.message}`, { code, retryable: connection, cause: error });
+      const where = connection ? `could not reach the model server at ${this.baseURL}` : "the server reported an error mid-stream";
+      const why = connection ? rootCause(error) : undefined;
+      return new ModelError(`${this.label}: ${where}: ${error.message}${why ? ` (${why})` : ""}`, { code, retryable: connection, cause: error });
     }
     const retryable = error.status === 408 || error.status === 409 || error.status === 429 || error.status >= 500;
     const detail = error.message.replace(/^\d{3} /, "");
@@ -134,6 +139,14 @@ export class OpenAIModel implements ModelPort {
       cause: error,
     });
   }
+}
+
+/** The innermost cause's message (fetch wraps the system error: "connect ECONNREFUSED 127.0.0.1:9"). */
+function rootCause(error: Error): string | undefined {
+  let cause: unknown = error.cause;
+  let message: string | undefined;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth += 1, cause = cause.cause) message = cause.message;
+  return message;
 }
 
 /** An Error named "AbortError" carrying the signal's reason, whatever that reason is. */

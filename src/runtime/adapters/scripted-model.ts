@@ -36,6 +36,7 @@ export const NO_MORE_STEPS_REPLY = "(scripted model: no more steps)";
 
 export class ScriptedModel implements ModelPort {
   readonly label: string;
+  readonly model: string;
   readonly scripted = true;
   readonly contextWindow: number;
   /** Every request received, in order, copied at call time (without the signal). */
@@ -49,6 +50,7 @@ export class ScriptedModel implements ModelPort {
 
   constructor(options: ScriptedModelOptions) {
     this.label = `scripted:${options.name}`;
+    this.model = options.name;
     this.contextWindow = options.contextWindow ?? 128_000;
     this.steps = options.steps;
     this.recordRequests = options.recordRequests ?? true;

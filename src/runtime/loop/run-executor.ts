@@ -230,7 +230,7 @@ export class RunExecutor {
           kind: "MODEL_CALL",
           name: `chat ${model.label}`,
           // The request as references to the log where it carries entries as they are: stored once.
-          attributes: { "gen_ai.request.model": model.label, scripted: model.scripted, budget, request: recorded },
+          attributes: { "gen_ai.request.model": model.model, scripted: model.scripted, budget, request: recorded },
         },
         async (span) => {
           const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {

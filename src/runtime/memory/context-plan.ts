@@ -6,9 +6,9 @@ import { type RecordedMessage, recordRequest } from "../../domain/trace/recorded
 import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
-import { shownToModel } from "./conversation-log.js";
 import { MemoCache, spilled } from "./memo-cache.js";
 import { withRepairs } from "./repair.js";
+import { type InputKind, inTurns } from "./request-turns.js";
 import {
   applyCandidate,
   type CompactionPolicies,
@@ -31,7 +31,10 @@ export type ContextInput = {
   log: readonly Message[];
   tools: readonly ToolSchema[];
   contextWindow: number;
-  /** The run the request is for: its first user message is the current input, never folded. Default: the log's last user message. */
+  /**
+   * The run the request is for: its first user message and the context it was given are the
+   * current input, never folded. Default: the log's last user message and its run's context.
+   */
   runId?: string;
   policies?: CompactionPolicies;
   minCompactChars?: number;
@@ -115,7 +118,8 @@ type LogScan = {
   covered: number;
   /** Every entry but summaries, as the log shows it. */
   all: ViewEntry[];
-  currentView: ViewEntry | undefined;
+  /** The current input: the run's question, then the context the run was given (if any), in log order. */
+  current: ViewEntry[];
   /** The entries after the summary, the current input left out. */
   raw: ViewEntry[];
 };
@@ -135,9 +139,19 @@ function scanLog(input: ContextInput, cache: MemoCache): LogScan {
   }
   const covered = summary?.coversThroughSeq ?? 0;
   const all = log.filter((message) => message.role !== "SUMMARY").map((message) => cache.view(message));
-  const currentView = all.find((entry) => entry.message === currentInput);
-  const raw = all.filter((entry) => entry.message.seq > covered && entry !== currentView);
-  return { summary, firstUserMessage: firstUser?.content ?? "", lastModelStepSeq, covered, all, currentView, raw };
+  // The run's context belongs to its input: a fold never takes it, so the run keeps its listing.
+  const isCurrent = (message: Message) =>
+    message === currentInput ||
+    (message.role === "CONTEXT" && currentInput !== undefined && message.runId === currentInput.runId && message.seq > currentInput.seq);
+  const current = all.filter((entry) => isCurrent(entry.message));
+  const raw = all.filter((entry) => entry.message.seq > covered && !isCurrent(entry.message));
+  return { summary, firstUserMessage: firstUser?.content ?? "", lastModelStepSeq, covered, all, current, raw };
+}
+
+/** The messages that render a run's question or its context, for the request's role order (request-turns.ts). */
+function inputKinds(all: readonly ViewEntry[]): Map<ChatMessage, InputKind> {
+  const kind = (role: Message["role"]): InputKind | null => (role === "USER" ? "question" : role === "CONTEXT" ? "context" : null);
+  return new Map(all.flatMap((entry) => entry.chat.flatMap((chat) => (kind(entry.message.role) ? [[chat, kind(entry.message.role)!] as const] : []))));
 }
 
 /** The request's budget (R8) for the given history and summary; the one place its tokens are counted. */
@@ -178,33 +192,36 @@ function microCompact(input: ContextInput, scan: LogScan, start: number, trigger
  * The current input stays raw; when its turn was folded it follows the summary (R6). Every
  * interrupted call gets its neutral note right after the call (R7), so the request is valid.
  */
-function conversationOf({ raw, currentView, covered }: LogScan): ChatMessage[] {
-  const currentChat = currentView?.chat ?? [];
-  return withRepairs([
-    ...(currentView && currentView.message.seq <= covered ? currentChat : []),
-    ...(currentView && currentView.message.seq > covered ? insertInOrder(raw, currentView) : raw.flatMap((entry) => entry.chat)),
-  ]).messages;
+function conversationOf({ raw, current, covered }: LogScan): ChatMessage[] {
+  const folded = current.length > 0 && current[0]!.message.seq <= covered;
+  const entries = folded ? [...current, ...raw] : insertInOrder(raw, current);
+  return withRepairs(entries.flatMap((entry) => entry.chat)).messages;
 }
 
 /** Which entries the request carries as logged, and its messages as the model-call span records them. */
-function provenance({ raw, currentView }: LogScan, messages: ChatMessage[]): Pick<BuiltContext, "carried" | "recorded"> {
+function provenance(
+  { raw, current }: LogScan,
+  messages: ChatMessage[],
+  joined: ReadonlyMap<ChatMessage, readonly ChatMessage[]>,
+): Pick<BuiltContext, "carried" | "recorded"> {
   // Carried means the model saw the entry's own content: not cleared, and not shown as a spill preview.
-  const asLogged = [...raw, ...(currentView ? [currentView] : [])].filter((entry) => entry.cleared.length === 0 && !spilled(entry.message));
-  // A request message that is still the very object its entry rendered (not cleared, not
-  // rewritten for the model) reads as that entry: the span records a reference to it.
+  const asLogged = [...raw, ...current].filter((entry) => entry.cleared.length === 0 && !spilled(entry.message));
+  // A request message (or a part of a joined one) that is still the very object its entry
+  // rendered (not cleared, not rewritten for the model) reads as that entry: the span records a
+  // reference to it.
   const sources = new Map<ChatMessage, string>(asLogged.flatMap((entry) => entry.chat.map((chat) => [chat, entry.message.id] as const)));
-  return { carried: new Set(asLogged.map((entry) => entry.message.id)), recorded: recordRequest(messages, sources) };
+  return { carried: new Set(asLogged.map((entry) => entry.message.id)), recorded: recordRequest(messages, sources, joined) };
 }
 
 export function planContext(input: ContextInput): ContextPlan {
   const cache = input.cache ?? new MemoCache();
   const estimate = (message: ChatMessage) => cache.messageTokens(message);
   const scan = scanLog(input, cache);
-  const { summary, covered, currentView, raw } = scan;
-  const currentChat = currentView?.chat ?? [];
+  const { summary, covered, current, raw } = scan;
+  const currentChat = current.flatMap((entry) => entry.chat);
 
   const { fixedOverhead, trigger, historyBudget } = budgetOf(input, cache, { currentInput: currentChat, history: [] });
-  const tokensBefore = fixedOverhead + sum(scan.all) - (currentView?.tokens ?? 0);
+  const tokensBefore = fixedOverhead + sum(scan.all) - sum(current);
   const summaryAllowance = Math.max(256, Math.min(4_000, Math.floor(historyBudget * 0.25)));
   const rendered = summary
     ? renderSummary({ sections: summary.sections, firstUserMessage: scan.firstUserMessage, coversThroughSeq: covered, maxTokens: summaryAllowance, estimate })
@@ -214,14 +231,15 @@ export function planContext(input: ContextInput): ContextPlan {
   const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
 
   const conversation = conversationOf(scan);
-  const current = new Set(currentChat);
-  const history = conversation.filter((message) => !current.has(message));
-  const messages = shownToModel([{ role: "system", content: input.systemPrompt }, ...(rendered ? [rendered.message] : []), ...conversation]);
+  const inCurrent = new Set(currentChat);
+  const history = conversation.filter((message) => !inCurrent.has(message));
+  const system: ChatMessage = { role: "system", content: input.systemPrompt };
+  const { messages, joined } = inTurns([system, ...(rendered ? [rendered.message] : []), ...conversation], inputKinds(scan.all));
   const budget = budgetOf(input, cache, { currentInput: currentChat, history, summary: rendered?.message ?? null });
   return {
     messages,
     budget,
-    ...provenance(scan, messages),
+    ...provenance(scan, messages, joined),
     fold,
     summary,
     firstUserMessage: scan.firstUserMessage,
@@ -237,11 +255,14 @@ export function planContext(input: ContextInput): ContextPlan {
   };
 }
 
-/** The raw entries' messages with the current input put back at its place in the log. */
-function insertInOrder(raw: readonly ViewEntry[], current: ViewEntry): ChatMessage[] {
-  const at = raw.findIndex((entry) => entry.message.seq > current.message.seq);
-  const ordered = at < 0 ? [...raw, current] : [...raw.slice(0, at), current, ...raw.slice(at)];
-  return ordered.flatMap((entry) => entry.chat);
+/** The raw entries with the current input's entries put back at their places in the log. */
+function insertInOrder(raw: readonly ViewEntry[], current: readonly ViewEntry[]): ViewEntry[] {
+  const ordered = [...raw];
+  for (const entry of current) {
+    const at = ordered.findIndex((other) => other.message.seq > entry.message.seq);
+    ordered.splice(at < 0 ? ordered.length : at, 0, entry);
+  }
+  return ordered;
 }
 
 /**

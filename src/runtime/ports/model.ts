@@ -44,6 +44,8 @@ export type ModelResponse = {
 export interface ModelPort {
   /** What answers, for runs and traces: e.g. "openai:gpt-4o-mini" or "scripted:demo". */
   readonly label: string;
+  /** The model name a request asks for (`gen_ai.request.model`): e.g. "gpt-4o-mini"; the scripted model's name. */
+  readonly model: string;
   /** True for the deterministic scripted model, which must be labelled as such wherever it answers. */
   readonly scripted: boolean;
   /** The context window in tokens, used for the history budget. */

@@ -36,12 +36,11 @@ const operationOf: Record<string, string> = { RUN: "invoke_agent", MODEL_CALL: "
 export function toOtlpSpan(span: Span): Record<string, unknown> {
   const attributes = attributesOf(span.attributes);
   const usage = usageOf(span.usage);
-  const model = typeof attributes["gen_ai.request.model"] === "string" ? String(attributes["gen_ai.request.model"]) : undefined;
   const pairs: [string, unknown][] = [
     ["gen_ai.operation.name", operationOf[span.kind] ?? span.kind.toLowerCase()],
     ["dossier.span.kind", span.kind],
     ["gen_ai.agent.name", attributes["gen_ai.agent.name"]],
-    ["gen_ai.request.model", model?.replace(/^[a-z]+:/, "")],
+    ["gen_ai.request.model", attributes["gen_ai.request.model"]],
     ["gen_ai.response.model", attributes["gen_ai.response.model"]],
     ["gen_ai.tool.name", attributes["gen_ai.tool.name"]],
     ["gen_ai.tool.call.id", attributes["gen_ai.tool.call.id"]],
