@@ -143,9 +143,12 @@ describe("the Dossier MCP server", () => {
       { timeout: 10_000 },
     );
     expect(run.status).toBe("SUCCEEDED");
-    // The run worked inside the workspace: the demo model echoes the context it was given.
+    // The run worked inside the workspace: the demo answers the question and names the context
+    // it was given, which holds the checkpoint.
+    expect(run.answer).toContain('You asked: "Which makers are missing?"');
     expect(run.answer).toContain('research workspace "Batteries"');
-    expect(run.answer).toContain("Summary: Two makers checked");
+    const { messages } = await settled(t.as(aliceKey), admitted.run.id);
+    expect(messages.edges.find((edge) => edge.node.role === "CONTEXT")!.node.content).toContain("Summary: Two makers checked");
 
     const invalid = await alice.call("admit_run", { workspaceId, question: "x".repeat(100_000) });
     expect(invalid.isError).toBe(true);

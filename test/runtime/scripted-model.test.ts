@@ -206,4 +206,66 @@ describe("createDemoModel", () => {
     expect(answer.content).not.toContain("follow-up");
     expect(model.requests).toEqual([]); // a long-lived demo instance keeps no history
   });
+
+  const readMaterialTool: ToolSchema = { name: "read_material", description: "Reads a material", parameters: { type: "object" } };
+  const context = [
+    "<workspace-context>",
+    'This run works in the research workspace "Batteries".',
+    "",
+    "Materials selected for this run when it was admitted (exact versions):",
+    '- "EU cell plants" publicationId=UHVibGljYXRpb246cDE= version 2, as of 2026-01-01T00:00:00.000Z',
+    '- "Second study" publicationId=UHVibGljYXRpb246cDI= version 1, as of 2026-01-02T00:00:00.000Z',
+    "",
+    "History catalog (complete, 0 publications):",
+    "</workspace-context>",
+  ].join("\n");
+
+  it("reads the first selected material, then quotes the question (not the context) and the material's opening, labelled as Dossier's demo", async () => {
+    const model = createDemoModel();
+    const messages: ChatMessage[] = [{ role: "user", content: `${context}\n\n${question}` }];
+    const tools = [taskListTool, readMaterialTool];
+    const first = await model.complete({ messages, tools });
+    expect(first.toolCalls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual([
+      ["task_list", { action: "add", title: "Answer the question" }],
+      ["read_material", { publicationId: "UHVibGljYXRpb246cDE=", version: 2 }],
+    ]);
+    messages.push(
+      { role: "assistant", content: null, toolCalls: first.toolCalls },
+      { role: "tool", toolCallId: first.toolCalls[0]!.id, content: "Task 1 added" },
+      {
+        role: "tool",
+        toolCallId: first.toolCalls[1]!.id,
+        content: [
+          '<material title="EU cell plants" publicationId="UHVibGljYXRpb246cDE=" version="2" as-of="2026-01-01T00:00:00.000Z" sha256="ab">',
+          "This is a judgement formed as of 2026-01-01T00:00:00.000Z.",
+          "Northvolt and ACC build cells.",
+          "</material>",
+        ].join("\n"),
+      },
+    );
+    const answer = (await model.complete({ messages, tools })).content!;
+    expect(answer.split("\n\n")).toEqual([
+      "[Dossier offline demo] This is a scripted offline demo reply, not an answer from a language model.",
+      `You asked: "${question}"`,
+      'The run was given its workspace context, which begins: This run works in the research workspace "Batteries".',
+      'I read "EU cell plants" (version 2, as of 2026-01-01T00:00:00.000Z) with read_material. It begins: "Northvolt and ACC build cells."',
+      "To have a language model answer, set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible server) and restart Dossier.",
+    ]);
+    // Deterministic: the same conversation, the same answer.
+    expect((await createDemoModel().complete({ messages, tools })).content).toBe(answer);
+  });
+
+  it("says what read_material answered when the material could not be read, and quotes the question after a summary", async () => {
+    const model = createDemoModel();
+    const summary = "<system-reminder>\nSummary of the earlier conversation.\n</system-reminder>";
+    const messages: ChatMessage[] = [
+      { role: "user", content: `${summary}\n\n${context}\n\n${question}` },
+      { role: "assistant", content: null, toolCalls: [{ id: "c1", name: "read_material", arguments: "{}" }] },
+      { role: "tool", toolCallId: "c1", content: "UNAVAILABLE: version 2 of UHVibGljYXRpb246cDE= cannot be used: it was revoked." },
+    ];
+    const answer = (await model.complete({ messages, tools: [readMaterialTool] })).content!;
+    expect(answer).toContain(`You asked: "${question}"`);
+    expect(answer).toContain("it answered: UNAVAILABLE: version 2 of UHVibGljYXRpb246cDE= cannot be used: it was revoked.");
+    expect(answer).not.toContain("Summary of the earlier conversation");
+  });
 });
