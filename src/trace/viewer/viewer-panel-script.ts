@@ -98,7 +98,7 @@ function panelAttributes(span, read) {
 /** A model call's request: how it was recorded, and the whole request (references read back from the log) on demand. */
 function requestBlock(span, recorded) {
   const box = el("div", "request");
-  const references = recorded.filter((m) => m && m.logMessage).length;
+  const references = recorded.filter((m) => m && (m.logMessage || (Array.isArray(m.parts) && m.parts.some((part) => part.logMessage)))).length;
   box.append(el("p", "", "Request: " + recorded.length + " messages, " + references + " of them as sent read back from the conversation log."));
   if (state.requests.has(span.id)) {
     const text = state.requests.get(span.id);
