@@ -4,7 +4,7 @@
 // tool returns 5 MB of JSON, executed by the runtime. Measures on the embedded database, and on
 // a throw-away PostgreSQL database too when TEST_POSTGRES_URL (default 127.0.0.1:5432) answers.
 //   npm run bench:spill
-import { unfenced } from "../src/runtime/attempt/fence.js";
+import { unfenced } from "../src/domain/transaction.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";

@@ -29,7 +29,10 @@ import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "../runtime/ports/mcp.js";
 import type { RunQueue } from "../runtime/ports/run-queue.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.js";
-import type { TraceMetrics } from "../runtime/trace-metrics/metered-trace-sink.js";
+import { meteredTraceSink, type TraceMetrics } from "../runtime/trace-metrics/metered-trace-sink.js";
+import { PrismaConversationLog } from "../runtime/adapters/prisma-conversation-log.js";
+import { PrismaSpillStore } from "../runtime/adapters/prisma-spill-store.js";
+import { PrismaRunState } from "../runtime/adapters/run-state/prisma-run-state.js";
 import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
@@ -218,9 +221,16 @@ function startRuntime(
 ): { runtime: Runtime; exporter?: SpanExporter } {
   const { db, events, logger } = parts;
   const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;
-  const recorder = new PrismaTraceRecorder({ prisma: db.prisma, events, exporter });
+  // What runs record is counted as it is committed.
+  const trace = meteredTraceSink(new PrismaTraceRecorder({ prisma: db.prisma, events, exporter }), traceMetricsOf(parts.metrics));
+  const ports = {
+    trace,
+    runs: new PrismaRunState({ prisma: db.prisma, events, trace }),
+    log: new PrismaConversationLog(db.prisma),
+    spills: new PrismaSpillStore(db.prisma),
+  };
   const runtime = createRuntime(
-    { prisma: db.prisma, events, logger, services: parts.services, recorder, announcer: parts.announcer, metrics: traceMetricsOf(parts.metrics) },
+    { prisma: db.prisma, events, logger, services: parts.services, announcer: parts.announcer, ...ports },
     {
       ...options,
       agents: parts.agents,

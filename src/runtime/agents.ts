@@ -1,6 +1,7 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
-import type { PrismaClient, Run } from "../generated/prisma/client.js";
+import type { PrismaClient } from "../generated/prisma/client.js";
+import type { RunRecord } from "./ports/run-state.js";
 import { profileNamesOf } from "../domain/json-columns.js";
 
 /**
@@ -36,7 +37,7 @@ export function profileIn(profiles: Map<string, AgentProfile>, name: string): Ag
  * now. A run admitted before profiles were versioned has none and runs its profile as configured.
  * Versions never change, so each is read once per process.
  */
-export function frozenProfiles(prisma: PrismaClient, configured: Map<string, AgentProfile>): (run: Run) => Promise<AgentProfile> {
+export function frozenProfiles(prisma: PrismaClient, configured: Map<string, AgentProfile>): (run: RunRecord) => Promise<AgentProfile> {
   const versions = new Map<string, Promise<AgentProfile>>();
   const read = async (id: string): Promise<AgentProfile> => {
     const stored = await prisma.agentProfile.findUniqueOrThrow({ where: { id } });

@@ -1,5 +1,6 @@
-// The agent runtime of one instance: executor and worker over one database, recording through
-// the trace recorder it is given.
+// The agent runtime of one instance: executor and worker over the ports it is given — the run
+// state, the conversation log, the spill store and the trace — which the composition root
+// (compose/core.ts) builds over the database.
 import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
 import type { SpillPolicy } from "./spill/spill-policy.js";
@@ -20,18 +21,17 @@ import { SkillCatalog } from "./skills/skill-catalog.js";
 import { type CapabilityTools, createCapabilityTools } from "./tools/capability-tools.js";
 import type { FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
-import { PrismaSpillStore } from "./spill/prisma-spill-store.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
-import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
-import { meteredTraceSink, type TraceMetrics } from "./trace-metrics/metered-trace-sink.js";
-import { PrismaConversationLog } from "./adapters/prisma-conversation-log.js";
-import { PrismaRunState } from "./adapters/prisma-run-state.js";
+import type { ConversationLog } from "./ports/conversation-log.js";
+import type { RunState } from "./ports/run-state.js";
+import type { SpillStore } from "./ports/spill-store.js";
+import type { RuntimeTrace } from "./ports/trace-sink.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
-import type { SettleStep } from "./attempt/settle.js";
+import type { SettleStep } from "./ports/run-state.js";
 import type { ArtifactService } from "../domain/research/artifact-service.js";
 import type { RunAnnouncer } from "../domain/research/run-announcer.js";
 import type { PublicationService } from "../domain/research/publication-service.js";
@@ -82,9 +82,7 @@ export type RuntimeOptions = {
 };
 
 export type Runtime = {
-  /** The trace recorder the runtime was given. */
-  recorder: PrismaTraceRecorder;
-  spills: PrismaSpillStore;
+  spills: SpillStore;
   sweeper: PeriodicSweep;
   /** Frees the content of expired temporary artifacts while the worker runs. */
   artifactSweeper: PeriodicSweep;
@@ -101,20 +99,21 @@ export type RuntimeDeps = {
   events: EventBus;
   logger: Logger;
   services: RuntimeServices;
-  /** Where runs record their traces (and finished spans are exported from). */
-  recorder: PrismaTraceRecorder;
+  /** Where runs record their traces (counted by the app's metrics, exported when spans end). */
+  trace: RuntimeTrace;
+  /** The runs' rows: claims, leases, fenced writes, settling. */
+  runs: RunState;
+  /** The conversations' append-only logs. */
+  log: ConversationLog;
+  /** Where large tool results are spilled and read back. */
+  spills: SpillStore;
   /** Where runs the worker makes ready again are announced. */
   announcer: RunAnnouncer;
-  /** What counts the runs' spans, events and model usage (this app's metrics), if anything does. */
-  metrics?: TraceMetrics;
 };
 
-export function createRuntime({ prisma, events, logger, services, recorder, announcer, metrics }: RuntimeDeps, options: RuntimeOptions): Runtime {
-  // What runs record is counted as it is committed.
-  const trace = meteredTraceSink(recorder, metrics);
+export function createRuntime({ prisma, events, logger, services, trace, runs, log, spills, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
   const { publications, checkpoints } = services;
   const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
-  const spills = new PrismaSpillStore(prisma);
   const settleSteps: SettleStep[] = [
     // The answer is published before the proposal is decided: the checkpoint's provenance names it.
     publishAnswerStep({ publications }),
@@ -128,9 +127,8 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     budget: options.contextBudget,
     tokenizer: options.tokenizer,
   });
-  const runs = new PrismaRunState({ prisma, events, trace });
   const executor = new RunExecutor({
-    log: new PrismaConversationLog(prisma),
+    log,
     runs,
     model: options.model,
     recorder: trace,
@@ -164,12 +162,12 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     settleSteps,
     companions: [sweeper, artifactSweeper],
   });
-  return { recorder, spills, sweeper, artifactSweeper, executor, worker };
+  return { spills, sweeper, artifactSweeper, executor, worker };
 }
 
 /** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
 function runTools(
-  { prisma, publications, spills }: { prisma: PrismaClient; publications: PublicationService; spills: PrismaSpillStore },
+  { prisma, publications, spills }: { prisma: PrismaClient; publications: PublicationService; spills: SpillStore },
   options: RuntimeOptions,
 ): ExecutorDeps["tools"] {
   const readMaterial = createReadMaterialTool({ publications });
@@ -196,7 +194,7 @@ function runTools(
 
 /** The background sweeps of an instance that runs a worker: released spill handles and expired artifacts. */
 function sweepers(
-  { spills, services, logger }: { spills: PrismaSpillStore; services: RuntimeServices; logger: Logger },
+  { spills, services, logger }: { spills: SpillStore; services: RuntimeServices; logger: Logger },
   options: RuntimeOptions,
 ): { sweeper: PeriodicSweep; artifactSweeper: PeriodicSweep } {
   const sweeper = new PeriodicSweep({

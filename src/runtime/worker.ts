@@ -1,18 +1,19 @@
 // The worker (R1, R17, R18): claims runs, executes each claim as a numbered attempt under a lease
 // kept alive by a heartbeat, and settles the run. Every write of an attempt goes through its
-// fence (attempt/fence.ts), so an attempt whose run was taken over or cancelled writes nothing;
+// fence (ports/attempt-fence.ts), so an attempt whose run was taken over or cancelled writes nothing;
 // a heartbeat that fails or finds the lease gone aborts the attempt's model request and tool
 // calls at once. A run whose worker died is claimed again once its lease expired and resumed
 // from the log as the next attempt.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { EventBus, RunStatusName } from "../events/topics.js";
-import type { Run } from "../generated/prisma/client.js";
+import type { RunRecord } from "./ports/run-state.js";
 import type { Logger } from "../logger.js";
-import { type ClaimedAttempt, type InstanceLiveness, interruption } from "./attempt/claim.js";
-import { type AttemptFence, AttemptFencedError } from "./attempt/fence.js";
+import { interruption } from "./attempt/interruption.js";
+import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
+import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
 import { beat } from "./attempt/heartbeat.js";
-import type { SettleStep } from "./attempt/settle.js";
+import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
@@ -242,7 +243,7 @@ export class RunWorker {
   }
 
   /** Wakes a worker for the next queued run of the conversation, which could not start before. */
-  private async announceNext(run: Run): Promise<void> {
+  private async announceNext(run: RunRecord): Promise<void> {
     const next = await this.options.runs.nextQueued(run.conversationId);
     if (next) await this.options.announcer.announce([next]);
   }

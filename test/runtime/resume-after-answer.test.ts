@@ -1,12 +1,12 @@
 // R17: a worker that dies after the model's final reply is logged but before the run settles
 // leaves the run to another worker, which settles it with that reply instead of asking again.
-import { unfenced } from "../../src/runtime/attempt/fence.js";
+import { unfenced } from "../../src/domain/transaction.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { idOfType } from "../../src/graphql/global-id.js";
-import { appendToLog } from "../../src/runtime/memory/conversation-log.js";
+import { appendToLog } from "../../src/runtime/adapters/prisma-conversation-log.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";

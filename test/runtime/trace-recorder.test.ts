@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createEventBus, type TraceChangeMessage } from "../../src/events/topics.js";
 import type { Database } from "../../src/db/open-database.js";
 import { fromStored } from "../../src/domain/text/stored-text.js";
-import { AttemptFence, AttemptFencedError } from "../../src/runtime/attempt/fence.js";
+import { PrismaAttemptFence } from "../../src/runtime/adapters/run-state/attempt-fence.js";
+import { AttemptFencedError } from "../../src/runtime/ports/attempt-fence.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { withSpan } from "../../src/runtime/loop/spans.js";
 import { backends, openTestDatabase } from "../support/databases.js";
@@ -122,7 +123,7 @@ describe.each(backends)("the trace recorder on %s", (backend) => {
     const runId = await newTrace(); // a trace shares its run's id
     await db.prisma.run.update({ where: { id: runId }, data: { status: "RUNNING", attempt: 1, leaseOwner: "worker-a" } });
     const lost = vi.fn();
-    const fenced = recorder.fenced(new AttemptFence(db.prisma, { runId, attempt: 1, workerId: "worker-a" }, lost));
+    const fenced = recorder.fenced(new PrismaAttemptFence(db.prisma, { runId, attempt: 1, workerId: "worker-a" }, lost));
     const root = await fenced.startSpan({ traceId: runId, kind: "RUN", name: "run" });
     await Promise.all([1, 2, 3].map((i) => fenced.event(root, "THINKING", `held ${i}`)));
     await db.prisma.run.update({ where: { id: runId }, data: { attempt: 2, leaseOwner: "worker-b" } });

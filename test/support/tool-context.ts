@@ -1,6 +1,6 @@
 // A tool context for unit tests of tools and the action step, outside a database-backed run.
 import type { Run } from "../../src/generated/prisma/client.js";
-import type { Transact } from "../../src/runtime/attempt/fence.js";
+import type { Transact } from "../../src/domain/transaction.js";
 import type { ToolContext } from "../../src/runtime/ports/tool.js";
 
 export function testRun(overrides: Partial<Run> = {}): Run {

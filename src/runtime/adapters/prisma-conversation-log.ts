@@ -1,8 +1,15 @@
-// The conversation log (R3) in the database: the message table, with each spilled result's spill row.
-import type { PrismaClient } from "../../generated/prisma/client.js";
-import type { Transact } from "../attempt/fence.js";
-import { appendRows, readLog } from "../memory/conversation-log.js";
+// The conversation log (R3) in the database: the message table, with each spilled result's spill
+// row. Writing does no processing: each message is stored as it happens; everything else is
+// decided at read time (R4). A spilled tool result (R10) is stored whole like any other; its spill
+// row, written in the same transaction, makes the read path show the model a preview and a
+// handle instead.
+import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import { appendMessage } from "../../domain/research/conversation-service.js";
+import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
+import type { Transact } from "../../domain/transaction.js";
 import type { ConversationLog, LogAppend, LoggedMessage } from "../ports/conversation-log.js";
+import type { NewSpill } from "../ports/spill-store.js";
+import { spillPreviewSelect } from "./prisma-spill-store.js";
 
 export class PrismaConversationLog implements ConversationLog {
   constructor(private readonly prisma: PrismaClient) {}
@@ -14,4 +21,78 @@ export class PrismaConversationLog implements ConversationLog {
   append(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
     return appendRows(write, append);
   }
+}
+
+const spillView = { select: spillPreviewSelect } as const;
+
+/**
+ * The conversation's log in order, with each entry's text as it was written (stored-text.ts
+ * decodes what storage escaped). A spill's preview stays in its stored form; the model's view
+ * renders both safely (forModel).
+ */
+export async function readLog(prisma: PrismaClient, conversationId: string): Promise<LoggedMessage[]> {
+  const log = await prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" }, include: { spill: spillView } });
+  return log.map(decodeMessage);
+}
+
+/** A stored log entry with its text decoded. */
+export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(message: M): M {
+  return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) };
+}
+
+/** Appends entries in order, in one transaction (an attempt's fenced one); returns their ids. */
+export async function appendToLog(write: Transact, append: LogAppend): Promise<string[]> {
+  const rows = await appendRows(write, append);
+  return rows.map((row) => row.id);
+}
+
+/** Appends entries in order, in one transaction (an attempt's fenced one); returns the rows as readLog reads them. */
+export async function appendRows(write: Transact, { conversationId, runId, entries }: LogAppend): Promise<LoggedMessage[]> {
+  if (entries.length === 0) return [];
+  return write(async (tx: Prisma.TransactionClient) => {
+    const rows: LoggedMessage[] = [];
+    for (const entry of entries) {
+      const message = await appendMessage(tx, {
+        conversationId,
+        runId,
+        role: entry.role,
+        // Text from tools, servers and models is stored losslessly, NUL characters included.
+        content: toStored(entry.content ?? ""),
+        ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) } : {}),
+        ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
+      });
+      const spill =
+        entry.role === "TOOL" && entry.spill
+          ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill })
+          : null;
+      rows.push({ ...decodeMessage(message), spill });
+    }
+    return rows;
+  });
+}
+
+async function createSpill(
+  tx: Prisma.TransactionClient,
+  {
+    conversationId,
+    runId,
+    messageId,
+    toolCallId,
+    spill: { list, ...spill },
+  }: { conversationId: string; runId: string; messageId: string; toolCallId: string; spill: NewSpill },
+) {
+  return tx.spill.create({
+    data: {
+      ...spill,
+      runId,
+      conversationId,
+      messageId,
+      toolCallId,
+      listPath: list?.path ?? null,
+      itemCount: list?.itemStarts.length ?? null,
+      itemStarts: list?.itemStarts ?? [],
+      listEnd: list?.listEnd ?? null,
+    },
+    ...spillView,
+  });
 }

@@ -2,7 +2,7 @@
 // run no longer held by the attempt, makes its fence lose the run, which aborts the attempt's
 // model request and tool calls at once.
 import type { LeaseVerdict, RunState } from "../ports/run-state.js";
-import type { AttemptFence } from "./fence.js";
+import type { AttemptFence } from "../ports/attempt-fence.js";
 
 /** One beat: extends the lease by leaseMs, or tells the fence why the attempt lost its run. */
 export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFence, leaseMs: number): Promise<void> {

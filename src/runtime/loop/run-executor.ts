@@ -3,10 +3,11 @@
 // the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
-import type { Message, Run } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
-import type { Holder, Transact } from "../attempt/fence.js";
+import type { Holder, Transact } from "../ports/attempt-fence.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -36,7 +37,7 @@ export type { FailureReason, NextStep, Outcome };
 
 /** One claim of a run, as the worker hands it to the executor. */
 export type AttemptContext = {
-  run: Run;
+  run: RunRecord;
   /** The attempt's number (1 for the first claim). */
   number: number;
   /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
@@ -52,7 +53,7 @@ export type AttemptContext = {
  * its fenced transaction, and the conversation's log as the attempt holds it (appended to
  * through `log`, so later turns see the entries without reading the log again).
  */
-export type AttemptScope = { run: Run; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
+export type AttemptScope = { run: RunRecord; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
 
 export type ExecutorDeps = {
   model: ModelPort;
@@ -62,12 +63,12 @@ export type ExecutorDeps = {
   /** The run row: the model it uses and the tokens it spent. */
   runs: Pick<RunState, "recordModel" | "addTokens">;
   /** The profile the run executes: the version frozen at its admission. */
-  profile: (run: Run) => Promise<AgentProfile>;
+  profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
    * The tools of one attempt, given the run's log so far (for tools whose state lives in the log)
    * and its profile (whose skill list selects what load_skill offers).
    */
-  tools: (scope: AttemptScope, runLog: readonly Message[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
+  tools: (scope: AttemptScope, runLog: readonly LoggedMessage[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
   toolTimeoutMs: number;
   /** The payload step: spills results too large for the model's context (R10). */
   spiller?: Spiller;
@@ -82,7 +83,7 @@ export interface RunHooks {
   /** Once per attempt, before the first turn (also when a run resumes). */
   beforeFirstTurn?(scope: AttemptScope): Promise<void>;
   /** After a model request was answered: the request's span and the log entries it carried verbatim. */
-  afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly Message[] }): Promise<void>;
+  afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly LoggedMessage[] }): Promise<void>;
 }
 
 type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number };
@@ -95,7 +96,7 @@ export class RunExecutor {
   }
 
   /** The name and attributes of a run's RUN span. */
-  describeRun(run: Run): { name: string; attributes: Record<string, unknown> } {
+  describeRun(run: RunRecord): { name: string; attributes: Record<string, unknown> } {
     const { model } = this.deps;
     return { name: `invoke_agent ${run.agent}`, attributes: { "gen_ai.agent.name": run.agent, model: model.label, scripted: model.scripted } };
   }

@@ -2,7 +2,7 @@
 // every entry the attempt appends, so a turn builds its request without reading the log again.
 // While the attempt runs, nothing else appends to its conversation: the conversation's execution
 // slot is the run's, and a queued follow-up's question enters the log only once it is claimed.
-import { type AfterCommit, type Transact, within } from "../attempt/fence.js";
+import { type AfterCommit, type Transact, within } from "../../domain/transaction.js";
 import type { ConversationLog, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 
 export class AttemptLog {

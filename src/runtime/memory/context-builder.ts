@@ -4,7 +4,7 @@
 // over the trigger, a structured summary written by the model (R6) that is appended to the log. The
 // result says which log entries the request carries verbatim, so that callers can tell what content
 // the model actually received (the consumption ledger, W8): compacted and folded entries are not.
-import type { Message, Run } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
 import type { ModelPort, TokenUsage, ToolSchema } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -42,9 +42,9 @@ export type ContextBuilderDeps = {
 export type ContextBudget = { reservedOutput?: number; safetyBuffer?: number; triggerRatio?: number };
 
 export type BuildRequest = {
-  run: Run;
+  run: RunRecord;
   /** The conversation's log as the attempt holds it. */
-  log: readonly Message[];
+  log: readonly LoggedMessage[];
   /** Appends a new summary to the log (through the attempt's fence); returns the rows written. */
   appendSummary: (content: string) => Promise<readonly LoggedMessage[]>;
   /** Counts the summariser's tokens against the run's budget, like any model call's. */

@@ -3,7 +3,7 @@
 // over the trigger — a proposal of which oldest turns to fold into the next summary. No model call
 // and no I/O here, so it is cheap enough to run before every model request (see bench/memory.ts).
 import { type RecordedMessage, recordRequest } from "../../domain/trace/recorded-request.js";
-import type { Message } from "../../generated/prisma/client.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type BudgetBreakdown, computeBudget, DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER, DEFAULT_TRIGGER_RATIO } from "./budget.js";
 import { MemoCache, spilled } from "./memo-cache.js";
@@ -28,7 +28,7 @@ const FOLD_TARGET_RATIO = 0.6;
 export type ContextInput = {
   systemPrompt: string;
   /** The conversation's whole log, in order. */
-  log: readonly Message[];
+  log: readonly LoggedMessage[];
   tools: readonly ToolSchema[];
   contextWindow: number;
   /**
@@ -89,7 +89,7 @@ export type ContextPlan = BuiltContext & {
  * arrived; the model is shown them in call order, so a request does not depend on which tool was
  * faster. Only entries between one assistant message and the next other entry move.
  */
-export function inCallOrder<M extends Pick<Message, "role" | "toolCalls" | "toolCallId">>(log: readonly M[]): M[] {
+export function inCallOrder<M extends Pick<LoggedMessage, "role" | "toolCalls" | "toolCallId">>(log: readonly M[]): M[] {
   const ordered: M[] = [];
   for (let i = 0; i < log.length; ) {
     const message = log[i]!;
@@ -127,8 +127,8 @@ type LogScan = {
 function scanLog(input: ContextInput, cache: MemoCache): LogScan {
   const log = inCallOrder(input.log);
   let summary = input.summaryOverride ?? null;
-  let firstUser: Message | undefined;
-  let currentInput: Message | undefined;
+  let firstUser: LoggedMessage | undefined;
+  let currentInput: LoggedMessage | undefined;
   let lastModelStepSeq = 0;
   for (const message of log) {
     if (message.role === "USER") {
@@ -140,7 +140,7 @@ function scanLog(input: ContextInput, cache: MemoCache): LogScan {
   const covered = summary?.coversThroughSeq ?? 0;
   const all = log.filter((message) => message.role !== "SUMMARY").map((message) => cache.view(message));
   // The run's context belongs to its input: a fold never takes it, so the run keeps its listing.
-  const isCurrent = (message: Message) =>
+  const isCurrent = (message: LoggedMessage) =>
     message === currentInput ||
     (message.role === "CONTEXT" && currentInput !== undefined && message.runId === currentInput.runId && message.seq > currentInput.seq);
   const current = all.filter((entry) => isCurrent(entry.message));
@@ -150,7 +150,7 @@ function scanLog(input: ContextInput, cache: MemoCache): LogScan {
 
 /** The messages that render a run's question or its context, for the request's role order (request-turns.ts). */
 function inputKinds(all: readonly ViewEntry[]): Map<ChatMessage, InputKind> {
-  const kind = (role: Message["role"]): InputKind | null => (role === "USER" ? "question" : role === "CONTEXT" ? "context" : null);
+  const kind = (role: LoggedMessage["role"]): InputKind | null => (role === "USER" ? "question" : role === "CONTEXT" ? "context" : null);
   return new Map(all.flatMap((entry) => entry.chat.flatMap((chat) => (kind(entry.message.role) ? [[chat, kind(entry.message.role)!] as const] : []))));
 }
 

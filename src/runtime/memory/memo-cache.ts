@@ -1,6 +1,5 @@
 // A memo of what building a request computes per log entry. Log entries never change (R3), so
 // their chat form, their token estimates and a summary's parsed form are remembered across requests.
-import type { Message } from "../../generated/prisma/client.js";
 import type { ChatMessage } from "../ports/model.js";
 import { type LoggedMessage, toChatMessages } from "./conversation-log.js";
 import type { ViewEntry } from "./micro-compaction.js";
@@ -11,7 +10,7 @@ import { localEstimator, type TokenEstimator } from "./token-estimator.js";
  * A memo of per-message work, keyed by log message id (entries are immutable, R3) and by chat
  * message identity. Bounded: it is cleared when it grows past `maxEntries`.
  */
-export const spilled = (message: Message) => (message as LoggedMessage).spill ?? null;
+export const spilled = (message: LoggedMessage) => (message as LoggedMessage).spill ?? null;
 
 export class MemoCache {
   private readonly chats = new Map<string, { chat: ChatMessage[]; tokens: number }>();
@@ -39,7 +38,7 @@ export class MemoCache {
   }
 
   /** The entry's chat messages as the log shows them (toChatMessages of it alone) and their tokens. */
-  view(message: Message): ViewEntry {
+  view(message: LoggedMessage): ViewEntry {
     // A spilled result reads differently once its handle is released; nothing else changes.
     const key = spilled(message)?.releasedAt ? `${message.id}:released` : message.id;
     let hit = this.chats.get(key);
@@ -52,7 +51,7 @@ export class MemoCache {
     return { message, chat: hit.chat, tokens: hit.tokens, cleared: [] };
   }
 
-  summary(message: Message): StoredSummary | null {
+  summary(message: LoggedMessage): StoredSummary | null {
     if (!this.summaries.has(message.id)) {
       let parsed: StoredSummary | null = null;
       try {

@@ -3,7 +3,7 @@
 // result or a large tool-call argument text is replaced in the model's view by a short fact and an
 // evidence id that resolves to the persisted original. Nothing in the log changes (R3, R4).
 import { argumentsEvidenceId, resultEvidenceId } from "../../domain/research/evidence.js";
-import type { Message } from "../../generated/prisma/client.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { ChatMessage } from "../ports/model.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 
@@ -23,7 +23,7 @@ export function policyFor(policies: CompactionPolicies, toolName: string): Compa
 
 /** One log entry as the request will show it. `chat` is replaced when the entry is compacted. */
 export type ViewEntry = {
-  message: Message;
+  message: LoggedMessage;
   chat: ChatMessage[];
   tokens: number;
   /** Evidence ids cleared from this entry; empty means the entry is carried unchanged. */

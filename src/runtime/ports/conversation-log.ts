@@ -2,8 +2,8 @@
 // writes it. Appending is a write of the attempt, so it goes through the attempt's fenced
 // transaction, and it returns the rows it wrote: whoever holds the log keeps it up to date
 // without reading it again.
-import type { Message } from "../../generated/prisma/client.js";
-import type { Transact } from "../attempt/fence.js";
+import type { JsonValue } from "../../domain/json-columns.js";
+import type { Transact } from "../../domain/transaction.js";
 import type { ToolCall } from "./model.js";
 import type { NewSpill } from "./spill-store.js";
 
@@ -30,8 +30,24 @@ export type SpillPreview = {
   releasedAt: Date | null;
 };
 
+/** Who wrote a log entry: the person, the workspace (context), the model, a tool, crash repair, or a summary. */
+export type MessageRole = LogEntry["role"];
+
 /** A log entry as read, its text decoded: a spilled TOOL result carries its spill. */
-export type LoggedMessage = Message & { spill?: SpillPreview | null };
+export type LoggedMessage = {
+  id: string;
+  conversationId: string;
+  seq: number;
+  role: MessageRole;
+  content: string;
+  /** ASSISTANT: the tool calls it asked for, as stored (read with `toolCallsOf`). */
+  toolCalls: JsonValue;
+  toolCallId: string | null;
+  toolName: string | null;
+  runId: string | null;
+  createdAt: Date;
+  spill?: SpillPreview | null;
+};
 
 export type LogAppend = { conversationId: string; runId: string; entries: readonly LogEntry[] };
 

@@ -1,24 +1,54 @@
 // The run-state port: what the worker and the executor need of a run's row (R1, R17–R19) —
 // claiming it as a new attempt, keeping its lease, reading its status, settling it, and the
-// attempt's own writes to it. Every write of an attempt goes through its fence (attempt/fence.ts).
+// attempt's own writes to it. Every write of an attempt goes through its fence (ports/attempt-fence.ts).
 import type { RunStatusName } from "../../events/topics.js";
-import type { Prisma, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import type { AfterCommit } from "../../domain/after-commit.js";
+import type { Tx } from "../../domain/transaction.js";
 import type { SpanRef } from "./trace-sink.js";
-import type { AttemptFence, Holder, Transact } from "../attempt/fence.js";
+import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import type { Outcome } from "../loop/outcome.js";
-import type { RunStopped } from "../loop/stop.js";
 import type { TokenUsage } from "./model.js";
+
+/** A run as admitted and as its attempts left it: the row the worker claims and the loop executes. */
+export type RunRecord = {
+  id: string;
+  ownerId: string;
+  conversationId: string;
+  workspaceId: string | null;
+  agent: string;
+  question: string;
+  status: RunStatusName;
+  maxTurns: number;
+  tokenBudget: number;
+  deadlineSeconds: number;
+  deadlineAt: Date;
+  goalVersionId: string | null;
+  goalVersionNo: number | null;
+  goalStatement: string | null;
+  agentProfileId: string | null;
+  answer: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  leaseOwner: string | null;
+  attempt: number;
+  modelLabel: string | null;
+  tokensUsed: number;
+  checkpointRevisionSeen: number | null;
+};
+
+/** How an attempt ended (R18): the run settled in it, it was handed back, its lease was lost, or its instance died. */
+export type AttemptOutcome = "COMPLETED" | "HANDED_BACK" | "LEASE_LOST" | "CRASHED";
 
 /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
 export type InstanceLiveness = (instance: string) => Promise<boolean>;
 
 /** One claim of a run: the run as claimed, the attempt's number, the RUN span and the attempt's span. */
-export type ClaimedAttempt = { run: Run; number: number; root: SpanRef; span: SpanRef };
+export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef };
 
 export type SettleContext = {
-  tx: Prisma.TransactionClient;
-  run: Run;
+  tx: Tx;
+  run: RunRecord;
   outcome: Outcome;
   status: RunStatusName;
   /** What to announce once the settle transaction committed. */
@@ -32,7 +62,7 @@ export type SettleStep = (context: SettleContext) => Promise<void>;
 export type CancelledEnding = {
   attempt: number;
   owner: string;
-  outcome: RunAttemptOutcome;
+  outcome: AttemptOutcome;
   spanStatus: "CANCELLED" | "INTERRUPTED";
   reason: string;
   /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
@@ -44,7 +74,7 @@ export type Claimant = {
   workerId: string;
   leaseMs: number;
   liveness: InstanceLiveness;
-  describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
+  describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
 };
 
 /** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
@@ -54,7 +84,7 @@ export interface RunState {
   /** Claims the next claimable run (or only `runId`) as a new attempt; null when there is none. */
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null>;
   /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
-  fence(holder: Holder, onLost: (stop: RunStopped) => void): AttemptFence;
+  fence(holder: Holder, onLost: OnLost): AttemptFence;
   /** Extends the attempt's lease; says why not when the attempt no longer holds the run. */
   renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
@@ -62,7 +92,7 @@ export interface RunState {
   /** A stopping worker gives the run back for another attempt to resume. */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
   /** Gives back what a cancelled run's attempt still holds (its lease, its conversation's slot). */
-  releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
+  releaseCancelled(run: RunRecord, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
   /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */
   releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number>;
   /** Runs to announce: queued, or running under an expired lease. */

@@ -2,8 +2,9 @@
 // context. A spill never holds the bytes itself — the result is stored once, whole, as its
 // TOOL message in the append-only log (R3) — it keeps the handle, the preview and any index
 // that makes reads cheap. Spills are created in the same transaction as their message (see
-// appendToLog), so a model never meets a large result without its preview after a crash.
+// ConversationLog.append), so a model never meets a large result without its preview after a crash.
 
+import type { Tx } from "../../domain/transaction.js";
 import type { ToolCall } from "./model.js";
 import type { SpanRef } from "./trace-sink.js";
 
@@ -55,8 +56,11 @@ export interface SpillStore {
   readItems(spill: SpillInfo, from: number, to: number): Promise<string[]>;
   /** The whole stored result. */
   readWhole(spill: SpillInfo): Promise<string>;
-  /** Revokes the run's handles and drops their indexes; idempotent. Returns how many it released. */
-  releaseRun(runId: string): Promise<number>;
+  /**
+   * Revokes the run's handles and drops their indexes; idempotent. Returns how many it released.
+   * With `tx`, inside that transaction (a run settling releases its handles with its status).
+   */
+  releaseRun(runId: string, tx?: Tx): Promise<number>;
   /** Releases the handles of runs already in a terminal state; never a live run's. */
   sweep(): Promise<number>;
 }

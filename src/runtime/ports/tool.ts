@@ -1,5 +1,5 @@
 // The tool port: one callable capability offered to the model.
-import type { Transact } from "../attempt/fence.js";
+import type { Transact } from "../../domain/transaction.js";
 import type { ToolSchema } from "./model.js";
 import type { SpanRef } from "./trace-sink.js";
 

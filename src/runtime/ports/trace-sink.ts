@@ -1,7 +1,7 @@
 // The trace port: how the runtime records its Span + Event tree (T1, T2). Every change is
 // visible as soon as it is recorded, including spans still running.
 import type { TraceChangeMessage } from "../../events/topics.js";
-import type { Holder, Transact } from "../attempt/fence.js";
+import type { Holder, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
 
 export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";

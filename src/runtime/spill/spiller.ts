@@ -4,7 +4,7 @@
 // reuses ids across runs of a conversation) gets a suffix rather than another call's handle.
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import { DEFAULT_SPILL_POLICY, READ_SPILL_TOOL, type SpillPolicy } from "./spill-policy.js";
-import type { Run } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
 import type { PayloadStep, SpillStore } from "../ports/spill-store.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { planSpill, renderSpilled, spillHandle } from "./spill-plan.js";
@@ -20,7 +20,7 @@ export class Spiller {
   }
 
   /** The payload step of one turn of `run`, recording through the attempt's trace. */
-  forTurn(run: Run, sink: TraceSink): PayloadStep {
+  forTurn(run: RunRecord, sink: TraceSink): PayloadStep {
     const taken = new Set<string>();
     return async (call, output, span) => {
       const policy = this.policyFor(call.name);

@@ -1,7 +1,7 @@
 // The tools a run gets beyond its always-on built-ins: load_skill over the skills pinned at the
 // run's start that its agent profile allows (R13), the MCP tools of the principal's servers as connected at the start (R14),
 // and the operator-enabled http_fetch and run_command (R15).
-import type { Run } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { createMcpTools } from "../mcp/mcp-tools.js";
 import type { McpRegistry } from "../mcp/mcp-registry.js";
@@ -23,7 +23,7 @@ export type CapabilityTools = {
 
 export async function createCapabilityTools(
   capabilities: CapabilityTools,
-  { run, sandboxDir, sink, skillsAllowed }: { run: Run; sandboxDir: string; sink: TraceSink; skillsAllowed?: readonly string[] },
+  { run, sandboxDir, sink, skillsAllowed }: { run: RunRecord; sandboxDir: string; sink: TraceSink; skillsAllowed?: readonly string[] },
 ): Promise<Tool[]> {
   const [skills, mcpTools] = await Promise.all([
     capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => allowedBy(skillsAllowed, skill.name))),

@@ -4,7 +4,7 @@
 // protection, R10) sees each successful output inside its own call's span. Each result is logged
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
-import type { Transact } from "../attempt/fence.js";
+import type { Transact } from "../../domain/transaction.js";
 import { failedSpanStatus, withSpan } from "../loop/spans.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";

@@ -1,6 +1,6 @@
 // The per-run task list (R15). Its state is a fold over the run's own task_list calls in the
 // log, so a resumed run (another process, after a crash) sees exactly the list it had.
-import type { Message } from "../../generated/prisma/client.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 
@@ -27,7 +27,7 @@ function apply(tasks: Task[], action: Action): Task[] {
 const render = (tasks: Task[]) => (tasks.length === 0 ? "The task list is empty." : tasks.map((t) => `${t.id}. [${t.done ? "x" : " "}] ${t.title}`).join("\n"));
 
 /** The task list tool for one run, starting from the state its log implies. */
-export function createTaskListTool(runLog: readonly Message[]): Tool {
+export function createTaskListTool(runLog: readonly LoggedMessage[]): Tool {
   const succeeded = new Set(runLog.filter((m) => m.role === "TOOL" && !m.content.startsWith("Error:")).map((m) => m.toolCallId));
   let tasks: Task[] = [];
   for (const message of runLog) {

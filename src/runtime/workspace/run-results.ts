@@ -8,8 +8,9 @@ import type { PublicationService } from "../../domain/research/publication-servi
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
 import type { AfterCommit } from "../../domain/after-commit.js";
 import { forModel } from "../../domain/text/stored-text.js";
-import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
-import type { SettleStep } from "../attempt/settle.js";
+import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
+import type { SettleStep } from "../ports/run-state.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import { type CheckpointProposalPayload, proposalOf } from "./material-tools.js";
 
@@ -121,7 +122,7 @@ export function decideProposalsStep(deps: { checkpoints: CheckpointService }): S
 
 async function applyProposal(
   deps: { tx: Prisma.TransactionClient; checkpoints: CheckpointService; after: AfterCommit },
-  run: Run,
+  run: RunRecord,
   expectedRevision: number,
   proposal: CheckpointProposalPayload,
 ): Promise<number> {

@@ -10,8 +10,9 @@ import { type CheckpointRead, type CheckpointService, questionsOf } from "../../
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/history-catalog.js";
 import { NotFoundError } from "../../domain/errors.js";
-import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import { within } from "../attempt/fence.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { RunRecord } from "../ports/run-state.js";
+import { within } from "../../domain/transaction.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
@@ -66,7 +67,7 @@ function ignoreNotFound(error: unknown): null {
   throw error;
 }
 
-async function selectionOf(prisma: PrismaClient, run: Run): Promise<Selected[]> {
+async function selectionOf(prisma: PrismaClient, run: RunRecord): Promise<Selected[]> {
   const materials = await prisma.runMaterial.findMany({
     where: { runId: run.id },
     orderBy: { position: "asc" },
@@ -82,7 +83,7 @@ async function selectionOf(prisma: PrismaClient, run: Run): Promise<Selected[]> 
 }
 
 function describe(input: {
-  run: Run;
+  run: RunRecord;
   workspaceTitle: string | null;
   selected: Selected[];
   catalog: HistoryCatalog | null;

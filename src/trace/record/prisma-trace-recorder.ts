@@ -7,7 +7,7 @@ import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
 import type { Holder } from "../../domain/research/run-holder.js";
-import { type Transact, unfenced } from "../../runtime/attempt/fence.js";
+import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";

@@ -2,8 +2,9 @@
 // bytes are the TOOL message's content in the log, sliced in SQL so a read moves only what it
 // returns. (An adapter for a file system or object store would keep the same port.)
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { Tx } from "../../domain/transaction.js";
 import type { SpillInfo, SpillStore, SpillStrategy } from "../ports/spill-store.js";
-import { trimSeparator, utf16Offsets } from "./json-list-index.js";
+import { trimSeparator, utf16Offsets } from "../spill/json-list-index.js";
 
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
 
@@ -90,7 +91,7 @@ export class PrismaSpillStore implements SpillStore {
   }
 
   /** Also inside a caller's transaction (`db`): a run's spills are released as it settles. */
-  async releaseRun(runId: string, db: Pick<Prisma.TransactionClient, "spill"> = this.prisma): Promise<number> {
+  async releaseRun(runId: string, db: Pick<Tx, "spill"> = this.prisma): Promise<number> {
     const { count } = await db.spill.updateMany({
       where: { runId, releasedAt: null },
       data: { releasedAt: new Date(), itemStarts: [] },

@@ -1,15 +1,15 @@
 // The run state in the database: the run row, its attempts and its conversation's execution slot.
 // Claims and settling write the trace in their own transactions and announce it through `trace`.
-import type { EventPublisher, RunStatusName } from "../../events/topics.js";
-import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "../attempt/claim.js";
-import { AttemptFence, type Holder, type Transact } from "../attempt/fence.js";
-import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "../attempt/settle.js";
-import type { Outcome } from "../loop/outcome.js";
-import type { RunStopped } from "../loop/stop.js";
-import type { TokenUsage } from "../ports/model.js";
-import { budgetTokens, type Claimant, type LeaseVerdict, type RunState } from "../ports/run-state.js";
-import type { RuntimeTrace } from "../ports/trace-sink.js";
+import type { EventPublisher, RunStatusName } from "../../../events/topics.js";
+import type { PrismaClient, Run } from "../../../generated/prisma/client.js";
+import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
+import type { AttemptFence, Holder, OnLost, Transact } from "../../ports/attempt-fence.js";
+import { PrismaAttemptFence } from "./attempt-fence.js";
+import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
+import type { Outcome } from "../../loop/outcome.js";
+import type { TokenUsage } from "../../ports/model.js";
+import { budgetTokens, type Claimant, type LeaseVerdict, type RunState } from "../../ports/run-state.js";
+import type { RuntimeTrace } from "../../ports/trace-sink.js";
 
 export type PrismaRunStateDeps = {
   prisma: PrismaClient;
@@ -30,8 +30,8 @@ export class PrismaRunState implements RunState {
     return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, runId);
   }
 
-  fence(holder: Holder, onLost: (stop: RunStopped) => void): AttemptFence {
-    return new AttemptFence(this.deps.prisma, holder, onLost);
+  fence(holder: Holder, onLost: OnLost): AttemptFence {
+    return new PrismaAttemptFence(this.deps.prisma, holder, onLost);
   }
 
   async renewLease({ runId, attempt, workerId }: Holder, leaseMs: number): Promise<LeaseVerdict> {

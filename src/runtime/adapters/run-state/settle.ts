@@ -3,16 +3,17 @@
 // status, the attempt's outcome and the conversation's slot given back — all or nothing, and
 // nothing at all once the run was cancelled or taken over. A cancelled attempt only acknowledges:
 // it gives back its lease and the slot, so the conversation's next run may start.
-import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
-import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../domain/trace/trace-writes.js";
-import { toStored } from "../../domain/text/stored-text.js";
-import type { Outcome } from "../loop/outcome.js";
-import { stepSpanStatus } from "../loop/spans.js";
-import type { SpanStatus } from "../ports/trace-sink.js";
-import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "../ports/run-state.js";
-import { runAfterCommit } from "../../domain/after-commit.js";
-import type { AfterCommit, AttemptFence } from "./fence.js";
+import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../../events/topics.js";
+import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../../generated/prisma/client.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
+import { toStored } from "../../../domain/text/stored-text.js";
+import type { Outcome } from "../../loop/outcome.js";
+import { stepSpanStatus } from "../../loop/spans.js";
+import type { SpanStatus } from "../../ports/trace-sink.js";
+import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "../../ports/run-state.js";
+import { runAfterCommit } from "../../../domain/after-commit.js";
+import type { AfterCommit } from "../../../domain/after-commit.js";
+import type { AttemptFence } from "../../ports/attempt-fence.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
 

@@ -8,13 +8,14 @@
 // - the new attempt gets its row and an ATTEMPT span under the run's one RUN span;
 // - the conversation's execution slot is taken for the run, and a run's question enters the log
 //   when the run first starts, so a queued follow-up sees the log as the run before it left it.
-import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
-import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
-import { appendMessage } from "../../domain/research/conversation-service.js";
-import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
-import type { SpanRef } from "../ports/trace-sink.js";
-import type { ClaimedAttempt, InstanceLiveness } from "../ports/run-state.js";
+import { type EventPublisher, publishRunStatus } from "../../../events/topics.js";
+import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../../generated/prisma/client.js";
+import { appendMessage } from "../../../domain/research/conversation-service.js";
+import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
+import type { SpanRef } from "../../ports/trace-sink.js";
+import type { ClaimedAttempt, InstanceLiveness } from "../../ports/run-state.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
+import { interruption } from "../../attempt/interruption.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -143,24 +144,6 @@ async function endPreviousAttempt(
     includeRoot: false,
     at: now,
   });
-}
-
-export function interruption(attempt: number, instance: string, outcome: RunAttemptOutcome, next?: number): string {
-  const by = next ? `; attempt ${next} took the run over` : "";
-  switch (outcome) {
-    case "CRASHED":
-      return `process died: attempt ${attempt}'s instance ${instance} has no database session left${by}`;
-    case "LEASE_LOST":
-      return `lease lost: attempt ${attempt}'s instance ${instance} stopped renewing its lease while still connected (frozen or cut off)${by}`;
-    case "HANDED_BACK":
-      return `handed back: attempt ${attempt}'s instance ${instance} was stopping and released the run${by}`;
-    case "COMPLETED":
-      return `attempt ${attempt} completed${by}`;
-    default: {
-      const unknown: never = outcome;
-      return String(unknown);
-    }
-  }
 }
 
 /**
