@@ -80,6 +80,11 @@ describe.each(backends)("trace updates on %s", (backend) => {
     expect(spanStarted?.span).toMatchObject({ kind: "RUN", status: expect.any(String) });
     const event = [...part1.updates, ...part2.updates].find((u) => u.kind === "EVENT_APPENDED");
     expect(event?.event?.preview).toBeTruthy();
+    // An appended event comes with the span it was added to, live and replayed alike.
+    const appended = [...part1.updates, ...part2.updates].filter((u) => u.kind === "EVENT_APPENDED");
+    const traceId = Buffer.from(run.id, "base64").toString("utf8").split(":")[1];
+    const recorded = await app.app.db.prisma.traceChange.findMany({ where: { traceId, type: "EVENT_APPENDED" }, orderBy: { seq: "asc" } });
+    expect(appended.map((u) => [u.seq, u.span?.id])).toEqual(recorded.map((c) => [String(c.seq), Buffer.from(`Span:${c.spanId}`).toString("base64")]));
   });
 
   it("the SDK's traceUpdates continues across a server restart without gaps or duplicates", async () => {

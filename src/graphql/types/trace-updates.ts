@@ -33,7 +33,8 @@ const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
       nullable: true,
       description:
         "The span as it was after this update, also when the update is replayed later (its status, times, attributes and usage then). " +
-        "Null for EVENT_APPENDED and TRACE_ENDED. (Updates recorded before Dossier kept a span's state with its update show the span as it is now.)",
+        "For EVENT_APPENDED, the span the event was added to, as it is when the update is read (an event changes no span). " +
+        "Null for TRACE_ENDED. (Updates recorded before Dossier kept a span's state with its update show the span as it is now.)",
       resolve: (update, _args, ctx) => spanOfUpdate(update, ctx.prisma),
     }),
     event: t.field({
