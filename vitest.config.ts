@@ -3,6 +3,20 @@ import { defineConfig } from "vitest/config";
 
 const require = createRequire(import.meta.url);
 
+// Files whose assertions depend on wall-clock timing (leases that expire, frozen or killed
+// processes, a browser drawing a live page). They run after the rest, one at a time, so another
+// test file's load cannot push a lease past its expiry or a page past its wait.
+const timingSensitive = [
+  "test/runtime/crash-recovery.test.ts",
+  "test/runtime/fenced-attempts.test.ts",
+  "test/runtime/worker-processes.test.ts",
+  "test/runtime/conversation-runs.test.ts",
+  "test/server/*-browser.test.ts",
+  "test/server/trace-viewer*.test.ts",
+  "test/sdk/**/*.test.ts",
+  "test/e2e/**/*.test.ts",
+];
+
 export default defineConfig({
   resolve: {
     // graphql@16 has no "exports" map: Node loads its CommonJS build for every dependency,
@@ -11,10 +25,21 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve("graphql") }],
   },
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        // Most files wait on PostgreSQL, PGlite or a child process more than on the CPU: two at a
+        // time finish sooner than one at a time on a two-core machine.
+        test: { name: "shared", include: ["test/**/*.test.ts"], exclude: timingSensitive, maxWorkers: 2, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: "alone", include: timingSensitive, maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });
