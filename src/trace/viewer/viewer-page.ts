@@ -12,7 +12,7 @@ import { TREE_SCRIPT } from "./viewer-tree-script.js";
 /** The page's script: its parts in order, in one scope. */
 const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + RENDER_SCRIPT;
 
-/** Three bars of a waterfall, as the tab's icon. */
+/** Three bars of a waterfall, as the tab's icon: not Dossier's own (server/favicon.ts), so a trace's tab is told from GraphiQL's at a glance. */
 const ICON =
   "data:image/svg+xml," +
   encodeURIComponent(
