@@ -4,12 +4,11 @@
 // attempt's fenced one, or its settle transaction — so a run that lost its attempt records and
 // decides nothing.
 import { z } from "zod";
-import type { CheckpointProposal, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { CheckpointProposal, PrismaClient } from "../../generated/prisma/client.js";
 import { jsonColumnReader, untypedJsonColumn } from "../json-columns.js";
 import { toStoredJson } from "../text/stored-text.js";
+import type { Tx } from "../transaction.js";
 import { CITED_MATERIALS_MAX, checkpointChange } from "./checkpoint-service.js";
-
-type Tx = Prisma.TransactionClient;
 
 /** One exact version of a publication, as a run names it. */
 export const materialRef = z.object({
