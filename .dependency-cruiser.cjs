@@ -92,6 +92,14 @@ module.exports = {
       to: { path: `^node_modules/(${VENDOR_SDKS.map(literally).join("|")})/` },
     },
     {
+      name: "no-layer-imports-a-composition-root",
+      severity: "error",
+      comment:
+        "The composition roots (src/compose, the entry points) build the layers; no layer imports them back. What a layer is given is typed where it lives (e.g. src/domain/services.ts).",
+      from: { path: "^src/", pathNot: ["^src/compose/", "^src/(main|worker-main)\\.ts$"] },
+      to: { path: "^src/compose/" },
+    },
+    {
       name: "sdk-stands-alone",
       severity: "error",
       comment: "The client SDK is published on its own: it imports nothing from the server's sources.",

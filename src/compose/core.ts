@@ -8,10 +8,14 @@ import { SkillService } from "../domain/capabilities/skill-service.js";
 import { AdmissionService } from "../domain/research/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "../domain/research/artifact-service.js";
 import { ConversationService } from "../domain/research/conversation-service.js";
+import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/research/run-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
+import type { Services } from "../domain/services.js";
+import { CheckpointProposals } from "../domain/workspace/checkpoint-proposals.js";
 import { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import { HistoryService } from "../domain/workspace/history-service.js";
 import { LinkService } from "../domain/workspace/link-service.js";
 import { WorkspaceService } from "../domain/workspace/workspace-service.js";
 import type { EventPublisher } from "../events/topics.js";
@@ -38,7 +42,7 @@ import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
-export type Services = ReturnType<typeof createServices>;
+export type { Services };
 
 export function createServices({
   prisma,
@@ -65,7 +69,7 @@ export function createServices({
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
   /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
   now?: () => Date;
-}) {
+}): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
   const agentNames = agentProfiles.names;
@@ -89,6 +93,9 @@ export function createServices({
       httpAllowedHosts: mcp.httpAllowedHosts ?? [],
       secrets: mcp.secrets,
     }),
+    history: new HistoryService({ prisma }),
+    ledger: new MaterialLedger({ prisma }),
+    proposals: new CheckpointProposals({ prisma }),
   };
 }
 
@@ -177,10 +184,10 @@ export function createCore({
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
   });
   const metrics = createMetrics({ prisma: db.prisma });
-  const skills = new SkillCatalog({ prisma: db.prisma });
+  const skills = new SkillCatalog({ skills: services.skills });
   const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
   const mcp = new McpRegistry({
-    prisma: db.prisma,
+    servers: services.mcpServers,
     events,
     logger,
     connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch),
@@ -230,7 +237,7 @@ function startRuntime(
     spills: new PrismaSpillStore(db.prisma),
   };
   const runtime = createRuntime(
-    { prisma: db.prisma, events, logger, services: parts.services, announcer: parts.announcer, ...ports },
+    { events, logger, services: parts.services, announcer: parts.announcer, ...ports },
     {
       ...options,
       agents: parts.agents,

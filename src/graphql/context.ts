@@ -1,5 +1,5 @@
 import type { Actor } from "../domain/principal/principal-service.js";
-import type { Services } from "../compose/core.js";
+import type { Services } from "../domain/services.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { McpStatusView } from "../runtime/ports/mcp.js";

@@ -1,8 +1,7 @@
 // Agent profiles: the system prompt a run executes under and the tools it may use.
 // `researcher` is built in; AGENTS_FILE adds profiles or replaces it.
-import type { PrismaClient } from "../generated/prisma/client.js";
+import type { AgentProfileVersions } from "../domain/capabilities/agent-profile-versions.js";
 import type { RunRecord } from "./ports/run-state.js";
-import { profileNamesOf } from "../domain/json-columns.js";
 
 /**
  * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
@@ -37,23 +36,17 @@ export function profileIn(profiles: Map<string, AgentProfile>, name: string): Ag
  * now. A run admitted before profiles were versioned has none and runs its profile as configured.
  * Versions never change, so each is read once per process.
  */
-export function frozenProfiles(prisma: PrismaClient, configured: Map<string, AgentProfile>): (run: RunRecord) => Promise<AgentProfile> {
+export function frozenProfiles(
+  stored: Pick<AgentProfileVersions, "version">,
+  configured: Map<string, AgentProfile>,
+): (run: Pick<RunRecord, "agent" | "agentProfileId">) => Promise<AgentProfile> {
   const versions = new Map<string, Promise<AgentProfile>>();
-  const read = async (id: string): Promise<AgentProfile> => {
-    const stored = await prisma.agentProfile.findUniqueOrThrow({ where: { id } });
-    return {
-      name: stored.name,
-      systemPrompt: stored.systemPrompt,
-      ...(stored.tools === null ? {} : { tools: profileNamesOf(stored.tools)! }),
-      ...(stored.skills === null ? {} : { skills: profileNamesOf(stored.skills)! }),
-    };
-  };
   return (run) => {
     const id = run.agentProfileId;
     if (!id) return Promise.resolve(profileIn(configured, run.agent));
     let version = versions.get(id);
     if (!version) {
-      version = read(id);
+      version = stored.version(id);
       versions.set(id, version);
       version.catch(() => versions.delete(id));
     }

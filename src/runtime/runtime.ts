@@ -5,7 +5,6 @@ import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
 import type { SpillPolicy } from "./spill/spill-policy.js";
 import type { EventBus } from "../events/topics.js";
-import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
 import { type AgentProfile, agentProfiles, frozenProfiles } from "./agents.js";
 import { type ExecutorDeps, RunExecutor, type RunHooks } from "./loop/run-executor.js";
@@ -32,10 +31,8 @@ import type { RuntimeTrace } from "./ports/trace-sink.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./ports/run-state.js";
-import type { ArtifactService } from "../domain/research/artifact-service.js";
 import type { RunAnnouncer } from "../domain/research/run-announcer.js";
-import type { PublicationService } from "../domain/research/publication-service.js";
-import type { CheckpointService } from "../domain/workspace/checkpoint-service.js";
+import type { Services } from "../domain/services.js";
 import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
 import { consumptionHook, decideProposalsStep, publishAnswerStep } from "./workspace/run-results.js";
@@ -90,12 +87,14 @@ export type Runtime = {
   worker: RunWorker;
 };
 
-/** The domain services the runtime works through (W7–W11, W16). */
-export type RuntimeServices = { publications: PublicationService; checkpoints: CheckpointService; artifacts: ArtifactService };
+/** The domain services the runtime works through (W6–W11, W16, R5, R13, the agent profiles' versions). */
+export type RuntimeServices = Pick<
+  Services,
+  "publications" | "checkpoints" | "artifacts" | "workspaces" | "history" | "ledger" | "proposals" | "conversations" | "agentProfiles" | "skills"
+>;
 
 /** What the runtime works over; the composition root builds each. */
 export type RuntimeDeps = {
-  prisma: PrismaClient;
   events: EventBus;
   logger: Logger;
   services: RuntimeServices;
@@ -111,13 +110,13 @@ export type RuntimeDeps = {
   announcer: RunAnnouncer;
 };
 
-export function createRuntime({ prisma, events, logger, services, trace, runs, log, spills, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
-  const { publications, checkpoints } = services;
-  const hooks: RunHooks[] = [workspaceContextHook({ prisma, checkpoints }), consumptionHook(prisma)];
+export function createRuntime({ events, logger, services, trace, runs, log, spills, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+  const { publications, checkpoints, ledger, proposals } = services;
+  const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger })];
   const settleSteps: SettleStep[] = [
     // The answer is published before the proposal is decided: the checkpoint's provenance names it.
-    publishAnswerStep({ publications }),
-    decideProposalsStep({ checkpoints }),
+    publishAnswerStep({ publications, ledger }),
+    decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
     async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
   ];
@@ -133,7 +132,7 @@ export function createRuntime({ prisma, events, logger, services, trace, runs, l
     model: options.model,
     recorder: trace,
     context,
-    profile: frozenProfiles(prisma, agentProfiles(options.agents)),
+    profile: frozenProfiles(services.agentProfiles, agentProfiles(options.agents)),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
@@ -144,7 +143,7 @@ export function createRuntime({ prisma, events, logger, services, trace, runs, l
       store: spills,
       policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
     }),
-    tools: runTools({ prisma, publications, spills }, options),
+    tools: runTools({ services, spills }, options),
   });
   const { sweeper, artifactSweeper } = sweepers({ spills, services, logger }, options);
   const worker = new RunWorker({
@@ -166,16 +165,13 @@ export function createRuntime({ prisma, events, logger, services, trace, runs, l
 }
 
 /** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
-function runTools(
-  { prisma, publications, spills }: { prisma: PrismaClient; publications: PublicationService; spills: SpillStore },
-  options: RuntimeOptions,
-): ExecutorDeps["tools"] {
-  const readMaterial = createReadMaterialTool({ publications });
-  const workspaceTools = [createProposeCheckpointTool({ prisma }), createListHistoryTool({ prisma }), createSearchHistoryTool({ prisma })];
-  const readEvidence = createReadEvidenceTool(prisma);
+function runTools({ services, spills }: { services: RuntimeServices; spills: SpillStore }, options: RuntimeOptions): ExecutorDeps["tools"] {
+  const readMaterial = createReadMaterialTool(services);
+  const workspaceTools = [createProposeCheckpointTool(services), createListHistoryTool(services), createSearchHistoryTool(services)];
+  const readEvidence = createReadEvidenceTool(services.conversations);
   const readSpill = createReadSpillTool({ store: spills, maxBytes: options.spill?.readMaxBytes ?? 16_384 });
   const capabilities: CapabilityTools = {
-    skills: options.skills ?? new SkillCatalog({ prisma }),
+    skills: options.skills ?? new SkillCatalog({ skills: services.skills }),
     mcp: options.mcp,
     fetch: options.fetch,
     commands: options.commands,

@@ -88,7 +88,7 @@ describe.each(backends)("evidence on %s", (backend) => {
     expect(readBack.content).toBe(
       `[evidence ${resultId}: result of fetch_doc, characters 0–${Array.from(ORIGINAL).length} of ${Array.from(ORIGINAL).length}]\n${ORIGINAL}`,
     );
-    const tool = createReadEvidenceTool(prisma);
+    const tool = createReadEvidenceTool(t.app.services.conversations);
     const foreign = toolContext({ run: testRun({ conversationId: "another-conversation" }) });
     await expect(tool.execute({ id: resultId }, foreign)).rejects.toBeInstanceOf(ToolError);
     const own = toolContext({ run: testRun({ conversationId: readBack.conversationId }) });

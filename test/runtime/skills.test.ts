@@ -36,7 +36,7 @@ describe("skills", () => {
   const loadSkillSchema = (model: ScriptedModel) => model.requests.at(-1)!.tools.find((tool) => tool.name === "load_skill")!;
 
   it("ships useful built-in skills, each a Markdown file with a name and a description", async () => {
-    const skills = await new SkillCatalog({ prisma: undefined as never }).builtInSkills();
+    const skills = await new SkillCatalog({ skills: undefined as never }).builtInSkills();
     expect(skills.map((s) => s.name)).toEqual(["research-checkpoint", "source-evaluation", "spilled-results", "stuck-payment"]);
     for (const skill of skills) expect(skill.body.length).toBeGreaterThan(500);
     expect(() => parseSkillFile("x.md", "no front matter")).toThrow(/front matter/);

@@ -9,9 +9,13 @@
 // insert win, and the others find the winner's version equal to theirs.
 import { createHash, randomUUID } from "node:crypto";
 import type { AgentProfile as StoredProfile, PrismaClient } from "../../generated/prisma/client.js";
+import { profileNamesOf } from "../json-columns.js";
 
 /** A profile as configured. */
 export type AgentDefinition = { name: string; systemPrompt: string; tools?: readonly string[]; skills?: readonly string[] };
+
+/** A stored version as a run executes it: an absent allow-list admits every name. */
+export type FrozenDefinition = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
 
 export type { StoredProfile };
 
@@ -111,6 +115,17 @@ export class AgentProfileVersions {
     const stored = (await this.load()).get(name);
     if (!stored) throw new Error(`agent profile ${name} is not configured`);
     return stored;
+  }
+
+  /** The stored version `id` (one a run was admitted under), whatever the configuration says now. */
+  async version(id: string): Promise<FrozenDefinition> {
+    const stored = await this.deps.prisma.agentProfile.findUniqueOrThrow({ where: { id } });
+    return {
+      name: stored.name,
+      systemPrompt: stored.systemPrompt,
+      ...(stored.tools === null ? {} : { tools: profileNamesOf(stored.tools)! }),
+      ...(stored.skills === null ? {} : { skills: profileNamesOf(stored.skills)! }),
+    };
   }
 
   private async storeAll(): Promise<Map<string, StoredProfile>> {

@@ -5,6 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
+import type { JsonValue } from "../json-columns.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
@@ -12,6 +13,22 @@ import { literalAddressRefusal } from "./outbound-policy.js";
 import type { SecretBox } from "./secret-box.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
+
+/**
+ * A stored server configuration as those who connect to it read it. Header and environment
+ * values are stored as [{ name, value }] (namedValuesOf), secret values sealed.
+ */
+export type McpServerRecord = {
+  id: string;
+  name: string;
+  transport: "STDIO" | "HTTP";
+  command: string | null;
+  args: string[];
+  env: JsonValue;
+  url: string | null;
+  headers: JsonValue;
+  enabled: boolean;
+};
 
 /** No `_`: tool names are `mcp__<server>__<tool>`, and the server part must be unambiguous. */
 export const mcpServerName = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");

@@ -43,6 +43,12 @@ export class SkillService {
     return this.deps.prisma.skill.findMany({ where: { ownerId: actor.principalId, agent }, orderBy: { name: "asc" } });
   }
 
+  /** The stored skills runs of the principal under one agent can load, by name. */
+  loadable(actor: Actor, agent: string): Promise<Skill[]> {
+    // Upserts keep an agent at SKILLS_PER_AGENT_MAX stored skills, so this LIMIT drops none.
+    return this.deps.prisma.skill.findMany({ where: { ownerId: actor.principalId, agent }, orderBy: { name: "asc" }, take: SKILLS_PER_AGENT_MAX });
+  }
+
   async upsert(actor: Actor, input: UpsertSkillInput): Promise<Skill> {
     const { agent, name, description, body } = parseInput(upsertInput, input);
     this.assertAgent(agent);

@@ -4,6 +4,7 @@ import type { Conversation, Message, MessageRole, Prisma, PrismaClient } from ".
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { TITLE_MAX } from "../workspace/workspace-service.js";
+import { type Evidence, findEvidence } from "./evidence.js";
 
 const startInput = z.object({ title: nonBlank(TITLE_MAX) });
 
@@ -37,5 +38,10 @@ export class ConversationService {
   async startConversation(actor: Actor, input: { title: string }): Promise<Conversation> {
     const { title } = parseInput(startInput, input);
     return this.deps.prisma.conversation.create({ data: { ownerId: actor.principalId, title } });
+  }
+
+  /** The original an evidence id points at, if it lies in the conversation; see findEvidence. */
+  evidence(id: string, scope: { conversationId: string }): Promise<Evidence | null> {
+    return findEvidence(this.deps.prisma, id, scope);
   }
 }

@@ -80,3 +80,35 @@ export async function consumedVersionIds(db: Pick<Prisma.TransactionClient, "mat
   });
   return [...new Set(uses.map((use) => use.publicationVersionId!))];
 }
+
+/**
+ * The ledger as the runtime works with it. Reads go to the database the ledger was given; every
+ * write takes the transaction the caller is in (a run attempt's fenced one), so an attempt that
+ * lost its run adds nothing to the ledger.
+ */
+export class MaterialLedger {
+  constructor(private readonly deps: { prisma: PrismaClient }) {}
+
+  /** Records stages inside `tx`; see recordStages. */
+  record(tx: Writer, entries: LedgerEntry[]): Promise<void> {
+    return recordStages(tx, entries);
+  }
+
+  /** The run's READ entries no model request has carried yet; see unconsumedReads. */
+  unconsumedReads(runId: string) {
+    return unconsumedReads(this.deps.prisma, runId);
+  }
+
+  /** Every READ entry of the run: what it may cite. */
+  reads(runId: string) {
+    return this.deps.prisma.materialUse.findMany({ where: { runId, stage: "READ" } });
+  }
+
+  /** The exact versions the run consumed (any part of), as publication and version number, read inside `tx`. */
+  async consumedVersions(tx: Pick<Prisma.TransactionClient, "materialUse" | "publicationVersion">, runId: string) {
+    return tx.publicationVersion.findMany({
+      where: { id: { in: await consumedVersionIds(tx, runId) } },
+      select: { publicationId: true, version: true },
+    });
+  }
+}

@@ -50,6 +50,9 @@ export type ReadableVersion = PublicationVersion & { publication: { title: strin
 /** The outcome of an exact-version read (W7): that version and no other, or why not. */
 export type MaterialRead = { status: "AVAILABLE"; version: ReadableVersion } | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
 
+/** A version frozen for a run at its admission, with what the run is told of its publication. */
+export type SelectedMaterial = { versionId: string; publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
+
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
 export class PublicationService {
@@ -133,6 +136,23 @@ export class PublicationService {
     const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
     if (eligibility && !eligibility.eligible) return { status: "UNAVAILABLE", reason: eligibility.reason, version };
     return { status: "AVAILABLE", version };
+  }
+
+  /** The exact versions frozen for a run when it was admitted, in the order they were selected. */
+  async selectedFor(runId: string): Promise<SelectedMaterial[]> {
+    const materials = await this.deps.prisma.runMaterial.findMany({
+      where: { runId },
+      orderBy: { position: "asc" },
+      include: { publicationVersion: { include: { publication: { select: { title: true, latestVersion: true } } } } },
+    });
+    return materials.map(({ publicationVersion: v }) => ({
+      versionId: v.id,
+      publicationId: v.publicationId,
+      title: v.publication.title,
+      version: v.version,
+      asOf: v.asOf,
+      latestVersion: v.publication.latestVersion,
+    }));
   }
 
   /**

@@ -51,6 +51,11 @@ export class WorkspaceService {
     return result;
   }
 
+  /** The workspace if the actor may see it (it exists, is theirs and is not deleted); null otherwise. */
+  visible(actor: Actor, workspaceId: string): Promise<Workspace | null> {
+    return this.deps.prisma.workspace.findFirst({ where: visibleWorkspace(actor, workspaceId) });
+  }
+
   /** Stops new links and admissions; cancels nothing. Idempotent. */
   archiveWorkspace(actor: Actor, workspaceId: string): Promise<Workspace> {
     return this.setStatus(actor, workspaceId, "ARCHIVED");

@@ -2,7 +2,7 @@
 // sealed values opened, the hash that decides whether an update reconnects, and the reason a
 // failure may show the principal who configured it.
 import { createHash } from "node:crypto";
-import type { McpServer } from "../../generated/prisma/client.js";
+import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import type { McpEndpoint } from "../ports/mcp.js";
 import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
@@ -12,7 +12,7 @@ export const CLOSED_REASON = "the MCP server closed the connection";
 export const UNKNOWN_REASON = "the connection failed; the server's log has the details";
 
 /** What a connection depends on, values opened (each sealing differs); the name is not part of it (a rename keeps the connection). */
-export function endpointHash(row: McpServer, secrets: SecretBox | undefined): string {
+export function endpointHash(row: McpServerRecord, secrets: SecretBox | undefined): string {
   let endpoint: McpEndpoint | string;
   try {
     endpoint = endpointOf(row, secrets);
@@ -33,7 +33,7 @@ function pairs(value: JsonValue, secrets: SecretBox | undefined): Record<string,
   );
 }
 
-export function endpointOf(row: McpServer, secrets: SecretBox | undefined): McpEndpoint {
+export function endpointOf(row: McpServerRecord, secrets: SecretBox | undefined): McpEndpoint {
   return row.transport === "STDIO"
     ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env, secrets) }
     : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers, secrets) };

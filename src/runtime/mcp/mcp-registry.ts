@@ -5,12 +5,12 @@
 // drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
 // when they start; `tools/list_changed` refreshes a server's list for the runs that follow.
 import type { EventBus } from "../../events/topics.js";
-import type { McpServer, PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
-import { stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
+import { type McpServerRecord, stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
 import type { SecretBox } from "../../domain/capabilities/secret-box.js";
+import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 
 export type { McpConnectionState, McpServerStatus };
@@ -38,7 +38,8 @@ export type McpConnection = {
 export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 export type McpRegistryOptions = {
-  prisma: PrismaClient;
+  /** The principals' stored server configurations (the MCP server module, McpServerService). */
+  servers: { list(actor: Actor): Promise<McpServerRecord[]> };
   events: EventBus;
   logger: Logger;
   connector: McpConnector;
@@ -153,7 +154,7 @@ export class McpRegistry {
 
   private async reconcile(principalId: string, state: PrincipalState): Promise<void> {
     if (this.closed) return;
-    const rows = await this.options.prisma.mcpServer.findMany({ where: { ownerId: principalId } });
+    const rows = await this.options.servers.list({ principalId });
     const wanted = new Set<string>();
     state.disabled = new Set(rows.filter((row) => !row.enabled).map((row) => row.id));
     for (const row of rows.filter((r) => r.enabled)) {
@@ -179,7 +180,7 @@ export class McpRegistry {
     return (connection.state === "FAILED" || connection.state === "CLOSED") && Date.now() - (connection.failedAt ?? 0) >= retryAfter;
   }
 
-  private open(row: McpServer, hash: string): McpConnection {
+  private open(row: McpServerRecord, hash: string): McpConnection {
     const connection: McpConnection = {
       id: this.nextId++,
       serverId: row.id,

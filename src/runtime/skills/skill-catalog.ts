@@ -4,8 +4,7 @@
 // names and descriptions until it loads a skill's body.
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { SkillService } from "../../domain/capabilities/skill-service.js";
 import { projectFile } from "../../project-files.js";
 import type { CatalogSkill, SkillSource } from "../ports/skills.js";
 
@@ -32,7 +31,7 @@ export function parseSkillFile(file: string, text: string): { name: string; desc
 export class SkillCatalog {
   private builtIns?: Promise<CatalogSkill[]>;
 
-  constructor(private readonly deps: { prisma: PrismaClient; builtInDir?: string }) {}
+  constructor(private readonly deps: { skills: Pick<SkillService, "loadable">; builtInDir?: string }) {}
 
   /** The shipped skills, read once per process (they change only with a new release). */
   builtInSkills(): Promise<CatalogSkill[]> {
@@ -42,11 +41,7 @@ export class SkillCatalog {
 
   /** The skills of one principal's runs under one agent, by name. */
   async forAgent(principalId: string, agent: string): Promise<CatalogSkill[]> {
-    const [builtIns, stored] = await Promise.all([
-      this.builtInSkills(),
-      // Upserts keep an agent at SKILLS_PER_AGENT_MAX stored skills, so this LIMIT drops none.
-      this.deps.prisma.skill.findMany({ where: { ownerId: principalId, agent }, orderBy: { name: "asc" }, take: SKILLS_PER_AGENT_MAX }),
-    ]);
+    const [builtIns, stored] = await Promise.all([this.builtInSkills(), this.deps.skills.loadable({ principalId }, agent)]);
     const byName = new Map(builtIns.map((skill) => [skill.name, skill]));
     for (const skill of stored) {
       byName.set(skill.name, {

@@ -1,8 +1,7 @@
 // R5: the built-in `read_evidence` tool. Micro-compaction replaces old tool results and arguments in
 // the model's view by an evidence id; this tool brings the persisted original back, page by page, so
 // the model can look again instead of guessing. Only evidence of the run's own conversation is read.
-import type { PrismaClient } from "../../generated/prisma/client.js";
-import { findEvidence } from "../../domain/research/evidence.js";
+import type { ConversationService } from "../../domain/research/conversation-service.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export const READ_EVIDENCE_DEFAULT_CHARS = 8_000;
@@ -20,7 +19,7 @@ function parseArgs(args: unknown): { id: string; offset: number; maxChars: numbe
   return { id: a.id.trim(), offset: offset as number, maxChars: maxChars as number };
 }
 
-export function createReadEvidenceTool(prisma: PrismaClient): Tool {
+export function createReadEvidenceTool(conversations: Pick<ConversationService, "evidence">): Tool {
   return {
     schema: {
       name: "read_evidence",
@@ -44,7 +43,7 @@ export function createReadEvidenceTool(prisma: PrismaClient): Tool {
     },
     async execute(args, context) {
       const { id, offset, maxChars } = parseArgs(args);
-      const evidence = await findEvidence(prisma, id, { conversationId: context.run.conversationId });
+      const evidence = await conversations.evidence(id, { conversationId: context.run.conversationId });
       if (!evidence) throw new ToolError(`There is no evidence ${id} in this conversation.`);
       const chars = Array.from(evidence.content);
       if (offset > chars.length) throw new ToolError(`offset ${offset} is past the end (${chars.length} characters).`);

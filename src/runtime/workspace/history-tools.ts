@@ -6,10 +6,10 @@
 // the model is told about.
 import { z } from "zod";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import { recordStages } from "../../domain/research/material-ledger.js";
-import { CATALOG_DEFAULT_ENTRIES, historyCatalog } from "../../domain/workspace/history-catalog.js";
-import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX, searchHistory } from "../../domain/workspace/history-search.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { MaterialLedger } from "../../domain/research/material-ledger.js";
+import { CATALOG_DEFAULT_ENTRIES } from "../../domain/workspace/history-catalog.js";
+import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX } from "../../domain/workspace/history-search.js";
+import type { HistoryService } from "../../domain/workspace/history-service.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog, discoveredInSearch, searchLines } from "./catalog-text.js";
 
@@ -36,6 +36,9 @@ function workspaceOf(run: ToolRun): string {
   return run.workspaceId;
 }
 
+/** What the history tools work through: the workspace's history, and the ledger they record what they showed in. */
+export type HistoryToolDeps = { history: Pick<HistoryService, "catalog" | "search">; ledger: Pick<MaterialLedger, "record"> };
+
 /** Expected failures as something the model can act on; anything else is a bug and propagates. */
 function toToolError(error: unknown): never {
   if (error instanceof ValidationError) throw new ToolError(`Invalid arguments: ${error.issues.map((i) => `${i.field} ${i.message}`).join("; ")}.`);
@@ -43,7 +46,7 @@ function toToolError(error: unknown): never {
   throw error;
 }
 
-export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
+export function createListHistoryTool(deps: HistoryToolDeps): Tool {
   return {
     schema: {
       name: "list_history",
@@ -60,8 +63,8 @@ export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = listArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const catalog = await historyCatalog(deps.prisma, { principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
-      await write((tx) => recordStages(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
+      const catalog = await deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
+      await write((tx) => deps.ledger.record(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
       const lines = [`<history-catalog publications="${catalog.entries.length}">`];
       if (catalog.entries.length === 0)
         lines.push(parsed.data.after ? "- (no publications after this cursor)" : "- (no earlier materials are linked to this workspace)");
@@ -74,7 +77,7 @@ export function createListHistoryTool(deps: { prisma: PrismaClient }): Tool {
   };
 }
 
-export function createSearchHistoryTool(deps: { prisma: PrismaClient }): Tool {
+export function createSearchHistoryTool(deps: HistoryToolDeps): Tool {
   return {
     schema: {
       name: "search_history",
@@ -92,8 +95,8 @@ export function createSearchHistoryTool(deps: { prisma: PrismaClient }): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = searchArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const search = await searchHistory(deps.prisma, { principalId: run.ownerId }, { workspaceId, ...parsed.data }).catch(toToolError);
-      await write((tx) => recordStages(tx, discoveredInSearch(run.id, search, toolCallId)));
+      const search = await deps.history.search({ principalId: run.ownerId }, { workspaceId, ...parsed.data }).catch(toToolError);
+      await write((tx) => deps.ledger.record(tx, discoveredInSearch(run.id, search, toolCallId)));
       return [
         `<history-search matches="${search.hits.length}">`,
         ...searchLines(search),

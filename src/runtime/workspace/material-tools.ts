@@ -5,20 +5,12 @@
 // model is told about and can work around.
 import { z } from "zod";
 import { idOfType } from "../../domain/global-id.js";
-import { rangeColumns, readRange, recordStages } from "../../domain/research/material-ledger.js";
-import type { PublicationService } from "../../domain/research/publication-service.js";
-import { CITED_MATERIALS_MAX, checkpointChange } from "../../domain/workspace/checkpoint-service.js";
+import { type MaterialLedger, type ReadRange, rangeColumns, readRange } from "../../domain/research/material-ledger.js";
+import type { PublicationService, ReadableVersion } from "../../domain/research/publication-service.js";
+import { type CheckpointProposals, checkpointProposal, materialRef } from "../../domain/workspace/checkpoint-proposals.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
-import { toStoredJson } from "../../domain/text/stored-text.js";
-import { jsonColumnReader, untypedJsonColumn } from "../../domain/json-columns.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
-
-const materialRef = z.object({
-  publicationId: z.string().min(1),
-  version: z.number().int().min(1),
-});
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
 export const MATERIAL_PAGE_CHARS = 16_000;
@@ -39,36 +31,33 @@ function issuesOf(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join(".") || "arguments"}: ${issue.message}`).join("; ");
 }
 
-export function createReadMaterialTool(deps: { publications: PublicationService }): Tool {
-  return {
-    schema: {
-      name: "read_material",
-      description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
-      parameters: {
-        type: "object",
-        properties: {
-          publicationId: { type: "string", description: "The publicationId as listed in the workspace context." },
-          version: { type: "integer", minimum: 1, description: "The exact version to read." },
-          offset: { type: "integer", minimum: 0, description: "The character to start at (default 0)." },
-          maxChars: { type: "integer", minimum: 1000, maximum: MATERIAL_PAGE_CHARS_MAX, description: "The most characters to return." },
-        },
-        required: ["publicationId", "version"],
-      },
+const READ_MATERIAL_SCHEMA: ToolSchema = {
+  name: "read_material",
+  description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
+  parameters: {
+    type: "object",
+    properties: {
+      publicationId: { type: "string", description: "The publicationId as listed in the workspace context." },
+      version: { type: "integer", minimum: 1, description: "The exact version to read." },
+      offset: { type: "integer", minimum: 0, description: "The character to start at (default 0)." },
+      maxChars: { type: "integer", minimum: 1000, maximum: MATERIAL_PAGE_CHARS_MAX, description: "The most characters to return." },
     },
+    required: ["publicationId", "version"],
+  },
+};
+
+export function createReadMaterialTool(deps: { publications: Pick<PublicationService, "readVersion">; ledger: Pick<MaterialLedger, "record"> }): Tool {
+  return {
+    schema: READ_MATERIAL_SCHEMA,
     async execute(args, { run, toolCallId, write }) {
       const parsed = materialRead.safeParse(args);
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
       const ref = { publicationId: publicationIdOf(parsed.data.publicationId), version: parsed.data.version };
-      const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId };
       const read = await deps.publications.readVersion({ principalId: run.ownerId }, ref);
-      const publicationVersionId = read.version?.id ?? null;
+      const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId, publicationVersionId: read.version?.id ?? null };
+      const selected = { ...base, stage: "SELECTED" as const };
       if (read.status === "UNAVAILABLE") {
-        await write((tx) =>
-          recordStages(tx, [
-            { ...base, publicationVersionId, stage: "SELECTED" },
-            { ...base, publicationVersionId, stage: "UNAVAILABLE", reason: read.reason },
-          ]),
-        );
+        await write((tx) => deps.ledger.record(tx, [selected, { ...base, stage: "UNAVAILABLE", reason: read.reason }]));
         return `UNAVAILABLE: version ${ref.version} of ${parsed.data.publicationId} cannot be used: ${read.reason}. Continue with other evidence and state this gap in your answer.`;
       }
       const v = read.version;
@@ -76,46 +65,37 @@ export function createReadMaterialTool(deps: { publications: PublicationService 
       const range = readRange(v.content, offset, maxChars);
       if (!range) {
         // Asked for, but nothing was read: no READ entry.
-        await write((tx) => recordStages(tx, [{ ...base, publicationVersionId, stage: "SELECTED" }]));
+        await write((tx) => deps.ledger.record(tx, [selected]));
         throw new ToolError(`offset ${offset} is past the end: version ${v.version} has ${v.content.length} characters.`);
       }
       // READ names exactly the characters returned, so a part is never taken for the whole version.
-      await write((tx) =>
-        recordStages(tx, [
-          { ...base, publicationVersionId, stage: "SELECTED" },
-          { ...base, publicationVersionId, stage: "READ", ...rangeColumns(range) },
-        ]),
-      );
-      const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
-      const { start, end } = range;
-      const part =
-        range.coverage === "WHOLE"
-          ? []
-          : [
-              `This part holds characters ${start}–${end} of ${v.content.length}.` +
-                (end < v.content.length ? ` Call read_material again with offset=${end} for the rest.` : " It is the last part."),
-            ];
-      return [
-        `<material title="${v.publication.title}" publicationId="${parsed.data.publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
-        `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
-        ...part,
-        range.text,
-        "</material>",
-      ].join("\n");
+      await write((tx) => deps.ledger.record(tx, [selected, { ...base, stage: "READ", ...rangeColumns(range) }]));
+      return materialText(v, parsed.data.publicationId, range);
     },
   };
 }
 
-const proposal = checkpointChange.extend({
-  citedMaterials: z.array(materialRef).max(CITED_MATERIALS_MAX).default([]),
-});
+/** A part of a version as the model is shown it: what it is, as of when, and where the rest starts. */
+function materialText(v: ReadableVersion, publicationId: string, range: ReadRange): string {
+  const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
+  const { start, end } = range;
+  const part =
+    range.coverage === "WHOLE"
+      ? []
+      : [
+          `This part holds characters ${start}–${end} of ${v.content.length}.` +
+            (end < v.content.length ? ` Call read_material again with offset=${end} for the rest.` : " It is the last part."),
+        ];
+  return [
+    `<material title="${v.publication.title}" publicationId="${publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
+    `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
+    ...part,
+    range.text,
+    "</material>",
+  ].join("\n");
+}
 
 const MAX_PROPOSALS_PER_RUN = 20;
-
-export type CheckpointProposalPayload = z.output<typeof proposal>;
-
-/** CheckpointProposal.proposal of a PENDING proposal: as the model made it, checked when it was recorded. */
-export const proposalOf = jsonColumnReader("checkpoint_proposal.proposal", proposal);
 
 const PROPOSE_CHECKPOINT_SCHEMA: ToolSchema = {
   name: "propose_checkpoint",
@@ -145,32 +125,28 @@ const PROPOSE_CHECKPOINT_SCHEMA: ToolSchema = {
   },
 };
 
-export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Tool {
+/** What propose_checkpoint works through: the run's proposals, and the ledger of what it read. */
+export type ProposeCheckpointDeps = {
+  proposals: Pick<CheckpointProposals, "count" | "record">;
+  ledger: Pick<MaterialLedger, "reads">;
+};
+
+export function createProposeCheckpointTool(deps: ProposeCheckpointDeps): Tool {
   return {
     schema: PROPOSE_CHECKPOINT_SCHEMA,
     async execute(args, { run, write }) {
-      if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
+      const workspaceId = run.workspaceId;
+      if (!workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
       const expectedRevision = run.checkpointRevisionSeen ?? 0;
       // Only the last proposal counts; a run that keeps proposing is told to stop, not stored.
-      if ((await deps.prisma.checkpointProposal.count({ where: { runId: run.id } })) >= MAX_PROPOSALS_PER_RUN) {
+      if ((await deps.proposals.count(run.id)) >= MAX_PROPOSALS_PER_RUN) {
         throw new ToolError(`This run has already made ${MAX_PROPOSALS_PER_RUN} proposals; the last one is the one that counts.`);
       }
+      // An invalid proposal is kept as the model made it, NUL characters included.
       const record = (status: "PENDING" | "INVALID", reason: string | null, payload: unknown) =>
-        write((tx) =>
-          tx.checkpointProposal.create({
-            data: {
-              runId: run.id,
-              workspaceId: run.workspaceId!,
-              expectedRevision,
-              // An invalid proposal is kept as the model made it, NUL characters included.
-              proposal: untypedJsonColumn(toStoredJson(payload)),
-              status,
-              reason,
-            },
-          }),
-        );
+        write((tx) => deps.proposals.record(tx, { runId: run.id, workspaceId, expectedRevision, status, reason, payload }));
       const unstorable = findInvalidText(args, "arguments");
-      const parsed = proposal.safeParse(args);
+      const parsed = checkpointProposal.safeParse(args);
       if (unstorable || !parsed.success) {
         const reason = unstorable
           ? `${unstorable.field} ${describeUnstorable(unstorable.problem)}; a checkpoint holds plain text only`
@@ -179,7 +155,7 @@ export function createProposeCheckpointTool(deps: { prisma: PrismaClient }): Too
         throw new ToolError(`The proposal was recorded as invalid and will not be applied: ${reason}.`);
       }
       const cited = parsed.data.citedMaterials.map((m) => ({ publicationId: idOfType(m.publicationId, "Publication"), version: m.version }));
-      const read = await deps.prisma.materialUse.findMany({ where: { runId: run.id, stage: "READ" } });
+      const read = await deps.ledger.reads(run.id);
       const unread = parsed.data.citedMaterials.filter((m, i) => !read.some((r) => r.publicationId === cited[i]!.publicationId && r.version === m.version));
       if (unread.length > 0) {
         const reason = `it cites materials this run has not read: ${unread.map((m) => `${m.publicationId} version ${m.version}`).join(", ")}`;

@@ -3,26 +3,24 @@
 // the publication path with the consumed versions as its sources; and its checkpoint proposal,
 // decided by compare-and-swap against the revision the run saw.
 import { DomainError, NotFoundError, StaleRevisionError } from "../../domain/errors.js";
-import { consumedVersionIds, recordStages, unconsumedReads } from "../../domain/research/material-ledger.js";
+import type { MaterialLedger } from "../../domain/research/material-ledger.js";
 import type { PublicationService } from "../../domain/research/publication-service.js";
+import { type CheckpointProposalPayload, type CheckpointProposals, proposalOf } from "../../domain/workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
-import type { AfterCommit } from "../../domain/after-commit.js";
+import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { forModel } from "../../domain/text/stored-text.js";
-import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
-import type { RunRecord } from "../ports/run-state.js";
-import type { SettleStep } from "../ports/run-state.js";
+import type { RunRecord, SettleStep } from "../ports/run-state.js";
 import type { RunHooks } from "../loop/run-executor.js";
-import { type CheckpointProposalPayload, proposalOf } from "./material-tools.js";
 
 /**
  * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
  * micro-compaction, not shown as a spill preview, not replaced by a repair note — and names the
  * range that result held, with its hash: what the model was shown, never more than was read.
  */
-export function consumptionHook(prisma: PrismaClient): RunHooks {
+export function consumptionHook(deps: { ledger: Pick<MaterialLedger, "unconsumedReads" | "record"> }): RunHooks {
   return {
     async afterModelRequest({ run, write }, { span, carried, log }) {
-      const reads = await unconsumedReads(prisma, run.id);
+      const reads = await deps.ledger.unconsumedReads(run.id);
       // The result that answered a read: this run's first tool result for the read's call logged
       // after it. A model may reuse call ids (across the runs of a conversation, or across turns),
       // so another result with the same id says nothing about this read.
@@ -44,7 +42,7 @@ export function consumptionHook(prisma: PrismaClient): RunHooks {
         coverage: read.coverage,
         requestSpanId: span.id,
       }));
-      if (consumed.length > 0) await write((tx) => recordStages(tx, consumed));
+      if (consumed.length > 0) await write((tx) => deps.ledger.record(tx, consumed));
     },
   };
 }
@@ -62,13 +60,10 @@ export function answerTitle(question: string): string {
  * run consumed, and links it to the workspace (or records why not). It is written in the settle
  * transaction, so a run that does not settle — cancelled, taken over — publishes nothing.
  */
-export function publishAnswerStep(deps: { publications: PublicationService }): SettleStep {
+export function publishAnswerStep(deps: { publications: Pick<PublicationService, "publishIn">; ledger: Pick<MaterialLedger, "consumedVersions"> }): SettleStep {
   return async ({ tx, run, outcome, after }) => {
     if (outcome.type !== "final" || !run.workspaceId || outcome.answer.trim() === "") return;
-    const consumed = await tx.publicationVersion.findMany({
-      where: { id: { in: await consumedVersionIds(tx, run.id) } },
-      select: { publicationId: true, version: true },
-    });
+    const consumed = await deps.ledger.consumedVersions(tx, run.id);
     // A publication is text for readers: NUL characters and unpaired surrogates of the answer are
     // published as ␀ and U+FFFD (the run's log and answer keep them exactly).
     await deps.publications.publishIn(
@@ -85,26 +80,23 @@ export function publishAnswerStep(deps: { publications: PublicationService }): S
  * applied if the run succeeded and the checkpoint is still at the revision the run saw; every
  * decision, including a refusal, is recorded and none fails the run.
  */
-export function decideProposalsStep(deps: { checkpoints: CheckpointService }): SettleStep {
+export function decideProposalsStep(deps: {
+  checkpoints: Pick<CheckpointService, "applyIn">;
+  proposals: Pick<CheckpointProposals, "pending" | "decide" | "provenanceOf">;
+}): SettleStep {
   return async ({ tx, run, outcome, after }) => {
-    const pending = await tx.checkpointProposal.findMany({
-      where: { runId: run.id, status: "PENDING" },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-    });
+    const pending = await deps.proposals.pending(tx, run.id);
     if (pending.length === 0) return;
     const last = pending.at(-1)!;
     const decide = (id: string, status: "ACCEPTED" | "STALE" | "INVALID" | "DROPPED", reason: string | null, revision: number | null = null) =>
-      tx.checkpointProposal.updateMany({
-        where: { id, status: "PENDING" },
-        data: { status, reason, revision, decidedAt: new Date() },
-      });
+      deps.proposals.decide(tx, id, status, reason, revision);
     for (const earlier of pending.slice(0, -1)) await decide(earlier.id, "DROPPED", "a later proposal of the same run replaced it");
     if (outcome.type !== "final") {
       await decide(last.id, "DROPPED", "the run did not succeed");
       return;
     }
     try {
-      const revision = await applyProposal({ tx, checkpoints: deps.checkpoints, after }, run, last.expectedRevision, proposalOf(last.proposal));
+      const revision = await applyProposal({ tx, ...deps, after }, run, last.expectedRevision, proposalOf(last.proposal));
       await decide(last.id, "ACCEPTED", null, revision);
     } catch (error) {
       if (error instanceof StaleRevisionError) {
@@ -121,25 +113,19 @@ export function decideProposalsStep(deps: { checkpoints: CheckpointService }): S
 }
 
 async function applyProposal(
-  deps: { tx: Prisma.TransactionClient; checkpoints: CheckpointService; after: AfterCommit },
-  run: RunRecord,
+  deps: {
+    tx: Tx;
+    checkpoints: Pick<CheckpointService, "applyIn">;
+    proposals: Pick<CheckpointProposals, "provenanceOf">;
+    after: AfterCommit;
+  },
+  run: Pick<RunRecord, "id" | "ownerId" | "workspaceId">,
   expectedRevision: number,
   proposal: CheckpointProposalPayload,
 ): Promise<number> {
   const { tx } = deps;
-  const cited = proposal.citedMaterials.length
-    ? await tx.publicationVersion.findMany({
-        where: { OR: proposal.citedMaterials.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
-        select: { id: true, sources: { select: { sourceVersionId: true } } },
-      })
-    : [];
-  const accepted = await tx.publicationVersion.findMany({
-    where: { originRunId: run.id },
-    orderBy: { createdAt: "asc" },
-    select: { id: true, sources: { select: { sourceVersionId: true } } },
-  });
-  const sources = new Set([...cited, ...accepted].flatMap((v) => [v.id, ...v.sources.map((s) => s.sourceVersionId)]));
-  const { citedMaterials: _cited, ...change } = proposal;
+  const { citedMaterials, ...change } = proposal;
+  const provenance = await deps.proposals.provenanceOf(tx, run.id, citedMaterials);
   const checkpoint = await deps.checkpoints.applyIn(
     tx,
     {
@@ -147,13 +133,7 @@ async function applyProposal(
       workspaceId: run.workspaceId!,
       expectedRevision,
       change,
-      provenance: {
-        origin: "MODEL_SUGGESTION",
-        originRunId: run.id,
-        acceptedVersionIds: accepted.map((v) => v.id),
-        citedVersionIds: cited.map((v) => v.id),
-        sourceVersionIds: [...sources],
-      },
+      provenance: { origin: "MODEL_SUGGESTION", originRunId: run.id, ...provenance },
     },
     deps.after,
   );

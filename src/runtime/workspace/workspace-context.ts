@@ -5,12 +5,15 @@
 // what was frozen for the run (SELECTED). The catalog shown is its first page; the run pages on
 // with list_history and searches with search_history (history-tools.ts).
 import { encodeGlobalId } from "../../domain/global-id.js";
-import { type LedgerEntry, recordStages } from "../../domain/research/material-ledger.js";
+import type { LedgerEntry, MaterialLedger } from "../../domain/research/material-ledger.js";
+import type { PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
+import type { CheckpointProposals } from "../../domain/workspace/checkpoint-proposals.js";
 import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
-import { type HistoryCatalog, historyCatalog } from "../../domain/workspace/history-catalog.js";
+import type { HistoryCatalog } from "../../domain/workspace/history-catalog.js";
+import type { HistoryService } from "../../domain/workspace/history-service.js";
+import type { WorkspaceService } from "../../domain/workspace/workspace-service.js";
 import { NotFoundError } from "../../domain/errors.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { RunRecord } from "../ports/run-state.js";
 import { within } from "../../domain/transaction.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
@@ -19,36 +22,45 @@ import { nextStepsOf } from "../../domain/json-columns.js";
 
 const day = (date: Date) => date.toISOString();
 
-type Selected = { publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
+/** What the workspace context is read from, and where what it listed is recorded. */
+export type WorkspaceContextDeps = {
+  workspaces: Pick<WorkspaceService, "visible">;
+  publications: Pick<PublicationService, "selectedFor">;
+  history: Pick<HistoryService, "catalog">;
+  checkpoints: Pick<CheckpointService, "current">;
+  proposals: Pick<CheckpointProposals, "recordRevisionSeen">;
+  ledger: Pick<MaterialLedger, "record">;
+};
 
-export function workspaceContextHook(deps: { prisma: PrismaClient; checkpoints: CheckpointService }): RunHooks {
+/** What the context says of the run itself: its workspace and the goal frozen at its admission. */
+type ContextRun = Pick<RunRecord, "workspaceId" | "goalStatement" | "goalVersionNo">;
+
+export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
   return {
     async beforeFirstTurn({ run, span, sink, write, log }) {
-      const selected = await selectionOf(deps.prisma, run);
+      const selected = await deps.publications.selectedFor(run.id);
       if (!run.workspaceId && selected.length === 0) return;
       if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
       const actor = { principalId: run.ownerId };
-      const workspace = run.workspaceId
-        ? await deps.prisma.workspace.findFirst({ where: { id: run.workspaceId, ownerId: run.ownerId, deletedAt: null } })
-        : null;
-      const catalog = workspace ? await historyCatalog(deps.prisma, actor, workspace.id).catch(ignoreNotFound) : null;
+      const workspace = run.workspaceId ? await deps.workspaces.visible(actor, run.workspaceId) : null;
+      const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
       const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
       const revisionSeen = workspace?.checkpointRevision ?? 0;
       const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, catalog, checkpoint, revisionSeen });
       const ledger: LedgerEntry[] = [
-        ...selected.map((m) => ({ runId: run.id, publicationId: m.publicationId, version: m.version, stage: "SELECTED" as const })),
+        ...selected.map((m) => ({
+          runId: run.id,
+          publicationId: m.publicationId,
+          version: m.version,
+          publicationVersionId: m.versionId,
+          stage: "SELECTED" as const,
+        })),
         ...(catalog ? discoveredInCatalog(run.id, catalog) : []),
       ];
-      const versionIds = await deps.prisma.publicationVersion.findMany({
-        where: { OR: selected.map((m) => ({ publicationId: m.publicationId, version: m.version })) },
-        select: { id: true, publicationId: true, version: true },
-      });
-      const idOf = new Map(versionIds.map((v) => [`${v.publicationId}@${v.version}`, v.id]));
-      for (const entry of ledger) entry.publicationVersionId ??= idOf.get(`${entry.publicationId}@${entry.version}`) ?? null;
       // The ledger, the revision seen and the log entry are written together, once.
       await write(async (tx, after) => {
-        await recordStages(tx, ledger);
-        await tx.run.update({ where: { id: run.id }, data: { checkpointRevisionSeen: revisionSeen } });
+        await deps.ledger.record(tx, ledger);
+        await deps.proposals.recordRevisionSeen(tx, run.id, revisionSeen);
         await log.append(within(tx, after), [{ role: "CONTEXT", content: text }]);
       });
       run.checkpointRevisionSeen = revisionSeen;
@@ -67,75 +79,19 @@ function ignoreNotFound(error: unknown): null {
   throw error;
 }
 
-async function selectionOf(prisma: PrismaClient, run: RunRecord): Promise<Selected[]> {
-  const materials = await prisma.runMaterial.findMany({
-    where: { runId: run.id },
-    orderBy: { position: "asc" },
-    include: { publicationVersion: { include: { publication: { select: { title: true, latestVersion: true } } } } },
-  });
-  return materials.map(({ publicationVersion: v }) => ({
-    publicationId: v.publicationId,
-    title: v.publication.title,
-    version: v.version,
-    asOf: v.asOf,
-    latestVersion: v.publication.latestVersion,
-  }));
-}
-
-function describe(input: {
-  run: RunRecord;
+type ContextParts = {
+  run: ContextRun;
   workspaceTitle: string | null;
-  selected: Selected[];
+  selected: SelectedMaterial[];
   catalog: HistoryCatalog | null;
   checkpoint: CheckpointRead | null;
   revisionSeen: number;
-}): string {
-  const { run, selected, catalog, checkpoint } = input;
-  const gid = (publicationId: string) => encodeGlobalId("Publication", publicationId);
-  const lines = ["<workspace-context>"];
-  if (input.workspaceTitle !== null) {
-    lines.push(`This run works in the research workspace "${input.workspaceTitle}".`);
-    if (run.goalStatement) lines.push(`Goal (version ${run.goalVersionNo}, frozen when the run was admitted): ${run.goalStatement}`);
-  } else if (run.workspaceId) {
-    lines.push("The workspace this run was admitted in is no longer available; its catalog and checkpoint cannot be shown.");
-  }
-  lines.push("");
-  if (checkpoint === null) {
-    if (input.workspaceTitle !== null) lines.push(`Checkpoint: none yet (revision ${input.revisionSeen}).`);
-  } else if (checkpoint.status === "UNAVAILABLE") {
-    lines.push(`Checkpoint revision ${checkpoint.checkpoint.revision} is UNAVAILABLE: ${checkpoint.reason}. Do not rely on its earlier judgement.`);
-  } else {
-    const c = checkpoint.checkpoint;
-    const origin = c.origin === "MODEL_SUGGESTION" ? "last changed by a model's suggestion, accepted" : "last changed by the user";
-    // Each section says who wrote it: a revision the user made may keep a model's summary, which
-    // is still a suggestion and must not read as the user's decision.
-    const sections = sectionsOf(c);
-    const by = (p: SectionProvenance | null | undefined) => (!p ? "" : p.author.kind === "OWNER" ? " [the user's decision]" : " [a model's suggestion]");
-    lines.push(`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`);
-    if (c.summary) lines.push(`Summary: ${c.summary}${by(sections.summary)}`);
-    for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]${by(sections.questions[q.id])}: ${q.text}`);
-    for (const step of nextStepsOf(c.nextSteps) ?? []) lines.push(`- next step${by(sections.nextSteps)}: ${step}`);
-  }
-  if (selected.length > 0) {
-    lines.push("", "Materials selected for this run when it was admitted (exact versions):");
-    for (const m of selected) {
-      const newer = m.latestVersion > m.version ? `; a newer version ${m.latestVersion} exists but was not selected` : "";
-      lines.push(`- "${m.title}" publicationId=${gid(m.publicationId)} version ${m.version}, as of ${day(m.asOf)}${newer}`);
-    }
-  }
-  if (catalog) {
-    lines.push(
-      "",
-      catalog.complete
-        ? `History catalog (complete, ${catalog.entries.length} publications):`
-        : catalog.hasNextPage
-          ? `History catalog (INCOMPLETE: the ${catalog.entries.length} newest publications; more follow, see below):`
-          : `History catalog (INCOMPLETE: all ${catalog.entries.length} publications, some without their older versions):`,
-    );
-    if (catalog.entries.length === 0) lines.push("- (no earlier materials are linked to this workspace)");
-    lines.push(...catalog.entries.map(catalogEntryLine), ...catalogGaps(catalog));
-    if (!catalog.hasNextPage && catalog.entries.length > 0) lines.push("To find a material by words of its title or content, use search_history.");
-  }
+};
+
+function describe(input: ContextParts): string {
+  const lines = ["<workspace-context>", ...workspaceLines(input), ""];
+  lines.push(...checkpointLines(input), ...selectionLines(input.selected));
+  if (input.catalog) lines.push(...catalogLines(input.catalog));
   lines.push(
     "",
     "None of this includes content. Read a material with read_material(publicationId, version); each version is a judgement formed at its as-of time, not a fact of today — say so when you use it.",
@@ -145,4 +101,56 @@ function describe(input: {
   }
   lines.push("</workspace-context>");
   return lines.join("\n");
+}
+
+function workspaceLines({ run, workspaceTitle }: ContextParts): string[] {
+  if (workspaceTitle !== null) {
+    const goal = run.goalStatement ? [`Goal (version ${run.goalVersionNo}, frozen when the run was admitted): ${run.goalStatement}`] : [];
+    return [`This run works in the research workspace "${workspaceTitle}".`, ...goal];
+  }
+  if (run.workspaceId) return ["The workspace this run was admitted in is no longer available; its catalog and checkpoint cannot be shown."];
+  return [];
+}
+
+function checkpointLines({ checkpoint, workspaceTitle, revisionSeen }: ContextParts): string[] {
+  if (checkpoint === null) return workspaceTitle !== null ? [`Checkpoint: none yet (revision ${revisionSeen}).`] : [];
+  if (checkpoint.status === "UNAVAILABLE") {
+    return [`Checkpoint revision ${checkpoint.checkpoint.revision} is UNAVAILABLE: ${checkpoint.reason}. Do not rely on its earlier judgement.`];
+  }
+  const c = checkpoint.checkpoint;
+  const origin = c.origin === "MODEL_SUGGESTION" ? "last changed by a model's suggestion, accepted" : "last changed by the user";
+  // Each section says who wrote it: a revision the user made may keep a model's summary, which
+  // is still a suggestion and must not read as the user's decision.
+  const sections = sectionsOf(c);
+  const by = (p: SectionProvenance | null | undefined) => (!p ? "" : p.author.kind === "OWNER" ? " [the user's decision]" : " [a model's suggestion]");
+  const lines = [`Checkpoint revision ${c.revision} (${origin}, ${day(c.createdAt)}):`];
+  if (c.summary) lines.push(`Summary: ${c.summary}${by(sections.summary)}`);
+  for (const q of questionsOf(c)) lines.push(`- question ${q.id} [${q.status}]${by(sections.questions[q.id])}: ${q.text}`);
+  for (const step of nextStepsOf(c.nextSteps) ?? []) lines.push(`- next step${by(sections.nextSteps)}: ${step}`);
+  return lines;
+}
+
+function selectionLines(selected: SelectedMaterial[]): string[] {
+  if (selected.length === 0) return [];
+  const lines = ["", "Materials selected for this run when it was admitted (exact versions):"];
+  for (const m of selected) {
+    const newer = m.latestVersion > m.version ? `; a newer version ${m.latestVersion} exists but was not selected` : "";
+    lines.push(`- "${m.title}" publicationId=${encodeGlobalId("Publication", m.publicationId)} version ${m.version}, as of ${day(m.asOf)}${newer}`);
+  }
+  return lines;
+}
+
+function catalogLines(catalog: HistoryCatalog): string[] {
+  const lines = [
+    "",
+    catalog.complete
+      ? `History catalog (complete, ${catalog.entries.length} publications):`
+      : catalog.hasNextPage
+        ? `History catalog (INCOMPLETE: the ${catalog.entries.length} newest publications; more follow, see below):`
+        : `History catalog (INCOMPLETE: all ${catalog.entries.length} publications, some without their older versions):`,
+  ];
+  if (catalog.entries.length === 0) lines.push("- (no earlier materials are linked to this workspace)");
+  lines.push(...catalog.entries.map(catalogEntryLine), ...catalogGaps(catalog));
+  if (!catalog.hasNextPage && catalog.entries.length > 0) lines.push("To find a material by words of its title or content, use search_history.");
+  return lines;
 }

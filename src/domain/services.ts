@@ -1,0 +1,40 @@
+// The domain services of one Dossier process, as the layers above the domain are given them: the
+// GraphQL resolvers (graphql/context.ts) and the agent runtime. The composition root builds them
+// (compose/core.ts, createServices); this type lives in the domain, so that no layer imports a
+// composition root to name what it is given.
+import type { AgentProfileVersions } from "./capabilities/agent-profile-versions.js";
+import type { McpServerService } from "./capabilities/mcp-server-service.js";
+import type { SkillService } from "./capabilities/skill-service.js";
+import type { PrincipalService } from "./principal/principal-service.js";
+import type { AdmissionService } from "./research/admission-service.js";
+import type { ArtifactService } from "./research/artifact-service.js";
+import type { ConversationService } from "./research/conversation-service.js";
+import type { MaterialLedger } from "./research/material-ledger.js";
+import type { PublicationService } from "./research/publication-service.js";
+import type { RunService } from "./research/run-service.js";
+import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
+import type { CheckpointService } from "./workspace/checkpoint-service.js";
+import type { HistoryService } from "./workspace/history-service.js";
+import type { LinkService } from "./workspace/link-service.js";
+import type { WorkspaceService } from "./workspace/workspace-service.js";
+
+export type Services = {
+  principals: PrincipalService;
+  workspaces: WorkspaceService;
+  links: LinkService;
+  conversations: ConversationService;
+  artifacts: ArtifactService;
+  publications: PublicationService;
+  agentProfiles: AgentProfileVersions;
+  admissions: AdmissionService;
+  runs: RunService;
+  checkpoints: CheckpointService;
+  skills: SkillService;
+  mcpServers: McpServerService;
+  /** A workspace's history catalog and its full-text search (W6). */
+  history: HistoryService;
+  /** The consumption ledger of runs' materials (W8). */
+  ledger: MaterialLedger;
+  /** Runs' checkpoint proposals, recorded and decided in the runs' own transactions (W11). */
+  proposals: CheckpointProposals;
+};
