@@ -148,8 +148,7 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     // Reopened, the page keeps the four tabs (one is named after the operation it ran last) and
     // shows the one it showed. GraphiQL saves its tabs a moment after they change: the page is
     // reopened once they are saved, as a person's next visit would find them.
-    const savedTabs = () =>
-      page.evaluate(() => Object.entries(localStorage).find(([key]) => key.startsWith("graphiql:tabState@"))?.[1] ?? "");
+    const savedTabs = () => page.evaluate(() => Object.entries(localStorage).find(([key]) => key.startsWith("graphiql:tabState@"))?.[1] ?? "");
     await eventually(page, "the tabs saved with the RunEvents title", async () => {
       const saved = await savedTabs();
       return saved.includes('"title":"RunEvents"') && saved.includes(queued.id);
