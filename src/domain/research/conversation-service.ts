@@ -41,7 +41,7 @@ export class ConversationService {
   }
 
   /** The original an evidence id points at, if it lies in the conversation; see findEvidence. */
-  evidence(id: string, scope: { conversationId: string }): Promise<Evidence | null> {
+  evidence(id: string, scope: { conversationId: string } | { ownerId: string }): Promise<Evidence | null> {
     return findEvidence(this.deps.prisma, id, scope);
   }
 }

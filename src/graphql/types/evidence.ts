@@ -3,7 +3,7 @@
 // logs hold it.
 import { builder } from "../builder.js";
 import { MessageNode } from "./conversation.js";
-import { type Evidence, findEvidence } from "../../domain/research/evidence.js";
+import type { Evidence } from "../../domain/research/evidence.js";
 import { mine } from "./owned.js";
 
 const EvidenceKindEnum = builder.enumType("EvidenceKind", {
@@ -37,6 +37,6 @@ builder.queryField("evidence", (t) =>
     description:
       "Resolves an evidence id from a compacted model request to its persisted original; null for an unknown id or one in a conversation that is not yours.",
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => findEvidence(ctx.prisma, String(args.id), mine(ctx)),
+    resolve: (_root, args, ctx) => ctx.services.conversations.evidence(String(args.id), mine(ctx)),
   }),
 );

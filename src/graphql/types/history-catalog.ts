@@ -13,7 +13,6 @@ import {
   type CatalogVersion,
   type CatalogVia,
   type HistoryCatalog,
-  historyCatalog,
 } from "../../domain/workspace/history-catalog.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
@@ -130,7 +129,7 @@ builder.prismaObjectFields("Workspace", (t) => ({
         throw new GraphQLError(`first: must be between 0 and ${CATALOG_MAX_ENTRIES}`, { extensions: { code: "BAD_USER_INPUT" } });
       }
       try {
-        const page = await historyCatalog(ctx.prisma, ctx.actor, workspace.id, { first, after });
+        const page = await ctx.services.history.catalog(ctx.actor, workspace.id, { first, after });
         return { ...page, after: after ?? null };
       } catch (error) {
         // A connection has no error union: a cursor that is not the catalog's is a user error.

@@ -8,7 +8,6 @@ import {
   SEARCH_INDEXED_CHARS,
   SEARCH_MAX_HITS,
   SEARCH_QUERY_MAX,
-  searchHistory,
 } from "../../domain/workspace/history-search.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
@@ -51,7 +50,7 @@ builder.queryField("searchHistory", (t) =>
     },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "SearchHistoryPayload" } },
     resolve: (_root, args, ctx) =>
-      searchHistory(ctx.prisma, ctx.actor, {
+      ctx.services.history.search(ctx.actor, {
         workspaceId: requireIdOfType(String(args.workspaceId), "Workspace", "workspaceId"),
         query: args.query,
         first: args.first,
