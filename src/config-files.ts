@@ -12,6 +12,12 @@ export class ConfigError extends Error {
   }
 }
 
+/** Tool-name pattern → "always" | "never": which tool calls wait for a person's decision (TOOL_APPROVALS, a profile's toolApprovals). */
+export const approvalRules = z.record(
+  z.string().min(1, "tool name patterns must not be empty"),
+  z.enum(["always", "never"], { error: 'must be "always" or "never"' }),
+);
+
 const agentProfiles = z
   .array(
     z.object({
@@ -19,6 +25,7 @@ const agentProfiles = z
       systemPrompt: z.string().trim().min(1, "must not be empty"),
       tools: z.array(z.string().min(1)).optional(),
       skills: z.array(z.string().min(1)).optional(),
+      toolApprovals: approvalRules.optional(),
     }),
   )
   .min(1, "must define at least one profile");
@@ -43,7 +50,7 @@ const compactionPolicies = z.record(
   z.enum(["never", "stale", "always"], { error: 'must be "never", "stale" or "always"' }),
 );
 
-/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools?, skills? }. */
+/** Reads the agent profiles file: a JSON array of { name, systemPrompt, tools?, skills?, toolApprovals? }. */
 export function readAgents(file: string): AgentProfile[] {
   let json: unknown;
   try {

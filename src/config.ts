@@ -1,7 +1,7 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import path from "node:path";
 import { z } from "zod";
-import { type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
+import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 import { commaList, flag, json, number, port, postgresUrl, whole } from "./config-rules.js";
@@ -30,6 +30,8 @@ const envSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
+  TOOL_APPROVALS: json('{"run_command":"always","mcp__*__write*":"always","*":"never"}').pipe(approvalRules).optional(),
+  TOOL_APPROVAL_TIMEOUT_SECONDS: whole(1, "min").default(3_600),
   COMPACTION_POLICIES: z.string().optional(),
   // The answer and the history summaries are written within the reserved output: it cannot be tiny.
   CONTEXT_RESERVED_OUTPUT: whole(1_024, "both").default(8_000),
@@ -130,6 +132,12 @@ export type Config = {
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
   toolTimeoutMs: number;
+  /**
+   * Human approval of tool calls: which calls wait for a person's decision (TOOL_APPROVALS, a
+   * JSON object of tool-name pattern → "always" | "never"; none by default), and how long a
+   * request waits before it counts as rejected (TOOL_APPROVAL_TIMEOUT_SECONDS).
+   */
+  toolApprovals: { rules: Record<string, "always" | "never">; timeoutSeconds: number };
   /**
    * Micro-compaction policy per tool (R5), from COMPACTION_POLICIES, a JSON object such as
    * {"*":"stale","query_order":"always","place_order":"never"}: never = always shown verbatim,
@@ -253,6 +261,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
+    toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
     contextBudget: {
       reservedOutput: values.CONTEXT_RESERVED_OUTPUT,

@@ -1,0 +1,54 @@
+// Which tool calls wait for a person's decision before they execute. Three sources may ask for
+// it: the operator's TOOL_APPROVALS, the run's agent profile (its `toolApprovals`, frozen with the
+// profile version) and the MCP server a tool belongs to (`requireApproval`). A call waits when any
+// of them says so: each is a line of defence its author drew, and none may lift another's.
+//
+// Within one map of patterns, the most specific match decides: an exact name beats any pattern,
+// and among patterns the one with more literal characters wins (`mcp__github__write*` over
+// `mcp__*`); on a tie "always" wins, the safe reading of an ambiguous map.
+
+export type ApprovalRule = "always" | "never";
+
+/** Tool-name pattern (`*` matches any run of characters) → whether its calls wait for approval. */
+export type ApprovalRules = Readonly<Record<string, ApprovalRule>>;
+
+export type ApprovalSources = {
+  /** The operator's rules (TOOL_APPROVALS). */
+  operator?: ApprovalRules;
+  /** The run's agent profile's rules. */
+  profile?: ApprovalRules;
+  /** The tool's own demand: an MCP server whose owner requires approval of every call. */
+  toolRequires?: boolean;
+};
+
+const literalLength = (pattern: string) => pattern.replaceAll("*", "").length;
+
+function matches(pattern: string, name: string): boolean {
+  if (!pattern.includes("*")) return pattern === name;
+  const source = pattern
+    .split("*")
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  return new RegExp(`^${source}$`, "s").test(name);
+}
+
+/** Orders matching patterns from most to least specific. */
+function moreSpecific(a: [string, ApprovalRule], b: [string, ApprovalRule]): number {
+  const exact = Number(!b[0].includes("*")) - Number(!a[0].includes("*"));
+  if (exact !== 0) return exact;
+  const literal = literalLength(b[0]) - literalLength(a[0]);
+  if (literal !== 0) return literal;
+  return a[1] === b[1] ? 0 : a[1] === "always" ? -1 : 1;
+}
+
+/** The rule of the most specific pattern matching `name`; undefined when none matches. */
+export function ruleFor(rules: ApprovalRules | undefined, name: string): ApprovalRule | undefined {
+  if (!rules) return undefined;
+  const matching = Object.entries(rules).filter(([pattern]) => matches(pattern, name));
+  return matching.sort(moreSpecific)[0]?.[1];
+}
+
+/** Whether a call of the tool `name` waits for a person's decision. */
+export function needsApproval(sources: ApprovalSources, name: string): boolean {
+  return sources.toolRequires === true || ruleFor(sources.operator, name) === "always" || ruleFor(sources.profile, name) === "always";
+}
