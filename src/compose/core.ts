@@ -11,6 +11,7 @@ import { ConversationService } from "../domain/research/conversation-service.js"
 import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/research/run-service.js";
+import { ToolApprovalService } from "../domain/research/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import type { Services } from "../domain/services.js";
 import { CheckpointProposals } from "../domain/workspace/checkpoint-proposals.js";
@@ -96,6 +97,7 @@ export function createServices({
     history: new HistoryService({ prisma }),
     ledger: new MaterialLedger({ prisma }),
     proposals: new CheckpointProposals({ prisma }),
+    toolApprovals: new ToolApprovalService({ prisma, events, announcer }),
   };
 }
 

@@ -127,6 +127,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     model,
     sandboxDir: config.sandboxDir,
     toolTimeoutMs: config.toolTimeoutMs,
+    approvals: config.toolApprovals,
     otlpEndpoint: config.otlpEndpoint,
     compactionPolicies: config.compactionPolicies,
     contextBudget: config.contextBudget,

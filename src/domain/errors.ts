@@ -1,4 +1,4 @@
-import type { Run } from "../generated/prisma/client.js";
+import type { Run, ToolApproval } from "../generated/prisma/client.js";
 // Expected failures are values of these classes; the GraphQL layer exposes each as a typed
 // error in mutation payloads. Anything else thrown is a bug and is masked from clients.
 
@@ -96,5 +96,12 @@ export class ArtifactExpiredError extends DomainError {
     readonly expiredAt: Date,
   ) {
     super("The artifact has expired; its content is no longer kept.");
+  }
+}
+
+/** A tool call's approval was already decided (by a person, by expiry or by the run's end); the first decision stands. */
+export class AlreadyDecidedError extends DomainError {
+  constructor(readonly approval: ToolApproval) {
+    super(`The tool call was already decided: ${approval.decision ?? "closed"}${approval.reason ? ` (${approval.reason})` : ""}.`);
   }
 }

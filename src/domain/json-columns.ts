@@ -68,6 +68,12 @@ export const namedValuesOf = reader("mcp_server.env/headers", z.array(z.looseObj
 /** AgentProfile.tools / AgentProfile.skills: the names allowed; null means the default set. */
 export const profileNamesOf: (value: JsonValue) => string[] | null = reader("agent_profile.tools/skills", strings.nullable());
 
+/** AgentProfile.toolApprovals: tool-name pattern → "always" | "never"; null when the profile has none. */
+export const approvalRulesOf: (value: JsonValue) => Record<string, "always" | "never"> | null = reader(
+  "agent_profile.tool_approvals",
+  z.record(z.string(), z.enum(["always", "never"])).nullable(),
+);
+
 /** CheckpointVersion.nextSteps. */
 export const nextStepsOf: (value: JsonValue) => string[] | null = reader("checkpoint_version.next_steps", strings.nullable());
 

@@ -12,6 +12,7 @@ import type { ConversationService } from "./research/conversation-service.js";
 import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
 import type { RunService } from "./research/run-service.js";
+import type { ToolApprovalService } from "./research/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
 import type { HistoryService } from "./workspace/history-service.js";
@@ -37,4 +38,6 @@ export type Services = {
   ledger: MaterialLedger;
   /** Runs' checkpoint proposals, recorded and decided in the runs' own transactions (W11). */
   proposals: CheckpointProposals;
+  /** Human approval of runs' tool calls: requests recorded by attempts, decided by owners or expiry. */
+  toolApprovals: ToolApprovalService;
 };

@@ -5,9 +5,10 @@ import type { RunRecord } from "./ports/run-state.js";
 
 /**
  * An agent profile: the system prompt a run executes under and, optionally, the tools it may use
- * and the skills it may load (allow-lists of exact names or prefixes ending in `*`).
+ * and the skills it may load (allow-lists of exact names or prefixes ending in `*`), and which
+ * tool calls wait for a person's decision (tool-name pattern → "always" | "never").
  */
-export type AgentProfile = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
+export type AgentProfile = { name: string; systemPrompt: string; tools?: string[]; skills?: string[]; toolApprovals?: Record<string, "always" | "never"> };
 
 const RESEARCHER_PROMPT = [
   "You are Dossier's research agent. Work step by step toward an answer to the user's question.",

@@ -76,6 +76,12 @@ export type RuntimeOptions = {
   spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
   /** How often the content of expired temporary artifacts is freed (W16). */
   artifacts?: { sweepIntervalMs?: number };
+  /**
+   * Human approval of tool calls: the operator's rules (tool-name pattern → "always" | "never";
+   * none by default), how long a request waits for a decision (default 3600 s), and the clock
+   * requests are stamped and expired by (tests move it).
+   */
+  approvals?: { rules?: Record<string, "always" | "never">; timeoutSeconds?: number; now?: () => Date };
 };
 
 export type Runtime = {
@@ -90,7 +96,17 @@ export type Runtime = {
 /** The domain services the runtime works through (W6–W11, W16, R5, R13, the agent profiles' versions). */
 export type RuntimeServices = Pick<
   Services,
-  "publications" | "checkpoints" | "artifacts" | "workspaces" | "history" | "ledger" | "proposals" | "conversations" | "agentProfiles" | "skills"
+  | "publications"
+  | "checkpoints"
+  | "artifacts"
+  | "workspaces"
+  | "history"
+  | "ledger"
+  | "proposals"
+  | "conversations"
+  | "agentProfiles"
+  | "skills"
+  | "toolApprovals"
 >;
 
 /** What the runtime works over; the composition root builds each. */
@@ -119,7 +135,15 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
     async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
+    // A run that ended executes none of its calls still waiting for a decision.
+    ({ tx, run }) => services.toolApprovals.closeOpenIn(tx, run.id, "the run ended", new Date()),
   ];
+  const approvals = {
+    store: services.toolApprovals,
+    rules: options.approvals?.rules,
+    timeoutMs: (options.approvals?.timeoutSeconds ?? 3_600) * 1_000,
+    now: options.approvals?.now,
+  };
   const context = new ContextBuilder({
     model: options.model,
     policies: { ...DEFAULT_COMPACTION_POLICIES, ...options.compactionPolicies },
@@ -144,6 +168,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
       policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
     }),
     tools: runTools({ services, spills }, options),
+    approvals,
   });
   const { sweeper, artifactSweeper } = sweepers({ spills, services, logger }, options);
   const worker = new RunWorker({
@@ -160,6 +185,8 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     queue: options.queue,
     settleSteps,
     companions: [sweeper, artifactSweeper],
+    approvals: services.toolApprovals,
+    now: options.approvals?.now,
   });
   return { spills, sweeper, artifactSweeper, executor, worker };
 }

@@ -59,6 +59,13 @@ export type WorkerOptions = {
    * queued one that was cancelled, a lost announcement) waits for the next sweep.
    */
   sweepMs?: number;
+  /**
+   * Human approval of tool calls: the sweep rejects requests nobody decided in time, and ends
+   * TIMED_OUT the WAITING runs whose deadline passed.
+   */
+  approvals?: { expireDue(now: Date): Promise<number> };
+  /** The clock the sweep decides expiry and deadlines of waiting runs by (tests move it). */
+  now?: () => Date;
 };
 
 type Active = { controller: AbortController; done: Promise<void> };
@@ -139,9 +146,21 @@ export class RunWorker {
    */
   private async sweep(): Promise<void> {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
+    await this.sweepWaiting();
     if (!this.options.queue) return;
     const ids = await this.options.runs.claimable();
     if (ids.length > 0) await this.options.queue.enqueue(ids);
+  }
+
+  /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
+  private async sweepWaiting(): Promise<void> {
+    const now = this.options.now?.() ?? new Date();
+    const expired = await this.options.approvals?.expireDue(now);
+    if (expired) this.options.logger.info("rejected tool calls nobody decided in time", { count: expired });
+    for (const run of await this.options.runs.timeOutWaiting(now, this.steps)) {
+      this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status: "TIMED_OUT", while: "waiting for decisions" });
+      await this.announceNext(run);
+    }
   }
 
   private begin(claimed: ClaimedAttempt): void {
@@ -196,6 +215,10 @@ export class RunWorker {
       await this.announceNext(claimed.run);
       return;
     }
+    if (outcome.type === "waiting") {
+      await this.wait(claimed, fence, outcome.toolCallIds);
+      return;
+    }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
       await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
       // Awaited: a worker process closes its queue right after its worker stopped.
@@ -211,6 +234,19 @@ export class RunWorker {
       await this.announceNext(claimed.run);
     } catch (error) {
       // The settle transaction lost its fence: a cancellation (it acknowledges) or a takeover.
+      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else throw error;
+    }
+  }
+
+  /** Leaves the run WAITING for decisions on its calls, or claimable at once when they were all decided meanwhile. */
+  private async wait(claimed: ClaimedAttempt, fence: AttemptFence, toolCallIds: string[]): Promise<void> {
+    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
+    try {
+      const waiting = await this.options.runs.awaitDecisions(claimed, fence);
+      if (!waiting) await this.options.announcer.announce([claimed.run.id]);
+      this.options.logger.info(waiting ? "run waits for decisions on tool calls" : "tool calls were decided before the run waited", { ...where, toolCallIds });
+    } catch (error) {
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
       else throw error;
     }
@@ -243,7 +279,7 @@ export class RunWorker {
   }
 
   /** Wakes a worker for the next queued run of the conversation, which could not start before. */
-  private async announceNext(run: RunRecord): Promise<void> {
+  private async announceNext(run: Pick<RunRecord, "conversationId">): Promise<void> {
     const next = await this.options.runs.nextQueued(run.conversationId);
     if (next) await this.options.announcer.announce([next]);
   }

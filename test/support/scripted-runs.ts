@@ -32,12 +32,12 @@ export function toolCallingModel(name = "tools"): ScriptedModel {
   });
 }
 
-/** Polls the run until it leaves QUEUED/RUNNING. */
+/** Polls the run until it is terminal (neither QUEUED, RUNNING nor WAITING). */
 export function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
   return vi.waitFor(
     async () => {
       const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
-      if (["QUEUED", "RUNNING"].includes(run.status)) throw new Error(`run still ${run.status}`);
+      if (["QUEUED", "RUNNING", "WAITING"].includes(run.status)) throw new Error(`run still ${run.status}`);
       return run;
     },
     { timeout: timeoutMs, interval: 50 },

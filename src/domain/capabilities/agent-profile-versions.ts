@@ -9,13 +9,22 @@
 // insert win, and the others find the winner's version equal to theirs.
 import { createHash, randomUUID } from "node:crypto";
 import type { AgentProfile as StoredProfile, PrismaClient } from "../../generated/prisma/client.js";
-import { profileNamesOf } from "../json-columns.js";
+import { approvalRulesOf, profileNamesOf } from "../json-columns.js";
+
+/** Tool-name pattern → whether its calls wait for a person's decision. */
+export type ToolApprovalRules = Readonly<Record<string, "always" | "never">>;
 
 /** A profile as configured. */
-export type AgentDefinition = { name: string; systemPrompt: string; tools?: readonly string[]; skills?: readonly string[] };
+export type AgentDefinition = {
+  name: string;
+  systemPrompt: string;
+  tools?: readonly string[];
+  skills?: readonly string[];
+  toolApprovals?: ToolApprovalRules;
+};
 
 /** A stored version as a run executes it: an absent allow-list admits every name. */
-export type FrozenDefinition = { name: string; systemPrompt: string; tools?: string[]; skills?: string[] };
+export type FrozenDefinition = { name: string; systemPrompt: string; tools?: string[]; skills?: string[]; toolApprovals?: Record<string, "always" | "never"> };
 
 export type { StoredProfile };
 
@@ -29,16 +38,22 @@ export function allowedBy(allowList: readonly string[] | null | undefined, name:
   return allowList.some((entry) => (entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name));
 }
 
-/** A definition in the form it is hashed and stored: allow-lists sorted, each entry once; absent lists null. */
-export function normalise(definition: AgentDefinition): { systemPrompt: string; tools: string[] | null; skills: string[] | null } {
+type Normalised = { systemPrompt: string; tools: string[] | null; skills: string[] | null; toolApprovals: Record<string, "always" | "never"> | null };
+
+/** A definition in the form it is hashed and stored: allow-lists sorted, each entry once; absent lists null; approval rules by pattern. */
+export function normalise(definition: AgentDefinition): Normalised {
   const list = (entries: readonly string[] | undefined) => (entries ? [...new Set(entries)].sort() : null);
-  return { systemPrompt: definition.systemPrompt, tools: list(definition.tools), skills: list(definition.skills) };
+  const rules = definition.toolApprovals;
+  const toolApprovals = rules ? Object.fromEntries(Object.entries(rules).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : null;
+  return { systemPrompt: definition.systemPrompt, tools: list(definition.tools), skills: list(definition.skills), toolApprovals };
 }
 
 export function contentHash(definition: AgentDefinition): string {
-  const { systemPrompt, tools, skills } = normalise(definition);
+  const { systemPrompt, tools, skills, toolApprovals } = normalise(definition);
+  // Approval rules join the hash only when a profile has them: a profile stored before they
+  // existed keeps its hash, and no new version of it is stored.
   return createHash("sha256")
-    .update(JSON.stringify([systemPrompt, tools, skills]))
+    .update(JSON.stringify([systemPrompt, tools, skills, ...(toolApprovals ? [toolApprovals] : [])]))
     .digest("hex");
 }
 
@@ -71,6 +86,7 @@ export async function storeDefinition(prisma: PrismaClient, definition: AgentDef
           // Prisma's JSON null for an absent list: every tool (or skill) is allowed.
           tools: normalised.tools ?? undefined,
           skills: normalised.skills ?? undefined,
+          toolApprovals: normalised.toolApprovals ?? undefined,
           createdAt: now,
         },
       });
@@ -125,6 +141,7 @@ export class AgentProfileVersions {
       systemPrompt: stored.systemPrompt,
       ...(stored.tools === null ? {} : { tools: profileNamesOf(stored.tools)! }),
       ...(stored.skills === null ? {} : { skills: profileNamesOf(stored.skills)! }),
+      ...(stored.toolApprovals === null ? {} : { toolApprovals: approvalRulesOf(stored.toolApprovals)! }),
     };
   }
 

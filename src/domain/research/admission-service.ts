@@ -236,9 +236,9 @@ export class AdmissionService {
 
   /**
    * One active run per conversation (R19). Admissions into one conversation take its lock in
-   * turn; a queued or running run there is refused (REJECT), waited for (ENQUEUE: the worker
-   * starts the new run once the conversation is free) or cancelled (INTERRUPT: every queued and
-   * running run of the conversation; the new run starts once the running one has stopped).
+   * turn; a queued, running or waiting run there is refused (REJECT), waited for (ENQUEUE: the worker
+   * starts the new run once the conversation is free) or cancelled (INTERRUPT: every queued,
+   * running and waiting run of the conversation; the new run starts once the running one has stopped).
    */
   private async makeRoom(
     tx: Prisma.TransactionClient,
@@ -248,11 +248,11 @@ export class AdmissionService {
     await assertOwned(tx, actor, "CONVERSATION", conversationId);
     await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `conversation:${conversationId}`);
     const active = await tx.run.findMany({
-      where: { conversationId, status: { in: ["QUEUED", "RUNNING"] } },
+      where: { conversationId, status: { in: ["QUEUED", "RUNNING", "WAITING"] } },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     });
     if (active.length === 0 || strategy === "ENQUEUE") return;
-    if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status === "RUNNING") ?? active[0]!);
+    if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status !== "QUEUED") ?? active[0]!);
     for (const run of active) {
       await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
     }

@@ -13,7 +13,7 @@ import type { Actor } from "../principal/principal-service.js";
 export class RunService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
-  /** Cancels a queued or running run; a run already settled is returned as it is. */
+  /** Cancels a queued, running or waiting run; a run already settled is returned as it is. */
   async cancelRun(actor: Actor, runId: string): Promise<Run> {
     const after: AfterCommit = [];
     const run = await this.deps.prisma.$transaction(async (tx) => {
@@ -28,8 +28,8 @@ export class RunService {
 }
 
 /**
- * Cancels a queued or running run inside the caller's transaction; false when it had already
- * ended. A run no attempt holds (queued, or handed back) also gives its conversation's slot back;
+ * Cancels a queued, running or waiting run inside the caller's transaction; false when it had already
+ * ended. A run no attempt holds (queued, handed back, waiting) also gives its conversation's slot back;
  * a held one keeps it until its attempt has stopped.
  */
 export async function cancelIn(
@@ -41,17 +41,19 @@ export async function cancelIn(
   // The run row is locked first, as every write of an attempt locks it: a write in flight
   // commits before this, and any later one sees the cancellation.
   const [cancelled] = await tx.$queryRawUnsafe<{ conversation_id: string; lease_owner: string | null }[]>(
-    `UPDATE run SET status = 'CANCELLED', finished_at = $2 WHERE id = $1 AND status IN ('QUEUED', 'RUNNING')
+    `UPDATE run SET status = 'CANCELLED', finished_at = $2 WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING')
      RETURNING conversation_id, lease_owner`,
     runId,
     at,
   );
   if (!cancelled) return false;
-  // A cancelled run applies no proposal: its pending ones are decided now.
+  // A cancelled run applies no proposal: its pending ones are decided now. Nor does it execute
+  // a tool call that waits for a decision: those are rejected.
   await tx.checkpointProposal.updateMany({
     where: { runId, status: "PENDING" },
     data: { status: "DROPPED", reason: "the run was cancelled", decidedAt: at },
   });
+  await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason: "the run was cancelled", decidedAt: at } });
   const changes = [...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })), await endTraceIn(tx, runId, at)];
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });

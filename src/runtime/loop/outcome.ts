@@ -10,6 +10,8 @@ export type NextStep =
   | { type: "final"; answer: string }
   | { type: "run_again" }
   | { type: "interrupted"; status: StopReason }
+  /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
+  | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };
 
 export type Outcome = Exclude<NextStep, { type: "run_again" }>;

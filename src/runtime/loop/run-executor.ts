@@ -13,12 +13,15 @@ import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
-import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelResponse, ToolCall } from "../ports/model.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
+import { approvalGate } from "../tools/approval-gate.js";
+import type { ToolApprovalRecord } from "../../domain/research/tool-approval-service.js";
+import { type ApprovalSettings, approvalPolicy, heldCallIds, heldStep } from "./held-calls.js";
 import { forModel } from "../../domain/text/stored-text.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
@@ -76,6 +79,8 @@ export type ExecutorDeps = {
   hooks?: RunHooks[];
   /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
   context?: ContextBuilder;
+  /** Human approval of tool calls; without it every call executes at once. */
+  approvals?: ApprovalSettings;
 };
 
 /** A part of the runtime that takes part in each run at fixed points. */
@@ -87,6 +92,9 @@ export interface RunHooks {
 }
 
 type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number };
+
+/** A step's tool calls, the log entry that made them, and the approval requests already recorded for them. */
+type Step = { calls: ToolCall[]; messageId: string; approvals: readonly ToolApprovalRecord[] };
 
 export class RunExecutor {
   private readonly context: ContextBuilder;
@@ -115,12 +123,19 @@ export class RunExecutor {
         await scope.sink.event(scope.span, "FINAL_REPLY", answered);
         return { type: "final", answer: answered };
       }
-      await this.recordRepairs(scope);
+      const approvals = (await this.deps.approvals?.store.ofRun(run.id)) ?? [];
+      await this.recordRepairs(scope, heldCallIds(approvals));
       for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
       const profile = await this.deps.profile(run);
       const offered = await this.deps.tools(scope, log.ofRun(), profile);
       const tools = new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
       let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
+      const held = heldStep(log.ofRun(), approvals);
+      if (held) {
+        // The step an earlier attempt left waiting for decisions goes on where it stopped.
+        const step = await this.resumeStep({ scope, tools, profile, index }, { ...held, approvals });
+        if (step.type !== "run_again") return step;
+      }
       for (;;) {
         const step = await this.turn({ scope, tools, profile, index });
         if (step.type !== "run_again") return step;
@@ -138,8 +153,9 @@ export class RunExecutor {
    * The model's view places each neutral note right after its call (memory/repair.ts); this entry
    * is the log's record that the call was interrupted.
    */
-  private async recordRepairs(scope: AttemptScope): Promise<void> {
-    const dangling = unrecordedInterruptions(scope.log.entries);
+  private async recordRepairs(scope: AttemptScope, held: ReadonlySet<string>): Promise<void> {
+    // A call held for a decision did not run and will be answered: it is not dangling.
+    const dangling = unrecordedInterruptions(scope.log.entries).filter((call) => !held.has(call.id));
     if (dangling.length === 0) return;
     await scope.log.append(
       scope.write,
@@ -190,8 +206,22 @@ export class RunExecutor {
       await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });
       return { type: "final", answer: response.content ?? "" };
     }
-    await executeToolCalls({
-      calls: response.toolCalls,
+    const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });
+    if (step.type !== "run_again") return step;
+    if (tokensUsed > run.tokenBudget) {
+      return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
+    }
+    return { type: "run_again" };
+  }
+
+  /**
+   * The action step (R16): the calls run concurrently, each result logged as it is known. Calls
+   * that wait for a person's decision get no result; once the others have settled, the run waits.
+   */
+  private async actionStep(turn: Turn, span: SpanRef, step: Step): Promise<NextStep> {
+    const { run, sink, write, signal, log } = turn.scope;
+    const results = await executeToolCalls({
+      calls: step.calls,
       tools: turn.tools,
       sink,
       write,
@@ -204,12 +234,43 @@ export class RunExecutor {
         const [result] = await log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
         return result!.id;
       },
+      gate: this.gate(turn, step),
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
-    if (tokensUsed > run.tokenBudget) {
-      return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
-    }
-    return { type: "run_again" };
+    const waiting = results.filter((result) => result.pending).map((result) => result.call.id);
+    return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
+  }
+
+  private gate(turn: Turn, step: Step) {
+    const settings = this.deps.approvals;
+    if (!settings) return undefined;
+    const { run, write, sink } = turn.scope;
+    return approvalGate({
+      approvals: settings.store,
+      needsApproval: approvalPolicy(settings, turn.profile.toolApprovals, turn.tools),
+      existing: step.approvals,
+      runId: run.id,
+      messageId: step.messageId,
+      write,
+      sink,
+      timeoutMs: settings.timeoutMs,
+      now: settings.now ?? (() => new Date()),
+    });
+  }
+
+  /** Continues a step an earlier attempt left waiting: its decided calls are executed or declined, in a turn span of their own. */
+  private resumeStep(turn: Turn, step: Step): Promise<NextStep> {
+    const { signal, sink, span: parent } = turn.scope;
+    if (signal.aborted) return Promise.resolve({ type: "interrupted", status: stopReasonOf(signal) });
+    return withSpan(
+      sink,
+      { traceId: parent.traceId, parent, kind: "TURN", name: `turn ${turn.index} (decided calls)`, attributes: { "dossier.resumed": true } },
+      (span) => this.actionStep(turn, span, step),
+      {
+        ended: (next) => ({ status: stepSpanStatus(next, stoppedSpanStatus(signal)) }),
+        failed: () => ({ status: failedSpanStatus(signal) }),
+      },
+    );
   }
 
   private async callModel(

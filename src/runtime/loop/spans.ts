@@ -49,6 +49,7 @@ export function stepSpanStatus(step: NextStep, stopped: SpanStatus): SpanStatus 
   switch (step.type) {
     case "final":
     case "run_again":
+    case "waiting":
       return "OK";
     case "failed":
       return "ERROR";

@@ -77,6 +77,9 @@ export type Claimant = {
   describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
 };
 
+/** A run ended outside any attempt (a WAITING run past its deadline): its conversation's next run may start. */
+export type EndedRun = { id: string; conversationId: string };
+
 /** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
 export type LeaseVerdict = { held: true } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
 
@@ -91,6 +94,13 @@ export interface RunState {
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /** A stopping worker gives the run back for another attempt to resume. */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
+  /**
+   * Ends an attempt whose tool calls wait for decisions: the run goes WAITING without a lease;
+   * false when every request was decided meanwhile and the run is claimable again at once.
+   */
+  awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean>;
+  /** Ends TIMED_OUT the WAITING runs whose deadline passed (as of `now`), with the settle steps of a stopped run. */
+  timeOutWaiting(now: Date, steps: readonly SettleStep[]): Promise<EndedRun[]>;
   /** Gives back what a cancelled run's attempt still holds (its lease, its conversation's slot). */
   releaseCancelled(run: RunRecord, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
   /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */

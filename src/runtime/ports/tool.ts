@@ -36,6 +36,8 @@ export interface Tool {
   readonly schema: ToolSchema;
   /** Overrides the executor's default timeout for this tool. */
   readonly timeoutMs?: number;
+  /** Every call waits for a person's decision, whatever the approval rules say (an MCP server that requires it). */
+  readonly requiresApproval?: boolean;
   /** Returns the result text the model sees. Throwing makes an error result; it never aborts sibling calls. */
   execute(args: unknown, context: ToolContext): Promise<string>;
 }

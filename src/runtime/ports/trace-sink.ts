@@ -18,7 +18,8 @@ export type SpanEventKind =
   | "REPAIR"
   | "BUDGET"
   | "CONTEXT"
-  | "INTERRUPTION";
+  | "INTERRUPTION"
+  | "APPROVAL_REQUESTED";
 
 export type SpanRef = { id: string; traceId: string };
 export type EventOptions = { messageId?: string };

@@ -12,8 +12,26 @@ import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
 import type { Tool, ToolRun } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 
-/** `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool. */
-export type ToolResult = { call: ToolCall; output: string; isError: boolean; cancelled: boolean; durationMs: number; spill?: NewSpill | null };
+/**
+ * `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool.
+ * `pending`: the call waits for a person's decision (its gate said so); it has no result yet.
+ */
+export type ToolResult = {
+  call: ToolCall;
+  output: string;
+  isError: boolean;
+  cancelled: boolean;
+  durationMs: number;
+  spill?: NewSpill | null;
+  pending?: boolean;
+};
+
+/**
+ * What happens to a call before it executes (human approval, tools/approval-gate.ts): it executes,
+ * it is declined (`output` is the result the model sees instead), or it waits for a decision.
+ */
+export type GateVerdict = { type: "execute" } | { type: "decline"; output: string } | { type: "pending" };
+export type ToolGate = (call: ToolCall, span: SpanRef) => Promise<GateVerdict>;
 
 /** Appends a call's result to the conversation log; returns the entry's id. */
 export type LogResult = (result: { call: ToolCall; output: string; spill: NewSpill | null }) => Promise<string>;
@@ -38,6 +56,8 @@ export type ExecuteOptions = {
    * its place (memory/repair.ts).
    */
   logResult?: LogResult;
+  /** Decides, inside each call's span, whether it executes, is declined or waits; without it every call executes. */
+  gate?: ToolGate;
 };
 
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
@@ -58,7 +78,10 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
     input,
     async (span) => {
       await options.sink.event(span, "TOOL_INPUT", call.arguments);
-      const { output, isError, cancelled } = await invoke(call, span, options);
+      const verdict = (await options.gate?.(call, span)) ?? { type: "execute" };
+      if (verdict.type === "pending") return { call, output: "", isError: false, cancelled: false, durationMs: Date.now() - started, pending: true };
+      const { output, isError, cancelled } =
+        verdict.type === "decline" ? { output: verdict.output, isError: false, cancelled: false } : await invoke(call, span, options);
       const spilled = isError ? null : await payload(call, output, span, options);
       const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
       // The event shows what the model is shown: a spilled result's preview (its own, small), else
@@ -69,7 +92,10 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
       return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
     },
     {
-      ended: (result) => ({ status: result.cancelled ? stoppedSpanStatus(options.signal) : result.isError ? "ERROR" : "OK" }),
+      ended: (result) => ({
+        status: result.cancelled ? stoppedSpanStatus(options.signal) : result.isError ? "ERROR" : "OK",
+        ...(result.pending ? { attributes: { "dossier.approval": "REQUESTED" } } : {}),
+      }),
       failed: () => ({ status: failedSpanStatus(options.signal) }),
     },
   );

@@ -8,7 +8,8 @@ import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
 import type { Outcome } from "../../loop/outcome.js";
 import type { TokenUsage } from "../../ports/model.js";
-import { budgetTokens, type Claimant, type LeaseVerdict, type RunState } from "../../ports/run-state.js";
+import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type RunState } from "../../ports/run-state.js";
+import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { RuntimeTrace } from "../../ports/trace-sink.js";
 
 export type PrismaRunStateDeps = {
@@ -57,6 +58,14 @@ export class PrismaRunState implements RunState {
 
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
     return handBackAttempt(this.settleDeps(), claimed, fence, reason);
+  }
+
+  awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
+    return awaitDecisions(this.settleDeps(), claimed, fence);
+  }
+
+  timeOutWaiting(now: Date, steps: readonly SettleStep[]): Promise<EndedRun[]> {
+    return timeOutWaiting(this.settleDeps(steps), now);
   }
 
   releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void> {

@@ -35,6 +35,9 @@ export function statusOf(outcome: Outcome): RunStatusName {
       return "FAILED";
     case "interrupted":
       return outcome.status === "TIMED_OUT" || outcome.status === "CANCELLED" ? outcome.status : "FAILED";
+    case "waiting":
+      // A waiting run is not settled: the worker leaves it WAITING (awaitDecisions).
+      throw new Error("a run waiting for decisions is not settled");
     default: {
       const unknown: never = outcome;
       throw new Error(`unknown outcome ${JSON.stringify(unknown)}`);

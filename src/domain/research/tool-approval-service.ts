@@ -1,0 +1,152 @@
+// Human approval of tool calls. A run's attempt records an approval request in its own fenced
+// transaction when the model calls a tool that needs one; the run then waits (WAITING, no lease
+// held) until every request of it is decided. A decision — the run's owner's, or REJECT when the
+// request expired — is one conditional UPDATE, so exactly one of concurrent decisions wins. The
+// decision that leaves none of the run's requests open makes the run claimable again, in the same
+// transaction, and announces it: whichever instance claims it next executes or declines the calls.
+//
+// Every transaction here locks the run row first, as an attempt's fenced writes and a
+// cancellation do: two decisions of one run are serialised (each sees the other's), and a
+// decision racing the attempt that is about to leave the run WAITING sees the run as that
+// attempt left it.
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
+import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
+import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import type { Tx } from "../transaction.js";
+import type { RunAnnouncer } from "./run-announcer.js";
+
+export type ToolApprovalDecision = "APPROVE" | "REJECT";
+
+/** One approval request as stored. */
+export type ToolApprovalRecord = ToolApproval;
+
+/** What an attempt records when a call waits for a decision. */
+export type NewApproval = {
+  runId: string;
+  messageId: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: string;
+  spanId: string | null;
+  requestedAt: Date;
+  expiresAt: Date;
+};
+
+export type DecideInput = { runId: string; toolCallId: string; decision: ToolApprovalDecision; reason?: string | null };
+
+/** The reason an expired request is rejected with: the model is told it. */
+export const EXPIRED_REASON = "no decision in time";
+
+const REASON_MAX = 2_000;
+
+export class ToolApprovalService {
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; announcer: RunAnnouncer }) {}
+
+  /** Every approval request of a run (a handful), oldest first. */
+  ofRun(runId: string): Promise<ToolApproval[]> {
+    return this.deps.prisma.toolApproval.findMany({ where: { runId }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] });
+  }
+
+  /** Records a request, in the attempt's fenced transaction. */
+  request(tx: Tx, approval: NewApproval): Promise<ToolApproval> {
+    return tx.toolApproval.create({ data: approval });
+  }
+
+  /**
+   * Marks an approved call as begun, in the attempt's fenced transaction, before it executes: a
+   * call begun and never answered is dangling (it may have run), never executed a second time.
+   */
+  async markStarted(tx: Tx, id: string, at: Date): Promise<void> {
+    await tx.toolApproval.update({ where: { id }, data: { startedAt: at } });
+  }
+
+  /** The owner's decision on a call that waits; another principal's run is not found. */
+  async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
+    const reason = input.reason?.trim() || null;
+    if (reason && reason.length > REASON_MAX) throw new ValidationError([{ field: "reason", message: `must be at most ${REASON_MAX} characters` }]);
+    const after: AfterCommit = [];
+    const decided = await this.deps.prisma.$transaction(async (tx) => {
+      const [run] = await tx.$queryRawUnsafe<{ owner_id: string }[]>("SELECT owner_id FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
+      if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
+      const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
+      const open = approvals.find((approval) => approval.decision === null);
+      if (!open) {
+        if (approvals[0]) throw new AlreadyDecidedError(approvals[0]);
+        throw new NotFoundError("ToolApproval", input.toolCallId);
+      }
+      const approval = await this.decideIn(tx, open.id, { decision: input.decision, decidedBy: actor.principalId, reason, at: new Date() }, after);
+      if (!approval) throw new AlreadyDecidedError(await tx.toolApproval.findUniqueOrThrow({ where: { id: open.id } }));
+      return approval;
+    });
+    runAfterCommit(after);
+    return decided;
+  }
+
+  /**
+   * Rejects every request whose time ran out (as of `now`) with EXPIRED_REASON; returns how many.
+   * Instances sweeping at once decide each request once.
+   */
+  async expireDue(now: Date): Promise<number> {
+    const due = await this.deps.prisma.toolApproval.findMany({
+      where: { decision: null, expiresAt: { lte: now } },
+      select: { id: true, runId: true },
+      take: 100,
+    });
+    let expired = 0;
+    for (const { id, runId } of due) {
+      const after: AfterCommit = [];
+      const approval = await this.deps.prisma.$transaction(async (tx) => {
+        await tx.$queryRawUnsafe("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE", runId);
+        return this.decideIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after);
+      });
+      runAfterCommit(after);
+      if (approval) expired += 1;
+    }
+    return expired;
+  }
+
+  /**
+   * Rejects a run's open requests inside the caller's transaction (a cancellation, the run's end):
+   * a run that no longer executes never executes them.
+   */
+  async closeOpenIn(tx: Tx, runId: string, reason: string, at: Date): Promise<void> {
+    await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason, decidedAt: at } });
+  }
+
+  /**
+   * Decides one open request (the conditional UPDATE: null when it was decided already) and, when
+   * it was the run's last open one and the run is WAITING, makes the run claimable again. The
+   * caller holds the run row's lock.
+   */
+  private async decideIn(
+    tx: Tx,
+    id: string,
+    decision: { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date },
+    after: AfterCommit,
+  ): Promise<ToolApproval | null> {
+    const won = await tx.toolApproval.updateMany({
+      where: { id, decision: null },
+      data: { decision: decision.decision, decidedBy: decision.decidedBy, reason: decision.reason, decidedAt: decision.at },
+    });
+    if (won.count === 0) return null;
+    const approval = await tx.toolApproval.findUniqueOrThrow({ where: { id } });
+    // Still RUNNING and still holding its conversation's slot, under an expired lease and no
+    // worker: the next claim resumes it, as it resumes a run handed back.
+    const resumed = await tx.$queryRawUnsafe<{ id: string }[]>(
+      `UPDATE run SET status = 'RUNNING', lease_owner = NULL, lease_expires_at = to_timestamp(0)
+        WHERE id = $1 AND status = 'WAITING'
+          AND NOT EXISTS (SELECT 1 FROM tool_approval WHERE run_id = $1 AND decision IS NULL)
+        RETURNING id`,
+      approval.runId,
+    );
+    if (resumed.length > 0) {
+      after.push(() => {
+        publishRunStatus(this.deps.events, approval.runId, "RUNNING");
+        void this.deps.announcer.announce([approval.runId]);
+      });
+    }
+    return approval;
+  }
+}

@@ -1,0 +1,96 @@
+// Human approval of tool calls: the requests a run's calls wait on, and the owner's decision.
+import { AlreadyDecidedError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import { fromStored } from "../../domain/text/stored-text.js";
+import type { Run, ToolApproval } from "../../generated/prisma/client.js";
+import { ToolApprovalDecision } from "../../generated/prisma/enums.js";
+import { builder } from "../builder.js";
+import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { ErrorInterface } from "./errors.js";
+import { me } from "./owned.js";
+import { RunNode } from "./run.js";
+
+const ToolApprovalDecisionEnum = builder.enumType(ToolApprovalDecision, {
+  name: "ToolApprovalDecision",
+  values: {
+    APPROVE: { description: "The call executes, on whichever instance claims the run next." },
+    REJECT: { description: "The call does not execute: the model is told the person declined it, with the reason." },
+  },
+});
+
+export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
+  description:
+    "A tool call that waits (or waited) for a person's decision before it executes. While any call of a run waits, the run is WAITING and no worker holds it.",
+  fields: (t) => ({
+    id: t.id({ resolve: (approval) => encodeGlobalId("ToolApproval", approval.id) }),
+    toolCallId: t.exposeString("toolCallId", { description: "The model's id of the call: what decideToolCall names." }),
+    toolName: t.exposeString("toolName", { description: 'As the model sees it, e.g. "run_command" or "mcp__github__create_issue".' }),
+    arguments: t.string({ description: "The call's arguments, exactly as the model gave them (JSON text).", resolve: (a) => fromStored(a.arguments) }),
+    requestedAt: t.expose("requestedAt", { type: "DateTime" }),
+    expiresAt: t.expose("expiresAt", {
+      type: "DateTime",
+      description: 'Undecided by then, the call counts as rejected with the reason "no decision in time".',
+    }),
+    decision: t.expose("decision", { type: ToolApprovalDecisionEnum, nullable: true, description: "Null while the call waits." }),
+    decidedBy: t.prismaField({
+      type: "Principal",
+      nullable: true,
+      description: "Who decided; null while undecided, or when nobody did (it expired, the run ended).",
+      resolve: (query, approval, _args, ctx) =>
+        approval.decidedBy ? ctx.prisma.principal.findFirst({ ...query, where: { id: approval.decidedBy, AND: [me(ctx)] } }) : null,
+    }),
+    reason: t.exposeString("reason", { nullable: true, description: "Why it was decided so: the person's words, or why it closed without one." }),
+    decidedAt: t.expose("decidedAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+builder.prismaObjectFields(RunNode, (t) => ({
+  pendingApprovals: t.prismaField({
+    type: ["ToolApproval"],
+    description: "The run's tool calls waiting for your decision (decideToolCall), oldest first. Empty unless the run is WAITING or about to be.",
+    resolve: (query, run: Run, _args, ctx) =>
+      ctx.prisma.toolApproval.findMany({ ...query, where: { runId: run.id, decision: null }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] }),
+  }),
+}));
+
+builder.objectType(AlreadyDecidedError, {
+  name: "AlreadyDecidedError",
+  description: "The call was already decided (by a decision before this one, by expiry, or because the run ended); the first decision stands.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ approval: t.field({ type: ToolApprovalRef, resolve: (error) => error.approval }) }),
+});
+
+const DecideToolCallInput = builder.inputType("DecideToolCallInput", {
+  fields: (t) => ({
+    runId: t.id({ required: true }),
+    toolCallId: t.string({ required: true, description: "ToolApproval.toolCallId." }),
+    decision: t.field({ type: ToolApprovalDecisionEnum, required: true }),
+    reason: t.string({ description: "Shown to the model with a rejection; kept with either decision. At most 2,000 characters." }),
+  }),
+});
+
+const DecideToolCallSuccess = builder.objectRef<{ approval: ToolApproval; run: Run }>("DecideToolCallSuccess").implement({
+  fields: (t) => ({
+    approval: t.field({ type: ToolApprovalRef, resolve: (result) => result.approval }),
+    run: t.field({ type: RunNode, description: "The run as the decision left it: RUNNING again once no call of it waits.", resolve: (result) => result.run }),
+  }),
+});
+
+builder.mutationField("decideToolCall", (t) =>
+  t.field({
+    type: DecideToolCallSuccess,
+    description:
+      "Approves or rejects one of your run's tool calls that waits for a decision. Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it.",
+    args: { input: t.arg({ type: DecideToolCallInput, required: true }) },
+    errors: { types: [AlreadyDecidedError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
+    resolve: async (_root, { input }, ctx) => {
+      const runId = requireIdOfType(String(input.runId), "Run", "runId");
+      const approval = await ctx.services.toolApprovals.decide(ctx.actor, {
+        runId,
+        toolCallId: input.toolCallId,
+        decision: input.decision,
+        reason: input.reason,
+      });
+      return { approval, run: await ctx.prisma.run.findUniqueOrThrow({ where: { id: runId } }) };
+    },
+  }),
+);

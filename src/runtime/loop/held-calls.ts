@@ -1,0 +1,49 @@
+// Tool calls held for a person's decision, as an attempt sees them in its run's log. A held call
+// has an approval request and has not begun executing: it is not dangling (it did not run, and it
+// will be answered once decided), so repair leaves it alone. The step that made it is continued by
+// the first attempt after its decisions: that attempt answers the held calls before the next turn.
+import type { ToolApprovalRecord, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
+import { toolCallsOf } from "../../domain/json-columns.js";
+import type { LoggedMessage } from "../ports/conversation-log.js";
+import type { ToolCall } from "../ports/model.js";
+import type { Tool } from "../ports/tool.js";
+import { type ApprovalRules, needsApproval } from "../tools/approval-policy.js";
+
+/** How tool calls of runs are approved: where requests are kept, the operator's rules, how long a request waits. */
+export type ApprovalSettings = {
+  store: Pick<ToolApprovalService, "ofRun" | "request" | "markStarted">;
+  /** The operator's rules (TOOL_APPROVALS). */
+  rules?: ApprovalRules;
+  /** How long a request waits for a decision before it counts as rejected. */
+  timeoutMs: number;
+  /** The clock requests are stamped with (tests move it). */
+  now?: () => Date;
+};
+
+/** The ids of calls that have a request and have not begun: repair must not treat them as dangling. */
+export function heldCallIds(approvals: readonly ToolApprovalRecord[]): Set<string> {
+  return new Set(approvals.filter((approval) => approval.startedAt === null).map((approval) => approval.toolCallId));
+}
+
+/**
+ * The step an earlier attempt left waiting: the run's last ASSISTANT entry, and those of its calls
+ * that are held and still have no result. Null when there is none.
+ */
+export function heldStep(runLog: readonly LoggedMessage[], approvals: readonly ToolApprovalRecord[]): { messageId: string; calls: ToolCall[] } | null {
+  const index = runLog.findLastIndex((message) => message.role === "ASSISTANT");
+  const assistant = runLog[index];
+  if (!assistant) return null;
+  const requested = new Set(approvals.filter((a) => a.messageId === assistant.id && a.startedAt === null).map((a) => a.toolCallId));
+  const answered = new Set(runLog.slice(index + 1).flatMap((message) => (message.toolCallId ? [message.toolCallId] : [])));
+  const calls = (toolCallsOf(assistant.toolCalls) ?? []).filter((call) => requested.has(call.id) && !answered.has(call.id));
+  return calls.length > 0 ? { messageId: assistant.id, calls } : null;
+}
+
+/** Whether a call of `toolName` needs approval under the operator's rules, the profile's and the tool's own demand. */
+export function approvalPolicy(
+  settings: ApprovalSettings,
+  profileRules: ApprovalRules | undefined,
+  tools: ReadonlyMap<string, Tool>,
+): (toolName: string) => boolean {
+  return (toolName) => needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tools.get(toolName)?.requiresApproval }, toolName);
+}

@@ -1,0 +1,73 @@
+// The gate every tool call of a run passes before it executes (human approval). A call that has
+// an approval request follows its decision: APPROVE executes it (marked begun first, in the
+// attempt's fence, so that a crash mid-call repairs it rather than runs it twice), REJECT gives
+// the model a result saying the person declined, with the reason; an open request keeps it
+// waiting. A call without one that the policy says needs approval gets its request — recorded in
+// the attempt's fence, with an APPROVAL_REQUESTED event on its span — and waits. Any other call
+// executes at once.
+import type { Transact } from "../../domain/transaction.js";
+import { toStored } from "../../domain/text/stored-text.js";
+import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
+import type { ToolCall } from "../ports/model.js";
+import type { TraceSink } from "../ports/trace-sink.js";
+import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";
+
+export type ApprovalGateOptions = {
+  approvals: Pick<ToolApprovalService, "request" | "markStarted">;
+  /** Whether a call of the tool needs approval (tools/approval-policy.ts over the run's sources). */
+  needsApproval: (toolName: string) => boolean;
+  /** The requests of the step's assistant message already recorded (an attempt resuming the step). */
+  existing: readonly ToolApproval[];
+  runId: string;
+  /** The ASSISTANT log entry that made the calls. */
+  messageId: string;
+  write: Transact;
+  sink: TraceSink;
+  timeoutMs: number;
+  now: () => Date;
+};
+
+/** The result the model sees for a call a person declined (or that expired). */
+export function declinedResult(call: Pick<ToolCall, "name">, reason: string | null): string {
+  return (
+    `[not executed: the person reviewing tool calls declined this call of "${call.name}". ` +
+    `Reason: ${reason ?? "none given"}. Do not retry it unchanged; continue without it or ask the user.]`
+  );
+}
+
+export function approvalGate(options: ApprovalGateOptions): ToolGate {
+  const byCall = new Map(options.existing.filter((a) => a.messageId === options.messageId).map((a) => [a.toolCallId, a]));
+  return async (call, span): Promise<GateVerdict> => {
+    const approval = byCall.get(call.id);
+    if (approval) return follow(approval, call, options);
+    if (!options.needsApproval(call.name)) return { type: "execute" };
+    const requestedAt = options.now();
+    const expiresAt = new Date(requestedAt.getTime() + options.timeoutMs);
+    const recorded = await options.write((tx) =>
+      options.approvals.request(tx, {
+        runId: options.runId,
+        messageId: options.messageId,
+        toolCallId: call.id,
+        toolName: call.name,
+        arguments: toStored(call.arguments),
+        spanId: span.id,
+        requestedAt,
+        expiresAt,
+      }),
+    );
+    await options.sink.event(span, "APPROVAL_REQUESTED", {
+      approvalId: recorded.id,
+      toolCallId: call.id,
+      toolName: call.name,
+      expiresAt: expiresAt.toISOString(),
+    });
+    return { type: "pending" };
+  };
+}
+
+async function follow(approval: ToolApproval, call: ToolCall, options: ApprovalGateOptions): Promise<GateVerdict> {
+  if (approval.decision === null) return { type: "pending" };
+  if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
+  await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
+  return { type: "execute" };
+}
