@@ -54,6 +54,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     clock = Date.now();
     t = await startTestApp(backend, {
       authRequired: options.authRequired,
+      agents: [{ name: "careful", systemPrompt: "Ask before reading notes.", toolApprovals: { read_notes: "always" } }],
       runtime: {
         model: toolCallingModel(),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-approvals-")),
@@ -92,6 +93,17 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(again.approval.decision).toBe("APPROVE");
   });
 
+  it("an agent profile's own rules hold calls the operator's rules let through", async () => {
+    const t = await start();
+    const { run } = await admit(t.client, { agent: "careful", question: callTools({ name: "read_notes" }) });
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    expect(approval!.toolName).toBe("read_notes");
+    expect(executed).toEqual([]);
+    const { run: plain } = await admit(t.client, { question: callTools({ name: "read_notes" }) });
+    expect((await settled(t.client, plain.id)).status).toBe("SUCCEEDED");
+    expect(executed).toEqual(["read_notes"]);
+  });
+
   it("a rejected call does not execute: the model reads that the person declined it, and why", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
@@ -104,6 +116,42 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual([]);
     expect(done.answer).toMatch(/declined this call of "write_report"\. Reason: not this quarter\./);
+  });
+
+  it("of concurrent decisions on one call exactly one wins; the others are AlreadyDecidedError", async () => {
+    const t = await start();
+    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const decisions = ["APPROVE", "REJECT", "APPROVE", "REJECT", "APPROVE", "REJECT"] as const;
+    const results = await Promise.all(decisions.map((decision) => decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision })));
+    const winners = results.filter((result) => result.__typename === "DecideToolCallSuccess");
+    expect(winners).toHaveLength(1);
+    expect(results.filter((result) => result.__typename === "AlreadyDecidedError")).toHaveLength(decisions.length - 1);
+    const won = expectType(winners[0]!, "DecideToolCallSuccess").approval.decision;
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(executed).toEqual(won === "APPROVE" ? ["write_report"] : []);
+  });
+
+  it("two calls of one step decided at the same moment: the run resumes once, with both decisions", async () => {
+    const t = await start();
+    const { run } = await admit(t.client, {
+      question: callTools({ name: "write_report", arguments: { n: 1 } }, { name: "write_report", arguments: { n: 2 } }),
+    });
+    const pending = (await waiting(t.client, run.id)).pendingApprovals;
+    expect(pending).toHaveLength(2);
+    const results = await Promise.all(
+      pending.map((approval, i) =>
+        decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: i === 0 ? "APPROVE" : "REJECT", reason: "one is enough" }),
+      ),
+    );
+    expect(results.map((result) => result.__typename)).toEqual(["DecideToolCallSuccess", "DecideToolCallSuccess"]);
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(executed).toEqual(["write_report"]);
+    expect(done.answer).toContain('write_report done with {"n":1}');
+    expect(done.answer).toMatch(/Reason: one is enough\./);
+    expect(done.attempts.map((a) => a.outcome)).toEqual(["HANDED_BACK", "COMPLETED"]);
   });
 
   it("another principal's decision is NotFound and changes nothing", async () => {

@@ -2,6 +2,7 @@
 // answering each question with a scripted model that first asks for `slow_tool`, then — once it
 // sees that call's result or its repair note — answers `Finished "<question>" by <pid>.`. `slow_tool` appends "start <pid>"
 // and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
+// TOOL_APPROVALS (as the server reads it) holds the calls it names for a person's decision.
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -52,6 +53,7 @@ const app = createApp({
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
           extraTools: [slowTool],
           leaseMs: Number(process.env.LEASE_MS ?? 1_500),
+          approvals: process.env.TOOL_APPROVALS ? { rules: JSON.parse(process.env.TOOL_APPROVALS) } : undefined,
         },
 });
 const server = await startHttpServer({ app, port: 0, host: "127.0.0.1" });

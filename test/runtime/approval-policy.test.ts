@@ -1,0 +1,39 @@
+// Which tool calls wait for a person: the most specific pattern of a map decides, and a call waits
+// when any source (the operator, the profile, the tool itself) says so.
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { needsApproval, ruleFor } from "../../src/runtime/tools/approval-policy.js";
+
+const operator = { run_command: "always", "mcp__*__write*": "always", "*": "never" } as const;
+
+describe("the approval policy", () => {
+  it("the most specific pattern decides: exact names, then more literal characters, then always on a tie", () => {
+    expect(ruleFor(operator, "run_command")).toBe("always");
+    expect(ruleFor(operator, "mcp__github__write_file")).toBe("always");
+    expect(ruleFor(operator, "mcp__github__read_file")).toBe("never");
+    expect(ruleFor(operator, "http_fetch")).toBe("never");
+    expect(ruleFor({ "mcp__*": "always", "mcp__github__*": "never" }, "mcp__github__list")).toBe("never");
+    expect(ruleFor({ "mcp__*": "always", mcp__github__list: "never" }, "mcp__github__list")).toBe("never");
+    expect(ruleFor({ "a*": "never", "*b": "always" }, "ab")).toBe("always");
+    expect(ruleFor({ "read.*": "always" }, "readXfile")).toBeUndefined();
+    expect(ruleFor(undefined, "anything")).toBeUndefined();
+  });
+
+  it("a call waits when any source says so, and no source lifts another's demand", () => {
+    expect(needsApproval({ operator }, "run_command")).toBe(true);
+    expect(needsApproval({ operator }, "read_material")).toBe(false);
+    expect(needsApproval({ operator, profile: { read_material: "always" } }, "read_material")).toBe(true);
+    expect(needsApproval({ operator, profile: { run_command: "never" } }, "run_command")).toBe(true);
+    expect(needsApproval({ operator, toolRequires: true }, "mcp__notes__read")).toBe(true);
+    expect(needsApproval({}, "run_command")).toBe(false);
+  });
+
+  it("TOOL_APPROVALS and TOOL_APPROVAL_TIMEOUT_SECONDS are read with the other settings, and refused when malformed", () => {
+    expect(loadConfig({}).toolApprovals).toEqual({ rules: {}, timeoutSeconds: 3_600 });
+    const config = loadConfig({ TOOL_APPROVALS: JSON.stringify(operator), TOOL_APPROVAL_TIMEOUT_SECONDS: "90" });
+    expect(config.toolApprovals).toEqual({ rules: operator, timeoutSeconds: 90 });
+    expect(() => loadConfig({ TOOL_APPROVALS: '{"run_command":"sometimes"}' })).toThrow(/TOOL_APPROVALS.*run_command.*"always" or "never"/);
+    expect(() => loadConfig({ TOOL_APPROVALS: "run_command" })).toThrow(/TOOL_APPROVALS.*must be JSON/);
+    expect(() => loadConfig({ TOOL_APPROVAL_TIMEOUT_SECONDS: "0" })).toThrow(/TOOL_APPROVAL_TIMEOUT_SECONDS/);
+  });
+});
