@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import { CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEventsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
@@ -49,16 +49,17 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   const executed: string[] = [];
   let clock = Date.now();
 
-  async function start(options: { authRequired?: boolean; timeoutSeconds?: number } = {}) {
+  async function start(options: { authRequired?: boolean; timeoutSeconds?: number; listen?: boolean; tools?: Tool[] } = {}) {
     executed.length = 0;
     clock = Date.now();
     t = await startTestApp(backend, {
       authRequired: options.authRequired,
+      listen: options.listen,
       agents: [{ name: "careful", systemPrompt: "Ask before reading notes.", toolApprovals: { read_notes: "always" } }],
       runtime: {
         model: toolCallingModel(),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-approvals-")),
-        extraTools: [recordingTool("write_report", executed), recordingTool("read_notes", executed)],
+        extraTools: [recordingTool("write_report", executed), recordingTool("read_notes", executed), ...(options.tools ?? [])],
         leaseMs: 1_500,
         sweepMs: 100,
         approvals: { rules: { "write_*": "always", "*": "never" }, timeoutSeconds: options.timeoutSeconds, now: () => new Date(clock) },
@@ -102,6 +103,59 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const { run: plain } = await admit(t.client, { question: callTools({ name: "read_notes" }) });
     expect((await settled(t.client, plain.id)).status).toBe("SUCCEEDED");
     expect(executed).toEqual(["read_notes"]);
+  });
+
+  it("runEvents shows the run WAITING, and traceUpdates the APPROVAL_REQUESTED event on the call's span", async () => {
+    const t = await start({ listen: true });
+    const client = t.connect();
+    // The worker is held until both subscriptions listen, so they see every change.
+    await t.app.runtime!.worker.stop();
+    const listening = t.listeners();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const statuses = (async () => {
+      const seen: string[] = [];
+      for await (const event of { [Symbol.asyncIterator]: () => client.subscribe(RunEventsDocument, { runId: run.id }) }) seen.push(event.runEvents.status);
+      return seen;
+    })();
+    const trace = (async () => {
+      const seen: { kind: string; span: string | undefined; preview: string | undefined }[] = [];
+      for await (const update of client.traceUpdates(run.id)) seen.push({ kind: update.kind, span: update.span?.kind, preview: update.event?.preview });
+      return seen;
+    })();
+    await waitUntil(() => (t.listeners() >= listening + 2 ? true : undefined));
+    t.app.runtime!.worker.start();
+    const [approval] = (await waiting(client, run.id)).pendingApprovals;
+    expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const seen = await statuses;
+    expect(seen).toEqual(["RUNNING", "WAITING", "RUNNING", "RUNNING", "SUCCEEDED"]);
+    const updates = await trace;
+    const requested = updates.find((update) => update.kind === "EVENT_APPENDED" && update.preview?.includes('"toolName":"write_report"'));
+    expect(requested).toBeDefined();
+    const done = await settled(client, run.id);
+    const event = done.trace!.spans.flatMap((s) => s.events.map((e) => ({ span: s.kind, kind: e.kind }))).find((e) => e.kind === "APPROVAL_REQUESTED");
+    expect(event).toEqual({ span: "TOOL_CALL", kind: "APPROVAL_REQUESTED" });
+  });
+
+  it("a decision taken while the step's other calls still run resumes the run as soon as the step ends", async () => {
+    let release: () => void = () => undefined;
+    const slow: Tool = {
+      schema: { name: "slow_read", description: "reads slowly", parameters: { type: "object" } },
+      execute: () => new Promise((resolve) => (release = () => resolve("slow result"))),
+    };
+    const t = await start({ tools: [slow] });
+    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }, { name: "slow_read" }) });
+    const approval = await waitUntil(async () => {
+      const current = expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return current.pendingApprovals[0];
+    });
+    expect(expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status).toBe("RUNNING");
+    expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    release();
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(done.answer).toContain("slow result");
+    expect(executed).toEqual(["write_report"]);
+    expect(done.attempts.map((a) => a.outcome)).toEqual(["HANDED_BACK", "COMPLETED"]);
   });
 
   it("a rejected call does not execute: the model reads that the person declined it, and why", async () => {

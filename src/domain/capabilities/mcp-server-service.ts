@@ -28,6 +28,8 @@ export type McpServerRecord = {
   url: string | null;
   headers: JsonValue;
   enabled: boolean;
+  /** Every call of the server's tools waits for the owner's approval. */
+  requireApproval: boolean;
 };
 
 /** No `_`: tool names are `mcp__<server>__<tool>`, and the server part must be unambiguous. */
@@ -54,6 +56,7 @@ const upsertInput = z
       .max(50)
       .nullish(),
     enabled: z.boolean().nullish(),
+    requireApproval: z.boolean().nullish(),
   })
   .superRefine((input, ctx) => {
     if (input.transport === "STDIO") {
@@ -117,6 +120,7 @@ export class McpServerService {
       url: parsed.url ?? null,
       headers: this.sealed("headers", parsed.headers ?? []),
       enabled: parsed.enabled ?? true,
+      requireApproval: parsed.requireApproval ?? false,
     };
     const where = { ownerId_name: { ownerId: actor.principalId, name: parsed.name } };
     const server = await this.deps.prisma.$transaction(async (tx) => {

@@ -87,6 +87,9 @@ export const McpServerNode = builder.prismaNode("McpServer", {
     url: t.exposeString("url", { nullable: true }),
     headerNames: t.stringList({ description: "Names of the extra HTTP headers (values are never returned).", resolve: (s) => names(s.headers) }),
     enabled: t.exposeBoolean("enabled"),
+    requireApproval: t.exposeBoolean("requireApproval", {
+      description: "Every call of this server's tools waits for your decision (decideToolCall) before it executes.",
+    }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
     status: t.field({
       type: McpServerStatusRef,
@@ -126,6 +129,10 @@ const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
     }),
     headers: t.field({ type: [McpKeyValueInput], description: "HTTP: extra request headers (e.g. authorization)." }),
     enabled: t.boolean({ description: "Default true." }),
+    requireApproval: t.boolean({
+      description:
+        "Default false. True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says.",
+    }),
   }),
 });
 

@@ -55,7 +55,7 @@ builder.subscriptionField("runEvents", (t) =>
   t.field({
     type: RunStatusEvent,
     description:
-      "Status changes of one run, as they happen. Completes right after the run's terminal status " +
+      "Status changes of one run, as they happen — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. Completes right after the run's terminal status " +
       "(SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {

@@ -20,6 +20,8 @@ export type McpConnection = {
   readonly id: number;
   readonly serverId: string;
   serverName: string;
+  /** Every call of its tools waits for the owner's approval (the server's requireApproval). */
+  requireApproval: boolean;
   readonly hash: string;
   state: McpConnectionState;
   error?: string;
@@ -35,7 +37,7 @@ export type McpConnection = {
 };
 
 /** One server as a run sees it for its whole execution. */
-export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
+export type McpSnapshotServer = { serverName: string; requireApproval: boolean; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 export type McpRegistryOptions = {
   /** The principals' stored server configurations (the MCP server module, McpServerService). */
@@ -99,7 +101,7 @@ export class McpRegistry {
     return connections
       .filter((c) => c.state === "CONNECTED" && !c.retired)
       .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
-      .map((connection) => ({ serverName: connection.serverName, connection, tools: connection.tools }));
+      .map((connection) => ({ serverName: connection.serverName, requireApproval: connection.requireApproval, connection, tools: connection.tools }));
   }
 
   /** Status of each of the principal's servers, by server id, after connecting what needs it. */
@@ -162,7 +164,9 @@ export class McpRegistry {
       const hash = endpointHash(row, this.options.secrets);
       const current = state.servers.get(row.id);
       if (current && current.hash === hash && !this.dueForRetry(current)) {
-        current.serverName = row.name; // a rename changes tool names only, not the connection
+        // A rename changes tool names only, and requireApproval only who must agree: not the connection.
+        current.serverName = row.name;
+        current.requireApproval = row.requireApproval;
         continue;
       }
       if (current) this.retire(current);
@@ -185,6 +189,7 @@ export class McpRegistry {
       id: this.nextId++,
       serverId: row.id,
       serverName: row.name,
+      requireApproval: row.requireApproval,
       hash,
       state: "CONNECTING",
       tools: [],

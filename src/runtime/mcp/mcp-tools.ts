@@ -10,9 +10,10 @@ import { nameMcpTools } from "../ports/mcp-tool-names.js";
 
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId);
-  return servers.flatMap(({ serverName, connection, tools }) =>
+  return servers.flatMap(({ serverName, requireApproval, connection, tools }) =>
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({
+        requiresApproval: requireApproval,
         schema: {
           name: tool.exposedName,
           description: `[MCP server ${serverName}] ${tool.description ?? tool.name}`,

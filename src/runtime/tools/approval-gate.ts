@@ -9,7 +9,7 @@ import type { Transact } from "../../domain/transaction.js";
 import { toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
 import type { ToolCall } from "../ports/model.js";
-import type { TraceSink } from "../ports/trace-sink.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";
 
 export type ApprovalGateOptions = {
@@ -39,7 +39,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
   const byCall = new Map(options.existing.filter((a) => a.messageId === options.messageId).map((a) => [a.toolCallId, a]));
   return async (call, span): Promise<GateVerdict> => {
     const approval = byCall.get(call.id);
-    if (approval) return follow(approval, call, options);
+    if (approval) return follow(approval, call, span, options);
     if (!options.needsApproval(call.name)) return { type: "execute" };
     const requestedAt = options.now();
     const expiresAt = new Date(requestedAt.getTime() + options.timeoutMs);
@@ -65,8 +65,12 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
   };
 }
 
-async function follow(approval: ToolApproval, call: ToolCall, options: ApprovalGateOptions): Promise<GateVerdict> {
+async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, options: ApprovalGateOptions): Promise<GateVerdict> {
   if (approval.decision === null) return { type: "pending" };
+  // The span of the call as it finally executes (or not) says what was decided, and by whom.
+  await options.sink.updateSpan(span, {
+    attributes: { "dossier.approval": approval.decision, "dossier.approval.id": approval.id, "dossier.approval.decidedBy": approval.decidedBy },
+  });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
   return { type: "execute" };
