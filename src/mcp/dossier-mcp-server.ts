@@ -19,8 +19,18 @@ import {
   type WorkspaceCheckpointQuery,
   WorkspacesDocument,
 } from "../../sdk/index.js";
+import { pendingApprovals, registerDecideToolCall } from "./approval-tools.js";
 
-export const dossierMcpTools = ["list_workspaces", "history_catalog", "search_history", "read_material", "get_checkpoint", "admit_run", "get_run"] as const;
+export const dossierMcpTools = [
+  "list_workspaces",
+  "history_catalog",
+  "search_history",
+  "read_material",
+  "get_checkpoint",
+  "admit_run",
+  "get_run",
+  "decide_tool_call",
+] as const;
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }] });
 const refused = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true });
@@ -98,7 +108,8 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
         "Dossier keeps long-running research in workspaces. Start with list_workspaces, then history_catalog " +
         "to see which publication versions exist (no content), read_material to read one exact version, and " +
         "get_checkpoint for the current state of the research. Each version is a judgement formed at its as-of " +
-        "time, not a fact of today. admit_run asks Dossier's own agent a question inside a workspace; follow it with get_run.",
+        "time, not a fact of today. admit_run asks Dossier's own agent a question inside a workspace; follow it with get_run. " +
+        "A run WAITING has tool calls that wait for its owner's decision: get_run lists them, decide_tool_call decides one.",
     },
   );
 
@@ -109,6 +120,7 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
   registerGetCheckpoint(server, client);
   registerAdmitRun(server, client);
   registerGetRun(server, client);
+  registerDecideToolCall(server, client, { ok, refused, guarded });
   return server;
 }
 
@@ -273,14 +285,15 @@ function registerGetRun(server: McpServer, client: DossierClient): void {
     "get_run",
     {
       title: "Get a run",
-      description: "A run's status and, once it has settled, its answer or why it failed.",
+      description: "A run's status; while it is WAITING, the tool calls that wait for your decision; once it has settled, its answer or why it failed.",
       inputSchema: { runId: id("run") },
       annotations: { readOnlyHint: true },
     },
     guarded(async ({ runId }) => {
       const { node } = await client.request(RunDocument, { id: runId });
       if (node?.__typename !== "Run") return notVisible("run", runId);
-      return ok({ id: node.id, status: node.status, question: node.question, answer: node.answer, failureReason: node.failureReason });
+      const waiting = node.status === "WAITING" ? { pendingApprovals: await pendingApprovals(client, runId) } : {};
+      return ok({ id: node.id, status: node.status, question: node.question, answer: node.answer, failureReason: node.failureReason, ...waiting });
     }),
   );
 }

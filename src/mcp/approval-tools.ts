@@ -1,0 +1,59 @@
+// The MCP server's part in human approval of tool calls: an agent (or the person behind it) that
+// follows a run sees the calls it waits on (get_run, while the run is WAITING) and decides them
+// with decide_tool_call, as the run's owner — the API key's principal.
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { DecideToolCallDocument, type DossierClient, RunApprovalsDocument } from "../../sdk/index.js";
+
+type Answers = {
+  ok: (value: unknown) => CallToolResult;
+  refused: (message: string) => CallToolResult;
+  guarded: <A>(handler: (args: A) => Promise<CallToolResult>) => (args: A) => Promise<CallToolResult>;
+};
+
+/** The calls a run waits on, as get_run shows them. */
+export async function pendingApprovals(client: DossierClient, runId: string) {
+  const { node } = await client.request(RunApprovalsDocument, { id: runId });
+  if (node?.__typename !== "Run") return [];
+  return node.pendingApprovals.map(({ toolCallId, toolName, arguments: args, requestedAt, expiresAt }) => ({
+    toolCallId,
+    toolName,
+    arguments: args,
+    requestedAt,
+    expiresAt,
+  }));
+}
+
+export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {
+  server.registerTool(
+    "decide_tool_call",
+    {
+      title: "Decide a tool call",
+      description:
+        "Approves or rejects a tool call a run of yours waits on (get_run lists them while the run is WAITING). " +
+        "APPROVE executes the call; REJECT tells the run's model the call was declined, with your reason. The first decision counts.",
+      inputSchema: {
+        runId: z.string().min(1).describe("The run's global id"),
+        toolCallId: z.string().min(1).describe("The waiting call's toolCallId, from get_run"),
+        decision: z.enum(["APPROVE", "REJECT"]),
+        reason: z.string().max(2_000).optional().describe("Why; the model reads it with a rejection"),
+      },
+    },
+    guarded(async ({ runId, toolCallId, decision, reason }) => {
+      const { decideToolCall: result } = await client.request(DecideToolCallDocument, { input: { runId, toolCallId, decision, reason } });
+      switch (result.__typename) {
+        case "DecideToolCallSuccess":
+          return ok({ decision: result.approval.decision, run: result.run });
+        case "AlreadyDecidedError":
+          return refused(
+            `Already decided: ${result.approval.decision}${result.approval.reason ? ` (${result.approval.reason})` : ""}. The first decision stands.`,
+          );
+        case "NotFoundError":
+          return refused(`No waiting call ${toolCallId} of a run ${runId} is visible to this API key.`);
+        default:
+          return refused(`${result.__typename}: ${result.message}`);
+      }
+    }),
+  );
+}

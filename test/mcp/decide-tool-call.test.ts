@@ -1,0 +1,86 @@
+// The MCP server for workspaces in human approval: get_run lists the calls a WAITING run waits
+// on, decide_tool_call decides one as the API key's principal; another principal's key sees
+// neither the run nor its calls.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { NODE_FLAGS } from "../../scripts/build.mjs";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { admit } from "../support/fixtures.js";
+import { projectRoot } from "../support/processes.js";
+import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
+
+/** `npm run mcp` as an agent starts it (the bundle in dist/), acting with `apiKey`. */
+async function mcpAs(url: string, apiKey: string) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [...NODE_FLAGS, path.join(projectRoot, "dist/src/mcp/main.js")],
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DOSSIER_URL: url, DOSSIER_API_KEY: apiKey },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "dossier-approval-agent", version: "1.0.0" });
+  await client.connect(transport);
+  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolResult;
+  return { client, call, text: async (name: string, args: Record<string, unknown>) => (await call(name, args)).content[0]!.text };
+}
+
+describe("decide_tool_call", () => {
+  let t: TestApp | undefined;
+  const clients: Client[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    await t?.close();
+  });
+
+  it("lists the calls a run waits on and decides one, for the run's owner only", async () => {
+    const executed: string[] = [];
+    const publish: Tool = {
+      schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
+      execute: async () => {
+        executed.push("publish_post");
+        return "published";
+      },
+    };
+    t = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-approvals-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const aliceKey = await t.createPrincipal("alice");
+    const alice = await mcpAs(t.server!.url, aliceKey);
+    const bob = await mcpAs(t.server!.url, await t.createPrincipal("bob"));
+    clients.push(alice.client, bob.client);
+    const { run } = await admit(t.as(aliceKey), { question: callTools({ name: "publish_post", arguments: { title: "Hello" } }) });
+
+    const waiting = await waitUntil(async () => {
+      const got = JSON.parse(await alice.text("get_run", { runId: run.id }));
+      return got.status === "WAITING" ? got : undefined;
+    });
+    expect(waiting.pendingApprovals).toEqual([expect.objectContaining({ toolName: "publish_post", arguments: '{"title":"Hello"}' })]);
+    const toolCallId = waiting.pendingApprovals[0].toolCallId;
+
+    const stranger = await bob.call("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" });
+    expect(stranger.isError).toBe(true);
+    expect(stranger.content[0]!.text).toMatch(/is visible to this API key/);
+
+    const decided = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" }));
+    expect(decided.decision).toBe("APPROVE");
+    const again = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "REJECT", reason: "changed my mind" });
+    expect(again).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^Already decided: APPROVE/) }] });
+    expect((await settled(t.as(aliceKey), run.id)).answer).toBe("published");
+    expect(executed).toEqual(["publish_post"]);
+  });
+});
