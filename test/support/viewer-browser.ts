@@ -54,7 +54,11 @@ export const reportTool = (chars: number): Tool => ({
 export type ViewerServer = { t: TestApp; server: RunningServer; key: string; url(runId: string): string; close(): Promise<void> };
 
 /** A listening app whose worker runs `model` (or a scripted model of `steps`) with `tools`, and one principal's key. */
-export async function startViewerServer(model: ModelPort | ScriptStep[], tools: Tool[] = [], limits: { leaseMs?: number } = {}): Promise<ViewerServer> {
+export async function startViewerServer(
+  model: ModelPort | ScriptStep[],
+  tools: Tool[] = [],
+  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> } } = {},
+): Promise<ViewerServer> {
   const t = await startTestApp("pglite", {
     authRequired: true,
     runtime: {
@@ -64,6 +68,7 @@ export async function startViewerServer(model: ModelPort | ScriptStep[], tools: 
       // Long enough that a busy machine never loses a lease by accident.
       leaseMs: limits.leaseMs ?? 30_000,
       toolTimeoutMs: 20_000,
+      approvals: limits.approvals,
     },
   });
   const server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });

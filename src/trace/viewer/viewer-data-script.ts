@@ -24,7 +24,9 @@ const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : 
 const PAGE = 500;
 const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
 const EVENT_FIELDS = "id seq kind at preview size truncated";
-const RUN_FIELDS = "id status question answer failureReason model attempts { number outcome endedAt span { id } }";
+// pendingApprovals: the tool calls a WAITING run waits on (human approval).
+const RUN_FIELDS = "id status question answer failureReason model attempts { number outcome endedAt span { id } } " +
+  "pendingApprovals { toolCallId toolName arguments expiresAt }";
 const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
 const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
 const TRACE_QUERY = "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS +

@@ -66,11 +66,11 @@ function panelFacts(span, ctx) {
 function panelReason(span) {
   const reason = span.events.find((e) => e.kind === "INTERRUPTION") || span.events.find((e) => e.kind === "ERROR");
   const attempt = span.kind === "ATTEMPT" ? attemptOfSpan(span.id) : null;
-  if (!reason && !(attempt && OUTCOME_TEXT[attempt.outcome])) return [];
+  if (!reason && !(attempt && interruptedText(attempt))) return [];
   const interrupted = span.status === "INTERRUPTED" || (reason && reason.kind === "INTERRUPTION");
   const box = el("div", "callout " + (interrupted ? "warn" : "bad"));
   box.dataset.testid = "panel-reason";
-  const title = interrupted ? "Interrupted" + (attempt && OUTCOME_TEXT[attempt.outcome] ? ": " + OUTCOME_TEXT[attempt.outcome] : "") : "Error";
+  const title = interrupted ? "Interrupted" + (attempt && interruptedText(attempt) ? ": " + interruptedText(attempt) : "") : "Error";
   box.append(el("b", "", title), el("span", "", reason ? " " + reason.preview : ""));
   return [box];
 }

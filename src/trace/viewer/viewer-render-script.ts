@@ -1,5 +1,6 @@
 // The trace viewer's browser script, last part: drawing the state at most once a frame — the
-// run's header (status, question, totals), why it failed or which attempts were interrupted, the
+// run's header (status, question, totals), why it failed, which attempts were interrupted or which
+// tool calls a waiting run waits on, the
 // tree, the details panel and the answer — keeping running spans' bars growing, and starting.
 export const RENDER_SCRIPT = `
 // ---- rendering --------------------------------------------------------------------------------
@@ -37,7 +38,7 @@ function renderFailure(spans) {
 /** Each attempt that did not complete: how it ended and why, from its span's INTERRUPTION event. */
 function renderInterruptions() {
   const box = $("interruptions");
-  const attempts = ((state.run && state.run.attempts) || []).filter((a) => OUTCOME_TEXT[a.outcome]);
+  const attempts = ((state.run && state.run.attempts) || []).filter((a) => interruptedText(a));
   box.hidden = attempts.length === 0;
   box.replaceChildren(
     ...attempts.map((attempt) => {
@@ -45,9 +46,31 @@ function renderInterruptions() {
       const why = span && span.events.find((e) => e.kind === "INTERRUPTION");
       const line = el("div", "interruption");
       line.dataset.testid = "interruption";
-      line.append(el("b", "", "Attempt " + attempt.number + " interrupted"), el("span", "outcome", OUTCOME_TEXT[attempt.outcome]),
+      line.append(el("b", "", "Attempt " + attempt.number + " interrupted"), el("span", "outcome", interruptedText(attempt)),
         el("span", "", why ? why.preview : ""));
       if (span) line.onclick = () => select(span.id, why && why.id);
+      return line;
+    }),
+  );
+}
+
+/** A WAITING run lists the tool calls that wait for a decision; each leads to its span's APPROVAL_REQUESTED event. */
+function renderWaiting(spans) {
+  const box = $("waiting");
+  const run = state.run;
+  const pending = (run && run.status === "WAITING" && run.pendingApprovals) || [];
+  box.hidden = pending.length === 0;
+  box.replaceChildren(
+    ...(pending.length ? [el("b", "", "Waiting for a decision (decideToolCall)")] : []),
+    ...pending.map((approval) => {
+      const marker = '"toolCallId":' + JSON.stringify(approval.toolCallId);
+      const span = spans.find((s) => s.events.some((e) => e.kind === "APPROVAL_REQUESTED" && e.preview.includes(marker)));
+      const event = span && span.events.find((e) => e.kind === "APPROVAL_REQUESTED" && e.preview.includes(marker));
+      const line = el("div", "waiting-call");
+      line.dataset.testid = "waiting-call";
+      line.append(el("code", "", approval.toolName), el("span", "args", approval.arguments),
+        el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()));
+      if (span) line.onclick = () => select(span.id, event.id);
       return line;
     }),
   );
@@ -76,6 +99,7 @@ function render() {
   renderHeader(spans);
   renderFailure(spans);
   renderInterruptions();
+  renderWaiting(spans);
   renderPanel(ctx);
 }
 

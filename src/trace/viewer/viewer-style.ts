@@ -15,6 +15,7 @@ header { padding: 14px 20px 10px; background: #fff; border-bottom: 1px solid var
 .badge { font: 600 12px ui-monospace, monospace; padding: 2px 8px; border-radius: 10px; background: #e8ebf1; }
 .badge.RUNNING, .badge.QUEUED { background: #dde9ff; color: #1f4fa8; } .badge.SUCCEEDED { background: #dcf3e3; color: #1d6b39; }
 .badge.FAILED { background: #fde2df; color: #a3261b; } .badge.TIMED_OUT, .badge.CANCELLED { background: #fff0cf; color: #7a5300; }
+.badge.WAITING { background: #efe3fb; color: #5f2d91; }
 #question { margin: 8px 0 6px; white-space: pre-wrap; max-height: 4.4em; overflow: hidden; overflow-wrap: anywhere; font-size: 15px; }
 .facts { display: flex; gap: 4px 18px; flex-wrap: wrap; color: var(--muted); font-size: 13px; }
 .facts b { color: #1d2330; font-weight: 600; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
@@ -26,6 +27,9 @@ body[data-connection=refused] .dot { background: #c8372b; }
 #failure { flex-direction: row; flex-wrap: wrap; align-items: baseline; gap: 4px 10px; font-size: 15px; }
 #failure code { background: #f9d3cf; padding: 1px 6px; border-radius: 4px; font-size: 13px; }
 .banner.warn { background: #fff6e0; border-color: #d89a16; color: #5a4100; }
+.banner.wait { background: #f6effd; border-color: #7d45b5; color: #3f1f61; }
+.waiting-call { cursor: pointer; display: flex; flex-wrap: wrap; gap: 2px 10px; } .waiting-call .args { font: 12px ui-monospace, monospace; }
+.waiting-call .expires { color: var(--muted); font-size: 12px; }
 .interruption { cursor: pointer; } .interruption b { margin-right: 8px; } .interruption .outcome { font-weight: 600; margin-right: 8px; }
 #message { color: #a8321f; margin: 8px 0 0; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(300px, 400px); gap: 16px; padding: 14px 20px 24px; align-items: start; }

@@ -9,6 +9,16 @@ const KIND_LABEL = { RUN: "run", ATTEMPT: "attempt", TURN: "turn", MODEL_CALL: "
 /** How an attempt that did not complete ended (RunAttemptOutcome), in words. */
 const OUTCOME_TEXT = { CRASHED: "process died", LEASE_LOST: "lease lost", HANDED_BACK: "worker stopped" };
 
+/**
+ * How an attempt that did not complete ended, in words; null for one that completed, or that
+ * ended to wait for decisions on tool calls (HANDED_BACK with its span OK): that one was not interrupted.
+ */
+function interruptedText(attempt) {
+  const span = attempt.span && state.spans.get(attempt.span.id);
+  if (attempt.outcome === "HANDED_BACK" && span && span.status === "OK") return null;
+  return OUTCOME_TEXT[attempt.outcome] || null;
+}
+
 const byStart = (a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt) || (a.id < b.id ? -1 : 1);
 
 /** The spans by parent; spans whose parent is unknown are roots. */
@@ -79,7 +89,7 @@ const attemptOfSpan = (spanId) => ((state.run && state.run.attempts) || []).find
 /** The few words next to a span's name saying why it did not end well, if it did not. */
 function noteOf(span) {
   const attempt = span.kind === "ATTEMPT" ? attemptOfSpan(span.id) : null;
-  if (attempt && OUTCOME_TEXT[attempt.outcome]) return { tone: "warn", text: OUTCOME_TEXT[attempt.outcome] };
+  if (attempt && interruptedText(attempt)) return { tone: "warn", text: interruptedText(attempt) };
   if (span.kind === "RUN" && state.run && state.run.failureReason) return { tone: "bad", text: state.run.failureReason };
   return null;
 }
