@@ -34,6 +34,7 @@ const SHELL_RUN = ["npm start", "npm run key:create", "curl ", "DOSSIER_URL="];
 const SHELL_NOT_RUN: Record<string, string> = {
   "npm test": "the suite this test belongs to",
   "SPILL_POLICIES=": "a setting's value: test/config.test.ts reads the same one",
+  "TOOL_APPROVALS=": "a setting's value: test/runtime/approval-policy.test.ts reads the same one",
   "npm run key:revoke": "it revokes the key the examples use: test/server/key-revocation.test.ts runs it",
   "export DATABASE_URL": "a deployment on PostgreSQL and Redis: test/runtime/worker-processes.test.ts runs its processes",
 };
