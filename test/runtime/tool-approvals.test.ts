@@ -195,8 +195,13 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const pending = (await waiting(t.client, run.id)).pendingApprovals;
     expect(pending).toHaveLength(2);
     const results = await Promise.all(
-      pending.map((approval, i) =>
-        decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: i === 0 ? "APPROVE" : "REJECT", reason: "one is enough" }),
+      pending.map((approval) =>
+        decide(t.client, {
+          runId: run.id,
+          toolCallId: approval.toolCallId,
+          decision: approval.arguments === '{"n":1}' ? "APPROVE" : "REJECT",
+          reason: "one is enough",
+        }),
       ),
     );
     expect(results.map((result) => result.__typename)).toEqual(["DecideToolCallSuccess", "DecideToolCallSuccess"]);

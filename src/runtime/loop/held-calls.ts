@@ -4,10 +4,17 @@
 // the first attempt after its decisions: that attempt answers the held calls before the next turn.
 import type { ToolApprovalRecord, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
+import type { Transact } from "../../domain/transaction.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { ToolCall } from "../ports/model.js";
 import type { Tool } from "../ports/tool.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import { approvalGate } from "../tools/approval-gate.js";
 import { type ApprovalRules, needsApproval } from "../tools/approval-policy.js";
+import type { ToolGate } from "../tools/execute-tool-calls.js";
+import type { NextStep } from "./outcome.js";
+import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
+import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 /** How tool calls of runs are approved: where requests are kept, the operator's rules, how long a request waits. */
 export type ApprovalSettings = {
@@ -19,6 +26,9 @@ export type ApprovalSettings = {
   /** The clock requests are stamped with (tests move it). */
   now?: () => Date;
 };
+
+/** A step's tool calls, the log entry that made them, and the approval requests already recorded for them. */
+export type HeldStep = { calls: ToolCall[]; messageId: string; approvals: readonly ToolApprovalRecord[] };
 
 /** The ids of calls that have a request and have not begun: repair must not treat them as dangling. */
 export function heldCallIds(approvals: readonly ToolApprovalRecord[]): Set<string> {
@@ -46,4 +56,42 @@ export function approvalPolicy(
   tools: ReadonlyMap<string, Tool>,
 ): (toolName: string) => boolean {
   return (toolName) => needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tools.get(toolName)?.requiresApproval }, toolName);
+}
+
+/** The gate of a step's calls: the run's policy over the operator's rules, its profile's and its tools' own demands. */
+export function stepGate(
+  settings: ApprovalSettings,
+  attempt: { run: { id: string }; write: Transact; sink: TraceSink; profile: { toolApprovals?: ApprovalRules }; tools: ReadonlyMap<string, Tool> },
+  step: HeldStep,
+): ToolGate {
+  return approvalGate({
+    approvals: settings.store,
+    needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
+    existing: step.approvals,
+    runId: attempt.run.id,
+    messageId: step.messageId,
+    write: attempt.write,
+    sink: attempt.sink,
+    timeoutMs: settings.timeoutMs,
+    now: settings.now ?? (() => new Date()),
+  });
+}
+
+/** The turn span a resumed step's decided calls run in: a TURN of its own, numbered as the turn that made them. */
+export function inResumedTurn(
+  scope: { sink: TraceSink; span: SpanRef; signal: AbortSignal },
+  index: number,
+  work: (span: SpanRef) => Promise<NextStep>,
+): Promise<NextStep> {
+  const { signal, sink, span: parent } = scope;
+  if (signal.aborted) return Promise.resolve({ type: "interrupted", status: stopReasonOf(signal) });
+  return withSpan(
+    sink,
+    { traceId: parent.traceId, parent, kind: "TURN", name: `turn ${index} (decided calls)`, attributes: { "dossier.resumed": true } },
+    work,
+    {
+      ended: (next) => ({ status: stepSpanStatus(next, stoppedSpanStatus(signal)) }),
+      failed: () => ({ status: failedSpanStatus(signal) }),
+    },
+  );
 }

@@ -13,15 +13,13 @@ import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
-import type { ChatMessage, ModelPort, ModelResponse, ToolCall } from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import { approvalGate } from "../tools/approval-gate.js";
-import type { ToolApprovalRecord } from "../../domain/research/tool-approval-service.js";
-import { type ApprovalSettings, approvalPolicy, heldCallIds, heldStep } from "./held-calls.js";
+import { type ApprovalSettings, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import { forModel } from "../../domain/text/stored-text.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
@@ -93,8 +91,7 @@ export interface RunHooks {
 
 type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number };
 
-/** A step's tool calls, the log entry that made them, and the approval requests already recorded for them. */
-type Step = { calls: ToolCall[]; messageId: string; approvals: readonly ToolApprovalRecord[] };
+type Step = HeldStep;
 
 export class RunExecutor {
   private readonly context: ContextBuilder;
@@ -133,7 +130,8 @@ export class RunExecutor {
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
         // The step an earlier attempt left waiting for decisions goes on where it stopped.
-        const step = await this.resumeStep({ scope, tools, profile, index }, { ...held, approvals });
+        const turn = { scope, tools, profile, index };
+        const step = await inResumedTurn(scope, index, (span) => this.actionStep(turn, span, { ...held, approvals }));
         if (step.type !== "run_again") return step;
       }
       for (;;) {
@@ -234,43 +232,11 @@ export class RunExecutor {
         const [result] = await log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
         return result!.id;
       },
-      gate: this.gate(turn, step),
+      gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     const waiting = results.filter((result) => result.pending).map((result) => result.call.id);
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
-  }
-
-  private gate(turn: Turn, step: Step) {
-    const settings = this.deps.approvals;
-    if (!settings) return undefined;
-    const { run, write, sink } = turn.scope;
-    return approvalGate({
-      approvals: settings.store,
-      needsApproval: approvalPolicy(settings, turn.profile.toolApprovals, turn.tools),
-      existing: step.approvals,
-      runId: run.id,
-      messageId: step.messageId,
-      write,
-      sink,
-      timeoutMs: settings.timeoutMs,
-      now: settings.now ?? (() => new Date()),
-    });
-  }
-
-  /** Continues a step an earlier attempt left waiting: its decided calls are executed or declined, in a turn span of their own. */
-  private resumeStep(turn: Turn, step: Step): Promise<NextStep> {
-    const { signal, sink, span: parent } = turn.scope;
-    if (signal.aborted) return Promise.resolve({ type: "interrupted", status: stopReasonOf(signal) });
-    return withSpan(
-      sink,
-      { traceId: parent.traceId, parent, kind: "TURN", name: `turn ${turn.index} (decided calls)`, attributes: { "dossier.resumed": true } },
-      (span) => this.actionStep(turn, span, step),
-      {
-        ended: (next) => ({ status: stepSpanStatus(next, stoppedSpanStatus(signal)) }),
-        failed: () => ({ status: failedSpanStatus(signal) }),
-      },
-    );
   }
 
   private async callModel(
