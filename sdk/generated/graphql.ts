@@ -255,7 +255,7 @@ export type RunAttemptOutcome =
   | 'COMPLETED'
   /** Its instance had no database session left when another attempt took the run over: the process died. */
   | 'CRASHED'
-  /** The worker stopped gracefully and released the run for another attempt. */
+  /** The worker stopped gracefully and released the run for another attempt, or the run began to wait for decisions on its tool calls (WAITING; the attempt's span ended OK). */
   | 'HANDED_BACK'
   /** Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over. */
   | 'LEASE_LOST';

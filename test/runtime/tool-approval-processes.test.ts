@@ -102,4 +102,24 @@ describe("tool approvals across processes", () => {
     expect(done.answer).toBe(`Finished "wait across a restart" by ${second.child.pid}.`);
     expect(markerLines(marker)).toEqual([`start ${second.child.pid}`, `end ${second.child.pid}`]);
   });
+
+  it.runIf(backends.includes("pglite"))("on PGlite, an approved call cut off by a crash is repaired, never executed a second time", async () => {
+    const dir = scratch();
+    const marker = path.join(dir, "marker");
+    const env = { MARKER_FILE: marker, DATA_DIR: path.join(dir, "data"), SLOW_TOOL_MS: "60000" };
+    const first = startInstance(env);
+    const client = await clientOf(first);
+    const { run } = await admit(client, { question: "crash after approval" });
+    const held = await runIn(client, run.id, ["WAITING"]);
+    expectType(await approve(client, run.id, held.pendingApprovals[0]!.toolCallId), "DecideToolCallSuccess");
+    await waitUntil(() => (markerLines(marker).length > 0 ? true : undefined));
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = startInstance({ ...env, SLOW_TOOL_MS: "100" });
+    const again = await clientOf(second);
+    const done = await runIn(again, run.id, ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
+    expect(done.answer).toBe(`Finished "crash after approval" by ${second.child.pid}.`);
+    expect(markerLines(marker)).toEqual([`start ${first.child.pid}`]);
+  });
 });

@@ -144,7 +144,10 @@ const RunAttemptOutcomeEnum = builder.enumType(RunAttemptOutcome, {
   name: "RunAttemptOutcome",
   values: {
     COMPLETED: { description: "The run reached a terminal state during the attempt (a cancellation it saw included)." },
-    HANDED_BACK: { description: "The worker stopped gracefully and released the run for another attempt." },
+    HANDED_BACK: {
+      description:
+        "The worker stopped gracefully and released the run for another attempt, or the run began to wait for decisions on its tool calls (WAITING; the attempt's span ended OK).",
+    },
     LEASE_LOST: {
       description: "Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over.",
     },
