@@ -2,6 +2,8 @@
 // when any source (the operator, the profile, the tool itself) says so.
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import { approvalPolicy } from "../../src/runtime/loop/held-calls.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
 import { needsApproval, ruleFor } from "../../src/runtime/tools/approval-policy.js";
 
 const operator = { run_command: "always", "mcp__*__write*": "always", "*": "never" } as const;
@@ -26,6 +28,18 @@ describe("the approval policy", () => {
     expect(needsApproval({ operator, profile: { run_command: "never" } }, "run_command")).toBe(true);
     expect(needsApproval({ operator, toolRequires: true }, "mcp__notes__read")).toBe(true);
     expect(needsApproval({}, "run_command")).toBe(false);
+  });
+
+  it("a run's policy reads the tool's own demand, and holds no call of a tool the run is not offered", () => {
+    const tool = (name: string, requiresApproval?: boolean): [string, Tool] => [
+      name,
+      { schema: { name, description: name, parameters: {} }, requiresApproval, execute: async () => "" },
+    ];
+    const tools = new Map([tool("mcp__notes__read", true), tool("read_material")]);
+    const policy = approvalPolicy({ store: {} as never, rules: { "*": "always", read_material: "never" }, timeoutMs: 1 }, undefined, tools);
+    expect(policy("mcp__notes__read")).toBe(true);
+    expect(policy("read_material")).toBe(false);
+    expect(policy("no_such_tool")).toBe(false);
   });
 
   it("TOOL_APPROVALS and TOOL_APPROVAL_TIMEOUT_SECONDS are read with the other settings, and refused when malformed", () => {

@@ -49,13 +49,19 @@ export function heldStep(runLog: readonly LoggedMessage[], approvals: readonly T
   return calls.length > 0 ? { messageId: assistant.id, calls } : null;
 }
 
-/** Whether a call of `toolName` needs approval under the operator's rules, the profile's and the tool's own demand. */
+/**
+ * Whether a call of `toolName` needs approval under the operator's rules, the profile's and the
+ * tool's own demand. A call of a tool the run is not offered needs none: it only gets an error.
+ */
 export function approvalPolicy(
   settings: ApprovalSettings,
   profileRules: ApprovalRules | undefined,
   tools: ReadonlyMap<string, Tool>,
 ): (toolName: string) => boolean {
-  return (toolName) => needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tools.get(toolName)?.requiresApproval }, toolName);
+  return (toolName) => {
+    const tool = tools.get(toolName);
+    return tool !== undefined && needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval }, toolName);
+  };
 }
 
 /** The gate of a step's calls: the run's policy over the operator's rules, its profile's and its tools' own demands. */

@@ -37,10 +37,14 @@ export function declinedResult(call: Pick<ToolCall, "name">, reason: string | nu
 
 export function approvalGate(options: ApprovalGateOptions): ToolGate {
   const byCall = new Map(options.existing.filter((a) => a.messageId === options.messageId).map((a) => [a.toolCallId, a]));
+  // A model that gives two calls of one message the same id gets one request for both.
+  const requested = new Set<string>();
   return async (call, span): Promise<GateVerdict> => {
     const approval = byCall.get(call.id);
     if (approval) return follow(approval, call, span, options);
     if (!options.needsApproval(call.name)) return { type: "execute" };
+    if (requested.has(call.id)) return { type: "pending" };
+    requested.add(call.id);
     const requestedAt = options.now();
     const expiresAt = new Date(requestedAt.getTime() + options.timeoutMs);
     const recorded = await options.write((tx) =>

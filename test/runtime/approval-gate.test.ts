@@ -1,0 +1,67 @@
+// The gate each tool call passes before it executes, over an in-memory store and trace: a held
+// call gets one request and an APPROVAL_REQUESTED event and waits; a decided one executes (marked
+// begun first) or is declined with the reason; anything else executes at once.
+import { describe, expect, it } from "vitest";
+import type { ToolApprovalRecord } from "../../src/domain/research/tool-approval-service.js";
+import type { Transact } from "../../src/domain/transaction.js";
+import { approvalGate, declinedResult } from "../../src/runtime/tools/approval-gate.js";
+import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
+
+const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
+
+function gateOver(existing: Partial<ToolApprovalRecord>[] = []) {
+  const requests: unknown[] = [];
+  const started: string[] = [];
+  const sink = new InMemoryTraceSink();
+  const write: Transact = (work) => work({} as never, []);
+  const gate = approvalGate({
+    approvals: {
+      request: async (_tx, approval) => {
+        requests.push(approval);
+        return { id: `approval-${requests.length}`, ...approval } as ToolApprovalRecord;
+      },
+      markStarted: async (_tx, id) => void started.push(id),
+    },
+    needsApproval: (name) => name === "deploy",
+    existing: existing.map((a) => ({ messageId: "m1", startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord),
+    runId: "run-1",
+    messageId: "m1",
+    write,
+    sink,
+    timeoutMs: 60_000,
+    now: () => new Date("2026-12-02T12:00:00Z"),
+  });
+  return { gate, requests, started, sink };
+}
+
+describe("the approval gate", () => {
+  it("holds a call the policy names: one request, an APPROVAL_REQUESTED event, no execution", async () => {
+    const { gate, requests, sink } = gateOver();
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    expect(await gate(call("c1"), span)).toEqual({ type: "pending" });
+    expect(requests).toEqual([expect.objectContaining({ toolCallId: "c1", toolName: "deploy", messageId: "m1", expiresAt: new Date("2026-12-02T12:01:00Z") })]);
+    expect(sink.spans[0]!.events.map((e) => e.kind)).toEqual(["APPROVAL_REQUESTED"]);
+    // A second call with the same id in the same message shares the request.
+    expect(await gate(call("c1"), span)).toEqual({ type: "pending" });
+    expect(requests).toHaveLength(1);
+    expect(await gate(call("c2", "read"), span)).toEqual({ type: "execute" });
+  });
+
+  it("follows a decision: APPROVE marks the call begun and executes it, REJECT declines it with the reason, none keeps it waiting", async () => {
+    const { gate, requests, started, sink } = gateOver([
+      { id: "a1", toolCallId: "c1", decision: "APPROVE" },
+      { id: "a2", toolCallId: "c2", decision: "REJECT", reason: "not today" },
+      { id: "a3", toolCallId: "c3", decision: null },
+      { id: "a4", toolCallId: "c4", decision: "APPROVE", messageId: "an earlier message" },
+    ]);
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    expect(await gate(call("c1"), span)).toEqual({ type: "execute" });
+    expect(started).toEqual(["a1"]);
+    expect(await gate(call("c2"), span)).toEqual({ type: "decline", output: declinedResult({ name: "deploy" }, "not today") });
+    expect(declinedResult({ name: "deploy" }, "not today")).toContain('declined this call of "deploy". Reason: not today.');
+    expect(await gate(call("c3"), span)).toEqual({ type: "pending" });
+    // A reused id of an earlier message reads no decision of that message's call: it asks anew.
+    expect(await gate(call("c4"), span)).toEqual({ type: "pending" });
+    expect(requests).toHaveLength(1);
+  });
+});
