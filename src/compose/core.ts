@@ -68,7 +68,7 @@ export function createServices({
   mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
-  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  /** The clock artifact expiry and late tool-call decisions are decided by (tests move it); the system clock by default. */
   now?: () => Date;
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
@@ -97,7 +97,7 @@ export function createServices({
     history: new HistoryService({ prisma }),
     ledger: new MaterialLedger({ prisma }),
     proposals: new CheckpointProposals({ prisma }),
-    toolApprovals: new ToolApprovalService({ prisma, events, announcer }),
+    toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
   };
 }
 
@@ -158,7 +158,7 @@ export type CoreOptions = {
    * announced on the event bus.
    */
   runQueue?: RunQueue & RunAnnouncer;
-  /** The clock artifact expiry is decided by (tests move it); the system clock by default. */
+  /** The clock artifact expiry and late tool-call decisions are decided by (tests move it); the system clock by default. */
   now?: () => Date;
 };
 

@@ -55,6 +55,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     t = await startTestApp(backend, {
       authRequired: options.authRequired,
       listen: options.listen,
+      now: () => new Date(clock),
       agents: [{ name: "careful", systemPrompt: "Ask before reading notes.", toolApprovals: { read_notes: "always" } }],
       runtime: {
         model: toolCallingModel(),
@@ -243,8 +244,11 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("a request nobody decides in time counts as rejected: no decision in time", async () => {
     const t = await start({ timeoutSeconds: 60 });
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    await waiting(t.client, run.id);
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
     clock += 61_000;
+    // A decision after the request expired finds it rejected, whoever recorded the expiry first.
+    const late = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
+    expect(late.approval).toMatchObject({ decision: "REJECT", reason: "no decision in time", decidedBy: null });
     const done = await settled(t.client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(done.answer).toMatch(/Reason: no decision in time\./);

@@ -56,7 +56,7 @@ export type TestAppOptions = {
   metricsToken?: string;
   /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
   logger?: Logger;
-  /** The clock artifact expiry is decided by. */
+  /** The clock artifact expiry and late tool-call decisions are decided by. */
   now?: () => Date;
 };
 

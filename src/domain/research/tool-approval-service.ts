@@ -42,7 +42,15 @@ export const EXPIRED_REASON = "no decision in time";
 const REASON_MAX = 2_000;
 
 export class ToolApprovalService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; announcer: RunAnnouncer }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      announcer: RunAnnouncer;
+      /** The clock a decision is checked against the request's expiry by (tests move it). */
+      now?: () => Date;
+    },
+  ) {}
 
   /** Every approval request of a run (a handful), oldest first. */
   ofRun(runId: string): Promise<ToolApproval[]> {
@@ -62,12 +70,17 @@ export class ToolApprovalService {
     await tx.toolApproval.update({ where: { id }, data: { startedAt: at } });
   }
 
-  /** The owner's decision on a call that waits; another principal's run is not found. */
+  /**
+   * The owner's decision on a call that waits; another principal's run is not found. A decision
+   * that comes after the request expired finds it rejected ("no decision in time"), as the sweep
+   * would have decided it: AlreadyDecidedError.
+   */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
     if (reason && reason.length > REASON_MAX) throw new ValidationError([{ field: "reason", message: `must be at most ${REASON_MAX} characters` }]);
     const after: AfterCommit = [];
-    const decided = await this.deps.prisma.$transaction(async (tx) => {
+    const now = this.deps.now?.() ?? new Date();
+    const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
       const [run] = await tx.$queryRawUnsafe<{ owner_id: string }[]>("SELECT owner_id FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
       if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
@@ -76,11 +89,17 @@ export class ToolApprovalService {
         if (approvals[0]) throw new AlreadyDecidedError(approvals[0]);
         throw new NotFoundError("ToolApproval", input.toolCallId);
       }
-      const approval = await this.decideIn(tx, open.id, { decision: input.decision, decidedBy: actor.principalId, reason, at: new Date() }, after);
+      const late = open.expiresAt <= now;
+      const decision = late
+        ? { decision: "REJECT" as const, decidedBy: null, reason: EXPIRED_REASON, at: now }
+        : { decision: input.decision, decidedBy: actor.principalId, reason, at: now };
+      const approval = await this.decideIn(tx, open.id, decision, after);
       if (!approval) throw new AlreadyDecidedError(await tx.toolApproval.findUniqueOrThrow({ where: { id: open.id } }));
-      return approval;
+      return { approval, late };
     });
     runAfterCommit(after);
+    // The expiry was recorded (and the run resumed) all the same.
+    if (late) throw new AlreadyDecidedError(decided);
     return decided;
   }
 
