@@ -57,6 +57,7 @@ const EVERY_LIST = /* GraphQL */ `
         checkpointProposals(first: 2) { id }
         linkRefusals(first: 2) { id }
         spills(first: 2) { id }
+        pendingApprovals(first: 2) { id }
         trace { spans(first: 2) { id events(first: 2) { id } } }
       }
     }
@@ -435,6 +436,7 @@ const LIST_TABLES = [
   "skill",
   "publication_source",
   "agent_profile",
+  "tool_approval",
 ];
 
 const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");

@@ -5,6 +5,7 @@ import type { Run, ToolApproval } from "../../generated/prisma/client.js";
 import { ToolApprovalDecision } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
 import { ErrorInterface } from "./errors.js";
 import { me } from "./owned.js";
 import { RunNode } from "./run.js";
@@ -43,12 +44,25 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
   }),
 });
 
+const PENDING: PlainList = {
+  typename: "ToolApproval",
+  order: [
+    ["requestedAt", "asc"],
+    ["id", "asc"],
+  ],
+  ...LIST_PAGE,
+};
+
 builder.prismaObjectFields(RunNode, (t) => ({
   pendingApprovals: t.prismaField({
     type: ["ToolApproval"],
-    description: "The run's tool calls waiting for your decision (decideToolCall), oldest first. Empty unless the run is WAITING or about to be.",
-    resolve: (query, run: Run, _args, ctx) =>
-      ctx.prisma.toolApproval.findMany({ ...query, where: { runId: run.id, decision: null }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] }),
+    description: describePage(
+      "The run's tool calls waiting for your decision (decideToolCall), oldest first. Empty unless the run is WAITING or about to be.",
+      PENDING,
+    ),
+    ...pageOptions(t.arg, PENDING),
+    resolve: (query, run: Run, args, ctx) =>
+      readPage<ToolApproval>(ctx.prisma.toolApproval, PENDING, args, { scope: { runId: run.id, decision: null }, query }),
   }),
 }));
 
