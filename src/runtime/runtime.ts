@@ -29,6 +29,7 @@ import type { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.
 import { meteredTraceSink, type TraceMetrics } from "./trace-metrics/metered-trace-sink.js";
 import { PrismaConversationLog } from "./adapters/prisma-conversation-log.js";
 import { PrismaRunState } from "./adapters/prisma-run-state.js";
+import { BusRunOutput } from "./adapters/bus-run-output.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./attempt/settle.js";
@@ -129,7 +130,9 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     tokenizer: options.tokenizer,
   });
   const runs = new PrismaRunState({ prisma, events, trace });
+  const output = new BusRunOutput(events);
   const executor = new RunExecutor({
+    output,
     log: new PrismaConversationLog(prisma),
     runs,
     model: options.model,
@@ -162,7 +165,7 @@ export function createRuntime({ prisma, events, logger, services, recorder, anno
     announcer,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper, artifactSweeper],
+    companions: [sweeper, artifactSweeper, output],
   });
   return { recorder, spills, sweeper, artifactSweeper, executor, worker };
 }
