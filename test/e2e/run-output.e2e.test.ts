@@ -4,7 +4,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RunOutputDocument, type RunOutputSubscription, RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { admit, expectType } from "../support/fixtures.js";
@@ -173,6 +173,27 @@ describe("runOutput of a run answered through a streaming model server", () => {
     // Resuming after the first call's end brings only what came after it.
     const after = await collect(unwrap(t.connect().subscribe(RunOutputDocument, { runId: run.id, afterSeq: updates[0]!.seq })));
     expect(after.updates.map((u) => u.kind)).toEqual(["MESSAGE_DONE", "RUN_DONE"]);
+  });
+
+  it("releases its listeners at once when the subscriber leaves while the run is idle, and after the run settles", async () => {
+    await t.app.runtime!.worker.stop();
+    const idle = t.listeners();
+    const { run } = await admit(t.client, { question: "Plan and answer" });
+    const leaving = t.connect().subscribe(RunOutputDocument, { runId: run.id });
+    const first = leaving.next();
+    await vi.waitFor(() => expect(t.listeners()).toBeGreaterThan(idle), { timeout: 5_000, interval: 20 });
+    await leaving.return?.();
+    await vi.waitFor(() => expect(t.listeners()).toBe(idle), { timeout: 5_000, interval: 20 });
+    expect(await first).toMatchObject({ done: true });
+
+    const staying = collect(unwrap(t.connect().subscribe(RunOutputDocument, { runId: run.id })));
+    await vi.waitFor(() => expect(t.listeners()).toBeGreaterThan(idle), { timeout: 5_000, interval: 20 });
+    t.app.runtime!.worker.start();
+    expect((await staying).completed).toBe(true);
+    // With the worker (which listens for runs and snapshot requests) stopped again, no listener is left.
+    await t.app.runtime!.worker.stop();
+    await vi.waitFor(() => expect(t.listeners()).toBe(idle), { timeout: 5_000, interval: 20 });
+    t.app.runtime!.worker.start();
   });
 
   it("is NotFound for another principal's run", async () => {

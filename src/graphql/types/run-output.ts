@@ -1,6 +1,7 @@
 // runOutput: the text and tool-call arguments a run's model is producing, live, for chat
 // interfaces — over graphql-ws and SSE, across instances (trace/output/run-output-updates.ts).
 import { GraphQLError } from "graphql";
+import { Repeater } from "graphql-yoga";
 import { type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType } from "../global-id.js";
@@ -57,8 +58,27 @@ builder.subscriptionField("runOutput", (t) =>
       if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
       const afterSeq = args.afterSeq ?? 0;
       if (afterSeq < 0) throw new GraphQLError("afterSeq must be a position from an earlier update.", { extensions: { code: "BAD_USER_INPUT" } });
-      return runOutputUpdates({ prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer });
+      return untilLeft((signal) =>
+        runOutputUpdates({ prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer, signal }),
+      );
     },
     resolve: (update) => update,
   }),
 );
+
+/**
+ * A Repeater over the stream, so that a subscriber who leaves while the run is idle (queued, or
+ * in a long tool call) ends the stream and releases its listeners at once: an async generator
+ * waiting for its next update would only see the leaving at that update.
+ */
+function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): Repeater<T> {
+  return new Repeater(async (push, stop) => {
+    const left = new AbortController();
+    void stop.then(() => left.abort());
+    try {
+      for await (const update of open(left.signal)) await push(update);
+    } finally {
+      stop();
+    }
+  });
+}

@@ -26,6 +26,14 @@ export class OutputInbox {
     this.wake?.();
   }
 
+  /** The subscriber left: nothing more is read. */
+  closed = false;
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+
   /** Reads a source into the inbox until it ends (or fails, which ends it too). */
   pump<T>(source: AsyncIterator<T>, add: (item: T) => void, ended?: () => void): void {
     void (async () => {

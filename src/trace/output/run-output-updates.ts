@@ -33,6 +33,8 @@ export type RunOutputOptions = {
    * (a snapshot asked for, a last frame): past it, the call's text is the log's to give.
    */
   settleMs?: number;
+  /** Ends the stream at once, also while the run is idle (the subscriber left). */
+  signal?: AbortSignal;
 };
 
 /** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
@@ -43,6 +45,11 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   const { prisma, events, runId } = options;
   const stop = new AbortController();
   const inbox = new OutputInbox(options.bufferLimit);
+  const leave = () => {
+    stop.abort();
+    inbox.close();
+  };
+  options.signal?.addEventListener("abort", leave, { once: true });
   const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
   inbox.pump(frames, (frame) => inbox.addFrame(frame));
   const trace = traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq, bufferLimit: options.bufferLimit, signal: stop.signal });
@@ -66,12 +73,15 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     let last = options.afterSeq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     for (;;) {
+      if (inbox.closed) return;
       if (inbox.failure) throw inbox.failure.error;
       if (inbox.overflow) return yield update(last, "RESYNC_REQUIRED");
       const frame = inbox.frames.shift();
       if (frame) {
         yield* deltasOf(calls, frame, last);
-        if (calls.awaitingSnapshot() && asking.count === 0) ask();
+        // A gap asks for a snapshot; once none is missing, a later gap may ask again.
+        if (!calls.awaitingSnapshot()) asking.count = 0;
+        else if (asking.count === 0) ask();
         continue;
       }
       if (ending) {
@@ -99,7 +109,8 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       last = change.seq;
     }
   } finally {
-    stop.abort();
+    options.signal?.removeEventListener("abort", leave);
+    leave();
     void frames.return?.();
   }
 }
