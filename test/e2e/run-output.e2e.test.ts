@@ -7,6 +7,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RunOutputDocument, type RunOutputSubscription, RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { startHttpServer } from "../../src/server/http-server.js";
+import { createClient } from "../../sdk/client.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
@@ -77,9 +79,10 @@ const unwrap = <T>(stream: AsyncIterableIterator<{ runOutput: T }>): AsyncIterat
 describe("runOutput of a run answered through a streaming model server", () => {
   let stub: OpenAIStreamStub;
   let t: TestApp;
-  /** Pauses the answer of the question "pause" after half its pieces, until the test lets it go. */
+  /** Pauses the answer of a question ending in "pause" after half its pieces, until the test lets it go. */
   let resume: () => void = () => undefined;
-  const paused = new Promise<void>((resolve) => (resume = resolve));
+  let paused = new Promise<void>((resolve) => (resume = resolve));
+  const pauseAgain = () => (paused = new Promise<void>((resolve) => (resume = resolve)));
 
   beforeAll(async () => {
     stub = await startOpenAIStreamStub((body) => {
@@ -194,6 +197,31 @@ describe("runOutput of a run answered through a streaming model server", () => {
     await t.app.runtime!.worker.stop();
     await vi.waitFor(() => expect(t.listeners()).toBe(idle), { timeout: 5_000, interval: 20 });
     t.app.runtime!.worker.start();
+  });
+
+  it("the SDK's runOutput gives the answer's text as it streams, once, across a server restart mid-answer", async () => {
+    pauseAgain();
+    let server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
+    const { port } = server;
+    const client = createClient({ url: server.url, wsUrl: server.wsUrl });
+    try {
+      const { run } = await admit(client, { question: "restart, then pause" });
+      const pieces: string[] = [];
+      const half = ANSWER.slice(0, 6).join("");
+      for await (const piece of client.runOutput(run.id)) {
+        pieces.push(piece);
+        if (pieces.join("") === half) {
+          await server.close(); // every socket drops; the model call goes on
+          server = await startHttpServer({ app: t.app, port, host: "127.0.0.1" });
+          setTimeout(resume, 500); // the rest of the answer comes once the client is back
+        }
+      }
+      expect(pieces.join("")).toBe(ANSWER.join(""));
+      expect(pieces.length).toBeGreaterThan(2);
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 
   it("is NotFound for another principal's run", async () => {
