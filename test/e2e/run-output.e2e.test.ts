@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RunOutputDocument, type RunOutputSubscription, RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { startHttpServer } from "../../src/server/http-server.js";
+import { idOfType } from "../../src/graphql/global-id.js";
+import { runOutputUpdates } from "../../src/trace/output/run-output-updates.js";
 import { createClient } from "../../sdk/client.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
@@ -173,6 +175,11 @@ describe("runOutput of a run answered through a streaming model server", () => {
     const { updates, completed } = await collect(unwrap(t.connect().subscribe(RunOutputDocument, { runId: run.id })));
     expect(completed).toBe(true);
     expect(updates.map((u) => [u.kind, u.modelCallSpanId])).toEqual([...calls.map((id) => ["MESSAGE_DONE", id]), ["RUN_DONE", null]]);
+    // The trace's replay is read as the subscriber goes: however long it is, it never counts against the buffer.
+    const small = runOutputUpdates({ prisma: t.app.db.prisma, events: t.app.events, runId: idOfType(run.id, "Run")!, afterSeq: 0, bufferLimit: 2 });
+    const kinds: string[] = [];
+    for await (const update of small) kinds.push(update.kind);
+    expect(kinds).toEqual(["MESSAGE_DONE", "MESSAGE_DONE", "RUN_DONE"]);
     // Resuming after the first call's end brings only what came after it.
     const after = await collect(unwrap(t.connect().subscribe(RunOutputDocument, { runId: run.id, afterSeq: updates[0]!.seq })));
     expect(after.updates.map((u) => u.kind)).toEqual(["MESSAGE_DONE", "RUN_DONE"]);
@@ -222,6 +229,22 @@ describe("runOutput of a run answered through a streaming model server", () => {
       await client.close();
       await server.close();
     }
+  });
+
+  it("tells a subscriber that stopped reading to resync, without slowing the run", async () => {
+    await t.app.runtime!.worker.stop();
+    const { run } = await admit(t.client, { question: "Plan and answer" });
+    const stream = runOutputUpdates({ prisma: t.app.db.prisma, events: t.app.events, runId: idOfType(run.id, "Run")!, afterSeq: 0, bufferLimit: 2 });
+    const first = stream.next();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.app.runtime!.worker.start();
+    expect((await withTimeout(first, 20_000)).value).toMatchObject({ kind: "TOOL_CALL_DELTA" });
+    // The subscriber stops reading; the run carries on to the end regardless.
+    expect((await settled(t.client, run.id)).answer).toBe(ANSWER.join(""));
+    const rest: string[] = [];
+    for await (const update of stream) rest.push(update.kind);
+    expect(rest.at(-1)).toBe("RESYNC_REQUIRED");
+    expect(rest).not.toContain("RUN_DONE");
   });
 
   it("is NotFound for another principal's run", async () => {

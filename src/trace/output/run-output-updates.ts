@@ -51,13 +51,8 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   };
   options.signal?.addEventListener("abort", leave, { once: true });
   const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
-  inbox.pump(frames, (frame) => inbox.addFrame(frame));
-  const trace = traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq, bufferLimit: options.bufferLimit, signal: stop.signal });
-  inbox.pump(
-    trace,
-    (update) => inbox.addChange(update),
-    () => inbox.addChange("end"),
-  );
+  inbox.readFrames(frames);
+  inbox.readChanges(traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq, bufferLimit: options.bufferLimit, signal: stop.signal }));
   const calls = new LiveCalls();
   const asking = { count: 0, at: 0 };
   const ask = () => {
@@ -76,7 +71,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (inbox.closed) return;
       if (inbox.failure) throw inbox.failure.error;
       if (inbox.overflow) return yield update(last, "RESYNC_REQUIRED");
-      const frame = inbox.frames.shift();
+      const frame = inbox.nextFrame();
       if (frame) {
         yield* deltasOf(calls, frame, last);
         // A gap asks for a snapshot; once none is missing, a later gap may ask again.
@@ -93,7 +88,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
         } else await waitForMore(inbox, calls, asking, ask, ending.until);
         continue;
       }
-      const change = inbox.changes.shift();
+      const change = inbox.nextChange();
       if (change === undefined) {
         await waitForMore(inbox, calls, asking, ask);
         continue;
