@@ -13,6 +13,9 @@ import { type GraphQLFormattedError, print } from "graphql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import {
   RunAttemptsDocument,
+  RunDocument,
+  RunOutputDocument,
+  type RunOutputSubscription,
   RunTraceDocument,
   type RunTraceQuery,
   SpanEventsDocument,
@@ -20,6 +23,9 @@ import {
   TraceUpdatesDocument,
   type TraceUpdatesSubscription,
 } from "./generated/graphql.js";
+import { runOutputText } from "./run-output.js";
+
+export type { RunOutputUpdate } from "./run-output.js";
 
 export type ClientOptions = {
   /** The HTTP endpoint, e.g. http://localhost:4000/graphql */
@@ -67,6 +73,14 @@ export type DossierClient = {
    * changed while the pages were read, so nothing is missed.
    */
   runTrace(runId: string, options?: { pageSize?: number }): Promise<RunTrace | null>;
+  /**
+   * The text a run's model produces, as it produces it: each model call's text in turn (the
+   * answer last), ending when the run settles. It resumes after the socket drops without
+   * repeating text; should a model call end while disconnected, the rest of the run's answer is
+   * read from the run, and text of earlier calls is in the run's messages. For tool-call
+   * arguments and each call's end, subscribe to RunOutputDocument.
+   */
+  runOutput(runId: string, options?: { afterSeq?: number }): AsyncIterableIterator<string>;
   /** Closes the subscription socket, if one was opened. */
   close(): Promise<void>;
 };
@@ -100,9 +114,10 @@ export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const headers = options.headers ?? {};
   let ws: Promise<WsClient> | undefined;
+  let connections = 0;
 
   const socket = () => {
-    ws ??= openSocket(options);
+    ws ??= openSocket(options, () => (connections += 1));
     return ws;
   };
 
@@ -135,6 +150,21 @@ export function createClient(options: ClientOptions): DossierClient {
     },
 
     runTrace: (runId, { pageSize } = {}) => readRunTrace(request, runId, pageSize),
+
+    runOutput(runId, options = {}) {
+      return runOutputText(
+        {
+          open: (afterSeq) => subscribeOver(socket(), print(RunOutputDocument), { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
+          connection: () => connections,
+          answer: async () => {
+            const run = (await request(RunDocument, { id: runId })).node;
+            return run?.__typename === "Run" ? run.answer : null;
+          },
+          isFinal,
+        },
+        options.afterSeq,
+      );
+    },
 
     async close() {
       if (ws) await (await ws).dispose();
@@ -199,7 +229,7 @@ async function* resumableTraceUpdates(
   }
 }
 
-async function openSocket(options: ClientOptions): Promise<WsClient> {
+async function openSocket(options: ClientOptions, connected: () => void): Promise<WsClient> {
   const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
     url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
@@ -207,6 +237,7 @@ async function openSocket(options: ClientOptions): Promise<WsClient> {
     connectionParams: { headers: options.headers ?? {} },
     lazy: true,
     retryAttempts: 5,
+    on: { connected },
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),
   });

@@ -37,6 +37,7 @@ import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/run
 import { meteredTraceSink, type TraceMetrics } from "../runtime/trace-metrics/metered-trace-sink.js";
 import { PrismaConversationLog } from "../runtime/adapters/prisma-conversation-log.js";
 import { PrismaSpillStore } from "../runtime/adapters/prisma-spill-store.js";
+import { BusRunOutput } from "../runtime/adapters/bus-run-output.js";
 import { PrismaRunState } from "../runtime/adapters/run-state/prisma-run-state.js";
 import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
@@ -237,6 +238,7 @@ function startRuntime(
     runs: new PrismaRunState({ prisma: db.prisma, events, trace }),
     log: new PrismaConversationLog(db.prisma),
     spills: new PrismaSpillStore(db.prisma),
+    output: new BusRunOutput(events),
   };
   const runtime = createRuntime(
     { events, logger, services: parts.services, announcer: parts.announcer, ...ports },

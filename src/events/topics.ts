@@ -54,6 +54,21 @@ export type RunStatusName = "QUEUED" | "RUNNING" | "WAITING" | "SUCCEEDED" | "FA
 /** A run changed status (or was asked to stop). */
 export type RunStatusMessage = { runId: string; status: RunStatusName; at: string };
 
+/**
+ * A piece of a model call's live output: `text` continues the call's text (toolCallId null) or
+ * one tool call's argument text at character `offset`. Offsets let a subscriber that joined late
+ * or heard a snapshot fit every piece in exactly once.
+ */
+export type RunOutputPart = { toolCallId: string | null; offset: number; text: string };
+
+/**
+ * Live output of a running model call (runOutput). DELTA: what the model produced since the last
+ * frame, coalesced; `final` on the call's last frame. SNAPSHOT: everything the call has produced
+ * so far, sent when a subscriber asks (`run:output:wanted`); `final` when the call had ended.
+ * Not stored: only the instance executing the call holds its output.
+ */
+export type RunOutputFrame = { runId: string; spanId: string; kind: "DELTA" | "SNAPSHOT"; parts: RunOutputPart[]; final: boolean };
+
 export type Topics = {
   "run:status": [runId: string, change: RunStatusMessage];
   /** Every run's status changes on one topic: workers listen here for cancellations. */
@@ -65,6 +80,10 @@ export type Topics = {
   "run:queued": [run: { runId: string }];
   "workspace:event": [workspaceId: string, event: WorkspaceEventMessage];
   "trace:change": [traceId: string, change: TraceChangeMessage];
+  /** A run's live model output (runOutput): deltas, and snapshots for subscribers who joined mid-call. */
+  "run:output": [runId: string, frame: RunOutputFrame];
+  /** A subscriber joined a run mid-call: whichever instance executes the call answers with a snapshot on `run:output`. */
+  "run:output:wanted": [request: { runId: string }];
   /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
   "mcp:changed": [change: { principalId: string; at: string }];
   /** An API key was revoked: every instance closes the subscriptions opened with it. */

@@ -12,6 +12,7 @@ import "./types/agent-profile.js";
 import "./types/run.js";
 import "./types/run-events.js";
 import "./types/tool-approval.js";
+import "./types/run-output.js";
 import "./types/evidence.js";
 import "./types/spill.js";
 import "./types/artifact.js";

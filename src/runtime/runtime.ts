@@ -25,6 +25,7 @@ import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import type { ConversationLog } from "./ports/conversation-log.js";
+import type { RunOutput } from "./ports/run-output.js";
 import type { RunState } from "./ports/run-state.js";
 import type { SpillStore } from "./ports/spill-store.js";
 import type { RuntimeTrace } from "./ports/trace-sink.js";
@@ -122,11 +123,16 @@ export type RuntimeDeps = {
   log: ConversationLog;
   /** Where large tool results are spilled and read back. */
   spills: SpillStore;
+  /**
+   * Where model output is reported as it streams (runOutput); it runs while the worker runs (it
+   * answers other instances asking for the text of this instance's running calls).
+   */
+  output: RunOutput & { start(): void; stop(): Promise<void> };
   /** Where runs the worker makes ready again are announced. */
   announcer: RunAnnouncer;
 };
 
-export function createRuntime({ events, logger, services, trace, runs, log, spills, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+export function createRuntime({ events, logger, services, trace, runs, log, spills, output, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
   const { publications, checkpoints, ledger, proposals } = services;
   const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger })];
   const settleSteps: SettleStep[] = [
@@ -151,6 +157,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     tokenizer: options.tokenizer,
   });
   const executor = new RunExecutor({
+    output,
     log,
     runs,
     model: options.model,
@@ -184,7 +191,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     announcer,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper, artifactSweeper],
+    companions: [sweeper, artifactSweeper, output],
     approvals: services.toolApprovals,
     now: options.approvals?.now,
   });

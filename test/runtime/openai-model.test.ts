@@ -148,7 +148,15 @@ describe("OpenAIModel", () => {
     ]);
     expect(JSON.parse(response.toolCalls[0]!.arguments)).toEqual({ query: "EU battery cells", limit: 5 });
     expect(JSON.parse(response.toolCalls[1]!.arguments)).toEqual({ url: "https://example.org/a?b=1" });
-    expect(events).toEqual(response.toolCalls.map((call) => ({ type: "tool_call", call })));
+    // Each call's argument text is reported as it streams, with the call's id, then each call whole.
+    expect(events).toEqual([
+      { type: "tool_call_delta", index: 0, id: "call_A", delta: '{"qu' },
+      { type: "tool_call_delta", index: 1, id: "call_B", delta: '{"url":"https://exa' },
+      { type: "tool_call_delta", index: 0, id: "call_A", delta: 'ery":"EU battery ' },
+      { type: "tool_call_delta", index: 1, id: "call_B", delta: 'mple.org/a?b=1"}' },
+      { type: "tool_call_delta", index: 0, id: "call_A", delta: 'cells","limit":5}' },
+      ...response.toolCalls.map((call) => ({ type: "tool_call", call })),
+    ]);
   });
 
   it("sends our messages, tools and options in the chat-completions shape with the bearer key", async () => {

@@ -128,13 +128,13 @@ describe.runIf(haveChromium)("the trace viewer's waterfall, tree and details", (
     expect(await lastTurn.locator("[data-testid=event][data-kind=FINAL_REPLY] .preview").textContent()).toBe(finishedPlan[2]!.content);
     expect(await page.textContent("[data-testid=answer]")).toBe(finishedPlan[2]!.content);
 
-    // The tree collapses and expands.
+    // The tree collapses and expands (the page redraws on the next animation frame).
     const firstTurn = page.locator("[data-testid=span][data-kind=TURN]").first();
     await firstTurn.locator("> [data-testid=span-row] [data-testid=toggle]").click();
+    await expect.poll(() => firstTurn.getAttribute("data-collapsed")).toBe("true");
     expect(await firstTurn.locator("[data-kind=TOOL_CALL]").count()).toBe(0);
-    expect(await firstTurn.getAttribute("data-collapsed")).toBe("true");
     await firstTurn.locator("> [data-testid=span-row] [data-testid=toggle]").click();
-    expect(await firstTurn.locator("[data-kind=TOOL_CALL]").count()).toBe(1);
+    await expect.poll(() => firstTurn.locator("[data-kind=TOOL_CALL]").count()).toBe(1);
 
     // The details panel: attributes, events with previews, the whole payload on demand.
     await spanRow(page, "TOOL_CALL", "long_report").click();

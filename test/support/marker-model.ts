@@ -6,7 +6,7 @@
 // Only the messages since the run's question count: earlier runs of the conversation came before it.
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 
-export function markerModel(name: string, toolName: string): ScriptedModel {
+export function markerModel(name: string, toolName: string, options: { streamMs?: number } = {}): ScriptedModel {
   return new ScriptedModel({
     name,
     recordRequests: false,
@@ -20,7 +20,7 @@ export function markerModel(name: string, toolName: string): ScriptedModel {
         .flatMap((m) => (m.role === "assistant" && typeof m.content === "string" ? [/^Finished "(.*)" by \d+/.exec(m.content)?.[1]] : []))
         .filter(Boolean)
         .at(-1);
-      return { content: `Finished "${question}" by ${process.pid}${previous ? ` after "${previous}"` : ""}.` };
+      return { content: `Finished "${question}" by ${process.pid}${previous ? ` after "${previous}"` : ""}.`, streamMs: options.streamMs };
     },
   });
 }

@@ -37,7 +37,8 @@ const slowTool: Tool = {
   },
 };
 
-const model = markerModel("crash", "slow_tool");
+// STREAM_MS: the answer streams word by word over that long (live output tests).
+const model = markerModel("crash", "slow_tool", { streamMs: process.env.STREAM_MS ? Number(process.env.STREAM_MS) : undefined });
 
 const events = process.env.REDIS_URL ? (await createRedisEventBus(process.env.REDIS_URL)).events : createEventBus();
 const app = createApp({

@@ -30,7 +30,8 @@ function demoStep(request: ModelRequest): ScriptStep {
     calls.push({ name: "read_material", arguments: { publicationId: material.publicationId, version: material.version } });
   }
   if (calls.length > 0) return { content: null, toolCalls: calls };
-  return { content: demoAnswer(input, material && readResult(since)) };
+  // Streamed over half a second, so that a new user watching runOutput sees an answer arrive.
+  return { content: demoAnswer(input, material && readResult(since)), streamMs: 500 };
 }
 
 function demoAnswer(input: string, read: string | undefined): string {

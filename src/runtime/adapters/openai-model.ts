@@ -252,8 +252,10 @@ class StreamAccumulator {
     // the whole value, so the first one wins instead of concatenating.
     call.id ??= fragment.id || undefined;
     call.name ??= fragment.function?.name || undefined;
-    call.arguments += fragment.function?.arguments ?? "";
+    const delta = fragment.function?.arguments ?? "";
+    call.arguments += delta;
     this.calls.set(index, call);
+    if (delta) this.onEvent?.({ type: "tool_call_delta", index, ...(call.id !== undefined && { id: call.id }), delta });
   }
 
   private completeToolCalls(label: string): ToolCall[] {

@@ -16,6 +16,11 @@ export type ScriptStep = {
   usage?: Partial<TokenUsage>;
   /** Waits this long before streaming anything (time to first token); the signal can abort it. */
   delayMs?: number;
+  /**
+   * Streams the text word by word, spread over this long, as a model would (the offline demo, so a
+   * new user sees output arrive); without it the text comes in three pieces at once.
+   */
+  streamMs?: number;
 };
 
 export type ScriptedModelOptions = {
@@ -86,7 +91,7 @@ export class ScriptedModel implements ModelPort {
 
     const content = step.content ?? null;
     const toolCalls = (step.toolCalls ?? []).map((call, index) => toToolCall(call, stepIndex, index));
-    if (content) for (const piece of splitIntoDeltas(content)) onEvent?.({ type: "text", delta: piece });
+    if (content) await streamText(content, step.streamMs, request.signal, onEvent);
     for (const call of toolCalls) onEvent?.({ type: "tool_call", call });
     return {
       content,
@@ -115,6 +120,20 @@ function copyRequest(request: ModelRequest): ModelRequest {
 function toToolCall(call: { name: string; arguments: unknown }, stepIndex: number, index: number): ToolCall {
   const text = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
   return { id: `call_${stepIndex}_${index}`, name: call.name, arguments: text };
+}
+
+async function streamText(
+  content: string,
+  streamMs: number | undefined,
+  signal: AbortSignal | undefined,
+  onEvent: ((event: ModelStreamEvent) => void) | undefined,
+): Promise<void> {
+  // Split after whitespace, so no piece holds half a surrogate pair either.
+  const pieces = streamMs ? content.split(/(?<=\s)/) : splitIntoDeltas(content);
+  for (const [index, piece] of pieces.entries()) {
+    if (streamMs && index > 0) await delay(streamMs / pieces.length, signal);
+    onEvent?.({ type: "text", delta: piece });
+  }
 }
 
 /** Up to three pieces, split by code point so no piece holds half a surrogate pair. */

@@ -14,6 +14,7 @@ import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
 import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
+import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -79,6 +80,8 @@ export type ExecutorDeps = {
   context?: ContextBuilder;
   /** Human approval of tool calls; without it every call executes at once. */
   approvals?: ApprovalSettings;
+  /** Where model output is reported while it streams, for live subscribers (runOutput). */
+  output?: RunOutput;
 };
 
 /** A part of the runtime that takes part in each run at fixed points. */
@@ -261,11 +264,17 @@ export class RunExecutor {
           attributes: { "gen_ai.request.model": model.model, scripted: model.scripted, budget, request: recorded },
         },
         async (span) => {
-          const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
-            // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-            if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
-          });
-          return { response, span };
+          const output = this.deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
+          try {
+            const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
+              output?.report(event);
+              // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+              if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
+            });
+            return { response, span };
+          } finally {
+            output?.end();
+          }
         },
         {
           ended: ({ response }) => ({

@@ -27,8 +27,16 @@ export type ModelRequest = {
   signal?: AbortSignal;
 };
 
-/** Incremental output while the step streams. */
-export type ModelStreamEvent = { type: "text"; delta: string } | { type: "reasoning"; delta: string } | { type: "tool_call"; call: ToolCall };
+/**
+ * Incremental output while the step streams: text and reasoning deltas, a tool call's argument
+ * text as it streams (`index` orders the step's calls; `id` comes with the call's first delta
+ * when the server sends it), and each tool call whole once the step has finished.
+ */
+export type ModelStreamEvent =
+  | { type: "text"; delta: string }
+  | { type: "reasoning"; delta: string }
+  | { type: "tool_call_delta"; index: number; id?: string; delta: string }
+  | { type: "tool_call"; call: ToolCall };
 
 export type ModelResponse = {
   /** The assistant's text; null when it only asked for tools. */

@@ -23,6 +23,8 @@ export type TraceUpdatesOptions = {
   afterSeq: number;
   /** How many live changes may wait for a slow subscriber before it must resync. */
   bufferLimit: number;
+  /** Ends the stream, also while it waits for a live change (a consumer that reads it from a loop of its own). */
+  signal?: AbortSignal;
 };
 
 export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerator<TraceUpdate> {
@@ -38,6 +40,7 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
     if (await settledWithoutTrace(prisma, traceId)) return;
     for (;;) {
       const change = await live.next();
+      if (change === "closed") return;
       if (change === "overflow") {
         yield { traceId, seq: last, type: "RESYNC_REQUIRED", spanId: null, eventId: null, span: null, at: new Date() };
         return;
@@ -130,11 +133,16 @@ async function settledWithoutTrace(prisma: PrismaClient, runId: string): Promise
 }
 
 /** Listens at once and keeps at most `bufferLimit` undelivered changes. */
-function liveBuffer({ events, traceId, bufferLimit }: TraceUpdatesOptions) {
+function liveBuffer({ events, traceId, bufferLimit, signal }: TraceUpdatesOptions) {
   const queue: TraceChangeMessage[] = [];
   let overflow = false;
   let wake: (() => void) | undefined;
   const subscription = events.subscribe("trace:change", traceId);
+  const close = () => {
+    void subscription.return?.();
+    wake?.();
+  };
+  signal?.addEventListener("abort", close, { once: true });
   void (async () => {
     for await (const change of subscription) {
       if (queue.length >= bufferLimit) overflow = true;
@@ -143,13 +151,14 @@ function liveBuffer({ events, traceId, bufferLimit }: TraceUpdatesOptions) {
     }
   })();
   return {
-    async next(): Promise<TraceChangeMessage | "overflow"> {
-      while (!overflow && queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    async next(): Promise<TraceChangeMessage | "overflow" | "closed"> {
+      while (!overflow && queue.length === 0 && !signal?.aborted) await new Promise<void>((resolve) => (wake = resolve));
+      if (signal?.aborted) return "closed";
       return overflow ? "overflow" : queue.shift()!;
     },
     close() {
-      void subscription.return?.();
-      wake?.();
+      signal?.removeEventListener("abort", close);
+      close();
     },
   };
 }

@@ -3,6 +3,7 @@
 // from elsewhere, the icon included (a data: URL), so the page works offline.
 import { DATA_SCRIPT } from "./viewer-data-script.js";
 import { FORMAT_SCRIPT } from "./viewer-format-script.js";
+import { OUTPUT_SCRIPT } from "./viewer-output-script.js";
 import { PANEL_SCRIPT } from "./viewer-panel-script.js";
 import { RENDER_SCRIPT } from "./viewer-render-script.js";
 import { SOCKET_SCRIPT } from "./viewer-socket-script.js";
@@ -10,7 +11,7 @@ import { STYLE } from "./viewer-style.js";
 import { TREE_SCRIPT } from "./viewer-tree-script.js";
 
 /** The page's script: its parts in order, in one scope. */
-const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + RENDER_SCRIPT;
+const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + OUTPUT_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + RENDER_SCRIPT;
 
 /** Three bars of a waterfall, as the tab's icon: not Dossier's own (server/favicon.ts), so a trace's tab is told from GraphiQL's at a glance. */
 const ICON =

@@ -19,11 +19,13 @@ function subscribe() {
   ws.onmessage = async (message) => {
     const data = JSON.parse(message.data);
     if (data.type === "ping") return ws.send(JSON.stringify({ type: "pong" }));
+    if (data.id === "output") return applyOutput(data);
     if (data.type === "connection_ack") {
       attempt = 0;
       setConnection("live");
       const variables = { runId, afterSeq: state.lastSeq > 0 ? String(state.lastSeq) : null };
-      return ws.send(JSON.stringify({ id: "trace", type: "subscribe", payload: { query: UPDATES, variables } }));
+      ws.send(JSON.stringify({ id: "trace", type: "subscribe", payload: { query: UPDATES, variables } }));
+      return subscribeOutput(ws);
     }
     if (data.type === "next") {
       if (data.payload.errors && data.payload.errors.length) return showMessage(data.payload.errors.map((e) => e.message).join("; "));

@@ -191,6 +191,8 @@ function spanNode(span, depth, ctx) {
   box.dataset.status = span.status;
   const items = itemsOf(span, ctx.tree);
   box.append(spanRow(span, depth, items.length > 0, ctx));
+  const output = liveOutputRow(span, depth + 1);
+  if (output) box.append(output);
   if (items.length > 0 && !state.collapsed.has(span.id)) {
     const list = el("div", "children");
     list.setAttribute("role", "group");

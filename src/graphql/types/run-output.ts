@@ -1,0 +1,84 @@
+// runOutput: the text and tool-call arguments a run's model is producing, live, for chat
+// interfaces — over graphql-ws and SSE, across instances (trace/output/run-output-updates.ts).
+import { GraphQLError } from "graphql";
+import { Repeater } from "graphql-yoga";
+import { type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
+import { builder } from "../builder.js";
+import { encodeGlobalId, idOfType } from "../global-id.js";
+import { mine } from "./owned.js";
+
+const RunOutputKindEnum = builder.enumType("RunOutputKind", {
+  values: {
+    TEXT_DELTA: {
+      description:
+        "More of the model call's text. A subscriber who joins or resumes during a call first gets the call's text so far in one TEXT_DELTA; " +
+        "the TEXT_DELTAs of a call add up to its text exactly.",
+    },
+    TOOL_CALL_DELTA: { description: "More of the arguments (JSON text) of the tool call `toolCallId`, the same way." },
+    MESSAGE_DONE: {
+      description: "The model call ended: its message, if it produced one, is in the run's conversation log (Run.messages). `text` is null.",
+    },
+    RUN_DONE: { description: "The run settled; the stream completes after this update." },
+    RESYNC_REQUIRED: {
+      description: "You fell too far behind: read the finished messages from the log and subscribe again with afterSeq from this update.",
+    },
+  } satisfies Record<RunOutputKind, unknown>,
+});
+
+const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate").implement({
+  description: "A piece of a run's model output, or the end of a model call or of the run.",
+  fields: (t) => ({
+    seq: t.int({
+      description:
+        "The position in the run's trace this update follows (Trace.lastSeq, TraceUpdate.seq); pass the last one you saw as afterSeq to resume. " +
+        "Deltas of a running call share the position they follow, so resuming from one brings the call's text so far again, in one TEXT_DELTA.",
+      resolve: (update) => update.seq,
+    }),
+    modelCallSpanId: t.id({
+      nullable: true,
+      description: "The MODEL_CALL span producing the output (a Span id); null for RUN_DONE and RESYNC_REQUIRED.",
+      resolve: (update) => (update.modelCallSpanId === null ? null : encodeGlobalId("Span", update.modelCallSpanId)),
+    }),
+    kind: t.field({ type: RunOutputKindEnum, resolve: (update) => update.kind }),
+    text: t.string({ nullable: true, description: "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise.", resolve: (update) => update.text }),
+    toolCallId: t.string({ nullable: true, description: "The tool call whose arguments grew (TOOL_CALL_DELTA).", resolve: (update) => update.toolCallId }),
+  }),
+});
+
+builder.subscriptionField("runOutput", (t) =>
+  t.field({
+    type: RunOutputUpdateRef,
+    description:
+      "The text and tool-call arguments a run's model is producing, as it produces them (coalesced, a few frames a second), and the end of each model call. " +
+      "Deltas are live only: finished messages are read from the conversation log. Completes after RUN_DONE, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
+    args: { runId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
+    subscribe: async (_root, args, ctx) => {
+      const runId = idOfType(String(args.runId), "Run");
+      const visible = runId ? await ctx.prisma.run.count({ where: { id: runId, ...mine(ctx) } }) : 0;
+      if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
+      const afterSeq = args.afterSeq ?? 0;
+      if (afterSeq < 0) throw new GraphQLError("afterSeq must be a position from an earlier update.", { extensions: { code: "BAD_USER_INPUT" } });
+      return untilLeft((signal) =>
+        runOutputUpdates({ prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer, signal }),
+      );
+    },
+    resolve: (update) => update,
+  }),
+);
+
+/**
+ * A Repeater over the stream, so that a subscriber who leaves while the run is idle (queued, or
+ * in a long tool call) ends the stream and releases its listeners at once: an async generator
+ * waiting for its next update would only see the leaving at that update.
+ */
+function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): Repeater<T> {
+  return new Repeater(async (push, stop) => {
+    const left = new AbortController();
+    void stop.then(() => left.abort());
+    try {
+      for await (const update of open(left.signal)) await push(update);
+    } finally {
+      stop();
+    }
+  });
+}

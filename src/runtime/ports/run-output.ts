@@ -1,0 +1,17 @@
+// The live output port: what a model call produces, reported while it streams, for subscribers
+// of the run's output (chat interfaces). Nothing reported here is stored: the finished message is
+// the conversation log's, and the runtime writes it there as before.
+import type { ModelStreamEvent } from "./model.js";
+
+/** The output of one model call as it streams. */
+export interface ModelCallOutput {
+  /** A piece of the model's output; anything but text and tool-call arguments is ignored. */
+  report(event: ModelStreamEvent): void;
+  /** The call ended (answered, failed or stopped): whatever is still pending goes out at once. */
+  end(): void;
+}
+
+export interface RunOutput {
+  /** Opens the live output of a run's model call, identified by its MODEL_CALL span. */
+  modelCall(call: { runId: string; spanId: string }): ModelCallOutput;
+}

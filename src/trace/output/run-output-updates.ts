@@ -1,0 +1,147 @@
+// runOutput: a run's model output as it is produced, for chat interfaces. Two sources, merged:
+// the run's trace (traceUpdates: replayed from the database after `afterSeq`, then live, with its
+// bounded buffer) says when a model call finished and when the run settled; the live frames of the
+// instance executing the run (`run:output`, never stored) carry the text and tool-call arguments.
+// A subscriber who joins or resumes mid-call asks for the call's snapshot and gets the text so far
+// in one piece, then the live deltas: the deltas of a call always add up to its text exactly.
+import type { EventBus, RunOutputFrame } from "../../events/topics.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import { type TraceUpdate, traceUpdates } from "../updates/trace-updates.js";
+import { LiveCalls } from "./live-calls.js";
+import { OutputInbox } from "./output-inbox.js";
+
+export type RunOutputKind = "TEXT_DELTA" | "TOOL_CALL_DELTA" | "MESSAGE_DONE" | "RUN_DONE" | "RESYNC_REQUIRED";
+
+export type RunOutputUpdate = {
+  /** The trace position the update follows (MESSAGE_DONE, RUN_DONE: the change that caused it). */
+  seq: number;
+  modelCallSpanId: string | null;
+  kind: RunOutputKind;
+  text: string | null;
+  toolCallId: string | null;
+};
+
+export type RunOutputOptions = {
+  prisma: PrismaClient;
+  events: EventBus;
+  runId: string;
+  afterSeq: number;
+  /** How many updates may wait for a slow subscriber before it must resync. */
+  bufferLimit: number;
+  /**
+   * How long a finished call's MESSAGE_DONE waits for the call's last output still on its way
+   * (a snapshot asked for, a last frame): past it, the call's text is the log's to give.
+   */
+  settleMs?: number;
+  /** Ends the stream at once, also while the run is idle (the subscriber left). */
+  signal?: AbortSignal;
+};
+
+/** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
+const ASK_EVERY_MS = 250;
+const ASKS = 4;
+
+export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerator<RunOutputUpdate> {
+  const { prisma, events, runId } = options;
+  const stop = new AbortController();
+  const inbox = new OutputInbox(options.bufferLimit);
+  const leave = () => {
+    stop.abort();
+    inbox.close();
+  };
+  options.signal?.addEventListener("abort", leave, { once: true });
+  const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
+  inbox.readFrames(frames);
+  inbox.readChanges(traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq, bufferLimit: options.bufferLimit, signal: stop.signal }));
+  const calls = new LiveCalls();
+  const asking = { count: 0, at: 0 };
+  const ask = () => {
+    asking.count += 1;
+    asking.at = performance.now();
+    events.publish("run:output:wanted", { runId });
+  };
+  try {
+    // Calls already running started before we listened: only their snapshots can start them.
+    const running = await prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" }, select: { id: true } });
+    for (const { id } of running) calls.expectSnapshot(id);
+    if (running.length > 0) ask();
+    let last = options.afterSeq;
+    let ending: { seq: number; spanId: string; until: number } | undefined;
+    for (;;) {
+      if (inbox.closed) return;
+      if (inbox.failure) throw inbox.failure.error;
+      if (inbox.overflow) return yield update(last, "RESYNC_REQUIRED");
+      const frame = inbox.nextFrame();
+      if (frame) {
+        yield* deltasOf(calls, frame, last);
+        // A gap asks for a snapshot; once none is missing, a later gap may ask again.
+        if (!calls.awaitingSnapshot()) asking.count = 0;
+        else if (asking.count === 0) ask();
+        continue;
+      }
+      if (ending) {
+        if (calls.complete(ending.spanId) || performance.now() >= ending.until) {
+          calls.finish(ending.spanId);
+          last = ending.seq;
+          yield update(last, "MESSAGE_DONE", ending.spanId);
+          ending = undefined;
+        } else await waitForMore(inbox, calls, asking, ask, ending.until);
+        continue;
+      }
+      const change = inbox.nextChange();
+      if (change === undefined) {
+        await waitForMore(inbox, calls, asking, ask);
+        continue;
+      }
+      // A run settled without a trace (cancelled while queued) ends the trace's stream without TRACE_ENDED.
+      if (change === "end") return yield update(last, "RUN_DONE");
+      if (change.type === "RESYNC_REQUIRED") return yield update(last, "RESYNC_REQUIRED");
+      if (change.type === "TRACE_ENDED") return yield update(change.seq, "RUN_DONE");
+      if (change.type === "SPAN_ENDED" && change.spanId && (await isModelCall(prisma, change))) {
+        ending = { seq: change.seq, spanId: change.spanId, until: performance.now() + (options.settleMs ?? 1_000) };
+        continue;
+      }
+      last = change.seq;
+    }
+  } finally {
+    options.signal?.removeEventListener("abort", leave);
+    leave();
+    void frames.return?.();
+  }
+}
+
+function* deltasOf(calls: LiveCalls, frame: RunOutputFrame, seq: number): Generator<RunOutputUpdate> {
+  for (const piece of calls.place(frame)) {
+    const kind = piece.toolCallId === null ? "TEXT_DELTA" : "TOOL_CALL_DELTA";
+    yield { seq, modelCallSpanId: piece.spanId, kind, text: piece.text, toolCallId: piece.toolCallId };
+  }
+}
+
+const update = (seq: number, kind: RunOutputKind, modelCallSpanId: string | null = null): RunOutputUpdate => ({
+  seq,
+  modelCallSpanId,
+  kind,
+  text: null,
+  toolCallId: null,
+});
+
+/** Waits for the next frame or change, or `until`; asks for a snapshot again meanwhile while one is missing. */
+async function waitForMore(
+  inbox: OutputInbox,
+  calls: LiveCalls,
+  asking: { count: number; at: number },
+  ask: () => void,
+  until = Number.POSITIVE_INFINITY,
+): Promise<void> {
+  const missing = calls.awaitingSnapshot() && asking.count < ASKS;
+  if (missing && performance.now() - asking.at >= ASK_EVERY_MS) ask();
+  const wakeAt = Math.min(until, missing ? asking.at + ASK_EVERY_MS : Number.POSITIVE_INFINITY);
+  await inbox.wait(Number.isFinite(wakeAt) ? Math.max(0, wakeAt - performance.now()) : undefined);
+}
+
+/** Whether a span change is a model call's (its state came with it; older changes read the span). */
+async function isModelCall(prisma: PrismaClient, change: TraceUpdate): Promise<boolean> {
+  if (change.span) return change.span.kind === "MODEL_CALL";
+  const span = await prisma.span.findUnique({ where: { id: change.spanId! }, select: { kind: true } });
+  return span?.kind === "MODEL_CALL";
+}

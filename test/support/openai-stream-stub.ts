@@ -1,0 +1,72 @@
+// A real HTTP server speaking the OpenAI chat-completions streaming protocol, paced as a model
+// would be: tool calls with their argument text in fragments, then answers a piece at a time,
+// optionally pausing at a piece until a test lets it go on. Records when it wrote each piece, so
+// tests and benches can measure against the stub's own timing.
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type StubToolCall = { id: string; name: string; fragments: string[] };
+
+export type StubTurn =
+  | { toolCalls: StubToolCall[] }
+  | {
+      text: string[];
+      /** Milliseconds between pieces. */
+      gapMs?: number;
+      /** Writes nothing from piece `index` on until `until` resolves. */
+      pause?: { index: number; until: Promise<void> };
+      /** Called as each piece is written, with performance.now(). */
+      sent?: (index: number, at: number) => void;
+    };
+
+export type ChatBody = { model: string; messages: { role: string; content?: string | null; tool_call_id?: string }[] };
+
+export type OpenAIStreamStub = { baseURL: string; close(): Promise<void> };
+
+const chunk = (delta: object, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const usage = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } })}\n\n`;
+
+/** Starts the stub; `turnFor` chooses what each request is answered with. */
+export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTurn): Promise<OpenAIStreamStub> {
+  const server: Server = createServer(async (req, res) => {
+    const parts: Buffer[] = [];
+    for await (const part of req) parts.push(part as Buffer);
+    const turn = turnFor(JSON.parse(Buffer.concat(parts).toString("utf8")) as ChatBody);
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if ("toolCalls" in turn) writeToolCalls(res, turn.toolCalls);
+    else {
+      for (const [index, piece] of turn.text.entries()) {
+        if (turn.pause?.index === index) await turn.pause.until;
+        else if (index > 0 && turn.gapMs) await new Promise((resolve) => setTimeout(resolve, turn.gapMs));
+        res.write(chunk({ content: piece }));
+        turn.sent?.(index, performance.now());
+      }
+      res.write(chunk({}, "stop"));
+    }
+    res.write(usage);
+    res.end("data: [DONE]\n\n");
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The calls' fragments interleaved (first of each, second of each, …), ids and names in each call's first. */
+function writeToolCalls(res: import("node:http").ServerResponse, calls: StubToolCall[]): void {
+  const rounds = Math.max(...calls.map((call) => call.fragments.length));
+  for (let round = 0; round < rounds; round += 1) {
+    calls.forEach((call, index) => {
+      const fragment = call.fragments[round];
+      if (fragment === undefined) return;
+      const head = round === 0 ? { id: call.id, type: "function", function: { name: call.name, arguments: fragment } } : { function: { arguments: fragment } };
+      res.write(chunk({ tool_calls: [{ index, ...head }] }));
+    });
+  }
+  res.write(chunk({}, "tool_calls"));
+}
