@@ -110,3 +110,9 @@ export function markerLines(file: string): string[] {
     return [];
   }
 }
+
+/** WebSocket subscriptions a running server has registered, from its /metrics (`url`: any URL of the server). */
+export async function wsSubscriptions(url: string): Promise<number> {
+  const metrics = await (await fetch(new URL("/metrics", url))).text();
+  return Number(/^dossier_subscriptions_open\{transport="ws"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+}

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { type FormattedExecutionResult, Kind, type OperationTypeNode, parse } from "graphql";
 import { createClient } from "graphql-ws";
 import WebSocket from "ws";
-import { projectRoot, type Spawned, spawnShell } from "./processes.js";
+import { projectRoot, type Spawned, spawnShell, wsSubscriptions } from "./processes.js";
 
 export type Block = { lang: string; text: string };
 
@@ -147,10 +147,7 @@ export async function startReadmeServer(command: string, env: Record<string, str
     url,
     process: server,
     /** WebSocket subscriptions the server has registered, from its /metrics. */
-    async wsSubscriptions() {
-      const metrics = await (await fetch(new URL("/metrics", url))).text();
-      return Number(/^dossier_subscriptions_open\{transport="ws"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
-    },
+    wsSubscriptions: () => wsSubscriptions(url),
     async stop() {
       if (server.child.exitCode !== null) return;
       server.child.kill("SIGTERM");

@@ -2,7 +2,9 @@
 // answering each question with a scripted model that first asks for `slow_tool`, then — once it
 // sees that call's result or its repair note — answers `Finished "<question>" by <pid>.`. `slow_tool` appends "start <pid>"
 // and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
-// TOOL_APPROVALS (as the server reads it) holds the calls it names for a person's decision.
+// TOOL_APPROVALS (as the server reads it) holds the calls it names for a person's decision, for
+// TOOL_APPROVAL_TIMEOUT_SECONDS; ECHO_TOOL_RESULT=true ends each answer with the tool result the
+// model was given.
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -38,7 +40,10 @@ const slowTool: Tool = {
 };
 
 // STREAM_MS: the answer streams word by word over that long (live output tests).
-const model = markerModel("crash", "slow_tool", { streamMs: process.env.STREAM_MS ? Number(process.env.STREAM_MS) : undefined });
+const model = markerModel("crash", "slow_tool", {
+  streamMs: process.env.STREAM_MS ? Number(process.env.STREAM_MS) : undefined,
+  echoToolResult: process.env.ECHO_TOOL_RESULT === "true",
+});
 
 const events = process.env.REDIS_URL ? (await createRedisEventBus(process.env.REDIS_URL)).events : createEventBus();
 const app = createApp({
@@ -54,7 +59,12 @@ const app = createApp({
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
           extraTools: [slowTool],
           leaseMs: Number(process.env.LEASE_MS ?? 1_500),
-          approvals: process.env.TOOL_APPROVALS ? { rules: JSON.parse(process.env.TOOL_APPROVALS) } : undefined,
+          approvals: process.env.TOOL_APPROVALS
+            ? {
+                rules: JSON.parse(process.env.TOOL_APPROVALS),
+                timeoutSeconds: process.env.TOOL_APPROVAL_TIMEOUT_SECONDS ? Number(process.env.TOOL_APPROVAL_TIMEOUT_SECONDS) : undefined,
+              }
+            : undefined,
         },
 });
 const server = await startHttpServer({ app, port: 0, host: "127.0.0.1" });
