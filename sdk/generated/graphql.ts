@@ -14,7 +14,7 @@ export type AdmitRunInput = {
   limits?: RunLimitsInput | null | undefined;
   /** Exact publication versions to give the run. */
   materials?: Array<MaterialRefInput> | null | undefined;
-  /** When the conversation has a queued or running run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it. */
+  /** When the conversation has a queued, running or waiting run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it. */
   multitask?: MultitaskStrategy | null | undefined;
   question: string;
   /** Admit the run in this workspace: its current goal version is frozen on the run. */
@@ -210,11 +210,11 @@ export type MessageRole =
   | 'TOOL'
   | 'USER';
 
-/** What a new run does when its conversation already has a queued or running run (R19). */
+/** What a new run does when its conversation already has a queued, running or waiting (WAITING) run (R19). */
 export type MultitaskStrategy =
-  /** Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it. */
+  /** Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it. A run WAITING for decisions on its tool calls holds the conversation until it has ended. */
   | 'ENQUEUE'
-  /** Cancel the conversation's running and queued runs (their interrupted calls are repaired); the new run starts once the running one has stopped. */
+  /** Cancel the conversation's running, waiting and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. */
   | 'INTERRUPT'
   /** Admit nothing: a ConversationBusyError names the active run. The default. */
   | 'REJECT';
@@ -295,6 +295,9 @@ export type SkillSource =
   | 'DATABASE';
 
 export type SpanEventKind =
+  /** On a TOOL_CALL span: the call that waited was decided — by its run's owner (decideToolCall), by expiry, or because the run was cancelled, reached its deadline or ended — recorded in the same transaction as the decision. Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt. */
+  | 'APPROVAL_DECIDED'
+  /** On a TOOL_CALL span: the call waits for a person's decision before it executes (Run.pendingApprovals). Payload: JSON with approvalId, toolCallId, toolName, expiresAt. */
   | 'APPROVAL_REQUESTED'
   | 'BUDGET'
   | 'COMPACTION'

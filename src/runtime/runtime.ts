@@ -142,7 +142,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     // Whatever way a run ends, its spill handles are released with its terminal status.
     async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
     // A run that ended executes none of its calls still waiting for a decision.
-    ({ tx, run }) => services.toolApprovals.closeOpenIn(tx, run.id, "the run ended", new Date()),
+    ({ tx, run, after }) => services.toolApprovals.closeOpenIn(tx, run.id, "the run ended", new Date(), after),
   ];
   const approvals = {
     store: services.toolApprovals,

@@ -12,7 +12,8 @@ import { CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEve
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs, wsSubscriptions } from "../support/processes.js";
-import { settled } from "../support/scripted-runs.js";
+import { recordedDecisions, settled } from "../support/scripted-runs.js";
+import { idOfType } from "../../src/graphql/global-id.js";
 import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 const redisUrl = inject("redisUrl");
@@ -194,6 +195,10 @@ describe("tool approvals across processes", () => {
         reason: "not on a Friday",
         decidedBy: decided.approval.decidedBy,
       });
+      // The decision is on the call's span, as the person took it.
+      expect(recordedDecisions(done)).toMatchObject([
+        { span: "TOOL_CALL", decision: "REJECT", reason: "not on a Friday", decidedBy: idOfType(decided.approval.decidedBy!.id, "Principal") },
+      ]);
     },
   );
 
@@ -220,6 +225,7 @@ describe("tool approvals across processes", () => {
     expect(stored).toMatchObject({ decision: "REJECT", reason: "no decision in time", decidedBy: null });
     expect(Date.parse(stored.expiresAt) - Date.parse(stored.requestedAt)).toBe(2_000);
     expect(Date.parse(stored.decidedAt!)).toBeGreaterThanOrEqual(Date.parse(stored.expiresAt));
+    expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", reason: "no decision in time", decidedBy: null }]);
   });
 
   it.runIf(backends.includes("postgres") && redisUrl)(
@@ -248,6 +254,7 @@ describe("tool approvals across processes", () => {
       });
       const done = await settled(atWorker, run.id);
       expect(done.trace!.endedAt).not.toBeNull();
+      expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", reason: "the run was cancelled", decidedBy: null }]);
       expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
       await allowTimeFor("the cancelled run's call to run anyway (it must not)", 1_000);
       expect(markerLines(marker)).toEqual([]);
@@ -293,6 +300,7 @@ describe("tool approvals across processes", () => {
         reason: "the run reached its deadline",
         decidedBy: null,
       });
+      expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", reason: "the run reached its deadline", decidedBy: null }]);
       expect(markerLines(marker)).toEqual([]);
 
       // The slot is free: the queued run starts, on the instance that is left.

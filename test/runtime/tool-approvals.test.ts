@@ -2,19 +2,28 @@
 // its run's owner while the other calls of its step run at once; the run waits WAITING with no
 // lease, and resumes once decided — the approved call executes, a rejected one is answered with
 // the person's reason. One decision counts; another principal's is NotFound; a cancellation,
-// an expiry and the deadline all end the wait.
+// an expiry and the deadline all end the wait. Each decision is on the call's span (an
+// APPROVAL_DECIDED event) the moment it is made. A waiting run keeps its conversation's slot.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import { CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEventsDocument } from "../../sdk/generated/graphql.js";
+import {
+  AdmitRunDocument,
+  CancelRunDocument,
+  DecideToolCallDocument,
+  RunApprovalsDocument,
+  RunEventsDocument,
+  RunTraceDocument,
+} from "../../sdk/generated/graphql.js";
+import { idOfType } from "../../src/graphql/global-id.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
-import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { callTools, recordedDecisions, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { waitUntil } from "../support/wait.js";
+import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 /** A tool that records each execution. */
 function recordingTool(name: string, executed: string[]): Tool {
@@ -119,8 +128,10 @@ describe.each(backends)("tool approvals on %s", (backend) => {
       return seen;
     })();
     const trace = (async () => {
-      const seen: { kind: string; span: string | undefined; preview: string | undefined }[] = [];
-      for await (const update of client.traceUpdates(run.id)) seen.push({ kind: update.kind, span: update.span?.kind, preview: update.event?.preview });
+      const seen: { kind: string; span: string | undefined; name: string | undefined; event: string | undefined; preview: string | undefined }[] = [];
+      for await (const update of client.traceUpdates(run.id)) {
+        seen.push({ kind: update.kind, span: update.span?.kind, name: update.span?.name, event: update.event?.kind, preview: update.event?.preview });
+      }
       return seen;
     })();
     await waitUntil(() => (t.listeners() >= listening + 2 ? true : undefined));
@@ -132,6 +143,11 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const updates = await trace;
     const requested = updates.find((update) => update.kind === "EVENT_APPENDED" && update.preview?.includes('"toolName":"write_report"'));
     expect(requested).toBeDefined();
+    // The decision reached subscribers on the call's span, before the attempt that went on with the run began.
+    const decided = updates.findIndex((update) => update.event === "APPROVAL_DECIDED");
+    expect(updates[decided]).toMatchObject({ kind: "EVENT_APPENDED", span: "TOOL_CALL" });
+    expect(JSON.parse(updates[decided]!.preview!)).toMatchObject({ toolCallId: approval!.toolCallId, decision: "APPROVE", reason: null });
+    expect(decided).toBeLessThan(updates.findIndex((update) => update.kind === "SPAN_STARTED" && update.name === "attempt 2"));
     const done = await settled(client, run.id);
     const event = done.trace!.spans.flatMap((s) => s.events.map((e) => ({ span: s.kind, kind: e.kind }))).find((e) => e.kind === "APPROVAL_REQUESTED");
     expect(event).toEqual({ span: "TOOL_CALL", kind: "APPROVAL_REQUESTED" });
@@ -171,6 +187,67 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual([]);
     expect(done.answer).toMatch(/declined this call of "write_report"\. Reason: not this quarter\./);
+  });
+
+  it("the decision is on the call's span the moment it is made: what, by whom and why, once", async () => {
+    const t = await start();
+    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    // No worker runs: whatever the trace shows now, the decision itself wrote.
+    await t.app.runtime!.worker.stop();
+    const decided = expectType(
+      await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "too risky" }),
+      "DecideToolCallSuccess",
+    );
+    const now = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+    expect(recordedDecisions(now)).toEqual([
+      {
+        span: "TOOL_CALL",
+        seq: expect.any(Number),
+        approvalId: expect.any(String),
+        toolCallId: approval!.toolCallId,
+        toolName: "write_report",
+        decision: "REJECT",
+        decidedBy: idOfType(decided.approval.decidedBy!.id, "Principal"),
+        reason: "too risky",
+        decidedAt: decided.approval.decidedAt,
+      },
+    ]);
+    const span = now.trace!.spans.find((s) => s.events.some((e) => e.kind === "APPROVAL_DECIDED"))!;
+    expect(span.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "APPROVAL_REQUESTED", "APPROVAL_DECIDED"]);
+    t.app.runtime!.worker.start();
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    // The attempt that went on with the run did not record it again.
+    expect(recordedDecisions(done)).toEqual(recordedDecisions(now));
+  });
+
+  it("a waiting run keeps its conversation's slot: REJECT is refused, ENQUEUE waits for it to end, INTERRUPT cancels it", async () => {
+    const t = await start();
+    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const conversationId = run.conversation.id;
+    const busy = await t.client.request(AdmitRunDocument, { input: { conversationId, question: callTools({ name: "read_notes" }) } });
+    expect(expectType(busy.admitRun, "ConversationBusyError").activeRun.id).toBe(run.id);
+    const { run: next } = await admit(t.client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "ENQUEUE" });
+    await allowTimeFor("the queued run to start while the first waits (it must not)", 500);
+    expect(expectType((await t.client.request(RunApprovalsDocument, { id: next.id })).node!, "Run").status).toBe("QUEUED");
+    expect(executed).toEqual([]);
+    expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const [first, second] = await Promise.all([settled(t.client, run.id), settled(t.client, next.id)]);
+    expect([first.status, second.status]).toEqual(["SUCCEEDED", "SUCCEEDED"]);
+    // The queued run started only once the waiting one had ended.
+    expect(executed).toEqual(["write_report", "read_notes"]);
+    expect(Date.parse(second.startedAt!)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt!));
+
+    const { run: third } = await admit(t.client, { conversationId, question: callTools({ name: "write_report" }) });
+    const [held] = (await waiting(t.client, third.id)).pendingApprovals;
+    const { run: fourth } = await admit(t.client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "INTERRUPT" });
+    const interrupted = await settled(t.client, third.id);
+    expect(interrupted.status).toBe("CANCELLED");
+    expect(recordedDecisions(interrupted)).toMatchObject([{ toolCallId: held!.toolCallId, decision: "REJECT", decidedBy: null }]);
+    expect((await settled(t.client, fourth.id)).status).toBe("SUCCEEDED");
+    expect(executed).toEqual(["write_report", "read_notes", "read_notes"]);
   });
 
   it("of concurrent decisions on one call exactly one wins; the others are AlreadyDecidedError", async () => {
@@ -235,6 +312,10 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(late.approval).toMatchObject({ decision: "REJECT", reason: "the run was cancelled" });
     const done = await settled(t.client, run.id);
     expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
+    // The rejection is in the trace, before it ended.
+    const [recorded] = recordedDecisions(done);
+    expect(recorded).toMatchObject({ span: "TOOL_CALL", decision: "REJECT", decidedBy: null, reason: "the run was cancelled" });
+    expect(recorded!.seq).toBeLessThan(Number(done.trace!.lastSeq));
     expect(executed).toEqual([]);
     // The conversation is free: its next run starts.
     const { run: next } = await admit(t.client, { conversationId: run.conversation.id, question: callTools({ name: "read_notes" }) });
@@ -253,6 +334,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(done.status).toBe("SUCCEEDED");
     expect(done.answer).toMatch(/Reason: no decision in time\./);
     expect(executed).toEqual([]);
+    expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", decidedBy: null, reason: "no decision in time" }]);
   });
 
   it("the deadline still applies while the run waits", async () => {
@@ -265,5 +347,6 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(done.status).toBe("TIMED_OUT");
     expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
     expect(executed).toEqual([]);
+    expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", decidedBy: null, reason: "the run reached its deadline" }]);
   });
 });

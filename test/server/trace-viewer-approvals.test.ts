@@ -1,7 +1,7 @@
 // The trace viewer on a run that waits for a person's decision, in headless Chromium: the badge
 // says WAITING, a banner lists the waiting call (tool, arguments, expiry) and leads to its span's
-// APPROVAL_REQUESTED event; once decided, the banner goes and the run goes on live. Screenshot:
-// test-results/trace-waiting.png.
+// APPROVAL_REQUESTED event; once decided, the banner goes, the span's details show the decision
+// (APPROVAL_DECIDED) and the run goes on live. Screenshot: test-results/trace-waiting.png.
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
@@ -59,6 +59,11 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });
     expect(await page.locator("[data-testid=waiting]").isHidden()).toBe(true);
     expect(await page.locator("[data-testid=answer]").textContent()).toBe("Deployed after approval.");
+    // The details of the call's span, still open, show the decision as it came.
+    const decision = page.locator("[data-testid=panel-event][data-kind=APPROVAL_DECIDED]");
+    await expect.poll(() => decision.count()).toBe(1);
+    expect(await decision.textContent()).toContain("approval decided");
+    expect(await decision.textContent()).toContain('"decision":"APPROVE"');
     expect(errors).toEqual([]);
   });
 });

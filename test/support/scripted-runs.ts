@@ -32,6 +32,27 @@ export function toolCallingModel(name = "tools"): ScriptedModel {
   });
 }
 
+/** A tool call's decision as its span records it (an APPROVAL_DECIDED event's payload). */
+export type RecordedDecision = {
+  span: string;
+  seq: number;
+  toolCallId: string;
+  toolName: string;
+  decision: "APPROVE" | "REJECT";
+  decidedBy: string | null;
+  reason: string | null;
+  decidedAt: string;
+};
+
+/** The APPROVAL_DECIDED events of a run's trace, oldest first, each with its span's kind. */
+export function recordedDecisions(run: RunView): RecordedDecision[] {
+  return run
+    .trace!.spans.flatMap((span) =>
+      span.events.filter((event) => event.kind === "APPROVAL_DECIDED").map((event) => ({ span: span.kind, seq: event.seq, ...JSON.parse(event.preview) })),
+    )
+    .sort((a, b) => a.seq - b.seq);
+}
+
 /** Polls the run until it is terminal (neither QUEUED, RUNNING nor WAITING). */
 export function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
   return vi.waitFor(

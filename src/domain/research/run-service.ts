@@ -8,6 +8,7 @@ import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { endOpenSpansIn, endTraceIn, publishTraceChanges } from "../trace/trace-writes.js";
 import { NotFoundError } from "../errors.js";
+import { rejectOpenIn } from "./tool-approval-service.js";
 import type { Actor } from "../principal/principal-service.js";
 
 export class RunService {
@@ -53,8 +54,11 @@ export async function cancelIn(
     where: { runId, status: "PENDING" },
     data: { status: "DROPPED", reason: "the run was cancelled", decidedAt: at },
   });
-  await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason: "the run was cancelled", decidedAt: at } });
-  const changes = [...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })), await endTraceIn(tx, runId, at)];
+  const changes = [
+    ...(await rejectOpenIn(tx, runId, "the run was cancelled", at)),
+    ...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })),
+    await endTraceIn(tx, runId, at),
+  ];
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });
   }

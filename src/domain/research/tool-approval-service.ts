@@ -9,8 +9,14 @@
 // cancellation do: two decisions of one run are serialised (each sees the other's), and a
 // decision racing the attempt that is about to leave the run WAITING sees the run as that
 // attempt left it.
+//
+// Every decision — the owner's, an expiry, or the rejection of a run's open requests when it is
+// cancelled, reaches its deadline or ends — is recorded on its call's span as an APPROVAL_DECIDED
+// event in the transaction that decides it, so the trace says what was decided, by whom and why
+// the moment it is.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
+import { appendEventIn, publishTraceChanges, type TraceChange } from "../trace/trace-writes.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
 import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -127,11 +133,12 @@ export class ToolApprovalService {
   }
 
   /**
-   * Rejects a run's open requests inside the caller's transaction (a cancellation, the run's end):
-   * a run that no longer executes never executes them.
+   * Rejects a run's open requests inside the caller's transaction (the run's end): a run that no
+   * longer executes never executes them. The trace records each after commit.
    */
-  async closeOpenIn(tx: Tx, runId: string, reason: string, at: Date): Promise<void> {
-    await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason, decidedAt: at } });
+  async closeOpenIn(tx: Tx, runId: string, reason: string, at: Date, after: AfterCommit): Promise<void> {
+    const changes = await rejectOpenIn(tx, runId, reason, at);
+    if (changes.length > 0) after.push(() => publishTraceChanges(this.deps.events, changes));
   }
 
   /**
@@ -151,6 +158,8 @@ export class ToolApprovalService {
     });
     if (won.count === 0) return null;
     const approval = await tx.toolApproval.findUniqueOrThrow({ where: { id } });
+    const recorded = await recordDecisionIn(tx, approval);
+    if (recorded) after.push(() => publishTraceChanges(this.deps.events, [recorded]));
     // Still RUNNING and still holding its conversation's slot, under an expired lease and no
     // worker: the next claim resumes it, as it resumes a run handed back.
     const resumed = await tx.$queryRawUnsafe<{ id: string }[]>(
@@ -168,4 +177,49 @@ export class ToolApprovalService {
     }
     return approval;
   }
+}
+
+/**
+ * Rejects every open request of a run with `reason`, in the caller's transaction, which holds the
+ * run row's lock (a cancellation, the deadline, the run's end); returns the trace changes the
+ * caller publishes after commit.
+ */
+export async function rejectOpenIn(tx: Tx, runId: string, reason: string, at: Date): Promise<TraceChange[]> {
+  const open = await tx.toolApproval.findMany({ where: { runId, decision: null }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] });
+  const changes: TraceChange[] = [];
+  for (const approval of open) {
+    const won = await tx.toolApproval.updateMany({ where: { id: approval.id, decision: null }, data: { decision: "REJECT", reason, decidedAt: at } });
+    if (won.count === 0) continue;
+    const recorded = await recordDecisionIn(tx, { ...approval, decision: "REJECT", decidedBy: null, reason, decidedAt: at });
+    if (recorded) changes.push(recorded);
+  }
+  return changes;
+}
+
+/**
+ * Records a decided request on its call's span: an APPROVAL_DECIDED event with the decision, who
+ * took it (null: nobody, it expired or its run ended) and why. A request without a span has no
+ * event.
+ */
+async function recordDecisionIn(tx: Tx, approval: ToolApproval): Promise<TraceChange | null> {
+  if (!approval.spanId || !approval.decision) return null;
+  const at = approval.decidedAt ?? new Date();
+  // A run's trace shares its id.
+  return appendEventIn(
+    tx,
+    { id: approval.spanId, traceId: approval.runId },
+    {
+      kind: "APPROVAL_DECIDED",
+      payload: {
+        approvalId: approval.id,
+        toolCallId: approval.toolCallId,
+        toolName: approval.toolName,
+        decision: approval.decision,
+        decidedBy: approval.decidedBy,
+        reason: approval.reason,
+        decidedAt: at.toISOString(),
+      },
+      at,
+    },
+  );
 }

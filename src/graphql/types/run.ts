@@ -182,7 +182,7 @@ const CancelRunSuccess = builder.objectRef<{ run: Run }>("CancelRunSuccess").imp
 builder.mutationField("cancelRun", (t) =>
   t.field({
     type: CancelRunSuccess,
-    description: "Cancels a queued or running run at once; a settled run is returned unchanged.",
+    description: "Cancels a queued, running or waiting (WAITING) run at once; a settled run is returned unchanged.",
     args: { input: t.arg({ type: CancelRunInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "CancelRunPayload" } },
     resolve: async (_root, { input }, ctx) => ({
@@ -220,23 +220,26 @@ builder.queryField("runs", (t) =>
 );
 
 const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
-  description: "What a new run does when its conversation already has a queued or running run (R19).",
+  description: "What a new run does when its conversation already has a queued, running or waiting (WAITING) run (R19).",
   values: {
     REJECT: { description: "Admit nothing: a ConversationBusyError names the active run. The default." },
-    ENQUEUE: { description: "Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it." },
+    ENQUEUE: {
+      description:
+        "Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it. A run WAITING for decisions on its tool calls holds the conversation until it has ended.",
+    },
     INTERRUPT: {
       description:
-        "Cancel the conversation's running and queued runs (their interrupted calls are repaired); the new run starts once the running one has stopped.",
+        "Cancel the conversation's running, waiting and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped.",
     },
   } as const,
 });
 
 builder.objectType(ConversationBusyError, {
   name: "ConversationBusyError",
-  description: "The conversation has a queued or running run and the admission said REJECT; nothing was written.",
+  description: "The conversation has a queued, running or waiting run and the admission said REJECT; nothing was written.",
   interfaces: [ErrorInterface],
   fields: (t) => ({
-    activeRun: t.field({ type: RunNode, description: "The running run, or the first queued one.", resolve: (error) => error.activeRun }),
+    activeRun: t.field({ type: RunNode, description: "The running or waiting run, or the first queued one.", resolve: (error) => error.activeRun }),
   }),
 });
 
@@ -255,7 +258,7 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
     limits: t.field({ type: RunLimitsInput }),
     multitask: t.field({
       type: MultitaskStrategyEnum,
-      description: "When the conversation has a queued or running run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it.",
+      description: "When the conversation has a queued, running or waiting run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it.",
     }),
     idempotencyKey: t.string({
       description: "Retrying with the same key and request returns the same run (replayed); kept at least 24 hours.",

@@ -20,7 +20,8 @@ const ToolApprovalDecisionEnum = builder.enumType(ToolApprovalDecision, {
 
 export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
   description:
-    "A tool call that waits (or waited) for a person's decision before it executes. While any call of a run waits, the run is WAITING and no worker holds it.",
+    "A tool call that waits (or waited) for a person's decision before it executes. While any call of a run waits, the run is WAITING and no worker holds it, but it keeps its conversation's slot: " +
+    "the conversation's next run (admitted with ENQUEUE) starts only once this run has ended. The call's TOOL_CALL span has an APPROVAL_REQUESTED event, and an APPROVAL_DECIDED event once it is decided.",
   fields: (t) => ({
     id: t.id({ resolve: (approval) => encodeGlobalId("ToolApproval", approval.id) }),
     toolCallId: t.exposeString("toolCallId", { description: "The model's id of the call: what decideToolCall names." }),
@@ -31,7 +32,11 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
       type: "DateTime",
       description: 'Undecided by then, the call counts as rejected with the reason "no decision in time".',
     }),
-    decision: t.expose("decision", { type: ToolApprovalDecisionEnum, nullable: true, description: "Null while the call waits." }),
+    decision: t.expose("decision", {
+      type: ToolApprovalDecisionEnum,
+      nullable: true,
+      description: "Null while the call waits. Once decided, the call's span shows it at once (an APPROVAL_DECIDED event, traceUpdates).",
+    }),
     decidedBy: t.prismaField({
       type: "Principal",
       nullable: true,

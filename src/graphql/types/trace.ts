@@ -31,7 +31,20 @@ const EVENTS: PlainList = {
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
 const SpanStatusEnum = builder.enumType(SpanStatus, { name: "SpanStatus" });
-const SpanEventKindEnum = builder.enumType(SpanEventKind, { name: "SpanEventKind" });
+const SpanEventKindEnum = builder.enumType(SpanEventKind, {
+  name: "SpanEventKind",
+  values: {
+    APPROVAL_REQUESTED: {
+      description:
+        "On a TOOL_CALL span: the call waits for a person's decision before it executes (Run.pendingApprovals). Payload: JSON with approvalId, toolCallId, toolName, expiresAt.",
+    },
+    APPROVAL_DECIDED: {
+      description:
+        "On a TOOL_CALL span: the call that waited was decided — by its run's owner (decideToolCall), by expiry, or because the run was cancelled, reached its deadline or ended — recorded in the same transaction as the decision. " +
+        "Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt.",
+    },
+  },
+});
 
 const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
   description: "Model-reported tokens.",

@@ -12,6 +12,7 @@ import { type EventPublisher, publishRunStatus } from "../../../events/topics.js
 import type { PrismaClient } from "../../../generated/prisma/client.js";
 import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
 import { runAfterCommit, type AfterCommit } from "../../../domain/after-commit.js";
+import { rejectOpenIn } from "../../../domain/research/tool-approval-service.js";
 import type { AttemptFence } from "../../ports/attempt-fence.js";
 import type { ClaimedAttempt, EndedRun, SettleStep } from "../../ports/run-state.js";
 import { releaseSlot, type SettleDeps } from "./settle.js";
@@ -60,13 +61,11 @@ export async function timeOutWaiting(deps: SettleDeps & { prisma: PrismaClient; 
       const taken = await tx.run.updateMany({ where: { id: candidate.id, status: "WAITING" }, data: { status: "TIMED_OUT", finishedAt: at } });
       if (taken.count === 0) return null;
       const run = await tx.run.findUniqueOrThrow({ where: { id: candidate.id } });
-      await tx.toolApproval.updateMany({
-        where: { runId: run.id, decision: null },
-        data: { decision: "REJECT", reason: "the run reached its deadline", decidedAt: at },
-      });
+      const decided = await rejectOpenIn(tx, run.id, "the run reached its deadline", at);
       for (const step of deps.steps) await step({ tx, run, outcome: { type: "interrupted", status: "TIMED_OUT" }, status: "TIMED_OUT", after });
       await releaseSlot(tx, run);
       return [
+        ...decided,
         ...(await endOpenSpansIn(tx, {
           traceId: run.id,
           status: "CANCELLED",

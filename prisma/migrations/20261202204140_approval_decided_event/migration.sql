@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "SpanEventKind" ADD VALUE 'APPROVAL_DECIDED';
