@@ -6,13 +6,14 @@
 // from the log as the next attempt.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { EventBus, RunStatusName } from "../events/topics.js";
+import type { EventBus } from "../events/topics.js";
 import type { RunRecord } from "./ports/run-state.js";
 import type { Logger } from "../logger.js";
 import { interruption } from "./attempt/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
 import { beat } from "./attempt/heartbeat.js";
+import { settleOutcome } from "./attempt/settle-outcome.js";
 import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
@@ -228,7 +229,7 @@ export class RunWorker {
     }
     try {
       // The outcome settled, which is INTERNAL_ERROR when settling the attempt's own failed.
-      const { status, settled } = await this.settle(claimed, fence, outcome);
+      const { status, settled } = await settleOutcome({ runs: this.options.runs, steps: this.steps, logger }, claimed, fence, outcome);
       const failure = settled.type === "failed" ? { failureReason: settled.reason, error: settled.message } : {};
       (status === "FAILED" ? logger.warn : logger.info).call(logger, "run settled", { ...where, status, ...failure });
       await this.announceNext(claimed.run);
@@ -249,28 +250,6 @@ export class RunWorker {
     } catch (error) {
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
       else throw error;
-    }
-  }
-
-  /**
-   * Settles as the outcome says. When a settle step itself fails (the answer cannot be published,
-   * say), none of that settling's effects stay and the run ends FAILED with INTERNAL_ERROR (its
-   * proposals dropped, its spills released; with no settle step at all if even that fails),
-   * rather than staying RUNNING to be claimed, resumed and fail to settle again forever.
-   */
-  private async settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<{ status: RunStatusName; settled: Outcome }> {
-    const { runs } = this.options;
-    try {
-      return { status: await runs.settle(claimed, fence, outcome, this.steps), settled: outcome };
-    } catch (error) {
-      if (error instanceof AttemptFencedError) throw error;
-      this.options.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
-      const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
-      const status = await runs.settle(claimed, fence, failed, this.steps).catch((again: unknown) => {
-        if (again instanceof AttemptFencedError) throw again;
-        return runs.settle(claimed, fence, failed, []);
-      });
-      return { status, settled: failed };
     }
   }
 
@@ -308,5 +287,3 @@ export class RunWorker {
     return () => void announced.return?.();
   }
 }
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -13,7 +13,7 @@ import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
-import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
+import type { ModelPort } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
@@ -21,19 +21,13 @@ import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { type ApprovalSettings, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
-import { forModel } from "../../domain/text/stored-text.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
-import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
+import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 
 export type { AgentProfile };
-
-/** The model's request failed (as opposed to anything Dossier did around it). */
-class ModelRequestFailed extends Error {
-  override name = "ModelRequestFailed";
-}
 
 export type { FailureReason, NextStep, Outcome };
 
@@ -198,7 +192,7 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const { response, span: requestSpan } = await this.callModel(turn, span, { messages, recorded }, budget);
+    const { response, span: requestSpan } = await callModel(this.deps, turn, span, { messages, recorded }, budget);
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
     const tokensUsed = await this.deps.runs.addTokens(write, run.id, response.usage);
     const [reply] = await log.append(write, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
@@ -241,59 +235,6 @@ export class RunExecutor {
     const waiting = results.filter((result) => result.pending).map((result) => result.call.id);
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
   }
-
-  private async callModel(
-    turn: Turn,
-    parent: SpanRef,
-    { messages, recorded }: { messages: ChatMessage[]; recorded: RecordedMessage[] },
-    budget: object,
-  ): Promise<{ response: ModelResponse; span: SpanRef }> {
-    const { model } = this.deps;
-    const { sink, signal } = turn.scope;
-    // What the request itself threw (as opposed to recording its failure afterwards).
-    let failure: unknown;
-    try {
-      return await withSpan(
-        sink,
-        {
-          traceId: parent.traceId,
-          parent,
-          kind: "MODEL_CALL",
-          name: `chat ${model.label}`,
-          // The request as references to the log where it carries entries as they are: stored once.
-          attributes: { "gen_ai.request.model": model.model, scripted: model.scripted, budget, request: recorded },
-        },
-        async (span) => {
-          const output = this.deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
-          try {
-            const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
-              output?.report(event);
-              // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-              if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
-            });
-            return { response, span };
-          } finally {
-            output?.end();
-          }
-        },
-        {
-          ended: ({ response }) => ({
-            status: "OK",
-            usage: response.usage,
-            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
-          }),
-          failed: async (error, span) => {
-            failure = error;
-            await sink.event(span, "ERROR", errorMessage(error));
-            return { status: failedSpanStatus(signal) };
-          },
-        },
-      ).then(({ response, span }) => ({ response: withPlainCallIds(response), span }));
-    } catch (error) {
-      if (error !== failure) throw error;
-      throw new ModelRequestFailed(errorMessage(error), { cause: error });
-    }
-  }
 }
 
 /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
@@ -301,16 +242,4 @@ function answeredBefore(log: AttemptLog): string | null {
   const last = log.ofRun().at(-1);
   if (last?.role !== "ASSISTANT") return null;
   return (toolCallsOf(last.toolCalls) ?? []).length === 0 ? last.content : null;
-}
-
-const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-/**
- * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
- * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
- * The arguments and the text stay exactly as the model gave them.
- */
-function withPlainCallIds(response: ModelResponse): ModelResponse {
-  if (response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name)) return response;
-  return { ...response, toolCalls: response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) })) };
 }

@@ -1,0 +1,85 @@
+// One model request of a turn (R1): a MODEL_CALL span with the request as recorded and the
+// reply's usage, the output reported live while it streams (runOutput), reasoning recorded as
+// THINKING events. A failure of the request itself is a ModelRequestFailed (the run fails with
+// MODEL_ERROR), as opposed to anything Dossier did around it.
+import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
+import { forModel } from "../../domain/text/stored-text.js";
+import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
+import type { RunOutput } from "../ports/run-output.js";
+import type { Tool } from "../ports/tool.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import { failedSpanStatus, withSpan } from "./spans.js";
+
+/** The model's request failed (as opposed to anything Dossier did around it). */
+export class ModelRequestFailed extends Error {
+  override name = "ModelRequestFailed";
+}
+
+/** What a model call takes part in: the run, its attempt's trace and stop signal, the turn's tools. */
+export type ModelCallTurn = { scope: { run: { id: string }; sink: TraceSink; signal: AbortSignal }; tools: ReadonlyMap<string, Tool> };
+
+export async function callModel(
+  deps: { model: ModelPort; output?: RunOutput },
+  turn: ModelCallTurn,
+  parent: SpanRef,
+  { messages, recorded }: { messages: ChatMessage[]; recorded: RecordedMessage[] },
+  budget: object,
+): Promise<{ response: ModelResponse; span: SpanRef }> {
+  const { model } = deps;
+  const { sink, signal } = turn.scope;
+  // What the request itself threw (as opposed to recording its failure afterwards).
+  let failure: unknown;
+  try {
+    return await withSpan(
+      sink,
+      {
+        traceId: parent.traceId,
+        parent,
+        kind: "MODEL_CALL",
+        name: `chat ${model.label}`,
+        // The request as references to the log where it carries entries as they are: stored once.
+        attributes: { "gen_ai.request.model": model.model, scripted: model.scripted, budget, request: recorded },
+      },
+      async (span) => {
+        const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
+        try {
+          const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
+            output?.report(event);
+            // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+            if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
+          });
+          return { response, span };
+        } finally {
+          output?.end();
+        }
+      },
+      {
+        ended: ({ response }) => ({
+          status: "OK",
+          usage: response.usage,
+          attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
+        }),
+        failed: async (error, span) => {
+          failure = error;
+          await sink.event(span, "ERROR", errorMessage(error));
+          return { status: failedSpanStatus(signal) };
+        },
+      },
+    ).then(({ response, span }) => ({ response: withPlainCallIds(response), span }));
+  } catch (error) {
+    if (error !== failure) throw error;
+    throw new ModelRequestFailed(errorMessage(error), { cause: error });
+  }
+}
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
+ * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
+ * The arguments and the text stay exactly as the model gave them.
+ */
+function withPlainCallIds(response: ModelResponse): ModelResponse {
+  if (response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name)) return response;
+  return { ...response, toolCalls: response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) })) };
+}
