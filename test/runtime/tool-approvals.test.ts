@@ -337,6 +337,22 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(recordedDecisions(done)).toMatchObject([{ span: "TOOL_CALL", decision: "REJECT", decidedBy: null, reason: "no decision in time" }]);
   });
 
+  it("a run that reaches its deadline before its step could wait ends; the held call is closed, on its span", async () => {
+    const endless: Tool = {
+      schema: { name: "endless_read", description: "reads until stopped", parameters: { type: "object" } },
+      execute: (_args, { signal }) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("stopped")))),
+    };
+    const t = await start({ tools: [endless] });
+    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }, { name: "endless_read" }), limits: { deadlineSeconds: 2 } });
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("TIMED_OUT");
+    expect(executed).toEqual([]);
+    // Settling the run closed the request it never got to wait on, and said so on the call's span.
+    expect(recordedDecisions(done)).toMatchObject([
+      { span: "TOOL_CALL", toolName: "write_report", decision: "REJECT", decidedBy: null, reason: "the run ended" },
+    ]);
+  });
+
   it("the deadline still applies while the run waits", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }), limits: { deadlineSeconds: 120 } });
