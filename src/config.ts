@@ -76,6 +76,16 @@ const envSchema = z.object({
     "mcp.internal.example,127.0.0.1:8931",
     (host) => host.toLowerCase(),
   ).default([]),
+  // Named exactly, as MCP_HTTP_ALLOWED_HOSTS: the hosts webhooks may reach inside the network.
+  WEBHOOK_ALLOWED_HOSTS: commaList(
+    (host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host),
+    "host names without wildcards",
+    "hooks.internal.example,127.0.0.1:9000",
+    (host) => host.toLowerCase(),
+  ).default([]),
+  WEBHOOK_RETRY_DELAYS_SECONDS: commaList((delay) => /^\d+(\.\d+)?$/.test(delay) && Number(delay) > 0, "seconds", "5,300,1800,7200,18000,36000")
+    .transform((delays) => delays.map(Number))
+    .optional(),
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
   COMMANDS_ALLOWED: flag.default(false),
@@ -161,6 +171,8 @@ export type Config = {
   spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
   /** How often the content of expired temporary artifacts is freed (W16). */
   artifacts: { sweepIntervalMs: number };
+  /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
+  webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -216,6 +228,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...serverSettings(values),
     ...runSettings(values, present),
+    webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
     database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
   };
 }

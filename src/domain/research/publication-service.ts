@@ -4,6 +4,8 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { encodeGlobalId } from "../global-id.js";
+import { recordWebhookEvent } from "../webhooks/webhook-events.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
@@ -109,6 +111,17 @@ export class PublicationService {
         asOf,
         originRunId: parsed.originRunId ?? null,
         sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
+      },
+    });
+    await recordWebhookEvent(tx, {
+      ownerId: actor.principalId,
+      type: "PUBLICATION_VERSION_CREATED",
+      data: {
+        publicationId: encodeGlobalId("Publication", publicationId),
+        versionId: encodeGlobalId("PublicationVersion", version.id),
+        version: number,
+        runId: parsed.originRunId ? encodeGlobalId("Run", parsed.originRunId) : null,
+        summary: `version ${number} of a publication`,
       },
     });
     const workspaceLink = parsed.originRunId

@@ -9,6 +9,7 @@ import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js
 import { endOpenSpansIn, endTraceIn, publishTraceChanges } from "../trace/trace-writes.js";
 import { NotFoundError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
+import { recordRunEventById } from "../webhooks/webhook-events.js";
 
 export class RunService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
@@ -55,6 +56,7 @@ export async function cancelIn(
   });
   await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason: "the run was cancelled", decidedAt: at } });
   const changes = [...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })), await endTraceIn(tx, runId, at)];
+  await recordRunEventById(tx, runId, "CANCELLED");
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });
   }

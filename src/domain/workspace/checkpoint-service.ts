@@ -6,6 +6,8 @@
 import { z } from "zod";
 import type { CheckpointOrigin, CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { encodeGlobalId } from "../global-id.js";
+import { recordWebhookEvent } from "../webhooks/webhook-events.js";
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
@@ -139,6 +141,17 @@ export class CheckpointService {
         // a withheld checkpoint becomes readable again.
         sourceVersionIds: allSources(sections),
         sections: toJsonColumn(sections),
+      },
+    });
+    await recordWebhookEvent(tx, {
+      ownerId: actor.principalId,
+      type: "CHECKPOINT_UPDATED",
+      data: {
+        workspaceId: encodeGlobalId("Workspace", workspaceId),
+        checkpointId: encodeGlobalId("CheckpointVersion", created.id),
+        revision: created.revision,
+        runId: created.originRunId ? encodeGlobalId("Run", created.originRunId) : null,
+        summary: `checkpoint revision ${created.revision} (${provenance.origin === "USER" ? "written by its owner" : "from a run"})`,
       },
     });
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));

@@ -15,6 +15,7 @@ import { runAfterCommit, type AfterCommit } from "../../../domain/after-commit.j
 import type { AttemptFence } from "../../ports/attempt-fence.js";
 import type { ClaimedAttempt, EndedRun, SettleStep } from "../../ports/run-state.js";
 import { releaseSlot, type SettleDeps } from "./settle.js";
+import { recordRunEvent } from "../../../domain/webhooks/webhook-events.js";
 
 /** Ends the attempt whose calls wait; true when the run now waits, false when it is claimable again (all decided). */
 export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
@@ -39,6 +40,7 @@ export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, 
       where: { id: run.id },
       data: waiting ? { status: "WAITING", leaseOwner: null, leaseExpiresAt: null } : { leaseOwner: null, leaseExpiresAt: new Date(0) },
     });
+    if (waiting) await recordRunEvent(tx, run, "WAITING");
     after.push(() => deps.announce(changes));
     if (waiting) after.push(() => publishRunStatus(deps.events, run.id, "WAITING"));
     return waiting;
@@ -66,6 +68,7 @@ export async function timeOutWaiting(deps: SettleDeps & { prisma: PrismaClient; 
       });
       for (const step of deps.steps) await step({ tx, run, outcome: { type: "interrupted", status: "TIMED_OUT" }, status: "TIMED_OUT", after });
       await releaseSlot(tx, run);
+      await recordRunEvent(tx, run, "TIMED_OUT");
       return [
         ...(await endOpenSpansIn(tx, {
           traceId: run.id,

@@ -1,0 +1,92 @@
+// What webhooks report, recorded in the transaction of the change itself (issue 22): a run
+// settling, cancelled or timing out, a run beginning to wait for decisions, a checkpoint revision,
+// a publication version, a workspace archived or deleted. One INSERT … SELECT writes a pending
+// message for every enabled webhook of the object's owner that listens for the type, so the event
+// commits — or rolls back — with the change: a process killed right after the commit loses
+// nothing, because delivery starts from these rows (the outbox), never from memory.
+import { randomUUID } from "node:crypto";
+import type { Prisma } from "../../generated/prisma/client.js";
+import { encodeGlobalId } from "../global-id.js";
+
+export const WEBHOOK_EVENT_TYPES = [
+  "RUN_SUCCEEDED",
+  "RUN_FAILED",
+  "RUN_CANCELLED",
+  "RUN_TIMED_OUT",
+  "RUN_WAITING",
+  "CHECKPOINT_UPDATED",
+  "PUBLICATION_VERSION_CREATED",
+  "WORKSPACE_ARCHIVED",
+  "WORKSPACE_DELETED",
+] as const;
+
+export type WebhookEventTypeName = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The body's `data`: global ids and a one-line summary, never a run's answer, a checkpoint's or a publication's text. */
+export type WebhookEventData = Record<string, string | number | null> & { summary: string };
+
+/** The event a webhook receives: the Standard Webhooks body (`type`, `timestamp`, `data`). */
+export type WebhookEventBody = { type: WebhookEventTypeName; timestamp: string; data: WebhookEventData };
+
+/**
+ * Records one event about an object `ownerId` owns, inside the caller's transaction, for each of
+ * the owner's enabled webhooks that listen for `type` (none: nothing is written). The event id
+ * (`msg_…`, the webhook-id header) is the same for all of them.
+ */
+export async function recordWebhookEvent(
+  tx: Prisma.TransactionClient,
+  { ownerId, type, data, at = new Date() }: { ownerId: string; type: WebhookEventTypeName; data: WebhookEventData; at?: Date },
+): Promise<void> {
+  const body: WebhookEventBody = { type, timestamp: at.toISOString(), data };
+  await tx.$executeRawUnsafe(
+    `INSERT INTO webhook_message (id, webhook_id, event_id, type, body, status, attempts, next_attempt_at, created_at)
+     SELECT gen_random_uuid()::text, w.id, $3, $2::"WebhookEventType", $4, 'PENDING', 0, now(), now()
+       FROM webhook w WHERE w.owner_id = $1 AND w.enabled AND $2::"WebhookEventType" = ANY (w.events)`,
+    ownerId,
+    type,
+    `msg_${randomUUID().replaceAll("-", "")}`,
+    JSON.stringify(body),
+  );
+}
+
+const RUN_EVENTS = {
+  SUCCEEDED: "RUN_SUCCEEDED",
+  FAILED: "RUN_FAILED",
+  CANCELLED: "RUN_CANCELLED",
+  TIMED_OUT: "RUN_TIMED_OUT",
+  WAITING: "RUN_WAITING",
+} as const;
+
+/** Records the run's new status (terminal, or WAITING) for its owner's webhooks; other statuses report nothing. */
+export async function recordRunEvent(
+  tx: Prisma.TransactionClient,
+  run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null },
+  status: string,
+): Promise<void> {
+  const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
+  if (!type) return;
+  const summary =
+    status === "WAITING"
+      ? "the run waits for a decision on a tool call"
+      : `the run ${status === "TIMED_OUT" ? "reached its deadline" : status.toLowerCase()}${run.failureReason ? ` (${run.failureReason})` : ""}`;
+  await recordWebhookEvent(tx, {
+    ownerId: run.ownerId,
+    type,
+    data: {
+      runId: encodeGlobalId("Run", run.id),
+      workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
+      conversationId: encodeGlobalId("Conversation", run.conversationId),
+      status,
+      summary,
+    },
+  });
+}
+
+/** Records a run's status by its id (for callers that hold only the id), in the same transaction. */
+export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string): Promise<void> {
+  const run = await tx.run.findUnique({
+    where: { id: runId },
+    select: { id: true, ownerId: true, workspaceId: true, conversationId: true, failureReason: true },
+  });
+  if (run) await recordRunEvent(tx, run, status);
+}
