@@ -57,6 +57,14 @@ const RUN_EVENTS = {
   WAITING: "RUN_WAITING",
 } as const;
 
+const RUN_SUMMARIES = {
+  RUN_SUCCEEDED: "the run succeeded",
+  RUN_FAILED: "the run failed",
+  RUN_CANCELLED: "the run was cancelled",
+  RUN_TIMED_OUT: "the run reached its deadline",
+  RUN_WAITING: "the run waits for a decision on a tool call",
+} as const;
+
 /** Records the run's new status (terminal, or WAITING) for its owner's webhooks; other statuses report nothing. */
 export async function recordRunEvent(
   tx: Prisma.TransactionClient,
@@ -65,10 +73,7 @@ export async function recordRunEvent(
 ): Promise<void> {
   const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
   if (!type) return;
-  const summary =
-    status === "WAITING"
-      ? "the run waits for a decision on a tool call"
-      : `the run ${status === "TIMED_OUT" ? "reached its deadline" : status.toLowerCase()}${run.failureReason ? ` (${run.failureReason})` : ""}`;
+  const summary = RUN_SUMMARIES[type] + (run.failureReason ? ` (${run.failureReason})` : "");
   await recordWebhookEvent(tx, {
     ownerId: run.ownerId,
     type,
