@@ -17,6 +17,7 @@ import {
   WebhooksDocument,
 } from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
+import { verifyWebhook } from "../../sdk/webhooks.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -203,6 +204,10 @@ describe.each(backends)("webhooks on %s", (backend) => {
     expect(endpoint.verify(only(newest!), rotated.secret).type).toBe("WORKSPACE_ARCHIVED");
     expect(() => endpoint.verify(only(newest!), old)).toThrow();
     expect(endpoint.verify(only(previous!), old).type).toBe("WORKSPACE_ARCHIVED");
+    // The SDK's verifyWebhook agrees, on the delivery as it arrived.
+    await expect(verifyWebhook(request!.body, request!.headers, rotated.secret)).resolves.toMatchObject({ type: "WORKSPACE_ARCHIVED" });
+    await expect(verifyWebhook(request!.body, request!.headers, old)).resolves.toMatchObject({ type: "WORKSPACE_ARCHIVED" });
+    await expect(verifyWebhook(request!.body, only(newest!).headers, old)).rejects.toThrow(/no signature matches/);
   });
 
   it("keeps each principal's webhooks to themselves: another cannot see, update, rotate, redeliver or delete them", async () => {
