@@ -23,6 +23,8 @@ export type WebhookOptions = {
   pollMs?: number;
   /** Resolves webhook hosts (tests replace it). */
   resolve?: Resolver;
+  /** How long an attempt waits for the endpoint's answer: 10 s (tests shorten it). */
+  timeoutMs?: number;
 };
 
 export function startWebhookDelivery({ db, services, logger, options }: { db: Database; services: Services; logger: Logger; options: WebhookOptions }): {
@@ -35,6 +37,7 @@ export function startWebhookDelivery({ db, services, logger, options }: { db: Da
     outbound,
     delaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS_SECONDS,
     logger,
+    timeoutMs: options.timeoutMs,
   });
   const base = { prisma: db.prisma, delivery, logger, pollMs: options.pollMs };
   const queue: WebhookQueue = options.postgresUrl ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl }) : new InProcessWebhookQueue(base);

@@ -50,17 +50,17 @@ describe.each(backends)("webhooks on %s", (backend) => {
     return started;
   }
 
-  async function start(allowed: Receiver[], retryDelaysSeconds = [0.2, 0.2, 0.2], resolve?: (host: string) => Promise<string[]>) {
+  async function start(allowed: Receiver[], retryDelaysSeconds = [0.2, 0.2, 0.2], resolve?: (host: string) => Promise<string[]>, timeoutMs?: number) {
     t = await startTestApp(backend, {
       authRequired: true,
-      webhooks: { deliver: true, allowedHosts: allowed.map((r) => r.host), retryDelaysSeconds, pollMs: 100, resolve },
+      webhooks: { deliver: true, allowedHosts: allowed.map((r) => r.host), retryDelaysSeconds, pollMs: 100, resolve, timeoutMs },
     });
     return t;
   }
 
   async function createWebhook(client: DossierClient, url: string, events: WebhookEventType[] = ALL) {
     const created = await client.request(CreateWebhookDocument, { input: { url, events, description: "tests" } });
-    return expectType(created.createWebhook, "WebhookWithSecret");
+    return expectType(created.createWebhook, "CreateWebhookSuccess");
   }
 
   async function deliveries(client: DossierClient, id: string) {
@@ -95,7 +95,15 @@ describe.each(backends)("webhooks on %s", (backend) => {
     expect(mine.verify(mine.received[1]!, secret).type).toBe("WORKSPACE_DELETED");
     expect(theirs.received).toHaveLength(0);
 
-    const list = await deliveries(alice, webhook.id);
+    // The attempt is recorded once the answer is in.
+    const list = await vi.waitFor(
+      async () => {
+        const current = await deliveries(alice, webhook.id);
+        expect(current.deliveries).toHaveLength(2);
+        return current;
+      },
+      { timeout: 5_000 },
+    );
     expect(list.deliveries.map((d) => [d.attempt, d.statusCode, d.error, d.nextRetryAt])).toEqual([
       [1, 200, null, null],
       [1, 200, null, null],
@@ -146,7 +154,7 @@ describe.each(backends)("webhooks on %s", (backend) => {
 
     // Redelivery sends the same event again, under the same id.
     const redelivered = await alice.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: [...ids][0]! } });
-    expectType(redelivered.redeliverWebhookEvent, "WebhookResult");
+    expectType(redelivered.redeliverWebhookEvent, "RedeliverWebhookEventSuccess");
     await vi.waitFor(() => expect(flaky.received).toHaveLength(4), { timeout: 10_000 });
     expect(flaky.received[3]!.headers["webhook-id"]).toBe([...ids][0]);
     const unknown = await alice.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: "msg_nothing" } });
@@ -174,7 +182,7 @@ describe.each(backends)("webhooks on %s", (backend) => {
     // A disabled endpoint hears nothing more until enabled again.
     await alice.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
     const enabled = await alice.request(UpdateWebhookDocument, { input: { id: webhook.id, enabled: true } });
-    expect(expectType(enabled.updateWebhook, "WebhookResult").webhook).toMatchObject({ enabled: true, disabledReason: null });
+    expect(expectType(enabled.updateWebhook, "UpdateWebhookSuccess").webhook).toMatchObject({ enabled: true, disabledReason: null });
     const again = await createWorkspace(alice);
     await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: again.id } });
     await vi.waitFor(() => expect(down.received).toHaveLength(4), { timeout: 10_000 });
@@ -186,7 +194,10 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const app = await start([endpoint]);
     const alice = app.as(await app.createPrincipal("Alice"));
     const { secret: old, webhook } = await createWebhook(alice, endpoint.url, ["WORKSPACE_ARCHIVED"]);
-    const rotated = expectType((await alice.request(RotateWebhookSecretDocument, { input: { id: webhook.id } })).rotateWebhookSecret, "WebhookWithSecret");
+    const rotated = expectType(
+      (await alice.request(RotateWebhookSecretDocument, { input: { id: webhook.id } })).rotateWebhookSecret,
+      "RotateWebhookSecretSuccess",
+    );
     expect(rotated.secret).not.toBe(old);
     const overlap = Date.parse(rotated.webhook.previousSecretExpiresAt!) - Date.now();
     expect(overlap).toBeGreaterThan(23.9 * 3_600_000);
@@ -256,5 +267,36 @@ describe.each(backends)("webhooks on %s", (backend) => {
     );
     expect(failed.deliveries[0]!.error).toMatch(/inside this server's network.*WEBHOOK_ALLOWED_HOSTS/);
     expect(inside.received).toHaveLength(0);
+  });
+
+  it("counts a redirect and an answer that does not come in time as failures, and follows no redirect", async () => {
+    const target = await receiver();
+    const endpoint = await receiver([{ redirect: target.url }, "hang"]);
+    const app = await start([endpoint, target], [0.1, 0.1], undefined, 500);
+    const alice = app.as(await app.createPrincipal("Alice"));
+    const { webhook } = await createWebhook(alice, endpoint.url, ["WORKSPACE_ARCHIVED"]);
+    const workspace = await createWorkspace(alice);
+    await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+    const read = await vi.waitFor(
+      async () => {
+        const current = await deliveries(alice, webhook.id);
+        expect(current.deliveries).toHaveLength(3);
+        return current;
+      },
+      { timeout: 15_000 },
+    );
+    expect(read.deliveries.map((d) => [d.attempt, d.statusCode, d.error])).toEqual([
+      [3, 200, null],
+      [2, null, "no answer within 0.5 s"],
+      [1, 302, "HTTP 302: redirects are not followed"],
+    ]);
+    expect(target.received).toHaveLength(0);
+  });
+
+  it("cannot create a webhook without a key to seal its secret with", async () => {
+    t = await startTestApp(backend, { authRequired: true, mcp: { secrets: undefined } });
+    const alice = t.as(await t.createPrincipal("Alice"));
+    const refused = await alice.request(CreateWebhookDocument, { input: { url: "https://hooks.example.com/x", events: ["RUN_FAILED"] } });
+    expect(expectType(refused.createWebhook, "ValidationError").issues[0]!.message).toMatch(/SECRETS_KEY/);
   });
 });

@@ -49,7 +49,7 @@ describe.each(backends)("webhook events of runs and research on %s", (backend) =
 
   async function hook(client: DossierClient, receiver: Receiver, events: WebhookEventType[]) {
     const created = await client.request(CreateWebhookDocument, { input: { url: receiver.url, events } });
-    return expectType(created.createWebhook, "WebhookWithSecret").secret;
+    return expectType(created.createWebhook, "CreateWebhookSuccess").secret;
   }
 
   it("reports each run ending, waiting and each research change to the owner's webhooks only, without bodies", async () => {

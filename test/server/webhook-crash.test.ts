@@ -52,7 +52,7 @@ describe.each(backends)("webhooks across a crash on %s", (backend) => {
     const first = await startServer(env);
     const client = createClient({ url: first.url });
     const created = await client.request(CreateWebhookDocument, { input: { url: receiver.url, events: ["WORKSPACE_ARCHIVED"] } });
-    const { secret } = expectType(created.createWebhook, "WebhookWithSecret");
+    const { secret } = expectType(created.createWebhook, "CreateWebhookSuccess");
     const workspace = await createWorkspace(client);
     expectType((await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } })).archiveWorkspace, "ArchiveWorkspaceSuccess");
     // The change committed; its delivery is in flight and unanswered when the server dies.

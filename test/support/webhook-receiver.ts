@@ -7,8 +7,8 @@ import { Webhook } from "standardwebhooks";
 
 export type Received = { headers: IncomingHttpHeaders; body: string; at: number };
 
-/** What to answer a request: a status code, or "hang" (never answer). */
-export type Answer = number | "hang";
+/** What to answer a request: a status code, "hang" (never answer), or a 302 redirect to a URL. */
+export type Answer = number | "hang" | { redirect: string };
 
 export type Receiver = {
   url: string;
@@ -34,6 +34,10 @@ export async function startReceiver(answers: Answer[] = []): Promise<Receiver> {
       const answer = state.answers.shift() ?? 200;
       if (answer === "hang") {
         hanging.add(response);
+        return;
+      }
+      if (typeof answer === "object") {
+        response.writeHead(302, { location: answer.redirect }).end();
         return;
       }
       response.writeHead(answer, { "content-type": "text/plain" }).end(answer < 300 ? "ok" : "no");

@@ -88,18 +88,21 @@ const CreateWebhookInput = builder.inputType("CreateWebhookInput", {
   }),
 });
 
-const WebhookWithSecret = builder.objectRef<{ webhook: Webhook; secret: string }>("WebhookWithSecret").implement({
-  fields: (t) => ({
-    webhook: t.field({ type: WebhookNode, resolve: (result) => result.webhook }),
-    secret: t.exposeString("secret", {
-      description: "The signing secret, `whsec_<base64>`, shown this once: verify deliveries with it (standardwebhooks, or the SDK's verifyWebhook).",
+const withSecret = (name: string) =>
+  builder.objectRef<{ webhook: Webhook; secret: string }>(name).implement({
+    fields: (t) => ({
+      webhook: t.field({ type: WebhookNode, resolve: (result) => result.webhook }),
+      secret: t.exposeString("secret", {
+        description: "The signing secret, `whsec_<base64>`, shown this once: verify deliveries with it (standardwebhooks, or the SDK's verifyWebhook).",
+      }),
     }),
-  }),
-});
+  });
+const CreateWebhookSuccess = withSecret("CreateWebhookSuccess");
+const RotateWebhookSecretSuccess = withSecret("RotateWebhookSecretSuccess");
 
 builder.mutationField("createWebhook", (t) =>
   t.field({
-    type: WebhookWithSecret,
+    type: CreateWebhookSuccess,
     description: "Creates an endpoint for the events named; returns it with its signing secret, once.",
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
     errors: { types: [ValidationError], directResult: true, union: { name: "CreateWebhookPayload" } },
@@ -118,15 +121,18 @@ const UpdateWebhookInput = builder.inputType("UpdateWebhookInput", {
   }),
 });
 
-const WebhookResult = builder.objectRef<{ webhook: Webhook }>("WebhookResult").implement({
-  fields: (t) => ({ webhook: t.field({ type: WebhookNode, resolve: (result) => result.webhook }) }),
-});
+const withWebhook = (name: string) =>
+  builder.objectRef<{ webhook: Webhook }>(name).implement({
+    fields: (t) => ({ webhook: t.field({ type: WebhookNode, resolve: (result) => result.webhook }) }),
+  });
+const UpdateWebhookSuccess = withWebhook("UpdateWebhookSuccess");
+const RedeliverWebhookEventSuccess = withWebhook("RedeliverWebhookEventSuccess");
 
 const webhookId = (id: string | number, field = "id") => requireIdOfType(String(id), "Webhook", field);
 
 builder.mutationField("updateWebhook", (t) =>
   t.field({
-    type: WebhookResult,
+    type: UpdateWebhookSuccess,
     args: { input: t.arg({ type: UpdateWebhookInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "UpdateWebhookPayload" } },
     resolve: async (_root, { input }, ctx) => ({
@@ -153,7 +159,7 @@ builder.mutationField("deleteWebhook", (t) =>
 
 builder.mutationField("rotateWebhookSecret", (t) =>
   t.field({
-    type: WebhookWithSecret,
+    type: RotateWebhookSecretSuccess,
     description:
       "A new signing secret, returned once. The previous one keeps signing for 24 hours beside it: `webhook-signature` then carries both `v1,` signatures, so receivers can switch without losing an event.",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
@@ -171,7 +177,7 @@ const RedeliverWebhookEventInput = builder.inputType("RedeliverWebhookEventInput
 
 builder.mutationField("redeliverWebhookEvent", (t) =>
   t.field({
-    type: WebhookResult,
+    type: RedeliverWebhookEventSuccess,
     description: "Sends one event to the endpoint again, with the same event id, as a new series of attempts.",
     args: { input: t.arg({ type: RedeliverWebhookEventInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RedeliverWebhookEventPayload" } },
