@@ -179,7 +179,9 @@ describe.each(backends)("webhooks on %s", (backend) => {
     expect(down.received).toHaveLength(3);
     expect(disabled.disabledReason).toMatch(/every attempt to deliver event msg_\w+ failed \(3 attempts; the last: HTTP 500\)/);
     expect(disabled.deliveries[0]!.nextRetryAt).toBeNull();
-    // A disabled endpoint hears nothing more until enabled again.
+    // A disabled endpoint hears nothing more until enabled again, and takes no redelivery.
+    const redelivery = await alice.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: disabled.deliveries[0]!.eventId } });
+    expect(expectType(redelivery.redeliverWebhookEvent, "ValidationError").message).toMatch(/disabled/);
     await alice.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
     const enabled = await alice.request(UpdateWebhookDocument, { input: { id: webhook.id, enabled: true } });
     expect(expectType(enabled.updateWebhook, "UpdateWebhookSuccess").webhook).toMatchObject({ enabled: true, disabledReason: null });
@@ -239,8 +241,12 @@ describe.each(backends)("webhooks on %s", (backend) => {
     );
     expectType((await bob.request(DeleteWebhookDocument, { input: id })).deleteWebhook, "NotFoundError");
     expect((await alice.request(WebhooksDocument)).webhooks[0]).toMatchObject({ url: endpoint.url, enabled: true });
+    // A pending delivery goes with its endpoint.
+    const workspace = await createWorkspace(alice);
+    await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
     expectType((await alice.request(DeleteWebhookDocument, { input: id })).deleteWebhook, "DeleteWebhookSuccess");
     expect((await alice.request(WebhooksDocument)).webhooks).toEqual([]);
+    expect(await app.app.db.prisma.webhookMessage.count()).toBe(0);
   });
 
   it("refuses an internal address at once, and a name that resolves inside the network when it is delivered", async () => {
