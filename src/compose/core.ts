@@ -87,7 +87,7 @@ export function createServices({
     links,
     conversations: new ConversationService({ prisma }),
     artifacts,
-    publications: new PublicationService({ prisma, links }),
+    publications: new PublicationService({ prisma, links, events }),
     agentProfiles,
     admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
     runs: new RunService({ prisma, events }),
@@ -196,7 +196,7 @@ export function createCore({
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
     webhookAllowedHosts: webhooks.allowedHosts,
   });
-  const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, services, logger, options: webhooks }) : undefined;
+  const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });
   const skills = new SkillCatalog({ skills: services.skills });
   const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });

@@ -4,6 +4,7 @@
 import type { Database } from "../db/open-database.js";
 import type { Services } from "../domain/services.js";
 import { DEFAULT_RETRY_DELAYS_SECONDS } from "../domain/webhooks/webhook-attempts.js";
+import type { EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
 import { createOutboundHttp, type Resolver } from "../runtime/adapters/outbound-http.js";
 import { InProcessWebhookQueue, type WebhookQueue } from "../runtime/adapters/webhooks/in-process-webhook-queue.js";
@@ -27,7 +28,19 @@ export type WebhookOptions = {
   timeoutMs?: number;
 };
 
-export function startWebhookDelivery({ db, services, logger, options }: { db: Database; services: Services; logger: Logger; options: WebhookOptions }): {
+export function startWebhookDelivery({
+  db,
+  events,
+  services,
+  logger,
+  options,
+}: {
+  db: Database;
+  events: EventBus;
+  services: Services;
+  logger: Logger;
+  options: WebhookOptions;
+}): {
   close(): Promise<void>;
 } {
   const outbound = createOutboundHttp({ allowedHosts: options.allowedHosts ?? [], setting: "WEBHOOK_ALLOWED_HOSTS", resolve: options.resolve });
@@ -42,8 +55,14 @@ export function startWebhookDelivery({ db, services, logger, options }: { db: Da
   const base = { prisma: db.prisma, delivery, logger, pollMs: options.pollMs };
   const queue: WebhookQueue = options.postgresUrl ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl }) : new InProcessWebhookQueue(base);
   queue.start();
+  // Committed events wake the queue at once (every instance, with Redis); the poll is the fallback.
+  const pending = events.subscribe("webhook:pending");
+  void (async () => {
+    for await (const _ of pending) queue.wake();
+  })().catch((error: unknown) => logger.warn("webhook wake-ups stopped; deliveries wait for the poll", { error: String(error) }));
   return {
     async close() {
+      await pending.return?.();
       await queue.close();
       await outbound.close();
     },

@@ -305,4 +305,20 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const refused = await alice.request(CreateWebhookDocument, { input: { url: "https://hooks.example.com/x", events: ["RUN_FAILED"] } });
     expect(expectType(refused.createWebhook, "ValidationError").issues[0]!.message).toMatch(/SECRETS_KEY/);
   });
+
+  it("delivers as soon as the change commits, not at the next poll", async () => {
+    const endpoint = await receiver();
+    t = await startTestApp(backend, { authRequired: true, webhooks: { deliver: true, allowedHosts: [endpoint.host], pollMs: 60_000 } });
+    const alice = t.as(await t.createPrincipal("Alice"));
+    await createWebhook(alice, endpoint.url, ["WORKSPACE_ARCHIVED"]);
+    // The first poll at start has passed; from now on only a wake-up can deliver within the minute.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    for (let i = 1; i <= 3; i += 1) {
+      const workspace = await createWorkspace(alice);
+      await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+      const committed = Date.now();
+      await vi.waitFor(() => expect(endpoint.received).toHaveLength(i), { timeout: 5_000, interval: 10 });
+      expect(endpoint.received[i - 1]!.at - committed).toBeLessThan(2_000);
+    }
+  });
 });

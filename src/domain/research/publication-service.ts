@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import type { EventPublisher } from "../../events/topics.js";
 import { encodeGlobalId } from "../global-id.js";
 import { recordWebhookEvent } from "../webhooks/webhook-events.js";
 import { NotFoundError, ValidationError } from "../errors.js";
@@ -58,7 +59,7 @@ export type SelectedMaterial = { versionId: string; publicationId: string; title
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
 export class PublicationService {
-  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date; events?: EventPublisher }) {}
 
   /** Creates the next immutable version (or a new publication), then links it for its origin run. */
   async publishVersion(actor: Actor, input: PublishInput): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
@@ -113,17 +114,21 @@ export class PublicationService {
         sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
       },
     });
-    await recordWebhookEvent(tx, {
-      ownerId: actor.principalId,
-      type: "PUBLICATION_VERSION_CREATED",
-      data: {
-        publicationId: encodeGlobalId("Publication", publicationId),
-        versionId: encodeGlobalId("PublicationVersion", version.id),
-        version: number,
-        runId: parsed.originRunId ? encodeGlobalId("Run", parsed.originRunId) : null,
-        summary: `version ${number} of a publication`,
+    await recordWebhookEvent(
+      tx,
+      {
+        ownerId: actor.principalId,
+        type: "PUBLICATION_VERSION_CREATED",
+        data: {
+          publicationId: encodeGlobalId("Publication", publicationId),
+          versionId: encodeGlobalId("PublicationVersion", version.id),
+          version: number,
+          runId: parsed.originRunId ? encodeGlobalId("Run", parsed.originRunId) : null,
+          summary: `version ${number} of a publication`,
+        },
       },
-    });
+      this.deps.events && { events: this.deps.events, after },
+    );
     const workspaceLink = parsed.originRunId
       ? await this.deps.links.linkForRunIn(tx, parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId }, after)
       : "NO_WORKSPACE";

@@ -56,7 +56,7 @@ export async function cancelIn(
   });
   await tx.toolApproval.updateMany({ where: { runId, decision: null }, data: { decision: "REJECT", reason: "the run was cancelled", decidedAt: at } });
   const changes = [...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })), await endTraceIn(tx, runId, at)];
-  await recordRunEventById(tx, runId, "CANCELLED");
+  await recordRunEventById(tx, runId, "CANCELLED", { events, after });
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });
   }

@@ -5,7 +5,9 @@
 // commits — or rolls back — with the change: a process killed right after the commit loses
 // nothing, because delivery starts from these rows (the outbox), never from memory.
 import { randomUUID } from "node:crypto";
+import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma } from "../../generated/prisma/client.js";
+import type { AfterCommit } from "../after-commit.js";
 import { encodeGlobalId } from "../global-id.js";
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -28,6 +30,9 @@ export type WebhookEventData = Record<string, string | number | null> & { summar
 /** The event a webhook receives: the Standard Webhooks body (`type`, `timestamp`, `data`). */
 export type WebhookEventBody = { type: WebhookEventTypeName; timestamp: string; data: WebhookEventData };
 
+/** Where to say, after the commit, that events wait: the deliverers wake at once instead of at their next poll. */
+export type WebhookWake = { events: EventPublisher; after: AfterCommit };
+
 /**
  * Records one event about an object `ownerId` owns, inside the caller's transaction, for each of
  * the owner's enabled webhooks that listen for `type` (none: nothing is written). The event id
@@ -36,9 +41,10 @@ export type WebhookEventBody = { type: WebhookEventTypeName; timestamp: string; 
 export async function recordWebhookEvent(
   tx: Prisma.TransactionClient,
   { ownerId, type, data, at = new Date() }: { ownerId: string; type: WebhookEventTypeName; data: WebhookEventData; at?: Date },
+  wake?: WebhookWake,
 ): Promise<void> {
   const body: WebhookEventBody = { type, timestamp: at.toISOString(), data };
-  await tx.$executeRawUnsafe(
+  const written = await tx.$executeRawUnsafe(
     `INSERT INTO webhook_message (id, webhook_id, event_id, type, body, status, attempts, next_attempt_at, created_at)
      SELECT gen_random_uuid()::text, w.id, $3, $2::"WebhookEventType", $4, 'PENDING', 0, now(), now()
        FROM webhook w WHERE w.owner_id = $1 AND w.enabled AND $2::"WebhookEventType" = ANY (w.events)`,
@@ -47,6 +53,7 @@ export async function recordWebhookEvent(
     `msg_${randomUUID().replaceAll("-", "")}`,
     JSON.stringify(body),
   );
+  if (written > 0 && wake) wake.after.push(() => wake.events.publish("webhook:pending", { at: new Date().toISOString() }));
 }
 
 const RUN_EVENTS = {
@@ -70,28 +77,33 @@ export async function recordRunEvent(
   tx: Prisma.TransactionClient,
   run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null },
   status: string,
+  wake?: WebhookWake,
 ): Promise<void> {
   const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
   if (!type) return;
   const summary = RUN_SUMMARIES[type] + (run.failureReason ? ` (${run.failureReason})` : "");
-  await recordWebhookEvent(tx, {
-    ownerId: run.ownerId,
-    type,
-    data: {
-      runId: encodeGlobalId("Run", run.id),
-      workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
-      conversationId: encodeGlobalId("Conversation", run.conversationId),
-      status,
-      summary,
+  await recordWebhookEvent(
+    tx,
+    {
+      ownerId: run.ownerId,
+      type,
+      data: {
+        runId: encodeGlobalId("Run", run.id),
+        workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
+        conversationId: encodeGlobalId("Conversation", run.conversationId),
+        status,
+        summary,
+      },
     },
-  });
+    wake,
+  );
 }
 
 /** Records a run's status by its id (for callers that hold only the id), in the same transaction. */
-export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string): Promise<void> {
+export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string, wake?: WebhookWake): Promise<void> {
   const run = await tx.run.findUnique({
     where: { id: runId },
     select: { id: true, ownerId: true, workspaceId: true, conversationId: true, failureReason: true },
   });
-  if (run) await recordRunEvent(tx, run, status);
+  if (run) await recordRunEvent(tx, run, status, wake);
 }

@@ -143,17 +143,21 @@ export class CheckpointService {
         sections: toJsonColumn(sections),
       },
     });
-    await recordWebhookEvent(tx, {
-      ownerId: actor.principalId,
-      type: "CHECKPOINT_UPDATED",
-      data: {
-        workspaceId: encodeGlobalId("Workspace", workspaceId),
-        checkpointId: encodeGlobalId("CheckpointVersion", created.id),
-        revision: created.revision,
-        runId: created.originRunId ? encodeGlobalId("Run", created.originRunId) : null,
-        summary: `checkpoint revision ${created.revision} (${provenance.origin === "USER" ? "written by its owner" : "from a run"})`,
+    await recordWebhookEvent(
+      tx,
+      {
+        ownerId: actor.principalId,
+        type: "CHECKPOINT_UPDATED",
+        data: {
+          workspaceId: encodeGlobalId("Workspace", workspaceId),
+          checkpointId: encodeGlobalId("CheckpointVersion", created.id),
+          revision: created.revision,
+          runId: created.originRunId ? encodeGlobalId("Run", created.originRunId) : null,
+          summary: `checkpoint revision ${created.revision} (${provenance.origin === "USER" ? "written by its owner" : "from a run"})`,
+        },
       },
-    });
+      { events: this.deps.events, after },
+    );
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));
     return created;
   }

@@ -84,7 +84,7 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
     await endAttemptRow(tx, run.id, claimed.number, "COMPLETED", at);
     await releaseSlot(tx, run);
     // The owner's webhooks hear of it in this same commit (outbox rows): a crash cannot lose it.
-    await recordRunEvent(tx, { ...run, failureReason: outcome.type === "failed" ? outcome.reason : null }, status);
+    await recordRunEvent(tx, { ...run, failureReason: outcome.type === "failed" ? outcome.reason : null }, status, { events: deps.events, after });
     after.push(() => deps.announce(changes));
     after.push(() => publishRunStatus(deps.events, run.id, status));
   });

@@ -40,7 +40,7 @@ export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, 
       where: { id: run.id },
       data: waiting ? { status: "WAITING", leaseOwner: null, leaseExpiresAt: null } : { leaseOwner: null, leaseExpiresAt: new Date(0) },
     });
-    if (waiting) await recordRunEvent(tx, run, "WAITING");
+    if (waiting) await recordRunEvent(tx, run, "WAITING", { events: deps.events, after });
     after.push(() => deps.announce(changes));
     if (waiting) after.push(() => publishRunStatus(deps.events, run.id, "WAITING"));
     return waiting;
@@ -68,7 +68,7 @@ export async function timeOutWaiting(deps: SettleDeps & { prisma: PrismaClient; 
       });
       for (const step of deps.steps) await step({ tx, run, outcome: { type: "interrupted", status: "TIMED_OUT" }, status: "TIMED_OUT", after });
       await releaseSlot(tx, run);
-      await recordRunEvent(tx, run, "TIMED_OUT");
+      await recordRunEvent(tx, run, "TIMED_OUT", { events: deps.events, after });
       return [
         ...(await endOpenSpansIn(tx, {
           traceId: run.id,

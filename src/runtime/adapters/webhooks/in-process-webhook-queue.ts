@@ -13,6 +13,7 @@ export class InProcessWebhookQueue implements WebhookQueue {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private polling: Promise<void> | undefined;
   private closed = false;
+  private again = false;
 
   constructor(private readonly deps: { prisma: PrismaClient; delivery: WebhookDelivery; logger: Logger; pollMs?: number; concurrency?: number }) {}
 
@@ -23,11 +24,18 @@ export class InProcessWebhookQueue implements WebhookQueue {
   }
 
   wake(): void {
-    if (this.closed || this.polling) return;
+    if (this.closed) return;
+    // Woken while busy: once more when done, so that nothing committed meanwhile waits for the poll.
+    if (this.polling) {
+      this.again = true;
+      return;
+    }
+    this.again = false;
     this.polling = this.poll()
       .catch((error: unknown) => this.deps.logger.warn("webhook deliveries could not be read", { error: String(error) }))
       .finally(() => {
         this.polling = undefined;
+        if (this.again) this.wake();
       });
   }
 

@@ -26,6 +26,8 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private timer: NodeJS.Timeout | undefined;
   private relaying: Promise<void> | undefined;
   private closed = false;
+  private again = false;
+  private workerId: string | undefined;
 
   constructor(private readonly deps: PgBossWebhookQueueDeps) {
     this.boss = new PgBoss({
@@ -56,7 +58,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
     await this.boss.createQueue(QUEUE, { name: QUEUE, policy: "short", retryLimit: 5, retryDelay: 1, expireInSeconds: 20, retentionMinutes: 60 });
     if (this.closed) return;
-    await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
       await Promise.all(jobs.map((job) => this.deps.delivery.deliver(job.data.messageId, job.data.attempts)));
     });
     this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
@@ -66,11 +68,18 @@ export class PgBossWebhookQueue implements WebhookQueue {
 
   /** Relays what waits in the outbox now. */
   wake(): void {
-    if (this.closed || this.relaying) return;
+    if (this.closed) return;
+    // Woken while busy: once more when done, so that nothing committed meanwhile waits for the poll.
+    if (this.relaying) {
+      this.again = true;
+      return;
+    }
+    this.again = false;
     this.relaying = this.relay()
       .catch((error: unknown) => this.deps.logger.warn("webhook deliveries could not be queued", { error: String(error) }))
       .finally(() => {
         this.relaying = undefined;
+        if (this.again) this.wake();
       });
   }
 
@@ -99,5 +108,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
         data: { relayedAt: new Date() },
       });
     }
+    // This process's worker fetches at once instead of at its next poll; the others poll.
+    if (waiting.length > 0 && this.workerId) this.boss.notifyWorker(this.workerId);
   }
 }
