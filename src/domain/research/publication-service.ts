@@ -5,8 +5,7 @@ import { z } from "zod";
 import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { EventPublisher } from "../../events/topics.js";
-import { encodeGlobalId } from "../global-id.js";
-import { recordWebhookEvent } from "../webhooks/webhook-events.js";
+import { recordPublicationEvent } from "../webhooks/webhook-events.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
@@ -114,21 +113,7 @@ export class PublicationService {
         sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
       },
     });
-    await recordWebhookEvent(
-      tx,
-      {
-        ownerId: actor.principalId,
-        type: "PUBLICATION_VERSION_CREATED",
-        data: {
-          publicationId: encodeGlobalId("Publication", publicationId),
-          versionId: encodeGlobalId("PublicationVersion", version.id),
-          version: number,
-          runId: parsed.originRunId ? encodeGlobalId("Run", parsed.originRunId) : null,
-          summary: `version ${number} of a publication`,
-        },
-      },
-      this.deps.events && { events: this.deps.events, after },
-    );
+    await recordPublicationEvent(tx, actor.principalId, version, this.deps.events && { events: this.deps.events, after });
     const workspaceLink = parsed.originRunId
       ? await this.deps.links.linkForRunIn(tx, parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId }, after)
       : "NO_WORKSPACE";

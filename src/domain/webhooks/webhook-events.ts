@@ -107,3 +107,52 @@ export async function recordRunEventById(tx: Prisma.TransactionClient, runId: st
   });
   if (run) await recordRunEvent(tx, run, status, wake);
 }
+
+/** A checkpoint revision, for the workspace owner's webhooks (the revision's text is not sent). */
+export function recordCheckpointEvent(
+  tx: Prisma.TransactionClient,
+  ownerId: string,
+  checkpoint: { id: string; workspaceId: string; revision: number; origin: string; originRunId: string | null },
+  wake?: WebhookWake,
+): Promise<void> {
+  const by = checkpoint.origin === "USER" ? "written by its owner" : "from a run";
+  return recordWebhookEvent(
+    tx,
+    {
+      ownerId,
+      type: "CHECKPOINT_UPDATED",
+      data: {
+        workspaceId: encodeGlobalId("Workspace", checkpoint.workspaceId),
+        checkpointId: encodeGlobalId("CheckpointVersion", checkpoint.id),
+        revision: checkpoint.revision,
+        runId: checkpoint.originRunId ? encodeGlobalId("Run", checkpoint.originRunId) : null,
+        summary: `checkpoint revision ${checkpoint.revision} (${by})`,
+      },
+    },
+    wake,
+  );
+}
+
+/** A publication version, for its owner's webhooks (the content is not sent). */
+export function recordPublicationEvent(
+  tx: Prisma.TransactionClient,
+  ownerId: string,
+  version: { id: string; publicationId: string; version: number; originRunId: string | null },
+  wake?: WebhookWake,
+): Promise<void> {
+  return recordWebhookEvent(
+    tx,
+    {
+      ownerId,
+      type: "PUBLICATION_VERSION_CREATED",
+      data: {
+        publicationId: encodeGlobalId("Publication", version.publicationId),
+        versionId: encodeGlobalId("PublicationVersion", version.id),
+        version: version.version,
+        runId: version.originRunId ? encodeGlobalId("Run", version.originRunId) : null,
+        summary: `version ${version.version} of a publication`,
+      },
+    },
+    wake,
+  );
+}

@@ -6,8 +6,7 @@
 import { z } from "zod";
 import type { CheckpointOrigin, CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
-import { encodeGlobalId } from "../global-id.js";
-import { recordWebhookEvent } from "../webhooks/webhook-events.js";
+import { recordCheckpointEvent } from "../webhooks/webhook-events.js";
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
@@ -143,21 +142,7 @@ export class CheckpointService {
         sections: toJsonColumn(sections),
       },
     });
-    await recordWebhookEvent(
-      tx,
-      {
-        ownerId: actor.principalId,
-        type: "CHECKPOINT_UPDATED",
-        data: {
-          workspaceId: encodeGlobalId("Workspace", workspaceId),
-          checkpointId: encodeGlobalId("CheckpointVersion", created.id),
-          revision: created.revision,
-          runId: created.originRunId ? encodeGlobalId("Run", created.originRunId) : null,
-          summary: `checkpoint revision ${created.revision} (${provenance.origin === "USER" ? "written by its owner" : "from a run"})`,
-        },
-      },
-      { events: this.deps.events, after },
-    );
+    await recordCheckpointEvent(tx, actor.principalId, created, { events: this.deps.events, after });
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));
     return created;
   }
