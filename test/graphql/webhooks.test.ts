@@ -2,6 +2,7 @@
 // `standardwebhooks` library: signed events about the owner's objects only, retries with one
 // event id, the attempts as `deliveries` shows them, redelivery, secret rotation, disabling after
 // the last retry, and the outbound guard. On PostgreSQL the deliveries go through pg-boss.
+import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   ArchiveWorkspaceDocument,
@@ -18,6 +19,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
 import { verifyWebhook } from "../../sdk/webhooks.js";
+import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -321,5 +323,26 @@ describe.each(backends)("webhooks on %s", (backend) => {
       // Milliseconds when the machine is idle (measured: median 3 ms embedded, 9 ms PostgreSQL); far below the minute's poll under load too.
       expect(endpoint.received[i - 1]!.at - committed).toBeLessThan(10_000);
     }
+  });
+
+  it("sends nothing unsigned when the signing secret cannot be opened (another SECRETS_KEY)", async () => {
+    const endpoint = await receiver();
+    const app = await start([endpoint], [0.1]);
+    const alice = app.as(await app.createPrincipal("Alice"));
+    const { webhook } = await createWebhook(alice, endpoint.url, ["WORKSPACE_ARCHIVED"]);
+    const foreign = new SecretBox(randomBytes(32)).seal("whsec_AAAA");
+    await app.app.db.prisma.webhook.updateMany({ data: { secret: foreign } });
+    const workspace = await createWorkspace(alice);
+    await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+    const read = await vi.waitFor(
+      async () => {
+        const current = await deliveries(alice, webhook.id);
+        expect(current.enabled).toBe(false);
+        return current;
+      },
+      { timeout: 10_000 },
+    );
+    expect(read.deliveries[0]!.error).toMatch(/signing secret cannot be opened/);
+    expect(endpoint.received).toHaveLength(0);
   });
 });

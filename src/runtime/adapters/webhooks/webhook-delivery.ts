@@ -12,6 +12,12 @@ import { connectionFailure, type OutboundHttp } from "../outbound-http.js";
 
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
+const UNSIGNABLE: AttemptResult = {
+  statusCode: null,
+  durationMs: 0,
+  error: "not sent: the signing secret cannot be opened with this server's SECRETS_KEY",
+};
+
 export type WebhookDeliveryDeps = {
   prisma: PrismaClient;
   webhooks: WebhookService;
@@ -33,10 +39,21 @@ export class WebhookDelivery {
     const message = await prisma.webhookMessage.findUnique({ where: { id: messageId }, include: { webhook: true } });
     if (message?.status !== "PENDING" || !message.webhook.enabled) return null;
     if (attempts !== undefined && message.attempts !== attempts) return null;
-    const result = await this.send(message.webhook.url, message.eventId, message.body, this.deps.webhooks.signingSecrets(message.webhook));
+    const secrets = this.secretsOf(message.webhook);
+    const result = secrets ? await this.send(message.webhook.url, message.eventId, message.body, secrets) : UNSIGNABLE;
     const next = await prisma.$transaction((tx) => recordAttempt(tx, message, result, { delaysSeconds: this.deps.delaysSeconds }));
     this.deps.logger.debug("webhook attempt", { webhookId: message.webhookId, eventId: message.eventId, statusCode: result.statusCode, error: result.error });
     return next;
+  }
+
+  /** The secrets in force, or null when they cannot be opened (SECRETS_KEY missing or changed): nothing unsigned is sent. */
+  private secretsOf(webhook: Parameters<WebhookService["signingSecrets"]>[0]): string[] | null {
+    try {
+      return this.deps.webhooks.signingSecrets(webhook);
+    } catch (error) {
+      this.deps.logger.error("a webhook's signing secret cannot be opened; is SECRETS_KEY the one it was created under?", { error: String(error) });
+      return null;
+    }
   }
 
   private async send(url: string, eventId: string, body: string, secrets: string[]): Promise<AttemptResult> {
