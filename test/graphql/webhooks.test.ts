@@ -345,4 +345,28 @@ describe.each(backends)("webhooks on %s", (backend) => {
     expect(read.deliveries[0]!.error).toMatch(/signing secret cannot be opened/);
     expect(endpoint.received).toHaveLength(0);
   });
+
+  it("stops signing with the old secret 24 hours after a rotation", async () => {
+    const endpoint = await receiver();
+    let clock = Date.now();
+    t = await startTestApp(backend, {
+      authRequired: true,
+      now: () => new Date(clock),
+      webhooks: { deliver: true, allowedHosts: [endpoint.host], pollMs: 100 },
+    });
+    const alice = t.as(await t.createPrincipal("Alice"));
+    const { secret: old, webhook } = await createWebhook(alice, endpoint.url, ["WORKSPACE_ARCHIVED"]);
+    const rotated = expectType(
+      (await alice.request(RotateWebhookSecretDocument, { input: { id: webhook.id } })).rotateWebhookSecret,
+      "RotateWebhookSecretSuccess",
+    );
+    clock += 24 * 3_600_000 + 1_000;
+    const workspace = await createWorkspace(alice);
+    await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
+    await vi.waitFor(() => expect(endpoint.received).toHaveLength(1), { timeout: 10_000 });
+    const [request] = endpoint.received;
+    expect(String(request!.headers["webhook-signature"]).split(" ")).toHaveLength(1);
+    expect(endpoint.verify(request!, rotated.secret).type).toBe("WORKSPACE_ARCHIVED");
+    expect(() => endpoint.verify(request!, old)).toThrow();
+  });
 });
