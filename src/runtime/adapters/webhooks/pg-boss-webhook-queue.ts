@@ -28,6 +28,8 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private closed = false;
   private again = false;
   private workerId: string | undefined;
+  /** Set once the queue exists: pg-boss silently drops a job sent to a queue it has not created yet. */
+  private ready = false;
 
   constructor(private readonly deps: PgBossWebhookQueueDeps) {
     this.boss = new PgBoss({
@@ -61,6 +63,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
       await Promise.all(jobs.map((job) => this.deps.delivery.deliver(job.data.messageId, job.data.attempts)));
     });
+    this.ready = true;
     this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
     this.timer.unref();
     this.wake();
@@ -68,7 +71,8 @@ export class PgBossWebhookQueue implements WebhookQueue {
 
   /** Relays what waits in the outbox now. */
   wake(): void {
-    if (this.closed) return;
+    // Before the queue exists nothing is relayed: open() relays once it does.
+    if (this.closed || !this.ready) return;
     // Woken while busy: once more when done, so that nothing committed meanwhile waits for the poll.
     if (this.relaying) {
       this.again = true;
