@@ -80,4 +80,37 @@ describe.each(backends)("webhook attempts on %s", (backend) => {
       await receiver.close();
     }
   });
+
+  it.runIf(backend === "postgres")("delivers an event it was woken for while pg-boss was still starting", async () => {
+    const receiver = await startReceiver();
+    let url: string | undefined;
+    t = await startTestApp(backend, {
+      webhooks: { allowedHosts: [receiver.host] },
+      database: async () => {
+        const opened = await openTestDatabase(backend);
+        url = opened.url;
+        return opened;
+      },
+    });
+    const prisma = t.app.db.prisma;
+    const outbound = createOutboundHttp({ allowedHosts: [receiver.host], setting: "WEBHOOK_ALLOWED_HOSTS" });
+    const delivery = new WebhookDelivery({ prisma, webhooks: t.app.services.webhooks, outbound, delaysSeconds: [60], logger: silentLogger });
+    const queue = new PgBossWebhookQueue({ url: url!, prisma, delivery, logger: silentLogger, pollMs: 60_000 });
+    const waking = setInterval(() => queue.wake(), 1);
+    try {
+      const principal = await prisma.principal.create({ data: { name: "Alice" } });
+      await t.app.services.webhooks.create({ principalId: principal.id }, { url: receiver.url, events: ["WORKSPACE_ARCHIVED"] });
+      await prisma.$transaction((tx) =>
+        recordWebhookEvent(tx, { ownerId: principal.id, type: "WORKSPACE_ARCHIVED", data: { workspaceId: "x", summary: "s" } }),
+      );
+      // Woken every millisecond from the start: also between pg-boss's start and its queue's creation.
+      queue.start();
+      await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(1);
+    } finally {
+      clearInterval(waking);
+      await queue.close();
+      await outbound.close();
+      await receiver.close();
+    }
+  });
 });
