@@ -5,8 +5,8 @@
 // pg-boss as a job that starts when the attempt is due, then marks it relayed. A crash between
 // the two queues it again on the next pass, and the job's singleton key (message and attempt)
 // keeps that from adding a second job while the first waits; a stale job finds its message at
-// another attempt and does nothing. Any server's pg-boss worker takes the job; one whose process
-// died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
+// another attempt and does nothing. The servers' pg-boss workers take the jobs; a job whose
+// process died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
 // so a retry is relayed the same way, with its delay as the job's start.
 import PgBoss from "pg-boss";
 import type { PrismaClient } from "../../../generated/prisma/client.js";
