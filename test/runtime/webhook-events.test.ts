@@ -84,8 +84,9 @@ describe.each(backends)("webhook events of runs and research on %s", (backend) =
     const { run: cancelled } = await admit(alice, { question: callTools({ name: "read_notes" }) });
     await vi.waitFor(() => expect(events(everything, secret).map((e) => e.type)).toContain("RUN_WAITING"), { timeout: 20_000 });
     expectType((await alice.request(CancelRunDocument, { input: { runId: cancelled.id } })).cancelRun, "CancelRunSuccess");
-    const { run: timedOut } = await admit(alice, { question: callTools({ name: "read_notes" }), limits: { deadlineSeconds: 2 } });
-    expect((await settled(alice, timedOut.id)).status).toBe("TIMED_OUT");
+    const { run: timedOut } = await admit(alice, { question: callTools({ name: "read_notes" }), limits: { deadlineSeconds: 6 } });
+    // Long enough to reach WAITING first on a loaded machine; the sweep ends it while it waits.
+    expect((await settled(alice, timedOut.id, 30_000)).status).toBe("TIMED_OUT");
     const checkpoint = await alice.request(UpdateCheckpointDocument, {
       input: { workspaceId: workspace.id, expectedRevision: 0, summary: SECRET_TEXT, questions: [] },
     });
