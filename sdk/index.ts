@@ -1,2 +1,3 @@
 export * from "./client.js";
+export * from "./webhooks.js";
 export * from "./generated/graphql.js";

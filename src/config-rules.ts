@@ -41,3 +41,16 @@ export const commaList = (valid: (entry: string) => boolean, what: string, examp
         .filter((entry) => entry !== ""),
     )
     .refine((entries) => entries.every(valid), { message: `must be ${what} separated by commas, such as ${example}` });
+
+/** Host names (and host:port) named exactly, lower-cased: no wildcards. */
+export const exactHosts = (example: string) =>
+  commaList(
+    (host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host),
+    "host names without wildcards",
+    example,
+    (host) => host.toLowerCase(),
+  );
+
+/** Positive numbers of seconds, fractions allowed. */
+export const secondsList = (example: string) =>
+  commaList((value) => /^\d+(\.\d+)?$/.test(value) && Number(value) > 0, "positive numbers of seconds", example).transform((values) => values.map(Number));

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
-import { commaList, flag, json, number, port, postgresUrl, whole } from "./config-rules.js";
+import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { AgentProfile } from "./runtime/agents.js";
@@ -70,12 +70,9 @@ const envSchema = z.object({
     (host) => host.toLowerCase(),
   ).default([]),
   // Named exactly: a wildcard would let names someone outside controls lead inside the network.
-  MCP_HTTP_ALLOWED_HOSTS: commaList(
-    (host) => /^[a-z0-9.-]+(:\d{1,5})?$/.test(host),
-    "host names without wildcards",
-    "mcp.internal.example,127.0.0.1:8931",
-    (host) => host.toLowerCase(),
-  ).default([]),
+  MCP_HTTP_ALLOWED_HOSTS: exactHosts("mcp.internal.example,127.0.0.1:8931").default([]),
+  WEBHOOK_ALLOWED_HOSTS: exactHosts("hooks.internal.example,127.0.0.1:9000").default([]),
+  WEBHOOK_RETRY_DELAYS_SECONDS: secondsList("5,300,1800,7200,18000,36000").optional(),
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
   COMMANDS_ALLOWED: flag.default(false),
@@ -161,6 +158,8 @@ export type Config = {
   spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
   /** How often the content of expired temporary artifacts is freed (W16). */
   artifacts: { sweepIntervalMs: number };
+  /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
+  webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
   database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
 };
@@ -216,6 +215,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...serverSettings(values),
     ...runSettings(values, present),
+    webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
     database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
   };
 }

@@ -156,6 +156,19 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads the hosts webhooks may reach inside the network and the delays between their attempts", () => {
+    expect(loadConfig({}).webhooks).toEqual({ allowedHosts: [], retryDelaysSeconds: undefined });
+    expect(loadConfig({ WEBHOOK_ALLOWED_HOSTS: "Hooks.internal, 127.0.0.1:9000", WEBHOOK_RETRY_DELAYS_SECONDS: "1, 0.5,60" }).webhooks).toEqual({
+      allowedHosts: ["hooks.internal", "127.0.0.1:9000"],
+      retryDelaysSeconds: [1, 0.5, 60],
+    });
+    expect(() => loadConfig({ WEBHOOK_ALLOWED_HOSTS: "*.corp.example" })).toThrow(
+      /WEBHOOK_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/,
+    );
+    expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_SECONDS: "5,0" })).toThrow(/WEBHOOK_RETRY_DELAYS_SECONDS="5,0": must be positive numbers of seconds/);
+    expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_SECONDS: "5m" })).toThrow(/must be positive numbers of seconds/);
+  });
+
   it("reads how often expired artifacts are swept", () => {
     expect(loadConfig({}).artifacts).toEqual({ sweepIntervalMs: 300_000 });
     expect(loadConfig({ ARTIFACT_SWEEP_INTERVAL_MS: "1000" }).artifacts).toEqual({ sweepIntervalMs: 1_000 });

@@ -110,6 +110,13 @@ export type CreateArtifactInput = {
   name: string;
 };
 
+export type CreateWebhookInput = {
+  description?: string | null | undefined;
+  events: Array<WebhookEventType>;
+  /** Where events are POSTed (http or https). It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
+  url: string;
+};
+
 export type CreateWorkspaceInput = {
   /** The first goal statement; up to 20,000 characters. */
   goal: string;
@@ -231,6 +238,12 @@ export type PublishVersionInput = {
   sources?: Array<MaterialRefInput> | null | undefined;
   /** Required when creating a publication, and only then. */
   title?: string | null | undefined;
+};
+
+export type RedeliverWebhookEventInput = {
+  /** The event's id (WebhookDelivery.eventId, the webhook-id header). */
+  eventId: string;
+  webhookId: string;
 };
 
 export type RetainArtifactInput = {
@@ -380,6 +393,17 @@ export type UpdateGoalInput = {
   workspaceId: string;
 };
 
+/** What to change; fields left out keep their value. */
+export type UpdateWebhookInput = {
+  description?: string | null | undefined;
+  /** true enables a disabled endpoint again; its pending deliveries resume. */
+  enabled?: boolean | null | undefined;
+  events?: Array<WebhookEventType> | null | undefined;
+  id: string;
+  /** Where events are POSTed (http or https). It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
+  url?: string | null | undefined;
+};
+
 /** The whole configuration of one server; lists left out are empty. */
 export type UpsertMcpServerInput = {
   /** STDIO: its arguments. */
@@ -410,6 +434,22 @@ export type UpsertSkillInput = {
   description: string;
   /** kebab-case, at most 64 characters; the name of a built-in skill overrides it. */
   name: string;
+};
+
+/** What a webhook hears, always about objects its principal owns: a run that succeeded, failed, was cancelled, reached its deadline or waits for a tool-call decision; a checkpoint revision; a publication version; a workspace archived or deleted. */
+export type WebhookEventType =
+  | 'CHECKPOINT_UPDATED'
+  | 'PUBLICATION_VERSION_CREATED'
+  | 'RUN_CANCELLED'
+  | 'RUN_FAILED'
+  | 'RUN_SUCCEEDED'
+  | 'RUN_TIMED_OUT'
+  | 'RUN_WAITING'
+  | 'WORKSPACE_ARCHIVED'
+  | 'WORKSPACE_DELETED';
+
+export type WebhookIdInput = {
+  id: string;
 };
 
 export type WorkspaceEventKind =
@@ -476,6 +516,7 @@ export type RunApprovalsQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -595,6 +636,7 @@ export type RunAgentProfileQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -623,6 +665,7 @@ export type SkillNodeQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent', id: string }
     | { __typename: 'Trace', id: string }
     | { __typename: 'UnavailableCheckpoint', id: string }
+    | { __typename: 'Webhook', id: string }
     | { __typename: 'Workspace', id: string }
     | { __typename: 'WorkspaceLink', id: string }
    | null };
@@ -672,6 +715,7 @@ export type HistoryCatalogQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace', historyCatalog: { __typename: 'HistoryCatalogConnection', complete: boolean, truncatedReason: CatalogTruncation | null, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null }, entries: Array<{ __typename: 'HistoryCatalogEntry', publicationId: string, title: string, latestVersion: number, versionsComplete: boolean, via: Array<CatalogVia>, versions: Array<{ __typename: 'CatalogVersion', id: string, version: number, asOf: string, createdAt: string, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'MaterialRef', publicationId: string, version: number }>, availability: { __typename: 'Availability', status: AvailabilityStatus, reason: string | null, unavailableSource: { __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string, title: string } } | null } }> }> } }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -742,6 +786,7 @@ export type PublicationVersionUsesQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -785,6 +830,7 @@ export type CheckpointVersionListsQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace', id: string, checkpoint:
         | { __typename: 'Checkpoint', revision: number, acceptedPublicationVersions?: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }>, sourceDependencies?: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> }
         | { __typename: 'UnavailableCheckpoint' }
@@ -817,6 +863,7 @@ export type WorkspaceCheckpointQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace', id: string, checkpointRevision: number, checkpoint:
         | { __typename: 'Checkpoint', id: string, status: AvailabilityStatus, revision: number, summary: string | null, nextSteps: Array<string>, origin: CheckpointOrigin, modelSuggestion: boolean, createdAt: string, summaryProvenance: { __typename: 'CheckpointSectionProvenance', section: CheckpointSectionKind, questionId: string | null, author: { __typename: 'CheckpointAuthor', kind: CheckpointAuthorKind, run: { __typename: 'Run', id: string } | null }, sources: Array<{ __typename: 'PublicationVersion', id: string }> } | null, questions: Array<{ __typename: 'CheckpointQuestion', id: string, text: string, status: CheckpointQuestionStatus, provenance: { __typename: 'CheckpointSectionProvenance', section: CheckpointSectionKind, questionId: string | null, author: { __typename: 'CheckpointAuthor', kind: CheckpointAuthorKind, run: { __typename: 'Run', id: string } | null }, sources: Array<{ __typename: 'PublicationVersion', id: string }> } }>, nextStepsProvenance: { __typename: 'CheckpointSectionProvenance', section: CheckpointSectionKind, questionId: string | null, author: { __typename: 'CheckpointAuthor', kind: CheckpointAuthorKind, run: { __typename: 'Run', id: string } | null }, sources: Array<{ __typename: 'PublicationVersion', id: string }> } | null, originRun: { __typename: 'Run', id: string } | null, acceptedPublicationVersions: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }>, citedMaterials: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }>, sourceDependencies: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> }
         | { __typename: 'UnavailableCheckpoint', id: string, status: AvailabilityStatus, revision: number, reason: string, createdAt: string, unavailableSource: { __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string, title: string } } | null, withheldSections: Array<{ __typename: 'CheckpointSectionProvenance', section: CheckpointSectionKind, questionId: string | null, author: { __typename: 'CheckpointAuthor', kind: CheckpointAuthorKind, run: { __typename: 'Run', id: string } | null }, sources: Array<{ __typename: 'PublicationVersion', id: string }> }> }
@@ -864,6 +911,7 @@ export type CheckpointVersionNodeQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent', id: string }
     | { __typename: 'Trace', id: string }
     | { __typename: 'UnavailableCheckpoint', id: string, status: AvailabilityStatus, revision: number, reason: string, createdAt: string, unavailableSource: { __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string, title: string } } | null, withheldSections: Array<{ __typename: 'CheckpointSectionProvenance', section: CheckpointSectionKind, questionId: string | null, author: { __typename: 'CheckpointAuthor', kind: CheckpointAuthorKind, run: { __typename: 'Run', id: string } | null }, sources: Array<{ __typename: 'PublicationVersion', id: string }> }> }
+    | { __typename: 'Webhook', id: string }
     | { __typename: 'Workspace', id: string }
     | { __typename: 'WorkspaceLink', id: string }
    | null };
@@ -892,6 +940,7 @@ export type MaterialUseNodeQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent', id: string }
     | { __typename: 'Trace', id: string }
     | { __typename: 'UnavailableCheckpoint', id: string }
+    | { __typename: 'Webhook', id: string }
     | { __typename: 'Workspace', id: string }
     | { __typename: 'WorkspaceLink', id: string }
    | null };
@@ -982,6 +1031,7 @@ export type ConversationQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1023,6 +1073,7 @@ export type ArtifactQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1063,6 +1114,7 @@ export type PublicationQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1105,6 +1157,7 @@ export type RunQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1228,6 +1281,7 @@ export type RunTraceQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1259,6 +1313,7 @@ export type TraceSpansQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace', id: string, spans: Array<{ __typename: 'Span', id: string, parentId: string | null, kind: SpanKind, name: string, status: SpanStatus, startedAt: string, endedAt: string | null, attributes: string, events: Array<{ __typename: 'SpanEvent', id: string, seq: number, kind: SpanEventKind, size: number, preview: string, truncated: boolean }>, usage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number } | null, cumulativeUsage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number } }> }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1289,6 +1344,7 @@ export type SpanEventsQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1319,6 +1375,7 @@ export type RunAttemptsQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1347,6 +1404,7 @@ export type SpanRequestQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1375,6 +1433,7 @@ export type EventPayloadQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent', id: string, size: number, payload: string }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1439,6 +1498,7 @@ export type RunSpillsQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
@@ -1467,9 +1527,105 @@ export type SpilledMessageQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent' }
     | { __typename: 'Trace' }
     | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
     | { __typename: 'Workspace' }
     | { __typename: 'WorkspaceLink' }
    | null };
+
+export type WebhookFieldsFragment = { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string };
+
+export type WebhooksQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type WebhooksQuery = { __typename: 'Query', webhooks: Array<{ __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string }> };
+
+export type WebhookDeliveriesQueryVariables = Exact<{
+  id: string;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type WebhookDeliveriesQuery = { __typename: 'Query', node:
+    | { __typename: 'AgentProfile' }
+    | { __typename: 'ApiKey' }
+    | { __typename: 'Artifact' }
+    | { __typename: 'Checkpoint' }
+    | { __typename: 'Conversation' }
+    | { __typename: 'GoalVersion' }
+    | { __typename: 'MaterialUse' }
+    | { __typename: 'McpServer' }
+    | { __typename: 'Message' }
+    | { __typename: 'Principal' }
+    | { __typename: 'Publication' }
+    | { __typename: 'PublicationVersion' }
+    | { __typename: 'Run' }
+    | { __typename: 'Skill' }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
+    | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string, deliveries: Array<{ __typename: 'WebhookDelivery', id: string, eventId: string, attempt: number, statusCode: number | null, durationMs: number, error: string | null, nextRetryAt: string | null, attemptedAt: string }> }
+    | { __typename: 'Workspace' }
+    | { __typename: 'WorkspaceLink' }
+   | null };
+
+export type CreateWebhookMutationVariables = Exact<{
+  input: CreateWebhookInput;
+}>;
+
+
+export type CreateWebhookMutation = { __typename: 'Mutation', createWebhook:
+    | { __typename: 'CreateWebhookSuccess', secret: string, webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
+    | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
+   };
+
+export type UpdateWebhookMutationVariables = Exact<{
+  input: UpdateWebhookInput;
+}>;
+
+
+export type UpdateWebhookMutation = { __typename: 'Mutation', updateWebhook:
+    | { __typename: 'NotFoundError', message: string }
+    | { __typename: 'UpdateWebhookSuccess', webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
+    | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
+   };
+
+export type DeleteWebhookMutationVariables = Exact<{
+  input: WebhookIdInput;
+}>;
+
+
+export type DeleteWebhookMutation = { __typename: 'Mutation', deleteWebhook:
+    | { __typename: 'DeleteWebhookSuccess', deletedId: string }
+    | { __typename: 'NotFoundError', message: string }
+    | { __typename: 'ValidationError', message: string }
+   };
+
+export type RotateWebhookSecretMutationVariables = Exact<{
+  input: WebhookIdInput;
+}>;
+
+
+export type RotateWebhookSecretMutation = { __typename: 'Mutation', rotateWebhookSecret:
+    | { __typename: 'NotFoundError', message: string }
+    | { __typename: 'RotateWebhookSecretSuccess', secret: string, webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
+    | { __typename: 'ValidationError', message: string }
+   };
+
+export type RedeliverWebhookEventMutationVariables = Exact<{
+  input: RedeliverWebhookEventInput;
+}>;
+
+
+export type RedeliverWebhookEventMutation = { __typename: 'Mutation', redeliverWebhookEvent:
+    | { __typename: 'NotFoundError', message: string }
+    | { __typename: 'RedeliverWebhookEventSuccess', webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
+    | { __typename: 'ValidationError', message: string }
+   };
 
 export type GoalVersionFieldsFragment = { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string };
 
@@ -1559,6 +1715,7 @@ export type NodeQuery = { __typename: 'Query', node:
     | { __typename: 'SpanEvent', id: string }
     | { __typename: 'Trace', id: string }
     | { __typename: 'UnavailableCheckpoint', id: string }
+    | { __typename: 'Webhook', id: string }
     | { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } }
     | { __typename: 'WorkspaceLink', id: string }
    | null };
@@ -1642,6 +1799,7 @@ export const RunAttemptFieldsFragmentDoc = {"kind":"Document","definitions":[{"k
 export const UsageFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"UsageFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"TokenUsage"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"input"}},{"kind":"Field","name":{"kind":"Name","value":"output"}},{"kind":"Field","name":{"kind":"Name","value":"cached"}},{"kind":"Field","name":{"kind":"Name","value":"reasoning"}}]}}]} as unknown as DocumentNode<UsageFieldsFragment, unknown>;
 export const TraceSpanFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"TraceSpanFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Span"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"parentId"}},{"kind":"Field","name":{"kind":"Name","value":"kind"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"startedAt"}},{"kind":"Field","name":{"kind":"Name","value":"endedAt"}},{"kind":"Field","name":{"kind":"Name","value":"attributes"}},{"kind":"Field","name":{"kind":"Name","value":"usage"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"UsageFields"}}]}},{"kind":"Field","name":{"kind":"Name","value":"cumulativeUsage"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"UsageFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"UsageFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"TokenUsage"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"input"}},{"kind":"Field","name":{"kind":"Name","value":"output"}},{"kind":"Field","name":{"kind":"Name","value":"cached"}},{"kind":"Field","name":{"kind":"Name","value":"reasoning"}}]}}]} as unknown as DocumentNode<TraceSpanFieldsFragment, unknown>;
 export const TraceEventFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"TraceEventFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"SpanEvent"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}},{"kind":"Field","name":{"kind":"Name","value":"kind"}},{"kind":"Field","name":{"kind":"Name","value":"size"}},{"kind":"Field","name":{"kind":"Name","value":"preview"}},{"kind":"Field","name":{"kind":"Name","value":"truncated"}}]}}]} as unknown as DocumentNode<TraceEventFieldsFragment, unknown>;
+export const WebhookFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhookFieldsFragment, unknown>;
 export const GoalVersionFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<GoalVersionFieldsFragment, unknown>;
 export const WorkspaceFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WorkspaceFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Workspace"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"title"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"archivedAt"}},{"kind":"Field","name":{"kind":"Name","value":"goal"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<WorkspaceFieldsFragment, unknown>;
 export const ErrorFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ErrorFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Error"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"Field","name":{"kind":"Name","value":"message"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"issues"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"field"}},{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StaleVersionError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"currentVersion"}},{"kind":"Field","name":{"kind":"Name","value":"expectedVersion"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"IdempotencyConflictError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"idempotencyKey"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StaleRevisionError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"currentRevision"}},{"kind":"Field","name":{"kind":"Name","value":"expectedRevision"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"IneligibleSourceError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"sourceId"}},{"kind":"Field","name":{"kind":"Name","value":"eligibilityReason"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ConversationBusyError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"activeRun"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ArtifactExpiredError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"expiredAt"}}]}}]}}]} as unknown as DocumentNode<ErrorFieldsFragment, unknown>;
@@ -1702,6 +1860,13 @@ export const TraceUpdatesDocument = {"kind":"Document","definitions":[{"kind":"O
 export const RunOutputDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"subscription","name":{"kind":"Name","value":"RunOutput"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"runId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"afterSeq"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"runOutput"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"runId"},"value":{"kind":"Variable","name":{"kind":"Name","value":"runId"}}},{"kind":"Argument","name":{"kind":"Name","value":"afterSeq"},"value":{"kind":"Variable","name":{"kind":"Name","value":"afterSeq"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"seq"}},{"kind":"Field","name":{"kind":"Name","value":"modelCallSpanId"}},{"kind":"Field","name":{"kind":"Name","value":"kind"}},{"kind":"Field","name":{"kind":"Name","value":"text"}},{"kind":"Field","name":{"kind":"Name","value":"toolCallId"}}]}}]}}]} as unknown as DocumentNode<RunOutputSubscription, RunOutputSubscriptionVariables>;
 export const RunSpillsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RunSpills"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Run"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"spills"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"handle"}},{"kind":"Field","name":{"kind":"Name","value":"tool"}},{"kind":"Field","name":{"kind":"Name","value":"size"}},{"kind":"Field","name":{"kind":"Name","value":"preview"}},{"kind":"Field","name":{"kind":"Name","value":"strategy"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"message"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}}]}}]}}]}}]}}]}}]} as unknown as DocumentNode<RunSpillsQuery, RunSpillsQueryVariables>;
 export const SpilledMessageDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"SpilledMessage"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Message"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"role"}},{"kind":"Field","name":{"kind":"Name","value":"content"}}]}}]}}]}}]} as unknown as DocumentNode<SpilledMessageQuery, SpilledMessageQueryVariables>;
+export const WebhooksDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Webhooks"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"webhooks"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhooksQuery, WebhooksQueryVariables>;
+export const WebhookDeliveriesDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"WebhookDeliveries"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}},{"kind":"Field","name":{"kind":"Name","value":"deliveries"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"eventId"}},{"kind":"Field","name":{"kind":"Name","value":"attempt"}},{"kind":"Field","name":{"kind":"Name","value":"statusCode"}},{"kind":"Field","name":{"kind":"Name","value":"durationMs"}},{"kind":"Field","name":{"kind":"Name","value":"error"}},{"kind":"Field","name":{"kind":"Name","value":"nextRetryAt"}},{"kind":"Field","name":{"kind":"Name","value":"attemptedAt"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhookDeliveriesQuery, WebhookDeliveriesQueryVariables>;
+export const CreateWebhookDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"CreateWebhook"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"CreateWebhookInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createWebhook"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"CreateWebhookSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"secret"}},{"kind":"Field","name":{"kind":"Name","value":"webhook"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}},{"kind":"Field","name":{"kind":"Name","value":"issues"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"field"}},{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<CreateWebhookMutation, CreateWebhookMutationVariables>;
+export const UpdateWebhookDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"UpdateWebhook"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"UpdateWebhookInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"updateWebhook"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"UpdateWebhookSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"webhook"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"NotFoundError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}},{"kind":"Field","name":{"kind":"Name","value":"issues"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"field"}},{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<UpdateWebhookMutation, UpdateWebhookMutationVariables>;
+export const DeleteWebhookDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"DeleteWebhook"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"WebhookIdInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"deleteWebhook"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"DeleteWebhookSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"deletedId"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"NotFoundError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}}]} as unknown as DocumentNode<DeleteWebhookMutation, DeleteWebhookMutationVariables>;
+export const RotateWebhookSecretDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RotateWebhookSecret"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"WebhookIdInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"rotateWebhookSecret"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RotateWebhookSecretSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"secret"}},{"kind":"Field","name":{"kind":"Name","value":"webhook"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"NotFoundError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RotateWebhookSecretMutation, RotateWebhookSecretMutationVariables>;
+export const RedeliverWebhookEventDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"RedeliverWebhookEvent"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"RedeliverWebhookEventInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"redeliverWebhookEvent"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RedeliverWebhookEventSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"webhook"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"NotFoundError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<RedeliverWebhookEventMutation, RedeliverWebhookEventMutationVariables>;
 export const WorkspaceDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Workspace"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"workspace"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WorkspaceFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WorkspaceFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Workspace"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"title"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"archivedAt"}},{"kind":"Field","name":{"kind":"Name","value":"goal"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}}]} as unknown as DocumentNode<WorkspaceQuery, WorkspaceQueryVariables>;
 export const WorkspacesDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Workspaces"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"workspaces"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WorkspaceFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WorkspaceFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Workspace"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"title"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"archivedAt"}},{"kind":"Field","name":{"kind":"Name","value":"goal"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}}]} as unknown as DocumentNode<WorkspacesQuery, WorkspacesQueryVariables>;
 export const GoalVersionsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"GoalVersions"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"workspaceId"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"workspace"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"workspaceId"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"goalVersions"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<GoalVersionsQuery, GoalVersionsQueryVariables>;

@@ -13,6 +13,8 @@ import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/research/run-service.js";
 import { ToolApprovalService } from "../domain/research/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
+import { WebhookService } from "../domain/webhooks/webhook-service.js";
+import { startWebhookDelivery, type WebhookOptions } from "./webhooks.js";
 import type { Services } from "../domain/services.js";
 import { CheckpointProposals } from "../domain/workspace/checkpoint-proposals.js";
 import { CheckpointService } from "../domain/workspace/checkpoint-service.js";
@@ -53,6 +55,7 @@ export function createServices({
   artifactRetention,
   agents,
   mcp = {},
+  webhookAllowedHosts = [],
   now,
 }: {
   prisma: PrismaClient;
@@ -67,6 +70,8 @@ export function createServices({
    * the box that seals header and environment values (without it none may be stored).
    */
   mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
+  /** Hosts webhooks may reach inside the network (WEBHOOK_ALLOWED_HOSTS); their secrets are sealed with mcp.secrets' box. */
+  webhookAllowedHosts?: readonly string[];
   /** Replaces the artifact module's retention decision (tests of partial failures). */
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
   /** The clock artifact expiry and late tool-call decisions are decided by (tests move it); the system clock by default. */
@@ -82,7 +87,7 @@ export function createServices({
     links,
     conversations: new ConversationService({ prisma }),
     artifacts,
-    publications: new PublicationService({ prisma, links }),
+    publications: new PublicationService({ prisma, links, events }),
     agentProfiles,
     admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
     runs: new RunService({ prisma, events }),
@@ -99,6 +104,7 @@ export function createServices({
     ledger: new MaterialLedger({ prisma }),
     proposals: new CheckpointProposals({ prisma }),
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
+    webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
   };
 }
 
@@ -161,6 +167,8 @@ export type CoreOptions = {
   runQueue?: RunQueue & RunAnnouncer;
   /** The clock artifact expiry and late tool-call decisions are decided by (tests move it); the system clock by default. */
   now?: () => Date;
+  /** Webhooks: where they may reach, and — with `deliver` — this process delivers them (the server does). */
+  webhooks?: WebhookOptions;
 };
 
 export function createCore({
@@ -173,6 +181,7 @@ export function createCore({
   mcp: mcpOptions = {},
   runQueue,
   now,
+  webhooks = {},
 }: CoreOptions): Core {
   const stdioCommands = mcpOptions.stdioCommands ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
@@ -185,7 +194,9 @@ export function createCore({
     now,
     agents: [...agentProfiles(agents).values()],
     mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
+    webhookAllowedHosts: webhooks.allowedHosts,
   });
+  const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });
   const skills = new SkillCatalog({ skills: services.skills });
   const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
@@ -212,6 +223,7 @@ export function createCore({
     runtime: executing?.runtime,
     exporter: executing?.exporter,
     async stop() {
+      await webhookDelivery?.close();
       await executing?.runtime.worker.stop();
       await mcp.close();
       await mcpOutbound.close();

@@ -19,6 +19,11 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     agents: config.agents,
     mcp: mcpSettings(config, logger),
     runQueue,
+    webhooks: {
+      ...config.webhooks,
+      deliver: true,
+      postgresUrl: config.database.kind === "postgres" ? config.database.url : undefined,
+    },
     runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -18,6 +18,7 @@ import type { CheckpointService } from "./workspace/checkpoint-service.js";
 import type { HistoryService } from "./workspace/history-service.js";
 import type { LinkService } from "./workspace/link-service.js";
 import type { WorkspaceService } from "./workspace/workspace-service.js";
+import type { WebhookService } from "./webhooks/webhook-service.js";
 
 export type Services = {
   principals: PrincipalService;
@@ -40,4 +41,6 @@ export type Services = {
   proposals: CheckpointProposals;
   /** Human approval of runs' tool calls: requests recorded by attempts, decided by owners or expiry. */
   toolApprovals: ToolApprovalService;
+  /** Principals' webhook endpoints and their signing secrets (issue 22). */
+  webhooks: WebhookService;
 };

@@ -86,6 +86,8 @@ export type Topics = {
   "run:output:wanted": [request: { runId: string }];
   /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
   "mcp:changed": [change: { principalId: string; at: string }];
+  /** Webhook events were committed: the instances delivering webhooks look for due attempts at once. */
+  "webhook:pending": [pending: { at: string }];
   /** An API key was revoked: every instance closes the subscriptions opened with it. */
   "apikey:revoked": [revoked: { keyId: string; at: string }];
 };

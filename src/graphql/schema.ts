@@ -23,5 +23,6 @@ import "./types/history-search.js";
 import "./types/checkpoint.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";
+import "./types/webhook.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

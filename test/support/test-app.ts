@@ -58,6 +58,8 @@ export type TestAppOptions = {
   logger?: Logger;
   /** The clock artifact expiry and late tool-call decisions are decided by. */
   now?: () => Date;
+  /** Webhook settings; `deliver: true` starts delivering them (none by default). */
+  webhooks?: Parameters<typeof createApp>[0]["webhooks"];
 };
 
 export async function startTestApp(
@@ -75,9 +77,11 @@ export async function startTestApp(
     metricsToken,
     logger,
     now,
+    webhooks,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
-  const { db, dispose } = database ? await database() : await openTestDatabase(backend);
+  const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
+  const { db, dispose } = opened;
   await db.migrate();
   const eventTarget = new CountingEventTarget();
   const app = createApp({
@@ -93,6 +97,8 @@ export async function startTestApp(
     corsOrigins,
     metricsToken,
     now,
+    // On PostgreSQL, webhooks are delivered through pg-boss in the app's own database, as the server does.
+    webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

@@ -4,6 +4,8 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Prisma, PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import type { EventPublisher } from "../../events/topics.js";
+import { recordPublicationEvent } from "../webhooks/webhook-events.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
@@ -56,7 +58,7 @@ export type SelectedMaterial = { versionId: string; publicationId: string; title
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
 export class PublicationService {
-  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date; events?: EventPublisher }) {}
 
   /** Creates the next immutable version (or a new publication), then links it for its origin run. */
   async publishVersion(actor: Actor, input: PublishInput): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {
@@ -111,6 +113,7 @@ export class PublicationService {
         sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
       },
     });
+    await recordPublicationEvent(tx, actor.principalId, version, this.deps.events && { events: this.deps.events, after });
     const workspaceLink = parsed.originRunId
       ? await this.deps.links.linkForRunIn(tx, parsed.originRunId, { kind: "PUBLICATION", targetId: version.publicationId }, after)
       : "NO_WORKSPACE";

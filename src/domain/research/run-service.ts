@@ -10,6 +10,7 @@ import { endOpenSpansIn, endTraceIn, publishTraceChanges } from "../trace/trace-
 import { NotFoundError } from "../errors.js";
 import { rejectOpenIn } from "./tool-approval-service.js";
 import type { Actor } from "../principal/principal-service.js";
+import { recordRunEventById } from "../webhooks/webhook-events.js";
 
 export class RunService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
@@ -59,6 +60,7 @@ export async function cancelIn(
     ...(await endOpenSpansIn(tx, { traceId: runId, status: "CANCELLED", reason, includeRoot: true, at })),
     await endTraceIn(tx, runId, at),
   ];
+  await recordRunEventById(tx, runId, "CANCELLED", { events, after });
   if (cancelled.lease_owner === null) {
     await tx.conversation.updateMany({ where: { id: cancelled.conversation_id, activeRunId: runId }, data: { activeRunId: null } });
   }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { CheckpointOrigin, CheckpointVersion, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { recordCheckpointEvent } from "../webhooks/webhook-events.js";
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
@@ -141,6 +142,7 @@ export class CheckpointService {
         sections: toJsonColumn(sections),
       },
     });
+    await recordCheckpointEvent(tx, actor.principalId, created, { events: this.deps.events, after });
     after.push(() => publishWorkspaceEvent(this.deps.events, { kind: "CHECKPOINT_UPDATED", workspaceId, checkpointRevision: created.revision }));
     return created;
   }

@@ -2,11 +2,14 @@
 // versions; the workspace row keeps the current version number as the compare-and-swap guard.
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
-import type { GoalVersion, PrismaClient, Workspace } from "../../generated/prisma/client.js";
+import type { GoalVersion, Prisma, PrismaClient, Workspace } from "../../generated/prisma/client.js";
 import { StaleVersionError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
+import { encodeGlobalId } from "../global-id.js";
+import { recordWebhookEvent, type WebhookWake } from "../webhooks/webhook-events.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
 export const TITLE_MAX = 200;
@@ -75,6 +78,7 @@ export class WorkspaceService {
    * workspace (checkpoint proposals, link refusals): they are read through the run.
    */
   async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
+    const after: AfterCommit = [];
     await this.deps.prisma.$transaction(async (tx) => {
       const deleted = await tx.workspace.updateMany({
         where: visibleWorkspace(actor, workspaceId),
@@ -84,19 +88,40 @@ export class WorkspaceService {
       await tx.workspaceLink.deleteMany({ where: { workspaceId } });
       await tx.goalVersion.deleteMany({ where: { workspaceId } });
       await tx.checkpointVersion.deleteMany({ where: { workspaceId } });
+      if (deleted.count > 0) await recordWorkspaceEvent(tx, actor, workspaceId, "WORKSPACE_DELETED", { events: this.deps.events, after });
     });
+    runAfterCommit(after);
     publishWorkspaceEvent(this.deps.events, { kind: "DELETED", workspaceId });
   }
 
   private async setStatus(actor: Actor, workspaceId: string, status: "ACTIVE" | "ARCHIVED"): Promise<Workspace> {
-    const changed = await this.deps.prisma.workspace.updateMany({
-      where: { ...visibleWorkspace(actor, workspaceId), status: status === "ARCHIVED" ? "ACTIVE" : "ARCHIVED" },
-      data: { status, archivedAt: status === "ARCHIVED" ? new Date() : null },
+    const after: AfterCommit = [];
+    const changed = await this.deps.prisma.$transaction(async (tx) => {
+      const updated = await tx.workspace.updateMany({
+        where: { ...visibleWorkspace(actor, workspaceId), status: status === "ARCHIVED" ? "ACTIVE" : "ARCHIVED" },
+        data: { status, archivedAt: status === "ARCHIVED" ? new Date() : null },
+      });
+      if (updated.count > 0 && status === "ARCHIVED")
+        await recordWorkspaceEvent(tx, actor, workspaceId, "WORKSPACE_ARCHIVED", { events: this.deps.events, after });
+      return updated;
     });
+    runAfterCommit(after);
     const workspace = await findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
     if (changed.count > 0) {
       publishWorkspaceEvent(this.deps.events, { kind: status === "ARCHIVED" ? "ARCHIVED" : "RESTORED", workspaceId });
     }
     return workspace;
   }
+}
+
+/** The owner's webhooks hear of an archived or deleted workspace in the same commit. */
+function recordWorkspaceEvent(
+  tx: Prisma.TransactionClient,
+  actor: Actor,
+  workspaceId: string,
+  type: "WORKSPACE_ARCHIVED" | "WORKSPACE_DELETED",
+  wake: WebhookWake,
+) {
+  const summary = type === "WORKSPACE_ARCHIVED" ? "the workspace was archived" : "the workspace was deleted";
+  return recordWebhookEvent(tx, { ownerId: actor.principalId, type, data: { workspaceId: encodeGlobalId("Workspace", workspaceId), summary } }, wake);
 }

@@ -14,6 +14,7 @@ import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from 
 import { runAfterCommit } from "../../../domain/after-commit.js";
 import type { AfterCommit } from "../../../domain/after-commit.js";
 import type { AttemptFence } from "../../ports/attempt-fence.js";
+import { recordRunEvent } from "../../../domain/webhooks/webhook-events.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
 
@@ -82,6 +83,8 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
     });
     await endAttemptRow(tx, run.id, claimed.number, "COMPLETED", at);
     await releaseSlot(tx, run);
+    // The owner's webhooks hear of it in this same commit (outbox rows): a crash cannot lose it.
+    await recordRunEvent(tx, { ...run, failureReason: outcome.type === "failed" ? outcome.reason : null }, status, { events: deps.events, after });
     after.push(() => deps.announce(changes));
     after.push(() => publishRunStatus(deps.events, run.id, status));
   });

@@ -16,6 +16,7 @@ import { rejectOpenIn } from "../../../domain/research/tool-approval-service.js"
 import type { AttemptFence } from "../../ports/attempt-fence.js";
 import type { ClaimedAttempt, EndedRun, SettleStep } from "../../ports/run-state.js";
 import { releaseSlot, type SettleDeps } from "./settle.js";
+import { recordRunEvent } from "../../../domain/webhooks/webhook-events.js";
 
 /** Ends the attempt whose calls wait; true when the run now waits, false when it is claimable again (all decided). */
 export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
@@ -40,6 +41,7 @@ export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, 
       where: { id: run.id },
       data: waiting ? { status: "WAITING", leaseOwner: null, leaseExpiresAt: null } : { leaseOwner: null, leaseExpiresAt: new Date(0) },
     });
+    if (waiting) await recordRunEvent(tx, run, "WAITING", { events: deps.events, after });
     after.push(() => deps.announce(changes));
     if (waiting) after.push(() => publishRunStatus(deps.events, run.id, "WAITING"));
     return waiting;
@@ -64,6 +66,7 @@ export async function timeOutWaiting(deps: SettleDeps & { prisma: PrismaClient; 
       const decided = await rejectOpenIn(tx, run.id, "the run reached its deadline", at);
       for (const step of deps.steps) await step({ tx, run, outcome: { type: "interrupted", status: "TIMED_OUT" }, status: "TIMED_OUT", after });
       await releaseSlot(tx, run);
+      await recordRunEvent(tx, run, "TIMED_OUT", { events: deps.events, after });
       return [
         ...decided,
         ...(await endOpenSpansIn(tx, {

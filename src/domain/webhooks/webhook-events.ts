@@ -1,0 +1,158 @@
+// What webhooks report, recorded in the transaction of the change itself (issue 22): a run
+// settling, cancelled or timing out, a run beginning to wait for decisions, a checkpoint revision,
+// a publication version, a workspace archived or deleted. One INSERT … SELECT writes a pending
+// message for every enabled webhook of the object's owner that listens for the type, so the event
+// commits — or rolls back — with the change: a process killed right after the commit loses
+// nothing, because delivery starts from these rows (the outbox), never from memory.
+import { randomUUID } from "node:crypto";
+import type { EventPublisher } from "../../events/topics.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { AfterCommit } from "../after-commit.js";
+import { encodeGlobalId } from "../global-id.js";
+
+export const WEBHOOK_EVENT_TYPES = [
+  "RUN_SUCCEEDED",
+  "RUN_FAILED",
+  "RUN_CANCELLED",
+  "RUN_TIMED_OUT",
+  "RUN_WAITING",
+  "CHECKPOINT_UPDATED",
+  "PUBLICATION_VERSION_CREATED",
+  "WORKSPACE_ARCHIVED",
+  "WORKSPACE_DELETED",
+] as const;
+
+export type WebhookEventTypeName = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The body's `data`: global ids and a one-line summary, never a run's answer, a checkpoint's or a publication's text. */
+export type WebhookEventData = Record<string, string | number | null> & { summary: string };
+
+/** The event a webhook receives: the Standard Webhooks body (`type`, `timestamp`, `data`). */
+export type WebhookEventBody = { type: WebhookEventTypeName; timestamp: string; data: WebhookEventData };
+
+/** Where to say, after the commit, that events wait: the deliverers wake at once instead of at their next poll. */
+export type WebhookWake = { events: EventPublisher; after: AfterCommit };
+
+/**
+ * Records one event about an object `ownerId` owns, inside the caller's transaction, for each of
+ * the owner's enabled webhooks that listen for `type` (none: nothing is written). The event id
+ * (`msg_…`, the webhook-id header) is the same for all of them.
+ */
+export async function recordWebhookEvent(
+  tx: Prisma.TransactionClient,
+  { ownerId, type, data, at = new Date() }: { ownerId: string; type: WebhookEventTypeName; data: WebhookEventData; at?: Date },
+  wake?: WebhookWake,
+): Promise<void> {
+  const body: WebhookEventBody = { type, timestamp: at.toISOString(), data };
+  const written = await tx.$executeRawUnsafe(
+    `INSERT INTO webhook_message (id, webhook_id, event_id, type, body, status, attempts, next_attempt_at, created_at)
+     SELECT gen_random_uuid()::text, w.id, $3, $2::"WebhookEventType", $4, 'PENDING', 0, now(), now()
+       FROM webhook w WHERE w.owner_id = $1 AND w.enabled AND $2::"WebhookEventType" = ANY (w.events)`,
+    ownerId,
+    type,
+    `msg_${randomUUID().replaceAll("-", "")}`,
+    JSON.stringify(body),
+  );
+  if (written > 0 && wake) wake.after.push(() => wake.events.publish("webhook:pending", { at: new Date().toISOString() }));
+}
+
+const RUN_EVENTS = {
+  SUCCEEDED: "RUN_SUCCEEDED",
+  FAILED: "RUN_FAILED",
+  CANCELLED: "RUN_CANCELLED",
+  TIMED_OUT: "RUN_TIMED_OUT",
+  WAITING: "RUN_WAITING",
+} as const;
+
+const RUN_SUMMARIES = {
+  RUN_SUCCEEDED: "the run succeeded",
+  RUN_FAILED: "the run failed",
+  RUN_CANCELLED: "the run was cancelled",
+  RUN_TIMED_OUT: "the run reached its deadline",
+  RUN_WAITING: "the run waits for a decision on a tool call",
+} as const;
+
+/** Records the run's new status (terminal, or WAITING) for its owner's webhooks; other statuses report nothing. */
+export async function recordRunEvent(
+  tx: Prisma.TransactionClient,
+  run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null },
+  status: string,
+  wake?: WebhookWake,
+): Promise<void> {
+  const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
+  if (!type) return;
+  const summary = RUN_SUMMARIES[type] + (run.failureReason ? ` (${run.failureReason})` : "");
+  await recordWebhookEvent(
+    tx,
+    {
+      ownerId: run.ownerId,
+      type,
+      data: {
+        runId: encodeGlobalId("Run", run.id),
+        workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
+        conversationId: encodeGlobalId("Conversation", run.conversationId),
+        status,
+        summary,
+      },
+    },
+    wake,
+  );
+}
+
+/** Records a run's status by its id (for callers that hold only the id), in the same transaction. */
+export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string, wake?: WebhookWake): Promise<void> {
+  const run = await tx.run.findUnique({
+    where: { id: runId },
+    select: { id: true, ownerId: true, workspaceId: true, conversationId: true, failureReason: true },
+  });
+  if (run) await recordRunEvent(tx, run, status, wake);
+}
+
+/** A checkpoint revision, for the workspace owner's webhooks (the revision's text is not sent). */
+export function recordCheckpointEvent(
+  tx: Prisma.TransactionClient,
+  ownerId: string,
+  checkpoint: { id: string; workspaceId: string; revision: number; origin: string; originRunId: string | null },
+  wake?: WebhookWake,
+): Promise<void> {
+  const by = checkpoint.origin === "USER" ? "written by its owner" : "from a run";
+  return recordWebhookEvent(
+    tx,
+    {
+      ownerId,
+      type: "CHECKPOINT_UPDATED",
+      data: {
+        workspaceId: encodeGlobalId("Workspace", checkpoint.workspaceId),
+        checkpointId: encodeGlobalId("CheckpointVersion", checkpoint.id),
+        revision: checkpoint.revision,
+        runId: checkpoint.originRunId ? encodeGlobalId("Run", checkpoint.originRunId) : null,
+        summary: `checkpoint revision ${checkpoint.revision} (${by})`,
+      },
+    },
+    wake,
+  );
+}
+
+/** A publication version, for its owner's webhooks (the content is not sent). */
+export function recordPublicationEvent(
+  tx: Prisma.TransactionClient,
+  ownerId: string,
+  version: { id: string; publicationId: string; version: number; originRunId: string | null },
+  wake?: WebhookWake,
+): Promise<void> {
+  return recordWebhookEvent(
+    tx,
+    {
+      ownerId,
+      type: "PUBLICATION_VERSION_CREATED",
+      data: {
+        publicationId: encodeGlobalId("Publication", version.publicationId),
+        versionId: encodeGlobalId("PublicationVersion", version.id),
+        version: version.version,
+        runId: version.originRunId ? encodeGlobalId("Run", version.originRunId) : null,
+        summary: `version ${version.version} of a publication`,
+      },
+    },
+    wake,
+  );
+}
