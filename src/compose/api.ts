@@ -15,6 +15,7 @@ import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
+import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
 import type { ServedApi } from "../server/http-server.js";
@@ -36,20 +37,38 @@ export type ApiOptions = {
   corsOrigins?: readonly string[];
   /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
   metricsToken?: string;
+  /**
+   * Whether GraphiQL is served at /graphql (GRAPHIQL). Unset: served unless only trusted
+   * documents run. Set with trusted documents only, GraphiQL's requests may send any document.
+   */
+  graphiql?: boolean;
+  /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
+  trustedDocuments?: Omit<TrustedDocumentsOptions, "graphiqlExempt">;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken }: ApiOptions,
+  {
+    logger,
+    authRequired,
+    traceSubscriberBuffer = 1_000,
+    limits = DEFAULT_QUERY_LIMITS,
+    corsOrigins = [],
+    metricsToken,
+    graphiql: graphiqlSetting,
+    trustedDocuments: trustedOptions = { only: false },
+  }: ApiOptions,
 ): Api {
+  const graphiql = graphiqlSetting ?? !trustedOptions.only;
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
+  const trusted = trustedDocuments({ ...trustedOptions, graphiqlExempt: graphiql });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -70,11 +89,15 @@ export function createApi(
     maxRequestBodySize: false,
     healthCheckEndpoint: "/health",
     landingPage: false,
+    // A request names its document by `documentId` (trusted documents) or sends `query`.
+    extraParamNames: ["documentId"],
     ...graphiqlSettings,
+    ...(graphiql ? {} : { graphiql: false }),
     logging: yogaLogging(logger),
     plugins: [
       jsonPostsOnly("/graphql"),
       authentication.plugin,
+      trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
       useFavicon(),
@@ -92,6 +115,7 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,
     async stop() {
