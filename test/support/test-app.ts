@@ -58,6 +58,9 @@ export type TestAppOptions = {
   logger?: Logger;
   /** The clock artifact expiry and late tool-call decisions are decided by. */
   now?: () => Date;
+  /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
+  graphiql?: boolean;
+  trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
 };
 
 export async function startTestApp(
@@ -75,6 +78,8 @@ export async function startTestApp(
     metricsToken,
     logger,
     now,
+    graphiql,
+    trustedDocuments,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const { db, dispose } = database ? await database() : await openTestDatabase(backend);
@@ -93,6 +98,8 @@ export async function startTestApp(
     corsOrigins,
     metricsToken,
     now,
+    graphiql,
+    trustedDocuments,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
