@@ -17,10 +17,14 @@ import {
   WorkspacesDocument,
   type WorkspaceEventsSubscription,
 } from "../../sdk/generated/graphql.js";
+import { createApi } from "../../src/compose/api.js";
 import { loadConfig } from "../../src/config.js";
+import { silentLogger } from "../../src/logger.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
-import { backends } from "../support/databases.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
+import { connectMcp } from "../support/mcp-process.js";
+import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -274,4 +278,50 @@ describe("a server by default (trusted documents off)", () => {
     ]);
     expect(await (await fetch(t.server!.url, { headers: { accept: "text/html" } })).text()).toContain("GraphiQL");
   });
+
+  it("serves no GraphiQL with GRAPHIQL=false", async () => {
+    const api = createApi(t.app, { logger: silentLogger, authRequired: false, graphiql: loadConfig({ GRAPHIQL: "false" }).graphiql });
+    try {
+      const page = await api.yoga.fetch(new Request("http://dossier.test/graphql", { headers: { accept: "text/html" } }));
+      expect(await page.text()).not.toContain("GraphiQL");
+    } finally {
+      await api.stop();
+    }
+  });
+});
+
+describe("the server process (npm start) with TRUSTED_DOCUMENTS_ONLY=true", () => {
+  const running: Spawned[] = [];
+  let drop: (() => Promise<void>) | undefined;
+  afterAll(async () => {
+    await killAll(running);
+    await drop?.();
+  });
+
+  it("reads its settings from the environment, and the MCP server for other agents keeps working against it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-trusted-process-"));
+    writeFileSync(path.join(dir, "team.json"), JSON.stringify({ "x-team:viewer-name": "{ viewer { name } }" }));
+    const database: Record<string, string> =
+      backend === "postgres" ? { DATABASE_URL: await createPostgresDatabase().then((created) => ((drop = created.drop), created.url)) } : { DATA_DIR: dir };
+    const server = spawnBuilt("src/main.ts", {
+      env: { PORT: "0", AUTH_REQUIRED: "false", TRUSTED_DOCUMENTS_ONLY: "true", TRUSTED_DOCUMENTS_DIR: dir, ...database },
+    });
+    running.push(server);
+    const url = JSON.parse(`{${await server.waitForOutput(/"url":"[^"]+"/, 60_000)}}`).url as string;
+    expect(server.output()).toContain("TRUSTED_DOCUMENTS_ONLY=true: only the SDK's documents and 1 from TRUSTED_DOCUMENTS_DIR run");
+
+    expect((await post(url, { query: ARBITRARY })).json.errors[0].extensions.code).toBe("TRUSTED_DOCUMENT_REQUIRED");
+    expect((await post(url, { documentId: "x-team:viewer-name" })).json).toEqual({ data: { viewer: { name: "Development principal" } } });
+    const sdk = createClient({ url, trustedDocuments: true });
+    expectType((await sdk.request(CreateWorkspaceDocument, { input: { title: "Seen by the agent", goal: "g" } })).createWorkspace, "CreateWorkspaceSuccess");
+    expect(await (await fetch(url, { headers: { accept: "text/html" } })).text()).not.toContain("GraphiQL");
+
+    const agent = await connectMcp({ DOSSIER_URL: url });
+    try {
+      const listed = await agent.json("list_workspaces");
+      expect(listed.workspaces.map((workspace: { title: string }) => workspace.title)).toEqual(["Seen by the agent"]);
+    } finally {
+      await agent.client.close();
+    }
+  }, 120_000);
 });
