@@ -17,6 +17,7 @@ import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
+import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
 import type { ServedApi } from "../server/http-server.js";
 import type { Core } from "./core.js";
@@ -68,7 +69,8 @@ export function createApi(
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
-  const trusted = trustedDocuments({ ...trustedOptions, graphiqlExempt: graphiql });
+  // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
+  const trusted = trustedDocuments({ ...trustedOptions, extra: { ...VIEWER_DOCUMENTS, ...trustedOptions.extra }, graphiqlExempt: graphiql });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
