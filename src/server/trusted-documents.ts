@@ -52,13 +52,15 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false }: T
 
   const persisted = usePersistedOperations({
     getPersistedOperation: (id) => documents.get(id) ?? null,
-    extractPersistedOperationId: (params) => {
-      const id = (params as { documentId?: unknown }).documentId;
-      return typeof id === "string" ? id : null;
+    // Yoga's GET parser keeps only the standard parameters: a GET's documentId is read from its URL.
+    extractPersistedOperationId: (params, request) => {
+      const id = (params as { documentId?: unknown }).documentId ?? (request.method === "GET" ? new URL(request.url).searchParams.get("documentId") : null);
+      return typeof id === "string" && id !== "" ? id : null;
     },
     allowArbitraryOperations: (request) => admittedQueries.has(request),
     customErrors: {
-      notFound: ({ params }) => notFound(String((params as { documentId?: unknown }).documentId)),
+      notFound: ({ params, request }) =>
+        notFound(String((params as { documentId?: unknown }).documentId ?? new URL(request.url).searchParams.get("documentId"))),
       keyNotFound: MISSING,
       persistedQueryOnly: () => refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED),
     },

@@ -3,6 +3,8 @@
 // other document (TRUSTED_DOCUMENT_REQUIRED, 400), an unknown id too (TRUSTED_DOCUMENT_NOT_FOUND);
 // TRUSTED_DOCUMENTS_DIR adds a team's own manifests; GraphiQL is exempt only with GRAPHIQL=true.
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
@@ -169,6 +171,8 @@ describe("a server with TRUSTED_DOCUMENTS_ONLY=true", () => {
     expect([legacy.status, legacy.json.errors[0].extensions.code]).toEqual([200, "TRUSTED_DOCUMENT_REQUIRED"]);
     const get = await fetch(`${url}?query=${encodeURIComponent(ARBITRARY)}`, { headers: { accept: "application/graphql-response+json" } });
     expect(get.status).toBe(400);
+    // Refused before it is parsed: a document that does not parse gets the same refusal.
+    expect((await post(url, { query: "{ not a document" })).json.errors[0].extensions.code).toBe("TRUSTED_DOCUMENT_REQUIRED");
 
     const titles = (await client({ trustedDocuments: true }).request(WorkspacesDocument, { first: 50 })).workspaces.edges.map((edge) => edge.node.title);
     expect(titles).not.toContain("Smuggled");
@@ -201,6 +205,10 @@ describe("a server with TRUSTED_DOCUMENTS_ONLY=true", () => {
   it("runs a team's documents from TRUSTED_DOCUMENTS_DIR, by id or by their exact text", async () => {
     const team = client({ trustedDocuments: true });
     expect((await team.request(typed(TEAM_DOCUMENT))).viewer.name).toBe("Development principal");
+    const byGet = await fetch(`${url}?documentId=${encodeURIComponent(await documentIdOf(TEAM_DOCUMENT))}`, {
+      headers: { accept: "application/graphql-response+json" },
+    });
+    expect([byGet.status, await byGet.json()]).toEqual([200, { data: { viewer: { id: expect.any(String), name: "Development principal" } } }]);
     const custom = await post(url, { documentId: "x-team:viewer-name" });
     expect([custom.status, custom.json]).toEqual([200, { data: { viewer: { name: "Development principal" } } }]);
     // Sent whole, a trusted document is no other document; one character more and it is.
@@ -316,12 +324,28 @@ describe("the server process (npm start) with TRUSTED_DOCUMENTS_ONLY=true", () =
     expectType((await sdk.request(CreateWorkspaceDocument, { input: { title: "Seen by the agent", goal: "g" } })).createWorkspace, "CreateWorkspaceSuccess");
     expect(await (await fetch(url, { headers: { accept: "text/html" } })).text()).not.toContain("GraphiQL");
 
-    const agent = await connectMcp({ DOSSIER_URL: url });
+    // The agent's requests pass through a proxy that keeps their bodies.
+    const bodies: string[] = [];
+    const proxy = createServer(async (request, response) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      bodies.push(Buffer.concat(chunks).toString("utf8"));
+      const answer = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: String(request.headers.accept) },
+        body: bodies.at(-1),
+      });
+      response.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(await answer.text());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const agent = await connectMcp({ DOSSIER_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/graphql` });
     try {
       const listed = await agent.json("list_workspaces");
       expect(listed.workspaces.map((workspace: { title: string }) => workspace.title)).toEqual(["Seen by the agent"]);
+      expect(bodies.map((body) => Object.keys(JSON.parse(body)).sort())).toEqual([["documentId", "variables"]]);
     } finally {
       await agent.client.close();
+      proxy.close();
     }
   }, 120_000);
 });
