@@ -13,7 +13,6 @@
 // `first` items, then the next ones after the id passed as `after`. readAllPages() follows them
 // to the end; runTrace() reads a whole trace that way.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
-import type { GraphQLFormattedError } from "graphql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import {
   RunAttemptsDocument,
@@ -28,7 +27,7 @@ import {
   type TraceUpdatesSubscription,
 } from "./generated/graphql.js";
 import { runOutputText } from "./run-output.js";
-import { DossierRequestError, isCloseEvent, operationBody, subscribeOverSse, subscribeOverWs } from "./transport.js";
+import { DossierRequestError, isCloseEvent, operationBody, postOperation, subscribeOverSse, subscribeOverWs } from "./transport.js";
 
 export { DossierRequestError, documentIdOf } from "./transport.js";
 
@@ -120,7 +119,6 @@ export function createClient(options: ClientOptions): DossierClient {
   const headers = options.headers ?? {};
   let ws: Promise<WsClient> | undefined;
   let connections = 0;
-
   const trusted = options.trustedDocuments ?? false;
   const socket = () => {
     ws ??= openSocket(options, () => (connections += 1));
@@ -132,19 +130,8 @@ export function createClient(options: ClientOptions): DossierClient {
       ? subscribeOverSse(doFetch, options.url, headers, () => operationBody(document, trusted), variables)
       : subscribeOverWs(socket(), () => operationBody(document, trusted), variables);
 
-  const request: DossierClient["request"] = async (document, ...[variables]) => {
-    const response = await doFetch(options.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
-      body: JSON.stringify({ ...(await operationBody(document as TypedDocumentNode<unknown, never>, trusted)), variables: variables ?? {} }),
-    });
-    const body = (await response.json().catch(() => ({}))) as {
-      data?: unknown;
-      errors?: GraphQLFormattedError[];
-    };
-    if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
-    return body.data as never;
-  };
+  const request: DossierClient["request"] = async (document, ...[variables]) =>
+    (await postOperation(doFetch, options.url, headers, await operationBody(document as TypedDocumentNode<unknown, never>, trusted), variables ?? {})) as never;
 
   return {
     request,

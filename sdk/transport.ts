@@ -40,6 +40,24 @@ export async function documentIdOf(text: string): Promise<string> {
   return `sha256:${[...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** One operation over HTTP: its data, or its errors as a DossierRequestError. */
+export async function postOperation(
+  doFetch: typeof globalThis.fetch,
+  url: string,
+  headers: Record<string, string>,
+  operation: OperationBody,
+  variables: Record<string, unknown>,
+): Promise<unknown> {
+  const response = await doFetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
+    body: JSON.stringify({ ...operation, variables }),
+  });
+  const body = (await response.json().catch(() => ({}))) as { data?: unknown; errors?: GraphQLFormattedError[] };
+  if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
+  return body.data;
+}
+
 type Step = { done: true; value: undefined } | { done: false; value: unknown };
 const DONE: Step = { done: true, value: undefined };
 
@@ -144,6 +162,8 @@ async function* sseResults(stream: ReadableStream<Uint8Array>): AsyncGenerator<u
       if (event === "next" || (event === undefined && data !== "")) yield JSON.parse(data);
     }
   }
+  // The connection dropped (a network blip, a server restart): not an end, an error to resume from.
+  throw new DossierRequestError([{ message: "The SSE stream ended before the subscription completed." }], 0);
 }
 
 type CloseEventLike = { code: number; reason: string };

@@ -2,7 +2,7 @@
 // its plugins), how requests and sockets are authenticated, and the key revocations that end
 // the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
 import { GraphQLError } from "graphql";
-import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
+import { createYoga, type Plugin, useReadinessCheck, type YogaServerOptions } from "graphql-yoga";
 import { authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { schema } from "../graphql/schema.js";
@@ -51,26 +51,15 @@ type InitialContext = { request?: Request; connectionParams?: Record<string, unk
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  {
-    logger,
-    authRequired,
-    traceSubscriberBuffer = 1_000,
-    limits = DEFAULT_QUERY_LIMITS,
-    corsOrigins = [],
-    metricsToken,
-    graphiql: graphiqlSetting,
-    trustedDocuments: trustedOptions = { only: false },
-  }: ApiOptions,
+  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
 ): Api {
-  const graphiql = graphiqlSetting ?? !trustedOptions.only;
+  const { trusted, graphiql } = documentSettings(documents);
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
-  // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
-  const trusted = trustedDocuments({ ...trustedOptions, extra: { ...VIEWER_DOCUMENTS, ...trustedOptions.extra }, graphiqlExempt: graphiql });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -80,20 +69,9 @@ export function createApi(
           : await authentication.actorOf(initial.request);
       return { actor, prisma: db.prisma, events, services, settings, capabilities };
     },
-    graphqlEndpoint: "/graphql",
+    ...FIXED_SETTINGS,
     // No origin but the server's own unless listed (see server/cross-site.ts).
     cors: corsFor(corsOrigins),
-    // One operation per request: a batch would multiply every limit below by its length.
-    batching: false,
-    // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
-    // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
-    // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
-    maxRequestBodySize: false,
-    healthCheckEndpoint: "/health",
-    landingPage: false,
-    // A request names its document by `documentId` (trusted documents) or sends `query`.
-    extraParamNames: ["documentId"],
-    ...graphiqlSettings,
     ...(graphiql ? {} : { graphiql: false }),
     logging: yogaLogging(logger),
     plugins: [
@@ -125,6 +103,29 @@ export function createApi(
       await yoga.dispose();
     },
   };
+}
+
+/** Yoga's settings that no option changes. */
+const FIXED_SETTINGS = {
+  graphqlEndpoint: "/graphql",
+  // One operation per request: a batch would multiply every limit below by its length.
+  batching: false,
+  // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
+  // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
+  // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
+  maxRequestBodySize: false,
+  healthCheckEndpoint: "/health",
+  landingPage: false,
+  // A request names its document by `documentId` (trusted documents) or sends `query`.
+  extraParamNames: ["documentId"],
+  ...graphiqlSettings,
+} satisfies YogaServerOptions<Record<string, never>, GraphQLContext>;
+
+/** Which documents run, and whether GraphiQL is served (GRAPHIQL unset: unless only trusted documents run). */
+function documentSettings({ graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">) {
+  const served = graphiql ?? !options.only;
+  // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
+  return { graphiql: served, trusted: trustedDocuments({ ...options, extra: { ...VIEWER_DOCUMENTS, ...options.extra }, graphiqlExempt: served }) };
 }
 
 /** /ready: 200 while the database answers, 503 with the reason while it does not. */

@@ -22,12 +22,15 @@ import {
 import { createApi } from "../../src/compose/api.js";
 import { loadConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/logger.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { connectMcp } from "../support/mcp-process.js";
 import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
+import { gateTool } from "../support/viewer-browser.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const backend = backends.includes("postgres") ? "postgres" : "pglite";
@@ -35,6 +38,7 @@ const ARBITRARY = "query Mine { viewer { id name } }";
 const ARBITRARY_SUBSCRIPTION = "subscription MyEvents($workspaceId: ID!) { workspaceEvents(workspaceId: $workspaceId) { kind } }";
 const SMUGGLED_MUTATION = 'mutation Smuggle { createWorkspace(input: { title: "Smuggled", goal: "g" }) { __typename } }';
 const TEAM_DOCUMENT = "query TeamViewer {\n  viewer {\n    id\n    name\n  }\n}";
+const traceIdOf = (runId: string) => Buffer.from(runId, "base64").toString("utf8").split(":")[1]!;
 const typed = (text: string) => parse(text) as unknown as TypedDocumentNode<{ viewer: { id: string; name: string } }, Record<string, never>>;
 const myEvents = parse(ARBITRARY_SUBSCRIPTION) as unknown as TypedDocumentNode<WorkspaceEventsSubscription, { workspaceId: string }>;
 
@@ -348,4 +352,47 @@ describe("the server process (npm start) with TRUSTED_DOCUMENTS_ONLY=true", () =
       proxy.close();
     }
   }, 120_000);
+});
+
+describe("the SDK's SSE subscriptions", () => {
+  let t: TestApp | undefined;
+  let server: RunningServer | undefined;
+  afterAll(async () => {
+    await server?.close();
+    await t?.close();
+  });
+
+  it("resume a run's trace updates by documentId across a server restart: every update once, none missing", async () => {
+    let open = () => {};
+    const steps = [
+      { toolCalls: [{ name: "gate", arguments: {} }] },
+      { toolCalls: [{ name: "task_list", arguments: { action: "add", title: "next" } }] },
+      { content: "Done." },
+    ];
+    t = await startTestApp(backend, {
+      trustedDocuments: { only: true },
+      runtime: {
+        model: new ScriptedModel({ name: "sse", steps }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sse-")),
+        extraTools: [gateTool("gate", new Promise<void>((resolve) => (open = resolve)))],
+      },
+    });
+    server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
+    const { port, url } = server;
+    const sse = createClient({ url, trustedDocuments: true, subscriptions: "sse" });
+    const { run } = await admit(sse, { question: "Wait at the gate" });
+    const updates = sse.traceUpdates(run.id);
+    const seqs: number[] = [];
+    while (seqs.length < 3) seqs.push(Number((await updates.next()).value!.seq));
+
+    // The server goes away; the run goes on without it; the server comes back on the same port.
+    await server.close();
+    open();
+    await settled(t.client, run.id);
+    server = await startHttpServer({ app: t.app, port, host: "127.0.0.1" });
+    for await (const update of updates) seqs.push(Number(update.seq));
+
+    const lastSeq = Number(await t.app.db.prisma.trace.findFirstOrThrow({ where: { id: traceIdOf(run.id) } }).then((trace) => trace.lastSeq));
+    expect(seqs).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+  }, 60_000);
 });
