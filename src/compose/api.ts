@@ -53,7 +53,7 @@ export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
   { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
 ): Api {
-  const { trusted, graphiql } = documentSettings(documents);
+  const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
@@ -122,10 +122,14 @@ const FIXED_SETTINGS = {
 } satisfies YogaServerOptions<Record<string, never>, GraphQLContext>;
 
 /** Which documents run, and whether GraphiQL is served (GRAPHIQL unset: unless only trusted documents run). */
-function documentSettings({ graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">) {
+function documentSettings(
+  { graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">,
+  countRejected: (reason: string) => void,
+) {
   const served = graphiql ?? !options.only;
   // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
-  return { graphiql: served, trusted: trustedDocuments({ ...options, extra: { ...VIEWER_DOCUMENTS, ...options.extra }, graphiqlExempt: served }) };
+  const extra = { ...VIEWER_DOCUMENTS, ...options.extra };
+  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, countRejected }) };
 }
 
 /** /ready: 200 while the database answers, 503 with the reason while it does not. */

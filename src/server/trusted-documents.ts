@@ -20,6 +20,8 @@ export type TrustedDocumentsOptions = {
   extra?: Record<string, string>;
   /** GRAPHIQL=true with TRUSTED_DOCUMENTS_ONLY: requests that carry GRAPHIQL_HEADER may send any document. */
   graphiqlExempt?: boolean;
+  /** Counts each refusal by its code (the app's metrics). */
+  countRejected?: (reason: string) => void;
 };
 
 export type TrustedDocuments = {
@@ -32,17 +34,20 @@ export type TrustedDocuments = {
 
 export type SocketOperation = { query?: unknown; documentId?: unknown };
 
+// `spec`: like a validation error — 400 for application/graphql-response+json, and 200 for a
+// client that accepts only application/json, as the GraphQL-over-HTTP spec asks.
 const refusal = (code: "TRUSTED_DOCUMENT_REQUIRED" | "TRUSTED_DOCUMENT_NOT_FOUND" | "BAD_REQUEST", message: string) =>
-  // `spec`: like a validation error — 400 for application/graphql-response+json, and 200 for a
-  // client that accepts only application/json, as the GraphQL-over-HTTP spec asks.
   new GraphQLError(message, { extensions: { code, http: { status: 400, spec: true } } });
 
 const REQUIRED =
   "This server runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): send the documentId of a document in its manifests instead of the document's text.";
-const notFound = (id: string) => refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`);
 const MISSING = () => refusal("BAD_REQUEST", "Send a GraphQL document as `query`, or a trusted document's id as `documentId`.");
 
-export function trustedDocuments({ only, extra = {}, graphiqlExempt = false }: TrustedDocumentsOptions): TrustedDocuments {
+export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, countRejected = () => undefined }: TrustedDocumentsOptions): TrustedDocuments {
+  const required = () => (countRejected("TRUSTED_DOCUMENT_REQUIRED"), refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED));
+  const notFound = (id: string) => (
+    countRejected("TRUSTED_DOCUMENT_NOT_FOUND"), refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`)
+  );
   const documents = new Map<string, string>([...Object.entries(sdkManifest as Record<string, string>), ...Object.entries(extra)]);
   // The text of a trusted document is no other document: sent whole, it runs too.
   const texts = new Set(documents.values());
@@ -62,7 +67,7 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false }: T
       notFound: ({ params, request }) =>
         notFound(String((params as { documentId?: unknown }).documentId ?? new URL(request.url).searchParams.get("documentId"))),
       keyNotFound: MISSING,
-      persistedQueryOnly: () => refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED),
+      persistedQueryOnly: required,
     },
   });
   const plugin: Plugin = {
@@ -84,7 +89,7 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false }: T
     resolveSocketOperation({ query, documentId }, connectionParams) {
       if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
       if (typeof query !== "string" || query === "") return MISSING();
-      return allowed(query, socketHeaders(connectionParams)) ? query : refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED);
+      return allowed(query, socketHeaders(connectionParams)) ? query : required();
     },
   };
 }

@@ -154,6 +154,8 @@ describe("the SDK", () => {
       }
       const manifest = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
       expect(manifest.name).toBe("@dossier/sdk");
+      // The persisted-documents manifest ships with the package, for a server or gateway to trust.
+      expect(manifest.exports["./persisted-documents.json"]).toBe("./generated/persisted-documents.json");
       expect(Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).sort()).toEqual(
         ["@graphql-typed-document-node/core", "graphql", "graphql-ws", "ws"].sort(),
       );

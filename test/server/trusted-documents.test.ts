@@ -53,6 +53,13 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   return { status: response.status, type: response.headers.get("content-type") ?? "", text, json: JSON.parse(text || "{}") as Record<string, any> };
 }
 
+/** How many requests /metrics counts as refused for `reason`. */
+async function rejected(url: string, reason: string): Promise<number> {
+  const metrics = await (await fetch(new URL("/metrics", url))).text();
+  const line = metrics.split("\n").find((l) => l.startsWith(`dossier_graphql_rejected_total{reason="${reason}"} `));
+  return Number(line?.split(" ")[1] ?? 0);
+}
+
 /** What a refused request or subscription said: its status and its errors' codes. */
 async function refusal(attempt: Promise<unknown>) {
   const error = await attempt.then(
@@ -180,6 +187,7 @@ describe("a server with TRUSTED_DOCUMENTS_ONLY=true", () => {
 
     const titles = (await client({ trustedDocuments: true }).request(WorkspacesDocument, { first: 50 })).workspaces.edges.map((edge) => edge.node.title);
     expect(titles).not.toContain("Smuggled");
+    expect(await rejected(url, "TRUSTED_DOCUMENT_REQUIRED")).toBe(9);
   });
 
   it("runs the exact text of a trusted document (an SDK without trustedDocuments), and nothing that differs from it", async () => {
@@ -204,6 +212,7 @@ describe("a server with TRUSTED_DOCUMENTS_ONLY=true", () => {
       400,
       'No trusted document has the documentId "sha256:0000000000000000000000000000000000000000000000000000000000000000".',
     ]);
+    expect(await rejected(url, "TRUSTED_DOCUMENT_NOT_FOUND")).toBe(4);
   });
 
   it("runs a team's documents from TRUSTED_DOCUMENTS_DIR, by id or by their exact text", async () => {

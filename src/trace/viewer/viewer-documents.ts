@@ -7,15 +7,15 @@ const EVENT_FIELDS = "id seq kind at preview size truncated";
 const RUN_FIELDS =
   "id status question answer failureReason model attempts { number outcome endedAt span { id } } " +
   "pendingApprovals { toolCallId toolName arguments expiresAt }";
-export const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
-const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
+export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
+const SPANS_PAGE = `spans(first: $first, after: $after) { ${SPAN_FIELDS} events(first: $first) { ${EVENT_FIELDS} } }`;
 export const TRACE_QUERY =
   "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " +
   RUN_FIELDS +
   " trace { id lastSeq endedAt " +
   SPANS_PAGE +
   " } } } }";
-export const MORE_SPANS = "query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { " + SPANS_PAGE + " } } }";
+export const MORE_SPANS = `query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { ${SPANS_PAGE} } } }`;
 export const MORE_EVENTS =
   "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
   EVENT_FIELDS +
