@@ -44,7 +44,7 @@ export type ApiOptions = {
    */
   graphiql?: boolean;
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
-  trustedDocuments?: Omit<TrustedDocumentsOptions, "graphiqlExempt">;
+  trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
