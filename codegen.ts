@@ -1,6 +1,19 @@
 // Generates the SDK's typed documents from the committed SDL (npm run generate:sdk).
 // The SDK depends on schema/schema.graphql only, never on src/.
+// It also writes the persisted-documents manifest (documentId → document) of those operations,
+// which the server trusts (src/server/trusted-documents.ts) and the SDK's documentIds name.
 import type { CodegenConfig } from "@graphql-codegen/cli";
+
+/** The typed documents' settings; the manifest is built from the same documents, so it shares them. */
+const documentConfig = {
+  enumsAsTypes: true,
+  useTypeImports: true,
+  avoidOptionals: { field: true, inputValue: false, object: true, defaultValue: true },
+  scalars: { DateTime: "string", ID: "string" },
+  skipTypename: false,
+  nonOptionalTypename: true,
+  dedupeFragments: true,
+};
 
 const config: CodegenConfig = {
   schema: "schema/schema.graphql",
@@ -13,15 +26,11 @@ const config: CodegenConfig = {
         "typescript-operations",
         "typed-document-node",
       ],
-      config: {
-        enumsAsTypes: true,
-        useTypeImports: true,
-        avoidOptionals: { field: true, inputValue: false, object: true, defaultValue: true },
-        scalars: { DateTime: "string", ID: "string" },
-        skipTypename: false,
-        nonOptionalTypename: true,
-        dedupeFragments: true,
-      },
+      config: documentConfig,
+    },
+    "sdk/generated/persisted-documents.json": {
+      plugins: ["./scripts/codegen/persisted-documents.mjs"],
+      config: documentConfig,
     },
   },
 };

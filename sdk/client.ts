@@ -5,11 +5,14 @@
 //   const result = await dossier.request(CreateWorkspaceDocument, { input: { title, goal } });
 //   for await (const event of dossier.subscribe(WorkspaceEventsDocument, { workspaceId })) { … }
 //
+// In trusted-documents mode (`trustedDocuments: true`) each operation is sent as its documentId
+// instead of its text, which a server with TRUSTED_DOCUMENTS_ONLY=true requires; `subscriptions:
+// "sse"` sends subscriptions over Server-Sent Events instead of one WebSocket.
+//
 // Lists that grow with use (a trace's spans and events, a run's ledger, …) come a page at a time:
 // `first` items, then the next ones after the id passed as `after`. readAllPages() follows them
 // to the end; runTrace() reads a whole trace that way.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
-import { type GraphQLFormattedError, print } from "graphql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import {
   RunAttemptsDocument,
@@ -24,6 +27,9 @@ import {
   type TraceUpdatesSubscription,
 } from "./generated/graphql.js";
 import { runOutputText } from "./run-output.js";
+import { DossierRequestError, isCloseEvent, operationBody, postOperation, subscribeOverSse, subscribeOverWs } from "./transport.js";
+
+export { DossierRequestError, documentIdOf } from "./transport.js";
 
 export type { RunOutputUpdate } from "./run-output.js";
 
@@ -37,18 +43,16 @@ export type ClientOptions = {
   fetch?: typeof globalThis.fetch;
   /** A WebSocket implementation where the platform has none (Node.js 20: the `ws` package). */
   webSocketImpl?: unknown;
+  /**
+   * Send each operation's documentId ("sha256:" + the SHA-256 of its text, as listed in the SDK's
+   * persisted-documents.json) instead of its text, over HTTP, SSE and graphql-ws: what a server
+   * with TRUSTED_DOCUMENTS_ONLY=true requires. A document of your own must be in a manifest the
+   * server loads (TRUSTED_DOCUMENTS_DIR). Default false.
+   */
+  trustedDocuments?: boolean;
+  /** How subscriptions travel: one graphql-ws socket for all (default), or one SSE response each. */
+  subscriptions?: "graphql-ws" | "sse";
 };
-
-/** The server answered with GraphQL errors (typed errors come back as data, not as this). */
-export class DossierRequestError extends Error {
-  constructor(
-    readonly errors: readonly GraphQLFormattedError[],
-    readonly status: number,
-  ) {
-    super(errors.map((error) => error.message).join("; ") || `HTTP ${status}`);
-    this.name = "DossierRequestError";
-  }
-}
 
 export type DossierClient = {
   request<Result, Variables extends Record<string, unknown>>(
@@ -115,36 +119,30 @@ export function createClient(options: ClientOptions): DossierClient {
   const headers = options.headers ?? {};
   let ws: Promise<WsClient> | undefined;
   let connections = 0;
-
+  const trusted = options.trustedDocuments ?? false;
   const socket = () => {
     ws ??= openSocket(options, () => (connections += 1));
     return ws;
   };
+  // One subscription over the configured transport; the socket's connections are counted (SSE has no shared one).
+  const subscribeTo = (document: TypedDocumentNode<unknown, never>, variables: Record<string, unknown>) =>
+    options.subscriptions === "sse"
+      ? subscribeOverSse(doFetch, options.url, headers, () => operationBody(document, trusted), variables)
+      : subscribeOverWs(socket(), () => operationBody(document, trusted), variables);
 
-  const request: DossierClient["request"] = async (document, ...[variables]) => {
-    const response = await doFetch(options.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
-      body: JSON.stringify({ query: print(document), variables: variables ?? {} }),
-    });
-    const body = (await response.json().catch(() => ({}))) as {
-      data?: unknown;
-      errors?: GraphQLFormattedError[];
-    };
-    if (body.errors?.length || body.data == null) throw new DossierRequestError(body.errors ?? [], response.status);
-    return body.data as never;
-  };
+  const request: DossierClient["request"] = async (document, ...[variables]) =>
+    (await postOperation(doFetch, options.url, headers, await operationBody(document as TypedDocumentNode<unknown, never>, trusted), variables ?? {})) as never;
 
   return {
     request,
 
     subscribe(document, ...[variables]) {
-      return subscribeOver(socket(), print(document), variables ?? {}) as never;
+      return subscribeTo(document as TypedDocumentNode<unknown, never>, variables ?? {}) as never;
     },
 
     traceUpdates(runId, options = {}) {
       return resumableTraceUpdates(
-        (afterSeq) => subscribeOver(socket(), print(TraceUpdatesDocument), { runId, afterSeq }) as AsyncIterableIterator<TraceUpdatesSubscription>,
+        (afterSeq) => subscribeTo(TraceUpdatesDocument, { runId, afterSeq }) as AsyncIterableIterator<TraceUpdatesSubscription>,
         options.afterSeq,
       );
     },
@@ -154,7 +152,7 @@ export function createClient(options: ClientOptions): DossierClient {
     runOutput(runId, options = {}) {
       return runOutputText(
         {
-          open: (afterSeq) => subscribeOver(socket(), print(RunOutputDocument), { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
+          open: (afterSeq) => subscribeTo(RunOutputDocument, { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
           connection: () => connections,
           answer: async () => {
             const run = (await request(RunDocument, { id: runId })).node;
@@ -199,9 +197,8 @@ async function readRunTrace(request: DossierClient["request"], runId: string, pa
   return { ...run, attempts, trace: { ...run.trace, spans: complete } };
 }
 
-/** Errors after which subscribing again cannot help. */
-const isFinal = (error: unknown) =>
-  error instanceof DossierRequestError && (error.status === 4401 || error.status === 4403 || error.status === 400 || error.status === 200);
+/** Errors after which subscribing again cannot help (a refused key or document; an SSE request refused as a WebSocket's would be). */
+const isFinal = (error: unknown) => error instanceof DossierRequestError && [4401, 4403, 400, 401, 403, 200].includes(error.status);
 
 async function* resumableTraceUpdates(
   open: (afterSeq: string | undefined) => AsyncIterableIterator<TraceUpdatesSubscription>,
@@ -241,59 +238,4 @@ async function openSocket(options: ClientOptions, connected: () => void): Promis
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),
   });
-}
-
-/**
- * One subscription as an async iterator. Subscribing starts at the first next(); return() ends it
- * at once — also while a next() is waiting, which then resolves as done.
- */
-function subscribeOver(socket: Promise<WsClient>, query: string, variables: Record<string, unknown>): AsyncIterableIterator<unknown> {
-  type Results = AsyncIterableIterator<{ data?: unknown; errors?: readonly unknown[] }>;
-  let inner: Results | undefined;
-  let closed = false;
-  let onClose: () => void = () => undefined;
-  const closing = new Promise<IteratorResult<unknown>>((resolve) => {
-    onClose = () => resolve({ done: true, value: undefined });
-  });
-  const iterator: AsyncIterableIterator<unknown> = {
-    async next() {
-      if (closed) return { done: true, value: undefined };
-      inner ??= (await socket).iterate({ query, variables }) as unknown as Results;
-      try {
-        const step = await Promise.race([inner.next(), closing]);
-        if (step.done) return { done: true, value: undefined };
-        const result = step.value as { data?: unknown; errors?: GraphQLFormattedError[] };
-        if (result.errors?.length || result.data == null) throw new DossierRequestError(result.errors ?? [], 200);
-        return { done: false, value: result.data };
-      } catch (error) {
-        throw asRequestError(error);
-      }
-    },
-    async return() {
-      closed = true;
-      onClose();
-      await inner?.return?.();
-      return { done: true, value: undefined };
-    },
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
-  };
-  return iterator;
-}
-
-type CloseEventLike = { code: number; reason: string };
-
-function isCloseEvent(value: unknown): value is CloseEventLike {
-  return typeof value === "object" && value !== null && "code" in value && "reason" in value;
-}
-
-/** A refused subscription, or the socket closing under one, as a DossierRequestError. */
-function asRequestError(error: unknown): unknown {
-  if (isCloseEvent(error)) {
-    return new DossierRequestError([{ message: error.reason || `The connection closed (${error.code}).` }], error.code);
-  }
-  // The server refused the subscription itself (validation, limits): it sends GraphQL errors.
-  if (Array.isArray(error)) return new DossierRequestError(error as GraphQLFormattedError[], 400);
-  return error;
 }

@@ -1,6 +1,9 @@
 // Settings too rich for one environment value's syntax: agent profiles (a JSON file), spill and
-// compaction policies (JSON objects), each validated with a message naming where it went wrong.
-import { readFileSync } from "node:fs";
+// compaction policies (JSON objects), trusted-document manifests (a folder of JSON files), each
+// validated with a message naming where it went wrong.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { parse } from "graphql";
 import { z } from "zod";
 import type { AgentProfile } from "./runtime/agents.js";
 
@@ -78,4 +81,54 @@ export function parseCompactionPolicies(text: string): Record<string, Compaction
     throw new ConfigError(parsed.error.issues.map((issue) => `COMPACTION_POLICIES: [${issue.path.join(".") || "(root)"}] ${issue.message}`));
   }
   return parsed.data;
+}
+
+/**
+ * The trusted-document manifests in TRUSTED_DOCUMENTS_DIR: every *.json file in it, each a JSON
+ * object of documentId → GraphQL document. An id two files give different documents is refused.
+ */
+export function readTrustedDocuments(dir: string): Record<string, string> {
+  const where = (file?: string) => `TRUSTED_DOCUMENTS_DIR=${JSON.stringify(dir)}${file ? `: ${file}` : ""}`;
+  let files: string[];
+  try {
+    files = readdirSync(dir)
+      .filter((name) => name.endsWith(".json"))
+      .sort();
+  } catch (error) {
+    throw new ConfigError([`${where()}: cannot be read (${(error as Error).message})`]);
+  }
+  const documents: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const file of files) {
+    let manifest: unknown;
+    try {
+      manifest = JSON.parse(readFileSync(path.join(dir, file), "utf8"));
+    } catch (error) {
+      problems.push(`${where(file)}: cannot be read as JSON (${(error as Error).message})`);
+      continue;
+    }
+    if (typeof manifest !== "object" || manifest === null || Array.isArray(manifest)) {
+      problems.push(`${where(file)}: must be a JSON object of documentId → document`);
+      continue;
+    }
+    for (const [id, document] of Object.entries(manifest)) {
+      const problem = documentProblem(id, document, documents[id]);
+      if (problem) problems.push(`${where(file)}: [${id}] ${problem}`);
+      else documents[id] = document;
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return documents;
+}
+
+function documentProblem(id: string, document: unknown, earlier: string | undefined): string | undefined {
+  if (id === "") return "a documentId must not be empty";
+  if (typeof document !== "string") return "must be the document's text";
+  if (earlier !== undefined && earlier !== document) return "another manifest gives this documentId a different document";
+  try {
+    parse(document);
+  } catch (error) {
+    return `is not a GraphQL document (${(error as Error).message})`;
+  }
+  return undefined;
 }

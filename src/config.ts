@@ -1,7 +1,7 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import path from "node:path";
 import { z } from "zod";
-import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, spillPolicies } from "./config-files.js";
+import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
@@ -86,6 +86,9 @@ const envSchema = z.object({
   MAX_QUERY_COST: whole(10, "min").default(20_000),
   MAX_PAGE_SIZE: whole(1, "min").default(200),
   MAX_REQUEST_BYTES: whole(1_024, "min").default(1_048_576),
+  TRUSTED_DOCUMENTS_ONLY: flag.default(false),
+  TRUSTED_DOCUMENTS_DIR: z.string().optional(),
+  GRAPHIQL: flag.optional(),
 });
 
 export type Config = {
@@ -124,6 +127,10 @@ export type Config = {
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
+  /** Trusted documents (TRUSTED_DOCUMENTS_ONLY; TRUSTED_DOCUMENTS_DIR's manifests, documentId → document); see server/trusted-documents.ts. */
+  trustedDocuments: { only: boolean; extra: Record<string, string> };
+  /** GRAPHIQL: GraphiQL served (unset: unless trusted documents only), and exempt from trusted documents only. */
+  graphiql?: boolean;
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer: number;
   /** Where each run's sandbox folder is created. */
@@ -246,6 +253,8 @@ function serverSettings(values: EnvValues) {
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
+    trustedDocuments: { only: values.TRUSTED_DOCUMENTS_ONLY, extra: values.TRUSTED_DOCUMENTS_DIR ? readTrustedDocuments(values.TRUSTED_DOCUMENTS_DIR) : {} },
+    graphiql: values.GRAPHIQL,
   } satisfies Partial<Config>;
 }
 

@@ -52,6 +52,38 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads trusted documents settings: off by default, GRAPHIQL unset, and every manifest in TRUSTED_DOCUMENTS_DIR", () => {
+    expect(loadConfig({})).toMatchObject({ trustedDocuments: { only: false, extra: {} }, graphiql: undefined });
+    expect(loadConfig({ TRUSTED_DOCUMENTS_ONLY: "true", GRAPHIQL: "false" })).toMatchObject({ trustedDocuments: { only: true }, graphiql: false });
+    expect(() => loadConfig({ TRUSTED_DOCUMENTS_ONLY: "yes", GRAPHIQL: "1" })).toThrow(
+      /TRUSTED_DOCUMENTS_ONLY="yes": must be true or false[\s\S]*GRAPHIQL="1": must be true or false/,
+    );
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-manifests-"));
+    writeFileSync(path.join(dir, "a.json"), JSON.stringify({ "sha256:aa": "{ viewer { id } }", "x-app:b": "query B { viewer { name } }" }));
+    writeFileSync(path.join(dir, "b.json"), JSON.stringify({ "sha256:aa": "{ viewer { id } }" }));
+    writeFileSync(path.join(dir, "README.md"), "not read");
+    expect(loadConfig({ TRUSTED_DOCUMENTS_DIR: dir }).trustedDocuments.extra).toEqual({
+      "sha256:aa": "{ viewer { id } }",
+      "x-app:b": "query B { viewer { name } }",
+    });
+  });
+
+  it("names what is wrong in a TRUSTED_DOCUMENTS_DIR manifest, and a folder it cannot read", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-manifests-"));
+    writeFileSync(path.join(dir, "a.json"), JSON.stringify({ "sha256:aa": "{ viewer { id } }", broken: "{ viewer {", number: 7 }));
+    writeFileSync(path.join(dir, "b.json"), JSON.stringify({ "sha256:aa": "{ viewer { name } }" }));
+    writeFileSync(path.join(dir, "c.json"), "[1, 2]");
+    writeFileSync(path.join(dir, "d.json"), "{ not json");
+    const load = () => loadConfig({ TRUSTED_DOCUMENTS_DIR: dir });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(/a\.json: \[broken\] is not a GraphQL document/);
+    expect(load).toThrow(/a\.json: \[number\] must be the document's text/);
+    expect(load).toThrow(/b\.json: \[sha256:aa\] another manifest gives this documentId a different document/);
+    expect(load).toThrow(/c\.json: must be a JSON object of documentId → document/);
+    expect(load).toThrow(/d\.json: cannot be read as JSON/);
+    expect(() => loadConfig({ TRUSTED_DOCUMENTS_DIR: path.join(dir, "missing") })).toThrow(/TRUSTED_DOCUMENTS_DIR=".*missing": cannot be read/);
+  });
+
   it("reads agent profiles from AGENTS_FILE and names what is wrong in it", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "dossier-agents-"));
     const good = path.join(dir, "agents.json");

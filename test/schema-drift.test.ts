@@ -2,9 +2,12 @@
 // run `npm run generate` and commit the result. The migrations hold every change of
 // prisma/schema.prisma, computed by the same CLI that authors them (`npm run migration:new`).
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { generate } from "@graphql-codegen/cli";
+import { type DocumentNode, print } from "graphql";
 import { describe, expect, it } from "vitest";
+import * as sdk from "../sdk/generated/graphql.js";
 import codegenConfig from "../codegen.js";
 import { printSortedSchema } from "../src/graphql/print-schema.js";
 import { projectRoot } from "./support/processes.js";
@@ -15,11 +18,26 @@ describe("generated artifacts", () => {
     expect(printSortedSchema(), "schema/schema.graphql is stale: run `npm run generate`").toBe(committed);
   });
 
-  it("sdk/generated/graphql.ts is what codegen produces from the committed SDL", async () => {
-    const outputs = await generate({ ...codegenConfig, cwd: projectRoot, silent: true }, false);
-    const [output] = outputs as { filename: string; content: string }[];
-    const committed = readFileSync(`${projectRoot}/sdk/generated/graphql.ts`, "utf8");
-    expect(output?.content, "sdk/generated is stale: run `npm run generate`").toBe(committed);
+  it("sdk/generated (the typed documents and the persisted-documents manifest) is what codegen produces from the committed SDL", async () => {
+    const outputs = (await generate({ ...codegenConfig, cwd: projectRoot, silent: true }, false)) as { filename: string; content: string }[];
+    expect(outputs.map((output) => output.filename).sort()).toEqual(["sdk/generated/graphql.ts", "sdk/generated/persisted-documents.json"]);
+    for (const output of outputs) {
+      const committed = readFileSync(`${projectRoot}/${output.filename}`, "utf8");
+      expect(output.content, `${output.filename} is stale: run \`npm run generate\``).toBe(committed);
+    }
+  });
+
+  it("the manifest holds exactly the text the SDK sends for each of its documents, under its sha256 documentId", () => {
+    const manifest = JSON.parse(readFileSync(`${projectRoot}/sdk/generated/persisted-documents.json`, "utf8")) as Record<string, string>;
+    const documents = Object.entries(sdk).filter(([name]) => name.endsWith("Document"));
+    expect(documents.length).toBeGreaterThan(60);
+    const sent = Object.fromEntries(
+      documents.map(([, document]) => {
+        const text = print(document as DocumentNode);
+        return [`sha256:${createHash("sha256").update(text).digest("hex")}`, text];
+      }),
+    );
+    expect(manifest).toEqual(sent);
   });
 
   it("prisma/migrations holds every change of prisma/schema.prisma", () => {

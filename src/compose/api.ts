@@ -2,7 +2,7 @@
 // its plugins), how requests and sockets are authenticated, and the key revocations that end
 // the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
 import { GraphQLError } from "graphql";
-import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
+import { createYoga, type Plugin, useReadinessCheck, type YogaServerOptions } from "graphql-yoga";
 import { authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { schema } from "../graphql/schema.js";
@@ -15,7 +15,9 @@ import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
+import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
+import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
 import type { ServedApi } from "../server/http-server.js";
 import type { Core } from "./core.js";
@@ -36,14 +38,22 @@ export type ApiOptions = {
   corsOrigins?: readonly string[];
   /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
   metricsToken?: string;
+  /**
+   * Whether GraphiQL is served at /graphql (GRAPHIQL). Unset: served unless only trusted
+   * documents run. Set with trusted documents only, GraphiQL's requests may send any document.
+   */
+  graphiql?: boolean;
+  /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
+  trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken }: ApiOptions,
+  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
 ): Api {
+  const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
@@ -59,22 +69,15 @@ export function createApi(
           : await authentication.actorOf(initial.request);
       return { actor, prisma: db.prisma, events, services, settings, capabilities };
     },
-    graphqlEndpoint: "/graphql",
+    ...FIXED_SETTINGS,
     // No origin but the server's own unless listed (see server/cross-site.ts).
     cors: corsFor(corsOrigins),
-    // One operation per request: a batch would multiply every limit below by its length.
-    batching: false,
-    // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
-    // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
-    // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
-    maxRequestBodySize: false,
-    healthCheckEndpoint: "/health",
-    landingPage: false,
-    ...graphiqlSettings,
+    ...(graphiql ? {} : { graphiql: false }),
     logging: yogaLogging(logger),
     plugins: [
       jsonPostsOnly("/graphql"),
       authentication.plugin,
+      trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
       useFavicon(),
@@ -92,6 +95,7 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,
     async stop() {
@@ -99,6 +103,33 @@ export function createApi(
       await yoga.dispose();
     },
   };
+}
+
+/** Yoga's settings that no option changes. */
+const FIXED_SETTINGS = {
+  graphqlEndpoint: "/graphql",
+  // One operation per request: a batch would multiply every limit below by its length.
+  batching: false,
+  // bodyLimitPlugin refuses an oversized or undeclared body before it is read, and Node's
+  // HTTP parser delivers no more than the declared length; Yoga's own limit would pipe every
+  // body through a counting stream (about 5 % of a small read's CPU) to learn the same thing.
+  maxRequestBodySize: false,
+  healthCheckEndpoint: "/health",
+  landingPage: false,
+  // A request names its document by `documentId` (trusted documents) or sends `query`.
+  extraParamNames: ["documentId"],
+  ...graphiqlSettings,
+} satisfies YogaServerOptions<Record<string, never>, GraphQLContext>;
+
+/** Which documents run, and whether GraphiQL is served (GRAPHIQL unset: unless only trusted documents run). */
+function documentSettings(
+  { graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">,
+  countRejected: (reason: string) => void,
+) {
+  const served = graphiql ?? !options.only;
+  // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
+  const extra = { ...VIEWER_DOCUMENTS, ...options.extra };
+  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, countRejected }) };
 }
 
 /** /ready: 200 while the database answers, 503 with the reason while it does not. */

@@ -33,6 +33,8 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     metricsToken: config.metricsToken,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     limits: config.limits,
+    graphiql: config.graphiql,
+    trustedDocuments: config.trustedDocuments,
   });
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();
@@ -60,6 +62,11 @@ function warnAboutSettings(config: Config, logger: Logger): void {
   if (!config.inProcessWorker) logger.info("IN_PROCESS_WORKER=false: this server executes no runs; start worker processes (npm run worker)");
   if (config.capabilities.commands.allowed) {
     logger.warn("COMMANDS_ALLOWED=true: runs may execute programs in their sandbox folders as this server's user");
+  }
+  if (config.trustedDocuments.only) {
+    const extra = Object.keys(config.trustedDocuments.extra).length;
+    logger.info(`TRUSTED_DOCUMENTS_ONLY=true: only the SDK's documents${extra ? ` and ${extra} from TRUSTED_DOCUMENTS_DIR` : ""} run`);
+    if (config.graphiql) logger.warn("GRAPHIQL=true: requests that send GraphiQL's header may run any document");
   }
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");

@@ -10,6 +10,9 @@ async function main(): Promise<void> {
   const client = createClient({
     url: config.url,
     headers: config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {},
+    // Every operation by its documentId: a Dossier server accepts those whether or not it runs
+    // only trusted documents (TRUSTED_DOCUMENTS_ONLY=true), and the MCP server's are the SDK's.
+    trustedDocuments: true,
   });
   const server = createDossierMcpServer({ client });
   const transport = new StdioServerTransport();

@@ -61,9 +61,11 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
     registers,
   });
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers });
-  const rejected = counter("dossier_graphql_rejected_total", "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch).", [
-    "reason",
-  ]);
+  const rejected = counter(
+    "dossier_graphql_rejected_total",
+    "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch) or for an untrusted document.",
+    ["reason"],
+  );
   const modelTokens = counter("dossier_model_tokens_total", "Model tokens by direction (input, output, cached, reasoning).", ["direction"]);
   const modelCalls = counter("dossier_model_calls_total", "Model requests made by runs.");
   const toolCalls = counter("dossier_tool_calls_total", "Tool calls executed by runs.");

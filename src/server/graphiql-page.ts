@@ -83,7 +83,8 @@ ${PAGE_SCRIPT}</script>
 //   with this version's examples; history, favourites and settings stay shared.
 // - Subscriptions run over graphql-ws, which sends no HTTP headers: the headers editor's content
 //   (e.g. an authorization header with an API key) goes as the connection's parameters instead,
-//   read when the socket opens with the first subscription.
+//   read when the socket opens with the first subscription, with the page's additional headers
+//   (GraphiQL sends those with every HTTP request), so the server recognises GraphiQL either way.
 // - GraphiQL's tabs can be dragged within the tab bar. Rendered before its fonts are loaded, the
 //   tabs change width when the fonts arrive, and the drag code, placing each tab again within the
 //   resized bar, offsets every tab but the last by the width of the tabs after it. GraphiQL's
@@ -110,9 +111,9 @@ let headers = storage.getItem("graphiql:headers") || "";
 const connectionParams = () => {
   try {
     const parsed = JSON.parse(headers || "{}");
-    return parsed && typeof parsed === "object" ? { headers: parsed } : {};
+    return { headers: { ...(parsed && typeof parsed === "object" ? parsed : {}), ...DOSSIER_GRAPHIQL.options.additionalHeaders } };
   } catch {
-    return {};
+    return { headers: { ...DOSSIER_GRAPHIQL.options.additionalHeaders } };
   }
 };
 

@@ -4,6 +4,7 @@
 import type { YogaServerOptions } from "graphql-yoga";
 import { DOSSIER_ICON_SVG } from "./favicon.js";
 import { renderOfflineGraphiQL } from "./graphiql-page.js";
+import { GRAPHIQL_HEADER } from "./trusted-documents.js";
 
 const lookAround = `# Welcome to Dossier. Run an operation with the ▶ button.
 # With AUTH_REQUIRED=true, put in Headers (below), in each tab you use:
@@ -115,8 +116,20 @@ export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
 /** The first tab, for GraphiQL versions that take a single default query. */
 export const graphiqlDefaultQuery = lookAround;
 
-/** Yoga's GraphiQL settings: the examples, and the page served whole from the installed package. */
+/**
+ * Yoga's GraphiQL settings: the examples, and the page served whole from the installed package.
+ * Every request the page sends carries GRAPHIQL_HEADER (its WebSocket sends it among the
+ * connection parameters' headers, see graphiql-page.ts): with TRUSTED_DOCUMENTS_ONLY=true and
+ * GRAPHIQL=true, those may send any document (server/trusted-documents.ts).
+ */
 export const graphiqlSettings = {
-  graphiql: { title: "Dossier", logo: DOSSIER_ICON_SVG, subscriptionsProtocol: "WS", defaultQuery: graphiqlDefaultQuery, defaultTabs: graphiqlDefaultTabs },
+  graphiql: {
+    title: "Dossier",
+    logo: DOSSIER_ICON_SVG,
+    subscriptionsProtocol: "WS",
+    defaultQuery: graphiqlDefaultQuery,
+    defaultTabs: graphiqlDefaultTabs,
+    additionalHeaders: { [GRAPHIQL_HEADER]: "1" },
+  },
   renderGraphiQL: renderOfflineGraphiQL,
 } satisfies Pick<YogaServerOptions<Record<string, never>, Record<string, never>>, "graphiql" | "renderGraphiQL">;

@@ -14,6 +14,7 @@ import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
+import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
 export type RunningServer = {
   /** e.g. http://127.0.0.1:4000/graphql */
@@ -41,6 +42,8 @@ export type ServedApi = {
   updateCache: UpdateCache;
   /** This process's Prometheus instruments (WebSocket subscriptions are counted in them here). */
   metrics: DossierMetrics;
+  /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
+  trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -161,7 +164,10 @@ function serveGraphqlWs({
             }),
           ];
         }
-        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params });
+        // A trusted document's id in place of its text; with TRUSTED_DOCUMENTS_ONLY, nothing else.
+        const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
+        if (query instanceof GraphQLError) return [query];
+        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
       },
     },
     wsServer,

@@ -206,11 +206,14 @@ describe("runOutput of a run answered through a streaming model server", () => {
     t.app.runtime!.worker.start();
   });
 
-  it("the SDK's runOutput gives the answer's text as it streams, once, across a server restart mid-answer", async () => {
+  it.each([
+    ["graphql-ws", {}],
+    ["SSE, sending documentIds", { subscriptions: "sse", trustedDocuments: true }],
+  ] as const)("the SDK's runOutput gives the answer's text as it streams, once, across a server restart mid-answer (%s)", async (_transport, options) => {
     pauseAgain();
     let server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
     const { port } = server;
-    const client = createClient({ url: server.url, wsUrl: server.wsUrl });
+    const client = createClient({ url: server.url, wsUrl: server.wsUrl, ...options });
     try {
       const { run } = await admit(client, { question: "restart, then pause" });
       const pieces: string[] = [];

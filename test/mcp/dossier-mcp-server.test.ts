@@ -3,44 +3,16 @@
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LinkToWorkspaceDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { contentHash } from "../../src/domain/research/publication-service.js";
 import { dossierMcpTools } from "../../src/mcp/dossier-mcp-server.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { connectMcp } from "../support/mcp-process.js";
 import { projectRoot } from "../support/processes.js";
 import { settled } from "../support/scripted-runs.js";
-import { NODE_FLAGS } from "../../scripts/build.mjs";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-
-type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
-
-async function connectMcp(env: Record<string, string>) {
-  const transport = new StdioClientTransport({
-    // As `npm run mcp` runs it: the bundle in dist/, with Dossier's Node.js flags.
-    command: process.execPath,
-    args: [...NODE_FLAGS, path.join(projectRoot, "dist/src/mcp/main.js")],
-    cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stderr: "pipe",
-  });
-  const client = new Client({ name: "dossier-test-agent", version: "1.0.0" });
-  await client.connect(transport);
-  const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as ToolResult;
-  return {
-    client,
-    call,
-    /** The tool's JSON answer; fails the test when the tool reported an error. */
-    async json(name: string, args: Record<string, unknown> = {}) {
-      const result = await call(name, args);
-      if (result.isError) throw new Error(`${name} failed: ${result.content[0]?.text}`);
-      return JSON.parse(result.content[0]!.text);
-    },
-  };
-}
 
 describe("the Dossier MCP server", () => {
   let t: TestApp;

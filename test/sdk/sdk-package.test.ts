@@ -66,7 +66,7 @@ describe("the SDK", () => {
   });
 
   it("imports nothing from the server's sources", () => {
-    for (const file of ["client.ts", "index.ts", "generated/graphql.ts"]) {
+    for (const file of ["client.ts", "index.ts", "run-output.ts", "transport.ts", "generated/graphql.ts"]) {
       const source = readFileSync(path.join(sdkDir, file), "utf8");
       const specifiers = [...source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
       const allowed = (s: string) => s.startsWith("./") || ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core"].includes(s);
@@ -154,12 +154,16 @@ describe("the SDK", () => {
       }
       const manifest = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
       expect(manifest.name).toBe("@dossier/sdk");
+      // The persisted-documents manifest ships with the package, for a server or gateway to trust.
+      expect(manifest.exports["./persisted-documents.json"]).toBe("./generated/persisted-documents.json");
       expect(Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).sort()).toEqual(
         ["@graphql-typed-document-node/core", "graphql", "graphql-ws", "ws"].sort(),
       );
       const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: sdkDir });
       const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
-      expect(files).toEqual(expect.arrayContaining(["package.json", "dist/index.js", "dist/index.d.ts", "dist/generated/graphql.d.ts"]));
+      expect(files).toEqual(
+        expect.arrayContaining(["package.json", "dist/index.js", "dist/index.d.ts", "dist/generated/graphql.d.ts", "generated/persisted-documents.json"]),
+      );
       expect(files.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toBe(false);
       // The declarations reference no server source.
       expect(readFileSync(path.join(sdkDir, "dist/client.d.ts"), "utf8")).not.toMatch(/\.\.\/src\//);

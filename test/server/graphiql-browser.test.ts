@@ -192,4 +192,32 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     expect(outside).toEqual([]);
     await page.context().close();
   }, 240_000);
+
+  it("runs its examples, a query and a subscription, on a server that runs only trusted documents with GRAPHIQL=true", async () => {
+    t = await startTestApp("pglite", { listen: true, trustedDocuments: { only: true }, graphiql: true });
+    const { page, outside, problems } = await openGraphiQL(t.server!.url);
+    await run(page, "Viewer");
+    await eventually(page, '"name": "Development principal"', async () => (await response(page)).includes('"name": "Development principal"'));
+
+    const workspace = await createWorkspace(t.client);
+    const { run: queued } = await admit(t.client, { workspaceId: workspace.id, question: "Who makes cells?" });
+    await openTab(page, 2);
+    await fillEditorTool(page, "Variables", JSON.stringify({ runId: queued.id }));
+    const listening = t.listeners();
+    await run(page, "RunEvents");
+    await eventually(page, "the subscription listening", () => t!.listeners() > listening);
+    expectType((await t.client.request(CancelRunDocument, { input: { runId: queued.id } })).cancelRun, "CancelRunSuccess");
+    await eventually(page, '"status": "CANCELLED"', async () => (await response(page)).includes('"status": "CANCELLED"'));
+
+    // The same example without GraphiQL's header is refused.
+    const refused = await fetch(t.server!.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
+      body: JSON.stringify({ query: graphiqlDefaultTabs[0]!.query, operationName: "Viewer" }),
+    });
+    expect(refused.status).toBe(400);
+    expect(outside).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 240_000);
 });

@@ -11,6 +11,7 @@ import { type RunningServer, startHttpServer } from "../../src/server/http-serve
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import type { SpanRef } from "../../src/runtime/ports/trace-sink.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
+import { createClient } from "../../sdk/client.js";
 import { admit } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -66,9 +67,10 @@ describe("the trace viewer page", () => {
       t = undefined;
     });
 
-    async function start(steps: ScriptStep[], extraTools: Tool[] = []) {
+    async function start(steps: ScriptStep[], extraTools: Tool[] = [], trustedDocuments?: { only: boolean }) {
       t = await startTestApp("pglite", {
         authRequired: true,
+        trustedDocuments,
         runtime: { model: new ScriptedModel({ name: "viewer", steps }), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")), extraTools },
       });
       server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.1" });
@@ -148,6 +150,27 @@ describe("the trace viewer page", () => {
       console.log(`trace viewer screenshot: ${screenshot}`);
       await page.close();
     }, 120_000);
+
+    it("works on a server that runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): the trace, live, to its end", async () => {
+      let open = () => {};
+      const app = await start(slowPlan, [gateTool("gate", new Promise<void>((resolve) => (open = resolve)))], { only: true });
+      const key = await app.createPrincipal("viewer");
+      const { run } = await admit(
+        createClient({ url: `http://127.0.0.1:${server!.port}/graphql`, headers: { authorization: `Bearer ${key}` }, trustedDocuments: true }),
+        { question: "Plan six steps" },
+      );
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(String(error)));
+      await page.goto(pageUrl(run.id, key));
+      await page.waitForSelector("body[data-connection=live]", { timeout: 15_000 });
+      open();
+      await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 30_000 });
+      expect(await page.textContent("[data-testid=answer]")).toBe("Planned six steps.");
+      expect(await eventsShown(page)).toBe(await app.app.db.prisma.spanEvent.count({ where: { span: { traceId: traceIdOf(run.id) } } }));
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 60_000);
 
     it("shows another principal's run to nobody, and asks for a key when none is given", async () => {
       const app = await start([{ content: "done" }]);

@@ -60,6 +60,9 @@ export type TestAppOptions = {
   now?: () => Date;
   /** Webhook settings; `deliver: true` starts delivering them (none by default). */
   webhooks?: Parameters<typeof createApp>[0]["webhooks"];
+  /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
+  graphiql?: boolean;
+  trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
 };
 
 export async function startTestApp(
@@ -78,6 +81,8 @@ export async function startTestApp(
     logger,
     now,
     webhooks,
+    graphiql,
+    trustedDocuments,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -99,6 +104,8 @@ export async function startTestApp(
     now,
     // On PostgreSQL, webhooks are delivered through pg-boss in the app's own database, as the server does.
     webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
+    graphiql,
+    trustedDocuments,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

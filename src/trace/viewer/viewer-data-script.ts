@@ -3,6 +3,8 @@
 // span's attributes, a model call's request, an event's payload) is read only when asked for. Plain browser
 // JavaScript, no framework and no bundler; the parts share one script scope (viewer-page.ts joins
 // them in order). Everything from the API is put in the page with textContent, never as HTML.
+import { EVENT_PAYLOAD, MORE_EVENTS, MORE_SPANS, RUN_QUERY, SPAN_ATTRIBUTES, SPAN_REQUEST, TRACE_QUERY, UPDATES } from "./viewer-documents.js";
+
 export const DATA_SCRIPT = String.raw`
 "use strict";
 const runId = decodeURIComponent(location.pathname.replace(/^\/traces\//, "").replace(/\/$/, ""));
@@ -22,25 +24,15 @@ const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : 
 // Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
 // every page, asking for the next one after the last item until a page comes back short.
 const PAGE = 500;
-const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
-const EVENT_FIELDS = "id seq kind at preview size truncated";
-// pendingApprovals: the tool calls a WAITING run waits on (human approval).
-const RUN_FIELDS = "id status question answer failureReason model attempts { number outcome endedAt span { id } } " +
-  "pendingApprovals { toolCallId toolName arguments expiresAt }";
-const RUN_QUERY = "query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS + " } } }";
-const SPANS_PAGE = "spans(first: $first, after: $after) { " + SPAN_FIELDS + " events(first: $first) { " + EVENT_FIELDS + " } }";
-const TRACE_QUERY = "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " + RUN_FIELDS +
-  " trace { id lastSeq endedAt " + SPANS_PAGE + " } } } }";
-const MORE_SPANS = "query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { " + SPANS_PAGE + " } } }";
-const MORE_EVENTS = "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
-  EVENT_FIELDS + " } } } }";
-const UPDATES = "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
-  "seq kind at span { " + SPAN_FIELDS + " } event { " + EVENT_FIELDS + " } } }";
-// Read only when asked for: a span's attributes (when it is selected, or the root's failure), a
-// model call's whole request, an event's whole payload.
-const SPAN_ATTRIBUTES = "query TraceViewerSpan($id: ID!) { node(id: $id) { ... on Span { attributes } } }";
-const SPAN_REQUEST = "query TraceViewerRequest($id: ID!) { node(id: $id) { ... on Span { request } } }";
-const EVENT_PAYLOAD = "query TraceViewerPayload($id: ID!) { node(id: $id) { ... on SpanEvent { payload } } }";
+// The API's documents (viewer-documents.ts), each an exact text a trusted-documents server trusts.
+const RUN_QUERY = ${JSON.stringify(RUN_QUERY)};
+const TRACE_QUERY = ${JSON.stringify(TRACE_QUERY)};
+const MORE_SPANS = ${JSON.stringify(MORE_SPANS)};
+const MORE_EVENTS = ${JSON.stringify(MORE_EVENTS)};
+const UPDATES = ${JSON.stringify(UPDATES)};
+const SPAN_ATTRIBUTES = ${JSON.stringify(SPAN_ATTRIBUTES)};
+const SPAN_REQUEST = ${JSON.stringify(SPAN_REQUEST)};
+const EVENT_PAYLOAD = ${JSON.stringify(EVENT_PAYLOAD)};
 
 const state = {
   spans: new Map(),

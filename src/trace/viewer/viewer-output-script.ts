@@ -3,9 +3,11 @@
 // tree shows it under the call's row until the call ends, when its message is the log's (and the
 // answer box shows the answer). Subscribing again after a reconnect starts the running call's
 // text over: its first delta then holds everything so far.
+import { OUTPUT } from "./viewer-documents.js";
+
 export const OUTPUT_SCRIPT = `
 // ---- live model output ------------------------------------------------------------------------
-const OUTPUT = "subscription TraceViewerOutput($runId: ID!) { runOutput(runId: $runId) { seq modelCallSpanId kind text } }";
+const OUTPUT = ${JSON.stringify(OUTPUT)};
 /** The text so far of each running model call, by span id. */
 const liveOutput = new Map();
 

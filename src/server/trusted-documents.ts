@@ -1,0 +1,114 @@
+// Trusted documents: a request may name its document by `documentId` (the GraphQL-over-HTTP
+// persisted-documents appendix) instead of sending its text, over HTTP, SSE and graphql-ws. The
+// ids are those of the SDK's manifest (sdk/generated/persisted-documents.json, written by
+// `npm run generate:sdk`) and of the manifests in TRUSTED_DOCUMENTS_DIR. With
+// TRUSTED_DOCUMENTS_ONLY=true every other document is refused with TRUSTED_DOCUMENT_REQUIRED
+// (400), except GraphiQL's requests when GRAPHIQL=true — recognised by the header its page sends,
+// which any client can send too (README, "Trusted documents").
+import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
+import { GraphQLError } from "graphql";
+import type { Plugin } from "graphql-yoga";
+import sdkManifest from "../../sdk/generated/persisted-documents.json" with { type: "json" };
+
+/** The header (and graphql-ws connection parameter header) Dossier's GraphiQL page sends with every operation. */
+export const GRAPHIQL_HEADER = "x-dossier-graphiql";
+
+export type TrustedDocumentsOptions = {
+  /** TRUSTED_DOCUMENTS_ONLY: refuse every document that is not a trusted one. */
+  only: boolean;
+  /** Documents besides the SDK's, by id (TRUSTED_DOCUMENTS_DIR's manifests). */
+  extra?: Record<string, string>;
+  /** GRAPHIQL=true with TRUSTED_DOCUMENTS_ONLY: requests that carry GRAPHIQL_HEADER may send any document. */
+  graphiqlExempt?: boolean;
+  /** Counts each refusal by its code (the app's metrics). */
+  countRejected?: (reason: string) => void;
+};
+
+export type TrustedDocuments = {
+  readonly only: boolean;
+  /** The Yoga plugin resolving `documentId` over HTTP and SSE, and refusing other documents when `only`. */
+  plugin: Plugin;
+  /** For one graphql-ws operation: the document text to run, or the error that refuses it. */
+  resolveSocketOperation(params: SocketOperation, connectionParams: Record<string, unknown> | undefined): string | GraphQLError;
+};
+
+export type SocketOperation = { query?: unknown; documentId?: unknown };
+
+// `spec`: like a validation error — 400 for application/graphql-response+json, and 200 for a
+// client that accepts only application/json, as the GraphQL-over-HTTP spec asks.
+const refusal = (code: "TRUSTED_DOCUMENT_REQUIRED" | "TRUSTED_DOCUMENT_NOT_FOUND" | "BAD_REQUEST", message: string) =>
+  new GraphQLError(message, { extensions: { code, http: { status: 400, spec: true } } });
+
+const REQUIRED =
+  "This server runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): send the documentId of a document in its manifests instead of the document's text.";
+const MISSING = () => refusal("BAD_REQUEST", "Send a GraphQL document as `query`, or a trusted document's id as `documentId`.");
+
+export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, countRejected = () => undefined }: TrustedDocumentsOptions): TrustedDocuments {
+  const required = () => (countRejected("TRUSTED_DOCUMENT_REQUIRED"), refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED));
+  const notFound = (id: string) => (
+    countRejected("TRUSTED_DOCUMENT_NOT_FOUND"), refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`)
+  );
+  const documents = new Map<string, string>([...Object.entries(sdkManifest as Record<string, string>), ...Object.entries(extra)]);
+  // The text of a trusted document is no other document: sent whole, it runs too.
+  const texts = new Set(documents.values());
+  const fromGraphiql = (headers: { get(name: string): string | null }) => graphiqlExempt && headers.get(GRAPHIQL_HEADER) === "1";
+  const allowed = (query: string, headers: { get(name: string): string | null }) => !only || texts.has(query) || fromGraphiql(headers);
+  const admittedQueries = new WeakSet<Request>();
+
+  const persisted = usePersistedOperations({
+    getPersistedOperation: (id) => documents.get(id) ?? null,
+    // Yoga's GET parser keeps only the standard parameters: a GET's documentId is read from its URL.
+    extractPersistedOperationId: (params, request) => {
+      const id = (params as { documentId?: unknown }).documentId ?? (request.method === "GET" ? new URL(request.url).searchParams.get("documentId") : null);
+      return typeof id === "string" && id !== "" ? id : null;
+    },
+    allowArbitraryOperations: (request) => admittedQueries.has(request),
+    customErrors: {
+      notFound: ({ params, request }) =>
+        notFound(String((params as { documentId?: unknown }).documentId ?? new URL(request.url).searchParams.get("documentId"))),
+      keyNotFound: MISSING,
+      persistedQueryOnly: required,
+    },
+  });
+  const plugin: Plugin = {
+    onParams({ params, request }) {
+      if (typeof params.query === "string" && params.query !== "" && allowed(params.query, request.headers)) admittedQueries.add(request);
+    },
+    // Over SSE, Yoga would answer 200 and send the refusal as the stream's one event; a
+    // subscription that cannot start gets 400 and the errors as JSON instead, as graphql-sse's
+    // own server answers a request it cannot execute, so a client learns it from the status.
+    onResultProcess({ request, result, setResultProcessor }) {
+      if (!(request.headers.get("accept") ?? "").includes("text/event-stream") || !isRefusal(result)) return;
+      const errors = (result as { errors: GraphQLError[] }).errors.map(({ message, extensions: { http: _http, ...extensions } }) => ({ message, extensions }));
+      setResultProcessor((_refused, fetchAPI) => fetchAPI.Response.json({ errors }, { status: 400 }), "application/json");
+    },
+  };
+  return {
+    only,
+    plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(persisted as Plugin)) },
+    resolveSocketOperation({ query, documentId }, connectionParams) {
+      if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
+      if (typeof query !== "string" || query === "") return MISSING();
+      return allowed(query, socketHeaders(connectionParams)) ? query : required();
+    },
+  };
+}
+
+const REFUSALS = new Set(["TRUSTED_DOCUMENT_REQUIRED", "TRUSTED_DOCUMENT_NOT_FOUND"]);
+
+function isRefusal(result: unknown): boolean {
+  const errors = (result as { errors?: readonly { extensions?: { code?: unknown } }[] }).errors;
+  return errors?.length === 1 && REFUSALS.has(String(errors[0]?.extensions?.code));
+}
+
+/** The headers a graphql-ws client sends as connection parameters ({ headers: { … } }), as the SDK and GraphiQL do. */
+function socketHeaders(connectionParams: Record<string, unknown> | undefined) {
+  const headers = connectionParams?.headers;
+  return {
+    get(name: string): string | null {
+      if (typeof headers !== "object" || headers === null) return null;
+      const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name);
+      return typeof entry?.[1] === "string" ? entry[1] : null;
+    },
+  };
+}

@@ -1,0 +1,45 @@
+// The GraphQL documents the trace viewer's page sends, each as one exact text: the page's script
+// embeds them (viewer-data-script.ts, viewer-output-script.ts), and a server that runs only
+// trusted documents trusts them (compose/api.ts), so the viewer works with TRUSTED_DOCUMENTS_ONLY.
+const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
+const EVENT_FIELDS = "id seq kind at preview size truncated";
+// pendingApprovals: the tool calls a WAITING run waits on (human approval).
+const RUN_FIELDS =
+  "id status question answer failureReason model attempts { number outcome endedAt span { id } } " +
+  "pendingApprovals { toolCallId toolName arguments expiresAt }";
+export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
+const SPANS_PAGE = `spans(first: $first, after: $after) { ${SPAN_FIELDS} events(first: $first) { ${EVENT_FIELDS} } }`;
+export const TRACE_QUERY =
+  "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " +
+  RUN_FIELDS +
+  " trace { id lastSeq endedAt " +
+  SPANS_PAGE +
+  " } } } }";
+export const MORE_SPANS = `query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { ${SPANS_PAGE} } } }`;
+export const MORE_EVENTS =
+  "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
+  EVENT_FIELDS +
+  " } } } }";
+export const UPDATES =
+  "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
+  "seq kind at span { " +
+  SPAN_FIELDS +
+  " } event { " +
+  EVENT_FIELDS +
+  " } } }";
+// Read only when asked for: a span's attributes (when it is selected, or the root's failure), a
+// model call's whole request, an event's whole payload.
+export const SPAN_ATTRIBUTES = "query TraceViewerSpan($id: ID!) { node(id: $id) { ... on Span { attributes } } }";
+export const SPAN_REQUEST = "query TraceViewerRequest($id: ID!) { node(id: $id) { ... on Span { request } } }";
+export const EVENT_PAYLOAD = "query TraceViewerPayload($id: ID!) { node(id: $id) { ... on SpanEvent { payload } } }";
+
+// The running model call's text as it grows (viewer-output-script.ts).
+export const OUTPUT = "subscription TraceViewerOutput($runId: ID!) { runOutput(runId: $runId) { seq modelCallSpanId kind text } }";
+
+/** Every document of the page, by a documentId of Dossier's own. */
+export const VIEWER_DOCUMENTS: Record<string, string> = Object.fromEntries(
+  Object.entries({ RUN_QUERY, TRACE_QUERY, MORE_SPANS, MORE_EVENTS, UPDATES, SPAN_ATTRIBUTES, SPAN_REQUEST, EVENT_PAYLOAD, OUTPUT }).map(([name, text]) => [
+    `x-dossier-trace-viewer:${name}`,
+    text,
+  ]),
+);
