@@ -60,6 +60,11 @@ subscription TraceUpdates($runId: ID!, $afterSeq: String) {
 subscription RunEvents($runId: ID!) {
   runEvents(runId: $runId) { status at run { id status answer failureReason } }
 }
+
+# The model's text as it is written: the text of the running call so far, then what it adds.
+subscription RunOutput($runId: ID!) {
+  runOutput(runId: $runId) { seq kind modelCallSpanId text toolCallId }
+}
 `;
 
 const readHistory = `# What a workspace has learnt: the catalog (no content), one exact version, the checkpoint.

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { idOfType } from "../../src/graphql/global-id.js";
-import { appendToLog } from "../../src/runtime/adapters/prisma-conversation-log.js";
+import { appendRows } from "../../src/runtime/adapters/prisma-conversation-log.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends, createPersistentTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
@@ -27,7 +27,7 @@ describe.each(backends)("resuming an answered run on %s", (backend) => {
     const { run } = await admit(before.client, { question: "What is 6 × 7?" });
     const runId = idOfType(run.id, "Run")!;
     const admitted = await before.app.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    await appendToLog(unfenced(before.app.db.prisma), {
+    await appendRows(unfenced(before.app.db.prisma), {
       conversationId: admitted.conversationId,
       runId,
       entries: [

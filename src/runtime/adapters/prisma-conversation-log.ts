@@ -40,12 +40,6 @@ export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(
   return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) };
 }
 
-/** Appends entries in order, in one transaction (an attempt's fenced one); returns their ids. */
-export async function appendToLog(write: Transact, append: LogAppend): Promise<string[]> {
-  const rows = await appendRows(write, append);
-  return rows.map((row) => row.id);
-}
-
 /** Appends entries in order, in one transaction (an attempt's fenced one); returns the rows as readLog reads them. */
 export async function appendRows(write: Transact, { conversationId, runId, entries }: LogAppend): Promise<LoggedMessage[]> {
   if (entries.length === 0) return [];
