@@ -39,6 +39,7 @@ const EVERY_LIST = /* GraphQL */ `
     apiKeys(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
     viewer { apiKeys(first: 2) { id } }
     mcpServers(first: 2) { id name args envNames headerNames }
+    webhooks(first: 2) { id events deliveries(first: 2) { attempt } }
     skills { name }
     agentProfiles(first: 2) { id tools skills }
     workspace: node(id: $workspace) {
