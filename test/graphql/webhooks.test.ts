@@ -23,19 +23,7 @@ import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { type Answer, type Receiver, startReceiver } from "../support/webhook-receiver.js";
-
-const ALL: WebhookEventType[] = [
-  "RUN_SUCCEEDED",
-  "RUN_FAILED",
-  "RUN_CANCELLED",
-  "RUN_TIMED_OUT",
-  "RUN_WAITING",
-  "CHECKPOINT_UPDATED",
-  "PUBLICATION_VERSION_CREATED",
-  "WORKSPACE_ARCHIVED",
-  "WORKSPACE_DELETED",
-];
+import { type Answer, type Receiver, startReceiver, ALL } from "../support/webhook-receiver.js";
 
 describe.each(backends)("webhooks on %s", (backend) => {
   let t: TestApp | undefined;

@@ -13,7 +13,7 @@ import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { callTools, callToolsInTurns, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { type Receiver, startReceiver } from "../support/webhook-receiver.js";
+import { type Receiver, startReceiver, ALL } from "../support/webhook-receiver.js";
 
 const SECRET_TEXT = "the confidential report body";
 
@@ -25,18 +25,6 @@ const notesTool: Tool = {
   schema: { name: "read_notes", description: "reads notes", parameters: { type: "object" } },
   execute: async () => SECRET_TEXT,
 };
-
-const ALL: WebhookEventType[] = [
-  "RUN_SUCCEEDED",
-  "RUN_FAILED",
-  "RUN_CANCELLED",
-  "RUN_TIMED_OUT",
-  "RUN_WAITING",
-  "CHECKPOINT_UPDATED",
-  "PUBLICATION_VERSION_CREATED",
-  "WORKSPACE_ARCHIVED",
-  "WORKSPACE_DELETED",
-];
 
 describe.each(backends)("webhook events of runs and research on %s", (backend) => {
   let t: TestApp | undefined;

@@ -4,6 +4,20 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
+import type { WebhookEventType } from "../../sdk/generated/graphql.js";
+
+/** Every event type the issue names, written out here (not read from the server's code), so a missing one fails. */
+export const ALL: WebhookEventType[] = [
+  "RUN_SUCCEEDED",
+  "RUN_FAILED",
+  "RUN_CANCELLED",
+  "RUN_TIMED_OUT",
+  "RUN_WAITING",
+  "CHECKPOINT_UPDATED",
+  "PUBLICATION_VERSION_CREATED",
+  "WORKSPACE_ARCHIVED",
+  "WORKSPACE_DELETED",
+];
 
 export type Received = { headers: IncomingHttpHeaders; body: string; at: number };
 
