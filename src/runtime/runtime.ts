@@ -32,7 +32,7 @@ import type { RuntimeTrace } from "./ports/trace-sink.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./ports/run-state.js";
-import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Services } from "../domain/services.js";
 import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { EventBus } from "../events/topics.js";
 import type { RunRecord } from "./ports/run-state.js";
 import type { Logger } from "../logger.js";
-import { interruption } from "./attempt/interruption.js";
+import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
 import { beat } from "./attempt/heartbeat.js";
@@ -19,7 +19,7 @@ import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import type { RunState } from "./ports/run-state.js";
-import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import { ClaimPasses } from "./claim-passes.js";
 
 export type { SettleStep };
@@ -178,8 +178,8 @@ export class RunWorker {
     const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
-    const fence = runs.fence(holder, (stop) => {
-      if (!controller.signal.aborted) controller.abort(stop);
+    const fence = runs.fence(holder, (reason, detail) => {
+      if (!controller.signal.aborted) controller.abort(new RunStopped(reason, detail));
     });
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();

@@ -2,7 +2,7 @@
 // call gets one request and an APPROVAL_REQUESTED event and waits; a decided one executes (marked
 // begun first) or is declined with the reason; anything else executes at once.
 import { describe, expect, it } from "vitest";
-import type { ToolApprovalRecord } from "../../src/domain/research/tool-approval-service.js";
+import type { ToolApprovalRecord } from "../../src/domain/runs/tool-approval-service.js";
 import type { Transact } from "../../src/domain/transaction.js";
 import { approvalGate, declinedResult } from "../../src/runtime/tools/approval-gate.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";

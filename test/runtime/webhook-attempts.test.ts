@@ -5,9 +5,9 @@
 // attempt already made sends nothing.
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/logger.js";
-import { createOutboundHttp } from "../../src/runtime/adapters/outbound-http.js";
-import { PgBossWebhookQueue } from "../../src/runtime/adapters/webhooks/pg-boss-webhook-queue.js";
-import { WebhookDelivery } from "../../src/runtime/adapters/webhooks/webhook-delivery.js";
+import { createOutboundHttp } from "../../src/outbound/outbound-http.js";
+import { PgBossWebhookQueue } from "../../src/webhooks/delivery/pg-boss-webhook-queue.js";
+import { WebhookDelivery } from "../../src/webhooks/delivery/webhook-delivery.js";
 import { openTestDatabase } from "../support/databases.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 import { recordAttempt } from "../../src/domain/webhooks/webhook-attempts.js";

@@ -1,6 +1,6 @@
 // Which hosts and addresses a principal's outbound request may reach (http_fetch, HTTP MCP
 // servers). Pure rules; the adapter that applies them to the address actually connected to is
-// runtime/adapters/outbound-http.ts.
+// src/outbound/outbound-http.ts.
 import { BlockList, isIP } from "node:net";
 
 const internalV4 = new BlockList();

@@ -1,7 +1,7 @@
 // Webhooks per principal (issue 22): endpoints with the events they hear, their signing secrets
 // sealed at rest with the secrets box (as MCP servers' values are), rotation with a 24-hour
 // overlap, and redelivery of one event. Another principal's webhook is NotFound, as one that does
-// not exist. Delivery itself is the outbound adapter's (runtime/adapters/webhooks/).
+// not exist. Delivery itself is src/webhooks/delivery/.
 import { z } from "zod";
 import type { PrismaClient, Webhook } from "../../generated/prisma/client.js";
 import { hostOf, literalAddressRefusal, portOf, namedExactly, internalAddressMessage } from "../capabilities/outbound-policy.js";

@@ -15,7 +15,7 @@ const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Connects over the SDK; HTTP servers are reached through `fetch`, the outbound guard that
- * refuses addresses inside the network (see outbound-http.ts).
+ * refuses addresses inside the network (see src/outbound/outbound-http.ts).
  */
 export const mcpSdkConnector =
   (fetch: typeof globalThis.fetch): McpConnector =>

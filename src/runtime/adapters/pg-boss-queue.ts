@@ -6,7 +6,7 @@
 // a worker in any process takes a run the moment it is announced, without polling the queue.
 import pg from "pg";
 import PgBoss from "pg-boss";
-import type { RunAnnouncer } from "../../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
 

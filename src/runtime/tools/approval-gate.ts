@@ -7,7 +7,7 @@
 // executes at once.
 import type { Transact } from "../../domain/transaction.js";
 import { toStored } from "../../domain/text/stored-text.js";
-import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
+import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";

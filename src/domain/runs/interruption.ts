@@ -1,6 +1,6 @@
 // How an interrupted attempt is described on its spans and to the next attempt: what happened to
 // it (its outcome) and to which instance, in words an operator reading a trace understands.
-import type { AttemptOutcome } from "../ports/run-state.js";
+import type { AttemptOutcome } from "./vocabulary.js";
 
 export function interruption(attempt: number, instance: string, outcome: AttemptOutcome, next?: number): string {
   const by = next ? `; attempt ${next} took the run over` : "";

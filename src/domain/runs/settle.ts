@@ -3,18 +3,16 @@
 // status, the attempt's outcome and the conversation's slot given back — all or nothing, and
 // nothing at all once the run was cancelled or taken over. A cancelled attempt only acknowledges:
 // it gives back its lease and the slot, so the conversation's next run may start.
-import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../../events/topics.js";
-import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../../generated/prisma/client.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
-import { toStored } from "../../../domain/text/stored-text.js";
-import type { Outcome } from "../../loop/outcome.js";
-import { stepSpanStatus } from "../../loop/spans.js";
-import type { SpanStatus } from "../../ports/trace-sink.js";
-import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "../../ports/run-state.js";
-import { runAfterCommit } from "../../../domain/after-commit.js";
-import type { AfterCommit } from "../../../domain/after-commit.js";
-import type { AttemptFence } from "../../ports/attempt-fence.js";
-import { recordRunEvent } from "../../../domain/webhooks/webhook-events.js";
+import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
+import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../trace/trace-writes.js";
+import { toStored } from "../text/stored-text.js";
+import type { Outcome } from "./vocabulary.js";
+import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "./vocabulary.js";
+import { runAfterCommit } from "../after-commit.js";
+import type { AfterCommit } from "../after-commit.js";
+import type { AttemptFence } from "./attempt-fence.js";
+import { recordRunEvent } from "../webhooks/webhook-events.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
 
@@ -47,7 +45,8 @@ export function statusOf(outcome: Outcome): RunStatusName {
 }
 
 /** A settled run's spans: an interrupted run that settles was stopped for good (cancelled, timed out). */
-const spanStatusOf = (outcome: Outcome): SpanStatus => stepSpanStatus(outcome, "CANCELLED");
+const spanStatusOf = (outcome: Outcome): "OK" | "ERROR" | "CANCELLED" =>
+  outcome.type === "failed" ? "ERROR" : outcome.type === "interrupted" ? "CANCELLED" : "OK";
 
 /** Settles the run in the attempt's terminal state; returns that state. */
 export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<RunStatusName> {

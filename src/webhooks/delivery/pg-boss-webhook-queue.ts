@@ -9,8 +9,8 @@
 // process died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
 // so a retry is relayed the same way, with its delay as the job's start.
 import PgBoss from "pg-boss";
-import type { PrismaClient } from "../../../generated/prisma/client.js";
-import type { Logger } from "../../../logger.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
 import type { WebhookQueue } from "./in-process-webhook-queue.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
 

@@ -3,12 +3,12 @@
 // every secret in force, POSTed through the outbound guard (the address actually connected to is
 // checked; internal ones only for hosts in WEBHOOK_ALLOWED_HOSTS), redirects not followed, at most
 // 10 s; then the attempt is recorded and the next one scheduled (domain/webhooks/webhook-attempts.ts).
-import type { PrismaClient } from "../../../generated/prisma/client.js";
-import type { Logger } from "../../../logger.js";
-import { type AttemptResult, recordAttempt } from "../../../domain/webhooks/webhook-attempts.js";
-import { webhookHeaders } from "../../../domain/webhooks/webhook-signing.js";
-import type { WebhookService } from "../../../domain/webhooks/webhook-service.js";
-import { connectionFailure, type OutboundHttp } from "../outbound-http.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
+import { type AttemptResult, recordAttempt } from "../../domain/webhooks/webhook-attempts.js";
+import { webhookHeaders } from "../../domain/webhooks/webhook-signing.js";
+import type { WebhookService } from "../../domain/webhooks/webhook-service.js";
+import { connectionFailure, type OutboundHttp } from "../../outbound/outbound-http.js";
 
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 

@@ -8,15 +8,15 @@
 //
 // A WAITING run's deadline still applies: the worker's sweep ends it TIMED_OUT as an attempt
 // would settle it, with the settle steps of a stopped run, its open requests rejected.
-import { type EventPublisher, publishRunStatus } from "../../../events/topics.js";
-import type { PrismaClient } from "../../../generated/prisma/client.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
-import { runAfterCommit, type AfterCommit } from "../../../domain/after-commit.js";
-import { rejectOpenIn } from "../../../domain/research/tool-approval-service.js";
-import type { AttemptFence } from "../../ports/attempt-fence.js";
-import type { ClaimedAttempt, EndedRun, SettleStep } from "../../ports/run-state.js";
+import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../trace/trace-writes.js";
+import { runAfterCommit, type AfterCommit } from "../after-commit.js";
+import { rejectOpenIn } from "./tool-approval-service.js";
+import type { AttemptFence } from "./attempt-fence.js";
+import type { ClaimedAttempt, EndedRun, SettleStep } from "./vocabulary.js";
 import { releaseSlot, type SettleDeps } from "./settle.js";
-import { recordRunEvent } from "../../../domain/webhooks/webhook-events.js";
+import { recordRunEvent } from "../webhooks/webhook-events.js";
 
 /** Ends the attempt whose calls wait; true when the run now waits, false when it is claimable again (all decided). */
 export async function awaitDecisions(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {

@@ -8,14 +8,13 @@
 // - the new attempt gets its row and an ATTEMPT span under the run's one RUN span;
 // - the conversation's execution slot is taken for the run, and a run's question enters the log
 //   when the run first starts, so a queued follow-up sees the log as the run before it left it.
-import { type EventPublisher, publishRunStatus } from "../../../events/topics.js";
-import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../../generated/prisma/client.js";
-import { appendMessage } from "../../../domain/research/conversation-service.js";
-import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../../../domain/trace/trace-writes.js";
-import type { SpanRef } from "../../ports/trace-sink.js";
-import type { ClaimedAttempt, InstanceLiveness } from "../../ports/run-state.js";
+import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
+import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
+import { appendMessage } from "../research/conversation-service.js";
+import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-writes.js";
+import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
-import { interruption } from "../../attempt/interruption.js";
+import { interruption } from "./interruption.js";
 
 type Tx = Prisma.TransactionClient;
 

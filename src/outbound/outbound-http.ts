@@ -7,7 +7,7 @@ import { lookup } from "node:dns/promises";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import { Agent, buildConnector, fetch as undiciFetch } from "undici";
-import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../../domain/capabilities/outbound-policy.js";
+import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../domain/capabilities/outbound-policy.js";
 
 /** A connection refused because its address is inside the server's network. */
 export class InternalAddressError extends Error {

@@ -1,15 +1,41 @@
-// The fence of a run attempt (R18) in the database. Every write an attempt makes — log entries, trace changes,
+// The fence of a run attempt (R18). Every write an attempt makes — log entries, trace changes,
 // spills, ledger entries, proposals, settling — goes through `write`, which first locks the run
 // row and checks, in the same transaction, that the run is still RUNNING under this attempt's
 // number and worker. A claim that takes the run over, or a cancellation, updates that row, so it
 // either waits for the write to commit or makes the write's check fail: a superseded or cancelled
 // attempt can write nothing. A failed check aborts the attempt at once.
-import { type AfterCommit, runAfterCommit } from "../../../domain/after-commit.js";
-import { holdsRunSql } from "../../../domain/research/run-holder.js";
-import type { Transact, Tx } from "../../../domain/transaction.js";
-import type { PrismaClient } from "../../../generated/prisma/client.js";
-import { type AttemptFence, AttemptFencedError, type Holder, type OnLost } from "../../ports/attempt-fence.js";
-import { RunStopped } from "../../loop/stop.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { type Holder, holdsRunSql } from "./holder.js";
+import type { Transact, Tx } from "../transaction.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { StopReason } from "./vocabulary.js";
+
+export type { Holder, Transact };
+
+/** A write of an attempt that no longer holds its run; nothing of it was applied. */
+export class AttemptFencedError extends Error {
+  override name = "AttemptFencedError";
+  constructor(
+    readonly holder: Holder,
+    readonly reason: Extract<StopReason, "CANCELLED" | "LEASE_LOST">,
+    detail: string,
+  ) {
+    super(`attempt ${holder.attempt} of run ${holder.runId} may no longer write: ${detail}`);
+  }
+}
+
+export interface AttemptFence {
+  readonly holder: Holder;
+  /** A fenced transaction: the one guard every write of the attempt goes through. */
+  readonly write: Transact;
+  /** Marks the attempt lost (a failed heartbeat, a lost check) and aborts it; never returns. */
+  lose(reason: AttemptFencedError["reason"], detail: string): never;
+  /** Why the attempt lost its run, once it did. */
+  readonly lost: AttemptFencedError | null;
+}
+
+/** Called once, when an attempt is found to have lost its run: why, and in words. */
+export type OnLost = (reason: AttemptFencedError["reason"], detail: string) => void;
 
 type RunRow = { status: string; attempt: number; lease_owner: string | null };
 
@@ -54,7 +80,7 @@ export class PrismaAttemptFence implements AttemptFence {
   lose(reason: AttemptFencedError["reason"], detail: string): never {
     if (!this.lostReason) {
       this.lostReason = new AttemptFencedError(this.holder, reason, detail);
-      this.onLost(new RunStopped(reason, detail));
+      this.onLost(reason, detail);
     }
     throw this.lostReason;
   }

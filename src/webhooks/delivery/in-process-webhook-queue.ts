@@ -2,8 +2,8 @@
 // outbox rows. Every `pollMs` (and when woken) it makes the attempts that are due, a few at a
 // time; the rows say what is due, so after a restart — a crash included — pending deliveries
 // resume where they were, and retries keep their schedule.
-import type { PrismaClient } from "../../../generated/prisma/client.js";
-import type { Logger } from "../../../logger.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
 
 export type WebhookQueue = { start(): void; wake(): void; close(): Promise<void> };

@@ -1,24 +1,24 @@
-// The run state in the database: the run row, its attempts and its conversation's execution slot.
+// The run state in the database (R17–R19): the run row, its attempts and its conversation's execution slot.
 // Claims and settling write the trace in their own transactions and announce it through `trace`.
-import type { EventPublisher, RunStatusName } from "../../../events/topics.js";
-import type { PrismaClient, Run } from "../../../generated/prisma/client.js";
+import type { EventPublisher, RunStatusName } from "../../events/topics.js";
+import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
-import type { AttemptFence, Holder, OnLost, Transact } from "../../ports/attempt-fence.js";
+import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
-import type { Outcome } from "../../loop/outcome.js";
-import type { TokenUsage } from "../../ports/model.js";
-import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type RunState } from "../../ports/run-state.js";
+import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
-import type { RuntimeTrace } from "../../ports/trace-sink.js";
+import type { TraceChange } from "../trace/trace-writes.js";
 
 export type PrismaRunStateDeps = {
   prisma: PrismaClient;
   events: EventPublisher;
-  trace: Pick<RuntimeTrace, "announce" | "exportEnded">;
+  /** Where committed trace changes are announced, and spans ended outside an attempt exported (the runtime's trace). */
+  trace: { announce(changes: readonly (TraceChange | null)[]): void; exportEnded(spanIds: string[]): void };
 };
 
-export class PrismaRunState implements RunState {
+/** The run state of the runtime's RunState port (runtime/ports/run-state.ts), in the database. */
+export class PrismaRunState {
   constructor(private readonly deps: PrismaRunStateDeps) {}
 
   private settleDeps(steps: readonly SettleStep[] = []): SettleDeps {
@@ -97,7 +97,7 @@ export class PrismaRunState implements RunState {
     await write((tx) => tx.run.update({ where: { id: runId }, data: { modelLabel: label } }));
   }
 
-  addTokens(write: Transact, runId: string, usage: TokenUsage): Promise<number> {
+  addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {
     const used = budgetTokens(usage);
     return write(async (tx) => {
       const updated = await tx.run.update({ where: { id: runId }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });

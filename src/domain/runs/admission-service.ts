@@ -15,8 +15,8 @@ import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { cancelIn } from "./run-service.js";
-import { assertOwned, findOwnedVersions } from "./owned-objects.js";
-import { versionRef } from "./publication-service.js";
+import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
+import { versionRef } from "../research/publication-service.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
