@@ -9,7 +9,8 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 export type NextStep =
   | { type: "final"; answer: string }
   | { type: "run_again" }
-  | { type: "interrupted"; status: StopReason }
+  /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */
+  | { type: "interrupted"; status: StopReason; databaseFailed?: string }
   /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
   | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };
