@@ -78,6 +78,12 @@ const envSchema = z.object({
   COMMANDS_ALLOWED: flag.default(false),
   COMMAND_TIMEOUT_MS: whole(100).default(30_000),
   RUN_LEASE_MS: whole(500, "min").default(15_000),
+  // Unset: a fifth of the lease, at most 3 s (checked against RUN_LEASE_MS in loadConfig).
+  RUN_LEASE_MARGIN_MS: whole(0, "min").optional(),
+  DB_CONNECT_TIMEOUT_MS: whole(100, "min").default(5_000),
+  DB_QUERY_TIMEOUT_MS: whole(100, "min").default(65_000),
+  DB_STATEMENT_TIMEOUT_MS: whole(100, "min").default(60_000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   METRICS_PORT: port.optional(),
   MAX_QUERY_DEPTH: whole(2, "min").default(15),
@@ -119,6 +125,12 @@ export type Config = {
   worker: {
     /** A run whose worker stops renewing its lease for this long is taken over by another (R17). */
     leaseMs: number;
+    /**
+     * The lease's safety margin (RUN_LEASE_MARGIN_MS): an attempt that has not renewed its lease
+     * for leaseMs minus this stops itself, and a takeover waits leaseMs plus this since the last
+     * renewal, so two attempts of a run never overlap.
+     */
+    leaseMarginMs: number;
     /** Runs one worker executes at once. */
     concurrency: number;
     /** Where a worker process serves /metrics (off without it). */
@@ -168,8 +180,15 @@ export type Config = {
   /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
   webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
-  database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
+  database: { kind: "postgres"; url: string; timeouts: DatabaseTimeouts } | { kind: "pglite"; dataDir: string };
 };
+
+/**
+ * How long PostgreSQL may take before a call counts as failed (DB_*_TIMEOUT_MS): opening a
+ * connection, a query as the client waits for it, a statement as the server runs it, and a
+ * transaction left idle. Without them a link that hangs blocks a caller for minutes.
+ */
+export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
 
 export type ContextBudgetSettings = { reservedOutput: number; safetyBuffer: number; triggerRatio: number };
 
@@ -223,8 +242,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...serverSettings(values),
     ...runSettings(values, present),
     webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
-    database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
+    database: values.DATABASE_URL
+      ? { kind: "postgres", url: values.DATABASE_URL, timeouts: databaseTimeouts(values) }
+      : { kind: "pglite", dataDir: values.DATA_DIR },
   };
+}
+
+function databaseTimeouts(values: EnvValues): DatabaseTimeouts {
+  return {
+    connectMs: values.DB_CONNECT_TIMEOUT_MS,
+    queryMs: values.DB_QUERY_TIMEOUT_MS,
+    statementMs: values.DB_STATEMENT_TIMEOUT_MS,
+    idleInTransactionMs: values.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  };
+}
+
+/** The lease margin: RUN_LEASE_MARGIN_MS, or a fifth of the lease (at most 3 s); at most a third of the lease. */
+function leaseMargin(values: EnvValues): number {
+  const margin = values.RUN_LEASE_MARGIN_MS ?? Math.min(3_000, Math.floor(values.RUN_LEASE_MS / 5));
+  // The heartbeat renews every third of the lease: a larger margin would stop healthy attempts.
+  if (margin * 3 > values.RUN_LEASE_MS) {
+    throw new ConfigError([`RUN_LEASE_MARGIN_MS=${margin}: must be at most a third of RUN_LEASE_MS=${values.RUN_LEASE_MS}`]);
+  }
+  return margin;
 }
 
 /** What the API server is: where it listens, who may call it and how much one request may ask. */
@@ -267,7 +307,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     inProcessWorker: values.IN_PROCESS_WORKER,
-    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
+    worker: { leaseMs: values.RUN_LEASE_MS, leaseMarginMs: leaseMargin(values), concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },

@@ -137,6 +137,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     spill: config.spill,
     artifacts: config.artifacts,
     leaseMs: config.worker.leaseMs,
+    leaseMarginMs: config.worker.leaseMarginMs,
     concurrency: config.worker.concurrency,
   };
 }

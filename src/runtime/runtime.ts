@@ -45,6 +45,8 @@ export type RuntimeOptions = {
   sandboxDir: string;
   toolTimeoutMs?: number;
   leaseMs?: number;
+  /** The lease's safety margin (RUN_LEASE_MARGIN_MS; see attempt/own-clock.ts). */
+  leaseMarginMs?: number;
   concurrency?: number;
   /** How often the worker's lease sweep runs (default leaseMs / 3; see worker.ts). */
   sweepMs?: number;
@@ -186,6 +188,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     events,
     logger,
     leaseMs: options.leaseMs,
+    leaseMarginMs: options.leaseMarginMs,
     sweepMs: options.sweepMs,
     concurrency: options.concurrency,
     announcer,

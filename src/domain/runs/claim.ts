@@ -1,6 +1,7 @@
 // Claiming a run starts a new attempt (R17–R19), in one transaction:
-// - the run is taken: a queued run whose conversation's execution slot is free and that is the
-//   oldest queued run of its conversation, or a running run whose lease expired;
+// - the run is taken: a running run whose lease expired (orphaned: its attempt died or was handed
+//   back) before any queued one, or a queued run whose conversation's execution slot is free and
+//   that is the oldest queued run of its conversation;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
 // - that attempt is recorded as ended — CRASHED when its instance has no database session left,
 //   LEASE_LOST when it is still connected (frozen, or cut off and not yet told) — and every span it
@@ -15,6 +16,7 @@ import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../t
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
+import { leaseExpiredSql } from "./lease-expired.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -28,6 +30,7 @@ export type ClaimOptions = {
   announce: (changes: readonly TraceChange[]) => void;
   workerId: string;
   leaseMs: number;
+  leaseMarginMs: number;
   liveness: InstanceLiveness;
   /** The name and attributes of a run's RUN span, when the first attempt creates it. */
   describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
@@ -46,14 +49,14 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
         `WITH candidate AS (
            SELECT r.id, r.lease_owner AS previous_owner FROM run r
             WHERE ($3::text IS NULL OR r.id = $3)
-              AND ((r.status = 'RUNNING' AND r.lease_expires_at < now())
+              AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 4)})
                 OR (r.status = 'QUEUED'
                     AND NOT EXISTS (SELECT 1 FROM conversation c
                                      WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
                     AND NOT EXISTS (SELECT 1 FROM run o
                                      WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
                                        AND (o.created_at, o.id) < (r.created_at, r.id))))
-            ORDER BY r.created_at LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
+            ORDER BY r.status = 'RUNNING' DESC, r.created_at LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
          UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
                 lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
                 started_at = COALESCE(run.started_at, now())
@@ -62,6 +65,7 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
         options.workerId,
         options.leaseMs,
         runId ?? null,
+        options.leaseMarginMs,
       );
       if (!taken) return null;
       const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });

@@ -9,6 +9,7 @@ import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDep
 import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
+import { leaseExpiredSql } from "./lease-expired.js";
 
 export type PrismaRunStateDeps = {
   prisma: PrismaClient;
@@ -56,8 +57,8 @@ export class PrismaRunState {
     return settleAttempt(this.settleDeps(steps), claimed, fence, outcome);
   }
 
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
-    return handBackAttempt(this.settleDeps(), claimed, fence, reason);
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<void> {
+    return handBackAttempt(this.settleDeps(), claimed, fence, reason, delayAfter);
   }
 
   awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
@@ -76,12 +77,13 @@ export class PrismaRunState {
     return releaseAbandoned({ ...this.settleDeps(steps), liveness });
   }
 
-  async claimable(): Promise<string[]> {
-    const rows = await this.deps.prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM run WHERE status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at < now())
-        ORDER BY created_at LIMIT 1000`,
+  async claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]> {
+    return this.deps.prisma.$queryRawUnsafe<{ id: string; orphaned: boolean }[]>(
+      `SELECT id, status = 'RUNNING' AS orphaned FROM run
+        WHERE status = 'QUEUED' OR (status = 'RUNNING' AND ${leaseExpiredSql("run", 1)})
+        ORDER BY status = 'RUNNING' DESC, created_at LIMIT 1000`,
+      leaseMarginMs,
     );
-    return rows.map((row) => row.id);
   }
 
   async nextQueued(conversationId: string): Promise<string | null> {

@@ -11,7 +11,7 @@ import type { Outcome } from "./vocabulary.js";
 import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "./vocabulary.js";
 import { runAfterCommit } from "../after-commit.js";
 import type { AfterCommit } from "../after-commit.js";
-import type { AttemptFence } from "./attempt-fence.js";
+import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
@@ -91,17 +91,42 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
 }
 
 /** A stopping worker gives the run back: its spans end INTERRUPTED, its lease is released at once. */
-export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
+export async function handBackAttempt(
+  deps: SettleDeps,
+  claimed: ClaimedAttempt,
+  fence: AttemptFence,
+  reason: string,
+  delayAfter?: (handedBackBefore: number) => number,
+): Promise<void> {
   await fence
     .write(async (tx, after) => {
       const at = new Date();
       const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
       await endAttemptRow(tx, claimed.run.id, claimed.number, "HANDED_BACK", at);
-      // Still RUNNING and still holding its conversation's slot: it resumes before anything queued after it.
-      await tx.run.update({ where: { id: claimed.run.id }, data: { leaseOwner: null, leaseExpiresAt: new Date(0) } });
+      // Still RUNNING and still holding its conversation's slot: it resumes before anything queued
+      // after it — at once, or after a backoff (by the database's clock, the lease's) when asked.
+      const delayMs = delayAfter ? delayAfter(await handedBackBefore(tx, claimed)) : 0;
+      await tx.$executeRaw`UPDATE run SET lease_owner = NULL,
+        lease_expires_at = CASE WHEN ${delayMs}::int > 0 THEN now() + make_interval(secs => ${delayMs}::int / 1000.0) ELSE 'epoch'::timestamptz END
+        WHERE id = ${claimed.run.id}`;
       after.push(() => deps.announce(changes));
     })
-    .catch(() => undefined); // Lost meanwhile: whoever holds the run now has it.
+    .catch((error: unknown) => {
+      // Lost meanwhile: whoever holds the run now has it. A failed database is the caller's to handle.
+      if (!(error instanceof AttemptFencedError)) throw error;
+    });
+}
+
+/** How many of the run's attempts right before this one were handed back too (at most 10). */
+async function handedBackBefore(tx: Prisma.TransactionClient, claimed: ClaimedAttempt): Promise<number> {
+  const before = await tx.runAttempt.findMany({
+    where: { runId: claimed.run.id, number: { lt: claimed.number } },
+    orderBy: { number: "desc" },
+    take: 10,
+    select: { outcome: true },
+  });
+  const other = before.findIndex((attempt) => attempt.outcome !== "HANDED_BACK");
+  return other === -1 ? before.length : other;
 }
 
 /** How a cancelled run's attempt ended, and how its open spans end. */

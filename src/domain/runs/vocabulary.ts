@@ -52,7 +52,8 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 /** What an attempt ends with: an answer, a stop, calls that wait for decisions, or a failure. */
 export type Outcome =
   | { type: "final"; answer: string }
-  | { type: "interrupted"; status: StopReason }
+  /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */
+  | { type: "interrupted"; status: StopReason; databaseFailed?: string }
   /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
   | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };
@@ -93,6 +94,8 @@ export type CancelledEnding = {
 export type Claimant = {
   workerId: string;
   leaseMs: number;
+  /** A run whose lease has an owner is taken over only this long after the lease expired (see attempt/own-clock.ts). */
+  leaseMarginMs: number;
   liveness: InstanceLiveness;
   describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
 };

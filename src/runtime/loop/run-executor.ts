@@ -26,6 +26,7 @@ import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
+import { isTransientDatabaseError } from "../../db/transient-errors.js";
 
 export type { AgentProfile };
 
@@ -139,6 +140,8 @@ export class RunExecutor {
     } catch (error) {
       if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
       const message = error instanceof Error ? error.message : String(error);
+      // The database failed, not the run: its state is intact and another attempt resumes it.
+      if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
       return { type: "failed", reason: error instanceof ModelRequestFailed ? "MODEL_ERROR" : "INTERNAL_ERROR", message };
     }
   }

@@ -31,8 +31,12 @@ export interface RunState {
   renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
-  /** A stopping worker gives the run back for another attempt to resume. */
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
+  /**
+   * A stopping worker, or an attempt the database failed, gives the run back for another attempt
+   * to resume: at once, or after `delayAfter(n)` ms when the run's n attempts before were handed
+   * back too. Throws when the database fails; an attempt that lost its run hands back nothing.
+   */
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<void>;
   /**
    * Ends an attempt whose tool calls wait for decisions: the run goes WAITING without a lease;
    * false when every request was decided meanwhile and the run is claimable again at once.
@@ -44,8 +48,11 @@ export interface RunState {
   releaseCancelled(run: RunRecord, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void>;
   /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */
   releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number>;
-  /** Runs to announce: queued, or running under an expired lease. */
-  claimable(): Promise<string[]>;
+  /**
+   * Runs to announce: queued, or running under a lease that expired (`leaseMarginMs` ago when it
+   * has an owner) — the orphaned, whose attempt died or was handed back, first.
+   */
+  claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]>;
   /** The next queued run of a conversation, which could not start before. */
   nextQueued(conversationId: string): Promise<string | null>;
   /** Records the model the attempt's requests go to. */
