@@ -63,6 +63,10 @@ const envSchema = z.object({
     "https://app.example.com,http://localhost:5173",
   ).default([]),
   MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
+  MCP_RESULT_MAX_BYTES: whole(65_536, "min").default(10_485_760),
+  MCP_LIST_MAX_PAGES: whole(1, "min").default(50),
+  MCP_LIST_MAX_TOOLS: whole(1, "min").default(1_000),
+  MCP_LIST_TIMEOUT_MS: whole(100, "min").default(30_000),
   FETCH_ALLOWED_HOSTS: commaList(
     (host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host),
     "host names",
@@ -199,6 +203,11 @@ export type CapabilitySettings = {
   mcpHttpAllowedHosts: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
   mcpDrainTimeoutMs: number;
+  /**
+   * What a principal's MCP server may send: one message's bytes (a result over it is refused while
+   * it arrives; the model gets an error result), and tools/list's pages, tools and time.
+   */
+  mcpLimits: { resultMaxBytes: number; listMaxPages: number; listMaxTools: number; listTimeoutMs: number };
   /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
   fetch: { allowedHosts: string[]; maxBytes: number; timeoutMs: number };
   /** The run_command tool (off by default): programs run in the run's sandbox folder, without a shell. */
@@ -323,6 +332,12 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
       mcpStdioCommands: values.MCP_STDIO_COMMANDS,
       mcpHttpAllowedHosts: values.MCP_HTTP_ALLOWED_HOSTS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
+      mcpLimits: {
+        resultMaxBytes: values.MCP_RESULT_MAX_BYTES,
+        listMaxPages: values.MCP_LIST_MAX_PAGES,
+        listMaxTools: values.MCP_LIST_MAX_TOOLS,
+        listTimeoutMs: values.MCP_LIST_TIMEOUT_MS,
+      },
       fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
       commands: { allowed: values.COMMANDS_ALLOWED, timeoutMs: values.COMMAND_TIMEOUT_MS, path: present.PATH ?? "/usr/local/bin:/usr/bin:/bin" },

@@ -31,6 +31,7 @@ import type { Logger } from "../logger.js";
 import { agentProfiles, type AgentProfile } from "../runtime/agents.js";
 import { busRunAnnouncer } from "../runtime/adapters/bus-run-announcer.js";
 import { mcpSdkConnector } from "../runtime/adapters/mcp-sdk-client.js";
+import type { McpLimits } from "../runtime/adapters/mcp-limits.js";
 import { createOutboundHttp, type Resolver } from "../outbound/outbound-http.js";
 import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "../runtime/ports/mcp.js";
@@ -145,6 +146,8 @@ export type McpOptions = {
   /** Resolves HTTP servers' host names (tests replace it). */
   resolve?: Resolver;
   drainTimeoutMs?: number;
+  /** What a server may send: a message's size, listing's pages, tools and time (MCP_RESULT_MAX_BYTES, MCP_LIST_*). */
+  limits?: McpLimits;
   connector?: McpConnector;
   secrets?: SecretBox;
 };
@@ -204,7 +207,7 @@ export function createCore({
     servers: services.mcpServers,
     events,
     logger,
-    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch),
+    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch, mcpOptions.limits),
     stdioCommands,
     secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,

@@ -12,6 +12,9 @@ export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unkn
 // characters (zero-width spaces, direction marks), which would make a title that reads as empty.
 const VISIBLE = /[^\p{White_Space}\p{Cc}\p{Cf}\p{Z}]/u;
 
+/** Whether the text has something a reader can see (not only spaces, control or invisible format characters). */
+export const hasVisibleCharacter = (text: string): boolean => VISIBLE.test(text);
+
 /** Text a person wrote: trimmed, not empty, something visible in it, at most `max` characters. */
 export const nonBlank = (max: number) =>
   z

@@ -10,6 +10,7 @@ import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/agent-profile.js";
 import "./types/run.js";
+import "./types/run-publication.js";
 import "./types/run-events.js";
 import "./types/tool-approval.js";
 import "./types/run-output.js";

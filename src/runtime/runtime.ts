@@ -213,14 +213,14 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
     fetch: options.fetch,
     commands: options.commands,
   };
-  return async ({ run, sink }, runLog, profile) => [
+  return async ({ run, sink, signal }, runLog, profile) => [
     createTaskListTool(runLog),
     readMaterial,
     ...(run.workspaceId ? workspaceTools : []),
     readEvidence,
     readSpill,
     ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, skillsAllowed: profile.skills })),
+    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, signal, skillsAllowed: profile.skills })),
     ...(options.extraTools ?? []),
   ];
 }

@@ -93,11 +93,15 @@ export class McpRegistry {
     return state.chain;
   }
 
-  /** The connected servers and their tools as of now: what a starting run pins. */
-  async snapshot(principalId: string): Promise<McpSnapshotServer[]> {
-    await this.sync(principalId);
+  /**
+   * The connected servers and their tools as of now: what a starting run pins. Connecting and
+   * listing count against the run's deadline: once `signal` aborts the run stops waiting (its
+   * worker slot is free), while the connection goes on within its own limits for later runs.
+   */
+  async snapshot(principalId: string, signal?: AbortSignal): Promise<McpSnapshotServer[]> {
+    await untilAborted(this.sync(principalId), signal);
     const connections = [...this.stateOf(principalId).servers.values()];
-    await Promise.all(connections.map((c) => c.ready));
+    await untilAborted(Promise.all(connections.map((c) => c.ready)), signal);
     return connections
       .filter((c) => c.state === "CONNECTED" && !c.retired)
       .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
@@ -285,4 +289,15 @@ export class McpRegistry {
     connection.state = "CLOSED";
     if (wasOpen) await connection.client?.close().catch(() => undefined);
   }
+}
+
+/** `work`, or the signal's reason as soon as it aborts (the work itself goes on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
