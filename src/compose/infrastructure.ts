@@ -58,8 +58,14 @@ export function openSecrets(config: Config, logger: Logger): SecretBox | undefin
 
 /** What principals' MCP servers may do on this instance, as the operator configured it. */
 export function mcpSettings(config: Config, logger: Logger) {
-  const { mcpStdioCommands, mcpHttpAllowedHosts, mcpDrainTimeoutMs } = config.capabilities;
-  return { stdioCommands: mcpStdioCommands, httpAllowedHosts: mcpHttpAllowedHosts, secrets: openSecrets(config, logger), drainTimeoutMs: mcpDrainTimeoutMs };
+  const { mcpStdioCommands, mcpStdioEnv, mcpHttpAllowedHosts, mcpDrainTimeoutMs } = config.capabilities;
+  return {
+    stdioCommands: mcpStdioCommands,
+    stdioEnv: mcpStdioEnv,
+    httpAllowedHosts: mcpHttpAllowedHosts,
+    secrets: openSecrets(config, logger),
+    drainTimeoutMs: mcpDrainTimeoutMs,
+  };
 }
 
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */

@@ -52,6 +52,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     app: api,
     port: config.port,
     host: config.host,
+    allowedHosts: config.allowedHosts,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
