@@ -1,12 +1,14 @@
 // The one place that reads the environment. Everything else receives a typed Config.
-import path from "node:path";
 import { z } from "zod";
 import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import { accessEnv, allowedHostsOf, stdioSettings } from "./config-access.js";
+import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
+export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
@@ -45,9 +47,7 @@ const envSchema = z.object({
   SPILL_SWEEP_INTERVAL_MS: whole(100).default(60_000),
   ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
   AUTH_REQUIRED: flag.optional(),
-  MCP_STDIO_COMMANDS: commaList((command) => path.isAbsolute(command), "absolute program paths", "/usr/bin/npx,/usr/local/bin/uvx")
-    .transform((commands) => commands.map((command) => path.normalize(command)))
-    .default([]),
+  ...accessEnv,
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
   MCP_STDIO_ALLOWED: z.string().optional(),
   SECRETS_KEY: z
@@ -109,6 +109,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** The host names requests may be addressed to (ALLOWED_HOSTS); undefined: every name (a non-loopback bind with keys required). */
+  allowedHosts?: string[];
   /** Encrypts MCP header and environment values at rest (SECRETS_KEY, base64 of 32 bytes). */
   secretsKey?: string;
   /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
@@ -197,8 +199,10 @@ export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs
 export type ContextBudgetSettings = { reservedOutput: number; safetyBuffer: number; triggerRatio: number };
 
 export type CapabilitySettings = {
-  /** The programs principals' STDIO MCP servers may start (absolute paths; none by default). */
-  mcpStdioCommands: string[];
+  /** The command lines principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS; none by default). */
+  mcpStdioCommands: StdioCommandLine[];
+  /** The environment names a principal may set for them (MCP_STDIO_ENV; none by default). */
+  mcpStdioEnv: string[];
   /** Hosts principals' HTTP MCP servers may reach inside the network (none by default: public addresses only). */
   mcpHttpAllowedHosts: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
@@ -278,13 +282,15 @@ function leaseMargin(values: EnvValues): number {
 
 /** What the API server is: where it listens, who may call it and how much one request may ask. */
 function serverSettings(values: EnvValues) {
+  const authRequired = values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined;
   return {
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
-    authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
+    authRequired,
     corsOrigins: values.CORS_ORIGINS,
+    allowedHosts: allowedHostsOf(values, authRequired),
     metricsToken: values.METRICS_TOKEN,
     secretsKey: values.SECRETS_KEY,
     warnings:
@@ -329,7 +335,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     tokenizer: values.TOKENIZER,
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
-      mcpStdioCommands: values.MCP_STDIO_COMMANDS,
+      ...stdioSettings(values),
       mcpHttpAllowedHosts: values.MCP_HTTP_ALLOWED_HOSTS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
       mcpLimits: {

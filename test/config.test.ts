@@ -20,6 +20,20 @@ describe("loadConfig", () => {
     });
   });
 
+  it("serves only the loopback names on a loopback address, requires ALLOWED_HOSTS elsewhere without keys, and reads the list", () => {
+    expect(loadConfig({}).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]"]);
+    expect(loadConfig({ HOST: "::1" }).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]"]);
+    expect(() => loadConfig({ HOST: "0.0.0.0" })).toThrow(/ALLOWED_HOSTS: must list the host names this server answers to .* HOST=0\.0\.0\.0/);
+    // With keys required, any name may reach it: a rebound page holds no key.
+    expect(loadConfig({ HOST: "0.0.0.0", AUTH_REQUIRED: "true" }).allowedHosts).toBeUndefined();
+    expect(loadConfig({ HOST: "0.0.0.0", ALLOWED_HOSTS: " Dossier.Example.com, 10.0.0.5:4000,[::1]" }).allowedHosts).toEqual([
+      "dossier.example.com",
+      "10.0.0.5:4000",
+      "[::1]",
+    ]);
+    expect(() => loadConfig({ ALLOWED_HOSTS: "https://dossier.example.com" })).toThrow(/ALLOWED_HOSTS="https:\/\/dossier.example.com": must be host names/);
+  });
+
   it("has worker and query limit settings with defaults, and names bad values", () => {
     expect(loadConfig({})).toMatchObject({
       worker: { leaseMs: 15_000, concurrency: 4 },
@@ -152,6 +166,7 @@ describe("loadConfig", () => {
     const embedded = loadConfig({ PATH: "/usr/bin" }).capabilities;
     expect(embedded).toEqual({
       mcpStdioCommands: [],
+      mcpStdioEnv: [],
       mcpHttpAllowedHosts: [],
       mcpDrainTimeoutMs: 120_000,
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
@@ -159,8 +174,21 @@ describe("loadConfig", () => {
     });
     // Starting local programs is off on every database until the operator lists them.
     expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).capabilities.mcpStdioCommands).toEqual([]);
-    expect(loadConfig({ MCP_STDIO_COMMANDS: "/usr/bin/npx, /opt/tools/../bin/uvx" }).capabilities.mcpStdioCommands).toEqual(["/usr/bin/npx", "/opt/bin/uvx"]);
-    expect(() => loadConfig({ MCP_STDIO_COMMANDS: "npx" })).toThrow(/MCP_STDIO_COMMANDS="npx": must be absolute program paths/);
+    // Whole command lines: a principal may add arguments only after an entry ending with "…".
+    expect(
+      loadConfig({ MCP_STDIO_COMMANDS: "/usr/bin/npx -y @acme/mcp-files, /opt/tools/../bin/uvx mcp-server-fetch …" }).capabilities.mcpStdioCommands,
+    ).toEqual([
+      { program: "/usr/bin/npx", args: ["-y", "@acme/mcp-files"], moreArguments: false },
+      { program: "/opt/bin/uvx", args: ["mcp-server-fetch"], moreArguments: true },
+    ]);
+    expect(() => loadConfig({ MCP_STDIO_COMMANDS: "npx -y x" })).toThrow(
+      /MCP_STDIO_COMMANDS="npx -y x": must be command lines starting with an absolute program path/,
+    );
+    // The environment names a principal may set: none by default, never one that changes what runs.
+    expect(loadConfig({ MCP_STDIO_ENV: "GITHUB_TOKEN, API_BASE" }).capabilities.mcpStdioEnv).toEqual(["GITHUB_TOKEN", "API_BASE"]);
+    for (const name of ["NODE_OPTIONS", "LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "PATH"]) {
+      expect(() => loadConfig({ MCP_STDIO_ENV: `API_BASE,${name}` })).toThrow(/MCP_STDIO_ENV=.*must not list names that change what a program runs/);
+    }
     // The old switch does nothing any more, and says so.
     const leftover = loadConfig({ MCP_STDIO_ALLOWED: "true" });
     expect(leftover.capabilities.mcpStdioCommands).toEqual([]);

@@ -1,6 +1,7 @@
 // The API of a server process over its core: GraphQL over HTTP, SSE and WebSocket (Yoga with
 // its plugins), how requests and sockets are authenticated, and the key revocations that end
 // the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
+import { randomBytes } from "node:crypto";
 import { GraphQLError } from "graphql";
 import { createYoga, type Plugin, useReadinessCheck, type YogaServerOptions } from "graphql-yoga";
 import { authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
@@ -53,7 +54,9 @@ export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
   { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
 ): Api {
-  const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
+  // The value GraphiQL's page carries to be exempt from trusted documents: this process's own.
+  const graphiqlSecret = randomBytes(24).toString("base64url");
+  const { trusted, graphiql } = documentSettings(documents, graphiqlSecret, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
@@ -70,6 +73,7 @@ export function createApi(
       return { actor, prisma: db.prisma, events, services, settings, capabilities };
     },
     ...FIXED_SETTINGS,
+    ...graphiqlSettings(graphiqlSecret),
     // No origin but the server's own unless listed (see server/cross-site.ts).
     cors: corsFor(corsOrigins),
     ...(graphiql ? {} : { graphiql: false }),
@@ -118,18 +122,18 @@ const FIXED_SETTINGS = {
   landingPage: false,
   // A request names its document by `documentId` (trusted documents) or sends `query`.
   extraParamNames: ["documentId"],
-  ...graphiqlSettings,
 } satisfies YogaServerOptions<Record<string, never>, GraphQLContext>;
 
 /** Which documents run, and whether GraphiQL is served (GRAPHIQL unset: unless only trusted documents run). */
 function documentSettings(
   { graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">,
+  graphiqlSecret: string,
   countRejected: (reason: string) => void,
 ) {
   const served = graphiql ?? !options.only;
   // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
   const extra = { ...VIEWER_DOCUMENTS, ...options.extra };
-  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, countRejected }) };
+  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, graphiqlSecret, countRejected }) };
 }
 
 /** /ready: 200 while the database answers, 503 with the reason while it does not. */

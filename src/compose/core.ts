@@ -5,6 +5,7 @@
 import { type AgentDefinition, AgentProfileVersions } from "../domain/capabilities/agent-profile-versions.js";
 import { McpServerService } from "../domain/capabilities/mcp-server-service.js";
 import { SkillService } from "../domain/capabilities/skill-service.js";
+import { commandLinesOf, type StdioCommandLine } from "../domain/capabilities/stdio-policy.js";
 import { AdmissionService } from "../domain/runs/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "../domain/research/artifact-service.js";
 import { ConversationService } from "../domain/research/conversation-service.js";
@@ -70,7 +71,7 @@ export function createServices({
    * HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS), none of either by default;
    * the box that seals header and environment values (without it none may be stored).
    */
-  mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
+  mcp?: { stdioCommands?: readonly StdioCommandLine[]; stdioEnv?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
   /** Hosts webhooks may reach inside the network (WEBHOOK_ALLOWED_HOSTS); their secrets are sealed with mcp.secrets' box. */
   webhookAllowedHosts?: readonly string[];
   /** Replaces the artifact module's retention decision (tests of partial failures). */
@@ -98,6 +99,7 @@ export function createServices({
       prisma,
       events,
       stdioCommands: mcp.stdioCommands ?? [],
+      stdioEnv: mcp.stdioEnv ?? [],
       httpAllowedHosts: mcp.httpAllowedHosts ?? [],
       secrets: mcp.secrets,
     }),
@@ -141,7 +143,10 @@ export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp
  * drainTimeoutMs.
  */
 export type McpOptions = {
-  stdioCommands?: readonly string[];
+  /** MCP_STDIO_COMMANDS' command lines (a string is parsed as an entry of it: `program arg …`). */
+  stdioCommands?: readonly (string | StdioCommandLine)[];
+  /** MCP_STDIO_ENV: the environment names a principal may set for them. */
+  stdioEnv?: readonly string[];
   httpAllowedHosts?: readonly string[];
   /** Resolves HTTP servers' host names (tests replace it). */
   resolve?: Resolver;
@@ -186,7 +191,8 @@ export function createCore({
   now,
   webhooks = {},
 }: CoreOptions): Core {
-  const stdioCommands = mcpOptions.stdioCommands ?? [];
+  const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
+  const stdioEnv = mcpOptions.stdioEnv ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
   const announcer = runQueue ?? busRunAnnouncer(events);
   const services = createServices({
@@ -196,7 +202,7 @@ export function createCore({
     artifactRetention,
     now,
     agents: [...agentProfiles(agents).values()],
-    mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
+    mcp: { stdioCommands, stdioEnv, httpAllowedHosts, secrets: mcpOptions.secrets },
     webhookAllowedHosts: webhooks.allowedHosts,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
@@ -209,6 +215,7 @@ export function createCore({
     logger,
     connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch, mcpOptions.limits),
     stdioCommands,
+    stdioEnv,
     secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });

@@ -52,6 +52,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     app: api,
     port: config.port,
     host: config.host,
+    allowedHosts: config.allowedHosts,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
@@ -66,7 +67,7 @@ function warnAboutSettings(config: Config, logger: Logger): void {
   if (config.trustedDocuments.only) {
     const extra = Object.keys(config.trustedDocuments.extra).length;
     logger.info(`TRUSTED_DOCUMENTS_ONLY=true: only the SDK's documents${extra ? ` and ${extra} from TRUSTED_DOCUMENTS_DIR` : ""} run`);
-    if (config.graphiql) logger.warn("GRAPHIQL=true: requests that send GraphiQL's header may run any document");
+    if (config.graphiql) logger.warn("GRAPHIQL=true: the GraphiQL page this server serves may run any document, for whoever can open it");
   }
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");

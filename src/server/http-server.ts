@@ -11,6 +11,7 @@ import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
+import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
@@ -58,22 +59,32 @@ export async function startHttpServer({
   port,
   host,
   maxSubscriptionsPerConnection = 50,
+  allowedHosts = isLoopbackAddress(host) ? LOOPBACK_HOSTS : undefined,
 }: {
   app: ServedApi;
   port: number;
   host: string;
+  /**
+   * The host names requests may be addressed to (ALLOWED_HOSTS; see server/allowed-hosts.ts).
+   * Default: the loopback names on a loopback address, every name elsewhere.
+   */
+  allowedHosts?: readonly string[];
   /** Operations one WebSocket may have open at once; more are refused with an error. */
   maxSubscriptionsPerConnection?: number;
 }): Promise<RunningServer> {
   const { yoga } = app;
-  const httpServer: Server = createServer(yoga);
+  const httpServer: Server = createServer(guardHosts(yoga, allowedHosts));
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,
     path: yoga.graphqlEndpoint,
     maxPayload: app.limits.maxBodyBytes,
-    // A page on another origin may not open a socket that carries the browser's credentials.
-    verifyClient: ({ req }: { req: IncomingMessage }) => upgradeAllowed(req, app.corsOrigins),
+    // A rebound name gets 421 like any HTTP request; a page on another origin may not open a
+    // socket that carries the browser's credentials.
+    verifyClient: ({ req }: { req: IncomingMessage }, done: (allowed: boolean, code?: number, message?: string) => void) => {
+      if (!hostAllowed(req.headers.host, allowedHosts)) return done(false, 421, MISDIRECTED_MESSAGE);
+      done(upgradeAllowed(req, app.corsOrigins, allowedHosts));
+    },
   });
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
   const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });

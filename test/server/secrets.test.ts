@@ -30,6 +30,7 @@ describe.each(backends)("MCP secrets at rest on %s", (backend) => {
     t = await startTestApp(backend, {
       mcp: {
         stdioCommands: ["/usr/local/bin/mcp-files"],
+        stdioEnv: ["API_TOKEN"],
         connector: async (endpoint) => {
           seen.push(endpoint);
           throw new Error("not reachable in this test");

@@ -53,6 +53,8 @@ export type TestAppOptions = {
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
+  /** ALLOWED_HOSTS (default: the loopback names the server binds to). */
+  allowedHosts?: string[];
   metricsToken?: string;
   /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
   logger?: Logger;
@@ -77,6 +79,7 @@ export async function startTestApp(
     database,
     mcp,
     corsOrigins,
+    allowedHosts,
     metricsToken,
     logger,
     now,
@@ -109,7 +112,7 @@ export async function startTestApp(
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection }) : undefined;
+  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });

@@ -8,7 +8,9 @@ import type { EventBus } from "../../events/topics.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
-import { type McpServerRecord, stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
+import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
+import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
+import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/capabilities/secret-box.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
@@ -45,8 +47,9 @@ export type McpRegistryOptions = {
   events: EventBus;
   logger: Logger;
   connector: McpConnector;
-  /** The programs STDIO servers may start (MCP_STDIO_COMMANDS); none by default. */
-  stdioCommands: readonly string[];
+  /** The command lines STDIO servers may start (MCP_STDIO_COMMANDS) and the environment names they may set (MCP_STDIO_ENV); none by default. */
+  stdioCommands: readonly StdioCommandLine[];
+  stdioEnv: readonly string[];
   /** Opens the sealed header and environment values (see domain/capabilities/secret-box.ts). */
   secrets?: SecretBox;
   /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
@@ -202,9 +205,9 @@ export class McpRegistry {
       ready: Promise.resolve(),
     };
     // Checked again at connect time: the operator may have narrowed the list since the row was stored.
-    const refused = row.transport === "STDIO" ? stdioCommandRefusal(row.command ?? "", this.options.stdioCommands) : null;
+    const refused = row.transport === "STDIO" ? stdioRefusalOf(row, this.options) : null;
     if (refused) {
-      this.fail(connection, new Error(`command ${refused}`));
+      this.fail(connection, Object.assign(new Error(refused), { code: STDIO_REFUSED }));
       return connection;
     }
     let endpoint: McpEndpoint;
@@ -300,4 +303,11 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
     signal.addEventListener("abort", onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+/** Why a stored STDIO server may not start now (the operator may have narrowed the lists since it was stored), or null. */
+function stdioRefusalOf(row: McpServerRecord, options: Pick<McpRegistryOptions, "stdioCommands" | "stdioEnv">): string | null {
+  const envNames = (namedValuesOf(row.env) ?? []).map((pair) => pair.name);
+  const issues = stdioRefusals({ command: row.command ?? "", args: row.args, envNames }, options.stdioCommands, options.stdioEnv);
+  return issues.length > 0 ? issues.map((issue) => `${issue.field} ${issue.message}`).join("; ") : null;
 }
