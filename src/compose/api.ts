@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { authenticateFirst } from "../server/authenticate-first.js";
 import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
+import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
 import { useFavicon } from "../server/favicon.js";
 import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
@@ -80,6 +81,7 @@ export function createApi(
     logging: yogaLogging(logger),
     plugins: [
       jsonPostsOnly("/graphql"),
+      graphqlResponseJsonBodies(),
       authentication.plugin,
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.

@@ -9,6 +9,8 @@ export function encodeGlobalId(typename: string, id: string | number | bigint): 
 export function decodeGlobalId(globalId: string): { typename: string; id: string } | null {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(globalId)) return null;
   const decoded = Buffer.from(globalId, "base64").toString("utf8");
+  // A NUL or a byte that is not UTF-8 names nothing and must never reach the database.
+  if (!isCleanDecodedText(decoded)) return null;
   const colon = decoded.indexOf(":");
   if (colon <= 0 || colon === decoded.length - 1) return null;
   return { typename: decoded.slice(0, colon), id: decoded.slice(colon + 1) };
@@ -25,4 +27,9 @@ export function requireIdOfType(globalId: string, typename: string, field: strin
   const id = idOfType(globalId, typename);
   if (id === null) throw new ValidationError([{ field, message: `is not a ${typename} id` }]);
   return id;
+}
+
+/** Whether decoded id or cursor text holds no NUL and no byte that was not UTF-8 (decoded as U+FFFD). */
+export function isCleanDecodedText(decoded: string): boolean {
+  return !decoded.includes("\u0000") && !decoded.includes("\uFFFD");
 }

@@ -10,6 +10,7 @@
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
 import { getArgumentValues, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from "graphql";
 import { ValidationError } from "../domain/errors.js";
+import { isCleanDecodedText } from "../domain/global-id.js";
 import { describeUnstorable, findInvalidText } from "../domain/text/unstorable-text.js";
 
 /** The plugin's name, for the builder's `plugins` list. */
@@ -58,15 +59,34 @@ function guardFor<Types extends SchemaTypes>(fieldConfig: PothosOutputFieldConfi
   // Arg mappers (Relay's global ids) run before wrapResolve and decode strings, which could hide
   // a NUL in an id that fails to decode; such fields look at the arguments as the client sent them.
   const mapped = fieldConfig.argMappers.length > 0;
+  const cursors = CURSOR_ARGUMENTS.filter((name) => name in fieldConfig.args);
   return (args, info) => {
-    const found = findInvalidText(mapped ? rawArgs(info) : args);
+    const raw = mapped ? rawArgs(info) : args;
+    const found = findInvalidText(raw) ?? findInvalidCursor(raw as Record<string, unknown>, cursors);
     if (!found) return;
-    const message = describeUnstorable(found.problem);
+    const message = found.problem === "cursor" ? "is not a cursor: it decodes to a NUL or to bytes that are not UTF-8" : describeUnstorable(found.problem);
     if (typed) throw new ValidationError([{ field: found.field, message }]);
     throw new GraphQLError(`${found.field} ${message}.`, {
       extensions: { code: "BAD_USER_INPUT", field: found.field },
     });
   };
+}
+
+/** Arguments that carry a cursor: base64 text, whose decoded content is checked too. */
+const CURSOR_ARGUMENTS = ["after", "before"];
+
+/**
+ * A cursor that decodes to a NUL or to bytes that are not UTF-8 names no position; checked here so
+ * that no list's cursor parser (ours or Pothos's) hands its content to the database.
+ */
+function findInvalidCursor(args: Record<string, unknown>, names: readonly string[]): { field: string; problem: "cursor" } | null {
+  for (const name of names) {
+    const value = args[name];
+    if (typeof value !== "string") continue;
+    const decoded = Buffer.from(value, value.includes("-") || value.includes("_") ? "base64url" : "base64").toString("utf8");
+    if (!isCleanDecodedText(decoded)) return { field: name, problem: "cursor" };
+  }
+  return null;
 }
 
 function rawArgs(info: GraphQLResolveInfo): object {

@@ -105,7 +105,7 @@ describe.each(backends)("paging and searching the history on %s", (backend) => {
     expect(byBody.complete).toBe(true);
     expect(byBody.hits.map((h) => [h.publicationId, h.version, h.matchedTitle])).toEqual([[membranes.version.publication.id, 1, false]]);
     const [hit] = byBody.hits;
-    expect(hit).toMatchObject({ id: membranes.version.id, title: "Factory visits", asOf: membranes.version.asOf });
+    expect(hit).toMatchObject({ versionId: membranes.version.id, title: "Factory visits", asOf: membranes.version.asOf });
     expect(hit!.snippet).toContain("«membranes»");
     expect(hit!.snippet).toContain("«bottleneck»");
     expect(hit!.snippet.length).toBeLessThanOrEqual(SNIPPET_MAX_CHARS);

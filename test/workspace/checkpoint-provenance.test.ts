@@ -100,7 +100,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const first = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "Checkpoint");
     expect(first.summaryProvenance).toMatchObject({ section: "SUMMARY", author: byModel });
     expect(first.summaryProvenance!.sources.map((v) => v.id)).toContain(base.version.id);
-    expect(first.questions.map((q) => [q.id, q.provenance.author.kind])).toEqual([
+    expect(first.questions.map((q) => [q.questionId, q.provenance.author.kind])).toEqual([
       ["q1", "MODEL_RUN"],
       ["q2", "MODEL_RUN"],
     ]);
@@ -110,7 +110,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expect(resolved).toMatchObject({ revision: 2, origin: "USER", summary: "Cells cost 90 EUR/kWh." });
     expect(resolved.summaryProvenance).toMatchObject({ author: byModel });
     expect(resolved.summaryProvenance!.sources.map((v) => v.id)).toContain(base.version.id);
-    expect(resolved.questions.map((q) => [q.id, q.status, q.provenance.author])).toEqual([
+    expect(resolved.questions.map((q) => [q.questionId, q.status, q.provenance.author])).toEqual([
       ["q1", "RESOLVED", { kind: "OWNER", run: null }],
       ["q2", "OPEN", byModel],
     ]);
@@ -164,7 +164,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expect((await settled(t.client, adding.id)).status).toBe("SUCCEEDED");
     const latest = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "Checkpoint");
     expect(latest).toMatchObject({ revision: 5, origin: "MODEL_SUGGESTION", summaryProvenance: { author: { kind: "OWNER" } } });
-    expect(latest.questions.map((q) => [q.id, q.provenance.author])).toEqual([
+    expect(latest.questions.map((q) => [q.questionId, q.provenance.author])).toEqual([
       ["q1", { kind: "OWNER", run: null }],
       ["q2", { kind: "OWNER", run: null }],
       ["q3", { kind: "MODEL_RUN", run: { id: adding.id } }],

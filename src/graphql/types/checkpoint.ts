@@ -9,7 +9,7 @@ import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/pris
 import { CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.js";
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
-import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
@@ -31,10 +31,21 @@ const CheckpointOriginEnum = builder.enumType(CheckpointOrigin, {
 
 const QuestionStatusEnum = builder.enumType("CheckpointQuestionStatus", { values: ["OPEN", "RESOLVED"] as const });
 
-const CheckpointQuestionRef = builder.objectRef<CheckpointQuestion & { provenance: SectionProvenance }>("CheckpointQuestion").implement({
-  description: "An open or resolved research question; its id stays the same across revisions.",
+type QuestionInRevision = CheckpointQuestion & { provenance: SectionProvenance; checkpointId: string };
+
+/** A question as one revision reads it: its text may differ in another revision, so its id does too. */
+const questionGlobalId = (q: QuestionInRevision) => encodeGlobalId("CheckpointQuestion", `${q.checkpointId}/${q.id}`);
+
+const CheckpointQuestionRef = builder.objectRef<QuestionInRevision>("CheckpointQuestion").implement({
+  description: "An open or resolved research question as one revision reads it; its questionId stays the same across revisions.",
   fields: (t) => ({
-    id: t.exposeString("id"),
+    id: t.id({
+      description: "Names this question in this revision, unique across the graph (a client cache may key on it).",
+      resolve: questionGlobalId,
+    }),
+    questionId: t.exposeString("id", {
+      description: "The question's id within the checkpoint, e.g. q1: the same in every revision. Name it (or `id`) in CheckpointQuestionInput.id.",
+    }),
     text: t.exposeString("text"),
     status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
     provenance: t.field({
@@ -51,7 +62,7 @@ function questionsWithProvenance(checkpoint: CheckpointVersion) {
   return questionsOf(checkpoint).map((q) => {
     const provenance = sections.questions[q.id];
     if (!provenance) throw new Error(`checkpoint ${checkpoint.id} has no provenance for question ${q.id}`);
-    return { ...q, provenance };
+    return { ...q, provenance, checkpointId: checkpoint.id };
   });
 }
 
@@ -200,7 +211,7 @@ builder.prismaObjectFields("Workspace", (t) => ({
 const QuestionChangeInput = builder.inputType("CheckpointQuestionInput", {
   description: "Without id: a new question (text required). With id: changes that question's text and/or status.",
   fields: (t) => ({
-    id: t.string(),
+    id: t.string({ description: "The question's questionId (e.g. q1) or its id from any revision." }),
     text: t.string(),
     status: t.field({ type: QuestionStatusEnum }),
   }),
@@ -250,12 +261,18 @@ builder.mutationField("updateCheckpoint", (t) =>
         expectedRevision: input.expectedRevision,
         summary: input.summary,
         nextSteps: input.nextSteps,
-        questions: input.questions,
+        questions: input.questions.map((q) => ({ ...q, id: q.id && questionIdOf(q.id) })),
         sources: (input.sources ?? []).map((id, index) => requireIdOfType(String(id), "PublicationVersion", `sources.${index}`)),
       }),
     }),
   }),
 );
+
+/** The questionId inside a CheckpointQuestion id; anything else is taken as a questionId as given. */
+function questionIdOf(id: string): string {
+  const inRevision = idOfType(id, "CheckpointQuestion");
+  return inRevision === null ? id : inRevision.slice(inRevision.lastIndexOf("/") + 1);
+}
 
 const ProposalStatusEnum = builder.enumType(CheckpointProposalStatus, {
   name: "CheckpointProposalStatus",

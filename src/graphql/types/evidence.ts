@@ -16,7 +16,9 @@ const EvidenceKindEnum = builder.enumType("EvidenceKind", {
 const EvidenceRef = builder.objectRef<Evidence>("Evidence").implement({
   description: "The original behind an evidence id, exactly as the conversation log stores it.",
   fields: (t) => ({
-    id: t.exposeString("id", { description: "The evidence id as it appeared in the model's view, e.g. ev_…." }),
+    id: t.exposeID("id", {
+      description: "The evidence id as it appeared in the model's view, e.g. ev_…: unique across the graph (it names one log entry's part).",
+    }),
     kind: t.field({ type: EvidenceKindEnum, resolve: (evidence) => evidence.kind }),
     toolName: t.exposeString("toolName", { nullable: true }),
     toolCallId: t.exposeString("toolCallId", { nullable: true }),

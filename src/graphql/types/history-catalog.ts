@@ -47,10 +47,21 @@ const CatalogTruncationEnum = builder.enumType("CatalogTruncation", {
   } satisfies Record<CatalogTruncation, unknown>,
 });
 
-const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").implement({
+/** A catalog version as one workspace sees it (its availability is the workspace's view). */
+type CatalogVersionIn = CatalogVersion & { workspaceId: string };
+type CatalogEntryIn = CatalogEntry & { workspaceId: string };
+
+const CatalogVersionRef = builder.objectRef<CatalogVersionIn>("CatalogVersion").implement({
   description: "One version in the history catalog: identity, time and provenance, never content.",
   fields: (t) => ({
-    id: t.id({ description: "The PublicationVersion's id.", resolve: (v) => encodeGlobalId("PublicationVersion", v.id) }),
+    id: t.id({
+      description: "Names this version as this workspace's catalog lists it: unique across the graph. The version itself is `versionId`.",
+      resolve: (v) => encodeGlobalId("CatalogVersion", `${v.workspaceId}/${v.id}`),
+    }),
+    versionId: t.id({
+      description: "The PublicationVersion's id (read it with node(id) or readMaterial).",
+      resolve: (v) => encodeGlobalId("PublicationVersion", v.id),
+    }),
     version: t.exposeInt("version"),
     asOf: t.field({ type: "DateTime", description: "When the judgement was formed.", resolve: (v) => v.asOf }),
     createdAt: t.field({ type: "DateTime", description: "When it was stored.", resolve: (v) => v.createdAt }),
@@ -64,7 +75,7 @@ const CatalogVersionRef = builder.objectRef<CatalogVersion>("CatalogVersion").im
   }),
 });
 
-const CatalogEntryRef = builder.objectRef<CatalogEntry>("HistoryCatalogEntry").implement({
+const CatalogEntryRef = builder.objectRef<CatalogEntryIn>("HistoryCatalogEntry").implement({
   description: "A publication the workspace can draw on, with its newest versions.",
   fields: (t) => ({
     publicationId: t.id({ resolve: (e) => encodeGlobalId("Publication", e.publicationId) }),
@@ -73,21 +84,21 @@ const CatalogEntryRef = builder.objectRef<CatalogEntry>("HistoryCatalogEntry").i
     versions: t.field({
       type: [CatalogVersionRef],
       description: `Newest first, at most ${CATALOG_VERSIONS_PER_ENTRY}.`,
-      resolve: (e) => e.versions,
+      resolve: (e) => e.versions.map((v) => ({ ...v, workspaceId: e.workspaceId })),
     }),
     versionsComplete: t.exposeBoolean("versionsComplete", { description: "False when older versions were left out." }),
     via: t.field({ type: [CatalogViaEnum], resolve: (e) => e.via }),
   }),
 });
 
-const CatalogEdgeRef = builder.objectRef<CatalogEntry>("HistoryCatalogEdge").implement({
+const CatalogEdgeRef = builder.objectRef<CatalogEntryIn>("HistoryCatalogEdge").implement({
   fields: (t) => ({
     cursor: t.exposeString("cursor", { description: "Pass as `after` to list the entries that follow this one." }),
     node: t.field({ type: CatalogEntryRef, resolve: (entry) => entry }),
   }),
 });
 
-type CatalogPage = HistoryCatalog & { after: string | null };
+type CatalogPage = Omit<HistoryCatalog, "entries"> & { entries: CatalogEntryIn[]; after: string | null };
 
 const HistoryCatalogConnectionRef = builder.objectRef<CatalogPage>("HistoryCatalogConnection").implement({
   description:
@@ -130,7 +141,7 @@ builder.prismaObjectFields("Workspace", (t) => ({
       }
       try {
         const page = await ctx.services.history.catalog(ctx.actor, workspace.id, { first, after });
-        return { ...page, after: after ?? null };
+        return { ...page, entries: page.entries.map((entry) => ({ ...entry, workspaceId: workspace.id })), after: after ?? null };
       } catch (error) {
         // A connection has no error union: a cursor that is not the catalog's is a user error.
         if (error instanceof ValidationError) {

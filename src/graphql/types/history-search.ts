@@ -1,5 +1,6 @@
 // Full-text search of a workspace's history in the graph (W6): finds the versions the catalog
 // would list by words of their title or content, past however many pages the catalog has.
+import { createHash } from "node:crypto";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import {
   type HistorySearch,
@@ -12,10 +13,20 @@ import {
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 
-const HitRef = builder.objectRef<HistorySearchHit>("HistorySearchHit").implement({
+/** A hit as one search found it: its snippet depends on the query, so its id does too. */
+type HitOfSearch = HistorySearchHit & { searchKey: string };
+
+const HitRef = builder.objectRef<HitOfSearch>("HistorySearchHit").implement({
   description: "A version whose title or content matched: identity, time and a snippet, never the body. Read it with `readMaterial`.",
   fields: (t) => ({
-    id: t.id({ description: "The PublicationVersion's id.", resolve: (hit) => encodeGlobalId("PublicationVersion", hit.versionId) }),
+    id: t.id({
+      description: "Names this hit of this search (workspace and query): unique across the graph. The version itself is `versionId`.",
+      resolve: (hit) => encodeGlobalId("HistorySearchHit", `${hit.searchKey}/${hit.versionId}`),
+    }),
+    versionId: t.id({
+      description: "The PublicationVersion's id (read it with node(id) or readMaterial).",
+      resolve: (hit) => encodeGlobalId("PublicationVersion", hit.versionId),
+    }),
     publicationId: t.id({ resolve: (hit) => encodeGlobalId("Publication", hit.publicationId) }),
     title: t.exposeString("title"),
     version: t.exposeInt("version"),
@@ -29,7 +40,9 @@ const HitRef = builder.objectRef<HistorySearchHit>("HistorySearchHit").implement
   }),
 });
 
-const SearchSuccess = builder.objectRef<HistorySearch>("SearchHistorySuccess").implement({
+type SearchOf = Omit<HistorySearch, "hits"> & { hits: HitOfSearch[] };
+
+const SearchSuccess = builder.objectRef<SearchOf>("SearchHistorySuccess").implement({
   fields: (t) => ({
     hits: t.field({ type: [HitRef], description: "Title matches first, then the newest versions first.", resolve: (search) => search.hits }),
     complete: t.exposeBoolean("complete", { description: "False when more versions matched than `first`: narrow the query or ask for more." }),
@@ -49,11 +62,11 @@ builder.queryField("searchHistory", (t) =>
       first: t.arg.int({ defaultValue: SEARCH_DEFAULT_HITS }),
     },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "SearchHistoryPayload" } },
-    resolve: (_root, args, ctx) =>
-      ctx.services.history.search(ctx.actor, {
-        workspaceId: requireIdOfType(String(args.workspaceId), "Workspace", "workspaceId"),
-        query: args.query,
-        first: args.first,
-      }),
+    resolve: async (_root, args, ctx) => {
+      const workspaceId = requireIdOfType(String(args.workspaceId), "Workspace", "workspaceId");
+      const search = await ctx.services.history.search(ctx.actor, { workspaceId, query: args.query, first: args.first });
+      const searchKey = `${workspaceId}/${createHash("sha256").update(args.query).digest("base64url").slice(0, 22)}`;
+      return { ...search, hits: search.hits.map((hit) => ({ ...hit, searchKey })) };
+    },
   }),
 );

@@ -1,8 +1,8 @@
 // Fan-out for live traces (T5): a trace with many watchers would otherwise run the same GraphQL
 // selection once per subscriber for every update. Each subscriber keeps its own source stream
 // (its own replay position, bounded buffer and authorisation check), but the response to one
-// update is executed once per distinct (principal, document, operation, variables except the
-// start position) and the same result is sent to every subscriber that asked for exactly that.
+// update is executed once per distinct (principal, document, operation, variables except the one
+// that only gives the start position) and the same result is sent to every subscriber that asked for exactly that.
 // Responses are kept in the trace's update cache (update-cache.ts), with the update's reads.
 import {
   type DocumentNode,
@@ -11,16 +11,19 @@ import {
   type GraphQLError,
   createSourceEventStream,
   execute,
+  type FieldNode,
   getOperationAST,
+  Kind,
   print,
+  visit,
 } from "graphql";
 import { maskError } from "graphql-yoga";
 import { UpdateCache } from "./update-cache.js";
 
 /** Subscription fields whose updates carry a `seq`, resolve to the source event itself, and read the same for every subscriber of a principal. */
 const SHARED_FIELDS = new Set(["traceUpdates"]);
-/** Variables that choose where a subscriber's stream starts, not what an update looks like. */
-const POSITION_VARIABLES = new Set(["afterSeq"]);
+/** The argument that chooses where a subscriber's stream starts, not what an update looks like. */
+const POSITION_ARGUMENT = "afterSeq";
 
 type SourceEvent = { seq: number; type: string };
 type Subscribe = (args: ExecutionArgs) => Promise<AsyncIterable<ExecutionResult> | ExecutionResult> | AsyncIterable<ExecutionResult> | ExecutionResult;
@@ -70,11 +73,31 @@ export class SharedSubscriptionResults {
     if (others.length > 0 || field?.kind !== "Field" || !SHARED_FIELDS.has(field.name.value) || field.directives?.length) return null;
     let documentKey = this.documentKeys.get(args.document);
     if (documentKey === undefined) this.documentKeys.set(args.document, (documentKey = print(args.document)));
+    const position = positionOnlyVariable(args, field);
     const variables = Object.entries(args.variableValues ?? {})
-      .filter(([name]) => !POSITION_VARIABLES.has(name))
+      .filter(([name]) => name !== position)
       .sort(([a], [b]) => (a < b ? -1 : 1));
     return JSON.stringify([principalId, args.operationName ?? null, variables, documentKey]);
   }
+}
+
+/**
+ * The variable that gives the shared field's start position and is used nowhere else, or null.
+ * Only that one may be left out of the key: a variable is known by where it is used, never by its
+ * name (`traceUpdates(runId: $afterSeq)` selects a run).
+ */
+function positionOnlyVariable(args: ExecutionArgs, field: FieldNode): string | null {
+  const argument = field.arguments?.find((arg) => arg.name.value === POSITION_ARGUMENT);
+  if (argument?.value.kind !== Kind.VARIABLE) return null;
+  const name = argument.value.name.value;
+  let uses = 0;
+  visit(args.document, {
+    VariableDefinition: () => false,
+    Variable: (node) => {
+      if (node.name.value === name) uses += 1;
+    },
+  });
+  return uses === 1 ? name : null;
 }
 
 /**
