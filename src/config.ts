@@ -79,6 +79,7 @@ const envSchema = z.object({
   COMMAND_TIMEOUT_MS: whole(100).default(30_000),
   RUN_LEASE_MS: whole(500, "min").default(15_000),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
+  MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   METRICS_PORT: port.optional(),
   MAX_QUERY_DEPTH: whole(2, "min").default(15),
   MAX_QUERY_ALIASES: whole(0, "min").default(30),
@@ -121,6 +122,12 @@ export type Config = {
     leaseMs: number;
     /** Runs one worker executes at once. */
     concurrency: number;
+    /**
+     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL;
+     * default WORKER_CONCURRENCY: one worker's share, so with several workers one principal never
+     * holds them all). Claims interleave principals either way.
+     */
+    maxRunningPerPrincipal: number;
     /** Where a worker process serves /metrics (off without it). */
     metricsPort?: number;
   };
@@ -267,7 +274,12 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     inProcessWorker: values.IN_PROCESS_WORKER,
-    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
+    worker: {
+      leaseMs: values.RUN_LEASE_MS,
+      concurrency: values.WORKER_CONCURRENCY,
+      maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? values.WORKER_CONCURRENCY,
+      metricsPort: values.METRICS_PORT,
+    },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },

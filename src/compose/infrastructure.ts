@@ -138,6 +138,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     artifacts: config.artifacts,
     leaseMs: config.worker.leaseMs,
     concurrency: config.worker.concurrency,
+    maxRunningPerPrincipal: config.worker.maxRunningPerPrincipal,
   };
 }
 

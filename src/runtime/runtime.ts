@@ -46,6 +46,8 @@ export type RuntimeOptions = {
   toolTimeoutMs?: number;
   leaseMs?: number;
   concurrency?: number;
+  /** Runs one principal may have running across every worker (default: concurrency; see worker.ts). */
+  maxRunningPerPrincipal?: number;
   /** How often the worker's lease sweep runs (default leaseMs / 3; see worker.ts). */
   sweepMs?: number;
   /** Ready runs announced across processes (PostgreSQL deployments); without it the worker wakes on the event bus. */
@@ -188,6 +190,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     leaseMs: options.leaseMs,
     sweepMs: options.sweepMs,
     concurrency: options.concurrency,
+    maxRunningPerPrincipal: options.maxRunningPerPrincipal,
     announcer,
     queue: options.queue,
     settleSteps,

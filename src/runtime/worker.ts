@@ -32,6 +32,11 @@ export type WorkerOptions = {
   logger: Logger;
   leaseMs?: number;
   concurrency?: number;
+  /**
+   * Runs one principal may have running at once, counted across every worker (default: this
+   * worker's concurrency). Claims interleave principals: the one with the fewest running runs first.
+   */
+  maxRunningPerPrincipal?: number;
   /** This instance's id: the lease owner of its attempts (see Database.instanceId). */
   workerId?: string;
   /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
@@ -126,19 +131,26 @@ export class RunWorker {
 
   private claim(runId?: string): Promise<ClaimedAttempt | null> {
     return this.options.runs.claim(
-      { workerId: this.workerId, leaseMs: this.leaseMs, liveness: this.liveness, describeRun: (run) => this.options.executor.describeRun(run) },
+      {
+        workerId: this.workerId,
+        leaseMs: this.leaseMs,
+        maxRunningPerPrincipal: this.options.maxRunningPerPrincipal ?? this.concurrency,
+        liveness: this.liveness,
+        describeRun: (run) => this.options.executor.describeRun(run),
+      },
       runId,
     );
   }
 
-  /** Claims the next delivered run that is still claimable; deliveries of any other run are no-ops. */
+  /**
+   * Takes one delivery (if any) and claims the fairest claimable run, whichever run was delivered:
+   * deliveries come oldest first across principals, and claiming them as delivered would let one
+   * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
+   * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees).
+   */
   private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
-    for (;;) {
-      const [delivery] = await queue.take(1);
-      if (!delivery) return null;
-      const claimed = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
-      if (claimed) return claimed;
-    }
+    const [delivery] = await queue.take(1);
+    return this.claim().finally(() => delivery?.done().catch(() => undefined));
   }
 
   /**

@@ -73,6 +73,8 @@ export type CancelledEnding = {
 export type Claimant = {
   workerId: string;
   leaseMs: number;
+  /** A principal with this many running runs gets no queued run of theirs claimed (their resumptions still are). */
+  maxRunningPerPrincipal: number;
   liveness: InstanceLiveness;
   describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
 };
