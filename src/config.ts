@@ -19,6 +19,7 @@ const envSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
   MODEL: z.string().min(1).default("gpt-4o-mini"),
+  MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
@@ -107,7 +108,17 @@ export type Config = {
   /** Settings that were read but do nothing, with what to use instead: logged at start. */
   warnings: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
-  model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
+  model:
+    | {
+        kind: "openai";
+        apiKey: string;
+        baseURL?: string;
+        model: string;
+        contextWindow: number;
+        /** Requests in flight at once to the model endpoint from one process (MODEL_MAX_CONCURRENCY). */
+        maxConcurrency: number;
+      }
+    | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
   /** OTLP/HTTP collector for finished spans; export is off without it. */
@@ -269,7 +280,14 @@ function serverSettings(values: EnvValues) {
 function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
   return {
     model: values.OPENAI_API_KEY
-      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
+      ? {
+          kind: "openai",
+          apiKey: values.OPENAI_API_KEY,
+          baseURL: values.OPENAI_BASE_URL,
+          model: values.MODEL,
+          contextWindow: values.MODEL_CONTEXT_WINDOW,
+          maxConcurrency: values.MODEL_MAX_CONCURRENCY,
+        }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -89,6 +89,7 @@ export function modelFor(config: Config, logger: Logger): ModelPort {
           baseURL: config.model.baseURL,
           model: config.model.model,
           contextWindow: config.model.contextWindow,
+          maxConcurrency: config.model.maxConcurrency,
         })
       : createDemoModel();
   if (model.scripted) {

@@ -76,6 +76,9 @@ export type WorkerOptions = {
 
 type Active = { controller: AbortController; done: Promise<void> };
 
+const modelBusy = (attempt: number, ms: number) =>
+  `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
+
 export class RunWorker {
   readonly workerId: string;
   private readonly leaseMs: number;
@@ -161,8 +164,10 @@ export class RunWorker {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     await this.sweepWaiting();
     if (!this.options.queue) return;
+    // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
+    // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
     const ids = await this.options.runs.claimable();
-    if (ids.length > 0) await this.options.queue.enqueue(ids);
+    if (ids.length > 0) await this.options.queue.enqueue(ids.slice(0, this.concurrency));
   }
 
   /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
@@ -233,10 +238,12 @@ export class RunWorker {
       return;
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      const { retryAfterMs } = outcome;
+      const reason = retryAfterMs === undefined ? interruption(claimed.number, this.workerId, "HANDED_BACK") : modelBusy(claimed.number, retryAfterMs);
+      await this.options.runs.handBack(claimed, fence, reason, retryAfterMs);
       // Awaited: a worker process closes its queue right after its worker stopped.
       await this.options.announcer.announce([claimed.run.id]);
-      logger.info("run handed back", where);
+      logger.info("run handed back", { ...where, ...(retryAfterMs !== undefined && { reason, retryAfterMs }) });
       return;
     }
     try {

@@ -9,7 +9,8 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 export type NextStep =
   | { type: "final"; answer: string }
   | { type: "run_again" }
-  | { type: "interrupted"; status: StopReason }
+  /** `retryAfterMs`: the model endpoint asked to wait (HANDED_BACK): the run resumes no sooner. */
+  | { type: "interrupted"; status: StopReason; retryAfterMs?: number }
   /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
   | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };

@@ -94,8 +94,11 @@ export interface RunState {
   renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
-  /** A stopping worker gives the run back for another attempt to resume. */
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void>;
+  /**
+   * A stopping worker gives the run back for another attempt to resume — at once, or no sooner
+   * than `resumeAfterMs` (the model endpoint asked to wait).
+   */
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, resumeAfterMs?: number): Promise<void>;
   /**
    * Ends an attempt whose tool calls wait for decisions: the run goes WAITING without a lease;
    * false when every request was decided meanwhile and the run is claimable again at once.

@@ -66,7 +66,7 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
         const [taken] = await tx.$queryRawUnsafe<Taken[]>(
           `WITH running AS (
              SELECT owner_id, count(*)::int AS n FROM run
-              WHERE status = 'RUNNING' AND lease_expires_at >= now() GROUP BY owner_id),
+              WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now() GROUP BY owner_id),
            candidate AS (
              SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
                LEFT JOIN running ON running.owner_id = r.owner_id
@@ -118,7 +118,8 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
 async function holdPrincipalSlot(tx: Tx, taken: Taken, max: number): Promise<void> {
   await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `claim-principal:${taken.owner_id}`);
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
-    `SELECT count(*)::int AS n FROM run WHERE owner_id = $1 AND id <> $2 AND status = 'RUNNING' AND lease_expires_at >= now()`,
+    `SELECT count(*)::int AS n FROM run
+      WHERE owner_id = $1 AND id <> $2 AND status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()`,
     taken.owner_id,
     taken.id,
   );

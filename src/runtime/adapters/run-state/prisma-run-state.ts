@@ -56,8 +56,8 @@ export class PrismaRunState implements RunState {
     return settleAttempt(this.settleDeps(steps), claimed, fence, outcome);
   }
 
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
-    return handBackAttempt(this.settleDeps(), claimed, fence, reason);
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, resumeAfterMs?: number): Promise<void> {
+    return handBackAttempt(this.settleDeps(), claimed, fence, reason, resumeAfterMs);
   }
 
   awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {

@@ -92,14 +92,16 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
 }
 
 /** A stopping worker gives the run back: its spans end INTERRUPTED, its lease is released at once. */
-export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, reason: string): Promise<void> {
+export async function handBackAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, reason: string, resumeAfterMs?: number): Promise<void> {
+  // The run is claimable once its lease has expired: at once, or when the model endpoint said.
+  const claimableFrom = resumeAfterMs === undefined ? new Date(0) : new Date(Date.now() + resumeAfterMs);
   await fence
     .write(async (tx, after) => {
       const at = new Date();
       const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
       await endAttemptRow(tx, claimed.run.id, claimed.number, "HANDED_BACK", at);
       // Still RUNNING and still holding its conversation's slot: it resumes before anything queued after it.
-      await tx.run.update({ where: { id: claimed.run.id }, data: { leaseOwner: null, leaseExpiresAt: new Date(0) } });
+      await tx.run.update({ where: { id: claimed.run.id }, data: { leaseOwner: null, leaseExpiresAt: claimableFrom } });
       after.push(() => deps.announce(changes));
     })
     .catch(() => undefined); // Lost meanwhile: whoever holds the run now has it.
