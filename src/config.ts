@@ -21,6 +21,7 @@ const envSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
   MODEL: z.string().min(1).default("gpt-4o-mini"),
+  MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
@@ -89,6 +90,7 @@ const envSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: whole(100, "min").default(60_000),
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
+  MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   METRICS_PORT: port.optional(),
   MAX_QUERY_DEPTH: whole(2, "min").default(15),
   MAX_QUERY_ALIASES: whole(0, "min").default(30),
@@ -118,7 +120,17 @@ export type Config = {
   /** Settings that were read but do nothing, with what to use instead: logged at start. */
   warnings: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
-  model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
+  model:
+    | {
+        kind: "openai";
+        apiKey: string;
+        baseURL?: string;
+        model: string;
+        contextWindow: number;
+        /** Requests in flight at once to the model endpoint from one process (MODEL_MAX_CONCURRENCY). */
+        maxConcurrency: number;
+      }
+    | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
   /** OTLP/HTTP collector for finished spans; export is off without it. */
@@ -139,6 +151,12 @@ export type Config = {
     leaseMarginMs: number;
     /** Runs one worker executes at once. */
     concurrency: number;
+    /**
+     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL;
+     * default WORKER_CONCURRENCY: one worker's share, so with several workers one principal never
+     * holds them all). Claims interleave principals either way.
+     */
+    maxRunningPerPrincipal: number;
     /** Where a worker process serves /metrics (off without it). */
     metricsPort?: number;
   };
@@ -317,12 +335,25 @@ function serverSettings(values: EnvValues) {
 function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
   return {
     model: values.OPENAI_API_KEY
-      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
+      ? {
+          kind: "openai",
+          apiKey: values.OPENAI_API_KEY,
+          baseURL: values.OPENAI_BASE_URL,
+          model: values.MODEL,
+          contextWindow: values.MODEL_CONTEXT_WINDOW,
+          maxConcurrency: values.MODEL_MAX_CONCURRENCY,
+        }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     inProcessWorker: values.IN_PROCESS_WORKER,
-    worker: { leaseMs: values.RUN_LEASE_MS, leaseMarginMs: leaseMargin(values), concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
+    worker: {
+      leaseMs: values.RUN_LEASE_MS,
+      leaseMarginMs: leaseMargin(values),
+      concurrency: values.WORKER_CONCURRENCY,
+      maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? values.WORKER_CONCURRENCY,
+      metricsPort: values.METRICS_PORT,
+    },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },

@@ -36,13 +36,14 @@ describe("loadConfig", () => {
 
   it("has worker and query limit settings with defaults, and names bad values", () => {
     expect(loadConfig({})).toMatchObject({
-      worker: { leaseMs: 15_000, concurrency: 4 },
+      worker: { leaseMs: 15_000, concurrency: 4, maxRunningPerPrincipal: 4 },
       limits: { maxDepth: 15, maxAliases: 30, maxTokens: 5_000, maxCost: 20_000, maxBodyBytes: 1_048_576, maxPageSize: 200 },
     });
     expect(loadConfig({ RUN_LEASE_MS: "2000", WORKER_CONCURRENCY: "8", METRICS_PORT: "9464", MAX_QUERY_DEPTH: "8" })).toMatchObject({
-      worker: { leaseMs: 2_000, concurrency: 8, metricsPort: 9464 },
+      worker: { leaseMs: 2_000, concurrency: 8, maxRunningPerPrincipal: 8, metricsPort: 9464 },
       limits: { maxDepth: 8 },
     });
+    expect(loadConfig({ WORKER_CONCURRENCY: "2", MAX_RUNNING_RUNS_PER_PRINCIPAL: "1" }).worker).toMatchObject({ concurrency: 2, maxRunningPerPrincipal: 1 });
     expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
       /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
     );
@@ -63,7 +64,9 @@ describe("loadConfig", () => {
       baseURL: "http://127.0.0.1:9/v1",
       model: "m",
       contextWindow: 128_000,
+      maxConcurrency: 16,
     });
+    expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_MAX_CONCURRENCY: "3" }).model).toMatchObject({ maxConcurrency: 3 });
   });
 
   it("reads trusted documents settings: off by default, GRAPHIQL unset, and every manifest in TRUSTED_DOCUMENTS_DIR", () => {

@@ -16,6 +16,8 @@ export type AdmitRunInput = {
   materials?: Array<MaterialRefInput> | null | undefined;
   /** When the conversation has a queued, running or waiting run: REJECT (default), ENQUEUE or INTERRUPT. A replay ignores it. */
   multitask?: MultitaskStrategy | null | undefined;
+  /** Orders this run among its principal's own queued runs: higher first, then oldest; default 0, from -1000 to 1000. Workers interleave principals before it: the principal with the fewest running runs goes first. */
+  priority?: number | null | undefined;
   question: string;
   /** Admit the run in this workspace: its current goal version is frozen on the run. */
   workspaceId?: string | null | undefined;

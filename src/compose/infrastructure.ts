@@ -96,6 +96,7 @@ export function modelFor(config: Config, logger: Logger): ModelPort {
           baseURL: config.model.baseURL,
           model: config.model.model,
           contextWindow: config.model.contextWindow,
+          maxConcurrency: config.model.maxConcurrency,
         })
       : createDemoModel();
   if (model.scripted) {
@@ -146,6 +147,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     leaseMs: config.worker.leaseMs,
     leaseMarginMs: config.worker.leaseMarginMs,
     concurrency: config.worker.concurrency,
+    maxRunningPerPrincipal: config.worker.maxRunningPerPrincipal,
   };
 }
 

@@ -48,6 +48,8 @@ export type RuntimeOptions = {
   /** The lease's safety margin (RUN_LEASE_MARGIN_MS; see attempt/own-clock.ts). */
   leaseMarginMs?: number;
   concurrency?: number;
+  /** Runs one principal may have running across every worker (default: concurrency; see worker.ts). */
+  maxRunningPerPrincipal?: number;
   /** How often the worker's lease sweep runs (default leaseMs / 3; see worker.ts). */
   sweepMs?: number;
   /** Ready runs announced across processes (PostgreSQL deployments); without it the worker wakes on the event bus. */
@@ -191,6 +193,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     leaseMarginMs: options.leaseMarginMs,
     sweepMs: options.sweepMs,
     concurrency: options.concurrency,
+    maxRunningPerPrincipal: options.maxRunningPerPrincipal,
     announcer,
     queue: options.queue,
     settleSteps,

@@ -39,6 +39,11 @@ export type WorkerOptions = {
   /** The lease's safety margin (default: a fifth of the lease, at most 3 s; see attempt/own-clock.ts). */
   leaseMarginMs?: number;
   concurrency?: number;
+  /**
+   * Runs one principal may have running at once, counted across every worker (default: this
+   * worker's concurrency). Claims interleave principals: the one with the fewest running runs first.
+   */
+  maxRunningPerPrincipal?: number;
   /** This instance's id: the lease owner of its attempts (see Database.instanceId). */
   workerId?: string;
   /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
@@ -80,6 +85,9 @@ type Active = { controller: AbortController; done: Promise<void> };
 
 /** A claim, and when it was sent: the attempt's own clock starts then. */
 type Claim = { claimed: ClaimedAttempt; sentAt: number };
+
+const modelBusy = (attempt: number, ms: number) =>
+  `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
 
 export class RunWorker {
   readonly workerId: string;
@@ -144,6 +152,7 @@ export class RunWorker {
         workerId: this.workerId,
         leaseMs: this.leaseMs,
         leaseMarginMs: this.leaseMarginMs,
+        maxRunningPerPrincipal: this.options.maxRunningPerPrincipal ?? this.concurrency,
         liveness: this.liveness,
         describeRun: (run) => this.options.executor.describeRun(run),
       },
@@ -152,14 +161,16 @@ export class RunWorker {
     return claimed && { claimed, sentAt };
   }
 
-  /** Claims the next delivered run that is still claimable; deliveries of any other run are no-ops. */
+  /**
+   * Takes one delivery (if any) and claims the fairest claimable run, whichever run was delivered:
+   * deliveries come oldest first across principals, and claiming them as delivered would let one
+   * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
+   * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
+   * orphaned runs come first in the claim's own order.
+   */
   private async claimDelivered(queue: RunQueue): Promise<Claim | null> {
-    for (;;) {
-      const [delivery] = await queue.take(1);
-      if (!delivery) return null;
-      const claimed = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
-      if (claimed) return claimed;
-    }
+    const [delivery] = await queue.take(1);
+    return this.claim().finally(() => delivery?.done().catch(() => undefined));
   }
 
   /**
@@ -170,11 +181,14 @@ export class RunWorker {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     await this.sweepWaiting();
     if (!this.options.queue) return;
+    // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
+    // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
+    // Orphaned runs are announced ahead of the queue.
     const claimable = await this.options.runs.claimable(this.leaseMarginMs);
     const orphaned = claimable.filter((run) => run.orphaned).map((run) => run.id);
     const queued = claimable.filter((run) => !run.orphaned).map((run) => run.id);
     if (orphaned.length > 0) await this.options.queue.enqueue(orphaned, { first: true });
-    if (queued.length > 0) await this.options.queue.enqueue(queued);
+    if (queued.length > 0) await this.options.queue.enqueue(queued.slice(0, this.concurrency));
   }
 
   /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
@@ -266,10 +280,12 @@ export class RunWorker {
       return;
     }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      const { retryAfterMs } = outcome;
+      const reason = retryAfterMs === undefined ? interruption(claimed.number, this.workerId, "HANDED_BACK") : modelBusy(claimed.number, retryAfterMs);
+      await this.options.runs.handBack(claimed, fence, reason, retryAfterMs === undefined ? undefined : () => retryAfterMs);
       // Awaited: a worker process closes its queue right after its worker stopped.
       await this.announceOrphan(claimed.run.id);
-      logger.info("run handed back", where);
+      logger.info("run handed back", { ...where, ...(retryAfterMs !== undefined && { reason, retryAfterMs }) });
       return;
     }
     try {

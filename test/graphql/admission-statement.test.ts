@@ -63,6 +63,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       workspaceId: null,
       agent: "researcher",
       agentProfileId: stored.agentProfileId!,
+      priority: 0,
       question: "Direct",
       limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 },
       materials: [],

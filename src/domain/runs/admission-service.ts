@@ -30,6 +30,9 @@ export const RUN_MATERIALS_MAX = 100;
 
 export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
 
+/** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
+export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
+
 const limits = z.object({
   maxTurns: z
     .number()
@@ -74,6 +77,13 @@ const admitInput = z.object({
     .nullish()
     .transform((v) => v ?? "REJECT"),
   idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),
+  priority: z
+    .number()
+    .int()
+    .min(RUN_PRIORITY_RANGE.min)
+    .max(RUN_PRIORITY_RANGE.max)
+    .nullish()
+    .transform((v) => v ?? 0),
 });
 
 export type AdmitInput = z.input<typeof admitInput>;
@@ -92,6 +102,8 @@ function fingerprintOf(request: Admission): string {
     question: request.question,
     materials,
     limits: request.limits,
+    // Only when given: keys stored before priorities existed keep matching their requests.
+    ...(request.priority !== 0 ? { priority: request.priority } : {}),
   };
   return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
 }
@@ -139,6 +151,7 @@ export class AdmissionService {
         agentProfileId: profile.id,
         question: request.question,
         limits: request.limits,
+        priority: request.priority,
         materials: distinct(request.materials),
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         now,
@@ -216,6 +229,7 @@ export class AdmissionService {
         agentProfileId,
         question: request.question,
         ...request.limits,
+        priority: request.priority,
         createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
         goalVersionId: goal?.id ?? null,
@@ -226,7 +240,7 @@ export class AdmissionService {
         ...(materials.length ? { materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) } } : {}),
       },
     });
-    // The question enters the conversation's log when the run starts (runtime/adapters/run-state/claim.ts):
+    // The question enters the conversation's log when the run starts (domain/runs/claim.ts):
     // a run queued behind another must not show up in the middle of that run's turns. The run
     // is new, so is its link: a plain insert.
     if (request.workspaceId)

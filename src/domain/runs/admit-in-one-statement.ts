@@ -27,6 +27,8 @@ export type OneStatementAdmission = {
   agentProfileId: string;
   question: string;
   limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number };
+  /** Orders the run among its owner's queued runs (higher first). */
+  priority: number;
   /** Publication versions in order, without duplicates. */
   materials: { publicationId: string; version: number }[];
   idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
@@ -64,6 +66,7 @@ const RUN_COLUMNS: [column: string, field: keyof Run][] = [
   ["model_label", "modelLabel"],
   ["tokens_used", "tokensUsed"],
   ["checkpoint_revision_seen", "checkpointRevisionSeen"],
+  ["priority", "priority"],
 ];
 
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
@@ -105,10 +108,10 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
-                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, created_at)
+                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, created_at)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
-             gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${now}
+             gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)}, ${now}
         FROM gate, conversation
       RETURNING ${returning}),
     materials AS (

@@ -1,7 +1,10 @@
 // Claiming a run starts a new attempt (R17–R19), in one transaction:
-// - the run is taken: a running run whose lease expired (orphaned: its attempt died or was handed
-//   back) before any queued one, or a queued run whose conversation's execution slot is free and
-//   that is the oldest queued run of its conversation;
+// - the run is taken, fairly across principals: first a running run whose lease expired (a
+//   crashed or handed-back attempt, or one resuming after decisions); then a queued run whose
+//   conversation's execution slot is free and that is the oldest queued run of its conversation,
+//   of the principal with the fewest running runs, then of their highest priority, then oldest.
+//   A principal with maxRunningPerPrincipal running runs gets no queued run claimed; that count is
+//   checked again under a lock per principal, so workers claiming at once never exceed it;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
 // - that attempt is recorded as ended — CRASHED when its instance has no database session left,
 //   LEASE_LOST when it is still connected (frozen, or cut off and not yet told) — and every span it
@@ -31,73 +34,121 @@ export type ClaimOptions = {
   workerId: string;
   leaseMs: number;
   leaseMarginMs: number;
+  /** A principal with this many running runs gets no queued run of theirs claimed. */
+  maxRunningPerPrincipal: number;
   liveness: InstanceLiveness;
   /** The name and attributes of a run's RUN span, when the first attempt creates it. */
   describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
 };
 
-type Taken = { id: string; attempt: number; previous_owner: string | null };
+type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean };
 
 class SlotTaken extends Error {}
+
+/** The claimed run's principal reached their running-run cap under a concurrent claim: claim another's run. */
+class PrincipalAtCap extends Error {
+  constructor(readonly ownerId: string) {
+    super(`principal ${ownerId} has reached their running-run cap`);
+  }
+}
+
+/** How often a claim moves on to another principal's run after losing a race for a principal's last slot. */
+const CAP_RETRIES = 3;
 
 /** Claims the next claimable run (or only `runId`, when it is claimable); null when there is none. */
 export async function claimRun(options: ClaimOptions, runId?: string): Promise<ClaimedAttempt | null> {
   const changes: TraceChange[] = [];
-  try {
-    const claimed = await options.prisma.$transaction(async (tx) => {
-      const [taken] = await tx.$queryRawUnsafe<Taken[]>(
-        `WITH candidate AS (
-           SELECT r.id, r.lease_owner AS previous_owner FROM run r
-            WHERE ($3::text IS NULL OR r.id = $3)
-              AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 4)})
-                OR (r.status = 'QUEUED'
-                    AND NOT EXISTS (SELECT 1 FROM conversation c
-                                     WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-                    AND NOT EXISTS (SELECT 1 FROM run o
-                                     WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
-                                       AND (o.created_at, o.id) < (r.created_at, r.id))))
-            ORDER BY r.status = 'RUNNING' DESC, r.created_at LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
-         UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-                lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-                started_at = COALESCE(run.started_at, now())
-           FROM candidate WHERE run.id = candidate.id
-         RETURNING run.id, run.attempt, candidate.previous_owner`,
-        options.workerId,
-        options.leaseMs,
-        runId ?? null,
-        options.leaseMarginMs,
-      );
-      if (!taken) return null;
-      const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
-      const now = new Date();
-      const traceId = await ensureTrace(tx, run.id);
-      if (taken.attempt > 1) changes.push(...(await endPreviousAttempt(tx, options, { run, previousOwner: taken.previous_owner, traceId, now })));
-      const root = await rootSpan(tx, options, { run, traceId, now, changes });
-      const attemptSpan = await startSpanIn(tx, {
-        traceId,
-        parentId: root.id,
-        kind: "ATTEMPT",
-        name: `attempt ${taken.attempt}`,
-        attributes: { "dossier.attempt": taken.attempt, "dossier.instance": options.workerId },
-        at: now,
+  // Principals found at their cap once their lock was held: skipped by the next try.
+  const full: string[] = [];
+  for (let tries = 0; tries <= CAP_RETRIES; tries += 1) {
+    changes.length = 0;
+    try {
+      const claimed = await options.prisma.$transaction(async (tx) => {
+        const [taken] = await tx.$queryRawUnsafe<Taken[]>(
+          `WITH running AS (
+             SELECT owner_id, count(*)::int AS n FROM run
+              WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now() GROUP BY owner_id),
+           candidate AS (
+             SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
+               LEFT JOIN running ON running.owner_id = r.owner_id
+              WHERE ($3::text IS NULL OR r.id = $3)
+                AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
+                  OR (r.status = 'QUEUED'
+                      AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
+                      AND NOT EXISTS (SELECT 1 FROM conversation c
+                                       WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+                      AND NOT EXISTS (SELECT 1 FROM run o
+                                       WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
+                                         AND (o.created_at, o.id) < (r.created_at, r.id))))
+              ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
+              LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
+           UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
+                  lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+                  started_at = COALESCE(run.started_at, now())
+             FROM candidate WHERE run.id = candidate.id
+           RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued`,
+          options.workerId,
+          options.leaseMs,
+          runId ?? null,
+          options.maxRunningPerPrincipal,
+          full,
+          options.leaseMarginMs,
+        );
+        if (!taken) return null;
+        if (taken.queued) await holdPrincipalSlot(tx, taken, options.maxRunningPerPrincipal);
+        return startAttempt(tx, options, taken, changes);
       });
-      changes.push(attemptSpan.change);
-      await tx.runAttempt.create({
-        data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
-      });
-      await takeSlotAndAsk(tx, run);
-      return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } };
-    });
-    if (claimed) {
-      // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
-      options.announce(changes);
-      publishRunStatus(options.events, claimed.run.id, "RUNNING");
+      if (claimed) {
+        // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
+        options.announce(changes);
+        publishRunStatus(options.events, claimed.run.id, "RUNNING");
+      }
+      return claimed;
+    } catch (error) {
+      if (error instanceof SlotTaken) return null;
+      if (!(error instanceof PrincipalAtCap)) throw error;
+      full.push(error.ownerId);
     }
-    return claimed;
-  } catch (error) {
-    if (error instanceof SlotTaken) return null;
-    throw error;
   }
+  return null;
+}
+
+/**
+ * Counts the principal's running runs again under a lock of their own, held to the commit: a
+ * claim that committed meanwhile is counted, and one claiming at the same time waits for this one.
+ */
+async function holdPrincipalSlot(tx: Tx, taken: Taken, max: number): Promise<void> {
+  await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `claim-principal:${taken.owner_id}`);
+  const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
+    `SELECT count(*)::int AS n FROM run
+      WHERE owner_id = $1 AND id <> $2 AND status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()`,
+    taken.owner_id,
+    taken.id,
+  );
+  if (Number(row?.n ?? 0) >= max) throw new PrincipalAtCap(taken.owner_id);
+}
+
+/** The new attempt of the taken run: the previous one ended, the RUN and ATTEMPT spans, the slot, the question. */
+async function startAttempt(tx: Tx, options: ClaimOptions, taken: Taken, changes: TraceChange[]): Promise<ClaimedAttempt> {
+  const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
+  const now = new Date();
+  const traceId = await ensureTrace(tx, run.id);
+  if (taken.attempt > 1) changes.push(...(await endPreviousAttempt(tx, options, { run, previousOwner: taken.previous_owner, traceId, now })));
+  const root = await rootSpan(tx, options, { run, traceId, now, changes });
+  const attemptSpan = await startSpanIn(tx, {
+    traceId,
+    parentId: root.id,
+    kind: "ATTEMPT",
+    name: `attempt ${taken.attempt}`,
+    attributes: { "dossier.attempt": taken.attempt, "dossier.instance": options.workerId },
+    at: now,
+  });
+  changes.push(attemptSpan.change);
+  await tx.runAttempt.create({
+    data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
+  });
+  await takeSlotAndAsk(tx, run);
+  return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } };
 }
 
 /** The run's RUN span: one per run, created by its first attempt. */

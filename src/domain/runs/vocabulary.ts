@@ -53,7 +53,8 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 export type Outcome =
   | { type: "final"; answer: string }
   /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */
-  | { type: "interrupted"; status: StopReason; databaseFailed?: string }
+  /** `retryAfterMs`: the model endpoint asked to wait (HANDED_BACK): the run resumes no sooner. */
+  | { type: "interrupted"; status: StopReason; databaseFailed?: string; retryAfterMs?: number }
   /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
   | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };
@@ -96,6 +97,8 @@ export type Claimant = {
   leaseMs: number;
   /** A run whose lease has an owner is taken over only this long after the lease expired (see attempt/own-clock.ts). */
   leaseMarginMs: number;
+  /** A principal with this many running runs gets no queued run of theirs claimed (their resumptions still are). */
+  maxRunningPerPrincipal: number;
   liveness: InstanceLiveness;
   describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
 };

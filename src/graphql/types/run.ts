@@ -55,6 +55,7 @@ export const RunNode = builder.prismaNode("Run", {
         "The version of the agent profile frozen at admission: the system prompt, tools and skills the run executes, whatever the configuration says now. Null for a run admitted before profiles were versioned.",
     }),
     limits: t.field({ type: RunLimits, resolve: (run) => run }),
+    priority: t.exposeInt("priority", { description: "Orders the run among its principal's own queued runs (AdmitRunInput.priority)." }),
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
     answer: t.string({
       nullable: true,
@@ -262,6 +263,10 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
     }),
     idempotencyKey: t.string({
       description: "Retrying with the same key and request returns the same run (replayed); kept at least 24 hours.",
+    }),
+    priority: t.int({
+      description:
+        "Orders this run among its principal's own queued runs: higher first, then oldest; default 0, from -1000 to 1000. Workers interleave principals before it: the principal with the fewest running runs goes first.",
     }),
   }),
 });

@@ -13,7 +13,7 @@ import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
-import type { ModelPort } from "../ports/model.js";
+import { type ModelPort, ModelRetryLater } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
@@ -139,6 +139,9 @@ export class RunExecutor {
       }
     } catch (error) {
       if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
+      // The model endpoint is busy past the adapter's retries: another attempt resumes the run later.
+      const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
+      if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
       const message = error instanceof Error ? error.message : String(error);
       // The database failed, not the run: its state is intact and another attempt resumes it.
       if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };

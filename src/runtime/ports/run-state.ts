@@ -32,9 +32,10 @@ export interface RunState {
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /**
-   * A stopping worker, or an attempt the database failed, gives the run back for another attempt
-   * to resume: at once, or after `delayAfter(n)` ms when the run's n attempts before were handed
-   * back too. Throws when the database fails; an attempt that lost its run hands back nothing.
+   * A stopping worker, an attempt the database failed, or one whose model endpoint asked to wait,
+   * gives the run back for another attempt to resume: at once, or after `delayAfter(n)` ms when
+   * the run's n attempts before were handed back too. Throws when the database fails; an attempt
+   * that lost its run hands back nothing.
    */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<void>;
   /**
