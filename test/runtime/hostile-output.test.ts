@@ -14,6 +14,7 @@ import { McpServersDocument, RunTraceDocument, UpsertMcpServerDocument } from ".
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { type ChatBody, type OpenAIStreamStub, type StubTurn, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { questionOf } from "../support/requests.js";
 import { killAll, projectRoot, type Spawned, spawnBuilt, spawnTs } from "../support/processes.js";
 
 const SERVER_SCRIPT = path.join(projectRoot, "test/support/mcp-test-server.ts");
@@ -29,6 +30,8 @@ const CASES: Record<string, Case> = {
   // Its own server: a STDIO server whose message was refused is stopped (started again by a later run).
   "mcp-result-300mb": { call: { tool: "mcp__streaming__huge", arguments: { bytes: 300_000_000, stream: true } } },
   "mcp-http-300mb": { call: { tool: "mcp__web__huge", arguments: { bytes: 300_000_000, stream: true } } },
+  // The SDK's HTTP server answers as an SSE stream: one 12 MB event, over the 10 MiB default cap.
+  "mcp-http-sse-12mb": { call: { tool: "mcp__web__huge", arguments: { bytes: 12_000_000 } } },
   "call-id-3000": { call: { id: LONG_CALL_ID, arguments: { bytes: 50_000 } } },
 };
 
@@ -37,7 +40,8 @@ const shown = new Map<string, string>();
 
 function turnFor(body: ChatBody): StubTurn {
   const asked = body.messages.findLastIndex((m) => m.role === "user");
-  const name = Object.keys(CASES).find((key) => String(body.messages[asked]?.content).includes(`[${key}]`));
+  // The question itself: the workspace context before it may name earlier runs' questions.
+  const name = Object.keys(CASES).find((key) => questionOf(String(body.messages[asked]?.content)) === `Handle [${key}]`);
   const row = name ? CASES[name]! : {};
   const result = body.messages.slice(asked).find((m) => m.role === "tool");
   if (row.call && !result) {
@@ -146,6 +150,7 @@ describe(`hostile outputs against a server process on ${backend}`, () => {
       // The 300 MB result was refused while it arrived: the model read why, and the run went on.
       expect(shown.get("mcp-result-300mb")).toContain("MCP_RESULT_MAX_BYTES");
       expect(shown.get("mcp-http-300mb")).toContain("MCP_RESULT_MAX_BYTES");
+      expect(shown.get("mcp-http-sse-12mb")).toContain("MCP_RESULT_MAX_BYTES");
       expect(shown.get("call-id-3000")).toContain("spill://");
       // The endless tools/list stopped at MCP_LIST_MAX_PAGES (50 pages of one tool).
       const endless = (await client.request(McpServersDocument, {})).mcpServers.find((s) => s.name === "endless")!;
