@@ -12,6 +12,7 @@ import { type McpServerRecord, stdioCommandRefusal } from "../../domain/capabili
 import type { SecretBox } from "../../domain/capabilities/secret-box.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
+import { untilAborted } from "./until-aborted.js";
 
 export type { McpConnectionState, McpServerStatus };
 
@@ -289,15 +290,4 @@ export class McpRegistry {
     connection.state = "CLOSED";
     if (wasOpen) await connection.client?.close().catch(() => undefined);
   }
-}
-
-/** `work`, or the signal's reason as soon as it aborts (the work itself goes on). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
