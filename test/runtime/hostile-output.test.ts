@@ -72,7 +72,7 @@ describe(`hostile outputs against a server process on ${backend}`, () => {
 
   beforeAll(async () => {
     stub = await startOpenAIStreamStub(turnFor);
-    const web = spawnTs("test/support/mcp-test-server.ts", { args: ["--http", "--name", "web"] });
+    const web = spawnTs("test/support/mcp-test-server.ts", { args: ["--http", "--name", "web", "--variant", "hostile"] });
     running.push(web);
     webUrl = (await web.waitForOutput(/http:\/\/127\.0\.0\.1:\d+\/mcp/, 30_000)).trim();
     const dir = mkdtempSync(path.join(tmpdir(), "dossier-hostile-"));
@@ -110,7 +110,7 @@ describe(`hostile outputs against a server process on ${backend}`, () => {
       command: process.execPath,
       args: ["--import", "tsx", SERVER_SCRIPT, "--name", name, "--variant", variant],
     });
-    for (const input of [stdio("hostile", "a"), stdio("streaming", "a"), stdio("endless", "endless-list")]) {
+    for (const input of [stdio("hostile", "hostile"), stdio("streaming", "hostile"), stdio("endless", "endless-list")]) {
       expectType((await client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "UpsertMcpServerSuccess");
     }
     const http = { name: "web", transport: "HTTP" as const, url: webUrl };

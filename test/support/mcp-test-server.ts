@@ -3,8 +3,9 @@
 //   --name <label>     shows in results and in the start/exit log
 //   --variant <v>      "a": tools slow, echo; "b": adds fresh — a configuration change that
 //                      yields a different tool set; "endless-list": tools/list always has a
-//                      next page; "slow-list": tools/list answers after 60 s
-//   The tool `huge` answers `bytes` characters (an error result with `error`); with `stream`
+//                      next page; "slow-list": tools/list answers after 60 s; "hostile":
+//                      variant a's tools and `huge`
+//   The tool `huge` (every variant but "a" and "b") answers `bytes` characters (an error result with `error`); with `stream`
 //   it writes its answer straight to stdout (or the HTTP response) in 1 MiB pieces as the pipe
 //   drains, as a server that streams a result it never holds whole would.
 //   MCP_TEST_LOG=file  appends "start <label> <pid>" and "exit <label> <pid>" lines
@@ -49,17 +50,7 @@ function buildServer(): McpServer {
     server.registerTool("added", { description: "Added at run time." }, async () => ({ content: [{ type: "text", text: "added works" }] }));
     return { content: [{ type: "text", text: "added the tool `added`" }] };
   });
-  server.registerTool(
-    "huge",
-    {
-      description: "Answers `bytes` characters.",
-      inputSchema: { bytes: z.number().int().min(0), error: z.boolean().optional(), stream: z.boolean().optional() },
-    },
-    async ({ bytes, error, stream }, extra) => {
-      if (stream) return streamAnswer(extra.requestId, bytes, error === true);
-      return { content: [{ type: "text", text: "e".repeat(bytes) }], isError: error === true };
-    },
-  );
+  if (variant !== "a" && variant !== "b") registerHuge(server);
   if (variant === "endless-list" || variant === "slow-list") {
     // Replaces the SDK's own handler: the tools it registered still answer calls.
     server.server.setRequestHandler(ListToolsRequestSchema, async (request) => {
@@ -75,6 +66,21 @@ function buildServer(): McpServer {
     server.registerTool("fresh", { description: "Only in variant b." }, async () => ({ content: [{ type: "text", text: "fresh" }] }));
   }
   return server;
+}
+
+/** The tool `huge` (variants other than "a" and "b"): answers `bytes` characters. */
+function registerHuge(server: McpServer): void {
+  server.registerTool(
+    "huge",
+    {
+      description: "Answers `bytes` characters.",
+      inputSchema: { bytes: z.number().int().min(0), error: z.boolean().optional(), stream: z.boolean().optional() },
+    },
+    async ({ bytes, error, stream }, extra) => {
+      if (stream) return streamAnswer(extra.requestId, bytes, error === true);
+      return { content: [{ type: "text", text: "e".repeat(bytes) }], isError: error === true };
+    },
+  );
 }
 
 /** Writes the JSON-RPC answer to `id` straight to stdout, piece by piece, waiting for the pipe; never returns. */
