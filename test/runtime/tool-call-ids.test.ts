@@ -53,7 +53,7 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     t = undefined;
   });
 
-  it("the approval lists both calls; approving one runs that one only, and the other never runs unapproved", async () => {
+  it("the approval lists both calls; approving one runs that one only, and the other never runs unapproved", { timeout: 90_000 }, async () => {
     const executed: string[] = [];
     t = await startTestApp(backend, {
       runtime: {
@@ -103,7 +103,7 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     expect(done.answer).toContain('declined this call of "write_transfer"');
   });
 
-  it("a 3,000-character call id is stored, held for approval and decided like any other", async () => {
+  it("a 3,000-character call id is stored, held for approval and decided like any other", { timeout: 90_000 }, async () => {
     const executed: string[] = [];
     t = await startTestApp(backend, {
       runtime: {
