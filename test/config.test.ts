@@ -172,6 +172,7 @@ describe("loadConfig", () => {
       mcpStdioEnv: [],
       mcpHttpAllowedHosts: [],
       mcpDrainTimeoutMs: 120_000,
+      mcpLimits: { resultMaxBytes: 10_485_760, listMaxPages: 50, listMaxTools: 1_000, listTimeoutMs: 30_000 },
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
       commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },
     });
@@ -200,6 +201,11 @@ describe("loadConfig", () => {
     expect(configured.fetch.allowedHosts).toEqual(["example.com", "*.wikipedia.org", "127.0.0.1:8080"]);
     expect(configured.commands.allowed).toBe(true);
     expect(loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "MCP.internal, 127.0.0.1:8931" }).capabilities.mcpHttpAllowedHosts).toEqual(["mcp.internal", "127.0.0.1:8931"]);
+    // What a server may send is bounded, and a bound too small to hold an ordinary answer is refused.
+    const limits = loadConfig({ MCP_RESULT_MAX_BYTES: "1048576", MCP_LIST_MAX_PAGES: "5", MCP_LIST_MAX_TOOLS: "20", MCP_LIST_TIMEOUT_MS: "2000" });
+    expect(limits.capabilities.mcpLimits).toEqual({ resultMaxBytes: 1_048_576, listMaxPages: 5, listMaxTools: 20, listTimeoutMs: 2_000 });
+    expect(() => loadConfig({ MCP_RESULT_MAX_BYTES: "1000" })).toThrow(/MCP_RESULT_MAX_BYTES="1000": must be at least 65536/);
+    expect(() => loadConfig({ MCP_LIST_MAX_PAGES: "0" })).toThrow(/MCP_LIST_MAX_PAGES="0": must be at least 1/);
     // A wildcard would let names someone outside controls lead inside the network.
     expect(() => loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "*.corp.example" })).toThrow(
       /MCP_HTTP_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/,

@@ -35,7 +35,9 @@ describe.each(backends)("publishing a run's answer on %s", (backend) => {
     t = undefined;
   });
 
-  it("an answer without visible characters or over the limit is recorded, the run SUCCEEDS, and the run says why nothing was published", async () => {
+  it("an answer without visible characters or over the limit is recorded, the run SUCCEEDS, and the run says why nothing was published", {
+    timeout: 120_000,
+  }, async () => {
     t = await startTestApp(backend, { runtime: { model: answeringModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-answers-")) } });
     const workspace = await createWorkspace(t.client);
     const runs = Object.fromEntries(

@@ -1,6 +1,7 @@
 // Tool calls of one model message have ids of their own as Dossier stores them: a model that
 // gives two calls one id (or none) cannot make a person approve one call and run another. The
 // approval lists every held call; a call nobody approved never executes.
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -52,7 +53,7 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     t = undefined;
   });
 
-  it("the approval lists both calls; approving one runs that one only, and the other never runs unapproved", async () => {
+  it("the approval lists both calls; approving one runs that one only, and the other never runs unapproved", { timeout: 90_000 }, async () => {
     const executed: string[] = [];
     t = await startTestApp(backend, {
       runtime: {
@@ -100,5 +101,30 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     expect(executed).toEqual(['write_record {"v":"rename a draft"}']);
     expect(done.answer).toContain("write_record done");
     expect(done.answer).toContain('declined this call of "write_transfer"');
+  });
+
+  it("a 3,000-character call id is stored, held for approval and decided like any other", { timeout: 90_000 }, async () => {
+    const executed: string[] = [];
+    t = await startTestApp(backend, {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-call-ids-")),
+        extraTools: [recordingTool("write_record", executed)],
+        approvals: { rules: { "write_*": "always", "*": "never" } },
+      },
+    });
+    // Random characters: an index entry cannot compress them below PostgreSQL's limit (~2,700 bytes).
+    const longId = randomBytes(2_250).toString("base64url");
+    const { run } = await admit(t.client, { question: callTools({ name: "write_record", arguments: { v: 1 }, id: longId }) });
+    const held = await waitUntil(async () => {
+      const view = expectType((await t!.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return view.status === "WAITING" ? view : undefined;
+    }, 20_000);
+    expect(held.pendingApprovals.map((a) => a.toolCallId)).toEqual([longId]);
+    const decided = await t.client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: longId, decision: "APPROVE" } });
+    expectType(decided.decideToolCall, "DecideToolCallSuccess");
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(executed).toEqual(['write_record {"v":1}']);
   });
 });

@@ -14,6 +14,7 @@ import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/capabilities/secret-box.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
+import { untilAborted } from "./until-aborted.js";
 
 export type { McpConnectionState, McpServerStatus };
 
@@ -292,17 +293,6 @@ export class McpRegistry {
     connection.state = "CLOSED";
     if (wasOpen) await connection.client?.close().catch(() => undefined);
   }
-}
-
-/** `work`, or the signal's reason as soon as it aborts (the work itself goes on). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** Why a stored STDIO server may not start now (the operator may have narrowed the lists since it was stored), or null. */
