@@ -12,6 +12,7 @@ const timingSensitive = [
   "test/runtime/worker-processes.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
+  "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",
   "test/server/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
