@@ -226,7 +226,7 @@ export class AdmissionService {
         ...(materials.length ? { materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) } } : {}),
       },
     });
-    // The question enters the conversation's log when the run starts (runtime/adapters/run-state/claim.ts):
+    // The question enters the conversation's log when the run starts (domain/runs/claim.ts):
     // a run queued behind another must not show up in the middle of that run's turns. The run
     // is new, so is its link: a plain insert.
     if (request.workspaceId)

@@ -1,6 +1,6 @@
 // Which attempt of which worker holds a run (R18), and the one SQL check of it: the run row,
 // locked FOR NO KEY UPDATE, still RUNNING under that attempt and worker. The attempt fence
-// (runtime/adapters/run-state/attempt-fence.ts) runs it at the start of each fenced transaction; a write that is a
+// (domain/runs/attempt-fence.ts) runs it at the start of each fenced transaction; a write that is a
 // single statement (trace events, domain/trace/trace-writes.ts) carries it inside itself.
 
 export type Holder = { runId: string; attempt: number; workerId: string };
