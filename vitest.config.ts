@@ -14,6 +14,7 @@ const timingSensitive = [
   "test/runtime/tool-approval-processes.test.ts",
   "test/runtime/hostile-output.test.ts",
   "test/runtime/mcp-listing-deadline.test.ts",
+  "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",
   "test/server/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",

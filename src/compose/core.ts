@@ -92,7 +92,7 @@ export function createServices({
     publications: new PublicationService({ prisma, links, events }),
     agentProfiles,
     admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
-    runs: new RunService({ prisma, events }),
+    runs: new RunService({ prisma, events, announcer }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
     mcpServers: new McpServerService({

@@ -144,9 +144,8 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     publishAnswerStep({ publications, ledger }),
     decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
+    // (Its calls still waiting for a decision are rejected by the run's end itself: domain/runs/transitions.ts.)
     async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
-    // A run that ended executes none of its calls still waiting for a decision.
-    ({ tx, run, after }) => services.toolApprovals.closeOpenIn(tx, run.id, "the run ended", new Date(), after),
   ];
   const approvals = {
     store: services.toolApprovals,

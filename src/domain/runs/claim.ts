@@ -12,10 +12,12 @@
 // - the new attempt gets its row and an ATTEMPT span under the run's one RUN span;
 // - the conversation's execution slot is taken for the run, and a run's question enters the log
 //   when the run first starts, so a queued follow-up sees the log as the run before it left it.
-import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
+import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { appendMessage } from "../research/conversation-service.js";
-import { endOpenSpansIn, ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-writes.js";
+import { ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-writes.js";
+import { announceApplied, applyTransition, SlotTaken } from "./apply-transition.js";
+import { TRANSITIONS } from "./transitions.js";
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
@@ -30,7 +32,7 @@ export type ClaimOptions = {
   prisma: PrismaClient;
   events: EventPublisher;
   /** Announces committed trace changes (RuntimeTrace.announce). */
-  announce: (changes: readonly TraceChange[]) => void;
+  announce: (changes: readonly (TraceChange | null)[]) => void;
   workerId: string;
   leaseMs: number;
   leaseMarginMs: number;
@@ -43,7 +45,44 @@ export type ClaimOptions = {
 
 type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean };
 
-class SlotTaken extends Error {}
+/**
+ * The claim statement: chooses the next claimable run (or only `runId`) and takes it, in one
+ * statement — a queued run whose conversation's slot is free and that is the oldest queued run
+ * of its conversation, or a running one whose lease expired. Locks the run row first (lock-order.ts).
+ */
+async function takeClaimable(tx: Tx, options: ClaimOptions, runId: string | undefined, full: readonly string[]): Promise<Taken | undefined> {
+  const [taken] = await tx.$queryRawUnsafe<Taken[]>(
+    `WITH running AS (
+       SELECT owner_id, count(*)::int AS n FROM run
+        WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now() GROUP BY owner_id),
+     candidate AS (
+       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
+         LEFT JOIN running ON running.owner_id = r.owner_id
+        WHERE ($3::text IS NULL OR r.id = $3)
+          AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
+            OR (r.status = 'QUEUED'
+                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
+                AND NOT EXISTS (SELECT 1 FROM conversation c
+                                 WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+                AND NOT EXISTS (SELECT 1 FROM run o
+                                 WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
+                                   AND (o.created_at, o.id) < (r.created_at, r.id))))
+        ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
+        LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
+     UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
+            lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+            started_at = COALESCE(run.started_at, now())
+       FROM candidate WHERE run.id = candidate.id
+     RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued`,
+    options.workerId,
+    options.leaseMs,
+    runId ?? null,
+    options.maxRunningPerPrincipal,
+    full,
+    options.leaseMarginMs,
+  );
+  return taken;
+}
 
 /** The claimed run's principal reached their running-run cap under a concurrent claim: claim another's run. */
 class PrincipalAtCap extends Error {
@@ -57,53 +96,11 @@ const CAP_RETRIES = 3;
 
 /** Claims the next claimable run (or only `runId`, when it is claimable); null when there is none. */
 export async function claimRun(options: ClaimOptions, runId?: string): Promise<ClaimedAttempt | null> {
-  const changes: TraceChange[] = [];
   // Principals found at their cap once their lock was held: skipped by the next try.
   const full: string[] = [];
   for (let tries = 0; tries <= CAP_RETRIES; tries += 1) {
-    changes.length = 0;
     try {
-      const claimed = await options.prisma.$transaction(async (tx) => {
-        const [taken] = await tx.$queryRawUnsafe<Taken[]>(
-          `WITH running AS (
-             SELECT owner_id, count(*)::int AS n FROM run
-              WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now() GROUP BY owner_id),
-           candidate AS (
-             SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
-               LEFT JOIN running ON running.owner_id = r.owner_id
-              WHERE ($3::text IS NULL OR r.id = $3)
-                AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
-                  OR (r.status = 'QUEUED'
-                      AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
-                      AND NOT EXISTS (SELECT 1 FROM conversation c
-                                       WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-                      AND NOT EXISTS (SELECT 1 FROM run o
-                                       WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
-                                         AND (o.created_at, o.id) < (r.created_at, r.id))))
-              ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
-              LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
-           UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-                  lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-                  started_at = COALESCE(run.started_at, now())
-             FROM candidate WHERE run.id = candidate.id
-           RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued`,
-          options.workerId,
-          options.leaseMs,
-          runId ?? null,
-          options.maxRunningPerPrincipal,
-          full,
-          options.leaseMarginMs,
-        );
-        if (!taken) return null;
-        if (taken.queued) await holdPrincipalSlot(tx, taken, options.maxRunningPerPrincipal);
-        return startAttempt(tx, options, taken, changes);
-      });
-      if (claimed) {
-        // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
-        options.announce(changes);
-        publishRunStatus(options.events, claimed.run.id, "RUNNING");
-      }
-      return claimed;
+      return await claimOnce(options, runId, full);
     } catch (error) {
       if (error instanceof SlotTaken) return null;
       if (!(error instanceof PrincipalAtCap)) throw error;
@@ -111,6 +108,46 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
     }
   }
   return null;
+}
+
+/** One claim transaction: takes the fairest claimable run (skipping the principals in `full`) and starts its attempt. */
+async function claimOnce(options: ClaimOptions, runId: string | undefined, full: readonly string[]): Promise<ClaimedAttempt | null> {
+  const claimed = await options.prisma.$transaction(async (tx) => {
+    const taken = await takeClaimable(tx, options, runId, full);
+    if (!taken) return null;
+    if (taken.queued) await holdPrincipalSlot(tx, taken, options.maxRunningPerPrincipal);
+    const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
+    const now = new Date();
+    const traceId = await ensureTrace(tx, run.id);
+    // A first attempt claims the run; any later one takes it over from the attempt before.
+    const row = taken.attempt > 1 ? TRANSITIONS.takeOver : TRANSITIONS.claim;
+    const previous = taken.attempt > 1 ? await previousAttempt(tx, options, run, taken.previous_owner) : null;
+    const applied = (await applyTransition(tx, row, run, {
+      at: now,
+      reason: previous?.reason ?? "claimed",
+      ...(previous ? { attempt: { number: previous.number, outcome: previous.outcome } } : {}),
+      events: options.events,
+    }))!;
+    const root = await rootSpan(tx, options, { run, traceId, now, changes: applied.changes });
+    const attemptSpan = await startSpanIn(tx, {
+      traceId,
+      parentId: root.id,
+      kind: "ATTEMPT",
+      name: `attempt ${taken.attempt}`,
+      attributes: { "dossier.attempt": taken.attempt, "dossier.instance": options.workerId },
+      at: now,
+    });
+    applied.changes.push(attemptSpan.change);
+    await tx.runAttempt.create({
+      data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
+    });
+    await ask(tx, run);
+    return { claimed: { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } }, applied };
+  });
+  if (!claimed) return null;
+  // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
+  announceApplied({ events: options.events, trace: options.announce }, claimed.applied);
+  return claimed.claimed;
 }
 
 /**
@@ -128,34 +165,11 @@ async function holdPrincipalSlot(tx: Tx, taken: Taken, max: number): Promise<voi
   if (Number(row?.n ?? 0) >= max) throw new PrincipalAtCap(taken.owner_id);
 }
 
-/** The new attempt of the taken run: the previous one ended, the RUN and ATTEMPT spans, the slot, the question. */
-async function startAttempt(tx: Tx, options: ClaimOptions, taken: Taken, changes: TraceChange[]): Promise<ClaimedAttempt> {
-  const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
-  const now = new Date();
-  const traceId = await ensureTrace(tx, run.id);
-  if (taken.attempt > 1) changes.push(...(await endPreviousAttempt(tx, options, { run, previousOwner: taken.previous_owner, traceId, now })));
-  const root = await rootSpan(tx, options, { run, traceId, now, changes });
-  const attemptSpan = await startSpanIn(tx, {
-    traceId,
-    parentId: root.id,
-    kind: "ATTEMPT",
-    name: `attempt ${taken.attempt}`,
-    attributes: { "dossier.attempt": taken.attempt, "dossier.instance": options.workerId },
-    at: now,
-  });
-  changes.push(attemptSpan.change);
-  await tx.runAttempt.create({
-    data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
-  });
-  await takeSlotAndAsk(tx, run);
-  return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } };
-}
-
 /** The run's RUN span: one per run, created by its first attempt. */
 async function rootSpan(
   tx: Tx,
   options: ClaimOptions,
-  { run, traceId, now, changes }: { run: Run; traceId: string; now: Date; changes: TraceChange[] },
+  { run, traceId, now, changes }: { run: Run; traceId: string; now: Date; changes: (TraceChange | null)[] },
 ): Promise<SpanRef> {
   const existing = await tx.span.findFirst({ where: { traceId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true } });
   if (existing) return { id: existing.id, traceId };
@@ -164,40 +178,24 @@ async function rootSpan(
   return { id: started.spanId, traceId };
 }
 
-/** Takes the conversation's execution slot; the run's question enters the log when the run first starts. */
-async function takeSlotAndAsk(tx: Tx, run: Run): Promise<void> {
-  const slot = await tx.conversation.updateMany({
-    where: { id: run.conversationId, OR: [{ activeRunId: null }, { activeRunId: run.id }] },
-    data: { activeRunId: run.id },
-  });
-  // Another run of the conversation was claimed concurrently: this claim is undone.
-  if (slot.count === 0) throw new SlotTaken();
+/** The run's question enters the log when the run first starts (the claim took the conversation's slot). */
+async function ask(tx: Tx, run: Run): Promise<void> {
   const asked = await tx.message.count({ where: { conversationId: run.conversationId, runId: run.id, role: "USER" } });
   if (asked === 0) await appendMessage(tx, { conversationId: run.conversationId, runId: run.id, role: "USER", content: run.question });
 }
 
-/** Records how the attempt before ended, and ends every span it left open. */
-async function endPreviousAttempt(
+/** How the attempt before ended — as it recorded, or as its instance's liveness says — and why its spans end. */
+async function previousAttempt(
   tx: Tx,
   options: ClaimOptions,
-  { run, previousOwner, traceId, now }: { run: Run; previousOwner: string | null; traceId: string; now: Date },
-): Promise<TraceChange[]> {
-  const previous = await tx.runAttempt.findUnique({ where: { runId_number: { runId: run.id, number: run.attempt - 1 } } });
+  run: Run,
+  previousOwner: string | null,
+): Promise<{ number: number; outcome: RunAttemptOutcome; reason: string }> {
+  const number = run.attempt - 1;
+  const previous = await tx.runAttempt.findUnique({ where: { runId_number: { runId: run.id, number } } });
   const outcome: RunAttemptOutcome =
     previous?.outcome ?? (previousOwner === null ? "HANDED_BACK" : (await options.liveness(previousOwner)) ? "LEASE_LOST" : "CRASHED");
-  if (previous && !previous.endedAt) {
-    await tx.runAttempt.update({
-      where: { runId_number: { runId: run.id, number: previous.number } },
-      data: { endedAt: now, outcome },
-    });
-  }
-  return endOpenSpansIn(tx, {
-    traceId,
-    status: "INTERRUPTED",
-    reason: interruption(run.attempt - 1, previous?.instance ?? previousOwner ?? "an unknown worker", outcome, run.attempt),
-    includeRoot: false,
-    at: now,
-  });
+  return { number, outcome, reason: interruption(number, previous?.instance ?? previousOwner ?? "an unknown worker", outcome, run.attempt) };
 }
 
 /**

@@ -1,20 +1,19 @@
-// How an attempt ends (R1, R18). Settling is one fenced transaction: the settle steps (the answer
-// published, proposals decided, spills released), the spans closed, the trace ended, the terminal
-// status, the attempt's outcome and the conversation's slot given back — all or nothing, and
-// nothing at all once the run was cancelled or taken over. A cancelled attempt only acknowledges:
-// it gives back its lease and the slot, so the conversation's next run may start.
-import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
-import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, type TraceChange } from "../trace/trace-writes.js";
-import { toStored } from "../text/stored-text.js";
-import type { Outcome } from "./vocabulary.js";
-import type { CancelledEnding, ClaimedAttempt, SettleContext, SettleStep } from "./vocabulary.js";
-import { runAfterCommit } from "../after-commit.js";
-import type { AfterCommit } from "../after-commit.js";
+// How an attempt ends (R1, R18). Settling is one fenced transaction: the settle row of
+// transitions.ts — the settle steps (the answer published, proposals decided, spills released),
+// open requests rejected, the spans closed, the trace ended, the terminal status, the attempt's
+// outcome and the conversation's slot given back — all or nothing, and nothing at all once the run
+// was cancelled or taken over. A cancelled attempt only acknowledges: it gives back its lease and
+// the slot, so the conversation's next run may start (releaseCancelled).
+import type { EventPublisher, RunStatusName } from "../../events/topics.js";
+import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import type { TraceChange } from "../trace/trace-writes.js";
+import { type Applied, announceApplied, applyTransition, releaseSlot } from "./apply-transition.js";
 import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
-import { recordRunEvent } from "../webhooks/webhook-events.js";
+import { TRANSITIONS } from "./transitions.js";
+import type { CancelledEnding, ClaimedAttempt, Outcome, RunRecord, SettleContext, SettleStep } from "./vocabulary.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
+export { releaseSlot };
 
 export type SettleDeps = {
   prisma: PrismaClient;
@@ -26,68 +25,31 @@ export type SettleDeps = {
   exportEnded: (spanIds: string[]) => void;
 };
 
-export function statusOf(outcome: Outcome): RunStatusName {
-  switch (outcome.type) {
-    case "final":
-      return "SUCCEEDED";
-    case "failed":
-      return "FAILED";
-    case "interrupted":
-      return outcome.status === "TIMED_OUT" || outcome.status === "CANCELLED" ? outcome.status : "FAILED";
-    case "waiting":
-      // A waiting run is not settled: the worker leaves it WAITING (awaitDecisions).
-      throw new Error("a run waiting for decisions is not settled");
-    default: {
-      const unknown: never = outcome;
-      throw new Error(`unknown outcome ${JSON.stringify(unknown)}`);
-    }
-  }
-}
+/** What announces the transitions of the run state: the trace through the runtime's recorder; the worker announces runs. */
+export const announcersOf = (deps: Pick<SettleDeps, "events" | "announce">) => ({ events: deps.events, trace: deps.announce });
 
-/** A settled run's spans: an interrupted run that settles was stopped for good (cancelled, timed out). */
-const spanStatusOf = (outcome: Outcome): "OK" | "ERROR" | "CANCELLED" =>
-  outcome.type === "failed" ? "ERROR" : outcome.type === "interrupted" ? "CANCELLED" : "OK";
+/** Runs `announce` after commit unless the transition did not apply; throws if it did not (a fenced write's caller sees it). */
+function announcing(deps: SettleDeps, applied: Applied | null, after: (() => void)[], what: string): Applied {
+  if (!applied) throw new Error(`the run could not ${what}: it is not in a state that allows it`);
+  after.push(() => announceApplied(announcersOf(deps), applied));
+  return applied;
+}
 
 /** Settles the run in the attempt's terminal state; returns that state. */
 export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<RunStatusName> {
-  const status = statusOf(outcome);
   const { run, root, span } = claimed;
-  await fence.write(async (tx, after) => {
-    for (const step of deps.steps) await step({ tx, run, outcome, status, after });
-    const at = new Date();
-    const failure = outcome.type === "failed" ? { failureReason: outcome.reason, error: outcome.message } : {};
-    const changes: (TraceChange | null)[] = [
-      ...(await endOpenSpansIn(tx, {
-        traceId: root.traceId,
-        status: "INTERRUPTED",
-        reason: "still open when the run ended",
-        includeRoot: false,
-        except: [span.id],
-        at,
-      })),
-      await changeSpanIn(tx, span, { status: spanStatusOf(outcome), attributes: failure, at }),
-      await changeSpanIn(tx, root, { status: spanStatusOf(outcome), attributes: failure, at }),
-      await endTraceIn(tx, root.traceId, at),
-    ];
-    await tx.run.update({
-      where: { id: run.id },
-      data: {
-        status,
-        answer: outcome.type === "final" ? toStored(outcome.answer) : null,
-        failureReason: outcome.type === "failed" ? outcome.reason : null,
-        finishedAt: at,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-      },
-    });
-    await endAttemptRow(tx, run.id, claimed.number, "COMPLETED", at);
-    await releaseSlot(tx, run);
-    // The owner's webhooks hear of it in this same commit (outbox rows): a crash cannot lose it.
-    await recordRunEvent(tx, { ...run, failureReason: outcome.type === "failed" ? outcome.reason : null }, status, { events: deps.events, after });
-    after.push(() => deps.announce(changes));
-    after.push(() => publishRunStatus(deps.events, run.id, status));
+  return fence.write(async (tx, after) => {
+    const details = {
+      at: new Date(),
+      reason: "the run ended",
+      outcome,
+      attempt: { number: claimed.number },
+      spans: { root, attempt: span },
+      steps: deps.steps,
+      events: deps.events,
+    };
+    return announcing(deps, await applyTransition(tx, TRANSITIONS.settle, run, details), after, "settle").status;
   });
-  return status;
 }
 
 /** A stopping worker gives the run back: its spans end INTERRUPTED, its lease is released at once. */
@@ -100,16 +62,21 @@ export async function handBackAttempt(
 ): Promise<void> {
   await fence
     .write(async (tx, after) => {
-      const at = new Date();
-      const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
-      await endAttemptRow(tx, claimed.run.id, claimed.number, "HANDED_BACK", at);
       // Still RUNNING and still holding its conversation's slot: it resumes before anything queued
       // after it — at once, or after a backoff (by the database's clock, the lease's) when asked.
-      const delayMs = delayAfter ? delayAfter(await handedBackBefore(tx, claimed)) : 0;
-      await tx.$executeRaw`UPDATE run SET lease_owner = NULL,
-        lease_expires_at = CASE WHEN ${delayMs}::int > 0 THEN now() + make_interval(secs => ${delayMs}::int / 1000.0) ELSE 'epoch'::timestamptz END
-        WHERE id = ${claimed.run.id}`;
-      after.push(() => deps.announce(changes));
+      const applied = await applyTransition(tx, TRANSITIONS.handBack, claimed.run, {
+        at: new Date(),
+        reason,
+        attempt: { number: claimed.number },
+        events: deps.events,
+      });
+      const delayMs = applied && delayAfter ? delayAfter(await handedBackBefore(tx, claimed)) : 0;
+      if (delayMs > 0) {
+        await tx.$executeRaw`UPDATE run SET lease_expires_at = now() + make_interval(secs => ${delayMs}::int / 1000.0)
+          WHERE id = ${claimed.run.id} AND lease_owner IS NULL`;
+      }
+      // The worker announces the run itself (awaited: a stopping worker closes its queue next).
+      if (applied) after.push(() => announceApplied(announcersOf(deps), applied));
     })
     .catch((error: unknown) => {
       // Lost meanwhile: whoever holds the run now has it. A failed database is the caller's to handle.
@@ -129,39 +96,27 @@ async function handedBackBefore(tx: Prisma.TransactionClient, claimed: ClaimedAt
   return other === -1 ? before.length : other;
 }
 
-/** How a cancelled run's attempt ended, and how its open spans end. */
-
 /**
  * What a cancelled run's attempt still holds — its lease and its conversation's slot — is given
- * back once, by whoever comes first: the attempt itself when it stops (COMPLETED), or the sweep
- * once the lease of an attempt that never stopped expired (CRASHED or LEASE_LOST). The attempt's
- * outcome is recorded, the settle steps of a cancelled run run, and whatever the cancellation
- * left open is closed; the spans the cancellation ended go to the OTLP exporter.
+ * back once, by whoever comes first: the attempt itself when it stops (COMPLETED: releaseCancelled),
+ * or the sweep once the lease of an attempt that never stopped expired (CRASHED or LEASE_LOST:
+ * releaseAbandoned). The attempt's outcome is recorded, the settle steps of a cancelled run run,
+ * and whatever the cancellation left open is closed; the spans the cancellation ended go to the
+ * OTLP exporter. Everything is announced after commit.
  */
-export async function releaseCancelled(deps: SettleDeps, run: Run, ending: CancelledEnding): Promise<void> {
-  const changes = await deps.prisma.$transaction(async (tx) => {
-    const released = await tx.run.updateMany({
-      where: {
-        id: run.id,
-        attempt: ending.attempt,
-        leaseOwner: ending.owner,
-        status: "CANCELLED",
-        ...(ending.expiredOnly ? { leaseExpiresAt: { lt: new Date() } } : {}),
-      },
-      data: { leaseOwner: null, leaseExpiresAt: null },
-    });
-    if (released.count === 0) return [];
-    const at = new Date();
-    await endAttemptRow(tx, run.id, ending.attempt, ending.outcome, at);
-    await releaseSlot(tx, run);
-    await runCancelledSteps(deps.steps, tx, run);
-    return [
-      ...(await endOpenSpansIn(tx, { traceId: run.id, status: ending.spanStatus, reason: ending.reason, includeRoot: true, at })),
-      await endTraceIn(tx, run.id, at),
-    ];
-  });
-  if (changes.length === 0) return;
-  deps.announce(changes);
+export async function releaseCancelled(deps: SettleDeps, run: RunRecord, ending: CancelledEnding): Promise<void> {
+  const row = ending.outcome === "COMPLETED" ? TRANSITIONS.releaseCancelled : TRANSITIONS.releaseAbandoned;
+  const details = {
+    at: new Date(),
+    reason: ending.reason,
+    spanStatus: ending.spanStatus,
+    attempt: { number: ending.attempt, outcome: ending.outcome, owner: ending.owner, expiredOnly: ending.expiredOnly },
+    steps: deps.steps,
+    events: deps.events,
+  };
+  const applied = await deps.prisma.$transaction((tx) => applyTransition(tx, row, run, details));
+  if (!applied) return;
+  announceApplied(announcersOf(deps), applied);
   deps.exportEnded(await cancelledSpans(deps.prisma, run.id));
 }
 
@@ -171,23 +126,4 @@ async function cancelledSpans(prisma: PrismaClient, runId: string): Promise<stri
   if (!run?.finishedAt) return [];
   const spans = await prisma.span.findMany({ where: { traceId: runId, status: "CANCELLED", endedAt: run.finishedAt }, select: { id: true } });
   return spans.map((span) => span.id);
-}
-
-/**
- * The settle steps of a cancelled run, as its stopped attempt (or whoever releases its abandoned
- * lease) gives it back: they publish nothing and apply nothing for it, and release what it held.
- */
-export async function runCancelledSteps(steps: readonly SettleStep[], tx: Prisma.TransactionClient, run: Run): Promise<void> {
-  const after: AfterCommit = [];
-  for (const step of steps) await step({ tx, run, outcome: { type: "interrupted", status: "CANCELLED" }, status: "CANCELLED", after });
-  runAfterCommit(after);
-}
-
-async function endAttemptRow(tx: Prisma.TransactionClient, runId: string, number: number, outcome: RunAttemptOutcome, at: Date) {
-  await tx.runAttempt.updateMany({ where: { runId, number, endedAt: null }, data: { endedAt: at, outcome } });
-}
-
-/** Gives the conversation's execution slot back, so its next queued run may be claimed. */
-export async function releaseSlot(tx: Prisma.TransactionClient, run: Pick<Run, "id" | "conversationId">): Promise<void> {
-  await tx.conversation.updateMany({ where: { id: run.conversationId, activeRunId: run.id }, data: { activeRunId: null } });
 }

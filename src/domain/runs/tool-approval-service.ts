@@ -15,8 +15,11 @@
 // event in the transaction that decides it, so the trace says what was decided, by whom and why
 // the moment it is.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
-import { type EventPublisher, publishRunStatus } from "../../events/topics.js";
-import { appendEventIn, publishTraceChanges, type TraceChange } from "../trace/trace-writes.js";
+import type { EventPublisher } from "../../events/topics.js";
+import { publishTraceChanges, type TraceChange } from "../trace/trace-writes.js";
+import { announceApplied, applyTransition } from "./apply-transition.js";
+import { recordDecisionIn } from "./approval-decisions.js";
+import { TRANSITIONS } from "./transitions.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
 import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -133,15 +136,6 @@ export class ToolApprovalService {
   }
 
   /**
-   * Rejects a run's open requests inside the caller's transaction (the run's end): a run that no
-   * longer executes never executes them. The trace records each after commit.
-   */
-  async closeOpenIn(tx: Tx, runId: string, reason: string, at: Date, after: AfterCommit): Promise<void> {
-    const changes = await rejectOpenIn(tx, runId, reason, at);
-    if (changes.length > 0) after.push(() => publishTraceChanges(this.deps.events, changes));
-  }
-
-  /**
    * Decides one open request (the conditional UPDATE: null when it was decided already) and, when
    * it was the run's last open one and the run is WAITING, makes the run claimable again. The
    * caller holds the run row's lock.
@@ -161,65 +155,17 @@ export class ToolApprovalService {
     const recorded = await recordDecisionIn(tx, approval);
     if (recorded) after.push(() => publishTraceChanges(this.deps.events, [recorded]));
     // Still RUNNING and still holding its conversation's slot, under an expired lease and no
-    // worker: the next claim resumes it, as it resumes a run handed back.
-    const resumed = await tx.$queryRawUnsafe<{ id: string }[]>(
-      `UPDATE run SET status = 'RUNNING', lease_owner = NULL, lease_expires_at = to_timestamp(0)
-        WHERE id = $1 AND status = 'WAITING'
-          AND NOT EXISTS (SELECT 1 FROM tool_approval WHERE run_id = $1 AND decision IS NULL)
-        RETURNING id`,
-      approval.runId,
-    );
-    if (resumed.length > 0) {
-      after.push(() => {
-        publishRunStatus(this.deps.events, approval.runId, "RUNNING");
-        void this.deps.announcer.announce([approval.runId]);
-      });
+    // worker: the next claim resumes it, as it resumes a run handed back (the resume row).
+    const run = await tx.run.findUniqueOrThrow({ where: { id: approval.runId }, select: { id: true, ownerId: true, conversationId: true, workspaceId: true } });
+    const resumed = await applyTransition(tx, TRANSITIONS.resume, run, { at: decision.at, reason: "every request was decided", events: this.deps.events });
+    if (resumed) {
+      const announcers = {
+        events: this.deps.events,
+        trace: (changes: readonly (TraceChange | null)[]) => publishTraceChanges(this.deps.events, changes),
+        runs: (ids: string[]) => void this.deps.announcer.announce(ids),
+      };
+      after.push(() => announceApplied(announcers, resumed));
     }
     return approval;
   }
-}
-
-/**
- * Rejects every open request of a run with `reason`, in the caller's transaction, which holds the
- * run row's lock (a cancellation, the deadline, the run's end); returns the trace changes the
- * caller publishes after commit.
- */
-export async function rejectOpenIn(tx: Tx, runId: string, reason: string, at: Date): Promise<TraceChange[]> {
-  const open = await tx.toolApproval.findMany({ where: { runId, decision: null }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] });
-  const changes: TraceChange[] = [];
-  for (const approval of open) {
-    const won = await tx.toolApproval.updateMany({ where: { id: approval.id, decision: null }, data: { decision: "REJECT", reason, decidedAt: at } });
-    if (won.count === 0) continue;
-    const recorded = await recordDecisionIn(tx, { ...approval, decision: "REJECT", decidedBy: null, reason, decidedAt: at });
-    if (recorded) changes.push(recorded);
-  }
-  return changes;
-}
-
-/**
- * Records a decided request on its call's span: an APPROVAL_DECIDED event with the decision, who
- * took it (null: nobody, it expired or its run ended) and why. A request without a span has no
- * event.
- */
-async function recordDecisionIn(tx: Tx, approval: ToolApproval): Promise<TraceChange | null> {
-  if (!approval.spanId || !approval.decision) return null;
-  const at = approval.decidedAt ?? new Date();
-  // A run's trace shares its id.
-  return appendEventIn(
-    tx,
-    { id: approval.spanId, traceId: approval.runId },
-    {
-      kind: "APPROVAL_DECIDED",
-      payload: {
-        approvalId: approval.id,
-        toolCallId: approval.toolCallId,
-        toolName: approval.toolName,
-        decision: approval.decision,
-        decidedBy: approval.decidedBy,
-        reason: approval.reason,
-        decidedAt: at.toISOString(),
-      },
-      at,
-    },
-  );
 }

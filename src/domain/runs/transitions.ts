@@ -12,6 +12,7 @@ export type TransitionName =
   | "claim"
   | "takeOver"
   | "wait"
+  | "decidedBeforeWaiting"
   | "resume"
   | "handBack"
   | "settle"
@@ -120,6 +121,20 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "STATUS",
     announce: ["TRACE", "STATUS"],
+  },
+  // Every request was decided while the step still ran: the attempt ends, the run is claimable at once.
+  decidedBeforeWaiting: {
+    name: "decidedBeforeWaiting",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "HAND_BACK",
+    attempt: "HANDED_BACK",
+    openSpans: { status: "INTERRUPTED", root: false, attemptSpans: "OK", trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["TRACE", "RUN"],
   },
   // Every request decided: claimable again, as a handed-back run is.
   resume: {

@@ -80,6 +80,7 @@ export class WorkspaceService {
   async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
     const after: AfterCommit = [];
     await this.deps.prisma.$transaction(async (tx) => {
+      await lockRunsOfWorkspace(tx, actor, workspaceId);
       const deleted = await tx.workspace.updateMany({
         where: visibleWorkspace(actor, workspaceId),
         data: { deletedAt: new Date() },
@@ -112,6 +113,26 @@ export class WorkspaceService {
     }
     return workspace;
   }
+}
+
+/**
+ * The lock order of a run and its workspace (domain/runs/lock-order.ts): the run rows, in id
+ * order, before the workspace row. Deleting the goal versions updates every run admitted with one
+ * (ON DELETE SET NULL); a run that settles holds its run row and then links its answer into the
+ * workspace. So the runs that may still be written to — not ended, or still leased — are locked
+ * here first, as a settling run would, and the workspace only after. (Written out here: this folder
+ * cannot import domain/runs, whose admission imports the workspace.)
+ */
+async function lockRunsOfWorkspace(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<void> {
+  await tx.$queryRawUnsafe(
+    `SELECT r.id FROM run r
+      WHERE r.goal_version_id IN (SELECT g.id FROM goal_version g JOIN workspace w ON w.id = g.workspace_id
+                                   WHERE g.workspace_id = $1 AND w.owner_id = $2 AND w.deleted_at IS NULL)
+        AND (r.status IN ('QUEUED', 'RUNNING', 'WAITING') OR r.lease_owner IS NOT NULL)
+      ORDER BY r.id FOR NO KEY UPDATE OF r`,
+    workspaceId,
+    actor.principalId,
+  );
 }
 
 /** The owner's webhooks hear of an archived or deleted workspace in the same commit. */

@@ -7,7 +7,11 @@
 // keeps that from adding a second job while the first waits; a stale job finds its message at
 // another attempt and does nothing. The servers' pg-boss workers take the jobs; a job whose
 // process died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
-// so a retry is relayed the same way, with its delay as the job's start.
+// so a retry is relayed the same way, with its delay as the job's start. A job that pg-boss gave
+// up on (failed for good: its retries spent, say while the database refused the attempt's record)
+// or that is gone without the attempt being recorded leaves its message PENDING and relayed: the
+// relay finds it — relayed a while ago, no live job for its attempt — and relays it again, so the
+// event is still delivered, at least once.
 import PgBoss from "pg-boss";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
@@ -18,7 +22,17 @@ const QUEUE = "dossier-webhook-attempt";
 
 type Job = { messageId: string; attempts: number };
 
-export type PgBossWebhookQueueDeps = { url: string; prisma: PrismaClient; delivery: WebhookDelivery; logger: Logger; pollMs?: number };
+export type PgBossWebhookQueueDeps = {
+  url: string;
+  prisma: PrismaClient;
+  delivery: WebhookDelivery;
+  logger: Logger;
+  pollMs?: number;
+  /** How often pg-boss retries a job whose attempt threw before it gives up on it (default 5); the relay then relays it again. */
+  retryLimit?: number;
+  /** How long after relaying a message without a live job it is relayed again (default 10 s). */
+  relayAgainAfterMs?: number;
+};
 
 export class PgBossWebhookQueue implements WebhookQueue {
   private readonly boss: PgBoss;
@@ -58,7 +72,14 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private async open(): Promise<void> {
     await this.boss.start();
     // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
-    await this.boss.createQueue(QUEUE, { name: QUEUE, policy: "short", retryLimit: 5, retryDelay: 1, expireInSeconds: 20, retentionMinutes: 60 });
+    await this.boss.createQueue(QUEUE, {
+      name: QUEUE,
+      policy: "short",
+      retryLimit: this.deps.retryLimit ?? 5,
+      retryDelay: 1,
+      expireInSeconds: 20,
+      retentionMinutes: 60,
+    });
     if (this.closed) return;
     this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
       await Promise.all(jobs.map((job) => this.deps.delivery.deliver(job.data.messageId, job.data.attempts)));
@@ -95,6 +116,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     if (started) await this.boss.stop({ graceful: true, wait: true, timeout: 2_000 });
   }
   private async relay(): Promise<void> {
+    await this.relayLost();
     const waiting = await this.deps.prisma.webhookMessage.findMany({
       where: { status: "PENDING", relayedAt: null, webhook: { enabled: true } },
       select: { id: true, attempts: true, nextAttemptAt: true },
@@ -114,5 +136,23 @@ export class PgBossWebhookQueue implements WebhookQueue {
     }
     // This process's worker fetches at once instead of at its next poll; the others poll.
     if (waiting.length > 0 && this.workerId) this.boss.notifyWorker(this.workerId);
+  }
+
+  /**
+   * Marks unrelayed again the pending messages whose job for their current attempt is no longer
+   * waiting, retrying or running (failed for good, or gone) although it was relayed a while ago:
+   * the attempt was never recorded, so it is relayed again below.
+   */
+  private async relayLost(): Promise<void> {
+    const lost = await this.deps.prisma.$executeRawUnsafe(
+      `UPDATE webhook_message m SET relayed_at = NULL
+        WHERE m.status = 'PENDING' AND m.relayed_at < now() - make_interval(secs => $2::double precision / 1000)
+          AND NOT EXISTS (SELECT 1 FROM pgboss.job j
+                           WHERE j.name = $1 AND j.singleton_key = m.id || ':' || m.attempts
+                             AND j.state IN ('created', 'retry', 'active'))`,
+      QUEUE,
+      this.deps.relayAgainAfterMs ?? 10_000,
+    );
+    if (lost > 0) this.deps.logger.warn("webhook attempts whose queue job failed for good are relayed again", { count: lost });
   }
 }
