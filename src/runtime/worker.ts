@@ -296,12 +296,14 @@ export class RunWorker {
     const clock = this.clocks.get(claimed.run.id)!;
     const reason = `handed back: attempt ${claimed.number}'s instance ${this.workerId} met a database failure (${why.slice(0, 300)})`;
     const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs };
-    if (!(await handBackAfterDatabaseFailure(deps, { claimed, fence, clock }, reason))) {
+    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock }, reason);
+    if (backoffMs === null) {
       this.options.logger.warn("attempt stopped after a database failure; its lease expires and the run resumes", where);
       return;
     }
-    this.options.logger.warn("run handed back after a database failure", where);
-    await this.announceOrphan(claimed.run.id);
+    this.options.logger.warn("run handed back after a database failure", { ...where, backoffMs });
+    // Announced once claimable again; the sweep finds it should this process stop meanwhile.
+    setTimeout(() => void this.announceOrphan(claimed.run.id), backoffMs + 200).unref();
   }
 
   /** Announces a run given back, ahead of the queue when there is one. */

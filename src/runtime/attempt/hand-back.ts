@@ -20,21 +20,23 @@ export const handBackBackoff = (maxMs: number) => (handedBackBefore: number) => 
 
 export type HandBackDeps = { runs: Pick<RunState, "handBack">; logger: Logger; leaseMs: number };
 
-/** Hands the run back with a backoff; true when it was, false when the attempt stopped without (lost run, lease gone). */
+/**
+ * Hands the run back with a backoff; resolves with the backoff in ms, or null when the attempt
+ * stopped without handing back (it lost the run, or its lease may be gone).
+ */
 export async function handBackAfterDatabaseFailure(
   deps: HandBackDeps,
   attempt: { claimed: ClaimedAttempt; fence: AttemptFence; clock: OwnClock },
   reason: string,
-): Promise<boolean> {
+): Promise<number | null> {
   const { claimed, fence, clock } = attempt;
   for (let tries = 0; ; tries += 1) {
     const left = clock.remainingMs();
-    if (left <= 0 || fence.lost) return false;
+    if (left <= 0 || fence.lost) return null;
     try {
-      await withDeadline(deps.runs.handBack(claimed, fence, reason, handBackBackoff(deps.leaseMs)), left, "hand-back");
-      return !fence.lost;
+      return await withDeadline(deps.runs.handBack(claimed, fence, reason, handBackBackoff(deps.leaseMs)), left, "hand-back");
     } catch (error) {
-      if (error instanceof AttemptFencedError) return false;
+      if (error instanceof AttemptFencedError) return null;
       if (!isTransientDatabaseError(error)) throw error;
       deps.logger.warn("handing the run back failed; trying again while the lease lasts", {
         runId: claimed.run.id,

@@ -98,8 +98,8 @@ export async function handBackAttempt(
   fence: AttemptFence,
   reason: string,
   delayAfter?: (handedBackBefore: number) => number,
-): Promise<void> {
-  await fence
+): Promise<number | null> {
+  return fence
     .write(async (tx, after) => {
       const at = new Date();
       const changes = await endOpenSpansIn(tx, { traceId: claimed.root.traceId, status: "INTERRUPTED", reason, includeRoot: false, at });
@@ -111,10 +111,12 @@ export async function handBackAttempt(
         lease_expires_at = CASE WHEN ${delayMs}::int > 0 THEN now() + make_interval(secs => ${delayMs}::int / 1000.0) ELSE 'epoch'::timestamptz END
         WHERE id = ${claimed.run.id}`;
       after.push(() => deps.announce(changes));
+      return delayMs;
     })
     .catch((error: unknown) => {
       // Lost meanwhile: whoever holds the run now has it. A failed database is the caller's to handle.
       if (!(error instanceof AttemptFencedError)) throw error;
+      return null;
     });
 }
 
