@@ -210,7 +210,7 @@ export class RunWorker {
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void beat(runs, fence, { leaseMs: this.leaseMs, clock }), Math.max(50, this.leaseMs / 3));
+    const heartbeat = this.heartbeat(fence, clock);
     // A run's trace shares its id: logs and traces join on either.
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
@@ -227,6 +227,24 @@ export class RunWorker {
       clock.stop();
       this.clocks.delete(run.id);
     }
+  }
+
+  /**
+   * Renews the lease once a third of it has passed since the last renewal was sent (a slow claim
+   * renews sooner), one renewal at a time: on a link that hangs, renewals do not pile up.
+   */
+  private heartbeat(fence: AttemptFence, clock: OwnClock): NodeJS.Timeout {
+    let beating = false;
+    return setInterval(
+      () => {
+        if (beating || clock.sinceRenewalMs() < this.leaseMs / 3) return;
+        beating = true;
+        void beat(this.options.runs, fence, { leaseMs: this.leaseMs, clock }).finally(() => {
+          beating = false;
+        });
+      },
+      Math.max(25, this.leaseMs / 12),
+    );
   }
 
   /** The attempt's own clock: past the lease minus the margin without a renewal, it loses its run and stops. */

@@ -93,7 +93,7 @@ async function attemptOutcomes(sql: pg.Client, ids: string[]): Promise<string[]>
 
 describe.runIf(backends.includes("postgres"))("runs on a database that hangs or fails", () => {
   it("an instance whose database link hangs aborts its tool before another instance takes the run over, and writes nothing once the link heals", async () => {
-    const leaseMs = 3_000;
+    const leaseMs = 4_000;
     const marginMs = 1_000;
     const { client, sql, worker, events, marker } = await deployment({
       RUN_LEASE_MS: String(leaseMs),
@@ -101,38 +101,45 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
       DB_CONNECT_TIMEOUT_MS: "1000",
       DB_QUERY_TIMEOUT_MS: "1500",
       DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: "1000",
+      // A 30-second tool call; the attempt that takes over answers from the log without calling it again.
+      SLOW_TOOL_MS: "30000",
     });
-    const a = await worker({ SLOW_TOOL_MS: "30000" }, { proxied: true });
+    const workers = [await worker({}, { proxied: true }), await worker({}, { proxied: true })];
     const runId = rawId((await admit(client, { question: "survive a hung link" })).run.id);
-    await waitUntil(() => events().find((e) => e.event === "start" && e.pid === a.pid), 30_000);
-    const b = await worker({ SLOW_TOOL_MS: "200" });
+    const first = await waitUntil(() => events().find((e) => e.event === "start"), 30_000);
+    await allowTimeFor("the tool call to be well under way", 500);
+    const a = workers.find((w) => w.pid === first.pid)!;
+    const b = workers.find((w) => w !== a)!;
+    const { rows: before } = await sql.query<{ number: number }>("SELECT number FROM run_attempt WHERE run_id = $1 AND instance = $2", [runId, a.id]);
     a.proxy!.hang();
     const hungAt = Date.now();
 
     expect(await settledRuns(sql, [runId], 45_000)).toEqual(new Map([[runId, "SUCCEEDED"]]));
-    const abort = events().find((e) => e.event === "abort" && e.pid === a.pid);
-    expect(abort).toBeDefined();
-    const { rows: attempts } = await sql.query<{ number: number; instance: string; started_at: Date }>(
-      "SELECT number, instance, started_at FROM run_attempt WHERE run_id = $1 ORDER BY number",
+    const { rows: attempts } = await sql.query<{ number: number; instance: string; outcome: string; started_at: Date }>(
+      "SELECT number, instance, outcome, started_at FROM run_attempt WHERE run_id = $1 ORDER BY number",
       [runId],
     );
-    expect(attempts.map((attempt) => attempt.instance)).toEqual([a.id, b.id]);
+    const hungAttempt = attempts.find((attempt) => attempt.number === Math.max(...before.map((row) => row.number)))!;
+    const takeover = attempts.find((attempt) => attempt.number === hungAttempt.number + 1)!;
+    expect(takeover.instance).toBe(b.id);
+    expect(attempts.map((attempt) => attempt.outcome)).toEqual([...attempts.slice(1).map(() => "LEASE_LOST"), "COMPLETED"]);
     // Timestamps from both processes: A's tool had its abort before B's attempt began.
-    const takeoverAt = attempts[1]!.started_at.getTime();
+    const abort = events().find((e) => e.event === "abort" && e.pid === a.pid && e.at >= hungAt);
+    expect(abort).toBeDefined();
+    const takeoverAt = takeover.started_at.getTime();
     console.info(`hung link: A's tool aborted ${abort!.at - hungAt} ms after the hang, ${takeoverAt - abort!.at} ms before B's attempt started`);
     expect(abort!.at).toBeLessThan(takeoverAt);
     expect(abort!.at - hungAt).toBeLessThan(leaseMs);
 
     // Nothing of A reaches the database once its link heals.
-    const before = await written(sql, runId);
+    const settled = await written(sql, runId);
     a.proxy!.heal();
     await allowTimeFor("A's held statements to reach PostgreSQL (they must change nothing)", 3_000);
-    expect(await written(sql, runId)).toEqual(before);
-    expect(before.attempts.map((attempt) => attempt.outcome)).toEqual(["LEASE_LOST", "COMPLETED"]);
+    expect(await written(sql, runId)).toEqual(settled);
     // The side-effect file shows exactly the calls the trace shows, and no span is left RUNNING.
-    const calls = before.spans.filter((span) => span.kind === "TOOL_CALL");
+    const calls = settled.spans.filter((span) => span.kind === "TOOL_CALL");
     expect(markerLines(marker).filter((line) => line.startsWith(`start ${runId} `))).toHaveLength(calls.length);
-    expect(before.spans.filter((span) => span.status === "RUNNING" || span.ended_at === null)).toEqual([]);
+    expect(settled.spans.filter((span) => span.status === "RUNNING" || span.ended_at === null)).toEqual([]);
   }, 150_000);
 
   it("a 15-second database outage under 10 in-flight runs: every run ends SUCCEEDED, its attempts handed back, none FAILED", async () => {
