@@ -207,9 +207,11 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
     await victim.process.exited;
     const killedAt = Date.now();
 
-    const resumed = await waitUntil(() => {
-      const starts = events().filter((e) => e.event === "start" && e.pid === survivor.pid && held.includes(e.runId));
-      return starts.length === 4 ? starts : undefined;
+    // Resumed: the survivor's claim starts the next attempt (stamped with its own clock); the
+    // model answers from the log, without calling the tool again.
+    const resumed = await waitUntil(async () => {
+      const { rows } = await sql.query<{ at: Date }>("SELECT started_at AS at FROM run_attempt WHERE run_id = ANY($1) AND instance = $2", [held, survivor.id]);
+      return rows.length === 4 ? rows.map((row) => ({ at: row.at.getTime() })) : undefined;
     }, 60_000);
     const latest = Math.max(...resumed.map((e) => e.at)) - killedAt;
     const { rows } = await sql.query<{ status: string; count: string }>("SELECT status, count(*) FROM run GROUP BY status");
