@@ -59,7 +59,9 @@ describe("loadConfig", () => {
     // Unset: a fifth of the lease, at most 3 s.
     expect(loadConfig({ RUN_LEASE_MS: "2000" }).worker.leaseMarginMs).toBe(400);
     expect(loadConfig({}).worker.leaseMarginMs).toBe(3_000);
-    expect(() => loadConfig({ RUN_LEASE_MS: "3000", RUN_LEASE_MARGIN_MS: "1500" })).toThrow(/RUN_LEASE_MARGIN_MS=1500: must be at most a third of RUN_LEASE_MS=3000/);
+    expect(() => loadConfig({ RUN_LEASE_MS: "3000", RUN_LEASE_MARGIN_MS: "1500" })).toThrow(
+      /RUN_LEASE_MARGIN_MS=1500: must be at most a third of RUN_LEASE_MS=3000/,
+    );
     expect(() => loadConfig({ DB_QUERY_TIMEOUT_MS: "10" })).toThrow(/DB_QUERY_TIMEOUT_MS="10": must be at least 100/);
   });
 

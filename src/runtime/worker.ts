@@ -190,7 +190,7 @@ export class RunWorker {
 
   private begin({ claimed, sentAt }: Claim): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller, sentAt).finally(() => {
+    const done = this.execute(claimed, controller, claimed.leaseSentAt ?? sentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();

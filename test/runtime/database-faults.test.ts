@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { createClient, type DossierClient } from "../../sdk/client.js";
+import { TraceUpdatesDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
@@ -25,14 +26,24 @@ afterEach(async () => {
 type Worker = { process: Spawned; pid: number; id: string; proxy?: FaultProxy };
 type ToolEvent = { event: "start" | "end" | "abort"; runId: string; pid: number; at: number };
 
-async function deployment(env: Record<string, string>) {
+const redisUrl = inject("redisUrl");
+
+/** `serverRedis`: the API server reaches Redis through a fault proxy (the workers directly). */
+async function deployment(env: Record<string, string>, { serverRedis }: { serverRedis?: FaultProxy } = {}) {
   const database = await createPostgresDatabase();
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-faults-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), EVENTS_FILE: path.join(dir, "events"), LOG_LEVEL: "info", ...env };
   const server = spawnBuilt("src/main.ts", {
-    env: { ...shared, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: path.join(dir, "server") },
+    env: {
+      ...shared,
+      PORT: "0",
+      AUTH_REQUIRED: "false",
+      IN_PROCESS_WORKER: "false",
+      DATA_DIR: path.join(dir, "server"),
+      ...(serverRedis ? { REDIS_URL: serverRedis.url } : {}),
+    },
   });
   running.push(server);
   const url = (JSON.parse(`{${await server.waitForOutput(/"url":"http:[^"]+"/, 60_000)}}`) as { url: string }).url;
@@ -249,4 +260,37 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
     const healed = await waitUntil(async () => ((await ready()).status === 200 ? true : undefined), 10_000, 200);
     expect(healed).toBe(true);
   }, 90_000);
+
+  it("Redis hung, then reset, under live trace subscribers: every subscriber resumes without a gap or a duplicate", async () => {
+    const redis = await startFaultProxy(redisUrl!);
+    cleanups.push(() => redis.close());
+    const { client, url, sql, worker, events } = await deployment({ REDIS_URL: redisUrl!, SLOW_TOOL_MS: "6000" }, { serverRedis: redis });
+    await worker();
+    const { run } = await admit(client, { question: "stream through a failing Redis" });
+    const runId = rawId(run.id);
+    // Three subscribers of the API server, each over its own WebSocket; raw streams, no client-side deduplication.
+    const received = [0, 1, 2].map(async () => {
+      const seqs: { seq: number; kind: string }[] = [];
+      for await (const { traceUpdates } of createClient({ url }).subscribe(TraceUpdatesDocument, {
+        runId: run.id,
+      })) {
+        seqs.push({ seq: Number(traceUpdates.seq), kind: traceUpdates.kind });
+        if (traceUpdates.kind === "TRACE_ENDED") break;
+      }
+      return seqs;
+    });
+    await waitUntil(() => events().find((e) => e.event === "start"), 30_000);
+    redis.hang();
+    await allowTimeFor("live updates to be held by the hung link", 2_000);
+    redis.heal();
+    await allowTimeFor("the held updates to flow", 500);
+    redis.reset();
+    const streams = await Promise.all(received);
+    const { rows } = await sql.query<{ seq: number }>("SELECT seq FROM trace_change WHERE trace_id = $1 ORDER BY seq", [runId]);
+    const all = rows.map((row) => Number(row.seq));
+    for (const stream of streams) {
+      expect(stream.map((update) => update.seq)).toEqual(all);
+      expect(stream.at(-1)?.kind).toBe("TRACE_ENDED");
+    }
+  }, 150_000);
 });

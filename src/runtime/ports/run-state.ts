@@ -44,7 +44,11 @@ export type AttemptOutcome = "COMPLETED" | "HANDED_BACK" | "LEASE_LOST" | "CRASH
 export type InstanceLiveness = (instance: string) => Promise<boolean>;
 
 /** One claim of a run: the run as claimed, the attempt's number, the RUN span and the attempt's span. */
-export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef };
+/**
+ * `leaseSentAt`: this process's monotonic time (performance.now()) just before the statement that
+ * set the lease was sent — the start of the attempt's own clock (attempt/own-clock.ts).
+ */
+export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt?: number };
 
 export type SettleContext = {
   tx: Tx;

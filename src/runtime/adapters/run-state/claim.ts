@@ -46,6 +46,9 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
   const changes: TraceChange[] = [];
   try {
     const claimed = await options.prisma.$transaction(async (tx) => {
+      // The lease runs from the claim statement's own start (statement_timestamp(), not the
+      // transaction's), which is after this moment: the attempt's clock starts no later than its lease.
+      const leaseSentAt = performance.now();
       const [taken] = await tx.$queryRawUnsafe<Taken[]>(
         `WITH candidate AS (
            SELECT r.id, r.lease_owner AS previous_owner FROM run r
@@ -59,7 +62,7 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
                                        AND (o.created_at, o.id) < (r.created_at, r.id))))
             ORDER BY r.status = 'RUNNING' DESC, r.created_at LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
          UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-                lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+                lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
                 started_at = COALESCE(run.started_at, now())
            FROM candidate WHERE run.id = candidate.id
          RETURNING run.id, run.attempt, candidate.previous_owner`,
@@ -87,7 +90,7 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
         data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
       });
       await takeSlotAndAsk(tx, run);
-      return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } };
+      return { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId }, leaseSentAt };
     });
     if (claimed) {
       // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
