@@ -118,7 +118,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
   }, 150_000);
 
   it("a worker killed with SIGKILL mid-run leaves the run to the other worker within the lease time", async () => {
-    const leaseMs = 3_000;
+    const leaseMs = 5_000;
     const { url, workers, sql, marker } = await deployment({ SLOW_TOOL_MS: "60000", RUN_LEASE_MS: String(leaseMs) });
     const { run } = await admit(createClient({ url }), { question: "survive a crash" });
     const first = await waitUntil(async () => markerLines(marker)[0], 30_000);
