@@ -264,33 +264,35 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
   it("Redis hung, then reset, under live trace subscribers: every subscriber resumes without a gap or a duplicate", async () => {
     const redis = await startFaultProxy(redisUrl!);
     cleanups.push(() => redis.close());
-    const { client, url, sql, worker, events } = await deployment({ REDIS_URL: redisUrl!, SLOW_TOOL_MS: "6000" }, { serverRedis: redis });
+    const { client, url, sql, worker, events } = await deployment({ REDIS_URL: redisUrl!, SLOW_TOOL_MS: "4000" }, { serverRedis: redis });
     await worker();
-    const { run } = await admit(client, { question: "stream through a failing Redis" });
-    const runId = rawId(run.id);
-    // Three subscribers of the API server, each over its own WebSocket; raw streams, no client-side deduplication.
-    const received = [0, 1, 2].map(async () => {
-      const seqs: { seq: number; kind: string }[] = [];
-      for await (const { traceUpdates } of createClient({ url }).subscribe(TraceUpdatesDocument, {
-        runId: run.id,
-      })) {
-        seqs.push({ seq: Number(traceUpdates.seq), kind: traceUpdates.kind });
-        if (traceUpdates.kind === "TRACE_ENDED") break;
-      }
-      return seqs;
-    });
-    await waitUntil(() => events().find((e) => e.event === "start"), 30_000);
-    redis.hang();
-    await allowTimeFor("live updates to be held by the hung link", 2_000);
-    redis.heal();
-    await allowTimeFor("the held updates to flow", 500);
-    redis.reset();
-    const streams = await Promise.all(received);
-    const { rows } = await sql.query<{ seq: number }>("SELECT seq FROM trace_change WHERE trace_id = $1 ORDER BY seq", [runId]);
-    const all = rows.map((row) => Number(row.seq));
-    for (const stream of streams) {
-      expect(stream.map((update) => update.seq)).toEqual(all);
-      expect(stream.at(-1)?.kind).toBe("TRACE_ENDED");
-    }
+    /** A run whose last updates (its tool's end, the answer, the trace's end) are published while the API server's Redis link fails. */
+    const runThrough = async (fault: () => void) => {
+      const { run } = await admit(client, { question: "stream through a failing Redis" });
+      const runId = rawId(run.id);
+      // Three subscribers of the API server, each over its own WebSocket; raw streams, no client-side deduplication.
+      const received = [0, 1, 2].map(async () => {
+        const seqs: { seq: number; kind: string }[] = [];
+        for await (const { traceUpdates } of createClient({ url }).subscribe(TraceUpdatesDocument, { runId: run.id })) {
+          seqs.push({ seq: Number(traceUpdates.seq), kind: traceUpdates.kind });
+          if (traceUpdates.kind === "TRACE_ENDED") break;
+        }
+        return seqs;
+      });
+      await waitUntil(() => events().find((e) => e.event === "start" && e.runId === runId), 30_000);
+      await allowTimeFor("the tool call to near its end", 2_500);
+      fault();
+      await allowTimeFor("the run's last updates to be published while the link fails", 3_500);
+      redis.heal();
+      const streams = await Promise.all(received);
+      const { rows } = await sql.query<{ seq: number; type: string }>("SELECT seq, type FROM trace_change WHERE trace_id = $1 ORDER BY seq", [runId]);
+      expect(rows.at(-1)?.type).toBe("TRACE_ENDED");
+      for (const stream of streams) expect(stream.map((update) => update.seq)).toEqual(rows.map((row) => Number(row.seq)));
+    };
+    // Hung: the updates wait in the link and flow when it heals.
+    await runThrough(() => redis.hang());
+    // Reset, and refused until healed: the updates published meanwhile are lost to Redis; the
+    // subscribers' streams read them from the database.
+    await runThrough(() => redis.refuse());
   }, 150_000);
 });
