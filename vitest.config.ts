@@ -10,6 +10,7 @@ const timingSensitive = [
   "test/runtime/crash-recovery.test.ts",
   "test/runtime/fenced-attempts.test.ts",
   "test/runtime/worker-processes.test.ts",
+  "test/runtime/database-faults.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
   "test/runtime/hostile-output.test.ts",

@@ -51,8 +51,33 @@ describe("loadConfig", () => {
 
   it("switches to PostgreSQL when DATABASE_URL is set, and treats empty variables as unset", () => {
     const config = loadConfig({ DATABASE_URL: "postgres://u@db:5432/dossier", PORT: "", DATA_DIR: "/x" });
-    expect(config.database).toEqual({ kind: "postgres", url: "postgres://u@db:5432/dossier" });
+    expect(config.database).toEqual({
+      kind: "postgres",
+      url: "postgres://u@db:5432/dossier",
+      timeouts: { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 },
+    });
     expect(config.port).toBe(4000);
+  });
+
+  it("reads the database's timeouts and the lease margin, which must leave the heartbeat room", () => {
+    const config = loadConfig({
+      DATABASE_URL: "postgresql://db/x",
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_QUERY_TIMEOUT_MS: "3000",
+      DB_STATEMENT_TIMEOUT_MS: "2500",
+      DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: "4000",
+      RUN_LEASE_MS: "9000",
+      RUN_LEASE_MARGIN_MS: "3000",
+    });
+    expect(config.database).toMatchObject({ timeouts: { connectMs: 1_000, queryMs: 3_000, statementMs: 2_500, idleInTransactionMs: 4_000 } });
+    expect(config.worker.leaseMarginMs).toBe(3_000);
+    // Unset: a fifth of the lease, at most 3 s.
+    expect(loadConfig({ RUN_LEASE_MS: "2000" }).worker.leaseMarginMs).toBe(400);
+    expect(loadConfig({}).worker.leaseMarginMs).toBe(3_000);
+    expect(() => loadConfig({ RUN_LEASE_MS: "3000", RUN_LEASE_MARGIN_MS: "1500" })).toThrow(
+      /RUN_LEASE_MARGIN_MS=1500: must be at most a third of RUN_LEASE_MS=3000/,
+    );
+    expect(() => loadConfig({ DB_QUERY_TIMEOUT_MS: "10" })).toThrow(/DB_QUERY_TIMEOUT_MS="10": must be at least 100/);
   });
 
   it("requires API keys with PostgreSQL unless explicitly disabled, and uses OpenAI when a key is set", () => {

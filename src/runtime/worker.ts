@@ -14,8 +14,8 @@ import type { Logger } from "../logger.js";
 import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
-import { beat } from "./attempt/heartbeat.js";
 import { OwnClock } from "./attempt/own-clock.js";
+import { keepLease } from "./attempt/lease-keeper.js";
 import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { settleOutcome } from "./attempt/settle-outcome.js";
@@ -204,7 +204,7 @@ export class RunWorker {
 
   private begin({ claimed, sentAt }: Claim): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller, sentAt).finally(() => {
+    const done = this.execute(claimed, controller, claimed.leaseSentAt ?? sentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();
@@ -219,12 +219,11 @@ export class RunWorker {
     const fence = runs.fence(holder, (reason, detail) => {
       if (!controller.signal.aborted) controller.abort(new RunStopped(reason, detail));
     });
-    const clock = this.ownClock(fence, sentAt);
-    this.clocks.set(run.id, clock);
+    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt });
+    this.clocks.set(run.id, lease.clock);
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void beat(runs, fence, { leaseMs: this.leaseMs, clock }), Math.max(50, this.leaseMs / 3));
     // A run's trace shares its id: logs and traces join on either.
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
@@ -237,22 +236,9 @@ export class RunWorker {
       else logger.error("attempt failed", { ...where, error: String(error) });
     } finally {
       clearTimeout(deadline);
-      clearInterval(heartbeat);
-      clock.stop();
+      lease.stop();
       this.clocks.delete(run.id);
     }
-  }
-
-  /** The attempt's own clock: past the lease minus the margin without a renewal, it loses its run and stops. */
-  private ownClock(fence: AttemptFence, sentAt: number): OwnClock {
-    const onExpired = (silentMs: number) => {
-      try {
-        fence.lose("LEASE_LOST", `no lease renewal for ${Math.round(silentMs)} ms: the attempt stopped itself before another may take the run over`);
-      } catch {
-        // lose() throws to stop whoever writes; here the abort it caused is what counts.
-      }
-    };
-    return new OwnClock({ leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, onExpired }, sentAt);
   }
 
   /** Ends the attempt as its outcome says; an attempt that lost its run writes nothing more. */
@@ -307,17 +293,11 @@ export class RunWorker {
    * after a backoff, ahead of queued runs — or, when even that fails while the lease lasts, left to expire.
    */
   private async handBackFailed(claimed: ClaimedAttempt, fence: AttemptFence, why: string): Promise<void> {
-    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId, error: why };
     this.active.get(claimed.run.id)?.controller.abort(new RunStopped("HANDED_BACK", "the database failed"));
-    const clock = this.clocks.get(claimed.run.id)!;
-    const reason = `handed back: attempt ${claimed.number}'s instance ${this.workerId} met a database failure (${why.slice(0, 300)})`;
-    const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs };
-    if (!(await handBackAfterDatabaseFailure(deps, { claimed, fence, clock }, reason))) {
-      this.options.logger.warn("attempt stopped after a database failure; its lease expires and the run resumes", where);
-      return;
-    }
-    this.options.logger.warn("run handed back after a database failure", where);
-    await this.announceOrphan(claimed.run.id);
+    const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs, workerId: this.workerId };
+    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock: this.clocks.get(claimed.run.id)! }, why);
+    // Announced once claimable again; the sweep finds it should this process stop meanwhile.
+    if (backoffMs !== null) setTimeout(() => void this.announceOrphan(claimed.run.id), backoffMs + 200).unref();
   }
 
   /** Announces a run given back, ahead of the queue when there is one. */

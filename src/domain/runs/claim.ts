@@ -70,7 +70,7 @@ async function takeClaimable(tx: Tx, options: ClaimOptions, runId: string | unde
         ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
         LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
      UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-            lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+            lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
             started_at = COALESCE(run.started_at, now())
        FROM candidate WHERE run.id = candidate.id
      RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued`,
@@ -113,6 +113,9 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
 /** One claim transaction: takes the fairest claimable run (skipping the principals in `full`) and starts its attempt. */
 async function claimOnce(options: ClaimOptions, runId: string | undefined, full: readonly string[]): Promise<ClaimedAttempt | null> {
   const claimed = await options.prisma.$transaction(async (tx) => {
+    // The lease runs from the claim statement's own start (statement_timestamp(), not the
+    // transaction's), which is after this moment: the attempt's clock starts no later than its lease.
+    const leaseSentAt = performance.now();
     const taken = await takeClaimable(tx, options, runId, full);
     if (!taken) return null;
     if (taken.queued) await holdPrincipalSlot(tx, taken, options.maxRunningPerPrincipal);
@@ -142,7 +145,7 @@ async function claimOnce(options: ClaimOptions, runId: string | undefined, full:
       data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
     });
     await ask(tx, run);
-    return { claimed: { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId } }, applied };
+    return { claimed: { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId }, leaseSentAt }, applied };
   });
   if (!claimed) return null;
   // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).

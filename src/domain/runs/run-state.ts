@@ -57,7 +57,7 @@ export class PrismaRunState {
     return settleAttempt(this.settleDeps(steps), claimed, fence, outcome);
   }
 
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<void> {
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null> {
     return handBackAttempt(this.settleDeps(), claimed, fence, reason, delayAfter);
   }
 

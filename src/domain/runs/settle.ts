@@ -59,8 +59,8 @@ export async function handBackAttempt(
   fence: AttemptFence,
   reason: string,
   delayAfter?: (handedBackBefore: number) => number,
-): Promise<void> {
-  await fence
+): Promise<number | null> {
+  return fence
     .write(async (tx, after) => {
       // Still RUNNING and still holding its conversation's slot: it resumes before anything queued
       // after it — at once, or after a backoff (by the database's clock, the lease's) when asked.
@@ -70,17 +70,20 @@ export async function handBackAttempt(
         attempt: { number: claimed.number },
         events: deps.events,
       });
-      const delayMs = applied && delayAfter ? delayAfter(await handedBackBefore(tx, claimed)) : 0;
+      if (!applied) return null;
+      const delayMs = delayAfter ? delayAfter(await handedBackBefore(tx, claimed)) : 0;
       if (delayMs > 0) {
         await tx.$executeRaw`UPDATE run SET lease_expires_at = now() + make_interval(secs => ${delayMs}::int / 1000.0)
           WHERE id = ${claimed.run.id} AND lease_owner IS NULL`;
       }
       // The worker announces the run itself (awaited: a stopping worker closes its queue next).
-      if (applied) after.push(() => announceApplied(announcersOf(deps), applied));
+      after.push(() => announceApplied(announcersOf(deps), applied));
+      return delayMs;
     })
     .catch((error: unknown) => {
       // Lost meanwhile: whoever holds the run now has it. A failed database is the caller's to handle.
       if (!(error instanceof AttemptFencedError)) throw error;
+      return null;
     });
 }
 

@@ -66,7 +66,11 @@ export type SpanRef = { id: string; traceId: string };
 export type InstanceLiveness = (instance: string) => Promise<boolean>;
 
 /** One claim of a run: the run as claimed, the attempt's number, the RUN span and the attempt's span. */
-export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef };
+/**
+ * `leaseSentAt`: this process's monotonic time (performance.now()) just before the statement that
+ * set the lease was sent — the start of the attempt's own clock (runtime/attempt/own-clock.ts).
+ */
+export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt?: number };
 
 export type SettleContext = {
   tx: Tx;

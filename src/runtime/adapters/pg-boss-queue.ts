@@ -58,7 +58,9 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     if (runIds.length === 0) return;
     // pg-boss hands out jobs by priority, then age: orphaned runs do not wait behind the queue.
     const priority = first ? ORPHAN_PRIORITY : 0;
-    for (const runId of runIds) await this.boss.send(QUEUE, { runId }, { singletonKey: runId, priority });
+    // One statement for them all (the sweep announces every queued run again); a run that already
+    // waits keeps its one job (the queue's singleton key).
+    await this.boss.insert(runIds.map((runId) => ({ name: QUEUE, data: { runId }, singletonKey: runId, priority })));
     // This process's workers at once; the others when the notification reaches them.
     this.ready();
     await this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);

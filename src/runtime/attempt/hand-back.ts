@@ -18,23 +18,38 @@ const RETRY_MAX_MS = 1_000;
 /** The backoff after `handedBackBefore` hand-backs in a row, at most `maxMs`. */
 export const handBackBackoff = (maxMs: number) => (handedBackBefore: number) => Math.min(maxMs, FIRST_BACKOFF_MS * 2 ** Math.min(handedBackBefore, 10));
 
-export type HandBackDeps = { runs: Pick<RunState, "handBack">; logger: Logger; leaseMs: number };
+export type HandBackDeps = { runs: Pick<RunState, "handBack">; logger: Logger; leaseMs: number; workerId: string };
 
-/** Hands the run back with a backoff; true when it was, false when the attempt stopped without (lost run, lease gone). */
+/**
+ * Hands the run back with a backoff; resolves with the backoff in ms, or null when the attempt
+ * stopped without handing back (it lost the run, or its lease may be gone).
+ */
 export async function handBackAfterDatabaseFailure(
   deps: HandBackDeps,
   attempt: { claimed: ClaimedAttempt; fence: AttemptFence; clock: OwnClock },
+  why: string,
+): Promise<number | null> {
+  const { claimed } = attempt;
+  const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: deps.workerId, error: why };
+  const reason = `handed back: attempt ${claimed.number}'s instance ${deps.workerId} met a database failure (${why.slice(0, 300)})`;
+  const backoffMs = await tryHandingBack(deps, attempt, reason);
+  if (backoffMs === null) deps.logger.warn("attempt stopped after a database failure; its lease expires and the run resumes", where);
+  else deps.logger.warn("run handed back after a database failure", { ...where, backoffMs });
+  return backoffMs;
+}
+
+async function tryHandingBack(
+  deps: HandBackDeps,
+  { claimed, fence, clock }: { claimed: ClaimedAttempt; fence: AttemptFence; clock: OwnClock },
   reason: string,
-): Promise<boolean> {
-  const { claimed, fence, clock } = attempt;
+): Promise<number | null> {
   for (let tries = 0; ; tries += 1) {
     const left = clock.remainingMs();
-    if (left <= 0 || fence.lost) return false;
+    if (left <= 0 || fence.lost) return null;
     try {
-      await withDeadline(deps.runs.handBack(claimed, fence, reason, handBackBackoff(deps.leaseMs)), left, "hand-back");
-      return !fence.lost;
+      return await withDeadline(deps.runs.handBack(claimed, fence, reason, handBackBackoff(deps.leaseMs)), left, "hand-back");
     } catch (error) {
-      if (error instanceof AttemptFencedError) return false;
+      if (error instanceof AttemptFencedError) return null;
       if (!isTransientDatabaseError(error)) throw error;
       deps.logger.warn("handing the run back failed; trying again while the lease lasts", {
         runId: claimed.run.id,

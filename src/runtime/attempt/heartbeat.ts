@@ -13,13 +13,17 @@ export type BeatOptions = {
   leaseMs: number;
   /** Told of every successful renewal; without it a renewal only extends the lease in the database. */
   clock?: OwnClock;
-  /** How long a renewal may take before it counts as failed (default: a third of the lease). */
+  /**
+   * How long a renewal may take before it counts as failed. Default: as long as the clock says
+   * the attempt still holds the lease (a slow renewal that succeeds still counts), else a third of the lease.
+   */
   deadlineMs?: number;
 };
 
 /** One beat: extends the lease by leaseMs, or tells the fence why the attempt lost its run. */
-export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFence, { leaseMs, clock, deadlineMs = leaseMs / 3 }: BeatOptions): Promise<void> {
+export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFence, { leaseMs, clock, deadlineMs }: BeatOptions): Promise<void> {
   if (fence.lost) return;
+  deadlineMs ??= clock ? Math.max(1, clock.remainingMs()) : leaseMs / 3;
   const sentAt = OwnClock.mark();
   let verdict: LeaseVerdict;
   try {

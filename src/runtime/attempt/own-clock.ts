@@ -50,6 +50,11 @@ export class OwnClock {
     this.schedule();
   }
 
+  /** How long ago the last successful renewal (or the claim) was sent. */
+  sinceRenewalMs(): number {
+    return this.now() - this.renewedAt;
+  }
+
   /** How long the attempt may still act as the run's holder (0 once it must stop). */
   remainingMs(): number {
     if (this.expired) return 0;

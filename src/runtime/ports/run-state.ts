@@ -34,10 +34,10 @@ export interface RunState {
   /**
    * A stopping worker, an attempt the database failed, or one whose model endpoint asked to wait,
    * gives the run back for another attempt to resume: at once, or after `delayAfter(n)` ms when
-   * the run's n attempts before were handed back too. Throws when the database fails; an attempt
-   * that lost its run hands back nothing.
+   * the run's n attempts before were handed back too. Resolves with that delay, or null when the
+   * attempt had lost its run and handed back nothing; throws when the database fails.
    */
-  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<void>;
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null>;
   /**
    * Ends an attempt whose tool calls wait for decisions: the run goes WAITING without a lease;
    * false when every request was decided meanwhile and the run is claimable again at once.
