@@ -13,6 +13,7 @@ const timingSensitive = [
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
   "test/server/webhook-crash.test.ts",
+  "test/graphql/access-tokens.test.ts",
   "test/server/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
   "test/sdk/**/*.test.ts",

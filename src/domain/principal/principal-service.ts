@@ -7,13 +7,15 @@ import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
+import type { AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 
 /**
  * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
- * the API key the request authenticated with (none for the development principal).
+ * the API key the request authenticated with (none for the development principal); `access`,
+ * when present, narrows the principal to an access token's grants (graphql/access-grants.ts).
  */
-export type Actor = { principalId: string; keyId?: string };
+export type Actor = { principalId: string; keyId?: string; access?: AccessScope };
 
 /** `lastUsedAt` is written at most this often per key: a request does not cost a write. */
 export const LAST_USED_PRECISION_MS = 60_000;
