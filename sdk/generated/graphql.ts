@@ -127,8 +127,12 @@ export type CreateAccessTokenInput = {
 };
 
 export type CreateApiKeyInput = {
+  /** The key is for an agent (such as Dossier's MCP server): by default it may not decide tool calls (DECIDE), which is a person's act. */
+  forAgent?: boolean | null | undefined;
   /** A label for the key, e.g. the integration using it. */
   name: string;
+  /** The operations the key may perform; default all of them, or all but DECIDE with `forAgent`. Never more than the calling key's. */
+  scopes?: Array<AccessOperation> | null | undefined;
 };
 
 export type CreateArtifactInput = {
@@ -570,6 +574,7 @@ export type DecideToolCallMutationVariables = Exact<{
 export type DecideToolCallMutation = { __typename: 'Mutation', decideToolCall:
     | { __typename: 'AlreadyDecidedError', message: string, approval: { __typename: 'ToolApproval', id: string, toolCallId: string, toolName: string, arguments: string, requestedAt: string, expiresAt: string, decision: ToolApprovalDecision | null, reason: string | null, decidedAt: string | null, decidedBy: { __typename: 'Principal', id: string } | null } }
     | { __typename: 'DecideToolCallSuccess', approval: { __typename: 'ToolApproval', id: string, toolCallId: string, toolName: string, arguments: string, requestedAt: string, expiresAt: string, decision: ToolApprovalDecision | null, reason: string | null, decidedAt: string | null, decidedBy: { __typename: 'Principal', id: string } | null }, run: { __typename: 'Run', id: string, status: RunStatus } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
    };

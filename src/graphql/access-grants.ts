@@ -77,7 +77,8 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     if (ROOTS.has(fieldConfig.parentType)) {
       const rule = ROOT_RULES[key];
       return async (source, args, context, info) => {
-        const scope = (context as GraphQLContext).actor.access;
+        const { access: scope, scopes } = (context as GraphQLContext).actor;
+        if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, typedErrors);
         if (!scope) return resolver(source, args, context, info);
         if (!rule) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
@@ -100,7 +101,8 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
     const rule = ROOT_RULES[key];
     return async (source, args, context, info) => {
-      const scope = (context as GraphQLContext).actor.access;
+      const { access: scope, scopes } = (context as GraphQLContext).actor;
+      if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, []);
       if (!scope) return subscribe(source, args, context, info);
       if (!rule) throw refusal(key, []);
       if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
@@ -121,6 +123,13 @@ function errorTypesOf<Types extends SchemaTypes>(fieldConfig: PothosOutputFieldC
 /** A root field no token may use: ForbiddenError as data where the payload has it. */
 function refusal(key: string, typedErrors: unknown[]): Error {
   const message = `An access token cannot use ${key.split(".")[1]}: use an API key.`;
+  if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
+  return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+}
+
+/** A key without the scope a root field needs: ForbiddenError as data where the payload has it. */
+function unscoped(key: string, operation: AccessOperation, typedErrors: unknown[]): Error {
+  const message = `This API key may not ${operation} (its scopes lack it), so it cannot use ${key.split(".")[1]}.`;
   if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
   return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
 }

@@ -55,6 +55,8 @@ export class AccessTokens {
     if (actor.access) throw new ForbiddenError("An access token cannot mint access tokens: use an API key.");
     if (!actor.keyId) throw new ForbiddenError("Only an API key can mint access tokens: send `Authorization: Bearer <API key>`.");
     const parsed = parseInput(mintInput, input);
+    const beyond = parsed.grants.flatMap((grant) => grant.operations).filter((operation) => actor.scopes && !actor.scopes.includes(operation));
+    if (beyond.length > 0) throw new ForbiddenError(`This API key may not grant what it may not do itself (${[...new Set(beyond)].join(", ")}).`);
     const grants = await Promise.all(parsed.grants.map((grant) => this.resolveGrant(actor, grant.resourceId, grant.operations)));
     const key = await this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: actor.keyId }, select: { hash: true } });
     const now = this.now();

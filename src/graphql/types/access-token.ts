@@ -5,7 +5,7 @@ import type { ACCESS_OPERATIONS } from "../../domain/principal/access-scope.js";
 import { DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS } from "../../domain/principal/access-tokens.js";
 import { builder } from "../builder.js";
 
-const AccessOperationEnum = builder.enumType("AccessOperation", {
+export const AccessOperationEnum = builder.enumType("AccessOperation", {
   description: "What an access token may do with a granted resource.",
   values: {
     READ: { description: "Read it (node, workspace, run, the lists) and everything linked to it." },
