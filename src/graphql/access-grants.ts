@@ -66,6 +66,7 @@ const ROOT_RULES: Record<string, Rule> = {
 const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
 const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
 const ROOTS = new Set(["Query", "Mutation", "Subscription"]);
+const GUARDED_TYPES = new Set(["Run", "Workspace", "Conversation"]);
 
 type Resolver<Types extends SchemaTypes> = GraphQLFieldResolver<unknown, Types["Context"], object>;
 
@@ -88,12 +89,27 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
         return resolver(source, args, context, info);
       };
     }
+    // Below the root only these fields matter to a token; every other one keeps its resolver as it is.
+    if (!this.guardedBelowRoot(fieldConfig)) return resolver;
     return (source, args, context, info) => {
       const scope = (context as GraphQLContext).actor.access;
       if (!scope) return resolver(source, args, context, info);
       checkNested(fieldConfig.parentType, fieldConfig.name, source, scope);
       return shown(resolver(source, args, context, info), scope, info);
     };
+  }
+
+  /** A field of a principal or conversation, or one that leads to a run, workspace or conversation. */
+  private guardedBelowRoot(fieldConfig: PothosOutputFieldConfig<Types>): boolean {
+    if (fieldConfig.parentType === "Principal" || fieldConfig.parentType === "Conversation") return true;
+    const named = fieldConfig.type.kind === "List" ? fieldConfig.type.type : fieldConfig.type;
+    if (named.kind === "List") return true;
+    if (named.kind !== "Object") return false;
+    try {
+      return GUARDED_TYPES.has(this.buildCache.getTypeConfig(named.ref).name);
+    } catch {
+      return true;
+    }
   }
 
   override wrapSubscribe(subscribe: Resolver<Types> | undefined, fieldConfig: PothosOutputFieldConfig<Types>): Resolver<Types> | undefined {

@@ -95,6 +95,13 @@ describe("access tokens", () => {
       workspaces: { edges: [{ node: { title: "Granted" } }] },
       runs: { edges: [{ node: { id: grantedRun } }] },
     });
+    // A grant on one run shows that run, not the workspace it lies in.
+    const { token: runOnly } = await mint(key, [{ resourceId: grantedRun, operations: ["READ"] }]);
+    const throughRun = await gql(runOnly, `query($r: ID!, $a: ID!) { run(id: $r) { id workspace { title } } workspace(id: $a) { title } }`, {
+      r: grantedRun,
+      a: granted,
+    });
+    expect(throughRun.body.data).toEqual({ run: { id: grantedRun, workspace: null }, workspace: null });
     // The principal's own things: refused, never an empty answer that looks like none.
     for (const query of ["{ viewer { id } }", "{ apiKeys(first: 5) { edges { node { id } } } }", "{ webhooks { id } }", "{ mcpServers { name } }"]) {
       const refused = await gql(token, query);
