@@ -17,6 +17,7 @@ const timingSensitive = [
   "test/runtime/mcp-listing-deadline.test.ts",
   "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",
+  "test/graphql/access-tokens.test.ts",
   "test/server/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
   "test/sdk/**/*.test.ts",

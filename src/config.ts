@@ -3,7 +3,7 @@ import { z } from "zod";
 import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
-import { accessEnv, allowedHostsOf, stdioSettings } from "./config-access.js";
+import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
 import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
@@ -137,6 +137,8 @@ export type Config = {
   otlpEndpoint?: string;
   /** Redis for pub/sub across instances; without it, events stay in this process. */
   redisUrl?: string;
+  /** The prefix of every Redis channel (REDIS_PREFIX; default derived from the database). */
+  redisPrefix: string;
   /** Whether this process executes runs (false: it only serves the API). */
   inProcessWorker: boolean;
   /** How runs are executed by this process's worker (in process or `npm run worker`). */
@@ -316,6 +318,7 @@ function serverSettings(values: EnvValues) {
         ? []
         : ["MCP_STDIO_ALLOWED is ignored: list the programs STDIO MCP servers may start in MCP_STDIO_COMMANDS (absolute paths, comma-separated)"],
     redisUrl: values.REDIS_URL,
+    redisPrefix: redisPrefixOf(values),
     limits: {
       maxDepth: values.MAX_QUERY_DEPTH,
       maxAliases: values.MAX_QUERY_ALIASES,

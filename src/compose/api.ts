@@ -61,7 +61,7 @@ export function createApi(
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
-  const authenticate = createAuthenticator({ principals: services.principals, authRequired });
+  const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
   const yoga = createYoga<Record<string, never>, GraphQLContext>({

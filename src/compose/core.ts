@@ -5,6 +5,7 @@
 import { type AgentDefinition, AgentProfileVersions } from "../domain/capabilities/agent-profile-versions.js";
 import { McpServerService } from "../domain/capabilities/mcp-server-service.js";
 import { SkillService } from "../domain/capabilities/skill-service.js";
+import { AccessTokens } from "../domain/principal/access-tokens.js";
 import { commandLinesOf, type StdioCommandLine } from "../domain/capabilities/stdio-policy.js";
 import { AdmissionService } from "../domain/runs/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "../domain/research/artifact-service.js";
@@ -85,6 +86,7 @@ export function createServices({
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
   return {
     principals: new PrincipalService({ prisma, events }),
+    accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,
     conversations: new ConversationService({ prisma }),

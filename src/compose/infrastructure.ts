@@ -71,7 +71,7 @@ export function mcpSettings(config: Config, logger: Logger) {
 
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */
 export async function openEvents(config: Config, logger: Logger): Promise<{ events: EventBus; close(): Promise<void> }> {
-  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;
+  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl, config.redisPrefix) : undefined;
   logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
   return redis ?? { events: createEventBus(), close: async () => undefined };
 }

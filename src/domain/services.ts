@@ -5,6 +5,7 @@
 import type { AgentProfileVersions } from "./capabilities/agent-profile-versions.js";
 import type { McpServerService } from "./capabilities/mcp-server-service.js";
 import type { SkillService } from "./capabilities/skill-service.js";
+import type { AccessTokens } from "./principal/access-tokens.js";
 import type { PrincipalService } from "./principal/principal-service.js";
 import type { AdmissionService } from "./runs/admission-service.js";
 import type { ArtifactService } from "./research/artifact-service.js";
@@ -22,6 +23,8 @@ import type { WebhookService } from "./webhooks/webhook-service.js";
 
 export type Services = {
   principals: PrincipalService;
+  /** Access tokens for browsers (createAccessToken). */
+  accessTokens: AccessTokens;
   workspaces: WorkspaceService;
   links: LinkService;
   conversations: ConversationService;

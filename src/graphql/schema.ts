@@ -3,6 +3,7 @@ import { builder } from "./builder.js";
 import "./types/scalars.js";
 import "./types/errors.js";
 import "./types/principal.js";
+import "./types/access-token.js";
 import "./types/workspace.js";
 import "./types/conversation.js";
 import "./types/publication.js";

@@ -6,6 +6,7 @@ import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
+import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
@@ -152,6 +153,7 @@ function serveGraphqlWs({
               "close",
               app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)),
             );
+          if (actor.access) closeAtExpiry(socket, actor.access.expiresAt);
           return true;
         } catch (error) {
           socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
@@ -163,7 +165,7 @@ function serveGraphqlWs({
       },
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
-        sharedResults.subscribe(args, (args.contextValue as GraphQLContext).actor.principalId, (fallback) =>
+        sharedResults.subscribe(args, sharingKey((args.contextValue as GraphQLContext).actor), (fallback) =>
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
       onSubscribe: async (ctx, _id, params) => {
@@ -183,6 +185,20 @@ function serveGraphqlWs({
     },
     wsServer,
   );
+}
+
+/** Who may share a subscription's results: the principal, or one access token of it (its grants shape what it sees). */
+const sharingKey = (actor: GraphQLContext["actor"]) => (actor.access ? `${actor.principalId}#${actor.access.tokenId}` : actor.principalId);
+
+/** A socket opened with an access token closes with 4401 "token expired" when the token does (clients do not retry 4401). */
+function closeAtExpiry(socket: Socket, expiresAt: Date): void {
+  const timer = setTimeout(
+    () => {
+      if (socket.readyState === OPEN) socket.close(4401, TOKEN_EXPIRED);
+    },
+    Math.max(0, expiresAt.getTime() - Date.now()),
+  );
+  socket.once("close", () => clearTimeout(timer));
 }
 
 /** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */

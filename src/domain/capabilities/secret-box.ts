@@ -3,7 +3,7 @@
 // data folder). A sealed value reads `v1.<iv>.<tag>.<ciphertext>` (base64url): a database dump or
 // backup holds no usable token, and a value altered in the database fails to open rather than
 // being used. Values stored before sealing existed are read as they are.
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 
 const PREFIX = "v1.";
 
@@ -17,6 +17,11 @@ export class SecretBox {
     const cipher = createCipheriv("aes-256-gcm", this.key, iv);
     const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
     return PREFIX + [iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString("base64url")).join(".");
+  }
+
+  /** A key of its own for another purpose (`label`), derived from this one: it opens nothing sealed here. */
+  derive(label: string): Buffer {
+    return createHmac("sha256", this.key).update(label, "utf8").digest();
   }
 
   open(stored: string): string {

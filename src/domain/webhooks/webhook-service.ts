@@ -20,7 +20,12 @@ const url = z
   .string()
   .trim()
   .max(2_000, "must be at most 2000 characters")
-  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), "must be an http:// or https:// URL");
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), "must be an http:// or https:// URL")
+  // user:pass@ could never be delivered (Dossier sends no Basic auth) and would be stored in clear.
+  .refine(
+    (value) => !URL.canParse(value) || (new URL(value).username === "" && new URL(value).password === ""),
+    "must not carry a user name or password (user:pass@): authenticate with the webhook's signing secret instead",
+  );
 const events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, "must name at least one event type").max(WEBHOOK_EVENT_TYPES.length);
 const description = z.string().trim().max(500, "must be at most 500 characters").nullish();
 

@@ -7,7 +7,7 @@ import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
-import { mine, myLiveWorkspace, newestFirst, ownedBy } from "./owned.js";
+import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
@@ -213,7 +213,7 @@ builder.queryField("runs", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: myRuns(ctx), orderBy: newestFirst }),
     },
     { name: "RunConnection" },
     { name: "RunEdge" },
