@@ -15,6 +15,7 @@ import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
+import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
@@ -45,13 +46,15 @@ export type ApiOptions = {
   graphiql?: boolean;
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
+  rateLimits?: TokenBuckets;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
+  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, rateLimits, ...documents }: ApiOptions,
 ): Api {
   const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
@@ -77,6 +80,8 @@ export function createApi(
     plugins: [
       jsonPostsOnly("/graphql"),
       authentication.plugin,
+      // Right after authentication: a refused request is answered before anything is parsed.
+      ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
@@ -95,6 +100,7 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    rateLimits,
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,

@@ -13,6 +13,7 @@ import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
+import { bucketOf, rateLimitedError, type TokenBuckets } from "./rate-limit.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
@@ -44,6 +45,8 @@ export type ServedApi = {
   metrics: DossierMetrics;
   /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
   trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
+  /** Rate limits: every graphql-ws operation takes a token when it starts (RATE_LIMIT_PER_MINUTE). */
+  rateLimits?: TokenBuckets;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -126,6 +129,8 @@ function serveGraphqlWs({
   sharedResults: SharedSubscriptionResults;
   maxSubscriptionsPerConnection: number;
 }) {
+  // Each socket's credential, as onConnect authenticated it: its operations draw from its bucket.
+  const callers = new WeakMap<object, { keyId?: string }>();
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
@@ -135,6 +140,7 @@ function serveGraphqlWs({
         const socket = ctx.extra.socket as Socket;
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          callers.set(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)
             socket.once(
@@ -156,6 +162,12 @@ function serveGraphqlWs({
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
       onSubscribe: async (ctx, _id, params) => {
+        // Every operation takes a token when it starts (a subscription once, not per update).
+        if (app.rateLimits) {
+          const address = (ctx.extra.request as IncomingMessage).socket?.remoteAddress;
+          const decision = await app.rateLimits.take(bucketOf(callers.get(ctx), address));
+          if (!decision.allowed) return [rateLimitedError(decision.retryAfterSeconds)];
+        }
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {
           return [

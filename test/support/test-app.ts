@@ -63,6 +63,8 @@ export type TestAppOptions = {
   /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
   graphiql?: boolean;
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
+  rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
 };
 
 export async function startTestApp(
@@ -83,6 +85,7 @@ export async function startTestApp(
     webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -106,6 +109,7 @@ export async function startTestApp(
     webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
