@@ -1,10 +1,18 @@
 // Request rate limits (issue 36): a token bucket per API key and per client address for requests
 // without one. Over the limit: RATE_LIMITED with extensions.retryAfterSeconds, HTTP 429 with
 // Retry-After, and nothing executed; a graphql-ws operation takes its token when it starts.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { createClient as createWsClient } from "graphql-ws";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { WebSocket } from "ws";
+import { openDatabase } from "../../src/db/open-database.js";
+import { PrincipalService } from "../../src/domain/principal/principal-service.js";
+import { createEventBus } from "../../src/events/topics.js";
 import { InProcessTokenBuckets } from "../../src/server/rate-limit.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
+import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor, withTimeout } from "../support/wait.js";
 
@@ -101,4 +109,48 @@ describe("rate limits on the API", () => {
       await socket.dispose();
     }
   });
+});
+
+const redisUrl = inject("redisUrl");
+const running: Spawned[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  await killAll(running);
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe.runIf(backends.includes("postgres") && redisUrl)("rate limits shared by two instances through Redis", () => {
+  it("twice the burst sent to two servers alternately: the excess is refused with Retry-After, and nothing executes for it", async () => {
+    const database = await createPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const dir = mkdtempSync(path.join(tmpdir(), "dossier-rate-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // Six a minute: a token every ten seconds, so the test's own duration refills next to nothing.
+    const env = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, RATE_LIMIT_PER_MINUTE: "6", RATE_LIMIT_BURST: "8", IN_PROCESS_WORKER: "false", PORT: "0" };
+    const urls: string[] = [];
+    for (const name of ["one", "two"]) {
+      const server = spawnBuilt("src/main.ts", { env: { ...env, DATA_DIR: path.join(dir, name) } });
+      running.push(server);
+      urls.push((JSON.parse(`{${await server.waitForOutput(/"url":"http:[^"]+"/, 60_000)}}`) as { url: string }).url);
+    }
+    const db = await openDatabase({ kind: "postgres", url: database.url });
+    cleanups.push(() => db.close());
+    const { secret } = await new PrincipalService({ prisma: db.prisma, events: createEventBus() }).createPrincipal({ name: "eager" });
+
+    const answers: Answer[] = [];
+    for (let i = 0; i < 16; i += 1) answers.push(await post(urls[i % 2]!, CREATE, secret, { goal: `goal ${i}` }));
+    const accepted = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(accepted.length + refused.length).toBe(16);
+    // The burst, plus at most one token refilled while the requests were sent.
+    expect(accepted.length).toBeGreaterThanOrEqual(8);
+    expect(accepted.length).toBeLessThanOrEqual(9);
+    // Refused by both instances: they drew from one bucket.
+    expect(new Set(answers.flatMap((a, i) => (a.status === 429 ? [i % 2] : [])))).toEqual(new Set([0, 1]));
+    for (const answer of refused) {
+      expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(answer.body.errors![0]!.extensions).toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: Number(answer.retryAfter) });
+    }
+    expect(await db.prisma.workspace.count()).toBe(accepted.length);
+  }, 120_000);
 });
