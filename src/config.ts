@@ -29,6 +29,7 @@ const envSchema = z.object({
     .optional(),
   IN_PROCESS_WORKER: flag.default(true),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
+  MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
   RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
   RATE_LIMIT_BURST: whole(1, "min").optional(),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
@@ -147,6 +148,8 @@ export type Config = {
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
+  /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey: number;
   /**
    * Request rate limits (RATE_LIMIT_PER_MINUTE; off when unset): a token bucket per credential, and
    * per client address for requests without one, holding up to `burst` (RATE_LIMIT_BURST; default
@@ -278,6 +281,7 @@ function serverSettings(values: EnvValues) {
       maxPageSize: values.MAX_PAGE_SIZE,
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
     rateLimit: values.RATE_LIMIT_PER_MINUTE
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
       : undefined,

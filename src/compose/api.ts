@@ -16,6 +16,7 @@ import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlu
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
+import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
@@ -48,13 +49,25 @@ export type ApiOptions = {
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
   /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
   rateLimits?: TokenBuckets;
+  /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
+  maxSubscriptionsPerKey?: number;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, rateLimits, ...documents }: ApiOptions,
+  {
+    logger,
+    authRequired,
+    traceSubscriberBuffer = 1_000,
+    limits = DEFAULT_QUERY_LIMITS,
+    corsOrigins = [],
+    metricsToken,
+    rateLimits,
+    maxSubscriptionsPerKey = 500,
+    ...documents
+  }: ApiOptions,
 ): Api {
   const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
@@ -63,6 +76,7 @@ export function createApi(
   const authenticate = createAuthenticator({ principals: services.principals, authRequired });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
+  const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -90,6 +104,7 @@ export function createApi(
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits, metrics.countRejected),
+      subscriptionQuotaPlugin(subscriptionQuota),
       useCompiledExecution(),
       readiness(db, logger),
     ],
@@ -101,6 +116,7 @@ export function createApi(
     corsOrigins,
     keyRevocations,
     rateLimits,
+    subscriptionQuota,
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,

@@ -21,6 +21,7 @@ export function createApp({
   graphiql,
   trustedDocuments,
   rateLimits,
+  maxSubscriptionsPerKey,
   ...options
 }: AppOptions): App {
   const core = createCore(options);
@@ -34,6 +35,7 @@ export function createApp({
     graphiql,
     trustedDocuments,
     rateLimits,
+    maxSubscriptionsPerKey,
   });
   return {
     ...core,

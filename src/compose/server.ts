@@ -37,6 +37,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     graphiql: config.graphiql,
     trustedDocuments: config.trustedDocuments,
     rateLimits,
+    maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
   });
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();

@@ -2,7 +2,7 @@
 // path, GraphiQL, the trace viewer page (/traces/<runId>), /favicon.ico, /health and /ready.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { GraphQLError } from "graphql";
+import { GraphQLError, getOperationAST } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
@@ -14,6 +14,7 @@ import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import { bucketOf, rateLimitedError, type TokenBuckets } from "./rate-limit.js";
+import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
@@ -47,6 +48,8 @@ export type ServedApi = {
   trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
   /** Rate limits: every graphql-ws operation takes a token when it starts (RATE_LIMIT_PER_MINUTE). */
   rateLimits?: TokenBuckets;
+  /** Subscriptions per API key and per principal (MAX_SUBSCRIPTIONS_PER_KEY): graphql-ws ones are counted here. */
+  subscriptionQuota: SubscriptionQuota;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -131,6 +134,16 @@ function serveGraphqlWs({
 }) {
   // Each socket's credential, as onConnect authenticated it: its operations draw from its bucket.
   const callers = new WeakMap<object, { keyId?: string }>();
+  // Each socket's subscriptions holding a place in the quota, by operation id, until they complete.
+  const places = new WeakMap<object, Map<string, () => void>>();
+  const giveBack = (ctx: object, id?: string) => {
+    const held = places.get(ctx);
+    for (const [operation, release] of held ?? []) {
+      if (id !== undefined && operation !== id) continue;
+      release();
+      held!.delete(operation);
+    }
+  };
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
@@ -155,13 +168,15 @@ function serveGraphqlWs({
       },
       onClose: (ctx) => {
         sockets.delete(ctx);
+        giveBack(ctx);
       },
+      onComplete: (ctx, id) => giveBack(ctx, id),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
         sharedResults.subscribe(args, (args.contextValue as GraphQLContext).actor.principalId, (fallback) =>
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
-      onSubscribe: async (ctx, _id, params) => {
+      onSubscribe: async (ctx, id, params) => {
         // Every operation takes a token when it starts (a subscription once, not per update).
         if (app.rateLimits) {
           const address = (ctx.extra.request as IncomingMessage).socket?.remoteAddress;
@@ -179,7 +194,14 @@ function serveGraphqlWs({
         // A trusted document's id in place of its text; with TRUSTED_DOCUMENTS_ONLY, nothing else.
         const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
         if (query instanceof GraphQLError) return [query];
-        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        const prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        if (Array.isArray(prepared) || getOperationAST(prepared.document, prepared.operationName)?.operation !== "subscription") return prepared;
+        // A subscription holds a place of its key's and principal's share until it completes.
+        const release = app.subscriptionQuota.acquire((prepared.contextValue as GraphQLContext).actor);
+        if (release instanceof GraphQLError) return [release];
+        if (!places.has(ctx)) places.set(ctx, new Map());
+        places.get(ctx)!.set(id, release);
+        return prepared;
       },
     },
     wsServer,

@@ -65,6 +65,8 @@ export type TestAppOptions = {
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
   /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey?: number;
 };
 
 export async function startTestApp(
@@ -86,6 +88,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    maxSubscriptionsPerKey,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -110,6 +113,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    maxSubscriptionsPerKey,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
