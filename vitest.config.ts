@@ -13,6 +13,7 @@ const timingSensitive = [
   "test/runtime/fair-share-processes.test.ts",
   "test/runtime/model-back-pressure.test.ts",
   "test/server/subscription-quota.test.ts",
+  "test/server/webhook-fairness.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
   "test/server/webhook-crash.test.ts",
