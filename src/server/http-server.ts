@@ -2,7 +2,7 @@
 // path, GraphiQL, the trace viewer page (/traces/<runId>), /favicon.ico, /health and /ready.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { GraphQLError, getOperationAST } from "graphql";
+import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
@@ -13,7 +13,8 @@ import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
-import { bucketOf, rateLimitedError, type TokenBuckets } from "./rate-limit.js";
+import type { TokenBuckets } from "./rate-limit.js";
+import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
@@ -132,18 +133,7 @@ function serveGraphqlWs({
   sharedResults: SharedSubscriptionResults;
   maxSubscriptionsPerConnection: number;
 }) {
-  // Each socket's credential, as onConnect authenticated it: its operations draw from its bucket.
-  const callers = new WeakMap<object, { keyId?: string }>();
-  // Each socket's subscriptions holding a place in the quota, by operation id, until they complete.
-  const places = new WeakMap<object, Map<string, () => void>>();
-  const giveBack = (ctx: object, id?: string) => {
-    const held = places.get(ctx);
-    for (const [operation, release] of held ?? []) {
-      if (id !== undefined && operation !== id) continue;
-      release();
-      held!.delete(operation);
-    }
-  };
+  const shares = new SocketShares(app.rateLimits, app.subscriptionQuota);
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
@@ -153,7 +143,7 @@ function serveGraphqlWs({
         const socket = ctx.extra.socket as Socket;
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
-          callers.set(ctx, actor);
+          shares.connected(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)
             socket.once(
@@ -168,9 +158,9 @@ function serveGraphqlWs({
       },
       onClose: (ctx) => {
         sockets.delete(ctx);
-        giveBack(ctx);
+        shares.release(ctx);
       },
-      onComplete: (ctx, id) => giveBack(ctx, id),
+      onComplete: (ctx, id) => shares.release(ctx, id),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
         sharedResults.subscribe(args, (args.contextValue as GraphQLContext).actor.principalId, (fallback) =>
@@ -178,11 +168,8 @@ function serveGraphqlWs({
         ),
       onSubscribe: async (ctx, id, params) => {
         // Every operation takes a token when it starts (a subscription once, not per update).
-        if (app.rateLimits) {
-          const address = (ctx.extra.request as IncomingMessage).socket?.remoteAddress;
-          const decision = await app.rateLimits.take(bucketOf(callers.get(ctx), address));
-          if (!decision.allowed) return [rateLimitedError(decision.retryAfterSeconds)];
-        }
+        const limited = await shares.start(ctx, (ctx.extra.request as IncomingMessage).socket?.remoteAddress);
+        if (limited) return [limited];
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {
           return [
@@ -195,13 +182,10 @@ function serveGraphqlWs({
         const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
         if (query instanceof GraphQLError) return [query];
         const prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
-        if (Array.isArray(prepared) || getOperationAST(prepared.document, prepared.operationName)?.operation !== "subscription") return prepared;
+        if (Array.isArray(prepared)) return prepared;
         // A subscription holds a place of its key's and principal's share until it completes.
-        const release = app.subscriptionQuota.acquire((prepared.contextValue as GraphQLContext).actor);
-        if (release instanceof GraphQLError) return [release];
-        if (!places.has(ctx)) places.set(ctx, new Map());
-        places.get(ctx)!.set(id, release);
-        return prepared;
+        const full = shares.hold(ctx, id, prepared, (prepared.contextValue as GraphQLContext).actor);
+        return full ? [full] : prepared;
       },
     },
     wsServer,
