@@ -91,6 +91,8 @@ const envSchema = z.object({
   MAX_QUERY_COST: whole(10, "min").default(20_000),
   MAX_PAGE_SIZE: whole(1, "min").default(200),
   MAX_REQUEST_BYTES: whole(1_024, "min").default(1_048_576),
+  MAX_CONNECTIONS_PER_CLIENT: whole(1, "min").default(256),
+  REQUEST_TIMEOUT_MS: whole(100, "min").default(30_000),
   TRUSTED_DOCUMENTS_ONLY: flag.default(false),
   TRUSTED_DOCUMENTS_DIR: z.string().optional(),
   GRAPHIQL: flag.optional(),
@@ -148,6 +150,8 @@ export type Config = {
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
+  /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
+  connections: { maxPerClient: number; requestTimeoutMs: number };
   /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey: number;
   /**
@@ -282,6 +286,7 @@ function serverSettings(values: EnvValues) {
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
+    connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
     rateLimit: values.RATE_LIMIT_PER_MINUTE
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
       : undefined,

@@ -57,6 +57,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     port: config.port,
     host: config.host,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
+    connections: config.connections,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }

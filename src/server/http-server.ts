@@ -11,6 +11,7 @@ import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
+import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
@@ -65,15 +66,19 @@ export async function startHttpServer({
   port,
   host,
   maxSubscriptionsPerConnection = 50,
+  connections = DEFAULT_CONNECTION_LIMITS,
 }: {
   app: ServedApi;
   port: number;
   host: string;
   /** Operations one WebSocket may have open at once; more are refused with an error. */
   maxSubscriptionsPerConnection?: number;
+  /** Open connections per client address, and how long a request may take to arrive. */
+  connections?: ConnectionLimits;
 }): Promise<RunningServer> {
   const { yoga } = app;
-  const httpServer: Server = createServer(yoga);
+  const httpServer: Server = createServer(serverOptions(connections), yoga);
+  capConnectionsPerClient(httpServer, connections);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,

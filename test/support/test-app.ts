@@ -67,6 +67,8 @@ export type TestAppOptions = {
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey?: number;
+  /** Open connections per client address and the request timeout of the listening server. */
+  connections?: Parameters<typeof startHttpServer>[0]["connections"];
 };
 
 export async function startTestApp(
@@ -89,6 +91,7 @@ export async function startTestApp(
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    connections,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -117,7 +120,7 @@ export async function startTestApp(
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection }) : undefined;
+  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, connections }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });
