@@ -24,6 +24,7 @@ const literally = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 const ADAPTERS = [
   "^src/runtime/adapters/",
   "^src/events/redis-event-target\\.ts$",
+  "^src/server/redis-token-buckets\\.ts$",
   "^src/db/",
   "^src/mcp/",
   // Webhook delivery (pg-boss) and the outbound HTTP guard (undici): adapters of their own.

@@ -31,6 +31,9 @@ const envSchema = z.object({
     .optional(),
   IN_PROCESS_WORKER: flag.default(true),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
+  MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
+  RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
+  RATE_LIMIT_BURST: whole(1, "min").optional(),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
   TOOL_APPROVALS: json('{"run_command":"always","mcp__*__write*":"always","*":"never"}').pipe(approvalRules).optional(),
@@ -98,6 +101,8 @@ const envSchema = z.object({
   MAX_QUERY_COST: whole(10, "min").default(20_000),
   MAX_PAGE_SIZE: whole(1, "min").default(200),
   MAX_REQUEST_BYTES: whole(1_024, "min").default(1_048_576),
+  MAX_CONNECTIONS_PER_CLIENT: whole(1, "min").default(256),
+  REQUEST_TIMEOUT_MS: whole(100, "min").default(30_000),
   TRUSTED_DOCUMENTS_ONLY: flag.default(false),
   TRUSTED_DOCUMENTS_DIR: z.string().optional(),
   GRAPHIQL: flag.optional(),
@@ -165,6 +170,16 @@ export type Config = {
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
+  /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
+  connections: { maxPerClient: number; requestTimeoutMs: number };
+  /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey: number;
+  /**
+   * Request rate limits (RATE_LIMIT_PER_MINUTE; off when unset): a token bucket per credential, and
+   * per client address for requests without one, holding up to `burst` (RATE_LIMIT_BURST; default
+   * ten seconds' worth). Shared through Redis when REDIS_URL is set.
+   */
+  rateLimit?: { perMinute: number; burst: number };
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY; TRUSTED_DOCUMENTS_DIR's manifests, documentId → document); see server/trusted-documents.ts. */
   trustedDocuments: { only: boolean; extra: Record<string, string> };
   /** GRAPHIQL: GraphiQL served (unset: unless trusted documents only), and exempt from trusted documents only. */
@@ -328,6 +343,11 @@ function serverSettings(values: EnvValues) {
       maxPageSize: values.MAX_PAGE_SIZE,
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
+    connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
+    rateLimit: values.RATE_LIMIT_PER_MINUTE
+      ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
+      : undefined,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     trustedDocuments: { only: values.TRUSTED_DOCUMENTS_ONLY, extra: values.TRUSTED_DOCUMENTS_DIR ? readTrustedDocuments(values.TRUSTED_DOCUMENTS_DIR) : {} },
     graphiql: values.GRAPHIQL,

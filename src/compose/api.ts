@@ -17,6 +17,8 @@ import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
+import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
+import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
@@ -47,13 +49,27 @@ export type ApiOptions = {
   graphiql?: boolean;
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
+  rateLimits?: TokenBuckets;
+  /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
+  maxSubscriptionsPerKey?: number;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
+  {
+    logger,
+    authRequired,
+    traceSubscriberBuffer = 1_000,
+    limits = DEFAULT_QUERY_LIMITS,
+    corsOrigins = [],
+    metricsToken,
+    rateLimits,
+    maxSubscriptionsPerKey = 500,
+    ...documents
+  }: ApiOptions,
 ): Api {
   // The value GraphiQL's page carries to be exempt from trusted documents: this process's own.
   const graphiqlSecret = randomBytes(24).toString("base64url");
@@ -64,6 +80,7 @@ export function createApi(
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
+  const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -83,6 +100,8 @@ export function createApi(
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
       authentication.plugin,
+      // Right after authentication: a refused request is answered before anything is parsed.
+      ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),
@@ -91,6 +110,7 @@ export function createApi(
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits, metrics.countRejected),
+      subscriptionQuotaPlugin(subscriptionQuota),
       useCompiledExecution(),
       readiness(db, logger),
     ],
@@ -101,6 +121,8 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    rateLimits,
+    subscriptionQuota,
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,

@@ -14,6 +14,8 @@ import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
 import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import { createDemoModel } from "../runtime/adapters/demo-model.js";
+import { FallbackTokenBuckets, InProcessTokenBuckets, type TokenBuckets } from "../server/rate-limit.js";
+import { RedisTokenBuckets } from "../server/redis-token-buckets.js";
 
 /** Opens and migrates the configured database. */
 export async function openMigratedDatabase(config: Config, logger: Logger): Promise<Database> {
@@ -173,4 +175,16 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
   };
   process.once("SIGINT", () => void handle("SIGINT"));
   process.once("SIGTERM", () => void handle("SIGTERM"));
+}
+
+/** The server's rate-limit buckets (RATE_LIMIT_PER_MINUTE): in Redis when REDIS_URL is set, else in this process; none when off. */
+export async function openRateLimits(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
+  if (!config.rateLimit) return undefined;
+  const local = new InProcessTokenBuckets(config.rateLimit);
+  if (!config.redisUrl) {
+    logger.info("rate limits are counted in this process (no REDIS_URL)", config.rateLimit);
+    return local;
+  }
+  logger.info("rate limits are shared through Redis", config.rateLimit);
+  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, config.rateLimit), local, logger);
 }

@@ -7,11 +7,12 @@ import type { Logger } from "../logger.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, stopOnSignals } from "./infrastructure.js";
+import { mcpSettings, modelFor, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
 
 export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
+  const rateLimits = await openRateLimits(config, logger);
   const core = createCore({
     db,
     events,
@@ -35,6 +36,8 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     limits: config.limits,
     graphiql: config.graphiql,
     trustedDocuments: config.trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
   });
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();
@@ -45,6 +48,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     await server?.close();
     await core.stop();
     await api.stop();
+    await rateLimits?.close?.();
     await infrastructure.close();
   });
 
@@ -54,6 +58,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     host: config.host,
     allowedHosts: config.allowedHosts,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
+    connections: config.connections,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }

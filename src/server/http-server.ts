@@ -13,8 +13,12 @@ import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
+import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
+import type { TokenBuckets } from "./rate-limit.js";
+import { SocketShares } from "./socket-shares.js";
+import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
@@ -46,6 +50,10 @@ export type ServedApi = {
   metrics: DossierMetrics;
   /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
   trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
+  /** Rate limits: every graphql-ws operation takes a token when it starts (RATE_LIMIT_PER_MINUTE). */
+  rateLimits?: TokenBuckets;
+  /** Subscriptions per API key and per principal (MAX_SUBSCRIPTIONS_PER_KEY): graphql-ws ones are counted here. */
+  subscriptionQuota: SubscriptionQuota;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -61,6 +69,7 @@ export async function startHttpServer({
   host,
   maxSubscriptionsPerConnection = 50,
   allowedHosts = isLoopbackAddress(host) ? LOOPBACK_HOSTS : undefined,
+  connections = DEFAULT_CONNECTION_LIMITS,
 }: {
   app: ServedApi;
   port: number;
@@ -72,9 +81,12 @@ export async function startHttpServer({
   allowedHosts?: readonly string[];
   /** Operations one WebSocket may have open at once; more are refused with an error. */
   maxSubscriptionsPerConnection?: number;
+  /** Open connections per client address, and how long a request may take to arrive. */
+  connections?: ConnectionLimits;
 }): Promise<RunningServer> {
   const { yoga } = app;
-  const httpServer: Server = createServer(guardHosts(yoga, allowedHosts));
+  const httpServer: Server = createServer(serverOptions(connections), guardHosts(yoga, allowedHosts));
+  capConnectionsPerClient(httpServer, connections);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,
@@ -138,6 +150,7 @@ function serveGraphqlWs({
   sharedResults: SharedSubscriptionResults;
   maxSubscriptionsPerConnection: number;
 }) {
+  const shares = new SocketShares(app.rateLimits, app.subscriptionQuota);
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
@@ -147,6 +160,7 @@ function serveGraphqlWs({
         const socket = ctx.extra.socket as Socket;
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          shares.connected(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)
             socket.once(
@@ -162,13 +176,18 @@ function serveGraphqlWs({
       },
       onClose: (ctx) => {
         sockets.delete(ctx);
+        shares.release(ctx);
       },
+      onComplete: (ctx, id) => shares.release(ctx, id),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
         sharedResults.subscribe(args, sharingKey((args.contextValue as GraphQLContext).actor), (fallback) =>
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
-      onSubscribe: async (ctx, _id, params) => {
+      onSubscribe: async (ctx, id, params) => {
+        // Every operation takes a token when it starts (a subscription once, not per update).
+        const limited = await shares.start(ctx, (ctx.extra.request as IncomingMessage).socket?.remoteAddress);
+        if (limited) return [limited];
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {
           return [
@@ -180,7 +199,11 @@ function serveGraphqlWs({
         // A trusted document's id in place of its text; with TRUSTED_DOCUMENTS_ONLY, nothing else.
         const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
         if (query instanceof GraphQLError) return [query];
-        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        const prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        if (Array.isArray(prepared)) return prepared;
+        // A subscription holds a place of its key's and principal's share until it completes.
+        const full = shares.hold(ctx, id, prepared, (prepared.contextValue as GraphQLContext).actor);
+        return full ? [full] : prepared;
       },
     },
     wsServer,

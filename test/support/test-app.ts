@@ -65,6 +65,12 @@ export type TestAppOptions = {
   /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
   graphiql?: boolean;
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
+  rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey?: number;
+  /** Open connections per client address and the request timeout of the listening server. */
+  connections?: Parameters<typeof startHttpServer>[0]["connections"];
 };
 
 export async function startTestApp(
@@ -86,6 +92,9 @@ export async function startTestApp(
     webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey,
+    connections,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -109,10 +118,12 @@ export async function startTestApp(
     webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts }) : undefined;
+  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts, connections }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });

@@ -12,6 +12,8 @@
 // or that is gone without the attempt being recorded leaves its message PENDING and relayed: the
 // relay finds it — relayed a while ago, no live job for its attempt — and relays it again, so the
 // event is still delivered, at least once.
+// Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
+// workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
 import PgBoss from "pg-boss";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
@@ -117,16 +119,22 @@ export class PgBossWebhookQueue implements WebhookQueue {
   }
   private async relay(): Promise<void> {
     await this.relayLost();
-    const waiting = await this.deps.prisma.webhookMessage.findMany({
-      where: { status: "PENDING", relayedAt: null, webhook: { enabled: true } },
-      select: { id: true, attempts: true, nextAttemptAt: true },
-      orderBy: { nextAttemptAt: "asc" },
-      take: 100,
-    });
+    // Each message's turn among its owner's: those already queued, then its place among the waiting.
+    const waiting = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number; nextAttemptAt: Date | null; turn: number }[]>(
+      `WITH queued AS (
+         SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
+          WHERE m.status = 'PENDING' AND m.relayed_at IS NOT NULL GROUP BY w.owner_id)
+       SELECT m.id, m.attempts, m.next_attempt_at AS "nextAttemptAt",
+              (COALESCE(queued.n, 0) + row_number() OVER (PARTITION BY w.owner_id ORDER BY m.next_attempt_at, m.id))::int AS turn
+         FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id LEFT JOIN queued ON queued.owner_id = w.owner_id
+        WHERE m.status = 'PENDING' AND m.relayed_at IS NULL AND w.enabled
+        ORDER BY m.next_attempt_at LIMIT 100`,
+    );
     for (const message of waiting) {
       const startAfter = message.nextAttemptAt && message.nextAttemptAt > new Date() ? message.nextAttemptAt : undefined;
       await this.boss.send(QUEUE, { messageId: message.id, attempts: message.attempts } satisfies Job, {
         singletonKey: `${message.id}:${message.attempts}`,
+        priority: -message.turn,
         ...(startAfter ? { startAfter } : {}),
       });
       await this.deps.prisma.webhookMessage.updateMany({
