@@ -215,6 +215,46 @@ describe("runOutput of a run answered through a streaming model server", () => {
 
   it.each([
     ["graphql-ws", {}],
+    ["SSE", { subscriptions: "sse" }],
+  ] as const)("a page reload mid-answer: resuming from the stored seq gives exactly the rest of the model's text (%s)", async (_transport, options) => {
+    pauseAgain();
+    const page = () => createClient({ url: t.server!.url, wsUrl: t.server!.wsUrl, ...options });
+    const first = page();
+    const { run } = await admit(first, { question: "reload, then pause" });
+    // The first page renders the answer and stores the seq of each update it rendered.
+    let shown = "";
+    let stored: string | undefined;
+    const half = ANSWER.slice(0, 6).join("");
+    for await (const update of first.watchRun(run.id)) {
+      if (update.kind === "TEXT_DELTA") shown += update.text;
+      stored = update.seq;
+      if (shown.endsWith(half)) break;
+    }
+    await first.close();
+    // The reloaded page resumes from the stored seq: with the SDK, and with a bare subscription.
+    const reloaded = page();
+    const bare = unwrap(reloaded.subscribe(RunOutputDocument, { runId: run.id, afterSeq: stored }));
+    const sdkPage = page();
+    const viaSdk = (async () => {
+      let text = "";
+      for await (const update of sdkPage.watchRun(run.id, { afterSeq: stored })) if (update.kind === "TEXT_DELTA") text += update.text;
+      await sdkPage.close();
+      return text;
+    })();
+    setTimeout(resume, 300);
+    const { updates } = await collect(bare);
+    await reloaded.close();
+    const { view, calls } = await modelCalls(run.id);
+    const answerCall = calls.at(-1)!;
+    expect(view.answer).toBe(ANSWER.join(""));
+    const rest = updates.filter((u) => u.kind === "TEXT_DELTA" && u.modelCallSpanId === answerCall).map((u) => u.text);
+    expect(shown + rest.join("")).toBe(view.answer);
+    expect(shown + (await viaSdk)).toBe(view.answer);
+    for (const [i, u] of updates.entries()) expect(comparePositions(u.seq, i === 0 ? stored! : updates[i - 1]!.seq)).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ["graphql-ws", {}],
     ["SSE, sending documentIds", { subscriptions: "sse", trustedDocuments: true }],
   ] as const)("the SDK's runOutput gives the answer's text as it streams, once, across a server restart mid-answer (%s)", async (_transport, options) => {
     pauseAgain();
