@@ -11,6 +11,7 @@ import { authenticateFirst } from "../server/authenticate-first.js";
 import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
 import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
+import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
 import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
@@ -79,6 +80,7 @@ export function createApi(
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
       authentication.plugin,
+      automaticPersistedQueries({ keeps: (query) => !trusted.only || trusted.admits(query) }),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),

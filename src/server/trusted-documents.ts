@@ -6,7 +6,8 @@
 // (400), except GraphiQL's requests when GRAPHIQL=true — recognised by the header its page sends,
 // which any client can send too (README, "Trusted documents").
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
-import { GraphQLError } from "graphql";
+import { GraphQLError, parse, print, visit } from "graphql";
+import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
 import sdkManifest from "../../sdk/generated/persisted-documents.json" with { type: "json" };
 
@@ -28,6 +29,8 @@ export type TrustedDocuments = {
   readonly only: boolean;
   /** The Yoga plugin resolving `documentId` over HTTP and SSE, and refusing other documents when `only`. */
   plugin: Plugin;
+  /** Whether a document text may run when only trusted documents may (whoever sends it). */
+  admits(query: string): boolean;
   /** For one graphql-ws operation: the document text to run, or the error that refuses it. */
   resolveSocketOperation(params: SocketOperation, connectionParams: Record<string, unknown> | undefined): string | GraphQLError;
 };
@@ -49,10 +52,14 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
     countRejected("TRUSTED_DOCUMENT_NOT_FOUND"), refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`)
   );
   const documents = new Map<string, string>([...Object.entries(sdkManifest as Record<string, string>), ...Object.entries(extra)]);
-  // The text of a trusted document is no other document: sent whole, it runs too.
+  // The text of a trusted document is no other document: sent whole, it runs too — also as a
+  // client such as Apollo Client prints it, with __typename added to its selections.
   const texts = new Set(documents.values());
+  const shapes = new Set([...texts].map(withoutTypenames));
+  const checked = new LRUCache<string, boolean>({ max: 500 });
+  const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
   const fromGraphiql = (headers: { get(name: string): string | null }) => graphiqlExempt && headers.get(GRAPHIQL_HEADER) === "1";
-  const allowed = (query: string, headers: { get(name: string): string | null }) => !only || texts.has(query) || fromGraphiql(headers);
+  const allowed = (query: string, headers: { get(name: string): string | null }) => !only || admits(query) || fromGraphiql(headers);
   const admittedQueries = new WeakSet<Request>();
 
   const persisted = usePersistedOperations({
@@ -85,6 +92,7 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
   };
   return {
     only,
+    admits,
     plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(persisted as Plugin)) },
     resolveSocketOperation({ query, documentId }, connectionParams) {
       if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
@@ -92,6 +100,23 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
       return allowed(query, socketHeaders(connectionParams)) ? query : required();
     },
   };
+}
+
+/**
+ * A document's shape without its __typename selections, printed canonically; "" when it does not
+ * parse. __typename selects only the name of a type the schema already shows, so two documents
+ * that differ only in it read the same data.
+ */
+function withoutTypenames(query: string): string {
+  try {
+    return print(
+      visit(parse(query, { noLocation: true }), {
+        Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined),
+      }),
+    );
+  } catch {
+    return "";
+  }
 }
 
 const REFUSALS = new Set(["TRUSTED_DOCUMENT_REQUIRED", "TRUSTED_DOCUMENT_NOT_FOUND"]);
