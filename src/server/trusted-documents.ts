@@ -55,7 +55,8 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
   // The text of a trusted document is no other document: sent whole, it runs too — also as a
   // client such as Apollo Client prints it, with __typename added to its selections.
   const texts = new Set(documents.values());
-  const shapes = new Set([...texts].map(withoutTypenames));
+  const shapes = new Set([...texts].map((text) => withoutTypenames(printed(text))));
+  shapes.delete("");
   const checked = new LRUCache<string, boolean>({ max: 500 });
   const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
   const fromGraphiql = (headers: { get(name: string): string | null }) => graphiqlExempt && headers.get(GRAPHIQL_HEADER) === "1";
@@ -103,17 +104,25 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
 }
 
 /**
- * A document's shape without its __typename selections, printed canonically; "" when it does not
- * parse. __typename selects only the name of a type the schema already shows, so two documents
- * that differ only in it read the same data.
+ * A document's shape without its __typename selections; "" unless the text is exactly as GraphQL's
+ * printer writes it (as Apollo Client sends documents), so any other difference from a trusted
+ * text — a space, a line — still refuses it. __typename selects only the name of a type the schema
+ * already shows: two documents that differ only in it read the same data.
  */
+/** The text as GraphQL's printer writes it; "" when it does not parse. */
+function printed(text: string): string {
+  try {
+    return print(parse(text, { noLocation: true }));
+  } catch {
+    return "";
+  }
+}
+
 function withoutTypenames(query: string): string {
   try {
-    return print(
-      visit(parse(query, { noLocation: true }), {
-        Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined),
-      }),
-    );
+    const document = parse(query, { noLocation: true });
+    if (print(document) !== query) return "";
+    return print(visit(document, { Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined) }));
   } catch {
     return "";
   }
