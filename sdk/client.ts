@@ -26,12 +26,12 @@ import {
   TraceUpdatesDocument,
   type TraceUpdatesSubscription,
 } from "./generated/graphql.js";
-import { runOutputText } from "./run-output.js";
+import { type RunOutputSource, type RunOutputUpdate, runOutputText, watchRunUpdates } from "./run-output.js";
 import { DossierRequestError, isCloseEvent, operationBody, postOperation, subscribeOverSse, subscribeOverWs } from "./transport.js";
 
 export { DossierRequestError, documentIdOf } from "./transport.js";
 
-export type { RunOutputUpdate } from "./run-output.js";
+export { comparePositions, type RunOutputUpdate } from "./run-output.js";
 
 export type ClientOptions = {
   /** The HTTP endpoint, e.g. http://localhost:4000/graphql */
@@ -84,7 +84,15 @@ export type DossierClient = {
    * read from the run, and text of earlier calls is in the run's messages. For tool-call
    * arguments and each call's end, subscribe to RunOutputDocument.
    */
-  runOutput(runId: string, options?: { afterSeq?: number }): AsyncIterableIterator<string>;
+  runOutput(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<string>;
+  /**
+   * Every update of a run's model output — TEXT_DELTA, TOOL_CALL_DELTA, MESSAGE_DONE, RUN_DONE —
+   * each with its position `seq`, ending when the run settles. Store the seq of the last update you
+   * rendered (e.g. in sessionStorage) and, after a page reload, call watchRun(runId, { afterSeq })
+   * with it: you get exactly the rest, never a repeat (what you missed of a running call comes in
+   * one TEXT_DELTA). Dropped sockets are resumed the same way.
+   */
+  watchRun(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<RunOutputUpdate>;
   /** Closes the subscription socket, if one was opened. */
   close(): Promise<void>;
 };
@@ -118,17 +126,25 @@ export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const headers = options.headers ?? {};
   let ws: Promise<WsClient> | undefined;
-  let connections = 0;
   const trusted = options.trustedDocuments ?? false;
   const socket = () => {
-    ws ??= openSocket(options, () => (connections += 1));
+    ws ??= openSocket(options);
     return ws;
   };
-  // One subscription over the configured transport; the socket's connections are counted (SSE has no shared one).
+  // One subscription over the configured transport.
   const subscribeTo = (document: TypedDocumentNode<unknown, never>, variables: Record<string, unknown>) =>
     options.subscriptions === "sse"
       ? subscribeOverSse(doFetch, options.url, headers, () => operationBody(document, trusted), variables)
       : subscribeOverWs(socket(), () => operationBody(document, trusted), variables);
+
+  const outputSource = (runId: string): RunOutputSource => ({
+    open: (afterSeq) => subscribeTo(RunOutputDocument, { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
+    answer: async () => {
+      const run = (await request(RunDocument, { id: runId })).node;
+      return run?.__typename === "Run" ? run.answer : null;
+    },
+    isFinal,
+  });
 
   const request: DossierClient["request"] = async (document, ...[variables]) =>
     (await postOperation(doFetch, options.url, headers, await operationBody(document as TypedDocumentNode<unknown, never>, trusted), variables ?? {})) as never;
@@ -150,18 +166,11 @@ export function createClient(options: ClientOptions): DossierClient {
     runTrace: (runId, { pageSize } = {}) => readRunTrace(request, runId, pageSize),
 
     runOutput(runId, options = {}) {
-      return runOutputText(
-        {
-          open: (afterSeq) => subscribeTo(RunOutputDocument, { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
-          connection: () => connections,
-          answer: async () => {
-            const run = (await request(RunDocument, { id: runId })).node;
-            return run?.__typename === "Run" ? run.answer : null;
-          },
-          isFinal,
-        },
-        options.afterSeq,
-      );
+      return runOutputText(outputSource(runId), options.afterSeq);
+    },
+
+    watchRun(runId, options = {}) {
+      return watchRunUpdates(outputSource(runId), options.afterSeq);
     },
 
     async close() {
@@ -226,7 +235,7 @@ async function* resumableTraceUpdates(
   }
 }
 
-async function openSocket(options: ClientOptions, connected: () => void): Promise<WsClient> {
+async function openSocket(options: ClientOptions): Promise<WsClient> {
   const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
     url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
@@ -234,7 +243,6 @@ async function openSocket(options: ClientOptions, connected: () => void): Promis
     connectionParams: { headers: options.headers ?? {} },
     lazy: true,
     retryAttempts: 5,
-    on: { connected },
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),
   });

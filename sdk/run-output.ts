@@ -1,59 +1,61 @@
-// client.runOutput(): the text a run's model produces, as plain strings, for chat interfaces.
-// It resumes after a dropped connection without repeating text: the server sends a model call
-// that was running when a subscription (re)started from its start in one TEXT_DELTA, and this
-// keeps, per call, what was already given, so only what is new comes out.
+// client.watchRun() and client.runOutput(): a run's model output for chat interfaces. Every update
+// carries its own position (`seq`), greater than the one before; an app that stores the seq of
+// the last update it rendered and calls watchRun(runId, { afterSeq }) after a page reload gets
+// exactly the rest — what it missed of a running call arrives merged into one TEXT_DELTA. Within
+// one watch, a dropped socket is resumed the same way, and whatever a restarted subscription sends
+// again is cut here, so nothing is ever given twice.
 import type { RunOutputSubscription } from "./generated/graphql.js";
 
 export type RunOutputUpdate = RunOutputSubscription["runOutput"];
 
 export type RunOutputSource = {
   /** Opens the subscription after `afterSeq` (from the start without it). */
-  open(afterSeq: number | undefined): AsyncIterableIterator<RunOutputSubscription>;
-  /** Counts the socket's connections: the socket client restarts its subscriptions on each new one. */
-  connection(): number;
+  open(afterSeq: string | undefined): AsyncIterableIterator<RunOutputSubscription>;
   /** The run's answer, read once it settled (null without one). */
   answer(): Promise<string | null>;
   /** Errors after which subscribing again cannot help. */
   isFinal(error: unknown): boolean;
 };
 
-/** The model's text, piece by piece, until the run settles. */
-export async function* runOutputText(source: RunOutputSource, afterSeq: number | undefined): AsyncGenerator<string> {
-  const text = new TextSoFar();
-  let last = afterSeq;
-  // Something may have been missed: a call that ended while disconnected is the log's to give.
-  let interrupted = false;
+/** A position: the trace's seq, and the characters of the call running there ("12" or "12:340"). */
+export function parsePosition(seq: string): [trace: number, chars: number] {
+  const [trace, chars] = seq.split(":");
+  return [Number(trace), Number(chars ?? 0)];
+}
+
+/** Orders two positions: negative when `a` comes first. */
+export function comparePositions(a: string, b: string): number {
+  const [ta, ca] = parsePosition(a);
+  const [tb, cb] = parsePosition(b);
+  return ta !== tb ? ta - tb : ca - cb;
+}
+
+/** Every update of a run's output after `afterSeq`, each once, until the run settles. */
+export async function* watchRunUpdates(source: RunOutputSource, afterSeq: string | undefined): AsyncGenerator<RunOutputUpdate> {
+  const state = new WatchState(afterSeq);
   for (let attempt = 0; ; attempt += 1) {
-    const stream = source.open(last);
-    text.restart();
-    let connection: number | undefined;
+    const stream = source.open(state.last);
     let resync = false;
     try {
       for await (const { runOutput: update } of stream) {
         attempt = 0;
-        if (connection !== undefined && source.connection() !== connection) {
-          text.restart();
-          interrupted = true;
-        }
-        connection = source.connection();
-        last = update.seq;
-        if (update.kind === "TEXT_DELTA") {
-          const fresh = text.add(update.modelCallSpanId!, update.text ?? "");
-          if (fresh) yield fresh;
-        } else if (update.kind === "MESSAGE_DONE") text.lastCall = update.modelCallSpanId;
-        else if (update.kind === "RESYNC_REQUIRED") {
-          resync = interrupted = true;
+        if (update.kind === "RESYNC_REQUIRED") {
+          resync = state.interrupted = true;
           break;
-        } else if (update.kind === "RUN_DONE") {
-          const rest = interrupted ? text.restOf(await source.answer()) : "";
+        }
+        if (update.kind === "RUN_DONE") {
+          const rest = await state.restOfAnswer(source, update);
           if (rest) yield rest;
+          yield update;
           return;
         }
+        const fresh = state.accept(update);
+        if (fresh) yield fresh;
       }
       if (!resync) return;
     } catch (error) {
       if (source.isFinal(error) || attempt >= 5) throw error;
-      interrupted = true;
+      state.interrupted = true;
       await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
     } finally {
       await stream.return?.();
@@ -61,32 +63,56 @@ export async function* runOutputText(source: RunOutputSource, afterSeq: number |
   }
 }
 
-/** What was given of each model call's text, and what the current subscription has sent of it. */
-class TextSoFar {
-  private readonly given = new Map<string, string>();
-  private received = new Map<string, number>();
-  /** The call whose MESSAGE_DONE came last: at the run's end, the one that answered. */
-  lastCall: string | null = null;
+/** The model's text, piece by piece, until the run settles. */
+export async function* runOutputText(source: RunOutputSource, afterSeq: string | undefined): AsyncGenerator<string> {
+  for await (const update of watchRunUpdates(source, afterSeq)) if (update.kind === "TEXT_DELTA" && update.text) yield update.text;
+}
 
-  /** A new subscription sends each running call again from its start. */
-  restart(): void {
-    this.received = new Map();
+/** What one watch has given: the last position, and the characters of each call. */
+class WatchState {
+  last: string | undefined;
+  /** A call may have ended while nothing was listening: its text's rest is the log's to give. */
+  interrupted: boolean;
+  private readonly had = new Map<string, number>();
+  private readonly texts = new Map<string, string>();
+  private lastCall: string | null = null;
+
+  constructor(afterSeq: string | undefined) {
+    this.last = afterSeq;
+    // Resuming inside a call: the app has its start, which this watch never saw.
+    this.interrupted = afterSeq !== undefined && parsePosition(afterSeq)[1] > 0;
   }
 
-  /** The part of a delta not given yet. */
-  add(call: string, delta: string): string {
-    const start = this.received.get(call) ?? 0;
-    this.received.set(call, start + delta.length);
-    const given = this.given.get(call) ?? "";
-    if (start > given.length || start + delta.length <= given.length) return "";
-    const fresh = delta.slice(given.length - start);
-    this.given.set(call, given + fresh);
-    return fresh;
+  /** The part of an update not given yet (null when all of it was); records it as given. */
+  accept(update: RunOutputUpdate): RunOutputUpdate | null {
+    if (this.last !== undefined && comparePositions(update.seq, this.last) <= 0) {
+      // Only a subscription that started again sends what came before (graphql-ws resubscribes
+      // with the variables it was opened with): a call may have ended while it was away.
+      this.interrupted = true;
+      return null;
+    }
+    this.last = update.seq;
+    if (update.kind === "MESSAGE_DONE") this.lastCall = update.modelCallSpanId;
+    if (update.kind !== "TEXT_DELTA" && update.kind !== "TOOL_CALL_DELTA") return update;
+    const call = update.modelCallSpanId!;
+    const text = update.text ?? "";
+    const end = parsePosition(update.seq)[1];
+    const start = end - text.length;
+    const had = this.had.get(call) ?? start;
+    this.had.set(call, Math.max(had, end));
+    const fresh = { ...update, text: text.slice(Math.max(0, had - start)) };
+    if (fresh.kind === "TEXT_DELTA") this.texts.set(call, (this.texts.get(call) ?? "") + fresh.text);
+    return fresh.text ? fresh : null;
   }
 
-  /** What of the answer the last call's deltas did not bring (it ended while we were away). */
-  restOf(answer: string | null): string {
-    const given = (this.lastCall && this.given.get(this.lastCall)) || "";
-    return answer?.startsWith(given) ? answer.slice(given.length) : "";
+  /** After an interruption, what of the answer the last call's deltas did not bring, as a TEXT_DELTA before `done`. */
+  async restOfAnswer(source: RunOutputSource, done: RunOutputUpdate): Promise<RunOutputUpdate | null> {
+    if (!this.interrupted || this.lastCall === null) return null;
+    const answer = await source.answer();
+    const given = this.texts.get(this.lastCall) ?? "";
+    const had = this.had.get(this.lastCall) ?? (this.last ? parsePosition(this.last)[1] : 0);
+    if (!answer || answer.slice(had - given.length, had) !== given || answer.length <= had) return null;
+    const trace = this.last ? parsePosition(this.last)[0] : 0;
+    return { ...done, seq: `${trace}:${answer.length}`, kind: "TEXT_DELTA", modelCallSpanId: this.lastCall, toolCallId: null, text: answer.slice(had) };
   }
 }

@@ -12,6 +12,7 @@ import { authenticateFirst } from "../server/authenticate-first.js";
 import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
 import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
+import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
 import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
@@ -102,6 +103,7 @@ export function createApi(
       authentication.plugin,
       // Right after authentication: a refused request is answered before anything is parsed.
       ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
+      automaticPersistedQueries({ keeps: (query) => !trusted.only || trusted.admits(query) }),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer(),

@@ -82,7 +82,8 @@ const CURSOR_ARGUMENTS = ["after", "before"];
 function findInvalidCursor(args: Record<string, unknown>, names: readonly string[]): { field: string; problem: "cursor" } | null {
   for (const name of names) {
     const value = args[name];
-    if (typeof value !== "string") continue;
+    // Only base64 text decodes to anything; other text is left to the list to refuse as no cursor of its own.
+    if (typeof value !== "string" || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) continue;
     const decoded = Buffer.from(value, value.includes("-") || value.includes("_") ? "base64url" : "base64").toString("utf8");
     if (!isCleanDecodedText(decoded)) return { field: name, problem: "cursor" };
   }

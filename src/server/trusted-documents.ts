@@ -7,7 +7,8 @@
 // whose value is a secret of this process that only the page the server served carries.
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
 import { timingSafeEqual } from "node:crypto";
-import { GraphQLError } from "graphql";
+import { GraphQLError, parse, print, visit } from "graphql";
+import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
 import sdkManifest from "../../sdk/generated/persisted-documents.json" with { type: "json" };
 
@@ -31,6 +32,8 @@ export type TrustedDocuments = {
   readonly only: boolean;
   /** The Yoga plugin resolving `documentId` over HTTP and SSE, and refusing other documents when `only`. */
   plugin: Plugin;
+  /** Whether a document text may run when only trusted documents may (whoever sends it). */
+  admits(query: string): boolean;
   /** For one graphql-ws operation: the document text to run, or the error that refuses it. */
   resolveSocketOperation(params: SocketOperation, connectionParams: Record<string, unknown> | undefined): string | GraphQLError;
 };
@@ -58,11 +61,16 @@ export function trustedDocuments({
     countRejected("TRUSTED_DOCUMENT_NOT_FOUND"), refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`)
   );
   const documents = new Map<string, string>([...Object.entries(sdkManifest as Record<string, string>), ...Object.entries(extra)]);
-  // The text of a trusted document is no other document: sent whole, it runs too.
+  // The text of a trusted document is no other document: sent whole, it runs too — also as a
+  // client such as Apollo Client prints it, with __typename added to its selections.
   const texts = new Set(documents.values());
+  const shapes = new Set([...texts].map((text) => withoutTypenames(printed(text))));
+  shapes.delete("");
+  const checked = new LRUCache<string, boolean>({ max: 500 });
+  const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
   const fromGraphiql = (headers: { get(name: string): string | null }) =>
     graphiqlExempt && graphiqlSecret !== undefined && sameSecret(headers.get(GRAPHIQL_HEADER), graphiqlSecret);
-  const allowed = (query: string, headers: { get(name: string): string | null }) => !only || texts.has(query) || fromGraphiql(headers);
+  const allowed = (query: string, headers: { get(name: string): string | null }) => !only || admits(query) || fromGraphiql(headers);
   const admittedQueries = new WeakSet<Request>();
 
   const persisted = usePersistedOperations({
@@ -95,6 +103,7 @@ export function trustedDocuments({
   };
   return {
     only,
+    admits,
     plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(persisted as Plugin)) },
     resolveSocketOperation({ query, documentId }, connectionParams) {
       if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
@@ -102,6 +111,31 @@ export function trustedDocuments({
       return allowed(query, socketHeaders(connectionParams)) ? query : required();
     },
   };
+}
+
+/**
+ * A document's shape without its __typename selections; "" unless the text is exactly as GraphQL's
+ * printer writes it (as Apollo Client sends documents), so any other difference from a trusted
+ * text — a space, a line — still refuses it. __typename selects only the name of a type the schema
+ * already shows: two documents that differ only in it read the same data.
+ */
+/** The text as GraphQL's printer writes it; "" when it does not parse. */
+function printed(text: string): string {
+  try {
+    return print(parse(text, { noLocation: true }));
+  } catch {
+    return "";
+  }
+}
+
+function withoutTypenames(query: string): string {
+  try {
+    const document = parse(query, { noLocation: true });
+    if (print(document) !== query) return "";
+    return print(visit(document, { Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined) }));
+  } catch {
+    return "";
+  }
 }
 
 const REFUSALS = new Set(["TRUSTED_DOCUMENT_REQUIRED", "TRUSTED_DOCUMENT_NOT_FOUND"]);

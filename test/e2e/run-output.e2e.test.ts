@@ -10,7 +10,7 @@ import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { startHttpServer } from "../../src/server/http-server.js";
 import { idOfType } from "../../src/graphql/global-id.js";
 import { runOutputUpdates } from "../../src/trace/output/run-output-updates.js";
-import { createClient } from "../../sdk/client.js";
+import { comparePositions, createClient } from "../../sdk/client.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
@@ -24,7 +24,7 @@ const CALLS = [
   { id: "call_a", name: "task_list", fragments: ['{"action":', '"add","title":', '"Verify"}'] },
   { id: "call_b", name: "task_list", fragments: ['{"action":"add",', '"title":"Cite"}'] },
 ];
-const QUERY = "subscription ($runId: ID!, $afterSeq: Int) { runOutput(runId: $runId, afterSeq: $afterSeq) { seq modelCallSpanId kind text toolCallId } }";
+const QUERY = "subscription ($runId: ID!, $afterSeq: String) { runOutput(runId: $runId, afterSeq: $afterSeq) { seq modelCallSpanId kind text toolCallId } }";
 
 /** What a subscriber received, in the shape tests compare: the texts of each call and of each tool call. */
 function assemble(updates: readonly Update[]) {
@@ -37,7 +37,7 @@ function assemble(updates: readonly Update[]) {
   return { texts, args, done: updates.filter((u) => u.kind === "MESSAGE_DONE").map((u) => u.modelCallSpanId) };
 }
 
-async function* sse(url: string, runId: string, afterSeq?: number): AsyncGenerator<Update> {
+async function* sse(url: string, runId: string, afterSeq?: string): AsyncGenerator<Update> {
   const response = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "text/event-stream" },
@@ -148,10 +148,8 @@ describe("runOutput of a run answered through a streaming model server", () => {
     // The tool-calling step had finished before the joiner came: its message is the log's.
     expect(joined.updates.filter((u) => u.kind === "TOOL_CALL_DELTA")).toEqual([]);
 
-    // Resuming from the joiner's last update, over SSE, brings the text so far again, in one piece.
+    // Resuming after the joiner's last update, over SSE, brings exactly the rest: nothing of it again.
     const resumed = sse(t.server!.url, run.id, first.seq);
-    const resumedFirst = await collect(resumed, (updates) => updates.some((u) => u.kind === "TEXT_DELTA"));
-    expect(resumedFirst.updates.filter((u) => u.kind === "TEXT_DELTA").map((u) => u.text)).toEqual([half]);
 
     resume();
     const [rest, restResumed, restEarly] = await Promise.all([collect(joiner), collect(resumed), collect(early)]);
@@ -159,11 +157,14 @@ describe("runOutput of a run answered through a streaming model server", () => {
     expect(view.answer).toBe(ANSWER.join(""));
     for (const [updates, completed] of [
       [[...joined.updates, ...rest.updates], rest.completed],
-      [[...resumedFirst.updates, ...restResumed.updates], restResumed.completed],
+      [[first, ...restResumed.updates], restResumed.completed],
       [[...before.updates, ...restEarly.updates], restEarly.completed],
     ] as const) {
       expect(completed).toBe(true);
       expect(assemble(updates).texts.get(calls[1]!)).toBe(view.answer);
+      // Every update has its own position, greater than the one before.
+      for (let i = 1; i < updates.length; i += 1)
+        expect(comparePositions(updates[i]!.seq, updates[i - 1]!.seq), JSON.stringify(updates.map((u) => [u.seq, u.kind]))).toBeGreaterThan(0);
       expect(updates.at(-1)?.kind).toBe("RUN_DONE");
     }
   });
@@ -176,7 +177,13 @@ describe("runOutput of a run answered through a streaming model server", () => {
     expect(completed).toBe(true);
     expect(updates.map((u) => [u.kind, u.modelCallSpanId])).toEqual([...calls.map((id) => ["MESSAGE_DONE", id]), ["RUN_DONE", null]]);
     // The trace's replay is read as the subscriber goes: however long it is, it never counts against the buffer.
-    const small = runOutputUpdates({ prisma: t.app.db.prisma, events: t.app.events, runId: idOfType(run.id, "Run")!, afterSeq: 0, bufferLimit: 2 });
+    const small = runOutputUpdates({
+      prisma: t.app.db.prisma,
+      events: t.app.events,
+      runId: idOfType(run.id, "Run")!,
+      afterSeq: { seq: 0, chars: 0 },
+      bufferLimit: 2,
+    });
     const kinds: string[] = [];
     for await (const update of small) kinds.push(update.kind);
     expect(kinds).toEqual(["MESSAGE_DONE", "MESSAGE_DONE", "RUN_DONE"]);
@@ -204,6 +211,46 @@ describe("runOutput of a run answered through a streaming model server", () => {
     await t.app.runtime!.worker.stop();
     await vi.waitFor(() => expect(t.listeners()).toBe(idle), { timeout: 5_000, interval: 20 });
     t.app.runtime!.worker.start();
+  });
+
+  it.each([
+    ["graphql-ws", {}],
+    ["SSE", { subscriptions: "sse" }],
+  ] as const)("a page reload mid-answer: resuming from the stored seq gives exactly the rest of the model's text (%s)", async (_transport, options) => {
+    pauseAgain();
+    const page = () => createClient({ url: t.server!.url, wsUrl: t.server!.wsUrl, ...options });
+    const first = page();
+    const { run } = await admit(first, { question: "reload, then pause" });
+    // The first page renders the answer and stores the seq of each update it rendered.
+    let shown = "";
+    let stored: string | undefined;
+    const half = ANSWER.slice(0, 6).join("");
+    for await (const update of first.watchRun(run.id)) {
+      if (update.kind === "TEXT_DELTA") shown += update.text;
+      stored = update.seq;
+      if (shown.endsWith(half)) break;
+    }
+    await first.close();
+    // The reloaded page resumes from the stored seq: with the SDK, and with a bare subscription.
+    const reloaded = page();
+    const bare = unwrap(reloaded.subscribe(RunOutputDocument, { runId: run.id, afterSeq: stored }));
+    const sdkPage = page();
+    const viaSdk = (async () => {
+      let text = "";
+      for await (const update of sdkPage.watchRun(run.id, { afterSeq: stored })) if (update.kind === "TEXT_DELTA") text += update.text;
+      await sdkPage.close();
+      return text;
+    })();
+    setTimeout(resume, 300);
+    const { updates } = await collect(bare);
+    await reloaded.close();
+    const { view, calls } = await modelCalls(run.id);
+    const answerCall = calls.at(-1)!;
+    expect(view.answer).toBe(ANSWER.join(""));
+    const rest = updates.filter((u) => u.kind === "TEXT_DELTA" && u.modelCallSpanId === answerCall).map((u) => u.text);
+    expect(shown + rest.join("")).toBe(view.answer);
+    expect(shown + (await viaSdk)).toBe(view.answer);
+    for (const [i, u] of updates.entries()) expect(comparePositions(u.seq, i === 0 ? stored! : updates[i - 1]!.seq)).toBeGreaterThan(0);
   });
 
   it.each([
@@ -237,7 +284,13 @@ describe("runOutput of a run answered through a streaming model server", () => {
   it("tells a subscriber that stopped reading to resync, without slowing the run", async () => {
     await t.app.runtime!.worker.stop();
     const { run } = await admit(t.client, { question: "Plan and answer" });
-    const stream = runOutputUpdates({ prisma: t.app.db.prisma, events: t.app.events, runId: idOfType(run.id, "Run")!, afterSeq: 0, bufferLimit: 2 });
+    const stream = runOutputUpdates({
+      prisma: t.app.db.prisma,
+      events: t.app.events,
+      runId: idOfType(run.id, "Run")!,
+      afterSeq: { seq: 0, chars: 0 },
+      bufferLimit: 2,
+    });
     const first = stream.next();
     await new Promise((resolve) => setTimeout(resolve, 100));
     t.app.runtime!.worker.start();

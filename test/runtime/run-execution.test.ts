@@ -226,7 +226,8 @@ describe.each(backends)("run execution on %s", (backend) => {
     await vi.waitFor(() => expect(app.listeners()).toBeGreaterThan(listening), { timeout: 4_000, interval: 20 });
     t.app.runtime!.worker.start();
     const final = await collected;
-    expect(statuses).toEqual(["RUNNING", "SUCCEEDED"]);
+    // First the status the run has when subscribed, then each change.
+    expect(statuses).toEqual(["QUEUED", "RUNNING", "SUCCEEDED"]);
     expect(final).toMatchObject({ id: run.id, status: "SUCCEEDED", answer: "done" });
 
     // Subscribing to the settled run delivers its terminal status once and completes, keeping no listener.

@@ -3,6 +3,7 @@ import { fromStored } from "../../domain/text/stored-text.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
+import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import { myConversations, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
 
@@ -14,7 +15,7 @@ export const MessageNode = builder.prismaNode("Message", {
   findUnique: (id, ctx) => ({ id, ...ofMyConversation(ctx) }),
   description: "One entry of a conversation's append-only log.",
   fields: (t) => ({
-    seq: t.exposeInt("seq", { description: "Position in the conversation, from 1, without gaps." }),
+    seq: t.string({ description: `Position in the conversation, from 1, without gaps. ${SEQ_TYPE_NOTE}`, resolve: (message) => String(message.seq) }),
     role: t.expose("role", { type: MessageRoleEnum }),
     content: t.string({
       description: "The entry's text exactly as it was written, NUL characters and unpaired surrogates included.",

@@ -23,10 +23,12 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
 const TERMINAL_STATUSES: ReadonlySet<RunStatusName> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
 
 /**
- * A run's status changes, ending after its terminal status so that no subscriber waits forever on
- * a settled run. It listens before it reads the run: a change made between the read and the
- * subscription would otherwise be missed, and the subscriber would hang. A Repeater rather than an
- * async generator, so that a subscriber who leaves while the run is idle releases its listener at once.
+ * A run's status, first as it is now, then each change, ending after its terminal status so that
+ * no subscriber waits forever on a settled run. It listens before it reads the run: a change made
+ * between the read and the subscription would otherwise be missed. A change to the status last
+ * sent (the one just read arriving late, or a repeated announcement) is not sent again. A Repeater
+ * rather than an async generator, so that a subscriber who leaves while the run is idle releases
+ * its listener at once.
  */
 function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string): Repeater<RunStatusMessage> {
   return new Repeater(async (push, stop) => {
@@ -35,14 +37,17 @@ function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string):
     let next = live.next();
     void stop.then(() => live.return?.());
     try {
-      const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, finishedAt: true, createdAt: true } });
-      if (run && TERMINAL_STATUSES.has(run.status)) {
-        await push({ runId, status: run.status, at: (run.finishedAt ?? run.createdAt).toISOString() });
-        return;
-      }
-      for (let change = await next; run && !change.done; change = await next) {
-        await push(change.value);
-        if (TERMINAL_STATUSES.has(change.value.status)) return;
+      const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, finishedAt: true, startedAt: true, createdAt: true } });
+      if (!run) return;
+      let sent = run.status;
+      await push({ runId, status: run.status, at: (run.finishedAt ?? run.startedAt ?? run.createdAt).toISOString() });
+      if (TERMINAL_STATUSES.has(run.status)) return;
+      for (let change = await next; !change.done; change = await next) {
+        if (change.value.status !== sent) {
+          sent = change.value.status;
+          await push(change.value);
+          if (TERMINAL_STATUSES.has(sent)) return;
+        }
         next = live.next();
       }
     } finally {
@@ -55,8 +60,8 @@ builder.subscriptionField("runEvents", (t) =>
   t.field({
     type: RunStatusEvent,
     description:
-      "Status changes of one run, as they happen — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. Completes right after the run's terminal status " +
-      "(SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
+      "One run's status: first its current status, then each change as it happens, never the same status twice in a row — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
+      "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.runId), "Run");

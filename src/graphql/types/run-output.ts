@@ -4,6 +4,7 @@ import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
 import { type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
 import { builder } from "../builder.js";
+import { parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { encodeGlobalId, idOfType } from "../global-id.js";
 import { mine } from "./owned.js";
 
@@ -28,10 +29,11 @@ const RunOutputKindEnum = builder.enumType("RunOutputKind", {
 const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate").implement({
   description: "A piece of a run's model output, or the end of a model call or of the run.",
   fields: (t) => ({
-    seq: t.int({
+    seq: t.string({
       description:
-        "The position in the run's trace this update follows (Trace.lastSeq, TraceUpdate.seq); pass the last one you saw as afterSeq to resume. " +
-        "Deltas of a running call share the position they follow, so resuming from one brings the call's text so far again, in one TEXT_DELTA.",
+        "The position right after this update, greater than every earlier update's: store the last one you rendered and pass it as afterSeq to get exactly the rest, never a repeat " +
+        "(what you missed of a running call comes in one TEXT_DELTA). A delta's is `<trace seq>:<characters of its call delivered>`; MESSAGE_DONE's and RUN_DONE's the trace change's seq, as in Trace.lastSeq. " +
+        SEQ_TYPE_NOTE,
       resolve: (update) => update.seq,
     }),
     modelCallSpanId: t.id({
@@ -51,13 +53,15 @@ builder.subscriptionField("runOutput", (t) =>
     description:
       "The text and tool-call arguments a run's model is producing, as it produces them (coalesced, a few frames a second), and the end of each model call. " +
       "Deltas are live only: finished messages are read from the conversation log. Completes after RUN_DONE, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
-    args: { runId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
+    args: {
+      runId: t.arg.id({ required: true }),
+      afterSeq: t.arg.string({ description: `The seq of the last update you rendered, or Trace.lastSeq, or a TraceUpdate's seq. ${SEQ_TYPE_NOTE}` }),
+    },
     subscribe: async (_root, args, ctx) => {
       const runId = idOfType(String(args.runId), "Run");
       const visible = runId ? await ctx.prisma.run.count({ where: { id: runId, ...mine(ctx) } }) : 0;
       if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
-      const afterSeq = args.afterSeq ?? 0;
-      if (afterSeq < 0) throw new GraphQLError("afterSeq must be a position from an earlier update.", { extensions: { code: "BAD_USER_INPUT" } });
+      const afterSeq = parseAfterSeq(args.afterSeq);
       return untilLeft((signal) =>
         runOutputUpdates({ prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer, signal }),
       );

@@ -2,6 +2,7 @@
 import { GraphQLError } from "graphql";
 import { type TraceUpdate, traceUpdates } from "../../trace/updates/trace-updates.js";
 import { eventOfUpdate, spanOfUpdate } from "../../trace/updates/update-reads.js";
+import { parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { SpanEventObject, SpanObject } from "./trace.js";
@@ -23,7 +24,7 @@ const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
   description: "One change to a trace, in the trace's sequence order.",
   fields: (t) => ({
     seq: t.string({
-      description: "The trace's monotonic sequence number; pass the last one you saw as afterSeq to resume.",
+      description: `The trace's monotonic sequence number; pass the last one you saw as afterSeq to resume. ${SEQ_TYPE_NOTE}`,
       resolve: (update) => String(update.seq),
     }),
     kind: t.field({ type: TraceUpdateKind, resolve: (update) => update.type }),
@@ -52,15 +53,17 @@ builder.subscriptionField("traceUpdates", (t) =>
     description:
       "A run's span and event updates: first every change after `afterSeq` (all of them without it), then live ones. " +
       "Completes after TRACE_ENDED, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
-    args: { runId: t.arg.id({ required: true }), afterSeq: t.arg.string() },
+    args: {
+      runId: t.arg.id({ required: true }),
+      afterSeq: t.arg.string({
+        description: `A seq from an earlier update, or Trace.lastSeq (a runOutput position counts as its trace position). ${SEQ_TYPE_NOTE}`,
+      }),
+    },
     subscribe: async (_root, args, ctx) => {
       const runId = idOfType(String(args.runId), "Run");
       const visible = runId ? await ctx.prisma.run.count({ where: { id: runId, ownerId: ctx.actor.principalId } }) : 0;
       if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
-      const afterSeq = args.afterSeq == null ? 0 : Number(args.afterSeq);
-      if (!Number.isInteger(afterSeq) || afterSeq < 0) {
-        throw new GraphQLError("afterSeq must be a sequence number from an earlier update.", { extensions: { code: "BAD_USER_INPUT" } });
-      }
+      const afterSeq = parseAfterSeq(args.afterSeq).seq;
       return traceUpdates({
         prisma: ctx.prisma,
         events: ctx.events,

@@ -6,6 +6,7 @@ import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
 import { firstEventsOfSpans, requestOf, type SpanUsageRow, spanChildren, subtreeUsage, sumUsage, type Usage } from "../../trace/read/trace-reads.js";
+import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
@@ -63,7 +64,7 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
   // The payload itself is loaded only when the opt-in field asks for it.
   select: { id: true, seq: true, kind: true, at: true, payloadSize: true, preview: true },
   fields: (t) => ({
-    seq: t.exposeInt("seq", { description: "The trace's sequence number of this event." }),
+    seq: t.string({ description: `The trace's sequence number of this event. ${SEQ_TYPE_NOTE}`, resolve: (event) => String(event.seq) }),
     kind: t.expose("kind", { type: SpanEventKindEnum }),
     at: t.expose("at", { type: "DateTime" }),
     size: t.exposeInt("payloadSize", { description: "Bytes of the whole payload." }),
@@ -173,7 +174,10 @@ builder.prismaNode("Trace", {
   nullable: true,
   findUnique: (id, ctx) => ({ id, run: { ownerId: ctx.actor.principalId } }),
   fields: (t) => ({
-    lastSeq: t.exposeInt("lastSeq", { description: "The sequence number of the latest recorded change." }),
+    lastSeq: t.string({
+      description: `The sequence number of the latest recorded change: pass it as afterSeq to traceUpdates or runOutput. ${SEQ_TYPE_NOTE}`,
+      resolve: (trace) => String(trace.lastSeq),
+    }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     spans: t.prismaField({
       type: ["Span"],

@@ -14,6 +14,8 @@ type Call = {
   held: RunOutputPart[];
   /** A snapshot was asked for and has not come. */
   awaitingSnapshot: boolean;
+  /** Characters of the call the subscriber had before it (re)subscribed: the snapshot skips them. */
+  had: number;
   /** The call's last frame (or a snapshot taken after it ended) was placed. */
   ended: boolean;
 };
@@ -23,9 +25,29 @@ export class LiveCalls {
   /** Calls whose MESSAGE_DONE went out: whatever still arrives for them is late and dropped. */
   private readonly finished = new Set<string>();
 
-  /** A call that was running before the subscriber listened: only its snapshot can start it. */
-  expectSnapshot(spanId: string): void {
-    if (!this.finished.has(spanId)) this.callOf(spanId).awaitingSnapshot = true;
+  /**
+   * A call that was running before the subscriber listened: only its snapshot can start it. `had`:
+   * how many of its characters the subscriber already has (from the position it resumed after).
+   */
+  expectSnapshot(spanId: string, had = 0): void {
+    if (this.finished.has(spanId)) return;
+    const call = this.callOf(spanId);
+    call.awaitingSnapshot = true;
+    call.had = had;
+  }
+
+  /** Characters delivered of the calls still running (a run has one at a time). */
+  runningDelivered(): number {
+    let total = 0;
+    for (const spanId of this.calls.keys()) total += this.deliveredOf(spanId);
+    return total;
+  }
+
+  /** Characters of a call delivered so far, over its text and all its tool calls' arguments. */
+  deliveredOf(spanId: string): number {
+    let total = 0;
+    for (const count of this.calls.get(spanId)?.delivered.values() ?? []) total += count;
+    return total;
   }
 
   /** The pieces a frame adds, in order. */
@@ -39,6 +61,7 @@ export class LiveCalls {
     const pieces: DeliveredPiece[] = [];
     if (frame.kind === "SNAPSHOT") {
       call.awaitingSnapshot = false;
+      skipHad(call, frame.parts);
       for (const part of frame.parts) this.deliver(frame.spanId, call, part, pieces);
       const held = call.held;
       call.held = [];
@@ -71,7 +94,7 @@ export class LiveCalls {
 
   private callOf(spanId: string): Call {
     let call = this.calls.get(spanId);
-    if (!call) this.calls.set(spanId, (call = { delivered: new Map(), held: [], awaitingSnapshot: false, ended: false }));
+    if (!call) this.calls.set(spanId, (call = { delivered: new Map(), held: [], awaitingSnapshot: false, had: 0, ended: false }));
     return call;
   }
 
@@ -87,5 +110,21 @@ export class LiveCalls {
     if (fresh.length === 0) return;
     call.delivered.set(part.toolCallId, delivered + fresh.length);
     pieces.push({ spanId, toolCallId: part.toolCallId, text: fresh });
+  }
+}
+
+/**
+ * Marks what a resuming subscriber already had of a call as delivered. A call's characters are
+ * counted in the order a snapshot lists them — its text, then each tool call's arguments in the
+ * order they began — which is the order models stream them in.
+ */
+function skipHad(call: Call, parts: readonly RunOutputPart[]): void {
+  let had = call.had;
+  call.had = 0;
+  for (const part of parts) {
+    if (had <= 0) return;
+    const taken = Math.min(had, part.offset + part.text.length);
+    call.delivered.set(part.toolCallId, Math.max(call.delivered.get(part.toolCallId) ?? 0, taken));
+    had -= taken;
   }
 }

@@ -42,6 +42,11 @@ export class OutputInbox {
     );
   }
 
+  /** The next frame, left in the inbox. */
+  peekFrame(): RunOutputFrame | undefined {
+    return this.frames[0];
+  }
+
   nextFrame(): RunOutputFrame | undefined {
     return this.frames.shift();
   }

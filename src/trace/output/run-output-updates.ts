@@ -12,9 +12,18 @@ import { OutputInbox } from "./output-inbox.js";
 
 export type RunOutputKind = "TEXT_DELTA" | "TOOL_CALL_DELTA" | "MESSAGE_DONE" | "RUN_DONE" | "RESYNC_REQUIRED";
 
+/**
+ * Where a subscriber is: after trace change `seq`, holding `chars` characters of the model call
+ * running there (0 between calls). Written "seq" or "seq:chars".
+ */
+export type OutputPosition = { seq: number; chars: number };
+
 export type RunOutputUpdate = {
-  /** The trace position the update follows (MESSAGE_DONE, RUN_DONE: the change that caused it). */
-  seq: number;
+  /**
+   * The position right after this update: a delta's is the trace position it follows and the
+   * characters of its call delivered with it, so every update's is greater than the one before.
+   */
+  seq: string;
   modelCallSpanId: string | null;
   kind: RunOutputKind;
   text: string | null;
@@ -25,7 +34,7 @@ export type RunOutputOptions = {
   prisma: PrismaClient;
   events: EventBus;
   runId: string;
-  afterSeq: number;
+  afterSeq: OutputPosition;
   /** How many updates may wait for a slow subscriber before it must resync. */
   bufferLimit: number;
   /**
@@ -52,8 +61,9 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   options.signal?.addEventListener("abort", leave, { once: true });
   const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
   inbox.readFrames(frames);
-  inbox.readChanges(traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq, bufferLimit: options.bufferLimit, signal: stop.signal }));
+  inbox.readChanges(traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq.seq, bufferLimit: options.bufferLimit, signal: stop.signal }));
   const calls = new LiveCalls();
+  const starts = new Map<string, number>();
   const asking = { count: 0, at: 0 };
   const ask = () => {
     asking.count += 1;
@@ -61,18 +71,29 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     events.publish("run:output:wanted", { runId });
   };
   try {
-    // Calls already running started before we listened: only their snapshots can start them.
-    const running = await prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" }, select: { id: true } });
-    for (const { id } of running) calls.expectSnapshot(id);
-    if (running.length > 0) ask();
-    let last = options.afterSeq;
+    await expectRunningCalls(prisma, runId, options.afterSeq, calls);
+    if (calls.awaitingSnapshot()) ask();
+    let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     for (;;) {
       if (inbox.closed) return;
       if (inbox.failure) throw inbox.failure.error;
-      if (inbox.overflow) return yield update(last, "RESYNC_REQUIRED");
-      const frame = inbox.nextFrame();
-      if (frame) {
+      if (inbox.overflow) return yield update(at(last, calls), "RESYNC_REQUIRED");
+      const frame = inbox.peekFrame();
+      if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await startOf(prisma, runId, frame.spanId));
+      // A later call's output cannot come before the end of the one ending (positions only grow).
+      if (frame && ending && frame.spanId !== ending.spanId) {
+        calls.finish(ending.spanId);
+        last = ending.seq;
+        yield update(String(last), "MESSAGE_DONE", ending.spanId);
+        ending = undefined;
+        continue;
+      }
+      // Output is given once the trace was read up to its call's start (a replayed end of an
+      // earlier call comes first), so a delta's position is its call's: resuming after it finds
+      // the call running there.
+      if (frame && starts.get(frame.spanId)! <= last) {
+        inbox.nextFrame();
         yield* deltasOf(calls, frame, last);
         // A gap asks for a snapshot; once none is missing, a later gap may ask again.
         if (!calls.awaitingSnapshot()) asking.count = 0;
@@ -83,7 +104,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
         if (calls.complete(ending.spanId) || performance.now() >= ending.until) {
           calls.finish(ending.spanId);
           last = ending.seq;
-          yield update(last, "MESSAGE_DONE", ending.spanId);
+          yield update(String(last), "MESSAGE_DONE", ending.spanId);
           ending = undefined;
         } else await waitForMore(inbox, calls, asking, ask, ending.until);
         continue;
@@ -94,9 +115,9 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
         continue;
       }
       // A run settled without a trace (cancelled while queued) ends the trace's stream without TRACE_ENDED.
-      if (change === "end") return yield update(last, "RUN_DONE");
-      if (change.type === "RESYNC_REQUIRED") return yield update(last, "RESYNC_REQUIRED");
-      if (change.type === "TRACE_ENDED") return yield update(change.seq, "RUN_DONE");
+      if (change === "end") return yield update(at(last, calls), "RUN_DONE");
+      if (change.type === "RESYNC_REQUIRED") return yield update(at(last, calls), "RESYNC_REQUIRED");
+      if (change.type === "TRACE_ENDED") return yield update(String(change.seq), "RUN_DONE");
       if (change.type === "SPAN_ENDED" && change.spanId && (await isModelCall(prisma, change))) {
         ending = { seq: change.seq, spanId: change.spanId, until: performance.now() + (options.settleMs ?? 1_000) };
         continue;
@@ -110,14 +131,53 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   }
 }
 
+/**
+ * The pieces a frame adds, each with its own position: the trace position and the characters of
+ * its call delivered up to and including it (a position the subscriber can resume after).
+ */
 function* deltasOf(calls: LiveCalls, frame: RunOutputFrame, seq: number): Generator<RunOutputUpdate> {
-  for (const piece of calls.place(frame)) {
+  const pieces = calls.place(frame);
+  let chars = calls.deliveredOf(frame.spanId) - pieces.reduce((sum, piece) => sum + piece.text.length, 0);
+  for (const piece of pieces) {
+    chars += piece.text.length;
     const kind = piece.toolCallId === null ? "TEXT_DELTA" : "TOOL_CALL_DELTA";
-    yield { seq, modelCallSpanId: piece.spanId, kind, text: piece.text, toolCallId: piece.toolCallId };
+    yield { seq: `${seq}:${chars}`, modelCallSpanId: piece.spanId, kind, text: piece.text, toolCallId: piece.toolCallId };
   }
 }
 
-const update = (seq: number, kind: RunOutputKind, modelCallSpanId: string | null = null): RunOutputUpdate => ({
+/** The subscriber's position between frames: the trace position, and what it has of a call running there. */
+function at(seq: number, calls: LiveCalls): string {
+  const chars = calls.runningDelivered();
+  return chars > 0 ? `${seq}:${chars}` : String(seq);
+}
+
+/**
+ * Calls already running started before we listened: only their snapshots can start them. The one
+ * that started at or before a position inside a call (`chars` > 0) is the call the subscriber has
+ * `chars` of (a run runs one model call at a time, and a delta's position is never before its
+ * call's start).
+ */
+async function expectRunningCalls(prisma: PrismaClient, runId: string, after: OutputPosition, calls: LiveCalls): Promise<void> {
+  const running = await prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" }, select: { id: true } });
+  if (running.length === 0) return;
+  const startedBefore =
+    after.chars > 0
+      ? await prisma.traceChange.findMany({
+          where: { traceId: runId, type: "SPAN_STARTED", spanId: { in: running.map((span) => span.id) }, seq: { lte: after.seq } },
+          select: { spanId: true },
+        })
+      : [];
+  const had = new Set(startedBefore.map((change) => change.spanId));
+  for (const { id } of running) calls.expectSnapshot(id, had.has(id) ? after.chars : 0);
+}
+
+/** The trace position at which a model call started (recorded before the call produced anything). */
+async function startOf(prisma: PrismaClient, runId: string, spanId: string): Promise<number> {
+  const started = await prisma.traceChange.findFirst({ where: { traceId: runId, spanId, type: "SPAN_STARTED" }, select: { seq: true } });
+  return started?.seq ?? 0;
+}
+
+const update = (seq: string, kind: RunOutputKind, modelCallSpanId: string | null = null): RunOutputUpdate => ({
   seq,
   modelCallSpanId,
   kind,

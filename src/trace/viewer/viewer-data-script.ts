@@ -93,7 +93,7 @@ function addEvent(spanId, event) {
   if (!span || span.events.some((e) => e.seq === event.seq)) return;
   seen(event.at);
   span.events.push(event);
-  span.events.sort((a, b) => a.seq - b.seq);
+  span.events.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
 /** Every item of a list: from its first page, the next PAGE after the last one read until a page comes back short. */
@@ -125,7 +125,7 @@ async function loadSnapshot() {
   delete run.trace;
   state.run = run;
   state.spans.clear();
-  state.lastSeq = trace ? trace.lastSeq : 0;
+  state.lastSeq = trace ? Number(trace.lastSeq) : 0;
   for (const span of spans) upsertSpan(span);
   state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status);
   if (trace && trace.endedAt) seen(trace.endedAt);
