@@ -108,9 +108,9 @@ module.exports = {
       name: "domain-folders-acyclic",
       severity: "error",
       comment:
-        "The domain's folders form no cycle: each can be read and tested with only what it imports (a folder cycle makes them one unit). research and workspace still import each other (publications link into workspaces, workspace reads check eligibility): that one pair is known, and every other folder, runs included, stays out of it.",
+        "The domain's folders form no cycle: each can be read and tested with only what it imports (a folder cycle makes them one unit). Workspaces read research (eligibility, owned objects); research reaches workspaces only through its RunLinks port, which workspaces implement.",
       scope: "folder",
-      from: { path: "^src/domain/[^/]+$", pathNot: "^src/domain/(research|workspace)$" },
+      from: { path: "^src/domain/[^/]+$" },
       to: { circular: true, viaOnly: { path: "^src/domain/[^/]+$" } },
     },
     {

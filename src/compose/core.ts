@@ -25,7 +25,7 @@ import { LinkService } from "../domain/workspace/link-service.js";
 import { WorkspaceService } from "../domain/workspace/workspace-service.js";
 import type { EventPublisher } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
-import type { SecretBox } from "../domain/capabilities/secret-box.js";
+import type { SecretBox } from "../domain/secret-box.js";
 import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Database } from "../db/open-database.js";
 import type { EventBus } from "../events/topics.js";

@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.js";
-import { newSecretsKey, SecretBox } from "../domain/capabilities/secret-box.js";
+import { newSecretsKey, SecretBox } from "../domain/secret-box.js";
 import { type Database, openDatabase } from "../db/open-database.js";
 import { createRedisEventBus } from "../events/redis-event-target.js";
 import { createEventBus, type EventBus } from "../events/topics.js";

@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { ValidationError } from "./errors.js";
 
+/** The longest title of a workspace, conversation, publication or artifact. */
+export const TITLE_MAX = 200;
+
 /** Parses input with a zod schema, turning every problem into one typed ValidationError. */
 export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {
   const parsed = schema.safeParse(input);

@@ -19,7 +19,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
 import { verifyWebhook } from "../../sdk/webhooks.js";
-import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox } from "../../src/domain/secret-box.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { McpServersDocument, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
 import { openSecrets } from "../../src/compose/infrastructure.js";
 import { loadConfig } from "../../src/config.js";
-import { SecretBox, newSecretsKey } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox, newSecretsKey } from "../../src/domain/secret-box.js";
 import { silentLogger } from "../../src/logger.js";
 import type { McpEndpoint } from "../../src/runtime/ports/mcp.js";
 import { backends } from "../support/databases.js";

@@ -2,7 +2,7 @@
 // in process (yoga.fetch) or over a real socket on port 0.
 import { type App, createApp } from "../../src/compose/app.js";
 import { randomBytes } from "node:crypto";
-import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox } from "../../src/domain/secret-box.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger, type Logger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";

@@ -9,7 +9,7 @@ import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { literalAddressRefusal } from "./outbound-policy.js";
-import type { SecretBox } from "./secret-box.js";
+import type { SecretBox } from "../secret-box.js";
 import { type StdioCommandLine, stdioRefusals } from "./stdio-policy.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;

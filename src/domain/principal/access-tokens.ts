@@ -8,7 +8,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { decodeProtectedHeader, errors, jwtVerify, SignJWT } from "jose";
 import { z } from "zod";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import type { SecretBox } from "../capabilities/secret-box.js";
+import type { SecretBox } from "../secret-box.js";
 import { ForbiddenError, NotFoundError } from "../errors.js";
 import { decodeGlobalId } from "../global-id.js";
 import { parseInput } from "../validation.js";

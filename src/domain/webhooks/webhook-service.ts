@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { PrismaClient, Webhook } from "../../generated/prisma/client.js";
 import { hostOf, literalAddressRefusal, portOf, namedExactly, internalAddressMessage } from "../capabilities/outbound-policy.js";
-import type { SecretBox } from "../capabilities/secret-box.js";
+import type { SecretBox } from "../secret-box.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";

@@ -5,14 +5,13 @@ import type { EventPublisher } from "../../events/topics.js";
 import type { GoalVersion, Prisma, PrismaClient, Workspace } from "../../generated/prisma/client.js";
 import { StaleVersionError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { nonBlank, parseInput } from "../validation.js";
+import { nonBlank, parseInput, TITLE_MAX } from "../validation.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import { encodeGlobalId } from "../global-id.js";
 import { recordWebhookEvent, type WebhookWake } from "../webhooks/webhook-events.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
-export const TITLE_MAX = 200;
 
 const createInput = z.object({ title: nonBlank(TITLE_MAX), goal: nonBlank(GOAL_STATEMENT_MAX) });
 const updateGoalInput = z.object({

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import type { McpEndpoint } from "../ports/mcp.js";
-import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
+import { isSealed, type SecretBox } from "../../domain/secret-box.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
 import { STDIO_REFUSED } from "../../domain/capabilities/stdio-policy.js";

@@ -11,7 +11,7 @@ import { ToolError } from "../ports/tool.js";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
 import { namedValuesOf } from "../../domain/json-columns.js";
-import type { SecretBox } from "../../domain/capabilities/secret-box.js";
+import type { SecretBox } from "../../domain/secret-box.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
@@ -51,7 +51,7 @@ export type McpRegistryOptions = {
   /** The command lines STDIO servers may start (MCP_STDIO_COMMANDS) and the environment names they may set (MCP_STDIO_ENV); none by default. */
   stdioCommands: readonly StdioCommandLine[];
   stdioEnv: readonly string[];
-  /** Opens the sealed header and environment values (see domain/capabilities/secret-box.ts). */
+  /** Opens the sealed header and environment values (see domain/secret-box.ts). */
   secrets?: SecretBox;
   /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
   drainTimeoutMs: number;
