@@ -84,6 +84,7 @@ const EVERY_LIST = /* GraphQL */ `
  */
 const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "AgentProfile.skills": "a JSON column of the profile version",
+  "ApiKey.scopes": "an array column of the key",
   "AgentProfile.tools": "a JSON column of the profile version",
   "Checkpoint.nextSteps": "a JSON column of the checkpoint revision",
   "Checkpoint.questions": "a JSON column of the checkpoint revision",

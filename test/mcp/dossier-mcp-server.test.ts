@@ -159,10 +159,21 @@ describe("the Dossier MCP server", () => {
       const statement = kind === "type" ? /^(?:import|export)\s+type\b[^;]*?from\s+"(\.[^"]*)"/gm : /^(?:import|export)\s+(?!type\b)[^;]*?from\s+"(\.[^"]*)"/gm;
       return [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(statement)].map((m) => m[1]!);
     };
-    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-rules.js", "./config-files.js"]);
+    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-access.js", "./config-rules.js", "./config-files.js"]);
     expect(imports("src/config-files.ts", "value")).toEqual([]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
-    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts"]) {
+    // The access settings check values with two leaf modules of their own rules (a STDIO command
+    // line's, a loopback host's), which import nothing of the project.
+    expect(imports("src/config-access.ts", "value")).toEqual([
+      "./config-files.js",
+      "./domain/capabilities/stdio-policy.js",
+      "./config-rules.js",
+      "./server/allowed-hosts.js",
+    ]);
+    for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts"]) {
+      expect([...imports(leaf, "value"), ...imports(leaf, "type")], leaf).toEqual([]);
+    }
+    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-access.ts"]) {
       expect(
         imports(file, "type").filter((s) => !s.startsWith("./runtime/")),
         file,

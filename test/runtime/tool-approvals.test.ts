@@ -204,7 +204,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(recordedDecisions(now)).toEqual([
       {
         span: "TOOL_CALL",
-        seq: expect.any(Number),
+        seq: expect.any(String),
         approvalId: expect.any(String),
         toolCallId: approval!.toolCallId,
         toolName: "write_report",
@@ -316,7 +316,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     // The rejection is in the trace, before it ended.
     const [recorded] = recordedDecisions(done);
     expect(recorded).toMatchObject({ span: "TOOL_CALL", decision: "REJECT", decidedBy: null, reason: "the run was cancelled" });
-    expect(recorded!.seq).toBeLessThan(Number(done.trace!.lastSeq));
+    expect(Number(recorded!.seq)).toBeLessThan(Number(done.trace!.lastSeq));
     expect(executed).toEqual([]);
     // The conversation is free: its next run starts.
     const { run: next } = await admit(t.client, { conversationId: run.conversation.id, question: callTools({ name: "read_notes" }) });

@@ -239,7 +239,7 @@ describe.each(backends)("research history on %s", (backend) => {
       origin: "MODEL_SUGGESTION",
       modelSuggestion: true,
       originRun: { id: run.id },
-      questions: [{ id: "q1", text: "Is fund A's fee still 1.2%?", status: "OPEN" }],
+      questions: [{ questionId: "q1", text: "Is fund A's fee still 1.2%?", status: "OPEN" }],
       acceptedPublicationVersions: [{ id: answer!.id }],
     });
     expect(checkpoint.citedMaterials.map((v) => v.id).sort()).toEqual([reportA.id, reportB.id].sort());
@@ -366,7 +366,7 @@ describe.each(backends)("research history on %s", (backend) => {
       (await update({ expectedRevision: 0, summary: "Start", questions: [{ text: "Which cell chemistry?" }, { text: "Which plants?" }] })).updateCheckpoint,
       "UpdateCheckpointSuccess",
     );
-    expect(created.checkpoint.questions.map((q) => [q.id, q.status])).toEqual([
+    expect(created.checkpoint.questions.map((q) => [q.questionId, q.status])).toEqual([
       ["q1", "OPEN"],
       ["q2", "OPEN"],
     ]);
@@ -385,8 +385,8 @@ describe.each(backends)("research history on %s", (backend) => {
       "UpdateCheckpointSuccess",
     ).checkpoint;
     expect(resolved.revision).toBe(3);
-    expect(resolved.questions.find((q) => q.id === "q2")).toMatchObject({ id: "q2", text: "Which plants?", status: "OPEN" });
-    expect(resolved.questions.find((q) => q.id === "q1")!.status).toBe("RESOLVED");
+    expect(resolved.questions.find((q) => q.questionId === "q2")).toMatchObject({ questionId: "q2", text: "Which plants?", status: "OPEN" });
+    expect(resolved.questions.find((q) => q.questionId === "q1")!.status).toBe("RESOLVED");
 
     const unknown = (await update({ expectedRevision: 3, questions: [{ id: "q9", status: "RESOLVED" }] })).updateCheckpoint;
     expect(expectType(unknown, "ValidationError").issues).toEqual([{ field: "questions.0.id", message: 'no question has the id "q9"' }]);
@@ -432,7 +432,7 @@ describe.each(backends)("research history on %s", (backend) => {
       revision: 2,
       summary: "User view",
       origin: "USER",
-      questions: [{ id: "q1", text: "Open question", status: "OPEN" }],
+      questions: [{ questionId: "q1", text: "Open question", status: "OPEN" }],
     });
 
     const nonsense = (await admit(t.client, { workspaceId: workspace.id, question: "Propose nonsense" })).run;
