@@ -18,6 +18,11 @@ main().catch((error: unknown) => {
   // Expected start-up failures get their message alone; anything else its stack.
   const expected =
     error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError || error instanceof RedisUnavailableError;
+  const inUse = (error as { code?: unknown; port?: unknown } | null)?.code === "EADDRINUSE";
+  if (inUse) {
+    process.stderr.write(`Dossier could not start: port ${(error as { port: number }).port} is in use (another server?); stop it or set PORT.\n`);
+    process.exit(1);
+  }
   process.stderr.write(`Dossier could not start.\n${expected ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

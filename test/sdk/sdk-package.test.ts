@@ -123,7 +123,9 @@ describe("the SDK", () => {
       });
       const whole = (await counting.runTrace(run.id, { pageSize: 2 }))!;
       expect(whole.trace!.spans.map((span) => span.id)).toEqual(spans.map((span) => encodeGlobalId("Span", span.id)));
-      expect(whole.trace!.spans.map((span) => span.events.map((event) => event.seq))).toEqual(spans.map((span) => span.events.map((event) => event.seq)));
+      expect(whole.trace!.spans.map((span) => span.events.map((event) => event.seq))).toEqual(
+        spans.map((span) => span.events.map((event) => String(event.seq))),
+      );
       expect(whole.attempts.map((attempt) => attempt.number)).toEqual([1]);
       // It took several pages of spans and of the root span's events to get there.
       expect(requests.filter((name) => name === "TraceSpans").length).toBeGreaterThanOrEqual(Math.ceil(spans.length / 2) - 1);

@@ -39,10 +39,7 @@ const questionGlobalId = (q: QuestionInRevision) => encodeGlobalId("CheckpointQu
 const CheckpointQuestionRef = builder.objectRef<QuestionInRevision>("CheckpointQuestion").implement({
   description: "An open or resolved research question as one revision reads it; its questionId stays the same across revisions.",
   fields: (t) => ({
-    id: t.id({
-      description: "Names this question in this revision, unique across the graph (a client cache may key on it).",
-      resolve: questionGlobalId,
-    }),
+    id: t.id({ description: "Names this question in this revision, unique across the graph (a client cache may key on it).", resolve: questionGlobalId }),
     questionId: t.exposeString("id", {
       description: "The question's id within the checkpoint, e.g. q1: the same in every revision. Name it (or `id`) in CheckpointQuestionInput.id.",
     }),

@@ -75,6 +75,13 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     if (calls.awaitingSnapshot()) ask();
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
+    const endCall = () => {
+      const { seq, spanId } = ending!;
+      ending = undefined;
+      calls.finish(spanId);
+      last = seq;
+      return update(String(seq), "MESSAGE_DONE", spanId);
+    };
     for (;;) {
       if (inbox.closed) return;
       if (inbox.failure) throw inbox.failure.error;
@@ -83,10 +90,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await startOf(prisma, runId, frame.spanId));
       // A later call's output cannot come before the end of the one ending (positions only grow).
       if (frame && ending && frame.spanId !== ending.spanId) {
-        calls.finish(ending.spanId);
-        last = ending.seq;
-        yield update(String(last), "MESSAGE_DONE", ending.spanId);
-        ending = undefined;
+        yield endCall();
         continue;
       }
       // Output is given once the trace was read up to its call's start (a replayed end of an
@@ -101,12 +105,8 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
         continue;
       }
       if (ending) {
-        if (calls.complete(ending.spanId) || performance.now() >= ending.until) {
-          calls.finish(ending.spanId);
-          last = ending.seq;
-          yield update(String(last), "MESSAGE_DONE", ending.spanId);
-          ending = undefined;
-        } else await waitForMore(inbox, calls, asking, ask, ending.until);
+        if (calls.complete(ending.spanId) || performance.now() >= ending.until) yield endCall();
+        else await waitForMore(inbox, calls, asking, ask, ending.until);
         continue;
       }
       const change = inbox.nextChange();

@@ -1,0 +1,251 @@
+// Apollo Client 4 against a running Dossier server, set up as a frontend team sets it up: a
+// normalized InMemoryCache (relayStylePagination on the connections it pages), HttpLink behind
+// PersistedQueryLink, and GraphQLWsLink for subscriptions. What a team would see go wrong: one
+// workspace's question or catalog version read back with another's data, two searches overwriting
+// each other's snippets, persisted queries that never hit, a run stream that starts empty.
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ApolloClient, ApolloLink, gql, HttpLink, InMemoryCache, type TypedDocumentNode } from "@apollo/client";
+import { PersistedQueryLink } from "@apollo/client/link/persisted-queries";
+import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
+import { getMainDefinition, relayStylePagination } from "@apollo/client/utilities";
+import { buildSchema, isAbstractType } from "graphql";
+import { createClient as createWsClient } from "graphql-ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { AdmitRunDocument, LinkToWorkspaceDocument, RunEventsDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/** A tool that holds its run RUNNING until the test lets it go. */
+function gate() {
+  let entered!: () => void;
+  let release!: () => void;
+  const started = new Promise<void>((resolve) => (entered = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const tool: Tool = {
+    schema: { name: "hold", description: "waits until released", parameters: { type: "object" } },
+    execute: async () => {
+      entered();
+      await released;
+      return "held";
+    },
+  };
+  return { tool, started, release };
+}
+
+/** The supertypes' members, from the published SDL, as a team feeds them to InMemoryCache's possibleTypes. */
+function possibleTypes(): Record<string, string[]> {
+  const schema = buildSchema(readFileSync(new URL("../../schema/schema.graphql", import.meta.url), "utf8"));
+  return Object.fromEntries(
+    Object.values(schema.getTypeMap())
+      .filter(isAbstractType)
+      .map((type) => [type.name, schema.getPossibleTypes(type).map((member) => member.name)]),
+  );
+}
+
+type Sent = { query?: string; extensions?: { persistedQuery?: { sha256Hash: string } } };
+
+/** The client a team would build; `sent` records every HTTP body that went over the wire. */
+function apolloClient(server: NonNullable<TestApp["server"]>) {
+  const sent: Sent[] = [];
+  const recordingFetch: typeof fetch = async (input, init) => {
+    sent.push(JSON.parse(String(init?.body)) as Sent);
+    return fetch(input, init);
+  };
+  const ws = createWsClient({ url: server.wsUrl, webSocketImpl: WebSocket, lazy: true, retryAttempts: 0 });
+  const http = new PersistedQueryLink({ sha256 }).concat(new HttpLink({ uri: server.url, fetch: recordingFetch }));
+  const link = ApolloLink.split(
+    ({ query }) => {
+      const definition = getMainDefinition(query);
+      return definition.kind === "OperationDefinition" && definition.operation === "subscription";
+    },
+    new GraphQLWsLink(ws),
+    http,
+  );
+  const cache = new InMemoryCache({
+    possibleTypes: possibleTypes(),
+    typePolicies: {
+      Workspace: { fields: { historyCatalog: relayStylePagination() } },
+      Query: { fields: { publications: relayStylePagination() } },
+    },
+  });
+  const client = new ApolloClient({ link, cache });
+  return { client, cache, sent, close: () => ws.dispose() };
+}
+
+type WorkspaceRead = {
+  node: {
+    id: string;
+    checkpoint: { id: string; questions: { id: string; questionId: string; text: string }[] } | null;
+    checkpointVersions: { id: string; questions: { id: string; questionId: string; text: string }[] }[];
+    historyCatalog: {
+      edges: { cursor: string; node: { publicationId: string; title: string; versions: { id: string; versionId: string; version: number }[] } }[];
+      pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    };
+  } | null;
+};
+
+const WORKSPACE: TypedDocumentNode<WorkspaceRead, { id: string; after?: string | null }> = gql`
+  query WorkspaceHistory($id: ID!, $after: String) {
+    node(id: $id) {
+      id
+      ... on Workspace {
+        checkpoint { ... on Checkpoint { id questions { id questionId text } } }
+        checkpointVersions { ... on Checkpoint { id questions { id questionId text } } }
+        historyCatalog(first: 1, after: $after) {
+          edges { cursor node { publicationId title versions { id versionId version } } }
+          pageInfo { hasNextPage endCursor }
+        }
+      }
+    }
+  }
+`;
+
+type Hits = { searchHistory: { __typename: string; hits?: { id: string; versionId: string; snippet: string }[] } };
+
+const SEARCH: TypedDocumentNode<Hits, { workspaceId: string; query: string }> = gql`
+  query Search($workspaceId: ID!, $query: String!) {
+    searchHistory(workspaceId: $workspaceId, query: $query) {
+      ... on SearchHistorySuccess { hits { id versionId snippet } }
+    }
+  }
+`;
+
+describe("Apollo Client 4 against a running server", () => {
+  let t: TestApp;
+  let apollo: ReturnType<typeof apolloClient>;
+  const hold = gate();
+  beforeAll(async () => {
+    const model = new ScriptedModel({ name: "apollo", steps: [{ toolCalls: [{ name: "hold", arguments: {} }] }, { content: "Held, then answered." }] });
+    t = await startTestApp("pglite", {
+      listen: true,
+      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [hold.tool] },
+    });
+    apollo = apolloClient(t.server!);
+  });
+  afterAll(async () => {
+    hold.release();
+    await apollo?.close();
+    await t?.close();
+  });
+
+  it("keeps two workspaces' questions and catalogs and two searches' snippets apart in its normalized cache", async () => {
+    const workspaces: Record<string, string> = {};
+    for (const name of ["north", "south"]) {
+      const workspace = await createWorkspace(t.client, `${name} goal`);
+      workspaces[name] = workspace.id;
+      for (const topic of ["membranes", "anodes"]) {
+        const { version } = await publish(t.client, { title: `${name} ${topic}`, content: `${topic} are the bottleneck of every ${name} cell plant` });
+        await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: version.publication.id } });
+      }
+      for (const revision of [0, 1]) {
+        const updated = await t.client.request(UpdateCheckpointDocument, {
+          input: { workspaceId: workspace.id, expectedRevision: revision, questions: [{ text: `${name} question ${revision + 1}` }] },
+        });
+        expectType(updated.updateCheckpoint, "UpdateCheckpointSuccess");
+      }
+    }
+
+    // Each workspace read as a page of one catalog entry, then the next page through fetchMore.
+    for (const id of Object.values(workspaces)) {
+      const first = await apollo.client.query({ query: WORKSPACE, variables: { id } });
+      const page = first.data!.node!.historyCatalog;
+      expect(page.edges).toHaveLength(1);
+      expect(page.pageInfo.hasNextPage).toBe(true);
+      const watched = apollo.client.watchQuery({ query: WORKSPACE, variables: { id } });
+      await watched.fetchMore({ variables: { after: page.pageInfo.endCursor } });
+    }
+    // One version of each workspace found by two searches with different terms.
+    await apollo.client.query({ query: SEARCH, variables: { workspaceId: workspaces.north!, query: "membranes" } });
+    await apollo.client.query({ query: SEARCH, variables: { workspaceId: workspaces.north!, query: "bottleneck" } });
+
+    for (const [name, id] of Object.entries(workspaces)) {
+      const read = apollo.cache.readQuery({ query: WORKSPACE, variables: { id } })!.node!;
+      expect(read.checkpoint!.questions.map((q) => [q.questionId, q.text])).toEqual([
+        ["q1", `${name} question 1`],
+        ["q2", `${name} question 2`],
+      ]);
+      expect(read.checkpointVersions.map((c) => c.questions.map((q) => q.text))).toEqual([
+        [`${name} question 1`, `${name} question 2`],
+        [`${name} question 1`],
+      ]);
+      // relayStylePagination merged both pages, each entry this workspace's own.
+      expect(read.historyCatalog.edges.map((e) => e.node.title).sort()).toEqual([`${name} anodes`, `${name} membranes`]);
+      expect(read.historyCatalog.pageInfo.hasNextPage).toBe(false);
+    }
+    const hits = (query: string) => apollo.cache.readQuery({ query: SEARCH, variables: { workspaceId: workspaces.north!, query } })!.searchHistory.hits!;
+    const membranes = hits("membranes");
+    const bottleneck = hits("bottleneck");
+    expect(membranes).toHaveLength(1);
+    expect(bottleneck).toHaveLength(2);
+    expect(membranes[0]!.snippet).toContain("«membranes»");
+    expect(membranes[0]!.snippet).not.toContain("«bottleneck»");
+    // The version both searches found keeps each search's own snippet.
+    const both = bottleneck.find((hit) => hit.versionId === membranes[0]!.versionId)!;
+    expect(both.snippet).toContain("«bottleneck»");
+    expect(both.snippet).not.toContain("«membranes»");
+
+    // Relay keys records by id alone: no id in Apollo's store names two records.
+    const idsByKey = Object.entries(apollo.cache.extract())
+      .filter(([key]) => key !== "ROOT_QUERY" && key !== "ROOT_MUTATION")
+      .map(([key, record]) => [key, (record as { id?: string }).id] as const);
+    const typenamesOf = new Map<string, string[]>();
+    for (const [key, id] of idsByKey) if (id) typenamesOf.set(id, [...(typenamesOf.get(id) ?? []), key]);
+    expect([...typenamesOf.values()].filter((keys) => keys.length > 1)).toEqual([]);
+    const kinds = new Set(idsByKey.map(([key]) => key.split(":")[0]));
+    for (const kind of ["Workspace", "Checkpoint", "CheckpointQuestion", "CatalogVersion", "HistorySearchHit"]) expect(kinds.has(kind), kind).toBe(true);
+  });
+
+  it("sends a persisted query's full text only after PersistedQueryNotFound, then its hash alone", async () => {
+    const query = gql`
+      query ApqViewer { viewer { id name } }
+    `;
+    apollo.sent.length = 0;
+    const first = await apollo.client.query({ query, fetchPolicy: "network-only" });
+    expect(apollo.sent.map((body) => [body.query !== undefined, body.extensions?.persistedQuery?.sha256Hash])).toEqual([
+      [false, expect.stringMatching(/^[0-9a-f]{64}$/)],
+      [true, apollo.sent[0]!.extensions!.persistedQuery!.sha256Hash],
+    ]);
+    // The hash is of the text Apollo sent (with its __typename), so the server keeps that text.
+    expect(sha256(apollo.sent[1]!.query!)).toBe(apollo.sent[0]!.extensions!.persistedQuery!.sha256Hash);
+    apollo.sent.length = 0;
+    const second = await apollo.client.query({ query, fetchPolicy: "network-only" });
+    expect(apollo.sent).toHaveLength(1);
+    expect(apollo.sent[0]!.query).toBeUndefined();
+    expect(apollo.sent[0]!.extensions?.persistedQuery?.sha256Hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(second.data).toEqual(first.data);
+    expect(first.data).toMatchObject({ viewer: { __typename: "Principal", name: expect.any(String) } });
+  });
+
+  it("streams runEvents of a run admitted through Apollo from its current status to the terminal one", async () => {
+    const admitted = await apollo.client.mutate({ mutation: AdmitRunDocument, variables: { input: { question: "Hold, then answer" } } });
+    const runId = expectType(admitted.data!.admitRun, "AdmitRunSuccess").run.id;
+    await hold.started;
+    const events: string[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      apollo.client.subscribe({ query: RunEventsDocument, variables: { runId } }).subscribe({
+        next: (result) => {
+          if (result.error) return reject(result.error);
+          const event = result.data!.runEvents;
+          expect(event.run.id).toBe(runId);
+          events.push(event.status);
+          if (events.length === 1) hold.release();
+        },
+        error: reject,
+        complete: resolve,
+      });
+    });
+    await done;
+    // Subscribed while the tool held the run: the first event is the status it already had.
+    expect(events).toEqual(["RUNNING", "SUCCEEDED"]);
+    // The run's record in the normalized cache followed the stream.
+    expect(apollo.cache.extract()[`Run:${runId}`]).toMatchObject({ status: "SUCCEEDED", answer: "Held, then answered." });
+  }, 20_000);
+});
