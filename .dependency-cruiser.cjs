@@ -24,8 +24,12 @@ const literally = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 const ADAPTERS = [
   "^src/runtime/adapters/",
   "^src/events/redis-event-target\\.ts$",
+  "^src/server/redis-token-buckets\\.ts$",
   "^src/db/",
   "^src/mcp/",
+  // Webhook delivery (pg-boss) and the outbound HTTP guard (undici): adapters of their own.
+  "^src/webhooks/delivery/",
+  "^src/outbound/",
   // Composition roots.
   "^src/compose/",
   "^src/(main|worker-main)\\.ts$",
@@ -84,6 +88,30 @@ module.exports = {
         "The agent runtime works through its ports (run state, conversation log, spill store, trace sink) and the domain's services: only its adapters touch the database client.",
       from: { path: "^src/runtime/", pathNot: "^src/runtime/adapters/" },
       to: { path: "^src/generated/" },
+    },
+    {
+      name: "runtime-core-imports-no-adapter",
+      severity: "error",
+      comment:
+        "The runtime's core (the worker, the loop, memory, tools) works through its ports; which adapter stands behind a port is the composition roots' choice.",
+      from: { path: "^src/runtime/", pathNot: "^src/runtime/adapters/" },
+      to: { path: "^src/runtime/adapters/" },
+    },
+    {
+      name: "runtime-ports-stand-alone",
+      severity: "error",
+      comment: "The runtime's ports name what the runtime needs; they import nothing else of the runtime (the domain's vocabulary, yes).",
+      from: { path: "^src/runtime/ports/" },
+      to: { path: "^src/runtime/", pathNot: "^src/runtime/ports/" },
+    },
+    {
+      name: "domain-folders-acyclic",
+      severity: "error",
+      comment:
+        "The domain's folders form no cycle: each can be read and tested with only what it imports (a folder cycle makes them one unit). Workspaces read research (eligibility, owned objects); research reaches workspaces only through its RunLinks port, which workspaces implement.",
+      scope: "folder",
+      from: { path: "^src/domain/[^/]+$" },
+      to: { circular: true, viaOnly: { path: "^src/domain/[^/]+$" } },
     },
     {
       name: "graphql-sees-runtime-ports-only",

@@ -1,12 +1,14 @@
 // The one place that reads the environment. Everything else receives a typed Config.
-import path from "node:path";
 import { z } from "zod";
 import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
+import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
+export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 
@@ -19,6 +21,7 @@ const envSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
   MODEL: z.string().min(1).default("gpt-4o-mini"),
+  MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
@@ -28,6 +31,9 @@ const envSchema = z.object({
     .optional(),
   IN_PROCESS_WORKER: flag.default(true),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
+  MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
+  RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
+  RATE_LIMIT_BURST: whole(1, "min").optional(),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
   TOOL_APPROVALS: json('{"run_command":"always","mcp__*__write*":"always","*":"never"}').pipe(approvalRules).optional(),
@@ -45,9 +51,7 @@ const envSchema = z.object({
   SPILL_SWEEP_INTERVAL_MS: whole(100).default(60_000),
   ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
   AUTH_REQUIRED: flag.optional(),
-  MCP_STDIO_COMMANDS: commaList((command) => path.isAbsolute(command), "absolute program paths", "/usr/bin/npx,/usr/local/bin/uvx")
-    .transform((commands) => commands.map((command) => path.normalize(command)))
-    .default([]),
+  ...accessEnv,
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
   MCP_STDIO_ALLOWED: z.string().optional(),
   SECRETS_KEY: z
@@ -63,6 +67,10 @@ const envSchema = z.object({
     "https://app.example.com,http://localhost:5173",
   ).default([]),
   MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
+  MCP_RESULT_MAX_BYTES: whole(65_536, "min").default(10_485_760),
+  MCP_LIST_MAX_PAGES: whole(1, "min").default(50),
+  MCP_LIST_MAX_TOOLS: whole(1, "min").default(1_000),
+  MCP_LIST_TIMEOUT_MS: whole(100, "min").default(30_000),
   FETCH_ALLOWED_HOSTS: commaList(
     (host) => /^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(host),
     "host names",
@@ -78,7 +86,14 @@ const envSchema = z.object({
   COMMANDS_ALLOWED: flag.default(false),
   COMMAND_TIMEOUT_MS: whole(100).default(30_000),
   RUN_LEASE_MS: whole(500, "min").default(15_000),
+  // Unset: a fifth of the lease, at most 3 s (checked against RUN_LEASE_MS in loadConfig).
+  RUN_LEASE_MARGIN_MS: whole(0, "min").optional(),
+  DB_CONNECT_TIMEOUT_MS: whole(100, "min").default(5_000),
+  DB_QUERY_TIMEOUT_MS: whole(100, "min").default(65_000),
+  DB_STATEMENT_TIMEOUT_MS: whole(100, "min").default(60_000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
+  MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   METRICS_PORT: port.optional(),
   MAX_QUERY_DEPTH: whole(2, "min").default(15),
   MAX_QUERY_ALIASES: whole(0, "min").default(30),
@@ -86,6 +101,8 @@ const envSchema = z.object({
   MAX_QUERY_COST: whole(10, "min").default(20_000),
   MAX_PAGE_SIZE: whole(1, "min").default(200),
   MAX_REQUEST_BYTES: whole(1_024, "min").default(1_048_576),
+  MAX_CONNECTIONS_PER_CLIENT: whole(1, "min").default(256),
+  REQUEST_TIMEOUT_MS: whole(100, "min").default(30_000),
   TRUSTED_DOCUMENTS_ONLY: flag.default(false),
   TRUSTED_DOCUMENTS_DIR: z.string().optional(),
   GRAPHIQL: flag.optional(),
@@ -99,6 +116,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** The host names requests may be addressed to (ALLOWED_HOSTS); undefined: every name (a non-loopback bind with keys required). */
+  allowedHosts?: string[];
   /** Encrypts MCP header and environment values at rest (SECRETS_KEY, base64 of 32 bytes). */
   secretsKey?: string;
   /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
@@ -106,27 +125,61 @@ export type Config = {
   /** Settings that were read but do nothing, with what to use instead: logged at start. */
   warnings: string[];
   /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
-  model: { kind: "openai"; apiKey: string; baseURL?: string; model: string; contextWindow: number } | { kind: "scripted" };
+  model:
+    | {
+        kind: "openai";
+        apiKey: string;
+        baseURL?: string;
+        model: string;
+        contextWindow: number;
+        /** Requests in flight at once to the model endpoint from one process (MODEL_MAX_CONCURRENCY). */
+        maxConcurrency: number;
+      }
+    | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
   /** OTLP/HTTP collector for finished spans; export is off without it. */
   otlpEndpoint?: string;
   /** Redis for pub/sub across instances; without it, events stay in this process. */
   redisUrl?: string;
+  /** The prefix of every Redis channel (REDIS_PREFIX; default derived from the database). */
+  redisPrefix: string;
   /** Whether this process executes runs (false: it only serves the API). */
   inProcessWorker: boolean;
   /** How runs are executed by this process's worker (in process or `npm run worker`). */
   worker: {
     /** A run whose worker stops renewing its lease for this long is taken over by another (R17). */
     leaseMs: number;
+    /**
+     * The lease's safety margin (RUN_LEASE_MARGIN_MS): an attempt that has not renewed its lease
+     * for leaseMs minus this stops itself, and a takeover waits leaseMs plus this since the last
+     * renewal, so two attempts of a run never overlap.
+     */
+    leaseMarginMs: number;
     /** Runs one worker executes at once. */
     concurrency: number;
+    /**
+     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL;
+     * default WORKER_CONCURRENCY: one worker's share, so with several workers one principal never
+     * holds them all). Claims interleave principals either way.
+     */
+    maxRunningPerPrincipal: number;
     /** Where a worker process serves /metrics (off without it). */
     metricsPort?: number;
   };
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
+  /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
+  connections: { maxPerClient: number; requestTimeoutMs: number };
+  /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey: number;
+  /**
+   * Request rate limits (RATE_LIMIT_PER_MINUTE; off when unset): a token bucket per credential, and
+   * per client address for requests without one, holding up to `burst` (RATE_LIMIT_BURST; default
+   * ten seconds' worth). Shared through Redis when REDIS_URL is set.
+   */
+  rateLimit?: { perMinute: number; burst: number };
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY; TRUSTED_DOCUMENTS_DIR's manifests, documentId → document); see server/trusted-documents.ts. */
   trustedDocuments: { only: boolean; extra: Record<string, string> };
   /** GRAPHIQL: GraphiQL served (unset: unless trusted documents only), and exempt from trusted documents only. */
@@ -168,18 +221,32 @@ export type Config = {
   /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
   webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
-  database: { kind: "postgres"; url: string } | { kind: "pglite"; dataDir: string };
+  database: { kind: "postgres"; url: string; timeouts: DatabaseTimeouts } | { kind: "pglite"; dataDir: string };
 };
+
+/**
+ * How long PostgreSQL may take before a call counts as failed (DB_*_TIMEOUT_MS): opening a
+ * connection, a query as the client waits for it, a statement as the server runs it, and a
+ * transaction left idle. Without them a link that hangs blocks a caller for minutes.
+ */
+export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
 
 export type ContextBudgetSettings = { reservedOutput: number; safetyBuffer: number; triggerRatio: number };
 
 export type CapabilitySettings = {
-  /** The programs principals' STDIO MCP servers may start (absolute paths; none by default). */
-  mcpStdioCommands: string[];
+  /** The command lines principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS; none by default). */
+  mcpStdioCommands: StdioCommandLine[];
+  /** The environment names a principal may set for them (MCP_STDIO_ENV; none by default). */
+  mcpStdioEnv: string[];
   /** Hosts principals' HTTP MCP servers may reach inside the network (none by default: public addresses only). */
   mcpHttpAllowedHosts: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
   mcpDrainTimeoutMs: number;
+  /**
+   * What a principal's MCP server may send: one message's bytes (a result over it is refused while
+   * it arrives; the model gets an error result), and tools/list's pages, tools and time.
+   */
+  mcpLimits: { resultMaxBytes: number; listMaxPages: number; listMaxTools: number; listTimeoutMs: number };
   /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
   fetch: { allowedHosts: string[]; maxBytes: number; timeoutMs: number };
   /** The run_command tool (off by default): programs run in the run's sandbox folder, without a shell. */
@@ -223,19 +290,42 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...serverSettings(values),
     ...runSettings(values, present),
     webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
-    database: values.DATABASE_URL ? { kind: "postgres", url: values.DATABASE_URL } : { kind: "pglite", dataDir: values.DATA_DIR },
+    database: values.DATABASE_URL
+      ? { kind: "postgres", url: values.DATABASE_URL, timeouts: databaseTimeouts(values) }
+      : { kind: "pglite", dataDir: values.DATA_DIR },
   };
+}
+
+function databaseTimeouts(values: EnvValues): DatabaseTimeouts {
+  return {
+    connectMs: values.DB_CONNECT_TIMEOUT_MS,
+    queryMs: values.DB_QUERY_TIMEOUT_MS,
+    statementMs: values.DB_STATEMENT_TIMEOUT_MS,
+    idleInTransactionMs: values.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  };
+}
+
+/** The lease margin: RUN_LEASE_MARGIN_MS, or a fifth of the lease (at most 3 s); at most a third of the lease. */
+function leaseMargin(values: EnvValues): number {
+  const margin = values.RUN_LEASE_MARGIN_MS ?? Math.min(3_000, Math.floor(values.RUN_LEASE_MS / 5));
+  // The heartbeat renews every third of the lease: a larger margin would stop healthy attempts.
+  if (margin * 3 > values.RUN_LEASE_MS) {
+    throw new ConfigError([`RUN_LEASE_MARGIN_MS=${margin}: must be at most a third of RUN_LEASE_MS=${values.RUN_LEASE_MS}`]);
+  }
+  return margin;
 }
 
 /** What the API server is: where it listens, who may call it and how much one request may ask. */
 function serverSettings(values: EnvValues) {
+  const authRequired = values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined;
   return {
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
-    authRequired: values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined,
+    authRequired,
     corsOrigins: values.CORS_ORIGINS,
+    allowedHosts: allowedHostsOf(values, authRequired),
     metricsToken: values.METRICS_TOKEN,
     secretsKey: values.SECRETS_KEY,
     warnings:
@@ -243,6 +333,7 @@ function serverSettings(values: EnvValues) {
         ? []
         : ["MCP_STDIO_ALLOWED is ignored: list the programs STDIO MCP servers may start in MCP_STDIO_COMMANDS (absolute paths, comma-separated)"],
     redisUrl: values.REDIS_URL,
+    redisPrefix: redisPrefixOf(values),
     limits: {
       maxDepth: values.MAX_QUERY_DEPTH,
       maxAliases: values.MAX_QUERY_ALIASES,
@@ -252,6 +343,11 @@ function serverSettings(values: EnvValues) {
       maxPageSize: values.MAX_PAGE_SIZE,
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
+    connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
+    rateLimit: values.RATE_LIMIT_PER_MINUTE
+      ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
+      : undefined,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     trustedDocuments: { only: values.TRUSTED_DOCUMENTS_ONLY, extra: values.TRUSTED_DOCUMENTS_DIR ? readTrustedDocuments(values.TRUSTED_DOCUMENTS_DIR) : {} },
     graphiql: values.GRAPHIQL,
@@ -262,12 +358,25 @@ function serverSettings(values: EnvValues) {
 function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
   return {
     model: values.OPENAI_API_KEY
-      ? { kind: "openai", apiKey: values.OPENAI_API_KEY, baseURL: values.OPENAI_BASE_URL, model: values.MODEL, contextWindow: values.MODEL_CONTEXT_WINDOW }
+      ? {
+          kind: "openai",
+          apiKey: values.OPENAI_API_KEY,
+          baseURL: values.OPENAI_BASE_URL,
+          model: values.MODEL,
+          contextWindow: values.MODEL_CONTEXT_WINDOW,
+          maxConcurrency: values.MODEL_MAX_CONCURRENCY,
+        }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     inProcessWorker: values.IN_PROCESS_WORKER,
-    worker: { leaseMs: values.RUN_LEASE_MS, concurrency: values.WORKER_CONCURRENCY, metricsPort: values.METRICS_PORT },
+    worker: {
+      leaseMs: values.RUN_LEASE_MS,
+      leaseMarginMs: leaseMargin(values),
+      concurrency: values.WORKER_CONCURRENCY,
+      maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? values.WORKER_CONCURRENCY,
+      metricsPort: values.METRICS_PORT,
+    },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },
@@ -280,9 +389,15 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     tokenizer: values.TOKENIZER,
     capabilities: {
       // Starting a local program is the operator's decision, on every database: none by default.
-      mcpStdioCommands: values.MCP_STDIO_COMMANDS,
+      ...stdioSettings(values),
       mcpHttpAllowedHosts: values.MCP_HTTP_ALLOWED_HOSTS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
+      mcpLimits: {
+        resultMaxBytes: values.MCP_RESULT_MAX_BYTES,
+        listMaxPages: values.MCP_LIST_MAX_PAGES,
+        listMaxTools: values.MCP_LIST_MAX_TOOLS,
+        listTimeoutMs: values.MCP_LIST_TIMEOUT_MS,
+      },
       fetch: { allowedHosts: values.FETCH_ALLOWED_HOSTS, maxBytes: values.FETCH_MAX_BYTES, timeoutMs: values.FETCH_TIMEOUT_MS },
       // Commands get this PATH and nothing else of the server's environment (no keys, no URLs).
       commands: { allowed: values.COMMANDS_ALLOWED, timeoutMs: values.COMMAND_TIMEOUT_MS, path: present.PATH ?? "/usr/local/bin:/usr/bin:/bin" },

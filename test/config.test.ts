@@ -20,15 +20,30 @@ describe("loadConfig", () => {
     });
   });
 
+  it("serves only the loopback names on a loopback address, requires ALLOWED_HOSTS elsewhere without keys, and reads the list", () => {
+    expect(loadConfig({}).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]"]);
+    expect(loadConfig({ HOST: "::1" }).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]"]);
+    expect(() => loadConfig({ HOST: "0.0.0.0" })).toThrow(/ALLOWED_HOSTS: must list the host names this server answers to .* HOST=0\.0\.0\.0/);
+    // With keys required, any name may reach it: a rebound page holds no key.
+    expect(loadConfig({ HOST: "0.0.0.0", AUTH_REQUIRED: "true" }).allowedHosts).toBeUndefined();
+    expect(loadConfig({ HOST: "0.0.0.0", ALLOWED_HOSTS: " Dossier.Example.com, 10.0.0.5:4000,[::1]" }).allowedHosts).toEqual([
+      "dossier.example.com",
+      "10.0.0.5:4000",
+      "[::1]",
+    ]);
+    expect(() => loadConfig({ ALLOWED_HOSTS: "https://dossier.example.com" })).toThrow(/ALLOWED_HOSTS="https:\/\/dossier.example.com": must be host names/);
+  });
+
   it("has worker and query limit settings with defaults, and names bad values", () => {
     expect(loadConfig({})).toMatchObject({
-      worker: { leaseMs: 15_000, concurrency: 4 },
+      worker: { leaseMs: 15_000, concurrency: 4, maxRunningPerPrincipal: 4 },
       limits: { maxDepth: 15, maxAliases: 30, maxTokens: 5_000, maxCost: 20_000, maxBodyBytes: 1_048_576, maxPageSize: 200 },
     });
     expect(loadConfig({ RUN_LEASE_MS: "2000", WORKER_CONCURRENCY: "8", METRICS_PORT: "9464", MAX_QUERY_DEPTH: "8" })).toMatchObject({
-      worker: { leaseMs: 2_000, concurrency: 8, metricsPort: 9464 },
+      worker: { leaseMs: 2_000, concurrency: 8, maxRunningPerPrincipal: 8, metricsPort: 9464 },
       limits: { maxDepth: 8 },
     });
+    expect(loadConfig({ WORKER_CONCURRENCY: "2", MAX_RUNNING_RUNS_PER_PRINCIPAL: "1" }).worker).toMatchObject({ concurrency: 2, maxRunningPerPrincipal: 1 });
     expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
       /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
     );
@@ -36,8 +51,33 @@ describe("loadConfig", () => {
 
   it("switches to PostgreSQL when DATABASE_URL is set, and treats empty variables as unset", () => {
     const config = loadConfig({ DATABASE_URL: "postgres://u@db:5432/dossier", PORT: "", DATA_DIR: "/x" });
-    expect(config.database).toEqual({ kind: "postgres", url: "postgres://u@db:5432/dossier" });
+    expect(config.database).toEqual({
+      kind: "postgres",
+      url: "postgres://u@db:5432/dossier",
+      timeouts: { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 },
+    });
     expect(config.port).toBe(4000);
+  });
+
+  it("reads the database's timeouts and the lease margin, which must leave the heartbeat room", () => {
+    const config = loadConfig({
+      DATABASE_URL: "postgresql://db/x",
+      DB_CONNECT_TIMEOUT_MS: "1000",
+      DB_QUERY_TIMEOUT_MS: "3000",
+      DB_STATEMENT_TIMEOUT_MS: "2500",
+      DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: "4000",
+      RUN_LEASE_MS: "9000",
+      RUN_LEASE_MARGIN_MS: "3000",
+    });
+    expect(config.database).toMatchObject({ timeouts: { connectMs: 1_000, queryMs: 3_000, statementMs: 2_500, idleInTransactionMs: 4_000 } });
+    expect(config.worker.leaseMarginMs).toBe(3_000);
+    // Unset: a fifth of the lease, at most 3 s.
+    expect(loadConfig({ RUN_LEASE_MS: "2000" }).worker.leaseMarginMs).toBe(400);
+    expect(loadConfig({}).worker.leaseMarginMs).toBe(3_000);
+    expect(() => loadConfig({ RUN_LEASE_MS: "3000", RUN_LEASE_MARGIN_MS: "1500" })).toThrow(
+      /RUN_LEASE_MARGIN_MS=1500: must be at most a third of RUN_LEASE_MS=3000/,
+    );
+    expect(() => loadConfig({ DB_QUERY_TIMEOUT_MS: "10" })).toThrow(/DB_QUERY_TIMEOUT_MS="10": must be at least 100/);
   });
 
   it("requires API keys with PostgreSQL unless explicitly disabled, and uses OpenAI when a key is set", () => {
@@ -49,7 +89,9 @@ describe("loadConfig", () => {
       baseURL: "http://127.0.0.1:9/v1",
       model: "m",
       contextWindow: 128_000,
+      maxConcurrency: 16,
     });
+    expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_MAX_CONCURRENCY: "3" }).model).toMatchObject({ maxConcurrency: 3 });
   });
 
   it("reads trusted documents settings: off by default, GRAPHIQL unset, and every manifest in TRUSTED_DOCUMENTS_DIR", () => {
@@ -152,15 +194,30 @@ describe("loadConfig", () => {
     const embedded = loadConfig({ PATH: "/usr/bin" }).capabilities;
     expect(embedded).toEqual({
       mcpStdioCommands: [],
+      mcpStdioEnv: [],
       mcpHttpAllowedHosts: [],
       mcpDrainTimeoutMs: 120_000,
+      mcpLimits: { resultMaxBytes: 10_485_760, listMaxPages: 50, listMaxTools: 1_000, listTimeoutMs: 30_000 },
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
       commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },
     });
     // Starting local programs is off on every database until the operator lists them.
     expect(loadConfig({ DATABASE_URL: "postgresql://db/x" }).capabilities.mcpStdioCommands).toEqual([]);
-    expect(loadConfig({ MCP_STDIO_COMMANDS: "/usr/bin/npx, /opt/tools/../bin/uvx" }).capabilities.mcpStdioCommands).toEqual(["/usr/bin/npx", "/opt/bin/uvx"]);
-    expect(() => loadConfig({ MCP_STDIO_COMMANDS: "npx" })).toThrow(/MCP_STDIO_COMMANDS="npx": must be absolute program paths/);
+    // Whole command lines: a principal may add arguments only after an entry ending with "…".
+    expect(
+      loadConfig({ MCP_STDIO_COMMANDS: "/usr/bin/npx -y @acme/mcp-files, /opt/tools/../bin/uvx mcp-server-fetch …" }).capabilities.mcpStdioCommands,
+    ).toEqual([
+      { program: "/usr/bin/npx", args: ["-y", "@acme/mcp-files"], moreArguments: false },
+      { program: "/opt/bin/uvx", args: ["mcp-server-fetch"], moreArguments: true },
+    ]);
+    expect(() => loadConfig({ MCP_STDIO_COMMANDS: "npx -y x" })).toThrow(
+      /MCP_STDIO_COMMANDS="npx -y x": must be command lines starting with an absolute program path/,
+    );
+    // The environment names a principal may set: none by default, never one that changes what runs.
+    expect(loadConfig({ MCP_STDIO_ENV: "GITHUB_TOKEN, API_BASE" }).capabilities.mcpStdioEnv).toEqual(["GITHUB_TOKEN", "API_BASE"]);
+    for (const name of ["NODE_OPTIONS", "LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "PATH"]) {
+      expect(() => loadConfig({ MCP_STDIO_ENV: `API_BASE,${name}` })).toThrow(/MCP_STDIO_ENV=.*must not list names that change what a program runs/);
+    }
     // The old switch does nothing any more, and says so.
     const leftover = loadConfig({ MCP_STDIO_ALLOWED: "true" });
     expect(leftover.capabilities.mcpStdioCommands).toEqual([]);
@@ -169,6 +226,11 @@ describe("loadConfig", () => {
     expect(configured.fetch.allowedHosts).toEqual(["example.com", "*.wikipedia.org", "127.0.0.1:8080"]);
     expect(configured.commands.allowed).toBe(true);
     expect(loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "MCP.internal, 127.0.0.1:8931" }).capabilities.mcpHttpAllowedHosts).toEqual(["mcp.internal", "127.0.0.1:8931"]);
+    // What a server may send is bounded, and a bound too small to hold an ordinary answer is refused.
+    const limits = loadConfig({ MCP_RESULT_MAX_BYTES: "1048576", MCP_LIST_MAX_PAGES: "5", MCP_LIST_MAX_TOOLS: "20", MCP_LIST_TIMEOUT_MS: "2000" });
+    expect(limits.capabilities.mcpLimits).toEqual({ resultMaxBytes: 1_048_576, listMaxPages: 5, listMaxTools: 20, listTimeoutMs: 2_000 });
+    expect(() => loadConfig({ MCP_RESULT_MAX_BYTES: "1000" })).toThrow(/MCP_RESULT_MAX_BYTES="1000": must be at least 65536/);
+    expect(() => loadConfig({ MCP_LIST_MAX_PAGES: "0" })).toThrow(/MCP_LIST_MAX_PAGES="0": must be at least 1/);
     // A wildcard would let names someone outside controls lead inside the network.
     expect(() => loadConfig({ MCP_HTTP_ALLOWED_HOSTS: "*.corp.example" })).toThrow(
       /MCP_HTTP_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/,

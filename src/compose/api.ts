@@ -1,6 +1,7 @@
 // The API of a server process over its core: GraphQL over HTTP, SSE and WebSocket (Yoga with
 // its plugins), how requests and sockets are authenticated, and the key revocations that end
 // the subscriptions of a revoked key. The HTTP server (server/http-server.ts) serves it.
+import { randomBytes } from "node:crypto";
 import { GraphQLError } from "graphql";
 import { createYoga, type Plugin, useReadinessCheck, type YogaServerOptions } from "graphql-yoga";
 import { authorizationFromConnectionParams, createAuthenticator } from "../graphql/authenticate.js";
@@ -17,6 +18,8 @@ import { graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
+import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
+import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
@@ -47,21 +50,38 @@ export type ApiOptions = {
   graphiql?: boolean;
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR): documentIds are always accepted; `only` refuses other documents. */
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
+  rateLimits?: TokenBuckets;
+  /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
+  maxSubscriptionsPerKey?: number;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
   core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
-  { logger, authRequired, traceSubscriberBuffer = 1_000, limits = DEFAULT_QUERY_LIMITS, corsOrigins = [], metricsToken, ...documents }: ApiOptions,
+  {
+    logger,
+    authRequired,
+    traceSubscriberBuffer = 1_000,
+    limits = DEFAULT_QUERY_LIMITS,
+    corsOrigins = [],
+    metricsToken,
+    rateLimits,
+    maxSubscriptionsPerKey = 500,
+    ...documents
+  }: ApiOptions,
 ): Api {
-  const { trusted, graphiql } = documentSettings(documents, core.metrics.countRejected);
+  // The value GraphiQL's page carries to be exempt from trusted documents: this process's own.
+  const graphiqlSecret = randomBytes(24).toString("base64url");
+  const { trusted, graphiql } = documentSettings(documents, graphiqlSecret, core.metrics.countRejected);
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
-  const authenticate = createAuthenticator({ principals: services.principals, authRequired });
+  const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
+  const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -72,6 +92,7 @@ export function createApi(
       return { actor, prisma: db.prisma, events, services, settings, capabilities };
     },
     ...FIXED_SETTINGS,
+    ...graphiqlSettings(graphiqlSecret),
     // No origin but the server's own unless listed (see server/cross-site.ts).
     cors: corsFor(corsOrigins),
     ...(graphiql ? {} : { graphiql: false }),
@@ -80,6 +101,8 @@ export function createApi(
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
       authentication.plugin,
+      // Right after authentication: a refused request is answered before anything is parsed.
+      ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
       automaticPersistedQueries({ keeps: (query) => !trusted.only || trusted.admits(query) }),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
@@ -89,6 +112,7 @@ export function createApi(
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits, metrics.countRejected),
+      subscriptionQuotaPlugin(subscriptionQuota),
       useCompiledExecution(),
       readiness(db, logger),
     ],
@@ -99,6 +123,8 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    rateLimits,
+    subscriptionQuota,
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,
@@ -122,18 +148,18 @@ const FIXED_SETTINGS = {
   landingPage: false,
   // A request names its document by `documentId` (trusted documents) or sends `query`.
   extraParamNames: ["documentId"],
-  ...graphiqlSettings,
 } satisfies YogaServerOptions<Record<string, never>, GraphQLContext>;
 
 /** Which documents run, and whether GraphiQL is served (GRAPHIQL unset: unless only trusted documents run). */
 function documentSettings(
   { graphiql, trustedDocuments: options = { only: false } }: Pick<ApiOptions, "graphiql" | "trustedDocuments">,
+  graphiqlSecret: string,
   countRejected: (reason: string) => void,
 ) {
   const served = graphiql ?? !options.only;
   // The trace viewer's page sends its own documents: the server trusts them as it trusts the SDK's.
   const extra = { ...VIEWER_DOCUMENTS, ...options.extra };
-  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, countRejected }) };
+  return { graphiql: served, trusted: trustedDocuments({ ...options, extra, graphiqlExempt: served, graphiqlSecret, countRejected }) };
 }
 
 /** /ready: 200 while the database answers, 503 with the reason while it does not. */

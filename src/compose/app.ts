@@ -12,9 +12,31 @@ export type App = Omit<Core, "stop"> &
 
 export type AppOptions = CoreOptions & ApiOptions;
 
-export function createApp({ traceSubscriberBuffer, limits, corsOrigins, metricsToken, authRequired, graphiql, trustedDocuments, ...options }: AppOptions): App {
+export function createApp({
+  traceSubscriberBuffer,
+  limits,
+  corsOrigins,
+  metricsToken,
+  authRequired,
+  graphiql,
+  trustedDocuments,
+  rateLimits,
+  maxSubscriptionsPerKey,
+  ...options
+}: AppOptions): App {
   const core = createCore(options);
-  const api = createApi(core, { logger: options.logger, authRequired, traceSubscriberBuffer, limits, corsOrigins, metricsToken, graphiql, trustedDocuments });
+  const api = createApi(core, {
+    logger: options.logger,
+    authRequired,
+    traceSubscriberBuffer,
+    limits,
+    corsOrigins,
+    metricsToken,
+    graphiql,
+    trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey,
+  });
   return {
     ...core,
     ...api,

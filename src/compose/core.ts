@@ -5,13 +5,15 @@
 import { type AgentDefinition, AgentProfileVersions } from "../domain/capabilities/agent-profile-versions.js";
 import { McpServerService } from "../domain/capabilities/mcp-server-service.js";
 import { SkillService } from "../domain/capabilities/skill-service.js";
-import { AdmissionService } from "../domain/research/admission-service.js";
+import { AccessTokens } from "../domain/principal/access-tokens.js";
+import { commandLinesOf, type StdioCommandLine } from "../domain/capabilities/stdio-policy.js";
+import { AdmissionService } from "../domain/runs/admission-service.js";
 import { type ArtifactRetention, ArtifactService } from "../domain/research/artifact-service.js";
 import { ConversationService } from "../domain/research/conversation-service.js";
 import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
-import { RunService } from "../domain/research/run-service.js";
-import { ToolApprovalService } from "../domain/research/tool-approval-service.js";
+import { RunService } from "../domain/runs/run-service.js";
+import { ToolApprovalService } from "../domain/runs/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import { WebhookService } from "../domain/webhooks/webhook-service.js";
 import { startWebhookDelivery, type WebhookOptions } from "./webhooks.js";
@@ -23,15 +25,16 @@ import { LinkService } from "../domain/workspace/link-service.js";
 import { WorkspaceService } from "../domain/workspace/workspace-service.js";
 import type { EventPublisher } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
-import type { SecretBox } from "../domain/capabilities/secret-box.js";
-import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { SecretBox } from "../domain/secret-box.js";
+import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Database } from "../db/open-database.js";
 import type { EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
 import { agentProfiles, type AgentProfile } from "../runtime/agents.js";
 import { busRunAnnouncer } from "../runtime/adapters/bus-run-announcer.js";
 import { mcpSdkConnector } from "../runtime/adapters/mcp-sdk-client.js";
-import { createOutboundHttp, type Resolver } from "../runtime/adapters/outbound-http.js";
+import type { McpLimits } from "../runtime/adapters/mcp-limits.js";
+import { createOutboundHttp, type Resolver } from "../outbound/outbound-http.js";
 import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "../runtime/ports/mcp.js";
 import type { RunQueue } from "../runtime/ports/run-queue.js";
@@ -40,7 +43,7 @@ import { meteredTraceSink, type TraceMetrics } from "../runtime/trace-metrics/me
 import { PrismaConversationLog } from "../runtime/adapters/prisma-conversation-log.js";
 import { PrismaSpillStore } from "../runtime/adapters/prisma-spill-store.js";
 import { BusRunOutput } from "../runtime/adapters/bus-run-output.js";
-import { PrismaRunState } from "../runtime/adapters/run-state/prisma-run-state.js";
+import { PrismaRunState } from "../domain/runs/run-state.js";
 import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
@@ -69,7 +72,7 @@ export function createServices({
    * HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS), none of either by default;
    * the box that seals header and environment values (without it none may be stored).
    */
-  mcp?: { stdioCommands?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
+  mcp?: { stdioCommands?: readonly StdioCommandLine[]; stdioEnv?: readonly string[]; httpAllowedHosts?: readonly string[]; secrets?: SecretBox };
   /** Hosts webhooks may reach inside the network (WEBHOOK_ALLOWED_HOSTS); their secrets are sealed with mcp.secrets' box. */
   webhookAllowedHosts?: readonly string[];
   /** Replaces the artifact module's retention decision (tests of partial failures). */
@@ -83,6 +86,7 @@ export function createServices({
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
   return {
     principals: new PrincipalService({ prisma, events }),
+    accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,
     conversations: new ConversationService({ prisma }),
@@ -90,13 +94,14 @@ export function createServices({
     publications: new PublicationService({ prisma, links, events }),
     agentProfiles,
     admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
-    runs: new RunService({ prisma, events }),
+    runs: new RunService({ prisma, events, announcer }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
     mcpServers: new McpServerService({
       prisma,
       events,
       stdioCommands: mcp.stdioCommands ?? [],
+      stdioEnv: mcp.stdioEnv ?? [],
       httpAllowedHosts: mcp.httpAllowedHosts ?? [],
       secrets: mcp.secrets,
     }),
@@ -140,11 +145,16 @@ export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp
  * drainTimeoutMs.
  */
 export type McpOptions = {
-  stdioCommands?: readonly string[];
+  /** MCP_STDIO_COMMANDS' command lines (a string is parsed as an entry of it: `program arg …`). */
+  stdioCommands?: readonly (string | StdioCommandLine)[];
+  /** MCP_STDIO_ENV: the environment names a principal may set for them. */
+  stdioEnv?: readonly string[];
   httpAllowedHosts?: readonly string[];
   /** Resolves HTTP servers' host names (tests replace it). */
   resolve?: Resolver;
   drainTimeoutMs?: number;
+  /** What a server may send: a message's size, listing's pages, tools and time (MCP_RESULT_MAX_BYTES, MCP_LIST_*). */
+  limits?: McpLimits;
   connector?: McpConnector;
   secrets?: SecretBox;
 };
@@ -183,7 +193,8 @@ export function createCore({
   now,
   webhooks = {},
 }: CoreOptions): Core {
-  const stdioCommands = mcpOptions.stdioCommands ?? [];
+  const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
+  const stdioEnv = mcpOptions.stdioEnv ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
   const announcer = runQueue ?? busRunAnnouncer(events);
   const services = createServices({
@@ -193,7 +204,7 @@ export function createCore({
     artifactRetention,
     now,
     agents: [...agentProfiles(agents).values()],
-    mcp: { stdioCommands, httpAllowedHosts, secrets: mcpOptions.secrets },
+    mcp: { stdioCommands, stdioEnv, httpAllowedHosts, secrets: mcpOptions.secrets },
     webhookAllowedHosts: webhooks.allowedHosts,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
@@ -204,8 +215,9 @@ export function createCore({
     servers: services.mcpServers,
     events,
     logger,
-    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch),
+    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch, mcpOptions.limits),
     stdioCommands,
+    stdioEnv,
     secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
   });

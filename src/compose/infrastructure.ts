@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.js";
-import { newSecretsKey, SecretBox } from "../domain/capabilities/secret-box.js";
+import { newSecretsKey, SecretBox } from "../domain/secret-box.js";
 import { type Database, openDatabase } from "../db/open-database.js";
 import { createRedisEventBus } from "../events/redis-event-target.js";
 import { createEventBus, type EventBus } from "../events/topics.js";
@@ -14,6 +14,8 @@ import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
 import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import { createDemoModel } from "../runtime/adapters/demo-model.js";
+import { FallbackTokenBuckets, InProcessTokenBuckets, type TokenBuckets } from "../server/rate-limit.js";
+import { RedisTokenBuckets } from "../server/redis-token-buckets.js";
 
 /** Opens and migrates the configured database. */
 export async function openMigratedDatabase(config: Config, logger: Logger): Promise<Database> {
@@ -58,13 +60,20 @@ export function openSecrets(config: Config, logger: Logger): SecretBox | undefin
 
 /** What principals' MCP servers may do on this instance, as the operator configured it. */
 export function mcpSettings(config: Config, logger: Logger) {
-  const { mcpStdioCommands, mcpHttpAllowedHosts, mcpDrainTimeoutMs } = config.capabilities;
-  return { stdioCommands: mcpStdioCommands, httpAllowedHosts: mcpHttpAllowedHosts, secrets: openSecrets(config, logger), drainTimeoutMs: mcpDrainTimeoutMs };
+  const { mcpStdioCommands, mcpStdioEnv, mcpHttpAllowedHosts, mcpDrainTimeoutMs, mcpLimits } = config.capabilities;
+  return {
+    stdioCommands: mcpStdioCommands,
+    stdioEnv: mcpStdioEnv,
+    httpAllowedHosts: mcpHttpAllowedHosts,
+    secrets: openSecrets(config, logger),
+    drainTimeoutMs: mcpDrainTimeoutMs,
+    limits: mcpLimits,
+  };
 }
 
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */
 export async function openEvents(config: Config, logger: Logger): Promise<{ events: EventBus; close(): Promise<void> }> {
-  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl) : undefined;
+  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl, config.redisPrefix) : undefined;
   logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
   return redis ?? { events: createEventBus(), close: async () => undefined };
 }
@@ -89,6 +98,7 @@ export function modelFor(config: Config, logger: Logger): ModelPort {
           baseURL: config.model.baseURL,
           model: config.model.model,
           contextWindow: config.model.contextWindow,
+          maxConcurrency: config.model.maxConcurrency,
         })
       : createDemoModel();
   if (model.scripted) {
@@ -137,7 +147,9 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     spill: config.spill,
     artifacts: config.artifacts,
     leaseMs: config.worker.leaseMs,
+    leaseMarginMs: config.worker.leaseMarginMs,
     concurrency: config.worker.concurrency,
+    maxRunningPerPrincipal: config.worker.maxRunningPerPrincipal,
   };
 }
 
@@ -163,4 +175,16 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
   };
   process.once("SIGINT", () => void handle("SIGINT"));
   process.once("SIGTERM", () => void handle("SIGTERM"));
+}
+
+/** The server's rate-limit buckets (RATE_LIMIT_PER_MINUTE): in Redis when REDIS_URL is set, else in this process; none when off. */
+export async function openRateLimits(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
+  if (!config.rateLimit) return undefined;
+  const local = new InProcessTokenBuckets(config.rateLimit);
+  if (!config.redisUrl) {
+    logger.info("rate limits are counted in this process (no REDIS_URL)", config.rateLimit);
+    return local;
+  }
+  logger.info("rate limits are shared through Redis", config.rateLimit);
+  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, config.rateLimit), local, logger);
 }

@@ -7,11 +7,12 @@ import type { Logger } from "../logger.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, stopOnSignals } from "./infrastructure.js";
+import { mcpSettings, modelFor, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
 
 export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
+  const rateLimits = await openRateLimits(config, logger);
   const core = createCore({
     db,
     events,
@@ -35,6 +36,8 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     limits: config.limits,
     graphiql: config.graphiql,
     trustedDocuments: config.trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
   });
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();
@@ -45,6 +48,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     await server?.close();
     await core.stop();
     await api.stop();
+    await rateLimits?.close?.();
     await infrastructure.close();
   });
 
@@ -52,7 +56,9 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     app: api,
     port: config.port,
     host: config.host,
+    allowedHosts: config.allowedHosts,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
+    connections: config.connections,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }
@@ -66,7 +72,7 @@ function warnAboutSettings(config: Config, logger: Logger): void {
   if (config.trustedDocuments.only) {
     const extra = Object.keys(config.trustedDocuments.extra).length;
     logger.info(`TRUSTED_DOCUMENTS_ONLY=true: only the SDK's documents${extra ? ` and ${extra} from TRUSTED_DOCUMENTS_DIR` : ""} run`);
-    if (config.graphiql) logger.warn("GRAPHIQL=true: requests that send GraphiQL's header may run any document");
+    if (config.graphiql) logger.warn("GRAPHIQL=true: the GraphiQL page this server serves may run any document, for whoever can open it");
   }
   if (!config.authRequired) {
     logger.warn("AUTH_REQUIRED=false: requests without an API key act as the development principal");

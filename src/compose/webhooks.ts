@@ -6,10 +6,10 @@ import type { Services } from "../domain/services.js";
 import { DEFAULT_RETRY_DELAYS_SECONDS } from "../domain/webhooks/webhook-attempts.js";
 import type { EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
-import { createOutboundHttp, type Resolver } from "../runtime/adapters/outbound-http.js";
-import { InProcessWebhookQueue, type WebhookQueue } from "../runtime/adapters/webhooks/in-process-webhook-queue.js";
-import { PgBossWebhookQueue } from "../runtime/adapters/webhooks/pg-boss-webhook-queue.js";
-import { WebhookDelivery } from "../runtime/adapters/webhooks/webhook-delivery.js";
+import { createOutboundHttp, type Resolver } from "../outbound/outbound-http.js";
+import { InProcessWebhookQueue, type WebhookQueue } from "../webhooks/delivery/in-process-webhook-queue.js";
+import { PgBossWebhookQueue } from "../webhooks/delivery/pg-boss-webhook-queue.js";
+import { WebhookDelivery } from "../webhooks/delivery/webhook-delivery.js";
 
 export type WebhookOptions = {
   /** Hosts webhooks may reach inside the network (WEBHOOK_ALLOWED_HOSTS, named exactly). */

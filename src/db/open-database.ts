@@ -11,9 +11,24 @@ import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
+import { withDeadline } from "./transient-errors.js";
 
 /** Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work). */
-export type DatabaseTarget = { kind: "postgres"; url: string } | { kind: "pglite"; dataDir?: string };
+export type DatabaseTarget = { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts> } | { kind: "pglite"; dataDir?: string };
+
+/** See Config's DatabaseTimeouts (DB_*_TIMEOUT_MS). */
+export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
+
+/**
+ * Defaults of the PostgreSQL pool's timeouts (src/config.ts has the same). A transaction left
+ * idle this long is ended by PostgreSQL: Dossier's transactions never wait on anything but the
+ * database; one that sits idle belongs to a frozen or cut-off process, and its row locks would
+ * stall takeovers and cancellations.
+ */
+const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 };
+
+/** /ready answers within a second: a database that has not answered by then is not ready. */
+const READINESS_DEADLINE_MS = 800;
 
 // Interactive transactions are short, but under load they may queue for a pooled connection
 // (PostgreSQL) or for PGlite's single connection; give them room before calling it a failure.
@@ -64,7 +79,7 @@ export async function openDatabase(
   { migrations = readMigrations(), instanceId = newInstanceId(), onQuery, analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS }: OpenOptions = {},
 ): Promise<Database> {
   return target.kind === "postgres"
-    ? openPostgres(target.url, migrations, instanceId, onQuery)
+    ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, migrations, instanceId, onQuery)
     : openPglite(target.dataDir, migrations, instanceId, onQuery, analyzeEveryMs);
 }
 
@@ -82,13 +97,6 @@ export function newInstanceId(): string {
 }
 
 const applicationName = (instanceId: string) => `dossier ${instanceId}`;
-
-/**
- * A session left "idle in transaction" this long is ended by PostgreSQL. Dossier's transactions
- * never wait on anything but the database; one that sits idle belongs to a frozen or stuck
- * process, and its row locks would stall takeovers and cancellations.
- */
-const IDLE_IN_TRANSACTION_MS = 10_000;
 
 async function openPglite(
   dataDir: string | undefined,
@@ -140,14 +148,25 @@ async function openPglite(
   }
 }
 
-async function openPostgres(url: string, migrations: Migration[], instanceId: string, onQuery?: (sql: string) => void): Promise<Database> {
+async function openPostgres(
+  url: string,
+  timeouts: DatabaseTimeouts,
+  migrations: Migration[],
+  instanceId: string,
+  onQuery?: (sql: string) => void,
+): Promise<Database> {
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
+  // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
     idleTimeoutMillis: 0,
     application_name: applicationName(instanceId),
-    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    connectionTimeoutMillis: timeouts.connectMs,
+    query_timeout: timeouts.queryMs,
+    statement_timeout: timeouts.statementMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    keepAlive: true,
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
@@ -172,7 +191,12 @@ async function openPostgres(url: string, migrations: Migration[], instanceId: st
       return rows[0]?.connected === true;
     },
     migrate: (list = migrations) => withSession((session) => migrate(session, { migrations: list })),
-    readiness: () => withSession((session) => readinessOf(session, migrations)).catch(unreachable),
+    readiness: () =>
+      withDeadline(
+        withSession((session) => readinessOf(session, migrations)),
+        READINESS_DEADLINE_MS,
+        "readiness",
+      ).catch(unreachable),
     async close() {
       await prisma.$disconnect();
       await pool.end();

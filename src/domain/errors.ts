@@ -52,6 +52,9 @@ export class WorkspaceArchivedError extends DomainError {
 
 export class UnsupportedError extends DomainError {}
 
+/** The caller is known but may not do this: an access token outside what it was granted, or a key without the scope. */
+export class ForbiddenError extends DomainError {}
+
 /** A checkpoint update expected a revision that is no longer the current one (W12). */
 export class StaleRevisionError extends DomainError {
   constructor(

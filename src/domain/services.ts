@@ -5,14 +5,15 @@
 import type { AgentProfileVersions } from "./capabilities/agent-profile-versions.js";
 import type { McpServerService } from "./capabilities/mcp-server-service.js";
 import type { SkillService } from "./capabilities/skill-service.js";
+import type { AccessTokens } from "./principal/access-tokens.js";
 import type { PrincipalService } from "./principal/principal-service.js";
-import type { AdmissionService } from "./research/admission-service.js";
+import type { AdmissionService } from "./runs/admission-service.js";
 import type { ArtifactService } from "./research/artifact-service.js";
 import type { ConversationService } from "./research/conversation-service.js";
 import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
-import type { RunService } from "./research/run-service.js";
-import type { ToolApprovalService } from "./research/tool-approval-service.js";
+import type { RunService } from "./runs/run-service.js";
+import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
 import type { HistoryService } from "./workspace/history-service.js";
@@ -22,6 +23,8 @@ import type { WebhookService } from "./webhooks/webhook-service.js";
 
 export type Services = {
   principals: PrincipalService;
+  /** Access tokens for browsers (createAccessToken). */
+  accessTokens: AccessTokens;
   workspaces: WorkspaceService;
   links: LinkService;
   conversations: ConversationService;

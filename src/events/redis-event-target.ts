@@ -2,13 +2,15 @@
 // It carries only notifications; the database stays the source of truth for replay.
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import { Redis } from "ioredis";
+import { PrefixedEventTarget } from "./prefixed-event-target.js";
 import { createEventBus, type EventBus } from "./topics.js";
 
 export class RedisUnavailableError extends Error {
   override name = "RedisUnavailableError";
 }
 
-export async function createRedisEventBus(url: string): Promise<{ events: EventBus; close(): Promise<void> }> {
+/** `prefix` (REDIS_PREFIX) names every channel, so deployments sharing a Redis never hear each other. */
+export async function createRedisEventBus(url: string, prefix = ""): Promise<{ events: EventBus; close(): Promise<void> }> {
   const options = { lazyConnect: true, maxRetriesPerRequest: 3 };
   const publishClient = new Redis(url, options);
   const subscribeClient = new Redis(url, options);
@@ -21,7 +23,8 @@ export async function createRedisEventBus(url: string): Promise<{ events: EventB
     const { host, port } = new URL(url);
     throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
-  const events = createEventBus({ eventTarget: createRedisEventTarget({ publishClient, subscribeClient }) });
+  const redisTarget = createRedisEventTarget({ publishClient, subscribeClient });
+  const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
   return {
     events,
     async close() {

@@ -2,13 +2,23 @@
 // rejected, never downgraded; a missing key is the development principal only when the
 // operator did not require authentication.
 import { GraphQLError } from "graphql";
+import { AccessTokenRefusal, AccessTokens } from "../domain/principal/access-tokens.js";
 import type { Actor, PrincipalService } from "../domain/principal/principal-service.js";
 
 export type Authenticate = (authorization: string | null | undefined) => Promise<Actor>;
 
 const unauthenticated = (message: string) => new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
 
-export function createAuthenticator({ principals, authRequired }: { principals: PrincipalService; authRequired: boolean }): Authenticate {
+export function createAuthenticator({
+  principals,
+  authRequired,
+  accessTokens,
+}: {
+  principals: PrincipalService;
+  authRequired: boolean;
+  /** Verifies access tokens (createAccessToken); a Bearer value that is one is never taken for an API key. */
+  accessTokens?: AccessTokens;
+}): Authenticate {
   let development: Promise<Actor> | undefined;
   return async (authorization) => {
     if (authorization == null || authorization.trim() === "") {
@@ -21,6 +31,14 @@ export function createAuthenticator({ principals, authRequired }: { principals: 
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw unauthenticated("The Authorization header must be `Bearer <key>`.");
+    if (accessTokens && AccessTokens.isAccessToken(match[1])) {
+      try {
+        return await accessTokens.verify(match[1]);
+      } catch (error) {
+        if (error instanceof AccessTokenRefusal) throw unauthenticated(error.message);
+        throw error;
+      }
+    }
     const actor = await principals.authenticate(match[1]);
     if (!actor) throw unauthenticated("Invalid API key.");
     return actor;

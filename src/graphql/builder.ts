@@ -11,6 +11,7 @@ import { getDatamodel } from "../generated/pothos-types.js";
 import type { GraphQLContext } from "./context.js";
 import { entityNodeLoader } from "./entity-nodes.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
+import { AccessGrantPlugin } from "./access-grants.js";
 import { TextInputGuardPlugin } from "./text-input-guard.js";
 
 export const builder = new SchemaBuilder<{
@@ -25,7 +26,7 @@ export const builder = new SchemaBuilder<{
   // The text input guard runs inside ErrorsPlugin (so its ValidationError becomes a payload
   // member) and before every other plugin's wrapper and every resolver. Fields that read the
   // rows of a whole list together are `t.loadable` (DataloaderPlugin, batched as request-batch.ts says).
-  plugins: [ErrorsPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
+  plugins: [ErrorsPlugin, AccessGrantPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),

@@ -32,7 +32,7 @@ import type { RuntimeTrace } from "./ports/trace-sink.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleStep } from "./ports/run-state.js";
-import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Services } from "../domain/services.js";
 import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
 import { createProposeCheckpointTool, createReadMaterialTool } from "./workspace/material-tools.js";
@@ -45,7 +45,11 @@ export type RuntimeOptions = {
   sandboxDir: string;
   toolTimeoutMs?: number;
   leaseMs?: number;
+  /** The lease's safety margin (RUN_LEASE_MARGIN_MS; see attempt/own-clock.ts). */
+  leaseMarginMs?: number;
   concurrency?: number;
+  /** Runs one principal may have running across every worker (default: concurrency; see worker.ts). */
+  maxRunningPerPrincipal?: number;
   /** How often the worker's lease sweep runs (default leaseMs / 3; see worker.ts). */
   sweepMs?: number;
   /** Ready runs announced across processes (PostgreSQL deployments); without it the worker wakes on the event bus. */
@@ -140,9 +144,8 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     publishAnswerStep({ publications, ledger }),
     decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
+    // (Its calls still waiting for a decision are rejected by the run's end itself: domain/runs/transitions.ts.)
     async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
-    // A run that ended executes none of its calls still waiting for a decision.
-    ({ tx, run, after }) => services.toolApprovals.closeOpenIn(tx, run.id, "the run ended", new Date(), after),
   ];
   const approvals = {
     store: services.toolApprovals,
@@ -186,8 +189,10 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     events,
     logger,
     leaseMs: options.leaseMs,
+    leaseMarginMs: options.leaseMarginMs,
     sweepMs: options.sweepMs,
     concurrency: options.concurrency,
+    maxRunningPerPrincipal: options.maxRunningPerPrincipal,
     announcer,
     queue: options.queue,
     settleSteps,
@@ -210,14 +215,14 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
     fetch: options.fetch,
     commands: options.commands,
   };
-  return async ({ run, sink }, runLog, profile) => [
+  return async ({ run, sink, signal }, runLog, profile) => [
     createTaskListTool(runLog),
     readMaterial,
     ...(run.workspaceId ? workspaceTools : []),
     readEvidence,
     readSpill,
     ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, skillsAllowed: profile.skills })),
+    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, signal, skillsAllowed: profile.skills })),
     ...(options.extraTools ?? []),
   ];
 }

@@ -2,24 +2,29 @@
 // kept alive by a heartbeat, and settles the run. Every write of an attempt goes through its
 // fence (ports/attempt-fence.ts), so an attempt whose run was taken over or cancelled writes nothing;
 // a heartbeat that fails or finds the lease gone aborts the attempt's model request and tool
-// calls at once. A run whose worker died is claimed again once its lease expired and resumed
-// from the log as the next attempt.
+// calls at once. An attempt that could not renew its lease stops itself by its own clock before
+// its lease may expire (attempt/own-clock.ts); one the database failed hands its run back
+// (attempt/hand-back.ts). A run whose worker died is claimed again once its lease expired and
+// resumed from the log as the next attempt, before runs that were only queued.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { EventBus } from "../events/topics.js";
 import type { RunRecord } from "./ports/run-state.js";
 import type { Logger } from "../logger.js";
-import { interruption } from "./attempt/interruption.js";
+import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
-import { beat } from "./attempt/heartbeat.js";
+import { OwnClock } from "./attempt/own-clock.js";
+import { keepLease } from "./attempt/lease-keeper.js";
+import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
+import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { settleOutcome } from "./attempt/settle-outcome.js";
 import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome, RunExecutor } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import type { RunState } from "./ports/run-state.js";
-import type { RunAnnouncer } from "../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import { ClaimPasses } from "./claim-passes.js";
 
 export type { SettleStep };
@@ -31,7 +36,14 @@ export type WorkerOptions = {
   events: EventBus;
   logger: Logger;
   leaseMs?: number;
+  /** The lease's safety margin (default: a fifth of the lease, at most 3 s; see attempt/own-clock.ts). */
+  leaseMarginMs?: number;
   concurrency?: number;
+  /**
+   * Runs one principal may have running at once, counted across every worker (default: this
+   * worker's concurrency). Claims interleave principals: the one with the fewest running runs first.
+   */
+  maxRunningPerPrincipal?: number;
   /** This instance's id: the lease owner of its attempts (see Database.instanceId). */
   workerId?: string;
   /** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
@@ -71,12 +83,20 @@ export type WorkerOptions = {
 
 type Active = { controller: AbortController; done: Promise<void> };
 
+/** A claim, and when it was sent: the attempt's own clock starts then. */
+type Claim = { claimed: ClaimedAttempt; sentAt: number };
+
+const modelBusy = (attempt: number, ms: number) =>
+  `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
+
 export class RunWorker {
   readonly workerId: string;
   private readonly leaseMs: number;
+  private readonly leaseMarginMs: number;
   private readonly concurrency: number;
   private readonly liveness: InstanceLiveness;
   private readonly active = new Map<string, Active>();
+  private readonly clocks = new Map<string, OwnClock>();
   private readonly passes: ClaimPasses;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
@@ -84,6 +104,7 @@ export class RunWorker {
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.leaseMs = options.leaseMs ?? 15_000;
+    this.leaseMarginMs = options.leaseMarginMs ?? Math.min(3_000, Math.floor(this.leaseMs / 5));
     this.concurrency = options.concurrency ?? 4;
     this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
     this.passes = new ClaimPasses({
@@ -124,21 +145,32 @@ export class RunWorker {
     }
   }
 
-  private claim(runId?: string): Promise<ClaimedAttempt | null> {
-    return this.options.runs.claim(
-      { workerId: this.workerId, leaseMs: this.leaseMs, liveness: this.liveness, describeRun: (run) => this.options.executor.describeRun(run) },
+  private async claim(runId?: string): Promise<Claim | null> {
+    const sentAt = OwnClock.mark();
+    const claimed = await this.options.runs.claim(
+      {
+        workerId: this.workerId,
+        leaseMs: this.leaseMs,
+        leaseMarginMs: this.leaseMarginMs,
+        maxRunningPerPrincipal: this.options.maxRunningPerPrincipal ?? this.concurrency,
+        liveness: this.liveness,
+        describeRun: (run) => this.options.executor.describeRun(run),
+      },
       runId,
     );
+    return claimed && { claimed, sentAt };
   }
 
-  /** Claims the next delivered run that is still claimable; deliveries of any other run are no-ops. */
-  private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
-    for (;;) {
-      const [delivery] = await queue.take(1);
-      if (!delivery) return null;
-      const claimed = await this.claim(delivery.runId).finally(() => delivery.done().catch(() => undefined));
-      if (claimed) return claimed;
-    }
+  /**
+   * Takes one delivery (if any) and claims the fairest claimable run, whichever run was delivered:
+   * deliveries come oldest first across principals, and claiming them as delivered would let one
+   * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
+   * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
+   * orphaned runs come first in the claim's own order.
+   */
+  private async claimDelivered(queue: RunQueue): Promise<Claim | null> {
+    const [delivery] = await queue.take(1);
+    return this.claim().finally(() => delivery?.done().catch(() => undefined));
   }
 
   /**
@@ -149,8 +181,14 @@ export class RunWorker {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     await this.sweepWaiting();
     if (!this.options.queue) return;
-    const ids = await this.options.runs.claimable();
-    if (ids.length > 0) await this.options.queue.enqueue(ids);
+    // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
+    // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
+    // Orphaned runs are announced ahead of the queue.
+    const claimable = await this.options.runs.claimable(this.leaseMarginMs);
+    const orphaned = claimable.filter((run) => run.orphaned).map((run) => run.id);
+    const queued = claimable.filter((run) => !run.orphaned).map((run) => run.id);
+    if (orphaned.length > 0) await this.options.queue.enqueue(orphaned, { first: true });
+    if (queued.length > 0) await this.options.queue.enqueue(queued.slice(0, this.concurrency));
   }
 
   /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
@@ -164,9 +202,9 @@ export class RunWorker {
     }
   }
 
-  private begin(claimed: ClaimedAttempt): void {
+  private begin({ claimed, sentAt }: Claim): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller).finally(() => {
+    const done = this.execute(claimed, controller, claimed.leaseSentAt ?? sentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();
@@ -174,17 +212,18 @@ export class RunWorker {
     this.active.set(claimed.run.id, { controller, done });
   }
 
-  private async execute(claimed: ClaimedAttempt, controller: AbortController): Promise<void> {
+  private async execute(claimed: ClaimedAttempt, controller: AbortController, sentAt: number): Promise<void> {
     const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
-    const fence = runs.fence(holder, (stop) => {
-      if (!controller.signal.aborted) controller.abort(stop);
+    const fence = runs.fence(holder, (reason, detail) => {
+      if (!controller.signal.aborted) controller.abort(new RunStopped(reason, detail));
     });
+    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt });
+    this.clocks.set(run.id, lease.clock);
     const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
-    const heartbeat = setInterval(() => void beat(runs, fence, this.leaseMs), Math.max(50, this.leaseMs / 3));
     // A run's trace shares its id: logs and traces join on either.
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
@@ -193,10 +232,12 @@ export class RunWorker {
       await this.finish(claimed, fence, outcome);
     } catch (error) {
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else if (isTransientDatabaseError(error)) await this.finish(claimed, fence, databaseFailed(error)).catch(() => undefined);
       else logger.error("attempt failed", { ...where, error: String(error) });
     } finally {
       clearTimeout(deadline);
-      clearInterval(heartbeat);
+      lease.stop();
+      this.clocks.delete(run.id);
     }
   }
 
@@ -220,11 +261,17 @@ export class RunWorker {
       await this.wait(claimed, fence, outcome.toolCallIds);
       return;
     }
+    if (outcome.type === "interrupted" && outcome.databaseFailed !== undefined) {
+      await this.handBackFailed(claimed, fence, outcome.databaseFailed);
+      return;
+    }
     if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      const { retryAfterMs } = outcome;
+      const reason = retryAfterMs === undefined ? interruption(claimed.number, this.workerId, "HANDED_BACK") : modelBusy(claimed.number, retryAfterMs);
+      await this.options.runs.handBack(claimed, fence, reason, retryAfterMs === undefined ? undefined : () => retryAfterMs);
       // Awaited: a worker process closes its queue right after its worker stopped.
-      await this.options.announcer.announce([claimed.run.id]);
-      logger.info("run handed back", where);
+      await this.announceOrphan(claimed.run.id);
+      logger.info("run handed back", { ...where, ...(retryAfterMs !== undefined && { reason, retryAfterMs }) });
       return;
     }
     try {
@@ -236,8 +283,29 @@ export class RunWorker {
     } catch (error) {
       // The settle transaction lost its fence: a cancellation (it acknowledges) or a takeover.
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
       else throw error;
     }
+  }
+
+  /**
+   * The database failed the attempt: its tools are stopped, and the run is handed back to resume
+   * after a backoff, ahead of queued runs — or, when even that fails while the lease lasts, left to expire.
+   */
+  private async handBackFailed(claimed: ClaimedAttempt, fence: AttemptFence, why: string): Promise<void> {
+    this.active.get(claimed.run.id)?.controller.abort(new RunStopped("HANDED_BACK", "the database failed"));
+    const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs, workerId: this.workerId };
+    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock: this.clocks.get(claimed.run.id)! }, why);
+    // Announced once claimable again; the sweep finds it should this process stop meanwhile.
+    if (backoffMs !== null) setTimeout(() => void this.announceOrphan(claimed.run.id), backoffMs + 200).unref();
+  }
+
+  /** Announces a run given back, ahead of the queue when there is one. */
+  private async announceOrphan(runId: string): Promise<void> {
+    if (!this.options.queue) return this.options.announcer.announce([runId]);
+    await this.options.queue.enqueue([runId], { first: true }).catch((error: unknown) => {
+      this.options.logger.warn("announcing a handed-back run failed; the sweep finds it", { runId, error: String(error) });
+    });
   }
 
   /** Leaves the run WAITING for decisions on its calls, or claimable at once when they were all decided meanwhile. */
@@ -249,6 +317,7 @@ export class RunWorker {
       this.options.logger.info(waiting ? "run waits for decisions on tool calls" : "tool calls were decided before the run waited", { ...where, toolCallIds });
     } catch (error) {
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
       else throw error;
     }
   }
@@ -287,3 +356,6 @@ export class RunWorker {
     return () => void announced.return?.();
   }
 }
+
+/** The outcome of an attempt the database failed (an error it threw outside the executor). */
+const databaseFailed = (error: unknown): Outcome => ({ type: "interrupted", status: "HANDED_BACK", databaseFailed: String(error) });

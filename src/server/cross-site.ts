@@ -7,6 +7,7 @@
 // held to the same list; a client that sends no Origin is not a browser page.
 import type { IncomingMessage } from "node:http";
 import type { Plugin } from "graphql-yoga";
+import { originHostAllowed } from "./allowed-hosts.js";
 
 const JSON_MEDIA_TYPES = new Set(["application/json", "application/graphql-response+json"]);
 
@@ -36,11 +37,16 @@ export function corsFor(origins: readonly string[]) {
   };
 }
 
-/** Whether a WebSocket upgrade may proceed: not from a browser page, from the server's own origin, or from a listed one. */
-export function upgradeAllowed(request: IncomingMessage, origins: readonly string[]): boolean {
+/**
+ * Whether a WebSocket upgrade may proceed: not from a browser page, from a listed origin, or
+ * from a page served under one of the listed host names (ALLOWED_HOSTS). Only where every name
+ * is served (no list: a non-loopback bind with keys required) is the page's own Host the measure.
+ */
+export function upgradeAllowed(request: IncomingMessage, origins: readonly string[], allowedHosts: readonly string[] | undefined): boolean {
   const origin = request.headers.origin;
   if (origin === undefined) return true;
   if (origins.includes(origin)) return true;
+  if (allowedHosts !== undefined) return originHostAllowed(origin, allowedHosts);
   try {
     return new URL(origin).host === request.headers.host;
   } catch {

@@ -123,18 +123,20 @@ export const graphiqlDefaultQuery = lookAround;
 
 /**
  * Yoga's GraphiQL settings: the examples, and the page served whole from the installed package.
- * Every request the page sends carries GRAPHIQL_HEADER (its WebSocket sends it among the
- * connection parameters' headers, see graphiql-page.ts): with TRUSTED_DOCUMENTS_ONLY=true and
- * GRAPHIQL=true, those may send any document (server/trusted-documents.ts).
+ * Every request the page sends carries GRAPHIQL_HEADER with `secret`, a value of this process
+ * only the served page holds (its WebSocket sends it among the connection parameters' headers,
+ * see graphiql-page.ts): with TRUSTED_DOCUMENTS_ONLY=true and GRAPHIQL=true, those may send any
+ * document (server/trusted-documents.ts).
  */
-export const graphiqlSettings = {
-  graphiql: {
-    title: "Dossier",
-    logo: DOSSIER_ICON_SVG,
-    subscriptionsProtocol: "WS",
-    defaultQuery: graphiqlDefaultQuery,
-    defaultTabs: graphiqlDefaultTabs,
-    additionalHeaders: { [GRAPHIQL_HEADER]: "1" },
-  },
-  renderGraphiQL: renderOfflineGraphiQL,
-} satisfies Pick<YogaServerOptions<Record<string, never>, Record<string, never>>, "graphiql" | "renderGraphiQL">;
+export const graphiqlSettings = (secret: string) =>
+  ({
+    graphiql: {
+      title: "Dossier",
+      logo: DOSSIER_ICON_SVG,
+      subscriptionsProtocol: "WS",
+      defaultQuery: graphiqlDefaultQuery,
+      defaultTabs: graphiqlDefaultTabs,
+      additionalHeaders: { [GRAPHIQL_HEADER]: secret },
+    },
+    renderGraphiQL: renderOfflineGraphiQL,
+  }) satisfies Pick<YogaServerOptions<Record<string, never>, Record<string, never>>, "graphiql" | "renderGraphiQL">;

@@ -6,13 +6,19 @@ import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
+import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
+import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
+import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
+import type { TokenBuckets } from "./rate-limit.js";
+import { SocketShares } from "./socket-shares.js";
+import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
@@ -44,6 +50,10 @@ export type ServedApi = {
   metrics: DossierMetrics;
   /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
   trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
+  /** Rate limits: every graphql-ws operation takes a token when it starts (RATE_LIMIT_PER_MINUTE). */
+  rateLimits?: TokenBuckets;
+  /** Subscriptions per API key and per principal (MAX_SUBSCRIPTIONS_PER_KEY): graphql-ws ones are counted here. */
+  subscriptionQuota: SubscriptionQuota;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
@@ -58,22 +68,36 @@ export async function startHttpServer({
   port,
   host,
   maxSubscriptionsPerConnection = 50,
+  allowedHosts = isLoopbackAddress(host) ? LOOPBACK_HOSTS : undefined,
+  connections = DEFAULT_CONNECTION_LIMITS,
 }: {
   app: ServedApi;
   port: number;
   host: string;
+  /**
+   * The host names requests may be addressed to (ALLOWED_HOSTS; see server/allowed-hosts.ts).
+   * Default: the loopback names on a loopback address, every name elsewhere.
+   */
+  allowedHosts?: readonly string[];
   /** Operations one WebSocket may have open at once; more are refused with an error. */
   maxSubscriptionsPerConnection?: number;
+  /** Open connections per client address, and how long a request may take to arrive. */
+  connections?: ConnectionLimits;
 }): Promise<RunningServer> {
   const { yoga } = app;
-  const httpServer: Server = createServer(yoga);
+  const httpServer: Server = createServer(serverOptions(connections), guardHosts(yoga, allowedHosts));
+  capConnectionsPerClient(httpServer, connections);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,
     path: yoga.graphqlEndpoint,
     maxPayload: app.limits.maxBodyBytes,
-    // A page on another origin may not open a socket that carries the browser's credentials.
-    verifyClient: ({ req }: { req: IncomingMessage }) => upgradeAllowed(req, app.corsOrigins),
+    // A rebound name gets 421 like any HTTP request; a page on another origin may not open a
+    // socket that carries the browser's credentials.
+    verifyClient: ({ req }: { req: IncomingMessage }, done: (allowed: boolean, code?: number, message?: string) => void) => {
+      if (!hostAllowed(req.headers.host, allowedHosts)) return done(false, 421, MISDIRECTED_MESSAGE);
+      done(upgradeAllowed(req, app.corsOrigins, allowedHosts));
+    },
   });
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
   const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });
@@ -126,6 +150,7 @@ function serveGraphqlWs({
   sharedResults: SharedSubscriptionResults;
   maxSubscriptionsPerConnection: number;
 }) {
+  const shares = new SocketShares(app.rateLimits, app.subscriptionQuota);
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
@@ -135,12 +160,14 @@ function serveGraphqlWs({
         const socket = ctx.extra.socket as Socket;
         try {
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          shares.connected(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)
             socket.once(
               "close",
               app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)),
             );
+          if (actor.access) closeAtExpiry(socket, actor.access.expiresAt);
           return true;
         } catch (error) {
           socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
@@ -149,13 +176,18 @@ function serveGraphqlWs({
       },
       onClose: (ctx) => {
         sockets.delete(ctx);
+        shares.release(ctx);
       },
+      onComplete: (ctx, id) => shares.release(ctx, id),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
-        sharedResults.subscribe(args, (args.contextValue as GraphQLContext).actor.principalId, (fallback) =>
+        sharedResults.subscribe(args, sharingKey((args.contextValue as GraphQLContext).actor), (fallback) =>
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
-      onSubscribe: async (ctx, _id, params) => {
+      onSubscribe: async (ctx, id, params) => {
+        // Every operation takes a token when it starts (a subscription once, not per update).
+        const limited = await shares.start(ctx, (ctx.extra.request as IncomingMessage).socket?.remoteAddress);
+        if (limited) return [limited];
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {
           return [
@@ -167,11 +199,29 @@ function serveGraphqlWs({
         // A trusted document's id in place of its text; with TRUSTED_DOCUMENTS_ONLY, nothing else.
         const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
         if (query instanceof GraphQLError) return [query];
-        return prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        const prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        if (Array.isArray(prepared)) return prepared;
+        // A subscription holds a place of its key's and principal's share until it completes.
+        const full = shares.hold(ctx, id, prepared, (prepared.contextValue as GraphQLContext).actor);
+        return full ? [full] : prepared;
       },
     },
     wsServer,
   );
+}
+
+/** Who may share a subscription's results: the principal, or one access token of it (its grants shape what it sees). */
+const sharingKey = (actor: GraphQLContext["actor"]) => (actor.access ? `${actor.principalId}#${actor.access.tokenId}` : actor.principalId);
+
+/** A socket opened with an access token closes with 4401 "token expired" when the token does (clients do not retry 4401). */
+function closeAtExpiry(socket: Socket, expiresAt: Date): void {
+  const timer = setTimeout(
+    () => {
+      if (socket.readyState === OPEN) socket.close(4401, TOKEN_EXPIRED);
+    },
+    Math.max(0, expiresAt.getTime() - Date.now()),
+  );
+  socket.once("close", () => clearTimeout(timer));
 }
 
 /** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */

@@ -4,8 +4,9 @@
 // `npm run generate:sdk`) and of the manifests in TRUSTED_DOCUMENTS_DIR. With
 // TRUSTED_DOCUMENTS_ONLY=true every other document is refused with TRUSTED_DOCUMENT_REQUIRED
 // (400), except GraphiQL's requests when GRAPHIQL=true — recognised by the header its page sends,
-// which any client can send too (README, "Trusted documents").
+// whose value is a secret of this process that only the page the server served carries.
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
+import { timingSafeEqual } from "node:crypto";
 import { GraphQLError, parse, print, visit } from "graphql";
 import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
@@ -19,8 +20,10 @@ export type TrustedDocumentsOptions = {
   only: boolean;
   /** Documents besides the SDK's, by id (TRUSTED_DOCUMENTS_DIR's manifests). */
   extra?: Record<string, string>;
-  /** GRAPHIQL=true with TRUSTED_DOCUMENTS_ONLY: requests that carry GRAPHIQL_HEADER may send any document. */
+  /** GRAPHIQL=true with TRUSTED_DOCUMENTS_ONLY: requests that carry GRAPHIQL_HEADER with `graphiqlSecret` may send any document. */
   graphiqlExempt?: boolean;
+  /** The value of GRAPHIQL_HEADER the served page carries (a per-process secret: a constant is a header anyone can send). */
+  graphiqlSecret?: string;
   /** Counts each refusal by its code (the app's metrics). */
   countRejected?: (reason: string) => void;
 };
@@ -46,7 +49,13 @@ const REQUIRED =
   "This server runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): send the documentId of a document in its manifests instead of the document's text.";
 const MISSING = () => refusal("BAD_REQUEST", "Send a GraphQL document as `query`, or a trusted document's id as `documentId`.");
 
-export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, countRejected = () => undefined }: TrustedDocumentsOptions): TrustedDocuments {
+export function trustedDocuments({
+  only,
+  extra = {},
+  graphiqlExempt = false,
+  graphiqlSecret,
+  countRejected = () => undefined,
+}: TrustedDocumentsOptions): TrustedDocuments {
   const required = () => (countRejected("TRUSTED_DOCUMENT_REQUIRED"), refusal("TRUSTED_DOCUMENT_REQUIRED", REQUIRED));
   const notFound = (id: string) => (
     countRejected("TRUSTED_DOCUMENT_NOT_FOUND"), refusal("TRUSTED_DOCUMENT_NOT_FOUND", `No trusted document has the documentId ${JSON.stringify(id)}.`)
@@ -59,7 +68,8 @@ export function trustedDocuments({ only, extra = {}, graphiqlExempt = false, cou
   shapes.delete("");
   const checked = new LRUCache<string, boolean>({ max: 500 });
   const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
-  const fromGraphiql = (headers: { get(name: string): string | null }) => graphiqlExempt && headers.get(GRAPHIQL_HEADER) === "1";
+  const fromGraphiql = (headers: { get(name: string): string | null }) =>
+    graphiqlExempt && graphiqlSecret !== undefined && sameSecret(headers.get(GRAPHIQL_HEADER), graphiqlSecret);
   const allowed = (query: string, headers: { get(name: string): string | null }) => !only || admits(query) || fromGraphiql(headers);
   const admittedQueries = new WeakSet<Request>();
 
@@ -145,4 +155,12 @@ function socketHeaders(connectionParams: Record<string, unknown> | undefined) {
       return typeof entry?.[1] === "string" ? entry[1] : null;
     },
   };
+}
+
+/** Whether a header carries the secret, compared in constant time. */
+function sameSecret(sent: string | null, secret: string): boolean {
+  if (sent === null) return false;
+  const a = Buffer.from(sent);
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -55,7 +55,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
     expect((await prisma.conversation.findUniqueOrThrow({ where: { id: stored.conversationId } })).title).toBe("Which sources agree?");
 
     // What the statement returned is what a read returns (no field missing or differently typed).
-    const { admitInOneStatement } = await import("../../src/domain/research/admit-in-one-statement.js");
+    const { admitInOneStatement } = await import("../../src/domain/runs/admit-in-one-statement.js");
     const now = new Date();
     const direct = await admitInOneStatement(prisma, {
       ownerId: stored.ownerId,
@@ -63,6 +63,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       workspaceId: null,
       agent: "researcher",
       agentProfileId: stored.agentProfileId!,
+      priority: 0,
       question: "Direct",
       limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 },
       materials: [],

@@ -9,7 +9,7 @@ import {
   RunDocument,
   UpdateGoalDocument,
 } from "../../sdk/generated/graphql.js";
-import { AdmissionService } from "../../src/domain/research/admission-service.js";
+import { AdmissionService } from "../../src/domain/runs/admission-service.js";
 import { busRunAnnouncer } from "../../src/runtime/adapters/bus-run-announcer.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import { backends } from "../support/databases.js";

@@ -83,7 +83,7 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   });
 
   it("manages MCP servers per principal, never returning secret values", async () => {
-    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/mcp-files"] } });
+    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/mcp-files --root /data"], stdioEnv: ["API_TOKEN"] } });
     const created = await t.client.request(UpsertMcpServerDocument, {
       input: {
         name: "files",
@@ -131,7 +131,7 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
   });
 
   it("refuses inconsistent MCP configurations with typed errors", async () => {
-    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/x"] } });
+    t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/x"], stdioEnv: ["KEY"] } });
     const issues = async (input: UpsertMcpServerInput) =>
       expectType((await t!.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "ValidationError")
         .issues.map((i) => i.field)

@@ -12,7 +12,7 @@ import { AdmitRunDocument, CreateApiKeyDocument, LinkToWorkspaceDocument, Publis
 import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-service.js";
 import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { schema } from "../../src/graphql/schema.js";
-import { RUN_MATERIALS_MAX } from "../../src/domain/research/admission-service.js";
+import { RUN_MATERIALS_MAX } from "../../src/domain/runs/admission-service.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { backends, openTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";

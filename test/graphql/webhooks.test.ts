@@ -19,7 +19,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
 import { verifyWebhook } from "../../sdk/webhooks.js";
-import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox } from "../../src/domain/secret-box.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -243,10 +243,23 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const inside = await receiver();
     const app = await start([], [0.1], async () => ["127.0.0.1"]);
     const alice = app.as(await app.createPrincipal("Alice"));
-    for (const url of ["http://10.0.0.5/hook", "http://169.254.169.254/latest", "http://[::1]:8080/", "http://localhost:3000/", inside.url]) {
+    // A trailing dot or capitals name the same host: normalised before the rules see it.
+    for (const url of [
+      "http://10.0.0.5/hook",
+      "http://169.254.169.254/latest",
+      "http://[::1]:8080/",
+      "http://localhost:3000/",
+      "http://LocalHost.:3000/",
+      inside.url,
+    ]) {
       const refused = expectType((await alice.request(CreateWebhookDocument, { input: { url, events: ALL } })).createWebhook, "ValidationError");
       expect(refused.issues[0]).toMatchObject({ field: "url", message: expect.stringContaining("WEBHOOK_ALLOWED_HOSTS") });
     }
+    // user:pass@ could never be delivered, and would be stored in clear: refused at creation.
+    const userinfo = await alice.request(CreateWebhookDocument, { input: { url: "https://user:s3cret@hooks.example.com/x", events: ALL } });
+    expect(expectType(userinfo.createWebhook, "ValidationError").issues).toEqual([
+      { field: "url", message: "must not carry a user name or password (user:pass@): authenticate with the webhook's signing secret instead" },
+    ]);
     expectType((await alice.request(CreateWebhookDocument, { input: { url: "ftp://example.com/", events: ALL } })).createWebhook, "ValidationError");
     // A public-looking name that resolves to 127.0.0.1: refused where the socket connects.
     const port = inside.host.split(":")[1];

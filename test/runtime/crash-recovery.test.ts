@@ -69,7 +69,9 @@ describe("crash recovery", () => {
 
   it.runIf(backends.includes("pglite"))("on PGlite, the restarted process resumes a run killed mid tool call", async () => {
     const dir = scratch();
-    const env = { DATA_DIR: path.join(dir, "data"), MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
+    // A generous lease: an attempt stops itself when it cannot renew in time, and the embedded
+    // database serialises every query, so a busy machine can delay a renewal by seconds.
+    const env = { DATA_DIR: path.join(dir, "data"), MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000", LEASE_MS: "6000" };
     const first = startWorker(env);
     const { run } = await admit(createClient({ url: await urlOf(first) }), { question: "survive a crash" });
     await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));

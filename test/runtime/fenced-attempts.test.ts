@@ -88,7 +88,7 @@ function expectCleanTakeover(state: Awaited<ReturnType<typeof snapshot>>, victim
 
 describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts across two instances", () => {
   it("an instance frozen (SIGSTOP) past its lease writes nothing once it wakes; the other completed the run once", async () => {
-    const leaseMs = 1_500;
+    const leaseMs = 3_000;
     const { instances, sql, marker } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "4000" });
     const question = "survive a freeze";
     const { run } = await admit(instances[0]!.client, { question });
@@ -117,7 +117,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
   }, 120_000);
 
   it("an attempt whose heartbeat fails stops its tool at once and writes nothing; the run completes once elsewhere", async () => {
-    const leaseMs = 1_500;
+    const leaseMs = 3_000;
     const { instances, sql, marker } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "60000" });
     const question = "survive a failing heartbeat";
     const { run } = await admit(instances[0]!.client, { question });
@@ -158,7 +158,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
   }, 120_000);
 
   it("a run cancelled while its instance is frozen is released once the lease expires: the conversation goes on, the frozen attempt writes nothing", async () => {
-    const leaseMs = 1_500;
+    const leaseMs = 3_000;
     const { instances, sql, marker } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "4000" });
     const { run } = await admit(instances[0]!.client, { question: "cancel me while frozen" });
     const runId = rawId(run.id);

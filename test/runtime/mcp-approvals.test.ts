@@ -23,7 +23,7 @@ describe("MCP servers that require approval", () => {
 
   it("holds every call of the server's tools for the owner, and runs them at once once it no longer requires it", async () => {
     t = await startTestApp("pglite", {
-      mcp: { stdioCommands: [process.execPath] },
+      mcp: { stdioCommands: [`${process.execPath} --import tsx ${SERVER_SCRIPT} --name notes`] },
       runtime: { model: toolCallingModel("mcp"), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 5_000, sweepMs: 200 },
     });
     const client = t.client;

@@ -37,7 +37,13 @@ describe("MCP servers", () => {
     const model = toolCallingModel("mcp");
     t = await startTestApp("pglite", {
       // The test MCP servers listen on 127.0.0.1, inside the network: the operator allows it.
-      mcp: { stdioCommands: [process.execPath], httpAllowedHosts: ["127.0.0.1"], drainTimeoutMs: options.drainTimeoutMs ?? 30_000 },
+      mcp: {
+        // The test server with any further arguments (--name, --variant); only its log file may be set.
+        stdioCommands: [`${process.execPath} --import tsx ${SERVER_SCRIPT} …`],
+        stdioEnv: ["MCP_TEST_LOG"],
+        httpAllowedHosts: ["127.0.0.1"],
+        drainTimeoutMs: options.drainTimeoutMs ?? 30_000,
+      },
       runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), leaseMs: 5_000, toolTimeoutMs: 20_000 },
     });
     return { t, model };

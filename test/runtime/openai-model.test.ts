@@ -4,7 +4,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ModelError, OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
-import type { ModelRequest, ModelStreamEvent } from "../../src/runtime/ports/model.js";
+import { type ModelRequest, ModelRetryLater, type ModelStreamEvent } from "../../src/runtime/ports/model.js";
 import { allowTimeFor } from "../support/wait.js";
 
 type Received = { method: string; url: string; headers: IncomingHttpHeaders; body: any };
@@ -216,7 +216,7 @@ describe("OpenAIModel", () => {
     expect(received[0]!.body).not.toHaveProperty("max_completion_tokens");
   });
 
-  it("rejects an HTTP 500 with a ModelError that names the status", async () => {
+  it("past its retries, rejects an HTTP 500 as ModelRetryLater whose cause is a ModelError naming the status", async () => {
     const { baseURL, received } = await startServer((_received, res) => {
       res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: "The server had an error", type: "server_error", code: null } }));
@@ -225,10 +225,12 @@ describe("OpenAIModel", () => {
       .complete(simpleRequest())
       .catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(ModelError);
-    expect((error as ModelError).message).toContain("500");
-    expect((error as ModelError).message).toContain("The server had an error");
-    expect(error).toMatchObject({ status: 500, retryable: true });
+    expect(error).toBeInstanceOf(ModelRetryLater);
+    const cause = (error as ModelRetryLater).cause;
+    expect(cause).toBeInstanceOf(ModelError);
+    expect((cause as ModelError).message).toContain("500");
+    expect((error as ModelRetryLater).message).toContain("The server had an error");
+    expect(cause).toMatchObject({ status: 500, retryable: true });
     expect(received).toHaveLength(1); // maxRetries: 0
   });
 

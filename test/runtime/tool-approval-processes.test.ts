@@ -147,7 +147,9 @@ describe("tool approvals across processes", () => {
   it.runIf(backends.includes("pglite"))("on PGlite, an approved call cut off by a crash is repaired, never executed a second time", async () => {
     const dir = scratch();
     const marker = path.join(dir, "marker");
-    const env = { MARKER_FILE: marker, DATA_DIR: path.join(dir, "data"), SLOW_TOOL_MS: "60000" };
+    // A generous lease: the embedded database serialises every query, and an attempt stops itself
+    // when a busy machine delays its renewal past its own clock.
+    const env = { MARKER_FILE: marker, DATA_DIR: path.join(dir, "data"), SLOW_TOOL_MS: "60000", LEASE_MS: "6000" };
     const first = startInstance(env);
     const client = await clientOf(first);
     const { run } = await admit(client, { question: "crash after approval" });

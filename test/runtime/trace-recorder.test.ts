@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createEventBus, type TraceChangeMessage } from "../../src/events/topics.js";
 import type { Database } from "../../src/db/open-database.js";
 import { fromStored } from "../../src/domain/text/stored-text.js";
-import { PrismaAttemptFence } from "../../src/runtime/adapters/run-state/attempt-fence.js";
+import { PrismaAttemptFence } from "../../src/domain/runs/attempt-fence.js";
 import { AttemptFencedError } from "../../src/runtime/ports/attempt-fence.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { withSpan } from "../../src/runtime/loop/spans.js";

@@ -5,9 +5,9 @@
 // attempt already made sends nothing.
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/logger.js";
-import { createOutboundHttp } from "../../src/runtime/adapters/outbound-http.js";
-import { PgBossWebhookQueue } from "../../src/runtime/adapters/webhooks/pg-boss-webhook-queue.js";
-import { WebhookDelivery } from "../../src/runtime/adapters/webhooks/webhook-delivery.js";
+import { createOutboundHttp } from "../../src/outbound/outbound-http.js";
+import { PgBossWebhookQueue } from "../../src/webhooks/delivery/pg-boss-webhook-queue.js";
+import { WebhookDelivery } from "../../src/webhooks/delivery/webhook-delivery.js";
 import { openTestDatabase } from "../support/databases.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 import { recordAttempt } from "../../src/domain/webhooks/webhook-attempts.js";
@@ -74,6 +74,54 @@ describe.each(backends)("webhook attempts on %s", (backend) => {
       await prisma.webhookMessage.update({ where: { id: message.id }, data: { attempts: 1 } });
       expect(await delivery.deliver(message.id, 0)).toBeNull();
       expect(receiver.received).toHaveLength(0);
+    } finally {
+      await queue.close();
+      await outbound.close();
+      await receiver.close();
+    }
+  });
+
+  it.runIf(backend === "postgres")("delivers a message whose pg-boss job failed for good: the relay relays it again", async () => {
+    const receiver = await startReceiver();
+    let url: string | undefined;
+    t = await startTestApp(backend, {
+      webhooks: { allowedHosts: [receiver.host] },
+      database: async () => {
+        const opened = await openTestDatabase(backend);
+        url = opened.url;
+        return opened;
+      },
+    });
+    const prisma = t.app.db.prisma;
+    const outbound = createOutboundHttp({ allowedHosts: [receiver.host], setting: "WEBHOOK_ALLOWED_HOSTS" });
+    const real = new WebhookDelivery({ prisma, webhooks: t.app.services.webhooks, outbound, delaysSeconds: [60], logger: silentLogger });
+    // The attempt's job throws (as when the database refuses its record) until told otherwise;
+    // with no retries, pg-boss gives the job up at its first failure.
+    let refusing = true;
+    const delivery = {
+      deliver: (messageId: string, attempts: number) =>
+        refusing ? Promise.reject(new Error("the attempt could not be recorded")) : real.deliver(messageId, attempts),
+    } as WebhookDelivery;
+    const queue = new PgBossWebhookQueue({ url: url!, prisma, delivery, logger: silentLogger, pollMs: 200, retryLimit: 0, relayAgainAfterMs: 500 });
+    try {
+      const principal = await prisma.principal.create({ data: { name: "Alice" } });
+      await t.app.services.webhooks.create({ principalId: principal.id }, { url: receiver.url, events: ["WORKSPACE_ARCHIVED"] });
+      await prisma.$transaction((tx) =>
+        recordWebhookEvent(tx, { ownerId: principal.id, type: "WORKSPACE_ARCHIVED", data: { workspaceId: "x", summary: "s" } }),
+      );
+      queue.start();
+      const failed = async () =>
+        (
+          await prisma.$queryRawUnsafe<{ n: number }[]>("SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'dossier-webhook-attempt' AND state = 'failed'")
+        )[0]!.n;
+      await expect.poll(failed, { timeout: 20_000 }).toBeGreaterThanOrEqual(1);
+      expect(await prisma.webhookMessage.findFirstOrThrow()).toMatchObject({ status: "PENDING", attempts: 0 });
+      expect(receiver.received).toHaveLength(0);
+      refusing = false;
+      // Relayed again as a new job for the same attempt, and delivered once it runs.
+      await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(1);
+      await expect.poll(async () => (await prisma.webhookMessage.findFirstOrThrow()).status, { timeout: 5_000 }).toBe("SUCCEEDED");
+      expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({ type: "WORKSPACE_ARCHIVED" });
     } finally {
       await queue.close();
       await outbound.close();

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { McpServersDocument, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
 import { openSecrets } from "../../src/compose/infrastructure.js";
 import { loadConfig } from "../../src/config.js";
-import { SecretBox, newSecretsKey } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox, newSecretsKey } from "../../src/domain/secret-box.js";
 import { silentLogger } from "../../src/logger.js";
 import type { McpEndpoint } from "../../src/runtime/ports/mcp.js";
 import { backends } from "../support/databases.js";
@@ -30,6 +30,7 @@ describe.each(backends)("MCP secrets at rest on %s", (backend) => {
     t = await startTestApp(backend, {
       mcp: {
         stdioCommands: ["/usr/local/bin/mcp-files"],
+        stdioEnv: ["API_TOKEN"],
         connector: async (endpoint) => {
           seen.push(endpoint);
           throw new Error("not reachable in this test");

@@ -251,12 +251,22 @@ describe("a server with TRUSTED_DOCUMENTS_ONLY=true and GRAPHIQL=true", () => {
     await t?.close();
   });
 
-  it("serves GraphiQL, whose page sends its header, and runs any document that carries it — over HTTP and graphql-ws", async () => {
+  it("serves GraphiQL, whose page carries this process's secret, and runs any document that carries it — over HTTP and graphql-ws", async () => {
     const page = await (await fetch(t.server!.url, { headers: { accept: "text/html" } })).text();
-    expect(page).toContain('"additionalHeaders":{"x-dossier-graphiql":"1"}');
-    const marked = await post(t.server!.url, { query: ARBITRARY }, { "x-dossier-graphiql": "1" });
+    const secret = /"additionalHeaders":\{"x-dossier-graphiql":"([A-Za-z0-9_-]+)"\}/.exec(page)?.[1];
+    expect(secret).toHaveLength(32);
+    // The constant the page once sent is a header anyone can send: it earns nothing now.
+    for (const guess of ["1", "true", `${secret!.slice(0, -1)}x`]) {
+      const guessed = await post(t.server!.url, { query: ARBITRARY }, { "x-dossier-graphiql": guess });
+      expect([guessed.status, guessed.json.errors[0].extensions.code]).toEqual([400, "TRUSTED_DOCUMENT_REQUIRED"]);
+    }
+    const guessedSocket = createClient({ url: t.server!.url, wsUrl: t.server!.wsUrl, headers: { "x-dossier-graphiql": "1" } });
+    clients.push(guessedSocket);
+    expect((await refusal(guessedSocket.subscribe(myEvents, { workspaceId: "x" }).next())).codes).toEqual(["TRUSTED_DOCUMENT_REQUIRED"]);
+
+    const marked = await post(t.server!.url, { query: ARBITRARY }, { "x-dossier-graphiql": secret! });
     expect([marked.status, marked.json.data?.viewer?.name]).toEqual([200, "Development principal"]);
-    const graphiqlSocket = createClient({ url: t.server!.url, wsUrl: t.server!.wsUrl, headers: { "x-dossier-graphiql": "1" } });
+    const graphiqlSocket = createClient({ url: t.server!.url, wsUrl: t.server!.wsUrl, headers: { "x-dossier-graphiql": secret! } });
     clients.push(graphiqlSocket);
     const workspace = await createWorkspace(t.client);
     expect(await goalChangeEvent(graphiqlSocket, workspace.id, 1, myEvents)).toBe("GOAL_UPDATED");

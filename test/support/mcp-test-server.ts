@@ -2,11 +2,17 @@
 // default; `--http` serves streamable HTTP on a free port and prints `listening <url>`.
 //   --name <label>     shows in results and in the start/exit log
 //   --variant <v>      "a": tools slow, echo; "b": adds fresh — a configuration change that
-//                      yields a different tool set
+//                      yields a different tool set; "endless-list": tools/list always has a
+//                      next page; "slow-list": tools/list answers after 60 s; "hostile":
+//                      variant a's tools and `huge`
+//   The tool `huge` (every variant but "a" and "b") answers `bytes` characters (an error result with `error`); with `stream`
+//   it writes its answer straight to stdout (or the HTTP response) in 1 MiB pieces as the pipe
+//   drains, as a server that streams a result it never holds whole would.
 //   MCP_TEST_LOG=file  appends "start <label> <pid>" and "exit <label> <pid>" lines
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
@@ -44,10 +50,57 @@ function buildServer(): McpServer {
     server.registerTool("added", { description: "Added at run time." }, async () => ({ content: [{ type: "text", text: "added works" }] }));
     return { content: [{ type: "text", text: "added the tool `added`" }] };
   });
+  if (variant !== "a" && variant !== "b") registerHuge(server);
+  if (variant === "endless-list" || variant === "slow-list") {
+    // Replaces the SDK's own handler: the tools it registered still answer calls.
+    server.server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+      if (variant === "slow-list") await new Promise((resolve) => setTimeout(resolve, 60_000));
+      const page = Number(request.params?.cursor ?? 0);
+      return {
+        tools: [{ name: page === 0 ? "echo" : `page_${page}`, description: "A page of an endless list.", inputSchema: { type: "object" as const } }],
+        nextCursor: String(page + 1),
+      };
+    });
+  }
   if (variant === "b") {
     server.registerTool("fresh", { description: "Only in variant b." }, async () => ({ content: [{ type: "text", text: "fresh" }] }));
   }
   return server;
+}
+
+/** The tool `huge` (variants other than "a" and "b"): answers `bytes` characters. */
+function registerHuge(server: McpServer): void {
+  server.registerTool(
+    "huge",
+    {
+      description: "Answers `bytes` characters.",
+      inputSchema: { bytes: z.number().int().min(0), error: z.boolean().optional(), stream: z.boolean().optional() },
+    },
+    async ({ bytes, error, stream }, extra) => {
+      if (stream) return streamAnswer(extra.requestId, bytes, error === true);
+      return { content: [{ type: "text", text: "e".repeat(bytes) }], isError: error === true };
+    },
+  );
+}
+
+/** Writes the JSON-RPC answer to `id` straight to stdout, piece by piece, waiting for the pipe; never returns. */
+async function streamAnswer(id: string | number, bytes: number, isError: boolean): Promise<never> {
+  const write = (text: string) => new Promise<void>((resolve) => (process.stdout.write(text) ? resolve() : process.stdout.once("drain", () => resolve())));
+  await write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"isError":${isError},"content":[{"type":"text","text":"`);
+  const piece = "e".repeat(1_048_576);
+  for (let sent = 0; sent < bytes && process.stdout.writable; sent += piece.length) await write(piece.slice(0, Math.min(piece.length, bytes - sent)));
+  await write(`"}]}}\n`);
+  return new Promise<never>(() => undefined);
+}
+
+/** Answers a `huge` call over HTTP as one JSON body written piece by piece as the socket drains. */
+async function streamHttpAnswer(res: import("node:http").ServerResponse, id: string | number, bytes: number): Promise<void> {
+  res.writeHead(200, { "content-type": "application/json" });
+  const write = (text: string) => new Promise<void>((resolve) => (res.write(text) ? resolve() : res.once("drain", () => resolve())));
+  await write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"`);
+  const piece = "e".repeat(1_048_576);
+  for (let sent = 0; sent < bytes && !res.destroyed; sent += piece.length) await write(piece.slice(0, Math.min(piece.length, bytes - sent)));
+  res.end(`"}]}}`);
 }
 
 log("start");
@@ -62,7 +115,11 @@ if (argv.includes("--http")) {
     await server.connect(transport);
     let body = "";
     for await (const chunk of req) body += chunk;
-    await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+    const message = body ? JSON.parse(body) : undefined;
+    if (message?.method === "tools/call" && message.params?.name === "huge" && message.params.arguments?.stream) {
+      return streamHttpAnswer(res, message.id, message.params.arguments.bytes);
+    }
+    await transport.handleRequest(req, res, message);
   });
   http.listen(0, "127.0.0.1", () => {
     const address = http.address() as { port: number };

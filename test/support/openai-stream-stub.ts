@@ -10,6 +10,8 @@ export type StubToolCall = { id: string; name: string; fragments: string[] };
 
 export type StubTurn =
   | { toolCalls: StubToolCall[] }
+  /** Refuses the request with this HTTP status (e.g. 429 with Retry-After), as an OpenAI error body. */
+  | { refuse: number; headers?: Record<string, string> }
   | {
       text: string[];
       /** Milliseconds between pieces. */
@@ -34,6 +36,11 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
     const turn = turnFor(JSON.parse(Buffer.concat(parts).toString("utf8")) as ChatBody);
+    if ("refuse" in turn) {
+      res.writeHead(turn.refuse, { "content-type": "application/json", ...turn.headers });
+      res.end(JSON.stringify({ error: { message: `refused with ${turn.refuse}`, type: "rate_limit_error", code: "rate_limit_exceeded" } }));
+      return;
+    }
     res.writeHead(200, { "content-type": "text/event-stream" });
     if ("toolCalls" in turn) writeToolCalls(res, turn.toolCalls);
     else {

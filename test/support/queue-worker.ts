@@ -3,6 +3,8 @@
 // `marker_tool`, then answers `Finished "<question>" by <pid>.` once it sees that call's result or its repair
 // note. `marker_tool` appends "start <runId> <pid>" and "end <runId> <pid>" lines to MARKER_FILE
 // (waiting SLOW_TOOL_MS in between), so a test can count how often each run was executed, where.
+// With EVENTS_FILE, the tool also appends a JSON line per start, end and abort it received, with
+// this process's time (`at`, ms since the epoch), so a test can order events across processes.
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,18 +15,24 @@ import { markerModel } from "./marker-model.js";
 import { startWorkerProcess } from "../../src/compose/worker-process.js";
 
 const marker = process.env.MARKER_FILE!;
+const record = (event: "start" | "end" | "abort", runId: string) => {
+  if (process.env.EVENTS_FILE) appendFileSync(process.env.EVENTS_FILE, `${JSON.stringify({ event, runId, pid: process.pid, at: Date.now() })}\n`);
+};
 const markerTool: Tool = {
   schema: { name: "marker_tool", description: "records that it ran, then takes a while", parameters: { type: "object" } },
   execute: async (_args, { runId, signal }) => {
     appendFileSync(marker, `start ${runId} ${process.pid}\n`);
+    record("start", runId);
     await new Promise((resolve, reject) => {
       const timer = setTimeout(resolve, Number(process.env.SLOW_TOOL_MS ?? 50));
       signal.addEventListener("abort", () => {
+        record("abort", runId);
         clearTimeout(timer);
         reject(new Error("aborted"));
       });
     });
     appendFileSync(marker, `end ${runId} ${process.pid}\n`);
+    record("end", runId);
     return "marked";
   },
 };

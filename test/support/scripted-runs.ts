@@ -10,7 +10,8 @@ import { questionOf } from "./requests.js";
 
 export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
 
-type Call = { name: string; arguments?: unknown };
+/** A tool call a question asks for; `id` replaces the scripted model's own (repeated or empty ids). */
+type Call = { name: string; arguments?: unknown; id?: string };
 
 /** The question of a run that calls these tools in one turn, then answers with their results joined by "\n---\n". */
 export const callTools = (...calls: Call[]) => JSON.stringify({ turns: [calls] });
@@ -26,7 +27,8 @@ export function toolCallingModel(name = "tools"): ScriptedModel {
       const { turns } = JSON.parse(questionOf(request.messages[start]!.content)) as { turns: Call[][] };
       const since = request.messages.slice(start + 1) as ChatMessage[];
       const turn = since.filter((m) => m.role === "assistant").length;
-      if (turn < turns.length) return { toolCalls: turns[turn]!.map((call) => ({ name: call.name, arguments: call.arguments ?? {} })) };
+      if (turn < turns.length)
+        return { toolCalls: turns[turn]!.map((call) => ({ name: call.name, arguments: call.arguments ?? {}, ...(call.id !== undefined && { id: call.id }) })) };
       return { content: since.flatMap((m) => (m.role === "tool" ? [m.content] : [])).join("\n---\n") };
     },
   });

@@ -2,7 +2,7 @@
 // in process (yoga.fetch) or over a real socket on port 0.
 import { type App, createApp } from "../../src/compose/app.js";
 import { randomBytes } from "node:crypto";
-import { SecretBox } from "../../src/domain/capabilities/secret-box.js";
+import { SecretBox } from "../../src/domain/secret-box.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger, type Logger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
@@ -53,6 +53,8 @@ export type TestAppOptions = {
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
+  /** ALLOWED_HOSTS (default: the loopback names the server binds to). */
+  allowedHosts?: string[];
   metricsToken?: string;
   /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
   logger?: Logger;
@@ -63,6 +65,12 @@ export type TestAppOptions = {
   /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
   graphiql?: boolean;
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
+  /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
+  rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
+  maxSubscriptionsPerKey?: number;
+  /** Open connections per client address and the request timeout of the listening server. */
+  connections?: Parameters<typeof startHttpServer>[0]["connections"];
 };
 
 export async function startTestApp(
@@ -77,12 +85,16 @@ export async function startTestApp(
     database,
     mcp,
     corsOrigins,
+    allowedHosts,
     metricsToken,
     logger,
     now,
     webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey,
+    connections,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -106,10 +118,12 @@ export async function startTestApp(
     webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
     graphiql,
     trustedDocuments,
+    rateLimits,
+    maxSubscriptionsPerKey,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection }) : undefined;
+  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts, connections }) : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });

@@ -33,6 +33,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     modelLabel: null,
     tokensUsed: 0,
     checkpointRevisionSeen: null,
+    priority: 0,
     ...overrides,
   };
 }

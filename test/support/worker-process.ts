@@ -58,7 +58,7 @@ const app = createApp({
           model,
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-crash-")),
           extraTools: [slowTool],
-          leaseMs: Number(process.env.LEASE_MS ?? 1_500),
+          leaseMs: Number(process.env.LEASE_MS ?? 3_000),
           approvals: process.env.TOOL_APPROVALS
             ? {
                 rules: JSON.parse(process.env.TOOL_APPROVALS),

@@ -1,4 +1,3 @@
-import path from "node:path";
 // MCP server configurations per principal (R14): validated, upserted by name, deleted by name.
 // Every committed change is announced on `mcp:changed`, so the MCP registry of every instance
 // reconnects that server (and only that one) without a restart.
@@ -10,7 +9,8 @@ import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { literalAddressRefusal } from "./outbound-policy.js";
-import type { SecretBox } from "./secret-box.js";
+import type { SecretBox } from "../secret-box.js";
+import { type StdioCommandLine, stdioRefusals } from "./stdio-policy.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
 
@@ -78,22 +78,14 @@ const deleteInput = z.object({ name: mcpServerName });
 export type UpsertMcpServerInput = z.input<typeof upsertInput>;
 export type DeleteMcpServerInput = z.input<typeof deleteInput>;
 
-/**
- * Why this server may not start `command`, or null when it may. Starting a program is the
- * operator's decision: only the absolute paths MCP_STDIO_COMMANDS lists, nothing by default.
- */
-export function stdioCommandRefusal(command: string, allowed: readonly string[]): string | null {
-  if (allowed.length === 0) return "this server starts no local commands (MCP_STDIO_COMMANDS lists none); use an HTTP MCP server";
-  if (path.isAbsolute(command) && allowed.includes(path.normalize(command))) return null;
-  return `is not one of the programs MCP_STDIO_COMMANDS allows (${allowed.join(", ")})`;
-}
-
 export class McpServerService {
   constructor(
     private readonly deps: {
       prisma: PrismaClient;
       events: EventPublisher;
-      stdioCommands: readonly string[];
+      /** The command lines STDIO servers may start (MCP_STDIO_COMMANDS) and the environment names they may set (MCP_STDIO_ENV). */
+      stdioCommands: readonly StdioCommandLine[];
+      stdioEnv: readonly string[];
       /** Hosts HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS); names are checked again when resolved. */
       httpAllowedHosts: readonly string[];
       /** Seals header and environment values; without it (PostgreSQL without SECRETS_KEY) none may be stored. */
@@ -108,8 +100,15 @@ export class McpServerService {
   /** Creates or replaces the whole configuration of the named server (omitted lists are empty). */
   async upsert(actor: Actor, input: UpsertMcpServerInput): Promise<McpServer> {
     const parsed = parseInput(upsertInput, input);
-    const refused = parsed.transport === "STDIO" ? stdioCommandRefusal(parsed.command ?? "", this.deps.stdioCommands) : null;
-    if (refused) throw new ValidationError([{ field: "command", message: refused }]);
+    const refused =
+      parsed.transport === "STDIO"
+        ? stdioRefusals(
+            { command: parsed.command ?? "", args: parsed.args ?? [], envNames: (parsed.env ?? []).map((pair) => pair.name) },
+            this.deps.stdioCommands,
+            this.deps.stdioEnv,
+          )
+        : [];
+    if (refused.length > 0) throw new ValidationError(refused);
     const unreachable = parsed.url ? literalAddressRefusal(new URL(parsed.url), this.deps.httpAllowedHosts, "MCP_HTTP_ALLOWED_HOSTS") : null;
     if (unreachable) throw new ValidationError([{ field: "url", message: unreachable }]);
     const data = {

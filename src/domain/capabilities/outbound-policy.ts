@@ -1,6 +1,6 @@
 // Which hosts and addresses a principal's outbound request may reach (http_fetch, HTTP MCP
 // servers). Pure rules; the adapter that applies them to the address actually connected to is
-// runtime/adapters/outbound-http.ts.
+// src/outbound/outbound-http.ts.
 import { BlockList, isIP } from "node:net";
 
 const internalV4 = new BlockList();
@@ -81,15 +81,26 @@ export function isInternalAddress(address: string): boolean {
 /** The port a URL reaches, its scheme's default when it names none. */
 export const portOf = (url: URL): string => url.port || (url.protocol === "https:" ? "443" : "80");
 
-/** A URL's host as an address or a lower-case name (IPv6 without brackets). */
-export const hostOf = (url: URL): string => url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
+/**
+ * A host as the rules compare it: lower case, without the trailing dot of a fully qualified name
+ * (`localhost.` is `localhost`, `Hooks.Example.` is `hooks.example`), IPv6 without brackets.
+ */
+export const normalHost = (host: string): string =>
+  host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
+
+/** A URL's host as an address or a normalised name (see normalHost). */
+export const hostOf = (url: URL): string => normalHost(url.hostname);
 
 /**
  * Whether an allow-list entry matches: `example.com` (any port), `example.com:8443` (that port
  * only), `*.example.org` (its subdomains, any depth, not example.org itself).
  */
 function entryMatches(entry: string, host: string, port: string, wildcards: boolean): boolean {
-  const [pattern, entryPort] = entry.toLowerCase().split(":") as [string, string | undefined];
+  const [written, entryPort] = entry.toLowerCase().split(":") as [string, string | undefined];
+  const pattern = written.replace(/\.$/, "");
   if (entryPort !== undefined && entryPort !== port) return false;
   if (pattern.startsWith("*.")) return wildcards && host.endsWith(pattern.slice(1));
   return host === pattern;
@@ -106,7 +117,7 @@ export function hostAllowed(url: URL, allowedHosts: readonly string[]): boolean 
  * them may resolve to 127.0.0.1 or a metadata address.
  */
 export function namedExactly(host: string, port: string, allowedHosts: readonly string[]): boolean {
-  return allowedHosts.some((entry) => entryMatches(entry, host.toLowerCase(), port, false));
+  return allowedHosts.some((entry) => entryMatches(entry, normalHost(host), port, false));
 }
 
 /** Why a principal may not send requests to `url`'s address as written, or null (names are checked when resolved). */

@@ -7,13 +7,24 @@ import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
+import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 
 /**
  * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
- * the API key the request authenticated with (none for the development principal).
+ * the API key the request authenticated with (none for the development principal); `access`,
+ * when present, narrows the principal to an access token's grants (graphql/access-grants.ts).
  */
-export type Actor = { principalId: string; keyId?: string };
+export type Actor = {
+  principalId: string;
+  keyId?: string;
+  /** The operations the API key may perform (ApiKey.scopes); absent: all of them. */
+  scopes?: readonly AccessOperation[];
+  access?: AccessScope;
+};
+
+/** The scopes of a key made for an agent (`forAgent`): everything but DECIDE, which is a person's act. */
+export const AGENT_KEY_SCOPES: readonly AccessOperation[] = ACCESS_OPERATIONS.filter((operation) => operation !== "DECIDE");
 
 /** `lastUsedAt` is written at most this often per key: a request does not cost a write. */
 export const LAST_USED_PRECISION_MS = 60_000;
@@ -22,6 +33,11 @@ export const LAST_USED_PRECISION_MS = 60_000;
 export const DEVELOPMENT_PRINCIPAL_ID = "development";
 
 const nameInput = z.object({ name: nonBlank(100) });
+const keyInput = z.object({
+  name: nonBlank(100),
+  scopes: z.array(z.enum(ACCESS_OPERATIONS)).nullish(),
+  forAgent: z.boolean().nullish(),
+});
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 
@@ -50,10 +66,14 @@ export class PrincipalService {
   }
 
   /** Gives the acting principal an additional key. */
-  async createApiKey(actor: Actor, input: { name: string }): Promise<{ apiKey: ApiKey; secret: string }> {
-    const { name } = parseInput(nameInput, input);
+  async createApiKey(actor: Actor, input: z.input<typeof keyInput>): Promise<{ apiKey: ApiKey; secret: string }> {
+    const { name, scopes, forAgent } = parseInput(keyInput, input);
+    // A key gives no more than the key that made it: a narrow key cannot mint a wider one.
+    const wanted = scopes ?? (forAgent ? AGENT_KEY_SCOPES : ACCESS_OPERATIONS);
+    const beyond = wanted.filter((operation) => actor.scopes && !actor.scopes.includes(operation));
+    if (beyond.length > 0) throw new ValidationError([{ field: "scopes", message: `may not exceed the calling key's (${beyond.join(", ")} missing)` }]);
     const { secret, prefix, hash } = newSecret();
-    const apiKey = await this.deps.prisma.apiKey.create({ data: { principalId: actor.principalId, name, prefix, hash } });
+    const apiKey = await this.deps.prisma.apiKey.create({ data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)] } });
     return { apiKey, secret };
   }
 
@@ -61,14 +81,14 @@ export class PrincipalService {
   async authenticate(secret: string): Promise<Actor | null> {
     const key = await this.deps.prisma.apiKey.findUnique({
       where: { hash: hashApiKey(secret) },
-      select: { id: true, principalId: true, revokedAt: true, lastUsedAt: true },
+      select: { id: true, principalId: true, revokedAt: true, lastUsedAt: true, scopes: true },
     });
     if (!key || key.revokedAt !== null) return null;
     const now = Date.now();
     if (key.lastUsedAt === null || now - key.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
       await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { lastUsedAt: new Date(now) } });
     }
-    return { principalId: key.principalId, keyId: key.id };
+    return { principalId: key.principalId, keyId: key.id, scopes: key.scopes as AccessOperation[] };
   }
 
   /**

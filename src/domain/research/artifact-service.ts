@@ -4,7 +4,7 @@ import type { Artifact, PrismaClient } from "../../generated/prisma/client.js";
 import { ArtifactExpiredError, NotFoundError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { TITLE_MAX } from "../workspace/workspace-service.js";
+import { TITLE_MAX } from "../validation.js";
 
 export const ARTIFACT_MAX_BYTES = 5 * 1024 * 1024;
 /** How long a temporary artifact's content is kept. */

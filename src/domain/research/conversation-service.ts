@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Conversation, Message, MessageRole, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { TITLE_MAX } from "../workspace/workspace-service.js";
+import { TITLE_MAX } from "../validation.js";
 import { type Evidence, findEvidence } from "./evidence.js";
 
 const startInput = z.object({ title: nonBlank(TITLE_MAX) });

@@ -9,8 +9,8 @@ import { recordPublicationEvent } from "../webhooks/webhook-events.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
-import type { LinkService, RunLinkOutcome } from "../workspace/link-service.js";
-import { TITLE_MAX } from "../workspace/workspace-service.js";
+import type { RunLinkOutcome, RunLinks } from "./run-links.js";
+import { TITLE_MAX } from "../validation.js";
 import { eligibilityOf } from "./eligibility.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
@@ -58,7 +58,7 @@ export type SelectedMaterial = { versionId: string; publicationId: string; title
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
 export class PublicationService {
-  constructor(private readonly deps: { prisma: PrismaClient; links: LinkService; now?: () => Date; events?: EventPublisher }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; links: RunLinks; now?: () => Date; events?: EventPublisher }) {}
 
   /** Creates the next immutable version (or a new publication), then links it for its origin run. */
   async publishVersion(actor: Actor, input: PublishInput): Promise<{ version: PublicationVersion; workspaceLink: RunLinkOutcome }> {

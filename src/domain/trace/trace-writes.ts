@@ -5,7 +5,6 @@
 // change the trace atomically with what it reports.
 import { randomUUID } from "node:crypto";
 import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events/topics.js";
-import { type Holder, holdsRunSql } from "../research/run-holder.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import { attributesOf, type JsonObject, type JsonValue, toJsonColumn, untypedJsonColumn } from "../json-columns.js";
@@ -17,6 +16,12 @@ export type SpanUsage = { input: number; output: number; cached: number; reasoni
 
 /** How much of an event's payload is shown unless the full payload is asked for (T4). */
 export const EVENT_PREVIEW_CHARS = 500;
+
+/**
+ * The attempt fence's check carried inside one statement: who must hold the run, and the check
+ * itself as SQL over the parameters $first, $first+1, $first+2 (domain/runs/holder.ts writes it).
+ */
+export type StatementGuard = { runId: string; attempt: number; workerId: string; holdsRunSql: (first: number) => string };
 
 /** Announces committed trace changes to live subscribers (after commit, never before). */
 export function publishTraceChanges(events: EventPublisher, changes: readonly (TraceChange | null)[]): void {
@@ -162,12 +167,15 @@ export async function appendEventIn(tx: Tx, span: { id: string; traceId: string 
  * each event's replay-log row is written with it. An object payload is stored as JSON; every
  * payload is stored losslessly (stored-text.ts). What a recorder's group commit writes.
  *
- * With `guard`, the statement carries the attempt fence's check (domain/research/run-holder.ts):
+ * With `guard`, the statement carries the attempt fence's check (domain/runs/holder.ts):
  * it locks the run row and writes nothing unless the run is still RUNNING under that attempt and
  * worker; then it returns null. One statement is atomic on its own, so the caller
  * needs no transaction around it.
  */
-export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: Holder): Promise<TraceChange[] | null> {
+/** What stands for the check without a guard: never read ($4 is null), it only types $5 and $6. */
+const UNGUARDED = "SELECT $5::int AS attempt, $6::text AS worker";
+
+export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: StatementGuard): Promise<TraceChange[] | null> {
   const rows = events.map((event, index) => {
     const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
     const messageId = event.messageId ?? null;
@@ -184,7 +192,7 @@ export async function appendEventsIn(db: Tx, traceId: string, events: readonly N
     };
   });
   const [taken] = await db.$queryRawUnsafe<{ base: number }[]>(
-    `WITH holder AS (${holdsRunSql(4)}),
+    `WITH holder AS (${guard ? guard.holdsRunSql(4) : UNGUARDED}),
      seqs AS (
        UPDATE trace SET last_seq = last_seq + $2::int
        WHERE id = $1 AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM holder))

@@ -55,11 +55,6 @@ export class CheckpointProposals {
     return tx.checkpointProposal.create({ data: { ...columns, proposal: untypedJsonColumn(toStoredJson(payload)) } });
   }
 
-  /** The checkpoint revision the run was shown: the one its proposals are checked against. */
-  async recordRevisionSeen(tx: Tx, runId: string, revision: number): Promise<void> {
-    await tx.run.update({ where: { id: runId }, data: { checkpointRevisionSeen: revision } });
-  }
-
   /** The run's proposals still to be decided, oldest first. */
   pending(tx: Tx, runId: string): Promise<CheckpointProposal[]> {
     return tx.checkpointProposal.findMany({

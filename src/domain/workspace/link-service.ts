@@ -1,18 +1,14 @@
 // A workspace's links to objects other modules own (W3), the links made on behalf of runs
 // when they publish (W14, W15), and retention-and-link of HTML artifacts (W16).
 import type { EventPublisher } from "../../events/topics.js";
-import type { LinkTargetKind, Prisma, PrismaClient, WorkspaceLink } from "../../generated/prisma/client.js";
+import type { Prisma, PrismaClient, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { AfterCommit } from "../after-commit.js";
 import { UnsupportedError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type ArtifactRetention, essenceOf } from "../research/artifact-service.js";
 import { assertOwned } from "../research/owned-objects.js";
+import type { LinkTarget, RunLinkOutcome, RunLinks } from "../research/run-links.js";
 import { findOpenWorkspace, findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
-
-export type LinkTarget = { kind: LinkTargetKind; targetId: string };
-
-/** What happened to a link asked for on behalf of a run. */
-export type RunLinkOutcome = "LINKED" | "NOT_LINKED_WORKSPACE_ARCHIVED" | "NOT_LINKED_WORKSPACE_DELETED" | "NO_WORKSPACE";
 
 export type RetentionOutcome = "RETAINED_AND_LINKED" | "RETAINED_LINK_UNCONFIRMED" | "NOT_RETAINED";
 
@@ -57,7 +53,7 @@ export function upsertLink(tx: Prisma.TransactionClient, workspaceId: string, ta
   });
 }
 
-export class LinkService {
+export class LinkService implements RunLinks {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; artifacts: ArtifactRetention }) {}
 
   /** Links an object the principal owns. Idempotent: linking twice gives the same link. */

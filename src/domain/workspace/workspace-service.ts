@@ -5,14 +5,13 @@ import type { EventPublisher } from "../../events/topics.js";
 import type { GoalVersion, Prisma, PrismaClient, Workspace } from "../../generated/prisma/client.js";
 import { StaleVersionError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { nonBlank, parseInput } from "../validation.js";
+import { nonBlank, parseInput, TITLE_MAX } from "../validation.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
 import { encodeGlobalId } from "../global-id.js";
 import { recordWebhookEvent, type WebhookWake } from "../webhooks/webhook-events.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
-export const TITLE_MAX = 200;
 
 const createInput = z.object({ title: nonBlank(TITLE_MAX), goal: nonBlank(GOAL_STATEMENT_MAX) });
 const updateGoalInput = z.object({
@@ -80,6 +79,7 @@ export class WorkspaceService {
   async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
     const after: AfterCommit = [];
     await this.deps.prisma.$transaction(async (tx) => {
+      await lockRunsOfWorkspace(tx, actor, workspaceId);
       const deleted = await tx.workspace.updateMany({
         where: visibleWorkspace(actor, workspaceId),
         data: { deletedAt: new Date() },
@@ -112,6 +112,26 @@ export class WorkspaceService {
     }
     return workspace;
   }
+}
+
+/**
+ * The lock order of a run and its workspace (domain/runs/lock-order.ts): the run rows, in id
+ * order, before the workspace row. Deleting the goal versions updates every run admitted with one
+ * (ON DELETE SET NULL); a run that settles holds its run row and then links its answer into the
+ * workspace. So the runs that may still be written to — not ended, or still leased — are locked
+ * here first, as a settling run would, and the workspace only after. (Written out here: this folder
+ * cannot import domain/runs, whose admission imports the workspace.)
+ */
+async function lockRunsOfWorkspace(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<void> {
+  await tx.$queryRawUnsafe(
+    `SELECT r.id FROM run r
+      WHERE r.goal_version_id IN (SELECT g.id FROM goal_version g JOIN workspace w ON w.id = g.workspace_id
+                                   WHERE g.workspace_id = $1 AND w.owner_id = $2 AND w.deleted_at IS NULL)
+        AND (r.status IN ('QUEUED', 'RUNNING', 'WAITING') OR r.lease_owner IS NOT NULL)
+      ORDER BY r.id FOR NO KEY UPDATE OF r`,
+    workspaceId,
+    actor.principalId,
+  );
 }
 
 /** The owner's webhooks hear of an archived or deleted workspace in the same commit. */

@@ -5,7 +5,7 @@ import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
-import { mine, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
+import { myConversations, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
 
 const MessageRoleEnum = builder.enumType(MessageRole, { name: "MessageRole" });
 
@@ -71,7 +71,7 @@ builder.queryField("conversations", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) => ctx.prisma.conversation.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.conversation.findMany({ ...query, where: myConversations(ctx), orderBy: newestFirst }),
     },
     { name: "ConversationConnection" },
     { name: "ConversationEdge" },

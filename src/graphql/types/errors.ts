@@ -3,6 +3,7 @@
 import {
   ArtifactExpiredError,
   type DomainError,
+  ForbiddenError,
   IdempotencyConflictError,
   IneligibleSourceError,
   NotFoundError,
@@ -86,6 +87,14 @@ builder.objectType(IdempotencyConflictError, {
 builder.objectType(WorkspaceArchivedError, {
   name: "WorkspaceArchivedError",
   description: "The workspace is archived: it takes no new links or admissions until restored.",
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
+});
+
+builder.objectType(ForbiddenError, {
+  name: "ForbiddenError",
+  description:
+    "You are known but may not do this: an access token was not granted this operation (or cannot do it at all: mint tokens, manage keys, webhooks, MCP servers, skills or agent profiles), or an API key lacks the scope.",
   interfaces: [ErrorInterface],
   fields: () => ({}),
 });

@@ -7,6 +7,7 @@
 // loaded, and refuses with an error. Dossier's isolation is part of the read itself: another
 // principal's object is never loaded, node(id) answers null and lists leave it out, exactly as
 // for an id that does not exist. A filter keeps that one statement and that answer.
+import { readableRunsWhere, readableWorkspaceIds } from "../../domain/principal/access-scope.js";
 import type { GraphQLContext } from "../context.js";
 
 type Caller = Pick<GraphQLContext, "actor">;
@@ -14,8 +15,22 @@ type Caller = Pick<GraphQLContext, "actor">;
 /** The caller's own objects: conversations, runs, publications, artifacts, MCP servers, skills. */
 export const mine = (ctx: Caller) => ({ ownerId: ctx.actor.principalId });
 
-/** The caller's workspaces that are not deleted (a deleted workspace reads as absent). */
-export const myLiveWorkspace = (ctx: Caller) => ({ ownerId: ctx.actor.principalId, deletedAt: null });
+/** The caller's workspaces that are not deleted (a deleted workspace reads as absent); an access token's readable ones only. */
+export const myLiveWorkspace = (ctx: Caller) => ({
+  ownerId: ctx.actor.principalId,
+  deletedAt: null,
+  // AND, not `id`: callers spread this next to the id they look up.
+  ...(ctx.actor.access ? { AND: [{ id: { in: readableWorkspaceIds(ctx.actor.access) } }] } : {}),
+});
+
+/** The caller's runs as lists show them: an access token's readable ones only. */
+export const myRuns = (ctx: Caller) => ({ ...mine(ctx), ...(ctx.actor.access ? { AND: [readableRunsWhere(ctx.actor.access)] } : {}) });
+
+/** The caller's conversations as lists show them: an access token's granted ones only. */
+export const myConversations = (ctx: Caller) => ({
+  ...mine(ctx),
+  ...(ctx.actor.access ? { AND: [{ id: { in: ctx.actor.access.grants.filter((g) => g.kind === "Conversation").map((g) => g.id) } }] } : {}),
+});
 
 /** Rows of one of the caller's live workspaces (links, checkpoints, events). */
 export const inMyWorkspace = (ctx: Caller) => ({ workspace: myLiveWorkspace(ctx) });

@@ -1,5 +1,7 @@
 // The calling principal and its API keys.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import type { AccessOperation } from "../../domain/principal/access-scope.js";
+import { AccessOperationEnum } from "./access-token.js";
 import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
@@ -49,6 +51,11 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
       nullable: true,
       description: "When a request last authenticated with the key, to the minute; null if it never did.",
     }),
+    scopes: t.field({
+      type: [AccessOperationEnum],
+      description: "What the key may do: READ (queries), SUBSCRIBE, ADMIT (admitRun), DECIDE (decideToolCall), CANCEL (cancelRun).",
+      resolve: (key) => key.scopes as AccessOperation[],
+    }),
     revokedAt: t.expose("revokedAt", {
       type: "DateTime",
       nullable: true,
@@ -81,7 +88,16 @@ builder.queryField("viewer", (t) =>
 );
 
 const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
-  fields: (t) => ({ name: t.string({ required: true, description: "A label for the key, e.g. the integration using it." }) }),
+  fields: (t) => ({
+    name: t.string({ required: true, description: "A label for the key, e.g. the integration using it." }),
+    scopes: t.field({
+      type: [AccessOperationEnum],
+      description: "The operations the key may perform; default all of them, or all but DECIDE with `forAgent`. Never more than the calling key's.",
+    }),
+    forAgent: t.boolean({
+      description: "The key is for an agent (such as Dossier's MCP server): by default it may not decide tool calls (DECIDE), which is a person's act.",
+    }),
+  }),
 });
 
 const CreateApiKeySuccess = builder.objectRef<{ apiKey: ApiKey; secret: string }>("CreateApiKeySuccess").implement({

@@ -1,7 +1,7 @@
 // Publications and their immutable versions.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-service.js";
-import type { RunLinkOutcome } from "../../domain/workspace/link-service.js";
+import type { RunLinkOutcome } from "../../domain/research/run-links.js";
 import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";

@@ -1,13 +1,13 @@
 // Runs and their admission (W4, W5).
 import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
-import { RUN_MATERIALS_MAX } from "../../domain/research/admission-service.js";
+import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
-import { mine, myLiveWorkspace, newestFirst, ownedBy } from "./owned.js";
+import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
@@ -55,6 +55,7 @@ export const RunNode = builder.prismaNode("Run", {
         "The version of the agent profile frozen at admission: the system prompt, tools and skills the run executes, whatever the configuration says now. Null for a run admitted before profiles were versioned.",
     }),
     limits: t.field({ type: RunLimits, resolve: (run) => run }),
+    priority: t.exposeInt("priority", { description: "Orders the run among its principal's own queued runs (AdmitRunInput.priority)." }),
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
     answer: t.string({
       nullable: true,
@@ -212,7 +213,7 @@ builder.queryField("runs", (t) =>
       cursor: "id",
       defaultSize: 20,
       maxSize: 100,
-      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
+      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: myRuns(ctx), orderBy: newestFirst }),
     },
     { name: "RunConnection" },
     { name: "RunEdge" },
@@ -262,6 +263,10 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
     }),
     idempotencyKey: t.string({
       description: "Retrying with the same key and request returns the same run (replayed); kept at least 24 hours.",
+    }),
+    priority: t.int({
+      description:
+        "Orders this run among its principal's own queued runs: higher first, then oldest; default 0, from -1000 to 1000. Workers interleave principals before it: the principal with the fewest running runs goes first.",
     }),
   }),
 });

@@ -1,5 +1,5 @@
 // Human approval of tool calls: the requests a run's calls wait on, and the owner's decision.
-import { AlreadyDecidedError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import { AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError } from "../../domain/errors.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Run, ToolApproval } from "../../generated/prisma/client.js";
 import { ToolApprovalDecision } from "../../generated/prisma/enums.js";
@@ -100,7 +100,7 @@ builder.mutationField("decideToolCall", (t) =>
     description:
       "Approves or rejects one of your run's tool calls that waits for a decision. Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it.",
     args: { input: t.arg({ type: DecideToolCallInput, required: true }) },
-    errors: { types: [AlreadyDecidedError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
+    errors: { types: [AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
     resolve: async (_root, { input }, ctx) => {
       const runId = requireIdOfType(String(input.runId), "Run", "runId");
       const approval = await ctx.services.toolApprovals.decide(ctx.actor, {

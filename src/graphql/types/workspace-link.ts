@@ -1,7 +1,8 @@
 // A workspace's links to conversations, runs, publications and artifacts (W3), and
 // retention-and-link of HTML artifacts (W16).
 import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
-import type { LinkTarget, RetentionOutcome } from "../../domain/workspace/link-service.js";
+import type { LinkTarget } from "../../domain/research/run-links.js";
+import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";

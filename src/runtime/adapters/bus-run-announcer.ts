@@ -1,6 +1,6 @@
 // Ready runs announced on the event bus (the embedded default): the in-process worker, and with
 // Redis every instance, hears `run:queued` at once.
-import type { RunAnnouncer } from "../../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { EventPublisher } from "../../events/topics.js";
 
 export function busRunAnnouncer(events: EventPublisher): RunAnnouncer {

@@ -1,11 +1,13 @@
 // The MCP port over @modelcontextprotocol/sdk: stdio (a local program, no shell) and streamable
-// HTTP transports, tool listing with pagination, tool calls, and `tools/list_changed`.
+// HTTP transports, tool listing with pagination, tool calls, and `tools/list_changed`. What the
+// server sends is capped while it arrives and listing is bounded (mcp-limits.ts).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
 
 /** The last lines a stdio server wrote to stderr, kept to explain a failed connection. */
 const STDERR_TAIL_CHARS = 2_000;
@@ -15,13 +17,18 @@ const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Connects over the SDK; HTTP servers are reached through `fetch`, the outbound guard that
- * refuses addresses inside the network (see outbound-http.ts).
+ * refuses addresses inside the network (see src/outbound/outbound-http.ts).
  */
 export const mcpSdkConnector =
-  (fetch: typeof globalThis.fetch): McpConnector =>
+  (fetch: typeof globalThis.fetch, limits: McpLimits = DEFAULT_MCP_LIMITS): McpConnector =>
   async (endpoint, events, signal) => {
-    const { transport, stderrTail } = createTransport(endpoint, fetch);
+    const inFlight = new InFlight();
+    const { transport, stderrTail } = createTransport(endpoint, fetch, limits, inFlight);
     const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
+    // The stdio transport drops a line over the cap, reports it here, then closes the connection.
+    client.onerror = (error) => {
+      if (isStdioOverflow(error)) inFlight.failAll(new McpMessageTooLarge(limits.resultMaxBytes));
+    };
     let closing = false;
     client.onclose = () => {
       if (!closing) events.onClosed(new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
@@ -38,15 +45,21 @@ export const mcpSdkConnector =
         code: (error as { code?: unknown } | null)?.code,
       });
     }
-    return new SdkMcpClient(client, () => {
+    return new SdkMcpClient(client, limits, inFlight, () => {
       closing = true;
     });
   };
 
-function createTransport(endpoint: McpEndpoint, fetch: typeof globalThis.fetch): { transport: Transport; stderrTail: () => string } {
+function createTransport(
+  endpoint: McpEndpoint,
+  fetch: typeof globalThis.fetch,
+  limits: McpLimits,
+  inFlight: InFlight,
+): { transport: Transport; stderrTail: () => string } {
   if (endpoint.transport === "HTTP") {
+    const capped = sizeCappedFetch(fetch, limits.resultMaxBytes, (error) => inFlight.failAll(error));
     return {
-      transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers }, fetch }),
+      transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers }, fetch: capped }),
       stderrTail: () => "",
     };
   }
@@ -56,6 +69,8 @@ function createTransport(endpoint: McpEndpoint, fetch: typeof globalThis.fetch):
     env: endpoint.env,
     cwd: endpoint.cwd,
     stderr: "pipe",
+    // One JSON-RPC message is one line: a line over the cap is dropped as it arrives.
+    maxBufferSize: limits.resultMaxBytes,
   });
   let tail = "";
   transport.stderr?.on("data", (chunk: Buffer) => {
@@ -64,27 +79,45 @@ function createTransport(endpoint: McpEndpoint, fetch: typeof globalThis.fetch):
   return { transport, stderrTail: () => tail.trim() };
 }
 
+/**
+ * The requests waiting for an answer on one connection. An answer refused for its size fails
+ * them: a streamed answer's error, or a stdio line dropped by the transport, reaches no request
+ * on its own, and which request it answered is not known until it is read whole.
+ */
+class InFlight {
+  private readonly waiting = new Set<(error: Error) => void>();
+
+  run<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.add(reject);
+      work.then(resolve, reject).finally(() => this.waiting.delete(reject));
+    });
+  }
+
+  failAll(error: Error): void {
+    for (const reject of this.waiting) reject(error);
+    this.waiting.clear();
+  }
+}
+
 class SdkMcpClient implements McpClient {
   constructor(
     private readonly client: Client,
+    private readonly limits: McpLimits,
+    private readonly inFlight: InFlight,
     private readonly markClosing: () => void,
   ) {}
 
   async listTools(): Promise<McpToolInfo[]> {
-    const tools: McpToolInfo[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.client.listTools(cursor ? { cursor } : undefined);
-      for (const tool of page.tools) {
-        tools.push({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Record<string, unknown> });
-      }
-      cursor = page.nextCursor;
-    } while (cursor);
+    const { tools } = await listToolsBounded(
+      (cursor, signal) => this.inFlight.run(this.client.listTools(cursor ? { cursor } : undefined, { signal })),
+      this.limits,
+    );
     return tools;
   }
 
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
-    const result = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: CALL_BACKSTOP_MS });
+    const result = await this.inFlight.run(this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: CALL_BACKSTOP_MS }));
     const content = (result.content ?? []) as { type: string; text?: string; mimeType?: string; resource?: { uri?: string; text?: string } }[];
     const parts = content.map((item) => {
       if (item.type === "text") return item.text ?? "";

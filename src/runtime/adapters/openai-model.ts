@@ -8,8 +8,13 @@
 // - Every other failure of the SDK (HTTP status, connection, timeout, error event or malformed
 //   JSON in the stream) rejects with ModelError; the SDK's error is its `cause`.
 // - Errors thrown by `onEvent` propagate unchanged: they are the caller's, not the model's.
+// - Back-pressure (model-back-pressure.ts): a request the endpoint refused with 429 or 5xx, or could
+//   not reach, before anything streamed is tried again after its Retry-After (or a backoff), a
+//   bounded number of times; a busy endpoint still refusing past that rejects with ModelRetryLater.
+//   At most maxConcurrency requests per endpoint are in flight in this process.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
 import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
+import { type BackPressureOptions, EndpointGate, pause, retryAfterMs, retryDelay } from "./model-back-pressure.js";
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -24,9 +29,9 @@ export type OpenAIModelOptions = {
   contextWindow: number;
   /** The SDK's timeout: it bounds each attempt until response headers, not the streamed body. */
   timeoutMs?: number;
-  /** The SDK's own retries (429, 5xx, connection errors before streaming starts); default 2. */
-  maxRetries?: number;
-};
+  /** Requests in flight at once to this endpoint from this process (MODEL_MAX_CONCURRENCY); default 16. */
+  maxConcurrency?: number;
+} & BackPressureOptions;
 
 export class ModelError extends Error {
   override readonly name = "ModelError";
@@ -36,12 +41,15 @@ export class ModelError extends Error {
   readonly code: string | undefined;
   /** Whether trying again later may succeed (rate limits, server errors, connection failures). */
   readonly retryable: boolean;
+  /** How long the server asked to wait before trying again (Retry-After), when it said. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(message: string, options: { status?: number; code?: string; retryable?: boolean; cause?: unknown } = {}) {
+  constructor(message: string, options: { status?: number; code?: string; retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.status = options.status;
     this.code = options.code;
     this.retryable = options.retryable ?? false;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -54,6 +62,8 @@ export class OpenAIModel implements ModelPort {
   readonly model: string;
   private readonly baseURL: string;
   private readonly client: OpenAI;
+  private readonly gate: EndpointGate;
+  private readonly backPressure: BackPressureOptions;
 
   constructor(options: OpenAIModelOptions) {
     this.model = options.model;
@@ -71,14 +81,40 @@ export class OpenAIModel implements ModelPort {
       webhookSecret: null,
       logLevel: "warn",
       ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
+      // Retries are this adapter's own (below): they honour Retry-After with a bound, and give up
+      // on a busy endpoint by handing the attempt back rather than failing the run.
+      maxRetries: 0,
     });
+    this.gate = EndpointGate.of(this.baseURL, options.maxConcurrency ?? 16);
+    this.backPressure = { maxRetries: options.maxRetries, maxDelayMs: options.maxDelayMs, baseDelayMs: options.baseDelayMs };
   }
 
   async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {
     const { signal } = request;
+    const aborted = () => abortError(signal!);
+    for (let retry = 0; ; retry += 1) {
+      const accumulator = new StreamAccumulator(onEvent);
+      const release = await this.gate.acquire(signal, aborted);
+      let failure: unknown;
+      try {
+        return await this.once(request, accumulator);
+      } catch (error) {
+        failure = error;
+      } finally {
+        release();
+      }
+      // Only a request refused before anything streamed is tried again: nothing was reported yet.
+      if (!(failure instanceof ModelError) || accumulator.started) throw failure;
+      const busy = failure.status === 429 || (failure.status ?? 0) >= 500;
+      const delay = retryDelay(failure, { busy, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs }, retry, this.backPressure);
+      if (delay === undefined) throw failure;
+      await pause(delay, signal, aborted);
+    }
+  }
+
+  private async once(request: ModelRequest, accumulator: StreamAccumulator): Promise<ModelResponse> {
+    const { signal } = request;
     if (signal?.aborted) throw abortError(signal);
-    const accumulator = new StreamAccumulator(onEvent);
     try {
       const stream = await this.client.chat.completions.create(
         {
@@ -136,6 +172,7 @@ export class OpenAIModel implements ModelPort {
       status: error.status,
       code,
       retryable,
+      retryAfterMs: retryAfterMs(error.headers),
       cause: error,
     });
   }
@@ -198,10 +235,13 @@ class StreamAccumulator {
   private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
   private finishReason: string | undefined;
   private model: string | undefined;
+  /** Whether any chunk arrived: from then on a failure is not retried (its output was reported). */
+  started = false;
 
   constructor(private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined) {}
 
   add(chunk: Chunk): void {
+    this.started = true;
     if (chunk.model) this.model = chunk.model;
     if (chunk.usage) this.usage = toUsage(chunk.usage);
     const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];

@@ -6,12 +6,14 @@
 // a worker in any process takes a run the moment it is announced, without polling the queue.
 import pg from "pg";
 import PgBoss from "pg-boss";
-import type { RunAnnouncer } from "../../domain/research/run-announcer.js";
+import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
 
 const QUEUE = "dossier-run-ready";
 const CHANNEL = "dossier_run_ready";
+/** The job priority of orphaned runs (see enqueue); queued runs have 0. */
+const ORPHAN_PRIORITY = 10;
 /** How long a lost LISTEN connection waits before it connects again (the lease sweep covers the gap). */
 const RELISTEN_MS = 1_000;
 
@@ -52,9 +54,13 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     return queue;
   }
 
-  async enqueue(runIds: string[]): Promise<void> {
+  async enqueue(runIds: string[], { first = false }: { first?: boolean } = {}): Promise<void> {
     if (runIds.length === 0) return;
-    for (const runId of runIds) await this.boss.send(QUEUE, { runId }, { singletonKey: runId });
+    // pg-boss hands out jobs by priority, then age: orphaned runs do not wait behind the queue.
+    const priority = first ? ORPHAN_PRIORITY : 0;
+    // One statement for them all (the sweep announces every queued run again); a run that already
+    // waits keeps its one job (the queue's singleton key).
+    await this.boss.insert(runIds.map((runId) => ({ name: QUEUE, data: { runId }, singletonKey: runId, priority })));
     // This process's workers at once; the others when the notification reaches them.
     this.ready();
     await this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);

@@ -9,9 +9,10 @@ export type ScriptStep = {
   content?: string | null;
   /**
    * Tool calls to ask for. `arguments` is JSON-encoded, except that a string is used verbatim as the
-   * argument text, so a script can send malformed JSON to test how the runtime copes.
+   * argument text, so a script can send malformed JSON to test how the runtime copes. `id`
+   * replaces the call's generated id (a script can repeat or omit ids, as some servers do).
    */
-  toolCalls?: { name: string; arguments: unknown }[];
+  toolCalls?: { name: string; arguments: unknown; id?: string }[];
   /** Overrides the estimated usage, figure by figure. */
   usage?: Partial<TokenUsage>;
   /** Waits this long before streaming anything (time to first token); the signal can abort it. */
@@ -117,9 +118,9 @@ function copyRequest(request: ModelRequest): ModelRequest {
   };
 }
 
-function toToolCall(call: { name: string; arguments: unknown }, stepIndex: number, index: number): ToolCall {
+function toToolCall(call: { name: string; arguments: unknown; id?: string }, stepIndex: number, index: number): ToolCall {
   const text = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
-  return { id: `call_${stepIndex}_${index}`, name: call.name, arguments: text };
+  return { id: call.id ?? `call_${stepIndex}_${index}`, name: call.name, arguments: text };
 }
 
 async function streamText(

@@ -10,6 +10,7 @@ import type { Logger } from "../../logger.js";
 import type { Outcome } from "../loop/outcome.js";
 import { type AttemptFence, AttemptFencedError } from "../ports/attempt-fence.js";
 import type { ClaimedAttempt, RunState, SettleStep } from "../ports/run-state.js";
+import { isTransientDatabaseError } from "../../db/transient-errors.js";
 
 /** Settles as the outcome says; returns the terminal status and the outcome that was settled. */
 export async function settleOutcome(
@@ -22,7 +23,8 @@ export async function settleOutcome(
   try {
     return { status: await runs.settle(claimed, fence, outcome, steps), settled: outcome };
   } catch (error) {
-    if (error instanceof AttemptFencedError) throw error;
+    // A database that failed settles nothing: the attempt hands the run back (or its lease expires).
+    if (error instanceof AttemptFencedError || isTransientDatabaseError(error)) throw error;
     deps.logger.error("settling failed", { runId: claimed.run.id, attempt: claimed.number, error: describe(error) });
     const failed: Outcome = { type: "failed", reason: "INTERNAL_ERROR", message: `settling the run failed: ${describe(error)}` };
     const status = await runs.settle(claimed, fence, failed, steps).catch((again: unknown) => {

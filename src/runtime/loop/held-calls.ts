@@ -2,7 +2,7 @@
 // has an approval request and has not begun executing: it is not dangling (it did not run, and it
 // will be answered once decided), so repair leaves it alone. The step that made it is continued by
 // the first attempt after its decisions: that attempt answers the held calls before the next turn.
-import type { ToolApprovalRecord, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
+import type { ToolApprovalRecord, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { Transact } from "../../domain/transaction.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";

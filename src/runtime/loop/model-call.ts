@@ -9,6 +9,7 @@ import type { RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { failedSpanStatus, withSpan } from "./spans.js";
+import { hasUniqueCallIds, withUniqueCallIds } from "./call-ids.js";
 
 /** The model's request failed (as opposed to anything Dossier did around it). */
 export class ModelRequestFailed extends Error {
@@ -77,9 +78,12 @@ const errorMessage = (error: unknown) => (error instanceof Error ? error.message
 /**
  * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
  * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
- * The arguments and the text stay exactly as the model gave them.
+ * The arguments and the text stay exactly as the model gave them. Ids are then made unique within
+ * the message (call-ids.ts): replacing characters can make two ids equal.
  */
 function withPlainCallIds(response: ModelResponse): ModelResponse {
-  if (response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name)) return response;
-  return { ...response, toolCalls: response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) })) };
+  const plain = response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name);
+  const calls = plain ? response.toolCalls : response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) }));
+  if (plain && hasUniqueCallIds(calls)) return response;
+  return { ...response, toolCalls: withUniqueCallIds(calls) };
 }

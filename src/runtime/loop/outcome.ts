@@ -1,17 +1,9 @@
 // How a turn ends (the loop as data, R1): the next step of a run, and the outcome an attempt
 // settles with. Its own module so the run state, settling and spans can name an outcome without
 // depending on the executor that produces it.
-import type { StopReason } from "./stop.js";
+// The outcomes themselves are the run's vocabulary (domain/runs/vocabulary.ts).
+import type { FailureReason, Outcome } from "../../domain/runs/vocabulary.js";
 
-/** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
-export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";
+export type { FailureReason, Outcome };
 
-export type NextStep =
-  | { type: "final"; answer: string }
-  | { type: "run_again" }
-  | { type: "interrupted"; status: StopReason }
-  /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
-  | { type: "waiting"; toolCallIds: string[] }
-  | { type: "failed"; reason: FailureReason; message: string };
-
-export type Outcome = Exclude<NextStep, { type: "run_again" }>;
+export type NextStep = Outcome | { type: "run_again" };

@@ -13,7 +13,7 @@ import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
-import type { ModelPort } from "../ports/model.js";
+import { type ModelPort, ModelRetryLater } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
@@ -26,6 +26,7 @@ import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
+import { isTransientDatabaseError } from "../../db/transient-errors.js";
 
 export type { AgentProfile };
 
@@ -138,7 +139,12 @@ export class RunExecutor {
       }
     } catch (error) {
       if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
+      // The model endpoint is busy past the adapter's retries: another attempt resumes the run later.
+      const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
+      if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
       const message = error instanceof Error ? error.message : String(error);
+      // The database failed, not the run: its state is intact and another attempt resumes it.
+      if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
       return { type: "failed", reason: error instanceof ModelRequestFailed ? "MODEL_ERROR" : "INTERNAL_ERROR", message };
     }
   }

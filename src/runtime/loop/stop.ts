@@ -1,11 +1,9 @@
 // Why an attempt's signal was aborted. The worker and the fence abort it with a RunStopped; the
 // executor reads the reason back to decide how the attempt ends.
 
-/**
- * CANCELLED and TIMED_OUT end the run; HANDED_BACK leaves it for another attempt to resume;
- * LEASE_LOST means another attempt holds the run (or may take it), so this one writes nothing more.
- */
-export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK" | "LEASE_LOST";
+import type { StopReason } from "../../domain/runs/vocabulary.js";
+
+export type { StopReason };
 
 const describe: Record<StopReason, string> = {
   CANCELLED: "the run was cancelled",

@@ -4,9 +4,10 @@
 import { createHash } from "node:crypto";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import type { McpEndpoint } from "../ports/mcp.js";
-import { isSealed, type SecretBox } from "../../domain/capabilities/secret-box.js";
+import { isSealed, type SecretBox } from "../../domain/secret-box.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
+import { STDIO_REFUSED } from "../../domain/capabilities/stdio-policy.js";
 
 export const CLOSED_REASON = "the MCP server closed the connection";
 export const UNKNOWN_REASON = "the connection failed; the server's log has the details";
@@ -47,7 +48,7 @@ export function endpointOf(row: McpServerRecord, secrets: SecretBox | undefined)
  */
 export function publicReason(detail: string, code?: unknown): string {
   // Dossier's own refusal, which says only what the principal wrote and which setting allows it.
-  if (code === INTERNAL_ADDRESS) return detail;
+  if (code === INTERNAL_ADDRESS || code === STDIO_REFUSED) return detail;
   if (typeof code === "number" && code >= 100 && code < 600) return `the server answered HTTP ${code}`;
   const status = /\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b/i.exec(detail)?.[1];
   const errno = FAILURE_CODE.exec(detail)?.[1];

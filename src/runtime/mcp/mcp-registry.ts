@@ -8,10 +8,13 @@ import type { EventBus } from "../../events/topics.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
-import { type McpServerRecord, stdioCommandRefusal } from "../../domain/capabilities/mcp-server-service.js";
-import type { SecretBox } from "../../domain/capabilities/secret-box.js";
+import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
+import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
+import { namedValuesOf } from "../../domain/json-columns.js";
+import type { SecretBox } from "../../domain/secret-box.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
+import { untilAborted } from "./until-aborted.js";
 
 export type { McpConnectionState, McpServerStatus };
 
@@ -45,9 +48,10 @@ export type McpRegistryOptions = {
   events: EventBus;
   logger: Logger;
   connector: McpConnector;
-  /** The programs STDIO servers may start (MCP_STDIO_COMMANDS); none by default. */
-  stdioCommands: readonly string[];
-  /** Opens the sealed header and environment values (see domain/capabilities/secret-box.ts). */
+  /** The command lines STDIO servers may start (MCP_STDIO_COMMANDS) and the environment names they may set (MCP_STDIO_ENV); none by default. */
+  stdioCommands: readonly StdioCommandLine[];
+  stdioEnv: readonly string[];
+  /** Opens the sealed header and environment values (see domain/secret-box.ts). */
   secrets?: SecretBox;
   /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
   drainTimeoutMs: number;
@@ -93,11 +97,15 @@ export class McpRegistry {
     return state.chain;
   }
 
-  /** The connected servers and their tools as of now: what a starting run pins. */
-  async snapshot(principalId: string): Promise<McpSnapshotServer[]> {
-    await this.sync(principalId);
+  /**
+   * The connected servers and their tools as of now: what a starting run pins. Connecting and
+   * listing count against the run's deadline: once `signal` aborts the run stops waiting (its
+   * worker slot is free), while the connection goes on within its own limits for later runs.
+   */
+  async snapshot(principalId: string, signal?: AbortSignal): Promise<McpSnapshotServer[]> {
+    await untilAborted(this.sync(principalId), signal);
     const connections = [...this.stateOf(principalId).servers.values()];
-    await Promise.all(connections.map((c) => c.ready));
+    await untilAborted(Promise.all(connections.map((c) => c.ready)), signal);
     return connections
       .filter((c) => c.state === "CONNECTED" && !c.retired)
       .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
@@ -198,9 +206,9 @@ export class McpRegistry {
       ready: Promise.resolve(),
     };
     // Checked again at connect time: the operator may have narrowed the list since the row was stored.
-    const refused = row.transport === "STDIO" ? stdioCommandRefusal(row.command ?? "", this.options.stdioCommands) : null;
+    const refused = row.transport === "STDIO" ? stdioRefusalOf(row, this.options) : null;
     if (refused) {
-      this.fail(connection, new Error(`command ${refused}`));
+      this.fail(connection, Object.assign(new Error(refused), { code: STDIO_REFUSED }));
       return connection;
     }
     let endpoint: McpEndpoint;
@@ -285,4 +293,11 @@ export class McpRegistry {
     connection.state = "CLOSED";
     if (wasOpen) await connection.client?.close().catch(() => undefined);
   }
+}
+
+/** Why a stored STDIO server may not start now (the operator may have narrowed the lists since it was stored), or null. */
+function stdioRefusalOf(row: McpServerRecord, options: Pick<McpRegistryOptions, "stdioCommands" | "stdioEnv">): string | null {
+  const envNames = (namedValuesOf(row.env) ?? []).map((pair) => pair.name);
+  const issues = stdioRefusals({ command: row.command ?? "", args: row.args, envNames }, options.stdioCommands, options.stdioEnv);
+  return issues.length > 0 ? issues.map((issue) => `${issue.field} ${issue.message}`).join("; ") : null;
 }

@@ -8,8 +8,9 @@ import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { nameMcpTools } from "../ports/mcp-tool-names.js";
 
-export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink): Promise<Tool[]> {
-  const servers = await registry.snapshot(principalId);
+/** `signal`: the run's; connecting and listing count against its deadline. */
+export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal): Promise<Tool[]> {
+  const servers = await registry.snapshot(principalId, signal);
   return servers.flatMap(({ serverName, requireApproval, connection, tools }) =>
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({

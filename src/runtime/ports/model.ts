@@ -60,3 +60,21 @@ export interface ModelPort {
   readonly contextWindow: number;
   complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse>;
 }
+
+/**
+ * The model endpoint keeps refusing for now (rate limited, overloaded: HTTP 429 or 5xx) past the
+ * adapter's bounded retries. Not a failure of the run: its attempt is handed back and the run is
+ * resumed by a later attempt once `retryAfterMs` has passed.
+ */
+export class ModelRetryLater extends Error {
+  override readonly name = "ModelRetryLater";
+
+  constructor(
+    message: string,
+    /** How long the endpoint asked to wait (Retry-After), or the adapter's next backoff. */
+    readonly retryAfterMs: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}

@@ -9,8 +9,12 @@
 export type RunDelivery = { runId: string; done(): Promise<void> };
 
 export interface RunQueue {
-  /** Announces runs as ready (admission, hand-back, sweep); announcing one twice is harmless. */
-  enqueue(runIds: string[]): Promise<void>;
+  /**
+   * Announces runs as ready (admission, hand-back, sweep); announcing one twice is harmless.
+   * `first`: orphaned runs (their attempt died or was handed back), delivered before runs that
+   * were only queued, however many wait.
+   */
+  enqueue(runIds: string[], options?: { first?: boolean }): Promise<void>;
   /** Takes up to `limit` ready runs, or none. */
   take(limit: number): Promise<RunDelivery[]>;
   /**

@@ -1,12 +1,26 @@
 // The payload step's decision (R10): whether a tool result is spilled and what the model sees
 // instead — a preview (first characters, or whole leading items of a JSON list), a note, and
 // the read-back handle. Pure computation; nothing here touches storage.
+import { createHash } from "node:crypto";
 import type { SpillPolicy } from "./spill-policy.js";
 import type { NewSpill, SpillStrategy } from "../ports/spill-store.js";
 import { indexJsonList, itemText } from "./json-list-index.js";
 
-/** The handle format of R10; the tool call id makes it unique within a conversation. */
-export const spillHandle = (agent: string, conversationId: string, toolCallId: string) => `spill://${agent}/${conversationId}/${toolCallId}`;
+/** The longest call id a handle holds as it is; a longer one is shortened to a prefix and its hash. */
+export const HANDLE_CALL_ID_CHARS = 64;
+
+/**
+ * The handle format of R10, spill://<agent>/<conversation>/<toolCallId>: the tool call id makes it
+ * unique within a conversation. Handles are unique (a B-tree index), and a model's
+ * call id can be of any length: a long one is held as its first characters and a hash of the whole.
+ */
+export const spillHandle = (agent: string, conversationId: string, toolCallId: string) => {
+  const id =
+    toolCallId.length <= HANDLE_CALL_ID_CHARS
+      ? toolCallId
+      : `${[...toolCallId].slice(0, 32).join("")}~${createHash("sha256").update(toolCallId, "utf8").digest("hex").slice(0, 24)}`;
+  return `spill://${agent}/${conversationId}/${id}`;
+};
 
 /** The spill of `output`, or null when the policy keeps it inline. */
 export function planSpill(input: { output: string; toolName: string; handle: string; policy: SpillPolicy }): NewSpill | null {

@@ -7,7 +7,7 @@
 // executes at once.
 import type { Transact } from "../../domain/transaction.js";
 import { toStored } from "../../domain/text/stored-text.js";
-import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/research/tool-approval-service.js";
+import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";
@@ -37,13 +37,15 @@ export function declinedResult(call: Pick<ToolCall, "name">, reason: string | nu
 
 export function approvalGate(options: ApprovalGateOptions): ToolGate {
   const byCall = new Map(options.existing.filter((a) => a.messageId === options.messageId).map((a) => [a.toolCallId, a]));
-  // A model that gives two calls of one message the same id gets one request for both.
+  // Calls of one message have unique ids as Dossier logs them (loop/call-ids.ts); a second call
+  // with an id already requested (a log written before ids were made unique) never runs: one
+  // decision must never decide two calls.
   const requested = new Set<string>();
   return async (call, span): Promise<GateVerdict> => {
     const approval = byCall.get(call.id);
     if (approval) return follow(approval, call, span, options);
     if (!options.needsApproval(call.name)) return { type: "execute" };
-    if (requested.has(call.id)) return { type: "pending" };
+    if (requested.has(call.id)) return { type: "decline", output: `[not executed: another call of this message has the same id "${call.id}".]` };
     requested.add(call.id);
     const requestedAt = options.now();
     const expiresAt = new Date(requestedAt.getTime() + options.timeoutMs);

@@ -23,11 +23,17 @@ export type CapabilityTools = {
 
 export async function createCapabilityTools(
   capabilities: CapabilityTools,
-  { run, sandboxDir, sink, skillsAllowed }: { run: RunRecord; sandboxDir: string; sink: TraceSink; skillsAllowed?: readonly string[] },
+  {
+    run,
+    sandboxDir,
+    sink,
+    signal,
+    skillsAllowed,
+  }: { run: RunRecord; sandboxDir: string; sink: TraceSink; signal?: AbortSignal; skillsAllowed?: readonly string[] },
 ): Promise<Tool[]> {
   const [skills, mcpTools] = await Promise.all([
     capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => allowedBy(skillsAllowed, skill.name))),
-    capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink) : [],
+    capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal) : [],
   ]);
   const loadSkill = createLoadSkillTool(skills, sink);
   return [

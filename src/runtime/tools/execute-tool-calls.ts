@@ -1,7 +1,7 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
 // its siblings; results come back in the order the model asked for them. A payload step (spill
-// protection, R10) sees each successful output inside its own call's span. Each result is logged
+// protection, R10) sees each output, error results included, inside its own call's span. Each result is logged
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
 import type { Transact } from "../../domain/transaction.js";
@@ -82,7 +82,8 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
       if (verdict.type === "pending") return { call, output: "", isError: false, cancelled: false, durationMs: Date.now() - started, pending: true };
       const { output, isError, cancelled } =
         verdict.type === "decline" ? { output: verdict.output, isError: false, cancelled: false } : await invoke(call, span, options);
-      const spilled = isError ? null : await payload(call, output, span, options);
+      // An error result is output too (an MCP server's error can be megabytes): it spills like any.
+      const spilled = cancelled ? null : await payload(call, output, span, options);
       const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
       // The event shows what the model is shown: a spilled result's preview (its own, small), else
       // the output itself, which the log entry holds.

@@ -1,9 +1,9 @@
 // The http_fetch tool (R15): GET requests to an operator-chosen allow-list of hosts only (every
-// redirect hop is checked too, and every connection's address: see adapters/outbound-http.ts),
+// redirect hop is checked too, and every connection's address: see src/outbound/outbound-http.ts),
 // with a time limit over the whole exchange and a size limit on the body — a larger body is cut,
 // and the model is told so. A failed connection is reported by its kind only.
 import { hostAllowed } from "../../domain/capabilities/outbound-policy.js";
-import { connectionFailure, createOutboundHttp, InternalAddressError, type Resolver } from "../adapters/outbound-http.js";
+import { connectionFailure, createOutboundHttp, InternalAddressError, type Resolver } from "../../outbound/outbound-http.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export type FetchSettings = {

@@ -9,6 +9,7 @@ import { type CheckpointProposalPayload, type CheckpointProposals, proposalOf } 
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
 import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { forModel } from "../../domain/text/stored-text.js";
+import { recordRunPublication, skippedBecause } from "../../domain/research/run-publication.js";
 import type { RunRecord, SettleStep } from "../ports/run-state.js";
 import type { RunHooks } from "../loop/run-executor.js";
 
@@ -58,23 +59,31 @@ export function answerTitle(question: string): string {
 /**
  * Saves a successful workspace run's answer as a new publication, built on the versions the
  * run consumed, and links it to the workspace (or records why not). It is written in the settle
- * transaction, so a run that does not settle — cancelled, taken over — publishes nothing.
+ * transaction, so a run that does not settle — cancelled, taken over — publishes nothing. The
+ * run records what it published, or why nothing (run_publication): an answer the rules for
+ * people's text refuse — nothing visible in it, over the publication limit — is still the run's
+ * answer, and the run still succeeds.
  */
 export function publishAnswerStep(deps: { publications: Pick<PublicationService, "publishIn">; ledger: Pick<MaterialLedger, "consumedVersions"> }): SettleStep {
   return async ({ tx, run, outcome, after }) => {
-    if (outcome.type !== "final" || !run.workspaceId || outcome.answer.trim() === "") return;
+    const answer = outcome.type === "final" ? forModel(outcome.answer) : "";
+    const skipped = skippedBecause(run, outcome.type === "final", answer);
+    if (skipped) {
+      await recordRunPublication(tx, run.id, { outcome: skipped.outcome, reason: skipped.reason, publicationVersionId: null });
+      return;
+    }
     const consumed = await deps.ledger.consumedVersions(tx, run.id);
     // A publication is text for readers: NUL characters and unpaired surrogates of the answer are
     // published as ␀ and U+FFFD (the run's log and answer keep them exactly).
-    await deps.publications.publishIn(
+    const { version } = await deps.publications.publishIn(
       tx,
       { principalId: run.ownerId },
-      { title: answerTitle(run.question), content: forModel(outcome.answer), sources: consumed, originRunId: run.id },
+      { title: answerTitle(run.question), content: answer, sources: consumed, originRunId: run.id },
       after,
     );
+    await recordRunPublication(tx, run.id, { outcome: "PUBLISHED", reason: null, publicationVersionId: version.id });
   };
 }
-
 /**
  * Decides the run's checkpoint proposals in the settle transaction: the last pending one is
  * applied if the run succeeded and the checkpoint is still at the revision the run saw; every

@@ -7,7 +7,7 @@
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { LedgerEntry, MaterialLedger } from "../../domain/research/material-ledger.js";
 import type { PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
-import type { CheckpointProposals } from "../../domain/workspace/checkpoint-proposals.js";
+import { recordRevisionSeen } from "../../domain/runs/run-columns.js";
 import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { HistoryCatalog } from "../../domain/workspace/history-catalog.js";
@@ -28,7 +28,6 @@ export type WorkspaceContextDeps = {
   publications: Pick<PublicationService, "selectedFor">;
   history: Pick<HistoryService, "catalog">;
   checkpoints: Pick<CheckpointService, "current">;
-  proposals: Pick<CheckpointProposals, "recordRevisionSeen">;
   ledger: Pick<MaterialLedger, "record">;
 };
 
@@ -60,7 +59,7 @@ export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
       // The ledger, the revision seen and the log entry are written together, once.
       await write(async (tx, after) => {
         await deps.ledger.record(tx, ledger);
-        await deps.proposals.recordRevisionSeen(tx, run.id, revisionSeen);
+        await recordRevisionSeen(tx, run.id, revisionSeen);
         await log.append(within(tx, after), [{ role: "CONTEXT", content: text }]);
       });
       run.checkpointRevisionSeen = revisionSeen;

@@ -6,7 +6,7 @@
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
-import type { Holder } from "../../domain/research/run-holder.js";
+import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
@@ -142,7 +142,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * nothing was written, and the fenced write says why (and stops the attempt).
    */
   private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
-    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.guard);
+    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.guard && { ...this.guard, holdsRunSql });
     if (appended) {
       this.announce(appended);
       return appended;

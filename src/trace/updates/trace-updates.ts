@@ -13,6 +13,12 @@ export type TraceUpdate =
   | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; span: null; at: Date };
 
 const PAGE = 500;
+/**
+ * A live stream that heard nothing for this long reads the database for changes after the last
+ * it delivered: the bus only wakes subscribers, and a notification lost while its connection was
+ * reset (Redis failing over, a link that dropped) — the trace's last one included — is found here.
+ */
+const IDLE_CHECK_MS = 5_000;
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
 
 export type TraceUpdatesOptions = {
@@ -25,6 +31,8 @@ export type TraceUpdatesOptions = {
   bufferLimit: number;
   /** Ends the stream, also while it waits for a live change (a consumer that reads it from a loop of its own). */
   signal?: AbortSignal;
+  /** How long a quiet stream waits before it reads the database for what it may have missed (default 5 s). */
+  idleCheckMs?: number;
 };
 
 export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerator<TraceUpdate> {
@@ -39,8 +47,16 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
     }
     if (await settledWithoutTrace(prisma, traceId)) return;
     for (;;) {
-      const change = await live.next();
+      const change = await live.next(options.idleCheckMs ?? IDLE_CHECK_MS);
       if (change === "closed") return;
+      if (change === "idle") {
+        for await (const missed of replay(prisma, traceId, last)) {
+          yield missed;
+          last = missed.seq;
+          if (missed.type === "TRACE_ENDED") return;
+        }
+        continue;
+      }
       if (change === "overflow") {
         yield { traceId, seq: last, type: "RESYNC_REQUIRED", spanId: null, eventId: null, span: null, at: new Date() };
         return;
@@ -151,10 +167,19 @@ function liveBuffer({ events, traceId, bufferLimit, signal }: TraceUpdatesOption
     }
   })();
   return {
-    async next(): Promise<TraceChangeMessage | "overflow" | "closed"> {
-      while (!overflow && queue.length === 0 && !signal?.aborted) await new Promise<void>((resolve) => (wake = resolve));
+    /** The next live change; "idle" when none came within `idleMs`. */
+    async next(idleMs: number): Promise<TraceChangeMessage | "overflow" | "closed" | "idle"> {
+      if (!overflow && queue.length === 0 && !signal?.aborted) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, idleMs);
+        });
+        clearTimeout(timer);
+      }
       if (signal?.aborted) return "closed";
-      return overflow ? "overflow" : queue.shift()!;
+      if (overflow) return "overflow";
+      return queue.shift() ?? "idle";
     },
     close() {
       signal?.removeEventListener("abort", close);

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "api_key" ADD COLUMN     "scopes" TEXT[] DEFAULT ARRAY['READ', 'SUBSCRIBE', 'ADMIT', 'DECIDE', 'CANCEL']::TEXT[];

@@ -1,0 +1,300 @@
+// Run admission (W4, W5, R0): a new, independent run with its own limits and principal, its
+// goal version, materials and configuration frozen, idempotent per principal and key.
+import { createHash, randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { EventPublisher } from "../../events/topics.js";
+import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
+import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import { nonBlank, parseInput } from "../validation.js";
+import { shareOpenWorkspace } from "../workspace/link-service.js";
+import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
+import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
+import { admitInOneStatement } from "./admit-in-one-statement.js";
+import type { RunAnnouncer } from "./run-announcer.js";
+import { cancelIn } from "./run-service.js";
+import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
+import { versionRef } from "../research/publication-service.js";
+
+/** Idempotency keys are honoured for at least this long (W5). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** What a new run does when its conversation already has a queued or running run (R19). */
+export const MULTITASK_STRATEGIES = ["REJECT", "ENQUEUE", "INTERRUPT"] as const;
+export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
+
+/** The most materials one run may be admitted with (Run.materials reads that many, all of them). */
+export const RUN_MATERIALS_MAX = 100;
+
+export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
+
+/** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
+export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
+
+const limits = z.object({
+  maxTurns: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.maxTurns),
+  tokenBudget: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000_000)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.tokenBudget),
+  deadlineSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .nullish()
+    .transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
+});
+
+const admitInput = z.object({
+  workspaceId: z.string().nullish(),
+  conversationId: z.string().nullish(),
+  agent: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be an agent profile name such as researcher")
+    .nullish()
+    .transform((v) => v ?? "researcher"),
+  question: nonBlank(GOAL_STATEMENT_MAX),
+  materials: z
+    .array(versionRef)
+    .max(RUN_MATERIALS_MAX, `at most ${RUN_MATERIALS_MAX} materials`)
+    .nullish()
+    .transform((v) => v ?? []),
+  limits: limits.nullish().transform((v) => v ?? limits.parse({})),
+  multitask: z
+    .enum(MULTITASK_STRATEGIES)
+    .nullish()
+    .transform((v) => v ?? "REJECT"),
+  idempotencyKey: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullish(),
+  priority: z
+    .number()
+    .int()
+    .min(RUN_PRIORITY_RANGE.min)
+    .max(RUN_PRIORITY_RANGE.max)
+    .nullish()
+    .transform((v) => v ?? 0),
+});
+
+export type AdmitInput = z.input<typeof admitInput>;
+type Admission = z.output<typeof admitInput>;
+
+/**
+ * The request as compared for idempotency: materials as a set, limits after defaults. The
+ * multitask strategy is left out: a replay returns the run admitted first, whatever it says.
+ */
+function fingerprintOf(request: Admission): string {
+  const materials = [...new Set(request.materials.map((m) => `${m.publicationId}@${m.version}`))].sort();
+  const normalised = {
+    workspaceId: request.workspaceId ?? null,
+    conversationId: request.conversationId ?? null,
+    agent: request.agent,
+    question: request.question,
+    materials,
+    limits: request.limits,
+    // Only when given: keys stored before priorities existed keep matching their requests.
+    ...(request.priority !== 0 ? { priority: request.priority } : {}),
+  };
+  return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
+}
+
+/** Each publication version once, in the order first given. */
+function distinct(materials: Admission["materials"]): Admission["materials"] {
+  return [...new Map(materials.map((m) => [`${m.publicationId}@${m.version}`, m])).values()];
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return e?.code === "P2002" || /unique constraint/i.test(e?.message ?? "");
+}
+
+export class AdmissionService {
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      /** Tells the workers that an admitted run is ready (after its commit). */
+      announcer: RunAnnouncer;
+      /** The agent profiles runs may be admitted under, and the version of each a run executes. */
+      profiles: AgentProfileVersions;
+      now?: () => Date;
+    },
+  ) {}
+
+  async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
+    const request = parseInput(admitInput, input);
+    const { names } = this.deps.profiles;
+    if (!names.has(request.agent)) {
+      throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
+    }
+    // Resolved once per instance (at start): no statement of its own here.
+    const profile = await this.deps.profiles.current(request.agent);
+    const fingerprint = fingerprintOf(request);
+    const key = request.idempotencyKey;
+    if (!request.conversationId) {
+      const now = this.deps.now?.() ?? new Date();
+      const outcome = await admitInOneStatement(this.deps.prisma, {
+        ownerId: actor.principalId,
+        runId: randomUUID(),
+        workspaceId: request.workspaceId ?? null,
+        agent: request.agent,
+        agentProfileId: profile.id,
+        question: request.question,
+        limits: request.limits,
+        priority: request.priority,
+        materials: distinct(request.materials),
+        idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
+        now,
+      });
+      if (outcome.kind === "admitted") return { run: this.announce(outcome.run), replayed: false };
+      if (outcome.kind === "key-taken") {
+        const replay = await this.replay(actor, key!, fingerprint);
+        if (replay) return replay;
+      }
+      // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
+    } else if (key) {
+      const replay = await this.replay(actor, key, fingerprint);
+      if (replay) return replay;
+    }
+    try {
+      const after: AfterCommit = [];
+      const run = await this.deps.prisma.$transaction((tx) => this.admit(tx, { actor, request, agentProfileId: profile.id, fingerprint }, after));
+      runAfterCommit(after);
+      return { run: this.announce(run), replayed: false };
+    } catch (error) {
+      // Another admission with the same key committed first: answer as that one did.
+      if (key && isUniqueViolation(error)) {
+        const replay = await this.replay(actor, key, fingerprint);
+        if (replay) return replay;
+      }
+      throw error;
+    }
+  }
+
+  /** After the commit: the workspace's subscribers see the new link and run, a worker the queued run. */
+  private announce(run: Run): Run {
+    if (run.workspaceId) {
+      publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
+      publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
+    }
+    // Not awaited: the run is admitted whether or not its announcement gets through.
+    void this.deps.announcer.announce([run.id]);
+    return run;
+  }
+
+  private async replay(actor: Actor, key: string, fingerprint: string): Promise<{ run: Run; replayed: true } | null> {
+    const now = this.deps.now?.() ?? new Date();
+    const stored = await this.deps.prisma.idempotencyKey.findUnique({
+      where: { principalId_key: { principalId: actor.principalId, key } },
+    });
+    if (!stored || stored.expiresAt <= now) return null;
+    if (stored.fingerprint !== fingerprint) throw new IdempotencyConflictError(key);
+    return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId } }), replayed: true };
+  }
+
+  private async admit(
+    tx: Prisma.TransactionClient,
+    { actor, request, agentProfileId, fingerprint }: { actor: Actor; request: Admission; agentProfileId: string; fingerprint: string },
+    after: AfterCommit,
+  ): Promise<Run> {
+    const now = this.deps.now?.() ?? new Date();
+    const runId = randomUUID();
+    if (request.idempotencyKey) await claimKey(tx, { principalId: actor.principalId, key: request.idempotencyKey, fingerprint, runId, now });
+    // Before the workspace is locked: cancelling a run locks it, and a settling run locks its
+    // run row before its workspace. Taking locks in that order too never deadlocks with it.
+    if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
+    const goal = request.workspaceId ? await frozenGoal(tx, actor, request.workspaceId) : null;
+    const materials = await findOwnedVersions(tx, actor, distinct(request.materials));
+    const conversationId =
+      request.conversationId ??
+      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
+
+    const run = await tx.run.create({
+      data: {
+        id: runId,
+        ownerId: actor.principalId,
+        conversationId,
+        workspaceId: request.workspaceId ?? null,
+        agent: request.agent,
+        agentProfileId,
+        question: request.question,
+        ...request.limits,
+        priority: request.priority,
+        createdAt: now,
+        deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
+        goalVersionId: goal?.id ?? null,
+        goalVersionNo: goal?.version ?? null,
+        goalStatement: goal?.statement ?? null,
+        configuration: { agent: request.agent, limits: request.limits },
+        // Without materials, no nested write: the insert alone returns the run.
+        ...(materials.length ? { materials: { create: materials.map((m, position) => ({ publicationVersionId: m.id, position })) } } : {}),
+      },
+    });
+    // The question enters the conversation's log when the run starts (domain/runs/claim.ts):
+    // a run queued behind another must not show up in the middle of that run's turns. The run
+    // is new, so is its link: a plain insert.
+    if (request.workspaceId)
+      await tx.workspaceLink.create({ data: { workspaceId: request.workspaceId, targetKind: "RUN", targetId: runId }, select: { id: true } });
+    return run;
+  }
+
+  /**
+   * One active run per conversation (R19). Admissions into one conversation take its lock in
+   * turn; a queued, running or waiting run there is refused (REJECT), waited for (ENQUEUE: the worker
+   * starts the new run once the conversation is free) or cancelled (INTERRUPT: every queued,
+   * running and waiting run of the conversation; the new run starts once the running one has stopped).
+   */
+  private async makeRoom(
+    tx: Prisma.TransactionClient,
+    { actor, conversationId, strategy, runId }: { actor: Actor; conversationId: string; strategy: MultitaskStrategy; runId: string },
+    after: AfterCommit,
+  ): Promise<void> {
+    await assertOwned(tx, actor, "CONVERSATION", conversationId);
+    await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `conversation:${conversationId}`);
+    const active = await tx.run.findMany({
+      where: { conversationId, status: { in: ["QUEUED", "RUNNING", "WAITING"] } },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    });
+    if (active.length === 0 || strategy === "ENQUEUE") return;
+    if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status !== "QUEUED") ?? active[0]!);
+    for (const run of active) {
+      await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
+    }
+  }
+}
+
+/** Claims an idempotency key for the run, first: a concurrent admission with the same key waits here, then fails. */
+async function claimKey(
+  tx: Prisma.TransactionClient,
+  { principalId, key, fingerprint, runId, now }: { principalId: string; key: string; fingerprint: string; runId: string; now: Date },
+): Promise<void> {
+  await tx.idempotencyKey.deleteMany({ where: { principalId, key, expiresAt: { lte: now } } });
+  await tx.idempotencyKey.create({ data: { principalId, key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } });
+}
+
+/**
+ * The workspace's current goal, which the run freezes, with the workspace held open. Shared:
+ * admissions into one workspace do not wait for each other, only for (and block) a goal update,
+ * archive or delete, so the frozen goal is the current one when the run commits.
+ */
+async function frozenGoal(tx: Prisma.TransactionClient, actor: Actor, workspaceId: string): Promise<{ id: string; version: number; statement: string }> {
+  let shared = await shareOpenWorkspace(tx, actor, workspaceId);
+  if (!shared) {
+    // Not open: findOpenWorkspace throws the typed error that says why (not found, archived).
+    // If it finds the workspace open, a restore committed in between: hold it now.
+    await findOpenWorkspace(tx, actor, workspaceId);
+    shared = await shareOpenWorkspace(tx, actor, workspaceId);
+    if (!shared) throw new Error(`workspace ${workspaceId} changed state twice during one admission`);
+  }
+  return shared.goal;
+}

@@ -1,0 +1,128 @@
+// Run admission as one SQL statement (W4, W5), for admissions that name no conversation — the
+// common case: a new run in a new conversation, perhaps in a workspace, with materials and an
+// idempotency key. Every check is a condition of the inserts in the same statement, so there is
+// no transaction to hold open across round trips and a workspace's share lock lasts one statement:
+//
+//   ws        the workspace, open and the caller's, held FOR SHARE with its current goal version
+//             (a goal update, archive or delete waits for the statement, and it for them);
+//   found     the materials, exact versions of the caller's publications;
+//   checks    one row when the workspace and every material were found;
+//   claim     the idempotency key, claimed (or an expired one reclaimed) only if the checks passed;
+//   inserts   conversation, run, its materials and its link to the workspace, only if claimed.
+//
+// The run's agent profile version is resolved before (once per instance) and is a parameter here.
+//
+// When something is missing nothing is written and the caller runs the transactional admission,
+// which says why with a typed error (or finds the workspace restored in the meantime). When the key
+// is held by an earlier admission, nothing is written and the caller answers as that one did.
+import { randomUUID } from "node:crypto";
+import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+
+export type OneStatementAdmission = {
+  ownerId: string;
+  runId: string;
+  workspaceId: string | null;
+  agent: string;
+  /** The agent profile version the run executes. */
+  agentProfileId: string;
+  question: string;
+  limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number };
+  /** Orders the run among its owner's queued runs (higher first). */
+  priority: number;
+  /** Publication versions in order, without duplicates. */
+  materials: { publicationId: string; version: number }[];
+  idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
+  now: Date;
+};
+
+export type OneStatementOutcome = { kind: "admitted"; run: Run } | { kind: "key-taken" } | { kind: "checks-failed" };
+
+/** The run's columns under the names of Prisma's Run model (a test compares the result with prisma.run.findUnique). */
+const RUN_COLUMNS: [column: string, field: keyof Run][] = [
+  ["id", "id"],
+  ["owner_id", "ownerId"],
+  ["conversation_id", "conversationId"],
+  ["workspace_id", "workspaceId"],
+  ["agent", "agent"],
+  ["agent_profile_id", "agentProfileId"],
+  ["question", "question"],
+  ["status", "status"],
+  ["max_turns", "maxTurns"],
+  ["token_budget", "tokenBudget"],
+  ["deadline_seconds", "deadlineSeconds"],
+  ["deadline_at", "deadlineAt"],
+  ["goal_version_id", "goalVersionId"],
+  ["goal_version_no", "goalVersionNo"],
+  ["goal_statement", "goalStatement"],
+  ["configuration", "configuration"],
+  ["answer", "answer"],
+  ["failure_reason", "failureReason"],
+  ["created_at", "createdAt"],
+  ["started_at", "startedAt"],
+  ["finished_at", "finishedAt"],
+  ["lease_owner", "leaseOwner"],
+  ["lease_expires_at", "leaseExpiresAt"],
+  ["attempt", "attempt"],
+  ["model_label", "modelLabel"],
+  ["tokens_used", "tokensUsed"],
+  ["checkpoint_revision_seen", "checkpointRevisionSeen"],
+  ["priority", "priority"],
+];
+
+export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
+  const params: unknown[] = [];
+  const p = (value: unknown) => `$${params.push(value)}`;
+  const owner = p(a.ownerId);
+  const now = p(a.now);
+
+  const ws = a.workspaceId
+    ? `SELECT w.id, g.id AS goal_id, g.version AS goal_no, g.statement AS goal_statement
+         FROM workspace w JOIN goal_version g ON g.workspace_id = w.id AND g.version = w.goal_version
+        WHERE w.id = ${p(a.workspaceId)} AND w.owner_id = ${owner} AND w.deleted_at IS NULL AND w.status = 'ACTIVE'
+        FOR SHARE OF w`
+    : `SELECT NULL::text AS id, NULL::text AS goal_id, NULL::int AS goal_no, NULL::text AS goal_statement`;
+  const found = a.materials.length
+    ? `SELECT pv.id, (m.position - 1)::int AS position
+         FROM unnest(${p(a.materials.map((m) => m.publicationId))}::text[], ${p(a.materials.map((m) => m.version))}::int[]) WITH ORDINALITY AS m(publication_id, version, position)
+         JOIN publication_version pv ON pv.publication_id = m.publication_id AND pv.version = m.version
+         JOIN publication pub ON pub.id = pv.publication_id AND pub.owner_id = ${owner}`
+    : `SELECT NULL::text AS id, 0 AS position WHERE false`;
+  const claim = a.idempotency
+    ? `INSERT INTO idempotency_key (principal_id, key, fingerprint, run_id, created_at, expires_at)
+       SELECT ${owner}, ${p(a.idempotency.key)}, ${p(a.idempotency.fingerprint)}, ${p(a.runId)}, ${now}, ${p(a.idempotency.expiresAt)} FROM checks
+       ON CONFLICT (principal_id, key) DO UPDATE
+         SET fingerprint = EXCLUDED.fingerprint, run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+         WHERE idempotency_key.expires_at <= ${now}
+       RETURNING 1`
+    : `SELECT 1 FROM checks`;
+  const returning = RUN_COLUMNS.map(([column, field]) => `"${column}" AS "${field}"`).join(", ");
+
+  const sql = `
+    WITH ws AS (${ws}),
+    found AS (${found}),
+    checks AS (SELECT ws.* FROM ws WHERE (SELECT count(*) FROM found) = ${p(a.materials.length)}),
+    claim AS (${claim}),
+    gate AS (SELECT checks.* FROM checks, claim),
+    conversation AS (
+      INSERT INTO conversation (id, owner_id, title, created_at)
+      SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
+    run AS (
+      INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
+                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, created_at)
+      SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
+             ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
+             gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)}, ${now}
+        FROM gate, conversation
+      RETURNING ${returning}),
+    materials AS (
+      INSERT INTO run_material (run_id, publication_version_id, position) SELECT run.id, found.id, found.position FROM run, found),
+    link AS (
+      INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
+      SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
+    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.* FROM (SELECT 1) AS one LEFT JOIN run ON true`;
+  const [row] = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
+  if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
+  if (row.id === null) return { kind: "key-taken" };
+  const { checksPassed: _, ...run } = row;
+  return { kind: "admitted", run: run as Run };
+}

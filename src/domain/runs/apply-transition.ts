@@ -1,0 +1,282 @@
+// Executes one row of the transition table (transitions.ts) in the caller's transaction. The row
+// says what happens; this says how, once for every transition: the run row's conditional UPDATE
+// (only from the row's statuses), the attempt's end, the open spans and the trace, the open
+// approvals, the pending proposals (or the settle steps), the conversation's slot and the
+// webhook event. Nothing is announced here: what the row announces is collected in the result and
+// announced by `announceApplied` once the caller's transaction committed (lock-order.ts says in
+// which order the transaction must have locked the run row and its workspace).
+import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
+import type { AfterCommit } from "../after-commit.js";
+import { runAfterCommit } from "../after-commit.js";
+import { toStored } from "../text/stored-text.js";
+import { changeSpanIn, endOpenSpansIn, endTraceIn, ensureTrace, type TraceChange } from "../trace/trace-writes.js";
+import type { Tx } from "../transaction.js";
+import { recordRunEvent } from "../webhooks/webhook-events.js";
+import { rejectOpenIn } from "./approval-decisions.js";
+import type { Announcement, SpanEnding, Transition } from "./transitions.js";
+import type { AttemptOutcome, Outcome, RunRecord, SettleStep, SpanRef } from "./vocabulary.js";
+
+/** The run a transition applies to: enough of its row to write the side effects. */
+export type TransitionRun = Pick<RunRecord, "id" | "ownerId" | "conversationId" | "workspaceId"> & Partial<RunRecord>;
+
+export type TransitionDetails = {
+  at: Date;
+  /** Why the spans still open end (and why open approval requests are rejected, unless `decisionReason` says). */
+  reason: string;
+  decisionReason?: string;
+  /** What the attempt ended with (settle), or the stop the settle steps of a stopped run see. */
+  outcome?: Outcome;
+  /** The attempt the transition ends: its number, how it ended (AS_GIVEN rows) and who held it. */
+  attempt?: { number: number; outcome?: AttemptOutcome; owner?: string; expiredOnly?: boolean };
+  /** The RUN span and the attempt's span, for rows whose attempt spans end as the outcome says. */
+  spans?: { root: SpanRef; attempt: SpanRef };
+  /** How open spans end on AS_GIVEN rows. */
+  spanStatus?: "INTERRUPTED" | "CANCELLED";
+  /** The settle steps (rows whose proposals are SETTLE_STEPS). */
+  steps?: readonly SettleStep[];
+  events: EventPublisher;
+};
+
+/** What a transition did, and what it announces after commit. */
+export type Applied = {
+  runId: string;
+  conversationId: string;
+  status: RunStatusName;
+  changes: (TraceChange | null)[];
+  announce: readonly Announcement[];
+  /** The settle steps' and the webhook outbox's own after-commit work. */
+  after: AfterCommit;
+};
+
+/** The status a row leads to (OUTCOME: the attempt's terminal status). */
+export function statusAfter(row: Transition, outcome?: Outcome): RunStatusName {
+  if (row.to !== "OUTCOME") return row.to;
+  if (!outcome) throw new Error(`${row.name} needs the attempt's outcome`);
+  switch (outcome.type) {
+    case "final":
+      return "SUCCEEDED";
+    case "failed":
+      return "FAILED";
+    case "interrupted":
+      return outcome.status === "TIMED_OUT" || outcome.status === "CANCELLED" ? outcome.status : "FAILED";
+    case "waiting":
+      // A waiting run is not settled: it takes the wait transition.
+      throw new Error("a run waiting for decisions is not settled");
+    default: {
+      const unknown: never = outcome;
+      throw new Error(`unknown outcome ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/**
+ * Applies `row` to `run` in `tx`; null when the run was no longer in one of the row's statuses
+ * (or no longer held as the details say), and nothing was written.
+ */
+export async function applyTransition(tx: Tx, row: Transition, run: TransitionRun, details: TransitionDetails): Promise<Applied | null> {
+  const status = statusAfter(row, details.outcome);
+  const moved = await moveRun(tx, row, run, details, status);
+  if (!moved) return null;
+  const after: AfterCommit = [];
+  const changes: (TraceChange | null)[] = [];
+  // Open requests are rejected once, here, before anything else of the run's end sees them.
+  if (row.approvals === "REJECT") changes.push(...(await rejectOpenIn(tx, run.id, details.decisionReason ?? details.reason, details.at)));
+  if (row.proposals === "SETTLE_STEPS") {
+    const outcome = details.outcome ?? stoppedAs(status);
+    for (const step of details.steps ?? []) await step({ tx, run: run as RunRecord, outcome, status, after });
+  }
+  if (row.proposals === "DROP") await dropPendingProposals(tx, run.id, details.at);
+  if (row.openSpans !== "KEEP") changes.push(...(await endSpans(tx, row.openSpans, run.id, details)));
+  const ended = attemptOutcomeOf(row, details);
+  if (ended && details.attempt) await endAttemptRow(tx, run.id, details.attempt.number, ended, details.at);
+  if (row.slot === "TAKE") await takeSlot(tx, run);
+  if (row.slot === "RELEASE" || (row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner === null)) await releaseSlot(tx, run);
+  if (row.webhook === "STATUS") {
+    const failureReason = details.outcome?.type === "failed" ? details.outcome.reason : null;
+    await recordRunEvent(tx, { ...run, failureReason }, status, { events: details.events, after });
+  }
+  const announce = row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner !== null ? row.announce.filter((a) => a !== "NEXT_IN_CONVERSATION") : row.announce;
+  return { runId: run.id, conversationId: run.conversationId, status, changes, announce, after };
+}
+
+/** What announces an applied transition once its transaction committed. */
+export type Announcers = {
+  events: EventPublisher;
+  /** Committed trace changes to live subscribers (and ended spans to the OTLP exporter). */
+  trace: (changes: readonly (TraceChange | null)[]) => void;
+  /** Claimable runs to the workers (RUN, NEXT_IN_CONVERSATION); without it the caller announces them. */
+  runs?: (runIds: string[]) => void;
+  /** The conversation's next queued run, for NEXT_IN_CONVERSATION. */
+  nextQueued?: (conversationId: string) => Promise<string | null>;
+};
+
+/** Announces what `applied` says, after commit: never call it inside the transaction. */
+export function announceApplied(announcers: Announcers, applied: Applied): void {
+  runAfterCommit(applied.after);
+  for (const announcement of applied.announce) {
+    switch (announcement) {
+      case "TRACE":
+        announcers.trace(applied.changes);
+        break;
+      case "STATUS":
+        publishRunStatus(announcers.events, applied.runId, applied.status);
+        break;
+      case "RUN":
+        announcers.runs?.([applied.runId]);
+        break;
+      case "NEXT_IN_CONVERSATION": {
+        const { runs, nextQueued } = announcers;
+        if (runs && nextQueued)
+          void nextQueued(applied.conversationId).then(
+            (next) => next && runs([next]),
+            () => undefined,
+          );
+        break;
+      }
+      default: {
+        const unknown: never = announcement;
+        throw new Error(`unknown announcement ${String(unknown)}`);
+      }
+    }
+  }
+}
+
+/**
+ * The run row's conditional UPDATE: only from the row's statuses (and, for the rows that say so,
+ * only while the holder the details name still holds it). Returns who held the lease, or null
+ * when nothing matched.
+ */
+async function moveRun(
+  tx: Tx,
+  row: Transition,
+  run: TransitionRun,
+  details: TransitionDetails,
+  status: RunStatusName,
+): Promise<{ leaseOwner: string | null } | null> {
+  const where: Record<string, unknown> = { id: run.id, status: { in: [...row.from] } };
+  const data: Record<string, unknown> = { ...leaseAfter(row.lease), ...(row.to === status && row.from.includes(status) ? {} : { status }) };
+  const terminal = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(status);
+  if (terminal && !row.from.includes(status)) data.finishedAt = details.at;
+  switch (row.name) {
+    case "admit":
+    case "claim":
+    case "takeOver":
+      // The admission statement inserted the row, the claim statement (claim.ts) took it.
+      return { leaseOwner: run.leaseOwner ?? null };
+    case "settle": {
+      const outcome = details.outcome;
+      data.answer = outcome?.type === "final" ? toStored(outcome.answer) : null;
+      data.failureReason = outcome?.type === "failed" ? outcome.reason : null;
+      break;
+    }
+    case "resume":
+      // Only once none of the run's requests waits any more.
+      where.approvals = { none: { decision: null } };
+      break;
+    case "releaseCancelled":
+    case "releaseAbandoned":
+      where.attempt = details.attempt?.number;
+      where.leaseOwner = details.attempt?.owner;
+      if (details.attempt?.expiredOnly) where.leaseExpiresAt = { lt: new Date() };
+      break;
+    case "wait":
+    case "decidedBeforeWaiting":
+    case "handBack":
+    case "cancel":
+    case "timeOutWaiting":
+      break;
+    default: {
+      const unknown: never = row.name;
+      throw new Error(`unknown transition ${String(unknown)}`);
+    }
+  }
+  const moved = await tx.run.updateMany({ where, data });
+  if (moved.count === 0) return null;
+  // Only cancellation keeps the lease, and it asks who holds it: read after the UPDATE, which locked the row.
+  if (row.slot !== "RELEASE_UNLESS_HELD") return { leaseOwner: null };
+  return tx.run.findUniqueOrThrow({ where: { id: run.id }, select: { leaseOwner: true } });
+}
+
+function leaseAfter(lease: Transition["lease"]): Record<string, unknown> {
+  switch (lease) {
+    case "RELEASE":
+      return { leaseOwner: null, leaseExpiresAt: null };
+    case "HAND_BACK":
+      // No worker, an expired lease: the next claim resumes it.
+      return { leaseOwner: null, leaseExpiresAt: new Date(0) };
+    case "TAKE":
+    case "KEEP":
+      return {};
+    default: {
+      const unknown: never = lease;
+      throw new Error(`unknown lease ${String(unknown)}`);
+    }
+  }
+}
+
+/** The outcome the settle steps of a run stopped outside an attempt see. */
+const stoppedAs = (status: RunStatusName): Outcome => ({ type: "interrupted", status: status === "TIMED_OUT" ? "TIMED_OUT" : "CANCELLED" });
+
+function attemptOutcomeOf(row: Transition, details: TransitionDetails): AttemptOutcome | null {
+  if (row.attempt === "NONE") return null;
+  // NEW: the attempt before, if the details name one, ends as its instance's liveness said.
+  if (row.attempt === "AS_GIVEN" || row.attempt === "NEW") return details.attempt?.outcome ?? null;
+  return row.attempt;
+}
+
+/** A settled run's own spans: an interrupted run that settles was stopped for good (cancelled, timed out). */
+const spanStatusOf = (outcome: Outcome | undefined): "OK" | "ERROR" | "CANCELLED" =>
+  outcome?.type === "failed" ? "ERROR" : outcome?.type === "interrupted" ? "CANCELLED" : "OK";
+
+/** Ends the spans still open as the row says; the trace too when it ends (created if the run never started, so it can end). */
+async function endSpans(tx: Tx, ending: SpanEnding, runId: string, details: TransitionDetails): Promise<(TraceChange | null)[]> {
+  const { at, reason, spans } = details;
+  const own = ending.attemptSpans && spans ? spans : null;
+  const traceId = spans?.root.traceId ?? (ending.trace === "ENDS" ? await ensureTrace(tx, runId) : runId);
+  const spanStatus = ending.status === "AS_GIVEN" ? (details.spanStatus ?? "INTERRUPTED") : ending.status;
+  const changes: (TraceChange | null)[] = await endOpenSpansIn(tx, {
+    traceId,
+    status: spanStatus,
+    reason: own ? `still open when the run ${ending.attemptSpans === "OUTCOME" ? "ended" : "began to wait"}` : reason,
+    includeRoot: ending.root && !own,
+    except: own ? [own.attempt.id, own.root.id] : [],
+    at,
+  });
+  if (own && ending.attemptSpans === "OUTCOME") {
+    const failure = details.outcome?.type === "failed" ? { failureReason: details.outcome.reason, error: details.outcome.message } : {};
+    changes.push(await changeSpanIn(tx, own.attempt, { status: spanStatusOf(details.outcome), attributes: failure, at }));
+    changes.push(await changeSpanIn(tx, own.root, { status: spanStatusOf(details.outcome), attributes: failure, at }));
+  }
+  if (own && ending.attemptSpans === "OK") {
+    const waiting = await tx.toolApproval.count({ where: { runId, decision: null } });
+    changes.push(await changeSpanIn(tx, own.attempt, { status: "OK", attributes: { "dossier.waitingForDecisions": waiting }, at }));
+  }
+  if (ending.trace === "ENDS") changes.push(await endTraceIn(tx, traceId, at));
+  return changes;
+}
+
+async function endAttemptRow(tx: Tx, runId: string, number: number, outcome: AttemptOutcome, at: Date): Promise<void> {
+  await tx.runAttempt.updateMany({ where: { runId, number, endedAt: null }, data: { endedAt: at, outcome } });
+}
+
+/** A run that stopped applies no proposal: its pending ones are decided now. */
+async function dropPendingProposals(tx: Tx, runId: string, at: Date): Promise<void> {
+  await tx.checkpointProposal.updateMany({ where: { runId, status: "PENDING" }, data: { status: "DROPPED", reason: "the run was cancelled", decidedAt: at } });
+}
+
+/** Another run of the conversation was claimed concurrently: the claim is undone. */
+export class SlotTaken extends Error {}
+
+/** Takes the conversation's execution slot for the run, or throws SlotTaken (the caller's transaction rolls back). */
+async function takeSlot(tx: Tx, run: Pick<RunRecord, "id" | "conversationId">): Promise<void> {
+  const slot = await tx.conversation.updateMany({
+    where: { id: run.conversationId, OR: [{ activeRunId: null }, { activeRunId: run.id }] },
+    data: { activeRunId: run.id },
+  });
+  if (slot.count === 0) throw new SlotTaken();
+}
+
+/** Gives the conversation's execution slot back, so its next queued run may be claimed. */
+export async function releaseSlot(tx: Tx, run: Pick<RunRecord, "id" | "conversationId">): Promise<void> {
+  await tx.conversation.updateMany({ where: { id: run.conversationId, activeRunId: run.id }, data: { activeRunId: null } });
+}

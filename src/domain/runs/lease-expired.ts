@@ -1,0 +1,10 @@
+// When a running run's lease counts as expired for a claim (R17): an owned lease only once the
+// safety margin has passed too, so the attempt that held it — which stops itself at the lease
+// minus the margin (runtime/attempt/own-clock.ts) — has stopped before another begins. A lease
+// without an owner (handed back) has no attempt to wait for: it is claimable once its time is up.
+
+/** SQL condition on `alias`'s lease; `$marginParam` is the margin in milliseconds. */
+export function leaseExpiredSql(alias: string, marginParam: number): string {
+  return `${alias}.lease_expires_at < now() - CASE WHEN ${alias}.lease_owner IS NULL THEN interval '0'
+            ELSE make_interval(secs => $${marginParam}::double precision / 1000) END`;
+}

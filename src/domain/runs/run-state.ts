@@ -1,0 +1,109 @@
+// The run state in the database (R17–R19): the run row, its attempts and its conversation's execution slot.
+// Claims and settling write the trace in their own transactions and announce it through `trace`.
+import type { EventPublisher, RunStatusName } from "../../events/topics.js";
+import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
+import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
+import { PrismaAttemptFence } from "./attempt-fence.js";
+import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
+import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
+import { awaitDecisions, timeOutWaiting } from "./wait.js";
+import type { TraceChange } from "../trace/trace-writes.js";
+import { leaseExpiredSql } from "./lease-expired.js";
+
+export type PrismaRunStateDeps = {
+  prisma: PrismaClient;
+  events: EventPublisher;
+  /** Where committed trace changes are announced, and spans ended outside an attempt exported (the runtime's trace). */
+  trace: { announce(changes: readonly (TraceChange | null)[]): void; exportEnded(spanIds: string[]): void };
+};
+
+/** The run state of the runtime's RunState port (runtime/ports/run-state.ts), in the database. */
+export class PrismaRunState {
+  constructor(private readonly deps: PrismaRunStateDeps) {}
+
+  private settleDeps(steps: readonly SettleStep[] = []): SettleDeps {
+    const { prisma, events, trace } = this.deps;
+    return { prisma, events, steps, announce: (changes) => trace.announce(changes), exportEnded: (spanIds) => trace.exportEnded(spanIds) };
+  }
+
+  claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null> {
+    const { prisma, events, trace } = this.deps;
+    return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, runId);
+  }
+
+  fence(holder: Holder, onLost: OnLost): AttemptFence {
+    return new PrismaAttemptFence(this.deps.prisma, holder, onLost);
+  }
+
+  async renewLease({ runId, attempt, workerId }: Holder, leaseMs: number): Promise<LeaseVerdict> {
+    const { prisma } = this.deps;
+    const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+        WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id`,
+      runId,
+      attempt,
+      workerId,
+      leaseMs,
+    );
+    if (rows.length > 0) return { held: true };
+    const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
+    return run?.status === "CANCELLED" && run.attempt === attempt
+      ? { held: false, reason: "CANCELLED", detail: "it was cancelled" }
+      : { held: false, reason: "LEASE_LOST", detail: `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}` };
+  }
+
+  settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName> {
+    return settleAttempt(this.settleDeps(steps), claimed, fence, outcome);
+  }
+
+  handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null> {
+    return handBackAttempt(this.settleDeps(), claimed, fence, reason, delayAfter);
+  }
+
+  awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
+    return awaitDecisions(this.settleDeps(), claimed, fence);
+  }
+
+  timeOutWaiting(now: Date, steps: readonly SettleStep[]): Promise<EndedRun[]> {
+    return timeOutWaiting(this.settleDeps(steps), now);
+  }
+
+  releaseCancelled(run: Run, ending: CancelledEnding, steps: readonly SettleStep[]): Promise<void> {
+    return releaseCancelled(this.settleDeps(steps), run, ending);
+  }
+
+  releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number> {
+    return releaseAbandoned({ ...this.settleDeps(steps), liveness });
+  }
+
+  async claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]> {
+    return this.deps.prisma.$queryRawUnsafe<{ id: string; orphaned: boolean }[]>(
+      `SELECT id, status = 'RUNNING' AS orphaned FROM run
+        WHERE status = 'QUEUED' OR (status = 'RUNNING' AND ${leaseExpiredSql("run", 1)})
+        ORDER BY status = 'RUNNING' DESC, created_at LIMIT 1000`,
+      leaseMarginMs,
+    );
+  }
+
+  async nextQueued(conversationId: string): Promise<string | null> {
+    const next = await this.deps.prisma.run.findFirst({
+      where: { conversationId, status: "QUEUED" },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { id: true },
+    });
+    return next?.id ?? null;
+  }
+
+  async recordModel(write: Transact, runId: string, label: string): Promise<void> {
+    await write((tx) => tx.run.update({ where: { id: runId }, data: { modelLabel: label } }));
+  }
+
+  addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {
+    const used = budgetTokens(usage);
+    return write(async (tx) => {
+      const updated = await tx.run.update({ where: { id: runId }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });
+      return updated.tokensUsed;
+    });
+  }
+}

@@ -1,0 +1,171 @@
+// Human approval of tool calls. A run's attempt records an approval request in its own fenced
+// transaction when the model calls a tool that needs one; the run then waits (WAITING, no lease
+// held) until every request of it is decided. A decision — the run's owner's, or REJECT when the
+// request expired — is one conditional UPDATE, so exactly one of concurrent decisions wins. The
+// decision that leaves none of the run's requests open makes the run claimable again, in the same
+// transaction, and announces it: whichever instance claims it next executes or declines the calls.
+//
+// Every transaction here locks the run row first, as an attempt's fenced writes and a
+// cancellation do: two decisions of one run are serialised (each sees the other's), and a
+// decision racing the attempt that is about to leave the run WAITING sees the run as that
+// attempt left it.
+//
+// Every decision — the owner's, an expiry, or the rejection of a run's open requests when it is
+// cancelled, reaches its deadline or ends — is recorded on its call's span as an APPROVAL_DECIDED
+// event in the transaction that decides it, so the trace says what was decided, by whom and why
+// the moment it is.
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import type { EventPublisher } from "../../events/topics.js";
+import { publishTraceChanges, type TraceChange } from "../trace/trace-writes.js";
+import { announceApplied, applyTransition } from "./apply-transition.js";
+import { recordDecisionIn } from "./approval-decisions.js";
+import { TRANSITIONS } from "./transitions.js";
+import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
+import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import type { Tx } from "../transaction.js";
+import type { RunAnnouncer } from "./run-announcer.js";
+
+export type ToolApprovalDecision = "APPROVE" | "REJECT";
+
+/** One approval request as stored. */
+export type ToolApprovalRecord = ToolApproval;
+
+/** What an attempt records when a call waits for a decision. */
+export type NewApproval = {
+  runId: string;
+  messageId: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: string;
+  spanId: string | null;
+  requestedAt: Date;
+  expiresAt: Date;
+};
+
+export type DecideInput = { runId: string; toolCallId: string; decision: ToolApprovalDecision; reason?: string | null };
+
+/** The reason an expired request is rejected with: the model is told it. */
+export const EXPIRED_REASON = "no decision in time";
+
+const REASON_MAX = 2_000;
+
+export class ToolApprovalService {
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      announcer: RunAnnouncer;
+      /** The clock a decision is checked against the request's expiry by (tests move it). */
+      now?: () => Date;
+    },
+  ) {}
+
+  /** Every approval request of a run (a handful), oldest first. */
+  ofRun(runId: string): Promise<ToolApproval[]> {
+    return this.deps.prisma.toolApproval.findMany({ where: { runId }, orderBy: [{ requestedAt: "asc" }, { id: "asc" }] });
+  }
+
+  /** Records a request, in the attempt's fenced transaction. */
+  request(tx: Tx, approval: NewApproval): Promise<ToolApproval> {
+    return tx.toolApproval.create({ data: approval });
+  }
+
+  /**
+   * Marks an approved call as begun, in the attempt's fenced transaction, before it executes: a
+   * call begun and never answered is dangling (it may have run), never executed a second time.
+   */
+  async markStarted(tx: Tx, id: string, at: Date): Promise<void> {
+    await tx.toolApproval.update({ where: { id }, data: { startedAt: at } });
+  }
+
+  /**
+   * The owner's decision on a call that waits; another principal's run is not found. A decision
+   * that comes after the request expired finds it rejected ("no decision in time"), as the sweep
+   * would have decided it: AlreadyDecidedError.
+   */
+  async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
+    const reason = input.reason?.trim() || null;
+    if (reason && reason.length > REASON_MAX) throw new ValidationError([{ field: "reason", message: `must be at most ${REASON_MAX} characters` }]);
+    const after: AfterCommit = [];
+    const now = this.deps.now?.() ?? new Date();
+    const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
+      const [run] = await tx.$queryRawUnsafe<{ owner_id: string }[]>("SELECT owner_id FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
+      if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
+      const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
+      const open = approvals.find((approval) => approval.decision === null);
+      if (!open) {
+        if (approvals[0]) throw new AlreadyDecidedError(approvals[0]);
+        throw new NotFoundError("ToolApproval", input.toolCallId);
+      }
+      const late = open.expiresAt <= now;
+      const decision = late
+        ? { decision: "REJECT" as const, decidedBy: null, reason: EXPIRED_REASON, at: now }
+        : { decision: input.decision, decidedBy: actor.principalId, reason, at: now };
+      const approval = await this.decideIn(tx, open.id, decision, after);
+      if (!approval) throw new AlreadyDecidedError(await tx.toolApproval.findUniqueOrThrow({ where: { id: open.id } }));
+      return { approval, late };
+    });
+    runAfterCommit(after);
+    // The expiry was recorded (and the run resumed) all the same.
+    if (late) throw new AlreadyDecidedError(decided);
+    return decided;
+  }
+
+  /**
+   * Rejects every request whose time ran out (as of `now`) with EXPIRED_REASON; returns how many.
+   * Instances sweeping at once decide each request once.
+   */
+  async expireDue(now: Date): Promise<number> {
+    const due = await this.deps.prisma.toolApproval.findMany({
+      where: { decision: null, expiresAt: { lte: now } },
+      select: { id: true, runId: true },
+      take: 100,
+    });
+    let expired = 0;
+    for (const { id, runId } of due) {
+      const after: AfterCommit = [];
+      const approval = await this.deps.prisma.$transaction(async (tx) => {
+        await tx.$queryRawUnsafe("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE", runId);
+        return this.decideIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after);
+      });
+      runAfterCommit(after);
+      if (approval) expired += 1;
+    }
+    return expired;
+  }
+
+  /**
+   * Decides one open request (the conditional UPDATE: null when it was decided already) and, when
+   * it was the run's last open one and the run is WAITING, makes the run claimable again. The
+   * caller holds the run row's lock.
+   */
+  private async decideIn(
+    tx: Tx,
+    id: string,
+    decision: { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date },
+    after: AfterCommit,
+  ): Promise<ToolApproval | null> {
+    const won = await tx.toolApproval.updateMany({
+      where: { id, decision: null },
+      data: { decision: decision.decision, decidedBy: decision.decidedBy, reason: decision.reason, decidedAt: decision.at },
+    });
+    if (won.count === 0) return null;
+    const approval = await tx.toolApproval.findUniqueOrThrow({ where: { id } });
+    const recorded = await recordDecisionIn(tx, approval);
+    if (recorded) after.push(() => publishTraceChanges(this.deps.events, [recorded]));
+    // Still RUNNING and still holding its conversation's slot, under an expired lease and no
+    // worker: the next claim resumes it, as it resumes a run handed back (the resume row).
+    const run = await tx.run.findUniqueOrThrow({ where: { id: approval.runId }, select: { id: true, ownerId: true, conversationId: true, workspaceId: true } });
+    const resumed = await applyTransition(tx, TRANSITIONS.resume, run, { at: decision.at, reason: "every request was decided", events: this.deps.events });
+    if (resumed) {
+      const announcers = {
+        events: this.deps.events,
+        trace: (changes: readonly (TraceChange | null)[]) => publishTraceChanges(this.deps.events, changes),
+        runs: (ids: string[]) => void this.deps.announcer.announce(ids),
+      };
+      after.push(() => announceApplied(announcers, resumed));
+    }
+    return approval;
+  }
+}

@@ -1,0 +1,240 @@
+// A run's life as data (R1, R17–R19): one row per transition, naming the statuses it leaves and
+// the one it reaches and everything that goes with it — the lease, how the attempt ends, how the
+// spans still open end, what becomes of open approvals and pending proposals, the conversation's
+// slot, the webhook event, and what is announced once the transaction committed. One function
+// (apply-transition.ts) executes a row in the caller's transaction; nothing else writes a run's
+// status. A new capability that changes a run's state (stop modes, pause, steering, spend caps,
+// schedules) is a new row here, not a new list of side effects somewhere else.
+import type { AttemptOutcome, RunStatusName } from "./vocabulary.js";
+
+export type TransitionName =
+  | "admit"
+  | "claim"
+  | "takeOver"
+  | "wait"
+  | "decidedBeforeWaiting"
+  | "resume"
+  | "handBack"
+  | "settle"
+  | "cancel"
+  | "timeOutWaiting"
+  | "releaseCancelled"
+  | "releaseAbandoned";
+
+/**
+ * What is announced after commit: the trace changes (live subscribers, the OTLP exporter), the
+ * run's new status (run:changes), the run itself to the workers (it is claimable), and the next
+ * queued run of its conversation (the slot is free).
+ */
+export type Announcement = "TRACE" | "STATUS" | "RUN" | "NEXT_IN_CONVERSATION";
+
+/** How the spans still open end: with which status, the RUN span too or not, and whether the trace ends. */
+export type SpanEnding = {
+  /** AS_GIVEN: the caller says (a cancelled attempt's own spans end CANCELLED, an abandoned one's INTERRUPTED). */
+  status: "INTERRUPTED" | "CANCELLED" | "AS_GIVEN";
+  /** Whether the RUN span ends too. */
+  root: boolean;
+  /** OUTCOME: the attempt's span and the RUN span end as the outcome says (OK, ERROR, CANCELLED). */
+  attemptSpans?: "OUTCOME" | "OK";
+  trace: "ENDS" | "STAYS";
+};
+
+export type Transition = {
+  readonly name: TransitionName;
+  /** The statuses the run may be in; in any other the transition does not apply and nothing is written. */
+  readonly from: readonly RunStatusName[];
+  /** The status after; OUTCOME: the terminal status of the attempt's outcome (settle). */
+  readonly to: RunStatusName | "OUTCOME";
+  /** The lease after: taken by the claimant, released, handed back (expired: claimable at once), or kept. */
+  readonly lease: "TAKE" | "RELEASE" | "HAND_BACK" | "KEEP";
+  /**
+   * The attempt: NEW starts one (and, taking over, ends the one before as its instance's liveness
+   * says); an AttemptOutcome ends the attempt that held the run with it; AS_GIVEN ends it as the
+   * caller found it (CRASHED or LEASE_LOST); NONE touches no attempt.
+   */
+  readonly attempt: "NEW" | "NONE" | "AS_GIVEN" | AttemptOutcome;
+  readonly openSpans: "KEEP" | SpanEnding;
+  /** REJECT: every open approval request is rejected (with the transition's reason), once, here. */
+  readonly approvals: "KEEP" | "REJECT";
+  /** DROP: pending proposals are dropped; SETTLE_STEPS: the settle steps decide them (and publish, release spills). */
+  readonly proposals: "KEEP" | "DROP" | "SETTLE_STEPS";
+  /** The conversation's execution slot: taken, kept, given back, or given back unless an attempt still holds the run. */
+  readonly slot: "TAKE" | "KEEP" | "RELEASE" | "RELEASE_UNLESS_HELD";
+  /** STATUS: the owner's webhooks hear of the new status (an outbox row in the same commit). */
+  readonly webhook: "NONE" | "STATUS";
+  readonly announce: readonly Announcement[];
+};
+
+export const TRANSITIONS = {
+  // Admission inserts the run QUEUED in its one statement (admit-in-one-statement.ts) or transaction.
+  admit: {
+    name: "admit",
+    from: [],
+    to: "QUEUED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["RUN"],
+  },
+  // The claim statement (claim.ts) chooses the run and takes it; the question enters the log.
+  claim: {
+    name: "claim",
+    from: ["QUEUED"],
+    to: "RUNNING",
+    lease: "TAKE",
+    attempt: "NEW",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "TAKE",
+    webhook: "NONE",
+    announce: ["TRACE", "STATUS"],
+  },
+  // A running run whose lease expired (or was handed back): the attempt before it is ended.
+  takeOver: {
+    name: "takeOver",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "TAKE",
+    attempt: "NEW",
+    openSpans: { status: "INTERRUPTED", root: false, trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "TAKE",
+    webhook: "NONE",
+    announce: ["TRACE", "STATUS"],
+  },
+  // Calls of the attempt wait for decisions: no lease, the slot kept.
+  wait: {
+    name: "wait",
+    from: ["RUNNING"],
+    to: "WAITING",
+    lease: "RELEASE",
+    attempt: "HANDED_BACK",
+    openSpans: { status: "INTERRUPTED", root: false, attemptSpans: "OK", trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS"],
+  },
+  // Every request was decided while the step still ran: the attempt ends, the run is claimable at once.
+  decidedBeforeWaiting: {
+    name: "decidedBeforeWaiting",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "HAND_BACK",
+    attempt: "HANDED_BACK",
+    openSpans: { status: "INTERRUPTED", root: false, attemptSpans: "OK", trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["TRACE", "RUN"],
+  },
+  // Every request decided: claimable again, as a handed-back run is.
+  resume: {
+    name: "resume",
+    from: ["WAITING"],
+    to: "RUNNING",
+    lease: "HAND_BACK",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["STATUS", "RUN"],
+  },
+  // A stopping worker gives the run back; it resumes before anything queued after it.
+  handBack: {
+    name: "handBack",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "HAND_BACK",
+    attempt: "HANDED_BACK",
+    openSpans: { status: "INTERRUPTED", root: false, trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["TRACE", "RUN"],
+  },
+  // The attempt ends the run: SUCCEEDED, FAILED, or stopped for good (CANCELLED, TIMED_OUT).
+  settle: {
+    name: "settle",
+    from: ["RUNNING"],
+    to: "OUTCOME",
+    lease: "RELEASE",
+    attempt: "COMPLETED",
+    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+  },
+  // Final the moment it commits; an attempt still holding the run keeps lease and slot until it stops.
+  cancel: {
+    name: "cancel",
+    from: ["QUEUED", "RUNNING", "WAITING"],
+    to: "CANCELLED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: { status: "CANCELLED", root: true, trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "DROP",
+    slot: "RELEASE_UNLESS_HELD",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+  },
+  // The sweep ends a WAITING run past its deadline, as an attempt would settle it.
+  timeOutWaiting: {
+    name: "timeOutWaiting",
+    from: ["WAITING"],
+    to: "TIMED_OUT",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: { status: "CANCELLED", root: true, trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+  },
+  // A cancelled run's attempt stopped: it gives back its lease and the slot.
+  releaseCancelled: {
+    name: "releaseCancelled",
+    from: ["CANCELLED"],
+    to: "CANCELLED",
+    lease: "RELEASE",
+    attempt: "COMPLETED",
+    openSpans: { status: "AS_GIVEN", root: true, trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "NONE",
+    announce: ["TRACE", "NEXT_IN_CONVERSATION"],
+  },
+  // A cancelled run whose attempt's instance is gone or frozen: the sweep gives back what it held.
+  releaseAbandoned: {
+    name: "releaseAbandoned",
+    from: ["CANCELLED"],
+    to: "CANCELLED",
+    lease: "RELEASE",
+    attempt: "AS_GIVEN",
+    openSpans: { status: "AS_GIVEN", root: true, trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "NONE",
+    announce: ["TRACE", "NEXT_IN_CONVERSATION"],
+  },
+} as const satisfies { [Name in TransitionName]: Transition & { name: Name } };
+
+/** Whether a run in `status` may take the transition. */
+export const leaves = (transition: Transition, status: RunStatusName): boolean => transition.from.includes(status);

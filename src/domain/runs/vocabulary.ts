@@ -1,0 +1,117 @@
+// The words of a run's life (R1, R17–R19), in one place: the run as its attempts see it, how an
+// attempt ends, why a run stops, what an attempt settles with, and who holds a run. The runtime's
+// ports speak these types (runtime/ports/run-state.ts re-exports them); the transitions
+// (transitions.ts) are written in them.
+import type { RunStatusName } from "../../events/topics.js";
+import type { AfterCommit } from "../after-commit.js";
+import type { Tx } from "../transaction.js";
+
+export type { RunStatusName };
+
+/** A run as admitted and as its attempts left it: the row the worker claims and the loop executes. */
+export type RunRecord = {
+  id: string;
+  ownerId: string;
+  conversationId: string;
+  workspaceId: string | null;
+  agent: string;
+  question: string;
+  status: RunStatusName;
+  maxTurns: number;
+  tokenBudget: number;
+  deadlineSeconds: number;
+  deadlineAt: Date;
+  goalVersionId: string | null;
+  goalVersionNo: number | null;
+  goalStatement: string | null;
+  agentProfileId: string | null;
+  answer: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  leaseOwner: string | null;
+  attempt: number;
+  modelLabel: string | null;
+  tokensUsed: number;
+  checkpointRevisionSeen: number | null;
+};
+
+/** How an attempt ended (R18): the run settled in it, it was handed back, its lease was lost, or its instance died. */
+export type AttemptOutcome = "COMPLETED" | "HANDED_BACK" | "LEASE_LOST" | "CRASHED";
+
+/**
+ * Why an attempt stopped. CANCELLED and TIMED_OUT end the run; HANDED_BACK leaves it for another
+ * attempt to resume; LEASE_LOST means another attempt holds the run (or may take it), so this one
+ * writes nothing more.
+ */
+export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK" | "LEASE_LOST";
+
+/** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
+export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";
+
+/** What an attempt ends with: an answer, a stop, calls that wait for decisions, or a failure. */
+export type Outcome =
+  | { type: "final"; answer: string }
+  /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */
+  /** `retryAfterMs`: the model endpoint asked to wait (HANDED_BACK): the run resumes no sooner. */
+  | { type: "interrupted"; status: StopReason; databaseFailed?: string; retryAfterMs?: number }
+  /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
+  | { type: "waiting"; toolCallIds: string[] }
+  | { type: "failed"; reason: FailureReason; message: string };
+
+/** A span of the run's trace (a run's trace shares its id). */
+export type SpanRef = { id: string; traceId: string };
+
+/** Whether an instance still has a database session: tells a crashed attempt from one that lost its lease. */
+export type InstanceLiveness = (instance: string) => Promise<boolean>;
+
+/** One claim of a run: the run as claimed, the attempt's number, the RUN span and the attempt's span. */
+/**
+ * `leaseSentAt`: this process's monotonic time (performance.now()) just before the statement that
+ * set the lease was sent — the start of the attempt's own clock (runtime/attempt/own-clock.ts).
+ */
+export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt?: number };
+
+export type SettleContext = {
+  tx: Tx;
+  run: RunRecord;
+  outcome: Outcome;
+  status: RunStatusName;
+  /** What to announce once the settle transaction committed. */
+  after: AfterCommit;
+};
+
+/** A part of settling owned by another part of the runtime; it writes only through `tx`. */
+export type SettleStep = (context: SettleContext) => Promise<void>;
+
+/** How a cancelled run's attempt ends when what it still holds is given back. */
+export type CancelledEnding = {
+  attempt: number;
+  owner: string;
+  outcome: AttemptOutcome;
+  spanStatus: "CANCELLED" | "INTERRUPTED";
+  reason: string;
+  /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
+  expiredOnly?: boolean;
+};
+
+/** Who claims: the lease owner, how long a lease lasts, and how a new run's RUN span is described. */
+export type Claimant = {
+  workerId: string;
+  leaseMs: number;
+  /** A run whose lease has an owner is taken over only this long after the lease expired (see attempt/own-clock.ts). */
+  leaseMarginMs: number;
+  /** A principal with this many running runs gets no queued run of theirs claimed (their resumptions still are). */
+  maxRunningPerPrincipal: number;
+  liveness: InstanceLiveness;
+  describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
+};
+
+/** A run ended outside any attempt (a WAITING run past its deadline): its conversation's next run may start. */
+export type EndedRun = { id: string; conversationId: string };
+
+/** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
+export type LeaseVerdict = { held: true } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
+
+/** The tokens of a model request that count against a run's budget: what it read and wrote. */
+export const budgetTokens = (usage: { input: number; output: number }): number => usage.input + usage.output;

@@ -1,0 +1,228 @@
+// What an access token's holder may reach (createAccessToken). A token names a few workspaces,
+// conversations or runs and the operations allowed on each; a request with one runs only these
+// root fields, each checked against the grants before its resolver runs:
+//   - reads (READ): node, workspace, run answer null outside the grants; workspaces, runs and
+//     conversations list only granted ones (graphql/types/owned.ts);
+//   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
+//     with "token expired" when the token does;
+//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
+//     outside the grants.
+// Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
+// the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
+// a run, workspace or conversation reached through a link is shown only when a grant covers it,
+// and a principal shows its id and name only.
+//
+// A Pothos plugin like the text input guard: it sits right after ErrorsPlugin, so a NotFound or
+// ForbiddenError thrown here becomes the payload's typed error.
+import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
+import { getArgumentValues, getNamedType, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo, isNonNullType } from "graphql";
+import { ForbiddenError, NotFoundError } from "../domain/errors.js";
+import { decodeGlobalId } from "../domain/global-id.js";
+import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
+import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
+import type { GraphQLContext } from "./context.js";
+
+export const AccessGrantPlugin = "accessGrants" as const;
+
+declare global {
+  export namespace PothosSchemaTypes {
+    export interface Plugins<Types extends SchemaTypes> {
+      accessGrants: PothosAccessGrantPlugin<Types>;
+    }
+  }
+}
+
+type Args = Record<string, unknown>;
+type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: "null" | "notFound" | "error"; listed?: true };
+
+const input = (args: Args) => (args.input ?? {}) as Args;
+const listed = { operation: "READ", targets: () => [], denied: "null", listed: true } as const;
+
+/** The root fields a token may use, the operation each needs, and the ids it needs it on. */
+const ROOT_RULES: Record<string, Rule> = {
+  "Query.node": { operation: "READ", targets: (a) => [a.id], denied: "null" },
+  "Query.workspace": { operation: "READ", targets: (a) => [a.id], denied: "null" },
+  "Query.run": { operation: "READ", targets: (a) => [a.id], denied: "null" },
+  "Query.workspaces": listed,
+  "Query.runs": listed,
+  "Query.conversations": listed,
+  "Subscription.runEvents": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
+  "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
+  "Subscription.traceUpdates": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
+  "Subscription.workspaceEvents": { operation: "SUBSCRIBE", targets: (a) => [a.workspaceId], denied: "error" },
+  // A run admitted into a new conversation outside any workspace lies outside every grant.
+  "Mutation.admitRun": {
+    operation: "ADMIT",
+    targets: (a) => {
+      const ids = [input(a).workspaceId, input(a).conversationId].filter((id) => id != null);
+      return ids.length > 0 ? ids : [null];
+    },
+    denied: "notFound",
+  },
+  "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
+  "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
+};
+
+const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
+const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
+const ROOTS = new Set(["Query", "Mutation", "Subscription"]);
+const GUARDED_TYPES = new Set(["Run", "Workspace", "Conversation"]);
+
+type Resolver<Types extends SchemaTypes> = GraphQLFieldResolver<unknown, Types["Context"], object>;
+
+export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
+  override wrapResolve(resolver: Resolver<Types>, fieldConfig: PothosOutputFieldConfig<Types>): Resolver<Types> {
+    if (fieldConfig.kind === "Subscription") return resolver;
+    const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
+    const typedErrors = errorTypesOf(fieldConfig);
+    if (ROOTS.has(fieldConfig.parentType)) {
+      const rule = ROOT_RULES[key];
+      return async (source, args, context, info) => {
+        const { access: scope, scopes } = (context as GraphQLContext).actor;
+        if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, typedErrors);
+        if (!scope) return resolver(source, args, context, info);
+        if (!rule) throw refusal(key, typedErrors);
+        if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
+          if (rule.denied === "null") return null;
+          throw new NotFoundError("Resource", "");
+        }
+        return resolver(source, args, context, info);
+      };
+    }
+    // Below the root only these fields matter to a token; every other one keeps its resolver as it is.
+    if (!this.guardedBelowRoot(fieldConfig)) return resolver;
+    return (source, args, context, info) => {
+      const scope = (context as GraphQLContext).actor.access;
+      if (!scope) return resolver(source, args, context, info);
+      checkNested(fieldConfig.parentType, fieldConfig.name, source, scope);
+      return shown(resolver(source, args, context, info), scope, info);
+    };
+  }
+
+  /** A field of a principal or conversation, or one that leads to a run, workspace or conversation. */
+  private guardedBelowRoot(fieldConfig: PothosOutputFieldConfig<Types>): boolean {
+    if (fieldConfig.parentType === "Principal" || fieldConfig.parentType === "Conversation") return true;
+    const named = fieldConfig.type.kind === "List" ? fieldConfig.type.type : fieldConfig.type;
+    if (named.kind === "List") return true;
+    if (named.kind !== "Object") return false;
+    try {
+      return GUARDED_TYPES.has(this.buildCache.getTypeConfig(named.ref).name);
+    } catch {
+      return true;
+    }
+  }
+
+  override wrapSubscribe(subscribe: Resolver<Types> | undefined, fieldConfig: PothosOutputFieldConfig<Types>): Resolver<Types> | undefined {
+    if (!subscribe) return subscribe;
+    const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
+    const rule = ROOT_RULES[key];
+    return async (source, args, context, info) => {
+      const { access: scope, scopes } = (context as GraphQLContext).actor;
+      if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, []);
+      if (!scope) return subscribe(source, args, context, info);
+      if (!rule) throw refusal(key, []);
+      if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
+        throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
+      }
+      return untilExpiry((await subscribe(source, args, context, info)) as AsyncIterable<unknown>, scope.expiresAt);
+    };
+  }
+}
+
+SchemaBuilder.registerPlugin(AccessGrantPlugin, PothosAccessGrantPlugin);
+
+function errorTypesOf<Types extends SchemaTypes>(fieldConfig: PothosOutputFieldConfig<Types>): unknown[] {
+  const types = fieldConfig.extensions?.["pothosErrors"];
+  return Array.isArray(types) ? types : [];
+}
+
+/** A root field no token may use: ForbiddenError as data where the payload has it. */
+function refusal(key: string, typedErrors: unknown[]): Error {
+  const message = `An access token cannot use ${key.split(".")[1]}: use an API key.`;
+  if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
+  return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+}
+
+/** A key without the scope a root field needs: ForbiddenError as data where the payload has it. */
+function unscoped(key: string, operation: AccessOperation, typedErrors: unknown[]): Error {
+  const message = `This API key may not ${operation} (its scopes lack it), so it cannot use ${key.split(".")[1]}.`;
+  if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
+  return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+}
+
+async function allowed(rule: Rule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): Promise<boolean> {
+  if (rule.listed) return true;
+  const field = info.parentType.getFields()[info.fieldName];
+  const node = info.fieldNodes[0];
+  // The arguments as the client sent them: Relay's arg mappers have already decoded some ids.
+  const raw = field && node ? getArgumentValues(field, node, info.variableValues) : {};
+  const targets = rule.targets(raw);
+  for (const target of targets) if (!(await covers(scope, rule.operation, target, ctx))) return false;
+  return targets.length > 0;
+}
+
+/** Whether the grants allow `operation` on the object a global id names. */
+async function covers(scope: AccessScope, operation: AccessOperation, target: unknown, ctx: GraphQLContext): Promise<boolean> {
+  const decoded = typeof target === "string" ? decodeGlobalId(target) : null;
+  if (!decoded) return false;
+  if (decoded.typename === "Workspace" || decoded.typename === "Conversation") return grants(scope, operation, decoded.typename, decoded.id);
+  if (decoded.typename !== "Run") return false;
+  if (grants(scope, operation, "Run", decoded.id)) return true;
+  const run = await ctx.prisma.run.findFirst({
+    where: { id: decoded.id, ownerId: ctx.actor.principalId },
+    select: { workspaceId: true, conversationId: true },
+  });
+  return run !== null && grants(scope, operation, "Run", decoded.id, run);
+}
+
+/** Whether any grant covers a run, workspace or conversation row reached below the root. */
+function visible(scope: AccessScope, kind: GrantedKind, row: { id: string; workspaceId?: string | null; conversationId?: string | null }): boolean {
+  return ACCESS_OPERATIONS.some((operation) => grants(scope, operation, kind, row.id, row));
+}
+
+/** Fields a token may not read even on an object it reached: a principal's keys, a conversation it was not granted. */
+function checkNested(parentType: string, fieldName: string, source: unknown, scope: AccessScope): void {
+  const forbidden =
+    (parentType === "Principal" && !PRINCIPAL_FIELDS.has(fieldName)) ||
+    (parentType === "Conversation" && !CONVERSATION_OPEN_FIELDS.has(fieldName) && !visible(scope, "Conversation", source as { id: string }));
+  if (forbidden) throw new GraphQLError(`An access token cannot read ${parentType}.${fieldName}.`, { extensions: { code: "FORBIDDEN" } });
+}
+
+/** A run, workspace or conversation outside the grants reads as absent (or refuses, where absence is not allowed). */
+function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo): unknown {
+  const kind = getNamedType(info.returnType).name;
+  if (kind !== "Run" && kind !== "Workspace" && kind !== "Conversation") return result;
+  const check = (row: unknown): unknown => {
+    if (Array.isArray(row)) return row.filter((item) => visible(scope, kind, item as { id: string }));
+    if (row == null || visible(scope, kind, row as { id: string })) return row;
+    if (isNonNullType(info.returnType)) throw new GraphQLError(`An access token cannot read this ${kind}.`, { extensions: { code: "FORBIDDEN" } });
+    return null;
+  };
+  // Prisma's queries are thenables, not Promises.
+  return isThenable(result) ? Promise.resolve(result).then(check) : check(result);
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+
+const EXPIRED = Symbol("expired");
+
+/** The events of a subscription until the token expires; then the error that says so. */
+async function* untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date): AsyncGenerator<T> {
+  const iterator = events[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof EXPIRED>((resolve) => {
+    timer = setTimeout(() => resolve(EXPIRED), Math.max(0, expiresAt.getTime() - Date.now()));
+  });
+  try {
+    while (true) {
+      const next = await Promise.race([iterator.next(), expired]);
+      if (next === EXPIRED) throw new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    clearTimeout(timer);
+    await iterator.return?.();
+  }
+}

@@ -1,0 +1,59 @@
+// createAccessToken: a short-lived token for a browser, naming the resources and operations it
+// may use (domain/principal/access-tokens.ts mints it; graphql/access-grants.ts enforces it).
+import { ForbiddenError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import type { ACCESS_OPERATIONS } from "../../domain/principal/access-scope.js";
+import { DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS } from "../../domain/principal/access-tokens.js";
+import { builder } from "../builder.js";
+
+export const AccessOperationEnum = builder.enumType("AccessOperation", {
+  description: "What an access token may do with a granted resource.",
+  values: {
+    READ: { description: "Read it (node, workspace, run, the lists) and everything linked to it." },
+    SUBSCRIBE: { description: "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents." },
+    ADMIT: { description: "Admit runs into it (a workspace or a conversation)." },
+    DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
+    CANCEL: { description: "Cancel its runs." },
+  } satisfies Record<(typeof ACCESS_OPERATIONS)[number], { description: string }>,
+});
+
+const AccessGrantInput = builder.inputType("AccessGrantInput", {
+  description: "One resource and what the token may do with it.",
+  fields: (t) => ({
+    resourceId: t.id({ required: true, description: "A Workspace (and everything linked to it), a Conversation or a Run of yours." }),
+    operations: t.field({ type: [AccessOperationEnum], required: true }),
+  }),
+});
+
+const CreateAccessTokenInput = builder.inputType("CreateAccessTokenInput", {
+  fields: (t) => ({
+    grants: t.field({ type: [AccessGrantInput], required: true, description: "At most 20." }),
+    expiresInSeconds: t.int({ description: `Lifetime: ${DEFAULT_TOKEN_SECONDS} seconds by default, from 1 to ${MAX_TOKEN_SECONDS}.` }),
+    label: t.string({ description: "Your note on what the token is for (at most 100 characters)." }),
+  }),
+});
+
+const CreateAccessTokenSuccess = builder.objectRef<{ token: string; expiresAt: Date }>("CreateAccessTokenSuccess").implement({
+  fields: (t) => ({
+    token: t.exposeString("token", { description: "Send it as `Authorization: Bearer <token>` (HTTP, SSE) or in graphql-ws connection parameters." }),
+    expiresAt: t.expose("expiresAt", {
+      type: "DateTime",
+      description: 'When it stops working; its subscriptions then close (WebSocket code 4401, "token expired").',
+    }),
+  }),
+});
+
+builder.mutationField("createAccessToken", (t) =>
+  t.field({
+    type: CreateAccessTokenSuccess,
+    description:
+      "Mints a short-lived token for a browser: it sees only the granted resources (node(id) of anything else is null, lists are filtered, mutations outside the grants are NotFound) and can never mint tokens or manage keys, webhooks, MCP servers, skills or agent profiles. Only an API key can mint one (ForbiddenError otherwise); revoking that key revokes its tokens at once.",
+    args: { input: t.arg({ type: CreateAccessTokenInput, required: true }) },
+    errors: { types: [ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "CreateAccessTokenPayload" } },
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.accessTokens.mint(ctx.actor, {
+        grants: input.grants.map((grant) => ({ resourceId: String(grant.resourceId), operations: grant.operations })),
+        expiresInSeconds: input.expiresInSeconds,
+        label: input.label,
+      }),
+  }),
+);

@@ -1,0 +1,106 @@
+// Outbound HTTP for principals' URLs (http_fetch, HTTP MCP servers) over undici, with the address
+// check on the socket itself: every connection — the first request, each redirect hop, each
+// reconnect — resolves the name once, refuses internal addresses, and connects to exactly the
+// addresses it checked. Checking a name and then letting `fetch` resolve it again would leave a
+// window for DNS rebinding; a check before the request would miss redirects.
+import { lookup } from "node:dns/promises";
+import type { LookupAddress, LookupOptions } from "node:dns";
+import { isIP } from "node:net";
+import { Agent, buildConnector, fetch as undiciFetch } from "undici";
+import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../domain/capabilities/outbound-policy.js";
+
+/** A connection refused because its address is inside the server's network. */
+export class InternalAddressError extends Error {
+  readonly code = INTERNAL_ADDRESS;
+  constructor(host: string, setting: string) {
+    super(internalAddressMessage(host, setting));
+    this.name = "InternalAddressError";
+  }
+}
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+export type OutboundHttpOptions = {
+  /** Hosts an operator named exactly (`host` or `host:port`) may resolve to internal addresses. */
+  allowedHosts: readonly string[];
+  /** The setting those hosts come from, named when a connection is refused. */
+  setting: string;
+  /** Resolves a host name to its addresses (tests replace it); the system resolver by default. */
+  resolve?: Resolver;
+  connectTimeoutMs?: number;
+};
+
+export type OutboundHttp = {
+  /** `fetch`, with every connection checked; a refusal rejects with InternalAddressError itself. */
+  fetch: typeof fetch;
+  close(): Promise<void>;
+};
+
+const systemResolve: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+
+type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void;
+
+export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
+  const resolve = options.resolve ?? systemResolve;
+  const timeout = options.connectTimeoutMs ?? 10_000;
+  const direct = buildConnector({ timeout });
+
+  // The name is resolved here, once, and the socket connects to the addresses that were checked.
+  const lookupFor =
+    (mayBeInternal: boolean) =>
+    (hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void => {
+      resolve(hostname).then(
+        (resolved) => {
+          const family = typeof lookupOptions.family === "number" ? lookupOptions.family : 0;
+          const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
+          if (addresses.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), []);
+          // One internal answer refuses the name: which address the socket tries first is not ours to pick.
+          if (!mayBeInternal && addresses.some(isInternalAddress)) return callback(new InternalAddressError(hostname, options.setting), []);
+          if (lookupOptions.all)
+            return callback(
+              null,
+              addresses.map((address) => ({ address, family: isIP(address) })),
+            );
+          callback(null, addresses[0]!, isIP(addresses[0]!));
+        },
+        (error: Error) => callback(error, []),
+      );
+    };
+  const checked = buildConnector({ timeout, lookup: lookupFor(false) as never });
+  const named = buildConnector({ timeout, lookup: lookupFor(true) as never });
+
+  const agent = new Agent({
+    connect(target, callback) {
+      const host = target.hostname.toLowerCase().replace(/^\[|\]$/g, "");
+      const port = target.port || (target.protocol === "https:" ? "443" : "80");
+      const mayBeInternal = namedExactly(host, port, options.allowedHosts);
+      // An address literal is not looked up: it is checked as written.
+      if (isIP(host)) {
+        if (mayBeInternal || !isInternalAddress(host)) return direct(target, callback);
+        return callback(new InternalAddressError(target.port ? `${target.hostname}:${target.port}` : target.hostname, options.setting), null);
+      }
+      return (mayBeInternal ? named : checked)(target, callback);
+    },
+  });
+
+  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    try {
+      return (await undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as Response;
+    } catch (error) {
+      // undici reports a failed connection as "fetch failed" with the reason as its cause: the
+      // reason itself is thrown, so callers that see only a message (the MCP SDK) still see its code.
+      const cause = (error as { cause?: unknown }).cause;
+      throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
+    }
+  };
+  return { fetch: guardedFetch as typeof fetch, close: () => agent.close() };
+}
+
+/** What a failed request may tell the principal: the kind of failure, by its error code (FAILURE_CODE). */
+export function connectionFailure(error: unknown): string {
+  for (let current: unknown = error; current instanceof Error; current = (current as { cause?: unknown }).cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && FAILURE_CODE.exec(code)?.[1] === code) return `the connection failed (${code})`;
+  }
+  return "the connection failed";
+}

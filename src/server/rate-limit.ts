@@ -1,0 +1,114 @@
+// Request rate limits (issue 36): a token bucket per credential — an API key (or any other
+// credential a request authenticates with) — and per client address for requests without one.
+// RATE_LIMIT_PER_MINUTE tokens flow in per minute, up to RATE_LIMIT_BURST; every GraphQL request
+// over HTTP (an SSE subscription when it starts) and every graphql-ws operation takes one. A
+// request without a token is answered RATE_LIMITED (HTTP 429 with Retry-After where the transport
+// has a status) before anything is parsed or executed. The buckets live in Redis when REDIS_URL
+// is set, so every instance draws from the same ones, and in this process otherwise.
+import { GraphQLError } from "graphql";
+import type { Plugin } from "graphql-yoga";
+import type { Logger } from "../logger.js";
+
+export type RateLimitSettings = { perMinute: number; burst: number };
+
+export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/** Where buckets are kept: takes one token from the bucket `key`, or says how long until one is there. */
+export interface TokenBuckets {
+  take(key: string): Promise<RateDecision>;
+  close?(): Promise<void>;
+}
+
+/** What a request is counted against: its credential when it has one, otherwise its client address. */
+export type Caller = { credentialId?: string; keyId?: string };
+
+/**
+ * The bucket of a request. Any credential — an API key, or another kind of credential that names
+ * itself with `credentialId` — has its own bucket; requests with none share their address's.
+ */
+export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
+  if (caller?.credentialId) return `credential:${caller.credentialId}`;
+  if (caller?.keyId) return `key:${caller.keyId}`;
+  return `address:${address ?? "unknown"}`;
+}
+
+export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
+  return new GraphQLError(`Too many requests: try again in ${retryAfterSeconds} s.`, {
+    extensions: { code: "RATE_LIMITED", retryAfterSeconds, http: { status: 429, headers: { "Retry-After": String(retryAfterSeconds) } } },
+  });
+}
+
+/** Buckets in this process: enough for one instance (or when no REDIS_URL is set). */
+export class InProcessTokenBuckets implements TokenBuckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly settings: RateLimitSettings,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  async take(key: string): Promise<RateDecision> {
+    const now = this.now();
+    const perMs = this.settings.perMinute / 60_000;
+    const bucket = this.buckets.get(key) ?? { tokens: this.settings.burst, at: now };
+    bucket.tokens = Math.min(this.settings.burst, bucket.tokens + (now - bucket.at) * perMs);
+    bucket.at = now;
+    // Touched buckets move to the end: the oldest untouched ones are dropped first (they refilled).
+    this.buckets.delete(key);
+    this.buckets.set(key, bucket);
+    if (this.buckets.size > 100_000) this.buckets.delete(this.buckets.keys().next().value!);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return { allowed: true };
+    }
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
+  }
+}
+
+/** Shared buckets that fall back to this process's own while the shared store fails (logged once per outage). */
+export class FallbackTokenBuckets implements TokenBuckets {
+  private failing = false;
+
+  constructor(
+    private readonly shared: TokenBuckets,
+    private readonly local: TokenBuckets,
+    private readonly logger: Logger,
+  ) {}
+
+  async take(key: string): Promise<RateDecision> {
+    try {
+      const decision = await this.shared.take(key);
+      this.failing = false;
+      return decision;
+    } catch (error) {
+      if (!this.failing) this.logger.warn("rate limits fall back to this instance's own buckets: Redis failed", { error: String(error) });
+      this.failing = true;
+      return this.local.take(key);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.shared.close?.();
+  }
+}
+
+/** The client address of a request Node's HTTP server received (no proxy header is trusted). */
+export function addressOf(serverContext: unknown): string | undefined {
+  return (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress;
+}
+
+/**
+ * Takes a token for every GraphQL request over HTTP, after authentication (a request whose
+ * credential is refused counts against its address). Refused: RATE_LIMITED, nothing executed.
+ */
+export function rateLimitPlugin(buckets: TokenBuckets, callerOf: (request: Request) => Promise<Caller>, countRejected: (reason: string) => void): Plugin {
+  return {
+    async onParams({ request, context, setResult }) {
+      const caller = await callerOf(request).catch(() => undefined);
+      const decision = await buckets.take(bucketOf(caller, addressOf(context)));
+      if (decision.allowed) return;
+      countRejected("rate_limited");
+      setResult({ errors: [rateLimitedError(decision.retryAfterSeconds)] });
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// Rate-limit buckets in Redis (REDIS_URL), shared by every instance: one Lua script refills and
+// takes atomically, by Redis's own clock, so instances whose clocks differ still agree.
+import { Redis } from "ioredis";
+import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
+
+const TAKE = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local per_ms = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * per_ms)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) / per_ms) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / per_ms) + 1000)
+return wait`;
+
+export class RedisTokenBuckets implements TokenBuckets {
+  private constructor(
+    private readonly redis: Redis,
+    private readonly settings: RateLimitSettings,
+  ) {}
+
+  static async connect(url: string, settings: RateLimitSettings): Promise<RedisTokenBuckets> {
+    // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    await redis.connect();
+    redis.defineCommand("dossierTakeToken", { numberOfKeys: 1, lua: TAKE });
+    return new RedisTokenBuckets(redis, settings);
+  }
+
+  async take(key: string): Promise<RateDecision> {
+    const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string): Promise<number> }).dossierTakeToken;
+    const waitMs = Number(await take.call(this.redis, `dossier:rate:${key}`, String(this.settings.perMinute / 60_000), String(this.settings.burst)));
+    return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => undefined);
+  }
+}

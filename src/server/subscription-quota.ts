@@ -1,0 +1,66 @@
+// Fair shares of the live connections (issue 36): how many subscriptions one API key and one
+// principal may hold open on this instance at once (MAX_SUBSCRIPTIONS_PER_KEY), over graphql-ws
+// and SSE alike. One more is refused with SUBSCRIPTION_LIMIT as the operation's error: the
+// connection stays open and its other subscriptions go on.
+import { GraphQLError } from "graphql";
+import type { Plugin } from "graphql-yoga";
+
+/** Who holds a subscription: its principal, and its credential when it has one. */
+export type Holder = { principalId: string; keyId?: string; credentialId?: string };
+
+export class SubscriptionQuota {
+  private readonly open = new Map<string, number>();
+
+  constructor(readonly max: number) {}
+
+  /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
+  acquire(holder: Holder): (() => void) | GraphQLError {
+    const credential = holder.credentialId ?? holder.keyId;
+    const counters = [`principal:${holder.principalId}`, ...(credential ? [`credential:${credential}`] : [])];
+    const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= this.max);
+    if (full) {
+      const whose = full.startsWith("principal:") ? "Your principal" : "This API key";
+      return new GraphQLError(`${whose} already has ${this.max} subscriptions open; close one first.`, {
+        extensions: { code: "SUBSCRIPTION_LIMIT", limit: this.max },
+      });
+    }
+    for (const counter of counters) this.open.set(counter, (this.open.get(counter) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const counter of counters) {
+        const left = (this.open.get(counter) ?? 1) - 1;
+        if (left === 0) this.open.delete(counter);
+        else this.open.set(counter, left);
+      }
+    };
+  }
+}
+
+/**
+ * The quota for subscriptions over HTTP (SSE): a place is taken when the subscription starts and
+ * given back when its stream ends. graphql-ws operations are counted by the WebSocket server
+ * (their context carries the socket), where one execution may serve many subscribers.
+ */
+export function subscriptionQuotaPlugin(quota: SubscriptionQuota): Plugin<{ actor?: Holder; socket?: unknown }> {
+  return {
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const { actor, socket } = args.contextValue;
+      if (socket || !actor) return;
+      const release = quota.acquire(actor);
+      if (release instanceof GraphQLError) {
+        setResultAndStopExecution({ errors: [release] });
+        return;
+      }
+      return {
+        onSubscribeError: release,
+        // An error instead of a stream ends at once; a stream gives the place back when it ends.
+        onSubscribeResult: ({ result }) => {
+          if (!(Symbol.asyncIterator in Object(result))) release();
+          else return { onEnd: release };
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// Webhook deliveries on PostgreSQL (issue 22) through pg-boss, from the outbox. An event is
+// written as webhook_message rows in the transaction of the change it reports (the outbox), not
+// sent to pg-boss there: the domain's transactions are Prisma's, and an outbox keeps them free of
+// the queue. A relay in every server moves each pending attempt that is not yet queued into
+// pg-boss as a job that starts when the attempt is due, then marks it relayed. A crash between
+// the two queues it again on the next pass, and the job's singleton key (message and attempt)
+// keeps that from adding a second job while the first waits; a stale job finds its message at
+// another attempt and does nothing. The servers' pg-boss workers take the jobs; a job whose
+// process died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
+// so a retry is relayed the same way, with its delay as the job's start. A job that pg-boss gave
+// up on (failed for good: its retries spent, say while the database refused the attempt's record)
+// or that is gone without the attempt being recorded leaves its message PENDING and relayed: the
+// relay finds it — relayed a while ago, no live job for its attempt — and relays it again, so the
+// event is still delivered, at least once.
+// Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
+// workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
+import PgBoss from "pg-boss";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { Logger } from "../../logger.js";
+import type { WebhookQueue } from "./in-process-webhook-queue.js";
+import type { WebhookDelivery } from "./webhook-delivery.js";
+
+const QUEUE = "dossier-webhook-attempt";
+
+type Job = { messageId: string; attempts: number };
+
+export type PgBossWebhookQueueDeps = {
+  url: string;
+  prisma: PrismaClient;
+  delivery: WebhookDelivery;
+  logger: Logger;
+  pollMs?: number;
+  /** How often pg-boss retries a job whose attempt threw before it gives up on it (default 5); the relay then relays it again. */
+  retryLimit?: number;
+  /** How long after relaying a message without a live job it is relayed again (default 10 s). */
+  relayAgainAfterMs?: number;
+};
+
+export class PgBossWebhookQueue implements WebhookQueue {
+  private readonly boss: PgBoss;
+  private started: Promise<boolean> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private relaying: Promise<void> | undefined;
+  private closed = false;
+  private again = false;
+  private workerId: string | undefined;
+  /** Set once the queue exists: pg-boss silently drops a job sent to a queue it has not created yet. */
+  private ready = false;
+
+  constructor(private readonly deps: PgBossWebhookQueueDeps) {
+    this.boss = new PgBoss({
+      connectionString: deps.url,
+      schema: "pgboss",
+      max: 2,
+      schedule: false,
+      // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
+      maintenanceIntervalSeconds: 5,
+      application_name: "dossier-webhooks",
+    });
+    this.boss.on("error", (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) }));
+  }
+
+  /** Connects (creating the queue when missing), works the queue's jobs and relays the outbox every pollMs. */
+  start(): void {
+    this.started = this.open().then(
+      () => true,
+      (error: unknown) => {
+        this.deps.logger.error("the webhook queue did not start; webhooks are not delivered by this process", { error: String(error) });
+        return false;
+      },
+    );
+  }
+
+  private async open(): Promise<void> {
+    await this.boss.start();
+    // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
+    await this.boss.createQueue(QUEUE, {
+      name: QUEUE,
+      policy: "short",
+      retryLimit: this.deps.retryLimit ?? 5,
+      retryDelay: 1,
+      expireInSeconds: 20,
+      retentionMinutes: 60,
+    });
+    if (this.closed) return;
+    this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      await Promise.all(jobs.map((job) => this.deps.delivery.deliver(job.data.messageId, job.data.attempts)));
+    });
+    this.ready = true;
+    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Relays what waits in the outbox now. */
+  wake(): void {
+    // Before the queue exists nothing is relayed: open() relays once it does.
+    if (this.closed || !this.ready) return;
+    // Woken while busy: once more when done, so that nothing committed meanwhile waits for the poll.
+    if (this.relaying) {
+      this.again = true;
+      return;
+    }
+    this.again = false;
+    this.relaying = this.relay()
+      .catch((error: unknown) => this.deps.logger.warn("webhook deliveries could not be queued", { error: String(error) }))
+      .finally(() => {
+        this.relaying = undefined;
+        if (this.again) this.wake();
+      });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    const started = await this.started;
+    await this.relaying;
+    if (started) await this.boss.stop({ graceful: true, wait: true, timeout: 2_000 });
+  }
+  private async relay(): Promise<void> {
+    await this.relayLost();
+    // Each message's turn among its owner's: those already queued, then its place among the waiting.
+    const waiting = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number; nextAttemptAt: Date | null; turn: number }[]>(
+      `WITH queued AS (
+         SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
+          WHERE m.status = 'PENDING' AND m.relayed_at IS NOT NULL GROUP BY w.owner_id)
+       SELECT m.id, m.attempts, m.next_attempt_at AS "nextAttemptAt",
+              (COALESCE(queued.n, 0) + row_number() OVER (PARTITION BY w.owner_id ORDER BY m.next_attempt_at, m.id))::int AS turn
+         FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id LEFT JOIN queued ON queued.owner_id = w.owner_id
+        WHERE m.status = 'PENDING' AND m.relayed_at IS NULL AND w.enabled
+        ORDER BY m.next_attempt_at LIMIT 100`,
+    );
+    for (const message of waiting) {
+      const startAfter = message.nextAttemptAt && message.nextAttemptAt > new Date() ? message.nextAttemptAt : undefined;
+      await this.boss.send(QUEUE, { messageId: message.id, attempts: message.attempts } satisfies Job, {
+        singletonKey: `${message.id}:${message.attempts}`,
+        priority: -message.turn,
+        ...(startAfter ? { startAfter } : {}),
+      });
+      await this.deps.prisma.webhookMessage.updateMany({
+        where: { id: message.id, attempts: message.attempts, relayedAt: null },
+        data: { relayedAt: new Date() },
+      });
+    }
+    // This process's worker fetches at once instead of at its next poll; the others poll.
+    if (waiting.length > 0 && this.workerId) this.boss.notifyWorker(this.workerId);
+  }
+
+  /**
+   * Marks unrelayed again the pending messages whose job for their current attempt is no longer
+   * waiting, retrying or running (failed for good, or gone) although it was relayed a while ago:
+   * the attempt was never recorded, so it is relayed again below.
+   */
+  private async relayLost(): Promise<void> {
+    const lost = await this.deps.prisma.$executeRawUnsafe(
+      `UPDATE webhook_message m SET relayed_at = NULL
+        WHERE m.status = 'PENDING' AND m.relayed_at < now() - make_interval(secs => $2::double precision / 1000)
+          AND NOT EXISTS (SELECT 1 FROM pgboss.job j
+                           WHERE j.name = $1 AND j.singleton_key = m.id || ':' || m.attempts
+                             AND j.state IN ('created', 'retry', 'active'))`,
+      QUEUE,
+      this.deps.relayAgainAfterMs ?? 10_000,
+    );
+    if (lost > 0) this.deps.logger.warn("webhook attempts whose queue job failed for good are relayed again", { count: lost });
+  }
+}

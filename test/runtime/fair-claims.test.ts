@@ -1,0 +1,97 @@
+// Fair claiming (issue 36): workers claim runs whose lease expired first, then queued runs of the
+// principal with the fewest running runs, then that principal's highest priority, then oldest;
+// a principal at MAX_RUNNING_RUNS_PER_PRINCIPAL gets none of their queued runs claimed, even by
+// workers claiming at the same moment. Claims are made through the run state the worker uses,
+// with no worker running, so each claim's choice is seen one at a time.
+import { afterEach, describe, expect, it } from "vitest";
+import { createEventBus } from "../../src/events/topics.js";
+import type { PrismaClient } from "../../src/generated/prisma/client.js";
+import { PrismaRunState } from "../../src/domain/runs/run-state.js";
+import { backends } from "../support/databases.js";
+import { admit } from "../support/fixtures.js";
+import { dbId } from "../support/history-seed.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+let t: TestApp | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+function runState(prisma: PrismaClient) {
+  const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+  let n = 0;
+  return async (maxRunningPerPrincipal: number) => {
+    n += 1;
+    const claimed = await runs.claim({
+      workerId: `worker-${n}`,
+      leaseMs: 60_000,
+      leaseMarginMs: 1_000,
+      maxRunningPerPrincipal,
+      liveness: async () => true,
+      describeRun: (run) => ({ name: run.question, attributes: {} }),
+    });
+    return claimed?.run.question ?? null;
+  };
+}
+
+async function principals(app: TestApp) {
+  const [a, b] = [app.as(await app.createPrincipal("A")), app.as(await app.createPrincipal("B"))];
+  return { a, b };
+}
+
+describe.each(backends)("fair claims on %s", (backend) => {
+  it("interleaves principals, orders each one's runs by priority then age, and resumes expired leases first", async () => {
+    t = await startTestApp(backend, { authRequired: true });
+    const { a, b } = await principals(t);
+    for (const question of ["a1", "a2"]) await admit(a, { question });
+    await admit(a, { question: "a3 urgent", priority: 5 });
+    await admit(a, { question: "a4" });
+    await admit(b, { question: "b1" });
+    await admit(b, { question: "b2" });
+    const claim = runState(t.app.db.prisma);
+
+    // A's backlog came first, yet B's runs start as soon as B has fewer running runs than A.
+    const order = [];
+    for (let i = 0; i < 6; i += 1) order.push(await claim(10));
+    expect(order).toEqual(["a3 urgent", "b1", "a1", "b2", "a2", "a4"]);
+    expect(await claim(10)).toBeNull();
+
+    // A run whose lease expired is resumed before any queued run, whoever has fewer running.
+    const { run: b3 } = await admit(b, { question: "b3" });
+    await t.app.db.prisma.run.updateMany({ where: { question: "a2" }, data: { leaseExpiresAt: new Date(Date.now() - 1_000) } });
+    expect(await claim(10)).toBe("a2");
+    expect(await claim(10)).toBe("b3");
+    const resumed = await t.app.db.prisma.run.findFirstOrThrow({ where: { question: "a2" }, select: { attempt: true } });
+    expect(resumed.attempt).toBe(2);
+    expect((await t.app.db.prisma.run.findUniqueOrThrow({ where: { id: dbId(b3.id) } })).status).toBe("RUNNING");
+  });
+
+  it("claims no queued run of a principal at the cap, and still claims the others'", async () => {
+    t = await startTestApp(backend, { authRequired: true });
+    const { a, b } = await principals(t);
+    for (const question of ["a1", "a2", "a3"]) await admit(a, { question });
+    const claim = runState(t.app.db.prisma);
+    expect([await claim(2), await claim(2), await claim(2)]).toEqual(["a1", "a2", null]);
+    await admit(b, { question: "b1" });
+    expect(await claim(2)).toBe("b1");
+    // One of A's runs settles: A is below the cap again.
+    await t.app.db.prisma.run.updateMany({ where: { question: "a1" }, data: { status: "SUCCEEDED", leaseOwner: null } });
+    expect(await claim(2)).toBe("a3");
+  });
+});
+
+describe.runIf(backends.includes("postgres"))("fair claims made at the same moment on postgres", () => {
+  it("twelve concurrent claims never give one principal more running runs than the cap", async () => {
+    t = await startTestApp("postgres", { authRequired: true });
+    const { a, b } = await principals(t);
+    for (let i = 0; i < 12; i += 1) await admit(a, { question: `a${i}` });
+    for (let i = 0; i < 2; i += 1) await admit(b, { question: `b${i}` });
+    const claim = runState(t.app.db.prisma);
+    const claimed = (await Promise.all(Array.from({ length: 12 }, () => claim(3)))).filter((q) => q !== null);
+    expect(claimed.filter((q) => q.startsWith("a"))).toHaveLength(3);
+    expect(claimed.filter((q) => q.startsWith("b")).sort()).toEqual(["b0", "b1"]);
+    const running = await t.app.db.prisma.run.groupBy({ by: ["ownerId"], where: { status: "RUNNING" }, _count: true });
+    expect(running.map((row) => row._count).sort()).toEqual([2, 3]);
+  });
+});

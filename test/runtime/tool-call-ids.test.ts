@@ -1,0 +1,130 @@
+// Tool calls of one model message have ids of their own as Dossier stores them: a model that
+// gives two calls one id (or none) cannot make a person approve one call and run another. The
+// approval lists every held call; a call nobody approved never executes.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
+import { backends } from "../support/databases.js";
+import { admit, expectType } from "../support/fixtures.js";
+import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+function recordingTool(name: string, executed: string[]): Tool {
+  return {
+    schema: { name, description: `${name} something`, parameters: { type: "object" } },
+    execute: async (args) => {
+      executed.push(`${name} ${JSON.stringify(args)}`);
+      return `${name} done`;
+    },
+  };
+}
+
+describe("ids of one message's tool calls", () => {
+  it("a repeated or empty id gets Dossier's own, the same for the same reply; unique ids are kept", () => {
+    const calls = [
+      { id: "x", name: "a", arguments: "{}" },
+      { id: "x", name: "b", arguments: "{}" },
+      { id: "", name: "c", arguments: "{}" },
+      { id: "y", name: "d", arguments: "{}" },
+    ];
+    const ids = withUniqueCallIds(calls).map((call) => call.id);
+    expect(ids[0]).toBe("x");
+    expect(ids[3]).toBe("y");
+    expect(ids[1]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
+    expect(new Set(ids).size).toBe(4);
+    expect(withUniqueCallIds(calls).map((call) => call.id)).toEqual(ids);
+    // An id the model itself gave that equals the one Dossier would choose stays the model's.
+    const clash = withUniqueCallIds([{ ...calls[0]! }, { ...calls[1]! }, { id: ids[1]!, name: "e", arguments: "{}" }]).map((c) => c.id);
+    expect(new Set(clash).size).toBe(3);
+    expect(clash[2]).toBe(ids[1]);
+  });
+});
+
+describe.each(backends)("two calls sharing one id under an approval policy, on %s", (backend) => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it("the approval lists both calls; approving one runs that one only, and the other never runs unapproved", { timeout: 90_000 }, async () => {
+    const executed: string[] = [];
+    t = await startTestApp(backend, {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-call-ids-")),
+        extraTools: [recordingTool("write_record", executed), recordingTool("write_transfer", executed)],
+        leaseMs: 1_500,
+        sweepMs: 100,
+        approvals: { rules: { "write_*": "always", "*": "never" } },
+      },
+    });
+    const client = t.client;
+    const { run } = await admit(client, {
+      question: callTools(
+        { name: "write_record", arguments: { v: "rename a draft" }, id: "call_same" },
+        { name: "write_transfer", arguments: { amount: 1000000 }, id: "call_same" },
+      ),
+    });
+    const held = await waitUntil(async () => {
+      const view = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return view.status === "WAITING" ? view : undefined;
+    }, 20_000);
+    const pending = held.pendingApprovals.map((a) => ({ toolName: a.toolName, arguments: a.arguments, toolCallId: a.toolCallId }));
+    expect(pending.map((a) => [a.toolName, a.arguments]).sort()).toEqual([
+      ["write_record", '{"v":"rename a draft"}'],
+      ["write_transfer", '{"amount":1000000}'],
+    ]);
+    expect(new Set(pending.map((a) => a.toolCallId)).size).toBe(2);
+    const record = pending.find((a) => a.toolName === "write_record")!;
+    const transfer = pending.find((a) => a.toolName === "write_transfer")!;
+
+    const approved = await client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: record.toolCallId, decision: "APPROVE" } });
+    expectType(approved.decideToolCall, "DecideToolCallSuccess");
+    // The other call still waits: nothing ran, the run is still WAITING.
+    const still = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+    expect(still.pendingApprovals.map((a) => a.toolName)).toEqual(["write_transfer"]);
+    expect(executed).toEqual([]);
+
+    const rejected = await client.request(DecideToolCallDocument, {
+      input: { runId: run.id, toolCallId: transfer.toolCallId, decision: "REJECT", reason: "no transfers" },
+    });
+    expectType(rejected.decideToolCall, "DecideToolCallSuccess");
+    const done = await settled(client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(executed).toEqual(['write_record {"v":"rename a draft"}']);
+    expect(done.answer).toContain("write_record done");
+    expect(done.answer).toContain('declined this call of "write_transfer"');
+  });
+
+  it("a 3,000-character call id is stored, held for approval and decided like any other", { timeout: 90_000 }, async () => {
+    const executed: string[] = [];
+    t = await startTestApp(backend, {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-call-ids-")),
+        extraTools: [recordingTool("write_record", executed)],
+        approvals: { rules: { "write_*": "always", "*": "never" } },
+      },
+    });
+    // Random characters: an index entry cannot compress them below PostgreSQL's limit (~2,700 bytes).
+    const longId = randomBytes(2_250).toString("base64url");
+    const { run } = await admit(t.client, { question: callTools({ name: "write_record", arguments: { v: 1 }, id: longId }) });
+    const held = await waitUntil(async () => {
+      const view = expectType((await t!.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return view.status === "WAITING" ? view : undefined;
+    }, 20_000);
+    expect(held.pendingApprovals.map((a) => a.toolCallId)).toEqual([longId]);
+    const decided = await t.client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: longId, decision: "APPROVE" } });
+    expectType(decided.decideToolCall, "DecideToolCallSuccess");
+    const done = await settled(t.client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(executed).toEqual(['write_record {"v":1}']);
+  });
+});
