@@ -4,7 +4,7 @@
 // graphql-ws (a run's also over SSE); and the shell examples that are cheap and deterministic. The
 // README is read when the test runs, so a changed example is tested as changed.
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -88,8 +88,16 @@ describe("README.md", () => {
     const curl = await runShell(shellBlock("curl "), { DOSSIER_API_KEY: key! }, origin);
     expect(JSON.parse(curl)).toEqual({ data: { viewer: { name: "Research team" } } });
 
-    const answers = await runGraphqlExamples(server, key!);
+    const graphqlBlocks = readmeBlocks().filter((b) => b.lang === "graphql");
+    expect(graphqlBlocks.length).toBeGreaterThanOrEqual(12);
+    const answers = await runGraphqlExamples(server, key!, graphqlBlocks);
     expectMeaningful(answers);
+
+    // "Try it" a second time on the same server works as written too, and admits a new run.
+    const again = await runGraphqlExamples(server, key!, tryItBlocks());
+    const admitted = (rows: Rows) => rows.filter((a) => a.admitRun).map((a) => a.admitRun as { replayed?: boolean; run: { id: string } });
+    expect(admitted(again)[0]?.replayed).toBe(false);
+    expect(admitted(again)[0]?.run.id).not.toBe(admitted(answers)[0]?.run.id);
 
     const example = await runShell(shellBlock("DOSSIER_URL=").replace("<key>", key!), {}, origin);
     expect(example).toMatch(/^run \S+ admitted/m);
@@ -98,9 +106,7 @@ describe("README.md", () => {
 });
 
 /** Runs each GraphQL block in order; returns every answer's data, subscriptions' last update included. */
-async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows> {
-  const blocks = readmeBlocks().filter((b) => b.lang === "graphql");
-  expect(blocks.length).toBeGreaterThanOrEqual(12);
+async function runGraphqlExamples(live: ReadmeServer, key: string, blocks: { text: string }[]): Promise<Rows> {
   const answers: Rows = [];
   const open: { query: string; subscription: Subscription }[] = [];
   for (const block of blocks) {
@@ -138,6 +144,15 @@ async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows
     subscription.stop();
   }
   return answers;
+}
+
+/** The GraphQL blocks of the README's "Try it" section, in order. */
+function tryItBlocks(): { text: string }[] {
+  const readme = readFileSync(path.join(projectRoot, "README.md"), "utf8");
+  const section = /^## Try it\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? "";
+  const blocks = [...section.matchAll(/^```graphql\n([\s\S]*?)^```$/gm)].map(([, text]) => ({ text: text! }));
+  expect(blocks.length).toBeGreaterThanOrEqual(8);
+  return blocks;
 }
 
 /** Rejects if an open-ended subscription fails or ends while the examples still run. */
