@@ -78,6 +78,12 @@ describe("README.md", () => {
       ).toBe(true);
   });
 
+  it("has each mutation example show an expected failure's message", () => {
+    const mutations = readmeBlocks().filter((b) => b.lang === "graphql" && b.text.trimStart().startsWith("mutation"));
+    expect(mutations.length).toBeGreaterThan(3);
+    for (const { text } of mutations) expect(text, `a typed error without its message:\n${text}`).toContain("... on Error { message }");
+  });
+
   it("works as written on a fresh server: the key, curl, every GraphQL example in order, the example script", async () => {
     const keyOutput = await runShell(shellBlock("npm run key:create"), { DATA_DIR: dataDir });
     const key = /dsk_[A-Za-z0-9_-]+/.exec(keyOutput)?.[0];
