@@ -138,7 +138,7 @@ async function runGraphqlExamples(live: ReadmeServer, key: string, blocks: { tex
       );
       answers.push(updates.at(-1)!);
     } else {
-      // Open until the end, like a second GraphiQL tab: the next example starts once the server has it.
+      // Open until the end, like GraphiQL in a second window: the next example starts once the server has it.
       const subscription = subscribeWs(live.url, key, query);
       open.push({ query, subscription });
       await Promise.race([expect.poll(() => live.wsSubscriptions(), { timeout: 10_000 }).toBe(open.length), endsEarly(subscription, query)]);
