@@ -13,7 +13,8 @@ export type ValidationIssue = { field: string; message: string };
 
 export class ValidationError extends DomainError {
   constructor(readonly issues: ValidationIssue[]) {
-    super(`Invalid input: ${issues.map((issue) => `${issue.field}: ${issue.message}`).join("; ")}`);
+    // The message alone says what is wrong: it is all a client that selects `... on Error { message }` shows.
+    super(issues.length > 0 ? `Invalid input: ${issues.map((issue) => `${issue.field}: ${issue.message}`).join("; ")}` : "Invalid input.");
   }
 }
 

@@ -103,8 +103,14 @@ export async function startHttpServer({
   const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });
   const sockets: OpenSockets = new Set();
   const stopCounting = app.metrics.countWsSubscriptions(() => [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0));
-  const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
+  // ws re-emits the HTTP server's errors; listen() already reports a failed start (a port in use)
+  // as one error, so the WebSocket server's copy must not print its own trace or crash the process.
+  // graphql-ws logs and rethrows any error on its server, hence it is attached once listening.
+  const reportedByListen = () => {};
+  wsServer.on("error", reportedByListen);
   await listen(httpServer, port, host);
+  wsServer.off("error", reportedByListen);
+  const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
   const address = httpServer.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {

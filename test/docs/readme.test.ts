@@ -4,7 +4,7 @@
 // graphql-ws (a run's also over SSE); and the shell examples that are cheap and deterministic. The
 // README is read when the test runs, so a changed example is tested as changed.
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -78,6 +78,12 @@ describe("README.md", () => {
       ).toBe(true);
   });
 
+  it("has each mutation example show an expected failure's message", () => {
+    const mutations = readmeBlocks().filter((b) => b.lang === "graphql" && b.text.trimStart().startsWith("mutation"));
+    expect(mutations.length).toBeGreaterThan(3);
+    for (const { text } of mutations) expect(text, `a typed error without its message:\n${text}`).toContain("... on Error { message }");
+  });
+
   it("works as written on a fresh server: the key, curl, every GraphQL example in order, the example script", async () => {
     const keyOutput = await runShell(shellBlock("npm run key:create"), { DATA_DIR: dataDir });
     const key = /dsk_[A-Za-z0-9_-]+/.exec(keyOutput)?.[0];
@@ -88,8 +94,16 @@ describe("README.md", () => {
     const curl = await runShell(shellBlock("curl "), { DOSSIER_API_KEY: key! }, origin);
     expect(JSON.parse(curl)).toEqual({ data: { viewer: { name: "Research team" } } });
 
-    const answers = await runGraphqlExamples(server, key!);
+    const graphqlBlocks = readmeBlocks().filter((b) => b.lang === "graphql");
+    expect(graphqlBlocks.length).toBeGreaterThanOrEqual(12);
+    const answers = await runGraphqlExamples(server, key!, graphqlBlocks);
     expectMeaningful(answers);
+
+    // "Try it" a second time on the same server works as written too, and admits a new run.
+    const again = await runGraphqlExamples(server, key!, tryItBlocks());
+    const admitted = (rows: Rows) => rows.filter((a) => a.admitRun).map((a) => a.admitRun as { replayed?: boolean; run: { id: string } });
+    expect(admitted(again)[0]?.replayed).toBe(false);
+    expect(admitted(again)[0]?.run.id).not.toBe(admitted(answers)[0]?.run.id);
 
     const example = await runShell(shellBlock("DOSSIER_URL=").replace("<key>", key!), {}, origin);
     expect(example).toMatch(/^run \S+ admitted/m);
@@ -98,9 +112,7 @@ describe("README.md", () => {
 });
 
 /** Runs each GraphQL block in order; returns every answer's data, subscriptions' last update included. */
-async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows> {
-  const blocks = readmeBlocks().filter((b) => b.lang === "graphql");
-  expect(blocks.length).toBeGreaterThanOrEqual(12);
+async function runGraphqlExamples(live: ReadmeServer, key: string, blocks: { text: string }[]): Promise<Rows> {
   const answers: Rows = [];
   const open: { query: string; subscription: Subscription }[] = [];
   for (const block of blocks) {
@@ -126,7 +138,7 @@ async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows
       );
       answers.push(updates.at(-1)!);
     } else {
-      // Open until the end, like a second GraphiQL tab: the next example starts once the server has it.
+      // Open until the end, like GraphiQL in a second window: the next example starts once the server has it.
       const subscription = subscribeWs(live.url, key, query);
       open.push({ query, subscription });
       await Promise.race([expect.poll(() => live.wsSubscriptions(), { timeout: 10_000 }).toBe(open.length), endsEarly(subscription, query)]);
@@ -138,6 +150,15 @@ async function runGraphqlExamples(live: ReadmeServer, key: string): Promise<Rows
     subscription.stop();
   }
   return answers;
+}
+
+/** The GraphQL blocks of the README's "Try it" section, in order. */
+function tryItBlocks(): { text: string }[] {
+  const readme = readFileSync(path.join(projectRoot, "README.md"), "utf8");
+  const section = /^## Try it\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? "";
+  const blocks = [...section.matchAll(/^```graphql\n([\s\S]*?)^```$/gm)].map(([, text]) => ({ text: text! }));
+  expect(blocks.length).toBeGreaterThanOrEqual(8);
+  return blocks;
 }
 
 /** Rejects if an open-ended subscription fails or ends while the examples still run. */

@@ -50,6 +50,19 @@ describe("malformed ids, cursors and body types", () => {
     expect(utf8.body).toEqual({ data: { run: null } });
   });
 
+  it("a ValidationError's message alone says which field is wrong and why", async () => {
+    // What "Try it" shows when a pasted id is not one: the example selects `... on Error { message }` only.
+    const admitted = await post({
+      query: `mutation { admitRun(input: { conversationId: "not-an-id", question: "And in 2028?", multitask: ENQUEUE }) { __typename ... on Error { message } } }`,
+    });
+    expect(admitted.body.errors).toBeUndefined();
+    const payload = admitted.body.data!.admitRun as { __typename: string; message: string };
+    expect(payload.__typename).toBe("ValidationError");
+    expect(payload.message).toMatch(/^Invalid input: conversationId: \S.+/);
+    const created = await post({ query: `mutation { createWorkspace(input: { title: "", goal: "g" }) { __typename ... on Error { message } } }` });
+    expect(created.body.data!.createWorkspace).toEqual({ __typename: "ValidationError", message: expect.stringMatching(/^Invalid input: title: \S/) });
+  });
+
   it("a NUL inside a cursor is a user error naming the argument", async () => {
     const lists = [
       { query: "query($after: String) { conversations(first: 5, after: $after) { edges { node { id } } } }", cursor: b64("GPC:S:a\u0000b") },

@@ -94,3 +94,27 @@ describe("the commands that start Dossier's processes", () => {
     );
   });
 });
+
+describe("a port already in use", () => {
+  it("ends start-up with one line naming the port, and no stack trace", async () => {
+    const { createServer } = await import("node:net");
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const p = startServer({ PORT: String(port), DATA_DIR: dataDir() });
+      let stderr = "";
+      p.child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8");
+      });
+      const { code } = await p.exited;
+      expect(code).toBe(1);
+      // Structured log lines (JSON) may precede it; everything else is the one line.
+      const plain = stderr.split("\n").filter((line) => line !== "" && !line.startsWith("{"));
+      expect(plain).toEqual([`Dossier could not start: port ${port} is in use (another server?); stop it or set PORT.`]);
+      expect(stderr).not.toContain("    at ");
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
+  });
+});
