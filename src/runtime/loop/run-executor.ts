@@ -143,9 +143,11 @@ export class RunExecutor {
       const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
       if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
       const message = error instanceof Error ? error.message : String(error);
+      // The model's own failure (its server unreachable included) is the run's, never the database's.
+      if (error instanceof ModelRequestFailed) return { type: "failed", reason: "MODEL_ERROR", message };
       // The database failed, not the run: its state is intact and another attempt resumes it.
       if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
-      return { type: "failed", reason: error instanceof ModelRequestFailed ? "MODEL_ERROR" : "INTERNAL_ERROR", message };
+      return { type: "failed", reason: "INTERNAL_ERROR", message };
     }
   }
 
