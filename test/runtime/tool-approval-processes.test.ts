@@ -191,7 +191,7 @@ describe("tool approvals across processes", () => {
       expect(done.answer).toMatch(declinedAnswer("reject elsewhere", worker.child.pid, "not on a Friday"));
       expect(markerLines(marker)).toEqual([]);
       expect(done.attempts.map((a) => a.outcome)).toEqual(["HANDED_BACK", "COMPLETED"]);
-      expect(await statuses).toEqual(["RUNNING", "SUCCEEDED"]);
+      expect(await statuses).toEqual(["WAITING", "RUNNING", "SUCCEEDED"]);
       expect(await storedDecision(atWorker, run.id, approval!.toolCallId)).toMatchObject({
         decision: "REJECT",
         reason: "not on a Friday",
@@ -248,7 +248,7 @@ describe("tool approvals across processes", () => {
       const { seen: statuses } = await statusesSeen(workerUrl, run.id);
       const cancelled = await atApi.request(CancelRunDocument, { input: { runId: run.id } });
       expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
-      expect(await statuses).toEqual(["CANCELLED"]);
+      expect(await statuses).toEqual(["WAITING", "CANCELLED"]);
       expect(await storedDecision(atWorker, run.id, approval!.toolCallId)).toMatchObject({
         decision: "REJECT",
         reason: "the run was cancelled",
