@@ -7,7 +7,7 @@
 // held to the same list; a client that sends no Origin is not a browser page.
 import type { IncomingMessage } from "node:http";
 import type { Plugin } from "graphql-yoga";
-import { originHostAllowed } from "./allowed-hosts.js";
+import { hostAllowed, originHostAllowed } from "./allowed-hosts.js";
 
 const JSON_MEDIA_TYPES = new Set(["application/json", "application/graphql-response+json"]);
 
@@ -38,17 +38,30 @@ export function corsFor(origins: readonly string[]) {
 }
 
 /**
- * Whether a WebSocket upgrade may proceed: not from a browser page, from a listed origin, or
- * from a page served under one of the listed host names (ALLOWED_HOSTS). Only where every name
- * is served (no list: a non-loopback bind with keys required) is the page's own Host the measure.
+ * Whether a WebSocket upgrade may proceed: not from a browser page, from a listed origin
+ * (CORS_ORIGINS), or from a page of this server itself — its Origin names the host the upgrade
+ * was sent to, and that host is one of the listed names (ALLOWED_HOSTS), so a page whose name was
+ * re-pointed here (DNS rebinding) never qualifies; or from an origin listed with its port in
+ * ALLOWED_HOSTS. A page on another port of a name listed without one (the loopback names of the
+ * embedded default) is another origin: it is refused like any other site. Only where every name is served (no list:
+ * a non-loopback bind with keys required) is the page's own Host the whole measure.
  */
 export function upgradeAllowed(request: IncomingMessage, origins: readonly string[], allowedHosts: readonly string[] | undefined): boolean {
   const origin = request.headers.origin;
   if (origin === undefined) return true;
   if (origins.includes(origin)) return true;
-  if (allowedHosts !== undefined) return originHostAllowed(origin, allowedHosts);
+  if (allowedHosts !== undefined && !originHostAllowed(origin, allowedHosts)) return false;
+  // An entry the operator listed with its port names one origin exactly: its pages are trusted.
+  if (
+    allowedHosts !== undefined &&
+    originHostAllowed(
+      origin,
+      allowedHosts.filter((entry) => /:\d+$/.test(entry)),
+    )
+  )
+    return true;
   try {
-    return new URL(origin).host === request.headers.host;
+    return hostAllowed(new URL(origin).host, [request.headers.host ?? ""]);
   } catch {
     return false;
   }

@@ -161,6 +161,8 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
       DB_CONNECT_TIMEOUT_MS: "1000",
       DB_QUERY_TIMEOUT_MS: "2000",
       WORKER_CONCURRENCY: "5",
+      // All ten runs are one principal's: its share is both workers' slots.
+      MAX_RUNNING_RUNS_PER_PRINCIPAL: "10",
       SLOW_TOOL_MS: "2000",
     });
     const workers = [await worker({}, { proxied: true }), await worker({}, { proxied: true })];
@@ -207,7 +209,8 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
 
   it("a worker killed holding 4 runs while 200 are queued: its 4 runs resume within two leases, ahead of the queue", async () => {
     const leaseMs = 4_000;
-    const { client, sql, worker, events } = await deployment({ RUN_LEASE_MS: String(leaseMs), WORKER_CONCURRENCY: "4" });
+    // Every run is one principal's: its share is both workers' slots.
+    const { client, sql, worker, events } = await deployment({ RUN_LEASE_MS: String(leaseMs), WORKER_CONCURRENCY: "4", MAX_RUNNING_RUNS_PER_PRINCIPAL: "8" });
     const victim = await worker({ SLOW_TOOL_MS: "60000" });
     const held = await admitMany(client, 4, "held");
     await waitUntil(() => (events().filter((e) => e.event === "start" && e.pid === victim.pid).length === 4 ? true : undefined), 60_000);

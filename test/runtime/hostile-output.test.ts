@@ -88,7 +88,7 @@ describe(`hostile outputs against a server process on ${backend}`, () => {
         OPENAI_API_KEY: "sk-local",
         OPENAI_BASE_URL: stub.baseURL,
         MODEL: "stub-model",
-        MCP_STDIO_COMMANDS: process.execPath,
+        MCP_STDIO_COMMANDS: `${process.execPath} …`,
         MCP_HTTP_ALLOWED_HOSTS: new URL(webUrl).host,
       },
     });

@@ -25,7 +25,7 @@ describe("a slow tools/list", () => {
 
   it("does not hold the worker's only slot past the run's deadline; the listing gives up after MCP_LIST_TIMEOUT_MS", { timeout: 60_000 }, async () => {
     t = await startTestApp("pglite", {
-      mcp: { stdioCommands: [process.execPath], limits: { ...DEFAULT_MCP_LIMITS, listTimeoutMs: 12_000 } },
+      mcp: { stdioCommands: [`${process.execPath} …`], limits: { ...DEFAULT_MCP_LIMITS, listTimeoutMs: 12_000 } },
       runtime: { model: toolCallingModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-slow-list-")), concurrency: 1 },
     });
     const slow = t.as(await t.createPrincipal("slow"));

@@ -99,8 +99,10 @@ describe("the host allow-list", () => {
   it("holds a WebSocket's Origin to the listed names, not to the Host it was sent with", async () => {
     t = await startTestApp("pglite", { listen: true, allowedHosts: ["dossier.example", "127.0.0.1"] });
     const { wsUrl, port } = t.server!;
-    // A page under a listed name, on this server or on a listed name with another port.
-    expect(await upgrade(wsUrl, { host: `dossier.example:${port}`, origin: `https://dossier.example` })).toBe(101);
+    // A page of this server under a listed name (behind a proxy that keeps the Host).
+    expect(await upgrade(wsUrl, { host: "dossier.example", origin: "https://dossier.example" })).toBe(101);
+    // A page on another port of a listed name is another origin.
+    expect(await upgrade(wsUrl, { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port + 1}` })).toBe(401);
     // Its own Host is no longer the measure: an Origin that is not listed is refused under any Host.
     expect(await upgrade(wsUrl, { host: `127.0.0.1:${port}`, origin: "http://localhost:5173" })).toBe(401);
     expect(await upgrade(wsUrl, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).toBe(421);

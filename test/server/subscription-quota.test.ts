@@ -36,11 +36,15 @@ async function admitRun(key: string): Promise<string> {
   return ((await response.json()) as { data: { admitRun: { run: { id: string } } } }).data.admitRun.run.id;
 }
 
-/** Subscribes to a queued run's events: nothing arrives until it changes, so the subscription stays open. Resolves with the errors of a refused one. */
+/**
+ * Subscribes to a queued run's events: the run's current status arrives first, then nothing until
+ * it changes, so the subscription stays open. `refused` resolves with the errors of a refused
+ * subscription and never for one that was accepted.
+ */
 function subscribe(socket: ReturnType<typeof createWsClient>, runId: string) {
   const updates = socket.iterate({ query: `subscription { runEvents(runId: "${runId}") { status } }` });
   const refused = updates.next().then(
-    () => undefined,
+    () => new Promise<undefined>(() => undefined),
     (errors: unknown) => errors as GraphQLErrors,
   );
   return { updates, refused };
