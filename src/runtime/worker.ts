@@ -14,7 +14,7 @@ import type { Logger } from "../logger.js";
 import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
-import { OwnClock } from "./attempt/own-clock.js";
+import type { OwnClock } from "./attempt/own-clock.js";
 import { keepLease } from "./attempt/lease-keeper.js";
 import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
@@ -83,9 +83,6 @@ export type WorkerOptions = {
 
 type Active = { controller: AbortController; done: Promise<void> };
 
-/** A claim, and when it was sent: the attempt's own clock starts then. */
-type Claim = { claimed: ClaimedAttempt; sentAt: number };
-
 const modelBusy = (attempt: number, ms: number) =>
   `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
 
@@ -145,9 +142,8 @@ export class RunWorker {
     }
   }
 
-  private async claim(runId?: string): Promise<Claim | null> {
-    const sentAt = OwnClock.mark();
-    const claimed = await this.options.runs.claim(
+  private claim(runId?: string): Promise<ClaimedAttempt | null> {
+    return this.options.runs.claim(
       {
         workerId: this.workerId,
         leaseMs: this.leaseMs,
@@ -158,7 +154,6 @@ export class RunWorker {
       },
       runId,
     );
-    return claimed && { claimed, sentAt };
   }
 
   /**
@@ -168,7 +163,7 @@ export class RunWorker {
    * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
    * orphaned runs come first in the claim's own order.
    */
-  private async claimDelivered(queue: RunQueue): Promise<Claim | null> {
+  private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
     const [delivery] = await queue.take(1);
     return this.claim().finally(() => delivery?.done().catch(() => undefined));
   }
@@ -202,9 +197,9 @@ export class RunWorker {
     }
   }
 
-  private begin({ claimed, sentAt }: Claim): void {
+  private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller, claimed.leaseSentAt ?? sentAt).finally(() => {
+    const done = this.execute(claimed, controller, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();

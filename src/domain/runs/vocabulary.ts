@@ -70,7 +70,7 @@ export type InstanceLiveness = (instance: string) => Promise<boolean>;
  * `leaseSentAt`: this process's monotonic time (performance.now()) just before the statement that
  * set the lease was sent — the start of the attempt's own clock (runtime/attempt/own-clock.ts).
  */
-export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt?: number };
+export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt: number };
 
 export type SettleContext = {
   tx: Tx;
