@@ -4,6 +4,8 @@
 // CPU time used, the SQL statements sent and the resident memory (now and at most) so far, "analyze" by refreshing the
 // planner's statistics, and { traceWriters } by writing trace events
 // as a run's recorder does: that many writers on one trace, one event after another, for a while.
+// BENCH_RATE_LIMITS=process or redis turns request rate limits on, with buckets in this process or
+// in the Redis of REDIS_URL, at a rate no benchmark reaches: every request takes its token.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createSchema, createYoga } from "graphql-yoga";
@@ -13,6 +15,8 @@ import { createEventBus } from "../src/events/topics.js";
 import { silentLogger } from "../src/logger.js";
 import { startHttpServer } from "../src/server/http-server.js";
 import { PrismaTraceRecorder } from "../src/trace/record/prisma-trace-recorder.js";
+import { RedisTokenBuckets } from "../src/server/redis-token-buckets.js";
+import { InProcessTokenBuckets, type TokenBuckets } from "../src/server/rate-limit.js";
 import { percentile } from "./support.js";
 
 const target = process.argv[2] ?? "pglite";
@@ -31,8 +35,17 @@ async function start(): Promise<string> {
   }
   const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, { onQuery: () => void (statements += 1) });
   await db.migrate();
-  app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false });
+  app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false, rateLimits: await rateLimits() });
   return (await startHttpServer({ app, port: 0, host: "127.0.0.1" })).url;
+}
+
+/** Buckets that never run dry in a benchmark, so that what is measured is the cost of taking a token. */
+async function rateLimits(): Promise<TokenBuckets | undefined> {
+  const settings = { perMinute: 1e12, burst: 1e12 };
+  const where = process.env.BENCH_RATE_LIMITS;
+  if (where === "process") return new InProcessTokenBuckets(settings);
+  if (where === "redis") return RedisTokenBuckets.connect(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", settings);
+  return undefined;
 }
 
 type TraceLoad = { traceWriters: number; seconds: number; runId: string };
