@@ -73,7 +73,10 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
     const hooks = await receiver();
     t = await startTestApp(backend, { webhooks: { deliver: true, allowedHosts: [hooks.host], retryDelaysSeconds: [0.2], pollMs: 100 } });
     const url = `http://${hooks.host}/hooks/${PATH_SECRET}?token=${QUERY_SECRET}`;
-    const created = expectType((await t.client.request(CreateWebhookDocument, { input: { url, events: ["WORKSPACE_ARCHIVED"] } })).createWebhook, "CreateWebhookSuccess");
+    const created = expectType(
+      (await t.client.request(CreateWebhookDocument, { input: { url, events: ["WORKSPACE_ARCHIVED"] } })).createWebhook,
+      "CreateWebhookSuccess",
+    );
 
     const shown = `http://${hooks.host}/…/***?token=***`;
     expect(created.webhook.url).toBe(shown);
@@ -113,9 +116,13 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
 
   it("without SECRETS_KEY refuses a URL with something to hide, as header values are refused, and stores one without", async () => {
     t = await startTestApp(backend, { mcp: { secrets: undefined } });
-    const refused = await t.client.request(UpsertMcpServerDocument, { input: { name: "remote", transport: "HTTP", url: `https://mcp.example.com/${PATH_SECRET}` } });
+    const refused = await t.client.request(UpsertMcpServerDocument, {
+      input: { name: "remote", transport: "HTTP", url: `https://mcp.example.com/${PATH_SECRET}` },
+    });
     expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([{ field: "url", message: expect.stringContaining("SECRETS_KEY") }]);
-    const plain = await t.client.request(UpsertMcpServerDocument, { input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
+    const plain = await t.client.request(UpsertMcpServerDocument, {
+      input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/", enabled: false },
+    });
     expect(expectType(plain.upsertMcpServer, "UpsertMcpServerSuccess").mcpServer.url).toBe("https://mcp.example.com/");
     expect(await dump("mcp_server")).toContain('"url":"https://mcp.example.com/"');
   });
