@@ -4,6 +4,7 @@ import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolic
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
+import { type SignInSettings, signInEnv, signInOf } from "./config-sign-in.js";
 import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
@@ -52,6 +53,7 @@ const envSchema = z.object({
   ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
   AUTH_REQUIRED: flag.optional(),
   ...accessEnv,
+  ...signInEnv,
   /** Replaced by MCP_STDIO_COMMANDS; read only to warn that it is ignored. */
   MCP_STDIO_ALLOWED: z.string().optional(),
   SECRETS_KEY: z
@@ -118,6 +120,8 @@ export type Config = {
   corsOrigins: string[];
   /** The host names requests may be addressed to (ALLOWED_HOSTS); undefined: every name (a non-loopback bind with keys required). */
   allowedHosts?: string[];
+  /** The app's own sign-in (AUTH_JWKS_URL and its companions); none when unset. */
+  signIn?: SignInSettings;
   /** Encrypts MCP header and environment values at rest (SECRETS_KEY, base64 of 32 bytes). */
   secretsKey?: string;
   /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
@@ -326,6 +330,7 @@ function serverSettings(values: EnvValues) {
     authRequired,
     corsOrigins: values.CORS_ORIGINS,
     allowedHosts: allowedHostsOf(values, authRequired),
+    signIn: signInOf(values),
     metricsToken: values.METRICS_TOKEN,
     secretsKey: values.SECRETS_KEY,
     warnings:

@@ -263,6 +263,38 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS_SECONDS: "5m" })).toThrow(/must be positive numbers of seconds/);
   });
 
+  it("reads the app's own sign-in only as a whole, and names the setting of every inconsistent combination", () => {
+    expect(loadConfig({}).signIn).toBeUndefined();
+    const whole = {
+      AUTH_JWKS_URL: "https://auth.example.com/.well-known/jwks.json",
+      AUTH_JWT_ISSUER: "https://auth.example.com/",
+      AUTH_JWT_AUDIENCE: "my-app",
+    };
+    expect(loadConfig(whole).signIn).toEqual({
+      jwksUrl: whole.AUTH_JWKS_URL,
+      issuer: whole.AUTH_JWT_ISSUER,
+      audience: "my-app",
+      principalClaim: "sub",
+      allowedHosts: [],
+    });
+    expect(loadConfig({ ...whole, AUTH_JWT_PRINCIPAL_CLAIM: "email" }).signIn?.principalClaim).toBe("email");
+    expect(() => loadConfig({ AUTH_JWKS_URL: whole.AUTH_JWKS_URL })).toThrow(/AUTH_JWT_ISSUER: must be set with AUTH_JWKS_URL/);
+    expect(() => loadConfig({ AUTH_JWKS_URL: whole.AUTH_JWKS_URL, AUTH_JWT_ISSUER: "x" })).toThrow(/AUTH_JWT_AUDIENCE: must be set/);
+    expect(() => loadConfig({ AUTH_JWT_AUDIENCE: "my-app", AUTH_JWT_ISSUER: "x" })).toThrow(/AUTH_JWKS_URL: must be set/);
+    expect(() => loadConfig({ AUTH_JWT_PRINCIPAL_CLAIM: "email" })).toThrow(/AUTH_JWT_PRINCIPAL_CLAIM: applies only with AUTH_JWKS_URL/);
+    expect(() => loadConfig({ ...whole, AUTH_JWT_ISSUER: "dossier" })).toThrow(/AUTH_JWT_ISSUER: must not be "dossier"/);
+    expect(() => loadConfig({ ...whole, AUTH_JWKS_URL: "ftp://auth.example.com/jwks" })).toThrow(
+      /AUTH_JWKS_URL="ftp:\/\/auth.example.com\/jwks": must be an http\(s\) URL/,
+    );
+    // In clear only from a host the operator named (inside the network, read through the outbound guard).
+    const local = { ...whole, AUTH_JWKS_URL: "http://127.0.0.1:8080/jwks.json" };
+    expect(() => loadConfig(local)).toThrow(/AUTH_JWKS_URL: must be https:\/\/ unless its host is listed in AUTH_JWKS_ALLOWED_HOSTS/);
+    expect(loadConfig({ ...local, AUTH_JWKS_ALLOWED_HOSTS: "127.0.0.1:8080" }).signIn?.allowedHosts).toEqual(["127.0.0.1:8080"]);
+    expect(() => loadConfig({ ...local, AUTH_JWKS_ALLOWED_HOSTS: "*.example" })).toThrow(
+      /AUTH_JWKS_ALLOWED_HOSTS="\*.example": must be host names without wildcards/,
+    );
+  });
+
   it("reads how often expired artifacts are swept", () => {
     expect(loadConfig({}).artifacts).toEqual({ sweepIntervalMs: 300_000 });
     expect(loadConfig({ ARTIFACT_SWEEP_INTERVAL_MS: "1000" }).artifacts).toEqual({ sweepIntervalMs: 1_000 });

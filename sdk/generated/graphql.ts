@@ -149,7 +149,7 @@ export type CreateArtifactInput = {
 export type CreateWebhookInput = {
   description?: string | null | undefined;
   events: Array<WebhookEventType>;
-  /** Where events are POSTed (http or https). It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
+  /** Where events are POSTed (http or https), stored encrypted (read back redacted: see Webhook.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
   url: string;
 };
 
@@ -451,7 +451,7 @@ export type UpdateWebhookInput = {
   enabled?: boolean | null | undefined;
   events?: Array<WebhookEventType> | null | undefined;
   id: string;
-  /** Where events are POSTed (http or https). It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
+  /** Where events are POSTed (http or https), stored encrypted (read back redacted: see Webhook.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery. */
   url?: string | null | undefined;
 };
 
@@ -472,7 +472,7 @@ export type UpsertMcpServerInput = {
   /** Default false. True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says. */
   requireApproval?: boolean | null | undefined;
   transport: McpTransport;
-  /** HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status. */
+  /** HTTP: the streamable HTTP endpoint, stored encrypted (read back redacted: see McpServer.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status. */
   url?: string | null | undefined;
 };
 

@@ -26,6 +26,7 @@ import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
 import type { ServedApi } from "../server/http-server.js";
 import type { Core } from "./core.js";
+import { openSignIn, type SignInOptions } from "./sign-in.js";
 
 export type Api = ServedApi & {
   /** Stops watching for revocations and disposes of the GraphQL server. */
@@ -54,6 +55,8 @@ export type ApiOptions = {
   rateLimits?: TokenBuckets;
   /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
   maxSubscriptionsPerKey?: number;
+  /** The app's own sign-in (AUTH_JWKS_URL and its companions); none without. */
+  signIn?: SignInOptions;
 };
 
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
@@ -69,6 +72,7 @@ export function createApi(
     metricsToken,
     rateLimits,
     maxSubscriptionsPerKey = 500,
+    signIn: signInOptions,
     ...documents
   }: ApiOptions,
 ): Api {
@@ -78,7 +82,8 @@ export function createApi(
   const { db, events, services, metrics } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
-  const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens });
+  const signIn = signInOptions ? openSignIn(db.prisma, signInOptions) : undefined;
+  const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
@@ -131,6 +136,7 @@ export function createApi(
     async stop() {
       await keyRevocations.close();
       await yoga.dispose();
+      await signIn?.close();
     },
   };
 }

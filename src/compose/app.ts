@@ -22,6 +22,7 @@ export function createApp({
   trustedDocuments,
   rateLimits,
   maxSubscriptionsPerKey,
+  signIn,
   ...options
 }: AppOptions): App {
   const core = createCore(options);
@@ -36,6 +37,7 @@ export function createApp({
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    signIn,
   });
   return {
     ...core,

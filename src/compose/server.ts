@@ -4,6 +4,7 @@
 // for another worker, then closes the queue, Redis and the database.
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { sealStoredUrls } from "../domain/sealed-url.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
@@ -13,12 +14,13 @@ export async function startServer({ config, logger }: { config: Config; logger: 
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
   const rateLimits = await openRateLimits(config, logger);
+  const mcp = mcpSettings(config, logger);
   const core = createCore({
     db,
     events,
     logger,
     agents: config.agents,
-    mcp: mcpSettings(config, logger),
+    mcp,
     runQueue,
     webhooks: {
       ...config.webhooks,
@@ -38,7 +40,13 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     trustedDocuments: config.trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
+    signIn: config.signIn,
   });
+  // Webhook and MCP server URLs stored in clear by an older version are sealed now (domain/sealed-url.ts).
+  if (mcp.secrets) {
+    const sealed = await sealStoredUrls(db.prisma, mcp.secrets);
+    if (sealed > 0) logger.info(`sealed ${sealed} webhook and MCP server URLs stored in clear by an older version`);
+  }
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();
   warnAboutSettings(config, logger);

@@ -2,22 +2,38 @@
 // rejected, never downgraded; a missing key is the development principal only when the
 // operator did not require authentication.
 import { GraphQLError } from "graphql";
+import { decodeProtectedHeader } from "jose";
 import { AccessTokenRefusal, AccessTokens } from "../domain/principal/access-tokens.js";
 import type { Actor, PrincipalService } from "../domain/principal/principal-service.js";
+import { SignInRefusal, type SignInTokens } from "../domain/principal/sign-in-tokens.js";
 
 export type Authenticate = (authorization: string | null | undefined) => Promise<Actor>;
 
 const unauthenticated = (message: string) => new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
+const unavailable = (message: string) => new GraphQLError(message, { extensions: { code: "SIGN_IN_UNAVAILABLE", http: { status: 503 } } });
+
+/** Whether a Bearer value is a JWT (a JOSE header that decodes), without verifying it: API keys are not. */
+function isJwt(value: string): boolean {
+  try {
+    decodeProtectedHeader(value);
+    return value.split(".").length === 3;
+  } catch {
+    return false;
+  }
+}
 
 export function createAuthenticator({
   principals,
   authRequired,
   accessTokens,
+  signIn,
 }: {
   principals: PrincipalService;
   authRequired: boolean;
   /** Verifies access tokens (createAccessToken); a Bearer value that is one is never taken for an API key. */
   accessTokens?: AccessTokens;
+  /** Verifies the app's own sign-in tokens (AUTH_JWKS_URL): any other JWT, never taken for an API key either. */
+  signIn?: SignInTokens;
 }): Authenticate {
   let development: Promise<Actor> | undefined;
   return async (authorization) => {
@@ -36,6 +52,14 @@ export function createAuthenticator({
         return await accessTokens.verify(match[1]);
       } catch (error) {
         if (error instanceof AccessTokenRefusal) throw unauthenticated(error.message);
+        throw error;
+      }
+    }
+    if (signIn && isJwt(match[1])) {
+      try {
+        return await signIn.verify(match[1]);
+      } catch (error) {
+        if (error instanceof SignInRefusal) throw error.unavailable ? unavailable(error.message) : unauthenticated(error.message);
         throw error;
       }
     }

@@ -173,7 +173,8 @@ function serveGraphqlWs({
               "close",
               app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)),
             );
-          if (actor.access) closeAtExpiry(socket, actor.access.expiresAt);
+          const expiresAt = actor.access?.expiresAt ?? actor.credentialExpiresAt;
+          if (expiresAt) closeAtExpiry(socket, expiresAt);
           return true;
         } catch (error) {
           socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
@@ -219,7 +220,7 @@ function serveGraphqlWs({
 /** Who may share a subscription's results: the principal, or one access token of it (its grants shape what it sees). */
 const sharingKey = (actor: GraphQLContext["actor"]) => (actor.access ? `${actor.principalId}#${actor.access.tokenId}` : actor.principalId);
 
-/** A socket opened with an access token closes with 4401 "token expired" when the token does (clients do not retry 4401). */
+/** A socket opened with an access or sign-in token closes with 4401 "token expired" when the token does (clients do not retry 4401). */
 function closeAtExpiry(socket: Socket, expiresAt: Date): void {
   const timer = setTimeout(
     () => {

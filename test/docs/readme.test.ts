@@ -36,6 +36,7 @@ const SHELL_NOT_RUN: Record<string, string> = {
   "SPILL_POLICIES=": "a setting's value: test/config.test.ts reads the same one",
   "TOOL_APPROVALS=": "a setting's value: test/runtime/approval-policy.test.ts reads the same one",
   "npm run key:revoke": "it revokes the key the examples use: test/server/key-revocation.test.ts runs it",
+  "AUTH_JWKS_URL=": "settings' values for an identity provider of your own: test/config.test.ts reads them, test/server/sign-in.test.ts serves a JWKS",
   "export DATABASE_URL": "a deployment on PostgreSQL and Redis: test/runtime/worker-processes.test.ts runs its processes",
 };
 /** Subscriptions that end by themselves, after the run's terminal status. */

@@ -230,7 +230,8 @@ describe.each(backends)("webhooks on %s", (backend) => {
       "NotFoundError",
     );
     expectType((await bob.request(DeleteWebhookDocument, { input: id })).deleteWebhook, "NotFoundError");
-    expect((await alice.request(WebhooksDocument)).webhooks[0]).toMatchObject({ url: endpoint.url, enabled: true });
+    // Shown redacted: the path may hold a token (see test/server/sealed-urls.test.ts).
+    expect((await alice.request(WebhooksDocument)).webhooks[0]).toMatchObject({ url: `http://${endpoint.host}/…/***`, enabled: true });
     // A pending delivery goes with its endpoint.
     const workspace = await createWorkspace(alice);
     await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });

@@ -159,8 +159,16 @@ describe("the Dossier MCP server", () => {
       const statement = kind === "type" ? /^(?:import|export)\s+type\b[^;]*?from\s+"(\.[^"]*)"/gm : /^(?:import|export)\s+(?!type\b)[^;]*?from\s+"(\.[^"]*)"/gm;
       return [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(statement)].map((m) => m[1]!);
     };
-    expect(imports("src/config.ts", "value")).toEqual(["./config-files.js", "./config-access.js", "./config-rules.js", "./config-files.js"]);
+    expect(imports("src/config.ts", "value")).toEqual([
+      "./config-files.js",
+      "./config-access.js",
+      "./config-sign-in.js",
+      "./config-rules.js",
+      "./config-files.js",
+    ]);
     expect(imports("src/config-files.ts", "value")).toEqual([]);
+    // The sign-in settings check values with the shared rules only.
+    expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-files.js", "./config-rules.js"]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
     // The access settings check values with two leaf modules of their own rules (a STDIO command
     // line's, a loopback host's), which import nothing of the project.

@@ -61,12 +61,12 @@ describe.each(backends)("MCP secrets at rest on %s", (backend) => {
   it("refuses secret values where there is no key, and still stores servers without any", async () => {
     t = await startTestApp(backend, { mcp: { secrets: undefined } });
     const refused = await t.client.request(UpsertMcpServerDocument, {
-      input: { name: "remote", transport: "HTTP", url: "https://mcp.example.com/mcp", headers: [{ name: "Authorization", value: `Bearer ${token}` }] },
+      input: { name: "remote", transport: "HTTP", url: "https://mcp.example.com/", headers: [{ name: "Authorization", value: `Bearer ${token}` }] },
     });
     expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([{ field: "headers", message: expect.stringContaining("SECRETS_KEY") }]);
     expect(await t.app.db.prisma.mcpServer.count()).toBe(0);
     const plain = await t.client.request(UpsertMcpServerDocument, {
-      input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false },
+      input: { name: "open", transport: "HTTP", url: "https://mcp.example.com/", enabled: false },
     });
     expectType(plain.upsertMcpServer, "UpsertMcpServerSuccess");
   });

@@ -69,6 +69,8 @@ export type TestAppOptions = {
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey?: number;
+  /** The app's own sign-in (AUTH_JWKS_URL and its companions). */
+  signIn?: Parameters<typeof createApp>[0]["signIn"];
   /** Open connections per client address and the request timeout of the listening server. */
   connections?: Parameters<typeof startHttpServer>[0]["connections"];
 };
@@ -95,6 +97,7 @@ export async function startTestApp(
     rateLimits,
     maxSubscriptionsPerKey,
     connections,
+    signIn,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
@@ -120,6 +123,7 @@ export async function startTestApp(
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    signIn,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

@@ -19,7 +19,8 @@ export const ALL: WebhookEventType[] = [
   "WORKSPACE_DELETED",
 ];
 
-export type Received = { headers: IncomingHttpHeaders; body: string; at: number };
+/** A request as it arrived: its path and query (`url`), headers and body. */
+export type Received = { url: string; headers: IncomingHttpHeaders; body: string; at: number };
 
 /** What to answer a request: a status code, "hang" (never answer), or a 302 redirect to a URL. */
 export type Answer = number | "hang" | { redirect: string };
@@ -44,7 +45,7 @@ export async function startReceiver(answers: Answer[] = []): Promise<Receiver> {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() });
+      received.push({ url: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() });
       const answer = state.answers.shift() ?? 200;
       if (answer === "hang") {
         hanging.add(response);

@@ -10,6 +10,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { literalAddressRefusal } from "./outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
+import { sealUrl, shownUrl } from "../sealed-url.js";
 import { type StdioCommandLine, stdioRefusals } from "./stdio-policy.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
@@ -88,7 +89,7 @@ export class McpServerService {
       stdioEnv: readonly string[];
       /** Hosts HTTP servers may reach inside the network (MCP_HTTP_ALLOWED_HOSTS); names are checked again when resolved. */
       httpAllowedHosts: readonly string[];
-      /** Seals header and environment values; without it (PostgreSQL without SECRETS_KEY) none may be stored. */
+      /** Seals URLs, header and environment values; without it (PostgreSQL without SECRETS_KEY) none with a secret may be stored. */
       secrets?: SecretBox;
     },
   ) {}
@@ -116,7 +117,7 @@ export class McpServerService {
       command: parsed.command ?? null,
       args: parsed.args ?? [],
       env: this.sealed("env", parsed.env ?? []),
-      url: parsed.url ?? null,
+      url: parsed.url ? sealUrl(parsed.url, this.deps.secrets, "url") : null,
       headers: this.sealed("headers", parsed.headers ?? []),
       enabled: parsed.enabled ?? true,
       requireApproval: parsed.requireApproval ?? false,
@@ -141,6 +142,11 @@ export class McpServerService {
     await this.deps.prisma.mcpServer.deleteMany({ where: { id: existing.id } });
     this.announce(actor);
     return existing;
+  }
+
+  /** A stored URL as its owner is shown it: scheme, host and port, the rest redacted (domain/sealed-url.ts). */
+  shownUrl(stored: string): string {
+    return shownUrl(stored, this.deps.secrets);
   }
 
   /** The pairs with their values sealed; a typed error when there is no key to seal them with. */

@@ -18,6 +18,10 @@ import { nonBlank, parseInput } from "../validation.js";
 export type Actor = {
   principalId: string;
   keyId?: string;
+  /** A credential that is not an API key, for rate limits and quotas: a sign-in token's user (`sign-in:<principalId>`). */
+  credentialId?: string;
+  /** When that credential expires (a sign-in token's `exp`): sockets opened with it close then. */
+  credentialExpiresAt?: Date;
   /** The operations the API key may perform (ApiKey.scopes); absent: all of them. */
   scopes?: readonly AccessOperation[];
   access?: AccessScope;

@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { PrismaClient, Webhook } from "../../generated/prisma/client.js";
 import { hostOf, literalAddressRefusal, portOf, namedExactly, internalAddressMessage } from "../capabilities/outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
+import { openUrl, sealUrl, shownUrl } from "../sealed-url.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
@@ -60,7 +61,7 @@ export class WebhookService {
       return tx.webhook.create({
         data: {
           ownerId: actor.principalId,
-          url: parsed.url,
+          url: sealUrl(parsed.url, box, "url"),
           events: [...new Set(parsed.events)],
           description: parsed.description ?? null,
           secret: box.seal(secret),
@@ -81,7 +82,7 @@ export class WebhookService {
     return this.deps.prisma.webhook.update({
       where: { id: parsed.id },
       data: {
-        ...(parsed.url ? { url: parsed.url } : {}),
+        ...(parsed.url ? { url: sealUrl(parsed.url, this.deps.secrets, "url") } : {}),
         ...(parsed.events ? { events: [...new Set(parsed.events)] } : {}),
         ...(parsed.description !== undefined ? { description: parsed.description } : {}),
         ...(typeof parsed.enabled === "boolean" ? { enabled: parsed.enabled, disabledReason: parsed.enabled ? null : "disabled by its owner" } : {}),
@@ -120,6 +121,16 @@ export class WebhookService {
     });
     if (reset.count === 0) throw new NotFoundError("WebhookEvent", eventId);
     return webhook;
+  }
+
+  /** The URL deliveries go to, opened (stored sealed, or in clear from before sealing existed). */
+  targetUrl(webhook: Pick<Webhook, "url">): string {
+    return openUrl(webhook.url, this.deps.secrets);
+  }
+
+  /** The URL as its owner is shown it: scheme, host and port, the rest redacted (domain/sealed-url.ts). */
+  shownUrl(webhook: Pick<Webhook, "url">): string {
+    return shownUrl(webhook.url, this.deps.secrets);
   }
 
   /** The secrets that sign now, newest first (opened). */

@@ -2,6 +2,7 @@
 // list as this instance sees them. Changes apply to runs started afterwards, without a restart.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
+import { REDACTION_RULE } from "../../domain/sealed-url.js";
 import type { McpServerStatus } from "../../runtime/ports/mcp.js";
 import { nameMcpTools } from "../../runtime/ports/mcp-tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
@@ -84,7 +85,11 @@ export const McpServerNode = builder.prismaNode("McpServer", {
     command: t.exposeString("command", { nullable: true }),
     args: t.exposeStringList("args"),
     envNames: t.stringList({ description: "Names of the extra environment variables (values are never returned).", resolve: (s) => names(s.env) }),
-    url: t.exposeString("url", { nullable: true }),
+    url: t.string({
+      nullable: true,
+      description: `HTTP: the endpoint. ${REDACTION_RULE}`,
+      resolve: (server, _args, ctx) => (server.url === null ? null : ctx.services.mcpServers.shownUrl(server.url)),
+    }),
     headerNames: t.stringList({ description: "Names of the extra HTTP headers (values are never returned).", resolve: (s) => names(s.headers) }),
     enabled: t.exposeBoolean("enabled"),
     requireApproval: t.exposeBoolean("requireApproval", {
@@ -125,7 +130,7 @@ const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
     env: t.field({ type: [McpKeyValueInput], description: "STDIO: extra environment variables." }),
     url: t.string({
       description:
-        "HTTP: the streamable HTTP endpoint. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status.",
+        "HTTP: the streamable HTTP endpoint, stored encrypted (read back redacted: see McpServer.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status.",
     }),
     headers: t.field({ type: [McpKeyValueInput], description: "HTTP: extra request headers (e.g. authorization)." }),
     enabled: t.boolean({ description: "Default true." }),

@@ -1,6 +1,7 @@
 // Webhooks (issue 22): each principal's endpoints, signed per Standard Webhooks, with every
 // delivery attempt readable. Another principal's webhook is not found, as one that does not exist.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { REDACTION_RULE } from "../../domain/sealed-url.js";
 import type { Webhook, WebhookAttempt } from "../../generated/prisma/client.js";
 import { WebhookEventType } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -44,7 +45,10 @@ export const WebhookNode = builder.prismaNode("Webhook", {
   findUnique: ownedBy,
   description: "An endpoint your events are POSTed to, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).",
   fields: (t) => ({
-    url: t.exposeString("url"),
+    url: t.string({
+      description: `Where events are POSTed. ${REDACTION_RULE}`,
+      resolve: (webhook, _args, ctx) => ctx.services.webhooks.shownUrl(webhook),
+    }),
     description: t.exposeString("description", { nullable: true }),
     events: t.field({ type: [WebhookEventTypeEnum], resolve: (webhook) => webhook.events }),
     enabled: t.exposeBoolean("enabled", {
@@ -78,7 +82,7 @@ builder.queryField("webhooks", (t) =>
 );
 
 const urlDescription =
-  "Where events are POSTed (http or https). It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery.";
+  "Where events are POSTed (http or https), stored encrypted (read back redacted: see Webhook.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in WEBHOOK_ALLOWED_HOSTS: an address inside it is a ValidationError at once, a name resolving inside it a failed delivery.";
 
 const CreateWebhookInput = builder.inputType("CreateWebhookInput", {
   fields: (t) => ({

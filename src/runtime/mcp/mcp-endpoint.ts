@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import type { McpEndpoint } from "../ports/mcp.js";
 import { isSealed, type SecretBox } from "../../domain/secret-box.js";
+import { openUrl } from "../../domain/sealed-url.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { FAILURE_CODE, INTERNAL_ADDRESS } from "../../domain/capabilities/outbound-policy.js";
 import { STDIO_REFUSED } from "../../domain/capabilities/stdio-policy.js";
@@ -18,10 +19,10 @@ export function endpointHash(row: McpServerRecord, secrets: SecretBox | undefine
   try {
     endpoint = endpointOf(row, secrets);
   } catch {
-    endpoint = JSON.stringify([row.env, row.headers]); // fails again when connecting, saying why
+    endpoint = JSON.stringify([row.env, row.headers, row.url]); // fails again when connecting, saying why
   }
   return createHash("sha256")
-    .update(JSON.stringify({ endpoint, command: row.command, url: row.url }))
+    .update(JSON.stringify({ endpoint, command: row.command }))
     .digest("hex");
 }
 
@@ -37,7 +38,7 @@ function pairs(value: JsonValue, secrets: SecretBox | undefined): Record<string,
 export function endpointOf(row: McpServerRecord, secrets: SecretBox | undefined): McpEndpoint {
   return row.transport === "STDIO"
     ? { transport: "STDIO", command: row.command ?? "", args: row.args, env: pairs(row.env, secrets) }
-    : { transport: "HTTP", url: row.url ?? "", headers: pairs(row.headers, secrets) };
+    : { transport: "HTTP", url: openUrl(row.url ?? "", secrets), headers: pairs(row.headers, secrets) };
 }
 
 /**

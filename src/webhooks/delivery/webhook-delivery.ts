@@ -40,7 +40,7 @@ export class WebhookDelivery {
     if (message?.status !== "PENDING" || !message.webhook.enabled) return null;
     if (attempts !== undefined && message.attempts !== attempts) return null;
     const secrets = this.secretsOf(message.webhook);
-    const result = secrets ? await this.send(message.webhook.url, message.eventId, message.body, secrets) : UNSIGNABLE;
+    const result = secrets ? await this.send(this.deps.webhooks.targetUrl(message.webhook), message.eventId, message.body, secrets) : UNSIGNABLE;
     const next = await prisma.$transaction((tx) => recordAttempt(tx, message, result, { delaysSeconds: this.deps.delaysSeconds }));
     this.deps.logger.debug("webhook attempt", { webhookId: message.webhookId, eventId: message.eventId, statusCode: result.statusCode, error: result.error });
     return next;
