@@ -1,8 +1,9 @@
 // What an access token's holder may reach (createAccessToken). A token names a few workspaces,
 // conversations or runs and the operations allowed on each; a request with one runs only these
 // root fields, each checked against the grants before its resolver runs:
-//   - reads (READ): node, workspace, run answer null outside the grants; workspaces, runs and
-//     conversations list only granted ones (graphql/types/owned.ts);
+//   - reads (READ): node, workspace, run answer null outside the grants (node also answers what a
+//     readable workspace links or holds and the traces of its runs: granted-nodes.ts); workspaces,
+//     runs and conversations list only granted ones (graphql/types/owned.ts);
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
 //   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
@@ -21,6 +22,7 @@ import { decodeGlobalId } from "../domain/global-id.js";
 import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import type { GraphQLContext } from "./context.js";
+import { readableThroughGrants } from "./granted-nodes.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
 
@@ -166,7 +168,9 @@ async function covers(scope: AccessScope, operation: AccessOperation, target: un
   const decoded = typeof target === "string" ? decodeGlobalId(target) : null;
   if (!decoded) return false;
   if (decoded.typename === "Workspace" || decoded.typename === "Conversation") return grants(scope, operation, decoded.typename, decoded.id);
-  if (decoded.typename !== "Run") return false;
+  if (decoded.typename !== "Run") {
+    return operation === "READ" && readableThroughGrants(scope, decoded.typename, decoded.id, ctx.prisma, ctx.actor.principalId);
+  }
   if (grants(scope, operation, "Run", decoded.id)) return true;
   const run = await ctx.prisma.run.findFirst({
     where: { id: decoded.id, ownerId: ctx.actor.principalId },

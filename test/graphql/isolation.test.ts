@@ -1,5 +1,9 @@
 // A6: principals are isolated. One principal's objects are invisible to another, through
 // every query, mutation and subscription; a wrong key is always rejected, never downgraded.
+// Every attack runs twice: with Bob's API key, and with an access token Bob minted for his own
+// workspace and conversation with every operation (a token may also be refused outright, with
+// ForbiddenError, where it may not use a field at all). A token is further held to its grants
+// within Bob's own things: his other workspace and its run, his keys, webhooks and MCP servers.
 import { print } from "graphql";
 import { createClient as createWsClient } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,29 +11,43 @@ import { WebSocket } from "ws";
 import { createClient, type DossierClient, DossierRequestError } from "../../sdk/client.js";
 import {
   AdmitRunDocument,
+  ApiKeysDocument,
   ArchiveWorkspaceDocument,
   ArtifactDocument,
   ArtifactsDocument,
+  CancelRunDocument,
   ConversationDocument,
   ConversationsDocument,
   CreateApiKeyDocument,
   CreateArtifactDocument,
+  CreateAccessTokenDocument,
+  CreateWebhookDocument,
   CreateWorkspaceDocument,
+  DeleteMcpServerDocument,
+  DeleteWebhookDocument,
   DeleteWorkspaceDocument,
   GoalVersionsDocument,
   LinkToWorkspaceDocument,
+  McpServersDocument,
   NodeDocument,
   PublicationDocument,
   PublicationsDocument,
   PublishVersionDocument,
   RestoreWorkspaceDocument,
   RetainArtifactDocument,
+  RevokeApiKeyDocument,
   RunDocument,
+  RunEventsDocument,
+  RunOutputDocument,
   RunsDocument,
   StartConversationDocument,
+  TraceUpdatesDocument,
   UnlinkFromWorkspaceDocument,
   UpdateGoalDocument,
+  UpsertMcpServerDocument,
+  UpsertSkillDocument,
   ViewerDocument,
+  WebhooksDocument,
   WorkspaceDocument,
   WorkspaceEventsDocument,
   WorkspaceLinksDocument,
@@ -70,6 +88,43 @@ async function expectRejected(promise: Promise<unknown>, message: string): Promi
   return error as DossierRequestError;
 }
 
+/** Who attacks: Bob with his API key, or with an access token he minted for his own workspace and conversation. */
+const ATTACKERS = ["Bob's API key", "a token Bob minted for his own workspace"] as const;
+type Attacker = (typeof ATTACKERS)[number];
+const isToken = (attacker: Attacker) => attacker !== "Bob's API key";
+const EVERY_OPERATION = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL"] as const;
+
+/** The code a request was refused with (the first error's), or "answered". */
+const refusalOf = (promise: Promise<unknown>): Promise<string> =>
+  promise.then(
+    () => "answered",
+    (error: unknown) => (error instanceof DossierRequestError ? String(error.errors[0]?.extensions?.code ?? error.message) : String(error)),
+  );
+
+/** A connection's ids, sorted, or the code it was refused with. */
+const idsOf = (connection: Promise<{ edges: readonly { node: { id: string } }[] }>): Promise<string[] | string> =>
+  connection.then(
+    (c) => c.edges.map((e) => e.node.id).sort(),
+    (error: unknown) => (error instanceof DossierRequestError ? String(error.errors[0]?.extensions?.code) : String(error)),
+  );
+
+/**
+ * A change refused as this attacker gets it, and its message: NotFoundError with a key; with a
+ * token, NotFoundError where its grants cover what the field changes, ForbiddenError (typed, or
+ * the request's FORBIDDEN error where the payload has none) where a token may not use it at all.
+ */
+async function refused(attacker: Attacker, pending: Promise<{ __typename: string }>): Promise<string> {
+  const outcome = await pending.then(
+    (payload) => payload as { __typename: string; message?: string },
+    (error: unknown) => error,
+  );
+  if (outcome instanceof DossierRequestError && isToken(attacker) && outcome.errors[0]?.extensions?.code === "FORBIDDEN") return outcome.message;
+  const payload = outcome as { __typename: string; message: string };
+  const allowed = isToken(attacker) ? ["NotFoundError", "ForbiddenError"] : ["NotFoundError"];
+  if (!allowed.includes(payload?.__typename)) throw new Error(`expected ${allowed.join(" or ")} for ${attacker}, got ${JSON.stringify(outcome)}`);
+  return payload.message;
+}
+
 describe.each(backends)("principal isolation on %s", (backend) => {
   let t: TestApp;
   let alice: DossierClient;
@@ -90,6 +145,19 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     messageId: string;
     linkIds: string[];
   };
+  // Bob's own objects: the token he minted is granted his workspace and his conversation.
+  let b: {
+    apiKeyId: string;
+    workspaceId: string;
+    otherWorkspaceId: string;
+    conversationId: string;
+    conversationIds: string[];
+    otherRunId: string;
+    webhookId: string;
+  };
+  let bobToken: string;
+  const attackerClient = (attacker: Attacker) => (isToken(attacker) ? t.as(bobToken) : bob);
+  const credentialOf = (attacker: Attacker) => (isToken(attacker) ? bobToken : bobKey);
 
   beforeAll(async () => {
     // A worker answers Alice's run, so her conversation holds messages to attack. The answer is
@@ -163,10 +231,57 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       linkIds: links.workspace!.links.edges.map((e) => e.node.id),
     };
     expect(a.linkIds).toHaveLength(4);
+
+    const bobWorkspace = async (title: string) =>
+      expectType((await bob.request(CreateWorkspaceDocument, { input: { title, goal: `${title} goal` } })).createWorkspace, "CreateWorkspaceSuccess").workspace
+        .id;
+    const workspaceId = await bobWorkspace("Bob's");
+    const otherWorkspaceId = await bobWorkspace("Bob's other");
+    const conversationId = expectType(
+      (await bob.request(StartConversationDocument, { input: { title: "Bob's conversation" } })).startConversation,
+      "StartConversationSuccess",
+    ).conversation.id;
+    const otherRun = expectType(
+      (await bob.request(AdmitRunDocument, { input: { workspaceId: otherWorkspaceId, question: "Bob's other question" } })).admitRun,
+      "AdmitRunSuccess",
+    ).run;
+    expect((await settled(bob, otherRun.id)).status).toBe("SUCCEEDED");
+    const webhook = expectType(
+      (await bob.request(CreateWebhookDocument, { input: { url: "https://hooks.example/bob", events: ["RUN_SUCCEEDED"] } })).createWebhook,
+      "CreateWebhookSuccess",
+    ).webhook;
+    expectType(
+      (await bob.request(UpsertMcpServerDocument, { input: { name: "bobs-tools", transport: "HTTP", url: "https://mcp.example/bob" } })).upsertMcpServer,
+      "UpsertMcpServerSuccess",
+    );
+    bobToken = expectType(
+      (
+        await bob.request(CreateAccessTokenDocument, {
+          input: {
+            grants: [
+              { resourceId: workspaceId, operations: [...EVERY_OPERATION] },
+              { resourceId: conversationId, operations: [...EVERY_OPERATION] },
+            ],
+          },
+        })
+      ).createAccessToken,
+      "CreateAccessTokenSuccess",
+    ).token;
+    b = {
+      apiKeyId: (await bob.request(ViewerDocument, {})).viewer.apiKeys[0]!.id,
+      workspaceId,
+      otherWorkspaceId,
+      conversationId,
+      conversationIds: (await bob.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id).sort(),
+      otherRunId: otherRun.id,
+      webhookId: webhook.id,
+    };
+    expect(b.conversationIds).toHaveLength(2);
   });
   afterAll(async () => t?.close());
 
-  it("shows Bob none of Alice's objects: node(id) and workspace(id) are null, every list is empty", async () => {
+  it.each(ATTACKERS)("shows Bob, with %s, none of Alice's objects: node(id) and workspace(id) are null, every list holds only his own", async (attacker) => {
+    const attacking = attackerClient(attacker);
     const ids = [
       a.principalId,
       a.apiKeyId,
@@ -183,92 +298,96 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     for (const id of ids) {
       // Alice can read each of them; Bob cannot tell them from ids that name nothing.
       expect((await alice.request(NodeDocument, { id })).node?.id).toBe(id);
-      expect((await bob.request(NodeDocument, { id })).node).toBeNull();
+      expect((await attacking.request(NodeDocument, { id })).node).toBeNull();
     }
-    expect((await bob.request(RunDocument, { id: a.runId })).node).toBeNull();
-    expect((await bob.request(ArtifactDocument, { id: a.artifactId })).node).toBeNull();
-    expect((await bob.request(ConversationDocument, { id: a.conversationId })).node).toBeNull();
-    expect((await bob.request(PublicationDocument, { id: a.publicationId, version: 1 })).node).toBeNull();
+    expect((await attacking.request(RunDocument, { id: a.runId })).node).toBeNull();
+    expect((await attacking.request(ArtifactDocument, { id: a.artifactId })).node).toBeNull();
+    expect((await attacking.request(ConversationDocument, { id: a.conversationId })).node).toBeNull();
+    expect((await attacking.request(PublicationDocument, { id: a.publicationId, version: 1 })).node).toBeNull();
 
-    expect((await bob.request(WorkspaceDocument, { id: a.workspaceId })).workspace).toBeNull();
-    expect((await bob.request(GoalVersionsDocument, { workspaceId: a.workspaceId })).workspace).toBeNull();
-    expect((await bob.request(WorkspaceLinksDocument, { workspaceId: a.workspaceId })).workspace).toBeNull();
+    expect((await attacking.request(WorkspaceDocument, { id: a.workspaceId })).workspace).toBeNull();
+    expect((await attacking.request(GoalVersionsDocument, { workspaceId: a.workspaceId })).workspace).toBeNull();
+    expect((await attacking.request(WorkspaceLinksDocument, { workspaceId: a.workspaceId })).workspace).toBeNull();
 
-    expect((await bob.request(WorkspacesDocument, {})).workspaces.edges).toEqual([]);
-    expect((await bob.request(RunsDocument, {})).runs.edges).toEqual([]);
-    expect((await bob.request(PublicationsDocument, {})).publications.edges).toEqual([]);
-    expect((await bob.request(ConversationsDocument, {})).conversations.edges).toEqual([]);
-    expect((await bob.request(ArtifactsDocument, {})).artifacts.edges).toEqual([]);
+    // Lists hold Bob's own objects only: with a token, only the granted ones, or refuse where a token may not list.
+    const lists = {
+      workspaces: await idsOf(attacking.request(WorkspacesDocument, {}).then((d) => d.workspaces)),
+      runs: await idsOf(attacking.request(RunsDocument, {}).then((d) => d.runs)),
+      publications: await idsOf(attacking.request(PublicationsDocument, {}).then((d) => d.publications)),
+      conversations: await idsOf(attacking.request(ConversationsDocument, {}).then((d) => d.conversations)),
+      artifacts: await idsOf(attacking.request(ArtifactsDocument, {}).then((d) => d.artifacts)),
+    };
+    expect(lists).toEqual(
+      isToken(attacker)
+        ? { workspaces: [b.workspaceId], runs: [], publications: "FORBIDDEN", conversations: [b.conversationId], artifacts: "FORBIDDEN" }
+        : { workspaces: [b.workspaceId, b.otherWorkspaceId].sort(), runs: [b.otherRunId], publications: [], conversations: b.conversationIds, artifacts: [] },
+    );
 
-    const bobViewer = (await bob.request(ViewerDocument, {})).viewer;
-    expect(bobViewer.name).toBe("Bob");
-    expect(bobViewer.id).not.toBe(a.principalId);
+    if (isToken(attacker)) expect(await refusalOf(attacking.request(ViewerDocument, {}))).toBe("FORBIDDEN");
+    else {
+      const bobViewer = (await attacking.request(ViewerDocument, {})).viewer;
+      expect(bobViewer.name).toBe("Bob");
+      expect(bobViewer.id).not.toBe(a.principalId);
+    }
   });
 
-  it("refuses every change Bob attempts on Alice's objects with NotFoundError, and changes nothing", async () => {
-    const bobWorkspace = expectType(
-      (await bob.request(CreateWorkspaceDocument, { input: { title: "Bob's", goal: "Bob's goal" } })).createWorkspace,
-      "CreateWorkspaceSuccess",
-    ).workspace;
-    const bobConversation = expectType(
-      (await bob.request(StartConversationDocument, { input: { title: "Bob's conversation" } })).startConversation,
-      "StartConversationSuccess",
-    ).conversation;
+  it.each(ATTACKERS)("refuses every change Bob attempts, with %s, on Alice's objects, and changes nothing", async (attacker) => {
+    const attacking = attackerClient(attacker);
     const workspaceId = a.workspaceId;
-
-    const notFound = <T extends { __typename: string }>(payload: T) =>
-      expectType(payload as T & { __typename: "NotFoundError"; message: string }, "NotFoundError").message;
+    const refusal = (pending: Promise<{ __typename: string }>) => refused(attacker, pending);
 
     // Bob gets exactly what he would get for a workspace that never existed.
     const missingWorkspace = encodeGlobalId("Workspace", "00000000-0000-0000-0000-000000000000");
-    const forMissing = notFound(
-      (await bob.request(UpdateGoalDocument, { input: { workspaceId: missingWorkspace, statement: "x", expectedVersion: 1 } })).updateGoal,
+    const forMissing = await refusal(
+      attacking.request(UpdateGoalDocument, { input: { workspaceId: missingWorkspace, statement: "x", expectedVersion: 1 } }).then((d) => d.updateGoal),
     );
-    expect(notFound((await bob.request(UpdateGoalDocument, { input: { workspaceId, statement: "Bob's goal", expectedVersion: 1 } })).updateGoal)).toBe(
-      forMissing,
-    );
-    notFound((await bob.request(ArchiveWorkspaceDocument, { input: { workspaceId } })).archiveWorkspace);
-    notFound((await bob.request(RestoreWorkspaceDocument, { input: { workspaceId } })).restoreWorkspace);
-    notFound((await bob.request(DeleteWorkspaceDocument, { input: { workspaceId } })).deleteWorkspace);
+    expect(
+      await refusal(attacking.request(UpdateGoalDocument, { input: { workspaceId, statement: "Bob's goal", expectedVersion: 1 } }).then((d) => d.updateGoal)),
+    ).toBe(forMissing);
+    await refusal(attacking.request(ArchiveWorkspaceDocument, { input: { workspaceId } }).then((d) => d.archiveWorkspace));
+    await refusal(attacking.request(RestoreWorkspaceDocument, { input: { workspaceId } }).then((d) => d.restoreWorkspace));
+    await refusal(attacking.request(DeleteWorkspaceDocument, { input: { workspaceId } }).then((d) => d.deleteWorkspace));
 
     // Links: Bob's object into Alice's workspace, and Alice's objects into Bob's workspace.
-    notFound((await bob.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: bobConversation.id } })).linkToWorkspace);
+    await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: b.conversationId } }).then((d) => d.linkToWorkspace));
     for (const targetId of [a.conversationId, a.runId, a.publicationId, a.artifactId]) {
-      notFound((await bob.request(LinkToWorkspaceDocument, { input: { workspaceId: bobWorkspace.id, targetId } })).linkToWorkspace);
+      await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId: b.workspaceId, targetId } }).then((d) => d.linkToWorkspace));
     }
-    notFound((await bob.request(UnlinkFromWorkspaceDocument, { input: { workspaceId, targetId: a.runId } })).unlinkFromWorkspace);
-    notFound((await bob.request(RetainArtifactDocument, { input: { workspaceId: bobWorkspace.id, artifactId: a.artifactId } })).retainArtifact);
+    await refusal(attacking.request(UnlinkFromWorkspaceDocument, { input: { workspaceId, targetId: a.runId } }).then((d) => d.unlinkFromWorkspace));
+    await refusal(attacking.request(RetainArtifactDocument, { input: { workspaceId: b.workspaceId, artifactId: a.artifactId } }).then((d) => d.retainArtifact));
 
-    // Admission: in Alice's workspace, in Alice's conversation, with Alice's publication as material.
-    notFound((await bob.request(AdmitRunDocument, { input: { workspaceId, question: "Bob's question" } })).admitRun);
-    notFound((await bob.request(AdmitRunDocument, { input: { conversationId: a.conversationId, question: "Bob's question" } })).admitRun);
-    const material = notFound(
-      (
-        await bob.request(AdmitRunDocument, {
-          input: { question: "Bob's question", materials: [{ publicationId: a.publicationId, version: 1 }] },
-        })
-      ).admitRun,
-    );
-    expect(material).not.toContain(SECRET_TITLE);
-    expect(material).not.toContain(SECRET_CONTENT);
-    expect(material).not.toContain("Alice");
+    // Admission: in Alice's workspace, in Alice's conversation, with Alice's publication as material
+    // (also into Bob's own workspace and conversation, which a token is granted).
+    await refusal(attacking.request(AdmitRunDocument, { input: { workspaceId, question: "Bob's question" } }).then((d) => d.admitRun));
+    await refusal(attacking.request(AdmitRunDocument, { input: { conversationId: a.conversationId, question: "Bob's question" } }).then((d) => d.admitRun));
+    const materials = [{ publicationId: a.publicationId, version: 1 }];
+    for (const input of [{}, { workspaceId: b.workspaceId }, { workspaceId: b.workspaceId, conversationId: b.conversationId }]) {
+      const material = await refusal(
+        attacking.request(AdmitRunDocument, { input: { ...input, question: "Bob's question", materials } }).then((d) => d.admitRun),
+      );
+      expect(material).not.toContain(SECRET_TITLE);
+      expect(material).not.toContain(SECRET_CONTENT);
+      expect(material).not.toContain("Alice");
+    }
+    // A run of Alice's cannot be cancelled.
+    await refusal(attacking.request(CancelRunDocument, { input: { runId: a.runId } }).then((d) => d.cancelRun));
 
     // Publishing: a new version of Alice's publication, or one built on hers, or one from her run.
-    notFound((await bob.request(PublishVersionDocument, { input: { publicationId: a.publicationId, content: "Bob's" } })).publishVersion);
-    notFound(
-      (
-        await bob.request(PublishVersionDocument, {
-          input: { title: "Bob's", content: "Bob's", sources: [{ publicationId: a.publicationId, version: 1 }] },
-        })
-      ).publishVersion,
+    await refusal(attacking.request(PublishVersionDocument, { input: { publicationId: a.publicationId, content: "Bob's" } }).then((d) => d.publishVersion));
+    await refusal(
+      attacking
+        .request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", sources: [{ publicationId: a.publicationId, version: 1 }] } })
+        .then((d) => d.publishVersion),
     );
-    notFound((await bob.request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", originRunId: a.runId } })).publishVersion);
+    await refusal(
+      attacking.request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", originRunId: a.runId } }).then((d) => d.publishVersion),
+    );
 
     // Nothing Bob tried left anything behind on his side either.
-    expect((await bob.request(RunsDocument, {})).runs.edges).toEqual([]);
+    expect((await bob.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual([b.otherRunId]);
     expect((await bob.request(PublicationsDocument, {})).publications.edges).toEqual([]);
-    expect((await bob.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id)).toEqual([bobConversation.id]);
-    expect((await bob.request(WorkspaceLinksDocument, { workspaceId: bobWorkspace.id })).workspace?.links.edges).toEqual([]);
+    expect((await bob.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id).sort()).toEqual(b.conversationIds);
+    expect((await bob.request(WorkspaceLinksDocument, { workspaceId: b.workspaceId })).workspace?.links.edges).toEqual([]);
 
     // Alice's workspace is as she left it, and she still sees everything.
     const workspace = (await alice.request(WorkspaceDocument, { id: workspaceId })).workspace;
@@ -296,8 +415,71 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     expect((await alice.request(ArtifactsDocument, {})).artifacts.edges.map((e) => e.node.id)).toEqual([a.artifactId]);
 
     // And Bob's own workspace is just as invisible to Alice.
-    expect((await alice.request(WorkspaceDocument, { id: bobWorkspace.id })).workspace).toBeNull();
-    expect((await alice.request(NodeDocument, { id: bobConversation.id })).node).toBeNull();
+    expect((await alice.request(WorkspaceDocument, { id: b.workspaceId })).workspace).toBeNull();
+    expect((await alice.request(NodeDocument, { id: b.conversationId })).node).toBeNull();
+  });
+
+  it("holds a token to its grants among Bob's own things: his other workspace and run, keys, webhooks, MCP servers and skills", async () => {
+    const holder = t.as(bobToken);
+    const forbidden = (pending: Promise<{ __typename: string }>) => refused("a token Bob minted for his own workspace", pending);
+    // What it was granted, it reads: the refusals below are about the grants.
+    expect((await holder.request(WorkspaceDocument, { id: b.workspaceId })).workspace?.title).toBe("Bob's");
+
+    // Bob's other workspace and its run (with its trace and usage) read as absent; nothing can be done there.
+    for (const id of [b.otherWorkspaceId, b.otherRunId]) expect((await holder.request(NodeDocument, { id })).node).toBeNull();
+    expect((await holder.request(WorkspaceDocument, { id: b.otherWorkspaceId })).workspace).toBeNull();
+    expect((await holder.request(RunDocument, { id: b.otherRunId })).node).toBeNull();
+    const admitted = await forbidden(
+      holder.request(AdmitRunDocument, { input: { workspaceId: b.otherWorkspaceId, question: "Into the other one" } }).then((d) => d.admitRun),
+    );
+    expect(admitted).toBe("Resource not found.");
+    await forbidden(holder.request(CancelRunDocument, { input: { runId: b.otherRunId } }).then((d) => d.cancelRun));
+    await forbidden(
+      holder.request(UpdateGoalDocument, { input: { workspaceId: b.otherWorkspaceId, statement: "x", expectedVersion: 1 } }).then((d) => d.updateGoal),
+    );
+    const socket = t.connect(bobToken);
+    expect([
+      await refusalOf(socket.subscribe(WorkspaceEventsDocument, { workspaceId: b.otherWorkspaceId }).next()),
+      await refusalOf(socket.subscribe(RunEventsDocument, { runId: b.otherRunId }).next()),
+      await refusalOf(socket.subscribe(RunOutputDocument, { runId: b.otherRunId }).next()),
+      await refusalOf(socket.subscribe(TraceUpdatesDocument, { runId: b.otherRunId }).next()),
+    ]).toEqual(["NOT_FOUND", "NOT_FOUND", "NOT_FOUND", "NOT_FOUND"]);
+
+    // Keys: neither listed nor shown, made, revoked nor used to mint.
+    expect(await refusalOf(holder.request(ViewerDocument, {}))).toBe("FORBIDDEN");
+    expect(await refusalOf(holder.request(ApiKeysDocument, {}))).toBe("FORBIDDEN");
+    expect((await holder.request(NodeDocument, { id: b.apiKeyId })).node).toBeNull();
+    await forbidden(holder.request(CreateApiKeyDocument, { input: { name: "from a page" } }).then((d) => d.createApiKey));
+    await forbidden(holder.request(RevokeApiKeyDocument, { input: { id: b.apiKeyId } }).then((d) => d.revokeApiKey));
+    await forbidden(
+      holder
+        .request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: b.otherWorkspaceId, operations: ["READ"] }] } })
+        .then((d) => d.createAccessToken),
+    );
+
+    // Webhooks, MCP servers and skills: neither listed nor changed.
+    expect(await refusalOf(holder.request(WebhooksDocument, {}))).toBe("FORBIDDEN");
+    expect((await holder.request(NodeDocument, { id: b.webhookId })).node).toBeNull();
+    await forbidden(
+      holder.request(CreateWebhookDocument, { input: { url: "https://hooks.example/page", events: ["RUN_SUCCEEDED"] } }).then((d) => d.createWebhook),
+    );
+    await forbidden(holder.request(DeleteWebhookDocument, { input: { id: b.webhookId } }).then((d) => d.deleteWebhook));
+    expect(await refusalOf(holder.request(McpServersDocument, {}))).toBe("FORBIDDEN");
+    await forbidden(
+      holder
+        .request(UpsertMcpServerDocument, { input: { name: "bobs-tools", transport: "HTTP", url: "https://mcp.example/page" } })
+        .then((d) => d.upsertMcpServer),
+    );
+    await forbidden(holder.request(DeleteMcpServerDocument, { input: { name: "bobs-tools" } }).then((d) => d.deleteMcpServer));
+    await forbidden(holder.request(UpsertSkillDocument, { input: { name: "page-skill", description: "d", body: "b" } }).then((d) => d.upsertSkill));
+
+    // Bob's things are as he left them.
+    const viewer = (await bob.request(ViewerDocument, {})).viewer;
+    expect(viewer.apiKeys.map((k) => [k.id, k.revokedAt ?? null])).toEqual([[b.apiKeyId, null]]);
+    expect((await bob.request(WebhooksDocument, {})).webhooks.map((w) => [w.id, w.url])).toEqual([[b.webhookId, "https://hooks.example/bob"]]);
+    expect((await bob.request(McpServersDocument, {})).mcpServers.map((m) => [m.name, m.url])).toEqual([["bobs-tools", "https://mcp.example/bob"]]);
+    expect((await bob.request(WorkspaceDocument, { id: b.otherWorkspaceId })).workspace?.goal.version).toBe(1);
+    expect((await bob.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual([b.otherRunId]);
   });
 
   it("rejects requests without a key, with a wrong key, or with a malformed Authorization header", async () => {
@@ -348,11 +530,20 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     expect((await alice.request(ViewerDocument, {})).viewer.apiKeys).toHaveLength(2);
   });
 
-  it("refuses Bob a subscription to Alice's workspace, while Alice's own subscription works", async () => {
-    // Bob, with a valid key, cannot watch Alice's workspace: it reads as not found.
-    const bobsEvents = t.connect(bobKey).subscribe(WorkspaceEventsDocument, { workspaceId: a.workspaceId });
-    await expect(bobsEvents.next()).rejects.toSatisfy((error) => error instanceof DossierRequestError && error.message === "Workspace not found.");
+  it.each(ATTACKERS)("refuses Bob, with %s, a subscription to Alice's workspace or run: it reads as not found", async (attacker) => {
+    const socket = t.connect(credentialOf(attacker));
+    const listening = t.listeners();
+    const refusals = [
+      await refusalOf(socket.subscribe(WorkspaceEventsDocument, { workspaceId: a.workspaceId }).next()),
+      await refusalOf(socket.subscribe(RunEventsDocument, { runId: a.runId }).next()),
+      await refusalOf(socket.subscribe(RunOutputDocument, { runId: a.runId }).next()),
+      await refusalOf(socket.subscribe(TraceUpdatesDocument, { runId: a.runId }).next()),
+    ];
+    expect(refusals).toEqual(["NOT_FOUND", "NOT_FOUND", "NOT_FOUND", "NOT_FOUND"]);
+    expect(t.listeners()).toBe(listening);
+  });
 
+  it("lets Alice watch her own workspace (the refusals are about who asks, not about the workspace)", async () => {
     // Alice can watch her own workspace (so the refusal is about who asks, not about the workspace).
     const watched = expectType(
       (await alice.request(CreateWorkspaceDocument, { input: { title: "Watched", goal: "w1" } })).createWorkspace,
