@@ -39,7 +39,15 @@ const noRun: RunSnapshot = {
   error: null,
 };
 const none = async (): Promise<RunActionResult> => ({ ok: false, typename: "NotFoundError", message: "No run." });
-const idle: RunStore = { runId: "", getSnapshot: () => noRun, subscribe: () => () => undefined, stop: none, approve: none, reject: none, close: () => undefined };
+const idle: RunStore = {
+  runId: "",
+  getSnapshot: () => noRun,
+  subscribe: () => () => undefined,
+  stop: none,
+  approve: none,
+  reject: none,
+  close: () => undefined,
+};
 
 function useStoreOf(client: DossierClient, runId: string | null | undefined, options?: RunStoreOptions): RunStore {
   // The options are read once, when the run's store is created.
@@ -64,7 +72,11 @@ export function useRunOutput(client: DossierClient, runId: string | null | undef
 export type UseWorkspaceRunsResult = { runs: WorkspaceRun[]; loading: boolean; error: string | null; refresh(): void };
 
 /** A workspace's newest runs (`first`, default 20), read when the workspace changes and on refresh(). */
-export function useWorkspaceRuns(client: DossierClient, workspaceId: string | null | undefined, { first = 20 }: { first?: number } = {}): UseWorkspaceRunsResult {
+export function useWorkspaceRuns(
+  client: DossierClient,
+  workspaceId: string | null | undefined,
+  { first = 20 }: { first?: number } = {},
+): UseWorkspaceRunsResult {
   const [state, setState] = useState<{ runs: WorkspaceRun[]; loading: boolean; error: string | null }>({ runs: [], loading: false, error: null });
   const [asked, setAsked] = useState(0);
   // biome-ignore lint/correctness/useExhaustiveDependencies: `asked` is how refresh() reads again

@@ -233,7 +233,8 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
 
   const decide = async (decision: ToolApprovalDecision, toolCallId: string | undefined, reason: string | undefined): Promise<RunActionResult> => {
     const id = toolCallId ?? (pending.length === 1 ? pending[0]!.toolCallId : undefined);
-    if (id === undefined) return { ok: false, typename: "NotFoundError", message: pending.length ? "Name the tool call to decide." : "No tool call waits for a decision." };
+    if (id === undefined)
+      return { ok: false, typename: "NotFoundError", message: pending.length ? "Name the tool call to decide." : "No tool call waits for a decision." };
     const result = (await client.request(DecideToolCallDocument, { input: { runId, toolCallId: id, decision, ...(reason ? { reason } : {}) } })).decideToolCall;
     await refreshApprovals().catch(() => undefined);
     return result.__typename === "DecideToolCallSuccess" ? { ok: true } : { ok: false, typename: result.__typename, message: result.message };
