@@ -37,6 +37,7 @@ const SHELL_NOT_RUN: Record<string, string> = {
   "TOOL_APPROVALS=": "a setting's value: test/runtime/approval-policy.test.ts reads the same one",
   "npm run key:revoke": "it revokes the key the examples use: test/server/key-revocation.test.ts runs it",
   "export DATABASE_URL": "a deployment on PostgreSQL and Redis: test/runtime/worker-processes.test.ts runs its processes",
+  "CORS_ORIGINS=": "the example app: test/examples/example-app-browser.test.ts builds it and drives it in Chromium",
 };
 /** Subscriptions that end by themselves, after the run's terminal status. */
 const FINITE = new Set(["runEvents", "traceUpdates"]);
