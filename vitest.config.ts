@@ -24,6 +24,7 @@ const timingSensitive = [
   "test/server/webhook-crash.test.ts",
   "test/graphql/access-tokens.test.ts",
   "test/server/*-browser.test.ts",
+  "test/examples/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
   "test/sdk/**/*.test.ts",
   "test/e2e/**/*.test.ts",

@@ -1,3 +1,5 @@
 export * from "./client.js";
+export * from "./run-store.js";
 export * from "./webhooks.js";
+export * from "./workspace-runs.js";
 export * from "./generated/graphql.js";

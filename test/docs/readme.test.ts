@@ -38,6 +38,7 @@ const SHELL_NOT_RUN: Record<string, string> = {
   "npm run key:revoke": "it revokes the key the examples use: test/server/key-revocation.test.ts runs it",
   "AUTH_JWKS_URL=": "settings' values for an identity provider of your own: test/config.test.ts reads them, test/server/sign-in.test.ts serves a JWKS",
   "export DATABASE_URL": "a deployment on PostgreSQL and Redis: test/runtime/worker-processes.test.ts runs its processes",
+  "CORS_ORIGINS=": "the example app: test/examples/example-app-browser.test.ts builds it and drives it in Chromium",
 };
 /** Subscriptions that end by themselves, after the run's terminal status. */
 const FINITE = new Set(["runEvents", "traceUpdates"]);

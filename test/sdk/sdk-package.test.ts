@@ -65,16 +65,39 @@ describe("the SDK", () => {
     expect(used.Subscription.has("traceUpdates")).toBe(true);
   });
 
+  const importsOf = (file: string) =>
+    [...readFileSync(path.join(sdkDir, file), "utf8").matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+
   it("imports nothing from the server's sources", () => {
-    for (const file of ["client.ts", "index.ts", "run-output.ts", "transport.ts", "generated/graphql.ts"]) {
-      const source = readFileSync(path.join(sdkDir, file), "utf8");
-      const specifiers = [...source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
-      const allowed = (s: string) => s.startsWith("./") || ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core"].includes(s);
+    const files = readdirSync(sdkDir)
+      .filter((file) => file.endsWith(".ts"))
+      .concat("generated/graphql.ts");
+    expect(files).toEqual(expect.arrayContaining(["client.ts", "index.ts", "run-store.ts", "react.ts"]));
+    for (const file of files) {
+      // React only in the hooks' own entry point (@dossier/sdk/react).
+      const packages = ["graphql", "graphql-ws", "ws", "@graphql-typed-document-node/core", ...(file === "react.ts" ? ["react"] : [])];
+      const allowed = (s: string) => s.startsWith("./") || packages.includes(s);
       expect(
-        specifiers.filter((s) => !allowed(s)),
+        importsOf(file).filter((s) => !allowed(s)),
         file,
       ).toEqual([]);
     }
+  });
+
+  it("never loads React from its main entry point: React is an optional peer, for @dossier/sdk/react only", () => {
+    const reached = new Set<string>();
+    const visitFile = (file: string) => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      for (const specifier of importsOf(file)) if (specifier.startsWith("./")) visitFile(path.join(path.dirname(file), specifier).replace(/\.js$/, ".ts"));
+    };
+    visitFile("index.ts");
+    expect(reached).toContain("run-store.ts");
+    expect(reached).not.toContain("react.ts");
+    const manifest = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
+    expect(manifest.exports["./react"]).toEqual({ types: "./dist/react.d.ts", import: "./dist/react.js" });
+    expect(manifest.peerDependenciesMeta.react).toEqual({ optional: true });
+    expect(manifest.dependencies.react).toBeUndefined();
   });
 
   it("narrows a typed error union by __typename", async () => {
@@ -151,7 +174,17 @@ describe("the SDK", () => {
     });
 
     it("builds to JavaScript with declarations, and packs them", async () => {
-      for (const file of ["index.js", "index.d.ts", "client.js", "client.d.ts", "generated/graphql.js", "generated/graphql.d.ts"]) {
+      for (const file of [
+        "index.js",
+        "index.d.ts",
+        "client.js",
+        "client.d.ts",
+        "react.js",
+        "react.d.ts",
+        "run-store.js",
+        "generated/graphql.js",
+        "generated/graphql.d.ts",
+      ]) {
         expect(existsSync(path.join(sdkDir, "dist", file)), file).toBe(true);
       }
       const manifest = JSON.parse(readFileSync(path.join(sdkDir, "package.json"), "utf8"));
@@ -159,7 +192,7 @@ describe("the SDK", () => {
       // The persisted-documents manifest ships with the package, for a server or gateway to trust.
       expect(manifest.exports["./persisted-documents.json"]).toBe("./generated/persisted-documents.json");
       expect(Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).sort()).toEqual(
-        ["@graphql-typed-document-node/core", "graphql", "graphql-ws", "ws"].sort(),
+        ["@graphql-typed-document-node/core", "graphql", "graphql-ws", "react", "ws"].sort(),
       );
       const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: sdkDir });
       const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);

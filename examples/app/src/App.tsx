@@ -1,0 +1,131 @@
+// Ask a question in a workspace, watch the answer stream in, stop the run, approve or reject a
+// tool call it holds — and reload the page at any moment: the run (?run=…) and the text shown so
+// far come back, and the rest follows with nothing repeated or missing (the run store keeps its
+// output in sessionStorage).
+import { AdmitRunDocument, type DossierClient } from "@dossier/sdk";
+import { useRun, useRunOutput, useWorkspaceRuns } from "@dossier/sdk/react";
+import { type FormEvent, useEffect, useState } from "react";
+import { showRun, shownRun } from "./connection.js";
+import { exampleWorkspace } from "./workspace.js";
+
+const ACTIVE = new Set(["QUEUED", "RUNNING", "WAITING"]);
+
+export function App({ dossier }: { dossier: DossierClient }) {
+  const [workspaceId, setWorkspaceId] = useState<string | null>(null);
+  const [runId, setRunId] = useState<string | null>(shownRun);
+  const [problem, setProblem] = useState<string | null>(null);
+  const runs = useWorkspaceRuns(dossier, workspaceId, { first: 10 });
+
+  useEffect(() => {
+    exampleWorkspace(dossier).then(setWorkspaceId, (error: unknown) => setProblem(String(error)));
+  }, [dossier]);
+
+  const open = (id: string | null) => {
+    setRunId(id);
+    showRun(id);
+  };
+
+  const ask = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const question = String(new FormData(event.currentTarget).get("question") ?? "").trim();
+    if (!question || !workspaceId) return;
+    const { admitRun } = await dossier.request(AdmitRunDocument, { input: { workspaceId, question } });
+    if (admitRun.__typename !== "AdmitRunSuccess") return setProblem(admitRun.message);
+    setProblem(null);
+    open(admitRun.run.id);
+    runs.refresh();
+  };
+
+  return (
+    <main style={{ fontFamily: "system-ui, sans-serif", maxWidth: 760, margin: "2rem auto", padding: "0 1rem" }}>
+      <h1>Ask Dossier</h1>
+      <form onSubmit={ask} style={{ display: "flex", gap: 8 }}>
+        <input name="question" data-testid="question" placeholder="Your question" style={{ flex: 1 }} />
+        <button type="submit" data-testid="ask" disabled={!workspaceId}>
+          Ask
+        </button>
+      </form>
+      {problem && <p role="alert">{problem}</p>}
+      {runId && <RunView dossier={dossier} runId={runId} key={runId} />}
+      <h2>Earlier questions</h2>
+      <ul data-testid="runs">
+        {runs.runs.map((run) => (
+          <li key={run.id}>
+            <button type="button" onClick={() => open(run.id)}>
+              {run.question}
+            </button>{" "}
+            {run.status}
+          </li>
+        ))}
+      </ul>
+    </main>
+  );
+}
+
+function RunView({ dossier, runId }: { dossier: DossierClient; runId: string }) {
+  const run = useRun(dossier, runId, { storage: sessionStorage });
+  const [acting, setActing] = useState(false);
+  const act = async (action: () => Promise<unknown>) => {
+    setActing(true);
+    await action().finally(() => setActing(false));
+  };
+  const { tokens } = run.trace;
+
+  return (
+    <section data-testid="run" data-status={run.status ?? ""} data-done={String(run.done)}>
+      <p>
+        <strong data-testid="status">{run.status ?? "…"}</strong>
+        {run.failureReason && <span> — {run.failureReason}</span>}{" "}
+        {run.status && ACTIVE.has(run.status) && (
+          <button type="button" data-testid="stop" disabled={acting} onClick={() => act(run.stop)}>
+            Stop
+          </button>
+        )}
+      </p>
+      {run.pendingApprovals.map((approval) => (
+        <div key={approval.id} data-testid="approval" style={{ border: "1px solid #c90", padding: 8, margin: "8px 0" }}>
+          <p>
+            The run wants to call <code>{approval.toolName}</code> with <code>{approval.arguments}</code>.
+          </p>
+          <button type="button" data-testid="approve" disabled={acting} onClick={() => act(() => run.approve(approval.toolCallId))}>
+            Approve
+          </button>{" "}
+          <button
+            type="button"
+            data-testid="reject"
+            disabled={acting}
+            onClick={() => act(() => run.reject(approval.toolCallId, "Rejected in the example app"))}
+          >
+            Reject
+          </button>
+        </div>
+      ))}
+      <Answer dossier={dossier} runId={runId} />
+      {run.toolCalls.length > 0 && (
+        <ul data-testid="tool-calls">
+          {run.toolCalls.map((call) => (
+            <li key={call.id} data-testid="tool-call" data-status={call.status}>
+              <code>{call.name}</code>({call.arguments}) — {call.status}
+              {call.result !== null && <> → {call.result}</>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <p data-testid="trace" style={{ color: "#666" }}>
+        {run.trace.spans} spans · {run.trace.modelCalls} model calls · tokens in {tokens.input} out {tokens.output}
+        {run.trace.durationMs !== null && <> · {(run.trace.durationMs / 1000).toFixed(1)} s</>}
+      </p>
+      {run.error && <p role="alert">{run.error}</p>}
+    </section>
+  );
+}
+
+/** The answer alone: it renders as the text grows, from the run store RunView's useRun already holds. */
+function Answer({ dossier, runId }: { dossier: DossierClient; runId: string }) {
+  const text = useRunOutput(dossier, runId);
+  return (
+    <pre data-testid="answer" style={{ whiteSpace: "pre-wrap" }}>
+      {text}
+    </pre>
+  );
+}

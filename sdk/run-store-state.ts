@@ -1,0 +1,174 @@
+// What createRunStore() knows of a run, and how each update changes it. Pure: no I/O, no timers.
+// The model's output (runOutput, through watchRun) gives the text of each model call and the
+// arguments of each tool call as they are written; the trace (traceUpdates) gives each tool call's
+// name, status and result, and the run's spans, tokens and durations.
+import type { RunStatus, RunStoreTraceSubscription, ToolApprovalFieldsFragment } from "./generated/graphql.js";
+import type { RunOutputUpdate } from "./run-output.js";
+
+/** One model call's text, in the order the calls ran. */
+export type ModelCallText = { id: string; text: string; done: boolean };
+
+/**
+ * Where a tool call is: its arguments still being written (STREAMING), executing (RUNNING),
+ * waiting for a person's decision (WAITING_APPROVAL), rejected by one (REJECTED), or ended with its
+ * span's status (OK, ERROR, CANCELLED, INTERRUPTED).
+ */
+export type ToolCallStatus = "STREAMING" | "RUNNING" | "WAITING_APPROVAL" | "REJECTED" | "OK" | "ERROR" | "CANCELLED" | "INTERRUPTED";
+
+export type ToolCallState = {
+  /** The model's id for the call (the toolCallId of decideToolCall and of runOutput's TOOL_CALL_DELTA). */
+  id: string;
+  /** The tool's name; empty while only its arguments have arrived. */
+  name: string;
+  /** The arguments as the model wrote them (JSON text). */
+  arguments: string;
+  status: ToolCallStatus;
+  /** The start of the call's result (or error) as the trace previews it; null before it has one. */
+  result: string | null;
+  durationMs: number | null;
+};
+
+export type TokenTotals = { input: number; output: number; cached: number; reasoning: number };
+
+/** What the trace tells cheaply: how many spans and calls, tokens used, and time spent. */
+export type TraceSummary = {
+  spans: number;
+  modelCalls: number;
+  toolCalls: number;
+  /** The sum of the model calls' usage. */
+  tokens: TokenTotals;
+  /** The run span's duration once it ended; null before. */
+  durationMs: number | null;
+  /** Time spent in ended model calls, and in ended tool calls. */
+  modelMs: number;
+  toolMs: number;
+};
+
+export type PendingApproval = ToolApprovalFieldsFragment;
+
+type TraceUpdate = RunStoreTraceSubscription["traceUpdates"];
+type Span = NonNullable<TraceUpdate["span"]>;
+
+/** The output half of the state: what a page stores to resume after a reload. */
+export type OutputState = {
+  /** The position of the last output update applied (runOutput's seq); undefined before any. */
+  seq: string | undefined;
+  calls: ModelCallText[];
+  /** Tool-call arguments as runOutput streamed them, by tool-call id. */
+  args: Record<string, string>;
+  /** RUN_DONE came: the output is complete. */
+  done: boolean;
+};
+
+export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, done: false });
+
+/** Applies one update of watchRun (each arrives once, in order) to the output state. */
+export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
+  state.seq = update.seq;
+  if (update.kind === "RUN_DONE") state.done = true;
+  if (update.kind === "RESYNC_REQUIRED" || update.kind === "RUN_DONE" || !update.modelCallSpanId) return;
+  let call = state.calls.find((c) => c.id === update.modelCallSpanId);
+  if (!call) state.calls.push((call = { id: update.modelCallSpanId, text: "", done: false }));
+  if (update.kind === "TEXT_DELTA") call.text += update.text ?? "";
+  else if (update.kind === "TOOL_CALL_DELTA" && update.toolCallId) state.args[update.toolCallId] = (state.args[update.toolCallId] ?? "") + (update.text ?? "");
+  else if (update.kind === "MESSAGE_DONE") call.done = true;
+}
+
+/** The trace half: every span as it last was, and each tool call's input and result previews. */
+export type TraceState = {
+  seq: string | undefined;
+  spans: Map<string, Span>;
+  inputs: Map<string, string>;
+  results: Map<string, string>;
+};
+
+export const emptyTrace = (): TraceState => ({ seq: undefined, spans: new Map(), inputs: new Map(), results: new Map() });
+
+/** Applies one trace update; true when it concerns an approval (the pending list may have changed). */
+export function applyTrace(state: TraceState, update: TraceUpdate): boolean {
+  state.seq = update.seq;
+  const span = update.span;
+  if (!span) return false;
+  if (update.kind !== "EVENT_APPENDED") state.spans.set(span.id, span);
+  else if (!state.spans.has(span.id)) state.spans.set(span.id, span);
+  const event = update.event;
+  if (!event) return false;
+  if (event.kind === "TOOL_INPUT") state.inputs.set(span.id, event.preview);
+  if (event.kind === "TOOL_OUTPUT" || event.kind === "ERROR") state.results.set(span.id, event.preview);
+  return event.kind === "APPROVAL_REQUESTED" || event.kind === "APPROVAL_DECIDED";
+}
+
+const attributesOf = (span: Span): Record<string, unknown> => {
+  try {
+    return JSON.parse(span.attributes) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+};
+
+const durationOf = (span: Span) => (span.endedAt ? Date.parse(span.endedAt) - Date.parse(span.startedAt) : null);
+
+/**
+ * The run's tool calls in the order they started, one per call id: a call that waited for a
+ * decision has a span that ended waiting and a later one that executed (or declined) it.
+ */
+export function toolCallsOf(output: OutputState, trace: TraceState, pending: readonly PendingApproval[]): ToolCallState[] {
+  const calls = new Map<string, ToolCallState>();
+  for (const span of trace.spans.values()) {
+    if (span.kind !== "TOOL_CALL") continue;
+    const attributes = attributesOf(span);
+    const id = String(attributes["gen_ai.tool.call.id"] ?? span.id);
+    const name = String(attributes["gen_ai.tool.name"] ?? span.name.replace(/^execute_tool /, ""));
+    const waiting = attributes["dossier.approval"] === "REQUESTED" || pending.some((approval) => approval.toolCallId === id);
+    const status: ToolCallStatus = waiting
+      ? "WAITING_APPROVAL"
+      : attributes["dossier.approval"] === "REJECT"
+        ? "REJECTED"
+        : span.status === "RUNNING"
+          ? "RUNNING"
+          : (span.status as ToolCallStatus);
+    const earlier = calls.get(id);
+    calls.set(id, {
+      id,
+      name,
+      arguments: output.args[id] ?? trace.inputs.get(span.id) ?? earlier?.arguments ?? "",
+      status,
+      result: trace.results.get(span.id) ?? null,
+      durationMs: waiting ? null : durationOf(span),
+    });
+  }
+  // Calls whose arguments are being written have no span yet.
+  for (const [id, text] of Object.entries(output.args)) {
+    if (!calls.has(id)) calls.set(id, { id, name: "", arguments: text, status: "STREAMING", result: null, durationMs: null });
+  }
+  return [...calls.values()];
+}
+
+export function summarize(trace: TraceState): TraceSummary {
+  const summary: TraceSummary = {
+    spans: trace.spans.size,
+    modelCalls: 0,
+    toolCalls: 0,
+    tokens: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    durationMs: null,
+    modelMs: 0,
+    toolMs: 0,
+  };
+  for (const span of trace.spans.values()) {
+    const ms = durationOf(span);
+    if (span.kind === "RUN") summary.durationMs = ms;
+    if (span.kind === "MODEL_CALL") {
+      summary.modelCalls += 1;
+      summary.modelMs += ms ?? 0;
+      for (const key of ["input", "output", "cached", "reasoning"] as const) summary.tokens[key] += span.usage?.[key] ?? 0;
+    }
+    if (span.kind === "TOOL_CALL") {
+      summary.toolCalls += 1;
+      summary.toolMs += ms ?? 0;
+    }
+  }
+  return summary;
+}
+
+const TERMINAL: readonly RunStatus[] = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
+export const isTerminal = (status: RunStatus | null) => status !== null && TERMINAL.includes(status);

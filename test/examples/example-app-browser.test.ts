@@ -1,0 +1,156 @@
+// The example app (examples/app), built by Vite and driven in headless Chromium against a running
+// Dossier whose model is a real HTTP server streaming the OpenAI protocol slowly: a question's
+// answer streams in, a reload mid-answer shows the same text and then exactly the rest (the text
+// on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run.
+// Needs Debian's chromium.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { buildExampleApp, type StaticSite, serveStatic } from "../support/example-app.js";
+import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { haveChromium, launchChromium, screenshot, waitTool } from "../support/viewer-browser.js";
+
+const PIECES = Array.from({ length: 40 }, (_, i) => `token${i} `);
+const ANSWER = PIECES.join("");
+
+describe.runIf(haveChromium)("the example app in Chromium", () => {
+  let stub: OpenAIStreamStub;
+  let site: StaticSite;
+  let t: TestApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const outDir = mkdtempSync(path.join(tmpdir(), "dossier-example-app-"));
+    await buildExampleApp(outDir);
+    site = await serveStatic(outDir);
+    stub = await startOpenAIStreamStub((body) => {
+      const question = body.messages.findLast((m) => m.role === "user")?.content ?? "";
+      if (question.endsWith("[deploy]") && !body.messages.some((m) => m.role === "tool")) {
+        return { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }] };
+      }
+      return { text: PIECES, gapMs: question.endsWith("[slow]") ? 80 : 20 };
+    });
+    t = await startTestApp("pglite", {
+      listen: true,
+      // The app is a page of another origin: the operator lists it.
+      corsOrigins: [site.origin],
+      runtime: {
+        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-example-app-run-")),
+        extraTools: [waitTool("deploy", 10)],
+        approvals: { rules: { deploy: "always" } },
+        leaseMs: 30_000,
+      },
+    });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await stub?.close();
+    await site?.close();
+  });
+
+  /** A fresh browser profile on the app; every text the answer showed is recorded in `window.seen`. */
+  async function openApp(): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
+    const page = await (await browser.newContext()).newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(`page error: ${String(error)}`));
+    page.on("console", (message) => message.type() === "error" && errors.push(`console: ${message.text()}`));
+    await page.addInitScript(() => {
+      const seen: string[] = [];
+      (window as unknown as { seen: string[] }).seen = seen;
+      new MutationObserver(() => {
+        const text = document.querySelector("[data-testid=answer]")?.textContent;
+        if (text !== undefined && text !== null && text !== seen.at(-1)) seen.push(text);
+      }).observe(document, { subtree: true, childList: true, characterData: true });
+    });
+    // What the page subscribes to runOutput with: its afterSeq is where it resumes.
+    const resumedAt: (string | null)[] = [];
+    page.on("websocket", (socket) =>
+      socket.on("framesent", ({ payload }) => {
+        const message = JSON.parse(String(payload)) as { type: string; payload?: { query?: string; variables?: { afterSeq?: string } } };
+        if (message.type === "subscribe" && message.payload?.query?.includes("runOutput(")) resumedAt.push(message.payload.variables?.afterSeq ?? null);
+      }),
+    );
+    await page.goto(`${site.origin}/?server=${encodeURIComponent(t.server!.url)}`);
+    return { page, errors, resumedAt };
+  }
+
+  const ask = async (page: Page, question: string) => {
+    await page.fill("[data-testid=question]", question);
+    await page.click("[data-testid=ask]:not([disabled])");
+    await page.waitForURL(/[?&]run=/);
+  };
+  const answer = async (page: Page) => (await page.textContent("[data-testid=answer]")) ?? "";
+  const answerLonger = (page: Page, chars: number) =>
+    page.waitForFunction((n) => (document.querySelector("[data-testid=answer]")?.textContent ?? "").length > n, chars, { timeout: 20_000 });
+  const seen = (page: Page) => page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+
+  it("streams the answer, and after a reload mid-answer shows exactly the model's text", async () => {
+    const { page, errors, resumedAt } = await openApp();
+    await ask(page, "What is streamed? [slow]");
+    await answerLonger(page, 40);
+    expect(await page.textContent("[data-testid=status]")).toBe("RUNNING");
+    const before = await answer(page);
+    const seenBefore = await seen(page);
+    expect(before.length).toBeLessThan(ANSWER.length);
+
+    await page.reload();
+    await page.waitForSelector("[data-testid=answer]");
+    // The reloaded page shows at once the text it had shown (no flash of an empty answer), and
+    // asks the server for what comes after it.
+    const [first] = await seen(page);
+    expect(first!.length).toBeGreaterThan(0);
+    expect(ANSWER.startsWith(first!)).toBe(true);
+    expect(resumedAt[0]).toBeNull();
+    expect(resumedAt.at(-1)).toMatch(/^\d+:\d+$/);
+    await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
+    expect(await page.getAttribute("[data-testid=run]", "data-status")).toBe("SUCCEEDED");
+    expect(await answer(page)).toBe(ANSWER);
+    const seenAfter = await seen(page);
+    // At no moment, before or after the reload, did the page show a text that is not the start of the model's.
+    for (const text of [...seenBefore, ...seenAfter]) expect(ANSWER.startsWith(text), text).toBe(true);
+    expect(seenAfter.length).toBeGreaterThan(1); // the rest streamed in after the reload
+    expect(await page.textContent("[data-testid=trace]")).toMatch(/1 model calls · tokens in 50 out 10/);
+    // The asked question is listed in the workspace's runs.
+    expect(await page.textContent("[data-testid=runs]")).toContain("What is streamed? [slow]");
+    await screenshot(page, "example-app-answer");
+    expect(errors).toEqual([]);
+  });
+
+  it("Stop ends the run mid-answer", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Something long [slow]");
+    await answerLonger(page, 10);
+    await page.click("[data-testid=stop]");
+    await page.waitForSelector("[data-testid=run][data-status=CANCELLED][data-done=true]", { timeout: 20_000 });
+    const text = await answer(page);
+    expect(ANSWER.startsWith(text)).toBe(true);
+    expect(text.length).toBeLessThan(ANSWER.length);
+    expect(await page.locator("[data-testid=stop]").count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a held tool call with Approve and Reject; Approve lets it run and the answer follows", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Ship it [deploy]");
+    const approval = page.locator("[data-testid=approval]");
+    await approval.waitFor({ timeout: 20_000 });
+    expect(await approval.textContent()).toContain('deploy with {"target":"production"}');
+    expect(await page.getAttribute("[data-testid=tool-call]", "data-status")).toBe("WAITING_APPROVAL");
+    expect(await page.getAttribute("[data-testid=run]", "data-status")).toBe("WAITING");
+    await screenshot(page, "example-app-approval");
+    await page.click("[data-testid=approve]");
+    await page.waitForSelector("[data-testid=run][data-status=SUCCEEDED][data-done=true]", { timeout: 20_000 });
+    expect(await approval.count()).toBe(0);
+    expect(await page.getAttribute("[data-testid=tool-call]", "data-status")).toBe("OK");
+    expect(await page.textContent("[data-testid=tool-call]")).toContain("deploy waited 10 ms");
+    expect(await answer(page)).toBe(ANSWER);
+    expect(errors).toEqual([]);
+  });
+});
