@@ -23,7 +23,9 @@ async function startHost(): Promise<{ server: Server; origin: string; page(src: 
   const pages = new Map<string, string>();
   const server = createServer((request, response) => {
     response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    response.end(`<!doctype html><title>host</title><iframe id="viewer" src="${pages.get(request.url ?? "") ?? "about:blank"}" width="1100" height="700"></iframe>`);
+    response.end(
+      `<!doctype html><title>host</title><iframe id="viewer" src="${pages.get(request.url ?? "") ?? "about:blank"}" width="1100" height="700"></iframe>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -132,9 +134,12 @@ describe.runIf(haveChromium)("the trace viewer embedded and handed a key or toke
     expect(await page.locator("[data-testid=span]").count()).toBeGreaterThan(0);
 
     // A key pasted into the fragment that cannot see the run: what the token showed goes, the form comes back.
-    await page.evaluate((hash) => {
-      location.hash = hash;
-    }, `key=${encodeURIComponent(stranger)}`);
+    await page.evaluate(
+      (hash) => {
+        location.hash = hash;
+      },
+      `key=${encodeURIComponent(stranger)}`,
+    );
     await page.waitForSelector("body[data-connection=refused]", { timeout: 15_000 });
     expect(await page.locator("[data-testid=span]").count()).toBe(0);
     expect(await page.isHidden("[data-testid=answer-box]")).toBe(true);
