@@ -68,6 +68,11 @@ const envSchema = z.object({
     "origins",
     "https://app.example.com,http://localhost:5173",
   ).default([]),
+  VIEWER_FRAME_ANCESTORS: commaList(
+    (origin) => URL.canParse(origin) && /^https?:$/.test(new URL(origin).protocol) && new URL(origin).origin === origin,
+    "origins (scheme, host and port only)",
+    "https://app.example.com,http://localhost:5173",
+  ).default([]),
   MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
   MCP_RESULT_MAX_BYTES: whole(65_536, "min").default(10_485_760),
   MCP_LIST_MAX_PAGES: whole(1, "min").default(50),
@@ -118,6 +123,8 @@ export type Config = {
   authRequired: boolean;
   /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
   corsOrigins: string[];
+  /** Origins whose pages may frame the trace viewer (VIEWER_FRAME_ANCESTORS; default none). */
+  viewerFrameAncestors: string[];
   /** The host names requests may be addressed to (ALLOWED_HOSTS); undefined: every name (a non-loopback bind with keys required). */
   allowedHosts?: string[];
   /** The app's own sign-in (AUTH_JWKS_URL and its companions); none when unset. */
@@ -329,6 +336,7 @@ function serverSettings(values: EnvValues) {
     // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired,
     corsOrigins: values.CORS_ORIGINS,
+    viewerFrameAncestors: values.VIEWER_FRAME_ANCESTORS,
     allowedHosts: allowedHostsOf(values, authRequired),
     signIn: signInOf(values),
     metricsToken: values.METRICS_TOKEN,

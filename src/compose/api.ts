@@ -42,6 +42,8 @@ export type ApiOptions = {
   limits?: QueryLimits;
   /** Browser origins approved besides the server's own (default none). */
   corsOrigins?: readonly string[];
+  /** Origins whose pages may frame the trace viewer (VIEWER_FRAME_ANCESTORS; default none). */
+  viewerFrameAncestors?: readonly string[];
   /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
   metricsToken?: string;
   /**
@@ -69,6 +71,7 @@ export function createApi(
     traceSubscriberBuffer = 1_000,
     limits = DEFAULT_QUERY_LIMITS,
     corsOrigins = [],
+    viewerFrameAncestors = [],
     metricsToken,
     rateLimits,
     maxSubscriptionsPerKey = 500,
@@ -111,7 +114,7 @@ export function createApi(
       automaticPersistedQueries({ keeps: (query) => !trusted.only || trusted.admits(query) }),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
-      useTraceViewer(),
+      useTraceViewer({ frameAncestors: viewerFrameAncestors }),
       useFavicon(),
       bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
       metricsPlugin({ metrics, token: metricsToken }),

@@ -33,6 +33,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     logger,
     authRequired: config.authRequired,
     corsOrigins: config.corsOrigins,
+    viewerFrameAncestors: config.viewerFrameAncestors,
     metricsToken: config.metricsToken,
     traceSubscriberBuffer: config.traceSubscriberBuffer,
     limits: config.limits,

@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { GraphiQLOptions } from "graphql-yoga";
 import { DOSSIER_ICON_DATA_URL } from "./favicon.js";
+import { FRAMES_SCRIPT } from "./graphiql-frames.js";
 
 type Assets = Pick<typeof import("@graphql-yoga/render-graphiql/graphiql"), "css" | "js" | "editorWorkerService" | "jsonWorker" | "graphqlWorker">;
 
@@ -68,6 +69,7 @@ function graphiqlPage(assets: Assets, options: GraphiQLOptions): string {
 <body id="body" class="no-focus-outline">
 <noscript>GraphiQL needs JavaScript.</noscript>
 <div id="root"></div>
+<script>${FRAMES_SCRIPT}</script>
 <script>${assets.js}</script>
 <script>const DOSSIER_GRAPHIQL = ${scriptJson(data)};
 ${PAGE_SCRIPT}</script>

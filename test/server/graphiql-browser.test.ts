@@ -1,13 +1,17 @@
 // A5: GraphiQL at /graphql in headless Chromium with every request to another host refused: the
 // page renders from what the server serves, each example tab shows its own operation, the first
 // one runs, a subscription receives an update, and an API key in a tab's headers works for
-// queries and subscriptions. Needs Debian's chromium (.ci/run installs it).
-import { existsSync, mkdirSync } from "node:fs";
+// queries and subscriptions; a traceUpdates subscription's frames accumulate in the result. Needs
+// Debian's chromium (.ci/run installs it).
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse } from "graphql";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CancelRunDocument } from "../../sdk/generated/graphql.js";
+import { idOfType } from "../../src/graphql/global-id.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { graphiqlDefaultTabs } from "../../src/server/graphiql.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
@@ -71,6 +75,16 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
   /** What the editors show on screen (Monaco draws only the visible lines, with no-break spaces). */
   const shown = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\u00a0/g, " ");
   const response = (page: Page) => shown(page, ".graphiql-response");
+
+  /** Every line of the result, in order (with a window tall enough, Monaco draws them all). */
+  const wholeResponse = (page: Page) =>
+    page.$$eval(".graphiql-response .view-line", (lines) =>
+      lines
+        .map((line) => [Number.parseFloat((line as HTMLElement).style.top), (line.textContent ?? "").replace(/\u00a0/g, " ")] as const)
+        .sort((x, y) => x[0] - y[0])
+        .map(([, text]) => text)
+        .join("\n"),
+    );
 
   /** Waits for what the page should come to show, or fails saying what it shows instead. */
   async function eventually(page: Page, what: string, check: () => Promise<boolean> | boolean) {
@@ -190,6 +204,50 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     await eventually(page, '"status": "CANCELLED"', async () => (await response(page)).includes('"status": "CANCELLED"'));
 
     expect(outside).toEqual([]);
+    await page.context().close();
+  }, 240_000);
+
+  it("shows every traceUpdates frame so far in the result, oldest first, not only the latest", async () => {
+    t = await startTestApp("pglite", {
+      listen: true,
+      runtime: {
+        model: new ScriptedModel({
+          name: "graphiql",
+          steps: [{ toolCalls: [{ name: "task_list", arguments: { action: "add", title: "one" } }] }, { content: "done" }],
+        }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-graphiql-")),
+      },
+    });
+    const { run: finished } = await admit(t.client, { question: "Trace me" });
+    await waitUntil(async () =>
+      (await t!.app.db.prisma.run.findUniqueOrThrow({ where: { id: idOfType(finished.id, "Run")! } })).status === "SUCCEEDED" ? true : undefined,
+    );
+    const { page, problems } = await openGraphiQL(t.server!.url);
+    await openTab(page, 2);
+    await fillEditorTool(page, "Variables", JSON.stringify({ runId: finished.id }));
+    // What the server sends: each traceUpdates frame, as GraphiQL's socket receives it.
+    const sent: string[] = [];
+    page.on("websocket", (socket) =>
+      socket.on("framereceived", ({ payload }) => {
+        const message = JSON.parse(String(payload)) as { type: string; payload?: { data?: { traceUpdates?: { seq: string } } } };
+        if (message.type === "next" && message.payload?.data?.traceUpdates) sent.push(message.payload.data.traceUpdates.seq);
+      }),
+    );
+    // Tall enough for Monaco to draw every line of the result.
+    await page.setViewportSize({ width: 1600, height: 30_000 });
+    await run(page, "TraceUpdates");
+    await eventually(page, "TRACE_ENDED", async () => (await wholeResponse(page)).includes("TRACE_ENDED"));
+    const shownText = await wholeResponse(page);
+    const shownSeqs = [...shownText.matchAll(/"seq": "(\d+)"/g)].map((match) => match[1]);
+    const kinds = [...shownText.matchAll(/^ {8}"kind": "([A-Z_]+)"/gm)].map((match) => match[1]);
+    // Every frame sent, oldest first, in one result: not only the last one (TRACE_ENDED).
+    expect(sent.length).toBeGreaterThan(4);
+    expect(shownSeqs).toEqual(sent);
+    expect(kinds[0]).toBe("SPAN_STARTED");
+    expect(kinds.at(-1)).toBe("TRACE_ENDED");
+    expect(shownText).toContain(`"frames": ${sent.length}`);
+    expect(shownText).toContain('"kind": "TOOL_CALL"');
+    expect(problems).toEqual([]);
     await page.context().close();
   }, 240_000);
 

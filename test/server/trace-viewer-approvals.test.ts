@@ -49,7 +49,7 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     // The attempt that ended to wait was not interrupted.
     expect(await page.locator("[data-testid=interruptions]").isHidden()).toBe(true);
     await screenshot(page, "trace-waiting");
-    await call.click();
+    await call.locator("code").click();
     await expect.poll(() => page.locator("[data-testid=panel]").textContent()).toContain("approval requested");
 
     const decided = await client.request(DecideToolCallDocument, {

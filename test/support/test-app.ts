@@ -53,6 +53,8 @@ export type TestAppOptions = {
   database?: () => Promise<{ db: Database; dispose(): Promise<void> }>;
   mcp?: Parameters<typeof createApp>[0]["mcp"];
   corsOrigins?: string[];
+  /** Origins whose pages may frame the trace viewer (VIEWER_FRAME_ANCESTORS). */
+  viewerFrameAncestors?: string[];
   /** ALLOWED_HOSTS (default: the loopback names the server binds to). */
   allowedHosts?: string[];
   metricsToken?: string;
@@ -87,6 +89,7 @@ export async function startTestApp(
     database,
     mcp,
     corsOrigins,
+    viewerFrameAncestors,
     allowedHosts,
     metricsToken,
     logger,
@@ -115,6 +118,7 @@ export async function startTestApp(
     // A fresh secrets key per app, as an operator's SECRETS_KEY would be; `secrets: undefined` tests without one.
     mcp: { secrets: new SecretBox(randomBytes(32)), ...mcp },
     corsOrigins,
+    viewerFrameAncestors,
     metricsToken,
     now,
     // On PostgreSQL, webhooks are delivered through pg-boss in the app's own database, as the server does.

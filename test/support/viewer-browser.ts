@@ -57,10 +57,11 @@ export type ViewerServer = { t: TestApp; server: RunningServer; key: string; url
 export async function startViewerServer(
   model: ModelPort | ScriptStep[],
   tools: Tool[] = [],
-  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> } } = {},
+  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> }; frameAncestors?: string[] } = {},
 ): Promise<ViewerServer> {
   const t = await startTestApp("pglite", {
     authRequired: true,
+    viewerFrameAncestors: limits.frameAncestors,
     runtime: {
       model: Array.isArray(model) ? new ScriptedModel({ name: "viewer", steps: model }) : model,
       sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-viewer-")),

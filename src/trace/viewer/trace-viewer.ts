@@ -1,8 +1,9 @@
 // The live trace viewer at GET /traces/<runId>: one self-contained page (no build step) that
 // reads the run's trace over HTTP and then follows `traceUpdates` over graphql-ws, resuming
 // with afterSeq after a dropped connection. The page holds no data of its own: it asks the API
-// with the viewer's key (from the URL fragment `#key=…`, kept in localStorage), so it is
-// authorised exactly like any other client.
+// with the viewer's API key or access token (from the URL fragment `#key=…` or `#token=…`, read
+// again whenever the fragment changes, or typed into its form; kept in the page's memory only), so
+// it is authorised exactly like any other client. Pages on VIEWER_FRAME_ANCESTORS may frame it.
 import { randomBytes } from "node:crypto";
 import type { Plugin } from "graphql-yoga";
 import { traceViewerPage } from "./viewer-page.js";
@@ -10,8 +11,9 @@ import { traceViewerPage } from "./viewer-page.js";
 // Run ids are base64 and may contain "/": everything after /traces/ is the id.
 const PATH = /^\/traces\/.+$/;
 
-/** A Yoga plugin answering GET /traces/<runId> with the viewer page. */
-export function useTraceViewer(): Plugin {
+/** A Yoga plugin answering GET /traces/<runId> with the viewer page; only `frameAncestors` (origins) may frame it. */
+export function useTraceViewer({ frameAncestors = [] }: { frameAncestors?: readonly string[] } = {}): Plugin {
+  const ancestors = frameAncestors.length > 0 ? frameAncestors.join(" ") : "'none'";
   return {
     onRequest({ request, url, endResponse, fetchAPI }) {
       if (!PATH.test(url.pathname)) return;
@@ -26,8 +28,8 @@ export function useTraceViewer(): Plugin {
           headers: {
             "content-type": "text/html; charset=utf-8",
             "cache-control": "no-store",
-            // Only this page's own script runs; it talks to this server only.
-            "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+            // Only this page's own script runs; it talks to this server only, and only listed origins may frame it.
+            "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`,
             "referrer-policy": "no-referrer",
           },
         }),

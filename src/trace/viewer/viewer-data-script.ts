@@ -12,14 +12,25 @@ const endpoint = "/graphql";
 const wsEndpoint = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + endpoint;
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
 
-// The key: #key=… (then remembered and removed from the address bar), else the remembered one.
-const fragment = new URLSearchParams(location.hash.slice(1));
-if (fragment.get("key")) {
-  localStorage.setItem("dossier.apiKey", fragment.get("key"));
+// The credential: an API key (#key=…) or an access token (#token=…) from the fragment, read at
+// start and again whenever the fragment changes (a page that frames the viewer sets it), or typed
+// into the form. Kept in this page's memory only, taken out of the address bar, and sent only in
+// the Authorization header and graphql-ws connection_init — never in a URL.
+let credential = "";
+/** Takes a key or token from the fragment; true when there was one. */
+function credentialFromHash() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get("token") || fragment.get("key");
+  if (!given) return false;
+  credential = given.trim();
   history.replaceState(null, "", location.pathname + location.search);
+  return true;
 }
-const apiKey = () => localStorage.getItem("dossier.apiKey") || "";
-const authHeaders = () => (apiKey() ? { authorization: "Bearer " + apiKey() } : {});
+credentialFromHash();
+const authHeaders = () => (credential ? { authorization: "Bearer " + credential } : {});
+/** Bumped whenever the page starts over (another credential): work begun before it is dropped. */
+let generation = 0;
+const stale = () => Object.assign(new Error("superseded"), { final: true, stale: true });
 
 // Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
 // every page, asking for the next one after the last item until a page comes back short.
@@ -34,7 +45,7 @@ const SPAN_ATTRIBUTES = ${JSON.stringify(SPAN_ATTRIBUTES)};
 const SPAN_REQUEST = ${JSON.stringify(SPAN_REQUEST)};
 const EVENT_PAYLOAD = ${JSON.stringify(EVENT_PAYLOAD)};
 
-const state = {
+const freshState = () => ({
   spans: new Map(),
   lastSeq: 0,
   run: null,
@@ -53,7 +64,8 @@ const state = {
   attributes: new Map(),
   requests: new Map(),
   payloads: new Map(),
-};
+});
+let state = freshState();
 const $ = (id) => document.getElementById(id);
 $("run-id").textContent = runId;
 
@@ -112,9 +124,11 @@ async function readAll(firstPage, next) {
  * replayed by the stream (and merged by id and seq), so nothing is missed.
  */
 async function loadSnapshot() {
+  const gen = generation;
   const data = await graphql(TRACE_QUERY, { id: runId, first: PAGE });
   const run = data.node && data.node.__typename === "Run" ? data.node : null;
-  if (!run) throw Object.assign(new Error("No run with this id is visible to this API key."), { final: true });
+  if (gen !== generation) throw stale();
+  if (!run) throw Object.assign(new Error("No run with this id is visible to this API key or access token."), { final: true });
   const trace = run.trace;
   const spans = trace
     ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || { spans: [] }).spans)
@@ -122,6 +136,7 @@ async function loadSnapshot() {
   for (const span of spans) {
     span.events = await readAll(span.events, async (after) => ((await graphql(MORE_EVENTS, { id: span.id, first: PAGE, after })).node || { events: [] }).events);
   }
+  if (gen !== generation) throw stale();
   delete run.trace;
   state.run = run;
   state.spans.clear();
@@ -133,8 +148,9 @@ async function loadSnapshot() {
 }
 
 async function refreshRun() {
+  const gen = generation;
   const data = await graphql(RUN_QUERY, { id: runId });
-  if (data.node && data.node.__typename === "Run") {
+  if (gen === generation && data.node && data.node.__typename === "Run") {
     state.run = data.node;
     scheduleRender();
   }
@@ -169,8 +185,10 @@ async function loadAttributes(span) {
   const known = state.attributes.get(span.id);
   if ((known && known.key === key) || loading.has("a" + span.id + key)) return;
   loading.add("a" + span.id + key);
+  const gen = generation;
   try {
     const data = await graphql(SPAN_ATTRIBUTES, { id: span.id });
+    if (gen !== generation) return;
     state.attributes.set(span.id, { key, attributes: parseJson(data.node ? data.node.attributes : "{}") || {} });
     scheduleRender();
   } finally {
@@ -183,8 +201,10 @@ async function loadWhole(kind, id) {
   const [query, store, field] = kind === "request" ? [SPAN_REQUEST, state.requests, "request"] : [EVENT_PAYLOAD, state.payloads, "payload"];
   if (store.has(id) || loading.has(kind + id)) return;
   loading.add(kind + id);
+  const gen = generation;
   try {
     const data = await graphql(query, { id });
+    if (gen !== generation) return;
     store.set(id, data.node ? data.node[field] : null);
   } catch (error) {
     showMessage("Could not load the " + field + ": " + error.message);

@@ -1,6 +1,7 @@
 // The trace viewer page itself (trace-viewer.ts serves it): its markup, with the style and the
 // browser script inline, each allowed to run by the response's nonce alone. Nothing is fetched
 // from elsewhere, the icon included (a data: URL), so the page works offline.
+import { ACTIONS_SCRIPT } from "./viewer-actions-script.js";
 import { DATA_SCRIPT } from "./viewer-data-script.js";
 import { FORMAT_SCRIPT } from "./viewer-format-script.js";
 import { OUTPUT_SCRIPT } from "./viewer-output-script.js";
@@ -11,7 +12,7 @@ import { STYLE } from "./viewer-style.js";
 import { TREE_SCRIPT } from "./viewer-tree-script.js";
 
 /** The page's script: its parts in order, in one scope. */
-const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + OUTPUT_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + RENDER_SCRIPT;
+const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + OUTPUT_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + ACTIONS_SCRIPT + RENDER_SCRIPT;
 
 /** Three bars of a waterfall, as the tab's icon: not Dossier's own (server/favicon.ts), so a trace's tab is told from GraphiQL's at a glance. */
 const ICON =
@@ -38,6 +39,7 @@ export function traceViewerPage(nonce: string): string {
     <span class="brand">Dossier trace</span>
     <b id="run-status" class="badge" data-testid="run-status">…</b>
     <code id="run-id" title="run id"></code>
+    <button id="stop" class="stop" data-testid="stop" hidden>Stop</button>
   </div>
   <p id="question" data-testid="question"></p>
   <div class="facts">
@@ -52,7 +54,7 @@ export function traceViewerPage(nonce: string): string {
   <div id="interruptions" class="banner warn" data-testid="interruptions" hidden></div>
   <div id="waiting" class="banner wait" data-testid="waiting" hidden></div>
   <p id="message" data-testid="message" hidden></p>
-  <form id="key-form" hidden><label>API key <input id="key-input" type="password" autocomplete="off"></label> <button>Open</button></form>
+  <form id="key-form" data-testid="key-form" hidden><label>API key or access token <input id="key-input" type="password" autocomplete="off"></label> <button>Open</button></form>
 </header>
 <main>
   <section class="trace">

@@ -1,7 +1,7 @@
 // The trace viewer's browser script, last part: drawing the state at most once a frame — the
 // run's header (status, question, totals), why it failed, which attempts were interrupted or which
-// tool calls a waiting run waits on, the
-// tree, the details panel and the answer — keeping running spans' bars growing, and starting.
+// tool calls a waiting run waits on, the tree, the details panel and the answer — keeping running
+// spans' bars growing, and starting (again, when another key or token is given).
 export const RENDER_SCRIPT = `
 // ---- rendering --------------------------------------------------------------------------------
 let renderQueued = false;
@@ -54,12 +54,20 @@ function renderInterruptions() {
   );
 }
 
-/** A WAITING run lists the tool calls that wait for a decision; each leads to its span's APPROVAL_REQUESTED event. */
+/**
+ * A WAITING run lists the tool calls that wait for a decision, with Approve and Reject where the
+ * credential may decide; each leads to its span's APPROVAL_REQUESTED event. Drawn again only when
+ * what it shows changed, so a reason being typed keeps its focus.
+ */
 function renderWaiting(spans) {
   const box = $("waiting");
   const run = state.run;
   const pending = (run && run.status === "WAITING" && run.pendingApprovals) || [];
   box.hidden = pending.length === 0;
+  const requested = spans.filter((s) => s.events.some((e) => e.kind === "APPROVAL_REQUESTED")).length;
+  const signature = JSON.stringify([pending.map((a) => a.toolCallId), may("DECIDE"), [...acting], requested]);
+  if (box.dataset.signature === signature) return;
+  box.dataset.signature = signature;
   box.replaceChildren(
     ...(pending.length ? [el("b", "", "Waiting for a decision (decideToolCall)")] : []),
     ...pending.map((approval) => {
@@ -68,8 +76,9 @@ function renderWaiting(spans) {
       const event = span && span.events.find((e) => e.kind === "APPROVAL_REQUESTED" && e.preview.includes(marker));
       const line = el("div", "waiting-call");
       line.dataset.testid = "waiting-call";
+      line.dataset.toolCallId = approval.toolCallId;
       line.append(el("code", "", approval.toolName), el("span", "args", approval.arguments),
-        el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()));
+        el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()), decisionControls(approval));
       if (span) line.onclick = () => select(span.id, event.id);
       return line;
     }),
@@ -100,6 +109,7 @@ function render() {
   renderFailure(spans);
   renderInterruptions();
   renderWaiting(spans);
+  renderStop();
   renderPanel(ctx);
 }
 
@@ -108,26 +118,57 @@ setInterval(() => {
   if (!state.ended && [...state.spans.values()].some((span) => !span.endedAt)) scheduleRender();
 }, 250);
 
-$("key-form").onsubmit = (event) => {
-  event.preventDefault();
-  localStorage.setItem("dossier.apiKey", $("key-input").value.trim());
-  location.reload();
-};
-
 document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && state.selected) select(null);
 });
 
-(async () => {
+// ---- starting, and starting over with another key or token ---------------------------------------
+/** The run is not visible (or the credential was refused): say why and ask for a key or token. */
+function refuse(text) {
+  closeSocket();
+  setConnection("refused");
+  showMessage(text);
+  $("run-status").textContent = "unknown";
+  $("run-status").className = "badge";
+  delete document.body.dataset.runStatus;
+  $("key-form").hidden = false;
+}
+
+/** Reads the run and follows it with the current credential, dropping whatever an earlier one showed. */
+async function start() {
+  generation += 1;
+  const gen = generation;
+  closeSocket();
+  attempt = 0;
+  state = freshState();
+  liveOutput.clear();
+  $("key-form").hidden = true;
+  $("run-status").textContent = "…";
+  showMessage("");
+  setConnection("connecting");
+  scheduleRender();
   try {
     await retrying(loadSnapshot);
-    showMessage("");
+    if (gen !== generation) return;
     subscribe();
   } catch (error) {
-    setConnection("refused");
-    showMessage(error.message);
-    $("run-status").textContent = "unknown";
-    if (!error.final) $("key-form").hidden = false;
+    if (gen === generation && !error.stale) refuse(error.message);
   }
-})();
+}
+
+$("key-form").onsubmit = (event) => {
+  event.preventDefault();
+  const typed = $("key-input").value.trim();
+  if (!typed) return;
+  credential = typed;
+  $("key-input").value = "";
+  start();
+};
+
+// A page that frames the viewer (or a person) may hand it another key or token at any time.
+window.addEventListener("hashchange", () => {
+  if (credentialFromHash()) start();
+});
+
+start();
 `;

@@ -10,13 +10,24 @@ function setConnection(text) {
   document.body.dataset.connection = text;
 }
 
+/** Closes the page's socket, if any, without reconnecting. */
+function closeSocket() {
+  if (!socket) return;
+  socket.onclose = null;
+  socket.onmessage = null;
+  socket.close(1000);
+  socket = null;
+}
+
 function subscribe() {
+  const gen = generation;
   if (state.ended) return finish();
   setConnection(attempt === 0 ? "connecting" : "reconnecting");
   const ws = new WebSocket(wsEndpoint, "graphql-transport-ws");
   socket = ws;
   ws.onopen = () => ws.send(JSON.stringify({ type: "connection_init", payload: { headers: authHeaders() } }));
   ws.onmessage = async (message) => {
+    if (gen !== generation) return;
     const data = JSON.parse(message.data);
     if (data.type === "ping") return ws.send(JSON.stringify({ type: "pong" }));
     if (data.id === "output") return applyOutput(data);
@@ -34,6 +45,7 @@ function subscribe() {
         ws.onclose = null;
         ws.close(1000);
         await retrying(loadSnapshot);
+        if (gen !== generation) return;
         return subscribe();
       }
       if (outcome === "ended") {
@@ -54,34 +66,35 @@ function subscribe() {
       ws.onclose = null;
       ws.close(1000);
       await retrying(refreshRun);
+      if (gen !== generation) return;
       if (state.run && TERMINAL.includes(state.run.status)) return finish();
       return subscribe();
     }
   };
   ws.onclose = (event) => {
-    if (event.code === 4401 || event.code === 4403) {
-      setConnection("refused");
-      showMessage(event.reason || "The API key was refused.");
-      $("key-form").hidden = false;
-      return;
-    }
+    if (gen !== generation) return;
+    if (event.code === 4401 || event.code === 4403) return refuse(event.reason || "The API key or access token was refused.");
     attempt += 1;
     setConnection("reconnecting");
-    setTimeout(subscribe, Math.min(250 * 2 ** (attempt - 1), 5000));
+    setTimeout(() => gen === generation && subscribe(), Math.min(250 * 2 ** (attempt - 1), 5000));
   };
 }
 
 async function finish() {
+  closeSocket();
   setConnection("ended");
   await retrying(refreshRun);
   scheduleRender();
 }
 
 async function retrying(task) {
+  const gen = generation;
   for (let n = 0; ; n += 1) {
+    if (gen !== generation) throw stale();
     try {
       return await task();
     } catch (error) {
+      if (gen !== generation) throw stale();
       if (error.final || (error.status && error.status < 500)) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** n, 5000)));
     }

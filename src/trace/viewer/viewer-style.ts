@@ -30,6 +30,11 @@ body[data-connection=refused] .dot { background: #c8372b; }
 .banner.wait { background: #f6effd; border-color: #7d45b5; color: #3f1f61; }
 .waiting-call { cursor: pointer; display: flex; flex-wrap: wrap; gap: 2px 10px; } .waiting-call .args { font: 12px ui-monospace, monospace; }
 .waiting-call .expires { color: var(--muted); font-size: 12px; }
+.decide { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; cursor: default; }
+.decide button, .stop { border: 1px solid; border-radius: 5px; padding: 1px 10px; background: #fff; }
+.decide .approve { border-color: #2f9e57; color: #1d6b39; } .decide .reject, .stop { border-color: #c8372b; color: #a3261b; }
+.decide .reason { font: inherit; font-size: 13px; padding: 1px 6px; border: 1px solid var(--line); border-radius: 5px; min-width: 0; width: 16em; max-width: 100%; }
+button:disabled, input:disabled { opacity: 0.55; cursor: default; }
 .interruption { cursor: pointer; } .interruption b { margin-right: 8px; } .interruption .outcome { font-weight: 600; margin-right: 8px; }
 #message { color: #a8321f; margin: 8px 0 0; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(300px, 400px); gap: 16px; padding: 14px 20px 24px; align-items: start; }

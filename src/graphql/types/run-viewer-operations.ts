@@ -1,0 +1,29 @@
+// What the request's own credential may do with a run (Run.viewerOperations): a UI such as the
+// trace viewer shows Stop or Approve/Reject only when the API key's scopes, or the access
+// token's grants, allow cancelRun or decideToolCall on this run.
+import { ACCESS_OPERATIONS, type AccessOperation, grants } from "../../domain/principal/access-scope.js";
+import type { Actor } from "../../domain/principal/principal-service.js";
+import { builder } from "../builder.js";
+import { AccessOperationEnum } from "./access-token.js";
+import { RunNode } from "./run.js";
+
+/** The operations that act on one run; ADMIT acts on a workspace or a conversation. */
+const RUN_OPERATIONS = ACCESS_OPERATIONS.filter((operation) => operation !== "ADMIT");
+
+type Placement = { id: string; workspaceId: string | null; conversationId: string | null };
+
+export function runOperationsOf(actor: Actor, run: Placement): AccessOperation[] {
+  return RUN_OPERATIONS.filter(
+    (operation) => (!actor.scopes || actor.scopes.includes(operation)) && (!actor.access || grants(actor.access, operation, "Run", run.id, run)),
+  );
+}
+
+builder.prismaObjectFields(RunNode, (t) => ({
+  viewerOperations: t.field({
+    type: [AccessOperationEnum],
+    description:
+      "What the credential of this request may do with this run: READ, SUBSCRIBE, CANCEL (cancelRun), DECIDE (decideToolCall) — an API key's scopes, or an access token's grants. A UI shows its Stop or Approve/Reject buttons from it.",
+    select: { workspaceId: true, conversationId: true },
+    resolve: (run, _args, ctx) => runOperationsOf(ctx.actor, run),
+  }),
+}));

@@ -1,0 +1,70 @@
+// The trace viewer's browser script, acting on the run: Stop (cancelRun) while it has not
+// settled, and Approve or Reject (decideToolCall, a rejection with an optional reason) for each
+// tool call a WAITING run waits on. Each shows only when the page's key or token may do it
+// (Run.viewerOperations); a refusal the server still gives is shown as it came.
+import { CANCEL_RUN, DECIDE } from "./viewer-documents.js";
+
+export const ACTIONS_SCRIPT = `
+// ---- acting on the run ---------------------------------------------------------------------
+const CANCEL_RUN = ${JSON.stringify(CANCEL_RUN)};
+const DECIDE = ${JSON.stringify(DECIDE)};
+/** What is being sent: "stop", or a toolCallId; its buttons are disabled meanwhile. */
+const acting = new Set();
+/** Each waiting call's reason typed so far, by toolCallId: kept across redraws. */
+const reasons = new Map();
+
+const may = (operation) => Boolean(state.run && (state.run.viewerOperations || []).includes(operation));
+
+/** Sends a mutation for the run, says why when it was refused, then reads the run again. */
+async function act(what, query, variables, field) {
+  if (acting.has(what)) return;
+  acting.add(what);
+  scheduleRender();
+  try {
+    const result = (await graphql(query, variables))[field];
+    if (result.__typename.endsWith("Error")) showMessage(result.message);
+    await refreshRun();
+  } catch (error) {
+    showMessage(error.message);
+  } finally {
+    acting.delete(what);
+    scheduleRender();
+  }
+}
+
+function renderStop() {
+  const stop = $("stop");
+  stop.hidden = !state.run || TERMINAL.includes(state.run.status) || !may("CANCEL");
+  stop.disabled = acting.has("stop");
+}
+
+$("stop").onclick = () => act("stop", CANCEL_RUN, { runId }, "cancelRun");
+
+/** Approve, a reason and Reject for one waiting call; nothing when the credential may not decide. */
+function decisionControls(approval) {
+  if (!may("DECIDE")) return "";
+  const busy = acting.has(approval.toolCallId);
+  const box = el("div", "decide");
+  box.onclick = (event) => event.stopPropagation();
+  const decide = (decision) => {
+    const reason = (reasons.get(approval.toolCallId) || "").trim();
+    const input = { runId, toolCallId: approval.toolCallId, decision, ...(reason ? { reason } : {}) };
+    act(approval.toolCallId, DECIDE, { input }, "decideToolCall");
+  };
+  const approve = el("button", "approve", "Approve");
+  approve.dataset.testid = "approve";
+  approve.onclick = () => decide("APPROVE");
+  const reason = el("input", "reason");
+  reason.dataset.testid = "reject-reason";
+  reason.placeholder = "reason (optional)";
+  reason.maxLength = 2000;
+  reason.value = reasons.get(approval.toolCallId) || "";
+  reason.oninput = () => reasons.set(approval.toolCallId, reason.value);
+  const reject = el("button", "reject", "Reject");
+  reject.dataset.testid = "reject";
+  reject.onclick = () => decide("REJECT");
+  for (const control of [approve, reason, reject]) control.disabled = busy;
+  box.append(approve, reason, reject);
+  return box;
+}
+`;

@@ -1,0 +1,96 @@
+// Acting on a run from the trace viewer, in headless Chromium: Stop ends a running run
+// (CANCELLED shown), Approve lets a held tool call execute and Reject (with a reason) answers it
+// with the person's reason instead — each visible in the answer. The buttons show only for a key
+// or token that may act: a key without the DECIDE scope has no Approve/Reject, a token without
+// CANCEL no Stop.
+import type { Browser, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type AccessOperation, CreateAccessTokenDocument, CreateApiKeyDocument } from "../../sdk/generated/graphql.js";
+import type { DossierClient } from "../../sdk/client.js";
+import { admit, expectType } from "../support/fixtures.js";
+import { callTools, toolCallingModel } from "../support/scripted-runs.js";
+import { haveChromium, launchChromium, openViewer, startViewerServer, type ViewerServer, waitTool } from "../support/viewer-browser.js";
+
+async function tokenFor(client: DossierClient, runId: string, operations: AccessOperation[]) {
+  const result = await client.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: runId, operations }] } });
+  return expectType(result.createAccessToken, "CreateAccessTokenSuccess").token;
+}
+
+const status = (page: Page, value: string) => page.waitForSelector(`body[data-run-status=${value}]`, { timeout: 20_000 });
+
+describe.runIf(haveChromium)("acting on a run from the trace viewer", () => {
+  let browser: Browser;
+  let app: ViewerServer | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => browser?.close());
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  async function start() {
+    app = await startViewerServer(toolCallingModel("viewer"), [waitTool("deploy", 10), waitTool("slow", 60_000)], {
+      approvals: { rules: { deploy: "always" } },
+    });
+    return { app, client: app.t.as(app.key) };
+  }
+  const viewerUrl = (runId: string, hash: string) => `http://127.0.0.1:${app!.server.port}/traces/${encodeURIComponent(runId)}#${hash}`;
+
+  it("Stop cancels a running run; a token without CANCEL shows no Stop", async () => {
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "slow", arguments: {} }) });
+
+    const readOnly = await openViewer(browser, viewerUrl(run.id, `token=${await tokenFor(client, run.id, ["READ", "SUBSCRIBE"])}`));
+    await status(readOnly.page, "RUNNING");
+    await readOnly.page.waitForSelector("[data-testid=span][data-kind=TOOL_CALL]", { timeout: 15_000 });
+    expect(await readOnly.page.locator("[data-testid=stop]").isHidden()).toBe(true);
+
+    const { page, errors } = await openViewer(browser, viewerUrl(run.id, `token=${await tokenFor(client, run.id, ["READ", "SUBSCRIBE", "CANCEL"])}`));
+    await status(page, "RUNNING");
+    const stop = page.locator("[data-testid=stop]");
+    await stop.waitFor({ state: "visible" });
+    await stop.click();
+    await status(page, "CANCELLED");
+    expect(await page.locator("[data-testid=failure]").textContent()).toContain("Cancelled");
+    expect(await stop.isHidden()).toBe(true);
+    // The read-only page follows the run to its end as well.
+    await status(readOnly.page, "CANCELLED");
+    expect(errors).toEqual([]);
+    expect(readOnly.errors).toEqual([]);
+  }, 60_000);
+
+  it("Approve lets the held call run; Reject answers it with the reason typed; a key without DECIDE shows neither", async () => {
+    const { app, client } = await start();
+    const approved = (await admit(client, { question: callTools({ name: "deploy", arguments: { target: "staging" } }) })).run;
+    const rejected = (await admit(client, { question: callTools({ name: "deploy", arguments: { target: "production" } }) })).run;
+
+    // A key of the same principal whose scopes lack DECIDE sees the waiting call but no buttons.
+    const created = await client.request(CreateApiKeyDocument, { input: { name: "watcher", scopes: ["READ", "SUBSCRIBE", "CANCEL"] } });
+    const watcherKey = expectType(created.createApiKey, "CreateApiKeySuccess").secret;
+    const watcher = await openViewer(browser, viewerUrl(approved.id, `key=${encodeURIComponent(watcherKey)}`));
+    await status(watcher.page, "WAITING");
+    await expect.poll(() => watcher.page.locator("[data-testid=waiting-call]").count()).toBe(1);
+    expect(await watcher.page.locator("[data-testid=approve], [data-testid=reject]").count()).toBe(0);
+    expect(await watcher.page.locator("[data-testid=stop]").isVisible()).toBe(true);
+
+    const first = await openViewer(browser, viewerUrl(approved.id, `key=${encodeURIComponent(app.key)}`));
+    await status(first.page, "WAITING");
+    await first.page.locator("[data-testid=approve]").click();
+    await status(first.page, "SUCCEEDED");
+    expect(await first.page.locator("[data-testid=answer]").textContent()).toBe("deploy waited 10 ms");
+    expect(await first.page.locator("[data-testid=waiting]").isHidden()).toBe(true);
+    await status(watcher.page, "SUCCEEDED");
+
+    const second = await openViewer(browser, viewerUrl(rejected.id, `token=${await tokenFor(client, rejected.id, ["READ", "SUBSCRIBE", "DECIDE"])}`));
+    await status(second.page, "WAITING");
+    await second.page.locator("[data-testid=reject-reason]").fill("not on a Friday");
+    await second.page.locator("[data-testid=reject]").click();
+    await status(second.page, "SUCCEEDED");
+    const answer = await second.page.locator("[data-testid=answer]").textContent();
+    expect(answer).toMatch(/declined this call of "deploy"\. Reason: not on a Friday\./);
+    expect(answer).not.toContain("deploy waited");
+    expect([...first.errors, ...second.errors, ...watcher.errors]).toEqual([]);
+  }, 90_000);
+});
