@@ -251,6 +251,25 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     await page.context().close();
   }, 240_000);
 
+  it("keeps a subscription in one window updating while a second window changes what it watches (the README's two windows)", async () => {
+    t = await startTestApp("pglite", { listen: true });
+    const workspace = await createWorkspace(t.client);
+    // Each window opens with the README's operation in a tab of its own (Yoga's GraphiQL takes ?query=).
+    const watch = `subscription {\n  workspaceEvents(workspaceId: "${workspace.id}") { kind goal { version statement } }\n}`;
+    const update = `mutation {\n  updateGoal(input: { workspaceId: "${workspace.id}", statement: "Only LFP cells", expectedVersion: 1 }) { __typename }\n}`;
+    const first = await openGraphiQL(`${t.server!.url}?query=${encodeURIComponent(watch)}`);
+    const listening = t.listeners();
+    await first.page.locator(".graphiql-execute-button").click();
+    await eventually(first.page, "the subscription listening", () => t!.listeners() > listening);
+    const second = await first.page.context().newPage();
+    await second.goto(`${t.server!.url}?query=${encodeURIComponent(update)}`);
+    await second.locator(".graphiql-execute-button").click();
+    await eventually(second, "UpdateGoalSuccess", async () => (await response(second)).includes("UpdateGoalSuccess"));
+    await eventually(first.page, "the new goal in the first window", async () => (await response(first.page)).includes("Only LFP cells"));
+    expect(first.problems).toEqual([]);
+    await first.page.context().close();
+  }, 240_000);
+
   it("runs its examples, a query and a subscription, on a server that runs only trusted documents with GRAPHIQL=true", async () => {
     t = await startTestApp("pglite", { listen: true, trustedDocuments: { only: true }, graphiql: true });
     const { page, outside, problems } = await openGraphiQL(t.server!.url);

@@ -27,6 +27,12 @@ function credentialFromHash() {
   return true;
 }
 credentialFromHash();
+// Earlier versions of the page kept the key in localStorage: it is forgotten there.
+try {
+  localStorage.removeItem("dossier.apiKey");
+} catch {
+  // Storage refused (a framed page's partitioned or blocked storage): nothing was kept there.
+}
 const authHeaders = () => (credential ? { authorization: "Bearer " + credential } : {});
 /** Bumped whenever the page starts over (another credential): work begun before it is dropped. */
 let generation = 0;
