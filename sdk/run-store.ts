@@ -39,7 +39,7 @@ export type { RunStoreStorage } from "./run-store-storage.js";
 export type RunStoreOptions = {
   /**
    * The position (RunSnapshot.seq) of the output the app already shows: the store's text then
-   * holds only what comes after it. Takes precedence over `storage`.
+   * holds only what comes after it. With it, `storage` is neither read nor written.
    */
   afterSeq?: string;
   /**
@@ -103,7 +103,9 @@ const LINGER_MS = 100;
 
 export function createRunStore(client: DossierClient, runId: string, options: RunStoreOptions = {}): RunStore {
   const schedule = options.schedule ?? nextFrame;
-  const stored = options.afterSeq === undefined && options.storage ? readStoredOutput(options.storage, runId) : null;
+  // A store given afterSeq holds only the rest of the text: storing that as the whole would be wrong.
+  const storage = options.afterSeq === undefined ? options.storage : undefined;
+  const stored = storage ? readStoredOutput(storage, runId) : null;
   const output: OutputState = stored ?? emptyOutput(options.afterSeq);
   const trace = emptyTrace();
   let status: RunStatus | null = null;
@@ -141,7 +143,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
     scheduled = false;
     if (closed) return;
     snapshot = build();
-    if (options.storage) writeStoredOutput(options.storage, runId, output);
+    if (storage) writeStoredOutput(storage, runId, output);
     for (const listener of [...listeners]) listener();
   };
   const changed = () => {

@@ -117,8 +117,8 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     for (const text of [...seenBefore, ...seenAfter]) expect(ANSWER.startsWith(text), text).toBe(true);
     expect(seenAfter.length).toBeGreaterThan(1); // the rest streamed in after the reload
     expect(await page.textContent("[data-testid=trace]")).toMatch(/1 model calls · tokens in 50 out 10/);
-    // The asked question is listed in the workspace's runs.
-    expect(await page.textContent("[data-testid=runs]")).toContain("What is streamed? [slow]");
+    // The asked question is listed in the workspace's runs (useWorkspaceRuns), with its outcome.
+    await expect.poll(() => page.textContent("[data-testid=runs]")).toContain("What is streamed? [slow] SUCCEEDED");
     await screenshot(page, "example-app-answer");
     expect(errors).toEqual([]);
   });

@@ -27,11 +27,13 @@ export function App({ dossier }: { dossier: DossierClient }) {
 
   const ask = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    const question = String(new FormData(event.currentTarget).get("question") ?? "").trim();
+    const form = event.currentTarget;
+    const question = String(new FormData(form).get("question") ?? "").trim();
     if (!question || !workspaceId) return;
     const { admitRun } = await dossier.request(AdmitRunDocument, { input: { workspaceId, question } });
     if (admitRun.__typename !== "AdmitRunSuccess") return setProblem(admitRun.message);
     setProblem(null);
+    form.reset();
     open(admitRun.run.id);
     runs.refresh();
   };
@@ -46,7 +48,7 @@ export function App({ dossier }: { dossier: DossierClient }) {
         </button>
       </form>
       {problem && <p role="alert">{problem}</p>}
-      {runId && <RunView dossier={dossier} runId={runId} key={runId} />}
+      {runId && <RunView dossier={dossier} runId={runId} key={runId} onStatus={runs.refresh} />}
       <h2>Earlier questions</h2>
       <ul data-testid="runs">
         {runs.runs.map((run) => (
@@ -62,8 +64,12 @@ export function App({ dossier }: { dossier: DossierClient }) {
   );
 }
 
-function RunView({ dossier, runId }: { dossier: DossierClient; runId: string }) {
+function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: string; onStatus: () => void }) {
   const run = useRun(dossier, runId, { storage: sessionStorage });
+  // The list of earlier questions shows each run's status: read it again when this one's changes.
+  useEffect(() => {
+    if (run.status) onStatus();
+  }, [run.status, onStatus]);
   const [acting, setActing] = useState(false);
   const act = async (action: () => Promise<unknown>) => {
     setActing(true);

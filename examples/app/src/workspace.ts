@@ -4,7 +4,18 @@ import { CreateWorkspaceDocument, type DossierClient, WorkspaceDocument } from "
 
 const KEY = "dossier-example:workspace";
 
-export async function exampleWorkspace(dossier: DossierClient): Promise<string> {
+let finding: Promise<string> | undefined;
+
+/** One look-up per page, however often it is asked for (React's StrictMode runs effects twice). */
+export function exampleWorkspace(dossier: DossierClient): Promise<string> {
+  finding ??= findOrCreate(dossier).catch((error: unknown) => {
+    finding = undefined;
+    throw error;
+  });
+  return finding;
+}
+
+async function findOrCreate(dossier: DossierClient): Promise<string> {
   const remembered = localStorage.getItem(KEY);
   if (remembered && (await dossier.request(WorkspaceDocument, { id: remembered })).workspace) return remembered;
   const { createWorkspace: created } = await dossier.request(CreateWorkspaceDocument, {
