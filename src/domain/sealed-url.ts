@@ -16,7 +16,7 @@ export const REDACTED = "***";
 
 /** The rule in words, for the schema's descriptions. */
 export const REDACTION_RULE =
-  "Shown redacted, the same rule for every stored URL: scheme, host and port as given; a user name or password as `***@`; a path other than `/` as `/…/***`; each query value as `***` (names kept); no fragment — e.g. `https://hooks.example/…/***?token=***`. The whole URL is stored encrypted with the server's SECRETS_KEY and only ever used to connect.";
+  "Shown redacted, the same rule for every stored URL: scheme, host and port as given; a user name or password as `***@`; a path other than `/` as `/…/***`; each query value as `***` (names kept); no fragment — e.g. `https://hooks.example/…/***?token=***`. The whole URL is stored encrypted with the server's SECRETS_KEY and only ever used to connect (a server without one accepts only URLs with nothing to hide, such as `https://host/`).";
 
 /** The URL as its owner is shown it (see the rule above); never any part of a credential. */
 export function redactUrl(url: string): string {

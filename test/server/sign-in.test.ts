@@ -66,12 +66,19 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     t = jwks = undefined;
   });
 
-  async function start(keys: SigningKey[]) {
+  async function start(keys: SigningKey[], { listed = true } = {}) {
     jwks = await startJwks(keys);
     t = await startTestApp(backend, {
       listen: true,
       authRequired: true,
-      signIn: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, principalClaim: "sub", allowedHosts: [jwks.host], cooldownMs: COOLDOWN_MS },
+      signIn: {
+        jwksUrl: jwks.url,
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        principalClaim: "sub",
+        allowedHosts: listed ? [jwks.host] : [],
+        cooldownMs: COOLDOWN_MS,
+      },
     });
     return t;
   }
@@ -123,6 +130,13 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     expect(await read(alice, bobWorkspace)).toBeNull();
     expect(await listed(alice)).toEqual([aliceWorkspace]);
     expect(await listed(bob)).toEqual([bobWorkspace]);
+    // A person with every scope, but not an API key: it cannot mint access tokens.
+    const minted = await gql(
+      alice,
+      `mutation($w: ID!) { createAccessToken(input: { grants: [{ resourceId: $w, operations: [READ] }] }) { __typename ... on Error { message } } }`,
+      { w: aliceWorkspace },
+    );
+    expect(minted.body.data!.createAccessToken.__typename).toBe("ForbiddenError");
     // A new token of the same user is the same principal (not a new one per token).
     expect((await viewer(await jwt(key, { sub: "alice" })))!.id).toBe(seen[0]!.id);
   });
@@ -151,6 +165,15 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     expect(await refusal("dsk_not-a-key")).toEqual([401, "UNAUTHENTICATED", "Invalid API key."]);
     const apiKey = await t!.createPrincipal("Team backend");
     expect((await viewer(apiKey))!.name).toBe("Team backend");
+  });
+
+  it("reads the JWKS through the outbound guard: a loopback JWKS not listed in AUTH_JWKS_ALLOWED_HOSTS is never read", async () => {
+    const key = await signingKey();
+    await start([key], { listed: false });
+    const answer = await gql(await jwt(key), "{ viewer { id } }");
+    expect([answer.status, answer.body.errors?.[0]?.extensions?.code]).toEqual([503, "SIGN_IN_UNAVAILABLE"]);
+    expect(jwks!.reads).toBe(0);
+    expect(await t!.app.db.prisma.principal.count({ where: { signInSubject: { not: null } } })).toBe(0);
   });
 
   it("picks up a key rotated into the JWKS without a restart, and reads the JWKS at most once per cooldown for unknown kids", async () => {
