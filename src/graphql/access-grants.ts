@@ -3,7 +3,8 @@
 // root fields, each checked against the grants before its resolver runs:
 //   - reads (READ): node, workspace, run answer null outside the grants (node also answers what a
 //     readable workspace links or holds and the traces of its runs: granted-nodes.ts); workspaces,
-//     runs and conversations list only granted ones (graphql/types/owned.ts);
+//     runs and conversations list only granted ones (graphql/types/owned.ts); searchHistory
+//     answers NotFound outside a readable workspace, readMaterial UNAVAILABLE outside its history;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
 //   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
@@ -35,7 +36,9 @@ declare global {
 }
 
 type Args = Record<string, unknown>;
-type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: "null" | "notFound" | "error"; listed?: true };
+/** What a token outside the grants gets: null, NotFound, an error, or the answer the field gives for an id that names nothing. */
+type Denial = "null" | "notFound" | "error" | { answer: (args: Args) => unknown };
+type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true };
 
 const input = (args: Args) => (args.input ?? {}) as Args;
 const listed = { operation: "READ", targets: () => [], denied: "null", listed: true } as const;
@@ -48,6 +51,12 @@ const ROOT_RULES: Record<string, Rule> = {
   "Query.workspaces": listed,
   "Query.runs": listed,
   "Query.conversations": listed,
+  "Query.searchHistory": { operation: "READ", targets: (a) => [a.workspaceId], denied: "notFound" },
+  "Query.readMaterial": {
+    operation: "READ",
+    targets: (a) => [a.publicationId],
+    denied: { answer: (a) => ({ status: "UNAVAILABLE", reason: `there is no version ${a.version} of that publication that you may read`, version: null }) },
+  },
   "Subscription.runEvents": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.traceUpdates": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
@@ -86,6 +95,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
         if (!rule) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
           if (rule.denied === "null") return null;
+          if (typeof rule.denied === "object") return rule.denied.answer(args as Args);
           throw new NotFoundError("Resource", "");
         }
         return resolver(source, args, context, info);

@@ -2,12 +2,21 @@
 // its goal versions, checkpoint revisions and links, the publications (and versions) and
 // artifacts linked to it, and the traces, spans, span events, material uses and messages of its
 // runs. The same kinds of things of the principal's other workspace, and things linked nowhere,
-// read as null, as does everything to a token granted only SUBSCRIBE.
+// read as null, as does everything to a token granted only SUBSCRIBE. searchHistory and
+// readMaterial reach the granted workspace's history only.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateAccessTokenDocument, LinkToWorkspaceDocument, NodeDocument, UpdateCheckpointDocument, WorkspaceDocument } from "../../sdk/generated/graphql.js";
+import {
+  CreateAccessTokenDocument,
+  LinkToWorkspaceDocument,
+  NodeDocument,
+  ReadMaterialDocument,
+  SearchHistoryDocument,
+  UpdateCheckpointDocument,
+  WorkspaceDocument,
+} from "../../sdk/generated/graphql.js";
 import { encodeGlobalId, idOfType } from "../../src/graphql/global-id.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { admit, createArtifact, createWorkspace, expectType, publish } from "../support/fixtures.js";
@@ -152,5 +161,30 @@ describe("node(id) of what a granted workspace holds and links, with an access t
     // Without READ, none of it.
     const watcher = await mint(["SUBSCRIBE"]);
     expect(await answered(watcher, things.granted)).toEqual([]);
+  });
+
+  it("searches the granted workspace's history and reads its materials; another workspace is not found, its materials unavailable", async () => {
+    const reader = await mint(["READ"]);
+    const search = (bearer: string, workspaceId: string) =>
+      t
+        .as(bearer)
+        .request(SearchHistoryDocument, { workspaceId, query: "material" })
+        .then((d) => d.searchHistory);
+    const found = expectType(await search(reader, things.granted.workspace!), "SearchHistorySuccess");
+    expect(found.hits.map((hit) => hit.title)).toEqual(["granted material"]);
+    expect((await search(reader, things.other.workspace!)).__typename).toBe("NotFoundError");
+    expect((await search(await mint(["SUBSCRIBE"]), things.granted.workspace!)).__typename).toBe("NotFoundError");
+
+    const read = (bearer: string, publicationId: string) =>
+      t
+        .as(bearer)
+        .request(ReadMaterialDocument, { publicationId, version: 1 })
+        .then((d) => d.readMaterial);
+    expect(await read(reader, things.granted.Publication!)).toMatchObject({ status: "AVAILABLE", publicationVersion: { content: "granted material text" } });
+    // Outside the history it reads exactly as a publication that does not exist.
+    const missing = await read(key, encodeGlobalId("Publication", "no-such-publication"));
+    expect(missing).toMatchObject({ status: "UNAVAILABLE", publicationVersion: null });
+    expect(await read(reader, things.other.Publication!)).toEqual(missing);
+    expect(await read(reader, unlinked.Publication!)).toEqual(missing);
   });
 });
