@@ -19,7 +19,7 @@ export type AccessOperation =
   | 'CANCEL'
   /** Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide. */
   | 'DECIDE'
-  /** Read it (node, workspace, run, the lists) and everything linked to it. */
+  /** Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it. */
   | 'READ'
   /** Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents. */
   | 'SUBSCRIBE';

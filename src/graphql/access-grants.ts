@@ -3,7 +3,9 @@
 // root fields, each checked against the grants before its resolver runs:
 //   - reads (READ): node, workspace, run answer null outside the grants (node also answers what a
 //     readable workspace links or holds and the traces of its runs: granted-nodes.ts); workspaces,
-//     runs and conversations list only granted ones (graphql/types/owned.ts);
+//     runs and conversations list only granted ones (graphql/types/owned.ts); searchHistory
+//     answers NotFound outside a readable workspace, readMaterial UNAVAILABLE outside its history,
+//     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
 //   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
@@ -18,9 +20,10 @@
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
 import { getArgumentValues, getNamedType, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo, isNonNullType } from "graphql";
 import { ForbiddenError, NotFoundError } from "../domain/errors.js";
-import { decodeGlobalId } from "../domain/global-id.js";
+import { decodeGlobalId, encodeGlobalId } from "../domain/global-id.js";
 import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
+import { parseEvidenceId } from "../domain/research/evidence.js";
 import type { GraphQLContext } from "./context.js";
 import { readableThroughGrants } from "./granted-nodes.js";
 
@@ -35,7 +38,9 @@ declare global {
 }
 
 type Args = Record<string, unknown>;
-type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: "null" | "notFound" | "error"; listed?: true };
+/** What a token outside the grants gets: null, NotFound, an error, or the answer the field gives for an id that names nothing. */
+type Denial = "null" | "notFound" | "error" | { answer: (args: Args) => unknown };
+type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true };
 
 const input = (args: Args) => (args.input ?? {}) as Args;
 const listed = { operation: "READ", targets: () => [], denied: "null", listed: true } as const;
@@ -48,6 +53,14 @@ const ROOT_RULES: Record<string, Rule> = {
   "Query.workspaces": listed,
   "Query.runs": listed,
   "Query.conversations": listed,
+  "Query.searchHistory": { operation: "READ", targets: (a) => [a.workspaceId], denied: "notFound" },
+  // Evidence lies in one log entry: readable where that message is (granted-nodes.ts).
+  "Query.evidence": { operation: "READ", targets: (a) => [messageOfEvidence(a.id)], denied: "null" },
+  "Query.readMaterial": {
+    operation: "READ",
+    targets: (a) => [a.publicationId],
+    denied: { answer: (a) => ({ status: "UNAVAILABLE", reason: `there is no version ${a.version} of that publication that you may read`, version: null }) },
+  },
   "Subscription.runEvents": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.traceUpdates": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
@@ -64,6 +77,12 @@ const ROOT_RULES: Record<string, Rule> = {
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
 };
+
+/** The global id of the message an evidence id names, or null. */
+function messageOfEvidence(id: unknown): string | null {
+  const ref = typeof id === "string" ? parseEvidenceId(id) : null;
+  return ref ? encodeGlobalId("Message", ref.messageId) : null;
+}
 
 const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
 const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
@@ -86,6 +105,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
         if (!rule) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
           if (rule.denied === "null") return null;
+          if (typeof rule.denied === "object") return rule.denied.answer(args as Args);
           throw new NotFoundError("Resource", "");
         }
         return resolver(source, args, context, info);

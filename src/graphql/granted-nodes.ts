@@ -1,11 +1,14 @@
 // What node(id) shows an access token beyond workspaces, conversations and runs: the things a UI
 // shows of a workspace it may READ — the workspace's goal versions, checkpoint revisions and
-// links; the publications (with their versions) and artifacts linked to it; the traces, spans,
-// span events, material uses and messages of runs it may read (a message also of a conversation
-// it was granted). Everything else of the principal stays null. Each check reads one row of the
-// principal's own, so an id of another principal's is refused here as well as by its loader.
-import type { PrismaClient } from "../generated/prisma/client.js";
+// links; the publications (with their versions) of its history (those its history catalog lists:
+// linked, or published by a linked run or by a run of a linked conversation) and the artifacts
+// linked to it; the traces, spans, span events, material uses and messages of runs it may read (a
+// message also of a conversation it was granted). Everything else of the principal stays null.
+// Each check reads one row of the principal's own, so an id of another principal's is refused
+// here as well as by its loader.
+import { Prisma, type PrismaClient } from "../generated/prisma/client.js";
 import { type AccessScope, grants, readableWorkspaceIds } from "../domain/principal/access-scope.js";
+import { inWorkspaceHistory } from "../domain/workspace/history-scope.js";
 
 type RunPlacement = { id: string; workspaceId: string | null; conversationId: string } | null | undefined;
 const RUN = { select: { id: true, workspaceId: true, conversationId: true } } as const;
@@ -15,9 +18,17 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
   const workspaces = readableWorkspaceIds(scope);
   const inWorkspace = (row: { workspaceId: string } | null) => row !== null && workspaces.includes(row.workspaceId);
   const ofRun = (run: RunPlacement) => run != null && grants(scope, "READ", "Run", run.id, run);
-  const linked = async (targetKind: "PUBLICATION" | "ARTIFACT", targetId: string | undefined) =>
-    targetId !== undefined &&
-    (await prisma.workspaceLink.count({ where: { targetKind, targetId, workspaceId: { in: workspaces }, workspace: { ownerId, deletedAt: null } } })) > 0;
+  const live = async () =>
+    (await prisma.workspace.findMany({ where: { id: { in: workspaces }, ownerId, deletedAt: null }, select: { id: true } })).map((w) => w.id);
+  const inHistory = async (publicationId: string | undefined) => {
+    const reached = publicationId === undefined ? [] : await live();
+    if (reached.length === 0) return false;
+    const anyOf = Prisma.join(
+      reached.map((workspaceId) => Prisma.sql`(${inWorkspaceHistory(workspaceId, ownerId)})`),
+      " OR ",
+    );
+    return (await prisma.$queryRaw<unknown[]>`SELECT 1 FROM publication p WHERE p.id = ${publicationId} AND (${anyOf})`).length > 0;
+  };
   const ownWorkspace = { workspace: { ownerId } };
   switch (typename) {
     case "GoalVersion":
@@ -27,13 +38,17 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
     case "WorkspaceLink":
       return inWorkspace(await prisma.workspaceLink.findFirst({ where: { id, ...ownWorkspace }, select: { workspaceId: true } }));
     case "Publication":
-      return linked("PUBLICATION", id);
+      return inHistory(id);
     case "PublicationVersion": {
       const version = await prisma.publicationVersion.findFirst({ where: { id, publication: { ownerId } }, select: { publicationId: true } });
-      return linked("PUBLICATION", version?.publicationId);
+      return inHistory(version?.publicationId);
     }
     case "Artifact":
-      return linked("ARTIFACT", id);
+      return (
+        (await prisma.workspaceLink.count({
+          where: { targetKind: "ARTIFACT", targetId: id, workspaceId: { in: workspaces }, workspace: { ownerId, deletedAt: null } },
+        })) > 0
+      );
     case "Trace":
       return ofRun((await prisma.trace.findFirst({ where: { id, run: { ownerId } }, select: { run: RUN } }))?.run);
     case "Span":

@@ -2,13 +2,24 @@
 // its goal versions, checkpoint revisions and links, the publications (and versions) and
 // artifacts linked to it, and the traces, spans, span events, material uses and messages of its
 // runs. The same kinds of things of the principal's other workspace, and things linked nowhere,
-// read as null, as does everything to a token granted only SUBSCRIBE.
+// read as null, as does everything to a token granted only SUBSCRIBE. searchHistory and
+// readMaterial reach the granted workspace's history only, evidence its runs' messages.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateAccessTokenDocument, LinkToWorkspaceDocument, NodeDocument, UpdateCheckpointDocument, WorkspaceDocument } from "../../sdk/generated/graphql.js";
+import {
+  CreateAccessTokenDocument,
+  EvidenceDocument,
+  LinkToWorkspaceDocument,
+  NodeDocument,
+  ReadMaterialDocument,
+  SearchHistoryDocument,
+  UpdateCheckpointDocument,
+  WorkspaceDocument,
+} from "../../sdk/generated/graphql.js";
 import { encodeGlobalId, idOfType } from "../../src/graphql/global-id.js";
+import { resultEvidenceId } from "../../src/domain/research/evidence.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { admit, createArtifact, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -20,12 +31,21 @@ describe("node(id) of what a granted workspace holds and links, with an access t
   /** Per workspace: the ids of one thing of each kind. */
   const things: Record<"granted" | "other", Record<string, string>> = { granted: {}, other: {} };
   let unlinked: Record<string, string>;
+  /** Per workspace: the evidence id of its run's tool result. */
+  const evidence: Record<string, string> = {};
 
   beforeAll(async () => {
     t = await startTestApp("pglite", {
       authRequired: true,
       runtime: {
-        model: new ScriptedModel({ name: "answers", steps: () => ({ content: "A short answer worth publishing." }) }),
+        // Each run adds a task first (a tool call whose result is evidence), then answers.
+        model: new ScriptedModel({
+          name: "answers",
+          steps: (request) =>
+            request.messages.at(-1)?.role === "tool"
+              ? { content: "A short answer worth publishing." }
+              : { toolCalls: [{ name: "task_list", arguments: { action: "add", title: "Check the sources" } }] },
+        }),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-token-nodes-")),
       },
     });
@@ -70,6 +90,7 @@ describe("node(id) of what a granted workspace holds and links, with an access t
       };
       things[side] = Object.fromEntries(Object.entries(rows).map(([typename, id]) => [typename, encodeGlobalId(typename, id)]));
       things[side].workspace = workspace.id;
+      evidence[side] = resultEvidenceId((await prisma.message.findFirstOrThrow({ where: { runId, role: "TOOL" } })).id);
     }
     // The answers were published and linked to each run's workspace: those count as linked too.
     const answer = await prisma.publicationVersion.findFirstOrThrow({
@@ -149,8 +170,39 @@ describe("node(id) of what a granted workspace holds and links, with an access t
     expect(read.data.checkpoint).toEqual({ summary: "granted summary" });
     expect(read.data.artifact).toEqual({ name: "report.html", mimeType: "text/html" });
 
+    // The evidence its runs' model requests name, and none of the other workspace's.
+    const evidenceOf = async (bearer: string, id: string) => (await t.as(bearer).request(EvidenceDocument, { id })).evidence?.content ?? null;
+    expect(await evidenceOf(key, evidence.other!)).toContain("Check the sources");
+    expect(await evidenceOf(reader, evidence.granted!)).toContain("Check the sources");
+    expect(await evidenceOf(reader, evidence.other!)).toBeNull();
+
     // Without READ, none of it.
     const watcher = await mint(["SUBSCRIBE"]);
     expect(await answered(watcher, things.granted)).toEqual([]);
+  });
+
+  it("searches the granted workspace's history and reads its materials; another workspace is not found, its materials unavailable", async () => {
+    const reader = await mint(["READ"]);
+    const search = (bearer: string, workspaceId: string) =>
+      t
+        .as(bearer)
+        .request(SearchHistoryDocument, { workspaceId, query: "material" })
+        .then((d) => d.searchHistory);
+    const found = expectType(await search(reader, things.granted.workspace!), "SearchHistorySuccess");
+    expect(found.hits.map((hit) => hit.title)).toEqual(["granted material"]);
+    expect((await search(reader, things.other.workspace!)).__typename).toBe("NotFoundError");
+    expect((await search(await mint(["SUBSCRIBE"]), things.granted.workspace!)).__typename).toBe("NotFoundError");
+
+    const read = (bearer: string, publicationId: string) =>
+      t
+        .as(bearer)
+        .request(ReadMaterialDocument, { publicationId, version: 1 })
+        .then((d) => d.readMaterial);
+    expect(await read(reader, things.granted.Publication!)).toMatchObject({ status: "AVAILABLE", publicationVersion: { content: "granted material text" } });
+    // Outside the history it reads exactly as a publication that does not exist.
+    const missing = await read(key, encodeGlobalId("Publication", "no-such-publication"));
+    expect(missing).toMatchObject({ status: "UNAVAILABLE", publicationVersion: null });
+    expect(await read(reader, things.other.Publication!)).toEqual(missing);
+    expect(await read(reader, unlinked.Publication!)).toEqual(missing);
   });
 });

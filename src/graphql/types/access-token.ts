@@ -8,7 +8,9 @@ import { builder } from "../builder.js";
 export const AccessOperationEnum = builder.enumType("AccessOperation", {
   description: "What an access token may do with a granted resource.",
   values: {
-    READ: { description: "Read it (node, workspace, run, the lists) and everything linked to it." },
+    READ: {
+      description: "Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it.",
+    },
     SUBSCRIBE: { description: "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents." },
     ADMIT: { description: "Admit runs into it (a workspace or a conversation)." },
     DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
