@@ -139,9 +139,13 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
     const rule = ROOT_RULES[key];
     return async (source, args, context, info) => {
-      const { access: scope, scopes } = (context as GraphQLContext).actor;
+      const { access: scope, scopes, credentialExpiresAt } = (context as GraphQLContext).actor;
       if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, []);
-      if (!scope) return subscribe(source, args, context, info);
+      if (!scope) {
+        // A sign-in token's subscriptions end when it does, over SSE as over graphql-ws.
+        const events = await subscribe(source, args, context, info);
+        return credentialExpiresAt && isAsyncIterable(events) ? untilExpiry(events, credentialExpiresAt) : events;
+      }
       if (!rule) throw refusal(key, []);
       if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
         throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
@@ -228,6 +232,8 @@ function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo): u
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 
 const EXPIRED = Symbol("expired");
 

@@ -255,5 +255,11 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     const own = await sse(alice);
     expect(own.status).toBe(200);
     await own.body?.cancel();
+    // An SSE stream also lives as long as its token: it ends with TOKEN_EXPIRED at `exp`.
+    const expiring = await sse(await jwt(key, { sub: "alice", exp: Math.floor(Date.now() / 1000) + 2 }));
+    const sseStarted = Date.now();
+    expect(expiring.status).toBe(200);
+    expect(await expiring.text()).toContain("TOKEN_EXPIRED");
+    expect(Date.now() - sseStarted).toBeLessThan(5_000);
   });
 });
