@@ -21,7 +21,7 @@ export type AccessOperation =
   | 'DECIDE'
   /** Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it. */
   | 'READ'
-  /** Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents. */
+  /** Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation). */
   | 'SUBSCRIBE';
 
 export type AdmitRunInput = {

@@ -2,7 +2,8 @@
 // conversations or runs and the operations allowed on each; a request with one runs only these
 // root fields, each checked against the grants before its resolver runs:
 //   - reads (READ): node, workspace, run answer null outside the grants (node also answers what a
-//     readable workspace links or holds and the traces of its runs: granted-nodes.ts); workspaces,
+//     readable workspace links or holds and the traces of its runs: granted-nodes.ts; a workspace's
+//     READ and SUBSCRIBE reach the runs and conversations linked to it as well); workspaces,
 //     runs and conversations list only granted ones (graphql/types/owned.ts); searchHistory
 //     answers NotFound outside a readable workspace, readMaterial UNAVAILABLE outside its history,
 //     evidence null outside the messages node(id) shows;
@@ -25,7 +26,7 @@ import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { parseEvidenceId } from "../domain/research/evidence.js";
 import type { GraphQLContext } from "./context.js";
-import { readableThroughGrants } from "./granted-nodes.js";
+import { type LinkedRow, linkedThroughGrant, linkedThroughGrants, readableThroughGrants } from "./granted-nodes.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
 
@@ -88,6 +89,8 @@ const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
 const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
 const ROOTS = new Set(["Query", "Mutation", "Subscription"]);
 const GUARDED_TYPES = new Set(["Run", "Workspace", "Conversation"]);
+/** Shown whenever their parent is: a readable run's conversation shows its open fields (its log needs a grant or a link). */
+const SHOWN_WITH_PARENT = new Set(["Run.conversation"]);
 
 type Resolver<Types extends SchemaTypes> = GraphQLFieldResolver<unknown, Types["Context"], object>;
 
@@ -114,10 +117,12 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     // Below the root only these fields matter to a token; every other one keeps its resolver as it is.
     if (!this.guardedBelowRoot(fieldConfig)) return resolver;
     return (source, args, context, info) => {
-      const scope = (context as GraphQLContext).actor.access;
+      const ctx = context as GraphQLContext;
+      const scope = ctx.actor.access;
       if (!scope) return resolver(source, args, context, info);
-      checkNested(fieldConfig.parentType, fieldConfig.name, source, scope);
-      return shown(resolver(source, args, context, info), scope, info);
+      const show = () => (SHOWN_WITH_PARENT.has(key) ? resolver(source, args, context, info) : shown(resolver(source, args, context, info), scope, info, ctx));
+      const checked = checkNested(fieldConfig.parentType, fieldConfig.name, source, scope, ctx);
+      return checked ? checked.then(show) : show();
     };
   }
 
@@ -191,7 +196,11 @@ async function allowed(rule: Rule, scope: AccessScope, info: GraphQLResolveInfo,
 async function covers(scope: AccessScope, operation: AccessOperation, target: unknown, ctx: GraphQLContext): Promise<boolean> {
   const decoded = typeof target === "string" ? decodeGlobalId(target) : null;
   if (!decoded) return false;
-  if (decoded.typename === "Workspace" || decoded.typename === "Conversation") return grants(scope, operation, decoded.typename, decoded.id);
+  if (decoded.typename === "Workspace") return grants(scope, operation, "Workspace", decoded.id);
+  if (decoded.typename === "Conversation") {
+    if (grants(scope, operation, "Conversation", decoded.id)) return true;
+    return linkedThroughGrant(scope, operation, { kind: "Conversation", id: decoded.id }, ctx.prisma, ctx.actor.principalId);
+  }
   if (decoded.typename !== "Run") {
     return operation === "READ" && readableThroughGrants(scope, decoded.typename, decoded.id, ctx.prisma, ctx.actor.principalId);
   }
@@ -200,38 +209,54 @@ async function covers(scope: AccessScope, operation: AccessOperation, target: un
     where: { id: decoded.id, ownerId: ctx.actor.principalId },
     select: { workspaceId: true, conversationId: true },
   });
-  return run !== null && grants(scope, operation, "Run", decoded.id, run);
+  if (run === null) return false;
+  if (grants(scope, operation, "Run", decoded.id, run)) return true;
+  return linkedThroughGrant(scope, operation, { kind: "Run", id: decoded.id, conversationId: run.conversationId }, ctx.prisma, ctx.actor.principalId);
 }
 
-/** Whether any grant covers a run, workspace or conversation row reached below the root. */
-function visible(scope: AccessScope, kind: GrantedKind, row: { id: string; workspaceId?: string | null; conversationId?: string | null }): boolean {
+type Row = { id: string; workspaceId?: string | null; conversationId?: string | null };
+
+/** Whether any grant covers a run, workspace or conversation row reached below the root, leaving aside links. */
+function visible(scope: AccessScope, kind: GrantedKind, row: Row): boolean {
   return ACCESS_OPERATIONS.some((operation) => grants(scope, operation, kind, row.id, row));
 }
 
-/** Fields a token may not read even on an object it reached: a principal's keys, a conversation it was not granted. */
-function checkNested(parentType: string, fieldName: string, source: unknown, scope: AccessScope): void {
-  const forbidden =
-    (parentType === "Principal" && !PRINCIPAL_FIELDS.has(fieldName)) ||
-    (parentType === "Conversation" && !CONVERSATION_OPEN_FIELDS.has(fieldName) && !visible(scope, "Conversation", source as { id: string }));
-  if (forbidden) throw new GraphQLError(`An access token cannot read ${parentType}.${fieldName}.`, { extensions: { code: "FORBIDDEN" } });
+/** The rows (runs or conversations) a readable workspace links, among those no grant covers: one query for all of them. */
+async function linkedOf(scope: AccessScope, kind: GrantedKind, rows: Row[], ctx: GraphQLContext): Promise<Set<string>> {
+  if (kind === "Workspace" || rows.length === 0) return new Set();
+  const linkable: LinkedRow[] = rows.map((row) => ({ kind, id: row.id, conversationId: row.conversationId }));
+  return linkedThroughGrants(scope, ["READ", "SUBSCRIBE"], linkable, ctx.prisma, ctx.actor.principalId);
 }
 
-/** A run, workspace or conversation outside the grants reads as absent (or refuses, where absence is not allowed). */
-function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo): unknown {
+/** Fields a token may not read even on an object it reached: a principal's keys, a conversation no grant or link covers. */
+function checkNested(parentType: string, fieldName: string, source: unknown, scope: AccessScope, ctx: GraphQLContext): Promise<void> | undefined {
+  const refuse = () => {
+    throw new GraphQLError(`An access token cannot read ${parentType}.${fieldName}.`, { extensions: { code: "FORBIDDEN" } });
+  };
+  if (parentType === "Principal" && !PRINCIPAL_FIELDS.has(fieldName)) refuse();
+  if (parentType !== "Conversation" || CONVERSATION_OPEN_FIELDS.has(fieldName) || visible(scope, "Conversation", source as Row)) return undefined;
+  return linkedOf(scope, "Conversation", [source as Row], ctx).then((linked) => {
+    if (!linked.has((source as Row).id)) refuse();
+  });
+}
+
+/** A run, workspace or conversation outside the grants (and links) reads as absent (or refuses, where absence is not allowed). */
+function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): unknown {
   const kind = getNamedType(info.returnType).name;
   if (kind !== "Run" && kind !== "Workspace" && kind !== "Conversation") return result;
-  const check = (row: unknown): unknown => {
-    if (Array.isArray(row)) return row.filter((item) => visible(scope, kind, item as { id: string }));
-    if (row == null || visible(scope, kind, row as { id: string })) return row;
+  const check = async (found: unknown): Promise<unknown> => {
+    const rows = (Array.isArray(found) ? found : found == null ? [] : [found]) as Row[];
+    const hidden = rows.filter((row) => !visible(scope, kind, row));
+    if (hidden.length === 0) return found;
+    const linked = await linkedOf(scope, kind, hidden, ctx);
+    if (Array.isArray(found)) return rows.filter((row) => visible(scope, kind, row) || linked.has(row.id));
+    if (linked.has(rows[0]!.id)) return found;
     if (isNonNullType(info.returnType)) throw new GraphQLError(`An access token cannot read this ${kind}.`, { extensions: { code: "FORBIDDEN" } });
     return null;
   };
   // Prisma's queries are thenables, not Promises.
-  return isThenable(result) ? Promise.resolve(result).then(check) : check(result);
+  return Promise.resolve(result).then(check);
 }
-
-const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 

@@ -3,21 +3,65 @@
 // links; the publications (with their versions) of its history (those its history catalog lists:
 // linked, or published by a linked run or by a run of a linked conversation) and the artifacts
 // linked to it; the traces, spans, span events, material uses and messages of runs it may read (a
-// message also of a conversation it was granted). Everything else of the principal stays null.
+// message also of a conversation it may read). Everything else of the principal stays null.
 // Each check reads one row of the principal's own, so an id of another principal's is refused
 // here as well as by its loader.
+//
+// A workspace's READ and SUBSCRIBE also cover the runs and conversations linked to it (a run
+// whose conversation is linked included): linkedThroughGrants asks workspace_link once, on its
+// unique (workspace, kind, target) index, for every row in question. Acting on them (ADMIT,
+// CANCEL, DECIDE) still needs them in the workspace or granted.
 import { Prisma, type PrismaClient } from "../generated/prisma/client.js";
-import { type AccessScope, grants, readableWorkspaceIds } from "../domain/principal/access-scope.js";
+import { type AccessOperation, type AccessScope, grants, readableWorkspaceIds } from "../domain/principal/access-scope.js";
 import { inWorkspaceHistory } from "../domain/workspace/history-scope.js";
 
 type RunPlacement = { id: string; workspaceId: string | null; conversationId: string } | null | undefined;
 const RUN = { select: { id: true, workspaceId: true, conversationId: true } } as const;
 
+/** The operations a workspace's link extends to what it links. */
+const LINKED_OPERATIONS: readonly AccessOperation[] = ["READ", "SUBSCRIBE"];
+
+/** A run or conversation as a link may name it: a run is also reached through its conversation. */
+export type LinkedRow = { kind: "Run" | "Conversation"; id: string; conversationId?: string | null };
+type LinkTarget = { targetKind: "RUN" | "CONVERSATION"; targetId: string };
+
+const targetsOf = (row: LinkedRow): LinkTarget[] =>
+  row.kind === "Conversation"
+    ? [{ targetKind: "CONVERSATION", targetId: row.id }]
+    : [{ targetKind: "RUN", targetId: row.id }, ...(row.conversationId ? [{ targetKind: "CONVERSATION" as const, targetId: row.conversationId }] : [])];
+
+/**
+ * The ids among `rows` that a live workspace of the principal links, where the scope grants one
+ * of `operations` on that workspace. One query on workspace_link's unique index, however many rows.
+ */
+export async function linkedThroughGrants(
+  scope: AccessScope,
+  operations: readonly AccessOperation[],
+  rows: readonly LinkedRow[],
+  prisma: PrismaClient,
+  ownerId: string,
+): Promise<Set<string>> {
+  const through = operations.filter((operation) => LINKED_OPERATIONS.includes(operation));
+  const workspaces = scope.grants.filter((g) => g.kind === "Workspace" && g.operations.some((o) => through.includes(o))).map((g) => g.id);
+  if (workspaces.length === 0 || rows.length === 0) return new Set();
+  const links = await prisma.workspaceLink.findMany({
+    where: { workspaceId: { in: workspaces }, OR: rows.flatMap(targetsOf), workspace: { ownerId, deletedAt: null } },
+    select: { targetKind: true, targetId: true },
+  });
+  const linked = new Set(links.map((link) => `${link.targetKind}:${link.targetId}`));
+  return new Set(rows.filter((row) => targetsOf(row).some((t) => linked.has(`${t.targetKind}:${t.targetId}`))).map((row) => row.id));
+}
+
+/** Whether a workspace granted `operation` links this run (or its conversation) or this conversation. */
+export const linkedThroughGrant = async (scope: AccessScope, operation: AccessOperation, row: LinkedRow, prisma: PrismaClient, ownerId: string) =>
+  (await linkedThroughGrants(scope, [operation], [row], prisma, ownerId)).has(row.id);
+
 /** Whether READ on this scope covers the node of `typename` and row id `id`, owned by `ownerId`. */
 export async function readableThroughGrants(scope: AccessScope, typename: string, id: string, prisma: PrismaClient, ownerId: string): Promise<boolean> {
   const workspaces = readableWorkspaceIds(scope);
   const inWorkspace = (row: { workspaceId: string } | null) => row !== null && workspaces.includes(row.workspaceId);
-  const ofRun = (run: RunPlacement) => run != null && grants(scope, "READ", "Run", run.id, run);
+  const ofRun = async (run: RunPlacement) =>
+    run != null && (grants(scope, "READ", "Run", run.id, run) || linkedThroughGrant(scope, "READ", { kind: "Run", ...run }, prisma, ownerId));
   const live = async () =>
     (await prisma.workspace.findMany({ where: { id: { in: workspaces }, ownerId, deletedAt: null }, select: { id: true } })).map((w) => w.id);
   const inHistory = async (publicationId: string | undefined) => {
@@ -64,7 +108,14 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
       return ofRun((await prisma.materialUse.findFirst({ where: { id, run: { ownerId } }, select: { run: RUN } }))?.run);
     case "Message": {
       const message = await prisma.message.findFirst({ where: { id, conversation: { ownerId } }, select: { conversationId: true, run: RUN } });
-      return message !== null && (grants(scope, "READ", "Conversation", message.conversationId) || ofRun(message.run));
+      if (message === null) return false;
+      if (grants(scope, "READ", "Conversation", message.conversationId) || (message.run && grants(scope, "READ", "Run", message.run.id, message.run)))
+        return true;
+      // Linked: its conversation, or its run.
+      const row: LinkedRow = message.run
+        ? { kind: "Run", id: message.run.id, conversationId: message.conversationId }
+        : { kind: "Conversation", id: message.conversationId };
+      return linkedThroughGrant(scope, "READ", row, prisma, ownerId);
     }
     default:
       return false;

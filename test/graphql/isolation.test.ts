@@ -1,10 +1,13 @@
 // A6: principals are isolated. One principal's objects are invisible to another, through
 // every query, mutation and subscription; a wrong key is always rejected, never downgraded.
-// Every attack runs twice: with Bob's API key, and with an access token Bob minted for his own
+// Every attack runs three times: with Bob's API key, with an access token Bob minted for his own
 // workspace and conversation with every operation (a token may also be refused outright, with
-// ForbiddenError, where it may not use a field at all). A token is further held to its grants
-// within Bob's own things: his other workspace and its run, his keys, webhooks and MCP servers.
+// ForbiddenError, where it may not use a field at all), and as Bob signed in to his team's app (a
+// JWT from a JWKS the test serves on loopback: his own principal, with his own workspace and
+// conversation). A token is further held to its grants within Bob's own things: his other
+// workspace and its run, his keys, webhooks and MCP servers.
 import { print } from "graphql";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { createClient as createWsClient } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -54,6 +57,8 @@ import {
   WorkspacesDocument,
 } from "../../sdk/generated/graphql.js";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
@@ -88,10 +93,36 @@ async function expectRejected(promise: Promise<unknown>, message: string): Promi
   return error as DossierRequestError;
 }
 
-/** Who attacks: Bob with his API key, or with an access token he minted for his own workspace and conversation. */
-const ATTACKERS = ["Bob's API key", "a token Bob minted for his own workspace"] as const;
+/** Who attacks: Bob with his API key, with an access token he minted for his own workspace and conversation, or signed in to his app. */
+const ATTACKERS = ["Bob's API key", "a token Bob minted for his own workspace", "Bob signed in to his team's app"] as const;
 type Attacker = (typeof ATTACKERS)[number];
-const isToken = (attacker: Attacker) => attacker !== "Bob's API key";
+const isToken = (attacker: Attacker) => attacker === "a token Bob minted for his own workspace";
+const SIGNED_IN: Attacker = "Bob signed in to his team's app";
+
+/** The team's identity provider: one signing key, its JWKS served on loopback, and a JWT for `sub`. */
+async function startIdentityProvider() {
+  const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
+  const jwk = { ...(await exportJWK(publicKey)), kid: "team-app", alg: "ES256", use: "sig" };
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const issuer = "https://auth.team-app.test/";
+  const audience = "team-app";
+  return {
+    settings: { jwksUrl: `http://127.0.0.1:${port}/jwks.json`, issuer, audience, principalClaim: "sub", allowedHosts: [`127.0.0.1:${port}`] },
+    signIn: (sub: string) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: "ES256", kid: jwk.kid })
+        .setSubject(sub)
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setExpirationTime("1h")
+        .sign(privateKey),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 const EVERY_OPERATION = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL"] as const;
 
 /** The code a request was refused with (the first error's), or "answered". */
@@ -156,15 +187,31 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     webhookId: string;
   };
   let bobToken: string;
-  const attackerClient = (attacker: Attacker) => (isToken(attacker) ? t.as(bobToken) : bob);
-  const credentialOf = (attacker: Attacker) => (isToken(attacker) ? bobToken : bobKey);
+  // Bob signed in to his team's app: his own principal, with his own workspace and conversation.
+  let identityProvider: Awaited<ReturnType<typeof startIdentityProvider>>;
+  let signedIn: { jwt: string; workspaceId: string; conversationId: string };
+  const credentialOf = (attacker: Attacker) => (attacker === SIGNED_IN ? signedIn.jwt : isToken(attacker) ? bobToken : bobKey);
+  const attackerClient = (attacker: Attacker) => (attacker === "Bob's API key" ? bob : t.as(credentialOf(attacker)));
+  /** The attacker's own side: what he may use as his, and the whole principal's view of it (to see nothing changed). */
+  const ownOf = (attacker: Attacker) =>
+    attacker === SIGNED_IN
+      ? {
+          client: t.as(signedIn.jwt),
+          workspaceId: signedIn.workspaceId,
+          conversationId: signedIn.conversationId,
+          conversationIds: [signedIn.conversationId],
+          runIds: [],
+        }
+      : { client: bob, workspaceId: b.workspaceId, conversationId: b.conversationId, conversationIds: b.conversationIds, runIds: [b.otherRunId] };
 
   beforeAll(async () => {
     // A worker answers Alice's run, so her conversation holds messages to attack. The answer is
     // blank, so nothing is published: her objects stay exactly the ones made below.
+    identityProvider = await startIdentityProvider();
     t = await startTestApp(backend, {
       authRequired: true,
       listen: true,
+      signIn: identityProvider.settings,
       runtime: {
         model: new ScriptedModel({ name: "blank", steps: () => ({ content: " " }) }),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-isolation-")),
@@ -277,8 +324,25 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       webhookId: webhook.id,
     };
     expect(b.conversationIds).toHaveLength(2);
+
+    const jwt = await identityProvider.signIn("Bob");
+    const asSignedIn = t.as(jwt);
+    signedIn = {
+      jwt,
+      workspaceId: expectType(
+        (await asSignedIn.request(CreateWorkspaceDocument, { input: { title: "Bob's app workspace", goal: "Bob's app goal" } })).createWorkspace,
+        "CreateWorkspaceSuccess",
+      ).workspace.id,
+      conversationId: expectType(
+        (await asSignedIn.request(StartConversationDocument, { input: { title: "Bob's app conversation" } })).startConversation,
+        "StartConversationSuccess",
+      ).conversation.id,
+    };
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await identityProvider?.close();
+  });
 
   it.each(ATTACKERS)("shows Bob, with %s, none of Alice's objects: node(id) and workspace(id) are null, every list holds only his own", async (attacker) => {
     const attacking = attackerClient(attacker);
@@ -317,10 +381,13 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       conversations: await idsOf(attacking.request(ConversationsDocument, {}).then((d) => d.conversations)),
       artifacts: await idsOf(attacking.request(ArtifactsDocument, {}).then((d) => d.artifacts)),
     };
+    const own = ownOf(attacker);
     expect(lists).toEqual(
       isToken(attacker)
         ? { workspaces: [b.workspaceId], runs: [], publications: "FORBIDDEN", conversations: [b.conversationId], artifacts: "FORBIDDEN" }
-        : { workspaces: [b.workspaceId, b.otherWorkspaceId].sort(), runs: [b.otherRunId], publications: [], conversations: b.conversationIds, artifacts: [] },
+        : attacker === SIGNED_IN
+          ? { workspaces: [own.workspaceId], runs: [], publications: [], conversations: own.conversationIds, artifacts: [] }
+          : { workspaces: [b.workspaceId, b.otherWorkspaceId].sort(), runs: [b.otherRunId], publications: [], conversations: b.conversationIds, artifacts: [] },
     );
 
     if (isToken(attacker)) expect(await refusalOf(attacking.request(ViewerDocument, {}))).toBe("FORBIDDEN");
@@ -334,6 +401,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
   it.each(ATTACKERS)("refuses every change Bob attempts, with %s, on Alice's objects, and changes nothing", async (attacker) => {
     const attacking = attackerClient(attacker);
     const workspaceId = a.workspaceId;
+    const own = ownOf(attacker);
     const refusal = (pending: Promise<{ __typename: string }>) => refused(attacker, pending);
 
     // Bob gets exactly what he would get for a workspace that never existed.
@@ -349,19 +417,21 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     await refusal(attacking.request(DeleteWorkspaceDocument, { input: { workspaceId } }).then((d) => d.deleteWorkspace));
 
     // Links: Bob's object into Alice's workspace, and Alice's objects into Bob's workspace.
-    await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: b.conversationId } }).then((d) => d.linkToWorkspace));
+    await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId, targetId: own.conversationId } }).then((d) => d.linkToWorkspace));
     for (const targetId of [a.conversationId, a.runId, a.publicationId, a.artifactId]) {
-      await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId: b.workspaceId, targetId } }).then((d) => d.linkToWorkspace));
+      await refusal(attacking.request(LinkToWorkspaceDocument, { input: { workspaceId: own.workspaceId, targetId } }).then((d) => d.linkToWorkspace));
     }
     await refusal(attacking.request(UnlinkFromWorkspaceDocument, { input: { workspaceId, targetId: a.runId } }).then((d) => d.unlinkFromWorkspace));
-    await refusal(attacking.request(RetainArtifactDocument, { input: { workspaceId: b.workspaceId, artifactId: a.artifactId } }).then((d) => d.retainArtifact));
+    await refusal(
+      attacking.request(RetainArtifactDocument, { input: { workspaceId: own.workspaceId, artifactId: a.artifactId } }).then((d) => d.retainArtifact),
+    );
 
     // Admission: in Alice's workspace, in Alice's conversation, with Alice's publication as material
     // (also into Bob's own workspace and conversation, which a token is granted).
     await refusal(attacking.request(AdmitRunDocument, { input: { workspaceId, question: "Bob's question" } }).then((d) => d.admitRun));
     await refusal(attacking.request(AdmitRunDocument, { input: { conversationId: a.conversationId, question: "Bob's question" } }).then((d) => d.admitRun));
     const materials = [{ publicationId: a.publicationId, version: 1 }];
-    for (const input of [{}, { workspaceId: b.workspaceId }, { workspaceId: b.workspaceId, conversationId: b.conversationId }]) {
+    for (const input of [{}, { workspaceId: own.workspaceId }, { workspaceId: own.workspaceId, conversationId: own.conversationId }]) {
       const material = await refusal(
         attacking.request(AdmitRunDocument, { input: { ...input, question: "Bob's question", materials } }).then((d) => d.admitRun),
       );
@@ -384,10 +454,10 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     );
 
     // Nothing Bob tried left anything behind on his side either.
-    expect((await bob.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual([b.otherRunId]);
-    expect((await bob.request(PublicationsDocument, {})).publications.edges).toEqual([]);
-    expect((await bob.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id).sort()).toEqual(b.conversationIds);
-    expect((await bob.request(WorkspaceLinksDocument, { workspaceId: b.workspaceId })).workspace?.links.edges).toEqual([]);
+    expect((await own.client.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual(own.runIds);
+    expect((await own.client.request(PublicationsDocument, {})).publications.edges).toEqual([]);
+    expect((await own.client.request(ConversationsDocument, {})).conversations.edges.map((e) => e.node.id).sort()).toEqual(own.conversationIds);
+    expect((await own.client.request(WorkspaceLinksDocument, { workspaceId: own.workspaceId })).workspace?.links.edges).toEqual([]);
 
     // Alice's workspace is as she left it, and she still sees everything.
     const workspace = (await alice.request(WorkspaceDocument, { id: workspaceId })).workspace;
@@ -473,11 +543,11 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     await forbidden(holder.request(DeleteMcpServerDocument, { input: { name: "bobs-tools" } }).then((d) => d.deleteMcpServer));
     await forbidden(holder.request(UpsertSkillDocument, { input: { name: "page-skill", description: "d", body: "b" } }).then((d) => d.upsertSkill));
 
-    // Bob's things are as he left them.
+    // Bob's things are as he left them (stored URLs read redacted, as always).
     const viewer = (await bob.request(ViewerDocument, {})).viewer;
     expect(viewer.apiKeys.map((k) => [k.id, k.revokedAt ?? null])).toEqual([[b.apiKeyId, null]]);
-    expect((await bob.request(WebhooksDocument, {})).webhooks.map((w) => [w.id, w.url])).toEqual([[b.webhookId, "https://hooks.example/bob"]]);
-    expect((await bob.request(McpServersDocument, {})).mcpServers.map((m) => [m.name, m.url])).toEqual([["bobs-tools", "https://mcp.example/bob"]]);
+    expect((await bob.request(WebhooksDocument, {})).webhooks.map((w) => [w.id, w.url])).toEqual([[b.webhookId, "https://hooks.example/…/***"]]);
+    expect((await bob.request(McpServersDocument, {})).mcpServers.map((m) => [m.name, m.url])).toEqual([["bobs-tools", "https://mcp.example/…/***"]]);
     expect((await bob.request(WorkspaceDocument, { id: b.otherWorkspaceId })).workspace?.goal.version).toBe(1);
     expect((await bob.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual([b.otherRunId]);
   });

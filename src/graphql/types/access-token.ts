@@ -11,7 +11,10 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
     READ: {
       description: "Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it.",
     },
-    SUBSCRIBE: { description: "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents." },
+    SUBSCRIBE: {
+      description:
+        "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation).",
+    },
     ADMIT: { description: "Admit runs into it (a workspace or a conversation)." },
     DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
     CANCEL: { description: "Cancel its runs." },
