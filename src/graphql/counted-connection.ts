@@ -45,8 +45,7 @@ export function countFields<Parent = never>(countFor?: (parent: Parent, ctx: Gra
     totalCount: t.int({
       description: TOTAL_COUNT_DESCRIPTION,
       extensions: COUNT_ONLY,
-      resolve: async (connection: Countable, _args: unknown, ctx: GraphQLContext) =>
-        Math.min(await countOf(connection, ctx, countFor as never), COUNT_BOUND),
+      resolve: async (connection: Countable, _args: unknown, ctx: GraphQLContext) => Math.min(await countOf(connection, ctx, countFor as never), COUNT_BOUND),
     }),
     countCapped: t.boolean({
       description: COUNT_CAPPED_DESCRIPTION,

@@ -184,7 +184,13 @@ export async function readConnection<Row extends { id: string }>(
     (id, select) => model.findFirst({ where: { id, ...scope }, select } as never) as Promise<Record<string, unknown> | null>,
   );
   const rows = (await model.findMany({ ...query, where: { ...scope, ...where, ...page.where }, orderBy: page.orderBy, take: page.take + 1 } as never)) as Row[];
-  return connectionOf(rows, page, args, (row) => encodeGlobalId(list.typename, row.id), () => boundedCount(model, { ...scope, ...where }));
+  return connectionOf(
+    rows,
+    page,
+    args,
+    (row) => encodeGlobalId(list.typename, row.id),
+    () => boundedCount(model, { ...scope, ...where }),
+  );
 }
 
 function cursorError(argument: "after" | "before", cursor: string, typename: string): GraphQLError {

@@ -359,12 +359,20 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const runId = dbIdOf(run.id);
     const workspaceId = dbIdOf(historyWorkspaceId);
     const refusals = (from: number, n: number) =>
-      Array.from({ length: n }, (_, i) => ({ workspaceId, targetKind: "PUBLICATION" as const, targetId: `q${from + i}`, runId, reason: "WORKSPACE_ARCHIVED" as const }));
+      Array.from({ length: n }, (_, i) => ({
+        workspaceId,
+        targetKind: "PUBLICATION" as const,
+        targetId: `q${from + i}`,
+        runId,
+        reason: "WORKSPACE_ARCHIVED" as const,
+      }));
     await t.app.db.prisma.linkRefusal.createMany({ data: refusals(0, COUNT_BOUND) });
     const countOf = async () =>
-      ((await graphql(t, `query ($id: ID!) { node(id: $id) { ... on Run { linkRefusals { totalCount countCapped } } } }`, { id: run.id })).data as {
-        node: { linkRefusals: Counted };
-      }).node.linkRefusals;
+      (
+        (await graphql(t, `query ($id: ID!) { node(id: $id) { ... on Run { linkRefusals { totalCount countCapped } } } }`, { id: run.id })).data as {
+          node: { linkRefusals: Counted };
+        }
+      ).node.linkRefusals;
     type Counted = { totalCount: number; countCapped: boolean };
     expect(await countOf()).toEqual({ totalCount: COUNT_BOUND, countCapped: false });
     await t.app.db.prisma.linkRefusal.createMany({ data: refusals(COUNT_BOUND, 5) });

@@ -46,7 +46,10 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         resolve: (query, conversation, _args, ctx) =>
           ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
       },
-      { name: "MessageConnection", fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.message, { conversationId: conversation.id })) },
+      {
+        name: "MessageConnection",
+        fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.message, { conversationId: conversation.id })),
+      },
       { name: "MessageEdge" },
     ),
     runs: t.prismaConnection(
@@ -58,7 +61,10 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         maxSize: 100,
         resolve: (query, conversation, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: newestFirst }),
       },
-      { name: "ConversationRunConnection", fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.run, { conversationId: conversation.id })) },
+      {
+        name: "ConversationRunConnection",
+        fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.run, { conversationId: conversation.id })),
+      },
       { name: "ConversationRunEdge" },
     ),
   }),

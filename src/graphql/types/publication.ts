@@ -88,7 +88,10 @@ export const PublicationNode = builder.prismaNode("Publication", {
         resolve: (query, publication, _args, ctx) =>
           ctx.prisma.publicationVersion.findMany({ ...query, where: { publicationId: publication.id }, orderBy: { version: "desc" } }),
       },
-      { name: "PublicationVersionConnection", fields: countFields<{ id: string }>((publication, ctx) => boundedCount(ctx.prisma.publicationVersion, { publicationId: publication.id })) },
+      {
+        name: "PublicationVersionConnection",
+        fields: countFields<{ id: string }>((publication, ctx) => boundedCount(ctx.prisma.publicationVersion, { publicationId: publication.id })),
+      },
       { name: "PublicationVersionEdge" },
     ),
   }),

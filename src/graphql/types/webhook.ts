@@ -64,7 +64,8 @@ export const WebhookNode = builder.prismaNode("Webhook", {
       name: "WebhookDeliveryConnection",
       description: describePage("Delivery attempts, newest first.", DELIVERIES),
       list: DELIVERIES,
-      resolve: (_query, webhook, args, ctx) => readConnection<WebhookAttempt>(ctx.prisma.webhookAttempt, DELIVERIES, args, { scope: { webhookId: webhook.id } }),
+      resolve: (_query, webhook, args, ctx) =>
+        readConnection<WebhookAttempt>(ctx.prisma.webhookAttempt, DELIVERIES, args, { scope: { webhookId: webhook.id } }),
     }),
   }),
 });

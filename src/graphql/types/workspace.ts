@@ -58,7 +58,10 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
         resolve: (query, workspace, _args, ctx) =>
           ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
       },
-      { name: "GoalVersionConnection", fields: countFields<{ id: string }>((workspace, ctx) => boundedCount(ctx.prisma.goalVersion, { workspaceId: workspace.id })) },
+      {
+        name: "GoalVersionConnection",
+        fields: countFields<{ id: string }>((workspace, ctx) => boundedCount(ctx.prisma.goalVersion, { workspaceId: workspace.id })),
+      },
       { name: "GoalVersionEdge" },
     ),
   }),
