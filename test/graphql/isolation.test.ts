@@ -151,7 +151,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
 
     a = {
       principalId: viewer.id,
-      apiKeyId: viewer.apiKeys[0]!.id,
+      apiKeyId: viewer.apiKeys.edges.map((edge) => edge.node)[0]!.id,
       workspaceId: workspace.id,
       goalVersionId: workspace.goal.id,
       conversationId: conversation.id,
@@ -334,18 +334,23 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     expect(withSecond.name).toBe("Alice");
     expect((await second.request(WorkspaceDocument, { id: a.workspaceId })).workspace?.id).toBe(a.workspaceId);
 
-    expect(withSecond.apiKeys.map((k) => k.name).sort()).toEqual(["CI pipeline", "first key"]);
+    expect(
+      withSecond.apiKeys.edges
+        .map((edge) => edge.node)
+        .map((k) => k.name)
+        .sort(),
+    ).toEqual(["CI pipeline", "first key"]);
     const shown = JSON.stringify(withSecond);
     expect(shown).not.toContain(created.secret);
     expect(shown).not.toContain(aliceKey);
 
     // Bob's keys are his own; Alice's new key changed nothing for him.
-    expect((await bob.request(ViewerDocument, {})).viewer.apiKeys).toHaveLength(1);
+    expect((await bob.request(ViewerDocument, {})).viewer.apiKeys.edges.map((edge) => edge.node)).toHaveLength(1);
     expect((await bob.request(NodeDocument, { id: created.apiKey.id })).node).toBeNull();
 
     const invalid = (await alice.request(CreateApiKeyDocument, { input: { name: "  " } })).createApiKey;
     expect(invalid.__typename).toBe("ValidationError");
-    expect((await alice.request(ViewerDocument, {})).viewer.apiKeys).toHaveLength(2);
+    expect((await alice.request(ViewerDocument, {})).viewer.apiKeys.edges.map((edge) => edge.node)).toHaveLength(2);
   });
 
   it("refuses Bob a subscription to Alice's workspace, while Alice's own subscription works", async () => {

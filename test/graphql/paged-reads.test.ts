@@ -313,7 +313,7 @@ describe.each(backends)("paged reads on %s", (backend) => {
       workspaces: { edges: { node: { goal: { version: number }; goalVersions: { pageInfo: { hasNextPage: boolean } } } }[] };
       conversations: { edges: { node: { messages: { pageInfo: { hasNextPage: boolean } }; runs: { pageInfo: { hasNextPage: boolean } } } }[] };
       mcpServers: Page;
-      run: Record<string, Page> & { trace: { spans: Page & { edges: { node: { events: Page } }[] } } };
+      run: Record<string, Page> & { trace: { spans: { edges: { node: { id: string; events: Page } }[]; pageInfo: { hasNextPage: boolean } } } };
       workspace: { checkpoint: Record<string, Page> & { summaryProvenance: { sources: Page } }; checkpointVersions: unknown[] };
     };
     expect(data.workspaces.edges.map((edge) => edge.node.goal.version).sort()).toEqual([1, 1]);
