@@ -150,7 +150,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expectType(await update({ expectedRevision: 3, questions: [{ id: "q2", text: "Which supplier, now?" }] }), "UpdateCheckpointSuccess");
     const recovered = await readCheckpoint(t.client, workspace.id);
     const available = expectType(recovered.checkpoint!, "Checkpoint");
-    expect(available).toMatchObject({ revision: 4, summary: "Price unknown since the list was withdrawn.", sourceDependencies: [{ id: second.version.id }] });
+    expect(available).toMatchObject({ revision: 4, summary: "Price unknown since the list was withdrawn.", sourceDependencies: { edges: [{ node: { id: second.version.id } }] } });
     expect(available.questions.map((q) => q.provenance.author.kind)).toEqual(["OWNER", "OWNER"]);
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [4, "Checkpoint"],
@@ -199,7 +199,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const after = await readCheckpoint(t.client, workspace.id);
     expect(after.checkpointRevision).toBe(1);
     expect(after.checkpointVersions.map((v) => v.revision)).toEqual([1]);
-    expect(expectType(after.checkpoint!, "Checkpoint")).toMatchObject({ summary: "Start", sourceDependencies: [] });
+    expect(expectType(after.checkpoint!, "Checkpoint")).toMatchObject({ summary: "Start", sourceDependencies: { edges: [] } });
   });
 
   it("of two concurrent owner edits naming sources exactly one wins, and the revision holds only the winner's sections", async () => {
@@ -218,12 +218,12 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expect(current.revision).toBe(2);
     expect(current.sourceDependencies.edges.map((edge) => edge.node).map((v) => v.id)).toEqual([[a, b][winner]!.version.id]);
     if (winner === 0) {
-      expect(current).toMatchObject({ summary: "From A", questions: [{ status: "OPEN", provenance: { sources: [] } }] });
+      expect(current).toMatchObject({ summary: "From A", questions: [{ status: "OPEN", provenance: { sources: { edges: [] } } }] });
     } else {
       expect(current).toMatchObject({
         summary: "Start",
-        summaryProvenance: { sources: [] },
-        questions: [{ status: "RESOLVED", provenance: { sources: [{ id: b.version.id }] } }],
+        summaryProvenance: { sources: { edges: [] } },
+        questions: [{ status: "RESOLVED", provenance: { sources: { edges: [{ cursor: b.version.id }] } } }],
       });
     }
   });

@@ -261,7 +261,7 @@ describe.each(backends)("research history on %s", (backend) => {
       modelSuggestion: true,
       originRun: { id: run.id },
       questions: [{ questionId: "q1", text: "Is fund A's fee still 1.2%?", status: "OPEN" }],
-      acceptedPublicationVersions: [{ id: answer!.id }],
+      acceptedPublicationVersions: { edges: [{ node: { id: answer!.id } }] },
     });
     expect(checkpoint.citedMaterials.map((v) => v.id).sort()).toEqual([reportA.id, reportB.id].sort());
 
@@ -339,7 +339,7 @@ describe.each(backends)("research history on %s", (backend) => {
       __typename: "Checkpoint",
       revision: 2,
       summary: "Base study withdrawn; price unknown.",
-      sourceDependencies: [],
+      sourceDependencies: { edges: [] },
     });
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [2, "Checkpoint"],
