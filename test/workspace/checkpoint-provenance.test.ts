@@ -150,7 +150,11 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expectType(await update({ expectedRevision: 3, questions: [{ id: "q2", text: "Which supplier, now?" }] }), "UpdateCheckpointSuccess");
     const recovered = await readCheckpoint(t.client, workspace.id);
     const available = expectType(recovered.checkpoint!, "Checkpoint");
-    expect(available).toMatchObject({ revision: 4, summary: "Price unknown since the list was withdrawn.", sourceDependencies: { edges: [{ node: { id: second.version.id } }] } });
+    expect(available).toMatchObject({
+      revision: 4,
+      summary: "Price unknown since the list was withdrawn.",
+      sourceDependencies: { edges: [{ node: { id: second.version.id } }] },
+    });
     expect(available.questions.map((q) => q.provenance.author.kind)).toEqual(["OWNER", "OWNER"]);
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [4, "Checkpoint"],
