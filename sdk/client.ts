@@ -9,9 +9,10 @@
 // instead of its text, which a server with TRUSTED_DOCUMENTS_ONLY=true requires; `subscriptions:
 // "sse"` sends subscriptions over Server-Sent Events instead of one WebSocket.
 //
-// Lists that grow with use (a trace's spans and events, a run's ledger, …) come a page at a time:
-// `first` items, then the next ones after the id passed as `after`. readAllPages() follows them
-// to the end; runTrace() reads a whole trace that way.
+// Lists come a page at a time as Relay connections: `first` items, then the next ones after the
+// cursor passed as `after` (the page's `pageInfo.endCursor`), with `totalCount` (exact up to
+// 10,000; `countCapped` past it). nodesOf() unwraps a page; readAllPages() follows the pages to
+// the end; runTrace() reads a whole trace that way.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import {
@@ -71,7 +72,7 @@ export type DossierClient = {
   traceUpdates(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<TraceUpdate>;
   /**
    * A run with all its attempts, and its trace with every span and every span's events, read a
-   * page at a time until a page comes back short (`pageSize` items a page; by default 500 spans
+   * page at a time until a page says it is the last (`pageSize` items a page; by default 500 spans
    * and events and 100 attempts). Null for an id that names no run of yours. The trace's `lastSeq`
    * is read before any span: `traceUpdates(runId, { afterSeq: lastSeq })` then brings whatever
    * changed while the pages were read, so nothing is missed.
@@ -98,26 +99,38 @@ export type DossierClient = {
 };
 
 export type TraceUpdate = TraceUpdatesSubscription["traceUpdates"];
-export type RunTrace = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+
+/** A page of a connection, as the SDK's operations select it. */
+export type Page<T> = { edges: readonly { node: T }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+/** The items of a page. */
+export const nodesOf = <T>(page: { edges: readonly { node: T }[] }): T[] => page.edges.map((edge) => edge.node);
+type NodeOf<C> = C extends { edges: readonly { node: infer N }[] } ? N : never;
+
+type TracedRun = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+type TracedTrace = NonNullable<TracedRun["trace"]>;
+type TracedSpan = NodeOf<TracedTrace["spans"]>;
+/** A span of runTrace(), with every one of its events. */
+export type RunTraceSpan = Omit<TracedSpan, "events"> & { events: NodeOf<TracedSpan["events"]>[] };
+/** A run as runTrace() reads it: every attempt, and its trace with every span and every span's events, as plain arrays. */
+export type RunTrace = Omit<TracedRun, "attempts" | "trace"> & {
+  attempts: NodeOf<TracedRun["attempts"]>[];
+  trace: (Omit<TracedTrace, "spans"> & { spans: RunTraceSpan[] }) | null;
+};
 
 /** The page sizes runTrace() asks for by default: the server's own defaults. */
 const TRACE_PAGE = 500;
 const ATTEMPTS_PAGE = 100;
 
 /**
- * Every item of a list read a page at a time: starting from `firstPage` (asked for with `first`),
- * `next(after)` reads the `first` items after the one whose id is `after`, until a page holds
- * fewer than `first`.
+ * Every item of a connection read a page at a time: starting from `firstPage`, `next(after)`
+ * reads the page after the cursor `after` (the previous page's `pageInfo.endCursor`), until a
+ * page says it has no next page.
  */
-export async function readAllPages<T extends { id: string }>(
-  first: number,
-  firstPage: readonly T[],
-  next: (after: string) => Promise<readonly T[]>,
-): Promise<T[]> {
-  const items = [...firstPage];
-  for (let page = firstPage; page.length >= first; ) {
-    page = await next(items.at(-1)!.id);
-    items.push(...page);
+export async function readAllPages<T>(firstPage: Page<T>, next: (after: string) => Promise<Page<T> | null>): Promise<T[]> {
+  const items = nodesOf(firstPage);
+  for (let page: Page<T> | null = firstPage; page?.pageInfo.hasNextPage && page.pageInfo.endCursor; ) {
+    page = await next(page.pageInfo.endCursor);
+    if (page) items.push(...nodesOf(page));
   }
   return items;
 }
@@ -185,21 +198,21 @@ async function readRunTrace(request: DossierClient["request"], runId: string, pa
   const run = (await request(RunTraceDocument, { id: runId, spansFirst, eventsFirst, attemptsFirst })).node;
   if (run?.__typename !== "Run") return null;
   // Runs and their traces are never deleted: a later page finds its parent again.
-  const attempts = await readAllPages(attemptsFirst, run.attempts, async (after) => {
+  const attempts = await readAllPages(run.attempts, async (after) => {
     const more = (await request(RunAttemptsDocument, { runId, first: attemptsFirst, after })).node;
-    return more?.__typename === "Run" ? more.attempts : [];
+    return more?.__typename === "Run" ? more.attempts : null;
   });
-  if (!run.trace) return { ...run, attempts };
+  if (!run.trace) return { ...run, attempts, trace: null };
   const traceId = run.trace.id;
-  const spans = await readAllPages(spansFirst, run.trace.spans, async (after) => {
+  const spans = await readAllPages(run.trace.spans, async (after) => {
     const more = (await request(TraceSpansDocument, { traceId, first: spansFirst, after, eventsFirst })).node;
-    return more?.__typename === "Trace" ? more.spans : [];
+    return more?.__typename === "Trace" ? more.spans : null;
   });
-  const complete = [];
+  const complete: RunTraceSpan[] = [];
   for (const span of spans) {
-    const events = await readAllPages(eventsFirst, span.events, async (after) => {
+    const events = await readAllPages(span.events, async (after) => {
       const more = (await request(SpanEventsDocument, { spanId: span.id, first: eventsFirst, after })).node;
-      return more?.__typename === "Span" ? more.events : [];
+      return more?.__typename === "Span" ? more.events : null;
     });
     complete.push({ ...span, events });
   }

@@ -6,7 +6,7 @@
 // per animation frame (once per 16 ms outside a browser), however many deltas arrived meanwhile;
 // the snapshot is a new object only then. Streams start with the first listener and stop shortly
 // after the last one leaves; a later listener resumes them from where they were.
-import type { DossierClient } from "./client.js";
+import { type DossierClient, nodesOf } from "./client.js";
 import {
   CancelRunDocument,
   DecideToolCallDocument,
@@ -156,7 +156,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
     const asked = ++approvalsAsked;
     const run = (await client.request(RunApprovalsDocument, { id: runId })).node;
     if (asked !== approvalsAsked || run?.__typename !== "Run") return;
-    pending = run.pendingApprovals.filter((approval) => approval.decision === null);
+    pending = nodesOf(run.pendingApprovals).filter((approval) => approval.decision === null);
     changed();
   };
 

@@ -6,7 +6,7 @@
 // a keyset condition with a LIMIT, so Prisma reads it in a lateral join of the parent's statement
 // (relationJoins) and any page costs the same at any size.
 import { GraphQLError } from "graphql";
-import { beyond } from "./plain-list.js";
+import { beyond } from "./list-connection.js";
 
 export type NewestFirstRow = { id: string; createdAt: Date };
 

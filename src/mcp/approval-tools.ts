@@ -4,7 +4,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { DecideToolCallDocument, type DossierClient, RunApprovalsDocument } from "../../sdk/index.js";
+import { DecideToolCallDocument, type DossierClient, nodesOf, RunApprovalsDocument } from "../../sdk/index.js";
 
 type Answers = {
   ok: (value: unknown) => CallToolResult;
@@ -16,7 +16,7 @@ type Answers = {
 export async function pendingApprovals(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
   if (node?.__typename !== "Run") return [];
-  return node.pendingApprovals.map(({ toolCallId, toolName, arguments: args, requestedAt, expiresAt }) => ({
+  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, arguments: args, requestedAt, expiresAt }) => ({
     toolCallId,
     toolName,
     arguments: args,

@@ -16,7 +16,6 @@ import {
   SearchHistoryDocument,
   RunDocument,
   WorkspaceCheckpointDocument,
-  type WorkspaceCheckpointQuery,
   WorkspacesDocument,
 } from "../../sdk/index.js";
 import { pendingApprovals, registerDecideToolCall } from "./approval-tools.js";
@@ -57,8 +56,6 @@ const id = (what: string) => z.string().min(1).describe(`The ${what}'s global id
 /** The page a checkpoint's version lists come in by default (the server's). */
 const CHECKPOINT_LIST_PAGE = 100;
 
-type VisibleWorkspace = Extract<NonNullable<WorkspaceCheckpointQuery["node"]>, { __typename: "Workspace" }>;
-
 /** The checkpoint moved to another revision while its lists were read. */
 class CheckpointMoved extends Error {}
 
@@ -67,7 +64,7 @@ class CheckpointMoved extends Error {}
  * come a page at a time, and every page must come from the revision the first one did — if the
  * checkpoint moves on meanwhile, it is read again. Null when the workspace is not visible.
  */
-async function wholeCheckpoint(client: DossierClient, workspaceId: string): Promise<VisibleWorkspace | null> {
+async function wholeCheckpoint(client: DossierClient, workspaceId: string) {
   for (let attempt = 1; ; attempt += 1) {
     const { node } = await client.request(WorkspaceCheckpointDocument, { workspaceId, first: 1 });
     if (node?.__typename !== "Workspace") return null;
@@ -88,11 +85,11 @@ async function wholeCheckpoint(client: DossierClient, workspaceId: string): Prom
       });
       const current = page.node?.__typename === "Workspace" ? page.node.checkpoint : null;
       if (current?.__typename !== "Checkpoint" || current.revision !== checkpoint.revision) throw new CheckpointMoved();
-      return (accepted ? current.acceptedPublicationVersions : current.sourceDependencies) ?? [];
+      return (accepted ? current.acceptedPublicationVersions : current.sourceDependencies) ?? null;
     };
     try {
-      const acceptedPublicationVersions = await readAllPages(CHECKPOINT_LIST_PAGE, checkpoint.acceptedPublicationVersions, (last) => after("accepted", last));
-      const sourceDependencies = await readAllPages(CHECKPOINT_LIST_PAGE, checkpoint.sourceDependencies, (last) => after("sources", last));
+      const acceptedPublicationVersions = await readAllPages(checkpoint.acceptedPublicationVersions, (last) => after("accepted", last));
+      const sourceDependencies = await readAllPages(checkpoint.sourceDependencies, (last) => after("sources", last));
       return { ...node, checkpoint: { ...checkpoint, acceptedPublicationVersions, sourceDependencies } };
     } catch (error) {
       if (!(error instanceof CheckpointMoved) || attempt === 3) throw error;

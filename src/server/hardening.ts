@@ -19,7 +19,7 @@ import {
   visitWithTypeInfo,
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { PLAIN_LIST_MAX_SIZE, pageSizeError } from "../graphql/plain-list.js";
+import { LIST_MAX_SIZE, pageSizeError } from "../graphql/list-connection.js";
 
 export type QueryLimits = {
   /** Nested selections below the operation (fragments count as they expand). */
@@ -35,7 +35,7 @@ export type QueryLimits = {
   /**
    * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
    * connection still serves at most its own page size (100, or 200 for message logs) and says
-   * so with `pageInfo.hasNextPage`. A plain list's `first` is held to that list's own largest
+   * so with `pageInfo.hasNextPage`. A list connection's `first` is held to that list's own largest
    * page instead (graphql/plain-list.ts), which its description states.
    */
   maxPageSize: number;
@@ -106,7 +106,7 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
   };
 }
 
-/** A `first` or `last` argument, with its field's own maximum when the field is a plain list. */
+/** A `first` or `last` argument, with its field's own maximum when the field is a list connection (graphql/list-connection.ts). */
 type PageArgument = { node: ArgumentNode; listMax: number | undefined };
 
 /** Each document's page-size arguments, found once: Yoga's parse cache hands out the same document object for the same text. */
@@ -122,7 +122,7 @@ function pageArgumentsOf(schema: GraphQLSchema, document: DocumentNode): PageArg
       visitWithTypeInfo(typeInfo, {
         Argument(node) {
           if (node.name.value !== "first" && node.name.value !== "last") return;
-          const listMax = typeInfo.getFieldDef()?.extensions?.[PLAIN_LIST_MAX_SIZE];
+          const listMax = typeInfo.getFieldDef()?.extensions?.[LIST_MAX_SIZE];
           collected.push({ node, listMax: typeof listMax === "number" ? listMax : undefined });
         },
       }),
@@ -144,7 +144,7 @@ function pageTooLarge(
     const value =
       node.value.kind === Kind.INT ? Number(node.value.value) : node.value.kind === Kind.VARIABLE ? Number(variables[node.value.name.value]) : Number.NaN;
     if (listMax !== undefined) {
-      const error = value > listMax ? pageSizeError(value, listMax) : undefined;
+      const error = value > listMax ? pageSizeError(value, listMax, node.name.value) : undefined;
       if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);
     } else if (value > max) {
       return refuse(count, "PAGE_TOO_LARGE", `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);

@@ -52,14 +52,14 @@ describe("the README's webhook receiver", () => {
     await receiver.waitForOutput(/WORKSPACE_ARCHIVED the workspace was archived/, 20_000);
     const first = await vi.waitFor(async () => {
       const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
-      expect(read.deliveries).toHaveLength(1);
-      return read.deliveries[0]!;
+      expect(read.deliveries.edges.map((edge) => edge.node)).toHaveLength(1);
+      return read.deliveries.edges.map((edge) => edge.node)[0]!;
     });
     expect(first.statusCode).toBe(204);
     await t.client.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: first.eventId } });
     await vi.waitFor(async () => {
       const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
-      expect(read.deliveries.map((d) => d.statusCode)).toEqual([204, 204]);
+      expect(read.deliveries.edges.map((edge) => edge.node).map((d) => d.statusCode)).toEqual([204, 204]);
     });
     expect(receiver.output().match(/WORKSPACE_ARCHIVED/g)).toHaveLength(1);
   });

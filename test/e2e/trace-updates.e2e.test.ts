@@ -5,13 +5,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { RunTraceDocument, TraceUpdatesDocument, type TraceUpdatesSubscription } from "../../sdk/generated/graphql.js";
+import { TraceUpdatesDocument, type TraceUpdatesSubscription } from "../../sdk/generated/graphql.js";
 import { createClient } from "../../sdk/client.js";
 import { traceUpdates } from "../../src/trace/updates/trace-updates.js";
 import { startHttpServer } from "../../src/server/http-server.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import { backends } from "../support/databases.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { withTimeout } from "../support/wait.js";
@@ -121,7 +121,7 @@ describe.each(backends)("trace updates on %s", (backend) => {
     const client = app.connect();
     const { run } = await admit(client, { question: "short" });
     for (let i = 0; i < 200; i += 1) {
-      const view = expectType((await client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      const view = (await client.runTrace(run.id))!;
       if (view.trace?.endedAt) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -197,11 +197,11 @@ describe.each(backends)("trace updates on %s", (backend) => {
     expect(firstUpdate.value).toMatchObject({ seq: 1 });
     // The subscriber stops reading; the run carries on to the end regardless.
     for (let i = 0; i < 200; i += 1) {
-      const view = expectType((await app.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      const view = (await app.client.runTrace(run.id))!;
       if (view.status === "SUCCEEDED") break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    const settled = expectType((await app.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+    const settled = (await app.client.runTrace(run.id))!;
     expect(settled).toMatchObject({ status: "SUCCEEDED", answer: "planned" });
     expect(Number(settled.trace!.lastSeq)).toBeGreaterThan(10);
     const next = await withTimeout(stream.next(), 5_000);

@@ -1,5 +1,5 @@
 // Apollo Client 4 against a running Dossier server, set up as a frontend team sets it up: a
-// normalized InMemoryCache (relayStylePagination on the connections it pages), HttpLink behind
+// normalized InMemoryCache (relayStylePagination on every connection of the schema), HttpLink behind
 // PersistedQueryLink, and GraphQLWsLink for subscriptions. What a team would see go wrong: one
 // workspace's question or catalog version read back with another's data, two searches overwriting
 // each other's snippets, persisted queries that never hit, a run stream that starts empty.
@@ -11,14 +11,23 @@ import { ApolloClient, ApolloLink, gql, HttpLink, InMemoryCache, type TypedDocum
 import { PersistedQueryLink } from "@apollo/client/link/persisted-queries";
 import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
 import { getMainDefinition, relayStylePagination } from "@apollo/client/utilities";
-import { buildSchema, isAbstractType } from "graphql";
+import { buildSchema, getNamedType, isAbstractType, isObjectType } from "graphql";
 import { createClient as createWsClient } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { AdmitRunDocument, LinkToWorkspaceDocument, RunEventsDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
+import {
+  AdmitRunDocument,
+  CreateApiKeyDocument,
+  LinkToWorkspaceDocument,
+  RunEventsDocument,
+  UpdateCheckpointDocument,
+  UpdateGoalDocument,
+} from "../../sdk/generated/graphql.js";
+import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
+import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -40,9 +49,37 @@ function gate() {
   return { tool, started, release };
 }
 
+const publishedSchema = () => buildSchema(readFileSync(new URL("../../schema/schema.graphql", import.meta.url), "utf8"));
+
+/** Every connection field of the published SDL, as Type.field, with its arguments other than Relay's. */
+function connectionFields(): { type: string; field: string; keyArgs: string[] }[] {
+  return Object.values(publishedSchema().getTypeMap())
+    .filter(isObjectType)
+    .filter((type) => !type.name.startsWith("__"))
+    .flatMap((type) =>
+      Object.values(type.getFields())
+        .filter((field) => getNamedType(field.type).name.endsWith("Connection"))
+        .map((field) => ({
+          type: type.name,
+          field: field.name,
+          keyArgs: field.args.map((arg) => arg.name).filter((name) => !["first", "after", "last", "before"].includes(name)),
+        })),
+    );
+}
+
+/** relayStylePagination on every connection field, keyed by its other arguments (as a team would configure it). */
+function everyConnectionPaginated() {
+  const policies: Record<string, { fields: Record<string, ReturnType<typeof relayStylePagination>> }> = {};
+  for (const { type, field, keyArgs } of connectionFields()) {
+    policies[type] ??= { fields: {} };
+    policies[type].fields[field] = relayStylePagination(keyArgs.length ? keyArgs : false);
+  }
+  return policies;
+}
+
 /** The supertypes' members, from the published SDL, as a team feeds them to InMemoryCache's possibleTypes. */
 function possibleTypes(): Record<string, string[]> {
-  const schema = buildSchema(readFileSync(new URL("../../schema/schema.graphql", import.meta.url), "utf8"));
+  const schema = publishedSchema();
   return Object.fromEntries(
     Object.values(schema.getTypeMap())
       .filter(isAbstractType)
@@ -71,10 +108,7 @@ function apolloClient(server: NonNullable<TestApp["server"]>) {
   );
   const cache = new InMemoryCache({
     possibleTypes: possibleTypes(),
-    typePolicies: {
-      Workspace: { fields: { historyCatalog: relayStylePagination() } },
-      Query: { fields: { publications: relayStylePagination() } },
-    },
+    typePolicies: everyConnectionPaginated(),
   });
   const client = new ApolloClient({ link, cache });
   return { client, cache, sent, close: () => ws.dispose() };
@@ -248,4 +282,105 @@ describe("Apollo Client 4 against a running server", () => {
     // The run's record in the normalized cache followed the stream.
     expect(apollo.cache.extract()[`Run:${runId}`]).toMatchObject({ status: "SUCCEEDED", answer: "Held, then answered." });
   }, 20_000);
+});
+
+/** One connection to page through: where it is read from, and the variables that name its parent. */
+type PagedCase = { type: string; field: string; parent?: () => string };
+
+describe("Apollo Client 4 pages through the connections with relayStylePagination", () => {
+  let t: TestApp;
+  let apollo: ReturnType<typeof apolloClient>;
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    t = await startTestApp("pglite", { listen: true, runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-apollo-")) } });
+    apollo = apolloClient(t.server!);
+    const workspace = await createWorkspace(t.client, "Paged goal");
+    ids.Workspace = workspace.id;
+    for (const version of [1, 2]) {
+      await t.client.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } });
+    }
+    const first = await admit(t.client, { question: "First", workspaceId: workspace.id });
+    const run = await settled(t.client, first.run.id);
+    ids.Run = first.run.id;
+    ids.Conversation = first.run.conversation.id;
+    ids.Trace = run.trace!.id;
+    ids.Span = run.trace!.spans.find((span) => span.events.length > 1)!.id;
+    for (const question of ["Second", "Third"]) await settled(t.client, (await admit(t.client, { question, conversationId: ids.Conversation })).run.id);
+    await settled(t.client, (await admit(t.client, { question: "Elsewhere" })).run.id);
+    const published = await publish(t.client, { title: "Paged report", content: "v1" });
+    ids.Publication = published.version.publication.id;
+    for (const content of ["v2", "v3"]) await publish(t.client, { publicationId: ids.Publication, content });
+    for (const title of ["Second report", "Third report"]) {
+      const other = await publish(t.client, { title, content: title });
+      await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: other.version.publication.id } });
+    }
+    await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: ids.Publication } });
+    for (const name of ["a", "b"]) await t.client.request(CreateApiKeyDocument, { input: { name } });
+    for (const title of ["North", "South"]) await createWorkspace(t.client, `${title} goal`);
+  }, 120_000);
+  afterAll(async () => {
+    await apollo?.close();
+    await t?.close();
+  });
+
+  const CASES: PagedCase[] = [
+    { type: "Query", field: "runs" },
+    { type: "Query", field: "workspaces" },
+    { type: "Query", field: "conversations" },
+    { type: "Query", field: "publications" },
+    { type: "Query", field: "apiKeys" },
+    { type: "Query", field: "agentProfiles" },
+    { type: "Workspace", field: "links", parent: () => ids.Workspace! },
+    { type: "Workspace", field: "goalVersions", parent: () => ids.Workspace! },
+    { type: "Conversation", field: "runs", parent: () => ids.Conversation! },
+    { type: "Conversation", field: "messages", parent: () => ids.Conversation! },
+    { type: "Publication", field: "versions", parent: () => ids.Publication! },
+    { type: "Run", field: "messages", parent: () => ids.Run! },
+    { type: "Run", field: "attempts", parent: () => ids.Run! },
+    { type: "Trace", field: "spans", parent: () => ids.Trace! },
+    { type: "Span", field: "events", parent: () => ids.Span! },
+  ];
+
+  const PAGE = "edges { cursor node { id } } pageInfo { hasNextPage endCursor } totalCount countCapped";
+  const documentOf = ({ type, field }: PagedCase) =>
+    type === "Query"
+      ? `query Paged($first: Int, $after: String) { list: ${field}(first: $first, after: $after) { ${PAGE} } }`
+      : `query Paged($id: ID!, $first: Int, $after: String) { node(id: $id) { id ... on ${type} { list: ${field}(first: $first, after: $after) { ${PAGE} } } } }`;
+  type Page = { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null }; totalCount: number };
+  type Paged = { list?: Page; node?: { list: Page } };
+  const listOf = (data: Paged) => (data.list ?? data.node!.list)!;
+
+  it("configures relayStylePagination on every connection of the schema", () => {
+    const policies = everyConnectionPaginated();
+    const fields = connectionFields();
+    expect(fields.length).toBeGreaterThan(25);
+    for (const { type, field } of fields) expect(typeof policies[type]?.fields[field]?.merge, `${type}.${field}`).toBe("function");
+  });
+
+  it.each(CASES.map((c) => [`${c.type}.${c.field}`, c] as const))("pages %s one item at a time with fetchMore, every item once", async (_name, list) => {
+    const query = gql(documentOf(list));
+    const variables = { ...(list.parent ? { id: list.parent() } : {}), first: 1 };
+    // What the server lists, read in one page without the cache.
+    const everything = await fetch(t.server!.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: documentOf(list), variables: { ...variables, first: 100 } }),
+    });
+    const expected = listOf(((await everything.json()) as { data: Paged }).data);
+    // More than one page (a run's one attempt and the one stored agent profile excepted).
+    expect(expected.edges.length).toBeGreaterThan(["attempts", "agentProfiles"].includes(list.field) ? 0 : 1);
+
+    let page = listOf((await apollo.client.query<Paged>({ query, variables })).data as Paged);
+    const watched = apollo.client.watchQuery<Paged>({ query, variables });
+    for (let pages = 1; page.pageInfo.hasNextPage; pages += 1) {
+      expect(pages).toBeLessThan(50);
+      const more = await watched.fetchMore({ variables: { after: page.pageInfo.endCursor } });
+      page = listOf(more.data as Paged);
+    }
+    const merged = listOf(apollo.cache.readQuery<Paged>({ query, variables })!);
+    expect(merged.edges.map((edge) => edge.node.id)).toEqual(expected.edges.map((edge) => edge.node.id));
+    expect(merged.totalCount).toBe(expected.edges.length);
+    expect(merged.pageInfo.hasNextPage).toBe(false);
+  });
 });

@@ -103,14 +103,14 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
       envNames: ["API_TOKEN"],
       enabled: false,
     });
-    const listed = (await t.client.request(McpServersDocument)).mcpServers;
+    const listed = (await t.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node);
     expect(listed).toHaveLength(1);
     expect(listed[0]!.status).toMatchObject({ state: "DISABLED", tools: [], connects: 0 });
     expect(JSON.stringify(listed)).not.toContain("s3cret");
     expect((await t.client.request(NodeDocument, { id: server.id })).node).toMatchObject({ __typename: "McpServer" });
 
     const other = t.as(await t.createPrincipal("Other"));
-    expect((await other.request(McpServersDocument)).mcpServers).toEqual([]);
+    expect((await other.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node)).toEqual([]);
     expect((await other.request(NodeDocument, { id: server.id })).node).toBeNull();
     expect((await other.request(DeleteMcpServerDocument, { input: { name: "files" } })).deleteMcpServer.__typename).toBe("NotFoundError");
 
@@ -127,7 +127,7 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     });
     const deleted = await t.client.request(DeleteMcpServerDocument, { input: { name: "files" } });
     expect(expectType(deleted.deleteMcpServer, "DeleteMcpServerSuccess").deletedName).toBe("files");
-    expect((await t.client.request(McpServersDocument)).mcpServers).toEqual([]);
+    expect((await t.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node)).toEqual([]);
   });
 
   it("refuses inconsistent MCP configurations with typed errors", async () => {
@@ -150,6 +150,6 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     await t.client.request(UpsertMcpServerDocument, {
       input: { name: "b", transport: "STDIO" as McpTransport, command: "/usr/local/bin/x", env: [{ name: "KEY", value: "line1\nline2" }], enabled: false },
     });
-    expect((await t.client.request(McpServersDocument)).mcpServers.map((server) => server.name)).toContain("b");
+    expect((await t.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node).map((server) => server.name)).toContain("b");
   });
 });

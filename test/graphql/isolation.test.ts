@@ -11,7 +11,7 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { createClient as createWsClient } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { createClient, type DossierClient, DossierRequestError } from "../../sdk/client.js";
+import { createClient, type DossierClient, DossierRequestError, nodesOf } from "../../sdk/client.js";
 import {
   AdmitRunDocument,
   ApiKeysDocument,
@@ -266,7 +266,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
 
     a = {
       principalId: viewer.id,
-      apiKeyId: viewer.apiKeys[0]!.id,
+      apiKeyId: viewer.apiKeys.edges.map((edge) => edge.node)[0]!.id,
       workspaceId: workspace.id,
       goalVersionId: workspace.goal.id,
       conversationId: conversation.id,
@@ -315,7 +315,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       "CreateAccessTokenSuccess",
     ).token;
     b = {
-      apiKeyId: (await bob.request(ViewerDocument, {})).viewer.apiKeys[0]!.id,
+      apiKeyId: (await bob.request(ViewerDocument, {})).viewer.apiKeys.edges[0]!.node.id,
       workspaceId,
       otherWorkspaceId,
       conversationId,
@@ -545,9 +545,13 @@ describe.each(backends)("principal isolation on %s", (backend) => {
 
     // Bob's things are as he left them (stored URLs read redacted, as always).
     const viewer = (await bob.request(ViewerDocument, {})).viewer;
-    expect(viewer.apiKeys.map((k) => [k.id, k.revokedAt ?? null])).toEqual([[b.apiKeyId, null]]);
-    expect((await bob.request(WebhooksDocument, {})).webhooks.map((w) => [w.id, w.url])).toEqual([[b.webhookId, "https://hooks.example/…/***"]]);
-    expect((await bob.request(McpServersDocument, {})).mcpServers.map((m) => [m.name, m.url])).toEqual([["bobs-tools", "https://mcp.example/…/***"]]);
+    expect(nodesOf(viewer.apiKeys).map((k) => [k.id, k.revokedAt ?? null])).toEqual([[b.apiKeyId, null]]);
+    expect((await bob.request(WebhooksDocument, {})).webhooks.edges.map(({ node: w }) => [w.id, w.url])).toEqual([
+      [b.webhookId, "https://hooks.example/…/***"],
+    ]);
+    expect((await bob.request(McpServersDocument, {})).mcpServers.edges.map(({ node: m }) => [m.name, m.url])).toEqual([
+      ["bobs-tools", "https://mcp.example/…/***"],
+    ]);
     expect((await bob.request(WorkspaceDocument, { id: b.otherWorkspaceId })).workspace?.goal.version).toBe(1);
     expect((await bob.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual([b.otherRunId]);
   });
@@ -586,18 +590,23 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     expect(withSecond.name).toBe("Alice");
     expect((await second.request(WorkspaceDocument, { id: a.workspaceId })).workspace?.id).toBe(a.workspaceId);
 
-    expect(withSecond.apiKeys.map((k) => k.name).sort()).toEqual(["CI pipeline", "first key"]);
+    expect(
+      withSecond.apiKeys.edges
+        .map((edge) => edge.node)
+        .map((k) => k.name)
+        .sort(),
+    ).toEqual(["CI pipeline", "first key"]);
     const shown = JSON.stringify(withSecond);
     expect(shown).not.toContain(created.secret);
     expect(shown).not.toContain(aliceKey);
 
     // Bob's keys are his own; Alice's new key changed nothing for him.
-    expect((await bob.request(ViewerDocument, {})).viewer.apiKeys).toHaveLength(1);
+    expect((await bob.request(ViewerDocument, {})).viewer.apiKeys.edges.map((edge) => edge.node)).toHaveLength(1);
     expect((await bob.request(NodeDocument, { id: created.apiKey.id })).node).toBeNull();
 
     const invalid = (await alice.request(CreateApiKeyDocument, { input: { name: "  " } })).createApiKey;
     expect(invalid.__typename).toBe("ValidationError");
-    expect((await alice.request(ViewerDocument, {})).viewer.apiKeys).toHaveLength(2);
+    expect((await alice.request(ViewerDocument, {})).viewer.apiKeys.edges.map((edge) => edge.node)).toHaveLength(2);
   });
 
   it.each(ATTACKERS)("refuses Bob, with %s, a subscription to Alice's workspace or run: it reads as not found", async (attacker) => {

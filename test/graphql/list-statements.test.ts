@@ -1,5 +1,6 @@
 // A page of runs costs the same number of SQL statements whether it holds one run or twenty:
-// each run's materials are read together with the others', not by one statement per run.
+// each run's materials are read together with the others', not by one statement per run. A
+// connection's count costs one statement when selected, and none when not.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "graphql";
 import { backends, openTestDatabase } from "../support/databases.js";
@@ -12,6 +13,15 @@ const PAGE_OF_RUNS = parse(/* GraphQL */ `
       links(first: $first) { edges { node { target { ... on Run { id materials { position publicationVersion { version } } } } } } }
     }
     runs(first: $first) { edges { node { id materials { position publicationVersion { version } } } } }
+  }
+`);
+
+const COUNTED_PAGE_OF_RUNS = parse(/* GraphQL */ `
+  query ($id: ID!, $first: Int!) {
+    workspace(id: $id) {
+      links(first: $first) { totalCount edges { node { target { ... on Run { id materials { position publicationVersion { version } } } } } } }
+    }
+    runs(first: $first) { totalCount countCapped edges { node { id materials { position publicationVersion { version } } } } }
   }
 `);
 
@@ -28,9 +38,9 @@ describe.each(backends)("statements per page of runs on %s", (backend) => {
     const workspace = await createWorkspace(t.client);
     const source = await publish(t.client, { title: "Source", content: "The cells double." });
     const materials = [{ publicationId: source.version.publication.id, version: 1 }];
-    const statementsFor = async (first: number) => {
+    const statementsFor = async (first: number, document = PAGE_OF_RUNS) => {
       statements.length = 0;
-      const result = (await t.client.request(PAGE_OF_RUNS as never, { id: workspace.id, first } as never)) as {
+      const result = (await t.client.request(document as never, { id: workspace.id, first } as never)) as {
         runs: { edges: { node: { materials: { position: number; publicationVersion: { version: number } }[] } }[] };
       };
       return { count: statements.filter((sql) => !/^\s*(BEGIN|COMMIT|SELECT 1)\b/i.test(sql)).length, result };
@@ -44,5 +54,11 @@ describe.each(backends)("statements per page of runs on %s", (backend) => {
     expect(twenty.result.runs.edges).toHaveLength(20);
     expect(twenty.result.runs.edges.every(({ node }) => node.materials.length === 1 && node.materials[0]!.publicationVersion.version === 1)).toBe(true);
     expect(twenty.count).toBe(one.count);
+    // Counting both connections: one bounded COUNT each, however many runs the page holds.
+    const counted = await statementsFor(20, COUNTED_PAGE_OF_RUNS);
+    expect(counted.count).toBe(twenty.count + 2);
+    expect(statements.filter((sql) => /^\s*SELECT\s+COUNT\(/i.test(sql))).toEqual([expect.stringMatching(/LIMIT \$\d+/), expect.stringMatching(/LIMIT \$\d+/)]);
+    expect((await statementsFor(1, COUNTED_PAGE_OF_RUNS)).count).toBe(counted.count);
+    expect((counted.result as unknown as { runs: { totalCount: number; countCapped: boolean } }).runs).toMatchObject({ totalCount: 20, countCapped: false });
   });
 });

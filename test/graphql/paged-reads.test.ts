@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdmitRunDocument, CreateApiKeyDocument, LinkToWorkspaceDocument, PublishVersionDocument, UpdateGoalDocument } from "../../sdk/generated/graphql.js";
 import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-service.js";
 import { getDatamodel } from "../../src/generated/pothos-types.js";
+import { COUNT_BOUND } from "../../src/graphql/counted-connection.js";
 import { schema } from "../../src/graphql/schema.js";
 import { RUN_MATERIALS_MAX } from "../../src/domain/runs/admission-service.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
@@ -24,59 +25,67 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
  * it can ask), reads every workspace's goal, and reads the lists of one workspace, one run and
  * one publication version that hold some of everything.
  */
+/** A page of a list connection: its items' ids, and whether there is more. */
+const IDS = "edges { node { id } } pageInfo { hasNextPage }";
+
 const EVERY_LIST = /* GraphQL */ `
   query EveryList($workspace: ID!, $run: ID!, $version: ID!) {
     workspaces(first: 2) {
       edges { node { id goal { version } goalVersions(first: 2) { edges { node { version } } pageInfo { hasNextPage endCursor } }
         links(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } }
+      pageInfo { hasNextPage }
     }
     conversations(first: 2) {
       edges { node { messages(first: 2) { edges { node { id } } pageInfo { hasNextPage } } runs(first: 2) { edges { node { id messages(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } } pageInfo { hasNextPage } } } }
+      pageInfo { hasNextPage }
     }
-    publications(first: 2) { edges { node { versions(first: 2) { edges { node { version } } pageInfo { hasNextPage } } } } }
-    runs(first: 2) { edges { node { id attempts(first: 2) { id } trace { spans(first: 2) { id events(first: 2) { id } } } } } pageInfo { hasNextPage } }
-    artifacts(first: 2) { edges { node { id } } }
+    publications(first: 2) { edges { node { versions(first: 2) { edges { node { version } } pageInfo { hasNextPage } } } } pageInfo { hasNextPage } }
+    runs(first: 2) { edges { node { id attempts(first: 2) { ${IDS} } trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } } } } } } } pageInfo { hasNextPage } }
+    artifacts(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
     apiKeys(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
-    viewer { apiKeys(first: 2) { id } }
-    mcpServers(first: 2) { id name args envNames headerNames }
-    webhooks(first: 2) { id events deliveries(first: 2) { attempt } }
+    viewer { apiKeys(first: 2) { ${IDS} } }
+    mcpServers(first: 2) { edges { node { id name args envNames headerNames } } pageInfo { hasNextPage } }
+    webhooks(first: 2) { edges { node { id events deliveries(first: 2) { edges { node { attempt } } pageInfo { hasNextPage } } } } }
     skills { name }
-    agentProfiles(first: 2) { id tools skills }
+    agentProfiles(first: 2) { edges { node { id tools skills } } pageInfo { hasNextPage } }
     workspace: node(id: $workspace) {
       ... on Workspace {
         checkpoint { ...CheckpointLists }
         checkpointVersions(first: 2) { ...CheckpointLists }
-        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } edges { node { title } } pageInfo { hasNextPage } }
+        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } edges { node { title } } pageInfo { endCursor hasNextPage } }
       }
     }
     run: node(id: $run) {
       ... on Run {
-        attempts(first: 2) { id }
+        attempts(first: 2) { ${IDS} }
         materials { position publicationVersion { id } }
-        materialUses(first: 2) { id }
-        acceptedPublicationVersions(first: 2) { id }
-        checkpointProposals(first: 2) { id }
-        linkRefusals(first: 2) { id }
-        spills(first: 2) { id }
-        pendingApprovals(first: 2) { id }
-        trace { spans(first: 2) { id events(first: 2) { id } } }
+        materialUses(first: 2) { ${IDS} }
+        acceptedPublicationVersions(first: 2) { ${IDS} }
+        checkpointProposals(first: 2) { ${IDS} }
+        linkRefusals(first: 2) { ${IDS} }
+        spills(first: 2) { ${IDS} }
+        pendingApprovals(first: 2) { ${IDS} }
+        trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } } } pageInfo { hasNextPage } } }
       }
     }
     version: node(id: $version) {
-      ... on PublicationVersion { sources { id } consumedBy(first: 2) { id } }
+      ... on PublicationVersion { sources { id } consumedBy(first: 2) { ${IDS} } }
     }
     searchHistory(workspaceId: $workspace, query: "answer", first: 2) { ... on SearchHistorySuccess { hits { id } complete } }
   }
   fragment CheckpointLists on Checkpoint {
     questions { id }
     nextSteps
-    acceptedPublicationVersions(first: 2) { id }
+    acceptedPublicationVersions(first: 2) { ${IDS} }
     citedMaterials { id }
-    sourceDependencies(first: 2) { id }
-    summaryProvenance { sources(first: 2) { id } }
+    sourceDependencies(first: 2) { ${IDS} }
+    summaryProvenance { sources(first: 2) { ${IDS} } }
     sections { section }
   }
 `;
+
+/** EVERY_LIST with every connection's count (the history catalog, computed from links, has none). */
+const EVERY_COUNT = EVERY_LIST.replaceAll("pageInfo { hasNextPage", "totalCount countCapped pageInfo { hasNextPage");
 
 /**
  * Plain lists with no SQL of their own: their items are held in a JSON or array column of the row
@@ -296,25 +305,82 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const mainTable = (sql: string) => /FROM "public"\."(\w+)"/.exec(sql)?.[1];
     expect(reads.filter((sql) => mainTable(sql) === "workspace_link" && /ORDER BY "t0"\."created_at" DESC/.test(sql))).toEqual([]);
     expect(reads.filter((sql) => mainTable(sql) === "goal_version")).toHaveLength(2);
+    // A count is read only when selected: this document selects none.
+    expect(reads.filter((sql) => /\bCOUNT\(/i.test(sql))).toEqual([]);
     // Every list was actually read (with more rows than a page).
+    type Page = { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean } };
     const data = result.data as {
       workspaces: { edges: { node: { goal: { version: number }; goalVersions: { pageInfo: { hasNextPage: boolean } } } }[] };
       conversations: { edges: { node: { messages: { pageInfo: { hasNextPage: boolean } }; runs: { pageInfo: { hasNextPage: boolean } } } }[] };
-      run: Record<string, unknown[]> & { trace: { spans: { events: unknown[] }[] } };
-      workspace: { checkpoint: Record<string, unknown[]>; checkpointVersions: unknown[] };
+      mcpServers: Page;
+      run: Record<string, Page> & { trace: { spans: { edges: { node: { id: string; events: Page } }[]; pageInfo: { hasNextPage: boolean } } } };
+      workspace: { checkpoint: Record<string, Page> & { summaryProvenance: { sources: Page } }; checkpointVersions: unknown[] };
     };
     expect(data.workspaces.edges.map((edge) => edge.node.goal.version).sort()).toEqual([1, 1]);
     expect(data.conversations.edges.some((edge) => edge.node.messages.pageInfo.hasNextPage && edge.node.runs.pageInfo.hasNextPage)).toBe(true);
-    for (const list of ["materialUses", "checkpointProposals", "linkRefusals", "spills"]) expect(data.run[list], list).toHaveLength(2);
-    expect(data.run.trace.spans).toHaveLength(2);
-    expect(data.run.trace.spans.some((span) => span.events.length === 2)).toBe(true);
-    for (const list of ["acceptedPublicationVersions", "sourceDependencies"]) expect(data.workspace.checkpoint[list], list).toHaveLength(2);
-    expect((data.workspace.checkpoint.summaryProvenance as unknown as { sources: unknown[] }).sources).toHaveLength(2);
-    expect(data.workspace.checkpoint.citedMaterials!.length).toBeGreaterThan(2);
+    for (const list of ["materialUses", "checkpointProposals", "linkRefusals", "spills"]) {
+      expect(data.run[list]!.edges, list).toHaveLength(2);
+      expect(data.run[list]!.pageInfo.hasNextPage, list).toBe(true);
+    }
+    expect(data.mcpServers).toMatchObject({ edges: [expect.anything(), expect.anything()], pageInfo: { hasNextPage: true } });
+    expect(data.run.trace.spans.edges).toHaveLength(2);
+    expect(data.run.trace.spans.edges.some((edge) => edge.node.events.edges.length === 2 && edge.node.events.pageInfo.hasNextPage)).toBe(true);
+    for (const list of ["acceptedPublicationVersions", "sourceDependencies"]) {
+      expect(data.workspace.checkpoint[list]!.edges, list).toHaveLength(2);
+      expect(data.workspace.checkpoint[list]!.pageInfo.hasNextPage, list).toBe(true);
+    }
+    expect(data.workspace.checkpoint.summaryProvenance.sources.edges).toHaveLength(2);
+    expect((data.workspace.checkpoint.citedMaterials as unknown as unknown[]).length).toBeGreaterThan(2);
     expect(data.workspace.checkpointVersions).toHaveLength(2);
     const { searchHistory } = result.data as { searchHistory: { hits: unknown[]; complete: boolean } };
     expect(searchHistory).toMatchObject({ complete: false, hits: [expect.anything(), expect.anything()] });
   });
+
+  it("counts every connection when asked, each in one statement bounded by a LIMIT, and exactly below the bound", async () => {
+    // Every connection field of the document selects its count.
+    const counted = (EVERY_COUNT.match(/totalCount countCapped/g) ?? []).length;
+    expect(counted).toBe((EVERY_LIST.match(/pageInfo \{ hasNextPage/g) ?? []).length);
+    statements.length = 0;
+    const result = await graphql(t, EVERY_COUNT, { workspace: historyWorkspaceId, run: richRunId, version: richVersionId });
+    expect(result.errors).toBeUndefined();
+    const counts = statements.filter((sql) => /^\s*SELECT\s+COUNT\(/i.test(sql));
+    expect(counts.length).toBeGreaterThan(0);
+    expect(counts.filter((sql) => !/\bLIMIT \$\d+/.test(sql))).toEqual([]);
+    type Counted = { totalCount: number; countCapped: boolean };
+    const data = result.data as { mcpServers: Counted; run: Record<string, Counted>; workspace: { checkpoint: Record<string, Counted> } };
+    for (const list of ["checkpointProposals", "linkRefusals", "spills"]) expect(data.run[list], list).toMatchObject({ totalCount: 3, countCapped: false });
+    expect(data.mcpServers).toMatchObject({ totalCount: 3, countCapped: false });
+    const versions = await t.app.db.prisma.publicationVersion.count();
+    expect(data.workspace.checkpoint.sourceDependencies).toMatchObject({ totalCount: versions, countCapped: false });
+  });
+
+  it(`stops counting at ${COUNT_BOUND} and says so with countCapped`, async () => {
+    const { run } = await admit(t.client, { question: "Many refusals" });
+    const runId = dbIdOf(run.id);
+    const workspaceId = dbIdOf(historyWorkspaceId);
+    const refusals = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        workspaceId,
+        targetKind: "PUBLICATION" as const,
+        targetId: `q${from + i}`,
+        runId,
+        reason: "WORKSPACE_ARCHIVED" as const,
+      }));
+    await t.app.db.prisma.linkRefusal.createMany({ data: refusals(0, COUNT_BOUND) });
+    const countOf = async () =>
+      (
+        (await graphql(t, `query ($id: ID!) { node(id: $id) { ... on Run { linkRefusals { totalCount countCapped } } } }`, { id: run.id })).data as {
+          node: { linkRefusals: Counted };
+        }
+      ).node.linkRefusals;
+    type Counted = { totalCount: number; countCapped: boolean };
+    expect(await countOf()).toEqual({ totalCount: COUNT_BOUND, countCapped: false });
+    await t.app.db.prisma.linkRefusal.createMany({ data: refusals(COUNT_BOUND, 5) });
+    statements.length = 0;
+    expect(await countOf()).toEqual({ totalCount: COUNT_BOUND, countCapped: true });
+    // One bounded count statement, however many rows there are.
+    expect(statements.filter((sql) => /^\s*SELECT\s+COUNT\(.*"link_refusal"/is.test(sql))).toEqual([expect.stringMatching(/LIMIT \$\d+/)]);
+  }, 60_000);
 
   it("bounds a run's materials and a version's sources by what admission and publishing accept", async () => {
     const published = await publish(t.client, { title: "Material", content: "m" });

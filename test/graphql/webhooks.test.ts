@@ -89,16 +89,16 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const list = await vi.waitFor(
       async () => {
         const current = await deliveries(alice, webhook.id);
-        expect(current.deliveries).toHaveLength(2);
+        expect(current.deliveries.edges.map((edge) => edge.node)).toHaveLength(2);
         return current;
       },
       { timeout: 5_000 },
     );
-    expect(list.deliveries.map((d) => [d.attempt, d.statusCode, d.error, d.nextRetryAt])).toEqual([
+    expect(list.deliveries.edges.map((edge) => edge.node).map((d) => [d.attempt, d.statusCode, d.error, d.nextRetryAt])).toEqual([
       [1, 200, null, null],
       [1, 200, null, null],
     ]);
-    expect(list.deliveries[1]!.eventId).toBe(request!.headers["webhook-id"]);
+    expect(list.deliveries.edges.map((edge) => edge.node)[1]!.eventId).toBe(request!.headers["webhook-id"]);
   });
 
   it("retries an endpoint that answers 500 twice, with one event id, and shows the three attempts", async () => {
@@ -118,18 +118,18 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const read = await vi.waitFor(
       async () => {
         const current = await deliveries(alice, webhook.id);
-        expect(current.deliveries).toHaveLength(3);
+        expect(current.deliveries.edges.map((edge) => edge.node)).toHaveLength(3);
         return current;
       },
       { timeout: 5_000 },
     );
-    expect(read.deliveries.map((d) => [d.attempt, d.statusCode, d.error])).toEqual([
+    expect(read.deliveries.edges.map((edge) => edge.node).map((d) => [d.attempt, d.statusCode, d.error])).toEqual([
       [3, 200, null],
       [2, 500, "HTTP 500"],
       [1, 500, "HTTP 500"],
     ]);
-    expect(read.deliveries[1]!.nextRetryAt).not.toBeNull();
-    expect(read.deliveries.every((d) => d.eventId === [...ids][0] && d.durationMs >= 0)).toBe(true);
+    expect(read.deliveries.edges.map((edge) => edge.node)[1]!.nextRetryAt).not.toBeNull();
+    expect(read.deliveries.edges.map((edge) => edge.node).every((d) => d.eventId === [...ids][0] && d.durationMs >= 0)).toBe(true);
     expect(read.enabled).toBe(true);
     if (backend === "postgres") {
       // Scheduled through pg-boss: one job per attempt, in the app's own database.
@@ -138,9 +138,9 @@ describe.each(backends)("webhooks on %s", (backend) => {
     }
     // A page of one, then the next after it.
     const first = await alice.request(WebhookDeliveriesDocument, { id: webhook.id, first: 1 });
-    const after = expectType(first.node!, "Webhook").deliveries[0]!.id;
+    const after = expectType(first.node!, "Webhook").deliveries.edges.map((edge) => edge.node)[0]!.id;
     const next = expectType((await alice.request(WebhookDeliveriesDocument, { id: webhook.id, first: 5, after })).node!, "Webhook");
-    expect(next.deliveries.map((d) => d.attempt)).toEqual([2, 1]);
+    expect(next.deliveries.edges.map((edge) => edge.node).map((d) => d.attempt)).toEqual([2, 1]);
 
     // Redelivery sends the same event again, under the same id.
     const redelivered = await alice.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: [...ids][0]! } });
@@ -168,9 +168,11 @@ describe.each(backends)("webhooks on %s", (backend) => {
     );
     expect(down.received).toHaveLength(3);
     expect(disabled.disabledReason).toMatch(/every attempt to deliver event msg_\w+ failed \(3 attempts; the last: HTTP 500\)/);
-    expect(disabled.deliveries[0]!.nextRetryAt).toBeNull();
+    expect(disabled.deliveries.edges.map((edge) => edge.node)[0]!.nextRetryAt).toBeNull();
     // A disabled endpoint hears nothing more until enabled again, and takes no redelivery.
-    const redelivery = await alice.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: disabled.deliveries[0]!.eventId } });
+    const redelivery = await alice.request(RedeliverWebhookEventDocument, {
+      input: { webhookId: webhook.id, eventId: disabled.deliveries.edges.map((edge) => edge.node)[0]!.eventId },
+    });
     expect(expectType(redelivery.redeliverWebhookEvent, "ValidationError").message).toMatch(/disabled/);
     await alice.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } });
     const enabled = await alice.request(UpdateWebhookDocument, { input: { id: webhook.id, enabled: true } });
@@ -219,9 +221,9 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const alice = app.as(await app.createPrincipal("Alice"));
     const bob = app.as(await app.createPrincipal("Bob"));
     const { webhook } = await createWebhook(alice, endpoint.url);
-    expect((await bob.request(WebhooksDocument)).webhooks).toEqual([]);
+    expect((await bob.request(WebhooksDocument)).webhooks.edges.map((edge) => edge.node)).toEqual([]);
     expect((await bob.request(NodeDocument, { id: webhook.id })).node).toBeNull();
-    expect((await alice.request(WebhooksDocument)).webhooks.map((w) => w.id)).toEqual([webhook.id]);
+    expect((await alice.request(WebhooksDocument)).webhooks.edges.map((edge) => edge.node).map((w) => w.id)).toEqual([webhook.id]);
     const id = { id: webhook.id };
     expectType((await bob.request(UpdateWebhookDocument, { input: { ...id, url: "https://bob.example/hook" } })).updateWebhook, "NotFoundError");
     expectType((await bob.request(RotateWebhookSecretDocument, { input: id })).rotateWebhookSecret, "NotFoundError");
@@ -231,12 +233,15 @@ describe.each(backends)("webhooks on %s", (backend) => {
     );
     expectType((await bob.request(DeleteWebhookDocument, { input: id })).deleteWebhook, "NotFoundError");
     // Shown redacted: the path may hold a token (see test/server/sealed-urls.test.ts).
-    expect((await alice.request(WebhooksDocument)).webhooks[0]).toMatchObject({ url: `http://${endpoint.host}/…/***`, enabled: true });
+    expect((await alice.request(WebhooksDocument)).webhooks.edges.map((edge) => edge.node)[0]).toMatchObject({
+      url: `http://${endpoint.host}/…/***`,
+      enabled: true,
+    });
     // A pending delivery goes with its endpoint.
     const workspace = await createWorkspace(alice);
     await alice.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
     expectType((await alice.request(DeleteWebhookDocument, { input: id })).deleteWebhook, "DeleteWebhookSuccess");
-    expect((await alice.request(WebhooksDocument)).webhooks).toEqual([]);
+    expect((await alice.request(WebhooksDocument)).webhooks.edges.map((edge) => edge.node)).toEqual([]);
     expect(await app.app.db.prisma.webhookMessage.count()).toBe(0);
   });
 
@@ -275,7 +280,7 @@ describe.each(backends)("webhooks on %s", (backend) => {
       },
       { timeout: 10_000 },
     );
-    expect(failed.deliveries[0]!.error).toMatch(/inside this server's network.*WEBHOOK_ALLOWED_HOSTS/);
+    expect(failed.deliveries.edges.map((edge) => edge.node)[0]!.error).toMatch(/inside this server's network.*WEBHOOK_ALLOWED_HOSTS/);
     expect(inside.received).toHaveLength(0);
   });
 
@@ -290,12 +295,12 @@ describe.each(backends)("webhooks on %s", (backend) => {
     const read = await vi.waitFor(
       async () => {
         const current = await deliveries(alice, webhook.id);
-        expect(current.deliveries).toHaveLength(3);
+        expect(current.deliveries.edges.map((edge) => edge.node)).toHaveLength(3);
         return current;
       },
       { timeout: 15_000 },
     );
-    expect(read.deliveries.map((d) => [d.attempt, d.statusCode, d.error])).toEqual([
+    expect(read.deliveries.edges.map((edge) => edge.node).map((d) => [d.attempt, d.statusCode, d.error])).toEqual([
       [3, 200, null],
       [2, null, "no answer within 0.5 s"],
       [1, 302, "HTTP 302: redirects are not followed"],
@@ -344,7 +349,7 @@ describe.each(backends)("webhooks on %s", (backend) => {
       },
       { timeout: 10_000 },
     );
-    expect(read.deliveries[0]!.error).toMatch(/signing secret cannot be opened/);
+    expect(read.deliveries.edges.map((edge) => edge.node)[0]!.error).toMatch(/signing secret cannot be opened/);
     expect(endpoint.received).toHaveLength(0);
   });
 

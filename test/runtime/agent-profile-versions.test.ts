@@ -106,7 +106,7 @@ describe.each(backends)("agent profile versions on %s", (backend) => {
       skills: ["source-*"],
     });
 
-    const listed = (await t.client.request(AgentProfilesDocument, {})).agentProfiles;
+    const listed = (await t.client.request(AgentProfilesDocument, {})).agentProfiles.edges.map((edge) => edge.node);
     expect(listed.map((profile) => `${profile.name} v${profile.version}`)).toEqual(["analyst v2", "analyst v1", "researcher v1"]);
     expect((await t.client.request(AgentProfileDocument, { name: "analyst", version: 1 })).agentProfile?.systemPrompt).toBe(V1.systemPrompt);
     expect((await t.client.request(AgentProfileDocument, { name: "analyst" })).agentProfile?.version).toBe(2);
@@ -116,11 +116,11 @@ describe.each(backends)("agent profile versions on %s", (backend) => {
   it("a restart with an unchanged file, tools listed in another order, adds no version", async () => {
     const persistent = await persistentDatabase();
     const first = await start(persistent, [V2]);
-    const before = (await first.client.request(AgentProfilesDocument, {})).agentProfiles;
+    const before = (await first.client.request(AgentProfilesDocument, {})).agentProfiles.edges.map((edge) => edge.node);
     await apps.pop()!.close();
 
     const again = await start(persistent, [{ ...V2, tools: [...V2.tools!].reverse() }]);
-    expect((await again.client.request(AgentProfilesDocument, {})).agentProfiles).toEqual(before);
+    expect((await again.client.request(AgentProfilesDocument, {})).agentProfiles.edges.map((edge) => edge.node)).toEqual(before);
     const { run } = await admit(again.client, { question: "Same profile", agent: "analyst" });
     expect((await profileOf(again, run.id))?.id).toBe(before.find((profile) => profile.name === "analyst")!.id);
   }, 120_000);

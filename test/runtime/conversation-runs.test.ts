@@ -140,8 +140,8 @@ describe.each(backends)("runs of one conversation on %s", (backend) => {
 
     expect(done).toMatchObject({ status: "CANCELLED", answer: null });
     const materials = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!;
-    expect(materials.acceptedPublicationVersions).toEqual([]);
-    expect(materials.checkpointProposals.map((p) => p.status)).toEqual(["DROPPED"]);
+    expect(materials.acceptedPublicationVersions.edges.map((edge) => edge.node)).toEqual([]);
+    expect(materials.checkpointProposals.edges.map((edge) => edge.node).map((p) => p.status)).toEqual(["DROPPED"]);
     const checkpoint = expectType((await t.client.request(WorkspaceCheckpointDocument, { workspaceId: workspace.id })).node!, "Workspace");
     expect(checkpoint.checkpoint).toBeNull();
     // Nothing was linked for it: the workspace holds its conversation and run, no publication.
@@ -199,7 +199,7 @@ describe.each(backends)("runs of one conversation on %s", (backend) => {
     expect(texts.filter((text) => text.includes("\u0000") || !isWellFormed(text))).toEqual([]);
     expect(shown).toContain("before␀middle\uFFFDafter\uFFFDend");
     // The published answer is a document for people: stand-ins too.
-    const published = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!.acceptedPublicationVersions;
+    const published = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!.acceptedPublicationVersions.edges.map((edge) => edge.node);
     expect(published.map((v) => v.content)).toEqual(["Answer: before␀middle\uFFFDafter\uFFFDend"]);
   });
 });

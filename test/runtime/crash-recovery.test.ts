@@ -6,9 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
-import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
 import { allowTimeFor, waitUntil } from "../support/wait.js";
 
@@ -34,7 +33,7 @@ async function urlOf(p: Spawned): Promise<string> {
 async function settledRun(url: string, runId: string) {
   const client = createClient({ url });
   return waitUntil(async () => {
-    const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+    const run = (await client.runTrace(runId))!;
     return ["QUEUED", "RUNNING"].includes(run.status) ? undefined : run;
   }, 45_000);
 }

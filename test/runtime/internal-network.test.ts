@@ -119,7 +119,8 @@ describe("outbound requests never reach the internal network", () => {
 
     type Client = Awaited<ReturnType<typeof start>>;
     const upsert = async (client: Client, input: UpsertMcpServerInput) => (await client.request(UpsertMcpServerDocument, { input })).upsertMcpServer;
-    const status = async (client: Client, name: string) => (await client.request(McpServersDocument)).mcpServers.find((server) => server.name === name)!.status;
+    const status = async (client: Client, name: string) =>
+      (await client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node).find((server) => server.name === name)!.status;
 
     it("refuses an internal address as the URL, naming the setting", async () => {
       const b = await start();
@@ -136,7 +137,7 @@ describe("outbound requests never reach the internal network", () => {
           { field: "url", message: expect.stringContaining("only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there") },
         ]);
       }
-      expect((await b.request(McpServersDocument)).mcpServers).toEqual([]);
+      expect((await b.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node)).toEqual([]);
       expect(internalRequests).toEqual([]);
     });
 
@@ -155,7 +156,9 @@ describe("outbound requests never reach the internal network", () => {
       t!.app.events.publish("mcp:changed", { principalId: owner.id, at: new Date().toISOString() });
       await waitUntil(
         async () =>
-          (await b.request(McpServersDocument)).mcpServers.some((server) => server.name === "stored" && server.status.state === "FAILED") || undefined,
+          (await b.request(McpServersDocument)).mcpServers.edges
+            .map((edge) => edge.node)
+            .some((server) => server.name === "stored" && server.status.state === "FAILED") || undefined,
       );
       expect((await status(b, "stored")).error).toBe(
         `127.0.0.1:${internalPort} is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,

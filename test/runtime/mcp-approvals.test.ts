@@ -44,9 +44,9 @@ describe("MCP servers that require approval", () => {
       const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
       return current.status === "WAITING" ? current : undefined;
     });
-    expect(held.pendingApprovals.map((a) => a.toolName)).toEqual(["mcp__notes__echo"]);
+    expect(held.pendingApprovals.edges.map((edge) => edge.node).map((a) => a.toolName)).toEqual(["mcp__notes__echo"]);
     const decided = await client.request(DecideToolCallDocument, {
-      input: { runId: run.id, toolCallId: held.pendingApprovals[0]!.toolCallId, decision: "APPROVE" },
+      input: { runId: run.id, toolCallId: held.pendingApprovals.edges.map((edge) => edge.node)[0]!.toolCallId, decision: "APPROVE" },
     });
     expectType(decided.decideToolCall, "DecideToolCallSuccess");
     const done = await settled(client, run.id);

@@ -50,7 +50,7 @@ describe("a slow tools/list", () => {
 
     // The listing itself stopped at its own limit: the server is failed, not connecting forever.
     const status = await waitUntil(async () => {
-      const [server] = (await slow.request(McpServersDocument, {})).mcpServers;
+      const [server] = (await slow.request(McpServersDocument, {})).mcpServers.edges.map((edge) => edge.node);
       return server?.status.state === "FAILED" ? server.status : undefined;
     }, 20_000);
     expect(status.error).toMatch(/timed out|failed/);

@@ -55,7 +55,7 @@ describe("STDIO command lines", () => {
     // Exactly the listed line, with a listed environment name: it starts and offers its tools.
     expectType(await upsert({ env: [{ name: "MCP_TEST_LOG", value: logFile }] }), "UpsertMcpServerSuccess");
     const connected = await waitUntil(async () => {
-      const [server] = (await t!.client.request(McpServersDocument)).mcpServers;
+      const [server] = (await t!.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node);
       return server?.status.state === "CONNECTED" ? server : undefined;
     }, 60_000);
     expect(connected.status.tools.map((tool) => tool.exposedName)).toContain("mcp__local__echo");
@@ -74,9 +74,9 @@ describe("STDIO command lines", () => {
         env: [{ name: "NODE_OPTIONS", value: "--inspect" }],
       },
     });
-    const [server] = (await t.client.request(McpServersDocument)).mcpServers;
+    const [server] = (await t.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node);
     const failed = await waitUntil(async () => {
-      const [current] = (await t!.client.request(McpServersDocument)).mcpServers;
+      const [current] = (await t!.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node);
       return current?.status.state === "FAILED" ? current : undefined;
     });
     expect(server!.name).toBe("old");

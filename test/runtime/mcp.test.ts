@@ -61,8 +61,8 @@ describe("MCP servers", () => {
     return expectType((await t!.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "UpsertMcpServerSuccess").mcpServer;
   }
 
-  async function servers(): Promise<McpServersQuery["mcpServers"]> {
-    return (await t!.client.request(McpServersDocument)).mcpServers;
+  async function servers(): Promise<McpServersQuery["mcpServers"]["edges"][number]["node"][]> {
+    return (await t!.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node);
   }
 
   const logLines = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").trim().split("\n").filter(Boolean) : []);
@@ -249,7 +249,7 @@ describe("MCP servers", () => {
     expect((await servers()).map((server) => server.name)).toEqual([]);
     await t.client.request(UpsertMcpServerDocument, { input: { name: "remote", transport: "HTTP", url: "https://mcp.example.com/mcp", enabled: false } });
     const other = t.as(await t.createPrincipal("Other"));
-    expect((await other.request(McpServersDocument)).mcpServers).toEqual([]);
+    expect((await other.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node)).toEqual([]);
     const missing = await other.request(DeleteMcpServerDocument, { input: { name: "remote" } });
     expect(missing.deleteMcpServer.__typename).toBe("NotFoundError");
     expect((await servers())[0]!.status.state).toBe("DISABLED");

@@ -7,10 +7,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { createLogger } from "../../src/logger.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type ChatBody = { model: string; stream: boolean; messages: { role: string; content?: string; tool_call_id?: string }[] };
@@ -70,7 +69,7 @@ describe("a run answered through the openai adapter", () => {
     const { run } = await admit(t.client, { question: "Take notes on EU cells" });
     const view = await vi.waitFor(
       async () => {
-        const current = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        const current = (await t.client.runTrace(run.id))!;
         expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
         return current;
       },
@@ -114,7 +113,7 @@ describe("a run whose model server cannot be reached", () => {
     const { run } = await admit(t.client, { question: "Is anyone there?" });
     const view = await vi.waitFor(
       async () => {
-        const current = expectType((await t!.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        const current = (await t!.client.runTrace(run.id))!;
         expect(["QUEUED", "RUNNING"]).not.toContain(current.status);
         return current;
       },

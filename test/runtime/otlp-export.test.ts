@@ -6,9 +6,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { RunTraceDocument } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type OtlpSpan = {
@@ -59,7 +58,7 @@ describe("OTLP export", () => {
     });
     const { run } = await admit(t.client, { question: "export me" });
     for (let i = 0; i < 300; i += 1) {
-      const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+      const view = (await t.client.runTrace(run.id))!;
       if (view.trace?.endedAt) return view;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

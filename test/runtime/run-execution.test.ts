@@ -4,14 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  CancelRunDocument,
-  NodeDocument,
-  RunEventsDocument,
-  RunMaterialsDocument,
-  RunTraceDocument,
-  SpanRequestDocument,
-} from "../../sdk/generated/graphql.js";
+import { CancelRunDocument, NodeDocument, RunEventsDocument, RunMaterialsDocument, SpanRequestDocument } from "../../sdk/generated/graphql.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import type { SettleStep } from "../../src/runtime/worker.js";
@@ -160,7 +153,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const { t } = await start([{ toolCalls: [{ name: "very_slow", arguments: {} }] }, { content: "never" }], [sleepTool("very_slow", 30_000)]);
     const { run } = await admit(t.client, { question: "Take your time" });
     await expect
-      .poll(async () => expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run").trace?.spans.map((s) => s.kind), {
+      .poll(async () => (await t.client.runTrace(run.id))!.trace?.spans.map((s) => s.kind), {
         timeout: 5_000,
         interval: 25,
       })
@@ -170,7 +163,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const started = Date.now();
     const view = await vi.waitFor(
       async () => {
-        const current = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        const current = (await t.client.runTrace(run.id))!;
         expect(current.trace?.endedAt).toBeTruthy();
         return current;
       },
@@ -181,7 +174,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(view.trace!.spans.find((s) => s.kind === "TOOL_CALL")?.status).toBe("CANCELLED");
     // The attempt stops its tool at once and gives back its lease; it wrote nothing else.
     await vi.waitFor(() => expect(t.app.runtime!.worker["active"].size).toBe(0), { timeout: Math.max(0, 5_000 - (Date.now() - started)), interval: 25 });
-    const after = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+    const after = (await t.client.runTrace(run.id))!;
     expect(after.attempts).toMatchObject([{ number: 1, outcome: "COMPLETED" }]);
     expect(after.attempts[0]!.endedAt).not.toBeNull();
     expect(after.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT"]);
@@ -268,8 +261,8 @@ describe.each(backends)("run execution on %s", (backend) => {
     expect(calls).toBe(1);
     // Settled as failed: nothing published, its proposal dropped rather than left pending.
     const materials = (await t.client.request(RunMaterialsDocument, { id: run.id })).run!;
-    expect(materials.acceptedPublicationVersions).toEqual([]);
-    expect(materials.checkpointProposals.map((p) => p.status)).toEqual(["DROPPED"]);
+    expect(materials.acceptedPublicationVersions.edges.map((edge) => edge.node)).toEqual([]);
+    expect(materials.checkpointProposals.edges.map((edge) => edge.node).map((p) => p.status)).toEqual(["DROPPED"]);
     // The log says why the run failed, not only that it did.
     const settledLine = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.message === "run settled");
     expect(settledLine).toMatchObject({
@@ -297,7 +290,7 @@ describe.each(backends)("run execution on %s", (backend) => {
     const { run } = await admit(t.client, { question: "long job" });
     await vi.waitFor(
       async () => {
-        const view = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+        const view = (await t.client.runTrace(run.id))!;
         expect(view.trace?.spans.some((s) => s.name === "execute_tool quick" && s.status === "OK")).toBe(true);
       },
       { timeout: 5_000, interval: 25 },

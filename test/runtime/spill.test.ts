@@ -71,7 +71,8 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
 
   const settled = (app: TestApp, runId: string, timeoutMs = 30_000) => settledRun(app.client, runId, timeoutMs);
 
-  const spillsOf = async (app: TestApp, runId: string) => expectType((await app.client.request(RunSpillsDocument, { id: runId })).node!, "Run").spills;
+  const spillsOf = async (app: TestApp, runId: string) =>
+    expectType((await app.client.request(RunSpillsDocument, { id: runId })).node!, "Run").spills.edges.map((edge) => edge.node);
 
   it("shows the model a preview of 5 MB of JSON, reads items 3–5 and a byte range back exactly, and lists the handle while the run lives", async () => {
     expect(Buffer.byteLength(bigJson)).toBeGreaterThan(5_000_000);

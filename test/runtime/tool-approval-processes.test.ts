@@ -104,7 +104,7 @@ describe("tool approvals across processes", () => {
 
       const { run } = await admit(atWorker, { question: "approve elsewhere" });
       const held = await runIn(atApi, run.id, ["WAITING"]);
-      const [approval] = held.pendingApprovals;
+      const [approval] = held.pendingApprovals.edges.map((edge) => edge.node);
       expect(approval!.toolName).toBe("slow_tool");
       await allowTimeFor("the held call to run without a decision (it must not)", 500);
       expect(markerLines(marker)).toEqual([]);
@@ -138,7 +138,7 @@ describe("tool approvals across processes", () => {
     await allowTimeFor("the restarted server to resume the undecided run (it must not)", 1_000);
     const held = await runIn(client, run.id, ["WAITING"]);
     expect(markerLines(marker)).toEqual([]);
-    expectType(await approve(client, run.id, held.pendingApprovals[0]!.toolCallId), "DecideToolCallSuccess");
+    expectType(await approve(client, run.id, held.pendingApprovals.edges.map((edge) => edge.node)[0]!.toolCallId), "DecideToolCallSuccess");
     const done = await runIn(client, run.id, ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
     expect(done.answer).toBe(`Finished "wait across a restart" by ${second.child.pid}.`);
     expect(markerLines(marker)).toEqual([`start ${second.child.pid}`, `end ${second.child.pid}`]);
@@ -154,7 +154,7 @@ describe("tool approvals across processes", () => {
     const client = await clientOf(first);
     const { run } = await admit(client, { question: "crash after approval" });
     const held = await runIn(client, run.id, ["WAITING"]);
-    expectType(await approve(client, run.id, held.pendingApprovals[0]!.toolCallId), "DecideToolCallSuccess");
+    expectType(await approve(client, run.id, held.pendingApprovals.edges.map((edge) => edge.node)[0]!.toolCallId), "DecideToolCallSuccess");
     await waitUntil(() => (markerLines(marker).length > 0 ? true : undefined));
     first.child.kill("SIGKILL");
     await first.exited;
@@ -179,7 +179,7 @@ describe("tool approvals across processes", () => {
       const atApi = createClient({ url: apiUrl });
 
       const { run } = await admit(atWorker, { question: "reject elsewhere" });
-      const [approval] = (await runIn(atApi, run.id, ["WAITING"])).pendingApprovals;
+      const [approval] = (await runIn(atApi, run.id, ["WAITING"])).pendingApprovals.edges.map((edge) => edge.node);
       const { seen: statuses } = await statusesSeen(apiUrl, run.id);
       const decided = expectType(await reject(atApi, run.id, approval!.toolCallId, "not on a Friday"), "DecideToolCallSuccess");
       expect(decided.approval).toMatchObject({ decision: "REJECT", reason: "not on a Friday" });
@@ -243,7 +243,7 @@ describe("tool approvals across processes", () => {
       const atWorker = createClient({ url: workerUrl });
 
       const { run } = await admit(atWorker, { question: "cancel elsewhere" });
-      const [approval] = (await runIn(atApi, run.id, ["WAITING"])).pendingApprovals;
+      const [approval] = (await runIn(atApi, run.id, ["WAITING"])).pendingApprovals.edges.map((edge) => edge.node);
       // The instance that started the run hears of the cancellation through Redis.
       const { seen: statuses } = await statusesSeen(workerUrl, run.id);
       const cancelled = await atApi.request(CancelRunDocument, { input: { runId: run.id } });
@@ -264,7 +264,7 @@ describe("tool approvals across processes", () => {
 
       // Its conversation is free: the next run starts on the instance with a worker.
       const { run: next } = await admit(atApi, { conversationId: run.conversation.id, question: "after the cancelled one" });
-      expect((await runIn(atApi, next.id, ["WAITING"])).pendingApprovals).toHaveLength(1);
+      expect((await runIn(atApi, next.id, ["WAITING"])).pendingApprovals.edges.map((edge) => edge.node)).toHaveLength(1);
     },
   );
 
@@ -279,7 +279,7 @@ describe("tool approvals across processes", () => {
       const client = await clientOf(first);
       const admittedBefore = Date.now();
       const { run } = await admit(client, { question: "too slow to decide", limits: { deadlineSeconds: 8 } });
-      const [approval] = (await runIn(client, run.id, ["WAITING"])).pendingApprovals;
+      const [approval] = (await runIn(client, run.id, ["WAITING"])).pendingApprovals.edges.map((edge) => edge.node);
       const { run: next } = await admit(client, { conversationId: run.conversation.id, question: "queued behind", multitask: "ENQUEUE" });
       await allowTimeFor("the next run of the conversation to start while the first waits (it must not)", 1_000);
       expect((await runIn(client, next.id, ["QUEUED", "RUNNING", "WAITING"])).status).toBe("QUEUED");
@@ -306,7 +306,7 @@ describe("tool approvals across processes", () => {
       expect(markerLines(marker)).toEqual([]);
 
       // The slot is free: the queued run starts, on the instance that is left.
-      const [held] = (await runIn(again, next.id, ["WAITING"])).pendingApprovals;
+      const [held] = (await runIn(again, next.id, ["WAITING"])).pendingApprovals.edges.map((edge) => edge.node);
       expectType(await approve(again, next.id, held!.toolCallId), "DecideToolCallSuccess");
       const after = await settled(again, next.id, 45_000);
       expect(after.answer).toBe(`Finished "queued behind" by ${second.child.pid}.`);

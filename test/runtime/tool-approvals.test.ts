@@ -9,14 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import {
-  AdmitRunDocument,
-  CancelRunDocument,
-  DecideToolCallDocument,
-  RunApprovalsDocument,
-  RunEventsDocument,
-  RunTraceDocument,
-} from "../../sdk/generated/graphql.js";
+import { AdmitRunDocument, CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEventsDocument } from "../../sdk/generated/graphql.js";
 import { idOfType } from "../../src/graphql/global-id.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
@@ -82,8 +75,8 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report", arguments: { title: "Q3" } }, { name: "read_notes" }) });
     const held = await waiting(t.client, run.id);
-    expect(held.pendingApprovals).toHaveLength(1);
-    const [approval] = held.pendingApprovals;
+    expect(held.pendingApprovals.edges.map((edge) => edge.node)).toHaveLength(1);
+    const [approval] = held.pendingApprovals.edges.map((edge) => edge.node);
     expect(approval).toMatchObject({ toolName: "write_report", arguments: '{"title":"Q3"}', decision: null, decidedBy: null });
     expect(executed).toEqual(["read_notes"]);
 
@@ -107,7 +100,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("an agent profile's own rules hold calls the operator's rules let through", async () => {
     const t = await start();
     const { run } = await admit(t.client, { agent: "careful", question: callTools({ name: "read_notes" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expect(approval!.toolName).toBe("read_notes");
     expect(executed).toEqual([]);
     const { run: plain } = await admit(t.client, { question: callTools({ name: "read_notes" }) });
@@ -136,7 +129,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     })();
     await waitUntil(() => (t.listeners() >= listening + 2 ? true : undefined));
     t.app.runtime!.worker.start();
-    const [approval] = (await waiting(client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
     const seen = await statuses;
     // First the status it has when subscribed, then each change once (the approval and the claim both announce RUNNING).
@@ -164,7 +157,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }, { name: "slow_read" }) });
     const approval = await waitUntil(async () => {
       const current = expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
-      return current.pendingApprovals[0];
+      return current.pendingApprovals.edges.map((edge) => edge.node)[0];
     });
     expect(expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status).toBe("RUNNING");
     expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
@@ -179,7 +172,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("a rejected call does not execute: the model reads that the person declined it, and why", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expectType(
       await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "not this quarter" }),
       "DecideToolCallSuccess",
@@ -193,14 +186,14 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("the decision is on the call's span the moment it is made: what, by whom and why, once", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     // No worker runs: whatever the trace shows now, the decision itself wrote.
     await t.app.runtime!.worker.stop();
     const decided = expectType(
       await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "too risky" }),
       "DecideToolCallSuccess",
     );
-    const now = expectType((await t.client.request(RunTraceDocument, { id: run.id })).node!, "Run");
+    const now = (await t.client.runTrace(run.id))!;
     expect(recordedDecisions(now)).toEqual([
       {
         span: "TOOL_CALL",
@@ -226,7 +219,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("a waiting run keeps its conversation's slot: REJECT is refused, ENQUEUE waits for it to end, INTERRUPT cancels it", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     const conversationId = run.conversation.id;
     const busy = await t.client.request(AdmitRunDocument, { input: { conversationId, question: callTools({ name: "read_notes" }) } });
     expect(expectType(busy.admitRun, "ConversationBusyError").activeRun.id).toBe(run.id);
@@ -242,7 +235,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(Date.parse(second.startedAt!)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt!));
 
     const { run: third } = await admit(t.client, { conversationId, question: callTools({ name: "write_report" }) });
-    const [held] = (await waiting(t.client, third.id)).pendingApprovals;
+    const [held] = (await waiting(t.client, third.id)).pendingApprovals.edges.map((edge) => edge.node);
     const { run: fourth } = await admit(t.client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "INTERRUPT" });
     const interrupted = await settled(t.client, third.id);
     expect(interrupted.status).toBe("CANCELLED");
@@ -254,7 +247,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("of concurrent decisions on one call exactly one wins; the others are AlreadyDecidedError", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     const decisions = ["APPROVE", "REJECT", "APPROVE", "REJECT", "APPROVE", "REJECT"] as const;
     const results = await Promise.all(decisions.map((decision) => decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision })));
     const winners = results.filter((result) => result.__typename === "DecideToolCallSuccess");
@@ -271,7 +264,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const { run } = await admit(t.client, {
       question: callTools({ name: "write_report", arguments: { n: 1 } }, { name: "write_report", arguments: { n: 2 } }),
     });
-    const pending = (await waiting(t.client, run.id)).pendingApprovals;
+    const pending = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expect(pending).toHaveLength(2);
     const results = await Promise.all(
       pending.map((approval) =>
@@ -297,16 +290,16 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const owner = t.as(await t.createPrincipal("owner"));
     const stranger = t.as(await t.createPrincipal("stranger"));
     const { run } = await admit(owner, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(owner, run.id)).pendingApprovals;
+    const [approval] = (await waiting(owner, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expectType(await decide(stranger, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "NotFoundError");
-    expect((await waiting(owner, run.id)).pendingApprovals).toHaveLength(1);
+    expect((await waiting(owner, run.id)).pendingApprovals.edges.map((edge) => edge.node)).toHaveLength(1);
     expect(executed).toEqual([]);
   });
 
   it("cancelling a waiting run ends it at once and rejects its waiting calls", async () => {
     const t = await start();
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     const cancelled = await t.client.request(CancelRunDocument, { input: { runId: run.id } });
     expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
     const late = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
@@ -326,7 +319,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   it("a request nobody decides in time counts as rejected: no decision in time", async () => {
     const t = await start({ timeoutSeconds: 60 });
     const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals;
+    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     clock += 61_000;
     // A decision after the request expired finds it rejected, whoever recorded the expiry first.
     const late = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");

@@ -76,7 +76,9 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
       const view = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
       return view.status === "WAITING" ? view : undefined;
     }, 20_000);
-    const pending = held.pendingApprovals.map((a) => ({ toolName: a.toolName, arguments: a.arguments, toolCallId: a.toolCallId }));
+    const pending = held.pendingApprovals.edges
+      .map((edge) => edge.node)
+      .map((a) => ({ toolName: a.toolName, arguments: a.arguments, toolCallId: a.toolCallId }));
     expect(pending.map((a) => [a.toolName, a.arguments]).sort()).toEqual([
       ["write_record", '{"v":"rename a draft"}'],
       ["write_transfer", '{"amount":1000000}'],
@@ -89,7 +91,7 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     expectType(approved.decideToolCall, "DecideToolCallSuccess");
     // The other call still waits: nothing ran, the run is still WAITING.
     const still = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
-    expect(still.pendingApprovals.map((a) => a.toolName)).toEqual(["write_transfer"]);
+    expect(still.pendingApprovals.edges.map((edge) => edge.node).map((a) => a.toolName)).toEqual(["write_transfer"]);
     expect(executed).toEqual([]);
 
     const rejected = await client.request(DecideToolCallDocument, {
@@ -120,7 +122,7 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
       const view = expectType((await t!.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
       return view.status === "WAITING" ? view : undefined;
     }, 20_000);
-    expect(held.pendingApprovals.map((a) => a.toolCallId)).toEqual([longId]);
+    expect(held.pendingApprovals.edges.map((edge) => edge.node).map((a) => a.toolCallId)).toEqual([longId]);
     const decided = await t.client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: longId, decision: "APPROVE" } });
     expectType(decided.decideToolCall, "DecideToolCallSuccess");
     const done = await settled(t.client, run.id);

@@ -74,7 +74,7 @@ describe("npm run key:create", () => {
 
     const server = startServer(DATA_DIR);
     const url = await urlOf(server);
-    expect((await viewerWith(url, aliceKey)).viewer).toMatchObject({ name: "Alice", apiKeys: [{ name: "first key" }] });
+    expect((await viewerWith(url, aliceKey)).viewer).toMatchObject({ name: "Alice", apiKeys: { edges: [{ node: { name: "first key" } }], totalCount: 1 } });
     await expect(viewerWith(url)).rejects.toSatisfy(
       (error) => error instanceof DossierRequestError && error.message === "An API key is required: send `Authorization: Bearer <key>`.",
     );

@@ -80,7 +80,7 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
 
     const shown = `http://${hooks.host}/…/***?token=***`;
     expect(created.webhook.url).toBe(shown);
-    expect((await t.client.request(WebhooksDocument)).webhooks.map((webhook) => webhook.url)).toEqual([shown]);
+    expect((await t.client.request(WebhooksDocument)).webhooks.edges.map(({ node }) => node.url)).toEqual([shown]);
     const row = await dump("webhook");
     expect(row).toContain('"url":"v1.');
     expect(row).not.toContain(PATH_SECRET);
@@ -106,7 +106,7 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
 
     await vi.waitFor(
       async () => {
-        const [server] = (await t!.client.request(McpServersDocument)).mcpServers;
+        const server = (await t!.client.request(McpServersDocument)).mcpServers.edges[0]?.node;
         expect(server).toMatchObject({ url: `http://127.0.0.1:${port}/…/***?token=***`, status: { state: "CONNECTED", tools: [{ name: "ping" }] } });
       },
       { timeout: 10_000 },
@@ -138,7 +138,7 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
     const port = new URL(mcp.url).port;
     await vi.waitFor(
       async () => {
-        const [server] = (await t!.client.request(McpServersDocument)).mcpServers;
+        const server = (await t!.client.request(McpServersDocument)).mcpServers.edges[0]?.node;
         expect(server).toMatchObject({ url: `http://127.0.0.1:${port}/…/***?token=***`, status: { state: "CONNECTED" } });
       },
       { timeout: 10_000 },

@@ -53,7 +53,7 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     await expect.poll(() => page.locator("[data-testid=panel]").textContent()).toContain("approval requested");
 
     const decided = await client.request(DecideToolCallDocument, {
-      input: { runId: run.id, toolCallId: held.pendingApprovals[0]!.toolCallId, decision: "APPROVE" },
+      input: { runId: run.id, toolCallId: held.pendingApprovals.edges.map((edge) => edge.node)[0]!.toolCallId, decision: "APPROVE" },
     });
     expectType(decided.decideToolCall, "DecideToolCallSuccess");
     await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });

@@ -21,7 +21,7 @@ type Data = Record<string, unknown>;
 
 /**
  * The id a placeholder names: in the latest earlier answer holding the root field, the first
- * object (in document order) under the key or its plural, of that kind when one is given.
+ * object (in document order) under the key or its plural (a list or a connection), of that kind when one is given.
  */
 export function fillPlaceholders(text: string, answers: Data[]): string {
   return text.replace(PLACEHOLDER, (placeholder, kind: string | undefined, key: string, field: string) => {
@@ -43,7 +43,9 @@ function firstId(value: unknown, key: string, kind: string | undefined): string 
   if (value === null || typeof value !== "object") return undefined;
   for (const [name, child] of Object.entries(value)) {
     if (name === key || name === `${key}s`) {
-      for (const candidate of Array.isArray(child) ? child : [child]) {
+      // A list, a connection (its nodes) or one object.
+      const edges = (child as { edges?: { node: unknown }[] } | null)?.edges;
+      for (const candidate of Array.isArray(child) ? child : edges ? edges.map((edge) => edge.node) : [child]) {
         const object = candidate as { id?: unknown; kind?: unknown } | null;
         if (typeof object?.id === "string" && (kind === undefined || object.kind === kind)) return object.id;
       }

@@ -1,14 +1,13 @@
 // Runs driven by their question: a scripted model that makes the tool calls the question lists
 // (as JSON), then answers with the tool results, so a test can steer a run through admission.
 import { vi } from "vitest";
-import type { DossierClient } from "../../sdk/client.js";
-import { RunTraceDocument, type RunTraceQuery } from "../../sdk/generated/graphql.js";
+import type { DossierClient, RunTrace } from "../../sdk/client.js";
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
-import { expectType } from "./fixtures.js";
 import { questionOf } from "./requests.js";
 
-export type RunView = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
+/** A run with every attempt, span and event (client.runTrace()). */
+export type RunView = RunTrace;
 
 /** A tool call a question asks for; `id` replaces the scripted model's own (repeated or empty ids). */
 type Call = { name: string; arguments?: unknown; id?: string };
@@ -59,7 +58,7 @@ export function recordedDecisions(run: RunView): RecordedDecision[] {
 export function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
   return vi.waitFor(
     async () => {
-      const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+      const run = (await client.runTrace(runId))!;
       if (["QUEUED", "RUNNING", "WAITING"].includes(run.status)) throw new Error(`run still ${run.status}`);
       return run;
     },
@@ -71,7 +70,7 @@ export function settled(client: DossierClient, runId: string, timeoutMs = 20_000
 export async function spanStarted(client: DossierClient, runId: string, kind: string, timeoutMs = 20_000): Promise<void> {
   await vi.waitFor(
     async () => {
-      const run = expectType((await client.request(RunTraceDocument, { id: runId })).node!, "Run");
+      const run = (await client.runTrace(runId))!;
       if (!run.trace?.spans.some((span) => span.kind === kind)) throw new Error(`no ${kind} span in run ${runId}`);
     },
     { timeout: timeoutMs, interval: 25 },

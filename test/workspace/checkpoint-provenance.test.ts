@@ -99,7 +99,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const byModel = { kind: "MODEL_RUN", run: { id: pricing.id } };
     const first = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "Checkpoint");
     expect(first.summaryProvenance).toMatchObject({ section: "SUMMARY", author: byModel });
-    expect(first.summaryProvenance!.sources.map((v) => v.id)).toContain(base.version.id);
+    expect(first.summaryProvenance!.sources.edges.map((edge) => edge.cursor)).toContain(base.version.id);
     expect(first.questions.map((q) => [q.questionId, q.provenance.author.kind])).toEqual([
       ["q1", "MODEL_RUN"],
       ["q2", "MODEL_RUN"],
@@ -109,13 +109,13 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const resolved = expectType(await update({ expectedRevision: 1, questions: [{ id: "q1", status: "RESOLVED" }] }), "UpdateCheckpointSuccess").checkpoint;
     expect(resolved).toMatchObject({ revision: 2, origin: "USER", summary: "Cells cost 90 EUR/kWh." });
     expect(resolved.summaryProvenance).toMatchObject({ author: byModel });
-    expect(resolved.summaryProvenance!.sources.map((v) => v.id)).toContain(base.version.id);
+    expect(resolved.summaryProvenance!.sources.edges.map((edge) => edge.cursor)).toContain(base.version.id);
     expect(resolved.questions.map((q) => [q.questionId, q.status, q.provenance.author])).toEqual([
       ["q1", "RESOLVED", { kind: "OWNER", run: null }],
       ["q2", "OPEN", byModel],
     ]);
-    expect(resolved.questions[0]!.provenance.sources).toEqual([]);
-    expect(resolved.sourceDependencies.map((v) => v.id)).toContain(base.version.id);
+    expect(resolved.questions[0]!.provenance.sources.edges).toEqual([]);
+    expect(resolved.sourceDependencies.edges.map((edge) => edge.node).map((v) => v.id)).toContain(base.version.id);
 
     // A run told about the checkpoint sees whose judgement each section is.
     const look = (await admit(t.client, { workspaceId: workspace.id, question: "Look again" })).run;
@@ -142,7 +142,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
       await update({ expectedRevision: 2, summary: "Price unknown since the list was withdrawn.", questions: [], sources: [second.version.id] }),
       "UpdateCheckpointSuccess",
     ).checkpoint;
-    expect(rewritten.summaryProvenance).toMatchObject({ author: { kind: "OWNER" }, sources: [{ id: second.version.id }] });
+    expect(rewritten.summaryProvenance).toMatchObject({ author: { kind: "OWNER" }, sources: { edges: [{ cursor: second.version.id }] } });
     const still = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "UnavailableCheckpoint");
     expect(still.withheldSections.map((s) => [s.section, s.questionId])).toEqual([["QUESTION", "q2"]]);
 
@@ -150,7 +150,11 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     expectType(await update({ expectedRevision: 3, questions: [{ id: "q2", text: "Which supplier, now?" }] }), "UpdateCheckpointSuccess");
     const recovered = await readCheckpoint(t.client, workspace.id);
     const available = expectType(recovered.checkpoint!, "Checkpoint");
-    expect(available).toMatchObject({ revision: 4, summary: "Price unknown since the list was withdrawn.", sourceDependencies: [{ id: second.version.id }] });
+    expect(available).toMatchObject({
+      revision: 4,
+      summary: "Price unknown since the list was withdrawn.",
+      sourceDependencies: { edges: [{ node: { id: second.version.id } }] },
+    });
     expect(available.questions.map((q) => q.provenance.author.kind)).toEqual(["OWNER", "OWNER"]);
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [4, "Checkpoint"],
@@ -170,7 +174,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
       ["q3", { kind: "MODEL_RUN", run: { id: adding.id } }],
     ]);
     // The model was shown revision 4, so what it wrote rests on that revision's sources too.
-    expect(latest.questions[2]!.provenance.sources.map((v) => v.id)).toContain(second.version.id);
+    expect(latest.questions[2]!.provenance.sources.edges.map((edge) => edge.cursor)).toContain(second.version.id);
   }, 120_000);
 
   it("an owner edit naming an unknown, foreign or revoked source, or sources for nothing it writes, is refused and writes nothing", async () => {
@@ -199,7 +203,7 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const after = await readCheckpoint(t.client, workspace.id);
     expect(after.checkpointRevision).toBe(1);
     expect(after.checkpointVersions.map((v) => v.revision)).toEqual([1]);
-    expect(expectType(after.checkpoint!, "Checkpoint")).toMatchObject({ summary: "Start", sourceDependencies: [] });
+    expect(expectType(after.checkpoint!, "Checkpoint")).toMatchObject({ summary: "Start", sourceDependencies: { edges: [] } });
   });
 
   it("of two concurrent owner edits naming sources exactly one wins, and the revision holds only the winner's sections", async () => {
@@ -216,14 +220,14 @@ describe.each(backends)("checkpoint provenance on %s", (backend) => {
     const winner = results.findIndex((r) => r.__typename === "UpdateCheckpointSuccess");
     const current = expectType((await readCheckpoint(t.client, workspace.id)).checkpoint!, "Checkpoint");
     expect(current.revision).toBe(2);
-    expect(current.sourceDependencies.map((v) => v.id)).toEqual([[a, b][winner]!.version.id]);
+    expect(current.sourceDependencies.edges.map((edge) => edge.node).map((v) => v.id)).toEqual([[a, b][winner]!.version.id]);
     if (winner === 0) {
-      expect(current).toMatchObject({ summary: "From A", questions: [{ status: "OPEN", provenance: { sources: [] } }] });
+      expect(current).toMatchObject({ summary: "From A", questions: [{ status: "OPEN", provenance: { sources: { edges: [] } } }] });
     } else {
       expect(current).toMatchObject({
         summary: "Start",
-        summaryProvenance: { sources: [] },
-        questions: [{ status: "RESOLVED", provenance: { sources: [{ id: b.version.id }] } }],
+        summaryProvenance: { sources: { edges: [] } },
+        questions: [{ status: "RESOLVED", provenance: { sources: { edges: [{ cursor: b.version.id }] } } }],
       });
     }
   });

@@ -80,7 +80,7 @@ describe.each(backends)("a run looks past the first page of its history on %s", 
     // A snippet of the 30,000-character body, not the body.
     expect(found.length).toBeLessThan(1_000);
 
-    const discovered = (await t.client.request(RunMaterialsDocument, { id: run.id, stage: "DISCOVERED" })).run!.materialUses;
+    const discovered = (await t.client.request(RunMaterialsDocument, { id: run.id, stage: "DISCOVERED" })).run!.materialUses.edges.map((edge) => edge.node);
     const ids = new Set(discovered.map((use) => use.publicationId));
     // The context's 50, list_history's 3 and the search's hit; not the three nobody was shown.
     expect([...ids].sort()).toEqual([...seeded.slice(0, 53), oldest].map((p) => p.globalId).sort());

@@ -91,11 +91,11 @@ describe.each(backends)("the ledger's ranges on %s", (backend) => {
       return ["QUEUED", "RUNNING"].includes(current.status) ? undefined : current;
     });
     expect(settled.status).toBe("SUCCEEDED");
-    return { run, uses: settled.materialUses };
+    return { run, uses: settled.materialUses.edges.map((edge) => edge.node) };
   }
 
   const consumedBy = async (client: DossierClient, versionId: string) =>
-    expectType((await client.request(PublicationVersionUsesDocument, { id: versionId })).node!, "PublicationVersion").consumedBy;
+    expectType((await client.request(PublicationVersionUsesDocument, { id: versionId })).node!, "PublicationVersion").consumedBy.edges.map((edge) => edge.node);
 
   it("a partial read records the characters read and their hash, a read at an offset its own range, and each carried part is CONSUMED as a part", async () => {
     const model = scripted((request, turn) => {

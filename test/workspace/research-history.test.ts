@@ -15,7 +15,6 @@ import {
   ReadMaterialDocument,
   RevokePublicationVersionDocument,
   RunMaterialsDocument,
-  RunTraceDocument,
   UpdateCheckpointDocument,
   type UpdateCheckpointInput,
   WorkspaceCheckpointDocument,
@@ -159,8 +158,8 @@ describe.each(backends)("research history on %s", (backend) => {
     const runB = (await admit(t.client, { workspaceId: workspace.id, question: "Report on fund B" })).run;
     const [doneA, doneB] = [await settled(t.client, runA.id), await settled(t.client, runB.id)];
     expect([doneA.status, doneB.status]).toEqual(["SUCCEEDED", "SUCCEEDED"]);
-    const reportA = (await materials(t.client, runA.id)).acceptedPublicationVersions[0]!;
-    const reportB = (await materials(t.client, runB.id)).acceptedPublicationVersions[0]!;
+    const reportA = (await materials(t.client, runA.id)).acceptedPublicationVersions.edges.map((edge) => edge.node)[0]!;
+    const reportB = (await materials(t.client, runB.id)).acceptedPublicationVersions.edges.map((edge) => edge.node)[0]!;
     expect(reportA).toMatchObject({ version: 1, content: "Fund A: fees 1.2%, strong 2025 returns.", originRun: { id: runA.id } });
     const aV2 = await publish(t.client, { publicationId: reportA.publication.id, content: "Fund A v2: fees cut to 0.9%." });
     const unread = await publish(t.client, { title: "Fund C teaser", content: "Fund C launches in 2027." });
@@ -197,14 +196,14 @@ describe.each(backends)("research history on %s", (backend) => {
 
     const view = async (client: DossierClient) => {
       const ledger = await materials(client, run.id);
-      const trace = expectType((await client.request(RunTraceDocument, { id: run.id })).node!, "Run").trace!;
+      const trace = (await client.runTrace(run.id))!.trace!;
       const checkpoint = expectType((await client.request(WorkspaceCheckpointDocument, { workspaceId: workspace.id })).node!, "Workspace");
       const usesOfAv1 = (await client.request(PublicationVersionUsesDocument, { id: reportA.id })).node;
       const links = (await client.request(WorkspaceLinksDocument, { workspaceId: workspace.id, first: 50 })).workspace!.links;
       return { ledger, modelSpans: trace.spans.filter((s) => s.kind === "MODEL_CALL").map((s) => s.id), checkpoint, usesOfAv1, links };
     };
     const before = await view(t.client);
-    const consumed = before.ledger.materialUses.filter((u) => u.stage === "CONSUMED");
+    const consumed = before.ledger.materialUses.edges.map((edge) => edge.node).filter((u) => u.stage === "CONSUMED");
     expect(consumed.map((u) => [u.publicationId, u.version])).toEqual(
       expect.arrayContaining([
         [reportA.publication.id, 1],
@@ -215,13 +214,31 @@ describe.each(backends)("research history on %s", (backend) => {
     expect(consumed.every((u) => u.requestSpan?.kind === "MODEL_CALL" && u.requestSpan.id === before.modelSpans[1])).toBe(true);
     expect(consumed.find((u) => u.publicationId === reportA.publication.id)!.contentHash).toBe(reportA.contentHash);
     // Found is not used: A@v2 and the teaser were listed and never read.
-    expect(stagesOf(before.ledger.materialUses, reportA.publication.id, 2)).toEqual(["DISCOVERED"]);
-    expect(stagesOf(before.ledger.materialUses, unread.version.publication.id, 1)).toEqual(["DISCOVERED"]);
-    expect(stagesOf(before.ledger.materialUses, reportA.publication.id, 1)).toEqual(["DISCOVERED", "SELECTED", "READ", "CONSUMED"]);
+    expect(
+      stagesOf(
+        before.ledger.materialUses.edges.map((edge) => edge.node),
+        reportA.publication.id,
+        2,
+      ),
+    ).toEqual(["DISCOVERED"]);
+    expect(
+      stagesOf(
+        before.ledger.materialUses.edges.map((edge) => edge.node),
+        unread.version.publication.id,
+        1,
+      ),
+    ).toEqual(["DISCOVERED"]);
+    expect(
+      stagesOf(
+        before.ledger.materialUses.edges.map((edge) => edge.node),
+        reportA.publication.id,
+        1,
+      ),
+    ).toEqual(["DISCOVERED", "SELECTED", "READ", "CONSUMED"]);
     expect(aV2.version.version).toBe(2);
 
     // The answer is a new publication version built on the consumed versions, linked to the workspace.
-    const [answer] = before.ledger.acceptedPublicationVersions;
+    const [answer] = before.ledger.acceptedPublicationVersions.edges.map((edge) => edge.node);
     expect(answer!.content).toBe(done.answer);
     expect(answer!.sources.map((s) => [s.publication.id, s.version])).toEqual(
       expect.arrayContaining([
@@ -230,7 +247,11 @@ describe.each(backends)("research history on %s", (backend) => {
       ]),
     );
     expect(before.links.edges.map((e) => e.node.target?.__typename === "Publication" && e.node.target.id)).toContain(answer!.publication.id);
-    expect(expectType(before.usesOfAv1!, "PublicationVersion").consumedBy.map((u) => u.run.id)).toEqual([run.id]);
+    expect(
+      expectType(before.usesOfAv1!, "PublicationVersion")
+        .consumedBy.edges.map((edge) => edge.node)
+        .map((u) => u.run.id),
+    ).toEqual([run.id]);
 
     // The run's checkpoint proposal was accepted as revision 1, marked as a model suggestion.
     const checkpoint = expectType(before.checkpoint.checkpoint!, "Checkpoint");
@@ -240,7 +261,7 @@ describe.each(backends)("research history on %s", (backend) => {
       modelSuggestion: true,
       originRun: { id: run.id },
       questions: [{ questionId: "q1", text: "Is fund A's fee still 1.2%?", status: "OPEN" }],
-      acceptedPublicationVersions: [{ id: answer!.id }],
+      acceptedPublicationVersions: { edges: [{ node: { id: answer!.id } }] },
     });
     expect(checkpoint.citedMaterials.map((v) => v.id).sort()).toEqual([reportA.id, reportB.id].sort());
 
@@ -274,7 +295,7 @@ describe.each(backends)("research history on %s", (backend) => {
     await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: base.version.publication.id } });
     const first = (await admit(t.client, { workspaceId: workspace.id, question: "Build on the base study" })).run;
     expect((await settled(t.client, first.id)).status).toBe("SUCCEEDED");
-    const derived = (await materials(t.client, first.id)).acceptedPublicationVersions[0]!;
+    const derived = (await materials(t.client, first.id)).acceptedPublicationVersions.edges.map((edge) => edge.node)[0]!;
     const readBack = async (publicationId: string, version: number) => (await t.client.request(ReadMaterialDocument, { publicationId, version })).readMaterial;
     expect(await readBack(derived.publication.id, 1)).toMatchObject({ status: "AVAILABLE", publicationVersion: { content: "Built on the base study." } });
 
@@ -299,7 +320,7 @@ describe.each(backends)("research history on %s", (backend) => {
     const second = (await admit(t.client, { workspaceId: workspace.id, question: "Use the base study again" })).run;
     const secondDone = await settled(t.client, second.id);
     expect(secondDone).toMatchObject({ status: "SUCCEEDED", answer: "The base study is unavailable; no conclusion." });
-    const uses = (await materials(t.client, second.id)).materialUses;
+    const uses = (await materials(t.client, second.id)).materialUses.edges.map((edge) => edge.node);
     expect(stagesOf(uses, base.version.publication.id, 1)).toEqual(["DISCOVERED", "SELECTED", "UNAVAILABLE"]);
     expect(uses.find((u) => u.stage === "UNAVAILABLE")!.reason).toContain("revoked");
     const told = model.requests
@@ -318,7 +339,7 @@ describe.each(backends)("research history on %s", (backend) => {
       __typename: "Checkpoint",
       revision: 2,
       summary: "Base study withdrawn; price unknown.",
-      sourceDependencies: [],
+      sourceDependencies: { edges: [] },
     });
     expect(recovered.checkpointVersions.map((v) => [v.revision, v.__typename])).toEqual([
       [2, "Checkpoint"],
@@ -354,7 +375,13 @@ describe.each(backends)("research history on %s", (backend) => {
     expect(parts[1]).toContain("It is the last part.");
     const body = (part: string) => part.split("\n").slice(3, -1).join("\n");
     expect(body(parts[0]!) + body(parts[1]!)).toBe(long);
-    expect(stagesOf((await materials(t.client, run.id)).materialUses, report.version.publication.id, 1)).toContain("CONSUMED");
+    expect(
+      stagesOf(
+        (await materials(t.client, run.id)).materialUses.edges.map((edge) => edge.node),
+        report.version.publication.id,
+        1,
+      ),
+    ).toContain("CONSUMED");
   });
 
   it("of two concurrent checkpoint updates on one revision exactly one wins, and omitted questions stay OPEN", async () => {
@@ -416,11 +443,13 @@ describe.each(backends)("research history on %s", (backend) => {
 
     const late = (await admit(t.client, { workspaceId: workspace.id, question: "Propose late" })).run;
     // Once the run has proposed against revision 1, the user changes the checkpoint first.
-    await expect.poll(async () => (await materials(t.client, late.id)).checkpointProposals, { timeout: 20_000, interval: 20 }).not.toHaveLength(0);
+    await expect
+      .poll(async () => (await materials(t.client, late.id)).checkpointProposals.edges.map((edge) => edge.node), { timeout: 20_000, interval: 20 })
+      .not.toHaveLength(0);
     await t.client.request(UpdateCheckpointDocument, { input: { workspaceId: workspace.id, expectedRevision: 1, summary: "User view", questions: [] } });
     gate.release("late");
     expect(await settled(t.client, late.id)).toMatchObject({ status: "SUCCEEDED", answer: "Done." });
-    const [proposal] = (await materials(t.client, late.id)).checkpointProposals;
+    const [proposal] = (await materials(t.client, late.id)).checkpointProposals.edges.map((edge) => edge.node);
     expect(proposal).toMatchObject({
       status: "STALE",
       expectedRevision: 1,
@@ -437,7 +466,7 @@ describe.each(backends)("research history on %s", (backend) => {
 
     const nonsense = (await admit(t.client, { workspaceId: workspace.id, question: "Propose nonsense" })).run;
     expect(await settled(t.client, nonsense.id)).toMatchObject({ status: "SUCCEEDED", answer: "Done anyway." });
-    const [invalid] = (await materials(t.client, nonsense.id)).checkpointProposals;
+    const [invalid] = (await materials(t.client, nonsense.id)).checkpointProposals.edges.map((edge) => edge.node);
     expect(invalid).toMatchObject({ status: "INVALID" });
     expect(invalid!.reason).toContain("questions.0");
     expect(
@@ -472,8 +501,10 @@ describe.each(backends)("research history on %s", (backend) => {
       gate.release(c.gate);
       expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
       const result = await materials(t.client, run.id);
-      expect(result.acceptedPublicationVersions.map((v) => v.content)).toEqual([c.answer]);
-      expect(result.linkRefusals).toEqual([expect.objectContaining({ targetId: result.acceptedPublicationVersions[0]!.publication.id, reason: c.reason })]);
+      expect(result.acceptedPublicationVersions.edges.map((edge) => edge.node).map((v) => v.content)).toEqual([c.answer]);
+      expect(result.linkRefusals.edges.map((edge) => edge.node)).toEqual([
+        expect.objectContaining({ targetId: result.acceptedPublicationVersions.edges.map((edge) => edge.node)[0]!.publication.id, reason: c.reason }),
+      ]);
     }
   });
 });

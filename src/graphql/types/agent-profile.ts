@@ -2,10 +2,10 @@
 // Profiles are the operator's configuration, the same for every principal: any caller reads them.
 import type { AgentProfile } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { profileNamesOf } from "../../domain/json-columns.js";
 
-const PROFILES: PlainList = {
+const PROFILES: KeysetList = {
   typename: "AgentProfile",
   order: [
     ["name", "asc"],
@@ -39,11 +39,12 @@ export const AgentProfileNode = builder.prismaNode("AgentProfile", {
 });
 
 builder.queryFields((t) => ({
-  agentProfiles: t.prismaField({
-    type: ["AgentProfile"],
+  agentProfiles: listConnection(t, {
+    type: "AgentProfile",
+    name: "AgentProfileConnection",
     description: describePage("Every stored version of every agent profile, by name, newest version first.", PROFILES),
-    ...pageOptions(t.arg, PROFILES),
-    resolve: (query, _root, args, ctx) => readPage<AgentProfile>(ctx.prisma.agentProfile, PROFILES, args, { scope: {}, query }),
+    list: PROFILES,
+    resolve: (query, _root, args, ctx) => readConnection<AgentProfile>(ctx.prisma.agentProfile, PROFILES, args, { scope: {}, query }),
   }),
   agentProfile: t.prismaField({
     type: "AgentProfile",

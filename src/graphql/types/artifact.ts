@@ -3,6 +3,7 @@ import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { mine, newestFirst, ownedBy } from "./owned.js";
 
 const ArtifactRetentionEnum = builder.enumType(ArtifactRetention, {
@@ -66,7 +67,7 @@ builder.queryField("artifacts", (t) =>
       maxSize: 100,
       resolve: (query, _root, _args, ctx) => ctx.prisma.artifact.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
-    { name: "ArtifactConnection" },
+    { name: "ArtifactConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.artifact, mine(ctx))) },
     { name: "ArtifactEdge" },
   ),
 );

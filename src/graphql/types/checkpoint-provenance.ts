@@ -4,7 +4,7 @@
 import type { SectionAuthor, SectionRef } from "../../domain/workspace/checkpoint-sections.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type ListPage, pageOfIds, pageOptions } from "../plain-list.js";
+import { describePage, LIST_PAGE, type ListPage, listConnection, readIdsConnection } from "../list-connection.js";
 import { isCaller, mine, ofMyPublication } from "./owned.js";
 
 /** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
@@ -58,14 +58,15 @@ export const CheckpointSectionProvenanceRef = builder.objectRef<SectionRef>("Che
     section: t.field({ type: SectionKindEnum, resolve: (s) => s.section }),
     questionId: t.string({ nullable: true, description: "QUESTION: the question's id.", resolve: (s) => s.questionId }),
     author: t.field({ type: CheckpointAuthorRef, resolve: (s) => s.provenance.author }),
-    sources: t.prismaField({
-      type: ["PublicationVersion"],
+    sources: listConnection<SectionRef>(t, {
+      type: "PublicationVersion",
+      name: "SectionSourceConnection",
       description: describePage(
         "The versions this section rests on, in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
         CHECKPOINT_VERSIONS,
       ),
-      ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-      resolve: (query, s, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, s.provenance.sourceVersionIds)),
+      list: CHECKPOINT_VERSIONS,
+      resolve: (query, s, args, ctx) => readIdsConnection(CHECKPOINT_VERSIONS, args, s.provenance.sourceVersionIds, (ids) => versionsById(ctx, query, ids)),
     }),
   }),
 });

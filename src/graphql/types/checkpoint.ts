@@ -10,11 +10,11 @@ import { CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.j
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOfIds, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readIdsConnection, readConnection, listConnection } from "../list-connection.js";
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
 import { inMyWorkspace, mine, ofMyPublication } from "./owned.js";
-const PROPOSALS: PlainList = {
+const PROPOSALS: KeysetList = {
   typename: "CheckpointProposal",
   order: [
     ["createdAt", "asc"],
@@ -125,25 +125,29 @@ builder.objectFields(Checkpoint, (t) => ({
     resolve: (query, r, _args, ctx) =>
       r.checkpoint.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: r.checkpoint.originRunId, ...mine(ctx) } }) : null,
   }),
-  acceptedPublicationVersions: t.prismaField({
-    type: ["PublicationVersion"],
+  acceptedPublicationVersions: listConnection<Available>(t, {
+    type: "PublicationVersion",
+    name: "CheckpointAcceptedVersionConnection",
     description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
-    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds))),
+    list: CHECKPOINT_VERSIONS,
+    resolve: (query, r, args, ctx) =>
+      readIdsConnection(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds), (ids) => versionsById(ctx, query, ids)),
   }),
   citedMaterials: t.prismaField({
     type: ["PublicationVersion"],
     description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
     resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
   }),
-  sourceDependencies: t.prismaField({
-    type: ["PublicationVersion"],
+  sourceDependencies: listConnection<Available>(t, {
+    type: "PublicationVersion",
+    name: "CheckpointSourceConnection",
     description: describePage(
       "Every version this revision rests on — the sources of all its sections, kept ones included — in the order recorded; if one loses eligibility, the checkpoint reads as UNAVAILABLE.",
       CHECKPOINT_VERSIONS,
     ),
-    ...pageOptions(t.arg, CHECKPOINT_VERSIONS),
-    resolve: (query, r, args, ctx) => versionsById(ctx, query, pageOfIds(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds))),
+    list: CHECKPOINT_VERSIONS,
+    resolve: (query, r, args, ctx) =>
+      readIdsConnection(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds), (ids) => versionsById(ctx, query, ids)),
   }),
   createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
 }));
@@ -291,10 +295,11 @@ builder.prismaObject("CheckpointProposal", {
 });
 
 builder.prismaObjectFields("Run", (t) => ({
-  checkpointProposals: t.prismaField({
-    type: ["CheckpointProposal"],
+  checkpointProposals: listConnection(t, {
+    type: "CheckpointProposal",
+    name: "CheckpointProposalConnection",
     description: describePage("The checkpoint proposals the run made, oldest first.", PROPOSALS),
-    ...pageOptions(t.arg, PROPOSALS),
-    resolve: (query, run, args, ctx) => readPage<CheckpointProposal>(ctx.prisma.checkpointProposal, PROPOSALS, args, { scope: { runId: run.id }, query }),
+    list: PROPOSALS,
+    resolve: (query, run, args, ctx) => readConnection<CheckpointProposal>(ctx.prisma.checkpointProposal, PROPOSALS, args, { scope: { runId: run.id }, query }),
   }),
 }));

@@ -5,6 +5,7 @@ import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { myConversations, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
 
 const MessageRoleEnum = builder.enumType(MessageRole, { name: "MessageRole" });
@@ -45,7 +46,10 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         resolve: (query, conversation, _args, ctx) =>
           ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
       },
-      { name: "MessageConnection" },
+      {
+        name: "MessageConnection",
+        fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.message, { conversationId: conversation.id })),
+      },
       { name: "MessageEdge" },
     ),
     runs: t.prismaConnection(
@@ -57,7 +61,10 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         maxSize: 100,
         resolve: (query, conversation, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: newestFirst }),
       },
-      { name: "ConversationRunConnection" },
+      {
+        name: "ConversationRunConnection",
+        fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.run, { conversationId: conversation.id })),
+      },
       { name: "ConversationRunEdge" },
     ),
   }),
@@ -73,7 +80,7 @@ builder.queryField("conversations", (t) =>
       maxSize: 100,
       resolve: (query, _root, _args, ctx) => ctx.prisma.conversation.findMany({ ...query, where: myConversations(ctx), orderBy: newestFirst }),
     },
-    { name: "ConversationConnection" },
+    { name: "ConversationConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.conversation, myConversations(ctx))) },
     { name: "ConversationEdge" },
   ),
 );

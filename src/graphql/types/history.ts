@@ -10,7 +10,7 @@ import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js
 import { builder } from "../builder.js";
 import { REQUEST_BATCH } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, LONG_PAGE, type PlainList, pageArgs, pageExtensions, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, LONG_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 import { ofMyPublication, ofMyRun } from "./owned.js";
@@ -19,10 +19,10 @@ const oldestFirst = [
   ["createdAt", "asc"],
   ["id", "asc"],
 ] as const;
-const LEDGER: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
-const CONSUMERS: PlainList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
-const ACCEPTED_VERSIONS: PlainList = { typename: "PublicationVersion", order: oldestFirst, ...LIST_PAGE };
-const LINK_REFUSALS: PlainList = { typename: "LinkRefusal", order: oldestFirst, ...LIST_PAGE };
+const LEDGER: KeysetList = { typename: "MaterialUse", order: oldestFirst, ...LONG_PAGE };
+const CONSUMERS: KeysetList = { typename: "MaterialUse", order: oldestFirst, ...LIST_PAGE };
+const ACCEPTED_VERSIONS: KeysetList = { typename: "PublicationVersion", order: oldestFirst, ...LIST_PAGE };
+const LINK_REFUSALS: KeysetList = { typename: "LinkRefusal", order: oldestFirst, ...LIST_PAGE };
 
 export const MaterialStageEnum = builder.enumType(MaterialStage, {
   name: "MaterialStage",
@@ -167,20 +167,22 @@ export const MaterialUseObject = builder.prismaNode("MaterialUse", {
 });
 
 builder.prismaObjectFields("Run", (t) => ({
-  materialUses: t.prismaField({
-    type: ["MaterialUse"],
+  materialUses: listConnection<{ id: string }, { stage?: MaterialStage | null }>(t, {
+    type: "MaterialUse",
+    name: "RunMaterialUseConnection",
     description: describePage("The run's consumption ledger, oldest first; optionally only one stage.", LEDGER),
-    args: { stage: t.arg({ type: MaterialStageEnum }), ...pageArgs(t.arg, LEDGER) },
-    extensions: pageExtensions(LEDGER),
+    list: LEDGER,
+    args: { stage: t.arg({ type: MaterialStageEnum }) },
     resolve: (query, run, { stage, ...args }, ctx) =>
-      readPage<MaterialUse>(ctx.prisma.materialUse, LEDGER, args, { scope: { runId: run.id }, where: stage ? { stage } : {}, query }),
+      readConnection<MaterialUse>(ctx.prisma.materialUse, LEDGER, args, { scope: { runId: run.id }, where: stage ? { stage } : {}, query }),
   }),
-  acceptedPublicationVersions: t.prismaField({
-    type: ["PublicationVersion"],
+  acceptedPublicationVersions: listConnection(t, {
+    type: "PublicationVersion",
+    name: "RunAcceptedVersionConnection",
     description: describePage("The versions the run's answer was published as, oldest first.", ACCEPTED_VERSIONS),
-    ...pageOptions(t.arg, ACCEPTED_VERSIONS),
+    list: ACCEPTED_VERSIONS,
     resolve: (query, run, args, ctx) =>
-      readPage<PublicationVersion>(ctx.prisma.publicationVersion, ACCEPTED_VERSIONS, args, { scope: { originRunId: run.id }, query }),
+      readConnection<PublicationVersion>(ctx.prisma.publicationVersion, ACCEPTED_VERSIONS, args, { scope: { originRunId: run.id }, query }),
   }),
 }));
 
@@ -198,15 +200,16 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
     loaderOptions: REQUEST_BATCH,
     resolve: (version) => version.id,
   }),
-  consumedBy: t.prismaField({
-    type: ["MaterialUse"],
+  consumedBy: listConnection(t, {
+    type: "MaterialUse",
+    name: "PublicationVersionConsumerConnection",
     description: describePage(
       "The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first. Each names the range carried; `coverage` PART says the run consumed only part of the version (a run that read it in parts has one entry per part).",
       CONSUMERS,
     ),
-    ...pageOptions(t.arg, CONSUMERS),
+    list: CONSUMERS,
     resolve: (query, version, args, ctx) =>
-      readPage<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {
+      readConnection<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {
         scope: { publicationVersionId: version.id, ...ofMyRun(ctx) },
         where: { stage: "CONSUMED" },
         query,
@@ -233,10 +236,11 @@ builder.prismaObject("LinkRefusal", {
 });
 
 builder.prismaObjectFields("Run", (t) => ({
-  linkRefusals: t.prismaField({
-    type: ["LinkRefusal"],
+  linkRefusals: listConnection(t, {
+    type: "LinkRefusal",
+    name: "LinkRefusalConnection",
     description: describePage("Links to the run's workspace that were refused because it was archived or deleted by then, oldest first.", LINK_REFUSALS),
-    ...pageOptions(t.arg, LINK_REFUSALS),
-    resolve: (query, run, args, ctx) => readPage<LinkRefusal>(ctx.prisma.linkRefusal, LINK_REFUSALS, args, { scope: { runId: run.id }, query }),
+    list: LINK_REFUSALS,
+    resolve: (query, run, args, ctx) => readConnection<LinkRefusal>(ctx.prisma.linkRefusal, LINK_REFUSALS, args, { scope: { runId: run.id }, query }),
   }),
 }));

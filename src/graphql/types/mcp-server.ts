@@ -9,10 +9,10 @@ import { McpTransport } from "../../generated/prisma/enums.js";
 import type { McpServer } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { mine, ownedBy } from "./owned.js";
 
-const MCP_SERVERS: PlainList = {
+const MCP_SERVERS: KeysetList = {
   typename: "McpServer",
   order: [
     ["name", "asc"],
@@ -108,11 +108,12 @@ export const McpServerNode = builder.prismaNode("McpServer", {
 });
 
 builder.queryField("mcpServers", (t) =>
-  t.prismaField({
-    type: ["McpServer"],
+  listConnection(t, {
+    type: "McpServer",
+    name: "McpServerConnection",
     description: describePage("Your MCP servers, by name.", MCP_SERVERS),
-    ...pageOptions(t.arg, MCP_SERVERS),
-    resolve: (query, _root, args, ctx) => readPage<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: mine(ctx), query }),
+    list: MCP_SERVERS,
+    resolve: (query, _root, args, ctx) => readConnection<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: mine(ctx), query }),
   }),
 );
 

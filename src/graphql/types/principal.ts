@@ -4,11 +4,12 @@ import type { AccessOperation } from "../../domain/principal/access-scope.js";
 import { AccessOperationEnum } from "./access-token.js";
 import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { me, myKeys } from "./owned.js";
 
-const API_KEYS: PlainList = {
+const API_KEYS: KeysetList = {
   typename: "ApiKey",
   order: [
     ["createdAt", "asc"],
@@ -26,14 +27,15 @@ export const PrincipalNode = builder.prismaNode("Principal", {
   fields: (t) => ({
     name: t.exposeString("name"),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    apiKeys: t.prismaField({
-      type: ["ApiKey"],
+    apiKeys: listConnection(t, {
+      type: "ApiKey",
+      name: "PrincipalApiKeyConnection",
       description: describePage(
         "The principal's keys (never their secrets), oldest first, revoked ones included; the `apiKeys` query pages them newest first.",
         API_KEYS,
       ),
-      ...pageOptions(t.arg, API_KEYS),
-      resolve: (query, principal, args, ctx) => readPage<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { principalId: principal.id }, query }),
+      list: API_KEYS,
+      resolve: (query, principal, args, ctx) => readConnection<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { principalId: principal.id }, query }),
     }),
   }),
 });
@@ -74,7 +76,7 @@ builder.queryField("apiKeys", (t) =>
       maxSize: 100,
       resolve: (query, _root, _args, ctx) => ctx.prisma.apiKey.findMany({ ...query, where: myKeys(ctx), orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
     },
-    { name: "ApiKeyConnection" },
+    { name: "ApiKeyConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.apiKey, myKeys(ctx))) },
     { name: "ApiKeyEdge" },
   ),
 );

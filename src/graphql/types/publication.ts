@@ -4,6 +4,7 @@ import { PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-servi
 import type { RunLinkOutcome } from "../../domain/research/run-links.js";
 import type { PublicationVersion } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
 import { mine, newestFirst, ofMyPublication, ownedBy } from "./owned.js";
 
@@ -87,7 +88,10 @@ export const PublicationNode = builder.prismaNode("Publication", {
         resolve: (query, publication, _args, ctx) =>
           ctx.prisma.publicationVersion.findMany({ ...query, where: { publicationId: publication.id }, orderBy: { version: "desc" } }),
       },
-      { name: "PublicationVersionConnection" },
+      {
+        name: "PublicationVersionConnection",
+        fields: countFields<{ id: string }>((publication, ctx) => boundedCount(ctx.prisma.publicationVersion, { publicationId: publication.id })),
+      },
       { name: "PublicationVersionEdge" },
     ),
   }),
@@ -103,7 +107,7 @@ builder.queryField("publications", (t) =>
       maxSize: 100,
       resolve: (query, _root, _args, ctx) => ctx.prisma.publication.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
-    { name: "PublicationConnection" },
+    { name: "PublicationConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.publication, mine(ctx))) },
     { name: "PublicationEdge" },
   ),
 );

@@ -5,15 +5,16 @@ import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOf, pageOptions } from "../plain-list.js";
+import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
 import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
 export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
 
-const ATTEMPTS: PlainList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
+const ATTEMPTS: KeysetList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
 /** An attempt's global id: it has no id of its own, only its run and its number. */
 const attemptId = (attempt: { runId: string; number: number }) => encodeGlobalId("RunAttempt", `${attempt.runId}/${attempt.number}`);
@@ -70,10 +71,12 @@ builder.prismaObjectFields(RunNode, (t) => ({
   attempt: t.exposeInt("attempt", {
     description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
   }),
-  attempts: t.prismaField({
-    type: ["RunAttempt"],
+  attempts: listConnection<Run>(t, {
+    type: "RunAttempt",
+    name: "RunAttemptConnection",
+    list: ATTEMPTS,
+    cursorSelect: { runId: true, number: true },
     description: describePage("Every claim of the run by a worker, by number. Only the latest can be running; no two overlap.", ATTEMPTS),
-    ...pageOptions(t.arg, ATTEMPTS),
     resolve: async (query, run, args, ctx) => {
       const page = await pageOf<Prisma.RunAttemptWhereInput>(ATTEMPTS, args, (id, select) => {
         const [runId, number] = id.split("/");
@@ -81,7 +84,8 @@ builder.prismaObjectFields(RunNode, (t) => ({
           ? ctx.prisma.runAttempt.findUnique({ where: { runId_number: { runId, number: Number(number) } }, select })
           : Promise.resolve(null);
       });
-      return ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+      const rows = await ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take + 1 });
+      return connectionOf(rows, page, args, attemptId, () => boundedCount(ctx.prisma.runAttempt, { runId: run.id }));
     },
   }),
   failureReason: t.exposeString("failureReason", {
@@ -108,7 +112,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
       maxSize: 200,
       resolve: (query, run, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { runId: run.id }, orderBy: { seq: "asc" } }),
     },
-    { name: "RunMessageConnection" },
+    { name: "RunMessageConnection", fields: countFields<{ id: string }>((run, ctx) => boundedCount(ctx.prisma.message, { runId: run.id })) },
     { name: "RunMessageEdge" },
   ),
   trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
@@ -215,7 +219,7 @@ builder.queryField("runs", (t) =>
       maxSize: 100,
       resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: myRuns(ctx), orderBy: newestFirst }),
     },
-    { name: "RunConnection" },
+    { name: "RunConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.run, myRuns(ctx))) },
     { name: "RunEdge" },
   ),
 );

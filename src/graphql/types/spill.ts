@@ -5,9 +5,9 @@ import type { Spill } from "../../generated/prisma/client.js";
 import { RunNode } from "./run.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 
-const SPILLS: PlainList = {
+const SPILLS: KeysetList = {
   typename: "Spill",
   order: [
     ["createdAt", "asc"],
@@ -35,13 +35,14 @@ export const SpillObject = builder.prismaObject("Spill", {
 });
 
 builder.prismaObjectField(RunNode, "spills", (t) =>
-  t.prismaField({
-    type: ["Spill"],
+  listConnection(t, {
+    type: "Spill",
+    name: "SpillConnection",
     description: describePage(
       "The run's spilled tool results whose handles are live, oldest first; empty once the run has ended and released them. A released spill still names its place as `after`.",
       SPILLS,
     ),
-    ...pageOptions(t.arg, SPILLS),
-    resolve: (query, run, args, ctx) => readPage<Spill>(ctx.prisma.spill, SPILLS, args, { scope: { runId: run.id }, where: { releasedAt: null }, query }),
+    list: SPILLS,
+    resolve: (query, run, args, ctx) => readConnection<Spill>(ctx.prisma.spill, SPILLS, args, { scope: { runId: run.id }, where: { releasedAt: null }, query }),
   }),
 );

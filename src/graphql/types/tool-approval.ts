@@ -5,7 +5,7 @@ import type { Run, ToolApproval } from "../../generated/prisma/client.js";
 import { ToolApprovalDecision } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
 import { me } from "./owned.js";
 import { RunNode } from "./run.js";
@@ -49,7 +49,7 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
   }),
 });
 
-const PENDING: PlainList = {
+const PENDING: KeysetList = {
   typename: "ToolApproval",
   order: [
     ["requestedAt", "asc"],
@@ -59,15 +59,16 @@ const PENDING: PlainList = {
 };
 
 builder.prismaObjectFields(RunNode, (t) => ({
-  pendingApprovals: t.prismaField({
-    type: ["ToolApproval"],
+  pendingApprovals: listConnection(t, {
+    type: "ToolApproval",
+    name: "ToolApprovalConnection",
     description: describePage(
       "The run's tool calls waiting for your decision (decideToolCall), oldest first. Empty unless the run is WAITING or about to be.",
       PENDING,
     ),
-    ...pageOptions(t.arg, PENDING),
+    list: PENDING,
     resolve: (query, run: Run, args, ctx) =>
-      readPage<ToolApproval>(ctx.prisma.toolApproval, PENDING, args, { scope: { runId: run.id, decision: null }, query }),
+      readConnection<ToolApproval>(ctx.prisma.toolApproval, PENDING, args, { scope: { runId: run.id, decision: null }, query }),
   }),
 }));
 

@@ -10,10 +10,11 @@ import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
-import { describePage, LONG_PAGE, type PlainList, pageOf, pageOptions, readPage } from "../plain-list.js";
+import { connectionOf, describePage, type KeysetList, LONG_PAGE, listConnection, pageOf, readConnection } from "../list-connection.js";
+import { boundedCount } from "../counted-connection.js";
 import { loadBatched } from "../request-batch.js";
 
-const SPANS: PlainList = {
+const SPANS: KeysetList = {
   typename: "Span",
   order: [
     ["startedAt", "asc"],
@@ -21,7 +22,7 @@ const SPANS: PlainList = {
   ],
   ...LONG_PAGE,
 };
-const EVENTS: PlainList = {
+const EVENTS: KeysetList = {
   typename: "SpanEvent",
   order: [
     ["seq", "asc"],
@@ -154,16 +155,23 @@ export const SpanObject = builder.prismaNode("Span", {
       description: "The usage of this span and every span below it, each counted once.",
       resolve: async (span, _args, ctx) => subtreeUsage(await childrenOf(ctx, span.traceId), span),
     }),
-    events: t.prismaField({
-      type: ["SpanEvent"],
+    events: listConnection<Span>(t, {
+      type: "SpanEvent",
+      name: "SpanEventConnection",
+      list: EVENTS,
       description: describePage("The span's events in the order they were recorded (by `seq`).", EVENTS),
-      ...pageOptions(t.arg, EVENTS),
       resolve: async (query, span, args, ctx) => {
         const page = await pageOf<Prisma.SpanEventWhereInput>(EVENTS, args, (id, select) =>
           ctx.prisma.spanEvent.findFirst({ where: { id, spanId: span.id }, select }),
         );
-        if (args.after === null || args.after === undefined) return firstEventsOf(ctx, span.id, page.take);
-        return ctx.prisma.spanEvent.findMany({ ...query, where: { spanId: span.id, ...page.where }, orderBy: page.orderBy, take: page.take });
+        const count = () => boundedCount(ctx.prisma.spanEvent, { spanId: span.id });
+        const cursorOf = (event: SpanEvent) => encodeGlobalId("SpanEvent", event.id);
+        // A first page (one more row, to know whether there is more) is read with the other spans' first pages.
+        if (args.after == null && args.before == null && !page.backwards) {
+          return connectionOf(await firstEventsOf(ctx, span.id, page.take + 1), page, args, cursorOf, count);
+        }
+        const rows = await ctx.prisma.spanEvent.findMany({ ...query, where: { spanId: span.id, ...page.where }, orderBy: page.orderBy, take: page.take + 1 });
+        return connectionOf(rows as SpanEvent[], page, args, cursorOf, count);
       },
     }),
   }),
@@ -179,11 +187,12 @@ builder.prismaNode("Trace", {
       resolve: (trace) => String(trace.lastSeq),
     }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
-    spans: t.prismaField({
-      type: ["Span"],
+    spans: listConnection<{ id: string }>(t, {
+      type: "Span",
+      name: "SpanConnection",
+      list: SPANS,
       description: describePage("The trace's spans in start order.", SPANS),
-      ...pageOptions(t.arg, SPANS),
-      resolve: (query, trace, args, ctx) => readPage<Span>(ctx.prisma.span, SPANS, args, { scope: { traceId: trace.id }, query }),
+      resolve: (query, trace, args, ctx) => readConnection<Span>(ctx.prisma.span, SPANS, args, { scope: { traceId: trace.id }, query }),
     }),
     usage: t.field({
       type: TokenUsageRef,

@@ -6,10 +6,10 @@ import type { Webhook, WebhookAttempt } from "../../generated/prisma/client.js";
 import { WebhookEventType } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type PlainList, pageOptions, readPage } from "../plain-list.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { mine, ownedBy } from "./owned.js";
 
-const WEBHOOKS: PlainList = {
+const WEBHOOKS: KeysetList = {
   typename: "Webhook",
   order: [
     ["createdAt", "desc"],
@@ -17,7 +17,7 @@ const WEBHOOKS: PlainList = {
   ],
   ...LIST_PAGE,
 };
-const DELIVERIES: PlainList = { ...WEBHOOKS, typename: "WebhookDelivery" };
+const DELIVERIES: KeysetList = { ...WEBHOOKS, typename: "WebhookDelivery" };
 
 const WebhookEventTypeEnum = builder.enumType(WebhookEventType, {
   name: "WebhookEventType",
@@ -63,21 +63,24 @@ export const WebhookNode = builder.prismaNode("Webhook", {
     }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
-    deliveries: t.field({
-      type: [WebhookDeliveryRef],
+    deliveries: listConnection(t, {
+      type: WebhookDeliveryRef,
+      name: "WebhookDeliveryConnection",
       description: describePage("Delivery attempts, newest first.", DELIVERIES),
-      ...pageOptions(t.arg, DELIVERIES),
-      resolve: (webhook, args, ctx) => readPage<WebhookAttempt>(ctx.prisma.webhookAttempt, DELIVERIES, args, { scope: { webhookId: webhook.id } }),
+      list: DELIVERIES,
+      resolve: (_query, webhook, args, ctx) =>
+        readConnection<WebhookAttempt>(ctx.prisma.webhookAttempt, DELIVERIES, args, { scope: { webhookId: webhook.id } }),
     }),
   }),
 });
 
 builder.queryField("webhooks", (t) =>
-  t.prismaField({
-    type: ["Webhook"],
+  listConnection(t, {
+    type: "Webhook",
+    name: "WebhookConnection",
     description: describePage("Your webhooks, newest first.", WEBHOOKS),
-    ...pageOptions(t.arg, WEBHOOKS),
-    resolve: (query, _root, args, ctx) => readPage<Webhook>(ctx.prisma.webhook, WEBHOOKS, args, { scope: mine(ctx), query }),
+    list: WEBHOOKS,
+    resolve: (query, _root, args, ctx) => readConnection<Webhook>(ctx.prisma.webhook, WEBHOOKS, args, { scope: mine(ctx), query }),
   }),
 );
 

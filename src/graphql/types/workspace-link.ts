@@ -6,6 +6,7 @@ import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { newestFirstConnection, newestFirstQuery } from "../newest-first-page.js";
 import { REQUEST_BATCH } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
@@ -119,9 +120,12 @@ builder.prismaObjectField(WorkspaceNode, "links", (t) =>
       description: "Linked objects, newest first; at most 100 a page (20 by default).",
       // In the workspace's own statement, whichever page is asked for.
       select: (args, _ctx, nestedSelection) => ({ links: nestedSelection(newestFirstQuery(args), ["edges", "node"]) }),
-      resolve: (workspace, args) => newestFirstConnection(workspace.links, args),
+      resolve: (workspace, args, ctx) => ({
+        ...newestFirstConnection(workspace.links, args),
+        countRows: () => boundedCount(ctx.prisma.workspaceLink, { workspaceId: workspace.id }),
+      }),
     },
-    { name: "WorkspaceLinkConnection" },
+    { name: "WorkspaceLinkConnection", fields: countFields() },
     { name: "WorkspaceLinkEdge" },
   ),
 );

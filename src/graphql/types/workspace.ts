@@ -5,6 +5,7 @@ import type { WorkspaceEventKind, WorkspaceEventMessage } from "../../events/top
 import type { GoalVersion, Workspace } from "../../generated/prisma/client.js";
 import { WorkspaceStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { boundedCount, countFields } from "../counted-connection.js";
 import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
@@ -57,7 +58,10 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
         resolve: (query, workspace, _args, ctx) =>
           ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
       },
-      { name: "GoalVersionConnection" },
+      {
+        name: "GoalVersionConnection",
+        fields: countFields<{ id: string }>((workspace, ctx) => boundedCount(ctx.prisma.goalVersion, { workspaceId: workspace.id })),
+      },
       { name: "GoalVersionEdge" },
     ),
   }),
@@ -87,7 +91,7 @@ builder.queryFields((t) => ({
           orderBy: newestFirst,
         }),
     },
-    { name: "WorkspaceConnection" },
+    { name: "WorkspaceConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.workspace, myLiveWorkspace(ctx))) },
     { name: "WorkspaceEdge" },
   ),
 }));

@@ -39,7 +39,7 @@ let generation = 0;
 const stale = () => Object.assign(new Error("superseded"), { final: true, stale: true });
 
 // Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
-// every page, asking for the next one after the last item until a page comes back short.
+// every page of each connection, asking for the next one after its endCursor until none is left.
 const PAGE = 500;
 // The API's documents (viewer-documents.ts), each an exact text a trusted-documents server trusts.
 const RUN_QUERY = ${JSON.stringify(RUN_QUERY)};
@@ -114,15 +114,21 @@ function addEvent(spanId, event) {
   span.events.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
-/** Every item of a list: from its first page, the next PAGE after the last one read until a page comes back short. */
+/** A connection's items. */
+const nodesOf = (connection) => (connection ? connection.edges.map((edge) => edge.node) : []);
+
+/** Every item of a connection: from its first page, the page after each page's endCursor until one says it is the last. */
 async function readAll(firstPage, next) {
-  const items = firstPage.slice();
-  for (let page = firstPage; page.length >= PAGE; ) {
-    page = await next(items[items.length - 1].id);
-    items.push(...page);
+  const items = nodesOf(firstPage);
+  for (let page = firstPage; page && page.pageInfo.hasNextPage; ) {
+    page = await next(page.pageInfo.endCursor);
+    items.push(...nodesOf(page));
   }
   return items;
 }
+
+/** The run with its attempts and pending approvals as plain lists (each fits its first page). */
+const withLists = (run) => ({ ...run, attempts: nodesOf(run.attempts), pendingApprovals: nodesOf(run.pendingApprovals) });
 
 /**
  * Reads the run and its whole trace; the live stream then continues after its lastSeq. lastSeq
@@ -137,14 +143,14 @@ async function loadSnapshot() {
   if (!run) throw Object.assign(new Error("No run with this id is visible to this API key or access token."), { final: true });
   const trace = run.trace;
   const spans = trace
-    ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || { spans: [] }).spans)
+    ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || {}).spans)
     : [];
   for (const span of spans) {
-    span.events = await readAll(span.events, async (after) => ((await graphql(MORE_EVENTS, { id: span.id, first: PAGE, after })).node || { events: [] }).events);
+    span.events = await readAll(span.events, async (after) => ((await graphql(MORE_EVENTS, { id: span.id, first: PAGE, after })).node || {}).events);
   }
   if (gen !== generation) throw stale();
   delete run.trace;
-  state.run = run;
+  state.run = withLists(run);
   state.spans.clear();
   state.lastSeq = trace ? Number(trace.lastSeq) : 0;
   for (const span of spans) upsertSpan(span);
@@ -157,7 +163,7 @@ async function refreshRun() {
   const gen = generation;
   const data = await graphql(RUN_QUERY, { id: runId });
   if (gen === generation && data.node && data.node.__typename === "Run") {
-    state.run = data.node;
+    state.run = withLists(data.node);
     scheduleRender();
   }
 }

@@ -6,21 +6,20 @@ const EVENT_FIELDS = "id seq kind at preview size truncated";
 // pendingApprovals: the tool calls a WAITING run waits on (human approval); viewerOperations: whether
 // the page's key or token may stop the run (CANCEL) or decide its calls (DECIDE).
 const RUN_FIELDS =
-  "id status question answer failureReason model viewerOperations attempts { number outcome endedAt span { id } } " +
-  "pendingApprovals { toolCallId toolName arguments expiresAt }";
+  "id status question answer failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
+  "pendingApprovals { edges { node { toolCallId toolName arguments expiresAt } } }";
 export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
-const SPANS_PAGE = `spans(first: $first, after: $after) { ${SPAN_FIELDS} events(first: $first) { ${EVENT_FIELDS} } }`;
+const PAGE_INFO = "pageInfo { hasNextPage endCursor }";
+const EVENTS_PAGE = (args: string) => `events(${args}) { edges { node { ${EVENT_FIELDS} } } ${PAGE_INFO} }`;
+const SPANS_PAGE = `spans(first: $first, after: $after) { edges { node { ${SPAN_FIELDS} ${EVENTS_PAGE("first: $first")} } } ${PAGE_INFO} }`;
 export const TRACE_QUERY =
-  "query TraceViewerTrace($id: ID!, $first: Int!, $after: ID) { node(id: $id) { __typename ... on Run { " +
+  "query TraceViewerTrace($id: ID!, $first: Int!, $after: String) { node(id: $id) { __typename ... on Run { " +
   RUN_FIELDS +
   " trace { id lastSeq endedAt " +
   SPANS_PAGE +
   " } } } }";
-export const MORE_SPANS = `query TraceViewerSpans($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Trace { ${SPANS_PAGE} } } }`;
-export const MORE_EVENTS =
-  "query TraceViewerEvents($id: ID!, $first: Int!, $after: ID) { node(id: $id) { ... on Span { events(first: $first, after: $after) { " +
-  EVENT_FIELDS +
-  " } } } }";
+export const MORE_SPANS = `query TraceViewerSpans($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Trace { ${SPANS_PAGE} } } }`;
+export const MORE_EVENTS = `query TraceViewerEvents($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Span { ${EVENTS_PAGE("first: $first, after: $after")} } } }`;
 export const UPDATES =
   "subscription TraceViewerUpdates($runId: ID!, $afterSeq: String) { traceUpdates(runId: $runId, afterSeq: $afterSeq) { " +
   "seq kind at span { " +

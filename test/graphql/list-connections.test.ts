@@ -1,8 +1,9 @@
-// Plain lists that grow with use are read a page at a time: `first` items, and after `after` —
-// the id of the last item the client has — the next ones in the list's documented order. A
-// client paging with a small `first` gets every item exactly once, in that order, also where
-// items tie on the first order column; a page size beyond the list's maximum, and an `after`
-// that names nothing of this list, are refused as errors rather than served as an empty page.
+// Lists that grow with use are Relay connections read a page at a time: `first` items, and after
+// `after` — the cursor of the last item the client has (its id) — the next ones in the list's
+// documented order; `last` and `before` page backwards. A client paging with a small `first`
+// gets every item exactly once, in that order, also where items tie on the first order column,
+// and `totalCount` counts them all; a page size beyond the list's maximum, and a cursor that
+// names nothing of this list, are refused as errors rather than served as an empty page.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contentHash } from "../../src/domain/research/publication-service.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
@@ -13,7 +14,7 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 /** One growing list: a document whose `list` alias pages it, and what paging must yield. */
 type ListCase = {
   field: string;
-  /** Selects `list: <field>(first: $first, after: $after) { id }` somewhere, under `$parent` when it has one. */
+  /** Selects `list: <field>(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} }` somewhere, under `$parent` when it has one. */
   document: string;
   parent?: string;
   /** Every item's id, in the documented order. */
@@ -31,13 +32,16 @@ const TIE = new Date("2026-03-01T10:00:00.000Z");
 const momentOf = (i: number) => (i < 2 ? new Date(TIE.getTime() - (2 - i) * 1000) : TIE);
 const idOf = (prefix: string, i: number) => `${prefix}-${9 - i}`;
 
+/** What each document selects of its connection. */
+const PAGE_FIELDS = "edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount countCapped";
+
 const nodeDocument = (type: string, field: string) => /* GraphQL */ `
-  query Page($parent: ID!, $first: Int, $after: ID) {
-    node(id: $parent) { ... on ${type} { list: ${field}(first: $first, after: $after) { id } } }
+  query Page($parent: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+    node(id: $parent) { ... on ${type} { list: ${field}(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } } }
   }
 `;
 
-describe.each(backends)("plain lists paged on %s", (backend) => {
+describe.each(backends)("list connections paged on %s", (backend) => {
   let t: TestApp;
   const cases: ListCase[] = [];
 
@@ -237,7 +241,7 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     const otherKey = await prisma.apiKey.create({ data: { principalId: other.id, name: "theirs", prefix: "dsk_x", hash: "hash-x" } });
     cases.push({
       field: "Principal.apiKeys",
-      document: /* GraphQL */ `query Page($first: Int, $after: ID) { viewer { list: apiKeys(first: $first, after: $after) { id } } }`,
+      document: /* GraphQL */ `query Page($first: Int, $after: String, $last: Int, $before: String) { viewer { list: apiKeys(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } } }`,
       items: sortedIds("ApiKey", keys, (k) => [k.createdAt.getTime(), k.id]),
       foreign: encodeGlobalId("ApiKey", otherKey.id),
       maxSize: 500,
@@ -254,7 +258,7 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     });
     cases.push({
       field: "Query.mcpServers",
-      document: /* GraphQL */ `query Page($first: Int, $after: ID) { list: mcpServers(first: $first, after: $after) { id } }`,
+      document: /* GraphQL */ `query Page($first: Int, $after: String, $last: Int, $before: String) { list: mcpServers(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } }`,
       items: sortedIds("McpServer", servers, (s) => [s.name, s.id]),
       foreign: encodeGlobalId("McpServer", otherServer.id),
       maxSize: 500,
@@ -274,7 +278,7 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     const profiles = await prisma.agentProfile.findMany();
     cases.push({
       field: "Query.agentProfiles",
-      document: /* GraphQL */ `query Page($first: Int, $after: ID) { list: agentProfiles(first: $first, after: $after) { id } }`,
+      document: /* GraphQL */ `query Page($first: Int, $after: String, $last: Int, $before: String) { list: agentProfiles(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } }`,
       items: sortedIds("AgentProfile", profiles, (p) => [p.name, -p.version]),
       // Profiles are everyone's: no list holds another's, so the foreign item is one that does not exist.
       foreign: encodeGlobalId("AgentProfile", "no-such-profile"),
@@ -297,8 +301,8 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
       },
     );
     const checkpointDocument = (field: string) => /* GraphQL */ `
-      query Page($parent: ID!, $first: Int, $after: ID) {
-        node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { list: ${field}(first: $first, after: $after) { id } } } } }
+      query Page($parent: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+        node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { list: ${field}(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } } } } }
       }
     `;
     for (const field of ["acceptedPublicationVersions", "sourceDependencies"]) {
@@ -314,8 +318,8 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     cases.push({
       field: "CheckpointSectionProvenance.sources",
       document: /* GraphQL */ `
-        query Page($parent: ID!, $first: Int, $after: ID) {
-          node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { summaryProvenance { list: sources(first: $first, after: $after) { id } } } } } }
+        query Page($parent: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+          node(id: $parent) { ... on Workspace { checkpoint { ... on Checkpoint { summaryProvenance { list: sources(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } } } } } }
         }
       `,
       parent: workspace.id,
@@ -326,9 +330,10 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
   }, 60_000);
   afterAll(async () => t?.close());
 
-  const read = async (list: ListCase, variables: { first?: number; after?: string }) => {
+  const read = async (list: ListCase, variables: { first?: number; after?: string; last?: number; before?: string }) => {
     const result = await graphql(t, list.document, { ...(list.parent ? { parent: list.parent } : {}), ...variables });
-    return { ids: findList(result.data)?.map((item) => item.id), errors: result.errors };
+    const page = findList(result.data);
+    return { ids: page?.edges.map((edge) => edge.node.id), cursors: page?.edges.map((edge) => edge.cursor), page, errors: result.errors };
   };
 
   const caseOf = (field: string) => cases.find((list) => list.field === field)!;
@@ -341,15 +346,31 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     const list = caseOf(field);
     const pages: string[][] = [];
     let after: string | undefined;
-    do {
+    for (let more = true; more && pages.length <= ITEMS; ) {
       const page = await read(list, { first: PAGE, after });
       expect(page.errors).toBeUndefined();
       expect(page.ids!.length).toBeLessThanOrEqual(PAGE);
+      // An item's cursor is its id; the page says whether another follows, and counts the whole list.
+      expect(page.cursors).toEqual(page.ids);
+      expect(page.page).toMatchObject({ totalCount: ITEMS, countCapped: false, pageInfo: { hasPreviousPage: after !== undefined } });
       pages.push(page.ids!);
-      after = page.ids!.at(-1);
-    } while (pages.at(-1)!.length === PAGE && pages.length <= ITEMS);
+      after = page.page!.pageInfo.endCursor ?? undefined;
+      more = page.page!.pageInfo.hasNextPage;
+    }
     expect(pages.flat()).toEqual(list.items);
     expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    // Backwards from the end, with `last` and `before`: the same items, each once.
+    const backwards: string[][] = [];
+    let before: string | undefined;
+    for (let more = true; more && backwards.length <= ITEMS; ) {
+      const page = await read(list, { last: PAGE, before });
+      expect(page.errors).toBeUndefined();
+      backwards.unshift(page.ids!);
+      before = page.page!.pageInfo.startCursor ?? undefined;
+      more = page.page!.pageInfo.hasPreviousPage;
+    }
+    expect(backwards.flat()).toEqual(list.items);
+    expect(backwards.map((page) => page.length)).toEqual([1, 2, 2]);
     // Without `first`, the default page holds them all.
     expect((await read(list, {})).ids).toEqual(list.items);
   });
@@ -375,14 +396,14 @@ describe.each(backends)("plain lists paged on %s", (backend) => {
     for (const after of [list.foreign, encodeGlobalId("Workspace", "no-such-id"), "not a global id"]) {
       const page = await read(list, { first: PAGE, after });
       expect(page.errors, `after ${after}`).toMatchObject([
-        { message: `after: ${JSON.stringify(after)} is not the id of a ${typeOf(list.foreign)} in this list.`, extensions: { code: "BAD_USER_INPUT" } },
+        { message: `after: ${JSON.stringify(after)} is not the cursor of a ${typeOf(list.foreign)} in this list.`, extensions: { code: "BAD_USER_INPUT" } },
       ]);
       expect(page.ids).toBeUndefined();
     }
   });
 });
 
-/** Every plain list of the schema whose items grow with use; each has a case above. */
+/** Every list connection of the schema read by its own keyset query; each has a case above. */
 const GROWING_LISTS = [
   "Checkpoint.acceptedPublicationVersions",
   "Checkpoint.sourceDependencies",
@@ -424,10 +445,17 @@ async function viewerId(t: TestApp): Promise<string> {
   return dbId((result.data as { viewer: { id: string } }).viewer.id);
 }
 
+type Page = {
+  edges: { cursor: string; node: { id: string } }[];
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  totalCount: number;
+  countCapped: boolean;
+};
+
 /** The `list` alias anywhere in the data. */
-function findList(data: unknown): { id: string }[] | undefined {
+function findList(data: unknown): Page | undefined {
   if (data === null || typeof data !== "object") return undefined;
-  if ("list" in data) return (data as { list: { id: string }[] | null }).list ?? undefined;
+  if ("list" in data) return (data as { list: Page | null }).list ?? undefined;
   for (const value of Object.values(data)) {
     const found = findList(value);
     if (found) return found;
