@@ -150,7 +150,7 @@ describe("node(id) of what a granted workspace holds and links, with an access t
         headers: { "content-type": "application/json", authorization: `Bearer ${reader}` },
         body: JSON.stringify({
           query: `query($trace: ID!, $publication: ID!, $checkpoint: ID!, $artifact: ID!) {
-            trace: node(id: $trace) { ... on Trace { usage { output } spans { kind events { kind preview } } } }
+            trace: node(id: $trace) { ... on Trace { usage { output } spans { edges { node { kind events { edges { node { kind preview } } } } } } } }
             publication: node(id: $publication) { ... on Publication { title latestVersion { version content } } }
             checkpoint: node(id: $checkpoint) { ... on Checkpoint { summary } }
             artifact: node(id: $artifact) { ... on Artifact { name mimeType } } }`,
@@ -165,7 +165,7 @@ describe("node(id) of what a granted workspace holds and links, with an access t
     );
     const read = (await response.json()) as { data: Record<string, any>; errors?: unknown[] };
     expect(read.errors).toBeUndefined();
-    expect(read.data.trace.spans.length).toBeGreaterThan(0);
+    expect(read.data.trace.spans.edges.length).toBeGreaterThan(0);
     expect(read.data.publication).toEqual({ title: "granted material", latestVersion: { version: 1, content: "granted material text" } });
     expect(read.data.checkpoint).toEqual({ summary: "granted summary" });
     expect(read.data.artifact).toEqual({ name: "report.html", mimeType: "text/html" });
