@@ -5,7 +5,7 @@
 //   - a user name or password reads `***@`;
 //   - a path other than `/` reads `/…/***`;
 //   - every query value reads `***` (the names are kept); a fragment is dropped.
-// So `https://u:p@hooks.example:8443/T0/B1/xyz?token=abc` is shown as
+// So `https://u:p@hooks.example:8443/team/hook/xyz?token=abc` is shown as
 // `https://***@hooks.example:8443/…/***?token=***`. A URL with nothing to hide (no user
 // information, path `/`, no query) is stored and shown as it is, key or not.
 import type { PrismaClient } from "../generated/prisma/client.js";
