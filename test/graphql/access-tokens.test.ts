@@ -103,12 +103,19 @@ describe("access tokens", () => {
     });
     expect(throughRun.body.data).toEqual({ run: { id: grantedRun, workspace: null }, workspace: null });
     // The principal's own things: refused, never an empty answer that looks like none.
-    for (const query of ["{ viewer { id } }", "{ apiKeys(first: 5) { edges { node { id } } } }", "{ webhooks { edges { node { id } } } }", "{ mcpServers { edges { node { name } } } }"]) {
+    for (const query of [
+      "{ viewer { id } }",
+      "{ apiKeys(first: 5) { edges { node { id } } } }",
+      "{ webhooks { edges { node { id } } } }",
+      "{ mcpServers { edges { node { name } } } }",
+    ]) {
       const refused = await gql(token, query);
       expect(refused.body.data ?? null).toBeNull();
       expect(refused.body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
     }
-    const keys = await gql(token, `query($r: ID!) { run(id: $r) { admittedBy { name apiKeys(first: 5) { edges { node { id prefix } } } } } }`, { r: grantedRun });
+    const keys = await gql(token, `query($r: ID!) { run(id: $r) { admittedBy { name apiKeys(first: 5) { edges { node { id prefix } } } } } }`, {
+      r: grantedRun,
+    });
     expect(keys.body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
     const webhook = await gql(token, `mutation { createWebhook(input: { url: "https://hooks.example/x", events: [RUN_SUCCEEDED] }) { __typename } }`);
     expect(webhook.body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
