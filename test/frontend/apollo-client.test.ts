@@ -25,6 +25,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import { encodeGlobalId } from "../../src/graphql/global-id.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -285,12 +286,25 @@ describe("Apollo Client 4 against a running server", () => {
 });
 
 /** One connection to page through: where it is read from, and the variables that name its parent. */
-type PagedCase = { type: string; field: string; parent?: () => string };
+type PagedCase = {
+  type: string;
+  field: string;
+  parent?: () => string;
+  /** Where the `list` selection sits when it is not on the root or on `node(id: $id)` as the case's type. */
+  select?: (list: string) => string;
+};
+
+/** Connections of the schema not paged by the cases below, each with the reason. */
+const PAGED_ELSEWHERE: Record<string, string> = {
+  "Workspace.historyCatalog":
+    "paged with fetchMore above (two workspaces' catalogs in one cache); it has no backwards paging and no totalCount, and tells its end with `complete`",
+};
 
 describe("Apollo Client 4 pages through the connections with relayStylePagination", () => {
   let t: TestApp;
   let apollo: ReturnType<typeof apolloClient>;
   const ids: Record<string, string> = {};
+  const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");
 
   beforeAll(async () => {
     t = await startTestApp("pglite", { listen: true, runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-apollo-")) } });
@@ -310,6 +324,7 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     await settled(t.client, (await admit(t.client, { question: "Elsewhere" })).run.id);
     const published = await publish(t.client, { title: "Paged report", content: "v1" });
     ids.Publication = published.version.publication.id;
+    ids.PublicationVersion = published.version.id;
     for (const content of ["v2", "v3"]) await publish(t.client, { publicationId: ids.Publication, content });
     for (const title of ["Second report", "Third report"]) {
       const other = await publish(t.client, { title, content: title });
@@ -318,12 +333,80 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     await t.client.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: ids.Publication } });
     for (const name of ["a", "b"]) await t.client.request(CreateApiKeyDocument, { input: { name } });
     for (const title of ["North", "South"]) await createWorkspace(t.client, `${title} goal`);
+
+    // Of every other list, a few items, written as the runtime, the services and the webhook relay write them.
+    const prisma = t.app.db.prisma;
+    const [runId, workspaceId, conversationId] = [dbIdOf(ids.Run), dbIdOf(ids.Workspace), dbIdOf(ids.Conversation)];
+    const publication = await prisma.publication.findUniqueOrThrow({ where: { id: dbIdOf(ids.Publication) }, include: { versions: true } });
+    const me = publication.ownerId;
+    const versionIds = publication.versions.map((version) => version.id);
+    await prisma.publicationVersion.updateMany({ where: { id: { in: versionIds } }, data: { originRunId: runId } });
+    const webhooks = [];
+    for (let i = 0; i < 3; i += 1) {
+      await prisma.materialUse.create({
+        data: { runId, publicationId: publication.id, version: 10 + i, publicationVersionId: dbIdOf(ids.PublicationVersion), stage: "CONSUMED" },
+      });
+      await prisma.checkpointProposal.create({ data: { runId, workspaceId, expectedRevision: 0, proposal: {} } });
+      await prisma.linkRefusal.create({ data: { workspaceId, targetKind: "PUBLICATION", targetId: `p${i}`, runId, reason: "WORKSPACE_ARCHIVED" } });
+      const message = await prisma.message.create({ data: { conversationId, seq: 1000 + i, role: "TOOL", content: "big", runId } });
+      await prisma.spill.create({
+        data: {
+          handle: `spill://apollo/${i}`,
+          runId,
+          conversationId,
+          messageId: message.id,
+          toolCallId: `c${i}`,
+          toolName: "t",
+          sizeBytes: 3,
+          sizeChars: 3,
+          preview: "b",
+          strategy: "head",
+        },
+      });
+      const requestedAt = new Date(Date.now() + i);
+      await prisma.toolApproval.create({
+        data: {
+          runId,
+          messageId: message.id,
+          toolCallId: `c${i}`,
+          toolName: "t",
+          arguments: "{}",
+          requestedAt,
+          expiresAt: new Date(requestedAt.getTime() + 3_600_000),
+        },
+      });
+      await prisma.mcpServer.create({ data: { ownerId: me, name: `server-${i}`, transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
+      await prisma.artifact.create({ data: { ownerId: me, name: `notes-${i}.md`, mimeType: "text/markdown", size: 5, content: "notes" } });
+      webhooks.push(
+        await prisma.webhook.create({
+          data: { ownerId: me, url: "https://hooks.example.com/", events: ["WORKSPACE_ARCHIVED"], secret: "sealed", enabled: false },
+        }),
+      );
+    }
+    ids.Webhook = encodeGlobalId("Webhook", webhooks[0]!.id);
+    const delivered = await prisma.webhookMessage.create({
+      data: { webhookId: webhooks[0]!.id, eventId: "evt-1", type: "WORKSPACE_ARCHIVED", body: "{}", status: "FAILED", attempts: 3, nextAttemptAt: null },
+    });
+    for (const number of [1, 2, 3]) {
+      await prisma.webhookAttempt.create({
+        data: { webhookId: webhooks[0]!.id, messageId: delivered.id, eventId: "evt-1", number, statusCode: 500, durationMs: 5 },
+      });
+    }
+    await t.app.services.checkpoints.apply(
+      { principalId: me },
+      workspaceId,
+      0,
+      { summary: "Recorded", questions: [] },
+      { origin: "MODEL_SUGGESTION", originRunId: runId, acceptedVersionIds: versionIds, sourceVersionIds: versionIds },
+    );
   }, 120_000);
   afterAll(async () => {
     await apollo?.close();
     await t?.close();
   });
 
+  const onCheckpoint = (inner: string) => (list: string) =>
+    `node(id: $id) { id ... on Workspace { checkpoint { ... on Checkpoint { id ${inner.replace("LIST", list)} } } } }`;
   const CASES: PagedCase[] = [
     { type: "Query", field: "runs" },
     { type: "Query", field: "workspaces" },
@@ -331,31 +414,69 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     { type: "Query", field: "publications" },
     { type: "Query", field: "apiKeys" },
     { type: "Query", field: "agentProfiles" },
+    { type: "Query", field: "mcpServers" },
+    { type: "Query", field: "artifacts" },
+    { type: "Query", field: "webhooks" },
+    { type: "Principal", field: "apiKeys", select: (list) => `viewer { id ${list} }` },
+    { type: "Webhook", field: "deliveries", parent: () => ids.Webhook! },
     { type: "Workspace", field: "links", parent: () => ids.Workspace! },
     { type: "Workspace", field: "goalVersions", parent: () => ids.Workspace! },
     { type: "Conversation", field: "runs", parent: () => ids.Conversation! },
     { type: "Conversation", field: "messages", parent: () => ids.Conversation! },
     { type: "Publication", field: "versions", parent: () => ids.Publication! },
+    { type: "PublicationVersion", field: "consumedBy", parent: () => ids.PublicationVersion! },
     { type: "Run", field: "messages", parent: () => ids.Run! },
     { type: "Run", field: "attempts", parent: () => ids.Run! },
+    { type: "Run", field: "pendingApprovals", parent: () => ids.Run! },
+    { type: "Run", field: "spills", parent: () => ids.Run! },
+    { type: "Run", field: "materialUses", parent: () => ids.Run! },
+    { type: "Run", field: "acceptedPublicationVersions", parent: () => ids.Run! },
+    { type: "Run", field: "checkpointProposals", parent: () => ids.Run! },
+    { type: "Run", field: "linkRefusals", parent: () => ids.Run! },
     { type: "Trace", field: "spans", parent: () => ids.Trace! },
     { type: "Span", field: "events", parent: () => ids.Span! },
+    { type: "Checkpoint", field: "acceptedPublicationVersions", parent: () => ids.Workspace!, select: onCheckpoint("LIST") },
+    { type: "Checkpoint", field: "sourceDependencies", parent: () => ids.Workspace!, select: onCheckpoint("LIST") },
+    { type: "CheckpointSectionProvenance", field: "sources", parent: () => ids.Workspace!, select: onCheckpoint("summaryProvenance { LIST }") },
   ];
 
   const PAGE = "edges { cursor node { id } } pageInfo { hasNextPage endCursor } totalCount countCapped";
-  const documentOf = ({ type, field }: PagedCase) =>
-    type === "Query"
-      ? `query Paged($first: Int, $after: String) { list: ${field}(first: $first, after: $after) { ${PAGE} } }`
-      : `query Paged($id: ID!, $first: Int, $after: String) { node(id: $id) { id ... on ${type} { list: ${field}(first: $first, after: $after) { ${PAGE} } } } }`;
+  const documentOf = ({ type, field, parent, select }: PagedCase) => {
+    const list = `list: ${field}(first: $first, after: $after) { ${PAGE} }`;
+    const selection = select ? select(list) : type === "Query" ? list : `node(id: $id) { id ... on ${type} { ${list} } }`;
+    return `query Paged(${parent ? "$id: ID!, " : ""}$first: Int, $after: String) { ${selection} }`;
+  };
   type Page = { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null }; totalCount: number };
-  type Paged = { list?: Page; node?: { list: Page } };
-  const listOf = (data: Paged) => (data.list ?? data.node!.list)!;
+  /** The `list` alias wherever the document put it. */
+  const listOf = (data: unknown): Page => {
+    const find = (value: unknown): Page | undefined => {
+      if (value === null || typeof value !== "object") return undefined;
+      if ("list" in value) return (value as { list: Page }).list;
+      for (const inner of Object.values(value)) {
+        const found = find(inner);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const page = find(data);
+    expect(page, "the list in the response").toBeDefined();
+    return page!;
+  };
 
   it("configures relayStylePagination on every connection of the schema", () => {
     const policies = everyConnectionPaginated();
     const fields = connectionFields();
     expect(fields.length).toBeGreaterThan(25);
     for (const { type, field } of fields) expect(typeof policies[type]?.fields[field]?.merge, `${type}.${field}`).toBe("function");
+  });
+
+  it("pages every connection of the schema below, or names where and why it is paged otherwise", () => {
+    const paged = new Set(CASES.map((c) => `${c.type}.${c.field}`));
+    expect(paged.size).toBe(CASES.length);
+    const fields = connectionFields().map(({ type, field }) => `${type}.${field}`);
+    expect(fields.filter((field) => !paged.has(field) && !(field in PAGED_ELSEWHERE))).toEqual([]);
+    // Every case and every exception names a connection the schema has.
+    expect([...paged, ...Object.keys(PAGED_ELSEWHERE)].filter((field) => !fields.includes(field))).toEqual([]);
   });
 
   it.each(CASES.map((c) => [`${c.type}.${c.field}`, c] as const))("pages %s one item at a time with fetchMore, every item once", async (_name, list) => {
@@ -367,18 +488,20 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ query: documentOf(list), variables: { ...variables, first: 100 } }),
     });
-    const expected = listOf(((await everything.json()) as { data: Paged }).data);
+    const body = (await everything.json()) as { data: unknown; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    const expected = listOf(body.data);
     // More than one page (a run's one attempt and the one stored agent profile excepted).
     expect(expected.edges.length).toBeGreaterThan(["attempts", "agentProfiles"].includes(list.field) ? 0 : 1);
 
-    let page = listOf((await apollo.client.query<Paged>({ query, variables })).data as Paged);
-    const watched = apollo.client.watchQuery<Paged>({ query, variables });
+    let page = listOf((await apollo.client.query({ query, variables })).data);
+    const watched = apollo.client.watchQuery({ query, variables });
     for (let pages = 1; page.pageInfo.hasNextPage; pages += 1) {
       expect(pages).toBeLessThan(50);
       const more = await watched.fetchMore({ variables: { after: page.pageInfo.endCursor } });
-      page = listOf(more.data as Paged);
+      page = listOf(more.data);
     }
-    const merged = listOf(apollo.cache.readQuery<Paged>({ query, variables })!);
+    const merged = listOf(apollo.cache.readQuery({ query, variables }));
     expect(merged.edges.map((edge) => edge.node.id)).toEqual(expected.edges.map((edge) => edge.node.id));
     expect(merged.totalCount).toBe(expected.edges.length);
     expect(merged.pageInfo.hasNextPage).toBe(false);
