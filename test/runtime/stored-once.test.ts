@@ -83,11 +83,17 @@ describe.each(backends)("payloads stored once on %s", (backend) => {
       new Request("http://dossier.test/graphql", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query: `query($id: ID!) { node(id: $id) { ... on Run { trace { spans { kind request } } } } }`, variables: { id: run.id } }),
+        body: JSON.stringify({
+          query: `query($id: ID!) { node(id: $id) { ... on Run { trace { spans { edges { node { kind request } } } } } } }`,
+          variables: { id: run.id },
+        }),
       }),
     );
-    const { data } = (await together.json()) as { data: { node: { trace: { spans: { kind: string; request: string | null }[] } } } };
-    const requests = data.node.trace.spans.filter((span) => span.kind === "MODEL_CALL").map((span) => span.request);
+    const { data } = (await together.json()) as { data: { node: { trace: { spans: { edges: { node: { kind: string; request: string | null } }[] } } } } };
+    const requests = data.node.trace.spans.edges
+      .map((edge) => edge.node)
+      .filter((span) => span.kind === "MODEL_CALL")
+      .map((span) => span.request);
     expect(requests).toEqual(model.requests.map((request) => JSON.stringify(request.messages)));
     // What the last request holds inline: the system prompt and the three messages the log does not hold as sent.
     const last = JSON.parse(calls.at(-1)!.attributes) as { request: ({ logMessage: string } | { role: string; content: string })[] };
