@@ -47,6 +47,7 @@ import { PrismaRunState } from "../domain/runs/run-state.js";
 import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
+import { ScoreService } from "../domain/research/score-service.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
 export type { Services };
@@ -60,6 +61,7 @@ export function createServices({
   mcp = {},
   webhookAllowedHosts = [],
   now,
+  scored,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
@@ -79,6 +81,8 @@ export function createServices({
   artifactRetention?: (artifacts: ArtifactService) => ArtifactRetention;
   /** The clock artifact expiry and late tool-call decisions are decided by (tests move it); the system clock by default. */
   now?: () => Date;
+  /** Told of every score committed: the OTLP exporter, once this process has one. */
+  scored?: { notify?: (scoreId: string) => void };
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
@@ -110,6 +114,7 @@ export function createServices({
     proposals: new CheckpointProposals({ prisma }),
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
+    scores: new ScoreService({ prisma, events, scored }),
   };
 }
 
@@ -197,7 +202,9 @@ export function createCore({
   const stdioEnv = mcpOptions.stdioEnv ?? [];
   const httpAllowedHosts = mcpOptions.httpAllowedHosts ?? [];
   const announcer = runQueue ?? busRunAnnouncer(events);
+  const scored: { notify?: (scoreId: string) => void } = {};
   const services = createServices({
+    scored,
     prisma: db.prisma,
     events,
     announcer,
@@ -224,6 +231,9 @@ export function createCore({
   const executing = runtimeOptions
     ? startRuntime({ db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue }, runtimeOptions)
     : undefined;
+  // Scores made through this process's API are exported with its spans (the exporter exists where runs execute).
+  const exporter = executing?.exporter;
+  if (exporter) scored.notify = (scoreId) => exporter.scoreCreated(scoreId);
   return {
     db,
     events,

@@ -12,6 +12,7 @@ import type { ArtifactService } from "./research/artifact-service.js";
 import type { ConversationService } from "./research/conversation-service.js";
 import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
+import type { ScoreService } from "./research/score-service.js";
 import type { RunService } from "./runs/run-service.js";
 import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
@@ -46,4 +47,6 @@ export type Services = {
   toolApprovals: ToolApprovalService;
   /** Principals' webhook endpoints and their signing secrets (issue 22). */
   webhooks: WebhookService;
+  /** Score configs and scores of runs, publication versions, spans and checkpoint versions (issue 39). */
+  scores: ScoreService;
 };

@@ -9,7 +9,8 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
+//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE), createScore and
+//     deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
@@ -41,7 +42,8 @@ declare global {
 type Args = Record<string, unknown>;
 /** What a token outside the grants gets: null, NotFound, an error, or the answer the field gives for an id that names nothing. */
 type Denial = "null" | "notFound" | "error" | { answer: (args: Args) => unknown };
-type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true };
+/** `keysOnly`: the scope of an API key is checked, and no access token may use the field (it acts beyond any one resource). */
+type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true; keysOnly?: true };
 
 const input = (args: Args) => (args.input ?? {}) as Args;
 const listed = { operation: "READ", targets: () => [], denied: "null", listed: true } as const;
@@ -77,6 +79,11 @@ const ROOT_RULES: Record<string, Rule> = {
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Scores: scoring needs SCORE on what is scored (a score's own id names its target); the configs are the principal's.
+  "Query.scoreConfigs": listed,
+  "Mutation.createScore": { operation: "SCORE", targets: (a) => [input(a).targetId], denied: "notFound" },
+  "Mutation.deleteScore": { operation: "SCORE", targets: (a) => [input(a).id], denied: "notFound" },
+  "Mutation.createScoreConfig": { operation: "SCORE", targets: () => [], denied: "error", keysOnly: true },
 };
 
 /** The global id of the message an evidence id names, or null. */
@@ -105,7 +112,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
         const { access: scope, scopes } = (context as GraphQLContext).actor;
         if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, typedErrors);
         if (!scope) return resolver(source, args, context, info);
-        if (!rule) throw refusal(key, typedErrors);
+        if (!rule || rule.keysOnly) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
           if (rule.denied === "null") return null;
           if (typeof rule.denied === "object") return rule.denied.answer(args as Args);
@@ -194,6 +201,8 @@ async function allowed(rule: Rule, scope: AccessScope, info: GraphQLResolveInfo,
 
 /** Whether the grants allow `operation` on the object a global id names. */
 async function covers(scope: AccessScope, operation: AccessOperation, target: unknown, ctx: GraphQLContext): Promise<boolean> {
+  // SCORE reaches what READ would, had the SCORE grants been READ grants.
+  if (operation === "SCORE") return covers(scoringAsReading(scope), "READ", target, ctx);
   const decoded = typeof target === "string" ? decodeGlobalId(target) : null;
   if (!decoded) return false;
   if (decoded.typename === "Workspace") return grants(scope, operation, "Workspace", decoded.id);
@@ -212,6 +221,12 @@ async function covers(scope: AccessScope, operation: AccessOperation, target: un
   if (run === null) return false;
   if (grants(scope, operation, "Run", decoded.id, run)) return true;
   return linkedThroughGrant(scope, operation, { kind: "Run", id: decoded.id, conversationId: run.conversationId }, ctx.prisma, ctx.actor.principalId);
+}
+
+/** The scope whose READ grants are exactly the SCORE grants of `scope`. */
+function scoringAsReading(scope: AccessScope): AccessScope {
+  const scoring = scope.grants.filter((grant) => grant.operations.includes("SCORE"));
+  return { ...scope, grants: scoring.map((grant) => ({ ...grant, operations: ["READ"] })) };
 }
 
 type Row = { id: string; workspaceId?: string | null; conversationId?: string | null };

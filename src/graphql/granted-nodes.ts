@@ -11,9 +11,13 @@
 // whose conversation is linked included): linkedThroughGrants asks workspace_link once, on its
 // unique (workspace, kind, target) index, for every row in question. Acting on them (ADMIT,
 // CANCEL, DECIDE) still needs them in the workspace or granted.
+//
+// A score is shown where what it judges is (a run, span, publication version or checkpoint
+// version); SCORE reaches exactly what READ would, had the SCORE grants been READ grants.
 import { Prisma, type PrismaClient } from "../generated/prisma/client.js";
 import { type AccessOperation, type AccessScope, grants, readableWorkspaceIds } from "../domain/principal/access-scope.js";
 import { inWorkspaceHistory } from "../domain/workspace/history-scope.js";
+import { TARGET_TYPENAMES } from "../domain/research/score-service.js";
 
 type RunPlacement = { id: string; workspaceId: string | null; conversationId: string } | null | undefined;
 const RUN = { select: { id: true, workspaceId: true, conversationId: true } } as const;
@@ -116,6 +120,13 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
         ? { kind: "Run", id: message.run.id, conversationId: message.conversationId }
         : { kind: "Conversation", id: message.conversationId };
       return linkedThroughGrant(scope, "READ", row, prisma, ownerId);
+    }
+    // A score is read where what it judges is.
+    case "Score": {
+      const score = await prisma.score.findFirst({ where: { id, ownerId }, select: { targetKind: true, targetId: true } });
+      if (score === null) return false;
+      if (score.targetKind !== "RUN") return readableThroughGrants(scope, TARGET_TYPENAMES[score.targetKind], score.targetId, prisma, ownerId);
+      return ofRun(await prisma.run.findFirst({ where: { id: score.targetId, ownerId }, ...RUN }));
     }
     default:
       return false;

@@ -242,6 +242,8 @@ type ConnectionFieldOptions<Parent, Args> = {
   description: string;
   /** The connection's type name; its edge's is the same ending in Edge. */
   name: string;
+  /** A connection type several parents share (sharedListConnection), instead of one named `name`. */
+  shared?: object;
   args?: object;
   /** The columns every row needs for its cursor (default its id). */
   cursorSelect?: Record<string, true>;
@@ -256,7 +258,7 @@ type ConnectionFieldOptions<Parent, Args> = {
 export function listConnection<Parent = { id: string }, Args = object>(
   // biome-ignore lint/suspicious/noExplicitAny: any object's field builder
   t: any,
-  { type, list, description, name, args, cursorSelect = { id: true }, resolve }: ConnectionFieldOptions<Parent, Args>,
+  { type, list, description, name, shared, args, cursorSelect = { id: true }, resolve }: ConnectionFieldOptions<Parent, Args>,
 ) {
   const ref = typeof type === "string" ? getRefFromModel(type as never, builder as never) : type;
   const typeName = typeof type === "string" ? type : undefined;
@@ -273,7 +275,11 @@ export function listConnection<Parent = { id: string }, Args = object>(
         return resolve(query as object, parent, fieldArgs, ctx);
       },
     },
-    { name, fields: countFields() },
-    { name: name.replace(/Connection$/, "Edge") },
+    ...(shared ? [shared] : [{ name, fields: countFields() }, { name: name.replace(/Connection$/, "Edge") }]),
   );
+}
+
+/** A list connection type (with its count fields) for lists of the same items on several parents. */
+export function sharedListConnection(type: object, name: string) {
+  return builder.connectionObject({ type: type as never, name, fields: countFields() as never }, { name: name.replace(/Connection$/, "Edge") });
 }

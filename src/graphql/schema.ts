@@ -24,6 +24,8 @@ import "./types/history.js";
 import "./types/history-catalog.js";
 import "./types/history-search.js";
 import "./types/checkpoint.js";
+import "./types/score.js";
+import "./types/score-lists.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";
 import "./types/webhook.js";

@@ -2,7 +2,7 @@
 // workspace and everything linked to it, a conversation, or a run), until it expires. An actor
 // without a scope is a whole principal (an API key, the development principal, a sign-in).
 
-export const ACCESS_OPERATIONS = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL"] as const;
+export const ACCESS_OPERATIONS = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL", "SCORE"] as const;
 export type AccessOperation = (typeof ACCESS_OPERATIONS)[number];
 
 /** The kinds of resource a grant may name. */

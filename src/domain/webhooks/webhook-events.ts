@@ -1,6 +1,6 @@
 // What webhooks report, recorded in the transaction of the change itself (issue 22): a run
 // settling, cancelled or timing out, a run beginning to wait for decisions, a checkpoint revision,
-// a publication version, a workspace archived or deleted. One INSERT … SELECT writes a pending
+// a publication version, a workspace archived or deleted, a score (issue 39). One INSERT … SELECT writes a pending
 // message for every enabled webhook of the object's owner that listens for the type, so the event
 // commits — or rolls back — with the change: a process killed right after the commit loses
 // nothing, because delivery starts from these rows (the outbox), never from memory.
@@ -20,6 +20,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "PUBLICATION_VERSION_CREATED",
   "WORKSPACE_ARCHIVED",
   "WORKSPACE_DELETED",
+  "SCORE_CREATED",
 ] as const;
 
 export type WebhookEventTypeName = (typeof WEBHOOK_EVENT_TYPES)[number];

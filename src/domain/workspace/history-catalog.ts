@@ -8,6 +8,7 @@ import { ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type Eligibility, eligibilityOf } from "../research/eligibility.js";
 import { PUBLICATION_SOURCES_MAX } from "../research/publication-service.js";
+import { type HumanScores, humanScoresOf } from "../research/score-provenance.js";
 import { isStorableText } from "../text/unstorable-text.js";
 import { inWorkspaceHistory } from "./history-scope.js";
 import { findVisibleWorkspace } from "./workspace-access.js";
@@ -28,6 +29,8 @@ export type CatalogVersion = {
   originRunId: string | null;
   sources: { versionId: string; publicationId: string; version: number }[];
   availability: Eligibility;
+  /** The newest HUMAN scores of this exact version (issue 39), and how many it has in all. */
+  humanScores: HumanScores;
 };
 
 export type CatalogEntry = {
@@ -101,7 +104,14 @@ export async function historyCatalog(prisma: PrismaClient, actor: Actor, workspa
     prisma,
     versions.map((version) => version.id),
   );
-  const entries = listed.map((publication) => catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability }));
+  const humanScores = await humanScoresOf(
+    prisma,
+    actor.principalId,
+    versions.map((version) => version.id),
+  );
+  const entries = listed.map((publication) =>
+    catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability, humanScores }),
+  );
   const versionsCut = entries.some((entry) => !entry.versionsComplete);
   return {
     entries,
@@ -178,7 +188,12 @@ async function linkedTargets(prisma: PrismaClient, workspaceId: string, listedId
 
 function catalogEntry(
   publication: ListedPublication,
-  { createdAt, linked, availability }: { createdAt: Date; linked: LinkedTargets; availability: Map<string, Eligibility> },
+  {
+    createdAt,
+    linked,
+    availability,
+    humanScores,
+  }: { createdAt: Date; linked: LinkedTargets; availability: Map<string, Eligibility>; humanScores: Map<string, HumanScores> },
 ): CatalogEntry {
   const own = publication.versions;
   const via: CatalogVia[] = [];
@@ -205,6 +220,7 @@ function catalogEntry(
         version: sourceVersion.version,
       })),
       availability: availability.get(version.id) ?? { eligible: true },
+      humanScores: humanScores.get(version.id) ?? { shown: [], total: 0 },
     })),
   };
 }

@@ -18,6 +18,10 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
     ADMIT: { description: "Admit runs into it (a workspace or a conversation)." },
     DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
     CANCEL: { description: "Cancel its runs." },
+    SCORE: {
+      description:
+        "Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. Reading scores needs READ only.",
+    },
   } satisfies Record<(typeof ACCESS_OPERATIONS)[number], { description: string }>,
 });
 

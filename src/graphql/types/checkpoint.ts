@@ -76,7 +76,7 @@ const versionsIn = (ids: JsonValue) => versionIdsOf(ids) ?? [];
 /** Both shapes of a revision carry the same id, which names the revision whatever it reads as. */
 const revisionId = (r: CheckpointRead) => encodeGlobalId("CheckpointVersion", r.checkpoint.id);
 
-const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
+export const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
   description: "A revision of the workspace's research-progress record (W10), with its provenance.",
   interfaces: [builder.nodeInterfaceRef()],
   isTypeOf: (value) => (value as CheckpointRead).status === "AVAILABLE",
@@ -152,7 +152,7 @@ builder.objectFields(Checkpoint, (t) => ({
   createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
 }));
 
-const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
+export const UnavailableCheckpoint = builder.objectRef<Unavailable>("UnavailableCheckpoint").implement({
   description: "A checkpoint revision that rests on a version which lost eligibility (W13); its judgement is withheld.",
   interfaces: [builder.nodeInterfaceRef()],
   isTypeOf: (value) => (value as CheckpointRead).status === "UNAVAILABLE",

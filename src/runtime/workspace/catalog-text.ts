@@ -5,13 +5,17 @@ import { encodeGlobalId } from "../../domain/global-id.js";
 import type { LedgerEntry } from "../../domain/research/material-ledger.js";
 import type { CatalogEntry, HistoryCatalog } from "../../domain/workspace/history-catalog.js";
 import type { HistorySearch } from "../../domain/workspace/history-search.js";
+import { humanScoresText } from "../../domain/research/score-provenance.js";
 
 const day = (date: Date) => date.toISOString();
 const gid = (publicationId: string) => encodeGlobalId("Publication", publicationId);
 
 export function catalogEntryLine(entry: CatalogEntry): string {
   const versions = entry.versions
-    .map((v) => `v${v.version} as of ${day(v.asOf)}${v.availability.eligible ? "" : ` (UNAVAILABLE: ${v.availability.reason})`}`)
+    .map((v) => {
+      const scores = humanScoresText(v.humanScores);
+      return `v${v.version} as of ${day(v.asOf)}${v.availability.eligible ? "" : ` (UNAVAILABLE: ${v.availability.reason})`}${scores ? ` [${scores}]` : ""}`;
+    })
     .join("; ");
   const older = entry.versionsComplete ? "" : "; older versions not listed (read any of them by its number)";
   return `- "${entry.title}" publicationId=${gid(entry.publicationId)}: ${versions}${older}`;

@@ -7,6 +7,8 @@ import { z } from "zod";
 import { idOfType } from "../../domain/global-id.js";
 import { type MaterialLedger, type ReadRange, rangeColumns, readRange } from "../../domain/research/material-ledger.js";
 import type { PublicationService, ReadableVersion } from "../../domain/research/publication-service.js";
+import { humanScoresText } from "../../domain/research/score-provenance.js";
+import type { ScoreService } from "../../domain/research/score-service.js";
 import { type CheckpointProposals, checkpointProposal, materialRef } from "../../domain/workspace/checkpoint-proposals.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import type { ToolSchema } from "../ports/model.js";
@@ -46,7 +48,11 @@ const READ_MATERIAL_SCHEMA: ToolSchema = {
   },
 };
 
-export function createReadMaterialTool(deps: { publications: Pick<PublicationService, "readVersion">; ledger: Pick<MaterialLedger, "record"> }): Tool {
+export function createReadMaterialTool(deps: {
+  publications: Pick<PublicationService, "readVersion">;
+  ledger: Pick<MaterialLedger, "record">;
+  scores?: Pick<ScoreService, "humanScores">;
+}): Tool {
   return {
     schema: READ_MATERIAL_SCHEMA,
     async execute(args, { run, toolCallId, write }) {
@@ -70,13 +76,14 @@ export function createReadMaterialTool(deps: { publications: Pick<PublicationSer
       }
       // READ names exactly the characters returned, so a part is never taken for the whole version.
       await write((tx) => deps.ledger.record(tx, [selected, { ...base, stage: "READ", ...rangeColumns(range) }]));
-      return materialText(v, parsed.data.publicationId, range);
+      const scores = humanScoresText((await deps.scores?.humanScores(run.ownerId, [v.id]))?.get(v.id));
+      return materialText(v, parsed.data.publicationId, range, scores);
     },
   };
 }
 
 /** A part of a version as the model is shown it: what it is, as of when, and where the rest starts. */
-function materialText(v: ReadableVersion, publicationId: string, range: ReadRange): string {
+function materialText(v: ReadableVersion, publicationId: string, range: ReadRange, scores: string | null): string {
   const newer = v.publication.latestVersion > v.version ? ` (version ${v.publication.latestVersion} is newer; this is version ${v.version} as asked)` : "";
   const { start, end } = range;
   const part =
@@ -89,6 +96,8 @@ function materialText(v: ReadableVersion, publicationId: string, range: ReadRang
   return [
     `<material title="${v.publication.title}" publicationId="${publicationId}" version="${v.version}" as-of="${v.asOf.toISOString()}" sha256="${v.contentHash}">`,
     `This is a judgement formed as of ${v.asOf.toISOString()}${newer}.`,
+    // What people said of this exact version: a judgement of the judgement.
+    ...(scores ? [`People judged this version: ${scores}.`] : []),
     ...part,
     range.text,
     "</material>",

@@ -6,10 +6,13 @@ import { createHash } from "node:crypto";
 import type { PrismaClient, Span } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import { attributesOf, usageOf } from "../../domain/json-columns.js";
+import { evaluationRecords } from "./otlp-evaluations.js";
 
 export interface SpanExporter {
   /** Called after a span's end was committed. */
   spanEnded(spanId: string): void;
+  /** Called after a score was committed: one on a span or a run is exported as an evaluation event. */
+  scoreCreated(scoreId: string): void;
   /** Sends what is queued. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -65,6 +68,7 @@ export function toOtlpSpan(span: Span): Record<string, unknown> {
 
 export class OtlpHttpExporter implements SpanExporter {
   private queue: string[] = [];
+  private scores: string[] = [];
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: { prisma: PrismaClient; endpoint: string; logger: Logger; intervalMs?: number; serviceName?: string }) {
@@ -76,7 +80,46 @@ export class OtlpHttpExporter implements SpanExporter {
     this.queue.push(spanId);
   }
 
+  scoreCreated(scoreId: string): void {
+    this.scores.push(scoreId);
+  }
+
   async flush(): Promise<void> {
+    await this.flushSpans();
+    await this.flushScores();
+  }
+
+  private async flushScores(): Promise<void> {
+    if (this.scores.length === 0) return;
+    const ids = this.scores.splice(0, 512);
+    try {
+      const records = await evaluationRecords(this.options.prisma, ids);
+      if (records.length === 0) return;
+      const body = {
+        resourceLogs: [
+          {
+            resource: { attributes: [{ key: "service.name", value: { stringValue: this.options.serviceName ?? "dossier" } }] },
+            scopeLogs: [{ scope: { name: "dossier.scores" }, logRecords: records }],
+          },
+        ],
+      };
+      await this.post("/v1/logs", body);
+    } catch (error) {
+      this.options.logger.warn("OTLP export failed; the evaluation events were dropped", { scores: ids.length, error: String(error) });
+    }
+  }
+
+  private async post(path: string, body: unknown): Promise<void> {
+    const response = await fetch(`${this.options.endpoint.replace(/\/$/, "")}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(5_000),
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  }
+
+  private async flushSpans(): Promise<void> {
     if (this.queue.length === 0) return;
     const ids = this.queue.splice(0, 512);
     try {
@@ -89,13 +132,7 @@ export class OtlpHttpExporter implements SpanExporter {
           },
         ],
       };
-      const response = await fetch(`${this.options.endpoint.replace(/\/$/, "")}/v1/traces`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(5_000),
-      });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      await this.post("/v1/traces", body);
     } catch (error) {
       this.options.logger.warn("OTLP export failed; the spans were dropped", { spans: ids.length, error: String(error) });
     }
