@@ -14,6 +14,7 @@ import {
   type CatalogVia,
   type HistoryCatalog,
 } from "../../domain/workspace/history-catalog.js";
+import { HUMAN_SCORES_SHOWN, type HumanScore } from "../../domain/research/score-provenance.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
 import { Availability } from "./history.js";
@@ -72,6 +73,23 @@ const CatalogVersionRef = builder.objectRef<CatalogVersionIn>("CatalogVersion").
     }),
     sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),
+    humanScores: t.field({
+      type: [CatalogHumanScoreRef],
+      description: `What people judged this exact version (its HUMAN scores), newest first, at most ${HUMAN_SCORES_SHOWN}: what a run listing it is shown. All its scores: \`PublicationVersion.scores\`.`,
+      resolve: (v) => v.humanScores.shown,
+    }),
+    humanScoreCount: t.int({ description: "How many HUMAN scores the version has in all.", resolve: (v) => v.humanScores.total }),
+  }),
+});
+
+const CatalogHumanScoreRef = builder.objectRef<HumanScore>("CatalogHumanScore").implement({
+  description: "A person's score of a catalog version, as compactly as a run is shown it.",
+  fields: (t) => ({
+    configName: t.exposeString("configName"),
+    value: t.exposeFloat("value", { nullable: true }),
+    label: t.exposeString("label", { nullable: true }),
+    by: t.exposeString("by", { description: "The name of the principal who scored." }),
+    at: t.field({ type: "DateTime", resolve: (s) => s.at }),
   }),
 });
 
