@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
-import { admit } from "../support/fixtures.js";
+import { CreateScoreConfigDocument, CreateScoreDocument } from "../../sdk/generated/graphql.js";
+import { admit, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type OtlpSpan = {
@@ -17,6 +18,14 @@ type OtlpSpan = {
   name: string;
   attributes: { key: string; value: { stringValue?: string; intValue?: string } }[];
   status: { code: number };
+};
+
+type OtlpLogRecord = {
+  eventName: string;
+  traceId: string;
+  spanId: string;
+  timeUnixNano: string;
+  attributes: { key: string; value: { stringValue?: string; doubleValue?: number } }[];
 };
 
 describe("OTLP export", () => {
@@ -31,6 +40,7 @@ describe("OTLP export", () => {
 
   async function startCollector(status = 200) {
     const received: OtlpSpan[] = [];
+    const logs: OtlpLogRecord[] = [];
     collector = createServer(async (req, res) => {
       const parts: Buffer[] = [];
       for await (const part of req) parts.push(part as Buffer);
@@ -38,11 +48,15 @@ describe("OTLP export", () => {
         const body = JSON.parse(Buffer.concat(parts).toString("utf8"));
         received.push(...body.resourceSpans[0].scopeSpans[0].spans);
       }
+      if (req.url === "/v1/logs" && status === 200) {
+        const body = JSON.parse(Buffer.concat(parts).toString("utf8"));
+        logs.push(...body.resourceLogs[0].scopeLogs[0].logRecords);
+      }
       res.writeHead(status).end("{}");
     });
     collector.listen(0, "127.0.0.1");
     await once(collector, "listening");
-    return { endpoint: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`, received };
+    return { endpoint: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`, received, logs };
   }
 
   async function runOnce(endpoint: string) {
@@ -102,6 +116,54 @@ describe("OTLP export", () => {
     const ids = new Set(received.map((s) => s.spanId));
     expect(received.filter((s) => s.parentSpanId).every((s) => ids.has(s.parentSpanId!))).toBe(true);
     expect(received).toHaveLength(run.trace!.spans.length);
+  });
+
+  it("exports a score on a span or a run as a gen_ai.evaluation.result event parented to that span, and none for a publication version", async () => {
+    const { endpoint, received, logs } = await startCollector();
+    const run = await runOnce(endpoint);
+    const client = t!.client;
+    const config = async (input: Record<string, unknown>) =>
+      expectType((await client.request(CreateScoreConfigDocument, { input: input as never })).createScoreConfig, "CreateScoreConfigSuccess");
+    await config({ name: "helpfulness", kind: "NUMERIC", min: 0, max: 1 });
+    await config({ name: "tool_choice", kind: "CATEGORICAL", categories: ["right", "wrong"] });
+    const tool = run.trace!.spans.find((span) => span.kind === "TOOL_CALL")!;
+    const score = async (input: Record<string, unknown>) =>
+      expectType((await client.request(CreateScoreDocument, { input: { source: "HUMAN", ...input } as never })).createScore, "CreateScoreSuccess");
+    await score({ targetId: run.id, configName: "helpfulness", value: 0.75, comment: "answered, briefly" });
+    await score({ targetId: tool.id, configName: "tool_choice", label: "right", source: "CODE" });
+    const version = await publish(client, { title: "Not a span", content: "x" });
+    await score({ targetId: version.version.id, configName: "helpfulness", value: 1 });
+    // The exporter's own timer may be sending them already: flush until both arrived.
+    for (const deadline = Date.now() + 5_000; logs.length < 2 && Date.now() < deadline; ) {
+      await t!.app.exporter!.flush();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await t!.app.exporter!.flush();
+
+    const value = (record: OtlpLogRecord, key: string) => {
+      const v = record.attributes.find((a) => a.key === key)?.value;
+      return v?.stringValue ?? v?.doubleValue;
+    };
+    expect(logs.map((record) => record.eventName)).toEqual(["gen_ai.evaluation.result", "gen_ai.evaluation.result"]);
+    const onRun = logs.find((record) => value(record, "gen_ai.evaluation.name") === "helpfulness")!;
+    const onTool = logs.find((record) => value(record, "gen_ai.evaluation.name") === "tool_choice")!;
+    expect([value(onRun, "gen_ai.evaluation.score.value"), value(onRun, "gen_ai.evaluation.explanation"), value(onRun, "gen_ai.evaluation.score.label")]).toEqual([
+      0.75,
+      "answered, briefly",
+      undefined,
+    ]);
+    expect([value(onTool, "gen_ai.evaluation.score.label"), value(onTool, "gen_ai.evaluation.score.value"), value(onTool, "dossier.score.source")]).toEqual([
+      "right",
+      undefined,
+      "CODE",
+    ]);
+    // Each event belongs to the exported span it judges: the run's invoke_agent span, the tool's execute_tool span.
+    for (let i = 0; received.length < run.trace!.spans.length && i < 100; i += 1) {
+      await t!.app.exporter!.flush();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const spanOf = (record: OtlpLogRecord) => received.find((span) => span.spanId === record.spanId && span.traceId === record.traceId)?.name;
+    expect([spanOf(onRun), spanOf(onTool)]).toEqual(["invoke_agent researcher", "execute_tool task_list"]);
   });
 
   it("never lets a failing collector affect the run", async () => {
