@@ -48,11 +48,12 @@ const EVERY_LIST = /* GraphQL */ `
     webhooks(first: 2) { edges { node { id events deliveries(first: 2) { edges { node { attempt } } pageInfo { hasNextPage } } } } }
     skills { name }
     agentProfiles(first: 2) { edges { node { id tools skills } } pageInfo { hasNextPage } }
+    scoreConfigs(first: 2) { ${IDS} }
     workspace: node(id: $workspace) {
       ... on Workspace {
-        checkpoint { ...CheckpointLists }
+        checkpoint { ...CheckpointLists ... on UnavailableCheckpoint { scores(first: 2) { ${IDS} } } }
         checkpointVersions(first: 2) { ...CheckpointLists }
-        historyCatalog(first: 2) { entries { title via versions { version sources { version } } } edges { node { title } } pageInfo { endCursor hasNextPage } }
+        historyCatalog(first: 2) { entries { title via versions { version sources { version } humanScores { configName } } } edges { node { title } } pageInfo { endCursor hasNextPage } }
       }
     }
     run: node(id: $run) {
@@ -65,11 +66,13 @@ const EVERY_LIST = /* GraphQL */ `
         linkRefusals(first: 2) { ${IDS} }
         spills(first: 2) { ${IDS} }
         pendingApprovals(first: 2) { ${IDS} }
-        trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } } } pageInfo { hasNextPage } } }
+        scores(first: 2) { ${IDS} }
+        scoreSummary { configName labelCounts { label } }
+        trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } scores(first: 2) { ${IDS} } } } pageInfo { hasNextPage } } }
       }
     }
     version: node(id: $version) {
-      ... on PublicationVersion { sources { id } consumedBy(first: 2) { ${IDS} } }
+      ... on PublicationVersion { sources { id } consumedBy(first: 2) { ${IDS} } scores(first: 2) { ${IDS} } }
     }
     searchHistory(workspaceId: $workspace, query: "answer", first: 2) { ... on SearchHistorySuccess { hits { id } complete } }
   }
@@ -80,6 +83,7 @@ const EVERY_LIST = /* GraphQL */ `
     citedMaterials { id }
     sourceDependencies(first: 2) { ${IDS} }
     summaryProvenance { sources(first: 2) { ${IDS} } }
+    scores(first: 2) { ${IDS} }
     sections { section }
   }
 `;
@@ -105,6 +109,7 @@ const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "McpServer.headerNames": "the names in a JSON column of the server",
   "McpServerStatus.tools": "this instance's live connection to the server, in memory",
   "Run.viewerOperations": "the request's key scopes or token grants, worked out in memory",
+  "ScoreConfig.categories": "an array column of the score config",
   "ValidationError.issues": "the refused input's problems, in memory",
 };
 
@@ -245,6 +250,13 @@ describe.each(backends)("paged reads on %s", (backend) => {
       await prisma.mcpServer.create({ data: { ownerId, name: `server-${i}`, transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
     }
     const rootSpan = await prisma.span.findFirstOrThrow({ where: { traceId: runId }, orderBy: [{ startedAt: "asc" }, { id: "asc" }] });
+    const config = await prisma.scoreConfig.create({ data: { ownerId, name: "verdict", kind: "CATEGORICAL", categories: ["right", "wrong"] } });
+    for (let i = 0; i < 3; i += 1) {
+      for (const [targetKind, targetId] of [["RUN", runId], ["PUBLICATION_VERSION", v1.id], ["SPAN", rootSpan.id]] as const) {
+        await prisma.score.create({ data: { ownerId, configId: config.id, targetKind, targetId, label: "right", source: "HUMAN", createdById: ownerId } });
+      }
+      await prisma.scoreConfig.create({ data: { ownerId, name: `config-${i}`, kind: "BOOLEAN" } });
+    }
     for (let i = 0; i < 3; i += 1) {
       await prisma.spanEvent.create({ data: { spanId: rootSpan.id, seq: 1000 + i, kind: "THINKING", payload: "…", payloadSize: 3, at: new Date() } });
     }
@@ -306,8 +318,10 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const mainTable = (sql: string) => /FROM "public"\."(\w+)"/.exec(sql)?.[1];
     expect(reads.filter((sql) => mainTable(sql) === "workspace_link" && /ORDER BY "t0"\."created_at" DESC/.test(sql))).toEqual([]);
     expect(reads.filter((sql) => mainTable(sql) === "goal_version")).toHaveLength(2);
-    // A count is read only when selected: this document selects none.
-    expect(reads.filter((sql) => /\bCOUNT\(/i.test(sql))).toEqual([]);
+    // A count is read only when selected: this document selects none. (A run's score summary
+    // counts per config and a catalog version's human scores are counted with them: those counts
+    // are the fields' own values, grouped or windowed, never a connection's count.)
+    expect(reads.filter((sql) => /\bCOUNT\(/i.test(sql) && !/GROUP BY|COUNT\(\*\) OVER/.test(sql))).toEqual([]);
     // Every list was actually read (with more rows than a page).
     type Page = { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean } };
     const data = result.data as {
@@ -506,6 +520,8 @@ const LIST_TABLES = [
   "publication_source",
   "agent_profile",
   "tool_approval",
+  "score",
+  "score_config",
 ];
 
 const dbIdOf = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").split(":").slice(1).join(":");

@@ -15,6 +15,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { recordWebhookEvent } from "../webhooks/webhook-events.js";
 import {
+  SCORE_CATEGORIES_MAX,
   SCORE_COMMENT_MAX,
   SCORE_CONFIGS_PER_PRINCIPAL_MAX,
   type ScoreConfigInput,
@@ -211,14 +212,31 @@ export type ScoreSummaryRow = { configName: string; count: number; mean: number 
 /** A target's scores per config, counted and averaged in SQL (two GROUP BYs on the target's index), by config name. */
 export async function scoreSummary(prisma: PrismaClient, targetKind: ScoreTargetKind, targetId: string): Promise<ScoreSummaryRow[]> {
   const where = { targetKind, targetId };
+  // A principal has at most SCORE_CONFIGS_PER_PRINCIPAL_MAX configs, each with at most SCORE_CATEGORIES_MAX labels (BOOLEAN: 2).
   const [perConfig, perLabel] = await Promise.all([
-    prisma.score.groupBy({ by: ["configId"], where, _count: { _all: true }, _avg: { value: true } }),
-    prisma.score.groupBy({ by: ["configId", "label"], where: { ...where, label: { not: null } }, _count: { _all: true } }),
+    prisma.score.groupBy({
+      by: ["configId"],
+      where,
+      _count: { _all: true },
+      _avg: { value: true },
+      orderBy: { configId: "asc" },
+      take: SCORE_CONFIGS_PER_PRINCIPAL_MAX,
+    }),
+    prisma.score.groupBy({
+      by: ["configId", "label"],
+      where: { ...where, label: { not: null } },
+      _count: { _all: true },
+      orderBy: [{ configId: "asc" }, { label: "asc" }],
+      take: SCORE_CONFIGS_PER_PRINCIPAL_MAX * SCORE_CATEGORIES_MAX,
+    }),
   ]);
   if (perConfig.length === 0) return [];
-  const names = new Map(
-    (await prisma.scoreConfig.findMany({ where: { id: { in: perConfig.map((row) => row.configId) } }, select: { id: true, name: true } })).map((c) => [c.id, c.name]),
-  );
+  const configs = await prisma.scoreConfig.findMany({
+    where: { id: { in: perConfig.map((row) => row.configId) } },
+    select: { id: true, name: true },
+    take: perConfig.length,
+  });
+  const names = new Map(configs.map((c) => [c.id, c.name]));
   return perConfig
     .map((row) => ({
       configName: names.get(row.configId) ?? "",
