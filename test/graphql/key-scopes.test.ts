@@ -41,9 +41,9 @@ describe("API key scopes", () => {
     ).data!.admitRun.run.id as string;
 
     const ownerKeys = (await gql(owner, "{ apiKeys(first: 5) { edges { node { scopes } } } }")).data!.apiKeys.edges;
-    expect(ownerKeys[0].node.scopes).toEqual(["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL"]);
+    expect(ownerKeys[0].node.scopes).toEqual(["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL", "SCORE"]);
     const agentKey = (await gql(owner, CREATE_KEY, { input: { name: "MCP server", forAgent: true } })).data!.createApiKey;
-    expect(agentKey.apiKey.scopes).toEqual(["READ", "SUBSCRIBE", "ADMIT", "CANCEL"]);
+    expect(agentKey.apiKey.scopes).toEqual(["READ", "SUBSCRIBE", "ADMIT", "CANCEL", "SCORE"]);
     const agent = agentKey.secret as string;
 
     // The agent's key reads and admits, but its decision is refused before anything is looked up.

@@ -34,11 +34,11 @@ describe("Run.viewerOperations", () => {
     const workspace = await createWorkspace(owner);
     const { run } = await admit(owner, { workspaceId: workspace.id, question: "What may I do?" });
 
-    expect(await operationsOf(owner, run.id)).toEqual(["CANCEL", "DECIDE", "READ", "SUBSCRIBE"]);
+    expect(await operationsOf(owner, run.id)).toEqual(["CANCEL", "DECIDE", "READ", "SCORE", "SUBSCRIBE"]);
 
     const created = await owner.request(CreateApiKeyDocument, { input: { name: "agent", forAgent: true } });
     const agent = t.as(expectType(created.createApiKey, "CreateApiKeySuccess").secret);
-    expect(await operationsOf(agent, run.id)).toEqual(["CANCEL", "READ", "SUBSCRIBE"]);
+    expect(await operationsOf(agent, run.id)).toEqual(["CANCEL", "READ", "SCORE", "SUBSCRIBE"]);
 
     // A token granted on the workspace covers its runs; one granted on the run itself, only that.
     const watcher = t.as(await token(owner, workspace.id, ["READ", "SUBSCRIBE"]));

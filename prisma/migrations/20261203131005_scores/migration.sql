@@ -68,3 +68,8 @@ ALTER TABLE "score_config" ADD CONSTRAINT "score_config_owner_id_fkey" FOREIGN K
 
 -- AddForeignKey
 ALTER TABLE "score" ADD CONSTRAINT "score_config_id_fkey" FOREIGN KEY ("config_id") REFERENCES "score_config"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Keys that could do everything (or everything but DECIDE, as keys made for agents) may score
+-- too; keys limited to fewer operations keep exactly what they were given.
+UPDATE "api_key" SET "scopes" = array_append("scopes", 'SCORE')
+ WHERE "scopes" @> ARRAY['READ', 'SUBSCRIBE', 'ADMIT', 'CANCEL']::TEXT[] AND NOT ('SCORE' = ANY ("scopes"));
