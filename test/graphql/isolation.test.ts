@@ -23,6 +23,10 @@ import {
   ConversationsDocument,
   CreateApiKeyDocument,
   CreateArtifactDocument,
+  CreateScoreConfigDocument,
+  CreateScoreDocument,
+  DeleteScoreDocument,
+  RunScoresDocument,
   CreateAccessTokenDocument,
   CreateWebhookDocument,
   CreateWorkspaceDocument,
@@ -123,7 +127,7 @@ async function startIdentityProvider() {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
-const EVERY_OPERATION = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL"] as const;
+const EVERY_OPERATION = ["READ", "SUBSCRIBE", "ADMIT", "DECIDE", "CANCEL", "SCORE"] as const;
 
 /** The code a request was refused with (the first error's), or "answered". */
 const refusalOf = (promise: Promise<unknown>): Promise<string> =>
@@ -175,6 +179,8 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     runId: string;
     messageId: string;
     linkIds: string[];
+    spanId: string;
+    scoreIds: string[];
   };
   // Bob's own objects: the token he minted is granted his workspace and his conversation.
   let b: {
@@ -263,6 +269,17 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     const log = await alice.request(ConversationDocument, { id: conversation.id });
     if (log.node?.__typename !== "Conversation") throw new Error("setup: Alice cannot read her conversation");
     const links = await alice.request(WorkspaceLinksDocument, { workspaceId: workspace.id, first: 10 });
+    // Alice scores her run, a span of it and her publication version; Bob has a config of the same name.
+    const spanId = (await alice.runTrace(run.id))!.trace!.spans[0]!.id;
+    for (const client of [alice, bob]) {
+      const created = await client.request(CreateScoreConfigDocument, { input: { name: "quality", kind: "BOOLEAN" } });
+      expectType(created.createScoreConfig, "CreateScoreConfigSuccess");
+    }
+    const scoreIds: string[] = [];
+    for (const targetId of [run.id, spanId, published.id]) {
+      const created = await alice.request(CreateScoreDocument, { input: { targetId, configName: "quality", value: 1, source: "HUMAN", comment: SECRET_CONTENT } });
+      scoreIds.push(expectType(created.createScore, "CreateScoreSuccess").score.id);
+    }
 
     a = {
       principalId: viewer.id,
@@ -276,6 +293,8 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       runId: run.id,
       messageId: log.node.messages.edges[0]!.node.id,
       linkIds: links.workspace!.links.edges.map((e) => e.node.id),
+      spanId,
+      scoreIds,
     };
     expect(a.linkIds).toHaveLength(4);
 
@@ -358,6 +377,8 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       a.runId,
       a.messageId,
       ...a.linkIds,
+      a.spanId,
+      ...a.scoreIds,
     ];
     for (const id of ids) {
       // Alice can read each of them; Bob cannot tell them from ids that name nothing.
@@ -453,6 +474,18 @@ describe.each(backends)("principal isolation on %s", (backend) => {
       attacking.request(PublishVersionDocument, { input: { title: "Bob's", content: "Bob's", originRunId: a.runId } }).then((d) => d.publishVersion),
     );
 
+    // Scores: Bob can neither score Alice's run, span or version, nor delete her scores.
+    for (const targetId of [a.runId, a.spanId, a.publicationVersionId]) {
+      const score = await refusal(
+        attacking.request(CreateScoreDocument, { input: { targetId, configName: "quality", value: 0, source: "HUMAN" } }).then((d) => d.createScore),
+      );
+      expect(score).not.toContain("Alice");
+    }
+    for (const id of a.scoreIds) await refusal(attacking.request(DeleteScoreDocument, { input: { id } }).then((d) => d.deleteScore));
+    const aliceScores = (await alice.request(RunScoresDocument, { id: a.runId })).run!;
+    expect(aliceScores.scores.edges.map((e) => [e.node.id, e.node.value])).toEqual([[a.scoreIds[0], 1]]);
+    expect(aliceScores.scoreSummary).toEqual([{ configName: "quality", count: 1, mean: 1, labelCounts: [{ label: "true", count: 1 }] }]);
+
     // Nothing Bob tried left anything behind on his side either.
     expect((await own.client.request(RunsDocument, {})).runs.edges.map((e) => e.node.id)).toEqual(own.runIds);
     expect((await own.client.request(PublicationsDocument, {})).publications.edges).toEqual([]);
@@ -504,6 +537,15 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     );
     expect(admitted).toBe("Resource not found.");
     await forbidden(holder.request(CancelRunDocument, { input: { runId: b.otherRunId } }).then((d) => d.cancelRun));
+    // It scores only what it was granted, and makes no score configs (they are the whole principal's).
+    const scoring = await forbidden(
+      holder
+        .request(CreateScoreDocument, { input: { targetId: b.otherRunId, configName: "quality", value: 1, source: "HUMAN" } })
+        .then((d) => d.createScore),
+    );
+    expect(scoring).toBe("Resource not found.");
+    await forbidden(holder.request(CreateScoreConfigDocument, { input: { name: "from a page", kind: "BOOLEAN" } }).then((d) => d.createScoreConfig));
+    expect((await bob.request(RunScoresDocument, { id: b.otherRunId })).run!.scores.totalCount).toBe(0);
     await forbidden(
       holder.request(UpdateGoalDocument, { input: { workspaceId: b.otherWorkspaceId, statement: "x", expectedVersion: 1 } }).then((d) => d.updateGoal),
     );
