@@ -298,6 +298,8 @@ type PagedCase = {
 const PAGED_ELSEWHERE: Record<string, string> = {
   "Workspace.historyCatalog":
     "paged with fetchMore above (two workspaces' catalogs in one cache); it has no backwards paging and no totalCount, and tells its end with `complete`",
+  "UnavailableCheckpoint.scores":
+    "the same ScoreConnection, read the same way, as Checkpoint.scores (paged below) on a revision whose sources lost eligibility, which this setup does not make",
 };
 
 describe("Apollo Client 4 pages through the connections with relayStylePagination", () => {
@@ -399,6 +401,20 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
       { summary: "Recorded", questions: [] },
       { origin: "MODEL_SUGGESTION", originRunId: runId, acceptedVersionIds: versionIds, sourceVersionIds: versionIds },
     );
+    // Scores on the run, a version, a span and the checkpoint revision, on three configs.
+    const checkpoint = await prisma.checkpointVersion.findFirstOrThrow({ where: { workspaceId } });
+    const targets = [
+      ["RUN", runId],
+      ["PUBLICATION_VERSION", dbIdOf(ids.PublicationVersion)],
+      ["SPAN", dbIdOf(ids.Span)],
+      ["CHECKPOINT_VERSION", checkpoint.id],
+    ] as const;
+    for (let i = 0; i < 3; i += 1) {
+      const config = await prisma.scoreConfig.create({ data: { ownerId: me, name: `config-${i}`, kind: "NUMERIC" } });
+      for (const [targetKind, targetId] of targets) {
+        await prisma.score.create({ data: { ownerId: me, configId: config.id, targetKind, targetId, value: i, source: "HUMAN", createdById: me } });
+      }
+    }
   }, 120_000);
   afterAll(async () => {
     await apollo?.close();
@@ -417,6 +433,11 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     { type: "Query", field: "mcpServers" },
     { type: "Query", field: "artifacts" },
     { type: "Query", field: "webhooks" },
+    { type: "Query", field: "scoreConfigs" },
+    { type: "Run", field: "scores", parent: () => ids.Run! },
+    { type: "PublicationVersion", field: "scores", parent: () => ids.PublicationVersion! },
+    { type: "Span", field: "scores", parent: () => ids.Span! },
+    { type: "Checkpoint", field: "scores", parent: () => ids.Workspace!, select: onCheckpoint("LIST") },
     { type: "Principal", field: "apiKeys", select: (list) => `viewer { id ${list} }` },
     { type: "Webhook", field: "deliveries", parent: () => ids.Webhook! },
     { type: "Workspace", field: "links", parent: () => ids.Workspace! },
