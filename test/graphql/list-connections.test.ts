@@ -264,6 +264,33 @@ describe.each(backends)("list connections paged on %s", (backend) => {
       maxSize: 500,
     });
 
+    // Query.scoreConfigs and Run.scores: newest first, then id (descending).
+    const configs = await createEach((i) =>
+      prisma.scoreConfig.create({ data: { id: idOf("config", i), ownerId: me, name: `config-${i}`, kind: "NUMERIC", createdAt: momentOf(i) } }),
+    );
+    const otherConfig = await prisma.scoreConfig.create({ data: { ownerId: other.id, name: "config-0", kind: "NUMERIC", createdAt: TIE } });
+    cases.push({
+      field: "Query.scoreConfigs",
+      document: /* GraphQL */ `query Page($first: Int, $after: String, $last: Int, $before: String) { list: scoreConfigs(first: $first, after: $after, last: $last, before: $before) { ${PAGE_FIELDS} } }`,
+      items: sortedIds("ScoreConfig", configs, (c) => [c.createdAt.getTime(), c.id]).reverse(),
+      foreign: encodeGlobalId("ScoreConfig", otherConfig.id),
+      maxSize: 500,
+    });
+    const scoreOf = (i: number, targetId: string, id?: string) =>
+      prisma.score.create({
+        data: { ...(id ? { id } : {}), ownerId: me, configId: configs[0]!.id, targetKind: "RUN", targetId, value: i, source: "HUMAN", createdById: me, createdAt: momentOf(i) },
+      });
+    const scores = await createEach((i) => scoreOf(i, runId, idOf("score", i)));
+    const otherScore = await scoreOf(9, otherRunId);
+    cases.push({
+      field: "Run.scores",
+      document: nodeDocument("Run", "scores"),
+      parent: run.run.id,
+      items: sortedIds("Score", scores, (s) => [s.createdAt.getTime(), s.id]).reverse(),
+      foreign: encodeGlobalId("Score", otherScore.id),
+      maxSize: 500,
+    });
+
     // Query.agentProfiles: by name, newest version first (the built-in researcher's version among them).
     for (const [i, [name, version]] of (
       [
@@ -418,6 +445,8 @@ const GROWING_LISTS = [
   "Run.linkRefusals",
   "Run.materialUses",
   "Run.spills",
+  "Run.scores",
+  "Query.scoreConfigs",
   "Span.events",
   "Trace.spans",
 ].sort();
