@@ -277,7 +277,9 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     }
     const scoreIds: string[] = [];
     for (const targetId of [run.id, spanId, published.id]) {
-      const created = await alice.request(CreateScoreDocument, { input: { targetId, configName: "quality", value: 1, source: "HUMAN", comment: SECRET_CONTENT } });
+      const created = await alice.request(CreateScoreDocument, {
+        input: { targetId, configName: "quality", value: 1, source: "HUMAN", comment: SECRET_CONTENT },
+      });
       scoreIds.push(expectType(created.createScore, "CreateScoreSuccess").score.id);
     }
 
@@ -539,9 +541,7 @@ describe.each(backends)("principal isolation on %s", (backend) => {
     await forbidden(holder.request(CancelRunDocument, { input: { runId: b.otherRunId } }).then((d) => d.cancelRun));
     // It scores only what it was granted, and makes no score configs (they are the whole principal's).
     const scoring = await forbidden(
-      holder
-        .request(CreateScoreDocument, { input: { targetId: b.otherRunId, configName: "quality", value: 1, source: "HUMAN" } })
-        .then((d) => d.createScore),
+      holder.request(CreateScoreDocument, { input: { targetId: b.otherRunId, configName: "quality", value: 1, source: "HUMAN" } }).then((d) => d.createScore),
     );
     expect(scoring).toBe("Resource not found.");
     await forbidden(holder.request(CreateScoreConfigDocument, { input: { name: "from a page", kind: "BOOLEAN" } }).then((d) => d.createScoreConfig));

@@ -278,7 +278,17 @@ describe.each(backends)("list connections paged on %s", (backend) => {
     });
     const scoreOf = (i: number, targetId: string, id?: string) =>
       prisma.score.create({
-        data: { ...(id ? { id } : {}), ownerId: me, configId: configs[0]!.id, targetKind: "RUN", targetId, value: i, source: "HUMAN", createdById: me, createdAt: momentOf(i) },
+        data: {
+          ...(id ? { id } : {}),
+          ownerId: me,
+          configId: configs[0]!.id,
+          targetKind: "RUN",
+          targetId,
+          value: i,
+          source: "HUMAN",
+          createdById: me,
+          createdAt: momentOf(i),
+        },
       });
     const scores = await createEach((i) => scoreOf(i, runId, idOf("score", i)));
     const otherScore = await scoreOf(9, otherRunId);

@@ -252,7 +252,11 @@ describe.each(backends)("paged reads on %s", (backend) => {
     const rootSpan = await prisma.span.findFirstOrThrow({ where: { traceId: runId }, orderBy: [{ startedAt: "asc" }, { id: "asc" }] });
     const config = await prisma.scoreConfig.create({ data: { ownerId, name: "verdict", kind: "CATEGORICAL", categories: ["right", "wrong"] } });
     for (let i = 0; i < 3; i += 1) {
-      for (const [targetKind, targetId] of [["RUN", runId], ["PUBLICATION_VERSION", v1.id], ["SPAN", rootSpan.id]] as const) {
+      for (const [targetKind, targetId] of [
+        ["RUN", runId],
+        ["PUBLICATION_VERSION", v1.id],
+        ["SPAN", rootSpan.id],
+      ] as const) {
         await prisma.score.create({ data: { ownerId, configId: config.id, targetKind, targetId, label: "right", source: "HUMAN", createdById: ownerId } });
       }
       await prisma.scoreConfig.create({ data: { ownerId, name: `config-${i}`, kind: "BOOLEAN" } });

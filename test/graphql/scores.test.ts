@@ -69,7 +69,11 @@ describe.each(backends)("scores on %s", (backend) => {
     for (const [settings, fields] of table) {
       const answer = await config(alice, { name: unique("cfg"), ...settings });
       if (fields.length === 0) expect(answer.__typename, JSON.stringify(settings)).toBe("CreateScoreConfigSuccess");
-      else expect(answer.issues?.map((i: { field: string }) => i.field), JSON.stringify(settings)).toEqual(fields);
+      else
+        expect(
+          answer.issues?.map((i: { field: string }) => i.field),
+          JSON.stringify(settings),
+        ).toEqual(fields);
     }
     expect((await config(alice, { name: " ", kind: "BOOLEAN" })).issues[0].field).toBe("name");
 
@@ -162,9 +166,13 @@ describe.each(backends)("scores on %s", (backend) => {
     const input = { targetId: version, configName: name, value: 5, idempotencyKey: "review-42" };
     const answers = await Promise.all(Array.from({ length: 5 }, () => score(alice, input)));
     expect(new Set(answers.map((a) => a.score.id)).size).toBe(1);
-    const pv = await gql(alice, `query($id: ID!) { node(id: $id) { ... on PublicationVersion { scores { totalCount edges { node { createdBy { name } value } } } } } }`, {
-      id: version,
-    });
+    const pv = await gql(
+      alice,
+      `query($id: ID!) { node(id: $id) { ... on PublicationVersion { scores { totalCount edges { node { createdBy { name } value } } } } } }`,
+      {
+        id: version,
+      },
+    );
     expect(pv.node.scores).toEqual({ totalCount: 1, edges: [{ node: { createdBy: { name: "Alice" }, value: 5 } }] });
     expect(await score(alice, { ...input, value: 4 })).toMatchObject({ __typename: "IdempotencyConflictError" });
     // Keys are per principal.
@@ -179,8 +187,9 @@ describe.each(backends)("scores on %s", (backend) => {
     await config(bob, { name, kind: "BOOLEAN" });
     const run = await admit(alice);
     const version = await publish(alice);
-    const workspace = (await gql(alice, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`))
-      .createWorkspace.workspace.id;
+    const workspace = (
+      await gql(alice, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`)
+    ).createWorkspace.workspace.id;
     const checkpoint = await gql(
       alice,
       `mutation($w: ID!) { updateCheckpoint(input: { workspaceId: $w, expectedRevision: 0, summary: "s", questions: [] }) { __typename ... on UpdateCheckpointSuccess { checkpoint { id } } } }`,
@@ -208,8 +217,11 @@ describe.each(backends)("scores on %s", (backend) => {
     await config(alice, { name, kind: "BOOLEAN" });
     const run = await admit(alice);
     const keyOf = async (scopes: string[]) =>
-      (await gql(alice, `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { ... on CreateApiKeySuccess { secret } } }`, { input: { name: "k", scopes } }))
-        .createApiKey.secret as string;
+      (
+        await gql(alice, `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { ... on CreateApiKeySuccess { secret } } }`, {
+          input: { name: "k", scopes },
+        })
+      ).createApiKey.secret as string;
     const reader = await keyOf(["READ"]);
     expect(await score(reader, { targetId: run, configName: name, value: 1 })).toMatchObject({ __typename: "ForbiddenError" });
     expect(await config(reader, { name: unique("x"), kind: "BOOLEAN" })).toMatchObject({ __typename: "ForbiddenError" });

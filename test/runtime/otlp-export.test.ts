@@ -147,11 +147,11 @@ describe("OTLP export", () => {
     expect(logs.map((record) => record.eventName)).toEqual(["gen_ai.evaluation.result", "gen_ai.evaluation.result"]);
     const onRun = logs.find((record) => value(record, "gen_ai.evaluation.name") === "helpfulness")!;
     const onTool = logs.find((record) => value(record, "gen_ai.evaluation.name") === "tool_choice")!;
-    expect([value(onRun, "gen_ai.evaluation.score.value"), value(onRun, "gen_ai.evaluation.explanation"), value(onRun, "gen_ai.evaluation.score.label")]).toEqual([
-      0.75,
-      "answered, briefly",
-      undefined,
-    ]);
+    expect([
+      value(onRun, "gen_ai.evaluation.score.value"),
+      value(onRun, "gen_ai.evaluation.explanation"),
+      value(onRun, "gen_ai.evaluation.score.label"),
+    ]).toEqual([0.75, "answered, briefly", undefined]);
     expect([value(onTool, "gen_ai.evaluation.score.label"), value(onTool, "gen_ai.evaluation.score.value"), value(onTool, "dossier.score.source")]).toEqual([
       "right",
       undefined,

@@ -17,6 +17,7 @@ export const ALL: WebhookEventType[] = [
   "PUBLICATION_VERSION_CREATED",
   "WORKSPACE_ARCHIVED",
   "WORKSPACE_DELETED",
+  "SCORE_CREATED",
 ];
 
 /** A request as it arrived: its path and query (`url`), headers and body. */

@@ -67,7 +67,11 @@ export function sameSettings(config: ScoreConfig, settings: ScoreConfigSettings)
 }
 
 /** What a score stores for its config: the value and label, checked. */
-export function scoreReading(config: ScoreConfig, value: number | null | undefined, label: string | null | undefined): { value: number | null; label: string | null } {
+export function scoreReading(
+  config: ScoreConfig,
+  value: number | null | undefined,
+  label: string | null | undefined,
+): { value: number | null; label: string | null } {
   const refuse = (field: string, message: string): never => {
     throw new ValidationError([{ field, message }]);
   };
@@ -91,7 +95,7 @@ export function scoreReading(config: ScoreConfig, value: number | null | undefin
       if (named !== null && named !== "true" && named !== "false") refuse("label", 'must be "true" or "false" for a BOOLEAN config');
       if (given === null && named === null) return refuse("value", `a value (0 or 1) or a label ("true" or "false") is required by "${config.name}"`);
       const truth = given !== null ? given === 1 : named === "true";
-      if (given !== null && named !== null && truth !== (named === "true")) refuse("label", "must agree with value (1 is \"true\", 0 is \"false\")");
+      if (given !== null && named !== null && truth !== (named === "true")) refuse("label", 'must agree with value (1 is "true", 0 is "false")');
       return { value: truth ? 1 : 0, label: truth ? "true" : "false" };
     }
   }

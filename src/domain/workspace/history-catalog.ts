@@ -109,9 +109,7 @@ export async function historyCatalog(prisma: PrismaClient, actor: Actor, workspa
     actor.principalId,
     versions.map((version) => version.id),
   );
-  const entries = listed.map((publication) =>
-    catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability, humanScores }),
-  );
+  const entries = listed.map((publication) => catalogEntry(publication, { createdAt: createdAtOf.get(publication.id)!, linked, availability, humanScores }));
   const versionsCut = entries.some((entry) => !entry.versionsComplete);
   return {
     entries,

@@ -67,6 +67,10 @@ const ScoreSummaryRef = builder.objectRef<ScoreSummaryRow>("ScoreSummary").imple
     configName: t.exposeString("configName"),
     count: t.exposeInt("count"),
     mean: t.exposeFloat("mean", { nullable: true, description: "The mean value: for BOOLEAN the share of true; null for CATEGORICAL." }),
-    labelCounts: t.field({ type: [LabelCountRef], description: "Each label and how many scores carry it, most frequent first.", resolve: (row) => row.labelCounts }),
+    labelCounts: t.field({
+      type: [LabelCountRef],
+      description: "Each label and how many scores carry it, most frequent first.",
+      resolve: (row) => row.labelCounts,
+    }),
   }),
 });

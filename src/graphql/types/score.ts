@@ -80,7 +80,10 @@ export const ScoreNode = builder.prismaNode("Score", {
       nullable: true,
       description: 'The credential that scored: "key:<API key id>", "token:<access token id>" or "sign-in:<principal id>"; null for the development principal.',
     }),
-    targetId: t.id({ description: "The global id of what the score judges.", resolve: (score) => encodeGlobalId(TARGET_TYPENAMES[score.targetKind], score.targetId) }),
+    targetId: t.id({
+      description: "The global id of what the score judges.",
+      resolve: (score) => encodeGlobalId(TARGET_TYPENAMES[score.targetKind], score.targetId),
+    }),
     target: t.field({
       type: ScoreTargetUnion,
       nullable: true,
