@@ -13,6 +13,7 @@ import { ConversationService } from "../domain/research/conversation-service.js"
 import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/runs/run-service.js";
+import { SteeringService } from "../domain/runs/steering.js";
 import { ToolApprovalService } from "../domain/runs/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import { WebhookService } from "../domain/webhooks/webhook-service.js";
@@ -110,6 +111,7 @@ export function createServices({
     proposals: new CheckpointProposals({ prisma }),
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
+    steering: new SteeringService({ prisma }),
   };
 }
 

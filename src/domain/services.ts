@@ -13,6 +13,7 @@ import type { ConversationService } from "./research/conversation-service.js";
 import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
 import type { RunService } from "./runs/run-service.js";
+import type { SteeringService } from "./runs/steering.js";
 import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
@@ -46,4 +47,6 @@ export type Services = {
   toolApprovals: ToolApprovalService;
   /** Principals' webhook endpoints and their signing secrets (issue 22). */
   webhooks: WebhookService;
+  /** A person's input to runs in flight (steerRun), delivered by their attempts. */
+  steering: SteeringService;
 };

@@ -9,8 +9,8 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
-//     outside the grants.
+//   - mutations: admitRun (ADMIT), steerRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE)
+//     answer NotFound outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
 // a run, workspace or conversation reached through a link is shown only when a grant covers it,
@@ -77,6 +77,8 @@ const ROOT_RULES: Record<string, Rule> = {
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Steering adds a person's message to the run's conversation, as admitting a run there does.
+  "Mutation.steerRun": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
 };
 
 /** The global id of the message an evidence id names, or null. */
