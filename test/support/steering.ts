@@ -45,12 +45,14 @@ export function workTool({ gate, holdCalls = 1, ms = 0 }: { gate?: Gate; holdCal
   };
 }
 
-/** Calls `work` once per turn until the request carries `turns` results, then answers "done". */
-export function turnsModel(turns: number): ScriptedModel {
+/** Calls `work` once per turn until the request carries `turns` results, then answers "done" (after `answerDelayMs`). */
+export function turnsModel(turns: number, { answerDelayMs = 0 } = {}): ScriptedModel {
   return new ScriptedModel({
     name: "steered",
     steps: (request) =>
-      request.messages.filter((m) => m.role === "tool").length < turns ? { toolCalls: [{ name: "work", arguments: {} }] } : { content: "done" },
+      request.messages.filter((m) => m.role === "tool").length < turns
+        ? { toolCalls: [{ name: "work", arguments: {} }] }
+        : { content: "done", delayMs: answerDelayMs },
   });
 }
 
