@@ -5,13 +5,7 @@ import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { parse } from "graphql";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import {
-  type AccessOperation,
-  CancelRunDocument,
-  CreateAccessTokenDocument,
-  CreateApiKeyDocument,
-  SteerRunDocument,
-} from "../../sdk/generated/graphql.js";
+import { type AccessOperation, CancelRunDocument, CreateAccessTokenDocument, CreateApiKeyDocument, SteerRunDocument } from "../../sdk/generated/graphql.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
