@@ -13,7 +13,7 @@ export type AccessGrantInput = {
 
 /** What an access token may do with a granted resource. */
 export type AccessOperation =
-  /** Admit runs into it (a workspace or a conversation). */
+  /** Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation. */
   | 'ADMIT'
   /** Cancel its runs. */
   | 'CANCEL'
@@ -345,6 +345,14 @@ export type RunAttemptOutcome =
   /** Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over. */
   | 'LEASE_LOST';
 
+export type RunInputStatus =
+  /** In the log (`message`), right before the model request that read it; `deliveredAt` says when. */
+  | 'DELIVERED'
+  /** Stored; it enters the conversation's log right before the run's next model request. */
+  | 'PENDING'
+  /** The run ended before another model request, so the text never entered the log: send it as the conversation's next run. */
+  | 'RELEASED';
+
 /** Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds. */
 export type RunLimitsInput = {
   deadlineSeconds?: number | null | undefined;
@@ -423,6 +431,8 @@ export type SpanEventKind =
   | 'INTERRUPTION'
   | 'REPAIR'
   | 'SPILL'
+  /** On a TURN span, before its model call: a person's steering input (steerRun) entered the log right before this turn's model request, in the same transaction that marked it DELIVERED. Payload: the text (the USER log entry's content). */
+  | 'STEERED'
   | 'THINKING'
   | 'TOOL_INPUT'
   | 'TOOL_OUTPUT';
@@ -447,6 +457,14 @@ export type SpanStatus =
 
 export type StartConversationInput = {
   title: string;
+};
+
+export type SteerRunInput = {
+  /** Retrying with the same key on the same run returns the same input (with another text: IdempotencyConflictError). */
+  idempotencyKey?: string | null | undefined;
+  runId: string;
+  /** What you want the run to take into account: a person's message, at most 20000 characters. */
+  text: string;
 };
 
 export type ToolApprovalDecision =
@@ -627,6 +645,7 @@ export type RunApprovalsQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, answer: string | null, pendingApprovals: { __typename: 'ToolApprovalConnection', edges: Array<{ __typename: 'ToolApprovalEdge', cursor: string, node: { __typename: 'ToolApproval', id: string, toolCallId: string, toolName: string, arguments: string, requestedAt: string, expiresAt: string, decision: ToolApprovalDecision | null, reason: string | null, decidedAt: string | null, decidedBy: { __typename: 'Principal', id: string } | null } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -750,6 +769,7 @@ export type RunAgentProfileQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, agent: string, agentProfile: { __typename: 'AgentProfile', id: string, name: string, version: number, systemPrompt: string, tools: Array<string> | null, skills: Array<string> | null, createdAt: string } | null }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -781,6 +801,7 @@ export type SkillNodeQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string }
     | { __typename: 'Run', id: string }
+    | { __typename: 'RunInput', id: string }
     | { __typename: 'Score', id: string }
     | { __typename: 'ScoreConfig', id: string }
     | { __typename: 'Skill', id: string, name: string, description: string, body: string, agent: string, source: SkillSource, overridesBuiltIn: boolean, updatedAt: string | null }
@@ -833,6 +854,7 @@ export type HistoryCatalogQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -906,6 +928,7 @@ export type PublicationVersionUsesQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion', id: string, version: number, availability: { __typename: 'Availability', status: AvailabilityStatus, reason: string | null, unavailableSource: { __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string, title: string } } | null }, consumedBy: { __typename: 'PublicationVersionConsumerConnection', totalCount: number, countCapped: boolean, edges: Array<{ __typename: 'PublicationVersionConsumerEdge', cursor: string, node: { __typename: 'MaterialUse', id: string, stage: MaterialStage, publicationId: string, version: number, reason: string | null, contentHash: string | null, coverage: MaterialCoverage | null, at: string, publicationVersion: { __typename: 'PublicationVersion', id: string } | null, range: { __typename: 'CharacterRange', start: number, end: number } | null, requestSpan: { __typename: 'Span', id: string, kind: SpanKind, name: string } | null, run: { __typename: 'Run', id: string } } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -952,6 +975,7 @@ export type CheckpointVersionListsQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -987,6 +1011,7 @@ export type WorkspaceCheckpointQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1037,6 +1062,7 @@ export type CheckpointVersionNodeQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string }
     | { __typename: 'Run', id: string }
+    | { __typename: 'RunInput', id: string }
     | { __typename: 'Score', id: string }
     | { __typename: 'ScoreConfig', id: string }
     | { __typename: 'Skill', id: string }
@@ -1068,6 +1094,7 @@ export type MaterialUseNodeQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string }
     | { __typename: 'Run', id: string }
+    | { __typename: 'RunInput', id: string }
     | { __typename: 'Score', id: string }
     | { __typename: 'ScoreConfig', id: string }
     | { __typename: 'Skill', id: string }
@@ -1161,6 +1188,7 @@ export type ConversationQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1205,6 +1233,7 @@ export type ArtifactQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1248,6 +1277,7 @@ export type PublicationQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string, title: string, latestVersion: { __typename: 'PublicationVersion', id: string, version: number, content: string, contentHash: string, asOf: string, createdAt: string, publication: { __typename: 'Publication', id: string, title: string }, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> }, version: { __typename: 'PublicationVersion', id: string, version: number, content: string, contentHash: string, asOf: string, createdAt: string, publication: { __typename: 'Publication', id: string, title: string }, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }> } | null, versions: { __typename: 'PublicationVersionConnection', edges: Array<{ __typename: 'PublicationVersionEdge', node: { __typename: 'PublicationVersion', version: number } }> } }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1293,6 +1323,7 @@ export type RunQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, question: string, agent: string, deadlineAt: string, answer: string | null, failureReason: string | null, model: string | null, tokensUsed: number, createdAt: string, limits: { __typename: 'RunLimits', maxTurns: number, tokenBudget: number, deadlineSeconds: number }, conversation: { __typename: 'Conversation', id: string, title: string }, admittedBy: { __typename: 'Principal', id: string }, workspace: { __typename: 'Workspace', id: string } | null, frozenGoal: { __typename: 'FrozenGoal', version: number, statement: string } | null, goalVersion: { __typename: 'GoalVersion', id: string, version: number } | null, materials: Array<{ __typename: 'RunMaterial', position: number, publicationVersion: { __typename: 'PublicationVersion', id: string, version: number, contentHash: string, publication: { __typename: 'Publication', id: string } } }> }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1431,6 +1462,7 @@ export type RunTraceQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, answer: string | null, failureReason: string | null, publicationOutcome: RunPublicationOutcome | null, publicationSkippedReason: string | null, model: string | null, tokensUsed: number, startedAt: string | null, finishedAt: string | null, attempt: number, attempts: { __typename: 'RunAttemptConnection', edges: Array<{ __typename: 'RunAttemptEdge', cursor: string, node: { __typename: 'RunAttempt', id: string, number: number, instance: string, startedAt: string, endedAt: string | null, outcome: RunAttemptOutcome | null, span: { __typename: 'Span', id: string } | null } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } }, messages: { __typename: 'RunMessageConnection', edges: Array<{ __typename: 'RunMessageEdge', node: { __typename: 'Message', seq: string, role: MessageRole, content: string } }> }, trace: { __typename: 'Trace', id: string, lastSeq: string, endedAt: string | null, usage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number }, spans: { __typename: 'SpanConnection', edges: Array<{ __typename: 'SpanEdge', cursor: string, node: { __typename: 'Span', id: string, parentId: string | null, kind: SpanKind, name: string, status: SpanStatus, startedAt: string, endedAt: string | null, attributes: string, events: { __typename: 'SpanEventConnection', edges: Array<{ __typename: 'SpanEventEdge', cursor: string, node: { __typename: 'SpanEvent', id: string, seq: string, kind: SpanEventKind, size: number, preview: string, truncated: boolean } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } }, usage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number } | null, cumulativeUsage: { __typename: 'TokenUsage', input: number, output: number, cached: number, reasoning: number } } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } } | null }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1465,6 +1497,7 @@ export type TraceSpansQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1498,6 +1531,7 @@ export type SpanEventsQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1531,6 +1565,7 @@ export type RunAttemptsQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, attempts: { __typename: 'RunAttemptConnection', edges: Array<{ __typename: 'RunAttemptEdge', cursor: string, node: { __typename: 'RunAttempt', id: string, number: number, instance: string, startedAt: string, endedAt: string | null, outcome: RunAttemptOutcome | null, span: { __typename: 'Span', id: string } | null } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1562,6 +1597,7 @@ export type SpanRequestQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1593,6 +1629,7 @@ export type EventPayloadQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1717,6 +1754,7 @@ export type TargetScoresQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string, scores: { __typename: 'ScoreConnection', totalCount: number, countCapped: boolean, edges: Array<{ __typename: 'ScoreEdge', cursor: string, node: { __typename: 'Score', id: string, configName: string, value: number | null, label: string | null, comment: string | null, source: ScoreSource, credential: string | null, targetId: string, createdAt: string, createdBy: { __typename: 'Principal', id: string, name: string } } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
     | { __typename: 'Run', id: string }
+    | { __typename: 'RunInput', id: string }
     | { __typename: 'Score', id: string }
     | { __typename: 'ScoreConfig', id: string }
     | { __typename: 'Skill', id: string }
@@ -1752,6 +1790,7 @@ export type RunSpillsQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run', id: string, status: RunStatus, spills: { __typename: 'SpillConnection', totalCount: number, countCapped: boolean, edges: Array<{ __typename: 'SpillEdge', cursor: string, node: { __typename: 'Spill', id: string, handle: string, tool: string, size: number, preview: string, strategy: string, createdAt: string, message: { __typename: 'Message', id: string, seq: string } } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1783,6 +1822,56 @@ export type SpilledMessageQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
+    | { __typename: 'Score' }
+    | { __typename: 'ScoreConfig' }
+    | { __typename: 'Skill' }
+    | { __typename: 'Span' }
+    | { __typename: 'SpanEvent' }
+    | { __typename: 'Trace' }
+    | { __typename: 'UnavailableCheckpoint' }
+    | { __typename: 'Webhook' }
+    | { __typename: 'Workspace' }
+    | { __typename: 'WorkspaceLink' }
+   | null };
+
+export type RunInputFieldsFragment = { __typename: 'RunInput', id: string, text: string, status: RunInputStatus, createdAt: string, deliveredAt: string | null, releasedAt: string | null, message: { __typename: 'Message', id: string, seq: string } | null };
+
+export type SteerRunMutationVariables = Exact<{
+  input: SteerRunInput;
+}>;
+
+
+export type SteerRunMutation = { __typename: 'Mutation', steerRun:
+    | { __typename: 'IdempotencyConflictError', idempotencyKey: string, message: string }
+    | { __typename: 'NotFoundError', message: string }
+    | { __typename: 'RunEndedError', message: string, run: { __typename: 'Run', id: string, status: RunStatus } }
+    | { __typename: 'SteerRunSuccess', input: { __typename: 'RunInput', id: string, text: string, status: RunInputStatus, createdAt: string, deliveredAt: string | null, releasedAt: string | null, message: { __typename: 'Message', id: string, seq: string } | null } }
+    | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
+   };
+
+export type RunInputsQueryVariables = Exact<{
+  id: string;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type RunInputsQuery = { __typename: 'Query', node:
+    | { __typename: 'AgentProfile' }
+    | { __typename: 'ApiKey' }
+    | { __typename: 'Artifact' }
+    | { __typename: 'Checkpoint' }
+    | { __typename: 'Conversation' }
+    | { __typename: 'GoalVersion' }
+    | { __typename: 'MaterialUse' }
+    | { __typename: 'McpServer' }
+    | { __typename: 'Message' }
+    | { __typename: 'Principal' }
+    | { __typename: 'Publication' }
+    | { __typename: 'PublicationVersion' }
+    | { __typename: 'Run', id: string, status: RunStatus, inputs: { __typename: 'RunInputConnection', totalCount: number, edges: Array<{ __typename: 'RunInputEdge', node: { __typename: 'RunInput', id: string, text: string, status: RunInputStatus, createdAt: string, deliveredAt: string | null, releasedAt: string | null, message: { __typename: 'Message', id: string, seq: string } | null } }>, pageInfo: { __typename: 'PageInfo', hasNextPage: boolean, endCursor: string | null } } }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1826,6 +1915,7 @@ export type WebhookDeliveriesQuery = { __typename: 'Query', node:
     | { __typename: 'Publication' }
     | { __typename: 'PublicationVersion' }
     | { __typename: 'Run' }
+    | { __typename: 'RunInput' }
     | { __typename: 'Score' }
     | { __typename: 'ScoreConfig' }
     | { __typename: 'Skill' }
@@ -1910,6 +2000,8 @@ type ErrorFields_IneligibleSourceError_Fragment = { __typename: 'IneligibleSourc
 
 type ErrorFields_NotFoundError_Fragment = { __typename: 'NotFoundError', message: string };
 
+type ErrorFields_RunEndedError_Fragment = { __typename: 'RunEndedError', message: string };
+
 type ErrorFields_StaleRevisionError_Fragment = { __typename: 'StaleRevisionError', currentRevision: number, expectedRevision: number, message: string };
 
 type ErrorFields_StaleVersionError_Fragment = { __typename: 'StaleVersionError', currentVersion: number, expectedVersion: number, message: string };
@@ -1928,6 +2020,7 @@ export type ErrorFieldsFragment =
   | ErrorFields_IdempotencyConflictError_Fragment
   | ErrorFields_IneligibleSourceError_Fragment
   | ErrorFields_NotFoundError_Fragment
+  | ErrorFields_RunEndedError_Fragment
   | ErrorFields_StaleRevisionError_Fragment
   | ErrorFields_StaleVersionError_Fragment
   | ErrorFields_UnsupportedError_Fragment
@@ -1978,6 +2071,7 @@ export type NodeQuery = { __typename: 'Query', node:
     | { __typename: 'Publication', id: string }
     | { __typename: 'PublicationVersion', id: string }
     | { __typename: 'Run', id: string }
+    | { __typename: 'RunInput', id: string }
     | { __typename: 'Score', id: string }
     | { __typename: 'ScoreConfig', id: string }
     | { __typename: 'Skill', id: string }
@@ -2072,6 +2166,7 @@ export const TraceEventFieldsFragmentDoc = {"kind":"Document","definitions":[{"k
 export const ScoreConfigFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreConfigFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ScoreConfig"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}},{"kind":"Field","name":{"kind":"Name","value":"kind"}},{"kind":"Field","name":{"kind":"Name","value":"min"}},{"kind":"Field","name":{"kind":"Name","value":"max"}},{"kind":"Field","name":{"kind":"Name","value":"categories"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<ScoreConfigFieldsFragment, unknown>;
 export const ScoreFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Score"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"configName"}},{"kind":"Field","name":{"kind":"Name","value":"value"}},{"kind":"Field","name":{"kind":"Name","value":"label"}},{"kind":"Field","name":{"kind":"Name","value":"comment"}},{"kind":"Field","name":{"kind":"Name","value":"source"}},{"kind":"Field","name":{"kind":"Name","value":"credential"}},{"kind":"Field","name":{"kind":"Name","value":"targetId"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdBy"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}}]}}]}}]} as unknown as DocumentNode<ScoreFieldsFragment, unknown>;
 export const ScoreConnectionFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreConnectionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ScoreConnection"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"countCapped"}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Score"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"configName"}},{"kind":"Field","name":{"kind":"Name","value":"value"}},{"kind":"Field","name":{"kind":"Name","value":"label"}},{"kind":"Field","name":{"kind":"Name","value":"comment"}},{"kind":"Field","name":{"kind":"Name","value":"source"}},{"kind":"Field","name":{"kind":"Name","value":"credential"}},{"kind":"Field","name":{"kind":"Name","value":"targetId"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdBy"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}}]}}]}}]} as unknown as DocumentNode<ScoreConnectionFieldsFragment, unknown>;
+export const RunInputFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"RunInputFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RunInput"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"text"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"deliveredAt"}},{"kind":"Field","name":{"kind":"Name","value":"releasedAt"}},{"kind":"Field","name":{"kind":"Name","value":"message"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}}]}}]}}]} as unknown as DocumentNode<RunInputFieldsFragment, unknown>;
 export const WebhookFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhookFieldsFragment, unknown>;
 export const GoalVersionFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<GoalVersionFieldsFragment, unknown>;
 export const WorkspaceFieldsFragmentDoc = {"kind":"Document","definitions":[{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WorkspaceFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Workspace"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"title"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"archivedAt"}},{"kind":"Field","name":{"kind":"Name","value":"goal"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"GoalVersionFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"GoalVersionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"GoalVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"version"}},{"kind":"Field","name":{"kind":"Name","value":"statement"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}}]}}]} as unknown as DocumentNode<WorkspaceFieldsFragment, unknown>;
@@ -2141,6 +2236,8 @@ export const RunScoresDocument = {"kind":"Document","definitions":[{"kind":"Oper
 export const TargetScoresDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"TargetScores"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"PublicationVersion"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"scores"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreConnectionFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Span"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"scores"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreConnectionFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Checkpoint"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"scores"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreConnectionFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"UnavailableCheckpoint"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"scores"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreConnectionFields"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Score"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"configName"}},{"kind":"Field","name":{"kind":"Name","value":"value"}},{"kind":"Field","name":{"kind":"Name","value":"label"}},{"kind":"Field","name":{"kind":"Name","value":"comment"}},{"kind":"Field","name":{"kind":"Name","value":"source"}},{"kind":"Field","name":{"kind":"Name","value":"credential"}},{"kind":"Field","name":{"kind":"Name","value":"targetId"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdBy"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"name"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ScoreConnectionFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ScoreConnection"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"ScoreFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"countCapped"}}]}}]} as unknown as DocumentNode<TargetScoresQuery, TargetScoresQueryVariables>;
 export const RunSpillsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RunSpills"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Run"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"spills"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"handle"}},{"kind":"Field","name":{"kind":"Name","value":"tool"}},{"kind":"Field","name":{"kind":"Name","value":"size"}},{"kind":"Field","name":{"kind":"Name","value":"preview"}},{"kind":"Field","name":{"kind":"Name","value":"strategy"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"message"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}}]}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"countCapped"}}]}}]}}]}}]}}]} as unknown as DocumentNode<RunSpillsQuery, RunSpillsQueryVariables>;
 export const SpilledMessageDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"SpilledMessage"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Message"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"role"}},{"kind":"Field","name":{"kind":"Name","value":"content"}}]}}]}}]}}]} as unknown as DocumentNode<SpilledMessageQuery, SpilledMessageQueryVariables>;
+export const SteerRunDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"SteerRun"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"SteerRunInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"steerRun"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"SteerRunSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"input"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"RunInputFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RunEndedError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"run"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}}]}}]}},{"kind":"FragmentSpread","name":{"kind":"Name","value":"ErrorFields"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"RunInputFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RunInput"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"text"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"deliveredAt"}},{"kind":"Field","name":{"kind":"Name","value":"releasedAt"}},{"kind":"Field","name":{"kind":"Name","value":"message"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"ErrorFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Error"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"Field","name":{"kind":"Name","value":"message"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"issues"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"field"}},{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StaleVersionError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"currentVersion"}},{"kind":"Field","name":{"kind":"Name","value":"expectedVersion"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"IdempotencyConflictError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"idempotencyKey"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"StaleRevisionError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"currentRevision"}},{"kind":"Field","name":{"kind":"Name","value":"expectedRevision"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"IneligibleSourceError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"sourceId"}},{"kind":"Field","name":{"kind":"Name","value":"eligibilityReason"}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ConversationBusyError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"activeRun"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ArtifactExpiredError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"expiredAt"}}]}}]}}]} as unknown as DocumentNode<SteerRunMutation, SteerRunMutationVariables>;
+export const RunInputsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"RunInputs"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Run"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"inputs"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"RunInputFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"RunInputFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"RunInput"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"text"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"deliveredAt"}},{"kind":"Field","name":{"kind":"Name","value":"releasedAt"}},{"kind":"Field","name":{"kind":"Name","value":"message"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"seq"}}]}}]}}]} as unknown as DocumentNode<RunInputsQuery, RunInputsQueryVariables>;
 export const WebhooksDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Webhooks"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"webhooks"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"countCapped"}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhooksQuery, WebhooksQueryVariables>;
 export const WebhookDeliveriesDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"WebhookDeliveries"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"id"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"ID"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"node"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"id"},"value":{"kind":"Variable","name":{"kind":"Name","value":"id"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}},{"kind":"Field","name":{"kind":"Name","value":"deliveries"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"edges"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"cursor"}},{"kind":"Field","name":{"kind":"Name","value":"node"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"eventId"}},{"kind":"Field","name":{"kind":"Name","value":"attempt"}},{"kind":"Field","name":{"kind":"Name","value":"statusCode"}},{"kind":"Field","name":{"kind":"Name","value":"durationMs"}},{"kind":"Field","name":{"kind":"Name","value":"error"}},{"kind":"Field","name":{"kind":"Name","value":"nextRetryAt"}},{"kind":"Field","name":{"kind":"Name","value":"attemptedAt"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}},{"kind":"Field","name":{"kind":"Name","value":"totalCount"}},{"kind":"Field","name":{"kind":"Name","value":"countCapped"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<WebhookDeliveriesQuery, WebhookDeliveriesQueryVariables>;
 export const CreateWebhookDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"CreateWebhook"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"input"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"CreateWebhookInput"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"createWebhook"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"input"},"value":{"kind":"Variable","name":{"kind":"Name","value":"input"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"__typename"}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"CreateWebhookSuccess"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"secret"}},{"kind":"Field","name":{"kind":"Name","value":"webhook"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"FragmentSpread","name":{"kind":"Name","value":"WebhookFields"}}]}}]}},{"kind":"InlineFragment","typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"ValidationError"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"message"}},{"kind":"Field","name":{"kind":"Name","value":"issues"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"field"}},{"kind":"Field","name":{"kind":"Name","value":"message"}}]}}]}}]}}]}},{"kind":"FragmentDefinition","name":{"kind":"Name","value":"WebhookFields"},"typeCondition":{"kind":"NamedType","name":{"kind":"Name","value":"Webhook"}},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"url"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"events"}},{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}},{"kind":"Field","name":{"kind":"Name","value":"previousSecretExpiresAt"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"updatedAt"}}]}}]} as unknown as DocumentNode<CreateWebhookMutation, CreateWebhookMutationVariables>;

@@ -13,6 +13,7 @@ import { ConversationService } from "../domain/research/conversation-service.js"
 import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/runs/run-service.js";
+import { SteeringService } from "../domain/runs/steering.js";
 import { ToolApprovalService } from "../domain/runs/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import { WebhookService } from "../domain/webhooks/webhook-service.js";
@@ -115,6 +116,7 @@ export function createServices({
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
+    steering: new SteeringService({ prisma }),
   };
 }
 

@@ -109,3 +109,10 @@ export class AlreadyDecidedError extends DomainError {
     super(`The tool call was already decided: ${approval.decision ?? "closed"}${approval.reason ? ` (${approval.reason})` : ""}.`);
   }
 }
+
+/** The run has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT): it takes no more input; send the text as the next run. */
+export class RunEndedError extends DomainError {
+  constructor(readonly run: Run) {
+    super(`The run has ended (${run.status}); send the text as a new run of its conversation.`);
+  }
+}

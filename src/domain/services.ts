@@ -14,6 +14,7 @@ import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
 import type { ScoreService } from "./research/score-service.js";
 import type { RunService } from "./runs/run-service.js";
+import type { SteeringService } from "./runs/steering.js";
 import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
@@ -49,4 +50,6 @@ export type Services = {
   webhooks: WebhookService;
   /** Score configs and scores of runs, publication versions, spans and checkpoint versions (issue 39). */
   scores: ScoreService;
+  /** A person's input to runs in flight (steerRun), delivered by their attempts. */
+  steering: SteeringService;
 };

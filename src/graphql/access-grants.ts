@@ -9,8 +9,8 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE), createScore and
-//     deleteScore (SCORE, on what READ would reach) answer NotFound
+//   - mutations: admitRun (ADMIT), steerRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE),
+//     createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
@@ -84,6 +84,8 @@ const ROOT_RULES: Record<string, Rule> = {
   "Mutation.createScore": { operation: "SCORE", targets: (a) => [input(a).targetId], denied: "notFound" },
   "Mutation.deleteScore": { operation: "SCORE", targets: (a) => [input(a).id], denied: "notFound" },
   "Mutation.createScoreConfig": { operation: "SCORE", targets: () => [], denied: "error", keysOnly: true },
+  // Steering adds a person's message to the run's conversation, as admitting a run there does.
+  "Mutation.steerRun": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
 };
 
 /** The global id of the message an evidence id names, or null. */

@@ -2,8 +2,9 @@
 // shows of a workspace it may READ — the workspace's goal versions, checkpoint revisions and
 // links; the publications (with their versions) of its history (those its history catalog lists:
 // linked, or published by a linked run or by a run of a linked conversation) and the artifacts
-// linked to it; the traces, spans, span events, material uses and messages of runs it may read (a
-// message also of a conversation it may read). Everything else of the principal stays null.
+// linked to it; the traces, spans, span events, material uses, messages and steering inputs of
+// runs it may read (a message also of a conversation it may read). Everything else of the
+// principal stays null.
 // Each check reads one row of the principal's own, so an id of another principal's is refused
 // here as well as by its loader.
 //
@@ -108,6 +109,8 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
       });
       return ofRun(event?.span.trace.run);
     }
+    case "RunInput":
+      return ofRun((await prisma.runInput.findFirst({ where: { id, run: { ownerId } }, select: { run: RUN } }))?.run);
     case "MaterialUse":
       return ofRun((await prisma.materialUse.findFirst({ where: { id, run: { ownerId } }, select: { run: RUN } }))?.run);
     case "Message": {

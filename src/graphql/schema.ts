@@ -14,6 +14,7 @@ import "./types/run.js";
 import "./types/run-publication.js";
 import "./types/run-viewer-operations.js";
 import "./types/run-events.js";
+import "./types/run-input.js";
 import "./types/tool-approval.js";
 import "./types/run-output.js";
 import "./types/evidence.js";

@@ -377,6 +377,7 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
           expiresAt: new Date(requestedAt.getTime() + 3_600_000),
         },
       });
+      await prisma.runInput.create({ data: { runId, text: `Also look at ${i}`, status: "RELEASED", releasedAt: new Date() } });
       await prisma.mcpServer.create({ data: { ownerId: me, name: `server-${i}`, transport: "HTTP", url: "https://mcp.example.com/", enabled: false } });
       await prisma.artifact.create({ data: { ownerId: me, name: `notes-${i}.md`, mimeType: "text/markdown", size: 5, content: "notes" } });
       webhooks.push(
@@ -448,6 +449,7 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     { type: "PublicationVersion", field: "consumedBy", parent: () => ids.PublicationVersion! },
     { type: "Run", field: "messages", parent: () => ids.Run! },
     { type: "Run", field: "attempts", parent: () => ids.Run! },
+    { type: "Run", field: "inputs", parent: () => ids.Run! },
     { type: "Run", field: "pendingApprovals", parent: () => ids.Run! },
     { type: "Run", field: "spills", parent: () => ids.Run! },
     { type: "Run", field: "materialUses", parent: () => ids.Run! },

@@ -87,6 +87,7 @@ describe("node(id) of what a granted workspace holds and links, with an access t
         SpanEvent: (await prisma.spanEvent.findFirstOrThrow({ where: { span: { trace: { runId } } } })).id,
         MaterialUse: (await prisma.materialUse.findFirstOrThrow({ where: { runId } })).id,
         Message: (await prisma.message.findFirstOrThrow({ where: { runId } })).id,
+        RunInput: (await prisma.runInput.create({ data: { runId, text: `${side} steering`, status: "RELEASED", releasedAt: new Date() } })).id,
       };
       things[side] = Object.fromEntries(Object.entries(rows).map(([typename, id]) => [typename, encodeGlobalId(typename, id)]));
       things[side].workspace = workspace.id;
@@ -128,7 +129,7 @@ describe("node(id) of what a granted workspace holds and links, with an access t
     const kinds = Object.keys(things.granted)
       .filter((name) => name !== "workspace")
       .sort();
-    expect(kinds).toHaveLength(12);
+    expect(kinds).toHaveLength(13);
     // The key sees all of them, so each id names something.
     expect(await answered(key, things.granted)).toEqual(kinds);
     expect(await answered(key, { ...things.other, ...unlinked })).toEqual(

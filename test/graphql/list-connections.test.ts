@@ -234,6 +234,18 @@ describe.each(backends)("list connections paged on %s", (backend) => {
       maxSize: 500,
     });
 
+    // Run.inputs: oldest first, then id.
+    const inputs = await createEach((i) => prisma.runInput.create({ data: { id: idOf("input", i), runId, text: `steer ${i}`, createdAt: momentOf(i) } }));
+    const otherInput = await prisma.runInput.create({ data: { runId: otherRunId, text: "theirs" } });
+    cases.push({
+      field: "Run.inputs",
+      document: nodeDocument("Run", "inputs"),
+      parent: run.run.id,
+      items: sortedIds("RunInput", inputs, (r) => [r.createdAt.getTime(), r.id]),
+      foreign: encodeGlobalId("RunInput", otherInput.id),
+      maxSize: 500,
+    });
+
     // Principal.apiKeys: oldest first, then id (the development principal has none of its own yet).
     const keys = await createEach((i) =>
       prisma.apiKey.create({ data: { id: idOf("key", i), principalId: me, name: `key ${i}`, prefix: `dsk_${i}`, hash: `hash-${i}`, createdAt: momentOf(i) } }),
@@ -452,6 +464,7 @@ const GROWING_LISTS = [
   "Run.acceptedPublicationVersions",
   "Run.attempts",
   "Run.checkpointProposals",
+  "Run.inputs",
   "Run.linkRefusals",
   "Run.materialUses",
   "Run.spills",

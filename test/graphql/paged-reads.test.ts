@@ -59,6 +59,7 @@ const EVERY_LIST = /* GraphQL */ `
     run: node(id: $run) {
       ... on Run {
         attempts(first: 2) { ${IDS} }
+        inputs(first: 2) { ${IDS} }
         materials { position publicationVersion { id } }
         materialUses(first: 2) { ${IDS} }
         acceptedPublicationVersions(first: 2) { ${IDS} }

@@ -1,10 +1,11 @@
 // Run.viewerOperations: what the request's own key or token may do with a run, as the API then
-// enforces it — a UI shows Stop (CANCEL) and Approve/Reject (DECIDE) from it.
+// enforces it — a UI shows Stop (CANCEL), Approve/Reject (DECIDE) and its message box (ADMIT:
+// steerRun) from it.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { parse } from "graphql";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import { type AccessOperation, CancelRunDocument, CreateAccessTokenDocument, CreateApiKeyDocument } from "../../sdk/generated/graphql.js";
+import { type AccessOperation, CancelRunDocument, CreateAccessTokenDocument, CreateApiKeyDocument, SteerRunDocument } from "../../sdk/generated/graphql.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -34,11 +35,11 @@ describe("Run.viewerOperations", () => {
     const workspace = await createWorkspace(owner);
     const { run } = await admit(owner, { workspaceId: workspace.id, question: "What may I do?" });
 
-    expect(await operationsOf(owner, run.id)).toEqual(["CANCEL", "DECIDE", "READ", "SCORE", "SUBSCRIBE"]);
+    expect(await operationsOf(owner, run.id)).toEqual(["ADMIT", "CANCEL", "DECIDE", "READ", "SCORE", "SUBSCRIBE"]);
 
     const created = await owner.request(CreateApiKeyDocument, { input: { name: "agent", forAgent: true } });
     const agent = t.as(expectType(created.createApiKey, "CreateApiKeySuccess").secret);
-    expect(await operationsOf(agent, run.id)).toEqual(["CANCEL", "READ", "SCORE", "SUBSCRIBE"]);
+    expect(await operationsOf(agent, run.id)).toEqual(["ADMIT", "CANCEL", "READ", "SCORE", "SUBSCRIBE"]);
 
     // A token granted on the workspace covers its runs; one granted on the run itself, only that.
     const watcher = t.as(await token(owner, workspace.id, ["READ", "SUBSCRIBE"]));
@@ -49,5 +50,23 @@ describe("Run.viewerOperations", () => {
     // What it says is what the API does: the watcher may not cancel, the canceller may.
     expectType((await watcher.request(CancelRunDocument, { input: { runId: run.id } })).cancelRun, "NotFoundError");
     expectType((await canceller.request(CancelRunDocument, { input: { runId: run.id } })).cancelRun, "CancelRunSuccess");
+  });
+
+  it("steering needs ADMIT on the run, its conversation or its workspace", async () => {
+    t = await startTestApp("pglite", { authRequired: true });
+    const owner = t.as(await t.createPrincipal("owner"));
+    const workspace = await createWorkspace(owner);
+    const { run } = await admit(owner, { workspaceId: workspace.id, question: "Steer me." });
+    const steer = (client: DossierClient) =>
+      client.request(SteerRunDocument, { input: { runId: run.id, text: "Shorter, please." } }).then((result) => result.steerRun.__typename);
+
+    const watcher = t.as(await token(owner, workspace.id, ["READ", "SUBSCRIBE"]));
+    expect(await steer(watcher)).toBe("NotFoundError");
+    const chat = t.as(await token(owner, run.conversation.id, ["READ", "ADMIT"]));
+    expect(await operationsOf(chat, run.id)).toEqual(["ADMIT", "READ"]);
+    expect(await steer(chat)).toBe("SteerRunSuccess");
+    const created = await owner.request(CreateApiKeyDocument, { input: { name: "reader", scopes: ["READ"] } });
+    const reader = t.as(expectType(created.createApiKey, "CreateApiKeySuccess").secret);
+    await expect(steer(reader)).rejects.toThrow(/may not ADMIT/);
   });
 });

@@ -1,6 +1,7 @@
 // The role order of a request, built from the log alone: a run's context and question reach the
 // model as one user message (context first), user messages in a row are joined, a run that ended
-// after tool results is followed by a neutral note before the next question, and every request is
+// after tool results is followed by a neutral note before the next question (another note before
+// a person's steering input that arrived while the run worked), and every request is
 // one a strict chat template accepts. Each recorded request reads back byte for byte, the context
 // as a reference to its log entry.
 import { describe, expect, it } from "vitest";
@@ -9,7 +10,7 @@ import { toStored } from "../../src/domain/text/stored-text.js";
 import type { Message } from "../../src/generated/prisma/client.js";
 import { planContext } from "../../src/runtime/memory/context-plan.js";
 import { repairNote } from "../../src/runtime/memory/repair.js";
-import { NO_ANSWER_NOTE } from "../../src/runtime/memory/request-turns.js";
+import { NO_ANSWER_NOTE, STEERED_NOTE } from "../../src/runtime/memory/request-turns.js";
 import { emptySections, type StoredSummary } from "../../src/runtime/memory/summary.js";
 import { chatTemplateViolations } from "../support/chat-template.js";
 
@@ -140,6 +141,28 @@ describe("a request's role order", () => {
       { role: "tool", toolCallId: "c1", content: "found" },
       { role: "assistant", content: NO_ANSWER_NOTE },
       { role: "user", content: "Second question" },
+    ]);
+    expect(chatTemplateViolations(built.messages)).toEqual([]);
+    await expectExactReadBack(log, built);
+  });
+
+  it("puts the steering note between a run's tool results and a person's input to it, which stays where the log has it", async () => {
+    const log = logOf([
+      { role: "USER", content: "Question", runId: "r1" },
+      { role: "CONTEXT", content: CONTEXT_1, runId: "r1" },
+      { role: "ASSISTANT", content: "", toolCalls: [call("c1")], runId: "r1" },
+      { role: "TOOL", content: "found", toolCallId: "c1", toolName: "search", runId: "r1" },
+      { role: "USER", content: "Only 2025, please.", runId: "r1" },
+      { role: "USER", content: "And in euros.", runId: "r1" },
+    ]);
+    const built = plan(log, "r1");
+    expect(built.messages).toEqual([
+      { role: "system", content: "sys" },
+      { role: "user", content: [CONTEXT_1, "Question"].join(JOIN_SEPARATOR) },
+      { role: "assistant", content: null, toolCalls: [call("c1")] },
+      { role: "tool", toolCallId: "c1", content: "found" },
+      { role: "assistant", content: STEERED_NOTE },
+      { role: "user", content: ["Only 2025, please.", "And in euros."].join(JOIN_SEPARATOR) },
     ]);
     expect(chatTemplateViolations(built.messages)).toEqual([]);
     await expectExactReadBack(log, built);

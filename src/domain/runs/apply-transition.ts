@@ -13,6 +13,7 @@ import { changeSpanIn, endOpenSpansIn, endTraceIn, ensureTrace, type TraceChange
 import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
+import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
 import type { Announcement, SpanEnding, Transition } from "./transitions.js";
 import type { AttemptOutcome, Outcome, RunRecord, SettleStep, SpanRef } from "./vocabulary.js";
 
@@ -86,6 +87,8 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
     for (const step of details.steps ?? []) await step({ tx, run: run as RunRecord, outcome, status, after });
   }
   if (row.proposals === "DROP") await dropPendingProposals(tx, run.id, details.at);
+  // Whichever row ends the run, its steering inputs still pending will never enter the log.
+  if (ENDED_STATUSES.includes(status) && !row.from.includes(status)) await releaseInputsIn(tx, run.id, details.at);
   if (row.openSpans !== "KEEP") changes.push(...(await endSpans(tx, row.openSpans, run.id, details)));
   const ended = attemptOutcomeOf(row, details);
   if (ended && details.attempt) await endAttemptRow(tx, run.id, details.attempt.number, ended, details.at);

@@ -10,6 +10,9 @@ import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Out
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
+import { type DeliveredEntry, deliverInputsIn, hasPendingInputs } from "./steering.js";
+import { within } from "../transaction.js";
+import type { SpanRef } from "./vocabulary.js";
 
 export type PrismaRunStateDeps = {
   prisma: PrismaClient;
@@ -97,6 +100,22 @@ export class PrismaRunState {
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {
     await write((tx) => tx.run.update({ where: { id: runId }, data: { modelLabel: label } }));
+  }
+
+  /**
+   * Delivers the run's pending steering inputs (steering.ts) in the attempt's fenced transaction;
+   * returns how many. A run with none costs one read and no transaction.
+   */
+  async deliverInputs(
+    write: Transact,
+    { runId, span, append }: { runId: string; span: SpanRef; append: (write: Transact, texts: string[]) => Promise<DeliveredEntry[]> },
+  ): Promise<number> {
+    if (!(await hasPendingInputs(this.deps.prisma, runId))) return 0;
+    return write(async (tx, after) => {
+      const changes = await deliverInputsIn(tx, { runId, span, at: new Date(), append: (texts) => append(within(tx, after), texts) });
+      after.push(() => this.deps.trace.announce(changes));
+      return changes.length;
+    });
   }
 
   addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {

@@ -4,7 +4,9 @@
 // slot, the webhook event, and what is announced once the transaction committed. One function
 // (apply-transition.ts) executes a row in the caller's transaction; nothing else writes a run's
 // status. A new capability that changes a run's state (stop modes, pause, steering, spend caps,
-// schedules) is a new row here, not a new list of side effects somewhere else.
+// schedules) is a new row here, not a new list of side effects somewhere else. One effect goes
+// with the status itself rather than a column: every row that reaches a terminal status releases
+// the run's pending steering inputs (steering.ts), so no row can end a run and leave one pending.
 import type { AttemptOutcome, RunStatusName } from "./vocabulary.js";
 
 export type TransitionName =

@@ -15,7 +15,7 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
       description:
         "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation).",
     },
-    ADMIT: { description: "Admit runs into it (a workspace or a conversation)." },
+    ADMIT: { description: "Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation." },
     DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
     CANCEL: { description: "Cancel its runs." },
     SCORE: {

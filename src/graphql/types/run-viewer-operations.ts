@@ -1,14 +1,15 @@
 // What the request's own credential may do with a run (Run.viewerOperations): a UI such as the
 // trace viewer shows Stop or Approve/Reject only when the API key's scopes, or the access
-// token's grants, allow cancelRun or decideToolCall on this run.
+// token's grants, allow cancelRun or decideToolCall on this run (and a message box when ADMIT
+// allows steerRun).
 import { ACCESS_OPERATIONS, type AccessOperation, grants } from "../../domain/principal/access-scope.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
 import { builder } from "../builder.js";
 import { AccessOperationEnum } from "./access-token.js";
 import { RunNode } from "./run.js";
 
-/** The operations that act on one run; ADMIT acts on a workspace or a conversation. */
-const RUN_OPERATIONS = ACCESS_OPERATIONS.filter((operation) => operation !== "ADMIT");
+/** The operations that act on one run: every one (ADMIT: steerRun). */
+const RUN_OPERATIONS = ACCESS_OPERATIONS;
 
 type Placement = { id: string; workspaceId: string | null; conversationId: string | null };
 
@@ -22,7 +23,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
   viewerOperations: t.field({
     type: [AccessOperationEnum],
     description:
-      "What the credential of this request may do with this run: READ, SUBSCRIBE, CANCEL (cancelRun), DECIDE (decideToolCall), SCORE (createScore) — an API key's scopes, or an access token's grants. A UI shows its Stop or Approve/Reject buttons from it.",
+      "What the credential of this request may do with this run: READ, SUBSCRIBE, ADMIT (steerRun), CANCEL (cancelRun), DECIDE (decideToolCall), SCORE (createScore) — an API key's scopes, or an access token's grants. A UI shows its message box, Stop or Approve/Reject buttons from it.",
     select: { workspaceId: true, conversationId: true },
     resolve: (run, _args, ctx) => runOperationsOf(ctx.actor, run),
   }),

@@ -45,6 +45,10 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
         "On a TOOL_CALL span: the call that waited was decided — by its run's owner (decideToolCall), by expiry, or because the run was cancelled, reached its deadline or ended — recorded in the same transaction as the decision. " +
         "Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt.",
     },
+    STEERED: {
+      description:
+        "On a TURN span, before its model call: a person's steering input (steerRun) entered the log right before this turn's model request, in the same transaction that marked it DELIVERED. Payload: the text (the USER log entry's content).",
+    },
   },
 });
 

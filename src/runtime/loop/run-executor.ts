@@ -57,8 +57,8 @@ export type ExecutorDeps = {
   recorder: RuntimeTrace;
   /** The conversations' logs (R3). */
   log: ConversationLog;
-  /** The run row: the model it uses and the tokens it spent. */
-  runs: Pick<RunState, "recordModel" | "addTokens">;
+  /** The run row: the model it uses, the tokens it spent, and the steering inputs it delivers. */
+  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs">;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
@@ -184,6 +184,13 @@ export class RunExecutor {
 
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
+    // A person's steering inputs enter the log right before the request that reads them (issue 38).
+    const append = (into: Transact, texts: string[]) =>
+      log.append(
+        into,
+        texts.map((content) => ({ role: "USER" as const, content })),
+      );
+    await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,

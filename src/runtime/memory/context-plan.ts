@@ -148,10 +148,25 @@ function scanLog(input: ContextInput, cache: MemoCache): LogScan {
   return { summary, firstUserMessage: firstUser?.content ?? "", lastModelStepSeq, covered, all, current, raw };
 }
 
-/** The messages that render a run's question or its context, for the request's role order (request-turns.ts). */
+/**
+ * The messages that render a run's question, its context or a steering input (a USER entry of a
+ * run after its question), for the request's role order (request-turns.ts).
+ */
 function inputKinds(all: readonly ViewEntry[]): Map<ChatMessage, InputKind> {
-  const kind = (role: LoggedMessage["role"]): InputKind | null => (role === "USER" ? "question" : role === "CONTEXT" ? "context" : null);
-  return new Map(all.flatMap((entry) => entry.chat.flatMap((chat) => (kind(entry.message.role) ? [[chat, kind(entry.message.role)!] as const] : []))));
+  const asked = new Set<string | null>();
+  const kind = ({ role, runId }: LoggedMessage): InputKind | null => {
+    if (role === "CONTEXT") return "context";
+    if (role !== "USER") return null;
+    if (runId !== null && asked.has(runId)) return "steer";
+    asked.add(runId);
+    return "question";
+  };
+  return new Map(
+    all.flatMap((entry) => {
+      const found = kind(entry.message);
+      return found ? entry.chat.map((chat) => [chat, found] as const) : [];
+    }),
+  );
 }
 
 /** The request's budget (R8) for the given history and summary; the one place its tokens are counted. */

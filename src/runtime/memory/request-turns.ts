@@ -6,16 +6,20 @@
 // run's question. How the request reads is decided when it is built (R4), the log unchanged:
 // - a run's context comes right before its question, so the question is the last thing read;
 // - user messages in a row become one (joinUserMessages), which the span records as its parts;
-// - a user message right after tool results gets a neutral assistant note before it.
+// - a user message right after tool results gets a neutral assistant note before it (another one
+//   when it is a person's steering input, which arrives while the run works, not after it ended).
 import { joinUserMessages } from "../../domain/trace/recorded-request.js";
 import type { ChatMessage } from "../ports/model.js";
 import { shownToModel } from "./conversation-log.js";
 
-/** Which log entries a user message renders: a run's question or the context the run was given. */
-export type InputKind = "question" | "context";
+/** Which log entries a user message renders: a run's question, the context the run was given, or a person's steering input (steerRun). */
+export type InputKind = "question" | "context" | "steer";
 
 /** What the model reads where a run stopped after tool results and the next message is a user's. */
 export const NO_ANSWER_NOTE = "[no answer: the run ended here, before the model replied to the results above.]";
+
+/** What the model reads where a person's steering input follows tool results of the same run. */
+export const STEERED_NOTE = "[results received; the user sent the message below while the work was in progress.]";
 
 /**
  * The request's messages in an order strict templates accept, each shown safely (shownToModel).
@@ -26,7 +30,9 @@ export function inTurns(
   messages: readonly ChatMessage[],
   kinds: ReadonlyMap<ChatMessage, InputKind>,
 ): { messages: ChatMessage[]; joined: Map<ChatMessage, ChatMessage[]> } {
-  const shown = shownToModel(contextFirst(messages, kinds));
+  const ordered = contextFirst(messages, kinds);
+  // shownToModel maps message for message: `ordered[index]` is what `shown[index]` shows.
+  const shown = shownToModel(ordered);
   const out: ChatMessage[] = [];
   const joined = new Map<ChatMessage, ChatMessage[]>();
   let users: ChatMessage[] = [];
@@ -38,9 +44,10 @@ export function inTurns(
     } else out.push(...users);
     users = [];
   };
-  for (const message of shown) {
+  for (const [index, message] of shown.entries()) {
     if (message.role === "user") {
-      if (users.length === 0 && out.at(-1)?.role === "tool") out.push({ role: "assistant", content: NO_ANSWER_NOTE });
+      const note = kinds.get(ordered[index]!) === "steer" ? STEERED_NOTE : NO_ANSWER_NOTE;
+      if (users.length === 0 && out.at(-1)?.role === "tool") out.push({ role: "assistant", content: note });
       users.push(message);
       continue;
     }

@@ -15,6 +15,7 @@ import type {
   RunStatusName,
   SettleContext,
   SettleStep,
+  SpanRef,
 } from "../../domain/runs/vocabulary.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
@@ -58,6 +59,15 @@ export interface RunState {
   nextQueued(conversationId: string): Promise<string | null>;
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
+  /**
+   * Right before a model request: the run's pending steering inputs enter the log through
+   * `append` (USER entries), in `write` (the attempt's fence), marked DELIVERED with a STEERED
+   * event on `span` — exactly once, or not at all when the attempt lost its run. Returns how many.
+   */
+  deliverInputs(
+    write: Transact,
+    delivery: { runId: string; span: SpanRef; append: (write: Transact, texts: string[]) => Promise<{ id: string; content: string }[]> },
+  ): Promise<number>;
   /** Counts a model request's tokens against the run's budget; returns the run's total so far. */
   addTokens(write: Transact, runId: string, usage: TokenUsage): Promise<number>;
 }

@@ -83,6 +83,7 @@ button.toggle:hover { background: #e3e8f1; }
 .preview { min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .event-row.FINAL_REPLY { background: #edf9f1; } .event-row.FINAL_REPLY .ekind { color: #1d6b39; font-weight: 700; }
 .event-row.FINAL_REPLY .preview { color: #14401f; font-weight: 500; } .event-row.FINAL_REPLY .tick { background: #2f9e57; }
+.event-row.STEERED { background: #eef3ff; } .event-row.STEERED .ekind { color: #2f5fc4; font-weight: 700; } .event-row.STEERED .tick { background: #3a74e0; }
 .event-row.ERROR { background: #fdeeed; } .event-row.ERROR .ekind, .event-row.ERROR .preview { color: #a3261b; } .event-row.ERROR .tick { background: #c8372b; }
 .event-row.INTERRUPTION, .event-row.aborted { background: #fff7e3; } .event-row.INTERRUPTION .ekind, .event-row.aborted .ekind,
 .event-row.aborted .preview { color: #7a5300; } .event-row.aborted .tick, .event-row.INTERRUPTION .tick { background: #d89a16; }
@@ -114,7 +115,7 @@ button.toggle:hover { background: #e3e8f1; }
 .message.tool { border-color: #f0a23b; } .message pre.payload { max-height: 200px; }
 .pevent { border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; margin: 6px 0; }
 .pevent.focused { border-color: #3a74e0; box-shadow: 0 0 0 2px #d5e3ff; }
-.pevent.ERROR { border-color: #f2c1bc; } .pevent.INTERRUPTION { border-color: #f0d48e; } .pevent.FINAL_REPLY { border-color: #bfe3cb; }
+.pevent.ERROR { border-color: #f2c1bc; } .pevent.INTERRUPTION { border-color: #f0d48e; } .pevent.FINAL_REPLY { border-color: #bfe3cb; } .pevent.STEERED { border-color: #c5d6fb; }
 .pevent-head { display: flex; gap: 10px; font-size: 11.5px; color: var(--muted); margin-bottom: 4px; } .pevent-head .size { margin-left: auto; }
 pre.preview, pre.payload { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; max-height: 320px; overflow: auto; }
 pre.payload { background: #f8f9fb; border-radius: 4px; padding: 6px; }
