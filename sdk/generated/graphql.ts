@@ -379,6 +379,7 @@ export type SpanEventKind =
   | 'INTERRUPTION'
   | 'REPAIR'
   | 'SPILL'
+  /** On a TURN span, before its model call: a person's steering input (steerRun) entered the log right before this turn's model request, in the same transaction that marked it DELIVERED. Payload: the text (the USER log entry's content). */
   | 'STEERED'
   | 'THINKING'
   | 'TOOL_INPUT'
