@@ -109,3 +109,10 @@ export class AlreadyDecidedError extends DomainError {
     super(`The tool call was already decided: ${approval.decision ?? "closed"}${approval.reason ? ` (${approval.reason})` : ""}.`);
   }
 }
+
+/** The run has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT): it can be neither paused nor resumed. */
+export class RunEndedError extends DomainError {
+  constructor(readonly run: Run) {
+    super(`The run has ended (${run.status}): only a queued, running, waiting or paused run can be paused or resumed.`);
+  }
+}

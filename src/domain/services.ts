@@ -13,6 +13,7 @@ import type { ConversationService } from "./research/conversation-service.js";
 import type { MaterialLedger } from "./research/material-ledger.js";
 import type { PublicationService } from "./research/publication-service.js";
 import type { RunService } from "./runs/run-service.js";
+import type { PauseService } from "./runs/pause-service.js";
 import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
@@ -33,6 +34,8 @@ export type Services = {
   agentProfiles: AgentProfileVersions;
   admissions: AdmissionService;
   runs: RunService;
+  /** pauseRun and resumeRun. */
+  pauses: PauseService;
   checkpoints: CheckpointService;
   skills: SkillService;
   mcpServers: McpServerService;

@@ -9,7 +9,7 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
+//   - mutations: admitRun (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL), decideToolCall (DECIDE) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
@@ -76,6 +76,9 @@ const ROOT_RULES: Record<string, Rule> = {
     denied: "notFound",
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Pausing and resuming stop and restart the run's spending as cancelling does: the same grant.
+  "Mutation.pauseRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
+  "Mutation.resumeRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
 };
 

@@ -55,7 +55,7 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
     }),
     scopes: t.field({
       type: [AccessOperationEnum],
-      description: "What the key may do: READ (queries), SUBSCRIBE, ADMIT (admitRun), DECIDE (decideToolCall), CANCEL (cancelRun).",
+      description: "What the key may do: READ (queries), SUBSCRIBE, ADMIT (admitRun), DECIDE (decideToolCall), CANCEL (cancelRun, pauseRun, resumeRun).",
       resolve: (key) => key.scopes as AccessOperation[],
     }),
     revokedAt: t.expose("revokedAt", {

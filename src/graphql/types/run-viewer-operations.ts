@@ -22,7 +22,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
   viewerOperations: t.field({
     type: [AccessOperationEnum],
     description:
-      "What the credential of this request may do with this run: READ, SUBSCRIBE, CANCEL (cancelRun), DECIDE (decideToolCall) — an API key's scopes, or an access token's grants. A UI shows its Stop or Approve/Reject buttons from it.",
+      "What the credential of this request may do with this run: READ, SUBSCRIBE, CANCEL (cancelRun, pauseRun, resumeRun), DECIDE (decideToolCall) — an API key's scopes, or an access token's grants. A UI shows its Stop, Pause/Resume or Approve/Reject buttons from it.",
     select: { workspaceId: true, conversationId: true },
     resolve: (run, _args, ctx) => runOperationsOf(ctx.actor, run),
   }),

@@ -57,8 +57,8 @@ export type ExecutorDeps = {
   recorder: RuntimeTrace;
   /** The conversations' logs (R3). */
   log: ConversationLog;
-  /** The run row: the model it uses and the tokens it spent. */
-  runs: Pick<RunState, "recordModel" | "addTokens">;
+  /** The run row: the model it uses, the tokens it spent, and whether its owner asked it to pause. */
+  runs: Pick<RunState, "recordModel" | "addTokens"> & Partial<Pick<RunState, "pauseRequested">>;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
@@ -127,12 +127,15 @@ export class RunExecutor {
       let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
+        if (await this.pauseRequested(run)) return PAUSED;
         // The step an earlier attempt left waiting for decisions goes on where it stopped.
         const turn = { scope, tools, profile, index };
         const step = await inResumedTurn(scope, index, (span) => this.actionStep(turn, span, { ...held, approvals }));
         if (step.type !== "run_again") return step;
       }
       for (;;) {
+        // The safe point of a pause: no model request and no tool call in flight, every result logged.
+        if (await this.pauseRequested(run)) return PAUSED;
         const step = await this.turn({ scope, tools, profile, index });
         if (step.type !== "run_again") return step;
         index += 1;
@@ -149,6 +152,10 @@ export class RunExecutor {
       if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
       return { type: "failed", reason: "INTERNAL_ERROR", message };
     }
+  }
+
+  private async pauseRequested(run: RunRecord): Promise<boolean> {
+    return (await this.deps.runs.pauseRequested?.(run.id)) ?? false;
   }
 
   /**
@@ -244,6 +251,8 @@ export class RunExecutor {
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
   }
 }
+
+const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
 
 /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
 function answeredBefore(log: AttemptLog): string | null {
