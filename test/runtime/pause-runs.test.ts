@@ -27,8 +27,8 @@ import { backends, createPersistentTestDatabase } from "../support/databases.js"
 import { admit, expectType } from "../support/fixtures.js";
 import { callTools, callToolsInTurns, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
-import { waitUntil } from "../support/wait.js";
+import { startReceiver } from "../support/webhook-receiver.js";
+import { waitUntil, withTimeout } from "../support/wait.js";
 
 const quickTool: Tool = {
   schema: { name: "quick_read", description: "reads quickly", parameters: { type: "object" } },
@@ -56,7 +56,8 @@ function gatedTool(): { tool: Tool; started: Promise<void>; finish(): void } {
   return { tool, started: startedPromise, finish };
 }
 
-const pause = async (client: DossierClient, runId: string) => expectType((await client.request(PauseRunDocument, { input: { runId } })).pauseRun, "PauseRunSuccess").run;
+const pause = async (client: DossierClient, runId: string) =>
+  expectType((await client.request(PauseRunDocument, { input: { runId } })).pauseRun, "PauseRunSuccess").run;
 const resume = async (client: DossierClient, runId: string) =>
   expectType((await client.request(ResumeRunDocument, { input: { runId } })).resumeRun, "ResumeRunSuccess").run;
 const statusOf = async (client: DossierClient, runId: string) => expectType((await client.request(PausedRunDocument, { id: runId })).node!, "Run");
@@ -65,7 +66,8 @@ const inStatus = (client: DossierClient, runId: string, status: string) =>
     const run = await statusOf(client, runId);
     return run.status === status ? run : undefined;
   }, 20_000);
-const runEvents = (run: NonNullable<Awaited<ReturnType<DossierClient["runTrace"]>>>) => run.trace!.spans.filter((s) => s.kind === "RUN").flatMap((s) => s.events.map((e) => e.kind));
+const runEvents = (run: NonNullable<Awaited<ReturnType<DossierClient["runTrace"]>>>) =>
+  run.trace!.spans.filter((s) => s.kind === "RUN").flatMap((s) => s.events.map((e) => e.kind));
 
 describe.each(backends)("pausing runs on %s", (backend) => {
   const apps: TestApp[] = [];
@@ -80,7 +82,8 @@ describe.each(backends)("pausing runs on %s", (backend) => {
     sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-pause-")),
     extraTools: [quickTool, ...tools],
     concurrency: 1,
-    leaseMs: 1_500,
+    // No run here waits for a lease to expire: a long one keeps a loaded machine from losing one.
+    leaseMs: 10_000,
     sweepMs: 100,
     ...(approvals && { approvals: { rules: approvals } }),
   });
@@ -94,9 +97,9 @@ describe.each(backends)("pausing runs on %s", (backend) => {
     const { client } = first;
     const { run } = await admit(client, {
       question: callToolsInTurns([{ name: "slow_read" }], [{ name: "quick_read" }]),
-      limits: { deadlineSeconds: 4 },
+      limits: { deadlineSeconds: 8 },
     });
-    await slow.started;
+    await withTimeout(slow.started, 20_000);
     const requested = await pause(client, run.id);
     expect(requested.status).toBe("RUNNING");
     expect(requested.pauseRequestedAt).not.toBeNull();
@@ -128,7 +131,7 @@ describe.each(backends)("pausing runs on %s", (backend) => {
     const deadline = new Date(paused.deadlineAt as string).getTime();
     await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(deadline + 300), { timeout: 10_000, interval: 100 });
     expect((await statusOf(client, run.id)).status).toBe("PAUSED");
-    await first.close();
+    await withTimeout(first.close(), 20_000);
     apps.splice(apps.indexOf(first), 1);
 
     const second = await startTestApp(backend, { database: () => store.open(), runtime: runtime([slow.tool]) });
@@ -158,7 +161,10 @@ describe.each(backends)("pausing runs on %s", (backend) => {
     });
     apps.push(t);
     const client = t.connect();
-    expectType((await client.request(CreateWebhookDocument, { input: { url: receiver.url, events: ["RUN_PAUSED", "RUN_RESUMED"] } })).createWebhook, "CreateWebhookSuccess");
+    expectType(
+      (await client.request(CreateWebhookDocument, { input: { url: receiver.url, events: ["RUN_PAUSED", "RUN_RESUMED"] } })).createWebhook,
+      "CreateWebhookSuccess",
+    );
 
     // A queued run pauses at once and keeps its place: its conversation's next run waits for it.
     await t.app.runtime!.worker.stop();
@@ -192,7 +198,9 @@ describe.each(backends)("pausing runs on %s", (backend) => {
     }, 20_000);
     expect((await pause(client, waiting.id)).status).toBe("PAUSED");
     const [approval] = held.pendingApprovals.edges.map((e) => e.node);
-    const decided = await client.request(DecideToolCallDocument, { input: { runId: waiting.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "not now" } });
+    const decided = await client.request(DecideToolCallDocument, {
+      input: { runId: waiting.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "not now" },
+    });
     expectType(decided.decideToolCall, "DecideToolCallSuccess");
     expect((await statusOf(client, waiting.id)).status).toBe("PAUSED");
     await resume(client, waiting.id);

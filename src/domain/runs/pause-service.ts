@@ -42,7 +42,8 @@ export class PauseService {
    */
   resumeRun(actor: Actor, runId: string): Promise<Run> {
     return this.change(actor, runId, async (tx, run, at) => {
-      if (run.status === "RUNNING" && run.pauseRequestedAt) return applyTransition(tx, TRANSITIONS.withdrawPause, run, this.details(at, "resumed by its owner before it paused"));
+      if (run.status === "RUNNING" && run.pauseRequestedAt)
+        return applyTransition(tx, TRANSITIONS.withdrawPause, run, this.details(at, "resumed by its owner before it paused"));
       if (run.status !== "PAUSED" || !run.pausedAt) return null;
       const unpaused = { pausedAt: run.pausedAt, deadlineAt: new Date(run.deadlineAt.getTime() + Math.max(0, at.getTime() - run.pausedAt.getTime())) };
       const details = { ...this.details(at, "resumed by its owner"), unpaused };
