@@ -127,18 +127,18 @@ export class RunExecutor {
       let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
-        if (await this.pauseRequested(run)) return PAUSED;
         // The step an earlier attempt left waiting for decisions goes on where it stopped.
         const turn = { scope, tools, profile, index };
         const step = await inResumedTurn(scope, index, (span) => this.actionStep(turn, span, { ...held, approvals }));
         if (step.type !== "run_again") return step;
+        if (await this.pauseRequested(run)) return PAUSED;
       }
       for (;;) {
-        // The safe point of a pause: no model request and no tool call in flight, every result logged.
-        if (await this.pauseRequested(run)) return PAUSED;
         const step = await this.turn({ scope, tools, profile, index });
         if (step.type !== "run_again") return step;
         index += 1;
+        // The safe point of a pause: the turn's model request and tool calls are over, every result logged.
+        if (await this.pauseRequested(run)) return PAUSED;
       }
     } catch (error) {
       if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
