@@ -253,11 +253,11 @@ export type MessageRole =
   | 'TOOL'
   | 'USER';
 
-/** What a new run does when its conversation already has a queued, running or waiting (WAITING) run (R19). */
+/** What a new run does when its conversation already has a queued, running, waiting (WAITING) or paused (PAUSED) run (R19). */
 export type MultitaskStrategy =
   /** Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it. A run WAITING for decisions on its tool calls holds the conversation until it has ended. */
   | 'ENQUEUE'
-  /** Cancel the conversation's running, waiting and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. */
+  /** Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. */
   | 'INTERRUPT'
   /** Admit nothing: a ConversationBusyError names the active run. The default. */
   | 'REJECT';

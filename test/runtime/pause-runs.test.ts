@@ -1,5 +1,5 @@
 // Pausing and resuming runs (issue 38), on every backend. A RUNNING run asked to pause finishes
-// the tool call in flight and logs its result, then lets go of its worker (one slot here), which
+// the tool call in flight and logs its result (the end of its turn), then lets go of its worker (one slot here), which
 // runs another run meanwhile; the paused run keeps its conversation (REJECT refuses a new run
 // there) and its time limit stands still: paused past its whole deadline, it is resumed on another
 // instance of the same database and finishes there. A QUEUED or WAITING run pauses at once;

@@ -1,6 +1,8 @@
 // Pausing and resuming runs (issue 38). A pause of a RUNNING run is a durable request: its attempt,
-// on whichever instance, pauses the run at its next safe point — between model requests and tool
-// calls, never during one — and lets go of the lease and its worker slot (the pause row). A
+// on whichever instance, pauses the run at its next safe point — the end of a turn, once its
+// model request and tool calls are over and their results logged, never during a call — and lets
+// go of the lease and its worker slot (the pause row). A run that begins to wait for decisions
+// first pauses when it goes on (or at once when asked again: it is WAITING). A
 // QUEUED or WAITING run, which no attempt holds, pauses at once; decisions on a paused run's
 // calls are recorded and used once it is resumed. A PAUSED run keeps its conversation (admission
 // treats it as active), and its deadline stands still: resuming moves it on by the time paused.

@@ -18,7 +18,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
     type: "DateTime",
     nullable: true,
     description:
-      "When pauseRun asked this RUNNING run to pause; it pauses at its next safe point (after the model request or tool calls in progress). Null otherwise.",
+      "When pauseRun asked this RUNNING run to pause; it pauses at its next safe point, the end of its current turn (its model request and tool calls over, their results logged). Null otherwise.",
     select: { pauseRequestedAt: true, status: true },
     resolve: (run) => (run.status === "RUNNING" ? run.pauseRequestedAt : null),
   }),
@@ -43,7 +43,7 @@ builder.mutationField("pauseRun", (t) =>
   t.field({
     type: PauseRunSuccess,
     description:
-      "Pauses a run without losing its work. A QUEUED or WAITING run is PAUSED at once (decisions on its tool calls are still taken, and used once it resumes). A RUNNING run is asked to pause (Run.pauseRequestedAt): its worker finishes the model request or tool calls in progress and records their results, then the run is PAUSED and the worker free for other runs. A paused run keeps its conversation (admission treats it as active), its time limit stands still, and cancelRun still cancels it. A run already paused is returned as it is.",
+      "Pauses a run without losing its work. A QUEUED or WAITING run is PAUSED at once (decisions on its tool calls are still taken, and used once it resumes). A RUNNING run is asked to pause (Run.pauseRequestedAt): it finishes its current turn — the model request in flight and the tool calls it asks for, never stopped mid-call — records their results, and is PAUSED before its next model request, its worker free for other runs. A paused run keeps its conversation (admission treats it as active), its time limit stands still, and cancelRun still cancels it. A run already paused is returned as it is.",
     args: { input: t.arg({ type: RunIdInput("PauseRunInput"), required: true }) },
     errors: { types: [NotFoundError, RunEndedError], directResult: true, union: { name: "PauseRunPayload" } },
     resolve: async (_root, { input }, ctx) => ({
