@@ -18,6 +18,7 @@ const timingSensitive = [
   "test/server/slow-clients.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
+  "test/runtime/pause-runs.test.ts",
   "test/runtime/hostile-output.test.ts",
   "test/runtime/mcp-listing-deadline.test.ts",
   "test/graphql/cancel-queued-streams.test.ts",

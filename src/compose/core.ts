@@ -14,6 +14,7 @@ import { MaterialLedger } from "../domain/research/material-ledger.js";
 import { PublicationService } from "../domain/research/publication-service.js";
 import { RunService } from "../domain/runs/run-service.js";
 import { SteeringService } from "../domain/runs/steering.js";
+import { PauseService } from "../domain/runs/pause-service.js";
 import { ToolApprovalService } from "../domain/runs/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import { WebhookService } from "../domain/webhooks/webhook-service.js";
@@ -100,6 +101,7 @@ export function createServices({
     agentProfiles,
     admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
     runs: new RunService({ prisma, events, announcer }),
+    pauses: new PauseService({ prisma, events, announcer }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
     mcpServers: new McpServerService({

@@ -110,9 +110,9 @@ export class AlreadyDecidedError extends DomainError {
   }
 }
 
-/** The run has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT): it takes no more input; send the text as the next run. */
+/** The run has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT): it takes no more input, and it can be neither paused nor resumed. */
 export class RunEndedError extends DomainError {
   constructor(readonly run: Run) {
-    super(`The run has ended (${run.status}); send the text as a new run of its conversation.`);
+    super(`The run has ended (${run.status}): send the text as a new run of its conversation; only a queued, running, waiting or paused run can be paused or resumed.`);
   }
 }

@@ -15,6 +15,7 @@ import type { PublicationService } from "./research/publication-service.js";
 import type { ScoreService } from "./research/score-service.js";
 import type { RunService } from "./runs/run-service.js";
 import type { SteeringService } from "./runs/steering.js";
+import type { PauseService } from "./runs/pause-service.js";
 import type { ToolApprovalService } from "./runs/tool-approval-service.js";
 import type { CheckpointProposals } from "./workspace/checkpoint-proposals.js";
 import type { CheckpointService } from "./workspace/checkpoint-service.js";
@@ -35,6 +36,8 @@ export type Services = {
   agentProfiles: AgentProfileVersions;
   admissions: AdmissionService;
   runs: RunService;
+  /** pauseRun and resumeRun. */
+  pauses: PauseService;
   checkpoints: CheckpointService;
   skills: SkillService;
   mcpServers: McpServerService;

@@ -49,7 +49,7 @@ export type TraceChangeMessage = {
   at: string;
 };
 
-export type RunStatusName = "QUEUED" | "RUNNING" | "WAITING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";
+export type RunStatusName = "QUEUED" | "RUNNING" | "WAITING" | "PAUSED" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";
 
 /** A run changed status (or was asked to stop). */
 export type RunStatusMessage = { runId: string; status: RunStatusName; at: string };

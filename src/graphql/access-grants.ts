@@ -9,8 +9,8 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), steerRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE),
-//     createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
+//   - mutations: admitRun (ADMIT), steerRun (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL),
+//     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
@@ -78,6 +78,9 @@ const ROOT_RULES: Record<string, Rule> = {
     denied: "notFound",
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Pausing and resuming stop and restart the run's spending as cancelling does: the same grant.
+  "Mutation.pauseRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
+  "Mutation.resumeRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
   // Scores: scoring needs SCORE on what is scored (a score's own id names its target); the configs are the principal's.
   "Query.scoreConfigs": listed,

@@ -13,6 +13,7 @@ import "./types/agent-profile.js";
 import "./types/run.js";
 import "./types/run-publication.js";
 import "./types/run-viewer-operations.js";
+import "./types/run-pause.js";
 import "./types/run-events.js";
 import "./types/run-input.js";
 import "./types/tool-approval.js";

@@ -39,7 +39,7 @@ export type DossierMetrics = TraceCounters & {
 };
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-const RUN_STATES = ["QUEUED", "RUNNING", "WAITING", "SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
+const RUN_STATES = ["QUEUED", "RUNNING", "WAITING", "PAUSED", "SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
 const DIRECTIONS = ["input", "output", "cached", "reasoning"] as const;
 
 /** The metrics of one app; `prisma` is the database its runs-by-state gauge reads. */

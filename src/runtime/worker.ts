@@ -256,6 +256,10 @@ export class RunWorker {
       await this.wait(claimed, fence, outcome.toolCallIds);
       return;
     }
+    if (outcome.type === "interrupted" && outcome.status === "PAUSED") {
+      await this.pause(claimed, fence);
+      return;
+    }
     if (outcome.type === "interrupted" && outcome.databaseFailed !== undefined) {
       await this.handBackFailed(claimed, fence, outcome.databaseFailed);
       return;
@@ -301,6 +305,26 @@ export class RunWorker {
     await this.options.queue.enqueue([runId], { first: true }).catch((error: unknown) => {
       this.options.logger.warn("announcing a handed-back run failed; the sweep finds it", { runId, error: String(error) });
     });
+  }
+
+  /**
+   * Pauses the run at the attempt's safe point; when the pause was withdrawn meanwhile, the run is
+   * handed back instead and goes on in the next attempt. Either way this worker's slot is free.
+   */
+  private async pause(claimed: ClaimedAttempt, fence: AttemptFence): Promise<void> {
+    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
+    try {
+      if (await this.options.runs.pause(claimed, fence)) {
+        this.options.logger.info("run paused", where);
+        return;
+      }
+      if (fence.lost) return;
+      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
+      await this.announceOrphan(claimed.run.id);
+    } catch (error) {
+      if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
+      else throw error;
+    }
   }
 
   /** Leaves the run WAITING for decisions on its calls, or claimable at once when they were all decided meanwhile. */

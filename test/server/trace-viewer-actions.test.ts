@@ -1,6 +1,6 @@
 // Acting on a run from the trace viewer, in headless Chromium: Stop ends a running run
 // (CANCELLED shown), Approve lets a held tool call execute and Reject (with a reason) answers it
-// with the person's reason instead — each visible in the answer. The buttons show only for a key
+// with the person's reason instead — each visible in the answer; Pause and Resume pause a run and go on. The buttons show only for a key
 // or token that may act: a key without the DECIDE scope has no Approve/Reject, a token without
 // CANCEL no Stop.
 import type { Browser, Page } from "playwright-core";
@@ -93,4 +93,22 @@ describe.runIf(haveChromium)("acting on a run from the trace viewer", () => {
     expect(answer).not.toContain("deploy waited");
     expect([...first.errors, ...second.errors, ...watcher.errors]).toEqual([]);
   }, 90_000);
+
+  it("Pause pauses a waiting run and Resume makes it wait again; the held call is then approved", async () => {
+    const { app, client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "deploy", arguments: { target: "staging" } }) });
+    const { page, errors } = await openViewer(browser, viewerUrl(run.id, `key=${encodeURIComponent(app.key)}`));
+    await status(page, "WAITING");
+    const pause = page.locator("[data-testid=pause]");
+    expect(await pause.textContent()).toBe("Pause");
+    await pause.click();
+    await status(page, "PAUSED");
+    await expect.poll(() => pause.textContent()).toBe("Resume");
+    await pause.click();
+    await status(page, "WAITING");
+    await page.locator("[data-testid=approve]").click();
+    await status(page, "SUCCEEDED");
+    expect(await pause.isHidden()).toBe(true);
+    expect(errors).toEqual([]);
+  }, 60_000);
 });

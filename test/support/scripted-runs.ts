@@ -54,12 +54,12 @@ export function recordedDecisions(run: RunView): RecordedDecision[] {
     .sort((a, b) => a.seq - b.seq);
 }
 
-/** Polls the run until it is terminal (neither QUEUED, RUNNING nor WAITING). */
+/** Polls the run until it is terminal (neither QUEUED, RUNNING, WAITING nor PAUSED). */
 export function settled(client: DossierClient, runId: string, timeoutMs = 20_000): Promise<RunView> {
   return vi.waitFor(
     async () => {
       const run = (await client.runTrace(runId))!;
-      if (["QUEUED", "RUNNING", "WAITING"].includes(run.status)) throw new Error(`run still ${run.status}`);
+      if (["QUEUED", "RUNNING", "WAITING", "PAUSED"].includes(run.status)) throw new Error(`run still ${run.status}`);
       return run;
     },
     { timeout: timeoutMs, interval: 50 },

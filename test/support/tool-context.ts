@@ -34,6 +34,8 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     tokensUsed: 0,
     checkpointRevisionSeen: null,
     priority: 0,
+    pauseRequestedAt: null,
+    pausedAt: null,
     ...overrides,
   };
 }

@@ -250,9 +250,9 @@ export class AdmissionService {
 
   /**
    * One active run per conversation (R19). Admissions into one conversation take its lock in
-   * turn; a queued, running or waiting run there is refused (REJECT), waited for (ENQUEUE: the worker
+   * turn; a queued, running, waiting or paused run there is refused (REJECT), waited for (ENQUEUE: the worker
    * starts the new run once the conversation is free) or cancelled (INTERRUPT: every queued,
-   * running and waiting run of the conversation; the new run starts once the running one has stopped).
+   * running, waiting and paused run of the conversation; the new run starts once the running one has stopped).
    */
   private async makeRoom(
     tx: Prisma.TransactionClient,
@@ -262,7 +262,7 @@ export class AdmissionService {
     await assertOwned(tx, actor, "CONVERSATION", conversationId);
     await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `conversation:${conversationId}`);
     const active = await tx.run.findMany({
-      where: { conversationId, status: { in: ["QUEUED", "RUNNING", "WAITING"] } },
+      where: { conversationId, status: { in: ["QUEUED", "RUNNING", "WAITING", "PAUSED"] } },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     });
     if (active.length === 0 || strategy === "ENQUEUE") return;

@@ -9,7 +9,7 @@ import { type EventPublisher, publishRunStatus, type RunStatusName } from "../..
 import type { AfterCommit } from "../after-commit.js";
 import { runAfterCommit } from "../after-commit.js";
 import { toStored } from "../text/stored-text.js";
-import { changeSpanIn, endOpenSpansIn, endTraceIn, ensureTrace, type TraceChange } from "../trace/trace-writes.js";
+import { appendEventIn, changeSpanIn, endOpenSpansIn, endTraceIn, ensureTrace, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
@@ -35,6 +35,8 @@ export type TransitionDetails = {
   spanStatus?: "INTERRUPTED" | "CANCELLED";
   /** The settle steps (rows whose proposals are SETTLE_STEPS). */
   steps?: readonly SettleStep[];
+  /** Resuming a paused run: its deadline moved on by the time it was paused, and when it paused (unchanged since it was read). */
+  unpaused?: { deadlineAt: Date; pausedAt: Date };
   events: EventPublisher;
 };
 
@@ -98,6 +100,8 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
     const failureReason = details.outcome?.type === "failed" ? details.outcome.reason : null;
     await recordRunEvent(tx, { ...run, failureReason }, status, { events: details.events, after });
   }
+  if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED");
+  if (row.traceEvent) changes.push(await markRunSpan(tx, run.id, row.traceEvent, details));
   const announce = row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner !== null ? row.announce.filter((a) => a !== "NEXT_IN_CONVERSATION") : row.announce;
   return { runId: run.id, conversationId: run.conversationId, status, changes, announce, after };
 }
@@ -182,6 +186,31 @@ async function moveRun(
       where.leaseOwner = details.attempt?.owner;
       if (details.attempt?.expiredOnly) where.leaseExpiresAt = { lt: new Date() };
       break;
+    case "requestPause":
+      where.pauseRequestedAt = null;
+      data.pauseRequestedAt = details.at;
+      break;
+    case "withdrawPause":
+      where.pauseRequestedAt = { not: null };
+      data.pauseRequestedAt = null;
+      break;
+    case "pause":
+      // Only the attempt that holds the run, and only while the pause is still asked for.
+      where.attempt = details.attempt?.number;
+      where.pauseRequestedAt = { not: null };
+      Object.assign(data, { pausedAt: details.at, pauseRequestedAt: null });
+      break;
+    case "pauseIdle":
+      Object.assign(data, { pausedAt: details.at, pauseRequestedAt: null });
+      break;
+    case "unpause":
+    case "unpauseWaiting": {
+      if (!details.unpaused) throw new Error(`${row.name} needs the run's moved deadline`);
+      where.pausedAt = details.unpaused.pausedAt;
+      where.approvals = row.name === "unpause" ? { none: { decision: null } } : { some: { decision: null } };
+      Object.assign(data, { pausedAt: null, deadlineAt: details.unpaused.deadlineAt });
+      break;
+    }
     case "wait":
     case "decidedBeforeWaiting":
     case "handBack":
@@ -256,6 +285,12 @@ async function endSpans(tx: Tx, ending: SpanEnding, runId: string, details: Tran
   }
   if (ending.trace === "ENDS") changes.push(await endTraceIn(tx, traceId, at));
   return changes;
+}
+
+/** Marks the transition on the run's RUN span; a run that never started has none, and nothing is written. */
+async function markRunSpan(tx: Tx, runId: string, kind: "PAUSE_REQUESTED" | "PAUSED" | "RESUMED", details: TransitionDetails): Promise<TraceChange | null> {
+  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
+  return root ? appendEventIn(tx, root, { kind, payload: details.reason, at: details.at }) : null;
 }
 
 async function endAttemptRow(tx: Tx, runId: string, number: number, outcome: AttemptOutcome, at: Date): Promise<void> {

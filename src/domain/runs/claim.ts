@@ -1,7 +1,8 @@
 // Claiming a run starts a new attempt (R17–R19), in one transaction:
 // - the run is taken, fairly across principals: first a running run whose lease expired (a
 //   crashed or handed-back attempt, or one resuming after decisions); then a queued run whose
-//   conversation's execution slot is free and that is the oldest queued run of its conversation,
+//   conversation's execution slot is free and that is the oldest queued run of its conversation
+//   (a run paused before it started counts as queued there: it keeps its place),
 //   of the principal with the fewest running runs, then of their highest priority, then oldest.
 //   A principal with maxRunningPerPrincipal running runs gets no queued run claimed; that count is
 //   checked again under a lock per principal, so workers claiming at once never exceed it;
@@ -65,7 +66,7 @@ async function takeClaimable(tx: Tx, options: ClaimOptions, runId: string | unde
                 AND NOT EXISTS (SELECT 1 FROM conversation c
                                  WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
                 AND NOT EXISTS (SELECT 1 FROM run o
-                                 WHERE o.conversation_id = r.conversation_id AND o.status = 'QUEUED'
+                                 WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
                                    AND (o.created_at, o.id) < (r.created_at, r.id))))
         ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
         LIMIT 1 FOR UPDATE OF r SKIP LOCKED)

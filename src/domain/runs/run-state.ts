@@ -5,7 +5,7 @@ import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
-import { type CancelledEnding, handBackAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
+import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
 import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
@@ -62,6 +62,15 @@ export class PrismaRunState {
 
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null> {
     return handBackAttempt(this.settleDeps(), claimed, fence, reason, delayAfter);
+  }
+
+  async pauseRequested(runId: string): Promise<boolean> {
+    const run = await this.deps.prisma.run.findUnique({ where: { id: runId }, select: { pauseRequestedAt: true } });
+    return run?.pauseRequestedAt != null;
+  }
+
+  pause(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
+    return pauseAttempt(this.settleDeps(), claimed, fence);
   }
 
   awaitDecisions(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {

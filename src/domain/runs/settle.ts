@@ -87,6 +87,25 @@ export async function handBackAttempt(
     });
 }
 
+/**
+ * The attempt reached a safe point with a pause requested: the run is PAUSED, its lease released
+ * (the worker's slot is free), its conversation kept. False when the request was withdrawn
+ * meanwhile (resumeRun) or the attempt lost the run: nothing was written.
+ */
+export async function pauseAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
+  return fence
+    .write(async (tx, after) => {
+      const details = { at: new Date(), reason: "paused by its owner", attempt: { number: claimed.number }, events: deps.events };
+      const applied = await applyTransition(tx, TRANSITIONS.pause, claimed.run, details);
+      if (applied) after.push(() => announceApplied(announcersOf(deps), applied));
+      return applied !== null;
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof AttemptFencedError)) throw error;
+      return false;
+    });
+}
+
 /** How many of the run's attempts right before this one were handed back too (at most 10). */
 async function handedBackBefore(tx: Prisma.TransactionClient, claimed: ClaimedAttempt): Promise<number> {
   const before = await tx.runAttempt.findMany({

@@ -21,7 +21,13 @@ export type TransitionName =
   | "cancel"
   | "timeOutWaiting"
   | "releaseCancelled"
-  | "releaseAbandoned";
+  | "releaseAbandoned"
+  | "requestPause"
+  | "withdrawPause"
+  | "pause"
+  | "pauseIdle"
+  | "unpause"
+  | "unpauseWaiting";
 
 /**
  * What is announced after commit: the trace changes (live subscribers, the OTLP exporter), the
@@ -62,8 +68,13 @@ export type Transition = {
   readonly proposals: "KEEP" | "DROP" | "SETTLE_STEPS";
   /** The conversation's execution slot: taken, kept, given back, or given back unless an attempt still holds the run. */
   readonly slot: "TAKE" | "KEEP" | "RELEASE" | "RELEASE_UNLESS_HELD";
-  /** STATUS: the owner's webhooks hear of the new status (an outbox row in the same commit). */
-  readonly webhook: "NONE" | "STATUS";
+  /**
+   * STATUS: the owner's webhooks hear of the new status (an outbox row in the same commit);
+   * RUN_RESUMED: they hear that the run was resumed, whatever status it resumes in.
+   */
+  readonly webhook: "NONE" | "STATUS" | "RUN_RESUMED";
+  /** An event on the run's RUN span (when the run has one) that marks the transition in its trace. */
+  readonly traceEvent?: "PAUSE_REQUESTED" | "PAUSED" | "RESUMED";
   readonly announce: readonly Announcement[];
 };
 
@@ -183,7 +194,7 @@ export const TRANSITIONS = {
   // Final the moment it commits; an attempt still holding the run keeps lease and slot until it stops.
   cancel: {
     name: "cancel",
-    from: ["QUEUED", "RUNNING", "WAITING"],
+    from: ["QUEUED", "RUNNING", "WAITING", "PAUSED"],
     to: "CANCELLED",
     lease: "KEEP",
     attempt: "NONE",
@@ -235,6 +246,98 @@ export const TRANSITIONS = {
     slot: "RELEASE",
     webhook: "NONE",
     announce: ["TRACE", "NEXT_IN_CONVERSATION"],
+  },
+  // Pause (pauseRun): a running run is asked to pause, durably; its attempt pauses it at the next
+  // safe point (pause). A queued or waiting run, which no attempt holds, pauses at once (pauseIdle).
+  requestPause: {
+    name: "requestPause",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    traceEvent: "PAUSE_REQUESTED",
+    announce: ["TRACE"],
+  },
+  // resumeRun before the attempt reached its safe point: the request is withdrawn, the run goes on.
+  withdrawPause: {
+    name: "withdrawPause",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    traceEvent: "RESUMED",
+    announce: ["TRACE"],
+  },
+  // The attempt reached a safe point with a pause requested: it lets go of the run (and its
+  // worker slot); the conversation stays the run's, and its time limit stands still.
+  pause: {
+    name: "pause",
+    from: ["RUNNING"],
+    to: "PAUSED",
+    lease: "RELEASE",
+    attempt: "HANDED_BACK",
+    openSpans: { status: "INTERRUPTED", root: false, trace: "STAYS" },
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "STATUS",
+    traceEvent: "PAUSED",
+    announce: ["TRACE", "STATUS"],
+  },
+  // A queued run (not claimable while paused) or a waiting one (decisions made meanwhile are kept).
+  pauseIdle: {
+    name: "pauseIdle",
+    from: ["QUEUED", "WAITING"],
+    to: "PAUSED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "STATUS",
+    traceEvent: "PAUSED",
+    announce: ["TRACE", "STATUS"],
+  },
+  // resumeRun: queued again, claimable by any worker; the next attempt goes on from the log.
+  unpause: {
+    name: "unpause",
+    from: ["PAUSED"],
+    to: "QUEUED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "RUN_RESUMED",
+    traceEvent: "RESUMED",
+    announce: ["TRACE", "STATUS", "RUN"],
+  },
+  // resumeRun on a run paused while its calls waited and some still wait: it waits again.
+  unpauseWaiting: {
+    name: "unpauseWaiting",
+    from: ["PAUSED"],
+    to: "WAITING",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "RUN_RESUMED",
+    traceEvent: "RESUMED",
+    announce: ["TRACE", "STATUS"],
   },
 } as const satisfies { [Name in TransitionName]: Transition & { name: Name } };
 

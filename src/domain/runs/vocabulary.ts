@@ -42,9 +42,9 @@ export type AttemptOutcome = "COMPLETED" | "HANDED_BACK" | "LEASE_LOST" | "CRASH
 /**
  * Why an attempt stopped. CANCELLED and TIMED_OUT end the run; HANDED_BACK leaves it for another
  * attempt to resume; LEASE_LOST means another attempt holds the run (or may take it), so this one
- * writes nothing more.
+ * writes nothing more; PAUSED: its owner asked it to pause and it reached a safe point.
  */
-export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK" | "LEASE_LOST";
+export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK" | "LEASE_LOST" | "PAUSED";
 
 /** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
 export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";

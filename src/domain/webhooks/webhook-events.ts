@@ -16,6 +16,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "RUN_CANCELLED",
   "RUN_TIMED_OUT",
   "RUN_WAITING",
+  "RUN_PAUSED",
+  "RUN_RESUMED",
   "CHECKPOINT_UPDATED",
   "PUBLICATION_VERSION_CREATED",
   "WORKSPACE_ARCHIVED",
@@ -63,6 +65,7 @@ const RUN_EVENTS = {
   CANCELLED: "RUN_CANCELLED",
   TIMED_OUT: "RUN_TIMED_OUT",
   WAITING: "RUN_WAITING",
+  PAUSED: "RUN_PAUSED",
 } as const;
 
 const RUN_SUMMARIES = {
@@ -71,16 +74,22 @@ const RUN_SUMMARIES = {
   RUN_CANCELLED: "the run was cancelled",
   RUN_TIMED_OUT: "the run reached its deadline",
   RUN_WAITING: "the run waits for a decision on a tool call",
+  RUN_PAUSED: "the run was paused",
+  RUN_RESUMED: "the run was resumed",
 } as const;
 
-/** Records the run's new status (terminal, or WAITING) for its owner's webhooks; other statuses report nothing. */
+/**
+ * Records the run's new status (terminal, WAITING or PAUSED) for its owner's webhooks; other
+ * statuses report nothing — unless `as` names the event (RUN_RESUMED, with the status it resumed in).
+ */
 export async function recordRunEvent(
   tx: Prisma.TransactionClient,
   run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null },
   status: string,
   wake?: WebhookWake,
+  as?: keyof typeof RUN_SUMMARIES,
 ): Promise<void> {
-  const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
+  const type = as ?? RUN_EVENTS[status as keyof typeof RUN_EVENTS];
   if (!type) return;
   const summary = RUN_SUMMARIES[type] + (run.failureReason ? ` (${run.failureReason})` : "");
   await recordWebhookEvent(

@@ -127,7 +127,7 @@ async function lockRunsOfWorkspace(tx: Prisma.TransactionClient, actor: Actor, w
     `SELECT r.id FROM run r
       WHERE r.goal_version_id IN (SELECT g.id FROM goal_version g JOIN workspace w ON w.id = g.workspace_id
                                    WHERE g.workspace_id = $1 AND w.owner_id = $2 AND w.deleted_at IS NULL)
-        AND (r.status IN ('QUEUED', 'RUNNING', 'WAITING') OR r.lease_owner IS NOT NULL)
+        AND (r.status IN ('QUEUED', 'RUNNING', 'WAITING', 'PAUSED') OR r.lease_owner IS NOT NULL)
       ORDER BY r.id FOR NO KEY UPDATE OF r`,
     workspaceId,
     actor.principalId,

@@ -56,7 +56,7 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
     scopes: t.field({
       type: [AccessOperationEnum],
       description:
-        "What the key may do: READ (queries), SUBSCRIBE, ADMIT (admitRun, steerRun), DECIDE (decideToolCall), CANCEL (cancelRun), SCORE (createScoreConfig, createScore, deleteScore).",
+        "What the key may do: READ (queries), SUBSCRIBE, ADMIT (admitRun, steerRun), DECIDE (decideToolCall), CANCEL (cancelRun, pauseRun, resumeRun), SCORE (createScoreConfig, createScore, deleteScore).",
       resolve: (key) => key.scopes as AccessOperation[],
     }),
     revokedAt: t.expose("revokedAt", {

@@ -8,7 +8,7 @@ import { requireIdOfType } from "../global-id.js";
 import { describePage, type KeysetList, LIST_PAGE, listConnection, readConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
 import { ofMyRun } from "./owned.js";
-import { RunNode } from "./run.js";
+import { RunNode, RunStatusEnum } from "./run.js";
 
 const INPUTS: KeysetList = {
   typename: "RunInput",
@@ -63,9 +63,13 @@ builder.prismaObjectFields(RunNode, (t) => ({
 
 builder.objectType(RunEndedError, {
   name: "RunEndedError",
-  description: "The run has ended (SUCCEEDED, FAILED, CANCELLED or TIMED_OUT) and takes no more input; nothing was stored. Send the text as a new run.",
+  description:
+    "The run has ended (SUCCEEDED, FAILED, CANCELLED or TIMED_OUT): it takes no more input (nothing was stored; send the text as a new run) and can be neither paused nor resumed. `status` says how it ended.",
   interfaces: [ErrorInterface],
-  fields: (t) => ({ run: t.field({ type: RunNode, resolve: (error) => error.run as Run }) }),
+  fields: (t) => ({
+    run: t.field({ type: RunNode, resolve: (error) => error.run as Run }),
+    status: t.field({ type: RunStatusEnum, resolve: (error) => error.run.status }),
+  }),
 });
 
 const SteerRunInput = builder.inputType("SteerRunInput", {

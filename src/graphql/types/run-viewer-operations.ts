@@ -23,7 +23,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
   viewerOperations: t.field({
     type: [AccessOperationEnum],
     description:
-      "What the credential of this request may do with this run: READ, SUBSCRIBE, ADMIT (steerRun), CANCEL (cancelRun), DECIDE (decideToolCall), SCORE (createScore) — an API key's scopes, or an access token's grants. A UI shows its message box, Stop or Approve/Reject buttons from it.",
+      "What the credential of this request may do with this run: READ, SUBSCRIBE, ADMIT (steerRun), CANCEL (cancelRun, pauseRun, resumeRun), DECIDE (decideToolCall), SCORE (createScore) — an API key's scopes, or an access token's grants. A UI shows its message box, Stop, Pause/Resume or Approve/Reject buttons from it.",
     select: { workspaceId: true, conversationId: true },
     resolve: (run, _args, ctx) => runOperationsOf(ctx.actor, run),
   }),

@@ -225,7 +225,7 @@ builder.queryField("runs", (t) =>
 );
 
 const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
-  description: "What a new run does when its conversation already has a queued, running or waiting (WAITING) run (R19).",
+  description: "What a new run does when its conversation already has a queued, running, waiting (WAITING) or paused (PAUSED) run (R19).",
   values: {
     REJECT: { description: "Admit nothing: a ConversationBusyError names the active run. The default." },
     ENQUEUE: {
@@ -234,7 +234,7 @@ const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
     },
     INTERRUPT: {
       description:
-        "Cancel the conversation's running, waiting and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped.",
+        "Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped.",
     },
   } as const,
 });

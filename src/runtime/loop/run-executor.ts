@@ -57,8 +57,8 @@ export type ExecutorDeps = {
   recorder: RuntimeTrace;
   /** The conversations' logs (R3). */
   log: ConversationLog;
-  /** The run row: the model it uses, the tokens it spent, and the steering inputs it delivers. */
-  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs">;
+  /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and whether its owner asked it to pause. */
+  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs"> & Partial<Pick<RunState, "pauseRequested">>;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
@@ -131,11 +131,14 @@ export class RunExecutor {
         const turn = { scope, tools, profile, index };
         const step = await inResumedTurn(scope, index, (span) => this.actionStep(turn, span, { ...held, approvals }));
         if (step.type !== "run_again") return step;
+        if (await this.pauseRequested(run)) return PAUSED;
       }
       for (;;) {
         const step = await this.turn({ scope, tools, profile, index });
         if (step.type !== "run_again") return step;
         index += 1;
+        // The safe point of a pause: the turn's model request and tool calls are over, every result logged.
+        if (await this.pauseRequested(run)) return PAUSED;
       }
     } catch (error) {
       if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
@@ -149,6 +152,10 @@ export class RunExecutor {
       if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
       return { type: "failed", reason: "INTERNAL_ERROR", message };
     }
+  }
+
+  private async pauseRequested(run: RunRecord): Promise<boolean> {
+    return (await this.deps.runs.pauseRequested?.(run.id)) ?? false;
   }
 
   /**
@@ -251,6 +258,8 @@ export class RunExecutor {
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
   }
 }
+
+const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
 
 /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
 function answeredBefore(log: AttemptLog): string | null {

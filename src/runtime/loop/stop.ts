@@ -10,6 +10,7 @@ const describe: Record<StopReason, string> = {
   TIMED_OUT: "the run reached its deadline",
   HANDED_BACK: "the worker is stopping",
   LEASE_LOST: "the attempt lost its lease",
+  PAUSED: "the run was paused",
 };
 
 export class RunStopped extends Error {

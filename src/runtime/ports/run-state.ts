@@ -39,6 +39,13 @@ export interface RunState {
    * attempt had lost its run and handed back nothing; throws when the database fails.
    */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null>;
+  /** Whether the run's owner asked it to pause (pauseRun): its attempt pauses it at the next safe point. */
+  pauseRequested(runId: string): Promise<boolean>;
+  /**
+   * Pauses the run at a safe point of its attempt: PAUSED, its lease released, its conversation
+   * kept. False when the pause was withdrawn meanwhile (or the attempt lost the run): nothing changed.
+   */
+  pause(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean>;
   /**
    * Ends an attempt whose tool calls wait for decisions: the run goes WAITING without a lease;
    * false when every request was decided meanwhile and the run is claimable again at once.

@@ -1,13 +1,15 @@
 // The trace viewer's browser script, acting on the run: Stop (cancelRun) while it has not
-// settled, and Approve or Reject (decideToolCall, a rejection with an optional reason) for each
+// settled, Pause (pauseRun) or Resume (resumeRun, also withdrawing a pause not yet reached), and Approve or Reject (decideToolCall, a rejection with an optional reason) for each
 // tool call a WAITING run waits on. Each shows only when the page's key or token may do it
 // (Run.viewerOperations); a refusal the server still gives is shown as it came.
-import { CANCEL_RUN, DECIDE } from "./viewer-documents.js";
+import { CANCEL_RUN, DECIDE, PAUSE_RUN, RESUME_RUN } from "./viewer-documents.js";
 
 export const ACTIONS_SCRIPT = `
 // ---- acting on the run ---------------------------------------------------------------------
 const CANCEL_RUN = ${JSON.stringify(CANCEL_RUN)};
 const DECIDE = ${JSON.stringify(DECIDE)};
+const PAUSE_RUN = ${JSON.stringify(PAUSE_RUN)};
+const RESUME_RUN = ${JSON.stringify(RESUME_RUN)};
 /** What is being sent: "stop", or a toolCallId; its buttons are disabled meanwhile. */
 const acting = new Set();
 /** Each waiting call's reason typed so far, by toolCallId: kept across redraws. */
@@ -36,9 +38,19 @@ function renderStop() {
   const stop = $("stop");
   stop.hidden = !state.run || TERMINAL.includes(state.run.status) || !may("CANCEL");
   stop.disabled = acting.has("stop");
+  // Resume for a paused run, or one whose pause is still pending; Pause otherwise.
+  const pause = $("pause");
+  const resumes = Boolean(state.run && (state.run.status === "PAUSED" || state.run.pauseRequestedAt));
+  pause.hidden = stop.hidden;
+  pause.textContent = resumes ? "Resume" : "Pause";
+  pause.disabled = acting.has("pause");
 }
 
 $("stop").onclick = () => act("stop", CANCEL_RUN, { runId }, "cancelRun");
+$("pause").onclick = () =>
+  state.run && (state.run.status === "PAUSED" || state.run.pauseRequestedAt)
+    ? act("pause", RESUME_RUN, { runId }, "resumeRun")
+    : act("pause", PAUSE_RUN, { runId }, "pauseRun");
 
 /** Approve, a reason and Reject for one waiting call; nothing when the credential may not decide. */
 function decisionControls(approval) {

@@ -4,9 +4,9 @@
 const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
 const EVENT_FIELDS = "id seq kind at preview size truncated";
 // pendingApprovals: the tool calls a WAITING run waits on (human approval); viewerOperations: whether
-// the page's key or token may stop the run (CANCEL) or decide its calls (DECIDE).
+// the page's key or token may stop, pause or resume the run (CANCEL) or decide its calls (DECIDE).
 const RUN_FIELDS =
-  "id status question answer failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
+  "id status pauseRequestedAt question answer failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
   "pendingApprovals { edges { node { toolCallId toolName arguments expiresAt } } }";
 export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
 const PAGE_INFO = "pageInfo { hasNextPage endCursor }";
@@ -36,13 +36,27 @@ export const EVENT_PAYLOAD = "query TraceViewerPayload($id: ID!) { node(id: $id)
 // The running model call's text as it grows (viewer-output-script.ts).
 export const OUTPUT = "subscription TraceViewerOutput($runId: ID!) { runOutput(runId: $runId) { seq modelCallSpanId kind text } }";
 
-// The page's buttons: Stop, and Approve or Reject (with an optional reason) of a waiting call.
+// The page's buttons: Stop, Pause or Resume, and Approve or Reject (with an optional reason) of a waiting call.
 export const CANCEL_RUN = "mutation TraceViewerCancel($runId: ID!) { cancelRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
+export const PAUSE_RUN = "mutation TraceViewerPause($runId: ID!) { pauseRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
+export const RESUME_RUN = "mutation TraceViewerResume($runId: ID!) { resumeRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
 export const DECIDE = "mutation TraceViewerDecide($input: DecideToolCallInput!) { decideToolCall(input: $input) { __typename ... on Error { message } } }";
 
 /** Every document of the page, by a documentId of Dossier's own. */
 export const VIEWER_DOCUMENTS: Record<string, string> = Object.fromEntries(
-  Object.entries({ RUN_QUERY, TRACE_QUERY, MORE_SPANS, MORE_EVENTS, UPDATES, SPAN_ATTRIBUTES, SPAN_REQUEST, EVENT_PAYLOAD, OUTPUT, CANCEL_RUN, DECIDE }).map(
-    ([name, text]) => [`x-dossier-trace-viewer:${name}`, text],
-  ),
+  Object.entries({
+    RUN_QUERY,
+    TRACE_QUERY,
+    MORE_SPANS,
+    MORE_EVENTS,
+    UPDATES,
+    SPAN_ATTRIBUTES,
+    SPAN_REQUEST,
+    EVENT_PAYLOAD,
+    OUTPUT,
+    CANCEL_RUN,
+    PAUSE_RUN,
+    RESUME_RUN,
+    DECIDE,
+  }).map(([name, text]) => [`x-dossier-trace-viewer:${name}`, text]),
 );

@@ -39,6 +39,7 @@ export function traceViewerPage(nonce: string): string {
     <span class="brand">Dossier trace</span>
     <b id="run-status" class="badge" data-testid="run-status">…</b>
     <code id="run-id" title="run id"></code>
+    <button id="pause" class="pause" data-testid="pause" hidden>Pause</button>
     <button id="stop" class="stop" data-testid="stop" hidden>Stop</button>
   </div>
   <p id="question" data-testid="question"></p>

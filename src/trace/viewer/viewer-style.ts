@@ -15,7 +15,7 @@ header { padding: 14px 20px 10px; background: #fff; border-bottom: 1px solid var
 .badge { font: 600 12px ui-monospace, monospace; padding: 2px 8px; border-radius: 10px; background: #e8ebf1; }
 .badge.RUNNING, .badge.QUEUED { background: #dde9ff; color: #1f4fa8; } .badge.SUCCEEDED { background: #dcf3e3; color: #1d6b39; }
 .badge.FAILED { background: #fde2df; color: #a3261b; } .badge.TIMED_OUT, .badge.CANCELLED { background: #fff0cf; color: #7a5300; }
-.badge.WAITING { background: #efe3fb; color: #5f2d91; }
+.badge.WAITING { background: #efe3fb; color: #5f2d91; } .badge.PAUSED { background: #eceff3; color: #3d4654; }
 #question { margin: 8px 0 6px; white-space: pre-wrap; max-height: 4.4em; overflow: hidden; overflow-wrap: anywhere; font-size: 15px; }
 .facts { display: flex; gap: 4px 18px; flex-wrap: wrap; color: var(--muted); font-size: 13px; }
 .facts b { color: #1d2330; font-weight: 600; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
@@ -31,7 +31,7 @@ body[data-connection=refused] .dot { background: #c8372b; }
 .waiting-call { cursor: pointer; display: flex; flex-wrap: wrap; gap: 2px 10px; } .waiting-call .args { font: 12px ui-monospace, monospace; }
 .waiting-call .expires { color: var(--muted); font-size: 12px; }
 .decide { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; cursor: default; }
-.decide button, .stop { border: 1px solid; border-radius: 5px; padding: 1px 10px; background: #fff; }
+.decide button, .stop, .pause { border: 1px solid; border-radius: 5px; padding: 1px 10px; background: #fff; }
 .decide .approve { border-color: #2f9e57; color: #1d6b39; } .decide .reject, .stop { border-color: #c8372b; color: #a3261b; }
 .decide .reason { font: inherit; font-size: 13px; padding: 1px 6px; border: 1px solid var(--line); border-radius: 5px; min-width: 0; width: 16em; max-width: 100%; }
 button:disabled, input:disabled { opacity: 0.55; cursor: default; }
