@@ -34,6 +34,9 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     tokensUsed: 0,
     checkpointRevisionSeen: null,
     priority: 0,
+    tags: [],
+    metadata: {},
+    metadataPairs: [],
     ...overrides,
   };
 }

@@ -3,16 +3,15 @@ import { ConversationBusyError, IdempotencyConflictError, NotFoundError, Validat
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
-import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
+import { RunAttemptOutcome } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
 import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
+import { RunStatusEnum } from "./run-filter.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
-
-export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
 
 const ATTEMPTS: KeysetList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
