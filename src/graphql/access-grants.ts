@@ -9,7 +9,7 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
+//   - mutations: admitRun and updateRunTags (ADMIT), cancelRun (CANCEL), decideToolCall (DECIDE) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
@@ -53,6 +53,7 @@ const ROOT_RULES: Record<string, Rule> = {
   "Query.run": { operation: "READ", targets: (a) => [a.id], denied: "null" },
   "Query.workspaces": listed,
   "Query.runs": listed,
+  "Query.runsCount": listed,
   "Query.conversations": listed,
   "Query.searchHistory": { operation: "READ", targets: (a) => [a.workspaceId], denied: "notFound" },
   // Evidence lies in one log entry: readable where that message is (granted-nodes.ts).
@@ -77,6 +78,8 @@ const ROOT_RULES: Record<string, Rule> = {
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Tags are given at admission: changing them later takes the same right.
+  "Mutation.updateRunTags": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
 };
 
 /** The global id of the message an evidence id names, or null. */

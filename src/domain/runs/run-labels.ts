@@ -55,3 +55,16 @@ export const metadataObject = z
 
 /** The metadata's indexed form: one "key␟value" string per key (schema.prisma, Run.metadataPairs). */
 export const metadataPairs = (metadata: Record<string, string>): string[] => Object.entries(metadata).map(([key, value]) => `${key}${PAIR_SEPARATOR}${value}`);
+
+/**
+ * The labels as an admission's idempotency fingerprint compares them: tags as a set, metadata by
+ * key, so a retry that differs in either is an IdempotencyConflictError like any other differing
+ * field. Only when given: keys stored before labels existed keep matching their requests.
+ */
+export function labelsFingerprint(request: { tags: string[]; metadata: Record<string, string> }): object {
+  const metadata = Object.entries(request.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    ...(request.tags.length > 0 ? { tags: [...request.tags].sort() } : {}),
+    ...(metadata.length > 0 ? { metadata } : {}),
+  };
+}

@@ -3,12 +3,17 @@
 import { GraphQLError } from "graphql";
 import { ValidationError } from "../../domain/errors.js";
 import { parseRunFilter, type RunFilter } from "../../domain/runs/run-filter.js";
+import { METADATA_BYTES_MAX, METADATA_KEYS_MAX, TAG_LENGTH_MAX, TAGS_MAX } from "../../domain/runs/run-labels.js";
 import { RunStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 
 // Defined here, not in types/run.ts: run.ts reads the filter, and the filter reads the status.
 export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
+
+/** What tags and metadata may hold, as AdmitRunInput and updateRunTags describe it (domain/runs/run-labels.ts). */
+export const TAGS_RULE = `at most ${TAGS_MAX} distinct tags, each 1–${TAG_LENGTH_MAX} characters after trimming, with a visible one and no control or invisible format character (zero-width space, direction mark)`;
+export const METADATA_RULE = `a flat object of string values, at most ${METADATA_KEYS_MAX} keys (each following the rule of a tag) and ${METADATA_BYTES_MAX / 1024} KB as JSON`;
 
 export const RunFilterInput = builder.inputType("RunFilter", {
   description:
