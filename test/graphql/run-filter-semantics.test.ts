@@ -134,7 +134,8 @@ describe.each(backends)("filtered run lists on %s", (backend) => {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
         body: JSON.stringify({
-          query: "mutation($w: ID!) { createAccessToken(input: { grants: [{ resourceId: $w, operations: [READ] }] }) { ... on CreateAccessTokenSuccess { token } } }",
+          query:
+            "mutation($w: ID!) { createAccessToken(input: { grants: [{ resourceId: $w, operations: [READ] }] }) { ... on CreateAccessTokenSuccess { token } } }",
           variables: { w: ws[0] },
         }),
       }),

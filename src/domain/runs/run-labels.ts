@@ -26,7 +26,8 @@ export const label = (what: "tag" | "key") =>
     .trim()
     .min(1, `a ${what} must not be empty`)
     .refine((value) => value === "" || hasVisibleCharacter(value), `a ${what} must contain a visible character`)
-    .refine((value) => !HIDDEN.test(value), `a ${what} must not contain control or invisible format characters`)
+    // One problem at a time: a tag of zero-width spaces only is told it has nothing visible.
+    .refine((value) => !hasVisibleCharacter(value) || !HIDDEN.test(value), `a ${what} must not contain control or invisible format characters`)
     .refine((value) => [...value].length <= TAG_LENGTH_MAX, `a ${what} must be at most ${TAG_LENGTH_MAX} characters`);
 
 /** Tags as given, each once in the order first given (a tag given twice is one tag). */

@@ -1,12 +1,10 @@
 // A run's tags and metadata (Run.tags, Run.metadata, updateRunTags): labels a client finds runs by.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import { TAGS_MAX } from "../../domain/runs/run-labels.js";
 import type { Run } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
 import { RunNode } from "./run.js";
 import { METADATA_RULE, TAGS_RULE } from "./run-filter.js";
-
 
 builder.prismaObjectFields(RunNode, (t) => ({
   tags: t.stringList({

@@ -19,8 +19,20 @@ import { type RunOrder, RunFilterInput, RunOrderEnum, runFilterFromInput } from 
 
 const PAGE = { typename: "Run", defaultSize: 20, maxSize: 100 } as const;
 const ORDERS: Record<RunOrder, KeysetList> = {
-  CREATED_AT_DESC: { ...PAGE, order: [["createdAt", "desc"], ["id", "desc"]] },
-  CREATED_AT_ASC: { ...PAGE, order: [["createdAt", "asc"], ["id", "asc"]] },
+  CREATED_AT_DESC: {
+    ...PAGE,
+    order: [
+      ["createdAt", "desc"],
+      ["id", "desc"],
+    ],
+  },
+  CREATED_AT_ASC: {
+    ...PAGE,
+    order: [
+      ["createdAt", "asc"],
+      ["id", "asc"],
+    ],
+  },
 };
 
 type FilterArg = typeof RunFilterInput.$inferInput | null | undefined;
@@ -50,7 +62,13 @@ builder.queryField("runs", (t) =>
       const where = filteredRuns(ctx, args.filter);
       const page = await pageOf<Prisma.RunWhereInput>(list, args, (id, select) => ctx.prisma.run.findFirst({ where: { id, ...myRuns(ctx) }, select }));
       const rows = await ctx.prisma.run.findMany({ ...query, where: { AND: [where, page.where] }, orderBy: page.orderBy, take: page.take + 1 });
-      return connectionOf(rows, page, args, (row) => encodeGlobalId("Run", row.id), () => boundedCount(ctx.prisma.run, where));
+      return connectionOf(
+        rows,
+        page,
+        args,
+        (row) => encodeGlobalId("Run", row.id),
+        () => boundedCount(ctx.prisma.run, where),
+      );
     },
   }),
 );

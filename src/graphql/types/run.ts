@@ -8,7 +8,7 @@ import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
-import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
+import { mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
 import { METADATA_RULE, RunStatusEnum, TAGS_RULE } from "./run-filter.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
