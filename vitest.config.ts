@@ -24,6 +24,8 @@ const timingSensitive = [
   "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",
   "test/graphql/access-tokens.test.ts",
+  // Seeds 100,000 runs and compares insert times with and without the filter indexes.
+  "test/db/run-filter-plans.test.ts",
   "test/server/*-browser.test.ts",
   "test/examples/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",

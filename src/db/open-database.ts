@@ -68,8 +68,8 @@ export type Database = {
 export type OpenOptions = {
   migrations?: Migration[];
   instanceId?: string;
-  /** Called with every SQL statement the Prisma client sends (benchmarks and statement tests). */
-  onQuery?: (sql: string) => void;
+  /** Called with every SQL statement the Prisma client sends, and its parameters as JSON (benchmarks and statement tests). */
+  onQuery?: (sql: string, params: string) => void;
   /** PGlite only: how often its planner statistics are refreshed (default 5 minutes). */
   analyzeEveryMs?: number;
 };
@@ -84,10 +84,10 @@ export async function openDatabase(
 }
 
 /** A Prisma client over `adapter`, reporting its statements to `onQuery` when given. */
-function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) => void): PrismaClient {
+function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string, params: string) => void): PrismaClient {
   if (!onQuery) return new PrismaClient({ adapter, transactionOptions });
   const client = new PrismaClient({ adapter, transactionOptions, log: [{ emit: "event", level: "query" }] });
-  client.$on("query", (event) => onQuery(event.query));
+  client.$on("query", (event) => onQuery(event.query, event.params));
   return client as unknown as PrismaClient;
 }
 
@@ -102,7 +102,7 @@ async function openPglite(
   dataDir: string | undefined,
   migrations: Migration[],
   instanceId: string,
-  onQuery: ((sql: string) => void) | undefined,
+  onQuery: ((sql: string, params: string) => void) | undefined,
   analyzeEveryMs: number,
 ): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
@@ -153,7 +153,7 @@ async function openPostgres(
   timeouts: DatabaseTimeouts,
   migrations: Migration[],
   instanceId: string,
-  onQuery?: (sql: string) => void,
+  onQuery?: (sql: string, params: string) => void,
 ): Promise<Database> {
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.

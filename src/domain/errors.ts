@@ -113,6 +113,8 @@ export class AlreadyDecidedError extends DomainError {
 /** The run has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT): it takes no more input, and it can be neither paused nor resumed. */
 export class RunEndedError extends DomainError {
   constructor(readonly run: Run) {
-    super(`The run has ended (${run.status}): send the text as a new run of its conversation; only a queued, running, waiting or paused run can be paused or resumed.`);
+    super(
+      `The run has ended (${run.status}): send the text as a new run of its conversation; only a queued, running, waiting or paused run can be paused or resumed.`,
+    );
   }
 }

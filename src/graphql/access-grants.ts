@@ -9,7 +9,7 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun (ADMIT), steerRun (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL),
+//   - mutations: admitRun, steerRun and updateRunTags (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
@@ -55,6 +55,7 @@ const ROOT_RULES: Record<string, Rule> = {
   "Query.run": { operation: "READ", targets: (a) => [a.id], denied: "null" },
   "Query.workspaces": listed,
   "Query.runs": listed,
+  "Query.runsCount": listed,
   "Query.conversations": listed,
   "Query.searchHistory": { operation: "READ", targets: (a) => [a.workspaceId], denied: "notFound" },
   // Evidence lies in one log entry: readable where that message is (granted-nodes.ts).
@@ -89,6 +90,8 @@ const ROOT_RULES: Record<string, Rule> = {
   "Mutation.createScoreConfig": { operation: "SCORE", targets: () => [], denied: "error", keysOnly: true },
   // Steering adds a person's message to the run's conversation, as admitting a run there does.
   "Mutation.steerRun": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
+  // Tags are given at admission: changing them later takes the same right.
+  "Mutation.updateRunTags": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
 };
 
 /** The global id of the message an evidence id names, or null. */

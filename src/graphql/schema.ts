@@ -11,6 +11,8 @@ import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/agent-profile.js";
 import "./types/run.js";
+import "./types/run-labels.js";
+import "./types/run-lists.js";
 import "./types/run-publication.js";
 import "./types/run-viewer-operations.js";
 import "./types/run-pause.js";

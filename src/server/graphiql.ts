@@ -1,5 +1,5 @@
 // What GraphiQL shows a newcomer at /graphql: a few tabs of example operations, one per thing
-// people come to do (look around, start research, watch a run, read the history). A test
+// people come to do (look around, start research, watch a run, read the history, list runs). A test
 // validates every example against the schema, so they cannot drift from it.
 import type { YogaServerOptions } from "graphql-yoga";
 import { DOSSIER_ICON_SVG } from "./favicon.js";
@@ -111,11 +111,37 @@ query Checkpoint($workspaceId: ID!) {
 }
 `;
 
+const listsAndDashboards = `# Lists and dashboards: find your runs by status, tags, metadata, workspace,
+# conversation, agent or time, newest or oldest first, count them, and re-tag them.
+
+query RunList($filter: RunFilter, $orderBy: RunOrder, $after: String) {
+  runs(filter: $filter, orderBy: $orderBy, first: 20, after: $after) {
+    totalCount
+    countCapped
+    edges { node { id status question agent tags metadata createdAt } }
+    pageInfo { hasNextPage endCursor }
+  }
+  running: runsCount(filter: { status: [RUNNING, WAITING] })
+}
+
+mutation UpdateRunTags($runId: ID!) {
+  updateRunTags(input: { runId: $runId, add: ["reviewed"], remove: ["triage"] }) {
+    __typename
+    ... on UpdateRunTagsSuccess { run { id tags } }
+    ... on Error { message }
+  }
+}
+`;
+
 export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
   { query: lookAround },
   { query: startResearch, variables: JSON.stringify({ workspaceId: "<workspace id>" }, null, 2) },
   { query: watchRun, variables: JSON.stringify({ runId: "<run id>", afterSeq: null }, null, 2) },
   { query: readHistory, variables: JSON.stringify({ workspaceId: "<workspace id>", publicationId: "<publication id>", version: 1 }, null, 2) },
+  {
+    query: listsAndDashboards,
+    variables: JSON.stringify({ filter: { tagsAny: ["triage"], metadata: { team: "supply" } }, orderBy: "CREATED_AT_DESC", runId: "<run id>" }, null, 2),
+  },
 ];
 
 /** The first tab, for GraphiQL versions that take a single default query. */

@@ -64,6 +64,8 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       agent: "researcher",
       agentProfileId: stored.agentProfileId!,
       priority: 0,
+      tags: ["triage", "billing"],
+      metadata: { ticket: "T-1" },
       question: "Direct",
       limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 },
       materials: [],

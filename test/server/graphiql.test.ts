@@ -35,7 +35,8 @@ describe("GraphiQL", () => {
       expect(response.status).toBe(200);
       const html = await response.text();
       expect(html).toContain("<title>Dossier</title>");
-      for (const name of ["CreateWorkspace", "AdmitRun", "TraceUpdates", "HistoryCatalog", "ReadMaterial"]) expect(html).toContain(name);
+      for (const name of ["CreateWorkspace", "AdmitRun", "TraceUpdates", "HistoryCatalog", "ReadMaterial", "RunList", "UpdateRunTags"])
+        expect(html).toContain(name);
       expect(html).toContain('"subscriptionsProtocol":"WS"');
       expect(html).toContain('"defaultTabs"');
       expect(html).toContain("traceUpdates(runId: $runId, afterSeq: $afterSeq)"); // variables survive templating

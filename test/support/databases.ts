@@ -22,7 +22,7 @@ export function createPostgresDatabase(): Promise<{ url: string; drop(): Promise
 /** An empty, unmigrated database of the given backend; `onQuery` hears every SQL statement its Prisma client sends. */
 export async function openTestDatabase(
   backend: Backend,
-  { onQuery }: { onQuery?: (sql: string) => void } = {},
+  { onQuery }: { onQuery?: (sql: string, params: string) => void } = {},
 ): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
     const db = await openDatabase({ kind: "pglite" }, { onQuery });

@@ -36,6 +36,9 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     priority: 0,
     pauseRequestedAt: null,
     pausedAt: null,
+    tags: [],
+    metadata: {},
+    metadataPairs: [],
     ...overrides,
   };
 }

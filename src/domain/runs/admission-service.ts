@@ -13,6 +13,7 @@ import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
+import { labelsFingerprint, metadataObject, metadataPairs, tagList } from "./run-labels.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
@@ -84,6 +85,8 @@ const admitInput = z.object({
     .max(RUN_PRIORITY_RANGE.max)
     .nullish()
     .transform((v) => v ?? 0),
+  tags: tagList.nullish().transform((v) => v ?? []),
+  metadata: metadataObject.nullish().transform((v) => v ?? {}),
 });
 
 export type AdmitInput = z.input<typeof admitInput>;
@@ -104,6 +107,7 @@ function fingerprintOf(request: Admission): string {
     limits: request.limits,
     // Only when given: keys stored before priorities existed keep matching their requests.
     ...(request.priority !== 0 ? { priority: request.priority } : {}),
+    ...labelsFingerprint(request),
   };
   return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
 }
@@ -152,6 +156,8 @@ export class AdmissionService {
         question: request.question,
         limits: request.limits,
         priority: request.priority,
+        tags: request.tags,
+        metadata: request.metadata,
         materials: distinct(request.materials),
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         now,
@@ -230,6 +236,9 @@ export class AdmissionService {
         question: request.question,
         ...request.limits,
         priority: request.priority,
+        tags: request.tags,
+        metadata: request.metadata,
+        metadataPairs: metadataPairs(request.metadata),
         createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
         goalVersionId: goal?.id ?? null,

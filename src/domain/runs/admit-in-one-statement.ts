@@ -17,6 +17,7 @@
 // is held by an earlier admission, nothing is written and the caller answers as that one did.
 import { randomUUID } from "node:crypto";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { metadataPairs } from "./run-labels.js";
 
 export type OneStatementAdmission = {
   ownerId: string;
@@ -29,6 +30,9 @@ export type OneStatementAdmission = {
   limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number };
   /** Orders the run among its owner's queued runs (higher first). */
   priority: number;
+  /** Distinct tags in order, and flat string metadata (run-labels.ts). */
+  tags: string[];
+  metadata: Record<string, string>;
   /** Publication versions in order, without duplicates. */
   materials: { publicationId: string; version: number }[];
   idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
@@ -67,7 +71,13 @@ const RUN_COLUMNS: [column: string, field: keyof Run][] = [
   ["tokens_used", "tokensUsed"],
   ["checkpoint_revision_seen", "checkpointRevisionSeen"],
   ["priority", "priority"],
+  ["tags", "tags"],
+  ["metadata", "metadata"],
+  ["metadata_pairs", "metadataPairs"],
 ];
+
+/** A RETURNING list giving back the run under the names of Prisma's Run model. */
+export const RUN_RETURNING = RUN_COLUMNS.map(([column, field]) => `"${column}" AS "${field}"`).join(", ");
 
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
   const params: unknown[] = [];
@@ -95,7 +105,6 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
          WHERE idempotency_key.expires_at <= ${now}
        RETURNING 1`
     : `SELECT 1 FROM checks`;
-  const returning = RUN_COLUMNS.map(([column, field]) => `"${column}" AS "${field}"`).join(", ");
 
   const sql = `
     WITH ws AS (${ws}),
@@ -108,12 +117,13 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
-                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, created_at)
+                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs, created_at)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
-             gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)}, ${now}
+             gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)},
+             ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[], ${now}
         FROM gate, conversation
-      RETURNING ${returning}),
+      RETURNING ${RUN_RETURNING}),
     materials AS (
       INSERT INTO run_material (run_id, publication_version_id, position) SELECT run.id, found.id, found.position FROM run, found),
     link AS (

@@ -13,6 +13,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { type Announcers, announceApplied, applyTransition } from "./apply-transition.js";
 import { lockRun } from "./lock-order.js";
 import type { RunAnnouncer } from "./run-announcer.js";
+import { type TagsChange, updateRunTags } from "./run-tags.js";
 import { TRANSITIONS } from "./transitions.js";
 
 export class RunService {
@@ -31,6 +32,11 @@ export class RunService {
     });
     runAfterCommit(after);
     return run;
+  }
+
+  /** Adds and removes tags of one of the actor's runs (run-tags.ts). */
+  updateTags(actor: Actor, runId: string, change: TagsChange): Promise<Run> {
+    return updateRunTags(this.deps.prisma, actor.principalId, runId, change);
   }
 }
 

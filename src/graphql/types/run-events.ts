@@ -5,7 +5,7 @@ import type { EventBus, RunStatusMessage, RunStatusName } from "../../events/top
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
-import { RunStatusEnum } from "./run.js";
+import { RunStatusEnum } from "./run-filter.js";
 import { mine } from "./owned.js";
 
 const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({

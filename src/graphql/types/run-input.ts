@@ -8,7 +8,8 @@ import { requireIdOfType } from "../global-id.js";
 import { describePage, type KeysetList, LIST_PAGE, listConnection, readConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
 import { ofMyRun } from "./owned.js";
-import { RunNode, RunStatusEnum } from "./run.js";
+import { RunNode } from "./run.js";
+import { RunStatusEnum } from "./run-filter.js";
 
 const INPUTS: KeysetList = {
   typename: "RunInput",

@@ -3,8 +3,7 @@ import { NotFoundError, RunEndedError } from "../../domain/errors.js";
 import type { Run } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
-import { ErrorInterface } from "./errors.js";
-import { RunNode, RunStatusEnum } from "./run.js";
+import { RunNode } from "./run.js";
 
 // RunEndedError (its run and status) is defined with steerRun, which answers it too.
 builder.prismaObjectFields(RunNode, (t) => ({

@@ -3,16 +3,15 @@ import { ConversationBusyError, IdempotencyConflictError, NotFoundError, Validat
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-service.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
-import { RunAttemptOutcome, RunStatus } from "../../generated/prisma/enums.js";
+import { RunAttemptOutcome } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
-import { mine, myLiveWorkspace, myRuns, newestFirst, ownedBy } from "./owned.js";
+import { mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
+import { METADATA_RULE, RunStatusEnum, TAGS_RULE } from "./run-filter.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
-
-export const RunStatusEnum = builder.enumType(RunStatus, { name: "RunStatus" });
 
 const ATTEMPTS: KeysetList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
 
@@ -209,21 +208,6 @@ builder.queryField("run", (t) =>
   }),
 );
 
-builder.queryField("runs", (t) =>
-  t.prismaConnection(
-    {
-      type: "Run",
-      description: "Your runs, newest first.",
-      cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
-      resolve: (query, _root, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: myRuns(ctx), orderBy: newestFirst }),
-    },
-    { name: "RunConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.run, myRuns(ctx))) },
-    { name: "RunEdge" },
-  ),
-);
-
 const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
   description: "What a new run does when its conversation already has a queued, running, waiting (WAITING) or paused (PAUSED) run (R19).",
   values: {
@@ -272,6 +256,13 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
       description:
         "Orders this run among its principal's own queued runs: higher first, then oldest; default 0, from -1000 to 1000. Workers interleave principals before it: the principal with the fewest running runs goes first.",
     }),
+    tags: t.stringList({
+      description: `Labels to find the run by (runs(filter: {tagsAll, tagsAny})): ${TAGS_RULE}. A tag given twice is kept once. Compared as a set for idempotency: a retry with other tags is an IdempotencyConflictError.`,
+    }),
+    metadata: t.field({
+      type: "JSON",
+      description: `Your own ids for the run (runs(filter: {metadata})): ${METADATA_RULE}. Part of the request an idempotency key compares.`,
+    }),
   }),
 });
 
@@ -298,6 +289,8 @@ builder.mutationField("admitRun", (t) =>
         workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
         conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
         materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
+        // A JSON value: the admission checks it is a flat object of strings.
+        metadata: input.metadata as Record<string, unknown> | null | undefined,
       }),
   }),
 );

@@ -1,0 +1,78 @@
+// A filtered run list on 100,000 runs (issue 39) against the unfiltered page, on PostgreSQL: the
+// server bundled and in its own process (bench/server-load.ts), 100,000 runs of five principals
+// seeded in one statement (test/support/run-seed.ts) and analysed, then the development
+// principal's newest 20 runs with their count, unfiltered and filtered (a status, a tag and a
+// metadata key: a dashboard's "my team's finished runs"), measured in turn, three rounds
+// interleaved; the table gives each round's median throughput, p99, server CPU, PostgreSQL CPU
+// and SQL statements per request, and the filtered list's ratio to the unfiltered one.
+//   npm run bench:lists
+import { Client } from "pg";
+import { buildDossier } from "../scripts/build.mjs";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { SEEDED_RUNS, seedRunsSql } from "../test/support/run-seed.js";
+import { CLIENTS, type Measured, measure, post, SECONDS, serve } from "./server-load.js";
+import { printTable } from "./support.js";
+
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const ROUNDS = 3;
+
+const PAGE = /* GraphQL */ `
+  query ($filter: RunFilter) {
+    runs(filter: $filter, first: 20) { totalCount countCapped edges { node { id status question tags metadata createdAt } } }
+  }
+`;
+const FILTER = { status: ["SUCCEEDED"], tagsAny: ["team3"], metadata: { team: "team3" } };
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const medianOf = (all: Measured[]): Measured => ({
+  perSecond: median(all.map((m) => m.perSecond)),
+  p99: median(all.map((m) => m.p99)),
+  cpuMs: median(all.map((m) => m.cpuMs)),
+  statements: median(all.map((m) => m.statements)),
+  databaseCpuMs: all.every((m) => m.databaseCpuMs !== undefined) ? median(all.map((m) => m.databaseCpuMs!)) : undefined,
+});
+
+async function main(): Promise<void> {
+  await buildDossier(["bench/server-process.ts"]);
+  const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_lists");
+  const server = await serve(database.url);
+  try {
+    // The development principal exists once it has made a request.
+    await post(server.url, "{ runsCount }");
+    const pg = new Client({ connectionString: database.url });
+    await pg.connect();
+    await pg.query(seedRunsSql());
+    await pg.end();
+    const unfiltered: Measured[] = [];
+    const filtered: Measured[] = [];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      unfiltered.push(await measure(server, { query: PAGE }));
+      filtered.push(await measure(server, { query: PAGE, variables: { filter: FILTER } }));
+    }
+    const plain = medianOf(unfiltered);
+    const narrowed = medianOf(filtered);
+    const row = (name: string, m: Measured) => [
+      name,
+      `${m.perSecond.toFixed(0)}/s`,
+      `${m.p99.toFixed(1)} ms`,
+      `${m.cpuMs.toFixed(2)} ms`,
+      m.databaseCpuMs !== undefined ? `${m.databaseCpuMs.toFixed(2)} ms` : "—",
+      m.statements.toFixed(1),
+      `${(plain.perSecond / m.perSecond).toFixed(2)}× the time, ${(m.cpuMs / plain.cpuMs).toFixed(2)}× server CPU, ${(m.databaseCpuMs !== undefined && plain.databaseCpuMs ? m.databaseCpuMs / plain.databaseCpuMs : Number.NaN).toFixed(2)}× PostgreSQL CPU`,
+    ];
+    printTable([
+      ["scenario (PostgreSQL)", "throughput", "p99", "server CPU/request", "PostgreSQL CPU/request", "SQL/request", "against the unfiltered page"],
+      row(`unfiltered page of 20 runs + totalCount, ${SEEDED_RUNS.toLocaleString("en")} runs`, plain),
+      row(`filtered list on ${SEEDED_RUNS.toLocaleString("en")} runs (status + tagsAny + metadata) + totalCount`, narrowed),
+    ]);
+    const each = (all: Measured[]) => all.map((m) => `${m.perSecond.toFixed(0)}/s`).join(", ");
+    console.log(`\nrounds, unfiltered: ${each(unfiltered)}; filtered: ${each(filtered)}`);
+    console.log(`${CLIENTS} concurrent clients, ${SECONDS} s per scenario, ${ROUNDS} rounds interleaved, medians; the server in its own process.`);
+  } finally {
+    await server.stop();
+    await database.drop();
+  }
+}
+
+await main();
+process.exit(0);
