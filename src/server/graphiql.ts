@@ -1,5 +1,5 @@
 // What GraphiQL shows a newcomer at /graphql: a few tabs of example operations, one per thing
-// people come to do (look around, start research, watch a run, read the history, list runs). A test
+// people come to do (look around, start research, watch a run, read the history, list runs, judge results). A test
 // validates every example against the schema, so they cannot drift from it.
 import type { YogaServerOptions } from "graphql-yoga";
 import { DOSSIER_ICON_SVG } from "./favicon.js";
@@ -76,7 +76,7 @@ query HistoryCatalog($workspaceId: ID!, $after: String) {
         complete
         truncatedReason
         pageInfo { hasNextPage endCursor }
-        entries { publicationId title latestVersion versions { version asOf availability { status reason } } }
+        entries { publicationId title latestVersion versions { version asOf availability { status reason } humanScores { configName value label by } } }
       }
     }
   }
@@ -133,6 +133,34 @@ mutation UpdateRunTags($runId: ID!) {
 }
 `;
 
+const judge = `# Judge runs and exact versions on scales of your own; people's scores of a version are shown to the next run.
+
+mutation CreateScoreConfig {
+  createScoreConfig(input: { name: "accuracy", kind: NUMERIC, min: 1, max: 5 }) {
+    __typename
+    ... on CreateScoreConfigSuccess { config { id name kind min max } }
+    ... on ValidationError { message issues { field message } }
+  }
+}
+
+# targetId: a Run, PublicationVersion, Span or checkpoint revision id.
+mutation CreateScore($targetId: ID!) {
+  createScore(input: { targetId: $targetId, configName: "accuracy", value: 4, source: HUMAN, comment: "One date off" }) {
+    __typename
+    ... on CreateScoreSuccess { score { id configName value createdBy { name } } }
+    ... on ValidationError { message issues { field message } }
+    ... on Error { message }
+  }
+}
+
+query RunScores($runId: ID!) {
+  run(id: $runId) {
+    scoreSummary { configName count mean labelCounts { label count } }
+    scores(first: 20) { totalCount edges { node { configName value label source comment createdBy { name } } } }
+  }
+}
+`;
+
 export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
   { query: lookAround },
   { query: startResearch, variables: JSON.stringify({ workspaceId: "<workspace id>" }, null, 2) },
@@ -142,6 +170,7 @@ export const graphiqlDefaultTabs: { query: string; variables?: string }[] = [
     query: listsAndDashboards,
     variables: JSON.stringify({ filter: { tagsAny: ["triage"], metadata: { team: "supply" } }, orderBy: "CREATED_AT_DESC", runId: "<run id>" }, null, 2),
   },
+  { query: judge, variables: JSON.stringify({ targetId: "<run or publication version id>", runId: "<run id>" }, null, 2) },
 ];
 
 /** The first tab, for GraphiQL versions that take a single default query. */

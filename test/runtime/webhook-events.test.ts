@@ -1,13 +1,20 @@
 // What webhooks report about runs and research (issue 22), delivered to a real receiver: a run
 // that succeeded, failed, waits for a tool-call decision, was cancelled or reached its deadline
-// while waiting; a checkpoint revision; a publication version. Only the owner's webhooks hear of
+// while waiting; a checkpoint revision; a publication version; a score. Only the owner's webhooks hear of
 // their objects, only the types they listen for, and no body (answer, content) is ever sent.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import { CancelRunDocument, CreateWebhookDocument, UpdateCheckpointDocument, type WebhookEventType } from "../../sdk/generated/graphql.js";
+import {
+  CancelRunDocument,
+  CreateScoreConfigDocument,
+  CreateScoreDocument,
+  CreateWebhookDocument,
+  UpdateCheckpointDocument,
+  type WebhookEventType,
+} from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
@@ -80,6 +87,12 @@ describe.each(backends)("webhook events of runs and research on %s", (backend) =
     });
     expectType(checkpoint.updateCheckpoint, "UpdateCheckpointSuccess");
     const published = await publish(alice, { title: "Cells", content: SECRET_TEXT });
+    // A person's score of the version: the comment stays out of the body too.
+    expectType((await alice.request(CreateScoreConfigDocument, { input: { name: "sound", kind: "BOOLEAN" } })).createScoreConfig, "CreateScoreConfigSuccess");
+    const scored = await alice.request(CreateScoreDocument, {
+      input: { targetId: published.version.id, configName: "sound", label: "true", source: "HUMAN", comment: SECRET_TEXT },
+    });
+    const score = expectType(scored.createScore, "CreateScoreSuccess").score;
 
     const expected = [
       ["RUN_SUCCEEDED", { runId: succeeded.id, workspaceId: workspace.id, status: "SUCCEEDED", summary: "the run succeeded" }],
@@ -92,6 +105,7 @@ describe.each(backends)("webhook events of runs and research on %s", (backend) =
       ["RUN_TIMED_OUT", { runId: timedOut.id, status: "TIMED_OUT", summary: "the run reached its deadline" }],
       ["CHECKPOINT_UPDATED", { workspaceId: workspace.id, revision: 1 }],
       ["PUBLICATION_VERSION_CREATED", { publicationId: published.version.publication.id, versionId: published.version.id, version: 1 }],
+      ["SCORE_CREATED", { scoreId: score.id, targetId: published.version.id, targetType: "PublicationVersion", configName: "sound", value: 1, label: "true" }],
     ] as const;
     await vi.waitFor(() => expect(everything.received).toHaveLength(expected.length), { timeout: 20_000 });
     const heard = events(everything, secret);
