@@ -9,7 +9,7 @@ const documentConfig = {
   enumsAsTypes: true,
   useTypeImports: true,
   avoidOptionals: { field: true, inputValue: false, object: true, defaultValue: true },
-  scalars: { DateTime: "string", ID: "string" },
+  scalars: { DateTime: "string", ID: "string", JSON: "unknown" },
   skipTypename: false,
   nonOptionalTypename: true,
   dedupeFragments: true,
