@@ -51,7 +51,7 @@ describe.each(backends)("forkConversation on %s", (backend) => {
   const messageId = (rows: { id: string }[], seq: number) => encodeGlobalId("Message", rows[seq - 1]!.id);
   const ask = async (conversationId: string, question: string) => {
     const { run } = await admit(t.client, { conversationId, question });
-    const done = await settled(t.client, run.id);
+    const done = await settled(t.client, run.id, 60_000);
     expect([done.status, done.failureReason]).toEqual(["SUCCEEDED", null]);
   };
 
@@ -109,13 +109,15 @@ describe.each(backends)("forkConversation on %s", (backend) => {
     const statementsOf = async (id: string) => {
       statements.length = 0;
       const log = await readLog(prisma(), decodeGlobalId(id)!.id);
-      return { length: log.length, count: statements.filter((sql) => !/^\s*(BEGIN|COMMIT|SELECT 1)\b/i.test(sql)).length };
+      // The log's own reads: the worker's sweeps may run meanwhile and read other tables.
+      return { length: log.length, count: statements.filter((sql) => /"(message|conversation)"/.test(sql)).length };
     };
     const root = await statementsOf(parent.id);
     const grandchild = await statementsOf(early.id);
     expect(root.length).toBe(SIZE + 2);
     expect(grandchild.length).toBe(62);
     expect(grandchild.count).toBe(root.count);
+    expect(root.count).toBeLessThanOrEqual(2);
   });
 
   it("refuses a message outside the log, a point inside a tool-call exchange and another principal's conversation", async () => {
