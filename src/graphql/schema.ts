@@ -6,6 +6,7 @@ import "./types/principal.js";
 import "./types/access-token.js";
 import "./types/workspace.js";
 import "./types/conversation.js";
+import "./types/conversation-fork.js";
 import "./types/publication.js";
 import "./types/trace.js";
 import "./types/trace-updates.js";

@@ -32,19 +32,26 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
       title: "Decide a tool call",
       description:
         "Approves or rejects a tool call a run of yours waits on (get_run lists them while the run is WAITING). " +
-        "APPROVE executes the call; REJECT tells the run's model the call was declined, with your reason. The first decision counts.",
+        "APPROVE executes the call; EDIT executes it with the arguments you give (they must fit the tool's input schema); " +
+        "REJECT tells the run's model the call was declined, with your reason. The first decision counts.",
       inputSchema: {
         runId: z.string().min(1).describe("The run's global id"),
         toolCallId: z.string().min(1).describe("The waiting call's toolCallId, from get_run"),
-        decision: z.enum(["APPROVE", "REJECT"]),
+        decision: z.enum(["APPROVE", "EDIT", "REJECT"]),
+        arguments: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe("EDIT only: the call's arguments as a JSON object, in place of the model's (get_run shows them)"),
         reason: z.string().max(2_000).optional().describe("Why; the model reads it with a rejection"),
       },
     },
-    guarded(async ({ runId, toolCallId, decision, reason }) => {
-      const { decideToolCall: result } = await client.request(DecideToolCallDocument, { input: { runId, toolCallId, decision, reason } });
+    guarded(async ({ runId, toolCallId, decision, arguments: args, reason }) => {
+      const { decideToolCall: result } = await client.request(DecideToolCallDocument, {
+        input: { runId, toolCallId, decision, reason, ...(args === undefined ? {} : { arguments: args }) },
+      });
       switch (result.__typename) {
         case "DecideToolCallSuccess":
-          return ok({ decision: result.approval.decision, run: result.run });
+          return ok({ decision: result.approval.decision, editedArguments: result.approval.editedArguments, run: result.run });
         case "AlreadyDecidedError":
           return refused(
             `Already decided: ${result.approval.decision}${result.approval.reason ? ` (${result.approval.reason})` : ""}. The first decision stands.`,

@@ -83,4 +83,45 @@ describe("decide_tool_call", () => {
     expect((await settled(t.as(aliceKey), run.id)).answer).toBe("published");
     expect(executed).toEqual(["publish_post"]);
   });
+
+  it("approves a call with edited arguments, refusing ones that do not fit the tool's schema", async () => {
+    const received: unknown[] = [];
+    const publish: Tool = {
+      schema: {
+        name: "publish_post",
+        description: "publishes",
+        parameters: { type: "object", properties: { title: { type: "string" } }, required: ["title"] },
+      },
+      execute: async (args) => {
+        received.push(args);
+        return "published";
+      },
+    };
+    t = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-edits-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const key = await t.createPrincipal("alice");
+    const alice = await mcpAs(t.server!.url, key);
+    clients.push(alice.client);
+    const { run } = await admit(t.as(key), { question: callTools({ name: "publish_post", arguments: { title: "Hello" } }) });
+    const waiting = await waitUntil(async () => {
+      const got = JSON.parse(await alice.text("get_run", { runId: run.id }));
+      return got.status === "WAITING" ? got : undefined;
+    });
+    const toolCallId = waiting.pendingApprovals[0].toolCallId;
+
+    const invalid = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "EDIT", arguments: { title: 5 } });
+    expect(invalid).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^ValidationError: .*arguments\.title/) }] });
+    const edited = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId, decision: "EDIT", arguments: { title: "Hello, edited" } }));
+    expect(edited).toMatchObject({ decision: "EDIT", editedArguments: '{"title":"Hello, edited"}' });
+    await settled(t.as(key), run.id, 60_000);
+    expect(received).toEqual([{ title: "Hello, edited" }]);
+  });
 });

@@ -23,6 +23,7 @@ function gateOver(existing: Partial<ToolApprovalRecord>[] = []) {
       markStarted: async (_tx, id) => void started.push(id),
     },
     needsApproval: (name) => name === "deploy",
+    inputSchemaOf: (name) => (name === "deploy" ? { type: "object", properties: { target: { type: "string" } } } : null),
     existing: existing.map((a) => ({ messageId: "m1", startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord),
     runId: "run-1",
     messageId: "m1",

@@ -5,6 +5,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { TITLE_MAX } from "../validation.js";
 import { type Evidence, findEvidence } from "./evidence.js";
+import { type ForkInput, forkConversation } from "./conversation-forks.js";
 
 const startInput = z.object({ title: nonBlank(TITLE_MAX) });
 
@@ -38,6 +39,11 @@ export class ConversationService {
   async startConversation(actor: Actor, input: { title: string }): Promise<Conversation> {
     const { title } = parseInput(startInput, input);
     return this.deps.prisma.conversation.create({ data: { ownerId: actor.principalId, title } });
+  }
+
+  /** A fork of one of the actor's conversations at one message of its log (conversation-forks.ts). */
+  fork(actor: Actor, input: ForkInput): Promise<Conversation> {
+    return forkConversation(this.deps.prisma, actor, input);
   }
 
   /** The original an evidence id points at, if it lies in the conversation; see findEvidence. */

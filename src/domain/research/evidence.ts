@@ -6,6 +6,7 @@
 import { fromStored } from "../text/stored-text.js";
 import type { Message, Prisma } from "../../generated/prisma/client.js";
 import { toolCallsOf } from "../json-columns.js";
+import { logWhereOf } from "./conversation-lineage.js";
 
 export type EvidenceKind = "TOOL_RESULT" | "TOOL_CALL_ARGUMENTS";
 
@@ -39,7 +40,7 @@ export function parseEvidenceId(id: string): { messageId: string; callIndex: num
   return { messageId: match[1]!, callIndex: match[2] === undefined ? null : Number(match[2]) };
 }
 
-type Reader = Pick<Prisma.TransactionClient, "message">;
+type Reader = Pick<Prisma.TransactionClient, "message" | "conversation">;
 
 /**
  * The original an evidence id points at, if it lies in scope: a conversation (the `read_evidence`
@@ -52,7 +53,8 @@ export async function findEvidence(db: Reader, id: string, scope: { conversation
   const message = await db.message.findFirst({
     where: {
       id: ref.messageId,
-      ...("conversationId" in scope ? { conversationId: scope.conversationId } : { conversation: { ownerId: scope.ownerId } }),
+      // A fork's run reads the evidence of the prefix it shares as its own.
+      ...("conversationId" in scope ? await logWhereOf(db, scope.conversationId) : { conversation: { ownerId: scope.ownerId } }),
     },
   });
   if (!message) return null;

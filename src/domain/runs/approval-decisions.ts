@@ -2,6 +2,7 @@
 // rejection of a run's open requests when it ends (a row of transitions.ts says when), and the
 // APPROVAL_DECIDED event every decision leaves on its call's span.
 import type { ToolApproval } from "../../generated/prisma/client.js";
+import { fromStored } from "../text/stored-text.js";
 import { appendEventIn, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
 
@@ -24,8 +25,9 @@ export async function rejectOpenIn(tx: Tx, runId: string, reason: string, at: Da
 
 /**
  * Records a decided request on its call's span: an APPROVAL_DECIDED event with the decision, who
- * took it (null: nobody, it expired or its run ended) and why. A request without a span has no
- * event.
+ * took it (null: nobody, it expired or its run ended) and why; an EDIT also records the model's
+ * arguments and the person's (JSON text each), so the span says what ran instead of what was
+ * asked, and who changed it. A request without a span has no event.
  */
 export async function recordDecisionIn(tx: Tx, approval: ToolApproval): Promise<TraceChange | null> {
   if (!approval.spanId || !approval.decision) return null;
@@ -44,6 +46,9 @@ export async function recordDecisionIn(tx: Tx, approval: ToolApproval): Promise<
         decidedBy: approval.decidedBy,
         reason: approval.reason,
         decidedAt: at.toISOString(),
+        ...(approval.decision === "EDIT"
+          ? { originalArguments: fromStored(approval.arguments), editedArguments: fromStored(approval.editedArguments ?? "") }
+          : {}),
       },
       at,
     },

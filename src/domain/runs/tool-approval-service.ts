@@ -22,11 +22,13 @@ import { recordDecisionIn } from "./approval-decisions.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
 import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
+import { toStored } from "../text/stored-text.js";
+import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
 import type { Tx } from "../transaction.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 
-export type ToolApprovalDecision = "APPROVE" | "REJECT";
+export type ToolApprovalDecision = "APPROVE" | "REJECT" | "EDIT";
 
 /** One approval request as stored. */
 export type ToolApprovalRecord = ToolApproval;
@@ -38,12 +40,15 @@ export type NewApproval = {
   toolCallId: string;
   toolName: string;
   arguments: string;
+  /** The tool's input schema as stored text (JSON Schema): what an EDIT decision is checked against. */
+  inputSchema: string | null;
   spanId: string | null;
   requestedAt: Date;
   expiresAt: Date;
 };
 
-export type DecideInput = { runId: string; toolCallId: string; decision: ToolApprovalDecision; reason?: string | null };
+/** `arguments`: with EDIT (and only with it), the JSON object the call runs with instead of the model's. */
+export type DecideInput = { runId: string; toolCallId: string; decision: ToolApprovalDecision; reason?: string | null; arguments?: unknown };
 
 /** The reason an expired request is rejected with: the model is told it. */
 export const EXPIRED_REASON = "no decision in time";
@@ -82,11 +87,15 @@ export class ToolApprovalService {
   /**
    * The owner's decision on a call that waits; another principal's run is not found. A decision
    * that comes after the request expired finds it rejected ("no decision in time"), as the sweep
-   * would have decided it: AlreadyDecidedError.
+   * would have decided it: AlreadyDecidedError. EDIT arguments that do not fit the tool's input
+   * schema are a ValidationError naming the field, and change nothing: the call still waits.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
     if (reason && reason.length > REASON_MAX) throw new ValidationError([{ field: "reason", message: `must be at most ${REASON_MAX} characters` }]);
+    const edit = input.decision === "EDIT";
+    if (edit && input.arguments == null) throw new ValidationError([{ field: "arguments", message: "EDIT needs the arguments the call runs with" }]);
+    if (!edit && input.arguments != null) throw new ValidationError([{ field: "arguments", message: "only an EDIT decision takes arguments" }]);
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
@@ -99,9 +108,11 @@ export class ToolApprovalService {
         throw new NotFoundError("ToolApproval", input.toolCallId);
       }
       const late = open.expiresAt <= now;
+      // Checked against the schema the call was held with, before anything is written.
+      const editedArguments = !late && edit ? toStored(checkEditedArguments(input.arguments, open.inputSchema)) : null;
       const decision = late
         ? { decision: "REJECT" as const, decidedBy: null, reason: EXPIRED_REASON, at: now }
-        : { decision: input.decision, decidedBy: actor.principalId, reason, at: now };
+        : { decision: input.decision, decidedBy: actor.principalId, reason, at: now, editedArguments };
       const approval = await this.decideIn(tx, open.id, decision, after);
       if (!approval) throw new AlreadyDecidedError(await tx.toolApproval.findUniqueOrThrow({ where: { id: open.id } }));
       return { approval, late };
@@ -143,12 +154,18 @@ export class ToolApprovalService {
   private async decideIn(
     tx: Tx,
     id: string,
-    decision: { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date },
+    decision: { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date; editedArguments?: string | null },
     after: AfterCommit,
   ): Promise<ToolApproval | null> {
     const won = await tx.toolApproval.updateMany({
       where: { id, decision: null },
-      data: { decision: decision.decision, decidedBy: decision.decidedBy, reason: decision.reason, decidedAt: decision.at },
+      data: {
+        decision: decision.decision,
+        decidedBy: decision.decidedBy,
+        reason: decision.reason,
+        decidedAt: decision.at,
+        editedArguments: decision.editedArguments ?? null,
+      },
     });
     if (won.count === 0) return null;
     const approval = await tx.toolApproval.findUniqueOrThrow({ where: { id } });

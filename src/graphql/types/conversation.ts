@@ -3,6 +3,7 @@ import { fromStored } from "../../domain/text/stored-text.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Conversation } from "../../generated/prisma/client.js";
 import { MessageRole } from "../../generated/prisma/enums.js";
+import { lineageOf, logWhere } from "../../domain/research/conversation-lineage.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
@@ -16,7 +17,10 @@ export const MessageNode = builder.prismaNode("Message", {
   findUnique: (id, ctx) => ({ id, ...ofMyConversation(ctx) }),
   description: "One entry of a conversation's append-only log.",
   fields: (t) => ({
-    seq: t.string({ description: `Position in the conversation, from 1, without gaps. ${SEQ_TYPE_NOTE}`, resolve: (message) => String(message.seq) }),
+    seq: t.string({
+      description: `Position in the conversation, from 1, without gaps (a fork's own messages continue after the message it forked at). ${SEQ_TYPE_NOTE}`,
+      resolve: (message) => String(message.seq),
+    }),
     role: t.expose("role", { type: MessageRoleEnum }),
     content: t.string({
       description: "The entry's text exactly as it was written, NUL characters and unpaired surrogates included.",
@@ -39,16 +43,17 @@ export const ConversationNode = builder.prismaNode("Conversation", {
     messages: t.prismaConnection(
       {
         type: "Message",
-        description: "The log, oldest first.",
+        description:
+          "The log, oldest first. A fork's log starts with the messages it shares with the conversation it forked from (up to and including forkedFrom.message; they stay that conversation's messages), then its own.",
         cursor: "id",
         defaultSize: 50,
         maxSize: 200,
         resolve: (query, conversation, _args, ctx) =>
-          ctx.prisma.message.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: { seq: "asc" } }),
+          ctx.prisma.message.findMany({ ...query, where: logWhere(conversation.id, lineageOf(conversation.lineage)), orderBy: { seq: "asc" } }),
       },
       {
         name: "MessageConnection",
-        fields: countFields<{ id: string }>((conversation, ctx) => boundedCount(ctx.prisma.message, { conversationId: conversation.id })),
+        fields: countFields<Conversation>((conversation, ctx) => boundedCount(ctx.prisma.message, logWhere(conversation.id, lineageOf(conversation.lineage)))),
       },
       { name: "MessageEdge" },
     ),

@@ -15,6 +15,11 @@ const ToolApprovalDecisionEnum = builder.enumType(ToolApprovalDecision, {
   values: {
     APPROVE: { description: "The call executes, on whichever instance claims the run next." },
     REJECT: { description: "The call does not execute: the model is told the person declined it, with the reason." },
+    EDIT: {
+      description:
+        "The call executes with the arguments the decision gives (DecideToolCallInput.arguments) instead of the model's. They must fit the tool's input schema (a ValidationError naming the field otherwise, and the call keeps waiting). " +
+        "The conversation log keeps the model's request as it was; the call's result tells the model which arguments ran, and its span records both and who edited.",
+    },
   },
 });
 
@@ -27,6 +32,11 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
     toolCallId: t.exposeString("toolCallId", { description: "The model's id of the call: what decideToolCall names." }),
     toolName: t.exposeString("toolName", { description: 'As the model sees it, e.g. "run_command" or "mcp__github__create_issue".' }),
     arguments: t.string({ description: "The call's arguments, exactly as the model gave them (JSON text).", resolve: (a) => fromStored(a.arguments) }),
+    editedArguments: t.string({
+      nullable: true,
+      description: "EDIT: the arguments the call runs (or ran) with instead of the model's (JSON text); null for any other decision.",
+      resolve: (a) => (a.editedArguments === null ? null : fromStored(a.editedArguments)),
+    }),
     requestedAt: t.expose("requestedAt", { type: "DateTime" }),
     expiresAt: t.expose("expiresAt", {
       type: "DateTime",
@@ -84,7 +94,12 @@ const DecideToolCallInput = builder.inputType("DecideToolCallInput", {
     runId: t.id({ required: true }),
     toolCallId: t.string({ required: true, description: "ToolApproval.toolCallId." }),
     decision: t.field({ type: ToolApprovalDecisionEnum, required: true }),
-    reason: t.string({ description: "Shown to the model with a rejection; kept with either decision. At most 2,000 characters." }),
+    reason: t.string({ description: "Shown to the model with a rejection; kept with any decision. At most 2,000 characters." }),
+    arguments: t.field({
+      type: "JSON",
+      description:
+        "EDIT only (required with it, refused with APPROVE and REJECT): the JSON object of arguments the call runs with, checked against the tool's input schema. At most 100,000 characters of JSON.",
+    }),
   }),
 });
 
@@ -99,7 +114,7 @@ builder.mutationField("decideToolCall", (t) =>
   t.field({
     type: DecideToolCallSuccess,
     description:
-      "Approves or rejects one of your run's tool calls that waits for a decision. Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it.",
+      "Approves, edits (approves with your arguments) or rejects one of your run's tool calls that waits for a decision; editing needs the same right as approving (DECIDE). Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it.",
     args: { input: t.arg({ type: DecideToolCallInput, required: true }) },
     errors: { types: [AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
     resolve: async (_root, { input }, ctx) => {
@@ -109,6 +124,7 @@ builder.mutationField("decideToolCall", (t) =>
         toolCallId: input.toolCallId,
         decision: input.decision,
         reason: input.reason,
+        arguments: input.arguments,
       });
       return { approval, run: await ctx.prisma.run.findUniqueOrThrow({ where: { id: runId } }) };
     },

@@ -43,7 +43,7 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
     APPROVAL_DECIDED: {
       description:
         "On a TOOL_CALL span: the call that waited was decided — by its run's owner (decideToolCall), by expiry, or because the run was cancelled, reached its deadline or ended — recorded in the same transaction as the decision. " +
-        "Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt.",
+        "Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT | EDIT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt; with EDIT also originalArguments (the model's) and editedArguments (what runs), JSON text each.",
     },
     STEERED: {
       description:

@@ -4,6 +4,7 @@
 // row, written in the same transaction, makes the read path show the model a preview and a
 // handle instead.
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
+import { logWhereOf } from "../../domain/research/conversation-lineage.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import type { Transact } from "../../domain/transaction.js";
@@ -27,11 +28,13 @@ const spillView = { select: spillPreviewSelect } as const;
 
 /**
  * The conversation's log in order, with each entry's text as it was written (stored-text.ts
- * decodes what storage escaped). A spill's preview stays in its stored form; the model's view
- * renders both safely (forModel).
+ * decodes what storage escaped). A fork's log is its ancestors' shared prefixes and then its own
+ * messages, read in the same one query (conversation-lineage.ts). A spill's preview stays in its
+ * stored form; the model's view renders both safely (forModel).
  */
 export async function readLog(prisma: PrismaClient, conversationId: string): Promise<LoggedMessage[]> {
-  const log = await prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" }, include: { spill: spillView } });
+  const where = await logWhereOf(prisma, conversationId);
+  const log = await prisma.message.findMany({ where, orderBy: { seq: "asc" }, include: { spill: spillView } });
   return log.map(decodeMessage);
 }
 

@@ -73,6 +73,7 @@ export function stepGate(
   return approvalGate({
     approvals: settings.store,
     needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
+    inputSchemaOf: (toolName) => attempt.tools.get(toolName)?.schema.parameters ?? null,
     existing: step.approvals,
     runId: attempt.run.id,
     messageId: step.messageId,

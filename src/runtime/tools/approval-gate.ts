@@ -1,12 +1,14 @@
 // The gate every tool call of a run passes before it executes (human approval). A call that has
 // an approval request follows its decision: APPROVE executes it (marked begun first, in the
-// attempt's fence, so that a crash mid-call repairs it rather than runs it twice), REJECT gives
-// the model a result saying the person declined, with the reason; an open request keeps it
+// attempt's fence, so that a crash mid-call repairs it rather than runs it twice), EDIT executes
+// it the same way with the person's arguments (ToolApproval.editedArguments; the log's ASSISTANT
+// entry keeps what the model asked, and the call's TOOL result says which arguments ran), REJECT
+// gives the model a result saying the person declined, with the reason; an open request keeps it
 // waiting. A call without one that the policy says needs approval gets its request — recorded in
 // the attempt's fence, with an APPROVAL_REQUESTED event on its span — and waits. Any other call
 // executes at once.
 import type { Transact } from "../../domain/transaction.js";
-import { toStored } from "../../domain/text/stored-text.js";
+import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -16,6 +18,8 @@ export type ApprovalGateOptions = {
   approvals: Pick<ToolApprovalService, "request" | "markStarted">;
   /** Whether a call of the tool needs approval (tools/approval-policy.ts over the run's sources). */
   needsApproval: (toolName: string) => boolean;
+  /** The tool's input schema, kept with the request: what a person's edited arguments must fit. */
+  inputSchemaOf: (toolName: string) => Record<string, unknown> | null;
   /** The requests of the step's assistant message already recorded (an attempt resuming the step). */
   existing: readonly ToolApproval[];
   runId: string;
@@ -56,6 +60,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
         toolCallId: call.id,
         toolName: call.name,
         arguments: toStored(call.arguments),
+        inputSchema: inputSchemaText(options.inputSchemaOf(call.name)),
         spanId: span.id,
         requestedAt,
         expiresAt,
@@ -71,13 +76,25 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
   };
 }
 
+function inputSchemaText(schema: Record<string, unknown> | null): string | null {
+  return schema ? toStored(JSON.stringify(schema)) : null;
+}
+
 async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, options: ApprovalGateOptions): Promise<GateVerdict> {
   if (approval.decision === null) return { type: "pending" };
   // The span of the call as it finally executes (or not) says what was decided, and by whom.
+  const edited = approval.decision === "EDIT" ? fromStored(approval.editedArguments ?? "{}") : null;
   await options.sink.updateSpan(span, {
-    attributes: { "dossier.approval": approval.decision, "dossier.approval.id": approval.id, "dossier.approval.decidedBy": approval.decidedBy },
+    attributes: {
+      "dossier.approval": approval.decision,
+      "dossier.approval.id": approval.id,
+      "dossier.approval.decidedBy": approval.decidedBy,
+      ...(edited === null
+        ? {}
+        : { "dossier.approval.editedBy": approval.decidedBy, "gen_ai.tool.call.arguments.original": call.arguments, "gen_ai.tool.call.arguments": edited }),
+    },
   });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
-  return { type: "execute" };
+  return edited === null ? { type: "execute" } : { type: "execute", arguments: edited };
 }

@@ -30,7 +30,15 @@ export type ToolResult = {
  * What happens to a call before it executes (human approval, tools/approval-gate.ts): it executes,
  * it is declined (`output` is the result the model sees instead), or it waits for a decision.
  */
-export type GateVerdict = { type: "execute" } | { type: "decline"; output: string } | { type: "pending" };
+export type GateVerdict = { type: "execute"; arguments?: string } | { type: "decline"; output: string } | { type: "pending" };
+
+/**
+ * What the model reads before the result of a call a person edited: its log still shows the
+ * arguments it asked for (the log is append-only), so the result says which ones ran.
+ */
+export function editedNote(call: Pick<ToolCall, "name">, edited: string): string {
+  return `[the person reviewing tool calls edited the arguments of this call of "${call.name}" before it ran; it ran with: ${edited}]\n`;
+}
 export type ToolGate = (call: ToolCall, span: SpanRef) => Promise<GateVerdict>;
 
 /** Appends a call's result to the conversation log; returns the entry's id. */
@@ -80,8 +88,13 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
       await options.sink.event(span, "TOOL_INPUT", call.arguments);
       const verdict = (await options.gate?.(call, span)) ?? { type: "execute" };
       if (verdict.type === "pending") return { call, output: "", isError: false, cancelled: false, durationMs: Date.now() - started, pending: true };
-      const { output, isError, cancelled } =
-        verdict.type === "decline" ? { output: verdict.output, isError: false, cancelled: false } : await invoke(call, span, options);
+      const edited = verdict.type === "execute" && verdict.arguments !== undefined ? verdict.arguments : null;
+      const invoked =
+        verdict.type === "decline"
+          ? { output: verdict.output, isError: false, cancelled: false }
+          : await invoke(edited === null ? call : { ...call, arguments: edited }, span, options);
+      const { isError, cancelled } = invoked;
+      const output = edited === null || cancelled ? invoked.output : editedNote(call, edited) + invoked.output;
       // An error result is output too (an MCP server's error can be megabytes): it spills like any.
       const spilled = cancelled ? null : await payload(call, output, span, options);
       const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);

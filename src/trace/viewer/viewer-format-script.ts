@@ -45,6 +45,10 @@ const EVENT_LABEL = {
   INTERRUPTION: "interrupted", REPAIR: "repair", SPILL: "spill", STEERED: "steered", THINKING: "thinking", TOOL_INPUT: "input", TOOL_OUTPUT: "output",
 };
 
+/** An event's words: an APPROVAL_DECIDED of an EDIT reads as the edit it was (the call ran with other arguments). */
+const eventLabel = (event) =>
+  event.kind === "APPROVAL_DECIDED" && String(event.preview || "").includes('"decision":"EDIT"') ? "arguments edited" : EVENT_LABEL[event.kind] || event.kind.toLowerCase();
+
 /** Events that prepare what a span's children do: on the same millisecond as a child, they come first. */
 const BEFORE_CHILDREN = ["BUDGET", "CONTEXT", "REPAIR", "COMPACTION", "STEERED"];
 

@@ -136,7 +136,7 @@ function panelEvents(span, ctx) {
     item.dataset.kind = event.kind;
     item.dataset.eventId = event.id;
     const head = el("div", "pevent-head");
-    head.append(el("span", "ekind", EVENT_LABEL[event.kind] || event.kind), el("span", "when", "+" + formatMs(Date.parse(event.at) - ctx.axis.start)),
+    head.append(el("span", "ekind", eventLabel(event)), el("span", "when", "+" + formatMs(Date.parse(event.at) - ctx.axis.start)),
       el("span", "size", int(event.size) + " bytes"));
     item.append(head);
     const whole = state.payloads.get(event.id);

@@ -169,7 +169,7 @@ function eventRow(span, events, depth, ctx) {
   row.dataset.count = String(events.length);
   const label = el("div", "label");
   label.style.paddingLeft = depth * 16 + 18 + "px";
-  label.append(el("span", "ekind", aborted ? "aborted" : EVENT_LABEL[first.kind] || first.kind.toLowerCase()));
+  label.append(el("span", "ekind", aborted ? "aborted" : eventLabel(first)));
   const budget = first.kind === "BUDGET" ? budgetOf(first.preview) : null;
   if (budget) label.append(budgetGauge(budget, true));
   else label.append(el("span", "preview", oneLine(events.map((e) => e.preview).join(first.kind === "THINKING" ? "" : " "))));
@@ -177,7 +177,7 @@ function eventRow(span, events, depth, ctx) {
   const mark = el("i", "tick");
   mark.style.left = ctx.axis.at(Date.parse(first.at)) + "%";
   lane.append(mark);
-  row.title = (EVENT_LABEL[first.kind] || first.kind) + " at +" + formatMs(Date.parse(first.at) - ctx.axis.start) + " · " + int(first.size) + " bytes";
+  row.title = eventLabel(first) + " at +" + formatMs(Date.parse(first.at) - ctx.axis.start) + " · " + int(first.size) + " bytes";
   row.append(label, lane);
   row.onclick = () => select(span.id, first.id);
   return row;

@@ -1,0 +1,44 @@
+// A conversation's log across forks (forkConversation). A fork shares its ancestors' logs up to
+// the fork point instead of copying them: the shared messages stay rows of the conversation that
+// wrote them, and the fork's own messages continue the seq after the fork point. The conversation
+// row keeps its ancestors with each one's last shared seq (`lineage`, nearest first, fixed at the
+// fork), so the whole log is one query — one index range of (conversation_id, seq) per level —
+// ordered by seq, and no read walks the chain. Every reader of a log by conversation goes
+// through here: the runtime's log, Conversation.messages, the evidence a run may read.
+import type { Prisma } from "../../generated/prisma/client.js";
+
+/** One ancestor whose messages a log shares: those of `conversationId` with seq ≤ `uptoSeq`. */
+export type LineageLevel = { conversationId: string; uptoSeq: number };
+
+type Reader = Pick<Prisma.TransactionClient, "conversation">;
+
+/** The stored lineage column as levels (a malformed one shares nothing rather than something wrong). */
+export function lineageOf(column: unknown): LineageLevel[] {
+  if (!Array.isArray(column)) return [];
+  return column.flatMap((level) =>
+    level && typeof level === "object" && typeof level.conversationId === "string" && Number.isInteger(level.uptoSeq)
+      ? [{ conversationId: level.conversationId, uptoSeq: level.uptoSeq as number }]
+      : [],
+  );
+}
+
+/** The messages of a conversation's log given its lineage: its own, then each ancestor's shared prefix. */
+export function logWhere(conversationId: string, lineage: readonly LineageLevel[]): Prisma.MessageWhereInput {
+  if (lineage.length === 0) return { conversationId };
+  return { OR: [{ conversationId }, ...lineage.map((level) => ({ conversationId: level.conversationId, seq: { lte: level.uptoSeq } }))] };
+}
+
+/** The where of a conversation's whole log, reading its lineage (one primary-key read; a root's is empty). */
+export async function logWhereOf(db: Reader, conversationId: string): Promise<Prisma.MessageWhereInput> {
+  const row = await db.conversation.findUnique({ where: { id: conversationId }, select: { lineage: true } });
+  return logWhere(conversationId, lineageOf(row?.lineage));
+}
+
+/**
+ * The lineage of a fork of `parent` at `atSeq`: the parent up to that seq, then the parent's own
+ * ancestors, each capped at that seq too (a fork inside the parent's shared prefix must not take
+ * an ancestor's messages written after the point it forks at).
+ */
+export function forkLineage(parent: { id: string; lineage: unknown }, atSeq: number): LineageLevel[] {
+  return [{ conversationId: parent.id, uptoSeq: atSeq }, ...lineageOf(parent.lineage).map((level) => ({ ...level, uptoSeq: Math.min(level.uptoSeq, atSeq) }))];
+}

@@ -1,0 +1,95 @@
+// EDIT decisions (issue 38, point 4): a person approves a held call with arguments of their own.
+// Arguments that do not fit the tool's input schema are refused with a ValidationError naming the
+// field, and nothing changes: the request stays open and the run keeps waiting. Valid ones run:
+// the tool receives exactly them, the log keeps what the model asked, the result tells the model
+// which arguments ran, and the call's span records both and who edited. On both databases.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { admit, expectType } from "../support/fixtures.js";
+import { callTools, recordedDecisions, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+describe.each(["pglite", "postgres"] as const)("EDIT decisions (%s)", (backend) => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it("refuses arguments that do not fit the schema and runs the tool with exactly the edited ones", async () => {
+    const received: unknown[] = [];
+    const publish: Tool = {
+      schema: {
+        name: "publish_post",
+        description: "publishes a post",
+        parameters: {
+          type: "object",
+          properties: { title: { type: "string" }, tags: { type: "array", items: { type: "string" } } },
+          required: ["title"],
+        },
+      },
+      execute: async (args) => {
+        received.push(args);
+        return `published ${JSON.stringify(args)}`;
+      },
+    };
+    t = await startTestApp(backend, {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-edit-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const client = t.client;
+    const { run } = await admit(client, { question: callTools({ name: "publish_post", arguments: { title: "Draft", tags: ["x"] } }) });
+    const waiting = async () => expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+    const held = await waitUntil(async () => {
+      const current = await waiting();
+      return current.status === "WAITING" ? current.pendingApprovals.edges[0]!.node : undefined;
+    });
+    const decide = (input: Record<string, unknown>) =>
+      client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: held.toolCallId, decision: "EDIT", ...input } });
+
+    const wrongType = expectType((await decide({ arguments: { title: "Final", tags: ["ok", 7] } })).decideToolCall, "ValidationError");
+    expect(wrongType.issues).toEqual([expect.objectContaining({ field: "arguments.tags.1" })]);
+    const missing = expectType((await decide({ arguments: { tags: [] } })).decideToolCall, "ValidationError");
+    expect(missing.issues.map((issue) => issue.field)).toEqual(["arguments.title"]);
+    expect(expectType((await decide({})).decideToolCall, "ValidationError").issues[0]!.field).toBe("arguments");
+    const approveWithArguments = await decide({ decision: "APPROVE", arguments: { title: "x" } });
+    expect(expectType(approveWithArguments.decideToolCall, "ValidationError").issues[0]!.field).toBe("arguments");
+    // Nothing changed: the same request still waits, undecided, and so does the run.
+    const still = await waiting();
+    expect(still.status).toBe("WAITING");
+    expect(still.pendingApprovals.edges.map((edge) => [edge.node.toolCallId, edge.node.decision])).toEqual([[held.toolCallId, null]]);
+    expect(received).toEqual([]);
+
+    const edited = { title: "Final", tags: ["reviewed"] };
+    const decided = expectType((await decide({ arguments: edited })).decideToolCall, "DecideToolCallSuccess");
+    expect(decided.approval).toMatchObject({ decision: "EDIT", arguments: '{"title":"Draft","tags":["x"]}', editedArguments: JSON.stringify(edited) });
+
+    const done = await settled(client, run.id);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(received).toEqual([edited]);
+    // The model is told which arguments ran; its own request stays in the log as it asked.
+    expect(done.answer).toContain(`it ran with: ${JSON.stringify(edited)}`);
+    expect(done.answer).toContain(`published ${JSON.stringify(edited)}`);
+    // The only conversation of this database.
+    const asked = await t.app.db.prisma.message.findMany({ where: { role: "ASSISTANT" }, orderBy: { seq: "asc" } });
+    expect(asked[0]!.toolCalls).toEqual([expect.objectContaining({ name: "publish_post", arguments: '{"title":"Draft","tags":["x"]}' })]);
+
+    const [recorded] = recordedDecisions(done);
+    expect(recorded).toMatchObject({ decision: "EDIT", originalArguments: '{"title":"Draft","tags":["x"]}', editedArguments: JSON.stringify(edited) });
+    const span = done.trace!.spans.find((s) => s.kind === "TOOL_CALL" && s.attributes.includes('"dossier.approval":"EDIT"'))!;
+    const attributes = JSON.parse(span.attributes) as Record<string, unknown>;
+    expect(attributes["gen_ai.tool.call.arguments.original"]).toBe('{"title":"Draft","tags":["x"]}');
+    expect(attributes["gen_ai.tool.call.arguments"]).toBe(JSON.stringify(edited));
+    expect(attributes["dossier.approval.editedBy"]).toBe(recorded!.decidedBy);
+    expect(recorded!.decidedBy).not.toBeNull();
+  });
+});
