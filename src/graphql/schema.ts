@@ -16,6 +16,7 @@ import "./types/run-viewer-operations.js";
 import "./types/run-events.js";
 import "./types/tool-approval.js";
 import "./types/run-output.js";
+import "./types/runs-changed.js";
 import "./types/evidence.js";
 import "./types/spill.js";
 import "./types/artifact.js";
