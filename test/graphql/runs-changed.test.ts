@@ -8,6 +8,7 @@ import type { DossierClient } from "../../sdk/client.js";
 import {
   CancelRunDocument,
   CreateAccessTokenDocument,
+  CreateApiKeyDocument,
   RunsChangedDocument,
   type RunsChangedSubscription,
   type RunsChangedSubscriptionVariables,
@@ -160,6 +161,13 @@ describe.each(backends)("runsChanged on %s", (backend) => {
     await (await start(inside.id)).finish();
     expect(seen(await list.take(2))).toEqual(["ADDED inside", "REMOVED inside"]);
     await list.close({ wait: false });
+  });
+
+  it("is refused to a key without SUBSCRIBE", async () => {
+    const created = await alice.request(CreateApiKeyDocument, { input: { name: "reader", scopes: ["READ"] } });
+    const reader = expectType(created.createApiKey, "CreateApiKeySuccess").secret;
+    const stream = t.connect(reader).subscribe(RunsChangedDocument, {});
+    await expect(withTimeout(stream.next(), 10_000)).rejects.toThrow(/may not SUBSCRIBE/);
   });
 
   it("follows a filter on tags: the run enters when tagged, changes, and leaves when untagged", async () => {
