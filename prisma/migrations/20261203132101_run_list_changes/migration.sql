@@ -39,10 +39,6 @@ CREATE FUNCTION "run_list_change_log"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   next_seq INTEGER;
 BEGIN
-  IF TG_OP = 'UPDATE' AND OLD.status = NEW.status AND OLD.tags IS NOT DISTINCT FROM NEW.tags
-     AND OLD.metadata = NEW.metadata AND OLD.tokens_used = NEW.tokens_used THEN
-    RETURN NULL;
-  END IF;
   INSERT INTO run_list_sequence AS s (principal_id, last_seq) VALUES (NEW.owner_id, 1)
     ON CONFLICT (principal_id) DO UPDATE SET last_seq = s.last_seq + 1
     RETURNING last_seq INTO next_seq;
@@ -60,5 +56,12 @@ BEGIN
 END
 $$;
 
-CREATE CONSTRAINT TRIGGER "run_list_change_log" AFTER INSERT OR UPDATE ON "run"
+-- Two triggers, so that an update no list sees (a lease renewed, a model recorded) queues nothing:
+-- the condition is checked when the row is written, the function runs at commit.
+CREATE CONSTRAINT TRIGGER "run_list_change_log_insert" AFTER INSERT ON "run"
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "run_list_change_log"();
+CREATE CONSTRAINT TRIGGER "run_list_change_log_update" AFTER UPDATE ON "run"
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.tags IS DISTINCT FROM NEW.tags
+        OR OLD.metadata IS DISTINCT FROM NEW.metadata OR OLD.tokens_used IS DISTINCT FROM NEW.tokens_used)
+  EXECUTE FUNCTION "run_list_change_log"();
