@@ -84,6 +84,11 @@ export type Topics = {
   "run:output": [runId: string, frame: RunOutputFrame];
   /** A subscriber joined a run mid-call: whichever instance executes the call answers with a snapshot on `run:output`. */
   "run:output:wanted": [request: { runId: string }];
+  /**
+   * One of the principal's runs changed in a way a run list sees (run_list_change): wakes that
+   * principal's runsChanged subscribers, which read the change log from the database.
+   */
+  "run:list": [principalId: string, change: { principalId: string; at: string }];
   /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
   "mcp:changed": [change: { principalId: string; at: string }];
   /** Webhook events were committed: the instances delivering webhooks look for due attempts at once. */
@@ -104,6 +109,11 @@ export function createEventBus(options?: Parameters<typeof createPubSub<Topics>>
   const eventTarget = new EventTarget();
   setMaxListeners(0, eventTarget);
   return createPubSub<Topics>({ eventTarget });
+}
+
+/** Wakes the principal's live run lists (runsChanged) once a change of one of its runs committed. */
+export function publishRunListChange(events: EventPublisher, principalId: string): void {
+  events.publish("run:list", principalId, { principalId, at: new Date().toISOString() });
 }
 
 /** Announces a run status change on both the run's own topic and the all-runs topic. */

@@ -7,7 +7,8 @@
 //     runs and conversations list only granted ones (graphql/types/owned.ts); searchHistory
 //     answers NotFound outside a readable workspace, readMaterial UNAVAILABLE outside its history,
 //     evidence null outside the messages node(id) shows;
-//   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents; they end
+//   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents, and runsChanged
+//     listing only the runs the grants let it subscribe to; they end
 //     with "token expired" when the token does;
 //   - mutations: admitRun, steerRun and updateRunTags (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
@@ -69,6 +70,8 @@ const ROOT_RULES: Record<string, Rule> = {
   "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.traceUpdates": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.workspaceEvents": { operation: "SUBSCRIBE", targets: (a) => [a.workspaceId], denied: "error" },
+  // A list: the subscription itself shows only the runs the token may subscribe to.
+  "Subscription.runsChanged": { operation: "SUBSCRIBE", targets: () => [], denied: "error", listed: true },
   // A run admitted into a new conversation outside any workspace lies outside every grant.
   "Mutation.admitRun": {
     operation: "ADMIT",

@@ -21,6 +21,7 @@ import "./types/run-events.js";
 import "./types/run-input.js";
 import "./types/tool-approval.js";
 import "./types/run-output.js";
+import "./types/runs-changed.js";
 import "./types/evidence.js";
 import "./types/spill.js";
 import "./types/artifact.js";

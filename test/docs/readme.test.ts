@@ -202,6 +202,9 @@ function expectMeaningful(answers: Rows): void {
   const latest = (field: string) => answers.findLast((a) => a[field] != null)?.[field] as Data;
   const watched = (answers.findLast((a) => a.opened)?.opened ?? []) as Rows;
   expect(watched.map((e) => (e.workspaceEvents as Data).kind)).toContain("GOAL_UPDATED");
+  // The RUNNING list ("Live run lists") saw the run of "Try it" start and end.
+  const listed = answers.flatMap((a) => (a.opened ?? []) as Rows).flatMap((e) => (e.runsChanged ? [e.runsChanged as Data] : []));
+  expect(listed.map((update) => update.kind)).toEqual(expect.arrayContaining(["ADDED", "REMOVED"]));
   expect(latest("workspaces")).toMatchObject({ edges: [{ node: { goal: { version: 2, statement: "Only LFP cells" } } }] });
   const run = latest("run");
   expect(run).toMatchObject({ status: "SUCCEEDED", model: "scripted:demo", answer: expect.any(String) });

@@ -2,7 +2,7 @@
 // goal version, materials and configuration frozen, idempotent per principal and key.
 import { createHash, randomUUID } from "node:crypto";
 import { z } from "zod";
-import type { EventPublisher } from "../../events/topics.js";
+import { type EventPublisher, publishRunListChange } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
@@ -193,6 +193,7 @@ export class AdmissionService {
       publishWorkspaceEvent(this.deps.events, { kind: "LINKED", workspaceId: run.workspaceId, link: { kind: "RUN", targetId: run.id } });
       publishWorkspaceEvent(this.deps.events, { kind: "RUN_ADMITTED", workspaceId: run.workspaceId, runId: run.id });
     }
+    publishRunListChange(this.deps.events, run.ownerId);
     // Not awaited: the run is admitted whether or not its announcement gets through.
     void this.deps.announcer.announce([run.id]);
     return run;

@@ -5,7 +5,7 @@
 // webhook event. Nothing is announced here: what the row announces is collected in the result and
 // announced by `announceApplied` once the caller's transaction committed (lock-order.ts says in
 // which order the transaction must have locked the run row and its workspace).
-import { type EventPublisher, publishRunStatus, type RunStatusName } from "../../events/topics.js";
+import { type EventPublisher, publishRunListChange, publishRunStatus, type RunStatusName } from "../../events/topics.js";
 import type { AfterCommit } from "../after-commit.js";
 import { runAfterCommit } from "../after-commit.js";
 import { toStored } from "../text/stored-text.js";
@@ -43,6 +43,8 @@ export type TransitionDetails = {
 /** What a transition did, and what it announces after commit. */
 export type Applied = {
   runId: string;
+  /** The run's owner, whose live run lists hear of the change. */
+  ownerId: string;
   conversationId: string;
   status: RunStatusName;
   changes: (TraceChange | null)[];
@@ -103,7 +105,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED");
   if (row.traceEvent) changes.push(await markRunSpan(tx, run.id, row.traceEvent, details));
   const announce = row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner !== null ? row.announce.filter((a) => a !== "NEXT_IN_CONVERSATION") : row.announce;
-  return { runId: run.id, conversationId: run.conversationId, status, changes, announce, after };
+  return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status, changes, announce, after };
 }
 
 /** What announces an applied transition once its transaction committed. */
@@ -120,6 +122,8 @@ export type Announcers = {
 /** Announces what `applied` says, after commit: never call it inside the transaction. */
 export function announceApplied(announcers: Announcers, applied: Applied): void {
   runAfterCommit(applied.after);
+  // Every applied row wrote the run row, which the run-list log recorded in the same commit.
+  publishRunListChange(announcers.events, applied.ownerId);
   for (const announcement of applied.announce) {
     switch (announcement) {
       case "TRACE":

@@ -5,7 +5,7 @@
 // even with its final reply logged. It stops its model and tool calls and gives back its lease
 // and the conversation's slot (releaseCancelled).
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
-import type { EventPublisher } from "../../events/topics.js";
+import { type EventPublisher, publishRunListChange } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { publishTraceChanges } from "../trace/trace-writes.js";
 import { NotFoundError } from "../errors.js";
@@ -35,8 +35,11 @@ export class RunService {
   }
 
   /** Adds and removes tags of one of the actor's runs (run-tags.ts). */
-  updateTags(actor: Actor, runId: string, change: TagsChange): Promise<Run> {
-    return updateRunTags(this.deps.prisma, actor.principalId, runId, change);
+  async updateTags(actor: Actor, runId: string, change: TagsChange): Promise<Run> {
+    const run = await updateRunTags(this.deps.prisma, actor.principalId, runId, change);
+    // Committed: the live run lists filtered on tags hear of it now, not at their next reread.
+    publishRunListChange(this.deps.events, actor.principalId);
+    return run;
   }
 }
 

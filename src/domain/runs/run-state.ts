@@ -1,6 +1,6 @@
 // The run state in the database (R17–R19): the run row, its attempts and its conversation's execution slot.
 // Claims and settling write the trace in their own transactions and announce it through `trace`.
-import type { EventPublisher, RunStatusName } from "../../events/topics.js";
+import { type EventPublisher, publishRunListChange, type RunStatusName } from "../../events/topics.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
@@ -127,11 +127,13 @@ export class PrismaRunState {
     });
   }
 
-  addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {
+  async addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {
     const used = budgetTokens(usage);
-    return write(async (tx) => {
-      const updated = await tx.run.update({ where: { id: runId }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true } });
-      return updated.tokensUsed;
-    });
+    const updated = await write((tx) =>
+      tx.run.update({ where: { id: runId }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true, ownerId: true } }),
+    );
+    // Committed: the run lists that show the run hear of its new usage (run_list_change logged it).
+    if (used > 0) publishRunListChange(this.deps.events, updated.ownerId);
+    return updated.tokensUsed;
   }
 }

@@ -75,7 +75,7 @@ builder.subscriptionField("runOutput", (t) =>
  * in a long tool call) ends the stream and releases its listeners at once: an async generator
  * waiting for its next update would only see the leaving at that update.
  */
-function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): Repeater<T> {
+export function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): Repeater<T> {
   return new Repeater(async (push, stop) => {
     const left = new AbortController();
     void stop.then(() => left.abort());
