@@ -29,7 +29,10 @@ const timingSensitive = [
   "test/server/*-browser.test.ts",
   "test/examples/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
-  "test/sdk/**/*.test.ts",
+  // The SDK against a live server (a page's store, the built package's subscription); its tests
+  // against scripted responses (sse-transport, verify-webhook) wait on no clock and run with the rest.
+  "test/sdk/run-store.test.ts",
+  "test/sdk/sdk-package.test.ts",
   "test/e2e/**/*.test.ts",
 ];
 

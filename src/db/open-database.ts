@@ -13,8 +13,12 @@ import { type Migration, type MigrationReport, migrate, pendingMigrations, readM
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { withDeadline } from "./transient-errors.js";
 
-/** Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work). */
-export type DatabaseTarget = { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts> } | { kind: "pglite"; dataDir?: string };
+/**
+ * Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work).
+ * `loadDataDir` starts a new embedded database from a copy of another (PGlite's dumpDataDir):
+ * tests start from one migrated copy instead of initialising and migrating each database.
+ */
+export type DatabaseTarget = { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts> } | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
 
 /** See Config's DatabaseTimeouts (DB_*_TIMEOUT_MS). */
 export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
@@ -80,7 +84,7 @@ export async function openDatabase(
 ): Promise<Database> {
   return target.kind === "postgres"
     ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, migrations, instanceId, onQuery)
-    : openPglite(target.dataDir, migrations, instanceId, onQuery, analyzeEveryMs);
+    : openPglite(target, migrations, instanceId, onQuery, analyzeEveryMs);
 }
 
 /** A Prisma client over `adapter`, reporting its statements to `onQuery` when given. */
@@ -99,7 +103,7 @@ export function newInstanceId(): string {
 const applicationName = (instanceId: string) => `dossier ${instanceId}`;
 
 async function openPglite(
-  dataDir: string | undefined,
+  { dataDir, loadDataDir }: { dataDir?: string; loadDataDir?: Blob },
   migrations: Migration[],
   instanceId: string,
   onQuery: ((sql: string, params: string) => void) | undefined,
@@ -112,7 +116,7 @@ async function openPglite(
     // PostgreSQL's default buffer pool (128 MB) is touched in full at start: 32 MB keeps an idle
     // embedded server about 130 MB smaller, and what it does not hold the OS's file cache does.
     const startParams = [...PGlite.defaultStartParams, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
-    const pglite: PGlite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined, { startParams });
+    const pglite: PGlite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined, { startParams, loadDataDir });
     const session = pgliteSession(pglite);
     const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without

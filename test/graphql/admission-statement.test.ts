@@ -3,7 +3,7 @@
 // missing material or a closed workspace writes nothing at all.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdmitRunDocument, ArchiveWorkspaceDocument } from "../../sdk/generated/graphql.js";
-import { backends, openTestDatabase } from "../support/databases.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -15,7 +15,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
 
   beforeAll(async () => {
     t = await startTestApp(backend, {
-      database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
     });
   });
   afterAll(async () => {

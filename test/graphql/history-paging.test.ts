@@ -11,7 +11,7 @@ import {
 } from "../../sdk/generated/graphql.js";
 import { SEARCH_INDEXED_CHARS, SNIPPET_MAX_CHARS } from "../../src/domain/workspace/history-search.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
-import { backends, openTestDatabase } from "../support/databases.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { seedLinkedPublications } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -22,7 +22,7 @@ describe.each(backends)("paging and searching the history on %s", (backend) => {
   let t: TestApp;
   const statements: string[] = [];
   beforeAll(async () => {
-    t = await startTestApp(backend, { database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
+    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
   });
   afterAll(async () => t?.close());
 

@@ -3,7 +3,7 @@
 // connection's count costs one statement when selected, and none when not.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "graphql";
-import { backends, openTestDatabase } from "../support/databases.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -30,7 +30,7 @@ describe.each(backends)("statements per page of runs on %s", (backend) => {
   const statements: string[] = [];
 
   beforeAll(async () => {
-    t = await startTestApp(backend, { database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
+    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
   });
   afterAll(() => t?.close());
 

@@ -15,7 +15,7 @@ import { COUNT_BOUND } from "../../src/graphql/counted-connection.js";
 import { schema } from "../../src/graphql/schema.js";
 import { RUN_MATERIALS_MAX } from "../../src/domain/runs/admission-service.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
-import { backends, openTestDatabase } from "../support/databases.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -175,7 +175,7 @@ describe.each(backends)("paged reads on %s", (backend) => {
 
   beforeAll(async () => {
     t = await startTestApp(backend, {
-      database: () => openTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
       runtime: { model: createDemoModel(), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-paged-")) },
     });
     // More of everything than a page holds.

@@ -7,7 +7,7 @@ import { PrismaAttemptFence } from "../../src/domain/runs/attempt-fence.js";
 import { AttemptFencedError } from "../../src/runtime/ports/attempt-fence.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { withSpan } from "../../src/runtime/loop/spans.js";
-import { backends, openTestDatabase } from "../support/databases.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
 
 describe.each(backends)("the trace recorder on %s", (backend) => {
   let db: Database;
@@ -15,7 +15,7 @@ describe.each(backends)("the trace recorder on %s", (backend) => {
   const events = createEventBus();
   let recorder: PrismaTraceRecorder;
   beforeAll(async () => {
-    ({ db, dispose } = await openTestDatabase(backend));
+    ({ db, dispose } = await openMigratedTestDatabase(backend));
     await db.migrate();
     recorder = new PrismaTraceRecorder({ prisma: db.prisma, events });
   });

@@ -8,7 +8,7 @@ import { silentLogger } from "../../src/logger.js";
 import { createOutboundHttp } from "../../src/outbound/outbound-http.js";
 import { PgBossWebhookQueue } from "../../src/webhooks/delivery/pg-boss-webhook-queue.js";
 import { WebhookDelivery } from "../../src/webhooks/delivery/webhook-delivery.js";
-import { openTestDatabase } from "../support/databases.js";
+import { openMigratedTestDatabase } from "../support/databases.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 import { recordAttempt } from "../../src/domain/webhooks/webhook-attempts.js";
 import { recordWebhookEvent } from "../../src/domain/webhooks/webhook-events.js";
@@ -42,7 +42,7 @@ describe.each(backends)("webhook attempts on %s", (backend) => {
     t = await startTestApp(backend, {
       webhooks: { allowedHosts: [receiver.host] },
       database: async () => {
-        const opened = await openTestDatabase(backend);
+        const opened = await openMigratedTestDatabase(backend);
         url = opened.url;
         return opened;
       },
@@ -87,7 +87,7 @@ describe.each(backends)("webhook attempts on %s", (backend) => {
     t = await startTestApp(backend, {
       webhooks: { allowedHosts: [receiver.host] },
       database: async () => {
-        const opened = await openTestDatabase(backend);
+        const opened = await openMigratedTestDatabase(backend);
         url = opened.url;
         return opened;
       },
@@ -135,7 +135,7 @@ describe.each(backends)("webhook attempts on %s", (backend) => {
     t = await startTestApp(backend, {
       webhooks: { allowedHosts: [receiver.host] },
       database: async () => {
-        const opened = await openTestDatabase(backend);
+        const opened = await openMigratedTestDatabase(backend);
         url = opened.url;
         return opened;
       },

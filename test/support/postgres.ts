@@ -2,13 +2,19 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 
-/** Creates an empty database next to the admin URL's; returns its URL and a function that drops it. */
-export async function createPostgresDatabaseAt(adminUrl: string, prefix = "dossier_test"): Promise<{ url: string; drop(): Promise<void> }> {
+/**
+ * Creates a database next to the admin URL's, empty or a copy of `template` (a database nobody
+ * is connected to); returns its URL and a function that drops it.
+ */
+export async function createPostgresDatabaseAt(adminUrl: string, prefix = "dossier_test", template?: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+  try {
+    await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {

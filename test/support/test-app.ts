@@ -1,4 +1,4 @@
-// A whole Dossier app over a fresh, migrated test database, reached through the SDK either
+// A whole Dossier app over a fresh, migrated test database (a copy of the run's template), reached through the SDK either
 // in process (yoga.fetch) or over a real socket on port 0.
 import { type App, createApp } from "../../src/compose/app.js";
 import { randomBytes } from "node:crypto";
@@ -8,7 +8,7 @@ import { createLogger, type Logger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { createClient, type DossierClient } from "../../sdk/client.js";
 import type { Database } from "../../src/db/open-database.js";
-import { type Backend, openTestDatabase } from "./databases.js";
+import { type Backend, openMigratedTestDatabase } from "./databases.js";
 
 /** An in-process event target that can tell how many subscriptions are listening. */
 class CountingEventTarget extends EventTarget {
@@ -103,7 +103,7 @@ export async function startTestApp(
     signIn,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
-  const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openTestDatabase(backend);
+  const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
   const { db, dispose } = opened;
   await db.migrate();
   const eventTarget = new CountingEventTarget();
