@@ -11,6 +11,7 @@ import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/agent-profile.js";
 import "./types/run.js";
+import "./types/run-stop.js";
 import "./types/run-publication.js";
 import "./types/run-viewer-operations.js";
 import "./types/run-events.js";

@@ -45,6 +45,10 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
         "On a TOOL_CALL span: the call that waited was decided — by its run's owner (decideToolCall), by expiry, or because the run was cancelled, reached its deadline or ended — recorded in the same transaction as the decision. " +
         "Payload: JSON with approvalId, toolCallId, toolName, decision (APPROVE | REJECT), decidedBy (the principal's id; null when nobody decided), reason, decidedAt.",
     },
+    STOP_REQUESTED: {
+      description:
+        "A stop was requested (cancelRun). On the RUN span when it is recorded — payload JSON with mode (CancelMode), requestedBy (the principal's id), requestedAt; none for a run never claimed — and on the ATTEMPT span that takes an AFTER_TURN or CONCLUDE stop: JSON with mode and taken (what the attempt does).",
+    },
   },
 });
 

@@ -4,6 +4,7 @@
 // The run's life is the domain's (domain/runs): this port names what the runtime may ask of it.
 import type {
   AttemptOutcome,
+  CancelMode,
   CancelledEnding,
   Claimant,
   ClaimedAttempt,
@@ -19,7 +20,19 @@ import type {
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
 
-export type { AttemptOutcome, CancelledEnding, Claimant, ClaimedAttempt, EndedRun, InstanceLiveness, LeaseVerdict, RunRecord, SettleContext, SettleStep };
+export type {
+  AttemptOutcome,
+  CancelMode,
+  CancelledEnding,
+  Claimant,
+  ClaimedAttempt,
+  EndedRun,
+  InstanceLiveness,
+  LeaseVerdict,
+  RunRecord,
+  SettleContext,
+  SettleStep,
+};
 export { budgetTokens } from "../../domain/runs/vocabulary.js";
 
 export interface RunState {
@@ -56,6 +69,8 @@ export interface RunState {
   claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]>;
   /** The next queued run of a conversation, which could not start before. */
   nextQueued(conversationId: string): Promise<string | null>;
+  /** The stop requested of the run (cancelRun), if any: the executor reads it before every model request. */
+  stopRequested(runId: string): Promise<CancelMode | null>;
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
   /** Counts a model request's tokens against the run's budget; returns the run's total so far. */

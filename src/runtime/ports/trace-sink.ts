@@ -19,7 +19,8 @@ export type SpanEventKind =
   | "BUDGET"
   | "CONTEXT"
   | "INTERRUPTION"
-  | "APPROVAL_REQUESTED";
+  | "APPROVAL_REQUESTED"
+  | "STOP_REQUESTED";
 
 export type SpanRef = { id: string; traceId: string };
 export type EventOptions = { messageId?: string };

@@ -42,7 +42,7 @@ const usageText = (u) => "in " + int(u.input) + " Â· out " + int(u.output) + " Â
 /** The words an event kind reads as in the tree. */
 const EVENT_LABEL = {
   APPROVAL_REQUESTED: "approval requested", APPROVAL_DECIDED: "approval decided", BUDGET: "budget", CONTEXT: "context", COMPACTION: "compaction", ERROR: "error", FINAL_REPLY: "answer",
-  INTERRUPTION: "interrupted", REPAIR: "repair", SPILL: "spill", THINKING: "thinking", TOOL_INPUT: "input", TOOL_OUTPUT: "output",
+  INTERRUPTION: "interrupted", REPAIR: "repair", SPILL: "spill", STOP_REQUESTED: "stop requested", THINKING: "thinking", TOOL_INPUT: "input", TOOL_OUTPUT: "output",
 };
 
 /** Events that prepare what a span's children do: on the same millisecond as a child, they come first. */
