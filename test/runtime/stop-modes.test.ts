@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CancelMode, CancelRunDocument, RunOutputDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { backends } from "../support/databases.js";
+import { openDatabase } from "../../src/db/open-database.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
 import { admit, createWorkspace } from "../support/fixtures.js";
 import { type ChatBody, type OpenAIStreamStub, startOpenAIStreamStub, type StubTurn } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
@@ -171,5 +172,62 @@ describe.each(backends)("stop modes (%s)", (backend) => {
     expect(view.trace!.spans.filter((span) => span.endedAt === null)).toEqual([]);
     const root = view.trace!.spans.find((span) => span.kind === "RUN")!;
     expect(root.events.filter((event) => event.kind === "STOP_REQUESTED")).toHaveLength(1);
+  });
+});
+
+// Two instances on one PostgreSQL database with no event bus between them: the stop reaches the
+// instance executing the run only through the run row — its lease renewal, its read before each
+// model request.
+describe.runIf(backends.includes("postgres"))("a stop requested through another instance", () => {
+  let stub: OpenAIStreamStub;
+  let database: { url: string; drop(): Promise<void> };
+  let a: TestApp;
+  let b: TestApp;
+  const requests: Body[] = [];
+  const lookup = slowLookup();
+  const onDatabase = async () => {
+    const db = await openDatabase({ kind: "postgres", url: database.url });
+    return { db, dispose: () => db.close() };
+  };
+
+  beforeAll(async () => {
+    stub = await startOpenAIStreamStub((body: Body): StubTurn => {
+      requests.push(body);
+      if (!body.tools?.length) return { text: CONCLUSION };
+      return body.messages.some((m) => m.role === "tool") ? { text: ["done."] } : { toolCalls: lookups(question(body).split(" ")[0]!) };
+    });
+    database = await createPostgresDatabase();
+    a = await startTestApp("postgres", {
+      database: onDatabase,
+      runtime: {
+        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-stop-")),
+        extraTools: [lookup.tool],
+        leaseMs: 1_500,
+      },
+    });
+    b = await startTestApp("postgres", { database: onDatabase });
+  });
+  afterAll(async () => {
+    lookup.release();
+    await b?.close();
+    await a?.close();
+    await stub?.close();
+    await database?.drop();
+  });
+
+  const asked = (tag: string) => requests.filter((body) => question(body).startsWith(tag));
+
+  it("CONCLUDE through instance B stops the tools instance A executes and A concludes with one request without tools", async () => {
+    lookup.reset();
+    const { run } = await admit(b.client, { question: "across: conclude" });
+    await waitUntil(() => (lookup.started.length === 2 ? true : undefined), 20_000);
+    const stopped = (await b.client.request(CancelRunDocument, { input: { runId: run.id, mode: "CONCLUDE" } })).cancelRun;
+    expect(stopped).toMatchObject({ run: { status: "RUNNING", stopRequest: { mode: "CONCLUDE" } } });
+    // The tools are never let go: only the stop ends them.
+    const view = await settled(b.client, run.id);
+    expect(view).toMatchObject({ status: "SUCCEEDED", answer: CONCLUSION.join(""), concludedEarly: true });
+    expect(asked("across: conclude").map((body) => (body.tools?.length ? "with tools" : "without tools"))).toEqual(["with tools", "without tools"]);
+    expect(new Set(view.attempts.map((attempt) => attempt.instance))).toEqual(new Set([a.app.runtime!.worker.workerId]));
   });
 });
