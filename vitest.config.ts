@@ -20,6 +20,7 @@ const timingSensitive = [
   "test/runtime/tool-approval-processes.test.ts",
   "test/runtime/pause-runs.test.ts",
   "test/runtime/hostile-output.test.ts",
+  "test/runtime/stop-modes.test.ts",
   "test/runtime/mcp-listing-deadline.test.ts",
   "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",

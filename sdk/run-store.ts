@@ -9,6 +9,7 @@
 import { type DossierClient, nodesOf } from "./client.js";
 import {
   CancelRunDocument,
+  type CancelMode,
   DecideToolCallDocument,
   RunApprovalsDocument,
   RunEventsDocument,
@@ -82,8 +83,8 @@ export type RunStore = {
   readonly runId: string;
   getSnapshot(): RunSnapshot;
   subscribe(listener: () => void): () => void;
-  /** Stops the run (cancelRun). */
-  stop(): Promise<RunActionResult>;
+  /** Stops the run (cancelRun): NOW by default, or after the current turn, or concluding from what it gathered. */
+  stop(mode?: CancelMode): Promise<RunActionResult>;
   /** Lets a held tool call run (decideToolCall APPROVE); without an id, the only pending one. */
   approve(toolCallId?: string, reason?: string): Promise<RunActionResult>;
   /** Declines a held tool call (decideToolCall REJECT); the reason is shown to the model. */
@@ -256,8 +257,8 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
         lingering = setTimeout(() => listeners.size === 0 && halt(), LINGER_MS);
       };
     },
-    async stop() {
-      const result = (await client.request(CancelRunDocument, { input: { runId } })).cancelRun;
+    async stop(mode) {
+      const result = (await client.request(CancelRunDocument, { input: { runId, ...(mode && { mode }) } })).cancelRun;
       if (result.__typename !== "CancelRunSuccess") return { ok: false, typename: result.__typename, message: result.message };
       return { ok: true };
     },

@@ -51,8 +51,8 @@ export type TraceChangeMessage = {
 
 export type RunStatusName = "QUEUED" | "RUNNING" | "WAITING" | "PAUSED" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";
 
-/** A run changed status (or was asked to stop). */
-export type RunStatusMessage = { runId: string; status: RunStatusName; at: string };
+/** A run changed status (or was asked to stop: `stop` is the mode requested, the status unchanged). */
+export type RunStatusMessage = { runId: string; status: RunStatusName; at: string; stop?: "NOW" | "AFTER_TURN" | "CONCLUDE" };
 
 /**
  * A piece of a model call's live output: `text` continues the call's text (toolCallId null) or
@@ -117,8 +117,8 @@ export function publishRunListChange(events: EventPublisher, principalId: string
 }
 
 /** Announces a run status change on both the run's own topic and the all-runs topic. */
-export function publishRunStatus(events: EventPublisher, runId: string, status: RunStatusName): void {
-  const change = { runId, status, at: new Date().toISOString() };
+export function publishRunStatus(events: EventPublisher, runId: string, status: RunStatusName, stop?: RunStatusMessage["stop"]): void {
+  const change = { runId, status, at: new Date().toISOString(), ...(stop && { stop }) };
   events.publish("run:status", runId, change);
   events.publish("run:changes", change);
 }

@@ -14,6 +14,7 @@ import "./types/agent-profile.js";
 import "./types/run.js";
 import "./types/run-labels.js";
 import "./types/run-lists.js";
+import "./types/run-stop.js";
 import "./types/run-publication.js";
 import "./types/run-viewer-operations.js";
 import "./types/run-pause.js";

@@ -19,6 +19,7 @@ import {
   WorkspacesDocument,
 } from "../../sdk/index.js";
 import { pendingApprovals, registerDecideToolCall } from "./approval-tools.js";
+import { registerCancelRun } from "./stop-tools.js";
 
 export const dossierMcpTools = [
   "list_workspaces",
@@ -29,6 +30,7 @@ export const dossierMcpTools = [
   "admit_run",
   "get_run",
   "decide_tool_call",
+  "cancel_run",
 ] as const;
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }] });
@@ -106,7 +108,7 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
         "to see which publication versions exist (no content), read_material to read one exact version, and " +
         "get_checkpoint for the current state of the research. Each version is a judgement formed at its as-of " +
         "time, not a fact of today. admit_run asks Dossier's own agent a question inside a workspace; follow it with get_run. " +
-        "A run WAITING has tool calls that wait for its owner's decision: get_run lists them, decide_tool_call decides one.",
+        "A run WAITING has tool calls that wait for its owner's decision: get_run lists them, decide_tool_call decides one. cancel_run stops a run: NOW, AFTER_TURN, or CONCLUDE (answer from what it gathered).",
     },
   );
 
@@ -118,6 +120,7 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
   registerAdmitRun(server, client);
   registerGetRun(server, client);
   registerDecideToolCall(server, client, { ok, refused, guarded });
+  registerCancelRun(server, client, { ok, refused, guarded });
   return server;
 }
 

@@ -81,7 +81,8 @@ export type WorkerOptions = {
   now?: () => Date;
 };
 
-type Active = { controller: AbortController; done: Promise<void> };
+/** A run in flight: `controller` stops the attempt, `conclude` only its work in hand (a CONCLUDE stop). */
+type Active = { controller: AbortController; conclude: AbortController; done: Promise<void> };
 
 const modelBusy = (attempt: number, ms: number) =>
   `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
@@ -199,24 +200,27 @@ export class RunWorker {
 
   private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const done = this.execute(claimed, controller, claimed.leaseSentAt).finally(() => {
+    const conclude = new AbortController();
+    const done = this.execute(claimed, controller, conclude, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();
     });
-    this.active.set(claimed.run.id, { controller, done });
+    this.active.set(claimed.run.id, { controller, conclude, done });
   }
 
-  private async execute(claimed: ClaimedAttempt, controller: AbortController, sentAt: number): Promise<void> {
+  private async execute(claimed: ClaimedAttempt, controller: AbortController, conclude: AbortController, sentAt: number): Promise<void> {
     const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
     const fence = runs.fence(holder, (reason, detail) => {
       if (!controller.signal.aborted) controller.abort(new RunStopped(reason, detail));
     });
-    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt });
+    // A CONCLUDE stop not heard announced (requested on another instance) is found by the next renewal.
+    const onStop = (mode: string) => mode === "CONCLUDE" && conclude.abort();
+    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt, onStop });
     this.clocks.set(run.id, lease.clock);
-    const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal };
+    const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal, conclude: conclude.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     // A run's trace shares its id: logs and traces join on either.
@@ -245,8 +249,18 @@ export class RunWorker {
       logger.warn("attempt stopped: it no longer holds the run and wrote nothing more", { ...where, reason: lost?.message });
       return;
     }
-    if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED")) {
-      const ending = { attempt: claimed.number, owner: this.workerId, outcome: "COMPLETED", spanStatus: "CANCELLED", reason: "the run was cancelled" } as const;
+    // An AFTER_TURN stop the attempt took settles (stopAfterTurn) unless the run was cancelled meanwhile.
+    if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED" && !outcome.afterTurn)) {
+      // Stopped NOW mid-reply: the text streamed so far stays as the run's partial answer.
+      const partialAnswer = outcome.type === "interrupted" ? outcome.partialAnswer : undefined;
+      const ending = {
+        attempt: claimed.number,
+        owner: this.workerId,
+        outcome: "COMPLETED",
+        spanStatus: "CANCELLED",
+        reason: "the run was cancelled",
+        partialAnswer,
+      } as const;
       await this.options.runs.releaseCancelled(claimed.run, ending, this.steps);
       logger.info("attempt stopped: the run was cancelled", where);
       await this.announceNext(claimed.run);
@@ -356,6 +370,7 @@ export class RunWorker {
     void (async () => {
       for await (const change of changes) {
         if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
+        else if (change.stop === "CONCLUDE") this.active.get(change.runId)?.conclude.abort();
       }
     })();
     const stopWaking = this.wakeOnAnnouncements();

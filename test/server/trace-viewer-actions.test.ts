@@ -51,10 +51,14 @@ describe.runIf(haveChromium)("acting on a run from the trace viewer", () => {
     await status(page, "RUNNING");
     const stop = page.locator("[data-testid=stop]");
     await stop.waitFor({ state: "visible" });
+    await page.locator("[data-testid=stop-mode]").selectOption("NOW");
     await stop.click();
     await status(page, "CANCELLED");
     expect(await page.locator("[data-testid=failure]").textContent()).toContain("Cancelled");
     expect(await stop.isHidden()).toBe(true);
+    expect(await page.locator("[data-testid=stop-mode]").isHidden()).toBe(true);
+    // The stop asked for shows with its mode.
+    await expect.poll(() => page.locator("[data-testid=stop-request]").textContent()).toBe("stop requested: NOW");
     // The read-only page follows the run to its end as well.
     await status(readOnly.page, "CANCELLED");
     expect(errors).toEqual([]);

@@ -15,7 +15,7 @@ import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
 import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
 import type { Announcement, SpanEnding, Transition } from "./transitions.js";
-import type { AttemptOutcome, Outcome, RunRecord, SettleStep, SpanRef } from "./vocabulary.js";
+import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
 
 /** The run a transition applies to: enough of its row to write the side effects. */
 export type TransitionRun = Pick<RunRecord, "id" | "ownerId" | "conversationId" | "workspaceId"> & Partial<RunRecord>;
@@ -37,6 +37,10 @@ export type TransitionDetails = {
   steps?: readonly SettleStep[];
   /** Resuming a paused run: its deadline moved on by the time it was paused, and when it paused (unchanged since it was read). */
   unpaused?: { deadlineAt: Date; pausedAt: Date };
+  /** A stop request (cancelRun) the transition records on the run, with an event on its RUN span. */
+  stop?: StopRequest;
+  /** The text streamed when the run was stopped NOW (releaseCancelled): kept as its partial answer. */
+  partialAnswer?: string;
   events: EventPublisher;
 };
 
@@ -49,6 +53,8 @@ export type Applied = {
   status: RunStatusName;
   changes: (TraceChange | null)[];
   announce: readonly Announcement[];
+  /** The stop request the transition recorded (announced by STOP). */
+  stop?: CancelMode;
   /** The settle steps' and the webhook outbox's own after-commit work. */
   after: AfterCommit;
 };
@@ -85,6 +91,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   const after: AfterCommit = [];
   const changes: (TraceChange | null)[] = [];
   // Open requests are rejected once, here, before anything else of the run's end sees them.
+  if (details.stop) changes.push(await stopRequestedEvent(tx, run.id, details.stop));
   if (row.approvals === "REJECT") changes.push(...(await rejectOpenIn(tx, run.id, details.decisionReason ?? details.reason, details.at)));
   if (row.proposals === "SETTLE_STEPS") {
     const outcome = details.outcome ?? stoppedAs(status);
@@ -105,7 +112,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED");
   if (row.traceEvent) changes.push(await markRunSpan(tx, run.id, row.traceEvent, details));
   const announce = row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner !== null ? row.announce.filter((a) => a !== "NEXT_IN_CONVERSATION") : row.announce;
-  return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status, changes, announce, after };
+  return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status, changes, announce, after, stop: details.stop?.mode };
 }
 
 /** What announces an applied transition once its transaction committed. */
@@ -134,6 +141,9 @@ export function announceApplied(announcers: Announcers, applied: Applied): void 
         break;
       case "RUN":
         announcers.runs?.([applied.runId]);
+        break;
+      case "STOP":
+        if (applied.stop) publishRunStatus(announcers.events, applied.runId, applied.status, applied.stop);
         break;
       case "NEXT_IN_CONVERSATION": {
         const { runs, nextQueued } = announcers;
@@ -168,6 +178,7 @@ async function moveRun(
   const data: Record<string, unknown> = { ...leaseAfter(row.lease), ...(row.to === status && row.from.includes(status) ? {} : { status }) };
   const terminal = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(status);
   if (terminal && !row.from.includes(status)) data.finishedAt = details.at;
+  if (details.stop) Object.assign(data, { stopMode: details.stop.mode, stopRequestedAt: details.stop.at, stopRequestedBy: details.stop.by });
   switch (row.name) {
     case "admit":
     case "claim":
@@ -180,6 +191,20 @@ async function moveRun(
       data.failureReason = outcome?.type === "failed" ? outcome.reason : null;
       break;
     }
+    case "conclude": {
+      // The last request's answer: complete, and concluded early.
+      const outcome = details.outcome;
+      data.answer = outcome?.type === "final" ? toStored(outcome.answer) : null;
+      data.concludedEarly = true;
+      break;
+    }
+    case "requestStop":
+    case "requestConclusionQueued":
+    case "requestConclusionPaused":
+    case "concludeWaiting":
+      // Every stop is final: only a run no stop was requested of records one (NOW, the cancel row, escalates).
+      where.stopMode = null;
+      break;
     case "resume":
       // Only once none of the run's requests waits any more.
       where.approvals = { none: { decision: null } };
@@ -189,6 +214,8 @@ async function moveRun(
       where.attempt = details.attempt?.number;
       where.leaseOwner = details.attempt?.owner;
       if (details.attempt?.expiredOnly) where.leaseExpiresAt = { lt: new Date() };
+      // A run stopped NOW keeps what its model had streamed: not a complete reply.
+      if (details.partialAnswer) Object.assign(data, { answer: toStored(details.partialAnswer), answerPartial: true });
       break;
     case "requestPause":
       where.pauseRequestedAt = null;
@@ -220,6 +247,7 @@ async function moveRun(
     case "handBack":
     case "cancel":
     case "timeOutWaiting":
+    case "stopAfterTurn":
       break;
     default: {
       const unknown: never = row.name;
@@ -248,6 +276,17 @@ function leaseAfter(lease: Transition["lease"]): Record<string, unknown> {
       throw new Error(`unknown lease ${String(unknown)}`);
     }
   }
+}
+
+/** The stop request's event on the run's RUN span (none yet for a run never claimed: its attempt records it when it acts on it). */
+async function stopRequestedEvent(tx: Tx, runId: string, stop: StopRequest): Promise<TraceChange | null> {
+  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
+  if (!root) return null;
+  return appendEventIn(tx, root, {
+    kind: "STOP_REQUESTED",
+    payload: { mode: stop.mode, requestedBy: stop.by, requestedAt: stop.at.toISOString() },
+    at: stop.at,
+  });
 }
 
 /** The outcome the settle steps of a run stopped outside an attempt see. */

@@ -6,7 +6,7 @@ import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned 
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
-import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
+import { budgetTokens, type CancelMode, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
@@ -41,15 +41,16 @@ export class PrismaRunState {
 
   async renewLease({ runId, attempt, workerId }: Holder, leaseMs: number): Promise<LeaseVerdict> {
     const { prisma } = this.deps;
-    const rows = await prisma.$queryRawUnsafe<{ id: string }[]>(
+    // The stop requested of the run comes back with the renewal: an instance that did not hear the announcement learns of it here.
+    const rows = await prisma.$queryRawUnsafe<{ id: string; stop_mode: CancelMode | null }[]>(
       `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-        WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id`,
+        WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id, stop_mode::text AS stop_mode`,
       runId,
       attempt,
       workerId,
       leaseMs,
     );
-    if (rows.length > 0) return { held: true };
+    if (rows.length > 0) return { held: true, stop: rows[0]!.stop_mode };
     const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
     return run?.status === "CANCELLED" && run.attempt === attempt
       ? { held: false, reason: "CANCELLED", detail: "it was cancelled" }
@@ -62,11 +63,6 @@ export class PrismaRunState {
 
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null> {
     return handBackAttempt(this.settleDeps(), claimed, fence, reason, delayAfter);
-  }
-
-  async pauseRequested(runId: string): Promise<boolean> {
-    const run = await this.deps.prisma.run.findUnique({ where: { id: runId }, select: { pauseRequestedAt: true } });
-    return run?.pauseRequestedAt != null;
   }
 
   pause(claimed: ClaimedAttempt, fence: AttemptFence): Promise<boolean> {
@@ -105,6 +101,11 @@ export class PrismaRunState {
       select: { id: true },
     });
     return next?.id ?? null;
+  }
+
+  async requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean }> {
+    const run = await this.deps.prisma.run.findUnique({ where: { id: runId }, select: { stopMode: true, pauseRequestedAt: true } });
+    return { stop: run?.stopMode ?? null, pause: run?.pauseRequestedAt != null };
   }
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {

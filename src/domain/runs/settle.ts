@@ -9,7 +9,7 @@ import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { type Applied, announceApplied, applyTransition, releaseSlot } from "./apply-transition.js";
 import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
-import { TRANSITIONS } from "./transitions.js";
+import { type Transition, TRANSITIONS } from "./transitions.js";
 import type { CancelledEnding, ClaimedAttempt, Outcome, RunRecord, SettleContext, SettleStep } from "./vocabulary.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
@@ -48,9 +48,16 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
       steps: deps.steps,
       events: deps.events,
     };
-    return announcing(deps, await applyTransition(tx, TRANSITIONS.settle, run, details), after, "settle").status;
+    return announcing(deps, await applyTransition(tx, settleRowOf(outcome), run, details), after, "settle").status;
   });
 }
+
+/** The row an outcome settles by: a stop the attempt acted on (AFTER_TURN, CONCLUDE) is a row of its own. */
+const settleRowOf = (outcome: Outcome): Transition => {
+  if (outcome.type === "final" && outcome.concluded) return TRANSITIONS.conclude;
+  if (outcome.type === "interrupted" && outcome.afterTurn) return TRANSITIONS.stopAfterTurn;
+  return TRANSITIONS.settle;
+};
 
 /** A stopping worker gives the run back: its spans end INTERRUPTED, its lease is released at once. */
 export async function handBackAttempt(
@@ -133,6 +140,7 @@ export async function releaseCancelled(deps: SettleDeps, run: RunRecord, ending:
     reason: ending.reason,
     spanStatus: ending.spanStatus,
     attempt: { number: ending.attempt, outcome: ending.outcome, owner: ending.owner, expiredOnly: ending.expiredOnly },
+    partialAnswer: ending.partialAnswer,
     steps: deps.steps,
     events: deps.events,
   };

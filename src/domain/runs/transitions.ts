@@ -27,14 +27,21 @@ export type TransitionName =
   | "pause"
   | "pauseIdle"
   | "unpause"
-  | "unpauseWaiting";
+  | "unpauseWaiting"
+  | "requestStop"
+  | "requestConclusionQueued"
+  | "requestConclusionPaused"
+  | "concludeWaiting"
+  | "stopAfterTurn"
+  | "conclude";
 
 /**
  * What is announced after commit: the trace changes (live subscribers, the OTLP exporter), the
  * run's new status (run:changes), the run itself to the workers (it is claimable), and the next
- * queued run of its conversation (the slot is free).
+ * queued run of its conversation (the slot is free); STOP: the stop request itself (run:changes
+ * with its mode), which the worker executing the run acts on and runEvents shows.
  */
-export type Announcement = "TRACE" | "STATUS" | "RUN" | "NEXT_IN_CONVERSATION";
+export type Announcement = "TRACE" | "STATUS" | "RUN" | "NEXT_IN_CONVERSATION" | "STOP";
 
 /** How the spans still open end: with which status, the RUN span too or not, and whether the trace ends. */
 export type SpanEnding = {
@@ -338,6 +345,94 @@ export const TRANSITIONS = {
     webhook: "RUN_RESUMED",
     traceEvent: "RESUMED",
     announce: ["TRACE", "STATUS"],
+  },
+  // Stop modes (cancelRun). NOW is the cancel row (the stop request recorded with it) and, once
+  // the attempt has stopped, releaseCancelled keeping the text streamed so far as the answer.
+  // AFTER_TURN and CONCLUDE on a running run are recorded and announced; the attempt acts on them.
+  requestStop: {
+    name: "requestStop",
+    from: ["RUNNING"],
+    to: "RUNNING",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["TRACE", "STOP"],
+  },
+  // CONCLUDE on a queued run: it stays queued; once claimed it makes only the concluding request.
+  requestConclusionQueued: {
+    name: "requestConclusionQueued",
+    from: ["QUEUED"],
+    to: "QUEUED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["STOP"],
+  },
+  // CONCLUDE on a paused run: it stays paused; once resumed and claimed it makes only the concluding request.
+  requestConclusionPaused: {
+    name: "requestConclusionPaused",
+    from: ["PAUSED"],
+    to: "PAUSED",
+    lease: "KEEP",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "KEEP",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["STOP"],
+  },
+  // CONCLUDE on a run waiting for decisions: its held calls are rejected and it is claimable at
+  // once, as a decided run is; the next attempt concludes.
+  concludeWaiting: {
+    name: "concludeWaiting",
+    from: ["WAITING"],
+    to: "RUNNING",
+    lease: "HAND_BACK",
+    attempt: "NONE",
+    openSpans: "KEEP",
+    approvals: "REJECT",
+    proposals: "KEEP",
+    slot: "KEEP",
+    webhook: "NONE",
+    announce: ["TRACE", "STATUS", "RUN", "STOP"],
+  },
+  // AFTER_TURN taken: the turn's tool calls finished and are logged; the run ends before its next
+  // model request, CANCELLED, as an attempt settles it (the settle steps of a stopped run run).
+  stopAfterTurn: {
+    name: "stopAfterTurn",
+    from: ["RUNNING"],
+    to: "CANCELLED",
+    lease: "RELEASE",
+    attempt: "COMPLETED",
+    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+  },
+  // CONCLUDE taken: the last request's answer settles the run SUCCEEDED, published like any answer.
+  conclude: {
+    name: "conclude",
+    from: ["RUNNING"],
+    to: "SUCCEEDED",
+    lease: "RELEASE",
+    attempt: "COMPLETED",
+    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "STATUS",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
 } as const satisfies { [Name in TransitionName]: Transition & { name: Name } };
 

@@ -46,15 +46,28 @@ export type AttemptOutcome = "COMPLETED" | "HANDED_BACK" | "LEASE_LOST" | "CRASH
  */
 export type StopReason = "CANCELLED" | "TIMED_OUT" | "HANDED_BACK" | "LEASE_LOST" | "PAUSED";
 
+/**
+ * How a run was asked to stop (cancelRun): NOW (at once, keeping the text streamed so far),
+ * AFTER_TURN (once the current turn's tool calls have finished, before the next model request),
+ * CONCLUDE (its tools stopped, then one last model request without tools for the best answer so far).
+ */
+export type CancelMode = "NOW" | "AFTER_TURN" | "CONCLUDE";
+
+/** A recorded stop request: its mode, when, and by whom. */
+export type StopRequest = { mode: CancelMode; at: Date; by: string };
+
 /** Why a run failed: a limit, the model's request, or Dossier itself (INTERNAL_ERROR: a bug or the database). */
 export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | "MODEL_ERROR" | "INTERNAL_ERROR";
 
 /** What an attempt ends with: an answer, a stop, calls that wait for decisions, or a failure. */
 export type Outcome =
-  | { type: "final"; answer: string }
+  /** `concluded`: the answer of the one last request a CONCLUDE stop made (the run concluded early). */
+  | { type: "final"; answer: string; concluded?: boolean }
+  /** `partialAnswer`: the text a model reply had streamed when the run was stopped NOW. */
+  /** `afterTurn`: the run stops (CANCELLED) before its next model request, as an AFTER_TURN stop asked. */
   /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */
   /** `retryAfterMs`: the model endpoint asked to wait (HANDED_BACK): the run resumes no sooner. */
-  | { type: "interrupted"; status: StopReason; databaseFailed?: string; retryAfterMs?: number }
+  | { type: "interrupted"; status: StopReason; databaseFailed?: string; retryAfterMs?: number; partialAnswer?: string; afterTurn?: boolean }
   /** Tool calls of the step wait for a person's decision: the run waits (WAITING) with no attempt holding it. */
   | { type: "waiting"; toolCallIds: string[] }
   | { type: "failed"; reason: FailureReason; message: string };
@@ -93,6 +106,8 @@ export type CancelledEnding = {
   reason: string;
   /** Only when the lease has expired (the sweep: the attempt may still be stopping). */
   expiredOnly?: boolean;
+  /** The text the model had streamed when the run was stopped NOW: kept as the run's (partial) answer. */
+  partialAnswer?: string;
 };
 
 /** Who claims: the lease owner, how long a lease lasts, and how a new run's RUN span is described. */
@@ -111,7 +126,7 @@ export type Claimant = {
 export type EndedRun = { id: string; conversationId: string };
 
 /** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
-export type LeaseVerdict = { held: true } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
+export type LeaseVerdict = { held: true; stop?: CancelMode | null } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
 
 /** The tokens of a model request that count against a run's budget: what it read and wrote. */
 export const budgetTokens = (usage: { input: number; output: number }): number => usage.input + usage.output;

@@ -6,12 +6,20 @@ import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { RunStatusEnum } from "./run-filter.js";
+import { CancelModeEnum } from "./run-stop.js";
 import { mine } from "./owned.js";
 
 const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
   fields: (t) => ({
     status: t.field({ type: RunStatusEnum, resolve: (event) => event.status }),
     at: t.field({ type: "DateTime", resolve: (event) => event.at }),
+    stop: t.field({
+      type: CancelModeEnum,
+      nullable: true,
+      description:
+        "The mode of a stop requested by this event (cancelRun: AFTER_TURN or CONCLUDE, the status unchanged or RUNNING again); null for a change of status. Run.stopRequest has the request.",
+      resolve: (event) => event.stop ?? null,
+    }),
     run: t.prismaField({
       type: "Run",
       resolve: (query, event, _args, ctx) => ctx.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
@@ -43,7 +51,8 @@ function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string):
       await push({ runId, status: run.status, at: (run.finishedAt ?? run.startedAt ?? run.createdAt).toISOString() });
       if (TERMINAL_STATUSES.has(run.status)) return;
       for (let change = await next; !change.done; change = await next) {
-        if (change.value.status !== sent) {
+        // A stop request is news even when the status stays the same.
+        if (change.value.status !== sent || change.value.stop) {
           sent = change.value.status;
           await push(change.value);
           if (TERMINAL_STATUSES.has(sent)) return;
@@ -60,7 +69,7 @@ builder.subscriptionField("runEvents", (t) =>
   t.field({
     type: RunStatusEvent,
     description:
-      "One run's status: first its current status, then each change as it happens, never the same status twice in a row — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
+      "One run's status: first its current status, then each change as it happens, never the same status twice in a row unless the event announces a stop request (`stop`, cancelRun) — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
       "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {

@@ -59,7 +59,8 @@ export const RunNode = builder.prismaNode("Run", {
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
     answer: t.string({
       nullable: true,
-      description: "The final reply, exactly as the model gave it.",
+      description:
+        "The final reply, exactly as the model gave it — or, for a run stopped NOW (cancelRun) while its model was writing, the text it had streamed (answerComplete false); that text appears once the attempt executing the run has stopped, a moment after cancelRun answered.",
       resolve: (run) => (run.answer === null ? null : fromStored(run.answer)),
     }),
   }),
@@ -176,24 +177,6 @@ builder.prismaObject("RunAttempt", {
     }),
   }),
 });
-
-const CancelRunInput = builder.inputType("CancelRunInput", { fields: (t) => ({ runId: t.id({ required: true }) }) });
-
-const CancelRunSuccess = builder.objectRef<{ run: Run }>("CancelRunSuccess").implement({
-  fields: (t) => ({ run: t.field({ type: RunNode, resolve: (result) => result.run }) }),
-});
-
-builder.mutationField("cancelRun", (t) =>
-  t.field({
-    type: CancelRunSuccess,
-    description: "Cancels a queued, running or waiting (WAITING) run at once; a settled run is returned unchanged.",
-    args: { input: t.arg({ type: CancelRunInput, required: true }) },
-    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "CancelRunPayload" } },
-    resolve: async (_root, { input }, ctx) => ({
-      run: await ctx.services.runs.cancelRun(ctx.actor, requireIdOfType(String(input.runId), "Run", "runId")),
-    }),
-  }),
-);
 
 builder.queryField("run", (t) =>
   t.prismaField({

@@ -49,6 +49,10 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
       description:
         "On a TURN span, before its model call: a person's steering input (steerRun) entered the log right before this turn's model request, in the same transaction that marked it DELIVERED. Payload: the text (the USER log entry's content).",
     },
+    STOP_REQUESTED: {
+      description:
+        "A stop was requested (cancelRun). On the RUN span when it is recorded — payload JSON with mode (CancelMode), requestedBy (the principal's id), requestedAt; none for a run never claimed — and on the ATTEMPT span that takes an AFTER_TURN or CONCLUDE stop: JSON with mode and taken (what the attempt does).",
+    },
   },
 });
 

@@ -5,7 +5,7 @@
 // nothing: the next beat tries again, and the attempt's own clock (own-clock.ts) stops it before
 // the lease may have expired.
 import { isTransientDatabaseError, withDeadline } from "../../db/transient-errors.js";
-import type { LeaseVerdict, RunState } from "../ports/run-state.js";
+import type { CancelMode, LeaseVerdict, RunState } from "../ports/run-state.js";
 import type { AttemptFence } from "../ports/attempt-fence.js";
 import { OwnClock } from "./own-clock.js";
 
@@ -18,10 +18,12 @@ export type BeatOptions = {
    * the attempt still holds the lease (a slow renewal that succeeds still counts), else a third of the lease.
    */
   deadlineMs?: number;
+  /** Told of the stop requested of the run (cancelRun), when a renewal finds one. */
+  onStop?: (mode: CancelMode) => void;
 };
 
 /** One beat: extends the lease by leaseMs, or tells the fence why the attempt lost its run. */
-export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFence, { leaseMs, clock, deadlineMs }: BeatOptions): Promise<void> {
+export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFence, { leaseMs, clock, deadlineMs, onStop }: BeatOptions): Promise<void> {
   if (fence.lost) return;
   deadlineMs ??= clock ? Math.max(1, clock.remainingMs()) : leaseMs / 3;
   const sentAt = OwnClock.mark();
@@ -34,6 +36,7 @@ export async function beat(runs: Pick<RunState, "renewLease">, fence: AttemptFen
   }
   if (verdict.held) {
     clock?.renewed(sentAt);
+    if (verdict.stop) onStop?.(verdict.stop);
     return;
   }
   try {

@@ -4,7 +4,7 @@
 // the attempt lose its fence — which aborts its model request and tool calls — once it could not
 // renew for the lease minus the margin, before another instance may take the run over.
 import type { AttemptFence } from "../ports/attempt-fence.js";
-import type { RunState } from "../ports/run-state.js";
+import type { CancelMode, RunState } from "../ports/run-state.js";
 import { beat } from "./heartbeat.js";
 import { OwnClock } from "./own-clock.js";
 
@@ -16,6 +16,7 @@ export function keepLease({
   leaseMs,
   marginMs,
   sentAt,
+  onStop,
 }: {
   runs: Pick<RunState, "renewLease">;
   fence: AttemptFence;
@@ -23,6 +24,8 @@ export function keepLease({
   marginMs: number;
   /** When the claim that began the lease was sent (OwnClock.mark()). */
   sentAt: number;
+  /** Told of a stop requested of the run that a renewal found (a stop announced elsewhere, not heard here). */
+  onStop?: (mode: CancelMode) => void;
 }): LeaseKeeper {
   const onExpired = (silentMs: number) => {
     try {
@@ -37,7 +40,7 @@ export function keepLease({
     () => {
       if (beating || clock.sinceRenewalMs() < leaseMs / 3) return;
       beating = true;
-      void beat(runs, fence, { leaseMs, clock }).finally(() => {
+      void beat(runs, fence, { leaseMs, clock, onStop }).finally(() => {
         beating = false;
       });
     },

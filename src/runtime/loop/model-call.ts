@@ -25,6 +25,8 @@ export async function callModel(
   parent: SpanRef,
   { messages, recorded }: { messages: ChatMessage[]; recorded: RecordedMessage[] },
   budget: object,
+  /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
+  streamed?: { text: string },
 ): Promise<{ response: ModelResponse; span: SpanRef }> {
   const { model } = deps;
   const { sink, signal } = turn.scope;
@@ -46,6 +48,7 @@ export async function callModel(
         try {
           const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
             output?.report(event);
+            if (event.type === "text" && streamed) streamed.text += event.delta;
             // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
             if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
           });

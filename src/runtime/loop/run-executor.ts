@@ -14,6 +14,7 @@ import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import type { ConversationLog } from "../ports/conversation-log.js";
 import { type ModelPort, ModelRetryLater } from "../ports/model.js";
+import { concludingRequest } from "./conclude.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
@@ -43,6 +44,11 @@ export type AttemptContext = {
   fence: { write: Transact; holder: Holder };
   /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
   signal: AbortSignal;
+  /**
+   * Aborted when a CONCLUDE stop is heard (announced, or found by a lease renewal): the model
+   * request and tool calls in hand stop, and the attempt makes its one concluding request.
+   */
+  conclude?: AbortSignal;
 };
 
 /**
@@ -57,8 +63,8 @@ export type ExecutorDeps = {
   recorder: RuntimeTrace;
   /** The conversations' logs (R3). */
   log: ConversationLog;
-  /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and whether its owner asked it to pause. */
-  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs"> & Partial<Pick<RunState, "pauseRequested">>;
+  /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and the stop or pause asked of it. */
+  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs" | "requests">;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
@@ -87,7 +93,8 @@ export interface RunHooks {
   afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly LoggedMessage[] }): Promise<void>;
 }
 
-type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number };
+/** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
+type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number; streamed: { text: string } };
 
 type Step = HeldStep;
 
@@ -107,10 +114,15 @@ export class RunExecutor {
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const { run, signal } = attempt;
     const { write } = attempt.fence;
+    // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
+    const work = attempt.conclude ? AbortSignal.any([signal, attempt.conclude]) : signal;
+    const streamed = { text: "" };
+    const stops: Stops = { attempt, concluding: false };
+    let current: Turn | undefined;
     try {
       await this.deps.runs.recordModel(write, run.id, this.deps.model.label);
       const log = await AttemptLog.open(this.deps.log, run);
-      const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write, signal, log };
+      const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write, signal: work, log };
       const answered = answeredBefore(log);
       if (answered !== null) {
         // The run's final reply is already in the log: an attempt died while settling it. The
@@ -124,24 +136,42 @@ export class RunExecutor {
       const profile = await this.deps.profile(run);
       const offered = await this.deps.tools(scope, log.ofRun(), profile);
       const tools = new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
-      let index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
+      const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed };
+      current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
         // The step an earlier attempt left waiting for decisions goes on where it stopped.
-        const turn = { scope, tools, profile, index };
-        const step = await inResumedTurn(scope, index, (span) => this.actionStep(turn, span, { ...held, approvals }));
-        if (step.type !== "run_again") return step;
-        if (await this.pauseRequested(run)) return PAUSED;
+        const step = await inResumedTurn(scope, turn.index, (span) => this.actionStep(turn, span, { ...held, approvals }));
+        if (step.type !== "run_again") return await this.unlessConcluding(stops, turn, step);
       }
+      // A pause is taken at a safe point: after a turn (or the resumed step), its model request and
+      // tool calls over and every result logged — never before the attempt's first step.
+      let safePoint = Boolean(held);
       for (;;) {
-        const step = await this.turn({ scope, tools, profile, index });
-        if (step.type !== "run_again") return step;
-        index += 1;
-        // The safe point of a pause: the turn's model request and tool calls are over, every result logged.
-        if (await this.pauseRequested(run)) return PAUSED;
+        // A stop or a pause asked for (on any instance) is read before every model request, in one
+        // read: the run row is their one record.
+        const { stop, pause } = await this.deps.runs.requests(run.id);
+        if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
+        if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
+        if (pause && safePoint) return PAUSED;
+        const step = await this.turn(turn);
+        if (step.type !== "run_again") return await this.unlessConcluding(stops, turn, step);
+        turn.index += 1;
+        safePoint = true;
       }
     } catch (error) {
-      if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
+      // The work in hand was stopped for a CONCLUDE stop: the attempt concludes (once).
+      if (!signal.aborted && current && attempt.conclude?.aborted && !stops.concluding) {
+        return this.conclude(stops, current).catch((again: unknown) => this.failure(again, signal, streamed));
+      }
+      return this.failure(error, signal, streamed);
+    }
+  }
+
+  /** The outcome of an attempt that threw; a stop NOW keeps the text its model had streamed. */
+  private failure(error: unknown, signal: AbortSignal, streamed: { text: string }): Outcome {
+    {
+      if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal), ...(streamed.text && { partialAnswer: streamed.text }) };
       // The model endpoint is busy past the adapter's retries: another attempt resumes the run later.
       const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
       if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
@@ -154,8 +184,42 @@ export class RunExecutor {
     }
   }
 
-  private async pauseRequested(run: RunRecord): Promise<boolean> {
-    return (await this.deps.runs.pauseRequested?.(run.id)) ?? false;
+  /** A step that ended the loop, unless a CONCLUDE stop cut it short: then the attempt concludes. */
+  private async unlessConcluding(stops: Stops, turn: Turn, step: NextStep): Promise<Outcome> {
+    const { attempt } = stops;
+    if (step.type === "run_again") throw new Error("a step that runs again does not end the loop");
+    // A complete answer stands; a stop of the attempt itself (NOW, the deadline) is not a conclusion.
+    if (step.type === "final" || !attempt.conclude?.aborted || attempt.signal.aborted) return step;
+    return this.conclude(stops, turn);
+  }
+
+  /** AFTER_TURN: the turn's calls finished and are logged; the run stops before its next model request. */
+  private async stopAfterTurn(turn: Turn): Promise<Outcome> {
+    await turn.scope.sink.event(turn.scope.span, "STOP_REQUESTED", { mode: "AFTER_TURN", taken: "before the next model request" });
+    return { type: "interrupted", status: "CANCELLED", afterTurn: true };
+  }
+
+  /**
+   * CONCLUDE: whatever the stop cut off is recorded as interrupted (R7: the log stays a valid
+   * request), then one last model request, offered no tools, asks for the best answer from the
+   * evidence gathered so far. Only the attempt's own signal stops it (NOW escalates, the deadline).
+   */
+  private async conclude(stops: Stops, turn: Turn): Promise<Outcome> {
+    stops.concluding = true;
+    const scope: AttemptScope = { ...turn.scope, signal: stops.attempt.signal };
+    await scope.sink.event(scope.span, "STOP_REQUESTED", { mode: "CONCLUDE", taken: "one last model request, without tools" });
+    await this.recordRepairs(scope, new Set());
+    const last: Turn = { ...turn, scope, tools: new Map() };
+    const { signal, sink } = scope;
+    return withSpan(
+      sink,
+      { traceId: scope.span.traceId, parent: scope.span, kind: "TURN", name: `turn ${turn.index + 1} (conclude)` },
+      (span) => concludingRequest({ ...this.deps, context: this.context }, last, span),
+      {
+        ended: (step) => ({ status: stepSpanStatus(step, stoppedSpanStatus(signal)) }),
+        failed: () => ({ status: failedSpanStatus(signal) }),
+      },
+    );
   }
 
   /**
@@ -214,7 +278,10 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const { response, span: requestSpan } = await callModel(this.deps, turn, span, { messages, recorded }, budget);
+    turn.streamed.text = "";
+    const { response, span: requestSpan } = await callModel(this.deps, turn, span, { messages, recorded }, budget, turn.streamed);
+    // The reply is complete (and logged next): nothing of it is partial any more.
+    turn.streamed.text = "";
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
     const tokensUsed = await this.deps.runs.addTokens(write, run.id, response.usage);
     const [reply] = await log.append(write, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
@@ -260,6 +327,9 @@ export class RunExecutor {
 }
 
 const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
+
+/** What the attempt knows of a CONCLUDE stop: the attempt's signals, and whether its concluding request began. */
+type Stops = { attempt: AttemptContext; concluding: boolean };
 
 /** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
 function answeredBefore(log: AttemptLog): string | null {

@@ -4,6 +4,7 @@
 // The run's life is the domain's (domain/runs): this port names what the runtime may ask of it.
 import type {
   AttemptOutcome,
+  CancelMode,
   CancelledEnding,
   Claimant,
   ClaimedAttempt,
@@ -20,7 +21,19 @@ import type {
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
 
-export type { AttemptOutcome, CancelledEnding, Claimant, ClaimedAttempt, EndedRun, InstanceLiveness, LeaseVerdict, RunRecord, SettleContext, SettleStep };
+export type {
+  AttemptOutcome,
+  CancelMode,
+  CancelledEnding,
+  Claimant,
+  ClaimedAttempt,
+  EndedRun,
+  InstanceLiveness,
+  LeaseVerdict,
+  RunRecord,
+  SettleContext,
+  SettleStep,
+};
 export { budgetTokens } from "../../domain/runs/vocabulary.js";
 
 export interface RunState {
@@ -39,8 +52,6 @@ export interface RunState {
    * attempt had lost its run and handed back nothing; throws when the database fails.
    */
   handBack(claimed: ClaimedAttempt, fence: AttemptFence, reason: string, delayAfter?: (handedBackBefore: number) => number): Promise<number | null>;
-  /** Whether the run's owner asked it to pause (pauseRun): its attempt pauses it at the next safe point. */
-  pauseRequested(runId: string): Promise<boolean>;
   /**
    * Pauses the run at a safe point of its attempt: PAUSED, its lease released, its conversation
    * kept. False when the pause was withdrawn meanwhile (or the attempt lost the run): nothing changed.
@@ -64,6 +75,11 @@ export interface RunState {
   claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]>;
   /** The next queued run of a conversation, which could not start before. */
   nextQueued(conversationId: string): Promise<string | null>;
+  /**
+   * What was asked of the run while it runs, read before every model request: the stop (cancelRun's
+   * mode), if any, and whether its owner asked it to pause (pauseRun) at its next safe point.
+   */
+  requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean }>;
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
   /**

@@ -20,7 +20,8 @@ export type SpanEventKind =
   | "CONTEXT"
   | "INTERRUPTION"
   | "APPROVAL_REQUESTED"
-  | "STEERED";
+  | "STEERED"
+  | "STOP_REQUESTED";
 
 export type SpanRef = { id: string; traceId: string };
 export type EventOptions = { messageId?: string };

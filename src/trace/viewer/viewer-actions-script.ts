@@ -1,4 +1,4 @@
-// The trace viewer's browser script, acting on the run: Stop (cancelRun) while it has not
+// The trace viewer's browser script, acting on the run: Stop (cancelRun, in the mode chosen) while it has not
 // settled, Pause (pauseRun) or Resume (resumeRun, also withdrawing a pause not yet reached), and Approve or Reject (decideToolCall, a rejection with an optional reason) for each
 // tool call a WAITING run waits on. Each shows only when the page's key or token may do it
 // (Run.viewerOperations); a refusal the server still gives is shown as it came.
@@ -34,10 +34,15 @@ async function act(what, query, variables, field) {
   }
 }
 
+/** Stop with its mode while the run may be stopped; the stop asked for (pending or taken) once there is one. */
 function renderStop() {
   const stop = $("stop");
+  const request = state.run && state.run.stopRequest;
   stop.hidden = !state.run || TERMINAL.includes(state.run.status) || !may("CANCEL");
   stop.disabled = acting.has("stop");
+  $("stop-mode").hidden = stop.hidden;
+  $("stop-request").hidden = !request;
+  $("stop-request").textContent = request ? "stop requested: " + request.mode : "";
   // Resume for a paused run, or one whose pause is still pending; Pause otherwise.
   const pause = $("pause");
   const resumes = Boolean(state.run && (state.run.status === "PAUSED" || state.run.pauseRequestedAt));
@@ -46,7 +51,7 @@ function renderStop() {
   pause.disabled = acting.has("pause");
 }
 
-$("stop").onclick = () => act("stop", CANCEL_RUN, { runId }, "cancelRun");
+$("stop").onclick = () => act("stop", CANCEL_RUN, { runId, mode: $("stop-mode").value }, "cancelRun");
 $("pause").onclick = () =>
   state.run && (state.run.status === "PAUSED" || state.run.pauseRequestedAt)
     ? act("pause", RESUME_RUN, { runId }, "resumeRun")

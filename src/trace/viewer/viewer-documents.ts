@@ -4,9 +4,10 @@
 const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
 const EVENT_FIELDS = "id seq kind at preview size truncated";
 // pendingApprovals: the tool calls a WAITING run waits on (human approval); viewerOperations: whether
-// the page's key or token may stop, pause or resume the run (CANCEL) or decide its calls (DECIDE).
+// the page's key or token may stop, pause or resume the run (CANCEL) or decide its calls (DECIDE);
+// stopRequest: a stop asked for (cancelRun's mode), pending or taken.
 const RUN_FIELDS =
-  "id status pauseRequestedAt question answer failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
+  "id status pauseRequestedAt question answer answerComplete concludedEarly stopRequest { mode requestedAt } failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
   "pendingApprovals { edges { node { toolCallId toolName arguments expiresAt } } }";
 export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
 const PAGE_INFO = "pageInfo { hasNextPage endCursor }";
@@ -36,8 +37,9 @@ export const EVENT_PAYLOAD = "query TraceViewerPayload($id: ID!) { node(id: $id)
 // The running model call's text as it grows (viewer-output-script.ts).
 export const OUTPUT = "subscription TraceViewerOutput($runId: ID!) { runOutput(runId: $runId) { seq modelCallSpanId kind text } }";
 
-// The page's buttons: Stop, Pause or Resume, and Approve or Reject (with an optional reason) of a waiting call.
-export const CANCEL_RUN = "mutation TraceViewerCancel($runId: ID!) { cancelRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
+// The page's buttons: Stop (in a mode), Pause or Resume, and Approve or Reject (with an optional reason) of a waiting call.
+export const CANCEL_RUN =
+  "mutation TraceViewerCancel($runId: ID!, $mode: CancelMode) { cancelRun(input: { runId: $runId, mode: $mode }) { __typename ... on Error { message } } }";
 export const PAUSE_RUN = "mutation TraceViewerPause($runId: ID!) { pauseRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
 export const RESUME_RUN = "mutation TraceViewerResume($runId: ID!) { resumeRun(input: { runId: $runId }) { __typename ... on Error { message } } }";
 export const DECIDE = "mutation TraceViewerDecide($input: DecideToolCallInput!) { decideToolCall(input: $input) { __typename ... on Error { message } } }";

@@ -39,8 +39,14 @@ export function traceViewerPage(nonce: string): string {
     <span class="brand">Dossier trace</span>
     <b id="run-status" class="badge" data-testid="run-status">…</b>
     <code id="run-id" title="run id"></code>
+    <select id="stop-mode" data-testid="stop-mode" title="how Stop stops the run" hidden>
+      <option value="NOW">now, keeping the text so far</option>
+      <option value="AFTER_TURN">after this turn</option>
+      <option value="CONCLUDE">answer from what it has</option>
+    </select>
     <button id="pause" class="pause" data-testid="pause" hidden>Pause</button>
     <button id="stop" class="stop" data-testid="stop" hidden>Stop</button>
+    <span id="stop-request" class="badge" data-testid="stop-request" hidden></span>
   </div>
   <p id="question" data-testid="question"></p>
   <div class="facts">

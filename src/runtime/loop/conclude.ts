@@ -1,0 +1,73 @@
+// The one last model request of a CONCLUDE stop (cancelRun): no tools offered, the log as it is
+// (calls the stop cut off recorded as interrupted, R7), and an instruction after it asking for the
+// best answer from the evidence gathered so far. Its reply is the run's answer, published like any.
+import type { RecordedMessage, RecordedPart } from "../../domain/trace/recorded-request.js";
+import { joinUserMessages } from "../../domain/trace/recorded-request.js";
+import type { ContextBuilder } from "../memory/context-builder.js";
+import type { AttemptLog } from "../memory/attempt-log.js";
+import type { ChatMessage, ModelPort } from "../ports/model.js";
+import type { RunOutput } from "../ports/run-output.js";
+import type { RunRecord, RunState } from "../ports/run-state.js";
+import type { Tool } from "../ports/tool.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import type { Transact } from "../ports/attempt-fence.js";
+import { callModel } from "./model-call.js";
+import type { Outcome } from "./outcome.js";
+
+/** What the concluding request asks, after the log: the run's own words to the model, not a person's. */
+export const CONCLUDE_INSTRUCTION =
+  "Stop researching now: no more tools can be called. Using only the evidence gathered so far in this conversation, " +
+  "give your best answer to the question. Say briefly what remains uncertain or was not checked.";
+
+type ConcludeDeps = { model: ModelPort; output?: RunOutput; context: ContextBuilder; runs: Pick<RunState, "addTokens"> };
+
+type ConcludeTurn = {
+  scope: { run: RunRecord; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
+  tools: ReadonlyMap<string, Tool>;
+  profile: { systemPrompt: string };
+  streamed: { text: string };
+};
+
+/** Makes the concluding request inside the turn span `span`; its answer settles the run (concluded early). */
+export async function concludingRequest(deps: ConcludeDeps, turn: ConcludeTurn, span: SpanRef): Promise<Outcome> {
+  const { run, sink, write, signal, log } = turn.scope;
+  const built = await deps.context.build({
+    run,
+    log: log.entries,
+    appendSummary: (content) => log.append(write, [{ role: "SUMMARY", content }]),
+    addTokens: (usage) => deps.runs.addTokens(write, run.id, usage),
+    systemPrompt: turn.profile.systemPrompt,
+    tools: [],
+    span,
+    sink,
+    signal,
+  });
+  await sink.event(span, "BUDGET", built.budget);
+  const request = withInstruction(built.messages, built.recorded, CONCLUDE_INSTRUCTION);
+  turn.streamed.text = "";
+  const { response } = await callModel(deps, { ...turn, tools: new Map() }, span, request, built.budget, turn.streamed);
+  turn.streamed.text = "";
+  await deps.runs.addTokens(write, run.id, response.usage);
+  // No tools were offered: calls the model asks for anyway are not the run's, only its text is.
+  const answer = response.content ?? "";
+  const [reply] = await log.append(write, [{ role: "ASSISTANT", content: answer, toolCalls: [] }]);
+  await sink.event(span, "FINAL_REPLY", answer, { messageId: reply?.id });
+  return { type: "final", answer, concluded: true };
+}
+
+/**
+ * The request with one more user message, the instruction (joined to a user message it follows,
+ * for chat servers that reject two in a row); the recorded request says the same.
+ */
+function withInstruction(messages: ChatMessage[], recorded: RecordedMessage[], instruction: string): { messages: ChatMessage[]; recorded: RecordedMessage[] } {
+  const last = messages.at(-1);
+  const lastRecorded = recorded.at(-1);
+  const added: ChatMessage = { role: "user", content: instruction };
+  if (last?.role !== "user" || !lastRecorded) return { messages: [...messages, added], recorded: [...recorded, added] };
+  const parts: RecordedPart[] =
+    "logMessage" in lastRecorded ? [lastRecorded] : "parts" in lastRecorded ? lastRecorded.parts : [{ text: lastRecorded.content ?? "" }];
+  return {
+    messages: [...messages.slice(0, -1), joinUserMessages([last, added])],
+    recorded: [...recorded.slice(0, -1), { role: "user", parts: [...parts, { text: instruction }] }],
+  };
+}

@@ -1,0 +1,74 @@
+// The MCP server for workspaces stops runs: cancel_run with a mode, as the run's owner only.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { NODE_FLAGS } from "../../scripts/build.mjs";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { admit } from "../support/fixtures.js";
+import { projectRoot } from "../support/processes.js";
+import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
+
+/** `npm run mcp` as an agent starts it (the bundle in dist/), acting with `apiKey`. */
+async function mcpAs(url: string, apiKey: string) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [...NODE_FLAGS, path.join(projectRoot, "dist/src/mcp/main.js")],
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DOSSIER_URL: url, DOSSIER_API_KEY: apiKey },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "dossier-approval-agent", version: "1.0.0" });
+  await client.connect(transport);
+  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolResult;
+  return { client, call, text: async (name: string, args: Record<string, unknown>) => (await call(name, args)).content[0]!.text };
+}
+
+describe("cancel_run", () => {
+  let t: TestApp | undefined;
+  const clients: Client[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    await t?.close();
+  });
+
+  it("stops a run of the key's principal in the mode asked for, and not another principal's run", async () => {
+    const publish: Tool = {
+      schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
+      execute: async () => "published",
+    };
+    t = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-stop-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const aliceKey = await t.createPrincipal("alice");
+    const alice = await mcpAs(t.server!.url, aliceKey);
+    const bob = await mcpAs(t.server!.url, await t.createPrincipal("bob"));
+    clients.push(alice.client, bob.client);
+    const { run } = await admit(t.as(aliceKey), { question: callTools({ name: "publish_post", arguments: { title: "Hello" } }) });
+    await waitUntil(async () => (JSON.parse(await alice.text("get_run", { runId: run.id })).status === "WAITING" ? true : undefined));
+
+    const stranger = await bob.call("cancel_run", { runId: run.id, mode: "AFTER_TURN" });
+    expect(stranger.isError).toBe(true);
+    expect(stranger.content[0]!.text).toMatch(/is visible to this API key/);
+
+    // A run waiting for a decision has no turn under way: AFTER_TURN stops it at once.
+    const stopped = JSON.parse(await alice.text("cancel_run", { runId: run.id, mode: "AFTER_TURN" }));
+    expect(stopped.run).toMatchObject({ status: "CANCELLED", answerComplete: false, stopRequest: { mode: "AFTER_TURN" } });
+    expect((await settled(t.as(aliceKey), run.id)).status).toBe("CANCELLED");
+    const invalid = await alice.call("cancel_run", { runId: run.id, mode: "LATER" });
+    expect(invalid.isError).toBe(true);
+  });
+});
