@@ -70,9 +70,9 @@ export type AvailabilityStatus =
 
 /** How cancelRun stops a run. */
 export type CancelMode =
-  /** After the current turn: its tool calls finish and their results are recorded in the log; the run ends CANCELLED before its next model request. A run that answers before then ends as it would have. A queued run, or one waiting for decisions on its tool calls (no turn under way), stops at once as NOW. */
+  /** After the current turn: its tool calls finish and their results are recorded in the log; the run ends CANCELLED before its next model request. A run that answers before then ends as it would have. A queued, paused or waiting run (no turn under way) stops at once as NOW. */
   | 'AFTER_TURN'
-  /** Answer now from what was gathered: the tool calls in flight are stopped (recorded as interrupted in the log), then one last model request, offered no tools, asks for the best answer from the evidence so far. The run ends SUCCEEDED with concludedEarly true, and a workspace run publishes the answer like any other. A queued run makes only that request once it starts; a run waiting for decisions has its waiting calls rejected and concludes at once. */
+  /** Answer now from what was gathered: the tool calls in flight are stopped (recorded as interrupted in the log), then one last model request, offered no tools, asks for the best answer from the evidence so far. The run ends SUCCEEDED with concludedEarly true, and a workspace run publishes the answer like any other. A queued run makes only that request once it starts, a paused one once it is resumed; a run waiting for decisions has its waiting calls rejected and concludes at once. */
   | 'CONCLUDE'
   /** At once: the model request and tool calls in flight are aborted; the text the model had streamed stays as Run.answer (answerComplete false). The run ends CANCELLED. Escalates a pending AFTER_TURN or CONCLUDE stop. */
   | 'NOW';
