@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit, expectType } from "../support/fixtures.js";
+import { readmeBlocks } from "../support/readme.js";
 import { callTools, recordedDecisions, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
@@ -91,5 +92,58 @@ describe.each(["pglite", "postgres"] as const)("EDIT decisions (%s)", (backend) 
     expect(attributes["gen_ai.tool.call.arguments"]).toBe(JSON.stringify(edited));
     expect(attributes["dossier.approval.editedBy"]).toBe(recorded!.decidedBy);
     expect(recorded!.decidedBy).not.toBeNull();
+  });
+});
+
+// The README's EDIT example ("Regenerate and edit"), as written, on a call held for approval: the
+// README's own server runs without TOOL_APPROVALS, so the example is run here, where a call waits.
+describe("the README's EDIT example", () => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it("approves the held call with the README's arguments, and the tool runs with exactly them", async () => {
+    const example = readmeBlocks().find((block) => block.text.includes("decision: EDIT"));
+    expect(example).toBeDefined();
+    const received: unknown[] = [];
+    const publish: Tool = {
+      schema: {
+        name: "publish_post",
+        description: "publishes a post",
+        parameters: { type: "object", properties: { title: { type: "string" } }, required: ["title"] },
+      },
+      execute: async (args) => {
+        received.push(args);
+        return "published";
+      },
+    };
+    t = await startTestApp("pglite", {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-edit-readme-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const { client } = t;
+    const { run } = await admit(client, { question: callTools({ name: "publish_post", arguments: { title: "Q3 report" } }) });
+    const held = await waitUntil(async () => {
+      const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return current.status === "WAITING" ? current.pendingApprovals.edges[0]!.node : undefined;
+    });
+    const query = example!.text.replace('"<run id>"', JSON.stringify(run.id)).replace('"<toolCallId from pendingApprovals>"', JSON.stringify(held.toolCallId));
+    const response = await t.app.yoga.fetch(
+      new Request("http://dossier.test/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) }),
+    );
+    const { data, errors } = (await response.json()) as { data?: { decideToolCall: Record<string, unknown> }; errors?: unknown };
+    expect(errors).toBeUndefined();
+    expect(data!.decideToolCall).toMatchObject({
+      __typename: "DecideToolCallSuccess",
+      approval: { decision: "EDIT", editedArguments: '{"title":"Q3 report (draft)"}' },
+    });
+    expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+    expect(received).toEqual([{ title: "Q3 report (draft)" }]);
   });
 });

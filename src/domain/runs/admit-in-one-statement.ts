@@ -41,48 +41,56 @@ export type OneStatementAdmission = {
 
 export type OneStatementOutcome = { kind: "admitted"; run: Run } | { kind: "key-taken" } | { kind: "checks-failed" };
 
-/** The run's columns under the names of Prisma's Run model (a test compares the result with prisma.run.findUnique). */
-const RUN_COLUMNS: [column: string, field: keyof Run][] = [
-  ["id", "id"],
-  ["owner_id", "ownerId"],
-  ["conversation_id", "conversationId"],
-  ["workspace_id", "workspaceId"],
-  ["agent", "agent"],
-  ["agent_profile_id", "agentProfileId"],
-  ["question", "question"],
-  ["status", "status"],
-  ["max_turns", "maxTurns"],
-  ["token_budget", "tokenBudget"],
-  ["deadline_seconds", "deadlineSeconds"],
-  ["deadline_at", "deadlineAt"],
-  ["goal_version_id", "goalVersionId"],
-  ["goal_version_no", "goalVersionNo"],
-  ["goal_statement", "goalStatement"],
-  ["configuration", "configuration"],
-  ["answer", "answer"],
-  ["answer_partial", "answerPartial"],
-  ["concluded_early", "concludedEarly"],
-  ["stop_mode", "stopMode"],
-  ["stop_requested_at", "stopRequestedAt"],
-  ["stop_requested_by", "stopRequestedBy"],
-  ["failure_reason", "failureReason"],
-  ["created_at", "createdAt"],
-  ["started_at", "startedAt"],
-  ["finished_at", "finishedAt"],
-  ["lease_owner", "leaseOwner"],
-  ["lease_expires_at", "leaseExpiresAt"],
-  ["attempt", "attempt"],
-  ["model_label", "modelLabel"],
-  ["tokens_used", "tokensUsed"],
-  ["checkpoint_revision_seen", "checkpointRevisionSeen"],
-  ["priority", "priority"],
-  ["tags", "tags"],
-  ["metadata", "metadata"],
-  ["metadata_pairs", "metadataPairs"],
-];
+/**
+ * The run's columns under the names of Prisma's Run model (a test compares the result with
+ * prisma.run.findUnique). Every field of the model must be named: a column added to `run` and
+ * not here fails to compile, instead of coming back missing from admission and tag updates.
+ */
+const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
+  id: "id",
+  ownerId: "owner_id",
+  conversationId: "conversation_id",
+  workspaceId: "workspace_id",
+  agent: "agent",
+  agentProfileId: "agent_profile_id",
+  question: "question",
+  status: "status",
+  maxTurns: "max_turns",
+  tokenBudget: "token_budget",
+  deadlineSeconds: "deadline_seconds",
+  deadlineAt: "deadline_at",
+  goalVersionId: "goal_version_id",
+  goalVersionNo: "goal_version_no",
+  goalStatement: "goal_statement",
+  configuration: "configuration",
+  answer: "answer",
+  answerPartial: "answer_partial",
+  concludedEarly: "concluded_early",
+  stopMode: "stop_mode",
+  stopRequestedAt: "stop_requested_at",
+  stopRequestedBy: "stop_requested_by",
+  failureReason: "failure_reason",
+  createdAt: "created_at",
+  startedAt: "started_at",
+  finishedAt: "finished_at",
+  leaseOwner: "lease_owner",
+  leaseExpiresAt: "lease_expires_at",
+  attempt: "attempt",
+  modelLabel: "model_label",
+  tokensUsed: "tokens_used",
+  checkpointRevisionSeen: "checkpoint_revision_seen",
+  priority: "priority",
+  pauseRequestedAt: "pause_requested_at",
+  pausedAt: "paused_at",
+  tags: "tags",
+  metadata: "metadata",
+  metadataPairs: "metadata_pairs",
+};
 
 /** A RETURNING list giving back the run under the names of Prisma's Run model. */
-export const RUN_RETURNING = RUN_COLUMNS.map(([column, field]) => `"${column}" AS "${field}"`).join(", ");
+export const RUN_RETURNING = Object.entries(RUN_COLUMNS)
+  .map(([field, column]) => `"${column}" AS "${field}"`)
+  .join(", ");
 
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
   const params: unknown[] = [];
