@@ -4,33 +4,14 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { NODE_FLAGS } from "../../scripts/build.mjs";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit } from "../support/fixtures.js";
-import { projectRoot } from "../support/processes.js";
+import { connectMcp } from "../support/mcp-process.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
-
-type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
-
-/** `npm run mcp` as an agent starts it (the bundle in dist/), acting with `apiKey`. */
-async function mcpAs(url: string, apiKey: string) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [...NODE_FLAGS, path.join(projectRoot, "dist/src/mcp/main.js")],
-    cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DOSSIER_URL: url, DOSSIER_API_KEY: apiKey },
-    stderr: "pipe",
-  });
-  const client = new Client({ name: "dossier-approval-agent", version: "1.0.0" });
-  await client.connect(transport);
-  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolResult;
-  return { client, call, text: async (name: string, args: Record<string, unknown>) => (await call(name, args)).content[0]!.text };
-}
 
 describe("decide_tool_call", () => {
   let t: TestApp | undefined;
@@ -60,8 +41,8 @@ describe("decide_tool_call", () => {
       },
     });
     const aliceKey = await t.createPrincipal("alice");
-    const alice = await mcpAs(t.server!.url, aliceKey);
-    const bob = await mcpAs(t.server!.url, await t.createPrincipal("bob"));
+    const alice = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: aliceKey });
+    const bob = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: await t.createPrincipal("bob") });
     clients.push(alice.client, bob.client);
     const { run } = await admit(t.as(aliceKey), { question: callTools({ name: "publish_post", arguments: { title: "Hello" } }) });
 
@@ -108,7 +89,7 @@ describe("decide_tool_call", () => {
       },
     });
     const key = await t.createPrincipal("alice");
-    const alice = await mcpAs(t.server!.url, key);
+    const alice = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: key });
     clients.push(alice.client);
     const { run } = await admit(t.as(key), { question: callTools({ name: "publish_post", arguments: { title: "Hello" } }) });
     const waiting = await waitUntil(async () => {

@@ -23,6 +23,8 @@ export async function connectMcp(env: Record<string, string>) {
   return {
     client,
     call,
+    /** The text of the tool's answer, error or not. */
+    text: async (name: string, args: Record<string, unknown> = {}) => (await call(name, args)).content[0]!.text,
     /** The tool's JSON answer; fails the test when the tool reported an error. */
     async json(name: string, args: Record<string, unknown> = {}) {
       const result = await call(name, args);

@@ -10,7 +10,7 @@ import { budgetTokens, type CancelMode, type Claimant, type EndedRun, type Lease
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
-import { type DeliveredEntry, deliverInputsIn, hasPendingInputs } from "./steering.js";
+import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { within } from "../transaction.js";
 import type { SpanRef } from "./vocabulary.js";
 
@@ -103,9 +103,12 @@ export class PrismaRunState {
     return next?.id ?? null;
   }
 
-  async requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean }> {
-    const run = await this.deps.prisma.run.findUnique({ where: { id: runId }, select: { stopMode: true, pauseRequestedAt: true } });
-    return { stop: run?.stopMode ?? null, pause: run?.pauseRequestedAt != null };
+  async requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean; inputs: boolean }> {
+    const run = await this.deps.prisma.run.findUnique({
+      where: { id: runId },
+      select: { stopMode: true, pauseRequestedAt: true, _count: { select: { inputs: { where: { status: "PENDING" } } } } },
+    });
+    return { stop: run?.stopMode ?? null, pause: run?.pauseRequestedAt != null, inputs: (run?._count.inputs ?? 0) > 0 };
   }
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {
@@ -114,13 +117,13 @@ export class PrismaRunState {
 
   /**
    * Delivers the run's pending steering inputs (steering.ts) in the attempt's fenced transaction;
-   * returns how many. A run with none costs one read and no transaction.
+   * returns how many. Called only when `requests` found inputs waiting, so a turn without any costs
+   * no fenced write and no read of its own.
    */
   async deliverInputs(
     write: Transact,
     { runId, span, append }: { runId: string; span: SpanRef; append: (write: Transact, texts: string[]) => Promise<DeliveredEntry[]> },
   ): Promise<number> {
-    if (!(await hasPendingInputs(this.deps.prisma, runId))) return 0;
     return write(async (tx, after) => {
       const changes = await deliverInputsIn(tx, { runId, span, at: new Date(), append: (texts) => append(within(tx, after), texts) });
       after.push(() => this.deps.trace.announce(changes));

@@ -76,11 +76,6 @@ async function replay(db: Pick<Tx, "runInput">, runId: string, key: string, text
   return stored;
 }
 
-/** Whether the run has inputs waiting: a read outside any transaction, so a turn without any costs no fenced write. */
-export async function hasPendingInputs(prisma: Pick<PrismaClient, "runInput">, runId: string): Promise<boolean> {
-  return (await prisma.runInput.findFirst({ where: { runId, status: "PENDING" }, select: { id: true } })) !== null;
-}
-
 /** A log entry as delivery needs it back: its id and its content. */
 export type DeliveredEntry = { id: string; content: string };
 

@@ -94,7 +94,15 @@ export interface RunHooks {
 }
 
 /** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
-type Turn = { scope: AttemptScope; tools: Map<string, Tool>; profile: AgentProfile; index: number; streamed: { text: string } };
+type Turn = {
+  scope: AttemptScope;
+  tools: Map<string, Tool>;
+  profile: AgentProfile;
+  index: number;
+  streamed: { text: string };
+  /** Steering inputs waited when the run's requests were last read: the turn delivers them first. */
+  inputsPending?: boolean;
+};
 
 type Step = HeldStep;
 
@@ -148,9 +156,10 @@ export class RunExecutor {
       // tool calls over and every result logged — never before the attempt's first step.
       let safePoint = Boolean(held);
       for (;;) {
-        // A stop or a pause asked for (on any instance) is read before every model request, in one
-        // read: the run row is their one record.
-        const { stop, pause } = await this.deps.runs.requests(run.id);
+        // A stop or a pause asked for (on any instance), and whether steering inputs wait, are read
+        // before every model request, in one read: the run row and its inputs are their one record.
+        const { stop, pause, inputs } = await this.deps.runs.requests(run.id);
+        turn.inputsPending = inputs;
         if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
         if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
         if (pause && safePoint) return PAUSED;
@@ -261,7 +270,7 @@ export class RunExecutor {
         into,
         texts.map((content) => ({ role: "USER" as const, content })),
       );
-    await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
+    if (turn.inputsPending) await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,

@@ -77,9 +77,10 @@ export interface RunState {
   nextQueued(conversationId: string): Promise<string | null>;
   /**
    * What was asked of the run while it runs, read before every model request: the stop (cancelRun's
-   * mode), if any, and whether its owner asked it to pause (pauseRun) at its next safe point.
+   * mode), if any, whether its owner asked it to pause (pauseRun) at its next safe point, and
+   * whether steering inputs (steerRun) wait to be delivered.
    */
-  requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean }>;
+  requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean; inputs: boolean }>;
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
   /**
