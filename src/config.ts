@@ -36,6 +36,7 @@ const envSchema = z.object({
   RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
   RATE_LIMIT_BURST: whole(1, "min").optional(),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
+  MAX_TRACE_RECORDS: whole(1, "both", "must be a positive whole number").default(50_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
   TOOL_APPROVALS: json('{"run_command":"always","mcp__*__write*":"always","*":"never"}').pipe(approvalRules).optional(),
   TOOL_APPROVAL_TIMEOUT_SECONDS: whole(1, "min").default(3_600),
@@ -197,6 +198,11 @@ export type Config = {
   graphiql?: boolean;
   /** Live trace updates that may wait for one slow subscriber before it must resync. */
   traceSubscriberBuffer: number;
+  /**
+   * Spans and events one run's trace keeps (MAX_TRACE_RECORDS; default 50,000): past it the run
+   * goes on, its trace records one TRUNCATED event and then only span ends and model usage.
+   */
+  maxTraceRecords: number;
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
   toolTimeoutMs: number;
@@ -362,6 +368,7 @@ function serverSettings(values: EnvValues) {
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
       : undefined,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
+    maxTraceRecords: values.MAX_TRACE_RECORDS,
     trustedDocuments: { only: values.TRUSTED_DOCUMENTS_ONLY, extra: values.TRUSTED_DOCUMENTS_DIR ? readTrustedDocuments(values.TRUSTED_DOCUMENTS_DIR) : {} },
     graphiql: values.GRAPHIQL,
   } satisfies Partial<Config>;

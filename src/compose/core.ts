@@ -146,6 +146,8 @@ export type Core = {
 export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp" | "instance"> & {
   /** OTLP/HTTP collector to export finished spans to (off without it). */
   otlpEndpoint?: string;
+  /** Spans and events one run's trace keeps (MAX_TRACE_RECORDS); unbounded without it. */
+  maxTraceRecords?: number;
 };
 
 /**
@@ -265,12 +267,12 @@ function startRuntime(
     agents: AgentProfile[];
     runQueue?: RunQueue;
   },
-  { otlpEndpoint, ...options }: CoreRuntimeOptions,
+  { otlpEndpoint, maxTraceRecords, ...options }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
   const { db, events, logger } = parts;
   const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;
   // What runs record is counted as it is committed.
-  const trace = meteredTraceSink(new PrismaTraceRecorder({ prisma: db.prisma, events, exporter }), traceMetricsOf(parts.metrics));
+  const trace = meteredTraceSink(new PrismaTraceRecorder({ prisma: db.prisma, events, exporter, maxRecords: maxTraceRecords }), traceMetricsOf(parts.metrics));
   const ports = {
     trace,
     runs: new PrismaRunState({ prisma: db.prisma, events, trace }),

@@ -139,6 +139,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     toolTimeoutMs: config.toolTimeoutMs,
     approvals: config.toolApprovals,
     otlpEndpoint: config.otlpEndpoint,
+    maxTraceRecords: config.maxTraceRecords,
     compactionPolicies: config.compactionPolicies,
     contextBudget: config.contextBudget,
     tokenizer: config.tokenizer === "estimate" ? undefined : tiktokenTokenizer(config.tokenizer),

@@ -98,11 +98,30 @@ export async function ensureTrace(tx: Tx, runId: string): Promise<string> {
   return trace.id;
 }
 
-export async function startSpanIn(
-  tx: Tx,
-  input: { traceId: string; parentId?: string | null; kind: SpanKind; name: string; attributes?: SpanAttributes; at: Date },
-): Promise<{ spanId: string; change: TraceChange }> {
-  const seq = await takeSeqs(tx, input.traceId, 1);
+/** What `maxRecords` stands for when a write has no bound (the largest count the column holds). */
+const UNBOUNDED = 2_147_483_647;
+
+type NewSpan = { traceId: string; parentId?: string | null; kind: SpanKind; name: string; attributes?: SpanAttributes; at: Date };
+
+export async function startSpanIn(tx: Tx, input: NewSpan): Promise<{ spanId: string; change: TraceChange }> {
+  return (await startBoundedSpanIn(tx, input, UNBOUNDED))!;
+}
+
+/**
+ * Starts a span unless the trace already holds `maxRecords` spans and events: then nothing is
+ * written and the result is null. The span is counted either way, in the statement that takes
+ * its seq number (no count of rows).
+ */
+export async function startBoundedSpanIn(tx: Tx, input: NewSpan, maxRecords: number): Promise<{ spanId: string; change: TraceChange } | null> {
+  const [taken] = await tx.$queryRawUnsafe<{ seq: number; kept: boolean }[]>(
+    `UPDATE trace SET last_seq = last_seq + CASE WHEN records < $2::int THEN 1 ELSE 0 END, records = records + 1
+     WHERE id = $1 RETURNING last_seq AS seq, records <= $2::int AS kept`,
+    input.traceId,
+    Math.min(maxRecords, UNBOUNDED),
+  );
+  if (!taken) throw new Error(`trace ${input.traceId} does not exist`);
+  if (!taken.kept) return null;
+  const seq = Number(taken.seq);
   const span = await tx.span.create({
     data: {
       traceId: input.traceId,
@@ -175,7 +194,17 @@ export async function appendEventIn(tx: Tx, span: { id: string; traceId: string 
 /** What stands for the check without a guard: never read ($4 is null), it only types $5 and $6. */
 const UNGUARDED = "SELECT $5::int AS attempt, $6::text AS worker";
 
-export async function appendEventsIn(db: Tx, traceId: string, events: readonly NewEvent[], guard?: StatementGuard): Promise<TraceChange[] | null> {
+export async function appendEventsIn(
+  db: Tx,
+  traceId: string,
+  events: readonly NewEvent[],
+  guard?: StatementGuard,
+  /**
+   * The spans and events the trace may hold: the events past it are counted but not written, and
+   * the changes returned are those of the events kept (the first ones of `events`).
+   */
+  maxRecords: number = UNBOUNDED,
+): Promise<TraceChange[] | null> {
   const rows = events.map((event, index) => {
     const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
     const messageId = event.messageId ?? null;
@@ -191,35 +220,39 @@ export async function appendEventsIn(db: Tx, traceId: string, events: readonly N
       at: event.at.toISOString(),
     };
   });
-  const [taken] = await db.$queryRawUnsafe<{ base: number }[]>(
+  // Kept: as many as the bound leaves room for, from the count before this write (records - n).
+  const kept = "LEAST($2::int, GREATEST($7::int - (records - $2::int), 0))";
+  const [taken] = await db.$queryRawUnsafe<{ base: number; kept: number }[]>(
     `WITH holder AS (${guard ? guard.holdsRunSql(4) : UNGUARDED}),
      seqs AS (
-       UPDATE trace SET last_seq = last_seq + $2::int
+       UPDATE trace SET last_seq = last_seq + LEAST($2::int, GREATEST($7::int - records, 0)), records = records + $2::int
        WHERE id = $1 AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM holder))
-       RETURNING last_seq - $2::int AS base
+       RETURNING last_seq - ${kept} AS base, ${kept} AS kept
      ),
      input AS (SELECT * FROM jsonb_to_recordset($3::jsonb) AS r(n int, id text, span_id text, kind text, payload text, message_id text, preview text, payload_size int, at timestamptz)),
      events AS (
        INSERT INTO span_event (id, span_id, seq, kind, payload, message_id, preview, payload_size, at)
-       SELECT input.id, input.span_id, seqs.base + input.n, input.kind::"SpanEventKind", input.payload, input.message_id, input.preview, input.payload_size, input.at FROM input, seqs
+       SELECT input.id, input.span_id, seqs.base + input.n, input.kind::"SpanEventKind", input.payload, input.message_id, input.preview, input.payload_size, input.at
+       FROM input, seqs WHERE input.n <= seqs.kept
      ),
      changes AS (
        INSERT INTO trace_change (trace_id, seq, type, span_id, event_id, at)
-       SELECT $1, seqs.base + input.n, 'EVENT_APPENDED'::"TraceChangeType", input.span_id, input.id, input.at FROM input, seqs
+       SELECT $1, seqs.base + input.n, 'EVENT_APPENDED'::"TraceChangeType", input.span_id, input.id, input.at FROM input, seqs WHERE input.n <= seqs.kept
      )
-     SELECT base FROM seqs`,
+     SELECT base, kept FROM seqs`,
     traceId,
     rows.length,
     JSON.stringify(rows),
     guard?.runId ?? null,
     guard?.attempt ?? null,
     guard?.workerId ?? null,
+    Math.min(maxRecords, UNBOUNDED),
   );
   if (!taken) {
     if (guard) return null;
     throw new Error(`trace ${traceId} does not exist`);
   }
-  return rows.map((row, index) => ({
+  return rows.slice(0, Number(taken.kept)).map((row, index) => ({
     traceId,
     seq: Number(taken.base) + row.n,
     type: "EVENT_APPENDED" as const,

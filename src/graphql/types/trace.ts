@@ -53,6 +53,10 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
       description:
         "A stop was requested (cancelRun). On the RUN span when it is recorded — payload JSON with mode (CancelMode), requestedBy (the principal's id), requestedAt; none for a run never claimed — and on the ATTEMPT span that takes an AFTER_TURN or CONCLUDE stop: JSON with mode and taken (what the attempt does).",
     },
+    TRUNCATED: {
+      description:
+        "On the RUN span, once: the trace reached its bound (MAX_TRACE_RECORDS spans and events; Trace.truncated). The run went on; from then on its trace keeps only the ends of the spans it had kept and model usage (a span started later is not kept, and its usage is added to the kept span above it). Payload: JSON with maxRecords.",
+    },
   },
 });
 
@@ -195,6 +199,17 @@ builder.prismaNode("Trace", {
       resolve: (trace) => String(trace.lastSeq),
     }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
+    truncated: t.boolean({
+      description:
+        "Whether the trace reached its bound (MAX_TRACE_RECORDS spans and events, 50,000 by default) and so holds only part of the run: its TRUNCATED event on the RUN span says where. The run itself is unaffected, and usage stays complete.",
+      select: { truncatedAt: true },
+      resolve: (trace) => trace.truncatedAt !== null,
+    }),
+    truncatedAt: t.expose("truncatedAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "When the trace reached its bound (its TRUNCATED event); null while it holds the whole run.",
+    }),
     spans: listConnection<{ id: string }>(t, {
       type: "Span",
       name: "SpanConnection",

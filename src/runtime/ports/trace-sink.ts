@@ -21,13 +21,18 @@ export type SpanEventKind =
   | "INTERRUPTION"
   | "APPROVAL_REQUESTED"
   | "STEERED"
-  | "STOP_REQUESTED";
+  | "STOP_REQUESTED"
+  | "TRUNCATED";
 
 export type SpanRef = { id: string; traceId: string };
 export type EventOptions = { messageId?: string };
 export type Attributes = Record<string, unknown>;
 
 export interface TraceSink {
+  /**
+   * Starts a span. Past the trace's bound (MAX_TRACE_RECORDS) the span is not kept: the reference
+   * returned stands for its parent, and its model usage is added there when it ends.
+   */
   startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef>;
   /** Merges attributes into a running span; `usage` is the span's own model usage. */
   updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void>;
@@ -35,7 +40,8 @@ export interface TraceSink {
   /**
    * Appends an event; an object payload is stored as JSON. Returns the event's seq. With
    * `messageId`, the payload is that log message's content: the trace keeps only its preview and
-   * size, and reads the rest from the log, so the payload is stored once.
+   * size, and reads the rest from the log, so the payload is stored once. 0: the trace reached
+   * its bound (MAX_TRACE_RECORDS) and did not keep the event.
    */
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options?: EventOptions): Promise<number>;
 }

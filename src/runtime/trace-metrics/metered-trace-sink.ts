@@ -26,7 +26,7 @@ function metered(sink: TraceSink, metrics: TraceMetrics): TraceSink {
     },
     async event(span, kind, payload, options) {
       const seq = await sink.event(span, kind, payload, options);
-      metrics.eventRecorded(kind);
+      if (seq > 0) metrics.eventRecorded(kind);
       return seq;
     },
   };

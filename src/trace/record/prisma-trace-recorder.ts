@@ -5,12 +5,13 @@
 // (`fenced`), so a superseded attempt's spans and events are never written.
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
-import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
+import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
+import { TraceBound } from "./trace-bound.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
@@ -19,6 +20,8 @@ export type RecorderDeps = {
   events: EventPublisher;
   exporter?: SpanExporter;
   now?: () => Date;
+  /** Spans and events one run's trace keeps (MAX_TRACE_RECORDS; see trace-bound.ts); unbounded without it. */
+  maxRecords?: number;
 };
 
 type PendingEvent = {
@@ -53,18 +56,22 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   private readonly guard: Holder | undefined;
   /** Events waiting for their trace's next group commit, by trace. */
   private readonly queues = new Map<string, EventQueue>();
+  /** The bound on each trace's spans and events, shared by this recorder's fenced copies. */
+  private readonly bound: TraceBound;
 
   constructor(
     private readonly deps: RecorderDeps,
     fence?: { write: Transact; holder: Holder },
+    bound?: TraceBound,
   ) {
     this.transact = fence?.write ?? unfenced(deps.prisma);
     this.guard = fence?.holder;
+    this.bound = bound ?? new TraceBound(deps.maxRecords);
   }
 
   /** The same recorder, writing through an attempt's fence. */
   fenced(fence: { write: Transact; holder: Holder }): PrismaTraceRecorder {
-    return new PrismaTraceRecorder(this.deps, fence);
+    return new PrismaTraceRecorder(this.deps, fence, this.bound);
   }
 
   private now(): Date {
@@ -78,18 +85,38 @@ export class PrismaTraceRecorder implements RuntimeTrace {
 
   async startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef> {
     const spanId = await this.record(async (tx) => {
-      const started = await startSpanIn(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
-      return { value: started.spanId, changes: [started.change] };
+      const started = await this.bound.startSpan(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
+      return started ? { value: started.spanId, changes: [started.change] } : { value: null, changes: [] };
     });
-    return { id: spanId, traceId: input.traceId };
+    if (spanId) return { id: spanId, traceId: input.traceId };
+    await this.truncate(input.traceId);
+    return this.bound.fold(input.parent!);
   }
 
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    if (this.bound.isFolded(span)) return this.foldedUsage(span, update.usage);
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage);
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...end, at: this.now() })] }));
+  }
+
+  /** A span the trace did not keep reports usage: it is added to the kept span it was folded into. */
+  private async foldedUsage(span: SpanRef, usage: TokenUsage | undefined): Promise<void> {
+    if (!usage) return;
+    await this.record(async (tx) => ({ value: undefined, changes: [await this.bound.addFoldedUsage(tx, span, usage, this.now())] }));
+  }
+
+  /** Records, once per trace, that it reached its bound (its TRUNCATED event). */
+  private async truncate(traceId: string): Promise<void> {
+    if (this.bound.knownTruncated(traceId)) return;
+    await this.record(async (tx) => {
+      const change = await this.bound.truncateIn(tx, traceId, this.now());
+      return { value: undefined, changes: [change] };
+    });
+    this.bound.noteTruncated(traceId);
   }
 
   /**
@@ -112,6 +139,8 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * is in flight go together in the next one (one statement), in arrival order.
    */
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
+    // Past the bound nothing more is written: no statement either.
+    if (this.bound.knownTruncated(span.traceId)) return Promise.resolve(0);
     return new Promise<number>((resolve, reject) => {
       let queue = this.queues.get(span.traceId);
       if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
@@ -127,7 +156,8 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       const batch = takeBatch(queue.pending);
       try {
         const changes = await this.append(traceId, batch);
-        for (const [index, event] of batch.entries()) event.resolve(changes[index]!.seq);
+        for (const [index, event] of batch.entries()) event.resolve(changes[index]?.seq ?? 0);
+        if (changes.length < batch.length) await this.truncate(traceId);
       } catch (error) {
         for (const event of batch) event.reject(error);
       }
@@ -142,19 +172,21 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * nothing was written, and the fenced write says why (and stops the attempt).
    */
   private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
-    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.guard && { ...this.guard, holdsRunSql });
+    const guard = this.guard && { ...this.guard, holdsRunSql };
+    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, guard, this.bound.maxRecords);
     if (appended) {
       this.announce(appended);
       return appended;
     }
     return this.record(async (tx) => {
-      const written = (await appendEventsIn(tx, traceId, batch))!;
+      const written = (await appendEventsIn(tx, traceId, batch, undefined, this.bound.maxRecords))!;
       return { value: written, changes: written };
     });
   }
 
   async endTrace(traceId: string): Promise<void> {
     await this.record(async (tx) => ({ value: undefined, changes: [await endTraceIn(tx, traceId, this.now())] }));
+    this.bound.forget(traceId);
   }
 
   /** Writes through the transaction of this recorder, then announces the changes. */

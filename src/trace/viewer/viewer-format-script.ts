@@ -43,6 +43,7 @@ const usageText = (u) => "in " + int(u.input) + " Â· out " + int(u.output) + " Â
 const EVENT_LABEL = {
   APPROVAL_REQUESTED: "approval requested", APPROVAL_DECIDED: "approval decided", BUDGET: "budget", CONTEXT: "context", COMPACTION: "compaction", ERROR: "error", FINAL_REPLY: "answer",
   INTERRUPTION: "interrupted", REPAIR: "repair", SPILL: "spill", STEERED: "steered", STOP_REQUESTED: "stop requested", THINKING: "thinking", TOOL_INPUT: "input", TOOL_OUTPUT: "output",
+  TRUNCATED: "truncated",
 };
 
 /** An event's words: an APPROVAL_DECIDED of an EDIT reads as the edit it was (the call ran with other arguments). */

@@ -58,6 +58,7 @@ export function traceViewerPage(nonce: string): string {
     <span><i class="dot"></i><b id="connection" data-testid="connection">connecting</b></span>
   </div>
   <div id="failure" class="banner bad" data-testid="failure" role="alert" hidden></div>
+  <div id="truncated" class="banner warn" data-testid="truncated" hidden></div>
   <div id="interruptions" class="banner warn" data-testid="interruptions" hidden></div>
   <div id="waiting" class="banner wait" data-testid="waiting" hidden></div>
   <p id="message" data-testid="message" hidden></p>

@@ -35,6 +35,18 @@ function renderFailure(spans) {
   box.replaceChildren(title, run.failureReason ? reason : "", text);
 }
 
+/** A trace that reached its bound says so at the top, from the RUN span's TRUNCATED event. */
+function renderTruncated(spans) {
+  const box = $("truncated");
+  const root = spans.find((span) => span.kind === "RUN");
+  const event = root && root.events.find((e) => e.kind === "TRUNCATED");
+  box.hidden = !event;
+  if (!event) return;
+  box.replaceChildren(el("b", "", "Trace truncated"), el("span", "", "on " + new Date(event.at).toLocaleString() +
+    ": it reached its bound of spans and events (MAX_TRACE_RECORDS). From then on it keeps only span ends and model usage; the run itself went on, and its usage is complete."));
+  box.onclick = () => select(root.id, event.id);
+}
+
 /** Each attempt that did not complete: how it ended and why, from its span's INTERRUPTION event. */
 function renderInterruptions() {
   const box = $("interruptions");
@@ -87,7 +99,8 @@ function renderWaiting(spans) {
 
 function renderHeader(spans) {
   const run = state.run;
-  const usage = spans.reduce((sum, span) => (span.kind === "MODEL_CALL" ? addUsage(sum, span.usage) : sum), ZERO_USAGE);
+  // Each span's own usage: a model call's, and past a trace's bound that of the calls folded into a span above.
+  const usage = spans.reduce((sum, span) => addUsage(sum, span.usage), ZERO_USAGE);
   $("usage").textContent = usageText(usage);
   $("span-count").textContent = String(spans.length);
   $("last-seq").textContent = String(state.lastSeq);
@@ -107,6 +120,7 @@ function render() {
   const { spans, ctx } = renderTree();
   renderHeader(spans);
   renderFailure(spans);
+  renderTruncated(spans);
   renderInterruptions();
   renderWaiting(spans);
   renderStop();
