@@ -2,7 +2,8 @@
 // PostgreSQL, on its own and in a workspace with a selected material (whose context every request
 // carries with the question). Prints the bytes of its conversation log and of its trace, and what
 // the trace would hold if it copied what it refers to (every tool result and final reply in its
-// event, every request whole in its model-call span) — the baseline, computed from the same run.
+// event, every request whole in its model-call span) — the baseline, computed from the same run;
+// then the stored bytes per trace: its rows of spans, events (without payloads) and replay log.
 // Needs PostgreSQL (TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/postgres).
 //   npm run bench:storage
 import { mkdtempSync } from "node:fs";
@@ -32,6 +33,21 @@ async function inWorkspace(client: ReturnType<typeof createClient>) {
   if (published.publishVersion.__typename !== "PublishVersionSuccess") throw new Error("the material was not published");
   const publicationId = published.publishVersion.version.publication.id;
   return { workspaceId: created.createWorkspace.workspace.id, materials: [{ publicationId, version: 1 }] };
+}
+
+/**
+ * Stored bytes per trace, payloads excluded: the rows of its spans, of its events without their
+ * payload column, and of its replay log, as PostgreSQL stores them (pg_column_size of each row).
+ */
+async function traceRowBytes(db: Awaited<ReturnType<typeof openDatabase>>, runId: string) {
+  const [row] = await db.prisma.$queryRawUnsafe<{ spans: bigint; events: bigint; changes: bigint }[]>(
+    `SELECT
+       (SELECT coalesce(sum(pg_column_size(s.*)), 0) FROM span s WHERE s.trace_id = $1) AS spans,
+       (SELECT coalesce(sum(pg_column_size(e.*) - pg_column_size(e.payload)), 0) FROM span_event e JOIN span s ON s.id = e.span_id WHERE s.trace_id = $1) AS events,
+       (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM trace_change c WHERE c.trace_id = $1) AS changes`,
+    runId,
+  );
+  return { spans: Number(row!.spans), events: Number(row!.events), changes: Number(row!.changes) };
 }
 
 async function measure(target: DatabaseTarget, workspace: boolean) {
@@ -73,7 +89,7 @@ async function measure(target: DatabaseTarget, workspace: boolean) {
       const recorded = recordedRequestOf(fromStoredJson(attributes)) ?? [];
       copies += Buffer.byteLength(JSON.stringify(await resolveRequest(db.prisma, recorded))) - Buffer.byteLength(JSON.stringify(recorded));
     }
-    return { ...bytes, copies };
+    return { ...bytes, copies, rows: await traceRowBytes(db, runId) };
   } finally {
     await app.stop();
     await db.close();
@@ -82,6 +98,7 @@ async function measure(target: DatabaseTarget, workspace: boolean) {
 
 const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
 const rows = [["database", "run", "log", "trace", "stored ÷ log", "trace as copies (baseline)", "baseline stored ÷ log"]];
+const perTrace = [["database", "run", "spans", "events (no payload)", "replay log", "stored bytes per trace", "÷ log (baseline)"]];
 const targets: [string, () => Promise<{ target: DatabaseTarget; drop(): Promise<void> }>][] = [
   ["PGlite", async () => ({ target: { kind: "pglite" }, drop: async () => undefined })],
   [
@@ -96,8 +113,10 @@ for (const [name, open] of targets) {
   for (const workspace of [false, true]) {
     const { target, drop } = await open();
     try {
-      const { log, trace, copies } = await measure(target, workspace);
+      const { log, trace, copies, rows: stored } = await measure(target, workspace);
       const run = workspace ? "in a workspace" : "alone";
+      const total = stored.spans + stored.events + stored.changes;
+      perTrace.push([name, run, kB(stored.spans), kB(stored.events), kB(stored.changes), kB(total), `${(total / log).toFixed(3)} ×`]);
       rows.push([name, run, kB(log), kB(trace), `${((log + trace) / log).toFixed(3)} ×`, kB(copies), `${((log + copies) / log).toFixed(2)} ×`]);
     } finally {
       await drop();
@@ -106,3 +125,7 @@ for (const [name, open] of targets) {
 }
 console.log(`\nStorage of a ${TURNS}-turn run with ${RESULT_CHARS.toLocaleString("en-US")}-character tool results (goal: stored ÷ log ≤ 1.25)`);
 printTable(rows);
+console.log(
+  `\nStored bytes per trace of the same ${TURNS}-turn run: spans, events and replay log as stored rows, payloads excluded (baseline: its conversation log)`,
+);
+printTable(perTrace);
