@@ -8,6 +8,7 @@ import "./types/workspace.js";
 import "./types/conversation.js";
 import "./types/conversation-fork.js";
 import "./types/publication.js";
+import "./types/publication-changes.js";
 import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/agent-profile.js";

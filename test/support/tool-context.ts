@@ -44,6 +44,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     tags: [],
     metadata: {},
     metadataPairs: [],
+    continuesPublicationId: null,
     ...overrides,
   };
 }

@@ -12,6 +12,7 @@ import { nonBlank, parseInput } from "../validation.js";
 import type { RunLinkOutcome, RunLinks } from "./run-links.js";
 import { TITLE_MAX } from "../validation.js";
 import { eligibilityOf } from "./eligibility.js";
+import { changesBetween, changesColumns, type PublicationChanges } from "./publication-changes.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
 export const PUBLICATION_CONTENT_MAX = 1_000_000;
@@ -92,6 +93,7 @@ export class PublicationService {
     if (parsed.originRunId) await assertOwned(tx, actor, "RUN", parsed.originRunId);
     let publicationId = parsed.publicationId;
     let number = 1;
+    let changes: PublicationChanges | null = null;
     if (publicationId) {
       const bumped = await tx.publication.updateMany({
         where: { id: publicationId, ownerId: actor.principalId },
@@ -99,6 +101,12 @@ export class PublicationService {
       });
       if (bumped.count === 0) throw new NotFoundError("Publication", publicationId);
       number = (await tx.publication.findUniqueOrThrow({ where: { id: publicationId } })).latestVersion;
+      // What changed since the previous version, decided once here for every version that has one.
+      const previous = await tx.publicationVersion.findUnique({
+        where: { publicationId_version: { publicationId, version: number - 1 } },
+        select: { version: true, content: true },
+      });
+      if (previous) changes = changesBetween(previous, { version: number, content: parsed.content });
     } else {
       publicationId = (await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })).id;
     }
@@ -110,6 +118,7 @@ export class PublicationService {
         contentHash: contentHash(parsed.content),
         asOf,
         originRunId: parsed.originRunId ?? null,
+        ...changesColumns(changes),
         sources: { create: sources.map((source, position) => ({ sourceVersionId: source.id, position })) },
       },
     });
@@ -139,6 +148,20 @@ export class PublicationService {
     const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
     if (eligibility && !eligibility.eligible) return { status: "UNAVAILABLE", reason: eligibility.reason, version };
     return { status: "AVAILABLE", version };
+  }
+
+  /**
+   * The latest version of the publication a run was admitted to continue (continuesPublicationId),
+   * read as readVersion reads it; null when the run continues none, or the publication has no version yet.
+   */
+  async continuedBy(runId: string): Promise<MaterialRead | null> {
+    const run = await this.deps.prisma.run.findUnique({
+      where: { id: runId },
+      select: { ownerId: true, continuesPublication: { select: { id: true, latestVersion: true } } },
+    });
+    const publication = run?.continuesPublication;
+    if (!run || !publication || publication.latestVersion < 1) return null;
+    return this.readVersion({ principalId: run.ownerId }, { publicationId: publication.id, version: publication.latestVersion });
   }
 
   /** The exact versions frozen for a run when it was admitted, in the order they were selected. */

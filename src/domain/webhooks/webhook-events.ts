@@ -147,7 +147,15 @@ export function recordCheckpointEvent(
 export function recordPublicationEvent(
   tx: Prisma.TransactionClient,
   ownerId: string,
-  version: { id: string; publicationId: string; version: number; originRunId: string | null },
+  version: {
+    id: string;
+    publicationId: string;
+    version: number;
+    originRunId: string | null;
+    changesPreviousVersion?: number | null;
+    changesAddedLines?: number | null;
+    changesRemovedLines?: number | null;
+  },
   wake?: WebhookWake,
 ): Promise<void> {
   return recordWebhookEvent(
@@ -160,7 +168,14 @@ export function recordPublicationEvent(
         versionId: encodeGlobalId("PublicationVersion", version.id),
         version: version.version,
         runId: version.originRunId ? encodeGlobalId("Run", version.originRunId) : null,
-        summary: `version ${version.version} of a publication`,
+        // What changed since the previous version (null for the first): counts only, never the text.
+        previousVersion: version.changesPreviousVersion ?? null,
+        addedLines: version.changesAddedLines ?? null,
+        removedLines: version.changesRemovedLines ?? null,
+        summary:
+          version.changesPreviousVersion != null
+            ? `version ${version.version} of a publication: ${version.changesAddedLines} lines added, ${version.changesRemovedLines} removed since version ${version.changesPreviousVersion}`
+            : `version ${version.version} of a publication`,
       },
     },
     wake,

@@ -6,7 +6,7 @@
 // with list_history and searches with search_history (history-tools.ts).
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { LedgerEntry, MaterialLedger } from "../../domain/research/material-ledger.js";
-import type { PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
+import type { MaterialRead, PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
 import { recordRevisionSeen } from "../../domain/runs/run-columns.js";
 import { type CheckpointRead, type CheckpointService, questionsOf } from "../../domain/workspace/checkpoint-service.js";
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
@@ -16,6 +16,7 @@ import type { WorkspaceService } from "../../domain/workspace/workspace-service.
 import { NotFoundError } from "../../domain/errors.js";
 import type { RunRecord } from "../ports/run-state.js";
 import { within } from "../../domain/transaction.js";
+import { continuedVersionLines } from "./continued-publication.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
@@ -25,7 +26,7 @@ const day = (date: Date) => date.toISOString();
 /** What the workspace context is read from, and where what it listed is recorded. */
 export type WorkspaceContextDeps = {
   workspaces: Pick<WorkspaceService, "visible">;
-  publications: Pick<PublicationService, "selectedFor">;
+  publications: Pick<PublicationService, "selectedFor" | "continuedBy">;
   history: Pick<HistoryService, "catalog">;
   checkpoints: Pick<CheckpointService, "current">;
   ledger: Pick<MaterialLedger, "record">;
@@ -38,14 +39,15 @@ export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
   return {
     async beforeFirstTurn({ run, span, sink, write, log }) {
       const selected = await deps.publications.selectedFor(run.id);
-      if (!run.workspaceId && selected.length === 0) return;
+      const continued = await deps.publications.continuedBy(run.id);
+      if (!run.workspaceId && selected.length === 0 && !continued) return;
       if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
       const actor = { principalId: run.ownerId };
       const workspace = run.workspaceId ? await deps.workspaces.visible(actor, run.workspaceId) : null;
       const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
       const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
       const revisionSeen = workspace?.checkpointRevision ?? 0;
-      const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, catalog, checkpoint, revisionSeen });
+      const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
       const ledger: LedgerEntry[] = [
         ...selected.map((m) => ({
           runId: run.id,
@@ -68,6 +70,7 @@ export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
         catalogComplete: catalog?.complete ?? true,
         selected: selected.length,
         checkpointRevision: revisionSeen,
+        continuedVersion: continued?.version?.version ?? null,
       });
     },
   };
@@ -82,6 +85,8 @@ type ContextParts = {
   run: ContextRun;
   workspaceTitle: string | null;
   selected: SelectedMaterial[];
+  /** The version of the publication the run continues (continuesPublicationId), as read. */
+  continued: MaterialRead | null;
   catalog: HistoryCatalog | null;
   checkpoint: CheckpointRead | null;
   revisionSeen: number;
@@ -89,11 +94,11 @@ type ContextParts = {
 
 function describe(input: ContextParts): string {
   const lines = ["<workspace-context>", ...workspaceLines(input), ""];
-  lines.push(...checkpointLines(input), ...selectionLines(input.selected));
+  lines.push(...checkpointLines(input), ...selectionLines(input.selected), ...continuedVersionLines(input.continued));
   if (input.catalog) lines.push(...catalogLines(input.catalog));
   lines.push(
     "",
-    "None of this includes content. Read a material with read_material(publicationId, version); each version is a judgement formed at its as-of time, not a fact of today — say so when you use it.",
+    `${input.continued?.status === "AVAILABLE" ? "Apart from the previous version above, none" : "None"} of this includes content. Read a material with read_material(publicationId, version); each version is a judgement formed at its as-of time, not a fact of today — say so when you use it.`,
   );
   if (input.workspaceTitle !== null) {
     lines.push(`You may propose an updated checkpoint with propose_checkpoint; it is checked against revision ${input.revisionSeen}.`);

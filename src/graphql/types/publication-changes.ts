@@ -1,0 +1,33 @@
+// What changed since the previous version of a publication (PublicationVersion.changesFromPrevious).
+import { CHANGES_CONTEXT_LINES, CHANGES_DIFF_MAX, type PublicationChanges, storedChanges } from "../../domain/research/publication-changes.js";
+import { builder } from "../builder.js";
+
+const PublicationChangesRef = builder.objectRef<PublicationChanges>("PublicationChanges").implement({
+  description: "What changed from the previous version of the same publication to this one, computed once when this version was written.",
+  fields: (t) => ({
+    previousVersion: t.exposeInt("previousVersion", { description: "The number of the version this one is compared with (this version's number minus one)." }),
+    addedLines: t.exposeInt("addedLines", {
+      description: "Lines this version has that the previous one did not (the whole count, even when diff is truncated).",
+    }),
+    removedLines: t.exposeInt("removedLines", {
+      description: "Lines of the previous version this one no longer has (the whole count, even when diff is truncated).",
+    }),
+    diff: t.exposeString("diff", {
+      description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${CHANGES_DIFF_MAX.toLocaleString("en")} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff are shown as every old line removed and every new line added.`,
+    }),
+    diffTruncated: t.exposeBoolean("diffTruncated", {
+      description: `True when the diff was longer than ${CHANGES_DIFF_MAX.toLocaleString("en")} characters and diff holds only its beginning (whole lines).`,
+    }),
+  }),
+});
+
+builder.prismaObjectFields("PublicationVersion", (t) => ({
+  changesFromPrevious: t.field({
+    type: PublicationChangesRef,
+    nullable: true,
+    description:
+      "What changed since the previous version of the same publication; null for version 1 (and for versions stored before changes were kept). A schedule's runs publish each fire's answer as the next version, so this is what changed since the last fire.",
+    select: { changesPreviousVersion: true, changesAddedLines: true, changesRemovedLines: true, changesDiff: true, changesDiffTruncated: true },
+    resolve: (version) => storedChanges(version),
+  }),
+}));
