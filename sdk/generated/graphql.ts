@@ -512,7 +512,9 @@ export type SpanEventKind =
   | 'STOP_REQUESTED'
   | 'THINKING'
   | 'TOOL_INPUT'
-  | 'TOOL_OUTPUT';
+  | 'TOOL_OUTPUT'
+  /** On the RUN span, once: the trace reached its bound (MAX_TRACE_RECORDS spans and events; Trace.truncated). The run went on; from then on its trace keeps only the ends of the spans it had kept and model usage (a span started later is not kept, and its usage is added to the kept span above it). Payload: JSON with maxRecords. */
+  | 'TRUNCATED';
 
 export type SpanKind =
   | 'ATTEMPT'
