@@ -85,6 +85,8 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   tags: "tags",
   metadata: "metadata",
   metadataPairs: "metadata_pairs",
+  scheduleId: "schedule_id",
+  fireTime: "fire_time",
 };
 
 /** A RETURNING list giving back the run under the names of Prisma's Run model. */
