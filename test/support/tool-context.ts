@@ -46,6 +46,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     tags: [],
     metadata: {},
     metadataPairs: [],
+    continuesPublicationId: null,
     ...overrides,
   };
 }

@@ -88,6 +88,12 @@ const admitInput = z.object({
     .transform((v) => v ?? 0),
   tags: tagList.nullish().transform((v) => v ?? []),
   metadata: metadataObject.nullish().transform((v) => v ?? {}),
+  /**
+   * Internal (not in AdmitRunInput): the publication the run's answer is published as the next
+   * version of, instead of a new publication — a schedule's fires continue the publication its
+   * first fire created. It must be the principal's.
+   */
+  continuesPublicationId: z.string().nullish(),
 });
 
 export type AdmitInput = z.input<typeof admitInput>;
@@ -111,6 +117,7 @@ function fingerprintOf(request: Admission): string {
     limits: request.limits,
     // Only when given: keys stored before priorities existed keep matching their requests.
     ...(request.priority !== 0 ? { priority: request.priority } : {}),
+    ...(request.continuesPublicationId ? { continuesPublicationId: request.continuesPublicationId } : {}),
     ...labelsFingerprint(request),
   };
   return createHash("sha256").update(JSON.stringify(normalised)).digest("hex");
@@ -158,6 +165,7 @@ export class AdmissionService {
         tags: request.tags,
         metadata: request.metadata,
         materials: distinct(request.materials),
+        continuesPublicationId: request.continuesPublicationId ?? null,
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         now,
       });
@@ -250,6 +258,7 @@ export class AdmissionService {
     if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
     const goal = request.workspaceId ? await frozenGoal(tx, actor, request.workspaceId) : null;
     const materials = await findOwnedVersions(tx, actor, distinct(request.materials));
+    if (request.continuesPublicationId) await assertOwned(tx, actor, "PUBLICATION", request.continuesPublicationId);
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
@@ -270,6 +279,7 @@ export class AdmissionService {
         metadataPairs: metadataPairs(request.metadata),
         scheduleId: origin?.scheduleId ?? null,
         fireTime: origin?.fireTime ?? null,
+        continuesPublicationId: request.continuesPublicationId ?? null,
         createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
         goalVersionId: goal?.id ?? null,

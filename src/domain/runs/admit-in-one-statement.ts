@@ -6,7 +6,8 @@
 //   ws        the workspace, open and the caller's, held FOR SHARE with its current goal version
 //             (a goal update, archive or delete waits for the statement, and it for them);
 //   found     the materials, exact versions of the caller's publications;
-//   checks    one row when the workspace and every material were found;
+//   checks    one row when the workspace, every material and the publication the run continues
+//             (if any, the caller's) were found;
 //   claim     the idempotency key, claimed (or an expired one reclaimed) only if the checks passed;
 //   inserts   conversation, run, its materials and its link to the workspace, only if claimed.
 //
@@ -35,6 +36,8 @@ export type OneStatementAdmission = {
   metadata: Record<string, string>;
   /** Publication versions in order, without duplicates. */
   materials: { publicationId: string; version: number }[];
+  /** The caller's publication the run's answer is published as the next version of; null: a new one. */
+  continuesPublicationId?: string | null;
   idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
   now: Date;
 };
@@ -87,6 +90,7 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   metadataPairs: "metadata_pairs",
   scheduleId: "schedule_id",
   fireTime: "fire_time",
+  continuesPublicationId: "continues_publication_id",
 };
 
 /** A RETURNING list giving back the run under the names of Prisma's Run model. */
@@ -112,6 +116,7 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
          JOIN publication_version pv ON pv.publication_id = m.publication_id AND pv.version = m.version
          JOIN publication pub ON pub.id = pv.publication_id AND pub.owner_id = ${owner}`
     : `SELECT NULL::text AS id, 0 AS position WHERE false`;
+  const continued = a.continuesPublicationId ? ` AND EXISTS (SELECT 1 FROM publication WHERE id = ${p(a.continuesPublicationId)} AND owner_id = ${owner})` : "";
   const claim = a.idempotency
     ? `INSERT INTO idempotency_key (principal_id, key, fingerprint, run_id, created_at, expires_at)
        SELECT ${owner}, ${p(a.idempotency.key)}, ${p(a.idempotency.fingerprint)}, ${p(a.runId)}, ${now}, ${p(a.idempotency.expiresAt)} FROM checks
@@ -124,7 +129,7 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
   const sql = `
     WITH ws AS (${ws}),
     found AS (${found}),
-    checks AS (SELECT ws.* FROM ws WHERE (SELECT count(*) FROM found) = ${p(a.materials.length)}),
+    checks AS (SELECT ws.* FROM ws WHERE (SELECT count(*) FROM found) = ${p(a.materials.length)}${continued}),
     claim AS (${claim}),
     gate AS (SELECT checks.* FROM checks, claim),
     conversation AS (
@@ -132,11 +137,13 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
-                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs, created_at)
+                       deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,
+                       continues_publication_id, created_at)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
              gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)},
-             ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[], ${now}
+             ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[],
+             ${p(a.continuesPublicationId ?? null)}::text, ${now}
         FROM gate, conversation
       RETURNING ${RUN_RETURNING}),
     materials AS (

@@ -57,7 +57,8 @@ export function answerTitle(question: string): string {
 }
 
 /**
- * Saves a successful workspace run's answer as a new publication, built on the versions the
+ * Saves a successful workspace run's answer as a new publication (or, for a run admitted with
+ * continuesPublicationId, as that publication's next version), built on the versions the
  * run consumed, and links it to the workspace (or records why not). It is written in the settle
  * transaction, so a run that does not settle — cancelled, taken over — publishes nothing. The
  * run records what it published, or why nothing (run_publication): an answer the rules for
@@ -73,12 +74,19 @@ export function publishAnswerStep(deps: { publications: Pick<PublicationService,
       return;
     }
     const consumed = await deps.ledger.consumedVersions(tx, run.id);
+    // A run admitted to continue a publication (a schedule's fire) publishes its next version,
+    // labelled as of the run's admission; any other run starts a new publication.
+    const { continuesPublicationId, createdAt } = await tx.run.findUniqueOrThrow({
+      where: { id: run.id },
+      select: { continuesPublicationId: true, createdAt: true },
+    });
+    const target = continuesPublicationId ? { publicationId: continuesPublicationId, asOf: createdAt } : { title: answerTitle(run.question) };
     // A publication is text for readers: NUL characters and unpaired surrogates of the answer are
     // published as ␀ and U+FFFD (the run's log and answer keep them exactly).
     const { version } = await deps.publications.publishIn(
       tx,
       { principalId: run.ownerId },
-      { title: answerTitle(run.question), content: answer, sources: consumed, originRunId: run.id },
+      { ...target, content: answer, sources: consumed, originRunId: run.id },
       after,
     );
     await recordRunPublication(tx, run.id, { outcome: "PUBLISHED", reason: null, publicationVersionId: version.id });
