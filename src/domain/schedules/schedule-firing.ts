@@ -3,7 +3,8 @@
 // key `schedule:<id>@<fireTime>`), records the fire (unique per schedule and fire time) and moves
 // `next_fire_at` on. Any number of schedulers may run beside each other on PostgreSQL: a claimed
 // schedule is skipped by the others, and a scheduler killed mid-fire commits nothing, so the next
-// claim fires the same fire times again — never twice, never none.
+// claim fires the same fire times again — never twice, never none. Each fire's answer is published
+// as the next version of the publication the schedule's earlier fires published.
 import type { Prisma, PrismaClient, Schedule, ScheduleFire, ScheduleFireStatus } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { DomainError } from "../errors.js";
@@ -149,6 +150,7 @@ export class ScheduleFiring {
   private async admit(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit): Promise<ScheduleFire> {
     const idempotencyKey = `schedule:${schedule.id}@${fireTime.toISOString()}`;
     const fireAfter: AfterCommit = [];
+    const continuesPublicationId = await publicationOfLastFire(tx, schedule.id);
     await tx.$executeRawUnsafe("SAVEPOINT schedule_fire");
     try {
       const run = await this.deps.admissions.admitIn(
@@ -162,6 +164,7 @@ export class ScheduleFiring {
           limits: schedule.limits as { maxTurns?: number; tokenBudget?: number; deadlineSeconds?: number } | null,
           multitask: schedule.overlap === "INTERRUPT" ? "INTERRUPT" : "ENQUEUE",
           idempotencyKey,
+          continuesPublicationId,
         },
         { scheduleId: schedule.id, fireTime },
         fireAfter,
@@ -199,6 +202,21 @@ export class ScheduleFiring {
     await recordSchedulePausedEvent(tx, { ...schedule, pausedReason, lastRunId: ended[0]!.id }, { events: this.deps.events, after });
     return true;
   }
+}
+
+/**
+ * The publication the schedule's latest published run created or continued: each fire's answer
+ * becomes its next version (null before the first answer was published).
+ */
+async function publicationOfLastFire(tx: Tx, scheduleId: string): Promise<string | null> {
+  const published = await tx.runPublication.findFirst({
+    where: { outcome: "PUBLISHED", publicationVersionId: { not: null }, run: { scheduleId } },
+    orderBy: { run: { fireTime: "desc" } },
+    select: { publicationVersionId: true },
+  });
+  if (!published?.publicationVersionId) return null;
+  const version = await tx.publicationVersion.findUnique({ where: { id: published.publicationVersionId }, select: { publicationId: true } });
+  return version?.publicationId ?? null;
 }
 
 function recordFire(
