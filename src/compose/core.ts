@@ -50,6 +50,9 @@ import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.j
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
 import { ScoreService } from "../domain/research/score-service.js";
+import { ScheduleFiring } from "../domain/schedules/schedule-firing.js";
+import { ScheduleService } from "../domain/schedules/schedule-service.js";
+import { Scheduler } from "../runtime/scheduler.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
 export type { Services };
@@ -90,6 +93,8 @@ export function createServices({
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
   const agentNames = agentProfiles.names;
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
+  const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles });
+  const firing = new ScheduleFiring({ prisma, events, admissions, now });
   return {
     principals: new PrincipalService({ prisma, events }),
     accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
@@ -99,7 +104,7 @@ export function createServices({
     artifacts,
     publications: new PublicationService({ prisma, links, events }),
     agentProfiles,
-    admissions: new AdmissionService({ prisma, events, announcer, profiles: agentProfiles }),
+    admissions,
     runs: new RunService({ prisma, events, announcer }),
     pauses: new PauseService({ prisma, events, announcer }),
     checkpoints: new CheckpointService({ prisma, events }),
@@ -119,6 +124,7 @@ export function createServices({
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
     steering: new SteeringService({ prisma }),
+    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now }),
   };
 }
 
@@ -148,6 +154,8 @@ export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp
   otlpEndpoint?: string;
   /** Spans and events one run's trace keeps (MAX_TRACE_RECORDS); unbounded without it. */
   maxTraceRecords?: number;
+  /** The scheduler's longest sleep between looks at the schedules (default 1 s). */
+  schedulerPollMs?: number;
 };
 
 /**
@@ -238,6 +246,9 @@ export function createCore({
     ? startRuntime({ db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue }, runtimeOptions)
     : undefined;
   // Scores made through this process's API are exported with its spans (the exporter exists where runs execute).
+  // Schedules fire wherever runs execute: the embedded server's one process, every worker on PostgreSQL.
+  const scheduler = executing ? new Scheduler({ work: services.schedules, logger, pollMs: runtimeOptions?.schedulerPollMs }) : undefined;
+  scheduler?.start();
   const exporter = executing?.exporter;
   if (exporter) scored.notify = (scoreId) => exporter.scoreCreated(scoreId);
   return {
@@ -252,6 +263,7 @@ export function createCore({
     exporter: executing?.exporter,
     async stop() {
       await webhookDelivery?.close();
+      await scheduler?.stop();
       await executing?.runtime.worker.stop();
       await mcp.close();
       await mcpOutbound.close();
@@ -267,7 +279,7 @@ function startRuntime(
     agents: AgentProfile[];
     runQueue?: RunQueue;
   },
-  { otlpEndpoint, maxTraceRecords, ...options }: CoreRuntimeOptions,
+  { otlpEndpoint, maxTraceRecords, schedulerPollMs: _poll, ...options }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
   const { db, events, logger } = parts;
   const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;

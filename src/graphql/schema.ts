@@ -37,5 +37,6 @@ import "./types/score-lists.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";
 import "./types/webhook.js";
+import "./types/schedule.js";
 
 export const schema = builder.toSchema({ sortSchema: true });

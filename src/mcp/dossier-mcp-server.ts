@@ -20,6 +20,7 @@ import {
 } from "../../sdk/index.js";
 import { pendingApprovals, registerDecideToolCall } from "./approval-tools.js";
 import { registerCancelRun } from "./stop-tools.js";
+import { registerListSchedules } from "./schedule-tools.js";
 
 export const dossierMcpTools = [
   "list_workspaces",
@@ -31,6 +32,7 @@ export const dossierMcpTools = [
   "get_run",
   "decide_tool_call",
   "cancel_run",
+  "list_schedules",
 ] as const;
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }] });
@@ -121,6 +123,7 @@ export function createDossierMcpServer({ client }: { client: DossierClient }): M
   registerGetRun(server, client);
   registerDecideToolCall(server, client, { ok, refused, guarded });
   registerCancelRun(server, client, { ok, refused, guarded });
+  registerListSchedules(server, client, { ok, refused, guarded });
   return server;
 }
 

@@ -44,6 +44,7 @@ describe.runIf(backends.includes("postgres"))("plans of filtered run lists on 10
     ["no filter", {}],
     ["workspaceId", { workspaceId: encodeGlobalId("Workspace", "w5") }],
     ["conversationId", { conversationId: encodeGlobalId("Conversation", "c10") }],
+    ["scheduleId", { scheduleId: encodeGlobalId("Schedule", "s3") }],
     ["status (rare)", { status: ["RUNNING"] }],
     ["status (common)", { status: ["SUCCEEDED"] }],
     ["status (two)", { status: ["QUEUED", "WAITING"] }],

@@ -8,6 +8,7 @@ import { metadataObject, tagList } from "../../src/domain/runs/run-labels.js";
 const run = {
   workspaceId: "w1",
   conversationId: "c1",
+  scheduleId: "s1",
   status: "RUNNING" as const,
   tags: ["urgent", "billing"],
   metadata: { ticket: "T-1", team: "blue" },
@@ -32,6 +33,8 @@ describe("runMatchesFilter", () => {
     [{ metadata: { ticket: "T-1", team: "red" } }, false],
     [{ metadata: { missing: "" } }, false],
     [{ agent: "researcher" }, true],
+    [{ scheduleId: "s1" }, true],
+    [{ scheduleId: "s2" }, false],
     [{ agent: "writer" }, false],
     [{ createdAfter: new Date("2026-01-01T00:00:00Z"), createdBefore: new Date("2026-01-03T00:00:00Z") }, true],
     [{ createdAfter: run.createdAt }, false],

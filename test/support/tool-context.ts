@@ -10,6 +10,8 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     ownerId: "development",
     conversationId: "conversation-1",
     workspaceId: null,
+    scheduleId: null,
+    fireTime: null,
     agent: "researcher",
     agentProfileId: null,
     question: "a question",

@@ -34,7 +34,8 @@ export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeco
 /** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
 export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
 
-const limits = z.object({
+/** A run's limits as admissions (and schedules) take them: omitted ones take DEFAULT_LIMITS. */
+export const runLimits = z.object({
   maxTurns: z
     .number()
     .int()
@@ -72,7 +73,7 @@ const admitInput = z.object({
     .max(RUN_MATERIALS_MAX, `at most ${RUN_MATERIALS_MAX} materials`)
     .nullish()
     .transform((v) => v ?? []),
-  limits: limits.nullish().transform((v) => v ?? limits.parse({})),
+  limits: runLimits.nullish().transform((v) => v ?? runLimits.parse({})),
   multitask: z
     .enum(MULTITASK_STRATEGIES)
     .nullish()
@@ -96,6 +97,9 @@ const admitInput = z.object({
 });
 
 export type AdmitInput = z.input<typeof admitInput>;
+
+/** Where a scheduled run comes from, written on the run (Run.schedule, Run.fireTime). */
+export type RunOrigin = { scheduleId: string; fireTime: Date };
 type Admission = z.output<typeof admitInput>;
 
 /**
@@ -144,12 +148,7 @@ export class AdmissionService {
 
   async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
     const request = parseInput(admitInput, input);
-    const { names } = this.deps.profiles;
-    if (!names.has(request.agent)) {
-      throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
-    }
-    // Resolved once per instance (at start): no statement of its own here.
-    const profile = await this.deps.profiles.current(request.agent);
+    const profile = await this.profileOf(request.agent);
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
     if (!request.conversationId) {
@@ -195,6 +194,29 @@ export class AdmissionService {
     }
   }
 
+  /**
+   * Admits a run inside the caller's transaction, committed with whatever else it writes (a
+   * schedule's fire and its record): the request takes the transactional path (its conversation's
+   * multitask strategy, its idempotency key claimed), and the run is announced after the commit.
+   */
+  async admitIn(tx: Prisma.TransactionClient, actor: Actor, input: AdmitInput, origin: RunOrigin, after: AfterCommit): Promise<Run> {
+    const request = parseInput(admitInput, input);
+    const profile = await this.profileOf(request.agent);
+    const run = await this.admit(tx, { actor, request, agentProfileId: profile.id, fingerprint: fingerprintOf(request), origin }, after);
+    after.push(() => this.announce(run));
+    return run;
+  }
+
+  /** The agent profile version a run of `agent` executes; a ValidationError for a name no profile has. */
+  private profileOf(agent: string) {
+    const { names } = this.deps.profiles;
+    if (!names.has(agent)) {
+      throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
+    }
+    // Resolved once per instance (at start): no statement of its own here.
+    return this.deps.profiles.current(agent);
+  }
+
   /** After the commit: the workspace's subscribers see the new link and run, a worker the queued run. */
   private announce(run: Run): Run {
     if (run.workspaceId) {
@@ -219,7 +241,13 @@ export class AdmissionService {
 
   private async admit(
     tx: Prisma.TransactionClient,
-    { actor, request, agentProfileId, fingerprint }: { actor: Actor; request: Admission; agentProfileId: string; fingerprint: string },
+    {
+      actor,
+      request,
+      agentProfileId,
+      fingerprint,
+      origin,
+    }: { actor: Actor; request: Admission; agentProfileId: string; fingerprint: string; origin?: RunOrigin },
     after: AfterCommit,
   ): Promise<Run> {
     const now = this.deps.now?.() ?? new Date();
@@ -249,6 +277,8 @@ export class AdmissionService {
         tags: request.tags,
         metadata: request.metadata,
         metadataPairs: metadataPairs(request.metadata),
+        scheduleId: origin?.scheduleId ?? null,
+        fireTime: origin?.fireTime ?? null,
         continuesPublicationId: request.continuesPublicationId ?? null,
         createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),

@@ -88,6 +88,8 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   tags: "tags",
   metadata: "metadata",
   metadataPairs: "metadata_pairs",
+  scheduleId: "schedule_id",
+  fireTime: "fire_time",
   continuesPublicationId: "continues_publication_id",
 };
 

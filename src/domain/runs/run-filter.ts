@@ -16,6 +16,8 @@ import { label, metadataObject, metadataPairs, TAGS_MAX } from "./run-labels.js"
 export type RunFilter = {
   workspaceId?: string | null;
   conversationId?: string | null;
+  /** Runs a fire of this schedule admitted. */
+  scheduleId?: string | null;
   /** Any of these statuses. */
   status?: readonly RunStatus[] | null;
   /** Every one of these tags. */
@@ -36,6 +38,7 @@ const filterTags = z.array(label("tag")).max(TAGS_MAX, `at most ${TAGS_MAX} tags
 const runFilterSchema = z.object({
   workspaceId: z.string().nullish(),
   conversationId: z.string().nullish(),
+  scheduleId: z.string().nullish(),
   status: z.array(z.enum(RunStatus)).nullish(),
   tagsAll: filterTags,
   tagsAny: filterTags,
@@ -58,6 +61,7 @@ export function runFilterWhere(filter: RunFilter): Prisma.RunWhereInput {
   const where: Prisma.RunWhereInput = {};
   if (filter.workspaceId != null) where.workspaceId = filter.workspaceId;
   if (filter.conversationId != null) where.conversationId = filter.conversationId;
+  if (filter.scheduleId != null) where.scheduleId = filter.scheduleId;
   if (given(filter.status)) where.status = { in: [...filter.status] };
   if (filter.agent != null) where.agent = filter.agent;
   if (filter.createdAfter != null || filter.createdBefore != null) {
@@ -75,12 +79,13 @@ export function runFilterWhere(filter: RunFilter): Prisma.RunWhereInput {
 }
 
 /** The run's columns a filter reads. */
-export type FilteredRun = Pick<Run, "workspaceId" | "conversationId" | "status" | "tags" | "metadata" | "agent" | "createdAt">;
+export type FilteredRun = Pick<Run, "workspaceId" | "conversationId" | "scheduleId" | "status" | "tags" | "metadata" | "agent" | "createdAt">;
 
 /** Whether the run is in the filter's list: the same answer `runFilterWhere` gives in SQL. */
 export function runMatchesFilter(run: FilteredRun, filter: RunFilter): boolean {
   if (filter.workspaceId != null && run.workspaceId !== filter.workspaceId) return false;
   if (filter.conversationId != null && run.conversationId !== filter.conversationId) return false;
+  if (filter.scheduleId != null && run.scheduleId !== filter.scheduleId) return false;
   if (given(filter.status) && !filter.status.includes(run.status)) return false;
   if (filter.agent != null && run.agent !== filter.agent) return false;
   if (filter.createdAfter != null && !(run.createdAt.getTime() > filter.createdAfter.getTime())) return false;

@@ -50,7 +50,7 @@ type LoggedChange = {
   tagsAfter: string[];
   metadataBefore: unknown;
   metadataAfter: unknown;
-  run: Pick<FilteredRun, "workspaceId" | "conversationId" | "agent" | "createdAt">;
+  run: Pick<FilteredRun, "workspaceId" | "conversationId" | "scheduleId" | "agent" | "createdAt">;
 };
 
 /** What a logged change is to a list with this filter: null when the run is in it neither before nor after. */
@@ -83,7 +83,7 @@ export async function* runListUpdates(options: RunListUpdatesOptions): AsyncGene
         where: { principalId, seq: { gt: last } },
         orderBy: { seq: "asc" },
         take: PAGE,
-        include: { run: { select: { workspaceId: true, conversationId: true, agent: true, createdAt: true } } },
+        include: { run: { select: { workspaceId: true, conversationId: true, scheduleId: true, agent: true, createdAt: true } } },
       });
       // Seq is contiguous per principal: a first change past last + 1 means the ones between were pruned.
       if (page.length > 0 && page[0]!.seq > last + 1) {

@@ -1,6 +1,6 @@
 // What webhooks report, recorded in the transaction of the change itself (issue 22): a run
 // settling, cancelled or timing out, a run beginning to wait for decisions, a checkpoint revision,
-// a publication version, a workspace archived or deleted, a score (issue 39). One INSERT … SELECT writes a pending
+// a publication version, a workspace archived or deleted, a score (issue 39), a schedule that paused itself (issue 41). One INSERT … SELECT writes a pending
 // message for every enabled webhook of the object's owner that listens for the type, so the event
 // commits — or rolls back — with the change: a process killed right after the commit loses
 // nothing, because delivery starts from these rows (the outbox), never from memory.
@@ -23,6 +23,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "WORKSPACE_ARCHIVED",
   "WORKSPACE_DELETED",
   "SCORE_CREATED",
+  "SCHEDULE_PAUSED",
 ] as const;
 
 export type WebhookEventTypeName = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -176,6 +177,28 @@ export function recordPublicationEvent(
           version.changesPreviousVersion != null
             ? `version ${version.version} of a publication: ${version.changesAddedLines} lines added, ${version.changesRemovedLines} removed since version ${version.changesPreviousVersion}`
             : `version ${version.version} of a publication`,
+      },
+    },
+    wake,
+  );
+}
+
+/** A schedule that paused itself (pauseAfterFailures), for its owner's webhooks. */
+export function recordSchedulePausedEvent(
+  tx: Prisma.TransactionClient,
+  schedule: { id: string; ownerId: string; workspaceId: string; pausedReason: string; lastRunId: string | null },
+  wake?: WebhookWake,
+): Promise<void> {
+  return recordWebhookEvent(
+    tx,
+    {
+      ownerId: schedule.ownerId,
+      type: "SCHEDULE_PAUSED",
+      data: {
+        scheduleId: encodeGlobalId("Schedule", schedule.id),
+        workspaceId: encodeGlobalId("Workspace", schedule.workspaceId),
+        runId: schedule.lastRunId ? encodeGlobalId("Run", schedule.lastRunId) : null,
+        summary: schedule.pausedReason,
       },
     },
     wake,

@@ -70,7 +70,7 @@ export class WorkspaceService {
 
   /**
    * Removes the workspace's own organisation — goal versions, checkpoint revisions and links — in
-   * one transaction, and leaves a tombstone row, so the workspace reads as not found and nothing
+   * one transaction, with its schedules, and leaves a tombstone row, so the workspace reads as not found and nothing
    * can recreate it or link to it (W15). The tombstone keeps the rows' foreign key, so nothing
    * cascades: each kind is deleted here. Conversations, runs, publications and artifacts are
    * other modules' and are not touched, nor are the records runs keep of what they asked of the
@@ -79,6 +79,9 @@ export class WorkspaceService {
   async deleteWorkspace(actor: Actor, workspaceId: string): Promise<void> {
     const after: AfterCommit = [];
     await this.deps.prisma.$transaction(async (tx) => {
+      // Its schedules go first, before any run or the workspace is locked: a fire holds its
+      // schedule and then shares the workspace, so the other order could deadlock with it.
+      await tx.schedule.deleteMany({ where: { workspaceId, ownerId: actor.principalId, workspace: { deletedAt: null } } });
       await lockRunsOfWorkspace(tx, actor, workspaceId);
       const deleted = await tx.workspace.updateMany({
         where: visibleWorkspace(actor, workspaceId),

@@ -17,10 +17,11 @@ export const METADATA_RULE = `a flat object of string values, at most ${METADATA
 
 export const RunFilterInput = builder.inputType("RunFilter", {
   description:
-    "Which runs a list holds: every field given narrows it (fields combine with AND); an empty list or object sets no condition. Another principal's runs are never in it, and an access token's list holds only the runs it may read. (Filters on a schedule and on cost come once runs have those.)",
+    "Which runs a list holds: every field given narrows it (fields combine with AND); an empty list or object sets no condition. Another principal's runs are never in it, and an access token's list holds only the runs it may read. (A filter on cost comes once runs record their cost.)",
   fields: (t) => ({
     workspaceId: t.id({ description: "Runs admitted in this workspace." }),
     conversationId: t.id({ description: "Runs of this conversation." }),
+    scheduleId: t.id({ description: "Runs the fires of this schedule admitted (Run.schedule)." }),
     status: t.field({ type: [RunStatusEnum], description: "Runs in any of these statuses." }),
     tagsAll: t.stringList({ description: "Runs carrying every one of these tags." }),
     tagsAny: t.stringList({ description: "Runs carrying at least one of these tags." }),
@@ -55,9 +56,11 @@ export function runFilterFromInput(input: RunFilterArg | null | undefined): RunF
   if (!input) return {};
   const workspaceId = input.workspaceId != null ? idOfType(String(input.workspaceId), "Workspace") : null;
   const conversationId = input.conversationId != null ? idOfType(String(input.conversationId), "Conversation") : null;
-  if ((input.workspaceId != null && !workspaceId) || (input.conversationId != null && !conversationId)) return "matches-nothing";
+  const scheduleId = input.scheduleId != null ? idOfType(String(input.scheduleId), "Schedule") : null;
+  if ((input.workspaceId != null && !workspaceId) || (input.conversationId != null && !conversationId) || (input.scheduleId != null && !scheduleId))
+    return "matches-nothing";
   try {
-    return parseRunFilter({ ...input, workspaceId, conversationId });
+    return parseRunFilter({ ...input, workspaceId, conversationId, scheduleId });
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     throw new GraphQLError(error.message, { extensions: { code: "BAD_USER_INPUT", argument: "filter", issues: error.issues } });

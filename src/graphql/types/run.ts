@@ -215,7 +215,7 @@ builder.objectType(ConversationBusyError, {
   }),
 });
 
-const RunLimitsInput = builder.inputType("RunLimitsInput", {
+export const RunLimitsInput = builder.inputType("RunLimitsInput", {
   description: "Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds.",
   fields: (t) => ({ maxTurns: t.int(), tokenBudget: t.int(), deadlineSeconds: t.int() }),
 });

@@ -1,0 +1,230 @@
+// Firing schedules exactly once (issue 41). A scheduler claims one due schedule at a time with
+// `FOR UPDATE SKIP LOCKED` and, in that one transaction, admits each due fire's run (idempotency
+// key `schedule:<id>@<fireTime>`), records the fire (unique per schedule and fire time) and moves
+// `next_fire_at` on. Any number of schedulers may run beside each other on PostgreSQL: a claimed
+// schedule is skipped by the others, and a scheduler killed mid-fire commits nothing, so the next
+// claim fires the same fire times again — never twice, never none. Each fire's answer is published
+// as the next version of the publication the schedule's earlier fires published.
+import type { Prisma, PrismaClient, Schedule, ScheduleFire, ScheduleFireStatus } from "../../generated/prisma/client.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { DomainError } from "../errors.js";
+import { encodeGlobalId } from "../global-id.js";
+import type { AdmissionService } from "../runs/admission-service.js";
+import type { EventPublisher } from "../../events/topics.js";
+import { recordSchedulePausedEvent } from "../webhooks/webhook-events.js";
+import { dueFires, nextFireAfter, planFires } from "./fire-times.js";
+import { recurrenceOf } from "./schedule-input.js";
+
+/** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
+export const FIRES_PER_TRANSACTION = 10;
+/** A schedule whose transaction failed is left alone this long by this scheduler, so others still fire. */
+const RETRY_AFTER_MS = 30_000;
+const ACTIVE_STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED"] as const;
+const ENDED_STATUSES = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
+const TRANSACTION = { maxWait: 10_000, timeout: 60_000 };
+
+type Tx = Prisma.TransactionClient;
+type Outcome = ScheduleFire | "gone" | "paused";
+
+export class ScheduleFiring {
+  /** Schedules whose last transaction failed here, and until when they are left alone. */
+  private readonly retryAt = new Map<string, number>();
+
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      admissions: AdmissionService;
+      now?: () => Date;
+    },
+  ) {}
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+
+  /**
+   * Fires every due schedule (one transaction per schedule and batch of fires); returns how many
+   * fires were recorded. A schedule whose transaction fails is reported to `failed` and retried later.
+   */
+  async fireDue(failed: (scheduleId: string, error: unknown) => void = () => undefined): Promise<number> {
+    let recorded = 0;
+    for (;;) {
+      const claimed: { id?: string } = {};
+      try {
+        const count = await this.claimAndFire(claimed);
+        if (count === null) return recorded;
+        recorded += count;
+      } catch (error) {
+        if (!claimed.id) throw error;
+        this.retryAt.set(claimed.id, Date.now() + RETRY_AFTER_MS);
+        failed(claimed.id, error);
+      }
+    }
+  }
+
+  /** The earliest next fire of a schedule that is not paused: a scheduler sleeps until then (or its poll). */
+  async earliestDue(): Promise<Date | null> {
+    const { _min } = await this.deps.prisma.schedule.aggregate({ _min: { nextFireAt: true }, where: { paused: false } });
+    return _min.nextFireAt;
+  }
+
+  /** triggerSchedule: one fire now, outside the schedule's times; null when the owner has no such schedule. */
+  async fireNow(scheduleId: string, ownerId: string): Promise<ScheduleFire | null> {
+    const after: AfterCommit = [];
+    const fire = await this.deps.prisma.$transaction(async (tx) => {
+      const locked = await tx.$queryRawUnsafe<{ id: string }[]>("SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE", scheduleId, ownerId);
+      if (locked.length === 0) return null;
+      const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
+      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true });
+      return typeof outcome === "string" ? null : outcome;
+    }, TRANSACTION);
+    runAfterCommit(after);
+    return fire;
+  }
+
+  /** Claims one due schedule and records its due fires (a batch); null when none is due. */
+  private async claimAndFire(claimed: { id?: string }): Promise<number | null> {
+    const after: AfterCommit = [];
+    const recorded = await this.deps.prisma.$transaction(async (tx) => {
+      const now = this.now();
+      const leftAlone = [...this.retryAt].filter(([, until]) => until > Date.now()).map(([id]) => id);
+      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+        `SELECT id FROM schedule
+          WHERE NOT paused AND next_fire_at <= $1::timestamptz AND NOT (id = ANY ($2::text[]))
+          ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+        now.toISOString(),
+        leftAlone,
+      );
+      if (rows.length === 0) return null;
+      claimed.id = rows[0]!.id;
+      const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: claimed.id } });
+      const recurrence = recurrenceOf(schedule);
+      const due = dueFires(recurrence, schedule.nextFireAt!, now);
+      const plan = planFires(due, schedule.catchUp, now);
+      const entries = [
+        ...plan.skip.map(({ fireTime, reason }) => ({ fireTime, skip: reason })),
+        ...plan.admit.map((fireTime) => ({ fireTime, skip: null })),
+      ].sort((a, b) => a.fireTime.getTime() - b.fireTime.getTime());
+      let count = 0;
+      for (const entry of entries.slice(0, FIRES_PER_TRANSACTION)) {
+        const outcome = entry.skip
+          ? await recordFire(tx, schedule.id, entry.fireTime, "SKIPPED", { reason: entry.skip })
+          : await this.fireAt(tx, schedule, entry.fireTime, after, { manual: false });
+        if (outcome === "gone") return count;
+        if (outcome === "paused") break;
+        count++;
+      }
+      const rest = entries[FIRES_PER_TRANSACTION];
+      const nextFireAt = rest ? rest.fireTime : nextFireAfter(recurrence, due.at(-1) ?? now);
+      await tx.schedule.update({ where: { id: schedule.id }, data: { nextFireAt } });
+      return count;
+    }, TRANSACTION);
+    runAfterCommit(after);
+    return recorded;
+  }
+
+  /**
+   * One fire, inside the claim's transaction: skipped (archived workspace, an active previous run
+   * under SKIP), the schedule paused (consecutive failures), or its run admitted. A deleted
+   * workspace deletes the schedule ("gone").
+   */
+  private async fireAt(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit, { manual }: { manual: boolean }): Promise<Outcome> {
+    const workspace = await tx.workspace.findUnique({ where: { id: schedule.workspaceId }, select: { status: true, deletedAt: true } });
+    if (!workspace || workspace.deletedAt) {
+      await tx.schedule.delete({ where: { id: schedule.id } });
+      return "gone";
+    }
+    if (workspace.status === "ARCHIVED") return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: "the workspace is archived" });
+    if (!manual && (await this.pausedAfterFailures(tx, schedule, after))) return "paused";
+    if (schedule.overlap === "SKIP") {
+      const active = await tx.run.findFirst({ where: { scheduleId: schedule.id, status: { in: [...ACTIVE_STATUSES] } }, select: { id: true } });
+      if (active) {
+        return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: `the previous scheduled run ${encodeGlobalId("Run", active.id)} is still active` });
+      }
+    }
+    return this.admit(tx, schedule, fireTime, after);
+  }
+
+  /** Admits the fire's run; a refusal the admission names (a removed agent profile, …) is recorded FAILED, with nothing of it kept. */
+  private async admit(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit): Promise<ScheduleFire> {
+    const idempotencyKey = `schedule:${schedule.id}@${fireTime.toISOString()}`;
+    const fireAfter: AfterCommit = [];
+    const continuesPublicationId = await publicationOfLastFire(tx, schedule.id);
+    await tx.$executeRawUnsafe("SAVEPOINT schedule_fire");
+    try {
+      const run = await this.deps.admissions.admitIn(
+        tx,
+        { principalId: schedule.ownerId },
+        {
+          workspaceId: schedule.workspaceId,
+          conversationId: schedule.conversationId,
+          agent: schedule.agent,
+          question: schedule.question,
+          limits: schedule.limits as { maxTurns?: number; tokenBudget?: number; deadlineSeconds?: number } | null,
+          multitask: schedule.overlap === "INTERRUPT" ? "INTERRUPT" : "ENQUEUE",
+          idempotencyKey,
+          continuesPublicationId,
+        },
+        { scheduleId: schedule.id, fireTime },
+        fireAfter,
+      );
+      await tx.$executeRawUnsafe("RELEASE SAVEPOINT schedule_fire");
+      after.push(...fireAfter);
+      return recordFire(tx, schedule.id, fireTime, "ADMITTED", { runId: run.id });
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      await tx.$executeRawUnsafe("ROLLBACK TO SAVEPOINT schedule_fire");
+      return recordFire(tx, schedule.id, fireTime, "FAILED", { reason: error.message });
+    }
+  }
+
+  /**
+   * pauseAfterFailures: when the schedule's last N ended runs (since it was last resumed) all
+   * FAILED or TIMED_OUT, it pauses itself instead of firing, and its owner's webhooks hear SCHEDULE_PAUSED.
+   */
+  private async pausedAfterFailures(tx: Tx, schedule: Schedule, after: AfterCommit): Promise<boolean> {
+    const n = schedule.pauseAfterFailures;
+    if (!n) return false;
+    const ended = await tx.run.findMany({
+      where: {
+        scheduleId: schedule.id,
+        status: { in: [...ENDED_STATUSES] },
+        ...(schedule.resumedAt ? { fireTime: { gt: schedule.resumedAt } } : {}),
+      },
+      orderBy: [{ fireTime: "desc" }, { createdAt: "desc" }],
+      take: n,
+      select: { id: true, status: true },
+    });
+    if (ended.length < n || !ended.every((run) => run.status === "FAILED" || run.status === "TIMED_OUT")) return false;
+    const pausedReason = `paused after ${n} consecutive failed or timed-out runs`;
+    await tx.schedule.update({ where: { id: schedule.id }, data: { paused: true, pausedReason } });
+    await recordSchedulePausedEvent(tx, { ...schedule, pausedReason, lastRunId: ended[0]!.id }, { events: this.deps.events, after });
+    return true;
+  }
+}
+
+/**
+ * The publication the schedule's latest published run created or continued: each fire's answer
+ * becomes its next version (null before the first answer was published).
+ */
+async function publicationOfLastFire(tx: Tx, scheduleId: string): Promise<string | null> {
+  const published = await tx.runPublication.findFirst({
+    where: { outcome: "PUBLISHED", publicationVersionId: { not: null }, run: { scheduleId } },
+    orderBy: { run: { fireTime: "desc" } },
+    select: { publicationVersionId: true },
+  });
+  if (!published?.publicationVersionId) return null;
+  const version = await tx.publicationVersion.findUnique({ where: { id: published.publicationVersionId }, select: { publicationId: true } });
+  return version?.publicationId ?? null;
+}
+
+function recordFire(
+  tx: Tx,
+  scheduleId: string,
+  fireTime: Date,
+  status: ScheduleFireStatus,
+  { reason = null, runId = null }: { reason?: string | null; runId?: string | null },
+): Promise<ScheduleFire> {
+  return tx.scheduleFire.create({ data: { scheduleId, fireTime, status, reason, runId } });
+}

@@ -1,0 +1,137 @@
+// Workspace schedules (issue 41): created, changed, paused, resumed, deleted and fired now by the
+// workspace's owner only. Every fire's run is admitted into the schedule's own conversation, so a
+// fire's run sees what the schedule's earlier runs said, and the overlap policy is the
+// conversation's multitask strategy (one active run per conversation).
+import type { PrismaClient, Schedule, ScheduleFire } from "../../generated/prisma/client.js";
+import { NotFoundError, ValidationError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
+import { findOpenWorkspace } from "../workspace/workspace-access.js";
+import { nextFireAfter } from "./fire-times.js";
+import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
+import type { ScheduleFiring } from "./schedule-firing.js";
+
+export type CreateScheduleInput = { workspaceId: string } & Omit<ScheduleSettingsInput, "agent" | "overlap" | "catchUp"> &
+  Partial<Pick<ScheduleSettingsInput, "agent" | "overlap" | "catchUp">>;
+
+/** An update: the fields given replace the schedule's; a cron given clears the interval, and the other way round. */
+export type UpdateScheduleInput = { id: string } & Partial<{ [K in keyof ScheduleSettingsInput]: ScheduleSettingsInput[K] | null }>;
+
+export class ScheduleService {
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      profiles: AgentProfileVersions;
+      firing: ScheduleFiring;
+      now?: () => Date;
+    },
+  ) {}
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+
+  async create(actor: Actor, input: CreateScheduleInput): Promise<Schedule> {
+    const now = this.now();
+    const settings = parseSettings(
+      { ...input, agent: input.agent ?? "researcher", overlap: input.overlap ?? "SKIP", catchUp: input.catchUp ?? "NONE" },
+      { now, createdAt: now },
+    );
+    this.checkAgent(settings.agent);
+    return this.deps.prisma.$transaction(async (tx) => {
+      await findOpenWorkspace(tx, actor, input.workspaceId);
+      const conversation = await tx.conversation.create({
+        data: { ownerId: actor.principalId, title: settings.question.slice(0, 80) },
+        select: { id: true },
+      });
+      return tx.schedule.create({
+        data: {
+          ...settings,
+          limits: settings.limits ?? undefined,
+          ownerId: actor.principalId,
+          workspaceId: input.workspaceId,
+          conversationId: conversation.id,
+          createdAt: now,
+        },
+      });
+    });
+  }
+
+  async update(actor: Actor, input: UpdateScheduleInput): Promise<Schedule> {
+    return this.deps.prisma.$transaction(async (tx) => {
+      const current = await lockOwned(tx, actor, input.id);
+      const given = <K extends keyof UpdateScheduleInput>(key: K) => input[key] !== undefined;
+      const merged = {
+        cron: given("cron") ? input.cron : given("intervalSeconds") && input.intervalSeconds != null ? null : current.cron,
+        intervalSeconds: given("intervalSeconds") ? input.intervalSeconds : given("cron") && input.cron != null ? null : current.intervalSeconds,
+        timezone: given("timezone") ? input.timezone : current.timezone,
+        question: input.question ?? current.question,
+        agent: input.agent ?? current.agent,
+        limits: given("limits") ? input.limits : (current.limits as ScheduleSettingsInput["limits"]),
+        overlap: input.overlap ?? current.overlap,
+        catchUp: input.catchUp ?? current.catchUp,
+        startAt: given("startAt") ? input.startAt : current.startAt,
+        endAt: given("endAt") ? input.endAt : current.endAt,
+        pauseAfterFailures: given("pauseAfterFailures") ? input.pauseAfterFailures : current.pauseAfterFailures,
+      };
+      const settings = parseSettings(merged, { now: this.now(), createdAt: current.createdAt });
+      this.checkAgent(settings.agent);
+      return tx.schedule.update({ where: { id: current.id }, data: { ...settings, limits: settings.limits ?? undefined } });
+    });
+  }
+
+  /** Stops the fires until resumeSchedule. Idempotent. */
+  async pause(actor: Actor, id: string): Promise<Schedule> {
+    return this.deps.prisma.$transaction(async (tx) => {
+      const current = await lockOwned(tx, actor, id);
+      if (current.paused) return current;
+      return tx.schedule.update({ where: { id }, data: { paused: true, pausedReason: "paused by its owner" } });
+    });
+  }
+
+  /** Fires again from the next fire after now: the fires due while it was paused are not caught up. Idempotent. */
+  async resume(actor: Actor, id: string): Promise<Schedule> {
+    return this.deps.prisma.$transaction(async (tx) => {
+      const current = await lockOwned(tx, actor, id);
+      if (!current.paused) return current;
+      const now = this.now();
+      const nextFireAt = nextFireAfter(recurrenceOf(current), now);
+      return tx.schedule.update({ where: { id }, data: { paused: false, pausedReason: null, nextFireAt, resumedAt: now } });
+    });
+  }
+
+  /** Deletes the schedule and its fires; its runs stay (Run.schedule reads null). */
+  async delete(actor: Actor, id: string): Promise<void> {
+    const deleted = await this.deps.prisma.schedule.deleteMany({ where: { id, ownerId: actor.principalId } });
+    if (deleted.count === 0) throw new NotFoundError("Schedule", id);
+  }
+
+  /** Fires now, whatever the schedule's next fire (paused or not); the next fire stays as it was. */
+  async trigger(actor: Actor, id: string): Promise<{ schedule: Schedule; fire: ScheduleFire }> {
+    const fire = await this.deps.firing.fireNow(id, actor.principalId);
+    if (!fire) throw new NotFoundError("Schedule", id);
+    return { schedule: await this.deps.prisma.schedule.findUniqueOrThrow({ where: { id } }), fire };
+  }
+
+  /** The schedulers' work (scheduler.ts): every due fire, once. */
+  fireDue(failed?: (scheduleId: string, error: unknown) => void): Promise<number> {
+    return this.deps.firing.fireDue(failed);
+  }
+
+  /** When the next schedule is due (null: none is). */
+  earliestDue(): Promise<Date | null> {
+    return this.deps.firing.earliestDue();
+  }
+
+  private checkAgent(agent: string): void {
+    const { names } = this.deps.profiles;
+    if (!names.has(agent)) throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
+  }
+}
+
+/** The actor's schedule, locked for the change (the schedulers skip it meanwhile); NotFoundError otherwise. */
+async function lockOwned(tx: Parameters<Parameters<PrismaClient["$transaction"]>[0]>[0], actor: Actor, id: string): Promise<Schedule> {
+  const locked = await tx.$queryRawUnsafe<{ id: string }[]>("SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, actor.principalId);
+  if (locked.length === 0) throw new NotFoundError("Schedule", id);
+  return tx.schedule.findUniqueOrThrow({ where: { id } });
+}
