@@ -50,6 +50,7 @@ import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.j
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
 import { ScoreService } from "../domain/research/score-service.js";
+import { CostService } from "../domain/costs/cost-service.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
 export type { Services };
@@ -118,6 +119,7 @@ export function createServices({
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
+    costs: new CostService({ prisma, now }),
     steering: new SteeringService({ prisma }),
   };
 }
