@@ -1,6 +1,16 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import { z } from "zod";
-import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
+import {
+  approvalRules,
+  type CompactionPolicy,
+  ConfigError,
+  parseCompactionPolicies,
+  readAgents,
+  readModelPrices,
+  readTrustedDocuments,
+  spillPolicies,
+} from "./config-files.js";
+import type { PriceEntry } from "./domain/costs/price-entries.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
@@ -25,6 +35,8 @@ const envSchema = z.object({
   MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
+  /** The operator's model prices, a JSON file (README "Cost and budgets"), set at every start. */
+  MODEL_PRICES_FILE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: "must be a URL such as http://127.0.0.1:4318" }).optional(),
   REDIS_URL: z
     .string()
@@ -150,6 +162,8 @@ export type Config = {
     | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
+  /** The operator's model prices from MODEL_PRICES_FILE, set at start (empty: none). */
+  modelPrices: PriceEntry[];
   /** OTLP/HTTP collector for finished spans; export is off without it. */
   otlpEndpoint?: string;
   /** Redis for pub/sub across instances; without it, events stay in this process. */
@@ -388,6 +402,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
+    modelPrices: values.MODEL_PRICES_FILE ? readModelPrices(values.MODEL_PRICES_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     inProcessWorker: values.IN_PROCESS_WORKER,
     worker: {

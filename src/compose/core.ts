@@ -53,6 +53,7 @@ import { ScoreService } from "../domain/research/score-service.js";
 import { ScheduleFiring } from "../domain/schedules/schedule-firing.js";
 import { ScheduleService } from "../domain/schedules/schedule-service.js";
 import { Scheduler } from "../runtime/scheduler.js";
+import { CostService } from "../domain/costs/cost-service.js";
 import { PrismaTraceRecorder } from "../trace/record/prisma-trace-recorder.js";
 
 export type { Services };
@@ -123,6 +124,7 @@ export function createServices({
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
+    costs: new CostService({ prisma, now }),
     steering: new SteeringService({ prisma }),
     schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now }),
   };

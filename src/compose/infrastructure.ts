@@ -4,6 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.js";
+import { setOperatorPrices } from "../domain/costs/price-entries.js";
 import { newSecretsKey, SecretBox } from "../domain/secret-box.js";
 import { type Database, openDatabase } from "../db/open-database.js";
 import { createRedisEventBus } from "../events/redis-event-target.js";
@@ -28,6 +29,10 @@ export async function openMigratedDatabase(config: Config, logger: Logger): Prom
     database: config.database.kind === "postgres" ? "postgresql" : `pglite (${config.database.dataDir})`,
     appliedMigrations: migrations.applied,
   });
+  if (config.modelPrices.length > 0) {
+    await setOperatorPrices(db.prisma, config.modelPrices, new Date());
+    logger.info("model prices set", { entries: config.modelPrices.length });
+  }
   if (migrations.unknownInDatabase.length > 0) {
     logger.warn("the database has migrations this version does not know; is an older Dossier running?", {
       migrations: migrations.unknownInDatabase,

@@ -3,6 +3,7 @@
 // (compose/core.ts, createServices); this type lives in the domain, so that no layer imports a
 // composition root to name what it is given.
 import type { AgentProfileVersions } from "./capabilities/agent-profile-versions.js";
+import type { CostService } from "./costs/cost-service.js";
 import type { McpServerService } from "./capabilities/mcp-server-service.js";
 import type { SkillService } from "./capabilities/skill-service.js";
 import type { AccessTokens } from "./principal/access-tokens.js";
@@ -56,6 +57,8 @@ export type Services = {
   scores: ScoreService;
   /** A person's input to runs in flight (steerRun), delivered by their attempts. */
   steering: SteeringService;
-  /** Workspace schedules and their fires (issue 41). */
+  /** Workspace schedules and their fires — createSchedule and the rest. */
   schedules: ScheduleService;
+  /** Model prices (setModelPrice, modelPrices) and what runs cost. */
+  costs: CostService;
 };

@@ -17,7 +17,7 @@ import { TextInputGuardPlugin } from "./text-input-guard.js";
 export const builder = new SchemaBuilder<{
   PrismaTypes: PrismaTypes;
   Context: GraphQLContext;
-  Scalars: { DateTime: { Input: Date; Output: Date | string }; JSON: { Input: unknown; Output: unknown } };
+  Scalars: { DateTime: { Input: Date; Output: Date | string }; JSON: { Input: unknown; Output: unknown }; Decimal: { Input: string; Output: string } };
   DefaultFieldNullability: false;
   DefaultEdgesNullability: { list: false; items: false };
   DefaultNodeNullability: false;

@@ -1,6 +1,7 @@
 // Imports every type module (each registers its types and root fields) and builds the schema.
 import { builder } from "./builder.js";
 import "./types/scalars.js";
+import "./types/money.js";
 import "./types/errors.js";
 import "./types/principal.js";
 import "./types/access-token.js";
@@ -36,6 +37,7 @@ import "./types/score.js";
 import "./types/score-lists.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";
+import "./types/cost.js";
 import "./types/webhook.js";
 import "./types/schedule.js";
 

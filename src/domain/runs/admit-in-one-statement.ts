@@ -81,6 +81,8 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   attempt: "attempt",
   modelLabel: "model_label",
   tokensUsed: "tokens_used",
+  cost: "cost",
+  costUnpriced: "cost_unpriced",
   checkpointRevisionSeen: "checkpoint_revision_seen",
   priority: "priority",
   pauseRequestedAt: "pause_requested_at",

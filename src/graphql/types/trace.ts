@@ -114,7 +114,7 @@ async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number):
 const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
 
 /** The spans of a trace by parent, read once per request however many spans ask for it. */
-function childrenOf(ctx: GraphQLContext, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
+export function childrenOf(ctx: GraphQLContext, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
   let byTrace = spanTrees.get(ctx);
   if (!byTrace) spanTrees.set(ctx, (byTrace = new Map()));
   let tree = byTrace.get(traceId);

@@ -51,6 +51,8 @@ export function toOtlpSpan(span: Span): Record<string, unknown> {
     ["gen_ai.usage.output_tokens", usage?.output],
     ["gen_ai.usage.cache_read.input_tokens", usage?.cached],
     ["gen_ai.usage.reasoning.output_tokens", usage?.reasoning],
+    // The call's own cost in USD, a decimal string (exact); absent for a call without a price.
+    ["dossier.cost.usd", span.cost === null ? undefined : span.cost.toFixed()],
     ["error.type", attributes.error === undefined ? undefined : "dossier_error"],
   ];
   return {

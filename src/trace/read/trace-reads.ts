@@ -1,5 +1,6 @@
 // Reads of a recorded trace that the API answers with (T1, T4): the first events of many spans
 // in one statement, a trace's span tree for usage sums, and a model call's request as it was sent.
+import { Decimal, toDecimal } from "../../domain/costs/pricing.js";
 import { fromStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, SpanEvent } from "../../generated/prisma/client.js";
 import { type LogLookup, recordedRequestOf, resolveRequest } from "../../domain/trace/recorded-request.js";
@@ -32,11 +33,11 @@ export async function firstEventsOfSpans(prisma: PrismaClient, spanIds: readonly
   return bySpan;
 }
 
-export type SpanUsageRow = { id: string; parentId: string | null; usage: JsonValue };
+export type SpanUsageRow = { id: string; parentId: string | null; usage: JsonValue; cost: { toFixed(): string } | null; costUnpriced: boolean };
 
 /** A trace's spans by parent, with their own usage. */
 export async function spanChildren(prisma: PrismaClient, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
-  const spans = await prisma.span.findMany({ where: { traceId }, select: { id: true, parentId: true, usage: true } });
+  const spans = await prisma.span.findMany({ where: { traceId }, select: { id: true, parentId: true, usage: true, cost: true, costUnpriced: true } });
   const children = new Map<string, SpanUsageRow[]>();
   for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
   return children;
@@ -51,6 +52,22 @@ export function subtreeUsage(children: Map<string, SpanUsageRow[]>, span: { id: 
   };
   visit(span.id, span.usage);
   return sumUsage(subtree);
+}
+
+/** The cost of a span and every span below it (from `spanChildren`), each counted once; `unpriced` when one of them had no price. */
+export function subtreeCost(
+  children: Map<string, SpanUsageRow[]>,
+  span: Pick<SpanUsageRow, "id" | "cost" | "costUnpriced">,
+): { amount: Decimal; unpriced: boolean } {
+  let amount = new Decimal(0);
+  let unpriced = false;
+  const visit = (row: Pick<SpanUsageRow, "id" | "cost" | "costUnpriced">) => {
+    if (row.cost) amount = amount.plus(toDecimal(row.cost));
+    unpriced ||= row.costUnpriced;
+    for (const child of children.get(row.id) ?? []) visit(child);
+  };
+  visit(span);
+  return { amount, unpriced };
 }
 
 export const sumUsage = (usages: (Usage | null)[]): Usage =>

@@ -6,7 +6,9 @@
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
+import { priceFoldedIn, priceSpanIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
+import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
@@ -90,7 +92,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     });
     if (spanId) return { id: spanId, traceId: input.traceId };
     await this.truncate(input.traceId);
-    return this.bound.fold(input.parent!);
+    return this.bound.fold(input.parent!, input.kind === "MODEL_CALL" ? input.attributes?.[REQUEST_MODEL_ATTRIBUTE] : undefined);
   }
 
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
@@ -98,15 +100,33 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
+  /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
-    if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage);
-    await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...end, at: this.now() })] }));
+    if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
+    await this.record(async (tx) => {
+      const at = this.now();
+      const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
+      const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
+      if (priced) await chargeRunIn(tx, priced.runId, priced.cost);
+      return { value: undefined, changes: [change] };
+    });
   }
 
-  /** A span the trace did not keep reports usage: it is added to the kept span it was folded into. */
-  private async foldedUsage(span: SpanRef, usage: TokenUsage | undefined): Promise<void> {
+  /**
+   * A span the trace did not keep reports usage: it is added to the kept span it was folded into.
+   * When a folded model call ends, its whole usage is priced at its own model and the cost is
+   * added to that kept span and charged to the run, so Run.cost still sums the kept spans' cost.
+   */
+  private async foldedUsage(span: SpanRef, usage: TokenUsage | undefined, ended = false): Promise<void> {
     if (!usage) return;
-    await this.record(async (tx) => ({ value: undefined, changes: [await this.bound.addFoldedUsage(tx, span, usage, this.now())] }));
+    const model = ended ? this.bound.modelOf(span) : undefined;
+    await this.record(async (tx) => {
+      const at = this.now();
+      const change = await this.bound.addFoldedUsage(tx, span, usage, at);
+      const priced = model === undefined ? null : await priceFoldedIn(tx, span, model, usage, at);
+      if (priced) await chargeRunIn(tx, priced.runId, priced.cost);
+      return { value: undefined, changes: [change] };
+    });
   }
 
   /** Records, once per trace, that it reached its bound (its TRUNCATED event). */

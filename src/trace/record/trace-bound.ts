@@ -20,7 +20,8 @@ import type { SpanRef } from "../../runtime/ports/trace-sink.js";
 import { sumUsage } from "../read/trace-reads.js";
 
 type Tx = Prisma.TransactionClient;
-type Folded = { usage: TokenUsage | null };
+/** A span not kept: the usage it reported so far and, for a model call, the model it asked for (to price it). */
+type Folded = { usage: TokenUsage | null; model: string | null | undefined };
 
 /** Truncated traces remembered at most, so a process that never sees their end stays small. */
 const REMEMBERED = 10_000;
@@ -40,10 +41,15 @@ export class TraceBound {
   }
 
   /** The reference the runtime gets for a span that was not kept: its parent's, marked folded. */
-  fold(parent: SpanRef): SpanRef {
+  fold(parent: SpanRef, model?: unknown): SpanRef {
     const ref = { id: parent.id, traceId: parent.traceId };
-    this.folded.set(ref, { usage: null });
+    this.folded.set(ref, { usage: null, model: model === undefined ? undefined : typeof model === "string" ? model : null });
     return ref;
+  }
+
+  /** The model a folded model call asked for (null: none named); undefined for other spans. */
+  modelOf(span: SpanRef): string | null | undefined {
+    return this.folded.get(span)?.model;
   }
 
   isFolded(span: SpanRef): boolean {
