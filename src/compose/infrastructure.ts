@@ -138,6 +138,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     sandboxDir: config.sandboxDir,
     toolTimeoutMs: config.toolTimeoutMs,
     approvals: config.toolApprovals,
+    dailyCostLimit: config.dailyCostLimit,
     otlpEndpoint: config.otlpEndpoint,
     compactionPolicies: config.compactionPolicies,
     contextBudget: config.contextBudget,

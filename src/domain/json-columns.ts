@@ -117,6 +117,8 @@ export const spanAfterOf = reader(
       status: z.string(),
       endedAt: z.string().nullable(),
       usage: json,
+      cost: z.string().nullable().optional(),
+      costUnpriced: z.boolean().optional(),
       undo: z.looseObject({ added: strings, before: z.record(z.string(), json) }).optional(),
     })
     .nullable(),

@@ -31,6 +31,10 @@ export type SpanState = {
   status: string;
   attributes: JsonValue;
   usage: JsonValue;
+  /** The span's own cost in USD as a decimal string (a model call that ended priced), else null. */
+  cost: string | null;
+  /** The span's model had no price when it ended. */
+  costUnpriced: boolean;
   startedAt: string;
   endedAt: string | null;
 };

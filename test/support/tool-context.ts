@@ -1,5 +1,5 @@
 // A tool context for unit tests of tools and the action step, outside a database-backed run.
-import type { Run } from "../../src/generated/prisma/client.js";
+import { Prisma, type Run } from "../../src/generated/prisma/client.js";
 import type { Transact } from "../../src/domain/transaction.js";
 import type { ToolContext } from "../../src/runtime/ports/tool.js";
 
@@ -40,6 +40,8 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     attempt: 1,
     modelLabel: null,
     tokensUsed: 0,
+    cost: new Prisma.Decimal(0),
+    costUnpriced: false,
     checkpointRevisionSeen: null,
     priority: 0,
     pauseRequestedAt: null,

@@ -3,7 +3,7 @@
 // is compared with each cap. The first cap the request could cross stops the run (stopReason
 // BUDGET, the text so far kept); crossing confirmCostAbove asks its owner first. Decimal
 // arithmetic throughout: money is never a float.
-import { Decimal } from "decimal.js";
+import { type Decimal, toDecimal } from "./pricing.js";
 import type { BudgetStop, CostCap } from "../runs/vocabulary.js";
 
 export type { BudgetStop, CostCap };
@@ -69,4 +69,4 @@ export function capVerdict(state: CostState, bound: Decimal): CapVerdict {
 }
 
 /** Parses a decimal column read as text (null stays null). */
-export const decimalOrNull = (value: string | null | undefined): Decimal | null => (value === null || value === undefined ? null : new Decimal(value));
+export const decimalOrNull = (value: string | null | undefined): Decimal | null => (value === null || value === undefined ? null : toDecimal(value));

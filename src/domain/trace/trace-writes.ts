@@ -46,7 +46,15 @@ async function takeSeqs(tx: Tx, traceId: string, count: number): Promise<number>
  * of a change from the span's current ones by undoing the later changes (spanAsOf), so each
  * span's attributes are stored once.
  */
-export type StoredSpanChange = { status: string; endedAt: string | null; usage: JsonValue; undo?: AttributesUndo };
+export type StoredSpanChange = {
+  status: string;
+  endedAt: string | null;
+  usage: JsonValue;
+  /** Absent in changes logged before spans had a cost. */
+  cost?: string | null;
+  costUnpriced?: boolean;
+  undo?: AttributesUndo;
+};
 export type AttributesUndo = { before: JsonObject; added: string[] };
 
 async function logChange(
@@ -56,7 +64,14 @@ async function logChange(
   const span = change.span ? spanState(change.span) : null;
   const row = { traceId: change.traceId, seq: change.seq, type: change.type, spanId: span?.id ?? null, eventId: null, at: change.at };
   const stored: StoredSpanChange | undefined = span
-    ? { status: span.status, endedAt: span.endedAt, usage: span.usage, ...(change.undo ? { undo: change.undo } : {}) }
+    ? {
+        status: span.status,
+        endedAt: span.endedAt,
+        usage: span.usage,
+        cost: span.cost,
+        costUnpriced: span.costUnpriced,
+        ...(change.undo ? { undo: change.undo } : {}),
+      }
     : undefined;
   await tx.traceChange.create({ data: { ...row, spanAfter: stored ? toJsonColumn(stored) : undefined } });
   // Live subscribers get the whole span as it is now, which is as of this change.
@@ -73,7 +88,9 @@ export function spanAsOf(current: Span, stored: StoredSpanChange, laterUndo: rea
     for (const key of undo.added) delete attributes[key];
     Object.assign(attributes, undo.before);
   }
-  return { ...spanState(current), status: stored.status, endedAt: stored.endedAt, usage: stored.usage, attributes };
+  const state = spanState(current);
+  const cost = stored.cost === undefined ? {} : { cost: stored.cost, costUnpriced: stored.costUnpriced ?? false };
+  return { ...state, status: stored.status, endedAt: stored.endedAt, usage: stored.usage, ...cost, attributes };
 }
 
 /** What a span change carries: the row as written, its times as ISO strings (it is published as JSON). */
@@ -87,6 +104,8 @@ function spanState(span: Span): SpanState {
     status: span.status,
     attributes: span.attributes,
     usage: span.usage,
+    cost: span.cost === null ? null : span.cost.toFixed(),
+    costUnpriced: span.costUnpriced,
     startedAt: span.startedAt.toISOString(),
     endedAt: span.endedAt?.toISOString() ?? null,
   };
@@ -116,11 +135,14 @@ export async function startSpanIn(
   return { spanId: span.id, change: await logChange(tx, { traceId: input.traceId, seq, type: "SPAN_STARTED", span, at: input.at }) };
 }
 
-/** Merges attributes, sets usage and, with a status, ends the span. */
+/** A model call's own cost (USD, a decimal string), or null when its model had no price. */
+export type SpanCost = { amount: string | null };
+
+/** Merges attributes, sets usage (and the cost it came to) and, with a status, ends the span. */
 export async function changeSpanIn(
   tx: Tx,
   span: { id: string; traceId: string },
-  change: { status?: SpanStatus; attributes?: SpanAttributes; usage?: SpanUsage; at: Date },
+  change: { status?: SpanStatus; attributes?: SpanAttributes; usage?: SpanUsage; cost?: SpanCost; at: Date },
 ): Promise<TraceChange> {
   const seq = await takeSeqs(tx, span.traceId, 1);
   const current = change.attributes ? await tx.span.findUniqueOrThrow({ where: { id: span.id }, select: { attributes: true } }) : null;
@@ -142,6 +164,7 @@ export async function changeSpanIn(
     data: {
       ...(change.status ? { status: change.status, endedAt: change.at } : {}),
       ...(change.usage ? { usage: change.usage } : {}),
+      ...(change.cost ? { cost: change.cost.amount, costUnpriced: change.cost.amount === null } : {}),
       ...(merged ? { attributes: untypedJsonColumn(merged) } : {}),
     },
   });

@@ -4,8 +4,8 @@
 // (the context budget's reserved output, which the request then asks for at most) at its output
 // price. A cap the request could cross stops the run (stopReason BUDGET) with the text it has so
 // far; crossing confirmCostAbove records a COST_CONFIRMATION request and the run waits for its owner.
-import { Decimal } from "decimal.js";
 import { type CapVerdict, type CostState, capVerdict, hasCaps } from "../../domain/costs/caps.js";
+import { type Decimal, toDecimal } from "../../domain/costs/pricing.js";
 import { toStored } from "../../domain/text/stored-text.js";
 import type { Transact } from "../../domain/transaction.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
@@ -44,7 +44,7 @@ export async function checkCostCaps(
   if (!costs || !deps.bounds || !hasCaps(costs)) return { step: null };
   const at = new Date();
   const request = { ownerId: check.run.ownerId, model: check.model, inputTokens: budget.estimate, outputTokens: budget.reservedOutput, at };
-  const bound = (await deps.bounds.bound(request)) ?? new Decimal(0);
+  const bound = (await deps.bounds.bound(request)) ?? toDecimal(0);
   const verdict = capVerdict(costs, bound);
   if (verdict.kind === "GO") return { step: null, maxOutputTokens: budget.reservedOutput };
   await check.sink.event(check.span, "BUDGET", { cap: verdict.stop.cap, limit: verdict.stop.limit, spent: verdict.stop.spent, bound: verdict.stop.bound });

@@ -6,7 +6,9 @@
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, startSpanIn, type TraceChange } from "../../domain/trace/trace-writes.js";
+import { priceSpanIn } from "../../domain/costs/span-cost.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
+import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
@@ -88,8 +90,15 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
+  /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
-    await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...end, at: this.now() })] }));
+    await this.record(async (tx) => {
+      const at = this.now();
+      const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
+      const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
+      if (priced) await chargeRunIn(tx, priced.runId, priced.cost);
+      return { value: undefined, changes: [change] };
+    });
   }
 
   /**

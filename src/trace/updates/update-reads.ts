@@ -2,7 +2,7 @@
 // the event it appended. Every subscriber of a trace receives the same update, so they share one
 // read of each (update-cache.ts), not one each.
 import type { SpanState } from "../../events/topics.js";
-import type { PrismaClient, Span, SpanEvent, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
+import { Prisma, type PrismaClient, type Span, type SpanEvent, type SpanKind, type SpanStatus } from "../../generated/prisma/client.js";
 import type { TraceUpdate } from "./trace-updates.js";
 import { updateCacheOf } from "./update-cache.js";
 
@@ -38,6 +38,7 @@ function spanRowOf(state: SpanState): Span {
     ...state,
     kind: state.kind as SpanKind,
     status: state.status as SpanStatus,
+    cost: state.cost === null ? null : new Prisma.Decimal(state.cost),
     startedAt: new Date(state.startedAt),
     endedAt: state.endedAt ? new Date(state.endedAt) : null,
   };
