@@ -55,11 +55,12 @@ export function capVerdict(state: CostState, bound: Decimal): CapVerdict {
     return { kind: "STOP", stop: stopAt("CONFIRM_COST_ABOVE", state.confirmCostAbove, spent, bound) };
   }
   if (state.maxCost && spent.plus(bound).greaterThan(state.maxCost)) return { kind: "STOP", stop: stopAt("MAX_COST", state.maxCost, spent, bound) };
-  if (state.daily && state.daily.spent.plus(bound).greaterThan(state.daily.limit)) {
-    return { kind: "STOP", stop: stopAt("DAILY_COST_LIMIT", state.daily.limit, state.daily.spent, bound) };
-  }
-  if (state.monthly && state.monthly.spent.plus(bound).greaterThan(state.monthly.limit)) {
-    return { kind: "STOP", stop: stopAt("MONTHLY_BUDGET", state.monthly.limit, state.monthly.spent, bound) };
+  const scopes = [
+    ["DAILY_COST_LIMIT", state.daily],
+    ["MONTHLY_BUDGET", state.monthly],
+  ] as const;
+  for (const [cap, spend] of scopes) {
+    if (spend?.spent.plus(bound).greaterThan(spend.limit)) return { kind: "STOP", stop: stopAt(cap, spend.limit, spend.spent, bound) };
   }
   const confirm = state.confirmCostAbove;
   if (confirm && state.confirmation !== "APPROVED" && spent.plus(bound).greaterThan(confirm)) {
