@@ -4,9 +4,12 @@
 // BUDGET, the text so far kept); crossing confirmCostAbove asks its owner first. Decimal
 // arithmetic throughout: money is never a float.
 import { type Decimal, toDecimal } from "./pricing.js";
-import type { BudgetStop, CostCap } from "../runs/vocabulary.js";
 
-export type { BudgetStop, CostCap };
+/** The cost caps checked before every model request. */
+export type CostCap = "MAX_COST" | "DAILY_COST_LIMIT" | "MONTHLY_BUDGET" | "CONFIRM_COST_ABOVE";
+
+/** A cap the run stopped at: which, its limit, what was spent and the bound on the request it did not make (USD, decimal text). */
+export type BudgetStop = { cap: CostCap; limit: string; spent: string; bound: string };
 
 /** A spend and the limit it is held to (USD). */
 export type Spend = { limit: Decimal; spent: Decimal };

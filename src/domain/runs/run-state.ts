@@ -12,7 +12,7 @@ import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { within } from "../transaction.js";
-import { readRunRequests, type RunRequests } from "../costs/run-requests.js";
+import { readRunRequests, type RunRequests } from "./run-requests.js";
 import type { SpanRef } from "./vocabulary.js";
 
 export type PrismaRunStateDeps = {

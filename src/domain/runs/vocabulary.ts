@@ -9,11 +9,9 @@ import type { Tx } from "../transaction.js";
 
 export type { RunStatusName, RunStopReason };
 
-/** The cost caps checked before every model request (costs/caps.ts). */
-export type CostCap = "MAX_COST" | "DAILY_COST_LIMIT" | "MONTHLY_BUDGET" | "CONFIRM_COST_ABOVE";
+import type { BudgetStop, CostCap } from "../costs/caps.js";
 
-/** A cap the run stopped at: which, its limit, what was spent and the bound on the request it did not make (USD, decimal text). */
-export type BudgetStop = { cap: CostCap; limit: string; spent: string; bound: string };
+export type { BudgetStop, CostCap };
 
 /** A run as admitted and as its attempts left it: the row the worker claims and the loop executes. */
 export type RunRecord = {

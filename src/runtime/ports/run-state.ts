@@ -19,7 +19,7 @@ import type {
   SpanRef,
 } from "../../domain/runs/vocabulary.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
-import type { RunRequests } from "../../domain/costs/run-requests.js";
+import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { TokenUsage } from "./model.js";
 
 export type {

@@ -3,8 +3,8 @@
 // cost, its principal's spend today (the per-day counter row) and, when its workspace has a
 // monthly budget, what the workspace's runs admitted this UTC month cost. One statement.
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import type { CancelMode } from "../runs/vocabulary.js";
-import { type Confirmation, type CostState, decimalOrNull } from "./caps.js";
+import type { CancelMode } from "./vocabulary.js";
+import { type Confirmation, type CostState, decimalOrNull } from "../costs/caps.js";
 
 export type RunRequests = { stop: CancelMode | null; pause: boolean; inputs: boolean; costs: CostState };
 
