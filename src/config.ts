@@ -114,6 +114,10 @@ const envSchema = z.object({
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
+  DAILY_COST_LIMIT: z
+    .string()
+    .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
+    .optional(),
   METRICS_PORT: port.optional(),
   MAX_QUERY_DEPTH: whole(2, "min").default(15),
   MAX_QUERY_ALIASES: whole(0, "min").default(30),
@@ -193,6 +197,11 @@ export type Config = {
     /** Where a worker process serves /metrics (off without it). */
     metricsPort?: number;
   };
+  /**
+   * What each principal's runs may cost per UTC day (DAILY_COST_LIMIT, decimal USD) unless the
+   * operator set the principal's own limit (npm run limits:set); no limit without it.
+   */
+  dailyCostLimit?: string;
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
   maxSubscriptionsPerConnection: number;
@@ -404,6 +413,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
     modelPrices: values.MODEL_PRICES_FILE ? readModelPrices(values.MODEL_PRICES_FILE) : [],
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
+    dailyCostLimit: values.DAILY_COST_LIMIT,
     inProcessWorker: values.IN_PROCESS_WORKER,
     worker: {
       leaseMs: values.RUN_LEASE_MS,

@@ -46,6 +46,7 @@ import { PrismaConversationLog } from "../runtime/adapters/prisma-conversation-l
 import { PrismaSpillStore } from "../runtime/adapters/prisma-spill-store.js";
 import { BusRunOutput } from "../runtime/adapters/bus-run-output.js";
 import { PrismaRunState } from "../domain/runs/run-state.js";
+import { requestBounds } from "../domain/costs/request-bound.js";
 import { createMetrics, type DossierMetrics } from "../metrics/dossier-metrics.js";
 import { SkillCatalog } from "../runtime/skills/skill-catalog.js";
 import { OtlpHttpExporter, type SpanExporter } from "../trace/export/otlp-exporter.js";
@@ -281,15 +282,17 @@ function startRuntime(
     agents: AgentProfile[];
     runQueue?: RunQueue;
   },
-  { otlpEndpoint, maxTraceRecords, schedulerPollMs: _poll, ...options }: CoreRuntimeOptions,
+  { otlpEndpoint, maxTraceRecords, schedulerPollMs: _poll, ...configured }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
+  // The cost caps price each request's bound from the price table.
+  const options = { costs: requestBounds(parts.db.prisma), ...configured };
   const { db, events, logger } = parts;
   const exporter = otlpEndpoint ? new OtlpHttpExporter({ prisma: db.prisma, endpoint: otlpEndpoint, logger }) : undefined;
   // What runs record is counted as it is committed.
   const trace = meteredTraceSink(new PrismaTraceRecorder({ prisma: db.prisma, events, exporter, maxRecords: maxTraceRecords }), traceMetricsOf(parts.metrics));
   const ports = {
     trace,
-    runs: new PrismaRunState({ prisma: db.prisma, events, trace }),
+    runs: new PrismaRunState({ prisma: db.prisma, events, trace, dailyCostLimit: options.dailyCostLimit }),
     log: new PrismaConversationLog(db.prisma),
     spills: new PrismaSpillStore(db.prisma),
     output: new BusRunOutput(events),

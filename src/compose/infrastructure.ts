@@ -143,6 +143,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     sandboxDir: config.sandboxDir,
     toolTimeoutMs: config.toolTimeoutMs,
     approvals: config.toolApprovals,
+    dailyCostLimit: config.dailyCostLimit,
     otlpEndpoint: config.otlpEndpoint,
     maxTraceRecords: config.maxTraceRecords,
     compactionPolicies: config.compactionPolicies,

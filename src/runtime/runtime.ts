@@ -1,6 +1,7 @@
 // The agent runtime of one instance: executor and worker over the ports it is given — the run
 // state, the conversation log, the spill store and the trace — which the composition root
 // (compose/core.ts) builds over the database.
+import type { CostBounds } from "./loop/cost-caps.js";
 import type { Tokenizer } from "./ports/tokenizer.js";
 import path from "node:path";
 import type { SpillPolicy } from "./spill/spill-policy.js";
@@ -87,6 +88,10 @@ export type RuntimeOptions = {
    * requests are stamped and expired by (tests move it).
    */
   approvals?: { rules?: Record<string, "always" | "never">; timeoutSeconds?: number; now?: () => Date };
+  /** The operator's default daily cost limit per principal (DAILY_COST_LIMIT, USD); read with each run's requests. */
+  dailyCostLimit?: string;
+  /** Prices the bound of each model request for the cost caps (the price table); without it no cost cap is checked. */
+  costs?: CostBounds;
 };
 
 export type Runtime = {
@@ -179,6 +184,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     }),
     tools: runTools({ services, spills }, options),
     approvals,
+    costs: options.costs,
   });
   const { sweeper, artifactSweeper } = sweepers({ spills, services, logger }, options);
   const worker = new RunWorker({

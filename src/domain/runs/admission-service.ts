@@ -34,6 +34,13 @@ export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeco
 /** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
 export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
 
+/** A cost limit in USD: a positive decimal with at most 10 places (the DECIMAL(20,10) columns). */
+export const costLimit = z
+  .string()
+  .trim()
+  .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 2.50, with at most 10 decimal places")
+  .refine((v) => Number(v) > 0, "must be more than 0");
+
 /** A run's limits as admissions (and schedules) take them: omitted ones take DEFAULT_LIMITS. */
 export const runLimits = z.object({
   maxTurns: z
@@ -57,6 +64,9 @@ export const runLimits = z.object({
     .max(7 * 24 * 3600)
     .nullish()
     .transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
+  // Absent caps stay absent (undefined): the fingerprint of a request without them is unchanged.
+  maxCost: costLimit.nullish().transform((v) => v ?? undefined),
+  confirmCostAbove: costLimit.nullish().transform((v) => v ?? undefined),
 });
 
 const admitInput = z.object({

@@ -28,7 +28,7 @@ export type OneStatementAdmission = {
   /** The agent profile version the run executes. */
   agentProfileId: string;
   question: string;
-  limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number };
+  limits: { maxTurns: number; tokenBudget: number; deadlineSeconds: number; maxCost?: string; confirmCostAbove?: string };
   /** Orders the run among its owner's queued runs (higher first). */
   priority: number;
   /** Distinct tags in order, and flat string metadata (run-labels.ts). */
@@ -73,6 +73,9 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   stopRequestedAt: "stop_requested_at",
   stopRequestedBy: "stop_requested_by",
   failureReason: "failure_reason",
+  stopReason: "stop_reason",
+  maxCost: "max_cost",
+  confirmCostAbove: "confirm_cost_above",
   createdAt: "created_at",
   startedAt: "started_at",
   finishedAt: "finished_at",
@@ -140,12 +143,12 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,
-                       continues_publication_id, created_at)
+                       continues_publication_id, created_at, max_cost, confirm_cost_above)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
              gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)},
              ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[],
-             ${p(a.continuesPublicationId ?? null)}::text, ${now}
+             ${p(a.continuesPublicationId ?? null)}::text, ${now}, ${p(a.limits.maxCost ?? null)}::numeric, ${p(a.limits.confirmCostAbove ?? null)}::numeric
         FROM gate, conversation
       RETURNING ${RUN_RETURNING}),
     materials AS (

@@ -14,6 +14,7 @@ import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
 import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
+import { stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
 import type { Announcement, SpanEnding, Transition } from "./transitions.js";
 import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
 
@@ -107,7 +108,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   if (row.slot === "RELEASE" || (row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner === null)) await releaseSlot(tx, run);
   if (row.webhook === "STATUS") {
     const failureReason = details.outcome?.type === "failed" ? details.outcome.reason : null;
-    await recordRunEvent(tx, { ...run, failureReason }, status, { events: details.events, after });
+    await recordRunEvent(tx, { ...run, failureReason, stopReason: stopReasonAfter(row, details.outcome) }, status, { events: details.events, after });
   }
   if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED");
   if (row.traceEvent) changes.push(await markRunSpan(tx, run.id, row.traceEvent, details));
@@ -176,8 +177,10 @@ async function moveRun(
 ): Promise<{ leaseOwner: string | null } | null> {
   const where: Record<string, unknown> = { id: run.id, status: { in: [...row.from] } };
   const data: Record<string, unknown> = { ...leaseAfter(row.lease), ...(row.to === status && row.from.includes(status) ? {} : { status }) };
-  const terminal = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(status);
+  const terminal = (TERMINAL_STATUSES as readonly string[]).includes(status);
   if (terminal && !row.from.includes(status)) data.finishedAt = details.at;
+  const stopReason = stopReasonAfter(row, details.outcome);
+  if (stopReason) data.stopReason = stopReason;
   if (details.stop) Object.assign(data, { stopMode: details.stop.mode, stopRequestedAt: details.stop.at, stopRequestedBy: details.stop.by });
   switch (row.name) {
     case "admit":
@@ -196,6 +199,13 @@ async function moveRun(
       const outcome = details.outcome;
       data.answer = outcome?.type === "final" ? toStored(outcome.answer) : null;
       data.concludedEarly = true;
+      break;
+    }
+    case "budgetStop": {
+      // The text the run had when a cost cap stopped it: kept, never a complete reply.
+      const outcome = details.outcome;
+      const text = outcome?.type === "final" ? outcome.answer : "";
+      Object.assign(data, text ? { answer: toStored(text), answerPartial: true } : { answer: null });
       break;
     }
     case "requestStop":

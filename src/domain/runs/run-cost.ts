@@ -5,9 +5,15 @@ import type { SpanCost } from "../trace/trace-writes.js";
 
 /** Adds a model span's cost to its run; an unpriced span marks the run's cost as incomplete. */
 export async function chargeRunIn(tx: Prisma.TransactionClient, runId: string, cost: SpanCost): Promise<void> {
-  await tx.run.update({
+  const run = await tx.run.update({
     where: { id: runId },
     data: cost.amount === null ? { costUnpriced: true } : { cost: { increment: cost.amount } },
-    select: { id: true },
+    select: { ownerId: true },
   });
+  // The principal's spend today (UTC), in the same transaction: the daily cost limit reads one row.
+  if (cost.amount !== null) {
+    await tx.$executeRaw`INSERT INTO principal_daily_cost (principal_id, day, cost)
+      VALUES (${run.ownerId}, (now() AT TIME ZONE 'UTC')::date, ${String(cost.amount)}::numeric)
+      ON CONFLICT (principal_id, day) DO UPDATE SET cost = principal_daily_cost.cost + EXCLUDED.cost`;
+  }
 }

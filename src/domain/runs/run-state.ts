@@ -12,6 +12,7 @@ import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { within } from "../transaction.js";
+import { readRunRequests, type RunRequests } from "./run-requests.js";
 import type { SpanRef } from "./vocabulary.js";
 
 export type PrismaRunStateDeps = {
@@ -19,6 +20,8 @@ export type PrismaRunStateDeps = {
   events: EventPublisher;
   /** Where committed trace changes are announced, and spans ended outside an attempt exported (the runtime's trace). */
   trace: { announce(changes: readonly (TraceChange | null)[]): void; exportEnded(spanIds: string[]): void };
+  /** The operator's default daily cost limit per principal (DAILY_COST_LIMIT, USD); null: none. */
+  dailyCostLimit?: string | null;
 };
 
 /** The run state of the runtime's RunState port (runtime/ports/run-state.ts), in the database. */
@@ -103,12 +106,8 @@ export class PrismaRunState {
     return next?.id ?? null;
   }
 
-  async requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean; inputs: boolean }> {
-    const run = await this.deps.prisma.run.findUnique({
-      where: { id: runId },
-      select: { stopMode: true, pauseRequestedAt: true, _count: { select: { inputs: { where: { status: "PENDING" } } } } },
-    });
-    return { stop: run?.stopMode ?? null, pause: run?.pauseRequestedAt != null, inputs: (run?._count.inputs ?? 0) > 0 };
+  requests(runId: string): Promise<RunRequests> {
+    return readRunRequests(this.deps.prisma, runId, this.deps.dailyCostLimit ?? null);
   }
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {

@@ -54,6 +54,7 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
 
 /** The row an outcome settles by: a stop the attempt acted on (AFTER_TURN, CONCLUDE) is a row of its own. */
 const settleRowOf = (outcome: Outcome): Transition => {
+  if (outcome.type === "final" && outcome.budget) return TRANSITIONS.budgetStop;
   if (outcome.type === "final" && outcome.concluded) return TRANSITIONS.conclude;
   if (outcome.type === "interrupted" && outcome.afterTurn) return TRANSITIONS.stopAfterTurn;
   return TRANSITIONS.settle;

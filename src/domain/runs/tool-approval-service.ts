@@ -39,6 +39,8 @@ export type NewApproval = {
   messageId: string;
   toolCallId: string;
   toolName: string;
+  /** COST_CONFIRMATION: whether the run may spend past its confirmCostAbove; a tool call by default. */
+  kind?: "TOOL_CALL" | "COST_CONFIRMATION";
   arguments: string;
   /** The tool's input schema as stored text (JSON Schema): what an EDIT decision is checked against. */
   inputSchema: string | null;

@@ -7,7 +7,7 @@
 // schedules) is a new row here, not a new list of side effects somewhere else. One effect goes
 // with the status itself rather than a column: every row that reaches a terminal status releases
 // the run's pending steering inputs (steering.ts), so no row can end a run and leave one pending.
-import type { AttemptOutcome, RunStatusName } from "./vocabulary.js";
+import type { AttemptOutcome, RunStatusName, RunStopReason } from "./vocabulary.js";
 
 export type TransitionName =
   | "admit"
@@ -33,7 +33,8 @@ export type TransitionName =
   | "requestConclusionPaused"
   | "concludeWaiting"
   | "stopAfterTurn"
-  | "conclude";
+  | "conclude"
+  | "budgetStop";
 
 /**
  * What is announced after commit: the trace changes (live subscribers, the OTLP exporter), the
@@ -82,6 +83,11 @@ export type Transition = {
   readonly webhook: "NONE" | "STATUS" | "RUN_RESUMED";
   /** An event on the run's RUN span (when the run has one) that marks the transition in its trace. */
   readonly traceEvent?: "PAUSE_REQUESTED" | "PAUSED" | "RESUMED";
+  /**
+   * Run.stopReason: a row that ends a run names why (OUTCOME: as the attempt's outcome says,
+   * stop-reasons.ts); KEEP: a row that does not end a run, or one of a run already ended.
+   */
+  readonly stopReason: RunStopReason | "OUTCOME" | "KEEP";
   readonly announce: readonly Announcement[];
 };
 
@@ -98,6 +104,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["RUN"],
   },
   // The claim statement (claim.ts) chooses the run and takes it; the question enters the log.
@@ -112,6 +119,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "TAKE",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // A running run whose lease expired (or was handed back): the attempt before it is ended.
@@ -126,6 +134,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "TAKE",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // Calls of the attempt wait for decisions: no lease, the slot kept.
@@ -140,6 +149,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "STATUS",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // Every request was decided while the step still ran: the attempt ends, the run is claimable at once.
@@ -154,6 +164,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "RUN"],
   },
   // Every request decided: claimable again, as a handed-back run is.
@@ -168,6 +179,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["STATUS", "RUN"],
   },
   // A stopping worker gives the run back; it resumes before anything queued after it.
@@ -182,6 +194,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "RUN"],
   },
   // The attempt ends the run: SUCCEEDED, FAILED, or stopped for good (CANCELLED, TIMED_OUT).
@@ -196,6 +209,7 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "STATUS",
+    stopReason: "OUTCOME",
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
   // Final the moment it commits; an attempt still holding the run keeps lease and slot until it stops.
@@ -210,6 +224,7 @@ export const TRANSITIONS = {
     proposals: "DROP",
     slot: "RELEASE_UNLESS_HELD",
     webhook: "STATUS",
+    stopReason: "CANCELLED",
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
   // The sweep ends a WAITING run past its deadline, as an attempt would settle it.
@@ -224,6 +239,7 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "STATUS",
+    stopReason: "DEADLINE",
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
   // A cancelled run's attempt stopped: it gives back its lease and the slot.
@@ -238,6 +254,7 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "NEXT_IN_CONVERSATION"],
   },
   // A cancelled run whose attempt's instance is gone or frozen: the sweep gives back what it held.
@@ -252,6 +269,7 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "NEXT_IN_CONVERSATION"],
   },
   // Pause (pauseRun): a running run is asked to pause, durably; its attempt pauses it at the next
@@ -268,6 +286,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "NONE",
     traceEvent: "PAUSE_REQUESTED",
+    stopReason: "KEEP",
     announce: ["TRACE"],
   },
   // resumeRun before the attempt reached its safe point: the request is withdrawn, the run goes on.
@@ -283,6 +302,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "NONE",
     traceEvent: "RESUMED",
+    stopReason: "KEEP",
     announce: ["TRACE"],
   },
   // The attempt reached a safe point with a pause requested: it lets go of the run (and its
@@ -299,6 +319,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "STATUS",
     traceEvent: "PAUSED",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // A queued run (not claimable while paused) or a waiting one (decisions made meanwhile are kept).
@@ -314,6 +335,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "STATUS",
     traceEvent: "PAUSED",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // resumeRun: queued again, claimable by any worker; the next attempt goes on from the log.
@@ -329,6 +351,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "RUN_RESUMED",
     traceEvent: "RESUMED",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS", "RUN"],
   },
   // resumeRun on a run paused while its calls waited and some still wait: it waits again.
@@ -344,6 +367,7 @@ export const TRANSITIONS = {
     slot: "KEEP",
     webhook: "RUN_RESUMED",
     traceEvent: "RESUMED",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
   // Stop modes (cancelRun). NOW is the cancel row (the stop request recorded with it) and, once
@@ -360,6 +384,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "STOP"],
   },
   // CONCLUDE on a queued run: it stays queued; once claimed it makes only the concluding request.
@@ -374,6 +399,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["STOP"],
   },
   // CONCLUDE on a paused run: it stays paused; once resumed and claimed it makes only the concluding request.
@@ -388,6 +414,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["STOP"],
   },
   // CONCLUDE on a run waiting for decisions: its held calls are rejected and it is claimable at
@@ -403,6 +430,7 @@ export const TRANSITIONS = {
     proposals: "KEEP",
     slot: "KEEP",
     webhook: "NONE",
+    stopReason: "KEEP",
     announce: ["TRACE", "STATUS", "RUN", "STOP"],
   },
   // AFTER_TURN taken: the turn's tool calls finished and are logged; the run ends before its next
@@ -418,6 +446,7 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "STATUS",
+    stopReason: "STOPPED_AFTER_TURN",
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
   // CONCLUDE taken: the last request's answer settles the run SUCCEEDED, published like any answer.
@@ -432,6 +461,24 @@ export const TRANSITIONS = {
     proposals: "SETTLE_STEPS",
     slot: "RELEASE",
     webhook: "STATUS",
+    stopReason: "CONCLUDED",
+    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+  },
+  // A cost cap reached before a model request (maxCost, the daily limit, the monthly budget, or a
+  // cost confirmation refused): the run ends SUCCEEDED with the text it has so far as a partial
+  // answer (answerComplete false), published like any answer, stopReason BUDGET.
+  budgetStop: {
+    name: "budgetStop",
+    from: ["RUNNING"],
+    to: "SUCCEEDED",
+    lease: "RELEASE",
+    attempt: "COMPLETED",
+    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
+    approvals: "REJECT",
+    proposals: "SETTLE_STEPS",
+    slot: "RELEASE",
+    webhook: "STATUS",
+    stopReason: "BUDGET",
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
 } as const satisfies { [Name in TransitionName]: Transition & { name: Name } };

@@ -3,10 +3,15 @@
 // ports speak these types (runtime/ports/run-state.ts re-exports them); the transitions
 // (transitions.ts) are written in them.
 import type { RunStatusName } from "../../events/topics.js";
+import type { RunStopReason } from "../../generated/prisma/enums.js";
 import type { AfterCommit } from "../after-commit.js";
 import type { Tx } from "../transaction.js";
 
-export type { RunStatusName };
+export type { RunStatusName, RunStopReason };
+
+import type { BudgetStop, CostCap } from "../costs/caps.js";
+
+export type { BudgetStop, CostCap };
 
 /** A run as admitted and as its attempts left it: the row the worker claims and the loop executes. */
 export type RunRecord = {
@@ -62,7 +67,8 @@ export type FailureReason = "MAX_TURNS" | "TOKEN_BUDGET" | "CONTEXT_OVERFLOW" | 
 /** What an attempt ends with: an answer, a stop, calls that wait for decisions, or a failure. */
 export type Outcome =
   /** `concluded`: the answer of the one last request a CONCLUDE stop made (the run concluded early). */
-  | { type: "final"; answer: string; concluded?: boolean }
+  /** `budget`: a cost cap stopped the run before a model request; `answer` is the text it had so far (partial). */
+  | { type: "final"; answer: string; concluded?: boolean; budget?: BudgetStop }
   /** `partialAnswer`: the text a model reply had streamed when the run was stopped NOW. */
   /** `afterTurn`: the run stops (CANCELLED) before its next model request, as an AFTER_TURN stop asked. */
   /** `databaseFailed`: the database failed the attempt (transient), which hands the run back to resume later. */

@@ -85,7 +85,7 @@ const RUN_SUMMARIES = {
  */
 export async function recordRunEvent(
   tx: Prisma.TransactionClient,
-  run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null },
+  run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; failureReason?: string | null; stopReason?: string | null },
   status: string,
   wake?: WebhookWake,
   as?: keyof typeof RUN_SUMMARIES,
@@ -103,6 +103,8 @@ export async function recordRunEvent(
         workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
         conversationId: encodeGlobalId("Conversation", run.conversationId),
         status,
+        // How an ended run ended (Run.stopReason); absent from the events of a run still going.
+        ...(run.stopReason ? { stopReason: run.stopReason } : {}),
         summary,
       },
     },
@@ -114,7 +116,7 @@ export async function recordRunEvent(
 export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string, wake?: WebhookWake): Promise<void> {
   const run = await tx.run.findUnique({
     where: { id: runId },
-    select: { id: true, ownerId: true, workspaceId: true, conversationId: true, failureReason: true },
+    select: { id: true, ownerId: true, workspaceId: true, conversationId: true, failureReason: true, stopReason: true },
   });
   if (run) await recordRunEvent(tx, run, status, wake);
 }

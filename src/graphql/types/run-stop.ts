@@ -1,7 +1,7 @@
 // Stopping a run (cancelRun) in its three modes, and what a run shows of a stop: the request, a
 // partial answer, an answer concluded early. The rules are the domain's (domain/runs/run-service.ts).
 import type { Run } from "../../generated/prisma/client.js";
-import { CancelMode } from "../../generated/prisma/enums.js";
+import { CancelMode, RunStopReason } from "../../generated/prisma/enums.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
@@ -27,6 +27,27 @@ export const CancelModeEnum = builder.enumType(CancelMode, {
   } as const,
 });
 
+export const RunStopReasonEnum = builder.enumType(RunStopReason, {
+  name: "RunStopReason",
+  description: "How a run ended (Run.stopReason): every way a run ends has one.",
+  values: {
+    ANSWERED: { description: "SUCCEEDED: the model gave its final reply." },
+    CONCLUDED: { description: "SUCCEEDED: a CONCLUDE stop (cancelRun) made one last request without tools; concludedEarly true." },
+    CANCELLED: { description: "CANCELLED: stopped NOW (cancelRun), or its conversation was interrupted by a new run (multitask INTERRUPT)." },
+    STOPPED_AFTER_TURN: { description: "CANCELLED: an AFTER_TURN stop (cancelRun) taken once the turn's tool calls had finished." },
+    DEADLINE: { description: "TIMED_OUT: the run reached its deadline (RunLimits.deadlineSeconds), running or waiting for decisions." },
+    BUDGET: {
+      description:
+        "SUCCEEDED: a cost cap stopped the run before a model request — RunLimits.maxCost, the principal's daily cost limit or Workspace.monthlyBudget — or its owner refused to go on past RunLimits.confirmCostAbove. The text it had so far is its answer (answerComplete false); the trace's BUDGET event says which cap, its limit and what was spent.",
+    },
+    MAX_TURNS: { description: "FAILED: the run used all its turns (RunLimits.maxTurns)." },
+    TOKEN_BUDGET: { description: "FAILED: the run used its token budget (RunLimits.tokenBudget)." },
+    CONTEXT_OVERFLOW: { description: "FAILED: the next request did not fit the model's context window." },
+    MODEL_ERROR: { description: "FAILED: the model's request failed." },
+    INTERNAL_ERROR: { description: "FAILED: Dossier itself failed (a bug or the database); the logs say more." },
+  },
+});
+
 const RunStopRequest = builder.objectRef<Pick<Run, "stopMode" | "stopRequestedAt" | "stopRequestedBy">>("RunStopRequest").implement({
   description: "A stop requested of a run (cancelRun): final once recorded, whether it is pending or was taken.",
   fields: (t) => ({
@@ -48,6 +69,11 @@ builder.prismaObjectFields(RunNode, (t) => ({
       "True when answer holds a complete model reply; false when it holds the text a reply had streamed when the run was stopped NOW — and false when there is no answer at all.",
     select: { answer: true, answerPartial: true },
     resolve: (run) => run.answer !== null && !run.answerPartial,
+  }),
+  stopReason: t.expose("stopReason", {
+    type: RunStopReasonEnum,
+    nullable: true,
+    description: "How the run ended (RunStopReason); null while it has not ended.",
   }),
   concludedEarly: t.exposeBoolean("concludedEarly", {
     description: "True when the answer came from the one last request a CONCLUDE stop made (cancelRun), without tools; the run then ended SUCCEEDED.",

@@ -23,7 +23,7 @@ export async function callModel(
   deps: { model: ModelPort; output?: RunOutput },
   turn: ModelCallTurn,
   parent: SpanRef,
-  { messages, recorded }: { messages: ChatMessage[]; recorded: RecordedMessage[] },
+  { messages, recorded, maxOutputTokens }: { messages: ChatMessage[]; recorded: RecordedMessage[]; maxOutputTokens?: number },
   budget: object,
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
@@ -46,12 +46,15 @@ export async function callModel(
       async (span) => {
         const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
         try {
-          const response = await model.complete({ messages, tools: [...turn.tools.values()].map((t) => t.schema), signal }, (event) => {
-            output?.report(event);
-            if (event.type === "text" && streamed) streamed.text += event.delta;
-            // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-            if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
-          });
+          const response = await model.complete(
+            { messages, tools: [...turn.tools.values()].map((t) => t.schema), signal, ...(maxOutputTokens && { maxOutputTokens }) },
+            (event) => {
+              output?.report(event);
+              if (event.type === "text" && streamed) streamed.text += event.delta;
+              // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+              if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
+            },
+          );
           return { response, span };
         } finally {
           output?.end();

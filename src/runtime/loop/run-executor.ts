@@ -28,6 +28,8 @@ import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
+import type { CostState } from "../../domain/costs/caps.js";
+import { checkCostCaps, type CostBounds } from "./cost-caps.js";
 
 export type { AgentProfile };
 
@@ -83,6 +85,8 @@ export type ExecutorDeps = {
   approvals?: ApprovalSettings;
   /** Where model output is reported while it streams, for live subscribers (runOutput). */
   output?: RunOutput;
+  /** Prices the bound of each model request for the cost caps; without it no cost cap is checked. */
+  costs?: CostBounds;
 };
 
 /** A part of the runtime that takes part in each run at fixed points. */
@@ -102,6 +106,8 @@ type Turn = {
   streamed: { text: string };
   /** Steering inputs waited when the run's requests were last read: the turn delivers them first. */
   inputsPending?: boolean;
+  /** The run's cost caps and spends as last read, checked before the turn's model request. */
+  costs?: CostState;
 };
 
 type Step = HeldStep;
@@ -158,8 +164,9 @@ export class RunExecutor {
       for (;;) {
         // A stop or a pause asked for (on any instance), and whether steering inputs wait, are read
         // before every model request, in one read: the run row and its inputs are their one record.
-        const { stop, pause, inputs } = await this.deps.runs.requests(run.id);
+        const { stop, pause, inputs, costs } = await this.deps.runs.requests(run.id);
         turn.inputsPending = inputs;
+        turn.costs = costs;
         if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
         if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
         if (pause && safePoint) return PAUSED;
@@ -287,8 +294,12 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
+    const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun() };
+    const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
+    if (capped.step) return capped.step;
     turn.streamed.text = "";
-    const { response, span: requestSpan } = await callModel(this.deps, turn, span, { messages, recorded }, budget, turn.streamed);
+    const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens };
+    const { response, span: requestSpan } = await callModel(this.deps, turn, span, request, budget, turn.streamed);
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });

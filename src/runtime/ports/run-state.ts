@@ -19,6 +19,7 @@ import type {
   SpanRef,
 } from "../../domain/runs/vocabulary.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
+import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { TokenUsage } from "./model.js";
 
 export type {
@@ -78,9 +79,10 @@ export interface RunState {
   /**
    * What was asked of the run while it runs, read before every model request: the stop (cancelRun's
    * mode), if any, whether its owner asked it to pause (pauseRun) at its next safe point, and
-   * whether steering inputs (steerRun) wait to be delivered.
+   * whether steering inputs (steerRun) wait to be delivered, and the run's cost caps with what was
+   * spent against each (domain/costs/caps.ts).
    */
-  requests(runId: string): Promise<{ stop: CancelMode | null; pause: boolean; inputs: boolean }>;
+  requests(runId: string): Promise<RunRequests>;
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
   /**

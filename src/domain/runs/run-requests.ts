@@ -1,0 +1,56 @@
+// The one read before every model request (run-executor.ts): the stop and pause asked of the run,
+// whether steering inputs wait, and its cost caps with what was spent against each — the run's
+// cost, its principal's spend today (the per-day counter row) and, when its workspace has a
+// monthly budget, what the workspace's runs admitted this UTC month cost. One statement.
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { CancelMode } from "./vocabulary.js";
+import { type Confirmation, type CostState, decimalOrNull } from "../costs/caps.js";
+
+export type RunRequests = { stop: CancelMode | null; pause: boolean; inputs: boolean; costs: CostState };
+
+type Row = {
+  stop_mode: CancelMode | null;
+  pause: boolean;
+  inputs: boolean;
+  cost: string;
+  max_cost: string | null;
+  confirm_cost_above: string | null;
+  confirmation: "APPROVE" | "REJECT" | "EDIT" | "OPEN" | null;
+  daily_limit: string | null;
+  daily_spent: string | null;
+  monthly_budget: string | null;
+  monthly_spent: string | null;
+};
+
+const SQL = `
+  SELECT r.stop_mode::text AS stop_mode, r.pause_requested_at IS NOT NULL AS pause,
+         EXISTS (SELECT 1 FROM run_input i WHERE i.run_id = r.id AND i.status = 'PENDING') AS inputs,
+         r.cost::text AS cost, r.max_cost::text AS max_cost, r.confirm_cost_above::text AS confirm_cost_above,
+         (SELECT coalesce(a.decision::text, 'OPEN') FROM tool_approval a WHERE a.run_id = r.id AND a.kind = 'COST_CONFIRMATION'
+           ORDER BY a.requested_at DESC LIMIT 1) AS confirmation,
+         coalesce(p.daily_cost_limit, $2::numeric)::text AS daily_limit,
+         (SELECT d.cost FROM principal_daily_cost d WHERE d.principal_id = r.owner_id AND d.day = (now() AT TIME ZONE 'UTC')::date)::text AS daily_spent,
+         w.monthly_budget::text AS monthly_budget,
+         CASE WHEN w.monthly_budget IS NOT NULL THEN
+           (SELECT coalesce(sum(m.cost), 0) FROM run m WHERE m.workspace_id = w.id
+              AND m.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::text END AS monthly_spent
+    FROM run r JOIN principal p ON p.id = r.owner_id LEFT JOIN workspace w ON w.id = r.workspace_id
+   WHERE r.id = $1`;
+
+const CONFIRMATIONS: Record<NonNullable<Row["confirmation"]>, Confirmation> = { OPEN: "WAITING", APPROVE: "APPROVED", EDIT: "APPROVED", REJECT: "REJECTED" };
+
+/** Reads what was asked of the run and its cost caps; `dailyCostLimit` is the operator default (DAILY_COST_LIMIT). */
+export async function readRunRequests(prisma: PrismaClient, runId: string, dailyCostLimit: string | null): Promise<RunRequests> {
+  const [row] = await prisma.$queryRawUnsafe<Row[]>(SQL, runId, dailyCostLimit);
+  const dailyLimit = decimalOrNull(row?.daily_limit);
+  const monthlyBudget = decimalOrNull(row?.monthly_budget);
+  const costs: CostState = {
+    spent: decimalOrNull(row?.cost) ?? decimalOrNull("0")!,
+    maxCost: decimalOrNull(row?.max_cost),
+    confirmCostAbove: decimalOrNull(row?.confirm_cost_above),
+    confirmation: row?.confirmation ? CONFIRMATIONS[row.confirmation] : "NONE",
+    daily: dailyLimit ? { limit: dailyLimit, spent: decimalOrNull(row?.daily_spent ?? "0")! } : null,
+    monthly: monthlyBudget ? { limit: monthlyBudget, spent: decimalOrNull(row?.monthly_spent ?? "0")! } : null,
+  };
+  return { stop: row?.stop_mode ?? null, pause: row?.pause ?? false, inputs: row?.inputs ?? false, costs };
+}
