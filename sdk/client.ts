@@ -67,7 +67,7 @@ export type DossierClient = {
   /**
    * A run's trace updates that survive reconnects: after the socket drops (a network blip, a
    * server restart) the stream continues from the last update seen — no gap, no duplicate. It
-   * ends after TRACE_ENDED or RESYNC_REQUIRED, or when you stop iterating.
+   * ends after TRACE_ENDED, RESYNC_REQUIRED or TRACE_EXPIRED (the trace expired under its retention policy), or when you stop iterating.
    */
   traceUpdates(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<TraceUpdate>;
   /**
@@ -241,10 +241,10 @@ async function* resumableTraceUpdates(
       for await (const { traceUpdates: update } of stream) {
         attempt = 0;
         // The socket client re-sends a subscription after reconnecting; skip what was seen.
-        if (Number(update.seq) <= last && update.kind !== "RESYNC_REQUIRED") continue;
+        if (Number(update.seq) <= last && update.kind !== "RESYNC_REQUIRED" && update.kind !== "TRACE_EXPIRED") continue;
         last = Number(update.seq);
         yield update;
-        if (update.kind === "TRACE_ENDED" || update.kind === "RESYNC_REQUIRED") return;
+        if (update.kind === "TRACE_ENDED" || update.kind === "RESYNC_REQUIRED" || update.kind === "TRACE_EXPIRED") return;
       }
       return;
     } catch (error) {

@@ -8,7 +8,7 @@ let counter = 0;
 
 /** A principal and a conversation its seeded runs belong to. */
 export async function seedOwner(prisma: PrismaClient, id = `owner-${++counter}`): Promise<{ principalId: string; conversationId: string }> {
-  await prisma.principal.create({ data: { id, name: id } });
+  await prisma.principal.upsert({ where: { id }, create: { id, name: id }, update: {} });
   const conversation = await prisma.conversation.create({ data: { ownerId: id, title: "retention" } });
   return { principalId: id, conversationId: conversation.id };
 }

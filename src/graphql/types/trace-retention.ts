@@ -11,7 +11,7 @@ import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ErrorInterface } from "./errors.js";
 import { RunNode } from "./run.js";
 
-const RetentionModeEnum = builder.enumType(RetentionMode, {
+export const RetentionModeEnum = builder.enumType(RetentionMode, {
   name: "RetentionMode",
   description:
     "What an expired trace keeps. DELETE: nothing of it — its spans, events, payloads and replay log are removed. KEEP_SUMMARY: its spans' skeleton — kind, name, start and end, status and model usage — while events, payloads, span attributes and the replay log are removed. Either way the run, its answer, usage, its log entries, publications and the ledger are never touched.",
