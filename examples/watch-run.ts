@@ -73,6 +73,8 @@ function describe(update: TraceUpdate, depth: Map<string, number>): string {
       return `${seq} trace ended`;
     case "RESYNC_REQUIRED":
       return `${seq} fell behind: re-read run.trace and subscribe again`;
+    case "TRACE_EXPIRED":
+      return `${seq} trace expired on ${update.at} (${update.expiredMode})`;
   }
 }
 

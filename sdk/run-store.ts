@@ -220,6 +220,11 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
       ({ traceUpdates: update }) => {
         // Fell behind: open it again after what was applied (follow does).
         if (update.kind === "RESYNC_REQUIRED") throw new Error("fell behind the trace");
+        // Expired under its retention policy: nothing more will come.
+        if (update.kind === "TRACE_EXPIRED") {
+          traceEnded = true;
+          return changed();
+        }
         // graphql-ws re-sends a subscription with its first variables after a reconnect: skip what was applied.
         if (trace.seq !== undefined && parsePosition(update.seq)[0] <= parsePosition(trace.seq)[0]) return;
         if (update.kind === "TRACE_ENDED") traceEnded = true;

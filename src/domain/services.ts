@@ -25,6 +25,7 @@ import type { LinkService } from "./workspace/link-service.js";
 import type { WorkspaceService } from "./workspace/workspace-service.js";
 import type { WebhookService } from "./webhooks/webhook-service.js";
 import type { ScheduleService } from "./schedules/schedule-service.js";
+import type { TraceRetention } from "./trace/retention/retention-service.js";
 
 export type Services = {
   principals: PrincipalService;
@@ -61,4 +62,6 @@ export type Services = {
   schedules: ScheduleService;
   /** Model prices (setModelPrice, modelPrices) and what runs cost. */
   costs: CostService;
+  /** Trace retention: policies, pins, what a trace's readers are told, and the expiry sweep. */
+  retention: TraceRetention;
 };

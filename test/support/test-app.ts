@@ -60,8 +60,10 @@ export type TestAppOptions = {
   metricsToken?: string;
   /** Where the app logs; silent by default (TEST_LOGS=1: debug lines on stderr). */
   logger?: Logger;
-  /** The clock artifact expiry and late tool-call decisions are decided by. */
+  /** The clock artifact expiry, late tool-call decisions and trace retention are decided by. */
   now?: () => Date;
+  /** Trace retention's operator default (TRACE_RETENTION_DAYS, TRACE_RETENTION_MODE) and sweep batches. */
+  retention?: Parameters<typeof createApp>[0]["retention"];
   /** Webhook settings; `deliver: true` starts delivering them (none by default). */
   webhooks?: Parameters<typeof createApp>[0]["webhooks"];
   /** GRAPHIQL and trusted documents (TRUSTED_DOCUMENTS_ONLY, TRUSTED_DOCUMENTS_DIR's manifests). */
@@ -94,6 +96,7 @@ export async function startTestApp(
     metricsToken,
     logger,
     now,
+    retention,
     webhooks,
     graphiql,
     trustedDocuments,
@@ -121,6 +124,7 @@ export async function startTestApp(
     viewerFrameAncestors,
     metricsToken,
     now,
+    retention,
     // On PostgreSQL, webhooks are delivered through pg-boss in the app's own database, as the server does.
     webhooks: webhooks?.deliver && opened.url ? { postgresUrl: opened.url, ...webhooks } : webhooks,
     graphiql,

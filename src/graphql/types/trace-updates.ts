@@ -6,6 +6,7 @@ import { parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { SpanEventObject, SpanObject } from "./trace.js";
+import { RetentionModeEnum } from "./trace-retention.js";
 
 const TraceUpdateKind = builder.enumType("TraceUpdateKind", {
   values: {
@@ -16,6 +17,10 @@ const TraceUpdateKind = builder.enumType("TraceUpdateKind", {
     TRACE_ENDED: { description: "The run settled; the stream completes after this update." },
     RESYNC_REQUIRED: {
       description: "You fell too far behind: re-read the trace (run.trace) and subscribe again with afterSeq from it.",
+    },
+    TRACE_EXPIRED: {
+      description:
+        "The trace expired under its retention policy (README: Trace retention): `at` is when, `expiredMode` what it kept; the stream completes after this update, the first and only one a subscription to an expired trace gets.",
     },
   } satisfies Record<TraceUpdate["type"], unknown>,
 });
@@ -38,6 +43,12 @@ const TraceUpdateRef = builder.objectRef<TraceUpdate>("TraceUpdate").implement({
         "Null for TRACE_ENDED. (Updates recorded before Dossier kept a span's state with its update show the span as it is now.)",
       resolve: (update, _args, ctx) => spanOfUpdate(update, ctx.prisma),
     }),
+    expiredMode: t.field({
+      type: RetentionModeEnum,
+      nullable: true,
+      description: "TRACE_EXPIRED: what expiry kept of the trace (run.trace answers TraceExpiredError). Null for the other kinds.",
+      resolve: (update) => (update.type === "TRACE_EXPIRED" ? update.mode : null),
+    }),
     event: t.field({
       type: SpanEventObject,
       nullable: true,
@@ -52,7 +63,7 @@ builder.subscriptionField("traceUpdates", (t) =>
     type: TraceUpdateRef,
     description:
       "A run's span and event updates: first every change after `afterSeq` (all of them without it), then live ones. " +
-      "Completes after TRACE_ENDED, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
+      "Completes after TRACE_ENDED, after RESYNC_REQUIRED when the subscriber falls too far behind, or at once with TRACE_EXPIRED when the trace expired.",
     args: {
       runId: t.arg.id({ required: true }),
       afterSeq: t.arg.string({

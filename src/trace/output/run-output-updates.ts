@@ -118,6 +118,8 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (change === "end") return yield update(at(last, calls), "RUN_DONE");
       if (change.type === "RESYNC_REQUIRED") return yield update(at(last, calls), "RESYNC_REQUIRED");
       if (change.type === "TRACE_ENDED") return yield update(String(change.seq), "RUN_DONE");
+      // An expired trace has no output to give: the run is long done.
+      if (change.type === "TRACE_EXPIRED") return yield update(String(change.seq), "RUN_DONE");
       if (change.type === "SPAN_ENDED" && change.spanId && (await isModelCall(prisma, change))) {
         ending = { seq: change.seq, spanId: change.spanId, until: performance.now() + (options.settleMs ?? 1_000) };
         continue;

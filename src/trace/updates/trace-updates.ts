@@ -10,7 +10,9 @@ import { type JsonValue, spanAfterOf } from "../../domain/json-columns.js";
 
 export type TraceUpdate =
   | (Omit<TraceChangeMessage, "at"> & { at: Date })
-  | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; span: null; at: Date };
+  | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; span: null; at: Date }
+  /** The trace expired under its retention policy (at: when): nothing of it can be replayed. */
+  | { traceId: string; seq: number; type: "TRACE_EXPIRED"; spanId: null; eventId: null; span: null; at: Date; mode: "DELETE" | "KEEP_SUMMARY" };
 
 const PAGE = 500;
 /**
@@ -40,12 +42,18 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
   const live = liveBuffer(options);
   try {
     let last = options.afterSeq;
+    // An expired trace has nothing to replay or to wait for: the stream ends at once, saying why.
+    const expired = await expiryOf(prisma, traceId);
+    if (expired) return yield expired;
     for await (const change of replay(prisma, traceId, last)) {
       yield change;
       last = change.seq;
       if (change.type === "TRACE_ENDED") return;
     }
     if (await settledWithoutTrace(prisma, traceId)) return;
+    // It expired while it was replayed (its replay log went with it).
+    const expiredSince = await expiryOf(prisma, traceId);
+    if (expiredSince) return yield expiredSince;
     for (;;) {
       const change = await live.next(options.idleCheckMs ?? IDLE_CHECK_MS);
       if (change === "closed") return;
@@ -140,6 +148,14 @@ async function spansAsOf(
     result.set(change.seq, spanAsOf(current, change.stored, undo));
   }
   return result;
+}
+
+/** The TRACE_EXPIRED update of a trace that expired (its seq the trace's last); null while it is kept. */
+async function expiryOf(prisma: PrismaClient, traceId: string): Promise<TraceUpdate | null> {
+  const trace = await prisma.trace.findUnique({ where: { id: traceId }, select: { lastSeq: true, expiredAt: true, expiredMode: true } });
+  if (!trace?.expiredAt) return null;
+  const mode = trace.expiredMode ?? "DELETE";
+  return { traceId, seq: trace.lastSeq, type: "TRACE_EXPIRED", spanId: null, eventId: null, span: null, at: trace.expiredAt, mode };
 }
 
 /** A run that settled without ever starting (cancelled while queued) has no trace to wait for. */

@@ -63,6 +63,8 @@ const freshState = () => ({
    * (replayed updates are older and count less). Null until an update arrived.
    */
   skew: null,
+  /** The trace expired under its retention policy: { expiredAt, mode } (TraceExpiredError); null while kept. */
+  expired: null,
   selected: null,
   focusEvent: null,
   collapsed: new Set(),
@@ -141,7 +143,8 @@ async function loadSnapshot() {
   const run = data.node && data.node.__typename === "Run" ? data.node : null;
   if (gen !== generation) throw stale();
   if (!run) throw Object.assign(new Error("No run with this id is visible to this API key or access token."), { final: true });
-  const trace = run.trace;
+  const expired = run.trace && run.trace.__typename === "TraceExpiredError" ? run.trace : null;
+  const trace = expired ? expired.summary : run.trace;
   const spans = trace
     ? await readAll(trace.spans, async (after) => ((await graphql(MORE_SPANS, { id: trace.id, first: PAGE, after })).node || {}).spans)
     : [];
@@ -151,10 +154,11 @@ async function loadSnapshot() {
   if (gen !== generation) throw stale();
   delete run.trace;
   state.run = withLists(run);
+  state.expired = expired && { expiredAt: expired.expiredAt, mode: expired.mode };
   state.spans.clear();
   state.lastSeq = trace ? Number(trace.lastSeq) : 0;
   for (const span of spans) upsertSpan(span);
-  state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status);
+  state.ended = Boolean(trace && trace.endedAt) || TERMINAL.includes(run.status) || Boolean(expired);
   if (trace && trace.endedAt) seen(trace.endedAt);
   scheduleRender();
 }
@@ -171,6 +175,12 @@ async function refreshRun() {
 function applyUpdate(update) {
   const seq = Number(update.seq);
   if (update.kind === "RESYNC_REQUIRED") return "resync";
+  if (update.kind === "TRACE_EXPIRED") {
+    // It expired while shown: read what is left of it (nothing, or its skeleton), then stop listening.
+    loadSnapshot().catch(() => undefined);
+    state.ended = true;
+    return "ended";
+  }
   if (seq <= state.lastSeq) return "skip"; // already seen (a resent subscription after a reconnect)
   state.lastSeq = seq;
   const skew = Date.parse(update.at) - Date.now();

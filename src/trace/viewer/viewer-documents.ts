@@ -16,9 +16,12 @@ const SPANS_PAGE = `spans(first: $first, after: $after) { edges { node { ${SPAN_
 export const TRACE_QUERY =
   "query TraceViewerTrace($id: ID!, $first: Int!, $after: String) { node(id: $id) { __typename ... on Run { " +
   RUN_FIELDS +
-  " trace { id lastSeq endedAt " +
+  // An expired trace (TraceExpiredError) shows the skeleton its policy kept (KEEP_SUMMARY), if any.
+  " trace { __typename ... on Trace { id lastSeq endedAt " +
   SPANS_PAGE +
-  " } } } }";
+  " } ... on TraceExpiredError { expiredAt mode summary { id lastSeq endedAt " +
+  SPANS_PAGE +
+  " } } } } } }";
 export const MORE_SPANS = `query TraceViewerSpans($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Trace { ${SPANS_PAGE} } } }`;
 export const MORE_EVENTS = `query TraceViewerEvents($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Span { ${EVENTS_PAGE("first: $first, after: $after")} } } }`;
 export const UPDATES =

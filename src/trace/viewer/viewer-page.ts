@@ -60,6 +60,7 @@ export function traceViewerPage(nonce: string): string {
   <div id="failure" class="banner bad" data-testid="failure" role="alert" hidden></div>
   <div id="truncated" class="banner warn" data-testid="truncated" hidden></div>
   <div id="interruptions" class="banner warn" data-testid="interruptions" hidden></div>
+  <div id="expired" class="banner warn" data-testid="trace-expired" hidden></div>
   <div id="waiting" class="banner wait" data-testid="waiting" hidden></div>
   <p id="message" data-testid="message" hidden></p>
   <form id="key-form" data-testid="key-form" hidden><label>API key or access token <input id="key-input" type="password" autocomplete="off"></label> <button>Open</button></form>

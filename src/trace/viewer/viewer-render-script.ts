@@ -116,9 +116,20 @@ function renderHeader(spans) {
   $("answer").textContent = run.answer || "";
 }
 
+/** An expired trace says so at the top: when, and what its retention policy kept of it. */
+function renderExpired() {
+  const box = $("expired");
+  const expired = state.expired;
+  box.hidden = !expired;
+  if (!expired) return;
+  const kept = expired.mode === "KEEP_SUMMARY" ? "its spans' skeleton is kept (no events, payloads or attributes)" : "nothing of it is kept";
+  box.replaceChildren(el("b", "", "Trace expired on " + new Date(expired.expiredAt).toLocaleString()), el("span", "", " — " + kept + " (trace retention)."));
+}
+
 function render() {
   const { spans, ctx } = renderTree();
   renderHeader(spans);
+  renderExpired();
   renderFailure(spans);
   renderTruncated(spans);
   renderInterruptions();
