@@ -16,6 +16,7 @@ import {
   type PartitionedTable,
   PARTITIONED_TABLES,
   partitionName,
+  PERIOD_MS,
   periodEnd,
   periodOfPartition,
   periodStart,
@@ -90,7 +91,10 @@ export async function partitionTraceTables(session: SqlSession, now: Date = new 
            period timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (period)`,
       );
       const [range] = await session.query<{ oldest: Date | null }>(`SELECT min(${ident(timeColumn)}) AS oldest FROM ${ident(table)}`);
-      for (const start of periodsBetween(range?.oldest && range.oldest < now ? range.oldest : now, new Date(periodStart(now).getTime() + WEEKS_AHEAD * 7 * 864e5))) {
+      for (const start of periodsBetween(
+        range?.oldest && range.oldest < now ? range.oldest : now,
+        new Date(periodStart(now).getTime() + WEEKS_AHEAD * PERIOD_MS),
+      )) {
         await session.exec(`CREATE TABLE ${ident(partitionName(table, start))} PARTITION OF ${ident(staging)} FOR VALUES ${bounds(start)}`);
       }
       await session.exec(`CREATE TABLE ${ident(retainedPartition(table))} PARTITION OF ${ident(staging)} FOR VALUES FROM ('${RETAINED_PERIOD}') TO (MAXVALUE)`);
@@ -105,7 +109,9 @@ export async function partitionTraceTables(session: SqlSession, now: Date = new 
     for (const { table } of PARTITIONED_TABLES) {
       const definitions = saved.get(table)!;
       await session.exec(`ALTER TABLE ${ident(`${table}_partitioned`)} RENAME TO ${ident(table)}`);
-      await session.exec(`ALTER TABLE ${ident(table)} ADD CONSTRAINT ${ident(`${table}_pkey`)} PRIMARY KEY (${[...definitions.primaryKey, "period"].map(ident).join(", ")})`);
+      await session.exec(
+        `ALTER TABLE ${ident(table)} ADD CONSTRAINT ${ident(`${table}_pkey`)} PRIMARY KEY (${[...definitions.primaryKey, "period"].map(ident).join(", ")})`,
+      );
       for (const statement of [...definitions.indexes, ...definitions.foreignKeys]) await session.exec(statement);
     }
     await session.exec(DELETE_EVENTS_WITH_TRACE);
@@ -166,35 +172,46 @@ async function definitionsOf(session: SqlSession, table: PartitionedTable) {
 }
 
 /**
- * Creates the partitions of the current week and the next WEEKS_AHEAD weeks that are missing.
- * Each is created on its own and then attached, which does not block readers or writers of the
- * table (CREATE … PARTITION OF would); rows the default partition caught for its week move in
- * with it. Returns the names created.
+ * Creates the partitions of the current week and the next WEEKS_AHEAD weeks that are missing, and
+ * of any week the default partition caught rows of (those rows move into it). Returns the names
+ * created.
  */
 export async function ensureWeeksAhead(session: SqlSession, now: Date = new Date()): Promise<string[]> {
   const created: string[] = [];
   if (!(await isPartitioned(session))) return created;
-  const last = new Date(periodStart(now).getTime() + WEEKS_AHEAD * 7 * 864e5);
+  const ahead = periodsBetween(now, new Date(periodStart(now).getTime() + WEEKS_AHEAD * PERIOD_MS));
   for (const { table } of PARTITIONED_TABLES) {
     const existing = new Set((await weekPartitions(session, table)).map((partition) => partition.name));
-    for (const start of periodsBetween(now, last)) {
-      const name = partitionName(table, start);
-      if (existing.has(name)) continue;
-      const made = await inTransaction(session, async () => {
-        await session.query("SELECT pg_advisory_xact_lock($1)", [PARTITION_LOCK_KEY]);
-        const [present] = await session.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [`public.${name}`]);
-        if (present?.exists) return false;
-        await session.exec(`CREATE TABLE ${ident(name)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`);
-        await session.exec(
-          `WITH moved AS (DELETE FROM ${ident(defaultPartition(table))}
-                           WHERE period >= '${start.toISOString()}' AND period < '${periodEnd(start).toISOString()}' RETURNING *)
-           INSERT INTO ${ident(name)} SELECT * FROM moved`,
-        );
-        await session.exec(`ALTER TABLE ${ident(table)} ATTACH PARTITION ${ident(name)} FOR VALUES ${bounds(start)}`);
-        return true;
-      });
-      if (made) created.push(name);
+    const caught = await session.query<{ start: Date }>(
+      `SELECT DISTINCT date_trunc('week', period AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start FROM ${ident(defaultPartition(table))} WHERE period <> 'infinity'`,
+    );
+    for (const start of [...ahead, ...caught.map((row) => new Date(row.start))]) {
+      if (existing.has(partitionName(table, start))) continue;
+      if (await ensureWeek(session, table, start)) created.push(partitionName(table, start));
+      existing.add(partitionName(table, start));
     }
   }
   return created;
+}
+
+/**
+ * Creates one week's partition on its own and then attaches it, which does not block readers or
+ * writers of the table (CREATE … PARTITION OF would); rows the default partition caught for that
+ * week move into it first. False when it existed already.
+ */
+export async function ensureWeek(session: SqlSession, table: PartitionedTable, start: Date): Promise<boolean> {
+  const name = partitionName(table, start);
+  return inTransaction(session, async () => {
+    await session.query("SELECT pg_advisory_xact_lock($1)", [PARTITION_LOCK_KEY]);
+    const [present] = await session.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [`public.${name}`]);
+    if (present?.exists) return false;
+    await session.exec(`CREATE TABLE ${ident(name)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`);
+    await session.exec(
+      `WITH moved AS (DELETE FROM ${ident(defaultPartition(table))}
+                       WHERE period >= '${start.toISOString()}' AND period < '${periodEnd(start).toISOString()}' RETURNING *)
+       INSERT INTO ${ident(name)} SELECT * FROM moved`,
+    );
+    await session.exec(`ALTER TABLE ${ident(table)} ATTACH PARTITION ${ident(name)} FOR VALUES ${bounds(start)}`);
+    return true;
+  });
 }
