@@ -27,8 +27,8 @@ export type ExpiryMode = "DELETE" | "KEEP_SUMMARY";
 export type WeekExpiryRules = {
   /** Weeks that end at or before this time may be dropped; null when nothing is ever due. */
   dropWeeksEndingBefore(session: SqlSession, now: Date): Promise<Date | null>;
-  /** Of these traces, those due now (with their mode) and those expired already. */
-  classify(session: SqlSession, traceIds: string[], now: Date): Promise<{ due: Map<string, ExpiryMode>; expired: Set<string> }>;
+  /** Of these traces, those due now and those expired already, each with its mode. */
+  classify(session: SqlSession, traceIds: string[], now: Date): Promise<{ due: Map<string, ExpiryMode>; expired: Map<string, ExpiryMode> }>;
   /** Marks the due traces expired at `at`, in the transaction that moves the week's rows. */
   markExpired(session: SqlSession, due: Map<string, ExpiryMode>, at: Date): Promise<void>;
 };
@@ -65,7 +65,11 @@ async function weeksEndingBefore(session: SqlSession, before: Date): Promise<Dat
 }
 
 async function expireWeek(session: SqlSession, rules: WeekExpiryRules, start: Date, now: Date): Promise<{ moved: number; expired: number }> {
-  const [span, event, change] = await Promise.all(PARTITIONED_TABLES.map(({ table }) => attachedPartition(session, partitionName(table, start))));
+  const [span, event, change] = [
+    await attachedPartition(session, partitionName("span", start)),
+    await attachedPartition(session, partitionName("span_event", start)),
+    await attachedPartition(session, partitionName("trace_change", start)),
+  ];
   const result = await inTransaction(session, async () => {
     const sources = [
       span && `SELECT trace_id FROM "${span}"`,
@@ -78,9 +82,11 @@ async function expireWeek(session: SqlSession, rules: WeekExpiryRules, start: Da
     const stay = ids.filter((id) => !due.has(id) && !expired.has(id));
     const summaries = [...due].filter(([, mode]) => mode === "KEEP_SUMMARY").map(([id]) => id);
     const deleted = [...due].filter(([, mode]) => mode === "DELETE").map(([id]) => id);
+    // A summary expired earlier (row by row) may still have its skeleton in this week.
+    const earlierSummaries = [...expired].filter(([, mode]) => mode === "KEEP_SUMMARY").map(([id]) => id);
     const week = [start.toISOString(), periodEnd(start).toISOString()];
     const moved = await moveToRetained(session, stay, week);
-    await keepSkeletons(session, summaries, week);
+    await keepSkeletons(session, [...summaries, ...earlierSummaries], week);
     await deleteOutsideWeek(session, { summaries, deleted }, week);
     await rules.markExpired(session, due, now);
     return { moved, expired: due.size };
