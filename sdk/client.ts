@@ -107,14 +107,20 @@ export const nodesOf = <T>(page: { edges: readonly { node: T }[] }): T[] => page
 type NodeOf<C> = C extends { edges: readonly { node: infer N }[] } ? N : never;
 
 type TracedRun = Extract<NonNullable<RunTraceQuery["node"]>, { __typename: "Run" }>;
-type TracedTrace = NonNullable<TracedRun["trace"]>;
+type TracedTrace = Extract<NonNullable<TracedRun["trace"]>, { __typename: "Trace" }>;
+type ExpiredTrace = Extract<NonNullable<TracedRun["trace"]>, { __typename: "TraceExpiredError" }>;
 type TracedSpan = NodeOf<TracedTrace["spans"]>;
 /** A span of runTrace(), with every one of its events. */
 export type RunTraceSpan = Omit<TracedSpan, "events"> & { events: NodeOf<TracedSpan["events"]>[] };
-/** A run as runTrace() reads it: every attempt, and its trace with every span and every span's events, as plain arrays. */
+/**
+ * A run as runTrace() reads it: every attempt, and its trace with every span and every span's
+ * events, as plain arrays. A trace that expired under its retention policy is null, and
+ * `traceExpired` says when and how (TraceExpiredError); it is null otherwise.
+ */
 export type RunTrace = Omit<TracedRun, "attempts" | "trace"> & {
   attempts: NodeOf<TracedRun["attempts"]>[];
   trace: (Omit<TracedTrace, "spans"> & { spans: RunTraceSpan[] }) | null;
+  traceExpired: Omit<ExpiredTrace, "__typename"> | null;
 };
 
 /** The page sizes runTrace() asks for by default: the server's own defaults. */
@@ -202,9 +208,11 @@ async function readRunTrace(request: DossierClient["request"], runId: string, pa
     const more = (await request(RunAttemptsDocument, { runId, first: attemptsFirst, after })).node;
     return more?.__typename === "Run" ? more.attempts : null;
   });
-  if (!run.trace) return { ...run, attempts, trace: null };
-  const traceId = run.trace.id;
-  const spans = await readAllPages(run.trace.spans, async (after) => {
+  const { trace } = run;
+  if (!trace) return { ...run, attempts, trace: null, traceExpired: null };
+  if (trace.__typename === "TraceExpiredError") return { ...run, attempts, trace: null, traceExpired: { expiredAt: trace.expiredAt, mode: trace.mode } };
+  const traceId = trace.id;
+  const spans = await readAllPages(trace.spans, async (after) => {
     const more = (await request(TraceSpansDocument, { traceId, first: spansFirst, after, eventsFirst })).node;
     return more?.__typename === "Trace" ? more.spans : null;
   });
@@ -216,7 +224,7 @@ async function readRunTrace(request: DossierClient["request"], runId: string, pa
     });
     complete.push({ ...span, events });
   }
-  return { ...run, attempts, trace: { ...run.trace, spans: complete } };
+  return { ...run, attempts, trace: { ...trace, spans: complete }, traceExpired: null };
 }
 
 /** Errors after which subscribing again cannot help (a refused key or document; an SSE request refused as a WebSocket's would be). */

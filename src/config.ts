@@ -51,6 +51,11 @@ const envSchema = z.object({
   SPILL_READ_MAX_BYTES: whole(1_024, "min").default(16_384),
   SPILL_SWEEP_INTERVAL_MS: whole(100).default(60_000),
   ARTIFACT_SWEEP_INTERVAL_MS: whole(100).default(300_000),
+  // Trace retention: the operator's default days (unset: traces are kept forever), what expiry
+  // keeps of a trace under that default, and how often the sweep runs.
+  TRACE_RETENTION_DAYS: whole(1, "both").max(36_500, "must be at most 36500").optional(),
+  TRACE_RETENTION_MODE: z.enum(["DELETE", "KEEP_SUMMARY"], { error: "must be DELETE or KEEP_SUMMARY" }).default("DELETE"),
+  TRACE_RETENTION_SWEEP_INTERVAL_MS: whole(1_000).default(600_000),
   AUTH_REQUIRED: flag.optional(),
   ...accessEnv,
   ...signInEnv,
@@ -229,6 +234,11 @@ export type Config = {
   spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
   /** How often the content of expired temporary artifacts is freed (W16). */
   artifacts: { sweepIntervalMs: number };
+  /**
+   * Trace retention's operator default (TRACE_RETENTION_DAYS, null: kept forever; TRACE_RETENTION_MODE)
+   * and how often the sweep runs (TRACE_RETENTION_SWEEP_INTERVAL_MS).
+   */
+  retention: { days: number | null; mode: "DELETE" | "KEEP_SUMMARY"; sweepIntervalMs: number };
   /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
   webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
   /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
@@ -417,6 +427,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     },
     spill: { policies: values.SPILL_POLICIES ?? {}, readMaxBytes: values.SPILL_READ_MAX_BYTES, sweepIntervalMs: values.SPILL_SWEEP_INTERVAL_MS },
     artifacts: { sweepIntervalMs: values.ARTIFACT_SWEEP_INTERVAL_MS },
+    retention: { days: values.TRACE_RETENTION_DAYS ?? null, mode: values.TRACE_RETENTION_MODE, sweepIntervalMs: values.TRACE_RETENTION_SWEEP_INTERVAL_MS },
   } satisfies Partial<Config>;
 }
 

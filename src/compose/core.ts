@@ -18,6 +18,9 @@ import { PauseService } from "../domain/runs/pause-service.js";
 import { ToolApprovalService } from "../domain/runs/tool-approval-service.js";
 import { PrincipalService } from "../domain/principal/principal-service.js";
 import { WebhookService } from "../domain/webhooks/webhook-service.js";
+import type { RetentionMode } from "../domain/trace/retention/expiry.js";
+import { TraceRetention } from "../domain/trace/retention/retention-service.js";
+import type { SweepSettings } from "../domain/trace/retention/sweep.js";
 import { startWebhookDelivery, type WebhookOptions } from "./webhooks.js";
 import type { Services } from "../domain/services.js";
 import { CheckpointProposals } from "../domain/workspace/checkpoint-proposals.js";
@@ -64,6 +67,8 @@ export function createServices({
   webhookAllowedHosts = [],
   now,
   scored,
+  retention,
+  instanceId,
 }: {
   prisma: PrismaClient;
   events: EventPublisher;
@@ -85,6 +90,10 @@ export function createServices({
   now?: () => Date;
   /** Told of every score committed: the OTLP exporter, once this process has one. */
   scored?: { notify?: (scoreId: string) => void };
+  /** Trace retention's operator default (TRACE_RETENTION_DAYS, TRACE_RETENTION_MODE): kept forever without it. */
+  retention?: RetentionOptions;
+  /** This process's identity towards the database (the sweep lease's holder). */
+  instanceId?: string;
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
@@ -119,6 +128,13 @@ export function createServices({
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
     steering: new SteeringService({ prisma }),
+    retention: new TraceRetention({
+      prisma,
+      now,
+      instanceId,
+      operator: retention?.days ? { days: retention.days, mode: retention.mode } : undefined,
+      sweep: retention?.sweep,
+    }),
   };
 }
 
@@ -188,7 +204,12 @@ export type CoreOptions = {
   now?: () => Date;
   /** Webhooks: where they may reach, and — with `deliver` — this process delivers them (the server does). */
   webhooks?: WebhookOptions;
+  /** Trace retention's operator default; traces are kept forever without it. */
+  retention?: RetentionOptions;
 };
+
+/** TRACE_RETENTION_DAYS (null: forever) and TRACE_RETENTION_MODE; `sweep` bounds its batches (tests shrink them). */
+export type RetentionOptions = { days: number | null; mode: RetentionMode; sweep?: Partial<SweepSettings> };
 
 export function createCore({
   db,
@@ -201,6 +222,7 @@ export function createCore({
   runQueue,
   now,
   webhooks = {},
+  retention,
 }: CoreOptions): Core {
   const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
   const stdioEnv = mcpOptions.stdioEnv ?? [];
@@ -217,6 +239,8 @@ export function createCore({
     agents: [...agentProfiles(agents).values()],
     mcp: { stdioCommands, stdioEnv, httpAllowedHosts, secrets: mcpOptions.secrets },
     webhookAllowedHosts: webhooks.allowedHosts,
+    retention,
+    instanceId: db.instanceId,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

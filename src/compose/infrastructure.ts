@@ -146,6 +146,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     commands: config.capabilities.commands.allowed ? config.capabilities.commands : undefined,
     spill: config.spill,
     artifacts: config.artifacts,
+    retention: { sweepIntervalMs: config.retention.sweepIntervalMs },
     leaseMs: config.worker.leaseMs,
     leaseMarginMs: config.worker.leaseMarginMs,
     concurrency: config.worker.concurrency,

@@ -27,6 +27,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
       deliver: true,
       postgresUrl: config.database.kind === "postgres" ? config.database.url : undefined,
     },
+    retention: config.retention,
     runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -49,6 +49,7 @@ export async function startWorkerProcess({
     agents: config.agents,
     mcp: mcpSettings(config, logger),
     runQueue: infrastructure.runQueue,
+    retention: config.retention,
     runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
   });
   const metricsServer =

@@ -118,3 +118,17 @@ export class RunEndedError extends DomainError {
     );
   }
 }
+
+/**
+ * The run's trace expired under its retention policy (Trace retention): its events, payloads and
+ * replay log are gone, and with DELETE its spans too. KEEP_SUMMARY keeps the spans' skeleton.
+ */
+export class TraceExpiredError extends DomainError {
+  constructor(
+    readonly runId: string,
+    readonly expiredAt: Date,
+    readonly mode: "DELETE" | "KEEP_SUMMARY",
+  ) {
+    super(`The run's trace expired on ${expiredAt.toISOString()} under its retention policy (${mode}).`);
+  }
+}

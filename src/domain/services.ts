@@ -23,6 +23,7 @@ import type { HistoryService } from "./workspace/history-service.js";
 import type { LinkService } from "./workspace/link-service.js";
 import type { WorkspaceService } from "./workspace/workspace-service.js";
 import type { WebhookService } from "./webhooks/webhook-service.js";
+import type { TraceRetention } from "./trace/retention/retention-service.js";
 
 export type Services = {
   principals: PrincipalService;
@@ -55,4 +56,6 @@ export type Services = {
   scores: ScoreService;
   /** A person's input to runs in flight (steerRun), delivered by their attempts. */
   steering: SteeringService;
+  /** Trace retention: policies, pins, what a trace's readers are told, and the expiry sweep. */
+  retention: TraceRetention;
 };

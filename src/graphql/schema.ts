@@ -32,6 +32,7 @@ import "./types/history-catalog.js";
 import "./types/history-search.js";
 import "./types/checkpoint.js";
 import "./types/score.js";
+import "./types/trace-retention.js";
 import "./types/score-lists.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";

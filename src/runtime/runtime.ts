@@ -81,6 +81,8 @@ export type RuntimeOptions = {
   spill?: { policies?: Record<string, Partial<SpillPolicy>>; readMaxBytes?: number; sweepIntervalMs?: number };
   /** How often the content of expired temporary artifacts is freed (W16). */
   artifacts?: { sweepIntervalMs?: number };
+  /** How often the trace retention sweep runs (TRACE_RETENTION_SWEEP_INTERVAL_MS, 10 minutes). */
+  retention?: { sweepIntervalMs?: number };
   /**
    * Human approval of tool calls: the operator's rules (tool-name pattern → "always" | "never";
    * none by default), how long a request waits for a decision (default 3600 s), and the clock
@@ -94,6 +96,8 @@ export type Runtime = {
   sweeper: PeriodicSweep;
   /** Frees the content of expired temporary artifacts while the worker runs. */
   artifactSweeper: PeriodicSweep;
+  /** Expires the traces due under their retention policies while the worker runs. */
+  retentionSweeper: PeriodicSweep;
   executor: RunExecutor;
   worker: RunWorker;
 };
@@ -112,6 +116,7 @@ export type RuntimeServices = Pick<
   | "agentProfiles"
   | "skills"
   | "toolApprovals"
+  | "retention"
 >;
 
 /** What the runtime works over; the composition root builds each. */
@@ -180,7 +185,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     tools: runTools({ services, spills }, options),
     approvals,
   });
-  const { sweeper, artifactSweeper } = sweepers({ spills, services, logger }, options);
+  const { sweeper, artifactSweeper, retentionSweeper } = sweepers({ spills, services, logger }, options);
   const worker = new RunWorker({
     runs,
     workerId: options.instance?.id,
@@ -196,11 +201,11 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     announcer,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper, artifactSweeper, output],
+    companions: [sweeper, artifactSweeper, retentionSweeper, output],
     approvals: services.toolApprovals,
     now: options.approvals?.now,
   });
-  return { spills, sweeper, artifactSweeper, executor, worker };
+  return { spills, sweeper, artifactSweeper, retentionSweeper, executor, worker };
 }
 
 /** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
@@ -231,7 +236,7 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
 function sweepers(
   { spills, services, logger }: { spills: SpillStore; services: RuntimeServices; logger: Logger },
   options: RuntimeOptions,
-): { sweeper: PeriodicSweep; artifactSweeper: PeriodicSweep } {
+): { sweeper: PeriodicSweep; artifactSweeper: PeriodicSweep; retentionSweeper: PeriodicSweep } {
   const sweeper = new PeriodicSweep({
     sweep: () => spills.sweep(),
     intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
@@ -248,5 +253,14 @@ function sweepers(
     swept: "freed the content of expired temporary artifacts",
     failed: "sweeping expired artifacts failed",
   });
-  return { sweeper, artifactSweeper };
+  // Every instance that runs a worker runs it; the sweep lease lets one at a time do the work
+  // (domain/trace/retention/sweep.ts), in short bounded transactions beside live ingestion.
+  const retentionSweeper = new PeriodicSweep({
+    sweep: async () => (await services.retention.sweep()).expired,
+    intervalMs: options.retention?.sweepIntervalMs ?? 600_000,
+    logger,
+    swept: "expired traces under their retention policies",
+    failed: "sweeping expired traces failed",
+  });
+  return { sweeper, artifactSweeper, retentionSweeper };
 }

@@ -54,7 +54,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("two instances on one 
 
     const finished = expectType((await withTimeout(createClient({ url: executor.url }).request(RunTraceDocument, { id: run.id }), 10_000)).node!, "Run");
     expect(finished).toMatchObject({ status: "SUCCEEDED", answer: `Finished "watched from elsewhere" by ${executor.pid}.` });
-    const log = finished.trace!.lastSeq;
+    const log = expectType(finished.trace!, "Trace").lastSeq;
     expect(updates.map((u) => Number(u.seq))).toEqual(Array.from({ length: Number(log) }, (_, i) => i + 1));
     expect(updates.at(-1)?.kind).toBe("TRACE_ENDED");
   });

@@ -40,7 +40,7 @@ const EVERY_LIST = /* GraphQL */ `
       pageInfo { hasNextPage }
     }
     publications(first: 2) { edges { node { versions(first: 2) { edges { node { version } } pageInfo { hasNextPage } } } } pageInfo { hasNextPage } }
-    runs(first: 2) { edges { node { id attempts(first: 2) { ${IDS} } trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } } } } } } } pageInfo { hasNextPage } }
+    runs(first: 2) { edges { node { id attempts(first: 2) { ${IDS} } trace { ... on Trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } } } } } } } } pageInfo { hasNextPage } }
     artifacts(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
     apiKeys(first: 2) { edges { node { id } } pageInfo { hasNextPage } }
     viewer { apiKeys(first: 2) { ${IDS} } }
@@ -69,7 +69,7 @@ const EVERY_LIST = /* GraphQL */ `
         pendingApprovals(first: 2) { ${IDS} }
         scores(first: 2) { ${IDS} }
         scoreSummary { configName labelCounts { label } }
-        trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } scores(first: 2) { ${IDS} } } } pageInfo { hasNextPage } } }
+        trace { ... on Trace { spans(first: 2) { edges { node { id events(first: 2) { ${IDS} } scores(first: 2) { ${IDS} } } } pageInfo { hasNextPage } } } }
       }
     }
     version: node(id: $version) {

@@ -84,7 +84,7 @@ describe.each(backends)("payloads stored once on %s", (backend) => {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({
-          query: `query($id: ID!) { node(id: $id) { ... on Run { trace { spans { edges { node { kind request } } } } } } }`,
+          query: `query($id: ID!) { node(id: $id) { ... on Run { trace { ... on Trace { spans { edges { node { kind request } } } } } } } }`,
           variables: { id: run.id },
         }),
       }),

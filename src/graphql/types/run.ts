@@ -115,7 +115,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
     { name: "RunMessageConnection", fields: countFields<{ id: string }>((run, ctx) => boundedCount(ctx.prisma.message, { runId: run.id })) },
     { name: "RunMessageEdge" },
   ),
-  trace: t.relation("trace", { nullable: true, description: "The run's Span + Event tree; null until the run starts." }),
+  // trace: types/trace-retention.ts (a union: TraceExpiredError once the trace expired).
 }));
 
 // What the run works on, as frozen at its admission: the workspace, its goal and the materials.
