@@ -33,13 +33,13 @@ async function main(): Promise<void> {
     printTable([
       ["records", "traces", "table size before", "seeding", "conversion", "records/s", "span partitions"],
       [
-          copied.toLocaleString("en"),
-          traces.toLocaleString("en"),
-          `${(Number(size!.bytes) / 1024 / 1024).toFixed(0)} MB`,
-          `${(seededMs / 1000).toFixed(1)} s`,
-          `${(convertedMs / 1000).toFixed(1)} s`,
-          Math.round(copied / (convertedMs / 1000)).toLocaleString("en"),
-          String(weeks!.n),
+        copied.toLocaleString("en"),
+        traces.toLocaleString("en"),
+        `${(Number(size!.bytes) / 1024 / 1024).toFixed(0)} MB`,
+        `${(seededMs / 1000).toFixed(1)} s`,
+        `${(convertedMs / 1000).toFixed(1)} s`,
+        Math.round(copied / (convertedMs / 1000)).toLocaleString("en"),
+        String(weeks!.n),
       ],
     ]);
   } finally {

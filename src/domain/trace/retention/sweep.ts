@@ -38,17 +38,29 @@ export type SweepReport = {
 
 export async function sweepExpiredTraces(
   prisma: PrismaClient,
-  options: { now: Date; operator: OperatorRetention; holder: string; settings?: Partial<SweepSettings>; afterBatch?: () => Promise<void> },
+  options: {
+    now: Date;
+    /** Only traces due by then expire row by row (default `now`): PostgreSQL drops whole weeks first. */
+    dueBy?: Date;
+    /** Runs first, under the lease: PostgreSQL's expiry of whole weeks (week-expiry.ts). */
+    beforeRows?: () => Promise<unknown>;
+    operator: OperatorRetention;
+    holder: string;
+    settings?: Partial<SweepSettings>;
+    afterBatch?: () => Promise<void>;
+  },
 ): Promise<SweepReport> {
   const { now, operator, holder, afterBatch } = options;
+  const dueBy = options.dueBy ?? now;
   const settings = { ...DEFAULT_SWEEP, ...options.settings };
   const lease = (db: Pick<PrismaClient, "$queryRawUnsafe" | "$executeRawUnsafe">) => takeSweepLease(db, RETENTION_LEASE, holder, now, settings.leaseMs);
   if (!(await lease(prisma))) return { expired: 0, rows: 0, ran: false };
   const report: SweepReport = { expired: 0, rows: 0, ran: true };
   try {
+    await options.beforeRows?.();
     report.rows += await finishInterrupted(prisma, now, settings, lease);
     for (;;) {
-      const candidates = await expirableTraces(prisma, now, settings.tracesPerBatch, { operator });
+      const candidates = await expirableTraces(prisma, dueBy, settings.tracesPerBatch, { operator });
       if (candidates.length === 0) break;
       const marked = await prisma.$transaction(async (tx) => {
         if (!(await lease(tx))) return null;
@@ -57,7 +69,7 @@ export async function sweepExpiredTraces(
           candidates.map((candidate) => candidate.traceId),
         );
         if (locked.length === 0) return [];
-        const due = await expirableTraces(tx, now, locked.length, { operator, traceIds: locked.map((row) => row.id) });
+        const due = await expirableTraces(tx, dueBy, locked.length, { operator, traceIds: locked.map((row) => row.id) });
         return markExpired(tx, due, now);
       });
       if (marked === null || marked.length === 0) break; // the lease moved on, or every candidate is busy: next sweep
