@@ -82,7 +82,7 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       const { run } = await admit(app.client, { question: `old run ${i}` });
-      await settled(app.client, run.id);
+      await settled(app.client, run.id, 90_000);
       ids.push(rawId(run.id));
     }
     const [pinned, deleted, summary, recent] = ids as [string, string, string, string];
@@ -118,7 +118,7 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
     });
     // A run's rows land in this week's partitions.
     const { run } = await admit(app.client, { question: "now" });
-    await settled(app.client, run.id);
+    await settled(app.client, run.id, 90_000);
     const [where] = await app.app.db.prisma.$queryRawUnsafe<{ partition: string }[]>(
       `SELECT DISTINCT tableoid::regclass::text AS partition FROM span WHERE trace_id = $1`,
       rawId(run.id),
@@ -151,7 +151,7 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
   }, 120_000);
 
   it("a live traceUpdates subscriber on a current run sees every update, in order, while a week expires", async () => {
-    const app = await start(planning(8, 250), true);
+    const app = await start(planning(6, 200), true);
     await oldTraces(app);
     // Another run, live while the old week expires.
     const { run } = await admit(app.client, { question: "live" });
@@ -166,7 +166,7 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
     const report = await app.app.db.withSession((session) => expireWeeks(session, rules));
     expect(report.weeks).toHaveLength(1);
     await streamed;
-    await settled(app.client, run.id);
+    await settled(app.client, run.id, 90_000);
     const logged = await app.app.db.prisma.traceChange.findMany({ where: { traceId: rawId(run.id) }, orderBy: { seq: "asc" }, select: { seq: true } });
     expect(seqs).toEqual(logged.map((change) => change.seq));
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
