@@ -21,6 +21,8 @@ import { WebhookService } from "../domain/webhooks/webhook-service.js";
 import type { RetentionMode } from "../domain/trace/retention/expiry.js";
 import { TraceRetention } from "../domain/trace/retention/retention-service.js";
 import type { SweepSettings } from "../domain/trace/retention/sweep.js";
+import { expireWeeks } from "../domain/trace/retention/week-expiry.js";
+import { retentionWeekRules } from "../domain/trace/retention/week-expiry-rules.js";
 import { startWebhookDelivery, type WebhookOptions } from "./webhooks.js";
 import type { Services } from "../domain/services.js";
 import { CheckpointProposals } from "../domain/workspace/checkpoint-proposals.js";
@@ -74,8 +76,11 @@ export function createServices({
   scored,
   retention,
   instanceId,
+  weekStorage,
 }: {
   prisma: PrismaClient;
+  /** PostgreSQL, whose trace tables are partitioned by week: retention drops whole weeks first. */
+  weekStorage?: Pick<Database, "withSession">;
   events: EventPublisher;
   /** Where admitted runs are announced to the workers. */
   announcer: RunAnnouncer;
@@ -143,6 +148,7 @@ export function createServices({
       instanceId,
       operator: retention?.days ? { days: retention.days, mode: retention.mode } : undefined,
       sweep: retention?.sweep,
+      expireWeeks: weekStorage ? (at, operator) => weekStorage.withSession((session) => expireWeeks(session, retentionWeekRules(operator), at)) : undefined,
     }),
   };
 }
@@ -254,6 +260,7 @@ export function createCore({
     webhookAllowedHosts: webhooks.allowedHosts,
     retention,
     instanceId: db.instanceId,
+    weekStorage: db.kind === "postgres" ? db : undefined,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

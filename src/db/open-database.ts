@@ -11,6 +11,7 @@ import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
+import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
 import { withDeadline } from "./transient-errors.js";
 
 /**
@@ -66,6 +67,11 @@ export type Database = {
   migrate(migrations?: Migration[]): Promise<MigrationReport>;
   /** Reachable and every known migration applied. */
   readiness(): Promise<Readiness>;
+  /**
+   * `work` on one connection of its own (PostgreSQL) or the embedded database's one session:
+   * statements that need a session (advisory locks, DDL such as partition maintenance).
+   */
+  withSession<T>(work: (session: SqlSession) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 };
 
@@ -136,6 +142,7 @@ async function openPglite(
         return report;
       },
       readiness: () => readinessOf(session, migrations),
+      withSession: (work) => work(session),
       async close() {
         clearInterval(analyzer);
         try {
@@ -194,7 +201,15 @@ async function openPostgres(
       );
       return rows[0]?.connected === true;
     },
-    migrate: (list = migrations) => withSession((session) => migrate(session, { migrations: list })),
+    // The trace tables are partitioned by week after the migrations (see db/trace-partitions).
+    migrate: (list = migrations) =>
+      withSession(async (session) => {
+        const report = await migrate(session, { migrations: list });
+        await partitionTraceTables(session);
+        await ensureWeeksAhead(session);
+        return report;
+      }),
+    withSession,
     readiness: () =>
       withDeadline(
         withSession((session) => readinessOf(session, migrations)),

@@ -23,6 +23,9 @@ const policyInput = z.object({
 });
 const pinInput = z.object({ reason: nonBlank(PIN_REASON_MAX) });
 
+/** How much later than due a trace expires row by row when whole weeks are dropped: one week. */
+export const WEEK_GRACE_MS = 7 * 24 * 60 * 60 * 1000;
+
 export class TraceRetention {
   constructor(
     private readonly deps: {
@@ -34,6 +37,12 @@ export class TraceRetention {
       /** This instance's identity: the sweep lease's holder. */
       instanceId?: string;
       sweep?: Partial<SweepSettings>;
+      /**
+       * PostgreSQL: expires whole weeks of trace storage (week-expiry.ts) at the start of each
+       * sweep. Row by row, traces then expire WEEK_GRACE_MS after they are due, so that the rows of
+       * a week go with its partition instead of one by one.
+       */
+      expireWeeks?: (now: Date, operator: OperatorRetention) => Promise<unknown>;
     },
   ) {}
 
@@ -131,8 +140,12 @@ export class TraceRetention {
 
   /** One sweep (the worker's companion runs it on an interval); resolves to the traces it expired. */
   async sweep(options: { afterBatch?: () => Promise<void> } = {}): Promise<SweepReport> {
+    const now = this.now();
+    const { expireWeeks } = this.deps;
     return sweepExpiredTraces(this.deps.prisma, {
-      now: this.now(),
+      now,
+      dueBy: expireWeeks ? new Date(now.getTime() - WEEK_GRACE_MS) : undefined,
+      beforeRows: expireWeeks ? () => expireWeeks(now, this.operator) : undefined,
       operator: this.operator,
       holder: this.deps.instanceId ?? `pid:${process.pid}`,
       settings: this.deps.sweep,

@@ -38,15 +38,31 @@ export type SweepReport = {
 
 export async function sweepExpiredTraces(
   prisma: PrismaClient,
-  options: { now: Date; operator: OperatorRetention; holder: string; settings?: Partial<SweepSettings>; afterBatch?: () => Promise<void> },
+  options: {
+    now: Date;
+    /**
+     * Only traces expired by then have their rows removed row by row (default `now`): on PostgreSQL
+     * a trace still expires on time (readers get TraceExpiredError), and its rows go with its week's
+     * partition; what is left of it a week later is removed row by row.
+     */
+    dueBy?: Date;
+    /** Runs first, under the lease: PostgreSQL's expiry of whole weeks (week-expiry.ts). */
+    beforeRows?: () => Promise<unknown>;
+    operator: OperatorRetention;
+    holder: string;
+    settings?: Partial<SweepSettings>;
+    afterBatch?: () => Promise<void>;
+  },
 ): Promise<SweepReport> {
   const { now, operator, holder, afterBatch } = options;
+  const dueBy = options.dueBy ?? now;
   const settings = { ...DEFAULT_SWEEP, ...options.settings };
   const lease = (db: Pick<PrismaClient, "$queryRawUnsafe" | "$executeRawUnsafe">) => takeSweepLease(db, RETENTION_LEASE, holder, now, settings.leaseMs);
   if (!(await lease(prisma))) return { expired: 0, rows: 0, ran: false };
   const report: SweepReport = { expired: 0, rows: 0, ran: true };
   try {
-    report.rows += await finishInterrupted(prisma, now, settings, lease);
+    await options.beforeRows?.();
+    report.rows += await finishInterrupted(prisma, dueBy, now, settings, lease);
     for (;;) {
       const candidates = await expirableTraces(prisma, now, settings.tracesPerBatch, { operator });
       if (candidates.length === 0) break;
@@ -62,7 +78,7 @@ export async function sweepExpiredTraces(
       });
       if (marked === null || marked.length === 0) break; // the lease moved on, or every candidate is busy: next sweep
       report.expired += marked.length;
-      report.rows += await purge(prisma, marked, now, settings, lease);
+      if (dueBy.getTime() >= now.getTime()) report.rows += await purge(prisma, marked, now, settings, lease);
       await afterBatch?.();
     }
   } finally {
@@ -87,13 +103,14 @@ async function purge(prisma: PrismaClient, traceIds: string[], now: Date, settin
   }
 }
 
-/** Finishes the expiries whose rows are not all removed yet (a sweep was interrupted). */
-async function finishInterrupted(prisma: PrismaClient, now: Date, settings: SweepSettings, lease: Lease): Promise<number> {
+/** Finishes the expiries (by `dueBy`) whose rows are not all removed yet: an interrupted sweep's, or left to the week's drop. */
+async function finishInterrupted(prisma: PrismaClient, dueBy: Date, now: Date, settings: SweepSettings, lease: Lease): Promise<number> {
   let total = 0;
   for (;;) {
     const pending = await prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM trace WHERE expired_at IS NOT NULL AND purged_at IS NULL ORDER BY expired_at, id LIMIT $1`,
+      `SELECT id FROM trace WHERE expired_at <= $2 AND purged_at IS NULL ORDER BY expired_at, id LIMIT $1`,
       settings.tracesPerBatch,
+      dueBy,
     );
     if (pending.length === 0) return total;
     total += await purge(
