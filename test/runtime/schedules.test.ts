@@ -29,7 +29,7 @@ import { waitUntil } from "../support/wait.js";
 
 /** Answers by question: "held …" waits until released, "fail …" is refused, anything else answers at once. */
 const held: { release: () => void; until: Promise<void> } = (() => {
-  let release = () => undefined as void;
+  let release: () => void = () => {};
   const until = new Promise<void>((resolve) => (release = resolve));
   return { release, until };
 })();

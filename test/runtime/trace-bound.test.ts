@@ -27,7 +27,7 @@ afterEach(async () => {
   stub = undefined;
 });
 
-const TRACE = `query BoundedTrace($id: ID!) { node(id: $id) { ... on Run { status trace { truncated truncatedAt usage { input output cached reasoning } } } } }`;
+const TRACE = `query BoundedTrace($id: ID!) { node(id: $id) { ... on Run { status trace { ... on Trace { truncated truncatedAt usage { input output cached reasoning } } } } } }`;
 
 /** Six parallel instant built-in tool calls. */
 const sixCalls = (turn: number): StubToolCall[] =>

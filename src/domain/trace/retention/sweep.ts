@@ -72,13 +72,18 @@ export async function sweepExpiredTraces(
           `SELECT id FROM trace WHERE id = ANY($1::text[]) AND expired_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED`,
           candidates.map((candidate) => candidate.traceId),
         );
-        if (locked.length === 0) return [];
+        if (locked.length === 0) return { ids: [] as string[], summaries: [] as string[] };
         const due = await expirableTraces(tx, now, locked.length, { operator, traceIds: locked.map((row) => row.id) });
-        return markExpired(tx, due, now);
+        const ids = await markExpired(tx, due, now);
+        const summaries = new Set(due.filter((trace) => trace.mode === "KEEP_SUMMARY").map((trace) => trace.traceId));
+        return { ids, summaries: ids.filter((id) => summaries.has(id)) };
       });
-      if (marked === null || marked.length === 0) break; // the lease moved on, or every candidate is busy: next sweep
-      report.expired += marked.length;
-      if (dueBy.getTime() >= now.getTime()) report.rows += await purge(prisma, marked, now, settings, lease);
+      if (marked === null || marked.ids.length === 0) break; // the lease moved on, or every candidate is busy: next sweep
+      report.expired += marked.ids.length;
+      // A summary must read as one at once (no attributes, no events); a deleted trace reads as
+      // expired at once, and where weeks are dropped its rows wait for their week.
+      const purgeNow = dueBy.getTime() >= now.getTime() ? marked.ids : marked.summaries;
+      report.rows += await purge(prisma, purgeNow, now, settings, lease);
       await afterBatch?.();
     }
   } finally {
@@ -91,6 +96,7 @@ type Lease = (db: Pick<PrismaClient, "$queryRawUnsafe" | "$executeRawUnsafe">) =
 
 /** Removes the rows of these expired traces, `rowsPerBatch` per transaction, renewing the lease each time. */
 async function purge(prisma: PrismaClient, traceIds: string[], now: Date, settings: SweepSettings, lease: Lease): Promise<number> {
+  if (traceIds.length === 0) return 0;
   let total = 0;
   for (;;) {
     const removed = await prisma.$transaction(async (tx) => {
@@ -108,7 +114,7 @@ async function finishInterrupted(prisma: PrismaClient, dueBy: Date, now: Date, s
   let total = 0;
   for (;;) {
     const pending = await prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM trace WHERE expired_at <= $2 AND purged_at IS NULL ORDER BY expired_at, id LIMIT $1`,
+      `SELECT id FROM trace WHERE (expired_at <= $2 OR expired_mode = 'KEEP_SUMMARY') AND purged_at IS NULL ORDER BY expired_at, id LIMIT $1`,
       settings.tracesPerBatch,
       dueBy,
     );
