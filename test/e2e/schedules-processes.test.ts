@@ -117,7 +117,7 @@ const lateness = (f: Fire) => f.runCreatedAt!.getTime() - f.fireTime.getTime();
 describe.runIf(backends.includes("postgres"))("schedules fired by real processes on PostgreSQL", () => {
   it("admits every fire of a 2-second schedule exactly once with two schedulers, one of them SIGKILLed mid-window", async () => {
     const { env, sql } = await setUp();
-    const [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
+    const [a] = await Promise.all([startInstance(env), startInstance(env)]);
     const id = await createSchedule(a.url, { intervalSeconds: 2, question: "Screen the EU battery makers", overlap: "ENQUEUE", catchUp: "ALL" });
     await firedSince(sql, id, new Date(Date.now() + 12_000));
 
