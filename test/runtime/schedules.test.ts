@@ -6,6 +6,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { diffLines } from "diff";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ArchiveWorkspaceDocument,
@@ -22,19 +23,27 @@ import { idOfType } from "../../src/domain/global-id.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
-import { type OpenAIStreamStub, startOpenAIStreamStub, type StubTurn } from "../support/openai-stream-stub.js";
+import { type ChatBody, type OpenAIStreamStub, startOpenAIStreamStub, type StubTurn } from "../support/openai-stream-stub.js";
 import { questionOf } from "../support/requests.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 
-/** Answers by question: "held …" waits until released, "fail …" is refused, anything else answers at once. */
-const held: { release: () => void; until: Promise<void> } = (() => {
-  let release: () => void = () => {};
+/** Answers by question: "held …" waits until released (each backend holds its own), "fail …" is refused, anything else answers at once. */
+function holdModel(): { release: () => void; until: Promise<void> } {
+  let release: () => void = () => undefined;
   const until = new Promise<void>((resolve) => (release = resolve));
   return { release, until };
-})();
+}
+let held = holdModel();
 
-function turnFor(question: string): StubTurn {
+/** The model requests of "report" runs, in order; each report differs from the one before in some lines. */
+const reportRequests: ChatBody[] = [];
+
+function turnFor(question: string, body: ChatBody): StubTurn {
+  if (question.startsWith("report")) {
+    const n = reportRequests.push(body);
+    return { text: [`# Battery makers\n\nNorthvolt: ${n} GWh\nCATL: steady\n${n % 2 ? "ACC: paused\n" : "Verkor: ramping\nPowerCo: planned\n"}`] };
+  }
   if (question.startsWith("held")) return { text: ["working… ", "done"], pause: { index: 1, until: held.until } };
   if (question.startsWith("fail")) return { refuse: 400 };
   return { text: [`answer ${Date.now()}`] };
@@ -45,7 +54,8 @@ describe.each(backends)("workspace schedules on %s", (backend) => {
   let t: TestApp;
 
   beforeAll(async () => {
-    stub = await startOpenAIStreamStub((body) => turnFor(questionOf(String(body.messages.findLast((m) => m.role === "user")?.content))));
+    held = holdModel();
+    stub = await startOpenAIStreamStub((body) => turnFor(questionOf(String(body.messages.findLast((m) => m.role === "user")?.content)), body));
     t = await startTestApp(backend, {
       runtime: {
         model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
@@ -135,8 +145,11 @@ describe.each(backends)("workspace schedules on %s", (backend) => {
     expect(interrupted[1]!.status).toBe("ADMITTED");
   });
 
-  it("each fire's answer is the next version of the schedule's publication", { timeout: 90_000 }, async () => {
+  it("each fire's answer is the next version of the schedule's publication, with what changed; the next run is told the previous version", {
+    timeout: 90_000,
+  }, async () => {
     // SKIP: each fire comes after the previous run ended, and so after its answer was published.
+    reportRequests.length = 0;
     const { schedule } = await create({ question: "report", intervalSeconds: 1, overlap: "SKIP" });
     const runIds = await waitUntil(async () => {
       const runs = (await t.client.request(ScheduledRunsDocument, { scheduleId: schedule.id, first: 10 })).runs.edges.map((e) => e.node);
@@ -150,6 +163,18 @@ describe.each(backends)("workspace schedules on %s", (backend) => {
     expect(new Set(versions.map((v) => v.publicationId)).size).toBe(1);
     expect(runs[0]!.continuesPublicationId).toBeNull();
     expect(runs[1]!.continuesPublicationId).toBe(versions[0]!.publicationId);
+
+    // changesFromPrevious counts what a line diff of the two texts counts.
+    const [first, second] = versions.sort((a, b) => a.version - b.version);
+    const parts = diffLines(first!.content, second!.content);
+    const count = (kind: "added" | "removed") => parts.filter((part) => part[kind]).reduce((sum, part) => sum + (part.count ?? 0), 0);
+    expect(first!.changesPreviousVersion).toBeNull();
+    expect([second!.changesPreviousVersion, second!.changesAddedLines, second!.changesRemovedLines]).toEqual([1, count("added"), count("removed")]);
+    expect(count("added") + count("removed")).toBeGreaterThan(0);
+    // The second run's model request carried the first version's text.
+    const told = (body: ChatBody) => body.messages.some((m) => m.content?.includes(first!.content.trim()));
+    expect(reportRequests.some(told)).toBe(true);
+    expect(reportRequests.slice(0, 1).some(told)).toBe(false);
   });
 
   it("triggerSchedule fires now; an archived workspace's fires are SKIPPED; deleting it deletes its schedules", { timeout: 60_000 }, async () => {
