@@ -7,6 +7,7 @@ import { type Database, openDatabase } from "../../src/db/open-database.js";
 import { TraceRetention } from "../../src/domain/trace/retention/retention-service.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { spawnTs } from "../support/processes.js";
+import { waitUntil } from "../support/wait.js";
 import { type SeededTrace, seedEndedRun, seedOwner, traceRows } from "../support/trace-retention-seed.js";
 
 const DAY = 86_400_000;
@@ -81,5 +82,44 @@ describe.skipIf(!backends.includes("postgres"))("trace retention sweep races (po
     } finally {
       await other.close();
     }
+  }, 85_000);
+  it("a sweep process killed mid-purge (a batch expired, its rows not all removed): after restart no pinned row is lost and the next sweep completes (every due trace purged, purged_at set)", async () => {
+    const { due, pinned } = await seed(60, 10);
+    const child = spawnTs("test/support/retention-sweep-process.ts", {
+      env: { DATABASE_URL: url, SWEEP_AT: sweepAt.toISOString(), TRACES_PER_BATCH: "10", ROWS_PER_BATCH: "4" },
+    });
+    await child.waitForOutput(/sweeping/, 60_000);
+    // Killed while a batch is marked expired and only part purged.
+    const expiredUnpurged = () => db.prisma.trace.count({ where: { id: { in: due.map((t) => t.traceId) }, expiredAt: { not: null }, purgedAt: null } });
+    await waitUntil(async () => ((await expiredUnpurged()) > 0 ? true : undefined), 60_000, 10);
+    child.child.kill("SIGKILL");
+    expect((await child.exited).signal).toBe("SIGKILL");
+
+    // It died mid-way: some traces expired, not all of them purged.
+    const afterKill = await expiryOf(due);
+    expect(afterKill.filter((row) => row.expiredAt).length).toBeGreaterThan(0);
+    expect(afterKill.filter((row) => row.purgedAt).length).toBeLessThan(due.length);
+    expect(await expiredUnpurged()).toBeGreaterThan(0);
+    await expectPinnedIntact(pinned);
+
+    // Restarted once the dead process's lease ran out (1 s on the fake clock): the sweep finishes its work and the rest.
+    const restartedAt = new Date(sweepAt.getTime() + 2_000);
+    const retention = new TraceRetention({
+      prisma: db.prisma,
+      operator,
+      now: () => restartedAt,
+      instanceId: "restarted",
+      sweep: { tracesPerBatch: 10, rowsPerBatch: 50 },
+    });
+    const report = await retention.sweep();
+    expect(report.ran).toBe(true);
+    expect(report.expired).toBe(afterKill.filter((row) => !row.expiredAt).length);
+    for (const row of await expiryOf(due)) {
+      expect([sweepAt.getTime(), restartedAt.getTime()]).toContain(row.expiredAt?.getTime());
+      expect(row.purgedAt).not.toBeNull();
+    }
+    for (const trace of due) expect(await traceRows(db.prisma, trace.traceId)).toEqual({ spans: 0, events: 0, changes: 0 });
+    await expectPinnedIntact(pinned);
+    expect((await retention.sweep()).expired).toBe(0);
   }, 85_000);
 });
