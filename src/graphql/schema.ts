@@ -39,6 +39,7 @@ import "./types/score-lists.js";
 import "./types/skill.js";
 import "./types/mcp-server.js";
 import "./types/cost.js";
+import "./types/workspace-budget.js";
 import "./types/webhook.js";
 import "./types/schedule.js";
 

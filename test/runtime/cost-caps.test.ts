@@ -2,9 +2,8 @@
 // reporting usage: each request writes a line of text and asks for a tool, costing exactly 1.005 USD
 // at the test's price (50 input tokens at 100 USD/M, 10 output tokens at 100,000 USD/M). Before
 // each request the run's spend plus the request's bound is held to its caps.
-import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,35 +13,8 @@ import { fromStored } from "../../src/domain/text/stored-text.js";
 import { DEVELOPMENT_PRINCIPAL_ID } from "../../src/domain/principal/principal-service.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends } from "../support/databases.js";
+import { type Body, PRICE, REQUEST_COST, startPricedServer } from "../support/priced-model-server.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-
-const frame = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "priced-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-const USAGE = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "priced-model", choices: [], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } })}\n\n`;
-const REQUEST_COST = toDecimal("1.005");
-const PRICE = { model: "priced-model", effectiveFrom: new Date("2020-01-01T00:00:00Z"), inputPerMillion: "100", outputPerMillion: "100000" };
-
-type Body = { messages: { role: string; content?: string | null }[]; max_completion_tokens?: number };
-
-/** Every request: "Step n." (n: the run's requests so far) and one task_list call; never a final answer. */
-async function startPricedServer(bodies: Body[]): Promise<Server> {
-  const server = createServer(async (req, res) => {
-    const parts: Buffer[] = [];
-    for await (const part of req) parts.push(part as Buffer);
-    const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Body;
-    bodies.push(body);
-    const step = body.messages.filter((m) => m.role === "assistant").length + 1;
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.write(frame({ role: "assistant", content: `Step ${step}.` }));
-    const args = JSON.stringify({ action: "add", title: `item ${step}` });
-    res.write(frame({ tool_calls: [{ index: 0, id: `call_${step}`, type: "function", function: { name: "task_list", arguments: args } }] }, "tool_calls"));
-    res.write(USAGE);
-    res.end("data: [DONE]\n\n");
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return server;
-}
 
 describe.each(backends)("cost caps (%s)", (backend) => {
   let server: Server;

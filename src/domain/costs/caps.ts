@@ -3,7 +3,15 @@
 // is compared with each cap. The first cap the request could cross stops the run (stopReason
 // BUDGET, the text so far kept); crossing confirmCostAbove asks its owner first. Decimal
 // arithmetic throughout: money is never a float.
+import { z } from "zod";
 import { type Decimal, toDecimal } from "./pricing.js";
+
+/** A cost limit in USD: a positive decimal with at most 10 places (the DECIMAL(20,10) columns). */
+export const costLimit = z
+  .string()
+  .trim()
+  .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 2.50, with at most 10 decimal places")
+  .refine((v) => Number(v) > 0, "must be more than 0");
 
 /** The cost caps checked before every model request. */
 export type CostCap = "MAX_COST" | "DAILY_COST_LIMIT" | "MONTHLY_BUDGET" | "CONFIRM_COST_ABOVE";

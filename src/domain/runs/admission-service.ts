@@ -18,6 +18,7 @@ import type { RunAnnouncer } from "./run-announcer.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
 import { versionRef } from "../research/publication-service.js";
+import { costLimit } from "../costs/caps.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -33,13 +34,6 @@ export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeco
 
 /** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
 export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
-
-/** A cost limit in USD: a positive decimal with at most 10 places (the DECIMAL(20,10) columns). */
-export const costLimit = z
-  .string()
-  .trim()
-  .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 2.50, with at most 10 decimal places")
-  .refine((v) => Number(v) > 0, "must be more than 0");
 
 /** A run's limits as admissions (and schedules) take them: omitted ones take DEFAULT_LIMITS. */
 export const runLimits = z.object({

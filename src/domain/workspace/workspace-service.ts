@@ -10,6 +10,7 @@ import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from ".
 import { encodeGlobalId } from "../global-id.js";
 import { recordWebhookEvent, type WebhookWake } from "../webhooks/webhook-events.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
+import { costLimit } from "../costs/caps.js";
 
 export const GOAL_STATEMENT_MAX = 20_000;
 
@@ -20,8 +21,11 @@ const updateGoalInput = z.object({
   expectedVersion: z.number().int().min(1, "versions start at 1"),
 });
 
+const budgetInput = z.object({ workspaceId: z.string(), monthlyBudget: costLimit.nullish().transform((v) => v ?? null) });
+
 export type CreateWorkspaceInput = z.input<typeof createInput>;
 export type UpdateGoalInput = z.input<typeof updateGoalInput>;
+export type SetWorkspaceBudgetInput = z.input<typeof budgetInput>;
 
 export class WorkspaceService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
@@ -56,6 +60,17 @@ export class WorkspaceService {
   /** The workspace if the actor may see it (it exists, is theirs and is not deleted); null otherwise. */
   visible(actor: Actor, workspaceId: string): Promise<Workspace | null> {
     return this.deps.prisma.workspace.findFirst({ where: visibleWorkspace(actor, workspaceId) });
+  }
+
+  /**
+   * Sets (or, with null, clears) the owner's monthly budget in USD for the workspace's runs: the
+   * runs admitted in it this UTC calendar month stop with BUDGET once it would be crossed.
+   */
+  async setMonthlyBudget(actor: Actor, input: SetWorkspaceBudgetInput): Promise<Workspace> {
+    const { workspaceId, monthlyBudget } = parseInput(budgetInput, input);
+    const updated = await this.deps.prisma.workspace.updateMany({ where: visibleWorkspace(actor, workspaceId), data: { monthlyBudget } });
+    if (updated.count === 0) await findVisibleWorkspace(this.deps.prisma, actor, workspaceId); // throws NotFoundError
+    return findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
   }
 
   /** Stops new links and admissions; cancels nothing. Idempotent. */

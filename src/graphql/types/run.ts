@@ -10,6 +10,7 @@ import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
 import { mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { ErrorInterface } from "./errors.js";
+import { decimalString } from "./money.js";
 import { METADATA_RULE, RunStatusEnum, TAGS_RULE } from "./run-filter.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
 
@@ -18,12 +19,24 @@ const ATTEMPTS: KeysetList = { typename: "RunAttempt", order: [["number", "asc"]
 /** An attempt's global id: it has no id of its own, only its run and its number. */
 const attemptId = (attempt: { runId: string; number: number }) => encodeGlobalId("RunAttempt", `${attempt.runId}/${attempt.number}`);
 
-const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "deadlineSeconds">>("RunLimits").implement({
+const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "deadlineSeconds" | "maxCost" | "confirmCostAbove">>("RunLimits").implement({
   description: "The limits a run was admitted with.",
   fields: (t) => ({
     maxTurns: t.exposeInt("maxTurns"),
     tokenBudget: t.exposeInt("tokenBudget", { description: "Model-reported tokens the whole run may use." }),
     deadlineSeconds: t.exposeInt("deadlineSeconds", { description: "Counted from admission." }),
+    maxCost: t.field({
+      type: "Decimal",
+      nullable: true,
+      description: "USD the run may spend (Run.cost); null: no cap of its own. At the cap the run stops with stopReason BUDGET.",
+      resolve: (run) => (run.maxCost === null ? null : decimalString(run.maxCost)),
+    }),
+    confirmCostAbove: t.field({
+      type: "Decimal",
+      nullable: true,
+      description: "USD past which the run waits (WAITING, a COST_CONFIRMATION decision) for its owner to let it go on; null: it never asks.",
+      resolve: (run) => (run.confirmCostAbove === null ? null : decimalString(run.confirmCostAbove)),
+    }),
   }),
 });
 
@@ -216,8 +229,22 @@ builder.objectType(ConversationBusyError, {
 });
 
 export const RunLimitsInput = builder.inputType("RunLimitsInput", {
-  description: "Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds.",
-  fields: (t) => ({ maxTurns: t.int(), tokenBudget: t.int(), deadlineSeconds: t.int() }),
+  description: "Omitted limits take their defaults: 20 turns, 200,000 tokens, 1,800 seconds, and no cost caps.",
+  fields: (t) => ({
+    maxTurns: t.int(),
+    tokenBudget: t.int(),
+    deadlineSeconds: t.int(),
+    maxCost: t.field({
+      type: "Decimal",
+      description:
+        'USD the run may spend, such as "2.50" (more than 0, at most 10 decimal places): checked before every model request with the cost so far plus a bound on that request; at the cap the run stops with stopReason BUDGET, its text so far kept.',
+    }),
+    confirmCostAbove: t.field({
+      type: "Decimal",
+      description:
+        "A soft threshold in USD: before a model request that could cross it the run goes WAITING on a COST_CONFIRMATION decision; approving lets it go on, rejecting ends it with stopReason BUDGET.",
+    }),
+  }),
 });
 
 const AdmitRunInput = builder.inputType("AdmitRunInput", {
