@@ -14,8 +14,11 @@ import { toDecimal } from "../../src/domain/costs/pricing.js";
 import { encodeGlobalId } from "../../src/domain/global-id.js";
 import { DEVELOPMENT_PRINCIPAL_ID } from "../../src/domain/principal/principal-service.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { CreateWebhookDocument } from "../../sdk/generated/graphql.js";
 import { backends } from "../support/databases.js";
+import { expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { type Receiver, startReceiver } from "../support/webhook-receiver.js";
 
 const MODEL = "cached-reasoning-model";
 // Each request reports 1234 input tokens (567 of them cached) and 89 output tokens (21 of them reasoning).
@@ -74,6 +77,7 @@ const RUN = parse(`query ($id: ID!) {
     trace { cost { amount currency } spans(first: 100) { edges { node { kind cost { amount currency } costUnpriced cumulativeCost { amount } } } } }
   }
 }`);
+const EVENTS = parse("subscription ($runId: ID!) { runEvents(runId: $runId) { status cost { amount currency } costUnpriced } }");
 const TOTALS = parse(`query ($workspace: ID!, $before: DateTime!, $after: DateTime!) {
   workspace(id: $workspace) { cost { amount currency } since: cost(since: $before) { amount } }
   viewer { cost { amount currency } since: cost(since: $before) { amount } later: cost(since: $after) { amount } }
@@ -85,17 +89,21 @@ const times = (amount: string, n: number) => toDecimal(amount).times(n).toString
 describe.each(backends)("priced runs with cached and reasoning tokens (%s)", (backend) => {
   let server: Server;
   let t: TestApp;
+  let receiver: Receiver;
   const actor = { principalId: DEVELOPMENT_PRINCIPAL_ID };
   const request = (document: ReturnType<typeof parse>, variables: Record<string, unknown>) => t.client.request(document as any, variables) as Promise<any>;
 
   beforeAll(async () => {
     server = await startUsageServer();
+    receiver = await startReceiver();
     const { port } = server.address() as AddressInfo;
     t = await startTestApp(backend, {
       runtime: {
         model: new OpenAIModel({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "sk-local", model: MODEL, contextWindow: 32_000, maxRetries: 0 }),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-priced-")),
       },
+      webhooks: { allowedHosts: [receiver.host] },
+      listen: true,
     });
     await t.app.db.prisma.modelPrice.create({ data: PRICE });
     await t.app.db.prisma.principal.upsert({
@@ -107,6 +115,7 @@ describe.each(backends)("priced runs with cached and reasoning tokens (%s)", (ba
   afterAll(async () => {
     await t?.close();
     await new Promise((resolve) => server?.close(resolve));
+    await receiver?.close();
   });
 
   const settled = (runId: string) =>
@@ -121,6 +130,11 @@ describe.each(backends)("priced runs with cached and reasoning tokens (%s)", (ba
 
   it("prices every model span exactly, and Run, Trace, Workspace and Principal totals are their exact sums", async () => {
     const started = new Date(Date.now() - 1000);
+    // A webhook listening for successes (not delivered here): its outbox rows are the bodies it would be sent.
+    expectType(
+      (await t.client.request(CreateWebhookDocument, { input: { url: receiver.url, events: ["RUN_SUCCEEDED"] } })).createWebhook,
+      "CreateWebhookSuccess",
+    );
     const workspace = await t.app.services.workspaces.createWorkspace(actor, { title: "Priced", goal: "Find what it costs" });
     const { run: inWorkspace } = await t.app.services.admissions.admitRun(actor, { question: "What does it cost?", workspaceId: workspace.id });
     const { run: alone } = await t.app.services.admissions.admitRun(actor, { question: "And this one?" });
@@ -142,6 +156,19 @@ describe.each(backends)("priced runs with cached and reasoning tokens (%s)", (ba
       expect(spans.map((s: { cumulativeCost: { amount: string } }) => s.cumulativeCost.amount)).toContain(total);
       costs[run.id] = total;
     }
+
+    // The webhook body of each ended run says what it cost, exactly as Run.cost.
+    const bodies = await t.app.db.prisma.webhookMessage.findMany({ where: { type: "RUN_SUCCEEDED" } });
+    for (const run of [inWorkspace, alone]) {
+      const body = bodies.map((m) => JSON.parse(m.body) as { data: Record<string, unknown> }).find((b) => b.data.runId === encodeGlobalId("Run", run.id));
+      expect(body?.data).toMatchObject({ status: "SUCCEEDED", cost: { amount: costs[run.id], currency: "USD" }, costUnpriced: false });
+    }
+
+    // runEvents on the settled run: its terminal status, once, with what the run cost in all.
+    const events: unknown[] = [];
+    for await (const event of { [Symbol.asyncIterator]: () => t.connect().subscribe(EVENTS as any, { runId: encodeGlobalId("Run", alone.id) }) })
+      events.push((event as { runEvents: unknown }).runEvents);
+    expect(events).toEqual([{ status: "SUCCEEDED", cost: { amount: costs[alone.id], currency: "USD" }, costUnpriced: false }]);
 
     const totals = await request(TOTALS, {
       workspace: encodeGlobalId("Workspace", workspace.id),
