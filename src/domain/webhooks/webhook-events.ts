@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { AfterCommit } from "../after-commit.js";
+import { COST_CURRENCY, toDecimal } from "../costs/pricing.js";
 import { encodeGlobalId } from "../global-id.js";
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -29,7 +30,10 @@ export const WEBHOOK_EVENT_TYPES = [
 export type WebhookEventTypeName = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** The body's `data`: global ids and a one-line summary, never a run's answer, a checkpoint's or a publication's text. */
-export type WebhookEventData = Record<string, string | number | null> & { summary: string };
+export type WebhookEventData = Record<string, string | number | boolean | null | WebhookMoney> & { summary: string };
+
+/** An amount of money in a body (Money in the API): a decimal string, never a float. */
+export type WebhookMoney = { amount: string; currency: string };
 
 /** The event a webhook receives: the Standard Webhooks body (`type`, `timestamp`, `data`). */
 export type WebhookEventBody = { type: WebhookEventTypeName; timestamp: string; data: WebhookEventData };
@@ -79,6 +83,15 @@ const RUN_SUMMARIES = {
   RUN_RESUMED: "the run was resumed",
 } as const;
 
+/** The statuses of a run that has ended: their events carry what it cost. */
+const ENDED_STATUSES: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
+
+/** An ended run's cost as its webhook body says it, read in the transaction that ends it (after its last span was charged). */
+async function endedRunCost(tx: Prisma.TransactionClient, runId: string): Promise<{ cost: WebhookMoney; costUnpriced: boolean } | Record<string, never>> {
+  const run = await tx.run.findUnique({ where: { id: runId }, select: { cost: true, costUnpriced: true } });
+  return run ? { cost: { amount: toDecimal(run.cost).toFixed(), currency: COST_CURRENCY }, costUnpriced: run.costUnpriced } : {};
+}
+
 /**
  * Records the run's new status (terminal, WAITING or PAUSED) for its owner's webhooks; other
  * statuses report nothing — unless `as` names the event (RUN_RESUMED, with the status it resumed in).
@@ -105,6 +118,8 @@ export async function recordRunEvent(
         status,
         // How an ended run ended (Run.stopReason); absent from the events of a run still going.
         ...(run.stopReason ? { stopReason: run.stopReason } : {}),
+        // What an ended run cost (Run.cost, USD) and whether a model call had no price (Run.costUnpriced).
+        ...(ENDED_STATUSES.has(status) ? await endedRunCost(tx, run.id) : {}),
         summary,
       },
     },

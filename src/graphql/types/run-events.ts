@@ -7,6 +7,7 @@ import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { RunStatusEnum } from "./run-filter.js";
 import { CancelModeEnum } from "./run-stop.js";
+import { MoneyRef, usd } from "./money.js";
 import { mine } from "./owned.js";
 
 const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
@@ -19,6 +20,20 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
       description:
         "The mode of a stop requested by this event (cancelRun: AFTER_TURN or CONCLUDE, the status unchanged or RUNNING again); null for a change of status. Run.stopRequest has the request.",
       resolve: (event) => event.stop ?? null,
+    }),
+    cost: t.field({
+      type: MoneyRef,
+      description:
+        "What the run has cost so far (Run.cost, USD), read as the event is delivered: on the terminal event, what the run cost in all. Each model call's own cost arrives live as its span ends in traceUpdates (Span.cost).",
+      resolve: async (event, _args, ctx) => {
+        const run = await ctx.prisma.run.findUniqueOrThrow({ where: { id: event.runId }, select: { cost: true } });
+        return usd(run.cost);
+      },
+    }),
+    costUnpriced: t.boolean({
+      description: "A model call of the run so far had no price (Run.costUnpriced): `cost` leaves it out.",
+      resolve: async (event, _args, ctx) =>
+        (await ctx.prisma.run.findUniqueOrThrow({ where: { id: event.runId }, select: { costUnpriced: true } })).costUnpriced,
     }),
     run: t.prismaField({
       type: "Run",
