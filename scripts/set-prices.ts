@@ -4,7 +4,7 @@
 //   npm run prices:set -- --file prices.json      (the MODEL_PRICES_FILE format)
 // An entry without an effective time is effective from now (from the file: from the epoch, as at start).
 import { parseArgs } from "node:util";
-import { readModelPrices } from "../src/config-files.js";
+import { readModelPrices } from "../src/compose/price-file.js";
 import { parsePriceEntry, type PriceEntry, setOperatorPrices } from "../src/domain/costs/price-entries.js";
 import { fail, withOperatorDatabase } from "./operator-database.js";
 

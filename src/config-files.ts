@@ -5,7 +5,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "graphql";
 import { z } from "zod";
-import { type PriceEntry, priceEntrySchema } from "./domain/costs/price-entries.js";
 import type { AgentProfile } from "./runtime/agents.js";
 
 /** Settings that cannot be used, each named with what is wrong with it. */
@@ -67,31 +66,6 @@ export function readAgents(file: string): AgentProfile[] {
     throw new ConfigError(parsed.error.issues.map((issue) => `AGENTS_FILE=${JSON.stringify(file)}: [${issue.path.join(".")}] ${issue.message}`));
   }
   return parsed.data;
-}
-
-const modelPricesFile = z.strictObject({ prices: z.array(priceEntrySchema) });
-
-/** An operator entry without `effectiveFrom` prices every call until a later entry: it is effective from the epoch. */
-export const ALWAYS = new Date(0);
-
-/**
- * Reads MODEL_PRICES_FILE: `{ "prices": [ { "model", "effectiveFrom"?, "inputPerMillion",
- * "cachedInputPerMillion"?, "cacheWritePerMillion"?, "outputPerMillion", "reasoningPerMillion"? } ] }`,
- * prices as decimal strings per million tokens (USD).
- */
-export function readModelPrices(file: string, name = "MODEL_PRICES_FILE"): PriceEntry[] {
-  const where = `${name}=${JSON.stringify(file)}`;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new ConfigError([`${where}: cannot be read as JSON (${(error as Error).message})`]);
-  }
-  const parsed = modelPricesFile.safeParse(json);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${where}: [${issue.path.join(".") || "(root)"}] ${issue.message}`));
-  }
-  return parsed.data.prices.map((entry) => ({ ...entry, effectiveFrom: entry.effectiveFrom ?? ALWAYS }));
 }
 
 /** Parses COMPACTION_POLICIES: a JSON object of tool name → "never" | "stale" | "always". */

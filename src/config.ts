@@ -1,16 +1,6 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import { z } from "zod";
-import {
-  approvalRules,
-  type CompactionPolicy,
-  ConfigError,
-  parseCompactionPolicies,
-  readAgents,
-  readModelPrices,
-  readTrustedDocuments,
-  spillPolicies,
-} from "./config-files.js";
-import type { PriceEntry } from "./domain/costs/price-entries.js";
+import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
@@ -171,8 +161,8 @@ export type Config = {
     | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
   agents: AgentProfile[];
-  /** The operator's model prices from MODEL_PRICES_FILE, set at start (empty: none). */
-  modelPrices: PriceEntry[];
+  /** The operator's model prices file (MODEL_PRICES_FILE), read and set at start (none without it). */
+  modelPricesFile?: string;
   /** OTLP/HTTP collector for finished spans; export is off without it. */
   otlpEndpoint?: string;
   /** Redis for pub/sub across instances; without it, events stay in this process. */
@@ -421,7 +411,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],
-    modelPrices: values.MODEL_PRICES_FILE ? readModelPrices(values.MODEL_PRICES_FILE) : [],
+    modelPricesFile: values.MODEL_PRICES_FILE,
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     dailyCostLimit: values.DAILY_COST_LIMIT,
     inProcessWorker: values.IN_PROCESS_WORKER,

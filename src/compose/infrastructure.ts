@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config.js";
 import { setOperatorPrices } from "../domain/costs/price-entries.js";
+import { readModelPrices } from "./price-file.js";
 import { newSecretsKey, SecretBox } from "../domain/secret-box.js";
 import { type Database, openDatabase } from "../db/open-database.js";
 import { createRedisEventBus } from "../events/redis-event-target.js";
@@ -20,6 +21,8 @@ import { RedisTokenBuckets } from "../server/redis-token-buckets.js";
 
 /** Opens and migrates the configured database. */
 export async function openMigratedDatabase(config: Config, logger: Logger): Promise<Database> {
+  // A price file that cannot be used stops the start before the database is opened.
+  const prices = config.modelPricesFile ? readModelPrices(config.modelPricesFile) : [];
   const db = await openDatabase(config.database);
   const migrations = await db.migrate().catch(async (error: unknown) => {
     await db.close();
@@ -29,9 +32,9 @@ export async function openMigratedDatabase(config: Config, logger: Logger): Prom
     database: config.database.kind === "postgres" ? "postgresql" : `pglite (${config.database.dataDir})`,
     appliedMigrations: migrations.applied,
   });
-  if (config.modelPrices.length > 0) {
-    await setOperatorPrices(db.prisma, config.modelPrices, new Date());
-    logger.info("model prices set", { entries: config.modelPrices.length });
+  if (prices.length > 0) {
+    await setOperatorPrices(db.prisma, prices, new Date());
+    logger.info("model prices set", { entries: prices.length });
   }
   if (migrations.unknownInDatabase.length > 0) {
     logger.warn("the database has migrations this version does not know; is an older Dossier running?", {

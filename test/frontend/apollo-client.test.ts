@@ -18,6 +18,8 @@ import WebSocket from "ws";
 import {
   AdmitRunDocument,
   CreateApiKeyDocument,
+  CreateScheduleDocument,
+  TriggerScheduleDocument,
   LinkToWorkspaceDocument,
   RunEventsDocument,
   UpdateCheckpointDocument,
@@ -313,6 +315,12 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     apollo = apolloClient(t.server!);
     const workspace = await createWorkspace(t.client, "Paged goal");
     ids.Workspace = workspace.id;
+    for (const question of ["Hourly A", "Hourly B", "Hourly C"]) {
+      const created = await t.client.request(CreateScheduleDocument, { input: { workspaceId: workspace.id, question, intervalSeconds: 3600 } });
+      ids.Schedule ??= expectType(created.createSchedule, "CreateScheduleSuccess").schedule.id;
+    }
+    for (let fire = 0; fire < 3; fire++)
+      expectType((await t.client.request(TriggerScheduleDocument, { input: { id: ids.Schedule! } })).triggerSchedule, "TriggerScheduleSuccess");
     for (const version of [1, 2]) {
       await t.client.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } });
     }
@@ -443,6 +451,8 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
     { type: "Webhook", field: "deliveries", parent: () => ids.Webhook! },
     { type: "Workspace", field: "links", parent: () => ids.Workspace! },
     { type: "Workspace", field: "goalVersions", parent: () => ids.Workspace! },
+    { type: "Workspace", field: "schedules", parent: () => ids.Workspace! },
+    { type: "Schedule", field: "fires", parent: () => ids.Schedule! },
     { type: "Conversation", field: "runs", parent: () => ids.Conversation! },
     { type: "Conversation", field: "messages", parent: () => ids.Conversation! },
     { type: "Publication", field: "versions", parent: () => ids.Publication! },

@@ -8,7 +8,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { getNamedType, isListType, isNonNullType, isObjectType, parse, TypeInfo, visit, visitWithTypeInfo, type GraphQLOutputType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AdmitRunDocument, CreateApiKeyDocument, LinkToWorkspaceDocument, PublishVersionDocument, UpdateGoalDocument } from "../../sdk/generated/graphql.js";
+import {
+  AdmitRunDocument,
+  CreateApiKeyDocument,
+  CreateScheduleDocument,
+  TriggerScheduleDocument,
+  LinkToWorkspaceDocument,
+  PublishVersionDocument,
+  UpdateGoalDocument,
+} from "../../sdk/generated/graphql.js";
 import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-service.js";
 import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { COUNT_BOUND } from "../../src/graphql/counted-connection.js";
@@ -53,6 +61,7 @@ const EVERY_LIST = /* GraphQL */ `
       ... on Workspace {
         checkpoint { ...CheckpointLists ... on UnavailableCheckpoint { scores(first: 2) { ${IDS} } } }
         checkpointVersions(first: 2) { ...CheckpointLists }
+        schedules(first: 2) { edges { node { id fires(first: 2) { ${IDS} } } } pageInfo { hasNextPage } }
         historyCatalog(first: 2) { entries { title via versions { version sources { version } humanScores { configName } } } edges { node { title } } pageInfo { endCursor hasNextPage } }
       }
     }
@@ -180,6 +189,13 @@ describe.each(backends)("paged reads on %s", (backend) => {
     });
     // More of everything than a page holds.
     const workspace = await createWorkspace(t.client);
+    const schedules = [];
+    for (const question of ["Hourly A", "Hourly B", "Hourly C"]) {
+      const created = await t.client.request(CreateScheduleDocument, { input: { workspaceId: workspace.id, question, intervalSeconds: 3600 } });
+      schedules.push(expectType(created.createSchedule, "CreateScheduleSuccess").schedule.id);
+    }
+    for (let fire = 0; fire < 3; fire++)
+      expectType((await t.client.request(TriggerScheduleDocument, { input: { id: schedules[0]! } })).triggerSchedule, "TriggerScheduleSuccess");
     historyWorkspaceId = workspace.id;
     for (let version = 1; version <= 4; version += 1) {
       expectType(
