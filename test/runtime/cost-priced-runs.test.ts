@@ -74,7 +74,7 @@ async function startUsageServer(): Promise<Server> {
 const RUN = parse(`query ($id: ID!) {
   run(id: $id) {
     status cost { amount currency }
-    trace { cost { amount currency } spans(first: 100) { edges { node { kind cost { amount currency } costUnpriced cumulativeCost { amount } } } } }
+    trace { ... on Trace { cost { amount currency } spans(first: 100) { edges { node { kind cost { amount currency } costUnpriced cumulativeCost { amount } } } } } }
   }
 }`);
 const EVENTS = parse("subscription ($runId: ID!) { runEvents(runId: $runId) { status cost { amount currency } costUnpriced } }");
