@@ -19,7 +19,6 @@ import {
   AdmitRunDocument,
   CreateApiKeyDocument,
   CreateScheduleDocument,
-  TriggerScheduleDocument,
   LinkToWorkspaceDocument,
   RunEventsDocument,
   UpdateCheckpointDocument,
@@ -319,8 +318,12 @@ describe("Apollo Client 4 pages through the connections with relayStylePaginatio
       const created = await t.client.request(CreateScheduleDocument, { input: { workspaceId: workspace.id, question, intervalSeconds: 3600 } });
       ids.Schedule ??= expectType(created.createSchedule, "CreateScheduleSuccess").schedule.id;
     }
-    for (let fire = 0; fire < 3; fire++)
-      expectType((await t.client.request(TriggerScheduleDocument, { input: { id: ids.Schedule! } })).triggerSchedule, "TriggerScheduleSuccess");
+    // Fires recorded as a scheduler records a skipped one (no run to disturb the other lists).
+    for (let fire = 0; fire < 3; fire++) {
+      await t.app.db.prisma.scheduleFire.create({
+        data: { scheduleId: dbIdOf(ids.Schedule!), fireTime: new Date(Date.UTC(2026, 0, 1, fire)), status: "SKIPPED", reason: "paged" },
+      });
+    }
     for (const version of [1, 2]) {
       await t.client.request(UpdateGoalDocument, { input: { workspaceId: workspace.id, expectedVersion: version, statement: `Goal ${version + 1}` } });
     }

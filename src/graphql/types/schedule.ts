@@ -7,6 +7,7 @@ import { ScheduleCatchUp, ScheduleFireStatus, ScheduleOverlap } from "../../gene
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
+import { encodeGlobalId } from "../../domain/global-id.js";
 import { mine, ownedBy } from "./owned.js";
 import { RunLimitsInput, RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
@@ -30,6 +31,7 @@ const ScheduleFireStatusEnum = builder.enumType(ScheduleFireStatus, {
 export const ScheduleFireObject = builder.prismaObject("ScheduleFire", {
   description: "One fire of a schedule: each fire time is recorded once, whatever happened to it.",
   fields: (t) => ({
+    id: t.id({ description: "The fire's own id (its clients' caches key it by it).", resolve: (fire) => encodeGlobalId("ScheduleFire", fire.id) }),
     fireTime: t.expose("fireTime", { type: "DateTime" }),
     status: t.expose("status", { type: ScheduleFireStatusEnum }),
     reason: t.exposeString("reason", { nullable: true, description: "Why the fire was SKIPPED or FAILED." }),
