@@ -50,7 +50,7 @@ export type StoredSpanChange = {
   status: string;
   endedAt: string | null;
   usage: JsonValue;
-  /** Absent in changes logged before spans had a cost. */
+  /** Stored only when set (a priced or unpriced model call's end): absent means no cost, as in changes logged before spans had one. */
   cost?: string | null;
   costUnpriced?: boolean;
   undo?: AttributesUndo;
@@ -68,8 +68,8 @@ async function logChange(
         status: span.status,
         endedAt: span.endedAt,
         usage: span.usage,
-        cost: span.cost,
-        costUnpriced: span.costUnpriced,
+        ...(span.cost !== null ? { cost: span.cost } : {}),
+        ...(span.costUnpriced ? { costUnpriced: true } : {}),
         ...(change.undo ? { undo: change.undo } : {}),
       }
     : undefined;
@@ -89,7 +89,7 @@ export function spanAsOf(current: Span, stored: StoredSpanChange, laterUndo: rea
     Object.assign(attributes, undo.before);
   }
   const state = spanState(current);
-  const cost = stored.cost === undefined ? {} : { cost: stored.cost, costUnpriced: stored.costUnpriced ?? false };
+  const cost = { cost: stored.cost ?? null, costUnpriced: stored.costUnpriced ?? false };
   return { ...state, status: stored.status, endedAt: stored.endedAt, usage: stored.usage, ...cost, attributes };
 }
 

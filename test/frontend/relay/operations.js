@@ -68,7 +68,9 @@ graphql`
       ... on Run {
         id
         trace {
-          ...DossierRelaySpans_trace
+          ... on Trace {
+            ...DossierRelaySpans_trace
+          }
         }
       }
     }
