@@ -65,8 +65,12 @@ export class ScheduleFiring {
 
   /** The earliest next fire of a schedule that is not paused: a scheduler sleeps until then (or its poll). */
   async earliestDue(): Promise<Date | null> {
-    const { _min } = await this.deps.prisma.schedule.aggregate({ _min: { nextFireAt: true }, where: { paused: false } });
-    return _min.nextFireAt;
+    const next = await this.deps.prisma.schedule.findFirst({
+      where: { paused: false, nextFireAt: { not: null } },
+      orderBy: { nextFireAt: "asc" },
+      select: { nextFireAt: true },
+    });
+    return next?.nextFireAt ?? null;
   }
 
   /** triggerSchedule: one fire now, outside the schedule's times; null when the owner has no such schedule. */
