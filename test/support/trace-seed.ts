@@ -1,13 +1,14 @@
 // Traces written over the past ten weeks, in a few statements (PostgreSQL): for the test of the
 // partitioning of existing trace tables and its 1,000,000-record benchmark. Each trace has a RUN
 // span and 9 tool spans under it, 4 events per span, and a replay log of 60 changes (each span's
-// start and end, each event): 110 records per trace. Trace i ended i × (70 days / traces) ago.
+// start and end, each event): 110 records per trace. Trace i ended i × (70 days / traces) ago, or
+// that much before `endedDaysAgo` days ago (the retention benchmark seeds traces already due).
 import { seedRunsSql } from "./run-seed.js";
 
 export const RECORDS_PER_TRACE = 110;
 
-export function seedTracesSql(traces: number): string {
-  const at = `now() - i * interval '${Math.round((70 * 24 * 3600) / traces)} seconds'`;
+export function seedTracesSql(traces: number, { endedDaysAgo = 0 }: { endedDaysAgo?: number } = {}): string {
+  const at = `now() - interval '${endedDaysAgo} days' - i * interval '${Math.round((70 * 24 * 3600) / traces)} seconds'`;
   return `
   INSERT INTO principal (id, name) VALUES ('development', 'Development principal') ON CONFLICT DO NOTHING;
   ${seedRunsSql(traces)}
