@@ -134,7 +134,8 @@ describe("Relay 21 against a running server", () => {
     const traced = (await settled(t.client, run.id)).trace!;
     expect(traced.spans.length).toBeGreaterThan(2);
     const root = await load("DossierRelayTraceQuery", { id: run.id });
-    const reference = (root.node as { trace: unknown }).trace;
+    // Run.trace is a union (a TraceExpiredError once expired): the fragment on Trace is an aliased, nullable reference.
+    const reference = (root.node as { trace: { DossierRelaySpans_trace: unknown } }).trace.DossierRelaySpans_trace;
     type Spans = { id: string; spans: Connection<{ id: string; kind: string }> };
     const traceId = read<Spans>("DossierRelaySpans_trace", reference).id;
     await pageToEnd<Spans>("DossierRelaySpans_trace", "DossierRelaySpansPaginationQuery", reference, (data) => data.spans, { id: traceId, first: 2 });

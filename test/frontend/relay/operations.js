@@ -68,9 +68,7 @@ graphql`
       ... on Run {
         id
         trace {
-          ... on Trace {
-            ...DossierRelaySpans_trace
-          }
+          ...DossierRelaySpans_trace @alias
         }
       }
     }
