@@ -91,6 +91,23 @@ export type Transition = {
   readonly announce: readonly Announcement[];
 };
 
+/**
+ * A run that ends SUCCEEDED with the text it has (CONCLUDE taken, a cost cap reached): the last
+ * request's answer or the text so far is published like any answer; the rows differ by their reason.
+ */
+const ENDS_WITH_ITS_TEXT = {
+  from: ["RUNNING"],
+  to: "SUCCEEDED",
+  lease: "RELEASE",
+  attempt: "COMPLETED",
+  openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
+  approvals: "REJECT",
+  proposals: "SETTLE_STEPS",
+  slot: "RELEASE",
+  webhook: "STATUS",
+  announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
+} as const satisfies Omit<Transition, "name" | "stopReason">;
+
 export const TRANSITIONS = {
   // Admission inserts the run QUEUED in its one statement (admit-in-one-statement.ts) or transaction.
   admit: {
@@ -450,37 +467,11 @@ export const TRANSITIONS = {
     announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
   },
   // CONCLUDE taken: the last request's answer settles the run SUCCEEDED, published like any answer.
-  conclude: {
-    name: "conclude",
-    from: ["RUNNING"],
-    to: "SUCCEEDED",
-    lease: "RELEASE",
-    attempt: "COMPLETED",
-    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
-    approvals: "REJECT",
-    proposals: "SETTLE_STEPS",
-    slot: "RELEASE",
-    webhook: "STATUS",
-    stopReason: "CONCLUDED",
-    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
-  },
+  conclude: { name: "conclude", ...ENDS_WITH_ITS_TEXT, stopReason: "CONCLUDED" },
   // A cost cap reached before a model request (maxCost, the daily limit, the monthly budget, or a
   // cost confirmation refused): the run ends SUCCEEDED with the text it has so far as a partial
   // answer (answerComplete false), published like any answer, stopReason BUDGET.
-  budgetStop: {
-    name: "budgetStop",
-    from: ["RUNNING"],
-    to: "SUCCEEDED",
-    lease: "RELEASE",
-    attempt: "COMPLETED",
-    openSpans: { status: "INTERRUPTED", root: true, attemptSpans: "OUTCOME", trace: "ENDS" },
-    approvals: "REJECT",
-    proposals: "SETTLE_STEPS",
-    slot: "RELEASE",
-    webhook: "STATUS",
-    stopReason: "BUDGET",
-    announce: ["TRACE", "STATUS", "NEXT_IN_CONVERSATION"],
-  },
+  budgetStop: { name: "budgetStop", ...ENDS_WITH_ITS_TEXT, stopReason: "BUDGET" },
 } as const satisfies { [Name in TransitionName]: Transition & { name: Name } };
 
 /** Whether a run in `status` may take the transition. */
