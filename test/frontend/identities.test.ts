@@ -55,6 +55,7 @@ describe("identities in the schema", () => {
       "HistorySearchHit",
       "LinkRefusal",
       "RunAttempt",
+      "ScheduleFire",
       "Spill",
       "ToolApproval",
       "WebhookDelivery",

@@ -57,11 +57,11 @@ describe.each(backends)("run admission on %s", (backend) => {
 
   it("applies default limits, records them on the run and counts the deadline from admission", async () => {
     const { run } = await admit(t.client, { question: "defaults" });
-    expect(run.limits).toEqual({ maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 });
+    expect(run.limits).toEqual({ maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800, maxCost: null, confirmCostAbove: null });
     expect(Date.parse(run.deadlineAt) - Date.parse(run.createdAt)).toBe(1_800_000);
     expect(run.agent).toBe("researcher");
     const custom = await admit(t.client, { question: "custom", agent: "analyst", limits: { maxTurns: 3 } });
-    expect(custom.run.limits).toEqual({ maxTurns: 3, tokenBudget: 200_000, deadlineSeconds: 1_800 });
+    expect(custom.run.limits).toEqual({ maxTurns: 3, tokenBudget: 200_000, deadlineSeconds: 1_800, maxCost: null, confirmCostAbove: null });
     expect(custom.run.agent).toBe("analyst");
   });
 
