@@ -5,7 +5,8 @@
 import type { Logger } from "../logger.js";
 
 export type SchedulerWork = {
-  fireDue(failed?: (scheduleId: string, error: unknown) => void): Promise<number>;
+  /** `runningSince`: when this scheduler started; a fire due since then is late, never missed. */
+  fireDue(failed?: (scheduleId: string, error: unknown) => void, runningSince?: Date): Promise<number>;
   earliestDue(): Promise<Date | null>;
 };
 
@@ -16,12 +17,14 @@ export class Scheduler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
+  private runningSince: Date | undefined;
 
   constructor(private readonly deps: { work: SchedulerWork; logger: Logger; pollMs?: number }) {}
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.runningSince = new Date();
     this.schedule(0);
   }
 
@@ -43,7 +46,10 @@ export class Scheduler {
     const pollMs = this.deps.pollMs ?? SCHEDULER_POLL_MS;
     let delay = pollMs;
     try {
-      await this.deps.work.fireDue((scheduleId, error) => this.deps.logger.error("schedule fire failed", { schedule: scheduleId, error: String(error) }));
+      await this.deps.work.fireDue(
+        (scheduleId, error) => this.deps.logger.error("schedule fire failed", { schedule: scheduleId, error: String(error) }),
+        this.runningSince,
+      );
       const next = await this.deps.work.earliestDue();
       if (next) delay = Math.min(pollMs, Math.max(0, next.getTime() - Date.now()));
     } catch (error) {

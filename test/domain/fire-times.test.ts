@@ -103,6 +103,21 @@ describe("due fires and catch-up", () => {
     expect(none.skip[0]!.reason).toMatch(/missed/);
   });
 
+  it("count a late fire as missed only when it was due before the scheduler started", () => {
+    const iso = (dates: Date[]) => dates.map((d) => d.toISOString().slice(17, 19));
+    // A scheduler running since 00:00:05 saw every fire come due: a loaded machine made them late,
+    // and NONE still admits each one.
+    const running = planFires(due, "NONE", now, new Date("2026-01-01T00:00:05Z"));
+    expect(iso(running.admit)).toEqual(["06", "08", "10", "12", "14", "16", "18", "20"]);
+    expect(running.skip).toEqual([]);
+    // Started at 00:00:11: the fires at 06–10 came due while none ran; 12 and later are only late.
+    const restarted = planFires(due, "NONE", now, new Date("2026-01-01T00:00:11Z"));
+    expect(iso(restarted.admit)).toEqual(["12", "14", "16", "18", "20"]);
+    expect(iso(restarted.skip.map((s) => s.fireTime))).toEqual(["06", "08", "10"]);
+    const latest = planFires(due, "LATEST", now, new Date("2026-01-01T00:00:11Z"));
+    expect(iso(latest.admit)).toEqual(["10", "12", "14", "16", "18", "20"]);
+  });
+
   it("bound the catch-up to the latest fires", () => {
     const long = dueFires(everyTwo, new Date("2025-12-31T00:00:00Z"), now);
     expect(long).toHaveLength(CATCH_UP_MAX_FIRES);

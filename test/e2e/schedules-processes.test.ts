@@ -150,21 +150,23 @@ describe.runIf(backends.includes("postgres"))("schedules fired by real processes
     await allowTimeFor("fires to be missed while no scheduler runs", 10_000);
     const restartedAt = new Date();
     await Promise.all([startInstance(env), startInstance(env)]);
+    const upAt = new Date();
     const afterRestart = new Date(Date.now() + 4_000);
     await Promise.all([firedSince(sql, latest, afterRestart), firedSince(sql, all, afterRestart)]);
     await killAll(running);
 
     // LATEST: the missed fires but the latest are SKIPPED with the reason; the latest of them is
-    // admitted (more than MISSED_AFTER_MS late). Later fires are not checked for lateness: on a
-    // loaded machine a running scheduler may itself be more than MISSED_AFTER_MS late.
+    // admitted (more than MISSED_AFTER_MS late). A fire due once the schedulers were up is admitted
+    // however late a loaded machine makes it: it was not missed.
     const latestFires = await expectExactlyOnce(sql, latest);
     const skipped = latestFires.filter((f) => f.status === "SKIPPED");
     expect(skipped.length).toBeGreaterThan(0);
     for (const f of skipped) {
       expect(f.reason).toBe("missed while no scheduler ran (catchUp LATEST)");
       expect(f.fireTime.getTime()).toBeGreaterThan(stoppedAt.getTime() - 2_000);
-      expect(f.fireTime.getTime()).toBeLessThan(restartedAt.getTime() + 60_000);
+      expect(f.fireTime.getTime()).toBeLessThan(upAt.getTime());
     }
+    expect(latestFires.filter((f) => f.fireTime >= upAt && f.status !== "ADMITTED")).toEqual([]);
     const lastSkipped = latestFires.indexOf(skipped.at(-1)!);
     expect(latestFires.slice(0, lastSkipped + 1).filter((f) => f.status !== "SKIPPED" && f.fireTime > stoppedAt)).toEqual([]);
     const caughtUp = latestFires[lastSkipped + 1]!;

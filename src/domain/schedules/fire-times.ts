@@ -105,12 +105,14 @@ export type FirePlan = {
 };
 
 /**
- * What happens to the due fires. A fire at most MISSED_AFTER_MS late is on time and always
- * admitted. Missed ones (no scheduler ran when they were due): NONE skips them all, LATEST admits
- * only the latest of them, ALL admits every one.
+ * What happens to the due fires. A fire is missed when it is more than MISSED_AFTER_MS late and
+ * was due before the scheduler looking at it started (`runningSince`; no scheduler ran when it was
+ * due). A fire due while the scheduler ran is late, not missed — a loaded machine or a slow
+ * transaction — and is always admitted, however late. Missed ones: NONE skips them all, LATEST
+ * admits only the latest of them, ALL admits every one.
  */
-export function planFires(due: readonly Date[], catchUp: CatchUp, now: Date): FirePlan {
-  const missed = due.filter((at) => now.getTime() - at.getTime() > MISSED_AFTER_MS);
+export function planFires(due: readonly Date[], catchUp: CatchUp, now: Date, runningSince?: Date): FirePlan {
+  const missed = due.filter((at) => now.getTime() - at.getTime() > MISSED_AFTER_MS && (runningSince === undefined || at.getTime() < runningSince.getTime()));
   const onTime = due.slice(missed.length);
   const reason = `missed while no scheduler ran (catchUp ${catchUp})`;
   if (catchUp === "ALL") return { admit: [...due], skip: [] };

@@ -46,13 +46,14 @@ export class ScheduleFiring {
   /**
    * Fires every due schedule (one transaction per schedule and batch of fires); returns how many
    * fires were recorded. A schedule whose transaction fails is reported to `failed` and retried later.
+   * `runningSince`: when the calling scheduler started; fires due since then are late, never missed.
    */
-  async fireDue(failed: (scheduleId: string, error: unknown) => void = () => undefined): Promise<number> {
+  async fireDue(failed: (scheduleId: string, error: unknown) => void = () => undefined, runningSince?: Date): Promise<number> {
     let recorded = 0;
     for (;;) {
       const claimed: { id?: string } = {};
       try {
-        const count = await this.claimAndFire(claimed);
+        const count = await this.claimAndFire(claimed, runningSince);
         if (count === null) return recorded;
         recorded += count;
       } catch (error) {
@@ -88,7 +89,7 @@ export class ScheduleFiring {
   }
 
   /** Claims one due schedule and records its due fires (a batch); null when none is due. */
-  private async claimAndFire(claimed: { id?: string }): Promise<number | null> {
+  private async claimAndFire(claimed: { id?: string }, runningSince: Date | undefined): Promise<number | null> {
     const after: AfterCommit = [];
     const recorded = await this.deps.prisma.$transaction(async (tx) => {
       const now = this.now();
@@ -105,7 +106,7 @@ export class ScheduleFiring {
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: claimed.id } });
       const recurrence = recurrenceOf(schedule);
       const due = dueFires(recurrence, schedule.nextFireAt!, now);
-      const plan = planFires(due, schedule.catchUp, now);
+      const plan = planFires(due, schedule.catchUp, now, runningSince);
       const entries = [
         ...plan.skip.map(({ fireTime, reason }) => ({ fireTime, skip: reason })),
         ...plan.admit.map((fireTime) => ({ fireTime, skip: null })),

@@ -114,8 +114,8 @@ export class ScheduleService {
   }
 
   /** The schedulers' work (scheduler.ts): every due fire, once. */
-  fireDue(failed?: (scheduleId: string, error: unknown) => void): Promise<number> {
-    return this.deps.firing.fireDue(failed);
+  fireDue(failed?: (scheduleId: string, error: unknown) => void, runningSince?: Date): Promise<number> {
+    return this.deps.firing.fireDue(failed, runningSince);
   }
 
   /** When the next schedule is due (null: none is). */

@@ -20,7 +20,7 @@ const ScheduleOverlapEnum = builder.enumType(ScheduleOverlap, {
 
 const ScheduleCatchUpEnum = builder.enumType(ScheduleCatchUp, {
   name: "ScheduleCatchUp",
-  description: `Fires missed while no scheduler ran (more than ${MISSED_AFTER_MS / 1000} s late), looked back at most ${CATCH_UP_WINDOW_MS / 3_600_000} hours and ${CATCH_UP_MAX_FIRES} fires: NONE records them SKIPPED, LATEST admits only the latest of them (the others SKIPPED), ALL admits every one. On-time fires are always admitted.`,
+  description: `Fires missed while no scheduler ran (due before the scheduler that finds them started, and more than ${MISSED_AFTER_MS / 1000} s late), looked back at most ${CATCH_UP_WINDOW_MS / 3_600_000} hours and ${CATCH_UP_MAX_FIRES} fires: NONE records them SKIPPED, LATEST admits only the latest of them (the others SKIPPED), ALL admits every one. A fire due while a scheduler ran is always admitted, however late.`,
 });
 
 const ScheduleFireStatusEnum = builder.enumType(ScheduleFireStatus, {
