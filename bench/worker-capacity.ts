@@ -1,0 +1,209 @@
+// One worker process, many runs at once: RUNS runs admitted together, each answered by a model
+// that streams for MODEL_SECONDS, each watched by its own `runOutput` subscriber. Reports how much
+// longer than its model time each run took (admission to SUCCEEDED), the worker's resident memory
+// (most and at the end), its CPU and SQL per run, and how late each streamed piece reached its
+// subscriber. The processes are the ones an operator runs: `npm start` with IN_PROCESS_WORKER=false
+// (the API) and `npm run worker` (WORKER_CONCURRENCY=RUNS), on PostgreSQL and Redis; the model
+// server and the subscribers are this process, so write and receive times are on one clock.
+// Baseline: the same runs' model time as the model server measured it.
+//   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default)
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { createClient } from "../sdk/client.js";
+import { AdmitRunDocument, RunDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
+import { spawnBuilt } from "../test/support/processes.js";
+import { startOpenAIStreamStub } from "../test/support/openai-stream-stub.js";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { percentile, printTable } from "./support.js";
+
+const RUNS = Number(process.env.RUNS ?? 100);
+const MODEL_SECONDS = Number(process.env.MODEL_SECONDS ?? 10);
+const PIECES = 40;
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** Per run: when the model server wrote each piece, and when its first request arrived and its answer ended. */
+type ModelTimes = { pieces: number[]; requestedAt?: number; endedAt?: number };
+const modelTimes = new Map<number, ModelTimes>();
+let nextIndex = 0;
+const timesOf = (index: number) => modelTimes.get(index) ?? modelTimes.set(index, { pieces: [] }).get(index)!;
+
+const model = await startOpenAIStreamStub((body) => {
+  const question = body.messages.find((m) => m.role === "user" && m.content?.startsWith("capacity run "))?.content ?? "capacity run -1";
+  const index = Number(/capacity run (\d+)/.exec(question)?.[1] ?? -1);
+  const seconds = question.includes("(warm-up)") ? 1 : MODEL_SECONDS;
+  const times = timesOf(index);
+  times.requestedAt = performance.now();
+  return {
+    text: Array.from({ length: PIECES }, (_, i) => `[${index}:${i}] `),
+    gapMs: (seconds * 1_000) / (PIECES - 1),
+    sent: (piece, at) => {
+      times.pieces[piece] = at;
+      if (piece === PIECES - 1) times.endedAt = at;
+    },
+  };
+});
+
+const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench_capacity");
+const port = await freePort();
+const common = {
+  DATABASE_URL: database.url,
+  REDIS_URL: redisUrl,
+  AUTH_REQUIRED: "false",
+  LOG_LEVEL: "info",
+  OPENAI_API_KEY: "sk-bench",
+  OPENAI_BASE_URL: model.baseURL,
+  MODEL: "stub-model",
+};
+const api = spawnBuilt("src/main.ts", {
+  env: { ...common, PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
+});
+await api.waitForOutput(/Dossier is listening/, 120_000);
+const worker = spawnBuilt("src/worker-main.ts", {
+  env: { ...common, WORKER_CONCURRENCY: String(RUNS), MAX_RUNNING_RUNS_PER_PRINCIPAL: String(RUNS), MODEL_MAX_CONCURRENCY: String(RUNS) },
+});
+await worker.waitForOutput(/worker started/, 120_000);
+const workerPid = worker.child.pid!;
+
+try {
+  const url = `http://127.0.0.1:${port}/graphql`;
+  const client = createClient({ url, wsUrl: url.replace(/^http/, "ws") });
+  // Warm-up: a tenth of the runs, a second each, so that what is measured is not the first use of anything.
+  await round(client, Math.max(1, Math.round(RUNS / 10)), "warm-up");
+  const cpuBefore = cpuMicrosOf(workerPid);
+  const transactionsBefore = await transactionsOf(database.url);
+  let maxWorkerRss = rssOf(workerPid);
+  const sampler = setInterval(() => {
+    maxWorkerRss = Math.max(maxWorkerRss, rssOf(workerPid));
+  }, 200);
+  const { overruns, dispatches, settles, lateness } = await round(client, RUNS, "measured");
+  const executions = await executionOverruns(database.url);
+  clearInterval(sampler);
+  const cpu = cpuMicrosOf(workerPid) - cpuBefore;
+  const transactions = (await transactionsOf(database.url)) - transactionsBefore;
+  await client.close();
+
+  const ms = (value: number) => `${value.toFixed(1)} ms`;
+  const pct = (value: number) => `${(value * 100).toFixed(1)} %`;
+  console.log(`\n${RUNS} runs at once on one worker process, a ${MODEL_SECONDS} s streamed answer each (${PIECES} pieces), a runOutput subscriber each`);
+  printTable([
+    ["figure", "p50", "p99", "max", "goal"],
+    ["run time beyond its model time, from its claim", pct(percentile(executions, 50)), pct(percentile(executions, 99)), pct(Math.max(...executions)), "≤ 5 %"],
+    ["run time beyond its model time, from its admission", pct(percentile(overruns, 50)), pct(percentile(overruns, 99)), pct(Math.max(...overruns)), "≤ 5 %"],
+    ["admission → the run's model request", ms(percentile(dispatches, 50)), ms(percentile(dispatches, 99)), ms(Math.max(...dispatches)), ""],
+    ["answer's last piece → subscriber's RUN_DONE", ms(percentile(settles, 50)), ms(percentile(settles, 99)), ms(Math.max(...settles)), ""],
+    ["piece written → subscriber", ms(percentile(lateness, 50)), ms(percentile(lateness, 99)), ms(Math.max(...lateness)), "≤ 100 ms"],
+  ]);
+  printTable([
+    ["worker", "value", "goal"],
+    ["resident memory, most", `${(maxWorkerRss / 2 ** 20).toFixed(0)} MB`, "< 500 MB"],
+    ["resident memory, at the end", `${(rssOf(workerPid) / 2 ** 20).toFixed(0)} MB`, ""],
+    ["CPU per run", ms(cpu / 1_000 / RUNS), ""],
+    ["database transactions per run (all processes)", (transactions / RUNS).toFixed(1), ""],
+  ]);
+} finally {
+  if (process.env.BENCH_LOGS) console.log(api.output(), worker.output());
+  worker.child.kill("SIGTERM");
+  api.child.kill("SIGTERM");
+  await Promise.all([worker.exited, api.exited]);
+  await model.close();
+  await database.drop();
+}
+
+type Client = ReturnType<typeof createClient>;
+
+/** `count` runs admitted at once and watched to their end; what each measured. */
+async function round(client: Client, count: number, label: string) {
+  const overruns: number[] = [];
+  const dispatches: number[] = [];
+  const settles: number[] = [];
+  const lateness: number[] = [];
+  const admitted = await Promise.all(
+    Array.from({ length: count }, async () => {
+      const index = nextIndex++;
+      const result = await client.request(AdmitRunDocument, { input: { question: `capacity run ${index} (${label}): answer at length` } });
+      if (result.admitRun.__typename !== "AdmitRunSuccess") throw new Error(`admission refused: ${JSON.stringify(result.admitRun)}`);
+      return { index, runId: result.admitRun.run.id, admittedAt: performance.now() };
+    }),
+  );
+  // Each subscriber joins after its run's admission (a late joiner gets the text so far in one delta).
+  await Promise.all(
+    admitted.map(async ({ index, runId, admittedAt }) => {
+      const received: { piece: number; at: number }[] = [];
+      for await (const { runOutput } of client.subscribe(RunOutputDocument, { runId })) {
+        if (runOutput.kind === "TEXT_DELTA" && runOutput.text) {
+          const at = performance.now();
+          const pieces = [...runOutput.text.matchAll(/\[\d+:(\d+)\] /g)].map((match) => Number(match[1]));
+          // A subscriber that joined mid-answer first gets the text so far in one delta: not a live piece.
+          const catchUp = received.length === 0 && pieces.length > 1;
+          if (!catchUp) for (const piece of pieces) received.push({ piece, at });
+          else received.push({ piece: -1, at });
+        }
+        if (runOutput.kind === "RUN_DONE") break;
+      }
+      const finishedAt = performance.now();
+      const times = timesOf(index);
+      for (const { piece, at } of received) if (piece >= 0) lateness.push(at - times.pieces[piece]!);
+      const run = await client.request(RunDocument, { id: runId });
+      if (run.node?.__typename !== "Run" || run.node.status !== "SUCCEEDED") throw new Error(`run ${index} ended ${JSON.stringify(run.node)}`);
+      // The run's time beyond its model's own: admission to the subscriber's RUN_DONE, against the model request's time.
+      const modelMs = times.endedAt! - times.requestedAt!;
+      overruns.push((finishedAt - admittedAt - modelMs) / modelMs);
+      dispatches.push(times.requestedAt! - admittedAt);
+      settles.push(finishedAt - times.endedAt!);
+    }),
+  );
+  return { overruns, dispatches, settles, lateness };
+}
+
+/** Each measured run's time on the worker (its claim to its end, as the run records them) beyond its model request's time. */
+async function executionOverruns(url: string): Promise<number[]> {
+  const { default: pg } = await import("pg");
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ question: string; ms: number }>(
+      "SELECT question, extract(epoch FROM finished_at - started_at) * 1000 AS ms FROM run WHERE question LIKE '%(measured)%'",
+    );
+    return rows.map(({ question, ms }) => {
+      const times = timesOf(Number(/capacity run (\d+)/.exec(question)![1]));
+      const modelMs = times.endedAt! - times.requestedAt!;
+      return (Number(ms) - modelMs) / modelMs;
+    });
+  } finally {
+    await sql.end();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb ?? 0) * 1024;
+}
+
+/** The process's user and system CPU time so far, in microseconds (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMicrosOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** Transactions PostgreSQL has ended on the database so far, committed or rolled back (each statement outside one is one). */
+async function transactionsOf(url: string): Promise<number> {
+  const { default: pg } = await import("pg");
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query("SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()");
+    return Number(rows[0].n);
+  } finally {
+    await sql.end();
+  }
+}
