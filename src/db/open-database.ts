@@ -10,6 +10,7 @@ import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
+import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
 import { withDeadline } from "./transient-errors.js";
@@ -123,8 +124,10 @@ async function openPglite(
     // embedded server about 130 MB smaller, and what it does not hold the OS's file cache does.
     const startParams = [...PGlite.defaultStartParams, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
     const pglite: PGlite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined, { startParams, loadDataDir });
-    const session = pgliteSession(pglite);
-    const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
+    // Every caller's statements give the event loop a turn first (pglite-turns.ts).
+    const shared = takingTurns(pglite);
+    const session = pgliteSession(shared);
+    const prisma = prismaClient(new PrismaPGlite(shared), onQuery);
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without
     // them a page of a large workspace's links is planned as a scan of every link (7 ms instead of
     // 0.1 ms at 2,000). Analyzed after migrations and then every few minutes.

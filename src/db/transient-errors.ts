@@ -77,6 +77,50 @@ function transientState(code: unknown): boolean {
   return TRANSIENT_STATES.has(code) || TRANSIENT_CLASSES.includes(code.slice(0, 2));
 }
 
+/**
+ * SQLSTATEs of a transaction that lost to a concurrent one and was rolled back whole: a
+ * serialization failure (on PostgreSQL also an UPDATE whose row another transaction moved to
+ * another partition meanwhile, as a week's expiry moves a live trace's rows to the retained
+ * partition) and a deadlock victim. Running the transaction again is safe and usually succeeds.
+ */
+const CONFLICT_STATES = new Set(["40001", "40P01"]);
+
+/** True when `error` (or an error it wraps) says its transaction lost to a concurrent one (see CONFLICT_STATES). */
+export function isTransactionConflict(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current && typeof current === "object" && !seen.has(current); depth += 1) {
+    seen.add(current);
+    const shape = current as Shape;
+    const driver = shape.meta?.driverAdapterError?.cause;
+    if (driver?.kind === "TransactionWriteConflict" || CONFLICT_STATES.has(String(driver?.originalCode)) || CONFLICT_STATES.has(String(driver?.code)))
+      return true;
+    if (shape.code === "P2034" || CONFLICT_STATES.has(String(shape.code))) return true;
+    current = shape.cause;
+  }
+  return false;
+}
+
+/** How often a conflicting transaction is tried in all, and the longest pause between tries. */
+const CONFLICT_ATTEMPTS = 5;
+const CONFLICT_PAUSE_MS = 50;
+
+/**
+ * Runs `transaction` (one whole database transaction, nothing of it committed when it throws) and
+ * runs it again when it lost to a concurrent transaction (isTransactionConflict), up to 5 times in
+ * all with a short random pause between tries; any other error, or the fifth conflict, is thrown.
+ */
+export async function retryingConflicts<T>(transaction: () => Promise<T>, { attempts = CONFLICT_ATTEMPTS } = {}): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (attempt >= attempts || !isTransactionConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * CONFLICT_PAUSE_MS * attempt));
+    }
+  }
+}
+
 /** Thrown when a database call outlives the deadline its caller gave it. */
 export class DatabaseDeadlineError extends Error {
   override name = "DatabaseDeadlineError";

@@ -21,14 +21,18 @@ describe("the embedded database", () => {
   });
 
   it("refreshes its planner statistics while the server runs, so a page of a large workspace reads its index in order", async () => {
-    await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p', 'p')`);
-    await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at) VALUES ('w', 'p', 'Large', 1, now())`);
-    await db.prisma.$executeRawUnsafe(
-      `INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
-       SELECT 'l' || g, 'w', 'RUN', 'r' || g, now() - g * interval '1 second' FROM generate_series(1, 2000) g`,
-    );
+    // One transaction holds the embedded database's one connection, so no refresh runs before the first plan.
+    const before = await db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p', 'p')`);
+      await tx.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at) VALUES ('w', 'p', 'Large', 1, now())`);
+      await tx.$executeRawUnsafe(
+        `INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
+         SELECT 'l' || g, 'w', 'RUN', 'r' || g, now() - g * interval '1 second' FROM generate_series(1, 2000) g`,
+      );
+      return (await tx.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
+    });
     // Statistics from the start (empty tables): the page is planned as a scan of every link, then sorted.
-    expect(await plan()).toMatch(/Sort/);
+    expect(before).toMatch(/Sort/);
     await expect.poll(plan, { timeout: 5_000, interval: 100 }).toMatch(/Index Scan using workspace_link_workspace_id_created_at_id_idx/);
     expect(await plan()).not.toMatch(/Sort/);
   });

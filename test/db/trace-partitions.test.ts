@@ -1,8 +1,9 @@
 // Trace storage partitioned by week on PostgreSQL: the weeks ahead exist before anything is
 // written to them; expiring a week drops its partitions, after the rows of the traces that stay
 // (pinned, not yet due) moved to the retained partition and summaries kept their skeleton; a live
-// trace subscriber sees every update while a week expires; a sweep killed mid-detach completes
-// when it runs again, with no pinned row lost.
+// trace subscriber sees every update while a week expires; a sweep killed mid-detach, or inside
+// the transaction that moves pinned rows to the retained partition, completes when it runs again,
+// with no pinned row lost.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -196,6 +197,55 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
     // The dead process's advisory lock went with its connection: the next sweep runs and finishes.
     const report = await db.withSession((session) => expireWeeks(session, rules));
     expect(report.busy).toBe(false);
+    for (const table of ["span", "span_event", "trace_change"] as const) expect(await exists(db, partitionName(table, week))).toBe(false);
+    expect(await rowsOf(db, pinned)).toEqual({ ...before[pinned], retained: true });
+    expect(await rowsOf(db, recent)).toEqual({ ...before[recent], retained: true });
+    expect(await rowsOf(db, deleted)).toMatchObject({ spans: 0, events: 0, changes: 0 });
+  }, 180_000);
+
+  it("a sweep killed inside the week's move transaction leaves every pinned row where it was, and the next sweep completes", async () => {
+    const app = await start(planning(2));
+    const { pinned, recent, deleted, week, before } = await oldTraces(app);
+    const db = app.app.db;
+    const url = await databaseUrl(db);
+    // A lock on one of the pinned trace's spans holds the move's last UPDATE (span), after it
+    // moved that trace's events and replay log in the same, uncommitted, transaction.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    await holder.query("BEGIN");
+    await holder.query(`SELECT id FROM span WHERE trace_id = $1 FOR UPDATE`, [pinned]);
+    const sweep = spawnTs("test/support/week-expiry-process.ts", { env: { DATABASE_URL: url, TRACE_RETENTION_DAYS: "7" } });
+    const moving = async () => {
+      const [row] = await db.prisma.$queryRawUnsafe<{ waiting: boolean }[]>(
+        `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE span SET period%') AS waiting`,
+      );
+      return row?.waiting ? true : undefined;
+    };
+    try {
+      await sweep.waitForOutput(/expiring/, 60_000);
+      await waitUntil(moving, 60_000, 50);
+      sweep.child.kill("SIGKILL");
+      expect((await sweep.exited).signal).toBe("SIGKILL");
+    } finally {
+      await holder.query("ROLLBACK");
+      await holder.end();
+    }
+    // The dead process's transaction is rolled back: nothing moved, nothing expired, the week is whole.
+    await waitUntil(async () => ((await moving()) ? undefined : true), 30_000, 50);
+    expect(await rowsOf(db, pinned)).toEqual(before[pinned]);
+    expect(await rowsOf(db, deleted)).toEqual(before[deleted]);
+    expect(await db.prisma.trace.count({ where: { id: { in: [pinned, deleted] }, expiredAt: { not: null } } })).toBe(0);
+    for (const table of ["span", "span_event", "trace_change"] as const) expect(await exists(db, partitionName(table, week))).toBe(true);
+    // Once PostgreSQL ended the dead process's session (and its advisory lock), the next sweep finishes the week.
+    const report = await waitUntil(
+      async () => {
+        const tried = await db.withSession((session) => expireWeeks(session, rules));
+        return tried.busy ? undefined : tried;
+      },
+      30_000,
+      200,
+    );
+    expect(report.weeks.map((w) => w.start.toISOString())).toEqual([week.toISOString()]);
     for (const table of ["span", "span_event", "trace_change"] as const) expect(await exists(db, partitionName(table, week))).toBe(false);
     expect(await rowsOf(db, pinned)).toEqual({ ...before[pinned], retained: true });
     expect(await rowsOf(db, recent)).toEqual({ ...before[recent], retained: true });

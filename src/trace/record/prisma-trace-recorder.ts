@@ -4,6 +4,7 @@
 // database and continue live without gaps (T2, T3). A run attempt records through its fence
 // (`fenced`), so a superseded attempt's spans and events are never written.
 import type { EventPublisher } from "../../events/topics.js";
+import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { priceFoldedIn, priceSpanIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
@@ -97,13 +98,13 @@ export class PrismaTraceRecorder implements RuntimeTrace {
 
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     if (this.bound.isFolded(span)) return this.foldedUsage(span, update.usage);
-    await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
+    await this.recordSpanChange(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
   /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
-    await this.record(async (tx) => {
+    await this.recordSpanChange(async (tx) => {
       const at = this.now();
       const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
       const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
@@ -207,6 +208,16 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   async endTrace(traceId: string): Promise<void> {
     await this.record(async (tx) => ({ value: undefined, changes: [await endTraceIn(tx, traceId, this.now())] }));
     this.bound.forget(traceId);
+  }
+
+  /**
+   * A change of a span that already exists (an update, its end). On
+   * PostgreSQL a week's expiry may move the span's row to the retained partition while the change
+   * waits for it: the change's transaction then fails as a serialization failure, nothing of it
+   * written, and is run again (retryingConflicts), so a live run's span is never left unended.
+   */
+  private recordSpanChange<T>(write: (tx: Prisma.TransactionClient) => Promise<{ value: T; changes: (TraceChange | null)[] }>): Promise<T> {
+    return retryingConflicts(() => this.record(write));
   }
 
   /** Writes through the transaction of this recorder, then announces the changes. */
