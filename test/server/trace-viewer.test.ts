@@ -180,6 +180,13 @@ describe("the trace viewer page", () => {
       await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 30_000 });
       expect(await page.textContent("[data-testid=answer]")).toBe("Planned six steps.");
       expect(await eventsShown(page)).toBe(await app.app.db.prisma.spanEvent.count({ where: { span: { traceId: traceIdOf(run.id) } } }));
+      // Its model has no price here: the page says the cost is unknown rather than $0.
+      expect(await page.textContent("[data-testid=cost]")).toBe("unpriced");
+      const rowCosts = await page.$$eval('[data-kind="MODEL_CALL"] > [data-testid=span-row] [data-testid=span-cost]', (cells) =>
+        cells.map((c) => c.textContent),
+      );
+      expect(rowCosts.length).toBeGreaterThan(0);
+      expect(new Set(rowCosts)).toEqual(new Set([" · unpriced"]));
       expect(errors).toEqual([]);
       await page.close();
     }, 60_000);
