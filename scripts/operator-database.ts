@@ -2,6 +2,7 @@
 // script itself, with a plain message instead of a stack trace for what an operator can fix.
 // The embedded database allows one process at a time, so there they run while the server is
 // stopped (a running server does the same through the API).
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { ConfigError, type Config, loadConfig } from "../src/config.js";
 import { DataDirLockedError } from "../src/db/data-dir-lock.js";
 import { type Database, openDatabase } from "../src/db/open-database.js";
@@ -11,6 +12,19 @@ export const fail = (message: string): never => {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 };
+
+/**
+ * The command line's options, or a message and exit 1 for what parseArgs refuses (an unknown
+ * option, a value that looks like an option): a negative amount reads `--input=-1`.
+ */
+export function parsedArgs<T extends ParseArgsConfig>(config: T, usage?: string): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return fail(usage ? `${message}\n${usage}` : message);
+  }
+}
 
 /** Runs `work` on the migrated database; `whileRunning` tells what to do instead when the server holds it. */
 export async function withOperatorDatabase(whileRunning: string, work: (db: Database, config: Config) => Promise<void>): Promise<void> {

@@ -3,13 +3,12 @@
 //   npm run limits:set -- --principal <id> --daily-cost none     (back to DAILY_COST_LIMIT)
 // <id> is the principal's global id (Principal.id, as key:create prints it) or its database id.
 // A running server applies it from its runs' next model request.
-import { parseArgs } from "node:util";
 import { costLimit } from "../src/domain/costs/caps.js";
 import { idOfType } from "../src/domain/global-id.js";
-import { fail, withOperatorDatabase } from "./operator-database.js";
+import { fail, parsedArgs, withOperatorDatabase } from "./operator-database.js";
 
 const USAGE = "usage: npm run limits:set -- --principal <id> --daily-cost <USD, e.g. 25.00 | none>";
-const { values } = parseArgs({ options: { principal: { type: "string" }, "daily-cost": { type: "string" } } });
+const { values } = parsedArgs({ options: { principal: { type: "string" }, "daily-cost": { type: "string" } } }, USAGE);
 const given = values.principal;
 const daily = values["daily-cost"];
 if (!given || daily === undefined) fail(USAGE);

@@ -3,27 +3,29 @@
 //   npm run prices:set -- --model gpt-4o-mini --input 0.15 --cached-input 0.075 --output 0.60 [--reasoning 0.60] [--cache-write 0.15] [--effective-from 2026-01-01T00:00:00Z]
 //   npm run prices:set -- --file prices.json      (the MODEL_PRICES_FILE format)
 // An entry without an effective time is effective from now (from the file: from the epoch, as at start).
-import { parseArgs } from "node:util";
 import { readModelPrices } from "../src/compose/price-file.js";
 import { parsePriceEntry, type PriceEntry, setOperatorPrices } from "../src/domain/costs/price-entries.js";
-import { fail, withOperatorDatabase } from "./operator-database.js";
+import { fail, parsedArgs, withOperatorDatabase } from "./operator-database.js";
 
 const USAGE =
   "usage: npm run prices:set -- --model <name> --input <USD per million> --output <USD per million> [--cached-input <p>] [--cache-write <p>] [--reasoning <p>] [--effective-from <ISO time>]\n" +
   "   or: npm run prices:set -- --file <prices.json>";
 
-const { values } = parseArgs({
-  options: {
-    file: { type: "string" },
-    model: { type: "string" },
-    input: { type: "string" },
-    "cached-input": { type: "string" },
-    "cache-write": { type: "string" },
-    output: { type: "string" },
-    reasoning: { type: "string" },
-    "effective-from": { type: "string" },
+const { values } = parsedArgs(
+  {
+    options: {
+      file: { type: "string" },
+      model: { type: "string" },
+      input: { type: "string" },
+      "cached-input": { type: "string" },
+      "cache-write": { type: "string" },
+      output: { type: "string" },
+      reasoning: { type: "string" },
+      "effective-from": { type: "string" },
+    },
   },
-});
+  USAGE,
+);
 
 function entriesOf(): PriceEntry[] {
   if (values.file) return readModelPrices(values.file, "--file");

@@ -14,6 +14,7 @@ const run = {
   metadata: { ticket: "T-1", team: "blue" },
   agent: "researcher",
   createdAt: new Date("2026-01-02T00:00:00Z"),
+  cost: "0.0475000000",
 };
 
 describe("runMatchesFilter", () => {
@@ -39,6 +40,10 @@ describe("runMatchesFilter", () => {
     [{ createdAfter: new Date("2026-01-01T00:00:00Z"), createdBefore: new Date("2026-01-03T00:00:00Z") }, true],
     [{ createdAfter: run.createdAt }, false],
     [{ createdBefore: run.createdAt }, false],
+    [{ costAbove: "0.0474" }, true],
+    [{ costAbove: "0.0475" }, false],
+    [{ costAbove: "0.05" }, false],
+    [{ costAbove: "0" }, true],
     [{ workspaceId: "w1", status: ["RUNNING"], tagsAny: ["urgent"], metadata: { team: "blue" } }, true],
   ])("%j → %s", (filter, expected) => {
     expect(runMatchesFilter(run, parseRunFilter(filter))).toBe(expected);
@@ -64,5 +69,6 @@ describe("labels", () => {
   it("names the filter field it refuses", () => {
     expect(() => parseRunFilter({ tagsAll: [""] })).toThrow(ValidationError);
     expect(() => parseRunFilter({ metadata: { a: 1 } })).toThrow(/filter\.metadata\.a/);
+    for (const bad of ["-1", "1e3", "abc", "0.12345678901", "12345678901"]) expect(() => parseRunFilter({ costAbove: bad })).toThrow(/filter\.costAbove/);
   });
 });

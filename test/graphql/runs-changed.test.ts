@@ -14,6 +14,7 @@ import {
   type RunsChangedSubscriptionVariables,
 } from "../../sdk/generated/graphql.js";
 import { decodeGlobalId } from "../../src/domain/global-id.js";
+import { chargeRunIn } from "../../src/domain/runs/run-cost.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { publishRunListChange } from "../../src/events/topics.js";
 import { silentLogger } from "../../src/logger.js";
@@ -185,5 +186,29 @@ describe.each(backends)("runsChanged on %s", (backend) => {
     await tag(["urgent"]);
     expect(seen(await list.take(3))).toEqual(["ADDED tagged later", "UPDATED tagged later", "REMOVED tagged later"]);
     await list.close();
+  });
+
+  it("follows a run's cost: each model call's charge is an update, and the run enters a costAbove list once it costs more", async () => {
+    const { prisma } = t.app.db;
+    const costly = await watch(aliceKey, { filter: { costAbove: "0.01" } });
+    const everything = await watch(aliceKey);
+    const { run } = await admit(alice, { question: "spends" });
+    // Charged as the trace recorder charges a model span's cost to its run (then announces it).
+    const charge = async (amount: string | null) => {
+      const owner = await prisma.$transaction((tx) => chargeRunIn(tx, rawId(run.id), { amount }));
+      if (owner) publishRunListChange(t.app.events, owner);
+      return owner;
+    };
+    await charge("0.006");
+    await charge(null); // an unpriced call: the run's cost says it is incomplete
+    await charge("0"); // a call that cost nothing changes nothing
+    await charge("0.006");
+    await charge("0.0001");
+    expect(seen(await costly.take(2))).toEqual(["ADDED spends", "UPDATED spends"]);
+    const all = await everything.take(5);
+    expect(seen(all)).toEqual(["ADDED spends", "UPDATED spends", "UPDATED spends", "UPDATED spends", "UPDATED spends"]);
+    expect(all.at(-1)!.run).toMatchObject({ cost: { amount: "0.0121", currency: "USD" }, costUnpriced: true });
+    await costly.close();
+    await everything.close();
   });
 });

@@ -79,9 +79,13 @@ const RUN = parse(`query ($id: ID!) {
 }`);
 const EVENTS = parse("subscription ($runId: ID!) { runEvents(runId: $runId) { status cost { amount currency } costUnpriced } }");
 const TOTALS = parse(`query ($workspace: ID!, $before: DateTime!, $after: DateTime!) {
-  workspace(id: $workspace) { cost { amount currency } since: cost(since: $before) { amount } }
-  viewer { cost { amount currency } since: cost(since: $before) { amount } later: cost(since: $after) { amount } }
+  workspace(id: $workspace) { cost { amount currency } since: cost(since: $before) { amount } costUnpriced sinceUnpriced: costUnpriced(since: $before) }
+  viewer {
+    cost { amount currency } since: cost(since: $before) { amount } later: cost(since: $after) { amount }
+    costUnpriced sinceUnpriced: costUnpriced(since: $before) laterUnpriced: costUnpriced(since: $after)
+  }
 }`);
+const TRACE_UNPRICED = parse("query ($id: ID!) { run(id: $id) { costUnpriced trace { ... on Trace { cost { amount } costUnpriced } } } }");
 
 /** Decimal arithmetic (never floats) for the expectations too. */
 const times = (amount: string, n: number) => toDecimal(amount).times(n).toString();
@@ -181,5 +185,37 @@ describe.each(backends)("priced runs with cached and reasoning tokens (%s)", (ba
     expect(totals.viewer.cost).toEqual({ amount: both, currency: "USD" });
     expect(totals.viewer.since.amount).toBe(both);
     expect(totals.viewer.later.amount).toBe("0");
+    // Every call had a price: nothing is left out.
+    expect([totals.workspace.costUnpriced, totals.workspace.sinceUnpriced, totals.viewer.costUnpriced, totals.viewer.sinceUnpriced]).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    const { run: priced } = await request(TRACE_UNPRICED, { id: encodeGlobalId("Run", alone.id) });
+    expect(priced).toEqual({ costUnpriced: false, trace: { cost: { amount: costs[alone.id] }, costUnpriced: false } });
+  });
+
+  it("says when a total leaves out calls whose model had no price: the trace, the workspace and the principal", async () => {
+    const before = await request(TOTALS, { workspace: encodeGlobalId("Workspace", "none"), before: new Date().toISOString(), after: new Date().toISOString() });
+    const spentBefore = before.viewer.cost.amount as string;
+    const started = new Date(Date.now() - 1000);
+    // The model's price is withdrawn: the next run's calls are unpriced.
+    await t.app.db.prisma.modelPrice.deleteMany({ where: { model: MODEL } });
+    const workspace = await t.app.services.workspaces.createWorkspace(actor, { title: "Unpriced", goal: "Use a model without a price" });
+    const { run } = await t.app.services.admissions.admitRun(actor, { question: "What does this cost?", workspaceId: workspace.id });
+    await settled(run.id);
+
+    const { run: seen } = await request(TRACE_UNPRICED, { id: encodeGlobalId("Run", run.id) });
+    expect(seen).toEqual({ costUnpriced: true, trace: { cost: { amount: "0" }, costUnpriced: true } });
+    const totals = await request(TOTALS, {
+      workspace: encodeGlobalId("Workspace", workspace.id),
+      before: started.toISOString(),
+      after: new Date(Date.now() + 60_000).toISOString(),
+    });
+    expect(totals.workspace).toMatchObject({ cost: { amount: "0" }, costUnpriced: true, sinceUnpriced: true });
+    // The principal's total is what its priced calls cost, unchanged, and says it leaves some out.
+    expect(totals.viewer).toMatchObject({ cost: { amount: spentBefore }, costUnpriced: true, sinceUnpriced: true, laterUnpriced: false });
+    await t.app.db.prisma.modelPrice.create({ data: PRICE });
   });
 });

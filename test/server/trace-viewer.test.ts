@@ -79,9 +79,12 @@ describe("the trace viewer page", () => {
     const pageUrl = (runId: string, key?: string) =>
       `http://127.0.0.1:${server!.port}/traces/${encodeURIComponent(runId)}${key ? `#key=${encodeURIComponent(key)}` : ""}`;
 
-    it("shows the span tree live with timings, event previews and usage, across a server restart", async () => {
+    it("shows the span tree live with timings, event previews, usage and cost, across a server restart", async () => {
       let open = () => {};
       const app = await start(slowPlan, [gateTool("gate", new Promise<void>((resolve) => (open = resolve)))]);
+      await app.app.db.prisma.modelPrice.create({
+        data: { model: "viewer", effectiveFrom: new Date("2020-01-01T00:00:00Z"), inputPerMillion: "2.5", outputPerMillion: "10" },
+      });
       const key = await app.createPrincipal("viewer");
       const { run } = await admit(app.as(key), { question: "Plan six steps" });
       const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
@@ -142,6 +145,15 @@ describe("the trace viewer page", () => {
       );
       expect(usage.input).toBeGreaterThan(0);
       expect(await page.textContent("[data-testid=usage]")).toBe(`in ${usage.input} · out ${usage.output} · cached 0 · reasoning 0`);
+      // Cost next to tokens: the run's (Run.cost, exactly) in the header, each model call's own on its row.
+      const { cost } = await app.app.db.prisma.run.findUniqueOrThrow({ where: { id: traceId } });
+      expect(Number(cost)).toBeGreaterThan(0);
+      expect(await page.textContent("[data-testid=cost]")).toBe(`$${cost.toFixed()}`);
+      const calls = spans.filter((s) => s.kind === "MODEL_CALL");
+      const rowCosts = await page.$$eval('[data-kind="MODEL_CALL"] > [data-testid=span-row] [data-testid=span-cost]', (cells) =>
+        cells.map((c) => c.textContent),
+      );
+      expect(rowCosts.sort()).toEqual(calls.map((c) => ` · $${c.cost!.toFixed()}`).sort());
       expect(errors).toEqual([]);
 
       const screenshot = path.join(projectRoot, "test-results", "trace-viewer.png");
@@ -168,6 +180,13 @@ describe("the trace viewer page", () => {
       await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 30_000 });
       expect(await page.textContent("[data-testid=answer]")).toBe("Planned six steps.");
       expect(await eventsShown(page)).toBe(await app.app.db.prisma.spanEvent.count({ where: { span: { traceId: traceIdOf(run.id) } } }));
+      // Its model has no price here: the page says the cost is unknown rather than $0.
+      expect(await page.textContent("[data-testid=cost]")).toBe("unpriced");
+      const rowCosts = await page.$$eval('[data-kind="MODEL_CALL"] > [data-testid=span-row] [data-testid=span-cost]', (cells) =>
+        cells.map((c) => c.textContent),
+      );
+      expect(rowCosts.length).toBeGreaterThan(0);
+      expect(new Set(rowCosts)).toEqual(new Set([" · unpriced"]));
       expect(errors).toEqual([]);
       await page.close();
     }, 60_000);

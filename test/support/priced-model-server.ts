@@ -14,15 +14,17 @@ export type Body = { messages: { role: string; content?: string | null }[]; max_
 
 /**
  * Every request: "Step n." (n: the run's requests so far) and one task_list call; from request
- * `answerAt` on (if given), "Answer n." as the final answer instead.
+ * `answerAt` on (if given), "Answer n." as the final answer instead. `hold` (if given) is awaited
+ * before each response is written: a test holds a request in flight while it acts on the run.
  */
-export async function startPricedServer(bodies: Body[], answerAt = Number.POSITIVE_INFINITY): Promise<Server> {
+export async function startPricedServer(bodies: Body[], answerAt = Number.POSITIVE_INFINITY, hold?: () => Promise<void>): Promise<Server> {
   const server = createServer(async (req, res) => {
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
     const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Body;
     bodies.push(body);
     const step = body.messages.filter((m) => m.role === "assistant").length + 1;
+    await hold?.();
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (step >= answerAt) {
       res.write(frame({ role: "assistant", content: `Answer ${step}.` }, "stop"));

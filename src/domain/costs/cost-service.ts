@@ -46,4 +46,21 @@ export class CostService {
         AND s.kind = 'MODEL_CALL' AND s.cost IS NOT NULL AND s.ended_at >= ${since}`;
     return new Decimal(row?.total ?? 0);
   }
+
+  /**
+   * Whether `costOf(scope, since)` leaves something out: a model call of the scope's runs had no
+   * price (without `since`, any run's Run.costUnpriced; with it, such a call that ended at or after it).
+   */
+  async costUnpriced(scope: CostScope, since?: Date | null): Promise<boolean> {
+    const { prisma } = this.deps;
+    if (!since) return (await prisma.run.findFirst({ where: { ...scope, costUnpriced: true }, select: { id: true } })) !== null;
+    const whose = "ownerId" in scope ? Prisma.sql`r.owner_id = ${scope.ownerId}` : Prisma.sql`r.workspace_id = ${scope.workspaceId}`;
+    const rows = await prisma.$queryRaw<{ one: number }[]>`
+      SELECT 1 AS one
+      FROM run r JOIN trace t ON t.run_id = r.id JOIN span s ON s.trace_id = t.id
+      WHERE ${whose} AND r.cost_unpriced AND (r.finished_at IS NULL OR r.finished_at >= ${since})
+        AND s.kind = 'MODEL_CALL' AND s.cost_unpriced AND s.ended_at >= ${since}
+      LIMIT 1`;
+    return rows.length > 0;
+  }
 }

@@ -1,10 +1,15 @@
 // A run's cost (issue 40): the sum of its model spans' own cost, added in the transaction that
 // ends each span, so Run.cost and a cap read one row and always equal the sum of the spans.
 import type { Prisma } from "../../generated/prisma/client.js";
+import { toDecimal } from "../costs/pricing.js";
 import type { SpanCost } from "../trace/trace-writes.js";
 
-/** Adds a model span's cost to its run; an unpriced span marks the run's cost as incomplete. */
-export async function chargeRunIn(tx: Prisma.TransactionClient, runId: string, cost: SpanCost): Promise<void> {
+/**
+ * Adds a model span's cost to its run; an unpriced span marks the run's cost as incomplete.
+ * Resolves with the run's owner when its cost (or costUnpriced) may have changed — a run-list
+ * change: announce it after commit — and null when nothing was added.
+ */
+export async function chargeRunIn(tx: Prisma.TransactionClient, runId: string, cost: SpanCost): Promise<string | null> {
   const run = await tx.run.update({
     where: { id: runId },
     data: cost.amount === null ? { costUnpriced: true } : { cost: { increment: cost.amount } },
@@ -16,4 +21,5 @@ export async function chargeRunIn(tx: Prisma.TransactionClient, runId: string, c
       VALUES (${run.ownerId}, (now() AT TIME ZONE 'UTC')::date, ${String(cost.amount)}::numeric)
       ON CONFLICT (principal_id, day) DO UPDATE SET cost = principal_daily_cost.cost + EXCLUDED.cost`;
   }
+  return cost.amount === null || !toDecimal(cost.amount).isZero() ? run.ownerId : null;
 }

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunStatus } from "../../generated/prisma/enums.js";
+import { type DecimalInput, toDecimal } from "../costs/pricing.js";
 import { parseInput } from "../validation.js";
 import { label, metadataObject, metadataPairs, TAGS_MAX } from "./run-labels.js";
 
@@ -31,6 +32,8 @@ export type RunFilter = {
   createdAfter?: Date | null;
   /** Created strictly before this instant. */
   createdBefore?: Date | null;
+  /** Cost (USD, Run.cost) strictly above this amount: a decimal string. */
+  costAbove?: string | null;
 };
 
 const filterTags = z.array(label("tag")).max(TAGS_MAX, `at most ${TAGS_MAX} tags`).nullish();
@@ -46,6 +49,11 @@ const runFilterSchema = z.object({
   agent: z.string().max(64).nullish(),
   createdAfter: z.date().nullish(),
   createdBefore: z.date().nullish(),
+  costAbove: z
+    .string()
+    .trim()
+    .regex(/^\d{1,10}(\.\d{1,10})?$/, 'a non-negative decimal amount in USD, e.g. "0.50" (at most 10 digits before and after the point)')
+    .nullish(),
 });
 
 /** The filter, validated (a ValidationError names each wrong field, under `filter.`); no filter: every run. */
@@ -70,6 +78,7 @@ export function runFilterWhere(filter: RunFilter): Prisma.RunWhereInput {
       ...(filter.createdBefore != null ? { lt: filter.createdBefore } : {}),
     };
   }
+  if (filter.costAbove != null) where.cost = { gt: filter.costAbove };
   if (given(filter.tagsAll)) where.tags = { hasEvery: [...filter.tagsAll] };
   // tagsAll and tagsAny together: both conditions on the one array column.
   if (given(filter.tagsAny)) where.AND = [{ tags: { hasSome: [...filter.tagsAny] } }];
@@ -79,7 +88,9 @@ export function runFilterWhere(filter: RunFilter): Prisma.RunWhereInput {
 }
 
 /** The run's columns a filter reads. */
-export type FilteredRun = Pick<Run, "workspaceId" | "conversationId" | "scheduleId" | "status" | "tags" | "metadata" | "agent" | "createdAt">;
+export type FilteredRun = Pick<Run, "workspaceId" | "conversationId" | "scheduleId" | "status" | "tags" | "metadata" | "agent" | "createdAt"> & {
+  cost: DecimalInput;
+};
 
 /** Whether the run is in the filter's list: the same answer `runFilterWhere` gives in SQL. */
 export function runMatchesFilter(run: FilteredRun, filter: RunFilter): boolean {
@@ -90,6 +101,7 @@ export function runMatchesFilter(run: FilteredRun, filter: RunFilter): boolean {
   if (filter.agent != null && run.agent !== filter.agent) return false;
   if (filter.createdAfter != null && !(run.createdAt.getTime() > filter.createdAfter.getTime())) return false;
   if (filter.createdBefore != null && !(run.createdAt.getTime() < filter.createdBefore.getTime())) return false;
+  if (filter.costAbove != null && !toDecimal(run.cost).greaterThan(toDecimal(filter.costAbove))) return false;
   const tags = run.tags ?? [];
   if (given(filter.tagsAll) && !filter.tagsAll.every((tag) => tags.includes(tag))) return false;
   if (given(filter.tagsAny) && !filter.tagsAny.some((tag) => tags.includes(tag))) return false;

@@ -50,19 +50,28 @@ type LoggedChange = {
   tagsAfter: string[];
   metadataBefore: unknown;
   metadataAfter: unknown;
+  /** Null when the change is the run's admission. */
+  costBefore: FilteredRun["cost"] | null;
+  costAfter: FilteredRun["cost"];
   run: Pick<FilteredRun, "workspaceId" | "conversationId" | "scheduleId" | "agent" | "createdAt">;
 };
 
 /** What a logged change is to a list with this filter: null when the run is in it neither before nor after. */
 export function kindOf(change: LoggedChange, filter: RunFilter): "ADDED" | "UPDATED" | "REMOVED" | null {
   const after = runMatchesFilter(
-    { ...change.run, status: change.statusAfter, tags: change.tagsAfter, metadata: change.metadataAfter as FilteredRun["metadata"] },
+    { ...change.run, status: change.statusAfter, tags: change.tagsAfter, metadata: change.metadataAfter as FilteredRun["metadata"], cost: change.costAfter },
     filter,
   );
   const before =
     change.statusBefore !== null &&
     runMatchesFilter(
-      { ...change.run, status: change.statusBefore, tags: change.tagsBefore ?? [], metadata: (change.metadataBefore ?? {}) as FilteredRun["metadata"] },
+      {
+        ...change.run,
+        status: change.statusBefore,
+        tags: change.tagsBefore ?? [],
+        metadata: (change.metadataBefore ?? {}) as FilteredRun["metadata"],
+        cost: change.costBefore ?? change.costAfter,
+      },
       filter,
     );
   if (before && after) return "UPDATED";

@@ -114,15 +114,26 @@ builder.prismaObjectFields("Trace", (t) => ({
     select: { run: { select: { cost: true } } },
     resolve: (trace) => usd(trace.run.cost),
   }),
+  costUnpriced: t.boolean({
+    description: "A model span of the trace had no price when it ended (Span.costUnpriced): `cost` leaves it out, so the run cost more than it says.",
+    select: { run: { select: { costUnpriced: true } } },
+    resolve: (trace) => trace.run.costUnpriced,
+  }),
 }));
 
 builder.prismaObjectFields(WorkspaceNode, (t) => ({
   cost: t.field({
     type: MoneyRef,
     description:
-      "What the runs admitted in the workspace cost: the sum of their Run.cost, or with `since` the sum of their model calls that ended at or after it. Calls without a price count nothing.",
+      "What the runs admitted in the workspace cost: the sum of their Run.cost, or with `since` the sum of their model calls that ended at or after it. Calls without a price count nothing: `costUnpriced` (same `since`) says whether there were any.",
     args: { since: t.arg({ type: "DateTime" }) },
     resolve: async (workspace, args, ctx) => usd(await ctx.services.costs.costOf({ workspaceId: workspace.id }, args.since)),
+  }),
+  costUnpriced: t.boolean({
+    description:
+      "Whether `cost` (with the same `since`) leaves something out: a model call of the workspace's runs (with `since`, one that ended at or after it) had no price. True: the runs cost more than `cost` says.",
+    args: { since: t.arg({ type: "DateTime" }) },
+    resolve: (workspace, args, ctx) => ctx.services.costs.costUnpriced({ workspaceId: workspace.id }, args.since),
   }),
 }));
 
@@ -130,8 +141,14 @@ builder.prismaObjectFields(PrincipalNode, (t) => ({
   cost: t.field({
     type: MoneyRef,
     description:
-      "What the principal's runs cost: the sum of their Run.cost, or with `since` the sum of their model calls that ended at or after it. Calls without a price count nothing.",
+      "What the principal's runs cost: the sum of their Run.cost, or with `since` the sum of their model calls that ended at or after it. Calls without a price count nothing: `costUnpriced` (same `since`) says whether there were any.",
     args: { since: t.arg({ type: "DateTime" }) },
     resolve: async (principal, args, ctx) => usd(await ctx.services.costs.costOf({ ownerId: principal.id }, args.since)),
+  }),
+  costUnpriced: t.boolean({
+    description:
+      "Whether `cost` (with the same `since`) leaves something out: a model call of the principal's runs (with `since`, one that ended at or after it) had no price. True: the runs cost more than `cost` says.",
+    args: { since: t.arg({ type: "DateTime" }) },
+    resolve: (principal, args, ctx) => ctx.services.costs.costUnpriced({ ownerId: principal.id }, args.since),
   }),
 }));

@@ -17,7 +17,7 @@ export const METADATA_RULE = `a flat object of string values, at most ${METADATA
 
 export const RunFilterInput = builder.inputType("RunFilter", {
   description:
-    "Which runs a list holds: every field given narrows it (fields combine with AND); an empty list or object sets no condition. Another principal's runs are never in it, and an access token's list holds only the runs it may read. (A filter on cost comes once runs record their cost.)",
+    "Which runs a list holds: every field given narrows it (fields combine with AND); an empty list or object sets no condition. Another principal's runs are never in it, and an access token's list holds only the runs it may read.",
   fields: (t) => ({
     workspaceId: t.id({ description: "Runs admitted in this workspace." }),
     conversationId: t.id({ description: "Runs of this conversation." }),
@@ -32,17 +32,26 @@ export const RunFilterInput = builder.inputType("RunFilter", {
     agent: t.string({ description: "Runs executed under this agent profile." }),
     createdAfter: t.field({ type: "DateTime", description: "Runs admitted strictly after this instant." }),
     createdBefore: t.field({ type: "DateTime", description: "Runs admitted strictly before this instant." }),
+    costAbove: t.field({
+      type: "Decimal",
+      description:
+        'Runs whose cost so far (Run.cost, USD) is strictly above this amount, e.g. "0.50": a non-negative decimal string with at most 10 digits before and after the point. A run with unpriced model calls (Run.costUnpriced) is compared by the cost of its priced ones.',
+    }),
   }),
 });
 
-export const RUN_ORDERS = ["CREATED_AT_DESC", "CREATED_AT_ASC"] as const;
+export const RUN_ORDERS = ["CREATED_AT_DESC", "CREATED_AT_ASC", "COST_DESC"] as const;
 export type RunOrder = (typeof RUN_ORDERS)[number];
 
 export const RunOrderEnum = builder.enumType("RunOrder", {
-  description: "The order of a run list; items admitted at the same instant come by id. (Ordering by cost comes once runs record their cost.)",
+  description: "The order of a run list; runs that tie in it (admitted at the same instant, or costing the same) come by id.",
   values: {
     CREATED_AT_DESC: { description: "Newest first (the default)." },
     CREATED_AT_ASC: { description: "Oldest first." },
+    COST_DESC: {
+      description:
+        "Most expensive first (Run.cost so far), runs that cost the same by id, descending. A running run's cost grows with each model call, and the page after a cursor starts after that run at its cost now: while runs spend, a run that moved up past the pages already read is not seen again, and one read before may be read again. Paged through ended runs (a status filter) the list is stable; a live list follows runsChanged, which says UPDATED each time a run's cost changes.",
+    },
   } as const,
 });
 

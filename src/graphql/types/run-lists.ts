@@ -1,5 +1,5 @@
-// The caller's runs as lists a UI shows: filtered (RunFilter), in either order of admission,
-// paged by a keyset on (createdAt, id), and counted. A page is one statement (two after a cursor:
+// The caller's runs as lists a UI shows: filtered (RunFilter), in either order of admission or
+// most expensive first, paged by a keyset on (createdAt, id) or (cost, id), and counted. A page is one statement (two after a cursor:
 // the cursor's run is read first, among the caller's); the count is one more, when selected.
 // Every filter field is served by an index of `run` (schema.prisma; test/db/run-filter-plans.test.ts).
 //
@@ -31,6 +31,14 @@ const ORDERS: Record<RunOrder, KeysetList> = {
     order: [
       ["createdAt", "asc"],
       ["id", "asc"],
+    ],
+  },
+  // Served by the index (owner_id, cost DESC, id DESC).
+  COST_DESC: {
+    ...PAGE,
+    order: [
+      ["cost", "desc"],
+      ["id", "desc"],
     ],
   },
 };

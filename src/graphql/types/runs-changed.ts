@@ -10,8 +10,14 @@ import { untilLeft } from "./run-output.js";
 const RunListUpdateKindEnum = builder.enumType("RunListUpdateKind", {
   description: "What a change does to a filtered run list.",
   values: {
-    ADDED: { description: "The run entered the list: admitted into it, or changed so that it now matches the filter (e.g. it started RUNNING)." },
-    UPDATED: { description: "A run in the list changed and is still in it (its status within the filter, tokens used, tags, metadata)." },
+    ADDED: {
+      description:
+        "The run entered the list: admitted into it, or changed so that it now matches the filter (e.g. it started RUNNING, or its cost went above costAbove).",
+    },
+    UPDATED: {
+      description:
+        "A run in the list changed and is still in it (its status within the filter, tokens used, cost, tags, metadata). A running run's cost changes at each model call: a list shown by COST_DESC moves the run to its new place (Run.cost) rather than reading the list again.",
+    },
     REMOVED: { description: "The run left the list: it changed so that it no longer matches the filter (e.g. it ended)." },
     RESYNC_REQUIRED: {
       description:

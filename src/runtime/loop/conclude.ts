@@ -1,6 +1,10 @@
 // The one last model request of a CONCLUDE stop (cancelRun): no tools offered, the log as it is
 // (calls the stop cut off recorded as interrupted, R7), and an instruction after it asking for the
 // best answer from the evidence gathered so far. Its reply is the run's answer, published like any.
+// Like every model request it is checked against the cost caps first (cost-caps.ts): a request
+// that could cross maxCost, the daily cost limit or the monthly budget is not sent, and the run
+// stops with stopReason BUDGET and the text it has. A stopping run does not wait: crossing
+// confirmCostAbove stops it the same way instead of asking its owner.
 import type { RecordedMessage, RecordedPart } from "../../domain/trace/recorded-request.js";
 import { joinUserMessages } from "../../domain/trace/recorded-request.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
@@ -11,6 +15,8 @@ import type { RunRecord, RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Transact } from "../ports/attempt-fence.js";
+import type { CostState } from "../../domain/costs/caps.js";
+import { type CostBounds, checkCostCaps } from "./cost-caps.js";
 import { callModel } from "./model-call.js";
 import type { Outcome } from "./outcome.js";
 
@@ -19,13 +25,15 @@ export const CONCLUDE_INSTRUCTION =
   "Stop researching now: no more tools can be called. Using only the evidence gathered so far in this conversation, " +
   "give your best answer to the question. Say briefly what remains uncertain or was not checked.";
 
-type ConcludeDeps = { model: ModelPort; output?: RunOutput; context: ContextBuilder; runs: Pick<RunState, "addTokens"> };
+type ConcludeDeps = { model: ModelPort; output?: RunOutput; context: ContextBuilder; runs: Pick<RunState, "addTokens">; costs?: CostBounds };
 
 type ConcludeTurn = {
   scope: { run: RunRecord; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
   tools: ReadonlyMap<string, Tool>;
   profile: { systemPrompt: string };
   streamed: { text: string };
+  /** The run's caps and spends, read when the stop was taken. */
+  costs?: CostState;
 };
 
 /** Makes the concluding request inside the turn span `span`; its answer settles the run (concluded early). */
@@ -43,7 +51,11 @@ export async function concludingRequest(deps: ConcludeDeps, turn: ConcludeTurn, 
     signal,
   });
   await sink.event(span, "BUDGET", built.budget);
-  const request = withInstruction(built.messages, built.recorded, CONCLUDE_INSTRUCTION);
+  const caps = { run, costs: turn.costs, model: deps.model.model, budget: built.budget, span, sink, write, runLog: log.ofRun() };
+  // No approvals: a stopping run ends at a threshold rather than waiting for a decision.
+  const capped = await checkCostCaps({ bounds: deps.costs }, caps);
+  if (capped.step && capped.step.type !== "run_again") return capped.step;
+  const request = { ...withInstruction(built.messages, built.recorded, CONCLUDE_INSTRUCTION), maxOutputTokens: capped.maxOutputTokens };
   turn.streamed.text = "";
   const { response } = await callModel(deps, { ...turn, tools: new Map() }, span, request, built.budget, turn.streamed);
   turn.streamed.text = "";

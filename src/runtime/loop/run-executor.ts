@@ -225,7 +225,9 @@ export class RunExecutor {
     const scope: AttemptScope = { ...turn.scope, signal: stops.attempt.signal };
     await scope.sink.event(scope.span, "STOP_REQUESTED", { mode: "CONCLUDE", taken: "one last model request, without tools" });
     await this.recordRepairs(scope, new Set());
-    const last: Turn = { ...turn, scope, tools: new Map() };
+    // The caps read now: the work the stop cut off may have spent since the turn began.
+    const { costs } = await this.deps.runs.requests(turn.scope.run.id);
+    const last: Turn = { ...turn, scope, tools: new Map(), costs };
     const { signal, sink } = scope;
     return withSpan(
       sink,

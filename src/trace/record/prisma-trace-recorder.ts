@@ -3,7 +3,7 @@
 // is announced on the event bus after commit, so a subscriber can replay `seq > n` from the
 // database and continue live without gaps (T2, T3). A run attempt records through its fence
 // (`fenced`), so a superseded attempt's spans and events are never written.
-import type { EventPublisher } from "../../events/topics.js";
+import { type EventPublisher, publishRunListChange } from "../../events/topics.js";
 import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
@@ -108,9 +108,14 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       const at = this.now();
       const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
       const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
-      if (priced) await chargeRunIn(tx, priced.runId, priced.cost);
-      return { value: undefined, changes: [change] };
-    });
+      const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
+      return { value: owner, changes: [change] };
+    }).then((owner) => this.costChanged(owner));
+  }
+
+  /** A run's cost changed (committed): its owner's live run lists hear it (runsChanged). */
+  private costChanged(owner: string | null): void {
+    if (owner !== null) publishRunListChange(this.deps.events, owner);
   }
 
   /**
@@ -125,9 +130,9 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       const at = this.now();
       const change = await this.bound.addFoldedUsage(tx, span, usage, at);
       const priced = model === undefined ? null : await priceFoldedIn(tx, span, model, usage, at);
-      if (priced) await chargeRunIn(tx, priced.runId, priced.cost);
-      return { value: undefined, changes: [change] };
-    });
+      const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
+      return { value: owner, changes: [change] };
+    }).then((owner) => this.costChanged(owner));
   }
 
   /** Records, once per trace, that it reached its bound (its TRUNCATED event). */

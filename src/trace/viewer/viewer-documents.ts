@@ -1,7 +1,7 @@
 // The GraphQL documents the trace viewer's page sends, each as one exact text: the page's script
 // embeds them (viewer-data-script.ts, viewer-output-script.ts), and a server that runs only
 // trusted documents trusts them (compose/api.ts), so the viewer works with TRUSTED_DOCUMENTS_ONLY.
-const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning }";
+const SPAN_FIELDS = "id parentId kind name status startedAt endedAt usage { input output cached reasoning } cost { amount } costUnpriced";
 const EVENT_FIELDS = "id seq kind at preview size truncated";
 // pendingApprovals: the tool calls a WAITING run waits on (human approval); viewerOperations: whether
 // the page's key or token may stop, pause or resume the run (CANCEL) or decide its calls (DECIDE);

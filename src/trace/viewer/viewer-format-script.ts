@@ -39,6 +39,24 @@ const addUsage = (a, b) => (b ? { input: a.input + b.input, output: a.output + b
 const hasUsage = (u) => Boolean(u && (u.input || u.output || u.cached || u.reasoning));
 const usageText = (u) => "in " + int(u.input) + " · out " + int(u.output) + " · cached " + int(u.cached) + " · reasoning " + int(u.reasoning);
 
+// Costs (Money.amount) are decimal strings of at most 10 places: summed exactly, as integers of 1e-10 USD.
+const COST_UNIT = 10n ** 10n;
+const costUnits = (amount) => {
+  const [whole, fraction = ""] = String(amount).split(".");
+  return BigInt(whole) * COST_UNIT + BigInt((fraction + "0000000000").slice(0, 10));
+};
+const ZERO_COST = { units: 0n, unpriced: false };
+/** A span's own cost: a model call's price, or that it had none. */
+const ownCost = (span) => ({ units: span.cost ? costUnits(span.cost.amount) : 0n, unpriced: Boolean(span.costUnpriced) });
+const addCost = (a, b) => ({ units: a.units + b.units, unpriced: a.unpriced || b.unpriced });
+const hasCost = (c) => Boolean(c && (c.units > 0n || c.unpriced));
+const costText = (c) => {
+  const fraction = (c.units % COST_UNIT).toString().padStart(10, "0").replace(/0+$/, "");
+  const amount = "$" + (c.units / COST_UNIT).toString() + (fraction ? "." + fraction : "");
+  if (!c.unpriced) return amount;
+  return c.units > 0n ? amount + " + unpriced" : "unpriced";
+};
+
 /** The words an event kind reads as in the tree. */
 const EVENT_LABEL = {
   APPROVAL_REQUESTED: "approval requested", APPROVAL_DECIDED: "approval decided", BUDGET: "budget", CONTEXT: "context", COMPACTION: "compaction", ERROR: "error", FINAL_REPLY: "answer",

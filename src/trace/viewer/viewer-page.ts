@@ -52,6 +52,7 @@ export function traceViewerPage(nonce: string): string {
   <div class="facts">
     <span>duration <b id="run-duration" data-testid="run-duration">–</b></span>
     <span>tokens <b id="usage" data-testid="usage">in 0 · out 0 · cached 0 · reasoning 0</b></span>
+    <span>cost <b id="cost" data-testid="cost">$0</b></span>
     <span>spans <b id="span-count" data-testid="span-count">0</b></span>
     <span>model <b id="model" data-testid="model">–</b></span>
     <span>seq <b id="last-seq" data-testid="last-seq">0</b></span>

@@ -57,6 +57,8 @@ function panelFacts(span, ctx) {
   fact(list, "duration", durationText(span), "panel-duration");
   if (span.kind === "MODEL_CALL") fact(list, "tokens", usageText(span.usage || ZERO_USAGE));
   else if (hasUsage(usageOf(span, ctx.tree, ctx.memo))) fact(list, "tokens below", usageText(usageOf(span, ctx.tree, ctx.memo)));
+  if (span.kind === "MODEL_CALL" && span.endedAt) fact(list, "cost", span.costUnpriced ? "unpriced (its model had no price)" : costText(ownCost(span)), "panel-cost");
+  else if (span.kind !== "MODEL_CALL" && hasCost(costOf(span, ctx.tree, ctx.memo))) fact(list, "cost below", costText(costOf(span, ctx.tree, ctx.memo)), "panel-cost");
   const attempt = span.kind === "ATTEMPT" ? attemptOfSpan(span.id) : null;
   if (attempt) fact(list, "outcome", attempt.outcome || "running");
   return list;

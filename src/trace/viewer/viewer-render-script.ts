@@ -102,6 +102,10 @@ function renderHeader(spans) {
   // Each span's own usage: a model call's, and past a trace's bound that of the calls folded into a span above.
   const usage = spans.reduce((sum, span) => addUsage(sum, span.usage), ZERO_USAGE);
   $("usage").textContent = usageText(usage);
+  // The run's cost: every span's own cost (Run.cost), and whether a model call had no price.
+  const cost = spans.reduce((sum, span) => addCost(sum, ownCost(span)), ZERO_COST);
+  $("cost").textContent = costText(cost);
+  $("cost").title = cost.unpriced ? "A model call had no price: its cost is not counted." : "";
   $("span-count").textContent = String(spans.length);
   $("last-seq").textContent = String(state.lastSeq);
   const root = spans.find((span) => span.kind === "RUN");

@@ -40,7 +40,7 @@ button:disabled, input:disabled { opacity: 0.55; cursor: default; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(300px, 400px); gap: 16px; padding: 14px 20px 24px; align-items: start; }
 .trace, #panel { background: #fff; border: 1px solid var(--line); border-radius: 8px; min-width: 0; }
 #panel { position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto; padding: 12px 14px; }
-.row { display: grid; grid-template-columns: minmax(0, 1fr) 60px 118px minmax(140px, 30%); column-gap: 10px; align-items: center;
+.row { display: grid; grid-template-columns: minmax(0, 1fr) 60px 170px minmax(140px, 30%); column-gap: 10px; align-items: center;
   min-height: 28px; padding: 0 12px; border-bottom: 1px solid #f0f2f6; }
 .axis { position: sticky; top: 0; z-index: 1; background: #f8f9fb; color: var(--muted); font-size: 11px; min-height: 30px; border-radius: 8px 8px 0 0; }
 .axis .lane { background: none; height: 30px; }

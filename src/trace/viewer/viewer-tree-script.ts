@@ -100,12 +100,27 @@ function statusChip(status) {
   return chip;
 }
 
-function tokensCell(usage, below) {
+/** A span's cost with everything below it: a model call's own, the sum of its model calls' for any other span (and its own, past a trace's bound). */
+function costOf(span, tree, memo) {
+  const key = span.id + " cost";
+  if (memo.has(key)) return memo.get(key);
+  const total = (tree.children.get(span.id) || []).reduce((sum, child) => addCost(sum, costOf(child, tree, memo)), ownCost(span));
+  memo.set(key, total);
+  return total;
+}
+
+function tokensCell(usage, below, cost) {
   const cell = el("div", "tok" + (below ? " below" : ""));
-  if (!hasUsage(usage)) return cell;
+  if (!hasUsage(usage) && !hasCost(cost)) return cell;
   cell.dataset.testid = "tokens";
   cell.textContent = int(usage.input) + " / " + int(usage.output) + " / " + int(usage.cached) + " / " + int(usage.reasoning);
   cell.title = (below ? "Model calls below: " : "") + usageText(usage);
+  if (hasCost(cost)) {
+    const priced = el("span", "cost" + (cost.unpriced ? " unpriced" : ""), " · " + costText(cost));
+    priced.dataset.testid = "span-cost";
+    cell.append(priced);
+    cell.title += " · cost " + costText(cost);
+  }
   return cell;
 }
 
@@ -144,7 +159,7 @@ function spanRow(span, depth, expandable, ctx) {
   const note = noteOf(span);
   if (note) label.append(el("span", "note " + note.tone, note.text));
   const own = span.kind === "MODEL_CALL";
-  row.append(label, el("div", "dur", durationText(span)), tokensCell(usageOf(span, ctx.tree, ctx.memo), !own), laneOf(span, ctx));
+  row.append(label, el("div", "dur", durationText(span)), tokensCell(usageOf(span, ctx.tree, ctx.memo), !own, costOf(span, ctx.tree, ctx.memo)), laneOf(span, ctx));
   row.onclick = () => select(span.id);
   row.onkeydown = (event) => {
     if (event.key === "Enter" || event.key === " ") {
@@ -204,7 +219,7 @@ function spanNode(span, depth, ctx) {
 
 function axisRow(axis) {
   const row = el("div", "row axis");
-  row.append(el("div", "label", "span"), el("div", "dur", "duration"), el("div", "tok", "tokens in / out / cached / reasoning"));
+  row.append(el("div", "label", "span"), el("div", "dur", "duration"), el("div", "tok", "tokens in / out / cached / reasoning · cost"));
   const lane = el("div", "lane");
   for (const share of [0, 0.25, 0.5, 0.75, 1]) {
     const tick = el("span", "tick-label" + (share === 0 ? " first" : share === 1 ? " last" : ""), formatMs(share * (axis.end - axis.start)));
