@@ -1,6 +1,6 @@
 // The embedded database keeps its planner statistics current itself (PGlite runs no autovacuum):
 // without them, a page of 20 links on a workspace with 2,000 is planned as a read of all 2,000.
-// Its buffer pool is 32 MB, not PostgreSQL's 128 MB, which PGlite would touch in full at start.
+// Its buffer pool is 8 MB, not PostgreSQL's 128 MB, which PGlite would touch in full at start.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 
@@ -16,8 +16,8 @@ describe("the embedded database", () => {
 
   const plan = async () => (await db.prisma.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
 
-  it("holds a 32 MB buffer pool", async () => {
-    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "32MB" }]);
+  it("holds an 8 MB buffer pool", async () => {
+    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "8MB" }]);
   });
 
   it("refreshes its planner statistics while the server runs, so a page of a large workspace reads its index in order", async () => {

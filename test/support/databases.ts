@@ -40,7 +40,7 @@ function pgliteTemplateDump(): Blob {
  */
 export async function openMigratedTestDatabase(
   backend: Backend,
-  { onQuery }: { onQuery?: (sql: string) => void } = {},
+  { onQuery }: { onQuery?: (sql: string, params: string) => void } = {},
 ): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
     const db = await openDatabase({ kind: "pglite", loadDataDir: pgliteTemplateDump() }, { onQuery });

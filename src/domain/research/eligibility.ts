@@ -1,6 +1,8 @@
 // Eligibility of publication versions (W7, W13): a version is eligible while it is not
 // revoked, its stored content still matches its hash, and every version it was built on —
-// transitively — is eligible too. Decided at read time, never cached.
+// transitively — is eligible too. Decided at read time, never cached; whether the content still
+// matches its hash is kept in content_intact by the database on every write of the content (the
+// content_intact migration), so reading eligibility never reads a body.
 import type { Prisma } from "../../generated/prisma/client.js";
 
 type Reader = Pick<Prisma.TransactionClient, "$queryRawUnsafe">;
@@ -49,7 +51,7 @@ export async function eligibilityOf(db: Reader, versionIds: readonly string[]): 
         JOIN publication_version v ON v.id = d.id
         JOIN publication p ON p.id = v.publication_id
        WHERE v.revoked_at IS NOT NULL
-          OR encode(sha256(convert_to(v.content, 'UTF8')), 'hex') <> v.content_hash
+          OR NOT v.content_intact
        ORDER BY d.root, d.depth, v.id`,
     ids,
   );

@@ -80,16 +80,21 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
   await findVisibleWorkspace(prisma, actor, input.workspaceId);
   const title = Prisma.sql`to_tsvector('english'::regconfig, p.title)`;
   const content = Prisma.sql`to_tsvector('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}))`;
-  // The matches come from the GIN indexes on these exact expressions (the history_search
-  // migration), then are narrowed to the workspace's history, ordered and limited; only the
+  // The query itself (not q's column) in the matches, so the index scans take it as a condition.
+  const words = Prisma.sql`websearch_to_tsquery('english'::regconfig, ${query})`;
+  // The matches come from the GIN indexes on these exact expressions (the history_search and
+  // history_search_owner migrations) — the principal's own versions only: the content index
+  // holds each version's owner beside its words —, then are narrowed to the workspace's history,
+  // ordered and limited; only the
   // page's rows get a snippet, so a search that matches thousands of versions highlights at most
   // `first + 1` of them.
   const rows = await prisma.$queryRaw<Row[]>`
     WITH q AS (SELECT websearch_to_tsquery('english'::regconfig, ${query}) AS query),
     matched AS (
-      SELECT v.id FROM q, publication_version v WHERE ${content} @@ q.query
+      SELECT v.id FROM publication_version v WHERE ${ownedBy(actor.principalId)} AND ${content} @@ ${words}
       UNION
-      SELECT v.id FROM q, publication p JOIN publication_version v ON v.publication_id = p.id WHERE ${title} @@ q.query),
+      SELECT v.id FROM publication p JOIN publication_version v ON v.publication_id = p.id
+       WHERE p.owner_id = ${actor.principalId} AND ${title} @@ ${words}),
     page AS (
       SELECT v.id, (${title} @@ q.query) AS matched_title
         FROM q, matched m JOIN publication_version v ON v.id = m.id JOIN publication p ON p.id = v.publication_id
@@ -125,6 +130,9 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
     }));
   return { hits, complete: rows.length <= first };
 }
+
+/** The condition on `publication_version v` that the content index answers with its owner column. */
+const ownedBy = (principalId: string) => Prisma.sql`ARRAY[v.owner_id] @> ARRAY[${principalId}::text]`;
 
 async function hasNoWords(prisma: PrismaClient, query: string): Promise<boolean> {
   const [row] = await prisma.$queryRaw<{ nodes: number }[]>`SELECT numnode(websearch_to_tsquery('english'::regconfig, ${query})) AS nodes`;

@@ -1,13 +1,35 @@
 // The MCP port over @modelcontextprotocol/sdk: stdio (a local program, no shell) and streamable
 // HTTP transports, tool listing with pagination, tool calls, and `tools/list_changed`. What the
 // server sends is capped while it arrives and listing is bounded (mcp-limits.ts).
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
+
+/**
+ * The SDK, read on the first connection: a server whose runs use no MCP server never loads it
+ * (about 7 MB of heap that an ES module would keep for the life of the process).
+ */
+let sdk:
+  | Promise<{
+      Client: typeof import("@modelcontextprotocol/sdk/client/index.js").Client;
+      StdioClientTransport: typeof import("@modelcontextprotocol/sdk/client/stdio.js").StdioClientTransport;
+      StreamableHTTPClientTransport: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport;
+      ToolListChangedNotificationSchema: typeof import("@modelcontextprotocol/sdk/types.js").ToolListChangedNotificationSchema;
+    }>
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/types.js"),
+  ]).then(([client, stdio, http, types]) => ({
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  })));
 
 /** The last lines a stdio server wrote to stderr, kept to explain a failed connection. */
 const STDERR_TAIL_CHARS = 2_000;
@@ -22,8 +44,9 @@ const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
 export const mcpSdkConnector =
   (fetch: typeof globalThis.fetch, limits: McpLimits = DEFAULT_MCP_LIMITS): McpConnector =>
   async (endpoint, events, signal) => {
+    const { Client, StdioClientTransport, StreamableHTTPClientTransport, ToolListChangedNotificationSchema } = await loadSdk();
     const inFlight = new InFlight();
-    const { transport, stderrTail } = createTransport(endpoint, fetch, limits, inFlight);
+    const { transport, stderrTail } = createTransport({ StdioClientTransport, StreamableHTTPClientTransport }, endpoint, fetch, limits, inFlight);
     const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
     // The stdio transport drops a line over the cap, reports it here, then closes the connection.
     client.onerror = (error) => {
@@ -51,6 +74,7 @@ export const mcpSdkConnector =
   };
 
 function createTransport(
+  { StdioClientTransport, StreamableHTTPClientTransport }: Pick<Awaited<ReturnType<typeof loadSdk>>, "StdioClientTransport" | "StreamableHTTPClientTransport">,
   endpoint: McpEndpoint,
   fetch: typeof globalThis.fetch,
   limits: McpLimits,
