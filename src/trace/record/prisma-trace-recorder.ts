@@ -13,6 +13,7 @@ import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
+import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { TraceBound } from "./trace-bound.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
@@ -86,13 +87,30 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   async startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef> {
-    const spanId = await this.record(async (tx) => {
-      const started = await this.bound.startSpan(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
-      return started ? { value: started.spanId, changes: [started.change] } : { value: null, changes: [] };
-    });
+    // One statement, the fence's check inside it; only a refused one goes on to the fenced
+    // transaction below, which says why (and stops the attempt).
+    const parentId = input.parent?.id ?? null;
+    const bounded = parentId ? this.bound.maxRecords : undefined;
+    const row = { traceId: input.traceId, parentId, kind: input.kind, name: input.name, attributes: input.attributes, at: this.now() };
+    const started = await startSpanStatement(this.deps.prisma, row, this.statementGuard(), bounded);
+    let spanId: string | null = null;
+    if (started?.kept) {
+      this.announce([started.change]);
+      spanId = started.spanId;
+    } else if (started === null) {
+      spanId = await this.record(async (tx) => {
+        const again = await this.bound.startSpan(tx, { ...input, parentId, at: this.now() });
+        return again ? { value: again.spanId, changes: [again.change] } : { value: null, changes: [] };
+      });
+    }
     if (spanId) return { id: spanId, traceId: input.traceId };
     await this.truncate(input.traceId);
     return this.bound.fold(input.parent!, input.kind === "MODEL_CALL" ? input.attributes?.[REQUEST_MODEL_ATTRIBUTE] : undefined);
+  }
+
+  /** The fence's check as part of a statement, for a fenced recorder. */
+  private statementGuard() {
+    return this.guard && { ...this.guard, holdsRunSql };
   }
 
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
@@ -103,6 +121,11 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
+    if (!end.usage && !end.attributes) {
+      // Only the status changes: one statement, as a span's start.
+      const ended = await endSpanStatement(this.deps.prisma, span, { status: end.status, at: this.now() }, this.statementGuard());
+      if (ended) return this.announce([ended]);
+    }
     await this.record(async (tx) => {
       const at = this.now();
       const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
@@ -192,8 +215,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * nothing was written, and the fenced write says why (and stops the attempt).
    */
   private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
-    const guard = this.guard && { ...this.guard, holdsRunSql };
-    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, guard, this.bound.maxRecords);
+    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.statementGuard(), this.bound.maxRecords);
     if (appended) {
       this.announce(appended);
       return appended;
