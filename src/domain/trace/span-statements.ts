@@ -90,7 +90,15 @@ export async function startSpanStatement(
     startedAt: input.at.toISOString(),
     endedAt: null,
   };
-  const change: TraceChange = { traceId: input.traceId, seq: Number(taken.seq), type: "SPAN_STARTED", spanId: id, eventId: null, span, at: input.at.toISOString() };
+  const change: TraceChange = {
+    traceId: input.traceId,
+    seq: Number(taken.seq),
+    type: "SPAN_STARTED",
+    spanId: id,
+    eventId: null,
+    span,
+    at: input.at.toISOString(),
+  };
   return { kept: true, spanId: id, change };
 }
 
