@@ -14,7 +14,7 @@ import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /** Statements one steady turn sends, and how many of them commit a transaction. */
-const PER_TURN = { statements: 25, transactions: 3 };
+const PER_TURN = { statements: 24, transactions: 3 };
 
 const TOOL_TURNS = 4;
 
