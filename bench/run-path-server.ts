@@ -9,7 +9,7 @@ import path from "node:path";
 import { createApp } from "../src/compose/app.js";
 import { openDatabase } from "../src/db/open-database.js";
 import { createEventBus } from "../src/events/topics.js";
-import { silentLogger } from "../src/logger.js";
+import { createLogger, silentLogger } from "../src/logger.js";
 import { OpenAIModel } from "../src/runtime/adapters/openai-model.js";
 import { startHttpServer } from "../src/server/http-server.js";
 
@@ -28,7 +28,7 @@ await db.migrate();
 const app = createApp({
   db,
   events: createEventBus(),
-  logger: silentLogger,
+  logger: process.env.BENCH_LOG ? createLogger("warn") : silentLogger,
   authRequired: false,
   runtime: {
     model: new OpenAIModel({ baseURL: modelURL, apiKey: "sk-bench", model: "bench-model", contextWindow: 64_000, maxRetries: 0 }),

@@ -82,7 +82,13 @@ async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> 
 }
 
 async function startModelServer(): Promise<{ baseURL: string; close(): Promise<void> }> {
-  const server = createServer((req, res) => void answer(req, res));
+  const server = createServer((req, res) =>
+    answer(req, res).catch((error: unknown) => {
+      console.error(`model server: ${String(error)}`);
+      res.destroy();
+    }),
+  );
+  server.keepAliveTimeout = 60_000;
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => new Promise((r) => server.close(() => r())) };
@@ -137,12 +143,12 @@ async function admit(url: string, text: string): Promise<{ id: string; at: numbe
   return { id: data.admitRun.run.id as string, at: performance.now() };
 }
 
-const STATUS = `query ($id: ID!) { node(id: $id) { ... on Run { status } } }`;
+const STATUS = `query ($id: ID!) { node(id: $id) { ... on Run { status failureReason answer } } }`;
 async function settled(url: string, id: string): Promise<void> {
   for (;;) {
     const { node } = await post(url, STATUS, { id });
     if (!["QUEUED", "RUNNING", "WAITING", "PAUSED"].includes(node.status)) {
-      if (node.status !== "SUCCEEDED") throw new Error(`run ${id} ended ${node.status}`);
+      if (node.status !== "SUCCEEDED") throw new Error(`run ${id} ended ${node.status}: ${node.failureReason} ${node.answer}`);
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
