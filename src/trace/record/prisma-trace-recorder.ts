@@ -36,6 +36,9 @@ type PendingEvent = {
   resolve: (seq: number) => void;
   reject: (error: unknown) => void;
 };
+/** An attempt's fence as the recorder writes through it; `lost` says why it lost its run, once it did. */
+type Fence = { write: Transact; holder: Holder; readonly lost?: Error | null };
+
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 
 /** One write holds at most this many events, or about this many characters of payload. */
@@ -64,7 +67,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
 
   constructor(
     private readonly deps: RecorderDeps,
-    fence?: { write: Transact; holder: Holder },
+    private readonly fence?: Fence,
     bound?: TraceBound,
   ) {
     this.transact = fence?.write ?? unfenced(deps.prisma);
@@ -73,7 +76,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   /** The same recorder, writing through an attempt's fence. */
-  fenced(fence: { write: Transact; holder: Holder }): PrismaTraceRecorder {
+  fenced(fence: Fence): PrismaTraceRecorder {
     return new PrismaTraceRecorder(this.deps, fence, this.bound);
   }
 
@@ -87,6 +90,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   async startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef> {
+    this.unlessLost();
     // One statement, the fence's check inside it; only a refused one goes on to the fenced
     // transaction below, which says why (and stops the attempt).
     const parentId = input.parent?.id ?? null;
@@ -108,18 +112,25 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     return this.bound.fold(input.parent!, input.kind === "MODEL_CALL" ? input.attributes?.[REQUEST_MODEL_ATTRIBUTE] : undefined);
   }
 
+  /** An attempt that lost its run sends nothing more: its writes fail at once, with why. */
+  private unlessLost(): void {
+    if (this.fence?.lost) throw this.fence.lost;
+  }
+
   /** The fence's check as part of a statement, for a fenced recorder. */
   private statementGuard() {
     return this.guard && { ...this.guard, holdsRunSql };
   }
 
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    this.unlessLost();
     if (this.bound.isFolded(span)) return this.foldedUsage(span, update.usage);
     await this.record(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
   /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    this.unlessLost();
     if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
     if (!end.usage && !end.attributes) {
       // Only the status changes: one statement, as a span's start.
@@ -184,6 +195,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
     // Past the bound nothing more is written: no statement either.
     if (this.bound.knownTruncated(span.traceId)) return Promise.resolve(0);
+    if (this.fence?.lost) return Promise.reject(this.fence.lost);
     return new Promise<number>((resolve, reject) => {
       let queue = this.queues.get(span.traceId);
       if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
@@ -215,6 +227,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * nothing was written, and the fenced write says why (and stops the attempt).
    */
   private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
+    this.unlessLost();
     const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.statementGuard(), this.bound.maxRecords);
     if (appended) {
       this.announce(appended);
