@@ -8,6 +8,7 @@ import type { LoggedMessage } from "../ports/conversation-log.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Holder, Transact } from "../ports/attempt-fence.js";
+import { within } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -305,8 +306,13 @@ export class RunExecutor {
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
-    const tokensUsed = await this.deps.runs.addTokens(write, run.id, response.usage);
-    const [reply] = await log.append(write, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
+    // The reply's tokens and its log entry are written together: one fenced transaction.
+    const { tokensUsed, reply } = await write(async (tx, after) => {
+      const inReply = within(tx, after);
+      const used = await this.deps.runs.addTokens(inReply, run.id, response.usage);
+      const [entry] = await log.append(inReply, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
+      return { tokensUsed: used, reply: entry };
+    });
     if (response.toolCalls.length === 0) {
       // The reply is the log entry's content: the event refers to it rather than copying it.
       await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });

@@ -56,7 +56,7 @@ export type TraceChange = TraceChangeMessage;
  */
 export interface RuntimeTrace extends TraceSink {
   /** The same trace, writing through an attempt's fence: nothing of an attempt that lost its run is written. */
-  fenced(fence: { write: Transact; holder: Holder }): TraceSink;
+  fenced(fence: { write: Transact; holder: Holder; readonly lost?: Error | null }): TraceSink;
   /** Announces committed changes to live subscribers, and spans that ended to the exporter. */
   announce(changes: readonly (TraceChange | null)[]): void;
   /** Hands spans ended outside the runtime (a cancellation) to the exporter. */

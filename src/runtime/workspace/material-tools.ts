@@ -16,6 +16,8 @@ import { type Tool, ToolError } from "../ports/tool.js";
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
 export const MATERIAL_PAGE_CHARS = 16_000;
+/** The one tool that records READ entries in the material ledger. */
+export const READ_MATERIAL_TOOL = "read_material";
 export const MATERIAL_PAGE_CHARS_MAX = 200_000;
 
 const materialRead = materialRef.extend({
@@ -34,7 +36,7 @@ function issuesOf(error: z.ZodError): string {
 }
 
 const READ_MATERIAL_SCHEMA: ToolSchema = {
-  name: "read_material",
+  name: READ_MATERIAL_TOOL,
   description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
   parameters: {
     type: "object",

@@ -12,6 +12,7 @@ import { forModel } from "../../domain/text/stored-text.js";
 import { recordRunPublication, skippedBecause } from "../../domain/research/run-publication.js";
 import type { RunRecord, SettleStep } from "../ports/run-state.js";
 import type { RunHooks } from "../loop/run-executor.js";
+import { READ_MATERIAL_TOOL } from "./material-tools.js";
 
 /**
  * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
@@ -21,6 +22,10 @@ import type { RunHooks } from "../loop/run-executor.js";
 export function consumptionHook(deps: { ledger: Pick<MaterialLedger, "unconsumedReads" | "record"> }): RunHooks {
   return {
     async afterModelRequest({ run, write }, { span, carried, log }) {
+      // A read is consumed only by a request that carried its result: a request that carried no
+      // material's result consumes nothing, and the ledger is not read for it.
+      const carriesMaterial = log.some((m) => m.role === "TOOL" && m.runId === run.id && m.toolName === READ_MATERIAL_TOOL && carried.has(m.id));
+      if (!carriesMaterial) return;
       const reads = await deps.ledger.unconsumedReads(run.id);
       // The result that answered a read: this run's first tool result for the read's call logged
       // after it. A model may reuse call ids (across the runs of a conversation, or across turns),

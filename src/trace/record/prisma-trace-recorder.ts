@@ -14,6 +14,7 @@ import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
+import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { TraceBound } from "./trace-bound.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
@@ -36,6 +37,9 @@ type PendingEvent = {
   resolve: (seq: number) => void;
   reject: (error: unknown) => void;
 };
+/** An attempt's fence as the recorder writes through it; `lost` says why it lost its run, once it did. */
+type Fence = { write: Transact; holder: Holder; readonly lost?: Error | null };
+
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 
 /** One write holds at most this many events, or about this many characters of payload. */
@@ -64,7 +68,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
 
   constructor(
     private readonly deps: RecorderDeps,
-    fence?: { write: Transact; holder: Holder },
+    private readonly fence?: Fence,
     bound?: TraceBound,
   ) {
     this.transact = fence?.write ?? unfenced(deps.prisma);
@@ -73,7 +77,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   /** The same recorder, writing through an attempt's fence. */
-  fenced(fence: { write: Transact; holder: Holder }): PrismaTraceRecorder {
+  fenced(fence: Fence): PrismaTraceRecorder {
     return new PrismaTraceRecorder(this.deps, fence, this.bound);
   }
 
@@ -87,23 +91,54 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   async startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef> {
-    const spanId = await this.record(async (tx) => {
-      const started = await this.bound.startSpan(tx, { ...input, parentId: input.parent?.id ?? null, at: this.now() });
-      return started ? { value: started.spanId, changes: [started.change] } : { value: null, changes: [] };
-    });
+    this.unlessLost();
+    // One statement, the fence's check inside it; only a refused one goes on to the fenced
+    // transaction below, which says why (and stops the attempt).
+    const parentId = input.parent?.id ?? null;
+    const bounded = parentId ? this.bound.maxRecords : undefined;
+    const row = { traceId: input.traceId, parentId, kind: input.kind, name: input.name, attributes: input.attributes, at: this.now() };
+    const started = await startSpanStatement(this.deps.prisma, row, this.statementGuard(), bounded);
+    let spanId: string | null = null;
+    if (started?.kept) {
+      this.announce([started.change]);
+      spanId = started.spanId;
+    } else if (started === null) {
+      spanId = await this.record(async (tx) => {
+        const again = await this.bound.startSpan(tx, { ...input, parentId, at: this.now() });
+        return again ? { value: again.spanId, changes: [again.change] } : { value: null, changes: [] };
+      });
+    }
     if (spanId) return { id: spanId, traceId: input.traceId };
     await this.truncate(input.traceId);
     return this.bound.fold(input.parent!, input.kind === "MODEL_CALL" ? input.attributes?.[REQUEST_MODEL_ATTRIBUTE] : undefined);
   }
 
+  /** An attempt that lost its run sends nothing more: its writes fail at once, with why. */
+  private unlessLost(): void {
+    if (this.fence?.lost) throw this.fence.lost;
+  }
+
+  /** The fence's check as part of a statement, for a fenced recorder. */
+  private statementGuard() {
+    return this.guard && { ...this.guard, holdsRunSql };
+  }
+
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    this.unlessLost();
     if (this.bound.isFolded(span)) return this.foldedUsage(span, update.usage);
     await this.recordSpanChange(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
   }
 
   /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
   async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+    this.unlessLost();
     if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
+    if (!end.usage && !end.attributes) {
+      // Only the status changes: one statement, as a span's start (run again if it loses to the
+      // span row's move into the retained partition, as recordSpanChange is).
+      const ended = await retryingConflicts(() => endSpanStatement(this.deps.prisma, span, { status: end.status, at: this.now() }, this.statementGuard()));
+      if (ended) return this.announce([ended]);
+    }
     await this.recordSpanChange(async (tx) => {
       const at = this.now();
       const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
@@ -167,6 +202,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options: EventOptions = {}): Promise<number> {
     // Past the bound nothing more is written: no statement either.
     if (this.bound.knownTruncated(span.traceId)) return Promise.resolve(0);
+    if (this.fence?.lost) return Promise.reject(this.fence.lost);
     return new Promise<number>((resolve, reject) => {
       let queue = this.queues.get(span.traceId);
       if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
@@ -198,8 +234,8 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * nothing was written, and the fenced write says why (and stops the attempt).
    */
   private async append(traceId: string, batch: readonly PendingEvent[]): Promise<TraceChange[]> {
-    const guard = this.guard && { ...this.guard, holdsRunSql };
-    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, guard, this.bound.maxRecords);
+    this.unlessLost();
+    const appended = await appendEventsIn(this.deps.prisma, traceId, batch, this.statementGuard(), this.bound.maxRecords);
     if (appended) {
       this.announce(appended);
       return appended;

@@ -1,0 +1,51 @@
+// A Dossier server with its in-process worker, for bench/run-path.ts, in its own process so that
+// its CPU time is its own: on the database named by argv[2] ("pglite" or a PostgreSQL URL), its
+// runs asking the OpenAI-protocol model server at argv[3]. Prints `listening <url> <wsUrl>`;
+// answers the IPC message "stats" with the CPU time used, the SQL statements and transactions sent
+// so far and the trace records (spans and events) persisted.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createApp } from "../src/compose/app.js";
+import { openDatabase } from "../src/db/open-database.js";
+import { createEventBus } from "../src/events/topics.js";
+import { createLogger, silentLogger } from "../src/logger.js";
+import { OpenAIModel } from "../src/runtime/adapters/openai-model.js";
+import { startHttpServer } from "../src/server/http-server.js";
+
+const [target = "pglite", modelURL] = process.argv.slice(2);
+if (!modelURL) throw new Error("usage: run-path-server.ts <pglite|postgres url> <model base URL>");
+let statements = 0;
+let transactions = 0;
+
+const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, {
+  onQuery: (sql) => {
+    if (/^\s*(COMMIT\b|-- Implicit "COMMIT")/i.test(sql)) transactions += 1;
+    else if (!/^\s*(BEGIN|ROLLBACK\b|-- Implicit)/i.test(sql)) statements += 1;
+  },
+});
+await db.migrate();
+const app = createApp({
+  db,
+  events: createEventBus(),
+  logger: process.env.BENCH_LOG ? createLogger("warn") : silentLogger,
+  authRequired: false,
+  runtime: {
+    model: new OpenAIModel({ baseURL: modelURL, apiKey: "sk-bench", model: "bench-model", contextWindow: 64_000, maxRetries: 0 }),
+    sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bench-run-path-")),
+    concurrency: 16,
+    maxRunningPerPrincipal: 16,
+  },
+});
+await app.services.agentProfiles.load();
+const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 1_000 });
+
+process.on("message", (message) => {
+  if (message !== "stats") return;
+  const cpu = process.cpuUsage();
+  void app.db.prisma
+    .$queryRawUnsafe<{ records: string }[]>("SELECT coalesce(sum(records), 0)::text AS records FROM trace")
+    .then(([row]) => process.send!({ kind: "stats", cpuMicros: cpu.user + cpu.system, statements, transactions, records: Number(row!.records) }));
+});
+process.stdout.write(`listening ${server.url} ${server.wsUrl}\n`);
+process.on("SIGTERM", () => process.exit(0));

@@ -1,0 +1,323 @@
+// The run path: how fast the runtime itself goes when the model does not hold it up. A local
+// model server speaking the OpenAI streaming protocol answers at once; Dossier with its worker runs
+// in a process of its own (bench/run-path-server.ts, bundled as `npm start` runs it), a bare
+// graphql-yoga `{ hello }` server in another as the baseline measured in the same run. Figures:
+//
+// - trace records (spans and events) persisted per second, 16 runs at once, 6 parallel instant
+//   tool calls (task_list) per turn, against the baseline's requests per second; baseline and runs
+//   measured in interleaved pairs after a warm-up, the median of the pairs;
+// - the turn gap: the model server wrote the last byte of an answer → the run's next model request
+//   arrived, one instant built-in tool call between, one run at a time;
+// - dispatch: admitRun's answer reached the client → the run's first model request arrived;
+// - first token: the model server wrote an answer's first chunk → a runOutput subscriber got its
+//   first delta (one instance);
+// - the SQL statements and transactions per turn and the server's CPU per turn (the turn-gap runs:
+//   admission, claim and settling included, spread over their turns).
+//
+// On PostgreSQL (TEST_POSTGRES_URL) and the embedded default. BENCH_ROUNDS sets the pairs (3).
+//   npm run bench:run-path
+import { type ChildProcess, fork } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createClient } from "../sdk/client.js";
+import { AdmitRunDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
+import { buildDossier, NODE_FLAGS } from "../scripts/build.mjs";
+import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { post as postOnce, replyOf } from "./server-load.js";
+import { percentile, printTable } from "./support.js";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PARALLEL_RUNS = 16;
+const CALLS_PER_TURN = 6;
+const TOOL_TURNS = 5;
+const GAP_RUNS = 12;
+const GAP_TURNS = 8;
+const DISPATCH_RUNS = 30;
+const FIRST_TOKEN_RUNS = 20;
+const BASELINE_SECONDS = 2;
+const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+// ---- the model server -------------------------------------------------------------------------
+
+/** What a run asks of the model, written into its question: `[run-path <key> <tool turns> <calls per turn>]`. */
+const MARK = /\[run-path (\S+) (\d+) (\d+)\]/;
+type Timeline = { requests: number[]; answered: number[]; firstChunk?: number };
+const timelines = new Map<string, Timeline>();
+/** Answers are held until this resolves (first token: the subscriber listens first). */
+let hold: Promise<void> | undefined;
+
+const chunk = (delta: object, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "bench-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const usage = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "bench-model", choices: [], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } })}\n\n`;
+
+async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const arrived = performance.now();
+  const parts: Buffer[] = [];
+  for await (const part of req) parts.push(part as Buffer);
+  const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as { messages: { role: string; content?: unknown }[] };
+  const mark = body.messages.map((m) => (typeof m.content === "string" ? MARK.exec(m.content) : null)).find(Boolean);
+  if (!mark) throw new Error("a request without its run's mark");
+  const [, key, toolTurns, calls] = mark;
+  const timeline = timelines.get(key!) ?? { requests: [], answered: [] };
+  timelines.set(key!, timeline);
+  timeline.requests.push(arrived);
+  const turn = body.messages.filter((m) => m.role === "assistant").length;
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  if (turn < Number(toolTurns)) {
+    for (let i = 0; i < Number(calls); i += 1) {
+      const args = JSON.stringify({ action: "add", title: `task ${turn}.${i}` });
+      res.write(chunk({ tool_calls: [{ index: i, id: `call_${turn}_${i}`, type: "function", function: { name: "task_list", arguments: args } }] }));
+    }
+    res.write(chunk({}, "tool_calls"));
+  } else {
+    if (hold) await hold;
+    res.write(chunk({ content: "Done" }));
+    timeline.firstChunk = performance.now();
+    res.write(chunk({ content: "." }));
+    res.write(chunk({}, "stop"));
+  }
+  res.write(usage);
+  res.end("data: [DONE]\n\n", () => timeline.answered.push(performance.now()));
+}
+
+async function startModelServer(): Promise<{ baseURL: string; close(): Promise<void> }> {
+  const server = createServer((req, res) =>
+    answer(req, res).catch((error: unknown) => {
+      console.error(`model server: ${String(error)}`);
+      res.destroy();
+    }),
+  );
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+// ---- the processes ----------------------------------------------------------------------------
+
+type Stats = { cpuMicros: number; statements: number; transactions: number; records: number };
+type Child = { url: string; wsUrl: string; child: ChildProcess; stats(): Promise<Stats>; stop(): Promise<void> };
+
+async function spawn(script: string, args: string[]): Promise<Child> {
+  const child = fork(script, args, { execArgv: NODE_FLAGS, stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const [url, wsUrl] = await new Promise<string[]>((resolve, reject) => {
+    let output = "";
+    child.stdout!.on("data", (data: Buffer) => {
+      output += data.toString();
+      const match = /listening (\S+)(?: (\S+))?/.exec(output);
+      if (match) resolve([match[1]!, match[2] ?? ""]);
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return {
+    url: url!,
+    wsUrl: wsUrl!,
+    child,
+    stats: () => {
+      const reply = replyOf<Stats>(child, "stats");
+      child.send("stats");
+      return reply;
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** A request, sent again once when a kept-alive connection was reset under it (this machine's load). */
+async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+  try {
+    return await postOnce(url, query, variables);
+  } catch (error) {
+    if (!(error instanceof TypeError) || /mutation/.test(query)) throw error;
+    return postOnce(url, query, variables);
+  }
+}
+
+// ---- the measurements -------------------------------------------------------------------------
+
+let keys = 0;
+const question = (toolTurns: number, calls: number) => {
+  const key = `k${(keys += 1)}`;
+  return { key, text: `Plan the week. [run-path ${key} ${toolTurns} ${calls}]` };
+};
+
+async function admit(url: string, text: string): Promise<{ id: string; at: number }> {
+  const data = await post(url, `mutation ($input: AdmitRunInput!) { admitRun(input: $input) { __typename ... on AdmitRunSuccess { run { id } } } }`, {
+    input: { question: text },
+  });
+  if (data.admitRun.__typename !== "AdmitRunSuccess") throw new Error(`admission failed: ${data.admitRun.__typename}`);
+  return { id: data.admitRun.run.id as string, at: performance.now() };
+}
+
+const STATUS = `query ($id: ID!) { node(id: $id) { ... on Run { status failureReason answer } } }`;
+async function settled(url: string, id: string): Promise<void> {
+  for (;;) {
+    const { node } = await post(url, STATUS, { id });
+    if (!["QUEUED", "RUNNING", "WAITING", "PAUSED"].includes(node.status)) {
+      if (node.status !== "SUCCEEDED") throw new Error(`run ${id} ended ${node.status}: ${node.failureReason} ${node.answer}`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Requests per second of `{ hello }`, 16 clients back to back. */
+async function baselineRate(url: string): Promise<number> {
+  let done = 0;
+  const end = performance.now() + BASELINE_SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: PARALLEL_RUNS }, async () => {
+      while (performance.now() < end) {
+        await post(url, "{ hello }");
+        done += 1;
+      }
+    }),
+  );
+  return done / BASELINE_SECONDS;
+}
+
+/** 16 runs at once, each TOOL_TURNS turns of CALLS_PER_TURN calls: trace records persisted per second. */
+async function recordRate(server: Child): Promise<number> {
+  const before = await server.stats();
+  const started = performance.now();
+  const runs = await Promise.all(Array.from({ length: PARALLEL_RUNS }, () => admit(server.url, question(TOOL_TURNS, CALLS_PER_TURN).text)));
+  await Promise.all(runs.map((run) => settled(server.url, run.id)));
+  const seconds = (performance.now() - started) / 1000;
+  return ((await server.stats()).records - before.records) / seconds;
+}
+
+type Figures = { records: number; base: number; gaps: number[]; dispatch: number[]; first: number[]; perTurn: Stats };
+
+async function measure(server: Child, baseline: Child): Promise<Figures> {
+  // Warm-up: both servers, and a run of each kind.
+  await baselineRate(baseline.url);
+  await recordRate(server);
+  const records: number[] = [];
+  const base: number[] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    base.push(await baselineRate(baseline.url));
+    records.push(await recordRate(server));
+  }
+
+  const gaps: number[] = [];
+  const before = await server.stats();
+  for (let i = 0; i < GAP_RUNS; i += 1) {
+    const { key, text } = question(GAP_TURNS, 1);
+    const run = await admit(server.url, text);
+    await settled(server.url, run.id);
+    const { requests, answered } = timelines.get(key)!;
+    for (let turn = 0; turn < GAP_TURNS; turn += 1) gaps.push(requests[turn + 1]! - answered[turn]!);
+  }
+  const after = await server.stats();
+  const turns = GAP_RUNS * (GAP_TURNS + 1);
+  const perTurn: Stats = {
+    cpuMicros: (after.cpuMicros - before.cpuMicros) / turns,
+    statements: (after.statements - before.statements) / turns,
+    transactions: (after.transactions - before.transactions) / turns,
+    records: (after.records - before.records) / turns,
+  };
+
+  const dispatch: number[] = [];
+  for (let i = 0; i < DISPATCH_RUNS; i += 1) {
+    const { key, text } = question(0, 0);
+    const run = await admit(server.url, text);
+    await settled(server.url, run.id);
+    dispatch.push(timelines.get(key)!.requests[0]! - run.at);
+  }
+
+  const first: number[] = [];
+  const watching = createClient({ url: server.url, wsUrl: server.wsUrl });
+  for (let i = 0; i < FIRST_TOKEN_RUNS; i += 1) {
+    let listening: () => void = () => undefined;
+    hold = new Promise((resolve) => (listening = resolve));
+    const { key, text } = question(0, 0);
+    const admitted = (await watching.request(AdmitRunDocument, { input: { question: text } })).admitRun;
+    if (admitted.__typename !== "AdmitRunSuccess") throw new Error("admission failed");
+    let received = 0;
+    const reading = (async () => {
+      for await (const { runOutput } of watching.subscribe(RunOutputDocument, { runId: admitted.run.id })) {
+        if (runOutput.kind === "TEXT_DELTA" && received === 0) received = performance.now();
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    listening();
+    await reading;
+    hold = undefined;
+    first.push(received - timelines.get(key)!.firstChunk!);
+  }
+  await watching.close();
+  const median = (values: number[]) => percentile(values, 50);
+  return { records: median(records), base: median(base), gaps, dispatch, first, perTurn };
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+
+async function main(): Promise<void> {
+  await buildDossier(["bench/server-process.ts", "bench/run-path-server.ts"]);
+  const model = await startModelServer();
+  const baseline = await spawn("dist/bench/server-process.js", ["baseline"]);
+  const rows: string[][] = [
+    [
+      "database",
+      "records/s (16 runs, 6 calls/turn)",
+      "baseline {hello}/s",
+      "ratio",
+      "turn gap p50",
+      "p99",
+      "dispatch p50",
+      "p99",
+      "first token p50",
+      "p99",
+      "SQL/turn",
+      "transactions/turn",
+      "server CPU/turn",
+    ],
+  ];
+  try {
+    const database = await createPostgresDatabaseAt(postgresUrl, "dossier_bench");
+    const targets: [string, string, () => Promise<void>][] = [
+      ["PostgreSQL", database.url, database.drop],
+      ["embedded (PGlite)", "pglite", async () => undefined],
+    ];
+    for (const [label, target, dispose] of targets) {
+      const server = await spawn("dist/bench/run-path-server.js", [target, model.baseURL]);
+      try {
+        const f = await measure(server, baseline);
+        rows.push([
+          label,
+          `${f.records.toFixed(0)}/s`,
+          `${f.base.toFixed(0)}/s`,
+          `${(f.records / f.base).toFixed(2)}×`,
+          ms(percentile(f.gaps, 50)),
+          ms(percentile(f.gaps, 99)),
+          ms(percentile(f.dispatch, 50)),
+          ms(percentile(f.dispatch, 99)),
+          ms(percentile(f.first, 50)),
+          ms(percentile(f.first, 99)),
+          f.perTurn.statements.toFixed(1),
+          f.perTurn.transactions.toFixed(1),
+          ms(f.perTurn.cpuMicros / 1000),
+        ]);
+      } finally {
+        await server.stop();
+        await dispose();
+      }
+    }
+  } finally {
+    await baseline.stop();
+    await model.close();
+  }
+  printTable(rows);
+  console.log(
+    `\nrecords/s and the baseline: medians of ${ROUNDS} interleaved pairs after a warm-up (${BASELINE_SECONDS} s of { hello } from 16 clients, then ${PARALLEL_RUNS} runs of ${TOOL_TURNS} turns × ${CALLS_PER_TURN} task_list calls).` +
+      `\nturn gap: ${GAP_RUNS} runs one at a time, ${GAP_TURNS} turns of one task_list call each; SQL, transactions and CPU per turn are theirs, admission, claim and settling spread over their ${GAP_TURNS + 1} model requests.` +
+      `\ndispatch: ${DISPATCH_RUNS} runs one at a time, admitRun's answer → first model request. first token: ${FIRST_TOKEN_RUNS} runs, model's first chunk → the subscriber's first delta.`,
+  );
+}
+
+await main();
+process.exit(0);

@@ -1,0 +1,175 @@
+// A span's start, and an end that only sets its status, each as one statement: the trace's next
+// seq number, the span row and its replay-log row written together, with the attempt fence's
+// check (domain/runs/holder.ts) carried inside the statement. One statement is atomic on its own,
+// so these need no transaction: a turn's spans cost one round trip each instead of five. When the
+// check fails nothing is written and the result is null; the caller then writes through its
+// fenced transaction, which refuses the attempt and says why.
+import { randomBytes } from "node:crypto";
+import type { SpanState } from "../../events/topics.js";
+import type { Prisma, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
+import { toStored, toStoredJson } from "../text/stored-text.js";
+import type { StatementGuard, TraceChange } from "./trace-writes.js";
+
+type Db = Prisma.TransactionClient;
+
+/** What stands for the check without a guard: never read (its run id is null), it only types the parameters. */
+const unguarded = (first: number) => `SELECT $${first + 1}::int AS attempt, $${first + 2}::text AS worker`;
+
+const UNBOUNDED = 2_147_483_647;
+
+let counter = 0;
+/**
+ * A new span id in the shape of the ids the ORM gives spans (a "c", the time, a counter, random
+ * characters): later spans of a process sort after earlier ones, as reads that order by id expect.
+ */
+export function newSpanId(): string {
+  counter = (counter + 1) % 1_679_616;
+  return `c${Date.now().toString(36).padStart(8, "0")}${counter.toString(36).padStart(4, "0")}${randomBytes(8).toString("hex").slice(0, 12)}`;
+}
+
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+export type NewSpanRow = { traceId: string; parentId: string | null; kind: SpanKind; name: string; attributes?: Record<string, unknown>; at: Date };
+
+/**
+ * Starts a span in one statement. `kept: false`: the trace holds `maxRecords` spans and events
+ * already, and nothing was written but the count. Null: the guard's attempt no longer holds the
+ * run (or the trace is gone), and nothing was written at all.
+ */
+export async function startSpanStatement(
+  db: Db,
+  input: NewSpanRow,
+  guard: StatementGuard | undefined,
+  maxRecords: number = UNBOUNDED,
+): Promise<{ kept: true; spanId: string; change: TraceChange } | { kept: false } | null> {
+  const id = newSpanId();
+  const attributes = toStoredJson(input.attributes ?? {});
+  const name = toStored(input.name);
+  const [taken] = await db.$queryRawUnsafe<{ seq: number; kept: boolean }[]>(
+    `WITH holder AS (${guard ? guard.holdsRunSql(3) : unguarded(3)}),
+     seqs AS (
+       UPDATE trace SET last_seq = last_seq + CASE WHEN records < $2::int THEN 1 ELSE 0 END, records = records + 1
+       WHERE id = $1 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM holder))
+       RETURNING last_seq AS seq, records <= $2::int AS kept
+     ),
+     span AS (
+       INSERT INTO span (id, trace_id, parent_id, kind, name, status, attributes, cost_unpriced, started_at)
+       SELECT $6::text, $1::text, $7::text, $8::"SpanKind", $9::text, 'RUNNING', $10::jsonb, false, $11::timestamptz FROM seqs WHERE seqs.kept
+     ),
+     change AS (
+       INSERT INTO trace_change (trace_id, seq, type, span_id, span_after, at)
+       SELECT $1::text, seqs.seq, 'SPAN_STARTED', $6::text, $12::jsonb, $11::timestamptz FROM seqs WHERE seqs.kept
+     )
+     SELECT seq, kept FROM seqs`,
+    input.traceId,
+    Math.min(maxRecords, UNBOUNDED),
+    guard?.runId ?? null,
+    guard?.attempt ?? null,
+    guard?.workerId ?? null,
+    id,
+    input.parentId,
+    input.kind,
+    name,
+    JSON.stringify(attributes),
+    input.at.toISOString(),
+    JSON.stringify({ status: "RUNNING", endedAt: null, usage: null }),
+  );
+  if (!taken) return null;
+  if (!taken.kept) return { kept: false };
+  const span: SpanState = {
+    id,
+    traceId: input.traceId,
+    parentId: input.parentId,
+    kind: input.kind,
+    name,
+    status: "RUNNING",
+    attributes: attributes as SpanState["attributes"],
+    usage: null,
+    cost: null,
+    costUnpriced: false,
+    startedAt: input.at.toISOString(),
+    endedAt: null,
+  };
+  const change: TraceChange = {
+    traceId: input.traceId,
+    seq: Number(taken.seq),
+    type: "SPAN_STARTED",
+    spanId: id,
+    eventId: null,
+    span,
+    at: input.at.toISOString(),
+  };
+  return { kept: true, spanId: id, change };
+}
+
+type EndedRow = {
+  seq: number;
+  parent_id: string | null;
+  kind: string;
+  name: string;
+  attributes: string;
+  usage: string | null;
+  cost: string | null;
+  cost_unpriced: boolean;
+  started_at: string;
+};
+
+/**
+ * Ends a span with `status` (nothing else of it changes) in one statement. Null: the guard's
+ * attempt no longer holds the run, or the span is gone, and nothing was written.
+ */
+export async function endSpanStatement(
+  db: Db,
+  span: { id: string; traceId: string },
+  end: { status: SpanStatus; at: Date },
+  guard: StatementGuard | undefined,
+): Promise<TraceChange | null> {
+  const at = end.at.toISOString();
+  const [row] = await db.$queryRawUnsafe<EndedRow[]>(
+    `WITH holder AS (${guard ? guard.holdsRunSql(2) : unguarded(2)}),
+     seqs AS (
+       UPDATE trace SET last_seq = last_seq + 1
+       WHERE id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM holder)) AND EXISTS (SELECT 1 FROM span WHERE id = $5)
+       RETURNING last_seq AS seq
+     ),
+     ended AS (
+       UPDATE span SET status = $6::"SpanStatus", ended_at = $7::text::timestamptz FROM seqs WHERE span.id = $5
+       RETURNING span.*, seqs.seq
+     ),
+     change AS (
+       INSERT INTO trace_change (trace_id, seq, type, span_id, span_after, at)
+       SELECT $1, ended.seq, 'SPAN_ENDED', ended.id,
+         jsonb_build_object('status', ended.status::text, 'endedAt', $7::text, 'usage', ended.usage)
+           || CASE WHEN ended.cost IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('cost', trim_scale(ended.cost)::text) END
+           || CASE WHEN ended.cost_unpriced THEN '{"costUnpriced": true}'::jsonb ELSE '{}'::jsonb END,
+         $7::text::timestamptz
+       FROM ended
+     )
+     SELECT seq, parent_id, kind::text AS kind, name, attributes::text AS attributes, usage::text AS usage,
+            trim_scale(cost)::text AS cost, cost_unpriced, ${iso("started_at")} AS started_at
+       FROM ended`,
+    span.traceId,
+    guard?.runId ?? null,
+    guard?.attempt ?? null,
+    guard?.workerId ?? null,
+    span.id,
+    end.status,
+    at,
+  );
+  if (!row) return null;
+  const state: SpanState = {
+    id: span.id,
+    traceId: span.traceId,
+    parentId: row.parent_id,
+    kind: row.kind,
+    name: row.name,
+    status: end.status,
+    attributes: JSON.parse(row.attributes) as SpanState["attributes"],
+    usage: row.usage === null ? null : (JSON.parse(row.usage) as SpanState["usage"]),
+    cost: row.cost,
+    costUnpriced: row.cost_unpriced,
+    startedAt: row.started_at,
+    endedAt: at,
+  };
+  return { traceId: span.traceId, seq: Number(row.seq), type: "SPAN_ENDED", spanId: span.id, eventId: null, span: state, at };
+}
