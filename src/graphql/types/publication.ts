@@ -25,25 +25,6 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
   id: { field: "id" },
   nullable: true,
   findUnique: (id, ctx) => ({ id, ...ofMyPublication(ctx) }),
-  // Every column but the body: a version is read for its identity, provenance or availability far
-  // more often than for its content, which can be a megabyte and is selected only when asked for.
-  select: {
-    id: true,
-    publicationId: true,
-    version: true,
-    contentHash: true,
-    contentIntact: true,
-    asOf: true,
-    originRunId: true,
-    createdAt: true,
-    revokedAt: true,
-    revocationReason: true,
-    changesPreviousVersion: true,
-    changesAddedLines: true,
-    changesRemovedLines: true,
-    changesDiff: true,
-    changesDiffTruncated: true,
-  },
   description: "One immutable version of a publication.",
   fields: (t) => ({
     version: t.exposeInt("version"),
