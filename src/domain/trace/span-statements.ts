@@ -4,11 +4,11 @@
 // so these need no transaction: a turn's spans cost one round trip each instead of five. When the
 // check fails nothing is written and the result is null; the caller then writes through its
 // fenced transaction, which refuses the attempt and says why.
-import { randomBytes } from "node:crypto";
 import type { SpanState } from "../../events/topics.js";
 import type { Prisma, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import type { StatementGuard, TraceChange } from "./trace-writes.js";
+import { newSpanId } from "./span-ids.js";
 
 type Db = Prisma.TransactionClient;
 
@@ -16,16 +16,6 @@ type Db = Prisma.TransactionClient;
 const unguarded = (first: number) => `SELECT $${first + 1}::int AS attempt, $${first + 2}::text AS worker`;
 
 const UNBOUNDED = 2_147_483_647;
-
-let counter = 0;
-/**
- * A new span id in the shape of the ids the ORM gives spans (a "c", the time, a counter, random
- * characters): later spans of a process sort after earlier ones, as reads that order by id expect.
- */
-export function newSpanId(): string {
-  counter = (counter + 1) % 1_679_616;
-  return `c${Date.now().toString(36).padStart(8, "0")}${counter.toString(36).padStart(4, "0")}${randomBytes(8).toString("hex").slice(0, 12)}`;
-}
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
+import { newSpanId } from "./span-ids.js";
 import { attributesOf, type JsonObject, type JsonValue, toJsonColumn, untypedJsonColumn } from "../json-columns.js";
 
 type Tx = Prisma.TransactionClient;
@@ -143,6 +144,7 @@ export async function startBoundedSpanIn(tx: Tx, input: NewSpan, maxRecords: num
   const seq = Number(taken.seq);
   const span = await tx.span.create({
     data: {
+      id: newSpanId(),
       traceId: input.traceId,
       parentId: input.parentId ?? null,
       kind: input.kind,

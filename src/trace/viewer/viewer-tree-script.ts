@@ -112,8 +112,10 @@ function costOf(span, tree, memo) {
 function tokensCell(usage, below, cost) {
   const cell = el("div", "tok" + (below ? " below" : ""));
   if (!hasUsage(usage) && !hasCost(cost)) return cell;
-  cell.dataset.testid = "tokens";
-  cell.textContent = int(usage.input) + " / " + int(usage.output) + " / " + int(usage.cached) + " / " + int(usage.reasoning);
+  // The token counts in an element of their own, the cost (if any) beside them.
+  const counts = el("span", "counts", int(usage.input) + " / " + int(usage.output) + " / " + int(usage.cached) + " / " + int(usage.reasoning));
+  counts.dataset.testid = "tokens";
+  cell.append(counts);
   cell.title = (below ? "Model calls below: " : "") + usageText(usage);
   if (hasCost(cost)) {
     const priced = el("span", "cost" + (cost.unpriced ? " unpriced" : ""), " · " + costText(cost));
