@@ -10,6 +10,7 @@ import { isTransactionConflict } from "../../src/db/transient-errors.js";
 import { changeSpanIn } from "../../src/domain/trace/trace-writes.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
+import { createBareRun } from "../support/bare-run.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -28,23 +29,8 @@ describe.skipIf(!backends.includes("postgres"))("a span change racing its move t
 
   /** A running run's trace with one open span, in the current week's partition. */
   async function liveSpan() {
-    const owner = await db.prisma.principal.create({ data: { name: "p" } });
-    const conversation = await db.prisma.conversation.create({ data: { ownerId: owner.id, title: "c" } });
-    const run = await db.prisma.run.create({
-      data: {
-        ownerId: owner.id,
-        conversationId: conversation.id,
-        agent: "researcher",
-        question: "q",
-        status: "RUNNING",
-        maxTurns: 1,
-        tokenBudget: 1,
-        deadlineSeconds: 60,
-        deadlineAt: new Date(Date.now() + 60_000),
-        configuration: {},
-      },
-    });
-    const traceId = await recorder.traceFor(run.id);
+    const run = await createBareRun(db.prisma, { status: "RUNNING" });
+    const traceId = await recorder.traceFor(run.runId);
     return recorder.startSpan({ traceId, kind: "TOOL_CALL", name: "fetch_report" });
   }
 

@@ -9,6 +9,7 @@ import type { Database } from "../../src/db/open-database.js";
 import { priceAt } from "../../src/domain/costs/price-book.js";
 import { toDecimal } from "../../src/domain/costs/pricing.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
+import { createBareRun } from "../support/bare-run.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 
 const usage = { input: 12_000, cached: 10_000, output: 3_000, reasoning: 2_000 };
@@ -26,22 +27,8 @@ describe.each(backends)("model call cost on %s", (backend) => {
   afterAll(async () => dispose?.());
 
   async function newRun(): Promise<{ ownerId: string; runId: string; traceId: string }> {
-    const owner = await db.prisma.principal.create({ data: { name: "p" } });
-    const conversation = await db.prisma.conversation.create({ data: { ownerId: owner.id, title: "c" } });
-    const run = await db.prisma.run.create({
-      data: {
-        ownerId: owner.id,
-        conversationId: conversation.id,
-        agent: "researcher",
-        question: "q",
-        maxTurns: 1,
-        tokenBudget: 1,
-        deadlineSeconds: 1,
-        deadlineAt: new Date(),
-        configuration: {},
-      },
-    });
-    return { ownerId: owner.id, runId: run.id, traceId: await recorder.traceFor(run.id) };
+    const run = await createBareRun(db.prisma);
+    return { ...run, traceId: await recorder.traceFor(run.runId) };
   }
 
   async function modelCall(traceId: string, model: string, endAt: string) {

@@ -13,6 +13,7 @@ import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorde
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
+import { createBareRun } from "../support/bare-run.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { type OpenAIStreamStub, type StubToolCall, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
@@ -111,23 +112,9 @@ describe("a trace asked for 60,000 records with MAX_TRACE_RECORDS=50000", () => 
   it(`keeps 50,000, is truncated once, and its usage is whole (${backend})`, { timeout: 85_000 }, async () => {
     const { db, dispose } = await openMigratedTestDatabase(backend);
     try {
-      const owner = await db.prisma.principal.create({ data: { name: "p" } });
-      const conversation = await db.prisma.conversation.create({ data: { ownerId: owner.id, title: "c" } });
-      const run = await db.prisma.run.create({
-        data: {
-          ownerId: owner.id,
-          conversationId: conversation.id,
-          agent: "researcher",
-          question: "q",
-          maxTurns: 100,
-          tokenBudget: 1,
-          deadlineSeconds: 1,
-          deadlineAt: new Date(),
-          configuration: {},
-        },
-      });
+      const run = await createBareRun(db.prisma, { maxTurns: 100 });
       const recorder = new PrismaTraceRecorder({ prisma: db.prisma, events: createEventBus(), maxRecords: 50_000 });
-      const traceId = await recorder.traceFor(run.id);
+      const traceId = await recorder.traceFor(run.runId);
       const root = await recorder.startSpan({ traceId, kind: "RUN", name: "invoke_agent researcher" });
       const attempt = await recorder.startSpan({ traceId, parent: root, kind: "ATTEMPT", name: "attempt 1" });
       const usage = { input: 100, output: 10, cached: 5, reasoning: 1 };

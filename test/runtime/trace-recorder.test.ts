@@ -7,6 +7,7 @@ import { PrismaAttemptFence } from "../../src/domain/runs/attempt-fence.js";
 import { AttemptFencedError } from "../../src/runtime/ports/attempt-fence.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { withSpan } from "../../src/runtime/loop/spans.js";
+import { createBareRun } from "../support/bare-run.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 
 describe.each(backends)("the trace recorder on %s", (backend) => {
@@ -22,22 +23,8 @@ describe.each(backends)("the trace recorder on %s", (backend) => {
   afterAll(async () => dispose?.());
 
   async function newTrace(): Promise<string> {
-    const owner = await db.prisma.principal.create({ data: { name: "p" } });
-    const conversation = await db.prisma.conversation.create({ data: { ownerId: owner.id, title: "c" } });
-    const run = await db.prisma.run.create({
-      data: {
-        ownerId: owner.id,
-        conversationId: conversation.id,
-        agent: "researcher",
-        question: "q",
-        maxTurns: 1,
-        tokenBudget: 1,
-        deadlineSeconds: 1,
-        deadlineAt: new Date(),
-        configuration: {},
-      },
-    });
-    return recorder.traceFor(run.id);
+    const run = await createBareRun(db.prisma);
+    return recorder.traceFor(run.runId);
   }
 
   it("shows a running span before it ends, then its status, usage and events", async () => {
