@@ -1,6 +1,7 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
+import { Decimal } from "../../domain/costs/pricing.js";
 import { usageOf } from "../../domain/json-columns.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
@@ -116,7 +117,9 @@ async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number):
  * answered together, in one statement that reads only the spans under them (trace-reads.ts).
  */
 export async function subtreeOf(ctx: GraphQLContext, spanId: string): Promise<SubtreeSums> {
-  return (await loadBatched(ctx, "span-subtree-sums", spanId, (spanIds) => subtreeSums(ctx.prisma, spanIds)))!;
+  // A span removed since it was listed (trace retention) sums to nothing.
+  const sums = await loadBatched(ctx, "span-subtree-sums", spanId, (spanIds) => subtreeSums(ctx.prisma, spanIds));
+  return sums ?? { usage: { input: 0, output: 0, cached: 0, reasoning: 0 }, cost: new Decimal(0), unpriced: false };
 }
 
 export const SpanObject = builder.prismaNode("Span", {

@@ -67,7 +67,7 @@ export async function subtreeSums(prisma: PrismaClient, spanIds: readonly string
   const totalOf = (id: string): SubtreeSums => {
     const known = totals.get(id);
     if (known) return known;
-    const row = own.get(id)!;
+    const row = own.get(id) ?? { input: "0", output: "0", cached: "0", reasoning: "0", cost: "0", unpriced: false, nested: [] };
     let total: SubtreeSums = {
       usage: { input: Number(row.input), output: Number(row.output), cached: Number(row.cached), reasoning: Number(row.reasoning) },
       cost: toDecimal(row.cost),
