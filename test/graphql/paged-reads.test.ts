@@ -322,12 +322,16 @@ describe.each(backends)("paged reads on %s", (backend) => {
     }
   });
 
-  it("reads every page and every plain list with LIMIT in SQL, the current goal and a page of links in the workspace's statement", async () => {
+  it("reads every page and every plain list with LIMIT in SQL, the current goal in the workspace's statement and the workspaces' pages of links in one", async () => {
     statements.length = 0;
     const result = await graphql(t, EVERY_LIST, { workspace: historyWorkspaceId, run: richRunId, version: richVersionId });
     expect(result.errors).toBeUndefined();
     const reads = statements.filter((sql) => /^\s*SELECT/i.test(sql));
-    const unlimited = reads.filter((sql) => /FROM "public"\."\w+"/.test(sql) && !limitedThroughout(sql));
+    // A page of links is read by the database's workspace_link_page, which walks the page's index
+    // for its `take` rows (test/db/link-page-plans): one statement for the workspaces of the page.
+    const linkPages = reads.filter((sql) => /FROM "public"\."workspace_link_page"\(/.test(sql));
+    expect(linkPages).toHaveLength(1);
+    const unlimited = reads.filter((sql) => /FROM "public"\."\w+"/.test(sql) && !linkPages.includes(sql) && !limitedThroughout(sql));
     expect(unlimited).toEqual([]);
     // The history catalog and the search find the publications a workspace's links reach in SQL
     // of their own (the search's begins WITH): each such list has its LIMIT.
@@ -336,11 +340,13 @@ describe.each(backends)("paged reads on %s", (backend) => {
     expect(historyReads.length).toBeGreaterThanOrEqual(2);
     expect(historyReads.filter((sql) => !/ORDER BY [^)]*\bLIMIT \$\d+/.test(sql))).toEqual([]);
     // Every table behind a list was read (so the check above saw its statements).
-    const read = new Set(reads.flatMap((sql) => [...sql.matchAll(/FROM "public"\."(\w+)"/g)].map((match) => match[1]!)));
+    const read = new Set(
+      reads.flatMap((sql) => [...sql.matchAll(/FROM "public"\."(\w+)"/g)].map((match) => match[1]!.replace(/^workspace_link_page$/, "workspace_link"))),
+    );
     expect([...LIST_TABLES].filter((table) => !read.has(table))).toEqual([]);
-    // A workspace's goal and page of links come in the workspaces' statement: goal_version is read
-    // on its own only for the goalVersions pages (one a workspace), and no page of links, newest
-    // first, on its own (the history catalog looks links up by their targets).
+    // A workspace's goal comes in the workspaces' statement: goal_version is read on its own only
+    // for the goalVersions pages (one a workspace); no page of links is read but through
+    // workspace_link_page (the history catalog looks links up by their targets).
     const mainTable = (sql: string) => /FROM "public"\."(\w+)"/.exec(sql)?.[1];
     expect(reads.filter((sql) => mainTable(sql) === "workspace_link" && /ORDER BY "t0"\."created_at" DESC/.test(sql))).toEqual([]);
     expect(reads.filter((sql) => mainTable(sql) === "goal_version")).toHaveLength(2);

@@ -3,12 +3,11 @@
 // usage (domain/costs); a call whose model had no price says so (costUnpriced) instead of counting zero.
 import { ValidationError } from "../../domain/errors.js";
 import type { ModelPrice } from "../../generated/prisma/client.js";
-import { subtreeCost } from "../../trace/read/trace-reads.js";
 import { builder } from "../builder.js";
 import { decimalString, MoneyRef, usd } from "./money.js";
 import { PrincipalNode } from "./principal.js";
 import { RunNode } from "./run.js";
-import { childrenOf, SpanObject } from "./trace.js";
+import { SpanObject, subtreeOf } from "./trace.js";
 import { WorkspaceNode } from "./workspace.js";
 
 const optional = (value: { toFixed(): string } | null) => (value === null ? null : decimalString(value));
@@ -94,7 +93,7 @@ builder.prismaObjectFields(SpanObject, (t) => ({
   cumulativeCost: t.field({
     type: MoneyRef,
     description: "The cost of this span and every span below it, each counted once. Calls without a price count nothing (see their costUnpriced).",
-    resolve: async (span, _args, ctx) => usd(subtreeCost(await childrenOf(ctx, span.traceId), span).amount),
+    resolve: async (span, _args, ctx) => usd((await subtreeOf(ctx, span.id)).cost),
   }),
 }));
 

@@ -1,11 +1,12 @@
 // A run's trace: the Span + Event tree (T1, T4). Payloads are never inlined by default: an
 // event shows a preview and a size, and `payload` only when asked for.
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
+import { Decimal } from "../../domain/costs/pricing.js";
 import { usageOf } from "../../domain/json-columns.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
-import { firstEventsOfSpans, requestOf, type SpanUsageRow, spanChildren, subtreeUsage, sumUsage, type Usage } from "../../trace/read/trace-reads.js";
+import { firstEventsOfSpans, requestOf, type SubtreeSums, subtreeSums, traceUsages, type Usage } from "../../trace/read/trace-reads.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
@@ -111,15 +112,14 @@ async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number):
   return (events ?? []) as SpanEvent[];
 }
 
-const spanTrees = new WeakMap<GraphQLContext, Map<string, Promise<Map<string, SpanUsageRow[]>>>>();
-
-/** The spans of a trace by parent, read once per request however many spans ask for it. */
-export function childrenOf(ctx: GraphQLContext, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
-  let byTrace = spanTrees.get(ctx);
-  if (!byTrace) spanTrees.set(ctx, (byTrace = new Map()));
-  let tree = byTrace.get(traceId);
-  if (!tree) byTrace.set(traceId, (tree = spanChildren(ctx.prisma, traceId)));
-  return tree;
+/**
+ * The usage and cost of a span and every span below it: the spans of one request that ask are
+ * answered together, in one statement that reads only the spans under them (trace-reads.ts).
+ */
+export async function subtreeOf(ctx: GraphQLContext, spanId: string): Promise<SubtreeSums> {
+  // A span removed since it was listed (trace retention) sums to nothing.
+  const sums = await loadBatched(ctx, "span-subtree-sums", spanId, (spanIds) => subtreeSums(ctx.prisma, spanIds));
+  return sums ?? { usage: { input: 0, output: 0, cached: 0, reasoning: 0 }, cost: new Decimal(0), unpriced: false };
 }
 
 export const SpanObject = builder.prismaNode("Span", {
@@ -165,7 +165,7 @@ export const SpanObject = builder.prismaNode("Span", {
     cumulativeUsage: t.field({
       type: TokenUsageRef,
       description: "The usage of this span and every span below it, each counted once.",
-      resolve: async (span, _args, ctx) => subtreeUsage(await childrenOf(ctx, span.traceId), span),
+      resolve: async (span, _args, ctx) => (await subtreeOf(ctx, span.id)).usage,
     }),
     events: listConnection<Span>(t, {
       type: "SpanEvent",
@@ -220,8 +220,8 @@ builder.prismaNode("Trace", {
     usage: t.field({
       type: TokenUsageRef,
       description: "The whole run's model usage: the sum of the model spans' own usage.",
-      select: { spans: { select: { usage: true } } },
-      resolve: (trace) => sumUsage(trace.spans.map((span: Pick<Span, "usage">) => usageOf(span.usage))),
+      resolve: async (trace, _args, ctx) =>
+        (await loadBatched(ctx, "trace-usage", trace.id, (traceIds) => traceUsages(ctx.prisma, traceIds))) ?? { input: 0, output: 0, cached: 0, reasoning: 0 },
     }),
   }),
 });

@@ -2,13 +2,14 @@
 // retention-and-link of HTML artifacts (W16).
 import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import type { LinkTarget } from "../../domain/research/run-links.js";
+import { linkPages } from "../../domain/workspace/link-pages.js";
 import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
-import { newestFirstConnection, newestFirstQuery } from "../newest-first-page.js";
-import { REQUEST_BATCH } from "../request-batch.js";
+import { newestFirstConnection, newestFirstPage, type PageArgs } from "../newest-first-page.js";
+import { loadBatched, REQUEST_BATCH } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ArtifactNode } from "./artifact.js";
@@ -113,15 +114,21 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
   }),
 });
 
+async function linksOf(ctx: GraphQLContext, workspaceId: string, args: PageArgs): Promise<WorkspaceLink[]> {
+  const page = newestFirstPage(args);
+  const key = JSON.stringify([page.take, page.oldestFirst, page.after, page.before]);
+  return (await loadBatched(ctx, `links:${key}`, workspaceId, (workspaceIds) => linkPages(ctx.prisma, workspaceIds, page))) ?? [];
+}
+
 builder.prismaObjectField(WorkspaceNode, "links", (t) =>
   t.connection(
     {
       type: WorkspaceLinkNode,
       description: "Linked objects, newest first; at most 100 a page (20 by default).",
-      // In the workspace's own statement, whichever page is asked for.
-      select: (args, _ctx, nestedSelection) => ({ links: nestedSelection(newestFirstQuery(args), ["edges", "node"]) }),
-      resolve: (workspace, args, ctx) => ({
-        ...newestFirstConnection(workspace.links, args),
+      // The pages of every workspace of the request that asks for the same page: one statement, an
+      // index walk from the cursor on, at any number of links (domain/workspace/link-pages.ts).
+      resolve: async (workspace, args, ctx) => ({
+        ...newestFirstConnection(await linksOf(ctx, workspace.id, args), args),
         countRows: () => boundedCount(ctx.prisma.workspaceLink, { workspaceId: workspace.id }),
       }),
     },

@@ -1,10 +1,10 @@
 // Reads of a recorded trace that the API answers with (T1, T4): the first events of many spans
-// in one statement, a trace's span tree for usage sums, and a model call's request as it was sent.
-import { Decimal, toDecimal } from "../../domain/costs/pricing.js";
+// in one statement, the usage and cost sums of spans and traces, and a model call's request as it was sent.
+import { type Decimal, toDecimal } from "../../domain/costs/pricing.js";
 import { fromStoredJson } from "../../domain/text/stored-text.js";
 import type { PrismaClient, SpanEvent } from "../../generated/prisma/client.js";
 import { type LogLookup, recordedRequestOf, resolveRequest } from "../../domain/trace/recorded-request.js";
-import { type JsonValue, usageOf } from "../../domain/json-columns.js";
+import type { JsonValue } from "../../domain/json-columns.js";
 
 /** Model-reported tokens, as a span records them. */
 export type Usage = { input: number; output: number; cached: number; reasoning: number };
@@ -33,41 +33,70 @@ export async function firstEventsOfSpans(prisma: PrismaClient, spanIds: readonly
   return bySpan;
 }
 
-export type SpanUsageRow = { id: string; parentId: string | null; usage: JsonValue; cost: { toFixed(): string } | null; costUnpriced: boolean };
+/** What a span and every span below it add up to, each counted once. */
+export type SubtreeSums = { usage: Usage; cost: Decimal; unpriced: boolean };
 
-/** A trace's spans by parent, with their own usage. */
-export async function spanChildren(prisma: PrismaClient, traceId: string): Promise<Map<string, SpanUsageRow[]>> {
-  const spans = await prisma.span.findMany({ where: { traceId }, select: { id: true, parentId: true, usage: true, cost: true, costUnpriced: true } });
-  const children = new Map<string, SpanUsageRow[]>();
-  for (const s of spans) if (s.parentId) children.set(s.parentId, [...(children.get(s.parentId) ?? []), s]);
-  return children;
+type WalkedRow = { root: string; input: string; output: string; cached: string; reasoning: string; cost: string; unpriced: boolean; nested: string[] };
+
+/**
+ * The usage and cost of each of `spanIds` with every span below it, in one statement that reads
+ * each span under them once: the walk down from a listed span stops at another listed span, whose
+ * own sums are then added to it (a trace page listing a run's root and its turns reads the tree
+ * once, not once per listed span). Spans outside the listed subtrees are never read.
+ */
+export async function subtreeSums(prisma: PrismaClient, spanIds: readonly string[]): Promise<Map<string, SubtreeSums>> {
+  const rows = await prisma.$queryRaw<WalkedRow[]>`
+    WITH RECURSIVE walk(root, id, nested, usage, cost, cost_unpriced) AS (
+      SELECT s.id, s.id, false, s.usage, s.cost, s.cost_unpriced FROM "public"."span" s WHERE s.id = ANY(${spanIds}::text[])
+      UNION ALL
+      SELECT w.root, c.id, c.id = ANY(${spanIds}::text[]), c.usage, c.cost, c.cost_unpriced
+        FROM walk w JOIN "public"."span" c ON c.parent_id = w.id
+       WHERE NOT w.nested
+    )
+    SELECT root,
+           coalesce(sum((usage->>'input')::numeric) FILTER (WHERE NOT nested), 0)::text AS input,
+           coalesce(sum((usage->>'output')::numeric) FILTER (WHERE NOT nested), 0)::text AS output,
+           coalesce(sum((usage->>'cached')::numeric) FILTER (WHERE NOT nested), 0)::text AS cached,
+           coalesce(sum((usage->>'reasoning')::numeric) FILTER (WHERE NOT nested), 0)::text AS reasoning,
+           coalesce(sum(cost) FILTER (WHERE NOT nested), 0)::text AS cost,
+           coalesce(bool_or(cost_unpriced) FILTER (WHERE NOT nested), false) AS unpriced,
+           coalesce(array_agg(id) FILTER (WHERE nested), '{}') AS nested
+      FROM walk GROUP BY root`;
+  const own = new Map(rows.map((row) => [row.root, row]));
+  const totals = new Map<string, SubtreeSums>();
+  const totalOf = (id: string): SubtreeSums => {
+    const known = totals.get(id);
+    if (known) return known;
+    const row = own.get(id) ?? { input: "0", output: "0", cached: "0", reasoning: "0", cost: "0", unpriced: false, nested: [] };
+    let total: SubtreeSums = {
+      usage: { input: Number(row.input), output: Number(row.output), cached: Number(row.cached), reasoning: Number(row.reasoning) },
+      cost: toDecimal(row.cost),
+      unpriced: row.unpriced,
+    };
+    for (const nested of row.nested) {
+      const below = totalOf(nested);
+      total = { usage: sumUsage([total.usage, below.usage]), cost: total.cost.plus(below.cost), unpriced: total.unpriced || below.unpriced };
+    }
+    totals.set(id, total);
+    return total;
+  };
+  for (const id of own.keys()) totalOf(id);
+  return totals;
 }
 
-/** The usage of a span and every span below it (from `spanChildren`), each counted once. */
-export function subtreeUsage(children: Map<string, SpanUsageRow[]>, span: { id: string; usage: JsonValue }): Usage {
-  const subtree: (Usage | null)[] = [];
-  const visit = (id: string, usage: JsonValue) => {
-    subtree.push(usageOf(usage));
-    for (const child of children.get(id) ?? []) visit(child.id, child.usage);
-  };
-  visit(span.id, span.usage);
-  return sumUsage(subtree);
-}
-
-/** The cost of a span and every span below it (from `spanChildren`), each counted once; `unpriced` when one of them had no price. */
-export function subtreeCost(
-  children: Map<string, SpanUsageRow[]>,
-  span: Pick<SpanUsageRow, "id" | "cost" | "costUnpriced">,
-): { amount: Decimal; unpriced: boolean } {
-  let amount = new Decimal(0);
-  let unpriced = false;
-  const visit = (row: Pick<SpanUsageRow, "id" | "cost" | "costUnpriced">) => {
-    if (row.cost) amount = amount.plus(toDecimal(row.cost));
-    unpriced ||= row.costUnpriced;
-    for (const child of children.get(row.id) ?? []) visit(child);
-  };
-  visit(span);
-  return { amount, unpriced };
+/** The sum of the model spans' own usage of each of `traceIds`: one statement that reads only the spans that record usage. */
+export async function traceUsages(prisma: PrismaClient, traceIds: readonly string[]): Promise<Map<string, Usage>> {
+  const rows = await prisma.$queryRaw<{ traceId: string; input: string; output: string; cached: string; reasoning: string }[]>`
+    SELECT trace_id AS "traceId",
+           coalesce(sum((usage->>'input')::numeric), 0)::text AS input,
+           coalesce(sum((usage->>'output')::numeric), 0)::text AS output,
+           coalesce(sum((usage->>'cached')::numeric), 0)::text AS cached,
+           coalesce(sum((usage->>'reasoning')::numeric), 0)::text AS reasoning
+      FROM "public"."span" WHERE trace_id = ANY(${traceIds}::text[]) AND usage IS NOT NULL
+     GROUP BY trace_id`;
+  return new Map(
+    rows.map((row) => [row.traceId, { input: Number(row.input), output: Number(row.output), cached: Number(row.cached), reasoning: Number(row.reasoning) }]),
+  );
 }
 
 export const sumUsage = (usages: (Usage | null)[]): Usage =>
