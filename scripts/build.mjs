@@ -18,11 +18,43 @@ export const PROCESSES = ["src/main.ts", "src/worker-main.ts", "src/mcp/main.ts"
  *   so a lower limit means earlier collections — the peak under load fell from about 390 MB to
  *   about 220 MB for the same CPU. Live data is about 55 MB; a server that needs more than 1 GB
  *   is run with its own flag (see the README).
+ * - --max-semi-space-size=1: the young generation (two semi-spaces) grows to 32 MB under V8's
+ *   default and stays committed when the server is idle; at 1 MB an idle embedded server holds
+ *   about 30 MB less, and under the 20-client mixed load its server CPU per request and its
+ *   throughput did not move beyond the machine's noise (docs/performance.md, Memory).
  * - --liftoff-only: Prisma's query compiler is WebAssembly; V8 also compiles its hot functions a
  *   second time, optimised, which costs about 50 MB resident and no CPU measurable per request,
  *   because Prisma caches query plans and runs the compiler once per query shape.
  */
-export const NODE_FLAGS = ["--max-old-space-size=1024", "--liftoff-only"];
+export const NODE_FLAGS = ["--max-old-space-size=1024", "--max-semi-space-size=1", "--liftoff-only"];
+
+/**
+ * Prisma's query compiler comes as a module holding its WebAssembly as base64 text (4.4 MB),
+ * which Prisma reads once, to compile it. A module's text and its exports live as long as the
+ * process: about 9 MB of heap for good. In the bundles that module reads the text from the same
+ * file when Prisma asks for it, and nothing keeps it after (Prisma passes it to Buffer.from, which
+ * takes a string from an object's valueOf).
+ */
+const compilerText = {
+  name: "prisma-compiler-text",
+  setup(build) {
+    build.onResolve({ filter: /query_compiler_fast_bg\.postgresql\.wasm-base64\.mjs$/ }, (args) => ({ path: args.path, namespace: "prisma-compiler-text" }));
+    build.onLoad({ filter: /.*/, namespace: "prisma-compiler-text" }, (args) => ({
+      contents: `import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+const file = createRequire(import.meta.url).resolve(${JSON.stringify(args.path)});
+export const wasm = {
+  valueOf() {
+    const text = readFileSync(file, "latin1");
+    return text.slice(text.indexOf('"') + 1, text.lastIndexOf('"'));
+  },
+};
+`,
+      loader: "js",
+      resolveDir: ".",
+    }));
+  },
+};
 
 /** Writes dist/<entry>.js (e.g. dist/src/main.js) for each entry, with a source map beside it. */
 export async function buildDossier(entries = PROCESSES) {
@@ -37,6 +69,7 @@ export async function buildDossier(entries = PROCESSES) {
     format: "esm",
     target: "node20",
     sourcemap: "linked",
+    plugins: [compilerText],
     logLevel: "warning",
   });
 }

@@ -4,12 +4,12 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import path from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
-import { PrismaPg } from "@prisma/adapter-pg";
-import pg from "pg";
+import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
+import { initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
@@ -124,8 +124,11 @@ async function openPglite(
     // WebAssembly memory: 8 MB keeps an idle embedded server about 150 MB smaller than the default
     // (about 25 MB smaller than 32 MB), and what it does not hold the OS's file cache does — the
     // data folder is read through the file system, so a page not in the pool is a copy away.
-    const startParams = [...PGlite.defaultStartParams, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
-    const pglite: PGlite = await PGlite.create(dataDir ? path.join(dataDir, "pg") : undefined, { startParams, loadDataDir });
+    const settings = ["-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
+    const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
+    // A new folder is initialised in a child process (pglite-initdb.ts): initdb's peak stays out of this one.
+    if (pgDir && !loadDataDir) await initialiseInChild(pgDir, settings);
+    const pglite: PGlite = await PGlite.create(pgDir, { startParams: [...PGlite.defaultStartParams, ...settings], loadDataDir });
     // Every caller's statements give the event loop a turn first (pglite-turns.ts).
     const shared = takingTurns(pglite);
     const session = pgliteSession(shared);
@@ -171,6 +174,8 @@ async function openPostgres(
   instanceId: string,
   onQuery?: (sql: string, params: string) => void,
 ): Promise<Database> {
+  // Loaded only here, as PGlite's code is only loaded by openPglite.
+  const [{ PrismaPg }, { default: pg }] = await Promise.all([import("@prisma/adapter-pg"), import("pg")]);
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   const pool = new pg.Pool({

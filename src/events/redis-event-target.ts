@@ -1,7 +1,6 @@
 // The event bus across instances (T5, S2): Redis pub/sub wakes subscribers on every instance.
 // It carries only notifications; the database stays the source of truth for replay.
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
-import { Redis } from "ioredis";
 import { PrefixedEventTarget } from "./prefixed-event-target.js";
 import { createEventBus, type EventBus } from "./topics.js";
 
@@ -11,6 +10,8 @@ export class RedisUnavailableError extends Error {
 
 /** `prefix` (REDIS_PREFIX) names every channel, so deployments sharing a Redis never hear each other. */
 export async function createRedisEventBus(url: string, prefix = ""): Promise<{ events: EventBus; close(): Promise<void> }> {
+  // Loaded here: a server without REDIS_URL need not hold the Redis client.
+  const { Redis } = await import("ioredis");
   const options = { lazyConnect: true, maxRetriesPerRequest: 3 };
   const publishClient = new Redis(url, options);
   const subscribeClient = new Redis(url, options);

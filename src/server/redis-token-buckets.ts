@@ -1,6 +1,6 @@
 // Rate-limit buckets in Redis (REDIS_URL), shared by every instance: one Lua script refills and
 // takes atomically, by Redis's own clock, so instances whose clocks differ still agree.
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
 
 const TAKE = `
@@ -25,6 +25,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   ) {}
 
   static async connect(url: string, settings: RateLimitSettings): Promise<RedisTokenBuckets> {
+    const { Redis } = await import("ioredis");
     // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     await redis.connect();

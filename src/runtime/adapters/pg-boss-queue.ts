@@ -4,8 +4,8 @@
 // per run, so announcing a run again (sweep, several servers) adds nothing. pg-boss only hands
 // jobs out when asked, so every announcement also sends a NOTIFY that idle workers LISTEN for:
 // a worker in any process takes a run the moment it is announced, without polling the queue.
-import pg from "pg";
-import PgBoss from "pg-boss";
+import type pg from "pg";
+import type PgBoss from "pg-boss";
 import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
@@ -24,12 +24,15 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   private constructor(
     private readonly boss: PgBoss,
+    private readonly Client: typeof pg.Client,
     private readonly url: string,
     private readonly logger: Logger,
   ) {}
 
   /** Connects, creates pg-boss's schema and the queue when missing, and listens for announcements. */
   static async start({ url, logger, max = 3 }: { url: string; logger: Logger; max?: number }): Promise<PgBossRunQueue> {
+    // Loaded here: a process on the embedded database has no run queue and need not hold them.
+    const [{ default: PgBoss }, { default: pg }] = await Promise.all([import("pg-boss"), import("pg")]);
     const boss = new PgBoss({
       connectionString: url,
       schema: "pgboss",
@@ -49,7 +52,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
       expireInSeconds: 60,
       retentionMinutes: 60,
     });
-    const queue = new PgBossRunQueue(boss, url, logger);
+    const queue = new PgBossRunQueue(boss, pg.Client, url, logger);
     await queue.listen();
     return queue;
   }
@@ -100,7 +103,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   /** One connection LISTENs for announcements; when it is lost it connects again after a pause. */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: "dossier-run-queue-listen" });
+    const client = new this.Client({ connectionString: this.url, application_name: "dossier-run-queue-listen" });
     client.on("notification", () => this.ready());
     client.on("error", (error: Error) => {
       if (this.closed || this.listener !== client) return;

@@ -14,7 +14,7 @@
 // event is still delivered, at least once.
 // Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
 // workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
-import PgBoss from "pg-boss";
+import type PgBoss from "pg-boss";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { WebhookQueue } from "./in-process-webhook-queue.js";
@@ -37,7 +37,8 @@ export type PgBossWebhookQueueDeps = {
 };
 
 export class PgBossWebhookQueue implements WebhookQueue {
-  private readonly boss: PgBoss;
+  /** Made when the queue opens: pg-boss is loaded only by a server that delivers webhooks through it. */
+  private boss!: PgBoss;
   private started: Promise<boolean> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private relaying: Promise<void> | undefined;
@@ -47,18 +48,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
   /** Set once the queue exists: pg-boss silently drops a job sent to a queue it has not created yet. */
   private ready = false;
 
-  constructor(private readonly deps: PgBossWebhookQueueDeps) {
-    this.boss = new PgBoss({
-      connectionString: deps.url,
-      schema: "pgboss",
-      max: 2,
-      schedule: false,
-      // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
-      maintenanceIntervalSeconds: 5,
-      application_name: "dossier-webhooks",
-    });
-    this.boss.on("error", (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) }));
-  }
+  constructor(private readonly deps: PgBossWebhookQueueDeps) {}
 
   /** Connects (creating the queue when missing), works the queue's jobs and relays the outbox every pollMs. */
   start(): void {
@@ -72,6 +62,18 @@ export class PgBossWebhookQueue implements WebhookQueue {
   }
 
   private async open(): Promise<void> {
+    const { default: PgBoss } = await import("pg-boss");
+    const deps = this.deps;
+    this.boss = new PgBoss({
+      connectionString: deps.url,
+      schema: "pgboss",
+      max: 2,
+      schedule: false,
+      // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
+      maintenanceIntervalSeconds: 5,
+      application_name: "dossier-webhooks",
+    });
+    this.boss.on("error", (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) }));
     await this.boss.start();
     // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
     await this.boss.createQueue(QUEUE, {

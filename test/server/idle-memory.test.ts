@@ -1,0 +1,83 @@
+// The resident memory of an idle `npm start` on a new embedded data folder (issue 43, goal 6),
+// read from /proc for the server's own node process (npm and sh are its parents). The first start
+// initialises the folder: PostgreSQL's initdb runs in a child process of its own, so its peak of
+// several hundred MB is not what the server holds. Linux only (/proc).
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Spawned, spawnShell } from "../support/processes.js";
+
+/**
+ * What an idle server may hold. The goal is 150 MB; this branch measured 205–235 MB on the
+ * loaded 2-core development machine (docs/performance.md, Memory), so the bound keeps what was
+ * won without yet asserting the goal.
+ */
+const IDLE_RSS_LIMIT_MB = 250;
+/** initdb in this process peaked at about 760 MB; in a child the server's own peak is that of its start. */
+const PEAK_RSS_LIMIT_MB = 400;
+
+const running: Spawned[] = [];
+const folders: string[] = [];
+afterEach(async () => {
+  for (const p of running.splice(0)) {
+    for (const pid of descendants(p.child.pid!)) process.kill(pid, "SIGKILL");
+    p.child.kill("SIGKILL");
+    await p.exited;
+  }
+  for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The processes below `pid`, found by their parent in /proc/<pid>/stat. */
+function descendants(pid: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const [child, of] of parents) {
+      if (of !== parent) continue;
+      found.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+const statusKb = (pid: number, field: string) => Number(readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`${field}:\\s+(\\d+) kB`))![1]);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.runIf(existsSync("/proc/self/status"))("an idle `npm start` on the embedded database", () => {
+  it("holds less than the bound on a new data folder, and initdb's peak stays out of the server", { timeout: 120_000 }, async () => {
+    const DATA_DIR = mkdtempSync(path.join(tmpdir(), "dossier-memory-"));
+    folders.push(DATA_DIR);
+    const npm = spawnShell("npm start", { env: { PORT: "0", HOST: "127.0.0.1", DATA_DIR } });
+    running.push(npm);
+    const line = await npm.waitForOutput(/"url":"[^"]+"/, 110_000);
+    const url = JSON.parse(`{${line}}`).url as string;
+    const server = descendants(npm.child.pid!).find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("dist/src/main.js"));
+    expect(server).toBeDefined();
+    // It answers: a started server, not one still opening.
+    const ready = await fetch(new URL("/ready", url));
+    expect(ready.status).toBe(200);
+    // Idle: a few seconds after start, the median of five readings a second apart.
+    await sleep(4_000);
+    const readings: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      readings.push(statusKb(server!, "VmRSS") / 1024);
+      await sleep(1_000);
+    }
+    const idle = readings.sort((a, b) => a - b)[2]!;
+    const peak = statusKb(server!, "VmHWM") / 1024;
+    expect(idle, `idle RSS ${idle.toFixed(0)} MB (readings ${readings.map((r) => r.toFixed(0)).join(", ")})`).toBeLessThan(IDLE_RSS_LIMIT_MB);
+    expect(peak, `peak RSS ${peak.toFixed(0)} MB`).toBeLessThan(PEAK_RSS_LIMIT_MB);
+  });
+});
