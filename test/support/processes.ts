@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 import { NODE_FLAGS } from "../../scripts/build.mjs";
 
 export const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -33,7 +34,10 @@ export const TEST_PROCESSES = [
 
 /** A TypeScript script: one of TEST_PROCESSES from its bundle, any other run from its source. */
 export function spawnTs(script: string, options: SpawnOptions = {}): Spawned {
-  if (TEST_PROCESSES.includes(script)) return spawnNode([bundleOf(script)], options);
+  if (TEST_PROCESSES.includes(script)) {
+    // An embedded database a test process creates starts from the run's migrated template (worker-process.ts).
+    return spawnNode([bundleOf(script)], { ...options, env: { PGLITE_TEMPLATE: inject("pgliteTemplateDump"), ...options.env } });
+  }
   return spawnNode(["--import", "tsx", path.join(projectRoot, script)], options);
 }
 
