@@ -10,7 +10,7 @@ import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createClient, type DossierClient } from "../../sdk/client.js";
 import { TraceUpdatesDocument } from "../../sdk/generated/graphql.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, createMigratedPostgresDatabase, createPostgresDatabase } from "../support/databases.js";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnBuilt, spawnTs } from "../support/processes.js";
@@ -30,7 +30,7 @@ const redisUrl = inject("redisUrl");
 
 /** `serverRedis`: the API server reaches Redis through a fault proxy (the workers directly). */
 async function deployment(env: Record<string, string>, { serverRedis }: { serverRedis?: FaultProxy } = {}) {
-  const database = await createPostgresDatabase();
+  const database = await createMigratedPostgresDatabase();
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-faults-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createClient, type DossierClient } from "../../sdk/client.js";
 import { CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEventsDocument } from "../../sdk/generated/graphql.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs, wsSubscriptions } from "../support/processes.js";
 import { recordedDecisions, settled } from "../support/scripted-runs.js";
@@ -94,7 +94,7 @@ describe("tool approvals across processes", () => {
   it.runIf(backends.includes("postgres") && redisUrl)(
     "on PostgreSQL, decisions sent to two instances at once: one counts, and the call runs once, on the instance with a worker",
     async () => {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       const marker = path.join(scratch(), "marker");
       const common = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, MARKER_FILE: marker };
@@ -123,7 +123,7 @@ describe("tool approvals across processes", () => {
     const marker = path.join(dir, "marker");
     let env: Record<string, string> = { MARKER_FILE: marker, DATA_DIR: path.join(dir, "data") };
     if (backend === "postgres") {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       env = { MARKER_FILE: marker, DATABASE_URL: database.url };
     }
@@ -169,7 +169,7 @@ describe("tool approvals across processes", () => {
   it.runIf(backends.includes("postgres") && redisUrl)(
     "on PostgreSQL, a rejection sent to another instance: the call never runs, the model reads the person's reason, the run goes on and ends",
     async () => {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       const marker = path.join(scratch(), "marker");
       const common = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, MARKER_FILE: marker };
@@ -209,7 +209,7 @@ describe("tool approvals across processes", () => {
     const marker = path.join(dir, "marker");
     let env: Record<string, string> = { MARKER_FILE: marker, DATA_DIR: path.join(dir, "data") };
     if (backend === "postgres") {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       env = { MARKER_FILE: marker, DATABASE_URL: database.url };
     }
@@ -233,7 +233,7 @@ describe("tool approvals across processes", () => {
   it.runIf(backends.includes("postgres") && redisUrl)(
     "on PostgreSQL, a waiting run cancelled on another instance ends at once, never runs its call, and frees its conversation",
     async () => {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       const marker = path.join(scratch(), "marker");
       const common = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, MARKER_FILE: marker };
@@ -271,7 +271,7 @@ describe("tool approvals across processes", () => {
   it.runIf(backends.includes("postgres"))(
     "on PostgreSQL, a waiting run keeps its conversation's slot until its deadline, which another instance's sweep enforces",
     async () => {
-      const database = await createPostgresDatabase();
+      const database = await createMigratedPostgresDatabase();
       cleanups.push(() => database.drop());
       const marker = path.join(scratch(), "marker");
       const env = { DATABASE_URL: database.url, MARKER_FILE: marker };

@@ -3,7 +3,8 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { buildDossier } from "../../scripts/build.mjs";
+import { buildDossier, PROCESSES } from "../../scripts/build.mjs";
+import { TEST_PROCESSES } from "./processes.js";
 import { createDatabaseTemplates, type DatabaseTemplates } from "./database-templates.js";
 
 declare module "vitest" {
@@ -39,8 +40,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 async function setUpRun(): Promise<RunSetup> {
-  // The processes tests start as an operator would run them (dist/, see test/support/processes.ts).
-  await buildDossier();
+  // The processes tests start as an operator would run them (dist/, see test/support/processes.ts),
+  // and the test processes they start many times over.
+  await buildDossier([...PROCESSES, ...TEST_PROCESSES]);
   const postgresAdminUrl = await checkPostgres();
   const redisUrl = await checkRedis();
   return { postgresAdminUrl, redisUrl, templates: await createDatabaseTemplates(postgresAdminUrl) };

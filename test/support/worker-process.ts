@@ -5,7 +5,7 @@
 // TOOL_APPROVALS (as the server reads it) holds the calls it names for a person's decision, for
 // TOOL_APPROVAL_TIMEOUT_SECONDS; ECHO_TOOL_RESULT=true ends each answer with the tool result the
 // model was given.
-import { appendFileSync, mkdtempSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createApp } from "../../src/compose/app.js";
@@ -18,8 +18,15 @@ import type { Tool } from "../../src/runtime/ports/tool.js";
 import { markerModel } from "./marker-model.js";
 
 const marker = process.env.MARKER_FILE!;
+// PGLITE_TEMPLATE: a migrated embedded database (the test run's template dump) that an empty
+// DATA_DIR starts from, instead of creating and migrating one (seconds of CPU); a DATA_DIR that
+// already holds a database (a restart) opens as it is.
+function embedded(dataDir: string, template: string | undefined) {
+  const fresh = template !== undefined && !existsSync(path.join(dataDir, "pg", "PG_VERSION"));
+  return { kind: "pglite" as const, dataDir, loadDataDir: fresh ? new Blob([readFileSync(template)]) : undefined };
+}
 const db = await openDatabase(
-  process.env.DATABASE_URL ? { kind: "postgres", url: process.env.DATABASE_URL } : { kind: "pglite", dataDir: process.env.DATA_DIR! },
+  process.env.DATABASE_URL ? { kind: "postgres", url: process.env.DATABASE_URL } : embedded(process.env.DATA_DIR!, process.env.PGLITE_TEMPLATE),
 );
 await db.migrate();
 
