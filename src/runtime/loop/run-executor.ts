@@ -110,6 +110,8 @@ type Turn = {
   inputsPending?: boolean;
   /** The run's cost caps and spends as last read, checked before the turn's model request. */
   costs?: CostState;
+  /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */
+  nextRequests?: Promise<RunRequests>;
 };
 
 type Step = HeldStep;
@@ -179,8 +181,9 @@ export class RunExecutor {
       for (;;) {
         // A stop or a pause asked for (on any instance), and whether steering inputs wait, are read
         // before every model request, in one read: the run row and its inputs are their one record.
-        const { stop, pause, inputs, costs } = requests ?? (await this.deps.runs.requests(run.id));
+        const { stop, pause, inputs, costs } = requests ?? (await (turn.nextRequests ?? this.deps.runs.requests(run.id)));
         requests = undefined;
+        turn.nextRequests = undefined;
         turn.inputsPending = inputs;
         turn.costs = costs;
         if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
@@ -308,16 +311,24 @@ export class RunExecutor {
       sink,
       signal,
     });
-    await sink.event(span, "BUDGET", budget);
+    // Written beside the model request's span (whose start holds the fence before the request is
+    // sent), not before it: one round trip less between two model requests.
+    const budgetWritten = sink.event(span, "BUDGET", budget);
+    budgetWritten.catch(() => undefined);
     if (budget.overBudget) {
+      await budgetWritten;
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
     const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun() };
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
-    if (capped.step) return capped.step;
+    if (capped.step) {
+      await budgetWritten;
+      return capped.step;
+    }
     turn.streamed.text = "";
     const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens };
     const { response, span: requestSpan } = await callModel(this.deps, turn, span, request, budget, turn.streamed);
+    await budgetWritten;
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
@@ -335,6 +346,10 @@ export class RunExecutor {
     }
     const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });
     if (step.type !== "run_again") return step;
+    // Every call is over and logged: the next turn's read of the run's requests goes out now,
+    // beside the end of this turn's span.
+    turn.nextRequests = this.deps.runs.requests(run.id);
+    turn.nextRequests.catch(() => undefined);
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }
