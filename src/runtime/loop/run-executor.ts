@@ -311,24 +311,16 @@ export class RunExecutor {
       sink,
       signal,
     });
-    // Written beside the model request's span (whose start holds the fence before the request is
-    // sent), not before it: one round trip less between two model requests.
-    const budgetWritten = sink.event(span, "BUDGET", budget);
-    budgetWritten.catch(() => undefined);
+    await sink.event(span, "BUDGET", budget);
     if (budget.overBudget) {
-      await budgetWritten;
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
     const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun() };
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
-    if (capped.step) {
-      await budgetWritten;
-      return capped.step;
-    }
+    if (capped.step) return capped.step;
     turn.streamed.text = "";
     const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens };
     const { response, span: requestSpan } = await callModel(this.deps, turn, span, request, budget, turn.streamed);
-    await budgetWritten;
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
     for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
