@@ -165,8 +165,12 @@ export class RunWorker {
    * orphaned runs come first in the claim's own order.
    */
   private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
-    const [delivery] = await queue.take(1);
-    return this.claim().finally(() => delivery?.done().catch(() => undefined));
+    // The claim does not wait for the delivery (it claims from the table either way), nor for
+    // its acknowledgement: both are round trips between a wake-up and the run's start.
+    const taking = queue.take(1).catch(() => []);
+    const claimed = await this.claim();
+    void taking.then(([delivery]) => delivery?.done().catch(() => undefined));
+    return claimed;
   }
 
   /**

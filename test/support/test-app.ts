@@ -77,6 +77,8 @@ export type TestAppOptions = {
   signIn?: Parameters<typeof createApp>[0]["signIn"];
   /** Open connections per client address and the request timeout of the listening server. */
   connections?: Parameters<typeof startHttpServer>[0]["connections"];
+  /** The run queue ready runs are announced on (PostgreSQL deployments); the app does not close it. */
+  runQueue?: Parameters<typeof createApp>[0]["runQueue"];
 };
 
 export async function startTestApp(
@@ -104,6 +106,7 @@ export async function startTestApp(
     maxSubscriptionsPerKey,
     connections,
     signIn,
+    runQueue,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -132,6 +135,7 @@ export async function startTestApp(
     rateLimits,
     maxSubscriptionsPerKey,
     signIn,
+    runQueue,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

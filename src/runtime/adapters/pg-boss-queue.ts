@@ -29,8 +29,12 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     private readonly logger: Logger,
   ) {}
 
-  /** Connects, creates pg-boss's schema and the queue when missing, and listens for announcements. */
-  static async start({ url, logger, max = 3 }: { url: string; logger: Logger; max?: number }): Promise<PgBossRunQueue> {
+  /**
+   * Connects, creates pg-boss's schema and the queue when missing, and listens for announcements.
+   * `listen: false` leaves the notification channel out (tests: announcements made elsewhere then
+   * reach this process's workers only through the sweep, as when a notification is lost).
+   */
+  static async start({ url, logger, max = 3, listen = true }: { url: string; logger: Logger; max?: number; listen?: boolean }): Promise<PgBossRunQueue> {
     // Loaded here: a process on the embedded database has no run queue and need not hold them.
     const [{ default: PgBoss }, { default: pg }] = await Promise.all([import("pg-boss"), import("pg")]);
     const boss = new PgBoss({
@@ -53,7 +57,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
       retentionMinutes: 60,
     });
     const queue = new PgBossRunQueue(boss, pg.Client, url, logger);
-    await queue.listen();
+    if (listen) await queue.listen();
     return queue;
   }
 
@@ -63,10 +67,15 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     const priority = first ? ORPHAN_PRIORITY : 0;
     // One statement for them all (the sweep announces every queued run again); a run that already
     // waits keeps its one job (the queue's singleton key).
-    await this.boss.insert(runIds.map((runId) => ({ name: QUEUE, data: { runId }, singletonKey: runId, priority })));
-    // This process's workers at once; the others when the notification reaches them.
+    // This process's workers at once; the others when the notification reaches them. Workers claim
+    // from the run table, whose commit made the runs ready, so the notification goes out beside
+    // the jobs' insert, not after it: a worker that wakes first claims the run, and the job it
+    // finds (or a later pass finds) is a harmless duplicate. Should the notification be lost,
+    // the job waits for the next pass or the sweep.
     this.ready();
-    await this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);
+    const notifying = this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);
+    await this.boss.insert(runIds.map((runId) => ({ name: QUEUE, data: { runId }, singletonKey: runId, priority })));
+    await notifying;
   }
 
   /** The announcer side of the queue: best effort, after the commit that made the runs ready. */

@@ -18,6 +18,7 @@ import { type ModelPort, ModelRetryLater } from "../ports/model.js";
 import { concludingRequest } from "./conclude.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunState } from "../ports/run-state.js";
+import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
@@ -109,6 +110,8 @@ type Turn = {
   inputsPending?: boolean;
   /** The run's cost caps and spends as last read, checked before the turn's model request. */
   costs?: CostState;
+  /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */
+  nextRequests?: Promise<RunRequests>;
 };
 
 type Step = HeldStep;
@@ -135,8 +138,16 @@ export class RunExecutor {
     const stops: Stops = { attempt, concluding: false };
     let current: Turn | undefined;
     try {
-      await this.deps.runs.recordModel(write, run.id, this.deps.model.label);
-      const log = await AttemptLog.open(this.deps.log, run);
+      // The attempt's start reads what it needs at once, not one after the other: each is a round
+      // trip between the claim and the first model request (dispatch). The run's requests are
+      // read with them for the first turn (a stop asked meanwhile is also heard announced).
+      const [, log, approvals, profile, firstRequests] = await Promise.all([
+        this.deps.runs.recordModel(write, run.id, this.deps.model.label),
+        AttemptLog.open(this.deps.log, run),
+        this.deps.approvals?.store.ofRun(run.id) ?? [],
+        this.deps.profile(run),
+        this.deps.runs.requests(run.id),
+      ]);
       const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write, signal: work, log };
       const answered = answeredBefore(log);
       if (answered !== null) {
@@ -145,11 +156,14 @@ export class RunExecutor {
         await scope.sink.event(scope.span, "FINAL_REPLY", answered);
         return { type: "final", answer: answered };
       }
-      const approvals = (await this.deps.approvals?.store.ofRun(run.id)) ?? [];
       await this.recordRepairs(scope, heldCallIds(approvals));
-      for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
-      const profile = await this.deps.profile(run);
-      const offered = await this.deps.tools(scope, log.ofRun(), profile);
+      // The tools are built beside the hooks: they read the run's own entries, which hooks do not change (a CONTEXT entry aside).
+      const [offered] = await Promise.all([
+        this.deps.tools(scope, log.ofRun(), profile),
+        (async () => {
+          for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
+        })(),
+      ]);
       const tools = new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
       const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed };
       current = turn;
@@ -162,10 +176,14 @@ export class RunExecutor {
       // A pause is taken at a safe point: after a turn (or the resumed step), its model request and
       // tool calls over and every result logged — never before the attempt's first step.
       let safePoint = Boolean(held);
+      // Read with the attempt's start, unless a resumed step ran since.
+      let requests: RunRequests | undefined = held ? undefined : firstRequests;
       for (;;) {
         // A stop or a pause asked for (on any instance), and whether steering inputs wait, are read
         // before every model request, in one read: the run row and its inputs are their one record.
-        const { stop, pause, inputs, costs } = await this.deps.runs.requests(run.id);
+        const { stop, pause, inputs, costs } = requests ?? (await (turn.nextRequests ?? this.deps.runs.requests(run.id)));
+        requests = undefined;
+        turn.nextRequests = undefined;
         turn.inputsPending = inputs;
         turn.costs = costs;
         if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
@@ -320,6 +338,10 @@ export class RunExecutor {
     }
     const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });
     if (step.type !== "run_again") return step;
+    // Every call is over and logged: the next turn's read of the run's requests goes out now,
+    // beside the end of this turn's span.
+    turn.nextRequests = this.deps.runs.requests(run.id);
+    turn.nextRequests.catch(() => undefined);
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }

@@ -38,8 +38,7 @@ type ContextRun = Pick<RunRecord, "workspaceId" | "goalStatement" | "goalVersion
 export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
   return {
     async beforeFirstTurn({ run, span, sink, write, log }) {
-      const selected = await deps.publications.selectedFor(run.id);
-      const continued = await deps.publications.continuedBy(run.id);
+      const [selected, continued] = await Promise.all([deps.publications.selectedFor(run.id), deps.publications.continuedBy(run.id)]);
       if (!run.workspaceId && selected.length === 0 && !continued) return;
       if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
       const actor = { principalId: run.ownerId };

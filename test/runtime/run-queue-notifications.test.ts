@@ -1,0 +1,65 @@
+// How a worker in another process hears of a ready run on PostgreSQL (S2): the announcing process
+// inserts the run's pg-boss job and sends a NOTIFY; a worker that LISTENs claims at once. The
+// notification is only a wake-up: with the worker's channel down, the run is still executed, found
+// by the worker's sweep (the run table and its queued job are the durable record).
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/open-database.js";
+import { silentLogger } from "../../src/logger.js";
+import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import { PgBossRunQueue } from "../../src/runtime/adapters/pg-boss-queue.js";
+import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
+import { admit } from "../support/fixtures.js";
+import { settled } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+/** An API-only app and a worker app on one PostgreSQL database, each with a run queue of its own (two processes' worth). */
+async function deployment({ workerListens, sweepMs }: { workerListens: boolean; sweepMs: number }): Promise<{ api: TestApp; worker: TestApp }> {
+  const database = await createMigratedPostgresDatabase();
+  cleanups.push(() => database.drop());
+  const open = async () => {
+    const db = await openDatabase({ kind: "postgres", url: database.url });
+    return { db, dispose: () => db.close() };
+  };
+  const workerQueue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: workerListens });
+  cleanups.push(() => workerQueue.close());
+  const model = new ScriptedModel({ name: "notified", steps: () => ({ content: "Done." }) });
+  const worker = await startTestApp("postgres", {
+    database: open,
+    runQueue: workerQueue,
+    runtime: { model, sweepMs, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-notified-")) },
+  });
+  cleanups.push(() => worker.close());
+  const apiQueue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger });
+  cleanups.push(() => apiQueue.close());
+  const api = await startTestApp("postgres", { database: open, runQueue: apiQueue });
+  cleanups.push(() => api.close());
+  return { api, worker };
+}
+
+describe.runIf(backends.includes("postgres"))("a run announced in another process", () => {
+  it("is claimed on the notification, long before the worker's next sweep", async () => {
+    const { api } = await deployment({ workerListens: true, sweepMs: 120_000 });
+    const started = Date.now();
+    const { run } = await admit(api.client, { question: "Wake up." });
+    expect((await settled(api.client, run.id, 30_000)).status).toBe("SUCCEEDED");
+    // The worker swept once at its start; without the notification this run would wait two minutes.
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 90_000);
+
+  it("is still executed when the worker's notification channel is down: its sweep finds it", async () => {
+    const { api, worker } = await deployment({ workerListens: false, sweepMs: 500 });
+    const { run } = await admit(api.client, { question: "Nobody told me." });
+    expect((await settled(api.client, run.id, 30_000)).status).toBe("SUCCEEDED");
+    // Executed once, by the worker app (the API app has no worker): the one attempt names the worker's instance.
+    const attempts = await worker.app.db.prisma.$queryRawUnsafe<{ instance: string }[]>("SELECT instance FROM run_attempt");
+    expect(attempts.map((a) => a.instance)).toEqual([worker.app.db.instanceId]);
+  }, 90_000);
+});
