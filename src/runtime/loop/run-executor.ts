@@ -4,26 +4,21 @@
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
 import type { RunRecord } from "../ports/run-state.js";
-import type { LoggedMessage } from "../ports/conversation-log.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
-import type { Holder, Transact } from "../ports/attempt-fence.js";
+import type { Transact } from "../ports/attempt-fence.js";
 import { within } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
-import type { ConversationLog } from "../ports/conversation-log.js";
-import { type ModelPort, ModelRetryLater } from "../ports/model.js";
+import { ModelRetryLater } from "../ports/model.js";
 import { concludingRequest } from "./conclude.js";
-import type { RunOutput } from "../ports/run-output.js";
-import type { RunState } from "../ports/run-state.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
-import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
-import type { Spiller } from "../spill/spiller.js";
+import type { SpanRef } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import { type ApprovalSettings, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
+import { type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
@@ -31,73 +26,13 @@ import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import type { CostState } from "../../domain/costs/caps.js";
-import { checkCostCaps, type CostBounds } from "./cost-caps.js";
+import { checkCostCaps } from "./cost-caps.js";
+import type { AttemptContext, AttemptScope, ExecutorDeps } from "./attempt.js";
 
 export type { AgentProfile };
 
 export type { FailureReason, NextStep, Outcome };
-
-/** One claim of a run, as the worker hands it to the executor. */
-export type AttemptContext = {
-  run: RunRecord;
-  /** The attempt's number (1 for the first claim). */
-  number: number;
-  /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
-  root: SpanRef;
-  span: SpanRef;
-  fence: { write: Transact; holder: Holder };
-  /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
-  signal: AbortSignal;
-  /**
-   * Aborted when a CONCLUDE stop is heard (announced, or found by a lease renewal): the model
-   * request and tool calls in hand stop, and the attempt makes its one concluding request.
-   */
-  conclude?: AbortSignal;
-};
-
-/**
- * What the parts of the runtime taking part in an attempt write through: the attempt's trace,
- * its fenced transaction, and the conversation's log as the attempt holds it (appended to
- * through `log`, so later turns see the entries without reading the log again).
- */
-export type AttemptScope = { run: RunRecord; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
-
-export type ExecutorDeps = {
-  model: ModelPort;
-  recorder: RuntimeTrace;
-  /** The conversations' logs (R3). */
-  log: ConversationLog;
-  /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and the stop or pause asked of it. */
-  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs" | "requests">;
-  /** The profile the run executes: the version frozen at its admission. */
-  profile: (run: RunRecord) => Promise<AgentProfile>;
-  /**
-   * The tools of one attempt, given the run's log so far (for tools whose state lives in the log)
-   * and its profile (whose skill list selects what load_skill offers).
-   */
-  tools: (scope: AttemptScope, runLog: readonly LoggedMessage[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
-  toolTimeoutMs: number;
-  /** The payload step: spills results too large for the model's context (R10). */
-  spiller?: Spiller;
-  /** Extensions that take part in every run (workspace materials, …). */
-  hooks?: RunHooks[];
-  /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
-  context?: ContextBuilder;
-  /** Human approval of tool calls; without it every call executes at once. */
-  approvals?: ApprovalSettings;
-  /** Where model output is reported while it streams, for live subscribers (runOutput). */
-  output?: RunOutput;
-  /** Prices the bound of each model request for the cost caps; without it no cost cap is checked. */
-  costs?: CostBounds;
-};
-
-/** A part of the runtime that takes part in each run at fixed points. */
-export interface RunHooks {
-  /** Once per attempt, before the first turn (also when a run resumes). */
-  beforeFirstTurn?(scope: AttemptScope): Promise<void>;
-  /** After a model request was answered: the request's span and the log entries it carried verbatim. */
-  afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly LoggedMessage[] }): Promise<void>;
-}
+export type { AttemptContext, AttemptScope, ExecutorDeps, RunHooks } from "./attempt.js";
 
 /** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
 type Turn = {

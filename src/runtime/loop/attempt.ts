@@ -1,0 +1,78 @@
+// What an attempt of a run is made of, as the worker hands it to the executor (AttemptContext),
+// what the parts of the runtime taking part in it write through (AttemptScope), what the executor
+// is built from (ExecutorDeps) and the fixed points where extensions take part (RunHooks).
+import type { AgentProfile } from "../agents.js";
+import type { AttemptLog } from "../memory/attempt-log.js";
+import type { ContextBuilder } from "../memory/context-builder.js";
+import type { Holder, Transact } from "../ports/attempt-fence.js";
+import type { ConversationLog, LoggedMessage } from "../ports/conversation-log.js";
+import type { ModelPort } from "../ports/model.js";
+import type { RunOutput } from "../ports/run-output.js";
+import type { RunRecord, RunState } from "../ports/run-state.js";
+import type { Tool } from "../ports/tool.js";
+import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
+import type { Spiller } from "../spill/spiller.js";
+import type { CostBounds } from "./cost-caps.js";
+import type { ApprovalSettings } from "./held-calls.js";
+
+/** One claim of a run, as the worker hands it to the executor. */
+export type AttemptContext = {
+  run: RunRecord;
+  /** The attempt's number (1 for the first claim). */
+  number: number;
+  /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
+  root: SpanRef;
+  span: SpanRef;
+  fence: { write: Transact; holder: Holder };
+  /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
+  signal: AbortSignal;
+  /**
+   * Aborted when a CONCLUDE stop is heard (announced, or found by a lease renewal): the model
+   * request and tool calls in hand stop, and the attempt makes its one concluding request.
+   */
+  conclude?: AbortSignal;
+};
+
+/**
+ * What the parts of the runtime taking part in an attempt write through: the attempt's trace,
+ * its fenced transaction, and the conversation's log as the attempt holds it (appended to
+ * through `log`, so later turns see the entries without reading the log again).
+ */
+export type AttemptScope = { run: RunRecord; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
+
+export type ExecutorDeps = {
+  model: ModelPort;
+  recorder: RuntimeTrace;
+  /** The conversations' logs (R3). */
+  log: ConversationLog;
+  /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and the stop or pause asked of it. */
+  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs" | "requests">;
+  /** The profile the run executes: the version frozen at its admission. */
+  profile: (run: RunRecord) => Promise<AgentProfile>;
+  /**
+   * The tools of one attempt, given the run's log so far (for tools whose state lives in the log)
+   * and its profile (whose skill list selects what load_skill offers).
+   */
+  tools: (scope: AttemptScope, runLog: readonly LoggedMessage[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
+  toolTimeoutMs: number;
+  /** The payload step: spills results too large for the model's context (R10). */
+  spiller?: Spiller;
+  /** Extensions that take part in every run (workspace materials, …). */
+  hooks?: RunHooks[];
+  /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
+  context?: ContextBuilder;
+  /** Human approval of tool calls; without it every call executes at once. */
+  approvals?: ApprovalSettings;
+  /** Where model output is reported while it streams, for live subscribers (runOutput). */
+  output?: RunOutput;
+  /** Prices the bound of each model request for the cost caps; without it no cost cap is checked. */
+  costs?: CostBounds;
+};
+
+/** A part of the runtime that takes part in each run at fixed points. */
+export interface RunHooks {
+  /** Once per attempt, before the first turn (also when a run resumes). */
+  beforeFirstTurn?(scope: AttemptScope): Promise<void>;
+  /** After a model request was answered: the request's span and the log entries it carried verbatim. */
+  afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly LoggedMessage[] }): Promise<void>;
+}
