@@ -18,15 +18,16 @@ export const PROCESSES = ["src/main.ts", "src/worker-main.ts", "src/mcp/main.ts"
  *   so a lower limit means earlier collections — the peak under load fell from about 390 MB to
  *   about 220 MB for the same CPU. Live data is about 55 MB; a server that needs more than 1 GB
  *   is run with its own flag (see the README).
- * - --max-semi-space-size=1: the young generation (two semi-spaces) grows to 32 MB under V8's
- *   default and stays committed when the server is idle; at 1 MB an idle embedded server holds
- *   about 30 MB less, and under the 20-client mixed load its server CPU per request and its
- *   throughput did not move beyond the machine's noise (docs/performance.md, Memory).
+ * - --max-semi-space-size=4: the young generation (two semi-spaces) grows to 32 MB under V8's
+ *   default and stays committed when the server is idle. At 1 MB an idle embedded server held
+ *   about 10 MB less than at 4, but the run path paid for it: `bench:run-path`, pairs in one
+ *   session, server CPU per turn on the embedded database 55.8 ms at 1 MB, 46.9 ms at 4 MB,
+ *   43.2 ms at V8's default (docs/performance.md, Memory).
  * - --liftoff-only: Prisma's query compiler is WebAssembly; V8 also compiles its hot functions a
  *   second time, optimised, which costs about 50 MB resident and no CPU measurable per request,
  *   because Prisma caches query plans and runs the compiler once per query shape.
  */
-export const NODE_FLAGS = ["--max-old-space-size=1024", "--max-semi-space-size=1", "--liftoff-only"];
+export const NODE_FLAGS = ["--max-old-space-size=1024", "--max-semi-space-size=4", "--liftoff-only"];
 
 /**
  * Prisma's query compiler comes as a module holding its WebAssembly as base64 text (4.4 MB),
