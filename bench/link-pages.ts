@@ -9,21 +9,12 @@
 import { Client } from "pg";
 import { buildDossier } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
-import { CLIENTS, type Measured, measure, post, SECONDS, serve } from "./server-load.js";
+import { CLIENTS, comparedRow, type Measured, measure, medianOf, post, SECONDS, serve } from "./server-load.js";
 import { printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const ROUNDS = 3;
 const LARGE = 2_000;
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const medianOf = (all: Measured[]): Measured => ({
-  perSecond: median(all.map((m) => m.perSecond)),
-  p99: median(all.map((m) => m.p99)),
-  cpuMs: median(all.map((m) => m.cpuMs)),
-  statements: median(all.map((m) => m.statements)),
-  databaseCpuMs: all.every((m) => m.databaseCpuMs !== undefined) ? median(all.map((m) => m.databaseCpuMs!)) : undefined,
-});
 
 /** A workspace with `links` runs of the development principal linked to it, inserted in a few statements. */
 async function workspaceWith(url: string, pg: Client, links: number): Promise<string> {
@@ -75,21 +66,12 @@ async function main(): Promise<void> {
     if (analysed[0].last_analyze || analysed[0].last_autoanalyze) throw new Error("the link table was analysed while the benchmark measured it fresh");
     await pg.query(`ANALYZE workspace_link`);
     const analysedRounds = await rounds();
-    const row = (name: string, m: Measured, base: Measured) => [
-      name,
-      `${m.perSecond.toFixed(0)}/s`,
-      `${m.p99.toFixed(1)} ms`,
-      `${m.cpuMs.toFixed(2)} ms`,
-      m.databaseCpuMs !== undefined ? `${m.databaseCpuMs.toFixed(2)} ms` : "—",
-      m.statements.toFixed(1),
-      `${(base.perSecond / m.perSecond).toFixed(2)}× the time, ${(m.cpuMs / base.cpuMs).toFixed(2)}× server CPU, ${(m.databaseCpuMs !== undefined && base.databaseCpuMs ? m.databaseCpuMs / base.databaseCpuMs : Number.NaN).toFixed(2)}× PostgreSQL CPU`,
-    ];
     printTable([
       ["typical workspace read (PostgreSQL)", "throughput", "p99", "server CPU/request", "PostgreSQL CPU/request", "SQL/request", "against 20 links"],
-      row("20 links, before ANALYZE", fresh.few, fresh.few),
-      row(`${LARGE.toLocaleString("en")} links just inserted, before ANALYZE`, fresh.many, fresh.few),
-      row("20 links, after ANALYZE", analysedRounds.few, analysedRounds.few),
-      row(`${LARGE.toLocaleString("en")} links, after ANALYZE`, analysedRounds.many, analysedRounds.few),
+      comparedRow("20 links, before ANALYZE", fresh.few, fresh.few),
+      comparedRow(`${LARGE.toLocaleString("en")} links just inserted, before ANALYZE`, fresh.many, fresh.few),
+      comparedRow("20 links, after ANALYZE", analysedRounds.few, analysedRounds.few),
+      comparedRow(`${LARGE.toLocaleString("en")} links, after ANALYZE`, analysedRounds.many, analysedRounds.few),
     ]);
     const each = (ratios: number[]) => ratios.map((r) => `${r.toFixed(2)}×`).join(", ");
     console.log(

@@ -10,7 +10,7 @@ import { Client } from "pg";
 import { buildDossier } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { SEEDED_RUNS, seedRunsSql } from "../test/support/run-seed.js";
-import { CLIENTS, type Measured, measure, post, SECONDS, serve } from "./server-load.js";
+import { CLIENTS, comparedRow, type Measured, measure, medianOf, post, SECONDS, serve } from "./server-load.js";
 import { printTable } from "./support.js";
 
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -22,15 +22,6 @@ const PAGE = /* GraphQL */ `
   }
 `;
 const FILTER = { status: ["SUCCEEDED"], tagsAny: ["team3"], metadata: { team: "team3" } };
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const medianOf = (all: Measured[]): Measured => ({
-  perSecond: median(all.map((m) => m.perSecond)),
-  p99: median(all.map((m) => m.p99)),
-  cpuMs: median(all.map((m) => m.cpuMs)),
-  statements: median(all.map((m) => m.statements)),
-  databaseCpuMs: all.every((m) => m.databaseCpuMs !== undefined) ? median(all.map((m) => m.databaseCpuMs!)) : undefined,
-});
 
 async function main(): Promise<void> {
   await buildDossier(["bench/server-process.ts"]);
@@ -51,19 +42,10 @@ async function main(): Promise<void> {
     }
     const plain = medianOf(unfiltered);
     const narrowed = medianOf(filtered);
-    const row = (name: string, m: Measured) => [
-      name,
-      `${m.perSecond.toFixed(0)}/s`,
-      `${m.p99.toFixed(1)} ms`,
-      `${m.cpuMs.toFixed(2)} ms`,
-      m.databaseCpuMs !== undefined ? `${m.databaseCpuMs.toFixed(2)} ms` : "—",
-      m.statements.toFixed(1),
-      `${(plain.perSecond / m.perSecond).toFixed(2)}× the time, ${(m.cpuMs / plain.cpuMs).toFixed(2)}× server CPU, ${(m.databaseCpuMs !== undefined && plain.databaseCpuMs ? m.databaseCpuMs / plain.databaseCpuMs : Number.NaN).toFixed(2)}× PostgreSQL CPU`,
-    ];
     printTable([
       ["scenario (PostgreSQL)", "throughput", "p99", "server CPU/request", "PostgreSQL CPU/request", "SQL/request", "against the unfiltered page"],
-      row(`unfiltered page of 20 runs + totalCount, ${SEEDED_RUNS.toLocaleString("en")} runs`, plain),
-      row(`filtered list on ${SEEDED_RUNS.toLocaleString("en")} runs (status + tagsAny + metadata) + totalCount`, narrowed),
+      comparedRow(`unfiltered page of 20 runs + totalCount, ${SEEDED_RUNS.toLocaleString("en")} runs`, plain, plain),
+      comparedRow(`filtered list on ${SEEDED_RUNS.toLocaleString("en")} runs (status + tagsAny + metadata) + totalCount`, narrowed, plain),
     ]);
     const each = (all: Measured[]) => all.map((m) => `${m.perSecond.toFixed(0)}/s`).join(", ");
     console.log(`\nrounds, unfiltered: ${each(unfiltered)}; filtered: ${each(filtered)}`);

@@ -90,6 +90,31 @@ export async function post(url: string, query: string, variables: Record<string,
 
 export type Measured = { perSecond: number; p99: number; cpuMs: number; statements: number; databaseCpuMs?: number };
 
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Each figure's median over interleaved rounds. */
+export const medianOf = (all: Measured[]): Measured => ({
+  perSecond: median(all.map((m) => m.perSecond)),
+  p99: median(all.map((m) => m.p99)),
+  cpuMs: median(all.map((m) => m.cpuMs)),
+  statements: median(all.map((m) => m.statements)),
+  databaseCpuMs: all.every((m) => m.databaseCpuMs !== undefined) ? median(all.map((m) => m.databaseCpuMs!)) : undefined,
+});
+
+/** A table row of `m`'s figures, and how much time and CPU it costs against `base`. */
+export function comparedRow(name: string, m: Measured, base: Measured): string[] {
+  const databaseRatio = m.databaseCpuMs !== undefined && base.databaseCpuMs ? m.databaseCpuMs / base.databaseCpuMs : Number.NaN;
+  return [
+    name,
+    `${m.perSecond.toFixed(0)}/s`,
+    `${m.p99.toFixed(1)} ms`,
+    `${m.cpuMs.toFixed(2)} ms`,
+    m.databaseCpuMs !== undefined ? `${m.databaseCpuMs.toFixed(2)} ms` : "—",
+    m.statements.toFixed(1),
+    `${(base.perSecond / m.perSecond).toFixed(2)}× the time, ${(m.cpuMs / base.cpuMs).toFixed(2)}× server CPU, ${databaseRatio.toFixed(2)}× PostgreSQL CPU`,
+  ];
+}
+
 /**
  * CPU time used so far by the PostgreSQL server on this machine, in ms: its live processes and the
  * backends that have exited (counted in the postmaster's children's time). Undefined when its
