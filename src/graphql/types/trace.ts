@@ -6,7 +6,7 @@ import { usageOf } from "../../domain/json-columns.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
-import { firstEventsOfSpans, requestOf, type SubtreeSums, subtreeSums, traceUsages, type Usage } from "../../trace/read/trace-reads.js";
+import { firstEventsOfSpans, noUsage, requestOf, type SubtreeSums, subtreeSums, traceUsages, type Usage } from "../../trace/read/trace-reads.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
@@ -119,7 +119,7 @@ async function firstEventsOf(ctx: GraphQLContext, spanId: string, take: number):
 export async function subtreeOf(ctx: GraphQLContext, spanId: string): Promise<SubtreeSums> {
   // A span removed since it was listed (trace retention) sums to nothing.
   const sums = await loadBatched(ctx, "span-subtree-sums", spanId, (spanIds) => subtreeSums(ctx.prisma, spanIds));
-  return sums ?? { usage: { input: 0, output: 0, cached: 0, reasoning: 0 }, cost: new Decimal(0), unpriced: false };
+  return sums ?? { usage: noUsage(), cost: new Decimal(0), unpriced: false };
 }
 
 export const SpanObject = builder.prismaNode("Span", {
@@ -220,8 +220,7 @@ builder.prismaNode("Trace", {
     usage: t.field({
       type: TokenUsageRef,
       description: "The whole run's model usage: the sum of the model spans' own usage.",
-      resolve: async (trace, _args, ctx) =>
-        (await loadBatched(ctx, "trace-usage", trace.id, (traceIds) => traceUsages(ctx.prisma, traceIds))) ?? { input: 0, output: 0, cached: 0, reasoning: 0 },
+      resolve: async (trace, _args, ctx) => (await loadBatched(ctx, "trace-usage", trace.id, (traceIds) => traceUsages(ctx.prisma, traceIds))) ?? noUsage(),
     }),
   }),
 });

@@ -9,6 +9,9 @@ import type { JsonValue } from "../../domain/json-columns.js";
 /** Model-reported tokens, as a span records them. */
 export type Usage = { input: number; output: number; cached: number; reasoning: number };
 
+/** The usage of nothing: no span, or spans that made no model request. */
+export const noUsage = (): Usage => ({ input: 0, output: 0, cached: 0, reasoning: 0 });
+
 /** The columns a listed event shows (its payload is read only when asked for). */
 export type ListedEvent = Pick<SpanEvent, "id" | "spanId" | "seq" | "kind" | "at" | "payloadSize" | "preview">;
 
@@ -107,7 +110,7 @@ export const sumUsage = (usages: (Usage | null)[]): Usage =>
       cached: total.cached + (usage?.cached ?? 0),
       reasoning: total.reasoning + (usage?.reasoning ?? 0),
     }),
-    { input: 0, output: 0, cached: 0, reasoning: 0 },
+    noUsage(),
   );
 
 /**
