@@ -1,17 +1,16 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import { z } from "zod";
-import { approvalRules, type CompactionPolicy, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
-import type { AgentProfile } from "./runtime/agents.js";
-import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import { approvalRules, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
-import { type SignInSettings, signInEnv, signInOf } from "./config-sign-in.js";
-import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
+import { signInEnv, signInOf } from "./config-sign-in.js";
+import type { Config, DatabaseTimeouts } from "./config-types.js";
 import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
 export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+export type { CapabilitySettings, Config, ContextBudgetSettings, DatabaseTimeouts } from "./config-types.js";
 
 const envSchema = z.object({
   PORT: port.default(4000),
@@ -126,172 +125,6 @@ const envSchema = z.object({
   TRUSTED_DOCUMENTS_DIR: z.string().optional(),
   GRAPHIQL: flag.optional(),
 });
-
-export type Config = {
-  port: number;
-  host: string;
-  logLevel: "debug" | "info" | "warn" | "error" | "silent";
-  /** Requests without an API key are refused; otherwise they act as the development principal. */
-  authRequired: boolean;
-  /** Browser origins approved besides the server's own (CORS_ORIGINS; default none). */
-  corsOrigins: string[];
-  /** Origins whose pages may frame the trace viewer (VIEWER_FRAME_ANCESTORS; default none). */
-  viewerFrameAncestors: string[];
-  /** The host names requests may be addressed to (ALLOWED_HOSTS); undefined: every name (a non-loopback bind with keys required). */
-  allowedHosts?: string[];
-  /** The app's own sign-in (AUTH_JWKS_URL and its companions); none when unset. */
-  signIn?: SignInSettings;
-  /** Encrypts MCP header and environment values at rest (SECRETS_KEY, base64 of 32 bytes). */
-  secretsKey?: string;
-  /** The bearer token /metrics requires (METRICS_TOKEN); open without it. */
-  metricsToken?: string;
-  /** Settings that were read but do nothing, with what to use instead: logged at start. */
-  warnings: string[];
-  /** The OpenAI-compatible model, or the scripted offline demo model when no key is configured. */
-  model:
-    | {
-        kind: "openai";
-        apiKey: string;
-        baseURL?: string;
-        model: string;
-        contextWindow: number;
-        /** Requests in flight at once to the model endpoint from one process (MODEL_MAX_CONCURRENCY). */
-        maxConcurrency: number;
-      }
-    | { kind: "scripted" };
-  /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */
-  agents: AgentProfile[];
-  /** The operator's model prices file (MODEL_PRICES_FILE), read and set at start (none without it). */
-  modelPricesFile?: string;
-  /** OTLP/HTTP collector for finished spans; export is off without it. */
-  otlpEndpoint?: string;
-  /** Redis for pub/sub across instances; without it, events stay in this process. */
-  redisUrl?: string;
-  /** The prefix of every Redis channel (REDIS_PREFIX; default derived from the database). */
-  redisPrefix: string;
-  /** Whether this process executes runs (false: it only serves the API). */
-  inProcessWorker: boolean;
-  /** How runs are executed by this process's worker (in process or `npm run worker`). */
-  worker: {
-    /** A run whose worker stops renewing its lease for this long is taken over by another (R17). */
-    leaseMs: number;
-    /**
-     * The lease's safety margin (RUN_LEASE_MARGIN_MS): an attempt that has not renewed its lease
-     * for leaseMs minus this stops itself, and a takeover waits leaseMs plus this since the last
-     * renewal, so two attempts of a run never overlap.
-     */
-    leaseMarginMs: number;
-    /** Runs one worker executes at once. */
-    concurrency: number;
-    /**
-     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL;
-     * default WORKER_CONCURRENCY: one worker's share, so with several workers one principal never
-     * holds them all). Claims interleave principals either way.
-     */
-    maxRunningPerPrincipal: number;
-    /** Where a worker process serves /metrics (off without it). */
-    metricsPort?: number;
-  };
-  /**
-   * What each principal's runs may cost per UTC day (DAILY_COST_LIMIT, decimal USD) unless the
-   * operator set the principal's own limit (npm run limits:set); no limit without it.
-   */
-  dailyCostLimit?: string;
-  /** Query and request limits (A7). */
-  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
-  maxSubscriptionsPerConnection: number;
-  /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
-  connections: { maxPerClient: number; requestTimeoutMs: number };
-  /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
-  maxSubscriptionsPerKey: number;
-  /**
-   * Request rate limits (RATE_LIMIT_PER_MINUTE; off when unset): a token bucket per credential, and
-   * per client address for requests without one, holding up to `burst` (RATE_LIMIT_BURST; default
-   * ten seconds' worth). Shared through Redis when REDIS_URL is set.
-   */
-  rateLimit?: { perMinute: number; burst: number };
-  /** Trusted documents (TRUSTED_DOCUMENTS_ONLY; TRUSTED_DOCUMENTS_DIR's manifests, documentId → document); see server/trusted-documents.ts. */
-  trustedDocuments: { only: boolean; extra: Record<string, string> };
-  /** GRAPHIQL: GraphiQL served (unset: unless trusted documents only), and exempt from trusted documents only. */
-  graphiql?: boolean;
-  /** Live trace updates that may wait for one slow subscriber before it must resync. */
-  traceSubscriberBuffer: number;
-  /**
-   * Spans and events one run's trace keeps (MAX_TRACE_RECORDS; default 50,000): past it the run
-   * goes on, its trace records one TRUNCATED event and then only span ends and model usage.
-   */
-  maxTraceRecords: number;
-  /** Where each run's sandbox folder is created. */
-  sandboxDir: string;
-  toolTimeoutMs: number;
-  /**
-   * Human approval of tool calls: which calls wait for a person's decision (TOOL_APPROVALS, a
-   * JSON object of tool-name pattern → "always" | "never"; none by default), and how long a
-   * request waits before it counts as rejected (TOOL_APPROVAL_TIMEOUT_SECONDS).
-   */
-  toolApprovals: { rules: Record<string, "always" | "never">; timeoutSeconds: number };
-  /**
-   * Micro-compaction policy per tool (R5), from COMPACTION_POLICIES, a JSON object such as
-   * {"*":"stale","query_order":"always","place_order":"never"}: never = always shown verbatim,
-   * stale = cleared oldest first while a request is over budget, always = cleared once its turn is complete.
-   */
-  compactionPolicies: Record<string, CompactionPolicy>;
-  /**
-   * The context budget of every model request (R8): tokens kept free for the answer
-   * (CONTEXT_RESERVED_OUTPUT) and for estimation error (CONTEXT_SAFETY_BUFFER), and the share of
-   * the rest above which history is compacted (COMPACTION_TRIGGER_RATIO).
-   */
-  contextBudget: ContextBudgetSettings;
-  /** What the context budget counts tokens with (TOKENIZER): `estimate` is the local estimator. */
-  tokenizer: "estimate" | "o200k_base" | "cl100k_base";
-  /** Tool capabilities beyond the always-on built-ins (R14, R15). */
-  capabilities: CapabilitySettings;
-  /**
-   * Spilling of large tool results (R10–R12): policies by tool name ("*" for every tool), the
-   * most read_spill returns per call, and how often handles of settled runs are swept.
-   */
-  spill: { policies: Record<string, Partial<SpillPolicy>>; readMaxBytes: number; sweepIntervalMs: number };
-  /** How often the content of expired temporary artifacts is freed (W16). */
-  artifacts: { sweepIntervalMs: number };
-  /**
-   * Trace retention's operator default (TRACE_RETENTION_DAYS, null: kept forever; TRACE_RETENTION_MODE)
-   * and how often the sweep runs (TRACE_RETENTION_SWEEP_INTERVAL_MS).
-   */
-  retention: { days: number | null; mode: "DELETE" | "KEEP_SUMMARY"; sweepIntervalMs: number };
-  /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
-  webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
-  /** PostgreSQL when DATABASE_URL is set; otherwise the embedded PGlite database in dataDir. */
-  database: { kind: "postgres"; url: string; timeouts: DatabaseTimeouts } | { kind: "pglite"; dataDir: string };
-};
-
-/**
- * How long PostgreSQL may take before a call counts as failed (DB_*_TIMEOUT_MS): opening a
- * connection, a query as the client waits for it, a statement as the server runs it, and a
- * transaction left idle. Without them a link that hangs blocks a caller for minutes.
- */
-export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
-
-export type ContextBudgetSettings = { reservedOutput: number; safetyBuffer: number; triggerRatio: number };
-
-export type CapabilitySettings = {
-  /** The command lines principals' STDIO MCP servers may start (MCP_STDIO_COMMANDS; none by default). */
-  mcpStdioCommands: StdioCommandLine[];
-  /** The environment names a principal may set for them (MCP_STDIO_ENV; none by default). */
-  mcpStdioEnv: string[];
-  /** Hosts principals' HTTP MCP servers may reach inside the network (none by default: public addresses only). */
-  mcpHttpAllowedHosts: string[];
-  /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
-  mcpDrainTimeoutMs: number;
-  /**
-   * What a principal's MCP server may send: one message's bytes (a result over it is refused while
-   * it arrives; the model gets an error result), and tools/list's pages, tools and time.
-   */
-  mcpLimits: { resultMaxBytes: number; listMaxPages: number; listMaxTools: number; listTimeoutMs: number };
-  /** Hosts the http_fetch tool may reach; empty: the tool is not offered. */
-  fetch: { allowedHosts: string[]; maxBytes: number; timeoutMs: number };
-  /** The run_command tool (off by default): programs run in the run's sandbox folder, without a shell. */
-  commands: { allowed: boolean; timeoutMs: number; path: string };
-};
 
 /**
  * The environment's values by `schema`; throws ConfigError listing every bad one. An empty
