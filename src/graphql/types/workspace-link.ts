@@ -6,7 +6,9 @@ import { linkPages } from "../../domain/workspace/link-pages.js";
 import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
+import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "../builder.js";
+import { exposedColumns, type Select } from "../exposed-columns.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { newestFirstConnection, newestFirstPage, type PageArgs } from "../newest-first-page.js";
 import { loadBatched, REQUEST_BATCH } from "../request-batch.js";
@@ -45,13 +47,14 @@ const typenames: Record<WorkspaceLink["targetKind"], string> = {
 /** One query per kind for all the targets a page of links asks for, only the caller's objects. */
 type Linked = Conversation | Run | Publication | Artifact;
 
-function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<Linked[]> {
+function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[], select: Select | undefined): Promise<Linked[]> {
   const where = { id: { in: ids }, ...mine(ctx) };
+  // A select leaves out columns no selected field reads (graphql/exposed-columns.ts); the objects are only shown.
   switch (kind) {
     case "CONVERSATION":
-      return ctx.prisma.conversation.findMany({ where });
+      return ctx.prisma.conversation.findMany({ where, select }) as Promise<Linked[]>;
     case "RUN":
-      return ctx.prisma.run.findMany({ where });
+      return ctx.prisma.run.findMany({ where, select }) as Promise<Linked[]>;
     case "PUBLICATION":
       return ctx.prisma.publication.findMany({ where });
     case "ARTIFACT":
@@ -68,26 +71,40 @@ function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: 
  * permission check: only the caller's objects, a query per kind.
  */
 async function loadTargets(keys: string[], ctx: GraphQLContext): Promise<(Linked | null)[]> {
-  const idsByKind = new Map<LinkTargetKind, Set<string>>();
+  // Keys are `<kind>:<columns>:<id>`: one query per kind and set of columns.
+  const idsByRead = new Map<string, Set<string>>();
   for (const key of keys) {
-    const [kind, id] = splitKey(key);
-    idsByKind.set(kind, (idsByKind.get(kind) ?? new Set()).add(id));
+    const cut = key.lastIndexOf(":");
+    const read = key.slice(0, cut);
+    idsByRead.set(read, (idsByRead.get(read) ?? new Set()).add(key.slice(cut + 1)));
   }
   const found = new Map<string, Linked>();
   await Promise.all(
-    [...idsByKind].map(async ([kind, ids]) => {
-      for (const object of await findOwned(ctx, kind, [...ids])) {
+    [...idsByRead].map(async ([read, ids]) => {
+      const colon = read.indexOf(":");
+      const kind = read.slice(0, colon) as LinkTargetKind;
+      const columns = read.slice(colon + 1);
+      const select = columns === "*" ? undefined : Object.fromEntries(columns.split(",").map((column) => [column, true] as const));
+      for (const object of await findOwned(ctx, kind, [...ids], select)) {
         typenameOf.set(object, typenames[kind]);
-        found.set(`${kind}:${object.id}`, object);
+        found.set(`${read}:${object.id}`, object);
       }
     }),
   );
   return keys.map((key) => found.get(key) ?? null);
 }
 
-function splitKey(key: string): [LinkTargetKind, string] {
-  const colon = key.indexOf(":");
-  return [key.slice(0, colon) as LinkTargetKind, key.slice(colon + 1)];
+/** Columns every target row keeps whatever is selected: the owner and what an access token's grants are checked against. */
+const ALWAYS: Partial<Record<LinkTargetKind, readonly string[]>> = {
+  RUN: ["id", "ownerId", "workspaceId", "conversationId"],
+  CONVERSATION: ["id", "ownerId"],
+};
+
+/** The load key of a link's target: its kind, the columns the client's selection needs ("*": every one) and its id. */
+function targetKey(link: WorkspaceLink, info: GraphQLResolveInfo): string {
+  const always = ALWAYS[link.targetKind];
+  const columns = always && exposedColumns(info, typenames[link.targetKind], always);
+  return `${link.targetKind}:${columns ? columns.name : "*"}:${link.targetId}`;
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
@@ -109,7 +126,7 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
       description: "The linked object, read through its own permission check; null if you cannot read it.",
       load: (keys: string[], ctx) => loadTargets(keys, ctx),
       loaderOptions: REQUEST_BATCH,
-      resolve: (link) => `${link.targetKind}:${link.targetId}`,
+      resolve: (link, _args, _ctx, info) => targetKey(link, info),
     }),
   }),
 });
