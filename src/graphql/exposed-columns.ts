@@ -25,13 +25,57 @@ export function exposedColumns(info: GraphQLResolveInfo, typeName: string, alway
   // Several field nodes (the same field selected twice) are merged into one plan, keyed by the first.
   const key = info.fieldNodes.length === 1 ? typeName : `${typeName}#${info.fieldNodes.length}`;
   if (byType.has(key)) return byType.get(key)!;
-  const select = plan(info, typeName, always);
-  const columns = select && { select, name: Object.keys(select).sort().join(",") };
+  const columns = named(plan(info, info.fieldNodes, typeName, always));
   byType.set(key, columns);
   return columns;
 }
 
-function plan(info: GraphQLResolveInfo, typeName: string, always: readonly string[]): Select | null {
+const named = (select: Select | null): Columns | null => select && { select, name: Object.keys(select).sort().join(",") };
+
+/** Per field node: the columns below it, along a path, for a type. */
+const plannedBelow = new WeakMap<FieldNode, Map<string, Columns | null>>();
+
+/**
+ * As `exposedColumns`, for the fields found along `path` below `info`'s field (every alias of
+ * each, through fragments), e.g. a connection's edges → node → target; null also when nothing
+ * along the path is selected or a directive decides whether it is.
+ */
+export function exposedColumnsBelow(info: GraphQLResolveInfo, path: readonly string[], typeName: string, always: readonly string[]): Columns | null {
+  const node = info.fieldNodes[0]!;
+  let byType = plannedBelow.get(node);
+  if (!byType) plannedBelow.set(node, (byType = new Map()));
+  const key = `${path.join(".")}:${typeName}#${info.fieldNodes.length}`;
+  if (byType.has(key)) return byType.get(key)!;
+  let nodes: FieldNode[] | null = [...info.fieldNodes];
+  for (const name of path) nodes = nodes && fieldsNamed(info, nodes, name);
+  const columns = nodes && nodes.length > 0 ? named(plan(info, nodes, typeName, always)) : null;
+  byType.set(key, columns);
+  return columns;
+}
+
+/** The fields called `name` selected below `nodes`, through fragments; null if a directive is on the way. */
+function fieldsNamed(info: GraphQLResolveInfo, nodes: readonly FieldNode[], name: string): FieldNode[] | null {
+  const found: FieldNode[] = [];
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode | undefined): boolean => {
+    for (const selection of set?.selections ?? []) {
+      if (selection.directives?.length) return false;
+      if (selection.kind === Kind.FIELD) {
+        if (selection.name.value === name) found.push(selection);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (!walk(selection.selectionSet)) return false;
+      } else if (!seen.has(selection.name.value)) {
+        seen.add(selection.name.value);
+        const fragment = info.fragments[selection.name.value];
+        if (!fragment || !walk(fragment.selectionSet)) return false;
+      }
+    }
+    return true;
+  };
+  return nodes.every((node) => walk(node.selectionSet)) ? found : null;
+}
+
+function plan(info: GraphQLResolveInfo, nodes: readonly FieldNode[], typeName: string, always: readonly string[]): Select | null {
   const type = info.schema.getType(typeName);
   if (!isObjectType(type)) return null;
   const fields = type.getFields();
@@ -68,7 +112,7 @@ function plan(info: GraphQLResolveInfo, typeName: string, always: readonly strin
     }
     return true;
   };
-  return info.fieldNodes.every((node) => walk(node.selectionSet)) ? select : null;
+  return nodes.every((node) => walk(node.selectionSet)) ? select : null;
 }
 
 /** Whether `abstract` (the union or an interface) includes `typeName`, so that its fragment applies to it. */

@@ -1,6 +1,7 @@
 // A page of linked runs reads only the columns its selection shows when every field selected on a
-// run is one of the run's columns, as the typical workspace read's is; any other field (a
-// computed one, a relation) reads the whole row, and the answers are the same either way.
+// run is one of the run's columns, as the typical workspace read's is — in the page's own
+// statement; any other field (a computed one, a relation) reads the whole row, and the answers
+// are the same either way.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "graphql";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
@@ -56,18 +57,26 @@ describe.each(backends)("the columns a page of linked runs reads on %s", (backen
 
     statements.length = 0;
     const shown = (await t.client.request(SHOWN as never, { id: other.id } as never)) as { workspace: { links: Page } };
-    const [runRead] = runReads();
-    expect(runReads()).toHaveLength(1);
-    expect(runRead).toMatch(/"question"/);
-    expect(runRead).not.toMatch(/"configuration"|"goal_statement"|"answer"|"metadata"/);
+    // The runs come with the page: no statement of their own, and none of their other columns.
+    const pages = statements.filter((sql) => sql.includes("workspace_link_page"));
+    expect(pages).toHaveLength(1);
+    expect(pages[0]).toMatch(/"run\.question"/);
+    expect(pages[0]).not.toMatch(/configuration|goal_statement|answer|metadata/);
+    expect(runReads()).toEqual([]);
     const targets = shown.workspace.links.edges.map(({ node }) => node.target!);
     expect(targets.filter((target) => target.__typename === "Run")).toHaveLength(3);
     expect(targets.find((target) => target.__typename === "Conversation")).toEqual({ __typename: "Conversation", id: conversation.id, title: "Linked talk" });
 
     statements.length = 0;
     const mixed = (await t.client.request(MIXED as never, { id: other.id } as never)) as { workspace: { plain: Page; full: Page } };
-    // One lean read for the aliased plain page; whole rows for the other (and its relation's own read).
-    expect(runReads().filter((sql) => !/"configuration"/.test(sql))).toHaveLength(1);
+    // The plain page reads its runs with it; the other reads whole rows (and its relation reads its own).
+    expect(
+      statements
+        .filter((sql) => sql.includes("workspace_link_page"))
+        .map((sql) => /"run\.question"/.test(sql))
+        .sort(),
+    ).toEqual([false, true]);
+    expect(runReads().filter((sql) => !/"configuration"/.test(sql))).toEqual([]);
     expect(runReads().filter((sql) => /"configuration"/.test(sql)).length).toBeGreaterThanOrEqual(1);
     const plain = mixed.workspace.plain.edges.map(({ node }) => node.target);
     const full = mixed.workspace.full.edges.map(({ node }) => node.target);
