@@ -7,14 +7,16 @@
 // throughput, p99, server CPU, the CPU of the PostgreSQL server on this machine and SQL statements
 // per request (per event; the trace writers' database CPU includes their 1 s warm-up); below it,
 // resident memory.
-//   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_CPU_PROF=<dir>:
-//                           each server writes a V8 CPU profile there; BENCH_NODE_FLAGS: more flags)
+//   npm run bench:server   (BENCH_DATABASES=PGlite or PostgreSQL: one only; BENCH_SCENARIOS=reads:
+//                           the baseline and the two reads only; BENCH_CPU_PROF=<dir>: each server
+//                           writes a V8 CPU profile there; BENCH_NODE_FLAGS: more flags)
 import { buildDossier } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { CLIENTS, type Measured, measure, post, postgresCpuMs, type Request, SECONDS, serve, WRITERS } from "./server-load.js";
 import { printTable, TYPICAL_WORKSPACE_READ } from "./support.js";
 
 const LARGE = Number(process.env.BENCH_LINKS ?? 2_000);
+const readsOnly = process.env.BENCH_SCENARIOS === "reads";
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 /** A workspace with `links` admitted runs, each linked to it. */
@@ -82,9 +84,16 @@ async function main(): Promise<void> {
       const admit = (): Request => ({ query: ADMIT, variables: { input: { workspaceId: small, question: `admitted ${(admitted += 1)}` } } });
       const few = await measure(server, read(small));
       const many = await measure(server, read(large));
-      const admissions = await measure(server, admit);
       rows.push(row(`workspace + goal + page of 20 runs, 20 links, ${label}`, few, base, onPostgres));
       rows.push(row(`the same, ${LARGE.toLocaleString("en")} links, ${label}`, many, base, onPostgres));
+      growth.push(
+        `${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`,
+      );
+      if (readsOnly) {
+        await server.stop();
+        continue;
+      }
+      const admissions = await measure(server, admit);
       const traced = await post(server.url, `mutation { admitRun(input: { question: "trace writes" }) { ... on AdmitRunSuccess { run { id } } } }`);
       const databaseBefore = postgresCpuMs();
       const written = await server.writeTrace(
@@ -117,9 +126,6 @@ async function main(): Promise<void> {
       const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
       memory.push(
         `${label}: server resident memory ${mb(idle.rss)} idle after start, at most ${mb((await server.stats()).maxRss)} through these scenarios (the mixed load last)`,
-      );
-      growth.push(
-        `${label}: a page on ${LARGE.toLocaleString("en")} links costs ${(many.cpuMs / few.cpuMs).toFixed(2)}× the server CPU of a page on 20 (throughput ${(few.perSecond / many.perSecond).toFixed(2)}×)`,
       );
       await server.stop();
     }

@@ -1,6 +1,7 @@
 // A page of each of several workspaces' links, in one statement (the migration's
 // workspace_link_page): an index walk from the cursor on, whatever the table's statistics say.
-import type { PrismaClient, WorkspaceLink } from "../../generated/prisma/client.js";
+// A page whose linked runs are shown by a few of their columns reads them in the same statement.
+import { Prisma, type PrismaClient, type Run, type WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 
 type Bound = { createdAt: Date; id: string };
@@ -8,16 +9,58 @@ type Bound = { createdAt: Date; id: string };
 /** Which rows of each workspace: `take` of them, newest first (or oldest first), older than `after` and newer than `before` (Relay's cursors of a newest-first list). */
 export type LinkPage = { take: number; oldestFirst: boolean; after: Bound | null; before: Bound | null };
 
-/** The page of each of `workspaceIds`, in the page's order; a workspace without links has none. */
-export async function linkPages(prisma: PrismaClient, workspaceIds: readonly string[], page: LinkPage): Promise<Map<string, WorkspaceLink[]>> {
+/** The run columns a page can read with its links, each as the statement reads it (plain values: text, integers, times). */
+const RUN_COLUMNS: Partial<Record<keyof Run, string>> = {
+  id: `r."id"`,
+  ownerId: `r."owner_id"`,
+  workspaceId: `r."workspace_id"`,
+  conversationId: `r."conversation_id"`,
+  status: `r."status"::text`,
+  question: `r."question"`,
+  agent: `r."agent"`,
+  priority: `r."priority"`,
+  attempt: `r."attempt"`,
+  deadlineAt: `r."deadline_at"`,
+  createdAt: `r."created_at"`,
+};
+
+/** Whether the page can read these run fields with its links (else the runs are read on their own). */
+export const readableWithLinks = (fields: readonly string[]) => fields.every((field) => field in RUN_COLUMNS);
+
+/** A link with the run it names when the page read it too: null when that run is not the owner's (or gone). */
+export type PagedLink = WorkspaceLink & { run?: Partial<Run> | null };
+
+/**
+ * The page of each of `workspaceIds`, in the page's order; a workspace without links has none.
+ * With `runs`, each link to a run carries that run's `fields` when `ownerId` owns it.
+ */
+export async function linkPages(
+  prisma: PrismaClient,
+  workspaceIds: readonly string[],
+  page: LinkPage,
+  runs?: { ownerId: string; fields: readonly string[] },
+): Promise<Map<string, PagedLink[]>> {
   const { after: olderThan, before: newerThan } = page;
-  const rows = await prisma.$queryRaw<(Omit<WorkspaceLink, "targetKind"> & { targetKind: string })[]>`
-    SELECT id, workspace_id AS "workspaceId", target_kind::text AS "targetKind", target_id AS "targetId", created_at AS "createdAt"
+  const fields = runs?.fields.filter((field) => field in RUN_COLUMNS) ?? [];
+  // Column expressions come from RUN_COLUMNS only, never from a request.
+  const runColumns = fields.map((field) => `, ${RUN_COLUMNS[field as keyof Run]} AS "run.${field}"`).join("");
+  const rows = await prisma.$queryRaw<(Omit<WorkspaceLink, "targetKind"> & { targetKind: string } & Record<string, unknown>)[]>`
+    SELECT l.id, l.workspace_id AS "workspaceId", l.target_kind::text AS "targetKind", l.target_id AS "targetId", l.created_at AS "createdAt"${Prisma.raw(runColumns)}
       FROM "public"."workspace_link_page"(${workspaceIds}::text[], ${page.take}::integer, ${page.oldestFirst}::boolean,
-             ${olderThan?.createdAt ?? null}::timestamptz, ${olderThan?.id ?? null}::text, ${newerThan?.createdAt ?? null}::timestamptz, ${newerThan?.id ?? null}::text)`;
-  const byWorkspace = new Map<string, WorkspaceLink[]>();
+             ${olderThan?.createdAt ?? null}::timestamptz, ${olderThan?.id ?? null}::text, ${newerThan?.createdAt ?? null}::timestamptz, ${newerThan?.id ?? null}::text) AS l
+      ${runs ? Prisma.sql`LEFT JOIN "public"."run" AS r ON l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${runs.ownerId}` : Prisma.empty}`;
+  const byWorkspace = new Map<string, PagedLink[]>();
   for (const row of rows) {
-    const link = { ...row, targetKind: row.targetKind as LinkTargetKind };
+    const link: PagedLink = {
+      id: row.id,
+      workspaceId: row.workspaceId,
+      targetKind: row.targetKind as LinkTargetKind,
+      targetId: row.targetId,
+      createdAt: row.createdAt,
+    };
+    if (runs && link.targetKind === "RUN") {
+      link.run = row["run.id"] == null ? null : Object.fromEntries(fields.map((field) => [field, row[`run.${field}`]]));
+    }
     const listed = byWorkspace.get(row.workspaceId);
     if (listed) listed.push(link);
     else byWorkspace.set(row.workspaceId, [link]);

@@ -2,14 +2,16 @@
 // retention-and-link of HTML artifacts (W16).
 import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import type { LinkTarget } from "../../domain/research/run-links.js";
-import { linkPages } from "../../domain/workspace/link-pages.js";
+import { linkPages, type PagedLink, readableWithLinks } from "../../domain/workspace/link-pages.js";
 import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
+import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "../builder.js";
+import { exposedColumns, exposedColumnsBelow, type Select } from "../exposed-columns.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { newestFirstConnection, newestFirstPage, type PageArgs } from "../newest-first-page.js";
-import { loadBatched, REQUEST_BATCH } from "../request-batch.js";
+import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ArtifactNode } from "./artifact.js";
@@ -45,13 +47,14 @@ const typenames: Record<WorkspaceLink["targetKind"], string> = {
 /** One query per kind for all the targets a page of links asks for, only the caller's objects. */
 type Linked = Conversation | Run | Publication | Artifact;
 
-function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[]): Promise<Linked[]> {
+function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: string[], select: Select | undefined): Promise<Linked[]> {
   const where = { id: { in: ids }, ...mine(ctx) };
+  // A select leaves out columns no selected field reads (graphql/exposed-columns.ts); the objects are only shown.
   switch (kind) {
     case "CONVERSATION":
-      return ctx.prisma.conversation.findMany({ where });
+      return ctx.prisma.conversation.findMany({ where, select }) as Promise<Linked[]>;
     case "RUN":
-      return ctx.prisma.run.findMany({ where });
+      return ctx.prisma.run.findMany({ where, select }) as Promise<Linked[]>;
     case "PUBLICATION":
       return ctx.prisma.publication.findMany({ where });
     case "ARTIFACT":
@@ -68,26 +71,40 @@ function findOwned(ctx: GraphQLContext, kind: WorkspaceLink["targetKind"], ids: 
  * permission check: only the caller's objects, a query per kind.
  */
 async function loadTargets(keys: string[], ctx: GraphQLContext): Promise<(Linked | null)[]> {
-  const idsByKind = new Map<LinkTargetKind, Set<string>>();
+  // Keys are `<kind>:<columns>:<id>`: one query per kind and set of columns.
+  const idsByRead = new Map<string, Set<string>>();
   for (const key of keys) {
-    const [kind, id] = splitKey(key);
-    idsByKind.set(kind, (idsByKind.get(kind) ?? new Set()).add(id));
+    const cut = key.lastIndexOf(":");
+    const read = key.slice(0, cut);
+    idsByRead.set(read, (idsByRead.get(read) ?? new Set()).add(key.slice(cut + 1)));
   }
   const found = new Map<string, Linked>();
   await Promise.all(
-    [...idsByKind].map(async ([kind, ids]) => {
-      for (const object of await findOwned(ctx, kind, [...ids])) {
+    [...idsByRead].map(async ([read, ids]) => {
+      const colon = read.indexOf(":");
+      const kind = read.slice(0, colon) as LinkTargetKind;
+      const columns = read.slice(colon + 1);
+      const select = columns === "*" ? undefined : Object.fromEntries(columns.split(",").map((column) => [column, true] as const));
+      for (const object of await findOwned(ctx, kind, [...ids], select)) {
         typenameOf.set(object, typenames[kind]);
-        found.set(`${kind}:${object.id}`, object);
+        found.set(`${read}:${object.id}`, object);
       }
     }),
   );
   return keys.map((key) => found.get(key) ?? null);
 }
 
-function splitKey(key: string): [LinkTargetKind, string] {
-  const colon = key.indexOf(":");
-  return [key.slice(0, colon) as LinkTargetKind, key.slice(colon + 1)];
+/** Columns every target row keeps whatever is selected: the owner and what an access token's grants are checked against. */
+const ALWAYS: Partial<Record<LinkTargetKind, readonly string[]>> = {
+  RUN: ["id", "ownerId", "workspaceId", "conversationId"],
+  CONVERSATION: ["id", "ownerId"],
+};
+
+/** The load key of a link's target: its kind, the columns the client's selection needs ("*": every one) and its id. */
+function targetKey(link: WorkspaceLink, info: GraphQLResolveInfo): string {
+  const always = ALWAYS[link.targetKind];
+  const columns = always && exposedColumns(info, typenames[link.targetKind], always);
+  return `${link.targetKind}:${columns ? columns.name : "*"}:${link.targetId}`;
 }
 
 const LinkTargetUnion = builder.unionType("LinkTarget", {
@@ -103,21 +120,40 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
   fields: (t) => ({
     kind: t.expose("targetKind", { type: LinkKindEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
-    target: t.loadable({
+    target: t.field({
       type: LinkTargetUnion,
       nullable: true,
       description: "The linked object, read through its own permission check; null if you cannot read it.",
-      load: (keys: string[], ctx) => loadTargets(keys, ctx),
-      loaderOptions: REQUEST_BATCH,
-      resolve: (link) => `${link.targetKind}:${link.targetId}`,
+      resolve: async (link, _args, ctx, info) => {
+        // A run the page of links read with them (only the caller's: the page's join says so).
+        const paged = (link as PagedLink).run;
+        if (paged !== undefined) {
+          if (paged) typenameOf.set(paged, "Run");
+          return paged as Linked | null;
+        }
+        return (await loadBatched(ctx, "linkTargets", targetKey(link, info), (keys) => targetsByKey(keys, ctx))) ?? null;
+      },
     }),
   }),
 });
 
-async function linksOf(ctx: GraphQLContext, workspaceId: string, args: PageArgs): Promise<WorkspaceLink[]> {
+/** The keys' targets, each under its key. */
+async function targetsByKey(keys: string[], ctx: GraphQLContext): Promise<Map<string, Linked>> {
+  const found = await loadTargets(keys, ctx);
+  return new Map(keys.flatMap((key, i) => (found[i] ? [[key, found[i]] as const] : [])));
+}
+
+/**
+ * The page, with its linked runs when the client shows them only by columns the page's statement
+ * can read (the typical workspace read: id, status, question, createdAt): one statement less.
+ */
+async function linksOf(ctx: GraphQLContext, workspaceId: string, args: PageArgs, info: GraphQLResolveInfo): Promise<WorkspaceLink[]> {
   const page = newestFirstPage(args);
-  const key = JSON.stringify([page.take, page.oldestFirst, page.after, page.before]);
-  return (await loadBatched(ctx, `links:${key}`, workspaceId, (workspaceIds) => linkPages(ctx.prisma, workspaceIds, page))) ?? [];
+  const shown = exposedColumnsBelow(info, ["edges", "node", "target"], "Run", ALWAYS.RUN!);
+  const fields = shown && readableWithLinks(Object.keys(shown.select)) ? Object.keys(shown.select) : null;
+  const runs = fields ? { ownerId: ctx.actor.principalId, fields } : undefined;
+  const key = JSON.stringify([page.take, page.oldestFirst, page.after, page.before, fields]);
+  return (await loadBatched(ctx, `links:${key}`, workspaceId, (workspaceIds) => linkPages(ctx.prisma, workspaceIds, page, runs))) ?? [];
 }
 
 builder.prismaObjectField(WorkspaceNode, "links", (t) =>
@@ -127,8 +163,8 @@ builder.prismaObjectField(WorkspaceNode, "links", (t) =>
       description: "Linked objects, newest first; at most 100 a page (20 by default).",
       // The pages of every workspace of the request that asks for the same page: one statement, an
       // index walk from the cursor on, at any number of links (domain/workspace/link-pages.ts).
-      resolve: async (workspace, args, ctx) => ({
-        ...newestFirstConnection(await linksOf(ctx, workspace.id, args), args),
+      resolve: async (workspace, args, ctx, info) => ({
+        ...newestFirstConnection(await linksOf(ctx, workspace.id, args, info), args),
         countRows: () => boundedCount(ctx.prisma.workspaceLink, { workspaceId: workspace.id }),
       }),
     },
