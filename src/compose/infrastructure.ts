@@ -11,7 +11,6 @@ import { type Database, openDatabase } from "../db/open-database.js";
 import { createRedisEventBus } from "../events/redis-event-target.js";
 import { createEventBus, type EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
-import { OpenAIModel } from "../runtime/adapters/openai-model.js";
 import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
 import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
 import type { ModelPort } from "../runtime/ports/model.js";
@@ -97,11 +96,14 @@ export async function openRunQueue(config: Config, logger: Logger): Promise<PgBo
   return queue;
 }
 
-/** The configured model, or the scripted offline demo model without an API key. */
-export function modelFor(config: Config, logger: Logger): ModelPort {
+/**
+ * The configured model, or the scripted offline demo model without an API key. The OpenAI
+ * adapter (and the openai package, about 2 MB of heap) is loaded only when it is configured.
+ */
+export async function modelFor(config: Config, logger: Logger): Promise<ModelPort> {
   const model =
     config.model.kind === "openai"
-      ? new OpenAIModel({
+      ? new (await import("../runtime/adapters/openai-model.js")).OpenAIModel({
           apiKey: config.model.apiKey,
           baseURL: config.model.baseURL,
           model: config.model.model,

@@ -28,7 +28,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
       postgresUrl: config.database.kind === "postgres" ? config.database.url : undefined,
     },
     retention: config.retention,
-    runtime: config.inProcessWorker ? runtimeSettings(config, modelFor(config, logger)) : undefined,
+    runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {
     logger,

@@ -50,7 +50,7 @@ export async function startWorkerProcess({
     mcp: mcpSettings(config, logger),
     runQueue: infrastructure.runQueue,
     retention: config.retention,
-    runtime: { ...runtimeSettings(config, model ?? modelFor(config, logger)), extraTools },
+    runtime: { ...runtimeSettings(config, model ?? (await modelFor(config, logger))), extraTools },
   });
   const metricsServer =
     config.worker.metricsPort === undefined

@@ -40,8 +40,21 @@ const READINESS_DEADLINE_MS = 800;
 // (PostgreSQL) or for PGlite's single connection; give them room before calling it a failure.
 const transactionOptions = { maxWait: 10_000, timeout: 20_000 };
 
-/** The embedded database's buffer pool (see openPglite). */
-const PGLITE_SHARED_BUFFERS = "8MB";
+/**
+ * The embedded database's PostgreSQL settings, each measured in an idle `npm start` on a new data
+ * folder (the touched part of PGlite's WebAssembly memory, which never shrinks):
+ * - shared_buffers: PostgreSQL's default buffer pool (128 MB) is touched in full at start; 8 MB
+ *   keeps an idle embedded server about 150 MB smaller (about 25 MB smaller than 32 MB), and what
+ *   it does not hold the OS's file cache does — the data folder is read through the file system,
+ *   so a page not in the pool is a copy away.
+ * - max_connections, autovacuum_worker_slots, max_wal_senders: PGlite is one backend in
+ *   single-user mode, with no autovacuum and no replication, yet PostgreSQL sizes its per-backend
+ *   shared structures for 100 + 16 + 10 of them: about 4 MB touched for nothing.
+ * - max_locks_per_transaction: the shared lock table is sized from it times the backends above,
+ *   so with fewer backends each may hold more: 256 × 7 slots, room for a migration that locks
+ *   every table and index at once (PostgreSQL's default gives 64 × 127, mostly never touched).
+ */
+const PGLITE_SETTINGS = ["shared_buffers=8MB", "max_connections=5", "autovacuum_worker_slots=1", "max_wal_senders=0", "max_locks_per_transaction=256"];
 
 /** How often the embedded database's planner statistics are refreshed (see openPglite). */
 const PGLITE_ANALYZE_EVERY_MS = 5 * 60_000;
@@ -120,11 +133,7 @@ async function openPglite(
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
     const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import("@electric-sql/pglite"), import("pglite-prisma-adapter")]);
-    // PostgreSQL's default buffer pool (128 MB) is touched in full at start, inside PGlite's
-    // WebAssembly memory: 8 MB keeps an idle embedded server about 150 MB smaller than the default
-    // (about 25 MB smaller than 32 MB), and what it does not hold the OS's file cache does — the
-    // data folder is read through the file system, so a page not in the pool is a copy away.
-    const settings = ["-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
+    const settings = PGLITE_SETTINGS.flatMap((setting) => ["-c", setting]);
     const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
     // A new folder is initialised in a child process (pglite-initdb.ts): initdb's peak stays out of this one.
     if (pgDir && !loadDataDir) await initialiseInChild(pgDir, settings);

@@ -6,7 +6,7 @@
 import { lookup } from "node:dns/promises";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
-import { Agent, buildConnector, fetch as undiciFetch } from "undici";
+import type { Agent, buildConnector } from "undici";
 import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../domain/capabilities/outbound-policy.js";
 
 /** A connection refused because its address is inside the server's network. */
@@ -40,7 +40,33 @@ const systemResolve: Resolver = async (host) => (await lookup(host, { all: true,
 
 type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void;
 
+/**
+ * undici (about 3.5 MB of heap) is loaded by the first request, not at start: a server whose
+ * principals never fetch a URL never holds it.
+ */
 export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
+  let client: Promise<{ agent: Agent; fetch: typeof import("undici").fetch }> | undefined;
+  const open = () => {
+    client ??= import("undici").then((undici) => ({ agent: agentFor(undici, options), fetch: undici.fetch }));
+    return client;
+  };
+  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const { agent, fetch: undiciFetch } = await open();
+    try {
+      return (await undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as Response;
+    } catch (error) {
+      // undici reports a failed connection as "fetch failed" with the reason as its cause: the
+      // reason itself is thrown, so callers that see only a message (the MCP SDK) still see its code.
+      const cause = (error as { cause?: unknown }).cause;
+      throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
+    }
+  };
+  return { fetch: guardedFetch as typeof fetch, close: async () => (client ? (await client).agent.close() : undefined) };
+}
+
+type Undici = { Agent: typeof Agent; buildConnector: typeof buildConnector };
+
+function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions): Agent {
   const resolve = options.resolve ?? systemResolve;
   const timeout = options.connectTimeoutMs ?? 10_000;
   const direct = buildConnector({ timeout });
@@ -69,7 +95,7 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
   const checked = buildConnector({ timeout, lookup: lookupFor(false) as never });
   const named = buildConnector({ timeout, lookup: lookupFor(true) as never });
 
-  const agent = new Agent({
+  return new Agent({
     connect(target, callback) {
       const host = target.hostname.toLowerCase().replace(/^\[|\]$/g, "");
       const port = target.port || (target.protocol === "https:" ? "443" : "80");
@@ -82,18 +108,6 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
       return (mayBeInternal ? named : checked)(target, callback);
     },
   });
-
-  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    try {
-      return (await undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as Response;
-    } catch (error) {
-      // undici reports a failed connection as "fetch failed" with the reason as its cause: the
-      // reason itself is thrown, so callers that see only a message (the MCP SDK) still see its code.
-      const cause = (error as { cause?: unknown }).cause;
-      throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
-    }
-  };
-  return { fetch: guardedFetch as typeof fetch, close: () => agent.close() };
 }
 
 /** What a failed request may tell the principal: the kind of failure, by its error code (FAILURE_CODE). */
