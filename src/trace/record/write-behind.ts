@@ -48,7 +48,7 @@ export class WriteBehind<E extends QueuedEvent> {
 
   /** Queues a write; resolves with its value once it committed (rejects with the pipeline's failure). */
   enqueue<T>(write: () => Promise<T>): Promise<T> {
-    this.check();
+    if (this.failure) return Promise.reject(this.failure.error);
     return new Promise<T>((resolve, reject) => {
       this.jobs.push({ type: "write", write, resolve: resolve as (value: unknown) => void, reject });
       this.start();
