@@ -14,7 +14,8 @@
 // - the SQL statements and transactions per turn and the server's CPU per turn (the turn-gap runs:
 //   admission, claim and settling included, spread over their turns).
 //
-// On PostgreSQL (TEST_POSTGRES_URL) and the embedded default. BENCH_ROUNDS sets the pairs (3).
+// On PostgreSQL (TEST_POSTGRES_URL) and the embedded default (BENCH_DATABASES=postgres|pglite: one
+// of them). BENCH_ROUNDS sets the pairs (3).
 //   npm run bench:run-path
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -28,6 +29,8 @@ import { post as postOnce, replyOf } from "./server-load.js";
 import { percentile, printTable } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** BENCH_DATABASES=postgres (or pglite) measures that database only. */
+const DATABASES = process.env.BENCH_DATABASES ? new RegExp(process.env.BENCH_DATABASES, "i") : undefined;
 const PARALLEL_RUNS = 16;
 const CALLS_PER_TURN = 6;
 const TOOL_TURNS = 5;
@@ -282,7 +285,7 @@ async function main(): Promise<void> {
     const targets: [string, string, () => Promise<void>][] = [
       ["PostgreSQL", database.url, database.drop],
       ["embedded (PGlite)", "pglite", async () => undefined],
-    ];
+    ].filter(([label]) => !DATABASES || DATABASES.test(label as string)) as [string, string, () => Promise<void>][];
     for (const [label, target, dispose] of targets) {
       const server = await spawn("dist/bench/run-path-server.js", [target, model.baseURL]);
       try {

@@ -121,6 +121,58 @@ describe.each(backends)("the trace recorder on %s", (backend) => {
     expect((await db.prisma.trace.findUniqueOrThrow({ where: { id: runId } })).lastSeq).toBe(4);
   });
 
+  it("a fenced recorder writes behind the work, in order: a span's reference comes before its row, `flushed` waits for every record", async () => {
+    const runId = await newTrace();
+    await db.prisma.run.update({ where: { id: runId }, data: { status: "RUNNING", attempt: 1, leaseOwner: "worker-a" } });
+    const fenced = recorder.fenced(new PrismaAttemptFence(db.prisma, { runId, attempt: 1, workerId: "worker-a" }, vi.fn()));
+    const heard: TraceChangeMessage[] = [];
+    const subscription = events.subscribe("trace:change", runId);
+    const listening = (async () => {
+      for await (const change of subscription) {
+        heard.push(change);
+        if (heard.length === 4) break;
+      }
+    })();
+    const root = await fenced.startSpan({ traceId: runId, kind: "RUN", name: "run" });
+    const turn = await fenced.startSpan({ traceId: runId, parent: root, kind: "TURN", name: "turn 1" });
+    void fenced.event(turn, "BUDGET", { estimate: 1 });
+    await fenced.endSpan(turn, { status: "OK" });
+    await fenced.flushed!();
+    await listening;
+    const spans = await db.prisma.span.findMany({ where: { traceId: runId }, orderBy: { startedAt: "asc" } });
+    expect(spans.map((span) => [span.id, span.parentId, span.status])).toEqual([
+      [root.id, null, "RUNNING"],
+      [turn.id, root.id, "OK"],
+    ]);
+    // Announced after commit, in seq order, each record once.
+    expect(heard.map((change) => [change.seq, change.type])).toEqual([
+      [1, "SPAN_STARTED"],
+      [2, "SPAN_STARTED"],
+      [3, "EVENT_APPENDED"],
+      [4, "SPAN_ENDED"],
+    ]);
+  });
+
+  it("a superseded attempt's records still queued are not written: `flushed` and its next trace call fail, and nothing after the refusal is written", async () => {
+    const runId = await newTrace();
+    await db.prisma.run.update({ where: { id: runId }, data: { status: "RUNNING", attempt: 1, leaseOwner: "worker-a" } });
+    const lost = vi.fn();
+    const fenced = recorder.fenced(new PrismaAttemptFence(db.prisma, { runId, attempt: 1, workerId: "worker-a" }, lost));
+    const root = await fenced.startSpan({ traceId: runId, kind: "RUN", name: "run" });
+    await fenced.flushed!();
+    await db.prisma.run.update({ where: { id: runId }, data: { attempt: 2, leaseOwner: "worker-b" } });
+    // Handed out at once, written behind: refused by the fence when written.
+    const turn = await fenced.startSpan({ traceId: runId, parent: root, kind: "TURN", name: "turn 1" });
+    void fenced.event(turn, "BUDGET", { estimate: 1 }).catch(() => undefined);
+    await fenced.endSpan(turn, { status: "OK" });
+    await expect(fenced.flushed!()).rejects.toBeInstanceOf(AttemptFencedError);
+    await expect(fenced.startSpan({ traceId: runId, parent: root, kind: "TURN", name: "turn 2" })).rejects.toBeInstanceOf(AttemptFencedError);
+    expect(lost).toHaveBeenCalledTimes(1);
+    expect((await db.prisma.span.findMany({ where: { traceId: runId } })).map((span) => span.id)).toEqual([root.id]);
+    expect(await db.prisma.spanEvent.count({ where: { spanId: turn.id } })).toBe(0);
+    expect((await db.prisma.trace.findUniqueOrThrow({ where: { id: runId } })).lastSeq).toBe(1);
+  });
+
   it("ends a span with ERROR and the message when the work throws", async () => {
     const traceId = await newTrace();
     await expect(

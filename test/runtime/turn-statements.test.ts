@@ -13,13 +13,19 @@ import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** Statements one steady turn sends, and how many of them commit a transaction. */
-const PER_TURN = { statements: 24, transactions: 3 };
+/** Statements one steady turn sends, and the transactions among them (the rest are single statements). */
+const PER_TURN = { statements: 23, transactions: 2 };
 
-const TOOL_TURNS = 4;
+const TOOL_TURNS = 3;
 
-/** How a commit shows in the statement log (the embedded database's driver names its own). */
-const COMMIT = /^\s*(COMMIT\b|-- Implicit "COMMIT")/i;
+/**
+ * The worker's passes, which run on their own clock (claims, sweeps, schedules, lease renewals) beside the runs:
+ * how many of them fall within a run depends on timing, not on its turns.
+ */
+const PASSES =
+  /WITH running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|^\s*SELECT "t0"\."id", "t0"\."owner_id" AS "ownerId", "t0"\."conversation_id"/;
+/** An attempt's transaction opens with its fence's check (the passes commit transactions of their own). */
+const FENCED = /^\s*SELECT 1 FROM run WHERE id = \$1 AND attempt = \$2::int/;
 const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
 
 let stub: OpenAIStreamStub | undefined;
@@ -34,16 +40,17 @@ afterEach(async () => {
 describe.each(backends)("one turn's SQL on %s", (backend) => {
   it(`is ${PER_TURN.statements} statements in ${PER_TURN.transactions} transactions`, async () => {
     const statements: string[] = [];
-    /** Where in `statements` each model request arrived. */
-    const requestsAt: number[] = [];
-    let answered!: () => void;
-    const done = new Promise<void>((resolve) => (answered = resolve));
-    stub = await startOpenAIStreamStub(() => {
-      requestsAt.push(statements.length);
-      const turn = requestsAt.length;
-      if (turn <= TOOL_TURNS)
+    /** Per run (its key in the question), the number of model requests it made so far. */
+    const turns = new Map<string, number>();
+    /** Per run, called when it asked for its final answer. */
+    const answered = new Map<string, () => void>();
+    stub = await startOpenAIStreamStub((request) => {
+      const key = /\[turns (\d+) (\S+)\]/.exec(JSON.stringify(request.messages))!;
+      const turn = (turns.get(key[2]!) ?? 0) + 1;
+      turns.set(key[2]!, turn);
+      if (turn > Number(key[1])) answered.get(key[2]!)?.();
+      if (turn <= Number(key[1]))
         return { toolCalls: [{ id: `call_${turn}`, name: "task_list", fragments: [JSON.stringify({ action: "add", title: `task ${turn}` })] }] };
-      answered();
       return { text: ["Done."] };
     });
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
@@ -52,23 +59,39 @@ describe.each(backends)("one turn's SQL on %s", (backend) => {
       // The scheduler looks at the schedules once at start, not again while the turns are counted.
       runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-turn-sql-")) },
     });
-    const { run } = await admit(t.client, { question: "Plan the week." });
-    await done;
-    expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
-
-    // Every steady turn (the first has the attempt's start in it, the last the run's end) costs the same.
-    const steady: string[][] = [];
-    for (let i = 1; i + 1 < TOOL_TURNS; i += 1) steady.push(statements.slice(requestsAt[i], requestsAt[i + 1]));
-    if (process.env.TURN_SQL) {
-      const { writeFileSync } = await import("node:fs");
-      steady.forEach((turn, i) =>
-        writeFileSync(`${process.env.TURN_SQL}-${backend}-${i}.sql`, turn.map((sql) => sql.replace(/\s+/g, " ").slice(0, 160)).join("\n")),
-      );
-    }
-    const counts = steady.map((turn) => ({
-      statements: turn.filter((sql) => !TRANSACTION_CONTROL.test(sql)).length,
-      transactions: turn.filter((sql) => COMMIT.test(sql)).length,
-    }));
-    expect(counts).toEqual(steady.map(() => PER_TURN));
+    /**
+     * A whole run's statements, from its admission to its end. A turn's trace records are written
+     * behind its work, some of them after the next model request went out: a turn's cost is the
+     * difference between two runs that differ only in their number of turns.
+     */
+    const runOf = async (toolTurns: number, key: string) => {
+      const done = new Promise<void>((resolve) => answered.set(key, resolve));
+      const from = statements.length;
+      const { run } = await admit(t!.client, { question: `Plan the week. [turns ${toolTurns} ${key}]` });
+      await done;
+      // The run's end and the last of its trace are written once no statement came for a while.
+      for (let seen = -1; seen !== statements.length; ) {
+        seen = statements.length;
+        await new Promise((resolve) => setTimeout(resolve, 400));
+      }
+      const sent = statements.slice(from);
+      expect((await settled(t!.client, run.id)).status).toBe("SUCCEEDED");
+      if (process.env.TURN_SQL) {
+        const { writeFileSync } = await import("node:fs");
+        writeFileSync(`${process.env.TURN_SQL}-${backend}-${key}.sql`, sent.map((sql) => sql.replace(/\s+/g, " ").slice(0, 160)).join("\n"));
+      }
+      return {
+        statements: sent.filter((sql) => !TRANSACTION_CONTROL.test(sql) && !PASSES.test(sql)).length,
+        transactions: sent.filter((sql) => FENCED.test(sql)).length,
+      };
+    };
+    // A first run warms what is read once per process (prices, profiles).
+    await runOf(1, "warm");
+    const short = await runOf(1, "short");
+    const long = await runOf(1 + TOOL_TURNS, "long");
+    expect({
+      statements: (long.statements - short.statements) / TOOL_TURNS,
+      transactions: (long.transactions - short.transactions) / TOOL_TURNS,
+    }).toEqual(PER_TURN);
   });
 });

@@ -19,7 +19,15 @@ const UNBOUNDED = 2_147_483_647;
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-export type NewSpanRow = { traceId: string; parentId: string | null; kind: SpanKind; name: string; attributes?: Record<string, unknown>; at: Date };
+export type NewSpanRow = {
+  id?: string;
+  traceId: string;
+  parentId: string | null;
+  kind: SpanKind;
+  name: string;
+  attributes?: Record<string, unknown>;
+  at: Date;
+};
 
 /**
  * Starts a span in one statement. `kept: false`: the trace holds `maxRecords` spans and events
@@ -32,7 +40,7 @@ export async function startSpanStatement(
   guard: StatementGuard | undefined,
   maxRecords: number = UNBOUNDED,
 ): Promise<{ kept: true; spanId: string; change: TraceChange } | { kept: false } | null> {
-  const id = newSpanId();
+  const id = input.id ?? newSpanId();
   const attributes = toStoredJson(input.attributes ?? {});
   const name = toStored(input.name);
   const [taken] = await db.$queryRawUnsafe<{ seq: number; kept: boolean }[]>(

@@ -121,7 +121,8 @@ export async function ensureTrace(tx: Tx, runId: string): Promise<string> {
 /** What `maxRecords` stands for when a write has no bound (the largest count the column holds). */
 const UNBOUNDED = 2_147_483_647;
 
-type NewSpan = { traceId: string; parentId?: string | null; kind: SpanKind; name: string; attributes?: SpanAttributes; at: Date };
+/** `id`: the span's id when the caller made it already (newSpanId), so its reference could be handed out before the write. */
+type NewSpan = { id?: string; traceId: string; parentId?: string | null; kind: SpanKind; name: string; attributes?: SpanAttributes; at: Date };
 
 export async function startSpanIn(tx: Tx, input: NewSpan): Promise<{ spanId: string; change: TraceChange }> {
   return (await startBoundedSpanIn(tx, input, UNBOUNDED))!;
@@ -144,7 +145,7 @@ export async function startBoundedSpanIn(tx: Tx, input: NewSpan, maxRecords: num
   const seq = Number(taken.seq);
   const span = await tx.span.create({
     data: {
-      id: newSpanId(),
+      id: input.id ?? newSpanId(),
       traceId: input.traceId,
       parentId: input.parentId ?? null,
       kind: input.kind,

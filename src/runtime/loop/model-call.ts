@@ -8,7 +8,7 @@ import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
-import { failedSpanStatus, withSpan } from "./spans.js";
+import { failedSpanStatus, note, type SpanEnding, withSpan } from "./spans.js";
 import { hasUniqueCallIds, withUniqueCallIds } from "./call-ids.js";
 
 /** The model's request failed (as opposed to anything Dossier did around it). */
@@ -27,7 +27,12 @@ export async function callModel(
   budget: object,
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
-): Promise<{ response: ModelResponse; span: SpanRef }> {
+  /**
+   * The caller ends the span of a request that succeeded (with `ending`), in the transaction
+   * that logs its reply (TraceSink.endSpanWith); a failed request's span is ended here either way.
+   */
+  endedByCaller = false,
+): Promise<{ response: ModelResponse; span: SpanRef; ending: SpanEnding }> {
   const { model } = deps;
   const { sink, signal } = turn.scope;
   // What the request itself threw (as opposed to recording its failure afterwards).
@@ -52,27 +57,28 @@ export async function callModel(
               output?.report(event);
               if (event.type === "text" && streamed) streamed.text += event.delta;
               // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-              if (event.type === "reasoning") sink.event(span, "THINKING", event.delta).catch(() => undefined);
+              if (event.type === "reasoning") void note(sink, span, "THINKING", event.delta).catch(() => undefined);
             },
           );
-          return { response, span };
+          const ending: SpanEnding = {
+            status: "OK",
+            usage: response.usage,
+            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
+          };
+          return { response, span, ending };
         } finally {
           output?.end();
         }
       },
       {
-        ended: ({ response }) => ({
-          status: "OK",
-          usage: response.usage,
-          attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
-        }),
+        ended: ({ ending }) => (endedByCaller ? null : ending),
         failed: async (error, span) => {
           failure = error;
           await sink.event(span, "ERROR", errorMessage(error));
           return { status: failedSpanStatus(signal) };
         },
       },
-    ).then(({ response, span }) => ({ response: withPlainCallIds(response), span }));
+    ).then(({ response, span, ending }) => ({ response: withPlainCallIds(response), span, ending }));
   } catch (error) {
     if (error !== failure) throw error;
     throw new ModelRequestFailed(errorMessage(error), { cause: error });

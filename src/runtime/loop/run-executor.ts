@@ -16,12 +16,12 @@ import { ModelRetryLater } from "../ports/model.js";
 import { concludingRequest } from "./conclude.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
-import type { SpanRef } from "../ports/trace-sink.js";
+import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
-import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
+import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
@@ -65,6 +65,19 @@ export class RunExecutor {
   }
 
   async execute(attempt: AttemptContext): Promise<Outcome> {
+    const sink = this.deps.recorder.fenced(attempt.fence);
+    const outcome = await this.attempt(attempt, sink);
+    try {
+      // The trace written behind the attempt's work is complete before the attempt settles (which
+      // ends its open spans); a write of it that failed stops the attempt as any failed write does.
+      await sink.flushed?.();
+    } catch (error) {
+      return this.failure(error, attempt.signal, { text: (outcome.type === "interrupted" && outcome.partialAnswer) || "" });
+    }
+    return outcome;
+  }
+
+  private async attempt(attempt: AttemptContext, sink: TraceSink): Promise<Outcome> {
     const { run, signal } = attempt;
     const { write } = attempt.fence;
     // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
@@ -83,7 +96,7 @@ export class RunExecutor {
         this.deps.profile(run),
         this.deps.runs.requests(run.id),
       ]);
-      const scope: AttemptScope = { run, span: attempt.span, sink: this.deps.recorder.fenced(attempt.fence), write, signal: work, log };
+      const scope: AttemptScope = { run, span: attempt.span, sink, write, signal: work, log };
       const answered = answeredBefore(log);
       if (answered !== null) {
         // The run's final reply is already in the log: an attempt died while settling it. The
@@ -233,7 +246,11 @@ export class RunExecutor {
         into,
         texts.map((content) => ({ role: "USER" as const, content })),
       );
-    if (turn.inputsPending) await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
+    if (turn.inputsPending) {
+      // Steering writes events on the turn's span in a transaction of its own: the span's start goes first.
+      await sink.flushed?.();
+      await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
+    }
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
@@ -246,7 +263,7 @@ export class RunExecutor {
       sink,
       signal,
     });
-    await sink.event(span, "BUDGET", budget);
+    await note(sink, span, "BUDGET", budget);
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
@@ -255,12 +272,21 @@ export class RunExecutor {
     if (capped.step) return capped.step;
     turn.streamed.text = "";
     const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens };
-    const { response, span: requestSpan } = await callModel(this.deps, turn, span, request, budget, turn.streamed);
+    // The request's span ends (priced, charged) in the transaction that logs its reply.
+    const endsWithReply = sink.endSpanWith?.bind(sink);
+    const { response, span: requestSpan, ending } = await callModel(this.deps, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
-    for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
-    // The reply's tokens and its log entry are written together: one fenced transaction.
-    const { tokensUsed, reply } = await write(async (tx, after) => {
+    try {
+      for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
+    } catch (error) {
+      // The request was made: its span ends, and its cost is charged, whatever failed after it.
+      if (endsWithReply) await sink.endSpan(requestSpan, ending);
+      throw error;
+    }
+    // The reply's tokens and its log entry are written together (with the span's end): one fenced transaction.
+    const replyWrite: Transact = endsWithReply ? (work) => endsWithReply(requestSpan, ending, work) : write;
+    const { tokensUsed, reply } = await replyWrite(async (tx, after) => {
       const inReply = within(tx, after);
       const used = await this.deps.runs.addTokens(inReply, run.id, response.usage);
       const [entry] = await log.append(inReply, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
@@ -268,7 +294,7 @@ export class RunExecutor {
     });
     if (response.toolCalls.length === 0) {
       // The reply is the log entry's content: the event refers to it rather than copying it.
-      await sink.event(span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });
+      await note(sink, span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });
       return { type: "final", answer: response.content ?? "" };
     }
     const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });

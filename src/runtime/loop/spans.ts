@@ -9,8 +9,8 @@ import { stoppedSpanStatus } from "./stop.js";
 export type SpanEnding = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
 
 export type SpanOptions<T> = {
-  /** How a result ends the span; OK by default. */
-  ended?: (result: T) => SpanEnding;
+  /** How a result ends the span; OK by default. Null: the caller ends it (SpanEnding in hand). */
+  ended?: (result: T) => SpanEnding | null;
   /**
    * How a failure ends the span (it may record events on the span first); by default ERROR with
    * the message as the `error` attribute. The failure is rethrown either way.
@@ -30,12 +30,23 @@ export async function withSpan<T>(
   const span = await sink.startSpan(input);
   try {
     const result = await work(span);
-    await sink.endSpan(span, options.ended?.(result) ?? { status: "OK" });
+    const ending = options.ended ? options.ended(result) : { status: "OK" as const };
+    if (ending) await sink.endSpan(span, ending);
     return result;
   } catch (error) {
     await sink.endSpan(span, options.failed ? await options.failed(error, span) : { status: "ERROR", attributes: { error: message(error) } });
     throw error;
   }
+}
+
+/**
+ * Records an event without waiting for its write when the sink writes behind the work (an
+ * attempt's): a failed write stops the attempt through the sink's next call or `flushed`.
+ */
+export async function note(sink: TraceSink, ...event: Parameters<TraceSink["event"]>): Promise<void> {
+  const written = sink.event(...event);
+  if (sink.flushed) written.catch(() => undefined);
+  else await written;
 }
 
 /** The status of a span whose work failed: a stop of the run (see stop.ts), else ERROR. */

@@ -3,6 +3,7 @@
 import type { TraceChangeMessage } from "../../events/topics.js";
 import type { Holder, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
+import type { AfterCommit, Tx } from "../../domain/transaction.js";
 
 export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
 /** INTERRUPTED: ended by whoever superseded or stopped the attempt the span belonged to. */
@@ -44,7 +45,20 @@ export interface TraceSink {
    * its bound (MAX_TRACE_RECORDS) and did not keep the event.
    */
   event(span: SpanRef, kind: SpanEventKind, payload: string | object, options?: EventOptions): Promise<number>;
+  /**
+   * A sink that writes behind the work (an attempt's): resolves once every record handed to it so
+   * far is committed, and rejects with the write that failed. Without it every call above has
+   * written its record by the time it resolves.
+   */
+  flushed?(): Promise<void>;
+  /**
+   * Ends a span in the same transaction as `work`, which runs through the attempt's fence after
+   * the records handed to the sink before it; resolves with `work`'s value once committed.
+   */
+  endSpanWith?<T>(span: SpanRef, end: SpanEnd, work: (tx: Tx, after: AfterCommit) => Promise<T>): Promise<T>;
 }
+
+export type SpanEnd = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
 
 /** A committed change of a trace, as subscribers receive it. */
 export type TraceChange = TraceChangeMessage;

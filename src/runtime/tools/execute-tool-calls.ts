@@ -5,7 +5,7 @@
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
 import type { Transact } from "../../domain/transaction.js";
-import { failedSpanStatus, withSpan } from "../loop/spans.js";
+import { failedSpanStatus, note, withSpan } from "../loop/spans.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
 import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
@@ -85,7 +85,7 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
     options.sink,
     input,
     async (span) => {
-      await options.sink.event(span, "TOOL_INPUT", call.arguments);
+      await note(options.sink, span, "TOOL_INPUT", call.arguments);
       const verdict = (await options.gate?.(call, span)) ?? { type: "execute" };
       if (verdict.type === "pending") return { call, output: "", isError: false, cancelled: false, durationMs: Date.now() - started, pending: true };
       const edited = verdict.type === "execute" && verdict.arguments !== undefined ? verdict.arguments : null;
@@ -101,8 +101,8 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
       // The event shows what the model is shown: a spilled result's preview (its own, small), else
       // the output itself, which the log entry holds.
       const kind = isError ? "ERROR" : "TOOL_OUTPUT";
-      if (spilled) await options.sink.event(span, kind, spilled.shown);
-      else await options.sink.event(span, kind, output, messageId ? { messageId } : {});
+      if (spilled) await note(options.sink, span, kind, spilled.shown);
+      else await note(options.sink, span, kind, output, messageId ? { messageId } : {});
       return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
     },
     {

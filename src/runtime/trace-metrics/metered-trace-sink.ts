@@ -29,6 +29,14 @@ function metered(sink: TraceSink, metrics: TraceMetrics): TraceSink {
       if (seq > 0) metrics.eventRecorded(kind);
       return seq;
     },
+    ...(sink.flushed && { flushed: () => sink.flushed!() }),
+    ...(sink.endSpanWith && {
+      async endSpanWith(span, end, work) {
+        const value = await sink.endSpanWith!(span, end, work);
+        if (end.usage) metrics.tokensUsed(end.usage);
+        return value;
+      },
+    }),
   };
 }
 

@@ -15,7 +15,10 @@ import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
+import { newSpanId } from "../../domain/trace/span-ids.js";
+import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { TraceBound } from "./trace-bound.js";
+import { type QueuedEvent, takeBatch, WriteBehind } from "./write-behind.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
@@ -28,34 +31,13 @@ export type RecorderDeps = {
   maxRecords?: number;
 };
 
-type PendingEvent = {
-  spanId: string;
-  kind: SpanEventKind;
-  payload: string;
-  messageId: string | null;
-  at: Date;
-  resolve: (seq: number) => void;
-  reject: (error: unknown) => void;
-};
+type PendingEvent = QueuedEvent & { traceId: string; spanId: string; kind: SpanEventKind; messageId: string | null; at: Date };
 /** An attempt's fence as the recorder writes through it; `lost` says why it lost its run, once it did. */
 type Fence = { write: Transact; holder: Holder; readonly lost?: Error | null };
 
 type EventQueue = { pending: PendingEvent[]; flushing: boolean };
-
-/** One write holds at most this many events, or about this many characters of payload. */
-const BATCH_EVENTS = 256;
-const BATCH_CHARS = 4_000_000;
-
-/** The events at the front of the queue that make one write (always at least one). */
-function takeBatch(pending: PendingEvent[]): PendingEvent[] {
-  let count = 0;
-  let chars = 0;
-  while (count < pending.length && count < BATCH_EVENTS && (count === 0 || chars < BATCH_CHARS)) {
-    chars += pending[count]!.payload.length;
-    count += 1;
-  }
-  return pending.splice(0, count);
-}
+type SpanEnd = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
+type SpanInput = { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes };
 
 export class PrismaTraceRecorder implements RuntimeTrace {
   private readonly transact: Transact;
@@ -65,6 +47,10 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   private readonly queues = new Map<string, EventQueue>();
   /** The bound on each trace's spans and events, shared by this recorder's fenced copies. */
   private readonly bound: TraceBound;
+  /** A fenced recorder's records, written behind the attempt's work in order (write-behind.ts). */
+  private readonly behind: WriteBehind<PendingEvent> | undefined;
+  /** Spans handed out before their start was written that the trace did not keep: the folded reference each stands for. */
+  private readonly redirects = new Map<string, SpanRef>();
 
   constructor(
     private readonly deps: RecorderDeps,
@@ -74,6 +60,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     this.transact = fence?.write ?? unfenced(deps.prisma);
     this.guard = fence?.holder;
     this.bound = bound ?? new TraceBound(deps.maxRecords);
+    this.behind = fence ? new WriteBehind((batch) => this.writeEvents(batch)) : undefined;
   }
 
   /** The same recorder, writing through an attempt's fence. */
@@ -90,13 +77,33 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     return this.transact((tx) => ensureTrace(tx, runId));
   }
 
-  async startSpan(input: { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes }): Promise<SpanRef> {
+  /**
+   * Starts a span. A fenced recorder hands out the span's reference at once (its id is made here)
+   * and writes the start behind the attempt's work; the trace's bound is decided when it is written.
+   */
+  async startSpan(input: SpanInput): Promise<SpanRef> {
     this.unlessLost();
+    const at = this.now();
+    if (!this.behind) return this.startSpanNow(input, newSpanId(), at);
+    const ref = { id: newSpanId(), traceId: input.traceId };
+    this.behind.detach(async () => {
+      const started = await this.startSpanNow({ ...input, parent: input.parent && this.resolve(input.parent) }, ref.id, at);
+      if (started.id !== ref.id) this.redirects.set(ref.id, started);
+    });
+    return ref;
+  }
+
+  /** What a span handed out stands for: itself, or the kept span it was folded into. */
+  private resolve(span: SpanRef): SpanRef {
+    return this.redirects.get(span.id) ?? span;
+  }
+
+  private async startSpanNow(input: SpanInput, id: string, at: Date): Promise<SpanRef> {
     // One statement, the fence's check inside it; only a refused one goes on to the fenced
     // transaction below, which says why (and stops the attempt).
     const parentId = input.parent?.id ?? null;
     const bounded = parentId ? this.bound.maxRecords : undefined;
-    const row = { traceId: input.traceId, parentId, kind: input.kind, name: input.name, attributes: input.attributes, at: this.now() };
+    const row = { id, traceId: input.traceId, parentId, kind: input.kind, name: input.name, attributes: input.attributes, at };
     const started = await startSpanStatement(this.deps.prisma, row, this.statementGuard(), bounded);
     let spanId: string | null = null;
     if (started?.kept) {
@@ -104,7 +111,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       spanId = started.spanId;
     } else if (started === null) {
       spanId = await this.record(async (tx) => {
-        const again = await this.bound.startSpan(tx, { ...input, parentId, at: this.now() });
+        const again = await this.bound.startSpan(tx, { ...input, id, parentId, at });
         return again ? { value: again.spanId, changes: [again.change] } : { value: null, changes: [] };
       });
     }
@@ -123,29 +130,86 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     return this.guard && { ...this.guard, holdsRunSql };
   }
 
+  /**
+   * Writes `write` now, or — a fenced recorder — behind the attempt's work. What charges the run
+   * (model usage) is waited for: the next turn's cost caps read the run's spend.
+   */
+  private behindWork(write: () => Promise<void>, charges: boolean): Promise<void> {
+    if (!this.behind) return write();
+    if (charges) return this.behind.enqueue(write);
+    this.behind.detach(write);
+    return Promise.resolve();
+  }
+
   async updateSpan(span: SpanRef, update: { attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
     this.unlessLost();
-    if (this.bound.isFolded(span)) return this.foldedUsage(span, update.usage);
-    await this.recordSpanChange(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, span, { ...update, at: this.now() })] }));
+    const at = this.now();
+    await this.behindWork(async () => {
+      const target = this.resolve(span);
+      if (this.bound.isFolded(target)) return this.foldedUsage(target, update.usage, false, at);
+      await this.recordSpanChange(async (tx) => ({ value: undefined, changes: [await changeSpanIn(tx, target, { ...update, at })] }));
+    }, Boolean(update.usage));
   }
 
   /** Ends a span; a model call that ends with usage is priced and charged to its run in the same transaction. */
-  async endSpan(span: SpanRef, end: { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage }): Promise<void> {
+  async endSpan(span: SpanRef, end: SpanEnd): Promise<void> {
     this.unlessLost();
-    if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true);
+    const at = this.now();
+    await this.behindWork(() => this.endSpanNow(this.resolve(span), end, at), Boolean(end.usage));
+  }
+
+  private async endSpanNow(span: SpanRef, end: SpanEnd, at: Date): Promise<void> {
+    if (this.bound.isFolded(span)) return this.foldedUsage(span, end.usage, true, at);
     if (!end.usage && !end.attributes) {
       // Only the status changes: one statement, as a span's start (run again if it loses to the
       // span row's move into the retained partition, as recordSpanChange is).
-      const ended = await retryingConflicts(() => endSpanStatement(this.deps.prisma, span, { status: end.status, at: this.now() }, this.statementGuard()));
+      const ended = await retryingConflicts(() => endSpanStatement(this.deps.prisma, span, { status: end.status, at }, this.statementGuard()));
       if (ended) return this.announce([ended]);
     }
     await this.recordSpanChange(async (tx) => {
-      const at = this.now();
-      const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
-      const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
-      const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
+      const { owner, change } = await this.endIn(tx, span, end, at);
       return { value: owner, changes: [change] };
     }).then((owner) => this.costChanged(owner));
+  }
+
+  /** A span's end in `tx`: a model call's usage priced, and its cost charged to the run (its owner returned). */
+  private async endIn(tx: Tx, span: SpanRef, end: SpanEnd, at: Date): Promise<{ owner: string | null; change: TraceChange | null }> {
+    const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
+    const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
+    const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
+    return { owner, change };
+  }
+
+  /**
+   * Ends a span in the transaction of `work` (through the recorder's fence, after every record
+   * queued before it): a model call's end, its price and its charge commit with the reply it
+   * produced, in one transaction. Resolves with `work`'s value once committed.
+   */
+  endSpanWith<T>(span: SpanRef, end: SpanEnd, work: (tx: Tx, after: AfterCommit) => Promise<T>): Promise<T> {
+    this.unlessLost();
+    const at = this.now();
+    const write = async () => {
+      const target = this.resolve(span);
+      if (this.bound.isFolded(target)) {
+        await this.foldedUsage(target, end.usage, true, at);
+        return this.transact(work);
+      }
+      let owner: string | null = null;
+      const value = await this.transact(async (tx, after) => {
+        const ended = await this.endIn(tx, target, end, at);
+        owner = ended.owner;
+        after.push(() => this.announce([ended.change]));
+        return work(tx, after);
+      });
+      this.costChanged(owner);
+      return value;
+    };
+    return this.behind ? this.behind.enqueue(write) : write();
+  }
+
+  /** Resolves once every record handed to this recorder so far is committed; rejects with the write that failed. */
+  flushed(): Promise<void> {
+    return this.behind?.flushed() ?? Promise.resolve();
   }
 
   /** A run's cost changed (committed): its owner's live run lists hear it (runsChanged). */
@@ -158,11 +222,10 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * When a folded model call ends, its whole usage is priced at its own model and the cost is
    * added to that kept span and charged to the run, so Run.cost still sums the kept spans' cost.
    */
-  private async foldedUsage(span: SpanRef, usage: TokenUsage | undefined, ended = false): Promise<void> {
+  private async foldedUsage(span: SpanRef, usage: TokenUsage | undefined, ended: boolean, at: Date): Promise<void> {
     if (!usage) return;
     const model = ended ? this.bound.modelOf(span) : undefined;
     await this.record(async (tx) => {
-      const at = this.now();
       const change = await this.bound.addFoldedUsage(tx, span, usage, at);
       const priced = model === undefined ? null : await priceFoldedIn(tx, span, model, usage, at);
       const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
@@ -204,11 +267,14 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     if (this.bound.knownTruncated(span.traceId)) return Promise.resolve(0);
     if (this.fence?.lost) return Promise.reject(this.fence.lost);
     return new Promise<number>((resolve, reject) => {
-      let queue = this.queues.get(span.traceId);
-      if (!queue) this.queues.set(span.traceId, (queue = { pending: [], flushing: false }));
       const text = typeof payload === "string" ? payload : JSON.stringify(payload);
-      queue.pending.push({ spanId: span.id, kind, payload: text, messageId: options.messageId ?? null, at: this.now(), resolve, reject });
-      if (!queue.flushing) void this.flush(span.traceId, queue);
+      const { traceId } = span;
+      const pending = { traceId, spanId: span.id, kind, payload: text, messageId: options.messageId ?? null, at: this.now(), resolve, reject };
+      if (this.behind) return this.behind.event(pending);
+      let queue = this.queues.get(traceId);
+      if (!queue) this.queues.set(traceId, (queue = { pending: [], flushing: false }));
+      queue.pending.push(pending);
+      if (!queue.flushing) void this.flush(traceId, queue);
     });
   }
 
@@ -217,15 +283,22 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     while (queue.pending.length > 0) {
       const batch = takeBatch(queue.pending);
       try {
-        const changes = await this.append(traceId, batch);
-        for (const [index, event] of batch.entries()) event.resolve(changes[index]?.seq ?? 0);
-        if (changes.length < batch.length) await this.truncate(traceId);
+        await this.writeEvents(batch);
       } catch (error) {
         for (const event of batch) event.reject(error);
       }
     }
     queue.flushing = false;
     this.queues.delete(traceId);
+  }
+
+  /** Writes events of one trace in one statement and settles each with its seq (0: past the bound). */
+  private async writeEvents(batch: PendingEvent[]): Promise<void> {
+    const { traceId } = batch[0]!;
+    const rows = this.bound.knownTruncated(traceId) ? [] : batch.map((event) => ({ ...event, spanId: this.resolve({ id: event.spanId, traceId }).id }));
+    const changes = rows.length > 0 ? await this.append(traceId, rows) : [];
+    for (const [index, event] of batch.entries()) event.resolve(changes[index]?.seq ?? 0);
+    if (rows.length > 0 && changes.length < batch.length) await this.truncate(traceId);
   }
 
   /**
