@@ -79,7 +79,9 @@ export class RunExecutor {
 
   private async attempt(attempt: AttemptContext, sink: TraceSink): Promise<Outcome> {
     const { run, signal } = attempt;
-    const { write } = attempt.fence;
+    // The attempt's writes (the log, tokens, steering) go after the trace records made before them:
+    // a tool's result is never in the log while its span or its input is missing from the trace.
+    const write: Transact = (work) => (sink.flushed?.() ?? Promise.resolve()).then(() => attempt.fence.write(work));
     // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
     const work = attempt.conclude ? AbortSignal.any([signal, attempt.conclude]) : signal;
     const streamed = { text: "" };
@@ -246,11 +248,8 @@ export class RunExecutor {
         into,
         texts.map((content) => ({ role: "USER" as const, content })),
       );
-    if (turn.inputsPending) {
-      // Steering writes events on the turn's span in a transaction of its own: the span's start goes first.
-      await sink.flushed?.();
-      await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
-    }
+    // Steering writes events on the turn's span in a transaction of its own, after the span's start (`write` is ordered).
+    if (turn.inputsPending) await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
