@@ -151,8 +151,8 @@ describe("the Dossier MCP server", () => {
   });
 
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
-    // src/config.ts (with src/config-files.ts, its JSON settings, and src/config-rules.ts, the
-    // rules values are checked by) reads every setting of every
+    // src/config.ts (with src/config-files.ts, its JSON settings, src/config-rules.ts, the rules
+    // values are checked by, and src/config-types.ts, the settings' shape) reads every setting of every
     // Dossier program and imports nothing else of the project but the runtime's types of what it
     // reads (agent profiles, spill policies), which leave nothing in a bundle.
     const imports = (file: string, kind: "value" | "type") => {
@@ -167,6 +167,7 @@ describe("the Dossier MCP server", () => {
       "./config-files.js",
     ]);
     expect(imports("src/config-files.ts", "value")).toEqual([]);
+    expect(imports("src/config-types.ts", "value")).toEqual([]);
     // The sign-in settings check values with the shared rules only.
     expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-files.js", "./config-rules.js"]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
@@ -181,10 +182,12 @@ describe("the Dossier MCP server", () => {
     for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts"]) {
       expect([...imports(leaf, "value"), ...imports(leaf, "type")], leaf).toEqual([]);
     }
-    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts"]) {
+    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-types.ts"]) {
       expect(
-        // The runtime's types of what it reads, and the leaf module of a STDIO command line's type.
-        imports(file, "type").filter((s) => !s.startsWith("./runtime/") && s !== "./domain/capabilities/stdio-policy.js"),
+        // The runtime's types of what it reads, the leaf module of a STDIO command line's type, and the settings' own files.
+        imports(file, "type").filter(
+          (s) => !s.startsWith("./runtime/") && s !== "./domain/capabilities/stdio-policy.js" && !/^\.\/config-[a-z-]+\.js$/.test(s),
+        ),
         file,
       ).toEqual([]);
     }
