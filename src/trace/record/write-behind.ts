@@ -22,11 +22,14 @@ const BATCH_CHARS = 4_000_000;
 
 const ignore = () => undefined;
 
+/** Whether a write holding `count` events of `chars` characters takes one more (always the first). */
+const takesMore = (count: number, chars: number) => count < BATCH_EVENTS && (count === 0 || chars < BATCH_CHARS);
+
 /** The events at the front of `pending` that make one write (always at least one). */
 export function takeBatch<T extends { payload: string }>(pending: T[]): T[] {
   let count = 0;
   let chars = 0;
-  while (count < pending.length && count < BATCH_EVENTS && (count === 0 || chars < BATCH_CHARS)) {
+  while (count < pending.length && takesMore(count, chars)) {
     chars += pending[count]!.payload.length;
     count += 1;
   }
@@ -116,7 +119,7 @@ export class WriteBehind<E extends QueuedEvent> {
   private takeEvents(): E[] {
     const batch: E[] = [];
     let chars = 0;
-    while (batch.length < BATCH_EVENTS && (batch.length === 0 || chars < BATCH_CHARS)) {
+    while (takesMore(batch.length, chars)) {
       const job = this.jobs[0];
       if (job?.type !== "event") break;
       this.jobs.shift();
