@@ -4,7 +4,7 @@
 // PostgreSQL server on this machine. Shared by bench/server-costs.ts and bench/rate-limits.ts.
 import { type ChildProcess, fork } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { NODE_FLAGS } from "../scripts/build.mjs";
+import { NODE_ENV, NODE_FLAGS } from "../scripts/build.mjs";
 import { percentile } from "./support.js";
 
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -31,7 +31,7 @@ export async function serve(target: string, env: Record<string, string> = {}): P
   // Bundled and flagged like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
   const child = fork("dist/bench/server-process.js", [target], {
     execArgv: [...NODE_FLAGS, ...flags, ...profile],
-    env: { ...process.env, ...env },
+    env: { ...NODE_ENV, ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
   const url = await new Promise<string>((resolve, reject) => {

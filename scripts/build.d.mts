@@ -4,3 +4,7 @@ export declare const PROCESSES: string[];
 export declare function buildDossier(entries?: string[]): Promise<void>;
 /** The Node.js flags Dossier's processes run with (see build.mjs). */
 export declare const NODE_FLAGS: string[];
+/** The environment they start with (see build.mjs). */
+export declare const NODE_ENV: Record<string, string>;
+/** The command line that runs a bundle as `npm start` does. */
+export declare function nodeCommand(bundle: string): string;

@@ -84,14 +84,12 @@ describe("configuration", () => {
 });
 
 describe("the commands that start Dossier's processes", () => {
-  it("run the bundles in dist/ with the Node.js flags Dossier is measured with, after the setup step", async () => {
+  it("run the bundles in dist/ with the Node.js flags and environment Dossier is measured with, after the setup step", async () => {
     const { readFileSync } = await import("node:fs");
-    const { NODE_FLAGS, PROCESSES } = await import("../../scripts/build.mjs");
+    const { nodeCommand, PROCESSES } = await import("../../scripts/build.mjs");
     const scripts = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }).scripts;
     const bundles = PROCESSES.map((entry) => `dist/${entry.replace(/\.ts$/, ".js")}`);
-    expect([scripts.start, scripts.worker, scripts.mcp]).toEqual(
-      bundles.map((bundle) => `node scripts/ensure-setup.mjs && node ${NODE_FLAGS.join(" ")} ${bundle}`),
-    );
+    expect([scripts.start, scripts.worker, scripts.mcp]).toEqual(bundles.map((bundle) => `node scripts/ensure-setup.mjs && ${nodeCommand(bundle)}`));
   });
 });
 

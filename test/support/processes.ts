@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { inject } from "vitest";
-import { NODE_FLAGS } from "../../scripts/build.mjs";
+import { NODE_ENV, NODE_FLAGS } from "../../scripts/build.mjs";
 
 export const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -51,7 +51,7 @@ function bundleOf(script: string): string {
  * scripts/build.mjs wrote to dist/ (the test run's global setup builds it), e.g. "src/main.ts".
  */
 export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
-  return spawnNode([...NODE_FLAGS, bundleOf(entry)], options);
+  return spawnNode([...NODE_FLAGS, bundleOf(entry)], { ...options, env: { ...NODE_ENV, ...options.env } });
 }
 
 /** A shell command line, run by sh in the project folder; `exec` makes the last command the process itself. */
