@@ -6,7 +6,7 @@
 // attempt can write nothing. A failed check aborts the attempt at once.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type Holder, holdsRunSql } from "./holder.js";
-import type { Transact, Tx } from "../transaction.js";
+import { routed, type Transact, type Tx } from "../transaction.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { StopReason } from "./vocabulary.js";
 
@@ -47,7 +47,10 @@ export class PrismaAttemptFence implements AttemptFence {
     readonly holder: Holder,
     /** Called once, when the attempt is found to have lost its run. */
     private readonly onLost: OnLost,
-  ) {}
+  ) {
+    // A write that is one statement carries this fence's check inside itself (holder.ts).
+    routed(this.write, { db: prisma, holder });
+  }
 
   /** A fenced transaction (the one guard every write of the attempt goes through). */
   readonly write: Transact = async (work) => {

@@ -7,7 +7,7 @@ import type { RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
-import { within } from "../../domain/transaction.js";
+import { within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -81,7 +81,7 @@ export class RunExecutor {
     const { run, signal } = attempt;
     // The attempt's writes (the log, tokens, steering) go after the trace records made before them:
     // a tool's result is never in the log while its span or its input is missing from the trace.
-    const write: Transact = (work) => (sink.flushed?.() ?? Promise.resolve()).then(() => attempt.fence.write(work));
+    const write = writeAfter(() => sink.flushed?.() ?? Promise.resolve(), attempt.fence.write);
     // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
     const work = attempt.conclude ? AbortSignal.any([signal, attempt.conclude]) : signal;
     const streamed = { text: "" };
