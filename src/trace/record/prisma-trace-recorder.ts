@@ -7,7 +7,8 @@ import { type EventPublisher, publishRunListChange } from "../../events/topics.j
 import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
-import { priceFoldedIn, priceSpanIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
+import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
+import { endSpanPricedIn } from "../../domain/costs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
@@ -172,12 +173,9 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     }).then((owner) => this.costChanged(owner));
   }
 
-  /** A span's end in `tx`: a model call's usage priced, and its cost charged to the run (its owner returned). */
-  private async endIn(tx: Tx, span: SpanRef, end: SpanEnd, at: Date): Promise<{ owner: string | null; change: TraceChange | null }> {
-    const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
-    const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
-    const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
-    return { owner, change };
+  /** A span's end in `tx` (one statement): a model call's usage priced, and its cost charged to the run (its owner returned). */
+  private endIn(tx: Tx, span: SpanRef, end: SpanEnd, at: Date): Promise<{ owner: string | null; change: TraceChange | null }> {
+    return endSpanPricedIn(tx, span, end, at);
   }
 
   /**
