@@ -22,8 +22,9 @@ type EndedRow = {
   cost: string | null;
   cost_unpriced: boolean;
   started_at: string;
-  /** The owner of the run charged; null when nothing was charged (not a model call, or no usage). */
+  /** The owner of the run charged; null when nothing was charged (not a model call, or no usage, and no tokens). */
   owner_id: string | null;
+  tokens_used: number | null;
   charged: boolean;
   amount: string | null;
 };
@@ -31,15 +32,18 @@ type EndedRow = {
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * Ends `span` in `tx`. Resolves with the replay-log change to announce after commit, and with the
- * run's owner when the run's cost (or costUnpriced) changed — a run-list change — else null.
+ * Ends `span` in `tx`, adding `end.tokens` (budget tokens) to its run in the same write as the
+ * charge. Resolves with the replay-log change to announce after commit, with the run's owner when
+ * the run's cost, costUnpriced or tokens changed — a run-list change — else null, and with the
+ * run's tokens used after `end.tokens` (null without them).
  */
 export async function endSpanPricedIn(
   tx: Prisma.TransactionClient,
   span: { id: string; traceId: string },
-  end: { status: SpanStatus; attributes?: Record<string, unknown>; usage?: SpanUsage & PricedUsage },
+  end: { status: SpanStatus; attributes?: Record<string, unknown>; usage?: SpanUsage & PricedUsage; tokens?: number },
   at: Date,
-): Promise<{ owner: string | null; change: TraceChange }> {
+): Promise<{ owner: string | null; change: TraceChange; tokensUsed: number | null }> {
+  const tokens = end.tokens === undefined ? null : Math.max(0, Math.trunc(end.tokens));
   const set = end.attributes ? toStoredJson(end.attributes) : null;
   const parts = end.usage ? usageParts(end.usage) : null;
   const rate = (tokens: number, column: string, fallback: string) => `${tokens}::numeric * COALESCE(p.${column}, p.${fallback})`;
@@ -55,12 +59,13 @@ export async function endSpanPricedIn(
   const at_ = at.toISOString();
   const [row] = await tx.$queryRawUnsafe<EndedRow[]>(
     `WITH cur AS (SELECT s.attributes, s.kind, s.trace_id FROM span s WHERE s.id = $2),
+     owner AS (SELECT r.id AS run_id, r.owner_id FROM cur JOIN trace t ON t.id = cur.trace_id JOIN run r ON r.id = t.run_id),
      priced AS (
-       SELECT r.id AS run_id, r.owner_id,
+       SELECT r.run_id, r.owner_id,
          (SELECT round((${price}) * 0.000001, ${COST_SCALE}) FROM model_price p
           WHERE p.model = cur.attributes ->> $7 AND p.effective_from <= $4::text::timestamptz AND (p.principal_id = r.owner_id OR p.principal_id IS NULL)
           ORDER BY p.principal_id ASC NULLS LAST, p.effective_from DESC LIMIT 1) AS amount
-       FROM cur JOIN trace t ON t.id = cur.trace_id JOIN run r ON r.id = t.run_id
+       FROM cur, owner r
        WHERE $5::jsonb IS NOT NULL AND cur.kind = 'MODEL_CALL'
      ),
      seqs AS (UPDATE trace SET last_seq = last_seq + 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM cur) RETURNING last_seq AS seq),
@@ -92,9 +97,12 @@ export async function endSpanPricedIn(
        FROM ended
      ),
      charged AS (
-       UPDATE run SET cost = run.cost + COALESCE(priced.amount, 0), cost_unpriced = run.cost_unpriced OR priced.amount IS NULL
-       FROM priced WHERE run.id = priced.run_id AND EXISTS (SELECT 1 FROM ended)
-       RETURNING run.owner_id
+       UPDATE run SET cost = run.cost + COALESCE(priced.amount, 0),
+         cost_unpriced = run.cost_unpriced OR (priced.run_id IS NOT NULL AND priced.amount IS NULL),
+         tokens_used = run.tokens_used + COALESCE($9::int, 0)
+       FROM owner LEFT JOIN priced ON true
+       WHERE run.id = owner.run_id AND EXISTS (SELECT 1 FROM ended) AND (priced.run_id IS NOT NULL OR $9::int IS NOT NULL)
+       RETURNING run.owner_id, run.tokens_used
      ),
      daily AS (
        INSERT INTO principal_daily_cost (principal_id, day, cost)
@@ -104,7 +112,7 @@ export async function endSpanPricedIn(
      )
      SELECT ended.seq, ended.parent_id, ended.kind::text AS kind, ended.name, ended.attributes::text AS attributes,
             ended.usage::text AS usage, trim_scale(ended.cost)::text AS cost, ended.cost_unpriced, ${iso("ended.started_at")} AS started_at,
-            (SELECT owner_id FROM charged) AS owner_id, EXISTS (SELECT 1 FROM priced) AS charged,
+            (SELECT owner_id FROM charged) AS owner_id, (SELECT tokens_used FROM charged) AS tokens_used, EXISTS (SELECT 1 FROM priced) AS charged,
             (SELECT trim_scale(amount)::text FROM priced) AS amount
        FROM ended`,
     span.traceId,
@@ -115,6 +123,7 @@ export async function endSpanPricedIn(
     set ? JSON.stringify(set) : null,
     REQUEST_MODEL_ATTRIBUTE,
     JSON.stringify(set ? Object.keys(set) : []),
+    tokens,
   );
   if (!row) throw new Error(`span ${span.id} does not exist`);
   const state: SpanState = {
@@ -132,7 +141,8 @@ export async function endSpanPricedIn(
     endedAt: at_,
   };
   const change: TraceChange = { traceId: span.traceId, seq: Number(row.seq), type: "SPAN_ENDED", spanId: span.id, eventId: null, span: state, at: at_ };
-  // As chargeRunIn: the run's lists hear of an unpriced call or a cost that is not zero.
-  const owner = row.charged && (row.amount === null || !toDecimal(row.amount).isZero()) ? row.owner_id : null;
-  return { owner, change };
+  // As chargeRunIn and addTokens: the run's lists hear of an unpriced call, a cost that is not zero, or tokens.
+  const costChanged = row.charged && (row.amount === null || !toDecimal(row.amount).isZero());
+  const owner = costChanged || (tokens ?? 0) > 0 ? row.owner_id : null;
+  return { owner, change, tokensUsed: tokens === null || row.tokens_used === null ? null : Number(row.tokens_used) };
 }
