@@ -7,7 +7,7 @@ import type { Message, Prisma, PrismaClient } from "../../generated/prisma/clien
 import { logWhereOf } from "../../domain/research/conversation-lineage.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
-import { appendMessagesStatement } from "../../domain/research/log-statement.js";
+import { appendMessagesStatement } from "../../domain/runs/log-statement.js";
 import { routeOf, type Transact } from "../../domain/transaction.js";
 import type { ConversationLog, LogAppend, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 import type { NewSpill } from "../ports/spill-store.js";

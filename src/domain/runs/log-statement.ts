@@ -5,7 +5,7 @@
 // and the result is null; the caller then writes through its fenced transaction, which refuses
 // the attempt and says why.
 import type { Message, MessageRole, Prisma } from "../../generated/prisma/client.js";
-import { holdsRunSql } from "../runs/holder.js";
+import { holdsRunSql } from "./holder.js";
 import { newSpanId } from "../trace/span-ids.js";
 
 /** An entry as stored: its text already encoded (stored-text.ts). */
