@@ -27,6 +27,8 @@ export type StatementRoute = {
   after?: AfterCommit;
   /** What must be written first (the trace records made before the write). */
   ready?: () => Promise<void>;
+  /** Throws when the writer may write nothing more (an attempt known lost), before any statement is sent. */
+  refuse?: () => void;
 };
 
 const routes = new WeakMap<Transact, StatementRoute>();

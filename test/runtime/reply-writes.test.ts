@@ -41,7 +41,7 @@ describe.each(backends)("a turn's writes on %s", (backend) => {
       conversationId,
       runId,
       entries: [
-        { role: "ASSISTANT", content: null, toolCalls: [{ id: "call_1", name: "task_list", arguments: { zeta: 1, action: "add", title: awkward } }] },
+        { role: "ASSISTANT", content: null, toolCalls: [{ arguments: JSON.stringify({ title: awkward }), name: "task_list", id: "call_1" }] },
         { role: "TOOL", toolCallId: "call_1", toolName: "task_list", content: awkward },
       ],
     });
@@ -64,6 +64,11 @@ describe.each(backends)("a turn's writes on %s", (backend) => {
     await expect(late).rejects.toBeInstanceOf(AttemptFencedError);
     await expect(late).rejects.toThrow(/attempt 2 \(worker-b\) holds it now/);
     expect(lost).toHaveBeenCalledWith("LEASE_LOST", expect.any(String));
+    // Known lost: nothing more is even sent.
+    const statements = vi.spyOn(db.prisma, "$queryRawUnsafe");
+    await expect(appendRows(fence.write, { conversationId, runId, entries: [{ role: "USER", content: "later" }] })).rejects.toBeInstanceOf(AttemptFencedError);
+    expect(statements).not.toHaveBeenCalled();
+    statements.mockRestore();
     expect((await readLog(db.prisma, conversationId)).map((message) => message.content)).toEqual(["held"]);
     expect((await db.prisma.conversation.findUniqueOrThrow({ where: { id: conversationId } })).messageCount).toBe(1);
   });

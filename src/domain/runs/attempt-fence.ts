@@ -49,12 +49,12 @@ export class PrismaAttemptFence implements AttemptFence {
     private readonly onLost: OnLost,
   ) {
     // A write that is one statement carries this fence's check inside itself (holder.ts).
-    routed(this.write, { db: prisma, holder });
+    routed(this.write, { db: prisma, holder, refuse: () => this.refuseIfLost() });
   }
 
   /** A fenced transaction (the one guard every write of the attempt goes through). */
   readonly write: Transact = async (work) => {
-    if (this.lostReason) throw this.lostReason;
+    this.refuseIfLost();
     const after: AfterCommit = [];
     const result = await this.prisma.$transaction(async (tx) => {
       await this.guard(tx);
@@ -63,6 +63,11 @@ export class PrismaAttemptFence implements AttemptFence {
     runAfterCommit(after);
     return result;
   };
+
+  /** An attempt known to have lost its run writes nothing more, not even the check. */
+  private refuseIfLost(): void {
+    if (this.lostReason) throw this.lostReason;
+  }
 
   /** Locks the run row for the rest of `tx` and throws unless this attempt still holds the run. */
   async guard(tx: Tx): Promise<void> {

@@ -64,6 +64,7 @@ export async function appendRows(write: Transact, append: LogAppend): Promise<Lo
   const route = routeOf(write);
   if (route && !entries.some((entry) => entry.role === "TOOL" && entry.spill)) {
     await route.ready?.();
+    route.refuse?.();
     const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder);
     if (written) return written.map((message) => ({ ...decodeMessage(message), spill: null }));
   }
