@@ -13,17 +13,58 @@ export type Tx = Prisma.TransactionClient;
 /** Runs `work` in one transaction; what it pushes to `after` runs only after commit. */
 export type Transact = <T>(work: (tx: Tx, after: AfterCommit) => Promise<T>) => Promise<T>;
 
+/**
+ * Where a write that is one statement can go instead of a transaction of its own (a log append:
+ * conversation-log-statement.ts). A transaction costs a turn's critical path its BEGIN, its fence
+ * check and its COMMIT as round trips of their own; one statement carries the check inside itself.
+ */
+export type StatementRoute = {
+  /** The pool (the statement commits on its own) or the transaction the caller is already in. */
+  db: Tx;
+  /** The attempt that must still hold its run (domain/runs/holder.ts): checked inside the statement. */
+  holder?: { runId: string; attempt: number; workerId: string };
+  /** Set when `db` is a transaction not yet committed: what is announced waits for its commit. */
+  after?: AfterCommit;
+  /** What must be written first (the trace records made before the write). */
+  ready?: () => Promise<void>;
+  /** Throws when the writer may write nothing more (an attempt known lost), before any statement is sent. */
+  refuse?: () => void;
+};
+
+const routes = new WeakMap<Transact, StatementRoute>();
+
+/** `write`, known to take one-statement writes through `route` too. */
+export function routed(write: Transact, route: StatementRoute): Transact {
+  routes.set(write, route);
+  return write;
+}
+
+/** The statement route of `write`, if it has one; without it a write goes through `write`'s transaction. */
+export function routeOf(write: Transact): StatementRoute | undefined {
+  return routes.get(write);
+}
+
+/** `write`, each of its writes (one statement or a transaction) made once `ready` resolved. */
+export function writeAfter(ready: () => Promise<void>, write: Transact): Transact {
+  const route = routeOf(write);
+  const ordered: Transact = (work) => ready().then(() => write(work));
+  return route ? routed(ordered, { ...route, ready }) : ordered;
+}
+
 /** The transaction the caller is already in, as a Transact (to compose writes into one). */
 export function within(tx: Tx, after: AfterCommit): Transact {
-  return (work) => work(tx, after);
+  return routed((work) => work(tx, after), { db: tx, after });
 }
 
 /** A transaction with nothing to guard (tests, and writes that belong to no attempt). */
 export function unfenced(prisma: PrismaClient): Transact {
-  return async (work) => {
-    const after: AfterCommit = [];
-    const result = await prisma.$transaction((tx) => work(tx, after));
-    runAfterCommit(after);
-    return result;
-  };
+  return routed(
+    async (work) => {
+      const after: AfterCommit = [];
+      const result = await prisma.$transaction((tx) => work(tx, after));
+      runAfterCommit(after);
+      return result;
+    },
+    { db: prisma },
+  );
 }

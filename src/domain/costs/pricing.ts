@@ -36,15 +36,23 @@ export const toDecimal = (value: DecimalInput): Decimal => new Decimal(String(va
 const tokens = (count: number | undefined): number => Math.max(0, Math.trunc(count ?? 0));
 
 /**
- * The cost of `usage` at `price`, rounded half up to COST_SCALE places. Counts that do not fit
- * their total (more cached than input tokens) are capped at it: a token is never charged twice.
+ * The tokens of `usage` each rate applies to, capped as priceUsage caps them: `input` and `output`
+ * are totals, the cached and cache-write tokens part of the input, the reasoning part of the output.
  */
-export function priceUsage(usage: PricedUsage, price: Price): { cost: Decimal } {
+export function usageParts(usage: PricedUsage): { input: number; cached: number; cacheWrite: number; output: number; reasoning: number } {
   const input = tokens(usage.input);
   const cached = Math.min(tokens(usage.cached), input);
   const cacheWrite = Math.min(tokens(usage.cacheWrite), input - cached);
   const output = tokens(usage.output);
-  const reasoning = Math.min(tokens(usage.reasoning), output);
+  return { input, cached, cacheWrite, output, reasoning: Math.min(tokens(usage.reasoning), output) };
+}
+
+/**
+ * The cost of `usage` at `price`, rounded half up to COST_SCALE places. Counts that do not fit
+ * their total (more cached than input tokens) are capped at it: a token is never charged twice.
+ */
+export function priceUsage(usage: PricedUsage, price: Price): { cost: Decimal } {
+  const { input, cached, cacheWrite, output, reasoning } = usageParts(usage);
   const inputRate = toDecimal(price.inputPerMillion);
   const outputRate = toDecimal(price.outputPerMillion);
   const rateOr = (rate: DecimalInput | null | undefined, fallback: Decimal) => (rate == null ? fallback : toDecimal(rate));

@@ -6,7 +6,7 @@
 // attempt can write nothing. A failed check aborts the attempt at once.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type Holder, holdsRunSql } from "./holder.js";
-import type { Transact, Tx } from "../transaction.js";
+import { routed, type Transact, type Tx } from "../transaction.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { StopReason } from "./vocabulary.js";
 
@@ -47,11 +47,14 @@ export class PrismaAttemptFence implements AttemptFence {
     readonly holder: Holder,
     /** Called once, when the attempt is found to have lost its run. */
     private readonly onLost: OnLost,
-  ) {}
+  ) {
+    // A write that is one statement carries this fence's check inside itself (holder.ts).
+    routed(this.write, { db: prisma, holder, refuse: () => this.refuseIfLost() });
+  }
 
   /** A fenced transaction (the one guard every write of the attempt goes through). */
   readonly write: Transact = async (work) => {
-    if (this.lostReason) throw this.lostReason;
+    this.refuseIfLost();
     const after: AfterCommit = [];
     const result = await this.prisma.$transaction(async (tx) => {
       await this.guard(tx);
@@ -60,6 +63,11 @@ export class PrismaAttemptFence implements AttemptFence {
     runAfterCommit(after);
     return result;
   };
+
+  /** An attempt known to have lost its run writes nothing more, not even the check. */
+  private refuseIfLost(): void {
+    if (this.lostReason) throw this.lostReason;
+  }
 
   /** Locks the run row for the rest of `tx` and throws unless this attempt still holds the run. */
   async guard(tx: Tx): Promise<void> {

@@ -7,8 +7,9 @@ import type { Message, Prisma, PrismaClient } from "../../generated/prisma/clien
 import { logWhereOf } from "../../domain/research/conversation-lineage.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
-import type { Transact } from "../../domain/transaction.js";
-import type { ConversationLog, LogAppend, LoggedMessage } from "../ports/conversation-log.js";
+import { appendMessagesStatement } from "../../domain/runs/log-statement.js";
+import { routeOf, type Transact } from "../../domain/transaction.js";
+import type { ConversationLog, LogAppend, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 import type { NewSpill } from "../ports/spill-store.js";
 import { spillPreviewSelect } from "./prisma-spill-store.js";
 
@@ -43,21 +44,34 @@ export function decodeMessage<M extends Pick<Message, "content" | "toolCalls">>(
   return { ...message, content: fromStored(message.content), toolCalls: fromStoredJson(message.toolCalls) };
 }
 
-/** Appends entries in order, in one transaction (an attempt's fenced one); returns the rows as readLog reads them. */
-export async function appendRows(write: Transact, { conversationId, runId, entries }: LogAppend): Promise<LoggedMessage[]> {
+/** An entry as stored: text from tools, servers and models is stored losslessly, NUL characters included. */
+const storedEntry = (entry: LogEntry) => ({
+  role: entry.role,
+  content: toStored(entry.content ?? ""),
+  ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) } : {}),
+  ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
+});
+
+/**
+ * Appends entries in order, atomically; returns the rows as readLog reads them. Through a write
+ * that takes statements (transaction.ts) entries without a spill go as one statement, the fence's
+ * check inside it; otherwise, or when that check fails, in one transaction of `write` (an attempt's
+ * fenced one, which refuses and says why).
+ */
+export async function appendRows(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
+  const { conversationId, runId, entries } = append;
   if (entries.length === 0) return [];
+  const route = routeOf(write);
+  if (route && !entries.some((entry) => entry.role === "TOOL" && entry.spill)) {
+    await route.ready?.();
+    route.refuse?.();
+    const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder);
+    if (written) return written.map((message) => ({ ...decodeMessage(message), spill: null }));
+  }
   return write(async (tx: Prisma.TransactionClient) => {
     const rows: LoggedMessage[] = [];
     for (const entry of entries) {
-      const message = await appendMessage(tx, {
-        conversationId,
-        runId,
-        role: entry.role,
-        // Text from tools, servers and models is stored losslessly, NUL characters included.
-        content: toStored(entry.content ?? ""),
-        ...(entry.role === "ASSISTANT" ? { toolCalls: toStoredJson(entry.toolCalls) } : {}),
-        ...(entry.role === "TOOL" || entry.role === "REPAIR" ? { toolCallId: entry.toolCallId, toolName: entry.toolName } : {}),
-      });
+      const message = await appendMessage(tx, { conversationId, runId, ...storedEntry(entry) });
       const spill =
         entry.role === "TOOL" && entry.spill
           ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill })

@@ -3,11 +3,11 @@
 // the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
-import type { RunRecord } from "../ports/run-state.js";
+import { budgetTokens, type RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
-import { within } from "../../domain/transaction.js";
+import { type AfterCommit, type Tx, within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -16,7 +16,7 @@ import { ModelRetryLater } from "../ports/model.js";
 import { concludingRequest } from "./conclude.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
-import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
@@ -81,7 +81,7 @@ export class RunExecutor {
     const { run, signal } = attempt;
     // The attempt's writes (the log, tokens, steering) go after the trace records made before them:
     // a tool's result is never in the log while its span or its input is missing from the trace.
-    const write: Transact = (work) => (sink.flushed?.() ?? Promise.resolve()).then(() => attempt.fence.write(work));
+    const write = writeAfter(() => sink.flushed?.() ?? Promise.resolve(), attempt.fence.write);
     // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
     const work = attempt.conclude ? AbortSignal.any([signal, attempt.conclude]) : signal;
     const streamed = { text: "" };
@@ -283,14 +283,15 @@ export class RunExecutor {
       if (endsWithReply) await sink.endSpan(requestSpan, ending);
       throw error;
     }
-    // The reply's tokens and its log entry are written together (with the span's end): one fenced transaction.
-    const replyWrite: Transact = endsWithReply ? (work) => endsWithReply(requestSpan, ending, work) : write;
-    const { tokensUsed, reply } = await replyWrite(async (tx, after) => {
+    // The reply's tokens and its log entry are written together (with the span's end, which adds the tokens with its charge): one fenced transaction.
+    const logReply = async (tx: Tx, after: AfterCommit, ended?: EndedWith) => {
       const inReply = within(tx, after);
-      const used = await this.deps.runs.addTokens(inReply, run.id, response.usage);
+      const used = ended?.tokensUsed ?? (await this.deps.runs.addTokens(inReply, run.id, response.usage));
       const [entry] = await log.append(inReply, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
       return { tokensUsed: used, reply: entry };
-    });
+    };
+    const tokens = budgetTokens(response.usage);
+    const { tokensUsed, reply } = await (endsWithReply ? endsWithReply(requestSpan, { ...ending, tokens }, logReply) : write(logReply));
     if (response.toolCalls.length === 0) {
       // The reply is the log entry's content: the event refers to it rather than copying it.
       await note(sink, span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });

@@ -2,7 +2,7 @@
 // every entry the attempt appends, so a turn builds its request without reading the log again.
 // While the attempt runs, nothing else appends to its conversation: the conversation's execution
 // slot is the run's, and a queued follow-up's question enters the log only once it is claimed.
-import { type AfterCommit, type Transact, within } from "../../domain/transaction.js";
+import { type AfterCommit, routeOf, type Transact, within } from "../../domain/transaction.js";
 import type { ConversationLog, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 
 export class AttemptLog {
@@ -33,6 +33,15 @@ export class AttemptLog {
    */
   async append(write: Transact, entries: readonly LogEntry[]): Promise<LoggedMessage[]> {
     if (entries.length === 0) return [];
+    const route = routeOf(write);
+    if (route) {
+      // The log writes through the route (one statement) or `write`'s own transaction: committed
+      // once it returns, unless the route is a transaction the caller is still in.
+      const rows = await this.log.append(write, { conversationId: this.run.conversationId, runId: this.run.id, entries });
+      if (route.after) route.after.push(() => this.add(rows));
+      else this.add(rows);
+      return rows;
+    }
     return write(async (tx, after: AfterCommit) => {
       const rows = await this.log.append(within(tx, after), { conversationId: this.run.conversationId, runId: this.run.id, entries });
       after.push(() => this.add(rows));

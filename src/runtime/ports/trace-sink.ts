@@ -54,9 +54,14 @@ export interface TraceSink {
   /**
    * Ends a span in the same transaction as `work`, which runs through the attempt's fence after
    * the records handed to the sink before it; resolves with `work`'s value once committed.
+   * `end.tokens` are budget tokens to add to the span's run in the same write as its charge:
+   * `work` is told the run's tokens used after them, or null when the sink did not add them.
    */
-  endSpanWith?<T>(span: SpanRef, end: SpanEnd, work: (tx: Tx, after: AfterCommit) => Promise<T>): Promise<T>;
+  endSpanWith?<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (tx: Tx, after: AfterCommit, ended?: EndedWith) => Promise<T>): Promise<T>;
 }
+
+/** What a span's end added to its run, as the work in its transaction learns it. */
+export type EndedWith = { tokensUsed: number | null };
 
 export type SpanEnd = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
 

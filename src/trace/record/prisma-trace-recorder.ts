@@ -7,12 +7,13 @@ import { type EventPublisher, publishRunListChange } from "../../events/topics.j
 import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
-import { priceFoldedIn, priceSpanIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
+import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
+import { endSpanPricedIn } from "../../domain/costs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
-import type { Attributes, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
+import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { newSpanId } from "../../domain/trace/span-ids.js";
@@ -172,12 +173,9 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     }).then((owner) => this.costChanged(owner));
   }
 
-  /** A span's end in `tx`: a model call's usage priced, and its cost charged to the run (its owner returned). */
+  /** A span's end in `tx` (one statement): a model call's usage priced, and its cost charged to the run (its owner returned). */
   private async endIn(tx: Tx, span: SpanRef, end: SpanEnd, at: Date): Promise<{ owner: string | null; change: TraceChange | null }> {
-    const priced = end.usage ? await priceSpanIn(tx, span, end.usage, at) : null;
-    const change = await changeSpanIn(tx, span, { ...end, ...(priced ? { cost: priced.cost } : {}), at });
-    const owner = priced ? await chargeRunIn(tx, priced.runId, priced.cost) : null;
-    return { owner, change };
+    return endSpanPricedIn(tx, span, end, at);
   }
 
   /**
@@ -185,21 +183,21 @@ export class PrismaTraceRecorder implements RuntimeTrace {
    * queued before it): a model call's end, its price and its charge commit with the reply it
    * produced, in one transaction. Resolves with `work`'s value once committed.
    */
-  endSpanWith<T>(span: SpanRef, end: SpanEnd, work: (tx: Tx, after: AfterCommit) => Promise<T>): Promise<T> {
+  endSpanWith<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (tx: Tx, after: AfterCommit, ended?: EndedWith) => Promise<T>): Promise<T> {
     this.unlessLost();
     const at = this.now();
     const write = async () => {
       const target = this.resolve(span);
       if (this.bound.isFolded(target)) {
         await this.foldedUsage(target, end.usage, true, at);
-        return this.transact(work);
+        return this.transact((tx, after) => work(tx, after, { tokensUsed: null }));
       }
       let owner: string | null = null;
       const value = await this.transact(async (tx, after) => {
-        const ended = await this.endIn(tx, target, end, at);
+        const ended = await endSpanPricedIn(tx, target, end, at);
         owner = ended.owner;
         after.push(() => this.announce([ended.change]));
-        return work(tx, after);
+        return work(tx, after, { tokensUsed: ended.tokensUsed });
       });
       this.costChanged(owner);
       return value;
