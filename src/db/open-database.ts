@@ -132,7 +132,11 @@ async function openPglite(
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
-    const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import("@electric-sql/pglite"), import("pglite-prisma-adapter")]);
+    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }] = await Promise.all([
+      import("@electric-sql/pglite"),
+      import("pglite-prisma-adapter"),
+      import("./pglite-statements.js"),
+    ]);
     const settings = PGLITE_SETTINGS.flatMap((setting) => ["-c", setting]);
     const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
     // A new folder is initialised in a child process (pglite-initdb.ts): initdb's peak stays out of this one.
@@ -141,7 +145,8 @@ async function openPglite(
     // Every caller's statements give the event loop a turn first (pglite-turns.ts).
     const shared = takingTurns(pglite);
     const session = pgliteSession(shared);
-    const prisma = prismaClient(new PrismaPGlite(shared), onQuery);
+    // The Prisma client's statements are prepared once each (pglite-statements.ts).
+    const prisma = prismaClient(new PrismaPGlite(takingTurns(preparingStatements(pglite))), onQuery);
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without
     // them a page of a large workspace's links is planned as a scan of every link (7 ms instead of
     // 0.1 ms at 2,000). Analyzed after migrations and then every few minutes.
