@@ -2,9 +2,9 @@
 // the order the records were made, events next to each other in one write, and a failed write
 // stops everything after it — nothing written out of order, nothing dropped without a failure.
 import { describe, expect, it } from "vitest";
-import { type QueuedEvent, WriteBehind } from "../../src/trace/record/write-behind.js";
+import { type QueuedRecord, WriteBehind } from "../../src/trace/record/write-behind.js";
 
-type Event = QueuedEvent & { name: string };
+type Event = QueuedRecord & { name: string };
 
 /** A writer whose writes each take a turn of the event loop, logging what they wrote. */
 function writer(failOn?: string) {
@@ -22,7 +22,7 @@ function writer(failOn?: string) {
       written.push([name]);
     });
   };
-  const event = (name: string) => new Promise<number>((resolve, reject) => pipeline.event({ name, payload: name, resolve, reject }));
+  const event = (name: string) => new Promise<number>((resolve, reject) => pipeline.record({ name, payload: name, resolve, reject }));
   return { pipeline, written, write, event };
 }
 
@@ -36,6 +36,21 @@ describe("a trace written behind the work", () => {
     await pipeline.flushed();
     expect(written).toEqual([["start turn"], ["budget", "thinking 1", "thinking 2"], ["end turn"], ["reply"]]);
     expect(await Promise.all(events)).toEqual([1, 2, 3]);
+  });
+
+  it("records made one after the other, each a step of the work later, go in one write: the first is not written alone", async () => {
+    const { pipeline, written, event } = writer();
+    const records = (async () => {
+      const first = event("end tool");
+      await Promise.resolve();
+      const second = event("end turn");
+      await Promise.resolve();
+      return [first, second, event("start next turn")];
+    })();
+    const seqs = await records;
+    await pipeline.flushed();
+    expect(written).toEqual([["end tool", "end turn", "start next turn"]]);
+    expect(await Promise.all(seqs)).toEqual([1, 2, 3]);
   });
 
   it("a failed write stops the writer: nothing after it is written, `flushed` and the next record fail with it", async () => {

@@ -231,21 +231,7 @@ export async function appendEventsIn(
    */
   maxRecords: number = UNBOUNDED,
 ): Promise<TraceChange[] | null> {
-  const rows = events.map((event, index) => {
-    const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
-    const messageId = event.messageId ?? null;
-    return {
-      n: index + 1,
-      id: randomUUID(),
-      span_id: event.spanId,
-      kind: event.kind,
-      payload: messageId ? "" : text,
-      message_id: messageId,
-      preview: previewOf(text),
-      payload_size: Buffer.byteLength(text, "utf8"),
-      at: event.at.toISOString(),
-    };
-  });
+  const rows = events.map((event, index) => ({ n: index + 1, ...storedEvent(event) }));
   // Kept: as many as the bound leaves room for, from the count before this write (records - n).
   const kept = "LEAST($2::int, GREATEST($7::int - (records - $2::int), 0))";
   const [taken] = await db.$queryRawUnsafe<{ base: number; kept: number }[]>(
@@ -287,6 +273,22 @@ export async function appendEventsIn(
     span: null,
     at: events[index]!.at.toISOString(),
   }));
+}
+
+/** An event's row as stored (its id made here): the payload kept once, its preview and size (T4). */
+export function storedEvent(event: NewEvent) {
+  const text = toStored(typeof event.payload === "string" ? event.payload : JSON.stringify(event.payload));
+  const messageId = event.messageId ?? null;
+  return {
+    id: randomUUID(),
+    span_id: event.spanId,
+    kind: event.kind,
+    payload: messageId ? "" : text,
+    message_id: messageId,
+    preview: previewOf(text),
+    payload_size: Buffer.byteLength(text, "utf8"),
+    at: event.at.toISOString(),
+  };
 }
 
 /** The first characters of a stored payload, never ending inside a surrogate pair or an escape. */

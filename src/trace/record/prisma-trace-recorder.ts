@@ -13,13 +13,14 @@ import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
-import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
+import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { newSpanId } from "../../domain/trace/span-ids.js";
 import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { TraceBound } from "./trace-bound.js";
-import { type QueuedEvent, takeBatch, WriteBehind } from "./write-behind.js";
+import { GroupCommit, WriteBehind } from "./write-behind.js";
+import { ignore, type PendingEvent, type PendingRecord, type RecordWriter, type SpanInput, writeQueued } from "./queued-records.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
@@ -32,24 +33,21 @@ export type RecorderDeps = {
   maxRecords?: number;
 };
 
-type PendingEvent = QueuedEvent & { traceId: string; spanId: string; kind: SpanEventKind; messageId: string | null; at: Date };
 /** An attempt's fence as the recorder writes through it; `lost` says why it lost its run, once it did. */
 type Fence = { write: Transact; holder: Holder; readonly lost?: Error | null };
 
-type EventQueue = { pending: PendingEvent[]; flushing: boolean };
 type SpanEnd = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
-type SpanInput = { traceId: string; parent?: SpanRef; kind: SpanKind; name: string; attributes?: Attributes };
 
 export class PrismaTraceRecorder implements RuntimeTrace {
   private readonly transact: Transact;
   /** The attempt that must still hold the run (a fenced recorder's), checked inside each event write. */
   private readonly guard: Holder | undefined;
   /** Events waiting for their trace's next group commit, by trace. */
-  private readonly queues = new Map<string, EventQueue>();
+  private readonly grouped = new GroupCommit<PendingEvent>((batch) => this.writeEvents(batch));
   /** The bound on each trace's spans and events, shared by this recorder's fenced copies. */
   private readonly bound: TraceBound;
   /** A fenced recorder's records, written behind the attempt's work in order (write-behind.ts). */
-  private readonly behind: WriteBehind<PendingEvent> | undefined;
+  private readonly behind: WriteBehind<PendingRecord> | undefined;
   /** Spans handed out before their start was written that the trace did not keep: the folded reference each stands for. */
   private readonly redirects = new Map<string, SpanRef>();
 
@@ -61,7 +59,20 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     this.transact = fence?.write ?? unfenced(deps.prisma);
     this.guard = fence?.holder;
     this.bound = bound ?? new TraceBound(deps.maxRecords);
-    this.behind = fence ? new WriteBehind((batch) => this.writeEvents(batch)) : undefined;
+    this.behind = fence ? new WriteBehind((batch) => writeQueued(this.writer(), batch)) : undefined;
+  }
+
+  /** What the attempt's writer writes queued records with, and how it writes one alone (queued-records.ts). */
+  private writer(): RecordWriter {
+    return {
+      ...{ prisma: this.deps.prisma, bound: this.bound, guard: this.statementGuard(), resolve: (span) => this.resolve(span) },
+      ...{ announce: (changes) => this.announce(changes), unlessLost: () => this.unlessLost(), writeEvents: (events) => this.writeEvents(events) },
+      startSpan: async ({ id, input, at }) => {
+        const started = await this.startSpanNow({ ...input, parent: input.parent && this.resolve(input.parent) }, id, at);
+        if (started.id !== id) this.redirects.set(id, started);
+      },
+      endSpan: ({ span, status, at }) => this.endSpanNow(this.resolve(span), { status }, at),
+    };
   }
 
   /** The same recorder, writing through an attempt's fence. */
@@ -87,10 +98,8 @@ export class PrismaTraceRecorder implements RuntimeTrace {
     const at = this.now();
     if (!this.behind) return this.startSpanNow(input, newSpanId(), at);
     const ref = { id: newSpanId(), traceId: input.traceId };
-    this.behind.detach(async () => {
-      const started = await this.startSpanNow({ ...input, parent: input.parent && this.resolve(input.parent) }, ref.id, at);
-      if (started.id !== ref.id) this.redirects.set(ref.id, started);
-    });
+    this.behind.check();
+    this.behind.record({ type: "start", traceId: input.traceId, id: ref.id, input, at, payload: "", resolve: ignore, reject: ignore });
     return ref;
   }
 
@@ -156,6 +165,11 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   async endSpan(span: SpanRef, end: SpanEnd): Promise<void> {
     this.unlessLost();
     const at = this.now();
+    if (this.behind && !end.usage && !end.attributes) {
+      // Only the status changes: written with the records next to it (queued-records.ts).
+      this.behind.check();
+      return this.behind.record({ type: "end", traceId: span.traceId, span, status: end.status, at, payload: "", resolve: ignore, reject: ignore });
+    }
     await this.behindWork(() => this.endSpanNow(this.resolve(span), end, at), Boolean(end.usage));
   }
 
@@ -268,26 +282,9 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       const text = typeof payload === "string" ? payload : JSON.stringify(payload);
       const { traceId } = span;
       const pending = { traceId, spanId: span.id, kind, payload: text, messageId: options.messageId ?? null, at: this.now(), resolve, reject };
-      if (this.behind) return this.behind.event(pending);
-      let queue = this.queues.get(traceId);
-      if (!queue) this.queues.set(traceId, (queue = { pending: [], flushing: false }));
-      queue.pending.push(pending);
-      if (!queue.flushing) void this.flush(traceId, queue);
+      if (this.behind) return this.behind.record({ type: "event", ...pending });
+      this.grouped.add(pending);
     });
-  }
-
-  private async flush(traceId: string, queue: EventQueue): Promise<void> {
-    queue.flushing = true;
-    while (queue.pending.length > 0) {
-      const batch = takeBatch(queue.pending);
-      try {
-        await this.writeEvents(batch);
-      } catch (error) {
-        for (const event of batch) event.reject(error);
-      }
-    }
-    queue.flushing = false;
-    this.queues.delete(traceId);
   }
 
   /** Writes events of one trace in one statement and settles each with its seq (0: past the bound). */

@@ -1,22 +1,27 @@
 // An attempt's trace, written behind its work: span starts, changes, ends and events are queued
 // in the order the runtime makes them and written by one writer per attempt, so a turn does not
-// wait one round trip for each of them between a model's answer and its next request. Queued
-// events next to each other go to the database together (one statement). Every write still
-// carries the attempt's fence (the recorder writes them as it always did), so an attempt that
-// lost its run writes nothing more; changes are announced after their commit, in seq order.
+// wait one round trip for each of them between a model's answer and its next request. Records
+// queued next to each other (span starts, ends that only set a status, events) go to the
+// database together, in one statement (domain/trace/batch-statements.ts); other writes (what
+// charges the run, attribute changes) go one by one between them. Every write carries the
+// attempt's fence, so an attempt that lost its run writes nothing more; changes are announced
+// after their commit, in seq order.
 //
 // A failed write stops the pipeline: it writes nothing after it (no later record is written
 // without the earlier ones), and the failure is thrown by the attempt's next trace call and by
 // `flushed`, which the attempt awaits before it settles — nothing is dropped silently.
 
-/** An event as queued: written with the events next to it, `resolve`d with its seq once committed. */
-export type QueuedEvent = { resolve: (seq: number) => void; reject: (error: unknown) => void; payload: string };
+/**
+ * A record as queued: written with the records next to it, `resolve`d with its seq once committed.
+ * `payload`: what it writes of any size (an event's payload, a span's attributes), which bounds a batch.
+ */
+export type QueuedRecord = { resolve: (seq: number) => void; reject: (error: unknown) => void; payload: string };
 
-type Job<E extends QueuedEvent> =
+type Job<E extends QueuedRecord> =
   | { type: "write"; write: () => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void }
-  | { type: "event"; event: E };
+  | { type: "record"; record: E };
 
-/** One write holds at most this many events, or about this many characters of payload. */
+/** One write holds at most this many records, or about this many characters of payload. */
 const BATCH_EVENTS = 256;
 const BATCH_CHARS = 4_000_000;
 
@@ -36,13 +41,13 @@ export function takeBatch<T extends { payload: string }>(pending: T[]): T[] {
   return pending.splice(0, count);
 }
 
-export class WriteBehind<E extends QueuedEvent> {
+export class WriteBehind<E extends QueuedRecord> {
   private readonly jobs: Job<E>[] = [];
   private writing = false;
   private failure: { error: unknown } | null = null;
 
-  /** `writeEvents` writes events in one statement and settles each of them. */
-  constructor(private readonly writeEvents: (batch: E[]) => Promise<void>) {}
+  /** `writeRecords` writes records queued next to each other (in one statement) and settles each of them. */
+  constructor(private readonly writeRecords: (batch: E[]) => Promise<void>) {}
 
   /** Throws what stopped the pipeline, once a write failed. */
   check(): void {
@@ -65,12 +70,12 @@ export class WriteBehind<E extends QueuedEvent> {
     this.start();
   }
 
-  event(event: E): void {
+  record(record: E): void {
     if (this.failure) {
-      event.reject(this.failure.error);
+      record.reject(this.failure.error);
       return;
     }
-    this.jobs.push({ type: "event", event });
+    this.jobs.push({ type: "record", record });
     this.start();
   }
 
@@ -81,26 +86,31 @@ export class WriteBehind<E extends QueuedEvent> {
     return this.enqueue(async () => undefined);
   }
 
+  /**
+   * Starts writing once the work in hand has queued what it makes without waiting (setImmediate):
+   * a turn's records made one after the other — a span's end, the next span's start, the note
+   * between — go in one write instead of the first alone and the rest after it.
+   */
   private start(): void {
     if (this.writing) return;
     this.writing = true;
-    void this.drain();
+    setImmediate(() => void this.drain());
   }
 
   private async drain(): Promise<void> {
     while (this.jobs.length > 0) {
       if (this.failure) {
-        for (const job of this.jobs.splice(0)) (job.type === "event" ? job.event.reject : job.reject)(this.failure.error);
+        for (const job of this.jobs.splice(0)) (job.type === "record" ? job.record.reject : job.reject)(this.failure.error);
         break;
       }
       const front = this.jobs[0]!;
-      if (front.type === "event") {
-        const batch = this.takeEvents();
+      if (front.type === "record") {
+        const batch = this.takeRecords();
         try {
-          await this.writeEvents(batch);
+          await this.writeRecords(batch);
         } catch (error) {
           this.failure = { error };
-          for (const event of batch) event.reject(error);
+          for (const record of batch) record.reject(error);
         }
         continue;
       }
@@ -115,17 +125,48 @@ export class WriteBehind<E extends QueuedEvent> {
     this.writing = false;
   }
 
-  /** The events at the front of the queue that make one write (at least one). */
-  private takeEvents(): E[] {
+  /** The records at the front of the queue that make one write (at least one). */
+  private takeRecords(): E[] {
     const batch: E[] = [];
     let chars = 0;
     while (takesMore(batch.length, chars)) {
       const job = this.jobs[0];
-      if (job?.type !== "event") break;
+      if (job?.type !== "record") break;
       this.jobs.shift();
-      batch.push(job.event);
-      chars += job.event.payload.length;
+      batch.push(job.record);
+      chars += job.record.payload.length;
     }
     return batch;
+  }
+}
+
+/**
+ * Events written without an attempt's writer, group-committed per trace: the first is written at
+ * once, and those that arrive while a write is in flight go together in the next one, in order.
+ */
+export class GroupCommit<E extends QueuedRecord & { traceId: string }> {
+  private readonly queues = new Map<string, E[]>();
+
+  /** `write` writes events of one trace in one statement and settles each of them. */
+  constructor(private readonly write: (batch: E[]) => Promise<void>) {}
+
+  add(event: E): void {
+    const pending = this.queues.get(event.traceId);
+    if (pending) return void pending.push(event);
+    const queue = [event];
+    this.queues.set(event.traceId, queue);
+    void this.flush(event.traceId, queue);
+  }
+
+  private async flush(traceId: string, pending: E[]): Promise<void> {
+    while (pending.length > 0) {
+      const batch = takeBatch(pending);
+      try {
+        await this.write(batch);
+      } catch (error) {
+        for (const event of batch) event.reject(error);
+      }
+    }
+    this.queues.delete(traceId);
   }
 }
