@@ -5,23 +5,14 @@
 // read inside the statement, as price-book.ts picks it, so a price set a moment ago applies at
 // once, and every product is exact (numeric), rounded half up to COST_SCALE as priceUsage rounds.
 // One round trip instead of the six the same writes took one by one.
-import type { SpanState } from "../../events/topics.js";
 import type { Prisma, SpanStatus } from "../../generated/prisma/client.js";
 import { toStoredJson } from "../text/stored-text.js";
+import { type EndedRow, endedChange } from "../trace/span-statements.js";
 import type { SpanUsage, TraceChange } from "../trace/trace-writes.js";
 import { COST_SCALE, type PricedUsage, toDecimal, usageParts } from "./pricing.js";
 import { REQUEST_MODEL_ATTRIBUTE } from "./span-cost.js";
 
-type EndedRow = {
-  seq: number;
-  parent_id: string | null;
-  kind: string;
-  name: string;
-  attributes: string;
-  usage: string | null;
-  cost: string | null;
-  cost_unpriced: boolean;
-  started_at: string;
+type ChargedRow = EndedRow & {
   /** The owner of the run charged; null when nothing was charged (not a model call, or no usage, and no tokens). */
   owner_id: string | null;
   tokens_used: number | null;
@@ -57,7 +48,7 @@ export async function endSpanPricedIn(
       ].join(" + ")
     : "NULL";
   const at_ = at.toISOString();
-  const [row] = await tx.$queryRawUnsafe<EndedRow[]>(
+  const [row] = await tx.$queryRawUnsafe<ChargedRow[]>(
     `WITH cur AS (SELECT s.attributes, s.kind, s.trace_id FROM span s WHERE s.id = $2),
      owner AS (SELECT r.id AS run_id, r.owner_id FROM cur JOIN trace t ON t.id = cur.trace_id JOIN run r ON r.id = t.run_id),
      priced AS (
@@ -126,21 +117,7 @@ export async function endSpanPricedIn(
     tokens,
   );
   if (!row) throw new Error(`span ${span.id} does not exist`);
-  const state: SpanState = {
-    id: span.id,
-    traceId: span.traceId,
-    parentId: row.parent_id,
-    kind: row.kind,
-    name: row.name,
-    status: end.status,
-    attributes: JSON.parse(row.attributes) as SpanState["attributes"],
-    usage: row.usage === null ? null : (JSON.parse(row.usage) as SpanState["usage"]),
-    cost: row.cost,
-    costUnpriced: row.cost_unpriced,
-    startedAt: row.started_at,
-    endedAt: at_,
-  };
-  const change: TraceChange = { traceId: span.traceId, seq: Number(row.seq), type: "SPAN_ENDED", spanId: span.id, eventId: null, span: state, at: at_ };
+  const change = endedChange(span, end.status, row, at_);
   // As chargeRunIn and addTokens: the run's lists hear of an unpriced call, a cost that is not zero, or tokens.
   const costChanged = row.charged && (row.amount === null || !toDecimal(row.amount).isZero());
   const owner = costChanged || (tokens ?? 0) > 0 ? row.owner_id : null;

@@ -100,7 +100,8 @@ export async function startSpanStatement(
   return { kept: true, spanId: id, change };
 }
 
-type EndedRow = {
+/** What a statement ending a span returns of it: its new seq and the columns of its state. */
+export type EndedRow = {
   seq: number;
   parent_id: string | null;
   kind: string;
@@ -155,13 +156,18 @@ export async function endSpanStatement(
     at,
   );
   if (!row) return null;
+  return endedChange(span, end.status, row, at);
+}
+
+/** The replay-log change of a span ended with `status` at `at`, from the row its statement returned. */
+export function endedChange(span: { id: string; traceId: string }, status: SpanStatus, row: EndedRow, at: string): TraceChange {
   const state: SpanState = {
     id: span.id,
     traceId: span.traceId,
     parentId: row.parent_id,
     kind: row.kind,
     name: row.name,
-    status: end.status,
+    status,
     attributes: JSON.parse(row.attributes) as SpanState["attributes"],
     usage: row.usage === null ? null : (JSON.parse(row.usage) as SpanState["usage"]),
     cost: row.cost,
