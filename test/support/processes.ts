@@ -56,7 +56,9 @@ export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
 
 /** A shell command line, run by sh in the project folder; `exec` makes the last command the process itself. */
 export function spawnShell(command: string, options: Omit<SpawnOptions, "args"> = {}): Spawned {
-  return spawnProgram("sh", ["-c", `exec ${command}`], options);
+  // `exec` takes no variable assignments before its command: `env` sets them and becomes the command.
+  const execed = command.replace(/^((?:\w+=\S*\s+)+)/, "env $1");
+  return spawnProgram("sh", ["-c", `exec ${execed}`], options);
 }
 
 function spawnNode(nodeArgs: string[], { env = {}, args = [] }: SpawnOptions): Spawned {

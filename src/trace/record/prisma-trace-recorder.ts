@@ -8,7 +8,7 @@ import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
-import { endSpanPricedIn } from "../../domain/costs/span-end-statement.js";
+import { endSpanPricedIn } from "../../domain/runs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
 import { type Transact, unfenced } from "../../domain/transaction.js";

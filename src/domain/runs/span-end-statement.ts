@@ -9,8 +9,8 @@ import type { Prisma, SpanStatus } from "../../generated/prisma/client.js";
 import { toStoredJson } from "../text/stored-text.js";
 import { type EndedRow, endedChange } from "../trace/span-statements.js";
 import type { SpanUsage, TraceChange } from "../trace/trace-writes.js";
-import { COST_SCALE, type PricedUsage, toDecimal, usageParts } from "./pricing.js";
-import { REQUEST_MODEL_ATTRIBUTE } from "./span-cost.js";
+import { COST_SCALE, type PricedUsage, toDecimal, usageParts } from "../costs/pricing.js";
+import { REQUEST_MODEL_ATTRIBUTE } from "../costs/span-cost.js";
 
 type ChargedRow = EndedRow & {
   /** The owner of the run charged; null when nothing was charged (not a model call, or no usage, and no tokens). */
