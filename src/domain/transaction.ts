@@ -15,7 +15,7 @@ export type Transact = <T>(work: (tx: Tx, after: AfterCommit) => Promise<T>) => 
 
 /**
  * Where a write that is one statement can go instead of a transaction of its own (a log append:
- * conversation-log-statement.ts). A transaction costs a turn's critical path its BEGIN, its fence
+ * domain/runs/log-statement.ts). A transaction costs a turn's critical path its BEGIN, its fence
  * check and its COMMIT as round trips of their own; one statement carries the check inside itself.
  */
 export type StatementRoute = {
