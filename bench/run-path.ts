@@ -23,9 +23,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
-import { buildDossier, NODE_ENV, NODE_FLAGS } from "../scripts/build.mjs";
+import { buildDossier, NODE_ENV } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
-import { post as postOnce, replyOf } from "./server-load.js";
+import { post as postOnce, replyOf, serverFlags } from "./server-load.js";
 import { percentile, printTable } from "./support.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -103,7 +103,7 @@ type Stats = { cpuMicros: number; statements: number; transactions: number; reco
 type Child = { url: string; wsUrl: string; child: ChildProcess; stats(): Promise<Stats>; stop(): Promise<void> };
 
 async function spawn(script: string, args: string[]): Promise<Child> {
-  const child = fork(script, args, { execArgv: NODE_FLAGS, env: { ...NODE_ENV, ...process.env }, stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const child = fork(script, args, { execArgv: serverFlags(), env: { ...NODE_ENV, ...process.env }, stdio: ["ignore", "pipe", "inherit", "ipc"] });
   const [url, wsUrl] = await new Promise<string[]>((resolve, reject) => {
     let output = "";
     child.stdout!.on("data", (data: Buffer) => {

@@ -25,12 +25,17 @@ export type Server = {
   stop(): Promise<void>;
 };
 
-export async function serve(target: string, env: Record<string, string> = {}): Promise<Server> {
+/** A bench's server process flags: `npm start`'s, BENCH_NODE_FLAGS, and a CPU profile into BENCH_CPU_PROF. */
+export function serverFlags(): string[] {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+  return [...NODE_FLAGS, ...flags, ...profile];
+}
+
+export async function serve(target: string, env: Record<string, string> = {}): Promise<Server> {
   // Bundled and flagged like `npm start`'s server: plain JavaScript, no TypeScript loader in the process.
   const child = fork("dist/bench/server-process.js", [target], {
-    execArgv: [...NODE_FLAGS, ...flags, ...profile],
+    execArgv: serverFlags(),
     env: { ...NODE_ENV, ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
