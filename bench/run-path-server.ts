@@ -2,8 +2,10 @@
 // its CPU time is its own: on the database named by argv[2] ("pglite" or a PostgreSQL URL), its
 // runs asking the OpenAI-protocol model server at argv[3]. Prints `listening <url> <wsUrl>`;
 // answers the IPC message "stats" with the CPU time used, the SQL statements and transactions sent
-// so far and the trace records (spans and events) persisted.
-import { mkdtempSync } from "node:fs";
+// so far and the trace records (spans and events) persisted. BENCH_SQL_SHAPES=<file>: on exit, the
+// statements sent, counted by their first 90 characters; BENCH_SQL_SEQUENCE=<file>: each one's
+// first 70, in the order sent.
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createApp } from "../src/compose/app.js";
@@ -17,9 +19,13 @@ const [target = "pglite", modelURL] = process.argv.slice(2);
 if (!modelURL) throw new Error("usage: run-path-server.ts <pglite|postgres url> <model base URL>");
 let statements = 0;
 let transactions = 0;
+const sequence = process.env.BENCH_SQL_SEQUENCE ? ([] as string[]) : undefined;
+const shapes = process.env.BENCH_SQL_SHAPES ? new Map<string, number>() : undefined;
 
 const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, {
   onQuery: (sql) => {
+    if (sequence) sequence.push(sql.slice(0, 70).replace(/\s+/g, " "));
+    if (shapes) shapes.set(sql.slice(0, 90), (shapes.get(sql.slice(0, 90)) ?? 0) + 1);
     if (/^\s*(COMMIT\b|-- Implicit "COMMIT")/i.test(sql)) transactions += 1;
     else if (!/^\s*(BEGIN|ROLLBACK\b|-- Implicit)/i.test(sql)) statements += 1;
   },
@@ -48,4 +54,11 @@ process.on("message", (message) => {
     .then(([row]) => process.send!({ kind: "stats", cpuMicros: cpu.user + cpu.system, statements, transactions, records: Number(row!.records) }));
 });
 process.stdout.write(`listening ${server.url} ${server.wsUrl}\n`);
-process.on("SIGTERM", () => process.exit(0));
+process.on("SIGTERM", () => {
+  if (shapes) {
+    const lines = [...shapes].sort((a, b) => b[1] - a[1]).map(([sql, n]) => `${n}\t${sql.replace(/\s+/g, " ")}`);
+    writeFileSync(process.env.BENCH_SQL_SHAPES!, lines.join("\n"));
+  }
+  if (sequence) writeFileSync(process.env.BENCH_SQL_SEQUENCE!, sequence.join("\n"));
+  process.exit(0);
+});

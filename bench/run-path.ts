@@ -15,7 +15,8 @@
 //   admission, claim and settling included, spread over their turns).
 //
 // On PostgreSQL (TEST_POSTGRES_URL) and the embedded default (BENCH_DATABASES=postgres|pglite: one
-// of them). BENCH_ROUNDS sets the pairs (3).
+// of them). BENCH_ROUNDS sets the pairs (3); BENCH_PHASES=records measures records per second only,
+// with the server's CPU and SQL statements per record; BENCH_PARALLEL_RUNS sets the runs at once (16).
 //   npm run bench:run-path
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -31,7 +32,7 @@ import { percentile, printTable } from "./support.js";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** BENCH_DATABASES=postgres (or pglite) measures that database only. */
 const DATABASES = process.env.BENCH_DATABASES ? new RegExp(process.env.BENCH_DATABASES, "i") : undefined;
-const PARALLEL_RUNS = 16;
+const PARALLEL_RUNS = Number(process.env.BENCH_PARALLEL_RUNS ?? 16);
 const CALLS_PER_TURN = 6;
 const TOOL_TURNS = 5;
 const GAP_RUNS = 12;
@@ -190,10 +191,27 @@ async function recordRate(server: Child): Promise<number> {
   const runs = await Promise.all(Array.from({ length: PARALLEL_RUNS }, () => admit(server.url, question(TOOL_TURNS, CALLS_PER_TURN).text)));
   await Promise.all(runs.map((run) => settled(server.url, run.id)));
   const seconds = (performance.now() - started) / 1000;
-  return ((await server.stats()).records - before.records) / seconds;
+  const after = await server.stats();
+  const records = after.records - before.records;
+  perRecord.push({ cpuMicros: (after.cpuMicros - before.cpuMicros) / records, statements: (after.statements - before.statements) / records });
+  return records / seconds;
 }
 
-type Figures = { records: number; base: number; gaps: number[]; dispatch: number[]; first: number[]; perTurn: Stats };
+/** The server's CPU and SQL statements per trace record of each measured round (the runs' status polls included). */
+let perRecord: { cpuMicros: number; statements: number }[] = [];
+
+/** BENCH_PHASES=records measures trace records per second only (no turn gap, dispatch or first token). */
+const RECORDS_ONLY = process.env.BENCH_PHASES === "records";
+
+type Figures = {
+  records: number;
+  base: number;
+  gaps: number[];
+  dispatch: number[];
+  first: number[];
+  perTurn: Stats;
+  perRecord: { cpuMicros: number; statements: number };
+};
 
 async function measure(server: Child, baseline: Child): Promise<Figures> {
   // Warm-up: both servers, and a run of each kind.
@@ -201,9 +219,19 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
   await recordRate(server);
   const records: number[] = [];
   const base: number[] = [];
+  perRecord = [];
   for (let round = 0; round < ROUNDS; round += 1) {
     base.push(await baselineRate(baseline.url));
     records.push(await recordRate(server));
+  }
+  const median = (values: number[]) => percentile(values, 50);
+  const costs = {
+    cpuMicros: median(perRecord.map((round) => round.cpuMicros)),
+    statements: median(perRecord.map((round) => round.statements)),
+  };
+  if (RECORDS_ONLY) {
+    const none = { cpuMicros: 0, statements: 0, transactions: 0, records: 0 };
+    return { records: median(records), base: median(base), gaps: [0], dispatch: [0], first: [0], perTurn: none, perRecord: costs };
   }
 
   const gaps: number[] = [];
@@ -253,8 +281,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
     first.push(received - timelines.get(key)!.firstChunk!);
   }
   await watching.close();
-  const median = (values: number[]) => percentile(values, 50);
-  return { records: median(records), base: median(base), gaps, dispatch, first, perTurn };
+  return { records: median(records), base: median(base), gaps, dispatch, first, perTurn, perRecord: costs };
 }
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
@@ -278,6 +305,8 @@ async function main(): Promise<void> {
       "SQL/turn",
       "transactions/turn",
       "server CPU/turn",
+      "CPU/record",
+      "SQL/record",
     ],
   ];
   try {
@@ -304,6 +333,8 @@ async function main(): Promise<void> {
           f.perTurn.statements.toFixed(1),
           f.perTurn.transactions.toFixed(1),
           ms(f.perTurn.cpuMicros / 1000),
+          ms(f.perRecord.cpuMicros / 1000),
+          f.perRecord.statements.toFixed(2),
         ]);
       } finally {
         await server.stop();
@@ -316,7 +347,7 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   console.log(
-    `\nrecords/s and the baseline: medians of ${ROUNDS} interleaved pairs after a warm-up (${BASELINE_SECONDS} s of { hello } from 16 clients, then ${PARALLEL_RUNS} runs of ${TOOL_TURNS} turns × ${CALLS_PER_TURN} task_list calls).` +
+    `\nrecords/s and the baseline: medians of ${ROUNDS} interleaved pairs after a warm-up (${BASELINE_SECONDS} s of { hello } from 16 clients, then ${PARALLEL_RUNS} runs of ${TOOL_TURNS} turns × ${CALLS_PER_TURN} task_list calls); CPU and SQL per record are theirs (the runs' status polls included).` +
       `\nturn gap: ${GAP_RUNS} runs one at a time, ${GAP_TURNS} turns of one task_list call each; SQL, transactions and CPU per turn are theirs, admission, claim and settling spread over their ${GAP_TURNS + 1} model requests.` +
       `\ndispatch: ${DISPATCH_RUNS} runs one at a time, admitRun's answer → first model request. first token: ${FIRST_TOKEN_RUNS} runs, model's first chunk → the subscriber's first delta.`,
   );

@@ -8,6 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
+import { sendingDirect } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
@@ -146,7 +147,12 @@ async function openPglite(
     const shared = takingTurns(pglite);
     const session = pgliteSession(shared);
     // The Prisma client's statements are prepared once each (pglite-statements.ts).
-    const prisma = prismaClient(new PrismaPGlite(takingTurns(preparingStatements(pglite))), onQuery);
+    const prepared = takingTurns(preparingStatements(pglite));
+    const prisma = prismaClient(new PrismaPGlite(prepared), onQuery);
+    sendingDirect(prisma, async (sql, params) => {
+      onQuery?.(sql, JSON.stringify(params));
+      return (await prepared.query<Record<string, unknown>>(sql, params as unknown[])).rows;
+    });
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without
     // them a page of a large workspace's links is planned as a scan of every link (7 ms instead of
     // 0.1 ms at 2,000). Analyzed after migrations and then every few minutes.
@@ -206,6 +212,10 @@ async function openPostgres(
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const prisma = prismaClient(new PrismaPg(pool), onQuery);
+  sendingDirect(prisma, async (sql, params) => {
+    onQuery?.(sql, JSON.stringify(params));
+    return (await pool.query<Record<string, unknown>>(sql, params as unknown[])).rows;
+  });
   const withSession = async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     try {

@@ -5,6 +5,7 @@
 // and the result is null; the caller then writes through its fenced transaction, which refuses
 // the attempt and says why.
 import type { Message, MessageRole, Prisma } from "../../generated/prisma/client.js";
+import { queryRows } from "../../db/direct-statements.js";
 import { holdsRunSql } from "./holder.js";
 import { newSpanId } from "../trace/span-ids.js";
 
@@ -35,7 +36,8 @@ export async function appendMessagesStatement(
     ...(entry.toolCalls !== undefined ? { tool_calls: entry.toolCalls } : {}),
     ...(entry.toolCallId !== undefined ? { tool_call_id: entry.toolCallId, tool_name: entry.toolName } : {}),
   }));
-  const inserted = await db.$queryRawUnsafe<Inserted[]>(
+  const inserted = await queryRows<Inserted>(
+    db,
     `WITH holder AS (${holder ? holdsRunSql(1) : UNGUARDED}),
      counted AS (
        UPDATE conversation SET message_count = message_count + $5::int

@@ -2,6 +2,7 @@
 // whether steering inputs wait, and its cost caps with what was spent against each — the run's
 // cost, its principal's spend today (the per-day counter row) and, when its workspace has a
 // monthly budget, what the workspace's runs admitted this UTC month cost. One statement.
+import { queryRows } from "../../db/direct-statements.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { CancelMode } from "./vocabulary.js";
 import { type Confirmation, type CostState, decimalOrNull } from "../costs/caps.js";
@@ -41,7 +42,7 @@ const CONFIRMATIONS: Record<NonNullable<Row["confirmation"]>, Confirmation> = { 
 
 /** Reads what was asked of the run and its cost caps; `dailyCostLimit` is the operator default (DAILY_COST_LIMIT). */
 export async function readRunRequests(prisma: PrismaClient, runId: string, dailyCostLimit: string | null): Promise<RunRequests> {
-  const [row] = await prisma.$queryRawUnsafe<Row[]>(SQL, runId, dailyCostLimit);
+  const [row] = await queryRows<Row>(prisma, SQL, runId, dailyCostLimit);
   const dailyLimit = decimalOrNull(row?.daily_limit);
   const monthlyBudget = decimalOrNull(row?.monthly_budget);
   const costs: CostState = {

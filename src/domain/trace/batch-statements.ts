@@ -9,6 +9,7 @@
 // before (span-statements.ts, trace-writes.ts), which decides the bound record by record, folds
 // spans, and refuses a lost attempt with why — so those rare cases behave exactly as they did.
 import type { SpanState } from "../../events/topics.js";
+import { queryRows } from "../../db/direct-statements.js";
 import type { Prisma, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import { type NewEvent, type StatementGuard, storedEvent, type TraceChange } from "./trace-writes.js";
@@ -121,7 +122,8 @@ export async function writeBatchStatement(
     }
   }
   const counted = records.filter((record) => record.type !== "end").length;
-  const [taken] = await db.$queryRawUnsafe<{ base: number; ended: string | null }[]>(
+  const [taken] = await queryRows<{ base: number; ended: string | null }>(
+    db,
     `WITH holder AS (${guard ? guard.holdsRunSql(6) : unguarded(6)}),
      input AS (
        SELECT * FROM jsonb_to_recordset($5::jsonb) AS r(n int, type text, id text, span_id text, parent_id text, kind text, name text,

@@ -5,6 +5,7 @@
 // check fails nothing is written and the result is null; the caller then writes through its
 // fenced transaction, which refuses the attempt and says why.
 import type { SpanState } from "../../events/topics.js";
+import { queryRows } from "../../db/direct-statements.js";
 import type { Prisma, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import type { StatementGuard, TraceChange } from "./trace-writes.js";
@@ -43,7 +44,8 @@ export async function startSpanStatement(
   const id = input.id ?? newSpanId();
   const attributes = toStoredJson(input.attributes ?? {});
   const name = toStored(input.name);
-  const [taken] = await db.$queryRawUnsafe<{ seq: number; kept: boolean }[]>(
+  const [taken] = await queryRows<{ seq: number; kept: boolean }>(
+    db,
     `WITH holder AS (${guard ? guard.holdsRunSql(3) : unguarded(3)}),
      seqs AS (
        UPDATE trace SET last_seq = last_seq + CASE WHEN records < $2::int THEN 1 ELSE 0 END, records = records + 1
@@ -124,7 +126,8 @@ export async function endSpanStatement(
   guard: StatementGuard | undefined,
 ): Promise<TraceChange | null> {
   const at = end.at.toISOString();
-  const [row] = await db.$queryRawUnsafe<EndedRow[]>(
+  const [row] = await queryRows<EndedRow>(
+    db,
     `WITH holder AS (${guard ? guard.holdsRunSql(2) : unguarded(2)}),
      seqs AS (
        UPDATE trace SET last_seq = last_seq + 1

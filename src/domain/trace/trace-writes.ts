@@ -4,6 +4,7 @@
 // transaction — a run attempt's fenced write, a claim that takes a run over, a cancellation —
 // change the trace atomically with what it reports.
 import { randomUUID } from "node:crypto";
+import { queryRows } from "../../db/direct-statements.js";
 import type { EventPublisher, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { Prisma, Span, SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
@@ -234,7 +235,8 @@ export async function appendEventsIn(
   const rows = events.map((event, index) => ({ n: index + 1, ...storedEvent(event) }));
   // Kept: as many as the bound leaves room for, from the count before this write (records - n).
   const kept = "LEAST($2::int, GREATEST($7::int - (records - $2::int), 0))";
-  const [taken] = await db.$queryRawUnsafe<{ base: number; kept: number }[]>(
+  const [taken] = await queryRows<{ base: number; kept: number }>(
+    db,
     `WITH holder AS (${guard ? guard.holdsRunSql(4) : UNGUARDED}),
      seqs AS (
        UPDATE trace SET last_seq = last_seq + LEAST($2::int, GREATEST($7::int - records, 0)), records = records + $2::int
