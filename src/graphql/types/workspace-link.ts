@@ -125,14 +125,15 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
       type: LinkTargetUnion,
       nullable: true,
       description: "The linked object, read through its own permission check; null if you cannot read it.",
-      resolve: async (link, _args, ctx, info) => {
-        // A run the page of links read with them (only the caller's: the page's join says so).
+      resolve: (link, _args, ctx, info) => {
+        // A run the page of links read with them (only the caller's: the page's join says so),
+        // answered at once: no promise per link for what is already there.
         const paged = (link as PagedLink).run;
         if (paged !== undefined) {
           if (paged) typenameOf.set(paged, "Run");
           return paged as Linked | null;
         }
-        return (await loadBatched(ctx, "linkTargets", targetKey(link, info), (keys) => targetsByKey(keys, ctx))) ?? null;
+        return loadBatched(ctx, "linkTargets", targetKey(link, info), (keys) => targetsByKey(keys, ctx)).then((target) => target ?? null);
       },
     }),
   }),
