@@ -41,33 +41,52 @@ export async function linkPages(
   runs?: { ownerId: string; fields: readonly string[] },
 ): Promise<Map<string, PagedLink[]>> {
   const { after: olderThan, before: newerThan } = page;
-  const fields = runs?.fields.filter((field) => field in RUN_COLUMNS) ?? [];
-  // Column expressions come from RUN_COLUMNS only, never from a request.
-  const runColumns = fields.map((field) => `, ${RUN_COLUMNS[field as keyof Run]} AS "run.${field}"`).join("");
-  const rows = await prisma.$queryRaw<(Omit<WorkspaceLink, "targetKind"> & { targetKind: string } & Record<string, unknown>)[]>`
+  const fields = runs?.fields ?? [];
+  const runColumns = runColumnList(fields);
+  const rows = await prisma.$queryRaw<LinkRow[]>`
     SELECT l.id, l.workspace_id AS "workspaceId", l.target_kind::text AS "targetKind", l.target_id AS "targetId", l.created_at AS "createdAt"${Prisma.raw(runColumns)}
       FROM "public"."workspace_link_page"(${workspaceIds}::text[], ${page.take}::integer, ${page.oldestFirst}::boolean,
              ${olderThan?.createdAt ?? null}::timestamptz, ${olderThan?.id ?? null}::text, ${newerThan?.createdAt ?? null}::timestamptz, ${newerThan?.id ?? null}::text) AS l
       ${runs ? Prisma.sql`LEFT JOIN "public"."run" AS r ON l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${runs.ownerId}` : Prisma.empty}`;
   const byWorkspace = new Map<string, PagedLink[]>();
   for (const row of rows) {
-    const link: PagedLink = {
-      id: row.id,
-      workspaceId: row.workspaceId,
-      targetKind: row.targetKind as LinkTargetKind,
-      targetId: row.targetId,
-      createdAt: row.createdAt,
-    };
-    if (runs && link.targetKind === "RUN") {
-      link.run = row["run.id"] == null ? null : Object.fromEntries(fields.map((field) => [field, row[`run.${field}`]]));
-    }
+    const link = pagedLink(row, runs ? fields : null);
     const listed = byWorkspace.get(row.workspaceId);
     if (listed) listed.push(link);
     else byWorkspace.set(row.workspaceId, [link]);
   }
-  const sign = page.oldestFirst ? 1 : -1;
-  for (const links of byWorkspace.values()) {
-    links.sort((a, b) => sign * (a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)));
-  }
+  for (const links of byWorkspace.values()) sortPage(links, page);
   return byWorkspace;
+}
+
+/** The `, <expression> AS "run.<field>"` list that reads these run fields (those the page can read) from `r`. */
+export function runColumnList(fields: readonly string[]): string {
+  // Column expressions come from RUN_COLUMNS only, never from a request.
+  return fields
+    .filter((field) => field in RUN_COLUMNS)
+    .map((field) => `, ${RUN_COLUMNS[field as keyof Run]} AS "run.${field}"`)
+    .join("");
+}
+
+type LinkRow = { id: string; workspaceId: string; targetKind: string; targetId: string; createdAt: Date } & Record<string, unknown>;
+
+/** A row of a page's statement as a link; with `fields`, a link to a run carries those of its run's (null: not the owner's). */
+export function pagedLink(row: LinkRow, fields: readonly string[] | null): PagedLink {
+  const link: PagedLink = {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    targetKind: row.targetKind as LinkTargetKind,
+    targetId: row.targetId,
+    createdAt: row.createdAt,
+  };
+  if (fields && link.targetKind === "RUN") {
+    link.run = row["run.id"] == null ? null : Object.fromEntries(fields.filter((field) => field in RUN_COLUMNS).map((field) => [field, row[`run.${field}`]]));
+  }
+  return link;
+}
+
+/** Puts a page's links in the page's order (newest first, or oldest first for a `last` page). */
+export function sortPage(links: PagedLink[], page: LinkPage): void {
+  const sign = page.oldestFirst ? 1 : -1;
+  links.sort((a, b) => sign * (a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)));
 }

@@ -2,15 +2,15 @@
 // retention-and-link of HTML artifacts (W16).
 import { ArtifactExpiredError, NotFoundError, UnsupportedError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import type { LinkTarget } from "../../domain/research/run-links.js";
-import { linkPages, type PagedLink, readableWithLinks } from "../../domain/workspace/link-pages.js";
+import { linkPages, type PagedLink } from "../../domain/workspace/link-pages.js";
 import type { RetentionOutcome } from "../../domain/workspace/link-service.js";
 import type { Artifact, Conversation, Publication, Run, Workspace, WorkspaceLink } from "../../generated/prisma/client.js";
 import type { LinkTargetKind } from "../../generated/prisma/enums.js";
 import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "../builder.js";
-import { exposedColumns, exposedColumnsBelow, type Select } from "../exposed-columns.js";
+import { exposedColumns, type Select } from "../exposed-columns.js";
 import { boundedCount, countFields } from "../counted-connection.js";
-import { newestFirstConnection, newestFirstPage, type PageArgs } from "../newest-first-page.js";
+import { newestFirstConnection, type PageArgs } from "../newest-first-page.js";
 import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
@@ -21,6 +21,7 @@ import { PublicationNode } from "./publication.js";
 import { RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
 import { inMyWorkspace, mine } from "./owned.js";
+import { ALWAYS_RUN, pageReadWith, plannedPage } from "./link-page-plan.js";
 
 const kindOfTypename = Object.fromEntries(Object.entries(typenameOfKind).map(([kind, typename]) => [typename, kind as LinkTargetKind]));
 
@@ -96,7 +97,7 @@ async function loadTargets(keys: string[], ctx: GraphQLContext): Promise<(Linked
 
 /** Columns every target row keeps whatever is selected: the owner and what an access token's grants are checked against. */
 const ALWAYS: Partial<Record<LinkTargetKind, readonly string[]>> = {
-  RUN: ["id", "ownerId", "workspaceId", "conversationId"],
+  RUN: ALWAYS_RUN,
   CONVERSATION: ["id", "ownerId"],
 };
 
@@ -124,14 +125,15 @@ export const WorkspaceLinkNode = builder.prismaNode("WorkspaceLink", {
       type: LinkTargetUnion,
       nullable: true,
       description: "The linked object, read through its own permission check; null if you cannot read it.",
-      resolve: async (link, _args, ctx, info) => {
-        // A run the page of links read with them (only the caller's: the page's join says so).
+      resolve: (link, _args, ctx, info) => {
+        // A run the page of links read with them (only the caller's: the page's join says so),
+        // answered at once: no promise per link for what is already there.
         const paged = (link as PagedLink).run;
         if (paged !== undefined) {
           if (paged) typenameOf.set(paged, "Run");
           return paged as Linked | null;
         }
-        return (await loadBatched(ctx, "linkTargets", targetKey(link, info), (keys) => targetsByKey(keys, ctx))) ?? null;
+        return loadBatched(ctx, "linkTargets", targetKey(link, info), (keys) => targetsByKey(keys, ctx)).then((target) => target ?? null);
       },
     }),
   }),
@@ -145,15 +147,15 @@ async function targetsByKey(keys: string[], ctx: GraphQLContext): Promise<Map<st
 
 /**
  * The page, with its linked runs when the client shows them only by columns the page's statement
- * can read (the typical workspace read: id, status, question, createdAt): one statement less.
+ * can read (the typical workspace read: id, status, question, createdAt): one statement less; none
+ * when the `workspace` query read the same page with its workspace (link-page-plan.ts).
  */
-async function linksOf(ctx: GraphQLContext, workspaceId: string, args: PageArgs, info: GraphQLResolveInfo): Promise<WorkspaceLink[]> {
-  const page = newestFirstPage(args);
-  const shown = exposedColumnsBelow(info, ["edges", "node", "target"], "Run", ALWAYS.RUN!);
-  const fields = shown && readableWithLinks(Object.keys(shown.select)) ? Object.keys(shown.select) : null;
-  const runs = fields ? { ownerId: ctx.actor.principalId, fields } : undefined;
-  const key = JSON.stringify([page.take, page.oldestFirst, page.after, page.before, fields]);
-  return (await loadBatched(ctx, `links:${key}`, workspaceId, (workspaceIds) => linkPages(ctx.prisma, workspaceIds, page, runs))) ?? [];
+async function linksOf(ctx: GraphQLContext, workspace: Workspace, args: PageArgs, info: GraphQLResolveInfo): Promise<WorkspaceLink[]> {
+  const { page, runFields, key } = plannedPage(args, info);
+  const read = pageReadWith(workspace, key);
+  if (read) return read;
+  const runs = runFields ? { ownerId: ctx.actor.principalId, fields: runFields } : undefined;
+  return (await loadBatched(ctx, `links:${key}`, workspace.id, (workspaceIds) => linkPages(ctx.prisma, workspaceIds, page, runs))) ?? [];
 }
 
 builder.prismaObjectField(WorkspaceNode, "links", (t) =>
@@ -164,7 +166,7 @@ builder.prismaObjectField(WorkspaceNode, "links", (t) =>
       // The pages of every workspace of the request that asks for the same page: one statement, an
       // index walk from the cursor on, at any number of links (domain/workspace/link-pages.ts).
       resolve: async (workspace, args, ctx, info) => ({
-        ...newestFirstConnection(await linksOf(ctx, workspace.id, args, info), args),
+        ...newestFirstConnection(await linksOf(ctx, workspace, args, info), args),
         countRows: () => boundedCount(ctx.prisma.workspaceLink, { workspaceId: workspace.id }),
       }),
     },

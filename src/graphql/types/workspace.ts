@@ -10,6 +10,29 @@ import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { inMyWorkspace, mine, myLiveWorkspace, newestFirst } from "./owned.js";
+import { keepPage, pageBelowWorkspace } from "./link-page-plan.js";
+import { readWorkspaceWithPage } from "../../domain/workspace/workspace-read.js";
+
+/**
+ * Whether Pothos asks for the workspace's columns and at most its current goal (the `goal`
+ * field's selection), which domain/workspace/workspace-read.ts reads as Prisma would.
+ */
+function readTogether(query: object): boolean {
+  const keys = Object.keys(query);
+  if (keys.length === 0) return true;
+  if (keys.length !== 1 || keys[0] !== "include") return false;
+  const include = (query as { include: Record<string, unknown> }).include;
+  const names = Object.keys(include);
+  if (names.length !== 1 || names[0] !== "goalVersions") return false;
+  const goal = include.goalVersions as Record<string, unknown>;
+  return (
+    Object.keys(goal).length === 2 &&
+    goal.take === 1 &&
+    typeof goal.orderBy === "object" &&
+    goal.orderBy !== null &&
+    JSON.stringify(goal.orderBy) === '{"version":"desc"}'
+  );
+}
 
 const WorkspaceStatusEnum = builder.enumType(WorkspaceStatus, {
   name: "WorkspaceStatus",
@@ -72,9 +95,17 @@ builder.queryFields((t) => ({
     type: "Workspace",
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, ctx) => {
+    resolve: async (query, _root, args, ctx, info) => {
       const id = idOfType(String(args.id), "Workspace");
-      return id ? ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, id) }) : null;
+      if (!id) return null;
+      // The typical read (the workspace's columns, its goal, a page of links) in one statement.
+      if (readTogether(query)) {
+        const planned = pageBelowWorkspace(info);
+        const read = await readWorkspaceWithPage(ctx.prisma, ctx.actor.principalId, id, "include" in query, planned);
+        if (read && planned && read.links) keepPage(read.workspace, planned.key, read.links);
+        return read?.workspace ?? null;
+      }
+      return ctx.prisma.workspace.findFirst({ ...query, where: visibleWorkspace(ctx.actor, id) });
     },
   }),
   workspaces: t.prismaConnection(
