@@ -1,7 +1,7 @@
 // When the worker looks for runs to claim: one claim pass at a time, run when the wake path says
 // runs were announced, when a slot frees up, and on the lease sweep's interval (with the sweep).
 // A wake-up during a pass runs one more pass right after it, so no announcement falls between
-// two passes; wake-ups meanwhile share that one.
+// two passes; wake-ups meanwhile share that one. A pass claims in rounds (claimInRounds).
 import type { Logger } from "../logger.js";
 
 export class ClaimPasses {
@@ -54,5 +54,41 @@ export class ClaimPasses {
           this.wake();
         }
       });
+  }
+}
+
+/** The most claims one pass sends at once. */
+const PARALLEL_CLAIMS = 8;
+
+/**
+ * Claims while `free()` says a slot is free. The first round sends one claim; while every claim
+ * finds a run, the next sends twice as many at once (up to PARALLEL_CLAIMS), so a burst of
+ * admissions starts in a fraction of the round trips one claim after another took, and an idle
+ * wake-up still costs one claim. Concurrent claims take different runs (the claim skips locked
+ * rows) and a principal's cap holds across them (domain/runs/claim.ts).
+ */
+export async function claimInRounds<T>({
+  free,
+  claim,
+  begin,
+}: {
+  free: () => number;
+  claim: () => Promise<T | null>;
+  begin: (claimed: T) => void;
+}): Promise<void> {
+  for (let width = 1; free() > 0; width = Math.min(width * 2, PARALLEL_CLAIMS)) {
+    const count = Math.min(width, free());
+    const claims = await Promise.allSettled(Array.from({ length: count }, claim));
+    // Every run claimed begins, even when another claim of the round failed.
+    let claimed = 0;
+    for (const result of claims) {
+      if (result.status === "fulfilled" && result.value) {
+        begin(result.value);
+        claimed += 1;
+      }
+    }
+    const failed = claims.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+    if (claimed < count) return;
   }
 }

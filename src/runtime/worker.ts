@@ -21,7 +21,7 @@ import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
-import { ClaimPasses } from "./claim-passes.js";
+import { ClaimPasses, claimInRounds } from "./claim-passes.js";
 import type { WorkerOptions } from "./worker-options.js";
 
 export type { SettleStep };
@@ -78,14 +78,14 @@ export class RunWorker {
     await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
   }
 
-  /** One claim pass: the sweep when it is due, then claims while a slot is free. */
+  /** One claim pass: the sweep when it is due, then claims while a slot is free (claim-passes.ts). */
   private async pass(sweep: boolean): Promise<void> {
     if (sweep) await this.sweep();
-    while (!this.stopped && this.active.size < this.concurrency) {
-      const claimed = this.options.queue ? await this.claimDelivered(this.options.queue) : await this.claim();
-      if (!claimed) break;
-      this.begin(claimed);
-    }
+    await claimInRounds({
+      free: () => (this.stopped ? 0 : this.concurrency - this.active.size),
+      claim: () => (this.options.queue ? this.claimDelivered(this.options.queue) : this.claim()),
+      begin: (claimed) => this.begin(claimed),
+    });
   }
 
   private claim(runId?: string): Promise<ClaimedAttempt | null> {

@@ -23,6 +23,7 @@ import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js"
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
 import { leaseExpiredSql } from "./lease-expired.js";
+import { beginFirstAttempt } from "./first-attempt-statement.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -119,34 +120,31 @@ async function claimOnce(options: ClaimOptions, runId: string | undefined, full:
     const leaseSentAt = performance.now();
     const taken = await takeClaimable(tx, options, runId, full);
     if (!taken) return null;
-    if (taken.queued) await holdPrincipalSlot(tx, taken, options.maxRunningPerPrincipal);
+    if (taken.queued) await lockPrincipal(tx, taken.owner_id);
     const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
     const now = new Date();
-    const traceId = await ensureTrace(tx, run.id);
     // A first attempt claims the run; any later one takes it over from the attempt before.
-    const row = taken.attempt > 1 ? TRANSITIONS.takeOver : TRANSITIONS.claim;
-    const previous = taken.attempt > 1 ? await previousAttempt(tx, options, run, taken.previous_owner) : null;
-    const applied = (await applyTransition(tx, row, run, {
+    if (taken.attempt === 1) {
+      const applied = (await applyTransition(tx, TRANSITIONS.claim, run, { at: now, reason: "claimed", events: options.events }))!;
+      const countRunningOf = taken.queued ? taken.owner_id : undefined;
+      const begun = await beginFirstAttempt(tx, { run, number: 1, instance: options.workerId, rootSpan: options.describeRun(run), at: now, countRunningOf });
+      if (taken.queued) checkCap(taken.owner_id, begun.running, options.maxRunningPerPrincipal);
+      if (begun.created) {
+        applied.changes.push(...begun.changes);
+        return { claimed: { run, number: 1, root: begun.root, span: begun.span, leaseSentAt }, applied };
+      }
+      // The run has a trace already: its spans start one by one.
+      return { claimed: await startAttempt(tx, options, { run, number: 1, now, leaseSentAt, changes: applied.changes }), applied };
+    }
+    if (taken.queued) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
+    const previous = await previousAttempt(tx, options, run, taken.previous_owner);
+    const applied = (await applyTransition(tx, TRANSITIONS.takeOver, run, {
       at: now,
-      reason: previous?.reason ?? "claimed",
-      ...(previous ? { attempt: { number: previous.number, outcome: previous.outcome } } : {}),
+      reason: previous.reason,
+      attempt: { number: previous.number, outcome: previous.outcome },
       events: options.events,
     }))!;
-    const root = await rootSpan(tx, options, { run, traceId, now, changes: applied.changes });
-    const attemptSpan = await startSpanIn(tx, {
-      traceId,
-      parentId: root.id,
-      kind: "ATTEMPT",
-      name: `attempt ${taken.attempt}`,
-      attributes: { "dossier.attempt": taken.attempt, "dossier.instance": options.workerId },
-      at: now,
-    });
-    applied.changes.push(attemptSpan.change);
-    await tx.runAttempt.create({
-      data: { runId: run.id, number: taken.attempt, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId },
-    });
-    await ask(tx, run);
-    return { claimed: { run, number: taken.attempt, root, span: { id: attemptSpan.spanId, traceId }, leaseSentAt }, applied };
+    return { claimed: await startAttempt(tx, options, { run, number: taken.attempt, now, leaseSentAt, changes: applied.changes }), applied };
   });
   if (!claimed) return null;
   // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
@@ -154,19 +152,51 @@ async function claimOnce(options: ClaimOptions, runId: string | undefined, full:
   return claimed.claimed;
 }
 
+/** The attempt's beginning, one write at a time: its trace, RUN span (once), ATTEMPT span and row, and the run's question. */
+async function startAttempt(
+  tx: Tx,
+  options: ClaimOptions,
+  { run, number, now, leaseSentAt, changes }: { run: Run; number: number; now: Date; leaseSentAt: number; changes: (TraceChange | null)[] },
+): Promise<ClaimedAttempt> {
+  const traceId = await ensureTrace(tx, run.id);
+  const root = await rootSpan(tx, options, { run, traceId, now, changes });
+  const attemptSpan = await startSpanIn(tx, {
+    traceId,
+    parentId: root.id,
+    kind: "ATTEMPT",
+    name: `attempt ${number}`,
+    attributes: { "dossier.attempt": number, "dossier.instance": options.workerId },
+    at: now,
+  });
+  changes.push(attemptSpan.change);
+  await tx.runAttempt.create({ data: { runId: run.id, number, instance: options.workerId, startedAt: now, spanId: attemptSpan.spanId } });
+  await ask(tx, run);
+  return { run, number, root, span: { id: attemptSpan.spanId, traceId }, leaseSentAt };
+}
+
 /**
- * Counts the principal's running runs again under a lock of their own, held to the commit: a
- * claim that committed meanwhile is counted, and one claiming at the same time waits for this one.
+ * A claim of a queued run counts its principal's running runs again under a lock of their own,
+ * held to the commit: a claim that committed meanwhile is counted, and one claiming at the same
+ * time waits for this one. The count is a statement of its own, after the lock's: a statement
+ * sees what committed before it began, and the lock may have been waited for.
  */
-async function holdPrincipalSlot(tx: Tx, taken: Taken, max: number): Promise<void> {
-  await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `claim-principal:${taken.owner_id}`);
+async function lockPrincipal(tx: Tx, ownerId: string): Promise<void> {
+  await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `claim-principal:${ownerId}`);
+}
+
+/** The principal's other running runs, counted under their lock (lockPrincipal). */
+async function countRunning(tx: Tx, taken: Taken): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM run
       WHERE owner_id = $1 AND id <> $2 AND status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()`,
     taken.owner_id,
     taken.id,
   );
-  if (Number(row?.n ?? 0) >= max) throw new PrincipalAtCap(taken.owner_id);
+  return Number(row?.n ?? 0);
+}
+
+function checkCap(ownerId: string, running: number, max: number): void {
+  if (running >= max) throw new PrincipalAtCap(ownerId);
 }
 
 /** The run's RUN span: one per run, created by its first attempt. */
