@@ -29,6 +29,23 @@ export type StatementRoute = {
   ready?: () => Promise<void>;
   /** Throws when the writer may write nothing more (an attempt known lost), before any statement is sent. */
   refuse?: () => void;
+  /** A write that rides in the next statement through the route, as part of it (a model call's span end with its reply). */
+  carry?: Carried;
+};
+
+/**
+ * A write made as CTEs of another one-statement write, so that both commit or neither: a model
+ * reply's span end (domain/runs/span-end-statement.ts) in the reply's log append (log-statement.ts).
+ */
+export type Carried = {
+  /**
+   * Its CTEs (without WITH), parameters numbered from $first, each write waiting for `guard` (the
+   * statement's fence check); `result`, an expression of its result (null when nothing was
+   * written); `written`, a condition true once it wrote, which the statement's own writes wait for.
+   */
+  sql(first: number, guard: string): { ctes: string; params: unknown[]; result: string; written: string };
+  /** Called with its result once the statement that carried it committed. */
+  settle(result: unknown): void;
 };
 
 const routes = new WeakMap<Transact, StatementRoute>();

@@ -92,12 +92,20 @@ describe.each(backends)("a turn's writes on %s", (backend) => {
     const call = await recorder.startSpan({ traceId, parent: root, kind: "MODEL_CALL", name: "chat", attributes: { "gen_ai.request.model": model, a: 1 } });
     const usage = { input: 1234, output: 567, cached: 89, reasoning: 45 };
     const seen: unknown[] = [];
-    const entry = await recorder.endSpanWith(call, { status: "OK", usage, attributes: { a: 2, b: 3 }, tokens: 1801 }, async (tx, after, ended) => {
-      seen.push(ended);
-      const [row] = await appendRows((work) => work(tx, after), { conversationId, runId, entries: [{ role: "ASSISTANT", content: "Done.", toolCalls: [] }] });
+    const transactions = vi.spyOn(db.prisma, "$transaction");
+    const entry = await recorder.endSpanWith(call, { status: "OK", usage, attributes: { a: 2, b: 3 }, tokens: 1801 }, async (write, ended) => {
+      seen.push({ ...ended });
+      const [row] = await appendRows(write, { conversationId, runId, entries: [{ role: "ASSISTANT", content: "Done.", toolCalls: [] }] });
+      seen.push({ ...ended });
       return row;
     });
-    expect(seen).toEqual([{ tokensUsed: 1801 }]);
+    // One statement: the span's end rode in the reply's log append.
+    expect(transactions).not.toHaveBeenCalled();
+    transactions.mockRestore();
+    expect(seen).toEqual([
+      { addsTokens: true, tokensUsed: null },
+      { addsTokens: true, tokensUsed: 1801 },
+    ]);
     expect(entry?.content).toBe("Done.");
     const cost = priceUsage(usage, own).cost.toFixed();
     const span = await db.prisma.span.findUniqueOrThrow({ where: { id: call.id } });
@@ -121,11 +129,42 @@ describe.each(backends)("a turn's writes on %s", (backend) => {
     const traceId = await recorder.traceFor(runId);
     const root = await recorder.startSpan({ traceId, kind: "RUN", name: "run" });
     const call = await recorder.startSpan({ traceId, parent: root, kind: "MODEL_CALL", name: "chat", attributes: { "gen_ai.request.model": "no-such-model" } });
-    await recorder.endSpanWith(call, { status: "OK", usage: { input: 10, output: 5, cached: 0, reasoning: 0 }, tokens: 15 }, (tx, after) =>
-      appendRows((work) => work(tx, after), { conversationId, runId, entries: [{ role: "ASSISTANT", content: "Done.", toolCalls: [] }] }),
+    await recorder.endSpanWith(call, { status: "OK", usage: { input: 10, output: 5, cached: 0, reasoning: 0 }, tokens: 15 }, (write) =>
+      appendRows(write, { conversationId, runId, entries: [{ role: "ASSISTANT", content: "Done.", toolCalls: [] }] }),
     );
     const span = await db.prisma.span.findUniqueOrThrow({ where: { id: call.id } });
     const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
     expect([span.cost, span.costUnpriced, run.cost.toFixed(), run.costUnpriced, run.tokensUsed]).toEqual([null, true, "0", true, 15]);
+  });
+
+  it("writes nothing of a superseded attempt's reply — its span's end, charge, tokens or log entry — and stops the attempt saying why", async () => {
+    const { runId, conversationId, fence, lost } = await heldRun();
+    const model = `model-late-${backend}-${runId}`;
+    await db.prisma.modelPrice.create({ data: { model, effectiveFrom: new Date(Date.now() - 60_000), inputPerMillion: "1", outputPerMillion: "1" } });
+    const recorder = new PrismaTraceRecorder({ prisma: db.prisma, events: createEventBus() }).fenced(fence);
+    const traceId = await recorder.traceFor(runId);
+    const root = await recorder.startSpan({ traceId, kind: "RUN", name: "run" });
+    const call = await recorder.startSpan({ traceId, parent: root, kind: "MODEL_CALL", name: "chat", attributes: { "gen_ai.request.model": model } });
+    await recorder.flushed();
+    const before = await db.prisma.span.findUniqueOrThrow({ where: { id: call.id } });
+    await db.prisma.run.update({ where: { id: runId }, data: { attempt: 2, leaseOwner: "worker-b" } });
+    const late = recorder.endSpanWith(call, { status: "OK", usage: { input: 10, output: 5, cached: 0, reasoning: 0 }, tokens: 15 }, (write) =>
+      appendRows(write, { conversationId, runId, entries: [{ role: "ASSISTANT", content: "Done.", toolCalls: [] }] }),
+    );
+    await expect(late).rejects.toBeInstanceOf(AttemptFencedError);
+    await expect(late).rejects.toThrow(/attempt 2 \(worker-b\) holds it now/);
+    expect(lost).toHaveBeenCalledWith("LEASE_LOST", expect.any(String));
+    const span = await db.prisma.span.findUniqueOrThrow({ where: { id: call.id } });
+    expect({ status: span.status, endedAt: span.endedAt, cost: span.cost, usage: span.usage }).toEqual({
+      status: before.status,
+      endedAt: null,
+      cost: null,
+      usage: before.usage,
+    });
+    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect({ cost: run.cost.toFixed(), unpriced: run.costUnpriced, tokens: run.tokensUsed }).toEqual({ cost: "0", unpriced: false, tokens: 0 });
+    expect(await db.prisma.traceChange.count({ where: { traceId, spanId: call.id, type: "SPAN_ENDED" } })).toBe(0);
+    expect(await readLog(db.prisma, conversationId)).toEqual([]);
+    expect((await db.prisma.conversation.findUniqueOrThrow({ where: { id: conversationId } })).messageCount).toBe(0);
   });
 });

@@ -3,10 +3,12 @@
 // carried inside the statement. One statement is atomic on its own, so a tool's result reaches the
 // log in one round trip instead of a transaction's five. When the check fails nothing is written
 // and the result is null; the caller then writes through its fenced transaction, which refuses
-// the attempt and says why.
+// the attempt and says why. A write carried with the append (a model reply's span end:
+// transaction.ts, Carried) goes in the same statement, behind the same check.
 import type { Message, MessageRole, Prisma } from "../../generated/prisma/client.js";
 import { queryRows } from "../../db/direct-statements.js";
 import { holdsRunSql } from "./holder.js";
+import type { Carried } from "../transaction.js";
 import { newSpanId } from "../trace/span-ids.js";
 
 /** An entry as stored: its text already encoded (stored-text.ts). */
@@ -19,12 +21,14 @@ const UNGUARDED = "SELECT $2::int AS attempt, $3::text AS worker";
 
 /**
  * Appends `entries` in order to the conversation in one statement; returns the rows as stored.
- * Null: `holder` no longer holds its run (or the conversation is gone), and nothing was written.
+ * Null: `holder` no longer holds its run (or the conversation is gone), and nothing was written
+ * — but for `carry` when only the conversation was gone: it is settled whenever it was written.
  */
 export async function appendMessagesStatement(
   db: Prisma.TransactionClient,
   append: { conversationId: string; runId: string; entries: readonly StoredEntry[] },
   holder?: { runId: string; attempt: number; workerId: string },
+  carry?: Carried,
 ): Promise<Message[] | null> {
   const createdAt = new Date();
   const rows = append.entries.map((entry, index) => ({
@@ -36,12 +40,12 @@ export async function appendMessagesStatement(
     ...(entry.toolCalls !== undefined ? { tool_calls: entry.toolCalls } : {}),
     ...(entry.toolCallId !== undefined ? { tool_call_id: entry.toolCallId, tool_name: entry.toolName } : {}),
   }));
-  const inserted = await queryRows<Inserted>(
-    db,
-    `WITH holder AS (${holder ? holdsRunSql(1) : UNGUARDED}),
+  const held = "($1::text IS NULL OR EXISTS (SELECT 1 FROM holder))";
+  const carried = carry?.sql(9, held);
+  const sql = `WITH holder AS (${holder ? holdsRunSql(1) : UNGUARDED}),${carried ? ` ${carried.ctes},` : ""}
      counted AS (
        UPDATE conversation SET message_count = message_count + $5::int
-       WHERE id = $4 AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM holder))
+       WHERE id = $4 AND ${held}${carried ? ` AND ${carried.written}` : ""}
        RETURNING message_count - $5::int AS base
      ),
      input AS (SELECT * FROM jsonb_to_recordset($6::jsonb) AS r(n int, id text, role text, content text, tool_calls jsonb, tool_call_id text, tool_name text)),
@@ -51,7 +55,13 @@ export async function appendMessagesStatement(
        FROM input, counted
        RETURNING id, seq, tool_calls::text AS tool_calls
      )
-     SELECT id, seq, tool_calls FROM inserted ORDER BY seq`,
+     ${
+       carried
+         ? // One row whatever was written: the carried write's result, and the entries as stored.
+           `SELECT (SELECT json_agg(json_build_object('id', id, 'seq', seq, 'tool_calls', tool_calls) ORDER BY seq) FROM inserted) AS inserted, ${carried.result} AS carried`
+         : "SELECT id, seq, tool_calls FROM inserted ORDER BY seq"
+     }`;
+  const params = [
     holder?.runId ?? null,
     holder?.attempt ?? null,
     holder?.workerId ?? null,
@@ -60,7 +70,15 @@ export async function appendMessagesStatement(
     JSON.stringify(rows),
     append.runId,
     createdAt.toISOString(),
-  );
+    ...(carried?.params ?? []),
+  ];
+  let inserted: Inserted[];
+  if (carry) {
+    const [result] = await queryRows<{ inserted: Inserted[] | null; carried: unknown }>(db, sql, ...params);
+    // Committed (the statement is its own transaction): the carried write is done, whatever the append did.
+    if (result?.carried != null) carry.settle(result.carried);
+    inserted = result?.inserted ?? [];
+  } else inserted = await queryRows<Inserted>(db, sql, ...params);
   if (inserted.length < rows.length) return null;
   return inserted.map((row, index) => {
     const entry = append.entries[index]!;

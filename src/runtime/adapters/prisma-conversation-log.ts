@@ -56,7 +56,8 @@ const storedEntry = (entry: LogEntry) => ({
  * Appends entries in order, atomically; returns the rows as readLog reads them. Through a write
  * that takes statements (transaction.ts) entries without a spill go as one statement, the fence's
  * check inside it; otherwise, or when that check fails, in one transaction of `write` (an attempt's
- * fenced one, which refuses and says why).
+ * fenced one, which refuses and says why). A write the route carries (a reply's span end) goes in
+ * that statement.
  */
 export async function appendRows(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
   const { conversationId, runId, entries } = append;
@@ -65,7 +66,7 @@ export async function appendRows(write: Transact, append: LogAppend): Promise<Lo
   if (route && !entries.some((entry) => entry.role === "TOOL" && entry.spill)) {
     await route.ready?.();
     route.refuse?.();
-    const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder);
+    const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder, route.carry);
     if (written) return written.map((message) => ({ ...decodeMessage(message), spill: null }));
   }
   return write(async (tx: Prisma.TransactionClient) => {

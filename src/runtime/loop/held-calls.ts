@@ -10,6 +10,7 @@ import type { ToolCall } from "../ports/model.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { approvalGate } from "../tools/approval-gate.js";
+import type { AttemptLog } from "../memory/attempt-log.js";
 import { type ApprovalRules, needsApproval } from "../tools/approval-policy.js";
 import type { ToolGate } from "../tools/execute-tool-calls.js";
 import type { NextStep } from "./outcome.js";
@@ -101,4 +102,11 @@ export function inResumedTurn(
       failed: () => ({ status: failedSpanStatus(signal) }),
     },
   );
+}
+
+/** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
+export function answeredBefore(log: AttemptLog): string | null {
+  const last = log.ofRun().at(-1);
+  if (last?.role !== "ASSISTANT") return null;
+  return (toolCallsOf(last.toolCalls) ?? []).length === 0 ? last.content : null;
 }

@@ -7,7 +7,7 @@ import { budgetTokens, type RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
-import { type AfterCommit, type Tx, within, writeAfter } from "../../domain/transaction.js";
+import { within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -18,8 +18,7 @@ import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import { type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
-import { toolCallsOf } from "../../domain/json-columns.js";
+import { answeredBefore, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
@@ -29,9 +28,7 @@ import type { CostState } from "../../domain/costs/caps.js";
 import { checkCostCaps } from "./cost-caps.js";
 import type { AttemptContext, AttemptScope, ExecutorDeps } from "./attempt.js";
 
-export type { AgentProfile };
-
-export type { FailureReason, NextStep, Outcome };
+export type { AgentProfile, FailureReason, NextStep, Outcome };
 export type { AttemptContext, AttemptScope, ExecutorDeps, RunHooks } from "./attempt.js";
 
 /** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
@@ -155,18 +152,16 @@ export class RunExecutor {
 
   /** The outcome of an attempt that threw; a stop NOW keeps the text its model had streamed. */
   private failure(error: unknown, signal: AbortSignal, streamed: { text: string }): Outcome {
-    {
-      if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal), ...(streamed.text && { partialAnswer: streamed.text }) };
-      // The model endpoint is busy past the adapter's retries: another attempt resumes the run later.
-      const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
-      if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
-      const message = error instanceof Error ? error.message : String(error);
-      // The model's own failure (its server unreachable included) is the run's, never the database's.
-      if (error instanceof ModelRequestFailed) return { type: "failed", reason: "MODEL_ERROR", message };
-      // The database failed, not the run: its state is intact and another attempt resumes it.
-      if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
-      return { type: "failed", reason: "INTERNAL_ERROR", message };
-    }
+    if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal), ...(streamed.text && { partialAnswer: streamed.text }) };
+    // The model endpoint is busy past the adapter's retries: another attempt resumes the run later.
+    const busy = [error, (error as Error | undefined)?.cause].find((e) => e instanceof ModelRetryLater);
+    if (busy) return { type: "interrupted", status: "HANDED_BACK", retryAfterMs: busy.retryAfterMs };
+    const message = error instanceof Error ? error.message : String(error);
+    // The model's own failure (its server unreachable included) is the run's, never the database's.
+    if (error instanceof ModelRequestFailed) return { type: "failed", reason: "MODEL_ERROR", message };
+    // The database failed, not the run: its state is intact and another attempt resumes it.
+    if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
+    return { type: "failed", reason: "INTERNAL_ERROR", message };
   }
 
   /** A step that ended the loop, unless a CONCLUDE stop cut it short: then the attempt concludes. */
@@ -283,15 +278,16 @@ export class RunExecutor {
       if (endsWithReply) await sink.endSpan(requestSpan, ending);
       throw error;
     }
-    // The reply's tokens and its log entry are written together (with the span's end, which adds the tokens with its charge): one fenced transaction.
-    const logReply = async (tx: Tx, after: AfterCommit, ended?: EndedWith) => {
-      const inReply = within(tx, after);
-      const used = ended?.tokensUsed ?? (await this.deps.runs.addTokens(inReply, run.id, response.usage));
-      const [entry] = await log.append(inReply, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
-      return { tokensUsed: used, reply: entry };
+    // The reply's tokens and its log entry are written together, with the span's end (its charge adds the tokens): one statement.
+    const logReply = async (into: Transact, ended?: EndedWith) => {
+      const added = ended?.addsTokens ? null : await this.deps.runs.addTokens(into, run.id, response.usage);
+      const [entry] = await log.append(into, [{ role: "ASSISTANT", content: response.content, toolCalls: response.toolCalls }]);
+      return { tokensUsed: added ?? ended?.tokensUsed ?? 0, reply: entry };
     };
     const tokens = budgetTokens(response.usage);
-    const { tokensUsed, reply } = await (endsWithReply ? endsWithReply(requestSpan, { ...ending, tokens }, logReply) : write(logReply));
+    const { tokensUsed, reply } = await (endsWithReply
+      ? endsWithReply(requestSpan, { ...ending, tokens }, logReply)
+      : write((tx, after) => logReply(within(tx, after))));
     if (response.toolCalls.length === 0) {
       // The reply is the log entry's content: the event refers to it rather than copying it.
       await note(sink, span, "FINAL_REPLY", response.content ?? "", { messageId: reply?.id });
@@ -299,15 +295,16 @@ export class RunExecutor {
     }
     const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });
     if (step.type !== "run_again") return step;
-    // Every call is over and logged: the next turn's read of the run's requests goes out now,
-    // beside the end of this turn's span.
-    turn.nextRequests = this.deps.runs.requests(run.id);
-    turn.nextRequests.catch(() => undefined);
+    // Every call is over and logged: the next turn's read of the run's requests went out with the last result's entry, or goes now.
+    turn.nextRequests ??= this.readRequests(run.id);
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }
     return { type: "run_again" };
   }
+
+  /** The run's requests, read ahead of the turn that takes them (which throws their failure). */
+  private readRequests = (runId: string) => caught(this.deps.runs.requests(runId));
 
   /**
    * The action step (R16): the calls run concurrently, each result logged as it is known. Calls
@@ -315,6 +312,7 @@ export class RunExecutor {
    */
   private async actionStep(turn: Turn, span: SpanRef, step: Step): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
+    let unlogged = step.calls.length;
     const results = await executeToolCalls({
       calls: step.calls,
       tools: turn.tools,
@@ -326,7 +324,11 @@ export class RunExecutor {
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: async ({ call, output, spill }) => {
-        const [result] = await log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
+        const logged = log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
+        // The last result: the next turn's read of the run's requests goes out beside its log entry
+        // (every call's work is done; a stop or a charge made since is read as one made after it).
+        if ((unlogged -= 1) === 0) turn.nextRequests = this.readRequests(run.id);
+        const [result] = await logged;
         return result!.id;
       },
       gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
@@ -342,9 +344,5 @@ const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
 /** What the attempt knows of a CONCLUDE stop: the attempt's signals, and whether its concluding request began. */
 type Stops = { attempt: AttemptContext; concluding: boolean };
 
-/** The run's final reply when its last log entry is one (an answer without tool calls), else null. */
-function answeredBefore(log: AttemptLog): string | null {
-  const last = log.ofRun().at(-1);
-  if (last?.role !== "ASSISTANT") return null;
-  return (toolCallsOf(last.toolCalls) ?? []).length === 0 ? last.content : null;
-}
+/** `read`, its failure thrown only where it is awaited. */
+const caught = <T>(read: Promise<T>): Promise<T> => (read.catch(() => undefined), read);

@@ -3,7 +3,6 @@
 import type { TraceChangeMessage } from "../../events/topics.js";
 import type { Holder, Transact } from "./attempt-fence.js";
 import type { TokenUsage } from "./model.js";
-import type { AfterCommit, Tx } from "../../domain/transaction.js";
 
 export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
 /** INTERRUPTED: ended by whoever superseded or stopped the attempt the span belonged to. */
@@ -52,16 +51,17 @@ export interface TraceSink {
    */
   flushed?(): Promise<void>;
   /**
-   * Ends a span in the same transaction as `work`, which runs through the attempt's fence after
-   * the records handed to the sink before it; resolves with `work`'s value once committed.
-   * `end.tokens` are budget tokens to add to the span's run in the same write as its charge:
-   * `work` is told the run's tokens used after them, or null when the sink did not add them.
+   * Ends a span with the first write `work` makes through `write` (the attempt's fence, after
+   * the records handed to the sink before it): in the same statement or transaction, so both
+   * commit or neither. Resolves with `work`'s value once committed. `end.tokens` are budget tokens
+   * added to the span's run in the same write as its charge, unless `ended.addsTokens` is false
+   * (then `work` adds them); `ended.tokensUsed` is the run's tokens used after them, once written.
    */
-  endSpanWith?<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (tx: Tx, after: AfterCommit, ended?: EndedWith) => Promise<T>): Promise<T>;
+  endSpanWith?<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (write: Transact, ended: EndedWith) => Promise<T>): Promise<T>;
 }
 
-/** What a span's end added to its run, as the work in its transaction learns it. */
-export type EndedWith = { tokensUsed: number | null };
+/** What a span's end adds to its run, as the work written with it learns it. */
+export type EndedWith = { readonly addsTokens: boolean; readonly tokensUsed: number | null };
 
 export type SpanEnd = { status: SpanStatus; attributes?: Attributes; usage?: TokenUsage };
 

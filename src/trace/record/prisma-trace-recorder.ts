@@ -8,16 +8,16 @@ import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
-import { endSpanPricedIn } from "../../domain/runs/span-end-statement.js";
+import { endingWith, endSpanPricedIn } from "../../domain/runs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
-import { type Transact, unfenced } from "../../domain/transaction.js";
+import { type Transact, unfenced, within } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { newSpanId } from "../../domain/trace/span-ids.js";
-import type { AfterCommit, Tx } from "../../domain/transaction.js";
+import type { Tx } from "../../domain/transaction.js";
 import { TraceBound } from "./trace-bound.js";
 import { GroupCommit, WriteBehind } from "./write-behind.js";
 import { ignore, type PendingEvent, type PendingRecord, type RecordWriter, type SpanInput, writeQueued } from "./queued-records.js";
@@ -193,27 +193,30 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   /**
-   * Ends a span in the transaction of `work` (through the recorder's fence, after every record
+   * Ends a span with the first write of `work` (through the recorder's fence, after every record
    * queued before it): a model call's end, its price and its charge commit with the reply it
-   * produced, in one transaction. Resolves with `work`'s value once committed.
+   * produced, in the reply's log append (one statement) or its transaction. Resolves with
+   * `work`'s value once committed.
    */
-  endSpanWith<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (tx: Tx, after: AfterCommit, ended?: EndedWith) => Promise<T>): Promise<T> {
+  endSpanWith<T>(span: SpanRef, end: SpanEnd & { tokens?: number }, work: (write: Transact, ended: EndedWith) => Promise<T>): Promise<T> {
     this.unlessLost();
     const at = this.now();
     const write = async () => {
       const target = this.resolve(span);
       if (this.bound.isFolded(target)) {
         await this.foldedUsage(target, end.usage, true, at);
-        return this.transact((tx, after) => work(tx, after, { tokensUsed: null }));
+        return this.transact((tx, after) => work(within(tx, after), { addsTokens: false, tokensUsed: null }));
       }
-      let owner: string | null = null;
-      const value = await this.transact(async (tx, after) => {
-        const ended = await endSpanPricedIn(tx, target, end, at);
-        owner = ended.owner;
-        after.push(() => this.announce([ended.change]));
-        return work(tx, after, { tokensUsed: ended.tokensUsed });
+      const ended = { addsTokens: true, tokensUsed: null as number | null };
+      const route = { db: this.deps.prisma, holder: this.guard, refuse: () => this.unlessLost() };
+      const ending = endingWith(route, this.transact, { span: target, end, at }, (result) => {
+        ended.tokensUsed = result.tokensUsed;
+        this.announce([result.change]);
+        this.costChanged(result.owner);
       });
-      this.costChanged(owner);
+      const value = await work(ending.write, ended);
+      // `work` wrote nothing: the end alone.
+      if (!ending.done()) await ending.write(async () => undefined);
       return value;
     };
     return this.behind ? this.behind.enqueue(write) : write();
