@@ -61,6 +61,26 @@ export function routeOf(write: Transact): StatementRoute | undefined {
   return routes.get(write);
 }
 
+/**
+ * A write as one statement through `write`'s route when it has one — after what must be written
+ * first, never for a writer known lost — else, or when `statement` gives null (its check failed,
+ * nothing was written), in `write`'s transaction, which refuses a lost attempt and says why.
+ */
+export async function inOneStatement<T>(
+  write: Transact,
+  statement: (route: StatementRoute) => Promise<T | null>,
+  fallback: (tx: Tx, after: AfterCommit) => Promise<T>,
+): Promise<T> {
+  const route = routeOf(write);
+  if (route) {
+    await route.ready?.();
+    route.refuse?.();
+    const done = await statement(route);
+    if (done !== null) return done;
+  }
+  return write(fallback);
+}
+
 /** `write`, each of its writes (one statement or a transaction) made once `ready` resolved. */
 export function writeAfter(ready: () => Promise<void>, write: Transact): Transact {
   const route = routeOf(write);

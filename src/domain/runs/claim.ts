@@ -22,7 +22,7 @@ import { TRANSITIONS } from "./transitions.js";
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
-import { leaseExpiredSql } from "./lease-expired.js";
+import { leaseExpiredSql, RUNNING_UNDER_LEASE } from "./lease-expired.js";
 import { beginFirstAttempt } from "./first-attempt-statement.js";
 
 type Tx = Prisma.TransactionClient;
@@ -56,7 +56,7 @@ async function takeClaimable(tx: Tx, options: ClaimOptions, runId: string | unde
   const [taken] = await tx.$queryRawUnsafe<Taken[]>(
     `WITH running AS (
        SELECT owner_id, count(*)::int AS n FROM run
-        WHERE status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now() GROUP BY owner_id),
+        WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
      candidate AS (
        SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
          LEFT JOIN running ON running.owner_id = r.owner_id
@@ -188,7 +188,7 @@ async function lockPrincipal(tx: Tx, ownerId: string): Promise<void> {
 async function countRunning(tx: Tx, taken: Taken): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM run
-      WHERE owner_id = $1 AND id <> $2 AND status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()`,
+      WHERE owner_id = $1 AND id <> $2 AND ${RUNNING_UNDER_LEASE}`,
     taken.owner_id,
     taken.id,
   );

@@ -6,12 +6,13 @@
 // row each, the attempt, the question's count, counter and row), each waited for by the run's
 // first model request. A run whose trace already exists (resumed from a pause before its first
 // attempt's trace, say) writes none of it here: the claim then starts its spans as before.
-import type { SpanState } from "../../events/topics.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import { newSpanId } from "../trace/span-ids.js";
+import { startedChange } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import type { SpanRef } from "./vocabulary.js";
+import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -87,7 +88,7 @@ export async function beginFirstAttempt(tx: Tx, begin: FirstAttempt): Promise<(F
      SELECT EXISTS (SELECT 1 FROM trace_row) AS created,
        CASE WHEN $10::text IS NULL THEN 0 ELSE (
          SELECT count(*)::int FROM run
-          WHERE owner_id = $10 AND id <> $1 AND status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()) END AS running`,
+          WHERE owner_id = $10 AND id <> $1 AND ${RUNNING_UNDER_LEASE}) END AS running`,
     traceId,
     JSON.stringify(spans.map((span, index) => ({ n: index + 1, ...span }))),
     at,
@@ -101,22 +102,6 @@ export async function beginFirstAttempt(tx: Tx, begin: FirstAttempt): Promise<(F
   );
   const running = Number(row?.running ?? 0);
   if (!row?.created) return { created: false, running };
-  const changes = spans.map((span, index): TraceChange => {
-    const state: SpanState = {
-      id: span.id,
-      traceId,
-      parentId: span.parentId,
-      kind: span.kind,
-      name: span.name,
-      status: "RUNNING",
-      attributes: span.attributes as SpanState["attributes"],
-      usage: null,
-      cost: null,
-      costUnpriced: false,
-      startedAt: at,
-      endedAt: null,
-    };
-    return { traceId, seq: index + 1, type: "SPAN_STARTED", spanId: span.id, eventId: null, span: state, at };
-  });
+  const changes = spans.map((span, index) => startedChange({ ...span, traceId }, index + 1, at));
   return { created: true, root: { id: rootId, traceId }, span: { id: attemptId, traceId }, changes, running };
 }

@@ -8,3 +8,9 @@ export function leaseExpiredSql(alias: string, marginParam: number): string {
   return `${alias}.lease_expires_at < now() - CASE WHEN ${alias}.lease_owner IS NULL THEN interval '0'
             ELSE make_interval(secs => $${marginParam}::double precision / 1000) END`;
 }
+
+/**
+ * SQL condition: the run counts against its principal's running-run cap — RUNNING under a lease
+ * that is owned and not yet expired (claim.ts and its first attempt's statement count these).
+ */
+export const RUNNING_UNDER_LEASE = "status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()";

@@ -11,7 +11,8 @@ import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
-import { routeOf, within } from "../transaction.js";
+import { inOneStatement, within } from "../transaction.js";
+import { holdsRunSql } from "./holder.js";
 import { readRunRequests, type RunRequests } from "./run-requests.js";
 import type { SpanRef } from "./vocabulary.js";
 
@@ -111,27 +112,27 @@ export class PrismaRunState {
   }
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {
-    // One statement where the write takes them: the update is the fence's check (the run still
-    // RUNNING under this attempt), where a transaction would cost the first model request its
-    // BEGIN, check and COMMIT as round trips of their own. A failed check writes nothing and the
-    // fenced transaction then refuses the attempt and says why.
-    const route = routeOf(write);
-    if (route) {
-      await route.ready?.();
-      route.refuse?.();
-      const { holder } = route;
-      const updated = holder
-        ? await route.db.$executeRawUnsafe(
-            "UPDATE run SET model_label = $4 WHERE id = $1 AND attempt = $2::int AND lease_owner = $3 AND status = 'RUNNING'",
-            holder.runId,
-            holder.attempt,
-            holder.workerId,
-            label,
-          )
-        : await route.db.$executeRawUnsafe("UPDATE run SET model_label = $2 WHERE id = $1", runId, label);
-      if (updated > 0) return;
-    }
-    await write((tx) => tx.run.update({ where: { id: runId }, data: { modelLabel: label } }));
+    // One statement carrying the fence's check where the write takes them: a transaction would
+    // cost the first model request its BEGIN, check and COMMIT as round trips of their own.
+    await inOneStatement(
+      write,
+      async ({ db, holder }) => {
+        const updated = await db.$executeRawUnsafe(
+          `WITH holder AS (${holder ? holdsRunSql(1) : "SELECT $2::int, $3::text"})
+           UPDATE run SET model_label = $5 WHERE id = $4 AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM holder))`,
+          holder?.runId ?? null,
+          holder?.attempt ?? null,
+          holder?.workerId ?? null,
+          runId,
+          label,
+        );
+        return updated > 0 ? true : null;
+      },
+      async (tx) => {
+        await tx.run.update({ where: { id: runId }, data: { modelLabel: label } });
+        return true;
+      },
+    );
   }
 
   /**

@@ -76,30 +76,31 @@ export async function startSpanStatement(
   );
   if (!taken) return null;
   if (!taken.kept) return { kept: false };
-  const span: SpanState = {
-    id,
-    traceId: input.traceId,
-    parentId: input.parentId,
-    kind: input.kind,
-    name,
+  const change = startedChange(
+    { id, traceId: input.traceId, parentId: input.parentId, kind: input.kind, name, attributes },
+    Number(taken.seq),
+    input.at.toISOString(),
+  );
+  return { kept: true, spanId: id, change };
+}
+
+/** The replay-log change of a span started at `at` (ISO) with seq `seq`: its name and attributes as stored. */
+export function startedChange(
+  span: { id: string; traceId: string; parentId: string | null; kind: string; name: string; attributes: Record<string, unknown> },
+  seq: number,
+  at: string,
+): TraceChange {
+  const state: SpanState = {
+    ...span,
     status: "RUNNING",
-    attributes: attributes as SpanState["attributes"],
+    attributes: span.attributes as SpanState["attributes"],
     usage: null,
     cost: null,
     costUnpriced: false,
-    startedAt: input.at.toISOString(),
+    startedAt: at,
     endedAt: null,
   };
-  const change: TraceChange = {
-    traceId: input.traceId,
-    seq: Number(taken.seq),
-    type: "SPAN_STARTED",
-    spanId: id,
-    eventId: null,
-    span,
-    at: input.at.toISOString(),
-  };
-  return { kept: true, spanId: id, change };
+  return { traceId: span.traceId, seq, type: "SPAN_STARTED", spanId: span.id, eventId: null, span: state, at };
 }
 
 /** What a statement ending a span returns of it: its new seq and the columns of its state. */

@@ -8,7 +8,7 @@ import { logWhereOf } from "../../domain/research/conversation-lineage.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import { appendMessagesStatement } from "../../domain/runs/log-statement.js";
-import { routeOf, type Transact } from "../../domain/transaction.js";
+import { inOneStatement, type Transact } from "../../domain/transaction.js";
 import type { ConversationLog, LogAppend, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 import type { NewSpill } from "../ports/spill-store.js";
 import { spillPreviewSelect } from "./prisma-spill-store.js";
@@ -62,25 +62,27 @@ const storedEntry = (entry: LogEntry) => ({
 export async function appendRows(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
   const { conversationId, runId, entries } = append;
   if (entries.length === 0) return [];
-  const route = routeOf(write);
-  if (route && !entries.some((entry) => entry.role === "TOOL" && entry.spill)) {
-    await route.ready?.();
-    route.refuse?.();
-    const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder, route.carry);
-    if (written) return written.map((message) => ({ ...decodeMessage(message), spill: null }));
-  }
-  return write(async (tx: Prisma.TransactionClient) => {
-    const rows: LoggedMessage[] = [];
-    for (const entry of entries) {
-      const message = await appendMessage(tx, { conversationId, runId, ...storedEntry(entry) });
-      const spill =
-        entry.role === "TOOL" && entry.spill
-          ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill })
-          : null;
-      rows.push({ ...decodeMessage(message), spill });
-    }
-    return rows;
-  });
+  const spilled = entries.some((entry) => entry.role === "TOOL" && entry.spill);
+  return inOneStatement(
+    write,
+    async (route) => {
+      if (spilled) return null;
+      const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder, route.carry);
+      return written ? written.map((message) => ({ ...decodeMessage(message), spill: null })) : null;
+    },
+    async (tx: Prisma.TransactionClient) => {
+      const rows: LoggedMessage[] = [];
+      for (const entry of entries) {
+        const message = await appendMessage(tx, { conversationId, runId, ...storedEntry(entry) });
+        const spill =
+          entry.role === "TOOL" && entry.spill
+            ? await createSpill(tx, { conversationId, runId, messageId: message.id, toolCallId: entry.toolCallId, spill: entry.spill })
+            : null;
+        rows.push({ ...decodeMessage(message), spill });
+      }
+      return rows;
+    },
+  );
 }
 
 async function createSpill(
