@@ -7,6 +7,7 @@
 // the first row only; the page's rows follow.
 import { Prisma, type GoalVersion, type PrismaClient, type Workspace } from "../../generated/prisma/client.js";
 import type { WorkspaceStatus } from "../../generated/prisma/enums.js";
+import { queryRows } from "../../db/direct-statements.js";
 import { type LinkPage, type PagedLink, pagedLink, runColumnList, sortPage } from "./link-pages.js";
 
 /** The page to read with the workspace: which links, and which columns of the owner's runs they name (null: none). */
@@ -41,13 +42,17 @@ export async function readWorkspaceWithPage(
     : Prisma.sql`LEFT JOIN LATERAL (SELECT * FROM "public"."goal_version" AS v WHERE v."workspace_id" = w."id" ORDER BY v."version" DESC LIMIT 1) AS g ON true`;
   const visible = Prisma.sql`w."id" = ${id} AND w."owner_id" = ${ownerId} AND w."deleted_at" IS NULL`;
   if (!withPage) {
-    const rows = await prisma.$queryRaw<Row[]>`
-      SELECT w."id" AS "w.id", ${Prisma.raw(HEAD)} FROM (SELECT *, true AS first FROM "public"."workspace" AS w WHERE ${visible}) AS w ${goal}`;
+    const rows = await rowsOf(
+      prisma,
+      Prisma.sql`SELECT w."id" AS "w.id", ${Prisma.raw(HEAD)} FROM (SELECT *, true AS first FROM "public"."workspace" AS w WHERE ${visible}) AS w ${goal}`,
+    );
     return rows[0] ? { workspace: workspaceOf(rows[0], withGoal), links: null } : null;
   }
   const { page, runFields } = withPage;
   const { after: olderThan, before: newerThan } = page;
-  const rows = await prisma.$queryRaw<Row[]>`
+  const rows = await rowsOf(
+    prisma,
+    Prisma.sql`
     SELECT w."id" AS "w.id", ${Prisma.raw(HEAD)},
            l.id, l.workspace_id AS "workspaceId", l.target_kind::text AS "targetKind", l.target_id AS "targetId", l.created_at AS "createdAt"${Prisma.raw(runColumnList(runFields ?? []))}
       FROM "public"."workspace" AS w
@@ -58,7 +63,8 @@ export async function readWorkspaceWithPage(
       ${goal}
       ${runFields ? Prisma.sql`LEFT JOIN "public"."run" AS r ON l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${ownerId}` : Prisma.empty}
      WHERE ${visible}
-     ORDER BY l.ordinality`;
+     ORDER BY l.ordinality`,
+  );
   const head = rows.find((row) => row["w.ownerId"] != null);
   if (!head) return null;
   const links = rows.filter((row) => row.id != null).map((row) => pagedLink(row as Parameters<typeof pagedLink>[0], runFields));
@@ -67,6 +73,9 @@ export async function readWorkspaceWithPage(
 }
 
 type Row = Record<string, unknown>;
+
+/** The statement's rows, sent straight to the driver (direct-statements.ts): a read is one statement outside any transaction. */
+const rowsOf = (prisma: PrismaClient, statement: Prisma.Sql) => queryRows<Row>(prisma, statement.text, ...statement.values);
 
 /** The workspace row and its goal as Prisma's `findFirst({ include: { goalVersions: { orderBy: { version: "desc" }, take: 1 } } })` gives them. */
 function workspaceOf(row: Row, withGoal: boolean): WorkspaceWithPage["workspace"] {
