@@ -22,8 +22,8 @@ import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createClient } from "../sdk/client.js";
-import { AdmitRunDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
+import { createClient, type DossierClient } from "../sdk/client.js";
+import { AdmitRunDocument, RunEventsDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
 import { buildDossier, NODE_ENV } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { post as postOnce, replyOf, serverFlags } from "./server-load.js";
@@ -101,7 +101,15 @@ async function startModelServer(): Promise<{ baseURL: string; close(): Promise<v
 // ---- the processes ----------------------------------------------------------------------------
 
 type Stats = { cpuMicros: number; statements: number; transactions: number; records: number };
-type Child = { url: string; wsUrl: string; child: ChildProcess; stats(): Promise<Stats>; stop(): Promise<void> };
+type Child = {
+  url: string;
+  wsUrl: string;
+  child: ChildProcess;
+  /** The client whose subscriptions watch this server's runs settle (opened on first use). */
+  watching?: DossierClient;
+  stats(): Promise<Stats>;
+  stop(): Promise<void>;
+};
 
 async function spawn(script: string, args: string[]): Promise<Child> {
   const child = fork(script, args, { execArgv: serverFlags(), env: { ...NODE_ENV, ...process.env }, stdio: ["ignore", "pipe", "inherit", "ipc"] });
@@ -114,7 +122,7 @@ async function spawn(script: string, args: string[]): Promise<Child> {
     });
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
   });
-  return {
+  const spawned: Child = {
     url: url!,
     wsUrl: wsUrl!,
     child,
@@ -123,12 +131,15 @@ async function spawn(script: string, args: string[]): Promise<Child> {
       child.send("stats");
       return reply;
     },
-    stop: () =>
-      new Promise((resolve) => {
+    async stop() {
+      await spawned.watching?.close();
+      return new Promise((resolve) => {
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
-      }),
+      });
+    },
   };
+  return spawned;
 }
 
 /** A request, sent again once when a kept-alive connection was reset under it (this machine's load). */
@@ -157,16 +168,20 @@ async function admit(url: string, text: string): Promise<{ id: string; at: numbe
   return { id: data.admitRun.run.id as string, at: performance.now() };
 }
 
-const STATUS = `query ($id: ID!) { node(id: $id) { ... on Run { status failureReason answer } } }`;
-async function settled(url: string, id: string): Promise<void> {
-  for (;;) {
-    const { node } = await post(url, STATUS, { id });
-    if (!["QUEUED", "RUNNING", "WAITING", "PAUSED"].includes(node.status)) {
-      if (node.status !== "SUCCEEDED") throw new Error(`run ${id} ended ${node.status}: ${node.failureReason} ${node.answer}`);
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+/**
+ * Waits for a run to settle as a client page would: through its `runEvents` subscription (its
+ * current status first, then each change; completes after the terminal one), so that the server's
+ * CPU and statements per record or turn hold the run's work and one subscription, not a status
+ * poll every few milliseconds.
+ */
+async function settled(server: Child, id: string): Promise<void> {
+  server.watching ??= createClient({ url: server.url, wsUrl: server.wsUrl });
+  for await (const { runEvents } of server.watching.subscribe(RunEventsDocument, { runId: id })) {
+    if (["QUEUED", "RUNNING", "WAITING", "PAUSED"].includes(runEvents.status)) continue;
+    if (runEvents.status !== "SUCCEEDED") throw new Error(`run ${id} ended ${runEvents.status}: ${runEvents.run.failureReason} ${runEvents.run.answer}`);
+    return;
   }
+  throw new Error(`run ${id}'s status stream ended before the run settled`);
 }
 
 /** Requests per second of `{ hello }`, 16 clients back to back. */
@@ -189,7 +204,7 @@ async function recordRate(server: Child): Promise<number> {
   const before = await server.stats();
   const started = performance.now();
   const runs = await Promise.all(Array.from({ length: PARALLEL_RUNS }, () => admit(server.url, question(TOOL_TURNS, CALLS_PER_TURN).text)));
-  await Promise.all(runs.map((run) => settled(server.url, run.id)));
+  await Promise.all(runs.map((run) => settled(server, run.id)));
   const seconds = (performance.now() - started) / 1000;
   const after = await server.stats();
   const records = after.records - before.records;
@@ -197,7 +212,7 @@ async function recordRate(server: Child): Promise<number> {
   return records / seconds;
 }
 
-/** The server's CPU and SQL statements per trace record of each measured round (the runs' status polls included). */
+/** The server's CPU and SQL statements per trace record of each measured round (the runs' status subscriptions included). */
 let perRecord: { cpuMicros: number; statements: number }[] = [];
 
 /** BENCH_PHASES=records measures trace records per second only (no turn gap, dispatch or first token). */
@@ -239,7 +254,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
   for (let i = 0; i < GAP_RUNS; i += 1) {
     const { key, text } = question(GAP_TURNS, 1);
     const run = await admit(server.url, text);
-    await settled(server.url, run.id);
+    await settled(server, run.id);
     const { requests, answered } = timelines.get(key)!;
     for (let turn = 0; turn < GAP_TURNS; turn += 1) gaps.push(requests[turn + 1]! - answered[turn]!);
   }
@@ -256,7 +271,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
   for (let i = 0; i < DISPATCH_RUNS; i += 1) {
     const { key, text } = question(0, 0);
     const run = await admit(server.url, text);
-    await settled(server.url, run.id);
+    await settled(server, run.id);
     dispatch.push(timelines.get(key)!.requests[0]! - run.at);
   }
 
@@ -347,7 +362,7 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   console.log(
-    `\nrecords/s and the baseline: medians of ${ROUNDS} interleaved pairs after a warm-up (${BASELINE_SECONDS} s of { hello } from 16 clients, then ${PARALLEL_RUNS} runs of ${TOOL_TURNS} turns × ${CALLS_PER_TURN} task_list calls); CPU and SQL per record are theirs (the runs' status polls included).` +
+    `\nrecords/s and the baseline: medians of ${ROUNDS} interleaved pairs after a warm-up (${BASELINE_SECONDS} s of { hello } from 16 clients, then ${PARALLEL_RUNS} runs of ${TOOL_TURNS} turns × ${CALLS_PER_TURN} task_list calls); CPU and SQL per record are theirs (the runs' status subscriptions included).` +
       `\nturn gap: ${GAP_RUNS} runs one at a time, ${GAP_TURNS} turns of one task_list call each; SQL, transactions and CPU per turn are theirs, admission, claim and settling spread over their ${GAP_TURNS + 1} model requests.` +
       `\ndispatch: ${DISPATCH_RUNS} runs one at a time, admitRun's answer → first model request. first token: ${FIRST_TOKEN_RUNS} runs, model's first chunk → the subscriber's first delta.`,
   );
