@@ -10,6 +10,8 @@
 //   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument, RunDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
 import { spawnBuilt } from "../test/support/processes.js";
@@ -20,6 +22,8 @@ import { percentile, printTable } from "./support.js";
 const RUNS = Number(process.env.RUNS ?? 100);
 const MODEL_SECONDS = Number(process.env.MODEL_SECONDS ?? 10);
 const PIECES = 40;
+/** The first part of the measured round whose event loop delay is reported apart: admissions and claims. */
+const BURST_MS = Number(process.env.BURST_MS ?? 3_000);
 /** Runs admitted one at a time, for the dispatch figure. */
 const SINGLE_RUNS = Number(process.env.SINGLE_RUNS ?? 20);
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -57,6 +61,8 @@ const common = {
   OPENAI_API_KEY: "sk-bench",
   OPENAI_BASE_URL: model.baseURL,
   MODEL: "stub-model",
+  // Each process reports its event loop's delay on SIGUSR2 (loop-delay-probe.mjs).
+  NODE_OPTIONS: `--import ${fileURLToPath(new URL("./loop-delay-probe.mjs", import.meta.url))}`,
 };
 const api = spawnBuilt("src/main.ts", {
   env: { ...common, PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
@@ -82,8 +88,31 @@ try {
   const sampler = setInterval(() => {
     maxWorkerRss = Math.max(maxWorkerRss, rssOf(workerPid));
   }, 200);
-  const { overruns, dispatches, settles, lateness } = await round(client, RUNS, "measured");
-  const executions = await executionOverruns(database.url);
+  // Loop delay of the API, the worker and this process (the model server and the subscribers):
+  // during the burst of admissions and claims (its first BURST_MS), then while the answers stream.
+  const benchDelay = monitorEventLoopDelay({ resolution: 5 });
+  const delays: { api: string[]; worker: string[]; bench: string[] } = { api: [], worker: [], bench: [] };
+  const lines = (output: string) => [...output.matchAll(/loop-delay ([^\n]*)/g)].map((match) => match[1]!);
+  const sampleDelays = async () => {
+    const seen = lines(api.output()).length + lines(worker.output()).length;
+    api.child.kill("SIGUSR2");
+    worker.child.kill("SIGUSR2");
+    while (lines(api.output()).length + lines(worker.output()).length < seen + 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    delays.api.push(lines(api.output()).at(-1)!);
+    delays.worker.push(lines(worker.output()).at(-1)!);
+    const ms = (ns: number) => (ns / 1e6).toFixed(1);
+    delays.bench.push(`p50=${ms(benchDelay.percentile(50))} p99=${ms(benchDelay.percentile(99))} max=${ms(benchDelay.max)}`);
+    benchDelay.reset();
+  };
+  await sampleDelays();
+  delays.api.length = delays.worker.length = delays.bench.length = 0;
+  benchDelay.enable();
+  const burstSample = new Promise((resolve) => setTimeout(resolve, BURST_MS)).then(sampleDelays);
+  const { overruns, dispatches, settles, lateness, firstLateness } = await round(client, RUNS, "measured");
+  await burstSample;
+  await sampleDelays();
+  benchDelay.disable();
+  const { executions, claims } = await executionOverruns(database.url);
   clearInterval(sampler);
   const cpu = cpuMicrosOf(workerPid) - cpuBefore;
   const transactions = (await transactionsOf(database.url)) - transactionsBefore;
@@ -96,15 +125,19 @@ try {
     ["figure", "p50", "p99", "max", "goal"],
     ["run time beyond its model time, from its claim", pct(percentile(executions, 50)), pct(percentile(executions, 99)), pct(Math.max(...executions)), "≤ 5 %"],
     ["run time beyond its model time, from its admission", pct(percentile(overruns, 50)), pct(percentile(overruns, 99)), pct(Math.max(...overruns)), "≤ 5 %"],
+    ["admission → the run's claim (database clock)", ms(percentile(claims, 50)), ms(percentile(claims, 99)), ms(Math.max(...claims)), ""],
     ["admission → the run's model request", ms(percentile(dispatches, 50)), ms(percentile(dispatches, 99)), ms(Math.max(...dispatches)), ""],
     ["answer's last piece → subscriber's RUN_DONE", ms(percentile(settles, 50)), ms(percentile(settles, 99)), ms(Math.max(...settles)), ""],
     ["piece written → subscriber", ms(percentile(lateness, 50)), ms(percentile(lateness, 99)), ms(Math.max(...lateness)), "≤ 100 ms"],
+    ["a run's first live piece → subscriber", ms(percentile(firstLateness, 50)), ms(percentile(firstLateness, 99)), ms(Math.max(...firstLateness)), ""],
   ]);
   console.log(`\nDispatch with a free worker process (pg-boss), ${SINGLE_RUNS} runs one at a time: admission's answer → the run's model request`);
   printTable([
     ["p50", "p99", "max", "goal"],
     [ms(percentile(single, 50)), ms(percentile(single, 99)), ms(Math.max(...single)), "p50 ≤ 25 ms, p99 ≤ 100 ms"],
   ]);
+  console.log(`\nEvent loop delay (ms): the first ${BURST_MS} ms of the ${RUNS} runs (admissions and claims), then the rest`);
+  printTable([["process", "burst", "streaming"], ...(["api", "worker", "bench"] as const).map((name) => [name, delays[name][0]!, delays[name][1]!])]);
   printTable([
     ["worker", "value", "goal"],
     ["resident memory, most", `${(maxWorkerRss / 2 ** 20).toFixed(0)} MB`, "< 500 MB"],
@@ -129,6 +162,10 @@ async function round(client: Client, count: number, label: string) {
   const dispatches: number[] = [];
   const settles: number[] = [];
   const lateness: number[] = [];
+  /** The lateness of each run's first live piece, and when (after the round began) it was written. */
+  const firstLateness: number[] = [];
+  const lateAt: string[] = [];
+  const startedAt = performance.now();
   const admitted = await Promise.all(
     Array.from({ length: count }, async () => {
       const index = nextIndex++;
@@ -155,6 +192,11 @@ async function round(client: Client, count: number, label: string) {
       const finishedAt = performance.now();
       const times = timesOf(index);
       for (const { piece, at } of received) if (piece >= 0) lateness.push(at - times.pieces[piece]!);
+      const first = received.find(({ piece }) => piece >= 0);
+      if (first) firstLateness.push(first.at - times.pieces[first.piece]!);
+      for (const { piece, at } of received)
+        if (piece >= 0 && at - times.pieces[piece]! > 100)
+          lateAt.push(`${index}:${piece}@${((times.pieces[piece]! - startedAt) / 1000).toFixed(1)}s+${(at - times.pieces[piece]!).toFixed(0)}`);
       const run = await client.request(RunDocument, { id: runId });
       if (run.node?.__typename !== "Run" || run.node.status !== "SUCCEEDED") throw new Error(`run ${index} ended ${JSON.stringify(run.node)}`);
       // The run's time beyond its model's own: admission to the subscriber's RUN_DONE, against the model request's time.
@@ -164,23 +206,29 @@ async function round(client: Client, count: number, label: string) {
       settles.push(finishedAt - times.endedAt!);
     }),
   );
-  return { overruns, dispatches, settles, lateness };
+  if (process.env.BENCH_LATE && label === "measured") console.log(`pieces later than 100 ms (piece@written): ${lateAt.join(" ")}`);
+  return { overruns, dispatches, settles, lateness, firstLateness };
 }
 
-/** Each measured run's time on the worker (its claim to its end, as the run records them) beyond its model request's time. */
-async function executionOverruns(url: string): Promise<number[]> {
+/**
+ * Each measured run's time on the worker (its claim to its end, as the run records them) beyond
+ * its model request's time, and its admission to its claim (both on the database's clock).
+ */
+async function executionOverruns(url: string): Promise<{ executions: number[]; claims: number[] }> {
   const { default: pg } = await import("pg");
   const sql = new pg.Client({ connectionString: url });
   await sql.connect();
   try {
-    const { rows } = await sql.query<{ question: string; ms: number }>(
-      "SELECT question, extract(epoch FROM finished_at - started_at) * 1000 AS ms FROM run WHERE question LIKE '%(measured)%'",
+    const { rows } = await sql.query<{ question: string; ms: number; claim_ms: number }>(
+      `SELECT question, extract(epoch FROM finished_at - started_at) * 1000 AS ms, extract(epoch FROM started_at - created_at) * 1000 AS claim_ms
+         FROM run WHERE question LIKE '%(measured)%'`,
     );
-    return rows.map(({ question, ms }) => {
+    const executions = rows.map(({ question, ms }) => {
       const times = timesOf(Number(/capacity run (\d+)/.exec(question)![1]));
       const modelMs = times.endedAt! - times.requestedAt!;
       return (Number(ms) - modelMs) / modelMs;
     });
+    return { executions, claims: rows.map((row) => Number(row.claim_ms)) };
   } finally {
     await sql.end();
   }

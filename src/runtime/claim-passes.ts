@@ -57,15 +57,17 @@ export class ClaimPasses {
   }
 }
 
-/** The most claims one pass sends at once. */
-const PARALLEL_CLAIMS = 8;
+/** How much wider each round is than the one before, and the most runs one claim takes. */
+const GROWTH = 4;
+const MOST_PER_CLAIM = 64;
 
 /**
- * Claims while `free()` says a slot is free. The first round sends one claim; while every claim
- * finds a run, the next sends twice as many at once (up to PARALLEL_CLAIMS), so a burst of
- * admissions starts in a fraction of the round trips one claim after another took, and an idle
- * wake-up still costs one claim. Concurrent claims take different runs (the claim skips locked
- * rows) and a principal's cap holds across them (domain/runs/claim.ts).
+ * Claims while `free()` says a slot is free, one claim (one transaction) at a time, each taking
+ * up to `count` runs. The first round asks for one run; while a claim takes all it asked for, the
+ * next asks for four times as many (up to MOST_PER_CLAIM, never more than the free slots), so a
+ * burst of 100 admissions starts in five claims — 1, 4, 16, 64 and 15 runs — and an idle wake-up
+ * still costs one claim of one run. A claim's runs are chosen fairly across principals and within
+ * each principal's cap (domain/runs/claim-statement.ts); concurrent claims take different runs.
  */
 export async function claimInRounds<T>({
   free,
@@ -73,22 +75,13 @@ export async function claimInRounds<T>({
   begin,
 }: {
   free: () => number;
-  claim: () => Promise<T | null>;
+  claim: (count: number) => Promise<T[]>;
   begin: (claimed: T) => void;
 }): Promise<void> {
-  for (let width = 1; free() > 0; width = Math.min(width * 2, PARALLEL_CLAIMS)) {
+  for (let width = 1; free() > 0; width = Math.min(width * GROWTH, MOST_PER_CLAIM)) {
     const count = Math.min(width, free());
-    const claims = await Promise.allSettled(Array.from({ length: count }, claim));
-    // Every run claimed begins, even when another claim of the round failed.
-    let claimed = 0;
-    for (const result of claims) {
-      if (result.status === "fulfilled" && result.value) {
-        begin(result.value);
-        claimed += 1;
-      }
-    }
-    const failed = claims.find((result) => result.status === "rejected");
-    if (failed) throw failed.reason;
-    if (claimed < count) return;
+    const claimed = await claim(count);
+    for (const run of claimed) begin(run);
+    if (claimed.length < count) return;
   }
 }

@@ -83,13 +83,14 @@ export class RunWorker {
     if (sweep) await this.sweep();
     await claimInRounds({
       free: () => (this.stopped ? 0 : this.concurrency - this.active.size),
-      claim: () => (this.options.queue ? this.claimDelivered(this.options.queue) : this.claim()),
+      claim: (count) => (this.options.queue ? this.claimDelivered(this.options.queue, count) : this.claimMany(count)),
       begin: (claimed) => this.begin(claimed),
     });
   }
 
-  private claim(runId?: string): Promise<ClaimedAttempt | null> {
-    return this.options.runs.claim(
+  /** Claims up to `count` runs in one transaction. */
+  private claimMany(count: number): Promise<ClaimedAttempt[]> {
+    return this.options.runs.claimMany(
       {
         workerId: this.workerId,
         leaseMs: this.leaseMs,
@@ -98,23 +99,25 @@ export class RunWorker {
         liveness: this.liveness,
         describeRun: (run) => this.options.executor.describeRun(run),
       },
-      runId,
+      count,
     );
   }
 
   /**
-   * Takes one delivery (if any) and claims the fairest claimable run, whichever run was delivered:
+   * Takes up to `count` deliveries and claims the fairest claimable runs, whichever runs were delivered:
    * deliveries come oldest first across principals, and claiming them as delivered would let one
    * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
    * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
    * orphaned runs come first in the claim's own order.
    */
-  private async claimDelivered(queue: RunQueue): Promise<ClaimedAttempt | null> {
-    // The claim does not wait for the delivery (it claims from the table either way), nor for
-    // its acknowledgement: both are round trips between a wake-up and the run's start.
-    const taking = queue.take(1).catch(() => []);
-    const claimed = await this.claim();
-    void taking.then(([delivery]) => delivery?.done().catch(() => undefined));
+  private async claimDelivered(queue: RunQueue, count: number): Promise<ClaimedAttempt[]> {
+    // The claim does not wait for the deliveries (it claims from the table either way), nor for
+    // their acknowledgements: both are round trips between a wake-up and the runs' start.
+    const taking = queue.take(count).catch(() => []);
+    const claimed = await this.claimMany(count);
+    void taking.then((deliveries) => {
+      for (const delivery of deliveries) delivery.done().catch(() => undefined);
+    });
     return claimed;
   }
 

@@ -2,7 +2,8 @@
 // first model request begin with the claim's transaction, so its statements are pinned here, and
 // what it writes is read back: the run's trace with its RUN and ATTEMPT spans and their replay
 // log (seq 1 and 2), the attempt's row, and the question entering the conversation's log.
-// Claims are made through the run state the worker uses, with no worker running.
+// A claim of many runs costs the same statements as a claim of one. Claims are made through the
+// run state the worker uses, with no worker running.
 import { afterEach, describe, expect, it } from "vitest";
 import { createEventBus } from "../../src/events/topics.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
@@ -12,8 +13,10 @@ import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** A first attempt's claim: BEGIN, the claim, the principal's lock, the run, its conversation's slot, the attempt's beginning, COMMIT. */
-const FIRST_CLAIM_STATEMENTS = 7;
+/** A claim of first attempts: BEGIN, the claim, the runs, their principals' lock, the attempts' beginning with their slots, COMMIT. */
+const FIRST_CLAIM_STATEMENTS = 6;
+/** Runs one claim takes at once in the burst below. */
+const BURST = 20;
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -81,5 +84,56 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
     expect(log.map((m) => [m.seq, m.role, m.content, m.runId])).toEqual([[1, "USER", question, runId]]);
     const { messageCount } = await prisma.conversation.findUniqueOrThrow({ where: { id: conversationId } });
     expect(messageCount).toBe(1);
+  });
+
+  it(`claims ${BURST} runs in one transaction of the same ${FIRST_CLAIM_STATEMENTS} statements, each with all of its beginning`, async () => {
+    const statements: string[] = [];
+    let counting = false;
+    t = await startTestApp(backend, {
+      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => counting && statements.push(sql) }),
+    });
+    const announced: TraceChange[] = [];
+    const runs = new PrismaRunState({
+      prisma: t.app.db.prisma,
+      events: createEventBus(),
+      trace: { announce: (changes) => announced.push(...changes.filter((c): c is TraceChange => c !== null)), exportEnded: () => undefined },
+    });
+    const admitted = [];
+    for (let i = 0; i < BURST + 2; i += 1) admitted.push((await admit(t.client, { question: `question ${i}` })).run);
+    counting = true;
+    const claimed = await runs.claimMany(
+      {
+        workerId: "worker-1",
+        leaseMs: 60_000,
+        leaseMarginMs: 1_000,
+        maxRunningPerPrincipal: 100,
+        liveness: async () => true,
+        describeRun: (r) => ({ name: `run ${r.id}`, attributes: {} }),
+      },
+      BURST,
+    );
+    counting = false;
+    expect(statements.filter((sql) => !/^\s*(-- Implicit )?"?(BEGIN|COMMIT)/i.test(sql)).length + 2).toBe(FIRST_CLAIM_STATEMENTS);
+    // The oldest runs, oldest first, each its own first attempt with its spans, replay log, attempt row and question.
+    const ids = admitted.slice(0, BURST).map((run) => dbId(run.id));
+    expect(claimed.map((c) => c.run.id)).toEqual(ids);
+    const prisma = t.app.db.prisma;
+    const traces = await prisma.trace.findMany({ where: { runId: { in: ids } }, select: { lastSeq: true, records: true } });
+    expect(traces).toEqual(ids.map(() => ({ lastSeq: 2, records: 2 })));
+    for (const c of claimed) {
+      const spans = await prisma.span.findMany({ where: { traceId: c.run.id }, select: { id: true, kind: true, parentId: true } });
+      expect(spans.sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+        { id: c.span.id, kind: "ATTEMPT", parentId: c.root.id },
+        { id: c.root.id, kind: "RUN", parentId: null },
+      ]);
+      const log = await prisma.message.findMany({ where: { conversationId: c.run.conversationId } });
+      expect(log.map((m) => [m.seq, m.role, m.content, m.runId])).toEqual([[1, "USER", c.run.question, c.run.id]]);
+      const conversation = await prisma.conversation.findUniqueOrThrow({ where: { id: c.run.conversationId } });
+      expect(conversation).toMatchObject({ activeRunId: c.run.id, messageCount: 1 });
+    }
+    expect(await prisma.runAttempt.count({ where: { runId: { in: ids }, number: 1, instance: "worker-1" } })).toBe(BURST);
+    expect(announced).toHaveLength(2 * BURST);
+    const rest = await prisma.run.findMany({ where: { id: { in: admitted.slice(BURST).map((run) => dbId(run.id)) } }, select: { status: true } });
+    expect(rest).toEqual([{ status: "QUEUED" }, { status: "QUEUED" }]);
   });
 });

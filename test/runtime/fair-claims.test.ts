@@ -35,6 +35,27 @@ function runState(prisma: PrismaClient) {
   };
 }
 
+/** One claim of up to `count` runs at once: the questions it took, in the claim's order. */
+function batchState(prisma: PrismaClient) {
+  const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+  let n = 0;
+  return async (count: number, maxRunningPerPrincipal: number) => {
+    n += 1;
+    const claimed = await runs.claimMany(
+      {
+        workerId: `batch-worker-${n}`,
+        leaseMs: 60_000,
+        leaseMarginMs: 1_000,
+        maxRunningPerPrincipal,
+        liveness: async () => true,
+        describeRun: (run) => ({ name: run.question, attributes: {} }),
+      },
+      count,
+    );
+    return claimed.map((c) => c.run.question);
+  };
+}
+
 async function principals(app: TestApp) {
   const [a, b] = [app.as(await app.createPrincipal("A")), app.as(await app.createPrincipal("B"))];
   return { a, b };
@@ -81,7 +102,41 @@ describe.each(backends)("fair claims on %s", (backend) => {
   });
 });
 
+describe.each(backends)("fair claims of many runs at once on %s", (backend) => {
+  it("takes them in the order claims one after another would, within each principal's cap, expired leases first", async () => {
+    t = await startTestApp(backend, { authRequired: true });
+    const { a, b } = await principals(t);
+    for (const question of ["a1", "a2"]) await admit(a, { question });
+    await admit(a, { question: "a3 urgent", priority: 5 });
+    await admit(a, { question: "a4" });
+    await admit(b, { question: "b1" });
+    await admit(b, { question: "b2" });
+    const claim = batchState(t.app.db.prisma);
+    // A cap of 2: two of each principal, interleaved, A's urgent run first.
+    expect(await claim(10, 2)).toEqual(["a3 urgent", "b1", "a1", "b2"]);
+    expect(await claim(10, 2)).toEqual([]);
+    await t.app.db.prisma.run.updateMany({ where: { question: "b1" }, data: { leaseExpiresAt: new Date(Date.now() - 5_000) } });
+    await t.app.db.prisma.run.updateMany({ where: { question: { in: ["a1", "a3 urgent"] } }, data: { status: "SUCCEEDED", leaseOwner: null } });
+    // B's expired run is taken over first; A, below its cap again, gets its two oldest.
+    expect(await claim(10, 2)).toEqual(["b1", "a2", "a4"]);
+    expect((await t.app.db.prisma.run.findFirstOrThrow({ where: { question: "b1" } })).attempt).toBe(2);
+  });
+});
+
 describe.runIf(backends.includes("postgres"))("fair claims made at the same moment on postgres", () => {
+  it("four concurrent claims of five runs each never give one principal more running runs than the cap", async () => {
+    t = await startTestApp("postgres", { authRequired: true });
+    const { a, b } = await principals(t);
+    for (let i = 0; i < 12; i += 1) await admit(a, { question: `a${i}` });
+    for (let i = 0; i < 2; i += 1) await admit(b, { question: `b${i}` });
+    const claim = batchState(t.app.db.prisma);
+    const claimed = (await Promise.all(Array.from({ length: 4 }, () => claim(5, 3)))).flat();
+    expect(claimed.filter((q) => q.startsWith("a"))).toHaveLength(3);
+    expect(claimed.filter((q) => q.startsWith("b")).sort()).toEqual(["b0", "b1"]);
+    const running = await t.app.db.prisma.run.groupBy({ by: ["ownerId"], where: { status: "RUNNING" }, _count: true });
+    expect(running.map((row) => row._count).sort()).toEqual([2, 3]);
+  });
+
   it("twelve concurrent claims never give one principal more running runs than the cap", async () => {
     t = await startTestApp("postgres", { authRequired: true });
     const { a, b } = await principals(t);

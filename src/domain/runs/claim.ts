@@ -17,13 +17,14 @@ import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { appendMessage } from "../research/conversation-service.js";
 import { ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-writes.js";
-import { announceApplied, applyTransition, SlotTaken } from "./apply-transition.js";
-import { TRANSITIONS } from "./transitions.js";
+import { type Applied, announceApplied, applyTransition, SlotTaken, statusAfter } from "./apply-transition.js";
+import { type Transition, TRANSITIONS } from "./transitions.js";
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
-import { leaseExpiredSql, RUNNING_UNDER_LEASE } from "./lease-expired.js";
-import { beginFirstAttempt } from "./first-attempt-statement.js";
+import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
+import { beginFirstAttempts, type FirstAttemptBegun } from "./first-attempt-statement.js";
+import { type Taken, takeClaimable } from "./claim-statement.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -45,47 +46,6 @@ export type ClaimOptions = {
   describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
 };
 
-type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean };
-
-/**
- * The claim statement: chooses the next claimable run (or only `runId`) and takes it, in one
- * statement — a queued run whose conversation's slot is free and that is the oldest queued run
- * of its conversation, or a running one whose lease expired. Locks the run row first (lock-order.ts).
- */
-async function takeClaimable(tx: Tx, options: ClaimOptions, runId: string | undefined, full: readonly string[]): Promise<Taken | undefined> {
-  const [taken] = await tx.$queryRawUnsafe<Taken[]>(
-    `WITH running AS (
-       SELECT owner_id, count(*)::int AS n FROM run
-        WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
-     candidate AS (
-       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued FROM run r
-         LEFT JOIN running ON running.owner_id = r.owner_id
-        WHERE ($3::text IS NULL OR r.id = $3)
-          AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
-            OR (r.status = 'QUEUED'
-                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
-                AND NOT EXISTS (SELECT 1 FROM conversation c
-                                 WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-                AND NOT EXISTS (SELECT 1 FROM run o
-                                 WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
-                                   AND (o.created_at, o.id) < (r.created_at, r.id))))
-        ORDER BY (r.status = 'RUNNING') DESC, COALESCE(running.n, 0), r.priority DESC, r.created_at, r.id
-        LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
-     UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-            lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
-            started_at = COALESCE(run.started_at, now())
-       FROM candidate WHERE run.id = candidate.id
-     RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued`,
-    options.workerId,
-    options.leaseMs,
-    runId ?? null,
-    options.maxRunningPerPrincipal,
-    full,
-    options.leaseMarginMs,
-  );
-  return taken;
-}
-
 /** The claimed run's principal reached their running-run cap under a concurrent claim: claim another's run. */
 class PrincipalAtCap extends Error {
   constructor(readonly ownerId: string) {
@@ -93,63 +53,106 @@ class PrincipalAtCap extends Error {
   }
 }
 
-/** How often a claim moves on to another principal's run after losing a race for a principal's last slot. */
+/** How often a claim moves on to other principals' runs after losing a race for a principal's last slots. */
 const CAP_RETRIES = 3;
 
 /** Claims the next claimable run (or only `runId`, when it is claimable); null when there is none. */
 export async function claimRun(options: ClaimOptions, runId?: string): Promise<ClaimedAttempt | null> {
+  return (await claimRuns(options, 1, runId))[0] ?? null;
+}
+
+/**
+ * Claims up to `limit` claimable runs in one transaction (or only `runId`), in the claim's order;
+ * none when there is none. However many it takes, the transaction is the same six statements
+ * for first attempts: BEGIN, the claim statement, the runs, the principals' locks, the attempts'
+ * beginning, COMMIT (claim-statement.ts, first-attempt-statement.ts); a run taken over from an
+ * attempt before adds its own writes one by one.
+ */
+export async function claimRuns(options: ClaimOptions, limit: number, runId?: string): Promise<ClaimedAttempt[]> {
   // Principals found at their cap once their lock was held: skipped by the next try.
   const full: string[] = [];
   for (let tries = 0; tries <= CAP_RETRIES; tries += 1) {
     try {
-      return await claimOnce(options, runId, full);
+      return await claimOnce(options, { limit, runId, full });
     } catch (error) {
-      if (error instanceof SlotTaken) return null;
+      if (error instanceof SlotTaken) return [];
       if (!(error instanceof PrincipalAtCap)) throw error;
       full.push(error.ownerId);
     }
   }
-  return null;
+  return [];
 }
 
-/** One claim transaction: takes the fairest claimable run (skipping the principals in `full`) and starts its attempt. */
-async function claimOnce(options: ClaimOptions, runId: string | undefined, full: readonly string[]): Promise<ClaimedAttempt | null> {
+type Claimed = { claimed: ClaimedAttempt; applied: Applied };
+
+/** One claim transaction: takes the fairest claimable runs (skipping the principals in `full`) and starts their attempts. */
+async function claimOnce(options: ClaimOptions, take: { limit: number; runId: string | undefined; full: readonly string[] }): Promise<ClaimedAttempt[]> {
   const claimed = await options.prisma.$transaction(async (tx) => {
     // The lease runs from the claim statement's own start (statement_timestamp(), not the
     // transaction's), which is after this moment: the attempt's clock starts no later than its lease.
     const leaseSentAt = performance.now();
-    const taken = await takeClaimable(tx, options, runId, full);
-    if (!taken) return null;
-    if (taken.queued) await lockPrincipal(tx, taken.owner_id);
-    const run = await tx.run.findUniqueOrThrow({ where: { id: taken.id } });
+    const taken = await takeClaimable(tx, options, take);
+    if (taken.length === 0) return [];
+    const rows = new Map((await tx.run.findMany({ where: { id: { in: taken.map((t) => t.id) } } })).map((run) => [run.id, run]));
+    const queuedOwners = [...new Set(taken.filter((t) => t.queued).map((t) => t.owner_id))].sort();
+    if (queuedOwners.length > 0) await lockPrincipals(tx, queuedOwners);
     const now = new Date();
-    // A first attempt claims the run; any later one takes it over from the attempt before.
-    if (taken.attempt === 1) {
-      const applied = (await applyTransition(tx, TRANSITIONS.claim, run, { at: now, reason: "claimed", events: options.events }))!;
-      const countRunningOf = taken.queued ? taken.owner_id : undefined;
-      const begun = await beginFirstAttempt(tx, { run, number: 1, instance: options.workerId, rootSpan: options.describeRun(run), at: now, countRunningOf });
-      if (taken.queued) checkCap(taken.owner_id, begun.running, options.maxRunningPerPrincipal);
-      if (begun.created) {
-        applied.changes.push(...begun.changes);
-        return { claimed: { run, number: 1, root: begun.root, span: begun.span, leaseSentAt }, applied };
+    const firsts = taken.filter((t) => t.attempt === 1);
+    const done = new Map<string, Claimed>();
+    if (firsts.length > 0) {
+      const begins = firsts.map((t) => {
+        const run = rows.get(t.id)!;
+        return { run, rootSpan: options.describeRun(run), countRunningOf: t.queued ? t.owner_id : undefined };
+      });
+      const begun = await beginFirstAttempts(tx, begins, { instance: options.workerId, at: now });
+      if (begun.some((b) => !b.slotted)) throw new SlotTaken();
+      checkCaps(firsts, begun, options.maxRunningPerPrincipal);
+      for (const b of begun) {
+        // A first attempt claims the run (its conversation's slot was taken with its beginning).
+        const run = rows.get(b.runId)!;
+        const applied = appliedInBatch(TRANSITIONS.claim, run, b.created ? [...b.changes] : []);
+        const claimedRun = b.created
+          ? { run, number: 1, root: b.root, span: b.span, leaseSentAt }
+          : // The run has a trace already: its spans start one by one.
+            await startAttempt(tx, options, { run, number: 1, now, leaseSentAt, changes: applied.changes });
+        done.set(run.id, { claimed: claimedRun, applied });
       }
-      // The run has a trace already: its spans start one by one.
-      return { claimed: await startAttempt(tx, options, { run, number: 1, now, leaseSentAt, changes: applied.changes }), applied };
     }
-    if (taken.queued) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
-    const previous = await previousAttempt(tx, options, run, taken.previous_owner);
-    const applied = (await applyTransition(tx, TRANSITIONS.takeOver, run, {
-      at: now,
-      reason: previous.reason,
-      attempt: { number: previous.number, outcome: previous.outcome },
-      events: options.events,
-    }))!;
-    return { claimed: await startAttempt(tx, options, { run, number: taken.attempt, now, leaseSentAt, changes: applied.changes }), applied };
+    // Any later attempt takes the run over from the attempt before.
+    for (const t of taken.filter((t) => t.attempt > 1)) done.set(t.id, await takeOver(tx, options, t, rows.get(t.id)!, now, leaseSentAt));
+    return taken.map((t) => done.get(t.id)!);
   });
-  if (!claimed) return null;
   // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
-  announceApplied({ events: options.events, trace: options.announce }, claimed.applied);
-  return claimed.claimed;
+  for (const { applied } of claimed) announceApplied({ events: options.events, trace: options.announce }, applied);
+  return claimed.map(({ claimed }) => claimed);
+}
+
+/** A later attempt: how the one before ended is recorded, its open spans end, and the new one starts. */
+async function takeOver(tx: Tx, options: ClaimOptions, taken: Taken, run: Run, now: Date, leaseSentAt: number): Promise<Claimed> {
+  if (taken.queued) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
+  const previous = await previousAttempt(tx, options, run, taken.previous_owner);
+  const applied = (await applyTransition(tx, TRANSITIONS.takeOver, run, {
+    at: now,
+    reason: previous.reason,
+    attempt: { number: previous.number, outcome: previous.outcome },
+    events: options.events,
+  }))!;
+  return { claimed: await startAttempt(tx, options, { run, number: taken.attempt, now, leaseSentAt, changes: applied.changes }), applied };
+}
+
+/**
+ * What the claim row announces for a first attempt, whose writes the claim made set-based for all
+ * its runs (the row's only write of its own, the conversation's slot, is in beginFirstAttempts).
+ */
+function appliedInBatch(row: Transition, run: Run, changes: (TraceChange | null)[]): Applied {
+  return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status: statusAfter(row), changes, announce: row.announce, after: [] };
+}
+
+/** Each principal's queued runs claimed here, on top of their others running (counted under their lock), stay within the cap. */
+function checkCaps(firsts: readonly Taken[], begun: readonly FirstAttemptBegun[], max: number): void {
+  const claimedOf = new Map<string, number>();
+  for (const t of firsts) if (t.queued) claimedOf.set(t.owner_id, (claimedOf.get(t.owner_id) ?? 0) + 1);
+  for (const [index, t] of firsts.entries()) if (t.queued) checkCap(t.owner_id, begun[index]!.running + claimedOf.get(t.owner_id)! - 1, max);
 }
 
 /** The attempt's beginning, one write at a time: its trace, RUN span (once), ATTEMPT span and row, and the run's question. */
@@ -180,11 +183,15 @@ async function startAttempt(
  * time waits for this one. The count is a statement of its own, after the lock's: a statement
  * sees what committed before it began, and the lock may have been waited for.
  */
-async function lockPrincipal(tx: Tx, ownerId: string): Promise<void> {
-  await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", `claim-principal:${ownerId}`);
+async function lockPrincipals(tx: Tx, ownerIds: readonly string[]): Promise<void> {
+  // In one order for every claim, so that two claims locking the same principals never deadlock.
+  await tx.$executeRawUnsafe(
+    "SELECT pg_advisory_xact_lock(hashtextextended('claim-principal:' || owner, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS o(owner, n) ORDER BY n",
+    [...ownerIds].sort(),
+  );
 }
 
-/** The principal's other running runs, counted under their lock (lockPrincipal). */
+/** The principal's other running runs, counted under their lock (lockPrincipals). */
 async function countRunning(tx: Tx, taken: Taken): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM run

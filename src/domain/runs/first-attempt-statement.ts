@@ -1,11 +1,12 @@
-// A run's first attempt begins in one statement, inside the claim's transaction: the run's trace
-// with its RUN and ATTEMPT spans and their two replay-log rows (seq 1 and 2), the attempt's row,
-// and the run's question entering its conversation's log — and, for a queued run, the count of
-// its principal's other running runs, taken after the claim's lock of that principal (claim.ts).
-// The same writes took fourteen round trips one by one (trace upsert, a span's seq, row and log
-// row each, the attempt, the question's count, counter and row), each waited for by the run's
-// first model request. A run whose trace already exists (resumed from a pause before its first
-// attempt's trace, say) writes none of it here: the claim then starts its spans as before.
+// The first attempts of a claim's runs begin in one statement, inside the claim's transaction,
+// however many runs the claim took: each run's conversation's execution slot, its trace with its
+// RUN and ATTEMPT spans and their two replay-log rows (seq 1 and 2), the attempt's row, and the
+// run's question entering its conversation's log — and, for queued runs, the count of each
+// principal's other running runs, taken after the claim's lock of those principals (claim.ts).
+// The same writes took fourteen round trips one by one per run (trace upsert, a span's seq, row
+// and log row each, the attempt, the question's count, counter and row), each waited for by the
+// run's first model request. A run whose trace already exists (resumed from a pause before its
+// first attempt's trace, say) gets only its slot here: the claim then starts its spans as before.
 import type { Prisma } from "../../generated/prisma/client.js";
 import { toStored, toStoredJson } from "../text/stored-text.js";
 import { newSpanId } from "../trace/span-ids.js";
@@ -18,90 +19,112 @@ type Tx = Prisma.TransactionClient;
 
 export type FirstAttempt = {
   run: { id: string; conversationId: string; question: string };
-  number: number;
-  instance: string;
   rootSpan: { name: string; attributes: Record<string, unknown> };
-  at: Date;
   /** For a queued run: whose other running runs to count (the claim holds that principal's lock). */
   countRunningOf?: string;
 };
 
-export type FirstAttemptWritten = { root: SpanRef; span: SpanRef; changes: TraceChange[]; running: number };
+export type FirstAttemptBegun = {
+  runId: string;
+  /** False when the conversation's slot was held by another run: nothing of the statement may stand. */
+  slotted: boolean;
+  /** The principal's running runs, the runs of this statement aside (0 when not counted). */
+  running: number;
+} & ({ created: true; root: SpanRef; span: SpanRef; changes: TraceChange[] } | { created: false });
 
-type Row = { created: boolean; running: number };
+type Row = { id: string; created: boolean; slotted: boolean; running: number };
 type NewSpan = { id: string; parentId: string | null; kind: "RUN" | "ATTEMPT"; name: string; attributes: Record<string, unknown> };
 
-/**
- * Writes the attempt's beginning when the run has no trace yet; null when it has one (nothing
- * was written, the count aside: the caller writes the rest one by one).
- */
-export async function beginFirstAttempt(tx: Tx, begin: FirstAttempt): Promise<(FirstAttemptWritten & { created: true }) | { created: false; running: number }> {
-  const traceId = begin.run.id;
-  const at = begin.at.toISOString();
-  const rootId = newSpanId();
-  const attemptId = newSpanId();
-  const spans: NewSpan[] = [
-    { id: rootId, parentId: null, kind: "RUN", name: toStored(begin.rootSpan.name), attributes: toStoredJson(begin.rootSpan.attributes) },
-    {
-      id: attemptId,
-      parentId: rootId,
-      kind: "ATTEMPT",
-      name: `attempt ${begin.number}`,
-      attributes: toStoredJson({ "dossier.attempt": begin.number, "dossier.instance": begin.instance }),
-    },
-  ];
-  const [row] = await tx.$queryRawUnsafe<Row[]>(
-    `WITH trace_row AS (
-       INSERT INTO trace (id, run_id, last_seq, records, created_at) VALUES ($1, $1, 2, 2, $3::timestamptz)
-       ON CONFLICT DO NOTHING RETURNING id
+/** Writes the beginnings of `begins` (first attempts, numbered 1, of `instance`, all at `at`), one result per run in order. */
+export async function beginFirstAttempts(
+  tx: Tx,
+  begins: readonly FirstAttempt[],
+  { instance, at: when }: { instance: string; at: Date },
+): Promise<FirstAttemptBegun[]> {
+  const at = when.toISOString();
+  const spansOf = begins.map((begin): NewSpan[] => {
+    const rootId = newSpanId();
+    return [
+      { id: rootId, parentId: null, kind: "RUN", name: toStored(begin.rootSpan.name), attributes: toStoredJson(begin.rootSpan.attributes) },
+      {
+        id: newSpanId(),
+        parentId: rootId,
+        kind: "ATTEMPT",
+        name: "attempt 1",
+        attributes: toStoredJson({ "dossier.attempt": 1, "dossier.instance": instance }),
+      },
+    ];
+  });
+  const runs = begins.map((begin, index) => ({
+    id: begin.run.id,
+    conversation: begin.run.conversationId,
+    question: begin.run.question,
+    message: newSpanId(),
+    attemptSpan: spansOf[index]![1]!.id,
+    countOf: begin.countRunningOf ?? null,
+  }));
+  const spans = spansOf.flatMap((pair, index) => pair.map((span, n) => ({ run: begins[index]!.run.id, n: n + 1, ...span })));
+  const rows = await tx.$queryRawUnsafe<Row[]>(
+    `WITH runs AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, conversation text, question text, message text, "attemptSpan" text, "countOf" text)
      ),
      input AS (
-       SELECT * FROM jsonb_to_recordset($2::jsonb) AS s(n int, id text, "parentId" text, kind text, name text, attributes jsonb)
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS s(run text, n int, id text, "parentId" text, kind text, name text, attributes jsonb)
+     ),
+     trace_row AS (
+       INSERT INTO trace (id, run_id, last_seq, records, created_at) SELECT runs.id, runs.id, 2, 2, $3::timestamptz FROM runs
+       ON CONFLICT DO NOTHING RETURNING id
      ),
      spans AS (
        INSERT INTO span (id, trace_id, parent_id, kind, name, status, attributes, cost_unpriced, started_at)
-       SELECT input.id, $1, input."parentId", input.kind::"SpanKind", input.name, 'RUNNING', input.attributes, false, $3::timestamptz
-         FROM input, trace_row ORDER BY input.n
+       SELECT input.id, input.run, input."parentId", input.kind::"SpanKind", input.name, 'RUNNING', input.attributes, false, $3::timestamptz
+         FROM input JOIN trace_row ON trace_row.id = input.run ORDER BY input.run, input.n
        RETURNING id
      ),
      changes AS (
        INSERT INTO trace_change (trace_id, seq, type, span_id, span_after, at)
-       SELECT $1, input.n, 'SPAN_STARTED', input.id, '{"status":"RUNNING","endedAt":null,"usage":null}'::jsonb, $3::timestamptz
-         FROM input, trace_row
+       SELECT input.run, input.n, 'SPAN_STARTED', input.id, '{"status":"RUNNING","endedAt":null,"usage":null}'::jsonb, $3::timestamptz
+         FROM input JOIN trace_row ON trace_row.id = input.run
      ),
      attempt AS (
        INSERT INTO run_attempt (run_id, number, instance, started_at, span_id)
-       SELECT $1, $4::int, $5, $3::timestamptz, $6 FROM trace_row
+       SELECT runs.id, 1, $4, $3::timestamptz, runs."attemptSpan" FROM runs JOIN trace_row ON trace_row.id = runs.id
      ),
-     asked AS (
-       SELECT 1 FROM message WHERE conversation_id = $7 AND run_id = $1 AND role = 'USER'
+     asks AS (
+       SELECT runs.id, EXISTS (SELECT 1 FROM trace_row WHERE trace_row.id = runs.id)
+              AND NOT EXISTS (SELECT 1 FROM message m WHERE m.conversation_id = runs.conversation AND m.run_id = runs.id AND m.role = 'USER') AS asks
+         FROM runs
      ),
-     counted AS (
-       UPDATE conversation SET message_count = message_count + 1
-        WHERE id = $7 AND EXISTS (SELECT 1 FROM trace_row) AND NOT EXISTS (SELECT 1 FROM asked)
-       RETURNING message_count AS seq
+     slot AS (
+       UPDATE conversation c SET active_run_id = runs.id, message_count = c.message_count + CASE WHEN asks.asks THEN 1 ELSE 0 END
+         FROM runs JOIN asks ON asks.id = runs.id
+        WHERE c.id = runs.conversation AND (c.active_run_id IS NULL OR c.active_run_id = runs.id)
+       RETURNING runs.id, asks.asks, c.message_count AS seq
      ),
      question AS (
        INSERT INTO message (id, conversation_id, seq, role, content, run_id, created_at)
-       SELECT $8, $7, counted.seq, 'USER', $9, $1, $3::timestamptz FROM counted
+       SELECT runs.message, runs.conversation, slot.seq, 'USER', runs.question, runs.id, $3::timestamptz
+         FROM slot JOIN runs ON runs.id = slot.id WHERE slot.asks
      )
-     SELECT EXISTS (SELECT 1 FROM trace_row) AS created,
-       CASE WHEN $10::text IS NULL THEN 0 ELSE (
+     SELECT runs.id,
+       EXISTS (SELECT 1 FROM trace_row WHERE trace_row.id = runs.id) AS created,
+       EXISTS (SELECT 1 FROM slot WHERE slot.id = runs.id) AS slotted,
+       CASE WHEN runs."countOf" IS NULL THEN 0 ELSE (
          SELECT count(*)::int FROM run
-          WHERE owner_id = $10 AND id <> $1 AND ${RUNNING_UNDER_LEASE}) END AS running`,
-    traceId,
-    JSON.stringify(spans.map((span, index) => ({ n: index + 1, ...span }))),
+          WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${RUNNING_UNDER_LEASE}) END AS running
+       FROM runs`,
+    JSON.stringify(runs),
+    JSON.stringify(spans),
     at,
-    begin.number,
-    begin.instance,
-    attemptId,
-    begin.run.conversationId,
-    newSpanId(),
-    begin.run.question,
-    begin.countRunningOf ?? null,
+    instance,
   );
-  const running = Number(row?.running ?? 0);
-  if (!row?.created) return { created: false, running };
-  const changes = spans.map((span, index) => startedChange({ ...span, traceId }, index + 1, at));
-  return { created: true, root: { id: rootId, traceId }, span: { id: attemptId, traceId }, changes, running };
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return begins.map(({ run }, index): FirstAttemptBegun => {
+    const row = byId.get(run.id);
+    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0) };
+    if (!row?.created) return { ...common, created: false };
+    const [root, attempt] = spansOf[index]!;
+    const changes = spansOf[index]!.map((span, n) => startedChange({ ...span, traceId: run.id }, n + 1, at));
+    return { ...common, created: true, root: { id: root!.id, traceId: run.id }, span: { id: attempt!.id, traceId: run.id }, changes };
+  });
 }

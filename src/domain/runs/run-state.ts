@@ -2,7 +2,7 @@
 // Claims and settling write the trace in their own transactions and announce it through `trace`.
 import { type EventPublisher, publishRunListChange, type RunStatusName } from "../../events/topics.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import { type ClaimedAttempt, claimRun, type InstanceLiveness, releaseAbandoned } from "./claim.js";
+import { type ClaimedAttempt, claimRun, claimRuns, type InstanceLiveness, releaseAbandoned } from "./claim.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
@@ -37,6 +37,11 @@ export class PrismaRunState {
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null> {
     const { prisma, events, trace } = this.deps;
     return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, runId);
+  }
+
+  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]> {
+    const { prisma, events, trace } = this.deps;
+    return claimRuns({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, count);
   }
 
   fence(holder: Holder, onLost: OnLost): AttemptFence {

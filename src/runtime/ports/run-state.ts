@@ -40,6 +40,8 @@ export { budgetTokens } from "../../domain/runs/vocabulary.js";
 export interface RunState {
   /** Claims the next claimable run (or only `runId`) as a new attempt; null when there is none. */
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null>;
+  /** Claims up to `count` claimable runs in one transaction, fairly across principals and within their caps; in the claim's order. */
+  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]>;
   /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
   fence(holder: Holder, onLost: OnLost): AttemptFence;
   /** Extends the attempt's lease; says why not when the attempt no longer holds the run. */

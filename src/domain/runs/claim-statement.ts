@@ -1,0 +1,66 @@
+// The claim statement (claim.ts): chooses up to `limit` claimable runs (or only `runId`) and takes
+// them, in one statement — running runs whose lease expired first, then queued runs whose
+// conversation's slot is free and that are the oldest queued run of their conversation. Queued
+// runs are taken fairly across principals: a principal's k-th run of the claim counts as if the
+// principal already ran k − 1 more, so a claim of 20 runs among two principals with none running
+// takes 10 of each (then by priority, then oldest), and no principal gets more than its cap allows.
+// The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
+// SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
+// took meanwhile is passed over for the next, not waited for.
+import type { Prisma } from "../../generated/prisma/client.js";
+import { leaseExpiredSql, RUNNING_UNDER_LEASE } from "./lease-expired.js";
+
+type Tx = Prisma.TransactionClient;
+
+export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean };
+
+export type TakeOptions = { workerId: string; leaseMs: number; leaseMarginMs: number; maxRunningPerPrincipal: number };
+
+/** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full`; in the claim's order. */
+export async function takeClaimable(
+  tx: Tx,
+  options: TakeOptions,
+  { runId, limit, full }: { runId: string | undefined; limit: number; full: readonly string[] },
+): Promise<Taken[]> {
+  const taken = await tx.$queryRawUnsafe<(Taken & { place: number })[]>(
+    `WITH running AS (
+       SELECT owner_id, count(*)::int AS n FROM run
+        WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
+     eligible AS (
+       SELECT r.id, r.status = 'RUNNING' AS orphaned, COALESCE(running.n, 0) AS n, r.priority, r.created_at,
+              row_number() OVER (PARTITION BY r.owner_id, r.status ORDER BY r.priority DESC, r.created_at, r.id) AS k
+         FROM run r
+         LEFT JOIN running ON running.owner_id = r.owner_id
+        WHERE ($3::text IS NULL OR r.id = $3)
+          AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
+            OR (r.status = 'QUEUED'
+                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
+                AND NOT EXISTS (SELECT 1 FROM conversation c
+                                 WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+                AND NOT EXISTS (SELECT 1 FROM run o
+                                 WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
+                                   AND (o.created_at, o.id) < (r.created_at, r.id))))),
+     chosen AS (
+       SELECT id, row_number() OVER (ORDER BY orphaned DESC, CASE WHEN orphaned THEN 0 ELSE n + k END, priority DESC, created_at, id) AS place
+         FROM eligible WHERE orphaned OR n + k <= $4),
+     candidate AS (
+       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued, chosen.place FROM run r
+         JOIN chosen ON chosen.id = r.id
+        WHERE (r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)}) OR r.status = 'QUEUED'
+        ORDER BY chosen.place LIMIT $7
+        FOR UPDATE OF r SKIP LOCKED)
+     UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
+            lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
+            started_at = COALESCE(run.started_at, now())
+       FROM candidate WHERE run.id = candidate.id
+     RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued, candidate.place`,
+    options.workerId,
+    options.leaseMs,
+    runId ?? null,
+    options.maxRunningPerPrincipal,
+    full,
+    options.leaseMarginMs,
+    limit,
+  );
+  return taken.sort((a, b) => Number(a.place) - Number(b.place)).map(({ place: _, ...run }) => run);
+}
