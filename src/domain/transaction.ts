@@ -27,6 +27,12 @@ export type StatementRoute = {
   after?: AfterCommit;
   /** What must be written first (the trace records made before the write). */
   ready?: () => Promise<void>;
+  /**
+   * Sends a statement that can carry a write (`carries`) once what must be written first is,
+   * carrying in it what of that is not written yet (the trace records made before it), so that
+   * they take no round trip of their own: `statement` is given the write to carry, if any.
+   */
+  inOrder?: InOrder;
   /** Throws when the writer may write nothing more (an attempt known lost), before any statement is sent. */
   refuse?: () => void;
   /** A write that rides in the next statement through the route, as part of it (a model call's span end with its reply). */
@@ -48,6 +54,9 @@ export type Carried = {
   settle(result: unknown): void;
 };
 
+/** How a route sends a statement after what must be written first (StatementRoute.inOrder). */
+export type InOrder = <T>(statement: (carry: Carried | undefined) => Promise<T | null>) => Promise<T | null>;
+
 const routes = new WeakMap<Transact, StatementRoute>();
 
 /** `write`, known to take one-statement writes through `route` too. */
@@ -65,27 +74,41 @@ export function routeOf(write: Transact): StatementRoute | undefined {
  * A write as one statement through `write`'s route when it has one — after what must be written
  * first, never for a writer known lost — else, or when `statement` gives null (its check failed,
  * nothing was written), in `write`'s transaction, which refuses a lost attempt and says why.
+ * `carries`: the statement writes the route's `carry` with itself, and writes nothing unless that
+ * is written (log-statement.ts); then what must be written first may ride in it (`inOrder`).
  */
 export async function inOneStatement<T>(
   write: Transact,
   statement: (route: StatementRoute) => Promise<T | null>,
   fallback: (tx: Tx, after: AfterCommit) => Promise<T>,
+  { carries = false } = {},
 ): Promise<T> {
   const route = routeOf(write);
   if (route) {
-    await route.ready?.();
-    route.refuse?.();
-    const done = await statement(route);
+    const send = (carry: Carried | undefined) => {
+      route.refuse?.();
+      return statement(carry ? { ...route, carry } : route);
+    };
+    let done: T | null;
+    if (carries && route.inOrder && !route.carry) done = await route.inOrder(send);
+    else {
+      await route.ready?.();
+      done = await send(undefined);
+    }
     if (done !== null) return done;
   }
   return write(fallback);
 }
 
-/** `write`, each of its writes (one statement or a transaction) made once `ready` resolved. */
-export function writeAfter(ready: () => Promise<void>, write: Transact): Transact {
+/** What an attempt's writes go after: the trace records made before them (TraceSink.flushed, inOrder). */
+export type Ahead = { flushed: () => Promise<void>; inOrder?: InOrder };
+
+/** `write`, each of its writes (one statement or a transaction) made once what is `ahead` of it is written. */
+export function writeAfter(ahead: Ahead, write: Transact): Transact {
   const route = routeOf(write);
+  const ready = ahead.flushed;
   const ordered: Transact = (work) => ready().then(() => write(work));
-  return route ? routed(ordered, { ...route, ready }) : ordered;
+  return route ? routed(ordered, { ...route, ready, ...(ahead.inOrder && { inOrder: ahead.inOrder }) }) : ordered;
 }
 
 /** The transaction the caller is already in, as a Transact (to compose writes into one). */

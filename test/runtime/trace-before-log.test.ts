@@ -42,20 +42,23 @@ describe.each(backends)("the trace before the log on %s", (backend) => {
     t = await startTestApp(backend, {
       runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-sandbox-")), extraTools: [instant("instant_a"), instant("instant_b")] },
     });
-    // Every span row takes 150 ms to write, and the database refuses a TOOL entry while its run's
-    // trace holds fewer TOOL_CALL spans than the run has tool results with it.
+    // Every span row takes 150 ms to write, and the database refuses to commit a TOOL entry while
+    // its run's trace holds fewer TOOL_CALL spans than the run has tool results (a span written
+    // in the same statement as the entry counts: they commit together).
     await t.app.db.prisma.$executeRawUnsafe(`CREATE FUNCTION slow_span() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_sleep(0.15); RETURN NEW; END $$`);
     await t.app.db.prisma.$executeRawUnsafe("CREATE TRIGGER slow_span BEFORE INSERT ON span FOR EACH ROW EXECUTE FUNCTION slow_span()");
     await t.app.db.prisma.$executeRawUnsafe(`CREATE FUNCTION span_before_result() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.role = 'TOOL' AND (SELECT count(*) FROM span WHERE trace_id = NEW.run_id AND kind = 'TOOL_CALL')
-            <= (SELECT count(*) FROM message WHERE run_id = NEW.run_id AND role = 'TOOL') THEN
+            < (SELECT count(*) FROM message WHERE run_id = NEW.run_id AND role = 'TOOL') THEN
           RAISE EXCEPTION 'a tool result logged before its span';
         END IF;
         RETURN NEW;
       END $$`);
-    await t.app.db.prisma.$executeRawUnsafe("CREATE TRIGGER span_before_result BEFORE INSERT ON message FOR EACH ROW EXECUTE FUNCTION span_before_result()");
+    await t.app.db.prisma.$executeRawUnsafe(
+      "CREATE CONSTRAINT TRIGGER span_before_result AFTER INSERT ON message DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION span_before_result()",
+    );
 
     const { run } = await admit(t.client, { question: "Ask both" });
     const done = await settled(t.client, run.id, 30_000);

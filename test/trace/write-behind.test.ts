@@ -79,4 +79,39 @@ describe("a trace written behind the work", () => {
     await pipeline.flushed();
     expect(written.at(-1)).toEqual(["start next"]);
   });
+
+  it("a write that carries records is handed those queued right before it, in its one write; without any it holds nothing up", async () => {
+    const { pipeline, written, event, write } = writer();
+    const made = [event("start tool"), event("tool input")];
+    const logged = pipeline.carry(async (records) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      written.push(["result", ...records.map((record) => record.name)]);
+      records.forEach((record, index) => record.resolve(10 + index));
+      return "entry";
+    });
+    expect(await logged).toBe("entry");
+    expect(await Promise.all(made)).toEqual([10, 11]);
+    // Nothing queued before it: it goes at once, and what follows is not kept waiting for it.
+    let release: () => void = () => undefined;
+    const slow = pipeline.carry(async (records) => {
+      await new Promise<void>((resolve) => (release = resolve));
+      written.push(["second result", ...records.map((record) => record.name)]);
+    });
+    write("end tool");
+    await pipeline.flushed();
+    release();
+    await slow;
+    expect(written).toEqual([["result", "start tool", "tool input"], ["end tool"], ["second result"]]);
+  });
+
+  it("a failed write that carried records stops the writer: they fail with it, and so does what follows", async () => {
+    const { pipeline, event } = writer();
+    const made = event("start tool");
+    const logged = pipeline.carry(async () => {
+      throw new Error("the result's statement failed");
+    });
+    await expect(logged).rejects.toThrow("the result's statement failed");
+    await expect(made).rejects.toThrow("the result's statement failed");
+    await expect(pipeline.flushed()).rejects.toThrow("the result's statement failed");
+  });
 });

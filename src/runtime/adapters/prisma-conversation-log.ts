@@ -56,8 +56,8 @@ const storedEntry = (entry: LogEntry) => ({
  * Appends entries in order, atomically; returns the rows as readLog reads them. Through a write
  * that takes statements (transaction.ts) entries without a spill go as one statement, the fence's
  * check inside it; otherwise, or when that check fails, in one transaction of `write` (an attempt's
- * fenced one, which refuses and says why). A write the route carries (a reply's span end) goes in
- * that statement.
+ * fenced one, which refuses and says why). A write the route carries (a reply's span end, the
+ * trace records made before the entries) goes in that statement.
  */
 export async function appendRows(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
   const { conversationId, runId, entries } = append;
@@ -82,6 +82,8 @@ export async function appendRows(write: Transact, append: LogAppend): Promise<Lo
       }
       return rows;
     },
+    // The trace records made before the entries ride in its statement (transaction.ts, inOrder).
+    { carries: !spilled },
   );
 }
 

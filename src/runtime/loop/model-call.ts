@@ -50,6 +50,9 @@ export async function callModel(
       },
       async (span) => {
         const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
+        // The turn's records so far (this span's start among them) are written while the model
+        // answers, not after the request went out: the reply's write waits for them.
+        sink.writeNow?.();
         try {
           const response = await model.complete(
             { messages, tools: [...turn.tools.values()].map((t) => t.schema), signal, ...(maxOutputTokens && { maxOutputTokens }) },

@@ -78,7 +78,11 @@ export class RunExecutor {
     const { run, signal } = attempt;
     // The attempt's writes (the log, tokens, steering) go after the trace records made before them:
     // a tool's result is never in the log while its span or its input is missing from the trace.
-    const write = writeAfter(() => sink.flushed?.() ?? Promise.resolve(), attempt.fence.write);
+    // A one-statement write (a tool result's entry) carries the records not yet written instead.
+    const write = writeAfter(
+      { flushed: () => sink.flushed?.() ?? Promise.resolve(), ...(sink.inOrder && { inOrder: sink.inOrder.bind(sink) }) },
+      attempt.fence.write,
+    );
     // The work in hand (model requests, tool calls) stops for a CONCLUDE stop too; the attempt does not.
     const work = attempt.conclude ? AbortSignal.any([signal, attempt.conclude]) : signal;
     const streamed = { text: "" };

@@ -2,6 +2,7 @@
 // visible as soon as it is recorded, including spans still running.
 import type { TraceChangeMessage } from "../../events/topics.js";
 import type { Holder, Transact } from "./attempt-fence.js";
+import type { InOrder } from "../../domain/transaction.js";
 import type { TokenUsage } from "./model.js";
 
 export type SpanKind = "RUN" | "ATTEMPT" | "TURN" | "MODEL_CALL" | "TOOL_CALL" | "COMPACTION" | "SPILL" | "SKILL_LOAD" | "MCP_CALL";
@@ -50,6 +51,19 @@ export interface TraceSink {
    * written its record by the time it resolves.
    */
   flushed?(): Promise<void>;
+  /**
+   * A sink that writes behind the work: sends `statement` (one statement of the attempt that
+   * carries a write with its own, domain/transaction.ts) once the records handed to the sink
+   * before it are written, carrying in it those not written yet, so that they cost no round trip
+   * of their own. Resolves with its result, once committed.
+   */
+  inOrder?: InOrder;
+  /**
+   * A sink that writes behind the work: starts writing the records handed to it so far now, not
+   * once the work in hand has made the next ones — before work that does not wait for them (a
+   * model request), so that they are written while it runs.
+   */
+  writeNow?(): void;
   /**
    * Ends a span with the first write `work` makes through `write` (the attempt's fence, after
    * the records handed to the sink before it): in the same statement or transaction, so both

@@ -30,6 +30,8 @@ function metered(sink: TraceSink, metrics: TraceMetrics): TraceSink {
       return seq;
     },
     ...(sink.flushed && { flushed: () => sink.flushed!() }),
+    ...(sink.inOrder && { inOrder: sink.inOrder.bind(sink) }),
+    ...(sink.writeNow && { writeNow: () => sink.writeNow!() }),
     ...(sink.endSpanWith && {
       async endSpanWith(span, end, work) {
         const value = await sink.endSpanWith!(span, end, work);

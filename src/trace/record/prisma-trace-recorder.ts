@@ -11,16 +11,15 @@ import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-
 import { endingWith, endSpanPricedIn } from "../../domain/runs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
 import { chargeRunIn } from "../../domain/runs/run-cost.js";
-import { type Transact, unfenced, within } from "../../domain/transaction.js";
+import { type Carried, type Transact, unfenced, within } from "../../domain/transaction.js";
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
 import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { newSpanId } from "../../domain/trace/span-ids.js";
-import type { Tx } from "../../domain/transaction.js";
 import { TraceBound } from "./trace-bound.js";
 import { GroupCommit, WriteBehind } from "./write-behind.js";
-import { ignore, type PendingEvent, type PendingRecord, type RecordWriter, type SpanInput, writeQueued } from "./queued-records.js";
+import { ignore, type PendingEvent, type PendingRecord, type RecordWriter, type SpanInput, sendCarrying, writeQueued } from "./queued-records.js";
 
 export { EVENT_PREVIEW_CHARS, publishTraceChanges } from "../../domain/trace/trace-writes.js";
 
@@ -182,14 +181,10 @@ export class PrismaTraceRecorder implements RuntimeTrace {
       if (ended) return this.announce([ended]);
     }
     await this.recordSpanChange(async (tx) => {
-      const { owner, change } = await this.endIn(tx, span, end, at);
+      // One statement: a model call's usage priced, and its cost charged to the run (its owner returned).
+      const { owner, change } = await endSpanPricedIn(tx, span, end, at);
       return { value: owner, changes: [change] };
     }).then((owner) => this.costChanged(owner));
-  }
-
-  /** A span's end in `tx` (one statement): a model call's usage priced, and its cost charged to the run (its owner returned). */
-  private async endIn(tx: Tx, span: SpanRef, end: SpanEnd, at: Date): Promise<{ owner: string | null; change: TraceChange | null }> {
-    return endSpanPricedIn(tx, span, end, at);
   }
 
   /**
@@ -225,6 +220,18 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   /** Resolves once every record handed to this recorder so far is committed; rejects with the write that failed. */
   flushed(): Promise<void> {
     return this.behind?.flushed() ?? Promise.resolve();
+  }
+
+  /** Sends `statement` after the records handed before it, carrying those not written yet (queued-records.ts, sendCarrying). */
+  inOrder<T>(statement: (carry: Carried | undefined) => Promise<T | null>): Promise<T | null> {
+    this.unlessLost();
+    if (!this.behind) return statement(undefined);
+    return this.behind.carry((records) => sendCarrying(this.writer(), records, statement));
+  }
+
+  /** Starts writing the records handed so far at once (TraceSink.writeNow). */
+  writeNow(): void {
+    this.behind?.writeNow();
   }
 
   /** A run's cost changed (committed): its owner's live run lists hear it (runsChanged). */

@@ -3,10 +3,12 @@
 // (domain/trace/batch-statements.ts). When that statement writes nothing — the attempt lost its
 // run, the trace's bound would not keep them all, a span to end is missing — the records are
 // written one by one as the recorder writes them alone, which decides each the way it always did
-// (the bound record by record, folded spans, a lost attempt refused with why).
+// (the bound record by record, folded spans, a lost attempt refused with why). The records queued
+// right before a one-statement write that can carry them (a tool result's log entry) ride in it.
 import { retryingConflicts } from "../../db/transient-errors.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { type BatchRecord, writeBatchStatement } from "../../domain/trace/batch-statements.js";
+import { type BatchRecord, carriedBatch, writeBatchStatement } from "../../domain/trace/batch-statements.js";
+import type { Carried } from "../../domain/transaction.js";
 import type { StatementGuard, TraceChange } from "../../domain/trace/trace-writes.js";
 import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { TraceBound } from "./trace-bound.js";
@@ -70,6 +72,63 @@ async function writeTogether(writer: RecordWriter, chunk: readonly PendingRecord
   // Past the bound, events are dropped and spans folded record by record.
   if (writer.bound.knownTruncated(traceId)) return false;
   writer.unlessLost();
+  const { records, written } = asBatch(writer, chunk);
+  if (records.length === 0) return true;
+  // Run again if it loses to a span row's move into the retained partition (as a span's end alone is).
+  const changes = await retryingConflicts(() => writeBatchStatement(writer.prisma, traceId, records, writer.guard, writer.bound.maxRecords));
+  if (!changes) return false;
+  settleWritten(writer, written, changes);
+  return true;
+}
+
+/**
+ * Sends `statement` (one statement of the attempt that can carry a write: transaction.ts,
+ * Carried) with `records` — queued right before it, not written yet — riding in it, so that they
+ * reach the database in its round trip, and it is written only if they are. When they do not go
+ * in one statement (more than one trace, a span ended twice, a trace past its bound) or its check
+ * refused them (the fence, the bound, a span to end missing), they are written as before — which
+ * refuses a lost attempt and says why — and then `statement` alone.
+ */
+export async function sendCarrying<T>(
+  writer: RecordWriter,
+  records: readonly PendingRecord[],
+  statement: (carry: Carried | undefined) => Promise<T | null>,
+): Promise<T | null> {
+  const carried = records.length > 0 ? carriedRecords(writer, records) : { carry: undefined, settled: () => true };
+  if (carried?.carry) {
+    writer.unlessLost();
+    // Run again if it loses to a span row's move into the retained partition (as the records alone are).
+    const done = await retryingConflicts(() => statement(carried.carry));
+    if (carried.settled()) return done;
+  }
+  if (!carried?.settled()) await writeQueued(writer, records);
+  writer.unlessLost();
+  return statement(undefined);
+}
+
+/** The records as a write to carry (null: they do not go in one statement); `settled`: it was written, each record settled. */
+function carriedRecords(writer: RecordWriter, batch: readonly PendingRecord[]): { carry: Carried | undefined; settled(): boolean } | null {
+  const { traceId } = batch[0]!;
+  if (chunkAt(batch, 0).length < batch.length || writer.bound.knownTruncated(traceId)) return null;
+  const { records, written } = asBatch(writer, batch);
+  if (records.length === 0) return { carry: undefined, settled: () => true };
+  let settled = false;
+  const carry = carriedBatch(traceId, records, writer.bound.maxRecords, (changes) => {
+    settled = true;
+    settleWritten(writer, written, changes);
+  });
+  return { carry, settled: () => settled };
+}
+
+/** Announces what a statement wrote of `written` and settles each with its seq. */
+function settleWritten(writer: RecordWriter, written: readonly PendingRecord[], changes: readonly TraceChange[]): void {
+  writer.announce(changes);
+  for (const [index, record] of written.entries()) record.resolve(changes[index]!.seq);
+}
+
+/** The records as one batch statement takes them; the ends of spans the trace did not keep are settled at once (nothing to write). */
+function asBatch(writer: RecordWriter, chunk: readonly PendingRecord[]): { records: BatchRecord[]; written: PendingRecord[] } {
+  const { traceId } = chunk[0]!;
   const written: PendingRecord[] = [];
   const records: BatchRecord[] = [];
   for (const record of chunk) {
@@ -91,13 +150,7 @@ async function writeTogether(writer: RecordWriter, chunk: readonly PendingRecord
     }
     written.push(record);
   }
-  if (records.length === 0) return true;
-  // Run again if it loses to a span row's move into the retained partition (as a span's end alone is).
-  const changes = await retryingConflicts(() => writeBatchStatement(writer.prisma, traceId, records, writer.guard, writer.bound.maxRecords));
-  if (!changes) return false;
-  writer.announce(changes);
-  for (const [index, record] of written.entries()) record.resolve(changes[index]!.seq);
-  return true;
+  return { records, written };
 }
 
 /** Writes the records one by one (events next to each other together), as each is written alone. */

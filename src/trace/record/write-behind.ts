@@ -5,7 +5,8 @@
 // database together, in one statement (domain/trace/batch-statements.ts); other writes (what
 // charges the run, attribute changes) go one by one between them. Every write carries the
 // attempt's fence, so an attempt that lost its run writes nothing more; changes are announced
-// after their commit, in seq order.
+// after their commit, in seq order. A one-statement write of the attempt that can carry them (a
+// tool result's log entry) takes the records queued right before it into its own statement.
 //
 // A failed write stops the pipeline: it writes nothing after it (no later record is written
 // without the earlier ones), and the failure is thrown by the attempt's next trace call and by
@@ -17,8 +18,12 @@
  */
 export type QueuedRecord = { resolve: (seq: number) => void; reject: (error: unknown) => void; payload: string };
 
+type Settle = { resolve: (value: unknown) => void; reject: (error: unknown) => void };
+
 type Job<E extends QueuedRecord> =
-  | { type: "write"; write: () => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void }
+  | ({ type: "write"; write: () => Promise<unknown> } & Settle)
+  /** A write that takes the records queued right before it (none: it goes without blocking what follows). */
+  | ({ type: "carry"; write: (records: E[]) => Promise<unknown> } & Settle)
   | { type: "record"; record: E };
 
 /** One write holds at most this many records, or about this many characters of payload. */
@@ -43,7 +48,9 @@ export function takeBatch<T extends { payload: string }>(pending: T[]): T[] {
 
 export class WriteBehind<E extends QueuedRecord> {
   private readonly jobs: Job<E>[] = [];
+  /** A drain is running or scheduled (`scheduled`, its setImmediate). */
   private writing = false;
+  private scheduled: NodeJS.Immediate | undefined;
   private failure: { error: unknown } | null = null;
 
   /** `writeRecords` writes records queued next to each other (in one statement) and settles each of them. */
@@ -59,8 +66,29 @@ export class WriteBehind<E extends QueuedRecord> {
     if (this.failure) return Promise.reject(this.failure.error);
     return new Promise<T>((resolve, reject) => {
       this.jobs.push({ type: "write", write, resolve: resolve as (value: unknown) => void, reject });
-      this.start();
+      // Someone waits for it: nothing more to wait for.
+      this.start(true);
     });
+  }
+
+  /**
+   * Queues a write that is handed the records queued right before it, not yet written, to write
+   * with its own (it settles them); resolves with its value once it committed. With records, what
+   * follows waits for it, as for any write of records; without, it goes once everything before it
+   * is written, and what follows does not wait for it. A failure of a write that held records
+   * stops the pipeline.
+   */
+  carry<T>(write: (records: E[]) => Promise<T>): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure.error);
+    return new Promise<T>((resolve, reject) => {
+      this.jobs.push({ type: "carry", write, resolve: resolve as (value: unknown) => void, reject });
+      this.start(true);
+    });
+  }
+
+  /** Starts writing what is queued now, without waiting for the work in hand to queue more. */
+  writeNow(): void {
+    if (this.scheduled) this.start(true);
   }
 
   /** Queues a write nobody waits for: its failure stops the pipeline, and is thrown by the next call. */
@@ -89,12 +117,24 @@ export class WriteBehind<E extends QueuedRecord> {
   /**
    * Starts writing once the work in hand has queued what it makes without waiting (setImmediate):
    * a turn's records made one after the other — a span's end, the next span's start, the note
-   * between — go in one write instead of the first alone and the rest after it.
+   * between — go in one write instead of the first alone and the rest after it. `now`: at once
+   * (a write waited for, or writeNow).
    */
-  private start(): void {
+  private start(now = false): void {
+    if (now && this.scheduled) {
+      clearImmediate(this.scheduled);
+      this.scheduled = undefined;
+      void this.drain();
+      return;
+    }
     if (this.writing) return;
     this.writing = true;
-    setImmediate(() => void this.drain());
+    if (now) void this.drain();
+    else
+      this.scheduled = setImmediate(() => {
+        this.scheduled = undefined;
+        void this.drain();
+      });
   }
 
   private async drain(): Promise<void> {
@@ -106,15 +146,22 @@ export class WriteBehind<E extends QueuedRecord> {
       const front = this.jobs[0]!;
       if (front.type === "record") {
         const batch = this.takeRecords();
+        const carrier = this.jobs[0]?.type === "carry" ? (this.jobs.shift() as Job<E> & { type: "carry" }) : undefined;
         try {
-          await this.writeRecords(batch);
+          if (carrier) carrier.resolve(await carrier.write(batch));
+          else await this.writeRecords(batch);
         } catch (error) {
           this.failure = { error };
           for (const record of batch) record.reject(error);
+          carrier?.reject(error);
         }
         continue;
       }
       this.jobs.shift();
+      if (front.type === "carry") {
+        void (async () => front.write([]))().then(front.resolve, front.reject);
+        continue;
+      }
       try {
         front.resolve(await front.write());
       } catch (error) {
