@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "./errors.js";
+import { groupedDigits } from "./text/grouped-digits.js";
 
 /** The longest title of a workspace, conversation, publication or artifact. */
 export const TITLE_MAX = 200;
@@ -25,4 +26,4 @@ export const nonBlank = (max: number) =>
     .trim()
     .min(1, "must not be empty")
     .refine((value) => value === "" || VISIBLE.test(value), "must contain a visible character")
-    .refine((value) => [...value].length <= max, `must be at most ${max.toLocaleString("en")} characters`);
+    .refine((value) => [...value].length <= max, `must be at most ${groupedDigits(max)} characters`);

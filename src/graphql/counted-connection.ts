@@ -3,6 +3,7 @@
 // the two is selected, and then one statement: COUNT over a subquery with LIMIT COUNT_BOUND + 1
 // (Prisma's `count({ take })`), however many rows the list holds. Both fields share that read.
 import type { GraphQLContext } from "./context.js";
+import { groupedDigits } from "../domain/text/grouped-digits.js";
 
 /** The largest exact count; a list holding more reports it with `countCapped: true`. */
 export const COUNT_BOUND = 10_000;
@@ -31,8 +32,8 @@ function countOf(connection: Countable, ctx: GraphQLContext, countFor?: (parent:
   return count;
 }
 
-export const TOTAL_COUNT_DESCRIPTION = `How many items the whole list holds, exactly up to ${COUNT_BOUND.toLocaleString("en-US")}; past that it says ${COUNT_BOUND.toLocaleString("en-US")} and \`countCapped\` is true. Read only when selected.`;
-export const COUNT_CAPPED_DESCRIPTION = `True when the list holds more than ${COUNT_BOUND.toLocaleString("en-US")} items, so \`totalCount\` stopped at the bound.`;
+export const TOTAL_COUNT_DESCRIPTION = `How many items the whole list holds, exactly up to ${groupedDigits(COUNT_BOUND)}; past that it says ${groupedDigits(COUNT_BOUND)} and \`countCapped\` is true. Read only when selected.`;
+export const COUNT_CAPPED_DESCRIPTION = `True when the list holds more than ${groupedDigits(COUNT_BOUND)} items, so \`totalCount\` stopped at the bound.`;
 
 // Pothos' prismaConnection skips reading the page when only fields carrying this extension (and
 // __typename) are selected: a count alone costs its one statement.

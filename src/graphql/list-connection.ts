@@ -16,6 +16,7 @@ import { builder } from "./builder.js";
 import type { GraphQLContext } from "./context.js";
 import { boundedCount, type CountRows, countFields } from "./counted-connection.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
+import { groupedDigits } from "../domain/text/grouped-digits.js";
 
 type Direction = "asc" | "desc";
 type Order = readonly (readonly [column: string, direction: Direction])[];
@@ -52,7 +53,7 @@ export function describePage(what: string, list: ListPage | KeysetList): string 
   );
 }
 
-const count = (n: number) => n.toLocaleString("en-US");
+const count = groupedDigits;
 
 /**
  * A refused `first` or `last`, in the words the request limits (server/hardening.ts) refuse a

@@ -7,27 +7,27 @@ import { CHANGES_DIFF_MAX, CHANGES_MAX_EDIT_LENGTH, changesBetween } from "../..
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} ${i}`).join("\n");
 
 describe("changes between two versions", () => {
-  it("counts the lines added and removed and gives a diff that turns one into the other", () => {
+  it("counts the lines added and removed and gives a diff that turns one into the other", async () => {
     const before = "a\nb\nc\nd\n";
     const after = "a\nB\nc\nd\ne\n";
-    const changes = changesBetween({ version: 3, content: before }, { version: 4, content: after });
+    const changes = await changesBetween({ version: 3, content: before }, { version: 4, content: after });
     expect(changes).toMatchObject({ previousVersion: 3, addedLines: 2, removedLines: 1, diffTruncated: false });
     expect(changes.diff).toBe("--- version 3\n+++ version 4\n@@ -1,4 +1,5 @@\n a\n-b\n+B\n c\n d\n+e\n");
     expect(applyPatch(before, changes.diff)).toBe(after);
   });
 
-  it("texts too far apart are diffed as every line removed and every line added, still a correct diff", () => {
+  it("texts too far apart are diffed as every line removed and every line added, still a correct diff", async () => {
     const n = CHANGES_MAX_EDIT_LENGTH / 2 + 1; // 2n edits: over the bound
     const before = lines(n, "old");
     const after = lines(n, "new");
-    const changes = changesBetween({ version: 1, content: before }, { version: 2, content: after });
+    const changes = await changesBetween({ version: 1, content: before }, { version: 2, content: after });
     expect([changes.addedLines, changes.removedLines, changes.diffTruncated]).toEqual([n, n, false]);
     expect(changes.diff.startsWith(`--- version 1\n+++ version 2\n@@ -1,${n} +1,${n} @@\n-old 0\n`)).toBe(true);
     expect(applyPatch(before, changes.diff)).toBe(after);
   });
 
-  it("a diff over the bound is cut at a line end and says so; the counts stay whole", () => {
-    const changes = changesBetween({ version: 1, content: lines(500, "old") }, { version: 2, content: lines(500, `new ${"x".repeat(200)}`) });
+  it("a diff over the bound is cut at a line end and says so; the counts stay whole", async () => {
+    const changes = await changesBetween({ version: 1, content: lines(500, "old") }, { version: 2, content: lines(500, `new ${"x".repeat(200)}`) });
     expect([changes.addedLines, changes.removedLines, changes.diffTruncated]).toEqual([500, 500, true]);
     expect(changes.diff.length).toBeLessThanOrEqual(CHANGES_DIFF_MAX);
     expect(changes.diff.endsWith("\n")).toBe(true);

@@ -1,7 +1,8 @@
 // What changed between two versions of one publication: a unified diff of their texts by lines
 // (the `diff` package), the lines added and removed, computed once when a version is written and
-// stored with it (publication_version.changes_*), so reading it costs nothing.
-import { FILE_HEADERS_ONLY, formatPatch, type StructuredPatch, structuredPatch } from "diff";
+// stored with it (publication_version.changes_*), so reading it costs nothing. The package is
+// loaded when a second version is first written: a server that writes none does not hold it.
+import type { StructuredPatch } from "diff";
 
 /** The most characters of diff text a version keeps; a longer diff is cut at a line end before it. */
 export const CHANGES_DIFF_MAX = 64 * 1024;
@@ -26,7 +27,8 @@ export type PublicationChanges = {
 type Text = { version: number; content: string };
 
 /** The changes from `previous` to `next`, as stored and served. */
-export function changesBetween(previous: Text, next: Text): PublicationChanges {
+export async function changesBetween(previous: Text, next: Text): Promise<PublicationChanges> {
+  const { FILE_HEADERS_ONLY, formatPatch, structuredPatch } = await import("diff");
   const names = [`version ${previous.version}`, `version ${next.version}`] as const;
   const patch =
     structuredPatch(names[0], names[1], previous.content, next.content, undefined, undefined, {

@@ -106,7 +106,7 @@ export class PublicationService {
         where: { publicationId_version: { publicationId, version: number - 1 } },
         select: { version: true, content: true },
       });
-      if (previous) changes = changesBetween(previous, { version: number, content: parsed.content });
+      if (previous) changes = await changesBetween(previous, { version: number, content: parsed.content });
     } else {
       publicationId = (await tx.publication.create({ data: { ownerId: actor.principalId, title: parsed.title!, latestVersion: 1 } })).id;
     }

@@ -5,6 +5,7 @@
 import type { Prisma, RunPublicationOutcome } from "../../generated/prisma/client.js";
 import { hasVisibleCharacter } from "../validation.js";
 import { PUBLICATION_CONTENT_MAX } from "./publication-service.js";
+import { groupedDigits } from "../text/grouped-digits.js";
 
 export type { RunPublicationOutcome };
 
@@ -21,7 +22,7 @@ export function skippedBecause(run: { workspaceId: string | null }, succeeded: b
   if (chars > PUBLICATION_CONTENT_MAX) {
     return {
       outcome: "TOO_LONG",
-      reason: `the answer is longer than the ${PUBLICATION_CONTENT_MAX.toLocaleString("en")} characters a publication may hold`,
+      reason: `the answer is longer than the ${groupedDigits(PUBLICATION_CONTENT_MAX)} characters a publication may hold`,
     };
   }
   return null;

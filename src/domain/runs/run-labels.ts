@@ -8,6 +8,7 @@
 // text PostgreSQL can store; the whole object is at most 32 keys and 8 KB of JSON.
 import { z } from "zod";
 import { hasVisibleCharacter } from "../validation.js";
+import { groupedDigits } from "../text/grouped-digits.js";
 
 export const TAGS_MAX = 20;
 export const TAG_LENGTH_MAX = 64;
@@ -49,7 +50,7 @@ export const metadataObject = z
       if (typeof value[key] !== "string") ctx.addIssue({ code: "custom", path: [key], message: "must be a string (metadata is flat: string values only)" });
     }
     if (Buffer.byteLength(JSON.stringify(value), "utf8") > METADATA_BYTES_MAX) {
-      ctx.addIssue({ code: "custom", message: `must be at most ${METADATA_BYTES_MAX.toLocaleString("en")} bytes as JSON` });
+      ctx.addIssue({ code: "custom", message: `must be at most ${groupedDigits(METADATA_BYTES_MAX)} bytes as JSON` });
     }
   })
   .transform((value) => value as Record<string, string>);

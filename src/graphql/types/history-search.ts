@@ -12,6 +12,7 @@ import {
 } from "../../domain/workspace/history-search.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** A hit as one search found it: its snippet depends on the query, so its id does too. */
 type HitOfSearch = HistorySearchHit & { searchKey: string };
@@ -53,7 +54,7 @@ builder.queryField("searchHistory", (t) =>
   t.field({
     type: SearchSuccess,
     description:
-      `Finds the versions in a workspace's history catalog whose title or content (its first ${SEARCH_INDEXED_CHARS.toLocaleString("en")} characters) matches \`query\`: ` +
+      `Finds the versions in a workspace's history catalog whose title or content (its first ${groupedDigits(SEARCH_INDEXED_CHARS)} characters) matches \`query\`: ` +
       `words (matched by their stem), "quoted phrases", -excluded words, \`or\`; at most ${SEARCH_QUERY_MAX} characters. ` +
       `Revoked versions and versions resting on an ineligible one are left out. \`first\`: default ${SEARCH_DEFAULT_HITS}, at most ${SEARCH_MAX_HITS}.`,
     args: {

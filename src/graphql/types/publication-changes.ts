@@ -1,6 +1,7 @@
 // What changed since the previous version of a publication (PublicationVersion.changesFromPrevious).
 import { CHANGES_CONTEXT_LINES, CHANGES_DIFF_MAX, type PublicationChanges, storedChanges } from "../../domain/research/publication-changes.js";
 import { builder } from "../builder.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 const PublicationChangesRef = builder.objectRef<PublicationChanges>("PublicationChanges").implement({
   description: "What changed from the previous version of the same publication to this one, computed once when this version was written.",
@@ -13,10 +14,10 @@ const PublicationChangesRef = builder.objectRef<PublicationChanges>("Publication
       description: "Lines of the previous version this one no longer has (the whole count, even when diff is truncated).",
     }),
     diff: t.exposeString("diff", {
-      description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${CHANGES_DIFF_MAX.toLocaleString("en")} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff are shown as every old line removed and every new line added.`,
+      description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${groupedDigits(CHANGES_DIFF_MAX)} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff are shown as every old line removed and every new line added.`,
     }),
     diffTruncated: t.exposeBoolean("diffTruncated", {
-      description: `True when the diff was longer than ${CHANGES_DIFF_MAX.toLocaleString("en")} characters and diff holds only its beginning (whole lines).`,
+      description: `True when the diff was longer than ${groupedDigits(CHANGES_DIFF_MAX)} characters and diff holds only its beginning (whole lines).`,
     }),
   }),
 });

@@ -16,6 +16,7 @@ import { encodeGlobalId } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, listConnection, pageOf } from "../list-connection.js";
 import { myRuns } from "./owned.js";
 import { type RunOrder, RunFilterInput, RunOrderEnum, runFilterFromInput } from "./run-filter.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 const PAGE = { typename: "Run", defaultSize: 20, maxSize: 100 } as const;
 const ORDERS: Record<RunOrder, KeysetList> = {
@@ -83,7 +84,7 @@ builder.queryField("runs", (t) =>
 
 builder.queryField("runsCount", (t) =>
   t.int({
-    description: `How many of your runs the filter holds (an access token's: those it may read), exactly up to ${COUNT_BOUND.toLocaleString("en-US")}; past that it says ${COUNT_BOUND.toLocaleString("en-US")}, and \`runs(filter: …) { countCapped }\` (the same filter) is true. One bounded statement.`,
+    description: `How many of your runs the filter holds (an access token's: those it may read), exactly up to ${groupedDigits(COUNT_BOUND)}; past that it says ${groupedDigits(COUNT_BOUND)}, and \`runs(filter: …) { countCapped }\` (the same filter) is true. One bounded statement.`,
     args: { filter: t.arg({ type: RunFilterInput }) },
     resolve: async (_root, args, ctx) => Math.min(await boundedCount(ctx.prisma.run, filteredRuns(ctx, args.filter)), COUNT_BOUND),
   }),

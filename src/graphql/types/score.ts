@@ -14,6 +14,7 @@ import { PublicationVersionNode } from "./publication.js";
 import { RunNode } from "./run.js";
 import { SpanObject } from "./trace.js";
 import { me, mine } from "./owned.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 const ScoreKindEnum = builder.enumType(ScoreKind, {
   name: "ScoreKind",
@@ -139,7 +140,7 @@ const CreateScoreConfigInput = builder.inputType("CreateScoreConfigInput", {
     min: t.float({ description: "NUMERIC only: the lowest value allowed (omit for no bound); less than max." }),
     max: t.float({ description: "NUMERIC only: the highest value allowed (omit for no bound)." }),
     categories: t.stringList({ description: `CATEGORICAL only, and required: 1–${SCORE_CATEGORIES_MAX} distinct non-empty labels.` }),
-    description: t.string({ description: `What the scale means to the people using it (at most ${SCORE_DESCRIPTION_MAX.toLocaleString("en")} characters).` }),
+    description: t.string({ description: `What the scale means to the people using it (at most ${groupedDigits(SCORE_DESCRIPTION_MAX)} characters).` }),
   }),
 });
 
@@ -164,7 +165,7 @@ const CreateScoreInput = builder.inputType("CreateScoreInput", {
     configName: t.string({ required: true, description: "The name of one of your score configs; the value is checked against it." }),
     value: t.float({ description: "NUMERIC: required; BOOLEAN: 0 or 1 (or send label); CATEGORICAL: not allowed." }),
     label: t.string({ description: 'CATEGORICAL: required, one of the categories; BOOLEAN: "true" or "false" (or send value); NUMERIC: not allowed.' }),
-    comment: t.string({ description: `Why (at most ${SCORE_COMMENT_MAX.toLocaleString("en")} characters).` }),
+    comment: t.string({ description: `Why (at most ${groupedDigits(SCORE_COMMENT_MAX)} characters).` }),
     source: t.field({ type: ScoreSourceEnum, required: true }),
     idempotencyKey: t.string({
       description:

@@ -2,6 +2,7 @@
 // after buffering it whole), and tool listing is bounded in pages, tools and time. A server is
 // another principal's program or anyone's URL: its output is never trusted to be small or to end.
 import type { McpToolInfo } from "../ports/mcp.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 export type McpLimits = {
   /** The most bytes one message from the server (a result, an error result, a page of tools) may take (MCP_RESULT_MAX_BYTES). */
@@ -20,7 +21,7 @@ export const DEFAULT_MCP_LIMITS: McpLimits = { resultMaxBytes: 10_485_760, listM
 export class McpMessageTooLarge extends Error {
   override name = "McpMessageTooLarge";
   constructor(readonly maxBytes: number) {
-    super(`the MCP server's answer is larger than ${maxBytes.toLocaleString("en")} bytes (MCP_RESULT_MAX_BYTES); it was refused`);
+    super(`the MCP server's answer is larger than ${groupedDigits(maxBytes)} bytes (MCP_RESULT_MAX_BYTES); it was refused`);
   }
 }
 

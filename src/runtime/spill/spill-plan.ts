@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import type { SpillPolicy } from "./spill-policy.js";
 import type { NewSpill, SpillStrategy } from "../ports/spill-store.js";
 import { indexJsonList, itemText } from "./json-list-index.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** The longest call id a handle holds as it is; a longer one is shortened to a prefix and its hash. */
 export const HANDLE_CALL_ID_CHARS = 64;
@@ -73,7 +74,7 @@ export function renderSpilled(spill: {
   return `${spill.preview}\n\n[Spilled result of ${spill.toolName}: ${count(spill.sizeBytes)} bytes, too large for the context. Shown above: ${shown}. ${how}]`;
 }
 
-const count = (n: number) => n.toLocaleString("en-US");
+const count = groupedDigits;
 
 /** The first `chars` UTF-16 units, never ending in half a surrogate pair. */
 function head(text: string, chars: number): string {

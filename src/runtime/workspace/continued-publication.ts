@@ -4,6 +4,7 @@
 // characters and the model is told how to read the rest.
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { MaterialRead } from "../../domain/research/publication-service.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** The most characters of the previous version's text the context carries. */
 export const CONTINUED_VERSION_CONTEXT_MAX = 8_000;
@@ -19,7 +20,7 @@ export function continuedVersionLines(read: MaterialRead | null): string[] {
   const shown = head(v.content, CONTINUED_VERSION_CONTEXT_MAX);
   const cut =
     shown.length < v.content.length
-      ? [`(the first ${shown.length.toLocaleString("en")} of ${v.content.length.toLocaleString("en")} characters; read the rest with read_material)`]
+      ? [`(the first ${groupedDigits(shown.length)} of ${groupedDigits(v.content.length)} characters; read the rest with read_material)`]
       : [];
   return [
     "",

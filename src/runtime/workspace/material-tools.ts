@@ -13,6 +13,7 @@ import { type CheckpointProposals, checkpointProposal, materialRef } from "../..
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
 export const MATERIAL_PAGE_CHARS = 16_000;
@@ -37,7 +38,7 @@ function issuesOf(error: z.ZodError): string {
 
 const READ_MATERIAL_SCHEMA: ToolSchema = {
   name: READ_MATERIAL_TOOL,
-  description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${MATERIAL_PAGE_CHARS.toLocaleString("en")}); the reply says where the next part starts.`,
+  description: `Read exactly one version of an earlier publication (a material from the workspace context). Returns that version's content with its as-of time, or UNAVAILABLE with the reason. Long contents come in parts of maxChars characters (default ${groupedDigits(MATERIAL_PAGE_CHARS)}); the reply says where the next part starts.`,
   parameters: {
     type: "object",
     properties: {
