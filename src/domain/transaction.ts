@@ -37,6 +37,18 @@ export type StatementRoute = {
   refuse?: () => void;
   /** A write that rides in the next statement through the route, as part of it (a model call's span end with its reply). */
   carry?: Carried;
+  /** A read that rides in the next statement through the route, as a column of its result (the next turn's requests). */
+  read?: CarriedRead;
+};
+
+/**
+ * A read made as a column of a one-statement write (log-statement.ts), so that it takes no round
+ * trip of its own: `expr`, a scalar expression of it (parameters numbered from $first), settled
+ * with its value once the statement was answered. A write that took no statement leaves it unsettled.
+ */
+export type CarriedRead = {
+  sql(first: number): { expr: string; params: unknown[] };
+  settle(value: unknown): void;
 };
 
 /**
@@ -98,6 +110,12 @@ export async function inOneStatement<T>(
     if (done !== null) return done;
   }
   return write(fallback);
+}
+
+/** `write`, its next one-statement write carrying `read` (none through a write without a statement route). */
+export function withRead(write: Transact, read: CarriedRead): Transact {
+  const route = routeOf(write);
+  return route ? routed((work) => write(work), { ...route, read }) : write;
 }
 
 /** What an attempt's writes go after: the trace records made before them (TraceSink.flushed, inOrder). */

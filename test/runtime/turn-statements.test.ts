@@ -14,7 +14,7 @@ import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /** Statements one steady turn sends, and the transactions among them (the rest are single statements). */
-const PER_TURN = { statements: 4, transactions: 0 };
+const PER_TURN = { statements: 3, transactions: 0 };
 
 const TOOL_TURNS = 3;
 

@@ -4,11 +4,12 @@
 // log in one round trip instead of a transaction's five. When the check fails nothing is written
 // and the result is null; the caller then writes through its fenced transaction, which refuses
 // the attempt and says why. A write carried with the append (a model reply's span end:
-// transaction.ts, Carried) goes in the same statement, behind the same check.
+// transaction.ts, Carried) goes in the same statement, behind the same check; a read carried with
+// it (transaction.ts, CarriedRead) is a column of its answer.
 import type { Message, MessageRole, Prisma } from "../../generated/prisma/client.js";
 import { queryRows } from "../../db/direct-statements.js";
 import { holdsRunSql } from "./holder.js";
-import type { Carried } from "../transaction.js";
+import type { Carried, CarriedRead } from "../transaction.js";
 import { newSpanId } from "../trace/span-ids.js";
 
 /** An entry as stored: its text already encoded (stored-text.ts). */
@@ -29,6 +30,7 @@ export async function appendMessagesStatement(
   append: { conversationId: string; runId: string; entries: readonly StoredEntry[] },
   holder?: { runId: string; attempt: number; workerId: string },
   carry?: Carried,
+  read?: CarriedRead,
 ): Promise<Message[] | null> {
   const createdAt = new Date();
   const rows = append.entries.map((entry, index) => ({
@@ -42,6 +44,9 @@ export async function appendMessagesStatement(
   }));
   const held = "($1::text IS NULL OR EXISTS (SELECT 1 FROM holder))";
   const carried = carry?.sql(9, held);
+  const readBy = read?.sql(9 + (carried?.params.length ?? 0));
+  // One row whatever was written: the entries as stored, the carried write's result, the carried read.
+  const oneRow = carried || readBy;
   const sql = `WITH holder AS (${holder ? holdsRunSql(1) : UNGUARDED}),${carried ? ` ${carried.ctes},` : ""}
      counted AS (
        UPDATE conversation SET message_count = message_count + $5::int
@@ -56,9 +61,9 @@ export async function appendMessagesStatement(
        RETURNING id, seq, tool_calls::text AS tool_calls
      )
      ${
-       carried
-         ? // One row whatever was written: the carried write's result, and the entries as stored.
-           `SELECT (SELECT json_agg(json_build_object('id', id, 'seq', seq, 'tool_calls', tool_calls) ORDER BY seq) FROM inserted) AS inserted, ${carried.result} AS carried`
+       oneRow
+         ? `SELECT (SELECT json_agg(json_build_object('id', id, 'seq', seq, 'tool_calls', tool_calls) ORDER BY seq) FROM inserted) AS inserted,
+              ${carried ? carried.result : "NULL"} AS carried, ${readBy ? readBy.expr : "NULL"} AS read`
          : "SELECT id, seq, tool_calls FROM inserted ORDER BY seq"
      }`;
   const params = [
@@ -71,12 +76,14 @@ export async function appendMessagesStatement(
     append.runId,
     createdAt.toISOString(),
     ...(carried?.params ?? []),
+    ...(readBy?.params ?? []),
   ];
   let inserted: Inserted[];
-  if (carry) {
-    const [result] = await queryRows<{ inserted: Inserted[] | null; carried: unknown }>(db, sql, ...params);
+  if (oneRow) {
+    const [result] = await queryRows<{ inserted: Inserted[] | null; carried: unknown; read: unknown }>(db, sql, ...params);
     // Committed (the statement is its own transaction): the carried write is done, whatever the append did.
-    if (result?.carried != null) carry.settle(result.carried);
+    if (carry && result?.carried != null) carry.settle(result.carried);
+    read?.settle(result?.read ?? null);
     inserted = result?.inserted ?? [];
   } else inserted = await queryRows<Inserted>(db, sql, ...params);
   if (inserted.length < rows.length) return null;

@@ -11,9 +11,9 @@ import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
-import { inOneStatement, within } from "../transaction.js";
+import { type CarriedRead, inOneStatement, within } from "../transaction.js";
 import { holdsRunSql } from "./holder.js";
-import { readRunRequests, type RunRequests } from "./run-requests.js";
+import { carriedRunRequests, readRunRequests, type RunRequests } from "./run-requests.js";
 import type { SpanRef } from "./vocabulary.js";
 
 export type PrismaRunStateDeps = {
@@ -114,6 +114,10 @@ export class PrismaRunState {
 
   requests(runId: string): Promise<RunRequests> {
     return readRunRequests(this.deps.prisma, runId, this.deps.dailyCostLimit ?? null);
+  }
+
+  carriedRequests(runId: string): { read: CarriedRead; value: () => RunRequests | undefined } {
+    return carriedRunRequests(runId, this.deps.dailyCostLimit ?? null);
   }
 
   async recordModel(write: Transact, runId: string, label: string): Promise<void> {

@@ -67,7 +67,13 @@ export async function appendRows(write: Transact, append: LogAppend): Promise<Lo
     write,
     async (route) => {
       if (spilled) return null;
-      const written = await appendMessagesStatement(route.db, { conversationId, runId, entries: entries.map(storedEntry) }, route.holder, route.carry);
+      const written = await appendMessagesStatement(
+        route.db,
+        { conversationId, runId, entries: entries.map(storedEntry) },
+        route.holder,
+        route.carry,
+        route.read,
+      );
       return written ? written.map((message) => ({ ...decodeMessage(message), spill: null })) : null;
     },
     async (tx: Prisma.TransactionClient) => {

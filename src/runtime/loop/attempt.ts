@@ -46,7 +46,7 @@ export type ExecutorDeps = {
   /** The conversations' logs (R3). */
   log: ConversationLog;
   /** The run row: the model it uses, the tokens it spent, the steering inputs it delivers, and the stop or pause asked of it. */
-  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs" | "requests">;
+  runs: Pick<RunState, "recordModel" | "addTokens" | "deliverInputs" | "requests" | "carriedRequests">;
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**

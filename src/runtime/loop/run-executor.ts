@@ -7,7 +7,7 @@ import { budgetTokens, type RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
-import { within, writeAfter } from "../../domain/transaction.js";
+import { withRead, within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { unrecordedInterruptions } from "../memory/conversation-log.js";
@@ -299,16 +299,13 @@ export class RunExecutor {
     }
     const step = await this.actionStep(turn, span, { calls: response.toolCalls, messageId: reply!.id, approvals: [] });
     if (step.type !== "run_again") return step;
-    // Every call is over and logged: the next turn's read of the run's requests went out with the last result's entry, or goes now.
-    turn.nextRequests ??= this.readRequests(run.id);
+    // Every call is over and logged: the next turn's read of the run's requests was made with the last result's entry, or goes now.
+    turn.nextRequests ??= caught(this.deps.runs.requests(run.id));
     if (tokensUsed > run.tokenBudget) {
       return { type: "failed", reason: "TOKEN_BUDGET", message: `the run used ${tokensUsed} of ${run.tokenBudget} tokens` };
     }
     return { type: "run_again" };
   }
-
-  /** The run's requests, read ahead of the turn that takes them (which throws their failure). */
-  private readRequests = (runId: string) => caught(this.deps.runs.requests(runId));
 
   /**
    * The action step (R16): the calls run concurrently, each result logged as it is known. Calls
@@ -328,12 +325,13 @@ export class RunExecutor {
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: async ({ call, output, spill }) => {
-        const logged = log.append(write, [{ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }]);
-        // The last result: the next turn's read of the run's requests goes out beside its log entry
-        // (every call's work is done; a stop or a charge made since is read as one made after it).
-        if ((unlogged -= 1) === 0) turn.nextRequests = this.readRequests(run.id);
-        const [result] = await logged;
-        return result!.id;
+        // The last result: the next turn's read of the run's requests rides in its entry's statement (every call's work is
+        // done; a stop or a charge made since is read as one made after it), or goes alone once the entry took no statement.
+        const next = (unlogged -= 1) === 0 ? this.deps.runs.carriedRequests(run.id) : undefined;
+        const entry = { role: "TOOL" as const, toolCallId: call.id, toolName: call.name, content: output, spill };
+        const logged = log.append(next ? withRead(write, next.read) : write, [entry]);
+        if (next) turn.nextRequests = caught(logged.then(() => next.value() ?? this.deps.runs.requests(run.id)));
+        return (await logged)[0]!.id;
       },
       gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
     });

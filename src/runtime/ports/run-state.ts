@@ -20,6 +20,7 @@ import type {
 } from "../../domain/runs/vocabulary.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
+import type { CarriedRead } from "../../domain/transaction.js";
 import type { TokenUsage } from "./model.js";
 
 export type {
@@ -85,6 +86,8 @@ export interface RunState {
    * spent against each (domain/costs/caps.ts).
    */
   requests(runId: string): Promise<RunRequests>;
+  /** The same read, made as a column of a one-statement write (`read`): `value` once that statement was answered. */
+  carriedRequests(runId: string): { read: CarriedRead; value: () => RunRequests | undefined };
   /** Records the model the attempt's requests go to. */
   recordModel(write: Transact, runId: string, label: string): Promise<void>;
   /**
