@@ -106,6 +106,8 @@ const envSchema = z.object({
   DB_QUERY_TIMEOUT_MS: whole(100, "min").default(65_000),
   DB_STATEMENT_TIMEOUT_MS: whole(100, "min").default(60_000),
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
+  // Unset: grows with WORKER_CONCURRENCY (see poolSize).
+  DB_POOL_SIZE: whole(1, "min").optional(),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   DAILY_COST_LIMIT: z
@@ -164,7 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...runSettings(values, present),
     webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
     database: values.DATABASE_URL
-      ? { kind: "postgres", url: values.DATABASE_URL, timeouts: databaseTimeouts(values) }
+      ? { kind: "postgres", url: values.DATABASE_URL, timeouts: databaseTimeouts(values), poolSize: poolSize(values) }
       : { kind: "pglite", dataDir: values.DATA_DIR },
   };
 }
@@ -176,6 +178,17 @@ function databaseTimeouts(values: EnvValues): DatabaseTimeouts {
     statementMs: values.DB_STATEMENT_TIMEOUT_MS,
     idleInTransactionMs: values.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   };
+}
+
+/**
+ * The PostgreSQL connections one process may hold: DB_POOL_SIZE, or a quarter of the worker's
+ * concurrency, at least 10 and at most 50. A run holds a connection only while one of its
+ * statements runs, but a worker that starts or settles many runs at once sends about fifteen
+ * statements for each; with 10 connections for 100 runs they queue behind each other for seconds.
+ * Connections open only when needed, so an instance that executes no runs opens no more.
+ */
+function poolSize(values: EnvValues): number {
+  return values.DB_POOL_SIZE ?? Math.max(10, Math.min(50, Math.ceil(values.WORKER_CONCURRENCY / 4)));
 }
 
 /** The lease margin: RUN_LEASE_MARGIN_MS, or a fifth of the lease (at most 3 s); at most a third of the lease. */

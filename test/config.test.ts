@@ -55,8 +55,22 @@ describe("loadConfig", () => {
       kind: "postgres",
       url: "postgres://u@db:5432/dossier",
       timeouts: { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 },
+      poolSize: 10,
     });
     expect(config.port).toBe(4000);
+  });
+
+  it("sizes the PostgreSQL pool by the worker's concurrency, within bounds, unless DB_POOL_SIZE says", () => {
+    const url = "postgres://u@db:5432/dossier";
+    const poolOf = (env: Record<string, string>) => {
+      const { database } = loadConfig({ DATABASE_URL: url, ...env });
+      return database.kind === "postgres" ? database.poolSize : undefined;
+    };
+    expect(poolOf({ WORKER_CONCURRENCY: "4" })).toBe(10);
+    expect(poolOf({ WORKER_CONCURRENCY: "100" })).toBe(25);
+    expect(poolOf({ WORKER_CONCURRENCY: "1000" })).toBe(50);
+    expect(poolOf({ WORKER_CONCURRENCY: "100", DB_POOL_SIZE: "6" })).toBe(6);
+    expect(() => loadConfig({ DATABASE_URL: url, DB_POOL_SIZE: "0" })).toThrow(/DB_POOL_SIZE="0": must be at least 1/);
   });
 
   it("reads the database's timeouts and the lease margin, which must leave the heartbeat room", () => {

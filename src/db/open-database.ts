@@ -21,7 +21,9 @@ import { withDeadline } from "./transient-errors.js";
  * `loadDataDir` starts a new embedded database from a copy of another (PGlite's dumpDataDir):
  * tests start from one migrated copy instead of initialising and migrating each database.
  */
-export type DatabaseTarget = { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts> } | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
+export type DatabaseTarget =
+  | { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts>; poolSize?: number }
+  | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
 
 /** See Config's DatabaseTimeouts (DB_*_TIMEOUT_MS). */
 export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
@@ -33,6 +35,9 @@ export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs
  * stall takeovers and cancellations.
  */
 const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 };
+
+/** Connections one process may hold when the target does not say (src/config.ts sizes it by DB_POOL_SIZE or WORKER_CONCURRENCY). */
+const DEFAULT_POOL_SIZE = 10;
 
 /** /ready answers within a second: a database that has not answered by then is not ready. */
 const READINESS_DEADLINE_MS = 800;
@@ -104,7 +109,7 @@ export async function openDatabase(
   { migrations = readMigrations(), instanceId = newInstanceId(), onQuery, analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS }: OpenOptions = {},
 ): Promise<Database> {
   return target.kind === "postgres"
-    ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, migrations, instanceId, onQuery)
+    ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, target.poolSize ?? DEFAULT_POOL_SIZE, migrations, instanceId, onQuery)
     : openPglite(target, migrations, instanceId, onQuery, analyzeEveryMs);
 }
 
@@ -190,6 +195,7 @@ async function openPglite(
 async function openPostgres(
   url: string,
   timeouts: DatabaseTimeouts,
+  poolSize: number,
   migrations: Migration[],
   instanceId: string,
   onQuery?: (sql: string, params: string) => void,
@@ -200,7 +206,7 @@ async function openPostgres(
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: poolSize,
     idleTimeoutMillis: 0,
     application_name: applicationName(instanceId),
     connectionTimeoutMillis: timeouts.connectMs,

@@ -63,25 +63,36 @@ const MOST_PER_CLAIM = 64;
 
 /**
  * Claims while `free()` says a slot is free, one claim (one transaction) at a time, each taking
- * up to `count` runs. The first round asks for one run; while a claim takes all it asked for, the
- * next asks for four times as many (up to MOST_PER_CLAIM, never more than the free slots), so a
- * burst of 100 admissions starts in five claims — 1, 4, 16, 64 and 15 runs — and an idle wake-up
- * still costs one claim of one run. A claim's runs are chosen fairly across principals and within
- * each principal's cap (domain/runs/claim-statement.ts); concurrent claims take different runs.
+ * up to `count` runs. The first round asks for `from` runs (one on an idle worker); while a claim
+ * takes all it asked for, the next asks for four times as many (up to MOST_PER_CLAIM, never more
+ * than the free slots), so a burst of 100 admissions starts in five claims — 1, 4, 16, 64 and 15
+ * runs — and an idle wake-up still costs one claim of one run. A claim's runs are chosen fairly
+ * across principals and within each principal's cap (domain/runs/claim-statement.ts); concurrent
+ * claims take different runs.
+ *
+ * Resolves with the width the next pass starts at: the last claim's while it took runs (a burst
+ * whose admissions arrive over a second is still coming: the next pass does not start again at
+ * one run), else one. A claim costs the same statements whatever it asks for.
  */
 export async function claimInRounds<T>({
   free,
   claim,
   begin,
+  from = 1,
 }: {
   free: () => number;
   claim: (count: number) => Promise<T[]>;
   begin: (claimed: T) => void;
-}): Promise<void> {
-  for (let width = 1; free() > 0; width = Math.min(width * GROWTH, MOST_PER_CLAIM)) {
+  from?: number;
+}): Promise<number> {
+  let width = Math.max(1, Math.min(from, MOST_PER_CLAIM));
+  for (;;) {
+    if (free() <= 0) return width;
     const count = Math.min(width, free());
     const claimed = await claim(count);
     for (const run of claimed) begin(run);
-    if (claimed.length < count) return;
+    if (claimed.length === 0) return 1;
+    if (claimed.length < count) return width;
+    width = Math.min(width * GROWTH, MOST_PER_CLAIM);
   }
 }

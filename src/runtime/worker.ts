@@ -42,6 +42,7 @@ export class RunWorker {
   private readonly clocks = new Map<string, OwnClock>();
   private readonly passes: ClaimPasses;
   private stopped = true;
+  private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly options: WorkerOptions) {
@@ -81,10 +82,11 @@ export class RunWorker {
   /** One claim pass: the sweep when it is due, then claims while a slot is free (claim-passes.ts). */
   private async pass(sweep: boolean): Promise<void> {
     if (sweep) await this.sweep();
-    await claimInRounds({
+    this.claimWidth = await claimInRounds({
       free: () => (this.stopped ? 0 : this.concurrency - this.active.size),
       claim: (count) => (this.options.queue ? this.claimDelivered(this.options.queue, count) : this.claimMany(count)),
       begin: (claimed) => this.begin(claimed),
+      from: this.claimWidth,
     });
   }
 

@@ -1,11 +1,13 @@
 // How a worker's claim pass sends its claims (claim-passes.ts, claimInRounds): one claim of one
 // run on a wake-up, then one claim at a time, each asking for four times as many runs while every
 // claim took all it asked for (at most 64), never more than the free slots; every run a claim took begins.
+// The next pass starts at the last claim's width while claims take runs, at one run once one took none.
 import { describe, expect, it } from "vitest";
 import { claimInRounds } from "../../src/runtime/claim-passes.js";
 
 /** A queue of `waiting` runs; records how many runs each claim asked for, and whether claims overlapped. */
 function harness({ waiting, slots, failAt }: { waiting: number; slots: number; failAt?: number }) {
+  let from = 1;
   let next = 0;
   let inFlight = 0;
   let overlapped = false;
@@ -21,8 +23,12 @@ function harness({ waiting, slots, failAt }: { waiting: number; slots: number; f
     const taken = Math.min(count, waiting - next);
     return Array.from({ length: taken }, () => ({ run: next++ }));
   };
-  const pass = () => claimInRounds({ free: () => slots - begun.length, claim, begin: ({ run }: { run: number }) => void begun.push(run) });
-  return { pass, asked, begun, overlapped: () => overlapped };
+  const pass = async () => {
+    from = await claimInRounds({ free: () => slots - begun.length, claim, begin: ({ run }: { run: number }) => void begun.push(run), from });
+  };
+  /** More runs are admitted. */
+  const admit = (count: number) => void (waiting += count);
+  return { pass, admit, asked, begun, overlapped: () => overlapped };
 }
 
 describe("a worker's claim rounds", () => {
@@ -60,5 +66,18 @@ describe("a worker's claim rounds", () => {
     await expect(h.pass()).rejects.toThrow("the database went away");
     expect(h.asked).toEqual([1, 4, 16]);
     expect(h.begun).toHaveLength(5);
+  });
+
+  it("a burst admitted over several passes: each pass starts at the width the last one reached, until one finds nothing", async () => {
+    const h = harness({ waiting: 10, slots: 1_000 });
+    await h.pass();
+    h.admit(40);
+    await h.pass();
+    h.admit(30);
+    await h.pass();
+    await h.pass();
+    await h.pass();
+    expect(h.asked).toEqual([1, 4, 16, 16, 64, 64, 64, 1]);
+    expect(h.begun).toHaveLength(80);
   });
 });

@@ -16,8 +16,8 @@ export type StubTurn =
       text: string[];
       /** Milliseconds between pieces. */
       gapMs?: number;
-      /** Writes nothing from piece `index` on until `until` resolves. */
-      pause?: { index: number; until: Promise<void> };
+      /** Writes nothing from piece `index` on until `until` resolves (several: each in turn). */
+      pause?: { index: number; until: Promise<void> } | { index: number; until: Promise<void> }[];
       /** Called as each piece is written, with performance.now(). */
       sent?: (index: number, at: number) => void;
     };
@@ -45,7 +45,8 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
     if ("toolCalls" in turn) writeToolCalls(res, turn.toolCalls);
     else {
       for (const [index, piece] of turn.text.entries()) {
-        if (turn.pause?.index === index) await turn.pause.until;
+        const pause = [turn.pause ?? []].flat().find((each) => each.index === index);
+        if (pause) await pause.until;
         else if (index > 0 && turn.gapMs) await new Promise((resolve) => setTimeout(resolve, turn.gapMs));
         res.write(chunk({ content: piece }));
         turn.sent?.(index, performance.now());

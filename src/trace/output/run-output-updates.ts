@@ -87,15 +87,16 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (inbox.failure) throw inbox.failure.error;
       if (inbox.overflow) return yield update(at(last, calls), "RESYNC_REQUIRED");
       const frame = inbox.peekFrame();
-      if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await startOf(prisma, runId, frame.spanId));
+      if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await outputAfter(prisma, runId, frame.spanId, last));
       // A later call's output cannot come before the end of the one ending (positions only grow).
       if (frame && ending && frame.spanId !== ending.spanId) {
         yield endCall();
         continue;
       }
-      // Output is given once the trace was read up to its call's start (a replayed end of an
-      // earlier call comes first), so a delta's position is its call's: resuming after it finds
-      // the call running there.
+      // Output is given at once when no earlier model call's end is still to come, else once the
+      // trace was read up to its call's start (a replayed end of an earlier call comes first):
+      // either way, resuming after a delta finds its call as the one running after the last
+      // model call that ended (expectRunningCalls).
       if (frame && starts.get(frame.spanId)! <= last) {
         inbox.nextFrame();
         yield* deltasOf(calls, frame, last);
@@ -154,29 +155,48 @@ function at(seq: number, calls: LiveCalls): string {
 }
 
 /**
- * Calls already running started before we listened: only their snapshots can start them. The one
- * that started at or before a position inside a call (`chars` > 0) is the call the subscriber has
- * `chars` of (a run runs one model call at a time, and a delta's position is never before its
- * call's start).
+ * Calls already running started before we listened: only their snapshots can start them. A
+ * position inside a call (`chars` > 0) is one of the call running after the last model call that
+ * ended at or before it: the subscriber has `chars` of a running call unless a model call ended
+ * after that position (a run runs one model call at a time, and a delta's position is never
+ * before the end of the call before its own; see outputAfter).
  */
 async function expectRunningCalls(prisma: PrismaClient, runId: string, after: OutputPosition, calls: LiveCalls): Promise<void> {
   const running = await prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" }, select: { id: true } });
   if (running.length === 0) return;
-  const startedBefore =
-    after.chars > 0
-      ? await prisma.traceChange.findMany({
-          where: { traceId: runId, type: "SPAN_STARTED", spanId: { in: running.map((span) => span.id) }, seq: { lte: after.seq } },
-          select: { spanId: true },
-        })
-      : [];
-  const had = new Set(startedBefore.map((change) => change.spanId));
-  for (const { id } of running) calls.expectSnapshot(id, had.has(id) ? after.chars : 0);
+  const had = after.chars > 0 && !(await modelCallEndedAfter(prisma, runId, after.seq));
+  for (const { id } of running) calls.expectSnapshot(id, had ? after.chars : 0);
 }
 
-/** The trace position at which a model call started (recorded before the call produced anything). */
-async function startOf(prisma: PrismaClient, runId: string, spanId: string): Promise<number> {
-  const started = await prisma.traceChange.findFirst({ where: { traceId: runId, spanId, type: "SPAN_STARTED" }, select: { seq: true } });
-  return started?.seq ?? 0;
+/** Whether a model call of the run ended after trace position `seq`. */
+async function modelCallEndedAfter(prisma: PrismaClient, runId: string, seq: number): Promise<boolean> {
+  const [row] = await prisma.$queryRaw<{ ended: boolean }[]>`
+    SELECT EXISTS (
+      SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
+      WHERE c.trace_id = ${runId} AND c.seq > ${seq} AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
+    ) AS ended`;
+  return row?.ended ?? false;
+}
+
+/**
+ * The trace position after which a model call's output may be given. Any (-1) when every other
+ * model call of the run has ended, at or before `last`: no MESSAGE_DONE must come first, so its
+ * first pieces go out as they come, whether or not its start was written (the executing instance
+ * writes it behind the model request) or read from the trace yet. Otherwise the position at
+ * which the call started (recorded before it produced anything; 0 while not written).
+ */
+async function outputAfter(prisma: PrismaClient, runId: string, spanId: string, last: number): Promise<number> {
+  const [row] = await prisma.$queryRaw<{ pending: boolean; started: number | null }[]>`
+    SELECT EXISTS (
+      SELECT 1 FROM span s
+      WHERE s.trace_id = ${runId} AND s.kind = 'MODEL_CALL' AND s.id <> ${spanId}
+        AND (s.status = 'RUNNING' OR EXISTS (
+          SELECT 1 FROM trace_change c WHERE c.trace_id = ${runId} AND c.span_id = s.id AND c.type = 'SPAN_ENDED' AND c.seq > ${last}
+        ))
+    ) AS pending,
+    (SELECT c.seq FROM trace_change c WHERE c.trace_id = ${runId} AND c.span_id = ${spanId} AND c.type = 'SPAN_STARTED' LIMIT 1) AS started`;
+  if (!row?.pending) return -1;
+  return row.started ?? 0;
 }
 
 const update = (seq: string, kind: RunOutputKind, modelCallSpanId: string | null = null): RunOutputUpdate => ({
