@@ -101,16 +101,20 @@ export async function openRunQueue(config: Config, logger: Logger): Promise<PgBo
  * adapter (and the openai package, about 2 MB of heap) is loaded only when it is configured.
  */
 export async function modelFor(config: Config, logger: Logger): Promise<ModelPort> {
-  const model =
-    config.model.kind === "openai"
-      ? new (await import("../runtime/adapters/openai-model.js")).OpenAIModel({
-          apiKey: config.model.apiKey,
-          baseURL: config.model.baseURL,
-          model: config.model.model,
-          contextWindow: config.model.contextWindow,
-          maxConcurrency: config.model.maxConcurrency,
-        })
-      : createDemoModel();
+  if (config.model.kind === "openai") {
+    const model = new (await import("../runtime/adapters/openai-model.js")).OpenAIModel({
+      apiKey: config.model.apiKey,
+      baseURL: config.model.baseURL,
+      model: config.model.model,
+      contextWindow: config.model.contextWindow,
+      maxConcurrency: config.model.maxConcurrency,
+    });
+    // Only a process that runs attempts asks for a model: what the SDK loads on its first request
+    // loads now, in the background, rather than in the first run's dispatch.
+    void model.warm().catch((error: unknown) => logger.warn("the model client could not be warmed up", { error: String(error) }));
+    return model;
+  }
+  const model = createDemoModel();
   if (model.scripted) {
     logger.warn("OPENAI_API_KEY is not set: runs are answered by the scripted offline demo model", { model: model.label });
   }

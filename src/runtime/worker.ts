@@ -100,6 +100,7 @@ export class RunWorker {
         maxRunningPerPrincipal: this.options.maxRunningPerPrincipal ?? this.concurrency,
         liveness: this.liveness,
         describeRun: (run) => this.options.executor.describeRun(run),
+        modelLabel: this.options.executor.modelLabel,
       },
       count,
     );
@@ -174,7 +175,7 @@ export class RunWorker {
     const onStop = (mode: string) => mode === "CONCLUDE" && conclude.abort();
     const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt, onStop });
     this.clocks.set(run.id, lease.clock);
-    const context = { run, number: claimed.number, root: claimed.root, span: claimed.span, fence, signal: controller.signal, conclude: conclude.signal };
+    const context = { ...claimed, fence, signal: controller.signal, conclude: conclude.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     // A run's trace shares its id: logs and traces join on either.

@@ -13,8 +13,8 @@ import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** A claim of first attempts: BEGIN, the claim, the runs, their principals' lock, the attempts' beginning with their slots, COMMIT. */
-const FIRST_CLAIM_STATEMENTS = 6;
+/** A claim of first attempts: BEGIN, the claim (the runs as taken, their principals' locks), the attempts' beginning with their slots, COMMIT. */
+const FIRST_CLAIM_STATEMENTS = 4;
 /** Runs one claim takes at once in the burst below. */
 const BURST = 20;
 
@@ -46,11 +46,16 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
         maxRunningPerPrincipal: 4,
         liveness: async () => true,
         describeRun: (r) => ({ name: `run ${r.id}`, attributes: { "dossier.question": r.question } }),
+        modelLabel: "scripted:claims",
       });
     counting = true;
     const claimed = await claimOnce();
     counting = false;
     expect(claimed?.number).toBe(1);
+    // The run comes back as taken, its model recorded; its conversation's lineage (a root's is
+    // empty) comes back with the slot, so the attempt reads its log in one statement.
+    expect(claimed?.run).toMatchObject({ id: dbId(run.id), status: "RUNNING", attempt: 1, leaseOwner: "worker-1", modelLabel: "scripted:claims" });
+    expect(claimed?.lineage).toEqual([]);
     expect(statements.filter((sql) => !/^\s*(-- Implicit )?"?(BEGIN|COMMIT)/i.test(sql)).length + 2).toBe(FIRST_CLAIM_STATEMENTS);
 
     const prisma = t.app.db.prisma;
@@ -79,7 +84,8 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
     expect(await prisma.runAttempt.findMany({ where: { runId }, select: { number: true, instance: true, spanId: true } })).toEqual([
       { number: 1, instance: "worker-1", spanId: attempt.id },
     ]);
-    const { conversationId, question } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const { conversationId, question, modelLabel } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect(modelLabel).toBe("scripted:claims");
     const log = await prisma.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" } });
     expect(log.map((m) => [m.seq, m.role, m.content, m.runId])).toEqual([[1, "USER", question, runId]]);
     const { messageCount } = await prisma.conversation.findUniqueOrThrow({ where: { id: conversationId } });

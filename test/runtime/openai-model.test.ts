@@ -313,6 +313,15 @@ describe("OpenAIModel", () => {
     expect(error).toMatchObject({ name: "AbortError", cause: new Error("run cancelled") });
   });
 
+  it("warms up when its process starts without sending anything, then asks the server as before", async () => {
+    const { baseURL, received } = await startServer(streamOf([chunk({ content: "ok" }, "stop")]));
+    const m = model(baseURL);
+    await m.warm();
+    expect(received).toHaveLength(0);
+    expect((await m.complete(simpleRequest())).content).toBe("ok");
+    expect(received).toHaveLength(1);
+  });
+
   it("rejects an already-aborted signal without sending a request", async () => {
     const { baseURL, received } = await startServer(streamOf([chunk({ content: "ok" }, "stop")]));
     const error = await model(baseURL)

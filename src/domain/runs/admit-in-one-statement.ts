@@ -98,10 +98,13 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   continuesPublicationId: "continues_publication_id",
 };
 
-/** A RETURNING list giving back the run under the names of Prisma's Run model. */
-export const RUN_RETURNING = Object.entries(RUN_COLUMNS)
-  .map(([field, column]) => `"${column}" AS "${field}"`)
-  .join(", ");
+/** A RETURNING list giving back the run under the names of Prisma's Run model; `table` qualifies its columns. */
+export const runReturning = (table?: string) =>
+  Object.entries(RUN_COLUMNS)
+    .map(([field, column]) => `${table ? `${table}.` : ""}"${column}" AS "${field}"`)
+    .join(", ");
+
+export const RUN_RETURNING = runReturning();
 
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
   const params: unknown[] = [];

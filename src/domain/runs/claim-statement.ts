@@ -6,15 +6,31 @@
 // takes 10 of each (then by priority, then oldest), and no principal gets more than its cap allows.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
-// took meanwhile is passed over for the next, not waited for.
-import type { Prisma } from "../../generated/prisma/client.js";
+// took meanwhile is passed over for the next, not waited for. The same statement gives the runs
+// back as taken (with the claimant's model label recorded on them) and then, after the run rows
+// (lock-order.ts), takes the claim lock of each principal whose queued runs it took, in one order
+// for every claim, held to the commit: the count of their running runs is taken by the claim's
+// next statement (first-attempt-statement.ts), which sees every claim that committed while this
+// one waited for a lock, and a claim of the same principals at the same time waits for this one.
+import type { Prisma, Run } from "../../generated/prisma/client.js";
+import { runReturning } from "./admit-in-one-statement.js";
 import { leaseExpiredSql, RUNNING_UNDER_LEASE } from "./lease-expired.js";
 
 type Tx = Prisma.TransactionClient;
 
-export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean };
+export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean; run: Run };
 
-export type TakeOptions = { workerId: string; leaseMs: number; leaseMarginMs: number; maxRunningPerPrincipal: number };
+export type TakeOptions = {
+  workerId: string;
+  leaseMs: number;
+  leaseMarginMs: number;
+  maxRunningPerPrincipal: number;
+  /** The model the claimant's attempts ask, recorded on the runs it takes (their modelLabel). */
+  modelLabel?: string;
+};
+
+/** The prefix of a principal's claim lock (an advisory lock on its hash). */
+const PRINCIPAL_LOCK = "claim-principal:";
 
 /** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full`; in the claim's order. */
 export async function takeClaimable(
@@ -22,7 +38,7 @@ export async function takeClaimable(
   options: TakeOptions,
   { runId, limit, full }: { runId: string | undefined; limit: number; full: readonly string[] },
 ): Promise<Taken[]> {
-  const taken = await tx.$queryRawUnsafe<(Taken & { place: number })[]>(
+  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; queued: boolean; place: number; locks: unknown })[]>(
     `WITH running AS (
        SELECT owner_id, count(*)::int AS n FROM run
         WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
@@ -48,12 +64,17 @@ export async function takeClaimable(
          JOIN chosen ON chosen.id = r.id
         WHERE (r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)}) OR r.status = 'QUEUED'
         ORDER BY chosen.place LIMIT $7
-        FOR UPDATE OF r SKIP LOCKED)
-     UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
-            lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
-            started_at = COALESCE(run.started_at, now())
-       FROM candidate WHERE run.id = candidate.id
-     RETURNING run.id, run.attempt, candidate.previous_owner, candidate.owner_id, candidate.queued, candidate.place`,
+        FOR UPDATE OF r SKIP LOCKED),
+     taken AS (
+       UPDATE run SET status = 'RUNNING', lease_owner = $1, attempt = run.attempt + 1,
+              lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
+              started_at = COALESCE(run.started_at, now()), model_label = COALESCE($8, run.model_label)
+         FROM candidate WHERE run.id = candidate.id
+       RETURNING ${runReturning("run")}, candidate.previous_owner AS "previousOwner", candidate.queued, candidate.place),
+     locked AS (
+       SELECT pg_advisory_xact_lock(hashtextextended('${PRINCIPAL_LOCK}' || owners.owner, 0))
+         FROM (SELECT DISTINCT "ownerId" AS owner FROM taken WHERE queued ORDER BY 1) AS owners)
+     SELECT taken.*, (SELECT count(*) FROM locked) AS locks FROM taken`,
     options.workerId,
     options.leaseMs,
     runId ?? null,
@@ -61,6 +82,16 @@ export async function takeClaimable(
     full,
     options.leaseMarginMs,
     limit,
+    options.modelLabel ?? null,
   );
-  return taken.sort((a, b) => Number(a.place) - Number(b.place)).map(({ place: _, ...run }) => run);
+  return taken
+    .sort((a, b) => Number(a.place) - Number(b.place))
+    .map(({ place: _, locks: __, previousOwner, queued, ...run }) => ({
+      id: run.id,
+      attempt: run.attempt,
+      previous_owner: previousOwner,
+      owner_id: run.ownerId,
+      queued,
+      run: run as Run,
+    }));
 }

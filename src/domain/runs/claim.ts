@@ -44,6 +44,8 @@ export type ClaimOptions = {
   liveness: InstanceLiveness;
   /** The name and attributes of a run's RUN span, when the first attempt creates it. */
   describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
+  /** The model the claimant's attempts ask, recorded on the runs it takes (claim-statement.ts). */
+  modelLabel?: string;
 };
 
 /** The claimed run's principal reached their running-run cap under a concurrent claim: claim another's run. */
@@ -63,10 +65,10 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
 
 /**
  * Claims up to `limit` claimable runs in one transaction (or only `runId`), in the claim's order;
- * none when there is none. However many it takes, the transaction is the same six statements
- * for first attempts: BEGIN, the claim statement, the runs, the principals' locks, the attempts'
- * beginning, COMMIT (claim-statement.ts, first-attempt-statement.ts); a run taken over from an
- * attempt before adds its own writes one by one.
+ * none when there is none. However many it takes, the transaction is the same four statements
+ * for first attempts: BEGIN, the claim statement (the runs as taken, their principals' locks),
+ * the attempts' beginning (their conversations' slots and lineage), COMMIT (claim-statement.ts,
+ * first-attempt-statement.ts); a run taken over from an attempt before adds its own writes one by one.
  */
 export async function claimRuns(options: ClaimOptions, limit: number, runId?: string): Promise<ClaimedAttempt[]> {
   // Principals found at their cap once their lock was held: skipped by the next try.
@@ -93,9 +95,7 @@ async function claimOnce(options: ClaimOptions, take: { limit: number; runId: st
     const leaseSentAt = performance.now();
     const taken = await takeClaimable(tx, options, take);
     if (taken.length === 0) return [];
-    const rows = new Map((await tx.run.findMany({ where: { id: { in: taken.map((t) => t.id) } } })).map((run) => [run.id, run]));
-    const queuedOwners = [...new Set(taken.filter((t) => t.queued).map((t) => t.owner_id))].sort();
-    if (queuedOwners.length > 0) await lockPrincipals(tx, queuedOwners);
+    const rows = new Map(taken.map((t) => [t.id, t.run]));
     const now = new Date();
     const firsts = taken.filter((t) => t.attempt === 1);
     const done = new Map<string, Claimed>();
@@ -115,7 +115,8 @@ async function claimOnce(options: ClaimOptions, take: { limit: number; runId: st
           ? { run, number: 1, root: b.root, span: b.span, leaseSentAt }
           : // The run has a trace already: its spans start one by one.
             await startAttempt(tx, options, { run, number: 1, now, leaseSentAt, changes: applied.changes });
-        done.set(run.id, { claimed: claimedRun, applied });
+        // The conversation's lineage came back with its slot: the attempt reads its log in one statement.
+        done.set(run.id, { claimed: { ...claimedRun, lineage: b.lineage }, applied });
       }
     }
     // Any later attempt takes the run over from the attempt before.
@@ -178,20 +179,10 @@ async function startAttempt(
 }
 
 /**
- * A claim of a queued run counts its principal's running runs again under a lock of their own,
- * held to the commit: a claim that committed meanwhile is counted, and one claiming at the same
- * time waits for this one. The count is a statement of its own, after the lock's: a statement
- * sees what committed before it began, and the lock may have been waited for.
+ * The principal's other running runs, counted under their claim lock, which the claim statement
+ * took (claim-statement.ts): a statement of its own, after the lock's, since a statement sees what
+ * committed before it began and the lock may have been waited for.
  */
-async function lockPrincipals(tx: Tx, ownerIds: readonly string[]): Promise<void> {
-  // In one order for every claim, so that two claims locking the same principals never deadlock.
-  await tx.$executeRawUnsafe(
-    "SELECT pg_advisory_xact_lock(hashtextextended('claim-principal:' || owner, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS o(owner, n) ORDER BY n",
-    [...ownerIds].sort(),
-  );
-}
-
-/** The principal's other running runs, counted under their lock (lockPrincipals). */
 async function countRunning(tx: Tx, taken: Taken): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM run

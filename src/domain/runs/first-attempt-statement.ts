@@ -2,7 +2,9 @@
 // however many runs the claim took: each run's conversation's execution slot, its trace with its
 // RUN and ATTEMPT spans and their two replay-log rows (seq 1 and 2), the attempt's row, and the
 // run's question entering its conversation's log — and, for queued runs, the count of each
-// principal's other running runs, taken after the claim's lock of those principals (claim.ts).
+// principal's other running runs, taken after the claim statement's lock of those principals
+// (claim-statement.ts). Each conversation's lineage comes back with its slot (it never changes
+// after a fork), so the attempt reads its log in one statement.
 // The same writes took fourteen round trips one by one per run (trace upsert, a span's seq, row
 // and log row each, the attempt, the question's count, counter and row), each waited for by the
 // run's first model request. A run whose trace already exists (resumed from a pause before its
@@ -14,6 +16,7 @@ import { startedChange } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import type { SpanRef } from "./vocabulary.js";
 import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
+import { type LineageLevel, lineageOf } from "../research/conversation-lineage.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -30,9 +33,11 @@ export type FirstAttemptBegun = {
   slotted: boolean;
   /** The principal's running runs, the runs of this statement aside (0 when not counted). */
   running: number;
+  /** The run's conversation's lineage (ConversationLog.read), read with its slot. */
+  lineage: LineageLevel[];
 } & ({ created: true; root: SpanRef; span: SpanRef; changes: TraceChange[] } | { created: false });
 
-type Row = { id: string; created: boolean; slotted: boolean; running: number };
+type Row = { id: string; created: boolean; slotted: boolean; running: number; lineage: unknown };
 type NewSpan = { id: string; parentId: string | null; kind: "RUN" | "ATTEMPT"; name: string; attributes: Record<string, unknown> };
 
 /** Writes the beginnings of `begins` (first attempts, numbered 1, of `instance`, all at `at`), one result per run in order. */
@@ -99,7 +104,7 @@ export async function beginFirstAttempts(
        UPDATE conversation c SET active_run_id = runs.id, message_count = c.message_count + CASE WHEN asks.asks THEN 1 ELSE 0 END
          FROM runs JOIN asks ON asks.id = runs.id
         WHERE c.id = runs.conversation AND (c.active_run_id IS NULL OR c.active_run_id = runs.id)
-       RETURNING runs.id, asks.asks, c.message_count AS seq
+       RETURNING runs.id, asks.asks, c.message_count AS seq, c.lineage
      ),
      question AS (
        INSERT INTO message (id, conversation_id, seq, role, content, run_id, created_at)
@@ -109,6 +114,7 @@ export async function beginFirstAttempts(
      SELECT runs.id,
        EXISTS (SELECT 1 FROM trace_row WHERE trace_row.id = runs.id) AS created,
        EXISTS (SELECT 1 FROM slot WHERE slot.id = runs.id) AS slotted,
+       (SELECT slot.lineage FROM slot WHERE slot.id = runs.id) AS lineage,
        CASE WHEN runs."countOf" IS NULL THEN 0 ELSE (
          SELECT count(*)::int FROM run
           WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${RUNNING_UNDER_LEASE}) END AS running
@@ -121,7 +127,7 @@ export async function beginFirstAttempts(
   const byId = new Map(rows.map((row) => [row.id, row]));
   return begins.map(({ run }, index): FirstAttemptBegun => {
     const row = byId.get(run.id);
-    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0) };
+    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0), lineage: lineageOf(row?.lineage) };
     if (!row?.created) return { ...common, created: false };
     const [root, attempt] = spansOf[index]!;
     const changes = spansOf[index]!.map((span, n) => startedChange({ ...span, traceId: run.id }, n + 1, at));

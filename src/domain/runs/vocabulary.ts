@@ -2,6 +2,7 @@
 // attempt ends, why a run stops, what an attempt settles with, and who holds a run. The runtime's
 // ports speak these types (runtime/ports/run-state.ts re-exports them); the transitions
 // (transitions.ts) are written in them.
+import type { LineageLevel } from "../research/conversation-lineage.js";
 import type { RunStatusName } from "../../events/topics.js";
 import type { RunStopReason } from "../../generated/prisma/enums.js";
 import type { AfterCommit } from "../after-commit.js";
@@ -89,7 +90,15 @@ export type InstanceLiveness = (instance: string) => Promise<boolean>;
  * `leaseSentAt`: this process's monotonic time (performance.now()) just before the statement that
  * set the lease was sent — the start of the attempt's own clock (runtime/attempt/own-clock.ts).
  */
-export type ClaimedAttempt = { run: RunRecord; number: number; root: SpanRef; span: SpanRef; leaseSentAt: number };
+export type ClaimedAttempt = {
+  run: RunRecord;
+  number: number;
+  root: SpanRef;
+  span: SpanRef;
+  leaseSentAt: number;
+  /** The run's conversation's lineage, when the claim read it (a first attempt's): its log is then one read. */
+  lineage?: LineageLevel[];
+};
 
 export type SettleContext = {
   tx: Tx;
@@ -126,6 +135,8 @@ export type Claimant = {
   maxRunningPerPrincipal: number;
   liveness: InstanceLiveness;
   describeRun: (run: RunRecord) => { name: string; attributes: Record<string, unknown> };
+  /** The model the claimant's attempts ask: the claim records it on the runs it takes (their modelLabel). */
+  modelLabel?: string;
 };
 
 /** A run ended outside any attempt (a WAITING run past its deadline): its conversation's next run may start. */

@@ -55,6 +55,27 @@ export class ModelError extends Error {
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
+/** The stream OpenAIModel.warm's request is answered with, in process. */
+const WARM_STREAM = `data: ${JSON.stringify({ id: "warm-up", object: "chat.completion.chunk", created: 0, model: "warm-up", choices: [{ index: 0, delta: { content: "" }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`;
+
+/**
+ * The SDK's client. Every option the SDK would otherwise read from OPENAI_* environment variables
+ * is pinned here, because configuration comes only from src/config.ts.
+ */
+function sdkClient(options: { apiKey: string; baseURL: string; timeout?: number; fetch?: typeof fetch }): OpenAI {
+  return new OpenAI({
+    ...options,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    logLevel: "warn",
+    // Retries are this adapter's own (OpenAIModel.complete): they honour Retry-After with a bound,
+    // and give up on a busy endpoint by handing the attempt back rather than failing the run.
+    maxRetries: 0,
+  });
+}
+
 export class OpenAIModel implements ModelPort {
   readonly label: string;
   readonly scripted = false;
@@ -70,23 +91,21 @@ export class OpenAIModel implements ModelPort {
     this.label = `openai:${options.model}`;
     this.contextWindow = options.contextWindow;
     this.baseURL = options.baseURL ?? DEFAULT_BASE_URL;
-    // Every option the SDK would otherwise read from OPENAI_* environment variables is pinned here,
-    // because configuration comes only from src/config.ts.
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: this.baseURL,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      logLevel: "warn",
-      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-      // Retries are this adapter's own (below): they honour Retry-After with a bound, and give up
-      // on a busy endpoint by handing the attempt back rather than failing the run.
-      maxRetries: 0,
-    });
+    this.client = sdkClient({ apiKey: options.apiKey, baseURL: this.baseURL, ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }) });
     this.gate = EndpointGate.of(this.baseURL, options.maxConcurrency ?? 16);
     this.backPressure = { maxRetries: options.maxRetries, maxDelayMs: options.maxDelayMs, baseDelayMs: options.baseDelayMs };
+  }
+
+  /**
+   * Makes one streamed request answered in this process (nothing is sent): the parts of the SDK
+   * and of fetch that load on a process's first request load now, when the worker starts, instead
+   * of holding up its first run's first model request.
+   */
+  async warm(): Promise<void> {
+    const answer = () => new Response(WARM_STREAM, { headers: { "content-type": "text/event-stream" } });
+    const local = sdkClient({ apiKey: "warm-up", baseURL: this.baseURL, fetch: async () => answer() });
+    const stream = await local.chat.completions.create({ model: this.model, messages: [{ role: "user", content: "" }], stream: true });
+    for await (const _ of stream);
   }
 
   async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {

@@ -4,7 +4,7 @@
 // row, written in the same transaction, makes the read path show the model a preview and a
 // handle instead.
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client.js";
-import { logWhereOf } from "../../domain/research/conversation-lineage.js";
+import { type LineageLevel, logWhere, logWhereOf } from "../../domain/research/conversation-lineage.js";
 import { appendMessage } from "../../domain/research/conversation-service.js";
 import { fromStored, fromStoredJson, toStored, toStoredJson } from "../../domain/text/stored-text.js";
 import { appendMessagesStatement } from "../../domain/runs/log-statement.js";
@@ -16,8 +16,8 @@ import { spillPreviewSelect } from "./prisma-spill-store.js";
 export class PrismaConversationLog implements ConversationLog {
   constructor(private readonly prisma: PrismaClient) {}
 
-  read(conversationId: string): Promise<LoggedMessage[]> {
-    return readLog(this.prisma, conversationId);
+  read(conversationId: string, lineage?: readonly LineageLevel[]): Promise<LoggedMessage[]> {
+    return readLog(this.prisma, conversationId, lineage);
   }
 
   append(write: Transact, append: LogAppend): Promise<LoggedMessage[]> {
@@ -33,8 +33,8 @@ const spillView = { select: spillPreviewSelect } as const;
  * messages, read in the same one query (conversation-lineage.ts). A spill's preview stays in its
  * stored form; the model's view renders both safely (forModel).
  */
-export async function readLog(prisma: PrismaClient, conversationId: string): Promise<LoggedMessage[]> {
-  const where = await logWhereOf(prisma, conversationId);
+export async function readLog(prisma: PrismaClient, conversationId: string, lineage?: readonly LineageLevel[]): Promise<LoggedMessage[]> {
+  const where = lineage ? logWhere(conversationId, lineage) : await logWhereOf(prisma, conversationId);
   const log = await prisma.message.findMany({ where, orderBy: { seq: "asc" }, include: { spill: spillView } });
   return log.map(decodeMessage);
 }

@@ -1,6 +1,7 @@
 // What an attempt of a run is made of, as the worker hands it to the executor (AttemptContext),
 // what the parts of the runtime taking part in it write through (AttemptScope), what the executor
 // is built from (ExecutorDeps) and the fixed points where extensions take part (RunHooks).
+import type { LineageLevel } from "../../domain/research/conversation-lineage.js";
 import type { AgentProfile } from "../agents.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
@@ -24,6 +25,8 @@ export type AttemptContext = {
   root: SpanRef;
   span: SpanRef;
   fence: { write: Transact; holder: Holder };
+  /** The run's conversation's lineage, when the claim read it: the log is then read in one statement. */
+  lineage?: readonly LineageLevel[];
   /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
   signal: AbortSignal;
   /**

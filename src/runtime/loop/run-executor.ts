@@ -53,7 +53,11 @@ export class RunExecutor {
 
   constructor(private readonly deps: ExecutorDeps) {
     this.context = deps.context ?? new ContextBuilder({ model: deps.model });
+    this.modelLabel = deps.model.label;
   }
+
+  /** The model the attempts ask: a claim records it on the runs it takes, and an attempt whose run shows it records it no more. */
+  readonly modelLabel: string;
 
   /** The name and attributes of a run's RUN span. */
   describeRun(run: RunRecord): { name: string; attributes: Record<string, unknown> } {
@@ -93,8 +97,8 @@ export class RunExecutor {
       // trip between the claim and the first model request (dispatch). The run's requests are
       // read with them for the first turn (a stop asked meanwhile is also heard announced).
       const [, log, approvals, profile, firstRequests] = await Promise.all([
-        this.deps.runs.recordModel(write, run.id, this.deps.model.label),
-        AttemptLog.open(this.deps.log, run),
+        run.modelLabel === this.modelLabel ? undefined : this.deps.runs.recordModel(write, run.id, this.modelLabel),
+        AttemptLog.open(this.deps.log, run, attempt.lineage),
         this.deps.approvals?.store.ofRun(run.id) ?? [],
         this.deps.profile(run),
         this.deps.runs.requests(run.id),

@@ -2,6 +2,7 @@
 // every entry the attempt appends, so a turn builds its request without reading the log again.
 // While the attempt runs, nothing else appends to its conversation: the conversation's execution
 // slot is the run's, and a queued follow-up's question enters the log only once it is claimed.
+import type { LineageLevel } from "../../domain/research/conversation-lineage.js";
 import { type AfterCommit, routeOf, type Transact, within } from "../../domain/transaction.js";
 import type { ConversationLog, LogEntry, LoggedMessage } from "../ports/conversation-log.js";
 
@@ -13,8 +14,8 @@ export class AttemptLog {
   ) {}
 
   /** The run's conversation log as it is when the attempt starts. */
-  static async open(log: ConversationLog, run: { id: string; conversationId: string }): Promise<AttemptLog> {
-    return new AttemptLog(log, run, await log.read(run.conversationId));
+  static async open(log: ConversationLog, run: { id: string; conversationId: string }, lineage?: readonly LineageLevel[]): Promise<AttemptLog> {
+    return new AttemptLog(log, run, await log.read(run.conversationId, lineage));
   }
 
   /** The conversation's whole log, in order. */

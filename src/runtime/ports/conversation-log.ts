@@ -4,6 +4,7 @@
 // without reading it again.
 import type { JsonValue } from "../../domain/json-columns.js";
 import type { Transact } from "../../domain/transaction.js";
+import type { LineageLevel } from "../../domain/research/conversation-lineage.js";
 import type { ToolCall } from "./model.js";
 import type { NewSpill } from "./spill-store.js";
 
@@ -52,8 +53,8 @@ export type LoggedMessage = {
 export type LogAppend = { conversationId: string; runId: string; entries: readonly LogEntry[] };
 
 export interface ConversationLog {
-  /** The conversation's log in order (by seq). */
-  read(conversationId: string): Promise<LoggedMessage[]>;
+  /** The conversation's log in order (by seq); given its lineage (which never changes), in one read. */
+  read(conversationId: string, lineage?: readonly LineageLevel[]): Promise<LoggedMessage[]>;
   /** Appends entries in order, in one transaction of `write`; returns the rows written, as `read` would. */
   append(write: Transact, append: LogAppend): Promise<LoggedMessage[]>;
 }
