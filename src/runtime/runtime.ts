@@ -18,7 +18,7 @@ import type { Tool } from "./ports/tool.js";
 import { createReadEvidenceTool } from "./tools/read-evidence.js";
 import type { McpRegistry } from "./mcp/mcp-registry.js";
 import { SkillCatalog } from "./skills/skill-catalog.js";
-import { type CapabilityTools, createCapabilityTools } from "./tools/capability-tools.js";
+import { type CapabilityTools, startCapabilityTools } from "./tools/capability-tools.js";
 import type { FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
 import { Spiller } from "./spill/spiller.js";
@@ -226,16 +226,20 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
     fetch: options.fetch,
     commands: options.commands,
   };
-  return async ({ run, sink, signal }, runLog, profile) => [
-    createTaskListTool(runLog),
-    readMaterial,
-    ...(run.workspaceId ? workspaceTools : []),
-    readEvidence,
-    readSpill,
-    ...createSandboxFileTools(path.join(options.sandboxDir, run.id)),
-    ...(await createCapabilityTools(capabilities, { run, sandboxDir: path.join(options.sandboxDir, run.id), sink, signal, skillsAllowed: profile.skills })),
-    ...(options.extraTools ?? []),
-  ];
+  return ({ run, sink, signal }) => {
+    const sandboxDir = path.join(options.sandboxDir, run.id);
+    const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, sink, signal });
+    return async (runLog, profile) => [
+      createTaskListTool(runLog),
+      readMaterial,
+      ...(run.workspaceId ? workspaceTools : []),
+      readEvidence,
+      readSpill,
+      ...createSandboxFileTools(sandboxDir),
+      ...(await capabilityTools(profile.skills)),
+      ...(options.extraTools ?? []),
+    ];
+  };
 }
 
 /** The background sweeps of an instance that runs a worker: released spill handles and expired artifacts. */

@@ -40,6 +40,8 @@ export type RunRecord = {
   modelLabel: string | null;
   tokensUsed: number;
   checkpointRevisionSeen: number | null;
+  /** The publication the run was admitted to continue (its answer becomes that publication's next version). */
+  continuesPublicationId: string | null;
 };
 
 /** How an attempt ended (R18): the run settled in it, it was handed back, its lease was lost, or its instance died. */

@@ -43,6 +43,16 @@ export type AttemptContext = {
  */
 export type AttemptScope = { run: RunRecord; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
 
+/**
+ * The attempt as it stands right after its claim, its log not read yet: what the reads that do not
+ * need the log start from, beside the attempt's opening reads (one round trip less before the
+ * first model request).
+ */
+export type AttemptStart = Omit<AttemptScope, "log">;
+
+/** What an attempt's tools are built with once its log and profile are read. */
+export type ToolsOfAttempt = (runLog: readonly LoggedMessage[], profile: AgentProfile) => Promise<Tool[]>;
+
 export type ExecutorDeps = {
   model: ModelPort;
   recorder: RuntimeTrace;
@@ -53,10 +63,11 @@ export type ExecutorDeps = {
   /** The profile the run executes: the version frozen at its admission. */
   profile: (run: RunRecord) => Promise<AgentProfile>;
   /**
-   * The tools of one attempt, given the run's log so far (for tools whose state lives in the log)
-   * and its profile (whose skill list selects what load_skill offers).
+   * The tools of one attempt: called right after the claim (their reads start then, beside the
+   * attempt's opening reads), then given the run's log so far (for tools whose state lives in the
+   * log) and its profile (whose skill list selects what load_skill offers).
    */
-  tools: (scope: AttemptScope, runLog: readonly LoggedMessage[], profile: AgentProfile) => Tool[] | Promise<Tool[]>;
+  tools: (start: AttemptStart) => ToolsOfAttempt;
   toolTimeoutMs: number;
   /** The payload step: spills results too large for the model's context (R10). */
   spiller?: Spiller;
@@ -74,8 +85,12 @@ export type ExecutorDeps = {
 
 /** A part of the runtime that takes part in each run at fixed points. */
 export interface RunHooks {
-  /** Once per attempt, before the first turn (also when a run resumes). */
-  beforeFirstTurn?(scope: AttemptScope): Promise<void>;
+  /**
+   * Once per attempt (also when a run resumes): called right after the claim, it starts the reads
+   * that need no log beside the attempt's opening reads, and returns what runs before the first
+   * turn once the log is read. A failure of those reads surfaces there, not before.
+   */
+  beforeFirstTurn?(start: AttemptStart): (scope: AttemptScope) => Promise<void>;
   /** After a model request was answered: the request's span and the log entries it carried verbatim. */
   afterModelRequest?(scope: AttemptScope, request: { span: SpanRef; carried: ReadonlySet<string>; log: readonly LoggedMessage[] }): Promise<void>;
 }

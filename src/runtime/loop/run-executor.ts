@@ -4,7 +4,6 @@
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied.
 import { budgetTokens, type RunRecord } from "../ports/run-state.js";
-import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
 import { withRead, within, writeAfter } from "../../domain/transaction.js";
@@ -27,9 +26,10 @@ import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import type { CostState } from "../../domain/costs/caps.js";
 import { checkCostCaps } from "./cost-caps.js";
 import type { AttemptContext, AttemptScope, ExecutorDeps } from "./attempt.js";
+import { caught, startFirstTurn } from "./attempt-start.js";
 
 export type { AgentProfile, FailureReason, NextStep, Outcome };
-export type { AttemptContext, AttemptScope, ExecutorDeps, RunHooks } from "./attempt.js";
+export type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, RunHooks } from "./attempt.js";
 
 /** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
 type Turn = {
@@ -96,6 +96,8 @@ export class RunExecutor {
       // The attempt's start reads what it needs at once, not one after the other: each is a round
       // trip between the claim and the first model request (dispatch). The run's requests are
       // read with them for the first turn (a stop asked meanwhile is also heard announced).
+      const start = { run, span: attempt.span, sink, write, signal: work };
+      const firstTurn = startFirstTurn(this.deps, start);
       const [, log, approvals, profile, firstRequests] = await Promise.all([
         run.modelLabel === this.modelLabel ? undefined : this.deps.runs.recordModel(write, run.id, this.modelLabel),
         AttemptLog.open(this.deps.log, run, attempt.lineage),
@@ -103,7 +105,7 @@ export class RunExecutor {
         this.deps.profile(run),
         this.deps.runs.requests(run.id),
       ]);
-      const scope: AttemptScope = { run, span: attempt.span, sink, write, signal: work, log };
+      const scope: AttemptScope = { ...start, log };
       const answered = answeredBefore(log);
       if (answered !== null) {
         // The run's final reply is already in the log: an attempt died while settling it. The
@@ -112,14 +114,7 @@ export class RunExecutor {
         return { type: "final", answer: answered };
       }
       await this.recordRepairs(scope, heldCallIds(approvals));
-      // The tools are built beside the hooks: they read the run's own entries, which hooks do not change (a CONTEXT entry aside).
-      const [offered] = await Promise.all([
-        this.deps.tools(scope, log.ofRun(), profile),
-        (async () => {
-          for (const hooks of this.deps.hooks ?? []) await hooks.beforeFirstTurn?.(scope);
-        })(),
-      ]);
-      const tools = new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
+      const tools = await firstTurn(scope, profile);
       const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed };
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
@@ -349,6 +344,3 @@ const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
 
 /** What the attempt knows of a CONCLUDE stop: the attempt's signals, and whether its concluding request began. */
 type Stops = { attempt: AttemptContext; concluding: boolean };
-
-/** `read`, its failure thrown only where it is awaited. */
-const caught = <T>(read: Promise<T>): Promise<T> => (read.catch(() => undefined), read);

@@ -3,6 +3,7 @@
 // and the operator-enabled http_fetch and run_command (R15).
 import type { RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
+import { caught } from "../loop/attempt-start.js";
 import { createMcpTools } from "../mcp/mcp-tools.js";
 import type { McpRegistry } from "../mcp/mcp-registry.js";
 import type { Tool } from "../ports/tool.js";
@@ -21,25 +22,28 @@ export type CapabilityTools = {
   commands?: CommandSettings;
 };
 
-export async function createCapabilityTools(
+/**
+ * Starts the reads of a run's capability tools (its skills, its MCP servers' snapshot) at once;
+ * the tools are built from them with the skills its agent profile allows.
+ */
+export function startCapabilityTools(
   capabilities: CapabilityTools,
-  {
-    run,
-    sandboxDir,
-    sink,
-    signal,
-    skillsAllowed,
-  }: { run: RunRecord; sandboxDir: string; sink: TraceSink; signal?: AbortSignal; skillsAllowed?: readonly string[] },
-): Promise<Tool[]> {
-  const [skills, mcpTools] = await Promise.all([
-    capabilities.skills.forAgent(run.ownerId, run.agent).then((all) => all.filter((skill) => allowedBy(skillsAllowed, skill.name))),
-    capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal) : [],
-  ]);
-  const loadSkill = createLoadSkillTool(skills, sink);
-  return [
-    ...(loadSkill ? [loadSkill] : []),
-    ...(capabilities.fetch && capabilities.fetch.allowedHosts.length > 0 ? [createHttpFetchTool(capabilities.fetch)] : []),
-    ...(capabilities.commands ? [createRunCommandTool(sandboxDir, capabilities.commands)] : []),
-    ...mcpTools,
-  ];
+  { run, sandboxDir, sink, signal }: { run: RunRecord; sandboxDir: string; sink: TraceSink; signal?: AbortSignal },
+): (skillsAllowed?: readonly string[]) => Promise<Tool[]> {
+  const read = caught(
+    Promise.all([capabilities.skills.forAgent(run.ownerId, run.agent), capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal) : []]),
+  );
+  return async (skillsAllowed) => {
+    const [all, mcpTools] = await read;
+    const loadSkill = createLoadSkillTool(
+      all.filter((skill) => allowedBy(skillsAllowed, skill.name)),
+      sink,
+    );
+    return [
+      ...(loadSkill ? [loadSkill] : []),
+      ...(capabilities.fetch && capabilities.fetch.allowedHosts.length > 0 ? [createHttpFetchTool(capabilities.fetch)] : []),
+      ...(capabilities.commands ? [createRunCommandTool(sandboxDir, capabilities.commands)] : []),
+      ...mcpTools,
+    ];
+  };
 }

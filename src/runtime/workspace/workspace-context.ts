@@ -18,7 +18,8 @@ import type { RunRecord } from "../ports/run-state.js";
 import { within } from "../../domain/transaction.js";
 import { continuedVersionLines } from "./continued-publication.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
-import type { RunHooks } from "../loop/run-executor.js";
+import type { AttemptScope, RunHooks } from "../loop/run-executor.js";
+import { caught } from "../loop/attempt-start.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
 
 const day = (date: Date) => date.toISOString();
@@ -37,42 +38,55 @@ type ContextRun = Pick<RunRecord, "workspaceId" | "goalStatement" | "goalVersion
 
 export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
   return {
-    async beforeFirstTurn({ run, span, sink, write, log }) {
-      const [selected, continued] = await Promise.all([deps.publications.selectedFor(run.id), deps.publications.continuedBy(run.id)]);
-      if (!run.workspaceId && selected.length === 0 && !continued) return;
-      if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
-      const actor = { principalId: run.ownerId };
-      const workspace = run.workspaceId ? await deps.workspaces.visible(actor, run.workspaceId) : null;
-      const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
-      const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
-      const revisionSeen = workspace?.checkpointRevision ?? 0;
-      const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
-      const ledger: LedgerEntry[] = [
-        ...selected.map((m) => ({
-          runId: run.id,
-          publicationId: m.publicationId,
-          version: m.version,
-          publicationVersionId: m.versionId,
-          stage: "SELECTED" as const,
-        })),
-        ...(catalog ? discoveredInCatalog(run.id, catalog) : []),
-      ];
-      // The ledger, the revision seen and the log entry are written together, once.
-      await write(async (tx, after) => {
-        await deps.ledger.record(tx, ledger);
-        await recordRevisionSeen(tx, run.id, revisionSeen);
-        await log.append(within(tx, after), [{ role: "CONTEXT", content: text }]);
-      });
-      run.checkpointRevisionSeen = revisionSeen;
-      await sink.event(span, "CONTEXT", {
-        catalogEntries: catalog?.entries.length ?? 0,
-        catalogComplete: catalog?.complete ?? true,
-        selected: selected.length,
-        checkpointRevision: revisionSeen,
-        continuedVersion: continued?.version?.version ?? null,
-      });
+    beforeFirstTurn: ({ run }) => {
+      // The run's materials are read beside the attempt's opening reads: they do not depend on its log.
+      // A run that continues no publication has none to read.
+      const continued = run.continuesPublicationId ? deps.publications.continuedBy(run.id) : null;
+      const materials = caught(Promise.all([deps.publications.selectedFor(run.id), continued]));
+      return (scope) => writeContext(deps, scope, materials);
     },
   };
+}
+
+/** Appends the run's CONTEXT entry, once per run, and records what it listed. */
+async function writeContext(
+  deps: WorkspaceContextDeps,
+  { run, span, sink, write, log }: AttemptScope,
+  materials: Promise<[SelectedMaterial[], MaterialRead | null]>,
+): Promise<void> {
+  const [selected, continued] = await materials;
+  if (!run.workspaceId && selected.length === 0 && !continued) return;
+  if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
+  const actor = { principalId: run.ownerId };
+  const workspace = run.workspaceId ? await deps.workspaces.visible(actor, run.workspaceId) : null;
+  const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
+  const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
+  const revisionSeen = workspace?.checkpointRevision ?? 0;
+  const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
+  const ledger: LedgerEntry[] = [
+    ...selected.map((m) => ({
+      runId: run.id,
+      publicationId: m.publicationId,
+      version: m.version,
+      publicationVersionId: m.versionId,
+      stage: "SELECTED" as const,
+    })),
+    ...(catalog ? discoveredInCatalog(run.id, catalog) : []),
+  ];
+  // The ledger, the revision seen and the log entry are written together, once.
+  await write(async (tx, after) => {
+    await deps.ledger.record(tx, ledger);
+    await recordRevisionSeen(tx, run.id, revisionSeen);
+    await log.append(within(tx, after), [{ role: "CONTEXT", content: text }]);
+  });
+  run.checkpointRevisionSeen = revisionSeen;
+  await sink.event(span, "CONTEXT", {
+    catalogEntries: catalog?.entries.length ?? 0,
+    catalogComplete: catalog?.complete ?? true,
+    selected: selected.length,
+    checkpointRevision: revisionSeen,
+    continuedVersion: continued?.version?.version ?? null,
+  });
 }
 
 function ignoreNotFound(error: unknown): null {

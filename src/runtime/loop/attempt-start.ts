@@ -1,0 +1,28 @@
+// The start of an attempt's first turn: the reads of its tools and hooks that need no log go
+// right after the claim, beside the attempt's opening reads (its log, approvals, profile and
+// requests), not after them — one round trip less between the claim and the first model request.
+import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
+import type { AgentProfile } from "../agents.js";
+import type { Tool } from "../ports/tool.js";
+import type { AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
+
+/** Builds the attempt's tools (those its profile allows) and runs its hooks, once its log and profile are read. */
+export type FirstTurn = (scope: AttemptScope, profile: AgentProfile) => Promise<Map<string, Tool>>;
+
+export function startFirstTurn(deps: Pick<ExecutorDeps, "tools" | "hooks">, start: AttemptStart): FirstTurn {
+  const tools = deps.tools(start);
+  const hooks = (deps.hooks ?? []).flatMap((hook) => (hook.beforeFirstTurn ? [hook.beforeFirstTurn(start)] : []));
+  return async (scope, profile) => {
+    // The tools are built beside the hooks: they read the run's own entries, which hooks do not change (a CONTEXT entry aside).
+    const [offered] = await Promise.all([
+      tools(scope.log.ofRun(), profile),
+      (async () => {
+        for (const hook of hooks) await hook(scope);
+      })(),
+    ]);
+    return new Map(offered.filter((tool) => allowedBy(profile.tools, tool.schema.name)).map((tool) => [tool.schema.name, tool]));
+  };
+}
+
+/** `read`, its failure thrown only where it is awaited (a read started early whose result no one awaits fails no one). */
+export const caught = <T>(read: Promise<T>): Promise<T> => (read.catch(() => undefined), read);
