@@ -103,7 +103,7 @@ export class RunExecutor {
         this.deps.profile(run),
         this.deps.runs.requests(run.id),
       ]);
-      const scope: AttemptScope = { run, span: attempt.span, sink, write, signal: work, log };
+      const scope: AttemptScope = { run, span: attempt.span, sink, write, signal: work, log, modelCalls: { last: attempt.number === 1 ? null : undefined } };
       const answered = answeredBefore(log);
       if (answered !== null) {
         // The run's final reply is already in the log: an attempt died while settling it. The

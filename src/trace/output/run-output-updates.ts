@@ -87,12 +87,13 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (inbox.failure) throw inbox.failure.error;
       if (inbox.overflow) return yield update(at(last, calls), "RESYNC_REQUIRED");
       const frame = inbox.peekFrame();
-      if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await outputAfter(prisma, runId, frame.spanId, last));
       // A later call's output cannot come before the end of the one ending (positions only grow).
       if (frame && ending && frame.spanId !== ending.spanId) {
         yield endCall();
         continue;
       }
+      if (frame && !starts.has(frame.spanId))
+        starts.set(frame.spanId, followsGivenCalls(frame, calls) ? -1 : await outputAfter(prisma, runId, frame.spanId, last));
       // Output is given at once when no earlier model call's end is still to come, else once the
       // trace was read up to its call's start (a replayed end of an earlier call comes first):
       // either way, resuming after a delta finds its call as the one running after the last
@@ -176,6 +177,16 @@ async function modelCallEndedAfter(prisma: PrismaClient, runId: string, seq: num
       WHERE c.trace_id = ${runId} AND c.seq > ${seq} AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
     ) AS ended`;
   return row?.ended ?? false;
+}
+
+/**
+ * Whether the frame's call comes right after calls whose ends were all given (or after none: the
+ * run's first call), as the executing instance tells: its output may then be given at once,
+ * without asking the database (outputAfter) — 100 subscribers asking at once, as a busy worker
+ * starts its runs, hold every first piece back while the queries wait for connections.
+ */
+function followsGivenCalls(frame: RunOutputFrame, calls: LiveCalls): boolean {
+  return frame.follows === null || (frame.follows !== undefined && calls.finished(frame.follows));
 }
 
 /**
