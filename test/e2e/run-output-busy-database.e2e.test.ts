@@ -1,7 +1,8 @@
 // runOutput while the API's database is slow to answer (its connections taken by many subscribers
 // at once, as when a worker starts a hundred runs together): each model call's first pieces still
-// reach the subscriber as the model writes them, since the executing instance tells which call
-// came before, and the subscriber gets every piece once, in order, then the calls' ends and the run's.
+// reach the subscriber as the model writes them — the subscriber does not wait for its read of the
+// running calls, and the executing instance tells which call came before — and the subscriber gets
+// every piece once, in order, then the calls' ends and the run's.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -21,15 +22,21 @@ const CALLS = [{ id: "call_a", name: "task_list", fragments: ['{"action":', '"ad
 /** How much later than asked the subscriber's own statements are answered. */
 const SLOW_MS = 3_000;
 
-/** The app's database as the subscriber sees it: every raw statement answered SLOW_MS late. */
+const later = <T>(answer: () => Promise<T>) => new Promise((resolve) => setTimeout(resolve, SLOW_MS)).then(answer);
+
+/** The app's database as the subscriber sees it: its raw statements and its reads of spans answered SLOW_MS late. */
 function slowStatements(prisma: PrismaClient): PrismaClient {
+  const span = new Proxy(prisma.span, {
+    get(target, key, receiver) {
+      if (key !== "findMany") return Reflect.get(target, key, receiver);
+      return (...args: Parameters<PrismaClient["span"]["findMany"]>) => later(() => target.findMany(...args));
+    },
+  });
   return new Proxy(prisma, {
     get(target, key, receiver) {
+      if (key === "span") return span;
       if (key !== "$queryRaw") return Reflect.get(target, key, receiver);
-      return async (...args: Parameters<PrismaClient["$queryRaw"]>) => {
-        await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
-        return target.$queryRaw(...args);
-      };
+      return (...args: Parameters<PrismaClient["$queryRaw"]>) => later(() => target.$queryRaw(...args));
     },
   });
 }
@@ -77,7 +84,6 @@ describe("runOutput with a slow database", () => {
       bufferLimit: 1_000,
     });
     const first = stream.next();
-    await new Promise((resolve) => setTimeout(resolve, 100));
     t.app.runtime!.worker.start();
 
     const updates: { update: RunOutputUpdate; at: number }[] = [];

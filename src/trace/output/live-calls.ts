@@ -30,7 +30,8 @@ export class LiveCalls {
    * how many of its characters the subscriber already has (from the position it resumed after).
    */
   expectSnapshot(spanId: string, had = 0): void {
-    if (this.done.has(spanId)) return;
+    // A call delivered from its start (its frames came before its running was read) needs none.
+    if (this.done.has(spanId) || this.deliveredOf(spanId) > 0) return;
     const call = this.callOf(spanId);
     call.awaitingSnapshot = true;
     call.had = had;

@@ -71,8 +71,18 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     events.publish("run:output:wanted", { runId });
   };
   try {
-    await expectRunningCalls(prisma, runId, options.afterSeq, calls);
-    if (calls.awaitingSnapshot()) ask();
+    // A subscriber between calls does not wait for the running calls to be read (a busy database
+    // holds that read back for seconds when a hundred subscribers start at once): a frame from a
+    // call's start brings all of it, and a piece after a gap waits for the snapshot (LiveCalls).
+    // One inside a call waits, for the characters it had.
+    const running = expectRunningCalls(prisma, runId, options.afterSeq, calls).then(
+      () => {
+        if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
+        inbox.poke();
+      },
+      (error: unknown) => inbox.fail(error),
+    );
+    if (options.afterSeq.chars > 0) await running;
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     const endCall = () => {
