@@ -71,7 +71,19 @@ export type RunOutputPart = { toolCallId: string | null; offset: number; text: s
  * so far, sent when a subscriber asks (`run:output:wanted`); `final` when the call had ended.
  * Not stored: only the instance executing the call holds its output.
  */
-export type RunOutputFrame = { runId: string; spanId: string; kind: "DELTA" | "SNAPSHOT"; parts: RunOutputPart[]; final: boolean };
+export type RunOutputFrame = {
+  runId: string;
+  spanId: string;
+  kind: "DELTA" | "SNAPSHOT";
+  parts: RunOutputPart[];
+  final: boolean;
+  /**
+   * The run's model call right before this one (its MODEL_CALL span), null when this is the run's
+   * first: a subscriber who gave that call's end knows no earlier end is still to come, without
+   * asking the database. Absent when the executing instance does not know (a later attempt's first call).
+   */
+  follows?: string | null;
+};
 
 export type Topics = {
   "run:status": [runId: string, change: RunStatusMessage];

@@ -25,10 +25,11 @@ export class BusRunOutput implements RunOutput {
     private readonly options: BusRunOutputOptions = {},
   ) {}
 
-  modelCall({ runId, spanId }: { runId: string; spanId: string }): ModelCallOutput {
+  modelCall({ runId, spanId, follows }: { runId: string; spanId: string; follows?: string | null }): ModelCallOutput {
     const call = new StreamingCall({
       runId,
       spanId,
+      follows,
       coalesceMs: this.options.coalesceMs,
       send: (frame) => this.events.publish("run:output", runId, frame),
     });

@@ -14,6 +14,7 @@ import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import type { CostBounds } from "./cost-caps.js";
+import type { ModelCallsOfAttempt } from "./model-call.js";
 import type { ApprovalSettings } from "./held-calls.js";
 
 /** One claim of a run, as the worker hands it to the executor. */
@@ -41,7 +42,16 @@ export type AttemptContext = {
  * its fenced transaction, and the conversation's log as the attempt holds it (appended to
  * through `log`, so later turns see the entries without reading the log again).
  */
-export type AttemptScope = { run: RunRecord; span: SpanRef; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
+export type AttemptScope = {
+  run: RunRecord;
+  span: SpanRef;
+  sink: TraceSink;
+  write: Transact;
+  signal: AbortSignal;
+  log: AttemptLog;
+  /** The run's last model call, told to runOutput subscribers with each call's output (ModelCallsOfAttempt). */
+  modelCalls?: ModelCallsOfAttempt;
+};
 
 /**
  * The attempt as it stands right after its claim, its log not read yet: what the reads that do not

@@ -17,7 +17,16 @@ export class ModelRequestFailed extends Error {
 }
 
 /** What a model call takes part in: the run, its attempt's trace and stop signal, the turn's tools. */
-export type ModelCallTurn = { scope: { run: { id: string }; sink: TraceSink; signal: AbortSignal }; tools: ReadonlyMap<string, Tool> };
+export type ModelCallTurn = {
+  scope: { run: { id: string }; sink: TraceSink; signal: AbortSignal; modelCalls?: ModelCallsOfAttempt };
+  tools: ReadonlyMap<string, Tool>;
+};
+
+/**
+ * The run's last model call as the attempt knows it: null before the first call of the run's
+ * first attempt, undefined at the start of a later attempt (an earlier attempt's calls are not known here).
+ */
+export type ModelCallsOfAttempt = { last: string | null | undefined };
 
 export async function callModel(
   deps: { model: ModelPort; output?: RunOutput },
@@ -49,7 +58,9 @@ export async function callModel(
         attributes: { "gen_ai.request.model": model.model, scripted: model.scripted, budget, request: recorded },
       },
       async (span) => {
-        const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id });
+        const calls = turn.scope.modelCalls;
+        const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id, follows: calls?.last });
+        if (calls) calls.last = span.id;
         // The turn's records so far (this span's start among them) are written while the model
         // answers, not after the request went out: the reply's write waits for them.
         sink.writeNow?.();

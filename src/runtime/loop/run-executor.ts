@@ -25,7 +25,7 @@ import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import type { CostState } from "../../domain/costs/caps.js";
 import { checkCostCaps } from "./cost-caps.js";
-import type { AttemptContext, AttemptScope, ExecutorDeps } from "./attempt.js";
+import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
 import { caught, startFirstTurn } from "./attempt-start.js";
 
 export type { AgentProfile, FailureReason, NextStep, Outcome };
@@ -96,7 +96,8 @@ export class RunExecutor {
       // The attempt's start reads what it needs at once, not one after the other: each is a round
       // trip between the claim and the first model request (dispatch). The run's requests are
       // read with them for the first turn (a stop asked meanwhile is also heard announced).
-      const start = { run, span: attempt.span, sink, write, signal: work };
+      // The model calls made before this attempt's are unknown to it unless it is the run's first.
+      const start: AttemptStart = { run, span: attempt.span, sink, write, signal: work, modelCalls: { last: attempt.number === 1 ? null : undefined } };
       const firstTurn = startFirstTurn(this.deps, start);
       const [, log, approvals, profile, firstRequests] = await Promise.all([
         run.modelLabel === this.modelLabel ? undefined : this.deps.runs.recordModel(write, run.id, this.modelLabel),

@@ -11,6 +11,8 @@ export const DEFAULT_COALESCE_MS = 30;
 export type StreamingCallOptions = {
   runId: string;
   spanId: string;
+  /** The run's model call right before this one: null for its first, undefined when not known (RunOutputFrame). */
+  follows?: string | null;
   send: (frame: RunOutputFrame) => void;
   coalesceMs?: number;
   /** Milliseconds on a monotonic clock. */
@@ -54,7 +56,7 @@ export class StreamingCall implements ModelCallOutput {
     const parts: RunOutputPart[] = [];
     if (this.text.length > 0) parts.push({ toolCallId: null, offset: 0, text: this.text });
     for (const [toolCallId, text] of this.toolArguments) parts.push({ toolCallId, offset: 0, text });
-    return { runId: this.runId, spanId: this.spanId, kind: "SNAPSHOT", parts, final: this.ended };
+    return this.frame("SNAPSHOT", parts, this.ended);
   }
 
   private toolIdOf(index: number, id: string | undefined): string {
@@ -89,7 +91,12 @@ export class StreamingCall implements ModelCallOutput {
     const parts = this.pending;
     this.pending = [];
     this.lastSentAt = this.now();
-    this.options.send({ runId: this.runId, spanId: this.spanId, kind: "DELTA", parts, final });
+    this.options.send(this.frame("DELTA", parts, final));
+  }
+
+  private frame(kind: RunOutputFrame["kind"], parts: RunOutputPart[], final: boolean): RunOutputFrame {
+    const { follows } = this.options;
+    return { runId: this.runId, spanId: this.spanId, kind, parts, final, ...(follows !== undefined && { follows }) };
   }
 
   private now(): number {

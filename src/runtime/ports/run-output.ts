@@ -12,6 +12,9 @@ export interface ModelCallOutput {
 }
 
 export interface RunOutput {
-  /** Opens the live output of a run's model call, identified by its MODEL_CALL span. */
-  modelCall(call: { runId: string; spanId: string }): ModelCallOutput;
+  /**
+   * Opens the live output of a run's model call, identified by its MODEL_CALL span. `follows`: the
+   * run's model call right before it, null for the run's first, undefined when not known.
+   */
+  modelCall(call: { runId: string; spanId: string; follows?: string | null }): ModelCallOutput;
 }

@@ -23,14 +23,15 @@ type Call = {
 export class LiveCalls {
   private readonly calls = new Map<string, Call>();
   /** Calls whose MESSAGE_DONE went out: whatever still arrives for them is late and dropped. */
-  private readonly finished = new Set<string>();
+  private readonly done = new Set<string>();
 
   /**
    * A call that was running before the subscriber listened: only its snapshot can start it. `had`:
    * how many of its characters the subscriber already has (from the position it resumed after).
    */
   expectSnapshot(spanId: string, had = 0): void {
-    if (this.finished.has(spanId)) return;
+    // A call delivered from its start (its frames came before its running was read) needs none.
+    if (this.done.has(spanId) || this.deliveredOf(spanId) > 0) return;
     const call = this.callOf(spanId);
     call.awaitingSnapshot = true;
     call.had = had;
@@ -52,7 +53,7 @@ export class LiveCalls {
 
   /** The pieces a frame adds, in order. */
   place(frame: RunOutputFrame): DeliveredPiece[] {
-    if (this.finished.has(frame.spanId)) return [];
+    if (this.done.has(frame.spanId)) return [];
     const known = this.calls.get(frame.spanId);
     // A snapshot this subscriber did not wait for brings nothing it needs: it has the call from its
     // first delta, or the call ended before it listened (the message is in the log).
@@ -86,10 +87,15 @@ export class LiveCalls {
     return false;
   }
 
+  /** Whether the call's MESSAGE_DONE went out. */
+  finished(spanId: string): boolean {
+    return this.done.has(spanId);
+  }
+
   /** The call's MESSAGE_DONE went out. */
   finish(spanId: string): void {
     this.calls.delete(spanId);
-    this.finished.add(spanId);
+    this.done.add(spanId);
   }
 
   private callOf(spanId: string): Call {

@@ -63,6 +63,17 @@ export class OutputInbox {
     this.room?.();
   }
 
+  /** Wakes the subscriber's loop (something it waits for changed). */
+  poke(): void {
+    this.wake?.();
+  }
+
+  /** Fails the subscription with `error`. */
+  fail(error: unknown): void {
+    this.failure ??= { error };
+    this.wake?.();
+  }
+
   /** Resolves at the next arrival, or after `ms`. */
   wait(ms?: number): Promise<void> {
     return new Promise((resolve) => {

@@ -71,8 +71,18 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     events.publish("run:output:wanted", { runId });
   };
   try {
-    await expectRunningCalls(prisma, runId, options.afterSeq, calls);
-    if (calls.awaitingSnapshot()) ask();
+    // A subscriber between calls does not wait for the running calls to be read (a busy database
+    // holds that read back for seconds when a hundred subscribers start at once): a frame from a
+    // call's start brings all of it, and a piece after a gap waits for the snapshot (LiveCalls).
+    // One inside a call waits, for the characters it had.
+    const running = expectRunningCalls(prisma, runId, options.afterSeq, calls).then(
+      () => {
+        if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
+        inbox.poke();
+      },
+      (error: unknown) => inbox.fail(error),
+    );
+    if (options.afterSeq.chars > 0) await running;
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     const endCall = () => {
@@ -87,12 +97,13 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       if (inbox.failure) throw inbox.failure.error;
       if (inbox.overflow) return yield update(at(last, calls), "RESYNC_REQUIRED");
       const frame = inbox.peekFrame();
-      if (frame && !starts.has(frame.spanId)) starts.set(frame.spanId, await outputAfter(prisma, runId, frame.spanId, last));
       // A later call's output cannot come before the end of the one ending (positions only grow).
       if (frame && ending && frame.spanId !== ending.spanId) {
         yield endCall();
         continue;
       }
+      if (frame && !starts.has(frame.spanId))
+        starts.set(frame.spanId, followsGivenCalls(frame, calls) ? -1 : await outputAfter(prisma, runId, frame.spanId, last));
       // Output is given at once when no earlier model call's end is still to come, else once the
       // trace was read up to its call's start (a replayed end of an earlier call comes first):
       // either way, resuming after a delta finds its call as the one running after the last
@@ -176,6 +187,16 @@ async function modelCallEndedAfter(prisma: PrismaClient, runId: string, seq: num
       WHERE c.trace_id = ${runId} AND c.seq > ${seq} AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
     ) AS ended`;
   return row?.ended ?? false;
+}
+
+/**
+ * Whether the frame's call comes right after calls whose ends were all given (or after none: the
+ * run's first call), as the executing instance tells: its output may then be given at once,
+ * without asking the database (outputAfter) — 100 subscribers asking at once, as a busy worker
+ * starts its runs, hold every first piece back while the queries wait for connections.
+ */
+function followsGivenCalls(frame: RunOutputFrame, calls: LiveCalls): boolean {
+  return frame.follows === null || (frame.follows !== undefined && calls.finished(frame.follows));
 }
 
 /**
