@@ -19,6 +19,23 @@ const FIRST_CLAIM_STATEMENTS = 4;
 const BURST = 20;
 
 let t: TestApp | undefined;
+
+/** A test app whose statements are counted while `counting.on`, and the run state a worker claims through, announcing to `announced`. */
+async function countingClaims(backend: (typeof backends)[number]) {
+  const statements: string[] = [];
+  const counting = { on: false };
+  const app = await startTestApp(backend, {
+    database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => counting.on && statements.push(sql) }),
+  });
+  t = app;
+  const announced: TraceChange[] = [];
+  const runs = new PrismaRunState({
+    prisma: app.app.db.prisma,
+    events: createEventBus(),
+    trace: { announce: (changes) => announced.push(...changes.filter((c): c is TraceChange => c !== null)), exportEnded: () => undefined },
+  });
+  return { app, statements, counting, announced, runs };
+}
 afterEach(async () => {
   await t?.close();
   t = undefined;
@@ -26,18 +43,8 @@ afterEach(async () => {
 
 describe.each(backends)("a claim's SQL on %s", (backend) => {
   it(`starts a first attempt in ${FIRST_CLAIM_STATEMENTS} statements and writes all of its beginning`, async () => {
-    const statements: string[] = [];
-    let counting = false;
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => counting && statements.push(sql) }),
-    });
-    const announced: TraceChange[] = [];
-    const runs = new PrismaRunState({
-      prisma: t.app.db.prisma,
-      events: createEventBus(),
-      trace: { announce: (changes) => announced.push(...changes.filter((c): c is TraceChange => c !== null)), exportEnded: () => undefined },
-    });
-    const { run } = await admit(t.client, { question: "Which \u200b sources disagree?" });
+    const { app, statements, counting, announced, runs } = await countingClaims(backend);
+    const { run } = await admit(app.client, { question: "Which \u200b sources disagree?" });
     const claimOnce = () =>
       runs.claim({
         workerId: "worker-1",
@@ -48,9 +55,9 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
         describeRun: (r) => ({ name: `run ${r.id}`, attributes: { "dossier.question": r.question } }),
         modelLabel: "scripted:claims",
       });
-    counting = true;
+    counting.on = true;
     const claimed = await claimOnce();
-    counting = false;
+    counting.on = false;
     expect(claimed?.number).toBe(1);
     // The run comes back as taken, its model recorded; its conversation's lineage (a root's is
     // empty) comes back with the slot, so the attempt reads its log in one statement.
@@ -58,7 +65,7 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
     expect(claimed?.lineage).toEqual([]);
     expect(statements.filter((sql) => !/^\s*(-- Implicit )?"?(BEGIN|COMMIT)/i.test(sql)).length + 2).toBe(FIRST_CLAIM_STATEMENTS);
 
-    const prisma = t.app.db.prisma;
+    const prisma = app.app.db.prisma;
     const runId = dbId(run.id);
     const trace = await prisma.trace.findUniqueOrThrow({ where: { runId } });
     expect({ lastSeq: trace.lastSeq, records: trace.records }).toEqual({ lastSeq: 2, records: 2 });
@@ -93,20 +100,10 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
   });
 
   it(`claims ${BURST} runs in one transaction of the same ${FIRST_CLAIM_STATEMENTS} statements, each with all of its beginning`, async () => {
-    const statements: string[] = [];
-    let counting = false;
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => counting && statements.push(sql) }),
-    });
-    const announced: TraceChange[] = [];
-    const runs = new PrismaRunState({
-      prisma: t.app.db.prisma,
-      events: createEventBus(),
-      trace: { announce: (changes) => announced.push(...changes.filter((c): c is TraceChange => c !== null)), exportEnded: () => undefined },
-    });
+    const { app, statements, counting, announced, runs } = await countingClaims(backend);
     const admitted = [];
-    for (let i = 0; i < BURST + 2; i += 1) admitted.push((await admit(t.client, { question: `question ${i}` })).run);
-    counting = true;
+    for (let i = 0; i < BURST + 2; i += 1) admitted.push((await admit(app.client, { question: `question ${i}` })).run);
+    counting.on = true;
     const claimed = await runs.claimMany(
       {
         workerId: "worker-1",
@@ -118,12 +115,12 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
       },
       BURST,
     );
-    counting = false;
+    counting.on = false;
     expect(statements.filter((sql) => !/^\s*(-- Implicit )?"?(BEGIN|COMMIT)/i.test(sql)).length + 2).toBe(FIRST_CLAIM_STATEMENTS);
     // The oldest runs, oldest first, each its own first attempt with its spans, replay log, attempt row and question.
     const ids = admitted.slice(0, BURST).map((run) => dbId(run.id));
     expect(claimed.map((c) => c.run.id)).toEqual(ids);
-    const prisma = t.app.db.prisma;
+    const prisma = app.app.db.prisma;
     const traces = await prisma.trace.findMany({ where: { runId: { in: ids } }, select: { lastSeq: true, records: true } });
     expect(traces).toEqual(ids.map(() => ({ lastSeq: 2, records: 2 })));
     for (const c of claimed) {

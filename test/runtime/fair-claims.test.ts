@@ -61,15 +61,21 @@ async function principals(app: TestApp) {
   return { a, b };
 }
 
+/** A's backlog of four (one urgent), then B's two. */
+async function admitBacklogs(app: TestApp): Promise<Awaited<ReturnType<typeof principals>>> {
+  const { a, b } = await principals(app);
+  for (const question of ["a1", "a2"]) await admit(a, { question });
+  await admit(a, { question: "a3 urgent", priority: 5 });
+  await admit(a, { question: "a4" });
+  await admit(b, { question: "b1" });
+  await admit(b, { question: "b2" });
+  return { a, b };
+}
+
 describe.each(backends)("fair claims on %s", (backend) => {
   it("interleaves principals, orders each one's runs by priority then age, and resumes expired leases first", async () => {
     t = await startTestApp(backend, { authRequired: true });
-    const { a, b } = await principals(t);
-    for (const question of ["a1", "a2"]) await admit(a, { question });
-    await admit(a, { question: "a3 urgent", priority: 5 });
-    await admit(a, { question: "a4" });
-    await admit(b, { question: "b1" });
-    await admit(b, { question: "b2" });
+    const { b } = await admitBacklogs(t);
     const claim = runState(t.app.db.prisma);
 
     // A's backlog came first, yet B's runs start as soon as B has fewer running runs than A.
@@ -105,12 +111,7 @@ describe.each(backends)("fair claims on %s", (backend) => {
 describe.each(backends)("fair claims of many runs at once on %s", (backend) => {
   it("takes them in the order claims one after another would, within each principal's cap, expired leases first", async () => {
     t = await startTestApp(backend, { authRequired: true });
-    const { a, b } = await principals(t);
-    for (const question of ["a1", "a2"]) await admit(a, { question });
-    await admit(a, { question: "a3 urgent", priority: 5 });
-    await admit(a, { question: "a4" });
-    await admit(b, { question: "b1" });
-    await admit(b, { question: "b2" });
+    await admitBacklogs(t);
     const claim = batchState(t.app.db.prisma);
     // A cap of 2: two of each principal, interleaved, A's urgent run first.
     expect(await claim(10, 2)).toEqual(["a3 urgent", "b1", "a1", "b2"]);
