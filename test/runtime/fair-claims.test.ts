@@ -78,10 +78,11 @@ describe.each(backends)("fair claims on %s", (backend) => {
     const { b } = await admitBacklogs(t);
     const claim = runState(t.app.db.prisma);
 
-    // A's backlog came first, yet B's runs start as soon as B has fewer running runs than A.
+    // A's backlog came first, yet B's runs start as soon as B has fewer running runs than A, and
+    // when both run as many, first the one with fewer runs waiting (B's b2 before A's a1).
     const order = [];
     for (let i = 0; i < 6; i += 1) order.push(await claim(10));
-    expect(order).toEqual(["a3 urgent", "b1", "a1", "b2", "a2", "a4"]);
+    expect(order).toEqual(["a3 urgent", "b1", "b2", "a1", "a2", "a4"]);
     expect(await claim(10)).toBeNull();
 
     // A run whose lease expired is resumed before any queued run, whoever has fewer running.
@@ -108,13 +109,28 @@ describe.each(backends)("fair claims on %s", (backend) => {
   });
 });
 
+describe.each(backends)("a principal's one run behind another's backlog on %s", (backend) => {
+  it("takes the next slot even when the backlog's running runs all ended at once", async () => {
+    t = await startTestApp(backend, { authRequired: true });
+    const { a, b } = await principals(t);
+    for (let i = 0; i < 4; i += 1) await admit(a, { question: `a${i}` });
+    const claim = runState(t.app.db.prisma);
+    expect([await claim(10), await claim(10)]).toEqual(["a0", "a1"]);
+    await admit(b, { question: "b0" });
+    // A's two runs end together: when the next slot frees, neither principal has a run running.
+    await t.app.db.prisma.run.updateMany({ where: { question: { in: ["a0", "a1"] } }, data: { status: "SUCCEEDED", leaseOwner: null } });
+    expect(await claim(10)).toBe("b0");
+    expect(await claim(10)).toBe("a2");
+  });
+});
+
 describe.each(backends)("fair claims of many runs at once on %s", (backend) => {
   it("takes them in the order claims one after another would, within each principal's cap, expired leases first", async () => {
     t = await startTestApp(backend, { authRequired: true });
     await admitBacklogs(t);
     const claim = batchState(t.app.db.prisma);
     // A cap of 2: two of each principal, interleaved, A's urgent run first.
-    expect(await claim(10, 2)).toEqual(["a3 urgent", "b1", "a1", "b2"]);
+    expect(await claim(10, 2)).toEqual(["a3 urgent", "b1", "b2", "a1"]);
     expect(await claim(10, 2)).toEqual([]);
     await t.app.db.prisma.run.updateMany({ where: { question: "b1" }, data: { leaseExpiresAt: new Date(Date.now() - 5_000) } });
     await t.app.db.prisma.run.updateMany({ where: { question: { in: ["a1", "a3 urgent"] } }, data: { status: "SUCCEEDED", leaseOwner: null } });

@@ -3,7 +3,9 @@
 // conversation's slot is free and that are the oldest queued run of their conversation. Queued
 // runs are taken fairly across principals: a principal's k-th run of the claim counts as if the
 // principal already ran k − 1 more, so a claim of 20 runs among two principals with none running
-// takes 10 of each (then by priority, then oldest), and no principal gets more than its cap allows.
+// takes 10 of each (then by priority, then the principal with fewer runs waiting — a principal
+// whose one run arrived behind another's backlog is not served after it because the backlog's
+// runs happened to end together — then oldest), and no principal gets more than its cap allows.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
 // took meanwhile is passed over for the next, not waited for. The same statement gives the runs
@@ -44,7 +46,8 @@ export async function takeClaimable(
         WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
      eligible AS (
        SELECT r.id, r.status = 'RUNNING' AS orphaned, COALESCE(running.n, 0) AS n, r.priority, r.created_at,
-              row_number() OVER (PARTITION BY r.owner_id, r.status ORDER BY r.priority DESC, r.created_at, r.id) AS k
+              row_number() OVER (PARTITION BY r.owner_id, r.status ORDER BY r.priority DESC, r.created_at, r.id) AS k,
+              count(*) OVER (PARTITION BY r.owner_id, r.status) AS waiting
          FROM run r
          LEFT JOIN running ON running.owner_id = r.owner_id
         WHERE ($3::text IS NULL OR r.id = $3)
@@ -57,7 +60,7 @@ export async function takeClaimable(
                                  WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
                                    AND (o.created_at, o.id) < (r.created_at, r.id))))),
      chosen AS (
-       SELECT id, row_number() OVER (ORDER BY orphaned DESC, CASE WHEN orphaned THEN 0 ELSE n + k END, priority DESC, created_at, id) AS place
+       SELECT id, row_number() OVER (ORDER BY orphaned DESC, CASE WHEN orphaned THEN 0 ELSE n + k END, priority DESC, waiting, created_at, id) AS place
          FROM eligible WHERE orphaned OR n + k <= $4),
      candidate AS (
        SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued, chosen.place FROM run r

@@ -3,7 +3,8 @@
 //   crashed or handed-back attempt, or one resuming after decisions); then a queued run whose
 //   conversation's execution slot is free and that is the oldest queued run of its conversation
 //   (a run paused before it started counts as queued there: it keeps its place),
-//   of the principal with the fewest running runs, then of their highest priority, then oldest.
+//   of the principal with the fewest running runs, then of their highest priority, then of the
+//   principal with fewer runs waiting, then oldest.
 //   A principal with maxRunningPerPrincipal running runs gets no queued run claimed; that count is
 //   checked again under a lock per principal, so workers claiming at once never exceed it;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
