@@ -68,7 +68,9 @@ const api = spawnBuilt("src/main.ts", {
   env: { ...common, PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
+// BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.
 const worker = spawnBuilt("src/worker-main.ts", {
+  nodeFlags: process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
   env: { ...common, WORKER_CONCURRENCY: String(RUNS), MAX_RUNNING_RUNS_PER_PRINCIPAL: String(RUNS), MODEL_MAX_CONCURRENCY: String(RUNS) },
 });
 await worker.waitForOutput(/worker started/, 120_000);
@@ -86,7 +88,8 @@ try {
   const transactionsBefore = await transactionsOf(database.url);
   let maxWorkerRss = rssOf(workerPid);
   const sampler = setInterval(() => {
-    maxWorkerRss = Math.max(maxWorkerRss, rssOf(workerPid));
+    if (worker.child.exitCode === null) maxWorkerRss = Math.max(maxWorkerRss, rssOf(workerPid));
+    else console.log(worker.output().slice(-3000));
   }, 200);
   // Loop delay of the API, the worker and this process (the model server and the subscribers):
   // during the burst of admissions and claims (its first BURST_MS), then while the answers stream.

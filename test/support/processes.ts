@@ -16,7 +16,7 @@ export type Spawned = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 };
 
-type SpawnOptions = { env?: Record<string, string>; args?: string[] };
+type SpawnOptions = { env?: Record<string, string>; args?: string[] /** Node's own flags, after the entry's (spawnBuilt). */; nodeFlags?: string[] };
 
 /**
  * The test processes of test/support that tests start many times over: the test run's global
@@ -51,7 +51,7 @@ function bundleOf(script: string): string {
  * scripts/build.mjs wrote to dist/ (the test run's global setup builds it), e.g. "src/main.ts".
  */
 export function spawnBuilt(entry: string, options: SpawnOptions = {}): Spawned {
-  return spawnNode([...NODE_FLAGS, bundleOf(entry)], { ...options, env: { ...NODE_ENV, ...options.env } });
+  return spawnNode([...NODE_FLAGS, ...(options.nodeFlags ?? []), bundleOf(entry)], { ...options, env: { ...NODE_ENV, ...options.env } });
 }
 
 /** A shell command line, run by sh in the project folder; `exec` makes the last command the process itself. */
