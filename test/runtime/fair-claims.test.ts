@@ -154,6 +154,45 @@ describe.runIf(backends.includes("postgres"))("fair claims made at the same mome
     expect(running.map((row) => row._count).sort()).toEqual([2, 3]);
   });
 
+  it("a run whose conversation's slot another transaction takes during the claim is left queued, and the claim's other runs start", async () => {
+    t = await startTestApp("postgres", { authRequired: true });
+    const { a, b } = await principals(t);
+    const { run: mine } = await admit(a, { question: "a0" });
+    await admit(b, { question: "b0" });
+    const { run: other } = await admit(b, { question: "b1 elsewhere" });
+    const prisma = t.app.db.prisma;
+    const conversationId = (await prisma.run.findUniqueOrThrow({ where: { id: dbId(mine.id) } })).conversationId;
+    await prisma.run.updateMany({ where: { id: dbId(other.id) }, data: { status: "SUCCEEDED" } });
+    const claim = batchState(prisma);
+    let claimed: Promise<string[]> | undefined;
+    // Another transaction takes a0's conversation's slot after the claim statement chose a0 (the
+    // slot was free then) and before the claim's attempts begin: their write waits for its lock.
+    await prisma.$transaction(
+      async (tx) => {
+        await tx.conversation.update({ where: { id: conversationId }, data: { activeRunId: dbId(other.id) } });
+        claimed = claim(10, 10);
+        await until(async () => {
+          const [row] = await prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH runs AS%'`;
+          return (row?.n ?? 0) > 0;
+        });
+      },
+      { timeout: 20_000 },
+    );
+    expect(await claimed).toEqual(["b0"]);
+    const a0 = await prisma.run.findUniqueOrThrow({ where: { id: dbId(mine.id) }, include: { attempts: true } });
+    expect({ status: a0.status, attempt: a0.attempt, attempts: a0.attempts.length, leaseOwner: a0.leaseOwner }).toEqual({
+      status: "QUEUED",
+      attempt: 0,
+      attempts: 0,
+      leaseOwner: null,
+    });
+    expect(await prisma.trace.count({ where: { runId: dbId(mine.id) } })).toBe(0);
+    // Once the slot is free again, a0 is claimed as any queued run.
+    await prisma.conversation.update({ where: { id: conversationId }, data: { activeRunId: null } });
+    expect(await claim(10, 10)).toEqual(["a0"]);
+  });
+
   it("twelve concurrent claims never give one principal more running runs than the cap", async () => {
     t = await startTestApp("postgres", { authRequired: true });
     const { a, b } = await principals(t);
@@ -167,3 +206,11 @@ describe.runIf(backends.includes("postgres"))("fair claims made at the same mome
     expect(running.map((row) => row._count).sort()).toEqual([2, 3]);
   });
 });
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the condition");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

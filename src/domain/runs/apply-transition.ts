@@ -356,7 +356,12 @@ async function dropPendingProposals(tx: Tx, runId: string, at: Date): Promise<vo
 }
 
 /** Another run of the conversation was claimed concurrently: the claim is undone. */
-export class SlotTaken extends Error {}
+export class SlotTaken extends Error {
+  /** The runs of a claim whose conversations' slots were taken (none: the run the transition applied to). */
+  constructor(readonly runIds: readonly string[] = []) {
+    super("the conversation's execution slot was taken by another run");
+  }
+}
 
 /** Takes the conversation's execution slot for the run, or throws SlotTaken (the caller's transaction rolls back). */
 async function takeSlot(tx: Tx, run: Pick<RunRecord, "id" | "conversationId">): Promise<void> {

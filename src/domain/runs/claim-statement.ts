@@ -34,11 +34,11 @@ export type TakeOptions = {
 /** The prefix of a principal's claim lock (an advisory lock on its hash). */
 const PRINCIPAL_LOCK = "claim-principal:";
 
-/** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full`; in the claim's order. */
+/** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full` and the runs in `unslotted`; in the claim's order. */
 export async function takeClaimable(
   tx: Tx,
   options: TakeOptions,
-  { runId, limit, full }: { runId: string | undefined; limit: number; full: readonly string[] },
+  { runId, limit, full, unslotted = [] }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[] },
 ): Promise<Taken[]> {
   const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; queued: boolean; place: number; locks: unknown })[]>(
     `WITH running AS (
@@ -53,7 +53,7 @@ export async function takeClaimable(
         WHERE ($3::text IS NULL OR r.id = $3)
           AND ((r.status = 'RUNNING' AND ${leaseExpiredSql("r", 6)})
             OR (r.status = 'QUEUED'
-                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[])
+                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[]) AND r.id <> ALL($9::text[])
                 AND NOT EXISTS (SELECT 1 FROM conversation c
                                  WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
                 AND NOT EXISTS (SELECT 1 FROM run o
@@ -86,6 +86,7 @@ export async function takeClaimable(
     options.leaseMarginMs,
     limit,
     options.modelLabel ?? null,
+    unslotted,
   );
   return taken
     .sort((a, b) => Number(a.place) - Number(b.place))

@@ -56,7 +56,7 @@ class PrincipalAtCap extends Error {
   }
 }
 
-/** How often a claim moves on to other principals' runs after losing a race for a principal's last slots. */
+/** How often a claim moves on to other runs after losing a race for a principal's last slots or a conversation's slot. */
 const CAP_RETRIES = 3;
 
 /** Claims the next claimable run (or only `runId`, when it is claimable); null when there is none. */
@@ -72,15 +72,18 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
  * first-attempt-statement.ts); a run taken over from an attempt before adds its own writes one by one.
  */
 export async function claimRuns(options: ClaimOptions, limit: number, runId?: string): Promise<ClaimedAttempt[]> {
-  // Principals found at their cap once their lock was held: skipped by the next try.
+  // Principals found at their cap once their lock was held, and runs whose conversation's slot
+  // another run took meanwhile: skipped by the next try, which claims the others again.
   const full: string[] = [];
+  const unslotted: string[] = [];
   for (let tries = 0; tries <= CAP_RETRIES; tries += 1) {
     try {
-      return await claimOnce(options, { limit, runId, full });
+      return await claimOnce(options, { limit, runId, full, unslotted });
     } catch (error) {
-      if (error instanceof SlotTaken) return [];
-      if (!(error instanceof PrincipalAtCap)) throw error;
-      full.push(error.ownerId);
+      if (error instanceof SlotTaken && runId === undefined && error.runIds.length > 0) unslotted.push(...error.runIds);
+      else if (error instanceof SlotTaken) return [];
+      else if (error instanceof PrincipalAtCap) full.push(error.ownerId);
+      else throw error;
     }
   }
   return [];
@@ -89,7 +92,10 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
 type Claimed = { claimed: ClaimedAttempt; applied: Applied };
 
 /** One claim transaction: takes the fairest claimable runs (skipping the principals in `full`) and starts their attempts. */
-async function claimOnce(options: ClaimOptions, take: { limit: number; runId: string | undefined; full: readonly string[] }): Promise<ClaimedAttempt[]> {
+async function claimOnce(
+  options: ClaimOptions,
+  take: { limit: number; runId: string | undefined; full: readonly string[]; unslotted: readonly string[] },
+): Promise<ClaimedAttempt[]> {
   const claimed = await options.prisma.$transaction(async (tx) => {
     // The lease runs from the claim statement's own start (statement_timestamp(), not the
     // transaction's), which is after this moment: the attempt's clock starts no later than its lease.
@@ -106,7 +112,10 @@ async function claimOnce(options: ClaimOptions, take: { limit: number; runId: st
         return { run, rootSpan: options.describeRun(run), countRunningOf: t.queued ? t.owner_id : undefined };
       });
       const begun = await beginFirstAttempts(tx, begins, { instance: options.workerId, at: now });
-      if (begun.some((b) => !b.slotted)) throw new SlotTaken();
+      // A run whose conversation's slot another run took since the claim statement chose it: the
+      // claim is made again without it (rare: the statement chose only runs whose slot was free).
+      const unslotted = begun.filter((b) => !b.slotted).map((b) => b.runId);
+      if (unslotted.length > 0) throw new SlotTaken(unslotted);
       checkCaps(firsts, begun, options.maxRunningPerPrincipal);
       for (const b of begun) {
         // A first attempt claims the run (its conversation's slot was taken with its beginning).
