@@ -9,13 +9,14 @@ import { type EventPublisher, publishRunListChange, publishRunStatus, type RunSt
 import type { AfterCommit } from "../after-commit.js";
 import { runAfterCommit } from "../after-commit.js";
 import { toStored } from "../text/stored-text.js";
-import { appendEventIn, changeSpanIn, endOpenSpansIn, endTraceIn, ensureTrace, type TraceChange } from "../trace/trace-writes.js";
+import type { TraceChange } from "../trace/trace-writes.js";
+import { endSpans, markRunSpan, stopRequestedEvent } from "./transition-spans.js";
 import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
 import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
 import { stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
-import type { Announcement, SpanEnding, Transition } from "./transitions.js";
+import type { Announcement, Transition } from "./transitions.js";
 import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
 
 /** The run a transition applies to: enough of its row to write the side effects. */
@@ -288,17 +289,6 @@ function leaseAfter(lease: Transition["lease"]): Record<string, unknown> {
   }
 }
 
-/** The stop request's event on the run's RUN span (none yet for a run never claimed: its attempt records it when it acts on it). */
-async function stopRequestedEvent(tx: Tx, runId: string, stop: StopRequest): Promise<TraceChange | null> {
-  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
-  if (!root) return null;
-  return appendEventIn(tx, root, {
-    kind: "STOP_REQUESTED",
-    payload: { mode: stop.mode, requestedBy: stop.by, requestedAt: stop.at.toISOString() },
-    at: stop.at,
-  });
-}
-
 /** The outcome the settle steps of a run stopped outside an attempt see. */
 const stoppedAs = (status: RunStatusName): Outcome => ({ type: "interrupted", status: status === "TIMED_OUT" ? "TIMED_OUT" : "CANCELLED" });
 
@@ -307,43 +297,6 @@ function attemptOutcomeOf(row: Transition, details: TransitionDetails): AttemptO
   // NEW: the attempt before, if the details name one, ends as its instance's liveness said.
   if (row.attempt === "AS_GIVEN" || row.attempt === "NEW") return details.attempt?.outcome ?? null;
   return row.attempt;
-}
-
-/** A settled run's own spans: an interrupted run that settles was stopped for good (cancelled, timed out). */
-const spanStatusOf = (outcome: Outcome | undefined): "OK" | "ERROR" | "CANCELLED" =>
-  outcome?.type === "failed" ? "ERROR" : outcome?.type === "interrupted" ? "CANCELLED" : "OK";
-
-/** Ends the spans still open as the row says; the trace too when it ends (created if the run never started, so it can end). */
-async function endSpans(tx: Tx, ending: SpanEnding, runId: string, details: TransitionDetails): Promise<(TraceChange | null)[]> {
-  const { at, reason, spans } = details;
-  const own = ending.attemptSpans && spans ? spans : null;
-  const traceId = spans?.root.traceId ?? (ending.trace === "ENDS" ? await ensureTrace(tx, runId) : runId);
-  const spanStatus = ending.status === "AS_GIVEN" ? (details.spanStatus ?? "INTERRUPTED") : ending.status;
-  const changes: (TraceChange | null)[] = await endOpenSpansIn(tx, {
-    traceId,
-    status: spanStatus,
-    reason: own ? `still open when the run ${ending.attemptSpans === "OUTCOME" ? "ended" : "began to wait"}` : reason,
-    includeRoot: ending.root && !own,
-    except: own ? [own.attempt.id, own.root.id] : [],
-    at,
-  });
-  if (own && ending.attemptSpans === "OUTCOME") {
-    const failure = details.outcome?.type === "failed" ? { failureReason: details.outcome.reason, error: details.outcome.message } : {};
-    changes.push(await changeSpanIn(tx, own.attempt, { status: spanStatusOf(details.outcome), attributes: failure, at }));
-    changes.push(await changeSpanIn(tx, own.root, { status: spanStatusOf(details.outcome), attributes: failure, at }));
-  }
-  if (own && ending.attemptSpans === "OK") {
-    const waiting = await tx.toolApproval.count({ where: { runId, decision: null } });
-    changes.push(await changeSpanIn(tx, own.attempt, { status: "OK", attributes: { "dossier.waitingForDecisions": waiting }, at }));
-  }
-  if (ending.trace === "ENDS") changes.push(await endTraceIn(tx, traceId, at));
-  return changes;
-}
-
-/** Marks the transition on the run's RUN span; a run that never started has none, and nothing is written. */
-async function markRunSpan(tx: Tx, runId: string, kind: "PAUSE_REQUESTED" | "PAUSED" | "RESUMED", details: TransitionDetails): Promise<TraceChange | null> {
-  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
-  return root ? appendEventIn(tx, root, { kind, payload: details.reason, at: details.at }) : null;
 }
 
 async function endAttemptRow(tx: Tx, runId: string, number: number, outcome: AttemptOutcome, at: Date): Promise<void> {

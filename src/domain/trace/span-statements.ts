@@ -1,4 +1,4 @@
-// A span's start, and an end that only sets its status, each as one statement: the trace's next
+// A span's start, an end that only sets its status, and a trace's end, each as one statement: the trace's next
 // seq number, the span row and its replay-log row written together, with the attempt fence's
 // check (domain/runs/holder.ts) carried inside the statement. One statement is atomic on its own,
 // so these need no transaction: a turn's spans cost one round trip each instead of five. When the
@@ -180,4 +180,23 @@ export function endedChange(span: { id: string; traceId: string }, status: SpanS
     endedAt: at,
   };
   return { traceId: span.traceId, seq: Number(row.seq), type: "SPAN_ENDED", spanId: span.id, eventId: null, span: state, at };
+}
+
+/**
+ * Marks the trace ended in one statement, its replay-log row with it (TRACE_ENDED, the trace's
+ * next seq); null when it had ended already, and nothing was written. A trace ends once.
+ */
+export async function endTraceStatement(db: Db, traceId: string, at: Date): Promise<TraceChange | null> {
+  const [row] = await queryRows<{ seq: number }>(
+    db,
+    `WITH ended AS (
+       UPDATE trace SET ended_at = $2::text::timestamptz, last_seq = last_seq + 1 WHERE id = $1 AND ended_at IS NULL RETURNING last_seq AS seq
+     )
+     INSERT INTO trace_change (trace_id, seq, type, at) SELECT $1, ended.seq, 'TRACE_ENDED', $2::text::timestamptz FROM ended
+     RETURNING seq`,
+    traceId,
+    at.toISOString(),
+  );
+  if (!row) return null;
+  return { traceId, seq: Number(row.seq), type: "TRACE_ENDED", spanId: null, eventId: null, span: null, at: at.toISOString() };
 }
