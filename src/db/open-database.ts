@@ -201,7 +201,7 @@ async function openPostgres(
   onQuery?: (sql: string, params: string) => void,
 ): Promise<Database> {
   // Loaded only here, as PGlite's code is only loaded by openPglite.
-  const [{ PrismaPg }, { default: pg }] = await Promise.all([import("@prisma/adapter-pg"), import("pg")]);
+  const [{ PrismaPg }, { default: pg }, { directTypes }] = await Promise.all([import("@prisma/adapter-pg"), import("pg"), import("./pg-timestamps.js")]);
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   const pool = new pg.Pool({
@@ -218,7 +218,7 @@ async function openPostgres(
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const prisma = prismaClient(new PrismaPg(pool), onQuery);
-  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>(statement)).rows);
+  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows);
   sendingDirect(prisma, (sql, params) => {
     onQuery?.(sql, JSON.stringify(params));
     return prepared(sql, params);
