@@ -28,3 +28,45 @@ export function queryRows<T>(db: PrismaClient | Prisma.TransactionClient, sql: s
   const query = direct.get(db);
   return query ? (query(sql, params) as Promise<T[]>) : db.$queryRawUnsafe<T[]>(sql, ...params);
 }
+
+/** A statement as node-postgres takes it: `name` makes it a prepared statement of the connection. */
+export type NamedStatement = { text: string; values: unknown[]; name?: string };
+
+/** How PostgreSQL refuses a prepared statement whose result columns changed: "cached plan must not change result type". */
+const resultTypeChanged = (error: unknown) => {
+  const { code, routine } = error as { code?: string; routine?: string };
+  return code === "0A000" && routine === "RevalidateCachedQuery";
+};
+
+/**
+ * Statements sent straight to PostgreSQL, named so that each connection parses (and, once
+ * PostgreSQL settles on a plan, plans) a statement once instead of on every call, as the
+ * embedded database's statements are prepared once each (pglite-statements.ts). The same text
+ * always gets the same name; the first `limit` distinct texts get one and later ones go unnamed,
+ * so a connection holds at most `limit` prepared statements however many texts callers make.
+ * A prepared statement whose result columns a migration has changed (`RETURNING span.*` after a
+ * column was added) fails on every call from then on: its text is given a new name and sent
+ * again, once.
+ */
+export function preparingOnce(send: (statement: NamedStatement) => Promise<Record<string, unknown>[]>, limit = 500): DirectQuery {
+  const names = new Map<string, string>();
+  let made = 0;
+  const nameOf = (sql: string): string | undefined => {
+    const known = names.get(sql);
+    if (known !== undefined || names.size >= limit) return known;
+    const name = `dossier_direct_${(made += 1)}`;
+    names.set(sql, name);
+    return name;
+  };
+  return async (sql, params) => {
+    const name = nameOf(sql);
+    try {
+      return await send({ text: sql, values: params as unknown[], name });
+    } catch (error) {
+      if (name === undefined || !resultTypeChanged(error)) throw error;
+      const renamed = `dossier_direct_${(made += 1)}`;
+      names.set(sql, renamed);
+      return send({ text: sql, values: params as unknown[], name: renamed });
+    }
+  };
+}

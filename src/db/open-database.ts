@@ -8,7 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { sendingDirect } from "./direct-statements.js";
+import { preparingOnce, sendingDirect } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
@@ -201,7 +201,7 @@ async function openPostgres(
   onQuery?: (sql: string, params: string) => void,
 ): Promise<Database> {
   // Loaded only here, as PGlite's code is only loaded by openPglite.
-  const [{ PrismaPg }, { default: pg }] = await Promise.all([import("@prisma/adapter-pg"), import("pg")]);
+  const [{ PrismaPg }, { default: pg }, { directTypes }] = await Promise.all([import("@prisma/adapter-pg"), import("pg"), import("./pg-timestamps.js")]);
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   const pool = new pg.Pool({
@@ -218,9 +218,10 @@ async function openPostgres(
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const prisma = prismaClient(new PrismaPg(pool), onQuery);
-  sendingDirect(prisma, async (sql, params) => {
+  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows);
+  sendingDirect(prisma, (sql, params) => {
     onQuery?.(sql, JSON.stringify(params));
-    return (await pool.query<Record<string, unknown>>(sql, params as unknown[])).rows;
+    return prepared(sql, params);
   });
   const withSession = async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();

@@ -165,6 +165,10 @@ describe("malicious queries are refused, and the server is unharmed", () => {
   it("after all of it, ordinary requests and health checks still succeed", async () => {
     expect((await query("{ __typename }")).body).toEqual({ data: { __typename: "Query" } });
     expect((await fetch(t.server!.url.replace("/graphql", "/health"))).status).toBe(200);
+    for (const path of ["/ready", "/ready?probe=1"]) {
+      const ready = await fetch(t.server!.url.replace("/graphql", path));
+      expect([ready.status, await ready.json()]).toEqual([200, { status: "ready" }]);
+    }
     const workspace = await createWorkspace(t.client, "Still serving");
     expect(workspace.id).toBeTruthy();
   });

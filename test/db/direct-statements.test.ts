@@ -1,0 +1,74 @@
+// Statements sent straight to PostgreSQL (direct-statements.ts) are prepared once per connection,
+// as the embedded database's are: PostgreSQL parses such a statement once, not on every call
+// (about half of the database's CPU per typical workspace read). A prepared statement must keep
+// answering when a migration changes the columns it returns.
+import { afterEach, describe, expect, it } from "vitest";
+import { preparingOnce, queryRows, type NamedStatement } from "../../src/db/direct-statements.js";
+import { type Database, openDatabase } from "../../src/db/open-database.js";
+import { backends, createPostgresDatabase } from "../support/databases.js";
+
+describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL", () => {
+  let db: Database | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await db?.close();
+    await drop?.();
+    db = undefined;
+  });
+
+  const open = async (poolSize: number) => {
+    const created = await createPostgresDatabase();
+    drop = created.drop;
+    db = await openDatabase({ kind: "postgres", url: created.url, poolSize });
+    return db;
+  };
+
+  it("parses a repeated statement once on its connection", async () => {
+    const { prisma } = await open(1);
+    const read = "SELECT $1::int * 2 AS doubled";
+    for (let call = 1; call <= 12; call++) expect(await queryRows(prisma, read, call)).toEqual([{ doubled: call * 2 }]);
+    const prepared = await queryRows<{ executions: number }>(
+      prisma,
+      "SELECT (generic_plans + custom_plans)::int AS executions FROM pg_prepared_statements WHERE statement = $1",
+      read,
+    );
+    expect(prepared).toEqual([{ executions: 12 }]);
+  });
+
+  it("keeps answering a prepared `SELECT *` after a column is added to its table", async () => {
+    const { prisma } = await open(3);
+    await queryRows(prisma, "CREATE TABLE note (id int PRIMARY KEY, body text)");
+    await queryRows(prisma, "INSERT INTO note VALUES (1, 'first')");
+    const read = "SELECT * FROM note WHERE id = $1";
+    // Prepared on every connection of the pool.
+    for (let round = 0; round < 3; round++) await Promise.all([1, 1, 1].map((id) => queryRows(prisma, read, id)));
+    await queryRows(prisma, "ALTER TABLE note ADD COLUMN pinned boolean NOT NULL DEFAULT false");
+    for (let round = 0; round < 3; round++) {
+      const rows = await Promise.all([1, 1, 1].map((id) => queryRows(prisma, read, id)));
+      expect(rows).toEqual([1, 2, 3].map(() => [{ id: 1, body: "first", pinned: false }]));
+    }
+  });
+
+  it("still refuses a statement that is wrong, and answers it right once corrected", async () => {
+    const { prisma } = await open(1);
+    await expect(queryRows(prisma, "SELECT * FROM missing_table")).rejects.toMatchObject({ code: "42P01" });
+    await queryRows(prisma, "CREATE TABLE missing_table (id int)");
+    expect(await queryRows(prisma, "SELECT * FROM missing_table")).toEqual([]);
+  });
+});
+
+describe("statement names", () => {
+  it("gives a text the same name on every call, and none past the limit", async () => {
+    const sent: NamedStatement[] = [];
+    const query = preparingOnce(async (statement) => {
+      sent.push(statement);
+      return [];
+    }, 2);
+    for (const sql of ["a", "b", "a", "c", "b", "c"]) await query(sql, []);
+    const names = sent.map((statement) => statement.name);
+    expect(names[0]).toBeDefined();
+    expect(names[1]).toBeDefined();
+    expect(names[0]).not.toBe(names[1]);
+    expect(names).toEqual([names[0], names[1], names[0], undefined, names[1], undefined]);
+  });
+});
