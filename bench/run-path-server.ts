@@ -4,7 +4,7 @@
 // answers the IPC message "stats" with the CPU time used, the SQL statements and transactions sent
 // so far and the trace records (spans and events) persisted. BENCH_SQL_SHAPES=<file>: on exit, the
 // statements sent, counted by their first 90 characters; BENCH_SQL_SEQUENCE=<file>: each one's
-// first 70, in the order sent.
+// first 70 (BENCH_SQL_FULL=1: whole), in the order sent.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -24,7 +24,7 @@ const shapes = process.env.BENCH_SQL_SHAPES ? new Map<string, number>() : undefi
 
 const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, {
   onQuery: (sql) => {
-    if (sequence) sequence.push(sql.slice(0, 70).replace(/\s+/g, " "));
+    if (sequence) sequence.push((process.env.BENCH_SQL_FULL ? sql : sql.slice(0, 70)).replace(/\s+/g, " "));
     if (shapes) shapes.set(sql.slice(0, 90), (shapes.get(sql.slice(0, 90)) ?? 0) + 1);
     if (/^\s*(COMMIT\b|-- Implicit "COMMIT")/i.test(sql)) transactions += 1;
     else if (!/^\s*(BEGIN|ROLLBACK\b|-- Implicit)/i.test(sql)) statements += 1;

@@ -1,6 +1,6 @@
 // What one turn of a run costs the database: from one model request to the next, with one instant
-// built-in tool call between (task_list), the SQL statements and the transactions the runtime
-// sends. A turn's writes are few and batched; this pins their number so that a change which adds
+// built-in tool call between (task_list), or six run concurrently, the SQL statements and the
+// transactions the runtime sends. A turn's writes are few and batched; this pins their number so that a change which adds
 // a statement to every turn of every run is seen.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,19 +38,26 @@ afterEach(async () => {
 });
 
 describe.each(backends)("one turn's SQL on %s", (backend) => {
-  it(`is ${PER_TURN.statements} statements in ${PER_TURN.transactions} transactions`, async () => {
+  // Six instant calls' results are known together and logged together (runtime/loop/result-group.ts).
+  it.each([1, 6])(`with %i tool calls is ${PER_TURN.statements} statements in ${PER_TURN.transactions} transactions`, async (calls) => {
     const statements: string[] = [];
     /** Per run (its key in the question), the number of model requests it made so far. */
     const turns = new Map<string, number>();
     /** Per run, called when it asked for its final answer. */
     const answered = new Map<string, () => void>();
     stub = await startOpenAIStreamStub((request) => {
-      const key = /\[turns (\d+) (\S+)\]/.exec(JSON.stringify(request.messages))!;
+      const key = /\[turns (\d+) (\S+) (\d+)\]/.exec(JSON.stringify(request.messages))!;
       const turn = (turns.get(key[2]!) ?? 0) + 1;
       turns.set(key[2]!, turn);
       if (turn > Number(key[1])) answered.get(key[2]!)?.();
       if (turn <= Number(key[1]))
-        return { toolCalls: [{ id: `call_${turn}`, name: "task_list", fragments: [JSON.stringify({ action: "add", title: `task ${turn}` })] }] };
+        return {
+          toolCalls: Array.from({ length: Number(key[3]) }, (_, i) => ({
+            id: `call_${turn}_${i}`,
+            name: "task_list",
+            fragments: [JSON.stringify({ action: "add", title: `task ${turn}.${i}` })],
+          })),
+        };
       return { text: ["Done."] };
     });
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
@@ -67,7 +74,7 @@ describe.each(backends)("one turn's SQL on %s", (backend) => {
     const runOf = async (toolTurns: number, key: string) => {
       const done = new Promise<void>((resolve) => answered.set(key, resolve));
       const from = statements.length;
-      const { run } = await admit(t!.client, { question: `Plan the week. [turns ${toolTurns} ${key}]` });
+      const { run } = await admit(t!.client, { question: `Plan the week. [turns ${toolTurns} ${key} ${calls}]` });
       await done;
       // The run's end and the last of its trace are written once no statement came for a while.
       for (let seen = -1; seen !== statements.length; ) {

@@ -21,6 +21,7 @@ import { answeredBefore, type HeldStep, heldCallIds, heldStep, inResumedTurn, st
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
+import { groupedResults } from "./result-group.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import type { CostState } from "../../domain/costs/caps.js";
@@ -313,7 +314,14 @@ export class RunExecutor {
    */
   private async actionStep(turn: Turn, span: SpanRef, step: Step): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
-    let unlogged = step.calls.length;
+    // The results known together are logged together; the last carries the next turn's read of the run's requests
+    // (every call's work is done; a stop or a charge made since is read as one made after it), or it goes alone later.
+    const logResults = groupedResults(step.calls.length, (entries, last) => {
+      const next = last ? this.deps.runs.carriedRequests(run.id) : undefined;
+      const logged = log.append(next ? withRead(write, next.read) : write, entries);
+      if (next) turn.nextRequests = caught(logged.then(() => next.value() ?? this.deps.runs.requests(run.id)));
+      return logged;
+    });
     const results = await executeToolCalls({
       calls: step.calls,
       tools: turn.tools,
@@ -324,15 +332,7 @@ export class RunExecutor {
       signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
-      logResult: async ({ call, output, spill }) => {
-        // The last result: the next turn's read of the run's requests rides in its entry's statement (every call's work is
-        // done; a stop or a charge made since is read as one made after it), or goes alone once the entry took no statement.
-        const next = (unlogged -= 1) === 0 ? this.deps.runs.carriedRequests(run.id) : undefined;
-        const entry = { role: "TOOL" as const, toolCallId: call.id, toolName: call.name, content: output, spill };
-        const logged = log.append(next ? withRead(write, next.read) : write, [entry]);
-        if (next) turn.nextRequests = caught(logged.then(() => next.value() ?? this.deps.runs.requests(run.id)));
-        return (await logged)[0]!.id;
-      },
+      logResult: ({ call, output, spill }) => logResults({ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }),
       gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
