@@ -5,7 +5,9 @@
 // time). Takes well under a second.
 //   node scripts/build.mjs [entry.ts …]   (default: the three processes)
 import { readFileSync, writeFileSync } from "node:fs";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { spreadParameterizationSchema } from "./prisma-param-graph.mjs";
 
@@ -99,7 +101,11 @@ export const paramGraph = {
 const twoScalars = {
   name: "graphql-scalars-used",
   setup(build) {
-    build.onResolve({ filter: /^graphql-scalars$/ }, () => ({ path: fileURLToPath(import.meta.resolve("graphql-scalars")), sideEffects: false }));
+    build.onResolve({ filter: /^graphql-scalars$/ }, () => {
+      const manifest = createRequire(import.meta.url).resolve("graphql-scalars/package.json");
+      const entry = JSON.parse(readFileSync(manifest, "utf8")).exports["."].import.default;
+      return { path: path.join(path.dirname(manifest), entry), sideEffects: false };
+    });
   },
 };
 
