@@ -8,3 +8,5 @@ export declare const NODE_FLAGS: string[];
 export declare const NODE_ENV: Record<string, string>;
 /** The command line that runs a bundle as `npm start` does. */
 export declare function nodeCommand(bundle: string): string;
+/** The esbuild plugin that lays out Prisma's parameterization graph for V8 (see build.mjs). */
+export declare const paramGraph: import("esbuild").Plugin;
