@@ -1,12 +1,14 @@
 // What a claim costs the database: the round trips between a worker's wake-up and its run's
 // first model request begin with the claim's transaction, so its statements are pinned here, and
 // what it writes is read back: the run's trace with its RUN and ATTEMPT spans and their replay
-// log (seq 1 and 2), the attempt's row, and the question entering the conversation's log.
+// log (seq 1 and 2), the attempt's row, and the question entering the conversation's log; and
+// what the attempt would read next (its log, its requests), which the claim gives back instead.
 // A claim of many runs costs the same statements as a claim of one. Claims are made through the
 // run state the worker uses, with no worker running.
 import { afterEach, describe, expect, it } from "vitest";
 import { createEventBus } from "../../src/events/topics.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
+import { readLog } from "../../src/runtime/adapters/prisma-conversation-log.js";
 import type { TraceChange } from "../../src/domain/trace/trace-writes.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
@@ -97,6 +99,10 @@ describe.each(backends)("a claim's SQL on %s", (backend) => {
     expect(log.map((m) => [m.seq, m.role, m.content, m.runId])).toEqual([[1, "USER", question, runId]]);
     const { messageCount } = await prisma.conversation.findUniqueOrThrow({ where: { id: conversationId } });
     expect(messageCount).toBe(1);
+    // What the attempt would read next comes back with the claim, as those reads give it: the
+    // log (the question is the conversation's first message) and the run's requests.
+    expect(claimed?.log?.map((message) => ({ ...message, spill: null }))).toEqual(await readLog(prisma, conversationId));
+    expect(claimed?.requests).toEqual(await runs.requests(runId));
   });
 
   it(`claims ${BURST} runs in one transaction of the same ${FIRST_CLAIM_STATEMENTS} statements, each with all of its beginning`, async () => {

@@ -47,6 +47,8 @@ export type ClaimOptions = {
   describeRun: (run: Run) => { name: string; attributes: Record<string, unknown> };
   /** The model the claimant's attempts ask, recorded on the runs it takes (claim-statement.ts). */
   modelLabel?: string;
+  /** The operator's default daily cost limit per principal, for the requests read with a first attempt (run-requests.ts). */
+  dailyCostLimit?: string | null;
 };
 
 /** The claimed run's principal reached their running-run cap under a concurrent claim: claim another's run. */
@@ -111,7 +113,7 @@ async function claimOnce(
         const run = rows.get(t.id)!;
         return { run, rootSpan: options.describeRun(run), countRunningOf: t.queued ? t.owner_id : undefined };
       });
-      const begun = await beginFirstAttempts(tx, begins, { instance: options.workerId, at: now });
+      const begun = await beginFirstAttempts(tx, begins, { instance: options.workerId, at: now, dailyCostLimit: options.dailyCostLimit ?? null });
       // A run whose conversation's slot another run took since the claim statement chose it: the
       // claim is made again without it (rare: the statement chose only runs whose slot was free).
       const unslotted = begun.filter((b) => !b.slotted).map((b) => b.runId);
@@ -125,8 +127,10 @@ async function claimOnce(
           ? { run, number: 1, root: b.root, span: b.span, leaseSentAt }
           : // The run has a trace already: its spans start one by one.
             await startAttempt(tx, options, { run, number: 1, now, leaseSentAt, changes: applied.changes });
-        // The conversation's lineage came back with its slot: the attempt reads its log in one statement.
-        done.set(run.id, { claimed: { ...claimedRun, lineage: b.lineage }, applied });
+        // The conversation's lineage came back with its slot: the attempt reads its log in one statement
+        // (none when the log is the question alone), and its requests were read with its beginning.
+        const known = { lineage: b.lineage, ...(b.requests && { requests: b.requests }), ...(b.created && b.log && { log: b.log }) };
+        done.set(run.id, { claimed: { ...claimedRun, ...known }, applied });
       }
     }
     // Any later attempt takes the run over from the attempt before.

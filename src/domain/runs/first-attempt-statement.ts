@@ -4,19 +4,24 @@
 // run's question entering its conversation's log — and, for queued runs, the count of each
 // principal's other running runs, taken after the claim statement's lock of those principals
 // (claim-statement.ts). Each conversation's lineage comes back with its slot (it never changes
-// after a fork), so the attempt reads its log in one statement.
+// after a fork), so the attempt reads its log in one statement — or not at all when the run's
+// question is its conversation's first message: the log is then that question, as written here.
+// Each run's requests (run-requests.ts: its stop, pause, steering inputs and cost caps) are read
+// in the same statement, after the claim took it: the attempt's first turn needs no read of them.
 // The same writes took fourteen round trips one by one per run (trace upsert, a span's seq, row
 // and log row each, the attempt, the question's count, counter and row), each waited for by the
 // run's first model request. A run whose trace already exists (resumed from a pause before its
 // first attempt's trace, say) gets only its slot here: the claim then starts its spans as before.
 import type { Prisma } from "../../generated/prisma/client.js";
-import { toStored, toStoredJson } from "../text/stored-text.js";
+import { fromStored, toStored, toStoredJson } from "../text/stored-text.js";
 import { newSpanId } from "../trace/span-ids.js";
 import { startedChange } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import type { SpanRef } from "./vocabulary.js";
 import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
 import { type LineageLevel, lineageOf } from "../research/conversation-lineage.js";
+import type { Message } from "../../generated/prisma/client.js";
+import { requestsOfColumn, type RunRequests, runRequestsColumn } from "./run-requests.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -35,16 +40,20 @@ export type FirstAttemptBegun = {
   running: number;
   /** The run's conversation's lineage (ConversationLog.read), read with its slot. */
   lineage: LineageLevel[];
+  /** The run's requests as the claim left them (read in the statement, after the claim statement took the run). */
+  requests?: RunRequests;
+  /** The conversation's whole log, when it is the run's question alone (written by this statement). */
+  log?: Message[];
 } & ({ created: true; root: SpanRef; span: SpanRef; changes: TraceChange[] } | { created: false });
 
-type Row = { id: string; created: boolean; slotted: boolean; running: number; lineage: unknown };
+type Row = { id: string; created: boolean; slotted: boolean; running: number; lineage: unknown; seq: number | null; asks: boolean | null; requests: unknown };
 type NewSpan = { id: string; parentId: string | null; kind: "RUN" | "ATTEMPT"; name: string; attributes: Record<string, unknown> };
 
 /** Writes the beginnings of `begins` (first attempts, numbered 1, of `instance`, all at `at`), one result per run in order. */
 export async function beginFirstAttempts(
   tx: Tx,
   begins: readonly FirstAttempt[],
-  { instance, at: when }: { instance: string; at: Date },
+  { instance, at: when, dailyCostLimit = null }: { instance: string; at: Date; dailyCostLimit?: string | null },
 ): Promise<FirstAttemptBegun[]> {
   const at = when.toISOString();
   const spansOf = begins.map((begin): NewSpan[] => {
@@ -115,6 +124,9 @@ export async function beginFirstAttempts(
        EXISTS (SELECT 1 FROM trace_row WHERE trace_row.id = runs.id) AS created,
        EXISTS (SELECT 1 FROM slot WHERE slot.id = runs.id) AS slotted,
        (SELECT slot.lineage FROM slot WHERE slot.id = runs.id) AS lineage,
+       (SELECT slot.seq FROM slot WHERE slot.id = runs.id) AS seq,
+       (SELECT slot.asks FROM slot WHERE slot.id = runs.id) AS asks,
+       ${runRequestsColumn("runs.id", "$5")} AS requests,
        CASE WHEN runs."countOf" IS NULL THEN 0 ELSE (
          SELECT count(*)::int FROM run
           WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${RUNNING_UNDER_LEASE}) END AS running
@@ -123,14 +135,36 @@ export async function beginFirstAttempts(
     JSON.stringify(spans),
     at,
     instance,
+    dailyCostLimit,
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   return begins.map(({ run }, index): FirstAttemptBegun => {
     const row = byId.get(run.id);
-    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0), lineage: lineageOf(row?.lineage) };
+    const lineage = lineageOf(row?.lineage);
+    const requests = requestsOfColumn(row?.requests);
+    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0), lineage, ...(requests && { requests }) };
     if (!row?.created) return { ...common, created: false };
     const [root, attempt] = spansOf[index]!;
+    // The question is the conversation's first message: the log is known without a read.
+    const question = runs[index]!;
+    const log: Message[] | undefined =
+      row.asks && Number(row.seq) === 1 && lineage.length === 0
+        ? [
+            {
+              id: question.message,
+              conversationId: question.conversation,
+              seq: 1,
+              role: "USER",
+              content: fromStored(question.question),
+              toolCalls: null,
+              toolCallId: null,
+              toolName: null,
+              runId: run.id,
+              createdAt: when,
+            },
+          ]
+        : undefined;
     const changes = spansOf[index]!.map((span, n) => startedChange({ ...span, traceId: run.id }, n + 1, at));
-    return { ...common, created: true, root: { id: root!.id, traceId: run.id }, span: { id: attempt!.id, traceId: run.id }, changes };
+    return { ...common, ...(log && { log }), created: true, root: { id: root!.id, traceId: run.id }, span: { id: attempt!.id, traceId: run.id }, changes };
   });
 }

@@ -67,6 +67,16 @@ export function carriedRunRequests(runId: string, dailyCostLimit: string | null)
   };
 }
 
+/**
+ * The same read as a column of a statement over many runs (a claim's first attempts,
+ * first-attempt-statement.ts): `run` and `limit` are SQL expressions of the run's id and the
+ * operator default daily limit; the column's value is read back with `requestsOfColumn`.
+ */
+export const runRequestsColumn = (run: string, limit: string): string => `(SELECT row_to_json(q) FROM (${sqlOf(run, limit)}) q)`;
+
+/** What `runRequestsColumn` read; undefined when the run was not found (the attempt then reads alone). */
+export const requestsOfColumn = (value: unknown): RunRequests | undefined => (value ? requestsOf(value as Row) : undefined);
+
 function requestsOf(row: Row | undefined): RunRequests {
   const dailyLimit = decimalOrNull(row?.daily_limit);
   const monthlyBudget = decimalOrNull(row?.monthly_budget);

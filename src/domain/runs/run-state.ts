@@ -36,12 +36,14 @@ export class PrismaRunState {
 
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null> {
     const { prisma, events, trace } = this.deps;
-    return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, runId);
+    const { dailyCostLimit } = this.deps;
+    return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, runId);
   }
 
   claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]> {
     const { prisma, events, trace } = this.deps;
-    return claimRuns({ prisma, events, announce: (changes) => trace.announce(changes), ...claimant }, count);
+    const { dailyCostLimit } = this.deps;
+    return claimRuns({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, count);
   }
 
   fence(holder: Holder, onLost: OnLost): AttemptFence {

@@ -3,6 +3,8 @@
 // ports speak these types (runtime/ports/run-state.ts re-exports them); the transitions
 // (transitions.ts) are written in them.
 import type { LineageLevel } from "../research/conversation-lineage.js";
+import type { Message } from "../../generated/prisma/client.js";
+import type { RunRequests } from "./run-requests.js";
 import type { RunStatusName } from "../../events/topics.js";
 import type { RunStopReason } from "../../generated/prisma/enums.js";
 import type { AfterCommit } from "../after-commit.js";
@@ -100,6 +102,10 @@ export type ClaimedAttempt = {
   leaseSentAt: number;
   /** The run's conversation's lineage, when the claim read it (a first attempt's): its log is then one read. */
   lineage?: LineageLevel[];
+  /** The run's requests, when the claim read them (a first attempt's): its first turn reads them no more. */
+  requests?: RunRequests;
+  /** The conversation's whole log, when the claim knows it (a first attempt whose question is the conversation's first message). */
+  log?: Message[];
 };
 
 export type SettleContext = {

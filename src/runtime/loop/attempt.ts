@@ -2,6 +2,7 @@
 // what the parts of the runtime taking part in it write through (AttemptScope), what the executor
 // is built from (ExecutorDeps) and the fixed points where extensions take part (RunHooks).
 import type { LineageLevel } from "../../domain/research/conversation-lineage.js";
+import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { AgentProfile } from "../agents.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
@@ -28,6 +29,10 @@ export type AttemptContext = {
   fence: { write: Transact; holder: Holder };
   /** The run's conversation's lineage, when the claim read it: the log is then read in one statement. */
   lineage?: readonly LineageLevel[];
+  /** The conversation's whole log, when the claim knows it (the run's question alone): the attempt does not read it. */
+  log?: readonly LoggedMessage[];
+  /** The run's requests, when the claim read them (a first attempt's): its first turn does not read them. */
+  requests?: RunRequests;
   /** Aborted when the run is cancelled, reaches its deadline, the worker stops or the lease is lost. */
   signal: AbortSignal;
   /**

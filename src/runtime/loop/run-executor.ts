@@ -100,12 +100,14 @@ export class RunExecutor {
       // The model calls made before this attempt's are unknown to it unless it is the run's first.
       const start: AttemptStart = { run, span: attempt.span, sink, write, signal: work, modelCalls: { last: attempt.number === 1 ? null : undefined } };
       const firstTurn = startFirstTurn(this.deps, start);
+      // What the claim already read or wrote is not read again: a first attempt's requests, and its
+      // log when it is the question alone; a first attempt has no decisions asked (no call of its run was made).
       const [, log, approvals, profile, firstRequests] = await Promise.all([
         run.modelLabel === this.modelLabel ? undefined : this.deps.runs.recordModel(write, run.id, this.modelLabel),
-        AttemptLog.open(this.deps.log, run, attempt.lineage),
-        this.deps.approvals?.store.ofRun(run.id) ?? [],
+        attempt.log ? AttemptLog.known(this.deps.log, run, attempt.log) : AttemptLog.open(this.deps.log, run, attempt.lineage),
+        attempt.number === 1 ? [] : (this.deps.approvals?.store.ofRun(run.id) ?? []),
         this.deps.profile(run),
-        this.deps.runs.requests(run.id),
+        attempt.requests ?? this.deps.runs.requests(run.id),
       ]);
       const scope: AttemptScope = { ...start, log };
       const answered = answeredBefore(log);

@@ -18,6 +18,11 @@ export class AttemptLog {
     return new AttemptLog(log, run, await log.read(run.conversationId, lineage));
   }
 
+  /** The run's conversation log when the attempt starts, known without a read (the claim wrote it). */
+  static known(log: ConversationLog, run: { id: string; conversationId: string }, rows: readonly LoggedMessage[]): AttemptLog {
+    return new AttemptLog(log, run, [...rows]);
+  }
+
   /** The conversation's whole log, in order. */
   get entries(): readonly LoggedMessage[] {
     return this.rows;
