@@ -6,7 +6,7 @@
 import { queryRows } from "../../db/direct-statements.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { CarriedRead } from "../transaction.js";
-import type { CancelMode } from "./vocabulary.js";
+import type { CancelMode } from "../../generated/prisma/enums.js";
 import { type Confirmation, type CostState, decimalOrNull } from "../costs/caps.js";
 
 export type RunRequests = { stop: CancelMode | null; pause: boolean; inputs: boolean; costs: CostState };
