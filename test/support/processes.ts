@@ -16,7 +16,12 @@ export type Spawned = {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 };
 
-type SpawnOptions = { env?: Record<string, string>; args?: string[] /** Node's own flags, after the entry's (spawnBuilt). */; nodeFlags?: string[] };
+type SpawnOptions = {
+  env?: Record<string, string>;
+  args?: string[];
+  /** Node's own flags, given before the entry (spawnBuilt), e.g. --cpu-prof. */
+  nodeFlags?: string[];
+};
 
 /**
  * The test processes of test/support that tests start many times over: the test run's global
