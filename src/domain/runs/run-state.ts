@@ -35,14 +35,12 @@ export class PrismaRunState {
   }
 
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null> {
-    const { prisma, events, trace } = this.deps;
-    const { dailyCostLimit } = this.deps;
+    const { prisma, events, trace, dailyCostLimit } = this.deps;
     return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, runId);
   }
 
   claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]> {
-    const { prisma, events, trace } = this.deps;
-    const { dailyCostLimit } = this.deps;
+    const { prisma, events, trace, dailyCostLimit } = this.deps;
     return claimRuns({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, count);
   }
 

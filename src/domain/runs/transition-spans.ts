@@ -16,9 +16,13 @@ type TransitionDetails = {
   spanStatus?: "INTERRUPTED" | "CANCELLED";
 };
 
+/** The run's RUN span, its first; none for a run never claimed. */
+const runSpanOf = (tx: Tx, runId: string): Promise<SpanRef | null> =>
+  tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
+
 /** The stop request's event on the run's RUN span (none yet for a run never claimed: its attempt records it when it acts on it). */
 export async function stopRequestedEvent(tx: Tx, runId: string, stop: StopRequest): Promise<TraceChange | null> {
-  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
+  const root = await runSpanOf(tx, runId);
   if (!root) return null;
   return appendEventIn(tx, root, {
     kind: "STOP_REQUESTED",
@@ -73,6 +77,6 @@ export async function markRunSpan(
   kind: "PAUSE_REQUESTED" | "PAUSED" | "RESUMED",
   details: TransitionDetails,
 ): Promise<TraceChange | null> {
-  const root = await tx.span.findFirst({ where: { traceId: runId, kind: "RUN" }, orderBy: { startedAt: "asc" }, select: { id: true, traceId: true } });
+  const root = await runSpanOf(tx, runId);
   return root ? appendEventIn(tx, root, { kind, payload: details.reason, at: details.at }) : null;
 }

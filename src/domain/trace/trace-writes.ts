@@ -336,11 +336,3 @@ export async function endOpenSpansIn(
   }
   return changes;
 }
-
-/** Marks the trace ended; a trace ends once, after everything in it. */
-export async function endTraceIn(tx: Tx, traceId: string, at: Date): Promise<TraceChange | null> {
-  const ended = await tx.trace.updateMany({ where: { id: traceId, endedAt: null }, data: { endedAt: at } });
-  if (ended.count === 0) return null;
-  const seq = await takeSeqs(tx, traceId, 1);
-  return logChange(tx, { traceId, seq, type: "TRACE_ENDED", at });
-}

@@ -6,7 +6,7 @@
 import { type EventPublisher, publishRunListChange } from "../../events/topics.js";
 import { retryingConflicts } from "../../db/transient-errors.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
-import { appendEventsIn, changeSpanIn, ensureTrace, endTraceIn, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
+import { appendEventsIn, changeSpanIn, ensureTrace, publishTraceChanges, type TraceChange } from "../../domain/trace/trace-writes.js";
 import { priceFoldedIn, REQUEST_MODEL_ATTRIBUTE } from "../../domain/costs/span-cost.js";
 import { endingWith, endSpanPricedIn } from "../../domain/runs/span-end-statement.js";
 import { type Holder, holdsRunSql } from "../../domain/runs/holder.js";
@@ -15,7 +15,7 @@ import { type Carried, type Transact, unfenced, within } from "../../domain/tran
 import type { TokenUsage } from "../../runtime/ports/model.js";
 import type { Attributes, EndedWith, EventOptions, RuntimeTrace, SpanEventKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
 import type { SpanExporter } from "../export/otlp-exporter.js";
-import { endSpanStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
+import { endSpanStatement, endTraceStatement, startSpanStatement } from "../../domain/trace/span-statements.js";
 import { newSpanId } from "../../domain/trace/span-ids.js";
 import { TraceBound } from "./trace-bound.js";
 import { GroupCommit, WriteBehind } from "./write-behind.js";
@@ -325,7 +325,7 @@ export class PrismaTraceRecorder implements RuntimeTrace {
   }
 
   async endTrace(traceId: string): Promise<void> {
-    await this.record(async (tx) => ({ value: undefined, changes: [await endTraceIn(tx, traceId, this.now())] }));
+    await this.record(async (tx) => ({ value: undefined, changes: [await endTraceStatement(tx, traceId, this.now())] }));
     this.bound.forget(traceId);
   }
 
