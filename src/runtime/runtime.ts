@@ -32,7 +32,7 @@ import type { SpillStore } from "./ports/spill-store.js";
 import type { RuntimeTrace } from "./ports/trace-sink.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
-import type { SettleStep } from "./ports/run-state.js";
+import type { SettleContext, SettleStep } from "./ports/run-state.js";
 import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Services } from "../domain/services.js";
 import { createListHistoryTool, createSearchHistoryTool } from "./workspace/history-tools.js";
@@ -155,7 +155,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
     // (Its calls still waiting for a decision are rejected by the run's end itself: domain/runs/transitions.ts.)
-    async ({ tx, run }) => void (await spills.releaseRun(run.id, tx)),
+    Object.assign(async ({ tx, run }: SettleContext) => void (await spills.releaseRun(run.id, tx)), { inStatement: () => ({ releaseSpills: true as const }) }),
   ];
   const approvals = {
     store: services.toolApprovals,

@@ -10,6 +10,7 @@ import type { TraceChange } from "../trace/trace-writes.js";
 import { type Applied, announceApplied, applyTransition, releaseSlot } from "./apply-transition.js";
 import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
 import { type Transition, TRANSITIONS } from "./transitions.js";
+import { settleInOneStatement } from "./settle-statement.js";
 import type { CancelledEnding, ClaimedAttempt, Outcome, RunRecord, SettleContext, SettleStep } from "./vocabulary.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
@@ -48,7 +49,10 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
       steps: deps.steps,
       events: deps.events,
     };
-    return announcing(deps, await applyTransition(tx, settleRowOf(outcome), run, details), after, "settle").status;
+    const row = settleRowOf(outcome);
+    // One statement when nothing but the run's own end is left to write; else statement by statement.
+    const applied = (await settleInOneStatement(tx, row, run, details)) ?? (await applyTransition(tx, row, run, details));
+    return announcing(deps, applied, after, "settle").status;
   });
 }
 

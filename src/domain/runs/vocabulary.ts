@@ -117,8 +117,25 @@ export type SettleContext = {
   after: AfterCommit;
 };
 
-/** A part of settling owned by another part of the runtime; it writes only through `tx`. */
-export type SettleStep = (context: SettleContext) => Promise<void>;
+/**
+ * What a settle step writes when the settle is one statement (settle-statement.ts): the outcome
+ * the run records for its publication when it publishes nothing; that it has nothing to do when
+ * the run has no pending proposal; that it releases the run's spills.
+ */
+export type SettleStepInStatement = {
+  publication?: { outcome: "NO_WORKSPACE" | "NOT_SUCCEEDED" | "EMPTY_ANSWER" | "NO_VISIBLE_CHARACTERS" | "TOO_LONG"; reason: string };
+  noPendingProposals?: true;
+  releaseSpills?: true;
+};
+
+/**
+ * A part of settling owned by another part of the runtime; it writes only through `tx`.
+ * `inStatement`: what it writes, for this run and outcome, when that can be part of the settle's
+ * one statement (null: it cannot; the settle then takes its statements one by one).
+ */
+export type SettleStep = ((context: SettleContext) => Promise<void>) & {
+  inStatement?: (run: RunRecord, outcome: Outcome) => SettleStepInStatement | null;
+};
 
 /** How a cancelled run's attempt ends when what it still holds is given back. */
 export type CancelledEnding = {

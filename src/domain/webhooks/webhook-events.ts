@@ -127,6 +127,38 @@ export async function recordRunEvent(
   );
 }
 
+/** Stands for a value of an ended run's event body that the statement recording it fills in. */
+const AMOUNT = "\u0000amount\u0000";
+const UNPRICED = "\u0000unpriced\u0000";
+
+/**
+ * The event an ended run's status reports (none: the status reports nothing), for a statement that
+ * records it with the run's cost as the statement reads it: the body as `recordRunEvent` writes it,
+ * in three parts around the cost's amount (a JSON string) and `costUnpriced` (a JSON boolean).
+ */
+export function endedRunEvent(
+  run: { id: string; ownerId: string; workspaceId: string | null; conversationId: string; stopReason?: string | null },
+  status: string,
+  at: Date,
+): { ownerId: string; type: WebhookEventTypeName; eventId: string; parts: [string, string, string] } | null {
+  const type = RUN_EVENTS[status as keyof typeof RUN_EVENTS];
+  if (!type || !ENDED_STATUSES.has(status)) return null;
+  const data: WebhookEventData = {
+    runId: encodeGlobalId("Run", run.id),
+    workspaceId: run.workspaceId ? encodeGlobalId("Workspace", run.workspaceId) : null,
+    conversationId: encodeGlobalId("Conversation", run.conversationId),
+    status,
+    ...(run.stopReason ? { stopReason: run.stopReason } : {}),
+    cost: { amount: AMOUNT, currency: COST_CURRENCY },
+    costUnpriced: UNPRICED,
+    summary: RUN_SUMMARIES[type],
+  };
+  const body = JSON.stringify({ type, timestamp: at.toISOString(), data } satisfies WebhookEventBody);
+  const [before, rest] = body.split(JSON.stringify(AMOUNT)) as [string, string];
+  const [between, after] = rest.split(JSON.stringify(UNPRICED)) as [string, string];
+  return { ownerId: run.ownerId, type, eventId: `msg_${randomUUID().replaceAll("-", "")}`, parts: [before, between, after] };
+}
+
 /** Records a run's status by its id (for callers that hold only the id), in the same transaction. */
 export async function recordRunEventById(tx: Prisma.TransactionClient, runId: string, status: string, wake?: WebhookWake): Promise<void> {
   const run = await tx.run.findUnique({

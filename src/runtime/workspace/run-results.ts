@@ -11,6 +11,7 @@ import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { forModel } from "../../domain/text/stored-text.js";
 import { recordRunPublication, skippedBecause } from "../../domain/research/run-publication.js";
 import type { RunRecord, SettleStep } from "../ports/run-state.js";
+import type { Outcome } from "../loop/outcome.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import { READ_MATERIAL_TOOL } from "./material-tools.js";
 
@@ -71,9 +72,11 @@ export function answerTitle(question: string): string {
  * answer, and the run still succeeds.
  */
 export function publishAnswerStep(deps: { publications: Pick<PublicationService, "publishIn">; ledger: Pick<MaterialLedger, "consumedVersions"> }): SettleStep {
-  return async ({ tx, run, outcome, after }) => {
+  const skippedFor = (run: Pick<RunRecord, "workspaceId">, outcome: Outcome) =>
+    skippedBecause(run, outcome.type === "final", outcome.type === "final" ? forModel(outcome.answer) : "");
+  const step: SettleStep = async ({ tx, run, outcome, after }) => {
     const answer = outcome.type === "final" ? forModel(outcome.answer) : "";
-    const skipped = skippedBecause(run, outcome.type === "final", answer);
+    const skipped = skippedFor(run, outcome);
     if (skipped) {
       await recordRunPublication(tx, run.id, { outcome: skipped.outcome, reason: skipped.reason, publicationVersionId: null });
       return;
@@ -96,6 +99,12 @@ export function publishAnswerStep(deps: { publications: Pick<PublicationService,
     );
     await recordRunPublication(tx, run.id, { outcome: "PUBLISHED", reason: null, publicationVersionId: version.id });
   };
+  // A run that publishes nothing records why in the settle's one statement; a publication takes statements of its own.
+  step.inStatement = (run, outcome) => {
+    const skipped = skippedFor(run, outcome);
+    return skipped ? { publication: skipped } : null;
+  };
+  return step;
 }
 /**
  * Decides the run's checkpoint proposals in the settle transaction: the last pending one is
@@ -106,7 +115,7 @@ export function decideProposalsStep(deps: {
   checkpoints: Pick<CheckpointService, "applyIn">;
   proposals: Pick<CheckpointProposals, "pending" | "decide" | "provenanceOf">;
 }): SettleStep {
-  return async ({ tx, run, outcome, after }) => {
+  const step: SettleStep = async ({ tx, run, outcome, after }) => {
     const pending = await deps.proposals.pending(tx, run.id);
     if (pending.length === 0) return;
     const last = pending.at(-1)!;
@@ -132,6 +141,9 @@ export function decideProposalsStep(deps: {
       }
     }
   };
+  // Nothing to decide for a run without pending proposals: the settle's one statement applies only then.
+  step.inStatement = () => ({ noPendingProposals: true });
+  return step;
 }
 
 async function applyProposal(
