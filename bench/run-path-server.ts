@@ -4,7 +4,8 @@
 // answers the IPC message "stats" with the CPU time used, the SQL statements and transactions sent
 // so far and the trace records (spans and events) persisted. BENCH_SQL_SHAPES=<file>: on exit, the
 // statements sent, counted by their first 90 characters; BENCH_SQL_SEQUENCE=<file>: each one's
-// first 70 (BENCH_SQL_FULL=1: whole), in the order sent.
+// first 70 (BENCH_SQL_FULL=1: whole), in the order sent. BENCH_TURN_TIMELINE=<file>: on exit, when
+// each statement of a turn was sent and each model request made (bench/turn-timeline.ts).
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +15,7 @@ import { createEventBus } from "../src/events/topics.js";
 import { createLogger, silentLogger } from "../src/logger.js";
 import { OpenAIModel } from "../src/runtime/adapters/openai-model.js";
 import { startHttpServer } from "../src/server/http-server.js";
+import { serverTimeline, statementKind } from "./turn-timeline.js";
 
 const [target = "pglite", modelURL] = process.argv.slice(2);
 if (!modelURL) throw new Error("usage: run-path-server.ts <pglite|postgres url> <model base URL>");
@@ -21,9 +23,19 @@ let statements = 0;
 let transactions = 0;
 const sequence = process.env.BENCH_SQL_SEQUENCE ? ([] as string[]) : undefined;
 const shapes = process.env.BENCH_SQL_SHAPES ? new Map<string, number>() : undefined;
+const timeline = process.env.BENCH_TURN_TIMELINE ? serverTimeline() : undefined;
+if (timeline) {
+  // The model's requests go through the global fetch (the OpenAI SDK's default).
+  const fetching = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    if (String(input instanceof Request ? input.url : input).startsWith(modelURL)) timeline.note("request");
+    return fetching(input, init);
+  };
+}
 
 const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, {
   onQuery: (sql) => {
+    timeline?.note(statementKind(sql));
     if (sequence) sequence.push((process.env.BENCH_SQL_FULL ? sql : sql.slice(0, 70)).replace(/\s+/g, " "));
     if (shapes) shapes.set(sql.slice(0, 90), (shapes.get(sql.slice(0, 90)) ?? 0) + 1);
     if (/^\s*(COMMIT\b|-- Implicit "COMMIT")/i.test(sql)) transactions += 1;
@@ -59,6 +71,7 @@ process.on("SIGTERM", () => {
     const lines = [...shapes].sort((a, b) => b[1] - a[1]).map(([sql, n]) => `${n}\t${sql.replace(/\s+/g, " ")}`);
     writeFileSync(process.env.BENCH_SQL_SHAPES!, lines.join("\n"));
   }
+  if (timeline) writeFileSync(process.env.BENCH_TURN_TIMELINE!, timeline.text());
   if (sequence) writeFileSync(process.env.BENCH_SQL_SEQUENCE!, sequence.join("\n"));
   process.exit(0);
 });

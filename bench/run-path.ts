@@ -28,6 +28,7 @@ import { buildDossier, NODE_ENV } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
 import { post as postOnce, replyOf, serverFlags } from "./server-load.js";
 import { percentile, printTable } from "./support.js";
+import { type ModelTimeline, printTurnTimeline } from "./turn-timeline.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** BENCH_DATABASES=postgres (or pglite) measures that database only. */
@@ -35,7 +36,7 @@ const DATABASES = process.env.BENCH_DATABASES ? new RegExp(process.env.BENCH_DAT
 const PARALLEL_RUNS = Number(process.env.BENCH_PARALLEL_RUNS ?? 16);
 const CALLS_PER_TURN = 6;
 const TOOL_TURNS = 5;
-const GAP_RUNS = 12;
+const GAP_RUNS = Number(process.env.BENCH_GAP_RUNS ?? 12);
 const GAP_TURNS = 8;
 const DISPATCH_RUNS = 30;
 const FIRST_TOKEN_RUNS = 20;
@@ -217,6 +218,8 @@ let perRecord: { cpuMicros: number; statements: number }[] = [];
 
 /** BENCH_PHASES=records measures trace records per second only (no turn gap, dispatch or first token). */
 const RECORDS_ONLY = process.env.BENCH_PHASES === "records";
+/** BENCH_PHASES=gap measures the turn gap only (after the warm-up; no records rounds, dispatch or first token). */
+const GAP_ONLY = process.env.BENCH_PHASES === "gap";
 
 type Figures = {
   records: number;
@@ -226,30 +229,35 @@ type Figures = {
   first: number[];
   perTurn: Stats;
   perRecord: { cpuMicros: number; statements: number };
+  /** The turn-gap runs as the model server saw them, in epoch ms (BENCH_TURN_TIMELINE). */
+  gapRuns: ModelTimeline[];
 };
 
 async function measure(server: Child, baseline: Child): Promise<Figures> {
   // Warm-up: both servers, and a run of each kind.
   await baselineRate(baseline.url);
-  await recordRate(server);
+  if (!GAP_ONLY) await recordRate(server);
   const records: number[] = [];
   const base: number[] = [];
   perRecord = [];
-  for (let round = 0; round < ROUNDS; round += 1) {
+  for (let round = 0; round < (GAP_ONLY ? 0 : ROUNDS); round += 1) {
     base.push(await baselineRate(baseline.url));
     records.push(await recordRate(server));
   }
   const median = (values: number[]) => percentile(values, 50);
   const costs = {
-    cpuMicros: median(perRecord.map((round) => round.cpuMicros)),
-    statements: median(perRecord.map((round) => round.statements)),
+    cpuMicros: median(perRecord.map((round) => round.cpuMicros)) ?? 0,
+    statements: median(perRecord.map((round) => round.statements)) ?? 0,
   };
   if (RECORDS_ONLY) {
     const none = { cpuMicros: 0, statements: 0, transactions: 0, records: 0 };
-    return { records: median(records), base: median(base), gaps: [0], dispatch: [0], first: [0], perTurn: none, perRecord: costs };
+    return { records: median(records), base: median(base), gaps: [0], dispatch: [0], first: [0], perTurn: none, perRecord: costs, gapRuns: [] };
   }
 
   const gaps: number[] = [];
+  const gapRuns: ModelTimeline[] = [];
+  // The turn gap alone is warmed up by runs of its own kind.
+  for (let i = 0; i < (GAP_ONLY ? 3 : 0); i += 1) await settled(server, (await admit(server.url, question(GAP_TURNS, 1).text)).id);
   const before = await server.stats();
   for (let i = 0; i < GAP_RUNS; i += 1) {
     const { key, text } = question(GAP_TURNS, 1);
@@ -257,6 +265,8 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
     await settled(server, run.id);
     const { requests, answered } = timelines.get(key)!;
     for (let turn = 0; turn < GAP_TURNS; turn += 1) gaps.push(requests[turn + 1]! - answered[turn]!);
+    const epoch = (at: number) => performance.timeOrigin + at;
+    gapRuns.push({ requests: requests.map(epoch), answered: answered.map(epoch) });
   }
   const after = await server.stats();
   const turns = GAP_RUNS * (GAP_TURNS + 1);
@@ -267,6 +277,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
     records: (after.records - before.records) / turns,
   };
 
+  if (GAP_ONLY) return { records: 0, base: 1, gaps, dispatch: [0], first: [0], perTurn, perRecord: costs, gapRuns };
   const dispatch: number[] = [];
   for (let i = 0; i < DISPATCH_RUNS; i += 1) {
     const { key, text } = question(0, 0);
@@ -296,10 +307,13 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
     first.push(received - timelines.get(key)!.firstChunk!);
   }
   await watching.close();
-  return { records: median(records), base: median(base), gaps, dispatch, first, perTurn, perRecord: costs };
+  return { records: median(records), base: median(base), gaps, dispatch, first, perTurn, perRecord: costs, gapRuns };
 }
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
+
+/** BENCH_TURN_TIMELINE=<file>: where the steady turns' gaps go, by segment (bench/turn-timeline.ts). */
+const TURN_TIMELINE = process.env.BENCH_TURN_TIMELINE;
 
 async function main(): Promise<void> {
   await buildDossier(["bench/server-process.ts", "bench/run-path-server.ts"]);
@@ -332,6 +346,7 @@ async function main(): Promise<void> {
     ].filter(([label]) => !DATABASES || DATABASES.test(label as string)) as [string, string, () => Promise<void>][];
     for (const [label, target, dispose] of targets) {
       const server = await spawn("dist/bench/run-path-server.js", [target, model.baseURL]);
+      let gapRuns: ModelTimeline[] = [];
       try {
         const f = await measure(server, baseline);
         rows.push([
@@ -351,9 +366,15 @@ async function main(): Promise<void> {
           ms(f.perRecord.cpuMicros / 1000),
           f.perRecord.statements.toFixed(2),
         ]);
+        gapRuns = f.gapRuns;
       } finally {
         await server.stop();
         await dispose();
+      }
+      // The server wrote its side as it stopped.
+      if (TURN_TIMELINE) {
+        console.log(`\n${label}:`);
+        printTurnTimeline(TURN_TIMELINE, gapRuns);
       }
     }
   } finally {

@@ -2,13 +2,29 @@
 import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
 import type { EventBus, RunStatusMessage, RunStatusName } from "../../events/topics.js";
-import type { PrismaClient } from "../../generated/prisma/client.js";
+import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
 import { RunStatusEnum } from "./run-filter.js";
 import { CancelModeEnum } from "./run-stop.js";
 import { MoneyRef, usd } from "./money.js";
 import { mine } from "./owned.js";
+
+/**
+ * The run's cost and whether a call of it had no price, read once per event delivered: the two
+ * fields of one event share one read of the run row (per subscriber, as each delivers the event).
+ */
+const costsRead = new WeakMap<object, WeakMap<RunStatusMessage, Promise<{ cost: Prisma.Decimal; costUnpriced: boolean }>>>();
+function costsOf(event: RunStatusMessage, ctx: { prisma: PrismaClient }) {
+  let ofContext = costsRead.get(ctx);
+  if (!ofContext) costsRead.set(ctx, (ofContext = new WeakMap()));
+  let read = ofContext.get(event);
+  if (!read) {
+    read = ctx.prisma.run.findUniqueOrThrow({ where: { id: event.runId }, select: { cost: true, costUnpriced: true } });
+    ofContext.set(event, read);
+  }
+  return read;
+}
 
 const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").implement({
   fields: (t) => ({
@@ -25,15 +41,11 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
       type: MoneyRef,
       description:
         "What the run has cost so far (Run.cost, USD), read as the event is delivered: on the terminal event, what the run cost in all. Each model call's own cost arrives live as its span ends in traceUpdates (Span.cost).",
-      resolve: async (event, _args, ctx) => {
-        const run = await ctx.prisma.run.findUniqueOrThrow({ where: { id: event.runId }, select: { cost: true } });
-        return usd(run.cost);
-      },
+      resolve: async (event, _args, ctx) => usd((await costsOf(event, ctx)).cost),
     }),
     costUnpriced: t.boolean({
       description: "A model call of the run so far had no price (Run.costUnpriced): `cost` leaves it out.",
-      resolve: async (event, _args, ctx) =>
-        (await ctx.prisma.run.findUniqueOrThrow({ where: { id: event.runId }, select: { costUnpriced: true } })).costUnpriced,
+      resolve: async (event, _args, ctx) => (await costsOf(event, ctx)).costUnpriced,
     }),
     run: t.prismaField({
       type: "Run",
