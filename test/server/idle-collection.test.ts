@@ -1,0 +1,60 @@
+// A quiet server gives back the memory its busy periods left (src/server/idle-collection.ts): one
+// memory-reducing collection per quiet period, its start included, and none while requests arrive.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { collectWhenQuiet, type IdleCollection } from "../../src/server/idle-collection.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("collection when the server is quiet", () => {
+  let server: Server;
+  let idle: IdleCollection;
+  afterEach(async () => {
+    idle?.stop();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  async function start(quietMs: number, collect?: () => Promise<void>): Promise<string> {
+    server = createServer((_req, res) => res.end("ok"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    idle = collectWhenQuiet(server, collect ? { quietMs, collect } : { quietMs });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  }
+
+  it("collects once after the start, never while requests keep arriving, and once when they stop", { timeout: 20_000 }, async () => {
+    let collected = 0;
+    const url = await start(100, async () => {
+      collected += 1;
+    });
+    await sleep(450);
+    expect(collected).toBe(1);
+    // A request every 30 ms for a second: never a quiet interval.
+    for (const until = Date.now() + 1_000; Date.now() < until; ) {
+      await (await fetch(url)).text();
+      await sleep(30);
+    }
+    expect(collected).toBe(1);
+    await sleep(450);
+    expect(collected).toBe(2);
+    // Quiet and already collected: nothing more to give back.
+    await sleep(450);
+    expect(collected).toBe(2);
+    expect(idle.collections()).toBe(2);
+  });
+
+  it("runs V8's memory-reducing collection by default, which shrinks the young generation", { timeout: 20_000 }, async () => {
+    const v8 = await import("node:v8");
+    const young = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space")!.space_size;
+    // Garbage enough to grow the young generation to its largest.
+    let kept: object[] = [];
+    for (let i = 0; i < 2_000_000; i += 1) {
+      kept.push({ i });
+      if (kept.length > 50_000) kept = [];
+    }
+    const before = young();
+    await start(50);
+    await expect.poll(() => idle.collections(), { timeout: 5_000 }).toBe(1);
+    await expect.poll(young, { timeout: 5_000 }).toBeLessThan(before);
+  });
+});
