@@ -15,10 +15,10 @@ describe("collection when the server is quiet", () => {
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  async function start(quietMs: number, collect?: () => Promise<void>): Promise<string> {
+  async function start(quietMs: number, collect?: () => Promise<void>, spacingMs = 0): Promise<string> {
     server = createServer((_req, res) => res.end("ok"));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    idle = collectWhenQuiet(server, collect ? { quietMs, collect } : { quietMs });
+    idle = collectWhenQuiet(server, collect ? { quietMs, spacingMs, collect } : { quietMs, spacingMs });
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   }
 
@@ -41,6 +41,23 @@ describe("collection when the server is quiet", () => {
     await sleep(450);
     expect(collected).toBe(2);
     expect(idle.collections()).toBe(2);
+  });
+
+  it("collects at most once in its spacing, however many quiet periods", { timeout: 20_000 }, async () => {
+    let collected = 0;
+    const url = await start(
+      50,
+      async () => {
+        collected += 1;
+      },
+      60_000,
+    );
+    await sleep(250);
+    for (let round = 0; round < 3; round += 1) {
+      await (await fetch(url)).text();
+      await sleep(250);
+    }
+    expect(collected).toBe(1);
   });
 
   it("runs V8's memory-reducing collection by default, which shrinks the young generation", { timeout: 20_000 }, async () => {
