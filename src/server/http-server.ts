@@ -113,7 +113,7 @@ export async function startHttpServer({
   wsServer.off("error", reportedByListen);
   const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
   // Quiet periods give back what busy ones (and the start) left in V8's young generation.
-  const idle = collectWhenQuiet(httpServer);
+  const idle = collectWhenQuiet(httpServer, { openSockets: () => wsServer.clients.size });
   const address = httpServer.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {

@@ -5,14 +5,19 @@
 // arrived for a whole interval, one memory-reducing collection runs: what the inspector's
 // HeapProfiler.collectGarbage does (V8's low-memory notification), the one way Node.js offers
 // without --expose-gc. It stops JavaScript for a while (265–284 ms measured on an idle server, on a
-// loaded 2-core machine), so it runs at most once per quiet period and at most once a minute: a
-// server under load never pays for it, one with a request every few seconds rarely.
+// loaded 2-core machine), so it runs only when nobody could notice the pause: no request arrived in
+// the interval, none is still being answered (an SSE stream is one), no WebSocket is open (a
+// subscriber waiting for a run's output), and the event loop was nearly idle (no run working in this
+// process); at most once per quiet period and once a minute.
 import type { Server } from "node:http";
+import { performance } from "node:perf_hooks";
 
 /** A quiet period: no request for this long (checked at this interval, so 2–4 s after the last). */
 export const QUIET_MS = 2_000;
 /** The least time between two collections. */
 export const SPACING_MS = 60_000;
+/** The event loop's utilization over the interval below which the process counts as idle. */
+export const IDLE_UTILIZATION = 0.05;
 
 export type IdleCollection = {
   /** Memory-reducing collections run so far. */
@@ -20,20 +25,37 @@ export type IdleCollection = {
   stop(): void;
 };
 
+export type QuietOptions = {
+  quietMs?: number;
+  spacingMs?: number;
+  /** WebSocket connections open now (a subscriber could be waiting for a delta). */
+  openSockets?: () => number;
+  collect?: () => Promise<void>;
+};
+
 /** Runs `collect` (V8's memory-reducing collection) once each time `httpServer` has gone quiet, its start included. */
-export function collectWhenQuiet(httpServer: Server, { quietMs = QUIET_MS, spacingMs = SPACING_MS, collect = reduceMemory } = {}): IdleCollection {
+export function collectWhenQuiet(httpServer: Server, options: QuietOptions = {}): IdleCollection {
+  const { quietMs = QUIET_MS, spacingMs = SPACING_MS, openSockets = () => 0, collect = reduceMemory } = options;
   // The start itself is the first busy period.
   let requests = 1;
+  let inFlight = 0;
   let seenAtLastTick = 0;
   let collectedAt = 0;
   let collections = 0;
   let lastCollection = Number.NEGATIVE_INFINITY;
-  const count = () => {
+  let loop = performance.eventLoopUtilization();
+  const count = (_request: unknown, response: { once(event: "close", listener: () => void): unknown }) => {
     requests += 1;
+    inFlight += 1;
+    response.once("close", () => {
+      inFlight -= 1;
+    });
   };
   httpServer.on("request", count);
   const timer = setInterval(() => {
-    if (requests !== seenAtLastTick) {
+    const busy = performance.eventLoopUtilization(loop).utilization >= IDLE_UTILIZATION;
+    loop = performance.eventLoopUtilization();
+    if (requests !== seenAtLastTick || busy || inFlight > 0 || openSockets() > 0) {
       seenAtLastTick = requests;
       return;
     }

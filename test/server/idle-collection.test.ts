@@ -15,10 +15,16 @@ describe("collection when the server is quiet", () => {
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  async function start(quietMs: number, collect?: () => Promise<void>, spacingMs = 0): Promise<string> {
-    server = createServer((_req, res) => res.end("ok"));
+  /** Answers at once, or (for /stream) keeps the response open until `release` is called. */
+  let release = () => {};
+  async function start(quietMs: number, collect?: () => Promise<void>, spacingMs = 0, openSockets?: () => number): Promise<string> {
+    server = createServer((req, res) => {
+      if (req.url !== "/stream") return void res.end("ok");
+      res.write("streaming");
+      release = () => res.end();
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    idle = collectWhenQuiet(server, collect ? { quietMs, spacingMs, collect } : { quietMs, spacingMs });
+    idle = collectWhenQuiet(server, { quietMs, spacingMs, ...(collect && { collect }), ...(openSockets && { openSockets }) });
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   }
 
@@ -58,6 +64,48 @@ describe("collection when the server is quiet", () => {
       await sleep(250);
     }
     expect(collected).toBe(1);
+  });
+
+  it("never pauses a response still streaming, an open WebSocket or a process at work", { timeout: 20_000 }, async () => {
+    let collected = 0;
+    let sockets = 0;
+    const url = await start(
+      100,
+      async () => {
+        collected += 1;
+      },
+      0,
+      () => sockets,
+    );
+    await expect.poll(() => collected, { timeout: 2_000 }).toBe(1);
+    // An SSE-like response kept open: no request arrives, but a client is waiting on this one.
+    const response = await fetch(`${url}stream`);
+    const reader = response.body!.getReader();
+    await reader.read();
+    await sleep(500);
+    expect(collected).toBe(1);
+    release();
+    while (!(await reader.read()).done);
+    await expect.poll(() => collected, { timeout: 2_000 }).toBe(2);
+    // A WebSocket open (a subscriber waiting for a run's next delta).
+    await (await fetch(url)).text();
+    sockets = 1;
+    await sleep(500);
+    expect(collected).toBe(2);
+    sockets = 0;
+    await expect.poll(() => collected, { timeout: 2_000 }).toBe(3);
+    // Work in the process itself (a run's turns), with no request at all: a busy event loop.
+    await (await fetch(url)).text();
+    const work = setInterval(() => {
+      for (const until = performance.now() + 30; performance.now() < until; );
+    }, 40);
+    try {
+      await sleep(600);
+      expect(collected).toBe(3);
+    } finally {
+      clearInterval(work);
+    }
+    await expect.poll(() => collected, { timeout: 2_000 }).toBe(4);
   });
 
   it("runs V8's memory-reducing collection by default, which shrinks the young generation", { timeout: 20_000 }, async () => {
