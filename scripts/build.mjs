@@ -110,6 +110,31 @@ const twoScalars = {
 };
 
 /**
+ * graphql-jit loads fast-json-stringify at start, and with it ajv, ajv-formats, fast-uri and
+ * json-schema-ref-resolver (about 1.4 MB of heap for the server's life), for an option Dossier
+ * never sets (`customJSONSerializer`: a response serialised by a compiled JSON schema). Bundled
+ * instead of imported, graphql-jit gets a fast-json-stringify that says so if that option is ever
+ * set; its other requires (graphql among them) stay requires of the installed packages, through
+ * the `require` the bundles' banner makes.
+ */
+const jitWithoutJsonSchemas = {
+  name: "graphql-jit-without-fast-json-stringify",
+  setup(build) {
+    build.onResolve({ filter: /^graphql-jit$/ }, () => ({ path: createRequire(import.meta.url).resolve("graphql-jit") }));
+    build.onResolve({ filter: /^fast-json-stringify$/ }, (args) =>
+      /[\\/]graphql-jit[\\/]/.test(args.importer) ? { path: "fast-json-stringify", namespace: "no-json-schemas" } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: "no-json-schemas" }, () => ({
+      contents: `module.exports = () => { throw new Error("graphql-jit's customJSONSerializer is not available in Dossier's bundles (scripts/build.mjs)"); };`,
+      loader: "js",
+    }));
+  },
+};
+
+/** Lets a bundled CommonJS module require an installed package (esbuild leaves those as require calls). */
+const REQUIRE_BANNER = `import { createRequire as __dossierRequire } from "node:module"; const require = __dossierRequire(import.meta.url);`;
+
+/**
  * V8 keeps a module's source for the process's life, as one-byte text when every character is
  * ASCII and two-byte text otherwise: a few dashes and ellipses in comments and strings made the
  * server's 1.6 MB bundle 3.3 MB of heap. Each is written as its \u escape, which means the same
@@ -139,7 +164,8 @@ export async function buildDossier(entries = PROCESSES) {
     chunkNames: "chunks/[name]-[hash]",
     target: "node20",
     sourcemap: "linked",
-    plugins: [compilerText, paramGraph, twoScalars],
+    plugins: [compilerText, paramGraph, twoScalars, jitWithoutJsonSchemas],
+    banner: { js: REQUIRE_BANNER },
     logLevel: "warning",
     metafile: true,
   });

@@ -10,6 +10,7 @@ import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { preparingOnce, sendingDirect } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
+import { releaseInstallationFiles } from "./pglite-files.js";
 import { initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
@@ -148,6 +149,8 @@ async function openPglite(
     // A new folder is initialised in a child process (pglite-initdb.ts): initdb's peak stays out of this one.
     if (pgDir && !loadDataDir) await initialiseInChild(pgDir, settings);
     const pglite: PGlite = await PGlite.create(pgDir, { startParams: [...PGlite.defaultStartParams, ...settings], loadDataDir });
+    // What of PostgreSQL's installation a running database does not read goes (pglite-files.ts).
+    releaseInstallationFiles(pglite);
     // Every caller's statements give the event loop a turn first (pglite-turns.ts).
     const shared = takingTurns(pglite);
     const session = pgliteSession(shared);

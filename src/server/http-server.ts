@@ -17,6 +17,7 @@ import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMI
 import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
+import { collectWhenQuiet } from "./idle-collection.js";
 import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
@@ -111,6 +112,8 @@ export async function startHttpServer({
   await listen(httpServer, port, host);
   wsServer.off("error", reportedByListen);
   const wsHandle = serveGraphqlWs({ app, wsServer, sockets, sharedResults, maxSubscriptionsPerConnection });
+  // Quiet periods give back what busy ones (and the start) left in V8's young generation.
+  const idle = collectWhenQuiet(httpServer, { openSockets: () => wsServer.clients.size });
   const address = httpServer.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
@@ -119,6 +122,7 @@ export async function startHttpServer({
     port: address.port,
     sharedSubscriptionExecutions: () => sharedResults.executions,
     async close() {
+      idle.stop();
       stopCounting();
       await wsHandle.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
