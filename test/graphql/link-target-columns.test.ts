@@ -36,7 +36,8 @@ type Page = { edges: { node: { kind?: string; target: Target } }[] };
 describe.each(backends)("the columns a page of linked runs reads on %s", (backend) => {
   let t: TestApp;
   const statements: string[] = [];
-  const runReads = () => statements.filter((sql) => /FROM "public"\."run"/.test(sql));
+  // Statements of their own reading runs (the page's statement looks its runs up in a subquery).
+  const runReads = () => statements.filter((sql) => /FROM "public"\."run"/.test(sql) && !sql.includes("workspace_link_page"));
 
   beforeAll(async () => {
     t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });

@@ -47,7 +47,7 @@ export async function linkPages(
     SELECT l.id, l.workspace_id AS "workspaceId", l.target_kind::text AS "targetKind", l.target_id AS "targetId", l.created_at AS "createdAt"${Prisma.raw(runColumns)}
       FROM "public"."workspace_link_page"(${workspaceIds}::text[], ${page.take}::integer, ${page.oldestFirst}::boolean,
              ${olderThan?.createdAt ?? null}::timestamptz, ${olderThan?.id ?? null}::text, ${newerThan?.createdAt ?? null}::timestamptz, ${newerThan?.id ?? null}::text) AS l
-      ${runs ? Prisma.sql`LEFT JOIN "public"."run" AS r ON l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${runs.ownerId}` : Prisma.empty}`;
+      ${runs ? linkedRun(runs.ownerId) : Prisma.empty}`;
   const byWorkspace = new Map<string, PagedLink[]>();
   for (const row of rows) {
     const link = pagedLink(row, runs ? fields : null);
@@ -57,6 +57,16 @@ export async function linkPages(
   }
   for (const links of byWorkspace.values()) sortPage(links, page);
   return byWorkspace;
+}
+
+/**
+ * The run a page's link `l` names, as `r`, when `ownerId` owns it: looked up by its key, link by
+ * link, at any number of runs. A plain join would let the planner read every run of the owner and
+ * hash them when it expects many links (PostgreSQL assumes 1,000 rows of a function returning a
+ * set): the LIMIT keeps the lookup a subquery of its own, run once for each link.
+ */
+export function linkedRun(ownerId: string): Prisma.Sql {
+  return Prisma.sql`LEFT JOIN LATERAL (SELECT * FROM "public"."run" AS r WHERE l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${ownerId} LIMIT 1) AS r ON true`;
 }
 
 /** The `, <expression> AS "run.<field>"` list that reads these run fields (those the page can read) from `r`. */

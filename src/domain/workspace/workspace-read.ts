@@ -8,7 +8,7 @@
 import { Prisma, type GoalVersion, type PrismaClient, type Workspace } from "../../generated/prisma/client.js";
 import type { WorkspaceStatus } from "../../generated/prisma/enums.js";
 import { queryRows } from "../../db/direct-statements.js";
-import { type LinkPage, type PagedLink, pagedLink, runColumnList, sortPage } from "./link-pages.js";
+import { type LinkPage, linkedRun, type PagedLink, pagedLink, runColumnList, sortPage } from "./link-pages.js";
 
 /** The page to read with the workspace: which links, and which columns of the owner's runs they name (null: none). */
 export type PageWithWorkspace = { page: LinkPage; runFields: readonly string[] | null };
@@ -61,10 +61,10 @@ export async function readWorkspaceWithPage(
              WITH ORDINALITY AS l ON true
       CROSS JOIN LATERAL (SELECT l.ordinality IS NULL OR l.ordinality = 1 AS first) AS f
       ${goal}
-      ${runFields ? Prisma.sql`LEFT JOIN "public"."run" AS r ON l.target_kind = 'RUN' AND r."id" = l.target_id AND r."owner_id" = ${ownerId}` : Prisma.empty}
-     WHERE ${visible}
-     ORDER BY l.ordinality`,
+      ${runFields ? linkedRun(ownerId) : Prisma.empty}
+     WHERE ${visible}`,
   );
+  // Rows come in any order (the page is put in its order below): no sort in the statement.
   const head = rows.find((row) => row["w.ownerId"] != null);
   if (!head) return null;
   const links = rows.filter((row) => row.id != null).map((row) => pagedLink(row as Parameters<typeof pagedLink>[0], runFields));
