@@ -17,16 +17,14 @@
 // On PostgreSQL (TEST_POSTGRES_URL) and the embedded default (BENCH_DATABASES=postgres|pglite: one
 // of them). BENCH_ROUNDS sets the pairs (3); BENCH_PHASES=records measures records per second only,
 // with the server's CPU and SQL statements per record; BENCH_PARALLEL_RUNS sets the runs at once (16).
+// The model server is in run-path-model.ts, the two processes in run-path-processes.ts.
 //   npm run bench:run-path
-import { type ChildProcess, fork } from "node:child_process";
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { createClient, type DossierClient } from "../sdk/client.js";
+import { createClient } from "../sdk/client.js";
 import { AdmitRunDocument, RunEventsDocument, RunOutputDocument } from "../sdk/generated/graphql.js";
-import { buildDossier, NODE_ENV } from "../scripts/build.mjs";
+import { buildDossier } from "../scripts/build.mjs";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
-import { post as postOnce, replyOf, serverFlags } from "./server-load.js";
+import { holdAnswers, question, startModelServer, timelines } from "./run-path-model.js";
+import { type Child, post, type Stats, spawn } from "./run-path-processes.js";
 import { percentile, printTable } from "./support.js";
 import { type ModelTimeline, printTurnTimeline } from "./turn-timeline.js";
 
@@ -43,123 +41,7 @@ const FIRST_TOKEN_RUNS = 20;
 const BASELINE_SECONDS = 2;
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
-// ---- the model server -------------------------------------------------------------------------
-
-/** What a run asks of the model, written into its question: `[run-path <key> <tool turns> <calls per turn>]`. */
-const MARK = /\[run-path (\S+) (\d+) (\d+)\]/;
-type Timeline = { requests: number[]; answered: number[]; firstChunk?: number };
-const timelines = new Map<string, Timeline>();
-/** Answers are held until this resolves (first token: the subscriber listens first). */
-let hold: Promise<void> | undefined;
-
-const chunk = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "bench-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-const usage = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "bench-model", choices: [], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } })}\n\n`;
-
-async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const arrived = performance.now();
-  const parts: Buffer[] = [];
-  for await (const part of req) parts.push(part as Buffer);
-  const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as { messages: { role: string; content?: unknown }[] };
-  const mark = body.messages.map((m) => (typeof m.content === "string" ? MARK.exec(m.content) : null)).find(Boolean);
-  if (!mark) throw new Error("a request without its run's mark");
-  const [, key, toolTurns, calls] = mark;
-  const timeline = timelines.get(key!) ?? { requests: [], answered: [] };
-  timelines.set(key!, timeline);
-  timeline.requests.push(arrived);
-  const turn = body.messages.filter((m) => m.role === "assistant").length;
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  if (turn < Number(toolTurns)) {
-    for (let i = 0; i < Number(calls); i += 1) {
-      const args = JSON.stringify({ action: "add", title: `task ${turn}.${i}` });
-      res.write(chunk({ tool_calls: [{ index: i, id: `call_${turn}_${i}`, type: "function", function: { name: "task_list", arguments: args } }] }));
-    }
-    res.write(chunk({}, "tool_calls"));
-  } else {
-    if (hold) await hold;
-    res.write(chunk({ content: "Done" }));
-    timeline.firstChunk = performance.now();
-    res.write(chunk({ content: "." }));
-    res.write(chunk({}, "stop"));
-  }
-  res.write(usage);
-  res.end("data: [DONE]\n\n", () => timeline.answered.push(performance.now()));
-}
-
-async function startModelServer(): Promise<{ baseURL: string; close(): Promise<void> }> {
-  const server = createServer((req, res) =>
-    answer(req, res).catch((error: unknown) => {
-      console.error(`model server: ${String(error)}`);
-      res.destroy();
-    }),
-  );
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-// ---- the processes ----------------------------------------------------------------------------
-
-type Stats = { cpuMicros: number; statements: number; transactions: number; records: number };
-type Child = {
-  url: string;
-  wsUrl: string;
-  child: ChildProcess;
-  /** The client whose subscriptions watch this server's runs settle (opened on first use). */
-  watching?: DossierClient;
-  stats(): Promise<Stats>;
-  stop(): Promise<void>;
-};
-
-async function spawn(script: string, args: string[]): Promise<Child> {
-  const child = fork(script, args, { execArgv: serverFlags(), env: { ...NODE_ENV, ...process.env }, stdio: ["ignore", "pipe", "inherit", "ipc"] });
-  const [url, wsUrl] = await new Promise<string[]>((resolve, reject) => {
-    let output = "";
-    child.stdout!.on("data", (data: Buffer) => {
-      output += data.toString();
-      const match = /listening (\S+)(?: (\S+))?/.exec(output);
-      if (match) resolve([match[1]!, match[2] ?? ""]);
-    });
-    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
-  const spawned: Child = {
-    url: url!,
-    wsUrl: wsUrl!,
-    child,
-    stats: () => {
-      const reply = replyOf<Stats>(child, "stats");
-      child.send("stats");
-      return reply;
-    },
-    async stop() {
-      await spawned.watching?.close();
-      return new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      });
-    },
-  };
-  return spawned;
-}
-
-/** A request, sent again once when a kept-alive connection was reset under it (this machine's load). */
-async function post(url: string, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
-  try {
-    return await postOnce(url, query, variables);
-  } catch (error) {
-    if (!(error instanceof TypeError) || /mutation/.test(query)) throw error;
-    return postOnce(url, query, variables);
-  }
-}
-
 // ---- the measurements -------------------------------------------------------------------------
-
-let keys = 0;
-const question = (toolTurns: number, calls: number) => {
-  const key = `k${(keys += 1)}`;
-  return { key, text: `Plan the week. [run-path ${key} ${toolTurns} ${calls}]` };
-};
 
 async function admit(url: string, text: string): Promise<{ id: string; at: number }> {
   const data = await post(url, `mutation ($input: AdmitRunInput!) { admitRun(input: $input) { __typename ... on AdmitRunSuccess { run { id } } } }`, {
@@ -290,7 +172,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
   const watching = createClient({ url: server.url, wsUrl: server.wsUrl });
   for (let i = 0; i < FIRST_TOKEN_RUNS; i += 1) {
     let listening: () => void = () => undefined;
-    hold = new Promise((resolve) => (listening = resolve));
+    holdAnswers(new Promise((resolve) => (listening = resolve)));
     const { key, text } = question(0, 0);
     const admitted = (await watching.request(AdmitRunDocument, { input: { question: text } })).admitRun;
     if (admitted.__typename !== "AdmitRunSuccess") throw new Error("admission failed");
@@ -303,7 +185,7 @@ async function measure(server: Child, baseline: Child): Promise<Figures> {
     await new Promise((resolve) => setTimeout(resolve, 300));
     listening();
     await reading;
-    hold = undefined;
+    holdAnswers(undefined);
     first.push(received - timelines.get(key)!.firstChunk!);
   }
   await watching.close();

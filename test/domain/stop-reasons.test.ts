@@ -2,7 +2,8 @@
 // status that has not ended to one that has sets Run.stopReason, for every outcome it settles.
 import { describe, expect, it } from "vitest";
 import { stopReasonAfter, TERMINAL_STATUSES } from "../../src/domain/runs/stop-reasons.js";
-import { type Transition, TRANSITIONS } from "../../src/domain/runs/transitions.js";
+import type { Transition } from "../../src/domain/runs/transition-row.js";
+import { TRANSITIONS } from "../../src/domain/runs/transitions.js";
 import type { Outcome, RunStatusName } from "../../src/domain/runs/vocabulary.js";
 import { RunStopReason } from "../../src/generated/prisma/enums.js";
 

@@ -20,7 +20,7 @@ import { PUBLICATION_SOURCES_MAX } from "../../src/domain/research/publication-s
 import { getDatamodel } from "../../src/generated/pothos-types.js";
 import { COUNT_BOUND } from "../../src/graphql/counted-connection.js";
 import { schema } from "../../src/graphql/schema.js";
-import { RUN_MATERIALS_MAX } from "../../src/domain/runs/admission-service.js";
+import { RUN_MATERIALS_MAX } from "../../src/domain/runs/admission-request.js";
 import { createDemoModel } from "../../src/runtime/adapters/demo-model.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish } from "../support/fixtures.js";

@@ -16,7 +16,7 @@ import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
 import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
 import { stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
-import type { Announcement, Transition } from "./transitions.js";
+import type { Announcement, Transition } from "./transition-row.js";
 import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
 
 /** The run a transition applies to: enough of its row to write the side effects. */

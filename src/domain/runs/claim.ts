@@ -19,7 +19,8 @@ import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generat
 import { appendMessage } from "../research/conversation-service.js";
 import { ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-writes.js";
 import { type Applied, announceApplied, applyTransition, SlotTaken, statusAfter } from "./apply-transition.js";
-import { type Transition, TRANSITIONS } from "./transitions.js";
+import type { Transition } from "./transition-row.js";
+import { TRANSITIONS } from "./transitions.js";
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";

@@ -21,7 +21,8 @@ import { type Announcers, announceApplied, applyTransition } from "./apply-trans
 import { lockRun } from "./lock-order.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { type TagsChange, updateRunTags } from "./run-tags.js";
-import { type Transition, TRANSITIONS } from "./transitions.js";
+import type { Transition } from "./transition-row.js";
+import { TRANSITIONS } from "./transitions.js";
 import type { CancelMode, RunStatusName, StopRequest } from "./vocabulary.js";
 
 export class RunService {

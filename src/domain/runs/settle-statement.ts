@@ -17,7 +17,7 @@ import type { TraceChange } from "../trace/trace-writes.js";
 import { endedRunEvent } from "../webhooks/webhook-events.js";
 import { type Applied, statusAfter, type TransitionDetails, type TransitionRun } from "./apply-transition.js";
 import { stopReasonAfter } from "./stop-reasons.js";
-import type { Transition } from "./transitions.js";
+import type { Transition } from "./transition-row.js";
 import type { Outcome, RunRecord, RunStatusName, SettleStepInStatement, SpanRef } from "./vocabulary.js";
 
 /** The rows whose settle can be one statement: each writes exactly what this statement writes. */

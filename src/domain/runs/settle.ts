@@ -9,7 +9,8 @@ import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { type Applied, announceApplied, applyTransition, releaseSlot } from "./apply-transition.js";
 import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
-import { type Transition, TRANSITIONS } from "./transitions.js";
+import type { Transition } from "./transition-row.js";
+import { TRANSITIONS } from "./transitions.js";
 import { settleInOneStatement } from "./settle-statement.js";
 import type { CancelledEnding, ClaimedAttempt, Outcome, RunRecord, SettleContext, SettleStep } from "./vocabulary.js";
 

@@ -1,7 +1,7 @@
 // Why a run ended (Run.stopReason): the row of transitions.ts that ended it names the reason, or
 // (the settle row) the attempt's outcome does. Every row that takes a run to a terminal status
 // from one that is not sets it; a test walks the table.
-import type { Transition } from "./transitions.js";
+import type { Transition } from "./transition-row.js";
 import type { FailureReason, Outcome, RunStopReason } from "./vocabulary.js";
 
 /** The terminal statuses: a run in one of them has ended for good. */

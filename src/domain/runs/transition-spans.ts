@@ -4,7 +4,7 @@
 import { endSpanStatement, endTraceStatement } from "../trace/span-statements.js";
 import { appendEventIn, changeSpanIn, endOpenSpansIn, ensureTrace, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
-import type { SpanEnding } from "./transitions.js";
+import type { SpanEnding } from "./transition-row.js";
 import type { Outcome, SpanRef, StopRequest } from "./vocabulary.js";
 
 /** What of a transition's details (apply-transition.ts) its trace writes read. */

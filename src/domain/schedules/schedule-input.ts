@@ -3,7 +3,7 @@
 // agent and limits as an admission takes them.
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
-import { runLimits } from "../runs/admission-service.js";
+import { runLimits } from "../runs/admission-request.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { cronProblem, isTimeZone, nextFireAfter, type Recurrence } from "./fire-times.js";

@@ -1,6 +1,6 @@
 // Runs and their admission (W4, W5).
 import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
-import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-service.js";
+import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { RunAttemptOutcome } from "../../generated/prisma/enums.js";
