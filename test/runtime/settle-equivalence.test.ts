@@ -8,7 +8,7 @@
 // settle take the statements one by one, as any such step would.
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeGlobalId } from "../../src/domain/global-id.js";
-import { PrismaAttemptFence } from "../../src/domain/runs/attempt-fence.js";
+import { AttemptFencedError, PrismaAttemptFence } from "../../src/domain/runs/attempt-fence.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import type { Outcome, SettleStep } from "../../src/domain/runs/vocabulary.js";
 import { createEventBus } from "../../src/events/topics.js";
@@ -231,5 +231,27 @@ describe.each(backends)("a run's end in one statement and statement by statement
       // Byte for byte: the same text, key order and number formatting included.
       expect(one.snapshot.webhooks[0]!.body, name).toBe(many.snapshot.webhooks[0]!.body);
     }
+  });
+
+  it("writes nothing for an attempt that lost its run, and says so", async () => {
+    t = await startTestApp(backend);
+    const prisma = t.app.db.prisma;
+    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+    const { run } = await admit(t.client, { question: "Plan the week." });
+    const runId = dbId(run.id);
+    const claimed = await runs.claim(CLAIMANT, runId);
+    if (!claimed) throw new Error("the run was not claimed");
+    // Another worker took the run over meanwhile.
+    await prisma.run.update({ where: { id: runId }, data: { attempt: claimed.number + 1, leaseOwner: "worker-2" } });
+    const lost: string[] = [];
+    const fence = new PrismaAttemptFence(prisma, { runId, attempt: claimed.number, workerId: CLAIMANT.workerId }, (reason) => lost.push(reason));
+    const steps = settleStepsOf(t.app.services, new PrismaSpillStore(prisma));
+    await expect(runs.settle(claimed, fence, { type: "final", answer: "Too late." }, steps)).rejects.toBeInstanceOf(AttemptFencedError);
+    expect(lost).toEqual(["LEASE_LOST"]);
+    const after = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, answer: true, finishedAt: true, leaseOwner: true } });
+    expect(after).toEqual({ status: "RUNNING", answer: null, finishedAt: null, leaseOwner: "worker-2" });
+    expect(await prisma.trace.findUniqueOrThrow({ where: { id: claimed.root.traceId }, select: { endedAt: true } })).toEqual({ endedAt: null });
+    expect(await prisma.span.count({ where: { traceId: claimed.root.traceId, status: { not: "RUNNING" } } })).toBe(0);
+    expect(await prisma.runPublication.count({ where: { runId } })).toBe(0);
   });
 });
