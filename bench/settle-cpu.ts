@@ -59,7 +59,11 @@ async function measure(backend: "postgres" | "pglite"): Promise<string[][]> {
       const used = process.cpuUsage(cpuBefore);
       counting.on = false;
       if (status !== "SUCCEEDED") throw new Error(`settled ${status}`);
-      if (count && process.env.SHOW_SQL) console.log(way, counting.statements.map((sql) => sql.replace(/\s+/g, " ").slice(0, 60)));
+      if (count && process.env.SHOW_SQL)
+        console.log(
+          way,
+          counting.statements.map((sql) => sql.replace(/\s+/g, " ").slice(0, 60)),
+        );
       if (count) sent[way] = counting.statements.filter((sql) => !/^\s*(-- Implicit ")?(BEGIN|COMMIT|ROLLBACK)\b/i.test(sql)).length;
       else {
         cpu[way].push((used.user + used.system) / 1000);
