@@ -146,17 +146,28 @@ export type RuntimeDeps = {
   announcer: RunAnnouncer;
 };
 
-export function createRuntime({ events, logger, services, trace, runs, log, spills, output, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+/** What every run's end writes besides the transition itself, in this order (the settle steps). */
+export function settleStepsOf(
+  services: Pick<Services, "publications" | "ledger" | "checkpoints" | "proposals">,
+  spills: Pick<SpillStore, "releaseRun">,
+): SettleStep[] {
   const { publications, checkpoints, ledger, proposals } = services;
-  const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger })];
-  const settleSteps: SettleStep[] = [
+  return [
     // The answer is published before the proposal is decided: the checkpoint's provenance names it.
     publishAnswerStep({ publications, ledger }),
     decideProposalsStep({ checkpoints, proposals }),
     // Whatever way a run ends, its spill handles are released with its terminal status.
     // (Its calls still waiting for a decision are rejected by the run's end itself: domain/runs/transitions.ts.)
-    Object.assign(async ({ tx, run }: SettleContext) => void (await spills.releaseRun(run.id, tx)), { inStatement: () => ({ releaseSpills: true as const }) }),
+    Object.assign(async ({ tx, run, at }: SettleContext) => void (await spills.releaseRun(run.id, tx, at)), {
+      inStatement: () => ({ releaseSpills: true as const }),
+    }),
   ];
+}
+
+export function createRuntime({ events, logger, services, trace, runs, log, spills, output, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+  const { ledger } = services;
+  const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger })];
+  const settleSteps = settleStepsOf(services, spills);
   const approvals = {
     store: services.toolApprovals,
     rules: options.approvals?.rules,

@@ -97,7 +97,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   if (row.approvals === "REJECT") changes.push(...(await rejectOpenIn(tx, run.id, details.decisionReason ?? details.reason, details.at)));
   if (row.proposals === "SETTLE_STEPS") {
     const outcome = details.outcome ?? stoppedAs(status);
-    for (const step of details.steps ?? []) await step({ tx, run: run as RunRecord, outcome, status, after });
+    for (const step of details.steps ?? []) await step({ tx, run: run as RunRecord, outcome, status, at: details.at, after });
   }
   if (row.proposals === "DROP") await dropPendingProposals(tx, run.id, details.at);
   // Whichever row ends the run, its steering inputs still pending will never enter the log.
@@ -109,9 +109,16 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   if (row.slot === "RELEASE" || (row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner === null)) await releaseSlot(tx, run);
   if (row.webhook === "STATUS") {
     const failureReason = details.outcome?.type === "failed" ? details.outcome.reason : null;
-    await recordRunEvent(tx, { ...run, failureReason, stopReason: stopReasonAfter(row, details.outcome) }, status, { events: details.events, after });
+    await recordRunEvent(
+      tx,
+      { ...run, failureReason, stopReason: stopReasonAfter(row, details.outcome) },
+      status,
+      { events: details.events, after },
+      undefined,
+      details.at,
+    );
   }
-  if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED");
+  if (row.webhook === "RUN_RESUMED") await recordRunEvent(tx, run, status, { events: details.events, after }, "RUN_RESUMED", details.at);
   if (row.traceEvent) changes.push(await markRunSpan(tx, run.id, row.traceEvent, details));
   const announce = row.slot === "RELEASE_UNLESS_HELD" && moved.leaseOwner !== null ? row.announce.filter((a) => a !== "NEXT_IN_CONVERSATION") : row.announce;
   return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status, changes, announce, after, stop: details.stop?.mode };

@@ -10,7 +10,7 @@
 // step says what it writes here. Otherwise the statement writes nothing and says so, and the
 // settle takes the transition's statements one by one in the same transaction.
 import type { Prisma } from "../../generated/prisma/client.js";
-import { queryRows } from "../../db/direct-statements.js";
+import { type DirectQuery, queryRows } from "../../db/direct-statements.js";
 import { toStored } from "../text/stored-text.js";
 import { endedChange, type EndedRow } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
@@ -44,22 +44,29 @@ function stepsInStatement(details: TransitionDetails, run: TransitionRun, outcom
 /**
  * Settles by `row` in one statement in `tx` (the fence's check already made in it); null when this
  * settle is not one for a single statement, or when the statement found something left to decide
- * and wrote nothing: the caller then applies the transition statement by statement.
+ * and wrote nothing: the caller then applies the transition statement by statement. `tx` is the
+ * fenced transaction, through the Prisma client or straight through the driver (DirectQuery).
  */
 export async function settleInOneStatement(
-  tx: Prisma.TransactionClient,
+  tx: Prisma.TransactionClient | DirectQuery,
   row: Transition,
   run: TransitionRun,
   details: TransitionDetails & { outcome: Outcome },
 ): Promise<Applied | null> {
   const { outcome, spans, attempt } = details;
-  if (!ONE_STATEMENT_ROWS.has(row.name) || !spans || !attempt) return null;
-  if (outcome.type === "failed" || outcome.type === "waiting") return null;
+  const steps = inOneStatement(row, run, details) ? stepsInStatement(details, run, outcome) : null;
+  if (!steps || !spans || !attempt) return null;
+  return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans }, details, steps);
+}
+
+/** Whether this settle is one for a single statement (which may still find something left to decide, and write nothing). */
+export function inOneStatement(row: Transition, run: TransitionRun, details: TransitionDetails & { outcome: Outcome }): boolean {
+  const { outcome, spans, attempt } = details;
+  if (!ONE_STATEMENT_ROWS.has(row.name) || !spans || !attempt) return false;
+  if (outcome.type === "failed" || outcome.type === "waiting") return false;
   const status = statusAfter(row, outcome);
-  if (status !== "SUCCEEDED" && status !== "CANCELLED" && status !== "TIMED_OUT") return null;
-  const steps = stepsInStatement(details, run, outcome);
-  if (!steps) return null;
-  return runStatement(tx, row, { run, status, outcome, attempt: attempt.number, spans }, details, steps);
+  if (status !== "SUCCEEDED" && status !== "CANCELLED" && status !== "TIMED_OUT") return false;
+  return stepsInStatement(details, run, outcome) !== null;
 }
 
 /** The run row's new columns as SET items, their values added to `p`. */
@@ -78,7 +85,7 @@ function runColumns(row: Transition, settling: Settling, at: string, p: (value: 
 type Answered = { moved: number; base: number | null; webhooks: number; spans: (EndedRow & { id: string })[] | null };
 
 async function runStatement(
-  tx: Prisma.TransactionClient,
+  tx: Prisma.TransactionClient | DirectQuery,
   row: Transition,
   settling: Settling,
   details: TransitionDetails,
@@ -153,7 +160,7 @@ async function runStatement(
       (SELECT json_agg(json_build_object('id', id, 'seq', seq, 'parent_id', parent_id, 'kind', kind::text, 'name', name,
          'attributes', attributes::text, 'usage', usage::text, 'cost', trim_scale(cost)::text, 'cost_unpriced', cost_unpriced,
          'started_at', ${iso("started_at")})) FROM ended) AS spans`;
-  const [answer] = await queryRows<Answered>(tx, sql, ...params);
+  const [answer] = (typeof tx === "function" ? await tx(sql, params) : await queryRows(tx, sql, ...params)) as Answered[];
   if (!answer || Number(answer.moved) === 0) return null;
   return appliedOf(row, settling, details, answer);
 }

@@ -11,7 +11,7 @@ import { type Applied, announceApplied, applyTransition, releaseSlot } from "./a
 import { type AttemptFence, AttemptFencedError } from "./attempt-fence.js";
 import type { Transition } from "./transition-row.js";
 import { TRANSITIONS } from "./transitions.js";
-import { settleInOneStatement } from "./settle-statement.js";
+import { inOneStatement, settleInOneStatement } from "./settle-statement.js";
 import type { CancelledEnding, ClaimedAttempt, Outcome, RunRecord, SettleContext, SettleStep } from "./vocabulary.js";
 
 export type { CancelledEnding, SettleContext, SettleStep };
@@ -40,19 +40,30 @@ function announcing(deps: SettleDeps, applied: Applied | null, after: (() => voi
 /** Settles the run in the attempt's terminal state; returns that state. */
 export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<RunStatusName> {
   const { run, root, span } = claimed;
+  const details = {
+    at: new Date(),
+    reason: "the run ended",
+    outcome,
+    attempt: { number: claimed.number },
+    spans: { root, attempt: span },
+    steps: deps.steps,
+    events: deps.events,
+  };
+  const row = settleRowOf(outcome);
+  // One statement when nothing but the run's own end is left to write, its transaction straight
+  // through the driver where the database has that path; else statement by statement. A fenced
+  // check, or a statement that found something left to decide, wrote nothing: the transaction
+  // through the Prisma client then checks again (and says why the attempt lost its run) and writes.
+  const one = inOneStatement(row, run, details);
+  if (one && fence.writeDirect) {
+    const applied = await fence.writeDirect(async (query, after) => {
+      const settled = await settleInOneStatement(query, row, run, details);
+      return settled && announcing(deps, settled, after, "settle");
+    });
+    if (applied) return applied.status;
+  }
   return fence.write(async (tx, after) => {
-    const details = {
-      at: new Date(),
-      reason: "the run ended",
-      outcome,
-      attempt: { number: claimed.number },
-      spans: { root, attempt: span },
-      steps: deps.steps,
-      events: deps.events,
-    };
-    const row = settleRowOf(outcome);
-    // One statement when nothing but the run's own end is left to write; else statement by statement.
-    const applied = (await settleInOneStatement(tx, row, run, details)) ?? (await applyTransition(tx, row, run, details));
+    const applied = (one && !fence.writeDirect ? await settleInOneStatement(tx, row, run, details) : null) ?? (await applyTransition(tx, row, run, details));
     return announcing(deps, applied, after, "settle").status;
   });
 }

@@ -113,6 +113,8 @@ export type SettleContext = {
   run: RunRecord;
   outcome: Outcome;
   status: RunStatusName;
+  /** When the run ended, as its row records it: what a step marks with a time (its spills' release) says the same. */
+  at: Date;
   /** What to announce once the settle transaction committed. */
   after: AfterCommit;
 };

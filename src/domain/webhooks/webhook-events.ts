@@ -95,6 +95,7 @@ async function endedRunCost(tx: Prisma.TransactionClient, runId: string): Promis
 /**
  * Records the run's new status (terminal, WAITING or PAUSED) for its owner's webhooks; other
  * statuses report nothing — unless `as` names the event (RUN_RESUMED, with the status it resumed in).
+ * `at`: the event's timestamp (a transition's: the time its run row records), now without it.
  */
 export async function recordRunEvent(
   tx: Prisma.TransactionClient,
@@ -102,6 +103,7 @@ export async function recordRunEvent(
   status: string,
   wake?: WebhookWake,
   as?: keyof typeof RUN_SUMMARIES,
+  at?: Date,
 ): Promise<void> {
   const type = as ?? RUN_EVENTS[status as keyof typeof RUN_EVENTS];
   if (!type) return;
@@ -122,6 +124,7 @@ export async function recordRunEvent(
         ...(ENDED_STATUSES.has(status) ? await endedRunCost(tx, run.id) : {}),
         summary,
       },
+      at,
     },
     wake,
   );

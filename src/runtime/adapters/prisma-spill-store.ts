@@ -91,10 +91,10 @@ export class PrismaSpillStore implements SpillStore {
   }
 
   /** Also inside a caller's transaction (`db`): a run's spills are released as it settles. */
-  async releaseRun(runId: string, db: Pick<Tx, "spill"> = this.prisma): Promise<number> {
+  async releaseRun(runId: string, db: Pick<Tx, "spill"> = this.prisma, at = new Date()): Promise<number> {
     const { count } = await db.spill.updateMany({
       where: { runId, releasedAt: null },
-      data: { releasedAt: new Date(), itemStarts: [] },
+      data: { releasedAt: at, itemStarts: [] },
     });
     return count;
   }

@@ -58,9 +58,10 @@ export interface SpillStore {
   readWhole(spill: SpillInfo): Promise<string>;
   /**
    * Revokes the run's handles and drops their indexes; idempotent. Returns how many it released.
-   * With `tx`, inside that transaction (a run settling releases its handles with its status).
+   * With `tx`, inside that transaction (a run settling releases its handles with its status, `at`
+   * the time its run row records as its end).
    */
-  releaseRun(runId: string, tx?: Tx): Promise<number>;
+  releaseRun(runId: string, tx?: Tx, at?: Date): Promise<number>;
   /** Releases the handles of runs already in a terminal state; never a live run's. */
   sweep(): Promise<number>;
 }
