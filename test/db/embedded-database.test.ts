@@ -16,8 +16,8 @@ describe("the embedded database", () => {
 
   const plan = async () => (await db.prisma.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
 
-  it("holds an 8 MB buffer pool", async () => {
-    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "8MB" }]);
+  it("holds a 4 MB buffer pool", async () => {
+    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "4MB" }]);
   });
 
   it("refreshes its planner statistics while the server runs, so a page of a large workspace reads its index in order", async () => {
