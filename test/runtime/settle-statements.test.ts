@@ -14,14 +14,8 @@ import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { COMMIT, FENCE_CHECK, TRANSACTION_CONTROL, WORKER_PASSES } from "../support/statement-patterns.js";
 
-/** The worker's passes, which run on their own clock beside the run (claims, sweeps, lease renewals). */
-const PASSES =
-  /WITH running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|^\s*SELECT "t0"\."id", "t0"\."owner_id" AS "ownerId", "t0"\."conversation_id"/;
-/** An attempt's transaction opens with its fence's check. */
-const FENCED = /^\s*SELECT 1 FROM run WHERE id = \$1 AND attempt = \$2::int/;
-const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
-const COMMIT = /^\s*(COMMIT|-- Implicit "COMMIT")/i;
 /** The settle writes the run's end: its finished_at. */
 const ENDS_THE_RUN = /\bfinished_at\b/;
 
@@ -55,17 +49,20 @@ describe.each(backends)("a settle's SQL on %s", (backend) => {
       seen = statements.length;
       await new Promise((resolve) => setTimeout(resolve, 400));
     }
-    const sent = statements.slice(asked).filter((sql) => !PASSES.test(sql));
+    const sent = statements.slice(asked).filter((sql) => !WORKER_PASSES.test(sql));
     const view = await settled(t.client, run.id);
     expect(view.status).toBe("SUCCEEDED");
     expect(view.answer).toBe("The week is planned.");
     // The run's last fenced transaction: from its fence's check to its COMMIT.
-    const begin = sent.findLastIndex((sql) => FENCED.test(sql));
+    const begin = sent.findLastIndex((sql) => FENCE_CHECK.test(sql));
     const commit = begin + sent.slice(begin).findIndex((sql) => COMMIT.test(sql));
     const settle = sent.slice(begin, commit);
     if (process.env.SETTLE_SQL) console.log(sent.map((sql) => sql.replace(/\s+/g, " ").slice(0, 160)).join("\n"));
     expect(settle.some((sql) => ENDS_THE_RUN.test(sql))).toBe(true);
-    const counted = { statements: settle.filter((sql) => !TRANSACTION_CONTROL.test(sql)).length, fenceChecks: settle.filter((sql) => FENCED.test(sql)).length };
+    const counted = {
+      statements: settle.filter((sql) => !TRANSACTION_CONTROL.test(sql)).length,
+      fenceChecks: settle.filter((sql) => FENCE_CHECK.test(sql)).length,
+    };
     expect(counted).toEqual({ statements: 2, fenceChecks: 1 });
   });
 });

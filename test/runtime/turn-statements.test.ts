@@ -12,21 +12,12 @@ import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { FENCE_CHECK, TRANSACTION_CONTROL, WORKER_PASSES } from "../support/statement-patterns.js";
 
 /** Statements one steady turn sends, and the transactions among them (the rest are single statements). */
 const PER_TURN = { statements: 3, transactions: 0 };
 
 const TOOL_TURNS = 3;
-
-/**
- * The worker's passes, which run on their own clock (claims, sweeps, schedules, lease renewals) beside the runs:
- * how many of them fall within a run depends on timing, not on its turns.
- */
-const PASSES =
-  /WITH running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|^\s*SELECT "t0"\."id", "t0"\."owner_id" AS "ownerId", "t0"\."conversation_id"/;
-/** An attempt's transaction opens with its fence's check (the passes commit transactions of their own). */
-const FENCED = /^\s*SELECT 1 FROM run WHERE id = \$1 AND attempt = \$2::int/;
-const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
@@ -88,8 +79,8 @@ describe.each(backends)("one turn's SQL on %s", (backend) => {
         writeFileSync(`${process.env.TURN_SQL}-${backend}-${key}.sql`, sent.map((sql) => sql.replace(/\s+/g, " ").slice(0, 160)).join("\n"));
       }
       return {
-        statements: sent.filter((sql) => !TRANSACTION_CONTROL.test(sql) && !PASSES.test(sql)).length,
-        transactions: sent.filter((sql) => FENCED.test(sql)).length,
+        statements: sent.filter((sql) => !TRANSACTION_CONTROL.test(sql) && !WORKER_PASSES.test(sql)).length,
+        transactions: sent.filter((sql) => FENCE_CHECK.test(sql)).length,
       };
     };
     // A first run warms what is read once per process (prices, profiles).
