@@ -8,7 +8,8 @@
 // when nothing else is left to decide: no open approval request, no pending proposal, no span
 // open but the attempt's own and the RUN span, the trace not ended; and only when every settle
 // step says what it writes here. Otherwise the statement writes nothing and says so, and the
-// settle takes the transition's statements one by one in the same transaction.
+// settle takes the transition's statements one by one (settle.ts: in a transaction of the Prisma
+// client when this one went straight through the driver; its fence check says why an attempt lost its run).
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type DirectQuery, queryRows } from "../../db/direct-statements.js";
 import { toStored } from "../text/stored-text.js";
