@@ -55,19 +55,22 @@ export async function settleInOneStatement(
   details: TransitionDetails & { outcome: Outcome },
 ): Promise<Applied | null> {
   const { outcome, spans, attempt } = details;
-  const steps = inOneStatement(row, run, details) ? stepsInStatement(details, run, outcome) : null;
+  const steps = inOneStatement(row, run, details);
   if (!steps || !spans || !attempt) return null;
   return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans }, details, steps);
 }
 
-/** Whether this settle is one for a single statement (which may still find something left to decide, and write nothing). */
-export function inOneStatement(row: Transition, run: TransitionRun, details: TransitionDetails & { outcome: Outcome }): boolean {
+/**
+ * What the settle steps write in the single statement, when this settle is one for it (which may
+ * still find something left to decide, and write nothing); null when it is not.
+ */
+export function inOneStatement(row: Transition, run: TransitionRun, details: TransitionDetails & { outcome: Outcome }): SettleStepInStatement | null {
   const { outcome, spans, attempt } = details;
-  if (!ONE_STATEMENT_ROWS.has(row.name) || !spans || !attempt) return false;
-  if (outcome.type === "failed" || outcome.type === "waiting") return false;
+  if (!ONE_STATEMENT_ROWS.has(row.name) || !spans || !attempt) return null;
+  if (outcome.type === "failed" || outcome.type === "waiting") return null;
   const status = statusAfter(row, outcome);
-  if (status !== "SUCCEEDED" && status !== "CANCELLED" && status !== "TIMED_OUT") return false;
-  return stepsInStatement(details, run, outcome) !== null;
+  if (status !== "SUCCEEDED" && status !== "CANCELLED" && status !== "TIMED_OUT") return null;
+  return stepsInStatement(details, run, outcome);
 }
 
 /** The run row's new columns as SET items, their values added to `p`. */
