@@ -3,6 +3,7 @@
 // A wake-up during a pass runs one more pass right after it, so no announcement falls between
 // two passes; wake-ups meanwhile share that one. A pass claims in rounds (claimInRounds).
 import type { Logger } from "../logger.js";
+import { together } from "./batched-reads.js";
 
 export class ClaimPasses {
   private timer: NodeJS.Timeout | undefined;
@@ -90,7 +91,10 @@ export async function claimInRounds<T>({
     if (free() <= 0) return width;
     const count = Math.min(width, free());
     const claimed = await claim(count);
-    for (const run of claimed) begin(run);
+    // The claim's runs begin together: what each reads to start goes to the database in one read per kind (batched-reads.ts).
+    together(() => {
+      for (const run of claimed) begin(run);
+    });
     if (claimed.length === 0) return 1;
     if (claimed.length < count) return width;
     width = Math.min(width * GROWTH, MOST_PER_CLAIM);

@@ -98,6 +98,12 @@ export class McpServerService {
     return this.deps.prisma.mcpServer.findMany({ where: { ownerId: actor.principalId }, orderBy: { name: "asc" } });
   }
 
+  /** The servers of each of `principalIds`, by name: one read for the principals of every run that starts together. */
+  listOf(principalIds: readonly string[]): Promise<McpServer[]> {
+    if (principalIds.length === 0) return Promise.resolve([]);
+    return this.deps.prisma.mcpServer.findMany({ where: { ownerId: { in: [...principalIds] } }, orderBy: { name: "asc" } });
+  }
+
   /** Creates or replaces the whole configuration of the named server (omitted lists are empty). */
   async upsert(actor: Actor, input: UpsertMcpServerInput): Promise<McpServer> {
     const parsed = parseInput(upsertInput, input);

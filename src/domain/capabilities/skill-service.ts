@@ -43,10 +43,18 @@ export class SkillService {
     return this.deps.prisma.skill.findMany({ where: { ownerId: actor.principalId, agent }, orderBy: { name: "asc" } });
   }
 
-  /** The stored skills runs of the principal under one agent can load, by name. */
-  loadable(actor: Actor, agent: string): Promise<Skill[]> {
-    // Upserts keep an agent at SKILLS_PER_AGENT_MAX stored skills, so this LIMIT drops none.
-    return this.deps.prisma.skill.findMany({ where: { ownerId: actor.principalId, agent }, orderBy: { name: "asc" }, take: SKILLS_PER_AGENT_MAX });
+  /**
+   * The stored skills runs can load, of each (principal, agent) in `owners`, by name: one read for
+   * every run that starts together (runtime/skills/skill-catalog.ts).
+   */
+  loadable(owners: readonly { principalId: string; agent: string }[]): Promise<Skill[]> {
+    if (owners.length === 0) return Promise.resolve([]);
+    // Upserts keep an agent at SKILLS_PER_AGENT_MAX stored skills, so no (principal, agent) has more to drop.
+    return this.deps.prisma.skill.findMany({
+      where: { OR: owners.map(({ principalId, agent }) => ({ ownerId: principalId, agent })) },
+      orderBy: { name: "asc" },
+      take: SKILLS_PER_AGENT_MAX * owners.length,
+    });
   }
 
   async upsert(actor: Actor, input: UpsertSkillInput): Promise<Skill> {

@@ -164,21 +164,30 @@ export class PublicationService {
     return this.readVersion({ principalId: run.ownerId }, { publicationId: publication.id, version: publication.latestVersion });
   }
 
-  /** The exact versions frozen for a run when it was admitted, in the order they were selected. */
-  async selectedFor(runId: string): Promise<SelectedMaterial[]> {
+  /**
+   * The exact versions frozen for each of `runIds` when it was admitted, in the order they were
+   * selected: one read for every run that starts together (runtime/workspace/workspace-context.ts).
+   */
+  async selectedForRuns(runIds: readonly string[]): Promise<Map<string, SelectedMaterial[]>> {
+    const selected = new Map<string, SelectedMaterial[]>();
+    if (runIds.length === 0) return selected;
     const materials = await this.deps.prisma.runMaterial.findMany({
-      where: { runId },
-      orderBy: { position: "asc" },
+      where: { runId: { in: [...runIds] } },
+      orderBy: [{ runId: "asc" }, { position: "asc" }],
       include: { publicationVersion: { include: { publication: { select: { title: true, latestVersion: true } } } } },
     });
-    return materials.map(({ publicationVersion: v }) => ({
-      versionId: v.id,
-      publicationId: v.publicationId,
-      title: v.publication.title,
-      version: v.version,
-      asOf: v.asOf,
-      latestVersion: v.publication.latestVersion,
-    }));
+    for (const { runId, publicationVersion: v } of materials) {
+      const material = {
+        versionId: v.id,
+        publicationId: v.publicationId,
+        title: v.publication.title,
+        version: v.version,
+        asOf: v.asOf,
+        latestVersion: v.publication.latestVersion,
+      };
+      selected.set(runId, [...(selected.get(runId) ?? []), material]);
+    }
+    return selected;
   }
 
   /**

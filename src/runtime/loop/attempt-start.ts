@@ -9,9 +9,16 @@ import type { AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
 /** Builds the attempt's tools (those its profile allows) and runs its hooks, once its log and profile are read. */
 export type FirstTurn = (scope: AttemptScope, profile: AgentProfile) => Promise<Map<string, Tool>>;
 
-export function startFirstTurn(deps: Pick<ExecutorDeps, "tools" | "hooks">, start: AttemptStart): FirstTurn {
+/**
+ * Starts the reads of the attempt's tools and hooks; resolves once they are sent — with those of
+ * the other runs of its claim, when it is one of several begun together (batched-reads.ts) — so
+ * that the attempt's opening reads go after them, as they do for a run begun alone.
+ */
+export async function startFirstTurn(deps: Pick<ExecutorDeps, "tools" | "hooks">, start: AttemptStart): Promise<FirstTurn> {
   const tools = deps.tools(start);
   const hooks = (deps.hooks ?? []).flatMap((hook) => (hook.beforeFirstTurn ? [hook.beforeFirstTurn(start)] : []));
+  // The runs begun together send their reads when the last of them began, right after this (a promise job later).
+  await Promise.resolve();
   return async (scope, profile) => {
     // The tools are built beside the hooks: they read the run's own entries, which hooks do not change (a CONTEXT entry aside).
     const [offered] = await Promise.all([

@@ -99,7 +99,7 @@ export class RunExecutor {
       // read with them for the first turn (a stop asked meanwhile is also heard announced).
       // The model calls made before this attempt's are unknown to it unless it is the run's first.
       const start: AttemptStart = { run, span: attempt.span, sink, write, signal: work, modelCalls: { last: attempt.number === 1 ? null : undefined } };
-      const firstTurn = startFirstTurn(this.deps, start);
+      const firstTurn = await startFirstTurn(this.deps, start);
       // What the claim already read or wrote is not read again: a first attempt's requests, and its
       // log when it is the question alone; a first attempt has no decisions asked (no call of its run was made).
       const [, log, approvals, profile, firstRequests] = await Promise.all([

@@ -12,9 +12,9 @@ import type { McpServerRecord } from "../../domain/capabilities/mcp-server-servi
 import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
 import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/secret-box.js";
-import type { Actor } from "../../domain/principal/principal-service.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
+import { batchedRead, groupedBy } from "../batched-reads.js";
 
 export type { McpConnectionState, McpServerStatus };
 
@@ -43,8 +43,8 @@ export type McpConnection = {
 export type McpSnapshotServer = { serverName: string; requireApproval: boolean; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 export type McpRegistryOptions = {
-  /** The principals' stored server configurations (the MCP server module, McpServerService). */
-  servers: { list(actor: Actor): Promise<McpServerRecord[]> };
+  /** The principals' stored server configurations, of many principals at once (the MCP server module, McpServerService). */
+  servers: { listOf(principalIds: readonly string[]): Promise<(McpServerRecord & { ownerId: string })[]> };
   events: EventBus;
   logger: Logger;
   connector: McpConnector;
@@ -61,7 +61,8 @@ export type McpRegistryOptions = {
 };
 
 type ChangeStream = AsyncIterableIterator<{ principalId: string }> & { return?: () => Promise<unknown> };
-type PrincipalState = { servers: Map<string, McpConnection>; disabled: Set<string>; chain: Promise<void> };
+/** `queued`: the sync asked for and not begun yet, which every sync asked for meanwhile joins; `reconciling`: one is applying what it read. */
+type PrincipalState = { servers: Map<string, McpConnection>; disabled: Set<string>; chain: Promise<void>; queued?: Promise<void>; reconciling?: boolean };
 
 export class McpRegistry {
   private readonly principals = new Map<string, PrincipalState>();
@@ -70,8 +71,16 @@ export class McpRegistry {
   private nextId = 1;
   private closed = false;
   private changes?: ChangeStream;
+  /** A principal's stored servers, read with those of the other runs beginning together (batched-reads.ts). */
+  private readonly stored: (principalId: string) => Promise<McpServerRecord[]>;
 
-  constructor(private readonly options: McpRegistryOptions) {}
+  constructor(private readonly options: McpRegistryOptions) {
+    this.stored = batchedRead({
+      readMany: async (principalIds) => groupedBy(await options.servers.listOf(principalIds), (server) => server.ownerId),
+      keyOf: (principalId) => principalId,
+      none: () => [],
+    });
+  }
 
   /**
    * Changes made through any instance reach this one. Listening starts with the first principal
@@ -88,13 +97,32 @@ export class McpRegistry {
     })().catch((error: unknown) => this.options.logger.error("mcp change listener stopped", { error: String(error) }));
   }
 
-  /** Brings the principal's connections in line with the stored configuration; serialised per principal. */
+  /**
+   * Brings the principal's connections in line with the stored configuration; serialised per
+   * principal. A sync asked for while another waits to begin is that one: it reads the
+   * configuration after both were asked for. With no sync in progress, the configuration is read at
+   * once — with those of the other runs starting together (batched-reads.ts). The runs of a claim,
+   * each pinning its snapshot, then cost one read, not one each, every one waiting for those before it.
+   */
   sync(principalId: string): Promise<void> {
     const state = this.stateOf(principalId);
-    state.chain = state.chain
-      .then(() => this.reconcile(principalId, state))
+    if (state.queued) return state.queued;
+    const read = state.reconciling ? undefined : this.stored(principalId);
+    read?.catch(() => undefined);
+    const queued = state.chain
+      .then(async () => {
+        state.queued = undefined;
+        state.reconciling = true;
+        try {
+          await this.reconcile(state, await (read ?? this.stored(principalId)));
+        } finally {
+          state.reconciling = false;
+        }
+      })
       .catch((error: unknown) => this.options.logger.error("mcp sync failed", { principalId, error: String(error) }));
-    return state.chain;
+    state.queued = queued;
+    state.chain = queued;
+    return queued;
   }
 
   /**
@@ -162,9 +190,8 @@ export class McpRegistry {
     return state;
   }
 
-  private async reconcile(principalId: string, state: PrincipalState): Promise<void> {
+  private async reconcile(state: PrincipalState, rows: readonly McpServerRecord[]): Promise<void> {
     if (this.closed) return;
-    const rows = await this.options.servers.list({ principalId });
     const wanted = new Set<string>();
     state.disabled = new Set(rows.filter((row) => !row.enabled).map((row) => row.id));
     for (const row of rows.filter((r) => r.enabled)) {

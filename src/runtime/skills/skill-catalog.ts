@@ -7,6 +7,7 @@ import path from "node:path";
 import type { SkillService } from "../../domain/capabilities/skill-service.js";
 import { projectFile } from "../../project-files.js";
 import type { CatalogSkill, SkillSource } from "../ports/skills.js";
+import { batchedRead, groupedBy } from "../batched-reads.js";
 
 export type { CatalogSkill, SkillSource };
 
@@ -30,8 +31,17 @@ export function parseSkillFile(file: string, text: string): { name: string; desc
 
 export class SkillCatalog {
   private builtIns?: Promise<CatalogSkill[]>;
+  /** The stored skills of one (principal, agent), read with those of the other runs of its claim (batched-reads.ts). */
+  private readonly stored: (owner: { principalId: string; agent: string }) => ReturnType<SkillService["loadable"]>;
 
-  constructor(private readonly deps: { skills: Pick<SkillService, "loadable">; builtInDir?: string }) {}
+  constructor(private readonly deps: { skills: Pick<SkillService, "loadable">; builtInDir?: string }) {
+    const keyOf = ({ principalId, agent }: { principalId: string; agent: string }) => `${principalId}\u0000${agent}`;
+    this.stored = batchedRead({
+      readMany: async (owners) => groupedBy(await deps.skills.loadable(owners), (skill) => keyOf({ principalId: skill.ownerId, agent: skill.agent })),
+      keyOf,
+      none: () => [],
+    });
+  }
 
   /** The shipped skills, read once per process (they change only with a new release). */
   builtInSkills(): Promise<CatalogSkill[]> {
@@ -41,7 +51,7 @@ export class SkillCatalog {
 
   /** The skills of one principal's runs under one agent, by name. */
   async forAgent(principalId: string, agent: string): Promise<CatalogSkill[]> {
-    const [builtIns, stored] = await Promise.all([this.builtInSkills(), this.deps.skills.loadable({ principalId }, agent)]);
+    const [builtIns, stored] = await Promise.all([this.builtInSkills(), this.stored({ principalId, agent })]);
     const byName = new Map(builtIns.map((skill) => [skill.name, skill]));
     for (const skill of stored) {
       byName.set(skill.name, {

@@ -20,6 +20,7 @@ import { continuedVersionLines } from "./continued-publication.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { AttemptScope, RunHooks } from "../loop/run-executor.js";
 import { caught } from "../loop/attempt-start.js";
+import { batchedRead } from "../batched-reads.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
 
 const day = (date: Date) => date.toISOString();
@@ -27,7 +28,7 @@ const day = (date: Date) => date.toISOString();
 /** What the workspace context is read from, and where what it listed is recorded. */
 export type WorkspaceContextDeps = {
   workspaces: Pick<WorkspaceService, "visible">;
-  publications: Pick<PublicationService, "selectedFor" | "continuedBy">;
+  publications: Pick<PublicationService, "selectedForRuns" | "continuedBy">;
   history: Pick<HistoryService, "catalog">;
   checkpoints: Pick<CheckpointService, "current">;
   ledger: Pick<MaterialLedger, "record">;
@@ -37,12 +38,18 @@ export type WorkspaceContextDeps = {
 type ContextRun = Pick<RunRecord, "workspaceId" | "goalStatement" | "goalVersionNo">;
 
 export function workspaceContextHook(deps: WorkspaceContextDeps): RunHooks {
+  // A run's frozen materials, read with those of the other runs of its claim (batched-reads.ts).
+  const selectedFor = batchedRead({
+    readMany: (runIds: readonly string[]) => deps.publications.selectedForRuns(runIds),
+    keyOf: (runId) => runId,
+    none: () => [],
+  });
   return {
     beforeFirstTurn: ({ run }) => {
       // The run's materials are read beside the attempt's opening reads: they do not depend on its log.
       // A run that continues no publication has none to read.
       const continued = run.continuesPublicationId ? deps.publications.continuedBy(run.id) : null;
-      const materials = caught(Promise.all([deps.publications.selectedFor(run.id), continued]));
+      const materials = caught(Promise.all([selectedFor(run.id), continued]));
       return (scope) => writeContext(deps, scope, materials);
     },
   };
