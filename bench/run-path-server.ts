@@ -7,6 +7,7 @@
 // first 70 (BENCH_SQL_FULL=1: whole), in the order sent. BENCH_TURN_TIMELINE=<file>: on exit, when
 // each statement of a turn was sent and each model request made (bench/turn-timeline.ts).
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { Agent, type ClientRequest } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createApp } from "../src/compose/app.js";
@@ -25,7 +26,17 @@ const sequence = process.env.BENCH_SQL_SEQUENCE ? ([] as string[]) : undefined;
 const shapes = process.env.BENCH_SQL_SHAPES ? new Map<string, number>() : undefined;
 const timeline = process.env.BENCH_TURN_TIMELINE ? serverTimeline() : undefined;
 if (timeline) {
-  // The model's requests go through the global fetch (the OpenAI SDK's default).
+  // The model's requests go out through node:http's agent (src/runtime/adapters/model-http.ts);
+  // anything else the adapter sends through the global fetch.
+  const model = new URL(modelURL);
+  // Agent.addRequest is node:http's own (not in its typings): every request made through an agent goes by it.
+  type Adding = (this: Agent, request: ClientRequest, options: { host?: string; port?: number | string }) => void;
+  const agent = Agent.prototype as unknown as { addRequest: Adding };
+  const adding = agent.addRequest;
+  agent.addRequest = function (request, options) {
+    if (options.host === model.hostname && String(options.port) === model.port) timeline.note("request");
+    return adding.call(this, request, options);
+  };
   const fetching = globalThis.fetch;
   globalThis.fetch = (input, init) => {
     if (String(input instanceof Request ? input.url : input).startsWith(modelURL)) timeline.note("request");

@@ -2,9 +2,12 @@
 // and answers through promises, so a caller that sends statement after statement (a recorder
 // ingesting, a batch of writes) never gives the event loop a turn. Timers, sockets and every
 // other caller's work then wait until it stops: under steady ingestion the retention sweep,
-// HTTP requests and leases starved for minutes. Each statement and transaction here first
-// waits for the event loop's next turn (setImmediate), so whatever else is due runs between
-// them; callers still take PGlite's one connection in the order they asked for it.
+// HTTP requests and leases starved for minutes. A statement or transaction here therefore starts
+// only once the event loop has had a turn since the last one started (setImmediate): whatever
+// else is due runs between them. One that comes after such a turn already (a turn's reply, sent
+// once its answer was read from a socket) starts at once rather than waiting for another: on a
+// turn's path each wait cost about 0.17 ms. Callers still take PGlite's one connection in the
+// order they asked for it: while any waits, the next waits behind it.
 import type { PGlite } from "@electric-sql/pglite";
 
 /** Resolves on the event loop's next turn, after pending I/O and due timers. */
@@ -14,7 +17,37 @@ export function nextTurn(): Promise<void> {
 
 const TAKES_TURNS = new Set<PropertyKey>(["query", "exec", "transaction", "sql"]);
 
-/** `pglite` whose statements and transactions each start on a turn of the event loop of their own. */
+/**
+ * Whether the event loop had a turn since the last statement started, and how many statements
+ * wait for one: shared by every PGlite of the process, whose statements all run on its thread.
+ */
+const loop = { turned: true, marking: false, waiting: 0 };
+
+/** Notes that a statement starts now: the next one waits for a turn of the event loop first. */
+function started(): void {
+  loop.turned = false;
+  if (loop.marking) return;
+  loop.marking = true;
+  setImmediate(() => {
+    loop.marking = false;
+    loop.turned = true;
+  });
+}
+
+/** Resolves once the statement asked for now may start (at once, when the loop turned and none waits). */
+async function turnTaken(): Promise<void> {
+  if (!loop.turned || loop.waiting > 0) {
+    loop.waiting += 1;
+    try {
+      await nextTurn();
+    } finally {
+      loop.waiting -= 1;
+    }
+  }
+  started();
+}
+
+/** `pglite` whose statements and transactions each start after a turn of the event loop of their own. */
 export function takingTurns(pglite: PGlite): PGlite {
   return new Proxy(pglite, {
     get(target, key) {
@@ -22,7 +55,7 @@ export function takingTurns(pglite: PGlite): PGlite {
       if (typeof value !== "function") return value;
       if (!TAKES_TURNS.has(key)) return value.bind(target);
       return async (...args: unknown[]) => {
-        await nextTurn();
+        await turnTaken();
         return value.apply(target, args);
       };
     },

@@ -15,6 +15,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
 import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
 import { type BackPressureOptions, EndpointGate, pause, retryAfterMs, retryDelay } from "./model-back-pressure.js";
+import { endpointFetch } from "./model-http.js";
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -64,6 +65,8 @@ const WARM_STREAM = `data: ${JSON.stringify({ id: "warm-up", object: "chat.compl
  */
 function sdkClient(options: { apiKey: string; baseURL: string; timeout?: number; fetch?: typeof fetch }): OpenAI {
   return new OpenAI({
+    // One kept-alive connection per endpoint, each request written at once (model-http.ts).
+    fetch: endpointFetch(),
     ...options,
     organization: null,
     project: null,

@@ -1,6 +1,6 @@
 // A memo of what building a request computes per log entry. Log entries never change (R3), so
 // their chat form, their token estimates and a summary's parsed form are remembered across requests.
-import type { ChatMessage } from "../ports/model.js";
+import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import { type LoggedMessage, toChatMessages } from "./conversation-log.js";
 import type { ViewEntry } from "./micro-compaction.js";
 import { type StoredSummary, storedSummarySchema } from "./summary.js";
@@ -50,9 +50,24 @@ export class MemoCache {
   /** An estimator that remembers each chat message's estimate. */
   readonly memoEstimator: TokenEstimator = {
     text: (s) => this.estimator.text(s),
-    tools: (t) => this.estimator.tools(t),
+    tools: (t) => this.toolTokens(t),
     messages: (list) => list.reduce((sum, message) => sum + this.messageTokens(message), 0),
   };
+
+  /**
+   * The tool schemas' tokens, counted again only when the schemas offered change: a run offers
+   * the same tools turn after turn (the same schema objects, in a new list each time), and their
+   * JSON is a few kilobytes to write and scan per request.
+   */
+  private toolTokens(tools: readonly ToolSchema[]): number {
+    const last = this.lastTools;
+    if (last && last.tools.length === tools.length && last.tools.every((schema, index) => schema === tools[index])) return last.tokens;
+    const tokens = this.estimator.tools(tools);
+    this.lastTools = { tools: [...tools], tokens };
+    return tokens;
+  }
+
+  private lastTools: { tools: readonly ToolSchema[]; tokens: number } | undefined;
 
   messageTokens(message: ChatMessage): number {
     let tokens = this.tokens.get(message);

@@ -23,13 +23,25 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 // is Halfwidth and Fullwidth Forms (fullwidth Latin, punctuation and halfwidth Katakana).
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303F\uFF00-\uFFEF]/u;
 
+/** Below this code point nothing matches CJK. */
+const FIRST_CJK = 0x1100;
+
 /** Estimated tokens of plain text: CJK code points at 2 per token, all others at 4, rounded up. */
 export function estimateTextTokens(text: string): number {
   let cjk = 0;
   let other = 0;
-  // `for…of` iterates code points, so an emoji or other surrogate pair counts as one character.
-  for (const char of text) {
-    if (CJK.test(char)) cjk += 1;
+  // Code points, so an emoji or other surrogate pair counts as one character. Below U+1100 (the
+  // first CJK code point, Hangul Jamo) nothing is CJK: such a character is counted without the
+  // pattern, which a request's JSON (tool schemas, arguments) is almost entirely made of.
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code < FIRST_CJK) {
+      other += 1;
+      continue;
+    }
+    const point = text.codePointAt(index)!;
+    if (point > 0xffff) index += 1;
+    if (CJK.test(String.fromCodePoint(point))) cjk += 1;
     else other += 1;
   }
   // Integer arithmetic (quarter tokens) keeps the rounding exact: cjk/2 + other/4 = (2·cjk + other)/4.

@@ -1,0 +1,79 @@
+// How the OpenAI client (openai-model.ts) reaches its endpoint: a `fetch` over node:http(s), its
+// connections kept alive per endpoint. The global fetch carries each request through the Fetch
+// standard's machinery (the body streamed through an async iterator, the request and its
+// controller objects, the reply's body through a second stream); with a model that answers at
+// once that was about a quarter of a millisecond of CPU per request more than this (a local
+// server answering one streamed tool call: 0.6–0.9 ms against 0.4–0.6 ms per request, six
+// interleaved rounds), on the path between one turn and the next. The reply is handed to the SDK as
+// the Response it reads (its body a web stream, which the SDK's SSE reader takes). What the SDK
+// relies on stays as fetch gives it: an abort rejects with the signal's reason (the SDK tells a timeout
+// from a cancellation by its own signal), a failed connection rejects with the system error
+// ("connect ECONNREFUSED …"), a compressed reply is decompressed, and a redirect is followed by
+// the global fetch; a request this does not take on (a body that is neither text nor bytes) goes
+// through the global fetch as before.
+import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Readable } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+
+const REDIRECT = new Set([301, 302, 303, 307, 308]);
+/** Statuses a Response is made without a body for. */
+const NO_BODY = new Set([101, 204, 205, 304]);
+
+/** A fetch for one endpoint's requests: its connections kept alive between requests. */
+export function endpointFetch(): typeof fetch {
+  const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
+  return async (input, init = {}) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const body = init.body;
+    const agent = agents[url.protocol as keyof typeof agents];
+    if (!agent || input instanceof Request || !(body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array)) {
+      return fetch(input, init);
+    }
+    const signal = init.signal ?? undefined;
+    signal?.throwIfAborted();
+    const headers: Record<string, string> = {};
+    for (const [name, value] of new Headers(init.headers)) headers[name] = value;
+    const bytes = body === undefined || body === null ? undefined : typeof body === "string" ? Buffer.from(body) : body;
+    if (bytes) headers["content-length"] = String(bytes.byteLength);
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = send(url, { method: init.method ?? "GET", headers, agent, ...(signal && { signal }) }, resolve);
+      req.on("error", (error) => reject(signal?.aborted ? abortReason(signal) : error));
+      req.end(bytes);
+    });
+    if (REDIRECT.has(res.statusCode ?? 0)) {
+      // The server did not take the request: the global fetch sends it again and follows.
+      res.resume();
+      return fetch(input, init);
+    }
+    const answer = new Headers();
+    for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) answer.set(name, Array.isArray(value) ? value.join(", ") : value);
+    // Aborted while the body streams: the SDK's reader sees the stream end in an error, as with fetch.
+    signal?.addEventListener("abort", () => res.destroy(abortReason(signal) as Error), { once: true });
+    const status = res.statusCode ?? 0;
+    const stream = NO_BODY.has(status) ? (res.resume(), null) : (Readable.toWeb(decoded(res)) as ReadableStream<Uint8Array>);
+    return new Response(stream, { status, statusText: res.statusMessage ?? "", headers: answer });
+  };
+}
+
+/** The reply's body as sent before its Content-Encoding (fetch decodes gzip, deflate and br the same way). */
+function decoded(res: IncomingMessage): Readable {
+  const encoding = res.headers["content-encoding"]?.trim().toLowerCase();
+  const decoder =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? createGunzip()
+      : encoding === "deflate"
+        ? createInflate()
+        : encoding === "br"
+          ? createBrotliDecompress()
+          : undefined;
+  if (!decoder) return res;
+  res.on("error", (error) => decoder.destroy(error));
+  return res.pipe(decoder);
+}
+
+/** What fetch rejects with when its signal aborts: the signal's reason (an AbortError unless one was given). */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? Object.assign(new Error("This operation was aborted"), { name: "AbortError" });
+}
