@@ -39,9 +39,14 @@ export const NODE_FLAGS = ["--max-old-space-size=1024", "--max-semi-space-size=4
  * for reuse, and raises that threshold as large blocks come and go (PGlite's and Prisma's
  * WebAssembly compilation at start-up frees tens of MB): an idle embedded server kept about 20 MB
  * of freed memory resident (the [heap] mapping, 35 MB → 16 MB). A fixed trim threshold of 128 KB
- * (glibc's own default, no longer raised) hands it back. Other C libraries ignore the variable.
+ * (glibc's own default, no longer raised) hands it back. arena_max=1: every thread that allocates
+ * while another holds the main arena's lock (V8's compiler and collector threads, libuv's thread
+ * pool) otherwise gets an arena of its own, up to 8 per core, and each keeps what it once held
+ * (five arenas held about 7 MB in an idle embedded server); with one arena an idle server held
+ * 4-5 MB less, and the server CPU per read in `bench:server` stayed within the machine's noise
+ * (docs/performance.md). Other C libraries ignore the variable.
  */
-export const NODE_ENV = { GLIBC_TUNABLES: "glibc.malloc.trim_threshold=131072" };
+export const NODE_ENV = { GLIBC_TUNABLES: "glibc.malloc.trim_threshold=131072:glibc.malloc.arena_max=1" };
 
 /** The command line that runs a bundle as `npm start` does: its environment, node, its flags. */
 export function nodeCommand(bundle) {

@@ -2,7 +2,8 @@
 // system, every file a view on one buffer read from pglite.data at start, which stays resident for
 // the process's life. A running database reads few of those files: time zones, dictionaries,
 // extensions and the libraries it loads on demand. The rest serves initdb (which runs in a child
-// process, pglite-initdb.ts), PostgreSQL's build system and encodings Dossier never converts to.
+// process, pglite-initdb.ts), PostgreSQL's build system, encodings Dossier never converts to and
+// ICU's collation data.
 // Once the database is open, those are removed and the kept files copied out of the shared buffer,
 // which is then released.
 import type { PGlite } from "@electric-sql/pglite";
@@ -16,6 +17,10 @@ const NOT_READ_AT_RUN_TIME = [
   // Conversions between UTF-8 and other encodings (PGlite's client and server both speak UTF-8),
   // and streaming replication's client.
   /^\/pglite\/lib\/postgresql\/(utf8_and_[a-z0-9_]+|libpqwalreceiver)\.so$/,
+  // ICU's collation data (0.9 MB), read only for a collation of the ICU provider: PGlite's
+  // databases use the C locale of the libc provider, and Dossier's schema and queries name no
+  // other collation.
+  /^\/pglite\/icu\//,
 ];
 
 /** The part of Emscripten's MEMFS this reads: a file's contents are bytes, a folder's its entries. */
