@@ -134,8 +134,8 @@ try {
     ["admission → the run's claim (database clock)", ms(percentile(claims, 50)), ms(percentile(claims, 99)), ms(Math.max(...claims)), ""],
     ["admission → the run's model request", ms(percentile(dispatches, 50)), ms(percentile(dispatches, 99)), ms(Math.max(...dispatches)), ""],
     ["answer's last piece → subscriber's RUN_DONE", ms(percentile(settles, 50)), ms(percentile(settles, 99)), ms(Math.max(...settles)), ""],
-    ["  of it: last piece → the worker's settle (its start)", ms(percentile(settledAfter, 50)), ms(percentile(settledAfter, 99)), ms(Math.max(...settledAfter)), ""],
-    ["  of it: the settle → subscriber's RUN_DONE", ms(percentile(deliveredAfter, 50)), ms(percentile(deliveredAfter, 99)), ms(Math.max(...deliveredAfter)), ""],
+    ["  of it: last piece → the worker's settle", ms(percentile(settledAfter, 50)), ms(percentile(settledAfter, 99)), ms(Math.max(...settledAfter)), ""],
+    ["  of it: settle → RUN_DONE", ms(percentile(deliveredAfter, 50)), ms(percentile(deliveredAfter, 99)), ms(Math.max(...deliveredAfter)), ""],
     ["piece written → subscriber", ms(percentile(lateness, 50)), ms(percentile(lateness, 99)), ms(Math.max(...lateness)), "≤ 100 ms"],
     ["a run's first live piece → subscriber", ms(percentile(firstLateness, 50)), ms(percentile(firstLateness, 99)), ms(Math.max(...firstLateness)), ""],
   ]);
