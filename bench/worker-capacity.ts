@@ -30,7 +30,7 @@ const postgresUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
 /** Per run: when the model server wrote each piece, and when its first request arrived and its answer ended. */
-type ModelTimes = { pieces: number[]; requestedAt?: number; endedAt?: number };
+type ModelTimes = { pieces: number[]; requestedAt?: number; endedAt?: number; endedWallMs?: number; doneWallMs?: number };
 const modelTimes = new Map<number, ModelTimes>();
 let nextIndex = 0;
 const timesOf = (index: number) => modelTimes.get(index) ?? modelTimes.set(index, { pieces: [] }).get(index)!;
@@ -46,7 +46,10 @@ const model = await startOpenAIStreamStub((body) => {
     gapMs: (seconds * 1_000) / (PIECES - 1),
     sent: (piece, at) => {
       times.pieces[piece] = at;
-      if (piece === PIECES - 1) times.endedAt = at;
+      if (piece === PIECES - 1) {
+        times.endedAt = at;
+        times.endedWallMs = Date.now();
+      }
     },
   };
 });
@@ -115,7 +118,7 @@ try {
   await burstSample;
   await sampleDelays();
   benchDelay.disable();
-  const { executions, claims } = await executionOverruns(database.url);
+  const { executions, claims, settledAfter, deliveredAfter } = await executionOverruns(database.url);
   clearInterval(sampler);
   const cpu = cpuMicrosOf(workerPid) - cpuBefore;
   const transactions = (await transactionsOf(database.url)) - transactionsBefore;
@@ -131,6 +134,8 @@ try {
     ["admission → the run's claim (database clock)", ms(percentile(claims, 50)), ms(percentile(claims, 99)), ms(Math.max(...claims)), ""],
     ["admission → the run's model request", ms(percentile(dispatches, 50)), ms(percentile(dispatches, 99)), ms(Math.max(...dispatches)), ""],
     ["answer's last piece → subscriber's RUN_DONE", ms(percentile(settles, 50)), ms(percentile(settles, 99)), ms(Math.max(...settles)), ""],
+    ["  of it: last piece → the worker's settle", ms(percentile(settledAfter, 50)), ms(percentile(settledAfter, 99)), ms(Math.max(...settledAfter)), ""],
+    ["  of it: settle → RUN_DONE", ms(percentile(deliveredAfter, 50)), ms(percentile(deliveredAfter, 99)), ms(Math.max(...deliveredAfter)), ""],
     ["piece written → subscriber", ms(percentile(lateness, 50)), ms(percentile(lateness, 99)), ms(Math.max(...lateness)), "≤ 100 ms"],
     ["a run's first live piece → subscriber", ms(percentile(firstLateness, 50)), ms(percentile(firstLateness, 99)), ms(Math.max(...firstLateness)), ""],
   ]);
@@ -191,6 +196,7 @@ async function round(client: Client, count: number, label: string) {
         if (runOutput.kind === "RUN_DONE") break;
       }
       const finishedAt = performance.now();
+      timesOf(index).doneWallMs = Date.now();
       const times = timesOf(index);
       for (const { piece, at } of received) if (piece >= 0) lateness.push(at - times.pieces[piece]!);
       const first = received.find(({ piece }) => piece >= 0);
@@ -215,13 +221,14 @@ async function round(client: Client, count: number, label: string) {
  * Each measured run's time on the worker (its claim to its end, as the run records them) beyond
  * its model request's time, and its admission to its claim (both on the database's clock).
  */
-async function executionOverruns(url: string): Promise<{ executions: number[]; claims: number[] }> {
+async function executionOverruns(url: string): Promise<{ executions: number[]; claims: number[]; settledAfter: number[]; deliveredAfter: number[] }> {
   const { default: pg } = await import("pg");
   const sql = new pg.Client({ connectionString: url });
   await sql.connect();
   try {
-    const { rows } = await sql.query<{ question: string; ms: number; claim_ms: number }>(
-      `SELECT question, extract(epoch FROM finished_at - started_at) * 1000 AS ms, extract(epoch FROM started_at - created_at) * 1000 AS claim_ms
+    const { rows } = await sql.query<{ question: string; ms: number; claim_ms: number; finished_ms: number }>(
+      `SELECT question, extract(epoch FROM finished_at - started_at) * 1000 AS ms, extract(epoch FROM started_at - created_at) * 1000 AS claim_ms,
+              extract(epoch FROM finished_at) * 1000 AS finished_ms
          FROM run WHERE question LIKE '%(measured)%'`,
     );
     const executions = rows.map(({ question, ms }) => {
@@ -229,7 +236,11 @@ async function executionOverruns(url: string): Promise<{ executions: number[]; c
       const modelMs = times.endedAt! - times.requestedAt!;
       return (Number(ms) - modelMs) / modelMs;
     });
-    return { executions, claims: rows.map((row) => Number(row.claim_ms)) };
+    // The database runs on this machine: its clock is this process's wall clock.
+    const ended = rows.map(({ question, finished_ms }) => ({ times: timesOf(Number(/capacity run (\d+)/.exec(question)![1])), at: Number(finished_ms) }));
+    const settledAfter = ended.map(({ times, at }) => at - times.endedWallMs!);
+    const deliveredAfter = ended.map(({ times, at }) => times.doneWallMs! - at);
+    return { executions, claims: rows.map((row) => Number(row.claim_ms)), settledAfter, deliveredAfter };
   } finally {
     await sql.end();
   }

@@ -10,6 +10,7 @@ import { budgetTokens, type CancelMode, type Claimant, type EndedRun, type Lease
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
+import { nextQueuedReader } from "./next-queued.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { type CarriedRead, inOneStatement, within } from "../transaction.js";
 import { holdsRunSql } from "./holder.js";
@@ -27,7 +28,11 @@ export type PrismaRunStateDeps = {
 
 /** The run state of the runtime's RunState port (runtime/ports/run-state.ts), in the database. */
 export class PrismaRunState {
-  constructor(private readonly deps: PrismaRunStateDeps) {}
+  private readonly readNextQueued: (conversationId: string) => Promise<string | null>;
+
+  constructor(private readonly deps: PrismaRunStateDeps) {
+    this.readNextQueued = nextQueuedReader(deps.prisma);
+  }
 
   private settleDeps(steps: readonly SettleStep[] = []): SettleDeps {
     const { prisma, events, trace } = this.deps;
@@ -103,13 +108,9 @@ export class PrismaRunState {
     );
   }
 
-  async nextQueued(conversationId: string): Promise<string | null> {
-    const next = await this.deps.prisma.run.findFirst({
-      where: { conversationId, status: "QUEUED" },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { id: true },
-    });
-    return next?.id ?? null;
+  /** Runs ending together read their conversations' next runs in one statement (next-queued.ts). */
+  nextQueued(conversationId: string): Promise<string | null> {
+    return this.readNextQueued(conversationId);
   }
 
   requests(runId: string): Promise<RunRequests> {
