@@ -50,11 +50,14 @@ const transactionOptions = { maxWait: 10_000, timeout: 20_000 };
 /**
  * The embedded database's PostgreSQL settings, each measured in an idle `npm start` on a new data
  * folder (the touched part of PGlite's WebAssembly memory, which never shrinks):
- * - shared_buffers: PostgreSQL's default buffer pool (128 MB) is touched in full at start; 4 MB
+ * - shared_buffers: PostgreSQL's default buffer pool (128 MB) is touched in full at start; 2 MB
  *   keeps an idle embedded server about 150 MB smaller (about 25 MB smaller than 32 MB, about
- *   2.6 MB smaller than 8 MB with no CPU measurable per read or per turn: docs/performance.md),
- *   and what it does not hold the OS's file cache does — the data folder is read through the file
- *   system, so a page not in the pool is a copy away.
+ *   2.6 MB smaller than 8 MB and about 1 MB smaller than 4 MB, with no CPU measurable per read or
+ *   per turn: docs/performance.md), and what it does not hold the OS's file cache does — the data
+ *   folder is read through the file system, so a page not in the pool is a copy away.
+ * - track_counts: the per-table activity counters feed autovacuum, which PGlite does not run, and
+ *   the pg_stat views, which Dossier does not read on the embedded database; off, PostgreSQL
+ *   neither counts nor keeps an entry per table and index touched.
  * - max_connections, autovacuum_worker_slots, max_wal_senders: PGlite is one backend in
  *   single-user mode, with no autovacuum and no replication, yet PostgreSQL sizes its per-backend
  *   shared structures for 100 + 16 + 10 of them: about 4 MB touched for nothing.
@@ -62,7 +65,7 @@ const transactionOptions = { maxWait: 10_000, timeout: 20_000 };
  *   so with fewer backends each may hold more: 256 × 7 slots, room for a migration that locks
  *   every table and index at once (PostgreSQL's default gives 64 × 127, mostly never touched).
  */
-const PGLITE_SETTINGS = ["shared_buffers=4MB", "max_connections=5", "autovacuum_worker_slots=1", "max_wal_senders=0", "max_locks_per_transaction=256"];
+const PGLITE_SETTINGS = ["shared_buffers=2MB", "track_counts=off", "max_connections=5", "autovacuum_worker_slots=1", "max_wal_senders=0", "max_locks_per_transaction=256"];
 
 /** How often the embedded database's planner statistics are refreshed (see openPglite). */
 const PGLITE_ANALYZE_EVERY_MS = 5 * 60_000;

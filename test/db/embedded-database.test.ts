@@ -16,8 +16,9 @@ describe("the embedded database", () => {
 
   const plan = async () => (await db.prisma.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(PAGE_OF_LINKS)).map((row) => row["QUERY PLAN"]).join("\n");
 
-  it("holds a 4 MB buffer pool", async () => {
-    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "4MB" }]);
+  it("holds a 2 MB buffer pool and keeps no per-table activity counters", async () => {
+    expect(await db.prisma.$queryRawUnsafe("SHOW shared_buffers")).toEqual([{ shared_buffers: "2MB" }]);
+    expect(await db.prisma.$queryRawUnsafe("SHOW track_counts")).toEqual([{ track_counts: "off" }]);
   });
 
   it("refreshes its planner statistics while the server runs, so a page of a large workspace reads its index in order", async () => {
