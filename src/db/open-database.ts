@@ -65,7 +65,14 @@ const transactionOptions = { maxWait: 10_000, timeout: 20_000 };
  *   so with fewer backends each may hold more: 256 × 7 slots, room for a migration that locks
  *   every table and index at once (PostgreSQL's default gives 64 × 127, mostly never touched).
  */
-const PGLITE_SETTINGS = ["shared_buffers=2MB", "track_counts=off", "max_connections=5", "autovacuum_worker_slots=1", "max_wal_senders=0", "max_locks_per_transaction=256"];
+const PGLITE_SETTINGS = [
+  "shared_buffers=2MB",
+  "track_counts=off",
+  "max_connections=5",
+  "autovacuum_worker_slots=1",
+  "max_wal_senders=0",
+  "max_locks_per_transaction=256",
+];
 
 /** How often the embedded database's planner statistics are refreshed (see openPglite). */
 const PGLITE_ANALYZE_EVERY_MS = 5 * 60_000;
