@@ -3,7 +3,7 @@
 // A wake-up during a pass runs one more pass right after it, so no announcement falls between
 // two passes; wake-ups meanwhile share that one. A pass claims in rounds (claimInRounds).
 import type { Logger } from "../logger.js";
-import { together } from "./batched-reads.js";
+import { together } from "../domain/batched-reads.js";
 
 export class ClaimPasses {
   private timer: NodeJS.Timeout | undefined;

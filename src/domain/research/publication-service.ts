@@ -185,7 +185,9 @@ export class PublicationService {
         asOf: v.asOf,
         latestVersion: v.publication.latestVersion,
       };
-      selected.set(runId, [...(selected.get(runId) ?? []), material]);
+      const ofRun = selected.get(runId);
+      if (ofRun) ofRun.push(material);
+      else selected.set(runId, [material]);
     }
     return selected;
   }

@@ -14,7 +14,7 @@ import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/secret-box.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
-import { batchedRead, groupedBy } from "../batched-reads.js";
+import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
 
 export type { McpConnectionState, McpServerStatus };
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import type { SkillService } from "../../domain/capabilities/skill-service.js";
 import { projectFile } from "../../project-files.js";
 import type { CatalogSkill, SkillSource } from "../ports/skills.js";
-import { batchedRead, groupedBy } from "../batched-reads.js";
+import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
 
 export type { CatalogSkill, SkillSource };
 

@@ -20,7 +20,7 @@ import { continuedVersionLines } from "./continued-publication.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog } from "./catalog-text.js";
 import type { AttemptScope, RunHooks } from "../loop/run-executor.js";
 import { caught } from "../loop/attempt-start.js";
-import { batchedRead } from "../batched-reads.js";
+import { batchedRead } from "../../domain/batched-reads.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
 
 const day = (date: Date) => date.toISOString();

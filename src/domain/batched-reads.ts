@@ -5,7 +5,9 @@
 // began: a claim of 64 runs costs one read of each kind, not 64, each of which took the worker's
 // one thread and a pooled connection between the claim and the runs' first model requests. Each
 // run still reads what was committed before it started. A read asked for outside such a start (a
-// run begun alone, the API) goes at once, as it always did.
+// run begun alone, the API) goes at once, as it always did — or, for a read of the kind that many
+// runs ending together ask for (their conversations' next queued runs: runs/next-queued.ts), with
+// the others asked for until the event loop's next turn.
 
 type Waiter<K, V> = { key: K; resolve: (value: V) => void; reject: (error: unknown) => void };
 
@@ -27,17 +29,20 @@ export function together<T>(start: () => T): T {
 
 /**
  * `read(key)`: the value of `key` — inside `together`, from one `readMany` of every key asked for
- * there (each key once); outside it, from a `readMany` of that key alone, at once. `none()` for a
+ * there (each key once); outside it, from a `readMany` of that key alone, at once, or with
+ * `alone: "next turn"` of every key asked for until the event loop's next turn. `none()` for a
  * key `readMany` did not answer. Nothing is kept past its read.
  */
 export function batchedRead<K, V>({
   readMany,
   keyOf,
   none,
+  alone = "at once",
 }: {
   readMany: (keys: readonly K[]) => Promise<ReadonlyMap<string, V>>;
   keyOf: (key: K) => string;
   none: () => V;
+  alone?: "at once" | "next turn";
 }): (key: K) => Promise<V> {
   let pending: Waiter<K, V>[] | undefined;
   const send = (waiters: Waiter<K, V>[]) => {
@@ -53,14 +58,16 @@ export function batchedRead<K, V>({
   };
   return (key) =>
     new Promise<V>((resolve, reject) => {
-      if (!collecting) return send([{ key, resolve, reject }]);
+      if (!collecting && alone === "at once") return send([{ key, resolve, reject }]);
       if (!pending) {
         const waiters: Waiter<K, V>[] = [];
         pending = waiters;
-        collecting.add(() => {
+        const sendAll = () => {
           pending = undefined;
           send(waiters);
-        });
+        };
+        if (collecting) collecting.add(sendAll);
+        else setImmediate(sendAll);
       }
       pending.push({ key, resolve, reject });
     });
