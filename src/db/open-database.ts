@@ -74,8 +74,10 @@ const PGLITE_SETTINGS = [
   "max_locks_per_transaction=256",
 ];
 
-/** How often the embedded database's planner statistics are refreshed (see openPglite). */
+/** How often the embedded database analyses every table, when anything was written since (pglite-analyze.ts). */
 const PGLITE_ANALYZE_EVERY_MS = 5 * 60_000;
+/** How often it looks for tables that grew since their last ANALYZE, and analyses those (pglite-analyze.ts). */
+const PGLITE_GROWTH_CHECK_EVERY_MS = 5_000;
 
 /** `reason` is safe to show to anyone; `detail` is for the operator's logs. */
 export type Readiness = { ready: true } | { ready: false; reason: string; detail?: string };
@@ -112,17 +114,25 @@ export type OpenOptions = {
   instanceId?: string;
   /** Called with every SQL statement the Prisma client sends, and its parameters as JSON (benchmarks and statement tests). */
   onQuery?: (sql: string, params: string) => void;
-  /** PGlite only: how often its planner statistics are refreshed (default 5 minutes). */
+  /** PGlite only: how often every table's planner statistics are refreshed (default 5 minutes). */
   analyzeEveryMs?: number;
+  /** PGlite only: how often the tables that grew since their last ANALYZE are looked for and analysed (default 5 seconds). */
+  growthCheckEveryMs?: number;
 };
 
 export async function openDatabase(
   target: DatabaseTarget,
-  { migrations = readMigrations(), instanceId = newInstanceId(), onQuery, analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS }: OpenOptions = {},
+  {
+    migrations = readMigrations(),
+    instanceId = newInstanceId(),
+    onQuery,
+    analyzeEveryMs = PGLITE_ANALYZE_EVERY_MS,
+    growthCheckEveryMs = PGLITE_GROWTH_CHECK_EVERY_MS,
+  }: OpenOptions = {},
 ): Promise<Database> {
   return target.kind === "postgres"
     ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, target.poolSize ?? DEFAULT_POOL_SIZE, migrations, instanceId, onQuery)
-    : openPglite(target, migrations, instanceId, onQuery, analyzeEveryMs);
+    : openPglite(target, migrations, instanceId, onQuery, { analyzeEveryMs, checkEveryMs: growthCheckEveryMs });
 }
 
 /** A Prisma client over `adapter`, reporting its statements to `onQuery` when given. */
@@ -145,15 +155,16 @@ async function openPglite(
   migrations: Migration[],
   instanceId: string,
   onQuery: ((sql: string, params: string) => void) | undefined,
-  analyzeEveryMs: number,
+  statistics: { analyzeEveryMs: number; checkEveryMs: number },
 ): Promise<Database> {
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
-    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }] = await Promise.all([
+    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }, { keepingStatistics }] = await Promise.all([
       import("@electric-sql/pglite"),
       import("pglite-prisma-adapter"),
       import("./pglite-statements.js"),
+      import("./pglite-analyze.js"),
     ]);
     const settings = PGLITE_SETTINGS.flatMap((setting) => ["-c", setting]);
     const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
@@ -183,10 +194,11 @@ async function openPglite(
     );
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without
     // them a page of a large workspace's links is planned as a scan of every link (7 ms instead of
-    // 0.1 ms at 2,000). Analyzed after migrations and then every few minutes.
-    const analyze = () => session.exec("ANALYZE").catch(() => undefined);
-    const analyzer = setInterval(analyze, analyzeEveryMs);
-    analyzer.unref();
+    // 0.1 ms at 2,000), and a turn's statements keep plans made for empty tables (the embedded
+    // turn gap twice as long). Every table is analysed after migrations; then each table that
+    // grew, within seconds, and every table every few minutes (pglite-analyze.ts).
+    const analyzer = keepingStatistics(session, statistics);
+    const analyze = () => analyzer.analyzeAll().catch(() => undefined);
     return {
       kind: "pglite",
       prisma,
@@ -200,7 +212,7 @@ async function openPglite(
       readiness: () => readinessOf(session, migrations),
       withSession: (work) => work(session),
       async close() {
-        clearInterval(analyzer);
+        analyzer.stop();
         try {
           await prisma.$disconnect();
           await pglite.close();
