@@ -160,7 +160,7 @@ async function openPglite(
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
-    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }, { keepingStatistics }] = await Promise.all([
+    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }, { keepingStatistics, pgliteFileSize }] = await Promise.all([
       import("@electric-sql/pglite"),
       import("pglite-prisma-adapter"),
       import("./pglite-statements.js"),
@@ -197,7 +197,7 @@ async function openPglite(
     // 0.1 ms at 2,000), and a turn's statements keep plans made for empty tables (the embedded
     // turn gap twice as long). Every table is analysed after migrations; then each table that
     // grew, within seconds, and every table every few minutes (pglite-analyze.ts).
-    const analyzer = keepingStatistics(session, statistics);
+    const analyzer = keepingStatistics(session, { ...statistics, fileSize: pgliteFileSize(pglite) });
     const analyze = () => analyzer.analyzeAll().catch(() => undefined);
     return {
       kind: "pglite",

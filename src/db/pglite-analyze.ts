@@ -2,14 +2,16 @@
 // them, and its per-table activity counters (which tell autovacuum how many rows changed) are off
 // to keep its memory small (open-database.ts). A table's size on disk tells instead: PGlite never
 // vacuums, so inserted rows and the new versions of updated ones all add pages. Every few seconds
-// one statement compares each table's pages now with those its last ANALYZE saw (pg_class.relpages),
-// and only a table that grew past autovacuum-like bounds is analysed, one at a time, each ANALYZE
-// holding the one connection as long as its sample takes (30,000 rows at most). The planner scales
-// a table's row count by its current pages by itself, but its column statistics (distinct values,
-// most common values, histograms) stay as the last ANALYZE left them: made on an empty table, a
-// turn's statements kept plans for an empty table while it grew to thousands of rows.
-// A full ANALYZE every few minutes catches what changes without growing (deleted rows), and is
-// skipped when nothing was written since the last: an idle server analyses nothing.
+// each table's file size is compared with the pages its last ANALYZE saw (pg_class.relpages), and
+// only a table that grew past autovacuum-like bounds is analysed, one statement each, holding the
+// one connection as long as its sample takes (30,000 rows at most). The sizes are read from
+// PGlite's file system, not through SQL: a check that finds nothing sends no statement and touches
+// none of the database's memory (pg_relation_size opens every table: about 1.5 MB more in an idle
+// server). The planner scales a table's row count by its current pages by itself, but its column
+// statistics (distinct values, most common values, histograms) stay as the last ANALYZE left them:
+// made on an empty table, a turn's statements kept plans for an empty table while it grew to
+// thousands of rows. A full ANALYZE every few minutes catches what changes without growing
+// (deleted rows), skipped when nothing was written since the last: an idle server analyses nothing.
 import type { SqlSession } from "./sql-session.js";
 
 /** A table is analysed again once its pages exceed this share of those its last ANALYZE saw... */
@@ -18,34 +20,49 @@ const GROWTH_FACTOR = 1.2;
 const GROWTH_PAGES = 2;
 /** A partitioned table (no pages of its own) once its partitions' rows exceed its own by the factor and these. */
 const GROWTH_ROWS = 50;
+/** PostgreSQL's segment size: a table's file beyond it continues in `<file>.1`, `<file>.2`… */
+const SEGMENT_BYTES = 1024 ** 3;
 
 /**
- * The user tables that grew since their last ANALYZE. A partitioned table's statistics are gathered
+ * The user tables with what their last ANALYZE saw. A partitioned table's statistics are gathered
  * only by an ANALYZE of the table itself (each partition is analysed as a table of its own): its
  * rows as its last ANALYZE counted them against the sum of its partitions' as theirs did.
  */
-const GROWN_TABLES = `
-SELECT format('%I.%I', n.nspname, c.relname) AS name, c.relkind = 'p' AS partitioned
+const TABLES = `
+SELECT format('%I.%I', n.nspname, c.relname) AS name, c.relkind = 'p' AS partitioned,
+       CASE WHEN c.relkind = 'r' THEN current_setting('data_directory') || '/' || pg_relation_filepath(c.oid) END AS file,
+       current_setting('block_size')::int AS "blockSize", c.relpages AS pages, c.reltuples::float8 AS rows,
+       CASE WHEN c.relkind = 'p' THEN (
+         SELECT coalesce(sum(greatest(part.reltuples, 0)), 0)::float8 FROM pg_partition_tree(c.oid) tree
+         JOIN pg_class part ON part.oid = tree.relid WHERE tree.isleaf) END AS "partitionRows"
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-CROSS JOIN LATERAL (
-  SELECT CASE WHEN c.relkind = 'r' THEN pg_relation_size(c.oid) / current_setting('block_size')::int END AS pages,
-         CASE WHEN c.relkind = 'p' THEN (
-           SELECT coalesce(sum(greatest(part.reltuples, 0)), 0) FROM pg_partition_tree(c.oid) tree
-           JOIN pg_class part ON part.oid = tree.relid WHERE tree.isleaf) END AS partition_rows
-) size
-WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
-  AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
-  AND CASE WHEN c.relkind = 'r'
-        THEN size.pages > 0 AND (c.reltuples < 0 OR size.pages > c.relpages * ${GROWTH_FACTOR} + ${GROWTH_PAGES})
-        ELSE size.partition_rows > greatest(c.reltuples, 0) * ${GROWTH_FACTOR} + ${GROWTH_ROWS} END
+WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
 ORDER BY c.relname`;
+
+type Table = { name: string; partitioned: boolean; file: string | null; blockSize: number; pages: number; rows: number; partitionRows: number | null };
 
 /**
  * The next transaction id: unchanged, nothing was written (every writing transaction takes one;
  * a read may still add to the write-ahead log, as PGlite's pages carry checksums).
  */
 const NEXT_WRITE = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xid";
+
+/** A file's size in bytes, undefined when there is no such file. */
+export type FileSize = (file: string) => number | undefined;
+
+/** The size of a file of PGlite's (Emscripten's) file system: in memory, or the data folder's. */
+export function pgliteFileSize(pglite: object): FileSize | undefined {
+  const fs = (pglite as { mod?: { FS?: { stat(path: string): { size: number } } } }).mod?.FS;
+  if (!fs) return undefined;
+  return (file) => {
+    try {
+      return fs.stat(file).size;
+    } catch {
+      return undefined;
+    }
+  };
+}
 
 export type Analyzer = {
   /** Analyses every table, unless nothing was written since the last time it did. */
@@ -56,13 +73,19 @@ export type Analyzer = {
 };
 
 /**
- * Keeps `session`'s planner statistics current: the tables that grew every `checkEveryMs`, every
- * table every `analyzeEveryMs`. The timers do not keep the process alive; a round still running
- * when the next is due is not doubled, and a failed one (the database closing) is dropped.
+ * Keeps `session`'s planner statistics current: the tables that grew every `checkEveryMs` (when
+ * their files' sizes can be read), every table every `analyzeEveryMs`. The timers do not keep the
+ * process alive; a round still running when the next is due is not doubled, and a failed one (the
+ * database closing) is dropped.
  */
-export function keepingStatistics(session: SqlSession, { checkEveryMs, analyzeEveryMs }: { checkEveryMs: number; analyzeEveryMs: number }): Analyzer {
+export function keepingStatistics(
+  session: SqlSession,
+  { checkEveryMs, analyzeEveryMs, fileSize }: { checkEveryMs: number; analyzeEveryMs: number; fileSize?: FileSize },
+): Analyzer {
   let busy: Promise<unknown> = Promise.resolve();
   let analyzedAt: string | undefined;
+  // What the last ANALYZE of each table saw, read again after any ANALYZE.
+  let tables: Table[] | undefined;
   const nextWrite = async () => (await session.query<{ xid: string }>(NEXT_WRITE))[0]?.xid;
   // One round at a time: a full ANALYZE and a growth check never interleave.
   const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
@@ -70,18 +93,38 @@ export function keepingStatistics(session: SqlSession, { checkEveryMs, analyzeEv
     busy = next.catch(() => undefined);
     return next;
   };
+  /** A table's pages now; undefined when its file is gone (rewritten or dropped: the list is stale). */
+  const pagesOf = (file: string, blockSize: number): number | undefined => {
+    let bytes = 0;
+    for (let segment = 0; ; segment += 1) {
+      const size = fileSize?.(segment === 0 ? file : `${file}.${segment}`);
+      if (size === undefined) return segment === 0 ? undefined : Math.floor(bytes / blockSize);
+      bytes += size;
+      if (size < SEGMENT_BYTES) return Math.floor(bytes / blockSize);
+    }
+  };
+  const grew = (table: Table): boolean => {
+    if (table.partitioned) return (table.partitionRows ?? 0) > Math.max(table.rows, 0) * GROWTH_FACTOR + GROWTH_ROWS;
+    const pages = table.file ? pagesOf(table.file, table.blockSize) : undefined;
+    if (pages === undefined) tables = undefined;
+    return pages !== undefined && pages > 0 && (table.rows < 0 || pages > table.pages * GROWTH_FACTOR + GROWTH_PAGES);
+  };
   const analyzer: Analyzer = {
     analyzeAll: () =>
       exclusive(async () => {
         if (analyzedAt !== undefined && (await nextWrite()) === analyzedAt) return;
         await session.exec("ANALYZE");
+        tables = undefined;
         analyzedAt = await nextWrite();
       }),
     analyzeGrown: () =>
       exclusive(async () => {
-        const grown = await session.query<{ name: string; partitioned: boolean }>(GROWN_TABLES);
+        if (!fileSize) return [];
+        tables ??= await session.query<Table>(TABLES);
+        const grown = tables.filter(grew);
         // A partitioned table alone: its partitions are analysed as tables of their own.
         for (const { name, partitioned } of grown) await session.exec(`ANALYZE ${partitioned ? "ONLY " : ""}${name}`);
+        if (grown.length > 0) tables = undefined;
         return grown.map(({ name }) => name);
       }),
     stop() {
