@@ -29,6 +29,11 @@ export function queryRows<T>(db: PrismaClient | Prisma.TransactionClient, sql: s
   return query ? (query(sql, params) as Promise<T[]>) : db.$queryRawUnsafe<T[]>(sql, ...params);
 }
 
+/** How statements sent through `db` outside a transaction reach the driver, when `db` is a client registered above. */
+export function directQuery(db: PrismaClient | Prisma.TransactionClient): DirectQuery | undefined {
+  return direct.get(db);
+}
+
 /** Runs `work` in one transaction of its own, its statements (`query`) straight to the driver; commits unless `work` throws. */
 export type DirectTransact = <T>(work: (query: DirectQuery) => Promise<T>) => Promise<T>;
 

@@ -8,7 +8,7 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type Holder, holdsRunSql } from "./holder.js";
 import { routed, type Transact, type Tx } from "../transaction.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { type DirectQuery, directTransaction } from "../../db/direct-statements.js";
+import { type DirectQuery, directQuery } from "../../db/direct-statements.js";
 import type { StopReason } from "./vocabulary.js";
 
 export type { Holder, Transact };
@@ -30,12 +30,13 @@ export interface AttemptFence {
   /** A fenced transaction: the one guard every write of the attempt goes through. */
   readonly write: Transact;
   /**
-   * A fenced transaction straight through the driver, for work that is one statement after the
-   * check (a run's end: settle-statement.ts). Null when the check failed or `work` wrote nothing
-   * (both commit nothing): the caller then writes through `write`, whose check says why. Absent
-   * where the database has no such path.
+   * A fenced write that is one statement straight through the driver, committing on its own (a
+   * run's end: settle-statement.ts): the statement carries the fence's check itself, over the
+   * holder it is given, and `work` answers null when the check failed or the statement found
+   * something left to decide (both write nothing): the caller then writes through `write`, whose
+   * check says why. Absent where the database has no such path.
    */
-  readonly writeDirect?: <T>(work: (query: DirectQuery, after: AfterCommit) => Promise<T | null>) => Promise<T | null>;
+  readonly writeDirect?: <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit) => Promise<T | null>) => Promise<T | null>;
   /** Marks the attempt lost (a failed heartbeat, a lost check) and aborts it; never returns. */
   lose(reason: AttemptFencedError["reason"], detail: string): never;
   /** Why the attempt lost its run, once it did. */
@@ -72,14 +73,13 @@ export class PrismaAttemptFence implements AttemptFence {
     return result;
   };
 
-  /** See AttemptFence.writeDirect: the same check, and `work`, in one transaction without the Prisma client. */
-  readonly writeDirect = async <T>(work: (query: DirectQuery, after: AfterCommit) => Promise<T | null>): Promise<T | null> => {
+  /** See AttemptFence.writeDirect: one statement on its own, the check inside it. */
+  readonly writeDirect = async <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit) => Promise<T | null>): Promise<T | null> => {
     this.refuseIfLost();
-    const transact = directTransaction(this.prisma);
-    if (!transact) return null;
+    const query = directQuery(this.prisma);
+    if (!query) return null;
     const after: AfterCommit = [];
-    const { runId, attempt, workerId } = this.holder;
-    const result = await transact(async (query) => ((await query(holdsRunSql(1), [runId, attempt, workerId])).length > 0 ? work(query, after) : null));
+    const result = await work(query, this.holder, after);
     if (result !== null) runAfterCommit(after);
     return result;
   };

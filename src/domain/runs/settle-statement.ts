@@ -1,5 +1,6 @@
-// The settle of an attempt whose run did not fail, as one statement in its fenced transaction
-// (after the fence's check, which locked the run row): the run row's terminal status, the
+// The settle of an attempt whose run did not fail, as one statement: on its own, carrying the
+// fence's check in its update of the run row (the row locked, still RUNNING under this attempt and
+// worker: holder.ts), or in a fenced transaction after the check: the run row's terminal status, the
 // attempt's end, the RUN and ATTEMPT spans ended as the outcome says with the trace, the run's
 // pending steering inputs released, the conversation's slot given back, the webhook outbox's
 // message with the run's cost as the statement reads it, and what the settle steps write (the
@@ -9,7 +10,10 @@
 // open but the attempt's own and the RUN span, the trace not ended; and only when every settle
 // step says what it writes here. Otherwise the statement writes nothing and says so, and the
 // settle takes the transition's statements one by one (settle.ts: in a transaction of the Prisma
-// client when this one went straight through the driver; its fence check says why an attempt lost its run).
+// client when this one went straight through the driver; its fence check says why an attempt lost
+// its run). On its own, a settle is one round trip instead of four (BEGIN, the check, the
+// statement, COMMIT), and its pooled connection is not held while the worker's event loop, busy
+// with many runs ending together, gets round to each answer.
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type DirectQuery, queryRows } from "../../db/direct-statements.js";
 import { toStored } from "../text/stored-text.js";
@@ -17,6 +21,7 @@ import { endedChange, type EndedRow } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { endedRunEvent } from "../webhooks/webhook-events.js";
 import { type Applied, statusAfter, type TransitionDetails, type TransitionRun } from "./apply-transition.js";
+import type { Holder } from "./holder.js";
 import { stopReasonAfter } from "./stop-reasons.js";
 import type { Transition } from "./transition-row.js";
 import type { Outcome, RunRecord, RunStatusName, SettleStepInStatement, SpanRef } from "./vocabulary.js";
@@ -29,7 +34,8 @@ const spanStatusOf = (outcome: Outcome): "OK" | "CANCELLED" => (outcome.type ===
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-type Settling = { run: TransitionRun; status: RunStatusName; outcome: Outcome; attempt: number; spans: { root: SpanRef; attempt: SpanRef } };
+/** `holder`: the attempt that must still hold the run, checked in the statement (holder.ts) when it is not in a fenced transaction. */
+type Settling = { run: TransitionRun; status: RunStatusName; outcome: Outcome; attempt: number; spans: { root: SpanRef; attempt: SpanRef }; holder?: Holder };
 
 /** What the settle steps write in the statement, or null when one of them cannot be written there. */
 function stepsInStatement(details: TransitionDetails, run: TransitionRun, outcome: Outcome): SettleStepInStatement | null {
@@ -53,11 +59,12 @@ export async function settleInOneStatement(
   row: Transition,
   run: TransitionRun,
   details: TransitionDetails & { outcome: Outcome },
+  holder?: Holder,
 ): Promise<Applied | null> {
   const { outcome, spans, attempt } = details;
   const steps = inOneStatement(row, run, details);
   if (!steps || !spans || !attempt) return null;
-  return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans }, details, steps);
+  return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans, holder }, details, steps);
 }
 
 /**
@@ -105,6 +112,7 @@ async function runStatement(
     `moved AS (
        UPDATE run SET ${runColumns(row, settling, details.at.toISOString(), p).join(", ")}
        WHERE id = ${runId} AND status::text IN (${row.from.map((from) => p(from)).join(", ")})
+         ${settling.holder ? `AND attempt = ${p(settling.holder.attempt)}::int AND lease_owner = ${p(settling.holder.workerId)}::text AND status = 'RUNNING'` : ""}
          AND NOT EXISTS (SELECT 1 FROM tool_approval a WHERE a.run_id = ${runId} AND a.decision IS NULL)
          ${steps.noPendingProposals ? `AND NOT EXISTS (SELECT 1 FROM checkpoint_proposal c WHERE c.run_id = ${runId} AND c.status = 'PENDING')` : ""}
          AND NOT EXISTS (SELECT 1 FROM span s WHERE s.trace_id = ${traceId} AND s.status = 'RUNNING' AND s.id <> ${attemptSpan} AND s.id <> ${rootSpan})

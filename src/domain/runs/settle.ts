@@ -50,14 +50,15 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
     events: deps.events,
   };
   const row = settleRowOf(outcome);
-  // One statement when nothing but the run's own end is left to write, its transaction straight
-  // through the driver where the database has that path; else statement by statement. A fenced
-  // check, or a statement that found something left to decide, wrote nothing: the transaction
-  // through the Prisma client then checks again (and says why the attempt lost its run) and writes.
+  // One statement when nothing but the run's own end is left to write, on its own straight
+  // through the driver where the database has that path, the fence's check inside it; else
+  // statement by statement. A failed check, or a statement that found something left to decide,
+  // wrote nothing: the transaction through the Prisma client then checks again (and says why the
+  // attempt lost its run) and writes.
   const one = inOneStatement(row, run, details);
   if (one && fence.writeDirect) {
-    const applied = await fence.writeDirect(async (query, after) => {
-      const settled = await settleInOneStatement(query, row, run, details);
+    const applied = await fence.writeDirect(async (query, holder, after) => {
+      const settled = await settleInOneStatement(query, row, run, details, holder);
       return settled && announcing(deps, settled, after, "settle");
     });
     if (applied) return applied.status;
