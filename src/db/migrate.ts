@@ -60,6 +60,27 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
   "applied_steps_count" INTEGER NOT NULL DEFAULT 0
 )`;
 
+/**
+ * What brings a new, empty database to every migration in `migrations`, as transactions of
+ * statements (one with parameters is one statement; one without may hold several): the
+ * bookkeeping table, then per migration its SQL and its finished row, as `migrate` leaves them.
+ * A new embedded folder is migrated so where it is initialised (pglite-initdb.ts); what fails
+ * there is left to `migrate`, which applies the rest one by one and records the failure.
+ */
+export function newDatabaseSteps(migrations: Migration[]): { sql: string; params?: string[] }[][] {
+  return [
+    [{ sql: createBookkeeping }],
+    ...migrations.map((migration) => [
+      { sql: migration.sql },
+      {
+        sql: `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+              VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp(), 1)`,
+        params: [randomUUID(), migration.checksum, migration.name],
+      },
+    ]),
+  ];
+}
+
 async function appliedRows(session: SqlSession): Promise<MigrationRow[]> {
   return session.query<MigrationRow>(
     `SELECT migration_name, checksum, finished_at, rolled_back_at

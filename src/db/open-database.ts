@@ -11,7 +11,7 @@ import { lockDataDir } from "./data-dir-lock.js";
 import { preparingOnce, sendingDirect, transactingDirect } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
-import { initialiseInChild } from "./pglite-initdb.js";
+import { countingChild, initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
@@ -168,8 +168,9 @@ async function openPglite(
     ]);
     const settings = PGLITE_SETTINGS.flatMap((setting) => ["-c", setting]);
     const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
-    // A new folder is initialised in a child process (pglite-initdb.ts): initdb's peak stays out of this one.
-    if (pgDir && !loadDataDir) await initialiseInChild(pgDir, settings);
+    // A new folder is initialised and migrated in a child process (pglite-initdb.ts): initdb's peak
+    // and what the migrations touch stay out of this one. Its first `migrate` reports them applied.
+    let migratedInChild = pgDir && !loadDataDir ? await initialiseInChild(pgDir, settings, migrations) : [];
     const pglite: PGlite = await PGlite.create(pgDir, { startParams: [...PGlite.defaultStartParams, ...settings], loadDataDir });
     // What of PostgreSQL's installation a running database does not read goes (pglite-files.ts).
     releaseInstallationFiles(pglite);
@@ -205,7 +206,8 @@ async function openPglite(
       instanceId,
       isInstanceConnected: async (id) => id === instanceId,
       async migrate(list = migrations) {
-        const report = await migrate(session, { migrations: list });
+        const report = countingChild(await migrate(session, { migrations: list }), migratedInChild);
+        migratedInChild = [];
         await analyze();
         return report;
       },

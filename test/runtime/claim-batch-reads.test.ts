@@ -7,13 +7,14 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UpsertSkillDocument } from "../../sdk/generated/graphql.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { type ChatBody, type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /** Runs admitted while the worker is stopped, then claimed in its rounds (claim-passes.ts: 1, 4, then the other 11). */
@@ -26,29 +27,28 @@ const READS = { skills: /FROM "public"\."skill"/, mcpServers: /FROM "public"\."m
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 describe.each(backends)("the runs of a claim on %s", (backend) => {
   it(`read their skills, MCP servers and materials once per claim, not once per run (${RUNS} runs)`, async () => {
     const statements: string[] = [];
     /** The load_skill tool's description each run's first model request offered, by its question. */
     const offered = new Map<string, string>();
-    stub = await startOpenAIStreamStub((body) => {
-      const question = body.messages.find((m) => m.role === "user")?.content ?? "";
-      const tools = (body as ChatBody & { tools?: { function: { name: string; description: string } }[] }).tools ?? [];
-      offered.set(question, tools.find((tool) => tool.function.name === "load_skill")?.function.description ?? "");
-      return { text: ["Done."] };
-    });
+    stub = closing(
+      await startOpenAIStreamStub((body) => {
+        const question = body.messages.find((m) => m.role === "user")?.content ?? "";
+        const tools = (body as ChatBody & { tools?: { function: { name: string; description: string } }[] }).tools ?? [];
+        offered.set(question, tools.find((tool) => tool.function.name === "load_skill")?.function.description ?? "");
+        return { text: ["Done."] };
+      }),
+    );
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-      runtime: { model, concurrency: RUNS, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-claim-reads-")) },
-    });
+    t = closing(
+      await startTestApp(backend, {
+        database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+        runtime: { model, concurrency: RUNS, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-claim-reads-")) },
+      }),
+    );
     // One principal has a stored skill; the other's runs must not be offered it.
     await t.client.request(UpsertSkillDocument, { input: { name: "house-style", description: "How we write.", body: "Short sentences." } });
     const other = t.as(await t.createPrincipal("Other"));

@@ -11,12 +11,13 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { type Backend, backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, startConversation } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const MODEL_REQUEST = "-- the run's first model request";
@@ -36,27 +37,26 @@ const ATTEMPT_START_STATEMENTS = 4;
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 /** A test app on `backend` whose runs ask a stub model; `dispatchOf` gives the statements from a run's claim to its first model request. */
 async function dispatching(backend: Backend) {
   const statements: string[] = [];
   let asked = () => {};
-  stub = await startOpenAIStreamStub(() => {
-    statements.push(MODEL_REQUEST);
-    asked();
-    return { text: ["Done."] };
-  });
+  stub = closing(
+    await startOpenAIStreamStub(() => {
+      statements.push(MODEL_REQUEST);
+      asked();
+      return { text: ["Done."] };
+    }),
+  );
   const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
-  t = await startTestApp(backend, {
-    database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-    runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-dispatch-")) },
-  });
+  t = closing(
+    await startTestApp(backend, {
+      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+      runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-dispatch-")) },
+    }),
+  );
   return async (question: string, conversationId?: string) => {
     const from = statements.length;
     const requested = new Promise<void>((resolve) => (asked = resolve));

@@ -5,23 +5,19 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ModelError, OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { type ModelRequest, ModelRetryLater } from "../../src/runtime/ports/model.js";
 import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, type StubTurn, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 const rateLimited: StubTurn = { refuse: 429, headers: { "retry-after": "1" } };
 const answer: StubTurn = { text: ["All ", "done."] };
@@ -30,10 +26,12 @@ const request: ModelRequest = { messages: [{ role: "user", content: "Say hello" 
 /** A stub refusing the first `refusals` requests as `refusal` says, then answering; records when each request came. */
 async function refusingStub(refusals: number, refusal: StubTurn = rateLimited) {
   const arrivals: number[] = [];
-  stub = await startOpenAIStreamStub(() => {
-    arrivals.push(performance.now());
-    return arrivals.length <= refusals ? refusal : answer;
-  });
+  stub = closing(
+    await startOpenAIStreamStub(() => {
+      arrivals.push(performance.now());
+      return arrivals.length <= refusals ? refusal : answer;
+    }),
+  );
   return { baseURL: stub.baseURL, arrivals };
 }
 
@@ -83,10 +81,12 @@ describe("the openai adapter under back-pressure", () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let received = 0;
-    stub = await startOpenAIStreamStub(() => {
-      received += 1;
-      return { text: ["a", "b"], pause: { index: 1, until: held } };
-    });
+    stub = closing(
+      await startOpenAIStreamStub(() => {
+        received += 1;
+        return { text: ["a", "b"], pause: { index: 1, until: held } };
+      }),
+    );
     // Two models of one endpoint share its cap.
     const [first, second] = [model(stub.baseURL, { maxConcurrency: 2 }), model(stub.baseURL, { maxConcurrency: 2 })];
     const replies = [first, second, first, second, first].map((m) => m.complete(request));
@@ -102,9 +102,11 @@ describe("the openai adapter under back-pressure", () => {
 describe("a run whose model endpoint is rate limited", () => {
   async function start(modelOptions: Partial<ConstructorParameters<typeof OpenAIModel>[0]>, refusals: number) {
     const { baseURL, arrivals } = await refusingStub(refusals);
-    t = await startTestApp("pglite", {
-      runtime: { model: model(baseURL, modelOptions), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-busy-")), sweepMs: 300 },
-    });
+    t = closing(
+      await startTestApp("pglite", {
+        runtime: { model: model(baseURL, modelOptions), sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-busy-")), sweepMs: 300 },
+      }),
+    );
     return arrivals;
   }
 

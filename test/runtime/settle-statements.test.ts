@@ -11,12 +11,13 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { FENCE_CHECK, WORKER_PASSES } from "../support/statement-patterns.js";
 
@@ -25,12 +26,7 @@ const ENDS_THE_RUN = /\bfinished_at\b/;
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 /** The settle's own check of the attempt, in the statement that ends the run. */
 const CARRIES_THE_FENCE = /\bAND attempt = \$\d+::int AND lease_owner = \$\d+::text AND status = 'RUNNING'/;
@@ -54,15 +50,19 @@ describe.each(backends)("a settle's SQL on %s", (backend) => {
     const statements: string[] = [];
     /** Where the statement log was when the model was asked for the answer. */
     let asked = -1;
-    stub = await startOpenAIStreamStub(() => {
-      asked = statements.length;
-      return { text: ["The week ", "is planned."] };
-    });
+    stub = closing(
+      await startOpenAIStreamStub(() => {
+        asked = statements.length;
+        return { text: ["The week ", "is planned."] };
+      }),
+    );
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-      runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-settle-sql-")) },
-    });
+    t = closing(
+      await startTestApp(backend, {
+        database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+        runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-settle-sql-")) },
+      }),
+    );
     const { run } = await admit(t.client, { question: "Plan the week." });
     // Nobody reads the run while it ends: its end is written once no statement came for a while.
     const sent = await quietAfter(statements, () => asked);

@@ -4,7 +4,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { sumUsage } from "../../src/trace/read/trace-reads.js";
@@ -17,16 +17,12 @@ import { createBareRun } from "../support/bare-run.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { type OpenAIStreamStub, type StubToolCall, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 const TRACE = `query BoundedTrace($id: ID!) { node(id: $id) { ... on Run { status trace { ... on Trace { truncated truncatedAt usage { input output cached reasoning } } } } } }`;
 
@@ -59,15 +55,19 @@ describe("MAX_TRACE_RECORDS", () => {
 describe.each(backends)("a run past its trace's bound on %s", (backend) => {
   it("succeeds; its trace is truncated once, keeps at most the bound, and its usage stays whole", async () => {
     let requests = 0;
-    stub = await startOpenAIStreamStub(() => {
-      requests += 1;
-      return requests <= 3 ? { toolCalls: sixCalls(requests) } : { text: ["All ", "done."] };
-    });
+    stub = closing(
+      await startOpenAIStreamStub(() => {
+        requests += 1;
+        return requests <= 3 ? { toolCalls: sixCalls(requests) } : { text: ["All ", "done."] };
+      }),
+    );
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
     const maxTraceRecords = 15;
-    t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bound-")), maxTraceRecords },
-    });
+    t = closing(
+      await startTestApp(backend, {
+        runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bound-")), maxTraceRecords },
+      }),
+    );
     const { run } = await admit(t.client, { question: "Plan the week." });
     const done = await settled(t.client, run.id);
     expect(done).toMatchObject({ status: "SUCCEEDED", answer: "All done.", failureReason: null });
@@ -94,9 +94,9 @@ describe.each(backends)("a run past its trace's bound on %s", (backend) => {
   });
 
   it("a run within its bound is not truncated", async () => {
-    stub = await startOpenAIStreamStub(() => ({ text: ["Fine."] }));
+    stub = closing(await startOpenAIStreamStub(() => ({ text: ["Fine."] })));
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
-    t = await startTestApp(backend, { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bound-")), maxTraceRecords: 1_000 } });
+    t = closing(await startTestApp(backend, { runtime: { model, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-bound-")), maxTraceRecords: 1_000 } }));
     const { run } = await admit(t.client, { question: "Hello?" });
     expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
     const read = await graphql<{ node: { trace: { truncated: boolean; truncatedAt: string | null } } }>(t, TRACE, { id: run.id });

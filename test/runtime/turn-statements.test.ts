@@ -5,12 +5,13 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { settled } from "../support/scripted-runs.js";
+import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { FENCE_CHECK, TRANSACTION_CONTROL, WORKER_PASSES } from "../support/statement-patterns.js";
 
@@ -21,12 +22,7 @@ const TOOL_TURNS = 3;
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
-afterEach(async () => {
-  await t?.close();
-  await stub?.close();
-  t = undefined;
-  stub = undefined;
-});
+const closing = closedAfterEach();
 
 describe.each(backends)("one turn's SQL on %s", (backend) => {
   // Six instant calls' results are known together and logged together (runtime/loop/result-group.ts).
@@ -36,27 +32,31 @@ describe.each(backends)("one turn's SQL on %s", (backend) => {
     const turns = new Map<string, number>();
     /** Per run, called when it asked for its final answer. */
     const answered = new Map<string, () => void>();
-    stub = await startOpenAIStreamStub((request) => {
-      const key = /\[turns (\d+) (\S+) (\d+)\]/.exec(JSON.stringify(request.messages))!;
-      const turn = (turns.get(key[2]!) ?? 0) + 1;
-      turns.set(key[2]!, turn);
-      if (turn > Number(key[1])) answered.get(key[2]!)?.();
-      if (turn <= Number(key[1]))
-        return {
-          toolCalls: Array.from({ length: Number(key[3]) }, (_, i) => ({
-            id: `call_${turn}_${i}`,
-            name: "task_list",
-            fragments: [JSON.stringify({ action: "add", title: `task ${turn}.${i}` })],
-          })),
-        };
-      return { text: ["Done."] };
-    });
+    stub = closing(
+      await startOpenAIStreamStub((request) => {
+        const key = /\[turns (\d+) (\S+) (\d+)\]/.exec(JSON.stringify(request.messages))!;
+        const turn = (turns.get(key[2]!) ?? 0) + 1;
+        turns.set(key[2]!, turn);
+        if (turn > Number(key[1])) answered.get(key[2]!)?.();
+        if (turn <= Number(key[1]))
+          return {
+            toolCalls: Array.from({ length: Number(key[3]) }, (_, i) => ({
+              id: `call_${turn}_${i}`,
+              name: "task_list",
+              fragments: [JSON.stringify({ action: "add", title: `task ${turn}.${i}` })],
+            })),
+          };
+        return { text: ["Done."] };
+      }),
+    );
     const model = new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 });
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-      // The scheduler looks at the schedules once at start, not again while the turns are counted.
-      runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-turn-sql-")) },
-    });
+    t = closing(
+      await startTestApp(backend, {
+        database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+        // The scheduler looks at the schedules once at start, not again while the turns are counted.
+        runtime: { model, schedulerPollMs: 3_600_000, sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-turn-sql-")) },
+      }),
+    );
     /**
      * A whole run's statements, from its admission to its end. A turn's trace records are written
      * behind its work, some of them after the next model request went out: a turn's cost is the
