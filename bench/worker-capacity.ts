@@ -7,7 +7,7 @@
 // server and the subscribers are this process, so write and receive times are on one clock.
 // Baseline: the same runs' model time as the model server measured it. First, the dispatch of
 // SINGLE_RUNS runs admitted one at a time to the free worker process.
-//   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default)
+//   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default; BENCH_HOPS=1: each piece hop by hop)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -17,6 +17,7 @@ import { AdmitRunDocument, RunDocument, RunOutputDocument } from "../sdk/generat
 import { spawnBuilt } from "../test/support/processes.js";
 import { startOpenAIStreamStub } from "../test/support/openai-stream-stub.js";
 import { createPostgresDatabaseAt } from "../test/support/postgres.js";
+import { hopsEnv, machineCpu, pieceSeen, printPieceHops } from "./piece-hops.js";
 import { percentile, printTable } from "./support.js";
 
 const RUNS = Number(process.env.RUNS ?? 100);
@@ -67,14 +68,25 @@ const common = {
   // Each process reports its event loop's delay on SIGUSR2 (loop-delay-probe.mjs).
   NODE_OPTIONS: `--import ${fileURLToPath(new URL("./loop-delay-probe.mjs", import.meta.url))}`,
 };
+// BENCH_HOPS=1: each piece's time at each hop (piece-hops.ts) is printed after the figures.
+const withHops = (role: string) => {
+  const { HOPS_IMPORT, ...env } = hopsEnv(role);
+  return HOPS_IMPORT ? { ...env, NODE_OPTIONS: `${common.NODE_OPTIONS} ${HOPS_IMPORT}` } : env;
+};
 const api = spawnBuilt("src/main.ts", {
-  env: { ...common, PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
+  env: { ...common, ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
 // BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.
 const worker = spawnBuilt("src/worker-main.ts", {
   nodeFlags: process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
-  env: { ...common, WORKER_CONCURRENCY: String(RUNS), MAX_RUNNING_RUNS_PER_PRINCIPAL: String(RUNS), MODEL_MAX_CONCURRENCY: String(RUNS) },
+  env: {
+    ...common,
+    ...withHops("worker"),
+    WORKER_CONCURRENCY: String(RUNS),
+    MAX_RUNNING_RUNS_PER_PRINCIPAL: String(RUNS),
+    MODEL_MAX_CONCURRENCY: String(RUNS),
+  },
 });
 await worker.waitForOutput(/worker started/, 120_000);
 const workerPid = worker.child.pid!;
@@ -113,10 +125,12 @@ try {
   await sampleDelays();
   delays.api.length = delays.worker.length = delays.bench.length = 0;
   benchDelay.enable();
+  const cpuShares = machineCpu({ api: api.child.pid!, worker: workerPid });
   const burstSample = new Promise((resolve) => setTimeout(resolve, BURST_MS)).then(sampleDelays);
   const { overruns, dispatches, settles, lateness, firstLateness } = await round(client, RUNS, "measured");
   await burstSample;
   await sampleDelays();
+  await cpuShares.stop(() => backendPids(database.url));
   benchDelay.disable();
   const { executions, claims, settledAfter, deliveredAfter } = await executionOverruns(database.url);
   clearInterval(sampler);
@@ -160,6 +174,7 @@ try {
   await Promise.all([worker.exited, api.exited]);
   await model.close();
   await database.drop();
+  printPieceHops();
 }
 
 type Client = ReturnType<typeof createClient>;
@@ -192,8 +207,12 @@ async function round(client: Client, count: number, label: string) {
           const pieces = [...runOutput.text.matchAll(/\[\d+:(\d+)\] /g)].map((match) => Number(match[1]));
           // A subscriber that joined mid-answer first gets the text so far in one delta: not a live piece.
           const catchUp = received.length === 0 && pieces.length > 1;
-          if (!catchUp) for (const piece of pieces) received.push({ piece, at });
-          else received.push({ piece: -1, at });
+          if (catchUp) received.push({ piece: -1, at });
+          else
+            for (const piece of pieces) {
+              received.push({ piece, at });
+              if (label === "measured") pieceSeen(index, piece);
+            }
         }
         if (runOutput.kind === "RUN_DONE") break;
       }
@@ -271,6 +290,19 @@ function rssOf(pid: number): number {
 function cpuMicrosOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The PostgreSQL backends serving the database (Dossier's pooled connections), by process id. */
+async function backendPids(url: string): Promise<number[]> {
+  const { default: pg } = await import("pg");
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    return rows.map((row) => row.pid);
+  } finally {
+    await sql.end();
+  }
 }
 
 /** Transactions PostgreSQL has ended on the database so far, committed or rolled back (each statement outside one is one). */
