@@ -34,21 +34,6 @@ export function directQuery(db: PrismaClient | Prisma.TransactionClient): Direct
   return direct.get(db);
 }
 
-/** Runs `work` in one transaction of its own, its statements (`query`) straight to the driver; commits unless `work` throws. */
-export type DirectTransact = <T>(work: (query: DirectQuery) => Promise<T>) => Promise<T>;
-
-const transactions = new WeakMap<object, DirectTransact>();
-
-/** Registers how a transaction of `client`'s database reaches the driver without the Prisma client. */
-export function transactingDirect(client: PrismaClient, transact: DirectTransact): void {
-  transactions.set(client, transact);
-}
-
-/** The driver's own transactions of `db`'s database, when `db` is a client registered above. */
-export function directTransaction(db: PrismaClient | Prisma.TransactionClient): DirectTransact | undefined {
-  return transactions.get(db);
-}
-
 /** A statement as node-postgres takes it: `name` makes it a prepared statement of the connection. */
 export type NamedStatement = { text: string; values: unknown[]; name?: string };
 
@@ -68,10 +53,7 @@ const resultTypeChanged = (error: unknown) => {
  * column was added) fails on every call from then on: its text is given a new name and sent
  * again, once.
  */
-export function preparingOnce(
-  send: (statement: NamedStatement) => Promise<Record<string, unknown>[]>,
-  limit = 500,
-): DirectQuery & { on(other: (statement: NamedStatement) => Promise<Record<string, unknown>[]>): DirectQuery } {
+export function preparingOnce(send: (statement: NamedStatement) => Promise<Record<string, unknown>[]>, limit = 500): DirectQuery {
   const names = new Map<string, string>();
   let made = 0;
   const nameOf = (sql: string): string | undefined => {
@@ -82,18 +64,15 @@ export function preparingOnce(
     return name;
   };
   // One name for a text on every connection: node-postgres prepares it on each connection once.
-  const sending =
-    (through: typeof send): DirectQuery =>
-    async (sql, params) => {
-      const name = nameOf(sql);
-      try {
-        return await through({ text: sql, values: params as unknown[], name });
-      } catch (error) {
-        if (name === undefined || !resultTypeChanged(error)) throw error;
-        const renamed = `dossier_direct_${(made += 1)}`;
-        names.set(sql, renamed);
-        return through({ text: sql, values: params as unknown[], name: renamed });
-      }
-    };
-  return Object.assign(sending(send), { on: sending });
+  return async (sql, params) => {
+    const name = nameOf(sql);
+    try {
+      return await send({ text: sql, values: params as unknown[], name });
+    } catch (error) {
+      if (name === undefined || !resultTypeChanged(error)) throw error;
+      const renamed = `dossier_direct_${(made += 1)}`;
+      names.set(sql, renamed);
+      return send({ text: sql, values: params as unknown[], name: renamed });
+    }
+  };
 }

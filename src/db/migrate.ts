@@ -61,6 +61,13 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 )`;
 
 /**
+ * A migration's row once it is applied, in the transaction that applied it: started and finished
+ * at that transaction's time, so a migration is either recorded finished or not at all.
+ */
+const recordApplied = `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+  VALUES ($1, $2, $3, now(), now(), 1)`;
+
+/**
  * What brings a new, empty database to every migration in `migrations`, as transactions of
  * statements (one with parameters is one statement; one without may hold several): the
  * bookkeeping table, then per migration its SQL and its finished row, as `migrate` leaves them.
@@ -70,14 +77,7 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 export function newDatabaseSteps(migrations: Migration[]): { sql: string; params?: string[] }[][] {
   return [
     [{ sql: createBookkeeping }],
-    ...migrations.map((migration) => [
-      { sql: migration.sql },
-      {
-        sql: `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
-              VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp(), 1)`,
-        params: [randomUUID(), migration.checksum, migration.name],
-      },
-    ]),
+    ...migrations.map((migration) => [{ sql: migration.sql }, { sql: recordApplied, params: [randomUUID(), migration.checksum, migration.name] }]),
   ];
 }
 
@@ -92,13 +92,8 @@ async function applyOne(session: SqlSession, migration: Migration): Promise<void
   const id = randomUUID();
   try {
     await session.exec("BEGIN");
-    await session.query(
-      `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count)
-       VALUES ($1, $2, $3, now(), 0)`,
-      [id, migration.checksum, migration.name],
-    );
     await session.exec(migration.sql);
-    await session.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
+    await session.query(recordApplied, [id, migration.checksum, migration.name]);
     await session.exec("COMMIT");
   } catch (error) {
     await session.exec("ROLLBACK").catch(() => undefined);

@@ -8,7 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { preparingOnce, sendingDirect, transactingDirect } from "./direct-statements.js";
+import { preparingOnce, sendingDirect } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
 import { countingChild, initialiseInChild } from "./pglite-initdb.js";
@@ -184,15 +184,6 @@ async function openPglite(
       onQuery?.(sql, JSON.stringify(params));
       return (await prepared.query<Record<string, unknown>>(sql, params as unknown[])).rows;
     });
-    transactingDirect(prisma, (work) =>
-      prepared.transaction((tx) => {
-        onQuery?.("BEGIN", "[]");
-        return work(async (sql, params) => {
-          onQuery?.(sql, JSON.stringify(params));
-          return (await tx.query<Record<string, unknown>>(sql, params as unknown[])).rows;
-        }).then((result) => (onQuery?.("COMMIT", "[]"), result));
-      }),
-    );
     // PGlite runs no autovacuum, so nothing else keeps the planner's statistics current: without
     // them a page of a large workspace's links is planned as a scan of every link (7 ms instead of
     // 0.1 ms at 2,000), and a turn's statements keep plans made for empty tables (the embedded
@@ -259,24 +250,6 @@ async function openPostgres(
   sendingDirect(prisma, (sql, params) => {
     onQuery?.(sql, JSON.stringify(params));
     return prepared(sql, params);
-  });
-  transactingDirect(prisma, async (work) => {
-    const client = await pool.connect();
-    const control = (sql: string) => (onQuery?.(sql, "[]"), client.query(sql));
-    let broken: Error | undefined;
-    try {
-      await control("BEGIN");
-      const send = prepared.on(async (statement) => (await client.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows);
-      const result = await work((sql, params) => (onQuery?.(sql, JSON.stringify(params)), send(sql, params)));
-      await control("COMMIT");
-      return result;
-    } catch (error) {
-      // A connection whose ROLLBACK fails is not given back to the pool.
-      await control("ROLLBACK").catch((failed: Error) => (broken = failed));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
   });
   const withSession = async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();

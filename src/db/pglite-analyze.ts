@@ -18,29 +18,23 @@ import type { SqlSession } from "./sql-session.js";
 const GROWTH_FACTOR = 1.2;
 /** ...plus these: small tables are not analysed for every page of rows. */
 const GROWTH_PAGES = 2;
-/** A partitioned table (no pages of its own) once its partitions' rows exceed its own by the factor and these. */
-const GROWTH_ROWS = 50;
 /** PostgreSQL's segment size: a table's file beyond it continues in `<file>.1`, `<file>.2`… */
 const SEGMENT_BYTES = 1024 ** 3;
 
 /**
- * The user tables with what their last ANALYZE saw. A partitioned table's statistics are gathered
- * only by an ANALYZE of the table itself (each partition is analysed as a table of its own): its
- * rows as its last ANALYZE counted them against the sum of its partitions' as theirs did.
+ * The user tables with their files and what their last ANALYZE saw. Plain tables only: the
+ * embedded database partitions none (trace tables are split by week on PostgreSQL alone).
  */
 const TABLES = `
-SELECT format('%I.%I', n.nspname, c.relname) AS name, c.relkind = 'p' AS partitioned,
-       CASE WHEN c.relkind = 'r' THEN current_setting('data_directory') || '/' || pg_relation_filepath(c.oid) END AS file,
-       current_setting('block_size')::int AS "blockSize", c.relpages AS pages, c.reltuples::float8 AS rows,
-       CASE WHEN c.relkind = 'p' THEN (
-         SELECT coalesce(sum(greatest(part.reltuples, 0)), 0)::float8 FROM pg_partition_tree(c.oid) tree
-         JOIN pg_class part ON part.oid = tree.relid WHERE tree.isleaf) END AS "partitionRows"
+SELECT format('%I.%I', n.nspname, c.relname) AS name,
+       current_setting('data_directory') || '/' || pg_relation_filepath(c.oid) AS file,
+       current_setting('block_size')::int AS "blockSize", c.relpages AS pages, c.reltuples::float8 AS rows
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
+WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
 ORDER BY c.relname`;
 
-type Table = { name: string; partitioned: boolean; file: string | null; blockSize: number; pages: number; rows: number; partitionRows: number | null };
+type Table = { name: string; file: string; blockSize: number; pages: number; rows: number };
 
 /**
  * The next transaction id: unchanged, nothing was written (every writing transaction takes one;
@@ -104,8 +98,7 @@ export function keepingStatistics(
     }
   };
   const grew = (table: Table): boolean => {
-    if (table.partitioned) return (table.partitionRows ?? 0) > Math.max(table.rows, 0) * GROWTH_FACTOR + GROWTH_ROWS;
-    const pages = table.file ? pagesOf(table.file, table.blockSize) : undefined;
+    const pages = pagesOf(table.file, table.blockSize);
     if (pages === undefined) tables = undefined;
     return pages !== undefined && pages > 0 && (table.rows < 0 || pages > table.pages * GROWTH_FACTOR + GROWTH_PAGES);
   };
@@ -122,8 +115,7 @@ export function keepingStatistics(
         if (!fileSize) return [];
         tables ??= await session.query<Table>(TABLES);
         const grown = tables.filter(grew);
-        // A partitioned table alone: its partitions are analysed as tables of their own.
-        for (const { name, partitioned } of grown) await session.exec(`ANALYZE ${partitioned ? "ONLY " : ""}${name}`);
+        for (const { name } of grown) await session.exec(`ANALYZE ${name}`);
         if (grown.length > 0) tables = undefined;
         return grown.map(({ name }) => name);
       }),

@@ -49,7 +49,9 @@ function publishingTogether(client: Redis): Redis {
     pending = undefined;
     const pipeline = client.pipeline();
     for (const [channel, message] of batch) pipeline.publish(channel, message);
-    void pipeline.exec();
+    // A publish answers no one (as before, one lost with Redis gone is lost): a batch Redis refused
+    // must not become an unhandled rejection that ends the process.
+    pipeline.exec().catch(() => undefined);
   };
   const publish = (channel: string, message: string) => {
     if (!pending) {
