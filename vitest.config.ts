@@ -37,6 +37,11 @@ const timingSensitive = [
   "test/e2e/**/*.test.ts",
 ];
 
+// Files that assert on state one process shares between every embedded database in it (whether
+// the event loop turned since the last statement): a database another file left open and busy
+// would change what they see, so each runs in a process of its own.
+const ownProcess = ["test/db/pglite-turns.test.ts"];
+
 export default defineConfig({
   resolve: {
     // graphql@16 has no "exports" map: Node loads its CommonJS build for every dependency,
@@ -62,7 +67,7 @@ export default defineConfig({
         test: {
           name: "shared",
           include: ["test/**/*.test.ts"],
-          exclude: timingSensitive,
+          exclude: [...timingSensitive, ...ownProcess],
           maxWorkers: 2,
           isolate: false,
           sequence: { groupOrder: 0 },
@@ -74,6 +79,10 @@ export default defineConfig({
         // (all 41: 862 s instead of 974 s), and none of them mocks a module, changes
         // process.env or fakes timers.
         test: { name: "alone", include: timingSensitive, maxWorkers: 1, isolate: false, sequence: { groupOrder: 1 } },
+      },
+      {
+        extends: true,
+        test: { name: "own process", include: ownProcess, maxWorkers: 1, isolate: true, sequence: { groupOrder: 0 } },
       },
     ],
   },
