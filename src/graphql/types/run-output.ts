@@ -2,9 +2,9 @@
 // interfaces — over graphql-ws and SSE, across instances (trace/output/run-output-updates.ts).
 import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
-import { type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
+import { openRunOutput, type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
 import { builder } from "../builder.js";
-import { parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
+import { type OutputPosition, parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { encodeGlobalId, idOfType } from "../global-id.js";
 import { mine } from "./owned.js";
 
@@ -59,24 +59,39 @@ builder.subscriptionField("runOutput", (t) =>
     },
     subscribe: async (_root, args, ctx) => {
       const runId = idOfType(String(args.runId), "Run");
-      const visible = runId ? await ctx.prisma.run.count({ where: { id: runId, ...mine(ctx) } }) : 0;
-      if (!runId || visible === 0) throw new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
-      const afterSeq = parseAfterSeq(args.afterSeq);
-      return untilLeft((signal) =>
-        runOutputUpdates({ prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer, signal }),
-      );
+      if (!runId) throw notFound();
+      // An afterSeq that is not a position is the caller's mistake, told once the run is known to be theirs.
+      let afterSeq: OutputPosition = { seq: 0, chars: 0 };
+      let badPosition: unknown;
+      try {
+        afterSeq = parseAfterSeq(args.afterSeq);
+      } catch (error) {
+        badPosition = error;
+      }
+      // The subscriber's own runs only (graphql/types/owned.ts, `mine`): another's reads as absent.
+      // One statement: that check, and all the stream needs to start (trace/output/output-start.ts).
+      const options = { prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer };
+      const opened = await openRunOutput({ ...options, ownerId: mine(ctx).ownerId });
+      if (!opened.start || badPosition) {
+        opened.close();
+        throw opened.start ? badPosition : notFound();
+      }
+      return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal }), opened.close);
     },
     resolve: (update) => update,
   }),
 );
 
+const notFound = () => new GraphQLError("Run not found.", { extensions: { code: "NOT_FOUND" } });
+
 /**
  * A Repeater over the stream, so that a subscriber who leaves while the run is idle (queued, or
  * in a long tool call) ends the stream and releases its listeners at once: an async generator
- * waiting for its next update would only see the leaving at that update.
+ * waiting for its next update would only see the leaving at that update. `release`: what the
+ * stream holds before it is read (listeners opened with its start), let go also when it never is.
  */
-export function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): Repeater<T> {
-  return new Repeater(async (push, stop) => {
+export function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>, release?: () => void): AsyncIterableIterator<T> {
+  const repeater = new Repeater<T>(async (push, stop) => {
     const left = new AbortController();
     void stop.then(() => left.abort());
     try {
@@ -85,4 +100,20 @@ export function untilLeft<T>(open: (signal: AbortSignal) => AsyncGenerator<T>): 
       stop();
     }
   });
+  if (!release) return repeater;
+  // A Repeater returned before its first read never runs its executor, nor so the stream's own end.
+  return {
+    next: () => repeater.next(),
+    return: (value?: unknown) => {
+      release();
+      return repeater.return(value as T);
+    },
+    throw: (error?: unknown) => {
+      release();
+      return repeater.throw(error);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }

@@ -6,9 +6,10 @@
 // in one piece, then the live deltas: the deltas of a call always add up to its text exactly.
 import type { EventBus, RunOutputFrame } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { type TraceUpdate, traceUpdates } from "../updates/trace-updates.js";
+import { listenTrace, type TraceUpdate, traceUpdates } from "../updates/trace-updates.js";
 import { LiveCalls } from "./live-calls.js";
 import { OutputInbox } from "./output-inbox.js";
+import { changesWithKinds, type OutputStart, readOutputStart } from "./output-start.js";
 
 export type RunOutputKind = "TEXT_DELTA" | "TOOL_CALL_DELTA" | "MESSAGE_DONE" | "RUN_DONE" | "RESYNC_REQUIRED";
 
@@ -44,7 +45,50 @@ export type RunOutputOptions = {
   settleMs?: number;
   /** Ends the stream at once, also while the run is idle (the subscriber left). */
   signal?: AbortSignal;
+  /** Listening already on, and what it read to start (openRunOutput); else the stream listens and reads when it starts. */
+  opened?: OpenedOutput;
 };
+
+/** A run's output listened to, and the start read after the listening began. */
+export type OpenedOutput = {
+  /** Null when the run is not there (or not the principal's). */
+  start: OutputStart | null;
+  inbox: OutputInbox;
+  live: ReturnType<typeof listenTrace>;
+  /** Aborted when the stream ends or is never read (close). */
+  stop: AbortController;
+  /** Stops listening; for a stream that will never be read. */
+  close: () => void;
+};
+
+/**
+ * Listens to a run's output and its trace, then reads where the stream starts in one statement
+ * (output-start.ts): listening first, so that nothing published meanwhile is missed. Its start
+ * is null when the run is not there, or not `ownerId`'s; one that is not read must be closed.
+ */
+export async function openRunOutput(
+  options: Pick<RunOutputOptions, "prisma" | "events" | "runId" | "afterSeq" | "bufferLimit"> & { ownerId?: string },
+): Promise<OpenedOutput> {
+  const { prisma, events, runId, bufferLimit } = options;
+  const stop = new AbortController();
+  const inbox = new OutputInbox(bufferLimit);
+  const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
+  inbox.readFrames(frames);
+  const live = listenTrace({ events, traceId: runId, bufferLimit, signal: stop.signal });
+  const close = () => {
+    stop.abort();
+    inbox.close();
+    live.close();
+    void frames.return?.();
+  };
+  try {
+    const start = await readOutputStart(prisma, runId, options.afterSeq, options.ownerId);
+    return { start, inbox, live, stop, close };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}
 
 /** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
 const ASK_EVERY_MS = 250;
@@ -52,16 +96,27 @@ const ASKS = 4;
 
 export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerator<RunOutputUpdate> {
   const { prisma, events, runId } = options;
-  const stop = new AbortController();
-  const inbox = new OutputInbox(options.bufferLimit);
-  const leave = () => {
-    stop.abort();
-    inbox.close();
-  };
+  const opened = options.opened ?? (await openRunOutput(options));
+  const { inbox, stop } = opened;
+  const leave = opened.close;
   options.signal?.addEventListener("abort", leave, { once: true });
-  const frames = events.subscribe("run:output", runId)[Symbol.asyncIterator]();
-  inbox.readFrames(frames);
-  inbox.readChanges(traceUpdates({ prisma, events, traceId: runId, afterSeq: options.afterSeq.seq, bufferLimit: options.bufferLimit, signal: stop.signal }));
+  const { afterSeq, bufferLimit } = options;
+  // A run that is not there has no output: its trace's stream ends at once (RUN_DONE).
+  const start = opened.start ?? { trace: { expired: null, settledWithoutTrace: true, changes: [] }, running: [], modelCallEndedAfter: false };
+  const { live } = opened;
+  inbox.readChanges(
+    traceUpdates({
+      prisma,
+      events,
+      traceId: runId,
+      afterSeq: afterSeq.seq,
+      bufferLimit,
+      signal: stop.signal,
+      live,
+      start: start.trace,
+      replay: changesWithKinds,
+    }),
+  );
   const calls = new LiveCalls();
   const starts = new Map<string, number>();
   const asking = { count: 0, at: 0 };
@@ -71,18 +126,14 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     events.publish("run:output:wanted", { runId });
   };
   try {
-    // A subscriber between calls does not wait for the running calls to be read (a busy database
-    // holds that read back for seconds when a hundred subscribers start at once): a frame from a
-    // call's start brings all of it, and a piece after a gap waits for the snapshot (LiveCalls).
-    // One inside a call waits, for the characters it had.
-    const running = expectRunningCalls(prisma, runId, options.afterSeq, calls).then(
-      () => {
-        if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
-        inbox.poke();
-      },
-      (error: unknown) => inbox.fail(error),
-    );
-    if (options.afterSeq.chars > 0) await running;
+    // Calls already running started before we listened: only their snapshots can start them. A
+    // position inside a call (`chars` > 0) is one of the call running after the last model call
+    // that ended at or before it: the subscriber has `chars` of a running call unless a model call
+    // ended after that position (a run runs one model call at a time, and a delta's position is
+    // never before the end of the call before its own; see outputAfter).
+    const had = afterSeq.chars > 0 && !start.modelCallEndedAfter ? afterSeq.chars : 0;
+    for (const id of start.running) calls.expectSnapshot(id, had);
+    if (calls.awaitingSnapshot()) ask();
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     const endCall = () => {
@@ -107,7 +158,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       // Output is given at once when no earlier model call's end is still to come, else once the
       // trace was read up to its call's start (a replayed end of an earlier call comes first):
       // either way, resuming after a delta finds its call as the one running after the last
-      // model call that ended (expectRunningCalls).
+      // model call that ended (the running calls read at the start).
       if (frame && starts.get(frame.spanId)! <= last) {
         inbox.nextFrame();
         yield* deltasOf(calls, frame, last);
@@ -141,7 +192,6 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   } finally {
     options.signal?.removeEventListener("abort", leave);
     leave();
-    void frames.return?.();
   }
 }
 
@@ -163,30 +213,6 @@ function* deltasOf(calls: LiveCalls, frame: RunOutputFrame, seq: number): Genera
 function at(seq: number, calls: LiveCalls): string {
   const chars = calls.runningDelivered();
   return chars > 0 ? `${seq}:${chars}` : String(seq);
-}
-
-/**
- * Calls already running started before we listened: only their snapshots can start them. A
- * position inside a call (`chars` > 0) is one of the call running after the last model call that
- * ended at or before it: the subscriber has `chars` of a running call unless a model call ended
- * after that position (a run runs one model call at a time, and a delta's position is never
- * before the end of the call before its own; see outputAfter).
- */
-async function expectRunningCalls(prisma: PrismaClient, runId: string, after: OutputPosition, calls: LiveCalls): Promise<void> {
-  const running = await prisma.span.findMany({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" }, select: { id: true } });
-  if (running.length === 0) return;
-  const had = after.chars > 0 && !(await modelCallEndedAfter(prisma, runId, after.seq));
-  for (const { id } of running) calls.expectSnapshot(id, had ? after.chars : 0);
-}
-
-/** Whether a model call of the run ended after trace position `seq`. */
-async function modelCallEndedAfter(prisma: PrismaClient, runId: string, seq: number): Promise<boolean> {
-  const [row] = await prisma.$queryRaw<{ ended: boolean }[]>`
-    SELECT EXISTS (
-      SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
-      WHERE c.trace_id = ${runId} AND c.seq > ${seq} AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
-    ) AS ended`;
-  return row?.ended ?? false;
 }
 
 /**

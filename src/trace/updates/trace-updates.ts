@@ -9,12 +9,24 @@ import { spanAsOf } from "../../domain/trace/trace-writes.js";
 import { type JsonValue, spanAfterOf } from "../../domain/json-columns.js";
 
 export type TraceUpdate =
-  | (Omit<TraceChangeMessage, "at"> & { at: Date })
+  /** `spanKind`: a replayed change's span's kind, where it was read instead of the span's state (runOutput). */
+  | (Omit<TraceChangeMessage, "at"> & { at: Date; spanKind?: string | null })
   | { traceId: string; seq: number; type: "RESYNC_REQUIRED"; spanId: null; eventId: null; span: null; at: Date }
   /** The trace expired under its retention policy (at: when): nothing of it can be replayed. */
   | { traceId: string; seq: number; type: "TRACE_EXPIRED"; spanId: null; eventId: null; span: null; at: Date; mode: "DELETE" | "KEEP_SUMMARY" };
 
-const PAGE = 500;
+/** Where the trace's stream starts (traceUpdates' `start`). */
+export type TraceStart = {
+  /** The trace expired: its TRACE_EXPIRED update, and nothing to replay. */
+  expired: TraceUpdate | null;
+  /** The run settled without ever starting (cancelled while queued): no trace to wait for. */
+  settledWithoutTrace: boolean;
+  /** The first page of the changes after the position, each with its span's kind. */
+  changes: TraceUpdate[];
+};
+
+/** Changes read per statement; a full page means more may follow. */
+export const REPLAY_PAGE = 500;
 /**
  * A live stream that heard nothing for this long reads the database for changes after the last
  * it delivered: the bus only wakes subscribers, and a notification lost while its connection was
@@ -35,25 +47,40 @@ export type TraceUpdatesOptions = {
   signal?: AbortSignal;
   /** How long a quiet stream waits before it reads the database for what it may have missed (default 5 s). */
   idleCheckMs?: number;
+  /** The live changes, listened to already (listenTrace): the stream's own listening starts with the stream. */
+  live?: LiveBuffer;
+  /** The trace's expiry, whether its run settled without it, and the first page of the replay, read already (with the listening already on). */
+  start?: TraceStart;
+  /** Reads the changes to replay (default: each span change with the span as it was after it). */
+  replay?: (prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number) => AsyncIterable<TraceUpdate>;
 };
 
 export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerator<TraceUpdate> {
-  const { prisma, traceId } = options;
-  const live = liveBuffer(options);
+  const { prisma, traceId, start } = options;
+  const live = options.live ?? listenTrace(options);
+  const replay = options.replay ?? replaySpans;
   try {
     let last = options.afterSeq;
     // An expired trace has nothing to replay or to wait for: the stream ends at once, saying why.
-    const expired = await expiryOf(prisma, traceId);
+    const expired = start ? start.expired : await expiryOf(prisma, traceId);
     if (expired) return yield expired;
-    for await (const change of replay(prisma, traceId, last)) {
+    for (const change of start?.changes ?? []) {
       yield change;
       last = change.seq;
       if (change.type === "TRACE_ENDED") return;
     }
-    if (await settledWithoutTrace(prisma, traceId)) return;
-    // It expired while it was replayed (its replay log went with it).
-    const expiredSince = await expiryOf(prisma, traceId);
-    if (expiredSince) return yield expiredSince;
+    // A start read in one statement holds the whole replay log after the position, unless its page was full.
+    if (!start || start.changes.length >= REPLAY_PAGE) {
+      for await (const change of replay(prisma, traceId, last)) {
+        yield change;
+        last = change.seq;
+        if (change.type === "TRACE_ENDED") return;
+      }
+      if (await settledWithoutTrace(prisma, traceId)) return;
+      // It expired while it was replayed (its replay log went with it).
+      const expiredSince = await expiryOf(prisma, traceId);
+      if (expiredSince) return yield expiredSince;
+    } else if (start.settledWithoutTrace) return;
     for (;;) {
       const change = await live.next(options.idleCheckMs ?? IDLE_CHECK_MS);
       if (change === "closed") return;
@@ -88,17 +115,17 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
   }
 }
 
-async function* replay(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number) {
+async function* replaySpans(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
   let cursor = afterSeq;
   for (;;) {
     const page = await prisma.traceChange.findMany({
       where: { traceId, seq: beforeSeq === undefined ? { gt: cursor } : { gt: cursor, lt: beforeSeq } },
       orderBy: { seq: "asc" },
-      take: PAGE,
+      take: REPLAY_PAGE,
     });
     const spans = await spansAsOf(prisma, traceId, page);
     for (const { spanAfter: _stored, ...change } of page) yield { ...change, span: spans.get(change.seq) ?? null };
-    if (page.length < PAGE) return;
+    if (page.length < REPLAY_PAGE) return;
     cursor = page[page.length - 1]!.seq;
   }
 }
@@ -164,8 +191,10 @@ async function settledWithoutTrace(prisma: PrismaClient, runId: string): Promise
   return !run || (TERMINAL.includes(run.status) && !run.trace);
 }
 
+export type LiveBuffer = ReturnType<typeof listenTrace>;
+
 /** Listens at once and keeps at most `bufferLimit` undelivered changes. */
-function liveBuffer({ events, traceId, bufferLimit, signal }: TraceUpdatesOptions) {
+export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<TraceUpdatesOptions, "events" | "traceId" | "bufferLimit" | "signal">) {
   const queue: TraceChangeMessage[] = [];
   let overflow = false;
   let wake: (() => void) | undefined;

@@ -1,0 +1,99 @@
+// What a runOutput subscription reads to start, in one statement: whether the run is the
+// subscriber's, whether its trace expired or it settled without one, the model calls running now,
+// and the trace's changes after the subscriber's position (a subscriber at the live end gets
+// none). One snapshot, so the changes are the whole replay log after that position unless the
+// trace expired, and the running calls are the ones after the last change read. When a hundred
+// runs start at once, each statement here is a round trip the runs' own claims wait behind.
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import { REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
+
+const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
+
+export type OutputStart = {
+  trace: TraceStart;
+  /** The run's model calls running now. */
+  running: string[];
+  /** A model call of the run ended after the position's trace change (asked only for a position inside a call). */
+  modelCallEndedAfter: boolean;
+};
+
+type ChangeRow = { seq: number; type: string; spanId: string | null; eventId: string | null; at: string; spanKind: string | null };
+type StartRow = {
+  status: string;
+  trace_id: string | null;
+  last_seq: number | null;
+  expired_at: Date | null;
+  expired_mode: "DELETE" | "KEEP_SUMMARY" | null;
+  running: string[];
+  ended_after: boolean;
+  changes: ChangeRow[];
+};
+
+/**
+ * The start of run `runId`'s output stream after position `after`; null when there is no such run
+ * (or, with `ownerId`, none of that principal's: another's run reads as absent).
+ */
+export async function readOutputStart(
+  prisma: PrismaClient,
+  runId: string,
+  after: { seq: number; chars: number },
+  ownerId?: string,
+): Promise<OutputStart | null> {
+  const [row] = await prisma.$queryRaw<StartRow[]>`
+    SELECT r.status::text AS status, t.id AS trace_id, t.last_seq, t.expired_at, t.expired_mode::text AS expired_mode,
+      (SELECT coalesce(json_agg(s.id), '[]'::json) FROM span s WHERE s.trace_id = r.id AND s.kind = 'MODEL_CALL' AND s.status = 'RUNNING') AS running,
+      (${after.chars}::int > 0 AND EXISTS (
+        SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
+        WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
+      )) AS ended_after,
+      (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at, 'spanKind', s.kind) ORDER BY c.seq), '[]'::json)
+         FROM (SELECT * FROM trace_change c WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c
+         LEFT JOIN span s ON s.id = c.span_id) AS changes
+    FROM run r LEFT JOIN trace t ON t.id = r.id
+    WHERE r.id = ${runId} AND (${ownerId ?? null}::text IS NULL OR r.owner_id = ${ownerId ?? null}::text)`;
+  if (!row) return null;
+  const expired =
+    row.trace_id !== null && row.expired_at !== null
+      ? ({
+          traceId: runId,
+          seq: row.last_seq ?? 0,
+          type: "TRACE_EXPIRED",
+          spanId: null,
+          eventId: null,
+          span: null,
+          at: new Date(row.expired_at),
+          mode: row.expired_mode ?? "DELETE",
+        } as const)
+      : null;
+  return {
+    trace: {
+      expired,
+      settledWithoutTrace: row.trace_id === null && TERMINAL.includes(row.status),
+      changes: row.changes.map((change) => changeOf(runId, change)),
+    },
+    running: row.running,
+    modelCallEndedAfter: row.ended_after,
+  };
+}
+
+/**
+ * A trace's changes after `afterSeq` (and before `beforeSeq`), a page a statement, each with its
+ * span's kind rather than its state: all runOutput needs to tell a model call's end.
+ */
+export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
+  let cursor = afterSeq;
+  for (;;) {
+    const page = await prisma.$queryRaw<ChangeRow[]>`
+      SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
+        FROM trace_change c LEFT JOIN span s ON s.id = c.span_id
+       WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::int AND (${beforeSeq ?? null}::int IS NULL OR c.seq < ${beforeSeq ?? null}::int)
+       ORDER BY c.seq LIMIT ${REPLAY_PAGE}`;
+    for (const change of page) yield changeOf(traceId, change);
+    if (page.length < REPLAY_PAGE) return;
+    cursor = page[page.length - 1]!.seq;
+  }
+}
+
+function changeOf(traceId: string, { seq, type, spanId, eventId, at, spanKind }: ChangeRow): TraceUpdate {
+  return { traceId, seq, type: type as "SPAN_STARTED", spanId, eventId, span: null, at: new Date(at), spanKind };
+}

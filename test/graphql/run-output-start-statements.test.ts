@@ -1,0 +1,82 @@
+// What starting a runOutput subscription costs the database. A client page subscribes right
+// after it admits its run, so when a hundred runs start at once every statement here is a round
+// trip in the same burst as the runs' claims and first model requests. One statement reads it
+// all: that the run is the subscriber's, its trace's expiry, whether it settled without a trace,
+// the model calls running now and the trace's changes after the subscriber's position.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { RunOutputDocument, type RunOutputSubscription } from "../../sdk/generated/graphql.js";
+import { idOfType } from "../../src/graphql/global-id.js";
+import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { backends, openMigratedTestDatabase } from "../support/databases.js";
+import { admit } from "../support/fixtures.js";
+import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { withTimeout } from "../support/wait.js";
+
+type Update = RunOutputSubscription["runOutput"];
+
+const ANSWER = Array.from({ length: 8 }, (_, i) => `piece ${i} of the answer; `);
+/** The pieces streamed before the model server holds the answer back. */
+const BEFORE_PAUSE = 4;
+/** The worker's passes, on their own clock beside the subscription (claims, sweeps, schedules, lease renewals), and transaction control. */
+const ELSE =
+  /WITH running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
+
+let t: TestApp | undefined;
+let stub: OpenAIStreamStub | undefined;
+let release: () => void = () => undefined;
+afterEach(async () => {
+  release();
+  await t?.close();
+  await stub?.close();
+  t = stub = undefined;
+});
+
+describe.each(backends)("starting a runOutput subscription on %s", (backend) => {
+  it("reads the run, its trace and what to replay in one statement, and gives the call's text so far, then the rest", async () => {
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let sent = 0;
+    stub = await startOpenAIStreamStub(() => ({ text: ANSWER, gapMs: 5, pause: { index: BEFORE_PAUSE, until: released }, sent: () => (sent += 1) }));
+    const statements: string[] = [];
+    t = await startTestApp(backend, {
+      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
+      listen: true,
+      runtime: {
+        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
+        schedulerPollMs: 3_600_000,
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-output-start-")),
+      },
+    });
+    const { run } = await admit(t.client, { question: "Answer at length" });
+    const runId = idOfType(run.id, "Run")!;
+    // The run is in its model call, half its answer streamed: its trace has changes to replay.
+    await vi.waitFor(() => expect(sent).toBe(BEFORE_PAUSE), { timeout: 20_000, interval: 20 });
+    const prisma = t.app.db.prisma;
+    await vi.waitFor(async () => expect(await prisma.span.count({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" } })).toBe(1));
+    expect(await prisma.traceChange.count({ where: { traceId: runId } })).toBeGreaterThan(2);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    const from = statements.length;
+    const stream = t.connect().subscribe(RunOutputDocument, { runId: run.id })[Symbol.asyncIterator]();
+    // A subscriber joining mid-call first gets the call's text so far, in one delta.
+    const first = (await withTimeout(stream.next(), 20_000)).value.runOutput as Update;
+    expect(first).toMatchObject({ kind: "TEXT_DELTA", text: ANSWER.slice(0, BEFORE_PAUSE).join("") });
+    // What the stream reads to start is read by then, or a moment later (well before its first idle check, 5 s).
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const starting = statements.slice(from).filter((sql) => !ELSE.test(sql));
+    expect(starting).toHaveLength(1);
+
+    release();
+    const rest: Update[] = [];
+    for (;;) {
+      const next = await withTimeout(stream.next(), 20_000);
+      if (next.done) break;
+      rest.push(next.value.runOutput);
+    }
+    expect(first.text + rest.flatMap((u) => (u.kind === "TEXT_DELTA" ? [u.text] : [])).join("")).toBe(ANSWER.join(""));
+    expect(rest.filter((u) => u.kind !== "TEXT_DELTA").map((u) => u.kind)).toEqual(["MESSAGE_DONE", "RUN_DONE"]);
+  });
+});
