@@ -67,6 +67,7 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
     // What the stream reads to start is read by then, or a moment later (well before its first idle check, 5 s).
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const starting = statements.slice(from).filter((sql) => !ELSE.test(sql));
+    if (starting.length !== 1) console.log("STARTING", JSON.stringify(starting.map((s) => s.replace(/\s+/g, " ").slice(0, 160))));
     expect(starting).toHaveLength(1);
 
     release();

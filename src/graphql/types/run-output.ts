@@ -71,10 +71,14 @@ builder.subscriptionField("runOutput", (t) =>
       // The subscriber's own runs only (graphql/types/owned.ts, `mine`): another's reads as absent.
       // One statement: that check, and all the stream needs to start (trace/output/output-start.ts).
       const options = { prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer };
-      const opened = await openRunOutput({ ...options, ownerId: mine(ctx).ownerId });
-      if (!opened.start || badPosition) {
+      const opened = openRunOutput({ ...options, ownerId: mine(ctx).ownerId });
+      const start = await opened.start.catch((error: unknown) => {
         opened.close();
-        throw opened.start ? badPosition : notFound();
+        throw error;
+      });
+      if (!start || badPosition) {
+        opened.close();
+        throw start ? badPosition : notFound();
       }
       return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal }), opened.close);
     },

@@ -52,7 +52,7 @@ export type RunOutputOptions = {
 /** A run's output listened to, and the start read after the listening began. */
 export type OpenedOutput = {
   /** Null when the run is not there (or not the principal's). */
-  start: OutputStart | null;
+  start: Promise<OutputStart | null>;
   inbox: OutputInbox;
   live: ReturnType<typeof listenTrace>;
   /** Aborted when the stream ends or is never read (close). */
@@ -66,9 +66,9 @@ export type OpenedOutput = {
  * (output-start.ts): listening first, so that nothing published meanwhile is missed. Its start
  * is null when the run is not there, or not `ownerId`'s; one that is not read must be closed.
  */
-export async function openRunOutput(
+export function openRunOutput(
   options: Pick<RunOutputOptions, "prisma" | "events" | "runId" | "afterSeq" | "bufferLimit"> & { ownerId?: string },
-): Promise<OpenedOutput> {
+): OpenedOutput {
   const { prisma, events, runId, bufferLimit } = options;
   const stop = new AbortController();
   const inbox = new OutputInbox(bufferLimit);
@@ -81,13 +81,7 @@ export async function openRunOutput(
     live.close();
     void frames.return?.();
   };
-  try {
-    const start = await readOutputStart(prisma, runId, options.afterSeq, options.ownerId);
-    return { start, inbox, live, stop, close };
-  } catch (error) {
-    close();
-    throw error;
-  }
+  return { start: readOutputStart(prisma, runId, options.afterSeq, options.ownerId), inbox, live, stop, close };
 }
 
 /** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
@@ -96,26 +90,17 @@ const ASKS = 4;
 
 export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerator<RunOutputUpdate> {
   const { prisma, events, runId } = options;
-  const opened = options.opened ?? (await openRunOutput(options));
-  const { inbox, stop } = opened;
+  const opened = options.opened ?? openRunOutput(options);
+  const { inbox, stop, live } = opened;
   const leave = opened.close;
   options.signal?.addEventListener("abort", leave, { once: true });
   const { afterSeq, bufferLimit } = options;
   // A run that is not there has no output: its trace's stream ends at once (RUN_DONE).
-  const start = opened.start ?? { trace: { expired: null, settledWithoutTrace: true, changes: [] }, running: [], modelCallEndedAfter: false };
-  const { live } = opened;
+  const absent: OutputStart = { trace: { expired: null, settledWithoutTrace: true, changes: [] }, running: [], modelCallEndedAfter: false };
+  const started = opened.start.then((start) => start ?? absent);
+  const trace = started.then((start) => start.trace);
   inbox.readChanges(
-    traceUpdates({
-      prisma,
-      events,
-      traceId: runId,
-      afterSeq: afterSeq.seq,
-      bufferLimit,
-      signal: stop.signal,
-      live,
-      start: start.trace,
-      replay: changesWithKinds,
-    }),
+    traceUpdates({ prisma, events, traceId: runId, afterSeq: afterSeq.seq, bufferLimit, signal: stop.signal, live, start: trace, replay: changesWithKinds }),
   );
   const calls = new LiveCalls();
   const starts = new Map<string, number>();
@@ -130,10 +115,21 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     // position inside a call (`chars` > 0) is one of the call running after the last model call
     // that ended at or before it: the subscriber has `chars` of a running call unless a model call
     // ended after that position (a run runs one model call at a time, and a delta's position is
-    // never before the end of the call before its own; see outputAfter).
-    const had = afterSeq.chars > 0 && !start.modelCallEndedAfter ? afterSeq.chars : 0;
-    for (const id of start.running) calls.expectSnapshot(id, had);
-    if (calls.awaitingSnapshot()) ask();
+    // never before the end of the call before its own; see outputAfter). A subscriber between
+    // calls does not wait for the start to be read (a busy database holds it back for seconds
+    // when a hundred subscribers start at once): a frame from a call's start brings all of it,
+    // and a piece after a gap waits for the snapshot (LiveCalls). One inside a call waits, for the
+    // characters it had.
+    const running = started.then(
+      (start) => {
+        const had = afterSeq.chars > 0 && !start.modelCallEndedAfter ? afterSeq.chars : 0;
+        for (const id of start.running) calls.expectSnapshot(id, had);
+        if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
+        inbox.poke();
+      },
+      (error: unknown) => inbox.fail(error),
+    );
+    if (afterSeq.chars > 0) await running;
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     const endCall = () => {

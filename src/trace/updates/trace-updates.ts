@@ -50,21 +50,36 @@ export type TraceUpdatesOptions = {
   /** The live changes, listened to already (listenTrace): the stream's own listening starts with the stream. */
   live?: LiveBuffer;
   /** The trace's expiry, whether its run settled without it, and the first page of the replay, read already (with the listening already on). */
-  start?: TraceStart;
+  start?: TraceStart | Promise<TraceStart>;
   /** Reads the changes to replay (default: each span change with the span as it was after it). */
   replay?: (prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number) => AsyncIterable<TraceUpdate>;
 };
 
 export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerator<TraceUpdate> {
-  const { prisma, traceId, start } = options;
+  const { prisma, traceId } = options;
   const live = options.live ?? listenTrace(options);
   const replay = options.replay ?? replaySpans;
   try {
     let last = options.afterSeq;
+    // While the start is still being read (a busy database), live changes that follow the position
+    // without a gap go out at once: nothing before them can be missing. A model call's end read
+    // late would hold back the next call's output (runOutput gives it after that end).
+    if (options.start instanceof Promise) {
+      for (;;) {
+        const change = await live.following(last, options.start);
+        if (change === "closed") return;
+        if (change === "wait") break;
+        yield { ...change, at: new Date(change.at) };
+        last = change.seq;
+        if (change.type === "TRACE_ENDED") return;
+      }
+    }
+    const start = await options.start;
     // An expired trace has nothing to replay or to wait for: the stream ends at once, saying why.
     const expired = start ? start.expired : await expiryOf(prisma, traceId);
     if (expired) return yield expired;
     for (const change of start?.changes ?? []) {
+      if (change.seq <= last) continue;
       yield change;
       last = change.seq;
       if (change.type === "TRACE_ENDED") return;
@@ -225,6 +240,23 @@ export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<Trace
       if (signal?.aborted) return "closed";
       if (overflow) return "overflow";
       return queue.shift() ?? "idle";
+    },
+    /** The next live change if it is `last + 1` (earlier ones dropped); "wait" once one leaves a gap, or `ready` settled with none. */
+    async following(last: number, ready: Promise<unknown>): Promise<TraceChangeMessage | "closed" | "wait"> {
+      let settled = false;
+      const done = ready.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      for (;;) {
+        while (queue.length > 0 && queue[0]!.seq <= last) queue.shift();
+        if (signal?.aborted) return "closed";
+        if (overflow) return "wait";
+        const next = queue[0];
+        if (next) return next.seq === last + 1 ? queue.shift()! : "wait";
+        if (settled) return "wait";
+        await Promise.race([done, new Promise<void>((resolve) => (wake = resolve))]);
+      }
     },
     close() {
       signal?.removeEventListener("abort", close);
