@@ -19,6 +19,7 @@ import { withTimeout } from "../support/wait.js";
 type Update = RunOutputSubscription["runOutput"];
 
 const ANSWER = Array.from({ length: 8 }, (_, i) => `piece ${i} of the answer; `);
+const CALLS = [{ id: "call_a", name: "task_list", fragments: ['{"action":', '"add","title":', '"Verify"}'] }];
 /** The pieces streamed before the model server holds the answer back. */
 const BEFORE_PAUSE = 4;
 /** The worker's passes, on their own clock beside the subscription (claims, sweeps, schedules, lease renewals), and transaction control. */
@@ -39,7 +40,12 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
   it("reads the run, its trace and what to replay in one statement, and gives the call's text so far, then the rest", async () => {
     const released = new Promise<void>((resolve) => (release = resolve));
     let sent = 0;
-    stub = await startOpenAIStreamStub(() => ({ text: ANSWER, gapMs: 5, pause: { index: BEFORE_PAUSE, until: released }, sent: () => (sent += 1) }));
+    // A first model call that asks for a tool, then one that answers, held back halfway.
+    stub = await startOpenAIStreamStub((body) =>
+      body.messages.some((m) => m.role === "tool")
+        ? { text: ANSWER, gapMs: 5, pause: { index: BEFORE_PAUSE, until: released }, sent: () => (sent += 1) }
+        : { toolCalls: CALLS },
+    );
     const statements: string[] = [];
     t = await startTestApp(backend, {
       database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
@@ -52,7 +58,7 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
     });
     const { run } = await admit(t.client, { question: "Answer at length" });
     const runId = idOfType(run.id, "Run")!;
-    // The run is in its model call, half its answer streamed: its trace has changes to replay.
+    // The run is in its second model call, half its answer streamed: its trace has changes to replay, the first call's end among them.
     await vi.waitFor(() => expect(sent).toBe(BEFORE_PAUSE), { timeout: 20_000, interval: 20 });
     const prisma = t.app.db.prisma;
     await vi.waitFor(async () => expect(await prisma.span.count({ where: { traceId: runId, kind: "MODEL_CALL", status: "RUNNING" } })).toBe(1));
@@ -61,13 +67,14 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
 
     const from = statements.length;
     const stream = t.connect().subscribe(RunOutputDocument, { runId: run.id })[Symbol.asyncIterator]();
-    // A subscriber joining mid-call first gets the call's text so far, in one delta.
+    // A subscriber joining mid-call gets the end of the call before (replayed), then the running call's text so far, in one delta.
+    const done = (await withTimeout(stream.next(), 20_000)).value.runOutput as Update;
+    expect(done).toMatchObject({ kind: "MESSAGE_DONE" });
     const first = (await withTimeout(stream.next(), 20_000)).value.runOutput as Update;
     expect(first).toMatchObject({ kind: "TEXT_DELTA", text: ANSWER.slice(0, BEFORE_PAUSE).join("") });
     // What the stream reads to start is read by then, or a moment later (well before its first idle check, 5 s).
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const starting = statements.slice(from).filter((sql) => !ELSE.test(sql));
-    if (starting.length !== 1) console.log("STARTING", JSON.stringify(starting.map((s) => s.replace(/\s+/g, " ").slice(0, 160))));
     expect(starting).toHaveLength(1);
 
     release();

@@ -4,7 +4,7 @@
 // none). One snapshot, so the changes are the whole replay log after that position unless the
 // trace expired, and the running calls are the ones after the last change read. When a hundred
 // runs start at once, each statement here is a round trip the runs' own claims wait behind.
-import type { PrismaClient } from "../../generated/prisma/client.js";
+import { Prisma, type PrismaClient } from "../../generated/prisma/client.js";
 import { REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
 
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
@@ -39,18 +39,26 @@ export async function readOutputStart(
   after: { seq: number; chars: number },
   ownerId?: string,
 ): Promise<OutputStart | null> {
+  // Only a position inside a call asks whether a model call ended after it; and only a span's
+  // end needs its kind. The trace tables are partitioned on PostgreSQL (every span lookup by id
+  // probes each week's index): a lookup left out is one not planned or run.
+  const endedAfter =
+    after.chars > 0
+      ? Prisma.sql`EXISTS (
+          SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
+          WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL')`
+      : Prisma.sql`false`;
+  const owner = ownerId === undefined ? Prisma.empty : Prisma.sql`AND r.owner_id = ${ownerId}`;
   const [row] = await prisma.$queryRaw<StartRow[]>`
     SELECT r.status::text AS status, t.id AS trace_id, t.last_seq, t.expired_at, t.expired_mode::text AS expired_mode,
       (SELECT coalesce(json_agg(s.id), '[]'::json) FROM span s WHERE s.trace_id = r.id AND s.kind = 'MODEL_CALL' AND s.status = 'RUNNING') AS running,
-      (${after.chars}::int > 0 AND EXISTS (
-        SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
-        WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL'
-      )) AS ended_after,
+      ${endedAfter} AS ended_after,
       (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at, 'spanKind', s.kind) ORDER BY c.seq), '[]'::json)
-         FROM (SELECT * FROM trace_change c WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c
-         LEFT JOIN span s ON s.id = c.span_id) AS changes
+         FROM (SELECT c.seq, c.type, c.span_id, c.event_id, c.at FROM trace_change c
+                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c
+         LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id) AS changes
     FROM run r LEFT JOIN trace t ON t.id = r.id
-    WHERE r.id = ${runId} AND (${ownerId ?? null}::text IS NULL OR r.owner_id = ${ownerId ?? null}::text)`;
+    WHERE r.id = ${runId} ${owner}`;
   if (!row) return null;
   const expired =
     row.trace_id !== null && row.expired_at !== null
@@ -77,15 +85,15 @@ export async function readOutputStart(
 }
 
 /**
- * A trace's changes after `afterSeq` (and before `beforeSeq`), a page a statement, each with its
- * span's kind rather than its state: all runOutput needs to tell a model call's end.
+ * A trace's changes after `afterSeq` (and before `beforeSeq`), a page a statement, a span's end
+ * with its span's kind rather than its state: all runOutput needs to tell a model call's end.
  */
 export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
   let cursor = afterSeq;
   for (;;) {
     const page = await prisma.$queryRaw<ChangeRow[]>`
       SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
-        FROM trace_change c LEFT JOIN span s ON s.id = c.span_id
+        FROM trace_change c LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id
        WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::int AND (${beforeSeq ?? null}::int IS NULL OR c.seq < ${beforeSeq ?? null}::int)
        ORDER BY c.seq LIMIT ${REPLAY_PAGE}`;
     for (const change of page) yield changeOf(traceId, change);

@@ -59,6 +59,8 @@ export type OpenedOutput = {
   stop: AbortController;
   /** Stops listening; for a stream that will never be read. */
   close: () => void;
+  /** The start, once read (set before anyone awaiting `start` resumes). */
+  read?: { start: OutputStart | null };
 };
 
 /**
@@ -81,7 +83,12 @@ export function openRunOutput(
     live.close();
     void frames.return?.();
   };
-  return { start: readOutputStart(prisma, runId, options.afterSeq, options.ownerId), inbox, live, stop, close };
+  const opened: OpenedOutput = { start: readOutputStart(prisma, runId, options.afterSeq, options.ownerId), inbox, live, stop, close };
+  opened.start.then(
+    (start) => (opened.read = { start }),
+    () => undefined,
+  );
+  return opened;
 }
 
 /** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
@@ -104,6 +111,11 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   );
   const calls = new LiveCalls();
   const starts = new Map<string, number>();
+  /**
+   * Model calls whose end the start read, at that trace position: a call that follows one of them
+   * gives its output once that end was given, as one that follows a call whose end went out.
+   */
+  const endsRead = new Map<string, number>();
   const asking = { count: 0, at: 0 };
   const ask = () => {
     asking.count += 1;
@@ -120,16 +132,20 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
     // when a hundred subscribers start at once): a frame from a call's start brings all of it,
     // and a piece after a gap waits for the snapshot (LiveCalls). One inside a call waits, for the
     // characters it had.
-    const running = started.then(
-      (start) => {
-        const had = afterSeq.chars > 0 && !start.modelCallEndedAfter ? afterSeq.chars : 0;
-        for (const id of start.running) calls.expectSnapshot(id, had);
-        if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
-        inbox.poke();
-      },
-      (error: unknown) => inbox.fail(error),
-    );
-    if (afterSeq.chars > 0) await running;
+    const apply = (start: OutputStart) => {
+      for (const change of start.trace.changes)
+        if (change.type === "SPAN_ENDED" && "spanKind" in change && change.spanKind === "MODEL_CALL") endsRead.set(change.spanId!, change.seq);
+      const had = afterSeq.chars > 0 && !start.modelCallEndedAfter ? afterSeq.chars : 0;
+      for (const id of start.running) calls.expectSnapshot(id, had);
+      if (!inbox.closed && calls.awaitingSnapshot() && asking.count === 0) ask();
+      inbox.poke();
+    };
+    // Read already (the subscription's own start, awaited for its owner check): applied before any frame.
+    if (opened.read) apply(opened.read.start ?? absent);
+    else {
+      const running = started.then(apply, (error: unknown) => inbox.fail(error));
+      if (afterSeq.chars > 0) await running;
+    }
     let last = options.afterSeq.seq;
     let ending: { seq: number; spanId: string; until: number } | undefined;
     const endCall = () => {
@@ -150,7 +166,10 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
         continue;
       }
       if (frame && !starts.has(frame.spanId))
-        starts.set(frame.spanId, followsGivenCalls(frame, calls) ? -1 : await outputAfter(prisma, runId, frame.spanId, last));
+        starts.set(
+          frame.spanId,
+          followsGivenCalls(frame, calls) ? -1 : (endsRead.get(frame.follows ?? "") ?? (await outputAfter(prisma, runId, frame.spanId, last))),
+        );
       // Output is given at once when no earlier model call's end is still to come, else once the
       // trace was read up to its call's start (a replayed end of an earlier call comes first):
       // either way, resuming after a delta finds its call as the one running after the last
@@ -264,9 +283,10 @@ async function waitForMore(
   await inbox.wait(Number.isFinite(wakeAt) ? Math.max(0, wakeAt - performance.now()) : undefined);
 }
 
-/** Whether a span change is a model call's (its state came with it; older changes read the span). */
+/** Whether a span change is a model call's (its state or kind came with it; else the span is read). */
 async function isModelCall(prisma: PrismaClient, change: TraceUpdate): Promise<boolean> {
   if (change.span) return change.span.kind === "MODEL_CALL";
+  if ("spanKind" in change && change.spanKind) return change.spanKind === "MODEL_CALL";
   const span = await prisma.span.findUnique({ where: { id: change.spanId! }, select: { kind: true } });
   return span?.kind === "MODEL_CALL";
 }
