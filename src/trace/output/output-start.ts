@@ -40,8 +40,9 @@ export async function readOutputStart(
   ownerId?: string,
 ): Promise<OutputStart | null> {
   // Only a position inside a call asks whether a model call ended after it; and only a span's
-  // end needs its kind. The trace tables are partitioned on PostgreSQL (every span lookup by id
-  // probes each week's index): a lookup left out is one not planned or run.
+  // end needs its kind, looked up on its own (a subquery, not a join). The trace tables are
+  // partitioned on PostgreSQL (every span lookup by id probes each week's index), and planning a
+  // join of two of them weighs more than running it: a lookup left out is one not planned or run.
   const endedAfter =
     after.chars > 0
       ? Prisma.sql`EXISTS (
@@ -53,10 +54,10 @@ export async function readOutputStart(
     SELECT r.status::text AS status, t.id AS trace_id, t.last_seq, t.expired_at, t.expired_mode::text AS expired_mode,
       (SELECT coalesce(json_agg(s.id), '[]'::json) FROM span s WHERE s.trace_id = r.id AND s.kind = 'MODEL_CALL' AND s.status = 'RUNNING') AS running,
       ${endedAfter} AS ended_after,
-      (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at, 'spanKind', s.kind) ORDER BY c.seq), '[]'::json)
+      (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at,
+                'spanKind', CASE WHEN c.type = 'SPAN_ENDED' THEN (SELECT s.kind FROM span s WHERE s.id = c.span_id) END) ORDER BY c.seq), '[]'::json)
          FROM (SELECT c.seq, c.type, c.span_id, c.event_id, c.at FROM trace_change c
-                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c
-         LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id) AS changes
+                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c) AS changes
     FROM run r LEFT JOIN trace t ON t.id = r.id
     WHERE r.id = ${runId} ${owner}`;
   if (!row) return null;
