@@ -69,6 +69,13 @@ export class RunExecutor {
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const sink = this.deps.recorder.fenced(attempt.fence);
     const outcome = await this.attempt(attempt, sink);
+    if (outcome.type === "final" && sink.inOrder && attempt.fence.writesAfter) {
+      // A run that answered: the records its end made (the final reply's event, its turn's end)
+      // ride in its settle, one round trip for both (settle-statement.ts); the settle throws what
+      // failed in writing them, as any failed write of the attempt.
+      attempt.fence.writesAfter({ flushed: () => sink.flushed?.() ?? Promise.resolve(), inOrder: sink.inOrder.bind(sink) });
+      return outcome;
+    }
     try {
       // The trace written behind the attempt's work is complete before the attempt settles (which
       // ends its open spans); a write of it that failed stops the attempt as any failed write does.
