@@ -9,6 +9,9 @@ import { AttemptFencedError, PrismaAttemptFence } from "../../src/domain/runs/at
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { createEventBus, type TraceChangeMessage } from "../../src/events/topics.js";
 import { PrismaSpillStore } from "../../src/runtime/adapters/prisma-spill-store.js";
+import type { SettleStep } from "../../src/domain/runs/vocabulary.js";
+import { silentLogger } from "../../src/logger.js";
+import { settleOutcome } from "../../src/runtime/attempt/settle-outcome.js";
 import { settleStepsOf } from "../../src/runtime/runtime.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
@@ -39,7 +42,7 @@ const ENDS_THE_RUN = /\bfinished_at\b/;
  * Claims a run, queues its turn's end as the executor does after a final reply, and settles it:
  * `carried`, the records left queued for the settle to carry; else written first, then the settle.
  */
-async function answerAndSettle(app: TestApp, statements: string[], carried: boolean, { takenOver = false, leftOpen = false } = {}) {
+async function answerAndSettle(app: TestApp, statements: string[], carried: boolean, { takenOver = false, leftOpen = false, failingStep = false } = {}) {
   const prisma = app.app.db.prisma;
   const events = createEventBus();
   const recorder = new PrismaTraceRecorder({ prisma, events });
@@ -68,9 +71,22 @@ async function answerAndSettle(app: TestApp, statements: string[], carried: bool
   await sink.endSpan(turn, { status: "OK" });
   if (carried) fence.writesAfter({ flushed: () => sink.flushed(), inOrder: sink.inOrder.bind(sink) });
   else await sink.flushed();
-  const steps = settleStepsOf(app.app.services, new PrismaSpillStore(prisma));
-  const settled = runs.settle(claimed, fence, { type: "final", answer: "The week is planned." }, steps);
+  const steps: SettleStep[] = [...settleStepsOf(app.app.services, new PrismaSpillStore(prisma))];
+  if (failingStep) steps.push(failsInTheDatabase());
+  const answered = { type: "final" as const, answer: "The week is planned." };
+  const settled = failingStep
+    ? settleOutcome({ runs, steps, logger: silentLogger }, claimed, fence, answered).then(({ status }) => status)
+    : runs.settle(claimed, fence, answered, steps);
   return { runId, claimed, turn, settled, written, heard, lost, sent: () => statements.slice(from), stop: () => subscription.return?.() };
+}
+
+/** A settle step the database refuses, in the settle's statement and in its transaction alike. */
+function failsInTheDatabase(): SettleStep {
+  const step: SettleStep = async ({ tx }) => {
+    await tx.$executeRawUnsafe("SELECT 'not a status'::\"RunStatus\"");
+  };
+  step.inStatement = () => ({ publication: { outcome: "NOT A PUBLICATION OUTCOME" as "NO_WORKSPACE", reason: "refused" } });
+  return step;
 }
 
 /** What a settled run's trace reads back as, its spans by kind (the ids and times of two runs differ). */
@@ -160,6 +176,24 @@ describe.each(backends)("a run's last trace records carried in its settle, on %s
       ["TURN", "RUNNING"],
     ]);
     lost.stop();
+  });
+
+  it("keeps the records when the settle carrying them fails for a reason of its own, and the run ends FAILED after them", async () => {
+    const statements: string[] = [];
+    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
+    const failed = await answerAndSettle(t, statements, true, { failingStep: true });
+    expect(await failed.settled).toBe("FAILED");
+    expect(await failed.written).toBe(4);
+    const trace = await traceOf(t, failed.runId);
+    expect(trace.run.status).toBe("FAILED");
+    // The reply and its turn's end, as the answer left them; not a turn interrupted by the run's end.
+    expect(trace.events).toEqual([{ seq: 4, kind: "FINAL_REPLY", span: "TURN", payload: "The week is planned.", preview: "The week is planned." }]);
+    expect(trace.changes.slice(3, 5)).toEqual([
+      { seq: 4, type: "EVENT_APPENDED", span: "TURN", status: null },
+      { seq: 5, type: "SPAN_ENDED", span: "TURN", status: "OK" },
+    ]);
+    expect(trace.spans.find((span) => span.kind === "TURN")?.status).toBe("OK");
+    failed.stop();
   });
 
   it("leaves the end with something left to decide to the statements one by one, after the records, as when written first", async () => {
