@@ -13,7 +13,7 @@ import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
 import type { OwnClock } from "./attempt/own-clock.js";
-import { keepLease } from "./attempt/lease-keeper.js";
+import { LeaseKeeper } from "./attempt/lease-keeper.js";
 import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { settleOutcome } from "./attempt/settle-outcome.js";
@@ -41,6 +41,8 @@ export class RunWorker {
   private readonly active = new Map<string, Active>();
   private readonly clocks = new Map<string, OwnClock>();
   private readonly passes: ClaimPasses;
+  /** One heartbeat renews the leases of every attempt the worker holds (attempt/lease-keeper.ts). */
+  private readonly leases: LeaseKeeper;
   private stopped = true;
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
@@ -51,6 +53,7 @@ export class RunWorker {
     this.leaseMarginMs = options.leaseMarginMs ?? Math.min(3_000, Math.floor(this.leaseMs / 5));
     this.concurrency = options.concurrency ?? 4;
     this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
+    this.leases = new LeaseKeeper({ runs: options.runs, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs });
     this.passes = new ClaimPasses({
       pass: (sweep) => this.pass(sweep),
       sweepMs: options.sweepMs ?? this.leaseMs / 3,
@@ -173,7 +176,7 @@ export class RunWorker {
     });
     // A CONCLUDE stop not heard announced (requested on another instance) is found by the next renewal.
     const onStop = (mode: string) => mode === "CONCLUDE" && conclude.abort();
-    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt, onStop });
+    const lease = this.leases.keep({ fence, sentAt, onStop });
     this.clocks.set(run.id, lease.clock);
     const context = { ...claimed, fence, signal: controller.signal, conclude: conclude.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
