@@ -92,35 +92,49 @@ describe.each(backends)("lease renewals on %s", (backend) => {
     const { t, ids, runIds, statements, logs, release, renewing, renewals, converged } = await heldRuns(backend, 3);
     await converged();
     const [cancelled, takenOver, kept] = runIds as [string, string, string];
+    const from = statements.length;
     // Elsewhere, unheard by this worker: a cancellation, and a takeover as another instance's claim makes it.
     await t.app.db.prisma.$executeRawUnsafe(`UPDATE run SET status = 'CANCELLED' WHERE id = $1`, cancelled);
     await t.app.db.prisma.$executeRawUnsafe(
       `UPDATE run SET attempt = attempt + 1, lease_owner = 'elsewhere', lease_expires_at = now() + interval '1 hour' WHERE id = $1`,
       takenOver,
     );
-    const from = statements.length;
     const stopped = (runId: string, message: RegExp) => logs.find((line) => line.runId === runId && message.test(line.message));
     await waitUntil(() => stopped(cancelled, /the run was cancelled/) && stopped(takenOver, /no longer holds the run/), 5_000, 20);
-    // One statement told both: it renewed the three attempts' leases.
-    const [finding] = renewals(from);
-    expect(renewing(finding!)).toEqual(runIds);
-    const { rows } = {
-      rows: await t.app.db.prisma.$queryRawUnsafe<{ id: string; status: string; lease_owner: string | null }[]>(
-        `SELECT id, status::text, lease_owner FROM run ORDER BY id`,
-      ),
-    };
+    const rows = await t.app.db.prisma.$queryRawUnsafe<{ id: string; status: string; lease_owner: string | null }[]>(
+      `SELECT id, status::text, lease_owner FROM run`,
+    );
     expect(rows.find((row) => row.id === takenOver)).toMatchObject({ status: "RUNNING", lease_owner: "elsewhere" });
     expect(rows.find((row) => row.id === kept)).toMatchObject({ status: "RUNNING" });
-    // The kept run's later beats renew it alone, and it completes.
+    // The statement that told both renewed the three attempts' leases; the kept run's later beats renew it alone.
     await waitUntil(() => renewals(from).find((sent) => renewing(sent).length === 1), 3 * LEASE_MS, 20);
-    expect(renewals(from).slice(1).map(renewing)).toEqual(
-      renewals(from)
-        .slice(1)
-        .map(() => [kept]),
-    );
+    const sent = renewals(from).map(renewing);
+    const alone = sent.findIndex((runs) => runs.length === 1);
+    expect(alone).toBeGreaterThan(0);
+    expect(sent).toEqual([...sent.slice(0, alone).map(() => runIds), ...sent.slice(alone).map(() => [kept])]);
     release();
     expect((await settled(t.client, ids[2]!)).status).toBe("SUCCEEDED");
     expect(logs.filter((line) => line.runId === kept && /attempt stopped/.test(line.message))).toEqual([]);
+  }, 60_000);
+
+  it("a renewal the database refuses for one run stops that run's attempt alone", async () => {
+    const { t, ids, runIds, logs, release, converged } = await heldRuns(backend, 3);
+    await converged();
+    const refused = runIds[1]!;
+    await t.app.db.prisma.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.id = '${refused}' AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at THEN RAISE EXCEPTION 'renewal refused'; END IF;
+        RETURN NEW;
+      END $$`);
+    await t.app.db.prisma.$executeRawUnsafe("CREATE TRIGGER refuse_renewal BEFORE UPDATE ON run FOR EACH ROW EXECUTE FUNCTION refuse_renewal()");
+    const stops = () => logs.filter((line) => /attempt stopped/.test(line.message));
+    await waitUntil(() => (stops().length > 0 ? true : undefined), 3 * LEASE_MS, 20);
+    // The others' renewals go on meanwhile: they keep their leases past the refused one's clock.
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+    expect(stops().map((line) => [line.runId, line.message])).toEqual([[refused, "attempt stopped: it no longer holds the run and wrote nothing more"]]);
+    release();
+    for (const id of [ids[0]!, ids[2]!]) expect((await settled(t.client, id)).status).toBe("SUCCEEDED");
   }, 60_000);
 });
 
