@@ -15,7 +15,8 @@ import { OwnClock } from "./own-clock.js";
 export type KeptLease = { clock: OwnClock; stop(): void };
 
 export class LeaseKeeper {
-  private readonly attempts = new Set<Beating>();
+  /** The attempts held, by run. */
+  private readonly attempts = new Map<string, Beating>();
   private timer: NodeJS.Timeout | undefined;
   private beating = false;
 
@@ -38,13 +39,13 @@ export class LeaseKeeper {
       }
     };
     const attempt: Beating = { fence, clock: new OwnClock({ leaseMs, marginMs, onExpired }, sentAt), onStop };
-    this.attempts.add(attempt);
+    this.attempts.set(fence.holder.runId, attempt);
     this.timer ??= setInterval(() => this.tick(), Math.max(25, leaseMs / 12));
     return {
       clock: attempt.clock,
       stop: () => {
         attempt.clock.stop();
-        this.attempts.delete(attempt);
+        if (this.attempts.get(fence.holder.runId) === attempt) this.attempts.delete(fence.holder.runId);
         if (this.attempts.size > 0) return;
         clearInterval(this.timer);
         this.timer = undefined;
@@ -52,11 +53,16 @@ export class LeaseKeeper {
     };
   }
 
+  /** The clock of the attempt holding `runId`, while it runs. */
+  clock(runId: string): OwnClock | undefined {
+    return this.attempts.get(runId)?.clock;
+  }
+
   /** Renews when some attempt is due, with every attempt at least half due. */
   private tick(): void {
     const { runs, leaseMs } = this.options;
     if (this.beating) return;
-    const held = [...this.attempts].filter((attempt) => !attempt.fence.lost);
+    const held = [...this.attempts.values()].filter((attempt) => !attempt.fence.lost);
     if (!held.some((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 3)) return;
     this.beating = true;
     const due = held.filter((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 6);
