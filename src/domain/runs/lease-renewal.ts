@@ -3,23 +3,25 @@
 // taken over, gone) and what stop was asked of each run it still holds.
 //
 // A run's row is locked while one of its attempt's fenced writes is in flight (holder.ts): the
-// renewal skips such rows rather than wait, so one busy run delays no other's renewal. A row it
-// skipped, or one that changed between the statement's snapshot and its lock, decides nothing:
-// that attempt is still due, and the worker's next beat (a twelfth of a lease later) renews it —
-// a renewal that waited for the lock would not have been answered sooner than the write's end.
+// worker's renewal of all its attempts skips such rows rather than wait, so one busy run delays no
+// other's renewal. A row it skipped, or one that changed between the statement's snapshot and its
+// lock, decides nothing there: that attempt is then renewed on its own by a renewal that waits
+// for the row (`waiting`), in the row lock's queue behind the write in flight and ahead of the
+// attempt's next one — a run whose writes follow each other without a pause would otherwise be
+// found busy at every beat and stop itself, its link healthy.
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Holder } from "./holder.js";
 import type { CancelMode, LeaseVerdict } from "./vocabulary.js";
 
 type Row = { id: string; renewed: boolean; stop_mode: CancelMode | null; status: string | null; attempt: number | null; held: boolean | null };
 
-/** $1 run ids, $2 attempts, $3 workers, $4 the lease in ms. */
-const RENEWAL_SQL = `
+/** $1 run ids, $2 attempts, $3 workers, $4 the lease in ms; busy rows skipped, or waited for. */
+const renewalSql = (lock: "SKIP LOCKED" | "") => `
   WITH held AS (
     SELECT h.id, h.attempt, h.owner FROM unnest($1::text[], $2::int[], $3::text[]) AS h(id, attempt, owner)
   ), mine AS (
     SELECT run.id FROM run JOIN held ON run.id = held.id AND run.attempt = held.attempt AND run.lease_owner = held.owner
-     WHERE run.status = 'RUNNING' ORDER BY run.id FOR NO KEY UPDATE OF run SKIP LOCKED
+     WHERE run.status = 'RUNNING' ORDER BY run.id FOR NO KEY UPDATE OF run ${lock}
   ), renewed AS (
     UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
       FROM mine WHERE run.id = mine.id RETURNING run.id, run.stop_mode::text AS stop_mode
@@ -27,6 +29,8 @@ const RENEWAL_SQL = `
   SELECT held.id, renewed.id IS NOT NULL AS renewed, renewed.stop_mode, run.status::text AS status, run.attempt,
          run.status = 'RUNNING' AND run.attempt = held.attempt AND run.lease_owner = held.owner AS held
     FROM held LEFT JOIN renewed ON renewed.id = held.id LEFT JOIN run ON run.id = held.id`;
+const SKIPPING_SQL = renewalSql("SKIP LOCKED");
+const WAITING_SQL = renewalSql("");
 
 /** The verdict of one attempt's row; null when its row was busy or changed meanwhile. */
 function verdictOf(holder: Holder, row: Row | undefined): LeaseVerdict | null {
@@ -40,11 +44,12 @@ function verdictOf(holder: Holder, row: Row | undefined): LeaseVerdict | null {
 /**
  * Extends the holders' leases by `leaseMs` from the database's now(); for each holder, in order,
  * its verdict, or null when nothing was decided (its row was busy or changed meanwhile).
+ * `waiting`: busy rows are waited for instead of skipped.
  */
-export async function renewLeases(prisma: PrismaClient, holders: readonly Holder[], leaseMs: number): Promise<(LeaseVerdict | null)[]> {
+export async function renewLeases(prisma: PrismaClient, holders: readonly Holder[], leaseMs: number, waiting = false): Promise<(LeaseVerdict | null)[]> {
   if (holders.length === 0) return [];
   const rows = await prisma.$queryRawUnsafe<Row[]>(
-    RENEWAL_SQL,
+    waiting ? WAITING_SQL : SKIPPING_SQL,
     holders.map((h) => h.runId),
     holders.map((h) => h.attempt),
     holders.map((h) => h.workerId),

@@ -55,8 +55,8 @@ export class PrismaRunState {
   }
 
   /** One statement for every attempt the worker holds; the stop requested of each run comes back with it (lease-renewal.ts). */
-  renewLeases(holders: readonly Holder[], leaseMs: number): Promise<(LeaseVerdict | null)[]> {
-    return renewLeases(this.deps.prisma, holders, leaseMs);
+  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]> {
+    return renewLeases(this.deps.prisma, holders, leaseMs, waiting);
   }
 
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName> {

@@ -21,18 +21,24 @@ export type Beating = {
 export type BeatOptions = {
   leaseMs: number;
   /**
-   * How long the renewal may take before it counts as failed. Default: as long as the most
+   * How long the renewal may take before it counts as failed. Default: as long as the least
    * pressed attempt's clock says it still holds its lease (a slow renewal that succeeds still
-   * counts); past that, the next beat may send another.
+   * counts for every attempt whose clock has not run out by then); past that, the next beat may send another.
    */
   deadlineMs?: number;
+  /** A busy run's row is waited for, not skipped (the renewal of one attempt whose row was busy). */
+  waiting?: boolean;
 };
 
-/** One beat: extends the attempts' leases by leaseMs, or tells each fence that lost its run why. */
-export async function beat(runs: Pick<RunState, "renewLeases">, attempts: readonly Beating[], { leaseMs, deadlineMs }: BeatOptions): Promise<void> {
+/**
+ * One beat: extends the attempts' leases by leaseMs, or tells each fence that lost its run why.
+ * Resolves with the attempts nothing was decided for because their run's row was busy.
+ */
+export async function beat(runs: Pick<RunState, "renewLeases">, attempts: readonly Beating[], options: BeatOptions): Promise<Beating[]> {
+  const { leaseMs, waiting } = options;
   const beating = attempts.filter((attempt) => !attempt.fence.lost);
-  if (beating.length === 0) return;
-  deadlineMs ??= Math.max(1, Math.min(...beating.map((attempt) => attempt.clock.remainingMs())));
+  if (beating.length === 0) return [];
+  const deadlineMs = options.deadlineMs ?? Math.max(1, ...beating.map((attempt) => attempt.clock.remainingMs()));
   const sentAt = OwnClock.mark();
   let verdicts: (LeaseVerdict | null)[];
   try {
@@ -40,21 +46,23 @@ export async function beat(runs: Pick<RunState, "renewLeases">, attempts: readon
       runs.renewLeases(
         beating.map((attempt) => attempt.fence.holder),
         leaseMs,
+        waiting,
       ),
       deadlineMs,
       "lease renewal",
     );
   } catch (error) {
-    if (isTransientDatabaseError(error)) return;
+    if (isTransientDatabaseError(error)) return [];
     // Refused for a reason of its own: renewed one by one, only the attempt whose renewal the
     // database refuses loses its run.
     if (beating.length > 1) {
-      await Promise.all(beating.map((attempt) => beat(runs, [attempt], { leaseMs })));
-      return;
+      const busy = await Promise.all(beating.map((attempt) => beat(runs, [attempt], options)));
+      return busy.flat();
     }
     verdicts = [{ held: false, reason: "LEASE_LOST", detail: `the heartbeat failed: ${error instanceof Error ? error.message : String(error)}` }];
   }
   for (const [i, attempt] of beating.entries()) decide(attempt, verdicts[i] ?? null, sentAt);
+  return beating.filter((_, i) => (verdicts[i] ?? null) === null);
 }
 
 /** What a renewal sent at `sentAt` says of one attempt; null (its run's row was busy) decides nothing. */

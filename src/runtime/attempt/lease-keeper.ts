@@ -19,6 +19,8 @@ export class LeaseKeeper {
   private readonly attempts = new Map<string, Beating>();
   private timer: NodeJS.Timeout | undefined;
   private beating = false;
+  /** Attempts whose renewal waits for their run's row, outside the beats (renewAlone). */
+  private readonly alone = new Set<Beating>();
 
   constructor(
     private readonly options: {
@@ -62,12 +64,27 @@ export class LeaseKeeper {
   private tick(): void {
     const { runs, leaseMs } = this.options;
     if (this.beating) return;
-    const held = [...this.attempts.values()].filter((attempt) => !attempt.fence.lost);
+    const held = [...this.attempts.values()].filter((attempt) => !attempt.fence.lost && !this.alone.has(attempt));
     if (!held.some((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 3)) return;
     this.beating = true;
     const due = held.filter((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 6);
-    void beat(runs, due, { leaseMs }).finally(() => {
-      this.beating = false;
-    });
+    void beat(runs, due, { leaseMs })
+      .then((busy) => {
+        for (const attempt of busy) this.renewAlone(attempt);
+      })
+      .finally(() => {
+        this.beating = false;
+      });
+  }
+
+  /**
+   * Renews an attempt whose run's row the beat found busy on its own, waiting for the row (a run
+   * whose fenced writes follow each other closely is found busy at every beat); the beats leave it
+   * out until that renewal is answered, so a row held for long holds up no other attempt.
+   */
+  private renewAlone(attempt: Beating): void {
+    if (this.attempts.get(attempt.fence.holder.runId) !== attempt) return;
+    this.alone.add(attempt);
+    void beat(this.options.runs, [attempt], { leaseMs: this.options.leaseMs, waiting: true }).finally(() => this.alone.delete(attempt));
   }
 }

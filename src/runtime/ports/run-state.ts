@@ -48,8 +48,9 @@ export interface RunState {
   /**
    * Extends the leases of the attempts, in one statement; for each (in their order), says why not
    * when it no longer holds its run, or null when its run's row was busy (nothing was decided).
+   * `waiting`: a busy row is waited for, not skipped.
    */
-  renewLeases(holders: readonly Holder[], leaseMs: number): Promise<(LeaseVerdict | null)[]>;
+  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /**
