@@ -9,6 +9,7 @@ const require = createRequire(import.meta.url);
 const timingSensitive = [
   "test/runtime/crash-recovery.test.ts",
   "test/runtime/fenced-attempts.test.ts",
+  "test/runtime/lease-renewals.test.ts",
   "test/runtime/worker-processes.test.ts",
   "test/runtime/database-faults.test.ts",
   "test/runtime/fair-share-processes.test.ts",

@@ -64,6 +64,17 @@ export type Carried = {
   sql(first: number, guard: string): { ctes: string; params: unknown[]; result: string; written: string };
   /** Called with its result once the statement that carried it committed. */
   settle(result: unknown): void;
+  /**
+   * The same write for a statement that takes seq numbers of the same trace itself (a run's
+   * settle, which ends the trace): that statement's one update of the trace row adds `step.count`
+   * seq numbers and `step.counted` records first, in the CTE named `seqs` (its `base` column the
+   * seq before them), as long as `holds` (a condition on the trace row aliased `trace`) is true;
+   * `ends`, the spans it ends. Absent when the write cannot go in such a statement (it leaves a span running).
+   */
+  sharing?(
+    first: number,
+    seqs: string,
+  ): { ctes: string; params: unknown[]; result: string; holds: (trace: string) => string; step: { count: string; counted: string }; ends: string[] };
 };
 
 /** How a route sends a statement after what must be written first (StatementRoute.inOrder). */

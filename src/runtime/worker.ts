@@ -12,8 +12,7 @@ import type { RunRecord } from "./ports/run-state.js";
 import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
 import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
-import type { OwnClock } from "./attempt/own-clock.js";
-import { keepLease } from "./attempt/lease-keeper.js";
+import { LeaseKeeper } from "./attempt/lease-keeper.js";
 import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { settleOutcome } from "./attempt/settle-outcome.js";
@@ -39,8 +38,8 @@ export class RunWorker {
   private readonly concurrency: number;
   private readonly liveness: InstanceLiveness;
   private readonly active = new Map<string, Active>();
-  private readonly clocks = new Map<string, OwnClock>();
   private readonly passes: ClaimPasses;
+  private readonly leases: LeaseKeeper; // one heartbeat for every attempt held, and their clocks
   private stopped = true;
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
@@ -51,6 +50,7 @@ export class RunWorker {
     this.leaseMarginMs = options.leaseMarginMs ?? Math.min(3_000, Math.floor(this.leaseMs / 5));
     this.concurrency = options.concurrency ?? 4;
     this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
+    this.leases = new LeaseKeeper({ runs: options.runs, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs });
     this.passes = new ClaimPasses({
       pass: (sweep) => this.pass(sweep),
       sweepMs: options.sweepMs ?? this.leaseMs / 3,
@@ -173,8 +173,7 @@ export class RunWorker {
     });
     // A CONCLUDE stop not heard announced (requested on another instance) is found by the next renewal.
     const onStop = (mode: string) => mode === "CONCLUDE" && conclude.abort();
-    const lease = keepLease({ runs, fence, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs, sentAt, onStop });
-    this.clocks.set(run.id, lease.clock);
+    const lease = this.leases.keep({ fence, sentAt, onStop });
     const context = { ...claimed, fence, signal: controller.signal, conclude: conclude.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
@@ -191,7 +190,6 @@ export class RunWorker {
     } finally {
       clearTimeout(deadline);
       lease.stop();
-      this.clocks.delete(run.id);
     }
   }
 
@@ -263,7 +261,7 @@ export class RunWorker {
   private async handBackFailed(claimed: ClaimedAttempt, fence: AttemptFence, why: string): Promise<void> {
     this.active.get(claimed.run.id)?.controller.abort(new RunStopped("HANDED_BACK", "the database failed"));
     const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs, workerId: this.workerId };
-    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock: this.clocks.get(claimed.run.id)! }, why);
+    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock: this.leases.clock(claimed.run.id)! }, why);
     // Announced once claimable again; the sweep finds it should this process stop meanwhile.
     if (backoffMs !== null) setTimeout(() => void this.announceOrphan(claimed.run.id), backoffMs + 200).unref();
   }

@@ -46,3 +46,15 @@ it("never fires once stopped", () => {
   advance(5_000);
   expect(onExpired).not.toHaveBeenCalled();
 });
+
+it("is not started again by a renewal answered after the attempt ended", () => {
+  const onExpired = vi.fn();
+  const clock = new OwnClock({ leaseMs: 2_000, marginMs: 400, onExpired, now: () => now }, now);
+  const sentAt = now;
+  advance(100);
+  clock.stop();
+  // The worker's renewal of all its attempts was in flight when this one ended.
+  clock.renewed(sentAt + 50);
+  advance(5_000);
+  expect(onExpired).not.toHaveBeenCalled();
+});

@@ -23,6 +23,10 @@ import { FENCE_CHECK, WORKER_PASSES } from "../support/statement-patterns.js";
 
 /** The settle writes the run's end: its finished_at. */
 const ENDS_THE_RUN = /\bfinished_at\b/;
+/** The settle carries the turn's last trace records (the final reply's event, the turn's end). */
+const CARRIES_RECORDS = /\bbatch_input\b/;
+/** What is sent after a run's end that is no write of it: a COMMIT (a driver's, or of a read), the read of the conversation's next queued run. */
+const NOT_THE_END = /^\s*(COMMIT|-- Implicit "COMMIT")|SELECT DISTINCT ON \(conversation_id\)/;
 
 let stub: OpenAIStreamStub | undefined;
 let t: TestApp | undefined;
@@ -73,6 +77,12 @@ describe.each(backends)("a settle's SQL on %s", (backend) => {
     const ends = sent.filter((sql) => ENDS_THE_RUN.test(sql));
     expect(ends).toHaveLength(1);
     expect(ends[0]).toMatch(CARRIES_THE_FENCE);
+    // After the model's answer, two statements: the reply logged with its request's span ended, then
+    // the settle carrying the final reply's event and the turn's end.
+    const writes = sent.filter((sql) => !NOT_THE_END.test(sql));
+    expect(writes).toHaveLength(2);
+    expect(writes[1]).toMatch(ENDS_THE_RUN);
+    expect(writes[1]).toMatch(CARRIES_RECORDS);
     // From the model's answer on, no statement opened a transaction or checked the fence apart.
     expect({ transactions: sent.filter((sql) => BEGIN.test(sql)).length, fenceChecks: sent.filter((sql) => FENCE_CHECK.test(sql)).length }).toEqual({
       transactions: 0,
@@ -104,6 +114,9 @@ describe.each(backends)("a settle's SQL on %s", (backend) => {
     const ends = sent.filter((sql) => ENDS_THE_RUN.test(sql));
     expect(ends).toHaveLength(RUNS);
     expect(ends.every((sql) => CARRIES_THE_FENCE.test(sql))).toBe(true);
+    // Ending together, each run's end is still two statements: none of the trace's records goes apart.
+    expect(sent.filter((sql) => !NOT_THE_END.test(sql))).toHaveLength(2 * RUNS);
+    expect(ends.every((sql) => CARRIES_RECORDS.test(sql))).toBe(true);
     expect({ transactions: sent.filter((sql) => BEGIN.test(sql)).length, fenceChecks: sent.filter((sql) => FENCE_CHECK.test(sql)).length }).toEqual({
       transactions: 0,
       fenceChecks: 0,

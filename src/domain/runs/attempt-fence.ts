@@ -6,7 +6,7 @@
 // attempt can write nothing. A failed check aborts the attempt at once.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { type Holder, holdsRunSql } from "./holder.js";
-import { routed, type Transact, type Tx } from "../transaction.js";
+import { type Ahead, type Carried, routed, type Transact, type Tx } from "../transaction.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { type DirectQuery, directQuery } from "../../db/direct-statements.js";
 import type { StopReason } from "./vocabulary.js";
@@ -34,9 +34,20 @@ export interface AttemptFence {
    * run's end: settle-statement.ts): the statement carries the fence's check itself, over the
    * holder it is given, and `work` answers null when the check failed or the statement found
    * something left to decide (both write nothing): the caller then writes through `write`, whose
-   * check says why. Absent where the database has no such path.
+   * check says why. Absent where the database has no such path. After `writesAfter`, the
+   * statement is sent once what is ahead is written, `carry` (when given) what of it is not written
+   * yet: the statement writes it with its own, or answers null (nothing written) and it is written
+   * on its own before the statement is sent again without it.
    */
-  readonly writeDirect?: <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit) => Promise<T | null>) => Promise<T | null>;
+  readonly writeDirect?: <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit, carry?: Carried) => Promise<T | null>) => Promise<T | null>;
+  /**
+   * The attempt's settle goes after `ahead` (its trace records still queued when its work is
+   * over): a one-statement write (writeDirect) carries them; whoever writes otherwise takes them
+   * (takeAhead) and waits for them first.
+   */
+  writesAfter?(ahead: Ahead): void;
+  /** What was left ahead of the next write (writesAfter), once: the caller writes after it. */
+  takeAhead?(): Ahead | undefined;
   /** Marks the attempt lost (a failed heartbeat, a lost check) and aborts it; never returns. */
   lose(reason: AttemptFencedError["reason"], detail: string): never;
   /** Why the attempt lost its run, once it did. */
@@ -50,6 +61,8 @@ type RunRow = { status: string; attempt: number; lease_owner: string | null };
 
 export class PrismaAttemptFence implements AttemptFence {
   private lostReason: AttemptFencedError | null = null;
+  /** What the next write goes after (writesAfter), taken by that write. */
+  private ahead: Ahead | undefined;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -74,15 +87,33 @@ export class PrismaAttemptFence implements AttemptFence {
   };
 
   /** See AttemptFence.writeDirect: one statement on its own, the check inside it. */
-  readonly writeDirect = async <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit) => Promise<T | null>): Promise<T | null> => {
+  readonly writeDirect = async <T>(work: (query: DirectQuery, holder: Holder, after: AfterCommit, carry?: Carried) => Promise<T | null>): Promise<T | null> => {
     this.refuseIfLost();
     const query = directQuery(this.prisma);
     if (!query) return null;
     const after: AfterCommit = [];
-    const result = await work(query, this.holder, after);
+    // Written after the attempt's records still queued, carrying them when they can ride in it.
+    const ahead = this.takeAhead();
+    const send = (carry?: Carried) => {
+      this.refuseIfLost();
+      return work(query, this.holder, after, carry);
+    };
+    const result = ahead?.inOrder ? await ahead.inOrder(send) : await (ahead?.flushed() ?? Promise.resolve()).then(() => send());
     if (result !== null) runAfterCommit(after);
     return result;
   };
+
+  /** See AttemptFence.writesAfter. */
+  writesAfter(ahead: Ahead): void {
+    this.ahead = ahead;
+  }
+
+  /** See AttemptFence.takeAhead. */
+  takeAhead(): Ahead | undefined {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    return ahead;
+  }
 
   /** An attempt known to have lost its run writes nothing more, not even the check. */
   private refuseIfLost(): void {

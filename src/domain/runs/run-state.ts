@@ -6,10 +6,11 @@ import { type ClaimedAttempt, claimRun, claimRuns, type InstanceLiveness, releas
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
-import { budgetTokens, type CancelMode, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
+import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
+import { renewLeases } from "./lease-renewal.js";
 import { nextQueuedReader } from "./next-queued.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { type CarriedRead, inOneStatement, within } from "../transaction.js";
@@ -53,22 +54,9 @@ export class PrismaRunState {
     return new PrismaAttemptFence(this.deps.prisma, holder, onLost);
   }
 
-  async renewLease({ runId, attempt, workerId }: Holder, leaseMs: number): Promise<LeaseVerdict> {
-    const { prisma } = this.deps;
-    // The stop requested of the run comes back with the renewal: an instance that did not hear the announcement learns of it here.
-    const rows = await prisma.$queryRawUnsafe<{ id: string; stop_mode: CancelMode | null }[]>(
-      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-        WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND status = 'RUNNING' RETURNING id, stop_mode::text AS stop_mode`,
-      runId,
-      attempt,
-      workerId,
-      leaseMs,
-    );
-    if (rows.length > 0) return { held: true, stop: rows[0]!.stop_mode };
-    const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, attempt: true } });
-    return run?.status === "CANCELLED" && run.attempt === attempt
-      ? { held: false, reason: "CANCELLED", detail: "it was cancelled" }
-      : { held: false, reason: "LEASE_LOST", detail: `the heartbeat found the run ${run ? `${run.status} under attempt ${run.attempt}` : "gone"}` };
+  /** One statement for every attempt the worker holds; the stop requested of each run comes back with it (lease-renewal.ts). */
+  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]> {
+    return renewLeases(this.deps.prisma, holders, leaseMs, waiting);
   }
 
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName> {

@@ -16,6 +16,7 @@
 // with many runs ending together, gets round to each answer.
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type DirectQuery, queryRows } from "../../db/direct-statements.js";
+import type { Carried } from "../transaction.js";
 import { toStored } from "../text/stored-text.js";
 import { endedChange, type EndedRow } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
@@ -60,11 +61,12 @@ export async function settleInOneStatement(
   run: TransitionRun,
   details: TransitionDetails & { outcome: Outcome },
   holder?: Holder,
+  carry?: Carried,
 ): Promise<Applied | null> {
   const { outcome, spans, attempt } = details;
   const steps = inOneStatement(row, run, details);
   if (!steps || !spans || !attempt) return null;
-  return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans, holder }, details, steps);
+  return runStatement(tx, row, { run, status: statusAfter(row, outcome), outcome, attempt: attempt.number, spans, holder }, details, steps, carry);
 }
 
 /**
@@ -93,7 +95,7 @@ function runColumns(row: Transition, settling: Settling, at: string, p: (value: 
   return sets;
 }
 
-type Answered = { moved: number; base: number | null; webhooks: number; spans: (EndedRow & { id: string })[] | null };
+type Answered = { moved: number; base: number | null; webhooks: number; spans: (EndedRow & { id: string })[] | null; carried?: unknown };
 
 async function runStatement(
   tx: Prisma.TransactionClient | DirectQuery,
@@ -101,13 +103,21 @@ async function runStatement(
   settling: Settling,
   details: TransitionDetails,
   steps: SettleStepInStatement,
+  carry?: Carried,
 ): Promise<Applied | null> {
   const { run, spans } = settling;
   const params: unknown[] = [run.id, spans.root.traceId, spans.attempt.id, spans.root.id, details.at.toISOString()];
+  // The attempt's trace records still queued (the final reply's event, its turn's end) ride in the
+  // statement, their seq numbers right before the settle's own, from the same update of the trace row.
+  const carried = carry?.sharing?.(params.length + 1, "seqs");
+  // A write that cannot go here (or ends the settle's own spans) is written on its own first: nothing is sent.
+  if (carry && (!carried || carried.ends.some((id) => id === spans.attempt.id || id === spans.root.id))) return null;
+  if (carried) params.push(...carried.params);
   const p = (value: unknown) => `$${params.push(value)}`;
   const [runId, traceId, attemptSpan, rootSpan, at] = ["$1::text", "$2::text", "$3::text", "$4::text", "$5::text::timestamptz"];
   const moved = "EXISTS (SELECT 1 FROM moved)";
   const spanStatus = p(spanStatusOf(settling.outcome));
+  const step = carried ? `${carried.step.count}::int` : "0";
   const ctes = [
     `moved AS (
        UPDATE run SET ${runColumns(row, settling, details.at.toISOString(), p).join(", ")}
@@ -115,16 +125,23 @@ async function runStatement(
          ${settling.holder ? `AND attempt = ${p(settling.holder.attempt)}::int AND lease_owner = ${p(settling.holder.workerId)}::text AND status = 'RUNNING'` : ""}
          AND NOT EXISTS (SELECT 1 FROM tool_approval a WHERE a.run_id = ${runId} AND a.decision IS NULL)
          ${steps.noPendingProposals ? `AND NOT EXISTS (SELECT 1 FROM checkpoint_proposal c WHERE c.run_id = ${runId} AND c.status = 'PENDING')` : ""}
-         AND NOT EXISTS (SELECT 1 FROM span s WHERE s.trace_id = ${traceId} AND s.status = 'RUNNING' AND s.id <> ${attemptSpan} AND s.id <> ${rootSpan})
-         AND EXISTS (SELECT 1 FROM trace t WHERE t.id = ${traceId} AND t.ended_at IS NULL)
+         AND NOT EXISTS (SELECT 1 FROM span s WHERE s.trace_id = ${traceId} AND s.status = 'RUNNING' AND s.id <> ${attemptSpan} AND s.id <> ${rootSpan}
+           ${carried ? `AND s.id <> ALL (${p(carried.ends)}::text[])` : ""})
+         AND EXISTS (SELECT 1 FROM trace t WHERE t.id = ${traceId} AND t.ended_at IS NULL ${carried ? `AND ${carried.holds("t")}` : ""})
          AND (SELECT count(*) FROM span s WHERE s.id IN (${attemptSpan}, ${rootSpan})) = 2
        RETURNING trim_scale(cost)::text AS cost, cost_unpriced
      )`,
-    // The attempt's span, then the RUN span, then the trace's end: three seq numbers, in that order.
-    `seqs AS (UPDATE trace SET last_seq = last_seq + 3, ended_at = ${at} WHERE id = ${traceId} AND ${moved} RETURNING last_seq - 3 AS base)`,
+    // The carried records (`base`: the seq before them), then the attempt's span, the RUN span and
+    // the trace's end (`own`: the seq before those three), in that order, in one update of the trace row.
+    `seqs AS (
+       UPDATE trace SET last_seq = last_seq + ${step} + 3, ended_at = ${at}${carried ? `, records = records + ${carried.step.counted}::int` : ""}
+       WHERE id = ${traceId} AND ${moved}
+       RETURNING last_seq - ${step} - 3 AS base, last_seq - 3 AS own
+     )`,
+    ...(carried ? [carried.ctes] : []),
     `ended AS (
        UPDATE span SET status = ${spanStatus}::text::"SpanStatus", ended_at = ${at} FROM seqs WHERE span.id IN (${attemptSpan}, ${rootSpan})
-       RETURNING span.*, seqs.base + CASE WHEN span.id = ${attemptSpan} THEN 1 ELSE 2 END AS seq
+       RETURNING span.*, seqs.own + CASE WHEN span.id = ${attemptSpan} THEN 1 ELSE 2 END AS seq
      )`,
     `span_changes AS (
        INSERT INTO trace_change (trace_id, seq, type, span_id, span_after, at)
@@ -135,7 +152,7 @@ async function runStatement(
          ${at}
        FROM ended
      )`,
-    `trace_ended AS (INSERT INTO trace_change (trace_id, seq, type, at) SELECT ${traceId}, base + 3, 'TRACE_ENDED', ${at} FROM seqs)`,
+    `trace_ended AS (INSERT INTO trace_change (trace_id, seq, type, at) SELECT ${traceId}, own + 3, 'TRACE_ENDED', ${at} FROM seqs)`,
     `attempt_ended AS (
        UPDATE run_attempt SET ended_at = ${at}, outcome = 'COMPLETED'
        WHERE run_id = ${runId} AND number = ${p(settling.attempt)}::int AND ended_at IS NULL AND ${moved}
@@ -167,13 +184,15 @@ async function runStatement(
      )`);
   }
   const sql = `WITH ${ctes.join(",\n")}
-    SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT base FROM seqs) AS base,
+    SELECT (SELECT count(*) FROM moved)::int AS moved, (SELECT own FROM seqs) AS base, ${carried ? carried.result : "NULL"} AS carried,
       ${event ? "(SELECT count(*) FROM outbox)::int" : "0"} AS webhooks,
       (SELECT json_agg(json_build_object('id', id, 'seq', seq, 'parent_id', parent_id, 'kind', kind::text, 'name', name,
          'attributes', attributes::text, 'usage', usage::text, 'cost', trim_scale(cost)::text, 'cost_unpriced', cost_unpriced,
          'started_at', ${iso("started_at")})) FROM ended) AS spans`;
   const [answer] = (typeof tx === "function" ? await tx(sql, params) : await queryRows(tx, sql, ...params)) as Answered[];
   if (!answer || Number(answer.moved) === 0) return null;
+  // Announced first: the carried records' changes come before the settle's.
+  if (carried) carry!.settle(answer.carried);
   return appliedOf(row, settling, details, answer);
 }
 

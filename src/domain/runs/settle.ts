@@ -55,14 +55,17 @@ export async function settleAttempt(deps: SettleDeps, claimed: ClaimedAttempt, f
   // statement by statement. A failed check, or a statement that found something left to decide,
   // wrote nothing: the transaction through the Prisma client then checks again (and says why the
   // attempt lost its run) and writes.
+  // The attempt's trace records still queued (its final reply's event, its turn's end) ride in
+  // that statement; a settle that is not one waits for them to be written first.
   const one = inOneStatement(row, run, details);
   if (one && fence.writeDirect) {
-    const applied = await fence.writeDirect(async (query, holder, after) => {
-      const settled = await settleInOneStatement(query, row, run, details, holder);
+    const applied = await fence.writeDirect(async (query, holder, after, carry) => {
+      const settled = await settleInOneStatement(query, row, run, details, holder, carry);
       return settled && announcing(deps, settled, after, "settle");
     });
     if (applied) return applied.status;
   }
+  await fence.takeAhead?.()?.flushed();
   return fence.write(async (tx, after) => {
     const applied = (one && !fence.writeDirect ? await settleInOneStatement(tx, row, run, details) : null) ?? (await applyTransition(tx, row, run, details));
     return announcing(deps, applied, after, "settle").status;

@@ -129,22 +129,30 @@ function inputRows(traceId: string, records: readonly BatchRecord[]): { rows: In
  * `result`, the expression of what it wrote (null: nothing); `changes`, that result read back as
  * the records' changes in their order.
  */
-function batchSql(traceId: string, records: readonly BatchRecord[], maxRecords: number, first: number, guard: string) {
+function batchSql(traceId: string, records: readonly BatchRecord[], maxRecords: number, first: number, guard: string, shared?: string) {
   const $ = (n: number) => `$${first + n - 1}`;
   const { rows, states } = inputRows(traceId, records);
   const counted = records.filter((record) => record.type !== "end").length;
+  // What the trace row must allow for the batch: its bound, and every span it ends (not started in it) there.
+  // `input`: the batch's rows (a carrying statement checks them before batch_input is defined).
+  const holds = (trace: string, input = "batch_input") => `${trace}.records + ${$(3)}::int <= ${$(4)}::int
+         AND (SELECT count(*) FROM span WHERE id IN (SELECT span_id FROM ${input} WHERE type = 'end' AND here IS NOT TRUE))
+           = (SELECT count(*) FROM ${input} WHERE type = 'end' AND here IS NOT TRUE)`;
+  // Shared: the carrying statement's own update of the trace row takes the batch's seq numbers
+  // first (one row is updated once in a statement); the batch reads their base from it.
+  const seqs = shared
+    ? `batch_seqs AS (SELECT base FROM ${shared})`
+    : `batch_seqs AS (
+       UPDATE trace SET last_seq = last_seq + ${$(2)}::int, records = records + ${$(3)}::int
+       WHERE id = ${$(1)} AND ${guard} AND ${holds("trace")}
+       RETURNING last_seq - ${$(2)}::int AS base
+     )`;
   const ctes = `batch_input AS (
        SELECT * FROM jsonb_to_recordset(${$(5)}::jsonb) AS r(n int, type text, id text, span_id text, parent_id text, kind text, name text,
          status text, attributes jsonb, payload text, message_id text, preview text, payload_size int, at text, ended_at text,
          span_after jsonb, here boolean)
      ),
-     batch_seqs AS (
-       UPDATE trace SET last_seq = last_seq + ${$(2)}::int, records = records + ${$(3)}::int
-       WHERE id = ${$(1)} AND ${guard} AND records + ${$(3)}::int <= ${$(4)}::int
-         AND (SELECT count(*) FROM span WHERE id IN (SELECT span_id FROM batch_input WHERE type = 'end' AND here IS NOT TRUE))
-           = (SELECT count(*) FROM batch_input WHERE type = 'end' AND here IS NOT TRUE)
-       RETURNING last_seq - ${$(2)}::int AS base
-     ),
+     ${seqs},
      batch_spans AS (
        INSERT INTO span (id, trace_id, parent_id, kind, name, status, attributes, cost_unpriced, started_at, ended_at)
        SELECT i.span_id, ${$(1)}::text, i.parent_id, i.kind::"SpanKind", i.name, i.status::"SpanStatus", i.attributes, false,
@@ -201,7 +209,8 @@ function batchSql(traceId: string, records: readonly BatchRecord[], maxRecords: 
       at: row.at,
     }));
   };
-  return { ctes, params, result, changes };
+  const step = { count: $(2), counted: $(3) };
+  return { ctes, params, result, changes, holds, step };
 }
 
 /**
@@ -238,13 +247,24 @@ export function carriedBatch(
   maxRecords: number | undefined,
   written: (changes: TraceChange[]) => void,
 ): Carried {
-  const sql = (first: number, guard: string) => batchSql(traceId, records, maxRecords ?? UNBOUNDED, first, guard);
+  const sql = (first: number, guard: string, shared?: string) => batchSql(traceId, records, maxRecords ?? UNBOUNDED, first, guard, shared);
   let built: ReturnType<typeof sql> | undefined;
+  // Spans the batch starts and leaves running: a statement that ends the trace cannot carry them.
+  const ended = new Set(records.flatMap((record) => (record.type === "end" ? [record.spanId] : [])));
+  const leavesRunning = records.some((record) => record.type === "start" && !ended.has(record.id));
   return {
     sql(first, guard) {
       built = sql(first, guard);
       return { ctes: built.ctes, params: built.params, result: built.result, written: "EXISTS (SELECT 1 FROM batch_seqs)" };
     },
+    ...(!leavesRunning && {
+      sharing(first: number, seqs: string) {
+        built = sql(first, "true", seqs);
+        const { ctes, params, result, holds, step } = built;
+        const input = `(SELECT * FROM jsonb_to_recordset($${first + 4}::jsonb) AS r(type text, span_id text, here boolean)) AS carried_input`;
+        return { ctes, params, result, holds: (trace: string) => holds(trace, input), step, ends: [...ended] };
+      },
+    }),
     settle(result) {
       const changes = built?.changes(result as Taken);
       if (changes) written(changes);

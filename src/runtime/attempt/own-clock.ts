@@ -26,6 +26,7 @@ export class OwnClock {
   private renewedAt: number;
   private timer: NodeJS.Timeout | undefined;
   private expired = false;
+  private stopped = false;
   private readonly now: () => number;
 
   /** `sentAt`: when the claim that began the lease was sent (see OwnClock.mark). */
@@ -45,7 +46,8 @@ export class OwnClock {
 
   /** A renewal sent at `sentAt` succeeded: the lease runs from then. */
   renewed(sentAt: number): void {
-    if (this.expired || sentAt <= this.renewedAt) return;
+    // An attempt that ended is not kept again by a renewal answered after its end.
+    if (this.expired || this.stopped || sentAt <= this.renewedAt) return;
     this.renewedAt = sentAt;
     this.schedule();
   }
@@ -62,6 +64,7 @@ export class OwnClock {
   }
 
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
   }

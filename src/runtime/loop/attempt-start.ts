@@ -4,7 +4,9 @@
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import type { AgentProfile } from "../agents.js";
 import type { Tool } from "../ports/tool.js";
-import type { AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
+import type { TraceSink } from "../ports/trace-sink.js";
+import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
+import type { Outcome } from "./outcome.js";
 
 /** Builds the attempt's tools (those its profile allows) and runs its hooks, once its log and profile are read. */
 export type FirstTurn = (scope: AttemptScope, profile: AgentProfile) => Promise<Map<string, Tool>>;
@@ -33,3 +35,15 @@ export async function startFirstTurn(deps: Pick<ExecutorDeps, "tools" | "hooks">
 
 /** `read`, its failure thrown only where it is awaited (a read started early whose result no one awaits fails no one). */
 export const caught = <T>(read: Promise<T>): Promise<T> => (read.catch(() => undefined), read);
+
+/**
+ * A run that answered: the trace records its end made and left queued (the final reply's event,
+ * its turn's end) ride in its settle, one round trip for both (settle-statement.ts), instead of
+ * being written first; the settle throws what failed in writing them, as any failed write of the
+ * attempt does. False when the attempt's trace must be written before it settles.
+ */
+export function settlesAfter(attempt: Pick<AttemptContext, "fence">, sink: TraceSink, outcome: Outcome): boolean {
+  if (outcome.type !== "final" || !sink.inOrder || !attempt.fence.writesAfter) return false;
+  attempt.fence.writesAfter({ flushed: () => sink.flushed?.() ?? Promise.resolve(), inOrder: sink.inOrder.bind(sink) });
+  return true;
+}

@@ -7,6 +7,7 @@ import type { AgentProfile } from "../agents.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
 import type { Holder, Transact } from "../ports/attempt-fence.js";
+import type { Ahead } from "../../domain/transaction.js";
 import type { ConversationLog, LoggedMessage } from "../ports/conversation-log.js";
 import type { ModelPort } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
@@ -26,7 +27,8 @@ export type AttemptContext = {
   /** The run's RUN span and this attempt's ATTEMPT span under it (turns go under the attempt). */
   root: SpanRef;
   span: SpanRef;
-  fence: { write: Transact; holder: Holder };
+  /** `writesAfter`: the attempt's settle goes after the trace records still queued when its work is over, carrying them (AttemptFence). */
+  fence: { write: Transact; holder: Holder; writesAfter?(ahead: Ahead): void };
   /** The run's conversation's lineage, when the claim read it: the log is then read in one statement. */
   lineage?: readonly LineageLevel[];
   /** The conversation's whole log, when the claim knows it (the run's question alone): the attempt does not read it. */

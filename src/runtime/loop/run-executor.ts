@@ -27,7 +27,7 @@ import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import type { CostState } from "../../domain/costs/caps.js";
 import { checkCostCaps } from "./cost-caps.js";
 import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
-import { caught, startFirstTurn } from "./attempt-start.js";
+import { caught, settlesAfter, startFirstTurn } from "./attempt-start.js";
 
 export type { AgentProfile, FailureReason, NextStep, Outcome };
 export type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, RunHooks } from "./attempt.js";
@@ -69,9 +69,9 @@ export class RunExecutor {
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const sink = this.deps.recorder.fenced(attempt.fence);
     const outcome = await this.attempt(attempt, sink);
+    if (settlesAfter(attempt, sink, outcome)) return outcome;
     try {
-      // The trace written behind the attempt's work is complete before the attempt settles (which
-      // ends its open spans); a write of it that failed stops the attempt as any failed write does.
+      // Else its trace is written before it settles (which ends its open spans); a failed write stops the attempt, as any does.
       await sink.flushed?.();
     } catch (error) {
       return this.failure(error, attempt.signal, { text: (outcome.type === "interrupted" && outcome.partialAnswer) || "" });

@@ -45,8 +45,12 @@ export interface RunState {
   claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]>;
   /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
   fence(holder: Holder, onLost: OnLost): AttemptFence;
-  /** Extends the attempt's lease; says why not when the attempt no longer holds the run. */
-  renewLease(holder: Holder, leaseMs: number): Promise<LeaseVerdict>;
+  /**
+   * Extends the leases of the attempts, in one statement; for each (in their order), says why not
+   * when it no longer holds its run, or null when its run's row was busy (nothing was decided).
+   * `waiting`: a busy row is waited for, not skipped.
+   */
+  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /**

@@ -5,7 +5,7 @@
 // written one by one as the recorder writes them alone, which decides each the way it always did
 // (the bound record by record, folded spans, a lost attempt refused with why). The records queued
 // right before a one-statement write that can carry them (a tool result's log entry) ride in it.
-import { retryingConflicts } from "../../db/transient-errors.js";
+import { isTransientDatabaseError, retryingConflicts } from "../../db/transient-errors.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { type BatchRecord, carriedBatch, writeBatchStatement } from "../../domain/trace/batch-statements.js";
 import type { Carried } from "../../domain/transaction.js";
@@ -97,8 +97,17 @@ export async function sendCarrying<T>(
   const carried = records.length > 0 ? carriedRecords(writer, records) : { carry: undefined, settled: () => true };
   if (carried?.carry) {
     writer.unlessLost();
-    // Run again if it loses to a span row's move into the retained partition (as the records alone are).
-    const done = await retryingConflicts(() => statement(carried.carry));
+    let done: T | null;
+    try {
+      // Run again if it loses to a span row's move into the retained partition (as the records alone are).
+      done = await retryingConflicts(() => statement(carried.carry));
+    } catch (error) {
+      // A statement that failed for a reason of its own (not the link, not the fence, which the
+      // records' own write refuses too) wrote nothing: the records are written on their own, as
+      // they were before it, so that the end the caller writes next finds the answer's trace kept.
+      if (!carried.settled() && !isTransientDatabaseError(error)) await writeQueued(writer, records).catch(() => undefined);
+      throw error;
+    }
     if (carried.settled()) return done;
   }
   if (!carried?.settled()) await writeQueued(writer, records);
