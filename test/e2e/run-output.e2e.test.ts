@@ -313,6 +313,10 @@ describe("runOutput of a run answered through a streaming model server", () => {
       body: JSON.stringify({ query: QUERY, variables: { runId: run.id } }),
     });
     expect(await response.text()).toContain("Run not found.");
+    // A position past any trace's says nothing either, before the run is known to be the caller's.
+    for (const runId of [run.id, Buffer.from("Run:no-such-run").toString("base64")]) {
+      await expect(withTimeout(stranger.subscribe(RunOutputDocument, { runId, afterSeq: "99999999999" }).next(), 10_000)).rejects.toThrow("Run not found.");
+    }
     await settled(t.client, run.id);
   });
 });

@@ -47,7 +47,7 @@ export async function readOutputStart(
     after.chars > 0
       ? Prisma.sql`EXISTS (
           SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
-          WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL')`
+          WHERE c.trace_id = r.id AND c.seq > ${after.seq}::bigint AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL')`
       : Prisma.sql`false`;
   const owner = ownerId === undefined ? Prisma.empty : Prisma.sql`AND r.owner_id = ${ownerId}`;
   const [row] = await prisma.$queryRaw<StartRow[]>`
@@ -57,7 +57,7 @@ export async function readOutputStart(
       (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at,
                 'spanKind', CASE WHEN c.type = 'SPAN_ENDED' THEN (SELECT s.kind FROM span s WHERE s.id = c.span_id) END) ORDER BY c.seq), '[]'::json)
          FROM (SELECT c.seq, c.type, c.span_id, c.event_id, c.at FROM trace_change c
-                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::int AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c) AS changes
+                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::bigint AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c) AS changes
     FROM run r LEFT JOIN trace t ON t.id = r.id
     WHERE r.id = ${runId} ${owner}`;
   if (!row) return null;
@@ -95,7 +95,7 @@ export async function* changesWithKinds(prisma: PrismaClient, traceId: string, a
     const page = await prisma.$queryRaw<ChangeRow[]>`
       SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
         FROM trace_change c LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id
-       WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::int AND (${beforeSeq ?? null}::int IS NULL OR c.seq < ${beforeSeq ?? null}::int)
+       WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::bigint AND (${beforeSeq ?? null}::bigint IS NULL OR c.seq < ${beforeSeq ?? null}::bigint)
        ORDER BY c.seq LIMIT ${REPLAY_PAGE}`;
     for (const change of page) yield changeOf(traceId, change);
     if (page.length < REPLAY_PAGE) return;
