@@ -14,10 +14,11 @@ import { silentLogger } from "../../src/logger.js";
 import { settleOutcome } from "../../src/runtime/attempt/settle-outcome.js";
 import { settleStepsOf } from "../../src/runtime/runtime.js";
 import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorder.js";
-import { backends, openMigratedTestDatabase } from "../support/databases.js";
+import { type Backend, backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { SETTLE_CLAIMANT } from "../support/settle-claimant.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -25,15 +26,7 @@ afterEach(async () => {
   t = undefined;
 });
 
-const CLAIMANT = {
-  workerId: "worker-1",
-  leaseMs: 60_000,
-  leaseMarginMs: 1_000,
-  maxRunningPerPrincipal: 100,
-  liveness: async () => true,
-  describeRun: (run: { id: string }) => ({ name: `run ${run.id}`, attributes: {} }),
-  modelLabel: "scripted:settle",
-};
+const CLAIMANT = SETTLE_CLAIMANT;
 
 /** A statement that writes the run's end. */
 const ENDS_THE_RUN = /\bfinished_at\b/;
@@ -89,6 +82,14 @@ function failsInTheDatabase(): SettleStep {
   return step;
 }
 
+/** A test app on `backend` (into `t`), and every statement its database answers, in order. */
+async function countingApp(backend: Backend): Promise<{ app: TestApp; statements: string[] }> {
+  const statements: string[] = [];
+  const app = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
+  t = app;
+  return { app, statements };
+}
+
 /** What a settled run's trace reads back as, its spans by kind (the ids and times of two runs differ). */
 async function traceOf(app: TestApp, runId: string) {
   const prisma = app.app.db.prisma;
@@ -116,9 +117,7 @@ async function traceOf(app: TestApp, runId: string) {
 
 describe.each(backends)("a run's last trace records carried in its settle, on %s", (backend) => {
   it("are written in the settle's one statement, the rows and what subscribers hear as when written first", async () => {
-    const statements: string[] = [];
-    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
-    const app = t;
+    const { app, statements } = await countingApp(backend);
     const one = await answerAndSettle(app, statements, true);
     expect(await one.settled).toBe("SUCCEEDED");
     // The end after the answer is one statement: the records ride in the settle.
@@ -160,13 +159,12 @@ describe.each(backends)("a run's last trace records carried in its settle, on %s
   });
 
   it("writes neither the records nor the end for an attempt that lost its run, and says so", async () => {
-    const statements: string[] = [];
-    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
-    const lost = await answerAndSettle(t, statements, true, { takenOver: true });
+    const { app, statements } = await countingApp(backend);
+    const lost = await answerAndSettle(app, statements, true, { takenOver: true });
     await expect(lost.settled).rejects.toBeInstanceOf(AttemptFencedError);
     expect(lost.lost).toEqual(["LEASE_LOST"]);
     await expect(lost.written).rejects.toBeInstanceOf(AttemptFencedError);
-    const trace = await traceOf(t, lost.runId);
+    const trace = await traceOf(app, lost.runId);
     expect(trace.run).toEqual({ status: "RUNNING", answer: null, leaseOwner: "worker-2" });
     expect(trace.trace).toEqual({ lastSeq: 3, records: 3, ended: false });
     expect(trace.events).toEqual([]);
@@ -179,12 +177,11 @@ describe.each(backends)("a run's last trace records carried in its settle, on %s
   });
 
   it("keeps the records when the settle carrying them fails for a reason of its own, and the run ends FAILED after them", async () => {
-    const statements: string[] = [];
-    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
-    const failed = await answerAndSettle(t, statements, true, { failingStep: true });
+    const { app, statements } = await countingApp(backend);
+    const failed = await answerAndSettle(app, statements, true, { failingStep: true });
     expect(await failed.settled).toBe("FAILED");
     expect(await failed.written).toBe(4);
-    const trace = await traceOf(t, failed.runId);
+    const trace = await traceOf(app, failed.runId);
     expect(trace.run.status).toBe("FAILED");
     // The reply and its turn's end, as the answer left them; not a turn interrupted by the run's end.
     expect(trace.events).toEqual([{ seq: 4, kind: "FINAL_REPLY", span: "TURN", payload: "The week is planned.", preview: "The week is planned." }]);
@@ -197,14 +194,13 @@ describe.each(backends)("a run's last trace records carried in its settle, on %s
   });
 
   it("leaves the end with something left to decide to the statements one by one, after the records, as when written first", async () => {
-    const statements: string[] = [];
-    t = await startTestApp(backend, { database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }) });
-    const one = await answerAndSettle(t, statements, true, { leftOpen: true });
+    const { app, statements } = await countingApp(backend);
+    const one = await answerAndSettle(app, statements, true, { leftOpen: true });
     expect(await one.settled).toBe("SUCCEEDED");
-    const apart = await answerAndSettle(t, statements, false, { leftOpen: true });
+    const apart = await answerAndSettle(app, statements, false, { leftOpen: true });
     expect(await apart.settled).toBe("SUCCEEDED");
-    const carried = await traceOf(t, one.runId);
-    expect(carried).toEqual(await traceOf(t, apart.runId));
+    const carried = await traceOf(app, one.runId);
+    expect(carried).toEqual(await traceOf(app, apart.runId));
     expect(carried.changes.slice(4, 6)).toEqual([
       { seq: 5, type: "EVENT_APPENDED", span: "TURN", status: null },
       { seq: 6, type: "SPAN_ENDED", span: "TURN", status: "OK" },

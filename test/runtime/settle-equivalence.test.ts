@@ -18,6 +18,7 @@ import { backends } from "../support/databases.js";
 import { admit, createWorkspace } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { SETTLE_CLAIMANT } from "../support/settle-claimant.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -76,15 +77,7 @@ const CASES: { name: string; inWorkspace: boolean; outcome: Outcome; status: str
   { name: "a cancelled run", inWorkspace: true, outcome: { type: "interrupted", status: "CANCELLED" }, status: "CANCELLED", publication: "NOT_SUCCEEDED" },
 ];
 
-const CLAIMANT = {
-  workerId: "worker-1",
-  leaseMs: 60_000,
-  leaseMarginMs: 1_000,
-  maxRunningPerPrincipal: 100,
-  liveness: async () => true,
-  describeRun: (run: { id: string }) => ({ name: `run ${run.id}`, attributes: {} }),
-  modelLabel: "scripted:settle",
-};
+const CLAIMANT = SETTLE_CLAIMANT;
 
 /** Replaces what differs between two runs settled alike (ids, times) by names given in order of first sight. */
 function normaliser(ids: Record<string, string>) {
