@@ -5,9 +5,8 @@
 // trace expired, and the running calls are the ones after the last change read. When a hundred
 // runs start at once, each statement here is a round trip the runs' own claims wait behind.
 import { Prisma, type PrismaClient } from "../../generated/prisma/client.js";
-import { REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
-
-const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
+import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
+import { pagesAfter, REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
 
 export type OutputStart = {
   trace: TraceStart;
@@ -77,7 +76,7 @@ export async function readOutputStart(
   return {
     trace: {
       expired,
-      settledWithoutTrace: row.trace_id === null && TERMINAL.includes(row.status),
+      settledWithoutTrace: row.trace_id === null && (TERMINAL_STATUSES as readonly string[]).includes(row.status),
       changes: row.changes.map((change) => changeOf(runId, change)),
     },
     running: row.running,
@@ -90,17 +89,15 @@ export async function readOutputStart(
  * with its span's kind rather than its state: all runOutput needs to tell a model call's end.
  */
 export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
-  let cursor = afterSeq;
-  for (;;) {
-    const page = await prisma.$queryRaw<ChangeRow[]>`
+  const pages = pagesAfter(
+    afterSeq,
+    (cursor, limit) => prisma.$queryRaw<ChangeRow[]>`
       SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
         FROM trace_change c LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id
        WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::bigint AND (${beforeSeq ?? null}::bigint IS NULL OR c.seq < ${beforeSeq ?? null}::bigint)
-       ORDER BY c.seq LIMIT ${REPLAY_PAGE}`;
-    for (const change of page) yield changeOf(traceId, change);
-    if (page.length < REPLAY_PAGE) return;
-    cursor = page[page.length - 1]!.seq;
-  }
+       ORDER BY c.seq LIMIT ${limit}`,
+  );
+  for await (const page of pages) for (const change of page) yield changeOf(traceId, change);
 }
 
 function changeOf(traceId: string, { seq, type, spanId, eventId, at, spanKind }: ChangeRow): TraceUpdate {

@@ -5,6 +5,7 @@
 // stream ends, so it never holds up the runtime or other subscribers.
 import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
+import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
 import { spanAsOf } from "../../domain/trace/trace-writes.js";
 import { type JsonValue, spanAfterOf } from "../../domain/json-columns.js";
 
@@ -33,7 +34,6 @@ export const REPLAY_PAGE = 500;
  * reset (Redis failing over, a link that dropped) — the trace's last one included — is found here.
  */
 const IDLE_CHECK_MS = 5_000;
-const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
 
 export type TraceUpdatesOptions = {
   prisma: PrismaClient;
@@ -131,15 +131,25 @@ export async function* traceUpdates(options: TraceUpdatesOptions): AsyncGenerato
 }
 
 async function* replaySpans(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
-  let cursor = afterSeq;
-  for (;;) {
-    const page = await prisma.traceChange.findMany({
+  const pages = pagesAfter(afterSeq, (cursor, take) =>
+    prisma.traceChange.findMany({
       where: { traceId, seq: beforeSeq === undefined ? { gt: cursor } : { gt: cursor, lt: beforeSeq } },
       orderBy: { seq: "asc" },
-      take: REPLAY_PAGE,
-    });
+      take,
+    }),
+  );
+  for await (const page of pages) {
     const spans = await spansAsOf(prisma, traceId, page);
     for (const { spanAfter: _stored, ...change } of page) yield { ...change, span: spans.get(change.seq) ?? null };
+  }
+}
+
+/** A trace's changes after `afterSeq` in seq order, REPLAY_PAGE a read (`read`: those after `cursor`, at most `limit`). */
+export async function* pagesAfter<T extends { seq: number }>(afterSeq: number, read: (cursor: number, limit: number) => Promise<T[]>): AsyncGenerator<T[]> {
+  let cursor = afterSeq;
+  for (;;) {
+    const page = await read(cursor, REPLAY_PAGE);
+    if (page.length > 0) yield page;
     if (page.length < REPLAY_PAGE) return;
     cursor = page[page.length - 1]!.seq;
   }
@@ -203,7 +213,7 @@ async function expiryOf(prisma: PrismaClient, traceId: string): Promise<TraceUpd
 /** A run that settled without ever starting (cancelled while queued) has no trace to wait for. */
 async function settledWithoutTrace(prisma: PrismaClient, runId: string): Promise<boolean> {
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, trace: { select: { id: true } } } });
-  return !run || (TERMINAL.includes(run.status) && !run.trace);
+  return !run || ((TERMINAL_STATUSES as readonly string[]).includes(run.status) && !run.trace);
 }
 
 export type LiveBuffer = ReturnType<typeof listenTrace>;
