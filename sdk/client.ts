@@ -53,6 +53,13 @@ export type ClientOptions = {
   trustedDocuments?: boolean;
   /** How subscriptions travel: one graphql-ws socket for all (default), or one SSE response each. */
   subscriptions?: "graphql-ws" | "sse";
+  /**
+   * How long the graphql-ws socket stays open after its last subscription ended, in milliseconds:
+   * a subscription started meanwhile (the next run watched, a page's next view) goes out at once
+   * on it instead of waiting for a new connection, its upgrade and its acknowledgement, which a
+   * server busy with a burst of requests answers last. Default 3000; 0 closes it at once.
+   */
+  socketIdleMs?: number;
 };
 
 export type DossierClient = {
@@ -256,6 +263,9 @@ async function* resumableTraceUpdates(
   }
 }
 
+/** How long the socket outlives its last subscription by default (ClientOptions.socketIdleMs). */
+const SOCKET_IDLE_MS = 3_000;
+
 async function openSocket(options: ClientOptions): Promise<WsClient> {
   const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
@@ -263,6 +273,7 @@ async function openSocket(options: ClientOptions): Promise<WsClient> {
     webSocketImpl,
     connectionParams: { headers: options.headers ?? {} },
     lazy: true,
+    lazyCloseTimeout: options.socketIdleMs ?? SOCKET_IDLE_MS,
     retryAttempts: 5,
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),
