@@ -14,10 +14,11 @@ import { endSpans, markRunSpan, stopRequestedEvent } from "./transition-spans.js
 import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
-import { ENDED_STATUSES, releaseInputsIn } from "./steering.js";
+import { releaseInputsIn } from "./steering.js";
 import { stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
 import type { Announcement, Transition } from "./transition-row.js";
 import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
+import { isTerminal } from "./stop-reasons.js";
 
 /** The run a transition applies to: enough of its row to write the side effects. */
 export type TransitionRun = Pick<RunRecord, "id" | "ownerId" | "conversationId" | "workspaceId"> & Partial<RunRecord>;
@@ -101,7 +102,7 @@ export async function applyTransition(tx: Tx, row: Transition, run: TransitionRu
   }
   if (row.proposals === "DROP") await dropPendingProposals(tx, run.id, details.at);
   // Whichever row ends the run, its steering inputs still pending will never enter the log.
-  if (ENDED_STATUSES.includes(status) && !row.from.includes(status)) await releaseInputsIn(tx, run.id, details.at);
+  if (isTerminal(status) && !row.from.includes(status)) await releaseInputsIn(tx, run.id, details.at);
   if (row.openSpans !== "KEEP") changes.push(...(await endSpans(tx, row.openSpans, run.id, details)));
   const ended = attemptOutcomeOf(row, details);
   if (ended && details.attempt) await endAttemptRow(tx, run.id, details.attempt.number, ended, details.at);

@@ -19,8 +19,7 @@ import { lockRun } from "./lock-order.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { Tx } from "../transaction.js";
-
-const ENDED = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
+import { isTerminal } from "./stop-reasons.js";
 
 export class PauseService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; announcer?: RunAnnouncer }) {}
@@ -65,7 +64,7 @@ export class PauseService {
       const locked = await lockRun(tx, runId);
       if (!locked || locked.ownerId !== actor.principalId) throw new NotFoundError("Run", runId);
       const current = await tx.run.findUniqueOrThrow({ where: { id: runId } });
-      if (ENDED.has(current.status)) throw new RunEndedError(current);
+      if (isTerminal(current.status)) throw new RunEndedError(current);
       const applied = await move(tx, current, new Date());
       if (applied) {
         const runs = announcer ? { runs: (ids: string[]) => void announcer.announce(ids) } : {};

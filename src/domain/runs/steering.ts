@@ -20,9 +20,9 @@ import type { Tx } from "../transaction.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import type { RunStatusName, SpanRef } from "./vocabulary.js";
+import { isTerminal } from "./stop-reasons.js";
 
 /** The statuses after which a run takes no more input. */
-export const ENDED_STATUSES: readonly RunStatusName[] = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
 
 /** A steering text is a person's message, held to a run's question's rules. */
 export const STEER_TEXT_MAX = GOAL_STATEMENT_MAX;
@@ -56,7 +56,7 @@ export class SteeringService {
         if (!run) throw new NotFoundError("Run", runId);
         const replayed = key ? await replay(tx, runId, key, text) : null;
         if (replayed) return replayed;
-        if (ENDED_STATUSES.includes(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));
+        if (isTerminal(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));
         return tx.runInput.create({ data: { runId, text, idempotencyKey: key ?? null } });
       });
     } catch (error) {

@@ -7,6 +7,9 @@ import type { FailureReason, Outcome, RunStopReason } from "./vocabulary.js";
 /** The terminal statuses: a run in one of them has ended for good. */
 export const TERMINAL_STATUSES = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
 
+/** Whether a run in `status` has ended for good. */
+export const isTerminal = (status: string): boolean => (TERMINAL_STATUSES as readonly string[]).includes(status);
+
 const OF_FAILURE: Record<FailureReason, RunStopReason> = {
   MAX_TURNS: "MAX_TURNS",
   TOKEN_BUDGET: "TOKEN_BUDGET",

@@ -14,13 +14,13 @@ import type { EventPublisher } from "../../events/topics.js";
 import { recordSchedulePausedEvent } from "../webhooks/webhook-events.js";
 import { dueFires, nextFireAfter, planFires } from "./fire-times.js";
 import { recurrenceOf } from "./schedule-input.js";
+import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
 export const FIRES_PER_TRANSACTION = 10;
 /** A schedule whose transaction failed is left alone this long by this scheduler, so others still fire. */
 const RETRY_AFTER_MS = 30_000;
 const ACTIVE_STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED"] as const;
-const ENDED_STATUSES = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
 const TRANSACTION = { maxWait: 10_000, timeout: 60_000 };
 
 type Tx = Prisma.TransactionClient;
@@ -194,7 +194,7 @@ export class ScheduleFiring {
     const ended = await tx.run.findMany({
       where: {
         scheduleId: schedule.id,
-        status: { in: [...ENDED_STATUSES] },
+        status: { in: [...TERMINAL_STATUSES] },
         ...(schedule.resumedAt ? { fireTime: { gt: schedule.resumedAt } } : {}),
       },
       orderBy: [{ fireTime: "desc" }, { createdAt: "desc" }],

@@ -1,7 +1,7 @@
 // A run's status changes as a subscription (runEvents): live, and finished once the run is.
 import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
-import type { EventBus, RunStatusMessage, RunStatusName } from "../../events/topics.js";
+import type { EventBus, RunStatusMessage } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
@@ -9,6 +9,7 @@ import { RunStatusEnum } from "./run-filter.js";
 import { CancelModeEnum } from "./run-stop.js";
 import { MoneyRef, usd } from "./money.js";
 import { mine } from "./owned.js";
+import { isTerminal } from "../../domain/runs/stop-reasons.js";
 
 /**
  * The run's cost and whether a call of it had no price, read once per event delivered: the two
@@ -55,7 +56,6 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
 });
 
 /** The statuses after which a run never changes again. */
-const TERMINAL_STATUSES: ReadonlySet<RunStatusName> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"]);
 
 /**
  * A run's status, first as it is now, then each change, ending after its terminal status so that
@@ -76,13 +76,13 @@ function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string):
       if (!run) return;
       let sent = run.status;
       await push({ runId, status: run.status, at: (run.finishedAt ?? run.startedAt ?? run.createdAt).toISOString() });
-      if (TERMINAL_STATUSES.has(run.status)) return;
+      if (isTerminal(run.status)) return;
       for (let change = await next; !change.done; change = await next) {
         // A stop request is news even when the status stays the same.
         if (change.value.status !== sent || change.value.stop) {
           sent = change.value.status;
           await push(change.value);
-          if (TERMINAL_STATUSES.has(sent)) return;
+          if (isTerminal(sent)) return;
         }
         next = live.next();
       }

@@ -5,8 +5,7 @@ import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import type { Tx } from "../../domain/transaction.js";
 import type { SpillInfo, SpillStore, SpillStrategy } from "../ports/spill-store.js";
 import { trimSeparator, utf16Offsets } from "../spill/json-list-index.js";
-
-const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"] as const;
+import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
 
 /** What rendering a spilled result for the model needs (the log read path selects it too). */
 export const spillPreviewSelect = {
@@ -101,7 +100,7 @@ export class PrismaSpillStore implements SpillStore {
 
   async sweep(): Promise<number> {
     const { count } = await this.prisma.spill.updateMany({
-      where: { releasedAt: null, run: { status: { in: [...TERMINAL] } } },
+      where: { releasedAt: null, run: { status: { in: [...TERMINAL_STATUSES] } } },
       data: { releasedAt: new Date(), itemStarts: [] },
     });
     return count;
