@@ -28,6 +28,7 @@ import {
   type TraceUpdatesSubscription,
 } from "./generated/graphql.js";
 import { type RunOutputSource, type RunOutputUpdate, runOutputText, watchRunUpdates } from "./run-output.js";
+import { SharedSocket } from "./shared-socket.js";
 import { DossierRequestError, isCloseEvent, operationBody, postOperation, subscribeOverSse, subscribeOverWs } from "./transport.js";
 
 export { DossierRequestError, documentIdOf } from "./transport.js";
@@ -57,7 +58,8 @@ export type ClientOptions = {
    * How long the graphql-ws socket stays open after its last subscription ended, in milliseconds:
    * a subscription started meanwhile (the next run watched, a page's next view) goes out at once
    * on it instead of waiting for a new connection, its upgrade and its acknowledgement, which a
-   * server busy with a burst of requests answers last. Default 3000; 0 closes it at once.
+   * server busy with a burst of requests answers last. Default 3000; 0 closes it at once,
+   * Infinity keeps it until close(). An idle socket holds a Node.js process open until it closes.
    */
   socketIdleMs?: number;
 };
@@ -101,7 +103,7 @@ export type DossierClient = {
    * one TEXT_DELTA). Dropped sockets are resumed the same way.
    */
   watchRun(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<RunOutputUpdate>;
-  /** Closes the subscription socket, if one was opened. */
+  /** Closes the subscription socket now, if one is open (a later subscription opens another). */
   close(): Promise<void>;
 };
 
@@ -151,17 +153,13 @@ export async function readAllPages<T>(firstPage: Page<T>, next: (after: string) 
 export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const headers = options.headers ?? {};
-  let ws: Promise<WsClient> | undefined;
   const trusted = options.trustedDocuments ?? false;
-  const socket = () => {
-    ws ??= openSocket(options);
-    return ws;
-  };
+  const socket = new SharedSocket((holdOpen) => openSocket(options, holdOpen), Math.max(0, options.socketIdleMs ?? SOCKET_IDLE_MS));
   // One subscription over the configured transport.
   const subscribeTo = (document: TypedDocumentNode<unknown, never>, variables: Record<string, unknown>) =>
     options.subscriptions === "sse"
       ? subscribeOverSse(doFetch, options.url, headers, () => operationBody(document, trusted), variables)
-      : subscribeOverWs(socket(), () => operationBody(document, trusted), variables);
+      : subscribeOverWs(socket, () => operationBody(document, trusted), variables);
 
   const outputSource = (runId: string): RunOutputSource => ({
     open: (afterSeq) => subscribeTo(RunOutputDocument, { runId, afterSeq }) as AsyncIterableIterator<RunOutputSubscription>,
@@ -200,8 +198,7 @@ export function createClient(options: ClientOptions): DossierClient {
     },
 
     async close() {
-      if (ws) await (await ws).dispose();
-      ws = undefined;
+      await socket.close();
     },
   };
 }
@@ -266,14 +263,16 @@ async function* resumableTraceUpdates(
 /** How long the socket outlives its last subscription by default (ClientOptions.socketIdleMs). */
 const SOCKET_IDLE_MS = 3_000;
 
-async function openSocket(options: ClientOptions): Promise<WsClient> {
+async function openSocket(options: ClientOptions, holdOpen: boolean): Promise<WsClient> {
   const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
     url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
     webSocketImpl,
     connectionParams: { headers: options.headers ?? {} },
-    lazy: true,
-    lazyCloseTimeout: options.socketIdleMs ?? SOCKET_IDLE_MS,
+    // Held open, it is SharedSocket that closes it once idle; an idle socket the server closes for
+    // good (a revoked key) is no one's error: the next subscription is told.
+    lazy: !holdOpen,
+    onNonLazyError: () => undefined,
     retryAttempts: 5,
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),

@@ -3,7 +3,7 @@
 // each, Yoga's "distinct connections" mode of GraphQL over Server-Sent Events).
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { type GraphQLFormattedError, print } from "graphql";
-import type { Client as WsClient } from "graphql-ws";
+import { endingOnce, type SharedSocket } from "./shared-socket.js";
 
 /** The server answered with GraphQL errors (typed errors come back as data, not as this). */
 export class DossierRequestError extends Error {
@@ -73,6 +73,13 @@ function closableIterator(start: () => Promise<AsyncIterator<unknown>>, stop: ()
   const closing = new Promise<Step>((resolve) => {
     onClose = () => resolve(DONE);
   });
+  const end = async () => {
+    closed = true;
+    onClose();
+    stop();
+    // An SSE stream's reader fails once aborted: ending it that way is no error.
+    await (await inner?.catch(() => undefined))?.return?.()?.catch(() => undefined);
+  };
   const iterator: AsyncIterableIterator<unknown> = {
     async next() {
       if (closed) return DONE;
@@ -84,15 +91,14 @@ function closableIterator(start: () => Promise<AsyncIterator<unknown>>, stop: ()
         if (result.errors?.length || result.data == null) throw new DossierRequestError(result.errors ?? [], 200);
         return { done: false, value: result.data };
       } catch (error) {
+        // An error ends the subscription: a loop that throws does not call return(), so it is
+        // ended here, letting its socket go (shared-socket.ts) as a return would.
+        await end();
         throw asRequestError(error);
       }
     },
     async return() {
-      closed = true;
-      onClose();
-      stop();
-      // An SSE stream's reader fails once aborted: ending it that way is no error.
-      await (await inner?.catch(() => undefined))?.return?.()?.catch(() => undefined);
+      await end();
       return DONE;
     },
     [Symbol.asyncIterator]() {
@@ -103,14 +109,16 @@ function closableIterator(start: () => Promise<AsyncIterator<unknown>>, stop: ()
 }
 
 /** One subscription over the shared graphql-ws socket. graphql-ws requires a `query` string: a documentId goes with an empty one. */
-export function subscribeOverWs(
-  socket: Promise<WsClient>,
-  body: () => Promise<OperationBody>,
-  variables: Record<string, unknown>,
-): AsyncIterableIterator<unknown> {
+export function subscribeOverWs(socket: SharedSocket, body: () => Promise<OperationBody>, variables: Record<string, unknown>): AsyncIterableIterator<unknown> {
   return closableIterator(async () => {
     const payload = { query: "", ...(await body()), variables };
-    return (await socket).iterate(payload);
+    const client = socket.acquire();
+    try {
+      return endingOnce((await client).iterate(payload), () => socket.release());
+    } catch (error) {
+      socket.release();
+      throw error;
+    }
   });
 }
 

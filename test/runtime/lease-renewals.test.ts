@@ -158,15 +158,17 @@ describe.runIf(backends.includes("postgres"))("a run whose row is busy", () => {
   const leaseLeft = async (sql: pg.Client, id: string) =>
     Number((await sql.query<{ ms: string }>("SELECT extract(epoch FROM lease_expires_at - now()) * 1000 AS ms FROM run WHERE id = $1", [id])).rows[0]!.ms);
 
-  /** Lease renewals of the app's sessions waiting for a row lock. */
-  const renewalsWaitingForRow = async (sql: pg.Client) =>
-    Number(
-      (
-        await sql.query<{ n: string }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%SET lease_expires_at%'",
-        )
-      ).rows[0]!.n,
+  /**
+   * Lease renewals of the app's sessions waiting for a row lock, as of now: `sql` is inside the
+   * transaction holding the lock, where pg_stat_activity keeps its first snapshot unless cleared.
+   */
+  const renewalsWaitingForRow = async (sql: pg.Client) => {
+    await sql.query("SELECT pg_stat_clear_snapshot()");
+    const { rows } = await sql.query<{ n: string }>(
+      "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%SET lease_expires_at%'",
     );
+    return Number(rows[0]!.n);
+  };
 
   it("holds up no other attempt's renewal, and is renewed on its own as soon as its row is free", async () => {
     const { held, sql } = await heldOnPostgres(3);

@@ -1,7 +1,10 @@
 // The SDK's subscription socket outlives its last subscription for a moment (socketIdleMs): the
 // next subscription a client starts soon after — the next run watched — goes out on the open
 // socket at once, instead of waiting for a new connection, its upgrade and its acknowledgement,
-// which a server busy with a burst of other requests answers last.
+// which a server busy with a burst of other requests answers last. It never holds a program that
+// is done open for long: close() ends it at once, and an idle one closes after socketIdleMs.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { type ClientOptions, createClient } from "../../sdk/client.js";
@@ -31,6 +34,27 @@ async function oneSubscription(client: ReturnType<typeof createClient>): Promise
   } catch (error) {
     return (error as Error).message;
   }
+}
+
+const PROGRAM = fileURLToPath(new URL("../support/sdk-one-subscription.ts", import.meta.url));
+
+/** Runs the one-subscription program; how long it lived after its subscription ended. */
+function exitAfterSubscription(url: string, flags: string[]): Promise<{ output: string; exitMs: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", PROGRAM, url, ...flags], { stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    let endedAt = 0;
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (!endedAt && output.includes("ended:")) endedAt = performance.now();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.on("error", reject);
+    child.on("exit", () => {
+      clearTimeout(timer);
+      resolve({ output, exitMs: endedAt ? performance.now() - endedAt : Number.NaN });
+    });
+  });
 }
 
 describe("the SDK's subscription socket", () => {
@@ -64,4 +88,15 @@ describe("the SDK's subscription socket", () => {
       await client.close();
     }
   });
+
+  it("lets a program exit at once after close(), and one that does not close it after socketIdleMs", async () => {
+    const url = t.server!.url;
+    const closed = await exitAfterSubscription(url, ["--idle", "5000"]);
+    expect(closed.output).toMatch(/ended: .*Run not found/);
+    expect(closed.exitMs).toBeLessThan(2_000);
+    const idle = await exitAfterSubscription(url, ["--idle", "5000", "--no-close"]);
+    expect(idle.output).toMatch(/ended: .*Run not found/);
+    expect(idle.exitMs).toBeGreaterThan(4_000);
+    expect(idle.exitMs).toBeLessThan(9_000);
+  }, 60_000);
 });

@@ -15,10 +15,9 @@ import type { Tx } from "../transaction.js";
 import { recordRunEvent } from "../webhooks/webhook-events.js";
 import { rejectOpenIn } from "./approval-decisions.js";
 import { releaseInputsIn } from "./steering.js";
-import { stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
+import { isTerminal, stopReasonAfter, TERMINAL_STATUSES } from "./stop-reasons.js";
 import type { Announcement, Transition } from "./transition-row.js";
 import type { AttemptOutcome, CancelMode, Outcome, RunRecord, SettleStep, SpanRef, StopRequest } from "./vocabulary.js";
-import { isTerminal } from "./stop-reasons.js";
 
 /** The run a transition applies to: enough of its row to write the side effects. */
 export type TransitionRun = Pick<RunRecord, "id" | "ownerId" | "conversationId" | "workspaceId"> & Partial<RunRecord>;

@@ -22,8 +22,6 @@ import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import type { RunStatusName, SpanRef } from "./vocabulary.js";
 import { isTerminal } from "./stop-reasons.js";
 
-/** The statuses after which a run takes no more input. */
-
 /** A steering text is a person's message, held to a run's question's rules. */
 export const STEER_TEXT_MAX = GOAL_STATEMENT_MAX;
 

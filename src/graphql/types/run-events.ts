@@ -55,8 +55,6 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
   }),
 });
 
-/** The statuses after which a run never changes again. */
-
 /**
  * A run's status, first as it is now, then each change, ending after its terminal status so that
  * no subscriber waits forever on a settled run. It listens before it reads the run: a change made
