@@ -13,6 +13,7 @@ import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { type Admission, type AdmitInput, admitInput, distinct, fingerprintOf, type MultitaskStrategy } from "./admission-request.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
+import { type AdmittedRelations, includeOf } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { cancelIn } from "./run-service.js";
@@ -42,7 +43,11 @@ export class AdmissionService {
     },
   ) {}
 
-  async admitRun(actor: Actor, input: AdmitInput): Promise<{ run: Run; replayed: boolean }> {
+  /**
+   * Admits a run. `relations`: what the caller's answer reads of the run's relations, given back on
+   * the run when the admission is the one statement (a plain admission), and not read otherwise.
+   */
+  async admitRun(actor: Actor, input: AdmitInput, relations?: AdmittedRelations): Promise<{ run: Run; replayed: boolean }> {
     const request = parseInput(admitInput, input);
     const profile = await this.profileOf(request.agent);
     const fingerprint = fingerprintOf(request);
@@ -64,15 +69,16 @@ export class AdmissionService {
         continuesPublicationId: request.continuesPublicationId ?? null,
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         now,
+        relations,
       });
       if (outcome.kind === "admitted") return { run: this.announce(outcome.run), replayed: false };
       if (outcome.kind === "key-taken") {
-        const replay = await this.replay(actor, key!, fingerprint);
+        const replay = await this.replay(actor, key!, fingerprint, relations);
         if (replay) return replay;
       }
       // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
     } else if (key) {
-      const replay = await this.replay(actor, key, fingerprint);
+      const replay = await this.replay(actor, key, fingerprint, relations);
       if (replay) return replay;
     }
     try {
@@ -83,7 +89,7 @@ export class AdmissionService {
     } catch (error) {
       // Another admission with the same key committed first: answer as that one did.
       if (key && isUniqueViolation(error)) {
-        const replay = await this.replay(actor, key, fingerprint);
+        const replay = await this.replay(actor, key, fingerprint, relations);
         if (replay) return replay;
       }
       throw error;
@@ -125,14 +131,15 @@ export class AdmissionService {
     return run;
   }
 
-  private async replay(actor: Actor, key: string, fingerprint: string): Promise<{ run: Run; replayed: true } | null> {
+  /** The run an earlier admission with the key admitted, with `relations` (as an admission gives them back), or null when the key is free. */
+  private async replay(actor: Actor, key: string, fingerprint: string, relations: AdmittedRelations = {}): Promise<{ run: Run; replayed: true } | null> {
     const now = this.deps.now?.() ?? new Date();
     const stored = await this.deps.prisma.idempotencyKey.findUnique({
       where: { principalId_key: { principalId: actor.principalId, key } },
     });
     if (!stored || stored.expiresAt <= now) return null;
     if (stored.fingerprint !== fingerprint) throw new IdempotencyConflictError(key);
-    return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId } }), replayed: true };
+    return { run: await this.deps.prisma.run.findUniqueOrThrow({ where: { id: stored.runId }, include: includeOf(relations) }), replayed: true };
   }
 
   private async admit(

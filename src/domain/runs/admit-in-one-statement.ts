@@ -18,6 +18,7 @@
 // is held by an earlier admission, nothing is written and the caller answers as that one did.
 import { randomUUID } from "node:crypto";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { type AdmittedRelations, type AdmittedRun, CONVERSATION_RETURNING, relationsSql, WORKSPACE_SELECT, withRelations } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
 
 export type OneStatementAdmission = {
@@ -40,9 +41,11 @@ export type OneStatementAdmission = {
   continuesPublicationId?: string | null;
   idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
   now: Date;
+  /** The relations the answer needs, given back by the same statement (admitted-run-relations.ts). */
+  relations?: AdmittedRelations;
 };
 
-export type OneStatementOutcome = { kind: "admitted"; run: Run } | { kind: "key-taken" } | { kind: "checks-failed" };
+export type OneStatementOutcome = { kind: "admitted"; run: AdmittedRun } | { kind: "key-taken" } | { kind: "checks-failed" };
 
 /**
  * The run's columns under the names of Prisma's Run model (a test compares the result with
@@ -111,9 +114,11 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
   const p = (value: unknown) => `$${params.push(value)}`;
   const owner = p(a.ownerId);
   const now = p(a.now);
+  const relations: AdmittedRelations = { ...a.relations, liveWorkspace: Boolean(a.relations?.liveWorkspace && a.workspaceId) };
+  const related = relationsSql(relations);
 
   const ws = a.workspaceId
-    ? `SELECT w.id, g.id AS goal_id, g.version AS goal_no, g.statement AS goal_statement
+    ? `SELECT w.id, g.id AS goal_id, g.version AS goal_no, g.statement AS goal_statement${relations.liveWorkspace ? `, ${WORKSPACE_SELECT}` : ""}
          FROM workspace w JOIN goal_version g ON g.workspace_id = w.id AND g.version = w.goal_version
         WHERE w.id = ${p(a.workspaceId)} AND w.owner_id = ${owner} AND w.deleted_at IS NULL AND w.status = 'ACTIVE'
         FOR SHARE OF w`
@@ -142,7 +147,7 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     gate AS (SELECT checks.* FROM checks, claim),
     conversation AS (
       INSERT INTO conversation (id, owner_id, title, created_at)
-      SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING id),
+      SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING ${CONVERSATION_RETURNING}),
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,
@@ -159,10 +164,11 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     link AS (
       INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
       SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
-    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.* FROM (SELECT 1) AS one LEFT JOIN run ON true`;
-  const [row] = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
+    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}${related.orderBy}`;
+  const rows = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
+  const [row] = rows;
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
   if (row.id === null) return { kind: "key-taken" };
-  const { checksPassed: _, ...run } = row;
-  return { kind: "admitted", run: run as Run };
+  const run = Object.fromEntries(Object.keys(RUN_COLUMNS).map((field) => [field, row[field as keyof Run]])) as Run;
+  return { kind: "admitted", run: withRelations(run, rows, relations) };
 }

@@ -23,6 +23,12 @@ export const myLiveWorkspace = (ctx: Caller) => ({
   ...(ctx.actor.access ? { AND: [{ id: { in: readableWorkspaceIds(ctx.actor.access) } }] } : {}),
 });
 
+/** Whether a workspace row already read is one `myLiveWorkspace` finds: the caller's, not deleted, an access token's readable one. */
+export const isMyLiveWorkspace = (ctx: Caller, workspace: { id: string; ownerId: string; deletedAt: Date | null }) =>
+  workspace.ownerId === ctx.actor.principalId &&
+  workspace.deletedAt === null &&
+  (!ctx.actor.access || readableWorkspaceIds(ctx.actor.access).includes(workspace.id));
+
 /** The caller's runs as lists show them: an access token's readable ones only. */
 export const myRuns = (ctx: Caller) => ({ ...mine(ctx), ...(ctx.actor.access ? { AND: [readableRunsWhere(ctx.actor.access)] } : {}) });
 

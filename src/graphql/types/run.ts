@@ -8,7 +8,8 @@ import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
-import { mine, myLiveWorkspace, ownedBy } from "./owned.js";
+import { isMyLiveWorkspace, mine, myLiveWorkspace, ownedBy } from "./owned.js";
+import { admittedRunQuery, admittedWorkspace, answeredRun } from "./admitted-run-query.js";
 import { ErrorInterface } from "./errors.js";
 import { decimalString } from "./money.js";
 import { METADATA_RULE, RunStatusEnum, TAGS_RULE } from "./run-filter.js";
@@ -137,8 +138,13 @@ builder.prismaObjectFields(RunNode, (t) => ({
     type: "Workspace",
     nullable: true,
     description: "The workspace the run was admitted in, while it exists.",
-    resolve: (query, run, _args, ctx) =>
-      run.workspaceId ? ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } }) : null,
+    resolve: (query, run, _args, ctx) => {
+      if (!run.workspaceId) return null;
+      // An admission's answer: the workspace as the admission found it, when the selection reads nothing beyond its columns.
+      const found = admittedWorkspace(run, query);
+      if (found && isMyLiveWorkspace(ctx, found)) return found;
+      return ctx.prisma.workspace.findFirst({ ...query, where: { id: run.workspaceId, ...myLiveWorkspace(ctx) } });
+    },
   }),
   frozenGoal: t.field({
     type: FrozenGoal,
@@ -293,14 +299,21 @@ builder.mutationField("admitRun", (t) =>
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },
-    resolve: (_root, { input }, ctx) =>
-      ctx.services.admissions.admitRun(ctx.actor, {
-        ...input,
-        workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
-        conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
-        materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
-        // A JSON value: the admission checks it is a flat object of strings.
-        metadata: input.metadata as Record<string, unknown> | null | undefined,
-      }),
+    resolve: async (_root, { input }, ctx, info) => {
+      const planned = await admittedRunQuery(ctx, info);
+      const admitted = await ctx.services.admissions.admitRun(
+        ctx.actor,
+        {
+          ...input,
+          workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
+          conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
+          materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
+          // A JSON value: the admission checks it is a flat object of strings.
+          metadata: input.metadata as Record<string, unknown> | null | undefined,
+        },
+        { ...planned.relations, liveWorkspace: true },
+      );
+      return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
+    },
   }),
 );
