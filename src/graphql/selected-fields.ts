@@ -1,18 +1,25 @@
 // Whether a resolver's client asked for a field of the object it returns: lets a resolver leave a
 // large column (a version's body) unread when nothing selects it.
-import { type GraphQLResolveInfo, Kind, type SelectionSetNode } from "graphql";
+import { type FieldNode, type GraphQLResolveInfo, Kind, type SelectionSetNode } from "graphql";
+
+/** The fields named `name` directly in `set`, through fragments too. */
+function fieldsNamed(info: GraphQLResolveInfo, set: SelectionSetNode | undefined, name: string, seen = new Set<string>()): FieldNode[] {
+  return (set?.selections ?? []).flatMap((selection): FieldNode[] => {
+    if (selection.kind === Kind.FIELD) return selection.name.value === name ? [selection] : [];
+    if (selection.kind === Kind.INLINE_FRAGMENT) return fieldsNamed(info, selection.selectionSet, name, seen);
+    const fragment = selection.name.value;
+    if (seen.has(fragment)) return [];
+    seen.add(fragment);
+    return fieldsNamed(info, info.fragments[fragment]?.selectionSet, name, seen);
+  });
+}
+
+/** True when the fields `path` names are selected below the resolved field, one below the other, through fragments too. */
+export function selectsPath(info: GraphQLResolveInfo, path: string[]): boolean {
+  let nodes: readonly FieldNode[] = info.fieldNodes;
+  for (const name of path) nodes = nodes.flatMap((node) => fieldsNamed(info, node.selectionSet, name));
+  return nodes.length > 0;
+}
 
 /** True when `field` is selected directly below the resolved field, through fragments too. */
-export function selectsField(info: GraphQLResolveInfo, field: string): boolean {
-  const seen = new Set<string>();
-  const within = (set: SelectionSetNode | undefined): boolean =>
-    (set?.selections ?? []).some((selection) => {
-      if (selection.kind === Kind.FIELD) return selection.name.value === field;
-      if (selection.kind === Kind.INLINE_FRAGMENT) return within(selection.selectionSet);
-      const name = selection.name.value;
-      if (seen.has(name)) return false;
-      seen.add(name);
-      return within(info.fragments[name]?.selectionSet);
-    });
-  return info.fieldNodes.some((node) => within(node.selectionSet));
-}
+export const selectsField = (info: GraphQLResolveInfo, field: string): boolean => selectsPath(info, [field]);

@@ -139,6 +139,24 @@ describe("access tokens", () => {
     expect((await cancel(admitter, grantedRun)).body.data!.cancelRun.__typename).toBe("CancelRunSuccess");
   });
 
+  it("answers an admission's run with its workspace only for a token that may read the workspace", async () => {
+    const { key, granted } = await setUp();
+    const { token: admitter } = await mint(key, [{ resourceId: granted, operations: ["ADMIT"] }]);
+    const { token: both } = await mint(key, [{ resourceId: granted, operations: ["ADMIT", "READ"] }]);
+    const admit = async (bearer: string) =>
+      (
+        await gql(
+          bearer,
+          `mutation($w: ID!) { admitRun(input: { workspaceId: $w, question: "more" }) { ... on AdmitRunSuccess { run { workspace { id title } } } } }`,
+          {
+            w: granted,
+          },
+        )
+      ).body.data!.admitRun.run;
+    expect(await admit(admitter)).toEqual({ workspace: null });
+    expect(await admit(both)).toEqual({ workspace: { id: granted, title: "Granted" } });
+  });
+
   it("is refused at once when the minting key is revoked, and with the reason once expired", async () => {
     const { key, granted } = await setUp();
     const { token } = await mint(key, [{ resourceId: granted, operations: ["READ"] }]);

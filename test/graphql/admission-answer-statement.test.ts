@@ -5,7 +5,7 @@
 // principal, goal version, workspace, materials — so the answer reads nothing more. Every answer
 // is the run as a read of it shows it, whichever way it was admitted.
 import { parse } from "graphql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AdmitRunInput, RunDocument } from "../../sdk/generated/graphql.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish, startConversation } from "../support/fixtures.js";
@@ -19,6 +19,19 @@ const WIDER = parse(/* GraphQL */ `
       }
     }
   }
+`) as never;
+
+/** Each material's version and publication, three relations below the run. */
+const DEEP_RUN = /* GraphQL */ `
+  fragment Deep on Run { id materials { position publicationVersion { version publication { title latestVersion { version } } } } }
+`;
+const DEEP_ADMIT = parse(/* GraphQL */ `
+  mutation ($input: AdmitRunInput!) { admitRun(input: $input) { ... on AdmitRunSuccess { run { ...Deep } } } }
+  ${DEEP_RUN}
+`) as never;
+const DEEP_NODE = parse(/* GraphQL */ `
+  query ($id: ID!) { node(id: $id) { ...Deep } }
+  ${DEEP_RUN}
 `) as never;
 
 /** Transaction control and the pool's liveness checks: not statements of the admission's own. */
@@ -90,6 +103,40 @@ describe.each(backends)("answering a plain admission on %s", (backend) => {
     expect(sql.filter((statement) => /FROM "public"\."run" /.test(statement))).toEqual([]);
     expect(result.run.materials.map((m) => m.position)).toEqual([0, 1]);
     expect(result.run).toEqual(await read(result.run.id));
+  });
+
+  it("gives back one row for the admission however many materials it has, without their publications' contents", async () => {
+    const body = "The body of a long source, which the admission's answer never carries.";
+    const versions = await Promise.all(["X", "Y", "Z"].map((title) => publish(t.client, { title: `Source ${title}`, content: `${body} ${title}` })));
+    const prisma = t.app.db.prisma;
+    const raw = prisma.$queryRawUnsafe.bind(prisma);
+    const returned: unknown[][] = [];
+    const spy = vi.spyOn(prisma, "$queryRawUnsafe").mockImplementation((async (sql: string, ...params: unknown[]) => {
+      const rows = (await raw(sql, ...params)) as unknown[];
+      if (/^\s*WITH ws AS/.test(sql)) returned.push(rows);
+      return rows;
+    }) as never);
+    try {
+      const given = versions.map((v) => ({ publicationId: v.version.publication.id, version: 1 }));
+      const { result } = await counted(() => admit(t.client, { question: "Three sources", materials: given }));
+      expect(result.run.materials.map((m) => m.position)).toEqual([0, 1, 2]);
+      expect(result.run).toEqual(await read(result.run.id));
+    } finally {
+      spy.mockRestore();
+    }
+    expect(returned).toHaveLength(1);
+    expect(returned[0]).toHaveLength(1);
+    expect(JSON.stringify(returned[0])).not.toContain(body);
+  });
+
+  it("reads the run again when the selection goes deeper than the admission gives back, and answers as a read does", async () => {
+    const given = await materials();
+    const { result, sql } = await counted(() => t.client.request(DEEP_ADMIT, { input: { question: "Deep", materials: given } }));
+    const { run } = (result as { admitRun: { run: { id: string } } }).admitRun;
+    expect(sql[0]).toMatch(/^\s*WITH ws AS/);
+    expect(sql.filter((statement) => /FROM "public"\."run" /.test(statement))).toHaveLength(1);
+    expect(run).toMatchObject({ materials: [{ publicationVersion: { publication: { title: "Source B", latestVersion: { version: 1 } } } }, {}] });
+    expect(run).toEqual(((await t.client.request(DEEP_NODE, { id: run.id })) as { node: unknown }).node);
   });
 
   it("answers a replay with the run read once, with what the selection reads, and any other admission as a read does", async () => {

@@ -164,11 +164,10 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     link AS (
       INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
       SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
-    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}${related.orderBy}`;
-  const rows = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
-  const [row] = rows;
+    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}`;
+  const [row] = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
   if (row.id === null) return { kind: "key-taken" };
   const run = Object.fromEntries(Object.keys(RUN_COLUMNS).map((field) => [field, row[field as keyof Run]])) as Run;
-  return { kind: "admitted", run: withRelations(run, rows, relations) };
+  return { kind: "admitted", run: withRelations(run, row, relations) };
 }

@@ -1,43 +1,32 @@
 // What an admission in one statement (admit-in-one-statement.ts) may give back beside the run:
-// its conversation (written by the statement), its principal, its frozen goal version and its
-// materials with their publication versions and publications, and the workspace it was admitted
-// in as the statement found it — open and the caller's (read by it), so that the answer's
-// selection — the SDK's AdmitRun asks for all of them — costs no statement of its own.
+// its conversation (written by the statement), its principal, its frozen goal version, its
+// materials (their own columns: each material's publication version is read by its field, as when
+// the run is read) and the workspace it was admitted in as the statement found it — open and the
+// caller's (read by it), so that the answer's selection — the SDK's AdmitRun asks for all of them —
+// costs no statement of its own beyond the materials' versions.
 //
-// Each relation comes back as typed columns of the statement's rows, under a short prefix per
-// model ("c.title"); the materials as one row each, in order. Only what the caller asks for is
-// joined.
-import type {
-  Conversation,
-  GoalVersion,
-  Prisma,
-  Principal,
-  Publication,
-  PublicationVersion,
-  Run,
-  RunMaterial,
-  Workspace,
-} from "../../generated/prisma/client.js";
+// Each relation comes back as typed columns of the statement's one row, under a short prefix per
+// model ("c.title"); the materials as one JSON array of their columns, in order. Only what the
+// caller asks for is joined.
+import type { Conversation, GoalVersion, Prisma, Principal, Run, RunMaterial, Workspace } from "../../generated/prisma/client.js";
 
 /** The relations an admission's answer needs, as the admission can give them: every column of each. */
 export type AdmittedRelations = {
   conversation?: boolean;
   owner?: boolean;
   goalVersion?: boolean;
-  /** In order, each with its publication version and that version's publication. */
+  /** In order, their own columns only. */
   materials?: boolean;
   /** The workspace the run is admitted in, as the admission found it: open and the caller's. */
   liveWorkspace?: boolean;
 };
-
-export type AdmittedMaterial = RunMaterial & { publicationVersion: PublicationVersion & { publication: Publication } };
 
 /** The run as admitted, with the relations asked for under the names of Prisma's Run model. */
 export type AdmittedRun = Run & {
   conversation?: Conversation;
   owner?: Principal;
   goalVersion?: GoalVersion | null;
-  materials?: AdmittedMaterial[];
+  materials?: RunMaterial[];
   /** Not a relation of the model: the workspace is not one (a run outlives it). */
   liveWorkspace?: Workspace;
 };
@@ -70,34 +59,6 @@ const GOAL_VERSION_COLUMNS: Columns<GoalVersion> = {
   workspaceId: "workspace_id",
   version: "version",
   statement: "statement",
-  createdAt: "created_at",
-};
-
-const PUBLICATION_VERSION_COLUMNS: Columns<PublicationVersion> = {
-  id: "id",
-  publicationId: "publication_id",
-  version: "version",
-  content: "content",
-  contentHash: "content_hash",
-  contentIntact: "content_intact",
-  ownerId: "owner_id",
-  asOf: "as_of",
-  originRunId: "origin_run_id",
-  createdAt: "created_at",
-  revokedAt: "revoked_at",
-  revocationReason: "revocation_reason",
-  changesPreviousVersion: "changes_previous_version",
-  changesAddedLines: "changes_added_lines",
-  changesRemovedLines: "changes_removed_lines",
-  changesDiff: "changes_diff",
-  changesDiffTruncated: "changes_diff_truncated",
-};
-
-const PUBLICATION_COLUMNS: Columns<Publication> = {
-  id: "id",
-  ownerId: "owner_id",
-  title: "title",
-  latestVersion: "latest_version",
   createdAt: "created_at",
 };
 
@@ -134,9 +95,9 @@ export const WORKSPACE_SELECT = prefixed("w", "w", WORKSPACE_COLUMNS);
  * The columns and joins that add `wanted` to the statement's final SELECT over `run` (the run
  * inserted, or no row), `conversation` (the conversation inserted, by field names), `found`
  * (the materials: publication version id and position) and `ws` (the workspace, with
- * WORKSPACE_SELECT when `liveWorkspace` is wanted). With materials, one row per material.
+ * WORKSPACE_SELECT when `liveWorkspace` is wanted). One row, whatever is wanted.
  */
-export function relationsSql(wanted: AdmittedRelations): { columns: string; joins: string; orderBy: string } {
+export function relationsSql(wanted: AdmittedRelations): { columns: string; joins: string } {
   const columns: string[] = [];
   const joins: string[] = [];
   if (wanted.conversation) {
@@ -160,14 +121,12 @@ export function relationsSql(wanted: AdmittedRelations): { columns: string; join
     joins.push(`LEFT JOIN ws AS aw ON aw.id = run."workspaceId"`);
   }
   if (wanted.materials) {
-    columns.push(`am.position AS "m.position"`, prefixed("v", "av", PUBLICATION_VERSION_COLUMNS), prefixed("p", "ap", PUBLICATION_COLUMNS));
-    joins.push(
-      `LEFT JOIN found AS am ON run.id IS NOT NULL`,
-      `LEFT JOIN publication_version AS av ON av.id = am.id`,
-      `LEFT JOIN publication AS ap ON ap.id = av.publication_id`,
+    // The rows run_material is given (`found`), as the table's own columns: no version's content.
+    columns.push(
+      `(SELECT coalesce(json_agg(json_build_object('publicationVersionId', am.id, 'position', am.position) ORDER BY am.position), '[]') FROM found AS am) AS "m.list"`,
     );
   }
-  return { columns: columns.map((c) => `, ${c}`).join(""), joins: joins.join(" "), orderBy: wanted.materials ? ` ORDER BY am.position` : "" };
+  return { columns: columns.map((c) => `, ${c}`).join(""), joins: joins.join(" ") };
 }
 
 /** The fields of `row` under `prefix`, or null when the joined row was missing (its id null). */
@@ -177,9 +136,8 @@ function part<T>(row: Record<string, unknown>, prefix: string): T | null {
   return out.id === null || out.id === undefined ? null : (out as T);
 }
 
-/** The run of the statement's rows (`run` already split off the first), with the relations `wanted`. */
-export function withRelations(run: Run, rows: Record<string, unknown>[], wanted: AdmittedRelations): AdmittedRun {
-  const [first] = rows;
+/** The run of the statement's row (`run` already split off it), with the relations `wanted`. */
+export function withRelations(run: Run, first: Record<string, unknown> | undefined, wanted: AdmittedRelations): AdmittedRun {
   const admitted: AdmittedRun = { ...run };
   if (!first) return admitted;
   if (wanted.conversation) {
@@ -196,13 +154,8 @@ export function withRelations(run: Run, rows: Record<string, unknown>[], wanted:
     if (workspace) admitted.liveWorkspace = workspace;
   }
   if (wanted.materials) {
-    admitted.materials = rows.flatMap((row) => {
-      const version = part<PublicationVersion>(row, "v");
-      const publication = part<Publication>(row, "p");
-      return version && publication
-        ? [{ runId: run.id, publicationVersionId: version.id, position: Number(row["m.position"]), publicationVersion: { ...version, publication } }]
-        : [];
-    });
+    const list = first["m.list"] as { publicationVersionId: string; position: number }[];
+    admitted.materials = list.map(({ publicationVersionId, position }): RunMaterial => ({ runId: run.id, publicationVersionId, position }));
   }
   return admitted;
 }
@@ -213,6 +166,6 @@ export function includeOf(wanted: AdmittedRelations): Prisma.RunInclude {
     ...(wanted.conversation && { conversation: true }),
     ...(wanted.owner && { owner: true }),
     ...(wanted.goalVersion && { goalVersion: true }),
-    ...(wanted.materials && { materials: { orderBy: { position: "asc" }, include: { publicationVersion: { include: { publication: true } } } } }),
+    ...(wanted.materials && { materials: { orderBy: { position: "asc" } } }),
   };
 }

@@ -1,17 +1,19 @@
 // What an admitRun answer reads of its run's relations, and the run it answers with. The query is
 // the one Pothos plans for the answer's `run` (queryFromInfo), which also tells the run's fields
 // that the run carries it. A plain admission gives back the relations the SDK's AdmitRun selects
-// (conversation, principal, goal version, materials) from its one statement
+// (conversation, principal, goal version, materials — their own columns; each material's version is
+// read by its field, as when the run is read) from its one statement
 // (domain/runs/admitted-run-relations.ts); a run without them — a replay, an admission naming a
 // conversation, a selection asking for more — is read again once with the whole query. The
 // workspace is not a relation of the run: its field reads it on its own (Run.workspace), unless
-// the admission gave it back.
+// the admission gave it back — asked for only when the selection reads it and the run is not read again.
 import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { GraphQLResolveInfo } from "graphql";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import type { AdmittedRelations, AdmittedRun } from "../../domain/runs/admitted-run-relations.js";
 import type { Run, Workspace } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
+import { selectsPath } from "../selected-fields.js";
 
 type Include = Record<string, unknown>;
 type RunQuery = { include?: Include; select?: Include };
@@ -48,7 +50,7 @@ const GIVEN: Record<GivenRelation, (value: unknown) => boolean> = {
 
 export type AdmittedRunQuery = {
   query: RunQuery;
-  /** The relations to ask the admission for: none when the run is read again anyway. */
+  /** The relations to ask the admission for: none when the run is read again anyway; the workspace when the selection reads it. */
   relations: AdmittedRelations;
   /** Whether those are all the query reads beyond the run's columns. */
   complete: boolean;
@@ -56,8 +58,8 @@ export type AdmittedRunQuery = {
 
 /** The query for the answer's run, planned for the selection `info` resolves. */
 export async function admittedRunQuery(ctx: GraphQLContext, info: GraphQLResolveInfo): Promise<AdmittedRunQuery> {
-  const query = (await queryFromInfo({ context: ctx, info, typeName: "Run", path: ["run"], awaitSelections: true } as never)) as RunQuery;
-  const relations: AdmittedRelations = {};
+  const query: RunQuery = await queryFromInfo({ context: ctx, info, typeName: "Run", path: ["run"], awaitSelections: true });
+  const relations: AdmittedRelations = selectsPath(info, ["run", "workspace"]) ? { liveWorkspace: true } : {};
   let complete = !query.select;
   for (const [name, value] of Object.entries(query.include ?? {})) {
     const given = GIVEN[name as GivenRelation];
@@ -69,7 +71,8 @@ export async function admittedRunQuery(ctx: GraphQLContext, info: GraphQLResolve
 
 /** The run to answer with: as admitted when it carries everything the query reads, else read once with the query. */
 export async function answeredRun(ctx: GraphQLContext, planned: AdmittedRunQuery, run: Run): Promise<Run> {
-  const carried = planned.complete && Object.keys(planned.relations).every((name) => (run as Include)[name] !== undefined);
+  // The workspace is not one of them: a run admitted outside any has none to give back.
+  const carried = planned.complete && Object.keys(planned.relations).every((name) => name === "liveWorkspace" || (run as Include)[name] !== undefined);
   return carried ? run : ctx.prisma.run.findUniqueOrThrow({ where: { id: run.id }, ...planned.query });
 }
 

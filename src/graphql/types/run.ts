@@ -311,7 +311,7 @@ builder.mutationField("admitRun", (t) =>
           // A JSON value: the admission checks it is a flat object of strings.
           metadata: input.metadata as Record<string, unknown> | null | undefined,
         },
-        { ...planned.relations, liveWorkspace: true },
+        planned.relations,
       );
       return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
     },
