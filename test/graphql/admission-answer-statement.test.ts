@@ -93,6 +93,10 @@ describe.each(backends)("answering a plain admission on %s", (backend) => {
     expect(result.run.workspace?.id).toBe(workspace.id);
     expect(result.run.goalVersion?.version).toBe(1);
     expect(result.run).toEqual(await read(result.run.id));
+    // A selection without the workspace does not have the statement give it back.
+    const { sql: unselected } = await counted(() => t.client.request(DEEP_ADMIT, { input: { workspaceId: workspace.id, question: "No workspace read" } }));
+    expect(unselected[0]).toMatch(/^\s*WITH ws AS/);
+    expect(unselected[0]).not.toContain(`"w.id"`);
   });
 
   it("gives back the materials in order with the run, without reading the run again", async () => {
