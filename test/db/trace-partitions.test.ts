@@ -194,7 +194,10 @@ describe.runIf(backends.includes("postgres"))("trace storage partitioned by week
       await holder.query("ROLLBACK");
       await holder.end();
     }
-    // The dead process's advisory lock went with its connection: the next sweep runs and finishes.
+    // The dead process's advisory lock goes with its session, which PostgreSQL ends once the
+    // statement it was waiting in (the detach the holder's lock held) returns to find no client.
+    await waitUntil(async () => ((await advisoryLocksHeld(url)) === 0 ? true : undefined), 30_000, 50);
+    // Then the next sweep runs and finishes.
     const report = await db.withSession((session) => expireWeeks(session, rules));
     expect(report.busy).toBe(false);
     for (const table of ["span", "span_event", "trace_change"] as const) expect(await exists(db, partitionName(table, week))).toBe(false);
@@ -258,4 +261,18 @@ async function databaseUrl(db: Database): Promise<string> {
   const url = new URL(postgresAdminUrl());
   url.pathname = `/${row!.name}`;
   return url.toString();
+}
+
+/** Advisory locks granted on the database at `url` (the week sweep's lock, while a sweep's session lives). */
+async function advisoryLocksHeld(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT count(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()",
+    );
+    return Number(rows[0]!.n);
+  } finally {
+    await client.end();
+  }
 }
