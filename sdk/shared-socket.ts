@@ -9,6 +9,7 @@ export class SharedSocket {
   private client: Promise<WsClient> | undefined;
   private active = 0;
   private idle: ReturnType<typeof setTimeout> | undefined;
+  private closing: Promise<void> | undefined;
 
   /**
    * `open(holdOpen)` creates the graphql-ws client: one that holds its socket open until disposed
@@ -36,13 +37,23 @@ export class SharedSocket {
     (this.idle as { unref?: () => void }).unref?.();
   }
 
-  /** Closes the socket now; a later subscription opens another. */
+  /**
+   * Closes the socket now; a later subscription opens another. Never fails: a socket whose server
+   * went away (its reconnection refused) is closed already.
+   */
   async close(): Promise<void> {
     clearTimeout(this.idle);
     this.idle = undefined;
     const client = this.client;
     this.client = undefined;
-    if (client) await (await client.catch(() => undefined))?.dispose();
+    // A close already on its way (the idle one) is waited for too.
+    const closing = (async () => {
+      const opened = await client?.catch(() => undefined);
+      await Promise.resolve(opened?.dispose()).catch(() => undefined);
+    })();
+    const before = this.closing;
+    this.closing = closing;
+    await Promise.all([before, closing]);
   }
 }
 

@@ -99,4 +99,25 @@ describe("the SDK's subscription socket", () => {
     expect(idle.exitMs).toBeGreaterThan(4_000);
     expect(idle.exitMs).toBeLessThan(9_000);
   }, 60_000);
+
+  it("lets go of an idle socket whose server went away without an unhandled error", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const { client } = countingClient(t, { socketIdleMs: 300 });
+      expect(await oneSubscription(client)).toMatch(/Run not found/);
+      // The server goes while the socket is held open: the client's reconnections are refused, and
+      // its idle time runs out meanwhile (the client closes it on its own).
+      await t.close();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      // Closing it once more waits for the refused reconnection, and neither close fails.
+      await expect(client.close()).resolves.toBeUndefined();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+      t = await startTestApp("pglite", { listen: true });
+    }
+  }, 30_000);
 });
