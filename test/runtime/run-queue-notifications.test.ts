@@ -5,6 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/open-database.js";
 import { silentLogger } from "../../src/logger.js";
@@ -63,3 +64,45 @@ describe.runIf(backends.includes("postgres"))("a run announced in another proces
     expect(attempts.map((a) => a.instance)).toEqual([worker.app.db.instanceId]);
   }, 90_000);
 });
+
+describe.runIf(backends.includes("postgres"))("runs announced together", () => {
+  it("go out in one announcement while another is on its way: 40 runs, two NOTIFYs and two inserts, every run queued once", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger });
+    cleanups.push(() => queue.close());
+    const listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    cleanups.push(() => listener.end());
+    let notifications = 0;
+    listener.on("notification", () => (notifications += 1));
+    await listener.query("LISTEN dossier_run_ready");
+    // The queue's inserts, counted as they are sent (pg-boss sends each as one statement).
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    let inserts = 0;
+    boss.insert = (...args) => {
+      inserts += 1;
+      return insert(...args);
+    };
+    const runIds = Array.from({ length: 40 }, () => crypto.randomUUID());
+    // One announcement, then, a turn later while it is on its way, 39 more (as admissions committing together make them).
+    const first = queue.announce(runIds.slice(0, 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([first, ...runIds.slice(1).map((runId) => queue.announce([runId, runId]))]);
+    await waitFor(() => notifications >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(notifications).toBe(2);
+    expect(inserts).toBe(2);
+    const jobs = await listener.query<{ run_id: string }>("SELECT data->>'runId' AS run_id FROM pgboss.job WHERE name = 'dossier-run-ready'");
+    expect(jobs.rows.map((job) => job.run_id).sort()).toEqual([...runIds].sort());
+  }, 60_000);
+});
+
+async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
