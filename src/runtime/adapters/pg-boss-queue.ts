@@ -101,7 +101,9 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     // From here, runs announced go out with the next announcement.
     this.nextAnnouncement = undefined;
     const runIds = [...new Set(this.unsent.splice(0))];
-    this.announcing = this.enqueue(runIds).catch((error: unknown) => this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }));
+    this.announcing = this.enqueue(runIds).catch((error: unknown) =>
+      this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }),
+    );
     await this.announcing;
   }
 
