@@ -97,6 +97,28 @@ describe.runIf(backends.includes("postgres"))("runs announced together", () => {
     const jobs = await listener.query<{ run_id: string }>("SELECT data->>'runId' AS run_id FROM pgboss.job WHERE name = 'dossier-run-ready'");
     expect(jobs.rows.map((job) => job.run_id).sort()).toEqual([...runIds].sort());
   }, 60_000);
+
+  it("wait a second at most for an announcement that hangs", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: false });
+    cleanups.push(() => queue.close());
+    // The first insert never answers, as on a link that stopped answering; the later ones do.
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    const sent: { runIds: string[]; at: number }[] = [];
+    boss.insert = (jobs) => {
+      sent.push({ runIds: (jobs as { data: { runId: string } }[]).map((job) => job.data.runId), at: performance.now() });
+      return sent.length === 1 ? new Promise(() => undefined) : insert(jobs);
+    };
+    void queue.announce(["hanging"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = performance.now();
+    await queue.announce(["next"]);
+    expect(sent.map((batch) => batch.runIds)).toEqual([["hanging"], ["next"]]);
+    expect(sent[1]!.at - later).toBeGreaterThan(900);
+    expect(sent[1]!.at - later).toBeLessThan(3_000);
+  }, 60_000);
 });
 
 async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {

@@ -16,6 +16,8 @@ const CHANNEL = "dossier_run_ready";
 const ORPHAN_PRIORITY = 10;
 /** How long a lost LISTEN connection waits before it connects again (the lease sweep covers the gap). */
 const RELISTEN_MS = 1_000;
+/** How long runs announced wait at most for the announcement on its way before they go on their own. */
+const ANNOUNCE_WAIT_MS = 1_000;
 
 export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   private readonly listeners = new Set<() => void>();
@@ -88,7 +90,8 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
    * is answered — one NOTIFY and one insert for all of them: when a hundred admissions commit
    * within milliseconds, the API sends a few announcements, not a hundred of each (on a machine
    * where every round trip costs its sender a wake-up of the database's process, those were a
-   * fifth of the API's time in the burst). An announcement while none is on its way goes at once.
+   * fifth of the API's time in the burst). An announcement while none is on its way goes at once;
+   * one that hangs holds the next back for a second at most.
    */
   announce(runIds: readonly string[]): Promise<void> {
     this.unsent.push(...runIds);
@@ -97,7 +100,8 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   }
 
   private async announceUnsent(): Promise<void> {
-    await this.announcing;
+    // An announcement that hangs (a link that stopped answering) holds the next one back a second at most.
+    await Promise.race([this.announcing, new Promise((resolve) => setTimeout(resolve, ANNOUNCE_WAIT_MS).unref())]);
     // From here, runs announced go out with the next announcement.
     this.nextAnnouncement = undefined;
     const runIds = [...new Set(this.unsent.splice(0))];
