@@ -119,6 +119,31 @@ describe.runIf(backends.includes("postgres"))("runs announced together", () => {
     expect(sent[1]!.at - later).toBeGreaterThan(900);
     expect(sent[1]!.at - later).toBeLessThan(3_000);
   }, 60_000);
+
+  it("are sent before the queue closes, and one that fails does not hold the next back", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: false });
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    let calls = 0;
+    // The first insert fails; the next ones go through.
+    boss.insert = (jobs) => (++calls === 1 ? Promise.reject(new Error("refused")) : insert(jobs));
+    const runIds = Array.from({ length: 3 }, () => crypto.randomUUID());
+    void queue.announce(["refused"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Announced and not awaited, as admissions announce, right before the queue closes.
+    for (const runId of runIds) void queue.announce([runId]);
+    await queue.close();
+    const reader = new pg.Client({ connectionString: database.url });
+    await reader.connect();
+    try {
+      const jobs = await reader.query<{ run_id: string }>("SELECT data->>'runId' AS run_id FROM pgboss.job WHERE name = 'dossier-run-ready'");
+      expect(jobs.rows.map((job) => job.run_id).sort()).toEqual([...runIds].sort());
+    } finally {
+      await reader.end();
+    }
+  }, 60_000);
 });
 
 async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
