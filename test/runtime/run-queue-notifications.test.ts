@@ -5,6 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/open-database.js";
 import { silentLogger } from "../../src/logger.js";
@@ -63,3 +64,92 @@ describe.runIf(backends.includes("postgres"))("a run announced in another proces
     expect(attempts.map((a) => a.instance)).toEqual([worker.app.db.instanceId]);
   }, 90_000);
 });
+
+describe.runIf(backends.includes("postgres"))("runs announced together", () => {
+  it("go out in one announcement while another is on its way: 40 runs, two NOTIFYs and two inserts, every run queued once", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger });
+    cleanups.push(() => queue.close());
+    const listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    cleanups.push(() => listener.end());
+    let notifications = 0;
+    listener.on("notification", () => (notifications += 1));
+    await listener.query("LISTEN dossier_run_ready");
+    // The queue's inserts, counted as they are sent (pg-boss sends each as one statement).
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    let inserts = 0;
+    boss.insert = (...args) => {
+      inserts += 1;
+      return insert(...args);
+    };
+    const runIds = Array.from({ length: 40 }, () => crypto.randomUUID());
+    // One announcement, then, a turn later while it is on its way, 39 more (as admissions committing together make them).
+    const first = queue.announce(runIds.slice(0, 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([first, ...runIds.slice(1).map((runId) => queue.announce([runId, runId]))]);
+    await waitFor(() => notifications >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(notifications).toBe(2);
+    expect(inserts).toBe(2);
+    const jobs = await listener.query<{ run_id: string }>("SELECT data->>'runId' AS run_id FROM pgboss.job WHERE name = 'dossier-run-ready'");
+    expect(jobs.rows.map((job) => job.run_id).sort()).toEqual([...runIds].sort());
+  }, 60_000);
+
+  it("wait a second at most for an announcement that hangs", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: false });
+    cleanups.push(() => queue.close());
+    // The first insert never answers, as on a link that stopped answering; the later ones do.
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    const sent: { runIds: string[]; at: number }[] = [];
+    boss.insert = (jobs) => {
+      sent.push({ runIds: (jobs as { data: { runId: string } }[]).map((job) => job.data.runId), at: performance.now() });
+      return sent.length === 1 ? new Promise(() => undefined) : insert(jobs);
+    };
+    void queue.announce(["hanging"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = performance.now();
+    await queue.announce(["next"]);
+    expect(sent.map((batch) => batch.runIds)).toEqual([["hanging"], ["next"]]);
+    expect(sent[1]!.at - later).toBeGreaterThan(900);
+    expect(sent[1]!.at - later).toBeLessThan(3_000);
+  }, 60_000);
+
+  it("are sent before the queue closes, and one that fails does not hold the next back", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: false });
+    const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const insert = boss.insert.bind(boss);
+    let calls = 0;
+    // The first insert fails; the next ones go through.
+    boss.insert = (jobs) => (++calls === 1 ? Promise.reject(new Error("refused")) : insert(jobs));
+    const runIds = Array.from({ length: 3 }, () => crypto.randomUUID());
+    void queue.announce(["refused"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Announced and not awaited, as admissions announce, right before the queue closes.
+    for (const runId of runIds) void queue.announce([runId]);
+    await queue.close();
+    const reader = new pg.Client({ connectionString: database.url });
+    await reader.connect();
+    try {
+      const jobs = await reader.query<{ run_id: string }>("SELECT data->>'runId' AS run_id FROM pgboss.job WHERE name = 'dossier-run-ready'");
+      expect(jobs.rows.map((job) => job.run_id).sort()).toEqual([...runIds].sort());
+    } finally {
+      await reader.end();
+    }
+  }, 60_000);
+});
+
+async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

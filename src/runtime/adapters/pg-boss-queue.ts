@@ -16,11 +16,17 @@ const CHANNEL = "dossier_run_ready";
 const ORPHAN_PRIORITY = 10;
 /** How long a lost LISTEN connection waits before it connects again (the lease sweep covers the gap). */
 const RELISTEN_MS = 1_000;
+/** How long runs announced wait at most for the announcement on its way before they go on their own. */
+const ANNOUNCE_WAIT_MS = 1_000;
 
 export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   private readonly listeners = new Set<() => void>();
   private listener: pg.Client | undefined;
   private closed = false;
+  /** Runs announced and not yet sent, and the announcement they go out with; the one on its way. */
+  private unsent: string[] = [];
+  private nextAnnouncement: Promise<void> | undefined;
+  private announcing: Promise<void> | undefined;
 
   private constructor(
     private readonly boss: PgBoss,
@@ -63,24 +69,53 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   async enqueue(runIds: string[], { first = false }: { first?: boolean } = {}): Promise<void> {
     if (runIds.length === 0) return;
-    // pg-boss hands out jobs by priority, then age: orphaned runs do not wait behind the queue.
-    const priority = first ? ORPHAN_PRIORITY : 0;
-    // One statement for them all (the sweep announces every queued run again); a run that already
-    // waits keeps its one job (the queue's singleton key).
-    // This process's workers at once; the others when the notification reaches them. Workers claim
-    // from the run table, whose commit made the runs ready, so the notification goes out beside
-    // the jobs' insert, not after it: a worker that wakes first claims the run, and the job it
-    // finds (or a later pass finds) is a harmless duplicate. Should the notification be lost,
-    // the job waits for the next pass or the sweep.
+    // This process's workers at once; the others when the notification reaches them.
     this.ready();
+    // pg-boss hands out jobs by priority, then age: orphaned runs do not wait behind the queue.
+    await this.send(runIds, first ? ORPHAN_PRIORITY : 0);
+  }
+
+  /**
+   * The announcer side of the queue: best effort, after the commit that made the runs ready. The
+   * runs announced while an announcement is on its way go out together when it is answered — one
+   * NOTIFY and one insert for all of them, each a round trip that costs the sender a wake-up of
+   * the database's process: when a hundred admissions commit within milliseconds, the API sends a
+   * few announcements, not a hundred of each. One announced while none is on its way goes at once;
+   * one that hangs holds the next back for a second at most (then both are on their way).
+   */
+  announce(runIds: readonly string[]): Promise<void> {
+    this.ready();
+    for (const runId of runIds) this.unsent.push(runId);
+    this.nextAnnouncement ??= this.announceUnsent();
+    return this.nextAnnouncement;
+  }
+
+  private async announceUnsent(): Promise<void> {
+    // An announcement that hangs (a link that stopped answering) holds the next one back a second at most.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.announcing, new Promise((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
+    clearTimeout(timer);
+    // From here, runs announced go out with the next announcement.
+    this.nextAnnouncement = undefined;
+    const runIds = [...new Set(this.unsent.splice(0))];
+    this.announcing = this.send(runIds, 0).catch((error: unknown) =>
+      this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }),
+    );
+    await this.announcing;
+  }
+
+  /**
+   * One statement for all the runs' jobs (the sweep announces every queued run again); a run that
+   * already waits keeps its one job (the queue's singleton key). Workers claim from the run table,
+   * whose commit made the runs ready, so the notification goes out beside the jobs' insert, not
+   * after it: a worker that wakes first claims the run, and the job it finds (or a later pass
+   * finds) is a harmless duplicate. Should the notification be lost, the job waits for the next
+   * pass or the sweep.
+   */
+  private async send(runIds: string[], priority: number): Promise<void> {
     const notifying = this.listener?.query("SELECT pg_notify($1, '')", [CHANNEL]).catch(() => undefined);
     await this.boss.insert(runIds.map((runId) => ({ name: QUEUE, data: { runId }, singletonKey: runId, priority })));
     await notifying;
-  }
-
-  /** The announcer side of the queue: best effort, after the commit that made the runs ready. */
-  announce(runIds: readonly string[]): Promise<void> {
-    return this.enqueue([...runIds]).catch((error: unknown) => this.logger.warn("announcing a run on the queue failed", { runIds, error: String(error) }));
   }
 
   async take(limit: number): Promise<RunDelivery[]> {
@@ -102,6 +137,10 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   async close(): Promise<void> {
     this.closed = true;
     this.listeners.clear();
+    // Runs announced just before go out first (a second at most, as any announcement waits).
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([this.announcing, this.nextAnnouncement]), new Promise((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
+    clearTimeout(timer);
     await this.listener?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, wait: true, timeout: 1_000 });
   }
