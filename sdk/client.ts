@@ -154,7 +154,7 @@ export function createClient(options: ClientOptions): DossierClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const headers = options.headers ?? {};
   const trusted = options.trustedDocuments ?? false;
-  const socket = new SharedSocket((holdOpen) => openSocket(options, holdOpen), Math.max(0, options.socketIdleMs ?? SOCKET_IDLE_MS));
+  const socket = new SharedSocket((holdOpen, gaveUp) => openSocket(options, holdOpen, gaveUp), Math.max(0, options.socketIdleMs ?? SOCKET_IDLE_MS));
   // One subscription over the configured transport.
   const subscribeTo = (document: TypedDocumentNode<unknown, never>, variables: Record<string, unknown>) =>
     options.subscriptions === "sse"
@@ -263,7 +263,7 @@ async function* resumableTraceUpdates(
 /** How long the socket outlives its last subscription by default (ClientOptions.socketIdleMs). */
 const SOCKET_IDLE_MS = 3_000;
 
-async function openSocket(options: ClientOptions, holdOpen: boolean): Promise<WsClient> {
+async function openSocket(options: ClientOptions, holdOpen: boolean, gaveUp: () => void): Promise<WsClient> {
   const webSocketImpl = options.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? (await import("ws")).WebSocket;
   return createWsClient({
     url: options.wsUrl ?? options.url.replace(/^http/, "ws"),
@@ -272,7 +272,7 @@ async function openSocket(options: ClientOptions, holdOpen: boolean): Promise<Ws
     // Held open, it is SharedSocket that closes it once idle; an idle socket the server closes for
     // good (a revoked key) is no one's error: the next subscription is told.
     lazy: !holdOpen,
-    onNonLazyError: () => undefined,
+    onNonLazyError: gaveUp,
     retryAttempts: 5,
     // A refused key (4401, 4403) will be refused again: fail at once instead of retrying.
     shouldRetry: (event) => !(isCloseEvent(event) && (event.code === 4401 || event.code === 4403)),

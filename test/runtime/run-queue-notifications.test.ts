@@ -127,8 +127,8 @@ describe.runIf(backends.includes("postgres"))("runs announced together", () => {
     const boss = (queue as unknown as { boss: { insert: (...args: unknown[]) => Promise<unknown> } }).boss;
     const insert = boss.insert.bind(boss);
     let calls = 0;
-    // The first insert fails; the next ones go through.
-    boss.insert = (jobs) => (++calls === 1 ? Promise.reject(new Error("refused")) : insert(jobs));
+    // The first insert fails a moment after it was sent; the next ones go through.
+    boss.insert = (jobs) => (++calls === 1 ? new Promise((_, reject) => setTimeout(() => reject(new Error("refused")), 50)) : insert(jobs));
     const runIds = Array.from({ length: 3 }, () => crypto.randomUUID());
     void queue.announce(["refused"]);
     await new Promise((resolve) => setImmediate(resolve));

@@ -105,12 +105,12 @@ describe("the SDK's subscription socket", () => {
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on("unhandledRejection", onRejection);
     try {
-      const { client } = countingClient(t, { socketIdleMs: 300 });
+      const { client } = countingClient(t, { socketIdleMs: 1_500 });
       expect(await oneSubscription(client)).toMatch(/Run not found/);
       // The server goes while the socket is held open: the client's reconnections are refused, and
-      // its idle time runs out meanwhile (the client closes it on its own).
+      // its idle time runs out after that (the client closes it on its own).
       await t.close();
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
       // Closing it once more waits for the refused reconnection, and neither close fails.
       await expect(client.close()).resolves.toBeUndefined();
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -84,6 +84,8 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
    * one that hangs holds the next back for a second at most (then both are on their way).
    */
   announce(runIds: readonly string[]): Promise<void> {
+    // A queue closed (its process stopping) announces nothing more: the workers' sweep finds the runs.
+    if (runIds.length === 0 || this.closed) return Promise.resolve();
     this.ready();
     for (const runId of runIds) this.unsent.push(runId);
     this.nextAnnouncement ??= this.announceUnsent();
