@@ -94,9 +94,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   private async announceUnsent(): Promise<void> {
     // An announcement that hangs (a link that stopped answering) holds the next one back a second at most.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.announcing, new Promise((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
-    clearTimeout(timer);
+    await waitAtMost(this.announcing, ANNOUNCE_WAIT_MS);
     // From here, runs announced go out with the next announcement.
     this.nextAnnouncement = undefined;
     const runIds = [...new Set(this.unsent.splice(0))];
@@ -140,9 +138,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     this.closed = true;
     this.listeners.clear();
     // Runs announced just before go out first (a second at most, as any announcement waits).
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([this.announcing, this.nextAnnouncement]), new Promise((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
-    clearTimeout(timer);
+    await waitAtMost(Promise.all([this.announcing, this.nextAnnouncement]), ANNOUNCE_WAIT_MS);
     await this.listener?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, wait: true, timeout: 1_000 });
   }
@@ -178,4 +174,11 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
       setTimeout(() => void this.relisten(), RELISTEN_MS).unref();
     }
   }
+}
+
+/** Resolves when `promise` settles (it never rejects here) or after `ms`, whichever comes first. */
+async function waitAtMost(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
