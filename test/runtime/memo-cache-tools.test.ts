@@ -26,4 +26,20 @@ describe("the memo cache's tool schema tokens", () => {
     expect(counted).toBe(4);
     expect(cache.memoEstimator.tools([])).toBe(0);
   });
+
+  it("counts each run's tools once while runs with different tools make requests in turn", () => {
+    let counted = 0;
+    const estimator: TokenEstimator = { ...localEstimator, tools: (tools) => ((counted += 1), localEstimator.tools(tools)) };
+    const cache = new MemoCache(estimator);
+    const [search, fetch, workspace] = [schema("search"), schema("fetch"), schema("propose_checkpoint")];
+    // A run outside a workspace and one in a workspace, their requests interleaved.
+    const plain = [search, fetch];
+    const inWorkspace = [search, workspace, fetch];
+    for (let turn = 0; turn < 5; turn += 1) {
+      expect(cache.memoEstimator.tools([...plain])).toBe(localEstimator.tools(plain));
+      expect(cache.memoEstimator.tools([...inWorkspace])).toBe(localEstimator.tools(inWorkspace));
+      expect(cache.memoEstimator.tools([search])).toBe(localEstimator.tools([search]));
+    }
+    expect(counted).toBe(3);
+  });
 });

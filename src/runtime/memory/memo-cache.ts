@@ -6,6 +6,9 @@ import type { ViewEntry } from "./micro-compaction.js";
 import { type StoredSummary, storedSummarySchema } from "./summary.js";
 import { localEstimator, type TokenEstimator } from "./token-estimator.js";
 
+/** A node of the tool-list memo: the tokens of the list that ends here, and the lists that go on from it. */
+type ToolListNode = { tokens?: number; next?: WeakMap<ToolSchema, ToolListNode> };
+
 export const spilled = (message: LoggedMessage) => (message as LoggedMessage).spill ?? null;
 
 /** The memo's default bound: what it may hold, counted as the UTF-16 bytes of the text it keeps. */
@@ -55,19 +58,25 @@ export class MemoCache {
   };
 
   /**
-   * The tool schemas' tokens, counted again only when the schemas offered change: a run offers
-   * the same tools turn after turn (the same schema objects, in a new list each time), and their
-   * JSON is a few kilobytes to write and scan per request.
+   * The tool schemas' tokens, counted once per list of schema objects: a run offers the same
+   * tools turn after turn (the same schema objects, in a new list each time), runs offer the same
+   * built-in tools (one schema object each), and the JSON of a list is a few kilobytes to write
+   * and scan. Lists are remembered by their schemas' identity, in order, in a tree of weak maps:
+   * a list whose schemas are gone (a finished run's MCP tools) is forgotten with them.
    */
   private toolTokens(tools: readonly ToolSchema[]): number {
-    const last = this.lastTools;
-    if (last && last.tools.length === tools.length && last.tools.every((schema, index) => schema === tools[index])) return last.tokens;
-    const tokens = this.estimator.tools(tools);
-    this.lastTools = { tools: [...tools], tokens };
-    return tokens;
+    let node = this.toolLists;
+    for (const schema of tools) {
+      node.next ??= new WeakMap();
+      let next = node.next.get(schema);
+      if (!next) node.next.set(schema, (next = {}));
+      node = next;
+    }
+    node.tokens ??= this.estimator.tools(tools);
+    return node.tokens;
   }
 
-  private lastTools: { tools: readonly ToolSchema[]; tokens: number } | undefined;
+  private readonly toolLists: ToolListNode = {};
 
   messageTokens(message: ChatMessage): number {
     let tokens = this.tokens.get(message);

@@ -4,6 +4,7 @@
 // and the model is told so. A failed connection is reported by its kind only.
 import { hostAllowed } from "../../domain/capabilities/outbound-policy.js";
 import { connectionFailure, createOutboundHttp, InternalAddressError, type Resolver } from "../../outbound/outbound-http.js";
+import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export type FetchSettings = {
@@ -55,10 +56,13 @@ async function readCapped(response: Response, maxBytes: number): Promise<{ bytes
   return { bytes: Buffer.concat(chunks, size), truncated };
 }
 
-export function createHttpFetchTool(settings: FetchSettings): Tool {
-  const outbound = createOutboundHttp({ allowedHosts: settings.allowedHosts, setting: "FETCH_ALLOWED_HOSTS", resolve: settings.resolve });
-  return {
-    schema: {
+/** One schema per settings (the server's), so the request budget counts its tokens once, not per run (memo-cache.ts). */
+const schemas = new WeakMap<FetchSettings, ToolSchema>();
+
+function schemaFor(settings: FetchSettings): ToolSchema {
+  let schema = schemas.get(settings);
+  if (!schema) {
+    schema = {
       name: "http_fetch",
       description: `Fetches a web page or API response with GET. Only these hosts are reachable: ${settings.allowedHosts.join(", ")}. Bodies over ${settings.maxBytes} bytes are cut.`,
       parameters: {
@@ -66,7 +70,16 @@ export function createHttpFetchTool(settings: FetchSettings): Tool {
         properties: { url: { type: "string", description: "An absolute http(s) URL on an allowed host." } },
         required: ["url"],
       },
-    },
+    };
+    schemas.set(settings, schema);
+  }
+  return schema;
+}
+
+export function createHttpFetchTool(settings: FetchSettings): Tool {
+  const outbound = createOutboundHttp({ allowedHosts: settings.allowedHosts, setting: "FETCH_ALLOWED_HOSTS", resolve: settings.resolve });
+  return {
+    schema: schemaFor(settings),
     // The tool's own limit comes first, so the model reads a precise message.
     timeoutMs: settings.timeoutMs + 1_000,
     async execute(args, context) {

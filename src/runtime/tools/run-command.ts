@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
+import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export type CommandSettings = {
@@ -18,10 +19,13 @@ const OUTPUT_MAX_BYTES = 64 * 1024;
 const cut = (text: string) =>
   Buffer.byteLength(text) > OUTPUT_MAX_BYTES ? `${Buffer.from(text).subarray(0, OUTPUT_MAX_BYTES).toString("utf8")}\n[truncated]` : text;
 
-export function createRunCommandTool(sandboxDir: string, settings: CommandSettings): Tool {
-  const cwd = path.resolve(sandboxDir);
-  return {
-    schema: {
+/** One schema per settings (the server's), so the request budget counts its tokens once, not per run (memo-cache.ts). */
+const schemas = new WeakMap<CommandSettings, ToolSchema>();
+
+function schemaFor(settings: CommandSettings): ToolSchema {
+  let schema = schemas.get(settings);
+  if (!schema) {
+    schema = {
       name: "run_command",
       description: `Runs a program (no shell) in this run's sandbox folder and returns its exit code and output. It is stopped after ${settings.timeoutMs} ms.`,
       parameters: {
@@ -32,7 +36,16 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
         },
         required: ["command"],
       },
-    },
+    };
+    schemas.set(settings, schema);
+  }
+  return schema;
+}
+
+export function createRunCommandTool(sandboxDir: string, settings: CommandSettings): Tool {
+  const cwd = path.resolve(sandboxDir);
+  return {
+    schema: schemaFor(settings),
     timeoutMs: settings.timeoutMs + 1_000,
     async execute(rawArgs, context) {
       const { command, args } = commandOf(rawArgs);

@@ -3,6 +3,7 @@
 // points out, a dangling one) is refused.
 import { lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -44,20 +45,29 @@ async function realLocation(target: string): Promise<string> {
   }
 }
 
+// The schemas are the same for every run: one object each, so the request budget counts their
+// tokens once (memo-cache.ts remembers schema lists by identity), not once per run.
+const WRITE_FILE_SCHEMA: ToolSchema = {
+  name: "write_file",
+  description: "Writes a UTF-8 text file in this run's sandbox folder (paths are relative to it).",
+  parameters: {
+    type: "object",
+    properties: { path: { type: "string" }, content: { type: "string" } },
+    required: ["path", "content"],
+  },
+};
+const READ_FILE_SCHEMA: ToolSchema = {
+  name: "read_file",
+  description: "Reads a UTF-8 text file from this run's sandbox folder.",
+  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
+
 export function createSandboxFileTools(sandboxDir: string): Tool[] {
   const root = path.resolve(sandboxDir);
   const ready = mkdir(root, { recursive: true });
   return [
     {
-      schema: {
-        name: "write_file",
-        description: "Writes a UTF-8 text file in this run's sandbox folder (paths are relative to it).",
-        parameters: {
-          type: "object",
-          properties: { path: { type: "string" }, content: { type: "string" } },
-          required: ["path", "content"],
-        },
-      },
+      schema: WRITE_FILE_SCHEMA,
       async execute(args) {
         await ready;
         const { path: relative, content } = args as { path?: unknown; content?: unknown };
@@ -70,11 +80,7 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
       },
     },
     {
-      schema: {
-        name: "read_file",
-        description: "Reads a UTF-8 text file from this run's sandbox folder.",
-        parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
-      },
+      schema: READ_FILE_SCHEMA,
       async execute(args) {
         await ready;
         const target = await resolveInside(root, (args as { path?: unknown }).path);

@@ -1,6 +1,7 @@
 // The per-run task list (R15). Its state is a fold over the run's own task_list calls in the
 // log, so a resumed run (another process, after a crash) sees exactly the list it had.
 import type { LoggedMessage } from "../ports/conversation-log.js";
+import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 
@@ -26,6 +27,21 @@ function apply(tasks: Task[], action: Action): Task[] {
 
 const render = (tasks: Task[]) => (tasks.length === 0 ? "The task list is empty." : tasks.map((t) => `${t.id}. [${t.done ? "x" : " "}] ${t.title}`).join("\n"));
 
+/** The same for every run: one object, whose tokens the request budget counts once (memo-cache.ts). */
+const TASK_LIST_SCHEMA: ToolSchema = {
+  name: "task_list",
+  description: "Your task list for this run: add a task, complete one by id, or list them.",
+  parameters: {
+    type: "object",
+    properties: {
+      action: { type: "string", enum: ["add", "complete", "list"] },
+      title: { type: "string" },
+      id: { type: "integer" },
+    },
+    required: ["action"],
+  },
+};
+
 /** The task list tool for one run, starting from the state its log implies. */
 export function createTaskListTool(runLog: readonly LoggedMessage[]): Tool {
   const succeeded = new Set(runLog.filter((m) => m.role === "TOOL" && !m.content.startsWith("Error:")).map((m) => m.toolCallId));
@@ -41,19 +57,7 @@ export function createTaskListTool(runLog: readonly LoggedMessage[]): Tool {
     }
   }
   return {
-    schema: {
-      name: "task_list",
-      description: "Your task list for this run: add a task, complete one by id, or list them.",
-      parameters: {
-        type: "object",
-        properties: {
-          action: { type: "string", enum: ["add", "complete", "list"] },
-          title: { type: "string" },
-          id: { type: "integer" },
-        },
-        required: ["action"],
-      },
-    },
+    schema: TASK_LIST_SCHEMA,
     async execute(args) {
       tasks = apply(tasks, parseAction(args));
       return render(tasks);
