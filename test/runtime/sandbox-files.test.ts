@@ -1,7 +1,8 @@
 // R15: file tools stay inside the run's sandbox folder.
-import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { setTimeout } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { createRunCommandTool } from "../../src/runtime/tools/run-command.js";
@@ -70,5 +71,22 @@ describe("sandbox file tools", () => {
     const { read, write } = tools();
     await write.execute({ path: "a.txt", content: "a" }, context);
     await expect(read.execute({ path: "missing.txt" }, context)).rejects.toThrow("There is no file missing.txt in the sandbox.");
+  });
+
+  it("makes the sandbox folder on first use only, once for calls at the same time", async () => {
+    const { sandbox, write, read } = tools();
+    // Long enough for a folder made when the tools are (as it was) to be there.
+    await setTimeout(50);
+    expect(existsSync(sandbox)).toBe(false);
+    await expect(read.execute({ path: "missing.txt" }, context)).rejects.toThrow("There is no file missing.txt in the sandbox.");
+    const fresh = tools();
+    const results = await Promise.all([
+      fresh.write.execute({ path: "a.txt", content: "a" }, context),
+      fresh.write.execute({ path: "deep/b.txt", content: "b" }, context),
+      fresh.read.execute({ path: "c.txt" }, context).catch((error: Error) => error.message),
+    ]);
+    expect(results).toEqual(["Wrote 1 bytes to a.txt.", "Wrote 1 bytes to deep/b.txt.", "There is no file c.txt in the sandbox."]);
+    expect(readdirSync(fresh.sandbox).sort()).toEqual(["a.txt", "deep"]);
+    expect(await write.execute({ path: "later.txt", content: "l" }, context)).toBe("Wrote 1 bytes to later.txt.");
   });
 });

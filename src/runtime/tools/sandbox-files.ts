@@ -62,14 +62,27 @@ const READ_FILE_SCHEMA: ToolSchema = {
   parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
 };
 
+/**
+ * The file tools of the run whose sandbox is `sandboxDir`. The folder is created on the tools'
+ * first call, once (calls at the same time wait for the same creation): most runs never use a
+ * file tool, and a run that does not leaves no folder behind.
+ */
 export function createSandboxFileTools(sandboxDir: string): Tool[] {
   const root = path.resolve(sandboxDir);
-  const ready = mkdir(root, { recursive: true });
+  let created: Promise<unknown> | undefined;
+  const ready = () => {
+    // A creation that failed (a full disk, say) is tried again on the next call.
+    created ??= mkdir(root, { recursive: true }).catch((error: unknown) => {
+      created = undefined;
+      throw error;
+    });
+    return created;
+  };
   return [
     {
       schema: WRITE_FILE_SCHEMA,
       async execute(args) {
-        await ready;
+        await ready();
         const { path: relative, content } = args as { path?: unknown; content?: unknown };
         if (typeof content !== "string") throw new ToolError("content must be a string");
         if (Buffer.byteLength(content) > MAX_FILE_BYTES) throw new ToolError(`content is over ${MAX_FILE_BYTES} bytes`);
@@ -82,7 +95,7 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
     {
       schema: READ_FILE_SCHEMA,
       async execute(args) {
-        await ready;
+        await ready();
         const target = await resolveInside(root, (args as { path?: unknown }).path);
         const text = await readFile(target, "utf8").catch(() => {
           throw new ToolError(`There is no file ${path.relative(root, target)} in the sandbox.`);
