@@ -73,7 +73,9 @@ const withHops = (role: string) => {
   const { HOPS_IMPORT, ...env } = hopsEnv(role);
   return HOPS_IMPORT ? { ...env, NODE_OPTIONS: `${common.NODE_OPTIONS} ${HOPS_IMPORT}` } : env;
 };
+// BENCH_API_PROF=<dir>: the API writes a V8 CPU profile there when it stops (as BENCH_CPU_PROF for the worker).
 const api = spawnBuilt("src/main.ts", {
+  nodeFlags: process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : [],
   env: { ...common, ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
