@@ -25,7 +25,7 @@ export async function createRedisEventBus(url: string, prefix = ""): Promise<{ e
     const { host, port } = new URL(url);
     throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
-  const redisTarget = createRedisEventTarget({ publishClient: publishingTogether(publishClient), subscribeClient });
+  const redisTarget = createRedisEventTarget({ publishClient: publishingTogether(publishClient), subscribeClient: subscribingTogether(subscribeClient) });
   const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
   return {
     events,
@@ -62,4 +62,44 @@ function publishingTogether(client: Redis): Redis {
     return Promise.resolve(0);
   };
   return new Proxy(client, { get: (target, key, receiver) => (key === "publish" ? publish : Reflect.get(target, key, receiver)) });
+}
+
+type SubscriptionOp = { kind: "subscribe" | "unsubscribe"; channels: string[] };
+
+/**
+ * The subscribe client with the SUBSCRIBEs and UNSUBSCRIBEs issued together sent as one command
+ * per run of the same kind (`SUBSCRIBE a b c`), in the order issued (a channel subscribed then
+ * left ends unsubscribed, and the reverse subscribed): the subscriptions a burst of requests
+ * starts together cost one write, not one each. "Together" is until the code that issued them
+ * yields (the end of the current microtasks), not the end of the turn: a subscriber listens, then
+ * reads what came before from the database, and a change committed right after that read may be
+ * published by another process at once. Its SUBSCRIBE must already be on its way by then, as it
+ * was when sent at once: it is written before the caller's next step after an await, and before
+ * any publish of the same turn (those go at the turn's end, publishingTogether), so the answer
+ * to a request published right after subscribing (a snapshot asked for) is heard.
+ */
+export function subscribingTogether(client: Redis): Redis {
+  let pending: SubscriptionOp[] | undefined;
+  const send = () => {
+    const ops = pending!;
+    pending = undefined;
+    // Nothing waits for Redis's answer (as before): with Redis gone (the client gave up on the
+    // command), a listening is lost as before, but not as an unhandled rejection that ends the process.
+    for (const { kind, channels } of ops) client[kind](...channels).catch(() => undefined);
+  };
+  const queue = (kind: SubscriptionOp["kind"]) => (channel: string) => {
+    if (!pending) {
+      pending = [];
+      queueMicrotask(send);
+    }
+    const last = pending.at(-1);
+    if (last?.kind === kind) last.channels.push(channel);
+    else pending.push({ kind, channels: [channel] });
+    return Promise.resolve(0);
+  };
+  const subscribe = queue("subscribe");
+  const unsubscribe = queue("unsubscribe");
+  return new Proxy(client, {
+    get: (target, key, receiver) => (key === "subscribe" ? subscribe : key === "unsubscribe" ? unsubscribe : Reflect.get(target, key, receiver)),
+  });
 }
