@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { createRedisEventBus, subscribingTogether } from "../../src/events/redis-event-target.js";
 import { startFaultProxy } from "../support/fault-proxy.js";
-import { allowTimeFor, waitFor, waitUntil } from "../support/wait.js";
+import { allowTimeFor, waitFor, waitUntil, withTimeout } from "../support/wait.js";
 
 const redisUrl = inject("redisUrl");
 const SUBSCRIBERS = 50;
@@ -192,5 +192,28 @@ describe.runIf(redisUrl || process.env.CI)("subscriptions to Redis", () => {
     void during.return?.();
     proxy.heal();
     expect(rejections).toEqual([]);
+  });
+
+  it("listens again on a channel whose SUBSCRIBE Redis never got, once Redis is back", async () => {
+    const redis = await watchRedis();
+    redis.stopCounting();
+    const proxy = await startFaultProxy(redisUrl!);
+    cleanups.push(() => proxy.close());
+    const api = await bus(proxy.url, redis.prefix);
+    proxy.refuse();
+    // The run's first subscriber starts during the outage; its SUBSCRIBE is given up on.
+    const first = api.subscribe("run:output", "run1")[Symbol.asyncIterator]();
+    const firstHeard = first.next();
+    await allowTimeFor("the client to give up on the SUBSCRIBE", 1_500);
+    proxy.heal();
+    await redis.holds({ "run:output:run1": 1 });
+    // A later subscriber of the same run on this instance joins the first's listening.
+    const second = api.subscribe("run:output", "run1")[Symbol.asyncIterator]();
+    const secondHeard = second.next();
+    await redis.plain.publish(`${redis.prefix}run:output:run1`, JSON.stringify({ runId: "run1", piece: 1 }));
+    expect((await withTimeout(firstHeard, 3_000)).value).toEqual({ runId: "run1", piece: 1 });
+    expect((await withTimeout(secondHeard, 3_000)).value).toEqual({ runId: "run1", piece: 1 });
+    void first.return?.();
+    void second.return?.();
   });
 });
