@@ -25,7 +25,7 @@ export async function createRedisEventBus(url: string, prefix = ""): Promise<{ e
     const { host, port } = new URL(url);
     throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
-  const redisTarget = createRedisEventTarget({ publishClient: publishingTogether(publishClient), subscribeClient });
+  const redisTarget = createRedisEventTarget({ publishClient: publishingTogether(publishClient), subscribeClient: subscribingTogether(subscribeClient) });
   const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
   return {
     events,
@@ -62,4 +62,64 @@ function publishingTogether(client: Redis): Redis {
     return Promise.resolve(0);
   };
   return new Proxy(client, { get: (target, key, receiver) => (key === "publish" ? publish : Reflect.get(target, key, receiver)) });
+}
+
+type SubscriptionOp = { kind: "subscribe" | "unsubscribe"; channels: string[] };
+
+/**
+ * The subscribe client with the SUBSCRIBEs and UNSUBSCRIBEs issued together sent as one command
+ * per run of the same kind (`SUBSCRIBE a b c`), in the order issued (a channel subscribed then
+ * left ends unsubscribed, and the reverse subscribed): the subscriptions a burst of requests
+ * starts together cost one write, not one each. "Together" is until a microtask queued with the
+ * first of them runs (after the issuing code's synchronous part), not the end of the turn: a subscriber listens, then
+ * reads what came before from the database, and a change committed right after that read may be
+ * published by another process at once. Its SUBSCRIBE must already be on its way by then, as it
+ * was when sent at once: it is written before the caller's next step after an await, and before
+ * any publish of the same turn (those go at the turn's end, publishingTogether), so the answer
+ * to a request published right after subscribing (a snapshot asked for) is heard.
+ */
+export function subscribingTogether(client: Redis): Redis {
+  let pending: SubscriptionOp[] | undefined;
+  /** The channels someone listens on now, and those of them whose SUBSCRIBE the client gave up on. */
+  const wanted = new Set<string>();
+  const lost = new Set<string>();
+  const send = () => {
+    const ops = pending!;
+    pending = undefined;
+    // Nothing waits for Redis's answer: with Redis gone the client gives a command up after its
+    // retries, which must not be an unhandled rejection that ends the process. A SUBSCRIBE given
+    // up on is sent again once the client is connected again: the event target subscribes a
+    // channel only for its first listener, so without it every later listener of that channel on
+    // this instance would hear nothing for as long as any of them listens.
+    for (const { kind, channels } of ops)
+      client[kind](...channels).catch(() => {
+        if (kind === "subscribe") for (const channel of channels) if (wanted.has(channel)) lost.add(channel);
+      });
+  };
+  client.on("ready", () => {
+    const again = [...lost].filter((channel) => wanted.has(channel));
+    lost.clear();
+    if (again.length > 0) queue("subscribe")(...again);
+  });
+  const queue =
+    (kind: SubscriptionOp["kind"]) =>
+    (...channels: string[]) => {
+      for (const channel of channels) {
+        if (kind === "subscribe") wanted.add(channel);
+        else wanted.delete(channel);
+      }
+      if (!pending) {
+        pending = [];
+        queueMicrotask(send);
+      }
+      const last = pending.at(-1);
+      if (last?.kind === kind) last.channels.push(...channels);
+      else pending.push({ kind, channels });
+      return Promise.resolve(0);
+    };
+  const subscribe = queue("subscribe");
+  const unsubscribe = queue("unsubscribe");
+  return new Proxy(client, {
+    get: (target, key, receiver) => (key === "subscribe" ? subscribe : key === "unsubscribe" ? unsubscribe : Reflect.get(target, key, receiver)),
+  });
 }
