@@ -144,6 +144,38 @@ describe.runIf(backends.includes("postgres"))("runs announced together", () => {
       await reader.end();
     }
   }, 60_000);
+
+  it("taken together are acknowledged in one statement: 20 deliveries, one acknowledgement, every job completed", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const queue = await PgBossRunQueue.start({ url: database.url, logger: silentLogger, listen: false });
+    cleanups.push(() => queue.close());
+    // The queue's acknowledgements, counted as they are sent (pg-boss sends each as one statement).
+    const boss = (queue as unknown as { boss: { complete: (...args: unknown[]) => Promise<unknown> } }).boss;
+    const complete = boss.complete.bind(boss);
+    let acknowledgements = 0;
+    boss.complete = (...args) => {
+      acknowledgements += 1;
+      return complete(...args);
+    };
+    const runIds = Array.from({ length: 20 }, () => crypto.randomUUID());
+    await queue.enqueue(runIds);
+    const deliveries = await queue.take(runIds.length);
+    expect(deliveries.map((delivery) => delivery.runId).sort()).toEqual([...runIds].sort());
+    // As the worker acknowledges what a claim took: one after the other, none awaited before the next.
+    await Promise.all(deliveries.map((delivery) => delivery.done()));
+    expect(acknowledgements).toBe(1);
+    const reader = new pg.Client({ connectionString: database.url });
+    await reader.connect();
+    try {
+      const jobs = await reader.query<{ state: string }>("SELECT state::text FROM pgboss.job WHERE name = 'dossier-run-ready'");
+      expect(jobs.rows.map((job) => job.state)).toEqual(runIds.map(() => "completed"));
+    } finally {
+      await reader.end();
+    }
+    // Nothing is delivered again.
+    expect(await queue.take(runIds.length)).toEqual([]);
+  }, 60_000);
 });
 
 async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {

@@ -118,15 +118,16 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     await notifying;
   }
 
+  /**
+   * The deliveries of one take are acknowledged together: those whose `done` is called one after
+   * the other (the worker acknowledges all a claim took in one loop) go in one statement, not one
+   * each — a burst of runs started in a few claims costs a few acknowledgements, not one per run.
+   */
   async take(limit: number): Promise<RunDelivery[]> {
     if (limit <= 0) return [];
     const jobs = await this.boss.fetch<{ runId: string }>(QUEUE, { batchSize: limit });
-    return jobs.map((job) => ({
-      runId: job.data.runId,
-      done: async () => {
-        await this.boss.complete(QUEUE, job.id);
-      },
-    }));
+    const complete = completedTogether((ids) => this.boss.complete(QUEUE, ids));
+    return jobs.map((job) => ({ runId: job.data.runId, done: () => complete(job.id) }));
   }
 
   onReady(listener: () => void): () => void {
@@ -181,4 +182,21 @@ async function waitAtMost(promise: Promise<unknown> | undefined, ms: number): Pr
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
+}
+
+/** `complete(id)`: resolves once `id` is completed, with every id asked for in the same turn in one `completeMany`. */
+function completedTogether(completeMany: (ids: string[]) => Promise<unknown>): (id: string) => Promise<void> {
+  let pending: { ids: string[]; done: Promise<void> } | undefined;
+  return (id) => {
+    if (!pending) {
+      const ids: string[] = [];
+      const done = new Promise<void>((resolve) => queueMicrotask(resolve)).then(async () => {
+        pending = undefined;
+        await completeMany(ids);
+      });
+      pending = { ids, done };
+    }
+    pending.ids.push(id);
+    return pending.done;
+  };
 }
