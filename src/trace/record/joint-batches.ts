@@ -13,47 +13,62 @@ import type { PrismaClient } from "../../generated/prisma/client.js";
 import { type TraceBatch, writeBatchStatement, writeBatchStatements } from "../../domain/trace/batch-statements.js";
 import type { TraceChange } from "../../domain/trace/trace-writes.js";
 
-/** The most batches one statement takes. */
+/** The most batches one statement takes, and about the most characters of payload (events' payloads) past its first batch. */
 const MOST_BATCHES = 32;
+const MOST_CHARS = 4_000_000;
+/** How long the next statement waits at most for the one on its way. */
+const HOLD_MS = 50;
 
-type Waiting = TraceBatch & { resolve: (changes: TraceChange[] | null) => void; reject: (error: unknown) => void };
+type Waiting = TraceBatch & { chars: number; resolve: (changes: TraceChange[] | null) => void; reject: (error: unknown) => void };
 type Line = { sending: boolean; waiting: Waiting[] };
 
 const lines = new WeakMap<PrismaClient, Line>();
 
-/** Writes `batch` as writeBatchStatement does, with other attempts' batches asked for while one was on its way. */
-export function writeBatchJointly(db: PrismaClient, batch: TraceBatch): Promise<TraceChange[] | null> {
+/** Writes `batch` (`chars` of payload) as writeBatchStatement does, with other attempts' batches asked for while one was on its way. */
+export function writeBatchJointly(db: PrismaClient, batch: TraceBatch, chars: number): Promise<TraceChange[] | null> {
   let line = lines.get(db);
   if (!line) lines.set(db, (line = { sending: false, waiting: [] }));
   const joined = line;
   return new Promise((resolve, reject) => {
-    joined.waiting.push({ ...batch, resolve, reject });
+    joined.waiting.push({ ...batch, chars, resolve, reject });
     if (!joined.sending) void send(db, joined);
   });
 }
 
-/** Sends what waits, one statement at a time, until nothing does. */
+/**
+ * Sends what waits, one statement at a time, until nothing does. The next waits for a statement
+ * HOLD_MS at most: one that waits for a lock (a run's row another transaction holds, which only a
+ * batch sent alone waits for) holds the other attempts' records up no longer than that.
+ */
 async function send(db: PrismaClient, line: Line): Promise<void> {
   line.sending = true;
   while (line.waiting.length > 0) {
     const batches = takeDistinct(line.waiting);
-    if (batches.length === 1) await alone(db, batches[0]!);
-    else await together(db, batches);
+    await atMost(batches.length === 1 ? alone(db, batches[0]!) : together(db, batches), HOLD_MS);
   }
   line.sending = false;
 }
 
-/** Up to MOST_BATCHES of the waiting batches, one per trace (a statement updates a trace's row once), in order. */
+/** Resolves when `sent` does (it never rejects), or after `ms`. */
+async function atMost(sent: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([sent, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+/** The waiting batches one statement takes (at least one), one per trace (a statement updates a trace's row once), in order. */
 function takeDistinct(waiting: Waiting[]): Waiting[] {
   const traces = new Set<string>();
   const taken: Waiting[] = [];
+  let chars = 0;
   for (let index = 0; index < waiting.length && taken.length < MOST_BATCHES; ) {
     const batch = waiting[index]!;
-    if (traces.has(batch.traceId)) {
+    if (traces.has(batch.traceId) || (taken.length > 0 && chars + batch.chars > MOST_CHARS)) {
       index += 1;
       continue;
     }
     traces.add(batch.traceId);
+    chars += batch.chars;
     taken.push(...waiting.splice(index, 1));
   }
   return taken;
@@ -74,14 +89,12 @@ async function together(db: PrismaClient, batches: Waiting[]): Promise<void> {
     }
     written = null;
   }
-  await Promise.all(
-    batches.map((batch, index) => {
-      const changes = written?.[index];
-      if (!changes) return alone(db, batch);
-      batch.resolve(changes);
-      return undefined;
-    }),
-  );
+  // The batches it did not write go alone, each on its own: the line does not wait for them.
+  for (const [index, batch] of batches.entries()) {
+    const changes = written?.[index];
+    if (changes) batch.resolve(changes);
+    else void alone(db, batch);
+  }
 }
 
 function alone(db: PrismaClient, batch: Waiting): Promise<void> {

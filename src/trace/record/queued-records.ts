@@ -79,7 +79,11 @@ async function writeTogether(writer: RecordWriter, chunk: readonly PendingRecord
   // A fenced attempt's batch goes with other attempts' asked for meanwhile (joint-batches.ts).
   const { guard, prisma } = writer;
   const changes = guard
-    ? await writeBatchJointly(prisma, { traceId, records, guard, maxRecords: writer.bound.maxRecords })
+    ? await writeBatchJointly(
+        prisma,
+        { traceId, records, guard, maxRecords: writer.bound.maxRecords },
+        chunk.reduce((chars, record) => chars + record.payload.length, 0),
+      )
     : await retryingConflicts(() => writeBatchStatement(prisma, traceId, records, guard, writer.bound.maxRecords));
   if (!changes) return false;
   settleWritten(writer, written, changes);
