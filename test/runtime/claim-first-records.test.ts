@@ -1,8 +1,8 @@
 // The runs of a claim start together, and each writes its first turn's records (its TURN and
 // MODEL_CALL spans' starts, its budget) right after its first model request went out. Those
-// writes go to the database together — one that finds none on its way goes at once, those asked
-// for meanwhile in the next statement (trace/record/joint-batches.ts) — not one statement per
-// run. Each batch in such a statement stays behind its own attempt's fence: a run its attempt
+// writes go to the database together — one that finds fewer than IN_FLIGHT on their way goes at
+// once, those asked for meanwhile in the next statement (trace/record/joint-batches.ts) — not one
+// statement per run. Each batch in such a statement stays behind its own attempt's fence: a run its attempt
 // lost gets nothing written, and a run whose row another transaction holds holds nobody else up.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +15,7 @@ import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { type BatchRecord, writeBatchStatements } from "../../src/domain/trace/batch-statements.js";
 import { newSpanId } from "../../src/domain/trace/span-ids.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { IN_FLIGHT } from "../../src/trace/record/joint-batches.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
@@ -31,7 +32,7 @@ const RECORDS = /\bbatch\d*_input AS \(/;
 const closing = closedAfterEach();
 
 describe.each(backends)("the first records of a claim's runs on %s", (backend) => {
-  it(`go to the database in at most two statements per claim, not one per run (${RUNS} runs)`, async () => {
+  it(`go to the database in at most IN_FLIGHT + 1 statements per claim, not one per run (${RUNS} runs)`, async () => {
     const statements: string[] = [];
     // The answers wait until every run has made its first model request and written its records.
     let requests = 0;
@@ -65,9 +66,12 @@ describe.each(backends)("the first records of a claim's runs on %s", (backend) =
     const claims = sent.filter((sql) => CLAIM.test(sql)).length;
     expect(claims).toBeGreaterThan(0);
     expect(claims).toBeLessThanOrEqual(4);
-    // Each claim's runs wrote their first turn's records in at most two statements: the first
-    // run's alone, the others' together (16 statements, one per run, before).
-    expect(sent.filter((sql) => RECORDS.test(sql)).length).toBeLessThanOrEqual(2 * claims);
+    // Each claim's runs wrote their first turn's records in at most IN_FLIGHT + 1 statements: the
+    // first IN_FLIGHT runs' at once, each alone, the others' together once those are on their way
+    // (16 statements, one per run, before joint statements).
+    const records = sent.filter((sql) => RECORDS.test(sql)).length;
+    expect(records).toBeLessThanOrEqual((IN_FLIGHT + 1) * claims);
+    expect(records).toBeLessThan(RUNS);
     // Every run's trace holds what they wrote, as before: its turn and its model call, ended.
     for (const view of views) {
       expect(view.status).toBe("SUCCEEDED");
@@ -127,5 +131,58 @@ describe.each(backends)("the first records of a claim's runs on %s", (backend) =
     expect(turns.map((span) => span.traceId).sort()).toEqual((backend === "postgres" ? [kept!.id] : [kept!.id, held!.id]).sort());
     const seqs = await prisma.trace.findMany({ where: { id: { in: [lost!.id] } }, select: { lastSeq: true, records: true } });
     expect(seqs).toEqual([{ lastSeq: 2, records: 2 }]);
+  });
+
+  it.runIf(backend === "postgres")("hold nobody up when another transaction holds a batch's trace or span row, nor keep the others' runs locked", async () => {
+    let url: string | undefined;
+    const t = closing(
+      await startTestApp(backend, {
+        database: async () => {
+          const opened = await openMigratedTestDatabase(backend);
+          url = opened.url;
+          return opened;
+        },
+      }),
+    );
+    const prisma = t.app.db.prisma;
+    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+    for (let i = 0; i < 3; i += 1) await admit(t.client, { question: `question ${i}` });
+    const claimed = await runs.claimMany(
+      {
+        ...{ workerId: "worker-1", leaseMs: 60_000, leaseMarginMs: 1_000, maxRunningPerPrincipal: 10 },
+        ...{ liveness: async () => true, describeRun: (r: { id: string }) => ({ name: r.id, attributes: {} }) },
+      },
+      3,
+    );
+    const [free, spanHeld, traceHeld] = claimed.map((c) => ({ id: c.run.id, attempt: c.number, parent: c.span.id }));
+    // Another transaction holds one trace's row (a retention sweep) and another's span row (a week's expiry moving a live trace).
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    await other.query("BEGIN");
+    await other.query("SELECT 1 FROM trace WHERE id = $1 FOR UPDATE", [traceHeld!.id]);
+    await other.query("SELECT 1 FROM span WHERE id = $1 FOR UPDATE", [spanHeld!.parent]);
+    const guard = (run: typeof free) => ({ runId: run!.id, attempt: run!.attempt, workerId: "worker-1", holdsRunSql });
+    const turn = (parent: string): BatchRecord[] => [{ type: "start", id: newSpanId(), parentId: parent, kind: "TURN", name: "turn 1", at: new Date() }];
+    const batches = [
+      { traceId: free!.id, records: turn(free!.parent), guard: guard(free) },
+      { traceId: spanHeld!.id, records: [{ type: "end", spanId: spanHeld!.parent, status: "OK", at: new Date() }] as BatchRecord[], guard: guard(spanHeld) },
+      { traceId: traceHeld!.id, records: turn(traceHeld!.parent), guard: guard(traceHeld) },
+    ];
+    const statement = writeBatchStatements(prisma, batches);
+    const answered = await Promise.race([statement, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000))]);
+    // The run rows the statement locked are free again: the statement is over (before: it waited for the other transaction).
+    const runLock = await other.query("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE NOWAIT", [free!.id]).then(
+      () => "free",
+      (error: { code?: string }) => error.code,
+    );
+    await other.query("ROLLBACK");
+    await other.end();
+    await statement;
+    expect(runLock).toBe("free");
+    expect(answered === "waiting" ? answered : answered.map((changes) => changes?.map((change) => [change.seq, change.type]) ?? null)).toEqual([
+      [[3, "SPAN_STARTED"]],
+      null,
+      null,
+    ]);
   });
 });

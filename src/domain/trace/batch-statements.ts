@@ -278,10 +278,11 @@ export type TraceBatch = { traceId: string; records: readonly BatchRecord[]; gua
 /**
  * Several attempts' batches, each of another trace, in one statement: each behind its own
  * attempt's fence and its own trace's bound, written whole or not at all as writeBatchStatement
- * writes it alone; null for a batch not written. The runs' rows are locked in one order (by id,
- * as the lease renewal locks them), and a row another transaction holds is skipped — its batch
- * is not written here (its writer then sends it alone, which waits for that row) — so no batch
- * waits behind another attempt's run.
+ * writes it alone; null for a batch not written. Every row a batch updates — its run's (the
+ * fence), its trace's, the spans it ends — is locked first, each table's rows in id order (the
+ * run rows as the lease renewal locks them), and a row another transaction holds is skipped: that
+ * batch is not written here (its writer then sends it alone, which waits for that row), so no
+ * batch waits behind another attempt's rows, and no other attempt's rows stay locked meanwhile.
  */
 export async function writeBatchStatements(db: Db, batches: readonly TraceBatch[]): Promise<(TraceChange[] | null)[]> {
   let first = 2;
@@ -291,17 +292,40 @@ export async function writeBatchStatements(db: Db, batches: readonly TraceBatch[
     first += sql.params.length;
     return sql;
   });
-  const guards = batches.map(({ guard }, index) => ({ n: index + 1, id: guard.runId, attempt: guard.attempt, owner: guard.workerId }));
+  const guards = batches.map(({ guard, traceId, records }, index) => ({
+    ...{ n: index + 1, id: guard.runId, attempt: guard.attempt, owner: guard.workerId, trace: traceId },
+    ends: endedElsewhere(records),
+  }));
   const [row] = await queryRows<{ taken: (Taken | null)[] | null }>(
     db,
-    `WITH holders AS (
-       SELECT h.n FROM run JOIN jsonb_to_recordset($1::jsonb) AS h(n int, id text, attempt int, owner text)
-         ON run.id = h.id AND run.attempt = h.attempt AND run.lease_owner = h.owner
+    `WITH guards AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS h(n int, id text, attempt int, owner text, trace text, ends jsonb)
+     ),
+     held_runs AS MATERIALIZED (
+       SELECT h.n FROM run JOIN guards h ON run.id = h.id AND run.attempt = h.attempt AND run.lease_owner = h.owner
         WHERE run.status = 'RUNNING' ORDER BY run.id FOR NO KEY UPDATE OF run SKIP LOCKED
+     ),
+     held_traces AS MATERIALIZED (
+       SELECT h.n FROM trace JOIN guards h ON trace.id = h.trace
+        WHERE h.n IN (SELECT n FROM held_runs) ORDER BY trace.id FOR NO KEY UPDATE OF trace SKIP LOCKED
+     ),
+     held_spans AS MATERIALIZED (
+       SELECT e.n FROM span JOIN (SELECT h.n, jsonb_array_elements_text(h.ends) AS id FROM guards h WHERE h.n IN (SELECT n FROM held_traces)) e
+         ON span.id = e.id ORDER BY span.id FOR NO KEY UPDATE OF span SKIP LOCKED
+     ),
+     holders AS MATERIALIZED (
+       SELECT h.n FROM guards h
+        WHERE h.n IN (SELECT n FROM held_traces) AND jsonb_array_length(h.ends) = (SELECT count(*) FROM held_spans s WHERE s.n = h.n)
      ), ${built.map((batch) => batch.ctes).join(",\n     ")}
      SELECT jsonb_build_array(${built.map((batch) => batch.result).join(", ")}) AS taken`,
     JSON.stringify(guards),
     ...built.flatMap((batch) => batch.params),
   );
   return built.map((batch, index) => batch.changes(row?.taken?.[index] ?? null));
+}
+
+/** The spans a batch ends that it did not start: rows it updates. */
+function endedElsewhere(records: readonly BatchRecord[]): string[] {
+  const started = new Set(records.flatMap((record) => (record.type === "start" ? [record.id] : [])));
+  return records.flatMap((record) => (record.type === "end" && !started.has(record.spanId) ? [record.spanId] : []));
 }
