@@ -19,9 +19,12 @@ import type { TraceChange } from "../../domain/trace/trace-writes.js";
 const MOST_BATCHES = 32;
 const MOST_CHARS = 4_000_000;
 /**
- * How many statements go at once (of the pool's 10 connections by default): a batch asked for
- * while fewer are on their way goes at once, alone, so that one attempt's turn does not wait for
- * another's statement; past that, batches gather.
+ * How many statements the line sends at once (of the pool's 10 connections by default): a batch
+ * asked for while fewer are on their way goes at once, alone, so that one attempt's turn does not
+ * wait for another's statement; past that, batches gather. Not a cap on statements: one on its way
+ * longer than HOLD_MS gives its place up (a database that hangs gets up to IN_FLIGHT more every
+ * HOLD_MS, bounded by the attempts with a batch waiting, at most one each), and the batches a joint
+ * statement did not write are sent alone outside the line.
  */
 export const IN_FLIGHT = 4;
 /** How long a statement keeps its place among those at most (one waiting for a row's lock, which only a batch sent alone does). */
