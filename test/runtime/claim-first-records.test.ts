@@ -9,13 +9,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
-import { createEventBus } from "../../src/events/topics.js";
-import { holdsRunSql } from "../../src/domain/runs/holder.js";
-import { PrismaRunState } from "../../src/domain/runs/run-state.js";
-import { type BatchRecord, writeBatchStatements } from "../../src/domain/trace/batch-statements.js";
-import { newSpanId } from "../../src/domain/trace/span-ids.js";
+import { writeBatchStatements } from "../../src/domain/trace/batch-statements.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { IN_FLIGHT } from "../../src/trace/record/joint-batches.js";
+import { batchOf, claimedRuns } from "../support/claimed-runs.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
@@ -81,44 +78,15 @@ describe.each(backends)("the first records of a claim's runs on %s", (backend) =
   });
 
   it("are written each behind its own attempt's fence: a run its attempt lost gets nothing, a run held elsewhere holds nobody up", async () => {
-    let url: string | undefined;
-    const t = closing(
-      await startTestApp(backend, {
-        database: async () => {
-          const opened = await openMigratedTestDatabase(backend);
-          url = opened.url;
-          return opened;
-        },
-      }),
-    );
-    const prisma = t.app.db.prisma;
-    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
-    for (let i = 0; i < 3; i += 1) await admit(t.client, { question: `question ${i}` });
-    const claimed = await runs.claimMany(
-      {
-        workerId: "worker-1",
-        leaseMs: 60_000,
-        leaseMarginMs: 1_000,
-        maxRunningPerPrincipal: 10,
-        liveness: async () => true,
-        describeRun: (r) => ({ name: r.id, attributes: {} }),
-      },
-      3,
-    );
-    expect(claimed).toHaveLength(3);
-    const [kept, lost, held] = claimed.map((c) => ({ id: c.run.id, attempt: c.number, parent: c.span.id }));
+    const { prisma, url, runs } = await claimedRuns(backend, 3, closing);
+    const [kept, lost, held] = runs;
     // The second run's lease went to another worker; the third's row is held by another transaction (PostgreSQL).
     await prisma.$executeRawUnsafe("UPDATE run SET lease_owner = 'worker-2' WHERE id = $1", lost!.id);
     const other = backend === "postgres" ? new pg.Client({ connectionString: url }) : undefined;
     await other?.connect();
     await other?.query("BEGIN");
     await other?.query("SELECT 1 FROM run WHERE id = $1 FOR UPDATE", [held!.id]);
-    const turn = (parent: string): BatchRecord[] => [{ type: "start", id: newSpanId(), parentId: parent, kind: "TURN", name: "turn 1", at: new Date() }];
-    const batches = [kept!, lost!, held!].map((run) => ({
-      traceId: run.id,
-      records: turn(run.parent),
-      guard: { runId: run.id, attempt: run.attempt, workerId: "worker-1", holdsRunSql },
-    }));
+    const batches = [kept!, lost!, held!].map((run) => batchOf(run));
     const written = await writeBatchStatements(prisma, batches);
     await other?.query("COMMIT");
     await other?.end();
@@ -134,40 +102,15 @@ describe.each(backends)("the first records of a claim's runs on %s", (backend) =
   });
 
   it.runIf(backend === "postgres")("hold nobody up when another transaction holds a batch's trace or span row, nor keep the others' runs locked", async () => {
-    let url: string | undefined;
-    const t = closing(
-      await startTestApp(backend, {
-        database: async () => {
-          const opened = await openMigratedTestDatabase(backend);
-          url = opened.url;
-          return opened;
-        },
-      }),
-    );
-    const prisma = t.app.db.prisma;
-    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
-    for (let i = 0; i < 3; i += 1) await admit(t.client, { question: `question ${i}` });
-    const claimed = await runs.claimMany(
-      {
-        ...{ workerId: "worker-1", leaseMs: 60_000, leaseMarginMs: 1_000, maxRunningPerPrincipal: 10 },
-        ...{ liveness: async () => true, describeRun: (r: { id: string }) => ({ name: r.id, attributes: {} }) },
-      },
-      3,
-    );
-    const [free, spanHeld, traceHeld] = claimed.map((c) => ({ id: c.run.id, attempt: c.number, parent: c.span.id }));
+    const { prisma, url, runs } = await claimedRuns(backend, 3, closing);
+    const [free, spanHeld, traceHeld] = runs;
     // Another transaction holds one trace's row (a retention sweep) and another's span row (a week's expiry moving a live trace).
     const other = new pg.Client({ connectionString: url });
     await other.connect();
     await other.query("BEGIN");
     await other.query("SELECT 1 FROM trace WHERE id = $1 FOR UPDATE", [traceHeld!.id]);
     await other.query("SELECT 1 FROM span WHERE id = $1 FOR UPDATE", [spanHeld!.parent]);
-    const guard = (run: typeof free) => ({ runId: run!.id, attempt: run!.attempt, workerId: "worker-1", holdsRunSql });
-    const turn = (parent: string): BatchRecord[] => [{ type: "start", id: newSpanId(), parentId: parent, kind: "TURN", name: "turn 1", at: new Date() }];
-    const batches = [
-      { traceId: free!.id, records: turn(free!.parent), guard: guard(free) },
-      { traceId: spanHeld!.id, records: [{ type: "end", spanId: spanHeld!.parent, status: "OK", at: new Date() }] as BatchRecord[], guard: guard(spanHeld) },
-      { traceId: traceHeld!.id, records: turn(traceHeld!.parent), guard: guard(traceHeld) },
-    ];
+    const batches = [batchOf(free!), batchOf(spanHeld!, [{ type: "end", spanId: spanHeld!.parent, status: "OK", at: new Date() }]), batchOf(traceHeld!)];
     const statement = writeBatchStatements(prisma, batches);
     const answered = await Promise.race([statement, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000))]);
     // The run rows the statement locked are free again: the statement is over (before: it waited for the other transaction).

@@ -5,17 +5,11 @@
 // one batch met) is sent again batch by batch; one whose link failed is not sent again.
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { createEventBus } from "../../src/events/topics.js";
 import type { PrismaClient } from "../../src/generated/prisma/client.js";
-import { holdsRunSql } from "../../src/domain/runs/holder.js";
-import { PrismaRunState } from "../../src/domain/runs/run-state.js";
-import type { TraceBatch } from "../../src/domain/trace/batch-statements.js";
-import { newSpanId } from "../../src/domain/trace/span-ids.js";
 import { IN_FLIGHT, writeBatchJointly } from "../../src/trace/record/joint-batches.js";
-import { backends, openMigratedTestDatabase } from "../support/databases.js";
-import { admit } from "../support/fixtures.js";
+import { batchOf, claimedRuns } from "../support/claimed-runs.js";
+import { backends } from "../support/databases.js";
 import { closedAfterEach } from "../support/per-test.js";
-import { startTestApp } from "../support/test-app.js";
 
 const closing = closedAfterEach();
 /** A statement of several attempts' batches (batch-statements.ts, writeBatchStatements). */
@@ -57,43 +51,16 @@ function watched(prisma: PrismaClient) {
   return { db, sent, hold, fail };
 }
 
-async function claimedRuns(backend: (typeof backends)[number], count: number) {
-  let url: string | undefined;
-  const t = closing(
-    await startTestApp(backend, {
-      database: async () => {
-        const opened = await openMigratedTestDatabase(backend);
-        url = opened.url;
-        return opened;
-      },
-    }),
-  );
-  const prisma = t.app.db.prisma;
-  const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
-  for (let i = 0; i < count; i += 1) await admit(t.client, { question: `question ${i}` });
-  const claimed = await runs.claimMany(
-    {
-      ...{ workerId: "worker-1", leaseMs: 60_000, leaseMarginMs: 1_000, maxRunningPerPrincipal: 100 },
-      ...{ liveness: async () => true, describeRun: (r: { id: string }) => ({ name: r.id, attributes: {} }) },
-    },
-    count,
-  );
-  expect(claimed).toHaveLength(count);
-  const batches = claimed.map(
-    (c): TraceBatch => ({
-      traceId: c.run.id,
-      records: [{ type: "start", id: newSpanId(), parentId: c.span.id, kind: "TURN", name: "turn 1", at: new Date() }],
-      guard: { runId: c.run.id, attempt: c.number, workerId: "worker-1", holdsRunSql },
-    }),
-  );
-  return { prisma, url: url!, batches };
+async function claimedBatches(backend: (typeof backends)[number], count: number) {
+  const { prisma, url, runs } = await claimedRuns(backend, count, closing);
+  return { prisma, url, batches: runs.map((run) => batchOf(run)) };
 }
 
 const seqs = (changes: { seq: number; type: string }[] | null) => changes?.map((change) => [change.seq, change.type]) ?? null;
 
 describe.each(backends)("attempts' record batches on %s", (backend) => {
   it("go at once while fewer than IN_FLIGHT statements are on their way, and gather only past that", async () => {
-    const { prisma, batches } = await claimedRuns(backend, IN_FLIGHT + 2);
+    const { prisma, batches } = await claimedBatches(backend, IN_FLIGHT + 2);
     const { db, sent, hold } = watched(prisma);
     // A first statement held on its way (a large batch, say): the next batch is sent at once, alone, not kept for it.
     const gates = batches.slice(0, IN_FLIGHT).map(() => hold(ALONE));
@@ -118,7 +85,7 @@ describe.each(backends)("attempts' record batches on %s", (backend) => {
   it.each(Object.keys(answers) as (keyof typeof answers)[])(
     "a joint statement %s by the database: each batch alone, unless its link failed",
     async (answer) => {
-      const { prisma, batches } = await claimedRuns(backend, IN_FLIGHT + 2);
+      const { prisma, batches } = await claimedBatches(backend, IN_FLIGHT + 2);
       const { db, sent, hold, fail } = watched(prisma);
       const gates = batches.slice(0, IN_FLIGHT).map(() => hold(ALONE));
       const first = batches.slice(0, IN_FLIGHT).map((batch) => writeBatchJointly(db, batch, 10));
@@ -147,7 +114,7 @@ describe.each(backends)("attempts' record batches on %s", (backend) => {
   );
 
   it("a batch the joint statement skipped (its trace row held elsewhere; its attempt's run lost) goes alone, holding nobody up", async () => {
-    const { prisma, url, batches } = await claimedRuns(backend, IN_FLIGHT + 3);
+    const { prisma, url, batches } = await claimedBatches(backend, IN_FLIGHT + 3);
     const { db, sent, hold } = watched(prisma);
     const [kept, held, lost] = batches.slice(IN_FLIGHT);
     await prisma.$executeRawUnsafe("UPDATE run SET lease_owner = 'worker-2' WHERE id = $1", lost!.guard.runId);
