@@ -87,31 +87,15 @@ const CONFLICT_STATES = new Set(["40001", "40P01"]);
 
 /** True when `error` (or an error it wraps) says its transaction lost to a concurrent one (see CONFLICT_STATES). */
 export function isTransactionConflict(error: unknown): boolean {
-  return hasState(error, (state) => CONFLICT_STATES.has(state), "TransactionWriteConflict") || hasState(error, (state) => state === "P2034");
-}
-
-/**
- * SQLSTATEs the database answers a statement with when it cancelled it and rolled it back: a lock
- * or statement timeout (55P03, 57014), a lost conflict (CONFLICT_STATES), too few resources
- * (class 53). Transient, yet unlike a failed link they say for sure nothing was written.
- */
-const ROLLED_BACK_STATES = new Set(["55P03", "57014", ...CONFLICT_STATES]);
-
-/** True when `error` (or an error it wraps) is the database's answer that the statement was rolled back (see ROLLED_BACK_STATES). */
-export function statementRolledBack(error: unknown): boolean {
-  return hasState(error, (state) => ROLLED_BACK_STATES.has(state) || state.startsWith("53"), "TransactionWriteConflict");
-}
-
-/** True when `error` or an error it wraps carries a code `matches` takes (or the driver adapter's error `kind`). */
-function hasState(error: unknown, matches: (state: string) => boolean, kind?: string): boolean {
   const seen = new Set<unknown>();
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current && typeof current === "object" && !seen.has(current); depth += 1) {
     seen.add(current);
     const shape = current as Shape;
     const driver = shape.meta?.driverAdapterError?.cause;
-    if (kind !== undefined && driver?.kind === kind) return true;
-    for (const code of [driver?.originalCode, driver?.code, shape.code]) if (typeof code === "string" && matches(code)) return true;
+    if (driver?.kind === "TransactionWriteConflict" || CONFLICT_STATES.has(String(driver?.originalCode)) || CONFLICT_STATES.has(String(driver?.code)))
+      return true;
+    if (shape.code === "P2034" || CONFLICT_STATES.has(String(shape.code))) return true;
     current = shape.cause;
   }
   return false;

@@ -129,65 +129,65 @@ function inputRows(traceId: string, records: readonly BatchRecord[]): { rows: In
  * `result`, the expression of what it wrote (null: nothing); `changes`, that result read back as
  * the records' changes in their order.
  */
-function batchSql(traceId: string, records: readonly BatchRecord[], maxRecords: number, first: number, guard: string, shared?: string, name = "batch") {
+function batchSql(traceId: string, records: readonly BatchRecord[], maxRecords: number, first: number, guard: string, shared?: string) {
   const $ = (n: number) => `$${first + n - 1}`;
   const { rows, states } = inputRows(traceId, records);
   const counted = records.filter((record) => record.type !== "end").length;
   // What the trace row must allow for the batch: its bound, and every span it ends (not started in it) there.
   // `input`: the batch's rows (a carrying statement checks them before batch_input is defined).
-  const holds = (trace: string, input = `${name}_input`) => `${trace}.records + ${$(3)}::int <= ${$(4)}::int
+  const holds = (trace: string, input = "batch_input") => `${trace}.records + ${$(3)}::int <= ${$(4)}::int
          AND (SELECT count(*) FROM span WHERE id IN (SELECT span_id FROM ${input} WHERE type = 'end' AND here IS NOT TRUE))
            = (SELECT count(*) FROM ${input} WHERE type = 'end' AND here IS NOT TRUE)`;
   // Shared: the carrying statement's own update of the trace row takes the batch's seq numbers
   // first (one row is updated once in a statement); the batch reads their base from it.
   const seqs = shared
-    ? `${name}_seqs AS (SELECT base FROM ${shared})`
-    : `${name}_seqs AS (
+    ? `batch_seqs AS (SELECT base FROM ${shared})`
+    : `batch_seqs AS (
        UPDATE trace SET last_seq = last_seq + ${$(2)}::int, records = records + ${$(3)}::int
        WHERE id = ${$(1)} AND ${guard} AND ${holds("trace")}
        RETURNING last_seq - ${$(2)}::int AS base
      )`;
-  const ctes = `${name}_input AS (
+  const ctes = `batch_input AS (
        SELECT * FROM jsonb_to_recordset(${$(5)}::jsonb) AS r(n int, type text, id text, span_id text, parent_id text, kind text, name text,
          status text, attributes jsonb, payload text, message_id text, preview text, payload_size int, at text, ended_at text,
          span_after jsonb, here boolean)
      ),
      ${seqs},
-     ${name}_spans AS (
+     batch_spans AS (
        INSERT INTO span (id, trace_id, parent_id, kind, name, status, attributes, cost_unpriced, started_at, ended_at)
        SELECT i.span_id, ${$(1)}::text, i.parent_id, i.kind::"SpanKind", i.name, i.status::"SpanStatus", i.attributes, false,
          i.at::timestamptz, i.ended_at::timestamptz
-       FROM ${name}_input i, ${name}_seqs WHERE i.type = 'start'
+       FROM batch_input i, batch_seqs WHERE i.type = 'start'
      ),
-     ${name}_ended AS (
-       UPDATE span SET status = i.status::"SpanStatus", ended_at = i.at::timestamptz FROM ${name}_input i, ${name}_seqs
+     batch_ended AS (
+       UPDATE span SET status = i.status::"SpanStatus", ended_at = i.at::timestamptz FROM batch_input i, batch_seqs
        WHERE i.type = 'end' AND i.here IS NOT TRUE AND span.id = i.span_id
-       RETURNING span.*, i.n, ${name}_seqs.base + i.n AS seq, i.at AS end_at
+       RETURNING span.*, i.n, batch_seqs.base + i.n AS seq, i.at AS end_at
      ),
-     ${name}_events AS (
+     batch_events AS (
        INSERT INTO span_event (id, span_id, seq, kind, payload, message_id, preview, payload_size, at)
-       SELECT i.id, i.span_id, ${name}_seqs.base + i.n, i.kind::"SpanEventKind", i.payload, i.message_id, i.preview,
+       SELECT i.id, i.span_id, batch_seqs.base + i.n, i.kind::"SpanEventKind", i.payload, i.message_id, i.preview,
          i.payload_size, i.at::timestamptz
-       FROM ${name}_input i, ${name}_seqs WHERE i.type = 'event'
+       FROM batch_input i, batch_seqs WHERE i.type = 'event'
      ),
-     ${name}_changes AS (
+     batch_changes AS (
        INSERT INTO trace_change (trace_id, seq, type, span_id, event_id, span_after, at)
-       SELECT ${$(1)}::text, ${name}_seqs.base + i.n,
+       SELECT ${$(1)}::text, batch_seqs.base + i.n,
          (CASE i.type WHEN 'start' THEN 'SPAN_STARTED' WHEN 'event' THEN 'EVENT_APPENDED' ELSE 'SPAN_ENDED' END)::"TraceChangeType",
          i.span_id, i.id, i.span_after, i.at::timestamptz
-       FROM ${name}_input i, ${name}_seqs WHERE i.type <> 'end' OR i.here
+       FROM batch_input i, batch_seqs WHERE i.type <> 'end' OR i.here
        UNION ALL
-       SELECT ${$(1)}::text, ${name}_ended.seq, 'SPAN_ENDED'::"TraceChangeType", ${name}_ended.id, NULL,
-         jsonb_build_object('status', ${name}_ended.status::text, 'endedAt', ${name}_ended.end_at, 'usage', ${name}_ended.usage)
-           || CASE WHEN ${name}_ended.cost IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('cost', trim_scale(${name}_ended.cost)::text) END
-           || CASE WHEN ${name}_ended.cost_unpriced THEN '{"costUnpriced": true}'::jsonb ELSE '{}'::jsonb END,
-         ${name}_ended.end_at::timestamptz
-       FROM ${name}_ended
+       SELECT ${$(1)}::text, batch_ended.seq, 'SPAN_ENDED'::"TraceChangeType", batch_ended.id, NULL,
+         jsonb_build_object('status', batch_ended.status::text, 'endedAt', batch_ended.end_at, 'usage', batch_ended.usage)
+           || CASE WHEN batch_ended.cost IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('cost', trim_scale(batch_ended.cost)::text) END
+           || CASE WHEN batch_ended.cost_unpriced THEN '{"costUnpriced": true}'::jsonb ELSE '{}'::jsonb END,
+         batch_ended.end_at::timestamptz
+       FROM batch_ended
      )`;
   const result = `(SELECT jsonb_build_object('base', base, 'ended',
        (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'parent_id', e.parent_id, 'kind', e.kind::text, 'name', e.name, 'attributes', e.attributes,
-          'usage', e.usage, 'cost', trim_scale(e.cost)::text, 'cost_unpriced', e.cost_unpriced, 'started_at', ${iso("e.started_at")})) FROM ${name}_ended e))
-     FROM ${name}_seqs)`;
+          'usage', e.usage, 'cost', trim_scale(e.cost)::text, 'cost_unpriced', e.cost_unpriced, 'started_at', ${iso("e.started_at")})) FROM batch_ended e))
+     FROM batch_seqs)`;
   const params = [traceId, records.length, counted, Math.min(maxRecords, UNBOUNDED), JSON.stringify(rows)];
   const changes = (taken: Taken | null): TraceChange[] | null => {
     if (!taken) return null;
@@ -270,62 +270,4 @@ export function carriedBatch(
       if (changes) written(changes);
     },
   };
-}
-
-/** One attempt's batch of its trace, to go with other attempts' in one statement (writeBatchStatements). */
-export type TraceBatch = { traceId: string; records: readonly BatchRecord[]; guard: StatementGuard; maxRecords?: number };
-
-/**
- * Several attempts' batches, each of another trace, in one statement: each behind its own
- * attempt's fence and its own trace's bound, written whole or not at all as writeBatchStatement
- * writes it alone; null for a batch not written. Every row a batch updates — its run's (the
- * fence), its trace's, the spans it ends — is locked first, each table's rows in id order (the
- * run rows as the lease renewal locks them), and a row another transaction holds is skipped: that
- * batch is not written here (its writer then sends it alone, which waits for that row), so no
- * batch waits behind another attempt's rows, and no other attempt's rows stay locked meanwhile.
- */
-export async function writeBatchStatements(db: Db, batches: readonly TraceBatch[]): Promise<(TraceChange[] | null)[]> {
-  let first = 2;
-  const built = batches.map((batch, index) => {
-    const held = `EXISTS (SELECT 1 FROM holders WHERE n = ${index + 1})`;
-    const sql = batchSql(batch.traceId, batch.records, batch.maxRecords ?? UNBOUNDED, first, held, undefined, `batch${index + 1}`);
-    first += sql.params.length;
-    return sql;
-  });
-  const guards = batches.map(({ guard, traceId, records }, index) => ({
-    ...{ n: index + 1, id: guard.runId, attempt: guard.attempt, owner: guard.workerId, trace: traceId },
-    ends: endedElsewhere(records),
-  }));
-  const [row] = await queryRows<{ taken: (Taken | null)[] | null }>(
-    db,
-    `WITH guards AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS h(n int, id text, attempt int, owner text, trace text, ends jsonb)
-     ),
-     held_runs AS MATERIALIZED (
-       SELECT h.n FROM run JOIN guards h ON run.id = h.id AND run.attempt = h.attempt AND run.lease_owner = h.owner
-        WHERE run.status = 'RUNNING' ORDER BY run.id FOR NO KEY UPDATE OF run SKIP LOCKED
-     ),
-     held_traces AS MATERIALIZED (
-       SELECT h.n FROM trace JOIN guards h ON trace.id = h.trace
-        WHERE h.n IN (SELECT n FROM held_runs) ORDER BY trace.id FOR NO KEY UPDATE OF trace SKIP LOCKED
-     ),
-     held_spans AS MATERIALIZED (
-       SELECT e.n FROM span JOIN (SELECT h.n, jsonb_array_elements_text(h.ends) AS id FROM guards h WHERE h.n IN (SELECT n FROM held_traces)) e
-         ON span.id = e.id ORDER BY span.id FOR NO KEY UPDATE OF span SKIP LOCKED
-     ),
-     holders AS MATERIALIZED (
-       SELECT h.n FROM guards h
-        WHERE h.n IN (SELECT n FROM held_traces) AND jsonb_array_length(h.ends) = (SELECT count(*) FROM held_spans s WHERE s.n = h.n)
-     ), ${built.map((batch) => batch.ctes).join(",\n     ")}
-     SELECT jsonb_build_array(${built.map((batch) => batch.result).join(", ")}) AS taken`,
-    JSON.stringify(guards),
-    ...built.flatMap((batch) => batch.params),
-  );
-  return built.map((batch, index) => batch.changes(row?.taken?.[index] ?? null));
-}
-
-/** The spans a batch ends that it did not start: rows it updates. */
-function endedElsewhere(records: readonly BatchRecord[]): string[] {
-  const started = new Set(records.flatMap((record) => (record.type === "start" ? [record.id] : [])));
-  return records.flatMap((record) => (record.type === "end" && !started.has(record.spanId) ? [record.spanId] : []));
 }

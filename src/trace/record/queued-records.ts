@@ -11,7 +11,6 @@ import { type BatchRecord, carriedBatch, writeBatchStatement } from "../../domai
 import type { Carried } from "../../domain/transaction.js";
 import type { StatementGuard, TraceChange } from "../../domain/trace/trace-writes.js";
 import type { Attributes, SpanEventKind, SpanKind, SpanRef, SpanStatus } from "../../runtime/ports/trace-sink.js";
-import { writeBatchJointly } from "./joint-batches.js";
 import type { TraceBound } from "./trace-bound.js";
 import type { QueuedRecord } from "./write-behind.js";
 
@@ -76,15 +75,7 @@ async function writeTogether(writer: RecordWriter, chunk: readonly PendingRecord
   const { records, written } = asBatch(writer, chunk);
   if (records.length === 0) return true;
   // Run again if it loses to a span row's move into the retained partition (as a span's end alone is).
-  // A fenced attempt's batch goes with other attempts' asked for meanwhile (joint-batches.ts).
-  const { guard, prisma } = writer;
-  const changes = guard
-    ? await writeBatchJointly(
-        prisma,
-        { traceId, records, guard, maxRecords: writer.bound.maxRecords },
-        chunk.reduce((chars, record) => chars + record.payload.length, 0),
-      )
-    : await retryingConflicts(() => writeBatchStatement(prisma, traceId, records, guard, writer.bound.maxRecords));
+  const changes = await retryingConflicts(() => writeBatchStatement(writer.prisma, traceId, records, writer.guard, writer.bound.maxRecords));
   if (!changes) return false;
   settleWritten(writer, written, changes);
   return true;
