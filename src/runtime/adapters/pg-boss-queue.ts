@@ -6,6 +6,7 @@
 // a worker in any process takes a run the moment it is announced, without polling the queue.
 import type pg from "pg";
 import type PgBoss from "pg-boss";
+import { batchedRead } from "../../domain/batched-reads.js";
 import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
@@ -126,9 +127,19 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   async take(limit: number): Promise<RunDelivery[]> {
     if (limit <= 0) return [];
     const jobs = await this.boss.fetch<{ runId: string }>(QUEUE, { batchSize: limit });
-    const complete = completedTogether((ids) => this.boss.complete(QUEUE, ids));
-    return jobs.map((job) => ({ runId: job.data.runId, done: () => complete(job.id) }));
+    return jobs.map((job) => ({ runId: job.data.runId, done: () => this.complete(job.id) }));
   }
+
+  /** Completes a job, with every other job asked to be completed until the event loop's next turn (batched-reads.ts). */
+  private readonly complete = batchedRead<string, undefined>({
+    readMany: async (ids) => {
+      await this.boss.complete(QUEUE, [...ids]);
+      return new Map();
+    },
+    keyOf: (id) => id,
+    none: () => undefined,
+    alone: "next turn",
+  });
 
   onReady(listener: () => void): () => void {
     this.listeners.add(listener);
@@ -182,21 +193,4 @@ async function waitAtMost(promise: Promise<unknown> | undefined, ms: number): Pr
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
-}
-
-/** `complete(id)`: resolves once `id` is completed, with every id asked for in the same turn in one `completeMany`. */
-function completedTogether(completeMany: (ids: string[]) => Promise<unknown>): (id: string) => Promise<void> {
-  let pending: { ids: string[]; done: Promise<void> } | undefined;
-  return (id) => {
-    if (!pending) {
-      const ids: string[] = [];
-      const done = new Promise<void>((resolve) => queueMicrotask(resolve)).then(async () => {
-        pending = undefined;
-        await completeMany(ids);
-      });
-      pending = { ids, done };
-    }
-    pending.ids.push(id);
-    return pending.done;
-  };
 }

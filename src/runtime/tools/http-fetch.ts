@@ -5,6 +5,7 @@
 import { hostAllowed } from "../../domain/capabilities/outbound-policy.js";
 import { connectionFailure, createOutboundHttp, InternalAddressError, type Resolver } from "../../outbound/outbound-http.js";
 import type { ToolSchema } from "../ports/model.js";
+import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export type FetchSettings = {
@@ -56,25 +57,18 @@ async function readCapped(response: Response, maxBytes: number): Promise<{ bytes
   return { bytes: Buffer.concat(chunks, size), truncated };
 }
 
-/** One schema per settings (the server's), so the request budget counts its tokens once, not per run (memo-cache.ts). */
-const schemas = new WeakMap<FetchSettings, ToolSchema>();
-
-function schemaFor(settings: FetchSettings): ToolSchema {
-  let schema = schemas.get(settings);
-  if (!schema) {
-    schema = {
-      name: "http_fetch",
-      description: `Fetches a web page or API response with GET. Only these hosts are reachable: ${settings.allowedHosts.join(", ")}. Bodies over ${settings.maxBytes} bytes are cut.`,
-      parameters: {
-        type: "object",
-        properties: { url: { type: "string", description: "An absolute http(s) URL on an allowed host." } },
-        required: ["url"],
-      },
-    };
-    schemas.set(settings, schema);
-  }
-  return schema;
-}
+/** One schema per settings (the server's): see schema-per.ts. */
+const schemaFor = schemaPer(
+  (settings: FetchSettings): ToolSchema => ({
+    name: "http_fetch",
+    description: `Fetches a web page or API response with GET. Only these hosts are reachable: ${settings.allowedHosts.join(", ")}. Bodies over ${settings.maxBytes} bytes are cut.`,
+    parameters: {
+      type: "object",
+      properties: { url: { type: "string", description: "An absolute http(s) URL on an allowed host." } },
+      required: ["url"],
+    },
+  }),
+);
 
 export function createHttpFetchTool(settings: FetchSettings): Tool {
   const outbound = createOutboundHttp({ allowedHosts: settings.allowedHosts, setting: "FETCH_ALLOWED_HOSTS", resolve: settings.resolve });

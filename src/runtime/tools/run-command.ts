@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { ToolSchema } from "../ports/model.js";
+import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
 export type CommandSettings = {
@@ -19,28 +20,21 @@ const OUTPUT_MAX_BYTES = 64 * 1024;
 const cut = (text: string) =>
   Buffer.byteLength(text) > OUTPUT_MAX_BYTES ? `${Buffer.from(text).subarray(0, OUTPUT_MAX_BYTES).toString("utf8")}\n[truncated]` : text;
 
-/** One schema per settings (the server's), so the request budget counts its tokens once, not per run (memo-cache.ts). */
-const schemas = new WeakMap<CommandSettings, ToolSchema>();
-
-function schemaFor(settings: CommandSettings): ToolSchema {
-  let schema = schemas.get(settings);
-  if (!schema) {
-    schema = {
-      name: "run_command",
-      description: `Runs a program (no shell) in this run's sandbox folder and returns its exit code and output. It is stopped after ${settings.timeoutMs} ms.`,
-      parameters: {
-        type: "object",
-        properties: {
-          command: { type: "string", description: "The program, e.g. ls or python3." },
-          args: { type: "array", items: { type: "string" }, description: "Its arguments, one string each; nothing is expanded." },
-        },
-        required: ["command"],
+/** One schema per settings (the server's): see schema-per.ts. */
+const schemaFor = schemaPer(
+  (settings: CommandSettings): ToolSchema => ({
+    name: "run_command",
+    description: `Runs a program (no shell) in this run's sandbox folder and returns its exit code and output. It is stopped after ${settings.timeoutMs} ms.`,
+    parameters: {
+      type: "object",
+      properties: {
+        command: { type: "string", description: "The program, e.g. ls or python3." },
+        args: { type: "array", items: { type: "string" }, description: "Its arguments, one string each; nothing is expanded." },
       },
-    };
-    schemas.set(settings, schema);
-  }
-  return schema;
-}
+      required: ["command"],
+    },
+  }),
+);
 
 export function createRunCommandTool(sandboxDir: string, settings: CommandSettings): Tool {
   const cwd = path.resolve(sandboxDir);
