@@ -2,7 +2,7 @@
 // It carries only notifications; the database stays the source of truth for replay.
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import { PrefixedEventTarget } from "./prefixed-event-target.js";
-import { createEventBus, type EventBus } from "./topics.js";
+import { awaitedPublish, createEventBus, type EventBus } from "./topics.js";
 import type { Redis } from "ioredis";
 
 export class RedisUnavailableError extends Error {
@@ -25,7 +25,10 @@ export async function createRedisEventBus(url: string, prefix = ""): Promise<{ e
     const { host, port } = new URL(url);
     throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
-  const redisTarget = createRedisEventTarget({ publishClient: publishingTogether(publishClient), subscribeClient: subscribingTogether(subscribeClient) });
+  const redisTarget = createRedisEventTarget({
+    publishClient: publishingTogether(publishClient, (channel, message) => awaitedPublish(channel.slice(prefix.length), message)),
+    subscribeClient: subscribingTogether(subscribeClient),
+  });
   const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
   return {
     events,
@@ -41,11 +44,20 @@ export async function createRedisEventBus(url: string, prefix = ""): Promise<{ e
  * publishes cost one write, not a hundred. Each batch goes as soon as the turn ends, whether or
  * not Redis answered the one before (ioredis's auto-pipelining would hold it until then, a round
  * trip and a turn of a busy loop later). The order is kept: one connection, written in turn.
+ * A publish someone waits on (`atOnce`: a snapshot asked for, and its answer) does not wait for
+ * the turn's end: it goes, with the publishes issued before it and those issued in the rest of
+ * the same chain of promise callbacks (a worker answering a burst of asks one after another),
+ * once that chain has run — before the loop takes its next callback. Queued as a microtask that
+ * queues a tick: the microtask keeps it behind a SUBSCRIBE issued before it (subscribingTogether
+ * sends those at a microtask), the tick waits for the chain.
  */
-function publishingTogether(client: Redis): Redis {
+function publishingTogether(client: Redis, atOnce: (channel: string, message: string) => boolean = () => false): Redis {
   let pending: [channel: string, message: string][] | undefined;
+  let soon = false;
   const send = () => {
-    const batch = pending!;
+    soon = false;
+    const batch = pending;
+    if (!batch) return;
     pending = undefined;
     const pipeline = client.pipeline();
     for (const [channel, message] of batch) pipeline.publish(channel, message);
@@ -59,6 +71,10 @@ function publishingTogether(client: Redis): Redis {
       setImmediate(send);
     }
     pending.push([channel, message]);
+    if (!soon && atOnce(channel, message)) {
+      soon = true;
+      queueMicrotask(() => process.nextTick(send));
+    }
     return Promise.resolve(0);
   };
   return new Proxy(client, { get: (target, key, receiver) => (key === "publish" ? publish : Reflect.get(target, key, receiver)) });
@@ -75,8 +91,9 @@ type SubscriptionOp = { kind: "subscribe" | "unsubscribe"; channels: string[] };
  * reads what came before from the database, and a change committed right after that read may be
  * published by another process at once. Its SUBSCRIBE must already be on its way by then, as it
  * was when sent at once: it is written before the caller's next step after an await, and before
- * any publish of the same turn (those go at the turn's end, publishingTogether), so the answer
- * to a request published right after subscribing (a snapshot asked for) is heard.
+ * any publish issued after it (those go at the turn's end, or, for one someone waits on, at a
+ * microtask queued after this one: publishingTogether), so the answer to a request published
+ * right after subscribing (a snapshot asked for) is heard.
  */
 export function subscribingTogether(client: Redis): Redis {
   let pending: SubscriptionOp[] | undefined;

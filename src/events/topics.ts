@@ -113,6 +113,19 @@ export type Topics = {
   "apikey:revoked": [revoked: { keyId: string; at: string }];
 };
 
+/**
+ * A publish someone is waiting on: a subscriber's ask for a call's snapshot, and the snapshot that
+ * answers it (a subscriber who joined mid-call has nothing of the call until it comes). The Redis
+ * bus does not hold these until the end of the turn, as it does other publishes
+ * (redis-event-target.ts): in a burst, that end is tens of milliseconds away on each of the two
+ * instances. `message` is the JSON the Redis event target writes (its default serializer): a
+ * frame's `"kind":"SNAPSHOT"` can only be the frame's own field (no part of a frame has a `kind`,
+ * and a quote inside text is escaped).
+ */
+export function awaitedPublish(topic: string, message: string): boolean {
+  return topic === "run:output:wanted" || (topic.startsWith("run:output:") && message.includes('"kind":"SNAPSHOT"'));
+}
+
 export type EventBus = PubSub<Topics>;
 
 /** Publishing is all a domain service needs of the bus. */
