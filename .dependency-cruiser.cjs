@@ -23,7 +23,7 @@ const literally = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 /** Where a vendor SDK may be imported: the adapters and the entry points that choose them. */
 const ADAPTERS = [
   "^src/runtime/adapters/",
-  "^src/events/redis-event-target\\.ts$",
+  "^src/events/redis-(event-target|link-log)\\.ts$",
   "^src/server/redis-token-buckets\\.ts$",
   "^src/db/",
   "^src/mcp/",

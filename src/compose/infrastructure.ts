@@ -80,7 +80,7 @@ export function mcpSettings(config: Config, logger: Logger) {
 
 /** Redis when REDIS_URL is set (events reach every instance), otherwise this process only. */
 export async function openEvents(config: Config, logger: Logger): Promise<{ events: EventBus; close(): Promise<void> }> {
-  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl, config.redisPrefix) : undefined;
+  const redis = config.redisUrl ? await createRedisEventBus(config.redisUrl, config.redisPrefix, { logger }) : undefined;
   logger.info(redis ? "events fan out through Redis" : "events stay in this process (no REDIS_URL)");
   return redis ?? { events: createEventBus(), close: async () => undefined };
 }
@@ -203,5 +203,5 @@ export async function openRateLimits(config: Config, logger: Logger): Promise<To
     return local;
   }
   logger.info("rate limits are shared through Redis", config.rateLimit);
-  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, config.rateLimit), local, logger);
+  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, config.rateLimit, { logger }), local, logger);
 }

@@ -1,7 +1,9 @@
 // The event bus across instances (T5, S2): Redis pub/sub wakes subscribers on every instance.
 // It carries only notifications; the database stays the source of truth for replay.
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
+import type { Logger } from "../logger.js";
 import { PrefixedEventTarget } from "./prefixed-event-target.js";
+import { logRedisLink, redisAddress } from "./redis-link-log.js";
 import { awaitedPublish, createEventBus, type EventBus } from "./topics.js";
 import type { Redis } from "ioredis";
 
@@ -9,8 +11,15 @@ export class RedisUnavailableError extends Error {
   override name = "RedisUnavailableError";
 }
 
-/** `prefix` (REDIS_PREFIX) names every channel, so deployments sharing a Redis never hear each other. */
-export async function createRedisEventBus(url: string, prefix = ""): Promise<{ events: EventBus; close(): Promise<void> }> {
+/**
+ * `prefix` (REDIS_PREFIX) names every channel, so deployments sharing a Redis never hear each other.
+ * With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts).
+ */
+export async function createRedisEventBus(
+  url: string,
+  prefix = "",
+  { logger }: { logger?: Logger } = {},
+): Promise<{ events: EventBus; close(): Promise<void> }> {
   // Loaded here: a server without REDIS_URL need not hold the Redis client.
   const { Redis } = await import("ioredis");
   const options = { lazyConnect: true, maxRetriesPerRequest: 3 };
@@ -22,9 +31,9 @@ export async function createRedisEventBus(url: string, prefix = ""): Promise<{ e
   } catch (error) {
     publishClient.disconnect();
     subscribeClient.disconnect();
-    const { host, port } = new URL(url);
-    throw new RedisUnavailableError(`Redis at ${host}:${port || 6379} (REDIS_URL) is unreachable: ${(error as Error).message}`);
+    throw new RedisUnavailableError(`Redis at ${redisAddress(publishClient)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
+  if (logger) logRedisLink("event bus", [publishClient, subscribeClient], logger);
   const redisTarget = createRedisEventTarget({
     publishClient: publishingTogether(publishClient, (channel, message) => awaitedPublish(channel.slice(prefix.length), message)),
     subscribeClient: subscribingTogether(subscribeClient),

@@ -1,6 +1,8 @@
 // Rate-limit buckets in Redis (REDIS_URL), shared by every instance: one Lua script refills and
 // takes atomically, by Redis's own clock, so instances whose clocks differ still agree.
 import type { Redis } from "ioredis";
+import { logRedisLink } from "../events/redis-link-log.js";
+import type { Logger } from "../logger.js";
 import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
 
 const TAKE = `
@@ -24,11 +26,13 @@ export class RedisTokenBuckets implements TokenBuckets {
     private readonly settings: RateLimitSettings,
   ) {}
 
-  static async connect(url: string, settings: RateLimitSettings): Promise<RedisTokenBuckets> {
+  /** With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts). */
+  static async connect(url: string, settings: RateLimitSettings, { logger }: { logger?: Logger } = {}): Promise<RedisTokenBuckets> {
     const { Redis } = await import("ioredis");
     // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     await redis.connect();
+    if (logger) logRedisLink("rate limits", [redis], logger);
     redis.defineCommand("dossierTakeToken", { numberOfKeys: 1, lua: TAKE });
     return new RedisTokenBuckets(redis, settings);
   }

@@ -24,6 +24,8 @@ export type FaultProxy = {
   heal(): void;
   /** Connections currently open through the proxy. */
   readonly connections: number;
+  /** Connections reset at once because the proxy was refusing (a client's reconnection attempts). */
+  readonly refused: number;
   close(): Promise<void>;
 };
 
@@ -33,6 +35,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const links = new Set<Link>();
   let mode: Mode = "pass";
   let delayMs = 0;
+  let refused = 0;
 
   const forward = (from: net.Socket, to: net.Socket) => {
     // A chain per direction keeps the order of chunks under a delay.
@@ -49,6 +52,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
 
   const server = net.createServer((client) => {
     if (mode === "refuse") {
+      refused += 1;
       client.resetAndDestroy();
       return;
     }
@@ -100,6 +104,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     },
     get connections() {
       return links.size;
+    },
+    get refused() {
+      return refused;
     },
     async close() {
       resetAll();
