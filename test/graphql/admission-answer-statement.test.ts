@@ -8,6 +8,7 @@ import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AdmitRunInput, RunDocument } from "../../sdk/generated/graphql.js";
 import { directQuery, queryRows, sendingDirect } from "../../src/db/direct-statements.js";
+import { idOfType } from "../../src/graphql/global-id.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish, startConversation } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -101,26 +102,27 @@ describe.each(backends)("answering a plain admission on %s", (backend) => {
   });
 
   it("gives back the run as a read of it gives it, money as Decimals, and prepares its statement once per connection", async () => {
-    const actor = { principalId: (await t.app.db.prisma.principal.findFirstOrThrow()).id };
-    const relations = { conversation: true, owner: true, goalVersion: true, materials: true };
-    const { run } = await t.app.services.admissions.admitRun(
-      actor,
-      { question: "Priced", limits: { maxTurns: 3, maxCost: "2.5", confirmCostAbove: "0.125" } },
-      relations,
-    );
-    const stored = await t.app.db.prisma.run.findUniqueOrThrow({
-      where: { id: run.id },
-      include: { conversation: true, owner: true, goalVersion: true, materials: true },
-    });
-    expect(run).toEqual(stored);
-    expect(run.maxCost?.toFixed()).toBe("2.5");
+    const prisma = t.app.db.prisma;
+    const principal = await prisma.principal.update({ where: { id: (await prisma.principal.findFirstOrThrow()).id }, data: { dailyCostLimit: "7.25" } });
+    const actor = { principalId: principal.id };
+    const workspace = await createWorkspace(t.client);
+    const workspaceId = idOfType(workspace.id, "Workspace")!;
+    await prisma.workspace.update({ where: { id: workspaceId }, data: { monthlyBudget: "120.5" } });
+    const relations = { conversation: true, owner: true, goalVersion: true, materials: true, liveWorkspace: true };
+    const limits = { maxTurns: 3, maxCost: "2.5", confirmCostAbove: "0.125" };
+    const { run } = await t.app.services.admissions.admitRun(actor, { question: "Priced", workspaceId, limits }, relations);
+    const { liveWorkspace, ...admitted } = run as typeof run & { liveWorkspace: unknown; owner: { dailyCostLimit: { toFixed(): string } | null } };
+    const include = { conversation: true, owner: true, goalVersion: true, materials: true } as const;
+    expect(admitted).toEqual(await prisma.run.findUniqueOrThrow({ where: { id: run.id }, include }));
+    expect(liveWorkspace).toEqual(await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId } }));
+    expect([run.maxCost?.toFixed(), admitted.owner.dailyCostLimit?.toFixed()]).toEqual(["2.5", "7.25"]);
     if (backend !== "postgres") return;
     // Sent by name: PostgreSQL plans it on the first calls of each connection, not on every
     // admission (before: never prepared). The check runs on the connection the admission just
     // gave back, unless the worker took that one meanwhile: a few tries.
     let executions = 0;
     for (let i = 0; i < 5 && executions === 0; i += 1) {
-      await t.app.services.admissions.admitRun(actor, { question: `Priced ${i}`, limits: { maxTurns: 3, maxCost: "2.5" } }, relations);
+      await t.app.services.admissions.admitRun(actor, { question: `Priced ${i}`, workspaceId, limits }, relations);
       const [prepared] = await queryRows<{ executions: number | null }>(
         t.app.db.prisma,
         "SELECT sum(generic_plans + custom_plans)::int AS executions FROM pg_prepared_statements WHERE statement LIKE '%WITH ws AS%' AND statement NOT LIKE '%pg_prepared_statements%'",

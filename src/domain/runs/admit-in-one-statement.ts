@@ -17,7 +17,7 @@
 // which says why with a typed error (or finds the workspace restored in the meantime). When the key
 // is held by an earlier admission, nothing is written and the caller answers as that one did.
 import { randomUUID } from "node:crypto";
-import { Prisma, type PrismaClient, type Run } from "../../generated/prisma/client.js";
+import { Prisma, type Principal, type PrismaClient, type Run, type Workspace } from "../../generated/prisma/client.js";
 import { queryRows } from "../../db/direct-statements.js";
 import { type AdmittedRelations, type AdmittedRun, CONVERSATION_RETURNING, relationsSql, WORKSPACE_SELECT, withRelations } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
@@ -110,11 +110,21 @@ export const runReturning = (table?: string) =>
 
 export const RUN_RETURNING = runReturning();
 
+/** A model's Decimal fields: a Decimal column added to a model and not listed below fails to compile. */
+type DecimalFields<Model> = { [Field in keyof Model]-?: NonNullable<Model[Field]> extends Prisma.Decimal ? Field : never }[keyof Model];
+const RUN_DECIMALS: Record<DecimalFields<Run>, true> = { maxCost: true, confirmCostAbove: true, cost: true };
+const PRINCIPAL_DECIMALS: Record<DecimalFields<Principal>, true> = { dailyCostLimit: true };
+const WORKSPACE_DECIMALS: Record<DecimalFields<Workspace>, true> = { monthlyBudget: true };
+
 /**
  * The columns of the statement's row that Prisma's models hold as Decimal (the run's, its
- * principal's and its workspace's): the driver gives PostgreSQL's numeric as text.
+ * principal's and its workspace's, under their prefixes): the driver gives PostgreSQL's numeric as text.
  */
-const DECIMALS = ["maxCost", "confirmCostAbove", "cost", "o.dailyCostLimit", "w.monthlyBudget"] as const;
+const DECIMALS = [
+  ...Object.keys(RUN_DECIMALS),
+  ...Object.keys(PRINCIPAL_DECIMALS).map((field) => `o.${field}`),
+  ...Object.keys(WORKSPACE_DECIMALS).map((field) => `w.${field}`),
+];
 
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
   const params: unknown[] = [];
