@@ -20,7 +20,8 @@ export function sendingDirect(client: PrismaClient, query: DirectQuery): void {
 
 /**
  * One statement's rows: straight through the driver when `db` is a client registered above,
- * else through Prisma (a transaction's client). Integers wider than 32 bits and numerics may come
+ * else through Prisma (a transaction's client, or a client wrapped in a proxy: register the
+ * wrapper to keep it on the direct path). Integers wider than 32 bits and numerics may come
  * back as strings or bigints depending on the path: callers read them through Number() or cast
  * them to text in the statement.
  */

@@ -16,6 +16,7 @@ import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { withTimeout } from "../support/wait.js";
+import { directQuery, sendingDirect } from "../../src/db/direct-statements.js";
 
 const ANSWER = Array.from({ length: 6 }, (_, i) => `piece ${i} of the answer; `);
 const CALLS = [{ id: "call_a", name: "task_list", fragments: ['{"action":', '"add","title":', '"Verify"}'] }];
@@ -32,13 +33,17 @@ function slowStatements(prisma: PrismaClient): PrismaClient {
       return (...args: Parameters<PrismaClient["span"]["findMany"]>) => later(() => target.findMany(...args));
     },
   });
-  return new Proxy(prisma, {
+  const slow = new Proxy(prisma, {
     get(target, key, receiver) {
       if (key === "span") return span;
       if (key !== "$queryRaw") return Reflect.get(target, key, receiver);
       return (...args: Parameters<PrismaClient["$queryRaw"]>) => later(() => target.$queryRaw(...args));
     },
   });
+  // The statements sent straight to the driver (the start read, the replay reads: direct-statements.ts) are late too.
+  const direct = directQuery(prisma);
+  if (direct) sendingDirect(slow, (sql, params) => later(() => direct(sql, params)));
+  return slow;
 }
 
 describe("runOutput with a slow database", () => {

@@ -5,8 +5,10 @@
 // principal, goal version, workspace, materials — so the answer reads nothing more. Every answer
 // is the run as a read of it shows it, whichever way it was admitted.
 import { parse } from "graphql";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AdmitRunInput, RunDocument } from "../../sdk/generated/graphql.js";
+import { directQuery, queryRows, sendingDirect } from "../../src/db/direct-statements.js";
+import { idOfType } from "../../src/graphql/global-id.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit, createWorkspace, expectType, publish, startConversation } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -99,6 +101,37 @@ describe.each(backends)("answering a plain admission on %s", (backend) => {
     expect(unselected[0]).not.toContain(`"w.id"`);
   });
 
+  it("gives back the run as a read of it gives it, money as Decimals, and prepares its statement once per connection", async () => {
+    const prisma = t.app.db.prisma;
+    const principal = await prisma.principal.update({ where: { id: (await prisma.principal.findFirstOrThrow()).id }, data: { dailyCostLimit: "7.25" } });
+    const actor = { principalId: principal.id };
+    const workspace = await createWorkspace(t.client);
+    const workspaceId = idOfType(workspace.id, "Workspace")!;
+    await prisma.workspace.update({ where: { id: workspaceId }, data: { monthlyBudget: "120.5" } });
+    const relations = { conversation: true, owner: true, goalVersion: true, materials: true, liveWorkspace: true };
+    const limits = { maxTurns: 3, maxCost: "2.5", confirmCostAbove: "0.125" };
+    const { run } = await t.app.services.admissions.admitRun(actor, { question: "Priced", workspaceId, limits }, relations);
+    const { liveWorkspace, ...admitted } = run as typeof run & { liveWorkspace: unknown; owner: { dailyCostLimit: { toFixed(): string } | null } };
+    const include = { conversation: true, owner: true, goalVersion: true, materials: true } as const;
+    expect(admitted).toEqual(await prisma.run.findUniqueOrThrow({ where: { id: run.id }, include }));
+    expect(liveWorkspace).toEqual(await prisma.workspace.findUniqueOrThrow({ where: { id: workspaceId } }));
+    expect([run.maxCost?.toFixed(), admitted.owner.dailyCostLimit?.toFixed()]).toEqual(["2.5", "7.25"]);
+    if (backend !== "postgres") return;
+    // Sent by name: PostgreSQL plans it on the first calls of each connection, not on every
+    // admission (before: never prepared). The check runs on the connection the admission just
+    // gave back, unless the worker took that one meanwhile: a few tries.
+    let executions = 0;
+    for (let i = 0; i < 5 && executions === 0; i += 1) {
+      await t.app.services.admissions.admitRun(actor, { question: `Priced ${i}`, workspaceId, limits }, relations);
+      const [prepared] = await queryRows<{ executions: number | null }>(
+        t.app.db.prisma,
+        "SELECT sum(generic_plans + custom_plans)::int AS executions FROM pg_prepared_statements WHERE statement LIKE '%WITH ws AS%' AND statement NOT LIKE '%pg_prepared_statements%'",
+      );
+      executions = prepared?.executions ?? 0;
+    }
+    expect(executions).toBeGreaterThan(0);
+  });
+
   it("gives back the materials in order with the run, without reading the run again", async () => {
     const given = await materials();
     const { result, sql } = await counted(() => admit(t.client, { question: "With materials", materials: given }));
@@ -113,20 +146,21 @@ describe.each(backends)("answering a plain admission on %s", (backend) => {
     const body = "The body of a long source, which the admission's answer never carries.";
     const versions = await Promise.all(["X", "Y", "Z"].map((title) => publish(t.client, { title: `Source ${title}`, content: `${body} ${title}` })));
     const prisma = t.app.db.prisma;
-    const raw = prisma.$queryRawUnsafe.bind(prisma);
+    // The admission's statement goes straight to the driver (direct-statements.ts): its rows are heard there.
+    const direct = directQuery(prisma)!;
     const returned: unknown[][] = [];
-    const spy = vi.spyOn(prisma, "$queryRawUnsafe").mockImplementation((async (sql: string, ...params: unknown[]) => {
-      const rows = (await raw(sql, ...params)) as unknown[];
+    sendingDirect(prisma, async (sql, params) => {
+      const rows = await direct(sql, params);
       if (/^\s*WITH ws AS/.test(sql)) returned.push(rows);
       return rows;
-    }) as never);
+    });
     try {
       const given = versions.map((v) => ({ publicationId: v.version.publication.id, version: 1 }));
       const { result } = await counted(() => admit(t.client, { question: "Three sources", materials: given }));
       expect(result.run.materials.map((m) => m.position)).toEqual([0, 1, 2]);
       expect(result.run).toEqual(await read(result.run.id));
     } finally {
-      spy.mockRestore();
+      sendingDirect(prisma, direct);
     }
     expect(returned).toHaveLength(1);
     expect(returned[0]).toHaveLength(1);

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RunOutputDocument, type RunOutputSubscription } from "../../sdk/generated/graphql.js";
+import { queryRows } from "../../src/db/direct-statements.js";
 import { idOfType } from "../../src/graphql/global-id.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, openMigratedTestDatabase } from "../support/databases.js";
@@ -86,5 +87,46 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
     }
     expect(first.text + rest.flatMap((u) => (u.kind === "TEXT_DELTA" ? [u.text] : [])).join("")).toBe(ANSWER.join(""));
     expect(rest.filter((u) => u.kind !== "TEXT_DELTA").map((u) => u.kind)).toEqual(["MESSAGE_DONE", "RUN_DONE"]);
+  });
+});
+
+describe.runIf(backends.includes("postgres"))("starting runOutput subscriptions on PostgreSQL", () => {
+  it("prepares the start statement and the admission's once per connection, not planned on every call (2.4 and 0.7 ms of PostgreSQL's CPU)", async () => {
+    stub = await startOpenAIStreamStub(() => ({ text: ANSWER, gapMs: 5 }));
+    // One connection: every statement of the test runs in the session whose prepared statements are read.
+    t = await startTestApp("postgres", {
+      database: () => openMigratedTestDatabase("postgres", { poolSize: 1 }),
+      listen: true,
+      runtime: {
+        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
+        schedulerPollMs: 3_600_000,
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-output-start-")),
+      },
+    });
+    const { run } = await admit(t.client, { question: "Answer at length" });
+    const prisma = t.app.db.prisma;
+    await vi.waitFor(async () => expect((await prisma.run.findUniqueOrThrow({ where: { id: idOfType(run.id, "Run")! } })).status).toBe("SUCCEEDED"), {
+      timeout: 20_000,
+    });
+    // Six subscribers of the settled run, one after the other, each replaying its trace from the start.
+    const SUBSCRIBERS = 6;
+    for (let i = 0; i < SUBSCRIBERS; i += 1) {
+      const kinds: string[] = [];
+      for await (const { runOutput } of t.connect().subscribe(RunOutputDocument, { runId: run.id, afterSeq: "0" })) kinds.push(runOutput.kind);
+      expect(kinds.at(-1)).toBe("RUN_DONE");
+    }
+    const prepared = (like: string) =>
+      queryRows<{ executions: number; generic: number }>(
+        prisma,
+        `SELECT (generic_plans + custom_plans)::int AS executions, generic_plans::int AS generic FROM pg_prepared_statements
+          WHERE statement LIKE $1 AND statement NOT LIKE '%pg_prepared_statements%'`,
+        like,
+      );
+    // Before: sent unnamed, planned on every call, never prepared. PostgreSQL plans a prepared
+    // statement's first five calls for their values, then keeps a plan for all of them.
+    expect(await prepared("%FROM run r LEFT JOIN trace t ON t.id = r.id%")).toEqual([{ executions: SUBSCRIBERS, generic: SUBSCRIBERS - 5 }]);
+    // The admission's statement too: the runs admitted in a row share one prepared statement.
+    for (let i = 1; i < SUBSCRIBERS; i += 1) await admit(t.client, { question: `Answer ${i}` });
+    expect(await prepared("%WITH ws AS%")).toEqual([{ executions: SUBSCRIBERS, generic: expect.any(Number) }]);
   });
 });

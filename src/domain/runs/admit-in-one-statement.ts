@@ -17,7 +17,8 @@
 // which says why with a typed error (or finds the workspace restored in the meantime). When the key
 // is held by an earlier admission, nothing is written and the caller answers as that one did.
 import { randomUUID } from "node:crypto";
-import type { PrismaClient, Run } from "../../generated/prisma/client.js";
+import { Prisma, type Principal, type PrismaClient, type Run, type Workspace } from "../../generated/prisma/client.js";
+import { queryRows } from "../../db/direct-statements.js";
 import { type AdmittedRelations, type AdmittedRun, CONVERSATION_RETURNING, relationsSql, WORKSPACE_SELECT, withRelations } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
 
@@ -109,6 +110,22 @@ export const runReturning = (table?: string) =>
 
 export const RUN_RETURNING = runReturning();
 
+/** A model's Decimal fields: a Decimal column added to a model and not listed below fails to compile. */
+type DecimalFields<Model> = { [Field in keyof Model]-?: NonNullable<Model[Field]> extends Prisma.Decimal ? Field : never }[keyof Model];
+const RUN_DECIMALS: Record<DecimalFields<Run>, true> = { maxCost: true, confirmCostAbove: true, cost: true };
+const PRINCIPAL_DECIMALS: Record<DecimalFields<Principal>, true> = { dailyCostLimit: true };
+const WORKSPACE_DECIMALS: Record<DecimalFields<Workspace>, true> = { monthlyBudget: true };
+
+/**
+ * The columns of the statement's row that Prisma's models hold as Decimal (the run's, its
+ * principal's and its workspace's, under their prefixes): the driver gives PostgreSQL's numeric as text.
+ */
+const DECIMALS = [
+  ...Object.keys(RUN_DECIMALS),
+  ...Object.keys(PRINCIPAL_DECIMALS).map((field) => `o.${field}`),
+  ...Object.keys(WORKSPACE_DECIMALS).map((field) => `w.${field}`),
+];
+
 export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementAdmission): Promise<OneStatementOutcome> {
   const params: unknown[] = [];
   const p = (value: unknown) => `$${params.push(value)}`;
@@ -165,9 +182,12 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
       SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
     SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}`;
-  const [row] = await prisma.$queryRawUnsafe<(Run & { checksPassed: number })[]>(sql, ...params);
+  // Straight to the driver, prepared once per connection (direct-statements.ts): planning this
+  // statement costs PostgreSQL several times what running it does, on every admission otherwise.
+  const [row] = await queryRows<Record<string, unknown>>(prisma, sql, ...params);
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
   if (row.id === null) return { kind: "key-taken" };
-  const run = Object.fromEntries(Object.keys(RUN_COLUMNS).map((field) => [field, row[field as keyof Run]])) as Run;
+  for (const key of DECIMALS) if (typeof row[key] === "string") row[key] = new Prisma.Decimal(row[key]);
+  const run = Object.fromEntries(Object.keys(RUN_COLUMNS).map((field) => [field, row[field]])) as Run;
   return { kind: "admitted", run: withRelations(run, row, relations) };
 }

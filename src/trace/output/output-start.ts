@@ -4,7 +4,8 @@
 // none). One snapshot, so the changes are the whole replay log after that position unless the
 // trace expired, and the running calls are the ones after the last change read. When a hundred
 // runs start at once, each statement here is a round trip the runs' own claims wait behind.
-import { Prisma, type PrismaClient } from "../../generated/prisma/client.js";
+import type { PrismaClient } from "../../generated/prisma/client.js";
+import { queryRows } from "../../db/direct-statements.js";
 import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
 import { pagesAfter, REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
 
@@ -20,13 +21,49 @@ type ChangeRow = { seq: number; type: string; spanId: string | null; eventId: st
 type StartRow = {
   status: string;
   trace_id: string | null;
-  last_seq: number | null;
+  /** A bigint: a string or a number, as the driver gives it. */
+  last_seq: number | string | null;
   expired_at: Date | null;
   expired_mode: "DELETE" | "KEEP_SUMMARY" | null;
   running: string[];
   ended_after: boolean;
   changes: ChangeRow[];
 };
+
+/**
+ * The start statement, one text per kind of position and of owner check: each is prepared once per
+ * connection (direct-statements.ts). Planning it weighs forty times more than running it (2.4 ms
+ * of PostgreSQL's CPU against 0.1 ms, measured): a hundred subscriptions starting at once would
+ * spend a quarter of a second of the database's CPU planning. Only a position inside a call asks
+ * whether a model call ended after it; and only a span's end needs its kind, looked up on its own
+ * (a subquery, not a join). The trace tables are partitioned on PostgreSQL (every span lookup by id
+ * probes each week's index), and planning a join of two of them weighs more than running it: a
+ * lookup left out is one not planned or run. $1: the position's seq; $2: the page; $3: the run; $4: its owner.
+ */
+const startSql = (endedAfter: boolean, owner: boolean) => `
+    SELECT r.status::text AS status, t.id AS trace_id, t.last_seq, t.expired_at, t.expired_mode::text AS expired_mode,
+      (SELECT coalesce(json_agg(s.id), '[]'::json) FROM span s WHERE s.trace_id = r.id AND s.kind = 'MODEL_CALL' AND s.status = 'RUNNING') AS running,
+      ${
+        endedAfter
+          ? `EXISTS (
+          SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
+          WHERE c.trace_id = r.id AND c.seq > $1::bigint AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL')`
+          : "false"
+      } AS ended_after,
+      (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at,
+                'spanKind', CASE WHEN c.type = 'SPAN_ENDED' THEN (SELECT s.kind FROM span s WHERE s.id = c.span_id) END) ORDER BY c.seq), '[]'::json)
+         FROM (SELECT c.seq, c.type, c.span_id, c.event_id, c.at FROM trace_change c
+                WHERE c.trace_id = r.id AND c.seq > $1::bigint AND t.expired_at IS NULL ORDER BY c.seq LIMIT $2::int) c) AS changes
+    FROM run r LEFT JOIN trace t ON t.id = r.id
+    WHERE r.id = $3${owner ? " AND r.owner_id = $4" : ""}`;
+const START_SQL = [false, true].map((endedAfter) => [false, true].map((owner) => startSql(endedAfter, owner)));
+
+/** A trace's changes after $2 (and before $3 when not null), $4 at most, a span's end with its span's kind; prepared once per connection. */
+const CHANGES_WITH_KINDS_SQL = `
+      SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
+        FROM trace_change c LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id
+       WHERE c.trace_id = $1 AND c.seq > $2::bigint AND ($3::bigint IS NULL OR c.seq < $3::bigint)
+       ORDER BY c.seq LIMIT $4::int`;
 
 /**
  * The start of run `runId`'s output stream after position `after`; null when there is no such run
@@ -38,33 +75,20 @@ export async function readOutputStart(
   after: { seq: number; chars: number },
   ownerId?: string,
 ): Promise<OutputStart | null> {
-  // Only a position inside a call asks whether a model call ended after it; and only a span's
-  // end needs its kind, looked up on its own (a subquery, not a join). The trace tables are
-  // partitioned on PostgreSQL (every span lookup by id probes each week's index), and planning a
-  // join of two of them weighs more than running it: a lookup left out is one not planned or run.
-  const endedAfter =
-    after.chars > 0
-      ? Prisma.sql`EXISTS (
-          SELECT 1 FROM trace_change c JOIN span s ON s.id = c.span_id
-          WHERE c.trace_id = r.id AND c.seq > ${after.seq}::bigint AND c.type = 'SPAN_ENDED' AND s.kind = 'MODEL_CALL')`
-      : Prisma.sql`false`;
-  const owner = ownerId === undefined ? Prisma.empty : Prisma.sql`AND r.owner_id = ${ownerId}`;
-  const [row] = await prisma.$queryRaw<StartRow[]>`
-    SELECT r.status::text AS status, t.id AS trace_id, t.last_seq, t.expired_at, t.expired_mode::text AS expired_mode,
-      (SELECT coalesce(json_agg(s.id), '[]'::json) FROM span s WHERE s.trace_id = r.id AND s.kind = 'MODEL_CALL' AND s.status = 'RUNNING') AS running,
-      ${endedAfter} AS ended_after,
-      (SELECT coalesce(json_agg(json_build_object('seq', c.seq, 'type', c.type, 'spanId', c.span_id, 'eventId', c.event_id, 'at', c.at,
-                'spanKind', CASE WHEN c.type = 'SPAN_ENDED' THEN (SELECT s.kind FROM span s WHERE s.id = c.span_id) END) ORDER BY c.seq), '[]'::json)
-         FROM (SELECT c.seq, c.type, c.span_id, c.event_id, c.at FROM trace_change c
-                WHERE c.trace_id = r.id AND c.seq > ${after.seq}::bigint AND t.expired_at IS NULL ORDER BY c.seq LIMIT ${REPLAY_PAGE}) c) AS changes
-    FROM run r LEFT JOIN trace t ON t.id = r.id
-    WHERE r.id = ${runId} ${owner}`;
+  const [row] = await queryRows<StartRow>(
+    prisma,
+    START_SQL[after.chars > 0 ? 1 : 0]![ownerId === undefined ? 0 : 1]!,
+    after.seq,
+    REPLAY_PAGE,
+    runId,
+    ...(ownerId === undefined ? [] : [ownerId]),
+  );
   if (!row) return null;
   const expired =
     row.trace_id !== null && row.expired_at !== null
       ? ({
           traceId: runId,
-          seq: row.last_seq ?? 0,
+          seq: Number(row.last_seq ?? 0),
           type: "TRACE_EXPIRED",
           spanId: null,
           eventId: null,
@@ -89,13 +113,8 @@ export async function readOutputStart(
  * with its span's kind rather than its state: all runOutput needs to tell a model call's end.
  */
 export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
-  const pages = pagesAfter(
-    afterSeq,
-    (cursor, limit) => prisma.$queryRaw<ChangeRow[]>`
-      SELECT c.seq, c.type::text AS type, c.span_id AS "spanId", c.event_id AS "eventId", c.at, s.kind::text AS "spanKind"
-        FROM trace_change c LEFT JOIN span s ON c.type = 'SPAN_ENDED' AND s.id = c.span_id
-       WHERE c.trace_id = ${traceId} AND c.seq > ${cursor}::bigint AND (${beforeSeq ?? null}::bigint IS NULL OR c.seq < ${beforeSeq ?? null}::bigint)
-       ORDER BY c.seq LIMIT ${limit}`,
+  const pages = pagesAfter(afterSeq, async (cursor, limit) =>
+    (await queryRows<ChangeRow>(prisma, CHANGES_WITH_KINDS_SQL, traceId, cursor, beforeSeq ?? null, limit)).map((row) => ({ ...row, seq: Number(row.seq) })),
   );
   for await (const page of pages) for (const change of page) yield changeOf(traceId, change);
 }
