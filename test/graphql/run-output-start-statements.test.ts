@@ -11,7 +11,7 @@ import { RunOutputDocument, type RunOutputSubscription } from "../../sdk/generat
 import { queryRows } from "../../src/db/direct-statements.js";
 import { idOfType } from "../../src/graphql/global-id.js";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
-import { backends, openMigratedTestDatabase } from "../support/databases.js";
+import { type Backend, backends, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -37,6 +37,18 @@ afterEach(async () => {
   t = stub = undefined;
 });
 
+/** The app with its worker asking the model server `stub`, on a database opened with `options`. */
+const startApp = (stub: OpenAIStreamStub, backend: Backend, options: Parameters<typeof openMigratedTestDatabase>[1]) =>
+  startTestApp(backend, {
+    database: () => openMigratedTestDatabase(backend, options),
+    listen: true,
+    runtime: {
+      model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
+      schedulerPollMs: 3_600_000,
+      sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-output-start-")),
+    },
+  });
+
 describe.each(backends)("starting a runOutput subscription on %s", (backend) => {
   it("reads the run, its trace and what to replay in one statement, and gives the call's text so far, then the rest", async () => {
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -48,15 +60,7 @@ describe.each(backends)("starting a runOutput subscription on %s", (backend) => 
         : { toolCalls: CALLS },
     );
     const statements: string[] = [];
-    t = await startTestApp(backend, {
-      database: () => openMigratedTestDatabase(backend, { onQuery: (sql) => statements.push(sql) }),
-      listen: true,
-      runtime: {
-        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
-        schedulerPollMs: 3_600_000,
-        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-output-start-")),
-      },
-    });
+    t = await startApp(stub, backend, { onQuery: (sql) => statements.push(sql) });
     const { run } = await admit(t.client, { question: "Answer at length" });
     const runId = idOfType(run.id, "Run")!;
     // The run is in its second model call, half its answer streamed: its trace has changes to replay, the first call's end among them.
@@ -94,15 +98,7 @@ describe.runIf(backends.includes("postgres"))("starting runOutput subscriptions 
   it("prepares the start statement and the admission's once per connection, not planned on every call (2.4 and 0.7 ms of PostgreSQL's CPU)", async () => {
     stub = await startOpenAIStreamStub(() => ({ text: ANSWER, gapMs: 5 }));
     // One connection: every statement of the test runs in the session whose prepared statements are read.
-    t = await startTestApp("postgres", {
-      database: () => openMigratedTestDatabase("postgres", { poolSize: 1 }),
-      listen: true,
-      runtime: {
-        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000, maxRetries: 0 }),
-        schedulerPollMs: 3_600_000,
-        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-output-start-")),
-      },
-    });
+    t = await startApp(stub, "postgres", { poolSize: 1 });
     const { run } = await admit(t.client, { question: "Answer at length" });
     const prisma = t.app.db.prisma;
     await vi.waitFor(async () => expect((await prisma.run.findUniqueOrThrow({ where: { id: idOfType(run.id, "Run")! } })).status).toBe("SUCCEEDED"), {
