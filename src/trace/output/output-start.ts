@@ -21,8 +21,7 @@ type ChangeRow = { seq: number; type: string; spanId: string | null; eventId: st
 type StartRow = {
   status: string;
   trace_id: string | null;
-  /** A bigint: a string or a number, as the driver gives it. */
-  last_seq: number | string | null;
+  last_seq: number | null;
   expired_at: Date | null;
   expired_mode: "DELETE" | "KEEP_SUMMARY" | null;
   running: string[];
@@ -88,7 +87,7 @@ export async function readOutputStart(
     row.trace_id !== null && row.expired_at !== null
       ? ({
           traceId: runId,
-          seq: Number(row.last_seq ?? 0),
+          seq: row.last_seq ?? 0,
           type: "TRACE_EXPIRED",
           spanId: null,
           eventId: null,
@@ -113,9 +112,8 @@ export async function readOutputStart(
  * with its span's kind rather than its state: all runOutput needs to tell a model call's end.
  */
 export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
-  const pages = pagesAfter(afterSeq, async (cursor, limit) =>
-    (await queryRows<ChangeRow>(prisma, CHANGES_WITH_KINDS_SQL, traceId, cursor, beforeSeq ?? null, limit)).map((row) => ({ ...row, seq: Number(row.seq) })),
-  );
+  // seq is an INTEGER column: a number on every path.
+  const pages = pagesAfter(afterSeq, (cursor, limit) => queryRows<ChangeRow>(prisma, CHANGES_WITH_KINDS_SQL, traceId, cursor, beforeSeq ?? null, limit));
   for await (const page of pages) for (const change of page) yield changeOf(traceId, change);
 }
 
