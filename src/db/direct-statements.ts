@@ -6,6 +6,7 @@
 // top-level client is the one registered here; a transaction's client is not, and its statements
 // go through Prisma as before, so they stay in their transaction. Each statement is still
 // reported to the database's `onQuery` (benchmarks and statement tests count them).
+import type pg from "pg";
 import type { Prisma, PrismaClient } from "../generated/prisma/client.js";
 
 /** Runs one statement on its own (autocommit) and returns its rows, values as the driver parses them. */
@@ -38,42 +39,100 @@ export function directQuery(db: PrismaClient | Prisma.TransactionClient): Direct
 /** A statement as node-postgres takes it: `name` makes it a prepared statement of the connection. */
 export type NamedStatement = { text: string; values: unknown[]; name?: string };
 
+/**
+ * Names for statement texts, so that each connection parses (and, once PostgreSQL settles on a
+ * plan, plans) a statement once instead of on every call. The same text always gets the same
+ * name (node-postgres refuses one name for two texts); the first `limit` distinct texts get one
+ * and later ones go unnamed, so a connection holds at most `limit` prepared statements however
+ * many texts callers make. `renamed` gives a text a new name: a prepared statement whose result
+ * columns a migration changed (`RETURNING span.*` after a column was added) fails on every call
+ * under its old one.
+ */
+export type StatementNames = ReturnType<typeof statementNames>;
+
+export function statementNames(limit = 500) {
+  const names = new Map<string, string>();
+  let made = 0;
+  return {
+    of(sql: string): string | undefined {
+      const known = names.get(sql);
+      if (known !== undefined || names.size >= limit) return known;
+      const name = `dossier_${(made += 1)}`;
+      names.set(sql, name);
+      return name;
+    },
+    renamed(sql: string): string {
+      const name = `dossier_${(made += 1)}`;
+      names.set(sql, name);
+      return name;
+    },
+  };
+}
+
 /** How PostgreSQL refuses a prepared statement whose result columns changed: "cached plan must not change result type". */
-const resultTypeChanged = (error: unknown) => {
+export const resultTypeChanged = (error: unknown) => {
   const { code, routine } = error as { code?: string; routine?: string };
   return code === "0A000" && routine === "RevalidateCachedQuery";
 };
 
 /**
- * Statements sent straight to PostgreSQL, named so that each connection parses (and, once
- * PostgreSQL settles on a plan, plans) a statement once instead of on every call, as the
- * embedded database's statements are prepared once each (pglite-statements.ts). The same text
- * always gets the same name; the first `limit` distinct texts get one and later ones go unnamed,
- * so a connection holds at most `limit` prepared statements however many texts callers make.
- * A prepared statement whose result columns a migration has changed (`RETURNING span.*` after a
- * column was added) fails on every call from then on: its text is given a new name and sent
- * again, once.
+ * Statements sent straight to PostgreSQL, named (see statementNames), as the embedded database's
+ * statements are prepared once each (pglite-statements.ts). A text whose prepared statement
+ * PostgreSQL refuses because its result columns changed is sent again under a new name, once.
  */
-export function preparingOnce(send: (statement: NamedStatement) => Promise<Record<string, unknown>[]>, limit = 500): DirectQuery {
-  const names = new Map<string, string>();
-  let made = 0;
-  const nameOf = (sql: string): string | undefined => {
-    const known = names.get(sql);
-    if (known !== undefined || names.size >= limit) return known;
-    const name = `dossier_direct_${(made += 1)}`;
-    names.set(sql, name);
-    return name;
-  };
+export function preparingOnce(send: (statement: NamedStatement) => Promise<Record<string, unknown>[]>, names = statementNames()): DirectQuery {
   // One name for a text on every connection: node-postgres prepares it on each connection once.
   return async (sql, params) => {
-    const name = nameOf(sql);
+    const name = names.of(sql);
     try {
       return await send({ text: sql, values: params as unknown[], name });
     } catch (error) {
       if (name === undefined || !resultTypeChanged(error)) throw error;
-      const renamed = `dossier_direct_${(made += 1)}`;
-      names.set(sql, renamed);
-      return send({ text: sql, values: params as unknown[], name: renamed });
+      // The pool's client may have renamed it already (renamingChangedResults).
+      const again = names.of(sql);
+      return send({ text: sql, values: params as unknown[], name: again !== name ? again : names.renamed(sql) });
     }
   };
 }
+
+/**
+ * node-postgres's client class, for a pool whose statements are named by `names`: a prepared
+ * statement whose result columns a migration changed fails once, and its text gets a new name
+ * for the calls after it. The failing call is not sent again here: inside a transaction nothing
+ * can be (preparingOnce sends a direct statement again itself).
+ */
+export function renamingChangedResults(Base: typeof pg.Client, names: StatementNames): typeof pg.Client {
+  const query = Base.prototype.query as (...args: unknown[]) => unknown;
+  class Renaming extends Base {}
+  // node-postgres's overloads are kept: this takes and returns what they do.
+  Renaming.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const { text, name } = (typeof args[0] === "object" && args[0] !== null ? args[0] : {}) as { text?: string; name?: string };
+    if (text === undefined || name === undefined) return query.apply(this, args);
+    const rename = (error: unknown) => {
+      if (resultTypeChanged(error) && names.of(text) === name) names.renamed(text);
+    };
+    const callback = args.at(-1);
+    if (typeof callback === "function")
+      return query.apply(this, [
+        ...args.slice(0, -1),
+        (error: unknown, result: unknown) => {
+          if (error) rename(error);
+          callback(error, result);
+        },
+      ]);
+    const result = query.apply(this, args);
+    if (result instanceof Promise) result.catch(rename);
+    return result;
+  } as typeof Base.prototype.query;
+  return Renaming;
+}
+
+/** Statements PostgreSQL plans, worth preparing; transaction control and utility statements are not. */
+const PLANNED = /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i;
+
+/** The name of a statement Prisma sends (its adapter's statementNameGenerator): none for what PostgreSQL does not plan. */
+export const namingPrisma =
+  (names: StatementNames) =>
+  ({ sql }: { sql: string }): string =>
+    // node-postgres sends a query without a name unnamed: the type says string, undefined is what it takes.
+    (PLANNED.test(sql) ? names.of(sql) : undefined) as string;

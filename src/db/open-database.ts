@@ -8,7 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { preparingOnce, sendingDirect } from "./direct-statements.js";
+import { namingPrisma, preparingOnce, renamingChangedResults, sendingDirect, statementNames } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
 import { countingChild, initialiseInChild } from "./pglite-initdb.js";
@@ -232,7 +232,12 @@ async function openPostgres(
   const [{ PrismaPg }, { default: pg }, { directTypes }] = await Promise.all([import("@prisma/adapter-pg"), import("pg"), import("./pg-timestamps.js")]);
   // Idle sessions are kept (idleTimeoutMillis 0): they are how other instances see this one alive.
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
+  // Every statement is named (the same text, the same name on Prisma's path and the direct one):
+  // a connection plans each once, where PostgreSQL spent 0.7–2.4 ms of CPU planning each call of
+  // the run path's statements.
+  const names = statementNames();
   const pool = new pg.Pool({
+    Client: renamingChangedResults(pg.Client, names),
     connectionString: url,
     max: poolSize,
     idleTimeoutMillis: 0,
@@ -245,8 +250,8 @@ async function openPostgres(
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
-  const prisma = prismaClient(new PrismaPg(pool), onQuery);
-  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows);
+  const prisma = prismaClient(new PrismaPg(pool, { statementNameGenerator: namingPrisma(names) }), onQuery);
+  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows, names);
   sendingDirect(prisma, (sql, params) => {
     onQuery?.(sql, JSON.stringify(params));
     return prepared(sql, params);

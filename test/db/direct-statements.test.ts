@@ -3,7 +3,7 @@
 // (about half of the database's CPU per typical workspace read). A prepared statement must keep
 // answering when a migration changes the columns it returns.
 import { afterEach, describe, expect, it } from "vitest";
-import { preparingOnce, queryRows, type NamedStatement } from "../../src/db/direct-statements.js";
+import { preparingOnce, queryRows, statementNames, type NamedStatement } from "../../src/db/direct-statements.js";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 
@@ -57,13 +57,62 @@ describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL",
   });
 });
 
+describe.runIf(backends.includes("postgres"))("Prisma's statements on PostgreSQL", () => {
+  let db: Database | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await db?.close();
+    await drop?.();
+    db = undefined;
+  });
+
+  const open = async () => {
+    const created = await createPostgresDatabase();
+    drop = created.drop;
+    db = await openDatabase({ kind: "postgres", url: created.url, poolSize: 1 });
+    await db.migrate();
+    return db;
+  };
+  const preparedOn = (prisma: Database["prisma"]) =>
+    queryRows<{ statement: string; executions: number }>(
+      prisma,
+      "SELECT statement, (generic_plans + custom_plans)::int AS executions FROM pg_prepared_statements ORDER BY statement",
+    );
+
+  it("parses each of Prisma's statements once on its connection, in a transaction or not; BEGIN and COMMIT go unnamed", async () => {
+    const { prisma } = await open();
+    const read = () => prisma.principal.findMany({ where: { name: "nobody" }, select: { id: true } });
+    for (let call = 0; call < 3; call++) expect(await read()).toEqual([]);
+    await prisma.$transaction(async (tx) => {
+      await tx.principal.findMany({ where: { name: "nobody" }, select: { id: true } });
+      await tx.principal.count({ where: { name: "nobody" } });
+    });
+    await prisma.$transaction(async (tx) => tx.principal.count({ where: { name: "nobody" } }));
+    const prepared = (await preparedOn(prisma)).filter(({ statement }) => statement.includes('"principal"'));
+    expect(prepared.map(({ executions }) => executions).sort()).toEqual([2, 4]);
+    expect((await preparedOn(prisma)).filter(({ statement }) => /^(BEGIN|COMMIT)/.test(statement))).toEqual([]);
+  });
+
+  it("answers a prepared `SELECT *` with its new columns after failing once when a migration added one", async () => {
+    const { prisma } = await open();
+    await queryRows(prisma, "CREATE TABLE note (id int PRIMARY KEY, body text)");
+    await queryRows(prisma, "INSERT INTO note VALUES (1, 'first')");
+    const read = () => prisma.$transaction((tx) => tx.$queryRawUnsafe("SELECT * FROM note WHERE id = $1", 1));
+    for (let call = 0; call < 2; call++) expect(await read()).toEqual([{ id: 1, body: "first" }]);
+    await queryRows(prisma, "ALTER TABLE note ADD COLUMN pinned boolean NOT NULL DEFAULT false");
+    // Inside a transaction the failing call cannot be sent again; the calls after it are prepared anew.
+    await expect(read()).rejects.toThrow(/cached plan must not change result type/);
+    for (let call = 0; call < 2; call++) expect(await read()).toEqual([{ id: 1, body: "first", pinned: false }]);
+  });
+});
+
 describe("statement names", () => {
   it("gives a text the same name on every call, and none past the limit", async () => {
     const sent: NamedStatement[] = [];
     const query = preparingOnce(async (statement) => {
       sent.push(statement);
       return [];
-    }, 2);
+    }, statementNames(2));
     for (const sql of ["a", "b", "a", "c", "b", "c"]) await query(sql, []);
     const names = sent.map((statement) => statement.name);
     expect(names[0]).toBeDefined();
