@@ -127,12 +127,15 @@ export function renamingChangedResults(Base: typeof pg.Client, names: StatementN
   return Renaming;
 }
 
-/** Statements PostgreSQL plans, worth preparing; transaction control and utility statements are not. */
-const PLANNED = /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i;
+/**
+ * A statement PostgreSQL plans, alone in its text: worth preparing. Transaction control and
+ * utility statements are not, and a text of several statements cannot be.
+ */
+export const worthPreparing = (sql: string) => /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i.test(sql) && !/;\s*\S/.test(sql);
 
 /** The name of a statement Prisma sends (its adapter's statementNameGenerator): none for what PostgreSQL does not plan. */
 export const namingPrisma =
   (names: StatementNames) =>
   ({ sql }: { sql: string }): string =>
     // node-postgres sends a query without a name unnamed: the type says string, undefined is what it takes.
-    (PLANNED.test(sql) ? names.of(sql) : undefined) as string;
+    (worthPreparing(sql) ? names.of(sql) : undefined) as string;

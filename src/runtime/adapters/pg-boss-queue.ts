@@ -7,6 +7,7 @@
 import type pg from "pg";
 import type PgBoss from "pg-boss";
 import { batchedRead } from "../../domain/batched-reads.js";
+import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
 import type { RunDelivery, RunQueue } from "../ports/run-queue.js";
@@ -31,6 +32,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   private constructor(
     private readonly boss: PgBoss,
+    private readonly db: PreparedPool,
     private readonly Client: typeof pg.Client,
     private readonly url: string,
     private readonly logger: Logger,
@@ -44,16 +46,16 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   static async start({ url, logger, max = 3, listen = true }: { url: string; logger: Logger; max?: number; listen?: boolean }): Promise<PgBossRunQueue> {
     // Loaded here: a process on the embedded database has no run queue and need not hold them.
     const [{ default: PgBoss }, { default: pg }] = await Promise.all([import("pg-boss"), import("pg")]);
-    const boss = new PgBoss({
-      connectionString: url,
-      schema: "pgboss",
-      max,
-      // No cron schedules; maintenance (expiry, archiving) keeps running in every process.
-      schedule: false,
-      application_name: "dossier-run-queue",
+    const reportError = (error: Error) => logger.error("the run queue reported an error", { error: String(error) });
+    // pg-boss's statements are prepared once per connection (prepared-pool.ts).
+    const db = preparedPool(pg, { connectionString: url, max, application_name: "dossier-run-queue" }, reportError);
+    // No cron schedules; maintenance (expiry, archiving) keeps running in every process.
+    const boss = new PgBoss({ db, schema: "pgboss", schedule: false });
+    boss.on("error", reportError);
+    await boss.start().catch(async (error: unknown) => {
+      await db.close();
+      throw error;
     });
-    boss.on("error", (error: Error) => logger.error("the run queue reported an error", { error: String(error) }));
-    await boss.start();
     await boss.createQueue(QUEUE, {
       name: QUEUE,
       policy: "short",
@@ -63,7 +65,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
       expireInSeconds: 60,
       retentionMinutes: 60,
     });
-    const queue = new PgBossRunQueue(boss, pg.Client, url, logger);
+    const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger);
     if (listen) await queue.listen();
     return queue;
   }
@@ -153,6 +155,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     await waitAtMost(Promise.all([this.announcing, this.nextAnnouncement]), ANNOUNCE_WAIT_MS);
     await this.listener?.end().catch(() => undefined);
     await this.boss.stop({ graceful: false, wait: true, timeout: 1_000 });
+    await this.db.close();
   }
 
   private ready(): void {

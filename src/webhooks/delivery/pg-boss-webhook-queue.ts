@@ -15,6 +15,7 @@
 // Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
 // workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
 import type PgBoss from "pg-boss";
+import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { WebhookQueue } from "./in-process-webhook-queue.js";
@@ -39,6 +40,7 @@ export type PgBossWebhookQueueDeps = {
 export class PgBossWebhookQueue implements WebhookQueue {
   /** Made when the queue opens: pg-boss is loaded only by a server that delivers webhooks through it. */
   private boss!: PgBoss;
+  private db: PreparedPool | undefined;
   private started: Promise<boolean> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private relaying: Promise<void> | undefined;
@@ -62,18 +64,14 @@ export class PgBossWebhookQueue implements WebhookQueue {
   }
 
   private async open(): Promise<void> {
-    const { default: PgBoss } = await import("pg-boss");
+    const [{ default: PgBoss }, { default: pg }] = await Promise.all([import("pg-boss"), import("pg")]);
     const deps = this.deps;
-    this.boss = new PgBoss({
-      connectionString: deps.url,
-      schema: "pgboss",
-      max: 2,
-      schedule: false,
-      // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
-      maintenanceIntervalSeconds: 5,
-      application_name: "dossier-webhooks",
-    });
-    this.boss.on("error", (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) }));
+    const reportError = (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) });
+    // pg-boss's statements are prepared once per connection (prepared-pool.ts).
+    this.db = preparedPool(pg, { connectionString: deps.url, max: 2, application_name: "dossier-webhooks" }, reportError);
+    // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
+    this.boss = new PgBoss({ db: this.db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
+    this.boss.on("error", reportError);
     await this.boss.start();
     // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
     await this.boss.createQueue(QUEUE, {
@@ -118,6 +116,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     const started = await this.started;
     await this.relaying;
     if (started) await this.boss.stop({ graceful: true, wait: true, timeout: 2_000 });
+    await this.db?.close();
   }
   private async relay(): Promise<void> {
     await this.relayLost();

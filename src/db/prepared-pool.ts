@@ -1,0 +1,20 @@
+// pg-boss's statements (a job's insert, a fetch, a completion) on a pool of Dossier's own that
+// names them, as Dossier's own statements are named (direct-statements.ts): each connection plans
+// them once instead of on every call. pg-boss takes it as its `db`; its scripts of several
+// statements (schema creation, maintenance under a lock) go unnamed.
+import type pg from "pg";
+import { renamingChangedResults, statementNames, worthPreparing } from "./direct-statements.js";
+
+/** What pg-boss takes as `db`, and how its pool is closed (pg-boss leaves a `db` it was given open). */
+export type PreparedPool = { executeSql(text: string, values?: unknown[]): Promise<pg.QueryResult>; close(): Promise<void> };
+
+export function preparedPool(driver: typeof pg, config: pg.PoolConfig, onError: (error: Error) => void): PreparedPool {
+  const names = statementNames(100);
+  const pool = new driver.Pool({ ...config, Client: renamingChangedResults(driver.Client, names) });
+  pool.on("error", onError);
+  let closing: Promise<void> | undefined;
+  return {
+    executeSql: (text, values) => pool.query({ text, values, name: worthPreparing(text) ? names.of(text) : undefined }),
+    close: () => (closing ??= pool.end()),
+  };
+}
