@@ -133,9 +133,17 @@ export function renamingChangedResults(Base: typeof pg.Client, names: StatementN
  */
 export const worthPreparing = (sql: string) => /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i.test(sql) && !/;\s*\S/.test(sql);
 
+/**
+ * A text whose shape follows the size of its data — a list of two or more values (`IN ($1, $2)`,
+ * as Prisma writes `{ in: [...] }`) or several rows of values (`VALUES (...), ($4, ...)`, as its
+ * createMany does) — is a new text for every size: named, such texts would fill the budget and the
+ * server's memory with statements used once.
+ */
+const sizedByItsData = (sql: string) => /\bIN\s*\(\s*\$\d+\s*,/i.test(sql) || /\)\s*,\s*\(\s*\$\d+/.test(sql);
+
 /** The name of a statement Prisma sends (its adapter's statementNameGenerator): none for what PostgreSQL does not plan. */
 export const namingPrisma =
   (names: StatementNames) =>
   ({ sql }: { sql: string }): string =>
     // node-postgres sends a query without a name unnamed: the type says string, undefined is what it takes.
-    (worthPreparing(sql) ? names.of(sql) : undefined) as string;
+    (worthPreparing(sql) && !sizedByItsData(sql) ? names.of(sql) : undefined) as string;

@@ -5,8 +5,12 @@
 import type pg from "pg";
 import { renamingChangedResults, statementNames, worthPreparing } from "./direct-statements.js";
 
-/** What pg-boss takes as `db`, and how its pool is closed (pg-boss leaves a `db` it was given open). */
-export type PreparedPool = { executeSql(text: string, values?: unknown[]): Promise<pg.QueryResult>; close(): Promise<void> };
+/**
+ * What pg-boss takes as `db`, and how its pool is closed (pg-boss leaves a `db` it was given
+ * open). As pg-boss's own pool does, a statement sent once it is closed is dropped, not refused:
+ * pg-boss completes a job it handled without waiting, after its stop() may have returned.
+ */
+export type PreparedPool = { executeSql(text: string, values?: unknown[]): Promise<pg.QueryResult | undefined>; close(): Promise<void> };
 
 export function preparedPool(driver: typeof pg, config: pg.PoolConfig, onError: (error: Error) => void): PreparedPool {
   const names = statementNames(100);
@@ -14,7 +18,7 @@ export function preparedPool(driver: typeof pg, config: pg.PoolConfig, onError: 
   pool.on("error", onError);
   let closing: Promise<void> | undefined;
   return {
-    executeSql: (text, values) => pool.query({ text, values, name: worthPreparing(text) ? names.of(text) : undefined }),
+    executeSql: async (text, values) => (closing ? undefined : pool.query({ text, values, name: worthPreparing(text) ? names.of(text) : undefined })),
     close: () => (closing ??= pool.end()),
   };
 }

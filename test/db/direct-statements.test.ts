@@ -14,6 +14,7 @@ describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL",
     await db?.close();
     await drop?.();
     db = undefined;
+    drop = undefined;
   });
 
   const open = async (poolSize: number) => {
@@ -64,6 +65,7 @@ describe.runIf(backends.includes("postgres"))("Prisma's statements on PostgreSQL
     await db?.close();
     await drop?.();
     db = undefined;
+    drop = undefined;
   });
 
   const open = async () => {
@@ -89,8 +91,19 @@ describe.runIf(backends.includes("postgres"))("Prisma's statements on PostgreSQL
     });
     await prisma.$transaction(async (tx) => tx.principal.count({ where: { name: "nobody" } }));
     const prepared = (await preparedOn(prisma)).filter(({ statement }) => statement.includes('"principal"'));
-    expect(prepared.map(({ executions }) => executions).sort()).toEqual([2, 4]);
+    expect(prepared.map(({ executions }) => executions).sort((a, b) => a - b)).toEqual([2, 4]);
     expect((await preparedOn(prisma)).filter(({ statement }) => /^(BEGIN|COMMIT)/.test(statement))).toEqual([]);
+  });
+
+  it("leaves unnamed a text that changes with the size of a list, which would fill the names with statements used once", async () => {
+    const { prisma } = await open();
+    for (const ids of [["a"], ["a", "b"], ["a", "b", "c"], ["a", "b", "c", "d"]])
+      expect(await prisma.principal.findMany({ where: { id: { in: ids } } })).toEqual([]);
+    await prisma.principal.createMany({ data: [{ name: "one" }, { name: "two" }] });
+    const prepared = (await preparedOn(prisma)).map(({ statement }) => statement).filter((statement) => statement.includes('"principal"'));
+    // One id is written `= $1` or `IN ($1)`: a text of its own, prepared; the longer lists and the two rows are not.
+    expect(prepared).toHaveLength(1);
+    expect(prepared[0]).not.toMatch(/\$2/);
   });
 
   it("answers a prepared `SELECT *` with its new columns after failing once when a migration added one", async () => {

@@ -50,24 +50,29 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     // pg-boss's statements are prepared once per connection (prepared-pool.ts).
     const db = preparedPool(pg, { connectionString: url, max, application_name: "dossier-run-queue" }, reportError);
     // No cron schedules; maintenance (expiry, archiving) keeps running in every process.
-    const boss = new PgBoss({ db, schema: "pgboss", schedule: false });
+    // Its Db type says rows always come back; after close none do, as with its own pool (prepared-pool.ts).
+    const boss = new PgBoss({ db: db as unknown as PgBoss.Db, schema: "pgboss", schedule: false });
     boss.on("error", reportError);
-    await boss.start().catch(async (error: unknown) => {
+    try {
+      await boss.start();
+      await boss.createQueue(QUEUE, {
+        name: QUEUE,
+        policy: "short",
+        // A delivery is acknowledged right after the claim attempt; one whose worker died before
+        // that simply expires, and the sweep announces the run again.
+        retryLimit: 0,
+        expireInSeconds: 60,
+        retentionMinutes: 60,
+      });
+      const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger);
+      if (listen) await queue.listen();
+      return queue;
+    } catch (error) {
+      // A queue that did not start leaves no connection behind.
+      await boss.stop({ graceful: false, wait: true, timeout: 1_000 }).catch(() => undefined);
       await db.close();
       throw error;
-    });
-    await boss.createQueue(QUEUE, {
-      name: QUEUE,
-      policy: "short",
-      // A delivery is acknowledged right after the claim attempt; one whose worker died before
-      // that simply expires, and the sweep announces the run again.
-      retryLimit: 0,
-      expireInSeconds: 60,
-      retentionMinutes: 60,
-    });
-    const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger);
-    if (listen) await queue.listen();
-    return queue;
+    }
   }
 
   async enqueue(runIds: string[], { first = false }: { first?: boolean } = {}): Promise<void> {

@@ -70,7 +70,8 @@ export class PgBossWebhookQueue implements WebhookQueue {
     // pg-boss's statements are prepared once per connection (prepared-pool.ts).
     this.db = preparedPool(pg, { connectionString: deps.url, max: 2, application_name: "dossier-webhooks" }, reportError);
     // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
-    this.boss = new PgBoss({ db: this.db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
+    // Its Db type says rows always come back; after close none do, as with its own pool (prepared-pool.ts).
+    this.boss = new PgBoss({ db: this.db as unknown as PgBoss.Db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
     this.boss.on("error", reportError);
     await this.boss.start();
     // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
