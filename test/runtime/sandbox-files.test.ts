@@ -27,10 +27,19 @@ describe("sandbox file tools", () => {
   });
 
   it.each([["../escape.txt"], ["notes/../../escape.txt"], ["/etc/passwd"], [""]])("refuses the path %j", async (bad) => {
-    const { root, write, read } = tools();
+    const { root, sandbox, write, read } = tools();
     await expect(write.execute({ path: bad, content: "x" }, context)).rejects.toThrow(/sandbox|non-empty/);
     await expect(read.execute({ path: bad }, context)).rejects.toThrow(/sandbox|non-empty/);
     expect(() => readFileSync(path.join(root, "escape.txt"))).toThrow();
+    // Refused before the folder is made: a run whose file calls were all refused leaves none.
+    expect(existsSync(sandbox)).toBe(false);
+  });
+
+  it("makes no folder for a write whose content it refuses", async () => {
+    const { sandbox, write } = tools();
+    await expect(write.execute({ path: "a.txt", content: 42 }, context)).rejects.toThrow("content must be a string");
+    await expect(write.execute({ path: "a.txt", content: "x".repeat(1024 * 1024 + 1) }, context)).rejects.toThrow(/over/);
+    expect(existsSync(sandbox)).toBe(false);
   });
 
   it("refuses to follow a symlink out of the sandbox", async () => {

@@ -8,11 +8,17 @@ import { type Tool, ToolError } from "../ports/tool.js";
 
 const MAX_FILE_BYTES = 1024 * 1024;
 
-async function resolveInside(root: string, relative: unknown): Promise<string> {
+/** Where `relative` names inside `root`, as written (before any symlink is followed); a path that is not one is refused. */
+function namedInside(root: string, relative: unknown): string {
   if (typeof relative !== "string" || relative.trim() === "") throw new ToolError("path must be a non-empty relative path");
   if (path.isAbsolute(relative)) throw new ToolError("path must be relative to the sandbox");
   const target = path.resolve(root, relative);
   if (target !== root && !target.startsWith(`${root}${path.sep}`)) throw new ToolError("path leaves the sandbox");
+  return target;
+}
+
+/** `target` (namedInside) once it is known to stay inside `root` with every symlink on it followed. */
+async function resolveInside(root: string, target: string): Promise<string> {
   // Where the path really leads once every symlink on it is followed (a program run by
   // run_command can make them): the file itself, or its nearest existing folder.
   const realRoot = await realpath(root);
@@ -82,11 +88,14 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
     {
       schema: WRITE_FILE_SCHEMA,
       async execute(args) {
-        await ready();
+        // Arguments a call gets wrong are refused before the folder is made: a run whose file
+        // calls were all refused leaves no folder behind.
         const { path: relative, content } = args as { path?: unknown; content?: unknown };
         if (typeof content !== "string") throw new ToolError("content must be a string");
         if (Buffer.byteLength(content) > MAX_FILE_BYTES) throw new ToolError(`content is over ${MAX_FILE_BYTES} bytes`);
-        const target = await resolveInside(root, relative);
+        const named = namedInside(root, relative);
+        await ready();
+        const target = await resolveInside(root, named);
         await mkdir(path.dirname(target), { recursive: true });
         await writeFile(target, content, "utf8");
         return `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(root, target)}.`;
@@ -95,8 +104,9 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
     {
       schema: READ_FILE_SCHEMA,
       async execute(args) {
+        const named = namedInside(root, (args as { path?: unknown }).path);
         await ready();
-        const target = await resolveInside(root, (args as { path?: unknown }).path);
+        const target = await resolveInside(root, named);
         const text = await readFile(target, "utf8").catch(() => {
           throw new ToolError(`There is no file ${path.relative(root, target)} in the sandbox.`);
         });
