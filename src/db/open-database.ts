@@ -235,7 +235,9 @@ async function openPostgres(
   // Every statement is named (the same text, the same name on Prisma's path and the direct one):
   // a connection plans each once, where PostgreSQL spent 0.7–2.4 ms of CPU planning each call of
   // the run path's statements.
-  const names = statementNames();
+  // 250 texts at most (of a few tens of kilobytes of the server's memory each, per connection that
+  // ran them): what the run path and the API's reads use is far fewer; rarer texts go unnamed.
+  const names = statementNames(250);
   const pool = new pg.Pool({
     Client: renamingChangedResults(pg.Client, names),
     connectionString: url,
