@@ -3,7 +3,7 @@
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import type { Logger } from "../logger.js";
 import { PrefixedEventTarget } from "./prefixed-event-target.js";
-import { logRedisLink, redisAddress } from "./redis-link-log.js";
+import { closeRedisClient, logRedisLink, redisAddress } from "./redis-link-log.js";
 import { awaitedPublish, createEventBus, type EventBus } from "./topics.js";
 import type { Redis } from "ioredis";
 
@@ -41,8 +41,9 @@ export async function createRedisEventBus(
   const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
   return {
     events,
+    /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */
     async close() {
-      await Promise.allSettled([publishClient.quit(), subscribeClient.quit()]);
+      await Promise.all([closeRedisClient(publishClient), closeRedisClient(subscribeClient)]);
     },
   };
 }

@@ -1,6 +1,7 @@
-// A Redis outage in Dossier's own logs: the clients of one use of Redis (the event bus, the rate
-// limits) log once through the logger when their link is lost, and once when it is back, instead
-// of ioredis printing an unhandled error line on stderr at every reconnection attempt.
+// The link to Redis of one use of it (the event bus, the rate limits). An outage in Dossier's own
+// logs: its clients log once through the logger when their link is lost, and once when it is
+// back, instead of ioredis printing an unhandled error line on stderr at every reconnection
+// attempt. And their closing, which ends that link for good whatever its state.
 import type { Redis } from "ioredis";
 import type { Logger } from "../logger.js";
 
@@ -28,4 +29,28 @@ export function logRedisLink(use: string, clients: Redis[], logger: Logger): voi
       logger.info(`Redis for the ${use} at ${redis} is reachable again`, { use, redis });
     });
   }
+}
+
+/**
+ * Closes the client for good, within about `graceMs` whatever the state of its link: a connected
+ * client sends QUIT and gives Redis `graceMs` to answer what was sent before it; then, or at once
+ * while Redis is unreachable, the connection is dropped and no reconnection is tried again. QUIT
+ * alone would leave ioredis retrying: with Redis unreachable it waits in the client's offline
+ * queue for a reconnection (and is given up on after a few attempts while the attempts go on), or
+ * is refused at once by a client without that queue, the attempts going on too; and on a link
+ * that hangs its answer never comes, so a process shutting down would never end.
+ */
+export async function closeRedisClient(client: Redis, graceMs = 1_000): Promise<void> {
+  if (client.status === "ready") {
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    const quit = client.quit().then(
+      () => undefined,
+      () => undefined,
+    );
+    await Promise.race([quit, grace]);
+    clearTimeout(timer);
+  }
+  // Stops a pending reconnection and ends the socket, whatever was queued for it.
+  if (client.status !== "end") client.disconnect();
 }

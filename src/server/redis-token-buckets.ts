@@ -1,7 +1,7 @@
 // Rate-limit buckets in Redis (REDIS_URL), shared by every instance: one Lua script refills and
 // takes atomically, by Redis's own clock, so instances whose clocks differ still agree.
 import type { Redis } from "ioredis";
-import { logRedisLink } from "../events/redis-link-log.js";
+import { closeRedisClient, logRedisLink } from "../events/redis-link-log.js";
 import type { Logger } from "../logger.js";
 import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
 
@@ -43,7 +43,8 @@ export class RedisTokenBuckets implements TokenBuckets {
     return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
   }
 
+  /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */
   async close(): Promise<void> {
-    await this.redis.quit().catch(() => undefined);
+    await closeRedisClient(this.redis);
   }
 }

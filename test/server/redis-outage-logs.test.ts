@@ -20,8 +20,8 @@ type Line = { level: string; message: string; fields?: LogFields };
 
 /**
  * A logger that keeps its lines, and the "[ioredis] Unhandled error event" lines ioredis printed
- * with console.error for the clients behind the proxy on `port`. Clients other test files in this
- * process left retrying their closed proxies print such lines too, naming their own port: a line
+ * with console.error for the clients behind the proxy on `port`. A client of another test file in
+ * this process still retrying its proxy would print such lines too, naming its own port: a line
  * naming no address (a read or write reset) or this port can be this test's.
  */
 function record(port: number) {

@@ -26,6 +26,8 @@ export type FaultProxy = {
   readonly connections: number;
   /** Connections reset at once because the proxy was refusing (a client's reconnection attempts). */
   readonly refused: number;
+  /** Connections clients opened to the proxy, in any mode (the refused ones included). */
+  readonly opened: number;
   close(): Promise<void>;
 };
 
@@ -36,6 +38,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   let mode: Mode = "pass";
   let delayMs = 0;
   let refused = 0;
+  let opened = 0;
 
   const forward = (from: net.Socket, to: net.Socket) => {
     // A chain per direction keeps the order of chunks under a delay.
@@ -51,6 +54,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   };
 
   const server = net.createServer((client) => {
+    opened += 1;
     if (mode === "refuse") {
       refused += 1;
       client.resetAndDestroy();
@@ -107,6 +111,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     },
     get refused() {
       return refused;
+    },
+    get opened() {
+      return opened;
     },
     async close() {
       resetAll();
