@@ -38,7 +38,9 @@ export function logRedisLink(use: string, clients: Redis[], logger: Logger): voi
  * alone would leave ioredis retrying: with Redis unreachable it waits in the client's offline
  * queue for a reconnection (and is given up on after a few attempts while the attempts go on), or
  * is refused at once by a client without that queue, the attempts going on too; and on a link
- * that hangs its answer never comes, so a process shutting down would never end.
+ * that hangs its answer never comes, so a process shutting down would never end. A client closed
+ * between two reconnection attempts stays "reconnecting" in ioredis's eyes, with what was queued
+ * for it left unsettled (nothing in Dossier waits on those): no attempt is made again.
  */
 export async function closeRedisClient(client: Redis, graceMs = 1_000): Promise<void> {
   if (client.status === "ready") {

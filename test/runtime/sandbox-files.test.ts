@@ -35,6 +35,15 @@ describe("sandbox file tools", () => {
     expect(existsSync(sandbox)).toBe(false);
   });
 
+  it("tells what the file system refused by the model's path, never the host's", async () => {
+    const { sandbox, write } = tools();
+    await write.execute({ path: "notes/a.txt", content: "a" }, context);
+    const refused = await write.execute({ path: "notes", content: "x" }, context).catch((error: Error) => error.message);
+    expect(refused).toBe("Could not write notes: EISDIR.");
+    await expect(write.execute({ path: "a\u0000b", content: "x" }, context)).rejects.toThrow("path must be a non-empty relative path");
+    expect(readdirSync(sandbox)).toEqual(["notes"]);
+  });
+
   it("makes no folder for a write whose content it refuses", async () => {
     const { sandbox, write } = tools();
     await expect(write.execute({ path: "a.txt", content: 42 }, context)).rejects.toThrow("content must be a string");
@@ -88,6 +97,8 @@ describe("sandbox file tools", () => {
     await setTimeout(50);
     expect(existsSync(sandbox)).toBe(false);
     await expect(read.execute({ path: "missing.txt" }, context)).rejects.toThrow("There is no file missing.txt in the sandbox.");
+    // A read makes no folder: there is nothing in it to read.
+    expect(existsSync(sandbox)).toBe(false);
     const fresh = tools();
     const results = await Promise.all([
       fresh.write.execute({ path: "a.txt", content: "a" }, context),

@@ -10,7 +10,7 @@ const MAX_FILE_BYTES = 1024 * 1024;
 
 /** Where `relative` names inside `root`, as written (before any symlink is followed); a path that is not one is refused. */
 function namedInside(root: string, relative: unknown): string {
-  if (typeof relative !== "string" || relative.trim() === "") throw new ToolError("path must be a non-empty relative path");
+  if (typeof relative !== "string" || relative.trim() === "" || relative.includes("\0")) throw new ToolError("path must be a non-empty relative path");
   if (path.isAbsolute(relative)) throw new ToolError("path must be relative to the sandbox");
   const target = path.resolve(root, relative);
   if (target !== root && !target.startsWith(`${root}${path.sep}`)) throw new ToolError("path leaves the sandbox");
@@ -84,6 +84,17 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
     });
     return created;
   };
+  /** Whether the folder is there (made by a write, or by a program run_command ran), once a creation under way ends. */
+  const folderExists = async () =>
+    created
+      ? created.then(
+          () => true,
+          () => false,
+        )
+      : lstat(root).then(
+          () => true,
+          () => false,
+        );
   return [
     {
       schema: WRITE_FILE_SCHEMA,
@@ -96,8 +107,12 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
         const named = namedInside(root, relative);
         await ready();
         const target = await resolveInside(root, named);
-        await mkdir(path.dirname(target), { recursive: true });
-        await writeFile(target, content, "utf8");
+        // What the file system refuses (a folder at that path, say) is told by the path the model gave, not the host's.
+        await mkdir(path.dirname(target), { recursive: true })
+          .then(() => writeFile(target, content, "utf8"))
+          .catch((error: NodeJS.ErrnoException) => {
+            throw new ToolError(`Could not write ${path.relative(root, target) || "."}: ${error.code ?? "failed"}.`);
+          });
         return `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(root, target)}.`;
       },
     },
@@ -105,10 +120,12 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
       schema: READ_FILE_SCHEMA,
       async execute(args) {
         const named = namedInside(root, (args as { path?: unknown }).path);
-        await ready();
+        const missing = () => new ToolError(`There is no file ${path.relative(root, named) || "."} in the sandbox.`);
+        // No folder yet: no file either, and a read makes none.
+        if (!(await folderExists())) throw missing();
         const target = await resolveInside(root, named);
         const text = await readFile(target, "utf8").catch(() => {
-          throw new ToolError(`There is no file ${path.relative(root, target)} in the sandbox.`);
+          throw missing();
         });
         return text.length > MAX_FILE_BYTES ? `${text.slice(0, MAX_FILE_BYTES)}\n[truncated]` : text;
       },
