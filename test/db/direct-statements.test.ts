@@ -7,7 +7,8 @@ import { preparingOnce, queryRows, statementNames, type NamedStatement } from ".
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 
-describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL", () => {
+/** Opens a fresh PostgreSQL database with `poolSize` connections; closed and dropped after each test. */
+function databasesClosedAfterEach() {
   let db: Database | undefined;
   let drop: (() => Promise<void>) | undefined;
   afterEach(async () => {
@@ -16,13 +17,16 @@ describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL",
     db = undefined;
     drop = undefined;
   });
-
-  const open = async (poolSize: number) => {
+  return async (poolSize: number) => {
     const created = await createPostgresDatabase();
     drop = created.drop;
     db = await openDatabase({ kind: "postgres", url: created.url, poolSize });
     return db;
   };
+}
+
+describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL", () => {
+  const open = databasesClosedAfterEach();
 
   it("parses a repeated statement once on its connection", async () => {
     const { prisma } = await open(1);
@@ -59,19 +63,9 @@ describe.runIf(backends.includes("postgres"))("direct statements on PostgreSQL",
 });
 
 describe.runIf(backends.includes("postgres"))("Prisma's statements on PostgreSQL", () => {
-  let db: Database | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  afterEach(async () => {
-    await db?.close();
-    await drop?.();
-    db = undefined;
-    drop = undefined;
-  });
-
+  const opened = databasesClosedAfterEach();
   const open = async () => {
-    const created = await createPostgresDatabase();
-    drop = created.drop;
-    db = await openDatabase({ kind: "postgres", url: created.url, poolSize: 1 });
+    const db = await opened(1);
     await db.migrate();
     return db;
   };
