@@ -54,6 +54,7 @@ export function statementNames(limit = 500) {
   const names = new Map<string, string>();
   let made = 0;
   return {
+    known: (sql: string): string | undefined => names.get(sql),
     of(sql: string): string | undefined {
       const known = names.get(sql);
       if (known !== undefined || names.size >= limit) return known;
@@ -128,22 +129,21 @@ export function renamingChangedResults(Base: typeof pg.Client, names: StatementN
 }
 
 /**
- * A statement PostgreSQL plans, alone in its text: worth preparing. Transaction control and
- * utility statements are not, and a text of several statements cannot be.
+ * A statement PostgreSQL plans, alone in its text, and the same text whatever its data: worth
+ * preparing. Transaction control and utility statements are not; a text of several statements
+ * cannot be; and a text whose shape follows the size of its data — a list of two or more values
+ * (`IN ($1, $2)`, as Prisma writes `{ in: [...] }`) or several rows of values (`VALUES (...), ($4,
+ * ...)`, as its createMany does) — is a new text for every size, which would fill the names and
+ * the server's memory with statements used once.
  */
-export const worthPreparing = (sql: string) => /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i.test(sql) && !/;\s*\S/.test(sql);
+const worthPreparing = (sql: string) =>
+  /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i.test(sql) && !/;\s*\S/.test(sql) && !/\bIN\s*\(\s*\$\d+\s*,|\)\s*,\s*\(\s*\$\d+/i.test(sql);
 
 /**
- * A text whose shape follows the size of its data — a list of two or more values (`IN ($1, $2)`,
- * as Prisma writes `{ in: [...] }`) or several rows of values (`VALUES (...), ($4, ...)`, as its
- * createMany does) — is a new text for every size: named, such texts would fill the budget and the
- * server's memory with statements used once.
+ * The name of a statement a library sends (Prisma's adapter's statementNameGenerator, pg-boss's
+ * pool): a text named already is looked up, not tested again; none for a text not worth preparing.
  */
-const sizedByItsData = (sql: string) => /\bIN\s*\(\s*\$\d+\s*,/i.test(sql) || /\)\s*,\s*\(\s*\$\d+/.test(sql);
-
-/** The name of a statement Prisma sends (its adapter's statementNameGenerator): none for what PostgreSQL does not plan. */
-export const namingPrisma =
+export const nameOf =
   (names: StatementNames) =>
-  ({ sql }: { sql: string }): string =>
-    // node-postgres sends a query without a name unnamed: the type says string, undefined is what it takes.
-    (worthPreparing(sql) && !sizedByItsData(sql) ? names.of(sql) : undefined) as string;
+  ({ sql }: { sql: string }): string | undefined =>
+    names.known(sql) ?? (worthPreparing(sql) ? names.of(sql) : undefined);

@@ -8,7 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { namingPrisma, preparingOnce, renamingChangedResults, sendingDirect, statementNames } from "./direct-statements.js";
+import { nameOf, preparingOnce, renamingChangedResults, sendingDirect, statementNames } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
 import { countingChild, initialiseInChild } from "./pglite-initdb.js";
@@ -234,9 +234,8 @@ async function openPostgres(
   // Every wait has a bound: a link that hangs fails calls in seconds instead of TCP's minutes.
   // Every statement is named (the same text, the same name on Prisma's path and the direct one):
   // a connection plans each once, where PostgreSQL spent 0.7–2.4 ms of CPU planning each call of
-  // the run path's statements.
-  // 250 texts at most (of a few tens of kilobytes of the server's memory each, per connection that
-  // ran them): what the run path and the API's reads use is far fewer; rarer texts go unnamed.
+  // the run path's statements. 250 texts at most, each a few tens of kilobytes of the server's
+  // memory per connection that ran it: the run path and the API's reads use far fewer.
   const names = statementNames(250);
   const pool = new pg.Pool({
     Client: renamingChangedResults(pg.Client, names),
@@ -252,7 +251,8 @@ async function openPostgres(
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
-  const prisma = prismaClient(new PrismaPg(pool, { statementNameGenerator: namingPrisma(names) }), onQuery);
+  // node-postgres sends a statement without a name unnamed: the adapter's type says string, undefined is what it takes.
+  const prisma = prismaClient(new PrismaPg(pool, { statementNameGenerator: nameOf(names) as (query: { sql: string }) => string }), onQuery);
   const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows, names);
   sendingDirect(prisma, (sql, params) => {
     onQuery?.(sql, JSON.stringify(params));

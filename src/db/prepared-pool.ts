@@ -3,7 +3,7 @@
 // them once instead of on every call. pg-boss takes it as its `db`; its scripts of several
 // statements (schema creation, maintenance under a lock) go unnamed.
 import type pg from "pg";
-import { renamingChangedResults, statementNames, worthPreparing } from "./direct-statements.js";
+import { nameOf, renamingChangedResults, statementNames } from "./direct-statements.js";
 
 /**
  * What pg-boss takes as `db`, and how its pool is closed (pg-boss leaves a `db` it was given
@@ -14,11 +14,12 @@ export type PreparedPool = { executeSql(text: string, values?: unknown[]): Promi
 
 export function preparedPool(driver: typeof pg, config: pg.PoolConfig, onError: (error: Error) => void): PreparedPool {
   const names = statementNames(100);
+  const named = nameOf(names);
   const pool = new driver.Pool({ ...config, Client: renamingChangedResults(driver.Client, names) });
   pool.on("error", onError);
   let closing: Promise<void> | undefined;
   return {
-    executeSql: async (text, values) => (closing ? undefined : pool.query({ text, values, name: worthPreparing(text) ? names.of(text) : undefined })),
+    executeSql: async (text, values) => (closing ? undefined : pool.query({ text, values, name: named({ sql: text }) })),
     close: () => (closing ??= pool.end()),
   };
 }

@@ -182,8 +182,8 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
       INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
       SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
     SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}`;
-  // Straight to the driver, prepared once per connection (direct-statements.ts): planning this
-  // statement costs PostgreSQL several times what running it does, on every admission otherwise.
+  // Straight to the driver (direct-statements.ts): prepared once per connection, as every statement
+  // is, and without Prisma's query path (about 90 µs of this process's CPU a statement against 290 µs).
   const [row] = await queryRows<Record<string, unknown>>(prisma, sql, ...params);
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
   if (row.id === null) return { kind: "key-taken" };

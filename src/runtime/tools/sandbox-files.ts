@@ -8,6 +8,12 @@ import { type Tool, ToolError } from "../ports/tool.js";
 
 const MAX_FILE_BYTES = 1024 * 1024;
 
+const succeeds = (work: Promise<unknown>) =>
+  work.then(
+    () => true,
+    () => false,
+  );
+
 /** Where `relative` names inside `root`, as written (before any symlink is followed); a path that is not one is refused. */
 function namedInside(root: string, relative: unknown): string {
   if (typeof relative !== "string" || relative.trim() === "" || relative.includes("\0")) throw new ToolError("path must be a non-empty relative path");
@@ -85,16 +91,7 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
     return created;
   };
   /** Whether the folder is there (made by a write, or by a program run_command ran), once a creation under way ends. */
-  const folderExists = async () =>
-    created
-      ? created.then(
-          () => true,
-          () => false,
-        )
-      : lstat(root).then(
-          () => true,
-          () => false,
-        );
+  const folderExists = () => succeeds(created ?? lstat(root));
   return [
     {
       schema: WRITE_FILE_SCHEMA,
