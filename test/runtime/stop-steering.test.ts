@@ -1,10 +1,13 @@
-// Stop modes (cancelRun) meeting steering (steerRun), on every backend.
+// Stop modes (cancelRun) meeting steering (steerRun) and the start of an attempt, on every backend.
 // A CONCLUDE stop's one last request is the run's next model request: a steering input pending
 // when it is made enters the log right before it (DELIVERED, a STEERED event on the conclude turn)
 // and the model reads it — for a running run and for a queued one that makes only that request.
+// An AFTER_TURN stop asked after an attempt claimed the run but before its first model request
+// ends the run CANCELLED (STOPPED_AFTER_TURN) with no model request at all, its pending input RELEASED.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdmitRunDocument, type CancelMode, CancelRunDocument } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import type { RunHooks } from "../../src/runtime/loop/attempt.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -21,7 +24,10 @@ const workingModel = () =>
     steps: (request) => (request.tools?.length ? { toolCalls: [{ name: "work", arguments: {} }] } : { content: CONCLUSION }),
   });
 
-describe.each(backends)("stop modes meeting steering on %s", (backend) => {
+/** Holds every attempt at `gate` before its first turn: between its claim and its first model request. */
+const heldAtStart = (gate: Gate): RunHooks => ({ beforeFirstTurn: (start) => () => gate.pass(start.signal) });
+
+describe.each(backends)("stop modes meeting steering and an attempt's start on %s", (backend) => {
   let t: TestApp | undefined;
   afterEach(async () => {
     await t?.close();
@@ -78,5 +84,26 @@ describe.each(backends)("stop modes meeting steering on %s", (backend) => {
     const made = model.requests.filter((request) => occurrences(request.messages, "Next.") > 0);
     expect(made.map((request) => [request.tools.length > 0, occurrences(request.messages, "[only the headline number]")])).toEqual([[false, 1]]);
     expect(await inputsOf(t.client, queued.id)).toMatchObject([{ id: sent.id, status: "DELIVERED" }]);
+  });
+
+  it("AFTER_TURN asked between an attempt's claim and its first model request ends the run before any request, its input released", async () => {
+    const start = new Gate();
+    const model = new ScriptedModel({ name: "answers-at-once", steps: () => ({ content: "An answer nobody asked for any more." }) });
+    t = await startTestApp(backend, { runtime: { model, sandboxDir: sandbox(), extraHooks: [heldAtStart(start)] } });
+    const { run } = await admit(t.client, { question: "Answer at once." });
+    // The attempt has claimed the run and is reading what its first turn needs.
+    await waitFor(() => start.reached === 1);
+    const sent = expectType(await steer(t.client, run.id, "[shorter, please]"), "SteerRunSuccess").input;
+    const stop = await cancel(run.id, "AFTER_TURN");
+    // Claimed: the stop waits for the attempt, which has made no model request yet.
+    expect(stop).toMatchObject({ status: "RUNNING", stopRequest: { mode: "AFTER_TURN" } });
+    start.open();
+
+    const done = await settled(t.client, run.id);
+    expect(done).toMatchObject({ status: "CANCELLED", stopReason: "STOPPED_AFTER_TURN", answer: null, stopRequest: { mode: "AFTER_TURN" } });
+    expect(model.requests).toHaveLength(0);
+    expect(done.messages.edges.map((edge) => edge.node.role)).toEqual(["USER"]);
+    expect(await inputsOf(t.client, run.id)).toMatchObject([{ id: sent.id, status: "RELEASED", message: null }]);
+    expect(done.trace!.spans.filter((span) => span.endedAt === null)).toEqual([]);
   });
 });

@@ -141,7 +141,8 @@ export class RunExecutor {
         turn.nextRequests = undefined;
         turn.inputsPending = inputs;
         turn.costs = costs;
-        if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
+        // An AFTER_TURN stop heard since they were read (with the claim, for a first turn) counts too.
+        if (stop === "AFTER_TURN" || attempt.afterTurn?.aborted) return await this.stopAfterTurn(turn);
         if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
         if (pause && safePoint) return PAUSED;
         const step = await this.turn(turn);
