@@ -57,6 +57,8 @@ export type RuntimeOptions = {
   queue?: RunQueue;
   /** Extra tools offered to every run (tests, integrations). */
   extraTools?: Tool[];
+  /** Extra extensions that take part in every run, after the built-in ones (tests, integrations). */
+  extraHooks?: RunHooks[];
   /** Configured agent profiles, over the built-in `researcher`. */
   agents?: AgentProfile[];
   /** Micro-compaction policy per tool name ("*": every other tool), over the defaults (R5). */
@@ -166,7 +168,7 @@ export function settleStepsOf(
 
 export function createRuntime({ events, logger, services, trace, runs, log, spills, output, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
   const { ledger } = services;
-  const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger })];
+  const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger }), ...(options.extraHooks ?? [])];
   const settleSteps = settleStepsOf(services, spills);
   const approvals = {
     store: services.toolApprovals,

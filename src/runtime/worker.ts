@@ -25,8 +25,12 @@ import type { WorkerOptions } from "./worker-options.js";
 
 export type { SettleStep };
 
-/** A run in flight: `controller` stops the attempt, `conclude` only its work in hand (a CONCLUDE stop). */
-type Active = { controller: AbortController; conclude: AbortController; done: Promise<void> };
+/** Stops heard announced or by a lease renewal, NOW aside: CONCLUDE stops the work in hand, AFTER_TURN the next model request. */
+type Heard = Record<"CONCLUDE" | "AFTER_TURN", AbortController>;
+const hear = (heard: Heard | undefined, mode: string) => (mode === "CONCLUDE" || mode === "AFTER_TURN") && heard?.[mode].abort();
+
+/** A run in flight: `controller` stops the attempt. */
+type Active = { controller: AbortController; heard: Heard; done: Promise<void> };
 
 const modelBusy = (attempt: number, ms: number) =>
   `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
@@ -155,26 +159,25 @@ export class RunWorker {
 
   private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const conclude = new AbortController();
-    const done = this.execute(claimed, controller, conclude, claimed.leaseSentAt).finally(() => {
+    const heard: Heard = { CONCLUDE: new AbortController(), AFTER_TURN: new AbortController() };
+    const done = this.execute(claimed, controller, heard, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
       if (!this.stopped) this.passes.wake();
     });
-    this.active.set(claimed.run.id, { controller, conclude, done });
+    this.active.set(claimed.run.id, { controller, heard, done });
   }
 
-  private async execute(claimed: ClaimedAttempt, controller: AbortController, conclude: AbortController, sentAt: number): Promise<void> {
+  private async execute(claimed: ClaimedAttempt, controller: AbortController, heard: Heard, sentAt: number): Promise<void> {
     const { logger, runs } = this.options;
     const { run } = claimed;
     const holder = { runId: run.id, attempt: claimed.number, workerId: this.workerId };
     const fence = runs.fence(holder, (reason, detail) => {
       if (!controller.signal.aborted) controller.abort(new RunStopped(reason, detail));
     });
-    // A CONCLUDE stop not heard announced (requested on another instance) is found by the next renewal.
-    const onStop = (mode: string) => mode === "CONCLUDE" && conclude.abort();
-    const lease = this.leases.keep({ fence, sentAt, onStop });
-    const context = { ...claimed, fence, signal: controller.signal, conclude: conclude.signal };
+    // A stop not heard announced (requested on another instance) is found by the next renewal.
+    const lease = this.leases.keep({ fence, sentAt, onStop: (mode) => hear(heard, mode) });
+    const context = { ...claimed, fence, signal: controller.signal, conclude: heard.CONCLUDE.signal, afterTurn: heard.AFTER_TURN.signal };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     // A run's trace shares its id: logs and traces join on either.
@@ -323,7 +326,7 @@ export class RunWorker {
     void (async () => {
       for await (const change of changes) {
         if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
-        else if (change.stop === "CONCLUDE") this.active.get(change.runId)?.conclude.abort();
+        else if (change.stop) hear(this.active.get(change.runId)?.heard, change.stop);
       }
     })();
     const stopWaking = this.wakeOnAnnouncements();

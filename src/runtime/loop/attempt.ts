@@ -42,6 +42,12 @@ export type AttemptContext = {
    * request and tool calls in hand stop, and the attempt makes its one concluding request.
    */
   conclude?: AbortSignal;
+  /**
+   * Aborted when an AFTER_TURN stop is heard (announced, or found by a lease renewal): the attempt
+   * makes no model request after it, even one its requests, read before the stop, would allow
+   * (its first, when they were read with its claim).
+   */
+  afterTurn?: AbortSignal;
 };
 
 /**

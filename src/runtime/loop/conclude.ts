@@ -1,6 +1,8 @@
 // The one last model request of a CONCLUDE stop (cancelRun): no tools offered, the log as it is
 // (calls the stop cut off recorded as interrupted, R7), and an instruction after it asking for the
 // best answer from the evidence gathered so far. Its reply is the run's answer, published like any.
+// It is the run's next model request: steering inputs waiting enter the log right before it, as
+// before any turn's (steering.ts), rather than being released by the run's end.
 // Like every model request it is checked against the cost caps first (cost-caps.ts): a request
 // that could cross maxCost, the daily cost limit or the monthly budget is not sent, and the run
 // stops with stopReason BUDGET and the text it has. A stopping run does not wait: crossing
@@ -18,6 +20,7 @@ import type { Transact } from "../ports/attempt-fence.js";
 import type { CostState } from "../../domain/costs/caps.js";
 import { type CostBounds, checkCostCaps } from "./cost-caps.js";
 import { callModel } from "./model-call.js";
+import { deliverSteering } from "./steering.js";
 import type { Outcome } from "./outcome.js";
 
 /** What the concluding request asks, after the log: the run's own words to the model, not a person's. */
@@ -25,7 +28,7 @@ export const CONCLUDE_INSTRUCTION =
   "Stop researching now: no more tools can be called. Using only the evidence gathered so far in this conversation, " +
   "give your best answer to the question. Say briefly what remains uncertain or was not checked.";
 
-type ConcludeDeps = { model: ModelPort; output?: RunOutput; context: ContextBuilder; runs: Pick<RunState, "addTokens">; costs?: CostBounds };
+type ConcludeDeps = { model: ModelPort; output?: RunOutput; context: ContextBuilder; runs: Pick<RunState, "addTokens" | "deliverInputs">; costs?: CostBounds };
 
 type ConcludeTurn = {
   scope: { run: RunRecord; sink: TraceSink; write: Transact; signal: AbortSignal; log: AttemptLog };
@@ -34,11 +37,14 @@ type ConcludeTurn = {
   streamed: { text: string };
   /** The run's caps and spends, read when the stop was taken. */
   costs?: CostState;
+  /** Steering inputs waited when the stop was taken: the request delivers them first. */
+  inputsPending?: boolean;
 };
 
 /** Makes the concluding request inside the turn span `span`; its answer settles the run (concluded early). */
 export async function concludingRequest(deps: ConcludeDeps, turn: ConcludeTurn, span: SpanRef): Promise<Outcome> {
   const { run, sink, write, signal, log } = turn.scope;
+  if (turn.inputsPending) await deliverSteering(deps.runs, turn.scope, span);
   const built = await deps.context.build({
     run,
     log: log.entries,

@@ -13,6 +13,7 @@ import { unrecordedInterruptions } from "../memory/conversation-log.js";
 import { repairNote } from "../memory/repair.js";
 import { ModelRetryLater } from "../ports/model.js";
 import { concludingRequest } from "./conclude.js";
+import { deliverSteering } from "./steering.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { Tool } from "../ports/tool.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -140,7 +141,8 @@ export class RunExecutor {
         turn.nextRequests = undefined;
         turn.inputsPending = inputs;
         turn.costs = costs;
-        if (stop === "AFTER_TURN") return await this.stopAfterTurn(turn);
+        // An AFTER_TURN stop heard since they were read (with the claim, for a first turn) counts too.
+        if (stop === "AFTER_TURN" || attempt.afterTurn?.aborted) return await this.stopAfterTurn(turn);
         if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
         if (pause && safePoint) return PAUSED;
         const step = await this.turn(turn);
@@ -196,9 +198,10 @@ export class RunExecutor {
     const scope: AttemptScope = { ...turn.scope, signal: stops.attempt.signal };
     await scope.sink.event(scope.span, "STOP_REQUESTED", { mode: "CONCLUDE", taken: "one last model request, without tools" });
     await this.recordRepairs(scope, new Set());
-    // The caps read now: the work the stop cut off may have spent since the turn began.
-    const { costs } = await this.deps.runs.requests(turn.scope.run.id);
-    const last: Turn = { ...turn, scope, tools: new Map(), costs };
+    // The caps read now: the work the stop cut off may have spent since the turn began; and the
+    // steering inputs waiting, which the last request delivers as any turn's does.
+    const { costs, inputs } = await this.deps.runs.requests(turn.scope.run.id);
+    const last: Turn = { ...turn, scope, tools: new Map(), costs, inputsPending: inputs };
     const { signal, sink } = scope;
     return withSpan(
       sink,
@@ -245,13 +248,7 @@ export class RunExecutor {
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
     // A person's steering inputs enter the log right before the request that reads them (issue 38).
-    const append = (into: Transact, texts: string[]) =>
-      log.append(
-        into,
-        texts.map((content) => ({ role: "USER" as const, content })),
-      );
-    // Steering writes events on the turn's span in a transaction of its own, after the span's start (`write` is ordered).
-    if (turn.inputsPending) await this.deps.runs.deliverInputs(write, { runId: run.id, span, append });
+    if (turn.inputsPending) await deliverSteering(this.deps.runs, turn.scope, span);
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
