@@ -37,6 +37,18 @@ export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs
  */
 const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 };
 
+/**
+ * The statement_timeout PostgreSQL enforces: DB_STATEMENT_TIMEOUT_MS, but always shorter than
+ * DB_QUERY_TIMEOUT_MS, by a quarter of it and at most 5 s (the defaults, 60 and 65 s, as they are).
+ * So the server cancels a statement — one waiting for a lock, or on a busy server — before the
+ * client stops waiting for its answer: a statement the client gave up on is rolled back, never
+ * committed after its caller was told it failed. Only a link that fails with a statement in flight
+ * leaves its outcome unknown (an admission's idempotency key makes its retry safe).
+ */
+export function serverStatementTimeout({ queryMs, statementMs }: Pick<DatabaseTimeouts, "queryMs" | "statementMs">): number {
+  return Math.min(statementMs, queryMs - Math.min(5_000, Math.floor(queryMs / 4)));
+}
+
 /** Connections one process may hold when the target does not say (src/config.ts sizes it by DB_POOL_SIZE or WORKER_CONCURRENCY). */
 const DEFAULT_POOL_SIZE = 10;
 
@@ -245,7 +257,7 @@ async function openPostgres(
     application_name: applicationName(instanceId),
     connectionTimeoutMillis: timeouts.connectMs,
     query_timeout: timeouts.queryMs,
-    statement_timeout: timeouts.statementMs,
+    statement_timeout: serverStatementTimeout(timeouts),
     idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     keepAlive: true,
   });

@@ -44,6 +44,23 @@ export class IdempotencyConflictError extends DomainError {
   }
 }
 
+/**
+ * The database failed the request for a moment, not the request itself: it did not answer in time
+ * (DB_QUERY_TIMEOUT_MS, DB_STATEMENT_TIMEOUT_MS), no pooled connection was free in time, the
+ * connection was lost, or a concurrent transaction won a conflict. Trying again may succeed.
+ */
+export class ServiceUnavailableError extends DomainError {
+  constructor(
+    message: string,
+    /** How long to wait before trying again. */
+    readonly retryAfterSeconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message);
+    if (options && "cause" in options) this.cause = options.cause;
+  }
+}
+
 /** The workspace is archived: it takes no new links or admissions until restored. */
 export class WorkspaceArchivedError extends DomainError {
   constructor(readonly workspaceId: string) {

@@ -7,6 +7,7 @@ import {
   IdempotencyConflictError,
   IneligibleSourceError,
   NotFoundError,
+  ServiceUnavailableError,
   StaleRevisionError,
   StaleVersionError,
   UnsupportedError,
@@ -112,4 +113,14 @@ builder.objectType(ArtifactExpiredError, {
     "The temporary artifact is past its expiresAt: its content is no longer kept (or is about to be freed) and it can no longer be retained. Its name, type, size and dates still read.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ expiredAt: t.expose("expiredAt", { type: "DateTime" }) }),
+});
+
+builder.objectType(ServiceUnavailableError, {
+  name: "ServiceUnavailableError",
+  description:
+    "The database failed the request for a moment, not the request itself: it did not answer in time, no connection to it was free in time, the connection was lost, or a concurrent change won a conflict. Try again after `retryAfterSeconds`. Where the mutation takes an idempotency key, send the same key again: the retry answers with what was done, exactly once.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    retryAfterSeconds: t.exposeInt("retryAfterSeconds", { description: "Seconds to wait before trying again." }),
+  }),
 });

@@ -1,5 +1,12 @@
 // Runs and their admission (W4, W5).
-import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import {
+  ConversationBusyError,
+  IdempotencyConflictError,
+  NotFoundError,
+  ServiceUnavailableError,
+  ValidationError,
+  WorkspaceArchivedError,
+} from "../../domain/errors.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -7,6 +14,7 @@ import { RunAttemptOutcome } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { unavailableOnTransient } from "../transient-failures.js";
 import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
 import { isMyLiveWorkspace, mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { admittedRunQuery, admittedWorkspace, answeredRun } from "./admitted-run-query.js";
@@ -289,31 +297,41 @@ const AdmitRunSuccess = builder.objectRef<{ run: Run; replayed: boolean }>("Admi
   }),
 });
 
+/**
+ * What a client is told when the database failed an admission for a moment. The database usually
+ * cancelled the statement, so nothing was admitted; only when the connection was lost with it in
+ * flight may it have committed: the same key makes the retry safe either way.
+ */
+const ADMISSION_UNAVAILABLE =
+  "The database did not complete the admission in time. Try again with the same idempotencyKey: the run is admitted exactly once (replayed: true if this admission did commit after all).";
+
 builder.mutationField("admitRun", (t) =>
   t.field({
     type: AdmitRunSuccess,
-    description: "Admits a new, independent run with frozen inputs; a worker executes it.",
+    description:
+      "Admits a new, independent run with frozen inputs; a worker executes it. A ServiceUnavailableError says the database failed the admission for a moment: try again after its retryAfterSeconds with the same idempotencyKey.",
     args: { input: t.arg({ type: AdmitRunInput, required: true }) },
     errors: {
-      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError],
+      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError, ServiceUnavailableError],
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },
-    resolve: async (_root, { input }, ctx, info) => {
-      const planned = await admittedRunQuery(ctx, info);
-      const admitted = await ctx.services.admissions.admitRun(
-        ctx.actor,
-        {
-          ...input,
-          workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
-          conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
-          materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
-          // A JSON value: the admission checks it is a flat object of strings.
-          metadata: input.metadata as Record<string, unknown> | null | undefined,
-        },
-        planned.relations,
-      );
-      return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
-    },
+    resolve: (_root, { input }, ctx, info) =>
+      unavailableOnTransient(ADMISSION_UNAVAILABLE, async () => {
+        const planned = await admittedRunQuery(ctx, info);
+        const admitted = await ctx.services.admissions.admitRun(
+          ctx.actor,
+          {
+            ...input,
+            workspaceId: input.workspaceId ? requireIdOfType(String(input.workspaceId), "Workspace", "workspaceId") : null,
+            conversationId: input.conversationId ? requireIdOfType(String(input.conversationId), "Conversation", "conversationId") : null,
+            materials: input.materials ? materialRefsToDomain(input.materials, "materials") : null,
+            // A JSON value: the admission checks it is a flat object of strings.
+            metadata: input.metadata as Record<string, unknown> | null | undefined,
+          },
+          planned.relations,
+        );
+        return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
+      }),
   }),
 );
