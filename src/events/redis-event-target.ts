@@ -3,22 +3,22 @@
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import type { Logger } from "../logger.js";
 import { PrefixedEventTarget } from "./prefixed-event-target.js";
-import { closeRedisClient, logRedisLink, redisAddress } from "./redis-link-log.js";
+import { closeRedisClient, connectWithin, logRedisLink, REDIS_CONNECT_TIMEOUT_MS, RedisUnavailableError, redisAddress } from "./redis-link-log.js";
 import { awaitedPublish, createEventBus, type EventBus } from "./topics.js";
 import type { Redis } from "ioredis";
 
-export class RedisUnavailableError extends Error {
-  override name = "RedisUnavailableError";
-}
+export { RedisUnavailableError };
 
 /**
  * `prefix` (REDIS_PREFIX) names every channel, so deployments sharing a Redis never hear each other.
  * With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts).
+ * Redis must be there at start: unreachable, or not answering within `connectTimeoutMs` (a link
+ * that connects and then hangs), the bus is not started — RedisUnavailableError, nothing left open.
  */
 export async function createRedisEventBus(
   url: string,
   prefix = "",
-  { logger }: { logger?: Logger } = {},
+  { logger, connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS }: { logger?: Logger; connectTimeoutMs?: number } = {},
 ): Promise<{ events: EventBus; close(): Promise<void> }> {
   // Loaded here: a server without REDIS_URL need not hold the Redis client.
   const { Redis } = await import("ioredis");
@@ -27,10 +27,8 @@ export async function createRedisEventBus(
   const subscribeClient = new Redis(url, options);
   // Fail at start, naming the server, rather than on the first publish.
   try {
-    await Promise.all([publishClient.connect(), subscribeClient.connect()]);
+    await connectWithin([publishClient, subscribeClient], connectTimeoutMs);
   } catch (error) {
-    publishClient.disconnect();
-    subscribeClient.disconnect();
     throw new RedisUnavailableError(`Redis at ${redisAddress(publishClient)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
   if (logger) logRedisLink("event bus", [publishClient, subscribeClient], logger);

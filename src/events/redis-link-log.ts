@@ -1,14 +1,45 @@
 // The link to Redis of one use of it (the event bus, the rate limits). An outage in Dossier's own
 // logs: its clients log once through the logger when their link is lost, and once when it is
 // back, instead of ioredis printing an unhandled error line on stderr at every reconnection
-// attempt. And their closing, which ends that link for good whatever its state.
+// attempt. Their connecting at start, which ends within a bound whatever the link does, and
+// their closing, which ends that link for good whatever its state.
 import type { Redis } from "ioredis";
 import type { Logger } from "../logger.js";
+
+/** Redis could not be reached at start (REDIS_URL): the process does not start. */
+export class RedisUnavailableError extends Error {
+  override name = "RedisUnavailableError";
+}
 
 /** Where the client connects, for messages: host:port (or the socket's path), never the URL's password. */
 export function redisAddress(client: Redis): string {
   const { host, port, path } = client.options;
   return path || `${host}:${port}`;
+}
+
+/** How long a use of Redis may take to connect at start (TCP, then Redis's answer to the first commands). */
+export const REDIS_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * Connects the clients (made with lazyConnect), all ready within `timeoutMs` or none: Redis
+ * refusing the connection fails at once, and a link that connects but never answers (Redis hung,
+ * or packets dropped past the TCP handshake: ioredis's own connect timeout ends with the
+ * handshake, and its first commands have none) fails once `timeoutMs` has passed. On failure every
+ * client is disconnected for good — no reconnection is tried — and the error says why.
+ */
+export async function connectWithin(clients: Redis[], timeoutMs = REDIS_CONNECT_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([Promise.all(clients.map((client) => client.connect())), timedOut]);
+  } catch (error) {
+    for (const client of clients) client.disconnect();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

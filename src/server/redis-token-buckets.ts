@@ -1,7 +1,7 @@
 // Rate-limit buckets in Redis (REDIS_URL), shared by every instance: one Lua script refills and
 // takes atomically, by Redis's own clock, so instances whose clocks differ still agree.
 import type { Redis } from "ioredis";
-import { closeRedisClient, logRedisLink } from "../events/redis-link-log.js";
+import { closeRedisClient, connectWithin, logRedisLink, REDIS_CONNECT_TIMEOUT_MS, RedisUnavailableError, redisAddress } from "../events/redis-link-log.js";
 import type { Logger } from "../logger.js";
 import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
 
@@ -26,12 +26,24 @@ export class RedisTokenBuckets implements TokenBuckets {
     private readonly settings: RateLimitSettings,
   ) {}
 
-  /** With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts). */
-  static async connect(url: string, settings: RateLimitSettings, { logger }: { logger?: Logger } = {}): Promise<RedisTokenBuckets> {
+  /**
+   * With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts).
+   * Like the event bus, fails at start (RedisUnavailableError) when Redis is unreachable or does
+   * not answer within `connectTimeoutMs`, with nothing left open.
+   */
+  static async connect(
+    url: string,
+    settings: RateLimitSettings,
+    { logger, connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS }: { logger?: Logger; connectTimeoutMs?: number } = {},
+  ): Promise<RedisTokenBuckets> {
     const { Redis } = await import("ioredis");
     // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    await redis.connect();
+    try {
+      await connectWithin([redis], connectTimeoutMs);
+    } catch (error) {
+      throw new RedisUnavailableError(`Redis for the rate limits at ${redisAddress(redis)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
+    }
     if (logger) logRedisLink("rate limits", [redis], logger);
     redis.defineCommand("dossierTakeToken", { numberOfKeys: 1, lua: TAKE });
     return new RedisTokenBuckets(redis, settings);

@@ -6,7 +6,7 @@ import { type ClaimedAttempt, claimRun, claimRuns, type InstanceLiveness, releas
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
-import { budgetTokens, type Claimant, type EndedRun, type LeaseVerdict, type Outcome } from "./vocabulary.js";
+import { budgetTokens, type Claimant, type EndedRun, type LeaseTerms, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
@@ -55,8 +55,8 @@ export class PrismaRunState {
   }
 
   /** One statement for every attempt the worker holds; the stop requested of each run comes back with it (lease-renewal.ts). */
-  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]> {
-    return renewLeases(this.deps.prisma, holders, leaseMs, waiting);
+  renewLeases(holders: readonly Holder[], lease: LeaseTerms, waiting?: boolean): Promise<(LeaseVerdict | null)[]> {
+    return renewLeases(this.deps.prisma, holders, lease, waiting);
   }
 
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName> {

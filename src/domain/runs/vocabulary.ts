@@ -169,6 +169,9 @@ export type Claimant = {
 /** A run ended outside any attempt (a WAITING run past its deadline): its conversation's next run may start. */
 export type EndedRun = { id: string; conversationId: string };
 
+/** A renewal's terms: the lease it grants, and the margin before its end past which it grants none (RUN_LEASE_MARGIN_MS). */
+export type LeaseTerms = { leaseMs: number; marginMs: number };
+
 /** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
 export type LeaseVerdict = { held: true; stop?: CancelMode | null } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
 

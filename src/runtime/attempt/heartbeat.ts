@@ -20,6 +20,8 @@ export type Beating = {
 
 export type BeatOptions = {
   leaseMs: number;
+  /** A lease with less than this left is not extended (the attempt has stopped itself by then). */
+  marginMs: number;
   /**
    * How long the renewal may take before it counts as failed. Default: as long as the least
    * pressed attempt's clock says it still holds its lease (a slow renewal that succeeds still
@@ -35,7 +37,7 @@ export type BeatOptions = {
  * Resolves with the attempts nothing was decided for because their run's row was busy.
  */
 export async function beat(runs: Pick<RunState, "renewLeases">, attempts: readonly Beating[], options: BeatOptions): Promise<Beating[]> {
-  const { leaseMs, waiting } = options;
+  const { leaseMs, marginMs, waiting } = options;
   const beating = attempts.filter((attempt) => !attempt.fence.lost);
   if (beating.length === 0) return [];
   const deadlineMs = options.deadlineMs ?? Math.max(1, ...beating.map((attempt) => attempt.clock.remainingMs()));
@@ -45,7 +47,7 @@ export async function beat(runs: Pick<RunState, "renewLeases">, attempts: readon
     verdicts = await withDeadline(
       runs.renewLeases(
         beating.map((attempt) => attempt.fence.holder),
-        leaseMs,
+        { leaseMs, marginMs },
         waiting,
       ),
       deadlineMs,

@@ -62,13 +62,13 @@ export class LeaseKeeper {
 
   /** Renews when some attempt is due, with every attempt at least half due. */
   private tick(): void {
-    const { runs, leaseMs } = this.options;
+    const { runs, leaseMs, marginMs } = this.options;
     if (this.beating) return;
     const held = [...this.attempts.values()].filter((attempt) => !attempt.fence.lost && !this.alone.has(attempt));
     if (!held.some((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 3)) return;
     this.beating = true;
     const due = held.filter((attempt) => attempt.clock.sinceRenewalMs() >= leaseMs / 6);
-    void beat(runs, due, { leaseMs })
+    void beat(runs, due, { leaseMs, marginMs })
       .then((busy) => {
         for (const attempt of busy) this.renewAlone(attempt);
       })
@@ -85,6 +85,7 @@ export class LeaseKeeper {
   private renewAlone(attempt: Beating): void {
     if (this.attempts.get(attempt.fence.holder.runId) !== attempt) return;
     this.alone.add(attempt);
-    void beat(this.options.runs, [attempt], { leaseMs: this.options.leaseMs, waiting: true }).finally(() => this.alone.delete(attempt));
+    const { leaseMs, marginMs } = this.options;
+    void beat(this.options.runs, [attempt], { leaseMs, marginMs, waiting: true }).finally(() => this.alone.delete(attempt));
   }
 }

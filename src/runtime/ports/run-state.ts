@@ -10,6 +10,7 @@ import type {
   ClaimedAttempt,
   EndedRun,
   InstanceLiveness,
+  LeaseTerms,
   LeaseVerdict,
   Outcome,
   RunRecord,
@@ -31,6 +32,7 @@ export type {
   ClaimedAttempt,
   EndedRun,
   InstanceLiveness,
+  LeaseTerms,
   LeaseVerdict,
   RunRecord,
   SettleContext,
@@ -46,11 +48,13 @@ export interface RunState {
   /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
   fence(holder: Holder, onLost: OnLost): AttemptFence;
   /**
-   * Extends the leases of the attempts, in one statement; for each (in their order), says why not
-   * when it no longer holds its run, or null when its run's row was busy (nothing was decided).
-   * `waiting`: a busy row is waited for, not skipped.
+   * Extends the leases of the attempts by `leaseMs`, in one statement; for each (in their order),
+   * says why not when it no longer holds its run, or null when its run's row was busy (nothing was
+   * decided). A lease with less than `marginMs` left is not extended: its attempt has stopped itself
+   * by its own clock (a renewal that arrives that late was held on its way). `waiting`: a busy row
+   * is waited for, not skipped.
    */
-  renewLeases(holders: readonly Holder[], leaseMs: number, waiting?: boolean): Promise<(LeaseVerdict | null)[]>;
+  renewLeases(holders: readonly Holder[], lease: LeaseTerms, waiting?: boolean): Promise<(LeaseVerdict | null)[]>;
   /** Settles the run in the attempt's terminal state, with the settle steps' effects, in the attempt's fence. */
   settle(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome, steps: readonly SettleStep[]): Promise<RunStatusName>;
   /**
