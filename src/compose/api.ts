@@ -97,7 +97,7 @@ export function createApi(
         initial.connectionParams || !initial.request
           ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
           : await authentication.actorOf(initial.request);
-      return { actor, prisma: db.prisma, events, services, settings, capabilities };
+      return { actor, prisma: db.prisma, events, services, logger, settings, capabilities };
     },
     ...FIXED_SETTINGS,
     ...graphiqlSettings(graphiqlSecret),

@@ -2,6 +2,7 @@ import type { Actor } from "../domain/principal/principal-service.js";
 import type { Services } from "../domain/services.js";
 import type { EventBus } from "../events/topics.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
+import type { Logger } from "../logger.js";
 import type { McpStatusView } from "../runtime/ports/mcp.js";
 import type { SkillsView } from "../runtime/ports/skills.js";
 
@@ -13,6 +14,8 @@ export type GraphQLContext = {
   services: Services;
   /** What runs of this instance see: effective skills and MCP connection status. */
   capabilities: { skills: SkillsView; mcp: McpStatusView };
+  /** The operator's log: what the client is answered without its cause (a database that timed out) is told here. */
+  logger: Logger;
   settings: {
     /** Live trace updates that may wait for one slow subscriber before it must resync. */
     traceSubscriberBuffer: number;

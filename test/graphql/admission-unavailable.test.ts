@@ -9,6 +9,7 @@ import type { DossierClient } from "../../sdk/client.js";
 import { AdmitRunDocument } from "../../sdk/generated/graphql.js";
 import { type Database, type DatabaseTimeouts, openDatabase } from "../../src/db/open-database.js";
 import { idOfType } from "../../src/domain/global-id.js";
+import { silentLogger } from "../../src/logger.js";
 import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
@@ -22,7 +23,10 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
   let sql: pg.Client | undefined;
   let proxy: FaultProxy | undefined;
   let drop: (() => Promise<void>) | undefined;
+  /** The operator's warnings: each failure the client was answered unavailable for, with its cause. */
+  let warnings: { message: string; error: string }[] = [];
   afterEach(async () => {
+    warnings = [];
     proxy?.heal();
     await sql?.query("ROLLBACK").catch(() => undefined);
     await sql?.end();
@@ -40,6 +44,7 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
     const url = proxy?.url ?? database.url;
     let db: Database | undefined;
     t = await startTestApp("postgres", {
+      logger: { ...silentLogger, warn: (message, fields) => warnings.push({ message, error: String(fields?.error) }) },
       database: async () => {
         db = await openDatabase({ kind: "postgres", url, ...target }, { instanceId: INSTANCE, migrations: [] });
         return { db, dispose: () => db!.close() };
@@ -82,6 +87,9 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
       expect(unavailable.retryAfterSeconds).toBe(1);
       expect(unavailable.message).toMatch(/try again with the same idempotencyKey/i);
     }
+    // The operator is told what the client is not: each admission's own cause.
+    expect(warnings.map((warning) => warning.message)).toEqual(Array(10).fill("answered unavailable: the database failed for a moment"));
+    expect(warnings.every((warning) => /timeout/i.test(warning.error))).toBe(true);
     await sql.query("COMMIT");
     // Nothing the admissions sent goes on to commit once the row is free.
     await settled(sql);

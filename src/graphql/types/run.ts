@@ -317,7 +317,7 @@ builder.mutationField("admitRun", (t) =>
       union: { name: "AdmitRunPayload" },
     },
     resolve: (_root, { input }, ctx, info) =>
-      unavailableOnTransient(ADMISSION_UNAVAILABLE, async () => {
+      unavailableOnTransient(ctx.logger, ADMISSION_UNAVAILABLE, async () => {
         const planned = await admittedRunQuery(ctx, info);
         const admitted = await ctx.services.admissions.admitRun(
           ctx.actor,
