@@ -11,6 +11,8 @@ export type GraphQLContext = {
   prisma: PrismaClient;
   events: EventBus;
   services: Services;
+  /** The server's clock: access and sign-in tokens expire by it (tests move it). */
+  now: () => Date;
   /** What runs of this instance see: effective skills and MCP connection status. */
   capabilities: { skills: SkillsView; mcp: McpStatusView };
   settings: {
