@@ -64,7 +64,7 @@ export type ApiOptions = {
 type InitialContext = { request?: Request; connectionParams?: Record<string, unknown> };
 
 export function createApi(
-  core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics">,
+  core: Pick<Core, "db" | "events" | "services" | "skills" | "mcp" | "metrics" | "now">,
   {
     logger,
     authRequired,
@@ -82,10 +82,10 @@ export function createApi(
   // The value GraphiQL's page carries to be exempt from trusted documents: this process's own.
   const graphiqlSecret = randomBytes(24).toString("base64url");
   const { trusted, graphiql } = documentSettings(documents, graphiqlSecret, core.metrics.countRejected);
-  const { db, events, services, metrics } = core;
+  const { db, events, services, metrics, now } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
-  const signIn = signInOptions ? openSignIn(db.prisma, signInOptions) : undefined;
+  const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
@@ -97,7 +97,7 @@ export function createApi(
         initial.connectionParams || !initial.request
           ? await authenticate(authorizationFromConnectionParams(initial.connectionParams))
           : await authentication.actorOf(initial.request);
-      return { actor, prisma: db.prisma, events, services, logger, settings, capabilities };
+      return { actor, prisma: db.prisma, events, services, now, logger, settings, capabilities };
     },
     ...FIXED_SETTINGS,
     ...graphiqlSettings(graphiqlSecret),
@@ -136,6 +136,7 @@ export function createApi(
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
     metrics,
+    now,
     async stop() {
       await keyRevocations.close();
       await yoga.dispose();

@@ -47,6 +47,8 @@ export type Core = {
   announcer: RunAnnouncer;
   /** This process's Prometheus instruments (S4), shared with no other app in the process. */
   metrics: DossierMetrics;
+  /** The clock of expiries and late decisions: the system clock unless a test moves it. */
+  now: () => Date;
   /** Present when this process executes runs (its worker is started). */
   runtime?: Runtime;
   /** Exports finished spans to the OTLP collector, when one is configured and runs execute here. */
@@ -172,6 +174,7 @@ export function createCore({
     mcp,
     announcer,
     metrics,
+    now: now ?? (() => new Date()),
     runtime: executing?.runtime,
     exporter: executing?.exporter,
     async stop() {

@@ -12,8 +12,8 @@ export type SignInOptions = SignInSettings & {
   cooldownMs?: number;
 };
 
-export function openSignIn(prisma: PrismaClient, options: SignInOptions): { tokens: SignInTokens; close(): Promise<void> } {
+export function openSignIn(prisma: PrismaClient, options: SignInOptions, now?: () => Date): { tokens: SignInTokens; close(): Promise<void> } {
   const outbound = createOutboundHttp({ allowedHosts: options.allowedHosts, setting: "AUTH_JWKS_ALLOWED_HOSTS", resolve: options.resolve });
-  const tokens = new SignInTokens({ prisma, settings: options, fetch: outbound.fetch, cooldownMs: options.cooldownMs });
+  const tokens = new SignInTokens({ prisma, settings: options, fetch: outbound.fetch, cooldownMs: options.cooldownMs, now });
   return { tokens, close: () => outbound.close() };
 }

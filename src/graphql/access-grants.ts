@@ -26,6 +26,7 @@ import { ForbiddenError, NotFoundError } from "../domain/errors.js";
 import { decodeGlobalId, encodeGlobalId } from "../domain/global-id.js";
 import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
+import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import { parseEvidenceId } from "../domain/research/evidence.js";
 import type { GraphQLContext } from "./context.js";
 import { type LinkedRow, linkedThroughGrant, linkedThroughGrants, readableThroughGrants } from "./granted-nodes.js";
@@ -162,18 +163,19 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
     const rule = ROOT_RULES[key];
     return async (source, args, context, info) => {
-      const { access: scope, scopes, credentialExpiresAt } = (context as GraphQLContext).actor;
+      const { actor, now } = context as GraphQLContext;
+      const { access: scope, scopes, credentialExpiresAt } = actor;
       if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, []);
       if (!scope) {
         // A sign-in token's subscriptions end when it does, over SSE as over graphql-ws.
         const events = await subscribe(source, args, context, info);
-        return credentialExpiresAt && isAsyncIterable(events) ? untilExpiry(events, credentialExpiresAt) : events;
+        return credentialExpiresAt && isAsyncIterable(events) ? untilExpiry(events, credentialExpiresAt, now) : events;
       }
       if (!rule) throw refusal(key, []);
       if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
         throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
       }
-      return untilExpiry((await subscribe(source, args, context, info)) as AsyncIterable<unknown>, scope.expiresAt);
+      return untilExpiry((await subscribe(source, args, context, info)) as AsyncIterable<unknown>, scope.expiresAt, now);
     };
   }
 }
@@ -286,24 +288,46 @@ function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo, ct
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 
-const EXPIRED = Symbol("expired");
+const EXPIRED: unique symbol = Symbol("expired");
 
-/** The events of a subscription until the token expires; then the error that says so. */
-async function* untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date): AsyncGenerator<T> {
+/**
+ * The events of a subscription until the token expires; then the error that says so. Whether it
+ * expired is asked of the clock before each event is handed on, so an event that comes after the
+ * instant, before the timer has had its turn (a busy process), is not delivered. An iterator, not
+ * an async generator: a generator waiting for its source's next event could not be returned (a
+ * client unsubscribing) until that event came or the token expired, and would hold the source and
+ * the subscription's quota place until then.
+ */
+function untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date, now: () => Date): AsyncIterableIterator<T> {
   const iterator = events[Symbol.asyncIterator]();
-  let timer: NodeJS.Timeout | undefined;
+  let stopTimer: () => void = () => undefined;
   const expired = new Promise<typeof EXPIRED>((resolve) => {
-    timer = setTimeout(() => resolve(EXPIRED), Math.max(0, expiresAt.getTime() - Date.now()));
+    stopTimer = atExpiry(expiresAt, now, () => resolve(EXPIRED));
   });
-  try {
-    while (true) {
-      const next = await Promise.race([iterator.next(), expired]);
-      if (next === EXPIRED) throw new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    clearTimeout(timer);
+  let finished = false;
+  const finish = async () => {
+    if (finished) return;
+    finished = true;
+    stopTimer();
     await iterator.return?.();
-  }
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (finished) return { done: true, value: undefined };
+      const next = hasExpired(expiresAt, now) ? EXPIRED : await Promise.race([iterator.next(), expired]);
+      if (next === EXPIRED || hasExpired(expiresAt, now)) {
+        void finish().catch(() => undefined);
+        throw new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
+      }
+      if (next.done) await finish();
+      return next;
+    },
+    async return() {
+      await finish();
+      return { done: true, value: undefined };
+    },
+  };
 }

@@ -12,6 +12,8 @@ export type GraphQLContext = {
   prisma: PrismaClient;
   events: EventBus;
   services: Services;
+  /** The server's clock: access and sign-in tokens expire by it (tests move it). */
+  now: () => Date;
   /** What runs of this instance see: effective skills and MCP connection status. */
   capabilities: { skills: SkillsView; mcp: McpStatusView };
   /** The operator's log: what the client is answered without its cause (a database that timed out) is told here. */

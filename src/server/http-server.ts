@@ -6,7 +6,6 @@ import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
-import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
@@ -18,6 +17,7 @@ import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
+import { type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
@@ -55,11 +55,11 @@ export type ServedApi = {
   rateLimits?: TokenBuckets;
   /** Subscriptions per API key and per principal (MAX_SUBSCRIPTIONS_PER_KEY): graphql-ws ones are counted here. */
   subscriptionQuota: SubscriptionQuota;
+  /** The clock tokens expire by: a socket opened with one closes then. */
+  now: () => Date;
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
-
-type Socket = { readyState: number; close(code: number, reason: string): void; once(event: "close", listener: () => void): void };
 
 /** Open sockets' operations, counted at scrape time: nothing to keep in step by hand. */
 type OpenSockets = Set<{ subscriptions: Record<string, unknown> }>;
@@ -161,11 +161,13 @@ function serveGraphqlWs({
   maxSubscriptionsPerConnection: number;
 }) {
   const shares = new SocketShares(app.rateLimits, app.subscriptionQuota);
+  const credentials = new SocketCredentials(app.now);
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
       // (which clients do not retry) and the same message an HTTP request would get; a key
-      // revoked while the socket is open closes it with 4403.
+      // revoked while the socket is open closes it with 4403, an expired token with 4401
+      // "token expired" (socket-credentials.ts).
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket as Socket;
         try {
@@ -177,9 +179,7 @@ function serveGraphqlWs({
               "close",
               app.keyRevocations.watch(actor.keyId, () => socket.close(4403, KEY_REVOKED_MESSAGE)),
             );
-          const expiresAt = actor.access?.expiresAt ?? actor.credentialExpiresAt;
-          if (expiresAt) closeAtExpiry(socket, expiresAt);
-          return true;
+          return credentials.opened(ctx, socket, actor);
         } catch (error) {
           socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
           return false;
@@ -190,12 +190,18 @@ function serveGraphqlWs({
         shares.release(ctx);
       },
       onComplete: (ctx, id) => shares.release(ctx, id),
+      // Nothing is sent once the socket's credential has expired, however late its timer (a
+      // keepalive ping included: it closes the socket instead).
+      onNext: (ctx) => void credentials.ended(ctx),
+      onError: (ctx) => void credentials.ended(ctx),
+      onPing: (ctx) => void credentials.ended(ctx),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) =>
         sharedResults.subscribe(args, sharingKey((args.contextValue as GraphQLContext).actor), (fallback) =>
           (fallback.rootValue as Enveloped).subscribe(fallback),
         ),
       onSubscribe: async (ctx, id, params) => {
+        if (credentials.ended(ctx)) return [socketClosing()];
         // Every operation takes a token when it starts (a subscription once, not per update).
         const limited = await shares.start(ctx, (ctx.extra.request as IncomingMessage).socket?.remoteAddress);
         if (limited) return [limited];
@@ -210,8 +216,18 @@ function serveGraphqlWs({
         // A trusted document's id in place of its text; with TRUSTED_DOCUMENTS_ONLY, nothing else.
         const query = app.trustedDocuments.resolveSocketOperation(params as SocketOperation, ctx.connectionParams);
         if (query instanceof GraphQLError) return [query];
-        const prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        let prepared: Awaited<ReturnType<typeof prepareOperation>>;
+        try {
+          prepared = await prepareOperation(app.yoga, { ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: { ...params, query } });
+        } catch (error) {
+          // Each operation authenticates again: a credential refused now (expired, revoked) ends the socket.
+          if (!(error instanceof GraphQLError)) throw error;
+          if (error.extensions.code === "UNAUTHENTICATED") credentials.refused(ctx, error);
+          return [error];
+        }
         if (Array.isArray(prepared)) return prepared;
+        // Its credential may have expired while it was authenticated and validated.
+        if (credentials.ended(ctx)) return [socketClosing()];
         // A subscription holds a place of its key's and principal's share until it completes.
         const full = shares.hold(ctx, id, prepared, (prepared.contextValue as GraphQLContext).actor);
         return full ? [full] : prepared;
@@ -223,17 +239,6 @@ function serveGraphqlWs({
 
 /** Who may share a subscription's results: the principal, or one access token of it (its grants shape what it sees). */
 const sharingKey = (actor: GraphQLContext["actor"]) => (actor.access ? `${actor.principalId}#${actor.access.tokenId}` : actor.principalId);
-
-/** A socket opened with an access or sign-in token closes with 4401 "token expired" when the token does (clients do not retry 4401). */
-function closeAtExpiry(socket: Socket, expiresAt: Date): void {
-  const timer = setTimeout(
-    () => {
-      if (socket.readyState === OPEN) socket.close(4401, TOKEN_EXPIRED);
-    },
-    Math.max(0, expiresAt.getTime() - Date.now()),
-  );
-  socket.once("close", () => clearTimeout(timer));
-}
 
 /** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */
 async function prepareOperation(

@@ -2,7 +2,8 @@
 // up. A subscription authenticated once, when it started, so every open one registers its key
 // here; `apikey:revoked` (from any instance, through the event bus) ends it at once, and a check
 // of the open keys every `sweepMs` catches revocations the bus did not carry (`npm run key:revoke`
-// without Redis, a lost message).
+// without Redis, a lost message). A key revoked while a subscription was starting — authenticated
+// just before, watched just after — is remembered for a while, so its watch ends it at once too.
 import { type ExecutionResult, GraphQLError } from "graphql";
 import { isAsyncIterable, type Plugin } from "graphql-yoga";
 import type { EventBus } from "../events/topics.js";
@@ -12,8 +13,13 @@ import type { Logger } from "../logger.js";
 
 export const KEY_REVOKED_MESSAGE = "API key revoked";
 
+/** How long a revocation is remembered for the watches that come after it (a start is never this slow). */
+const REMEMBERED_MS = 5 * 60_000;
+
 export class KeyRevocations {
   private readonly watchers = new Map<string, Set<() => void>>();
+  /** Keys revoked lately, by when this process heard of it. */
+  private readonly recent = new Map<string, number>();
   private readonly listening: AsyncIterator<unknown>;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
@@ -35,6 +41,10 @@ export class KeyRevocations {
   /** Calls `onRevoked` once when the key is revoked; the returned function stops watching. */
   watch(keyId: string, onRevoked: () => void): () => void {
     if (this.closed) return () => undefined;
+    if (this.recent.has(keyId)) {
+      queueMicrotask(onRevoked);
+      return () => undefined;
+    }
     let set = this.watchers.get(keyId);
     if (!set) this.watchers.set(keyId, (set = new Set()));
     set.add(onRevoked);
@@ -57,6 +67,7 @@ export class KeyRevocations {
     this.closed = true;
     clearInterval(this.timer);
     this.watchers.clear();
+    this.recent.clear();
     await this.listening?.return?.();
   }
 
@@ -72,6 +83,9 @@ export class KeyRevocations {
   }
 
   private fire(keyId: string): void {
+    const now = Date.now();
+    for (const [id, at] of this.recent) if (now - at > REMEMBERED_MS) this.recent.delete(id);
+    this.recent.set(keyId, now);
     const set = this.watchers.get(keyId);
     if (!set) return;
     this.watchers.delete(keyId);

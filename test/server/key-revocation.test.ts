@@ -1,12 +1,17 @@
 // Attack: a key that leaked is revoked while it still holds subscriptions open. Revoked through
 // the API or by the operator's `npm run key:revoke` from another process, the key is refused at
 // once over HTTP, and its open WebSocket (close 4403 "API key revoked") and SSE subscriptions end
-// within 5 seconds, while the same principal's other key keeps working.
+// within 5 seconds, while the same principal's other key keeps working. A key revoked while a
+// subscription was starting (authenticated before, watched after) ends it at once as well.
 import { createClient as createWsClient } from "graphql-ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { ApiKeysDocument, CreateApiKeyDocument, RevokeApiKeyDocument, UpdateGoalDocument, ViewerDocument } from "../../sdk/generated/graphql.js";
 import { openDatabase } from "../../src/db/open-database.js";
+import { createEventBus } from "../../src/events/topics.js";
+import type { PrismaClient } from "../../src/generated/prisma/client.js";
+import { silentLogger } from "../../src/logger.js";
+import { KeyRevocations } from "../../src/server/key-revocations.js";
 import { backends, createPostgresDatabase } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { killAll, type Spawned, spawnTs } from "../support/processes.js";
@@ -216,4 +221,30 @@ describe.each(backends)("revoking an API key on %s", (backend) => {
       expect(await viewerStatus(t.server!.url, firstKey)).toBe(200);
     },
   );
+});
+
+describe("a key revoked while a subscription starts", () => {
+  it("ends the subscription at once when its watch comes after the revocation, without waiting for the sweep", async () => {
+    const events = createEventBus();
+    // The sweep would catch it within the hour only: the revocation itself must.
+    const revocations = new KeyRevocations({ prisma: {} as PrismaClient, events, logger: silentLogger, sweepMs: 3_600_000 });
+    /** Revokes a key on the bus and waits until the revocations have heard of it. */
+    const revoke = async (keyId: string) => {
+      const heard = revocations.revoked(keyId);
+      events.publish("apikey:revoked", { keyId, at: new Date().toISOString() });
+      await heard.promise;
+    };
+    try {
+      // Authenticated with key A, then A is revoked, then the socket (graphql-ws) and the stream (SSE) are watched.
+      await revoke("key-a");
+      const ended = { socket: 0, stream: 0, otherKey: 0 };
+      revocations.watch("key-a", () => (ended.socket += 1));
+      void revocations.revoked("key-a").promise.then(() => (ended.stream += 1));
+      revocations.watch("key-c", () => (ended.otherKey += 1));
+      await revoke("key-d");
+      expect(ended).toEqual({ socket: 1, stream: 1, otherKey: 0 });
+    } finally {
+      await revocations.close();
+    }
+  });
 });

@@ -3,14 +3,16 @@
 // isolated from the others; expired, wrongly signed, wrong-issuer, wrong-audience and unknown-key
 // tokens get 401 with the reason; a key rotated into the JWKS is picked up without a restart, and
 // made-up kids do not make the server read the JWKS again within the cooldown. HTTP, graphql-ws
-// and SSE accept the token as they accept API keys.
+// and SSE accept the token as they accept API keys, and keep a socket or stream open until its
+// `exp`, however far ahead.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { createClient as createWsClient } from "graphql-ws";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
+import { decodeGlobalId } from "../../src/domain/global-id.js";
 import { backends } from "../support/databases.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -261,5 +263,55 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     expect(expiring.status).toBe(200);
     expect(await expiring.text()).toContain("TOKEN_EXPIRED");
     expect(Date.now() - sseStarted).toBeLessThan(5_000);
+  });
+
+  it("keeps a socket and an SSE stream open, delivering events, for a token that expires weeks ahead", async () => {
+    const key = await signingKey();
+    await start([key]);
+    // Further ahead than one Node timer reaches (about 24.8 days).
+    const token = await jwt(key, { sub: "alice", exp: "40d" });
+    const workspace = await createWorkspace(token, "Alice's");
+    const query = "subscription($w: ID!) { workspaceEvents(workspaceId: $w) { checkpointRevision } }";
+    const listening = t!.listeners();
+    const received: number[] = [];
+    let closed: { code: number; reason: string } | undefined;
+    const client = createWsClient({
+      url: t!.server!.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: { headers: { authorization: `Bearer ${token}` } },
+      on: { closed: (event) => void (closed = { code: (event as CloseEvent).code, reason: (event as CloseEvent).reason }) },
+    });
+    client.subscribe<{ workspaceEvents: { checkpointRevision: number } }>(
+      { query, variables: { w: workspace } },
+      { next: (result) => void received.push(result.data!.workspaceEvents.checkpointRevision), error: () => undefined, complete: () => undefined },
+    );
+    const stream = await fetch(`${t!.server!.url}?query=${encodeURIComponent(query)}&variables=${encodeURIComponent(JSON.stringify({ w: workspace }))}`, {
+      headers: { accept: "text/event-stream", authorization: `Bearer ${token}` },
+    });
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    await vi.waitFor(() => expect({ listening: t!.listeners(), closed }).toEqual({ listening: listening + 2, closed: undefined }));
+    const id = decodeGlobalId(workspace)!.id;
+    const event = {
+      kind: "CHECKPOINT_UPDATED" as const,
+      workspaceId: id,
+      checkpointRevision: 1,
+      goalVersion: null,
+      link: null,
+      runId: null,
+      at: new Date().toISOString(),
+    };
+    t!.app.events.publish("workspace:event", id, event);
+    await vi.waitFor(() => expect({ received, closed }).toEqual({ received: [1], closed: undefined }));
+    let text = "";
+    while (!text.includes('"checkpointRevision":1')) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      text += chunk.value;
+    }
+    expect(text).not.toContain("TOKEN_EXPIRED");
+    expect(text).toContain('"checkpointRevision":1');
+    await reader.cancel();
+    await client.dispose();
   });
 });
