@@ -147,3 +147,47 @@ describe("the README's EDIT example", () => {
     expect(received).toEqual([{ title: "Q3 report (draft)" }]);
   });
 });
+
+// A tool's schema is the tool's (an MCP server's, any principal's program): one with a pattern that
+// backtracks exponentially cannot stall the instance that takes an EDIT decision. The pattern is
+// not applied here; the tool checks its own arguments.
+describe("an EDIT decision against a schema with a hostile pattern", () => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  // With the pattern applied, this one decision would take one thread for hours (and the test time out).
+  it("is taken, the pattern not applied, and the tool runs with exactly the edited arguments", async () => {
+    const received: unknown[] = [];
+    const search: Tool = {
+      schema: { name: "search", description: "searches", parameters: { type: "object", properties: { q: { type: "string", pattern: "^(a+)+$" } } } },
+      execute: async (args) => {
+        received.push(args);
+        return "found";
+      },
+    };
+    t = await startTestApp("pglite", {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-edit-pattern-")),
+        extraTools: [search],
+        approvals: { rules: { search: "always" } },
+      },
+    });
+    const { client } = t;
+    const { run } = await admit(client, { question: callTools({ name: "search", arguments: { q: "aaa" } }) });
+    const held = await waitUntil(async () => {
+      const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return current.status === "WAITING" ? current.pendingApprovals.edges[0]!.node : undefined;
+    });
+    const edited = { q: `${"a".repeat(40)}!` };
+    const decided = await client.request(DecideToolCallDocument, {
+      input: { runId: run.id, toolCallId: held.toolCallId, decision: "EDIT", arguments: edited },
+    });
+    expect(expectType(decided.decideToolCall, "DecideToolCallSuccess").approval).toMatchObject({ decision: "EDIT", editedArguments: JSON.stringify(edited) });
+    expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+    expect(received).toEqual([edited]);
+  });
+});

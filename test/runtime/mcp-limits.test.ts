@@ -50,7 +50,7 @@ describe("an answer over the byte cap", () => {
     server = undefined;
   });
 
-  it("is refused while it arrives: the body stops at the cap and the refusal is reported; GET streams are not counted", async () => {
+  it("is refused while it arrives: a POST's body stops at the cap and the refusal is reported; a GET stream's events are counted one by one", async () => {
     let written = 0;
     server = createServer((req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
@@ -70,12 +70,44 @@ describe("an answer over the byte cap", () => {
     await once(server, "listening");
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
     const refused: McpMessageTooLarge[] = [];
-    const capped = sizeCappedFetch(fetch, 1_048_576, (error) => refused.push(error));
+    const capped = sizeCappedFetch(fetch, 1_048_576, (error) => void refused.push(error));
     const answer = await capped(url, { method: "POST", body: "{}" });
     await expect(answer.text()).rejects.toThrow(/larger than 1,048,576 bytes \(MCP_RESULT_MAX_BYTES\)/);
     expect(refused).toHaveLength(1);
     // Stopped near the cap, not after the server's 200 MB (socket buffers hold a few MB at most).
     expect(written).toBeLessThan(32 * 1024 * 1024);
     expect((await (await capped(url, { method: "GET" })).text()).length).toBe(300_000);
+  });
+});
+
+describe("an event stream", () => {
+  /** A stream answered in exactly these chunks, read through the cap. */
+  const read = async (chunks: string[], maxBytes: number, method = "GET") => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
+        controller.close();
+      },
+    });
+    const refused: string[] = [];
+    const answer = new Response(body, { headers: { "content-type": "text/event-stream" } });
+    const capped = sizeCappedFetch(
+      async () => answer,
+      maxBytes,
+      (_error, refusedMethod) => void refused.push(refusedMethod),
+    );
+    const text = await (await capped("http://mcp.invalid/", { method })).text().catch((error: Error) => error.name);
+    return { text, refused };
+  };
+  const data = (n: number) => `data: ${"d".repeat(n - 6)}`;
+
+  it("counts the bytes since the last empty line, whatever ends its lines and wherever the chunks split them", async () => {
+    // Events of 900 bytes under a 1,000-byte cap: 4,500 bytes in all.
+    const chunks = [`${data(900)}\r\n\r`, `\n${data(900)}\n`, `\n${data(450)}`, `${"d".repeat(450)}\r\r`, `${data(900)}\r\n\n${data(900)}\n\r\n`];
+    expect(await read(chunks, 1_000)).toEqual({ text: chunks.join(""), refused: [] });
+    expect(await read(chunks, 1_000, "POST")).toEqual({ text: chunks.join(""), refused: [] });
+    // A lone line end does not end the event; nor do lines of comments or fields.
+    expect(await read([`${data(600)}\n`, `: still the same event\r\n${data(400)}\r\n\r\n`], 1_000)).toEqual({ text: "McpMessageTooLarge", refused: ["GET"] });
+    expect(await read([`${data(500)}\r\n\r\n`, data(1_001)], 1_000, "POST")).toEqual({ text: "McpMessageTooLarge", refused: ["POST"] });
   });
 });

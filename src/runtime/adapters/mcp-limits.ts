@@ -26,27 +26,76 @@ export class McpMessageTooLarge extends Error {
 }
 
 /**
- * A fetch whose POST answers (each carries the answer to one request) stop with McpMessageTooLarge
- * once more than `maxBytes` have arrived, so an endless or huge body is never held in memory.
- * `onTooLarge` hears of it: a streamed (SSE) answer's error does not reach the request that waits.
+ * A fetch whose answers stop with McpMessageTooLarge once one message from the server takes more
+ * than `maxBytes`, so an endless or huge message is never held in memory. A POST answered with
+ * JSON carries one message: its whole body counts. An event stream (the GET stream the server
+ * speaks on unasked, or a POST answered with events) carries many: the bytes since the last event
+ * boundary (a blank line) count. The stream is cancelled at the excess, which releases the
+ * connection. `onTooLarge` hears of it with the request's method: an error inside a stream reaches
+ * no request that waits.
  */
-export function sizeCappedFetch(fetch: typeof globalThis.fetch, maxBytes: number, onTooLarge: (error: McpMessageTooLarge) => void): typeof globalThis.fetch {
+export function sizeCappedFetch(
+  fetch: typeof globalThis.fetch,
+  maxBytes: number,
+  onTooLarge: (error: McpMessageTooLarge, method: string) => void,
+): typeof globalThis.fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
-    if ((init?.method ?? "GET").toUpperCase() !== "POST" || !response.body) return response;
-    let seen = 0;
+    if (!response.body) return response;
+    const method = (init?.method ?? "GET").toUpperCase();
+    const perEvent = method !== "POST" || isEventStream(response.headers.get("content-type"));
+    const overCap = perEvent ? eventOverCap(maxBytes) : bodyOverCap(maxBytes);
     const capped = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen <= maxBytes) return controller.enqueue(chunk);
+          if (!overCap(chunk)) return controller.enqueue(chunk);
           const error = new McpMessageTooLarge(maxBytes);
-          onTooLarge(error);
           controller.error(error);
+          onTooLarge(error, method);
         },
       }),
     );
     return new Response(capped, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+const isEventStream = (contentType: string | null): boolean => (contentType ?? "").split(";")[0]!.trim().toLowerCase() === "text/event-stream";
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Whether a body, read chunk by chunk, has gone past `maxBytes`. */
+function bodyOverCap(maxBytes: number): (chunk: Uint8Array) => boolean {
+  let seen = 0;
+  return (chunk) => (seen += chunk.byteLength) > maxBytes;
+}
+
+/**
+ * Whether an event of an event stream, read chunk by chunk, has gone past `maxBytes`: the bytes
+ * since the last event boundary count. An event ends at an empty line, a line at CRLF, LF or CR
+ * (the SSE grammar), wherever the chunks split them.
+ */
+function eventOverCap(maxBytes: number): (chunk: Uint8Array) => boolean {
+  let sinceBoundary = 0;
+  let atLineStart = true;
+  let afterCr = false;
+  return (chunk) => {
+    for (const byte of chunk) {
+      if ((sinceBoundary += 1) > maxBytes) return true;
+      // The LF of a CRLF: its line ended at the CR.
+      if (byte === LF && afterCr) {
+        afterCr = false;
+        continue;
+      }
+      afterCr = byte === CR;
+      if (byte !== LF && byte !== CR) {
+        atLineStart = false;
+        continue;
+      }
+      if (atLineStart) sinceBoundary = 0;
+      atLineStart = true;
+    }
+    return false;
   };
 }
 

@@ -46,15 +46,23 @@ export const mcpSdkConnector =
   async (endpoint, events, signal) => {
     const { Client, StdioClientTransport, StreamableHTTPClientTransport, ToolListChangedNotificationSchema } = await loadSdk();
     const inFlight = new InFlight();
-    const { transport, stderrTail } = createTransport({ StdioClientTransport, StreamableHTTPClientTransport }, endpoint, fetch, limits, inFlight);
+    let closing = false;
+    let refused: McpMessageTooLarge | undefined;
+    const { transport, stderrTail } = createTransport({ StdioClientTransport, StreamableHTTPClientTransport }, endpoint, fetch, limits, (error, method) => {
+      inFlight.failAll(error);
+      // An answer over the cap fails its request; a message over the cap on the stream the server
+      // speaks on unasked (GET) fails the connection, which would otherwise open that stream again.
+      if (method === "POST" || refused) return;
+      refused = error;
+      void client.close().catch(() => undefined);
+    });
     const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
     // The stdio transport drops a line over the cap, reports it here, then closes the connection.
     client.onerror = (error) => {
       if (isStdioOverflow(error)) inFlight.failAll(new McpMessageTooLarge(limits.resultMaxBytes));
     };
-    let closing = false;
     client.onclose = () => {
-      if (!closing) events.onClosed(new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
+      if (!closing) events.onClosed(refused ?? new Error(`the MCP server closed the connection${stderrTail() ? `: ${stderrTail()}` : ""}`));
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
     try {
@@ -78,10 +86,10 @@ function createTransport(
   endpoint: McpEndpoint,
   fetch: typeof globalThis.fetch,
   limits: McpLimits,
-  inFlight: InFlight,
+  onTooLarge: (error: McpMessageTooLarge, method: string) => void,
 ): { transport: Transport; stderrTail: () => string } {
   if (endpoint.transport === "HTTP") {
-    const capped = sizeCappedFetch(fetch, limits.resultMaxBytes, (error) => inFlight.failAll(error));
+    const capped = sizeCappedFetch(fetch, limits.resultMaxBytes, onTooLarge);
     return {
       transport: new StreamableHTTPClientTransport(new URL(endpoint.url), { requestInit: { headers: endpoint.headers }, fetch: capped }),
       stderrTail: () => "",
