@@ -4,27 +4,41 @@
 // the hash is enough. Texts are kept per instance (a miss on another instance costs one resend).
 // With TRUSTED_DOCUMENTS_ONLY only trusted texts are kept: a hash never admits anything the text
 // would not.
+//
+// A text is kept only once it has parsed and passed validation, the query limits included (the
+// token limit is the parser's, depth, aliases and cost are validation rules): a text the server
+// refuses is never kept, however many are sent. What is kept is bounded by count and by bytes.
 import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
+
+/** How many texts are kept at most, least recently used first out. */
+export const APQ_MAX_TEXTS = 1_000;
+/** How many bytes of text (UTF-8) are kept at most, all texts together. */
+export const APQ_MAX_BYTES = 8 * 1024 * 1024;
 
 export type AutomaticPersistedQueriesOptions = {
   /** Whether a text may be kept (with TRUSTED_DOCUMENTS_ONLY: only a trusted document's). */
   keeps(query: string): boolean;
   /** How many texts are kept, least recently used first out. */
   max?: number;
+  /** How many bytes of text (UTF-8) are kept, all texts together, least recently used first out. */
+  maxBytes?: number;
 };
 
 type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
-export function automaticPersistedQueries({ keeps, max = 1_000 }: AutomaticPersistedQueriesOptions): Plugin {
-  const texts = new LRUCache<string, string>({ max });
+export function automaticPersistedQueries({ keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES }: AutomaticPersistedQueriesOptions): Plugin {
+  // A string's UTF-8 length is never less than the memory its characters take.
+  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text) => Math.max(1, Buffer.byteLength(text)) });
+  /** The text sent with its hash, by request, until its validation tells whether it is kept. */
+  const sent = new WeakMap<Request, { hash: string; query: string }>();
   return {
     // Refusals are thrown: the hooks after this one (trusted documents) must not see the request.
-    onParams({ params, setParams }) {
+    onParams({ params, request, setParams }) {
       const persisted = (params.extensions as { persistedQuery?: PersistedQuery } | undefined)?.persistedQuery;
       if (!persisted || typeof persisted !== "object") return;
       const hash = persisted.sha256Hash;
@@ -35,13 +49,23 @@ export function automaticPersistedQueries({ keeps, max = 1_000 }: AutomaticPersi
         if (createHash("sha256").update(params.query).digest("hex") !== hash) {
           throw error("provided sha does not match query", "PERSISTED_QUERY_HASH_MISMATCH");
         }
-        if (keeps(params.query)) texts.set(hash, params.query);
+        sent.set(request, { hash, query: params.query });
         return;
       }
       const known = texts.get(hash);
       // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
       if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
       setParams({ ...params, query: known });
+    },
+    // Reached only by a text that parsed within the token limit; kept only if it is valid too.
+    onValidate({ context }) {
+      const request = (context as { request?: Request }).request;
+      const text = request && sent.get(request);
+      if (!text) return;
+      sent.delete(request);
+      return ({ valid }) => {
+        if (valid && keeps(text.query)) texts.set(text.hash, text.query);
+      };
     },
   };
 }

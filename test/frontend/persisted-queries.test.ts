@@ -1,20 +1,24 @@
 // Automatic persisted queries as Apollo's PersistedQueryLink speaks them: a hash alone is answered
 // PersistedQueryNotFound, the text sent with its hash is executed and kept, and the hash alone then
 // runs it. With TRUSTED_DOCUMENTS_ONLY nothing but a trusted text is kept, and an SDK operation's
-// text as Apollo prints it (with __typename added) counts as that operation.
+// text as Apollo prints it (with __typename added) counts as that operation. A text the server
+// refuses (over the token limit, or invalid) is never kept, and what is kept is bounded by bytes:
+// the oldest texts go first, and every text still found runs.
 import { createHash } from "node:crypto";
 import { parse, print, visit } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ViewerDocument } from "../../sdk/generated/graphql.js";
 import { loadConfig } from "../../src/config.js";
+import { APQ_MAX_BYTES } from "../../src/server/automatic-persisted-queries.js";
+import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
 
 type Answer = { data?: Record<string, unknown>; errors?: { message: string; extensions?: { code?: string } }[] };
 
-async function post(url: string, body: unknown): Promise<Answer> {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+async function post(url: string, body: unknown, send: typeof fetch = fetch): Promise<Answer> {
+  const response = await send(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   return (await response.json()) as Answer;
 }
 
@@ -31,6 +35,13 @@ function apolloText(): string {
 }
 
 const apq = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
+
+/** `work` for every item, `width` at a time, answers in the items' order. */
+async function inBatches<T, R>(items: T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const answers: R[] = [];
+  for (let i = 0; i < items.length; i += width) answers.push(...(await Promise.all(items.slice(i, i + width).map(work))));
+  return answers;
+}
 
 describe("automatic persisted queries", () => {
   let open: TestApp;
@@ -73,5 +84,40 @@ describe("automatic persisted queries", () => {
     expect(full.errors).toBeUndefined();
     expect(full.data?.viewer).toMatchObject({ __typename: "Principal", name: expect.any(String) });
     expect(await post(only.server!.url, { operationName: "Viewer", extensions: apq(sha(text)) })).toEqual(full);
+  });
+
+  /** A request to `open` in process, without a socket. */
+  const inProcess = (body: unknown) =>
+    post("http://dossier.test/graphql", body, (async (input: string, init?: RequestInit) => open.app.yoga.fetch(new Request(input, init))) as typeof fetch);
+
+  it("a text sent with its hash but refused (over the token limit, or invalid) is never kept: its hash alone is PersistedQueryNotFound", async () => {
+    // 1,000 distinct texts, each a few tokens over the limit, then a few that parse but do not validate.
+    const tooLong = Array.from({ length: 1_000 }, (_, i) => `query Q${i} { ${"a ".repeat(DEFAULT_QUERY_LIMITS.maxTokens)} }`);
+    const invalid = Array.from({ length: 10 }, (_, i) => `query I${i} { viewer { noSuchField${i} } }`);
+    const refused = await inBatches([...tooLong, ...invalid], 50, (query) => inProcess({ query, extensions: apq(sha(query)) }));
+    expect(refused.map((answer) => answer.errors?.[0]?.extensions?.code)).toEqual([
+      ...tooLong.map(() => "TOO_MANY_TOKENS"),
+      ...invalid.map(() => "GRAPHQL_VALIDATION_FAILED"),
+    ]);
+    const lookups = await inBatches([...tooLong, ...invalid], 50, (query) => inProcess({ extensions: apq(sha(query)) }));
+    expect(lookups.filter((answer) => answer.errors?.[0]?.message === "PersistedQueryNotFound")).toHaveLength(tooLong.length + invalid.length);
+  });
+
+  it("keeps at most APQ_MAX_BYTES of text: the oldest texts go first, and every text its hash still finds runs", async () => {
+    const size = 100_000;
+    const texts = Array.from({ length: 120 }, (_, i) => {
+      const head = `query Big${i} { viewer { name } } # `;
+      return head + "x".repeat(size - head.length);
+    });
+    // One after another: the order they are kept in is the order they were sent in.
+    const sent = await inBatches(texts, 1, (query) => inProcess({ query, extensions: apq(sha(query)) }));
+    expect(sent.every((answer) => answer.errors === undefined && typeof answer.data?.viewer === "object")).toBe(true);
+    const lookups = await inBatches(texts, 10, (query) => inProcess({ extensions: apq(sha(query)) }));
+    const found = lookups.flatMap((answer, i) => (answer.errors?.[0]?.message === "PersistedQueryNotFound" ? [] : [i]));
+    // Exactly the newest texts that fit in the budget are found, and each one runs.
+    const fit = Math.floor(APQ_MAX_BYTES / size);
+    expect(fit).toBeLessThan(texts.length);
+    expect(found).toEqual(Array.from({ length: fit }, (_, i) => texts.length - fit + i));
+    expect(found.map((i) => lookups[i])).toEqual(found.map(() => ({ data: { viewer: { name: expect.any(String) } } })));
   });
 });

@@ -1,5 +1,6 @@
-// R15: file tools stay inside the run's sandbox folder.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+// R15: file tools stay inside the run's sandbox folder, and touch only regular files there.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout } from "node:timers/promises";
@@ -7,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { createRunCommandTool } from "../../src/runtime/tools/run-command.js";
 import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
+import { spawnTs } from "../support/processes.js";
 import { toolContext } from "../support/tool-context.js";
 
 const context = toolContext();
@@ -108,5 +110,51 @@ describe("sandbox file tools", () => {
     expect(results).toEqual(["Wrote 1 bytes to a.txt.", "Wrote 1 bytes to deep/b.txt.", "There is no file c.txt in the sandbox."]);
     expect(readdirSync(fresh.sandbox).sort()).toEqual(["a.txt", "deep"]);
     expect(await write.execute({ path: "later.txt", content: "l" }, context)).toBe("Wrote 1 bytes to later.txt.");
+  });
+
+  it("refuses a FIFO at once, eight reads at a time and a write with or without a reader, and every file operation still works after", async () => {
+    const { sandbox, write } = tools();
+    await write.execute({ path: "seed.txt", content: "seed" }, context);
+    execFileSync("mkfifo", [path.join(sandbox, "p")]);
+    // In a process of its own: a read that blocked on the FIFO would hold the file-system threads
+    // of the process running it for good. It is killed if it has not answered in time.
+    const child = spawnTs("test/support/sandbox-fifo-process.ts", { args: [sandbox] });
+    try {
+      const line = await child.waitForOutput(/^RESULT .*$/m, 40_000);
+      const refused = "p is a FIFO (named pipe), not a regular file: only regular files can be read or written.";
+      expect(JSON.parse(line.slice("RESULT ".length))).toEqual({
+        reads: Array.from({ length: 8 }, () => `error: ${refused}`),
+        writeUnread: "error: p is not a regular file: only regular files can be read or written.",
+        writeRead: `error: ${refused}`,
+        // Nothing was written into the pipe: its reader finds it empty.
+        reached: "0 bytes",
+        seed: "seed",
+      });
+    } finally {
+      child.child.kill("SIGKILL");
+      await child.exited;
+    }
+  }, 60_000);
+
+  it("reads at most 1 MiB of a file, however large: a 2 GiB sparse file answers its first MiB, marked truncated", async () => {
+    const { sandbox, write, read } = tools();
+    await write.execute({ path: "seed.txt", content: "seed" }, context);
+    const big = path.join(sandbox, "big.bin");
+    writeFileSync(big, "a");
+    truncateSync(big, 2 * 1024 ** 3);
+    const text = (await read.execute({ path: "big.bin" }, context)) as string;
+    expect(text).toBe(`a${"\0".repeat(1024 * 1024 - 1)}\n[truncated]`);
+    expect(statSync(big).size).toBe(2 * 1024 ** 3);
+    // A character cut by the limit is left out, not garbled; a file within the limit is read whole.
+    writeFileSync(path.join(sandbox, "accents.txt"), `a${"é".repeat(1024 * 1024)}`);
+    expect(await read.execute({ path: "accents.txt" }, context)).toBe(`a${"é".repeat((1024 * 1024 - 1 - 1) / 2)}\n[truncated]`);
+    writeFileSync(path.join(sandbox, "exact.txt"), "é".repeat(512 * 1024));
+    expect(await read.execute({ path: "exact.txt" }, context)).toBe("é".repeat(512 * 1024));
+  });
+
+  it("refuses a folder as a file by the model's path", async () => {
+    const { write, read } = tools();
+    await write.execute({ path: "notes/a.txt", content: "a" }, context);
+    await expect(read.execute({ path: "notes" }, context)).rejects.toThrow("notes is a folder, not a regular file: only regular files can be read or written.");
   });
 });

@@ -1,8 +1,13 @@
 // File read and write inside the run's own sandbox folder (R15). Paths are relative to the
 // sandbox; anything that would leave it (.., absolute paths, a symlink anywhere on the path that
-// points out, a dangling one) is refused.
-import { lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+// points out, a dangling one) is refused. Only regular files are read or written: a FIFO or a
+// device a program made there is refused without waiting on it (an open or a read that blocked
+// would hold one of the few threads every file operation of the server shares), and a read takes
+// at most MAX_FILE_BYTES, however large the file.
+import { constants, type Stats } from "node:fs";
+import { type FileHandle, lstat, mkdir, open, realpath } from "node:fs/promises";
 import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 
@@ -23,14 +28,54 @@ function namedInside(root: string, relative: unknown): string {
   return target;
 }
 
-/** `target` (namedInside) once it is known to stay inside `root` with every symlink on it followed. */
+/** Where `target` (namedInside) really leads, every symlink on it followed, once that is known to stay inside `root`. */
 async function resolveInside(root: string, target: string): Promise<string> {
   // Where the path really leads once every symlink on it is followed (a program run by
   // run_command can make them): the file itself, or its nearest existing folder.
   const realRoot = await realpath(root);
   const real = await realLocation(target);
   if (real !== realRoot && !real.startsWith(`${realRoot}${path.sep}`)) throw new ToolError("path leaves the sandbox");
-  return target;
+  return real;
+}
+
+// Opened by the real path, which no symlink may replace in the meantime (O_NOFOLLOW); a FIFO opens
+// at once instead of waiting for the other end (O_NONBLOCK), and is then refused by what it is.
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0);
+// No O_TRUNC: nothing is cut before the opened file is known to be a regular one.
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0);
+
+/** What a path that is not a regular file is, in the model's words. */
+function kindOf(stat: Stats): string {
+  if (stat.isDirectory()) return "a folder";
+  if (stat.isFIFO()) return "a FIFO (named pipe)";
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
+  if (stat.isSocket()) return "a socket";
+  return "not a regular file";
+}
+
+/** `handle`, once its file is a regular one; otherwise it is closed and the call refused, by the model's path. */
+async function regularFile(handle: FileHandle, relative: string): Promise<FileHandle> {
+  const stat = await handle.stat().catch(async (error: unknown) => {
+    await handle.close();
+    throw error;
+  });
+  if (stat.isFile()) return handle;
+  await handle.close();
+  throw new ToolError(`${relative} is ${kindOf(stat)}, not a regular file: only regular files can be read or written.`);
+}
+
+/** At most MAX_FILE_BYTES of the file's text (a character cut in two is left out), marked when there was more. */
+async function readCapped(handle: FileHandle): Promise<string> {
+  const buffer = Buffer.allocUnsafe(MAX_FILE_BYTES + 1);
+  let filled = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, null);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+    if (filled === buffer.length) break;
+  }
+  if (filled <= MAX_FILE_BYTES) return buffer.toString("utf8", 0, filled);
+  return `${new StringDecoder("utf8").write(buffer.subarray(0, MAX_FILE_BYTES))}\n[truncated]`;
 }
 
 /** The real path of `target`, or of its nearest existing ancestor joined with the rest; a dangling symlink has none. */
@@ -103,14 +148,26 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
         if (Buffer.byteLength(content) > MAX_FILE_BYTES) throw new ToolError(`content is over ${MAX_FILE_BYTES} bytes`);
         const named = namedInside(root, relative);
         await ready();
-        const target = await resolveInside(root, named);
+        const real = await resolveInside(root, named);
+        const shown = path.relative(root, named) || ".";
         // What the file system refuses (a folder at that path, say) is told by the path the model gave, not the host's.
-        await mkdir(path.dirname(target), { recursive: true })
-          .then(() => writeFile(target, content, "utf8"))
+        const handle = await mkdir(path.dirname(real), { recursive: true })
+          .then(() => open(real, WRITE_FLAGS, 0o666))
           .catch((error: NodeJS.ErrnoException) => {
-            throw new ToolError(`Could not write ${path.relative(root, target) || "."}: ${error.code ?? "failed"}.`);
+            // ENXIO: a FIFO no program reads (or a socket).
+            if (error.code === "ENXIO") throw new ToolError(`${shown} is not a regular file: only regular files can be read or written.`);
+            throw new ToolError(`Could not write ${shown}: ${error.code ?? "failed"}.`);
           });
-        return `Wrote ${Buffer.byteLength(content)} bytes to ${path.relative(root, target)}.`;
+        await regularFile(handle, shown);
+        try {
+          await handle.truncate(0);
+          await handle.writeFile(content, "utf8");
+        } catch (error) {
+          throw new ToolError(`Could not write ${shown}: ${(error as NodeJS.ErrnoException).code ?? "failed"}.`);
+        } finally {
+          await handle.close();
+        }
+        return `Wrote ${Buffer.byteLength(content)} bytes to ${shown}.`;
       },
     },
     {
@@ -120,11 +177,20 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
         const missing = () => new ToolError(`There is no file ${path.relative(root, named) || "."} in the sandbox.`);
         // No folder yet: no file either, and a read makes none.
         if (!(await folderExists())) throw missing();
-        const target = await resolveInside(root, named);
-        const text = await readFile(target, "utf8").catch(() => {
+        const real = await resolveInside(root, named);
+        const shown = path.relative(root, named) || ".";
+        const handle = await open(real, READ_FLAGS).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "ENXIO") throw new ToolError(`${shown} is not a regular file: only regular files can be read or written.`);
           throw missing();
         });
-        return text.length > MAX_FILE_BYTES ? `${text.slice(0, MAX_FILE_BYTES)}\n[truncated]` : text;
+        await regularFile(handle, shown);
+        try {
+          return await readCapped(handle);
+        } catch (error) {
+          throw new ToolError(`Could not read ${shown}: ${(error as NodeJS.ErrnoException).code ?? "failed"}.`);
+        } finally {
+          await handle.close();
+        }
       },
     },
   ];
