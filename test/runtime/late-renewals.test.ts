@@ -1,7 +1,8 @@
 // A lease renewal held on a link that hangs, and delivered once the link heals, extends no lease:
 // by then the attempt that sent it has stopped itself by its own clock, so the lease stays as its
 // last answered renewal left it and another claim may take the run over a margin after it ends —
-// not a whole lease later. With a real fault proxy between the worker and PostgreSQL.
+// not a whole lease later. With a real fault proxy between the worker and PostgreSQL. The same
+// instance takes the run over once the lease has passed, and its new attempt finishes the run.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,6 +16,7 @@ import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
+import { interceptRawQueries } from "../support/raw-statements.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil, withTimeout } from "../support/wait.js";
 
@@ -28,7 +30,7 @@ const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString("ut
 type Row = { lease_expires_at: Date; attempt: number; lease_owner: string | null; status: string };
 
 describe.runIf(backends.includes("postgres"))("a lease renewal held by a link that hangs", () => {
-  it("extends nothing once delivered after the attempt stopped itself: the lease ends when its last answered renewal said", async () => {
+  it("extends nothing once delivered after the attempt stopped itself: the lease ends when its last answered renewal said, and the next attempt finishes the run", async () => {
     const created = await createMigratedPostgresDatabase();
     const sql = new pg.Client({ connectionString: created.url });
     await sql.connect();
@@ -38,16 +40,17 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
     let held: Promise<unknown> | undefined;
     const database = async () => {
       proxy = await startFaultProxy(created.url);
-      const db = await openDatabase({ kind: "postgres", url: proxy.url });
-      const query = db.prisma.$queryRawUnsafe.bind(db.prisma);
-      db.prisma.$queryRawUnsafe = ((text: string, ...values: unknown[]) => {
-        if (!armed || !RENEWAL.test(text)) return query(text, ...values);
+      // A transaction left idle is ended only after a minute: a write that waits for a lock
+      // another of the instance's own transactions holds would stall the run that long.
+      const db = await openDatabase({ kind: "postgres", url: proxy.url, timeouts: { idleInTransactionMs: 60_000 } });
+      interceptRawQueries(db, (text, _values, send) => {
+        if (!armed || !RENEWAL.test(text)) return send();
         armed = false;
         proxy!.hang();
-        const sent = query(text, ...values);
+        const sent = send();
         held = sent.catch(() => undefined);
         return sent;
-      }) as typeof db.prisma.$queryRawUnsafe;
+      });
       return {
         db,
         dispose: async () => {
@@ -65,6 +68,8 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
     const stub = closing(
       await startOpenAIStreamStub(() => {
         asked += 1;
+        // The first attempt's request is held; the attempt that takes the run over is answered at once.
+        if (asked > 1) return { text: ["Answered ", "by the next attempt."] };
         return { text: ["Held ", "until released."], pause: { index: 1, until: released } };
       }),
     );
@@ -124,5 +129,27 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
     const claimedAt = takenOver.lease_expires_at.getTime() - LEASE_MS;
     expect(claimedAt).toBeGreaterThanOrEqual(before.lease_expires_at.getTime() + MARGIN_MS);
     expect(claimedAt).toBeLessThan(before.lease_expires_at.getTime() + LEASE_MS);
+
+    // The new attempt finishes the run in well under a second; 5 s is far below the minute a
+    // transaction stalled on the instance's own lock would sit idle before PostgreSQL ended it.
+    const settled = await waitUntil(async () => {
+      const now = await row();
+      return now.status === "RUNNING" ? undefined : now;
+    }, 5_000);
+    expect(settled).toMatchObject({ status: "SUCCEEDED", attempt: before.attempt + 1, lease_owner: null });
+    expect(asked).toBe(2);
+    const attempts = await sql.query<{ number: number; outcome: string | null }>(
+      "SELECT number, outcome::text FROM run_attempt WHERE run_id = $1 ORDER BY number",
+      [runId],
+    );
+    expect(attempts.rows).toEqual([
+      { number: before.attempt, outcome: "LEASE_LOST" },
+      { number: before.attempt + 1, outcome: "COMPLETED" },
+    ]);
+    // No transaction of the instance was left waiting on its own session.
+    const idle = await sql.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND xact_start < now() - interval '1 second'",
+    );
+    expect(idle.rows[0]!.n).toBe(0);
   }, 60_000);
 });

@@ -16,6 +16,7 @@ import { startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
+import { interceptRawQueries } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
@@ -235,16 +236,15 @@ describe.runIf(backends.includes("postgres"))("a renewal that hangs", () => {
       proxy = await startFaultProxy(created.url);
       const db = await openDatabase({ kind: "postgres", url: proxy.url }, { onQuery: (sql, params) => onQuery(sql, params) });
       // Renewals as they are sent (the statement log hears them only once answered).
-      const query = db.prisma.$queryRawUnsafe.bind(db.prisma);
-      db.prisma.$queryRawUnsafe = ((sql: string, ...values: unknown[]) => {
-        if (!RENEWAL.test(sql)) return query(sql, ...values);
+      interceptRawQueries(db, (sql, values, send) => {
+        if (!RENEWAL.test(sql)) return send();
         const sent: (typeof sends)[number] = { at: performance.now(), runs: JSON.stringify(values[0]) };
         sends.push(sent);
-        return query(sql, ...values).then((rows) => {
+        return send().then((rows) => {
           sent.answered = performance.now();
           return rows;
         });
-      }) as typeof db.prisma.$queryRawUnsafe;
+      });
       return {
         db,
         dispose: async () => {

@@ -16,6 +16,7 @@ import { backends, createMigratedPostgresDatabase, openMigratedTestDatabase } fr
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
+import { interceptRawQueries } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
@@ -31,25 +32,22 @@ function heldRenewals(db: Database) {
   const sent: { answered: boolean; failed?: string }[] = [];
   const held: (() => void)[] = [];
   const renewals = { sent, holding: false, held: () => held.length, letGo: () => held.splice(0).forEach((go) => go()) };
-  const query = db.prisma.$queryRawUnsafe.bind(db.prisma);
-  db.prisma.$queryRawUnsafe = ((sql: string, ...values: unknown[]) => {
-    if (!RENEWAL.test(sql)) return query(sql, ...values);
+  interceptRawQueries(db, (sql, _values, send) => {
+    if (!RENEWAL.test(sql)) return send();
     const renewal: (typeof sent)[number] = { answered: false };
     sent.push(renewal);
     const onItsWay = renewals.holding ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve();
-    return onItsWay
-      .then(() => query(sql, ...values))
-      .then(
-        (rows) => {
-          renewal.answered = true;
-          return rows;
-        },
-        (error: unknown) => {
-          renewal.failed = String(error);
-          throw error;
-        },
-      );
-  }) as typeof db.prisma.$queryRawUnsafe;
+    return onItsWay.then(send).then(
+      (rows) => {
+        renewal.answered = true;
+        return rows;
+      },
+      (error: unknown) => {
+        renewal.failed = String(error);
+        throw error;
+      },
+    );
+  });
   return renewals;
 }
 
