@@ -48,16 +48,17 @@ async function startJwks(keys: SigningKey[]): Promise<{ url: string; host: strin
   };
 }
 
-type Claims = { sub?: string; iss?: string; aud?: string; exp?: number | string };
-const jwt = (key: SigningKey, claims: Claims = {}, kid = key.kid) =>
-  new SignJWT({})
+/** `exp: null`: a token without an expiry. */
+type Claims = { sub?: string; iss?: string; aud?: string; exp?: number | string | null };
+const jwt = (key: SigningKey, claims: Claims = {}, kid = key.kid) => {
+  const token = new SignJWT({})
     .setProtectedHeader({ alg: "ES256", kid, typ: "JWT" })
     .setSubject(claims.sub ?? "alice")
     .setIssuer(claims.iss ?? ISSUER)
     .setAudience(claims.aud ?? AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime(claims.exp ?? "5m")
-    .sign(key.privateKey);
+    .setIssuedAt();
+  return (claims.exp === null ? token : token.setExpirationTime(claims.exp ?? "5m")).sign(key.privateKey);
+};
 
 describe.each(backends)("the app's own sign-in on %s", (backend) => {
   let t: TestApp | undefined;
@@ -149,6 +150,9 @@ describe.each(backends)("the app's own sign-in on %s", (backend) => {
     await start([key]);
     const expired = await jwt(key, { exp: Math.floor(Date.now() / 1000) - 60 });
     expect(await refusal(expired)).toEqual([401, "UNAUTHENTICATED", "The sign-in token expired."]);
+    // A token without an expiry would act for its user for ever; one whose expiry no date holds is as bad.
+    expect(await refusal(await jwt(key, { exp: null }))).toEqual([401, "UNAUTHENTICATED", "The sign-in token has no expiry (exp)."]);
+    expect(await refusal(await jwt(key, { exp: 1e17 }))).toEqual([401, "UNAUTHENTICATED", "The sign-in token's exp claim is not valid."]);
     expect(await refusal(await jwt(key, { iss: "https://other.example/" }))).toEqual([
       401,
       "UNAUTHENTICATED",

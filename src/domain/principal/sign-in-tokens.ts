@@ -67,6 +67,8 @@ export class SignInTokens {
         issuer: settings.issuer,
         audience: settings.audience,
         algorithms: ALGORITHMS,
+        // A token without an expiry would act for its user for ever, however it leaked.
+        requiredClaims: ["exp"],
         currentDate: this.deps.now?.(),
       }));
     } catch (error) {
@@ -76,10 +78,10 @@ export class SignInTokens {
     if ((typeof claim !== "string" && typeof claim !== "number") || String(claim).trim() === "") {
       throw new SignInRefusal(`The sign-in token has no \`${settings.principalClaim}\` claim naming its user.`);
     }
+    const expiresAt = expiryOfToken(payload);
     const principalId = await this.principalFor(String(claim));
     // Its own credential for rate limits and subscription quotas: no API key is involved.
-    const expiresAt = typeof payload.exp === "number" ? new Date(payload.exp * 1000) : undefined;
-    return { principalId, credentialId: `sign-in:${principalId}`, ...(expiresAt ? { credentialExpiresAt: expiresAt } : {}) };
+    return { principalId, credentialId: `sign-in:${principalId}`, credentialExpiresAt: expiresAt };
   }
 
   /** The principal of an end user, created on first sight; two first requests at once create one. */
@@ -98,12 +100,20 @@ export class SignInTokens {
   }
 }
 
+/** The instant `exp` names (jose checked it is a number); one no date can hold is refused. */
+function expiryOfToken(payload: JWTPayload): Date {
+  const expiresAt = new Date((payload.exp as number) * 1000);
+  if (Number.isNaN(expiresAt.getTime())) throw new SignInRefusal("The sign-in token's exp claim is not valid.");
+  return expiresAt;
+}
+
 function refusalOf(error: unknown): SignInRefusal {
   if (error instanceof errors.JWTExpired) return new SignInRefusal("The sign-in token expired.");
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === "iss") return new SignInRefusal("The sign-in token was not issued by this server's identity provider (iss).");
     if (error.claim === "aud") return new SignInRefusal("The sign-in token is not addressed to this server (aud).");
     if (error.claim === "nbf") return new SignInRefusal("The sign-in token is not valid yet (nbf).");
+    if (error.claim === "exp" && error.reason === "missing") return new SignInRefusal("The sign-in token has no expiry (exp).");
     return new SignInRefusal(`The sign-in token's ${error.claim} claim is not valid.`);
   }
   if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) {
