@@ -73,8 +73,8 @@ describe("OTLP export", () => {
     const { run } = await admit(t.client, { question: "export me" });
     for (let i = 0; i < 300; i += 1) {
       const view = (await t.client.runTrace(run.id))!;
-      // The run and its trace are read by separate statements: the settle can commit between them.
-      if (view.trace?.endedAt && view.status !== "RUNNING") return view;
+      // The run and its trace are read in one statement: an ended trace comes with its settled run.
+      if (view.trace?.endedAt) return view;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error("run did not finish");

@@ -4,12 +4,13 @@
 import { ForbiddenError, NotFoundError, TraceExpiredError, ValidationError } from "../../domain/errors.js";
 import { PIN_CONDITIONS } from "../../domain/trace/retention/expiry.js";
 import type { TracePinView } from "../../domain/trace/retention/pins.js";
-import type { RetentionPolicy } from "../../generated/prisma/client.js";
+import type { RetentionPolicy, Trace } from "../../generated/prisma/client.js";
 import { RetentionMode } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { ErrorInterface } from "./errors.js";
 import { RunNode } from "./run.js";
+import { TraceNode } from "./trace.js";
 
 export const RetentionModeEnum = builder.enumType(RetentionMode, {
   name: "RetentionMode",
@@ -38,7 +39,9 @@ builder.prismaObjectFields("Trace", (t) => ({
     nullable: true,
     description:
       "When the trace expires if nothing changes: its end (or, if later, when its explicit pin was last removed) plus its policy's days. Null while it runs, while anything pins it (pins), when its policy keeps it forever, and once it expired.",
-    resolve: async (trace, _args, ctx) => (await ctx.services.retention.retention(trace.id))?.expiresAt ?? null,
+    // A trace read running has no expiry, though its run may have ended by the time its policy is
+    // read. (Trace rows carry every column: a field-level select would read the trace again, apart.)
+    resolve: async (trace, _args, ctx) => (trace.endedAt ? ((await ctx.services.retention.retention(trace.id))?.expiresAt ?? null) : null),
   }),
   pins: t.field({
     type: [TracePinRef],
@@ -68,16 +71,19 @@ builder.objectType(TraceExpiredError, {
 });
 
 builder.prismaObjectFields(RunNode, (t) => ({
-  trace: t.prismaField({
-    type: "Trace",
+  trace: t.field({
+    type: TraceNode,
     nullable: true,
     description:
       "The run's Span + Event tree; null until the run starts. TraceExpiredError once it expired under its retention policy (README: Trace retention).",
     errors: { types: [TraceExpiredError], directResult: true, union: { name: "RunTraceResult" } },
-    resolve: async (query, run, _args, ctx) => {
-      // Whatever the selection, the expiry columns are read with it.
-      const select = "select" in query && query.select ? { select: { ...query.select, expiredAt: true, expiredMode: true } } : query;
-      const trace = await ctx.prisma.trace.findUnique({ ...select, where: { runId: run.id } });
+    // Read in the run's own statement (a lateral join): the trace row shows the moment the run's
+    // status does, so a run read RUNNING never comes with a trace that has ended (a settle ends
+    // both in one transaction). The expiry columns are read whatever the selection.
+    select: (_args, _ctx, nestedSelection) => ({ trace: nestedSelection({ select: { expiredAt: true, expiredMode: true } }, [], "Trace") }),
+    resolve: (run) => {
+      // The row holds the columns the selection asked for (every Trace field's), as a read with `query` would.
+      const trace = run.trace as Trace | null;
       if (trace?.expiredAt) throw new TraceExpiredError(run.id, trace.expiredAt, trace.expiredMode ?? "DELETE");
       return trace;
     },

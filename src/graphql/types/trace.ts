@@ -189,7 +189,7 @@ export const SpanObject = builder.prismaNode("Span", {
   }),
 });
 
-builder.prismaNode("Trace", {
+export const TraceNode = builder.prismaNode("Trace", {
   id: { field: "id" },
   nullable: true,
   findUnique: (id, ctx) => ({ id, run: { ownerId: ctx.actor.principalId } }),
@@ -198,11 +198,15 @@ builder.prismaNode("Trace", {
       description: `The sequence number of the latest recorded change: pass it as afterSeq to traceUpdates or runOutput. ${SEQ_TYPE_NOTE}`,
       resolve: (trace) => String(trace.lastSeq),
     }),
-    endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
+    endedAt: t.expose("endedAt", {
+      type: "DateTime",
+      nullable: true,
+      description:
+        "When the run settled (its Run.finishedAt): the trace ends once, with the run. Null while the run is QUEUED, RUNNING, WAITING or PAUSED — a run and its trace read in one request show the same moment, so a run read in one of those never comes with an ended trace.",
+    }),
     truncated: t.boolean({
       description:
         "Whether the trace reached its bound (MAX_TRACE_RECORDS spans and events, 50,000 by default) and so holds only part of the run: its TRUNCATED event on the RUN span says where. The run itself is unaffected, and usage stays complete.",
-      select: { truncatedAt: true },
       resolve: (trace) => trace.truncatedAt !== null,
     }),
     truncatedAt: t.expose("truncatedAt", {
