@@ -233,6 +233,8 @@ export type CreateWorkspaceInput = {
 };
 
 export type DecideToolCallInput = {
+  /** Optional: ToolApproval.id of the request you decide (the one you were shown). The decision then takes that request or nothing: NotFoundError when it is not a request of this run and call, AlreadyDecidedError when it was decided already. Without it, the call's open request is decided. */
+  approvalId?: string | null | undefined;
   /** EDIT only (required with it, refused with APPROVE and REJECT): the JSON object of arguments the call runs with, checked against the tool's input schema. At most 100,000 characters of JSON. */
   arguments?: unknown;
   decision: ToolApprovalDecision;

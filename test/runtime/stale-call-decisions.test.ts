@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
+import { DecideToolCallDocument, type DecideToolCallInput, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { OWN_CALL_ID_PREFIX } from "../../src/runtime/loop/call-ids.js";
@@ -33,7 +33,8 @@ describe.each(backends)("a decision made on a call whose id the model reuses lat
     t = undefined;
   });
 
-  it("does not decide the later call: it is refused as already decided, and the later call never runs on it", { timeout: 90_000 }, async () => {
+  /** A run whose model asks call_1 = transfer(10), then, once that is decided, call_1 = transfer(10000). */
+  async function reusingRun() {
     const executed: unknown[] = [];
     const model = toolCallingModel();
     // Every request the model is sent, to check which ids it is shown.
@@ -61,6 +62,12 @@ describe.each(backends)("a decision made on a call whose id the model reuses lat
         const pending = view.pendingApprovals.edges.map((edge) => edge.node);
         return view.status === "WAITING" && pending.length === 1 && pending[0]!.arguments === `{"amount":${amount}}` ? pending[0]! : undefined;
       }, 20_000);
+    const decide = (input: Omit<DecideToolCallInput, "runId">) => client.request(DecideToolCallDocument, { input: { runId: run.id, ...input } });
+    return { executed, requests, client, run, waitingOn, decide };
+  }
+
+  it("does not decide the later call: it is refused as already decided, and the later call never runs on it", { timeout: 90_000 }, async () => {
+    const { executed, requests, client, run, waitingOn } = await reusingRun();
 
     // A person's page shows call_1 = transfer(10); another client rejects it and the run goes on.
     const first = await waitingOn(10);
@@ -98,5 +105,31 @@ describe.each(backends)("a decision made on a call whose id the model reuses lat
     const results = last.flatMap((m) => (m.role === "tool" ? [m.toolCallId] : []));
     expect(calls).toEqual(["call_1", second.toolCallId]);
     expect(results).toEqual(["call_1", second.toolCallId]);
+  });
+
+  it("a decision naming the request it was shown (approvalId) decides that one or nothing", { timeout: 90_000 }, async () => {
+    const { executed, client, run, waitingOn, decide } = await reusingRun();
+    const first = await waitingOn(10);
+    expectType((await decide({ toolCallId: "call_1", approvalId: first.id, decision: "REJECT", reason: "not now" })).decideToolCall, "DecideToolCallSuccess");
+    const second = await waitingOn(10000);
+
+    // The page that showed transfer(10) approves it again: that request was decided, and it stands.
+    const stale = expectType((await decide({ toolCallId: "call_1", approvalId: first.id, decision: "APPROVE" })).decideToolCall, "AlreadyDecidedError");
+    expect([stale.approval.id, stale.approval.decision]).toEqual([first.id, "REJECT"]);
+    // A request of another call than the one named is not found; an id of another kind is refused.
+    expectType((await decide({ toolCallId: second.toolCallId, approvalId: first.id, decision: "APPROVE" })).decideToolCall, "NotFoundError");
+    expectType((await decide({ toolCallId: second.toolCallId, approvalId: run.id, decision: "APPROVE" })).decideToolCall, "ValidationError");
+    const still = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+    expect([still.status, still.pendingApprovals.edges.map((edge) => edge.node.id)]).toEqual(["WAITING", [second.id]]);
+    expect(executed).toEqual([]);
+
+    // Named right, the decision is taken as any: transfer(10000) runs once.
+    const approved = expectType(
+      (await decide({ toolCallId: second.toolCallId, approvalId: second.id, decision: "APPROVE" })).decideToolCall,
+      "DecideToolCallSuccess",
+    );
+    expect(approved.approval.id).toBe(second.id);
+    expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+    expect(executed).toEqual([{ amount: 10000 }]);
   });
 });
