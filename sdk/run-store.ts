@@ -243,7 +243,10 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
     const id = toolCallId ?? (pending.length === 1 ? pending[0]!.toolCallId : undefined);
     if (id === undefined)
       return { ok: false, typename: "NotFoundError", message: pending.length ? "Name the tool call to decide." : "No tool call waits for a decision." };
-    const result = (await client.request(DecideToolCallDocument, { input: { runId, toolCallId: id, decision, ...(reason ? { reason } : {}) } })).decideToolCall;
+    // The request the snapshot shows is the one decided (approvalId), never another the id came to name.
+    const approvalId = pending.find((approval) => approval.toolCallId === id)?.id;
+    const input = { runId, toolCallId: id, decision, ...(approvalId ? { approvalId } : {}), ...(reason ? { reason } : {}) };
+    const result = (await client.request(DecideToolCallDocument, { input })).decideToolCall;
     await refreshApprovals().catch(() => undefined);
     return result.__typename === "DecideToolCallSuccess" ? { ok: true } : { ok: false, typename: result.__typename, message: result.message };
   };

@@ -233,6 +233,8 @@ export type CreateWorkspaceInput = {
 };
 
 export type DecideToolCallInput = {
+  /** Optional: ToolApproval.id of the request you decide (the one you were shown). The decision then takes that request or nothing: NotFoundError when it is not a request of this run and call, AlreadyDecidedError when it was decided already. Without it, the call's open request is decided. */
+  approvalId?: string | null | undefined;
   /** EDIT only (required with it, refused with APPROVE and REJECT): the JSON object of arguments the call runs with, checked against the tool's input schema. At most 100,000 characters of JSON. The schema is the tool's own (an MCP server's), so it is checked without its regular expressions (pattern, patternProperties, format); a schema of more than 100,000 characters or nested more than 64 deep, or one whose check of these arguments would take more than 50,000 steps (every subschema applied to every value it reaches, references and combinations followed; a step per keyword, listed value and argument entry), is not applied: only a JSON object is required. The tool checks what it is given either way. */
   arguments?: unknown;
   decision: ToolApprovalDecision;

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
+import { costConfirmationId } from "../../src/runtime/loop/cost-caps.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
@@ -43,6 +44,27 @@ describe("ids of one message's tool calls", () => {
     const clash = withUniqueCallIds([{ ...calls[0]! }, { ...calls[1]! }, { id: ids[1]!, name: "e", arguments: "{}" }]).map((c) => c.id);
     expect(new Set(clash).size).toBe(3);
     expect(clash[2]).toBe(ids[1]);
+  });
+
+  it("an id the run used before gets Dossier's own, unused by the run, the same for the same reply and run", () => {
+    const calls = [
+      { id: "call_1", name: "a", arguments: "{}" },
+      { id: "call_2", name: "b", arguments: "{}" },
+    ];
+    const fresh = withUniqueCallIds(calls, new Set(["call_1"])).map((call) => call.id);
+    expect(fresh[0]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
+    expect(fresh[1]).toBe("call_2");
+    // The run used Dossier's id too (the model repeated call_1 in an earlier message as well): the next is another.
+    const again = withUniqueCallIds(calls, new Set(["call_1", fresh[0]!])).map((call) => call.id);
+    expect(again[0]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
+    expect(new Set(["call_1", fresh[0], ...again]).size).toBe(4);
+    expect(withUniqueCallIds(calls, new Set(["call_1", fresh[0]!])).map((call) => call.id)).toEqual(again);
+  });
+
+  it("a cost confirmation's id is one the run did not use: a decision on another request never decides it", () => {
+    expect(costConfirmationId("5")).toBe("cost-confirmation:5");
+    expect(costConfirmationId("5", new Set(["call_1"]))).toBe("cost-confirmation:5");
+    expect(costConfirmationId("5", new Set(["cost-confirmation:5", "cost-confirmation:5:2"]))).toBe("cost-confirmation:5:3");
   });
 });
 

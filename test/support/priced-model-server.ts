@@ -16,8 +16,14 @@ export type Body = { messages: { role: string; content?: string | null }[]; max_
  * Every request: "Step n." (n: the run's requests so far) and one task_list call; from request
  * `answerAt` on (if given), "Answer n." as the final answer instead. `hold` (if given) is awaited
  * before each response is written: a test holds a request in flight while it acts on the run.
+ * `callId` gives the id of step n's call (`call_<n>` by default).
  */
-export async function startPricedServer(bodies: Body[], answerAt = Number.POSITIVE_INFINITY, hold?: () => Promise<void>): Promise<Server> {
+export async function startPricedServer(
+  bodies: Body[],
+  answerAt = Number.POSITIVE_INFINITY,
+  hold?: () => Promise<void>,
+  callId = (step: number) => `call_${step}`,
+): Promise<Server> {
   const server = createServer(async (req, res) => {
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
@@ -34,7 +40,7 @@ export async function startPricedServer(bodies: Body[], answerAt = Number.POSITI
     }
     res.write(frame({ role: "assistant", content: `Step ${step}.` }));
     const args = JSON.stringify({ action: "add", title: `item ${step}` });
-    res.write(frame({ tool_calls: [{ index: 0, id: `call_${step}`, type: "function", function: { name: "task_list", arguments: args } }] }, "tool_calls"));
+    res.write(frame({ tool_calls: [{ index: 0, id: callId(step), type: "function", function: { name: "task_list", arguments: args } }] }, "tool_calls"));
     res.write(USAGE);
     res.end("data: [DONE]\n\n");
   });

@@ -49,8 +49,18 @@ export type NewApproval = {
   expiresAt: Date;
 };
 
-/** `arguments`: with EDIT (and only with it), the JSON object the call runs with instead of the model's. */
-export type DecideInput = { runId: string; toolCallId: string; decision: ToolApprovalDecision; reason?: string | null; arguments?: unknown };
+/**
+ * `arguments`: with EDIT (and only with it), the JSON object the call runs with instead of the
+ * model's. `approvalId`: the request the person saw; the decision then decides that one only.
+ */
+export type DecideInput = {
+  runId: string;
+  toolCallId: string;
+  decision: ToolApprovalDecision;
+  reason?: string | null;
+  arguments?: unknown;
+  approvalId?: string | null;
+};
 
 /** The reason an expired request is rejected with: the model is told it. */
 export const EXPIRED_REASON = "no decision in time";
@@ -91,6 +101,9 @@ export class ToolApprovalService {
    * that comes after the request expired finds it rejected ("no decision in time"), as the sweep
    * would have decided it: AlreadyDecidedError. EDIT arguments that do not fit the tool's input
    * schema are a ValidationError naming the field, and change nothing: the call still waits.
+   * Named by `approvalId`, the decision takes that request or nothing: a request of another call
+   * or run is not found, and one decided already is AlreadyDecidedError, even if the call has
+   * another request open.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
@@ -104,9 +117,12 @@ export class ToolApprovalService {
       const [run] = await tx.$queryRawUnsafe<{ owner_id: string }[]>("SELECT owner_id FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
       if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
-      const open = approvals.find((approval) => approval.decision === null);
+      const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
+      if (named === undefined) throw new NotFoundError("ToolApproval", input.approvalId!);
+      const open = named ? (named.decision === null ? named : undefined) : approvals.find((approval) => approval.decision === null);
       if (!open) {
-        if (approvals[0]) throw new AlreadyDecidedError(approvals[0]);
+        const decided = named ?? approvals[0];
+        if (decided) throw new AlreadyDecidedError(decided);
         throw new NotFoundError("ToolApproval", input.toolCallId);
       }
       const late = open.expiresAt <= now;

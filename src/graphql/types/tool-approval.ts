@@ -29,7 +29,10 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
     "the conversation's next run (admitted with ENQUEUE) starts only once this run has ended. The call's TOOL_CALL span has an APPROVAL_REQUESTED event, and an APPROVAL_DECIDED event once it is decided.",
   fields: (t) => ({
     id: t.id({ resolve: (approval) => encodeGlobalId("ToolApproval", approval.id) }),
-    toolCallId: t.exposeString("toolCallId", { description: "The model's id of the call: what decideToolCall names." }),
+    toolCallId: t.exposeString("toolCallId", {
+      description:
+        "The call's id in its run: what decideToolCall names. The model's own, unless it gave none or one the run had used (then one of Dossier's, which the model is shown from then on): no two calls of a run share one.",
+    }),
     toolName: t.exposeString("toolName", { description: 'As the model sees it, e.g. "run_command" or "mcp__github__create_issue".' }),
     arguments: t.string({ description: "The call's arguments, exactly as the model gave them (JSON text).", resolve: (a) => fromStored(a.arguments) }),
     editedArguments: t.string({
@@ -93,6 +96,10 @@ const DecideToolCallInput = builder.inputType("DecideToolCallInput", {
   fields: (t) => ({
     runId: t.id({ required: true }),
     toolCallId: t.string({ required: true, description: "ToolApproval.toolCallId." }),
+    approvalId: t.id({
+      description:
+        "Optional: ToolApproval.id of the request you decide (the one you were shown). The decision then takes that request or nothing: NotFoundError when it is not a request of this run and call, AlreadyDecidedError when it was decided already. Without it, the call's open request is decided.",
+    }),
     decision: t.field({ type: ToolApprovalDecisionEnum, required: true }),
     reason: t.string({ description: "Shown to the model with a rejection; kept with any decision. At most 2,000 characters." }),
     arguments: t.field({
@@ -123,7 +130,9 @@ builder.mutationField("decideToolCall", (t) =>
     errors: { types: [AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
     resolve: async (_root, { input }, ctx) => {
       const runId = requireIdOfType(String(input.runId), "Run", "runId");
+      const approvalId = input.approvalId == null ? null : requireIdOfType(String(input.approvalId), "ToolApproval", "approvalId");
       const approval = await ctx.services.toolApprovals.decide(ctx.actor, {
+        approvalId,
         runId,
         toolCallId: input.toolCallId,
         decision: input.decision,

@@ -18,8 +18,17 @@ export type CostBounds = {
   bound(request: { ownerId: string; model: string; inputTokens: number; outputTokens: number; at: Date }): Promise<Decimal | null>;
 };
 
-/** The tool call id a cost confirmation is decided by (decideToolCall), per threshold. */
-export const costConfirmationId = (threshold: string): string => `cost-confirmation:${threshold}`;
+/**
+ * The tool call id a cost confirmation is decided by (decideToolCall): `cost-confirmation:<threshold>`,
+ * or with `:2`, `:3`… when the run used that id already (a call of the model's, or an earlier
+ * request): a decision made on another request of the run never decides this one.
+ */
+export function costConfirmationId(threshold: string, used: ReadonlySet<string> = new Set()): string {
+  const id = `cost-confirmation:${threshold}`;
+  let unique = id;
+  for (let n = 2; used.has(unique); n += 1) unique = `${id}:${n}`;
+  return unique;
+}
 
 export type CapCheck = {
   run: { id: string; ownerId: string };
@@ -30,6 +39,8 @@ export type CapCheck = {
   sink: TraceSink;
   write: Transact;
   runLog: readonly LoggedMessage[];
+  /** The call ids the run used (call-ids.ts): a confirmation's is none of them. */
+  callIdsOfRun?: ReadonlySet<string>;
 };
 
 /**
@@ -63,7 +74,7 @@ export function textSoFar(runLog: readonly LoggedMessage[]): string {
 /** Records the COST_CONFIRMATION request (with its APPROVAL_REQUESTED event) and makes the run wait for it. */
 async function askConfirmation(approvals: ApprovalSettings, check: CapCheck, verdict: CapVerdict & { kind: "CONFIRM" }, at: Date): Promise<NextStep> {
   const { stop } = verdict;
-  const toolCallId = costConfirmationId(stop.limit);
+  const toolCallId = costConfirmationId(stop.limit, check.callIdsOfRun);
   const last = check.runLog.at(-1);
   if (!last) throw new Error("a run asks to confirm its cost only after its question is in the log");
   const expiresAt = new Date(at.getTime() + approvals.timeoutMs);

@@ -32,7 +32,18 @@ export async function callModel(
   deps: { model: ModelPort; output?: RunOutput },
   turn: ModelCallTurn,
   parent: SpanRef,
-  { messages, recorded, maxOutputTokens }: { messages: ChatMessage[]; recorded: RecordedMessage[]; maxOutputTokens?: number },
+  {
+    messages,
+    recorded,
+    maxOutputTokens,
+    callIdsOfRun,
+  }: {
+    messages: ChatMessage[];
+    recorded: RecordedMessage[];
+    maxOutputTokens?: number;
+    /** The call ids the run used before this request (call-ids.ts): a reply's call gets none of them. */
+    callIdsOfRun?: ReadonlySet<string>;
+  },
   budget: object,
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
@@ -92,7 +103,7 @@ export async function callModel(
           return { status: failedSpanStatus(signal) };
         },
       },
-    ).then(({ response, span, ending }) => ({ response: withPlainCallIds(response), span, ending }));
+    ).then(({ response, span, ending }) => ({ response: withPlainCallIds(response, callIdsOfRun), span, ending }));
   } catch (error) {
     if (error !== failure) throw error;
     throw new ModelRequestFailed(errorMessage(error), { cause: error });
@@ -105,11 +116,12 @@ const errorMessage = (error: unknown) => (error instanceof Error ? error.message
  * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
  * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
  * The arguments and the text stay exactly as the model gave them. Ids are then made unique within
- * the message (call-ids.ts): replacing characters can make two ids equal.
+ * the run (call-ids.ts): replacing characters can make two ids equal, and a model can repeat an id
+ * an earlier message of the run used.
  */
-function withPlainCallIds(response: ModelResponse): ModelResponse {
+function withPlainCallIds(response: ModelResponse, used?: ReadonlySet<string>): ModelResponse {
   const plain = response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name);
   const calls = plain ? response.toolCalls : response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) }));
-  if (plain && hasUniqueCallIds(calls)) return response;
-  return { ...response, toolCalls: withUniqueCallIds(calls) };
+  if (plain && hasUniqueCallIds(calls, used)) return response;
+  return { ...response, toolCalls: withUniqueCallIds(calls, used) };
 }

@@ -22,6 +22,7 @@ import { answeredBefore, type HeldStep, heldCallIds, heldStep, inResumedTurn, st
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
+import { callIdsOfRun as callIdsOf } from "./call-ids.js";
 import { groupedResults } from "./result-group.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
@@ -46,9 +47,9 @@ type Turn = {
   costs?: CostState;
   /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */
   nextRequests?: Promise<RunRequests>;
+  /** The run's approval requests as the attempt began (one made since is for a logged call, or ends the attempt): their ids are the run's. */
+  approvals: readonly { toolCallId: string }[];
 };
-
-type Step = HeldStep;
 
 export class RunExecutor {
   private readonly context: ContextBuilder;
@@ -120,7 +121,7 @@ export class RunExecutor {
       }
       await this.recordRepairs(scope, heldCallIds(approvals));
       const tools = await firstTurn(scope, profile);
-      const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed };
+      const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed, approvals };
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
@@ -265,11 +266,12 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun() };
+    const callIdsOfRun = callIdsOf(log.ofRun(), turn.approvals);
+    const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun(), callIdsOfRun };
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
     if (capped.step) return capped.step;
     turn.streamed.text = "";
-    const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens };
+    const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens, callIdsOfRun };
     // The request's span ends (priced, charged) in the transaction that logs its reply.
     const endsWithReply = sink.endSpanWith?.bind(sink);
     const { response, span: requestSpan, ending } = await callModel(this.deps, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
@@ -311,7 +313,7 @@ export class RunExecutor {
    * The action step (R16): the calls run concurrently, each result logged as it is known. Calls
    * that wait for a person's decision get no result; once the others have settled, the run waits.
    */
-  private async actionStep(turn: Turn, span: SpanRef, step: Step): Promise<NextStep> {
+  private async actionStep(turn: Turn, span: SpanRef, step: HeldStep): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
     // The results known together are logged together; the last carries the next turn's read of the run's requests
     // (every call's work is done; a stop or a charge made since is read as one made after it), or it goes alone later.

@@ -65,7 +65,8 @@ function decisionControls(approval) {
   box.onclick = (event) => event.stopPropagation();
   const decide = (decision) => {
     const reason = (reasons.get(approval.toolCallId) || "").trim();
-    const input = { runId, toolCallId: approval.toolCallId, decision, ...(reason ? { reason } : {}) };
+    // The request shown is the one decided (approvalId): never another the call's id came to name.
+    const input = { runId, toolCallId: approval.toolCallId, approvalId: approval.id, decision, ...(reason ? { reason } : {}) };
     act(approval.toolCallId, DECIDE, { input }, "decideToolCall");
   };
   const approve = el("button", "approve", "Approve");
