@@ -139,6 +139,9 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
     await taken;
     try {
       expectType(await admitWithKey(client, "no-connection"), "ServiceUnavailableError");
+      // Without a key the client is told a retry may admit the run twice.
+      const unkeyed = (await client.request(AdmitRunDocument, { input: { question: "no key" } })).admitRun;
+      expect(expectType(unkeyed, "ServiceUnavailableError").message).toMatch(/Without an idempotencyKey a retry can admit it twice/);
     } finally {
       release();
       await holder;

@@ -304,6 +304,8 @@ const AdmitRunSuccess = builder.objectRef<{ run: Run; replayed: boolean }>("Admi
  */
 const ADMISSION_UNAVAILABLE =
   "The database did not complete the admission in time. Try again with the same idempotencyKey: the run is admitted exactly once (replayed: true if this admission did commit after all).";
+const ADMISSION_UNAVAILABLE_UNKEYED =
+  "The database did not complete the admission in time; it may still have admitted the run. Without an idempotencyKey a retry can admit it twice: send one to retry safely.";
 
 builder.mutationField("admitRun", (t) =>
   t.field({
@@ -316,10 +318,12 @@ builder.mutationField("admitRun", (t) =>
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },
-    resolve: (_root, { input }, ctx, info) =>
-      unavailableOnTransient(ctx.logger, ADMISSION_UNAVAILABLE, async () => {
-        const planned = await admittedRunQuery(ctx, info);
-        const admitted = await ctx.services.admissions.admitRun(
+    resolve: async (_root, { input }, ctx, info) => {
+      const planned = await admittedRunQuery(ctx, info);
+      // Only the admission's own statements answer unavailable: once it committed, a failed read of
+      // the answer is not "try again" (a retry without a key would admit the run twice).
+      const admitted = await unavailableOnTransient(ctx.logger, input.idempotencyKey ? ADMISSION_UNAVAILABLE : ADMISSION_UNAVAILABLE_UNKEYED, () =>
+        ctx.services.admissions.admitRun(
           ctx.actor,
           {
             ...input,
@@ -330,8 +334,9 @@ builder.mutationField("admitRun", (t) =>
             metadata: input.metadata as Record<string, unknown> | null | undefined,
           },
           planned.relations,
-        );
-        return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
-      }),
+        ),
+      );
+      return { ...admitted, run: await answeredRun(ctx, planned, admitted.run) };
+    },
   }),
 );
