@@ -16,11 +16,10 @@ import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
-import { interceptRawQueries } from "../support/raw-statements.js";
+import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil, withTimeout } from "../support/wait.js";
 
-const RENEWAL = /SET lease_expires_at = now\(\) \+ make_interval\(secs => \$4::double precision/;
 const LEASE_MS = 1_500;
 const MARGIN_MS = 300;
 const closing = closedAfterEach();
@@ -44,7 +43,7 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
       // another of the instance's own transactions holds would stall the run that long.
       const db = await openDatabase({ kind: "postgres", url: proxy.url, timeouts: { idleInTransactionMs: 60_000 } });
       interceptRawQueries(db, (text, _values, send) => {
-        if (!armed || !RENEWAL.test(text)) return send();
+        if (!armed || !LEASE_RENEWAL.test(text)) return send();
         armed = false;
         proxy!.hang();
         const sent = send();

@@ -16,12 +16,11 @@ import { startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
-import { interceptRawQueries } from "../support/raw-statements.js";
+import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 
-const RENEWAL = /SET lease_expires_at = now\(\) \+ make_interval\(secs => \$4::double precision/;
 const LEASE_MS = 1_200;
 const MARGIN_MS = 240;
 
@@ -68,7 +67,7 @@ async function heldRuns(backend: Backend, count: number, database?: () => Return
   const runIds = ids.map(rawId);
   /** The held runs a renewal statement renews. */
   const renewing = (sent: Sent) => runIds.filter((id) => sent.params.includes(id));
-  const renewals = (from = 0) => statements.slice(from).filter((sent) => RENEWAL.test(sent.sql));
+  const renewals = (from = 0) => statements.slice(from).filter((sent) => LEASE_RENEWAL.test(sent.sql));
   /** Waits for a renewal of every held run in one statement: the attempts' beats have converged. */
   const converged = () => waitUntil(() => renewals().find((sent) => renewing(sent).length === count), 5_000, 20);
   return { t, ids, runIds, statements, logs, release, renewing, renewals, converged, onQuery };
@@ -237,7 +236,7 @@ describe.runIf(backends.includes("postgres"))("a renewal that hangs", () => {
       const db = await openDatabase({ kind: "postgres", url: proxy.url }, { onQuery: (sql, params) => onQuery(sql, params) });
       // Renewals as they are sent (the statement log hears them only once answered).
       interceptRawQueries(db, (sql, values, send) => {
-        if (!RENEWAL.test(sql)) return send();
+        if (!LEASE_RENEWAL.test(sql)) return send();
         const sent: (typeof sends)[number] = { at: performance.now(), runs: JSON.stringify(values[0]) };
         sends.push(sent);
         return send().then((rows) => {

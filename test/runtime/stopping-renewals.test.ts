@@ -16,12 +16,11 @@ import { backends, createMigratedPostgresDatabase, openMigratedTestDatabase } fr
 import { admit } from "../support/fixtures.js";
 import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
-import { interceptRawQueries } from "../support/raw-statements.js";
+import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 
-const RENEWAL = /SET lease_expires_at = now\(\) \+ make_interval\(secs => \$4::double precision/;
 const LEASE_MS = 6_000;
 const closing = closedAfterEach();
 
@@ -33,7 +32,7 @@ function heldRenewals(db: Database) {
   const held: (() => void)[] = [];
   const renewals = { sent, holding: false, held: () => held.length, letGo: () => held.splice(0).forEach((go) => go()) };
   interceptRawQueries(db, (sql, _values, send) => {
-    if (!RENEWAL.test(sql)) return send();
+    if (!LEASE_RENEWAL.test(sql)) return send();
     const renewal: (typeof sent)[number] = { answered: false };
     sent.push(renewal);
     const onItsWay = renewals.holding ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve();

@@ -27,3 +27,6 @@ export function interceptRawQueries(
     return intercept(sql, values, send, via !== client);
   } as RawQuery;
 }
+
+/** The text of a worker's lease renewal (domain/runs/lease-renewal.ts). */
+export const LEASE_RENEWAL = /SET lease_expires_at = clock_timestamp\(\) \+ make_interval\(secs => \$4::double precision/;

@@ -10,7 +10,7 @@
 // attempt's next one — a run whose writes follow each other without a pause would otherwise be
 // found busy at every beat and stop itself, its link healthy.
 //
-// A renewal extends only a lease with more than the margin left, by the database's now() — the
+// A renewal extends only a lease with more than the margin left, by the database's clock — the
 // clock leases are written and claimed by (claim-statement.ts, lease-expired.ts). The attempt
 // stops itself by its own clock at the latest at the lease's end minus the margin, so a renewal
 // that arrives after that was held on its way (a link that hung and healed): its attempt has
@@ -32,8 +32,12 @@ type Row = {
   late: boolean | null;
 };
 
-/** SQL condition: the run's lease has more than the margin left. */
-const NOT_LATE = "run.lease_expires_at > now() + make_interval(secs => $5::double precision / 1000)";
+/**
+ * SQL condition: the run's lease has more than the margin left — by the clock when it is
+ * evaluated, not the statement's start (now()): a renewal that waited for the row's lock (its
+ * holder's link hung) is judged when it gets the row, and its lease counts from then.
+ */
+const NOT_LATE = "run.lease_expires_at > clock_timestamp() + make_interval(secs => $5::double precision / 1000)";
 
 /** $1 run ids, $2 attempts, $3 workers, $4 the lease in ms, $5 the margin in ms; busy rows skipped, or waited for. */
 const renewalSql = (lock: "SKIP LOCKED" | "") => `
@@ -43,8 +47,8 @@ const renewalSql = (lock: "SKIP LOCKED" | "") => `
     SELECT run.id FROM run JOIN held ON run.id = held.id AND run.attempt = held.attempt AND run.lease_owner = held.owner
      WHERE run.status = 'RUNNING' AND ${NOT_LATE} ORDER BY run.id FOR NO KEY UPDATE OF run ${lock}
   ), renewed AS (
-    UPDATE run SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
-      FROM mine WHERE run.id = mine.id RETURNING run.id, run.stop_mode::text AS stop_mode
+    UPDATE run SET lease_expires_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000)
+      FROM mine WHERE run.id = mine.id AND ${NOT_LATE} RETURNING run.id, run.stop_mode::text AS stop_mode
   )
   SELECT held.id, renewed.id IS NOT NULL AS renewed, renewed.stop_mode, run.status::text AS status, run.attempt,
          run.status = 'RUNNING' AND run.attempt = held.attempt AND run.lease_owner = held.owner AS held,
