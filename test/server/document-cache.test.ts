@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { DOCUMENT_CACHE_MAX_BYTES } from "../../src/server/document-cache.js";
+import { parse } from "graphql";
+import { DOCUMENT_CACHE_MAX_BYTES, documentBytes } from "../../src/server/document-cache.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const parses = vi.hoisted(() => ({ count: 0 }));
@@ -114,4 +115,30 @@ describe("the parsed-document cache", () => {
     // about 100 MB when plans went uncounted and documents were bounded by count alone).
     expect(retained).toBeLessThan(DOCUMENT_CACHE_MAX_BYTES);
   }, 120_000);
+
+  it("weighs a parsed document at no less than the memory it takes, whatever its shape", () => {
+    const shapes: ((i: number) => string)[] = [
+      (i) => `query Names${i} { ${"a ".repeat(4_990)} }`,
+      (i) => `query Arguments${i} { ${'a(x: 1, y: "s") '.repeat(600)} }`,
+      (i) => `query Variables${i}(${Array.from({ length: 1_200 }, (_, j) => `$v${j}: Int`).join(" ")}) { a }`,
+      (i) => `query Objects${i} { a(x: {${"k: 1 ".repeat(1_600)}}) }`,
+      (i) => `query Comments${i} { a ${"#\n".repeat(20_000)}}`,
+      (i) => `query Strings${i} { a(x: "${"\u00e9".repeat(20_000)}", y: """${"z".repeat(20_000)}""") }`,
+    ];
+    // Every document stays reachable to the end, so that no shape's measure sees another's freed.
+    const kept: unknown[] = [];
+    for (const shape of shapes) {
+      const texts = Array.from({ length: 20 }, (_, i) => shape(i));
+      for (const text of texts) text.charCodeAt(0); // flattened now, not while parsing
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const documents = texts.map((text) => parse(text));
+      gc();
+      const taken = process.memoryUsage().heapUsed - before;
+      kept.push(texts, documents);
+      const estimate = documents.reduce((sum, document, i) => sum + documentBytes(texts[i]!, document), 0);
+      expect(taken, texts[0]!.slice(0, 20)).toBeGreaterThan(0);
+      expect(taken, texts[0]!.slice(0, 20)).toBeLessThan(estimate);
+    }
+  });
 });
