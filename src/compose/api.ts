@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { authenticateFirst } from "../server/authenticate-first.js";
 import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
+import { documentCache } from "../server/document-cache.js";
 import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
 import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
@@ -90,6 +91,8 @@ export function createApi(
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
+  // Parsed documents, kept by text within a byte budget; only valid ones (server/document-cache.ts).
+  const parsed = documentCache();
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {
@@ -100,6 +103,7 @@ export function createApi(
       return { actor, prisma: db.prisma, events, services, now, logger, settings, capabilities };
     },
     ...FIXED_SETTINGS,
+    parserAndValidationCache: parsed.settings,
     ...graphiqlSettings(graphiqlSecret),
     // No origin but the server's own unless listed (see server/cross-site.ts).
     cors: corsFor(corsOrigins),
@@ -120,8 +124,9 @@ export function createApi(
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
       queryLimitsPlugin(limits, metrics.countRejected),
+      parsed.plugin,
       subscriptionQuotaPlugin(subscriptionQuota),
-      useCompiledExecution(),
+      useCompiledExecution({ compiled: parsed.charge }),
       readiness(db, logger),
     ],
   });

@@ -1,0 +1,144 @@
+// Parsed documents are kept by their text (server/document-cache.ts) so that a repeated document is
+// parsed once, but what is kept is bounded by the memory it takes, and only documents the server
+// runs are kept: one principal sending many distinct large documents, invalid ones, or ones over
+// the token limit, cannot make the server hold gigabytes. Parses are counted through graphql's
+// `parse`, the function the query limits (server/hardening.ts) parse every document with.
+import { readFileSync } from "node:fs";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { parse } from "graphql";
+import { DOCUMENT_CACHE_MAX_BYTES, documentBytes } from "../../src/server/document-cache.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const parses = vi.hoisted(() => ({ count: 0 }));
+vi.mock("graphql", async (importOriginal) => {
+  const graphql = await importOriginal<typeof import("graphql")>();
+  return {
+    ...graphql,
+    parse: (...args: Parameters<typeof graphql.parse>) => {
+      parses.count += 1;
+      return graphql.parse(...args);
+    },
+  };
+});
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+describe("the parsed-document cache", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp("pglite");
+  });
+  afterAll(() => t.close());
+
+  const send = async (query: string, app = t) => {
+    const response = await app.app.yoga.fetch(
+      new Request("http://dossier.test/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) }),
+    );
+    return (await response.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] };
+  };
+
+  it("parses a document sent 100 times once, and a refused one each time, with the same answer", async () => {
+    const query = "query Repeated { workspaces(first: 2) { edges { node { id title } } } }";
+    const before = parses.count;
+    for (let i = 0; i < 100; i += 1) expect((await send(query)).errors).toBeUndefined();
+    expect(parses.count - before).toBe(1);
+
+    const refused = ["query Invalid { noSuchField }", "query Broken { workspaces(", `query Long { ${"__typename ".repeat(5_000)} }`];
+    for (const text of refused) {
+      const first = await send(text);
+      const start = parses.count;
+      expect(await send(text)).toEqual(first);
+      expect(await send(text)).toEqual(first);
+      expect(parses.count - start).toBe(2);
+    }
+    expect((await send(refused[2]!)).errors?.[0]?.extensions?.code).toBe("TOO_MANY_TOKENS");
+  });
+
+  it("holds at most its byte budget, however many large distinct documents are sent", async () => {
+    const comment = `# ${"x".repeat(900_000)}\n`;
+    // Each kind made the old cache, unbounded in bytes, keep hundreds of megabytes for a few
+    // megabytes of traffic. The texts are made one at a time, so that the test keeps none.
+    const traffic: [number, (i: number) => string][] = [
+      // ~10 KB, 4,990 tokens, refused by validation (no field `a`): ~2.4 MB parsed.
+      [150, (i) => `query Invalid${i} { ${"a ".repeat(4_990)} }`],
+      // ~800 KB, valid: 400,000 comments (not limited as tokens are): ~36 MB parsed.
+      [20, (i) => `query Comments${i} { __typename ${"#\n".repeat(400_000)}}`],
+      // ~900 KB, valid: one long comment.
+      [40, (i) => `${comment}query Commented${i} { __typename }`],
+      // ~900 KB, over the token limit.
+      [40, (i) => `query Over${i} { ${"a ".repeat(6_000)} } ${comment}`],
+    ];
+    await send("{ __typename }");
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const answers = new Set<string>();
+    for (const [count, text] of traffic) {
+      for (let i = 0; i < count; i += 1) {
+        const answer = await send(text(i));
+        answers.add(answer.errors ? (answer.errors[0]?.extensions?.code ?? "") : "data");
+      }
+    }
+    expect([...answers].sort()).toEqual(["GRAPHQL_VALIDATION_FAILED", "TOO_MANY_TOKENS", "data"]);
+    gc();
+    const retained = process.memoryUsage().heapUsed - before;
+    // The budget is an estimate above the truth: what is kept weighs less than it.
+    expect(retained).toBeLessThan(DOCUMENT_CACHE_MAX_BYTES + 16 * 1024 * 1024);
+
+    // A normal document still hits the cache after all of that.
+    const query = "query AfterFlood { __typename }";
+    const start = parses.count;
+    for (let i = 0; i < 10; i += 1) await send(query);
+    expect(parses.count - start).toBe(1);
+  }, 120_000);
+
+  it("counts what a document's compiled plan keeps alive: many distinct valid operations stay within the budget", async () => {
+    // The SDK's run list: its plan (generated code) weighs several times its parsed document. Counted
+    // by document alone, ~500 of these would fit the budget and retain half again as much.
+    const manifest = JSON.parse(readFileSync("sdk/generated/persisted-documents.json", "utf8")) as Record<string, string>;
+    const runs = Object.values(manifest).find((text) => text.startsWith("query Runs("))!;
+    // An app of its own: its cache starts empty.
+    const fresh = await startTestApp("pglite");
+    await send("{ __typename }", fresh);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 1_000; i += 1) {
+      const answer = await send(runs.replace("query Runs(", `query Runs${i}(`), fresh);
+      expect(answer.errors).toBeUndefined();
+    }
+    gc();
+    const retained = process.memoryUsage().heapUsed - before;
+    await fresh.close();
+    // The estimate is above the truth: what is kept weighs less than the budget (about 16 MB here;
+    // about 100 MB when plans went uncounted and documents were bounded by count alone).
+    expect(retained).toBeLessThan(DOCUMENT_CACHE_MAX_BYTES);
+  }, 120_000);
+
+  it("weighs a parsed document at no less than the memory it takes, whatever its shape", () => {
+    const shapes: ((i: number) => string)[] = [
+      (i) => `query Names${i} { ${"a ".repeat(4_990)} }`,
+      (i) => `query Arguments${i} { ${'a(x: 1, y: "s") '.repeat(600)} }`,
+      (i) => `query Variables${i}(${Array.from({ length: 1_200 }, (_, j) => `$v${j}: Int`).join(" ")}) { a }`,
+      (i) => `query Objects${i} { a(x: {${"k: 1 ".repeat(1_600)}}) }`,
+      (i) => `query Comments${i} { a ${"#\n".repeat(20_000)}}`,
+      (i) => `query Strings${i} { a(x: "${"\u00e9".repeat(20_000)}", y: """${"z".repeat(20_000)}""") }`,
+    ];
+    // Every document stays reachable to the end, so that no shape's measure sees another's freed.
+    const kept: unknown[] = [];
+    for (const shape of shapes) {
+      const texts = Array.from({ length: 20 }, (_, i) => shape(i));
+      for (const text of texts) text.charCodeAt(0); // flattened now, not while parsing
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const documents = texts.map((text) => parse(text));
+      gc();
+      const taken = process.memoryUsage().heapUsed - before;
+      kept.push(texts, documents);
+      const estimate = documents.reduce((sum, document, i) => sum + documentBytes(texts[i]!, document), 0);
+      expect(taken, texts[0]!.slice(0, 20)).toBeGreaterThan(0);
+      expect(taken, texts[0]!.slice(0, 20)).toBeLessThan(estimate);
+    }
+  });
+});
