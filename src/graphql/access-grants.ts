@@ -298,7 +298,7 @@ const EXPIRED: unique symbol = Symbol("expired");
  * client unsubscribing) until that event came or the token expired, and would hold the source and
  * the subscription's quota place until then.
  */
-function untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date, now: () => Date): AsyncIterableIterator<T> {
+export function untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date, now: () => Date): AsyncIterableIterator<T> {
   const iterator = events[Symbol.asyncIterator]();
   let stopTimer: () => void = () => undefined;
   const expired = new Promise<typeof EXPIRED>((resolve) => {
@@ -317,7 +317,15 @@ function untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date, now: () => Da
     },
     async next() {
       if (finished) return { done: true, value: undefined };
-      const next = hasExpired(expiresAt, now) ? EXPIRED : await Promise.race([iterator.next(), expired]);
+      let next: IteratorResult<T> | typeof EXPIRED;
+      try {
+        next = hasExpired(expiresAt, now) ? EXPIRED : await Promise.race([iterator.next(), expired]);
+      } catch (error) {
+        // The source failed: it has ended, and nobody calls return() after a throw — the timer goes now.
+        finished = true;
+        stopTimer();
+        throw error;
+      }
       if (next === EXPIRED || hasExpired(expiresAt, now)) {
         void finish().catch(() => undefined);
         throw new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
