@@ -202,7 +202,7 @@ export const TraceNode = builder.prismaNode("Trace", {
       type: "DateTime",
       nullable: true,
       description:
-        "When the run settled (its Run.finishedAt): the trace ends once, with the run. Null while the run is QUEUED, RUNNING, WAITING or PAUSED — a run and its trace read in one request show the same moment, so a run read in one of those never comes with an ended trace.",
+        "When the run settled (its Run.finishedAt): the trace ends once, with the run. Null while the run is QUEUED, RUNNING, WAITING or PAUSED — a run and its trace read by a query (run, runs, node) show the same moment, so a run read RUNNING there never comes with an ended trace; a mutation's payload may read its run's trace a moment after the run.",
     }),
     truncated: t.boolean({
       description:
