@@ -15,7 +15,7 @@ import { LRUCache } from "lru-cache";
 
 /** How many texts are kept at most, least recently used first out. */
 export const APQ_MAX_TEXTS = 1_000;
-/** How many bytes of text (UTF-8) are kept at most, all texts together. */
+/** How many bytes the kept texts and their hashes may take at most, all together (two a character). */
 export const APQ_MAX_BYTES = 8 * 1024 * 1024;
 
 export type AutomaticPersistedQueriesOptions = {
@@ -23,7 +23,7 @@ export type AutomaticPersistedQueriesOptions = {
   keeps(query: string): boolean;
   /** How many texts are kept, least recently used first out. */
   max?: number;
-  /** How many bytes of text (UTF-8) are kept, all texts together, least recently used first out. */
+  /** How many bytes the kept texts and their hashes may take (two a character), least recently used first out. */
   maxBytes?: number;
 };
 
@@ -32,8 +32,9 @@ type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
 export function automaticPersistedQueries({ keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES }: AutomaticPersistedQueriesOptions): Plugin {
-  // A string's UTF-8 length is never less than the memory its characters take.
-  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text) => Math.max(1, Buffer.byteLength(text)) });
+  // Counted as V8 may hold it: two bytes a character (one beyond Latin-1 makes the whole string
+  // two-byte), and the hash it is kept under.
+  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text, hash) => 2 * (text.length + hash.length) });
   /** The text sent with its hash, by request, until its validation tells whether it is kept. */
   const sent = new WeakMap<Request, { hash: string; query: string }>();
   return {

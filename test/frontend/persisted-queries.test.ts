@@ -103,7 +103,7 @@ describe("automatic persisted queries", () => {
     expect(lookups.filter((answer) => answer.errors?.[0]?.message === "PersistedQueryNotFound")).toHaveLength(tooLong.length + invalid.length);
   });
 
-  it("keeps at most APQ_MAX_BYTES of text: the oldest texts go first, and every text its hash still finds runs", async () => {
+  it("keeps at most APQ_MAX_BYTES of texts and hashes: the oldest texts go first, and every text its hash still finds runs", async () => {
     const size = 100_000;
     const texts = Array.from({ length: 120 }, (_, i) => {
       const head = `query Big${i} { viewer { name } } # `;
@@ -114,8 +114,8 @@ describe("automatic persisted queries", () => {
     expect(sent.every((answer) => answer.errors === undefined && typeof answer.data?.viewer === "object")).toBe(true);
     const lookups = await inBatches(texts, 10, (query) => inProcess({ extensions: apq(sha(query)) }));
     const found = lookups.flatMap((answer, i) => (answer.errors?.[0]?.message === "PersistedQueryNotFound" ? [] : [i]));
-    // Exactly the newest texts that fit in the budget are found, and each one runs.
-    const fit = Math.floor(APQ_MAX_BYTES / size);
+    // Exactly the newest texts that fit in the budget (two bytes a character, hash included) are found, and each one runs.
+    const fit = Math.floor(APQ_MAX_BYTES / (2 * (size + sha(texts[0]!).length)));
     expect(fit).toBeLessThan(texts.length);
     expect(found).toEqual(Array.from({ length: fit }, (_, i) => texts.length - fit + i));
     expect(found.map((i) => lookups[i])).toEqual(found.map(() => ({ data: { viewer: { name: expect.any(String) } } })));
