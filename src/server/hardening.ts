@@ -82,10 +82,12 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
     onParse({ setParseFn }) {
       setParseFn((source, options) => {
         try {
-          return parse(source, { ...options, maxTokens: limits.maxTokens });
+          // Comments are not tokens, but each is parsed and kept: as many are allowed as tokens.
+          return parse(source, { ...options, maxTokens: limits.maxTokens, maxComments: limits.maxTokens });
         } catch (error) {
           if (error instanceof GraphQLError && /Parsing aborted/.test(error.message)) {
-            throw refuse(countRejected, "TOO_MANY_TOKENS", `The document has more than ${limits.maxTokens} tokens; send a smaller one.`);
+            const what = /comments/.test(error.message) ? "comments" : "tokens";
+            throw refuse(countRejected, "TOO_MANY_TOKENS", `The document has more than ${limits.maxTokens} ${what}; send a smaller one.`);
           }
           throw error;
         }

@@ -64,8 +64,10 @@ describe("the parsed-document cache", () => {
     const traffic: [number, (i: number) => string][] = [
       // ~10 KB, 4,990 tokens, refused by validation (no field `a`): ~2.4 MB parsed.
       [150, (i) => `query Invalid${i} { ${"a ".repeat(4_990)} }`],
-      // ~800 KB, valid: 400,000 comments (not limited as tokens are): ~36 MB parsed.
+      // ~800 KB: 400,000 comments, refused (no more comments than MAX_QUERY_TOKENS): ~36 MB parsed were kept.
       [20, (i) => `query Comments${i} { __typename ${"#\n".repeat(400_000)}}`],
+      // ~10 KB, valid: 4,900 comments.
+      [150, (i) => `query FewComments${i} { __typename ${"#\n".repeat(4_900)}}`],
       // ~900 KB, valid: one long comment.
       [40, (i) => `${comment}query Commented${i} { __typename }`],
       // ~900 KB, over the token limit.

@@ -72,6 +72,14 @@ describe("malicious queries are refused, and the server is unharmed", () => {
     expect(answer.body.errors![0]!.message).toBe(`The document has more than ${DEFAULT_QUERY_LIMITS.maxTokens} tokens; send a smaller one.`);
   });
 
+  it("a document of too many comments: TOO_MANY_TOKENS too (each comment is parsed and kept), while as many as the token limit pass", async () => {
+    const comments = (n: number) => `{ __typename ${"#\n".repeat(n)}}`;
+    const answer = await query(comments(DEFAULT_QUERY_LIMITS.maxTokens + 1));
+    expect(codes(answer)).toEqual(["TOO_MANY_TOKENS"]);
+    expect(answer.body.errors![0]!.message).toBe(`The document has more than ${DEFAULT_QUERY_LIMITS.maxTokens} comments; send a smaller one.`);
+    expect((await query(comments(DEFAULT_QUERY_LIMITS.maxTokens))).body.data).toEqual({ __typename: "Query" });
+  });
+
   it("huge strings: a body over the limit is refused with 413 before it is read", async () => {
     const huge = "x".repeat(DEFAULT_QUERY_LIMITS.maxBodyBytes + 1);
     const answer = await query(`query ($q: String!) { __typename }`, { q: huge });
