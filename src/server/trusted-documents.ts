@@ -113,12 +113,6 @@ export function trustedDocuments({
   };
 }
 
-/**
- * A document's shape without its __typename selections; "" unless the text is exactly as GraphQL's
- * printer writes it (as Apollo Client sends documents), so any other difference from a trusted
- * text — a space, a line — still refuses it. __typename selects only the name of a type the schema
- * already shows: two documents that differ only in it read the same data.
- */
 /** The text as GraphQL's printer writes it; "" when it does not parse. */
 function printed(text: string): string {
   try {
@@ -128,9 +122,22 @@ function printed(text: string): string {
   }
 }
 
+/**
+ * How much of a client's text is parsed to compare it with the trusted ones: far above any
+ * MAX_QUERY_TOKENS a server sets (a text over that is refused when it runs), far below what a
+ * 1 MiB body holds.
+ */
+const COMPARED_TOKENS_MAX = 100_000;
+
+/**
+ * A document's shape without its __typename selections; "" unless the text is exactly as GraphQL's
+ * printer writes it (as Apollo Client sends documents), so any other difference from a trusted
+ * text — a space, a line — still refuses it. __typename selects only the name of a type the schema
+ * already shows: two documents that differ only in it read the same data.
+ */
 function withoutTypenames(query: string): string {
   try {
-    const document = parse(query, { noLocation: true });
+    const document = parse(query, { noLocation: true, maxTokens: COMPARED_TOKENS_MAX, maxComments: COMPARED_TOKENS_MAX });
     if (print(document) !== query) return "";
     return print(visit(document, { Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined) }));
   } catch {
