@@ -10,11 +10,10 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/open-database.js";
 import { createLogger } from "../../src/logger.js";
-import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
-import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startHeldModel } from "../support/held-model.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { startTestApp } from "../support/test-app.js";
@@ -61,24 +60,15 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
         },
       };
     };
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let asked = 0;
-    const stub = closing(
-      await startOpenAIStreamStub(() => {
-        asked += 1;
-        // The first attempt's request is held; the attempt that takes the run over is answered at once.
-        if (asked > 1) return { text: ["Answered ", "by the next attempt."] };
-        return { text: ["Held ", "until released."], pause: { index: 1, until: released } };
-      }),
-    );
+    // The first attempt's request is held; the attempt that takes the run over is answered at once.
+    const heldModel = closing(await startHeldModel({ holding: 1, later: ["Answered ", "by the next attempt."] }));
     const logs: { message: string; runId?: string }[] = [];
     const t = closing(
       await startTestApp("postgres", {
         database,
         logger: createLogger("info", (line) => logs.push(JSON.parse(line) as { message: string; runId?: string })),
         runtime: {
-          model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 }),
+          model: heldModel.model,
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-late-renewal-")),
           schedulerPollMs: 3_600_000,
           leaseMs: LEASE_MS,
@@ -88,10 +78,10 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
       }),
     );
     // Closed before the app: a model request still held would hold up its close.
-    closing({ close: async () => release() });
+    closing({ close: async () => heldModel.release() });
     const { run } = await admit(t.client, { question: "held through a hung link" });
     const runId = rawId(run.id);
-    await waitUntil(() => (asked === 1 ? true : undefined), 20_000, 20);
+    await waitUntil(() => (heldModel.asked() === 1 ? true : undefined), 20_000, 20);
     const row = async () => (await sql.query<Row>("SELECT lease_expires_at, attempt, lease_owner, status::text FROM run WHERE id = $1", [runId])).rows[0]!;
 
     // The next renewal is sent into a link that hangs from that moment; the lease is as the last answered one left it.
@@ -136,7 +126,7 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
       return now.status === "RUNNING" ? undefined : now;
     }, 5_000);
     expect(settled).toMatchObject({ status: "SUCCEEDED", attempt: before.attempt + 1, lease_owner: null });
-    expect(asked).toBe(2);
+    expect(heldModel.asked()).toBe(2);
     const attempts = await sql.query<{ number: number; outcome: string | null }>(
       "SELECT number, outcome::text FROM run_attempt WHERE run_id = $1 ORDER BY number",
       [runId],

@@ -8,13 +8,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { openDatabase } from "../../src/db/open-database.js";
 import { createLogger } from "../../src/logger.js";
 import { type Backend, backends, createMigratedPostgresDatabase, openMigratedTestDatabase } from "../support/databases.js";
 import { startFaultProxy } from "../support/fault-proxy.js";
 import { admit } from "../support/fixtures.js";
-import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startHeldModel } from "../support/held-model.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
@@ -36,22 +35,15 @@ const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString("ut
 async function heldRuns(backend: Backend, count: number, database?: () => ReturnType<typeof openMigratedTestDatabase>) {
   const statements: Sent[] = [];
   const logs: { message: string; runId?: string; at: number }[] = [];
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let asked = 0;
-  const stub = closing(
-    await startOpenAIStreamStub(() => {
-      asked += 1;
-      return { text: ["Held ", "until released."], pause: { index: 1, until: released } };
-    }),
-  );
+  const model = closing(await startHeldModel());
+  const release = model.release;
   const onQuery = (sql: string, params: string) => statements.push({ sql, params, at: performance.now() });
   const t = closing(
     await startTestApp(backend, {
       database: database ?? (() => openMigratedTestDatabase(backend, { onQuery })),
       logger: createLogger("info", (line) => logs.push({ ...(JSON.parse(line) as { message: string; runId?: string }), at: performance.now() })),
       runtime: {
-        model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 }),
+        model: model.model,
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-leases-")),
         schedulerPollMs: 3_600_000,
         leaseMs: LEASE_MS,
@@ -63,7 +55,7 @@ async function heldRuns(backend: Backend, count: number, database?: () => Return
   );
   const ids: string[] = [];
   for (let i = 0; i < count; i += 1) ids.push((await admit(t.client, { question: `held ${i}` })).run.id);
-  await waitUntil(() => (asked === count ? true : undefined), 20_000, 20);
+  await waitUntil(() => (model.asked() === count ? true : undefined), 20_000, 20);
   const runIds = ids.map(rawId);
   /** The held runs a renewal statement renews. */
   const renewing = (sent: Sent) => runIds.filter((id) => sent.params.includes(id));

@@ -8,10 +8,9 @@ import path from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/open-database.js";
-import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
-import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startHeldModel } from "../support/held-model.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
@@ -33,15 +32,7 @@ describe.runIf(backends.includes("postgres"))("a lease renewal that waits for it
     const watcher = new pg.Client({ connectionString: created.url });
     await watcher.connect();
     closing({ close: () => Promise.all([sql.end(), watcher.end()]) });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let asked = 0;
-    const stub = closing(
-      await startOpenAIStreamStub(() => {
-        asked += 1;
-        return { text: ["Held ", "until released."], pause: { index: 1, until: released } };
-      }),
-    );
+    const held = closing(await startHeldModel());
     const t = closing(
       await startTestApp("postgres", {
         database: async () => {
@@ -49,7 +40,7 @@ describe.runIf(backends.includes("postgres"))("a lease renewal that waits for it
           return { db, dispose: () => db.close() };
         },
         runtime: {
-          model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 }),
+          model: held.model,
           sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-locked-renewal-")),
           schedulerPollMs: 3_600_000,
           leaseMs: LEASE_MS,
@@ -58,9 +49,9 @@ describe.runIf(backends.includes("postgres"))("a lease renewal that waits for it
         },
       }),
     );
-    closing({ close: async () => release() });
+    closing({ close: async () => held.release() });
     const runId = rawId((await admit(t.client, { question: "a row held elsewhere" })).run.id);
-    await waitUntil(() => (asked === 1 ? true : undefined), 20_000, 20);
+    await waitUntil(() => (held.asked() === 1 ? true : undefined), 20_000, 20);
 
     // Another session holds the run's row; the worker's renewal skips it, then waits for it alone.
     await sql.query("BEGIN");

@@ -11,10 +11,9 @@ import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 import { createLogger } from "../../src/logger.js";
-import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { backends, createMigratedPostgresDatabase, openMigratedTestDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
-import { startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { startHeldModel } from "../support/held-model.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { interceptRawQueries, LEASE_RENEWAL } from "../support/raw-statements.js";
 import { settled } from "../support/scripted-runs.js";
@@ -52,22 +51,14 @@ function heldRenewals(db: Database) {
 
 /** A worker holding one run in its model request, with its renewals heard (and held when asked). */
 async function workerHoldingOneRun(db: Database, logs: { level: string; message: string }[]) {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let asked = 0;
   // The first request waits until released; any later one (another instance resuming the run) answers at once.
-  const stub = closing(
-    await startOpenAIStreamStub(() => {
-      asked += 1;
-      return asked === 1 ? { text: ["Held ", "until released."], pause: { index: 1, until: released } } : { text: ["Resumed."] };
-    }),
-  );
-  closing({ close: async () => release() });
+  const held = closing(await startHeldModel({ holding: 1 }));
+  closing({ close: async () => held.release() });
   const renewals = heldRenewals(db);
   const sandboxDir = mkdtempSync(path.join(tmpdir(), "dossier-stopping-"));
   closing({ close: async () => rmSync(sandboxDir, { recursive: true, force: true }) });
   const runtime = {
-    model: new OpenAIModel({ baseURL: stub.baseURL, apiKey: "sk-local", model: "stub-model", contextWindow: 32_000 }),
+    model: held.model,
     sandboxDir,
     schedulerPollMs: 3_600_000,
     leaseMs: LEASE_MS,
@@ -81,7 +72,7 @@ async function workerHoldingOneRun(db: Database, logs: { level: string; message:
   const stop = () => (stopped ??= t.app.stop());
   closing({ close: stop });
   const globalId = (await admit(t.client, { question: "held" })).run.id;
-  await waitUntil(() => (asked === 1 ? true : undefined), 20_000, 20);
+  await waitUntil(() => (held.asked() === 1 ? true : undefined), 20_000, 20);
   // A renewal answered: the attempt's lease is kept as it always is.
   await waitUntil(() => (renewals.sent.some((renewal) => renewal.answered) ? true : undefined), 2 * LEASE_MS, 20);
   // The next renewal is held on its way to the database.
