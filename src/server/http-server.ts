@@ -17,7 +17,7 @@ import { upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
-import { type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
+import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
@@ -32,8 +32,6 @@ export type RunningServer = {
   sharedSubscriptionExecutions(): number;
   close(): Promise<void>;
 };
-
-const OPEN = 1; // WebSocket.OPEN
 
 /** What the HTTP server serves: the API of a server process (compose/api.ts). */
 export type ServedApi = {

@@ -13,7 +13,8 @@ import { KEY_REVOKED_MESSAGE } from "./key-revocations.js";
 
 export type Socket = { readyState: number; close(code: number, reason: string): void; once(event: "close", listener: () => void): void };
 
-const OPEN = 1; // WebSocket.OPEN
+/** WebSocket.OPEN. */
+export const OPEN = 1;
 
 type Held = { socket: Socket; expiresAt?: Date; keyId?: string };
 

@@ -68,7 +68,7 @@ function verdictOf(holder: Holder, row: Row | undefined): LeaseVerdict | null {
 }
 
 /**
- * Extends the holders' leases by `leaseMs` from the database's now(), those with more than
+ * Extends the holders' leases by `leaseMs` from the database's clock, those with more than
  * `marginMs` left; for each holder, in order, its verdict, or null when nothing was decided (its
  * row was busy or changed meanwhile). `waiting`: busy rows are waited for instead of skipped.
  */

@@ -49,6 +49,8 @@ type Turn = {
   nextRequests?: Promise<RunRequests>;
   /** The run's approval requests as the attempt began (one made since is for a logged call, or ends the attempt): their ids are the run's. */
   approvals: readonly { toolCallId: string }[];
+  /** The call ids the run used (call-ids.ts): read from the log once an attempt, then kept up with each reply's calls. */
+  callIds?: Set<string>;
 };
 
 export class RunExecutor {
@@ -266,7 +268,7 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const callIdsOfRun = callIdsOf(log.ofRun(), turn.approvals);
+    const callIdsOfRun = (turn.callIds ??= callIdsOf(log.ofRun(), turn.approvals));
     const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun(), callIdsOfRun };
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
     if (capped.step) return capped.step;
@@ -277,6 +279,7 @@ export class RunExecutor {
     const { response, span: requestSpan, ending } = await callModel(this.deps, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
+    for (const call of response.toolCalls) callIdsOfRun.add(call.id);
     try {
       for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
     } catch (error) {

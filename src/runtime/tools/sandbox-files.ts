@@ -61,8 +61,11 @@ async function regularFile(handle: FileHandle, relative: string): Promise<FileHa
   });
   if (stat.isFile()) return handle;
   await handle.close();
-  throw new ToolError(`${relative} is ${kindOf(stat)}, not a regular file: only regular files can be read or written.`);
+  throw notRegular(relative, kindOf(stat));
 }
+
+const notRegular = (relative: string, kind?: string) =>
+  new ToolError(`${relative} is ${kind ? `${kind}, ` : ""}not a regular file: only regular files can be read or written.`);
 
 /** At most MAX_FILE_BYTES of the file's text (a character cut in two is left out), marked when there was more. */
 async function readCapped(handle: FileHandle): Promise<string> {
@@ -155,7 +158,7 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
           .then(() => open(real, WRITE_FLAGS, 0o666))
           .catch((error: NodeJS.ErrnoException) => {
             // ENXIO: a FIFO no program reads (or a socket).
-            if (error.code === "ENXIO") throw new ToolError(`${shown} is not a regular file: only regular files can be read or written.`);
+            if (error.code === "ENXIO") throw notRegular(shown);
             throw new ToolError(`Could not write ${shown}: ${error.code ?? "failed"}.`);
           });
         await regularFile(handle, shown);
@@ -180,7 +183,7 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
         const real = await resolveInside(root, named);
         const shown = path.relative(root, named) || ".";
         const handle = await open(real, READ_FLAGS).catch((error: NodeJS.ErrnoException) => {
-          if (error.code === "ENXIO") throw new ToolError(`${shown} is not a regular file: only regular files can be read or written.`);
+          if (error.code === "ENXIO") throw notRegular(shown);
           throw missing();
         });
         await regularFile(handle, shown);
