@@ -10,9 +10,10 @@ import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generate
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
 import { costConfirmationId } from "../../src/runtime/loop/cost-caps.js";
+import { idOfType } from "../../src/domain/global-id.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
-import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { callTools, callToolsInTurns, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -125,6 +126,29 @@ describe.each(backends)("two calls sharing one id under an approval policy, on %
     expect(executed).toEqual(['write_record {"v":"rename a draft"}']);
     expect(done.answer).toContain("write_record done");
     expect(done.answer).toContain('declined this call of "write_transfer"');
+  });
+
+  it("a call id the model repeats in a later turn of the same attempt gets Dossier's own, and each result answers its own call", {
+    timeout: 90_000,
+  }, async () => {
+    const executed: string[] = [];
+    t = await startTestApp(backend, {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-call-ids-")),
+        extraTools: [recordingTool("write_record", executed)],
+        approvals: { rules: { "*": "never" } },
+      },
+    });
+    const { run } = await admit(t.client, {
+      question: callToolsInTurns([{ name: "write_record", arguments: { v: 1 }, id: "call_1" }], [{ name: "write_record", arguments: { v: 2 }, id: "call_1" }]),
+    });
+    expect((await settled(t.client, run.id)).status).toBe("SUCCEEDED");
+    expect(executed).toEqual(['write_record {"v":1}', 'write_record {"v":2}']);
+    const messages = await t.app.db.prisma.message.findMany({ where: { runId: idOfType(run.id, "Run") }, orderBy: { seq: "asc" } });
+    const calls = messages.flatMap((m) => (m.role === "ASSISTANT" ? ((m.toolCalls as { id: string }[] | null) ?? []) : []));
+    expect(calls.map((call) => call.id)).toEqual(["call_1", expect.stringMatching(new RegExp(`^${OWN_CALL_ID_PREFIX}`))]);
+    expect(messages.filter((m) => m.role === "TOOL").map((m) => m.toolCallId)).toEqual(calls.map((call) => call.id));
   });
 
   it("a 3,000-character call id is stored, held for approval and decided like any other", { timeout: 90_000 }, async () => {
