@@ -15,7 +15,7 @@ import { documentCache } from "../server/document-cache.js";
 import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
 import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
-import { graphiqlSettings } from "../server/graphiql.js";
+import { graphiqlNeverFramed, graphiqlSettings } from "../server/graphiql.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
@@ -119,6 +119,7 @@ export function createApi(
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer({ frameAncestors: viewerFrameAncestors }),
+      graphiqlNeverFramed(),
       useFavicon(),
       bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
       metricsPlugin({ metrics, token: metricsToken }),

@@ -1,7 +1,7 @@
 // What GraphiQL shows a newcomer at /graphql: a few tabs of example operations, one per thing
 // people come to do (look around, start research, watch a run, read the history, list runs, judge results). A test
 // validates every example against the schema, so they cannot drift from it.
-import type { YogaServerOptions } from "graphql-yoga";
+import type { Plugin, YogaServerOptions } from "graphql-yoga";
 import { DOSSIER_ICON_SVG } from "./favicon.js";
 import { renderOfflineGraphiQL } from "./graphiql-page.js";
 import { GRAPHIQL_HEADER } from "./trusted-documents.js";
@@ -195,3 +195,19 @@ export const graphiqlSettings = (secret: string) =>
     },
     renderGraphiQL: renderOfflineGraphiQL,
   }) satisfies Pick<YogaServerOptions<Record<string, never>, Record<string, never>>, "graphiql" | "renderGraphiQL">;
+
+/**
+ * GraphiQL is never framed: another site's page that framed it could have a visitor click ▶ on an
+ * operation it put in the address (`?query=`), sent with the API key the visitor's browser keeps in
+ * GraphiQL's headers. The page forbids every frame (`frame-ancestors 'none'`, and X-Frame-Options
+ * for browsers without CSP); a page that sets its own policy (the trace viewer) keeps it.
+ */
+export function graphiqlNeverFramed(): Plugin {
+  return {
+    onResponse({ response }) {
+      if (!response.headers.get("content-type")?.startsWith("text/html") || response.headers.has("content-security-policy")) return;
+      response.headers.set("content-security-policy", "frame-ancestors 'none'");
+      response.headers.set("x-frame-options", "DENY");
+    },
+  };
+}

@@ -4,6 +4,8 @@
 // queries and subscriptions; a traceUpdates subscription's frames accumulate in the result. Needs
 // Debian's chromium (.ci/run installs it).
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse } from "graphql";
@@ -297,4 +299,33 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     expect(problems).toEqual([]);
     await page.context().close();
   }, 240_000);
+  it("cannot be framed by another site's page, so no click there runs the operation it put in the address", async () => {
+    t = await startTestApp("pglite", { listen: true });
+    const planted = `mutation {\n  createWorkspace(input: { title: "planted", goal: "by a framing page" }) { __typename }\n}`;
+    const framed = `${t.server!.url}?query=${encodeURIComponent(planted)}`;
+    // Another origin (another port of this machine) whose page frames GraphiQL with its own operation.
+    const host = createServer((_request, answer) => {
+      answer.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      answer.end(`<!doctype html><title>elsewhere</title><iframe id="graphiql" src="${framed}" width="1200" height="700"></iframe>`);
+    });
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve));
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const refusals: string[] = [];
+      page.on("console", (message) => refusals.push(message.text()));
+      await page.goto(`http://127.0.0.1:${(host.address() as AddressInfo).port}/`);
+      await page.waitForLoadState("load");
+      await expect.poll(() => refusals.some((text) => text.includes("frame-ancestors 'none'")), { timeout: 20_000 }).toBe(true);
+      const frame = page.frames().find((candidate) => candidate !== page.mainFrame())!;
+      expect(await frame.locator(".graphiql-container").count()).toBe(0);
+      // The page itself, opened directly, still works (the other tests use it).
+      const direct = await fetch(framed, { headers: { accept: "text/html" } });
+      expect(direct.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+      expect(direct.headers.get("x-frame-options")).toBe("DENY");
+      await context.close();
+    } finally {
+      await new Promise((resolve) => host.close(resolve));
+    }
+  }, 120_000);
 });
