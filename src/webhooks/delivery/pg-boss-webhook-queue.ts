@@ -122,6 +122,8 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private async relay(): Promise<void> {
     await this.relayLost();
     // Each message's turn among its owner's: those already queued, then its place among the waiting.
+    // A pass moves the lowest turns first, whoever owns them: one principal's backlog of thousands
+    // never holds another principal's next event back for more than one pass.
     const waiting = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number; nextAttemptAt: Date | null; turn: number }[]>(
       `WITH queued AS (
          SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
@@ -130,7 +132,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
               (COALESCE(queued.n, 0) + row_number() OVER (PARTITION BY w.owner_id ORDER BY m.next_attempt_at, m.id))::int AS turn
          FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id LEFT JOIN queued ON queued.owner_id = w.owner_id
         WHERE m.status = 'PENDING' AND m.relayed_at IS NULL AND w.enabled
-        ORDER BY m.next_attempt_at LIMIT 100`,
+        ORDER BY turn, m.next_attempt_at, m.id LIMIT 100`,
     );
     for (const message of waiting) {
       const startAfter = message.nextAttemptAt && message.nextAttemptAt > new Date() ? message.nextAttemptAt : undefined;
