@@ -16,7 +16,7 @@ export type ModelCallText = { id: string; text: string; done: boolean };
 export type ToolCallStatus = "STREAMING" | "RUNNING" | "WAITING_APPROVAL" | "REJECTED" | "OK" | "ERROR" | "CANCELLED" | "INTERRUPTED";
 
 export type ToolCallState = {
-  /** The call's id in its run (the toolCallId of decideToolCall and of the trace); runOutput's TOOL_CALL_DELTA streams the model's own. */
+  /** The call's id in its run: the toolCallId of decideToolCall, of the trace and of runOutput's TOOL_CALL_DELTA. */
   id: string;
   /** The tool's name; empty while only its arguments have arrived. */
   name: string;

@@ -155,7 +155,7 @@ describe("OpenAIModel", () => {
       { type: "tool_call_delta", index: 0, id: "call_A", delta: 'ery":"EU battery ' },
       { type: "tool_call_delta", index: 1, id: "call_B", delta: 'mple.org/a?b=1"}' },
       { type: "tool_call_delta", index: 0, id: "call_A", delta: 'cells","limit":5}' },
-      ...response.toolCalls.map((call) => ({ type: "tool_call", call })),
+      ...response.toolCalls.map((call, index) => ({ type: "tool_call", index, call })),
     ]);
   });
 

@@ -22,9 +22,9 @@ describe("a streaming model call's output", () => {
     expect(frames).toHaveLength(2);
     expect(frames[1]!.parts).toEqual([{ toolCallId: null, offset: 3, text: Array.from({ length: 99 }, (_, i) => `t${i + 1} `).join("") }]);
     call.report({ type: "tool_call_delta", index: 0, id: "call_a", delta: '{"q":' });
-    call.report({ type: "tool_call_delta", index: 0, delta: '"x"}' });
+    call.report({ type: "tool_call_delta", index: 0, id: "call_a", delta: '"x"}' });
     // The whole call the model reports after streaming its arguments adds nothing.
-    call.report({ type: "tool_call", call: { id: "call_a", name: "search", arguments: '{"q":"x"}' } });
+    call.report({ type: "tool_call", index: 0, call: { id: "call_a", name: "search", arguments: '{"q":"x"}' } });
     call.end();
     expect(frames.at(-1)).toMatchObject({ final: true, parts: [{ toolCallId: "call_a", offset: 0, text: '{"q":"x"}' }] });
     expect(frames).toHaveLength(3);

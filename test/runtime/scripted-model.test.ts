@@ -61,7 +61,7 @@ describe("ScriptedModel", () => {
     const { events, responses } = await runScript();
     const toolEvents = events.filter((event) => event.type === "tool_call");
     const textDeltas = events.flatMap((event) => (event.type === "text" ? [event.delta] : []));
-    expect(toolEvents).toEqual(responses[0]!.toolCalls.map((call) => ({ type: "tool_call", call })));
+    expect(toolEvents).toEqual(responses[0]!.toolCalls.map((call, index) => ({ type: "tool_call", index, call })));
     expect(textDeltas.length).toBeGreaterThan(1);
     expect(textDeltas.length).toBeLessThanOrEqual(4);
     expect(textDeltas.join("")).toBe(responses[1]!.content);

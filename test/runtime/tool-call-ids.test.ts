@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
+import { CallIds, OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
 import { costConfirmationId } from "../../src/runtime/loop/cost-caps.js";
 import { idOfType } from "../../src/domain/global-id.js";
 import { backends } from "../support/databases.js";
@@ -35,16 +35,16 @@ describe("ids of one message's tool calls", () => {
       { id: "", name: "c", arguments: "{}" },
       { id: "y", name: "d", arguments: "{}" },
     ];
-    const ids = withUniqueCallIds(calls).map((call) => call.id);
+    const ids = withUniqueCallIds(calls, new Set(), "span-1").map((call) => call.id);
     expect(ids[0]).toBe("x");
     expect(ids[3]).toBe("y");
     expect(ids[1]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
     expect(new Set(ids).size).toBe(4);
-    expect(withUniqueCallIds(calls).map((call) => call.id)).toEqual(ids);
-    // An id the model itself gave that equals the one Dossier would choose stays the model's.
-    const clash = withUniqueCallIds([{ ...calls[0]! }, { ...calls[1]! }, { id: ids[1]!, name: "e", arguments: "{}" }]).map((c) => c.id);
+    expect(withUniqueCallIds(calls, new Set(), "span-1").map((call) => call.id)).toEqual(ids);
+    // A later call whose id equals the one an earlier call got from Dossier gets another: ids are fixed in the order calls stream.
+    const clash = withUniqueCallIds([{ ...calls[0]! }, { ...calls[1]! }, { id: ids[1]!, name: "e", arguments: "{}" }], new Set(), "span-1").map((c) => c.id);
     expect(new Set(clash).size).toBe(3);
-    expect(clash[2]).toBe(ids[1]);
+    expect(clash[1]).toBe(ids[1]);
   });
 
   it("an id the run used before gets Dossier's own, unused by the run, the same for the same reply and run", () => {
@@ -52,14 +52,39 @@ describe("ids of one message's tool calls", () => {
       { id: "call_1", name: "a", arguments: "{}" },
       { id: "call_2", name: "b", arguments: "{}" },
     ];
-    const fresh = withUniqueCallIds(calls, new Set(["call_1"])).map((call) => call.id);
+    const fresh = withUniqueCallIds(calls, new Set(["call_1"]), "span-1").map((call) => call.id);
     expect(fresh[0]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
     expect(fresh[1]).toBe("call_2");
     // The run used Dossier's id too (the model repeated call_1 in an earlier message as well): the next is another.
-    const again = withUniqueCallIds(calls, new Set(["call_1", fresh[0]!])).map((call) => call.id);
+    const again = withUniqueCallIds(calls, new Set(["call_1", fresh[0]!]), "span-1").map((call) => call.id);
     expect(again[0]).toMatch(new RegExp(`^${OWN_CALL_ID_PREFIX}`));
     expect(new Set(["call_1", fresh[0], ...again]).size).toBe(4);
-    expect(withUniqueCallIds(calls, new Set(["call_1", fresh[0]!])).map((call) => call.id)).toEqual(again);
+    expect(withUniqueCallIds(calls, new Set(["call_1", fresh[0]!]), "span-1").map((call) => call.id)).toEqual(again);
+  });
+
+  it("each call's id is fixed when it first streams: the reply, in index order, stores the ids the stream showed", () => {
+    const ids = new CallIds("span-1", new Set(["call_old"]));
+    // The server starts the second call first, with an id the run used, and sends the first's id only after its first delta.
+    const streamed = [
+      ids.of(1, "call_old"),
+      ids.of(0, undefined),
+      ids.of(2, undefined),
+      ids.of(0, "late"),
+      ids.of(3, "call_\u0000x"),
+      ids.of(4, "call_\u0000x"),
+    ];
+    expect(streamed[3]).toBe(streamed[1]);
+    expect(streamed[4]).toBe("call_\u2400x");
+    expect(new Set(streamed).size).toBe(5);
+    const modelIds = ["late", "call_old", "", "call_\u0000x", "call_\u0000x"];
+    const reply = ids.reply(
+      modelIds.map((id) => ({ id, name: "n\u0000", arguments: "{}" })),
+      [0, 1, 2, 3, 4],
+    );
+    expect(reply.map((call) => call.id)).toEqual([streamed[1], streamed[0], streamed[2], streamed[4], streamed[5]]);
+    expect(reply.every((call) => call.name === "n\u2400")).toBe(true);
+    // Another model call (span) gives other ids of Dossier's own.
+    expect(new CallIds("span-2").of(0, "")).not.toBe(new CallIds("span-1").of(0, ""));
   });
 
   it("a cost confirmation's id is one the run did not use: a decision on another request never decides it", () => {

@@ -43,7 +43,12 @@ const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate")
     }),
     kind: t.field({ type: RunOutputKindEnum, resolve: (update) => update.kind }),
     text: t.string({ nullable: true, description: "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise.", resolve: (update) => update.text }),
-    toolCallId: t.string({ nullable: true, description: "The tool call whose arguments grew (TOOL_CALL_DELTA).", resolve: (update) => update.toolCallId }),
+    toolCallId: t.string({
+      nullable: true,
+      description:
+        "The tool call whose arguments grew (TOOL_CALL_DELTA), by its id in the run: the toolCallId of its approval request, its log entry and its trace.",
+      resolve: (update) => update.toolCallId,
+    }),
   }),
 });
 

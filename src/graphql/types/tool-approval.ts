@@ -31,7 +31,7 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
     id: t.id({ resolve: (approval) => encodeGlobalId("ToolApproval", approval.id) }),
     toolCallId: t.exposeString("toolCallId", {
       description:
-        "The call's id in its run: what decideToolCall names. The model's own, unless it gave none or one the run had used (then one of Dossier's, which the model is shown from then on): no two calls of a run share one.",
+        "The call's id in its run: what decideToolCall names. The model's own, unless it gave none, repeated one within its reply or gave one the run had used (then one of Dossier's, which runOutput streams the call under and the model is shown from then on): no two calls of a run share one.",
     }),
     toolName: t.exposeString("toolName", { description: 'As the model sees it, e.g. "run_command" or "mcp__github__create_issue".' }),
     arguments: t.string({ description: "The call's arguments, exactly as the model gave them (JSON text).", resolve: (a) => fromStored(a.arguments) }),

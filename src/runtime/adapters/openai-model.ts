@@ -288,10 +288,10 @@ class StreamAccumulator {
       });
     }
     const toolCalls = this.completeToolCalls(label);
-    for (const call of toolCalls) this.onEvent?.({ type: "tool_call", call });
+    for (const { index, call } of toolCalls) this.onEvent?.({ type: "tool_call", index, call });
     return {
       content: this.text.length > 0 ? this.text : null,
-      toolCalls,
+      toolCalls: toolCalls.map(({ call }) => call),
       usage: this.usage,
       finishReason: this.finishReason,
       model: this.model ?? configuredModel,
@@ -320,17 +320,14 @@ class StreamAccumulator {
     if (delta) this.onEvent?.({ type: "tool_call_delta", index, ...(call.id !== undefined && { id: call.id }), delta });
   }
 
-  private completeToolCalls(label: string): ToolCall[] {
+  /** The calls in index order, each with its stream index; a call the server sent no id for has an empty one. */
+  private completeToolCalls(label: string): { index: number; call: ToolCall }[] {
     return [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([index, call]) => {
         if (!call.name) throw new ModelError(`${label}: tool call #${index} arrived without a function name`);
-        return {
-          id: call.id ?? `call_${index}`,
-          name: call.name,
-          // A call of a tool without parameters may stream no argument text at all.
-          arguments: call.arguments.length > 0 ? call.arguments : "{}",
-        };
+        // A call of a tool without parameters may stream no argument text at all.
+        return { index, call: { id: call.id ?? "", name: call.name, arguments: call.arguments.length > 0 ? call.arguments : "{}" } };
       });
   }
 }

@@ -93,7 +93,7 @@ export class ScriptedModel implements ModelPort {
     const content = step.content ?? null;
     const toolCalls = (step.toolCalls ?? []).map((call, index) => toToolCall(call, stepIndex, index));
     if (content) await streamText(content, step.streamMs, request.signal, onEvent);
-    for (const call of toolCalls) onEvent?.({ type: "tool_call", call });
+    for (const [index, call] of toolCalls.entries()) onEvent?.({ type: "tool_call", index, call });
     return {
       content,
       toolCalls,

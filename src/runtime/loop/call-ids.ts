@@ -5,13 +5,16 @@
 // one id would share a result or a decision: approving one call, or a decision made on a call
 // that was since answered, would run another. A repeated or missing id gets one of Dossier's own,
 // recorded everywhere the call is (the log, the trace, the approval request): the model is shown
-// it with the call and its result in the next request. It is derived from the call's position,
-// the message's ids and the ids the run used before only, so the same reply always gets the same
-// ids (an attempt that resumes reads them from the log in any case).
+// it with the call and its result in the next request. Each call's id is fixed the moment the call
+// first appears in the model's stream, so the live output (runOutput) names every call by the id
+// it is stored with: it is derived from the model call's span, the call's order of appearance,
+// the ids the message's earlier calls got and the ids the run used before only, so the same reply
+// in the same span always gets the same ids (an attempt that resumes reads them from the log).
 import { createHash } from "node:crypto";
 import type { ToolCall } from "../ports/model.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
+import { forModel } from "../../domain/text/stored-text.js";
 
 /** The prefix of the ids Dossier gives calls whose own id is missing or repeated. */
 export const OWN_CALL_ID_PREFIX = "dossier_call_";
@@ -19,34 +22,72 @@ export const OWN_CALL_ID_PREFIX = "dossier_call_";
 const NONE: ReadonlySet<string> = new Set();
 
 /**
- * The calls with non-empty ids unique within the message and unused by the run before (`used`):
- * the first call keeps an id repeated within the message, later ones get Dossier's own, and so
- * does a call whose id the run already used.
+ * The ids of one model message's calls, each fixed when the call first appears (a streamed
+ * delta, the whole call, or the finished reply), keyed by the call's index in the model's stream.
+ * A call keeps the model's id (NUL and unpaired surrogates replaced: ids are identifiers the
+ * runtime keys on, see forModel) unless it is empty, the run used it before (`used`) or an
+ * earlier call of the message already has it; then it gets Dossier's own.
  */
-export function withUniqueCallIds(calls: readonly ToolCall[], used: ReadonlySet<string> = NONE): ToolCall[] {
-  const seen = new Set<string>();
-  const given = new Set(calls.map((call) => call.id));
-  const seed = createHash("sha256")
-    .update(JSON.stringify(calls.map((call) => call.id)))
-    .digest("hex")
-    .slice(0, 12);
-  const taken = (id: string) => given.has(id) || seen.has(id) || used.has(id);
-  return calls.map((call, index) => {
-    if (call.id !== "" && !seen.has(call.id) && !used.has(call.id)) {
-      seen.add(call.id);
-      return call;
+export class CallIds {
+  private readonly seed: string;
+  private readonly byIndex = new Map<number | string, string>();
+  private readonly seen = new Set<string>();
+
+  constructor(
+    /** The model call's span: Dossier's ids differ from one model call to the next. */
+    spanId: string,
+    private readonly used: ReadonlySet<string> = NONE,
+  ) {
+    this.seed = createHash("sha256").update(spanId).digest("hex").slice(0, 12);
+  }
+
+  /** The id of the call at `index`: the one it got when it first appeared, else one given now. */
+  of(index: number | string, modelId: string | undefined): string {
+    const known = this.byIndex.get(index);
+    if (known !== undefined) return known;
+    const ordinal = this.byIndex.size;
+    let id = forModel(modelId ?? "");
+    if (id === "" || this.taken(id)) {
+      id = `${OWN_CALL_ID_PREFIX}${this.seed}_${ordinal}`;
+      // An earlier call of the message (or of the run) that has this very id keeps it.
+      for (let n = 2; this.taken(id); n += 1) id = `${OWN_CALL_ID_PREFIX}${this.seed}_${ordinal}_${n}`;
     }
-    let id = `${OWN_CALL_ID_PREFIX}${seed}_${index}`;
-    // A model that already used this very id elsewhere in the message (or the run did) keeps its own.
-    for (let n = 2; taken(id); n += 1) id = `${OWN_CALL_ID_PREFIX}${seed}_${index}_${n}`;
-    seen.add(id);
-    return { ...call, id };
-  });
+    this.seen.add(id);
+    this.byIndex.set(index, id);
+    return id;
+  }
+
+  /**
+   * The reply's calls with their ids, names plain (forModel) too. `indexes`: the stream index of
+   * each call, in the reply's order, as the model reported them whole. A model that reported none
+   * has its calls keyed by their position (its stream indexes are the calls' order); one that
+   * reported them otherwise than one each has them named apart from anything it streamed.
+   */
+  reply(calls: readonly ToolCall[], indexes: readonly number[]): ToolCall[] {
+    const reported = indexes.length === calls.length && new Set(indexes).size === calls.length;
+    const keyOf = (position: number) => (reported ? indexes[position]! : indexes.length === 0 ? position : `reply ${position}`);
+    return calls.map((call, position) => {
+      const id = this.of(keyOf(position), call.id);
+      const name = forModel(call.name);
+      return id === call.id && name === call.name ? call : { ...call, id, name };
+    });
+  }
+
+  private taken(id: string): boolean {
+    return this.seen.has(id) || this.used.has(id);
+  }
 }
 
-/** Whether every call of the message has its own non-empty id, unused by the run before (`used`). */
-export const hasUniqueCallIds = (calls: readonly ToolCall[], used: ReadonlySet<string> = NONE): boolean =>
-  calls.every((call) => call.id !== "" && !used.has(call.id)) && new Set(calls.map((call) => call.id)).size === calls.length;
+/**
+ * The calls with non-empty ids unique within the message and unused by the run before (`used`),
+ * as the model call `spanId` gives them (CallIds): the first call keeps an id repeated within the
+ * message, later ones get Dossier's own, and so does a call whose id the run already used.
+ */
+export const withUniqueCallIds = (calls: readonly ToolCall[], used: ReadonlySet<string>, spanId: string): ToolCall[] =>
+  new CallIds(spanId, used).reply(
+    calls,
+    calls.map((_, index) => index),
+  );
 
 /**
  * The ids a run has used: its logged calls' and those of its approval requests (a cost

@@ -3,13 +3,12 @@
 // THINKING events. A failure of the request itself is a ModelRequestFailed (the run fails with
 // MODEL_ERROR), as opposed to anything Dossier did around it.
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
-import { forModel } from "../../domain/text/stored-text.js";
-import type { ChatMessage, ModelPort, ModelResponse } from "../ports/model.js";
-import type { RunOutput } from "../ports/run-output.js";
+import type { ChatMessage, ModelPort, ModelResponse, ModelStreamEvent } from "../ports/model.js";
+import type { OutputEvent, RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { failedSpanStatus, note, type SpanEnding, withSpan } from "./spans.js";
-import { hasUniqueCallIds, withUniqueCallIds } from "./call-ids.js";
+import { CallIds } from "./call-ids.js";
 
 /** The model's request failed (as opposed to anything Dossier did around it). */
 export class ModelRequestFailed extends Error {
@@ -75,11 +74,15 @@ export async function callModel(
         // The turn's records so far (this span's start among them) are written while the model
         // answers, not after the request went out: the reply's write waits for them.
         sink.writeNow?.();
+        // Each call's id is fixed as it first appears, so the live output names it as it is stored.
+        const ids = new CallIds(span.id, callIdsOfRun);
+        const reported: number[] = [];
         try {
           const response = await model.complete(
             { messages, tools: [...turn.tools.values()].map((t) => t.schema), signal, ...(maxOutputTokens && { maxOutputTokens }) },
             (event) => {
-              output?.report(event);
+              if (event.type === "tool_call") reported.push(event.index);
+              output?.report(withCallId(ids, event));
               if (event.type === "text" && streamed) streamed.text += event.delta;
               // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
               if (event.type === "reasoning") void note(sink, span, "THINKING", event.delta).catch(() => undefined);
@@ -90,7 +93,7 @@ export async function callModel(
             usage: response.usage,
             attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
           };
-          return { response, span, ending };
+          return { response: { ...response, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
         } finally {
           output?.end();
         }
@@ -103,7 +106,7 @@ export async function callModel(
           return { status: failedSpanStatus(signal) };
         },
       },
-    ).then(({ response, span, ending }) => ({ response: withPlainCallIds(response, callIdsOfRun), span, ending }));
+    );
   } catch (error) {
     if (error !== failure) throw error;
     throw new ModelRequestFailed(errorMessage(error), { cause: error });
@@ -113,15 +116,13 @@ export async function callModel(
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
- * Tool call ids and names are identifiers the runtime keys on (results, spill handles), not
- * content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather than escaped.
- * The arguments and the text stay exactly as the model gave them. Ids are then made unique within
- * the run (call-ids.ts): replacing characters can make two ids equal, and a model can repeat an id
- * an earlier message of the run used.
+ * A tool call's event with the id Dossier stores the call with (call-ids.ts): the model's unless
+ * it is missing or repeated. Ids and names are identifiers the runtime keys on (results, spill
+ * handles), not content: a NUL or an unpaired surrogate in them is replaced (␀, U+FFFD) rather
+ * than escaped; the arguments and the text stay exactly as the model gave them.
  */
-function withPlainCallIds(response: ModelResponse, used?: ReadonlySet<string>): ModelResponse {
-  const plain = response.toolCalls.every((call) => forModel(call.id) === call.id && forModel(call.name) === call.name);
-  const calls = plain ? response.toolCalls : response.toolCalls.map((call) => ({ ...call, id: forModel(call.id), name: forModel(call.name) }));
-  if (plain && hasUniqueCallIds(calls, used)) return response;
-  return { ...response, toolCalls: withUniqueCallIds(calls, used) };
+function withCallId(ids: CallIds, event: ModelStreamEvent): OutputEvent {
+  if (event.type === "tool_call_delta") return { ...event, id: ids.of(event.index, event.id) };
+  if (event.type === "tool_call") return { ...event, call: { ...event.call, id: ids.of(event.index, event.call.id) } };
+  return event;
 }

@@ -3,8 +3,7 @@
 // model does not cost a frame per token. The first piece after a quiet spell goes out at once:
 // coalescing delays only what follows it, by at most `coalesceMs`.
 import type { RunOutputFrame, RunOutputPart } from "../../events/topics.js";
-import type { ModelStreamEvent } from "../ports/model.js";
-import type { ModelCallOutput } from "../ports/run-output.js";
+import type { ModelCallOutput, OutputEvent } from "../ports/run-output.js";
 
 export const DEFAULT_COALESCE_MS = 30;
 
@@ -25,8 +24,6 @@ export class StreamingCall implements ModelCallOutput {
   private text = "";
   /** Each tool call's argument text so far, by call id, in the order the calls started. */
   private readonly toolArguments = new Map<string, string>();
-  /** The call id of each tool call index the model streamed. */
-  private readonly toolIds = new Map<number, string>();
   private pending: RunOutputPart[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private lastSentAt = Number.NEGATIVE_INFINITY;
@@ -37,10 +34,10 @@ export class StreamingCall implements ModelCallOutput {
     this.spanId = options.spanId;
   }
 
-  report(event: ModelStreamEvent): void {
+  report(event: OutputEvent): void {
     if (this.ended) return;
     if (event.type === "text") this.add(null, event.delta);
-    else if (event.type === "tool_call_delta") this.add(this.toolIdOf(event.index, event.id), event.delta);
+    else if (event.type === "tool_call_delta") this.add(event.id, event.delta);
     // A model that does not stream arguments (the scripted one) reports each call whole: it is one delta.
     else if (event.type === "tool_call" && !this.toolArguments.has(event.call.id)) this.add(event.call.id, event.call.arguments);
   }
@@ -57,13 +54,6 @@ export class StreamingCall implements ModelCallOutput {
     if (this.text.length > 0) parts.push({ toolCallId: null, offset: 0, text: this.text });
     for (const [toolCallId, text] of this.toolArguments) parts.push({ toolCallId, offset: 0, text });
     return this.frame("SNAPSHOT", parts, this.ended);
-  }
-
-  private toolIdOf(index: number, id: string | undefined): string {
-    let known = this.toolIds.get(index);
-    // The runtime names a call the server sent without an id the same way (openai-model.ts).
-    if (known === undefined) this.toolIds.set(index, (known = id ?? `call_${index}`));
-    return known;
   }
 
   private add(toolCallId: string | null, delta: string): void {

@@ -3,7 +3,7 @@
 
 import type { ChatToolCall, RequestMessage } from "../../domain/trace/recorded-request.js";
 
-/** A tool call the model asked for; `arguments` is the JSON text the model produced. */
+/** A tool call the model asked for; `arguments` is the JSON text the model produced; `id` is empty when the model gave none. */
 export type ToolCall = ChatToolCall;
 
 /**
@@ -29,14 +29,15 @@ export type ModelRequest = {
 
 /**
  * Incremental output while the step streams: text and reasoning deltas, a tool call's argument
- * text as it streams (`index` orders the step's calls; `id` comes with the call's first delta
- * when the server sends it), and each tool call whole once the step has finished.
+ * text as it streams (`index` tells the step's calls apart and orders them; `id` comes with the
+ * call's deltas once the server has sent it), and each tool call whole once the step has
+ * finished, with the same `index`, in the order of the response's `toolCalls`.
  */
 export type ModelStreamEvent =
   | { type: "text"; delta: string }
   | { type: "reasoning"; delta: string }
   | { type: "tool_call_delta"; index: number; id?: string; delta: string }
-  | { type: "tool_call"; call: ToolCall };
+  | { type: "tool_call"; index: number; call: ToolCall };
 
 export type ModelResponse = {
   /** The assistant's text; null when it only asked for tools. */
