@@ -5,6 +5,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
 import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
+import { AnyCallToolResult, keepEveryResult, resultText } from "./mcp-results.js";
 
 /**
  * The SDK, read on the first connection: a server whose runs use no MCP server never loads it
@@ -56,7 +57,8 @@ export const mcpSdkConnector =
       refused = error;
       void client.close().catch(() => undefined);
     });
-    const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {} });
+    // A tool's answer is kept as the server sent it, never checked against its output schema (mcp-results.ts).
+    const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {}, jsonSchemaValidator: keepEveryResult });
     // The stdio transport drops a line over the cap, reports it here, then closes the connection.
     client.onerror = (error) => {
       if (isStdioOverflow(error)) inFlight.failAll(new McpMessageTooLarge(limits.resultMaxBytes));
@@ -149,16 +151,12 @@ class SdkMcpClient implements McpClient {
   }
 
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
-    const result = await this.inFlight.run(this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: CALL_BACKSTOP_MS }));
-    const content = (result.content ?? []) as { type: string; text?: string; mimeType?: string; resource?: { uri?: string; text?: string } }[];
-    const parts = content.map((item) => {
-      if (item.type === "text") return item.text ?? "";
-      if (item.type === "resource") return item.resource?.text ?? `[resource ${item.resource?.uri ?? ""}]`;
-      if (item.type === "resource_link") return `[resource link ${(item as { uri?: string }).uri ?? ""}]`;
-      return `[${item.type}${item.mimeType ? ` ${item.mimeType}` : ""} omitted]`;
-    });
-    if (parts.length === 0 && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
-    return { text: parts.join("\n"), isError: result.isError === true };
+    // A plain request, not the SDK's `callTool`, which would refuse a text-only answer of a tool
+    // with an output schema and check the structured content against it.
+    const result = await this.inFlight.run(
+      this.client.request({ method: "tools/call", params: { name, arguments: args } }, AnyCallToolResult, { signal, timeout: CALL_BACKSTOP_MS }),
+    );
+    return resultText(result);
   }
 
   async close(): Promise<void> {
