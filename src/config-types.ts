@@ -104,6 +104,11 @@ export type Config = {
   sandboxDir: string;
   toolTimeoutMs: number;
   /**
+   * One model reply's tool calls: the first MAX_TOOL_CALLS_PER_REPLY (64) execute, the others get
+   * an error result; at most TOOL_MAX_CONCURRENCY (8) of them run at once.
+   */
+  toolCallLimits: { maxPerReply: number; maxConcurrency: number };
+  /**
    * Human approval of tool calls: which calls wait for a person's decision (TOOL_APPROVALS, a
    * JSON object of tool-name pattern → "always" | "never"; none by default), and how long a
    * request waits before it counts as rejected (TOOL_APPROVAL_TIMEOUT_SECONDS).

@@ -39,6 +39,8 @@ const envSchema = z.object({
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
   MAX_TRACE_RECORDS: whole(1, "both", "must be a positive whole number").default(50_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
+  MAX_TOOL_CALLS_PER_REPLY: whole(1, "min").default(64),
+  TOOL_MAX_CONCURRENCY: whole(1, "min").default(8),
   TOOL_APPROVALS: json('{"run_command":"always","mcp__*__write*":"always","*":"never"}').pipe(approvalRules).optional(),
   TOOL_APPROVAL_TIMEOUT_SECONDS: whole(1, "min").default(3_600),
   COMPACTION_POLICIES: z.string().optional(),
@@ -270,6 +272,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     },
     sandboxDir: `${values.DATA_DIR}/sandbox`,
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
+    toolCallLimits: { maxPerReply: values.MAX_TOOL_CALLS_PER_REPLY, maxConcurrency: values.TOOL_MAX_CONCURRENCY },
     toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
     contextBudget: {

@@ -309,6 +309,14 @@ describe("loadConfig", () => {
     );
   });
 
+  it("bounds the tool calls of one model reply: 64 execute, 8 at once, unless set; the runtime gets them", () => {
+    expect(runtimeSettings(loadConfig({}), createDemoModel()).toolCallLimits).toEqual({ maxPerReply: 64, maxConcurrency: 8 });
+    expect(loadConfig({ MAX_TOOL_CALLS_PER_REPLY: "10", TOOL_MAX_CONCURRENCY: "2" }).toolCallLimits).toEqual({ maxPerReply: 10, maxConcurrency: 2 });
+    expect(() => loadConfig({ MAX_TOOL_CALLS_PER_REPLY: "0", TOOL_MAX_CONCURRENCY: "x" })).toThrow(
+      /MAX_TOOL_CALLS_PER_REPLY="0": must be at least 1[\s\S]*TOOL_MAX_CONCURRENCY="x": must be a number/,
+    );
+  });
+
   it("reads how often expired artifacts are swept", () => {
     expect(loadConfig({}).artifacts).toEqual({ sweepIntervalMs: 300_000 });
     expect(loadConfig({ ARTIFACT_SWEEP_INTERVAL_MS: "1000" }).artifacts).toEqual({ sweepIntervalMs: 1_000 });

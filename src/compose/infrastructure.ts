@@ -151,6 +151,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     model,
     sandboxDir: config.sandboxDir,
     toolTimeoutMs: config.toolTimeoutMs,
+    toolCallLimits: config.toolCallLimits,
     approvals: config.toolApprovals,
     dailyCostLimit: config.dailyCostLimit,
     otlpEndpoint: config.otlpEndpoint,

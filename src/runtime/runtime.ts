@@ -30,6 +30,7 @@ import type { RunOutput } from "./ports/run-output.js";
 import type { RunState } from "./ports/run-state.js";
 import type { SpillStore } from "./ports/spill-store.js";
 import type { RuntimeTrace } from "./ports/trace-sink.js";
+import { DEFAULT_TOOL_CALL_LIMITS, type ToolCallLimits } from "./tools/execute-tool-calls.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import { RunWorker } from "./worker.js";
 import type { SettleContext, SettleStep } from "./ports/run-state.js";
@@ -45,6 +46,8 @@ export type RuntimeOptions = {
   /** Each run gets `<sandboxDir>/<runId>` for its file tools. */
   sandboxDir: string;
   toolTimeoutMs?: number;
+  /** How many calls of one model reply execute (MAX_TOOL_CALLS_PER_REPLY; 64) and how many of them at once (TOOL_MAX_CONCURRENCY; 8). */
+  toolCallLimits?: Partial<ToolCallLimits>;
   leaseMs?: number;
   /** The lease's safety margin (RUN_LEASE_MARGIN_MS; see attempt/own-clock.ts). */
   leaseMarginMs?: number;
@@ -191,6 +194,10 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     context,
     profile: frozenProfiles(services.agentProfiles, agentProfiles(options.agents)),
     toolTimeoutMs: options.toolTimeoutMs ?? 60_000,
+    toolCallLimits: {
+      maxPerReply: options.toolCallLimits?.maxPerReply ?? DEFAULT_TOOL_CALL_LIMITS.maxPerReply,
+      maxConcurrency: options.toolCallLimits?.maxConcurrency ?? DEFAULT_TOOL_CALL_LIMITS.maxConcurrency,
+    },
     hooks,
     // A material read is the content the run was asked to weigh, and the ledger counts it as
     // CONSUMED only when a request carries it whole: it is never replaced by a spill preview.

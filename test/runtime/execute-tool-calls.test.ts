@@ -1,8 +1,9 @@
-// R16: the tool calls of one turn run concurrently, each in its own span, in request order.
+// R16: the tool calls of one turn run concurrently, each in its own span, in request order; only
+// the reply's first maxPerReply execute, at most maxConcurrency at once.
 import { describe, expect, it } from "vitest";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
-import { executeToolCalls } from "../../src/runtime/tools/execute-tool-calls.js";
+import { executeToolCalls, overLimitResult, type ToolCallLimits, type ToolGate } from "../../src/runtime/tools/execute-tool-calls.js";
 import { noDatabase, testRun } from "../support/tool-context.js";
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -24,7 +25,9 @@ const slow = (name: string, ms: number) =>
     return `${name} done with ${JSON.stringify(args)}`;
   });
 
-async function run(calls: { name: string; arguments: string }[], tools: Tool[], signal = new AbortController().signal) {
+type Extra = { limits?: ToolCallLimits; gate?: ToolGate };
+
+async function run(calls: { name: string; arguments: string }[], tools: Tool[], signal = new AbortController().signal, extra: Extra = {}) {
   const sink = new InMemoryTraceSink();
   const parent = await sink.startSpan({ traceId: "t", kind: "TURN", name: "turn 1" });
   const started = performance.now();
@@ -37,6 +40,7 @@ async function run(calls: { name: string; arguments: string }[], tools: Tool[], 
     run: testRun(),
     signal,
     defaultTimeoutMs: 5_000,
+    ...extra,
   });
   return { sink, results, elapsed: performance.now() - started };
 }
@@ -109,5 +113,71 @@ describe("executeToolCalls", () => {
       ["CANCELLED", true],
       ["CANCELLED", true],
     ]);
+  });
+
+  describe("limits", () => {
+    /** A tool that counts its executions and the most running at once; call i takes longer the smaller i is. */
+    function counting() {
+      const seen = { executed: 0, running: 0, peak: 0 };
+      const counted = tool("count", async (args) => {
+        const { i } = args as { i: number };
+        seen.executed += 1;
+        seen.running += 1;
+        seen.peak = Math.max(seen.peak, seen.running);
+        await sleep(5 + ((20 - i) % 7) * 3);
+        seen.running -= 1;
+        return `counted ${i}`;
+      });
+      return { seen, counted };
+    }
+    const calls = (n: number) => Array.from({ length: n }, (_, i) => ({ name: "count", arguments: JSON.stringify({ i }) }));
+
+    it("runs at most maxConcurrency calls at once and keeps the results in request order", async () => {
+      const { seen, counted } = counting();
+      const { results } = await run(calls(20), [counted], undefined, { limits: { maxPerReply: 64, maxConcurrency: 3 } });
+      expect(seen.executed).toBe(20);
+      expect(seen.peak).toBe(3);
+      expect(results.map((r) => r.output)).toEqual(Array.from({ length: 20 }, (_, i) => `counted ${i}`));
+    });
+
+    it("executes only the first maxPerReply calls; the others get an error result, pass no gate and end their spans in ERROR", async () => {
+      const { seen, counted } = counting();
+      const gated: string[] = [];
+      const gate: ToolGate = async (call) => {
+        gated.push(call.id);
+        return { type: "execute" };
+      };
+      const { sink, results } = await run(calls(10), [counted], undefined, { limits: { maxPerReply: 4, maxConcurrency: 8 }, gate });
+      expect(seen.executed).toBe(4);
+      expect(gated).toEqual(["call_0", "call_1", "call_2", "call_3"]);
+      expect(results.map((r) => [r.isError, r.output])).toEqual([
+        ...Array.from({ length: 4 }, (_, i) => [false, `counted ${i}`]),
+        ...Array.from({ length: 6 }, (_, i) => [true, overLimitResult(4, i + 5, 10)]),
+      ]);
+      expect(results[4]!.output).toBe(
+        "Error: not executed: a reply may ask for at most 4 tool calls, and this was call 5 of 10. Ask again in your next reply for the calls you still need.",
+      );
+      const spans = sink.spans.filter((s) => s.kind === "TOOL_CALL");
+      expect(spans.map((s) => s.status)).toEqual([...Array(4).fill("OK"), ...Array(6).fill("ERROR")]);
+      expect(spans[9]!.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "ERROR"]);
+    });
+
+    it("bounds a reply without limits given by the defaults: 64 calls execute, 8 at once", async () => {
+      const { seen, counted } = counting();
+      const { results } = await run(calls(100), [counted]);
+      expect(seen.executed).toBe(64);
+      expect(seen.peak).toBe(8);
+      expect(results.filter((r) => r.isError)).toHaveLength(36);
+    });
+
+    it("starts no call still waiting for its turn once the run is stopped", async () => {
+      const { seen, counted } = counting();
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error("cancelled")), 3);
+      const { sink, results } = await run(calls(20), [counted], controller.signal, { limits: { maxPerReply: 64, maxConcurrency: 2 } });
+      expect(seen.executed).toBe(2);
+      expect(results.every((r) => r.cancelled)).toBe(true);
+      expect(sink.spans.filter((s) => s.kind === "TOOL_CALL")).toHaveLength(2);
+    });
   });
 });

@@ -15,6 +15,7 @@ import type { RunRecord, RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
 import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
+import type { ToolCallLimits } from "../tools/execute-tool-calls.js";
 import type { CostBounds } from "./cost-caps.js";
 import type { ModelCallsOfAttempt } from "./model-call.js";
 import type { ApprovalSettings } from "./held-calls.js";
@@ -92,6 +93,8 @@ export type ExecutorDeps = {
    */
   tools: (start: AttemptStart) => ToolsOfAttempt;
   toolTimeoutMs: number;
+  /** How many calls of one reply execute, and how many at once (tools/execute-tool-calls.ts); its defaults without it. */
+  toolCallLimits?: ToolCallLimits;
   /** The payload step: spills results too large for the model's context (R10). */
   spiller?: Spiller;
   /** Extensions that take part in every run (workspace materials, …). */

@@ -147,7 +147,7 @@ export class RunExecutor {
         // An AFTER_TURN stop heard since they were read (with the claim, for a first turn) counts too.
         if (stop === "AFTER_TURN" || attempt.afterTurn?.aborted) return await this.stopAfterTurn(turn);
         if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
-        if (pause && safePoint) return PAUSED;
+        if (pause && safePoint) return { type: "interrupted", status: "PAUSED" };
         const step = await this.turn(turn);
         if (step.type !== "run_again") return await this.unlessConcluding(stops, turn, step);
         turn.index += 1;
@@ -313,8 +313,8 @@ export class RunExecutor {
   }
 
   /**
-   * The action step (R16): the calls run concurrently, each result logged as it is known. Calls
-   * that wait for a person's decision get no result; once the others have settled, the run waits.
+   * The action step (R16): the calls run concurrently, within the limits, each result logged as it is known.
+   * Calls that wait for a person's decision get no result; once the others have settled, the run waits.
    */
   private async actionStep(turn: Turn, span: SpanRef, step: HeldStep): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
@@ -335,6 +335,7 @@ export class RunExecutor {
       run,
       signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
+      limits: this.deps.toolCallLimits,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: ({ call, output, spill }) => logResults({ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }),
       gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
@@ -344,8 +345,6 @@ export class RunExecutor {
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
   }
 }
-
-const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };
 
 /** What the attempt knows of a CONCLUDE stop: the attempt's signals, and whether its concluding request began. */
 type Stops = { attempt: AttemptContext; concluding: boolean };

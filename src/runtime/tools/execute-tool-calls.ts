@@ -1,6 +1,10 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
-// its siblings; results come back in the order the model asked for them. A payload step (spill
+// its siblings; results come back in the order the model asked for them. One reply's calls are
+// bounded, whatever the model asks for: only its first `maxPerReply` execute — the others are
+// answered at once with an error result the model reads (they pass no gate: they never ask for a
+// person's approval) — and at most `maxConcurrency` of them run at once, the next starting as one
+// ends, so one run never starts hundreds of programs or requests together. A payload step (spill
 // protection, R10) sees each output, error results included, inside its own call's span. Each result is logged
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
@@ -46,6 +50,19 @@ export type LogResult = (result: { call: ToolCall; output: string; spill: NewSpi
 
 export type { PayloadStep };
 
+/** How many calls of one reply execute (MAX_TOOL_CALLS_PER_REPLY), and how many of them run at once (TOOL_MAX_CONCURRENCY). */
+export type ToolCallLimits = { maxPerReply: number; maxConcurrency: number };
+
+export const DEFAULT_TOOL_CALL_LIMITS: ToolCallLimits = { maxPerReply: 64, maxConcurrency: 8 };
+
+/** The result the model sees for a call past the reply's limit: it did not execute. */
+export function overLimitResult(limit: number, position: number, total: number): string {
+  return (
+    `Error: not executed: a reply may ask for at most ${limit} tool calls, and this was call ${position} of ${total}. ` +
+    "Ask again in your next reply for the calls you still need."
+  );
+}
+
 export type ExecuteOptions = {
   calls: ToolCall[];
   tools: ReadonlyMap<string, Tool>;
@@ -66,13 +83,54 @@ export type ExecuteOptions = {
   logResult?: LogResult;
   /** Decides, inside each call's span, whether it executes, is declined or waits; without it every call executes. */
   gate?: ToolGate;
+  /** The reply's bounds; DEFAULT_TOOL_CALL_LIMITS without them. */
+  limits?: ToolCallLimits;
 };
 
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
-  return Promise.all(options.calls.map((call) => executeOne(call, options)));
+  const { maxPerReply, maxConcurrency } = options.limits ?? DEFAULT_TOOL_CALL_LIMITS;
+  const total = options.calls.length;
+  const slot = slots(maxConcurrency);
+  return Promise.all(
+    options.calls.map((call, index) =>
+      index < maxPerReply
+        ? slot(() => (options.signal.aborted ? notStarted(call) : executeOne(call, options)))
+        : executeOne(call, options, overLimitResult(maxPerReply, index + 1, total)),
+    ),
+  );
 }
 
-async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<ToolResult> {
+/**
+ * Runs at most `limit` tasks at once, the others in the order they were given as places free up.
+ * A task's failure is its caller's; its place is given back either way.
+ */
+function slots(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const queue: (() => void)[] = [];
+  const release = () => {
+    const next = queue.shift();
+    if (next) next();
+    else running -= 1;
+  };
+  return async (task) => {
+    if (running >= limit) await new Promise<void>((resolve) => queue.push(resolve));
+    else running += 1;
+    // A place handed over by release() keeps its count: the next task takes it as is.
+    try {
+      return await task();
+    } finally {
+      release();
+    }
+  };
+}
+
+/** A call whose turn came after the run was stopped: it never began (no span, no result to log; repair answers it). */
+async function notStarted(call: ToolCall): Promise<ToolResult> {
+  return { call, output: "Error: the run was stopped before this call began.", isError: true, cancelled: true, durationMs: 0 };
+}
+
+/** `refused`: the call does not execute; this error result is its result, and no gate is asked. */
+async function executeOne(call: ToolCall, options: ExecuteOptions, refused?: string): Promise<ToolResult> {
   const started = Date.now();
   const input = {
     traceId: options.parent.traceId,
@@ -86,6 +144,7 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
     input,
     async (span) => {
       await note(options.sink, span, "TOOL_INPUT", call.arguments);
+      if (refused !== undefined) return concluded(call, { output: refused, isError: true, cancelled: false }, span, options, started);
       const verdict = (await options.gate?.(call, span)) ?? { type: "execute" };
       if (verdict.type === "pending") return { call, output: "", isError: false, cancelled: false, durationMs: Date.now() - started, pending: true };
       const edited = verdict.type === "execute" && verdict.arguments !== undefined ? verdict.arguments : null;
@@ -93,17 +152,8 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
         verdict.type === "decline"
           ? { output: verdict.output, isError: false, cancelled: false }
           : await invoke(edited === null ? call : { ...call, arguments: edited }, span, options);
-      const { isError, cancelled } = invoked;
-      const output = edited === null || cancelled ? invoked.output : editedNote(call, edited) + invoked.output;
-      // An error result is output too (an MCP server's error can be megabytes): it spills like any.
-      const spilled = cancelled ? null : await payload(call, output, span, options);
-      const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
-      // The event shows what the model is shown: a spilled result's preview (its own, small), else
-      // the output itself, which the log entry holds.
-      const kind = isError ? "ERROR" : "TOOL_OUTPUT";
-      if (spilled) await note(options.sink, span, kind, spilled.shown);
-      else await note(options.sink, span, kind, output, messageId ? { messageId } : {});
-      return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
+      const output = edited === null || invoked.cancelled ? invoked.output : editedNote(call, edited) + invoked.output;
+      return concluded(call, { ...invoked, output }, span, options, started);
     },
     {
       ended: (result) => ({
@@ -113,6 +163,25 @@ async function executeOne(call: ToolCall, options: ExecuteOptions): Promise<Tool
       failed: () => ({ status: failedSpanStatus(options.signal) }),
     },
   );
+}
+
+/** A call's result once known: spilled when too large, logged, and shown on its span (a cut-off call's is neither). */
+async function concluded(
+  call: ToolCall,
+  { output, isError, cancelled }: { output: string; isError: boolean; cancelled: boolean },
+  span: SpanRef,
+  options: ExecuteOptions,
+  started: number,
+): Promise<ToolResult> {
+  // An error result is output too (an MCP server's error can be megabytes): it spills like any.
+  const spilled = cancelled ? null : await payload(call, output, span, options);
+  const messageId = cancelled ? null : ((await options.logResult?.({ call, output, spill: spilled?.spill ?? null })) ?? null);
+  // The event shows what the model is shown: a spilled result's preview (its own, small), else
+  // the output itself, which the log entry holds.
+  const kind = isError ? "ERROR" : "TOOL_OUTPUT";
+  if (spilled) await note(options.sink, span, kind, spilled.shown);
+  else await note(options.sink, span, kind, output, messageId ? { messageId } : {});
+  return { call, output, isError, cancelled, durationMs: Date.now() - started, spill: spilled?.spill ?? null };
 }
 
 /** The payload step's decision; if it fails, the output stays inline (the budget check then guards the context). */
