@@ -20,7 +20,10 @@ const EvidenceRef = builder.objectRef<Evidence>("Evidence").implement({
       description: "The evidence id as it appeared in the model's view, e.g. ev_…: unique across the graph (it names one log entry's part).",
     }),
     kind: t.field({ type: EvidenceKindEnum, resolve: (evidence) => evidence.kind }),
-    toolName: t.exposeString("toolName", { nullable: true }),
+    toolName: t.exposeString("toolName", {
+      nullable: true,
+      description: 'The tool the call named; "" when the model\'s call named none (it was answered as a call of a tool that does not exist).',
+    }),
     toolCallId: t.exposeString("toolCallId", { nullable: true }),
     content: t.exposeString("content", { description: "The original text, byte for byte as persisted." }),
     size: t.int({ description: "Bytes of the content (UTF-8).", resolve: (evidence) => Buffer.byteLength(evidence.content, "utf8") }),

@@ -7,20 +7,21 @@
 //   the same way for every ModelPort (the scripted model rejects the same way).
 // - Every other failure of the SDK (HTTP status, connection, timeout, error event or malformed
 //   JSON in the stream) rejects with ModelError; the SDK's error is its `cause`.
+// - Chunks that parse but do not have the protocol's shape never reject: what they carry is kept
+//   as the reply (openai-stream.ts).
 // - Errors thrown by `onEvent` propagate unchanged: they are the caller's, not the model's.
 // - Back-pressure (model-back-pressure.ts): a request the endpoint refused with 429 or 5xx, or could
 //   not reach, before anything streamed is tried again after its Retry-After (or a backoff), a
 //   bounded number of times; a busy endpoint still refusing past that rejects with ModelRetryLater.
 //   At most maxConcurrency requests per endpoint are in flight in this process.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
-import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, ToolSchema } from "../ports/model.js";
 import { type BackPressureOptions, EndpointGate, pause, retryAfterMs, retryDelay } from "./model-back-pressure.js";
 import { endpointFetch } from "./model-http.js";
+import { StreamAccumulator } from "./openai-stream.js";
 
-type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ToolParam = OpenAI.Chat.Completions.ChatCompletionFunctionTool;
-type ToolCallFragment = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall;
 
 export type OpenAIModelOptions = {
   /** e.g. "http://127.0.0.1:8000/v1" for a compatible server; defaults to api.openai.com. */
@@ -157,7 +158,11 @@ export class OpenAIModel implements ModelPort {
     // The SDK ends the iteration quietly when the request is aborted mid-stream, so a
     // normal-looking end may be a cut-off response.
     if (signal?.aborted) throw abortError(signal);
-    return accumulator.finish(this.model, this.label);
+    if (accumulator.finishReason === undefined) {
+      // Without a finish reason the stream was cut short, and tool arguments may be truncated JSON.
+      throw new ModelError(`${this.label}: the stream ended before the model reported a finish reason`, { retryable: true });
+    }
+    return accumulator.finish(this.model);
   }
 
   private translateError(error: unknown, signal: AbortSignal | undefined): unknown {
@@ -242,101 +247,5 @@ function toToolParam(tool: ToolSchema): ToolParam {
   return {
     type: "function",
     function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-  };
-}
-
-/** Fields some compatible servers add to a delta; not in the SDK's types. */
-type ReasoningDelta = { reasoning_content?: unknown; reasoning?: unknown };
-
-type PartialToolCall = { id?: string; name?: string; arguments: string };
-
-/** Folds the chunks of one streamed completion (choice 0) into a ModelResponse. */
-class StreamAccumulator {
-  private text = "";
-  private readonly calls = new Map<number, PartialToolCall>();
-  private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
-  private finishReason: string | undefined;
-  private model: string | undefined;
-  /** Whether any chunk arrived: from then on a failure is not retried (its output was reported). */
-  started = false;
-
-  constructor(private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined) {}
-
-  add(chunk: Chunk): void {
-    this.started = true;
-    if (chunk.model) this.model = chunk.model;
-    if (chunk.usage) this.usage = toUsage(chunk.usage);
-    const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];
-    if (!choice) return; // the usage chunk has no choices
-    const delta = choice.delta ?? {};
-    // A refusal is the model's reply in place of content; the runtime should see it as text.
-    const text = (delta.content ?? "") + (delta.refusal ?? "");
-    if (text) {
-      this.text += text;
-      this.onEvent?.({ type: "text", delta: text });
-    }
-    this.addReasoning(delta as ReasoningDelta);
-    for (const fragment of delta.tool_calls ?? []) this.addToolFragment(fragment);
-    if (choice.finish_reason) this.finishReason = choice.finish_reason;
-  }
-
-  finish(configuredModel: string, label: string): ModelResponse {
-    if (this.finishReason === undefined) {
-      // Without a finish reason the stream was cut short, and tool arguments may be truncated JSON.
-      throw new ModelError(`${label}: the stream ended before the model reported a finish reason`, {
-        retryable: true,
-      });
-    }
-    const toolCalls = this.completeToolCalls(label);
-    for (const { index, call } of toolCalls) this.onEvent?.({ type: "tool_call", index, call });
-    return {
-      content: this.text.length > 0 ? this.text : null,
-      toolCalls: toolCalls.map(({ call }) => call),
-      usage: this.usage,
-      finishReason: this.finishReason,
-      model: this.model ?? configuredModel,
-    };
-  }
-
-  private addReasoning(delta: ReasoningDelta): void {
-    // Servers that send both fields (some vLLM versions) send the same text twice; take one.
-    const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning;
-    if (typeof reasoning === "string" && reasoning.length > 0) {
-      this.onEvent?.({ type: "reasoning", delta: reasoning });
-    }
-  }
-
-  private addToolFragment(fragment: ToolCallFragment): void {
-    // Some compatible servers omit `index` when they send each call whole, in one fragment.
-    const index = typeof fragment.index === "number" ? fragment.index : this.calls.size;
-    const call = this.calls.get(index) ?? { arguments: "" };
-    // Id and name normally come only in the first fragment; servers that repeat them repeat
-    // the whole value, so the first one wins instead of concatenating.
-    call.id ??= fragment.id || undefined;
-    call.name ??= fragment.function?.name || undefined;
-    const delta = fragment.function?.arguments ?? "";
-    call.arguments += delta;
-    this.calls.set(index, call);
-    if (delta) this.onEvent?.({ type: "tool_call_delta", index, ...(call.id !== undefined && { id: call.id }), delta });
-  }
-
-  /** The calls in index order, each with its stream index; a call the server sent no id for has an empty one. */
-  private completeToolCalls(label: string): { index: number; call: ToolCall }[] {
-    return [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]) => {
-        if (!call.name) throw new ModelError(`${label}: tool call #${index} arrived without a function name`);
-        // A call of a tool without parameters may stream no argument text at all.
-        return { index, call: { id: call.id ?? "", name: call.name, arguments: call.arguments.length > 0 ? call.arguments : "{}" } };
-      });
-  }
-}
-
-function toUsage(usage: NonNullable<Chunk["usage"]>): TokenUsage {
-  return {
-    input: usage.prompt_tokens ?? 0,
-    output: usage.completion_tokens ?? 0,
-    cached: usage.prompt_tokens_details?.cached_tokens ?? 0,
-    reasoning: usage.completion_tokens_details?.reasoning_tokens ?? 0,
   };
 }

@@ -1,0 +1,139 @@
+// Folds the chunks of one streamed chat completion into a ModelResponse, for the openai adapter.
+//
+// What a model server streams is data, not input to check: a chunk that does not have the
+// protocol's shape (a `choices` or `tool_calls` object in place of a list, an id or a name that is
+// not text, content given as a list of parts) never fails the request, and nothing it carries is
+// stored in a shape the conversation log cannot read back.
+// - A tool call's id or name is taken only when it is a non-empty string: without an id the call
+//   gets one of Dossier's, without a name its name is "" (the model is told there is no such tool).
+// - Content given as parts keeps each text part's text; any other part stands as "[<type> part]".
+// - Argument, content, refusal or finish-reason values that are neither strings nor parts are kept
+//   as their JSON.
+// - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
+//   text is not taken (the configured one stands); a token count that is not a number counts 0.
+import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
+
+type PartialToolCall = { id?: string; name?: string; arguments: string };
+type Fields = Record<string, unknown>;
+
+/** The value's fields when it is an object (not a list), else none. */
+const fieldsOf = (value: unknown): Fields => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Fields) : {});
+/** A list as given; one object alone as a list of one; anything else as no items. Items that are not objects are left out. */
+const objectsOf = (value: unknown): Fields[] =>
+  (Array.isArray(value) ? value : value === undefined || value === null ? [] : [value]).filter(
+    (item) => typeof item === "object" && item !== null && !Array.isArray(item),
+  );
+/** A non-empty string, or undefined. */
+const label = (value: unknown): string | undefined => (typeof value === "string" && value.length > 0 ? value : undefined);
+/** A token count as reported; anything that is not a non-negative number counts 0. */
+const count = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
+
+/** A string as is, nothing as "", any other value as its JSON. */
+const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value));
+/** Content as streamed: a list of content parts joined, else as jsonText. */
+const textOf = (value: unknown): string => (Array.isArray(value) ? value.map(partText).join("") : jsonText(value));
+
+/** A content part's text: a text (or refusal) part's own, any other part "[<type> part]", a value that is not a part as jsonText. */
+function partText(part: unknown): string {
+  if (typeof part !== "object" || part === null || Array.isArray(part)) return jsonText(part);
+  const fields = part as Fields;
+  if (typeof fields.text === "string") return fields.text;
+  if (typeof fields.refusal === "string") return fields.refusal;
+  return `[${label(fields.type) ?? "content"} part]`;
+}
+
+/** Folds the chunks of one streamed completion (choice 0) into a ModelResponse. */
+export class StreamAccumulator {
+  private text = "";
+  private readonly calls = new Map<number, PartialToolCall>();
+  private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+  /** As reported; undefined until a chunk reports one (a stream ended without one was cut short). */
+  finishReason: string | undefined;
+  private model: string | undefined;
+  /** Whether any chunk arrived: from then on a failure is not retried (its output was reported). */
+  started = false;
+
+  constructor(private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined) {}
+
+  add(chunk: unknown): void {
+    this.started = true;
+    const fields = fieldsOf(chunk);
+    this.model = label(fields.model) ?? this.model;
+    if (typeof fields.usage === "object" && fields.usage !== null) this.usage = toUsage(fieldsOf(fields.usage));
+    const choices = objectsOf(fields.choices);
+    const choice = choices.find((c) => c.index === 0) ?? choices[0];
+    if (!choice) return; // the usage chunk has no choices
+    const delta = fieldsOf(choice.delta);
+    // A refusal is the model's reply in place of content; the runtime should see it as text.
+    const text = textOf(delta.content) + textOf(delta.refusal);
+    if (text) {
+      this.text += text;
+      this.onEvent?.({ type: "text", delta: text });
+    }
+    this.addReasoning(delta);
+    for (const fragment of objectsOf(delta.tool_calls)) this.addToolFragment(fragment);
+    const finishReason = jsonText(choice.finish_reason);
+    if (finishReason) this.finishReason = finishReason;
+  }
+
+  /** The response; call it only once the stream reported a finish reason. */
+  finish(configuredModel: string): ModelResponse {
+    const toolCalls = this.completeToolCalls();
+    for (const { index, call } of toolCalls) this.onEvent?.({ type: "tool_call", index, call });
+    return {
+      content: this.text.length > 0 ? this.text : null,
+      toolCalls: toolCalls.map(({ call }) => call),
+      usage: this.usage,
+      finishReason: this.finishReason ?? "stop",
+      model: this.model ?? configuredModel,
+    };
+  }
+
+  private addReasoning(delta: Fields): void {
+    // Servers that send both fields (some vLLM versions) send the same text twice; take one.
+    const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning;
+    if (typeof reasoning === "string" && reasoning.length > 0) {
+      this.onEvent?.({ type: "reasoning", delta: reasoning });
+    }
+  }
+
+  private addToolFragment(fragment: Fields): void {
+    // Some compatible servers omit `index` when they send each call whole, in one fragment.
+    const index = typeof fragment.index === "number" && Number.isInteger(fragment.index) ? fragment.index : this.calls.size;
+    const call = this.calls.get(index) ?? { arguments: "" };
+    const fn = fieldsOf(fragment.function);
+    // Id and name normally come only in the first fragment; servers that repeat them repeat
+    // the whole value, so the first one wins instead of concatenating.
+    call.id ??= label(fragment.id);
+    call.name ??= label(fn.name);
+    const delta = jsonText(fn.arguments);
+    call.arguments += delta;
+    this.calls.set(index, call);
+    if (delta) this.onEvent?.({ type: "tool_call_delta", index, ...(call.id !== undefined && { id: call.id }), delta });
+  }
+
+  /** The calls in index order, each with its stream index; a call the server sent no id for has an empty one (Dossier gives it its own). */
+  private completeToolCalls(): { index: number; call: ToolCall }[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({
+        index,
+        call: {
+          id: call.id ?? "",
+          // A call without a name is answered as a call of a tool that does not exist.
+          name: call.name ?? "",
+          // A call of a tool without parameters may stream no argument text at all.
+          arguments: call.arguments.length > 0 ? call.arguments : "{}",
+        },
+      }));
+  }
+}
+
+function toUsage(usage: Fields): TokenUsage {
+  return {
+    input: count(usage.prompt_tokens),
+    output: count(usage.completion_tokens),
+    cached: count(fieldsOf(usage.prompt_tokens_details).cached_tokens),
+    reasoning: count(fieldsOf(usage.completion_tokens_details).reasoning_tokens),
+  };
+}
