@@ -2,7 +2,9 @@
 // cl100k_base vocabularies), in one run: per kind of sample — English prose, Chinese prose, JSON
 // tool results — the estimator's relative error ((estimate − real) / real; positive means it
 // over-counts, which the budget's safety buffer and 10 % trigger margin are for), and how many
-// tokens each counts per millisecond, as a ratio.
+// tokens each counts per millisecond, as a ratio; then how long the tokenizer takes over 32,000
+// characters without a break (Han text without punctuation, one letter repeated), the longest
+// result the budget counts inline.
 //   npm run bench:tokens
 import { tiktokenTokenizer } from "../src/runtime/adapters/tiktoken-tokenizer.js";
 import { estimateMessageTokens, MESSAGE_OVERHEAD_TOKENS } from "../src/runtime/memory/token-estimator.js";
@@ -99,5 +101,12 @@ for (const tokenizer of [tiktokenTokenizer("o200k_base"), tiktokenTokenizer("cl1
         `${pct((estSum - realSum) / realSum).padStart(9)} ; ${pct(worst).padStart(9)}                  ` +
         `${estimatorRate.toFixed(0).padStart(6)} : ${tokenizerRate.toFixed(0).padStart(6)}  (${(estimatorRate / tokenizerRate).toFixed(2)}×)`,
     );
+  }
+  const han = "研究报告显示电池产能扩张迅速欧洲市场需求持续增长";
+  const runs = { "32,000 Han characters": han.repeat(1334).slice(0, 32_000), '32,000 "a"': "a".repeat(32_000) };
+  for (const [what, text] of Object.entries(runs)) {
+    const started = performance.now();
+    const tokens = tokenizer.count(text);
+    console.log(`${what.padEnd(22)} ${String(tokens).padStart(6)} tokens in ${(performance.now() - started).toFixed(0)} ms`);
   }
 }
