@@ -23,9 +23,18 @@ import type { WorkerOptions } from "./worker-options.js";
 
 export type { SettleStep };
 
-/** Stops heard announced or by a lease renewal, NOW aside: CONCLUDE stops the work in hand, AFTER_TURN the next model request. */
-type Heard = Record<"CONCLUDE" | "AFTER_TURN", AbortController>;
+/**
+ * Stops heard announced or by a lease renewal, NOW aside: CONCLUDE stops the work in hand, AFTER_TURN
+ * the next model request. `steered`: a steering input was heard announced since the attempt last looked.
+ */
+type Heard = Record<"CONCLUDE" | "AFTER_TURN", AbortController> & { steered: boolean };
 const hear = (heard: Heard | undefined, mode: string) => (mode === "CONCLUDE" || mode === "AFTER_TURN") && heard?.[mode].abort();
+/** Whether a steering input was heard since the last look; looking clears it. */
+const steeredSince = (heard: Heard) => () => {
+  const steered = heard.steered;
+  heard.steered = false;
+  return steered;
+};
 
 /** A run in flight: `controller` stops the attempt. */
 type Active = { controller: AbortController; heard: Heard; done: Promise<void> };
@@ -162,7 +171,7 @@ export class RunWorker {
 
   private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const heard: Heard = { CONCLUDE: new AbortController(), AFTER_TURN: new AbortController() };
+    const heard: Heard = { CONCLUDE: new AbortController(), AFTER_TURN: new AbortController(), steered: false };
     const done = this.execute(claimed, controller, heard, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
@@ -180,7 +189,8 @@ export class RunWorker {
     });
     // A stop not heard announced (requested on another instance) is found by the next renewal.
     const lease = this.leases.keep({ fence, sentAt, onStop: (mode) => hear(heard, mode) });
-    const context = { ...claimed, fence, signal: controller.signal, conclude: heard.CONCLUDE.signal, afterTurn: heard.AFTER_TURN.signal };
+    const stops = { conclude: heard.CONCLUDE.signal, afterTurn: heard.AFTER_TURN.signal };
+    const context = { ...claimed, fence, signal: controller.signal, ...stops, steered: steeredSince(heard) };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     // A run's trace shares its id: logs and traces join on either.
@@ -207,8 +217,11 @@ export class RunWorker {
     const changes = this.options.events.subscribe("run:changes");
     void (async () => {
       for await (const change of changes) {
-        if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
-        else if (change.stop) hear(this.active.get(change.runId)?.heard, change.stop);
+        const active = this.active.get(change.runId);
+        if (!active) continue;
+        if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
+        else if (change.stop) hear(active.heard, change.stop);
+        else if (change.steered) active.heard.steered = true;
       }
     })();
     const stopWaking = this.wakeOnAnnouncements();

@@ -50,6 +50,12 @@ export type AttemptContext = {
    * (its first, when they were read with its claim).
    */
   afterTurn?: AbortSignal;
+  /**
+   * Whether a steering input of the run was heard announced (steerRun, on any instance) since this
+   * was last asked: the next model request delivers the run's pending inputs, even when its
+   * requests, read before the input was stored (with the claim, for a first request), said none waited.
+   */
+  steered?: () => boolean;
 };
 
 /**
@@ -84,6 +90,8 @@ export type Turn = {
   streamed: { text: string };
   /** Steering inputs waited when the run's requests were last read: the turn delivers them first. */
   inputsPending?: boolean;
+  /** Whether a steering input was heard announced since last asked (AttemptContext.steered): the turn delivers it too. */
+  steered?: () => boolean;
   /** The run's cost caps and spends as last read, checked before the turn's model request. */
   costs?: CostState;
   /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */

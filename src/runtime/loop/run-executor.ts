@@ -11,7 +11,7 @@ import { withRead, within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
 import { ModelRetryLater } from "../ports/model.js";
-import { deliverSteering } from "./steering.js";
+import { deliverSteering, steeringWaits } from "./steering.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
@@ -105,7 +105,8 @@ export class RunExecutor {
       }
       await recordRepairs(scope, heldCallIds(approvals));
       const tools = await firstTurn(scope, profile);
-      const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed, approvals };
+      const index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
+      const turn: Turn = { scope, tools, profile, index, streamed, approvals, steered: attempt.steered };
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
@@ -176,7 +177,7 @@ export class RunExecutor {
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
     // A person's steering inputs enter the log right before the request that reads them (issue 38).
-    if (turn.inputsPending) await deliverSteering(this.deps.runs, turn.scope, span);
+    if (steeringWaits(turn)) await deliverSteering(this.deps.runs, turn.scope, span);
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
