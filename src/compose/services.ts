@@ -115,7 +115,7 @@ export function createServices({
     webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
     costs: new CostService({ prisma, now }),
-    steering: new SteeringService({ prisma }),
+    steering: new SteeringService({ prisma, events }),
     schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now }),
     retention: new TraceRetention({
       prisma,

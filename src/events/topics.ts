@@ -55,8 +55,11 @@ export type TraceChangeMessage = {
 
 export type RunStatusName = "QUEUED" | "RUNNING" | "WAITING" | "PAUSED" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";
 
-/** A run changed status (or was asked to stop: `stop` is the mode requested, the status unchanged). */
-export type RunStatusMessage = { runId: string; status: RunStatusName; at: string; stop?: "NOW" | "AFTER_TURN" | "CONCLUDE" };
+/**
+ * A run changed status, or was asked to stop (`stop` is the mode requested), or was given a steering
+ * input (`steered`, on run:changes only): in both of the latter the status is unchanged.
+ */
+export type RunStatusMessage = { runId: string; status: RunStatusName; at: string; stop?: "NOW" | "AFTER_TURN" | "CONCLUDE"; steered?: true };
 
 /**
  * A piece of a model call's live output: `text` continues the call's text (toolCallId null) or
@@ -87,7 +90,7 @@ export type RunOutputFrame = {
 
 export type Topics = {
   "run:status": [runId: string, change: RunStatusMessage];
-  /** Every run's status changes on one topic: workers listen here for cancellations. */
+  /** Every run's status changes on one topic: workers listen here for stops and steering inputs of the runs they execute. */
   "run:changes": [change: RunStatusMessage];
   /**
    * A run is ready to be claimed: wakes idle workers on the embedded default (the bus run
@@ -150,4 +153,13 @@ export function publishRunStatus(events: EventPublisher, runId: string, status: 
   const change = { runId, status, at: new Date().toISOString(), ...(stop && { stop }) };
   events.publish("run:status", runId, change);
   events.publish("run:changes", change);
+}
+
+/**
+ * Announces a steering input stored for a run (steerRun) to the workers: the one executing the run
+ * delivers it before its next model request, even one whose requests were read before it was stored.
+ * Nobody else listens: a run's own subscribers hear of it on its trace once it is delivered.
+ */
+export function publishRunSteered(events: EventPublisher, runId: string, status: RunStatusName): void {
+  events.publish("run:changes", { runId, status, at: new Date().toISOString(), steered: true });
 }

@@ -1,6 +1,7 @@
 // The worker (R1, R17, R18): claims runs, executes each claim as a numbered attempt under a lease
-// kept alive by a heartbeat, and settles the run. Every write of an attempt goes through its
-// fence (ports/attempt-fence.ts), so an attempt whose run was taken over or cancelled writes nothing;
+// kept alive by a heartbeat, and settles the run (attempt/settle-attempt.ts). Every write of an
+// attempt goes through its fence (ports/attempt-fence.ts), so an attempt whose run was taken over
+// or cancelled writes nothing;
 // a heartbeat that fails or finds the lease gone aborts the attempt's model request and tool
 // calls at once. An attempt that could not renew its lease stops itself by its own clock before
 // its lease may expire (attempt/own-clock.ts); one the database failed hands its run back
@@ -8,14 +9,11 @@
 // resumed from the log as the next attempt, before runs that were only queued.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { RunRecord } from "./ports/run-state.js";
-import { interruption } from "../domain/runs/interruption.js";
 import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
-import { type AttemptFence, AttemptFencedError } from "./ports/attempt-fence.js";
+import { AttemptFencedError } from "./ports/attempt-fence.js";
 import { LeaseKeeper } from "./attempt/lease-keeper.js";
-import { handBackAfterDatabaseFailure } from "./attempt/hand-back.js";
+import { AttemptSettling } from "./attempt/settle-attempt.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
-import { settleOutcome } from "./attempt/settle-outcome.js";
 import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
@@ -25,15 +23,21 @@ import type { WorkerOptions } from "./worker-options.js";
 
 export type { SettleStep };
 
-/** Stops heard announced or by a lease renewal, NOW aside: CONCLUDE stops the work in hand, AFTER_TURN the next model request. */
-type Heard = Record<"CONCLUDE" | "AFTER_TURN", AbortController>;
+/**
+ * Stops heard announced or by a lease renewal, NOW aside: CONCLUDE stops the work in hand, AFTER_TURN
+ * the next model request. `steered`: a steering input was heard announced since the attempt last looked.
+ */
+type Heard = Record<"CONCLUDE" | "AFTER_TURN", AbortController> & { steered: boolean };
 const hear = (heard: Heard | undefined, mode: string) => (mode === "CONCLUDE" || mode === "AFTER_TURN") && heard?.[mode].abort();
+/** Whether a steering input was heard since the last look; looking clears it. */
+const steeredSince = (heard: Heard) => () => {
+  const steered = heard.steered;
+  heard.steered = false;
+  return steered;
+};
 
 /** A run in flight: `controller` stops the attempt. */
 type Active = { controller: AbortController; heard: Heard; done: Promise<void> };
-
-const modelBusy = (attempt: number, ms: number) =>
-  `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
 
 export class RunWorker {
   readonly workerId: string;
@@ -44,6 +48,7 @@ export class RunWorker {
   private readonly active = new Map<string, Active>();
   private readonly passes: ClaimPasses;
   private readonly leases: LeaseKeeper; // one heartbeat for every attempt held, and their clocks
+  private readonly settling: AttemptSettling; // how each attempt ends once its executor returned
   private stopped = true;
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
@@ -55,6 +60,13 @@ export class RunWorker {
     this.concurrency = options.concurrency ?? 4;
     this.liveness = options.liveness ?? (async (instance) => instance === this.workerId);
     this.leases = new LeaseKeeper({ runs: options.runs, leaseMs: this.leaseMs, marginMs: this.leaseMarginMs });
+    this.settling = new AttemptSettling({
+      options,
+      workerId: this.workerId,
+      leaseMs: this.leaseMs,
+      clock: (runId) => this.leases.clock(runId),
+      stop: (runId, reason) => this.active.get(runId)?.controller.abort(reason),
+    });
     this.passes = new ClaimPasses({
       pass: (sweep) => this.pass(sweep),
       sweepMs: options.sweepMs ?? this.leaseMs / 3,
@@ -153,13 +165,13 @@ export class RunWorker {
     if (expired) this.options.logger.info("rejected tool calls nobody decided in time", { count: expired });
     for (const run of await this.options.runs.timeOutWaiting(now, this.steps)) {
       this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status: "TIMED_OUT", while: "waiting for decisions" });
-      await this.announceNext(run);
+      await this.settling.announceNext(run);
     }
   }
 
   private begin(claimed: ClaimedAttempt): void {
     const controller = new AbortController();
-    const heard: Heard = { CONCLUDE: new AbortController(), AFTER_TURN: new AbortController() };
+    const heard: Heard = { CONCLUDE: new AbortController(), AFTER_TURN: new AbortController(), steered: false };
     const done = this.execute(claimed, controller, heard, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
@@ -177,7 +189,8 @@ export class RunWorker {
     });
     // A stop not heard announced (requested on another instance) is found by the next renewal.
     const lease = this.leases.keep({ fence, sentAt, onStop: (mode) => hear(heard, mode) });
-    const context = { ...claimed, fence, signal: controller.signal, conclude: heard.CONCLUDE.signal, afterTurn: heard.AFTER_TURN.signal };
+    const stops = { conclude: heard.CONCLUDE.signal, afterTurn: heard.AFTER_TURN.signal };
+    const context = { ...claimed, fence, signal: controller.signal, ...stops, steered: steeredSince(heard) };
     const remaining = run.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => controller.abort(new RunStopped("TIMED_OUT")), Math.max(0, remaining));
     // A run's trace shares its id: logs and traces join on either.
@@ -185,10 +198,10 @@ export class RunWorker {
     try {
       logger.info("attempt started", where);
       const outcome = await this.options.executor.execute(context);
-      await this.finish(claimed, fence, outcome);
+      await this.settling.finish(claimed, fence, outcome);
     } catch (error) {
-      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
-      else if (isTransientDatabaseError(error)) await this.finish(claimed, fence, databaseFailed(error)).catch(() => undefined);
+      if (error instanceof AttemptFencedError) await this.settling.finish(claimed, fence, { type: "interrupted", status: error.reason });
+      else if (isTransientDatabaseError(error)) await this.settling.finish(claimed, fence, databaseFailed(error)).catch(() => undefined);
       else logger.error("attempt failed", { ...where, error: String(error) });
     } finally {
       clearTimeout(deadline);
@@ -196,137 +209,19 @@ export class RunWorker {
     }
   }
 
-  /** Ends the attempt as its outcome says; an attempt that lost its run writes nothing more. */
-  private async finish(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<void> {
-    const { logger } = this.options;
-    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
-    const lost = fence.lost;
-    if (lost?.reason === "LEASE_LOST" || (outcome.type === "interrupted" && outcome.status === "LEASE_LOST")) {
-      logger.warn("attempt stopped: it no longer holds the run and wrote nothing more", { ...where, reason: lost?.message });
-      return;
-    }
-    // An AFTER_TURN stop the attempt took settles (stopAfterTurn) unless the run was cancelled meanwhile.
-    if (lost?.reason === "CANCELLED" || (outcome.type === "interrupted" && outcome.status === "CANCELLED" && !outcome.afterTurn)) {
-      // Stopped NOW mid-reply: the text streamed so far stays as the run's partial answer.
-      const partialAnswer = outcome.type === "interrupted" ? outcome.partialAnswer : undefined;
-      const ending = {
-        attempt: claimed.number,
-        owner: this.workerId,
-        outcome: "COMPLETED",
-        spanStatus: "CANCELLED",
-        reason: "the run was cancelled",
-        partialAnswer,
-      } as const;
-      await this.options.runs.releaseCancelled(claimed.run, ending, this.steps);
-      logger.info("attempt stopped: the run was cancelled", where);
-      await this.announceNext(claimed.run);
-      return;
-    }
-    if (outcome.type === "waiting") {
-      await this.wait(claimed, fence, outcome.toolCallIds);
-      return;
-    }
-    if (outcome.type === "interrupted" && outcome.status === "PAUSED") {
-      await this.pause(claimed, fence);
-      return;
-    }
-    if (outcome.type === "interrupted" && outcome.databaseFailed !== undefined) {
-      await this.handBackFailed(claimed, fence, outcome.databaseFailed);
-      return;
-    }
-    if (outcome.type === "interrupted" && outcome.status === "HANDED_BACK") {
-      const { retryAfterMs } = outcome;
-      const reason = retryAfterMs === undefined ? interruption(claimed.number, this.workerId, "HANDED_BACK") : modelBusy(claimed.number, retryAfterMs);
-      await this.options.runs.handBack(claimed, fence, reason, retryAfterMs === undefined ? undefined : () => retryAfterMs);
-      // Awaited: a worker process closes its queue right after its worker stopped.
-      await this.announceOrphan(claimed.run.id);
-      logger.info("run handed back", { ...where, ...(retryAfterMs !== undefined && { reason, retryAfterMs }) });
-      return;
-    }
-    try {
-      // The outcome settled, which is INTERNAL_ERROR when settling the attempt's own failed.
-      const { status, settled } = await settleOutcome({ runs: this.options.runs, steps: this.steps, logger }, claimed, fence, outcome);
-      const failure = settled.type === "failed" ? { failureReason: settled.reason, error: settled.message } : {};
-      (status === "FAILED" ? logger.warn : logger.info).call(logger, "run settled", { ...where, status, ...failure });
-      await this.announceNext(claimed.run);
-    } catch (error) {
-      // The settle transaction lost its fence: a cancellation (it acknowledges) or a takeover.
-      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
-      else if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
-      else throw error;
-    }
-  }
-
-  /**
-   * The database failed the attempt: its tools are stopped, and the run is handed back to resume
-   * after a backoff, ahead of queued runs — or, when even that fails while the lease lasts, left to expire.
-   */
-  private async handBackFailed(claimed: ClaimedAttempt, fence: AttemptFence, why: string): Promise<void> {
-    this.active.get(claimed.run.id)?.controller.abort(new RunStopped("HANDED_BACK", "the database failed"));
-    const deps = { runs: this.options.runs, logger: this.options.logger, leaseMs: this.leaseMs, workerId: this.workerId };
-    const backoffMs = await handBackAfterDatabaseFailure(deps, { claimed, fence, clock: this.leases.clock(claimed.run.id)! }, why);
-    // Announced once claimable again; the sweep finds it should this process stop meanwhile.
-    if (backoffMs !== null) setTimeout(() => void this.announceOrphan(claimed.run.id), backoffMs + 200).unref();
-  }
-
-  /** Announces a run given back, ahead of the queue when there is one. */
-  private async announceOrphan(runId: string): Promise<void> {
-    if (!this.options.queue) return this.options.announcer.announce([runId]);
-    await this.options.queue.enqueue([runId], { first: true }).catch((error: unknown) => {
-      this.options.logger.warn("announcing a handed-back run failed; the sweep finds it", { runId, error: String(error) });
-    });
-  }
-
-  /**
-   * Pauses the run at the attempt's safe point; when the pause was withdrawn meanwhile, the run is
-   * handed back instead and goes on in the next attempt. Either way this worker's slot is free.
-   */
-  private async pause(claimed: ClaimedAttempt, fence: AttemptFence): Promise<void> {
-    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
-    try {
-      if (await this.options.runs.pause(claimed, fence)) {
-        this.options.logger.info("run paused", where);
-        return;
-      }
-      if (fence.lost) return;
-      await this.options.runs.handBack(claimed, fence, interruption(claimed.number, this.workerId, "HANDED_BACK"));
-      await this.announceOrphan(claimed.run.id);
-    } catch (error) {
-      if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
-      else throw error;
-    }
-  }
-
-  /** Leaves the run WAITING for decisions on its calls, or claimable at once when they were all decided meanwhile. */
-  private async wait(claimed: ClaimedAttempt, fence: AttemptFence, toolCallIds: string[]): Promise<void> {
-    const where = { runId: claimed.run.id, traceId: claimed.run.id, attempt: claimed.number, worker: this.workerId };
-    try {
-      const waiting = await this.options.runs.awaitDecisions(claimed, fence);
-      if (!waiting) await this.options.announcer.announce([claimed.run.id]);
-      this.options.logger.info(waiting ? "run waits for decisions on tool calls" : "tool calls were decided before the run waited", { ...where, toolCallIds });
-    } catch (error) {
-      if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
-      else if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
-      else throw error;
-    }
-  }
-
   private get steps(): readonly SettleStep[] {
     return this.options.settleSteps ?? [];
-  }
-
-  /** Wakes a worker for the next queued run of the conversation, which could not start before. */
-  private async announceNext(run: Pick<RunRecord, "conversationId">): Promise<void> {
-    const next = await this.options.runs.nextQueued(run.conversationId);
-    if (next) await this.options.announcer.announce([next]);
   }
 
   private listen(): () => void {
     const changes = this.options.events.subscribe("run:changes");
     void (async () => {
       for await (const change of changes) {
-        if (change.status === "CANCELLED") this.active.get(change.runId)?.controller.abort(new RunStopped("CANCELLED"));
-        else if (change.stop) hear(this.active.get(change.runId)?.heard, change.stop);
+        const active = this.active.get(change.runId);
+        if (!active) continue;
+        if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
+        else if (change.stop) hear(active.heard, change.stop);
+        else if (change.steered) active.heard.steered = true;
       }
     })();
     const stopWaking = this.wakeOnAnnouncements();

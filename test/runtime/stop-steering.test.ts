@@ -7,11 +7,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AdmitRunDocument, type CancelMode, CancelRunDocument } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
-import type { RunHooks } from "../../src/runtime/loop/attempt.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
-import { Gate, inputsOf, occurrences, sandbox, steer, workTool } from "../support/steering.js";
+import { Gate, heldAtStart, inputsOf, occurrences, sandbox, steer, workTool } from "../support/steering.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
 
@@ -23,9 +22,6 @@ const workingModel = () =>
     name: "stop-steering",
     steps: (request) => (request.tools?.length ? { toolCalls: [{ name: "work", arguments: {} }] } : { content: CONCLUSION }),
   });
-
-/** Holds every attempt at `gate` before its first turn: between its claim and its first model request. */
-const heldAtStart = (gate: Gate): RunHooks => ({ beforeFirstTurn: (start) => () => gate.pass(start.signal) });
 
 describe.each(backends)("stop modes meeting steering and an attempt's start on %s", (backend) => {
   let t: TestApp | undefined;

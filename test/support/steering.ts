@@ -6,6 +6,7 @@ import path from "node:path";
 import type { DossierClient } from "../../sdk/client.js";
 import { RunInputsDocument, SteerRunDocument } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import type { RunHooks } from "../../src/runtime/loop/attempt.js";
 import type { ChatMessage } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 
@@ -30,6 +31,9 @@ export class Gate {
     });
   }
 }
+
+/** Holds every attempt at `gate` before its first turn: between its claim and its first model request. */
+export const heldAtStart = (gate: Gate): RunHooks => ({ beforeFirstTurn: (start) => () => gate.pass(start.signal) });
 
 /** `work`: waits at `gate` on its `holdCalls` first calls, then takes `ms`; returns "worked". */
 export function workTool({ gate, holdCalls = 1, ms = 0 }: { gate?: Gate; holdCalls?: number; ms?: number } = {}): Tool {

@@ -3,7 +3,7 @@
 import { type App, createApp } from "../../src/compose/app.js";
 import { randomBytes } from "node:crypto";
 import { SecretBox } from "../../src/domain/secret-box.js";
-import { createEventBus } from "../../src/events/topics.js";
+import { createEventBus, type EventBus } from "../../src/events/topics.js";
 import { createLogger, type Logger, silentLogger } from "../../src/logger.js";
 import { type RunningServer, startHttpServer } from "../../src/server/http-server.js";
 import { createClient, type DossierClient } from "../../sdk/client.js";
@@ -79,6 +79,8 @@ export type TestAppOptions = {
   connections?: Parameters<typeof startHttpServer>[0]["connections"];
   /** The run queue ready runs are announced on (PostgreSQL deployments); the app does not close it. */
   runQueue?: Parameters<typeof createApp>[0]["runQueue"];
+  /** The app's event bus instead of one of its own (Redis shared with another app: two instances); the app does not close it, and `listeners()` does not count it. */
+  events?: EventBus;
 };
 
 export async function startTestApp(
@@ -107,6 +109,7 @@ export async function startTestApp(
     connections,
     signIn,
     runQueue,
+    events,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -115,7 +118,7 @@ export async function startTestApp(
   const eventTarget = new CountingEventTarget();
   const app = createApp({
     db,
-    events: createEventBus({ eventTarget }),
+    events: events ?? createEventBus({ eventTarget }),
     logger: logger ?? (process.env.TEST_LOGS ? createLogger("debug") : silentLogger),
     authRequired,
     artifactRetention,

@@ -4,7 +4,10 @@
 // that also marks it DELIVERED and records the STEERED trace event, so an attempt that lost its run
 // delivers nothing and the attempt that takes over delivers what was not. When the run ends first,
 // whatever row ends it releases its pending inputs (RELEASED) in the same transaction
-// (apply-transition.ts), so a UI can send the text as the next run.
+// (apply-transition.ts), so a UI can send the text as the next run. A stored input is announced
+// on the event bus after commit (run:changes): the worker executing the run may have read its
+// requests before the input was stored — with its claim, for its first model request — and hears
+// from the announcement that the next request delivers it.
 //
 // Every write here takes the run row's lock first (lock-order.ts): steerRun FOR SHARE (steers do
 // not wait for each other), delivery and the run's end FOR NO KEY UPDATE (the fence, or the
@@ -12,6 +15,7 @@
 // after, and sees the run ended; and before a delivery — and is delivered by it — or after, and
 // waits for the next model request.
 import { z } from "zod";
+import { type EventPublisher, publishRunSteered } from "../../events/topics.js";
 import type { PrismaClient, RunInput } from "../../generated/prisma/client.js";
 import { IdempotencyConflictError, NotFoundError, RunEndedError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -39,13 +43,13 @@ const isUniqueViolation = (error: unknown) => {
 };
 
 export class SteeringService {
-  constructor(private readonly deps: { prisma: PrismaClient }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
   /** Stores a steering input of one of the actor's runs that has not ended; with a key used before, returns that input. */
   async steerRun(actor: Actor, input: SteerInput): Promise<RunInput> {
     const { runId, text, idempotencyKey: key } = parseInput(steerInput, input);
     try {
-      return await this.deps.prisma.$transaction(async (tx) => {
+      const { input: stored, status } = await this.deps.prisma.$transaction(async (tx): Promise<{ input: RunInput; status?: RunStatusName }> => {
         const [run] = await tx.$queryRawUnsafe<{ status: RunStatusName }[]>(
           "SELECT status FROM run WHERE id = $1 AND owner_id = $2 FOR SHARE",
           runId,
@@ -53,10 +57,13 @@ export class SteeringService {
         );
         if (!run) throw new NotFoundError("Run", runId);
         const replayed = key ? await replay(tx, runId, key, text) : null;
-        if (replayed) return replayed;
+        if (replayed) return { input: replayed };
         if (isTerminal(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));
-        return tx.runInput.create({ data: { runId, text, idempotencyKey: key ?? null } });
+        return { input: await tx.runInput.create({ data: { runId, text, idempotencyKey: key ?? null } }), status: run.status };
       });
+      // Committed: the worker executing the run hears of it (an input replayed was announced when stored).
+      if (status) publishRunSteered(this.deps.events, runId, status);
+      return stored;
     } catch (error) {
       // The same key sent twice at once: the first committed, this one answers as it did.
       if (!key || !isUniqueViolation(error)) throw error;

@@ -1,6 +1,7 @@
 // What an attempt of a run is made of, as the worker hands it to the executor (AttemptContext),
-// what the parts of the runtime taking part in it write through (AttemptScope), what the executor
-// is built from (ExecutorDeps) and the fixed points where extensions take part (RunHooks).
+// what the parts of the runtime taking part in it write through (AttemptScope), a turn as the
+// executor holds it (Turn), what the executor is built from (ExecutorDeps) and the fixed points
+// where extensions take part (RunHooks).
 import type { LineageLevel } from "../../domain/research/conversation-lineage.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { AgentProfile } from "../agents.js";
@@ -8,6 +9,7 @@ import type { AttemptLog } from "../memory/attempt-log.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
 import type { Holder, Transact } from "../ports/attempt-fence.js";
 import type { Ahead } from "../../domain/transaction.js";
+import type { CostState } from "../../domain/costs/caps.js";
 import type { ConversationLog, LoggedMessage } from "../ports/conversation-log.js";
 import type { ModelPort } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
@@ -49,6 +51,12 @@ export type AttemptContext = {
    * (its first, when they were read with its claim).
    */
   afterTurn?: AbortSignal;
+  /**
+   * Whether a steering input of the run was heard announced (steerRun, on any instance) since this
+   * was last asked: the next model request delivers the run's pending inputs, even when its
+   * requests, read before the input was stored (with the claim, for a first request), said none waited.
+   */
+  steered?: () => boolean;
 };
 
 /**
@@ -73,6 +81,27 @@ export type AttemptScope = {
  * first model request).
  */
 export type AttemptStart = Omit<AttemptScope, "log">;
+
+/** One turn of an attempt as the executor holds it. `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
+export type Turn = {
+  scope: AttemptScope;
+  tools: Map<string, Tool>;
+  profile: AgentProfile;
+  index: number;
+  streamed: { text: string };
+  /** Steering inputs waited when the run's requests were last read: the turn delivers them first. */
+  inputsPending?: boolean;
+  /** Whether a steering input was heard announced since last asked (AttemptContext.steered): the turn delivers it too. */
+  steered?: () => boolean;
+  /** The run's cost caps and spends as last read, checked before the turn's model request. */
+  costs?: CostState;
+  /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */
+  nextRequests?: Promise<RunRequests>;
+  /** The run's approval requests as the attempt began (one made since is for a logged call, or ends the attempt): their ids are the run's. */
+  approvals: readonly { toolCallId: string }[];
+  /** The call ids the run used (call-ids.ts): read from the log once an attempt, then kept up with each reply's calls. */
+  callIds?: Set<string>;
+};
 
 /** What an attempt's tools are built with once its log and profile are read. */
 export type ToolsOfAttempt = (runLog: readonly LoggedMessage[], profile: AgentProfile) => Promise<Tool[]>;

@@ -20,7 +20,7 @@ import type { Transact } from "../ports/attempt-fence.js";
 import type { CostState } from "../../domain/costs/caps.js";
 import { type CostBounds, checkCostCaps } from "./cost-caps.js";
 import { callModel } from "./model-call.js";
-import { deliverSteering } from "./steering.js";
+import { deliverSteering, steeringWaits } from "./steering.js";
 import type { Outcome } from "./outcome.js";
 
 /** What the concluding request asks, after the log: the run's own words to the model, not a person's. */
@@ -39,12 +39,14 @@ type ConcludeTurn = {
   costs?: CostState;
   /** Steering inputs waited when the stop was taken: the request delivers them first. */
   inputsPending?: boolean;
+  /** Whether a steering input was heard announced since last asked: the request delivers it too. */
+  steered?: () => boolean;
 };
 
 /** Makes the concluding request inside the turn span `span`; its answer settles the run (concluded early). */
 export async function concludingRequest(deps: ConcludeDeps, turn: ConcludeTurn, span: SpanRef): Promise<Outcome> {
   const { run, sink, write, signal, log } = turn.scope;
-  if (turn.inputsPending) await deliverSteering(deps.runs, turn.scope, span);
+  if (steeringWaits(turn)) await deliverSteering(deps.runs, turn.scope, span);
   const built = await deps.context.build({
     run,
     log: log.entries,

@@ -2,62 +2,44 @@
 // next turn, over the conversation's append-only log, until a final reply, a limit, a stop or
 // the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
-// ledger through `write` — so nothing of an attempt that lost its run is applied.
+// ledger through `write` — so nothing of an attempt that lost its run is applied. The stops that
+// end a run with what it has (AFTER_TURN, CONCLUDE) are taken as stops-taken.ts says.
 import { budgetTokens, type RunRecord } from "../ports/run-state.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
 import { withRead, within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
-import { unrecordedInterruptions } from "../memory/conversation-log.js";
-import { repairNote } from "../memory/repair.js";
 import { ModelRetryLater } from "../ports/model.js";
-import { concludingRequest } from "./conclude.js";
-import { deliverSteering } from "./steering.js";
+import { deliverSteering, steeringWaits } from "./steering.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
-import type { Tool } from "../ports/tool.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { executeToolCalls } from "../tools/execute-tool-calls.js";
 import { answeredBefore, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
+import { recordRepairs } from "./repairs.js";
+import { type ConcludeDeps, conclude, type Stops, stopAfterTurn, unlessConcluding } from "./stops-taken.js";
 import { callModel, ModelRequestFailed } from "./model-call.js";
 import { callIdsOfRun as callIdsOf } from "./call-ids.js";
 import { groupedResults } from "./result-group.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
 import { isTransientDatabaseError } from "../../db/transient-errors.js";
-import type { CostState } from "../../domain/costs/caps.js";
 import { checkCostCaps } from "./cost-caps.js";
-import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps } from "./attempt.js";
+import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, Turn } from "./attempt.js";
 import { caught, settlesAfter, startFirstTurn } from "./attempt-start.js";
 
 export type { AgentProfile, FailureReason, NextStep, Outcome };
 export type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, RunHooks } from "./attempt.js";
 
-/** `streamed`: the text of the model reply in hand, as it streams (kept as a partial answer by a stop NOW). */
-type Turn = {
-  scope: AttemptScope;
-  tools: Map<string, Tool>;
-  profile: AgentProfile;
-  index: number;
-  streamed: { text: string };
-  /** Steering inputs waited when the run's requests were last read: the turn delivers them first. */
-  inputsPending?: boolean;
-  /** The run's cost caps and spends as last read, checked before the turn's model request. */
-  costs?: CostState;
-  /** The run's requests, read as soon as the turn's calls were over (the next turn's read). */
-  nextRequests?: Promise<RunRequests>;
-  /** The run's approval requests as the attempt began (one made since is for a logged call, or ends the attempt): their ids are the run's. */
-  approvals: readonly { toolCallId: string }[];
-  /** The call ids the run used (call-ids.ts): read from the log once an attempt, then kept up with each reply's calls. */
-  callIds?: Set<string>;
-};
-
 export class RunExecutor {
   private readonly context: ContextBuilder;
+  /** What a CONCLUDE stop's one last request is made with (stops-taken.ts). */
+  private readonly concluding: ConcludeDeps;
 
   constructor(private readonly deps: ExecutorDeps) {
     this.context = deps.context ?? new ContextBuilder({ model: deps.model });
+    this.concluding = { ...deps, context: this.context };
     this.modelLabel = deps.model.label;
   }
 
@@ -121,15 +103,16 @@ export class RunExecutor {
         await scope.sink.event(scope.span, "FINAL_REPLY", answered);
         return { type: "final", answer: answered };
       }
-      await this.recordRepairs(scope, heldCallIds(approvals));
+      await recordRepairs(scope, heldCallIds(approvals));
       const tools = await firstTurn(scope, profile);
-      const turn: Turn = { scope, tools, profile, index: log.ofRun().filter((m) => m.role === "ASSISTANT").length, streamed, approvals };
+      const index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
+      const turn: Turn = { scope, tools, profile, index, streamed, approvals, steered: attempt.steered };
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
         // The step an earlier attempt left waiting for decisions goes on where it stopped.
         const step = await inResumedTurn(scope, turn.index, (span) => this.actionStep(turn, span, { ...held, approvals }));
-        if (step.type !== "run_again") return await this.unlessConcluding(stops, turn, step);
+        if (step.type !== "run_again") return await unlessConcluding(this.concluding, stops, turn, step);
       }
       // A pause is taken at a safe point: after a turn (or the resumed step), its model request and
       // tool calls over and every result logged — never before the attempt's first step.
@@ -145,18 +128,18 @@ export class RunExecutor {
         turn.inputsPending = inputs;
         turn.costs = costs;
         // An AFTER_TURN stop heard since they were read (with the claim, for a first turn) counts too.
-        if (stop === "AFTER_TURN" || attempt.afterTurn?.aborted) return await this.stopAfterTurn(turn);
-        if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await this.conclude(stops, turn);
-        if (pause && safePoint) return { type: "interrupted", status: "PAUSED" };
+        if (stop === "AFTER_TURN" || attempt.afterTurn?.aborted) return await stopAfterTurn(turn);
+        if (stop === "CONCLUDE" || attempt.conclude?.aborted) return await conclude(this.concluding, stops, turn);
+        if (pause && safePoint) return PAUSED;
         const step = await this.turn(turn);
-        if (step.type !== "run_again") return await this.unlessConcluding(stops, turn, step);
+        if (step.type !== "run_again") return await unlessConcluding(this.concluding, stops, turn, step);
         turn.index += 1;
         safePoint = true;
       }
     } catch (error) {
       // The work in hand was stopped for a CONCLUDE stop: the attempt concludes (once).
       if (!signal.aborted && current && attempt.conclude?.aborted && !stops.concluding) {
-        return this.conclude(stops, current).catch((again: unknown) => this.failure(again, signal, streamed));
+        return conclude(this.concluding, stops, current).catch((again: unknown) => this.failure(again, signal, streamed));
       }
       return this.failure(error, signal, streamed);
     }
@@ -174,63 +157,6 @@ export class RunExecutor {
     // The database failed, not the run: its state is intact and another attempt resumes it.
     if (isTransientDatabaseError(error)) return { type: "interrupted", status: "HANDED_BACK", databaseFailed: message };
     return { type: "failed", reason: "INTERNAL_ERROR", message };
-  }
-
-  /** A step that ended the loop, unless a CONCLUDE stop cut it short: then the attempt concludes. */
-  private async unlessConcluding(stops: Stops, turn: Turn, step: NextStep): Promise<Outcome> {
-    const { attempt } = stops;
-    if (step.type === "run_again") throw new Error("a step that runs again does not end the loop");
-    // A complete answer stands; a stop of the attempt itself (NOW, the deadline) is not a conclusion.
-    if (step.type === "final" || !attempt.conclude?.aborted || attempt.signal.aborted) return step;
-    return this.conclude(stops, turn);
-  }
-
-  /** AFTER_TURN: the turn's calls finished and are logged; the run stops before its next model request. */
-  private async stopAfterTurn(turn: Turn): Promise<Outcome> {
-    await turn.scope.sink.event(turn.scope.span, "STOP_REQUESTED", { mode: "AFTER_TURN", taken: "before the next model request" });
-    return { type: "interrupted", status: "CANCELLED", afterTurn: true };
-  }
-
-  /**
-   * CONCLUDE: whatever the stop cut off is recorded as interrupted (R7: the log stays a valid
-   * request), then one last model request, offered no tools, asks for the best answer from the
-   * evidence gathered so far. Only the attempt's own signal stops it (NOW escalates, the deadline).
-   */
-  private async conclude(stops: Stops, turn: Turn): Promise<Outcome> {
-    stops.concluding = true;
-    const scope: AttemptScope = { ...turn.scope, signal: stops.attempt.signal };
-    await scope.sink.event(scope.span, "STOP_REQUESTED", { mode: "CONCLUDE", taken: "one last model request, without tools" });
-    await this.recordRepairs(scope, new Set());
-    // The caps read now: the work the stop cut off may have spent since the turn began; and the
-    // steering inputs waiting, which the last request delivers as any turn's does.
-    const { costs, inputs } = await this.deps.runs.requests(turn.scope.run.id);
-    const last: Turn = { ...turn, scope, tools: new Map(), costs, inputsPending: inputs };
-    const { signal, sink } = scope;
-    return withSpan(
-      sink,
-      { traceId: scope.span.traceId, parent: scope.span, kind: "TURN", name: `turn ${turn.index + 1} (conclude)` },
-      (span) => concludingRequest({ ...this.deps, context: this.context }, last, span),
-      {
-        ended: (step) => ({ status: stepSpanStatus(step, stoppedSpanStatus(signal)) }),
-        failed: () => ({ status: failedSpanStatus(signal) }),
-      },
-    );
-  }
-
-  /**
-   * R7: tool calls left without results by an interrupted attempt are recorded as repaired, once.
-   * The model's view places each neutral note right after its call (memory/repair.ts); this entry
-   * is the log's record that the call was interrupted.
-   */
-  private async recordRepairs(scope: AttemptScope, held: ReadonlySet<string>): Promise<void> {
-    // A call held for a decision did not run and will be answered: it is not dangling.
-    const dangling = unrecordedInterruptions(scope.log.entries).filter((call) => !held.has(call.id));
-    if (dangling.length === 0) return;
-    await scope.log.append(
-      scope.write,
-      dangling.map((call) => ({ role: "REPAIR", toolCallId: call.id, toolName: call.name, content: repairNote(call) })),
-    );
-    await scope.sink.event(scope.span, "REPAIR", { repaired: dangling.map((call) => ({ id: call.id, name: call.name })) });
   }
 
   private async turn(turn: Turn): Promise<NextStep> {
@@ -251,7 +177,7 @@ export class RunExecutor {
   private async modelAndTools(turn: Turn, span: SpanRef): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
     // A person's steering inputs enter the log right before the request that reads them (issue 38).
-    if (turn.inputsPending) await deliverSteering(this.deps.runs, turn.scope, span);
+    if (steeringWaits(turn)) await deliverSteering(this.deps.runs, turn.scope, span);
     const entries = log.entries;
     const { messages, budget, carried, recorded } = await this.context.build({
       run,
@@ -346,5 +272,4 @@ export class RunExecutor {
   }
 }
 
-/** What the attempt knows of a CONCLUDE stop: the attempt's signals, and whether its concluding request began. */
-type Stops = { attempt: AttemptContext; concluding: boolean };
+const PAUSED: Outcome = { type: "interrupted", status: "PAUSED" };

@@ -2,7 +2,9 @@
 // that reads them: a turn's, or the one last request of a CONCLUDE stop (conclude.ts). They go in
 // the attempt's fenced transaction that marks them DELIVERED, with a STEERED event on `span`, the
 // span of the turn making the request; steering writes them in a transaction of its own, after
-// the span's start (`write` is ordered).
+// the span's start (`write` is ordered). Whether inputs wait is read with the run's requests before
+// each model request; one stored after that read is heard announced (steerRun publishes it, and
+// the worker executing the run hears it on any instance) rather than read again before each request.
 import type { Transact } from "../ports/attempt-fence.js";
 import type { RunState } from "../ports/run-state.js";
 import type { SpanRef } from "../ports/trace-sink.js";
@@ -20,4 +22,14 @@ export function deliverSteering(
       texts.map((content) => ({ role: "USER" as const, content })),
     );
   return runs.deliverInputs(write, { runId: run.id, span, append });
+}
+
+/**
+ * Whether the next model request delivers steering inputs: they waited when the run's requests were
+ * read, or one was heard announced since the last request (asking clears what was heard; an input
+ * announced after this is delivered with the request after).
+ */
+export function steeringWaits(turn: { inputsPending?: boolean; steered?: () => boolean }): boolean {
+  const heard = turn.steered?.() ?? false;
+  return heard || Boolean(turn.inputsPending);
 }
