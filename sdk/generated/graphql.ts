@@ -13,7 +13,7 @@ export type AccessGrantInput = {
 
 /** What an access token may do with a granted resource. */
 export type AccessOperation =
-  /** Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation. */
+  /** Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation. A run's materials, and what its read_material reads, come only from the histories of the workspaces the token may READ. */
   | 'ADMIT'
   /** Cancel its runs. */
   | 'CANCEL'
@@ -34,7 +34,7 @@ export type AdmitRunInput = {
   /** Retrying with the same key and request returns the same run (replayed); kept at least 24 hours. */
   idempotencyKey?: string | null | undefined;
   limits?: RunLimitsInput | null | undefined;
-  /** Exact publication versions to give the run. */
+  /** Exact publication versions to give the run. With an access token, only versions of the history of a workspace it may READ (what readMaterial reads for it); any other is a NotFoundError, as for a version that does not exist, and the run's read_material reads no further either. */
   materials?: Array<MaterialRefInput> | null | undefined;
   /** Your own ids for the run (runs(filter: {metadata})): a flat object of string values, at most 32 keys (each following the rule of a tag) and 8 KB as JSON. Part of the request an idempotency key compares. */
   metadata?: unknown;

@@ -10,7 +10,9 @@
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents, and runsChanged
 //     listing only the runs the grants let it subscribe to; they end
 //     with "token expired" when the token does;
-//   - mutations: admitRun, steerRun and updateRunTags (ADMIT), cancelRun, pauseRun and resumeRun (CANCEL),
+//   - mutations: admitRun, steerRun and updateRunTags (ADMIT; admitRun's materials only from the
+//     histories READ reaches, checked by the admission itself: domain/workspace/material-reach.ts),
+//     cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,

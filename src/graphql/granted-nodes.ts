@@ -15,9 +15,9 @@
 //
 // A score is shown where what it judges is (a run, span, publication version or checkpoint
 // version); SCORE reaches exactly what READ would, had the SCORE grants been READ grants.
-import { Prisma, type PrismaClient } from "../generated/prisma/client.js";
+import type { PrismaClient } from "../generated/prisma/client.js";
 import { type AccessOperation, type AccessScope, grants, readableWorkspaceIds } from "../domain/principal/access-scope.js";
-import { inWorkspaceHistory } from "../domain/workspace/history-scope.js";
+import { withinReach } from "../domain/workspace/material-reach.js";
 import { TARGET_TYPENAMES } from "../domain/research/score-service.js";
 
 type RunPlacement = { id: string; workspaceId: string | null; conversationId: string } | null | undefined;
@@ -67,17 +67,9 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
   const inWorkspace = (row: { workspaceId: string } | null) => row !== null && workspaces.includes(row.workspaceId);
   const ofRun = async (run: RunPlacement) =>
     run != null && (grants(scope, "READ", "Run", run.id, run) || linkedThroughGrant(scope, "READ", { kind: "Run", ...run }, prisma, ownerId));
-  const live = async () =>
-    (await prisma.workspace.findMany({ where: { id: { in: workspaces }, ownerId, deletedAt: null }, select: { id: true } })).map((w) => w.id);
-  const inHistory = async (publicationId: string | undefined) => {
-    const reached = publicationId === undefined ? [] : await live();
-    if (reached.length === 0) return false;
-    const anyOf = Prisma.join(
-      reached.map((workspaceId) => Prisma.sql`(${inWorkspaceHistory(workspaceId, ownerId)})`),
-      " OR ",
-    );
-    return (await prisma.$queryRaw<unknown[]>`SELECT 1 FROM publication p WHERE p.id = ${publicationId} AND (${anyOf})`).length > 0;
-  };
+  // The rule admission and a token's runs read materials by (material-reach.ts).
+  const inHistory = async (publicationId: string | undefined) =>
+    publicationId !== undefined && (await withinReach(prisma, ownerId, { workspaceIds: workspaces }, [publicationId])).has(publicationId);
   const ownWorkspace = { workspace: { ownerId } };
   switch (typename) {
     case "GoalVersion":

@@ -69,6 +69,8 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       question: "Direct",
       limits: { maxTurns: 3, tokenBudget: 1000, deadlineSeconds: 60 },
       materials: [],
+      admittedByToken: null,
+      tokenReadableWorkspaceIds: [],
       idempotency: null,
       now,
     });

@@ -52,6 +52,8 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     metadata: {},
     metadataPairs: [],
     continuesPublicationId: null,
+    admittedByToken: null,
+    tokenReadableWorkspaceIds: [],
     ...overrides,
   };
 }

@@ -27,8 +27,17 @@ export async function assertOwned(db: Reader, actor: Actor, kind: LinkTargetKind
 
 export type VersionRef = { publicationId: string; version: number };
 
-/** Resolves exact publication versions the principal owns, in the order given. */
-export async function findOwnedVersions(db: Reader, actor: Actor, refs: VersionRef[]): Promise<{ id: string; ref: VersionRef }[]> {
+/**
+ * Resolves exact publication versions the principal owns, in the order given. `within`: the
+ * publications the actor may reach (an access token's, material-reach.ts); a version of any other
+ * is missing, as one of another principal's is.
+ */
+export async function findOwnedVersions(
+  db: Reader,
+  actor: Actor,
+  refs: VersionRef[],
+  within?: ReadonlySet<string>,
+): Promise<{ id: string; ref: VersionRef }[]> {
   if (refs.length === 0) return [];
   const found = await db.publicationVersion.findMany({
     where: {
@@ -39,7 +48,7 @@ export async function findOwnedVersions(db: Reader, actor: Actor, refs: VersionR
   });
   const byKey = new Map(found.map((v) => [`${v.publicationId}@${v.version}`, v.id]));
   return refs.map((ref) => {
-    const id = byKey.get(`${ref.publicationId}@${ref.version}`);
+    const id = within && !within.has(ref.publicationId) ? undefined : byKey.get(`${ref.publicationId}@${ref.version}`);
     if (!id) throw new NotFoundError("Publication version", `${ref.publicationId}@${ref.version}`);
     return { id, ref };
   });

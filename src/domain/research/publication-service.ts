@@ -56,6 +56,13 @@ export type MaterialRead = { status: "AVAILABLE"; version: ReadableVersion } | {
 /** A version frozen for a run at its admission, with what the run is told of its publication. */
 export type SelectedMaterial = { versionId: string; publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
 
+/** The answer to a read of a version that does not exist, or that the reader may not read: the same, so it tells nothing. */
+export const missingVersion = (version: number): MaterialRead => ({
+  status: "UNAVAILABLE",
+  reason: `there is no version ${version} of that publication that you may read`,
+  version: null,
+});
+
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex");
 
 export class PublicationService {
@@ -139,9 +146,7 @@ export class PublicationService {
       where: { publicationId: ref.publicationId, version: ref.version, publication: { ownerId: actor.principalId } },
       include: { publication: { select: { title: true, latestVersion: true } } },
     });
-    if (!version) {
-      return { status: "UNAVAILABLE", reason: `there is no version ${ref.version} of that publication that you may read`, version: null };
-    }
+    if (!version) return missingVersion(ref.version);
     if (contentHash(version.content) !== version.contentHash) {
       return { status: "UNAVAILABLE", reason: `"${version.publication.title}" version ${version.version} no longer matches its content hash`, version };
     }

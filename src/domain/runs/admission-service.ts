@@ -6,10 +6,11 @@ import { type EventPublisher, publishRunListChange } from "../../events/topics.j
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
-import { ConversationBusyError, IdempotencyConflictError, ValidationError } from "../errors.js";
+import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { shareOpenWorkspace } from "../workspace/link-service.js";
+import { admittedReach, reachOf, withinReach } from "../workspace/material-reach.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
 import { type Admission, type AdmitInput, admitInput, distinct, fingerprintOf, type MultitaskStrategy } from "./admission-request.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
@@ -52,7 +53,9 @@ export class AdmissionService {
     const profile = await this.profileOf(request.agent);
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
-    if (!request.conversationId) {
+    // An access token's materials are checked against its grants by the transactional admission.
+    const narrowed = actor.access !== undefined && (request.materials.length > 0 || Boolean(request.continuesPublicationId));
+    if (!request.conversationId && !narrowed) {
       const now = this.deps.now?.() ?? new Date();
       const outcome = await admitInOneStatement(this.deps.prisma, {
         ownerId: actor.principalId,
@@ -67,6 +70,7 @@ export class AdmissionService {
         metadata: request.metadata,
         materials: distinct(request.materials),
         continuesPublicationId: request.continuesPublicationId ?? null,
+        ...admittedReach(actor),
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         now,
         relations,
@@ -160,8 +164,15 @@ export class AdmissionService {
     // run row before its workspace. Taking locks in that order too never deadlocks with it.
     if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
     const goal = request.workspaceId ? await frozenGoal(tx, actor, request.workspaceId) : null;
-    const materials = await findOwnedVersions(tx, actor, distinct(request.materials));
-    if (request.continuesPublicationId) await assertOwned(tx, actor, "PUBLICATION", request.continuesPublicationId);
+    // An access token reaches only the publications of the histories it may READ: any other is
+    // refused as a missing one is, so its answer tells nothing of what exists outside them.
+    const named = [...request.materials.map((m) => m.publicationId), ...(request.continuesPublicationId ? [request.continuesPublicationId] : [])];
+    const within = actor.access && named.length > 0 ? await withinReach(tx, actor.principalId, reachOf(actor), named) : undefined;
+    const materials = await findOwnedVersions(tx, actor, distinct(request.materials), within);
+    if (request.continuesPublicationId) {
+      await assertOwned(tx, actor, "PUBLICATION", request.continuesPublicationId);
+      if (within && !within.has(request.continuesPublicationId)) throw new NotFoundError("Publication", request.continuesPublicationId);
+    }
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
@@ -183,6 +194,7 @@ export class AdmissionService {
         scheduleId: origin?.scheduleId ?? null,
         fireTime: origin?.fireTime ?? null,
         continuesPublicationId: request.continuesPublicationId ?? null,
+        ...admittedReach(actor),
         createdAt: now,
         deadlineAt: new Date(now.getTime() + request.limits.deadlineSeconds * 1000),
         goalVersionId: goal?.id ?? null,

@@ -5,7 +5,8 @@
 //
 //   ws        the workspace, open and the caller's, held FOR SHARE with its current goal version
 //             (a goal update, archive or delete waits for the statement, and it for them);
-//   found     the materials, exact versions of the caller's publications;
+//   found     the materials, exact versions of the caller's publications (an access token that
+//             names materials is admitted by the transactional path, which checks them against its grants);
 //   checks    one row when the workspace, every material and the publication the run continues
 //             (if any, the caller's) were found;
 //   claim     the idempotency key, claimed (or an expired one reclaimed) only if the checks passed;
@@ -40,6 +41,9 @@ export type OneStatementAdmission = {
   materials: { publicationId: string; version: number }[];
   /** The caller's publication the run's answer is published as the next version of; null: a new one. */
   continuesPublicationId?: string | null;
+  /** The access token admitting the run and the workspaces it may READ (material-reach.ts); null and none for a whole principal. */
+  admittedByToken: string | null;
+  tokenReadableWorkspaceIds: string[];
   idempotency: { key: string; fingerprint: string; expiresAt: Date } | null;
   now: Date;
   /** The relations the answer needs, given back by the same statement (admitted-run-relations.ts). */
@@ -100,6 +104,8 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   scheduleId: "schedule_id",
   fireTime: "fire_time",
   continuesPublicationId: "continues_publication_id",
+  admittedByToken: "admitted_by_token",
+  tokenReadableWorkspaceIds: "token_readable_workspace_ids",
 };
 
 /** A RETURNING list giving back the run under the names of Prisma's Run model; `table` qualifies its columns. */
@@ -168,12 +174,12 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,
-                       continues_publication_id, created_at, max_cost, confirm_cost_above)
+                       continues_publication_id, admitted_by_token, token_readable_workspace_ids, created_at, max_cost, confirm_cost_above)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
              gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)},
              ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[],
-             ${p(a.continuesPublicationId ?? null)}::text, ${now}, ${p(a.limits.maxCost ?? null)}::numeric, ${p(a.limits.confirmCostAbove ?? null)}::numeric
+             ${p(a.continuesPublicationId ?? null)}::text, ${p(a.admittedByToken)}::text, ${p(a.tokenReadableWorkspaceIds)}::text[], ${now}, ${p(a.limits.maxCost ?? null)}::numeric, ${p(a.limits.confirmCostAbove ?? null)}::numeric
         FROM gate, conversation
       RETURNING ${RUN_RETURNING}),
     materials AS (

@@ -44,6 +44,9 @@ export type RunRecord = {
   checkpointRevisionSeen: number | null;
   /** The publication the run was admitted to continue (its answer becomes that publication's next version). */
   continuesPublicationId: string | null;
+  /** The access token that admitted the run (null: a whole principal did) and the workspaces it could READ (workspace/material-reach.ts). */
+  admittedByToken: string | null;
+  tokenReadableWorkspaceIds: string[];
 };
 
 /** How an attempt ended (R18): the run settled in it, it was handed back, its lease was lost, or its instance died. */

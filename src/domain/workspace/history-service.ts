@@ -6,6 +6,7 @@ import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Actor } from "../principal/principal-service.js";
 import { type CatalogPage, type HistoryCatalog, historyCatalog } from "./history-catalog.js";
 import { type HistorySearch, type SearchHistoryInput, searchHistory } from "./history-search.js";
+import { type MaterialReach, withinReach } from "./material-reach.js";
 
 export class HistoryService {
   constructor(private readonly deps: { prisma: PrismaClient }) {}
@@ -18,5 +19,10 @@ export class HistoryService {
   /** The versions in the workspace's history that match a query; see searchHistory. */
   search(actor: Actor, input: SearchHistoryInput): Promise<HistorySearch> {
     return searchHistory(this.deps.prisma, actor, input);
+  }
+
+  /** The ids among `publicationIds` that `reach` holds for the principal; see withinReach. */
+  withinReach(ownerId: string, reach: MaterialReach, publicationIds: readonly string[]): Promise<Set<string>> {
+    return withinReach(this.deps.prisma, ownerId, reach, publicationIds);
   }
 }

@@ -15,7 +15,10 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
       description:
         "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation).",
     },
-    ADMIT: { description: "Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation." },
+    ADMIT: {
+      description:
+        "Admit runs into it (a workspace or a conversation), and steer its runs (steerRun): both add a person's message to a conversation. A run's materials, and what its read_material reads, come only from the histories of the workspaces the token may READ.",
+    },
     DECIDE: { description: "Approve or reject its runs' held tool calls (decideToolCall): the way a UI lets its user decide." },
     CANCEL: { description: "Cancel its runs." },
     SCORE: {

@@ -267,7 +267,11 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
     conversationId: t.id({ description: "Continue this conversation; without it a new conversation is started." }),
     agent: t.string({ description: "The agent profile; default `researcher`." }),
     question: t.string({ required: true }),
-    materials: t.field({ type: [MaterialRefInput], description: "Exact publication versions to give the run." }),
+    materials: t.field({
+      type: [MaterialRefInput],
+      description:
+        "Exact publication versions to give the run. With an access token, only versions of the history of a workspace it may READ (what readMaterial reads for it); any other is a NotFoundError, as for a version that does not exist, and the run's read_material reads no further either.",
+    }),
     limits: t.field({ type: RunLimitsInput }),
     multitask: t.field({
       type: MultitaskStrategyEnum,

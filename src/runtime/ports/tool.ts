@@ -13,6 +13,9 @@ export type ToolRun = {
   question: string;
   /** The checkpoint revision the run was shown (W9), once its workspace context is written. */
   checkpointRevisionSeen: number | null;
+  /** The access token that admitted the run, and the workspaces it could READ: what read_material may read for it (material-reach.ts). */
+  admittedByToken: string | null;
+  tokenReadableWorkspaceIds: string[];
 };
 
 export type ToolContext = {

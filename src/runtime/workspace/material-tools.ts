@@ -1,18 +1,22 @@
 // The run's access to earlier research (W7, W8, W11): `read_material` reads one exact
-// version through the publication module's checks, with the run's own principal, and
+// version through the publication module's checks, with the run's own principal (and, for a
+// run an access token admitted, only within what that token could read), and
 // `propose_checkpoint` records a checkpoint proposal to be decided when the run settles.
 // Neither ever fails the run: an unavailable material or a bad proposal is something the
 // model is told about and can work around.
 import { z } from "zod";
 import { idOfType } from "../../domain/global-id.js";
 import { type MaterialLedger, type ReadRange, rangeColumns, readRange } from "../../domain/research/material-ledger.js";
-import type { PublicationService, ReadableVersion } from "../../domain/research/publication-service.js";
+import type { VersionRef } from "../../domain/research/owned-objects.js";
+import { type MaterialRead, missingVersion, type PublicationService, type ReadableVersion } from "../../domain/research/publication-service.js";
 import { humanScoresText } from "../../domain/research/score-provenance.js";
 import type { ScoreService } from "../../domain/research/score-service.js";
 import { type CheckpointProposals, checkpointProposal, materialRef } from "../../domain/workspace/checkpoint-proposals.js";
+import type { HistoryService } from "../../domain/workspace/history-service.js";
+import { reachOfRun } from "../../domain/workspace/material-reach.js";
 import { describeUnstorable, findInvalidText, isStorableText } from "../../domain/text/unstorable-text.js";
 import type { ToolSchema } from "../ports/model.js";
-import { type Tool, ToolError } from "../ports/tool.js";
+import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
@@ -51,18 +55,29 @@ const READ_MATERIAL_SCHEMA: ToolSchema = {
   },
 };
 
-export function createReadMaterialTool(deps: {
+type ReadMaterialDeps = {
   publications: Pick<PublicationService, "readVersion">;
+  /** Which publications a run an access token admitted may read (the token's readable histories). */
+  history: Pick<HistoryService, "withinReach">;
   ledger: Pick<MaterialLedger, "record">;
   scores?: Pick<ScoreService, "humanScores">;
-}): Tool {
+};
+
+/** The version as the run's principal reads it; outside the admitting token's reach, as a version that does not exist. */
+async function readForRun(deps: ReadMaterialDeps, run: ToolRun, ref: VersionRef): Promise<MaterialRead> {
+  const reach = reachOfRun(run);
+  if (reach && !(await deps.history.withinReach(run.ownerId, reach, [ref.publicationId])).has(ref.publicationId)) return missingVersion(ref.version);
+  return deps.publications.readVersion({ principalId: run.ownerId }, ref);
+}
+
+export function createReadMaterialTool(deps: ReadMaterialDeps): Tool {
   return {
     schema: READ_MATERIAL_SCHEMA,
     async execute(args, { run, toolCallId, write }) {
       const parsed = materialRead.safeParse(args);
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
       const ref = { publicationId: publicationIdOf(parsed.data.publicationId), version: parsed.data.version };
-      const read = await deps.publications.readVersion({ principalId: run.ownerId }, ref);
+      const read = await readForRun(deps, run, ref);
       const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId, publicationVersionId: read.version?.id ?? null };
       const selected = { ...base, stage: "SELECTED" as const };
       if (read.status === "UNAVAILABLE") {
