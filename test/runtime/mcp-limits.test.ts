@@ -27,6 +27,26 @@ describe("tool listing", () => {
     expect([finite.tools.length, finite.truncated]).toEqual([2, false]);
   });
 
+  it("keeps each tool it can offer and skips, with why, one no run could call, counting positions across pages", async () => {
+    const pages: Record<string, { tools: unknown[]; nextCursor?: unknown }> = {
+      first: { tools: [{ name: "a", inputSchema: { type: "object" } }, "not a tool"], nextCursor: "second" },
+      second: { tools: [{ name: 7, inputSchema: { type: "object" } }, { name: "b", inputSchema: [] }, { inputSchema: { type: "object" } }], nextCursor: 3 },
+    };
+    const listing = await listToolsBounded(async (cursor) => pages[cursor ?? "first"]!, DEFAULT_MCP_LIMITS);
+    expect(listing).toEqual({
+      tools: [
+        { name: "a", description: undefined, inputSchema: { type: "object" } },
+        { name: "b", description: undefined, inputSchema: { type: "object" }, inputSchemaReplaced: "the server's input schema: it is not a JSON object" },
+      ],
+      skipped: [
+        { position: 1, reason: "not a JSON object" },
+        { position: 2, reason: "its name is not text" },
+        { position: 4, reason: "it has no name" },
+      ],
+      truncated: false,
+    });
+  });
+
   it("gives up after listTimeoutMs in all, whatever each page takes", async () => {
     const slow = (_cursor: string | undefined, signal: AbortSignal) =>
       new Promise<ReturnType<typeof page>>((resolve, reject) => {

@@ -72,7 +72,7 @@ describe("MCP tool results", () => {
   it("are not checked against a server's output schema: a catastrophic pattern never runs, the process keeps serving", async () => {
     // The SDK's check of "a"×30 + "!" against `^(a+)+$` held the event loop for seconds.
     const mcp = await connect("--redos-length", "30");
-    expect((await mcp.listTools()).map((tool) => tool.name)).toContain("redos");
+    expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("redos");
     const { value, stallMs } = await longestStall(() => mcp.callTool("redos", {}, AbortSignal.timeout(30_000)));
     expect(value).toEqual({ text: "redos: the text the tool returned", isError: false });
     expect(stallMs).toBeLessThan(1_000);
@@ -80,7 +80,7 @@ describe("MCP tool results", () => {
 
   it("are listed and called when a tool's output schema is one no JSON Schema library compiles", async () => {
     const mcp = await connect("--bad-schema");
-    expect((await mcp.listTools()).map((tool) => tool.name)).toEqual(["shaped", "redos", "odd", "structured", "unlistable"]);
+    expect((await mcp.listTools()).tools.map((tool) => tool.name)).toEqual(["shaped", "redos", "odd", "structured", "unlistable"]);
     expect(await mcp.callTool("unlistable", {}, AbortSignal.timeout(30_000))).toEqual({ text: "unlistable: answered", isError: false });
   });
 });

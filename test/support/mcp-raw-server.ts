@@ -2,6 +2,13 @@
 // server with its own reading of the protocol may write them.
 //   --redos-length <n>  how many "a"s the structured content of `redos` has before its "!" (27)
 //   --bad-schema        also lists `unlistable`, whose output schema no JSON Schema library compiles
+//   --odd-tools         also lists tools the protocol's schema refuses: `loose` (an input schema
+//                       without a type; answers its arguments), `stringy` (an input schema of type
+//                       "string"), `unkempt` (a description, annotations and icons of the wrong
+//                       shape) and, fifth of the list, a tool without a name
+//   --churn             lists `churn`, which sends `count` tools/list_changed notifications, the
+//                       list changing before each; the list then holds `version_<changes so far>`
+//                       and `listing_<tools/list requests answered, this one included>`
 // Tools:
 //   shaped      declares an output schema, answers text only
 //   redos       answers text and structured content that its output schema's pattern `^(a+)+$`
@@ -39,6 +46,23 @@ const tools = [
         },
       ]
     : []),
+  ...(argv.includes("--odd-tools")
+    ? [
+        { name: "loose", description: "An input schema without a type.", inputSchema: { properties: { q: { type: "string" } } } },
+        { description: "A tool without a name.", inputSchema: { type: "object" } },
+        { name: "stringy", description: "An input schema of type string.", inputSchema: { type: "string" } },
+        { name: "unkempt", description: 42, annotations: "none", icons: 5, inputSchema: { type: "object", properties: { n: { type: "number" } } } },
+      ]
+    : []),
+];
+
+let version = 0;
+let listings = 0;
+const churn = argv.includes("--churn");
+const churnTools = () => [
+  { name: "churn", description: "Changes the tool list `count` times, saying so each time.", inputSchema: { type: "object" } },
+  { name: `version_${version}`, description: "The tool list as of this change.", inputSchema: { type: "object" } },
+  { name: `listing_${listings}`, description: "How many listings the server has answered.", inputSchema: { type: "object" } },
 ];
 
 const results: Record<string, unknown> = {
@@ -54,15 +78,35 @@ const results: Record<string, unknown> = {
   unlistable: { content: [{ type: "text", text: "unlistable: answered" }], structuredContent: { a: "x" } },
 };
 
+function call(name: string, args: { count?: number }): unknown {
+  const text = (value: string) => ({ content: [{ type: "text", text: value }] });
+  if (name === "churn") {
+    for (let i = 0; i < (args.count ?? 1); i += 1) {
+      version += 1;
+      send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+    }
+    return text(`churn: the list changed ${args.count ?? 1} times`);
+  }
+  if (/^(version|listing)_\d+$/.test(name) || name === "stringy" || name === "unkempt") return text(`${name}: answered`);
+  if (name === "loose") return text(`loose: answered ${JSON.stringify(args)}`);
+  return results[name] ?? { content: [], isError: true };
+}
+
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 createInterface({ input: process.stdin }).on("line", (line) => {
-  const message = JSON.parse(line) as { id?: number | string; method?: string; params?: { name?: string; protocolVersion?: string } };
+  const message = JSON.parse(line) as {
+    id?: number | string;
+    method?: string;
+    params?: { name?: string; protocolVersion?: string; arguments?: { count?: number } };
+  };
   if (message.id === undefined) return;
   const reply = (result: unknown) => send({ jsonrpc: "2.0", id: message.id, result });
   if (message.method === "initialize")
-    reply({ protocolVersion: message.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "raw", version: "1.0.0" } });
-  else if (message.method === "tools/list") reply({ tools });
-  else if (message.method === "tools/call") reply(results[message.params?.name ?? ""] ?? { content: [], isError: true });
+    reply({ protocolVersion: message.params?.protocolVersion, capabilities: { tools: { listChanged: churn } }, serverInfo: { name: "raw", version: "1.0.0" } });
+  else if (message.method === "tools/list") {
+    listings += 1;
+    reply({ tools: churn ? churnTools() : tools });
+  } else if (message.method === "tools/call") reply(call(message.params?.name ?? "", message.params?.arguments ?? {}));
   else reply({});
 });
 process.stdin.on("end", () => process.exit(0));

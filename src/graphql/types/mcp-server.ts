@@ -3,7 +3,7 @@
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { REDACTION_RULE } from "../../domain/sealed-url.js";
-import type { McpServerStatus } from "../../runtime/ports/mcp.js";
+import type { McpServerStatus, McpSkippedTool } from "../../runtime/ports/mcp.js";
 import { nameMcpTools } from "../../runtime/ports/mcp-tool-names.js";
 import { McpTransport } from "../../generated/prisma/enums.js";
 import type { McpServer } from "../../generated/prisma/client.js";
@@ -38,7 +38,7 @@ const McpConnectionStateEnum = builder.enumType("McpConnectionState", {
 
 type StatusView = McpServerStatus & { serverName: string };
 
-const McpToolRef = builder.objectRef<{ name: string; exposedName: string; description?: string }>("McpTool").implement({
+const McpToolRef = builder.objectRef<{ name: string; exposedName: string; description?: string; inputSchemaReplaced?: string }>("McpTool").implement({
   description: "A tool an MCP server offers.",
   fields: (t) => ({
     name: t.exposeString("name", { description: "The name the server gives it." }),
@@ -46,6 +46,20 @@ const McpToolRef = builder.objectRef<{ name: string; exposedName: string; descri
       description: "The name runs call it by: mcp__<server>__<tool>, made unique within the server. Agent profiles may allow `mcp__<server>__*`.",
     }),
     description: t.string({ nullable: true, resolve: (tool) => tool.description ?? null }),
+    inputSchemaReplaced: t.string({
+      nullable: true,
+      description:
+        'Why runs are offered this tool with an open input schema (`{"type":"object"}`: any JSON object of arguments, which the server itself checks) instead of the one the server lists — which is not an object schema, and which a model API would refuse for the whole request. Null when runs get the server\'s.',
+      resolve: (tool) => tool.inputSchemaReplaced ?? null,
+    }),
+  }),
+});
+
+const McpSkippedToolRef = builder.objectRef<McpSkippedTool>("McpSkippedTool").implement({
+  description: "A tool the server listed that runs are not offered: nothing could call it. The server's other tools are offered.",
+  fields: (t) => ({
+    position: t.exposeInt("position", { description: "Where the server listed it: 0 for its first tool, counted across pages." }),
+    reason: t.exposeString("reason", { description: "Why it is skipped, e.g. `it has no name`." }),
   }),
 });
 
@@ -55,6 +69,11 @@ const McpServerStatusRef = builder.objectRef<StatusView>("McpServerStatus").impl
     state: t.field({ type: McpConnectionStateEnum, resolve: (status) => status.state }),
     error: t.string({ nullable: true, resolve: (status) => status.error }),
     tools: t.field({ type: [McpToolRef], resolve: (status) => nameMcpTools(status.serverName, status.tools) }),
+    skippedTools: t.field({
+      type: [McpSkippedToolRef],
+      description: "Tools of the server's last listing that runs are not offered, with why; one such tool never costs the server its others.",
+      resolve: (status) => status.skippedTools,
+    }),
     connects: t.exposeInt("connects", {
       description: "Connections this instance has opened to the server; an update of another server does not add one.",
     }),
@@ -100,7 +119,7 @@ export const McpServerNode = builder.prismaNode("McpServer", {
       type: McpServerStatusRef,
       description: "Connects first if needed (bounded by the connect timeout).",
       resolve: async (server, _args, ctx): Promise<StatusView> => {
-        const unseen: McpServerStatus = { state: "CONNECTING", error: null, tools: [], connects: 0, draining: 0 };
+        const unseen: McpServerStatus = { state: "CONNECTING", error: null, tools: [], skippedTools: [], connects: 0, draining: 0 };
         return { serverName: server.name, ...((await statusesFor(ctx)).get(server.id) ?? unseen) };
       },
     }),

@@ -1,7 +1,8 @@
 // What a principal's MCP server may send: a message's size is capped while it is received (not
 // after buffering it whole), and tool listing is bounded in pages, tools and time. A server is
 // another principal's program or anyone's URL: its output is never trusted to be small or to end.
-import type { McpToolInfo } from "../ports/mcp.js";
+import type { McpToolListing } from "../ports/mcp.js";
+import { readListedTool } from "./mcp-listed-tools.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 export type McpLimits = {
@@ -102,28 +103,32 @@ function eventOverCap(maxBytes: number): (chunk: Uint8Array) => boolean {
 /** Whether an error the SDK's stdio transport reported is its read buffer overflowing (a line over the cap). */
 export const isStdioOverflow = (error: unknown): boolean => error instanceof Error && /ReadBuffer exceeded maximum size/.test(error.message);
 
-type Page = { tools: { name: string; description?: string; inputSchema: unknown }[]; nextCursor?: string };
+type Page = { tools?: unknown[]; nextCursor?: unknown };
 
 /**
  * Every page of tools/list up to the limits: at most `listMaxPages` pages and `listMaxTools` tools,
  * within `listTimeoutMs` in all. A server that goes past the page or tool limit keeps the tools
- * listed so far; one that takes too long fails the listing.
+ * listed so far; one that takes too long fails the listing. Each tool is read on its own
+ * (mcp-listed-tools.ts): one the runs cannot use is skipped, with its reason, and the rest kept.
  */
 export async function listToolsBounded(
   listPage: (cursor: string | undefined, signal: AbortSignal) => Promise<Page>,
   limits: McpLimits,
-): Promise<{ tools: McpToolInfo[]; truncated: boolean }> {
+): Promise<McpToolListing & { truncated: boolean }> {
   const signal = AbortSignal.timeout(limits.listTimeoutMs);
-  const tools: McpToolInfo[] = [];
+  const listing: McpToolListing = { tools: [], skipped: [] };
+  let position = 0;
   let cursor: string | undefined;
   for (let page = 0; page < limits.listMaxPages; page += 1) {
     const answer = await listPage(cursor, signal);
-    for (const tool of answer.tools) {
-      if (tools.length >= limits.listMaxTools) return { tools, truncated: true };
-      tools.push({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Record<string, unknown> });
+    for (const raw of answer.tools ?? []) {
+      if (listing.tools.length >= limits.listMaxTools) return { ...listing, truncated: true };
+      const read = readListedTool(raw, position++);
+      if ("tool" in read) listing.tools.push(read.tool);
+      else listing.skipped.push(read.skipped);
     }
-    cursor = answer.nextCursor;
-    if (!cursor) return { tools, truncated: false };
+    cursor = typeof answer.nextCursor === "string" && answer.nextCursor !== "" ? answer.nextCursor : undefined;
+    if (!cursor) return { ...listing, truncated: false };
   }
-  return { tools, truncated: true };
+  return { ...listing, truncated: true };
 }

@@ -3,7 +3,8 @@
 // server sends is capped while it arrives and listing is bounded (mcp-limits.ts).
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolInfo } from "../ports/mcp.js";
+import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolListing } from "../ports/mcp.js";
+import { AnyToolsPage } from "./mcp-listed-tools.js";
 import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
 import { AnyCallToolResult, keepEveryResult, resultText } from "./mcp-results.js";
 
@@ -142,12 +143,14 @@ class SdkMcpClient implements McpClient {
     private readonly markClosing: () => void,
   ) {}
 
-  async listTools(): Promise<McpToolInfo[]> {
-    const { tools } = await listToolsBounded(
-      (cursor, signal) => this.inFlight.run(this.client.listTools(cursor ? { cursor } : undefined, { signal })),
+  async listTools(): Promise<McpToolListing> {
+    // A plain request, not the SDK's `listTools`, whose schema refuses the whole answer for one
+    // odd tool; each tool is read on its own (mcp-listed-tools.ts).
+    const { tools, skipped } = await listToolsBounded(
+      (cursor, signal) => this.inFlight.run(this.client.request({ method: "tools/list", params: cursor ? { cursor } : undefined }, AnyToolsPage, { signal })),
       this.limits,
     );
-    return tools;
+    return { tools, skipped };
   }
 
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {

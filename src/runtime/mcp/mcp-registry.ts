@@ -3,10 +3,11 @@
 // settings changed. A replaced or removed server's connection is retired: it takes no new
 // calls, and closes when its last in-flight call has finished (reference count), or after the
 // drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
-// when they start; `tools/list_changed` refreshes a server's list for the runs that follow.
+// when they start; `tools/list_changed` refreshes a server's list for the runs that follow,
+// coalesced: at most one listing in flight and one waiting per connection (tool-refresh.ts).
 import type { EventBus } from "../../events/topics.js";
 import type { Logger } from "../../logger.js";
-import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
+import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
@@ -14,6 +15,7 @@ import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/secret-box.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
+import { RELIST_INTERVAL_MS, ToolRefresh } from "./tool-refresh.js";
 import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
 
 export type { McpConnectionState, McpServerStatus };
@@ -29,7 +31,11 @@ export type McpConnection = {
   state: McpConnectionState;
   error?: string;
   tools: McpToolInfo[];
+  /** Tools of the last listing that runs are not offered, with why. */
+  skipped: McpSkippedTool[];
   client?: McpClient;
+  /** Re-lists the tools after `tools/list_changed`, coalesced. */
+  refresh?: ToolRefresh;
   ready: Promise<void>;
   /** Calls in flight on this connection. */
   leases: number;
@@ -58,6 +64,8 @@ export type McpRegistryOptions = {
   connectTimeoutMs?: number;
   /** A failed server is retried by the next run or status read after this long. */
   retryAfterMs?: number;
+  /** The least time between two re-listings of one connection's tools (RELIST_INTERVAL_MS by default). */
+  relistIntervalMs?: number;
 };
 
 type ChangeStream = AsyncIterableIterator<{ principalId: string }> & { return?: () => Promise<unknown> };
@@ -148,9 +156,9 @@ export class McpRegistry {
     const statuses = new Map<string, McpServerStatus>();
     const extra = (serverId: string) => ({ connects: this.connects.get(serverId) ?? 0, draining: this.draining.get(serverId)?.size ?? 0 });
     for (const [serverId, c] of state.servers) {
-      statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, ...extra(serverId) });
+      statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, skippedTools: c.skipped, ...extra(serverId) });
     }
-    for (const serverId of state.disabled) statuses.set(serverId, { state: "DISABLED", error: null, tools: [], ...extra(serverId) });
+    for (const serverId of state.disabled) statuses.set(serverId, { state: "DISABLED", error: null, tools: [], skippedTools: [], ...extra(serverId) });
     return statuses;
   }
 
@@ -228,6 +236,7 @@ export class McpRegistry {
       hash,
       state: "CONNECTING",
       tools: [],
+      skipped: [],
       leases: 0,
       retired: false,
       ready: Promise.resolve(),
@@ -247,8 +256,10 @@ export class McpRegistry {
     }
     this.connects.set(row.id, (this.connects.get(row.id) ?? 0) + 1);
     const signal = AbortSignal.timeout(this.options.connectTimeoutMs ?? 15_000);
+    const refresh = new ToolRefresh(() => this.refreshTools(connection), this.options.relistIntervalMs ?? RELIST_INTERVAL_MS);
+    connection.refresh = refresh;
     const events = {
-      onToolsChanged: () => void this.refreshTools(connection),
+      onToolsChanged: () => refresh.request(),
       onClosed: (error?: Error) => {
         if (connection.state === "CLOSED") return;
         this.fail(connection, error ?? new Error("the MCP server closed the connection"));
@@ -260,7 +271,7 @@ export class McpRegistry {
       .then(async (client) => {
         connection.client = client;
         if (connection.retired) return void (await this.closeConnection(connection));
-        connection.tools = await client.listTools();
+        ({ tools: connection.tools, skipped: connection.skipped } = await client.listTools());
         if (connection.state === "CONNECTING") connection.state = "CONNECTED";
       })
       .catch((error: unknown) => {
@@ -281,12 +292,12 @@ export class McpRegistry {
     this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: detail });
   }
 
-  /** Re-lists a server's tools after `tools/list_changed`; runs already started keep their snapshot. */
+  /** Re-lists a server's tools after `tools/list_changed` (via `connection.refresh`); runs already started keep their snapshot. */
   private async refreshTools(connection: McpConnection): Promise<void> {
     await connection.ready;
     if (connection.state !== "CONNECTED" || connection.retired || !connection.client) return;
     try {
-      connection.tools = await connection.client.listTools();
+      ({ tools: connection.tools, skipped: connection.skipped } = await connection.client.listTools());
     } catch (error) {
       this.options.logger.warn("mcp tools refresh failed", { server: connection.serverName, error: String(error) });
     }
@@ -313,6 +324,7 @@ export class McpRegistry {
 
   private async closeConnection(connection: McpConnection): Promise<void> {
     clearTimeout(connection.drainTimer);
+    connection.refresh?.stop();
     const set = this.draining.get(connection.serverId);
     set?.delete(connection);
     if (set?.size === 0) this.draining.delete(connection.serverId);

@@ -7,13 +7,22 @@ export type McpEndpoint =
   | { transport: "STDIO"; command: string; args: string[]; env: Record<string, string>; cwd?: string }
   | { transport: "HTTP"; url: string; headers: Record<string, string> };
 
-/** A tool as the server lists it; `inputSchema` is a JSON Schema object. */
-export type McpToolInfo = { name: string; description?: string; inputSchema: Record<string, unknown> };
+/**
+ * A tool as the server lists it; `inputSchema` is a JSON Schema object. `inputSchemaReplaced`:
+ * why runs are offered it with an open input schema instead of the server's (absent when not).
+ */
+export type McpToolInfo = { name: string; description?: string; inputSchema: Record<string, unknown>; inputSchemaReplaced?: string };
+
+/** A listed tool no run is offered: where the server listed it (0 for its first, across pages) and why. */
+export type McpSkippedTool = { position: number; reason: string };
+
+/** What a listing yields: the tools runs are offered, and those skipped. */
+export type McpToolListing = { tools: McpToolInfo[]; skipped: McpSkippedTool[] };
 
 export type McpCallResult = { text: string; isError: boolean };
 
 export interface McpClient {
-  listTools(): Promise<McpToolInfo[]>;
+  listTools(): Promise<McpToolListing>;
   callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult>;
   close(): Promise<void>;
 }
@@ -34,6 +43,8 @@ export type McpServerStatus = {
   state: McpConnectionState | "DISABLED";
   error: string | null;
   tools: readonly McpToolInfo[];
+  /** Tools the server listed that runs are not offered, with why. */
+  skippedTools: readonly McpSkippedTool[];
   /** Connections this instance has opened to the server (a reconnect adds one). */
   connects: number;
   /** Replaced connections of this server still finishing their in-flight calls. */

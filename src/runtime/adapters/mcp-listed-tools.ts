@@ -1,0 +1,55 @@
+// The tools of a `tools/list` answer, read one by one: one odd tool never costs the server its
+// other tools. The SDK's own reading refuses the whole answer for one tool that strays from its
+// schema (an input schema without `type: "object"`, a description that is not text, an unknown
+// annotation's shape), which left the server FAILED and every tool of it unusable.
+import { z } from "zod";
+import type { McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
+
+/** A page of `tools/list` as requested: any object; its tools are read by `readListedTool`. */
+export const AnyToolsPage = z.looseObject({ tools: z.array(z.unknown()).optional(), nextCursor: z.unknown().optional() });
+
+/** The input schema a tool is offered with when the server's is not an object schema: any JSON object of arguments. */
+export const OPEN_INPUT_SCHEMA: Readonly<Record<string, unknown>> = Object.freeze({ type: "object" });
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A schema's `type` as a reason shows it: a short text quoted, anything else by its kind. */
+const typeName = (type: unknown): string =>
+  type === undefined ? "missing" : typeof type === "string" ? JSON.stringify(type.slice(0, 40)) : Array.isArray(type) ? "a list" : typeof type;
+
+/**
+ * Why a tool's input schema is not one a model can be offered, or null when it is: the protocol's
+ * own rule (a JSON object with `type: "object"`, `properties` an object of schemas, `required` a
+ * list of names). Model APIs refuse a request whose tool parameters break it, which would fail
+ * every run offered the tool, not only its calls.
+ */
+function schemaFault(schema: unknown): string | null {
+  if (schema === undefined) return "it has none";
+  if (!isObject(schema)) return "it is not a JSON object";
+  if (schema.type !== "object") return `its type is ${typeName(schema.type)}, not "object"`;
+  const { properties, required } = schema;
+  if (properties !== undefined && !(isObject(properties) && Object.values(properties).every(isObject))) {
+    return "its properties are not an object of schemas";
+  }
+  if (required !== undefined && !(Array.isArray(required) && required.every((name) => typeof name === "string"))) {
+    return "its required is not a list of names";
+  }
+  return null;
+}
+
+/**
+ * One listed tool as runs are offered it, or why it is skipped. Only a tool without a name is
+ * skipped: nothing could call it. A description that is not text is left out; an input schema
+ * that is not an object schema is replaced by an open one (`OPEN_INPUT_SCHEMA`), and the tool
+ * says so (`inputSchemaReplaced`): the server still checks the arguments it is given.
+ */
+export function readListedTool(raw: unknown, position: number): { tool: McpToolInfo } | { skipped: McpSkippedTool } {
+  if (!isObject(raw)) return { skipped: { position, reason: "not a JSON object" } };
+  if (typeof raw.name !== "string" || raw.name === "") {
+    return { skipped: { position, reason: raw.name === undefined || raw.name === "" ? "it has no name" : "its name is not text" } };
+  }
+  const description = typeof raw.description === "string" ? raw.description : undefined;
+  const fault = schemaFault(raw.inputSchema);
+  if (fault === null) return { tool: { name: raw.name, description, inputSchema: raw.inputSchema as Record<string, unknown> } };
+  return { tool: { name: raw.name, description, inputSchema: { ...OPEN_INPUT_SCHEMA }, inputSchemaReplaced: `the server's input schema: ${fault}` } };
+}
