@@ -4,12 +4,12 @@
 import { describe, expect, it } from "vitest";
 import type { ToolApprovalRecord } from "../../src/domain/runs/tool-approval-service.js";
 import type { Transact } from "../../src/domain/transaction.js";
-import { approvalGate, declinedResult } from "../../src/runtime/tools/approval-gate.js";
+import { approvalGate, changedToolResult, declinedResult } from "../../src/runtime/tools/approval-gate.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 
 const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
 
-function gateOver(existing: Partial<ToolApprovalRecord>[] = []) {
+function gateOver(existing: Partial<ToolApprovalRecord>[] = [], mcpTools: Record<string, string> = {}) {
   const requests: unknown[] = [];
   const started: string[] = [];
   const sink = new InMemoryTraceSink();
@@ -24,6 +24,7 @@ function gateOver(existing: Partial<ToolApprovalRecord>[] = []) {
     },
     needsApproval: (name) => name === "deploy",
     inputSchemaOf: (name) => (name === "deploy" ? { type: "object", properties: { target: { type: "string" } } } : null),
+    mcpToolOf: (name) => mcpTools[name] ?? null,
     existing: existing.map((a) => ({ messageId: "m1", startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord),
     runId: "run-1",
     messageId: "m1",
@@ -64,5 +65,26 @@ describe("the approval gate", () => {
     // A reused id of an earlier message reads no decision of that message's call: it asks anew.
     expect(await gate(call("c4"), span)).toEqual({ type: "pending" });
     expect(requests).toHaveLength(1);
+  });
+
+  it("runs an approved call only while its name means the MCP tool the request recorded", async () => {
+    const tools = { mcp__fs__delete_cache: "fs/delete_cache", deploy: "ops/deploy" };
+    const { gate, requests, started, sink } = gateOver(
+      [
+        { id: "a1", toolCallId: "c1", decision: "APPROVE", mcpTool: "fs/delete.cache" },
+        { id: "a2", toolCallId: "c2", decision: "EDIT", editedArguments: "{}", mcpTool: "fs/delete.cache" },
+        { id: "a3", toolCallId: "c3", decision: "APPROVE", mcpTool: "fs/delete_cache" },
+      ],
+      tools,
+    );
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool mcp__fs__delete_cache" });
+    const changed = { type: "decline", output: changedToolResult({ name: "mcp__fs__delete_cache" }, "fs/delete.cache", "fs/delete_cache") };
+    expect(await gate(call("c1", "mcp__fs__delete_cache"), span)).toEqual(changed);
+    expect(await gate(call("c2", "mcp__fs__delete_cache"), span)).toEqual(changed);
+    expect(await gate(call("c3", "mcp__fs__delete_cache"), span)).toEqual({ type: "execute" });
+    expect(started).toEqual(["a3"]);
+    // A new request records which tool it is for.
+    await gate(call("c4"), span);
+    expect(requests).toEqual([expect.objectContaining({ toolCallId: "c4", mcpTool: "ops/deploy" })]);
   });
 });

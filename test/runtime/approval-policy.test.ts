@@ -30,6 +30,15 @@ describe("the approval policy", () => {
     expect(needsApproval({}, "run_command")).toBe(false);
   });
 
+  it("an MCP tool's full name counts as well as its exposed one: a call waits when either name's rule says always", () => {
+    const exposed = "mcp__acme-internal-admin-tools__repositories_bulk_archive_and_de";
+    const full = "mcp__acme-internal-admin-tools__repositories_bulk_archive_and_delete_old";
+    expect(needsApproval({ operator: { "*delete*": "always" } }, exposed)).toBe(false);
+    expect(needsApproval({ operator: { "*delete*": "always" } }, exposed, full)).toBe(true);
+    expect(needsApproval({ profile: { "*delete*": "always", "*_de": "never" } }, exposed, full)).toBe(true);
+    expect(needsApproval({ operator: { "*delete*": "never" } }, exposed, full)).toBe(false);
+  });
+
   it("a run's policy reads the tool's own demand, and holds no call of a tool the run is not offered", () => {
     const tool = (name: string, requiresApproval?: boolean): [string, Tool] => [
       name,

@@ -4,11 +4,14 @@
 //   --variant <v>      "a": tools slow, echo; "b": adds fresh — a configuration change that
 //                      yields a different tool set; "endless-list": tools/list always has a
 //                      next page; "slow-list": tools/list answers after 60 s; "hostile":
-//                      variant a's tools and `huge`
+//                      variant a's tools and `huge`; "names": only tools whose names Dossier must
+//                      fit to model APIs (LONG_DELETE_TOOL, `delete.cache` and `delete_cache`, which
+//                      both become `delete_cache`) and `forget_dotted`, which removes `delete.cache`
 //   The tool `huge` (every variant but "a" and "b") answers `bytes` characters (an error result with `error`); with `stream`
 //   it writes its answer straight to stdout (or the HTTP response) in 1 MiB pieces as the pipe
 //   drains, as a server that streams a result it never holds whole would.
-//   MCP_TEST_LOG=file  appends "start <label> <pid>" and "exit <label> <pid>" lines
+//   MCP_TEST_LOG=file  appends "start <label> <pid>" and "exit <label> <pid>" lines, and "call <tool> <label> <pid>"
+//                      for each call of variant "names"' tools
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -28,8 +31,12 @@ const log = (line: string) => {
   if (process.env.MCP_TEST_LOG) appendFileSync(process.env.MCP_TEST_LOG, `${line} ${label} ${process.pid}\n`);
 };
 
+/** Variant "names"' tool of 70 characters: its exposed name is cut before "delete". */
+const LONG_DELETE_TOOL = "repositories_bulk_archive_and_delete_every_branch_older_than_ninety_dd";
+
 function buildServer(): McpServer {
   const server = new McpServer({ name: `dossier-test-${label}`, version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+  if (variant === "names") return registerNames(server);
   server.registerTool(
     "slow",
     { description: "Answers after `ms` milliseconds.", inputSchema: { ms: z.number().int().min(0), tag: z.string().optional() } },
@@ -65,6 +72,23 @@ function buildServer(): McpServer {
   if (variant === "b") {
     server.registerTool("fresh", { description: "Only in variant b." }, async () => ({ content: [{ type: "text", text: "fresh" }] }));
   }
+  return server;
+}
+
+/** Variant "names": tools whose exposed names are cut or collide; each call is logged. */
+function registerNames(server: McpServer): McpServer {
+  const logged = (tool: string) => async () => {
+    log(`call ${tool}`);
+    return { content: [{ type: "text" as const, text: `${tool} done` }] };
+  };
+  const registered = [LONG_DELETE_TOOL, "delete.cache", "delete_cache"].map((tool) =>
+    server.registerTool(tool, { description: `Runs ${tool}.` }, logged(tool)),
+  );
+  // Removing a tool from a connected server sends notifications/tools/list_changed.
+  server.registerTool("forget_dotted", { description: "Removes the tool `delete.cache`." }, async () => {
+    registered[1]!.remove();
+    return { content: [{ type: "text", text: "removed delete.cache" }] };
+  });
   return server;
 }
 

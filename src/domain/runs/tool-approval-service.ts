@@ -44,6 +44,8 @@ export type NewApproval = {
   arguments: string;
   /** The tool's input schema as stored text (JSON Schema): what an EDIT decision is checked against. */
   inputSchema: string | null;
+  /** The MCP tool the call is for, `<server>/<tool as its server lists it>`; null for any other tool. */
+  mcpTool?: string | null;
   spanId: string | null;
   requestedAt: Date;
   expiresAt: Date;

@@ -52,7 +52,7 @@ export function heldStep(runLog: readonly LoggedMessage[], approvals: readonly T
 
 /**
  * Whether a call of `toolName` needs approval under the operator's rules, the profile's and the
- * tool's own demand. A call of a tool the run is not offered needs none: it only gets an error.
+ * tool's own demand, the rules matched against its exposed name and its full name. A call of a tool the run is not offered needs none: it only gets an error.
  */
 export function approvalPolicy(
   settings: ApprovalSettings,
@@ -61,7 +61,8 @@ export function approvalPolicy(
 ): (toolName: string) => boolean {
   return (toolName) => {
     const tool = tools.get(toolName);
-    return tool !== undefined && needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval }, toolName);
+    if (tool === undefined) return false;
+    return needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval }, toolName, tool.fullName);
   };
 }
 
@@ -75,6 +76,7 @@ export function stepGate(
     approvals: settings.store,
     needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
     inputSchemaOf: (toolName) => attempt.tools.get(toolName)?.schema.parameters ?? null,
+    mcpToolOf: (toolName) => attempt.tools.get(toolName)?.mcpTool ?? null,
     existing: step.approvals,
     runId: attempt.run.id,
     messageId: step.messageId,

@@ -1,12 +1,13 @@
 // A run's MCP tools: the registry's snapshot at the run's start, one Tool per server tool,
-// named `mcp__<server>__<tool>`. Each call is an MCP_CALL span under the tool call's span and
+// named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
+// server tool it is, for approvals). Each call is an MCP_CALL span under the tool call's span and
 // holds a lease on the pinned connection while it is in flight.
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
-import { nameMcpTools } from "../ports/mcp-tool-names.js";
+import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
 
 /** `signal`: the run's; connecting and listing count against its deadline. */
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal): Promise<Tool[]> {
@@ -15,6 +16,8 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({
         requiresApproval: requireApproval,
+        fullName: fullMcpToolName(serverName, tool.name),
+        mcpTool: mcpToolOf(serverName, tool.name),
         schema: {
           name: tool.exposedName,
           description: `[MCP server ${serverName}] ${tool.description ?? tool.name}`,

@@ -14,6 +14,16 @@ export function mcpToolName(server: string, tool: string): string {
   return `${MCP_TOOL_PREFIX}${server}__${clean}`.slice(0, MAX_TOOL_NAME);
 }
 
+/** The tool's name before it is fitted to model APIs: what approval rules also see (tools/approval-policy.ts). */
+export function fullMcpToolName(server: string, tool: string): string {
+  return `${MCP_TOOL_PREFIX}${server}__${tool}`;
+}
+
+/** Which tool of which server: `<server>/<tool>` (server names hold no `/`), as approval requests record it. */
+export function mcpToolOf(server: string, tool: string): string {
+  return `${server}/${tool}`;
+}
+
 /** The server's tools with unique, deterministic exposed names (stable under list order). */
 export function nameMcpTools(server: string, tools: readonly McpToolInfo[]): NamedMcpTool[] {
   const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

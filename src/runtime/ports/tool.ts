@@ -41,6 +41,16 @@ export interface Tool {
   readonly timeoutMs?: number;
   /** Every call waits for a person's decision, whatever the approval rules say (an MCP server that requires it). */
   readonly requiresApproval?: boolean;
+  /**
+   * An MCP tool's name before it was fitted to model APIs: `mcp__<server>__<tool as its server lists it>`,
+   * neither cut nor replaced. Approval rules are matched against it as well as against the exposed name.
+   */
+  readonly fullName?: string;
+  /**
+   * Which MCP tool this is, `<server>/<tool as its server lists it>`: an approval request records it, and
+   * an approved call whose exposed name has come to mean another tool does not run.
+   */
+  readonly mcpTool?: string;
   /** Returns the result text the model sees. Throwing makes an error result; it never aborts sibling calls. */
   execute(args: unknown, context: ToolContext): Promise<string>;
 }

@@ -7,6 +7,11 @@
 // waiting. A call without one that the policy says needs approval gets its request — recorded in
 // the attempt's fence, with an APPROVAL_REQUESTED event on its span — and waits. Any other call
 // executes at once.
+//
+// A request records which MCP tool it is for (`<server>/<tool>`): an MCP tool's exposed name is
+// fitted to model APIs, and when the server's list changes one exposed name may come to mean
+// another tool. An approved call whose exposed name now means another tool than the one recorded
+// does not run: the model is told the tool changed since it was approved, as with a decline.
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
@@ -20,6 +25,8 @@ export type ApprovalGateOptions = {
   needsApproval: (toolName: string) => boolean;
   /** The tool's input schema, kept with the request: what a person's edited arguments must fit. */
   inputSchemaOf: (toolName: string) => Record<string, unknown> | null;
+  /** Which MCP tool the exposed name means now (`<server>/<tool>`); null for any other tool, or none. */
+  mcpToolOf: (toolName: string) => string | null;
   /** The requests of the step's assistant message already recorded (an attempt resuming the step). */
   existing: readonly ToolApproval[];
   runId: string;
@@ -30,6 +37,15 @@ export type ApprovalGateOptions = {
   timeoutMs: number;
   now: () => Date;
 };
+
+/** The result the model sees for an approved call whose name now means another tool than the one approved. */
+export function changedToolResult(call: Pick<ToolCall, "name">, approved: string | null, now: string | null): string {
+  return (
+    `[not executed: "${call.name}" no longer names the tool the person approved (${approved ?? "not recorded"}); ` +
+    `it now names ${now ?? "no tool of an MCP server"}, as the server's tool list changed. The call was not run; ` +
+    `a new call is decided anew.]`
+  );
+}
 
 /** The result the model sees for a call a person declined (or that expired). */
 export function declinedResult(call: Pick<ToolCall, "name">, reason: string | null): string {
@@ -61,6 +77,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
         toolName: call.name,
         arguments: toStored(call.arguments),
         inputSchema: inputSchemaText(options.inputSchemaOf(call.name)),
+        mcpTool: options.mcpToolOf(call.name),
         spanId: span.id,
         requestedAt,
         expiresAt,
@@ -82,6 +99,9 @@ function inputSchemaText(schema: Record<string, unknown> | null): string | null 
 
 async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, options: ApprovalGateOptions): Promise<GateVerdict> {
   if (approval.decision === null) return { type: "pending" };
+  // Which tool the call's name means in this attempt's list: an approval is for the tool it was requested for.
+  const meant = options.mcpToolOf(call.name);
+  const changed = approval.decision !== "REJECT" && (approval.mcpTool ?? null) !== meant;
   // The span of the call as it finally executes (or not) says what was decided, and by whom.
   const edited = approval.decision === "EDIT" ? fromStored(approval.editedArguments ?? "{}") : null;
   await options.sink.updateSpan(span, {
@@ -89,12 +109,14 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
       "dossier.approval": approval.decision,
       "dossier.approval.id": approval.id,
       "dossier.approval.decidedBy": approval.decidedBy,
+      ...(changed ? { "dossier.approval.toolChanged": `${approval.mcpTool ?? "not recorded"} → ${meant ?? "none"}` } : {}),
       ...(edited === null
         ? {}
         : { "dossier.approval.editedBy": approval.decidedBy, "gen_ai.tool.call.arguments.original": call.arguments, "gen_ai.tool.call.arguments": edited }),
     },
   });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
+  if (changed) return { type: "decline", output: changedToolResult(call, approval.mcpTool, meant) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
   return edited === null ? { type: "execute" } : { type: "execute", arguments: edited };
 }

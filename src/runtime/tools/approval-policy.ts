@@ -6,6 +6,11 @@
 // Within one map of patterns, the most specific match decides: an exact name beats any pattern,
 // and among patterns the one with more literal characters wins (`mcp__github__write*` over
 // `mcp__*`); on a tie "always" wins, the safe reading of an ambiguous map.
+//
+// An MCP tool has two names: the one the model sees, fitted to model APIs (characters replaced,
+// cut at 64, `_2` when two collide), and its full name `mcp__<server>__<tool>` as the server lists
+// it. The rules are matched against both, and a call waits if either says so: a rule such as
+// `*delete*` must not miss a tool whose exposed name was cut before the word.
 
 export type ApprovalRule = "always" | "never";
 
@@ -48,7 +53,9 @@ export function ruleFor(rules: ApprovalRules | undefined, name: string): Approva
   return matching.sort(moreSpecific)[0]?.[1];
 }
 
-/** Whether a call of the tool `name` waits for a person's decision. */
-export function needsApproval(sources: ApprovalSources, name: string): boolean {
-  return sources.toolRequires === true || ruleFor(sources.operator, name) === "always" || ruleFor(sources.profile, name) === "always";
+/** Whether a call of the tool `name` (whose full name is `fullName`, when it has another) waits for a person's decision. */
+export function needsApproval(sources: ApprovalSources, name: string, fullName?: string): boolean {
+  if (sources.toolRequires === true) return true;
+  const names = fullName === undefined || fullName === name ? [name] : [name, fullName];
+  return names.some((each) => ruleFor(sources.operator, each) === "always" || ruleFor(sources.profile, each) === "always");
 }
