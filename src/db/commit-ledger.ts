@@ -105,9 +105,10 @@ export function recordingCommits(Base: typeof pg.Client): typeof pg.Client {
   // node-postgres's overloads are kept: this takes and returns what they do.
   Recording.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const ledger = ledgers.getStore();
+    if (!ledger) return query.apply(this, args);
     const first = args[0];
     const text = typeof first === "string" ? first : (first as { text?: unknown } | null)?.text;
-    if (!ledger || typeof text !== "string") return query.apply(this, args);
+    if (typeof text !== "string") return query.apply(this, args);
     const kind = kindOf(text);
     const state = stateOf(this);
     const callback = args.at(-1);

@@ -4,7 +4,9 @@
 // left behind (nothing; the change; or an outcome nobody can know, when the link hung with its
 // COMMIT in flight); a query answers SERVICE_UNAVAILABLE with 503 and Retry-After. An ordinary
 // error stays masked as "Unexpected error.".
+import { createClient as createWsClient } from "graphql-ws";
 import pg from "pg";
+import { WebSocket } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { ArchiveWorkspaceDocument, CreateWorkspaceDocument, SteerRunDocument } from "../../sdk/generated/graphql.js";
 import { type Database, type DatabaseTimeouts, openDatabase } from "../../src/db/open-database.js";
@@ -41,12 +43,17 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     t = sql = proxy = drop = undefined;
   });
 
-  async function start(target: { timeouts: Partial<DatabaseTimeouts>; poolSize?: number }, viaProxy = false) {
+  async function start(
+    target: { timeouts: Partial<DatabaseTimeouts>; poolSize?: number },
+    viaProxy = false,
+    app: { listen?: boolean; authRequired?: boolean } = {},
+  ) {
     const database = await createMigratedPostgresDatabase();
     drop = database.drop;
     if (viaProxy) proxy = await startFaultProxy(database.url);
     let db: Database | undefined;
     t = await startTestApp("postgres", {
+      ...app,
       logger: {
         ...silentLogger,
         warn: (message) => logged.push({ level: "warn", message }),
@@ -75,8 +82,8 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
   }
 
   /** A request over HTTP (in process), as any client sends it. */
-  async function send(query: string, variables: Record<string, unknown>, accept: string) {
-    const headers = { "content-type": "application/json", accept };
+  async function send(query: string, variables: Record<string, unknown>, accept: string, key?: string) {
+    const headers = { "content-type": "application/json", accept, ...(key ? { authorization: `Bearer ${key}` } : {}) };
     return t!.app.yoga.fetch(new Request("http://127.0.0.1/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) }));
   }
   async function post(query: string, variables: Record<string, unknown> = {}) {
@@ -139,7 +146,31 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     expect((await post(WORKSPACES)).status).toBe(200);
   });
 
-  it("a link that hangs with createWorkspace's COMMIT in flight is answered 'may or may not have been made' (and it was)", async () => {
+  it("an API key that cannot be looked up on a hung link: 503 and Retry-After over HTTP, a socket closed with 1013 (try again later)", async () => {
+    await start({ timeouts: { connectMs: 2_000, queryMs: 1_000 } }, true, { listen: true, authRequired: true });
+    const key = await t!.createPrincipal("Team backend");
+    proxy!.hang();
+    const refused = await send(WORKSPACES, {}, "application/json", key);
+    expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "1"]);
+    expect(((await refused.json()) as { errors: unknown[] }).errors).toEqual([
+      expect.objectContaining({ extensions: { code: "SERVICE_UNAVAILABLE", retryAfterSeconds: 1 }, message: expect.stringMatching(/nothing was done/) }),
+    ]);
+    let closed: { code: number; reason: string } | undefined;
+    const socket = createWsClient({
+      url: t!.server!.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: { headers: { Authorization: `Bearer ${key}` } },
+      on: { closed: (event) => void (closed ??= event as { code: number; reason: string }) },
+    });
+    socket.subscribe({ query: WORKSPACES }, { next: () => undefined, error: () => undefined, complete: () => undefined });
+    await waitUntil(() => closed, 10_000);
+    await socket.dispose();
+    // Not 4401: the key was not refused, and graphql-ws clients retry 1013.
+    expect([closed!.code, closed!.reason]).toEqual([1013, "the database failed for a moment; try again"]);
+  });
+
+  it("a link that hangs with createWorkspace's COMMIT in flight is answered 'may or may not have been made'; either way nothing is half-written", async () => {
     const { client, sql } = await start({ timeouts: { connectMs: 2_000, queryMs: 1_000 } }, true);
     await createWorkspace(client, "warm-up");
     const before = await workspaceRows(sql);
@@ -150,8 +181,12 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     expect(expectType(created, "ServiceUnavailableError").message).toMatch(/may or may not have been made/);
     proxy!.heal();
     await settled(sql);
-    // The COMMIT held by the link arrived once it healed: the client was right not to be told "nothing".
-    expect(await workspaceRows(sql)).toEqual({ workspaces: before.workspaces + 1, goals: before.goals + 1 });
+    // The COMMIT held by the link may arrive once it heals, or the session may end first: both
+    // happen, which is why the client was not told "nothing was changed". The workspace and its
+    // goal are committed together or not at all.
+    const after = await workspaceRows(sql);
+    expect([before.workspaces, before.workspaces + 1]).toContain(after.workspaces);
+    expect(after.goals - before.goals).toBe(after.workspaces - before.workspaces);
   });
 
   it("a link that hangs once createWorkspace committed: its answer says the change was made, without 503 or Retry-After", async () => {
