@@ -22,6 +22,7 @@ import { metricsPlugin } from "../server/metrics-plugin.js";
 import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
+import { unavailableResponses } from "../server/unavailable-responses.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
@@ -89,7 +90,7 @@ export function createApi(
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
-  const authentication = authenticateFirst(authenticate);
+  const authentication = authenticateFirst(authenticate, logger);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
   // Parsed documents, kept by text within a byte budget; only valid ones (server/document-cache.ts).
   const parsed = documentCache();
@@ -128,6 +129,8 @@ export function createApi(
       parsed.plugin,
       subscriptionQuotaPlugin(subscriptionQuota),
       useCompiledExecution({ compiled: parsed.charge }),
+      // A transient database failure is "try again" (SERVICE_UNAVAILABLE, 503), not a masked error.
+      unavailableResponses(logger),
       readiness(db, logger),
     ],
   });

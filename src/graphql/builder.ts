@@ -13,6 +13,7 @@ import { entityNodeLoader } from "./entity-nodes.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
 import { AccessGrantPlugin } from "./access-grants.js";
 import { TextInputGuardPlugin } from "./text-input-guard.js";
+import { UnavailablePayloadsPlugin } from "./unavailable-payloads.js";
 
 export const builder = new SchemaBuilder<{
   PrismaTypes: PrismaTypes;
@@ -24,9 +25,12 @@ export const builder = new SchemaBuilder<{
 }>({
   defaultFieldNullability: false,
   // The text input guard runs inside ErrorsPlugin (so its ValidationError becomes a payload
-  // member) and before every other plugin's wrapper and every resolver. Fields that read the
-  // rows of a whole list together are `t.loadable` (DataloaderPlugin, batched as request-batch.ts says).
-  plugins: [ErrorsPlugin, AccessGrantPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
+  // member) and before every other plugin's wrapper and every resolver. Every mutation's payload
+  // union holds ServiceUnavailableError, for a transient database failure anywhere inside
+  // (unavailable-payloads.ts).
+  // Fields that read the rows of a whole list together are `t.loadable` (DataloaderPlugin,
+  // batched as request-batch.ts says).
+  plugins: [ErrorsPlugin, UnavailablePayloadsPlugin, AccessGrantPlugin, TextInputGuardPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),

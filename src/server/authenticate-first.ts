@@ -1,12 +1,21 @@
 // A GraphQL request over HTTP is authenticated before its document is validated: a caller
 // without a valid key learns nothing from validation ("Did you mean …" would name fields) and
-// gets the 401 any unauthenticated request gets. The context reuses the same authentication.
+// gets the 401 any unauthenticated request gets. The context reuses the same authentication. A
+// key that cannot be looked up because the database failed for a moment is answered as any
+// such failure is (unavailable-responses.ts): SERVICE_UNAVAILABLE, 503, Retry-After.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { isTransientDatabaseError } from "../db/transient-errors.js";
 import type { Actor } from "../domain/principal/principal-service.js";
 import type { Authenticate } from "../graphql/authenticate.js";
+import { UNAVAILABLE_WARNING } from "../graphql/transient-failures.js";
+import type { Logger } from "../logger.js";
+import { unavailableError } from "./unavailable-responses.js";
 
-export function authenticateFirst(authenticate: Authenticate): { plugin: Plugin; actorOf(request: Request): Promise<Actor> } {
+const AUTHENTICATION_UNAVAILABLE =
+  "The database failed for a moment while the request's credentials were checked; nothing was done. Try again after retryAfterSeconds.";
+
+export function authenticateFirst(authenticate: Authenticate, logger: Logger): { plugin: Plugin; actorOf(request: Request): Promise<Actor> } {
   const actors = new WeakMap<Request, Promise<Actor>>();
   const actorOf = (request: Request) => {
     let actor = actors.get(request);
@@ -20,6 +29,10 @@ export function authenticateFirst(authenticate: Authenticate): { plugin: Plugin;
         try {
           await actorOf(request);
         } catch (error) {
+          if (isTransientDatabaseError(error)) {
+            logger.warn(UNAVAILABLE_WARNING, { error: String(error) });
+            return setResult({ errors: [unavailableError(AUTHENTICATION_UNAVAILABLE, { resend: true })] });
+          }
           if (!(error instanceof GraphQLError)) throw error;
           setResult({ errors: [error] });
         }

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
+import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
 import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
@@ -58,6 +59,9 @@ export type ServedApi = {
 };
 
 type Enveloped = ReturnType<ServedApi["yoga"]["getEnveloped"]>;
+
+/** Why a socket whose credentials could not be checked is closed (with 1013, try again later). */
+export const DATABASE_UNAVAILABLE_REASON = "the database failed for a moment; try again";
 
 /** Open sockets' operations, counted at scrape time: nothing to keep in step by hand. */
 type OpenSockets = Set<{ subscriptions: Record<string, unknown> }>;
@@ -179,7 +183,10 @@ function serveGraphqlWs({
             );
           return credentials.opened(ctx, socket, actor);
         } catch (error) {
-          socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
+          // The database failing for a moment refuses nothing: 1013 (try again later), which
+          // clients retry, and nothing of the failure itself.
+          if (isTransientDatabaseError(error)) socket.close(1013, DATABASE_UNAVAILABLE_REASON);
+          else socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
           return false;
         }
       },

@@ -1,12 +1,5 @@
 // Runs and their admission (W4, W5).
-import {
-  ConversationBusyError,
-  IdempotencyConflictError,
-  NotFoundError,
-  ServiceUnavailableError,
-  ValidationError,
-  WorkspaceArchivedError,
-} from "../../domain/errors.js";
+import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -318,14 +311,15 @@ builder.mutationField("admitRun", (t) =>
       "Admits a new, independent run with frozen inputs; a worker executes it. A ServiceUnavailableError says the database failed the admission for a moment: try again after its retryAfterSeconds with the same idempotencyKey.",
     args: { input: t.arg({ type: AdmitRunInput, required: true }) },
     errors: {
-      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError, ServiceUnavailableError],
+      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError],
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },
     resolve: async (_root, { input }, ctx, info) => {
       const planned = await admittedRunQuery(ctx, info);
-      // Only the admission's own statements answer unavailable: once it committed, a failed read of
-      // the answer is not "try again" (a retry without a key would admit the run twice).
+      // The admission's own statements answer in the idempotency key's words; once it committed, a
+      // failed read of the answer is not "try again" (a retry without a key would admit the run
+      // twice): every payload's own wrapper says the change was made (unavailable-payloads.ts).
       const admitted = await unavailableOnTransient(ctx.logger, input.idempotencyKey ? ADMISSION_UNAVAILABLE : ADMISSION_UNAVAILABLE_UNKEYED, () =>
         ctx.services.admissions.admitRun(
           ctx.actor,
