@@ -47,6 +47,16 @@ describe("tool listing", () => {
     });
   });
 
+  it("counts skipped entries against listMaxTools: pages of junk are not kept without bound", async () => {
+    let asked = 0;
+    const junk = async () => {
+      asked += 1;
+      return { tools: Array.from({ length: 5_000 }, () => 0), nextCursor: "more" };
+    };
+    const listing = await listToolsBounded(junk, { ...DEFAULT_MCP_LIMITS, listMaxTools: 1_000 });
+    expect([listing.tools.length, listing.skipped.length, listing.truncated, asked]).toEqual([0, 1_000, true, 1]);
+  });
+
   it("gives up after listTimeoutMs in all, whatever each page takes", async () => {
     const slow = (_cursor: string | undefined, signal: AbortSignal) =>
       new Promise<ReturnType<typeof page>>((resolve, reject) => {

@@ -106,7 +106,8 @@ export const isStdioOverflow = (error: unknown): boolean => error instanceof Err
 type Page = { tools?: unknown[]; nextCursor?: unknown };
 
 /**
- * Every page of tools/list up to the limits: at most `listMaxPages` pages and `listMaxTools` tools,
+ * Every page of tools/list up to the limits: at most `listMaxPages` pages and `listMaxTools` entries
+ * (tools kept and entries skipped alike),
  * within `listTimeoutMs` in all. A server that goes past the page or tool limit keeps the tools
  * listed so far; one that takes too long fails the listing. Each tool is read on its own
  * (mcp-listed-tools.ts): one the runs cannot use is skipped, with its reason, and the rest kept.
@@ -122,7 +123,8 @@ export async function listToolsBounded(
   for (let page = 0; page < limits.listMaxPages; page += 1) {
     const answer = await listPage(cursor, signal);
     for (const raw of answer.tools ?? []) {
-      if (listing.tools.length >= limits.listMaxTools) return { ...listing, truncated: true };
+      // Every entry counts, kept or skipped: a page of junk holds no more than a page of tools.
+      if (position >= limits.listMaxTools) return { ...listing, truncated: true };
       const read = readListedTool(raw, position++);
       if ("tool" in read) listing.tools.push(read.tool);
       else listing.skipped.push(read.skipped);
