@@ -30,6 +30,7 @@ import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import { parseEvidenceId } from "../domain/research/evidence.js";
+import { missingVersion } from "../domain/research/publication-service.js";
 import type { GraphQLContext } from "./context.js";
 import { type LinkedRow, linkedThroughGrant, linkedThroughGrants, readableThroughGrants } from "./granted-nodes.js";
 
@@ -67,7 +68,7 @@ const ROOT_RULES: Record<string, Rule> = {
   "Query.readMaterial": {
     operation: "READ",
     targets: (a) => [a.publicationId],
-    denied: { answer: (a) => ({ status: "UNAVAILABLE", reason: `there is no version ${a.version} of that publication that you may read`, version: null }) },
+    denied: { answer: (a) => missingVersion(a.version as number) },
   },
   "Subscription.runEvents": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
   "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },

@@ -4,7 +4,7 @@
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { Eligibility } from "../../domain/research/eligibility.js";
 import { eligibilityOf } from "../../domain/research/eligibility.js";
-import type { MaterialRead } from "../../domain/research/publication-service.js";
+import { type MaterialRead, missingVersion } from "../../domain/research/publication-service.js";
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
 import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -83,7 +83,7 @@ builder.queryField("readMaterial", (t) =>
     resolve: (_root, args, ctx) => {
       const publicationId = idOfType(String(args.publicationId), "Publication");
       if (!publicationId) {
-        return { status: "UNAVAILABLE", reason: "there is no version of that publication that you may read", version: null } as const;
+        return missingVersion(args.version);
       }
       return ctx.services.publications.readVersion(ctx.actor, { publicationId, version: args.version });
     },

@@ -4,14 +4,13 @@
 // annotation's shape), which left the server FAILED and every tool of it unusable.
 import { z } from "zod";
 import type { McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
+import { isJsonObject } from "../../domain/json-object.js";
 
 /** A page of `tools/list` as requested: any object; its tools are read by `readListedTool`. */
 export const AnyToolsPage = z.looseObject({ tools: z.array(z.unknown()).optional(), nextCursor: z.unknown().optional() });
 
 /** The input schema a tool is offered with when the server's is not an object schema: any JSON object of arguments. */
 export const OPEN_INPUT_SCHEMA: Readonly<Record<string, unknown>> = Object.freeze({ type: "object" });
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** A schema's `type` as a reason shows it: a short text quoted, anything else by its kind. */
 const typeName = (type: unknown): string =>
@@ -25,10 +24,10 @@ const typeName = (type: unknown): string =>
  */
 function schemaFault(schema: unknown): string | null {
   if (schema === undefined) return "it has none";
-  if (!isObject(schema)) return "it is not a JSON object";
+  if (!isJsonObject(schema)) return "it is not a JSON object";
   if (schema.type !== "object") return `its type is ${typeName(schema.type)}, not "object"`;
   const { properties, required } = schema;
-  if (properties !== undefined && !(isObject(properties) && Object.values(properties).every(isObject))) {
+  if (properties !== undefined && !(isJsonObject(properties) && Object.values(properties).every(isJsonObject))) {
     return "its properties are not an object of schemas";
   }
   if (required !== undefined && !(Array.isArray(required) && required.every((name) => typeof name === "string"))) {
@@ -44,7 +43,7 @@ function schemaFault(schema: unknown): string | null {
  * says so (`inputSchemaReplaced`): the server still checks the arguments it is given.
  */
 export function readListedTool(raw: unknown, position: number): { tool: McpToolInfo } | { skipped: McpSkippedTool } {
-  if (!isObject(raw)) return { skipped: { position, reason: "not a JSON object" } };
+  if (!isJsonObject(raw)) return { skipped: { position, reason: "not a JSON object" } };
   if (typeof raw.name !== "string" || raw.name === "") {
     return { skipped: { position, reason: raw.name === undefined || raw.name === "" ? "it has no name" : "its name is not text" } };
   }

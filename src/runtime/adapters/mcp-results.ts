@@ -7,6 +7,7 @@
 import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { z } from "zod";
 import type { McpCallResult } from "../ports/mcp.js";
+import { isJsonObject } from "../../domain/json-object.js";
 
 /**
  * The output-schema "validator" given to the SDK's client: it compiles nothing and accepts every
@@ -23,14 +24,13 @@ export const AnyCallToolResult = z.looseObject({});
 
 type Block = { type?: unknown; text?: unknown; mimeType?: unknown; uri?: unknown; resource?: { uri?: unknown; text?: unknown } };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 const asText = (value: unknown): string => (typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value));
 
 /** One content block as the model sees it: text as is, a resource's text, a placeholder for the rest. */
 function blockText(block: unknown): string {
-  if (!isObject(block)) return "[content omitted]";
+  if (!isJsonObject(block)) return "[content omitted]";
   const item = block as Block;
-  const resource = isObject(item.resource) ? item.resource : undefined;
+  const resource = isJsonObject(item.resource) ? item.resource : undefined;
   if (item.type === "text") return asText(item.text);
   if (item.type === "resource") return typeof resource?.text === "string" ? resource.text : `[resource ${asText(resource?.uri)}]`;
   if (item.type === "resource_link") return `[resource link ${asText(item.uri)}]`;

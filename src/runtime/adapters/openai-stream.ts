@@ -12,12 +12,13 @@
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
 //   text is not taken (the configured one stands); a token count that is not a number counts 0.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
+import { isJsonObject } from "../../domain/json-object.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
 
 /** The value's fields when it is an object (not a list), else none. */
-const fieldsOf = (value: unknown): Fields => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Fields) : {});
+const fieldsOf = (value: unknown): Fields => (isJsonObject(value) ? (value as Fields) : {});
 /** A list as given; one object alone as a list of one; anything else as no items. Items that are not objects are left out. */
 const objectsOf = (value: unknown): Fields[] =>
   (Array.isArray(value) ? value : value === undefined || value === null ? [] : [value]).filter(

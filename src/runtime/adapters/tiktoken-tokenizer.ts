@@ -1,12 +1,12 @@
 // A real BPE tokenizer behind the tokenizer port: the vocabularies js-tiktoken ships (no network),
-// counted in time linear in the text. A vocabulary is 1–2 MB of JavaScript, so it is read only
+// counted in n log n time for a text of n characters, not n². A vocabulary is 1–2 MB of JavaScript, so it is read only
 // when a server is configured with it, on its first count.
 //
 // js-tiktoken's own encoder merges a piece (a run of letters, of punctuation, of spaces) by
 // rescanning all of it after every merge: quadratic in the piece, so 4,000 Han characters without
 // punctuation or 8,000 "a" took seconds to minutes, during which the worker did nothing else. The
 // same merges are made here in the same order — the adjacent pair of lowest rank, the leftmost on
-// a tie — from a queue of candidate pairs: each merge costs a few look-ups, whatever the length of
+// a tie — from a queue of candidate pairs: each merge costs a logarithm of the length of
 // the piece. The counts are js-tiktoken's, exactly (test/runtime/tokenizer-long-runs.test.ts).
 import { createRequire } from "node:module";
 import type { TiktokenBPE } from "js-tiktoken/lite";
