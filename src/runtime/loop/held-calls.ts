@@ -1,7 +1,8 @@
 // Tool calls held for a person's decision, as an attempt sees them in its run's log. A held call
 // has an approval request and has not begun executing: it is not dangling (it did not run, and it
 // will be answered once decided), so repair leaves it alone. The step that made it is continued by
-// the first attempt after its decisions: that attempt answers the held calls before the next turn.
+// the first attempt after its decisions: that attempt answers the held calls before the next turn
+// (as not executed, when an AFTER_TURN or CONCLUDE stop is known before they begin: held-stops.ts).
 import type { ToolApprovalRecord, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import type { Transact } from "../../domain/transaction.js";

@@ -3,7 +3,8 @@
 // the deadline. Each turn yields a NextStep; the loop is data, not nested control flow. Every
 // write goes through the attempt's fence — the trace through a fenced recorder, the log and the
 // ledger through `write` — so nothing of an attempt that lost its run is applied. The stops that
-// end a run with what it has (AFTER_TURN, CONCLUDE) are taken as stops-taken.ts says.
+// end a run with what it has (AFTER_TURN, CONCLUDE) are taken as stops-taken.ts says; a call held
+// for a decision never executes once one of them is known (held-stops.ts).
 import { budgetTokens, type RunRecord } from "../ports/run-state.js";
 import type { AgentProfile } from "../agents.js";
 import type { Transact } from "../ports/attempt-fence.js";
@@ -14,8 +15,9 @@ import { ModelRetryLater } from "../ports/model.js";
 import { deliverSteering, steeringWaits } from "./steering.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
-import { executeToolCalls } from "../tools/execute-tool-calls.js";
-import { answeredBefore, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
+import { executeToolCalls, type ToolGate } from "../tools/execute-tool-calls.js";
+import { answeredBefore, type ApprovalSettings, type HeldStep, heldCallIds, heldStep, inResumedTurn, stepGate } from "./held-calls.js";
+import { type HeldStop, heardStop, stopBeforeHeld, unlessStopped } from "./held-stops.js";
 import type { FailureReason, NextStep, Outcome } from "./outcome.js";
 import { failedSpanStatus, note, stepSpanStatus, withSpan } from "./spans.js";
 import { recordRepairs } from "./repairs.js";
@@ -110,8 +112,14 @@ export class RunExecutor {
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
-        // The step an earlier attempt left waiting for decisions goes on where it stopped.
-        const step = await inResumedTurn(scope, turn.index, (span) => this.actionStep(turn, span, { ...held, approvals }));
+        // The step an earlier attempt left waiting for decisions goes on where it stopped — unless an
+        // AFTER_TURN or CONCLUDE stop is known before it begins: then none of its calls executes, each
+        // is answered so, and the stop is taken (held-stops.ts). Only NOW or the deadline stops that step.
+        const before = stopBeforeHeld(firstRequests.stop, attempt);
+        const resumed: Turn = before ? { ...turn, scope: { ...scope, signal } } : turn;
+        const stopped = () => before ?? heardStop(attempt);
+        const step = await inResumedTurn(resumed.scope, turn.index, (span) => this.actionStep(resumed, span, { ...held, approvals }, stopped));
+        if (before && step.type === "run_again") return before === "AFTER_TURN" ? await stopAfterTurn(turn) : await conclude(this.concluding, stops, turn);
         if (step.type !== "run_again") return await unlessConcluding(this.concluding, stops, turn, step);
       }
       // A pause is taken at a safe point: after a turn (or the resumed step), its model request and
@@ -242,7 +250,7 @@ export class RunExecutor {
    * The action step (R16): the calls run concurrently, within the limits, each result logged as it is known.
    * Calls that wait for a person's decision get no result; once the others have settled, the run waits.
    */
-  private async actionStep(turn: Turn, span: SpanRef, step: HeldStep): Promise<NextStep> {
+  private async actionStep(turn: Turn, span: SpanRef, step: HeldStep, stopped?: () => HeldStop | null): Promise<NextStep> {
     const { run, sink, write, signal, log } = turn.scope;
     // The results known together are logged together; the last carries the next turn's read of the run's requests
     // (every call's work is done; a stop or a charge made since is read as one made after it), or it goes alone later.
@@ -264,11 +272,17 @@ export class RunExecutor {
       limits: this.deps.toolCallLimits,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: ({ call, output, spill }) => logResults({ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }),
-      gate: this.deps.approvals && stepGate(this.deps.approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step),
+      gate: this.deps.approvals && this.gate(this.deps.approvals, turn, step, stopped),
     });
     if (signal.aborted) return { type: "interrupted", status: stopReasonOf(signal) };
     const waiting = results.filter((result) => result.pending).map((result) => result.call.id);
     return waiting.length > 0 ? { type: "waiting", toolCallIds: waiting } : { type: "run_again" };
+  }
+
+  /** The gate of a step's calls; a held step's declines its calls once a stop is known (held-stops.ts). */
+  private gate(approvals: ApprovalSettings, turn: Turn, step: HeldStep, stopped?: () => HeldStop | null): ToolGate {
+    const gate = stepGate(approvals, { ...turn.scope, profile: turn.profile, tools: turn.tools }, step);
+    return stopped ? unlessStopped(gate, step, stopped, turn.scope.sink) : gate;
   }
 }
 
