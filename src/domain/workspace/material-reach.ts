@@ -3,7 +3,8 @@
 // access token only those in the history of a workspace it may READ — what readMaterial and
 // node(id) show it (graphql/granted-nodes.ts asks the same question here). A run an access token
 // admitted keeps the token's reach (Run.admittedByToken, Run.tokenReadableWorkspaceIds), so the
-// run's read_material reads no more than the token could.
+// run's read_material reads no more than the token could, and its workspace context and history
+// tools show its workspace only if the token could READ it (reachesWorkspace).
 import { Prisma } from "../../generated/prisma/client.js";
 import { readableWorkspaceIds } from "../principal/access-scope.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -26,6 +27,12 @@ export const admittedReach = (actor: Pick<Actor, "access">): { admittedByToken: 
 /** The reach a run reads with: the admitting token's, or its whole principal's. */
 export const reachOfRun = (run: { admittedByToken: string | null; tokenReadableWorkspaceIds: readonly string[] }): MaterialReach =>
   run.admittedByToken === null ? null : { workspaceIds: run.tokenReadableWorkspaceIds };
+
+/**
+ * Whether `reach` holds the workspace itself — its title, goal, checkpoint and history catalog:
+ * a whole principal's holds each of its own, an access token's those it may READ. No statement.
+ */
+export const reachesWorkspace = (reach: MaterialReach, workspaceId: string): boolean => reach === null || reach.workspaceIds.includes(workspaceId);
 
 /**
  * The ids among `publicationIds` within `reach` for the principal `ownerId`: all of them for a

@@ -3,11 +3,13 @@
 // content. Both answer with identities, versions and as-of times (the search with a snippet),
 // never bodies, and record what they showed the model as DISCOVERED in the run's ledger, as the
 // catalog in the workspace context is. Neither fails the run: a bad cursor or query is something
-// the model is told about.
+// the model is told about. A run an access token admitted sees its workspace's history only if
+// the token may READ the workspace; otherwise both answer as for a workspace that no longer exists.
 import { z } from "zod";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { MaterialLedger } from "../../domain/research/material-ledger.js";
 import { CATALOG_DEFAULT_ENTRIES } from "../../domain/workspace/history-catalog.js";
+import { reachesWorkspace, reachOfRun } from "../../domain/workspace/material-reach.js";
 import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX } from "../../domain/workspace/history-search.js";
 import type { HistoryService } from "../../domain/workspace/history-service.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
@@ -39,6 +41,11 @@ function workspaceOf(run: ToolRun): string {
 /** What the history tools work through: the workspace's history, and the ledger they record what they showed in. */
 export type HistoryToolDeps = { history: Pick<HistoryService, "catalog" | "search">; ledger: Pick<MaterialLedger, "record"> };
 
+/** The workspace's history read for the run; outside the admitting token's reach, as for a workspace that does not exist. */
+function readForRun<T>(run: ToolRun, workspaceId: string, read: () => Promise<T>): Promise<T> {
+  return reachesWorkspace(reachOfRun(run), workspaceId) ? read() : Promise.reject(new NotFoundError("Workspace", workspaceId));
+}
+
 /** Expected failures as something the model can act on; anything else is a bug and propagates. */
 function toToolError(error: unknown): never {
   if (error instanceof ValidationError) throw new ToolError(`Invalid arguments: ${error.issues.map((i) => `${i.field} ${i.message}`).join("; ")}.`);
@@ -63,7 +70,7 @@ export function createListHistoryTool(deps: HistoryToolDeps): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = listArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const catalog = await deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
+      const catalog = await readForRun(run, workspaceId, () => deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data)).catch(toToolError);
       await write((tx) => deps.ledger.record(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
       const lines = [`<history-catalog publications="${catalog.entries.length}">`];
       if (catalog.entries.length === 0)
@@ -95,7 +102,9 @@ export function createSearchHistoryTool(deps: HistoryToolDeps): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = searchArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const search = await deps.history.search({ principalId: run.ownerId }, { workspaceId, ...parsed.data }).catch(toToolError);
+      const search = await readForRun(run, workspaceId, () => deps.history.search({ principalId: run.ownerId }, { workspaceId, ...parsed.data })).catch(
+        toToolError,
+      );
       await write((tx) => deps.ledger.record(tx, discoveredInSearch(run.id, search, toolCallId)));
       return [
         `<history-search matches="${search.hits.length}">`,

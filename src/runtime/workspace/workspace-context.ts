@@ -3,7 +3,9 @@
 // as-of times, never content. It is appended to the log once per run as a CONTEXT entry, so a
 // resumed run sees the same listing, and the ledger records what was listed (DISCOVERED) and
 // what was frozen for the run (SELECTED). The catalog shown is its first page; the run pages on
-// with list_history and searches with search_history (history-tools.ts).
+// with list_history and searches with search_history (history-tools.ts). A run an access token
+// admitted is shown its workspace only if the token may READ it; otherwise the context says what
+// it says of a workspace that no longer exists (material-reach.ts).
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { LedgerEntry, MaterialLedger } from "../../domain/research/material-ledger.js";
 import type { MaterialRead, PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
@@ -12,6 +14,7 @@ import { type CheckpointRead, type CheckpointService, questionsOf } from "../../
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { HistoryCatalog } from "../../domain/workspace/history-catalog.js";
 import type { HistoryService } from "../../domain/workspace/history-service.js";
+import { reachesWorkspace, reachOfRun } from "../../domain/workspace/material-reach.js";
 import type { WorkspaceService } from "../../domain/workspace/workspace-service.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { RunRecord } from "../ports/run-state.js";
@@ -65,7 +68,8 @@ async function writeContext(
   if (!run.workspaceId && selected.length === 0 && !continued) return;
   if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
   const actor = { principalId: run.ownerId };
-  const workspace = run.workspaceId ? await deps.workspaces.visible(actor, run.workspaceId) : null;
+  const shown = run.workspaceId && reachesWorkspace(reachOfRun(run), run.workspaceId) ? run.workspaceId : null;
+  const workspace = shown ? await deps.workspaces.visible(actor, shown) : null;
   const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
   const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
   const revisionSeen = workspace?.checkpointRevision ?? 0;
