@@ -15,6 +15,7 @@ import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
+import { whileConnectionHeld } from "../support/held-connection.js";
 
 const INSTANCE = "admission-unavailable";
 
@@ -127,25 +128,13 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
     const { client, db, sql } = await start({ timeouts: { connectMs: 300 }, poolSize: 1 });
     expectType(await admitWithKey(client, "warm-up"), "AdmitRunSuccess");
     const before = await rows(sql);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    // The pool's one connection is busy for as long as the test says.
-    let busy!: () => void;
-    const taken = new Promise<void>((resolve) => (busy = resolve));
-    const holder = db.withSession(async () => {
-      busy();
-      await held;
-    });
-    await taken;
-    try {
+    // The pool's one connection is busy meanwhile.
+    await whileConnectionHeld(db, async () => {
       expectType(await admitWithKey(client, "no-connection"), "ServiceUnavailableError");
       // Without a key the client is told a retry may admit the run twice.
       const unkeyed = (await client.request(AdmitRunDocument, { input: { question: "no key" } })).admitRun;
       expect(expectType(unkeyed, "ServiceUnavailableError").message).toMatch(/Without an idempotencyKey a retry can admit it twice/);
-    } finally {
-      release();
-      await holder;
-    }
+    });
     expect(await rows(sql)).toEqual(before);
     const retried = expectType(await admitWithKey(client, "no-connection"), "AdmitRunSuccess");
     expect(retried.replayed).toBe(false);

@@ -118,6 +118,7 @@ const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "McpServer.envNames": "the names in a JSON column of the server",
   "McpServer.headerNames": "the names in a JSON column of the server",
   "McpServerStatus.tools": "this instance's live connection to the server, in memory",
+  "McpServerStatus.skippedTools": "the same connection's last listing, in memory (at most MCP_LIST_MAX_TOOLS entries)",
   "Run.tags": "an array column of the run (at most 20)",
   "Run.viewerOperations": "the request's key scopes or token grants, worked out in memory",
   "ScoreConfig.categories": "an array column of the score config",

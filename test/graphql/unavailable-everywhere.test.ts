@@ -17,6 +17,7 @@ import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
+import { whileConnectionHeld } from "../support/held-connection.js";
 
 const INSTANCE = "unavailable-everywhere";
 const NOTHING_CHANGED = /before anything was changed\. Try again after retryAfterSeconds/;
@@ -216,23 +217,11 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     const { client, db, sql } = await start({ timeouts: { connectMs: 300 }, poolSize: 1 });
     const run = await admit(client, { question: "steer me" });
     const inputs = await count(sql, "run_input");
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let busy!: () => void;
-    const taken = new Promise<void>((resolve) => (busy = resolve));
-    // The pool's one connection is busy for as long as the test says.
-    const holder = db.withSession(async () => {
-      busy();
-      await held;
-    });
-    await taken;
-    try {
+    // The pool's one connection is busy meanwhile.
+    await whileConnectionHeld(db, async () => {
       const steered = (await client.request(SteerRunDocument, { input: { runId: run.run.id, text: "focus on 2027" } })).steerRun;
       expect(expectType(steered, "ServiceUnavailableError").message).toMatch(NOTHING_CHANGED);
-    } finally {
-      release();
-      await holder;
-    }
+    });
     expect(await count(sql, "run_input")).toBe(inputs);
     expectType((await client.request(SteerRunDocument, { input: { runId: run.run.id, text: "focus on 2027" } })).steerRun, "SteerRunSuccess");
     expect(await count(sql, "run_input")).toBe(inputs + 1);
