@@ -16,7 +16,6 @@ import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
 import { withDeadline } from "./transient-errors.js";
-import { keepingLedgers, recordingCommits } from "./commit-ledger.js";
 
 /**
  * Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work).
@@ -251,8 +250,7 @@ async function openPostgres(
   // memory per connection that ran it: the run path and the API's reads use far fewer.
   const names = statementNames(250);
   const pool = new pg.Pool({
-    // What a mutation had committed is recorded for its answer when the database fails (commit-ledger.ts).
-    Client: recordingCommits(renamingChangedResults(pg.Client, names)),
+    Client: renamingChangedResults(pg.Client, names),
     connectionString: url,
     max: poolSize,
     idleTimeoutMillis: 0,
@@ -265,7 +263,6 @@ async function openPostgres(
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
-  keepingLedgers(pool);
   // node-postgres sends a statement without a name unnamed: the adapter's type says string, undefined is what it takes.
   const prisma = prismaClient(new PrismaPg(pool, { statementNameGenerator: nameOf(names) as (query: { sql: string }) => string }), onQuery);
   const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows, names);

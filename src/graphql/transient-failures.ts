@@ -1,10 +1,9 @@
 // A transient database failure (db/transient-errors.ts: a timeout, no pooled connection in time, a
 // lost connection, a conflict with a concurrent transaction) met while a mutation does its work is
 // the database's moment, not the request's fault: the client gets a ServiceUnavailableError in the
-// mutation's payload, saying when to try again and what the failure left behind, instead of a
+// mutation's payload, saying when to try again, instead of a
 // masked internal error. Every field with a payload union gets it (unavailable-payloads.ts);
 // admitRun words its own (its idempotency key makes a retry safe).
-import type { CommitLedger } from "../db/commit-ledger.js";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { ServiceUnavailableError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
@@ -37,18 +36,6 @@ export function unavailableFor(error: unknown, logger: Logger, message: () => st
   return new ServiceUnavailableError(message(), RETRY_AFTER_SECONDS, { cause: error });
 }
 
-/** Nothing was committed: the failed statement was rolled back or never reached the database. */
-export const NOTHING_CHANGED =
-  "The database failed for a moment (it did not answer in time, no connection to it was free, the connection was lost, or a concurrent change won a conflict) before anything was changed. Try again after retryAfterSeconds.";
-/** The change committed; only what came after it (reading the answer) failed. */
-export const CHANGE_MADE =
-  "The change was made, but the database failed for a moment before the answer was read. Read the object again after retryAfterSeconds rather than repeating the request.";
-/** The link was lost with a COMMIT (or a statement outside a transaction) in flight. */
-export const OUTCOME_UNKNOWN =
-  "The connection to the database was lost while the change was being committed: it may or may not have been made. After retryAfterSeconds, read the object to see before repeating the request.";
-
-/** What a mutation's client is told a transient failure left behind, from what its work had committed. */
-export function unavailableMessage(ledger: CommitLedger): string {
-  if (ledger.inDoubt) return OUTCOME_UNKNOWN;
-  return ledger.committed ? CHANGE_MADE : NOTHING_CHANGED;
-}
+/** What a mutation's client is told: the failure came before the change was confirmed. */
+export const NOT_CONFIRMED =
+  "The database failed for a moment (it did not answer in time, no connection to it was free, the connection was lost, or a concurrent change won a conflict) before the change was confirmed: it may or may not have been made. After retryAfterSeconds, read the object to see before repeating the request.";

@@ -1,8 +1,10 @@
 // Every mutation with a payload union (@pothos/plugin-errors) answers a transient database failure
 // with a ServiceUnavailableError member, added to its union here, never a masked internal error:
-// a client can tell "try again later" from a bug. The answer says what the failure left behind,
-// from what the mutation's work had committed (db/commit-ledger.ts): nothing, the change (only
-// its answer failed), or an outcome nobody can know. Queries answer the same failure with a
+// a client can tell "try again later" from a bug. The answer does not claim what the failure left
+// behind: telling "nothing was changed" from "committed" would mean following every statement to
+// the mutation that sent it (AsyncLocalStorage), and on Node.js 20 that puts a hook on every
+// promise of the process (measured: twice the CPU of a promise-heavy loop), so the client is told
+// to read the object before repeating the request. Queries answer the same failure with a
 // GraphQL error (server/unavailable-responses.ts), their result unions unchanged.
 //
 // It sits right after ErrorsPlugin in the builder's plugin list. Pothos composes plugins' hooks
@@ -11,10 +13,9 @@
 // member, and the database work of every plugin after it is covered too.
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
 import type { GraphQLFieldResolver } from "graphql";
-import { trackingCommits } from "../db/commit-ledger.js";
 import { ServiceUnavailableError } from "../domain/errors.js";
 import type { Logger } from "../logger.js";
-import { unavailableFor, unavailableMessage } from "./transient-failures.js";
+import { NOT_CONFIRMED, unavailableFor } from "./transient-failures.js";
 
 /** The plugin's name, for the builder's `plugins` list. */
 export const UnavailablePayloadsPlugin = "unavailablePayloads" as const;
@@ -44,11 +45,10 @@ export class PothosUnavailablePayloadsPlugin<Types extends SchemaTypes> extends 
     const errorTypes = fieldConfig.extensions?.["pothosErrors"];
     if (fieldConfig.kind !== "Mutation" || !Array.isArray(errorTypes) || !errorTypes.includes(ServiceUnavailableError)) return resolver;
     return async (source, args, context, info) => {
-      const { ledger, done } = trackingCommits(async () => resolver(source, args, context, info));
       try {
-        return await done;
+        return await resolver(source, args, context, info);
       } catch (error) {
-        throw unavailableFor(error, (context as { logger: Logger }).logger, () => unavailableMessage(ledger));
+        throw unavailableFor(error, (context as { logger: Logger }).logger, () => NOT_CONFIRMED);
       }
     };
   }

@@ -20,7 +20,7 @@ import { waitUntil } from "../support/wait.js";
 import { whileConnectionHeld } from "../support/held-connection.js";
 
 const INSTANCE = "unavailable-everywhere";
-const NOTHING_CHANGED = /before anything was changed\. Try again after retryAfterSeconds/;
+const NOT_CONFIRMED = /before the change was confirmed: it may or may not have been made/;
 const UNAVAILABLE_WARNING = "answered unavailable: the database failed for a moment";
 
 describe.runIf(backends.includes("postgres"))("requests the database fails for a moment, on PostgreSQL", () => {
@@ -106,7 +106,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
 
   const WORKSPACES = "query { workspaces(first: 5) { edges { node { id title } } } }";
 
-  it("on a hung link, createWorkspace is told nothing was changed and writes nothing; a query or subscription gets SERVICE_UNAVAILABLE, 503 and Retry-After", async () => {
+  it("on a hung link, createWorkspace is told to read before repeating and writes nothing; a query or subscription gets SERVICE_UNAVAILABLE, 503 and Retry-After", async () => {
     const { client, sql } = await start({ timeouts: { connectMs: 2_000, queryMs: 1_000 } }, true);
     const existing = await createWorkspace(client, "before the hang");
     const watched = await admit(client, { question: "watched" });
@@ -116,7 +116,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     const created = (await client.request(CreateWorkspaceDocument, { input: { title: "hung", goal: "g" } })).createWorkspace;
     const unavailable = expectType(created, "ServiceUnavailableError");
     expect(unavailable.retryAfterSeconds).toBe(1);
-    expect(unavailable.message).toMatch(NOTHING_CHANGED);
+    expect(unavailable.message).toMatch(NOT_CONFIRMED);
 
     const listed = await post(WORKSPACES);
     expect([listed.status, listed.retryAfter, listed.body.data]).toEqual([503, "1", null]);
@@ -183,7 +183,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     proxy!.heal();
     await settled(sql);
     // The COMMIT held by the link may arrive once it heals, or the session may end first: both
-    // happen, which is why the client was not told "nothing was changed". The workspace and its
+    // happen, which is why the client is told to read before repeating. The workspace and its
     // goal are committed together or not at all.
     const after = await workspaceRows(sql);
     expect([before.workspaces, before.workspaces + 1]).toContain(after.workspaces);
@@ -220,7 +220,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     // The pool's one connection is busy meanwhile.
     await whileConnectionHeld(db, async () => {
       const steered = (await client.request(SteerRunDocument, { input: { runId: run.run.id, text: "focus on 2027" } })).steerRun;
-      expect(expectType(steered, "ServiceUnavailableError").message).toMatch(NOTHING_CHANGED);
+      expect(expectType(steered, "ServiceUnavailableError").message).toMatch(NOT_CONFIRMED);
     });
     expect(await count(sql, "run_input")).toBe(inputs);
     expectType((await client.request(SteerRunDocument, { input: { runId: run.run.id, text: "focus on 2027" } })).steerRun, "SteerRunSuccess");
@@ -233,7 +233,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     await sql.query("BEGIN");
     await sql.query("SELECT 1 FROM workspace WHERE id = $1 FOR UPDATE", [idOfType(workspace.id, "Workspace")]);
     const archived = (await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } })).archiveWorkspace;
-    expect(expectType(archived, "ServiceUnavailableError").message).toMatch(NOTHING_CHANGED);
+    expect(expectType(archived, "ServiceUnavailableError").message).toMatch(NOT_CONFIRMED);
     await sql.query("COMMIT");
     await settled(sql);
     const { rows } = await sql.query("SELECT archived_at FROM workspace WHERE id = $1", [idOfType(workspace.id, "Workspace")]);

@@ -119,8 +119,7 @@ builder.objectType(ServiceUnavailableError, {
   name: "ServiceUnavailableError",
   description:
     "The database failed the request for a moment, not the request itself: it did not answer in time, no connection to it was free in time, the connection was lost, or a concurrent change won a conflict. Every payload union holds it. " +
-    "The message says what the failure left behind: nothing was changed (try again after `retryAfterSeconds`); the change was made and only reading the answer failed (read the object rather than repeating the request); " +
-    "or the connection was lost while the change was being committed, so it may or may not have been made (read the object to see before repeating the request). " +
+    "A mutation's change may or may not have been made: after `retryAfterSeconds`, read the object to see before repeating the request. " +
     "Where the mutation takes an idempotency key, send the same key again: the retry answers with what was done, exactly once. " +
     "Queries and subscriptions answer the same failure with a GraphQL error whose extensions are { code: SERVICE_UNAVAILABLE, retryAfterSeconds } (over HTTP, with no data: status 503 and Retry-After).",
   interfaces: [ErrorInterface],
