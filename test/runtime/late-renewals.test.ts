@@ -60,8 +60,10 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
         },
       };
     };
-    // The first attempt's request is held; the attempt that takes the run over is answered at once.
-    const heldModel = closing(await startHeldModel({ holding: 1, later: ["Answered ", "by the next attempt."] }));
+    // Both attempts' requests are held: the first one's until the attempt stops itself, the next
+    // one's until its claim was read (answered at once, it could end the run, and clear its lease,
+    // between two reads of the row).
+    const heldModel = closing(await startHeldModel({ holding: 2 }));
     const logs: { message: string; runId?: string }[] = [];
     const t = closing(
       await startTestApp("postgres", {
@@ -110,14 +112,19 @@ describe.runIf(backends.includes("postgres"))("a lease renewal held by a link th
 
     // Taken over (here by the same instance's next claim) once the lease and its margin have
     // passed: within one lease of its end, not two (the claim writes its lease from its own now()).
-    const takenOver = await waitUntil(async () => {
-      const now = await row();
-      return now.attempt > before.attempt ? now : undefined;
-    }, 3 * LEASE_MS);
+    const takenOver = await waitUntil(
+      async () => {
+        const now = await row();
+        return now.attempt > before.attempt ? now : undefined;
+      },
+      3 * LEASE_MS,
+      10,
+    );
     expect(takenOver.attempt).toBe(before.attempt + 1);
     const claimedAt = takenOver.lease_expires_at.getTime() - LEASE_MS;
     expect(claimedAt).toBeGreaterThanOrEqual(before.lease_expires_at.getTime() + MARGIN_MS);
     expect(claimedAt).toBeLessThan(before.lease_expires_at.getTime() + LEASE_MS);
+    heldModel.release();
 
     // The new attempt finishes the run in well under a second; 5 s is far below the minute a
     // transaction stalled on the instance's own lock would sit idle before PostgreSQL ended it.
