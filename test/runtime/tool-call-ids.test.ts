@@ -8,7 +8,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
-import { CallIds, OWN_CALL_ID_PREFIX, withUniqueCallIds } from "../../src/runtime/loop/call-ids.js";
+import { CallIds, OWN_CALL_ID_PREFIX } from "../../src/runtime/loop/call-ids.js";
+import type { ToolCall } from "../../src/runtime/ports/model.js";
 import { costConfirmationId } from "../../src/runtime/loop/cost-caps.js";
 import { idOfType } from "../../src/domain/global-id.js";
 import { backends } from "../support/databases.js";
@@ -16,6 +17,13 @@ import { admit, expectType } from "../support/fixtures.js";
 import { callTools, callToolsInTurns, settled, toolCallingModel } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
+
+/** A whole reply's calls as model call `spanId` stores them, each reported in order. */
+const withUniqueCallIds = (calls: readonly ToolCall[], used: ReadonlySet<string>, spanId: string): ToolCall[] =>
+  new CallIds(spanId, used).reply(
+    calls,
+    calls.map((_, index) => index),
+  );
 
 function recordingTool(name: string, executed: string[]): Tool {
   return {

@@ -3,6 +3,7 @@
 // streaming anything — waiting as its Retry-After says (or backing off), and, past the bound,
 // telling the run to come back later (ModelRetryLater) instead of failing it.
 import { ModelRetryLater } from "../ports/model.js";
+import { Places } from "../places.js";
 
 export type BackPressureOptions = {
   /** Retries of one request the endpoint refused (429, 5xx) or could not be reached for; default 4. */
@@ -67,13 +68,9 @@ export function pause(ms: number, signal: AbortSignal | undefined, abort: () => 
   });
 }
 
-/** Counts requests in flight to one endpoint; a request over the cap waits for one to end (FIFO). */
-export class EndpointGate {
+/** Counts requests in flight to one endpoint; a request over the cap waits for one to end (FIFO, places.ts). */
+export class EndpointGate extends Places {
   private static readonly gates = new Map<string, EndpointGate>();
-  private inFlight = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  private constructor(readonly max: number) {}
 
   /** The gate of an endpoint, shared by every model of this process that calls it. */
   static of(endpoint: string, max: number): EndpointGate {
@@ -81,33 +78,5 @@ export class EndpointGate {
     let gate = EndpointGate.gates.get(key);
     if (!gate) EndpointGate.gates.set(key, (gate = new EndpointGate(max)));
     return gate;
-  }
-
-  /** Resolves with the release of a place once one is free; rejects when the signal aborts first. */
-  async acquire(signal: AbortSignal | undefined, abort: () => Error): Promise<() => void> {
-    if (signal?.aborted) throw abort();
-    if (this.inFlight >= this.max) {
-      await new Promise<void>((resolve, reject) => {
-        const turn = () => {
-          signal?.removeEventListener("abort", stop);
-          resolve();
-        };
-        const stop = () => {
-          this.waiting.splice(this.waiting.indexOf(turn), 1);
-          reject(abort());
-        };
-        this.waiting.push(turn);
-        signal?.addEventListener("abort", stop, { once: true });
-      });
-    } else this.inFlight += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      // The place passes straight to the next waiting request, if any.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.inFlight -= 1;
-    };
   }
 }

@@ -79,17 +79,6 @@ export class CallIds {
 }
 
 /**
- * The calls with non-empty ids unique within the message and unused by the run before (`used`),
- * as the model call `spanId` gives them (CallIds): the first call keeps an id repeated within the
- * message, later ones get Dossier's own, and so does a call whose id the run already used.
- */
-export const withUniqueCallIds = (calls: readonly ToolCall[], used: ReadonlySet<string>, spanId: string): ToolCall[] =>
-  new CallIds(spanId, used).reply(
-    calls,
-    calls.map((_, index) => index),
-  );
-
-/**
  * The ids a run has used: its logged calls' and those of its approval requests (a cost
  * confirmation's among them). A new call or confirmation of the run gets none of them.
  */

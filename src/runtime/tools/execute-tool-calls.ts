@@ -15,6 +15,7 @@ import type { ToolCall } from "../ports/model.js";
 import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
 import type { Tool, ToolRun } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
+import { Places } from "../places.js";
 
 /**
  * `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool.
@@ -90,38 +91,14 @@ export type ExecuteOptions = {
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
   const { maxPerReply, maxConcurrency } = options.limits ?? DEFAULT_TOOL_CALL_LIMITS;
   const total = options.calls.length;
-  const slot = slots(maxConcurrency);
+  const places = new Places(maxConcurrency);
   return Promise.all(
     options.calls.map((call, index) =>
       index < maxPerReply
-        ? slot(() => (options.signal.aborted ? notStarted(call) : executeOne(call, options)))
+        ? places.run(() => (options.signal.aborted ? notStarted(call) : executeOne(call, options)))
         : executeOne(call, options, overLimitResult(maxPerReply, index + 1, total)),
     ),
   );
-}
-
-/**
- * Runs at most `limit` tasks at once, the others in the order they were given as places free up.
- * A task's failure is its caller's; its place is given back either way.
- */
-function slots(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const queue: (() => void)[] = [];
-  const release = () => {
-    const next = queue.shift();
-    if (next) next();
-    else running -= 1;
-  };
-  return async (task) => {
-    if (running >= limit) await new Promise<void>((resolve) => queue.push(resolve));
-    else running += 1;
-    // A place handed over by release() keeps its count: the next task takes it as is.
-    try {
-      return await task();
-    } finally {
-      release();
-    }
-  };
 }
 
 /** A call whose turn came after the run was stopped: it never began (no span, no result to log; repair answers it). */
