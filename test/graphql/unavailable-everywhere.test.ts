@@ -18,10 +18,10 @@ import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitUntil } from "../support/wait.js";
 import { whileConnectionHeld } from "../support/held-connection.js";
+import { UNAVAILABLE_WARNING } from "../../src/graphql/transient-failures.js";
 
 const INSTANCE = "unavailable-everywhere";
 const NOT_CONFIRMED = /before the change was confirmed: it may or may not have been made/;
-const UNAVAILABLE_WARNING = "answered unavailable: the database failed for a moment";
 
 describe.runIf(backends.includes("postgres"))("requests the database fails for a moment, on PostgreSQL", () => {
   let t: TestApp | undefined;
