@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { ToolApprovalRecord } from "../../src/domain/runs/tool-approval-service.js";
 import type { Transact } from "../../src/domain/transaction.js";
-import { approvalGate, changedToolResult, declinedResult } from "../../src/runtime/tools/approval-gate.js";
+import { approvalGate, changedToolResult, declinedResult, repeatedKeyResult } from "../../src/runtime/tools/approval-gate.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 
 const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
@@ -47,6 +47,27 @@ describe("the approval gate", () => {
     expect(await gate(call("c1"), span)).toMatchObject({ type: "decline" });
     expect(requests).toHaveLength(1);
     expect(await gate(call("c2", "read"), span)).toEqual({ type: "execute" });
+  });
+
+  it("never puts to a person a call whose arguments repeat a key: the tool would run the last value, the person may read the first", async () => {
+    const { gate, requests, started, sink } = gateOver([{ id: "a1", toolCallId: "old", decision: "APPROVE" }]);
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    // The repeated key far from the first: a page showing the first lines shows "staging".
+    const padded = `{"target":"staging",${Array.from({ length: 500 }, (_, i) => `"p${i}":"x"`).join(",")},"target":"prod"}`;
+    const nested = { id: "c1", name: "deploy", arguments: '{"target":"staging","options":{"force":false,"\\u0066orce":true}}' };
+    expect(await gate(nested, span)).toEqual({ type: "decline", output: repeatedKeyResult(nested, "force") });
+    expect(await gate({ id: "c2", name: "deploy", arguments: padded }, span)).toEqual({ type: "decline", output: repeatedKeyResult(nested, "target") });
+    expect(repeatedKeyResult(nested, "force")).toContain('give the key "force" more than once');
+    // Nothing was recorded for a person, and a call the policy does not hold runs as JSON.parse reads it.
+    expect(requests).toEqual([]);
+    expect(await gate({ id: "c3", name: "read", arguments: '{"a":1,"a":2}' }, span)).toEqual({ type: "execute" });
+    // A request approved before this rule, for arguments that repeat a key, does not run either.
+    expect(await gate({ id: "old", name: "deploy", arguments: '{"target":"staging","target":"prod"}' }, span)).toMatchObject({ type: "decline" });
+    expect(started).toEqual([]);
+    // The same key in different objects, or as a value, is no repetition.
+    expect(await gate({ id: "c4", name: "deploy", arguments: '{"target":"prod","options":{"target":"target"},"list":[{"a":1},{"a":2}]}' }, span)).toEqual({
+      type: "pending",
+    });
   });
 
   it("follows a decision: APPROVE marks the call begun and executes it, REJECT declines it with the reason, none keeps it waiting", async () => {

@@ -21,6 +21,16 @@ describe("the approval policy", () => {
     expect(ruleFor(undefined, "anything")).toBeUndefined();
   });
 
+  it("an always pattern holds a name in any case; a never pattern releases only the case it is written in", () => {
+    expect(ruleFor(operator, "mcp__files__WriteFile")).toBe("always");
+    expect(ruleFor(operator, "RUN_COMMAND")).toBe("always");
+    expect(needsApproval({ operator: { "*delete*": "always" } }, "mcp__fs__Delete_Cache")).toBe(true);
+    expect(ruleFor({ "mcp__*": "always", "mcp__github__*": "never" }, "MCP__GITHUB__list")).toBe("always");
+    expect(ruleFor({ "mcp__*": "always", "mcp__github__*": "never" }, "mcp__github__list")).toBe("never");
+    expect(ruleFor({ Deploy: "never" }, "deploy")).toBeUndefined();
+    expect(ruleFor({ deploy: "always", DEPLOY: "never" }, "DEPLOY")).toBe("always");
+  });
+
   it("a call waits when any source says so, and no source lifts another's demand", () => {
     expect(needsApproval({ operator }, "run_command")).toBe(true);
     expect(needsApproval({ operator }, "read_material")).toBe(false);

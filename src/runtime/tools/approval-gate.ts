@@ -12,9 +12,14 @@
 // fitted to model APIs, and when the server's list changes one exposed name may come to mean
 // another tool. An approved call whose exposed name now means another tool than the one recorded
 // does not run: the model is told the tool changed since it was approved, as with a decline.
+//
+// A call to hold whose arguments repeat a key within one object is never put to a person: the
+// tool would get the last value (JSON.parse's rule) while the person may read the first. The
+// model is told to send each key once; nothing executes and no request is recorded.
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
+import { repeatedKey } from "../../domain/text/repeated-key.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";
@@ -47,6 +52,14 @@ export function changedToolResult(call: Pick<ToolCall, "name">, approved: string
   );
 }
 
+/** The result the model sees for a call to hold whose arguments repeat `key` within one object. */
+export function repeatedKeyResult(call: Pick<ToolCall, "name">, key: string): string {
+  return (
+    `[not executed: the arguments of this call of "${call.name}" give the key "${key}" more than once in one object, ` +
+    `so a person cannot be shown what it would run. Send the call again with each key once.]`
+  );
+}
+
 /** The result the model sees for a call a person declined (or that expired). */
 export function declinedResult(call: Pick<ToolCall, "name">, reason: string | null): string {
   return (
@@ -65,6 +78,8 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     const approval = byCall.get(call.id);
     if (approval) return follow(approval, call, span, options);
     if (!options.needsApproval(call.name)) return { type: "execute" };
+    const repeated = repeatedKey(call.arguments);
+    if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
     if (requested.has(call.id)) return { type: "decline", output: `[not executed: another call of this message has the same id "${call.id}".]` };
     requested.add(call.id);
     const requestedAt = options.now();
@@ -117,6 +132,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   if (changed) return { type: "decline", output: changedToolResult(call, approval.mcpTool, meant) };
+  // A request recorded before repeated keys were refused: what the person approved is ambiguous.
+  const repeated = approval.decision === "APPROVE" ? repeatedKey(call.arguments) : undefined;
+  if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
   return edited === null ? { type: "execute" } : { type: "execute", arguments: edited };
 }

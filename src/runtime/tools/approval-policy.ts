@@ -11,6 +11,10 @@
 // cut at 64, `_2` when two collide), and its full name `mcp__<server>__<tool>` as the server lists
 // it. The rules are matched against both, and a call waits if either says so: a rule such as
 // `*delete*` must not miss a tool whose exposed name was cut before the word.
+//
+// An "always" pattern matches names in any case (`mcp__*__write*` holds an MCP server's
+// `WriteFile`); a "never" pattern only the case it is written in: a rule may hold more calls than
+// its author spelled out, never release more.
 
 export type ApprovalRule = "always" | "never";
 
@@ -28,13 +32,13 @@ export type ApprovalSources = {
 
 const literalLength = (pattern: string) => pattern.replaceAll("*", "").length;
 
-function matches(pattern: string, name: string): boolean {
-  if (!pattern.includes("*")) return pattern === name;
+function matches(pattern: string, name: string, anyCase: boolean): boolean {
+  if (!pattern.includes("*")) return anyCase ? pattern.toLowerCase() === name.toLowerCase() : pattern === name;
   const source = pattern
     .split("*")
     .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
     .join(".*");
-  return new RegExp(`^${source}$`, "s").test(name);
+  return new RegExp(`^${source}$`, anyCase ? "si" : "s").test(name);
 }
 
 /** Orders matching patterns from most to least specific. */
@@ -49,7 +53,7 @@ function moreSpecific(a: [string, ApprovalRule], b: [string, ApprovalRule]): num
 /** The rule of the most specific pattern matching `name`; undefined when none matches. */
 export function ruleFor(rules: ApprovalRules | undefined, name: string): ApprovalRule | undefined {
   if (!rules) return undefined;
-  const matching = Object.entries(rules).filter(([pattern]) => matches(pattern, name));
+  const matching = Object.entries(rules).filter(([pattern, rule]) => matches(pattern, name, rule === "always"));
   return matching.sort(moreSpecific)[0]?.[1];
 }
 

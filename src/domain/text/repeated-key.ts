@@ -1,0 +1,50 @@
+// The first object key a JSON text repeats within one object, at any depth ("command" in
+// `{"command":"ls", …, "command":"rm -rf /"}`). JSON.parse keeps the last value of a repeated key
+// silently, while a person reading the text may have read the first: a call whose arguments
+// repeat a key cannot be shown to a person as what it will run. Keys are compared decoded
+// (`"\u0063ommand"` is `"command"`). One pass with an explicit stack: no depth makes it recurse.
+
+/** The first key repeated within one object of `text`, or undefined (also when `text` is not JSON). */
+export function repeatedKey(text: string): string | undefined {
+  try {
+    JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  // One entry per open object (its keys so far) or array (null), innermost last.
+  const open: (Set<string> | null)[] = [];
+  let expectingKey = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text[i];
+    if (char === '"') {
+      const end = closingQuote(text, i);
+      const top = open.at(-1);
+      if (top && expectingKey) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (top.has(key)) return key;
+        top.add(key);
+        expectingKey = false;
+      }
+      i = end;
+    } else if (char === "{") {
+      open.push(new Set());
+      expectingKey = true;
+    } else if (char === "[") {
+      open.push(null);
+    } else if (char === "}" || char === "]") {
+      open.pop();
+    } else if (char === ",") {
+      expectingKey = open.at(-1) != null;
+    }
+  }
+  return undefined;
+}
+
+/** The index of the quote that closes the string opening at `start` (the text is valid JSON). */
+function closingQuote(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i += 1) {
+    if (text[i] === "\\") i += 1;
+    else if (text[i] === '"') return i;
+  }
+  return text.length - 1;
+}
