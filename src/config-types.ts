@@ -83,6 +83,8 @@ export type Config = {
   connections: { maxPerClient: number; requestTimeoutMs: number };
   /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey: number;
+  /** Subscriptions one access token may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_TOKEN): places of its own, not its key's. */
+  maxSubscriptionsPerToken: number;
   /**
    * Request rate limits (RATE_LIMIT_PER_MINUTE; off when unset): a token bucket per credential, and
    * per client address for requests without one, holding up to `burst` (RATE_LIMIT_BURST; default

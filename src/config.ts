@@ -34,6 +34,7 @@ const envSchema = z.object({
   IN_PROCESS_WORKER: flag.default(true),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
   MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
+  MAX_SUBSCRIPTIONS_PER_TOKEN: whole(1).default(50),
   RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
   RATE_LIMIT_BURST: whole(1, "min").optional(),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
@@ -234,6 +235,7 @@ function serverSettings(values: EnvValues) {
     },
     maxSubscriptionsPerConnection: values.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
+    maxSubscriptionsPerToken: values.MAX_SUBSCRIPTIONS_PER_TOKEN,
     connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
     rateLimit: values.RATE_LIMIT_PER_MINUTE
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }

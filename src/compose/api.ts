@@ -59,6 +59,8 @@ export type ApiOptions = {
   rateLimits?: TokenBuckets;
   /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
   maxSubscriptionsPerKey?: number;
+  /** Subscriptions one access token may hold open at once here (MAX_SUBSCRIPTIONS_PER_TOKEN; default 50): its own, not its key's. */
+  maxSubscriptionsPerToken?: number;
   /** The app's own sign-in (AUTH_JWKS_URL and its companions); none without. */
   signIn?: SignInOptions;
 };
@@ -77,6 +79,7 @@ export function createApi(
     metricsToken,
     rateLimits,
     maxSubscriptionsPerKey = 500,
+    maxSubscriptionsPerToken = 50,
     signIn: signInOptions,
     ...documents
   }: ApiOptions,
@@ -91,7 +94,7 @@ export function createApi(
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
   const authentication = authenticateFirst(authenticate, logger);
-  const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey);
+  const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey, maxSubscriptionsPerToken);
   // Parsed documents, kept by text within a byte budget; only valid ones (server/document-cache.ts).
   const parsed = documentCache();
   const yoga = createYoga<Record<string, never>, GraphQLContext>({

@@ -23,6 +23,7 @@ export function createApp({
   trustedDocuments,
   rateLimits,
   maxSubscriptionsPerKey,
+  maxSubscriptionsPerToken,
   signIn,
   ...options
 }: AppOptions): App {
@@ -39,6 +40,7 @@ export function createApp({
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    maxSubscriptionsPerToken,
     signIn,
   });
   return {

@@ -42,6 +42,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     trustedDocuments: config.trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
+    maxSubscriptionsPerToken: config.maxSubscriptionsPerToken,
     signIn: config.signIn,
   });
   // Webhook and MCP server URLs stored in clear by an older version are sealed now (domain/sealed-url.ts).

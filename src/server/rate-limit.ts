@@ -20,13 +20,16 @@ export interface TokenBuckets {
 }
 
 /** What a request is counted against: its credential when it has one, otherwise its client address. */
-export type Caller = { credentialId?: string; keyId?: string };
+export type Caller = { credentialId?: string; keyId?: string; access?: { tokenId: string } };
 
 /**
- * The bucket of a request. Any credential — an API key, or another kind of credential that names
- * itself with `credentialId` — has its own bucket; requests with none share their address's.
+ * The bucket of a request. Any credential — an access token, an API key, or another kind of
+ * credential that names itself with `credentialId` — has its own bucket; requests with none share
+ * their address's. An access token's is its own, not its minting key's: one end user's browser
+ * spending its tokens leaves the team's backend and every other end user theirs.
  */
 export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
+  if (caller?.access) return `token:${caller.access.tokenId}`;
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
   return `address:${address ?? "unknown"}`;

@@ -1,27 +1,34 @@
 // Fair shares of the live connections (issue 36): how many subscriptions one API key and one
 // principal may hold open on this instance at once (MAX_SUBSCRIPTIONS_PER_KEY), over graphql-ws
 // and SSE alike. One more is refused with SUBSCRIPTION_LIMIT as the operation's error: the
-// connection stays open and its other subscriptions go on.
+// connection stays open and its other subscriptions go on. An access token holds its own places,
+// at most MAX_SUBSCRIPTIONS_PER_TOKEN, not its minting key's: one end user's page cannot take the
+// places of the team's backend or of the other end users (the principal's cap still counts them all).
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
 /** Who holds a subscription: its principal, and its credential when it has one. */
-export type Holder = { principalId: string; keyId?: string; credentialId?: string };
+export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string } };
 
 export class SubscriptionQuota {
   private readonly open = new Map<string, number>();
 
-  constructor(readonly max: number) {}
+  /** `max` for a key and for a principal; `maxPerToken` for one access token (default: `max`). */
+  constructor(
+    readonly max: number,
+    readonly maxPerToken = max,
+  ) {}
 
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
-    const credential = holder.credentialId ?? holder.keyId;
+    const credential = holder.access ? `token:${holder.access.tokenId}` : (holder.credentialId ?? holder.keyId);
     const counters = [`principal:${holder.principalId}`, ...(credential ? [`credential:${credential}`] : [])];
-    const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= this.max);
+    const capOf = (counter: string) => (counter.startsWith("credential:token:") ? this.maxPerToken : this.max);
+    const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= capOf(counter));
     if (full) {
-      const whose = full.startsWith("principal:") ? "Your principal" : "This API key";
-      return new GraphQLError(`${whose} already has ${this.max} subscriptions open; close one first.`, {
-        extensions: { code: "SUBSCRIPTION_LIMIT", limit: this.max },
+      const whose = full.startsWith("principal:") ? "Your principal" : holder.access ? "This access token" : "This API key";
+      return new GraphQLError(`${whose} already has ${capOf(full)} subscriptions open; close one first.`, {
+        extensions: { code: "SUBSCRIPTION_LIMIT", limit: capOf(full) },
       });
     }
     for (const counter of counters) this.open.set(counter, (this.open.get(counter) ?? 0) + 1);

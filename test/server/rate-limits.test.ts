@@ -78,6 +78,32 @@ describe("rate limits on the API", () => {
     expect(keyless).toEqual([401, 401, 401, 429]);
   });
 
+  it("an access token has its own bucket: an end user's browser past its burst leaves the team's key its requests", async () => {
+    t = await startTestApp("pglite", { listen: true, authRequired: true, rateLimits: new InProcessTokenBuckets({ perMinute: 6, burst: 5 }) });
+    const url = t.server!.url;
+    const key = await t.createPrincipal("team");
+    const created = await post(
+      url,
+      'mutation { createWorkspace(input: { title: "Cells", goal: "shared" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }',
+      key,
+    );
+    const workspaceId = created.body.data.createWorkspace.workspace.id as string;
+    const mint = async () =>
+      (
+        await post(url, "mutation($input: CreateAccessTokenInput!) { createAccessToken(input: $input) { ... on CreateAccessTokenSuccess { token } } }", key, {
+          input: { grants: [{ resourceId: workspaceId, operations: ["READ"] }] },
+        })
+      ).body.data.createAccessToken.token as string;
+    const [browser, another] = [await mint(), await mint()];
+    const read = "{ workspaces(first: 1) { edges { node { id } } } }";
+    const byBrowser: number[] = [];
+    for (let i = 0; i < 7; i += 1) byBrowser.push((await post(url, read, browser)).status);
+    expect(byBrowser).toEqual([200, 200, 200, 200, 200, 429, 429]);
+    // The key spent one token creating the workspace and two minting: its bucket is its own.
+    expect((await post(url, read, key)).status).toBe(200);
+    expect((await post(url, read, another)).status).toBe(200);
+  });
+
   it("a graphql-ws subscription takes its token when it starts; refused, the connection stays open", async () => {
     t = await startTestApp("pglite", { listen: true, authRequired: true, rateLimits: new InProcessTokenBuckets({ perMinute: 6, burst: 2 }) });
     const key = await t.createPrincipal("watcher");

@@ -124,3 +124,45 @@ describe("a flood of subscriptions by one key", () => {
     expect(p50During).toBeLessThan(p50Before * 3 + 25);
   }, 120_000);
 });
+
+describe("an access token's subscriptions", () => {
+  it("are its own places, not its key's: an end user's page at its cap leaves the team's key and another token theirs", async () => {
+    t = await startTestApp("pglite", { listen: true, authRequired: true, maxSubscriptionsPerKey: 4, maxSubscriptionsPerToken: 2 });
+    const key = await t.createPrincipal("team");
+    const runId = await admitRun(key);
+    const mint = async () => {
+      const response = await fetch(t!.server!.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify({
+          query: "mutation($input: CreateAccessTokenInput!) { createAccessToken(input: $input) { ... on CreateAccessTokenSuccess { token } } }",
+          variables: { input: { grants: [{ resourceId: runId, operations: ["SUBSCRIBE"] }] } },
+        }),
+      });
+      return ((await response.json()) as { data: { createAccessToken: { token: string } } }).data.createAccessToken.token;
+    };
+    const [greedy, polite] = [await mint(), await mint()];
+    // The greedy token over graphql-ws: two places, then SUBSCRIPTION_LIMIT naming the token.
+    const tokenSocket = socketFor(greedy);
+    const held = [subscribe(tokenSocket, runId), subscribe(tokenSocket, runId)];
+    await pause();
+    const third = await withTimeout(subscribe(tokenSocket, runId).refused, 10_000);
+    expect(third?.[0]).toMatchObject({
+      message: expect.stringContaining("This access token already has 2"),
+      extensions: { code: "SUBSCRIPTION_LIMIT", limit: 2 },
+    });
+    // Over SSE too: its count is the same wherever it subscribes.
+    const sse = await fetch(`${t.server!.url}?query=${encodeURIComponent(`subscription { runEvents(runId: "${runId}") { status } }`)}`, {
+      headers: { accept: "text/event-stream", authorization: `Bearer ${greedy}` },
+    });
+    expect(await withTimeout(sse.text(), 10_000)).toContain("SUBSCRIPTION_LIMIT");
+    // The team's key and the other end user's token still subscribe (the key's own count is untouched).
+    const keyOwn = subscribe(socketFor(key), runId);
+    const other = subscribe(socketFor(polite), runId);
+    expect(await Promise.race([keyOwn.refused, other.refused, pause().then(() => "open")])).toBe("open");
+    // The principal's cap still counts them all: 2 + 1 + 1 = 4 open, the key's next one is refused.
+    const over = await withTimeout(subscribe(socketFor(key), runId).refused, 10_000);
+    expect(over?.[0]?.extensions).toMatchObject({ code: "SUBSCRIPTION_LIMIT", limit: 4 });
+    for (const open of [...held, keyOwn, other]) await open.updates.return?.();
+  });
+});

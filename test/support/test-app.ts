@@ -73,6 +73,8 @@ export type TestAppOptions = {
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey?: number;
+  /** Subscriptions one access token may hold open (MAX_SUBSCRIPTIONS_PER_TOKEN). */
+  maxSubscriptionsPerToken?: number;
   /** The app's own sign-in (AUTH_JWKS_URL and its companions). */
   signIn?: Parameters<typeof createApp>[0]["signIn"];
   /** Open connections per client address and the request timeout of the listening server. */
@@ -106,6 +108,7 @@ export async function startTestApp(
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    maxSubscriptionsPerToken,
     connections,
     signIn,
     runQueue,
@@ -137,6 +140,7 @@ export async function startTestApp(
     trustedDocuments,
     rateLimits,
     maxSubscriptionsPerKey,
+    maxSubscriptionsPerToken,
     signIn,
     runQueue,
   });
