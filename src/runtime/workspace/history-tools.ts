@@ -4,16 +4,16 @@
 // never bodies, and record what they showed the model as DISCOVERED in the run's ledger, as the
 // catalog in the workspace context is. Neither fails the run: a bad cursor or query is something
 // the model is told about. A run an access token admitted sees its workspace's history only if
-// the token may READ the workspace; otherwise both answer as for a workspace that no longer exists.
+// the token may READ the workspace; otherwise both say so, and nothing of it (unreadable-workspace.ts).
 import { z } from "zod";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { MaterialLedger } from "../../domain/research/material-ledger.js";
 import { CATALOG_DEFAULT_ENTRIES } from "../../domain/workspace/history-catalog.js";
-import { reachesWorkspace, reachOfRun } from "../../domain/workspace/material-reach.js";
 import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX } from "../../domain/workspace/history-search.js";
 import type { HistoryService } from "../../domain/workspace/history-service.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog, discoveredInSearch, searchLines } from "./catalog-text.js";
+import { unreadableWorkspace, workspaceUnreadable } from "./unreadable-workspace.js";
 
 /**
  * The largest page a run may ask for: its result is never spilled (the ledger records all of it
@@ -32,19 +32,15 @@ function issuesOf(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join(".") || "arguments"}: ${issue.message}`).join("; ");
 }
 
-/** The run's workspace, or the reason the model cannot look at its history. */
+/** The run's workspace, or the reason the model cannot look at its history: it has none, or may not read it. */
 function workspaceOf(run: ToolRun): string {
   if (!run.workspaceId) throw new ToolError("This run has no workspace, so it has no history to list or search.");
+  if (workspaceUnreadable(run)) throw new ToolError(unreadableWorkspace("its history cannot be shown"));
   return run.workspaceId;
 }
 
 /** What the history tools work through: the workspace's history, and the ledger they record what they showed in. */
 export type HistoryToolDeps = { history: Pick<HistoryService, "catalog" | "search">; ledger: Pick<MaterialLedger, "record"> };
-
-/** The workspace's history read for the run; outside the admitting token's reach, as for a workspace that does not exist. */
-function readForRun<T>(run: ToolRun, workspaceId: string, read: () => Promise<T>): Promise<T> {
-  return reachesWorkspace(reachOfRun(run), workspaceId) ? read() : Promise.reject(new NotFoundError("Workspace", workspaceId));
-}
 
 /** Expected failures as something the model can act on; anything else is a bug and propagates. */
 function toToolError(error: unknown): never {
@@ -70,7 +66,7 @@ export function createListHistoryTool(deps: HistoryToolDeps): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = listArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const catalog = await readForRun(run, workspaceId, () => deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data)).catch(toToolError);
+      const catalog = await deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
       await write((tx) => deps.ledger.record(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
       const lines = [`<history-catalog publications="${catalog.entries.length}">`];
       if (catalog.entries.length === 0)
@@ -102,9 +98,7 @@ export function createSearchHistoryTool(deps: HistoryToolDeps): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = searchArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const search = await readForRun(run, workspaceId, () => deps.history.search({ principalId: run.ownerId }, { workspaceId, ...parsed.data })).catch(
-        toToolError,
-      );
+      const search = await deps.history.search({ principalId: run.ownerId }, { workspaceId, ...parsed.data }).catch(toToolError);
       await write((tx) => deps.ledger.record(tx, discoveredInSearch(run.id, search, toolCallId)));
       return [
         `<history-search matches="${search.hits.length}">`,

@@ -1,7 +1,8 @@
 // The run's access to earlier research (W7, W8, W11): `read_material` reads one exact
 // version through the publication module's checks, with the run's own principal (and, for a
 // run an access token admitted, only within what that token could read), and
-// `propose_checkpoint` records a checkpoint proposal to be decided when the run settles.
+// `propose_checkpoint` records a checkpoint proposal to be decided when the run settles (never
+// for a run whose admitting token may not READ its workspace: unreadable-workspace.ts).
 // Neither ever fails the run: an unavailable material or a bad proposal is something the
 // model is told about and can work around.
 import { z } from "zod";
@@ -18,6 +19,7 @@ import { describeUnstorable, findInvalidText, isStorableText } from "../../domai
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
+import { unreadableWorkspace, workspaceUnreadable } from "./unreadable-workspace.js";
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
 export const MATERIAL_PAGE_CHARS = 16_000;
@@ -164,6 +166,8 @@ export function createProposeCheckpointTool(deps: ProposeCheckpointDeps): Tool {
     async execute(args, { run, write }) {
       const workspaceId = run.workspaceId;
       if (!workspaceId) throw new ToolError("This run has no workspace, so it has no checkpoint to propose.");
+      // Before anything is read or recorded: the answer says nothing of the checkpoint, not even its revision.
+      if (workspaceUnreadable(run)) throw new ToolError(unreadableWorkspace("it cannot propose a checkpoint: a proposal needs READ on the workspace"));
       const expectedRevision = run.checkpointRevisionSeen ?? 0;
       // Only the last proposal counts; a run that keeps proposing is told to stop, not stored.
       if ((await deps.proposals.count(run.id)) >= MAX_PROPOSALS_PER_RUN) {

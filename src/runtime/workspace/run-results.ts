@@ -14,6 +14,7 @@ import type { RunRecord, SettleStep } from "../ports/run-state.js";
 import type { Outcome } from "../loop/outcome.js";
 import type { RunHooks } from "../loop/run-executor.js";
 import { READ_MATERIAL_TOOL } from "./material-tools.js";
+import { UNREADABLE_WORKSPACE_PROPOSAL, workspaceUnreadable } from "./unreadable-workspace.js";
 
 /**
  * CONSUMED is written only for reads whose result the request carried verbatim — not cleared by
@@ -109,7 +110,9 @@ export function publishAnswerStep(deps: { publications: Pick<PublicationService,
 /**
  * Decides the run's checkpoint proposals in the settle transaction: the last pending one is
  * applied if the run succeeded and the checkpoint is still at the revision the run saw; every
- * decision, including a refusal, is recorded and none fails the run.
+ * decision, including a refusal, is recorded and none fails the run. A run whose admitting token
+ * may not READ its workspace applies none, and no decision of its names the checkpoint's revision
+ * (propose_checkpoint refuses such a run; one it recorded before stays unapplied).
  */
 export function decideProposalsStep(deps: {
   checkpoints: Pick<CheckpointService, "applyIn">;
@@ -121,6 +124,10 @@ export function decideProposalsStep(deps: {
     const last = pending.at(-1)!;
     const decide = (id: string, status: "ACCEPTED" | "STALE" | "INVALID" | "DROPPED", reason: string | null, revision: number | null = null) =>
       deps.proposals.decide(tx, id, status, reason, revision);
+    if (workspaceUnreadable(run)) {
+      for (const proposal of pending) await decide(proposal.id, "INVALID", UNREADABLE_WORKSPACE_PROPOSAL);
+      return;
+    }
     for (const earlier of pending.slice(0, -1)) await decide(earlier.id, "DROPPED", "a later proposal of the same run replaced it");
     if (outcome.type !== "final") {
       await decide(last.id, "DROPPED", "the run did not succeed");

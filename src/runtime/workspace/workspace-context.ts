@@ -4,8 +4,8 @@
 // resumed run sees the same listing, and the ledger records what was listed (DISCOVERED) and
 // what was frozen for the run (SELECTED). The catalog shown is its first page; the run pages on
 // with list_history and searches with search_history (history-tools.ts). A run an access token
-// admitted is shown its workspace only if the token may READ it; otherwise the context says what
-// it says of a workspace that no longer exists (material-reach.ts).
+// admitted is shown its workspace only if the token may READ it; otherwise the context says that
+// it may not read it, and nothing of the workspace (unreadable-workspace.ts).
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { LedgerEntry, MaterialLedger } from "../../domain/research/material-ledger.js";
 import type { MaterialRead, PublicationService, SelectedMaterial } from "../../domain/research/publication-service.js";
@@ -14,7 +14,6 @@ import { type CheckpointRead, type CheckpointService, questionsOf } from "../../
 import { type SectionProvenance, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { HistoryCatalog } from "../../domain/workspace/history-catalog.js";
 import type { HistoryService } from "../../domain/workspace/history-service.js";
-import { reachesWorkspace, reachOfRun } from "../../domain/workspace/material-reach.js";
 import type { WorkspaceService } from "../../domain/workspace/workspace-service.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { RunRecord } from "../ports/run-state.js";
@@ -25,6 +24,7 @@ import type { AttemptScope, RunHooks } from "../loop/run-executor.js";
 import { caught } from "../loop/attempt-start.js";
 import { batchedRead } from "../../domain/batched-reads.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
+import { UNREADABLE_WORKSPACE_CONTEXT, workspaceUnreadable } from "./unreadable-workspace.js";
 
 const day = (date: Date) => date.toISOString();
 
@@ -68,12 +68,12 @@ async function writeContext(
   if (!run.workspaceId && selected.length === 0 && !continued) return;
   if (log.ofRun().some((message) => message.role === "CONTEXT")) return;
   const actor = { principalId: run.ownerId };
-  const shown = run.workspaceId && reachesWorkspace(reachOfRun(run), run.workspaceId) ? run.workspaceId : null;
-  const workspace = shown ? await deps.workspaces.visible(actor, shown) : null;
+  const unreadable = workspaceUnreadable(run);
+  const workspace = run.workspaceId && !unreadable ? await deps.workspaces.visible(actor, run.workspaceId) : null;
   const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
   const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
   const revisionSeen = workspace?.checkpointRevision ?? 0;
-  const text = describe({ run, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
+  const text = describe({ run, unreadable, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
   const ledger: LedgerEntry[] = [
     ...selected.map((m) => ({
       runId: run.id,
@@ -107,6 +107,8 @@ function ignoreNotFound(error: unknown): null {
 
 type ContextParts = {
   run: ContextRun;
+  /** The run's admitting token may not READ its workspace: nothing of it is shown. */
+  unreadable: boolean;
   workspaceTitle: string | null;
   selected: SelectedMaterial[];
   /** The version of the publication the run continues (continuesPublicationId), as read. */
@@ -131,11 +133,12 @@ function describe(input: ContextParts): string {
   return lines.join("\n");
 }
 
-function workspaceLines({ run, workspaceTitle }: ContextParts): string[] {
+function workspaceLines({ run, unreadable, workspaceTitle }: ContextParts): string[] {
   if (workspaceTitle !== null) {
     const goal = run.goalStatement ? [`Goal (version ${run.goalVersionNo}, frozen when the run was admitted): ${run.goalStatement}`] : [];
     return [`This run works in the research workspace "${workspaceTitle}".`, ...goal];
   }
+  if (unreadable) return [UNREADABLE_WORKSPACE_CONTEXT];
   if (run.workspaceId) return ["The workspace this run was admitted in is no longer available; its catalog and checkpoint cannot be shown."];
   return [];
 }
