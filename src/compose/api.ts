@@ -22,7 +22,7 @@ import { metricsPlugin } from "../server/metrics-plugin.js";
 import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
-import { unavailableResponses } from "../server/unavailable-responses.js";
+import { endingWhenUnavailable, unavailableResponses } from "../server/unavailable-responses.js";
 import { useTraceViewer } from "../trace/viewer/trace-viewer.js";
 import { VIEWER_DOCUMENTS } from "../trace/viewer/viewer-documents.js";
 import { updateCacheOf } from "../trace/updates/update-cache.js";
@@ -147,6 +147,7 @@ export function createApi(
     subscriptionQuota,
     trustedDocuments: trusted,
     updateCache: updateCacheOf(db.prisma),
+    endingWhenUnavailable: (results, args) => endingWhenUnavailable(results, args, logger),
     metrics,
     now,
     async stop() {

@@ -2,7 +2,7 @@
 // path, GraphiQL, the trace viewer page (/traces/<runId>), /favicon.ico, /health and /ready.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { GraphQLError } from "graphql";
+import { type ExecutionArgs, type ExecutionResult, GraphQLError } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { WebSocketServer } from "ws";
@@ -46,6 +46,8 @@ export type ServedApi = {
   keyRevocations: KeyRevocations;
   /** The cache trace updates' shared responses and reads live in (one per database). */
   updateCache: UpdateCache;
+  /** Ends a shared subscription's results with SERVICE_UNAVAILABLE once the database fails for a moment, as the pipeline does every other's. */
+  endingWhenUnavailable: (results: AsyncIterable<ExecutionResult>, args: ExecutionArgs) => AsyncIterable<ExecutionResult>;
   /** This process's Prometheus instruments (WebSocket subscriptions are counted in them here). */
   metrics: DossierMetrics;
   /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
@@ -103,7 +105,7 @@ export async function startHttpServer({
     },
   });
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
-  const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache });
+  const sharedResults = new SharedSubscriptionResults({ cache: app.updateCache, ending: app.endingWhenUnavailable });
   const sockets: OpenSockets = new Set();
   const stopCounting = app.metrics.countWsSubscriptions(() => [...sockets].reduce((sum, ctx) => sum + Object.keys(ctx.subscriptions).length, 0));
   // ws re-emits the HTTP server's errors; listen() already reports a failed start (a port in use)

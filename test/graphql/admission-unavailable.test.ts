@@ -3,58 +3,24 @@
 // connection. The client gets a ServiceUnavailableError in the payload (never a masked internal
 // error), nothing of the admission is written, and a retry with the same idempotency key admits
 // the run exactly once.
-import pg from "pg";
+import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { AdmitRunDocument } from "../../sdk/generated/graphql.js";
-import { type Database, type DatabaseTimeouts, openDatabase } from "../../src/db/open-database.js";
 import { idOfType } from "../../src/domain/global-id.js";
-import { silentLogger } from "../../src/logger.js";
-import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
-import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
+import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
-import { waitUntil } from "../support/wait.js";
+import { unavailableApp } from "../support/unavailable-app.js";
 import { whileConnectionHeld } from "../support/held-connection.js";
 
 const INSTANCE = "admission-unavailable";
 
 describe.runIf(backends.includes("postgres"))("admissions the database fails for a moment, on PostgreSQL", () => {
-  let t: TestApp | undefined;
-  let sql: pg.Client | undefined;
-  let proxy: FaultProxy | undefined;
-  let drop: (() => Promise<void>) | undefined;
+  const h = unavailableApp(INSTANCE);
+  afterEach(() => h.close());
+  const start = h.start;
   /** The operator's warnings: each failure the client was answered unavailable for, with its cause. */
-  let warnings: { message: string; error: string }[] = [];
-  afterEach(async () => {
-    warnings = [];
-    proxy?.heal();
-    await sql?.query("ROLLBACK").catch(() => undefined);
-    await sql?.end();
-    await t?.close();
-    await proxy?.close();
-    await drop?.();
-    t = sql = proxy = drop = undefined;
-  });
-
-  /** An app over a fresh database whose pool has these timeouts and size (reached through `viaProxy` when asked). */
-  async function start(target: { timeouts: Partial<DatabaseTimeouts>; poolSize?: number }, viaProxy = false) {
-    const database = await createMigratedPostgresDatabase();
-    drop = database.drop;
-    if (viaProxy) proxy = await startFaultProxy(database.url);
-    const url = proxy?.url ?? database.url;
-    let db: Database | undefined;
-    t = await startTestApp("postgres", {
-      logger: { ...silentLogger, warn: (message, fields) => warnings.push({ message, error: String(fields?.error) }) },
-      database: async () => {
-        db = await openDatabase({ kind: "postgres", url, ...target }, { instanceId: INSTANCE, migrations: [] });
-        return { db, dispose: () => db!.close() };
-      },
-    });
-    sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    return { client: t.client, db: db!, sql };
-  }
+  const warnings = () => h.logged.filter((entry) => entry.level === "warn");
 
   const admitWithKey = async (client: DossierClient, key: string, workspaceId?: string) =>
     (await client.request(AdmitRunDocument, { input: { question: `question ${key}`, idempotencyKey: key, workspaceId } })).admitRun;
@@ -64,15 +30,6 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
     const count = async (table: string) => (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
     return { runs: await count("run"), conversations: await count("conversation"), keys: await count("idempotency_key"), links: await count("workspace_link") };
   }
-
-  /** Waits until none of the app's sessions runs a statement: whatever it sent has committed or ended. */
-  const settled = (db: pg.Client) =>
-    waitUntil(async () => {
-      const { rows: active } = await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [
-        `dossier ${INSTANCE}`,
-      ]);
-      return active[0].n === 0 ? true : undefined;
-    }, 15_000);
 
   it("10 admissions that outwait a held workspace (DB_QUERY_TIMEOUT_MS=2000) are told to try again, admit nothing, then admit once each", async () => {
     const { client, sql } = await start({ timeouts: { queryMs: 2_000 } });
@@ -89,11 +46,11 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
       expect(unavailable.message).toMatch(/try again with the same idempotencyKey/i);
     }
     // The operator is told what the client is not: each admission's own cause.
-    expect(warnings.map((warning) => warning.message)).toEqual(Array(10).fill("answered unavailable: the database failed for a moment"));
-    expect(warnings.every((warning) => /timeout/i.test(warning.error))).toBe(true);
+    expect(warnings().map((warning) => warning.message)).toEqual(Array(10).fill("answered unavailable: the database failed for a moment"));
+    expect(warnings().every((warning) => /timeout/i.test(warning.error))).toBe(true);
     await sql.query("COMMIT");
     // Nothing the admissions sent goes on to commit once the row is free.
-    await settled(sql);
+    await h.settled();
     expect(await rows(sql)).toEqual(before);
 
     const retried = await Promise.all(keys.map((key) => admitWithKey(client, key, workspace.id)));
@@ -111,11 +68,11 @@ describe.runIf(backends.includes("postgres"))("admissions the database fails for
   it("an admission whose link hangs is told to try again; its retry with the same key admits the run exactly once", async () => {
     const { client, sql } = await start({ timeouts: { connectMs: 2_000, queryMs: 1_000 } }, true);
     expectType(await admitWithKey(client, "before-the-hang"), "AdmitRunSuccess");
-    proxy!.hang();
+    h.proxy!.hang();
     expectType(await admitWithKey(client, "hung"), "ServiceUnavailableError");
-    proxy!.heal();
+    h.proxy!.heal();
     // What the hung link held may reach the database now: the outcome was unknown to the client.
-    await settled(sql);
+    await h.settled();
     const retried = expectType(await admitWithKey(client, "hung"), "AdmitRunSuccess");
     const again = expectType(await admitWithKey(client, "hung"), "AdmitRunSuccess");
     expect([again.replayed, again.run.id]).toEqual([true, retried.run.id]);

@@ -5,17 +5,14 @@
 // COMMIT in flight); a query answers SERVICE_UNAVAILABLE with 503 and Retry-After. An ordinary
 // error stays masked as "Unexpected error.".
 import { createClient as createWsClient } from "graphql-ws";
-import pg from "pg";
+import type pg from "pg";
 import { WebSocket } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { ArchiveWorkspaceDocument, CreateWorkspaceDocument, SteerRunDocument } from "../../sdk/generated/graphql.js";
-import { type Database, type DatabaseTimeouts, openDatabase } from "../../src/db/open-database.js";
 import { idOfType } from "../../src/domain/global-id.js";
-import { silentLogger } from "../../src/logger.js";
-import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
-import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
+import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { unavailableApp } from "../support/unavailable-app.js";
 import { waitUntil } from "../support/wait.js";
 import { whileConnectionHeld } from "../support/held-connection.js";
 import { UNAVAILABLE_WARNING } from "../../src/graphql/transient-failures.js";
@@ -24,68 +21,14 @@ const INSTANCE = "unavailable-everywhere";
 const NOT_CONFIRMED = /before the change was confirmed: it may or may not have been made/;
 
 describe.runIf(backends.includes("postgres"))("requests the database fails for a moment, on PostgreSQL", () => {
-  let t: TestApp | undefined;
-  let sql: pg.Client | undefined;
-  let proxy: FaultProxy | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  /** The operator's log: warnings (each request answered unavailable, with its cause) and errors. */
-  let logged: { level: "warn" | "error"; message: string }[] = [];
-  /** A statement after which the proxy hangs the link (the next statement hangs). */
-  let hangAfter: RegExp | undefined;
-  afterEach(async () => {
-    logged = [];
-    hangAfter = undefined;
-    proxy?.heal();
-    await sql?.query("ROLLBACK").catch(() => undefined);
-    await sql?.end();
-    await t?.close();
-    await proxy?.close();
-    await drop?.();
-    t = sql = proxy = drop = undefined;
-  });
-
-  async function start(
-    target: { timeouts: Partial<DatabaseTimeouts>; poolSize?: number },
-    viaProxy = false,
-    app: { listen?: boolean; authRequired?: boolean } = {},
-  ) {
-    const database = await createMigratedPostgresDatabase();
-    drop = database.drop;
-    if (viaProxy) proxy = await startFaultProxy(database.url);
-    let db: Database | undefined;
-    t = await startTestApp("postgres", {
-      ...app,
-      logger: {
-        ...silentLogger,
-        warn: (message) => logged.push({ level: "warn", message }),
-        error: (message) => logged.push({ level: "error", message }),
-      },
-      database: async () => {
-        db = await openDatabase(
-          { kind: "postgres", url: proxy?.url ?? database.url, ...target },
-          {
-            instanceId: INSTANCE,
-            migrations: [],
-            onQuery: (statement) => {
-              if (hangAfter?.test(statement)) {
-                hangAfter = undefined;
-                proxy!.hang();
-              }
-            },
-          },
-        );
-        return { db, dispose: () => db!.close() };
-      },
-    });
-    sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    return { client: t.client, db: db!, sql };
-  }
+  const h = unavailableApp(INSTANCE);
+  afterEach(() => h.close());
+  const start = h.start;
 
   /** A request over HTTP (in process), as any client sends it. */
   async function send(query: string, variables: Record<string, unknown>, accept: string, key?: string) {
     const headers = { "content-type": "application/json", accept, ...(key ? { authorization: `Bearer ${key}` } : {}) };
-    return t!.app.yoga.fetch(new Request("http://127.0.0.1/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) }));
+    return h.t!.app.yoga.fetch(new Request("http://127.0.0.1/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) }));
   }
   async function post(query: string, variables: Record<string, unknown> = {}) {
     const response = await send(query, variables, "application/json");
@@ -95,15 +38,6 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
   const count = async (db: pg.Client, table: string) => (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
   const workspaceRows = async (db: pg.Client) => ({ workspaces: await count(db, "workspace"), goals: await count(db, "goal_version") });
 
-  /** Waits until none of the app's sessions runs a statement: whatever it sent has committed or ended. */
-  const settled = (db: pg.Client) =>
-    waitUntil(async () => {
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [
-        `dossier ${INSTANCE}`,
-      ]);
-      return rows[0].n === 0 ? true : undefined;
-    }, 15_000);
-
   const WORKSPACES = "query { workspaces(first: 5) { edges { node { id title } } } }";
 
   it("on a hung link, createWorkspace is told to read before repeating and writes nothing; a query or subscription gets SERVICE_UNAVAILABLE, 503 and Retry-After", async () => {
@@ -111,7 +45,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     const existing = await createWorkspace(client, "before the hang");
     const watched = await admit(client, { question: "watched" });
     const before = await workspaceRows(sql);
-    proxy!.hang();
+    h.proxy!.hang();
 
     const created = (await client.request(CreateWorkspaceDocument, { input: { title: "hung", goal: "g" } })).createWorkspace;
     const unavailable = expectType(created, "ServiceUnavailableError");
@@ -137,10 +71,10 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     expect(await events.text()).toMatch(/"extensions":\{"code":"SERVICE_UNAVAILABLE","retryAfterSeconds":1\}/);
 
     // The operator gets a warning for each, not an error.
-    expect(logged.filter((entry) => entry.message === UNAVAILABLE_WARNING)).toHaveLength(4);
-    expect(logged.filter((entry) => entry.level === "error")).toEqual([]);
-    proxy!.heal();
-    await settled(sql);
+    expect(h.logged.filter((entry) => entry.message === UNAVAILABLE_WARNING)).toHaveLength(4);
+    expect(h.logged.filter((entry) => entry.level === "error")).toEqual([]);
+    h.proxy!.heal();
+    await h.settled();
     expect(await workspaceRows(sql)).toEqual(before);
     // The same requests succeed once the database is back.
     expectType((await client.request(CreateWorkspaceDocument, { input: { title: "hung", goal: "g" } })).createWorkspace, "CreateWorkspaceSuccess");
@@ -149,8 +83,8 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
 
   it("an API key that cannot be looked up on a hung link: 503 and Retry-After over HTTP, a socket closed with 1013 (try again later)", async () => {
     await start({ timeouts: { connectMs: 2_000, queryMs: 1_000 } }, true, { listen: true, authRequired: true });
-    const key = await t!.createPrincipal("Team backend");
-    proxy!.hang();
+    const key = await h.t!.createPrincipal("Team backend");
+    h.proxy!.hang();
     const refused = await send(WORKSPACES, {}, "application/json", key);
     expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "1"]);
     expect(((await refused.json()) as { errors: unknown[] }).errors).toEqual([
@@ -158,7 +92,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     ]);
     let closed: { code: number; reason: string } | undefined;
     const socket = createWsClient({
-      url: t!.server!.wsUrl,
+      url: h.t!.server!.wsUrl,
       webSocketImpl: WebSocket,
       retryAttempts: 0,
       connectionParams: { headers: { Authorization: `Bearer ${key}` } },
@@ -177,11 +111,11 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     const before = await workspaceRows(sql);
     // The transaction's last statement (reading back the workspace it wrote) is answered; its
     // COMMIT is sent on a link that no longer answers.
-    hangAfter = /^SELECT "t0"\."id", "t0"\."owner_id"/;
+    h.hangAfter = /^SELECT "t0"\."id", "t0"\."owner_id"/;
     const created = (await client.request(CreateWorkspaceDocument, { input: { title: "in doubt", goal: "g" } })).createWorkspace;
     expect(expectType(created, "ServiceUnavailableError").message).toMatch(/may or may not have been made/);
-    proxy!.heal();
-    await settled(sql);
+    h.proxy!.heal();
+    await h.settled();
     // The COMMIT held by the link may arrive once it heals, or the session may end first: both
     // happen, which is why the client is told to read before repeating. The workspace and its
     // goal are committed together or not at all.
@@ -195,7 +129,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     await createWorkspace(client, "warm-up");
     const before = await workspaceRows(sql);
     // The workspace is committed; reading it back for the answer meets the hung link.
-    hangAfter = /^COMMIT/;
+    h.hangAfter = /^COMMIT/;
     const created = await post(
       'mutation { createWorkspace(input: { title: "committed", goal: "g" }) { __typename ... on CreateWorkspaceSuccess { workspace { id goal { statement } } } } }',
     );
@@ -208,8 +142,8 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
         message: expect.stringMatching(/^The mutation's change was made, but the database failed for a moment while its answer was read/),
       }),
     ]);
-    proxy!.heal();
-    await settled(sql);
+    h.proxy!.heal();
+    await h.settled();
     expect(await workspaceRows(sql)).toEqual({ workspaces: before.workspaces + 1, goals: before.goals + 1 });
   });
 
@@ -235,7 +169,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
     const archived = (await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } })).archiveWorkspace;
     expect(expectType(archived, "ServiceUnavailableError").message).toMatch(NOT_CONFIRMED);
     await sql.query("COMMIT");
-    await settled(sql);
+    await h.settled();
     const { rows } = await sql.query("SELECT archived_at FROM workspace WHERE id = $1", [idOfType(workspace.id, "Workspace")]);
     expect(rows[0].archived_at).toBeNull();
   });
@@ -252,7 +186,7 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
       expect(answer.status).not.toBe(503);
       expect(answer.body.errors?.map((error) => [error.message, error.extensions.code])).toEqual([["Unexpected error.", "INTERNAL_SERVER_ERROR"]]);
     }
-    expect(logged.filter((entry) => entry.level === "error")).toHaveLength(2);
-    expect(logged.filter((entry) => entry.message === UNAVAILABLE_WARNING)).toEqual([]);
+    expect(h.logged.filter((entry) => entry.level === "error")).toHaveLength(2);
+    expect(h.logged.filter((entry) => entry.message === UNAVAILABLE_WARNING)).toEqual([]);
   });
 });

@@ -4,11 +4,13 @@
 // update is executed once per distinct (principal, document, operation, variables except the one
 // that only gives the start position) and the same result is sent to every subscriber that asked for exactly that.
 // Responses are kept in the trace's update cache (update-cache.ts), with the update's reads.
+// A response the database failed for a moment is not kept: each subscriber waiting for it gets
+// the failure once (its stream then ends, `ending`), and a later one executes it anew.
 import {
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
-  type GraphQLError,
+  GraphQLError,
   createSourceEventStream,
   execute,
   type FieldNode,
@@ -18,6 +20,7 @@ import {
   visit,
 } from "graphql";
 import { maskError } from "graphql-yoga";
+import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import { UpdateCache } from "./update-cache.js";
 
 /** Subscription fields whose updates carry a `seq`, resolve to the source event itself, and read the same for every subscriber of a principal. */
@@ -27,15 +30,19 @@ const POSITION_ARGUMENT = "afterSeq";
 
 type SourceEvent = { seq: number; type: string };
 type Subscribe = (args: ExecutionArgs) => Promise<AsyncIterable<ExecutionResult> | ExecutionResult> | AsyncIterable<ExecutionResult> | ExecutionResult;
+/** What a shared subscription's results go through, as the full pipeline's do (server/unavailable-responses.ts: a transient failure ends it). */
+type Ending = (results: AsyncIterable<ExecutionResult>, args: ExecutionArgs) => AsyncIterable<ExecutionResult>;
 
 export class SharedSubscriptionResults {
   private readonly documentKeys = new WeakMap<DocumentNode, string>();
   private readonly cache: UpdateCache;
+  private readonly ending: Ending;
   /** Distinct responses executed so far. */
   executions = 0;
 
-  constructor(options: { cache?: UpdateCache } = {}) {
+  constructor(options: { cache?: UpdateCache; ending?: Ending } = {}) {
     this.cache = options.cache ?? new UpdateCache();
+    this.ending = options.ending ?? ((results) => results);
   }
 
   /**
@@ -49,7 +56,7 @@ export class SharedSubscriptionResults {
     // A refused subscription (not found, bad input) is answered by the full pipeline, which
     // masks unexpected errors the way every other operation's are.
     if (!(Symbol.asyncIterator in source)) return fallback(args);
-    return this.mapShared(source as AsyncIterable<SourceEvent>, key, args);
+    return this.ending(this.mapShared(source as AsyncIterable<SourceEvent>, key, args), args);
   }
 
   private async *mapShared(source: AsyncIterable<SourceEvent>, key: string, args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
@@ -102,10 +109,13 @@ function positionOnlyVariable(args: ExecutionArgs, field: FieldNode): string | n
 
 /**
  * Unexpected resolver errors are masked by Yoga's own masking, as Yoga masks them for every other
- * operation (these responses are executed here, outside Yoga's pipeline).
+ * operation (these responses are executed here, outside Yoga's pipeline). A transient database
+ * failure is thrown instead: the response is not kept, and its subscribers' streams end with it.
  */
 async function masked(result: ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
   const settled = await result;
   if (!settled.errors?.length) return settled;
+  const transient = settled.errors.find((error) => !(error.originalError instanceof GraphQLError) && isTransientDatabaseError(error.originalError));
+  if (transient) throw transient.originalError;
   return { ...settled, errors: settled.errors.map((error) => maskError(error, "Unexpected error.") as GraphQLError) };
 }
