@@ -122,6 +122,18 @@ describe.each(backends)("a run whose model reply is cut off mid-stream, on %s", 
     expect(arrivals.count).toBe(2);
   });
 
+  it("the usage a cut reply reported is counted and charged with its call", async () => {
+    const { done } = await start({}, { ...cutText("end"), usageEach: true }, { text: ANSWER });
+    expect(done.status).toBe("SUCCEEDED");
+    const calls = done.trace!.spans.filter((span) => span.kind === "MODEL_CALL");
+    // The stub reports 50 tokens in and 10 out for each reply, the cut one included.
+    expect(calls.map((call) => [call.status, call.usage?.input, call.usage?.output]).sort()).toEqual([
+      ["ERROR", 50, 10],
+      ["OK", 50, 10],
+    ]);
+    expect(done.tokensUsed).toBe(120);
+  });
+
   it("a cut reply that had streamed a tool call needing approval asks no one and runs nothing", async () => {
     const held: StubTurn = { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }], cut: "end" };
     const { done } = await start({}, held, { text: ANSWER });

@@ -28,6 +28,8 @@ export type StubTurn =
       /** Called as each piece is written, with performance.now(). */
       sent?: (index: number, at: number) => void;
       cut?: StubCut;
+      /** Reports the usage after each piece (as some servers do), not only at the end. */
+      usageEach?: boolean;
     };
 
 export type ChatBody = { model: string; messages: { role: string; content?: string | null; tool_call_id?: string }[] };
@@ -57,6 +59,7 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
         if (pause) await pause.until;
         else if (index > 0 && turn.gapMs) await new Promise((resolve) => setTimeout(resolve, turn.gapMs));
         res.write(chunk({ content: piece }));
+        if (turn.usageEach) res.write(usage);
         turn.sent?.(index, performance.now());
       }
       if (!turn.cut) res.write(chunk({}, "stop"));
