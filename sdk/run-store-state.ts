@@ -56,11 +56,13 @@ export type OutputState = {
   calls: ModelCallText[];
   /** Tool-call arguments as runOutput streamed them, by tool-call id. */
   args: Record<string, string>;
+  /** The model call (MODEL_CALL span id) that streamed each tool call's arguments, by tool-call id. */
+  argsOf: Record<string, string>;
   /** RUN_DONE came: the output is complete. */
   done: boolean;
 };
 
-export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, done: false });
+export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, argsOf: {}, done: false });
 
 /** Applies one update of watchRun (each arrives once, in order) to the output state. */
 export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
@@ -70,8 +72,22 @@ export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
   let call = state.calls.find((c) => c.id === update.modelCallSpanId);
   if (!call) state.calls.push((call = { id: update.modelCallSpanId, text: "", done: false }));
   if (update.kind === "TEXT_DELTA") call.text += update.text ?? "";
-  else if (update.kind === "TOOL_CALL_DELTA" && update.toolCallId) state.args[update.toolCallId] = (state.args[update.toolCallId] ?? "") + (update.text ?? "");
-  else if (update.kind === "MESSAGE_DONE") call.done = true;
+  else if (update.kind === "TOOL_CALL_DELTA" && update.toolCallId) {
+    state.args[update.toolCallId] = (state.args[update.toolCallId] ?? "") + (update.text ?? "");
+    state.argsOf[update.toolCallId] = update.modelCallSpanId;
+  } else if (update.kind === "MESSAGE_DONE") call.done = true;
+}
+
+/**
+ * The output as it stands: a model call whose MODEL_CALL span ended ERROR — its reply cut off
+ * mid-stream (the request is made again as a new model call) or failed — left nothing in the log,
+ * so its text is shown as empty and the tool calls it streamed are left out (none of them runs).
+ */
+export function standingOutput(output: OutputState, trace: TraceState): OutputState {
+  const failed = new Set(output.calls.filter((call) => trace.spans.get(call.id)?.status === "ERROR").map((call) => call.id));
+  if (failed.size === 0) return output;
+  const args = Object.fromEntries(Object.entries(output.args).filter(([id]) => !failed.has(output.argsOf[id] ?? "")));
+  return { ...output, calls: output.calls.map((call) => (failed.has(call.id) ? { ...call, text: "" } : call)), args };
 }
 
 /** The trace half: every span as it last was, and each tool call's input and result previews. */

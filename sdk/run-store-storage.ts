@@ -16,7 +16,7 @@ export function readStoredOutput(storage: RunStoreStorage, runId: string): Outpu
   try {
     const stored = JSON.parse(storage.getItem(storageKey(runId)) ?? "null") as (OutputState & { v?: number }) | null;
     if (stored?.v !== 1 || typeof stored.seq !== "string" || !Array.isArray(stored.calls)) return null;
-    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, done: stored.done === true };
+    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, argsOf: stored.argsOf ?? {}, done: stored.done === true };
   } catch {
     return null;
   }

@@ -27,6 +27,7 @@ import {
   type ModelCallText,
   type OutputState,
   type PendingApproval,
+  standingOutput,
   summarize,
   type ToolCallState,
   type TraceSummary,
@@ -59,10 +60,14 @@ export type RunSnapshot = {
   failureReason: string | null;
   /**
    * The text of the latest model call as it is written — the answer once the run has settled. A
-   * store that joins a settled run it saw none of shows the run's stored answer.
+   * store that joins a settled run it saw none of shows the run's stored answer. A call cut off
+   * mid-answer shows none: empty until the new call that retries it writes.
    */
   answer: string;
-  /** Every model call's text seen, in order (the answer is the last one's). */
+  /**
+   * Every model call's text seen, in order (the answer is the last one's). A call whose reply was
+   * cut off mid-stream (its span ended ERROR; the request is made again as a new call) has none.
+   */
   modelCalls: readonly ModelCallText[];
   toolCalls: readonly ToolCallState[];
   /** The calls waiting for a decision (approve/reject), as Run.pendingApprovals lists them. */
@@ -123,14 +128,16 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
   let traceEnded = false;
 
   const build = (): RunSnapshot => {
-    const last = output.calls.at(-1);
+    // A model call cut off mid-answer shows nothing: only the call that retried it has text.
+    const shown = standingOutput(output, trace);
+    const last = shown.calls.at(-1);
     return {
       runId,
       status,
       failureReason,
-      answer: last?.text || (isTerminal(status) && output.done && !output.calls.some((call) => call.text) ? (runAnswer ?? "") : (last?.text ?? "")),
-      modelCalls: output.calls.map((call) => ({ ...call })),
-      toolCalls: toolCallsOf(output, trace, pending),
+      answer: last?.text || (isTerminal(status) && shown.done && !shown.calls.some((call) => call.text) ? (runAnswer ?? "") : (last?.text ?? "")),
+      modelCalls: shown.calls.map((call) => ({ ...call })),
+      toolCalls: toolCallsOf(shown, trace, pending),
       pendingApprovals: pending,
       trace: summarize(trace),
       seq: output.seq,

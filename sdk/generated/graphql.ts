@@ -479,7 +479,7 @@ export type RunOrder =
   | 'CREATED_AT_DESC';
 
 export type RunOutputKind =
-  /** The model call ended: its message, if it produced one, is in the run's conversation log (Run.messages). `text` is null. */
+  /** The model call ended: its message, if it produced one, is in the run's conversation log (Run.messages). `text` is null. A call whose reply was cut off mid-stream (the connection lost, the body ended without a finish, a transient error event) produced none: its MODEL_CALL span ends ERROR (traceUpdates) and nothing it streamed stands, so drop it; the request is made again as a new model call, under a new modelCallSpanId. */
   | 'MESSAGE_DONE'
   /** You fell too far behind: read the finished messages from the log and subscribe again with afterSeq from this update. */
   | 'RESYNC_REQUIRED'

@@ -23,6 +23,13 @@ const memoryStorage = () => {
   return { getItem: (key: string) => items.get(key) ?? null, setItem: (key: string, value: string) => void items.set(key, value) };
 };
 
+/** A promise the test resolves when it wants. */
+function opening() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
 /** Follows a store: every snapshot it told of, and a way to wait for one. */
 function watch(store: RunStore) {
   const seen: RunSnapshot[] = [];
@@ -44,10 +51,17 @@ describe("createRunStore against a running server", () => {
   let client: DossierClient;
   let workspaceId: string;
 
+  /** A "[cut]" question's first reply is cut off after "The partial reply", once `cut` opens; its retry writes once `retry` opens. */
+  const gates = { asked: 0, cut: opening(), retry: opening() };
+
   beforeAll(async () => {
     stub = await startOpenAIStreamStub((body) => {
       const question = body.messages.findLast((m) => m.role === "user")?.content ?? "";
       const answered = body.messages.some((m) => m.role === "tool");
+      if (question.endsWith("[cut]")) {
+        if ((gates.asked += 1) === 1) return { text: ["The ", "partial ", "reply"], pause: { index: 2, until: gates.cut.opened }, cut: "socket" };
+        return { text: PIECES, gapMs: 30, pause: { index: 0, until: gates.retry.opened } };
+      }
       // The question comes last in the user message, after the workspace's context.
       if (question.endsWith("[deploy]") && !answered) return { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }] };
       return { text: PIECES, gapMs: question.endsWith("[slow]") ? 80 : 30 };
@@ -164,6 +178,26 @@ describe("createRunStore against a running server", () => {
     expect(final.toolCalls).toEqual([expect.objectContaining({ id: "call_deploy", name: "deploy", status: "OK", result: "deploy waited 10 ms" })]);
     expect(final.answer).toBe(ANSWER);
     expect(final.trace.toolCalls).toBeGreaterThanOrEqual(1);
+    store.close();
+  });
+
+  it("drops the text of a reply cut off mid-stream: only the text of the call that retried it shows", async () => {
+    const runId = await ask("Answer [cut]");
+    const store = createRunStore(client, runId);
+    const { seen, until, unsubscribe } = watch(store);
+    await until((snapshot) => snapshot.answer === "The partial ");
+    gates.cut.open();
+    // The cut call ended (an error span, MESSAGE_DONE): its text is gone before the retry writes anything.
+    const cut = await until((snapshot) => snapshot.answer === "" && snapshot.modelCalls.length === 1);
+    expect(cut.modelCalls.map((call) => call.text)).toEqual([""]);
+    const dropped = seen.length;
+    gates.retry.open();
+    const done = await until((snapshot) => snapshot.done);
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: ANSWER });
+    expect(done.modelCalls.map((call) => call.text)).toEqual(["", ANSWER]);
+    // From the cut on, no snapshot showed any of the cut reply's text.
+    expect(seen.slice(dropped).filter((snapshot) => snapshot.answer.includes("partial"))).toEqual([]);
+    unsubscribe();
     store.close();
   });
 

@@ -3,13 +3,20 @@
 // optionally pausing at a piece until a test lets it go on. Records when it wrote each piece, so
 // tests and benches can measure against the stub's own timing.
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export type StubToolCall = { id: string; name: string; fragments: string[] };
 
+/**
+ * How a reply is cut off after its pieces: the connection closed mid-body ("socket": a server
+ * restarting, a proxy dropping the connection), the body ended without a finish reason or [DONE]
+ * ("end"), or an `error` event in the body (as servers report a failure once they have answered 200).
+ */
+export type StubCut = "socket" | "end" | { error: { message: string; type?: string; code?: string | number } };
+
 export type StubTurn =
-  | { toolCalls: StubToolCall[] }
+  | { toolCalls: StubToolCall[]; cut?: StubCut }
   /** Refuses the request with this HTTP status (e.g. 429 with Retry-After), as an OpenAI error body. */
   | { refuse: number; headers?: Record<string, string> }
   | {
@@ -20,6 +27,9 @@ export type StubTurn =
       pause?: { index: number; until: Promise<void> } | { index: number; until: Promise<void> }[];
       /** Called as each piece is written, with performance.now(). */
       sent?: (index: number, at: number) => void;
+      cut?: StubCut;
+      /** Reports the usage after each piece (as some servers do), not only at the end. */
+      usageEach?: boolean;
     };
 
 export type ChatBody = { model: string; messages: { role: string; content?: string | null; tool_call_id?: string }[] };
@@ -42,17 +52,19 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream" });
-    if ("toolCalls" in turn) writeToolCalls(res, turn.toolCalls);
+    if ("toolCalls" in turn) writeToolCalls(res, turn.toolCalls, turn.cut === undefined);
     else {
       for (const [index, piece] of turn.text.entries()) {
         const pause = [turn.pause ?? []].flat().find((each) => each.index === index);
         if (pause) await pause.until;
         else if (index > 0 && turn.gapMs) await new Promise((resolve) => setTimeout(resolve, turn.gapMs));
         res.write(chunk({ content: piece }));
+        if (turn.usageEach) res.write(usage);
         turn.sent?.(index, performance.now());
       }
-      res.write(chunk({}, "stop"));
+      if (!turn.cut) res.write(chunk({}, "stop"));
     }
+    if (turn.cut) return cut(res, turn.cut);
     res.write(usage);
     res.end("data: [DONE]\n\n");
   });
@@ -65,8 +77,19 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
   };
 }
 
-/** The calls' fragments interleaved (first of each, second of each, …), ids and names in each call's first. */
-function writeToolCalls(res: import("node:http").ServerResponse, calls: StubToolCall[]): void {
+/** Ends the reply early, as `how` says, once what was written has gone out. */
+async function cut(res: ServerResponse, how: StubCut): Promise<void> {
+  if (typeof how === "object") {
+    res.end(`event: error\ndata: ${JSON.stringify({ error: how.error })}\n\n`);
+    return;
+  }
+  await new Promise((resolve) => res.write(": cut\n\n", resolve));
+  if (how === "end") res.end();
+  else res.socket?.destroy();
+}
+
+/** The calls' fragments interleaved (first of each, second of each, …), ids and names in each call's first; then the finish, unless `finish` is false. */
+function writeToolCalls(res: ServerResponse, calls: StubToolCall[], finish: boolean): void {
   const rounds = Math.max(...calls.map((call) => call.fragments.length));
   for (let round = 0; round < rounds; round += 1) {
     calls.forEach((call, index) => {
@@ -76,5 +99,5 @@ function writeToolCalls(res: import("node:http").ServerResponse, calls: StubTool
       res.write(chunk({ tool_calls: [{ index, ...head }] }));
     });
   }
-  res.write(chunk({}, "tool_calls"));
+  if (finish) res.write(chunk({}, "tool_calls"));
 }

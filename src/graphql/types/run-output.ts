@@ -17,7 +17,10 @@ const RunOutputKindEnum = builder.enumType("RunOutputKind", {
     },
     TOOL_CALL_DELTA: { description: "More of the arguments (JSON text) of the tool call `toolCallId`, the same way." },
     MESSAGE_DONE: {
-      description: "The model call ended: its message, if it produced one, is in the run's conversation log (Run.messages). `text` is null.",
+      description:
+        "The model call ended: its message, if it produced one, is in the run's conversation log (Run.messages). `text` is null. " +
+        "A call whose reply was cut off mid-stream (the connection lost, the body ended without a finish, a transient error event) produced none: " +
+        "its MODEL_CALL span ends ERROR (traceUpdates) and nothing it streamed stands, so drop it; the request is made again as a new model call, under a new modelCallSpanId.",
     },
     RUN_DONE: { description: "The run settled; the stream completes after this update." },
     RESYNC_REQUIRED: {

@@ -32,7 +32,8 @@ export function retryDelay(error: Error, refusal: Refusal, retry: number, option
   if (!refusal.retryable) return undefined;
   const maxRetries = options.maxRetries ?? 4;
   const maxDelayMs = options.maxDelayMs ?? 20_000;
-  const backoff = Math.min(maxDelayMs, (options.baseDelayMs ?? 500) * 2 ** retry * (0.8 + Math.random() * 0.4));
+  // Whole milliseconds: a handed-back attempt stores its wait as an integer.
+  const backoff = Math.round(Math.min(maxDelayMs, (options.baseDelayMs ?? 500) * 2 ** retry * (0.8 + Math.random() * 0.4)));
   const wait = refusal.retryAfterMs ?? backoff;
   if (retry < maxRetries && wait <= maxDelayMs) return wait;
   if (!refusal.busy) return undefined;

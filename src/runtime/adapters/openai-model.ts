@@ -14,8 +14,22 @@
 //   not reach, before anything streamed is tried again after its Retry-After (or a backoff), a
 //   bounded number of times; a busy endpoint still refusing past that rejects with ModelRetryLater.
 //   At most maxConcurrency requests per endpoint are in flight in this process.
+// - A reply cut off once it had streamed something (the connection reset or closed mid-body, the
+//   body ended without a finish reason, an `error` event mid-stream that is transient — see
+//   interruption.ts) rejects with ModelReplyInterrupted: the caller makes the request again as a
+//   new call, `retries` one more. The same bound holds (`request.retries` counts against it); past it
+//   the request rejects with ModelRetryLater. Cut off before anything streamed, it is tried again here.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
-import type { ChatMessage, ModelPort, ModelRequest, ModelResponse, ModelStreamEvent, ToolSchema } from "../ports/model.js";
+import {
+  type ChatMessage,
+  type ModelPort,
+  ModelReplyInterrupted,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelStreamEvent,
+  type ToolSchema,
+} from "../ports/model.js";
+import { lostMidStream, transientErrorEvent } from "./interruption.js";
 import { type BackPressureOptions, EndpointGate, pause, retryAfterMs, retryDelay } from "./model-back-pressure.js";
 import { endpointFetch } from "./model-http.js";
 import { StreamAccumulator } from "./openai-stream.js";
@@ -45,12 +59,18 @@ export class ModelError extends Error {
   readonly retryable: boolean;
   /** How long the server asked to wait before trying again (Retry-After), when it said. */
   readonly retryAfterMs: number | undefined;
+  /** The reply was cut off once the server had answered: transient, like a busy endpoint's refusal. */
+  readonly interrupted: boolean;
 
-  constructor(message: string, options: { status?: number; code?: string; retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: { status?: number; code?: string; retryable?: boolean; retryAfterMs?: number; interrupted?: boolean; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.status = options.status;
     this.code = options.code;
-    this.retryable = options.retryable ?? false;
+    this.interrupted = options.interrupted ?? false;
+    this.retryable = (options.retryable ?? false) || this.interrupted;
     this.retryAfterMs = options.retryAfterMs;
   }
 }
@@ -115,7 +135,7 @@ export class OpenAIModel implements ModelPort {
   async complete(request: ModelRequest, onEvent?: (event: ModelStreamEvent) => void): Promise<ModelResponse> {
     const { signal } = request;
     const aborted = () => abortError(signal!);
-    for (let retry = 0; ; retry += 1) {
+    for (let retry = request.retries ?? 0; ; retry += 1) {
       const accumulator = new StreamAccumulator(onEvent);
       const release = await this.gate.acquire(signal, aborted);
       let failure: unknown;
@@ -126,11 +146,14 @@ export class OpenAIModel implements ModelPort {
       } finally {
         release();
       }
-      // Only a request refused before anything streamed is tried again: nothing was reported yet.
-      if (!(failure instanceof ModelError) || accumulator.started) throw failure;
-      const busy = failure.status === 429 || (failure.status ?? 0) >= 500;
+      if (!(failure instanceof ModelError)) throw failure;
+      const busy = failure.status === 429 || (failure.status ?? 0) >= 500 || failure.interrupted;
+      // Only a request refused (or cut off) before anything streamed is tried again here: nothing was reported yet.
+      if (accumulator.started && !failure.interrupted) throw failure;
       const delay = retryDelay(failure, { busy, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs }, retry, this.backPressure);
       if (delay === undefined) throw failure;
+      // What streamed of a reply cut off does not stand: the caller makes the request again, as a new call.
+      if (accumulator.started) throw new ModelReplyInterrupted(failure.message, delay, { cause: failure, usage: accumulator.reportedUsage });
       await pause(delay, signal, aborted);
     }
   }
@@ -138,6 +161,9 @@ export class OpenAIModel implements ModelPort {
   private async once(request: ModelRequest, accumulator: StreamAccumulator): Promise<ModelResponse> {
     const { signal } = request;
     if (signal?.aborted) throw abortError(signal);
+    // Whether the reply's body is being read (a failure then is the connection lost mid-stream), and
+    // whether `onEvent` is running (what it throws is the caller's, passed on unchanged).
+    const reading = { body: false, caller: false };
     try {
       const stream = await this.client.chat.completions.create(
         {
@@ -151,23 +177,31 @@ export class OpenAIModel implements ModelPort {
         },
         { signal },
       );
-      for await (const chunk of stream) accumulator.add(chunk);
+      reading.body = true;
+      for await (const chunk of stream) {
+        reading.caller = true;
+        accumulator.add(chunk);
+        reading.caller = false;
+      }
     } catch (error) {
-      throw this.translateError(error, signal);
+      if (reading.caller) throw error;
+      throw this.translateError(error, signal, reading.body);
     }
     // The SDK ends the iteration quietly when the request is aborted mid-stream, so a
     // normal-looking end may be a cut-off response.
     if (signal?.aborted) throw abortError(signal);
     if (accumulator.finishReason === undefined) {
       // Without a finish reason the stream was cut short, and tool arguments may be truncated JSON.
-      throw new ModelError(`${this.label}: the stream ended before the model reported a finish reason`, { retryable: true });
+      throw new ModelError(`${this.label}: the reply was cut off: the stream ended before the model reported a finish reason`, { interrupted: true });
     }
     return accumulator.finish(this.model);
   }
 
-  private translateError(error: unknown, signal: AbortSignal | undefined): unknown {
+  private translateError(error: unknown, signal: AbortSignal | undefined, midStream: boolean): unknown {
     if (signal?.aborted) return abortError(signal);
     if (error instanceof ModelError) return error;
+    const lost = midStream ? lostMidStream(error) : undefined;
+    if (lost) return new ModelError(`${this.label}: the reply was cut off: the connection was lost mid-stream (${lost})`, { interrupted: true, cause: error });
     if (error instanceof APIConnectionTimeoutError) {
       return new ModelError(`${this.label}: the request timed out before the server answered`, {
         retryable: true,
@@ -189,9 +223,13 @@ export class OpenAIModel implements ModelPort {
       // The SDK says only "Connection error."; where it tried and why (ECONNREFUSED, ENOTFOUND, …)
       // is what tells a wrong OPENAI_BASE_URL apart from a server that is down.
       const connection = error instanceof APIConnectionError;
-      const where = connection ? `could not reach the model server at ${this.baseURL}` : "the server reported an error mid-stream";
+      // An error event mid-stream is transient when it says the server is busy or failed (interruption.ts).
+      const interrupted = !connection && transientErrorEvent(error.type, (error as { code?: unknown }).code);
+      const where = connection
+        ? `could not reach the model server at ${this.baseURL}`
+        : `${interrupted ? "the reply was cut off: " : ""}the server reported an error mid-stream`;
       const why = connection ? rootCause(error) : undefined;
-      return new ModelError(`${this.label}: ${where}: ${error.message}${why ? ` (${why})` : ""}`, { code, retryable: connection, cause: error });
+      return new ModelError(`${this.label}: ${where}: ${error.message}${why ? ` (${why})` : ""}`, { code, retryable: connection, interrupted, cause: error });
     }
     const retryable = error.status === 408 || error.status === 409 || error.status === 429 || error.status >= 500;
     const detail = error.message.replace(/^\d{3} /, "");

@@ -48,6 +48,8 @@ export class StreamAccumulator {
   private text = "";
   private readonly calls = new Map<number, PartialToolCall>();
   private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+  /** The usage a chunk reported, if one did (a reply cut off mid-stream usually has none). */
+  reportedUsage: TokenUsage | undefined;
   /** As reported; undefined until a chunk reports one (a stream ended without one was cut short). */
   finishReason: string | undefined;
   private model: string | undefined;
@@ -60,7 +62,7 @@ export class StreamAccumulator {
     this.started = true;
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
-    if (typeof fields.usage === "object" && fields.usage !== null) this.usage = toUsage(fieldsOf(fields.usage));
+    if (typeof fields.usage === "object" && fields.usage !== null) this.usage = this.reportedUsage = toUsage(fieldsOf(fields.usage));
     const choices = objectsOf(fields.choices);
     const choice = choices.find((c) => c.index === 0) ?? choices[0];
     if (!choice) return; // the usage chunk has no choices

@@ -11,7 +11,7 @@ import type { RecordedMessage, RecordedPart } from "../../domain/trace/recorded-
 import { joinUserMessages } from "../../domain/trace/recorded-request.js";
 import type { ContextBuilder } from "../memory/context-builder.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
-import type { ChatMessage, ModelPort } from "../ports/model.js";
+import type { ChatMessage, ModelPort, TokenUsage } from "../ports/model.js";
 import type { RunOutput } from "../ports/run-output.js";
 import type { RunRecord, RunState } from "../ports/run-state.js";
 import type { Tool } from "../ports/tool.js";
@@ -63,7 +63,8 @@ export async function concludingRequest(deps: ConcludeDeps, turn: ConcludeTurn, 
   // No approvals: a stopping run ends at a threshold rather than waiting for a decision.
   const capped = await checkCostCaps({ bounds: deps.costs }, caps);
   if (capped.step && capped.step.type !== "run_again") return capped.step;
-  const request = { ...withInstruction(built.messages, built.recorded, CONCLUDE_INSTRUCTION), maxOutputTokens: capped.maxOutputTokens };
+  const countUsage = (usage: TokenUsage) => deps.runs.addTokens(write, run.id, usage);
+  const request = { ...withInstruction(built.messages, built.recorded, CONCLUDE_INSTRUCTION), maxOutputTokens: capped.maxOutputTokens, countUsage };
   turn.streamed.text = "";
   const { response } = await callModel(deps, { ...turn, tools: new Map() }, span, request, built.budget, turn.streamed);
   turn.streamed.text = "";

@@ -1,9 +1,13 @@
 // One model request of a turn (R1): a MODEL_CALL span with the request as recorded and the
 // reply's usage, the output reported live while it streams (runOutput), reasoning recorded as
 // THINKING events. A failure of the request itself is a ModelRequestFailed (the run fails with
-// MODEL_ERROR), as opposed to anything Dossier did around it.
+// MODEL_ERROR), as opposed to anything Dossier did around it. A reply cut off mid-stream
+// (ModelReplyInterrupted) is not one: its call ends as an error naming the interruption, nothing of
+// it stands, and the request is made again as a new call (a new MODEL_CALL span), as the adapter's
+// bound allows; past it the attempt is handed back (ModelRetryLater), never failed.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
-import type { ChatMessage, ModelPort, ModelResponse, ModelStreamEvent } from "../ports/model.js";
+import { type ChatMessage, type ModelPort, ModelReplyInterrupted, type ModelResponse, type ModelStreamEvent, type TokenUsage } from "../ports/model.js";
 import type { OutputEvent, RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -27,22 +31,52 @@ export type ModelCallTurn = {
  */
 export type ModelCallsOfAttempt = { last: string | null | undefined };
 
+export type ModelCallRequest = {
+  messages: ChatMessage[];
+  recorded: RecordedMessage[];
+  maxOutputTokens?: number;
+  /** The call ids the run used before this request (call-ids.ts): a reply's call gets none of them. */
+  callIdsOfRun?: ReadonlySet<string>;
+  /** Adds the usage a cut-off reply reported to the run's tokens (its span's end charges its cost). */
+  countUsage?: (usage: TokenUsage) => Promise<unknown>;
+};
+
+/** The request made as one model call, and again as a new call each time its reply is cut off mid-stream. */
 export async function callModel(
-  deps: { model: ModelPort; output?: RunOutput },
+  deps: ModelCallDeps,
   turn: ModelCallTurn,
   parent: SpanRef,
-  {
-    messages,
-    recorded,
-    maxOutputTokens,
-    callIdsOfRun,
-  }: {
-    messages: ChatMessage[];
-    recorded: RecordedMessage[];
-    maxOutputTokens?: number;
-    /** The call ids the run used before this request (call-ids.ts): a reply's call gets none of them. */
-    callIdsOfRun?: ReadonlySet<string>;
-  },
+  request: ModelCallRequest,
+  budget: object,
+  /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
+  streamed?: { text: string },
+  /** The caller ends the span of a request that succeeded (see modelCall). */
+  endedByCaller = false,
+): Promise<ModelCallResult> {
+  const { signal } = turn.scope;
+  for (let retries = 0; ; retries += 1) {
+    try {
+      return await modelCall(deps, turn, parent, request, budget, streamed, endedByCaller, retries);
+    } catch (error) {
+      const cut = error instanceof ModelRequestFailed && error.cause instanceof ModelReplyInterrupted ? error.cause : undefined;
+      if (!cut || signal.aborted) throw error;
+      // Nothing of the cut reply stands: a stop from here on keeps none of its text.
+      if (streamed) streamed.text = "";
+      if (cut.usage) await request.countUsage?.(cut.usage);
+      // A stop meanwhile ends the wait: the attempt ends as the stop says.
+      await sleep(cut.retryAfterMs, undefined, { signal });
+    }
+  }
+}
+
+type ModelCallDeps = { model: ModelPort; output?: RunOutput };
+type ModelCallResult = { response: ModelResponse; span: SpanRef; ending: SpanEnding };
+
+async function modelCall(
+  deps: ModelCallDeps,
+  turn: ModelCallTurn,
+  parent: SpanRef,
+  { messages, recorded, maxOutputTokens, callIdsOfRun }: ModelCallRequest,
   budget: object,
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
@@ -51,7 +85,9 @@ export async function callModel(
    * that logs its reply (TraceSink.endSpanWith); a failed request's span is ended here either way.
    */
   endedByCaller = false,
-): Promise<{ response: ModelResponse; span: SpanRef; ending: SpanEnding }> {
+  /** The request's earlier calls whose replies were cut off (ModelRequest.retries). */
+  retries = 0,
+): Promise<ModelCallResult> {
   const { model } = deps;
   const { sink, signal } = turn.scope;
   // What the request itself threw (as opposed to recording its failure afterwards).
@@ -79,7 +115,13 @@ export async function callModel(
         const reported: number[] = [];
         try {
           const response = await model.complete(
-            { messages, tools: [...turn.tools.values()].map((t) => t.schema), signal, ...(maxOutputTokens && { maxOutputTokens }) },
+            {
+              messages,
+              tools: [...turn.tools.values()].map((t) => t.schema),
+              signal,
+              ...(maxOutputTokens && { maxOutputTokens }),
+              ...(retries > 0 && { retries }),
+            },
             (event) => {
               if (event.type === "tool_call") reported.push(event.index);
               output?.report(withCallId(ids, event));
@@ -103,7 +145,9 @@ export async function callModel(
         failed: async (error, span) => {
           failure = error;
           await sink.event(span, "ERROR", errorMessage(error));
-          return { status: failedSpanStatus(signal) };
+          // A reply cut off: the span says so, and what the server reported of its usage is charged.
+          if (!(error instanceof ModelReplyInterrupted)) return { status: failedSpanStatus(signal) };
+          return { status: failedSpanStatus(signal), attributes: { interrupted: true }, ...(error.usage && { usage: error.usage }) };
         },
       },
     );

@@ -11,7 +11,7 @@ import type { Transact } from "../ports/attempt-fence.js";
 import { withRead, within, writeAfter } from "../../domain/transaction.js";
 import { AttemptLog } from "../memory/attempt-log.js";
 import { ContextBuilder } from "../memory/context-builder.js";
-import { ModelRetryLater } from "../ports/model.js";
+import { ModelRetryLater, type TokenUsage } from "../ports/model.js";
 import { deliverSteering, steeringWaits } from "./steering.js";
 import type { RunRequests } from "../../domain/runs/run-requests.js";
 import type { EndedWith, SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -207,7 +207,8 @@ export class RunExecutor {
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
     if (capped.step) return capped.step;
     turn.streamed.text = "";
-    const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens, callIdsOfRun };
+    const countUsage = (usage: TokenUsage) => this.deps.runs.addTokens(write, run.id, usage);
+    const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens, callIdsOfRun, countUsage };
     // The request's span ends (priced, charged) in the transaction that logs its reply.
     const endsWithReply = sink.endSpanWith?.bind(sink);
     const { response, span: requestSpan, ending } = await callModel(this.deps, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));

@@ -25,6 +25,11 @@ export type ModelRequest = {
   maxOutputTokens?: number;
   /** Aborts the request (run cancelled, deadline reached). */
   signal?: AbortSignal;
+  /**
+   * How many times this request was made before and cut off mid-reply (ModelReplyInterrupted),
+   * each made again as a new call: they count against the adapter's bound on retries.
+   */
+  retries?: number;
 };
 
 /**
@@ -77,5 +82,27 @@ export class ModelRetryLater extends Error {
     options: { cause?: unknown } = {},
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * The model's reply was cut off after some of it had streamed — the connection reset or closed,
+ * the body ended without a finish, the server reported a transient error mid-stream (overloaded,
+ * rate limited, a server error). Nothing of the reply stands (its tool calls are not run, its text
+ * is not an answer): the caller ends the call as failed and makes the request again as a new call
+ * once `retryAfterMs` has passed, with `retries` one more. Past the adapter's bound it rejects with
+ * ModelRetryLater instead. `usage`: what the server reported of the cut reply, if anything.
+ */
+export class ModelReplyInterrupted extends Error {
+  override readonly name = "ModelReplyInterrupted";
+  readonly usage: TokenUsage | undefined;
+
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    options: { cause?: unknown; usage?: TokenUsage } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.usage = options.usage;
   }
 }
