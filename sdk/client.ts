@@ -29,7 +29,7 @@ import {
 } from "./generated/graphql.js";
 import { type RunOutputSource, type RunOutputUpdate, runOutputText, watchRunUpdates } from "./run-output.js";
 import { SharedSocket } from "./shared-socket.js";
-import { DossierRequestError, isCloseEvent, operationBody, postOperation, subscribeOverSse, subscribeOverWs } from "./transport.js";
+import { backoffMs, DossierRequestError, isCloseEvent, operationBody, postOperation, retryAfterMs, subscribeOverSse, subscribeOverWs } from "./transport.js";
 
 export { DossierRequestError, documentIdOf } from "./transport.js";
 
@@ -231,8 +231,13 @@ async function readRunTrace(request: DossierClient["request"], runId: string, pa
   return { ...run, attempts, trace: { ...trace, spans: complete }, traceExpired: null };
 }
 
-/** Errors after which subscribing again cannot help (a refused key or document; an SSE request refused as a WebSocket's would be). */
-const isFinal = (error: unknown) => error instanceof DossierRequestError && [4401, 4403, 400, 401, 403, 200].includes(error.status);
+/**
+ * Errors after which subscribing again cannot help (a refused key or document; an SSE request
+ * refused as a WebSocket's would be). One that says when to try again (the database failed for a
+ * moment: SERVICE_UNAVAILABLE; RATE_LIMITED) is not: the stream resumes after that wait.
+ */
+const isFinal = (error: unknown) =>
+  error instanceof DossierRequestError && retryAfterMs(error) === undefined && [4401, 4403, 400, 401, 403, 200].includes(error.status);
 
 async function* resumableTraceUpdates(
   open: (afterSeq: string | undefined) => AsyncIterableIterator<TraceUpdatesSubscription>,
@@ -253,7 +258,7 @@ async function* resumableTraceUpdates(
       return;
     } catch (error) {
       if (isFinal(error) || attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(error, attempt)));
     } finally {
       await stream.return?.();
     }

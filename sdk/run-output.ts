@@ -5,6 +5,7 @@
 // one watch, a dropped socket is resumed the same way, and whatever a restarted subscription sends
 // again is cut here, so nothing is ever given twice.
 import type { RunOutputSubscription } from "./generated/graphql.js";
+import { backoffMs } from "./transport.js";
 
 export type RunOutputUpdate = RunOutputSubscription["runOutput"];
 
@@ -56,7 +57,7 @@ export async function* watchRunUpdates(source: RunOutputSource, afterSeq: string
     } catch (error) {
       if (source.isFinal(error) || attempt >= 5) throw error;
       state.interrupted = true;
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(error, attempt)));
     } finally {
       await stream.return?.();
     }

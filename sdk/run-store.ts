@@ -34,6 +34,7 @@ import {
   toolCallsOf,
 } from "./run-store-state.js";
 import { type RunStoreStorage, readStoredOutput, writeStoredOutput } from "./run-store-storage.js";
+import { backoffMs } from "./transport.js";
 
 export type { ModelCallText, PendingApproval, ToolCallState, ToolCallStatus, TokenTotals, TraceSummary } from "./run-store-state.js";
 export type { RunStoreStorage } from "./run-store-storage.js";
@@ -188,7 +189,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
           changed();
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failure, attempt)));
       } finally {
         signal.removeEventListener("abort", end);
       }

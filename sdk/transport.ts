@@ -16,6 +16,21 @@ export class DossierRequestError extends Error {
   }
 }
 
+/**
+ * The wait, in milliseconds, the server asked for before trying again — `extensions.retryAfterSeconds`
+ * of SERVICE_UNAVAILABLE (the database failed for a moment) or RATE_LIMITED — or undefined when it asked none.
+ */
+export function retryAfterMs(error: unknown): number | undefined {
+  if (!(error instanceof DossierRequestError)) return undefined;
+  const seconds = error.errors.map((each) => each.extensions?.retryAfterSeconds).find((value) => typeof value === "number" && value >= 0);
+  return seconds === undefined ? undefined : (seconds as number) * 1000;
+}
+
+/** How long a resuming stream waits before try `attempt + 1`: 250 ms doubling, never less than the server asked. */
+export function backoffMs(error: unknown, attempt: number): number {
+  return Math.max(retryAfterMs(error) ?? 0, 250 * 2 ** attempt);
+}
+
 /** What identifies an operation in a request: `query` (the text) or `documentId`. */
 export type OperationBody = { query: string } | { documentId: string };
 

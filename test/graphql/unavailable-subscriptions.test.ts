@@ -8,6 +8,7 @@ import { createClient as createWsClient } from "graphql-ws";
 import { print } from "graphql";
 import { WebSocket } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
+import { createClient } from "../../sdk/client.js";
 import { RunEventsDocument, TraceUpdatesDocument } from "../../sdk/generated/graphql.js";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
 import { appendEventIn, ensureTrace, publishTraceChanges, startSpanIn, type TraceChange } from "../../src/domain/trace/trace-writes.js";
@@ -178,5 +179,33 @@ describe.runIf(backends.includes("postgres"))("live subscriptions the database f
     const again = subscribe(RUN_EVENTS, { runId: runGlobalId });
     await waitUntil(() => (again.payloads.length === 1 ? true : undefined), 10_000);
     expect(again.payloads[0]).toEqual({ data: { runEvents: expect.objectContaining({ status: "QUEUED" }) } });
+  });
+
+  it("the SDK's traceUpdates waits retryAfterSeconds and resumes after the last update it gave: no error, no repeat, nothing missed", async () => {
+    const { runGlobalId, runId } = await start();
+    const dossier = createClient({ url: h.t!.server!.url });
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const update of dossier.traceUpdates(runGlobalId)) {
+        seen.push(`${update.seq} ${update.kind} ${update.event?.preview ?? ""}`.trim());
+        if (seen.length === 3) return;
+      }
+    })();
+    try {
+      await waitUntil(() => (h.t!.listeners() >= 1 ? true : undefined), 10_000);
+      const { spanId } = (await record(async (tx) => [(await startSpanIn(tx, { traceId: runId, kind: "RUN", name: "run", at: new Date() })).change]))[0]!;
+      await waitUntil(() => (seen.length === 1 ? true : undefined), 10_000);
+      // The next update cannot be read: the server ends the subscription unavailable, and the SDK keeps trying.
+      h.proxy!.hang();
+      const span = { id: spanId!, traceId: runId };
+      await record(async (tx) => [await appendEventIn(tx, span, { kind: "TOOL_OUTPUT", payload: "first result", at: new Date() })]);
+      await waitUntil(() => (warnings().length >= 1 ? true : undefined), 20_000);
+      h.proxy!.heal();
+      await record(async (tx) => [await appendEventIn(tx, span, { kind: "TOOL_OUTPUT", payload: "second result", at: new Date() })]);
+      await reading;
+      expect(seen).toEqual(["1 SPAN_STARTED", "2 EVENT_APPENDED first result", "3 EVENT_APPENDED second result"]);
+    } finally {
+      await dossier.close();
+    }
   });
 });
