@@ -260,6 +260,8 @@ export type DeleteSkillInput = {
 };
 
 export type EvidenceKind =
+  /** The text of an assistant message, shown to the model cut for length. */
+  | 'REPLY_TEXT'
   /** The JSON arguments of one tool call of an assistant message. */
   | 'TOOL_CALL_ARGUMENTS'
   /** The content of a tool result. */

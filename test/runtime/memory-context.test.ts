@@ -102,6 +102,40 @@ describe("micro-compaction (R5)", () => {
     expect(built.messages).toHaveLength(log.length + 1);
   });
 
+  it("clears the latest step's oversized arguments once all its calls are answered, never its results", () => {
+    const steps = (answered: boolean) =>
+      logOf([
+        { role: "USER", content: GOAL },
+        assistant([call("c1", "query_order", JSON.stringify({ filter: big("args", 120_000) })), call("c2", "search", "{}")]),
+        result("c2", "search", big("found", 4_000)),
+        ...(answered ? [result("c1", "query_order", big("order", 4_000))] : []),
+      ]);
+    const plan = planContext({ systemPrompt: "sys", log: steps(true), tools: [], contextWindow: 32_000 });
+    expect(plan.stats.evidenceCleared).toEqual(["ev_m2_a0"]);
+    expect(plan.budget.overBudget).toBe(false);
+    expect(text(plan.messages)).toContain(big("found", 4_000));
+    expect(text(plan.messages)).toContain(big("order", 4_000));
+    expect(validateProtocol(plan.messages)).toEqual([]);
+    // While a call waits for its result, the step's arguments stay as the model wrote them.
+    expect(planContext({ systemPrompt: "sys", log: steps(false), tools: [], contextWindow: 32_000 }).stats.evidenceCleared).toEqual([]);
+  });
+
+  it("cuts the latest reply's text for the model only when it cannot fit otherwise, with a pointer", () => {
+    const answered = (content: string) =>
+      logOf([{ role: "USER", content: GOAL }, assistant([call("c1", "search", "{}")], content), result("c1", "search", "ok")]);
+    const fits = planContext({ systemPrompt: "sys", log: answered(big("long", 20_000)), tools: [], contextWindow: 32_000 });
+    expect(fits.stats.evidenceCleared).toEqual([]);
+    expect(text(fits.messages)).toContain(big("long", 20_000));
+    const plan = planContext({ systemPrompt: "sys", log: answered(big("huge", 400_000)), tools: [], contextWindow: 32_000 });
+    expect(plan.stats.evidenceCleared).toEqual(["ev_m2"]);
+    expect(plan.budget.overBudget).toBe(false);
+    const shown = plan.messages.find((m) => m.role === "assistant")!.content!;
+    expect(shown).toBe(
+      `${big("huge", 400_000).slice(0, 2_048)}\n[the rest of this reply was cut for length — evidence ev_m2; 400005 characters in all, read_evidence returns them]`,
+    );
+    expect(validateProtocol(plan.messages)).toEqual([]);
+  });
+
   it("proposes folding the oldest turns when micro-compaction is not enough, never the latest turn", () => {
     const log = logOf([
       { role: "USER", content: GOAL },

@@ -2,13 +2,14 @@
 // model's view, the replacement names an evidence id that resolves to the persisted original. The id
 // is derived from the log entry itself (R3 stores each result exactly once), so no extra table is
 // needed and the original comes back byte for byte: `ev_<messageId>` is the content of a tool-result
-// message, `ev_<messageId>_a<n>` the arguments of the n-th call (from 0) of an assistant message.
+// message (or the reply text of an assistant message, cut for length), `ev_<messageId>_a<n>` the
+// arguments of the n-th call (from 0) of an assistant message.
 import { fromStored } from "../text/stored-text.js";
 import type { Message, Prisma } from "../../generated/prisma/client.js";
 import { toolCallsOf } from "../json-columns.js";
 import { logWhereOf } from "./conversation-lineage.js";
 
-export type EvidenceKind = "TOOL_RESULT" | "TOOL_CALL_ARGUMENTS";
+export type EvidenceKind = "TOOL_RESULT" | "TOOL_CALL_ARGUMENTS" | "REPLY_TEXT";
 
 export type Evidence = {
   id: string;
@@ -26,6 +27,11 @@ const PREFIX = "ev_";
 const EVIDENCE_ID = /^ev_([A-Za-z0-9-]{1,64})(?:_a(\d{1,4}))?$/;
 
 export function resultEvidenceId(messageId: string): string {
+  return `${PREFIX}${messageId}`;
+}
+
+/** The reply text of an assistant message; the same form as a result's: the message's role tells them apart. */
+export function replyTextEvidenceId(messageId: string): string {
   return `${PREFIX}${messageId}`;
 }
 
@@ -58,6 +64,10 @@ export async function findEvidence(db: Reader, id: string, scope: { conversation
     },
   });
   if (!message) return null;
+  if (ref.callIndex === null && message.role === "ASSISTANT") {
+    const content = fromStored(message.content);
+    return { id: replyTextEvidenceId(message.id), kind: "REPLY_TEXT", message, toolName: null, toolCallId: null, content };
+  }
   if (ref.callIndex === null) {
     if (message.role !== "TOOL") return null;
     const content = fromStored(message.content);

@@ -10,6 +10,7 @@ const EvidenceKindEnum = builder.enumType("EvidenceKind", {
   values: {
     TOOL_RESULT: { description: "The content of a tool result." },
     TOOL_CALL_ARGUMENTS: { description: "The JSON arguments of one tool call of an assistant message." },
+    REPLY_TEXT: { description: "The text of an assistant message, shown to the model cut for length." },
   } as const,
 });
 

@@ -12,6 +12,7 @@ import { type InputKind, inTurns } from "./request-turns.js";
 import {
   applyCandidate,
   type CompactionPolicies,
+  cutReply,
   DEFAULT_COMPACTION_POLICIES,
   DEFAULT_MIN_COMPACT_CHARS,
   findCandidates,
@@ -187,8 +188,18 @@ function budgetOf(
   });
 }
 
-/** R5: "always" candidates first, then "stale" ones oldest first while over the trigger; returns the estimate after. */
-function microCompact(input: ContextInput, scan: LogScan, start: number, trigger: number, estimate: (message: ChatMessage) => number): number {
+/**
+ * R5: "always" candidates first, then "stale" ones oldest first while over the trigger; returns the
+ * estimate after. The latest model step is never folded: when it (with its results and `unfoldable`,
+ * what a fold leaves besides) cannot fit the window, its reply text is cut for the model.
+ */
+function microCompact(
+  input: ContextInput,
+  scan: LogScan,
+  tokens: { start: number; trigger: number; window: number; unfoldable: number },
+  estimate: (message: ChatMessage) => number,
+): number {
+  const { start, trigger } = tokens;
   const candidates = findCandidates(scan.raw, {
     lastModelStepSeq: scan.lastModelStepSeq,
     policies: input.policies ?? DEFAULT_COMPACTION_POLICIES,
@@ -200,6 +211,8 @@ function microCompact(input: ContextInput, scan: LogScan, start: number, trigger
     if (total <= trigger) break;
     if (candidate.policy === "stale") total -= applyCandidate(candidate, estimate);
   }
+  const latest = scan.raw.findLastIndex((entry) => entry.message.role === "ASSISTANT");
+  if (latest >= 0 && tokens.unfoldable + sum(scan.raw.slice(latest)) > tokens.window) total -= cutReply(scan.raw[latest]!, estimate);
   return total;
 }
 
@@ -235,14 +248,15 @@ export function planContext(input: ContextInput): ContextPlan {
   const { summary, covered, current, raw } = scan;
   const currentChat = current.flatMap((entry) => entry.chat);
 
-  const { fixedOverhead, trigger, historyBudget } = budgetOf(input, cache, { currentInput: currentChat, history: [] });
+  const { fixedOverhead, trigger, historyBudget, effectiveWindow } = budgetOf(input, cache, { currentInput: currentChat, history: [] });
   const tokensBefore = fixedOverhead + sum(scan.all) - sum(current);
   const summaryAllowance = Math.max(256, Math.min(4_000, Math.floor(historyBudget * 0.25)));
   const rendered = summary
     ? renderSummary({ sections: summary.sections, firstUserMessage: scan.firstUserMessage, coversThroughSeq: covered, maxTokens: summaryAllowance, estimate })
     : null;
   const summaryTokens = rendered ? estimate(rendered.message) : 0;
-  const total = microCompact(input, scan, fixedOverhead + summaryTokens + sum(raw), trigger, estimate);
+  const unfoldable = fixedOverhead + Math.max(summaryTokens, summaryAllowance);
+  const total = microCompact(input, scan, { start: fixedOverhead + summaryTokens + sum(raw), trigger, window: effectiveWindow, unfoldable }, estimate);
   const fold = total > trigger ? proposeFold(raw, covered, Math.floor(trigger * FOLD_TARGET_RATIO) - fixedOverhead - summaryAllowance) : null;
 
   const conversation = conversationOf(scan);

@@ -1,8 +1,10 @@
-// R5: micro-compaction — pure computation at context-build time, no model call. In completed turns
-// only (a model step whose tool calls all have results, followed by a later model step), a large tool
-// result or a large tool-call argument text is replaced in the model's view by a short fact and an
-// evidence id that resolves to the persisted original. Nothing in the log changes (R3, R4).
-import { argumentsEvidenceId, resultEvidenceId } from "../../domain/research/evidence.js";
+// R5: micro-compaction — pure computation at context-build time, no model call. A large tool-call
+// argument text of a model step whose calls all have results, and a large tool result of a completed
+// turn (such a step followed by a later model step), is replaced in the model's view by a short fact
+// and an evidence id that resolves to the persisted original. Nothing in the log changes (R3, R4).
+// The latest step's arguments count too: a reply whose arguments alone exceed the window must not
+// make every later request overflow; its results stay, since the model has not read them yet.
+import { argumentsEvidenceId, replyTextEvidenceId, resultEvidenceId } from "../../domain/research/evidence.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
 import type { ChatMessage } from "../ports/model.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
@@ -34,15 +36,17 @@ export type ViewEntry = {
 export type Candidate = { entry: ViewEntry; callIndex: number | null; toolName: string; policy: CompactionPolicy; evidenceId: string };
 
 /**
- * The candidates of the completed turns among `view`, oldest first. `lastModelStepSeq` is the seq of
- * the log's latest assistant message: only turns before it are complete. A turn's results are the
- * tool (and repair) entries between its assistant message and the next user or assistant message.
+ * The candidates among `view`, oldest first: the arguments of every model step whose calls all have
+ * results, and the results of the completed turns. `lastModelStepSeq` is the seq of the log's latest
+ * assistant message: only turns before it are complete, and its results are never candidates. A
+ * turn's results are the tool (and repair) entries between its assistant message and the next user
+ * or assistant message.
  */
 export function findCandidates(view: readonly ViewEntry[], options: { lastModelStepSeq: number; policies: CompactionPolicies; minChars: number }): Candidate[] {
   const candidates: Candidate[] = [];
   for (let index = 0; index < view.length; index += 1) {
     const entry = view[index]!;
-    if (entry.message.role !== "ASSISTANT" || entry.message.seq >= options.lastModelStepSeq) continue;
+    if (entry.message.role !== "ASSISTANT") continue;
     const calls = toolCallsOf(entry.message.toolCalls) ?? [];
     if (calls.length === 0) continue;
     const results: ViewEntry[] = [];
@@ -58,7 +62,8 @@ export function findCandidates(view: readonly ViewEntry[], options: { lastModelS
         candidates.push({ entry, callIndex, toolName: call.name, policy, evidenceId: argumentsEvidenceId(entry.message.id, callIndex) });
       }
     });
-    for (const result of results) {
+    const complete = entry.message.seq < options.lastModelStepSeq;
+    for (const result of complete ? results : []) {
       const toolName = result.message.toolName ?? "";
       const policy = policyFor(options.policies, toolName);
       if (result.message.role === "TOOL" && policy !== "never" && result.message.content.length >= options.minChars) {
@@ -109,6 +114,34 @@ export function applyCandidate(candidate: Candidate, estimate: (message: ChatMes
     entry.chat = [{ ...message, toolCalls }];
   }
   entry.cleared.push(candidate.evidenceId);
+  entry.tokens = entry.chat.reduce((sum, chat) => sum + estimate(chat), 0);
+  return before - entry.tokens;
+}
+
+/** What a cut reply text keeps of its opening, in characters. */
+export const CUT_REPLY_KEPT_CHARS = 2_048;
+
+export function cutReplyText(original: string, evidenceId: string): string {
+  // A surrogate pair is never split: the kept part ends before a lone high surrogate.
+  const end = /[\uD800-\uDBFF]/.test(original.charAt(CUT_REPLY_KEPT_CHARS - 1)) ? CUT_REPLY_KEPT_CHARS - 1 : CUT_REPLY_KEPT_CHARS;
+  return (
+    `${original.slice(0, end)}\n[the rest of this reply was cut for length — evidence ${evidenceId}; ${original.length} characters ` +
+    `in all, read_evidence returns them]`
+  );
+}
+
+/**
+ * Cuts the text of a model step's reply in the request's view to its opening and a pointer to the
+ * logged original (a step that can be neither folded nor cleared otherwise: the latest one, when
+ * its text alone does not fit); returns the tokens saved. The log entry is untouched.
+ */
+export function cutReply(entry: ViewEntry, estimate: (message: ChatMessage) => number): number {
+  const message = entry.chat[0];
+  if (entry.message.role !== "ASSISTANT" || message?.role !== "assistant" || (message.content?.length ?? 0) <= CUT_REPLY_KEPT_CHARS) return 0;
+  const before = entry.tokens;
+  const evidenceId = replyTextEvidenceId(entry.message.id);
+  entry.chat = [{ ...message, content: cutReplyText(entry.message.content, evidenceId) }, ...entry.chat.slice(1)];
+  entry.cleared.push(evidenceId);
   entry.tokens = entry.chat.reduce((sum, chat) => sum + estimate(chat), 0);
   return before - entry.tokens;
 }

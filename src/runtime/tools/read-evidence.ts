@@ -24,7 +24,7 @@ export function createReadEvidenceTool(conversations: Pick<ConversationService, 
     schema: {
       name: "read_evidence",
       description:
-        "Reads back the original of an earlier tool result or tool-call arguments that were cleared from the conversation " +
+        "Reads back the original of an earlier tool result, tool-call arguments or reply text that were cleared or cut from the conversation " +
         "(the note names an evidence id such as ev_…). Long originals are read in pages: pass offset (characters) and maxChars.",
       parameters: {
         type: "object",
@@ -48,7 +48,11 @@ export function createReadEvidenceTool(conversations: Pick<ConversationService, 
       const chars = Array.from(evidence.content);
       if (offset > chars.length) throw new ToolError(`offset ${offset} is past the end (${chars.length} characters).`);
       const end = Math.min(chars.length, offset + maxChars);
-      const what = evidence.kind === "TOOL_RESULT" ? `result of ${evidence.toolName}` : `arguments of ${evidence.toolName}`;
+      const what = {
+        TOOL_RESULT: `result of ${evidence.toolName}`,
+        TOOL_CALL_ARGUMENTS: `arguments of ${evidence.toolName}`,
+        REPLY_TEXT: "text of your reply",
+      }[evidence.kind];
       const rest = end < chars.length ? `; call again with offset ${end} for the rest` : "";
       return `[evidence ${evidence.id}: ${what}, characters ${offset}–${end} of ${chars.length}${rest}]\n${chars.slice(offset, end).join("")}`;
     },
