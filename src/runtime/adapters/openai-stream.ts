@@ -13,6 +13,7 @@
 //   text is not taken (the configured one stands); a token count that is not a number counts 0.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isJsonObject } from "../../domain/json-object.js";
+import { jsonText as toJson } from "../../domain/json-text.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -29,8 +30,8 @@ const label = (value: unknown): string | undefined => (typeof value === "string"
 /** A token count as reported; anything that is not a non-negative number counts 0. */
 const count = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
 
-/** A string as is, nothing as "", any other value as its JSON. */
-const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value));
+/** A string as is, nothing as "", any other value as its JSON (however deeply it nests). */
+const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : toJson(value));
 /** Content as streamed: a list of content parts joined, else as jsonText. */
 const textOf = (value: unknown): string => (Array.isArray(value) ? value.map(partText).join("") : jsonText(value));
 
