@@ -10,10 +10,12 @@
 // - Argument, content, refusal or finish-reason values that are neither strings nor parts are kept
 //   as their JSON.
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
-//   text is not taken (the configured one stands); a token count that is not a number counts 0.
+//   text is not taken (the configured one stands); a token count that is not a number counts 0, one
+//   past what a run's counters hold counts MAX_TOKEN_COUNT.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isJsonObject } from "../../domain/json-object.js";
 import { jsonText as toJson } from "../../domain/json-text.js";
+import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -27,8 +29,10 @@ const objectsOf = (value: unknown): Fields[] =>
   );
 /** A non-empty string, or undefined. */
 const label = (value: unknown): string | undefined => (typeof value === "string" && value.length > 0 ? value : undefined);
-/** A token count as reported; anything that is not a non-negative number counts 0. */
-const count = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
+/** Whether a token count was reported: a non-negative number. */
+const counted = (value: unknown): value is number => typeof value === "number" && !Number.isNaN(value) && value >= 0;
+/** A token count as reported, at most MAX_TOKEN_COUNT; anything that is not a non-negative number counts 0. */
+const count = (value: unknown): number => (counted(value) ? Math.min(Math.floor(value), MAX_TOKEN_COUNT) : 0);
 
 /** A string as is, nothing as "", any other value as its JSON (however deeply it nests). */
 const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : toJson(value));
