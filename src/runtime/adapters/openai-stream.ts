@@ -11,7 +11,8 @@
 //   as their JSON.
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
-//   past what a run's counters hold counts MAX_TOKEN_COUNT.
+//   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
+//   tokens says so (usageReported: false), for the run to charge the request's bound instead.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isJsonObject } from "../../domain/json-object.js";
 import { jsonText as toJson } from "../../domain/json-text.js";
@@ -53,6 +54,8 @@ export class StreamAccumulator {
   private text = "";
   private readonly calls = new Map<number, PartialToolCall>();
   private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+  /** Whether a chunk reported the request's input or output tokens. */
+  private usageReported = false;
   /** As reported; undefined until a chunk reports one (a stream ended without one was cut short). */
   finishReason: string | undefined;
   private model: string | undefined;
@@ -65,7 +68,11 @@ export class StreamAccumulator {
     this.started = true;
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
-    if (typeof fields.usage === "object" && fields.usage !== null) this.usage = toUsage(fieldsOf(fields.usage));
+    if (typeof fields.usage === "object" && fields.usage !== null) {
+      const usage = fieldsOf(fields.usage);
+      this.usage = toUsage(usage);
+      this.usageReported ||= counted(usage.prompt_tokens) || counted(usage.completion_tokens);
+    }
     const choices = objectsOf(fields.choices);
     const choice = choices.find((c) => c.index === 0) ?? choices[0];
     if (!choice) return; // the usage chunk has no choices
@@ -92,6 +99,7 @@ export class StreamAccumulator {
       usage: this.usage,
       finishReason: this.finishReason ?? "stop",
       model: this.model ?? configuredModel,
+      ...(!this.usageReported && { usageReported: false }),
     };
   }
 

@@ -1,9 +1,14 @@
 // One model request of a turn (R1): a MODEL_CALL span with the request as recorded and the
 // reply's usage, the output reported live while it streams (runOutput), reasoning recorded as
 // THINKING events. A failure of the request itself is a ModelRequestFailed (the run fails with
-// MODEL_ERROR), as opposed to anything Dossier did around it.
+// MODEL_ERROR), as opposed to anything Dossier did around it. A reply whose server reported no
+// usage is charged its bound instead — the input tokens Dossier counted for the request and the
+// output it counts in the reply — for the token budget and the cost caps, its span marked
+// `usageEstimated: true`: what a server does not report is never free.
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
-import type { ChatMessage, ModelPort, ModelResponse, ModelStreamEvent } from "../ports/model.js";
+import type { ChatMessage, ModelPort, ModelResponse, ModelStreamEvent, TokenUsage } from "../ports/model.js";
+import type { ContextBuilder } from "../memory/context-builder.js";
+import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 import type { OutputEvent, RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -28,7 +33,7 @@ export type ModelCallTurn = {
 export type ModelCallsOfAttempt = { last: string | null | undefined };
 
 export async function callModel(
-  deps: { model: ModelPort; output?: RunOutput },
+  deps: { model: ModelPort; output?: RunOutput; context: Pick<ContextBuilder, "replyTokens"> },
   turn: ModelCallTurn,
   parent: SpanRef,
   {
@@ -43,7 +48,8 @@ export async function callModel(
     /** The call ids the run used before this request (call-ids.ts): a reply's call gets none of them. */
     callIdsOfRun?: ReadonlySet<string>;
   },
-  budget: object,
+  /** The request's budget breakdown (recorded on its span); `estimate`: its input tokens as Dossier counts them. */
+  budget: { estimate: number },
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
   /**
@@ -77,6 +83,7 @@ export async function callModel(
         // Each call's id is fixed as it first appears, so the live output names it as it is stored.
         const ids = new CallIds(span.id, callIdsOfRun);
         const reported: number[] = [];
+        let reasoning = "";
         try {
           const response = await model.complete(
             { messages, tools: [...turn.tools.values()].map((t) => t.schema), signal, ...(maxOutputTokens && { maxOutputTokens }) },
@@ -84,16 +91,21 @@ export async function callModel(
               if (event.type === "tool_call") reported.push(event.index);
               output?.report(withCallId(ids, event));
               if (event.type === "text" && streamed) streamed.text += event.delta;
-              // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-              if (event.type === "reasoning") void note(sink, span, "THINKING", event.delta).catch(() => undefined);
+              if (event.type === "reasoning") {
+                reasoning += event.delta;
+                // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+                void note(sink, span, "THINKING", event.delta).catch(() => undefined);
+              }
             },
           );
+          const estimated = response.usageReported === false;
+          const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning })) : response.usage;
           const ending: SpanEnding = {
             status: "OK",
-            usage: response.usage,
-            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
+            usage,
+            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason, ...(estimated && { usageEstimated: true }) },
           };
-          return { response: { ...response, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
+          return { response: { ...response, usage, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
         } finally {
           output?.end();
         }
@@ -112,6 +124,14 @@ export async function callModel(
     throw new ModelRequestFailed(errorMessage(error), { cause: error });
   }
 }
+
+/** What a request whose server reported no usage is charged: its counted input and output, each at most MAX_TOKEN_COUNT. */
+const boundUsage = (input: number, output: number): TokenUsage => ({
+  input: Math.min(Math.max(0, Math.ceil(input)), MAX_TOKEN_COUNT),
+  output,
+  cached: 0,
+  reasoning: 0,
+});
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 

@@ -48,6 +48,11 @@ export type ModelResponse = {
   finishReason: string;
   /** The model that answered, as reported by the server. */
   model: string;
+  /**
+   * False when the server reported no usage (its `usage` is then all zeros): the run charges the
+   * request its bound instead (loop/model-call.ts). Absent: reported.
+   */
+  usageReported?: boolean;
 };
 
 export interface ModelPort {
