@@ -78,6 +78,12 @@ describe("MCP tool results", () => {
     expect(stallMs).toBeLessThan(1_000);
   });
 
+  it("keep structured content nested deeper than JSON.stringify follows, as its JSON text", async () => {
+    const mcp = await connect("--deep");
+    const deep = "[".repeat(20_000) + "]".repeat(20_000);
+    expect(await mcp.callTool("deep", {}, AbortSignal.timeout(30_000))).toEqual({ text: `{"deep":${deep}}`, isError: false });
+  });
+
   it("are listed and called when a tool's output schema is one no JSON Schema library compiles", async () => {
     const mcp = await connect("--bad-schema");
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toEqual(["shaped", "redos", "odd", "structured", "unlistable"]);

@@ -6,6 +6,8 @@
 //                       without a type; answers its arguments), `stringy` (an input schema of type
 //                       "string"), `unkempt` (a description, annotations and icons of the wrong
 //                       shape) and, fifth of the list, a tool without a name
+//   --deep              also lists `deep`, whose structured content nests 20,000 lists deep (more
+//                       than JSON.stringify follows): {"deep":[[[…]]]}
 //   --churn             lists `churn`, which sends `count` tools/list_changed notifications, the
 //                       list changing before each; the list then holds `version_<changes so far>`
 //                       and `listing_<tools/list requests answered, this one included>`
@@ -46,6 +48,7 @@ const tools = [
         },
       ]
     : []),
+  ...(argv.includes("--deep") ? [{ name: "deep", description: "Structured content 20,000 levels deep.", inputSchema: { type: "object" } }] : []),
   ...(argv.includes("--odd-tools")
     ? [
         { name: "loose", description: "An input schema without a type.", inputSchema: { properties: { q: { type: "string" } } } },
@@ -55,6 +58,9 @@ const tools = [
       ]
     : []),
 ];
+
+/** 20,000 lists, one in the other. */
+const DEEP = "[".repeat(20_000) + "]".repeat(20_000);
 
 let version = 0;
 let listings = 0;
@@ -106,6 +112,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   else if (message.method === "tools/list") {
     listings += 1;
     reply({ tools: churn ? churnTools() : tools });
+  } else if (message.method === "tools/call" && message.params?.name === "deep") {
+    // Written as text: JSON.stringify could not write it.
+    process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"structuredContent":{"deep":${DEEP}}}}\n`);
   } else if (message.method === "tools/call") reply(call(message.params?.name ?? "", message.params?.arguments ?? {}));
   else reply({});
 });

@@ -10,6 +10,12 @@ export type Decimal = DecimalJs;
 
 /** Decimal places a cost is kept to (the columns are DECIMAL(20,10)): span costs sum exactly to the run's. */
 export const COST_SCALE = 10;
+/**
+ * The most a cost column holds (DECIMAL(20,10)): a cost or a sum of costs past it is kept at it
+ * (saturates), so a reply reporting billions of tokens of a dear model is charged what can be
+ * stored — far past any cap — rather than failing the write that would charge it.
+ */
+export const MAX_COST = "9999999999.9999999999";
 /** Every cost is in this currency. */
 export const COST_CURRENCY = "USD";
 

@@ -4,7 +4,7 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { SpanCost } from "../trace/trace-writes.js";
 import { priceAt } from "./price-book.js";
-import { type PricedUsage, priceUsage } from "./pricing.js";
+import { Decimal, MAX_COST, type PricedUsage, priceUsage } from "./pricing.js";
 
 /** The attribute a model call's span names its model with (the request's model). */
 export const REQUEST_MODEL_ATTRIBUTE = "gen_ai.request.model";
@@ -27,9 +27,9 @@ export async function priceFoldedIn(
     WHERE s.id = ${keptSpan.id}`;
   if (!row) return null;
   const price = model === null ? null : await priceAt(tx, { principalId: row.ownerId, model, at });
-  const amount = price ? priceUsage(usage, price).cost.toFixed() : null;
+  const amount = price ? Decimal.min(priceUsage(usage, price).cost, MAX_COST).toFixed() : null;
   await tx.$executeRaw`
-    UPDATE span SET cost = CASE WHEN ${amount}::numeric IS NULL THEN cost ELSE COALESCE(cost, 0) + ${amount}::numeric END,
+    UPDATE span SET cost = CASE WHEN ${amount}::numeric IS NULL THEN cost ELSE LEAST(COALESCE(cost, 0) + ${amount}::numeric, ${MAX_COST}::numeric) END,
       cost_unpriced = cost_unpriced OR ${amount}::numeric IS NULL
     WHERE id = ${keptSpan.id}`;
   return { runId: row.runId, cost: { amount } };

@@ -6,7 +6,7 @@ import { type ClaimedAttempt, claimRun, claimRuns, type InstanceLiveness, releas
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
-import { budgetTokens, type Claimant, type EndedRun, type LeaseTerms, type LeaseVerdict, type Outcome } from "./vocabulary.js";
+import { budgetTokens, type Claimant, MAX_TOKEN_COUNT, type EndedRun, type LeaseTerms, type LeaseVerdict, type Outcome } from "./vocabulary.js";
 import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
@@ -151,9 +151,14 @@ export class PrismaRunState {
 
   async addTokens(write: Transact, runId: string, usage: { input: number; output: number }): Promise<number> {
     const used = budgetTokens(usage);
-    const updated = await write((tx) =>
-      tx.run.update({ where: { id: runId }, data: { tokensUsed: { increment: used } }, select: { tokensUsed: true, ownerId: true } }),
+    // Saturating: tokens past MAX_TOKEN_COUNT (a server reporting billions) keep the run at it, never fail it.
+    const [updated] = await write(
+      (tx) =>
+        tx.$queryRaw<{ tokensUsed: number; ownerId: string }[]>`
+        UPDATE run SET tokens_used = LEAST(tokens_used::bigint + ${used}::int, ${MAX_TOKEN_COUNT}::int) WHERE id = ${runId}
+        RETURNING tokens_used AS "tokensUsed", owner_id AS "ownerId"`,
     );
+    if (!updated) throw new Error(`run ${runId} does not exist`);
     // Committed: the run lists that show the run hear of its new usage (run_list_change logged it).
     if (used > 0) publishRunListChange(this.deps.events, updated.ownerId);
     return updated.tokensUsed;

@@ -6,11 +6,14 @@
 // once, and every product is exact (numeric), rounded half up to COST_SCALE as priceUsage rounds.
 // One round trip instead of the six the same writes took one by one. The same statement can ride
 // in the reply's log append (log-statement.ts), its CTEs then guarded by the append's fence check.
+// Every sum saturates: tokens at MAX_TOKEN_COUNT, costs at MAX_COST (what the columns hold), so a
+// server that reports billions of tokens of a dear model stops a run at its caps, never fails it.
 import type { Prisma, SpanStatus } from "../../generated/prisma/client.js";
 import { toStoredJson } from "../text/stored-text.js";
 import { type EndedRow, endedChange } from "../trace/span-statements.js";
 import type { SpanUsage, TraceChange } from "../trace/trace-writes.js";
-import { COST_SCALE, type PricedUsage, toDecimal, usageParts } from "../costs/pricing.js";
+import { COST_SCALE, MAX_COST, type PricedUsage, toDecimal, usageParts } from "../costs/pricing.js";
+import { MAX_TOKEN_COUNT } from "./vocabulary.js";
 import { REQUEST_MODEL_ATTRIBUTE } from "../costs/span-cost.js";
 import { type Carried, routed, type StatementRoute, type Transact } from "../transaction.js";
 
@@ -25,6 +28,9 @@ type ChargedRow = EndedRow & {
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 type SpanEndInput = { status: SpanStatus; attributes?: Record<string, unknown>; usage?: SpanUsage & PricedUsage; tokens?: number };
+
+/** The budget tokens a span's end adds to its run: a whole number from 0 to MAX_TOKEN_COUNT; null without any. */
+const tokensOf = (end: SpanEndInput): number | null => (end.tokens === undefined ? null : Math.min(Math.max(0, Math.trunc(end.tokens)), MAX_TOKEN_COUNT));
 
 /** What a span's end did: the replay-log change to announce after commit, the run's owner when its lists changed, its tokens used. */
 export type SpanEnded = { owner: string | null; change: TraceChange; tokensUsed: number | null };
@@ -42,7 +48,7 @@ function spanEndSql(
   guard = "true",
 ): { ctes: string; params: unknown[]; row: string; tokens: number | null } {
   const $ = (n: number) => `$${first + n - 1}`;
-  const tokens = end.tokens === undefined ? null : Math.max(0, Math.trunc(end.tokens));
+  const tokens = tokensOf(end);
   const set = end.attributes ? toStoredJson(end.attributes) : null;
   const parts = end.usage ? usageParts(end.usage) : null;
   const rate = (tokens: number, column: string, fallback: string) => `${tokens}::numeric * COALESCE(p.${column}, p.${fallback})`;
@@ -59,7 +65,7 @@ function spanEndSql(
      owner AS (SELECT r.id AS run_id, r.owner_id FROM cur JOIN trace t ON t.id = cur.trace_id JOIN run r ON r.id = t.run_id),
      priced AS (
        SELECT r.run_id, r.owner_id,
-         (SELECT round((${price}) * 0.000001, ${COST_SCALE}) FROM model_price p
+         (SELECT LEAST(round((${price}) * 0.000001, ${COST_SCALE}), ${MAX_COST}) FROM model_price p
           WHERE p.model = cur.attributes ->> ${$(7)} AND p.effective_from <= ${$(4)}::text::timestamptz AND (p.principal_id = r.owner_id OR p.principal_id IS NULL)
           ORDER BY p.principal_id ASC NULLS LAST, p.effective_from DESC LIMIT 1) AS amount
        FROM cur, owner r
@@ -94,9 +100,9 @@ function spanEndSql(
        FROM ended
      ),
      charged AS (
-       UPDATE run SET cost = run.cost + COALESCE(priced.amount, 0),
+       UPDATE run SET cost = LEAST(run.cost + COALESCE(priced.amount, 0), ${MAX_COST}),
          cost_unpriced = run.cost_unpriced OR (priced.run_id IS NOT NULL AND priced.amount IS NULL),
-         tokens_used = run.tokens_used + COALESCE(${$(9)}::int, 0)
+         tokens_used = LEAST(run.tokens_used::bigint + COALESCE(${$(9)}::int, 0), ${MAX_TOKEN_COUNT})
        FROM owner LEFT JOIN priced ON true
        WHERE run.id = owner.run_id AND EXISTS (SELECT 1 FROM ended) AND (priced.run_id IS NOT NULL OR ${$(9)}::int IS NOT NULL)
        RETURNING run.owner_id, run.tokens_used
@@ -105,7 +111,7 @@ function spanEndSql(
        INSERT INTO principal_daily_cost (principal_id, day, cost)
        SELECT priced.owner_id, (now() AT TIME ZONE 'UTC')::date, priced.amount FROM priced
        WHERE priced.amount IS NOT NULL AND EXISTS (SELECT 1 FROM ended)
-       ON CONFLICT (principal_id, day) DO UPDATE SET cost = principal_daily_cost.cost + EXCLUDED.cost
+       ON CONFLICT (principal_id, day) DO UPDATE SET cost = LEAST(principal_daily_cost.cost + EXCLUDED.cost, ${MAX_COST})
      )`;
   const row = `(SELECT jsonb_build_object('seq', ended.seq, 'parent_id', ended.parent_id, 'kind', ended.kind::text, 'name', ended.name,
        'attributes', ended.attributes::text, 'usage', ended.usage::text, 'cost', trim_scale(ended.cost)::text, 'cost_unpriced', ended.cost_unpriced,
@@ -158,7 +164,7 @@ export function carriedSpanEnd(span: { id: string; traceId: string }, end: SpanE
       return { ctes, params, result: row, written: "EXISTS (SELECT 1 FROM ended)" };
     },
     settle(row) {
-      ended(spanEnded(span, end.status, row as ChargedRow, at, end.tokens === undefined ? null : Math.max(0, Math.trunc(end.tokens))));
+      ended(spanEnded(span, end.status, row as ChargedRow, at, tokensOf(end)));
     },
   };
 }

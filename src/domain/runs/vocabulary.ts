@@ -178,5 +178,14 @@ export type LeaseTerms = { leaseMs: number; marginMs: number };
 /** A lease the heartbeat found gone: cancelled under this attempt, or taken over (or the heartbeat failed). */
 export type LeaseVerdict = { held: true; stop?: CancelMode | null } | { held: false; reason: "CANCELLED" | "LEASE_LOST"; detail: string };
 
-/** The tokens of a model request that count against a run's budget: what it read and wrote. */
-export const budgetTokens = (usage: { input: number; output: number }): number => usage.input + usage.output;
+/**
+ * The most tokens a count holds (a run's tokensUsed, a span's usage: 32-bit, as GraphQL's Int): a
+ * count reported past it is taken as it, and a sum that would pass it stays at it (saturates).
+ */
+export const MAX_TOKEN_COUNT = 2_147_483_647;
+
+/** `a + b` tokens, at most MAX_TOKEN_COUNT. */
+export const addTokenCounts = (a: number, b: number): number => Math.min(a + b, MAX_TOKEN_COUNT);
+
+/** The tokens of a model request that count against a run's budget: what it read and wrote (at most MAX_TOKEN_COUNT). */
+export const budgetTokens = (usage: { input: number; output: number }): number => addTokenCounts(usage.input, usage.output);

@@ -3,6 +3,7 @@
 import { fromStored, fromStoredJson } from "../../domain/text/stored-text.js";
 import { Decimal } from "../../domain/costs/pricing.js";
 import { usageOf } from "../../domain/json-columns.js";
+import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 import type { Prisma, Span, SpanEvent } from "../../generated/prisma/client.js";
 import { SpanEventKind, SpanKind, SpanStatus } from "../../generated/prisma/enums.js";
 import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-request.js";
@@ -61,13 +62,16 @@ const SpanEventKindEnum = builder.enumType(SpanEventKind, {
   },
 });
 
+/** A count as GraphQL's Int holds it: a sum of usage past MAX_TOKEN_COUNT (calls that each reported billions) is given as it. */
+const tokenCount = (key: keyof Usage) => (usage: Usage) => Math.min(usage[key], MAX_TOKEN_COUNT);
+
 const TokenUsageRef = builder.objectRef<Usage>("TokenUsage").implement({
-  description: "Model-reported tokens.",
+  description: "Model-reported tokens. A count (or a sum of counts) past 2,147,483,647 is given as 2,147,483,647.",
   fields: (t) => ({
-    input: t.exposeInt("input"),
-    output: t.exposeInt("output"),
-    cached: t.exposeInt("cached"),
-    reasoning: t.exposeInt("reasoning"),
+    input: t.int({ resolve: tokenCount("input") }),
+    output: t.int({ resolve: tokenCount("output") }),
+    cached: t.int({ resolve: tokenCount("cached") }),
+    reasoning: t.int({ resolve: tokenCount("reasoning") }),
   }),
 });
 

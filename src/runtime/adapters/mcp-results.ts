@@ -8,6 +8,7 @@ import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprot
 import { z } from "zod";
 import type { McpCallResult } from "../ports/mcp.js";
 import { isJsonObject } from "../../domain/json-object.js";
+import { jsonText } from "../../domain/json-text.js";
 
 /**
  * The output-schema "validator" given to the SDK's client: it compiles nothing and accepts every
@@ -24,7 +25,8 @@ export const AnyCallToolResult = z.looseObject({});
 
 type Block = { type?: unknown; text?: unknown; mimeType?: unknown; uri?: unknown; resource?: { uri?: unknown; text?: unknown } };
 
-const asText = (value: unknown): string => (typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value));
+/** A string as is, nothing as "", any other value as its JSON (however deeply it nests: never lost). */
+const asText = (value: unknown): string => (typeof value === "string" ? value : value === undefined ? "" : jsonText(value));
 
 /** One content block as the model sees it: text as is, a resource's text, a placeholder for the rest. */
 function blockText(block: unknown): string {

@@ -10,9 +10,13 @@
 // - Argument, content, refusal or finish-reason values that are neither strings nor parts are kept
 //   as their JSON.
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
-//   text is not taken (the configured one stands); a token count that is not a number counts 0.
+//   text is not taken (the configured one stands); a token count that is not a number counts 0, one
+//   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
+//   tokens says so (usageReported: false), for the run to charge the request's bound instead.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isJsonObject } from "../../domain/json-object.js";
+import { jsonText as toJson } from "../../domain/json-text.js";
+import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -26,11 +30,13 @@ const objectsOf = (value: unknown): Fields[] =>
   );
 /** A non-empty string, or undefined. */
 const label = (value: unknown): string | undefined => (typeof value === "string" && value.length > 0 ? value : undefined);
-/** A token count as reported; anything that is not a non-negative number counts 0. */
-const count = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
+/** Whether a token count was reported: a non-negative number. */
+const counted = (value: unknown): value is number => typeof value === "number" && !Number.isNaN(value) && value >= 0;
+/** A token count as reported, at most MAX_TOKEN_COUNT; anything that is not a non-negative number counts 0. */
+const count = (value: unknown): number => (counted(value) ? Math.min(Math.floor(value), MAX_TOKEN_COUNT) : 0);
 
-/** A string as is, nothing as "", any other value as its JSON. */
-const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value));
+/** A string as is, nothing as "", any other value as its JSON (however deeply it nests). */
+const jsonText = (value: unknown): string => (typeof value === "string" ? value : value === undefined || value === null ? "" : toJson(value));
 /** Content as streamed: a list of content parts joined, else as jsonText. */
 const textOf = (value: unknown): string => (Array.isArray(value) ? value.map(partText).join("") : jsonText(value));
 
@@ -50,6 +56,8 @@ export class StreamAccumulator {
   private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
   /** The usage a chunk reported, if one did (a reply cut off mid-stream usually has none). */
   reportedUsage: TokenUsage | undefined;
+  /** Whether a chunk reported the request's input or output tokens. */
+  private usageReported = false;
   /** As reported; undefined until a chunk reports one (a stream ended without one was cut short). */
   finishReason: string | undefined;
   private model: string | undefined;
@@ -62,7 +70,11 @@ export class StreamAccumulator {
     this.started = true;
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
-    if (typeof fields.usage === "object" && fields.usage !== null) this.usage = this.reportedUsage = toUsage(fieldsOf(fields.usage));
+    if (typeof fields.usage === "object" && fields.usage !== null) {
+      const usage = fieldsOf(fields.usage);
+      this.usage = this.reportedUsage = toUsage(usage);
+      this.usageReported ||= counted(usage.prompt_tokens) || counted(usage.completion_tokens);
+    }
     const choices = objectsOf(fields.choices);
     const choice = choices.find((c) => c.index === 0) ?? choices[0];
     if (!choice) return; // the usage chunk has no choices
@@ -89,6 +101,7 @@ export class StreamAccumulator {
       usage: this.usage,
       finishReason: this.finishReason ?? "stop",
       model: this.model ?? configuredModel,
+      ...(!this.usageReported && { usageReported: false }),
     };
   }
 

@@ -4,10 +4,15 @@
 // MODEL_ERROR), as opposed to anything Dossier did around it. A reply cut off mid-stream
 // (ModelReplyInterrupted) is not one: its call ends as an error naming the interruption, nothing of
 // it stands, and the request is made again as a new call (a new MODEL_CALL span), as the adapter's
-// bound allows; past it the attempt is handed back (ModelRetryLater), never failed.
+// bound allows; past it the attempt is handed back (ModelRetryLater), never failed. A reply whose
+// server reported no usage is charged its bound instead — the input tokens Dossier counted for the
+// request and the output it counts in the reply — for the token budget and the cost caps, its span
+// marked `usageEstimated: true`: what a server does not report is never free.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { type ChatMessage, type ModelPort, ModelReplyInterrupted, type ModelResponse, type ModelStreamEvent, type TokenUsage } from "../ports/model.js";
+import type { ContextBuilder } from "../memory/context-builder.js";
+import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 import type { OutputEvent, RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -47,7 +52,8 @@ export async function callModel(
   turn: ModelCallTurn,
   parent: SpanRef,
   request: ModelCallRequest,
-  budget: object,
+  /** The request's budget breakdown (recorded on its span); `estimate`: its input tokens as Dossier counts them. */
+  budget: { estimate: number },
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
   /** The caller ends the span of a request that succeeded (see modelCall). */
@@ -69,7 +75,7 @@ export async function callModel(
   }
 }
 
-type ModelCallDeps = { model: ModelPort; output?: RunOutput };
+type ModelCallDeps = { model: ModelPort; output?: RunOutput; context: Pick<ContextBuilder, "replyTokens"> };
 type ModelCallResult = { response: ModelResponse; span: SpanRef; ending: SpanEnding };
 
 async function modelCall(
@@ -77,7 +83,8 @@ async function modelCall(
   turn: ModelCallTurn,
   parent: SpanRef,
   { messages, recorded, maxOutputTokens, callIdsOfRun }: ModelCallRequest,
-  budget: object,
+  /** The request's budget breakdown (recorded on its span); `estimate`: its input tokens as Dossier counts them. */
+  budget: { estimate: number },
   /** The reply's text as it streams: what a stop NOW keeps of a reply it cut off. */
   streamed?: { text: string },
   /**
@@ -113,6 +120,7 @@ async function modelCall(
         // Each call's id is fixed as it first appears, so the live output names it as it is stored.
         const ids = new CallIds(span.id, callIdsOfRun);
         const reported: number[] = [];
+        let reasoning = "";
         try {
           const response = await model.complete(
             {
@@ -126,16 +134,21 @@ async function modelCall(
               if (event.type === "tool_call") reported.push(event.index);
               output?.report(withCallId(ids, event));
               if (event.type === "text" && streamed) streamed.text += event.delta;
-              // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
-              if (event.type === "reasoning") void note(sink, span, "THINKING", event.delta).catch(() => undefined);
+              if (event.type === "reasoning") {
+                reasoning += event.delta;
+                // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
+                void note(sink, span, "THINKING", event.delta).catch(() => undefined);
+              }
             },
           );
+          const estimated = response.usageReported === false;
+          const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning })) : response.usage;
           const ending: SpanEnding = {
             status: "OK",
-            usage: response.usage,
-            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason },
+            usage,
+            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason, ...(estimated && { usageEstimated: true }) },
           };
-          return { response: { ...response, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
+          return { response: { ...response, usage, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
         } finally {
           output?.end();
         }
@@ -156,6 +169,14 @@ async function modelCall(
     throw new ModelRequestFailed(errorMessage(error), { cause: error });
   }
 }
+
+/** What a request whose server reported no usage is charged: its counted input and output, each at most MAX_TOKEN_COUNT. */
+const boundUsage = (input: number, output: number): TokenUsage => ({
+  input: Math.min(Math.max(0, Math.ceil(input)), MAX_TOKEN_COUNT),
+  output,
+  cached: 0,
+  reasoning: 0,
+});
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 

@@ -36,7 +36,7 @@ export type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, RunHooks
 
 export class RunExecutor {
   private readonly context: ContextBuilder;
-  /** What a CONCLUDE stop's one last request is made with (stops-taken.ts). */
+  /** What a CONCLUDE stop's one last request, and every model request, is made with (stops-taken.ts, model-call.ts). */
   private readonly concluding: ConcludeDeps;
 
   constructor(private readonly deps: ExecutorDeps) {
@@ -211,7 +211,7 @@ export class RunExecutor {
     const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens, callIdsOfRun, countUsage };
     // The request's span ends (priced, charged) in the transaction that logs its reply.
     const endsWithReply = sink.endSpanWith?.bind(sink);
-    const { response, span: requestSpan, ending } = await callModel(this.deps, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
+    const { response, span: requestSpan, ending } = await callModel(this.concluding, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
     for (const call of response.toolCalls) callIdsOfRun.add(call.id);

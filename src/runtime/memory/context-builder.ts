@@ -6,11 +6,12 @@
 // the model actually received (the consumption ledger, W8): compacted and folded entries are not.
 import type { RunRecord } from "../ports/run-state.js";
 import { resultEvidenceId } from "../../domain/research/evidence.js";
-import type { ModelPort, TokenUsage, ToolSchema } from "../ports/model.js";
+import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model.js";
+import { addTokenCounts, MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
 import { DEFAULT_RESERVED_OUTPUT } from "./budget.js";
-import { estimatorFor } from "./token-estimator.js";
+import { estimatorFor, type TokenEstimator } from "./token-estimator.js";
 import { type BuiltContext, type ContextInput, type ContextPlan, type FoldProposal, MemoCache, planContext } from "./context-plan.js";
 import { withSpan } from "../loop/spans.js";
 import { budgetTokens } from "../ports/run-state.js";
@@ -67,8 +68,22 @@ export class ContextBuilder {
   /** Log entries never change, so their chat form and estimates are remembered across requests. */
   private readonly cache: MemoCache;
 
+  /** How the budget counts tokens (the run's tokenizer, else the local estimator). */
+  private readonly tokens: TokenEstimator;
+
   constructor(private readonly deps: ContextBuilderDeps) {
-    this.cache = new MemoCache(estimatorFor(deps.tokenizer));
+    this.tokens = estimatorFor(deps.tokenizer);
+    this.cache = new MemoCache(this.tokens);
+  }
+
+  /**
+   * The tokens of a reply, counted as the budget counts a request: its text (and reasoning), each
+   * call's name and arguments, and a message's framing. What a request whose server reported no
+   * usage is charged for its output (loop/model-call.ts).
+   */
+  replyTokens(reply: { content: string | null; toolCalls: readonly ToolCall[]; reasoning?: string }): number {
+    const counted = this.tokens.messages([{ role: "assistant", content: reply.content, toolCalls: [...reply.toolCalls] }]);
+    return Math.min(counted + (reply.reasoning ? this.tokens.text(reply.reasoning) : 0), MAX_TOKEN_COUNT);
   }
 
   async build(request: BuildRequest): Promise<BuiltContext> {
@@ -169,8 +184,14 @@ export class ContextBuilder {
     const reservedOutput = this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT;
     for (const chunk of transcriptChunks(fold.entries, sections, plan.budget.effectiveWindow)) {
       const maxOutputTokens = Math.min(reservedOutput, Math.max(1_024, plan.summaryAllowance * 2));
-      const response = await model.complete({ ...summaryRequest(sections, chunk, maxOutputTokens), signal: request.signal });
-      for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] += response.usage[key];
+      const asked = summaryRequest(sections, chunk, maxOutputTokens);
+      const response = await model.complete({ ...asked, signal: request.signal });
+      // A server that reports no usage: the request counts what the budget counts it and its reply at.
+      const used =
+        response.usageReported === false
+          ? { input: this.tokens.messages(asked.messages), output: this.replyTokens(response), cached: 0, reasoning: 0 }
+          : response.usage;
+      for (const key of ["input", "output", "cached", "reasoning"] as const) usage[key] = addTokenCounts(usage[key], used[key]);
       sections = mergeSummaryAnswer(sections, response.content);
     }
     return sections;

@@ -15,7 +15,7 @@ export type ChatMessage = RequestMessage;
 /** A tool offered to the model; `parameters` is a JSON Schema object. */
 export type ToolSchema = { name: string; description: string; parameters: Record<string, unknown> };
 
-/** Token usage as the model server reports it; absent figures are 0. */
+/** Token usage as the model server reports it; absent figures are 0, each at most MAX_TOKEN_COUNT (domain/runs/vocabulary.ts). */
 export type TokenUsage = { input: number; output: number; cached: number; reasoning: number };
 
 export type ModelRequest = {
@@ -53,6 +53,11 @@ export type ModelResponse = {
   finishReason: string;
   /** The model that answered, as reported by the server. */
   model: string;
+  /**
+   * False when the server reported no usage (its `usage` is then all zeros): the run charges the
+   * request its bound instead (loop/model-call.ts). Absent: reported.
+   */
+  usageReported?: boolean;
 };
 
 export interface ModelPort {
