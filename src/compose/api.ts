@@ -20,6 +20,7 @@ import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlu
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
+import { endRefused } from "../server/refused-requests.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { endingWhenUnavailable, unavailableResponses } from "../server/unavailable-responses.js";
@@ -117,9 +118,14 @@ export function createApi(
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
       authentication.plugin,
-      // Right after authentication: a refused request is answered before anything is parsed.
+      // Right after authentication: a refused request is answered with its refusal (401, 429,
+      // 503) before anything is parsed, and nothing below runs for it (server/refused-requests.ts).
       ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
-      automaticPersistedQueries({ keeps: (query) => !trusted.only || trusted.admits(query) }),
+      endRefused(),
+      automaticPersistedQueries({
+        principalOf: async (request) => (await authentication.actorOf(request)).principalId,
+        keeps: (query) => !trusted.only || trusted.admits(query),
+      }),
       trusted.plugin,
       // The live trace viewer page at /traces/<runId>; its data comes through the API itself.
       useTraceViewer({ frameAncestors: viewerFrameAncestors }),

@@ -2,7 +2,9 @@
 // without a valid key learns nothing from validation ("Did you mean …" would name fields) and
 // gets the 401 any unauthenticated request gets. The context reuses the same authentication. A
 // key that cannot be looked up because the database failed for a moment is answered as any
-// such failure is (unavailable-responses.ts): SERVICE_UNAVAILABLE, 503, Retry-After.
+// such failure is (unavailable-responses.ts): SERVICE_UNAVAILABLE, 503, Retry-After. The refusal
+// is recorded (refused-requests.ts): the rate limit still counts the request against its
+// address, then the refusal is its answer and nothing else runs for it.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
@@ -10,6 +12,7 @@ import type { Actor } from "../domain/principal/principal-service.js";
 import type { Authenticate } from "../graphql/authenticate.js";
 import { UNAVAILABLE_WARNING } from "../graphql/transient-failures.js";
 import type { Logger } from "../logger.js";
+import { refuse } from "./refused-requests.js";
 import { unavailableError } from "./unavailable-responses.js";
 
 const AUTHENTICATION_UNAVAILABLE =
@@ -25,16 +28,16 @@ export function authenticateFirst(authenticate: Authenticate, logger: Logger): {
   return {
     actorOf,
     plugin: {
-      async onParams({ request, setResult }) {
+      async onParams({ request }) {
         try {
           await actorOf(request);
         } catch (error) {
           if (isTransientDatabaseError(error)) {
             logger.warn(UNAVAILABLE_WARNING, { error: String(error) });
-            return setResult({ errors: [unavailableError(AUTHENTICATION_UNAVAILABLE, { resend: true })] });
+            return refuse(request, unavailableError(AUTHENTICATION_UNAVAILABLE, { resend: true }));
           }
           if (!(error instanceof GraphQLError)) throw error;
-          setResult({ errors: [error] });
+          refuse(request, error);
         }
       },
     },

@@ -1,7 +1,10 @@
 // Automatic persisted queries, as Apollo Client's PersistedQueryLink speaks them: a request names
 // its document by `extensions.persistedQuery.sha256Hash` alone; a server that does not know the
 // hash answers PersistedQueryNotFound, the client sends the text with the hash, and from then on
-// the hash is enough. Texts are kept per instance (a miss on another instance costs one resend).
+// the hash is enough. Texts are kept per instance (a miss on another instance costs one resend)
+// and per principal: a hash finds only a text its own principal sent, so no one runs another's
+// text or learns from a hit that someone sent it. A request refused by authentication or a rate
+// limit never reaches the store.
 // With TRUSTED_DOCUMENTS_ONLY only trusted texts are kept: a hash never admits anything the text
 // would not.
 //
@@ -12,6 +15,7 @@ import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
+import { wasRefused } from "./refused-requests.js";
 
 /** How many texts are kept at most, least recently used first out. */
 export const APQ_MAX_TEXTS = 1_000;
@@ -19,6 +23,8 @@ export const APQ_MAX_TEXTS = 1_000;
 export const APQ_MAX_BYTES = 8 * 1024 * 1024;
 
 export type AutomaticPersistedQueriesOptions = {
+  /** The principal a request acts as (authentication has admitted it when this is asked). */
+  principalOf(request: Request): Promise<string>;
   /** Whether a text may be kept (with TRUSTED_DOCUMENTS_ONLY: only a trusted document's). */
   keeps(query: string): boolean;
   /** How many texts are kept, least recently used first out. */
@@ -31,32 +37,34 @@ type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
-export function automaticPersistedQueries({ keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES }: AutomaticPersistedQueriesOptions): Plugin {
+export function automaticPersistedQueries({ principalOf, keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES }: AutomaticPersistedQueriesOptions): Plugin {
   // Counted as V8 may hold it: two bytes a character (one beyond Latin-1 makes the whole string
-  // two-byte), and the hash it is kept under.
-  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text, hash) => 2 * (text.length + hash.length) });
+  // two-byte), and the key it is kept under (the principal's id and the hash).
+  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text, key) => 2 * (text.length + key.length) });
   /** The text sent with its hash, by request, until its validation tells whether it is kept. */
-  const sent = new WeakMap<Request, { hash: string; query: string }>();
+  const sent = new WeakMap<Request, { key: string; query: string }>();
   return {
     // Refusals are thrown: the hooks after this one (trusted documents) must not see the request.
     onParams({ params, request, setParams }) {
+      if (wasRefused(request)) return;
       const persisted = (params.extensions as { persistedQuery?: PersistedQuery } | undefined)?.persistedQuery;
       if (!persisted || typeof persisted !== "object") return;
       const hash = persisted.sha256Hash;
       if (persisted.version !== 1 || typeof hash !== "string" || !/^[0-9a-f]{64}$/.test(hash)) {
         throw error("extensions.persistedQuery must be { version: 1, sha256Hash: <64 hex digits> }.", "PERSISTED_QUERY_INVALID");
       }
-      if (typeof params.query === "string" && params.query !== "") {
-        if (createHash("sha256").update(params.query).digest("hex") !== hash) {
-          throw error("provided sha does not match query", "PERSISTED_QUERY_HASH_MISMATCH");
-        }
-        sent.set(request, { hash, query: params.query });
-        return;
+      const query = typeof params.query === "string" && params.query !== "" ? params.query : undefined;
+      if (query !== undefined && createHash("sha256").update(query).digest("hex") !== hash) {
+        throw error("provided sha does not match query", "PERSISTED_QUERY_HASH_MISMATCH");
       }
-      const known = texts.get(hash);
-      // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
-      if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
-      setParams({ ...params, query: known });
+      return principalOf(request).then((principalId) => {
+        const key = `${principalId}:${hash}`;
+        if (query !== undefined) return void sent.set(request, { key, query });
+        const known = texts.get(key);
+        // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
+        if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
+        setParams({ ...params, query: known });
+      });
     },
     // Reached only by a text that parsed within the token limit; kept only if it is valid too.
     onValidate({ context }) {
@@ -65,7 +73,7 @@ export function automaticPersistedQueries({ keeps, max = APQ_MAX_TEXTS, maxBytes
       if (!text) return;
       sent.delete(request);
       return ({ valid }) => {
-        if (valid && keeps(text.query)) texts.set(text.hash, text.query);
+        if (valid && keeps(text.query)) texts.set(text.key, text.query);
       };
     },
   };

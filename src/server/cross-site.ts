@@ -3,9 +3,13 @@
 // a preflight the server must approve. So the GraphQL endpoint executes POSTs only when they are
 // JSON (anything else is 415 and executes nothing), Yoga executes no mutation over GET, and no
 // origin is approved unless the operator listed it (CORS_ORIGINS): a page on another origin can
-// neither change nor read anything. WebSocket upgrades, which browsers send from any page, are
-// held to the same list; a client that sends no Origin is not a browser page.
-import type { IncomingMessage } from "node:http";
+// neither change nor read anything. Nor can it start anything: a request to the endpoint from a
+// page whose origin the WebSocket rule below refuses (a GET, an EventSource's SSE stream, a POST)
+// is answered 403 before Yoga reads it, so no other site's page runs a query or holds a
+// subscription of the keyless development principal's share. WebSocket upgrades, which browsers
+// send from any page, are held to the same rule; a client that sends no Origin and no
+// Sec-Fetch-Site naming another site is not a browser page.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Plugin } from "graphql-yoga";
 import { hostAllowed, originHostAllowed } from "./allowed-hosts.js";
 
@@ -64,5 +68,48 @@ export function upgradeAllowed(request: IncomingMessage, origins: readonly strin
     return hostAllowed(new URL(origin).host, [request.headers.host ?? ""]);
   } catch {
     return false;
+  }
+}
+
+export const CROSS_SITE_MESSAGE = "Requests from another site's page are refused (its origin is not this server's, nor listed in CORS_ORIGINS).";
+
+/**
+ * Whether a browser page may send this request to the GraphQL endpoint: its Origin passes the
+ * WebSocket rule; without one (a GET from an <img>, a <script> or a frame sends none), its
+ * Sec-Fetch-Site must not name another site — unless it is the user following a link to the page
+ * (a top-level navigation: no other page reads its answer, and GraphiQL opens so).
+ */
+export function pageRequestAllowed(request: IncomingMessage, origins: readonly string[], allowedHosts: readonly string[] | undefined): boolean {
+  if (request.headers.origin !== undefined) return upgradeAllowed(request, origins, allowedHosts);
+  const site = request.headers["sec-fetch-site"];
+  if (site !== "cross-site" && site !== "same-site") return true;
+  return request.method === "GET" && request.headers["sec-fetch-mode"] === "navigate" && request.headers["sec-fetch-dest"] === "document";
+}
+
+/** The HTTP handler, answering 403 to every request to `endpoint` that `pageRequestAllowed` refuses. */
+export function guardPages(
+  handler: (request: IncomingMessage, response: ServerResponse) => void,
+  endpoint: string,
+  origins: readonly string[],
+  allowedHosts: readonly string[] | undefined,
+): (request: IncomingMessage, response: ServerResponse) => void {
+  return (request, response) => {
+    if (pathOf(request.url) !== endpoint || pageRequestAllowed(request, origins, allowedHosts)) return handler(request, response);
+    // Not even the refusal may be shown in another site's frame.
+    response.writeHead(403, {
+      "content-type": "application/json; charset=utf-8",
+      "content-security-policy": "frame-ancestors 'none'",
+      "x-frame-options": "DENY",
+      connection: "close",
+    });
+    response.end(JSON.stringify({ errors: [{ message: CROSS_SITE_MESSAGE, extensions: { code: "CROSS_SITE_REQUEST" } }] }));
+  };
+}
+
+function pathOf(url: string | undefined): string {
+  try {
+    return new URL(url ?? "/", "http://path.invalid").pathname;
+  } catch {
+    return "";
   }
 }

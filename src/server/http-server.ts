@@ -14,7 +14,7 @@ import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
 import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
-import { upgradeAllowed } from "./cross-site.js";
+import { guardPages, upgradeAllowed } from "./cross-site.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
@@ -90,7 +90,9 @@ export async function startHttpServer({
   connections?: ConnectionLimits;
 }): Promise<RunningServer> {
   const { yoga } = app;
-  const httpServer: Server = createServer(serverOptions(connections), guardHosts(yoga, allowedHosts));
+  // A rebound name gets 421; another site's page gets 403 at the GraphQL endpoint (cross-site.ts).
+  const handler = guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts);
+  const httpServer: Server = createServer(serverOptions(connections), handler);
   capConnectionsPerClient(httpServer, connections);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({

@@ -8,6 +8,7 @@
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
+import { refuse } from "./refused-requests.js";
 
 export type RateLimitSettings = { perMinute: number; burst: number };
 
@@ -102,16 +103,16 @@ export function addressOf(serverContext: unknown): string | undefined {
 
 /**
  * Takes a token for every GraphQL request over HTTP, after authentication (a request whose
- * credential is refused counts against its address). Refused: RATE_LIMITED, nothing executed.
+ * credential is refused counts against its address). Refused: RATE_LIMITED, nothing parsed or executed.
  */
 export function rateLimitPlugin(buckets: TokenBuckets, callerOf: (request: Request) => Promise<Caller>, countRejected: (reason: string) => void): Plugin {
   return {
-    async onParams({ request, context, setResult }) {
+    async onParams({ request, context }) {
       const caller = await callerOf(request).catch(() => undefined);
       const decision = await buckets.take(bucketOf(caller, addressOf(context)));
       if (decision.allowed) return;
       countRejected("rate_limited");
-      setResult({ errors: [rateLimitedError(decision.retryAfterSeconds)] });
+      refuse(request, rateLimitedError(decision.retryAfterSeconds));
     },
   };
 }

@@ -7,10 +7,11 @@
 // whose value is a secret of this process that only the page the server served carries.
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
 import { timingSafeEqual } from "node:crypto";
-import { GraphQLError, parse, print, visit } from "graphql";
+import { GraphQLError, Kind, Lexer, parse, print, Source, TokenKind, visit } from "graphql";
 import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
 import sdkManifest from "../../sdk/generated/persisted-documents.json" with { type: "json" };
+import { wasRefused } from "./refused-requests.js";
 
 /** The header (and graphql-ws connection parameter header) Dossier's GraphiQL page sends with every operation. */
 export const GRAPHIQL_HEADER = "x-dossier-graphiql";
@@ -64,6 +65,9 @@ export function trustedDocuments({
   // The text of a trusted document is no other document: sent whole, it runs too — also as a
   // client such as Apollo Client prints it, with __typename added to its selections.
   const texts = new Set(documents.values());
+  // A client's text is parsed no further than the largest trusted document as such a client sends it.
+  const maxTokens = Math.max(0, ...[...texts].map((text) => comparedTokens(printed(text))));
+  const withoutTypenames = (query: string) => shapeOf(query, maxTokens);
   const shapes = new Set([...texts].map((text) => withoutTypenames(printed(text))));
   shapes.delete("");
   const checked = new LRUCache<string, boolean>({ max: 500 });
@@ -88,8 +92,12 @@ export function trustedDocuments({
       persistedQueryOnly: required,
     },
   });
+  // A request refused by authentication or a rate limit keeps its refusal: its document is neither
+  // compared nor resolved (refused-requests.ts).
+  const resolving: Plugin = { ...persisted, onParams: (payload) => (wasRefused(payload.request) ? undefined : persisted.onParams?.(payload)) };
   const plugin: Plugin = {
     onParams({ params, request }) {
+      if (wasRefused(request)) return;
       if (typeof params.query === "string" && params.query !== "" && allowed(params.query, request.headers)) admittedQueries.add(request);
     },
     // Over SSE, Yoga would answer 200 and send the refusal as the stream's one event; a
@@ -104,7 +112,7 @@ export function trustedDocuments({
   return {
     only,
     admits,
-    plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(persisted as Plugin)) },
+    plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(resolving)) },
     resolveSocketOperation({ query, documentId }, connectionParams) {
       if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
       if (typeof query !== "string" || query === "") return MISSING();
@@ -123,21 +131,29 @@ function printed(text: string): string {
 }
 
 /**
- * How much of a client's text is parsed to compare it with the trusted ones: far above any
- * MAX_QUERY_TOKENS a server sets (a text over that is refused when it runs), far below what a
- * 1 MiB body holds.
+ * The tokens a trusted text holds as a client such as Apollo Client may send it: its own, and one
+ * __typename in each selection set. 0 when it does not parse.
  */
-const COMPARED_TOKENS_MAX = 100_000;
+function comparedTokens(text: string): number {
+  if (text === "") return 0;
+  const lexer = new Lexer(new Source(text));
+  let tokens = 0;
+  while (lexer.advance().kind !== TokenKind.EOF) tokens += 1;
+  let selectionSets = 0;
+  visit(parse(text, { noLocation: true }), { [Kind.SELECTION_SET]: () => void (selectionSets += 1) });
+  return tokens + selectionSets;
+}
 
 /**
  * A document's shape without its __typename selections; "" unless the text is exactly as GraphQL's
  * printer writes it (as Apollo Client sends documents), so any other difference from a trusted
- * text — a space, a line — still refuses it. __typename selects only the name of a type the schema
- * already shows: two documents that differ only in it read the same data.
+ * text — a space, a line, a comment — still refuses it. __typename selects only the name of a type
+ * the schema already shows: two documents that differ only in it read the same data. The parse
+ * stops after `maxTokens` (the largest trusted document's): a longer text is no trusted one.
  */
-function withoutTypenames(query: string): string {
+function shapeOf(query: string, maxTokens: number): string {
   try {
-    const document = parse(query, { noLocation: true, maxTokens: COMPARED_TOKENS_MAX, maxComments: COMPARED_TOKENS_MAX });
+    const document = parse(query, { noLocation: true, maxTokens, maxComments: 0 });
     if (print(document) !== query) return "";
     return print(visit(document, { Field: (node) => (node.name.value === "__typename" && !node.alias ? null : undefined) }));
   } catch {

@@ -3,7 +3,8 @@
 // runs it. With TRUSTED_DOCUMENTS_ONLY nothing but a trusted text is kept, and an SDK operation's
 // text as Apollo prints it (with __typename added) counts as that operation. A text the server
 // refuses (over the token limit, or invalid) is never kept, and what is kept is bounded by bytes:
-// the oldest texts go first, and every text still found runs.
+// the oldest texts go first, and every text still found runs. Texts are kept per principal: a hash
+// finds only its own principal's text, and a request without a valid key is 401 whatever was sent.
 import { createHash } from "node:crypto";
 import { parse, print, visit } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,5 +120,47 @@ describe("automatic persisted queries", () => {
     expect(fit).toBeLessThan(texts.length);
     expect(found).toEqual(Array.from({ length: fit }, (_, i) => texts.length - fit + i));
     expect(found.map((i) => lookups[i])).toEqual(found.map(() => ({ data: { viewer: { name: expect.any(String) } } })));
+  });
+});
+
+describe("automatic persisted queries, where keys are required", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp("pglite", { authRequired: true });
+  });
+  afterAll(async () => t?.close());
+
+  const send = async (body: unknown, key?: string) => {
+    const response = await t.app.yoga.fetch(
+      new Request("http://dossier.test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify(body),
+      }),
+    );
+    return { status: response.status, answer: (await response.json()) as Answer };
+  };
+  const codeOf = ({ status, answer }: { status: number; answer: Answer }) => `${status} ${answer.errors?.[0]?.extensions?.code ?? "data"}`;
+
+  it("answers a keyless hash 401, whether or not anyone sent its text: the store tells a stranger nothing", async () => {
+    const alice = await t.createPrincipal("alice");
+    const query = "query Secret { workspaces(first: 3) { edges { node { id title } } } }";
+    expect(codeOf(await send({ extensions: apq(sha(query)) }))).toBe("401 UNAUTHENTICATED");
+    expect(codeOf(await send({ query, extensions: apq(sha(query)) }, alice))).toBe("200 data");
+    expect(codeOf(await send({ extensions: apq(sha(query)) }))).toBe("401 UNAUTHENTICATED");
+    expect(codeOf(await send({ extensions: apq(sha(query)) }, "dsk_not_a_key"))).toBe("401 UNAUTHENTICATED");
+  });
+
+  it("finds a text only for the principal who sent it: another's hash alone is PersistedQueryNotFound until they send the text", async () => {
+    const [alice, bob] = [await t.createPrincipal("alice"), await t.createPrincipal("bob")];
+    const query = "query Mine { viewer { name } }";
+    expect((await send({ query, extensions: apq(sha(query)) }, alice)).answer).toEqual({ data: { viewer: { name: "alice" } } });
+    expect((await send({ extensions: apq(sha(query)) }, alice)).answer).toEqual({ data: { viewer: { name: "alice" } } });
+    const missed = await send({ extensions: apq(sha(query)) }, bob);
+    expect(missed.answer.errors).toEqual([
+      expect.objectContaining({ message: "PersistedQueryNotFound", extensions: expect.objectContaining({ code: "PERSISTED_QUERY_NOT_FOUND" }) }),
+    ]);
+    expect((await send({ query, extensions: apq(sha(query)) }, bob)).answer).toEqual({ data: { viewer: { name: "bob" } } });
+    expect((await send({ extensions: apq(sha(query)) }, bob)).answer).toEqual({ data: { viewer: { name: "bob" } } });
   });
 });

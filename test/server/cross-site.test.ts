@@ -1,13 +1,16 @@
 // No cross-site requests: the exact requests a page on another origin can make without a
-// preflight — form, multipart and text/plain posts, a mutation over GET, a WebSocket from a
-// foreign origin — execute nothing and read nothing, on the embedded default (no key needed,
-// stdio MCP allowed). Listed origins (CORS_ORIGINS) and non-browser clients keep working.
+// preflight — form, multipart and text/plain posts, a query or an SSE subscription over GET, a
+// WebSocket from a foreign origin — execute nothing, read nothing and hold no subscription, on the
+// embedded default (no key needed, stdio MCP allowed). Listed origins (CORS_ORIGINS) and
+// non-browser clients keep working.
 import { mkdtempSync, existsSync } from "node:fs";
+import { get } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadConfig } from "../../src/config.js";
+import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { allowTimeFor } from "../support/wait.js";
 
@@ -22,34 +25,95 @@ describe("cross-site requests", () => {
 
   const mcpServerCount = async () => await t!.app.db.prisma.mcpServer.count();
 
-  it("refuses form, multipart and text/plain posts with 415 and executes nothing, not even the command a form asks for", async () => {
+  it("refuses form, multipart and text/plain posts and executes nothing, not even the command a form asks for", async () => {
     // Even with the program allowed, a form cannot make the server start it.
     t = await startTestApp("pglite", { listen: true, mcp: { stdioCommands: ["/usr/bin/touch"] } });
     const marker = path.join(mkdtempSync(path.join(tmpdir(), "dossier-csrf-")), "touched");
     const mutation = `mutation { upsertMcpServer(input: { name: "x", transport: STDIO, command: "/usr/bin/touch", args: ["${marker}"] }) { __typename } }`;
     const url = t.server!.url;
-
-    const form = await fetch(url, {
-      method: "POST",
-      headers: { origin: evil, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ query: mutation }),
-    });
-    const multipart = new FormData();
-    multipart.set("query", mutation);
-    const formData = await fetch(url, { method: "POST", headers: { origin: evil }, body: multipart });
-    const text = await fetch(url, { method: "POST", headers: { origin: evil, "content-type": "text/plain" }, body: JSON.stringify({ query: mutation }) });
-    for (const response of [form, formData, text]) {
-      expect(response.status).toBe(415);
-      expect(response.headers.get("access-control-allow-origin")).toBeNull();
-      expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+    const posts = (origin: Record<string, string>) => {
+      const multipart = new FormData();
+      multipart.set("query", mutation);
+      return Promise.all([
+        fetch(url, {
+          method: "POST",
+          headers: { ...origin, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ query: mutation }),
+        }),
+        fetch(url, { method: "POST", headers: origin, body: multipart }),
+        fetch(url, { method: "POST", headers: { ...origin, "content-type": "text/plain" }, body: JSON.stringify({ query: mutation }) }),
+      ]);
+    };
+    const codeOf = async (response: Response) => ((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code;
+    // From another site's page: refused by its origin. Without one (not a page): refused by media type.
+    for (const [origin, status, code] of [
+      [{ origin: evil }, 403, "CROSS_SITE_REQUEST"],
+      [{}, 415, "UNSUPPORTED_MEDIA_TYPE"],
+    ] as const) {
+      for (const response of await posts(origin)) {
+        expect(response.status).toBe(status);
+        expect(response.headers.get("access-control-allow-origin")).toBeNull();
+        expect(await codeOf(response)).toBe(code);
+      }
     }
-    // A mutation over GET (what an <img> or a link sends) is refused by method.
-    const get = await fetch(`${url}?query=${encodeURIComponent(mutation)}`, { headers: { origin: evil } });
-    expect(get.status).toBe(405);
+    // A mutation over GET (what an <img> or a link sends) is refused by method, and from another site by its origin first.
+    expect((await fetch(`${url}?query=${encodeURIComponent(mutation)}`, { headers: { origin: evil } })).status).toBe(403);
+    expect((await fetch(`${url}?query=${encodeURIComponent(mutation)}`)).status).toBe(405);
 
     expect(await mcpServerCount()).toBe(0);
     await allowTimeFor("a refused request to start an MCP server anyway", 300);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it("refuses another site's GET and SSE subscription with 403 before anything runs, so the developer's own page still subscribes", async () => {
+    t = await startTestApp("pglite", { listen: true, maxSubscriptionsPerKey: 3 });
+    const url = t.server!.url;
+    const own = new URL(url).origin;
+    const { run } = await admit(t.client, { question: "Hi?" });
+    const subscription = `${url}?query=${encodeURIComponent(`subscription { runEvents(runId: "${run.id}") { status } }`)}`;
+    const streams: AbortController[] = [];
+    const subscribe = async (headers: Record<string, string>) => {
+      const stop = new AbortController();
+      streams.push(stop);
+      const response = await fetch(subscription, { headers: { accept: "text/event-stream", ...headers }, signal: stop.signal });
+      const first = response.status === 200 ? new TextDecoder().decode((await response.body!.getReader().read()).value) : await response.text();
+      return { status: response.status, first };
+    };
+    try {
+      // An EventSource on another site's page sends its Origin; an <img> or a frame sends only Sec-Fetch-Site.
+      const foreign: Record<string, string>[] = [
+        { origin: evil },
+        { origin: evil, "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors" },
+        { "sec-fetch-site": "cross-site" },
+      ];
+      for (const headers of [...foreign, ...foreign]) {
+        const refused = await subscribe(headers);
+        expect(refused.status).toBe(403);
+        expect(JSON.parse(refused.first).errors[0].extensions.code).toBe("CROSS_SITE_REQUEST");
+      }
+      const read = await fetch(`${url}?query=${encodeURIComponent("{ runs(first: 1) { edges { node { id } } } }")}`, { headers: { origin: evil } });
+      expect(read.status).toBe(403);
+      // The key's whole share is still the developer's: their own page's subscriptions open (and a client without Origin's).
+      const mine: Record<string, string>[] = [{ origin: own, "sec-fetch-site": "same-origin" }, { "sec-fetch-site": "same-origin" }, {}];
+      for (const headers of mine) {
+        const opened = await subscribe(headers);
+        expect(opened.status).toBe(200);
+        expect(opened.first).not.toContain("SUBSCRIPTION_LIMIT");
+      }
+      // A link the user follows to GraphiQL from another site still opens it (fetch would send its own Sec-Fetch-Mode).
+      const link = await new Promise<{ status?: number; body: string }>((resolve, reject) => {
+        const headers = { accept: "text/html", "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document" };
+        get(url, { headers }, (response) => {
+          let body = "";
+          response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+          response.on("end", () => resolve({ status: response.statusCode, body }));
+        }).on("error", reject);
+      });
+      expect(link.status).toBe(200);
+      expect(link.body).toContain("GraphiQL");
+    } finally {
+      for (const stream of streams) stream.abort();
+    }
   });
 
   it("approves no foreign origin: a preflight gets no Access-Control-Allow-Origin, and a read's answer carries none", async () => {
