@@ -6,7 +6,8 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type Answer = { data?: Record<string, any> | null; errors?: { message: string; extensions?: { code?: string } }[] };
 
-describe("API key scopes on every root field", () => {
+// Generous: each test starts an app of its own and makes several keys, on a machine that may be loaded.
+describe("API key scopes on every root field", { timeout: 180_000 }, () => {
   let t: TestApp | undefined;
   afterEach(async () => {
     await t?.close();
@@ -24,11 +25,11 @@ describe("API key scopes on every root field", () => {
     return (await response.json()) as Answer;
   };
   const key = async (bearer: string, input: Record<string, unknown>): Promise<string> => {
-    const created = await gql(bearer, `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { ... on CreateApiKeySuccess { secret } } }`, { input });
+    const created = await gql(bearer, `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { ... on CreateApiKeySuccess { secret } } }`, {
+      input,
+    });
     return created.data!.createApiKey.secret as string;
   };
-  // Generous: a test makes several keys and starts an app of its own on a possibly loaded machine.
-  const SLOW = 180_000;
   const KEYS = "{ apiKeys(first: 10) { edges { node { id name } } } }";
   const keyNames = async (bearer: string) => ((await gql(bearer, KEYS)).data!.apiKeys.edges as { node: { name: string } }[]).map((e) => e.node.name).sort();
 
@@ -38,7 +39,10 @@ describe("API key scopes on every root field", () => {
     const agent = await key(owner, { name: "MCP server", forAgent: true });
     const UPSERT = `mutation($r: Boolean) { upsertMcpServer(input: { name: "tools", transport: HTTP, url: "https://mcp.example.com/", enabled: false, requireApproval: $r }) {
       __typename ... on UpsertMcpServerSuccess { mcpServer { requireApproval } } ... on Error { message } } }`;
-    expect((await gql(owner, UPSERT, { r: true })).data!.upsertMcpServer).toEqual({ __typename: "UpsertMcpServerSuccess", mcpServer: { requireApproval: true } });
+    expect((await gql(owner, UPSERT, { r: true })).data!.upsertMcpServer).toEqual({
+      __typename: "UpsertMcpServerSuccess",
+      mcpServer: { requireApproval: true },
+    });
 
     expect((await gql(agent, UPSERT, { r: false })).data!.upsertMcpServer).toEqual({
       __typename: "ForbiddenError",
@@ -49,7 +53,7 @@ describe("API key scopes on every root field", () => {
     // The agent still reads the server (READ): its calls still wait for a person.
     const servers = await gql(agent, "{ mcpServers { edges { node { name requireApproval } } } }");
     expect(servers.data!.mcpServers.edges).toEqual([{ node: { name: "tools", requireApproval: true } }]);
-  }, SLOW);
+  });
 
   it("lets a read-only key neither revoke nor list its owner's full key, nor delete a workspace", async () => {
     t = await startTestApp("pglite", { authRequired: true });
@@ -58,7 +62,8 @@ describe("API key scopes on every root field", () => {
     const workspace = (
       await gql(owner, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`)
     ).data!.createWorkspace.workspace.id as string;
-    const ownerKeyId = ((await gql(owner, KEYS)).data!.apiKeys.edges as { node: { id: string; name: string } }[]).find((e) => e.node.name === "first key")!.node.id;
+    const ownerKeyId = ((await gql(owner, KEYS)).data!.apiKeys.edges as { node: { id: string; name: string } }[]).find((e) => e.node.name === "first key")!.node
+      .id;
 
     const REVOKE = `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename ... on Error { message } } }`;
     expect((await gql(reader, REVOKE, { id: ownerKeyId })).data!.revokeApiKey.__typename).toBe("NotFoundError");
@@ -78,10 +83,11 @@ describe("API key scopes on every root field", () => {
     expect((await gql(owner, `query($id: ID!) { workspace(id: $id) { title } }`, { id: workspace })).data!.workspace).toEqual({ title: "W" });
     // What it may do with keys stays within its own scopes: it revokes a key no wider than itself.
     const other = await key(reader, { name: "other reader", scopes: ["READ"] });
-    const otherId = ((await gql(reader, KEYS)).data!.apiKeys.edges as { node: { id: string; name: string } }[]).find((e) => e.node.name === "other reader")!.node.id;
+    const otherId = ((await gql(reader, KEYS)).data!.apiKeys.edges as { node: { id: string; name: string } }[]).find((e) => e.node.name === "other reader")!
+      .node.id;
     expect((await gql(reader, REVOKE, { id: otherId })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
     expect((await gql(other, "{ viewer { name } }")).data ?? null).toBeNull();
-  }, SLOW);
+  });
 
   it("refuses the key listing to a key that may only subscribe, and a full key's settings to an agent's key", async () => {
     t = await startTestApp("pglite", { authRequired: true });
@@ -98,12 +104,16 @@ describe("API key scopes on every root field", () => {
     const workspace = (
       await gql(agent, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`)
     ).data!.createWorkspace.workspace.id as string;
-    const budget = await gql(agent, `mutation($w: ID!) { setWorkspaceBudget(input: { workspaceId: $w, monthlyBudget: "1000000" }) { __typename ... on Error { message } } }`, {
-      w: workspace,
-    });
+    const budget = await gql(
+      agent,
+      `mutation($w: ID!) { setWorkspaceBudget(input: { workspaceId: $w, monthlyBudget: "1000000" }) { __typename ... on Error { message } } }`,
+      {
+        w: workspace,
+      },
+    );
     expect(budget.data!.setWorkspaceBudget.__typename).toBe("ForbiddenError");
     const hook = await gql(agent, `mutation { createWebhook(input: { url: "https://hooks.example/x", events: [RUN_WAITING] }) { __typename } }`);
     expect(hook.data!.createWebhook.__typename).toBe("ForbiddenError");
     expect(await t.app.db.prisma.webhook.count()).toBe(0);
-  }, SLOW);
+  });
 });
