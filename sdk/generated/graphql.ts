@@ -939,6 +939,7 @@ export type UpsertSkillMutationVariables = Exact<{
 
 
 export type UpsertSkillMutation = { __typename: 'Mutation', upsertSkill:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'UpsertSkillSuccess', skill: { __typename: 'Skill', id: string, name: string, description: string, body: string, agent: string, source: SkillSource, overridesBuiltIn: boolean, updatedAt: string | null } }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -951,6 +952,7 @@ export type DeleteSkillMutationVariables = Exact<{
 
 export type DeleteSkillMutation = { __typename: 'Mutation', deleteSkill:
     | { __typename: 'DeleteSkillSuccess', deletedName: string, agent: string, builtIn: { __typename: 'Skill', id: string, name: string, description: string, body: string, agent: string, source: SkillSource, overridesBuiltIn: boolean, updatedAt: string | null } | null }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -972,6 +974,7 @@ export type UpsertMcpServerMutationVariables = Exact<{
 
 
 export type UpsertMcpServerMutation = { __typename: 'Mutation', upsertMcpServer:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'UpsertMcpServerSuccess', mcpServer: { __typename: 'McpServer', id: string, name: string, transport: McpTransport, command: string | null, args: Array<string>, envNames: Array<string>, url: string | null, headerNames: Array<string>, enabled: boolean, requireApproval: boolean, updatedAt: string } }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -984,6 +987,7 @@ export type DeleteMcpServerMutationVariables = Exact<{
 
 export type DeleteMcpServerMutation = { __typename: 'Mutation', deleteMcpServer:
     | { __typename: 'DeleteMcpServerSuccess', deletedName: string }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -1086,6 +1090,7 @@ export type SetModelPriceMutationVariables = Exact<{
 
 
 export type SetModelPriceMutation = { __typename: 'Mutation', setModelPrice:
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'ServiceUnavailableError' }
     | { __typename: 'SetModelPriceSuccess', modelPrice: { __typename: 'ModelPrice', model: string, effectiveFrom: string, inputPerMillion: unknown, cachedInputPerMillion: unknown, cacheWritePerMillion: unknown, outputPerMillion: unknown, reasoningPerMillion: unknown, operator: boolean, createdAt: string } }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -1172,6 +1177,7 @@ export type RevokePublicationVersionMutationVariables = Exact<{
 
 
 export type RevokePublicationVersionMutation = { __typename: 'Mutation', revokePublicationVersion:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RevokePublicationVersionSuccess', publicationVersion: { __typename: 'PublicationVersion', id: string, version: number, revokedAt: string | null, revocationReason: string | null, availability: { __typename: 'Availability', status: AvailabilityStatus, reason: string | null, unavailableSource: { __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string, title: string } } | null } } }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1318,6 +1324,7 @@ export type UpdateCheckpointMutationVariables = Exact<{
 
 
 export type UpdateCheckpointMutation = { __typename: 'Mutation', updateCheckpoint:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'IneligibleSourceError', sourceId: string, eligibilityReason: string, message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1407,6 +1414,7 @@ export type PauseRunMutationVariables = Exact<{
 
 
 export type PauseRunMutation = { __typename: 'Mutation', pauseRun:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'PauseRunSuccess', run: { __typename: 'Run', id: string, status: RunStatus, pauseRequestedAt: string | null, pausedAt: string | null, deadlineAt: string } }
     | { __typename: 'RunEndedError', status: RunStatus, message: string }
@@ -1419,6 +1427,7 @@ export type ResumeRunMutationVariables = Exact<{
 
 
 export type ResumeRunMutation = { __typename: 'Mutation', resumeRun:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ResumeRunSuccess', run: { __typename: 'Run', id: string, status: RunStatus, pauseRequestedAt: string | null, pausedAt: string | null, deadlineAt: string } }
     | { __typename: 'RunEndedError', status: RunStatus, message: string }
@@ -1473,6 +1482,7 @@ export type CreateApiKeyMutationVariables = Exact<{
 
 export type CreateApiKeyMutation = { __typename: 'Mutation', createApiKey:
     | { __typename: 'CreateApiKeySuccess', secret: string, apiKey: { __typename: 'ApiKey', id: string, name: string, prefix: string } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
    };
@@ -1491,6 +1501,7 @@ export type RevokeApiKeyMutationVariables = Exact<{
 
 
 export type RevokeApiKeyMutation = { __typename: 'Mutation', revokeApiKey:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RevokeApiKeySuccess', apiKey: { __typename: 'ApiKey', id: string, prefix: string, revokedAt: string | null } }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1509,6 +1520,7 @@ export type StartConversationMutationVariables = Exact<{
 
 
 export type StartConversationMutation = { __typename: 'Mutation', startConversation:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'StartConversationSuccess', conversation: { __typename: 'Conversation', id: string, title: string, createdAt: string } }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -1520,6 +1532,7 @@ export type ForkConversationMutationVariables = Exact<{
 
 
 export type ForkConversationMutation = { __typename: 'Mutation', forkConversation:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ForkConversationSuccess', conversation: { __typename: 'Conversation', id: string, title: string, createdAt: string, forkedFrom: { __typename: 'ConversationFork', conversation: { __typename: 'Conversation', id: string } | null, message: { __typename: 'Message', id: string, seq: string } | null } | null } }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1568,6 +1581,7 @@ export type CreateArtifactMutationVariables = Exact<{
 
 export type CreateArtifactMutation = { __typename: 'Mutation', createArtifact:
     | { __typename: 'CreateArtifactSuccess', artifact: { __typename: 'Artifact', id: string, name: string, mimeType: string, size: number, retention: ArtifactRetention, expiresAt: string | null, createdAt: string } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
    };
@@ -1614,6 +1628,7 @@ export type PublishVersionMutationVariables = Exact<{
 
 
 export type PublishVersionMutation = { __typename: 'Mutation', publishVersion:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'PublishVersionSuccess', workspaceLink: WorkspaceLinkOutcome, version: { __typename: 'PublicationVersion', id: string, version: number, content: string, contentHash: string, asOf: string, createdAt: string, publication: { __typename: 'Publication', id: string, title: string }, originRun: { __typename: 'Run', id: string } | null, sources: Array<{ __typename: 'PublicationVersion', id: string, version: number, publication: { __typename: 'Publication', id: string } }>, changesFromPrevious: { __typename: 'PublicationChanges', previousVersion: number, addedLines: number, removedLines: number, diff: string, diffTruncated: boolean } | null } }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1662,6 +1677,7 @@ export type AdmitRunMutationVariables = Exact<{
 export type AdmitRunMutation = { __typename: 'Mutation', admitRun:
     | { __typename: 'AdmitRunSuccess', replayed: boolean, run: { __typename: 'Run', id: string, status: RunStatus, question: string, agent: string, deadlineAt: string, answer: string | null, answerComplete: boolean, concludedEarly: boolean, stopReason: RunStopReason | null, costUnpriced: boolean, failureReason: string | null, model: string | null, tokensUsed: number, createdAt: string, limits: { __typename: 'RunLimits', maxTurns: number, tokenBudget: number, deadlineSeconds: number, maxCost: unknown, confirmCostAbove: unknown }, cost: { __typename: 'Money', amount: unknown, currency: string }, stopRequest: { __typename: 'RunStopRequest', mode: CancelMode, requestedAt: string, requestedBy: { __typename: 'Principal', id: string } | null } | null, conversation: { __typename: 'Conversation', id: string, title: string }, admittedBy: { __typename: 'Principal', id: string }, workspace: { __typename: 'Workspace', id: string } | null, frozenGoal: { __typename: 'FrozenGoal', version: number, statement: string } | null, goalVersion: { __typename: 'GoalVersion', id: string, version: number } | null, materials: Array<{ __typename: 'RunMaterial', position: number, publicationVersion: { __typename: 'PublicationVersion', id: string, version: number, contentHash: string, publication: { __typename: 'Publication', id: string } } }> } }
     | { __typename: 'ConversationBusyError', message: string, activeRun: { __typename: 'Run', id: string, status: RunStatus } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'IdempotencyConflictError', idempotencyKey: string, message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1740,6 +1756,7 @@ export type LinkToWorkspaceMutationVariables = Exact<{
 
 
 export type LinkToWorkspaceMutation = { __typename: 'Mutation', linkToWorkspace:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'LinkToWorkspaceSuccess', link: { __typename: 'WorkspaceLink', id: string, kind: LinkKind, createdAt: string, target:
           | { __typename: 'Artifact', id: string }
           | { __typename: 'Conversation', id: string }
@@ -1758,6 +1775,7 @@ export type UnlinkFromWorkspaceMutationVariables = Exact<{
 
 
 export type UnlinkFromWorkspaceMutation = { __typename: 'Mutation', unlinkFromWorkspace:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'UnlinkFromWorkspaceSuccess', unlinked: boolean, workspace: { __typename: 'Workspace', id: string } }
@@ -1785,6 +1803,7 @@ export type RetainArtifactMutationVariables = Exact<{
 
 export type RetainArtifactMutation = { __typename: 'Mutation', retainArtifact:
     | { __typename: 'ArtifactExpiredError', expiredAt: string, message: string }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RetainArtifactSuccess', outcome: ArtifactRetentionOutcome, reason: string | null, artifact: { __typename: 'Artifact', id: string, name: string, mimeType: string, size: number, retention: ArtifactRetention, expiresAt: string | null, createdAt: string }, link: { __typename: 'WorkspaceLink', id: string, kind: LinkKind } | null }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -1897,6 +1916,7 @@ export type UpdateRunTagsMutationVariables = Exact<{
 
 
 export type UpdateRunTagsMutation = { __typename: 'Mutation', updateRunTags:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'UpdateRunTagsSuccess', run: { __typename: 'Run', id: string, status: RunStatus, question: string, agent: string, tags: Array<string>, metadata: unknown, createdAt: string, finishedAt: string | null, costUnpriced: boolean, cost: { __typename: 'Money', amount: unknown, currency: string }, workspace: { __typename: 'Workspace', id: string } | null, conversation: { __typename: 'Conversation', id: string } } }
@@ -2137,6 +2157,7 @@ export type CancelRunMutationVariables = Exact<{
 
 export type CancelRunMutation = { __typename: 'Mutation', cancelRun:
     | { __typename: 'CancelRunSuccess', run: { __typename: 'Run', id: string, status: RunStatus, answer: string | null, answerComplete: boolean, concludedEarly: boolean, stopReason: RunStopReason | null, stopRequest: { __typename: 'RunStopRequest', mode: CancelMode, requestedAt: string } | null } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -2481,6 +2502,7 @@ export type SteerRunMutationVariables = Exact<{
 
 
 export type SteerRunMutation = { __typename: 'Mutation', steerRun:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'IdempotencyConflictError', idempotencyKey: string, message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RunEndedError', message: string, run: { __typename: 'Run', id: string, status: RunStatus } }
@@ -2576,6 +2598,7 @@ export type CreateWebhookMutationVariables = Exact<{
 
 export type CreateWebhookMutation = { __typename: 'Mutation', createWebhook:
     | { __typename: 'CreateWebhookSuccess', secret: string, webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'ServiceUnavailableError' }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
    };
@@ -2586,6 +2609,7 @@ export type UpdateWebhookMutationVariables = Exact<{
 
 
 export type UpdateWebhookMutation = { __typename: 'Mutation', updateWebhook:
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError' }
     | { __typename: 'UpdateWebhookSuccess', webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
@@ -2599,6 +2623,7 @@ export type DeleteWebhookMutationVariables = Exact<{
 
 export type DeleteWebhookMutation = { __typename: 'Mutation', deleteWebhook:
     | { __typename: 'DeleteWebhookSuccess', deletedId: string }
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError' }
     | { __typename: 'ValidationError', message: string }
@@ -2610,6 +2635,7 @@ export type RotateWebhookSecretMutationVariables = Exact<{
 
 
 export type RotateWebhookSecretMutation = { __typename: 'Mutation', rotateWebhookSecret:
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RotateWebhookSecretSuccess', secret: string, webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
     | { __typename: 'ServiceUnavailableError' }
@@ -2622,6 +2648,7 @@ export type RedeliverWebhookEventMutationVariables = Exact<{
 
 
 export type RedeliverWebhookEventMutation = { __typename: 'Mutation', redeliverWebhookEvent:
+    | { __typename: 'ForbiddenError' }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RedeliverWebhookEventSuccess', webhook: { __typename: 'Webhook', id: string, url: string, description: string | null, events: Array<WebhookEventType>, enabled: boolean, disabledReason: string | null, previousSecretExpiresAt: string | null, createdAt: string, updatedAt: string } }
     | { __typename: 'ServiceUnavailableError' }
@@ -2744,6 +2771,7 @@ export type CreateWorkspaceMutationVariables = Exact<{
 
 export type CreateWorkspaceMutation = { __typename: 'Mutation', createWorkspace:
     | { __typename: 'CreateWorkspaceSuccess', workspace: { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
    };
@@ -2754,6 +2782,7 @@ export type UpdateGoalMutationVariables = Exact<{
 
 
 export type UpdateGoalMutation = { __typename: 'Mutation', updateGoal:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'StaleVersionError', currentVersion: number, expectedVersion: number, message: string }
@@ -2767,6 +2796,7 @@ export type SetWorkspaceBudgetMutationVariables = Exact<{
 
 
 export type SetWorkspaceBudgetMutation = { __typename: 'Mutation', setWorkspaceBudget:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'SetWorkspaceBudgetSuccess', workspace: { __typename: 'Workspace', monthlyBudget: unknown, id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } }
@@ -2780,6 +2810,7 @@ export type ArchiveWorkspaceMutationVariables = Exact<{
 
 export type ArchiveWorkspaceMutation = { __typename: 'Mutation', archiveWorkspace:
     | { __typename: 'ArchiveWorkspaceSuccess', workspace: { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }
@@ -2791,6 +2822,7 @@ export type RestoreWorkspaceMutationVariables = Exact<{
 
 
 export type RestoreWorkspaceMutation = { __typename: 'Mutation', restoreWorkspace:
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'RestoreWorkspaceSuccess', workspace: { __typename: 'Workspace', id: string, title: string, status: WorkspaceStatus, createdAt: string, archivedAt: string | null, goal: { __typename: 'GoalVersion', id: string, version: number, statement: string, createdAt: string } } }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
@@ -2804,6 +2836,7 @@ export type DeleteWorkspaceMutationVariables = Exact<{
 
 export type DeleteWorkspaceMutation = { __typename: 'Mutation', deleteWorkspace:
     | { __typename: 'DeleteWorkspaceSuccess', deletedWorkspaceId: string }
+    | { __typename: 'ForbiddenError', message: string }
     | { __typename: 'NotFoundError', message: string }
     | { __typename: 'ServiceUnavailableError', retryAfterSeconds: number, message: string }
     | { __typename: 'ValidationError', message: string, issues: Array<{ __typename: 'ValidationIssue', field: string, message: string }> }

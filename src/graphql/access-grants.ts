@@ -20,19 +20,22 @@
 // a run, workspace or conversation reached through a link is shown only when a grant covers it,
 // and a principal shows its id and name only.
 //
+// An API key's scopes are checked first, on every root field, by the table in root-rules.ts: a
+// field without a rule there is refused to every key and every token.
+//
 // A Pothos plugin like the text input guard: it sits right after ErrorsPlugin, so a NotFound or
-// ForbiddenError thrown here becomes the payload's typed error.
+// ForbiddenError thrown here becomes the payload's typed error; every mutation's payload has
+// ForbiddenError (added here), the answer to a key whose scopes lack what the mutation needs.
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
 import { getArgumentValues, getNamedType, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo, isNonNullType } from "graphql";
 import { ForbiddenError, NotFoundError } from "../domain/errors.js";
-import { decodeGlobalId, encodeGlobalId } from "../domain/global-id.js";
+import { decodeGlobalId } from "../domain/global-id.js";
 import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
-import { parseEvidenceId } from "../domain/research/evidence.js";
-import { missingVersion } from "../domain/research/publication-service.js";
 import type { GraphQLContext } from "./context.js";
 import { type LinkedRow, linkedThroughGrant, linkedThroughGrants, readableThroughGrants } from "./granted-nodes.js";
+import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
 
@@ -45,67 +48,6 @@ declare global {
 }
 
 type Args = Record<string, unknown>;
-/** What a token outside the grants gets: null, NotFound, an error, or the answer the field gives for an id that names nothing. */
-type Denial = "null" | "notFound" | "error" | { answer: (args: Args) => unknown };
-/** `keysOnly`: the scope of an API key is checked, and no access token may use the field (it acts beyond any one resource). */
-type Rule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true; keysOnly?: true };
-
-const input = (args: Args) => (args.input ?? {}) as Args;
-const listed = { operation: "READ", targets: () => [], denied: "null", listed: true } as const;
-
-/** The root fields a token may use, the operation each needs, and the ids it needs it on. */
-const ROOT_RULES: Record<string, Rule> = {
-  "Query.node": { operation: "READ", targets: (a) => [a.id], denied: "null" },
-  "Query.workspace": { operation: "READ", targets: (a) => [a.id], denied: "null" },
-  "Query.run": { operation: "READ", targets: (a) => [a.id], denied: "null" },
-  "Query.workspaces": listed,
-  "Query.runs": listed,
-  "Query.runsCount": listed,
-  "Query.conversations": listed,
-  "Query.searchHistory": { operation: "READ", targets: (a) => [a.workspaceId], denied: "notFound" },
-  // Evidence lies in one log entry: readable where that message is (granted-nodes.ts).
-  "Query.evidence": { operation: "READ", targets: (a) => [messageOfEvidence(a.id)], denied: "null" },
-  "Query.readMaterial": {
-    operation: "READ",
-    targets: (a) => [a.publicationId],
-    denied: { answer: (a) => missingVersion(a.version as number) },
-  },
-  "Subscription.runEvents": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
-  "Subscription.runOutput": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
-  "Subscription.traceUpdates": { operation: "SUBSCRIBE", targets: (a) => [a.runId], denied: "error" },
-  "Subscription.workspaceEvents": { operation: "SUBSCRIBE", targets: (a) => [a.workspaceId], denied: "error" },
-  // A list: the subscription itself shows only the runs the token may subscribe to.
-  "Subscription.runsChanged": { operation: "SUBSCRIBE", targets: () => [], denied: "error", listed: true },
-  // A run admitted into a new conversation outside any workspace lies outside every grant.
-  "Mutation.admitRun": {
-    operation: "ADMIT",
-    targets: (a) => {
-      const ids = [input(a).workspaceId, input(a).conversationId].filter((id) => id != null);
-      return ids.length > 0 ? ids : [null];
-    },
-    denied: "notFound",
-  },
-  "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
-  // Pausing and resuming stop and restart the run's spending as cancelling does: the same grant.
-  "Mutation.pauseRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
-  "Mutation.resumeRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
-  "Mutation.decideToolCall": { operation: "DECIDE", targets: (a) => [input(a).runId], denied: "notFound" },
-  // Scores: scoring needs SCORE on what is scored (a score's own id names its target); the configs are the principal's.
-  "Query.scoreConfigs": listed,
-  "Mutation.createScore": { operation: "SCORE", targets: (a) => [input(a).targetId], denied: "notFound" },
-  "Mutation.deleteScore": { operation: "SCORE", targets: (a) => [input(a).id], denied: "notFound" },
-  "Mutation.createScoreConfig": { operation: "SCORE", targets: () => [], denied: "error", keysOnly: true },
-  // Steering adds a person's message to the run's conversation, as admitting a run there does.
-  "Mutation.steerRun": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
-  // Tags are given at admission: changing them later takes the same right.
-  "Mutation.updateRunTags": { operation: "ADMIT", targets: (a) => [input(a).runId], denied: "notFound" },
-};
-
-/** The global id of the message an evidence id names, or null. */
-function messageOfEvidence(id: unknown): string | null {
-  const ref = typeof id === "string" ? parseEvidenceId(id) : null;
-  return ref ? encodeGlobalId("Message", ref.messageId) : null;
-}
 
 const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
 const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
@@ -117,6 +59,14 @@ const SHOWN_WITH_PARENT = new Set(["Run.conversation"]);
 type Resolver<Types extends SchemaTypes> = GraphQLFieldResolver<unknown, Types["Context"], object>;
 
 export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
+  // Seen before ErrorsPlugin builds the payload union from it (Pothos applies this hook last plugin first).
+  override onOutputFieldConfig(fieldConfig: PothosOutputFieldConfig<Types>): PothosOutputFieldConfig<Types> {
+    const errors = (fieldConfig.pothosOptions as { errors?: { types?: unknown[] } }).errors;
+    if (fieldConfig.kind !== "Mutation" || !errors || errors.types?.includes(ForbiddenError)) return fieldConfig;
+    const withForbidden = { ...errors, types: [...(errors.types ?? []), ForbiddenError] };
+    return { ...fieldConfig, pothosOptions: { ...fieldConfig.pothosOptions, errors: withForbidden } as typeof fieldConfig.pothosOptions };
+  }
+
   override wrapResolve(resolver: Resolver<Types>, fieldConfig: PothosOutputFieldConfig<Types>): Resolver<Types> {
     if (fieldConfig.kind === "Subscription") return resolver;
     const key = `${fieldConfig.parentType}.${fieldConfig.name}`;
@@ -125,7 +75,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       const rule = ROOT_RULES[key];
       return async (source, args, context, info) => {
         const { access: scope, scopes } = (context as GraphQLContext).actor;
-        if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, typedErrors);
+        if (scopes) keyRefusal(key, rule, scopes, typedErrors);
         if (!scope) return resolver(source, args, context, info);
         if (!rule || rule.keysOnly) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
@@ -168,13 +118,13 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     return async (source, args, context, info) => {
       const { actor, now } = context as GraphQLContext;
       const { access: scope, scopes, credentialExpiresAt } = actor;
-      if (rule && scopes && !scopes.includes(rule.operation)) throw unscoped(key, rule.operation, []);
+      if (scopes) keyRefusal(key, rule, scopes, []);
       if (!scope) {
         // A sign-in token's subscriptions end when it does, over SSE as over graphql-ws.
         const events = await subscribe(source, args, context, info);
         return credentialExpiresAt && isAsyncIterable(events) ? untilExpiry(events, credentialExpiresAt, now) : events;
       }
-      if (!rule) throw refusal(key, []);
+      if (!rule || rule.keysOnly) throw refusal(key, []);
       if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
         throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
       }
@@ -197,14 +147,24 @@ function refusal(key: string, typedErrors: unknown[]): Error {
   return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
 }
 
-/** A key without the scope a root field needs: ForbiddenError as data where the payload has it. */
-function unscoped(key: string, operation: AccessOperation, typedErrors: unknown[]): Error {
-  const message = `This API key may not ${operation} (its scopes lack it), so it cannot use ${key.split(".")[1]}.`;
-  if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
-  return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+/**
+ * Refuses a key without what a root field needs (root-rules.ts), and every key on a root field
+ * without a rule: ForbiddenError as data where the payload has it.
+ */
+function keyRefusal(key: string, rule: Rule | undefined, scopes: readonly AccessOperation[], typedErrors: unknown[]): void {
+  const field = key.split(".")[1];
+  const missing = rule ? missingScopes(rule, scopes, ACCESS_OPERATIONS) : [];
+  if (rule && missing.length === 0) return;
+  const message = !rule
+    ? `No API key may use ${field}: it has no rule saying which scope it needs.`
+    : rule.operation === "ALL"
+      ? `This API key may not ${missing.join(", ")} (its scopes lack it), so it cannot use ${field}, which needs a key with every scope.`
+      : `This API key may not ${rule.operation} (its scopes lack it), so it cannot use ${field}.`;
+  if (typedErrors.includes(ForbiddenError)) throw new ForbiddenError(message);
+  throw new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
 }
 
-async function allowed(rule: Rule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): Promise<boolean> {
+async function allowed(rule: TokenRule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): Promise<boolean> {
   if (rule.listed) return true;
   const field = info.parentType.getFields()[info.fieldName];
   const node = info.fieldNodes[0];

@@ -210,7 +210,7 @@ describe.runIf(haveChromium || process.env.CI)("an access token in a page on ano
     await until(page, "window.state?.ready && window.state.ws.subscribed && window.state.sse.subscribed");
     const opened = await state(page);
     expect(opened.reads).toEqual({ data: { mine: { title: "Batteries" }, other: null, node: null } });
-    expect(opened.webhook.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+    expect(opened.webhook.data).toEqual({ createWebhook: { __typename: "ForbiddenError" } });
     expect(await t.app.db.prisma.webhook.count()).toBe(0);
     await until(page, "window.state.refusedRun.length > 0");
     expect((await state(page)).refusedRun).toEqual(["NOT_FOUND"]);

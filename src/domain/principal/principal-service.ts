@@ -43,6 +43,16 @@ const keyInput = z.object({
   forAgent: z.boolean().nullish(),
 });
 
+/**
+ * The keys an actor may see and revoke: its principal's, and for an API key only those whose
+ * scopes lie within its own — a narrow key cannot list, nor lock its owner out by revoking, a
+ * wider one. Another key reads as absent, as another principal's does.
+ */
+export function keysWithin(actor: Pick<Actor, "principalId" | "scopes">): { principalId: string; NOT?: { scopes: { hasSome: string[] } } } {
+  const lacking = ACCESS_OPERATIONS.filter((operation) => actor.scopes && !actor.scopes.includes(operation));
+  return lacking.length > 0 ? { principalId: actor.principalId, NOT: { scopes: { hasSome: lacking } } } : { principalId: actor.principalId };
+}
+
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 
 /** A key's stored beginning: `dsk_` and 8 of its random characters. */
@@ -97,10 +107,11 @@ export class PrincipalService {
 
   /**
    * Revokes one of the actor's keys (the one in use included). Revoking a revoked key changes
-   * nothing and returns it as it is; another principal's key is not found.
+   * nothing and returns it as it is; another principal's key, or one with a scope the calling
+   * key lacks, is not found.
    */
   async revokeApiKey(actor: Actor, keyId: string): Promise<ApiKey> {
-    const key = await this.deps.prisma.apiKey.findFirst({ where: { id: keyId, principalId: actor.principalId } });
+    const key = await this.deps.prisma.apiKey.findFirst({ where: { id: keyId, ...keysWithin(actor) } });
     if (!key) throw new NotFoundError("ApiKey", keyId);
     return this.revoke(key);
   }

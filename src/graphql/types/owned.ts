@@ -8,6 +8,7 @@
 // principal's object is never loaded, node(id) answers null and lists leave it out, exactly as
 // for an id that does not exist. A filter keeps that one statement and that answer.
 import { readableRunsWhere, readableWorkspaceIds } from "../../domain/principal/access-scope.js";
+import { keysWithin } from "../../domain/principal/principal-service.js";
 import type { GraphQLContext } from "../context.js";
 
 type Caller = Pick<GraphQLContext, "actor">;
@@ -53,8 +54,8 @@ export const ofMyConversation = (ctx: Caller) => ({ conversation: mine(ctx) });
 /** The caller's own principal row. */
 export const me = (ctx: Caller) => ({ id: ctx.actor.principalId });
 
-/** The caller's API keys. */
-export const myKeys = (ctx: Caller) => ({ principalId: ctx.actor.principalId });
+/** The caller's API keys; for a key, only those within its scopes (domain/principal/principal-service.ts). */
+export const myKeys = (ctx: Caller) => keysWithin(ctx.actor);
 
 /** Whether `principalId` is the caller. */
 export const isCaller = (ctx: Caller, principalId: string) => principalId === ctx.actor.principalId;

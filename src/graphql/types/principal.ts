@@ -35,7 +35,8 @@ export const PrincipalNode = builder.prismaNode("Principal", {
         API_KEYS,
       ),
       list: API_KEYS,
-      resolve: (query, principal, args, ctx) => readConnection<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { principalId: principal.id }, query }),
+      resolve: (query, principal, args, ctx) =>
+        readConnection<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { ...myKeys(ctx), principalId: principal.id }, query }),
     }),
   }),
 });
