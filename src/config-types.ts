@@ -36,6 +36,8 @@ export type Config = {
         contextWindow: number;
         /** Requests in flight at once to the model endpoint from one process (MODEL_MAX_CONCURRENCY). */
         maxConcurrency: number;
+        /** How long a streaming reply may send nothing before it counts as cut off (MODEL_IDLE_TIMEOUT_MS). */
+        idleTimeoutMs: number;
       }
     | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */

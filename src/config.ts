@@ -22,6 +22,7 @@ const envSchema = z.object({
   OPENAI_BASE_URL: z.url({ error: "must be a URL such as https://api.openai.com/v1" }).optional(),
   MODEL: z.string().min(1).default("gpt-4o-mini"),
   MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
+  MODEL_IDLE_TIMEOUT_MS: whole(100).default(300_000),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   /** The operator's model prices, a JSON file (README "Cost and budgets"), set at every start. */
@@ -258,6 +259,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
           model: values.MODEL,
           contextWindow: values.MODEL_CONTEXT_WINDOW,
           maxConcurrency: values.MODEL_MAX_CONCURRENCY,
+          idleTimeoutMs: values.MODEL_IDLE_TIMEOUT_MS,
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],

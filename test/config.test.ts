@@ -104,7 +104,10 @@ describe("loadConfig", () => {
       model: "m",
       contextWindow: 128_000,
       maxConcurrency: 16,
+      idleTimeoutMs: 300_000,
     });
+    expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_IDLE_TIMEOUT_MS: "60000" }).model).toMatchObject({ idleTimeoutMs: 60_000 });
+    expect(() => loadConfig({ MODEL_IDLE_TIMEOUT_MS: "0" })).toThrow(/MODEL_IDLE_TIMEOUT_MS/);
     expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_MAX_CONCURRENCY: "3" }).model).toMatchObject({ maxConcurrency: 3 });
   });
 

@@ -50,6 +50,20 @@ describe("the openai adapter, given a reply cut off mid-stream", () => {
     expect(arrivals.count).toBe(1);
   });
 
+  it("a reply that goes silent with its connection open: cut off after MODEL_IDLE_TIMEOUT_MS, the request made again as a new call", async () => {
+    const { baseURL, arrivals } = await stubOf(cutText("silent"), { text: ANSWER });
+    const silent = model(baseURL, { idleTimeoutMs: 300 });
+    const started = performance.now();
+    const error = await silent.complete(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelReplyInterrupted);
+    expect((error as Error).message).toMatch(/the model server sent nothing for 0.3 s/);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    // The same client's next request (a new call) is answered whole, on a fresh connection.
+    const answered = await silent.complete(request);
+    expect(answered.content).toBe(ANSWER.join(""));
+    expect(arrivals.count).toBe(2);
+  });
+
   it("an error event that is not transient (an invalid request, a content policy) stays the model's error", async () => {
     for (const error of [
       { message: "Bad schema", type: "invalid_request_error", code: "invalid_value" },

@@ -11,9 +11,10 @@ export type StubToolCall = { id: string; name: string; fragments: string[] };
 /**
  * How a reply is cut off after its pieces: the connection closed mid-body ("socket": a server
  * restarting, a proxy dropping the connection), the body ended without a finish reason or [DONE]
- * ("end"), or an `error` event in the body (as servers report a failure once they have answered 200).
+ * ("end"), an `error` event in the body (as servers report a failure once they have answered 200),
+ * or nothing more at all with the connection left open ("silent": a server that hangs, a half-open link).
  */
-export type StubCut = "socket" | "end" | { error: { message: string; type?: string; code?: string | number } };
+export type StubCut = "socket" | "end" | "silent" | { error: { message: string; type?: string; code?: string | number } };
 
 export type StubTurn =
   | { toolCalls: StubToolCall[]; cut?: StubCut }
@@ -84,6 +85,7 @@ async function cut(res: ServerResponse, how: StubCut): Promise<void> {
     return;
   }
   await new Promise((resolve) => res.write(": cut\n\n", resolve));
+  if (how === "silent") return;
   if (how === "end") res.end();
   else res.socket?.destroy();
 }

@@ -10,7 +10,10 @@
 // from a cancellation by its own signal), a failed connection rejects with the system error
 // ("connect ECONNREFUSED …"), a compressed reply is decompressed, and a redirect is followed by
 // the global fetch; a request this does not take on (a body that is neither text nor bytes) goes
-// through the global fetch as before.
+// through the global fetch as before. A reply whose body goes silent — a server that hangs, or a
+// connection lost without a reset (half-open) — ends after `idleTimeoutMs` without a byte, as a
+// lost connection does (ETIMEDOUT): the adapter makes the request again (interruption.ts) instead
+// of holding the run until its deadline.
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
@@ -21,7 +24,7 @@ const REDIRECT = new Set([301, 302, 303, 307, 308]);
 const NO_BODY = new Set([101, 204, 205, 304]);
 
 /** A fetch for one endpoint's requests: its connections kept alive between requests. */
-export function endpointFetch(): typeof fetch {
+export function endpointFetch(options: { idleTimeoutMs?: number } = {}): typeof fetch {
   const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
   return async (input, init = {}) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
@@ -52,9 +55,19 @@ export function endpointFetch(): typeof fetch {
     // Aborted while the body streams: the SDK's reader sees the stream end in an error, as with fetch.
     signal?.addEventListener("abort", () => res.destroy(abortReason(signal) as Error), { once: true });
     const status = res.statusCode ?? 0;
+    if (options.idleTimeoutMs !== undefined && !NO_BODY.has(status)) endWhenSilent(res, options.idleTimeoutMs);
     const stream = NO_BODY.has(status) ? (res.resume(), null) : (Readable.toWeb(decoded(res)) as ReadableStream<Uint8Array>);
     return new Response(stream, { status, statusText: res.statusMessage ?? "", headers: answer });
   };
+}
+
+/** Ends the reply with an ETIMEDOUT error once `ms` pass without a byte of its body. */
+function endWhenSilent(res: IncomingMessage, ms: number): void {
+  const silent = () => res.destroy(Object.assign(new Error(`the model server sent nothing for ${ms / 1000} s`), { code: "ETIMEDOUT" }));
+  const timer = setTimeout(silent, ms);
+  // Counting bytes, not reading them: the reader's own pace (back-pressure) is left as it is.
+  res.prependListener("data", () => timer.refresh());
+  res.once("close", () => clearTimeout(timer));
 }
 
 /** The reply's body as sent before its Content-Encoding (fetch decodes gzip, deflate and br the same way). */

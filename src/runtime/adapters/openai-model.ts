@@ -47,6 +47,8 @@ export type OpenAIModelOptions = {
   timeoutMs?: number;
   /** Requests in flight at once to this endpoint from this process (MODEL_MAX_CONCURRENCY); default 16. */
   maxConcurrency?: number;
+  /** How long a reply's body may send nothing before it counts as cut off (MODEL_IDLE_TIMEOUT_MS); default 5 minutes. */
+  idleTimeoutMs?: number;
 } & BackPressureOptions;
 
 export class ModelError extends Error {
@@ -84,10 +86,10 @@ const WARM_STREAM = `data: ${JSON.stringify({ id: "warm-up", object: "chat.compl
  * The SDK's client. Every option the SDK would otherwise read from OPENAI_* environment variables
  * is pinned here, because configuration comes only from src/config.ts.
  */
-function sdkClient(options: { apiKey: string; baseURL: string; timeout?: number; fetch?: typeof fetch }): OpenAI {
+function sdkClient({ idleTimeoutMs, ...options }: { apiKey: string; baseURL: string; timeout?: number; idleTimeoutMs?: number; fetch?: typeof fetch }): OpenAI {
   return new OpenAI({
     // One kept-alive connection per endpoint, each request written at once (model-http.ts).
-    fetch: endpointFetch(),
+    fetch: endpointFetch({ idleTimeoutMs }),
     ...options,
     organization: null,
     project: null,
@@ -115,7 +117,12 @@ export class OpenAIModel implements ModelPort {
     this.label = `openai:${options.model}`;
     this.contextWindow = options.contextWindow;
     this.baseURL = options.baseURL ?? DEFAULT_BASE_URL;
-    this.client = sdkClient({ apiKey: options.apiKey, baseURL: this.baseURL, ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }) });
+    this.client = sdkClient({
+      apiKey: options.apiKey,
+      baseURL: this.baseURL,
+      idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
+      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+    });
     this.gate = EndpointGate.of(this.baseURL, options.maxConcurrency ?? 16);
     this.backPressure = { maxRetries: options.maxRetries, maxDelayMs: options.maxDelayMs, baseDelayMs: options.baseDelayMs };
   }
