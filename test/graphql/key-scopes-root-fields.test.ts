@@ -2,9 +2,8 @@
 // the approval an MCP server's owner required, a read-only key cannot revoke (or even see) its
 // owner's full key nor delete a workspace, and a key that may only subscribe cannot list keys.
 import { afterEach, describe, expect, it } from "vitest";
+import { rawRequest } from "../support/raw-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-
-type Answer = { data?: Record<string, any> | null; errors?: { message: string; extensions?: { code?: string } }[] };
 
 // Generous: each test starts an app of its own and makes several keys, on a machine that may be loaded.
 describe("API key scopes on every root field", { timeout: 180_000 }, () => {
@@ -14,16 +13,7 @@ describe("API key scopes on every root field", { timeout: 180_000 }, () => {
     t = undefined;
   });
 
-  const gql = async (bearer: string, query: string, variables: Record<string, unknown> = {}): Promise<Answer> => {
-    const response = await t!.app.yoga.fetch(
-      new Request("http://127.0.0.1/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
-        body: JSON.stringify({ query, variables }),
-      }),
-    );
-    return (await response.json()) as Answer;
-  };
+  const gql = (bearer: string, query: string, variables: Record<string, unknown> = {}) => rawRequest(t!.app, bearer, query, variables);
   const key = async (bearer: string, input: Record<string, unknown>): Promise<string> => {
     const created = await gql(bearer, `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { ... on CreateApiKeySuccess { secret } } }`, {
       input,

@@ -3,9 +3,8 @@
 // make a key nor mint a token that could decide. A UI lets its user decide with a token holding
 // DECIDE on the run.
 import { afterEach, describe, expect, it } from "vitest";
+import { rawRequest } from "../support/raw-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-
-type Answer = { data?: Record<string, any>; errors?: { message: string; extensions?: { code?: string } }[] };
 
 describe("API key scopes", () => {
   let t: TestApp | undefined;
@@ -14,16 +13,7 @@ describe("API key scopes", () => {
     t = undefined;
   });
 
-  const gql = async (bearer: string, query: string, variables: Record<string, unknown> = {}): Promise<Answer> => {
-    const response = await t!.app.yoga.fetch(
-      new Request("http://127.0.0.1/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
-        body: JSON.stringify({ query, variables }),
-      }),
-    );
-    return (await response.json()) as Answer;
-  };
+  const gql = (bearer: string, query: string, variables: Record<string, unknown> = {}) => rawRequest(t!.app, bearer, query, variables);
 
   const CREATE_KEY = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { __typename
     ... on CreateApiKeySuccess { secret apiKey { scopes } } ... on ValidationError { issues { field message } } } }`;
