@@ -15,7 +15,6 @@ import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
-import { wasRefused } from "./refused-requests.js";
 
 /** How many texts are kept at most, least recently used first out. */
 export const APQ_MAX_TEXTS = 1_000;
@@ -46,7 +45,6 @@ export function automaticPersistedQueries({ principalOf, keeps, max = APQ_MAX_TE
   return {
     // Refusals are thrown: the hooks after this one (trusted documents) must not see the request.
     onParams({ params, request, setParams }) {
-      if (wasRefused(request)) return;
       const persisted = (params.extensions as { persistedQuery?: PersistedQuery } | undefined)?.persistedQuery;
       if (!persisted || typeof persisted !== "object") return;
       const hash = persisted.sha256Hash;

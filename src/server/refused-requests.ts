@@ -4,8 +4,7 @@
 // placed right after the rate limit, throws it: no later hook looks up, parses or resolves the
 // document (automatic persisted queries, trusted documents), and no later error takes the
 // refusal's place. A stranger's or a throttled caller's request costs no parse, learns nothing
-// from a store, and gets its 401, 429 or 503. The hooks that would do work also return at once
-// for a refused request, should they ever run before `endRefused`.
+// from a store, and gets its 401, 429 or 503 (api.ts places every such hook after `endRefused`).
 import type { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
@@ -14,11 +13,6 @@ const refusals = new WeakMap<Request, GraphQLError>();
 /** Records a request's refusal (the latest one is its answer). */
 export function refuse(request: Request, error: GraphQLError): void {
   refusals.set(request, error);
-}
-
-/** Whether the request was refused by authentication or a rate limit. */
-export function wasRefused(request: Request): boolean {
-  return refusals.has(request);
 }
 
 /** Answers a refused request with its refusal: the onParams hooks after this one do not run. */

@@ -11,7 +11,6 @@ import { GraphQLError, Kind, Lexer, parse, print, Source, TokenKind, visit } fro
 import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
 import sdkManifest from "../../sdk/generated/persisted-documents.json" with { type: "json" };
-import { wasRefused } from "./refused-requests.js";
 
 /** The header (and graphql-ws connection parameter header) Dossier's GraphiQL page sends with every operation. */
 export const GRAPHIQL_HEADER = "x-dossier-graphiql";
@@ -92,12 +91,8 @@ export function trustedDocuments({
       persistedQueryOnly: required,
     },
   });
-  // A request refused by authentication or a rate limit keeps its refusal: its document is neither
-  // compared nor resolved (refused-requests.ts).
-  const resolving: Plugin = { ...persisted, onParams: (payload) => (wasRefused(payload.request) ? undefined : persisted.onParams?.(payload)) };
   const plugin: Plugin = {
     onParams({ params, request }) {
-      if (wasRefused(request)) return;
       if (typeof params.query === "string" && params.query !== "" && allowed(params.query, request.headers)) admittedQueries.add(request);
     },
     // Over SSE, Yoga would answer 200 and send the refusal as the stream's one event; a
@@ -112,7 +107,7 @@ export function trustedDocuments({
   return {
     only,
     admits,
-    plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(resolving)) },
+    plugin: { onPluginInit: ({ addPlugin }) => (addPlugin(plugin), addPlugin(persisted)) },
     resolveSocketOperation({ query, documentId }, connectionParams) {
       if (typeof documentId === "string" && documentId !== "" && !query) return documents.get(documentId) ?? notFound(documentId);
       if (typeof query !== "string" || query === "") return MISSING();
