@@ -29,7 +29,7 @@ export type AccessOperation =
 export type AdmitRunInput = {
   /** The agent profile; default `researcher`. */
   agent?: string | null | undefined;
-  /** Continue this conversation; without it a new conversation is started. */
+  /** Continue this conversation; without it a new conversation is started. The run is shown the conversation's earlier messages, so this needs READ on it as well as ADMIT (an access token's grant, an API key's scope): ForbiddenError otherwise. */
   conversationId?: string | null | undefined;
   /** Retrying with the same key and request returns the same run (replayed); kept at least 24 hours. */
   idempotencyKey?: string | null | undefined;

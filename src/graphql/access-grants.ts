@@ -11,7 +11,8 @@
 //     listing only the runs the grants let it subscribe to; they end
 //     with "token expired" when the token does;
 //   - mutations: admitRun, steerRun and updateRunTags (ADMIT; admitRun's materials only from the
-//     histories READ reaches, checked by the admission itself: domain/workspace/material-reach.ts),
+//     histories READ reaches, checked by the admission itself: domain/workspace/material-reach.ts;
+//     admitRun into a conversation needs READ on it too, ForbiddenError otherwise: root-rules.ts),
 //     cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.
@@ -75,7 +76,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       const rule = ROOT_RULES[key];
       return async (source, args, context, info) => {
         const { access: scope, scopes } = (context as GraphQLContext).actor;
-        if (scopes) keyRefusal(key, rule, scopes, typedErrors);
+        if (scopes) keyRefusal(key, rule, scopes, typedErrors, info);
         if (!scope) return resolver(source, args, context, info);
         if (!rule || rule.keysOnly) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
@@ -83,6 +84,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
           if (typeof rule.denied === "object") return rule.denied.answer(args as Args);
           throw new NotFoundError("Resource", "");
         }
+        await readsRefusal(key, rule, scope, info, context as GraphQLContext, typedErrors);
         return resolver(source, args, context, info);
       };
     }
@@ -118,7 +120,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
     return async (source, args, context, info) => {
       const { actor, now } = context as GraphQLContext;
       const { access: scope, scopes, credentialExpiresAt } = actor;
-      if (scopes) keyRefusal(key, rule, scopes, []);
+      if (scopes) keyRefusal(key, rule, scopes, [], info);
       if (!scope) {
         // A sign-in token's subscriptions end when it does, over SSE as over graphql-ws.
         const events = await subscribe(source, args, context, info);
@@ -128,6 +130,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
         throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
       }
+      await readsRefusal(key, rule, scope, info, context as GraphQLContext, []);
       return untilExpiry((await subscribe(source, args, context, info)) as AsyncIterable<unknown>, scope.expiresAt, now);
     };
   }
@@ -140,37 +143,63 @@ function errorTypesOf<Types extends SchemaTypes>(fieldConfig: PothosOutputFieldC
   return Array.isArray(types) ? types : [];
 }
 
-/** A root field no token may use: ForbiddenError as data where the payload has it. */
-function refusal(key: string, typedErrors: unknown[]): Error {
-  const message = `An access token cannot use ${key.split(".")[1]}: use an API key.`;
+/** ForbiddenError as data where the payload has it, otherwise an error with code FORBIDDEN. */
+function forbidden(message: string, typedErrors: unknown[]): Error {
   if (typedErrors.includes(ForbiddenError)) return new ForbiddenError(message);
   return new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+}
+
+/** A root field no token may use. */
+const refusal = (key: string, typedErrors: unknown[]): Error => forbidden(`An access token cannot use ${key.split(".")[1]}: use an API key.`, typedErrors);
+
+/** The arguments as the client sent them: Relay's arg mappers have already decoded some ids. */
+function rawArgs(info: GraphQLResolveInfo): Args {
+  const field = info.parentType.getFields()[info.fieldName];
+  const node = info.fieldNodes[0];
+  return field && node ? getArgumentValues(field, node, info.variableValues) : {};
+}
+
+/** "the conversation" for a conversation's global id: what a refusal for lack of READ names. */
+function named(target: unknown): string {
+  const decoded = typeof target === "string" ? decodeGlobalId(target) : null;
+  return decoded ? `the ${decoded.typename.toLowerCase()}` : "what it names";
+}
+
+/** Refuses a token without READ on what the field also shows (Rule.reads), once it may do the rest. */
+async function readsRefusal(key: string, rule: TokenRule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext, typedErrors: unknown[]) {
+  if (!rule.reads) return;
+  for (const target of rule.reads.targets(rawArgs(info))) {
+    if (await covers(scope, "READ", target, ctx)) continue;
+    const what = named(target);
+    throw forbidden(`This access token may not READ ${what}, so it cannot use ${key.split(".")[1]} on ${what}: ${rule.reads.why}.`, typedErrors);
+  }
 }
 
 /**
  * Refuses a key without what a root field needs (root-rules.ts), and every key on a root field
  * without a rule: ForbiddenError as data where the payload has it.
  */
-function keyRefusal(key: string, rule: Rule | undefined, scopes: readonly AccessOperation[], typedErrors: unknown[]): void {
+function keyRefusal(key: string, rule: Rule | undefined, scopes: readonly AccessOperation[], typedErrors: unknown[], info: GraphQLResolveInfo): void {
   const field = key.split(".")[1];
   const missing = rule ? missingScopes(rule, scopes, ACCESS_OPERATIONS) : [];
-  if (rule && missing.length === 0) return;
+  if (rule && missing.length === 0) {
+    // What the field also shows (Rule.reads) needs the READ scope, whenever the request names any.
+    const reads = rule.keysOnly ? undefined : rule.reads;
+    const shows = reads && !scopes.includes("READ") ? reads.targets(rawArgs(info)) : [];
+    if (!reads || shows.length === 0) return;
+    throw forbidden(`This API key may not READ (its scopes lack it), so it cannot use ${field} on ${named(shows[0])}: ${reads.why}.`, typedErrors);
+  }
   const message = !rule
     ? `No API key may use ${field}: it has no rule saying which scope it needs.`
     : rule.operation === "ALL"
       ? `This API key may not ${missing.join(", ")} (its scopes lack it), so it cannot use ${field}, which needs a key with every scope.`
       : `This API key may not ${rule.operation} (its scopes lack it), so it cannot use ${field}.`;
-  if (typedErrors.includes(ForbiddenError)) throw new ForbiddenError(message);
-  throw new GraphQLError(message, { extensions: { code: "FORBIDDEN", http: { status: 403 } } });
+  throw forbidden(message, typedErrors);
 }
 
 async function allowed(rule: TokenRule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): Promise<boolean> {
   if (rule.listed) return true;
-  const field = info.parentType.getFields()[info.fieldName];
-  const node = info.fieldNodes[0];
-  // The arguments as the client sent them: Relay's arg mappers have already decoded some ids.
-  const raw = field && node ? getArgumentValues(field, node, info.variableValues) : {};
-  const targets = rule.targets(raw);
+  const targets = rule.targets(rawArgs(info));
   for (const target of targets) if (!(await covers(scope, rule.operation, target, ctx))) return false;
   return targets.length > 0;
 }

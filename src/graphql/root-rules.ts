@@ -5,7 +5,8 @@
 //   - READ: every query (the principal's keys list only those within the calling key's scopes);
 //   - SUBSCRIBE: every subscription;
 //   - ADMIT: what adds to or changes research (workspaces, conversations, artifacts, publications,
-//     schedules, runs' questions and tags);
+//     schedules, runs' questions and tags), and READ too for admitting a run into a conversation
+//     (the run is shown the conversation's earlier messages: `reads`);
 //   - CANCEL, SCORE: stopping runs, scoring;
 //   - DECIDE, the scope that approves tool calls: what decides them or changes which tools a run
 //     gets and whether their calls wait for a person (MCP servers, skills, webhooks, which tell a
@@ -23,8 +24,20 @@ type Args = Record<string, unknown>;
 export type Denial = "null" | "notFound" | "error" | { answer: (args: Args) => unknown };
 /** What a scoped API key needs: one operation, every one (`ALL`), or none beyond its own scopes (`OWN`). */
 export type KeyNeed = AccessOperation | "ALL" | "OWN";
+/**
+ * What a field also needs READ on, because what it does shows it: the ids (a token needs READ on
+ * each, a key the READ scope whenever there is one) and why, which ends the refusal's message.
+ */
+export type AlsoReads = { targets: (args: Args) => unknown[]; why: string };
 /** A field an access token may use: the operation it needs and the ids it needs it on. */
-export type TokenRule = { operation: AccessOperation; targets: (args: Args) => unknown[]; denied: Denial; listed?: true; keysOnly?: never };
+export type TokenRule = {
+  operation: AccessOperation;
+  targets: (args: Args) => unknown[];
+  denied: Denial;
+  listed?: true;
+  reads?: AlsoReads;
+  keysOnly?: never;
+};
 /** A field no access token may use (it acts beyond any one resource): only what an API key needs. */
 export type KeyRule = { operation: KeyNeed; keysOnly: true };
 export type Rule = TokenRule | KeyRule;
@@ -77,7 +90,10 @@ export const ROOT_RULES: Readonly<Record<string, Rule>> = {
   // A list: the subscription itself shows only the runs the token may subscribe to.
   "Subscription.runsChanged": { operation: "SUBSCRIBE", targets: () => [], denied: "error", listed: true },
 
-  // A run admitted into a new conversation outside any workspace lies outside every grant.
+  // A run admitted into a new conversation outside any workspace lies outside every grant. A run
+  // admitted into a conversation is shown its earlier messages, and whoever admitted it reads its
+  // answer: READ on the conversation too. (In a workspace without READ the run is told it may not
+  // read it, and is shown nothing of it: runtime/workspace/unreadable-workspace.ts.)
   "Mutation.admitRun": {
     operation: "ADMIT",
     targets: (a) => {
@@ -85,6 +101,10 @@ export const ROOT_RULES: Readonly<Record<string, Rule>> = {
       return ids.length > 0 ? ids : [null];
     },
     denied: "notFound",
+    reads: {
+      targets: (a) => [input(a).conversationId].filter((id) => id != null),
+      why: "a run admitted into a conversation is shown its earlier messages",
+    },
   },
   "Mutation.cancelRun": { operation: "CANCEL", targets: (a) => [input(a).runId], denied: "notFound" },
   // Pausing and resuming stop and restart the run's spending as cancelling does: the same grant.

@@ -257,7 +257,10 @@ export const RunLimitsInput = builder.inputType("RunLimitsInput", {
 const AdmitRunInput = builder.inputType("AdmitRunInput", {
   fields: (t) => ({
     workspaceId: t.id({ description: "Admit the run in this workspace: its current goal version is frozen on the run." }),
-    conversationId: t.id({ description: "Continue this conversation; without it a new conversation is started." }),
+    conversationId: t.id({
+      description:
+        "Continue this conversation; without it a new conversation is started. The run is shown the conversation's earlier messages, so this needs READ on it as well as ADMIT (an access token's grant, an API key's scope): ForbiddenError otherwise.",
+    }),
     agent: t.string({ description: "The agent profile; default `researcher`." }),
     question: t.string({ required: true }),
     materials: t.field({
