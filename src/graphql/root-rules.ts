@@ -11,7 +11,8 @@
 //   - DECIDE, the scope that approves tool calls: what decides them or changes which tools a run
 //     gets and whether their calls wait for a person (MCP servers, skills, webhooks, which tell a
 //     person a call waits);
-//   - every scope (a full key): budgets, prices and trace retention, limits an agent must not lift;
+//   - every scope (a full key): budgets, prices and trace retention, limits an agent must not lift,
+//     and deleting a workspace, which nothing undoes (archiving it is ADMIT: restoreWorkspace undoes it);
 //   - OWN: keys and tokens, only within the calling key's own scopes (checked where they are made
 //     and revoked: domain/principal).
 import type { AccessOperation } from "../domain/principal/access-scope.js";
@@ -127,7 +128,6 @@ export const ROOT_RULES: Readonly<Record<string, Rule>> = {
   "Mutation.unlinkFromWorkspace": keys("ADMIT"),
   "Mutation.archiveWorkspace": keys("ADMIT"),
   "Mutation.restoreWorkspace": keys("ADMIT"),
-  "Mutation.deleteWorkspace": keys("ADMIT"),
   "Mutation.startConversation": keys("ADMIT"),
   "Mutation.forkConversation": keys("ADMIT"),
   "Mutation.createArtifact": keys("ADMIT"),
@@ -153,12 +153,13 @@ export const ROOT_RULES: Readonly<Record<string, Rule>> = {
   "Mutation.rotateWebhookSecret": keys("DECIDE"),
   "Mutation.redeliverWebhookEvent": keys("DECIDE"),
 
-  // Limits on spending and on how long traces are kept: a full key.
+  // Limits on spending and on how long traces are kept, and deleting a workspace (nothing undoes it): a full key.
   "Mutation.setWorkspaceBudget": keys("ALL"),
   "Mutation.setModelPrice": keys("ALL"),
   "Mutation.setRetentionPolicy": keys("ALL"),
   "Mutation.pinTrace": keys("ALL"),
   "Mutation.unpinTrace": keys("ALL"),
+  "Mutation.deleteWorkspace": keys("ALL"),
 
   // Keys and tokens: never beyond the calling key's own scopes (domain/principal).
   "Mutation.createApiKey": keys("OWN"),

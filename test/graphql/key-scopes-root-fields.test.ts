@@ -1,6 +1,7 @@
 // A key's scopes hold on every root field, not only on runs: an agent's key (no DECIDE) cannot lift
 // the approval an MCP server's owner required, a read-only key cannot revoke (or even see) its
-// owner's full key nor delete a workspace, and a key that may only subscribe cannot list keys.
+// owner's full key nor delete a workspace — which takes a full key: an agent's key archives and
+// restores one but cannot delete it — and a key that may only subscribe cannot list keys.
 import { afterEach, describe, expect, it } from "vitest";
 import { rawRequest } from "../support/raw-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -68,7 +69,8 @@ describe("API key scopes on every root field", { timeout: 180_000 }, () => {
     const DELETE = `mutation($id: ID!) { deleteWorkspace(input: { workspaceId: $id }) { __typename ... on Error { message } } }`;
     expect((await gql(reader, DELETE, { id: workspace })).data!.deleteWorkspace).toEqual({
       __typename: "ForbiddenError",
-      message: "This API key may not ADMIT (its scopes lack it), so it cannot use deleteWorkspace.",
+      message:
+        "This API key may not SUBSCRIBE, ADMIT, DECIDE, CANCEL, SCORE (its scopes lack it), so it cannot use deleteWorkspace, which needs a key with every scope.",
     });
     expect((await gql(owner, `query($id: ID!) { workspace(id: $id) { title } }`, { id: workspace })).data!.workspace).toEqual({ title: "W" });
     // What it may do with keys stays within its own scopes: it revokes a key no wider than itself.
@@ -77,6 +79,35 @@ describe("API key scopes on every root field", { timeout: 180_000 }, () => {
       .node.id;
     expect((await gql(reader, REVOKE, { id: otherId })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
     expect((await gql(other, "{ viewer { name } }")).data ?? null).toBeNull();
+  });
+
+  it("lets an agent's key archive and restore a workspace but not delete it, which takes a full key", async () => {
+    t = await startTestApp("pglite", { authRequired: true });
+    const owner = await t.createPrincipal("Owner");
+    const agent = await key(owner, { name: "agent", scopes: ["READ", "ADMIT"] });
+    const workspace = (
+      await gql(agent, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`)
+    ).data!.createWorkspace.workspace.id as string;
+    const state = async () => (await gql(owner, `query($id: ID!) { workspace(id: $id) { title archivedAt } }`, { id: workspace })).data!.workspace;
+
+    const DELETE = `mutation($id: ID!) { deleteWorkspace(input: { workspaceId: $id }) { __typename ... on Error { message } } }`;
+    expect((await gql(agent, DELETE, { id: workspace })).data!.deleteWorkspace).toEqual({
+      __typename: "ForbiddenError",
+      message:
+        "This API key may not SUBSCRIBE, DECIDE, CANCEL, SCORE (its scopes lack it), so it cannot use deleteWorkspace, which needs a key with every scope.",
+    });
+    expect(await state()).toEqual({ title: "W", archivedAt: null });
+    // Archiving is undone by restoring: both stay with ADMIT.
+    const ref = { input: { workspaceId: workspace } };
+    const archive = `mutation($input: WorkspaceRefInput!) { archiveWorkspace(input: $input) { __typename } }`;
+    const restore = `mutation($input: WorkspaceRefInput!) { restoreWorkspace(input: $input) { __typename } }`;
+    expect((await gql(agent, archive, ref)).data!.archiveWorkspace.__typename).toBe("ArchiveWorkspaceSuccess");
+    expect((await state()).archivedAt).not.toBeNull();
+    expect((await gql(agent, restore, ref)).data!.restoreWorkspace.__typename).toBe("RestoreWorkspaceSuccess");
+    expect(await state()).toEqual({ title: "W", archivedAt: null });
+
+    expect((await gql(owner, DELETE, { id: workspace })).data!.deleteWorkspace).toEqual({ __typename: "DeleteWorkspaceSuccess" });
+    expect(await state()).toBeNull();
   });
 
   it("refuses the key listing to a key that may only subscribe, and a full key's settings to an agent's key", async () => {

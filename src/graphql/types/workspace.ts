@@ -217,7 +217,8 @@ builder.mutationField("deleteWorkspace", (t) =>
     type: DeleteWorkspaceSuccess,
     description:
       "Removes the workspace's goal versions and links; its conversations, runs, publications and artifacts stay. " +
-      "The workspace then reads as not found, and nothing can recreate it.",
+      "The workspace then reads as not found, and nothing can recreate it. " +
+      "Needs a full key (every scope): an agent's key, or one with ADMIT alone, may archive a workspace (archiveWorkspace, undone by restoreWorkspace) but not delete it.",
     args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "DeleteWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => {
