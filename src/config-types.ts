@@ -5,6 +5,7 @@ import type { SignInSettings } from "./config-sign-in.js";
 import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import type { SandboxLimits } from "./runtime/tools/sandbox-usage.js";
 
 export type Config = {
   port: number;
@@ -106,6 +107,12 @@ export type Config = {
   maxTraceRecords: number;
   /** Where each run's sandbox folder is created. */
   sandboxDir: string;
+  /**
+   * What one run's sandbox folder may hold (SANDBOX_MAX_BYTES, SANDBOX_MAX_ENTRIES) and what a
+   * write may name (SANDBOX_MAX_PATH_DEPTH, SANDBOX_MAX_PATH_LENGTH); how many hours a folder is
+   * kept after its run ended (SANDBOX_RETENTION_HOURS) and how often that is swept.
+   */
+  sandbox: { limits: SandboxLimits; retentionHours: number; sweepIntervalMs: number };
   toolTimeoutMs: number;
   /**
    * One model reply's tool calls: the first MAX_TOOL_CALLS_PER_REPLY (64) execute, the others get

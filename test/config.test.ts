@@ -320,6 +320,30 @@ describe("loadConfig", () => {
     );
   });
 
+  it("bounds each run's sandbox folder and keeps it 24 hours after its run, unless set; the runtime gets them", () => {
+    expect(runtimeSettings(loadConfig({}), createDemoModel()).sandbox).toEqual({
+      limits: { maxBytes: 268_435_456, maxEntries: 10_000, maxPathDepth: 16, maxPathLength: 1_024 },
+      retentionHours: 24,
+      sweepIntervalMs: 600_000,
+    });
+    const set = loadConfig({
+      SANDBOX_MAX_BYTES: "1048576",
+      SANDBOX_MAX_ENTRIES: "50",
+      SANDBOX_MAX_PATH_DEPTH: "4",
+      SANDBOX_MAX_PATH_LENGTH: "200",
+      SANDBOX_RETENTION_HOURS: "0",
+      SANDBOX_SWEEP_INTERVAL_MS: "60000",
+    });
+    expect(set.sandbox).toEqual({
+      limits: { maxBytes: 1_048_576, maxEntries: 50, maxPathDepth: 4, maxPathLength: 200 },
+      retentionHours: 0,
+      sweepIntervalMs: 60_000,
+    });
+    expect(() => loadConfig({ SANDBOX_MAX_ENTRIES: "0", SANDBOX_RETENTION_HOURS: "-1" })).toThrow(
+      /SANDBOX_MAX_ENTRIES="0": must be at least 1[\s\S]*SANDBOX_RETENTION_HOURS="-1"/,
+    );
+  });
+
   it("reads how often expired artifacts are swept", () => {
     expect(loadConfig({}).artifacts).toEqual({ sweepIntervalMs: 300_000 });
     expect(loadConfig({ ARTIFACT_SWEEP_INTERVAL_MS: "1000" }).artifacts).toEqual({ sweepIntervalMs: 1_000 });

@@ -151,6 +151,7 @@ export function runtimeSettings(config: Config, model: ModelPort) {
   return {
     model,
     sandboxDir: config.sandboxDir,
+    sandbox: config.sandbox,
     toolTimeoutMs: config.toolTimeoutMs,
     toolCallLimits: config.toolCallLimits,
     approvals: config.toolApprovals,

@@ -24,6 +24,8 @@ import type { CommandSettings } from "./tools/run-command.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
+import { type SandboxLimits, SandboxUsage } from "./tools/sandbox-usage.js";
+import { sweepSandboxes } from "./sandbox-sweep.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import type { ConversationLog } from "./ports/conversation-log.js";
 import type { RunOutput } from "./ports/run-output.js";
@@ -45,6 +47,11 @@ export type RuntimeOptions = {
   model: ModelPort;
   /** Each run gets `<sandboxDir>/<runId>` for its file tools. */
   sandboxDir: string;
+  /**
+   * What one run's sandbox folder may hold and what a write may name (SANDBOX_MAX_*; sandbox-usage.ts),
+   * how long a folder is kept after its run ended (SANDBOX_RETENTION_HOURS, 24) and how often that is swept.
+   */
+  sandbox?: { limits?: Partial<SandboxLimits>; retentionHours?: number; sweepIntervalMs?: number };
   toolTimeoutMs?: number;
   /** How many calls of one model reply execute (MAX_TOOL_CALLS_PER_REPLY; 64) and how many of them at once (TOOL_MAX_CONCURRENCY; 8). */
   toolCallLimits?: Partial<ToolCallLimits>;
@@ -108,6 +115,8 @@ export type Runtime = {
   artifactSweeper: PeriodicSweep;
   /** Expires the traces due under their retention policies while the worker runs. */
   retentionSweeper: PeriodicSweep;
+  /** Removes the sandbox folders of runs that ended SANDBOX_RETENTION_HOURS ago while the worker runs. */
+  sandboxSweeper: PeriodicSweep;
   executor: RunExecutor;
   worker: RunWorker;
 };
@@ -211,7 +220,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     approvals,
     costs: options.costs,
   });
-  const { sweeper, artifactSweeper, retentionSweeper } = sweepers({ spills, services, logger }, options);
+  const { sweeper, artifactSweeper, retentionSweeper, sandboxSweeper } = sweepers({ spills, services, runs, logger }, options);
   const worker = new RunWorker({
     runs,
     workerId: options.instance?.id,
@@ -227,11 +236,11 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     announcer,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper, artifactSweeper, retentionSweeper, output],
+    companions: [sweeper, artifactSweeper, retentionSweeper, sandboxSweeper, output],
     approvals: services.toolApprovals,
     now: options.approvals?.now,
   });
-  return { spills, sweeper, artifactSweeper, retentionSweeper, executor, worker };
+  return { spills, sweeper, artifactSweeper, retentionSweeper, sandboxSweeper, executor, worker };
 }
 
 /** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
@@ -248,25 +257,27 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
   };
   return ({ run, sink, signal }) => {
     const sandboxDir = path.join(options.sandboxDir, run.id);
-    const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, sink, signal });
+    // One count of the folder per attempt, shared by its file tools and run_command.
+    const usage = new SandboxUsage(path.resolve(sandboxDir), options.sandbox?.limits);
+    const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, usage, sink, signal });
     return async (runLog, profile) => [
       createTaskListTool(runLog),
       readMaterial,
       ...(run.workspaceId ? workspaceTools : []),
       readEvidence,
       readSpill,
-      ...createSandboxFileTools(sandboxDir),
+      ...createSandboxFileTools(sandboxDir, usage),
       ...(await capabilityTools(profile.skills)),
       ...(options.extraTools ?? []),
     ];
   };
 }
 
-/** The background sweeps of an instance that runs a worker: released spill handles and expired artifacts. */
+/** The background sweeps of an instance that runs a worker: released spill handles, expired artifacts and traces, old sandboxes. */
 function sweepers(
-  { spills, services, logger }: { spills: SpillStore; services: RuntimeServices; logger: Logger },
+  { spills, services, runs, logger }: { spills: SpillStore; services: RuntimeServices; runs: RunState; logger: Logger },
   options: RuntimeOptions,
-): { sweeper: PeriodicSweep; artifactSweeper: PeriodicSweep; retentionSweeper: PeriodicSweep } {
+): Record<"sweeper" | "artifactSweeper" | "retentionSweeper" | "sandboxSweeper", PeriodicSweep> {
   const sweeper = new PeriodicSweep({
     sweep: () => spills.sweep(),
     intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
@@ -292,5 +303,19 @@ function sweepers(
     swept: "expired traces under their retention policies",
     failed: "sweeping expired traces failed",
   });
-  return { sweeper, artifactSweeper, retentionSweeper };
+  // Each instance sweeps the sandbox folders of its own DATA_DIR.
+  const sandboxSweeper = new PeriodicSweep({
+    sweep: () =>
+      sweepSandboxes({
+        dir: options.sandboxDir,
+        retentionMs: (options.sandbox?.retentionHours ?? 24) * 3_600_000,
+        ended: (runIds) => runs.ended(runIds),
+        logger,
+      }),
+    intervalMs: options.sandbox?.sweepIntervalMs ?? 600_000,
+    logger,
+    swept: "removed the sandbox folders of runs that ended SANDBOX_RETENTION_HOURS ago",
+    failed: "sweeping sandbox folders failed",
+  });
+  return { sweeper, artifactSweeper, retentionSweeper, sandboxSweeper };
 }

@@ -11,6 +11,7 @@ import { awaitDecisions, timeOutWaiting } from "./wait.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import { leaseExpiredSql } from "./lease-expired.js";
 import { renewLeases } from "./lease-renewal.js";
+import { TERMINAL_STATUSES } from "./stop-reasons.js";
 import { nextQueuedReader } from "./next-queued.js";
 import { type DeliveredEntry, deliverInputsIn } from "./steering.js";
 import { type CarriedRead, inOneStatement, within } from "../transaction.js";
@@ -94,6 +95,15 @@ export class PrismaRunState {
         ORDER BY status = 'RUNNING' DESC, created_at LIMIT 1000`,
       leaseMarginMs,
     );
+  }
+
+  async ended(runIds: readonly string[]): Promise<{ id: string; endedAt: Date }[]> {
+    const rows = await this.deps.prisma.run.findMany({
+      where: { id: { in: [...runIds] }, status: { in: [...TERMINAL_STATUSES] } },
+      select: { id: true, finishedAt: true, createdAt: true },
+    });
+    // Every transition that ends a run sets finishedAt; a row without one counts from its admission.
+    return rows.map((row) => ({ id: row.id, endedAt: row.finishedAt ?? row.createdAt }));
   }
 
   /** Runs ending together read their conversations' next runs in one statement (next-queued.ts). */

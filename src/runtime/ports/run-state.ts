@@ -85,6 +85,8 @@ export interface RunState {
    * has an owner) — the orphaned, whose attempt died or was handed back, first.
    */
   claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]>;
+  /** The runs among `runIds` that have ended (in a terminal status), with when each ended; unknown ids are left out. */
+  ended(runIds: readonly string[]): Promise<{ id: string; endedAt: Date }[]>;
   /** The next queued run of a conversation, which could not start before. */
   nextQueued(conversationId: string): Promise<string | null>;
   /**

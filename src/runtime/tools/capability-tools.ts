@@ -12,6 +12,7 @@ import { createLoadSkillTool } from "../skills/load-skill-tool.js";
 import type { SkillCatalog } from "../skills/skill-catalog.js";
 import { createHttpFetchTool, type FetchSettings } from "./http-fetch.js";
 import { type CommandSettings, createRunCommandTool } from "./run-command.js";
+import type { SandboxUsage } from "./sandbox-usage.js";
 
 export type CapabilityTools = {
   skills: SkillCatalog;
@@ -28,7 +29,7 @@ export type CapabilityTools = {
  */
 export function startCapabilityTools(
   capabilities: CapabilityTools,
-  { run, sandboxDir, sink, signal }: { run: RunRecord; sandboxDir: string; sink: TraceSink; signal?: AbortSignal },
+  { run, sandboxDir, usage, sink, signal }: { run: RunRecord; sandboxDir: string; usage?: SandboxUsage; sink: TraceSink; signal?: AbortSignal },
 ): (skillsAllowed?: readonly string[]) => Promise<Tool[]> {
   const read = caught(
     Promise.all([capabilities.skills.forAgent(run.ownerId, run.agent), capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal) : []]),
@@ -42,7 +43,7 @@ export function startCapabilityTools(
     return [
       ...(loadSkill ? [loadSkill] : []),
       ...(capabilities.fetch && capabilities.fetch.allowedHosts.length > 0 ? [createHttpFetchTool(capabilities.fetch)] : []),
-      ...(capabilities.commands ? [createRunCommandTool(sandboxDir, capabilities.commands)] : []),
+      ...(capabilities.commands ? [createRunCommandTool(sandboxDir, capabilities.commands, usage)] : []),
       ...mcpTools,
     ];
   };

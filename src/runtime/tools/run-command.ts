@@ -8,6 +8,7 @@ import path from "node:path";
 import type { ToolSchema } from "../ports/model.js";
 import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
+import type { SandboxUsage } from "./sandbox-usage.js";
 
 export type CommandSettings = {
   timeoutMs: number;
@@ -36,7 +37,8 @@ const schemaFor = schemaPer(
   }),
 );
 
-export function createRunCommandTool(sandboxDir: string, settings: CommandSettings): Tool {
+/** `usage`: the file tools' count of the folder, counted again after a program ran (it may have changed anything). */
+export function createRunCommandTool(sandboxDir: string, settings: CommandSettings, usage?: Pick<SandboxUsage, "stale">): Tool {
   const cwd = path.resolve(sandboxDir);
   return {
     schema: schemaFor(settings),
@@ -44,7 +46,11 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
     async execute(rawArgs, context) {
       const { command, args } = commandOf(rawArgs);
       await mkdir(cwd, { recursive: true });
-      return runProgram({ command, args, cwd, settings, signal: context.signal });
+      try {
+        return await runProgram({ command, args, cwd, settings, signal: context.signal });
+      } finally {
+        usage?.stale();
+      }
     },
   };
 }

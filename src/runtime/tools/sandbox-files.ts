@@ -3,13 +3,14 @@
 // points out, a dangling one) is refused. Only regular files are read or written: a FIFO or a
 // device a program made there is refused without waiting on it (an open or a read that blocked
 // would hold one of the few threads every file operation of the server shares), and a read takes
-// at most MAX_FILE_BYTES, however large the file.
+// at most MAX_FILE_BYTES, however large the file. What a write may add is bounded (sandbox-usage.ts).
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, realpath } from "node:fs/promises";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError } from "../ports/tool.js";
+import { SandboxUsage } from "./sandbox-usage.js";
 
 const MAX_FILE_BYTES = 1024 * 1024;
 
@@ -105,6 +106,27 @@ async function realLocation(target: string): Promise<string> {
   }
 }
 
+/** Writes `content` to the regular file at `real` (its folders made), refusing by `shown`, the model's path. */
+async function writeRegular(real: string, shown: string, content: string): Promise<void> {
+  // What the file system refuses (a folder at that path, say) is told by the path the model gave, not the host's.
+  const handle = await mkdir(path.dirname(real), { recursive: true })
+    .then(() => open(real, WRITE_FLAGS, 0o666))
+    .catch((error: NodeJS.ErrnoException) => {
+      // ENXIO: a FIFO no program reads (or a socket).
+      if (error.code === "ENXIO") throw notRegular(shown);
+      throw new ToolError(`Could not write ${shown}: ${error.code ?? "failed"}.`);
+    });
+  await regularFile(handle, shown);
+  try {
+    await handle.truncate(0);
+    await handle.writeFile(content, "utf8");
+  } catch (error) {
+    throw new ToolError(`Could not write ${shown}: ${(error as NodeJS.ErrnoException).code ?? "failed"}.`);
+  } finally {
+    await handle.close();
+  }
+}
+
 // The schemas are the same for every run: one object each, so the request budget counts their
 // tokens once (memo-cache.ts remembers schema lists by identity), not once per run.
 const WRITE_FILE_SCHEMA: ToolSchema = {
@@ -125,9 +147,10 @@ const READ_FILE_SCHEMA: ToolSchema = {
 /**
  * The file tools of the run whose sandbox is `sandboxDir`. The folder is created on the tools'
  * first call, once (calls at the same time wait for the same creation): most runs never use a
- * file tool, and a run that does not leaves no folder behind.
+ * file tool, and a run that does not leaves no folder behind. Writes keep within `usage`'s bounds
+ * (sandbox-usage.ts): one attempt's, shared with its run_command.
  */
-export function createSandboxFileTools(sandboxDir: string): Tool[] {
+export function createSandboxFileTools(sandboxDir: string, usage = new SandboxUsage(path.resolve(sandboxDir))): Tool[] {
   const root = path.resolve(sandboxDir);
   let created: Promise<unknown> | undefined;
   const ready = () => {
@@ -150,27 +173,17 @@ export function createSandboxFileTools(sandboxDir: string): Tool[] {
         if (typeof content !== "string") throw new ToolError("content must be a string");
         if (Buffer.byteLength(content) > MAX_FILE_BYTES) throw new ToolError(`content is over ${MAX_FILE_BYTES} bytes`);
         const named = namedInside(root, relative);
+        const shown = path.relative(root, named) || ".";
+        usage.checkPath(relative as string, shown);
         await ready();
         const real = await resolveInside(root, named);
-        const shown = path.relative(root, named) || ".";
-        // What the file system refuses (a folder at that path, say) is told by the path the model gave, not the host's.
-        const handle = await mkdir(path.dirname(real), { recursive: true })
-          .then(() => open(real, WRITE_FLAGS, 0o666))
-          .catch((error: NodeJS.ErrnoException) => {
-            // ENXIO: a FIFO no program reads (or a socket).
-            if (error.code === "ENXIO") throw notRegular(shown);
-            throw new ToolError(`Could not write ${shown}: ${error.code ?? "failed"}.`);
-          });
-        await regularFile(handle, shown);
-        try {
-          await handle.truncate(0);
-          await handle.writeFile(content, "utf8");
-        } catch (error) {
-          throw new ToolError(`Could not write ${shown}: ${(error as NodeJS.ErrnoException).code ?? "failed"}.`);
-        } finally {
-          await handle.close();
-        }
-        return `Wrote ${Buffer.byteLength(content)} bytes to ${shown}.`;
+        const bytes = Buffer.byteLength(content);
+        await usage.write(
+          shown,
+          () => usage.additionOf(real, bytes),
+          () => writeRegular(real, shown, content),
+        );
+        return `Wrote ${bytes} bytes to ${shown}.`;
       },
     },
     {
