@@ -8,6 +8,7 @@
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
+import { clientOf } from "./client-connections.js";
 import { refuse } from "./refused-requests.js";
 
 export type RateLimitSettings = { perMinute: number; burst: number };
@@ -33,7 +34,7 @@ export function bucketOf(caller: Caller | undefined, address: string | undefined
   if (caller?.access) return `token:${caller.access.tokenId}`;
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
-  return `address:${address ?? "unknown"}`;
+  return `address:${clientOf(address)}`;
 }
 
 export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
