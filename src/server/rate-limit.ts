@@ -18,6 +18,8 @@ export type RateDecision = { allowed: true } | { allowed: false; retryAfterSecon
 /** Where buckets are kept: takes one token from the bucket `key`, or says how long until one is there. */
 export interface TokenBuckets {
   take(key: string): Promise<RateDecision>;
+  /** Whether the bucket `key` holds a token now (or how long until it does), taking none. */
+  peek(key: string): Promise<RateDecision>;
   close?(): Promise<void>;
 }
 
@@ -27,7 +29,7 @@ export type Caller = { credentialId?: string; keyId?: string; access?: { tokenId
 /**
  * The bucket of a request. Any credential — an access token, an API key, or another kind of
  * credential that names itself with `credentialId` — has its own bucket; requests with none share
- * their address's. An access token's is its own, not its minting key's: one end user's browser
+ * their address's (an IPv6 address's /64: client-connections.ts). An access token's is its own, not its minting key's: one end user's browser
  * spending its tokens leaves the team's backend and every other end user theirs.
  */
 export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
@@ -37,8 +39,8 @@ export function bucketOf(caller: Caller | undefined, address: string | undefined
   return `address:${clientOf(address)}`;
 }
 
-export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
-  return new GraphQLError(`Too many requests: try again in ${retryAfterSeconds} s.`, {
+export function rateLimitedError(retryAfterSeconds: number, what = "Too many requests"): GraphQLError {
+  return new GraphQLError(`${what}: try again in ${retryAfterSeconds} s.`, {
     extensions: { code: "RATE_LIMITED", retryAfterSeconds, http: { status: 429, headers: { "Retry-After": String(retryAfterSeconds) } } },
   });
 }
@@ -53,6 +55,14 @@ export class InProcessTokenBuckets implements TokenBuckets {
   ) {}
 
   async take(key: string): Promise<RateDecision> {
+    return this.draw(key, 1);
+  }
+
+  async peek(key: string): Promise<RateDecision> {
+    return this.draw(key, 0);
+  }
+
+  private draw(key: string, cost: 0 | 1): RateDecision {
     const now = this.now();
     const perMs = this.settings.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: this.settings.burst, at: now };
@@ -63,7 +73,7 @@ export class InProcessTokenBuckets implements TokenBuckets {
     this.buckets.set(key, bucket);
     if (this.buckets.size > 100_000) this.buckets.delete(this.buckets.keys().next().value!);
     if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+      bucket.tokens -= cost;
       return { allowed: true };
     }
     return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
@@ -80,15 +90,23 @@ export class FallbackTokenBuckets implements TokenBuckets {
     private readonly logger: Logger,
   ) {}
 
-  async take(key: string): Promise<RateDecision> {
+  take(key: string): Promise<RateDecision> {
+    return this.draw((buckets) => buckets.take(key));
+  }
+
+  peek(key: string): Promise<RateDecision> {
+    return this.draw((buckets) => buckets.peek(key));
+  }
+
+  private async draw(from: (buckets: TokenBuckets) => Promise<RateDecision>): Promise<RateDecision> {
     try {
-      const decision = await this.shared.take(key);
+      const decision = await from(this.shared);
       this.failing = false;
       return decision;
     } catch (error) {
       if (!this.failing) this.logger.warn("rate limits fall back to this instance's own buckets: Redis failed", { error: String(error) });
       this.failing = true;
-      return this.local.take(key);
+      return from(this.local);
     }
   }
 
