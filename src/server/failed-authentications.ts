@@ -23,28 +23,49 @@ const TOO_MANY_FAILURES = "Too many failed authentications from this address";
 /** Whether an error refused the request's credential (not a store failing). */
 const isRefusal = (error: unknown) => error instanceof GraphQLError && error.extensions.code === "UNAUTHENTICATED";
 
-/** `authenticate`, with each address's failures counted in `failures` (none: not counted). */
+/**
+ * `authenticate`, with each address's failures counted in `failures` (none: not counted). An
+ * address's lookups in flight here are at most the tokens its bucket holds: each of them may
+ * fail and take one, so more sent at once wait for one of them to end (a good key's take a
+ * moment) instead of all being looked up against the same last token.
+ */
 export function guardFailedAuthentications(
   authenticate: Authenticate,
   failures: TokenBuckets | undefined,
   countRejected: (reason: string) => void,
 ): AuthenticateFrom {
   if (!failures) return (authorization) => authenticate(authorization);
+  const inFlight = new Map<string, Set<Promise<unknown>>>();
   return async (authorization, address) => {
     // No credential: nothing to look up (the development principal, or a 401 at once).
     if (authorization == null || authorization.trim() === "") return authenticate(authorization);
     const bucket = `address:${clientOf(address)}`;
-    const room = await failures.peek(bucket);
-    if (!room.allowed) {
-      countRejected("authentication_failures");
-      throw rateLimitedError(room.retryAfterSeconds, TOO_MANY_FAILURES);
+    for (;;) {
+      const room = await failures.peek(bucket);
+      if (room.tokens === 0) {
+        countRejected("authentication_failures");
+        throw rateLimitedError(room.retryAfterSeconds, TOO_MANY_FAILURES);
+      }
+      const pending = inFlight.get(bucket);
+      if (!pending || pending.size < room.tokens) break;
+      await Promise.race(pending);
     }
-    try {
-      return await authenticate(authorization);
-    } catch (error) {
+    // Counted until its failure, if it fails, has taken its token.
+    const attempt = authenticate(authorization).catch(async (error: unknown) => {
       if (isRefusal(error)) await failures.take(bucket);
       throw error;
-    }
+    });
+    const settled = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    const pending = inFlight.get(bucket) ?? new Set();
+    inFlight.set(bucket, pending.add(settled));
+    void settled.then(() => {
+      pending.delete(settled);
+      if (pending.size === 0 && inFlight.get(bucket) === pending) inFlight.delete(bucket);
+    });
+    return attempt;
   };
 }
 

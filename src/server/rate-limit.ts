@@ -15,11 +15,14 @@ export type RateLimitSettings = { perMinute: number; burst: number };
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
+/** What a bucket holds: `tokens` whole ones; when none, `retryAfterSeconds` until the next. */
+export type Room = { tokens: number; retryAfterSeconds: number };
+
 /** Where buckets are kept: takes one token from the bucket `key`, or says how long until one is there. */
 export interface TokenBuckets {
   take(key: string): Promise<RateDecision>;
-  /** Whether the bucket `key` holds a token now (or how long until it does), taking none. */
-  peek(key: string): Promise<RateDecision>;
+  /** The whole tokens the bucket `key` holds now, taking none; with none, how long until one is there. */
+  peek(key: string): Promise<Room>;
   close?(): Promise<void>;
 }
 
@@ -55,14 +58,18 @@ export class InProcessTokenBuckets implements TokenBuckets {
   ) {}
 
   async take(key: string): Promise<RateDecision> {
-    return this.draw(key, 1);
+    const room = this.refill(key);
+    if (room.tokens === 0) return { allowed: false, retryAfterSeconds: room.retryAfterSeconds };
+    this.buckets.get(key)!.tokens -= 1;
+    return { allowed: true };
   }
 
-  async peek(key: string): Promise<RateDecision> {
-    return this.draw(key, 0);
+  async peek(key: string): Promise<Room> {
+    return this.refill(key);
   }
 
-  private draw(key: string, cost: 0 | 1): RateDecision {
+  /** The bucket `key` as it is now, its tokens flowed in since it was last touched. */
+  private refill(key: string): Room {
     const now = this.now();
     const perMs = this.settings.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: this.settings.burst, at: now };
@@ -72,11 +79,8 @@ export class InProcessTokenBuckets implements TokenBuckets {
     this.buckets.delete(key);
     this.buckets.set(key, bucket);
     if (this.buckets.size > 100_000) this.buckets.delete(this.buckets.keys().next().value!);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= cost;
-      return { allowed: true };
-    }
-    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
+    const tokens = Math.floor(bucket.tokens);
+    return { tokens, retryAfterSeconds: tokens > 0 ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
   }
 }
 
@@ -94,11 +98,11 @@ export class FallbackTokenBuckets implements TokenBuckets {
     return this.draw((buckets) => buckets.take(key));
   }
 
-  peek(key: string): Promise<RateDecision> {
+  peek(key: string): Promise<Room> {
     return this.draw((buckets) => buckets.peek(key));
   }
 
-  private async draw(from: (buckets: TokenBuckets) => Promise<RateDecision>): Promise<RateDecision> {
+  private async draw<T>(from: (buckets: TokenBuckets) => Promise<T>): Promise<T> {
     try {
       const decision = await from(this.shared);
       this.failing = false;

@@ -3,7 +3,7 @@
 import type { Redis } from "ioredis";
 import { closeRedisClient, connectWithin, logRedisLink, REDIS_CONNECT_TIMEOUT_MS, RedisUnavailableError, redisAddress } from "../events/redis-link-log.js";
 import type { Logger } from "../logger.js";
-import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
+import type { RateDecision, RateLimitSettings, Room, TokenBuckets } from "./rate-limit.js";
 
 const TAKE = `
 local now_parts = redis.call('TIME')
@@ -19,7 +19,9 @@ local wait = 0
 if tokens >= 1 then tokens = tokens - cost else wait = math.ceil((1 - tokens) / per_ms) end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / per_ms) + 1000)
-return wait`;
+return {wait, math.floor(tokens)}`;
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class RedisTokenBuckets implements TokenBuckets {
   private constructor(
@@ -57,19 +59,23 @@ export class RedisTokenBuckets implements TokenBuckets {
     return new RedisTokenBuckets(redis, settings, prefix);
   }
 
-  take(key: string): Promise<RateDecision> {
-    return this.draw(key, 1);
+  async take(key: string): Promise<RateDecision> {
+    const { waitMs } = await this.draw(key, 1);
+    return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: seconds(waitMs) };
   }
 
-  peek(key: string): Promise<RateDecision> {
-    return this.draw(key, 0);
+  async peek(key: string): Promise<Room> {
+    const { waitMs, tokens } = await this.draw(key, 0);
+    return { tokens, retryAfterSeconds: waitMs === 0 ? 0 : seconds(waitMs) };
   }
 
-  private async draw(key: string, cost: 0 | 1): Promise<RateDecision> {
-    const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string, cost: string): Promise<number> }).dossierTakeToken;
+  /** Refills the bucket and takes `cost` tokens when one is there: how long until one is, and the whole tokens left. */
+  private async draw(key: string, cost: 0 | 1): Promise<{ waitMs: number; tokens: number }> {
+    const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string, cost: string): Promise<[number, number]> })
+      .dossierTakeToken;
     const perMs = String(this.settings.perMinute / 60_000);
-    const waitMs = Number(await take.call(this.redis, `${this.prefix}${key}`, perMs, String(this.settings.burst), String(cost)));
-    return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    const [waitMs, tokens] = await take.call(this.redis, `${this.prefix}${key}`, perMs, String(this.settings.burst), String(cost));
+    return { waitMs: Number(waitMs), tokens: Number(tokens) };
   }
 
   /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */

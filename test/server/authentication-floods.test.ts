@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
+import { setTimeout } from "node:timers/promises";
 import path from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { WebSocket } from "ws";
@@ -106,6 +107,23 @@ describe("failed authentications per client address", () => {
     expect((await post(url, WRONG, "127.0.0.2")).status).toBe(401);
     // The flooding address waits, good key or not: nothing tells them apart without the lookup.
     expect((await post(url, good)).status).toBe(429);
+  });
+
+  it("sent all at once, as many wrong keys are looked up as the burst allows, not one more; good keys sent at once are all served", async () => {
+    // Each failure takes its token a while after its lookup, as a distant Redis would.
+    const buckets = new InProcessTokenBuckets({ perMinute: 6, burst: 3 });
+    const slow: TokenBuckets = { peek: (key) => buckets.peek(key), take: (key) => setTimeout(100).then(() => buckets.take(key)) };
+    const { t, lookups, forget } = await startHeard(slow);
+    const good = await t.createPrincipal("good");
+    forget();
+    const answers = await Promise.all(Array.from({ length: 150 }, (_, i) => post(t.server!.url, `${WRONG}${i}`)));
+    // A 401 is a key looked up and refused; every other one was refused unread.
+    expect(answers.filter((a) => a.status === 401)).toHaveLength(3);
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(147);
+    expect(lookups()).toBeLessThanOrEqual(3);
+    // A good key sent many times at once from another address is served every time.
+    const served = await Promise.all(Array.from({ length: 20 }, () => post(t.server!.url, good, "127.0.0.2")));
+    expect(served.map((a) => a.status)).toEqual(Array(20).fill(200));
   });
 
   it("over graphql-ws: past the burst, connection_init with a wrong key closes the socket with 4429 before any lookup", async () => {
