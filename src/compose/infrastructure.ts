@@ -213,5 +213,5 @@ async function openBuckets(config: Config, settings: RateLimitSettings, what: st
     return local;
   }
   logger.info(`${what} are shared through Redis`, settings);
-  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, settings, { logger, prefix, use: what }), local, logger);
+  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, settings, { logger, prefix, use: what }), local, logger, what);
 }

@@ -92,6 +92,8 @@ export class FallbackTokenBuckets implements TokenBuckets {
     private readonly shared: TokenBuckets,
     private readonly local: TokenBuckets,
     private readonly logger: Logger,
+    /** What the buckets count, as the log names them. */
+    private readonly what = "rate limits",
   ) {}
 
   take(key: string): Promise<RateDecision> {
@@ -108,7 +110,7 @@ export class FallbackTokenBuckets implements TokenBuckets {
       this.failing = false;
       return decision;
     } catch (error) {
-      if (!this.failing) this.logger.warn("rate limits fall back to this instance's own buckets: Redis failed", { error: String(error) });
+      if (!this.failing) this.logger.warn(`${this.what} fall back to this instance's own buckets: Redis failed`, { error: String(error) });
       this.failing = true;
       return from(this.local);
     }
