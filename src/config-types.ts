@@ -94,6 +94,13 @@ export type Config = {
    * ten seconds' worth). Shared through Redis when REDIS_URL is set.
    */
   rateLimit?: { perMinute: number; burst: number };
+  /**
+   * Failed authentications per client address (AUTH_FAILURES_PER_MINUTE, default 60; 0: not
+   * counted), up to `burst` at once (AUTH_FAILURES_BURST, default 20): past them the address's
+   * credentials are refused with RATE_LIMITED before they are looked up. Shared through Redis
+   * when REDIS_URL is set.
+   */
+  authFailures?: { perMinute: number; burst: number };
   /** Trusted documents (TRUSTED_DOCUMENTS_ONLY; TRUSTED_DOCUMENTS_DIR's manifests, documentId → document); see server/trusted-documents.ts. */
   trustedDocuments: { only: boolean; extra: Record<string, string> };
   /** GRAPHIQL: GraphiQL served (unset: unless trusted documents only), and exempt from trusted documents only. */

@@ -38,6 +38,9 @@ const envSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_TOKEN: whole(1).default(50),
   RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
   RATE_LIMIT_BURST: whole(1, "min").optional(),
+  /** Failed authentications per client address and minute (0: not counted), and how many at once. */
+  AUTH_FAILURES_PER_MINUTE: whole(0).default(60),
+  AUTH_FAILURES_BURST: whole(1, "min").default(20),
   TRACE_SUBSCRIBER_BUFFER: whole(10).default(1_000),
   MAX_TRACE_RECORDS: whole(1, "both", "must be a positive whole number").default(50_000),
   TOOL_TIMEOUT_MS: whole(100).default(60_000),
@@ -248,6 +251,7 @@ function serverSettings(values: EnvValues) {
     rateLimit: values.RATE_LIMIT_PER_MINUTE
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
       : undefined,
+    authFailures: values.AUTH_FAILURES_PER_MINUTE > 0 ? { perMinute: values.AUTH_FAILURES_PER_MINUTE, burst: values.AUTH_FAILURES_BURST } : undefined,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     maxTraceRecords: values.MAX_TRACE_RECORDS,
     trustedDocuments: { only: values.TRUSTED_DOCUMENTS_ONLY, extra: values.TRUSTED_DOCUMENTS_DIR ? readTrustedDocuments(values.TRUSTED_DOCUMENTS_DIR) : {} },

@@ -21,6 +21,7 @@ import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { endRefused } from "../server/refused-requests.js";
+import { guardFailedAuthentications } from "../server/failed-authentications.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
 import { endingWhenUnavailable, unavailableResponses } from "../server/unavailable-responses.js";
@@ -58,6 +59,8 @@ export type ApiOptions = {
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
   /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
   rateLimits?: TokenBuckets;
+  /** Failed authentications per client address (AUTH_FAILURES_PER_MINUTE): past the burst, the address's credentials are refused unread; none: not counted. */
+  authFailures?: TokenBuckets;
   /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
   maxSubscriptionsPerKey?: number;
   /** Subscriptions one access token may hold open at once here (MAX_SUBSCRIPTIONS_PER_TOKEN; default 50): its own, not its key's. */
@@ -79,6 +82,7 @@ export function createApi(
     viewerFrameAncestors = [],
     metricsToken,
     rateLimits,
+    authFailures,
     maxSubscriptionsPerKey = 500,
     maxSubscriptionsPerToken = 50,
     signIn: signInOptions,
@@ -94,7 +98,8 @@ export function createApi(
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
-  const authentication = authenticateFirst(authenticate, logger);
+  const authenticateFrom = guardFailedAuthentications(authenticate, authFailures, metrics.countRejected);
+  const authentication = authenticateFirst(authenticateFrom, logger);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey, maxSubscriptionsPerToken);
   // Parsed documents, kept by text within a byte budget; only valid ones (server/document-cache.ts).
   const parsed = documentCache();
@@ -145,7 +150,7 @@ export function createApi(
   });
   return {
     yoga,
-    authenticate,
+    authenticate: authenticateFrom,
     limits,
     corsOrigins,
     keyRevocations,

@@ -15,7 +15,7 @@ import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
 import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import { createDemoModel } from "../runtime/adapters/demo-model.js";
-import { FallbackTokenBuckets, InProcessTokenBuckets, type TokenBuckets } from "../server/rate-limit.js";
+import { FallbackTokenBuckets, InProcessTokenBuckets, type RateLimitSettings, type TokenBuckets } from "../server/rate-limit.js";
 import { RedisTokenBuckets } from "../server/redis-token-buckets.js";
 
 /** Opens and migrates the configured database. */
@@ -199,12 +199,20 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
 
 /** The server's rate-limit buckets (RATE_LIMIT_PER_MINUTE): in Redis when REDIS_URL is set, else in this process; none when off. */
 export async function openRateLimits(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
-  if (!config.rateLimit) return undefined;
-  const local = new InProcessTokenBuckets(config.rateLimit);
+  return config.rateLimit && openBuckets(config, config.rateLimit, "rate limits", logger);
+}
+
+/** The failed authentications per client address (AUTH_FAILURES_PER_MINUTE), kept as the rate limits are; none when off. */
+export async function openAuthFailures(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
+  return config.authFailures && openBuckets(config, config.authFailures, "failed authentications", logger, `${config.redisPrefix}auth-failures:`);
+}
+
+async function openBuckets(config: Config, settings: RateLimitSettings, what: string, logger: Logger, prefix?: string): Promise<TokenBuckets> {
+  const local = new InProcessTokenBuckets(settings);
   if (!config.redisUrl) {
-    logger.info("rate limits are counted in this process (no REDIS_URL)", config.rateLimit);
+    logger.info(`${what} are counted in this process (no REDIS_URL)`, settings);
     return local;
   }
-  logger.info("rate limits are shared through Redis", config.rateLimit);
-  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, config.rateLimit, { logger }), local, logger);
+  logger.info(`${what} are shared through Redis`, settings);
+  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, settings, { logger, prefix, use: what }), local, logger, what);
 }

@@ -8,12 +8,13 @@ import { sealStoredUrls } from "../domain/sealed-url.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
+import { mcpSettings, modelFor, openAuthFailures, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
 
 export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
   const rateLimits = await openRateLimits(config, logger);
+  const authFailures = await openAuthFailures(config, logger);
   const mcp = mcpSettings(config, logger);
   const core = createCore({
     db,
@@ -41,6 +42,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     graphiql: config.graphiql,
     trustedDocuments: config.trustedDocuments,
     rateLimits,
+    authFailures,
     maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
     maxSubscriptionsPerToken: config.maxSubscriptionsPerToken,
     signIn: config.signIn,
@@ -60,6 +62,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     await core.stop();
     await api.stop();
     await rateLimits?.close?.();
+    await authFailures?.close?.();
     await infrastructure.close();
   });
 

@@ -2,7 +2,9 @@
 // connections (requests, SSE streams and WebSockets alike); one more is closed as soon as it
 // opens. Together with the server's request timeout — a request whose headers and body have not
 // all arrived in time gets 408 and its connection closed — a client sending bodies slowly holds
-// a bounded number of connections for a bounded time.
+// a bounded number of connections for a bounded time. An IPv6 client is counted by its /64
+// prefix, the block one host or one site is given: a host holding a /64 cannot open the cap again
+// from each of its addresses. IPv4 clients, IPv4-mapped IPv6 ones included, are counted by address.
 import type { Server, ServerOptions } from "node:http";
 import type { Socket } from "node:net";
 
@@ -24,11 +26,31 @@ export function serverOptions(limits: ConnectionLimits): ServerOptions {
   };
 }
 
-/** Counts each address's open connections and closes those past the cap. */
+/**
+ * The client a remote address counts as: an IPv4 address itself (`::ffff:` removed), an IPv6
+ * one its /64 prefix, written in full (`2001:db8:0:1::/64`).
+ */
+export function clientOf(address: string | undefined): string {
+  if (!address) return "unknown";
+  const bare = address.split("%")[0]!.toLowerCase();
+  const mapped = /^::ffff:(?:0:)?(\d{1,3}(?:\.\d{1,3}){3})$/.exec(bare);
+  if (mapped) return mapped[1]!;
+  if (!bare.includes(":")) return bare;
+  const [head = "", tail] = bare.split("::");
+  const groupsOf = (part: string) => (part === "" ? [] : part.split(":").flatMap((group) => (group.includes(".") ? ["0", "0"] : [group])));
+  const [before, after] = [groupsOf(head), tail === undefined ? [] : groupsOf(tail)];
+  const groups = [...before, ...Array<string>(Math.max(0, 8 - before.length - after.length)).fill("0"), ...after];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => (Number.parseInt(group, 16) || 0).toString(16))
+    .join(":")}::/64`;
+}
+
+/** Counts each client's open connections (an IPv6 /64 is one client) and closes those past the cap. */
 export function capConnectionsPerClient(server: Server, limits: ConnectionLimits): void {
   const open = new Map<string, number>();
   server.on("connection", (socket: Socket) => {
-    const address = socket.remoteAddress ?? "unknown";
+    const address = clientOf(socket.remoteAddress);
     const count = (open.get(address) ?? 0) + 1;
     if (count > limits.maxPerClient) {
       socket.destroy();

@@ -7,7 +7,7 @@ import { useServer } from "graphql-ws/use/ws";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
-import { type Authenticate, authorizationFromConnectionParams } from "../graphql/authenticate.js";
+import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
@@ -15,6 +15,7 @@ import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
 import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
 import { guardPages, upgradeAllowed } from "./cross-site.js";
+import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } from "./failed-authentications.js";
 import type { QueryLimits } from "./hardening.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
@@ -37,7 +38,8 @@ export type RunningServer = {
 /** What the HTTP server serves: the API of a server process (compose/api.ts). */
 export type ServedApi = {
   yoga: YogaServerInstance<Record<string, never>, GraphQLContext>;
-  authenticate: Authenticate;
+  /** Authenticates a credential from a client address (one that failed too often is refused unread). */
+  authenticate: AuthenticateFrom;
   /** The request limits every transport applies (A7). */
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
@@ -173,11 +175,13 @@ function serveGraphqlWs({
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
       // (which clients do not retry) and the same message an HTTP request would get; a key
       // revoked while the socket is open closes it with 4403, an expired token with 4401
-      // "token expired" (socket-credentials.ts).
+      // "token expired" (socket-credentials.ts). An address that failed to authenticate too often
+      // has its connections closed with 4429 before their credentials are looked up.
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket as Socket;
         try {
-          const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams));
+          const address = (ctx.extra.request as IncomingMessage).socket?.remoteAddress;
+          const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams), address);
           shares.connected(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)
@@ -190,6 +194,7 @@ function serveGraphqlWs({
           // The database failing for a moment refuses nothing: 1013 (try again later), which
           // clients retry, and nothing of the failure itself.
           if (isTransientDatabaseError(error)) socket.close(1013, DATABASE_UNAVAILABLE_REASON);
+          else if (isAuthenticationFlood(error)) socket.close(AUTH_FLOOD_CLOSE_CODE, error.message);
           else socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
           return false;
         }

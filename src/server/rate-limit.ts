@@ -8,15 +8,21 @@
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
+import { clientOf } from "./client-connections.js";
 import { refuse } from "./refused-requests.js";
 
 export type RateLimitSettings = { perMinute: number; burst: number };
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
+/** What a bucket holds: `tokens` whole ones; when none, `retryAfterSeconds` until the next. */
+export type Room = { tokens: number; retryAfterSeconds: number };
+
 /** Where buckets are kept: takes one token from the bucket `key`, or says how long until one is there. */
 export interface TokenBuckets {
   take(key: string): Promise<RateDecision>;
+  /** The whole tokens the bucket `key` holds now, taking none; with none, how long until one is there. */
+  peek(key: string): Promise<Room>;
   close?(): Promise<void>;
 }
 
@@ -26,18 +32,18 @@ export type Caller = { credentialId?: string; keyId?: string; access?: { tokenId
 /**
  * The bucket of a request. Any credential — an access token, an API key, or another kind of
  * credential that names itself with `credentialId` — has its own bucket; requests with none share
- * their address's. An access token's is its own, not its minting key's: one end user's browser
+ * their address's (an IPv6 address's /64: client-connections.ts). An access token's is its own, not its minting key's: one end user's browser
  * spending its tokens leaves the team's backend and every other end user theirs.
  */
 export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
   if (caller?.access) return `token:${caller.access.tokenId}`;
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
-  return `address:${address ?? "unknown"}`;
+  return `address:${clientOf(address)}`;
 }
 
-export function rateLimitedError(retryAfterSeconds: number): GraphQLError {
-  return new GraphQLError(`Too many requests: try again in ${retryAfterSeconds} s.`, {
+export function rateLimitedError(retryAfterSeconds: number, what = "Too many requests"): GraphQLError {
+  return new GraphQLError(`${what}: try again in ${retryAfterSeconds} s.`, {
     extensions: { code: "RATE_LIMITED", retryAfterSeconds, http: { status: 429, headers: { "Retry-After": String(retryAfterSeconds) } } },
   });
 }
@@ -52,6 +58,18 @@ export class InProcessTokenBuckets implements TokenBuckets {
   ) {}
 
   async take(key: string): Promise<RateDecision> {
+    const room = this.refill(key);
+    if (room.tokens === 0) return { allowed: false, retryAfterSeconds: room.retryAfterSeconds };
+    this.buckets.get(key)!.tokens -= 1;
+    return { allowed: true };
+  }
+
+  async peek(key: string): Promise<Room> {
+    return this.refill(key);
+  }
+
+  /** The bucket `key` as it is now, its tokens flowed in since it was last touched. */
+  private refill(key: string): Room {
     const now = this.now();
     const perMs = this.settings.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: this.settings.burst, at: now };
@@ -61,11 +79,8 @@ export class InProcessTokenBuckets implements TokenBuckets {
     this.buckets.delete(key);
     this.buckets.set(key, bucket);
     if (this.buckets.size > 100_000) this.buckets.delete(this.buckets.keys().next().value!);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return { allowed: true };
-    }
-    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
+    const tokens = Math.floor(bucket.tokens);
+    return { tokens, retryAfterSeconds: tokens > 0 ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000)) };
   }
 }
 
@@ -77,17 +92,27 @@ export class FallbackTokenBuckets implements TokenBuckets {
     private readonly shared: TokenBuckets,
     private readonly local: TokenBuckets,
     private readonly logger: Logger,
+    /** What the buckets count, as the log names them. */
+    private readonly what = "rate limits",
   ) {}
 
-  async take(key: string): Promise<RateDecision> {
+  take(key: string): Promise<RateDecision> {
+    return this.draw((buckets) => buckets.take(key));
+  }
+
+  peek(key: string): Promise<Room> {
+    return this.draw((buckets) => buckets.peek(key));
+  }
+
+  private async draw<T>(from: (buckets: TokenBuckets) => Promise<T>): Promise<T> {
     try {
-      const decision = await this.shared.take(key);
+      const decision = await from(this.shared);
       this.failing = false;
       return decision;
     } catch (error) {
-      if (!this.failing) this.logger.warn("rate limits fall back to this instance's own buckets: Redis failed", { error: String(error) });
+      if (!this.failing) this.logger.warn(`${this.what} fall back to this instance's own buckets: Redis failed`, { error: String(error) });
       this.failing = true;
-      return this.local.take(key);
+      return from(this.local);
     }
   }
 

@@ -3,38 +3,48 @@
 import type { Redis } from "ioredis";
 import { closeRedisClient, connectWithin, logRedisLink, REDIS_CONNECT_TIMEOUT_MS, RedisUnavailableError, redisAddress } from "../events/redis-link-log.js";
 import type { Logger } from "../logger.js";
-import type { RateDecision, RateLimitSettings, TokenBuckets } from "./rate-limit.js";
+import type { RateDecision, RateLimitSettings, Room, TokenBuckets } from "./rate-limit.js";
 
 const TAKE = `
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local per_ms = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) * per_ms)
 local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) / per_ms) end
+if tokens >= 1 then tokens = tokens - cost else wait = math.ceil((1 - tokens) / per_ms) end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / per_ms) + 1000)
-return wait`;
+return {wait, math.floor(tokens)}`;
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class RedisTokenBuckets implements TokenBuckets {
   private constructor(
     private readonly redis: Redis,
     private readonly settings: RateLimitSettings,
+    private readonly prefix: string,
   ) {}
 
   /**
    * With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts).
    * Like the event bus, fails at start (RedisUnavailableError) when Redis is unreachable or does
-   * not answer within `connectTimeoutMs`, with nothing left open.
+   * not answer within `connectTimeoutMs`, with nothing left open. The buckets' Redis keys start
+   * with `prefix` (default `dossier:rate:`); `use` names them in the log.
    */
   static async connect(
     url: string,
     settings: RateLimitSettings,
-    { logger, connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS }: { logger?: Logger; connectTimeoutMs?: number } = {},
+    {
+      logger,
+      connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS,
+      prefix = "dossier:rate:",
+      use = "rate limits",
+    }: { logger?: Logger; connectTimeoutMs?: number; prefix?: string; use?: string } = {},
   ): Promise<RedisTokenBuckets> {
     const { Redis } = await import("ioredis");
     // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
@@ -42,17 +52,30 @@ export class RedisTokenBuckets implements TokenBuckets {
     try {
       await connectWithin([redis], connectTimeoutMs);
     } catch (error) {
-      throw new RedisUnavailableError(`Redis for the rate limits at ${redisAddress(redis)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
+      throw new RedisUnavailableError(`Redis for the ${use} at ${redisAddress(redis)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
     }
-    if (logger) logRedisLink("rate limits", [redis], logger);
+    if (logger) logRedisLink(use, [redis], logger);
     redis.defineCommand("dossierTakeToken", { numberOfKeys: 1, lua: TAKE });
-    return new RedisTokenBuckets(redis, settings);
+    return new RedisTokenBuckets(redis, settings, prefix);
   }
 
   async take(key: string): Promise<RateDecision> {
-    const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string): Promise<number> }).dossierTakeToken;
-    const waitMs = Number(await take.call(this.redis, `dossier:rate:${key}`, String(this.settings.perMinute / 60_000), String(this.settings.burst)));
-    return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    const { waitMs } = await this.draw(key, 1);
+    return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: seconds(waitMs) };
+  }
+
+  async peek(key: string): Promise<Room> {
+    const { waitMs, tokens } = await this.draw(key, 0);
+    return { tokens, retryAfterSeconds: waitMs === 0 ? 0 : seconds(waitMs) };
+  }
+
+  /** Refills the bucket and takes `cost` tokens when one is there: how long until one is, and the whole tokens left. */
+  private async draw(key: string, cost: 0 | 1): Promise<{ waitMs: number; tokens: number }> {
+    const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string, cost: string): Promise<[number, number]> })
+      .dossierTakeToken;
+    const perMs = String(this.settings.perMinute / 60_000);
+    const [waitMs, tokens] = await take.call(this.redis, `${this.prefix}${key}`, perMs, String(this.settings.burst), String(cost));
+    return { waitMs: Number(waitMs), tokens: Number(tokens) };
   }
 
   /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */

@@ -27,7 +27,10 @@ vi.mock("graphql", async (importOriginal) => {
 });
 
 /** One request a minute for each key; requests without a valid key (their address's bucket) are not limited here. */
-const perKey = (buckets: TokenBuckets): TokenBuckets => ({ take: async (key) => (key.startsWith("address:") ? { allowed: true } : buckets.take(key)) });
+const perKey = (buckets: TokenBuckets): TokenBuckets => ({
+  take: async (key) => (key.startsWith("address:") ? { allowed: true } : buckets.take(key)),
+  peek: (key) => buckets.peek(key),
+});
 
 /** An untrusted document of about 50,000 tokens, as graphql's printer writes it (so only its size tells it from a trusted one). */
 const large = (name: string) => `query ${name} {\n${Array.from({ length: 25_000 }, (_, i) => `  f${i}`).join("\n")}\n}`;

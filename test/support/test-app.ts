@@ -71,6 +71,8 @@ export type TestAppOptions = {
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
   /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Failed authentications per client address (AUTH_FAILURES_PER_MINUTE's buckets); not counted by default. */
+  authFailures?: Parameters<typeof createApp>[0]["authFailures"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey?: number;
   /** Subscriptions one access token may hold open (MAX_SUBSCRIPTIONS_PER_TOKEN). */
@@ -107,6 +109,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
     connections,
@@ -139,6 +142,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
     signIn,
