@@ -6,6 +6,7 @@
 // IPv6 client is its /64, as for its connections: client-connections.ts). A client with a good
 // credential on another address is not held back; on the flooding address every credential
 // waits, since nothing tells a good one from a bad one without the lookup.
+import { decodeProtectedHeader } from "jose";
 import { GraphQLError } from "graphql";
 import type { Actor } from "../domain/principal/principal-service.js";
 import type { Authenticate } from "../graphql/authenticate.js";
@@ -37,8 +38,10 @@ export function guardFailedAuthentications(
   if (!failures) return (authorization) => authenticate(authorization);
   const inFlight = new Map<string, Set<Promise<unknown>>>();
   return async (authorization, address) => {
-    // No credential: nothing to look up (the development principal, or a 401 at once).
-    if (authorization == null || authorization.trim() === "") return authenticate(authorization);
+    // No credential: nothing to look up (the development principal, or a 401 at once). A signed
+    // token (an access token, the app's sign-in) is refused by its signature or its expiry, not by
+    // a lookup: an end user's expired token must not make a whole office's keys wait.
+    if (authorization == null || authorization.trim() === "" || isSignedToken(authorization)) return authenticate(authorization);
     const bucket = `address:${clientOf(address)}`;
     for (;;) {
       const room = await failures.peek(bucket);
@@ -67,6 +70,18 @@ export function guardFailedAuthentications(
     });
     return attempt;
   };
+}
+
+/** Whether a Bearer value is a JWT (a JOSE header that decodes): API keys are not. */
+function isSignedToken(authorization: string): boolean {
+  const value = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+  if (!value || value.split(".").length !== 3) return false;
+  try {
+    decodeProtectedHeader(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether an authentication's error is the refusal of a flooding address. */

@@ -11,6 +11,7 @@ import path from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { WebSocket } from "ws";
 import { loadConfig } from "../../src/config.js";
+import { ACCESS_TOKEN_TYPE } from "../../src/domain/principal/access-tokens.js";
 import { InProcessTokenBuckets, type TokenBuckets } from "../../src/server/rate-limit.js";
 import { RedisTokenBuckets } from "../../src/server/redis-token-buckets.js";
 import { openMigratedTestDatabase } from "../support/databases.js";
@@ -107,6 +108,18 @@ describe("failed authentications per client address", () => {
     expect((await post(url, WRONG, "127.0.0.2")).status).toBe(401);
     // The flooding address waits, good key or not: nothing tells them apart without the lookup.
     expect((await post(url, good)).status).toBe(429);
+  });
+
+  it("refused signed tokens (an end user's expired or forged access token) are not counted: the address's keys are still served", async () => {
+    const { t } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }));
+    const good = await t.createPrincipal("good");
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const forged = (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`;
+    const refused = [];
+    for (let i = 0; i < 10; i += 1) refused.push(await post(t.server!.url, forged(i)));
+    expect(refused.map((a) => a.status)).toEqual(Array(10).fill(401));
+    expect((await post(t.server!.url, good)).status).toBe(200);
+    expect((await post(t.server!.url, WRONG)).status).toBe(401);
   });
 
   it("sent all at once, as many wrong keys are looked up as the burst allows, not one more; good keys sent at once are all served", async () => {
