@@ -138,7 +138,7 @@ function pageOf(walk: Walk, sizes: PageSizes | undefined, args: Record<string, u
   for (const argument of ["first", "last"] as const) {
     const value = args[argument];
     if (typeof value !== "number") continue;
-    if ((value > allowed || (sizes?.listMax && value < 1)) && !walk.refusal) walk.refusal = { argument, value, max: allowed, listMax: sizes?.listMax ?? false };
+    if (value > allowed && !walk.refusal) walk.refusal = { argument, value, max: allowed, listMax: sizes?.listMax ?? false };
     return Math.max(0, Math.min(value, served));
   }
   return sizes?.defaultSize ?? served;
