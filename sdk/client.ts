@@ -81,7 +81,7 @@ export type DossierClient = {
   traceUpdates(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<TraceUpdate>;
   /**
    * A run with all its attempts, and its trace with every span and every span's events, read a
-   * page at a time until a page says it is the last (`pageSize` items a page; by default 500 spans
+   * page at a time until a page says it is the last (`pageSize` items a page; by default 100 spans
    * and events and 100 attempts). Null for an id that names no run of yours. The trace's `lastSeq`
    * is read before any span: `traceUpdates(runId, { afterSeq: lastSeq })` then brings whatever
    * changed while the pages were read, so nothing is missed.
@@ -133,7 +133,7 @@ export type RunTrace = Omit<TracedRun, "attempts" | "trace"> & {
 };
 
 /** The page sizes runTrace() asks for by default: the server's own defaults. */
-const TRACE_PAGE = 500;
+const TRACE_PAGE = 100;
 const ATTEMPTS_PAGE = 100;
 
 /**

@@ -80,7 +80,7 @@ export type Config = {
    */
   dailyCostLimit?: string;
   /** Query and request limits (A7). */
-  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number };
+  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
   maxSubscriptionsPerConnection: number;
   /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
   connections: { maxPerClient: number; requestTimeoutMs: number };

@@ -30,18 +30,36 @@ export type KeysetList = ListPage & {
 };
 
 /**
- * Page sizes of the lists one run fills by the hundreds — its trace's spans and events, its
- * material ledger (every catalog version listed to it is an entry): an ordinary run's fit one page.
+ * Page sizes of the lists one run fills by the hundreds — its material ledger (every catalog
+ * version listed to it is an entry): an ordinary run's fits one page.
  */
 export const LONG_PAGE = { defaultSize: 500, maxSize: 1_000 } as const;
+/**
+ * Page sizes of a trace's spans and of each span's events: a page of spans with a page of events
+ * each stays within the request cost limit (server/page-cost.ts) at the default sizes.
+ */
+export const TRACE_PAGE = { defaultSize: 100, maxSize: 1_000 } as const;
 /** Page sizes of every other growing list: today's lists fit one page in ordinary use. */
 export const LIST_PAGE = { defaultSize: 100, maxSize: 500 } as const;
 
 /**
- * The field extension naming a list connection's largest page. The request limits
- * (server/hardening.ts) hold `first`/`last` on such a field to it, instead of to MAX_PAGE_SIZE.
+ * The field extension giving a connection's page sizes (PageSizes). The request limits
+ * (server/hardening.ts, server/page-cost.ts) count a page by them, and hold `first`/`last` on a
+ * list connection (`listMax`) to its largest page instead of to MAX_PAGE_SIZE.
  */
-export const LIST_MAX_SIZE = "listMaxSize";
+export const PAGE_SIZES = "pageSizes";
+export type PageSizes = { defaultSize: number; maxSize: number; listMax?: true };
+
+/** The field extension of a list without pages that holds at most this many items (the request limits count it so). */
+export const LIST_ITEMS = "listItems";
+
+/** The field extension of a trace's spans and events: below one trace they number MAX_TRACE_RECORDS at most, whatever the pages. */
+export const TRACE_RECORDS = "traceRecords";
+
+/** A prismaConnection's page sizes, with the extension that tells the request limits about them. */
+export function paged(sizes: { defaultSize: number; maxSize: number }) {
+  return { ...sizes, extensions: { [PAGE_SIZES]: { defaultSize: sizes.defaultSize, maxSize: sizes.maxSize } satisfies PageSizes } };
+}
 
 /** A list's description: what it holds and in which order, then how to page through it. */
 export function describePage(what: string, list: ListPage | KeysetList): string {
@@ -249,6 +267,8 @@ type ConnectionFieldOptions<Parent, Args> = {
   /** The columns every row needs for its cursor (default its id). */
   cursorSelect?: Record<string, true>;
   resolve: (query: object, parent: Parent, args: Args & PageArgs, ctx: GraphQLContext) => Promise<ListConnection<unknown>>;
+  /** More field extensions (TRACE_RECORDS). */
+  extensions?: Record<string, unknown>;
 };
 
 /**
@@ -259,7 +279,7 @@ type ConnectionFieldOptions<Parent, Args> = {
 export function listConnection<Parent = { id: string }, Args = object>(
   // biome-ignore lint/suspicious/noExplicitAny: any object's field builder
   t: any,
-  { type, list, description, name, shared, args, cursorSelect = { id: true }, resolve }: ConnectionFieldOptions<Parent, Args>,
+  { type, list, description, name, shared, args, cursorSelect = { id: true }, resolve, extensions }: ConnectionFieldOptions<Parent, Args>,
 ) {
   const ref = typeof type === "string" ? getRefFromModel(type as never, builder as never) : type;
   const typeName = typeof type === "string" ? type : undefined;
@@ -268,7 +288,7 @@ export function listConnection<Parent = { id: string }, Args = object>(
       type: ref,
       description,
       args,
-      extensions: { [LIST_MAX_SIZE]: list.maxSize },
+      extensions: { ...extensions, [PAGE_SIZES]: { defaultSize: list.defaultSize, maxSize: list.maxSize, listMax: true } satisfies PageSizes },
       resolve: async (parent: Parent, fieldArgs: Args & PageArgs, ctx: GraphQLContext, info: GraphQLResolveInfo) => {
         const query = typeName
           ? await queryFromInfo({ context: ctx, info, typeName, select: cursorSelect, paths: [["edges", "node"]], awaitSelections: true } as never)

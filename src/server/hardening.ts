@@ -3,23 +3,23 @@
 // an `extensions.code`, counted in /metrics; the server does no work for a refused request beyond
 // parsing and validating it. The same validation applies over graphql-ws, which validates
 // through Yoga's enveloped `validate` and `parse`.
-import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
 import {
-  type ArgumentNode,
   type DocumentNode,
+  type FragmentDefinitionNode,
   GraphQLError,
   type GraphQLSchema,
+  getVariableValues,
   Kind,
+  type OperationDefinitionNode,
   parse,
-  TypeInfo,
   type ValidationContext,
-  visit,
-  visitWithTypeInfo,
 } from "graphql";
+
 import type { Plugin } from "graphql-yoga";
-import { LIST_MAX_SIZE, pageSizeError } from "../graphql/list-connection.js";
+import { pageSizeError } from "../graphql/list-connection.js";
+import { type Cost, operationCost } from "./page-cost.js";
 
 export type QueryLimits = {
   /** Nested selections below the operation (fragments count as they expand). */
@@ -28,7 +28,10 @@ export type QueryLimits = {
   maxAliases: number;
   /** Lexical tokens of the document: bounds parsing work before anything else runs. */
   maxTokens: number;
-  /** Static cost: each object field 2, each scalar 1, multiplied by 1.5 per level of depth. */
+  /**
+   * Field values a request may ask for: each field counts once for every object it is resolved
+   * on, a page multiplying the objects below it by its size (server/page-cost.ts).
+   */
   maxCost: number;
   /** Bytes of a request body; larger ones are refused (413) before they are read. */
   maxBodyBytes: number;
@@ -39,15 +42,18 @@ export type QueryLimits = {
    * page instead (graphql/plain-list.ts), which its description states.
    */
   maxPageSize: number;
+  /** Records one run's trace keeps (MAX_TRACE_RECORDS): what a trace's spans and events cost at most. */
+  traceRecords?: number;
 };
 
 export const DEFAULT_QUERY_LIMITS: QueryLimits = {
   maxDepth: 15,
   maxAliases: 30,
   maxTokens: 5_000,
-  maxCost: 20_000,
+  maxCost: 100_000,
   maxBodyBytes: 1_048_576,
   maxPageSize: 200,
+  traceRecords: 50_000,
 };
 
 /** Refusals answered as GraphQL errors: the code clients can branch on. */
@@ -76,7 +82,6 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
     maxDepthRule({ n: limits.maxDepth, ...reportAs(countRejected, "QUERY_TOO_DEEP") }),
     // Every alias counts, __typename too (graphql-armor exempts it by default; graphql-cop uses it).
     maxAliasesRule({ n: limits.maxAliases, allowList: [], ...reportAs(countRejected, "TOO_MANY_ALIASES") }),
-    costLimitRule({ maxCost: limits.maxCost, objectCost: 2, scalarCost: 1, depthCostFactor: 1.5, ...reportAs(countRejected, "QUERY_TOO_COSTLY") }),
   ];
   return {
     onParse({ setParseFn }) {
@@ -96,61 +101,66 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
     onValidate({ addValidationRule }) {
       for (const rule of rules) addValidationRule(rule);
     },
-    // Page sizes may come from variables, so they are checked once the variables are known.
+    // Page sizes may come from variables, so pages and cost are checked once the variables are known.
     onExecute({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize, countRejected);
+      const error = refusalOf(args, limits, countRejected);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      const error = pageTooLarge(args.schema, args.document, args.variableValues ?? {}, limits.maxPageSize, countRejected);
+      const error = refusalOf(args, limits, countRejected);
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };
 }
 
-/** A `first` or `last` argument, with its field's own maximum when the field is a list connection (graphql/list-connection.ts). */
-type PageArgument = { node: ArgumentNode; listMax: number | undefined };
+type Operation = { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null };
 
-/** Each document's page-size arguments, found once: Yoga's parse cache hands out the same document object for the same text. */
-const pageArguments = new WeakMap<DocumentNode, PageArgument[]>();
+/** Each document's operations and fragments, found once: Yoga's parse cache hands out the same document object for the same text. */
+const parts = new WeakMap<
+  DocumentNode,
+  { operations: OperationDefinitionNode[]; fragments: Map<string, FragmentDefinitionNode>; fixed: Map<OperationDefinitionNode, Cost> }
+>();
 
-function pageArgumentsOf(schema: GraphQLSchema, document: DocumentNode): PageArgument[] {
-  let found = pageArguments.get(document);
+function partsOf(document: DocumentNode) {
+  let found = parts.get(document);
   if (!found) {
-    const collected: PageArgument[] = [];
-    const typeInfo = new TypeInfo(schema);
-    visit(
-      document,
-      visitWithTypeInfo(typeInfo, {
-        Argument(node) {
-          if (node.name.value !== "first" && node.name.value !== "last") return;
-          const listMax = typeInfo.getFieldDef()?.extensions?.[LIST_MAX_SIZE];
-          collected.push({ node, listMax: typeof listMax === "number" ? listMax : undefined });
-        },
-      }),
-    );
-    pageArguments.set(document, (found = collected));
+    const operations: OperationDefinitionNode[] = [];
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.OPERATION_DEFINITION) operations.push(definition);
+      else if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    }
+    parts.set(document, (found = { operations, fragments, fixed: new Map() }));
   }
   return found;
 }
 
-/** The first `first` or `last` argument of the document above its limit, as a refusal. */
-function pageTooLarge(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  variables: Record<string, unknown>,
-  max: number,
-  count: CountRejected,
-): GraphQLError | undefined {
-  for (const { node, listMax } of pageArgumentsOf(schema, document)) {
-    const value =
-      node.value.kind === Kind.INT ? Number(node.value.value) : node.value.kind === Kind.VARIABLE ? Number(variables[node.value.name.value]) : Number.NaN;
-    if (listMax !== undefined) {
-      const error = value > listMax ? pageSizeError(value, listMax, node.name.value) : undefined;
-      if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);
-    } else if (value > max) {
-      return refuse(count, "PAGE_TOO_LARGE", `${node.name.value}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
-    }
+/** The operation's page sizes and cost held to the limits, with its variables' values (their defaults included): the refusal, if any. */
+function refusalOf({ schema, document, operationName, variableValues }: Operation, limits: QueryLimits, count: CountRejected): GraphQLError | undefined {
+  const { operations, fragments, fixed } = partsOf(document);
+  const operation = operationName ? operations.find((each) => each.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (!operation) return undefined; // execution reports it
+  let cost = fixed.get(operation);
+  if (!cost) {
+    const variables = operation.variableDefinitions?.length ? getVariableValues(schema, operation.variableDefinitions, variableValues ?? {}) : { coerced: {} };
+    if (!variables.coerced) return undefined; // execution reports the bad variables
+    cost = operationCost(schema, operation, fragments, variables.coerced, { maxPageSize: limits.maxPageSize, traceRecords: limits.traceRecords });
+    if (!operation.variableDefinitions?.length) fixed.set(operation, cost);
+  }
+  const { refusal } = cost;
+  if (refusal) {
+    const { argument, value, max, listMax } = refusal;
+    const error = listMax
+      ? pageSizeError(value, max, argument)
+      : new GraphQLError(`${argument}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
+    if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);
+  }
+  if (cost.cost > limits.maxCost) {
+    return refuse(
+      count,
+      "QUERY_TOO_COSTLY",
+      `The query asks for ${cost.cost} field values at the page sizes it passes (or the lists' default pages); at most ${limits.maxCost} are allowed. Ask for smaller pages, or fewer lists inside lists.`,
+    );
   }
   return undefined;
 }

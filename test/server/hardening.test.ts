@@ -112,22 +112,40 @@ describe("malicious queries are refused, and the server is unharmed", () => {
     expect(answer.body.errors).toEqual([{ message: "Batching is not supported.", extensions: { code: "BAD_REQUEST" } }]);
   });
 
-  it("first: 100000 is refused, not clamped, whether written inline or as a variable", async () => {
+  it("first: 100000 is refused, not clamped, whether written inline, as a variable or as a variable's default", async () => {
+    const refusal = 'first: 100000 asks for more than 200 items; page through the connection with "after" instead.';
     const inline = await query("{ workspaces(first: 100000) { edges { node { id } } } }");
-    expect(codes(inline)).toContain("QUERY_TOO_COSTLY");
+    expect(codes(inline)).toEqual(["PAGE_TOO_LARGE"]);
+    expect(inline.body.errors![0]!.message).toBe(refusal);
     // The same document first within the limit: its arguments are looked up once, their values each time.
     expect(codes(await query("query ($n: Int) { workspaces(first: $n) { edges { node { id } } } }", { n: 5 }))).toEqual([]);
-    const withinCost = await query("query ($n: Int) { workspaces(first: $n) { edges { node { id } } } }", { n: 100_000 });
-    expect(codes(withinCost)).toEqual(["PAGE_TOO_LARGE"]);
-    expect(withinCost.body.errors![0]!.message).toBe('first: 100000 asks for more than 200 items; page through the connection with "after" instead.');
-    expect(withinCost.body.data ?? null).toBeNull();
+    const variable = await query("query ($n: Int) { workspaces(first: $n) { edges { node { id } } } }", { n: 100_000 });
+    expect(codes(variable)).toEqual(["PAGE_TOO_LARGE"]);
+    expect(variable.body.errors![0]!.message).toBe(refusal);
+    expect(variable.body.data ?? null).toBeNull();
+    const byDefault = await query("query ($n: Int = 100000) { workspaces(first: $n) { edges { node { id } } } }");
+    expect(codes(byDefault)).toEqual(["PAGE_TOO_LARGE"]);
+    expect(byDefault.body.data ?? null).toBeNull();
   });
 
-  it("a query within depth and aliases but of excessive cost: QUERY_TOO_COSTLY", async () => {
-    const wide = Array.from({ length: 25 }, (_, i) => `w${i}: workspaces(first: 100) { edges { node { id createdAt } } }`).join(" ");
-    const answer = await query(`{ ${wide} }`);
-    expect(codes(answer)).toEqual(["QUERY_TOO_COSTLY"]);
-    expect(answer.body.errors![0]!.message).toMatch(/^Query Cost limit of 20000 exceeded, found \d+/);
+  it("a query within depth, aliases and page sizes but of excessive cost: QUERY_TOO_COSTLY, its pages inline or from variables", async () => {
+    // 30 × (1 + 100 conversations × (2 + 100 runs × 3)) field values: far past the limit, each page allowed.
+    const wide = (page: string) =>
+      Array.from({ length: 30 }, (_, i) => `c${i}: conversations(first: ${page}) { edges { node { runs(first: ${page}) { edges { node { id } } } } } }`).join(
+        " ",
+      );
+    const inline = await query(`{ ${wide("100")} }`);
+    const variables = await query(`query ($n: Int) { ${wide("$n")} }`, { n: 100 });
+    const byDefault = await query(`query ($n: Int = 100) { ${wide("$n")} }`);
+    for (const answer of [inline, variables, byDefault]) {
+      expect(codes(answer)).toEqual(["QUERY_TOO_COSTLY"]);
+      expect(answer.body.errors![0]!.message).toMatch(
+        new RegExp(`^The query asks for 609060 field values at the page sizes it passes .*; at most ${DEFAULT_QUERY_LIMITS.maxCost} are allowed\\.`),
+      );
+      expect(answer.body.data ?? null).toBeNull();
+    }
+    // The same document with small pages runs.
+    expect(codes(await query(`query ($n: Int) { ${wide("$n")} }`, { n: 2 }))).toEqual([]);
   });
 
   it("over graphql-ws, a deep operation is refused with the same error and the socket stays usable", async () => {
@@ -155,6 +173,15 @@ describe("malicious queries are refused, and the server is unharmed", () => {
         10_000,
       );
       expect(tooManyTokens?.map((error) => error.extensions?.code)).toEqual(["TOO_MANY_TOKENS"]);
+      const wide = Array.from(
+        { length: 30 },
+        (_, i) => `c${i}: conversations(first: $n) { edges { node { runs(first: $n) { edges { node { id } } } } } }`,
+      ).join(" ");
+      // Refused once the variables are known: a result with the error, before anything runs.
+      const tooCostly = await withTimeout(socket.iterate({ query: `query ($n: Int) { ${wide} }`, variables: { n: 100 } }).next(), 10_000);
+      const costly = tooCostly.value as { data?: unknown; errors?: { extensions?: { code?: string } }[] };
+      expect(costly.errors?.map((error) => error.extensions?.code)).toEqual(["QUERY_TOO_COSTLY"]);
+      expect(costly.data ?? null).toBeNull();
       const fine = await withTimeout(socket.iterate({ query: "{ __typename }" }).next(), 10_000);
       expect(fine.value).toEqual({ data: { __typename: "Query" } });
     } finally {

@@ -1,4 +1,5 @@
 // Artifacts: files held by the artifact module.
+import { paged } from "../list-connection.js";
 import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
@@ -63,8 +64,7 @@ builder.queryField("artifacts", (t) =>
       type: "Artifact",
       description: "Your artifacts, newest first.",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, _root, _args, ctx) => ctx.prisma.artifact.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "ArtifactConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.artifact, mine(ctx))) },

@@ -10,7 +10,7 @@ import { CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.j
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type KeysetList, readIdsConnection, readConnection, listConnection } from "../list-connection.js";
+import { describePage, LIST_ITEMS, LIST_PAGE, type KeysetList, readIdsConnection, readConnection, listConnection } from "../list-connection.js";
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
 import { inMyWorkspace, mine, ofMyPublication } from "./owned.js";
@@ -135,6 +135,7 @@ builder.objectFields(Checkpoint, (t) => ({
   }),
   citedMaterials: t.prismaField({
     type: ["PublicationVersion"],
+    extensions: { [LIST_ITEMS]: CITED_MATERIALS_MAX },
     description: `The materials the proposal cited (read by the origin run), in the order cited: at most ${CITED_MATERIALS_MAX}, all of them.`,
     resolve: (query, r, _args, ctx) => versionsById(ctx, query, versionsIn(r.checkpoint.citedVersionIds).slice(0, CITED_MATERIALS_MAX)),
   }),

@@ -1,4 +1,5 @@
 // Conversations (sessions) and their append-only messages.
+import { paged } from "../list-connection.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { Conversation } from "../../generated/prisma/client.js";
@@ -46,8 +47,7 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         description:
           "The log, oldest first. A fork's log starts with the messages it shares with the conversation it forked from (up to and including forkedFrom.message; they stay that conversation's messages), then its own.",
         cursor: "id",
-        defaultSize: 50,
-        maxSize: 200,
+        ...paged({ defaultSize: 50, maxSize: 200 }),
         resolve: (query, conversation, _args, ctx) =>
           ctx.prisma.message.findMany({ ...query, where: logWhere(conversation.id, lineageOf(conversation.lineage)), orderBy: { seq: "asc" } }),
       },
@@ -62,8 +62,7 @@ export const ConversationNode = builder.prismaNode("Conversation", {
         type: "Run",
         description: "Its runs, newest first.",
         cursor: "id",
-        defaultSize: 20,
-        maxSize: 100,
+        ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, conversation, _args, ctx) => ctx.prisma.run.findMany({ ...query, where: { conversationId: conversation.id }, orderBy: newestFirst }),
       },
       {
@@ -81,8 +80,7 @@ builder.queryField("conversations", (t) =>
       type: "Conversation",
       description: "Your conversations, newest first.",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, _root, _args, ctx) => ctx.prisma.conversation.findMany({ ...query, where: myConversations(ctx), orderBy: newestFirst }),
     },
     { name: "ConversationConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.conversation, myConversations(ctx))) },

@@ -1,6 +1,7 @@
 // What runs cost (issue 40): model prices (setModelPrice, modelPrices) and cost on spans, runs,
 // traces, workspaces and the principal. A model call is priced when its span ends, from its own
 // usage (domain/costs); a call whose model had no price says so (costUnpriced) instead of counting zero.
+import { LIST_ITEMS } from "../list-connection.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { ModelPrice } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
@@ -76,6 +77,7 @@ builder.mutationField("setModelPrice", (t) =>
 builder.queryField("modelPrices", (t) =>
   t.field({
     type: [ModelPriceObject],
+    extensions: { [LIST_ITEMS]: 1_000 },
     description: "Your own price entries and the operator's (at most 1,000), by model, your own first, the latest first.",
     resolve: (_root, _args, ctx) => ctx.services.costs.modelPrices(ctx.actor),
   }),

@@ -2,6 +2,7 @@
 // links lead to, newest first, each with its newest versions — identities, as-of times and
 // availability, never content. A page says what it left out: the entries after it (read the next
 // page with `after`) and the versions cut from its entries.
+import { LIST_ITEMS, PAGE_SIZES } from "../list-connection.js";
 import { GraphQLError } from "graphql";
 import { ValidationError } from "../../domain/errors.js";
 import {
@@ -75,6 +76,7 @@ const CatalogVersionRef = builder.objectRef<CatalogVersionIn>("CatalogVersion").
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),
     humanScores: t.field({
       type: [CatalogHumanScoreRef],
+      extensions: { [LIST_ITEMS]: HUMAN_SCORES_SHOWN },
       description: `What people judged this exact version (its HUMAN scores), newest first, at most ${HUMAN_SCORES_SHOWN}: what a run listing it is shown. All its scores: \`PublicationVersion.scores\`.`,
       resolve: (v) => v.humanScores.shown,
     }),
@@ -101,6 +103,7 @@ const CatalogEntryRef = builder.objectRef<CatalogEntryIn>("HistoryCatalogEntry")
     latestVersion: t.exposeInt("latestVersion"),
     versions: t.field({
       type: [CatalogVersionRef],
+      extensions: { [LIST_ITEMS]: CATALOG_VERSIONS_PER_ENTRY },
       description: `Newest first, at most ${CATALOG_VERSIONS_PER_ENTRY}.`,
       resolve: (e) => e.versions.map((v) => ({ ...v, workspaceId: e.workspaceId })),
     }),
@@ -147,6 +150,7 @@ const HistoryCatalogConnectionRef = builder.objectRef<CatalogPage>("HistoryCatal
 
 builder.prismaObjectFields("Workspace", (t) => ({
   historyCatalog: t.field({
+    extensions: { [PAGE_SIZES]: { defaultSize: CATALOG_DEFAULT_ENTRIES, maxSize: CATALOG_MAX_ENTRIES } },
     type: HistoryCatalogConnectionRef,
     description: `Earlier materials drawn from the workspace's links, newest first: \`first\` entries (default ${CATALOG_DEFAULT_ENTRIES}, at most ${CATALOG_MAX_ENTRIES}) after the entry \`after\` names. Paging to the end lists every entry exactly once.`,
     args: {

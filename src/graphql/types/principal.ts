@@ -6,7 +6,7 @@ import type { ApiKey } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
-import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection, paged } from "../list-connection.js";
 import { me, myKeys } from "./owned.js";
 
 const API_KEYS: KeysetList = {
@@ -74,8 +74,7 @@ builder.queryField("apiKeys", (t) =>
       type: "ApiKey",
       description: "Your API keys, newest first, revoked ones included (never their secrets).",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, _root, _args, ctx) => ctx.prisma.apiKey.findMany({ ...query, where: myKeys(ctx), orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
     },
     { name: "ApiKeyConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.apiKey, myKeys(ctx))) },

@@ -1,4 +1,5 @@
 // Publications and their immutable versions.
+import { LIST_ITEMS, paged } from "../list-connection.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-service.js";
 import type { RunLinkOutcome } from "../../domain/research/run-links.js";
@@ -36,6 +37,7 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
     originRun: t.relation("originRun", { nullable: true }),
     sources: t.prismaField({
       type: ["PublicationVersion"],
+      extensions: { [LIST_ITEMS]: PUBLICATION_SOURCES_MAX },
       description: `The exact versions this version was built on, in the order given: at most ${PUBLICATION_SOURCES_MAX}, all of them.`,
       resolve: async (query, version, _args, ctx) =>
         (
@@ -83,8 +85,7 @@ export const PublicationNode = builder.prismaNode("Publication", {
         type: "PublicationVersion",
         description: "Every version, newest first.",
         cursor: "id",
-        defaultSize: 20,
-        maxSize: 100,
+        ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, publication, _args, ctx) =>
           ctx.prisma.publicationVersion.findMany({ ...query, where: { publicationId: publication.id }, orderBy: { version: "desc" } }),
       },
@@ -103,8 +104,7 @@ builder.queryField("publications", (t) =>
       type: "Publication",
       description: "Your publications, newest first.",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, _root, _args, ctx) => ctx.prisma.publication.findMany({ ...query, where: mine(ctx), orderBy: newestFirst }),
     },
     { name: "PublicationConnection", fields: countFields<unknown>((_root, ctx) => boundedCount(ctx.prisma.publication, mine(ctx))) },

@@ -8,7 +8,7 @@ import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { unavailableOnTransient } from "../transient-failures.js";
-import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf } from "../list-connection.js";
+import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf, paged } from "../list-connection.js";
 import { isMyLiveWorkspace, mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { admittedRunQuery, admittedWorkspace, answeredRun } from "./admitted-run-query.js";
 import { ErrorInterface } from "./errors.js";
@@ -123,8 +123,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
       type: "Message",
       description: "This run's entries in the conversation log, in order.",
       cursor: "id",
-      defaultSize: 50,
-      maxSize: 200,
+      ...paged({ defaultSize: 50, maxSize: 200 }),
       resolve: (query, run, _args, ctx) => ctx.prisma.message.findMany({ ...query, where: { runId: run.id }, orderBy: { seq: "asc" } }),
     },
     { name: "RunMessageConnection", fields: countFields<{ id: string }>((run, ctx) => boundedCount(ctx.prisma.message, { runId: run.id })) },

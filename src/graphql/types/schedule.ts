@@ -1,5 +1,6 @@
 // Workspace schedules (issue 41): the Schedule node, its fires, Workspace.schedules, Run.schedule
 // and Run.fireTime, and the mutations that manage them.
+import { paged } from "../list-connection.js";
 import { ForbiddenError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import { CATCH_UP_MAX_FIRES, CATCH_UP_WINDOW_MS, MISSED_AFTER_MS } from "../../domain/schedules/fire-times.js";
 import type { Schedule, ScheduleFire } from "../../generated/prisma/client.js";
@@ -78,8 +79,7 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
         type: "ScheduleFire",
         description: "Every fire recorded, newest first.",
         cursor: "id",
-        defaultSize: 20,
-        maxSize: 100,
+        ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, schedule, _args, ctx) =>
           ctx.prisma.scheduleFire.findMany({ ...query, where: { scheduleId: schedule.id }, orderBy: [{ fireTime: "desc" }, { id: "desc" }] }),
       },
@@ -98,8 +98,7 @@ builder.prismaObjectFields(WorkspaceNode, (t) => ({
       type: "Schedule",
       description: "The workspace's schedules, oldest first.",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, workspace, _args, ctx) =>
         ctx.prisma.schedule.findMany({ ...query, where: { workspaceId: workspace.id, ...mine(ctx) }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
     },

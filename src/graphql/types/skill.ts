@@ -1,5 +1,6 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
+import { LIST_ITEMS } from "../list-connection.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
@@ -69,6 +70,7 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
 builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
+    extensions: { [LIST_ITEMS]: SKILLS_PER_AGENT_MAX },
     description: `The skills your runs under this agent can load, by name: built-in skills overlaid with your stored ones (at most ${SKILLS_PER_AGENT_MAX} per agent), those the agent profile's skill list allows, all of them. Changes apply from the next run.`,
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
     resolve: async (_root, { agent }, ctx) => {

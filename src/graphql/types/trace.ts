@@ -12,7 +12,7 @@ import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
-import { connectionOf, describePage, type KeysetList, LONG_PAGE, listConnection, pageOf, readConnection } from "../list-connection.js";
+import { connectionOf, describePage, type KeysetList, listConnection, pageOf, readConnection, TRACE_PAGE, TRACE_RECORDS } from "../list-connection.js";
 import { boundedCount } from "../counted-connection.js";
 import { loadBatched } from "../request-batch.js";
 
@@ -22,7 +22,7 @@ const SPANS: KeysetList = {
     ["startedAt", "asc"],
     ["id", "asc"],
   ],
-  ...LONG_PAGE,
+  ...TRACE_PAGE,
 };
 const EVENTS: KeysetList = {
   typename: "SpanEvent",
@@ -30,7 +30,7 @@ const EVENTS: KeysetList = {
     ["seq", "asc"],
     ["id", "asc"],
   ],
-  ...LONG_PAGE,
+  ...TRACE_PAGE,
 };
 
 const SpanKindEnum = builder.enumType(SpanKind, { name: "SpanKind" });
@@ -175,6 +175,7 @@ export const SpanObject = builder.prismaNode("Span", {
       type: "SpanEvent",
       name: "SpanEventConnection",
       list: EVENTS,
+      extensions: { [TRACE_RECORDS]: true },
       description: describePage("The span's events in the order they were recorded (by `seq`).", EVENTS),
       resolve: async (query, span, args, ctx) => {
         const page = await pageOf<Prisma.SpanEventWhereInput>(EVENTS, args, (id, select) =>
@@ -222,6 +223,7 @@ export const TraceNode = builder.prismaNode("Trace", {
       type: "Span",
       name: "SpanConnection",
       list: SPANS,
+      extensions: { [TRACE_RECORDS]: true },
       description: describePage("The trace's spans in start order.", SPANS),
       resolve: (query, trace, args, ctx) => readConnection<Span>(ctx.prisma.span, SPANS, args, { scope: { traceId: trace.id }, query }),
     }),

@@ -11,6 +11,7 @@ import { builder } from "../builder.js";
 import { exposedColumns, type Select } from "../exposed-columns.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { newestFirstConnection, type PageArgs } from "../newest-first-page.js";
+import { PAGE_SIZES } from "../list-connection.js";
 import { loadBatched } from "../request-batch.js";
 import type { GraphQLContext } from "../context.js";
 import { decodeGlobalId, requireIdOfType } from "../global-id.js";
@@ -163,6 +164,7 @@ builder.prismaObjectField(WorkspaceNode, "links", (t) =>
     {
       type: WorkspaceLinkNode,
       description: "Linked objects, newest first; at most 100 a page (20 by default).",
+      extensions: { [PAGE_SIZES]: { defaultSize: 20, maxSize: 100 } },
       // The pages of every workspace of the request that asks for the same page: one statement, an
       // index walk from the cursor on, at any number of links (domain/workspace/link-pages.ts).
       resolve: async (workspace, args, ctx, info) => ({

@@ -1,4 +1,5 @@
 // Workspace and GoalVersion nodes with their queries, mutations and subscription.
+import { paged } from "../list-connection.js";
 import { GraphQLError } from "graphql";
 import { NotFoundError, StaleVersionError, ValidationError } from "../../domain/errors.js";
 import type { WorkspaceEventKind, WorkspaceEventMessage } from "../../events/topics.js";
@@ -76,8 +77,7 @@ export const WorkspaceNode = builder.prismaNode("Workspace", {
         type: "GoalVersion",
         description: "Every goal version, newest first.",
         cursor: "id",
-        defaultSize: 20,
-        maxSize: 100,
+        ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, workspace, _args, ctx) =>
           ctx.prisma.goalVersion.findMany({ ...query, where: { workspaceId: workspace.id }, orderBy: { version: "desc" } }),
       },
@@ -113,8 +113,7 @@ builder.queryFields((t) => ({
       type: "Workspace",
       description: "Workspaces, newest first.",
       cursor: "id",
-      defaultSize: 20,
-      maxSize: 100,
+      ...paged({ defaultSize: 20, maxSize: 100 }),
       resolve: (query, _root, _args, ctx) =>
         ctx.prisma.workspace.findMany({
           ...query,

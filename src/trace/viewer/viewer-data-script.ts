@@ -40,7 +40,7 @@ const stale = () => Object.assign(new Error("superseded"), { final: true, stale:
 
 // Spans and events come a page at a time (PAGE, the server's default page): the snapshot reads
 // every page of each connection, asking for the next one after its endCursor until none is left.
-const PAGE = 500;
+const PAGE = 100;
 // The API's documents (viewer-documents.ts), each an exact text a trusted-documents server trusts.
 const RUN_QUERY = ${JSON.stringify(RUN_QUERY)};
 const TRACE_QUERY = ${JSON.stringify(TRACE_QUERY)};

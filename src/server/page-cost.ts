@@ -1,0 +1,192 @@
+// What a request asks the server to resolve, counted once its variables are known: each field
+// counts once for every object it is resolved on, and a page multiplies the objects below it by
+// its page size — the `first`/`last` the request passes (inline, as a variable or by a variable's
+// default), else the list's default page. So `conversations(first: $n) { runs(first: $n) … }`
+// costs n × n whether n is written inline or not. A connection's page size comes from its
+// field's PAGE_SIZES extension (graphql/list-connection.ts); a plain list that the client cannot
+// page counts as the most items it may hold (its LIST_ITEMS extension: a version's sources, a
+// catalog entry's versions), or PLAIN_LIST_ITEMS when it states none.
+//
+// A trace's spans and events are bounded by the trace itself (MAX_TRACE_RECORDS records in all),
+// so below one trace they count at most that many, whatever pages nest them. Introspection
+// (`__schema`, `__type`) is held by the depth limit, not counted here.
+import {
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  getArgumentValues,
+  getNamedType,
+  getNullableType,
+  GraphQLList,
+  type GraphQLSchema,
+  isAbstractType,
+  isUnionType,
+  isCompositeType,
+  isObjectType,
+  Kind,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from "graphql";
+import { LIST_ITEMS, PAGE_SIZES, type PageSizes, TRACE_RECORDS } from "../graphql/list-connection.js";
+
+/** The type whose objects bound the TRACE_RECORDS lists below them. */
+const TRACE_TYPE = "Trace";
+
+/** Items a list without pages is counted as: such lists hold what their parent holds (sources, versions), a few each. */
+export const PLAIN_LIST_ITEMS = 20;
+
+/** A `first` or `last` the request may not ask for: its value, the largest allowed and the argument's name. */
+export type PageRefusal = { argument: "first" | "last"; value: number; max: number; listMax: boolean };
+
+export type CostOptions = {
+  /** The largest `first`/`last` of a connection without a list maximum (MAX_PAGE_SIZE). */
+  maxPageSize: number;
+  /** Records one run's trace keeps (MAX_TRACE_RECORDS); spans and events below one trace count at most this many. */
+  traceRecords?: number;
+};
+
+export type Cost = { cost: number; refusal?: PageRefusal };
+
+type Walk = {
+  schema: GraphQLSchema;
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  variables: Record<string, unknown>;
+  options: CostOptions;
+  refusal?: PageRefusal;
+};
+
+/** Where a selection is resolved: on how many objects, and what bounds the lists directly below it. */
+type Place = {
+  rows: number;
+  /** The page the field above asked for: the items of this object's lists (a connection's edges). */
+  page?: number;
+  /** At most this many items in all for the lists below (a trace's records). */
+  cap?: number;
+  /** Objects of the nearest trace above, for the trace-bounded lists below it. */
+  traces?: number;
+};
+
+/**
+ * The cost of `operation` with `variables` already coerced (defaults applied), and the first
+ * page size it asks for beyond what is allowed, if any.
+ */
+export function operationCost(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  variables: Record<string, unknown>,
+  options: CostOptions,
+): Cost {
+  const root = schema.getRootType(operation.operation);
+  if (!root) return { cost: 0 };
+  const walk: Walk = { schema, fragments, variables, options };
+  const cost = selectionCost(walk, root, operation.selectionSet, { rows: 1 });
+  return { cost, refusal: walk.refusal };
+}
+
+function selectionCost(walk: Walk, type: GraphQLCompositeType, selectionSet: SelectionSetNode, at: Place): number {
+  // The trace-bounded lists below a trace count its objects (a union's fragment on Trace is one too).
+  const place = type.name === TRACE_TYPE ? { ...at, traces: at.rows } : at;
+  const { fields, narrower } = fieldsOf(walk, type, selectionSet);
+  // Fragments on a narrower type apply to the objects of that type: counted as if every object were
+  // of the costliest one (an object is of one type only).
+  const byType = new Map<GraphQLCompositeType, number>();
+  for (const [narrowType, set] of narrower) byType.set(narrowType, (byType.get(narrowType) ?? 0) + selectionCost(walk, narrowType, set, place));
+  let cost = Math.max(0, ...byType.values());
+  for (const nodes of fields.values()) {
+    cost += place.rows;
+    const name = nodes[0]!.name.value;
+    if (name.startsWith("__")) continue;
+    const field = isUnionType(type) ? undefined : type.getFields()[name];
+    if (!field) continue;
+    const args = argumentsOf(field, nodes[0]!, walk.variables);
+    const below = placeBelow(walk, field, args, place);
+    const named = getNamedType(field.type);
+    if (!below || !isCompositeType(named)) continue;
+    const merged: SelectionSetNode = { kind: Kind.SELECTION_SET, selections: nodes.flatMap((node) => node.selectionSet?.selections ?? []) };
+    cost += selectionCost(walk, named, merged, below);
+  }
+  return cost;
+}
+
+/** The objects a field's selection is resolved on, or undefined for a leaf. */
+function placeBelow(walk: Walk, field: GraphQLField<unknown, unknown>, args: Record<string, unknown>, place: Place): Place | undefined {
+  const isList = getNullableType(field.type) instanceof GraphQLList;
+  const sizes = field.extensions?.[PAGE_SIZES] as PageSizes | undefined;
+  const page = sizes || "first" in args || "last" in args ? pageOf(walk, sizes, args) : undefined;
+  // Items of a list: its own page, else the page the field above asked for (a connection's edges), else a plain list's few.
+  const items = (field.extensions?.[LIST_ITEMS] as number | undefined) ?? PLAIN_LIST_ITEMS;
+  let rows = isList ? place.rows * (page ?? place.page ?? items) : place.rows;
+  if (isList && place.cap !== undefined) rows = Math.min(rows, place.cap);
+  const below: Place = { rows, traces: place.traces };
+  if (!isList) below.page = page;
+  if (field.extensions?.[TRACE_RECORDS] && walk.options.traceRecords !== undefined && place.traces !== undefined) {
+    below.cap = place.traces * walk.options.traceRecords;
+  }
+  return below;
+}
+
+/**
+ * A paged field's page size, noting a refusal when it asks for more than allowed: a list
+ * connection's own largest page, or MAX_PAGE_SIZE for a connection that serves at most its own
+ * (smaller) page and says so with hasNextPage.
+ */
+function pageOf(walk: Walk, sizes: PageSizes | undefined, args: Record<string, unknown>): number {
+  const served = sizes?.maxSize ?? walk.options.maxPageSize;
+  const allowed = sizes?.listMax ? sizes.maxSize : walk.options.maxPageSize;
+  for (const argument of ["first", "last"] as const) {
+    const value = args[argument];
+    if (typeof value !== "number") continue;
+    if (value > allowed && !walk.refusal) walk.refusal = { argument, value, max: allowed, listMax: sizes?.listMax ?? false };
+    return Math.max(0, Math.min(value, served));
+  }
+  return sizes?.defaultSize ?? served;
+}
+
+function argumentsOf(field: GraphQLField<unknown, unknown>, node: FieldNode, variables: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return getArgumentValues(field, node, variables);
+  } catch {
+    return {}; // execution reports the bad argument
+  }
+}
+
+type Selected = {
+  /** The fields selected on `type`, grouped by response key as execution merges them. */
+  fields: Map<string, FieldNode[]>;
+  /** Fragments on a narrower type than an abstract `type`, walked on their own type. */
+  narrower: [GraphQLCompositeType, SelectionSetNode][];
+};
+
+function fieldsOf(walk: Walk, type: GraphQLCompositeType, selectionSet: SelectionSetNode): Selected {
+  const fields = new Map<string, FieldNode[]>();
+  const narrower: Selected["narrower"] = [];
+  const seen = new Set<string>();
+  const collect = (set: SelectionSetNode) => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        const group = fields.get(key);
+        if (group) group.push(selection);
+        else fields.set(key, [selection]);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        fragment(selection.typeCondition?.name.value, selection.selectionSet);
+      } else {
+        const spread = walk.fragments.get(selection.name.value);
+        if (!spread || seen.has(spread.name.value)) continue;
+        seen.add(spread.name.value);
+        fragment(spread.typeCondition.name.value, spread.selectionSet);
+      }
+    }
+  };
+  const fragment = (condition: string | undefined, set: SelectionSetNode) => {
+    const conditionType = condition === undefined ? type : walk.schema.getType(condition);
+    if (conditionType === type) collect(set);
+    else if (isAbstractType(type) && isCompositeType(conditionType)) narrower.push([conditionType, set]);
+    // A fragment on an interface or union the object belongs to selects fields of the object itself.
+    else if (isAbstractType(conditionType) && isObjectType(type) && walk.schema.isSubType(conditionType, type)) collect(set);
+  };
+  collect(selectionSet);
+  return { fields, narrower };
+}
