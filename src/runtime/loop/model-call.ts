@@ -7,7 +7,9 @@
 // bound allows; past it the attempt is handed back (ModelRetryLater), never failed. A reply whose
 // server reported no usage is charged its bound instead — the input tokens Dossier counted for the
 // request and the output it counts in the reply — for the token budget and the cost caps, its span
-// marked `usageEstimated: true`: what a server does not report is never free.
+// marked `usageEstimated: true`: what a server does not report is never free. A reply that passed
+// the bound on its size (MODEL_MAX_REPLY_BYTES) stands as what came within it, its span saying so
+// (`replyCut`), like a reply the model cut at its token limit.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { type ChatMessage, type ModelPort, ModelReplyInterrupted, type ModelResponse, type ModelStreamEvent, type TokenUsage } from "../ports/model.js";
@@ -146,7 +148,12 @@ async function modelCall(
           const ending: SpanEnding = {
             status: "OK",
             usage,
-            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason, ...(estimated && { usageEstimated: true }) },
+            attributes: {
+              "gen_ai.response.model": response.model,
+              finishReason: response.finishReason,
+              ...(estimated && { usageEstimated: true }),
+              ...(response.cutAtBytes !== undefined && { replyCut: replyCut(response) }),
+            },
           };
           return { response: { ...response, usage, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
         } finally {
@@ -176,6 +183,13 @@ const boundUsage = (input: number, output: number): TokenUsage => ({
   output,
   cached: 0,
   reasoning: 0,
+});
+
+/** Why a reply that passed its bound on size ended: the bound, and the tool calls left out. */
+const replyCut = ({ cutAtBytes, toolCallsLeftOut }: ModelResponse) => ({
+  bound: "MODEL_MAX_REPLY_BYTES",
+  bytes: cutAtBytes,
+  toolCallsLeftOut: toolCallsLeftOut ?? 0,
 });
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
