@@ -118,6 +118,17 @@ describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
     expect(replies[0]!.bytes).toBeLessThan(FLOOD);
   });
 
+  it("text of four-byte characters: cut at a character, within the bound counted in UTF-8 bytes", async () => {
+    const { baseURL } = await startServer(() => (res, written) => flood(res, written, frame({ content: "é" }), () => frame({ content: "😀".repeat(500) }), ""));
+    const reply = await modelOf(baseURL).complete(request);
+    const bytes = Buffer.byteLength(reply.content!);
+    // No half of a surrogate pair at the cut: the text reads back from UTF-8 as it is.
+    expect(Buffer.from(reply.content!).toString("utf8")).toBe(reply.content);
+    // "é" is two bytes, each "😀" four: the bound (a multiple of four) less two, and no more.
+    expect(bytes).toBe(BOUND - 2);
+    expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND });
+  });
+
   it("a tool call whose arguments pass the bound is left out; the whole call before it stands", async () => {
     const { baseURL, replies } = await startServer(() => floodCall);
     const reply = await modelOf(baseURL).complete(request);
