@@ -39,6 +39,8 @@ export type Config = {
         maxConcurrency: number;
         /** How long a streaming reply may send nothing before it counts as cut off (MODEL_IDLE_TIMEOUT_MS). */
         idleTimeoutMs: number;
+        /** The most one model reply may stream, in bytes of text, reasoning and tool calls (MODEL_MAX_REPLY_BYTES). */
+        maxReplyBytes: number;
       }
     | { kind: "scripted" };
   /** Profiles from AGENTS_FILE; empty means the built-in `researcher` only. */

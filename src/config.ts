@@ -23,6 +23,7 @@ const envSchema = z.object({
   MODEL: z.string().min(1).default("gpt-4o-mini"),
   MODEL_MAX_CONCURRENCY: whole(1, "min").default(16),
   MODEL_IDLE_TIMEOUT_MS: whole(100).default(300_000),
+  MODEL_MAX_REPLY_BYTES: whole(1024, "min").default(16 * 1024 * 1024),
   MODEL_CONTEXT_WINDOW: whole(16_000, "both", "must be at least 16000 (8000 reserved output + 3000 safety buffer + room to work)").default(128_000),
   AGENTS_FILE: z.string().min(1).optional(),
   /** The operator's model prices, a JSON file (README "Cost and budgets"), set at every start. */
@@ -272,6 +273,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
           contextWindow: values.MODEL_CONTEXT_WINDOW,
           maxConcurrency: values.MODEL_MAX_CONCURRENCY,
           idleTimeoutMs: values.MODEL_IDLE_TIMEOUT_MS,
+          maxReplyBytes: values.MODEL_MAX_REPLY_BYTES,
         }
       : { kind: "scripted" },
     agents: values.AGENTS_FILE ? readAgents(values.AGENTS_FILE) : [],

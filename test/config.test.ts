@@ -105,7 +105,10 @@ describe("loadConfig", () => {
       contextWindow: 128_000,
       maxConcurrency: 16,
       idleTimeoutMs: 300_000,
+      maxReplyBytes: 16_777_216,
     });
+    expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_MAX_REPLY_BYTES: "65536" }).model).toMatchObject({ maxReplyBytes: 65_536 });
+    expect(() => loadConfig({ MODEL_MAX_REPLY_BYTES: "100" })).toThrow(/MODEL_MAX_REPLY_BYTES/);
     expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_IDLE_TIMEOUT_MS: "60000" }).model).toMatchObject({ idleTimeoutMs: 60_000 });
     expect(() => loadConfig({ MODEL_IDLE_TIMEOUT_MS: "0" })).toThrow(/MODEL_IDLE_TIMEOUT_MS/);
     expect(loadConfig({ OPENAI_API_KEY: "sk-test", MODEL_MAX_CONCURRENCY: "3" }).model).toMatchObject({ maxConcurrency: 3 });

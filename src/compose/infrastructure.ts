@@ -109,6 +109,7 @@ export async function modelFor(config: Config, logger: Logger): Promise<ModelPor
       contextWindow: config.model.contextWindow,
       maxConcurrency: config.model.maxConcurrency,
       idleTimeoutMs: config.model.idleTimeoutMs,
+      maxReplyBytes: config.model.maxReplyBytes,
     });
     // Only a process that runs attempts asks for a model: what the SDK loads on its first request
     // loads now, in the background, rather than in the first run's dispatch.

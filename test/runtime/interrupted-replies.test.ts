@@ -148,6 +148,18 @@ describe.each(backends)("a run whose model reply is cut off mid-stream, on %s", 
     expect(done.tokensUsed).toBe(120);
   });
 
+  it("a cut reply whose server reported no usage is charged its bound: its counted input and what streamed of it", async () => {
+    const { done } = await start({}, cutText("end"), { text: ANSWER });
+    expect(done.status).toBe("SUCCEEDED");
+    const [cut] = done.trace!.spans.filter((span) => span.kind === "MODEL_CALL").sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+    expect(cut!.status).toBe("ERROR");
+    expect(JSON.parse(cut!.attributes as string)).toMatchObject({ interrupted: true, usageEstimated: true });
+    expect(cut!.usage!.input).toBeGreaterThan(0);
+    expect(cut!.usage!.output).toBeGreaterThan(0);
+    // The cut call's charge counts in the run's tokens with the answered call's reported 50 + 10.
+    expect(done.tokensUsed).toBe(cut!.usage!.input + cut!.usage!.output + 60);
+  });
+
   it("a cut reply that had streamed a tool call needing approval asks no one and runs nothing", async () => {
     const held: StubTurn = { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }], cut: "end" };
     const { done } = await start({}, held, { text: ANSWER });

@@ -13,20 +13,25 @@
 // through the global fetch as before. A reply whose body goes silent — a server that hangs, or a
 // connection lost without a reset (half-open) — ends after `idleTimeoutMs` without a byte, as a
 // lost connection does (ETIMEDOUT): the adapter makes the request again (interruption.ts) instead
-// of holding the run until its deadline.
+// of holding the run until its deadline. The body goes to the SDK as whole events, within the
+// request's BodyBound when it gives one (`replyBound`, see model-body.ts).
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { type BodyBound, replyBody } from "./model-body.js";
 
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
 /** Statuses a Response is made without a body for. */
 const NO_BODY = new Set([101, 204, 205, 304]);
 
+/** What a request may give this fetch besides fetch's own: its reply's bound (through the SDK's `fetchOptions`). */
+export type EndpointInit = RequestInit & { replyBound?: BodyBound };
+
 /** A fetch for one endpoint's requests: its connections kept alive between requests. */
 export function endpointFetch(options: { idleTimeoutMs?: number } = {}): typeof fetch {
   const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
-  return async (input, init = {}) => {
+  return async (input, init: EndpointInit = {}) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const body = init.body;
     const agent = agents[url.protocol as keyof typeof agents];
@@ -56,7 +61,7 @@ export function endpointFetch(options: { idleTimeoutMs?: number } = {}): typeof 
     signal?.addEventListener("abort", () => res.destroy(abortReason(signal) as Error), { once: true });
     const status = res.statusCode ?? 0;
     if (options.idleTimeoutMs !== undefined && !NO_BODY.has(status)) endWhenSilent(res, options.idleTimeoutMs);
-    const stream = NO_BODY.has(status) ? (res.resume(), null) : (Readable.toWeb(decoded(res)) as ReadableStream<Uint8Array>);
+    const stream = NO_BODY.has(status) ? (res.resume(), null) : replyBody(decoded(res), init.replyBound);
     return new Response(stream, { status, statusText: res.statusMessage ?? "", headers: answer });
   };
 }
@@ -83,6 +88,10 @@ function decoded(res: IncomingMessage): Readable {
           : undefined;
   if (!decoder) return res;
   res.on("error", (error) => decoder.destroy(error));
+  // The decoded body ended early (its bound passed, its reader gone): the connection is closed, not drained.
+  decoder.once("close", () => {
+    if (!res.complete) res.destroy();
+  });
   return res.pipe(decoder);
 }
 

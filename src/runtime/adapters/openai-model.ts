@@ -19,6 +19,10 @@
 //   interruption.ts) rejects with ModelReplyInterrupted: the caller makes the request again as a
 //   new call, `retries` one more. The same bound holds (`request.retries` counts against it); past it
 //   the request rejects with ModelRetryLater. Cut off before anything streamed, it is tried again here.
+// - A reply that passes MODEL_MAX_REPLY_BYTES (its text, reasoning and tool calls, or what its body
+//   sends without a complete chunk, decoded) is not read further — its connection is closed — and
+//   resolves as what came within the bound, like a reply the model cut at its token limit
+//   (openai-stream.ts): never a failure, never made again.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from "openai";
 import {
   type ChatMessage,
@@ -31,7 +35,8 @@ import {
 } from "../ports/model.js";
 import { lostMidStream, transientErrorEvent } from "./interruption.js";
 import { type BackPressureOptions, EndpointGate, pause, retryAfterMs, retryDelay } from "./model-back-pressure.js";
-import { endpointFetch } from "./model-http.js";
+import type { BodyBound } from "./model-body.js";
+import { type EndpointInit, endpointFetch } from "./model-http.js";
 import { StreamAccumulator } from "./openai-stream.js";
 
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -49,6 +54,8 @@ export type OpenAIModelOptions = {
   maxConcurrency?: number;
   /** How long a reply's body may send nothing before it counts as cut off (MODEL_IDLE_TIMEOUT_MS); default 5 minutes. */
   idleTimeoutMs?: number;
+  /** The most one reply may stream, in bytes (MODEL_MAX_REPLY_BYTES); default 16 MiB. */
+  maxReplyBytes?: number;
 } & BackPressureOptions;
 
 export class ModelError extends Error {
@@ -111,6 +118,7 @@ export class OpenAIModel implements ModelPort {
   private readonly client: OpenAI;
   private readonly gate: EndpointGate;
   private readonly backPressure: BackPressureOptions;
+  private readonly maxReplyBytes: number;
 
   constructor(options: OpenAIModelOptions) {
     this.model = options.model;
@@ -124,6 +132,7 @@ export class OpenAIModel implements ModelPort {
       ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
     });
     this.gate = EndpointGate.of(this.baseURL, options.maxConcurrency ?? 16);
+    this.maxReplyBytes = options.maxReplyBytes ?? 16 * 1024 * 1024;
     this.backPressure = { maxRetries: options.maxRetries, maxDelayMs: options.maxDelayMs, baseDelayMs: options.baseDelayMs };
   }
 
@@ -143,7 +152,7 @@ export class OpenAIModel implements ModelPort {
     const { signal } = request;
     const aborted = () => abortError(signal!);
     for (let retry = request.retries ?? 0; ; retry += 1) {
-      const accumulator = new StreamAccumulator(onEvent);
+      const accumulator = new StreamAccumulator(onEvent, this.maxReplyBytes);
       const release = await this.gate.acquire(signal, aborted);
       let failure: unknown;
       try {
@@ -171,6 +180,7 @@ export class OpenAIModel implements ModelPort {
     // Whether the reply's body is being read (a failure then is the connection lost mid-stream), and
     // whether `onEvent` is running (what it throws is the caller's, passed on unchanged).
     const reading = { body: false, caller: false };
+    const bound: BodyBound = { maxBytes: this.maxReplyBytes, unread: 0, passed: false };
     try {
       const stream = await this.client.chat.completions.create(
         {
@@ -182,22 +192,28 @@ export class OpenAIModel implements ModelPort {
           stream_options: { include_usage: true },
           ...(request.maxOutputTokens !== undefined && { max_completion_tokens: request.maxOutputTokens }),
         },
-        { signal },
+        // The SDK hands its fetch (model-http.ts) the init's fields as given.
+        { signal, fetchOptions: { replyBound: bound } satisfies Pick<EndpointInit, "replyBound"> as object },
       );
       reading.body = true;
       for await (const chunk of stream) {
+        bound.unread = 0;
         reading.caller = true;
         accumulator.add(chunk);
         reading.caller = false;
+        // Past its bound the reply is read no further: leaving the loop aborts the request, closing its connection.
+        if (accumulator.full) break;
       }
     } catch (error) {
       if (reading.caller) throw error;
-      throw this.translateError(error, signal, reading.body);
+      // The body sent more than the bound without a complete chunk: what was read of it stands.
+      if (!bound.passed || signal?.aborted) throw this.translateError(error, signal, reading.body);
+      accumulator.cut();
     }
     // The SDK ends the iteration quietly when the request is aborted mid-stream, so a
     // normal-looking end may be a cut-off response.
     if (signal?.aborted) throw abortError(signal);
-    if (accumulator.finishReason === undefined) {
+    if (accumulator.finishReason === undefined && !accumulator.full) {
       // Without a finish reason the stream was cut short, and tool arguments may be truncated JSON.
       throw new ModelError(`${this.label}: the reply was cut off: the stream ended before the model reported a finish reason`, { interrupted: true });
     }

@@ -13,10 +13,15 @@
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
 //   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
 //   tokens says so (usageReported: false), for the run to charge the request's bound instead.
+// - A reply that passes its bound on size (reply-size.ts) keeps what came within it and takes
+//   nothing more (`full`: the adapter stops reading); it ends as if the model had reached its token
+//   limit (finish reason "length", `cutAtBytes` saying why), without the tool calls the bound may
+//   have cut: the one streaming last, and any whose arguments are not JSON.
 import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../ports/model.js";
 import { isJsonObject } from "../../domain/json-object.js";
 import { jsonText as toJson } from "../../domain/json-text.js";
 import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
+import { ReplySize } from "./reply-size.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -63,11 +68,31 @@ export class StreamAccumulator {
   private model: string | undefined;
   /** Whether any chunk arrived: from then on a failure is not retried (its output was reported). */
   started = false;
+  private readonly size: ReplySize;
+  /** The call the last tool-call fragment was for: a reply cut at its bound may have cut it. */
+  private lastCall: number | undefined;
 
-  constructor(private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined) {}
+  constructor(
+    private readonly onEvent: ((event: ModelStreamEvent) => void) | undefined,
+    /** The bound on the reply's size (MODEL_MAX_REPLY_BYTES); none by default. */
+    maxReplyBytes = Number.POSITIVE_INFINITY,
+  ) {
+    this.size = new ReplySize(maxReplyBytes);
+  }
+
+  /** Whether the reply passed its bound: nothing more is taken, and the rest of it need not be read. */
+  get full(): boolean {
+    return this.size.full;
+  }
+
+  /** Ends the reply where it is, as one that passed its bound (its body sent more than the bound without a chunk). */
+  cut(): void {
+    this.size.full = true;
+  }
 
   add(chunk: unknown): void {
     this.started = true;
+    if (this.size.full) return;
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
     if (typeof fields.usage === "object" && fields.usage !== null) {
@@ -80,49 +105,52 @@ export class StreamAccumulator {
     if (!choice) return; // the usage chunk has no choices
     const delta = fieldsOf(choice.delta);
     // A refusal is the model's reply in place of content; the runtime should see it as text.
-    const text = textOf(delta.content) + textOf(delta.refusal);
+    const text = this.size.take(textOf(delta.content) + textOf(delta.refusal));
     if (text) {
       this.text += text;
       this.onEvent?.({ type: "text", delta: text });
     }
     this.addReasoning(delta);
-    for (const fragment of objectsOf(delta.tool_calls)) this.addToolFragment(fragment);
+    for (const fragment of objectsOf(delta.tool_calls)) if (!this.size.full) this.addToolFragment(fragment);
     const finishReason = jsonText(choice.finish_reason);
     if (finishReason) this.finishReason = finishReason;
   }
 
   /** The response; call it only once the stream reported a finish reason. */
   finish(configuredModel: string): ModelResponse {
-    const toolCalls = this.completeToolCalls();
+    const streamed = this.completeToolCalls();
+    const full = this.size.full;
+    const toolCalls = full ? streamed.filter(({ index, call }) => index !== this.lastCall && isJson(call.arguments)) : streamed;
     for (const { index, call } of toolCalls) this.onEvent?.({ type: "tool_call", index, call });
     return {
       content: this.text.length > 0 ? this.text : null,
       toolCalls: toolCalls.map(({ call }) => call),
       usage: this.usage,
-      finishReason: this.finishReason ?? "stop",
+      finishReason: full ? "length" : (this.finishReason ?? "stop"),
       model: this.model ?? configuredModel,
       ...(!this.usageReported && { usageReported: false }),
+      ...(full && { cutAtBytes: this.size.maxBytes, toolCallsLeftOut: streamed.length - toolCalls.length }),
     };
   }
 
   private addReasoning(delta: Fields): void {
     // Servers that send both fields (some vLLM versions) send the same text twice; take one.
     const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning;
-    if (typeof reasoning === "string" && reasoning.length > 0) {
-      this.onEvent?.({ type: "reasoning", delta: reasoning });
-    }
+    const taken = typeof reasoning === "string" ? this.size.take(reasoning) : "";
+    if (taken.length > 0) this.onEvent?.({ type: "reasoning", delta: taken });
   }
 
   private addToolFragment(fragment: Fields): void {
     // Some compatible servers omit `index` when they send each call whole, in one fragment.
     const index = typeof fragment.index === "number" && Number.isInteger(fragment.index) ? fragment.index : this.calls.size;
     const call = this.calls.get(index) ?? { arguments: "" };
+    this.lastCall = index;
     const fn = fieldsOf(fragment.function);
     // Id and name normally come only in the first fragment; servers that repeat them repeat
     // the whole value, so the first one wins instead of concatenating.
-    call.id ??= label(fragment.id);
-    call.name ??= label(fn.name);
-    const delta = jsonText(fn.arguments);
+    call.id ??= label(this.size.take(label(fragment.id) ?? ""));
+    call.name ??= label(this.size.take(label(fn.name) ?? ""));
+    const delta = this.size.take(jsonText(fn.arguments));
     call.arguments += delta;
     this.calls.set(index, call);
     if (delta) this.onEvent?.({ type: "tool_call_delta", index, ...(call.id !== undefined && { id: call.id }), delta });
@@ -142,6 +170,16 @@ export class StreamAccumulator {
           arguments: call.arguments.length > 0 ? call.arguments : "{}",
         },
       }));
+  }
+}
+
+/** Whether `text` is JSON (the whole of a value, nothing cut from its end). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

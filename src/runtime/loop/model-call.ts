@@ -7,7 +7,10 @@
 // bound allows; past it the attempt is handed back (ModelRetryLater), never failed. A reply whose
 // server reported no usage is charged its bound instead — the input tokens Dossier counted for the
 // request and the output it counts in the reply — for the token budget and the cost caps, its span
-// marked `usageEstimated: true`: what a server does not report is never free.
+// marked `usageEstimated: true`: what a server does not report is never free. A reply that passed
+// the bound on its size (MODEL_MAX_REPLY_BYTES) stands as what came within it, its span saying so
+// (`replyCut`), like a reply the model cut at its token limit. A reply cut off mid-stream whose
+// server reported no usage is charged the same bound: its counted input and what streamed of it.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RecordedMessage } from "../../domain/trace/recorded-request.js";
 import { type ChatMessage, type ModelPort, ModelReplyInterrupted, type ModelResponse, type ModelStreamEvent, type TokenUsage } from "../ports/model.js";
@@ -22,6 +25,8 @@ import { CallIds } from "./call-ids.js";
 /** The model's request failed (as opposed to anything Dossier did around it). */
 export class ModelRequestFailed extends Error {
   override name = "ModelRequestFailed";
+  /** What the failed call was charged (a reply cut off: what its server reported, else its bound). */
+  charged: TokenUsage | undefined;
 }
 
 /** What a model call takes part in: the run, its attempt's trace and stop signal, the turn's tools. */
@@ -68,7 +73,8 @@ export async function callModel(
       if (!cut || signal.aborted) throw error;
       // Nothing of the cut reply stands: a stop from here on keeps none of its text.
       if (streamed) streamed.text = "";
-      if (cut.usage) await request.countUsage?.(cut.usage);
+      const charged = (error as ModelRequestFailed).charged;
+      if (charged) await request.countUsage?.(charged);
       // A stop meanwhile ends the wait: the attempt ends as the stop says.
       await sleep(cut.retryAfterMs, undefined, { signal });
     }
@@ -99,6 +105,9 @@ async function modelCall(
   const { sink, signal } = turn.scope;
   // What the request itself threw (as opposed to recording its failure afterwards).
   let failure: unknown;
+  // The reply as it streamed (bounded by the adapter): what a reply cut off without usage is charged for.
+  const partial = { text: "", reasoning: "", calls: new Map<number, string>() };
+  let charged: TokenUsage | undefined;
   try {
     return await withSpan(
       sink,
@@ -120,7 +129,6 @@ async function modelCall(
         // Each call's id is fixed as it first appears, so the live output names it as it is stored.
         const ids = new CallIds(span.id, callIdsOfRun);
         const reported: number[] = [];
-        let reasoning = "";
         try {
           const response = await model.complete(
             {
@@ -133,20 +141,29 @@ async function modelCall(
             (event) => {
               if (event.type === "tool_call") reported.push(event.index);
               output?.report(withCallId(ids, event));
-              if (event.type === "text" && streamed) streamed.text += event.delta;
+              if (event.type === "text") {
+                partial.text += event.delta;
+                if (streamed) streamed.text += event.delta;
+              }
+              if (event.type === "tool_call_delta") partial.calls.set(event.index, (partial.calls.get(event.index) ?? "") + event.delta);
               if (event.type === "reasoning") {
-                reasoning += event.delta;
+                partial.reasoning += event.delta;
                 // Best effort: a delta that cannot be recorded (the attempt was stopped) is dropped.
                 void note(sink, span, "THINKING", event.delta).catch(() => undefined);
               }
             },
           );
           const estimated = response.usageReported === false;
-          const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning })) : response.usage;
+          const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning: partial.reasoning })) : response.usage;
           const ending: SpanEnding = {
             status: "OK",
             usage,
-            attributes: { "gen_ai.response.model": response.model, finishReason: response.finishReason, ...(estimated && { usageEstimated: true }) },
+            attributes: {
+              "gen_ai.response.model": response.model,
+              finishReason: response.finishReason,
+              ...(estimated && { usageEstimated: true }),
+              ...(response.cutAtBytes !== undefined && { replyCut: replyCut(response) }),
+            },
           };
           return { response: { ...response, usage, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
         } finally {
@@ -158,17 +175,26 @@ async function modelCall(
         failed: async (error, span) => {
           failure = error;
           await sink.event(span, "ERROR", errorMessage(error));
-          // A reply cut off: the span says so, and what the server reported of its usage is charged.
+          // A reply cut off: the span says so, and what the server reported of its usage is charged —
+          // or, when it reported none, the request's bound: its counted input and what streamed of the reply.
           if (!(error instanceof ModelReplyInterrupted)) return { status: failedSpanStatus(signal) };
-          return { status: failedSpanStatus(signal), attributes: { interrupted: true }, ...(error.usage && { usage: error.usage }) };
+          charged = error.usage ?? boundUsage(budget.estimate, deps.context.replyTokens(partialReply(partial)));
+          return { status: failedSpanStatus(signal), attributes: { interrupted: true, ...(!error.usage && { usageEstimated: true }) }, usage: charged };
         },
       },
     );
   } catch (error) {
     if (error !== failure) throw error;
-    throw new ModelRequestFailed(errorMessage(error), { cause: error });
+    throw Object.assign(new ModelRequestFailed(errorMessage(error), { cause: error }), { charged });
   }
 }
+
+/** What streamed of a reply, as the reply it would have been (its calls' names are not counted). */
+const partialReply = ({ text, reasoning, calls }: { text: string; reasoning: string; calls: Map<number, string> }) => ({
+  content: text.length > 0 ? text : null,
+  toolCalls: [...calls.values()].map((args) => ({ id: "", name: "", arguments: args })),
+  reasoning,
+});
 
 /** What a request whose server reported no usage is charged: its counted input and output, each at most MAX_TOKEN_COUNT. */
 const boundUsage = (input: number, output: number): TokenUsage => ({
@@ -176,6 +202,13 @@ const boundUsage = (input: number, output: number): TokenUsage => ({
   output,
   cached: 0,
   reasoning: 0,
+});
+
+/** Why a reply that passed its bound on size ended: the bound, and the tool calls left out. */
+const replyCut = ({ cutAtBytes, toolCallsLeftOut }: ModelResponse) => ({
+  bound: "MODEL_MAX_REPLY_BYTES",
+  bytes: cutAtBytes,
+  toolCallsLeftOut: toolCallsLeftOut ?? 0,
 });
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));

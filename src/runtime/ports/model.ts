@@ -58,6 +58,14 @@ export type ModelResponse = {
    * request its bound instead (loop/model-call.ts). Absent: reported.
    */
   usageReported?: boolean;
+  /**
+   * Set when the reply passed the bound on one reply's size (MODEL_MAX_REPLY_BYTES, this many
+   * bytes of text, reasoning and tool calls): it was not read further, and stands as what came
+   * within the bound, as a reply the model cut at its token limit does (`finishReason` "length").
+   */
+  cutAtBytes?: number;
+  /** With `cutAtBytes`: the tool calls the bound may have cut (their arguments incomplete), left out of `toolCalls`. */
+  toolCallsLeftOut?: number;
 };
 
 export interface ModelPort {

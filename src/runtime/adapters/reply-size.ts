@@ -1,0 +1,44 @@
+// The bound on one model reply's size (MODEL_MAX_REPLY_BYTES), for the openai adapter: the text,
+// reasoning and tool calls (ids, names, argument text) a reply streams count in UTF-8 bytes as
+// decoded. A reply that passes it keeps what came within it, cut at a character, and is read no
+// further (openai-model.ts): a model endpoint streaming without end never grows a worker's memory
+// past the bound, whatever it sends.
+
+/** What one reply has streamed, against its bound. */
+export class ReplySize {
+  private used = 0;
+  /** Set once the reply passed the bound: nothing more is taken. */
+  full = false;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** `text` whole while it fits; once it would pass the bound, the part that fits, and the reply is full. */
+  take(text: string): string {
+    if (this.full) return "";
+    if (text.length === 0) return text;
+    const bytes = Buffer.byteLength(text);
+    if (this.used + bytes <= this.maxBytes) {
+      this.used += bytes;
+      return text;
+    }
+    this.full = true;
+    const kept = prefixOfBytes(text, this.maxBytes - this.used);
+    this.used = this.maxBytes;
+    return kept;
+  }
+}
+
+/** The longest prefix of `text` of at most `bytes` UTF-8 bytes, never ending inside a surrogate pair. */
+export function prefixOfBytes(text: string, bytes: number): string {
+  if (bytes <= 0) return "";
+  // Each code unit is at least one byte: no prefix longer than `bytes` units fits.
+  let low = 0;
+  let high = Math.min(text.length, bytes);
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (Buffer.byteLength(text.slice(0, middle)) <= bytes) low = middle;
+    else high = middle - 1;
+  }
+  const last = text.charCodeAt(low - 1);
+  return last >= 0xd800 && last <= 0xdbff ? text.slice(0, low - 1) : text.slice(0, low);
+}
