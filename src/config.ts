@@ -262,6 +262,18 @@ function serverSettings(values: EnvValues) {
 }
 
 /** How runs execute: the model, the profiles, the worker, the context budget, the tools, spilling and the sweeps. */
+/**
+ * The operator's TOOL_APPROVALS. A command runs as the server's own user (it can read the server's
+ * environment through /proc and every run's sandbox), so with COMMANDS_ALLOWED every run_command
+ * call waits for a person unless TOOL_APPROVALS names run_command itself: an exact name beats
+ * every pattern, so a `"*": "never"` does not lift it, `"run_command": "never"` does.
+ */
+function operatorApprovals(values: EnvValues): Record<string, "always" | "never"> {
+  const rules = values.TOOL_APPROVALS ?? {};
+  if (!values.COMMANDS_ALLOWED || Object.hasOwn(rules, "run_command")) return rules;
+  return { ...rules, run_command: "always" };
+}
+
 function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
   return {
     model: values.OPENAI_API_KEY
@@ -301,7 +313,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     },
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolCallLimits: { maxPerReply: values.MAX_TOOL_CALLS_PER_REPLY, maxConcurrency: values.TOOL_MAX_CONCURRENCY },
-    toolApprovals: { rules: values.TOOL_APPROVALS ?? {}, timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },
+    toolApprovals: { rules: operatorApprovals(values), timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },
     compactionPolicies: values.COMPACTION_POLICIES ? parseCompactionPolicies(values.COMPACTION_POLICIES) : {},
     contextBudget: {
       reservedOutput: values.CONTEXT_RESERVED_OUTPUT,

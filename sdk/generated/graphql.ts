@@ -345,7 +345,7 @@ export type MessageRole =
 export type MultitaskStrategy =
   /** Admit the run QUEUED; it starts once the conversation's runs before it are terminal, on the log as they left it. A run WAITING for decisions on its tool calls holds the conversation until it has ended. */
   | 'ENQUEUE'
-  /** Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. */
+  /** Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. It cancels as cancelRun does, so it needs CANCEL besides ADMIT: an API key's CANCEL scope, an access token's CANCEL on every run it would cancel; otherwise a ForbiddenError, and nothing changes. */
   | 'INTERRUPT'
   /** Admit nothing: a ConversationBusyError names the active run. The default. */
   | 'REJECT';
@@ -558,7 +558,7 @@ export type ScheduleIdInput = {
   id: string;
 };
 
-/** What a fire does while the schedule's previous run is still active (queued, running, waiting or paused): SKIP records the fire SKIPPED; ENQUEUE admits the run queued behind it; INTERRUPT cancels the active run (as cancelRun NOW) and admits the new one. */
+/** What a fire does while the schedule's previous run is still active (queued, running, waiting or paused): SKIP records the fire SKIPPED; ENQUEUE admits the run queued behind it; INTERRUPT cancels the active run (as cancelRun NOW) and admits the new one, so an API key needs CANCEL (besides ADMIT) to create, update or trigger a schedule with it. */
 export type ScheduleOverlap =
   | 'ENQUEUE'
   | 'INTERRUPT'

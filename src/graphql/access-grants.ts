@@ -12,7 +12,8 @@
 //     with "token expired" when the token does;
 //   - mutations: admitRun, steerRun and updateRunTags (ADMIT; admitRun's materials only from the
 //     histories READ reaches, checked by the admission itself: domain/workspace/material-reach.ts;
-//     admitRun into a conversation needs READ on it too, ForbiddenError otherwise: root-rules.ts),
+//     admitRun into a conversation needs READ on it too, ForbiddenError otherwise: root-rules.ts;
+//     admitRun with multitask INTERRUPT also CANCEL on every run it would stop: domain/runs/interrupt-rights.ts),
 //     cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
 //     outside the grants.

@@ -7,7 +7,9 @@
 //   - ADMIT: what adds to or changes research (workspaces, conversations, artifacts, publications,
 //     schedules, runs' questions and tags), and READ too for admitting a run into a conversation
 //     (the run is shown the conversation's earlier messages: `reads`);
-//   - CANCEL, SCORE: stopping runs, scoring;
+//   - CANCEL, SCORE: stopping runs, scoring (admitRun's multitask INTERRUPT and a schedule whose
+//     overlap is INTERRUPT stop runs too: they need CANCEL as well, checked where they cancel,
+//     domain/runs/interrupt-rights.ts);
 //   - DECIDE, the scope that approves tool calls: what decides them or changes which tools a run
 //     gets and whether their calls wait for a person (MCP servers, skills, webhooks, which tell a
 //     person a call waits);

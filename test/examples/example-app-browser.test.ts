@@ -32,6 +32,10 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
       if (question.endsWith("[deploy]") && !body.messages.some((m) => m.role === "tool")) {
         return { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }] };
       }
+      // A bidi override: shown raw, the target would read "staging".
+      if (question.endsWith("[hidden]") && !body.messages.some((m) => m.role === "tool")) {
+        return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', '\u202Egnigats\u200B"}'] }] };
+      }
       return { text: PIECES, gapMs: question.endsWith("[slow]") ? 80 : 20 };
     });
     t = await startTestApp("pglite", {
@@ -151,6 +155,20 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     expect(await page.getAttribute("[data-testid=tool-call]", "data-status")).toBe("OK");
     expect(await page.textContent("[data-testid=tool-call]")).toContain("deploy waited 10 ms");
     expect(await answer(page)).toBe(ANSWER);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a held call's hidden characters as escapes, not applied", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Ship it [hidden]");
+    const approval = page.locator("[data-testid=approval]");
+    await approval.waitFor({ timeout: 20_000 });
+    const text = (await approval.textContent())!;
+    expect(text).toContain('deploy with {"target":"production #\\u202Egnigats\\u200B"}');
+    expect(text).not.toMatch(/[\u202E\u200B]/);
+    expect(await approval.locator("[data-testid=hidden-char]").allTextContents()).toEqual(["\\u202E", "\\u200B"]);
+    await page.click("[data-testid=reject]");
+    await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { AdmitRunDocument, type DossierClient } from "@dossier/sdk";
 import { useRun, useRunOutput, useWorkspaceRuns } from "@dossier/sdk/react";
 import { type FormEvent, useEffect, useState } from "react";
 import { showRun, shownRun } from "./connection.js";
+import { Visible } from "./visible.js";
 import { exampleWorkspace } from "./workspace.js";
 
 const ACTIVE = new Set(["QUEUED", "RUNNING", "WAITING"]);
@@ -91,7 +92,15 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
       {run.pendingApprovals.map((approval) => (
         <div key={approval.id} data-testid="approval" style={{ border: "1px solid #c90", padding: 8, margin: "8px 0" }}>
           <p>
-            The run wants to call <code>{approval.toolName}</code> with <code>{approval.arguments}</code>.
+            The run wants to call{" "}
+            <code>
+              <Visible text={approval.toolName} />
+            </code>{" "}
+            with{" "}
+            <code>
+              <Visible text={approval.arguments} />
+            </code>
+            .
           </p>
           <button type="button" data-testid="approve" disabled={acting} onClick={() => act(() => run.approve(approval.toolCallId))}>
             Approve
@@ -111,7 +120,10 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
         <ul data-testid="tool-calls">
           {run.toolCalls.map((call) => (
             <li key={call.id} data-testid="tool-call" data-status={call.status}>
-              <code>{call.name}</code>({call.arguments}) — {call.status}
+              <code>
+                <Visible text={call.name} />
+              </code>
+              (<Visible text={call.arguments} />) — {call.status}
               {call.result !== null && <> → {call.result}</>}
             </li>
           ))}

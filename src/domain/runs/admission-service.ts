@@ -17,6 +17,7 @@ import { admitInOneStatement } from "./admit-in-one-statement.js";
 import { type AdmittedRelations, includeOf } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
 import type { RunAnnouncer } from "./run-announcer.js";
+import { assertKeyMayInterrupt, assertMayInterrupt } from "./interrupt-rights.js";
 import { cancelIn } from "./run-service.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
 
@@ -50,6 +51,7 @@ export class AdmissionService {
    */
   async admitRun(actor: Actor, input: AdmitInput, relations?: AdmittedRelations): Promise<{ run: Run; replayed: boolean }> {
     const request = parseInput(admitInput, input);
+    if (request.multitask === "INTERRUPT") assertKeyMayInterrupt(actor);
     const profile = await this.profileOf(request.agent);
     const fingerprint = fingerprintOf(request);
     const key = request.idempotencyKey;
@@ -232,6 +234,7 @@ export class AdmissionService {
     });
     if (active.length === 0 || strategy === "ENQUEUE") return;
     if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status !== "QUEUED") ?? active[0]!);
+    assertMayInterrupt(actor, active);
     for (const run of active) {
       await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
     }

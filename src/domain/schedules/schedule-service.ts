@@ -5,6 +5,7 @@
 import type { PrismaClient, Schedule, ScheduleFire } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
+import { assertKeyMayCancel } from "../runs/interrupt-rights.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
 import { findOpenWorkspace } from "../workspace/workspace-access.js";
 import { nextFireAfter } from "./fire-times.js";
@@ -38,6 +39,7 @@ export class ScheduleService {
       { now, createdAt: now },
     );
     this.checkAgent(settings.agent);
+    checkOverlap(actor, settings.overlap);
     return this.deps.prisma.$transaction(async (tx) => {
       await findOpenWorkspace(tx, actor, input.workspaceId);
       const conversation = await tx.conversation.create({
@@ -76,6 +78,7 @@ export class ScheduleService {
       };
       const settings = parseSettings(merged, { now: this.now(), createdAt: current.createdAt });
       this.checkAgent(settings.agent);
+      checkOverlap(actor, settings.overlap);
       return tx.schedule.update({ where: { id: current.id }, data: { ...settings, limits: settings.limits ?? undefined } });
     });
   }
@@ -108,6 +111,11 @@ export class ScheduleService {
 
   /** Fires now, whatever the schedule's next fire (paused or not); the next fire stays as it was. */
   async trigger(actor: Actor, id: string): Promise<{ schedule: Schedule; fire: ScheduleFire }> {
+    if (actor.scopes && !actor.scopes.includes("CANCEL")) {
+      const schedule = await this.deps.prisma.schedule.findFirst({ where: { id, ownerId: actor.principalId }, select: { overlap: true } });
+      if (!schedule) throw new NotFoundError("Schedule", id);
+      checkOverlap(actor, schedule.overlap);
+    }
     const fire = await this.deps.firing.fireNow(id, actor.principalId);
     if (!fire) throw new NotFoundError("Schedule", id);
     return { schedule: await this.deps.prisma.schedule.findUniqueOrThrow({ where: { id } }), fire };
@@ -127,6 +135,11 @@ export class ScheduleService {
     const { names } = this.deps.profiles;
     if (!names.has(agent)) throw new ValidationError([{ field: "agent", message: `is not an agent profile; known: ${[...names].sort().join(", ")}` }]);
   }
+}
+
+/** A schedule whose overlap is INTERRUPT cancels its previous run when it fires: a key needs CANCEL to set it up or fire it. */
+function checkOverlap(actor: Actor, overlap: string): void {
+  if (overlap === "INTERRUPT") assertKeyMayCancel(actor, "create, change or trigger a schedule whose overlap is INTERRUPT, which cancels its previous run");
 }
 
 /** The actor's schedule, locked for the change (the schedulers skip it meanwhile); NotFoundError otherwise. */

@@ -220,7 +220,7 @@ const MultitaskStrategyEnum = builder.enumType("MultitaskStrategy", {
     },
     INTERRUPT: {
       description:
-        "Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped.",
+        "Cancel the conversation's running, waiting, paused and queued runs (their interrupted calls are repaired, their waiting calls rejected); the new run starts once the running one has stopped. It cancels as cancelRun does, so it needs CANCEL besides ADMIT: an API key's CANCEL scope, an access token's CANCEL on every run it would cancel; otherwise a ForbiddenError, and nothing changes.",
     },
   } as const,
 });

@@ -41,7 +41,11 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
         "Approved, the call runs only if toolName still means this tool when it would run; if the server's tool list changed so that it means another, the call is not run and the model is told the tool changed since it was approved. " +
         "Null for Dossier's own tools.",
     }),
-    arguments: t.string({ description: "The call's arguments, exactly as the model gave them (JSON text).", resolve: (a) => fromStored(a.arguments) }),
+    arguments: t.string({
+      description:
+        "The call's arguments, exactly as the model gave them (JSON text). They may hold characters a person does not see that reorder or hide the text around them (bidi overrides and isolates, zero-width characters): show each visibly before a person decides, as the trace viewer does (an escape such as \\u202E).",
+      resolve: (a) => fromStored(a.arguments),
+    }),
     editedArguments: t.string({
       nullable: true,
       description: "EDIT: the arguments the call runs (or ran) with instead of the model's (JSON text); null for any other decision.",

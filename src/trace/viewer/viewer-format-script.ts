@@ -10,6 +10,36 @@ function el(tag, className, text) {
   return node;
 }
 
+// Characters a person does not see that change how the text around them reads: bidi embeddings,
+// overrides, isolates and marks (U+202A–202E, U+2066–2069, U+200E/200F, U+061C), zero-width
+// characters and U+FEFF, every other format character, variation selectors, invisible fillers,
+// line and paragraph separators and control characters other than tab and newline.
+const HIDDEN_CHAR = /[\p{Cf}\p{Variation_Selector}\u034F\u115F\u1160\u3164\uFFA0\u2028\u2029\u0000-\u0008\u000B-\u001F\u007F-\u009F]/gu;
+
+/**
+ * An element showing text a person approves (a held call's tool name and arguments): each hidden
+ * character appears as its escape (\u202E) in a marked span, never removed and never applied, so
+ * what is read is what runs. Only the page's rendering changes: the text itself is untouched.
+ */
+function visibleEl(tag, className, text) {
+  const node = el(tag, className);
+  const value = text === undefined || text === null ? "" : String(text);
+  let last = 0;
+  for (const match of value.matchAll(HIDDEN_CHAR)) {
+    if (match.index > last) node.append(value.slice(last, match.index));
+    const hex = match[0].codePointAt(0).toString(16).toUpperCase();
+    const escape = el("span", "hidden-char", hex.length > 4 ? "\\u{" + hex + "}" : "\\u" + hex.padStart(4, "0"));
+    escape.title = "U+" + hex.padStart(4, "0") + ", a character that is not shown (it may reorder or hide the text around it)";
+    node.append(escape);
+    last = match.index + match[0].length;
+  }
+  if (last < value.length) node.append(value.slice(last));
+  return node;
+}
+
+/** Events that carry a tool call's name or arguments, shown as a person approving the call reads them (visibleEl). */
+const CALL_EVENTS = new Set(["APPROVAL_REQUESTED", "APPROVAL_DECIDED", "TOOL_INPUT"]);
+
 const numberFormat = new Intl.NumberFormat("en-US");
 const int = (n) => numberFormat.format(n || 0);
 /** A token count in few characters: exact below 10,000, else thousands ("105.3k"). */

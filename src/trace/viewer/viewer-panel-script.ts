@@ -124,7 +124,7 @@ function messageBlock(message) {
   const block = el("div", "message " + message.role);
   block.append(el("span", "role", message.role + (message.toolCallId ? " · " + message.toolCallId : "")));
   if (message.content) block.append(el("pre", "payload", message.content));
-  for (const call of message.toolCalls || []) block.append(el("pre", "payload call", "→ " + call.name + " " + call.arguments + "  (" + call.id + ")"));
+  for (const call of message.toolCalls || []) block.append(visibleEl("pre", "payload call", "→ " + call.name + " " + call.arguments + "  (" + call.id + ")"));
   return block;
 }
 
@@ -144,11 +144,13 @@ function panelEvents(span, ctx) {
     const whole = state.payloads.get(event.id);
     const budget = event.kind === "BUDGET" ? budgetOf(whole === undefined ? event.preview : whole) : null;
     if (budget) item.append(budgetGauge(budget));
+    // A held call's request and a tool's input read as what runs: hidden characters shown as escapes.
+    const show = CALL_EVENTS.has(event.kind) ? visibleEl : el;
     if (whole !== undefined) {
-      const text = el("pre", "payload", whole === null ? "(gone)" : whole);
+      const text = show("pre", "payload", whole === null ? "(gone)" : whole);
       text.dataset.testid = "payload";
       item.append(text);
-    } else if (!budget) item.append(el("pre", "preview", event.preview + (event.truncated ? " …" : "")));
+    } else if (!budget) item.append(show("pre", "preview", event.preview + (event.truncated ? " …" : "")));
     if (whole === undefined && (event.truncated || budget)) {
       const button = el("button", "load", "Load the whole payload (" + int(event.size) + " bytes)");
       button.dataset.testid = "load-payload";

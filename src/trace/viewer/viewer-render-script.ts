@@ -89,7 +89,8 @@ function renderWaiting(spans) {
       const line = el("div", "waiting-call");
       line.dataset.testid = "waiting-call";
       line.dataset.toolCallId = approval.toolCallId;
-      line.append(el("code", "", approval.toolName), el("span", "args", approval.arguments),
+      // What the person approves is shown with its hidden characters as escapes (visibleEl).
+      line.append(visibleEl("code", "", approval.toolName), visibleEl("span", "args", approval.arguments),
         el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()), decisionControls(approval));
       if (span) line.onclick = () => select(span.id, event.id);
       return line;

@@ -189,7 +189,11 @@ function eventRow(span, events, depth, ctx) {
   label.append(el("span", "ekind", aborted ? "aborted" : eventLabel(first)));
   const budget = first.kind === "BUDGET" ? budgetOf(first.preview) : null;
   if (budget) label.append(budgetGauge(budget, true));
-  else label.append(el("span", "preview", oneLine(events.map((e) => e.preview).join(first.kind === "THINKING" ? "" : " "))));
+  else {
+    const text = events.map((e) => e.preview).join(first.kind === "THINKING" ? "" : " ");
+    // A tool call's input keeps every hidden character, shown as its escape (U+FEFF and U+2028 are white space to oneLine).
+    label.append(CALL_EVENTS.has(first.kind) ? visibleEl("span", "preview", text.replace(/[\\t\\n\\r ]+/g, " ")) : el("span", "preview", oneLine(text)));
+  }
   const lane = el("div", "lane");
   const mark = el("i", "tick");
   mark.style.left = ctx.axis.at(Date.parse(first.at)) + "%";
