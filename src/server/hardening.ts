@@ -5,21 +5,11 @@
 // through Yoga's enveloped `validate` and `parse`.
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import {
-  type DocumentNode,
-  type FragmentDefinitionNode,
-  GraphQLError,
-  type GraphQLSchema,
-  getVariableValues,
-  Kind,
-  type OperationDefinitionNode,
-  parse,
-  type ValidationContext,
-} from "graphql";
+import { type DocumentNode, GraphQLError, type GraphQLSchema, parse, type ValidationContext } from "graphql";
 
 import type { Plugin } from "graphql-yoga";
 import { pageSizeError } from "../graphql/list-connection.js";
-import { type Cost, operationCost } from "./page-cost.js";
+import { requestCost } from "./page-cost.js";
 
 export type QueryLimits = {
   /** Nested selections below the operation (fragments count as they expand). */
@@ -115,38 +105,10 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
 
 type Operation = { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null };
 
-/** Each document's operations and fragments, found once: Yoga's parse cache hands out the same document object for the same text. */
-const parts = new WeakMap<
-  DocumentNode,
-  { operations: OperationDefinitionNode[]; fragments: Map<string, FragmentDefinitionNode>; fixed: Map<OperationDefinitionNode, Cost> }
->();
-
-function partsOf(document: DocumentNode) {
-  let found = parts.get(document);
-  if (!found) {
-    const operations: OperationDefinitionNode[] = [];
-    const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const definition of document.definitions) {
-      if (definition.kind === Kind.OPERATION_DEFINITION) operations.push(definition);
-      else if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-    }
-    parts.set(document, (found = { operations, fragments, fixed: new Map() }));
-  }
-  return found;
-}
-
 /** The operation's page sizes and cost held to the limits, with its variables' values (their defaults included): the refusal, if any. */
 function refusalOf({ schema, document, operationName, variableValues }: Operation, limits: QueryLimits, count: CountRejected): GraphQLError | undefined {
-  const { operations, fragments, fixed } = partsOf(document);
-  const operation = operationName ? operations.find((each) => each.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
-  if (!operation) return undefined; // execution reports it
-  let cost = fixed.get(operation);
-  if (!cost) {
-    const variables = operation.variableDefinitions?.length ? getVariableValues(schema, operation.variableDefinitions, variableValues ?? {}) : { coerced: {} };
-    if (!variables.coerced) return undefined; // execution reports the bad variables
-    cost = operationCost(schema, operation, fragments, variables.coerced, { maxPageSize: limits.maxPageSize, traceRecords: limits.traceRecords });
-    if (!operation.variableDefinitions?.length) fixed.set(operation, cost);
-  }
+  const cost = requestCost(schema, document, operationName, variableValues, { maxPageSize: limits.maxPageSize, traceRecords: limits.traceRecords });
+  if (!cost) return undefined; // execution reports the missing operation or the bad variables
   const { refusal } = cost;
   if (refusal) {
     const { argument, value, max, listMax } = refusal;

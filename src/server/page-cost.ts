@@ -11,6 +11,7 @@
 // so below one trace they count at most that many, whatever pages nest them. Introspection
 // (`__schema`, `__type`) is held by the depth limit, not counted here.
 import {
+  type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
@@ -18,6 +19,7 @@ import {
   getArgumentValues,
   getNamedType,
   getNullableType,
+  getVariableValues,
   GraphQLList,
   type GraphQLSchema,
   isAbstractType,
@@ -66,6 +68,72 @@ type Place = {
   /** Objects of the nearest trace above, for the trace-bounded lists below it. */
   traces?: number;
 };
+
+/** Each document's operations and fragments, and its operations' costs by the page sizes asked: Yoga's parse cache hands out the same document object for the same text. */
+const documents = new WeakMap<DocumentNode, { operations: OperationDefinitionNode[]; fragments: Map<string, FragmentDefinitionNode> }>();
+const costs = new WeakMap<OperationDefinitionNode, Map<string, Cost>>();
+/** Costs kept for one operation (one per distinct set of page-size values): more start the set again. */
+const COSTS_PER_OPERATION = 64;
+
+/**
+ * The cost of the request's operation with its variables (their defaults applied), or undefined
+ * when there is no such operation or the variables do not coerce (execution says why). Only `Int`
+ * variables can size a page, so an operation's cost is kept by their values: a document sent
+ * again with the same page sizes is not walked again.
+ */
+export function requestCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variableValues: Record<string, unknown> | null | undefined,
+  options: CostOptions,
+): Cost | undefined {
+  const { operations, fragments } = partsOf(document);
+  const operation = operationName ? operations.find((each) => each.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (!operation) return undefined;
+  const key = pageKey(operation, variableValues ?? {});
+  const kept = key === undefined ? undefined : costs.get(operation);
+  const found = key === undefined ? undefined : kept?.get(key);
+  if (found) return found;
+  const variables = operation.variableDefinitions?.length ? getVariableValues(schema, operation.variableDefinitions, variableValues ?? {}) : { coerced: {} };
+  if (!variables.coerced) return undefined;
+  const cost = operationCost(schema, operation, fragments, variables.coerced, options);
+  if (key !== undefined) {
+    const byKey = kept && kept.size < COSTS_PER_OPERATION ? kept : new Map<string, Cost>();
+    costs.set(operation, byKey.set(key, cost));
+  }
+  return cost;
+}
+
+function partsOf(document: DocumentNode) {
+  let found = documents.get(document);
+  if (!found) {
+    const operations: OperationDefinitionNode[] = [];
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.OPERATION_DEFINITION) operations.push(definition);
+      else if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    }
+    documents.set(document, (found = { operations, fragments }));
+  }
+  return found;
+}
+
+/** The values of the operation's `Int` variables as sent (unset, null or a number), or undefined when one is something else. */
+function pageKey(operation: OperationDefinitionNode, values: Record<string, unknown>): string | undefined {
+  let key = "";
+  for (const definition of operation.variableDefinitions ?? []) {
+    let type = definition.type;
+    while (type.kind !== Kind.NAMED_TYPE) type = type.type;
+    if (type.name.value !== "Int") continue;
+    const value = values[definition.variable.name.value];
+    if (value === undefined) key += "u,";
+    else if (value === null) key += "n,";
+    else if (typeof value === "number") key += `${value},`;
+    else return undefined;
+  }
+  return key;
+}
 
 /**
  * The cost of `operation` with `variables` already coerced (defaults applied), and the first

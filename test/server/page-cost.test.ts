@@ -17,7 +17,7 @@ import { describe, expect, it } from "vitest";
 import { PAGE_SIZES, type PageSizes } from "../../src/graphql/list-connection.js";
 import { schema } from "../../src/graphql/schema.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
-import { operationCost } from "../../src/server/page-cost.js";
+import { operationCost, requestCost } from "../../src/server/page-cost.js";
 import { MORE_EVENTS, MORE_SPANS, RUN_QUERY, TRACE_QUERY } from "../../src/trace/viewer/viewer-documents.js";
 
 const traceRecords = DEFAULT_QUERY_LIMITS.traceRecords!;
@@ -134,5 +134,20 @@ describe("request cost", () => {
     const both = costOf(`{ run(id: "x") { trace { ... on Trace { ${spans} } ... on TraceExpiredError { summary { ${spans} } } } } }`)[0]!.cost;
     const traceOnly = costOf(`{ run(id: "x") { trace { ... on Trace { ${spans} } } } }`)[0]!.cost;
     expect(both - traceOnly).toBeLessThan(10);
+  });
+
+  it("a document sent again is costed by the page sizes it passes this time, its defaults and nulls apart", () => {
+    const document = parse(
+      "query ($n: Int, $m: Int = 100, $q: String) { conversations(first: $n) { edges { node { runs(first: $m) { edges { node { id } } } } } } }",
+    );
+    const cost = (variables: Record<string, unknown>) => requestCost(schema, document, undefined, variables, limits)!.cost;
+    const large = cost({ n: 100 });
+    expect(cost({ n: 2, m: 2 })).toBe(1 + 1 + 3 * 2 + 2 * 2 * 2);
+    expect(cost({ n: 100, q: "x" })).toBe(large);
+    expect(cost({ n: 2, m: 2, q: "y" })).toBe(cost({ n: 2, m: 2 }));
+    // m unset takes its default (100); m null asks for the list's default page (20 runs).
+    expect(cost({ n: 2 })).toBe(1 + 1 + 3 * 2 + 2 * 2 * 100);
+    expect(cost({ n: 2, m: null })).toBe(1 + 1 + 3 * 2 + 2 * 2 * 20);
+    expect(requestCost(schema, document, undefined, { n: "two" }, limits)).toBeUndefined();
   });
 });
