@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { ToolApprovalRecord } from "../../src/domain/runs/tool-approval-service.js";
 import type { Transact } from "../../src/domain/transaction.js";
-import { approvalGate, changedToolResult, declinedResult, repeatedKeyResult } from "../../src/runtime/tools/approval-gate.js";
+import { approvalGate, changedToolResult, declinedResult, repeatedKeyResult, unreadableArgumentsResult } from "../../src/runtime/tools/approval-gate.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 
 const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
@@ -68,6 +68,28 @@ describe("the approval gate", () => {
     expect(await gate({ id: "c4", name: "deploy", arguments: '{"target":"prod","options":{"target":"target"},"list":[{"a":1},{"a":2}]}' }, span)).toEqual({
       type: "pending",
     });
+  });
+
+  it("never puts to a person a call whose arguments are not JSON, or hold a number that would run as another value", async () => {
+    const { gate, requests, sink } = gateOver();
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    const cut = { id: "c1", name: "deploy", arguments: '{"target":"prod","replicas":' };
+    expect(await gate(cut, span)).toEqual({ type: "decline", output: unreadableArgumentsResult(cut, { notJson: true }) });
+    expect(unreadableArgumentsResult(cut, { notJson: true })).toContain("are not valid JSON");
+    for (const [written, number] of [
+      ['{"amount":9007199254740993}', "9007199254740993"],
+      ['{"target":"prod","limits":[1,2,{"max":1e400}]}', "1e400"],
+      ['{"rate":-1e-400}', "-1e-400"],
+    ] as const) {
+      const held = { id: `n-${number}`, name: "deploy", arguments: written };
+      expect(await gate(held, span)).toEqual({ type: "decline", output: unreadableArgumentsResult(held, { number }) });
+    }
+    expect(requests).toEqual([]);
+    // Numbers that read as written, numbers inside strings, and no arguments at all are put to a person.
+    for (const [i, written] of ['{"amount":9007199254740992,"rate":0.1,"big":1e300,"zero":0.0,"s":"9007199254740993 1e400"}', "", "{}"].entries()) {
+      expect(await gate({ id: `ok-${i}`, name: "deploy", arguments: written }, span)).toEqual({ type: "pending" });
+    }
+    expect(requests).toHaveLength(3);
   });
 
   it("follows a decision: APPROVE marks the call begun and executes it, REJECT declines it with the reason, none keeps it waiting", async () => {

@@ -15,10 +15,14 @@
 //
 // A call to hold whose arguments repeat a key within one object is never put to a person: the
 // tool would get the last value (JSON.parse's rule) while the person may read the first. The
-// model is told to send each key once; nothing executes and no request is recorded.
+// model is told to send each key once; nothing executes and no request is recorded. So are
+// arguments that are not JSON (a reply cut at its token limit) and a number JSON.parse would
+// change (`9007199254740993` runs as 9007199254740992, `1e400` as null): the person reads digits
+// the tool would not get.
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
+import { inexactNumber } from "../../domain/text/inexact-number.js";
 import { repeatedKey } from "../../domain/text/repeated-key.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
@@ -60,6 +64,15 @@ export function repeatedKeyResult(call: Pick<ToolCall, "name">, key: string): st
   );
 }
 
+/** The result the model sees for a call to hold whose arguments a person could not read as they would run. */
+export function unreadableArgumentsResult(call: Pick<ToolCall, "name">, problem: { notJson: true } | { number: string }): string {
+  const why =
+    "notJson" in problem
+      ? "are not valid JSON (cut off, or not JSON at all)"
+      : `hold the number ${problem.number}, which would run as another value than the one written (too large to keep exactly, or out of range)`;
+  return `[not executed: the arguments of this call of "${call.name}" ${why}, so a person cannot be shown what it would run. Send the call again${"notJson" in problem ? " with complete JSON arguments" : ", writing that number as a string"}.]`;
+}
+
 /** The result the model sees for a call a person declined (or that expired). */
 export function declinedResult(call: Pick<ToolCall, "name">, reason: string | null): string {
   return (
@@ -80,6 +93,8 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     if (!options.needsApproval(call.name)) return { type: "execute" };
     const repeated = repeatedKey(call.arguments);
     if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
+    const unreadable = unreadableArguments(call.arguments);
+    if (unreadable) return { type: "decline", output: unreadableArgumentsResult(call, unreadable) };
     if (requested.has(call.id)) return { type: "decline", output: `[not executed: another call of this message has the same id "${call.id}".]` };
     requested.add(call.id);
     const requestedAt = options.now();
@@ -106,6 +121,18 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     });
     return { type: "pending" };
   };
+}
+
+/** Why a person could not read `text` as the call would run, if so: not JSON, or a number JSON.parse changes. */
+function unreadableArguments(text: string): { notJson: true } | { number: string } | undefined {
+  if (text.trim() === "") return undefined; // no arguments: run as {}
+  try {
+    JSON.parse(text);
+  } catch {
+    return { notJson: true };
+  }
+  const number = inexactNumber(text);
+  return number === undefined ? undefined : { number };
 }
 
 function inputSchemaText(schema: Record<string, unknown> | null): string | null {
