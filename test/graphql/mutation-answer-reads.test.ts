@@ -124,6 +124,23 @@ describe("mutation answers and READ", () => {
     expect(read.conversation.messages.edges.map(({ node }: { node: { content: string } }) => node.content)).toEqual([SECRET]);
   });
 
+  it("shows a token that may READ one run but only ADMIT in its conversation the conversation's id, not its log", async () => {
+    const { run: second } = await admit(owner, { conversationId, question: "A second question, not for the token." });
+    await settled(owner, second.id);
+    const reader = await token([
+      { resourceId: runId, operations: ["READ"] },
+      { resourceId: conversationId, operations: ["ADMIT"] },
+    ]);
+    const open = await as(reader, `query($id: ID!) { run(id: $id) { question conversation { id } } }`, { id: runId });
+    expect(open).toEqual({ data: { run: { question: SECRET, conversation: { id: conversationId } } } });
+    const asked = await as(reader, `query($id: ID!) { run(id: $id) { question conversation { id messages(first: 10) { edges { node { content } } } } } }`, {
+      id: runId,
+    });
+    expect(asked.data).toEqual({ run: null });
+    expect(asked.errors!.map((e) => [e.message, e.extensions?.code])).toEqual([["An access token cannot read Conversation.messages.", "FORBIDDEN"]]);
+    expect(JSON.stringify(asked)).not.toContain("second question");
+  });
+
   it("counts as research every Node type a mutation's answer reaches, or names it as one of the principal's settings", () => {
     // What the scope that manages them governs, not READ (answer-reads.ts).
     const SETTINGS = new Set([
