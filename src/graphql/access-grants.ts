@@ -19,24 +19,31 @@
 //     outside the grants.
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
-// a run, workspace or conversation reached through a link is shown only when a grant covers it,
-// and a principal shows its id and name only.
+// a run, workspace or conversation reached through a link is there only when a grant covers it,
+// and shows more than its id (a run's status) only where the token may READ it (nested-grants.ts);
+// a principal shows its id and name only.
 //
 // An API key's scopes are checked first, on every root field, by the table in root-rules.ts: a
 // field without a rule there is refused to every key and every token.
+//
+// A mutation's answer shows research only to a caller that may READ it (answer-reads.ts): a key
+// without the READ scope, or a token without READ on what the mutation names, is answered ids and
+// a run's status; asking for a field that could only fail is refused before the mutation acts.
 //
 // A Pothos plugin like the text input guard: it sits right after ErrorsPlugin, so a NotFound or
 // ForbiddenError thrown here becomes the payload's typed error; every mutation's payload has
 // ForbiddenError (added here), the answer to a key whose scopes lack what the mutation needs.
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
-import { getArgumentValues, getNamedType, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo, isNonNullType } from "graphql";
+import { getArgumentValues, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from "graphql";
 import { ForbiddenError, NotFoundError } from "../domain/errors.js";
 import { decodeGlobalId } from "../domain/global-id.js";
-import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants, type GrantedKind } from "../domain/principal/access-scope.js";
+import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import type { GraphQLContext } from "./context.js";
-import { type LinkedRow, linkedThroughGrant, linkedThroughGrants, readableThroughGrants } from "./granted-nodes.js";
+import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./answer-reads.js";
+import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
+import { checkNested, GUARDED_TYPES, shown, unanswered } from "./nested-grants.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
@@ -51,10 +58,7 @@ declare global {
 
 type Args = Record<string, unknown>;
 
-const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
-const CONVERSATION_OPEN_FIELDS = new Set(["id", "title", "createdAt"]);
 const ROOTS = new Set(["Query", "Mutation", "Subscription"]);
-const GUARDED_TYPES = new Set(["Run", "Workspace", "Conversation"]);
 /** Shown whenever their parent is: a readable run's conversation shows its open fields (its log needs a grant or a link). */
 const SHOWN_WITH_PARENT = new Set(["Run.conversation"]);
 
@@ -78,6 +82,7 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       return async (source, args, context, info) => {
         const { access: scope, scopes } = (context as GraphQLContext).actor;
         if (scopes) keyRefusal(key, rule, scopes, typedErrors, info);
+        if (scopes && !scopes.includes("READ")) keyAnswerRefusal(key, typedErrors, info);
         if (!scope) return resolver(source, args, context, info);
         if (!rule || rule.keysOnly) throw refusal(key, typedErrors);
         if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
@@ -86,24 +91,28 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
           throw new NotFoundError("Resource", "");
         }
         await readsRefusal(key, rule, scope, info, context as GraphQLContext, typedErrors);
+        await answerRefusal(key, rule, scope, info, context as GraphQLContext, typedErrors);
         return resolver(source, args, context, info);
       };
     }
     // Below the root only these fields matter to a token; every other one keeps its resolver as it is.
-    if (!this.guardedBelowRoot(fieldConfig)) return resolver;
+    if (!this.guardedBelowRoot(fieldConfig) && !RESEARCH_TYPES.has(fieldConfig.parentType)) return resolver;
     return (source, args, context, info) => {
       const ctx = context as GraphQLContext;
       const scope = ctx.actor.access;
+      const unread = unreadInAnswer(source, info, ctx);
+      if (unread === true) return unanswered(info);
+      if (unread !== false) return unread.then((hidden) => (hidden ? unanswered(info) : resolver(source, args, context, info)));
       if (!scope) return resolver(source, args, context, info);
       const show = () => (SHOWN_WITH_PARENT.has(key) ? resolver(source, args, context, info) : shown(resolver(source, args, context, info), scope, info, ctx));
-      const checked = checkNested(fieldConfig.parentType, fieldConfig.name, source, scope, ctx);
-      return checked ? checked.then(show) : show();
+      const checked = checkNested(source, scope, info, ctx);
+      return checked ? checked.then((hidden) => (hidden === null ? null : show())) : show();
     };
   }
 
-  /** A field of a principal or conversation, or one that leads to a run, workspace or conversation. */
+  /** A field of a principal, run, workspace or conversation, or one that leads to a run, workspace or conversation. */
   private guardedBelowRoot(fieldConfig: PothosOutputFieldConfig<Types>): boolean {
-    if (fieldConfig.parentType === "Principal" || fieldConfig.parentType === "Conversation") return true;
+    if (fieldConfig.parentType === "Principal" || GUARDED_TYPES.has(fieldConfig.parentType)) return true;
     const named = fieldConfig.type.kind === "List" ? fieldConfig.type.type : fieldConfig.type;
     if (named.kind === "List") return true;
     if (named.kind !== "Object") return false;
@@ -176,6 +185,24 @@ async function readsRefusal(key: string, rule: TokenRule, scope: AccessScope, in
   }
 }
 
+/** Refuses a key without the READ scope a mutation whose answer would show research (answer-reads.ts), before it acts. */
+function keyAnswerRefusal(key: string, typedErrors: unknown[], info: GraphQLResolveInfo): void {
+  const asked = info.operation.operation === "mutation" ? researchAsked(info) : undefined;
+  if (!asked) return;
+  throw forbidden(`This API key may not READ (its scopes lack it), so it cannot use ${key.split(".")[1]} as asked: ${answerLimit(asked)}.`, typedErrors);
+}
+
+/** Refuses a token a mutation whose answer would show research it may not READ (answer-reads.ts), before it acts. */
+async function answerRefusal(key: string, rule: TokenRule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext, typedErrors: unknown[]) {
+  const asked = info.operation.operation === "mutation" ? researchAsked(info) : undefined;
+  if (!asked) return;
+  // What it acted on is readable where one of the ids it names is (a run admitted into a readable workspace or conversation).
+  const targets = rule.targets(rawArgs(info)).filter((target) => target != null);
+  for (const target of targets) if (await covers(scope, "READ", target, ctx)) return;
+  const what = named(targets[0]);
+  throw forbidden(`This access token may not READ ${what}, so it cannot use ${key.split(".")[1]} on ${what} as asked: ${answerLimit(asked)}.`, typedErrors);
+}
+
 /**
  * Refuses a key without what a root field needs (root-rules.ts), and every key on a root field
  * without a rule: ForbiddenError as data where the payload has it.
@@ -233,50 +260,6 @@ async function covers(scope: AccessScope, operation: AccessOperation, target: un
 function scoringAsReading(scope: AccessScope): AccessScope {
   const scoring = scope.grants.filter((grant) => grant.operations.includes("SCORE"));
   return { ...scope, grants: scoring.map((grant) => ({ ...grant, operations: ["READ"] })) };
-}
-
-type Row = { id: string; workspaceId?: string | null; conversationId?: string | null };
-
-/** Whether any grant covers a run, workspace or conversation row reached below the root, leaving aside links. */
-function visible(scope: AccessScope, kind: GrantedKind, row: Row): boolean {
-  return ACCESS_OPERATIONS.some((operation) => grants(scope, operation, kind, row.id, row));
-}
-
-/** The rows (runs or conversations) a readable workspace links, among those no grant covers: one query for all of them. */
-async function linkedOf(scope: AccessScope, kind: GrantedKind, rows: Row[], ctx: GraphQLContext): Promise<Set<string>> {
-  if (kind === "Workspace" || rows.length === 0) return new Set();
-  const linkable: LinkedRow[] = rows.map((row) => ({ kind, id: row.id, conversationId: row.conversationId }));
-  return linkedThroughGrants(scope, ["READ", "SUBSCRIBE"], linkable, ctx.prisma, ctx.actor.principalId);
-}
-
-/** Fields a token may not read even on an object it reached: a principal's keys, a conversation no grant or link covers. */
-function checkNested(parentType: string, fieldName: string, source: unknown, scope: AccessScope, ctx: GraphQLContext): Promise<void> | undefined {
-  const refuse = () => {
-    throw new GraphQLError(`An access token cannot read ${parentType}.${fieldName}.`, { extensions: { code: "FORBIDDEN" } });
-  };
-  if (parentType === "Principal" && !PRINCIPAL_FIELDS.has(fieldName)) refuse();
-  if (parentType !== "Conversation" || CONVERSATION_OPEN_FIELDS.has(fieldName) || visible(scope, "Conversation", source as Row)) return undefined;
-  return linkedOf(scope, "Conversation", [source as Row], ctx).then((linked) => {
-    if (!linked.has((source as Row).id)) refuse();
-  });
-}
-
-/** A run, workspace or conversation outside the grants (and links) reads as absent (or refuses, where absence is not allowed). */
-function shown(result: unknown, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext): unknown {
-  const kind = getNamedType(info.returnType).name;
-  if (kind !== "Run" && kind !== "Workspace" && kind !== "Conversation") return result;
-  const check = async (found: unknown): Promise<unknown> => {
-    const rows = (Array.isArray(found) ? found : found == null ? [] : [found]) as Row[];
-    const hidden = rows.filter((row) => !visible(scope, kind, row));
-    if (hidden.length === 0) return found;
-    const linked = await linkedOf(scope, kind, hidden, ctx);
-    if (Array.isArray(found)) return rows.filter((row) => visible(scope, kind, row) || linked.has(row.id));
-    if (linked.has(rows[0]!.id)) return found;
-    if (isNonNullType(info.returnType)) throw new GraphQLError(`An access token cannot read this ${kind}.`, { extensions: { code: "FORBIDDEN" } });
-    return null;
-  };
-  // Prisma's queries are thenables, not Promises.
-  return Promise.resolve(result).then(check);
 }
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === "object" && value !== null && Symbol.asyncIterator in value;

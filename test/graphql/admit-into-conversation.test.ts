@@ -17,9 +17,10 @@ import {
   CreateAccessTokenDocument,
   CreateApiKeyDocument,
   LinkToWorkspaceDocument,
+  RunDocument,
 } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
-import { admit, createWorkspace, expectType } from "../support/fixtures.js";
+import { admit, admitUnread, createWorkspace, expectType } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -74,9 +75,11 @@ describe("admitting a run into a conversation", () => {
     expect(refused.message).toBe(KEY_REFUSAL);
     expect(await runsOfConversation()).toEqual([SECRET]);
 
-    const fresh = expectType((await admitter.request(AdmitRunDocument, { input: { question: "A fresh start." } })).admitRun, "AdmitRunSuccess");
-    expect(fresh.run.conversation.id).not.toBe(conversationId);
+    // Without READ its answer shows the run's id and status (answer-reads.ts).
+    const fresh = await admitUnread(admitter, { question: "A fresh start." });
     expect((await settled(owner, fresh.run.id)).status).toBe("SUCCEEDED");
+    const admitted = expectType((await owner.request(RunDocument, { id: fresh.run.id })).node!, "Run");
+    expect(admitted.conversation.id).not.toBe(conversationId);
     expect(lastRequest().join("\n")).not.toContain("SECRET-4711");
   });
 

@@ -1,4 +1,6 @@
 // Small SDK-level helpers: create objects and unwrap the success member of a payload union.
+import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
+import { parse } from "graphql";
 import type { DossierClient } from "../../sdk/client.js";
 import {
   AdmitRunDocument,
@@ -30,6 +32,20 @@ export async function publish(client: DossierClient, input: PublishVersionInput)
 
 export async function admit(client: DossierClient, input: AdmitRunInput) {
   const result = await client.request(AdmitRunDocument, { input });
+  return expectType(result.admitRun, "AdmitRunSuccess");
+}
+
+/** admitRun asking only what a caller without READ is answered: the run's id and status. */
+const ADMIT_ACTED_ON = parse(
+  "mutation AdmitActedOn($input: AdmitRunInput!) { admitRun(input: $input) { __typename ... on AdmitRunSuccess { run { id status } } ... on Error { message } } }",
+) as TypedDocumentNode<
+  { admitRun: { __typename: "AdmitRunSuccess"; run: { id: string; status: string } } | { __typename: "ForbiddenError"; message: string } },
+  { input: AdmitRunInput }
+>;
+
+/** Admits as a key without READ or a token without READ where the run lies may: the run's id and status. */
+export async function admitUnread(client: DossierClient, input: AdmitRunInput) {
+  const result = await client.request(ADMIT_ACTED_ON, { input });
   return expectType(result.admitRun, "AdmitRunSuccess");
 }
 
