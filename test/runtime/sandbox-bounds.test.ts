@@ -16,6 +16,7 @@ import { callToolsInTurns, settled, toolCallingModel } from "../support/scripted
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { toolContext } from "../support/tool-context.js";
 import { waitFor } from "../support/wait.js";
+import { gateTool } from "../support/gate-tool.js";
 
 const context = toolContext();
 const folders = (dir: string) => execFileSync("find", [dir, "-mindepth", "1", "-type", "d"]).toString().split("\n").filter(Boolean).length;
@@ -105,26 +106,11 @@ describe.each(backends)("sandbox folders of runs on %s", (backend) => {
     t = undefined;
   });
 
-  /** A tool that holds its run until the test opens it. */
-  function gate() {
-    let open!: () => void;
-    const opened = new Promise<void>((resolve) => (open = resolve));
-    const state = { reached: false, open };
-    const tool: Tool = {
-      schema: { name: "wait", description: "waits for the test", parameters: { type: "object" } },
-      execute: () => {
-        state.reached = true;
-        return opened.then(() => "opened");
-      },
-    };
-    return { tool, state };
-  }
-
   const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString().split(":")[1]!;
 
   it("answers a write past a bound with an error the run goes on after; removes a finished run's folder after retention, never a running or recent one's", async () => {
     const sandboxDir = mkdtempSync(path.join(tmpdir(), "dossier-sandboxes-"));
-    const held = gate();
+    const held = gateTool();
     t = await startTestApp(backend, {
       runtime: {
         model: toolCallingModel(),

@@ -15,28 +15,12 @@ import { admit, expectType } from "../support/fixtures.js";
 import { settled as settledRun } from "../support/scripted-runs.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
+import { gateTool } from "../support/gate-tool.js";
 
 const returning = (name: string, output: string, delayMs = 0): Tool => ({
   schema: { name, description: `returns ${output.length} characters`, parameters: { type: "object" } },
   execute: () => new Promise((resolve) => setTimeout(() => resolve(output), delayMs)),
 });
-
-/** A tool that holds the run until the test opens it, so the run can be watched while it lives. */
-function gate() {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const state = { reached: false, open };
-  const tool: Tool = {
-    schema: { name: "wait", description: "waits for the test", parameters: { type: "object" } },
-    execute: (_args, { signal }) =>
-      new Promise((resolve, reject) => {
-        state.reached = true;
-        void opened.then(() => resolve("opened"));
-        signal.addEventListener("abort", () => reject(new Error("aborted")));
-      }),
-  };
-  return { tool, state };
-}
 
 const toolMessages = (request: ModelRequest) => request.messages.filter((m): m is Extract<ChatMessage, { role: "tool" }> => m.role === "tool");
 const handleIn = (text: string) => /spill:\/\/[^\s"]+/.exec(text)?.[0];
@@ -76,7 +60,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
 
   it("shows the model a preview of 5 MB of JSON, reads items 3–5 and a byte range back exactly, and lists the handle while the run lives", async () => {
     expect(Buffer.byteLength(bigJson)).toBeGreaterThan(5_000_000);
-    const held = gate();
+    const held = gateTool();
     const { t, model } = await start(
       (request, i) => {
         const handle = handleIn(toolMessages(request)[0]?.content ?? "");
@@ -131,7 +115,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
 
   it("spills three results of one turn to three handles on their own spans, in request order", async () => {
     const outputs = { slow_a: "A".repeat(40_000), slow_b: "B".repeat(50_000), slow_c: "C".repeat(60_000) };
-    const held = gate();
+    const held = gateTool();
     const { t, model } = await start(
       (request, i) => {
         if (i === 0) return { toolCalls: ["slow_c", "slow_a", "slow_b"].map((name) => ({ name, arguments: {} })) };
@@ -176,7 +160,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
 
   it("releases the handles of a cancelled run; the bytes stay readable and a later run is told the handle is gone", async () => {
     const text = "évidence ".repeat(5_000);
-    const held = gate();
+    const held = gateTool();
     const { t, model } = await start(
       (request, i) => {
         const last = request.messages.at(-1)!;
@@ -232,7 +216,7 @@ describe.each(backends)("spilling large tool results on %s", (backend) => {
   });
 
   it("sweeps the handles of runs settled without cleanup, never a live run's", async () => {
-    const held = gate();
+    const held = gateTool();
     const { t } = await start(
       (request, i) => {
         const question = request.messages.find((m) => m.role === "user")!.content;

@@ -2,6 +2,7 @@
 // `9007199254740993` as 9007199254740992, `1e400` as Infinity (sent on as null) and `1e-400` as 0,
 // while a person reading the text reads the digits. A held call whose arguments hold such a number
 // cannot be shown to a person as what it will run. One pass; strings are skipped.
+import { closingQuote } from "./repeated-key.js";
 
 /** The first number token of `text` whose parsed value differs from its digits, or undefined (also when `text` is not JSON). */
 export function inexactNumber(text: string): string | undefined {
@@ -35,13 +36,4 @@ function exact(token: string): boolean {
   // nearest double, which is what its reader takes it for.
   if (exponent === undefined && !mantissa.includes(".")) return BigInt(token) === BigInt(value);
   return true;
-}
-
-/** The index of the quote that closes the string opening at `start` (the text is valid JSON). */
-function closingQuote(text: string, start: number): number {
-  for (let i = start + 1; i < text.length; i += 1) {
-    if (text[i] === "\\") i += 1;
-    else if (text[i] === '"') return i;
-  }
-  return text.length - 1;
 }

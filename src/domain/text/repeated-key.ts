@@ -41,7 +41,7 @@ export function repeatedKey(text: string): string | undefined {
 }
 
 /** The index of the quote that closes the string opening at `start` (the text is valid JSON). */
-function closingQuote(text: string, start: number): number {
+export function closingQuote(text: string, start: number): number {
   for (let i = start + 1; i < text.length; i += 1) {
     if (text[i] === "\\") i += 1;
     else if (text[i] === '"') return i;
