@@ -71,7 +71,7 @@ describe("multitask INTERRUPT needs CANCEL", () => {
     expect(await status(run)).toBe("CANCELLED");
   });
 
-  it("refuses a key without CANCEL a schedule that interrupts: creating, changing or triggering it", async () => {
+  it("refuses a key without CANCEL a schedule that interrupts: creating, changing, resuming or triggering it", async () => {
     const { owner, w } = await ownerWithRun();
     const admitOnly = (await gql(owner, KEY, { s: ["READ", "ADMIT"] })).data!.createApiKey.secret as string;
     const CREATE = `mutation($w: ID!, $o: ScheduleOverlap) { createSchedule(input: { workspaceId: $w, question: "q", intervalSeconds: 3600, overlap: $o }) {
@@ -79,7 +79,7 @@ describe("multitask INTERRUPT needs CANCEL", () => {
     const UPDATE = `mutation($id: ID!, $o: ScheduleOverlap) { updateSchedule(input: { id: $id, overlap: $o }) { __typename ... on Error { message } } }`;
     const TRIGGER = `mutation($id: ID!) { triggerSchedule(input: { id: $id }) { __typename ... on Error { message } } }`;
     const message =
-      "This API key may not CANCEL (its scopes lack it), so it cannot create, change or trigger a schedule whose overlap is INTERRUPT, which cancels its previous run.";
+      "This API key may not CANCEL (its scopes lack it), so it cannot create, change, resume or trigger a schedule whose overlap is INTERRUPT, which cancels its previous run.";
 
     expect((await gql(admitOnly, CREATE, { w, o: "INTERRUPT" })).data!.createSchedule).toEqual({ __typename: "ForbiddenError", message });
     const skipping = (await gql(admitOnly, CREATE, { w, o: "SKIP" })).data!.createSchedule.schedule.id as string;
@@ -88,6 +88,14 @@ describe("multitask INTERRUPT needs CANCEL", () => {
 
     const interrupting = (await gql(owner, CREATE, { w, o: "INTERRUPT" })).data!.createSchedule.schedule.id as string;
     expect((await gql(admitOnly, TRIGGER, { id: interrupting })).data!.triggerSchedule).toEqual({ __typename: "ForbiddenError", message });
+    // Paused by the owner, it stays paused for the key: resumed, it would interrupt at its next fire.
+    const PAUSE = `mutation($id: ID!) { pauseSchedule(input: { id: $id }) { __typename } }`;
+    const RESUME = `mutation($id: ID!) { resumeSchedule(input: { id: $id }) { __typename ... on Error { message } } }`;
+    expect((await gql(owner, PAUSE, { id: interrupting })).data!.pauseSchedule.__typename).toBe("PauseScheduleSuccess");
+    expect((await gql(admitOnly, RESUME, { id: interrupting })).data!.resumeSchedule).toEqual({ __typename: "ForbiddenError", message });
+    const paused = (await gql(owner, `query($id: ID!) { node(id: $id) { ... on Schedule { paused } } }`, { id: interrupting })).data!.node;
+    expect(paused).toEqual({ paused: true });
+    expect((await gql(admitOnly, RESUME, { id: skipping })).data!.resumeSchedule.__typename).toBe("ResumeScheduleSuccess");
     expect((await gql(admitOnly, UPDATE, { id: interrupting, o: "ENQUEUE" })).data!.updateSchedule.__typename).toBe("UpdateScheduleSuccess");
     const schedules = (await gql(owner, `{ runsCount }`)).data!.runsCount;
     // The owner's run and the one fire of the skipping schedule: the refused trigger admitted nothing.

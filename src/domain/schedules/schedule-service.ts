@@ -97,6 +97,8 @@ export class ScheduleService {
     return this.deps.prisma.$transaction(async (tx) => {
       const current = await lockOwned(tx, actor, id);
       if (!current.paused) return current;
+      // Resumed, an interrupting schedule cancels its previous run at its next fire.
+      checkOverlap(actor, current.overlap);
       const now = this.now();
       const nextFireAt = nextFireAfter(recurrenceOf(current), now);
       return tx.schedule.update({ where: { id }, data: { paused: false, pausedReason: null, nextFireAt, resumedAt: now } });
@@ -139,7 +141,8 @@ export class ScheduleService {
 
 /** A schedule whose overlap is INTERRUPT cancels its previous run when it fires: a key needs CANCEL to set it up or fire it. */
 function checkOverlap(actor: Actor, overlap: string): void {
-  if (overlap === "INTERRUPT") assertKeyMayCancel(actor, "create, change or trigger a schedule whose overlap is INTERRUPT, which cancels its previous run");
+  if (overlap === "INTERRUPT")
+    assertKeyMayCancel(actor, "create, change, resume or trigger a schedule whose overlap is INTERRUPT, which cancels its previous run");
 }
 
 /** The actor's schedule, locked for the change (the schedulers skip it meanwhile); NotFoundError otherwise. */

@@ -16,7 +16,7 @@ import { WorkspaceNode } from "./workspace.js";
 const ScheduleOverlapEnum = builder.enumType(ScheduleOverlap, {
   name: "ScheduleOverlap",
   description:
-    "What a fire does while the schedule's previous run is still active (queued, running, waiting or paused): SKIP records the fire SKIPPED; ENQUEUE admits the run queued behind it; INTERRUPT cancels the active run (as cancelRun NOW) and admits the new one, so an API key needs CANCEL (besides ADMIT) to create, update or trigger a schedule with it.",
+    "What a fire does while the schedule's previous run is still active (queued, running, waiting or paused): SKIP records the fire SKIPPED; ENQUEUE admits the run queued behind it; INTERRUPT cancels the active run (as cancelRun NOW) and admits the new one, so an API key needs CANCEL (besides ADMIT) to create, update, resume or trigger a schedule with it.",
 });
 
 const ScheduleCatchUpEnum = builder.enumType(ScheduleCatchUp, {
