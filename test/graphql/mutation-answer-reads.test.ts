@@ -9,7 +9,13 @@ import path from "node:path";
 import { getNamedType, isInterfaceType, isObjectType, isUnionType, type GraphQLNamedType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
-import { type AccessOperation, CreateAccessTokenDocument, CreateApiKeyDocument } from "../../sdk/generated/graphql.js";
+import {
+  type AccessOperation,
+  AdmitRunDocument,
+  AdmitRunStatusDocument,
+  CreateAccessTokenDocument,
+  CreateApiKeyDocument,
+} from "../../sdk/generated/graphql.js";
 import { RESEARCH_TYPES } from "../../src/graphql/answer-reads.js";
 import { schema } from "../../src/graphql/schema.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
@@ -122,6 +128,16 @@ describe("mutation answers and READ", () => {
     const reader = await key(["ADMIT", "READ"]);
     const read = (await as(reader, FORK_READING, { c: conversationId, m: firstMessageId })).data!.forkConversation;
     expect(read.conversation.messages.edges.map(({ node }: { node: { content: string } }) => node.content)).toEqual([SECRET]);
+  });
+
+  it("lets an agent's key without READ admit through the SDK's AdmitRunStatusDocument, while AdmitRunDocument (its question) is refused", async () => {
+    const agent = t.as(await key(["ADMIT", "SUBSCRIBE"]));
+    const input = { question: "A run of an agent key." };
+    const refused = (await agent.request(AdmitRunDocument, { input })).admitRun;
+    expect(refused).toMatchObject({ __typename: "ForbiddenError", message: expect.stringContaining("This API key may not READ") });
+    const admitted = expectType((await agent.request(AdmitRunStatusDocument, { input })).admitRun, "AdmitRunSuccess");
+    expect(admitted.run).toEqual({ id: expect.any(String), status: "QUEUED" });
+    expect((await settled(owner, admitted.run.id)).status).toBe("SUCCEEDED");
   });
 
   it("shows a token that may READ one run but only ADMIT in its conversation the conversation's id, not its log", async () => {
