@@ -9,7 +9,7 @@ import { type DocumentNode, GraphQLError, type GraphQLSchema, parse, type Valida
 
 import type { Plugin } from "graphql-yoga";
 import { pageSizeError } from "../graphql/list-connection.js";
-import { requestCost } from "./page-cost.js";
+import { MAX_VISITS, requestCost } from "./page-cost.js";
 
 export type QueryLimits = {
   /** Nested selections below the operation (fragments count as they expand). */
@@ -116,6 +116,9 @@ function refusalOf({ schema, document, operationName, variableValues }: Operatio
       ? pageSizeError(value, max, argument)
       : new GraphQLError(`${argument}: ${value} asks for more than ${max} items; page through the connection with "after" instead.`);
     if (error) return refuse(count, "PAGE_TOO_LARGE", error.message);
+  }
+  if (!Number.isFinite(cost.cost)) {
+    return refuse(count, "QUERY_TOO_COSTLY", `The query's fragments on interfaces and unions take more than ${MAX_VISITS} fields to cost; send a simpler one.`);
   }
   if (cost.cost > limits.maxCost) {
     return refuse(

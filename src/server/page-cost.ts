@@ -16,6 +16,8 @@ import {
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLObjectType,
   getArgumentValues,
   getNamedType,
   getNullableType,
@@ -35,6 +37,12 @@ import { LIST_ITEMS, PAGE_SIZES, type PageSizes, TRACE_RECORDS } from "../graphq
 /** The type whose objects bound the TRACE_RECORDS lists below them. */
 const TRACE_TYPE = "Trace";
 
+/**
+ * Fields the walk visits at most, fragments on interfaces and unions walked once per type they
+ * name: a document that takes more to cost is refused as costing more than any limit.
+ */
+export const MAX_VISITS = 20_000;
+
 /** Items a list without pages is counted as: such lists hold what their parent holds (sources, versions), a few each. */
 export const PLAIN_LIST_ITEMS = 20;
 
@@ -51,6 +59,8 @@ export type CostOptions = {
 export type Cost = { cost: number; refusal?: PageRefusal };
 
 type Walk = {
+  /** Fields walked so far: past MAX_VISITS the operation costs more than any limit. */
+  visits: number;
   schema: GraphQLSchema;
   fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   variables: Record<string, unknown>;
@@ -148,7 +158,7 @@ export function operationCost(
 ): Cost {
   const root = schema.getRootType(operation.operation);
   if (!root) return { cost: 0 };
-  const walk: Walk = { schema, fragments, variables, options };
+  const walk: Walk = { visits: 0, schema, fragments, variables, options };
   const cost = selectionCost(walk, root, operation.selectionSet, { rows: 1 });
   return { cost, refusal: walk.refusal };
 }
@@ -156,14 +166,17 @@ export function operationCost(
 function selectionCost(walk: Walk, type: GraphQLCompositeType, selectionSet: SelectionSetNode, at: Place): number {
   // The trace-bounded lists below a trace count its objects (a union's fragment on Trace is one too).
   const place = type.name === TRACE_TYPE ? { ...at, traces: at.rows } : at;
-  const { fields, narrower } = fieldsOf(walk, type, selectionSet);
-  // Fragments on a narrower type apply to the objects of that type: counted as if every object were
-  // of the costliest one (an object is of one type only).
-  const byType = new Map<GraphQLCompositeType, number>();
-  for (const [narrowType, set] of narrower) byType.set(narrowType, (byType.get(narrowType) ?? 0) + selectionCost(walk, narrowType, set, place));
-  let cost = Math.max(0, ...byType.values());
-  for (const nodes of fields.values()) {
-    cost += place.rows;
+  // On an interface or union, each object is of one type and resolves every fragment that applies
+  // to that type: counted as if every object were of the costliest type the fragments name.
+  let cost = 0;
+  if (isAbstractType(type)) {
+    for (const object of typesNamed(walk, type, selectionSet)) cost = Math.max(cost, selectionCost(walk, object, selectionSet, place));
+  }
+  let own = 0;
+  for (const nodes of fieldsOf(walk, type, selectionSet).values()) {
+    walk.visits += 1;
+    if (walk.visits > MAX_VISITS) return Number.POSITIVE_INFINITY;
+    own += place.rows;
     const name = nodes[0]!.name.value;
     if (name.startsWith("__")) continue;
     const field = isUnionType(type) ? undefined : type.getFields()[name];
@@ -173,19 +186,21 @@ function selectionCost(walk: Walk, type: GraphQLCompositeType, selectionSet: Sel
     const named = getNamedType(field.type);
     if (!below || !isCompositeType(named)) continue;
     const merged: SelectionSetNode = { kind: Kind.SELECTION_SET, selections: nodes.flatMap((node) => node.selectionSet?.selections ?? []) };
-    cost += selectionCost(walk, named, merged, below);
+    own += selectionCost(walk, named, merged, below);
   }
-  return cost;
+  return Math.max(cost, own);
 }
 
 /** The objects a field's selection is resolved on, or undefined for a leaf. */
 function placeBelow(walk: Walk, field: GraphQLField<unknown, unknown>, args: Record<string, unknown>, place: Place): Place | undefined {
   const isList = getNullableType(field.type) instanceof GraphQLList;
   const sizes = field.extensions?.[PAGE_SIZES] as PageSizes | undefined;
-  const page = sizes || "first" in args || "last" in args ? pageOf(walk, sizes, args) : undefined;
+  const asked = sizes || "first" in args || "last" in args ? pageOf(walk, sizes, args) : undefined;
   // Items of a list: its own page, else the page the field above asked for (a connection's edges), else a plain list's few.
-  const items = (field.extensions?.[LIST_ITEMS] as number | undefined) ?? PLAIN_LIST_ITEMS;
-  let rows = isList ? place.rows * (page ?? place.page ?? items) : place.rows;
+  const stated = field.extensions?.[LIST_ITEMS] as number | undefined;
+  // A connection that holds at most `stated` items in all serves no page larger.
+  const page = asked !== undefined && stated !== undefined ? Math.min(asked, stated) : asked;
+  let rows = isList ? place.rows * (page ?? place.page ?? stated ?? PLAIN_LIST_ITEMS) : place.rows;
   if (isList && place.cap !== undefined) rows = Math.min(rows, place.cap);
   const below: Place = { rows, traces: place.traces };
   if (!isList) below.page = page;
@@ -220,41 +235,83 @@ function argumentsOf(field: GraphQLField<unknown, unknown>, node: FieldNode, var
   }
 }
 
-type Selected = {
-  /** The fields selected on `type`, grouped by response key as execution merges them. */
-  fields: Map<string, FieldNode[]>;
-  /** Fragments on a narrower type than an abstract `type`, walked on their own type. */
-  narrower: [GraphQLCompositeType, SelectionSetNode][];
-};
-
-function fieldsOf(walk: Walk, type: GraphQLCompositeType, selectionSet: SelectionSetNode): Selected {
+/**
+ * The fields selected on `type`, grouped by response key as execution merges them, fragments
+ * included where they apply to every object of `type`: on it, or on an interface or union it
+ * belongs to. On an interface or union, fragments on narrower types are left to typesNamed.
+ */
+function fieldsOf(walk: Walk, type: GraphQLCompositeType, selectionSet: SelectionSetNode): Map<string, FieldNode[]> {
   const fields = new Map<string, FieldNode[]>();
-  const narrower: Selected["narrower"] = [];
+  eachSelection(
+    walk,
+    selectionSet,
+    (condition) => applies(walk, type, condition),
+    (field) => {
+      const key = field.alias?.value ?? field.name.value;
+      const group = fields.get(key);
+      if (group) group.push(field);
+      else fields.set(key, [field]);
+    },
+  );
+  return fields;
+}
+
+/** The object types of an interface or union `type` that fragments of the selection name (directly, or through an interface or union). */
+function typesNamed(walk: Walk, type: GraphQLCompositeType & { name: string }, selectionSet: SelectionSetNode): GraphQLObjectType[] {
+  const possible = new Set(walk.schema.getPossibleTypes(type as never));
+  const named = new Set<GraphQLObjectType>();
+  eachSelection(
+    walk,
+    selectionSet,
+    (condition) => {
+      if (condition && condition !== type) {
+        for (const object of isAbstractType(condition) ? walk.schema.getPossibleTypes(condition) : isObjectType(condition) ? [condition] : []) {
+          if (possible.has(object)) named.add(object);
+        }
+      }
+      return true;
+    },
+    () => undefined,
+  );
+  return [...named];
+}
+
+/** Whether every object of `type` is of the fragment's type condition (none: the enclosing type). */
+function applies(walk: Walk, type: GraphQLCompositeType, condition: GraphQLNamedType | undefined): boolean {
+  if (condition === undefined || condition === type) return true;
+  return isAbstractType(condition) && isObjectType(type) && walk.schema.isSubType(condition, type);
+}
+
+/** Visits the fields of a selection set and of the fragments in it that `enter` accepts (each named fragment once). */
+function eachSelection(
+  walk: Walk,
+  selectionSet: SelectionSetNode,
+  enter: (condition: GraphQLNamedType | undefined) => boolean,
+  visit: (field: FieldNode) => void,
+): void {
   const seen = new Set<string>();
-  const collect = (set: SelectionSetNode) => {
+  const walkSet = (set: SelectionSetNode) => {
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
-        const key = selection.alias?.value ?? selection.name.value;
-        const group = fields.get(key);
-        if (group) group.push(selection);
-        else fields.set(key, [selection]);
-      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        fragment(selection.typeCondition?.name.value, selection.selectionSet);
+        visit(selection);
+        continue;
+      }
+      let condition: string | undefined;
+      let inner: SelectionSetNode;
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        condition = selection.typeCondition?.name.value;
+        inner = selection.selectionSet;
       } else {
         const spread = walk.fragments.get(selection.name.value);
         if (!spread || seen.has(spread.name.value)) continue;
         seen.add(spread.name.value);
-        fragment(spread.typeCondition.name.value, spread.selectionSet);
+        condition = spread.typeCondition.name.value;
+        inner = spread.selectionSet;
       }
+      const conditionType = condition === undefined ? undefined : walk.schema.getType(condition);
+      if (condition !== undefined && !conditionType) continue;
+      if (enter(conditionType)) walkSet(inner);
     }
   };
-  const fragment = (condition: string | undefined, set: SelectionSetNode) => {
-    const conditionType = condition === undefined ? type : walk.schema.getType(condition);
-    if (conditionType === type) collect(set);
-    else if (isAbstractType(type) && isCompositeType(conditionType)) narrower.push([conditionType, set]);
-    // A fragment on an interface or union the object belongs to selects fields of the object itself.
-    else if (isAbstractType(conditionType) && isObjectType(type) && walk.schema.isSubType(conditionType, type)) collect(set);
-  };
-  collect(selectionSet);
-  return { fields, narrower };
+  walkSet(selectionSet);
 }

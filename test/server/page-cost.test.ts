@@ -14,10 +14,10 @@ import {
   typeFromAST,
 } from "graphql";
 import { describe, expect, it } from "vitest";
-import { PAGE_SIZES, type PageSizes } from "../../src/graphql/list-connection.js";
+import { LIST_ITEMS, PAGE_SIZES, type PageSizes } from "../../src/graphql/list-connection.js";
 import { schema } from "../../src/graphql/schema.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
-import { operationCost, requestCost } from "../../src/server/page-cost.js";
+import { MAX_VISITS, operationCost, requestCost } from "../../src/server/page-cost.js";
 import { MORE_EVENTS, MORE_SPANS, RUN_QUERY, TRACE_QUERY } from "../../src/trace/viewer/viewer-documents.js";
 
 const traceRecords = DEFAULT_QUERY_LIMITS.traceRecords!;
@@ -149,5 +149,51 @@ describe("request cost", () => {
     expect(cost({ n: 2 })).toBe(1 + 1 + 3 * 2 + 2 * 2 * 100);
     expect(cost({ n: 2, m: null })).toBe(1 + 1 + 3 * 2 + 2 * 2 * 20);
     expect(requestCost(schema, document, undefined, { n: "two" }, limits)).toBeUndefined();
+  });
+
+  it("fragments on several interfaces and unions that name one type count together for that type", () => {
+    const runs = "runs(first: 100) { edges { node { id status } } }";
+    const copies = (n: number) => Array.from({ length: n }, (_, i) => `c${i}: conversation { ${runs} }`).join(" ");
+    const onRun = costOf(`query ($id: ID!) { node(id: $id) { ... on Run { ${copies(3)} } } }`, { id: "x" })[0]!.cost;
+    // The same three copies, each through another abstract type Run belongs to.
+    const spread = costOf(
+      `query ($id: ID!) { node(id: $id) { ... on Run { c0: conversation { ${runs} } } ... on Node { ... on Run { c1: conversation { ${runs} } } } ... on ScoreTarget { ... on Run { c2: conversation { ${runs} } } } } }`,
+      { id: "x" },
+    )[0]!.cost;
+    expect(spread).toBe(onRun);
+    // Another type's fragment counts on its own: an object is of one type.
+    const apart = costOf(`query ($id: ID!) { node(id: $id) { ... on Run { ${copies(3)} } ... on Conversation { id } } }`, { id: "x" })[0]!.cost;
+    expect(apart).toBe(onRun);
+  });
+
+  it("a document whose fragments take too many fields to cost counts as more than any limit", () => {
+    // Each named fragment selects the next twice: 2^14 copies of the last level, from a short document.
+    const levels = 14;
+    const fragments = Array.from({ length: levels }, (_, level) =>
+      level + 1 < levels
+        ? `fragment F${level} on Run { a: conversation { runs(first: 1) { edges { node { ...F${level + 1} } } } } b: conversation { runs(first: 2) { edges { node { ...F${level + 1} } } } } }`
+        : `fragment F${level} on Run { id }`,
+    );
+    const [{ cost }] = costOf(`{ run(id: "x") { ...F0 } } ${fragments.join(" ")}`) as unknown as [{ cost: number }];
+    expect(cost).toBe(Number.POSITIVE_INFINITY);
+    // Six levels take far fewer fields than MAX_VISITS to cost: counted.
+    const short = fragments.slice(0, 6).map((text, level) => (level === 5 ? "fragment F5 on Run { id }" : text));
+    const [{ cost: counted }] = costOf(`{ run(id: "x") { ...F0 } } ${short.join(" ")}`) as unknown as [{ cost: number }];
+    expect(Number.isFinite(counted)).toBe(true);
+    expect(MAX_VISITS).toBeLessThan(2 ** levels * 5);
+  });
+
+  it("every list of objects without pages states the most items it holds, but those a parent's page sizes", () => {
+    const pagedByParent = ["HistoryCatalogConnection.entries", "SearchHistorySuccess.hits", "Workspace.checkpointVersions"];
+    const unstated: string[] = [];
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (!isObjectType(type) || type.name.startsWith("__")) continue;
+      for (const field of Object.values(type.getFields())) {
+        const named = getNamedType(field.type);
+        if (field.name === "edges" || isLeafType(named) || !field.type.toString().includes("[")) continue;
+        if (!field.extensions?.[LIST_ITEMS] && !pagedByParent.includes(`${type.name}.${field.name}`)) unstated.push(`${type.name}.${field.name}`);
+      }
+    }
+    expect(unstated).toEqual([]);
   });
 });

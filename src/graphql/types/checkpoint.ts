@@ -91,7 +91,7 @@ export const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       description: "Who wrote the summary and what it rests on; null when there is no summary.",
       resolve: (r) => sectionOf(r.checkpoint, "SUMMARY"),
     }),
-    questions: t.field({ type: [CheckpointQuestionRef], resolve: (r) => questionsWithProvenance(r.checkpoint) }),
+    questions: t.field({ type: [CheckpointQuestionRef], extensions: { [LIST_ITEMS]: 100 }, resolve: (r) => questionsWithProvenance(r.checkpoint) }),
     nextSteps: t.stringList({ resolve: (r) => nextStepsOf(r.checkpoint.nextSteps) ?? [] }),
     nextStepsProvenance: t.field({
       type: CheckpointSectionProvenanceRef,
@@ -101,6 +101,7 @@ export const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     }),
     sections: t.field({
       type: [CheckpointSectionProvenanceRef],
+      extensions: { [LIST_ITEMS]: 102 },
       description: "Every section with content and who wrote it, in reading order: summary, questions, next steps.",
       resolve: (r) => sectionList(r.checkpoint),
     }),
@@ -170,6 +171,7 @@ export const UnavailableCheckpoint = builder.objectRef<Unavailable>("Unavailable
     }),
     withheldSections: t.field({
       type: [CheckpointSectionProvenanceRef],
+      extensions: { [LIST_ITEMS]: 102 },
       description:
         "The sections resting on a version that lost eligibility, with who wrote each and what it rests on (never their content). Rewriting them — or the whole checkpoint — on eligible sources makes the next revision available.",
       resolve: (r) => r.withheld,

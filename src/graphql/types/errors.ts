@@ -1,5 +1,6 @@
 // Typed errors as data (A2). Every expected failure implements the Error interface, so a
 // client can always read `... on Error { message }` and narrow by __typename for details.
+import { LIST_ITEMS } from "../list-connection.js";
 import {
   ArtifactExpiredError,
   type DomainError,
@@ -35,7 +36,7 @@ builder.objectType(ValidationError, {
   name: "ValidationError",
   description: "The input was rejected; nothing was written.",
   interfaces: [ErrorInterface],
-  fields: (t) => ({ issues: t.field({ type: [ValidationIssueRef], resolve: (error) => error.issues }) }),
+  fields: (t) => ({ issues: t.field({ type: [ValidationIssueRef], extensions: { [LIST_ITEMS]: 100 }, resolve: (error) => error.issues }) }),
 });
 
 builder.objectType(NotFoundError, {

@@ -21,6 +21,9 @@ import { encodeGlobalId } from "../global-id.js";
 import { Availability } from "./history.js";
 import { mine } from "./owned.js";
 
+/** What a catalog version's sources count for in a request's cost (server/page-cost.ts). */
+const CATALOG_SOURCES_COUNTED = 20;
+
 const MaterialRef = builder.objectRef<{ publicationId: string; version: number }>("MaterialRef").implement({
   description: "An exact version of a publication, by identity (no content).",
   fields: (t) => ({
@@ -72,7 +75,14 @@ const CatalogVersionRef = builder.objectRef<CatalogVersionIn>("CatalogVersion").
       nullable: true,
       resolve: (query, v, _args, ctx) => (v.originRunId ? ctx.prisma.run.findFirst({ ...query, where: { id: v.originRunId, ...mine(ctx) } }) : null),
     }),
-    sources: t.field({ type: [MaterialRef], description: "The exact versions it was built on.", resolve: (v) => v.sources }),
+    sources: t.field({
+      type: [MaterialRef],
+      // Counted at a typical size, not its bound (PUBLICATION_SOURCES_MAX): a catalog page is read
+      // whole in one statement, its versions' sources with it, and resolved from memory.
+      extensions: { [LIST_ITEMS]: CATALOG_SOURCES_COUNTED },
+      description: "The exact versions it was built on.",
+      resolve: (v) => v.sources,
+    }),
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),
     humanScores: t.field({
       type: [CatalogHumanScoreRef],

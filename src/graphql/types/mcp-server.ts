@@ -1,5 +1,6 @@
 // MCP servers (R14): each principal's configuration, with the live connection status and tool
 // list as this instance sees them. Changes apply to runs started afterwards, without a restart.
+import { MCP_SERVERS_PER_PRINCIPAL_MAX } from "../../domain/capabilities/mcp-server-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import { type JsonValue, namedValuesOf } from "../../domain/json-columns.js";
 import { REDACTION_RULE } from "../../domain/sealed-url.js";
@@ -9,8 +10,11 @@ import { McpTransport } from "../../generated/prisma/enums.js";
 import type { McpServer } from "../../generated/prisma/client.js";
 import type { GraphQLContext } from "../context.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
+import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection, LIST_ITEMS } from "../list-connection.js";
 import { mine, ownedBy } from "./owned.js";
+
+/** What a server's listed tools count for in a request's cost (server/page-cost.ts). */
+const TOOLS_COUNTED = 100;
 
 const MCP_SERVERS: KeysetList = {
   typename: "McpServer",
@@ -68,9 +72,12 @@ const McpServerStatusRef = builder.objectRef<StatusView>("McpServerStatus").impl
   fields: (t) => ({
     state: t.field({ type: McpConnectionStateEnum, resolve: (status) => status.state }),
     error: t.string({ nullable: true, resolve: (status) => status.error }),
-    tools: t.field({ type: [McpToolRef], resolve: (status) => nameMcpTools(status.serverName, status.tools) }),
+    // Counted at a typical size, not their bound (MCP_LIST_MAX_TOOLS, 1,000 by default): the
+    // listing is held in memory, nothing is read for it.
+    tools: t.field({ type: [McpToolRef], extensions: { [LIST_ITEMS]: TOOLS_COUNTED }, resolve: (status) => nameMcpTools(status.serverName, status.tools) }),
     skippedTools: t.field({
       type: [McpSkippedToolRef],
+      extensions: { [LIST_ITEMS]: TOOLS_COUNTED },
       description: "Tools of the server's last listing that runs are not offered, with why; one such tool never costs the server its others.",
       resolve: (status) => status.skippedTools,
     }),
@@ -132,6 +139,8 @@ builder.queryField("mcpServers", (t) =>
     name: "McpServerConnection",
     description: describePage("Your MCP servers, by name.", MCP_SERVERS),
     list: MCP_SERVERS,
+    // The list holds at most MCP_SERVERS_PER_PRINCIPAL_MAX servers, whatever the page.
+    extensions: { [LIST_ITEMS]: MCP_SERVERS_PER_PRINCIPAL_MAX },
     resolve: (query, _root, args, ctx) => readConnection<McpServer>(ctx.prisma.mcpServer, MCP_SERVERS, args, { scope: mine(ctx), query }),
   }),
 );

@@ -8,7 +8,7 @@ import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { unavailableOnTransient } from "../transient-failures.js";
-import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf, paged } from "../list-connection.js";
+import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf, paged, LIST_ITEMS } from "../list-connection.js";
 import { isMyLiveWorkspace, mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { admittedRunQuery, admittedWorkspace, answeredRun } from "./admitted-run-query.js";
 import { ErrorInterface } from "./errors.js";
@@ -159,6 +159,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
   // A relation, so that a page of runs reads every run's materials in one statement: in its
   // parent's statement when Pothos reads the run, else in one batch for the runs of a request.
   materials: t.relation("materials", {
+    extensions: { [LIST_ITEMS]: RUN_MATERIALS_MAX },
     description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
     query: { orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX },
   }),

@@ -5,7 +5,16 @@ import { type ScoreSummaryRow, scoreSummary } from "../../domain/research/score-
 import type { Score, ScoreTargetKind } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
-import { describePage, LIST_PAGE, type KeysetList, listConnection, type PageArgs, readConnection, sharedListConnection } from "../list-connection.js";
+import {
+  describePage,
+  LIST_PAGE,
+  type KeysetList,
+  listConnection,
+  type PageArgs,
+  readConnection,
+  sharedListConnection,
+  LIST_ITEMS,
+} from "../list-connection.js";
 import { Checkpoint, UnavailableCheckpoint } from "./checkpoint.js";
 import { mine } from "./owned.js";
 import { ScoreNode } from "./score.js";
@@ -37,6 +46,7 @@ builder.prismaObjectFields("Run", (t) => ({
   scores: scoresOf(t, "RUN", "run", (run: { id: string }) => run.id),
   scoreSummary: t.field({
     type: [ScoreSummaryRef],
+    extensions: { [LIST_ITEMS]: 200 },
     description:
       "The run's scores per config (by config name): how many, their mean value (null when none has a value: CATEGORICAL), and how many carry each label. Counted in the database, however many scores there are.",
     resolve: (run, _args, ctx) => scoreSummary(ctx.prisma, "RUN", run.id),
@@ -69,6 +79,7 @@ const ScoreSummaryRef = builder.objectRef<ScoreSummaryRow>("ScoreSummary").imple
     mean: t.exposeFloat("mean", { nullable: true, description: "The mean value: for BOOLEAN the share of true; null for CATEGORICAL." }),
     labelCounts: t.field({
       type: [LabelCountRef],
+      extensions: { [LIST_ITEMS]: 50 },
       description: "Each label and how many scores carry it, most frequent first.",
       resolve: (row) => row.labelCounts,
     }),

@@ -1,6 +1,7 @@
 // Trace retention (README "Trace retention"): policies, pins, when a trace expires, and what
 // reading an expired one gives — Run.trace answers TraceExpiredError, with the spans' skeleton as
 // its summary where the policy kept it (KEEP_SUMMARY).
+import { LIST_ITEMS } from "../list-connection.js";
 import { ForbiddenError, NotFoundError, TraceExpiredError, ValidationError } from "../../domain/errors.js";
 import { PIN_CONDITIONS } from "../../domain/trace/retention/expiry.js";
 import type { TracePinView } from "../../domain/trace/retention/pins.js";
@@ -45,6 +46,7 @@ builder.prismaObjectFields("Trace", (t) => ({
   }),
   pins: t.field({
     type: [TracePinRef],
+    extensions: { [LIST_ITEMS]: 100 },
     description: "Why the trace stays, oldest first (at most 100): an explicit pin, and everything that refers to the run or a span of it as evidence.",
     resolve: (trace, _args, ctx) => ctx.services.retention.pins(trace.id),
   }),
