@@ -80,13 +80,21 @@ describe("the approval gate", () => {
       ['{"amount":9007199254740993}', "9007199254740993"],
       ['{"target":"prod","limits":[1,2,{"max":1e400}]}', "1e400"],
       ['{"rate":-1e-400}', "-1e-400"],
+      ['{"amount":9007199254740993.0}', "9007199254740993.0"],
+      ['{"amount":9007199254740993e0}', "9007199254740993e0"],
+      ['{"ratio":1.00000000000000000001}', "1.00000000000000000001"],
+      [`{"tiny":0.${"0".repeat(450)}1}`, `0.${"0".repeat(38)}…`],
     ] as const) {
       const held = { id: `n-${number}`, name: "deploy", arguments: written };
       expect(await gate(held, span)).toEqual({ type: "decline", output: unreadableArgumentsResult(held, { number }) });
     }
     expect(requests).toEqual([]);
     // Numbers that read as written, numbers inside strings, and no arguments at all are put to a person.
-    for (const [i, written] of ['{"amount":9007199254740992,"rate":0.1,"big":1e300,"zero":0.0,"s":"9007199254740993 1e400"}', "", "{}"].entries()) {
+    for (const [i, written] of [
+      '{"amount":9007199254740992,"rate":0.1,"big":1e300,"hundred":1E2,"half":-0.50,"zero":0.0,"s":"9007199254740993 1e400"}',
+      "",
+      "{}",
+    ].entries()) {
       expect(await gate({ id: `ok-${i}`, name: "deploy", arguments: written }, span)).toEqual({ type: "pending" });
     }
     expect(requests).toHaveLength(3);

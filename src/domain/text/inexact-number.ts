@@ -11,12 +11,14 @@ export function inexactNumber(text: string): string | undefined {
   } catch {
     return undefined;
   }
+  const number = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
   for (let i = 0; i < text.length; i += 1) {
     const char = text[i]!;
     if (char === '"') {
       i = closingQuote(text, i);
     } else if (char === "-" || (char >= "0" && char <= "9")) {
-      const token = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 400))?.[0] ?? char;
+      number.lastIndex = i;
+      const token = number.exec(text)?.[0] ?? char;
       if (!exact(token)) return token.length > 40 ? `${token.slice(0, 40)}…` : token;
       i += token.length - 1;
     }
@@ -24,16 +26,26 @@ export function inexactNumber(text: string): string | undefined {
   return undefined;
 }
 
-/** Whether the double JSON.parse makes of `token` is the number it writes, as far as a reader can tell. */
+/**
+ * Whether the double JSON.parse makes of `token` is the number it writes: the shortest decimal
+ * that reads back as that double (String(value)) names the same number as the token. So `0.1`
+ * and `1e2` are exact, `9007199254740993`, `9007199254740993.0`, `1.00000000000000000001`, `1e400`
+ * and `1e-400` are not.
+ */
 function exact(token: string): boolean {
   const value = Number(token);
-  if (!Number.isFinite(value)) return false;
-  const [mantissa = "", exponent] = token.replace(/^-/, "").toLowerCase().split("e");
-  const digits = mantissa.replace(".", "").replace(/^0+/, "");
-  // Underflow: written digits other than zeros, read as zero.
-  if (value === 0) return digits.replace(/0/g, "") === "";
-  // An integer written in full is compared exactly; a fraction or an exponent form reads as its
-  // nearest double, which is what its reader takes it for.
-  if (exponent === undefined && !mantissa.includes(".")) return BigInt(token) === BigInt(value);
-  return true;
+  return Number.isFinite(value) && normalized(token) === normalized(String(value));
+}
+
+/** A decimal number as sign, significant digits and exponent: `-1.50e2` and `-150` are both "-15e1". */
+function normalized(decimal: string): string {
+  const negative = decimal.startsWith("-");
+  const [mantissa = "", exponent = "0"] = decimal.replace(/^-/, "").toLowerCase().split("e");
+  const [whole = "", fraction = ""] = mantissa.split(".");
+  let digits = `${whole}${fraction}`.replace(/^0+/, "");
+  let power = Number(exponent) - fraction.length;
+  const trailing = /0*$/.exec(digits)![0].length;
+  digits = digits.slice(0, digits.length - trailing);
+  power += trailing;
+  return digits === "" ? "0" : `${negative ? "-" : ""}${digits}e${power}`;
 }
