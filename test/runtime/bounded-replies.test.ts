@@ -13,6 +13,7 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
+import { CALL_BYTES } from "../../src/runtime/adapters/reply-size.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
@@ -154,6 +155,29 @@ describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
     expect(replies[0]!.bytes).toBeLessThan(BOUND);
     expect(reply).toMatchObject({ content: "Before the bomb. ", finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0 });
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("the openai adapter, given replies past MODEL_MAX_REPLY_BYTES without text", () => {
+  it("tool calls carrying nothing but an index, without end: each counts against the bound, and the reply is cut there", async () => {
+    let index = 0;
+    const indexOnly = () => frame({ tool_calls: Array.from({ length: 100 }, () => ({ index: index++ })) });
+    const { baseURL, replies } = await startServer(() => (res, written) => flood(res, written, "", indexOnly, `${frame({}, "tool_calls")}data: [DONE]\n\n`));
+    const reply = await modelOf(baseURL).complete(request);
+    // Each call counts CALL_BYTES: the bound holds BOUND / CALL_BYTES of them, each ended by the next one begun.
+    expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0 });
+    expect(reply.toolCalls).toHaveLength(BOUND / CALL_BYTES);
+    expect(reply.toolCalls[0]).toEqual({ id: "", name: "", arguments: "{}" });
+    await expect.poll(() => replies[0]!.closedEarly).toBe(true);
+    expect(replies[0]!.bytes).toBeLessThan(FLOOD);
+  });
+
+  it("an error answer whose body passes the bound is the model's error, not an empty reply", async () => {
+    const { baseURL } = await startServer(() => (res) => {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "x".repeat(2 * BOUND), type: "invalid_request_error" } }));
+    });
+    await expect(modelOf(baseURL).complete(request)).rejects.toMatchObject({ name: "ModelError", status: 400 });
   });
 });
 

@@ -1,11 +1,13 @@
 // How the OpenAI adapter reaches a real local HTTP server (model-http.ts): its requests go over
 // kept-alive connections of its own rather than through the global fetch (whose machinery cost a
 // turn about a quarter of a millisecond per request), and what fetch did for it still happens:
-// a compressed stream is read as sent, a redirect is followed.
+// a compressed stream is read as sent, a redirect is followed, and each event streams as soon as its
+// end arrives, however the end is split.
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
@@ -71,6 +73,36 @@ describe("the OpenAI adapter's HTTP", () => {
       res.end(gzipSync(stream("compressed")));
     });
     expect((await model(baseURL).complete(request)).content).toBe("compressed");
+  });
+
+  it("streams an event ended by CRLF lines sent a byte at a time as soon as its end arrives, before the body ends", async () => {
+    let delivered: () => void = () => {};
+    const firstDelta = new Promise<void>((resolve) => (delivered = resolve));
+    let seenBeforeEnd: boolean | undefined;
+    const { baseURL } = await startServer(async (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = {
+        id: "c",
+        object: "chat.completion.chunk",
+        created: 1,
+        model: "gpt-test",
+        choices: [{ index: 0, delta: { content: "Hel" }, finish_reason: null }],
+      };
+      res.write(`data: ${JSON.stringify(chunk)}`);
+      // Each byte of the blank line that ends the event in its own piece of the body.
+      for (const byte of "\r\n\r\n") {
+        await sleep(20);
+        res.write(byte);
+      }
+      // The rest of the reply is sent only once the first delta reached the caller (or 2 s passed without it).
+      seenBeforeEnd = await Promise.race([firstDelta.then(() => true), sleep(2_000).then(() => false)]);
+      res.end(stream("lo").replaceAll("\n", "\r\n"));
+    });
+    const reply = await model(baseURL).complete(request, (event) => {
+      if (event.type === "text") delivered();
+    });
+    expect(seenBeforeEnd).toBe(true);
+    expect(reply.content).toBe("Hello");
   });
 
   it("follows a redirect to where the model answers, sending the request there once", async () => {

@@ -28,6 +28,8 @@ const EVENT_ENDS = [Buffer.from("\n\n"), Buffer.from("\r\r"), Buffer.from("\r\n\
 /** `source` as the web stream the SDK reads: whole events, within `bound` when one is given. */
 export function replyBody(source: Readable, bound: BodyBound | undefined): ReadableStream<Uint8Array> {
   let held: Buffer[] = [];
+  /** The last bytes held (at most 3, however many pieces they came in): where an event's end may begin. */
+  let tail: Buffer = Buffer.alloc(0);
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -38,13 +40,15 @@ export function replyBody(source: Readable, bound: BodyBound | undefined): Reada
             source.destroy(Object.assign(error, { code: "EREPLYBOUND" }));
             return;
           }
-          const end = eventEnd(held, piece);
+          const end = eventEnd(tail, piece);
           if (end < 0) {
             held.push(piece);
+            tail = lastBytes(tail, piece);
             return;
           }
           const ready = held.length === 0 ? piece.subarray(0, end) : Buffer.concat([...held, piece.subarray(0, end)]);
           held = end < piece.length ? [piece.subarray(end)] : [];
+          tail = lastBytes(Buffer.alloc(0), piece.subarray(end));
           controller.enqueue(ready);
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
         });
@@ -52,6 +56,7 @@ export function replyBody(source: Readable, bound: BodyBound | undefined): Reada
           if (error) return controller.error(error);
           if (held.length > 0) controller.enqueue(Buffer.concat(held));
           held = [];
+          tail = Buffer.alloc(0);
           controller.close();
         });
       },
@@ -66,17 +71,22 @@ export function replyBody(source: Readable, bound: BodyBound | undefined): Reada
   );
 }
 
-/** Where in `piece` the last event that ends in it ends (counting what is held before it), or -1. */
-function eventEnd(held: Buffer[], piece: Buffer): number {
+/** The last 3 bytes of `before` followed by `piece`. */
+function lastBytes(before: Buffer, piece: Buffer): Buffer {
+  if (piece.length >= 3) return Buffer.from(piece.subarray(piece.length - 3));
+  const joined = Buffer.concat([before, piece]);
+  return joined.subarray(Math.max(0, joined.length - 3));
+}
+
+/** Where in `piece` the last event that ends in it ends (counting `tail`, the last bytes held before it), or -1. */
+function eventEnd(tail: Buffer, piece: Buffer): number {
   let end = -1;
   for (const mark of EVENT_ENDS) {
     const at = piece.lastIndexOf(mark);
     if (at >= 0) end = Math.max(end, at + mark.length);
   }
-  if (end >= 0 || held.length === 0) return end;
+  if (end >= 0 || tail.length === 0) return end;
   // An end that begins in what is held: its last bytes and this piece's first ones.
-  const before = held[held.length - 1]!;
-  const tail = before.subarray(Math.max(0, before.length - 3));
   const seam = Buffer.concat([tail, piece.subarray(0, 3)]);
   for (const mark of EVENT_ENDS) {
     const at = seam.lastIndexOf(mark);

@@ -206,8 +206,9 @@ export class OpenAIModel implements ModelPort {
       }
     } catch (error) {
       if (reading.caller) throw error;
-      // The body sent more than the bound without a complete chunk: what was read of it stands.
-      if (!bound.passed || signal?.aborted) throw this.translateError(error, signal, reading.body);
+      // The body sent more than the bound without a complete chunk: what was read of it stands. An
+      // error answer (4xx, 5xx) whose body passed it stays the error it is.
+      if (!bound.passed || !reading.body || signal?.aborted) throw this.translateError(error, signal, reading.body);
       accumulator.cut();
     }
     // The SDK ends the iteration quietly when the request is aborted mid-stream, so a

@@ -13,7 +13,8 @@
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
 //   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
 //   tokens says so (usageReported: false), for the run to charge the request's bound instead.
-// - A reply that passes its bound on size (reply-size.ts) keeps what came within it and takes
+// - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, so
+//   an endless stream of empty calls passes it as text does) keeps what came within it and takes
 //   nothing more (`full`: the adapter stops reading); it ends as if the model had reached its token
 //   limit (finish reason "length", `cutAtBytes` saying why), without the tool calls the bound may
 //   have cut: the one streaming last, and any whose arguments are not JSON.
@@ -21,7 +22,7 @@ import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../p
 import { isJsonObject } from "../../domain/json-object.js";
 import { jsonText as toJson } from "../../domain/json-text.js";
 import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
-import { ReplySize } from "./reply-size.js";
+import { CALL_BYTES, ReplySize } from "./reply-size.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -143,8 +144,11 @@ export class StreamAccumulator {
   private addToolFragment(fragment: Fields): void {
     // Some compatible servers omit `index` when they send each call whole, in one fragment.
     const index = typeof fragment.index === "number" && Number.isInteger(fragment.index) ? fragment.index : this.calls.size;
-    const call = this.calls.get(index) ?? { arguments: "" };
     this.lastCall = index;
+    // A new call counts against the bound as it starts, even one that streams nothing else; one
+    // that does not fit is not taken (the call before it ended whole, and stands).
+    if (!this.calls.has(index) && !this.size.spend(CALL_BYTES)) return;
+    const call = this.calls.get(index) ?? { arguments: "" };
     const fn = fieldsOf(fragment.function);
     // Id and name normally come only in the first fragment; servers that repeat them repeat
     // the whole value, so the first one wins instead of concatenating.

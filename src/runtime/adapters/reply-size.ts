@@ -1,8 +1,12 @@
 // The bound on one model reply's size (MODEL_MAX_REPLY_BYTES), for the openai adapter: the text,
 // reasoning and tool calls (ids, names, argument text) a reply streams count in UTF-8 bytes as
-// decoded. A reply that passes it keeps what came within it, cut at a character, and is read no
+// decoded, and each tool call CALL_BYTES more for itself (about what holding one costs), so that
+// calls streamed with nothing in them count too. A reply that passes it keeps what came within it, cut at a character, and is read no
 // further (openai-model.ts): a model endpoint streaming without end never grows a worker's memory
 // past the bound, whatever it sends.
+
+/** What each tool call of a reply counts against the bound beyond its id, name and arguments. */
+export const CALL_BYTES = 128;
 
 /** What one reply has streamed, against its bound. */
 export class ReplySize {
@@ -11,6 +15,18 @@ export class ReplySize {
   full = false;
 
   constructor(readonly maxBytes: number) {}
+
+  /** Counts `bytes` that are not text (a tool call's own cost): whether they fit; when they do not, the reply is full. */
+  spend(bytes: number): boolean {
+    if (this.full) return false;
+    if (this.used + bytes <= this.maxBytes) {
+      this.used += bytes;
+      return true;
+    }
+    this.full = true;
+    this.used = this.maxBytes;
+    return false;
+  }
 
   /** `text` whole while it fits; once it would pass the bound, the part that fits, and the reply is full. */
   take(text: string): string {
