@@ -109,25 +109,28 @@ describe.runIf(backends.includes("postgres"))("plans of filtered run lists on 10
       `INSERT INTO ${table} (id, owner_id, conversation_id, workspace_id, agent, question, max_turns, token_budget, deadline_seconds, deadline_at, configuration, tags, metadata, metadata_pairs)
        SELECT 'x' || i, 'p1', 'c1', 'w1', 'researcher', 'q', 20, 1000, 60, now(), '{}', ARRAY['topic' || (i % 40), 'team' || (i % 7)],
               jsonb_build_object('ticket', 'T-' || i), ARRAY['ticket' || chr(31) || 'T-' || i] FROM generate_series(${from}, ${from + 19_999}) i`;
-    const time = async (sql: string) => {
-      const started = performance.now();
+    // What PostgreSQL writes for the rows and their index entries (WAL bytes): the same on a busy
+    // machine as on an idle one, unlike a time.
+    const written = async (sql: string) => {
+      const start = (await pg.query<{ lsn: string }>("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0]!.lsn;
       await pg.query(sql);
-      return performance.now() - started;
+      const bytes = await pg.query<{ bytes: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text AS bytes", [start]);
+      return Number(bytes.rows[0]!.bytes);
     };
     const before: number[] = [];
     const after: number[] = [];
     for (let round = 0; round < 3; round += 1) {
-      before.push(await time(insert("run_before", round * 20_000)));
-      after.push(await time(insert("run", RUNS + round * 20_000)));
+      before.push(await written(insert("run_before", round * 20_000)));
+      after.push(await written(insert("run", RUNS + round * 20_000)));
     }
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
-    const extraPerRun = (median(after) - median(before)) / 20_000;
+    const perRun = (bytes: number) => bytes / 20_000;
     console.log(
-      `20,000 inserted runs: ${median(before).toFixed(0)} ms with the former indexes, ${median(after).toFixed(0)} ms with the filter indexes (+${(extraPerRun * 1000).toFixed(0)} µs a run)`,
+      `20,000 inserted runs write ${perRun(median(before)).toFixed(0)} WAL bytes a run with the former indexes, ${perRun(median(after)).toFixed(0)} with the filter indexes`,
     );
-    // A bare multi-row INSERT is mostly index upkeep, so its ratio says little; what an admission
-    // (one statement of ~1.5 ms) pays is the time per run, which must stay a small share of it
-    // (about 0.2 ms measured alone; 0.26 ms once in a full CI run on two busy cores).
-    expect(extraPerRun).toBeLessThan(0.3);
+    // The filter indexes (tags, metadata pairs, cost) add entries to every admitted run: what it
+    // writes stays within 4× of what its row and the former indexes wrote (3.2–3.3× measured, the
+    // same on a busy machine: WAL bytes, not time; one more index of their kind would pass it).
+    expect(median(after) / median(before)).toBeLessThan(4);
   }, 120_000);
 });

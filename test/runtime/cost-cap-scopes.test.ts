@@ -65,7 +65,11 @@ describe.each(backends)("cost caps by scope (%s)", (backend) => {
     const actor = await principal("daily", "3");
     const ids = await Promise.all([admit(actor, { limits: { maxTurns: 50 } }), admit(actor, { limits: { maxTurns: 50 } })]);
     const runs = await Promise.all(ids.map(settled));
-    for (const run of runs) expect(run).toMatchObject({ status: "SUCCEEDED", stopReason: "BUDGET", answerPartial: true });
+    for (const run of runs) expect(run).toMatchObject({ status: "SUCCEEDED", stopReason: "BUDGET" });
+    // A run that got a reply keeps its text, marked partial; on a busy machine the second run may
+    // start only once the first has spent the limit, and stop before its first request, with none.
+    for (const run of runs) expect(run.answerPartial).toBe(Boolean(run.answer));
+    expect(runs.some((run) => run.answerPartial)).toBe(true);
     const stops = await Promise.all(ids.map(capStop));
     for (const stop of stops) expect(stop).toMatchObject({ cap: "DAILY_COST_LIMIT", limit: "3" });
     const total = runs.reduce((sum, run) => sum.plus(toDecimal(run.cost)), toDecimal(0));
