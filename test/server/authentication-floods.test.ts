@@ -118,7 +118,9 @@ describe("failed authentications per client address", () => {
     const { t, lookups, forget } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }), () => clock);
     const good = await t.createPrincipal("good");
     const workspace = await createWorkspace(t.as(good), "An end user's workspace");
-    const minted = await t.as(good).request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["READ"] }], expiresInSeconds: 60 } });
+    const minted = await t
+      .as(good)
+      .request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["READ"] }], expiresInSeconds: 60 } });
     const token = expectType(minted.createAccessToken, "CreateAccessTokenSuccess").token;
     expect((await post(t.server!.url, token)).status).toBe(200);
     clock = new Date(clock.getTime() + 120_000);
@@ -134,8 +136,14 @@ describe("failed authentications per client address", () => {
 
   const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
   it.each([
-    ["a forged access token naming a key (kid)", (i: number) => `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid: `key${i}` })}.${part({ sub: "someone" })}.${part({ signature: i })}`],
-    ["a forged access token naming no key", (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`],
+    [
+      "a forged access token naming a key (kid)",
+      (i: number) => `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid: `key${i}` })}.${part({ sub: "someone" })}.${part({ signature: i })}`,
+    ],
+    [
+      "a forged access token naming no key",
+      (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`,
+    ],
     ["another JWT, no sign-in configured (taken for an API key)", (i: number) => `${part({ alg: "none" })}.${part({ i })}.x${i}`],
   ])("%s is counted: past the burst it is refused with 429 before any lookup", async (_, forged) => {
     const { t, lookups, forget } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }));
