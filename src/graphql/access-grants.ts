@@ -43,7 +43,7 @@ import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import type { GraphQLContext } from "./context.js";
 import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./answer-reads.js";
 import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
-import { checkNested, GUARDED_TYPES, shown, unanswered } from "./nested-grants.js";
+import { checkNested, GUARDED_TYPES, shown, shownUnread, unanswered } from "./nested-grants.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
@@ -210,7 +210,10 @@ async function answerRefusal(key: string, rule: TokenRule, scope: AccessScope, i
     const what = named(targets[0]);
     throw forbidden(`This access token may not READ ${what}, so it cannot use ${field} on ${what} as asked: ${answerLimit(asked)}.`, typedErrors);
   }
-  const unread = researchAsked(info, (typename) => !GUARDED_TYPES.has(typename) || typename === "Run" || kinds.has(typename));
+  const unread = researchAsked(
+    info,
+    (typename, field) => !GUARDED_TYPES.has(typename) || typename === "Run" || kinds.has(typename) || shownUnread(typename, field),
+  );
   if (!unread) return;
   const what = `the ${unread.split(".")[0]!.toLowerCase()}`;
   throw forbidden(`This access token may not READ ${what} its answer shows, so it cannot use ${field} as asked: ${answerLimit(unread)}.`, typedErrors);

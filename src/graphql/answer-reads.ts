@@ -69,22 +69,22 @@ function cannotBeNull(type: GraphQLOutputType): boolean {
  * The first field (`Type.field`) of the root field's answer that shows research beyond an id and
  * a run's status and may not be null where nothing above it may be either: unanswered, it would
  * leave the whole answer null after the mutation acted. A nullable one answers null instead.
- * Fields of the types `readable` names (the caller may read those of this answer) are passed.
+ * The fields `readable` names (the caller may read them in this answer) are passed.
  */
-export function researchAsked(info: GraphQLResolveInfo, readable: (typename: string) => boolean = () => false): string | undefined {
+export function researchAsked(info: GraphQLResolveInfo, readable: (typename: string, field: string) => boolean = () => false): string | undefined {
   const seen = new Set<string>();
-  // An abstract type is readable where every research type it may be is.
-  const isReadable = (type: GraphQLCompositeType) =>
+  // A field of an abstract type is readable where it is on every research type the type may be.
+  const isReadable = (type: GraphQLCompositeType, field: string) =>
     isObjectType(type)
-      ? readable(type.name)
-      : info.schema.getPossibleTypes(type).every((possible) => !RESEARCH_TYPES.has(possible.name) || readable(possible.name));
+      ? readable(type.name, field)
+      : info.schema.getPossibleTypes(type).every((possible) => !RESEARCH_TYPES.has(possible.name) || readable(possible.name, field));
   const walk = (selections: SelectionSetNode | undefined, parent: GraphQLCompositeType): string | undefined => {
     for (const selection of selections?.selections ?? []) {
       if (selection.kind === "Field") {
         const field = isUnionType(parent) ? undefined : parent.getFields()[selection.name.value];
         // Only what cannot be null reaches up to the answer.
         if (!field || !cannotBeNull(field.type)) continue;
-        if (showsResearch(parent, field.name, info) && !isReadable(parent)) return `${parent.name}.${field.name}`;
+        if (showsResearch(parent, field.name, info) && !isReadable(parent, field.name)) return `${parent.name}.${field.name}`;
         const type = getNamedType(field.type);
         const found = isCompositeType(type) ? walk(selection.selectionSet, type) : undefined;
         if (found) return found;

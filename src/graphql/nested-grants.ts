@@ -18,6 +18,8 @@ const OPEN_FIELDS: Readonly<Record<GrantedKind, ReadonlySet<string>>> = {
   Workspace: new Set(["id"]),
   Conversation: new Set(["id", "title", "createdAt"]),
 };
+/** Whether a field of a run, workspace or conversation shows where the token may not read it. */
+export const shownUnread = (typename: string, field: string): boolean => OPEN_FIELDS[typename as GrantedKind]?.has(field) ?? false;
 export const GUARDED_TYPES: ReadonlySet<string> = new Set<GrantedKind>(["Run", "Workspace", "Conversation"]);
 
 /** Whether any grant covers a run, workspace or conversation row reached below the root, leaving aside links. */

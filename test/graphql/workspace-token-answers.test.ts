@@ -3,7 +3,7 @@
 // what it may not read (the messages of the new conversation the run opens) is refused before the
 // run is admitted, never answered null after it was.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateAccessTokenDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
+import { AdmitRunDocument, CreateAccessTokenDocument, UpdateCheckpointDocument } from "../../sdk/generated/graphql.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { rawRequest } from "../support/raw-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -63,6 +63,14 @@ describe("a workspace token's admitRun answer", () => {
       __typename: "AdmitRunSuccess",
       run: { question: "What changed?", conversation: { id: expect.any(String) } },
     });
+    expect(await runCount()).toBe(before + 1);
+  });
+
+  it("the SDK's AdmitRunDocument admits and shows the new conversation's id and title", async () => {
+    const before = await runCount();
+    const answer = await t.as(token).request(AdmitRunDocument, { input: { workspaceId, question: "And now?" } });
+    const run = expectType(answer.admitRun, "AdmitRunSuccess").run;
+    expect(run.conversation).toMatchObject({ id: expect.any(String), title: expect.any(String) });
     expect(await runCount()).toBe(before + 1);
   });
 });
