@@ -36,14 +36,14 @@
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from "@pothos/core";
 import { getArgumentValues, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from "graphql";
 import { ForbiddenError, NotFoundError } from "../domain/errors.js";
-import { decodeGlobalId } from "../domain/global-id.js";
+import { decodeGlobalId, encodeGlobalId } from "../domain/global-id.js";
 import { type AccessOperation, type AccessScope, ACCESS_OPERATIONS, grants } from "../domain/principal/access-scope.js";
 import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import type { GraphQLContext } from "./context.js";
 import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./answer-reads.js";
 import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
-import { checkNested, GUARDED_TYPES, shown, unanswered } from "./nested-grants.js";
+import { checkNested, GUARDED_TYPES, shown, shownUnread, unanswered } from "./nested-grants.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
@@ -192,15 +192,31 @@ function keyAnswerRefusal(key: string, typedErrors: unknown[], info: GraphQLReso
   throw forbidden(`This API key may not READ (its scopes lack it), so it cannot use ${key.split(".")[1]} as asked: ${answerLimit(asked)}.`, typedErrors);
 }
 
-/** Refuses a token a mutation whose answer would show research it may not READ (answer-reads.ts), before it acts. */
+/**
+ * Refuses a token a mutation whose answer would show research it may not READ (answer-reads.ts),
+ * before it acts. What it acted on is readable where one of the ids it names is, as nested-grants.ts
+ * decides: a run admitted into a readable workspace or conversation; a workspace or conversation
+ * only where that one is readable (a new conversation is not).
+ */
 async function answerRefusal(key: string, rule: TokenRule, scope: AccessScope, info: GraphQLResolveInfo, ctx: GraphQLContext, typedErrors: unknown[]) {
   const asked = info.operation.operation === "mutation" ? researchAsked(info) : undefined;
   if (!asked) return;
-  // What it acted on is readable where one of the ids it names is (a run admitted into a readable workspace or conversation).
   const targets = rule.targets(rawArgs(info)).filter((target) => target != null);
-  for (const target of targets) if (await covers(scope, "READ", target, ctx)) return;
-  const what = named(targets[0]);
-  throw forbidden(`This access token may not READ ${what}, so it cannot use ${key.split(".")[1]} on ${what} as asked: ${answerLimit(asked)}.`, typedErrors);
+  const kinds = new Set<string>();
+  for (const target of targets)
+    if (await covers(scope, "READ", target, ctx)) for (const kind of await readableAround(scope, String(target), ctx)) kinds.add(kind);
+  const field = key.split(".")[1];
+  if (kinds.size === 0) {
+    const what = named(targets[0]);
+    throw forbidden(`This access token may not READ ${what}, so it cannot use ${field} on ${what} as asked: ${answerLimit(asked)}.`, typedErrors);
+  }
+  const unread = researchAsked(
+    info,
+    (typename, field) => !GUARDED_TYPES.has(typename) || typename === "Run" || kinds.has(typename) || shownUnread(typename, field),
+  );
+  if (!unread) return;
+  const what = `the ${unread.split(".")[0]!.toLowerCase()}`;
+  throw forbidden(`This access token may not READ ${what} its answer shows, so it cannot use ${field} as asked: ${answerLimit(unread)}.`, typedErrors);
 }
 
 /**
@@ -254,6 +270,19 @@ async function covers(scope: AccessScope, operation: AccessOperation, target: un
   if (run === null) return false;
   if (grants(scope, operation, "Run", decoded.id, run)) return true;
   return linkedThroughGrant(scope, operation, { kind: "Run", id: decoded.id, conversationId: run.conversationId }, ctx.prisma, ctx.actor.principalId);
+}
+
+/** The kinds an answer about a readable target may show in full: a run's own conversation and workspace where the token may READ those too. */
+async function readableAround(scope: AccessScope, target: string, ctx: GraphQLContext): Promise<string[]> {
+  const decoded = decodeGlobalId(target);
+  if (decoded?.typename !== "Run") return decoded ? [decoded.typename] : [];
+  const run = await ctx.prisma.run.findFirst({
+    where: { id: decoded.id, ownerId: ctx.actor.principalId },
+    select: { workspaceId: true, conversationId: true },
+  });
+  const conversation = run !== null && (await covers(scope, "READ", encodeGlobalId("Conversation", run.conversationId), ctx));
+  const workspace = run?.workspaceId != null && grants(scope, "READ", "Workspace", run.workspaceId);
+  return ["Run", ...(conversation ? ["Conversation"] : []), ...(workspace ? ["Workspace"] : [])];
 }
 
 /** The scope whose READ grants are exactly the SCORE grants of `scope`. */

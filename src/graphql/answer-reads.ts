@@ -69,16 +69,22 @@ function cannotBeNull(type: GraphQLOutputType): boolean {
  * The first field (`Type.field`) of the root field's answer that shows research beyond an id and
  * a run's status and may not be null where nothing above it may be either: unanswered, it would
  * leave the whole answer null after the mutation acted. A nullable one answers null instead.
+ * The fields `readable` names (the caller may read them in this answer) are passed.
  */
-export function researchAsked(info: GraphQLResolveInfo): string | undefined {
+export function researchAsked(info: GraphQLResolveInfo, readable: (typename: string, field: string) => boolean = () => false): string | undefined {
   const seen = new Set<string>();
+  // A field of an abstract type is readable where it is on every research type the type may be.
+  const isReadable = (type: GraphQLCompositeType, field: string) =>
+    isObjectType(type)
+      ? readable(type.name, field)
+      : info.schema.getPossibleTypes(type).every((possible) => !RESEARCH_TYPES.has(possible.name) || readable(possible.name, field));
   const walk = (selections: SelectionSetNode | undefined, parent: GraphQLCompositeType): string | undefined => {
     for (const selection of selections?.selections ?? []) {
       if (selection.kind === "Field") {
         const field = isUnionType(parent) ? undefined : parent.getFields()[selection.name.value];
         // Only what cannot be null reaches up to the answer.
         if (!field || !cannotBeNull(field.type)) continue;
-        if (showsResearch(parent, field.name, info)) return `${parent.name}.${field.name}`;
+        if (showsResearch(parent, field.name, info) && !isReadable(parent, field.name)) return `${parent.name}.${field.name}`;
         const type = getNamedType(field.type);
         const found = isCompositeType(type) ? walk(selection.selectionSet, type) : undefined;
         if (found) return found;
@@ -109,6 +115,10 @@ export const answerLimit = (asked: string) => `without READ its answer shows onl
 /** The row name node(id) decides a type's READ by (granted-nodes.ts). */
 const rowName = (typename: string) => (typename === "Checkpoint" || typename === "UnavailableCheckpoint" ? "CheckpointVersion" : typename);
 
+/** The id of a field's source row: a checkpoint's source is its workspace's `{ status, checkpoint }`. */
+const rowIdOf = (typename: string, source: unknown): unknown =>
+  rowName(typename) === "CheckpointVersion" ? (source as { checkpoint?: { id?: unknown } }).checkpoint?.id : (source as { id?: unknown }).id;
+
 const decided = new WeakMap<object, Map<string, Promise<boolean>>>();
 
 /**
@@ -121,7 +131,7 @@ export function unreadInAnswer(source: unknown, info: GraphQLResolveInfo, ctx: G
   const { access: scope, scopes } = ctx.actor;
   if (!scope) return scopes !== undefined && !scopes.includes("READ");
   if (GUARDED_TYPES.has(info.parentType.name)) return false;
-  const id = (source as { id?: unknown }).id;
+  const id = rowIdOf(info.parentType.name, source);
   if (typeof id !== "string") return true;
   let known = decided.get(ctx);
   if (!known) decided.set(ctx, (known = new Map()));

@@ -10,6 +10,19 @@ import { SignInRefusal, type SignInTokens } from "../domain/principal/sign-in-to
 export type Authenticate = (authorization: string | null | undefined) => Promise<Actor>;
 
 const unauthenticated = (message: string) => new GraphQLError(message, { extensions: { code: "UNAUTHENTICATED", http: { status: 401 } } });
+/**
+ * Refusals a flooding address is not held to: an access token signed by its key but expired (or
+ * its key revoked), and a sign-in token refused by its signature or claims (no lookup): end users
+ * behind one address whose tokens expire must not hold back its API keys.
+ */
+const uncounted = new WeakSet<GraphQLError>();
+const uncountedRefusal = (message: string) => {
+  const error = unauthenticated(message);
+  uncounted.add(error);
+  return error;
+};
+/** Whether a refusal is not counted as a failed authentication (see `uncounted`). */
+export const isUncountedRefusal = (error: unknown): boolean => error instanceof GraphQLError && uncounted.has(error);
 const unavailable = (message: string) => new GraphQLError(message, { extensions: { code: "SIGN_IN_UNAVAILABLE", http: { status: 503 } } });
 
 /** Whether a Bearer value is a JWT (a JOSE header that decodes), without verifying it: API keys are not. */
@@ -51,7 +64,7 @@ export function createAuthenticator({
       try {
         return await accessTokens.verify(match[1]);
       } catch (error) {
-        if (error instanceof AccessTokenRefusal) throw unauthenticated(error.message);
+        if (error instanceof AccessTokenRefusal) throw error.signed ? uncountedRefusal(error.message) : unauthenticated(error.message);
         throw error;
       }
     }
@@ -59,7 +72,7 @@ export function createAuthenticator({
       try {
         return await signIn.verify(match[1]);
       } catch (error) {
-        if (error instanceof SignInRefusal) throw error.unavailable ? unavailable(error.message) : unauthenticated(error.message);
+        if (error instanceof SignInRefusal) throw error.unavailable ? unavailable(error.message) : uncountedRefusal(error.message);
         throw error;
       }
     }

@@ -18,6 +18,8 @@ const OPEN_FIELDS: Readonly<Record<GrantedKind, ReadonlySet<string>>> = {
   Workspace: new Set(["id"]),
   Conversation: new Set(["id", "title", "createdAt"]),
 };
+/** Whether a field of a run, workspace or conversation shows where the token may not read it. */
+export const shownUnread = (typename: string, field: string): boolean => OPEN_FIELDS[typename as GrantedKind]?.has(field) ?? false;
 export const GUARDED_TYPES: ReadonlySet<string> = new Set<GrantedKind>(["Run", "Workspace", "Conversation"]);
 
 /** Whether any grant covers a run, workspace or conversation row reached below the root, leaving aside links. */
@@ -35,18 +37,30 @@ async function linkedOf(scope: AccessScope, kind: GrantedKind, rows: Row[], oper
 const readingOperations = (info: GraphQLResolveInfo): readonly AccessOperation[] =>
   info.operation.operation === "subscription" ? ["READ", "SUBSCRIBE"] : ["READ"];
 
-/** Per request (per event of a subscription): whether the token may read each row ("Run:<id>"), decided once. */
+/** Per request, and in a subscription per event too: whether the token may read each row ("Run:<id>"), decided once. */
 const readableByRequest = new WeakMap<object, Map<string, Promise<boolean>>>();
+/** Per subscriber and event: the bus gives one event object to every subscriber, each with its own token. */
+const readableByEvent = new WeakMap<object, WeakMap<object, Map<string, Promise<boolean>>>>();
+
+function decisionsOf(info: GraphQLResolveInfo, ctx: GraphQLContext): Map<string, Promise<boolean>> {
+  if (info.operation.operation !== "subscription") {
+    const known = readableByRequest.get(ctx) ?? new Map<string, Promise<boolean>>();
+    readableByRequest.set(ctx, known);
+    return known;
+  }
+  // A subscription decides again for each event (its rootValue): links change while it lasts.
+  const event: unknown = info.rootValue;
+  if (typeof event !== "object" || event === null) return new Map();
+  const events = readableByEvent.get(ctx) ?? new WeakMap<object, Map<string, Promise<boolean>>>();
+  readableByEvent.set(ctx, events);
+  const known = events.get(event) ?? new Map<string, Promise<boolean>>();
+  events.set(event, known);
+  return known;
+}
 
 /** Which of `rows` the token may read; decides those not yet decided in this request with one query. */
 function readable(scope: AccessScope, kind: GrantedKind, rows: Row[], info: GraphQLResolveInfo, ctx: GraphQLContext): Promise<Set<string>> {
-  // A subscription decides again for each event (its rootValue): links change while it lasts.
-  const holder = info.operation.operation !== "subscription" ? ctx : typeof info.rootValue === "object" ? info.rootValue : null;
-  let known = holder ? readableByRequest.get(holder) : undefined;
-  if (!known) {
-    known = new Map();
-    if (holder) readableByRequest.set(holder, known);
-  }
+  const known = decisionsOf(info, ctx);
   const operations = readingOperations(info);
   const keyOf = (row: Row) => `${kind}:${row.id}`;
   const direct = (row: Row) => operations.some((operation) => grants(scope, operation, kind, row.id, row));

@@ -1,15 +1,14 @@
 // Failed authentications per client address (AUTH_FAILURES_PER_MINUTE): every credential an
-// address sends that is refused (a wrong or revoked API key, a bad token) takes a token from the
+// address sends that is refused (a wrong or revoked API key, a forged token) takes a token from the
 // address's bucket, and once it is empty the address's next credentials are refused with
 // RATE_LIMITED (HTTP 429 with Retry-After; a graphql-ws connection is closed with 4429) before
 // anything looks them up: a flood of wrong keys costs the database nothing past the burst (an
 // IPv6 client is its /64, as for its connections: client-connections.ts). A client with a good
 // credential on another address is not held back; on the flooding address every credential
 // waits, since nothing tells a good one from a bad one without the lookup.
-import { decodeProtectedHeader } from "jose";
 import { GraphQLError } from "graphql";
 import type { Actor } from "../domain/principal/principal-service.js";
-import type { Authenticate } from "../graphql/authenticate.js";
+import { type Authenticate, isUncountedRefusal } from "../graphql/authenticate.js";
 import { clientOf } from "./client-connections.js";
 import { rateLimitedError, type TokenBuckets } from "./rate-limit.js";
 
@@ -21,8 +20,12 @@ export const AUTH_FLOOD_CLOSE_CODE = 4429;
 
 const TOO_MANY_FAILURES = "Too many failed authentications from this address";
 
-/** Whether an error refused the request's credential (not a store failing). */
-const isRefusal = (error: unknown) => error instanceof GraphQLError && error.extensions.code === "UNAUTHENTICATED";
+/**
+ * Whether an error refused the request's credential (not a store failing), counted: all but an
+ * access token its key signed that expired (or whose key was revoked) and a sign-in token refused
+ * by its signature, which end users behind one address send without being a flood.
+ */
+const isCountedRefusal = (error: unknown) => error instanceof GraphQLError && error.extensions.code === "UNAUTHENTICATED" && !isUncountedRefusal(error);
 
 /**
  * `authenticate`, with each address's failures counted in `failures` (none: not counted). An
@@ -38,10 +41,9 @@ export function guardFailedAuthentications(
   if (!failures) return (authorization) => authenticate(authorization);
   const inFlight = new Map<string, Set<Promise<unknown>>>();
   return async (authorization, address) => {
-    // No credential: nothing to look up (the development principal, or a 401 at once). A signed
-    // token (an access token, the app's sign-in) is refused by its signature or its expiry, not by
-    // a lookup: an end user's expired token must not make a whole office's keys wait.
-    if (authorization == null || authorization.trim() === "" || isSignedToken(authorization)) return authenticate(authorization);
+    // No credential: nothing to look up (the development principal, or a 401 at once). Any other,
+    // an API key or a token, waits behind the address's failures: a forged token costs a lookup too.
+    if (authorization == null || authorization.trim() === "") return authenticate(authorization);
     const bucket = `address:${clientOf(address)}`;
     for (;;) {
       const room = await failures.peek(bucket);
@@ -55,7 +57,7 @@ export function guardFailedAuthentications(
     }
     // Counted until its failure, if it fails, has taken its token.
     const attempt = authenticate(authorization).catch(async (error: unknown) => {
-      if (isRefusal(error)) await failures.take(bucket);
+      if (isCountedRefusal(error)) await failures.take(bucket);
       throw error;
     });
     const settled = attempt.then(
@@ -70,18 +72,6 @@ export function guardFailedAuthentications(
     });
     return attempt;
   };
-}
-
-/** Whether a Bearer value is a JWT (a JOSE header that decodes): API keys are not. */
-function isSignedToken(authorization: string): boolean {
-  const value = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
-  if (!value || value.split(".").length !== 3) return false;
-  try {
-    decodeProtectedHeader(value);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Whether an authentication's error is the refusal of a flooding address. */

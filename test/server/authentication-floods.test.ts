@@ -11,10 +11,12 @@ import path from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { WebSocket } from "ws";
 import { loadConfig } from "../../src/config.js";
+import { CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
 import { ACCESS_TOKEN_TYPE } from "../../src/domain/principal/access-tokens.js";
 import { InProcessTokenBuckets, type TokenBuckets } from "../../src/server/rate-limit.js";
 import { RedisTokenBuckets } from "../../src/server/redis-token-buckets.js";
 import { openMigratedTestDatabase } from "../support/databases.js";
+import { createWorkspace, expectType } from "../support/fixtures.js";
 import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -30,12 +32,13 @@ afterEach(async () => {
 });
 
 /** An app whose statements are heard: `lookups()` counts those on API keys since the last `forget()`. */
-async function startHeard(authFailures: TokenBuckets): Promise<{ t: TestApp; lookups(): number; forget(): void }> {
+async function startHeard(authFailures: TokenBuckets, now?: () => Date): Promise<{ t: TestApp; lookups(): number; forget(): void }> {
   const statements: string[] = [];
   const t = await startTestApp("pglite", {
     listen: true,
     authRequired: true,
     authFailures,
+    now,
     database: () => openMigratedTestDatabase("pglite", { onQuery: (sql) => statements.push(sql) }),
   });
   apps.push(t);
@@ -110,16 +113,45 @@ describe("failed authentications per client address", () => {
     expect((await post(url, good)).status).toBe(429);
   });
 
-  it("refused signed tokens (an end user's expired or forged access token) are not counted: the address's keys are still served", async () => {
-    const { t } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }));
+  it("an end user's expired access token is not counted: many sent from one address, the address's keys are still served", async () => {
+    let clock = new Date();
+    const { t, lookups, forget } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }), () => clock);
     const good = await t.createPrincipal("good");
-    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
-    const forged = (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`;
+    const workspace = await createWorkspace(t.as(good), "An end user's workspace");
+    const minted = await t
+      .as(good)
+      .request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["READ"] }], expiresInSeconds: 60 } });
+    const token = expectType(minted.createAccessToken, "CreateAccessTokenSuccess").token;
+    expect((await post(t.server!.url, token)).status).toBe(200);
+    clock = new Date(clock.getTime() + 120_000);
+    forget();
     const refused = [];
-    for (let i = 0; i < 10; i += 1) refused.push(await post(t.server!.url, forged(i)));
+    for (let i = 0; i < 10; i += 1) refused.push(await post(t.server!.url, token));
     expect(refused.map((a) => a.status)).toEqual(Array(10).fill(401));
+    expect(refused[0]!.body.errors![0]!.message).toMatch(/expired/);
+    expect(lookups()).toBe(10);
     expect((await post(t.server!.url, good)).status).toBe(200);
     expect((await post(t.server!.url, WRONG)).status).toBe(401);
+  });
+
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  it.each([
+    [
+      "a forged access token naming a key (kid)",
+      (i: number) => `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid: `key${i}` })}.${part({ sub: "someone" })}.${part({ signature: i })}`,
+    ],
+    [
+      "a forged access token naming no key",
+      (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`,
+    ],
+    ["another JWT, no sign-in configured (taken for an API key)", (i: number) => `${part({ alg: "none" })}.${part({ i })}.x${i}`],
+  ])("%s is counted: past the burst it is refused with 429 before any lookup", async (_, forged) => {
+    const { t, lookups, forget } = await startHeard(new InProcessTokenBuckets({ perMinute: 6, burst: 3 }));
+    forget();
+    const statuses = [];
+    for (let i = 0; i < 10; i += 1) statuses.push((await post(t.server!.url, forged(i))).status);
+    expect(statuses).toEqual([401, 401, 401, ...Array(7).fill(429)]);
+    expect(lookups()).toBeLessThanOrEqual(3);
   });
 
   it("sent all at once, as many wrong keys are looked up as the burst allows, not one more; good keys sent at once are all served", async () => {

@@ -43,7 +43,15 @@ const mintInput = z.object({
 export type MintAccessTokenInput = z.input<typeof mintInput>;
 
 /** Why a Bearer token that is one of Dossier's access tokens was refused (the 401's message). */
-export class AccessTokenRefusal extends Error {}
+/** Why a token is refused; `signed`: it was signed by its key (expired, or its key revoked), not forged. */
+export class AccessTokenRefusal extends Error {
+  constructor(
+    message: string,
+    readonly signed = false,
+  ) {
+    super(message);
+  }
+}
 
 export const TOKEN_EXPIRED = "token expired";
 
@@ -89,8 +97,8 @@ export class AccessTokens {
       ? await this.deps.prisma.apiKey.findUnique({ where: { id: kid }, select: { id: true, hash: true, principalId: true, revokedAt: true } })
       : null;
     if (!key) throw new AccessTokenRefusal("Invalid access token.");
-    if (key.revokedAt) throw new AccessTokenRefusal("The API key that issued this access token was revoked.");
-    let payload: Record<string, unknown>;
+    let payload: Record<string, unknown> | undefined;
+    let expired = false;
     try {
       ({ payload } = await jwtVerify(token, this.signingKey(key.hash), {
         algorithms: ["HS256"],
@@ -101,9 +109,12 @@ export class AccessTokens {
         currentDate: this.now(),
       }));
     } catch (error) {
-      if (error instanceof errors.JWTExpired) throw new AccessTokenRefusal(`The access token expired (${TOKEN_EXPIRED}).`);
-      throw new AccessTokenRefusal("Invalid access token.");
+      // Its signature verified before its expiry was read.
+      if (!(error instanceof errors.JWTExpired)) throw new AccessTokenRefusal("Invalid access token.");
+      expired = true;
     }
+    if (key.revokedAt) throw new AccessTokenRefusal("The API key that issued this access token was revoked.", true);
+    if (expired || !payload) throw new AccessTokenRefusal(`The access token expired (${TOKEN_EXPIRED}).`, true);
     const scope: AccessScope = {
       tokenId: String(payload.jti),
       expiresAt: new Date(Number(payload.exp) * 1000),
