@@ -15,13 +15,13 @@ import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { CALL_BYTES } from "../../src/runtime/adapters/reply-size.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
-import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { questionOf } from "../support/requests.js";
 import { settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
+import { countedDeployTool } from "../support/deploy-tool.js";
 
 const closing = closedAfterEach();
 /** The bound the tests configure: 64 KiB. */
@@ -182,18 +182,12 @@ describe("the openai adapter, given replies past MODEL_MAX_REPLY_BYTES without t
 });
 
 describe.each(backends)("a run whose model reply passes MODEL_MAX_REPLY_BYTES, on %s", (backend) => {
-  let executed = 0;
-  const deploy: Tool = {
-    schema: { name: "deploy", description: "deploys", parameters: { type: "object", properties: { target: { type: "string" } } } },
-    execute: async () => {
-      executed += 1;
-      return "deployed";
-    },
-  };
+  const counted = countedDeployTool();
+  const deploy = counted.tool;
 
   async function start(answerFor: (question: string, before: number) => Answer) {
     const server = await startServer(answerFor);
-    executed = 0;
+    counted.reset();
     const t = closing(
       await startTestApp(backend, {
         runtime: {
@@ -238,7 +232,7 @@ describe.each(backends)("a run whose model reply passes MODEL_MAX_REPLY_BYTES, o
     const { run } = await admit(t.client, { question: "Deploy it" });
     const done = await settled(t.client, run.id, 60_000);
     expect(done).toMatchObject({ status: "SUCCEEDED", answer: "Listed, not deployed." });
-    expect(executed).toBe(0);
+    expect(counted.calls()).toBe(0);
     expect(done.trace!.spans.flatMap((span) => span.events).filter((event) => event.kind.startsWith("APPROVAL"))).toEqual([]);
     expect(done.trace!.spans.filter((span) => span.kind === "TOOL_CALL").map((span) => span.name)).toEqual(["execute_tool task_list"]);
     const calls = modelCallsOf(done);

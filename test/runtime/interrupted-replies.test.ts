@@ -9,13 +9,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ModelError, OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { type ModelRequest, ModelReplyInterrupted, ModelRetryLater } from "../../src/runtime/ports/model.js";
-import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { type StubCut, type StubTurn, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { type RunView, settled } from "../support/scripted-runs.js";
 import { startTestApp } from "../support/test-app.js";
+import { countedDeployTool } from "../support/deploy-tool.js";
 
 const closing = closedAfterEach();
 const ANSWER = ["The ", "whole ", "answer, ", "as written."];
@@ -97,18 +97,12 @@ function modelCalls(run: RunView) {
 const assistantMessages = (run: RunView) => run.messages.edges.map((edge) => edge.node).filter((message) => message.role === "ASSISTANT");
 
 describe.each(backends)("a run whose model reply is cut off mid-stream, on %s", (backend) => {
-  let executed = 0;
-  const deploy: Tool = {
-    schema: { name: "deploy", description: "deploys", parameters: { type: "object", properties: { target: { type: "string" } } } },
-    execute: async () => {
-      executed += 1;
-      return "deployed";
-    },
-  };
+  const counted = countedDeployTool();
+  const deploy = counted.tool;
 
   async function start(modelOptions: Partial<ConstructorParameters<typeof OpenAIModel>[0]>, ...turns: StubTurn[]) {
     const { baseURL, arrivals } = await stubOf(...turns);
-    executed = 0;
+    counted.reset();
     const t = closing(
       await startTestApp(backend, {
         runtime: {
@@ -164,7 +158,7 @@ describe.each(backends)("a run whose model reply is cut off mid-stream, on %s", 
     const held: StubTurn = { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }], cut: "end" };
     const { done } = await start({}, held, { text: ANSWER });
     expect(done).toMatchObject({ status: "SUCCEEDED", answer: ANSWER.join("") });
-    expect(executed).toBe(0);
+    expect(counted.calls()).toBe(0);
     expect(done.trace!.spans.filter((span) => span.kind === "TOOL_CALL")).toEqual([]);
     expect(done.trace!.spans.flatMap((span) => span.events).filter((event) => event.kind.startsWith("APPROVAL"))).toEqual([]);
     expect(assistantMessages(done).map((message) => [message.content])).toEqual([[ANSWER.join("")]]);
