@@ -1,5 +1,6 @@
 // The rules environment values are checked by (config.ts), each refusal worded for an operator.
 import { z } from "zod";
+import { ConfigError } from "./config-files.js";
 
 export const number = z.coerce.number({ error: "must be a number" });
 
@@ -54,3 +55,24 @@ export const exactHosts = (example: string) =>
 /** Positive numbers of seconds, fractions allowed. */
 export const secondsList = (example: string) =>
   commaList((value) => /^\d+(\.\d+)?$/.test(value) && Number(value) > 0, "positive numbers of seconds", example).transform((values) => values.map(Number));
+
+/**
+ * The environment's values by `schema`; throws ConfigError listing every bad one. An empty
+ * variable means "not set", as in most shells' `VAR= command`.
+ */
+export function parseEnv<T extends z.ZodType>(
+  schema: T,
+  env: Record<string, string | undefined>,
+): { values: z.output<T>; present: Record<string, string | undefined> } {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return { values: parsed.data, present };
+  throw new ConfigError(
+    parsed.error.issues.map((issue) => {
+      // A nested issue (inside SPILL_POLICIES' JSON) names the variable and where in it.
+      const [name, ...inside] = issue.path.map(String);
+      const where = inside.length > 0 ? ` at ${inside.join(".")}` : "";
+      return `${name}=${JSON.stringify(env[name!] ?? "")}${where}: ${issue.message}`;
+    }),
+  );
+}

@@ -4,9 +4,10 @@ import { approvalRules, ConfigError, parseCompactionPolicies, readAgents, readTr
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
 import { signInEnv, signInOf } from "./config-sign-in.js";
 import type { Config, DatabaseTimeouts } from "./config-types.js";
-import { commaList, exactHosts, flag, json, number, port, postgresUrl, secondsList, whole } from "./config-rules.js";
+import { commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export { type CompactionPolicy, ConfigError } from "./config-files.js";
+export { loadMcpClientConfig, type McpClientConfig } from "./config-mcp-client.js";
 export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";
@@ -142,27 +143,6 @@ const envSchema = z.object({
   TRUSTED_DOCUMENTS_DIR: z.string().optional(),
   GRAPHIQL: flag.optional(),
 });
-
-/**
- * The environment's values by `schema`; throws ConfigError listing every bad one. An empty
- * variable means "not set", as in most shells' `VAR= command`.
- */
-function parseEnv<T extends z.ZodType>(
-  schema: T,
-  env: Record<string, string | undefined>,
-): { values: z.output<T>; present: Record<string, string | undefined> } {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
-  const parsed = schema.safeParse(present);
-  if (parsed.success) return { values: parsed.data, present };
-  throw new ConfigError(
-    parsed.error.issues.map((issue) => {
-      // A nested issue (inside SPILL_POLICIES' JSON) names the variable and where in it.
-      const [name, ...inside] = issue.path.map(String);
-      const where = inside.length > 0 ? ` at ${inside.join(".")}` : "";
-      return `${name}=${JSON.stringify(env[name!] ?? "")}${where}: ${issue.message}`;
-    }),
-  );
-}
 
 type EnvValues = z.output<typeof envSchema>;
 
@@ -340,22 +320,4 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     artifacts: { sweepIntervalMs: values.ARTIFACT_SWEEP_INTERVAL_MS },
     retention: { days: values.TRACE_RETENTION_DAYS ?? null, mode: values.TRACE_RETENTION_MODE, sweepIntervalMs: values.TRACE_RETENTION_SWEEP_INTERVAL_MS },
   } satisfies Partial<Config>;
-}
-
-const mcpClientSchema = z.object({
-  /** The Dossier GraphQL endpoint the MCP server talks to. */
-  DOSSIER_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as http://localhost:4000/graphql" }).default("http://localhost:4000/graphql"),
-  /** The API key whose principal the MCP tools act for (optional when the server does not require keys). */
-  DOSSIER_API_KEY: z.string().min(1).optional(),
-});
-
-export type McpClientConfig = { url: string; apiKey?: string };
-
-/**
- * Settings of `npm run mcp`, the MCP server that is a client of a running Dossier server. A
- * separate program with settings of its own, read here like every other setting.
- */
-export function loadMcpClientConfig(env: Record<string, string | undefined> = process.env): McpClientConfig {
-  const { values } = parseEnv(mcpClientSchema, env);
-  return { url: values.DOSSIER_URL, apiKey: values.DOSSIER_API_KEY };
 }
