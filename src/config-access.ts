@@ -3,9 +3,8 @@
 // environment names a principal may set for them.
 import path from "node:path";
 import { z } from "zod";
-import { ConfigError } from "./config-files.js";
 import { MORE_ARGUMENTS, parseCommandLine, REFUSED_ENV_NAME, type StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
-import { commaList } from "./config-rules.js";
+import { ConfigError, commaList } from "./config-rules.js";
 import { isLoopbackAddress, LOOPBACK_HOSTS } from "./server/allowed-hosts.js";
 
 const hostEntry = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/;

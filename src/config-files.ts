@@ -5,15 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "graphql";
 import { z } from "zod";
+import { ConfigError } from "./config-rules.js";
 import type { AgentProfile } from "./runtime/agents.js";
-
-/** Settings that cannot be used, each named with what is wrong with it. */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
-    this.name = "ConfigError";
-  }
-}
 
 /** Tool-name pattern → "always" | "never": which tool calls wait for a person's decision (TOOL_APPROVALS, a profile's toolApprovals). */
 export const approvalRules = z.record(

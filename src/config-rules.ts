@@ -1,6 +1,13 @@
 // The rules environment values are checked by (config.ts), each refusal worded for an operator.
 import { z } from "zod";
-import { ConfigError } from "./config-files.js";
+
+/** Settings that cannot be used, each named with what is wrong with it. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
 
 export const number = z.coerce.number({ error: "must be a number" });
 

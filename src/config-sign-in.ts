@@ -2,8 +2,7 @@
 // requests bearing a JWT from the operator's identity provider act as the principal its claim
 // names (domain/principal/sign-in-tokens.ts).
 import { z } from "zod";
-import { ConfigError } from "./config-files.js";
-import { exactHosts } from "./config-rules.js";
+import { ConfigError, exactHosts } from "./config-rules.js";
 
 /** The issuer of Dossier's own access tokens: a sign-in issuer may never be it. */
 const DOSSIER_ISSUER = "dossier";

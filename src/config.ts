@@ -1,12 +1,13 @@
 // The one place that reads the environment. Everything else receives a typed Config.
 import { z } from "zod";
-import { approvalRules, ConfigError, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
+import { approvalRules, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
 import { signInEnv, signInOf } from "./config-sign-in.js";
 import type { Config, DatabaseTimeouts } from "./config-types.js";
-import { commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
+import { ConfigError, commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
-export { type CompactionPolicy, ConfigError } from "./config-files.js";
+export type { CompactionPolicy } from "./config-files.js";
+export { ConfigError } from "./config-rules.js";
 export { loadMcpClientConfig, type McpClientConfig } from "./config-mcp-client.js";
 export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";

@@ -3,7 +3,7 @@
 // the programs that only read settings (the MCP server) carry nothing of the price rules.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { ConfigError } from "../config-files.js";
+import { ConfigError } from "../config-rules.js";
 import { type PriceEntry, priceEntrySchema } from "../domain/costs/price-entries.js";
 
 const modelPricesFile = z.strictObject({ prices: z.array(priceEntrySchema) });

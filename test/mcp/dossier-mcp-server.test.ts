@@ -152,7 +152,8 @@ describe("the Dossier MCP server", () => {
 
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
     // src/config.ts (with src/config-files.ts, its JSON settings, src/config-rules.ts, the rules
-    // values are checked by, and src/config-types.ts, the settings' shape) reads every setting of every
+    // values are checked by, src/config-mcp-client.ts, the MCP client program's own, and
+    // src/config-types.ts, the settings' shape) reads every setting of every
     // Dossier program and imports nothing else of the project but the runtime's types of what it
     // reads (agent profiles, spill policies), which leave nothing in a bundle.
     const imports = (file: string, kind: "value" | "type") => {
@@ -164,25 +165,23 @@ describe("the Dossier MCP server", () => {
       "./config-access.js",
       "./config-sign-in.js",
       "./config-rules.js",
-      "./config-files.js",
+      "./config-rules.js",
+      "./config-mcp-client.js",
     ]);
-    expect(imports("src/config-files.ts", "value")).toEqual([]);
+    // The MCP client program's own settings check values with the shared rules only.
+    expect(imports("src/config-mcp-client.ts", "value")).toEqual(["./config-rules.js"]);
+    expect(imports("src/config-files.ts", "value")).toEqual(["./config-rules.js"]);
     expect(imports("src/config-types.ts", "value")).toEqual([]);
     // The sign-in settings check values with the shared rules only.
-    expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-files.js", "./config-rules.js"]);
+    expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-rules.js"]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
     // The access settings check values with two leaf modules of their own rules (a STDIO command
     // line's, a loopback host's), which import nothing of the project.
-    expect(imports("src/config-access.ts", "value")).toEqual([
-      "./config-files.js",
-      "./domain/capabilities/stdio-policy.js",
-      "./config-rules.js",
-      "./server/allowed-hosts.js",
-    ]);
+    expect(imports("src/config-access.ts", "value")).toEqual(["./domain/capabilities/stdio-policy.js", "./config-rules.js", "./server/allowed-hosts.js"]);
     for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts"]) {
       expect([...imports(leaf, "value"), ...imports(leaf, "type")], leaf).toEqual([]);
     }
-    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-types.ts"]) {
+    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-types.ts", "src/config-mcp-client.ts"]) {
       expect(
         // The runtime's types of what it reads, the leaf module of a STDIO command line's type, and the settings' own files.
         imports(file, "type").filter(
