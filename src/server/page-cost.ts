@@ -6,6 +6,7 @@
 // field's PAGE_SIZES extension (graphql/list-connection.ts); a plain list that the client cannot
 // page counts as the most items it may hold (its LIST_ITEMS extension: a version's sources, a
 // catalog entry's versions), or PLAIN_LIST_ITEMS when it states none.
+// What `@skip` or `@include` leaves out, with the request's variables, is not counted.
 //
 // A trace's spans and events are bounded by the trace itself (MAX_TRACE_RECORDS records in all),
 // so below one trace they count at most that many, whatever pages nest them. Introspection
@@ -19,11 +20,14 @@ import {
   type GraphQLNamedType,
   type GraphQLObjectType,
   getArgumentValues,
+  getDirectiveValues,
   getNamedType,
   getNullableType,
   getVariableValues,
+  GraphQLIncludeDirective,
   GraphQLList,
   type GraphQLSchema,
+  GraphQLSkipDirective,
   isAbstractType,
   isUnionType,
   isCompositeType,
@@ -129,17 +133,20 @@ function partsOf(document: DocumentNode) {
   return found;
 }
 
-/** The values of the operation's `Int` variables as sent (unset, null or a number), or undefined when one is something else. */
+/**
+ * The values of the operation's `Int` variables (page sizes) and `Boolean` ones (`@skip`,
+ * `@include`) as sent (unset, null, a number or a boolean), or undefined when one is something else.
+ */
 function pageKey(operation: OperationDefinitionNode, values: Record<string, unknown>): string | undefined {
   let key = "";
   for (const definition of operation.variableDefinitions ?? []) {
     let type = definition.type;
     while (type.kind !== Kind.NAMED_TYPE) type = type.type;
-    if (type.name.value !== "Int") continue;
+    if (type.name.value !== "Int" && type.name.value !== "Boolean") continue;
     const value = values[definition.variable.name.value];
     if (value === undefined) key += "u,";
     else if (value === null) key += "n,";
-    else if (typeof value === "number") key += `${value},`;
+    else if (typeof value === "number" || typeof value === "boolean") key += `${value},`;
     else return undefined;
   }
   return key;
@@ -292,6 +299,8 @@ function eachSelection(
   const seen = new Set<string>();
   const walkSet = (set: SelectionSetNode) => {
     for (const selection of set.selections) {
+      // What `@skip` or `@include` leaves out is not resolved, so not counted.
+      if (!included(walk, selection)) continue;
       if (selection.kind === Kind.FIELD) {
         visit(selection);
         continue;
@@ -314,4 +323,11 @@ function eachSelection(
     }
   };
   walkSet(selectionSet);
+}
+
+/** Whether `@skip` and `@include` (with the request's variables) keep the selection. */
+function included(walk: Walk, node: SelectionSetNode["selections"][number]): boolean {
+  if (!node.directives?.length) return true;
+  if (getDirectiveValues(GraphQLSkipDirective, node, walk.variables)?.if === true) return false;
+  return getDirectiveValues(GraphQLIncludeDirective, node, walk.variables)?.if !== false;
 }

@@ -151,6 +151,20 @@ describe("request cost", () => {
     expect(requestCost(schema, document, undefined, { n: "two" }, limits)).toBeUndefined();
   });
 
+  it("what @skip or @include leaves out is not counted, and a document sent again is costed by its flags this time", () => {
+    const runs = "runs(first: 100) { edges { node { id } } }";
+    const plain = costOf(`{ viewer { name } }`)[0]!.cost;
+    const full = costOf(`{ viewer { name } ${runs} }`)[0]!.cost;
+    expect(full).toBeGreaterThan(plain + 200);
+    expect(costOf(`{ viewer { name } ${runs.replace("100)", "100) @skip(if: true)")} }`)[0]!.cost).toBe(plain);
+    expect(costOf(`{ viewer { name } ... @include(if: false) { ${runs} } }`)[0]!.cost).toBe(plain);
+    expect(costOf(`{ viewer { name } ... on Query @skip(if: false) { ${runs} } }`)[0]!.cost).toBe(full);
+    // A named fragment left out, and the same document sent with the flag set and then unset.
+    const document = parse(`query ($all: Boolean!) { viewer { name } ...Runs @include(if: $all) } fragment Runs on Query { ${runs} }`);
+    const cost = (all: boolean) => requestCost(schema, document, undefined, { all }, limits)!.cost;
+    expect([cost(false), cost(true), cost(false)]).toEqual([plain, full, plain]);
+  });
+
   it("fragments on several interfaces and unions that name one type count together for that type", () => {
     const runs = "runs(first: 100) { edges { node { id status } } }";
     const copies = (n: number) => Array.from({ length: n }, (_, i) => `c${i}: conversation { ${runs} }`).join(" ");
