@@ -21,9 +21,10 @@ import {
   isUnionType,
   type SelectionSetNode,
 } from "graphql";
+import type { GrantedKind } from "../domain/principal/access-scope.js";
 import type { GraphQLContext } from "./context.js";
 import { readableThroughGrants } from "./granted-nodes.js";
-import { GUARDED_TYPES } from "./nested-grants.js";
+import { GUARDED_TYPES, SHOWN_WITHOUT_READ } from "./nested-grants.js";
 
 /** The types whose fields beyond their id show research. */
 export const RESEARCH_TYPES: ReadonlySet<string> = new Set([
@@ -45,9 +46,6 @@ export const RESEARCH_TYPES: ReadonlySet<string> = new Set([
   "Artifact",
 ]);
 
-/** Shown without READ: besides `id` and `__typename`, a run's status. */
-const OPEN_FIELDS: Readonly<Record<string, readonly string[]>> = { Run: ["status"] };
-
 function isResearch(type: GraphQLCompositeType, info: GraphQLResolveInfo): boolean {
   if (isObjectType(type)) return RESEARCH_TYPES.has(type.name);
   return info.schema.getPossibleTypes(type).some((possible) => RESEARCH_TYPES.has(possible.name));
@@ -55,7 +53,9 @@ function isResearch(type: GraphQLCompositeType, info: GraphQLResolveInfo): boole
 
 /** Whether a field of this type and name shows research beyond an id and a run's status. */
 export function showsResearch(parent: GraphQLCompositeType, field: string, info: GraphQLResolveInfo): boolean {
-  return !field.startsWith("__") && field !== "id" && isResearch(parent, info) && !(OPEN_FIELDS[parent.name] ?? []).includes(field);
+  // Shown without READ: `__typename`, `id` and what SHOWN_WITHOUT_READ adds (a run's status).
+  const open = SHOWN_WITHOUT_READ[parent.name as GrantedKind];
+  return !field.startsWith("__") && field !== "id" && isResearch(parent, info) && !open?.has(field);
 }
 
 /** Whether a null here would leave its parent without a value too (a non-null field, or a list of non-null items that is one). */

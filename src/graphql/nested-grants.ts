@@ -12,11 +12,22 @@ import { type LinkedRow, linkedThroughGrants } from "./granted-nodes.js";
 export type Row = { id: string; workspaceId?: string | null; conversationId?: string | null };
 
 const PRINCIPAL_FIELDS = new Set(["id", "name", "createdAt"]);
-/** Shown of an object the token may not read: a readable run's conversation also shows its title. */
-const OPEN_FIELDS: Readonly<Record<GrantedKind, ReadonlySet<string>>> = {
+/**
+ * What every caller without READ sees of a run, workspace or conversation: in a mutation's answer
+ * (answer-reads.ts) and, for a token, below the root. The one table of both.
+ */
+export const SHOWN_WITHOUT_READ: Readonly<Record<GrantedKind, ReadonlySet<string>>> = {
   Run: new Set(["id", "status"]),
   Workspace: new Set(["id"]),
-  Conversation: new Set(["id", "title", "createdAt"]),
+  Conversation: new Set(["id"]),
+};
+/**
+ * Shown of an object a token may not read below the root: besides, a conversation's title and
+ * creation time, so that a page can name the conversation of a run it was granted.
+ */
+const OPEN_FIELDS: Readonly<Record<GrantedKind, ReadonlySet<string>>> = {
+  ...SHOWN_WITHOUT_READ,
+  Conversation: new Set([...SHOWN_WITHOUT_READ.Conversation, "title", "createdAt"]),
 };
 /** Whether a field of a run, workspace or conversation shows where the token may not read it. */
 export const shownUnread = (typename: string, field: string): boolean => OPEN_FIELDS[typename as GrantedKind]?.has(field) ?? false;
