@@ -21,7 +21,6 @@ import {
   isUnionType,
   type SelectionSetNode,
 } from "graphql";
-import type { GrantedKind } from "../domain/principal/access-scope.js";
 import type { GraphQLContext } from "./context.js";
 import { readableThroughGrants } from "./granted-nodes.js";
 import { GUARDED_TYPES, SHOWN_WITHOUT_READ } from "./nested-grants.js";
@@ -51,10 +50,16 @@ function isResearch(type: GraphQLCompositeType, info: GraphQLResolveInfo): boole
   return info.schema.getPossibleTypes(type).some((possible) => RESEARCH_TYPES.has(possible.name));
 }
 
+/**
+ * Shown in a mutation's answer without READ: besides `__typename` and `id`, what every caller
+ * without READ sees (SHOWN_WITHOUT_READ: a run's status), and the run a steering input was stored
+ * on (steerRun's answer), which shows only what a run shows without READ.
+ */
+const OPEN_IN_ANSWERS: Readonly<Record<string, ReadonlySet<string>>> = { ...SHOWN_WITHOUT_READ, RunInput: new Set(["run"]) };
+
 /** Whether a field of this type and name shows research beyond an id and a run's status. */
 export function showsResearch(parent: GraphQLCompositeType, field: string, info: GraphQLResolveInfo): boolean {
-  // Shown without READ: `__typename`, `id` and what SHOWN_WITHOUT_READ adds (a run's status).
-  const open = SHOWN_WITHOUT_READ[parent.name as GrantedKind];
+  const open = OPEN_IN_ANSWERS[parent.name];
   return !field.startsWith("__") && field !== "id" && isResearch(parent, info) && !open?.has(field);
 }
 
