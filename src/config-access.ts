@@ -1,11 +1,12 @@
 // The settings of who may reach the server and what a principal may start (config.ts reads them
-// with the rest of the environment): the host names served, STDIO command lines and the
-// environment names a principal may set for them.
+// with the rest of the environment): the host names served, the proxies whose X-Forwarded-For is
+// believed, STDIO command lines and the environment names a principal may set for them.
 import path from "node:path";
 import { z } from "zod";
 import { MORE_ARGUMENTS, parseCommandLine, REFUSED_ENV_NAME, type StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { ConfigError, commaList } from "./config-rules.js";
 import { isLoopbackAddress, LOOPBACK_HOSTS } from "./server/allowed-hosts.js";
+import { proxyEntryOf } from "./server/client-address.js";
 
 const hostEntry = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/;
 
@@ -20,6 +21,23 @@ export const accessEnv = {
     "dossier.example.com,127.0.0.1:4000",
     (host) => host.toLowerCase(),
   ).optional(),
+  // Each entry an address or a CIDR range; a refusal names every entry that is neither.
+  TRUSTED_PROXIES: z
+    .string()
+    .transform((value, ctx) => {
+      const entries = value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== "");
+      const bad = entries.filter((entry) => !proxyEntryOf(entry));
+      if (bad.length === 0) return entries;
+      ctx.addIssue({
+        code: "custom",
+        message: `${bad.map((entry) => JSON.stringify(entry)).join(", ")} ${bad.length === 1 ? "is" : "are"} neither an IPv4 or IPv6 address nor a CIDR range: list the reverse proxies' addresses separated by commas, such as 127.0.0.1,10.0.0.0/8,fd00::/8`,
+      });
+      return z.NEVER;
+    })
+    .default([]),
   MCP_STDIO_COMMANDS: commaList(
     (entry) => parseCommandLine(entry).program.startsWith("/"),
     "command lines starting with an absolute program path",

@@ -86,6 +86,12 @@ export type Config = {
   maxSubscriptionsPerConnection: number;
   /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
   connections: { maxPerClient: number; requestTimeoutMs: number };
+  /**
+   * The reverse proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES: addresses and
+   * CIDR ranges; none by default): every per-address limit counts a request they forward against
+   * the right-most entry that is not one of them (server/client-address.ts).
+   */
+  trustedProxies: string[];
   /** Subscriptions one API key, and one principal, may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_KEY). */
   maxSubscriptionsPerKey: number;
   /** Subscriptions one access token may hold open at once on an instance (MAX_SUBSCRIPTIONS_PER_TOKEN): places of its own, not its key's. */

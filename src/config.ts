@@ -231,6 +231,7 @@ function serverSettings(values: EnvValues) {
     maxSubscriptionsPerKey: values.MAX_SUBSCRIPTIONS_PER_KEY,
     maxSubscriptionsPerToken: values.MAX_SUBSCRIPTIONS_PER_TOKEN,
     connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
+    trustedProxies: values.TRUSTED_PROXIES,
     rateLimit: values.RATE_LIMIT_PER_MINUTE
       ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
       : undefined,

@@ -73,6 +73,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     allowedHosts: config.allowedHosts,
     maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection,
     connections: config.connections,
+    trustedProxies: config.trustedProxies,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
 }

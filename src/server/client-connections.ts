@@ -5,8 +5,13 @@
 // a bounded number of connections for a bounded time. An IPv6 client is counted by its /64
 // prefix, the block one host or one site is given: a host holding a /64 cannot open the cap again
 // from each of its addresses. IPv4 clients, IPv4-mapped IPv6 ones included, are counted by address.
-import type { Server, ServerOptions } from "node:http";
+// A trusted proxy's connections (TRUSTED_PROXIES) are not counted as its own: each one carries
+// the requests of many clients, one after another. Instead each request it forwards (an SSE
+// stream until it ends) and each WebSocket counts against its client's address
+// (client-address.ts) while it is open; one more is answered 429 (the upgrade refused with 429).
+import type { IncomingMessage, RequestListener, Server, ServerOptions } from "node:http";
 import type { Socket } from "node:net";
+import { clientAddressOf, type TrustedProxies } from "./client-address.js";
 
 export type ConnectionLimits = {
   /** Open connections one client address may hold (MAX_CONNECTIONS_PER_CLIENT). */
@@ -46,21 +51,66 @@ export function clientOf(address: string | undefined): string {
     .join(":")}::/64`;
 }
 
-/** Counts each client's open connections (an IPv6 /64 is one client) and closes those past the cap. */
-export function capConnectionsPerClient(server: Server, limits: ConnectionLimits): void {
+export const TOO_MANY_CONNECTIONS = "Too many open connections from this address";
+
+/** How a server's connections are counted per client: the cap, applied as each one opens. */
+export type ClientConnections = {
+  /** `handler`, with each request a trusted proxy forwards counted against its client while it is open. */
+  forwarded(handler: RequestListener): RequestListener;
+  /** Whether a WebSocket upgrade may go on: one a trusted proxy forwards is counted against its client until its socket closes. */
+  upgradeAllowed(request: IncomingMessage): boolean;
+};
+
+/**
+ * Counts each client's open connections (an IPv6 /64 is one client) and closes those past the
+ * cap; a trusted proxy's requests and WebSockets are counted against their clients instead.
+ */
+export function capConnectionsPerClient(server: Server, limits: ConnectionLimits, trusted?: TrustedProxies): ClientConnections {
   const open = new Map<string, number>();
+  /** A place for one more connection of the client, and how to give it back; undefined at the cap. */
+  const hold = (address: string | undefined): (() => void) | undefined => {
+    const client = clientOf(address);
+    const count = (open.get(client) ?? 0) + 1;
+    if (count > limits.maxPerClient) return undefined;
+    open.set(client, count);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (open.get(client) ?? 1) - 1;
+      if (left === 0) open.delete(client);
+      else open.set(client, left);
+    };
+  };
+  const proxied = (socket: Socket | undefined) => trusted?.has(socket?.remoteAddress) === true;
   server.on("connection", (socket: Socket) => {
-    const address = clientOf(socket.remoteAddress);
-    const count = (open.get(address) ?? 0) + 1;
-    if (count > limits.maxPerClient) {
+    if (proxied(socket)) return;
+    const release = hold(socket.remoteAddress);
+    if (!release) {
       socket.destroy();
       return;
     }
-    open.set(address, count);
-    socket.once("close", () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left === 0) open.delete(address);
-      else open.set(address, left);
-    });
+    socket.once("close", release);
   });
+  return {
+    forwarded: (handler) => (request, response) => {
+      if (!proxied(request.socket)) return handler(request, response);
+      const release = hold(clientAddressOf(request));
+      if (!release) {
+        const body = JSON.stringify({ errors: [{ message: TOO_MANY_CONNECTIONS, extensions: { code: "TOO_MANY_CONNECTIONS" } }] });
+        response.writeHead(429, { "content-type": "application/json; charset=utf-8" }).end(body);
+        return;
+      }
+      response.once("close", release);
+      return handler(request, response);
+    },
+    upgradeAllowed(request) {
+      if (!proxied(request.socket)) return true;
+      const release = hold(clientAddressOf(request));
+      if (!release) return false;
+      if (request.socket.destroyed) release();
+      else request.socket.once("close", release);
+      return true;
+    },
+  };
 }

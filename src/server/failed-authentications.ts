@@ -3,7 +3,8 @@
 // address's bucket, and once it is empty the address's next credentials are refused with
 // RATE_LIMITED (HTTP 429 with Retry-After; a graphql-ws connection is closed with 4429) before
 // anything looks them up: a flood of wrong keys costs the database nothing past the burst (an
-// IPv6 client is its /64, as for its connections: client-connections.ts). A client with a good
+// IPv6 client is its /64, as for its connections: client-connections.ts; behind a trusted proxy,
+// the client it names: client-address.ts). A client with a good
 // credential on another address is not held back; on the flooding address every credential
 // waits, since nothing tells a good one from a bad one without the lookup.
 import { GraphQLError } from "graphql";

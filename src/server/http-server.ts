@@ -13,7 +13,8 @@ import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
-import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions } from "./client-connections.js";
+import { clientAddressOf, recordClientAddresses, TrustedProxies } from "./client-address.js";
+import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, TOO_MANY_CONNECTIONS } from "./client-connections.js";
 import { guardPages, upgradeAllowed } from "./cross-site.js";
 import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } from "./failed-authentications.js";
 import type { QueryLimits } from "./hardening.js";
@@ -77,6 +78,7 @@ export async function startHttpServer({
   maxSubscriptionsPerConnection = 50,
   allowedHosts = isLoopbackAddress(host) ? LOOPBACK_HOSTS : undefined,
   connections = DEFAULT_CONNECTION_LIMITS,
+  trustedProxies = [],
 }: {
   app: ServedApi;
   port: number;
@@ -90,12 +92,17 @@ export async function startHttpServer({
   maxSubscriptionsPerConnection?: number;
   /** Open connections per client address, and how long a request may take to arrive. */
   connections?: ConnectionLimits;
+  /** The proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES: addresses and CIDR ranges; see server/client-address.ts). */
+  trustedProxies?: readonly string[];
 }): Promise<RunningServer> {
   const { yoga } = app;
+  const httpServer: Server = createServer(serverOptions(connections));
+  // Every request's client address is worked out before anything handles it (client-address.ts).
+  const trusted = new TrustedProxies(trustedProxies);
+  recordClientAddresses(httpServer, trusted);
+  const clients = capConnectionsPerClient(httpServer, connections, trusted);
   // A rebound name gets 421; another site's page gets 403 at the GraphQL endpoint (cross-site.ts).
-  const handler = guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts);
-  const httpServer: Server = createServer(serverOptions(connections), handler);
-  capConnectionsPerClient(httpServer, connections);
+  httpServer.on("request", clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts)));
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,
@@ -105,7 +112,10 @@ export async function startHttpServer({
     // socket that carries the browser's credentials.
     verifyClient: ({ req }: { req: IncomingMessage }, done: (allowed: boolean, code?: number, message?: string) => void) => {
       if (!hostAllowed(req.headers.host, allowedHosts)) return done(false, 421, MISDIRECTED_MESSAGE);
-      done(upgradeAllowed(req, app.corsOrigins, allowedHosts));
+      if (!upgradeAllowed(req, app.corsOrigins, allowedHosts)) return done(false);
+      // Through a trusted proxy, the socket counts against its client's connections from here.
+      if (!clients.upgradeAllowed(req)) return done(false, 429, TOO_MANY_CONNECTIONS);
+      done(true);
     },
   });
   // Shared responses and the updates' own reads (SSE, other selections) live in one cache.
@@ -180,7 +190,7 @@ function serveGraphqlWs({
       onConnect: async (ctx) => {
         const socket = ctx.extra.socket as Socket;
         try {
-          const address = (ctx.extra.request as IncomingMessage).socket?.remoteAddress;
+          const address = clientAddressOf(ctx.extra.request as IncomingMessage);
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams), address);
           shares.connected(ctx, actor);
           sockets.add(ctx);
@@ -217,7 +227,7 @@ function serveGraphqlWs({
       onSubscribe: async (ctx, id, params) => {
         if (credentials.ended(ctx)) return [socketClosing()];
         // Every operation takes a token when it starts (a subscription once, not per update).
-        const limited = await shares.start(ctx, (ctx.extra.request as IncomingMessage).socket?.remoteAddress);
+        const limited = await shares.start(ctx, clientAddressOf(ctx.extra.request as IncomingMessage));
         if (limited) return [limited];
         // graphql-ws has already registered this operation in ctx.subscriptions when onSubscribe runs.
         if (Object.keys(ctx.subscriptions).length > maxSubscriptionsPerConnection) {

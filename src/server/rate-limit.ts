@@ -8,6 +8,8 @@
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
+import type { IncomingMessage } from "node:http";
+import { clientAddressOf } from "./client-address.js";
 import { clientOf } from "./client-connections.js";
 import { refuse } from "./refused-requests.js";
 
@@ -121,9 +123,9 @@ export class FallbackTokenBuckets implements TokenBuckets {
   }
 }
 
-/** The client address of a request Node's HTTP server received (no proxy header is trusted). */
+/** The client address of a request Node's HTTP server received (its TCP peer's, or the one a trusted proxy names: client-address.ts). */
 export function addressOf(serverContext: unknown): string | undefined {
-  return (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress;
+  return clientAddressOf((serverContext as { req?: IncomingMessage } | undefined)?.req);
 }
 
 /**

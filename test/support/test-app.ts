@@ -81,6 +81,8 @@ export type TestAppOptions = {
   signIn?: Parameters<typeof createApp>[0]["signIn"];
   /** Open connections per client address and the request timeout of the listening server. */
   connections?: Parameters<typeof startHttpServer>[0]["connections"];
+  /** TRUSTED_PROXIES of the listening server: whose X-Forwarded-For names the client. */
+  trustedProxies?: string[];
   /** The run queue ready runs are announced on (PostgreSQL deployments); the app does not close it. */
   runQueue?: Parameters<typeof createApp>[0]["runQueue"];
   /** The app's event bus instead of one of its own (Redis shared with another app: two instances); the app does not close it, and `listeners()` does not count it. */
@@ -113,6 +115,7 @@ export async function startTestApp(
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
     connections,
+    trustedProxies,
     signIn,
     runQueue,
     events,
@@ -150,7 +153,9 @@ export async function startTestApp(
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
-  const server = listen ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts, connections }) : undefined;
+  const server = listen
+    ? await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection, allowedHosts, connections, trustedProxies })
+    : undefined;
   const clients: DossierClient[] = [];
   const inProcessFetch = (async (input: string, init?: RequestInit) => app.yoga.fetch(new Request(input, init))) as typeof fetch;
   const client = createClient({ url: "http://dossier.test/graphql", fetch: inProcessFetch });
