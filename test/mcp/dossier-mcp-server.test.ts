@@ -175,10 +175,15 @@ describe("the Dossier MCP server", () => {
     // The sign-in settings check values with the shared rules only.
     expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-rules.js"]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
-    // The access settings check values with two leaf modules of their own rules (a STDIO command
-    // line's, a loopback host's), which import nothing of the project.
-    expect(imports("src/config-access.ts", "value")).toEqual(["./domain/capabilities/stdio-policy.js", "./config-rules.js", "./server/allowed-hosts.js"]);
-    for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts"]) {
+    // The access settings check values with three leaf modules of their own rules (a STDIO command
+    // line's, a loopback host's, a trusted proxy's), which import nothing of the project.
+    expect(imports("src/config-access.ts", "value")).toEqual([
+      "./domain/capabilities/stdio-policy.js",
+      "./config-rules.js",
+      "./server/allowed-hosts.js",
+      "./server/client-address.js",
+    ]);
+    for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts", "src/server/client-address.ts"]) {
       expect([...imports(leaf, "value"), ...imports(leaf, "type")], leaf).toEqual([]);
     }
     for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-types.ts", "src/config-mcp-client.ts"]) {
