@@ -423,13 +423,13 @@ export type RunAttemptOutcome =
 export type RunCapsInput = {
   /** The agent profiles its runs may use (at most 50). Another profile is a ValidationError on `agent`, not a ForbiddenError: the credential may admit, only not that profile, and a client fixes the request by naming another. An admission naming none uses `researcher` when it is listed, otherwise the first listed. */
   agents?: Array<string> | null | undefined;
-  /** The longest deadline a run may be given, in seconds (limits.deadlineSeconds; from 1 to 604,800; the default is 1,800). */
+  /** The longest deadline a run may be given, in seconds (limits.deadlineSeconds; from 1 to 604,800; the default is 1,800). An admission asking for more is a ValidationError on `limits.deadlineSeconds` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
   deadlineSeconds?: number | null | undefined;
-  /** The highest priority a run may be given (from -1000 to 1000): the priority orders the principal's own queued runs, so a cap keeps one user's runs from going ahead of the others'. An admission without one takes 0, or the cap when it is below 0. */
+  /** The highest priority a run may be given (from -1000 to 1000): the priority orders the principal's own queued runs, so a cap keeps one user's runs from going ahead of the others'. An admission asking for more is a ValidationError on `priority` naming the cap; one without a priority takes 0, or the cap when it is below 0. */
   maxPriority?: number | null | undefined;
-  /** The most turns a run may be given (limits.maxTurns; from 1 to 1,000; the default is 20). An admission above it is a ValidationError naming the field (`limits.<name>`, `priority`) and the cap, and admits nothing; omitted at admission, the limit is its default lowered to the cap. */
+  /** The most turns a run may be given (limits.maxTurns; from 1 to 1,000; the default is 20). An admission asking for more is a ValidationError on `limits.maxTurns` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
   maxTurns?: number | null | undefined;
-  /** The largest token budget a run may be given (limits.tokenBudget; from 1 to 100,000,000; the default is 200,000). */
+  /** The largest token budget a run may be given (limits.tokenBudget; from 1 to 100,000,000; the default is 200,000). An admission asking for more is a ValidationError on `limits.tokenBudget` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
   tokenBudget?: number | null | undefined;
 };
 

@@ -3,7 +3,7 @@
 // nothing admitted), omitted limits take their defaults lowered to the caps, a token or key made by
 // a capped key is never wider than it, and a schedule made with a capped key fires within its caps
 // (its timer, triggerSchedule), while a capped key can neither trigger nor resume a wider schedule.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { idOfType } from "../../src/domain/global-id.js";
 import { rawRequest } from "../support/raw-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -21,9 +21,12 @@ const NO_CAPS = { agents: null, maxTurns: null, tokenBudget: null, deadlineSecon
 
 describe("run caps", () => {
   let t: TestApp | undefined;
-  afterEach(async () => {
+  // One server; each test acts for a principal of its own.
+  beforeAll(async () => {
+    t = await startTestApp("pglite", { authRequired: true, agents: [{ name: "analyst", systemPrompt: "You run commands.", tools: ["run_command"] }] });
+  });
+  afterAll(async () => {
     await t?.close();
-    t = undefined;
   });
   const gql = async (bearer: string, query: string, variables: Record<string, unknown> = {}) => {
     const answer = await rawRequest(t!.app, bearer, query, variables);
@@ -36,8 +39,7 @@ describe("run caps", () => {
   const capMessage = (cap: string, name: string) => `must be at most ${cap}, the credential's run cap (runCaps.${name})`;
 
   async function owner() {
-    t = await startTestApp("pglite", { authRequired: true, agents: [{ name: "analyst", systemPrompt: "You run commands.", tools: ["run_command"] }] });
-    const key = await t.createPrincipal("Team");
+    const key = await t!.createPrincipal("Team");
     const w = (await gql(key, `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`))
       .createWorkspace.workspace.id as string;
     const mint = async (by: string, runCaps?: Record<string, unknown>) =>

@@ -5,8 +5,9 @@ import { DEFAULT_AGENT, DEFAULT_LIMITS, MAX_LIMITS, RUN_PRIORITY_RANGE } from ".
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 import { builder } from "../builder.js";
 
-const ABOVE =
-  "An admission above it is a ValidationError naming the field (`limits.<name>`, `priority`) and the cap, and admits nothing; omitted at admission, the limit is its default lowered to the cap.";
+/** What an admission above a limit's cap, or without that limit, gets. */
+const above = (name: string) =>
+  `An admission asking for more is a ValidationError on \`limits.${name}\` naming the cap, and admits nothing; one without it takes the default, or the cap when lower.`;
 
 export const RunCapsInput = builder.inputType("RunCapsInput", {
   description:
@@ -16,16 +17,16 @@ export const RunCapsInput = builder.inputType("RunCapsInput", {
       description: `The agent profiles its runs may use (at most ${RUN_CAP_AGENTS_MAX}). Another profile is a ValidationError on \`agent\`, not a ForbiddenError: the credential may admit, only not that profile, and a client fixes the request by naming another. An admission naming none uses \`${DEFAULT_AGENT}\` when it is listed, otherwise the first listed.`,
     }),
     maxTurns: t.int({
-      description: `The most turns a run may be given (limits.maxTurns; from 1 to ${groupedDigits(MAX_LIMITS.maxTurns)}; the default is ${DEFAULT_LIMITS.maxTurns}). ${ABOVE}`,
+      description: `The most turns a run may be given (limits.maxTurns; from 1 to ${groupedDigits(MAX_LIMITS.maxTurns)}; the default is ${DEFAULT_LIMITS.maxTurns}). ${above("maxTurns")}`,
     }),
     tokenBudget: t.int({
-      description: `The largest token budget a run may be given (limits.tokenBudget; from 1 to ${groupedDigits(MAX_LIMITS.tokenBudget)}; the default is ${groupedDigits(DEFAULT_LIMITS.tokenBudget)}).`,
+      description: `The largest token budget a run may be given (limits.tokenBudget; from 1 to ${groupedDigits(MAX_LIMITS.tokenBudget)}; the default is ${groupedDigits(DEFAULT_LIMITS.tokenBudget)}). ${above("tokenBudget")}`,
     }),
     deadlineSeconds: t.int({
-      description: `The longest deadline a run may be given, in seconds (limits.deadlineSeconds; from 1 to ${groupedDigits(MAX_LIMITS.deadlineSeconds)}; the default is ${groupedDigits(DEFAULT_LIMITS.deadlineSeconds)}).`,
+      description: `The longest deadline a run may be given, in seconds (limits.deadlineSeconds; from 1 to ${groupedDigits(MAX_LIMITS.deadlineSeconds)}; the default is ${groupedDigits(DEFAULT_LIMITS.deadlineSeconds)}). ${above("deadlineSeconds")}`,
     }),
     maxPriority: t.int({
-      description: `The highest priority a run may be given (from ${RUN_PRIORITY_RANGE.min} to ${RUN_PRIORITY_RANGE.max}): the priority orders the principal's own queued runs, so a cap keeps one user's runs from going ahead of the others'. An admission without one takes 0, or the cap when it is below 0.`,
+      description: `The highest priority a run may be given (from ${RUN_PRIORITY_RANGE.min} to ${RUN_PRIORITY_RANGE.max}): the priority orders the principal's own queued runs, so a cap keeps one user's runs from going ahead of the others'. An admission asking for more is a ValidationError on \`priority\` naming the cap; one without a priority takes 0, or the cap when it is below 0.`,
     }),
   }),
 });
