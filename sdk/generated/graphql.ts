@@ -27,7 +27,7 @@ export type AccessOperation =
   | 'SUBSCRIBE';
 
 export type AdmitRunInput = {
-  /** The agent profile; default `researcher`. */
+  /** The agent profile; default `researcher` (with run caps that leave it out, the first profile they allow: RunCapsInput). */
   agent?: string | null | undefined;
   /** Continue this conversation; without it a new conversation is started. The run is shown the conversation's earlier messages, so this needs READ on it as well as ADMIT (an access token's grant, an API key's scope): ForbiddenError otherwise. */
   conversationId?: string | null | undefined;
@@ -144,6 +144,8 @@ export type CreateAccessTokenInput = {
   grants: Array<AccessGrantInput>;
   /** Your note on what the token is for (at most 100 characters). */
   label?: string | null | undefined;
+  /** Caps on the runs the token may admit (carried in the token, nothing stored): so that one end user of your product cannot spend the whole budget, go ahead of the others' runs or pick a powerful agent profile. Never wider than the minting key's, whose caps it inherits where these say nothing. */
+  runCaps?: RunCapsInput | null | undefined;
 };
 
 export type CreateApiKeyInput = {
@@ -151,6 +153,8 @@ export type CreateApiKeyInput = {
   forAgent?: boolean | null | undefined;
   /** A label for the key, e.g. the integration using it. */
   name: string;
+  /** Caps on the runs the key may admit; never wider than the calling key's, whose caps it inherits where these say nothing. */
+  runCaps?: RunCapsInput | null | undefined;
   /** The operations the key may perform; default all of them, or all but DECIDE with `forAgent`. Never more than the calling key's. */
   scopes?: Array<AccessOperation> | null | undefined;
 };
@@ -164,7 +168,7 @@ export type CreateArtifactInput = {
 };
 
 export type CreateScheduleInput = {
-  /** The agent profile; default `researcher`. */
+  /** The agent profile; default `researcher` (with run caps that leave it out, the first profile they allow: RunCapsInput). */
   agent?: string | null | undefined;
   /** Default NONE. */
   catchUp?: ScheduleCatchUp | null | undefined;
@@ -414,6 +418,20 @@ export type RunAttemptOutcome =
   | 'HANDED_BACK'
   /** Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over. */
   | 'LEASE_LOST';
+
+/** What runs a key or token may admit (admitRun, and the fires of the schedules it creates or updates). Every field is optional: omitted, no cap beyond the calling key's own, whose caps a new key or token also inherits field by field; asking for more than the calling key's cap, or an agent profile it does not allow, is a ValidationError naming `runCaps.<field>`. */
+export type RunCapsInput = {
+  /** The agent profiles its runs may use (at most 50). Another profile is a ValidationError on `agent`, not a ForbiddenError: the credential may admit, only not that profile, and a client fixes the request by naming another. An admission naming none uses `researcher` when it is listed, otherwise the first listed. */
+  agents?: Array<string> | null | undefined;
+  /** The longest deadline a run may be given, in seconds (limits.deadlineSeconds; from 1 to 604,800; the default is 1,800). An admission asking for more is a ValidationError on `limits.deadlineSeconds` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
+  deadlineSeconds?: number | null | undefined;
+  /** The highest priority a run may be given (from -1000 to 1000): the priority orders the principal's own queued runs, so a cap keeps one user's runs from going ahead of the others'. An admission asking for more is a ValidationError on `priority` naming the cap; one without a priority takes 0, or the cap when it is below 0. */
+  maxPriority?: number | null | undefined;
+  /** The most turns a run may be given (limits.maxTurns; from 1 to 1,000; the default is 20). An admission asking for more is a ValidationError on `limits.maxTurns` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
+  maxTurns?: number | null | undefined;
+  /** The largest token budget a run may be given (limits.tokenBudget; from 1 to 100,000,000; the default is 200,000). An admission asking for more is a ValidationError on `limits.tokenBudget` naming the cap, and admits nothing; one without it takes the default, or the cap when lower. */
+  tokenBudget?: number | null | undefined;
+};
 
 /** Which runs a list holds: every field given narrows it (fields combine with AND); an empty list or object sets no condition. Another principal's runs are never in it, and an access token's list holds only the runs it may read. */
 export type RunFilter = {
@@ -745,7 +763,7 @@ export type UpdateRunTagsInput = {
   runId: string;
 };
 
-/** The fields given replace the schedule's (null clears an optional one); a cron given clears intervalSeconds and the other way round. The next fire is computed again from now. */
+/** The fields given replace the schedule's (null clears an optional one); a cron given clears intervalSeconds and the other way round. The next fire is computed again from now. The schedule's fires are then held to the updating key's run caps (runCaps), which its settings must fit. */
 export type UpdateScheduleInput = {
   agent?: string | null | undefined;
   catchUp?: ScheduleCatchUp | null | undefined;

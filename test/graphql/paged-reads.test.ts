@@ -121,6 +121,7 @@ const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "McpServerStatus.skippedTools": "the same connection's last listing, in memory (at most MCP_LIST_MAX_TOOLS entries)",
   "Run.tags": "an array column of the run (at most 20)",
   "Run.viewerOperations": "the request's key scopes or token grants, worked out in memory",
+  "RunCaps.agents": "a JSON column of the key or schedule (at most 50)",
   "ScoreConfig.categories": "an array column of the score config",
   "ValidationError.issues": "the refused input's problems, in memory",
 };

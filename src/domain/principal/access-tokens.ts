@@ -3,7 +3,8 @@
 // Dossier with it directly. A token is a JWT signed and verified with `jose` (HS256), under a key
 // derived from the minting API key's stored hash and the server's SECRETS_KEY: every request
 // looks that API key up, so revoking it refuses its tokens at once, and nobody without both
-// pieces can sign one. The token carries its grants; nothing is stored per token.
+// pieces can sign one. The token carries its grants and its run caps (within its key's: run-caps.ts);
+// nothing is stored per token.
 import { createHmac, randomUUID } from "node:crypto";
 import { decodeProtectedHeader, errors, jwtVerify, SignJWT } from "jose";
 import { z } from "zod";
@@ -14,6 +15,7 @@ import { decodeGlobalId } from "../global-id.js";
 import { parseInput } from "../validation.js";
 import { ACCESS_OPERATIONS, type AccessGrant, type AccessScope, type GrantedKind } from "./access-scope.js";
 import type { Actor } from "./principal-service.js";
+import { narrowCaps, runCapsInput, storedCaps, tighterCaps } from "./run-caps.js";
 
 /** The JOSE `typ` of Dossier's access tokens: a Bearer value with it is verified here, not as a sign-in JWT. */
 export const ACCESS_TOKEN_TYPE = "dossier-access+jwt";
@@ -38,6 +40,7 @@ const mintInput = z.object({
     .max(MAX_TOKEN_SECONDS, `must be from 1 to ${MAX_TOKEN_SECONDS}`)
     .nullish(),
   label: z.string().max(100).nullish(),
+  runCaps: runCapsInput,
 });
 
 export type MintAccessTokenInput = z.input<typeof mintInput>;
@@ -66,10 +69,17 @@ export class AccessTokens {
     const beyond = parsed.grants.flatMap((grant) => grant.operations).filter((operation) => actor.scopes && !actor.scopes.includes(operation));
     if (beyond.length > 0) throw new ForbiddenError(`This API key may not grant what it may not do itself (${[...new Set(beyond)].join(", ")}).`);
     const grants = await Promise.all(parsed.grants.map((grant) => this.resolveGrant(actor, grant.resourceId, grant.operations)));
-    const key = await this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: actor.keyId }, select: { hash: true } });
+    const key = await this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: actor.keyId }, select: { hash: true, runCaps: true } });
+    // Within the minting key's run caps: what the token's omit, it inherits.
+    const caps = narrowCaps(storedCaps(key.runCaps), parsed.runCaps);
     const now = this.now();
     const expiresAt = new Date(now.getTime() + (parsed.expiresInSeconds ?? DEFAULT_TOKEN_SECONDS) * 1000);
-    const token = await new SignJWT({ grants: grants.map((g) => ({ k: g.kind, i: g.id, o: g.operations })), ...(parsed.label ? { label: parsed.label } : {}) })
+    const claims = {
+      grants: grants.map((g) => ({ k: g.kind, i: g.id, o: g.operations })),
+      ...(parsed.label ? { label: parsed.label } : {}),
+      ...(caps ? { caps } : {}),
+    };
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: "HS256", kid: actor.keyId, typ: ACCESS_TOKEN_TYPE })
       .setSubject(actor.principalId)
       .setIssuer(ISSUER)
@@ -94,7 +104,7 @@ export class AccessTokens {
   async verify(token: string): Promise<Actor> {
     const { kid } = decodeProtectedHeader(token);
     const key = kid
-      ? await this.deps.prisma.apiKey.findUnique({ where: { id: kid }, select: { id: true, hash: true, principalId: true, revokedAt: true } })
+      ? await this.deps.prisma.apiKey.findUnique({ where: { id: kid }, select: { id: true, hash: true, principalId: true, revokedAt: true, runCaps: true } })
       : null;
     if (!key) throw new AccessTokenRefusal("Invalid access token.");
     let payload: Record<string, unknown> | undefined;
@@ -120,7 +130,9 @@ export class AccessTokens {
       expiresAt: new Date(Number(payload.exp) * 1000),
       grants: (payload.grants as { k: GrantedKind; i: string; o: AccessGrant["operations"] }[]).map((g) => ({ kind: g.k, id: g.i, operations: g.o })),
     };
-    return { principalId: key.principalId, keyId: key.id, access: scope };
+    // The token's caps lie within its key's when minted; held to the key's too, whatever it carries.
+    const runCaps = tighterCaps(storedCaps(payload.caps), storedCaps(key.runCaps));
+    return { principalId: key.principalId, keyId: key.id, access: scope, ...(runCaps ? { runCaps } : {}) };
   }
 
   private now(): Date {

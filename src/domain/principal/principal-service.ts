@@ -9,6 +9,7 @@ import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/cli
 import { NotFoundError, ValidationError } from "../errors.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
+import { narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
 
 /**
  * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
@@ -25,6 +26,8 @@ export type Actor = {
   /** The operations the API key may perform (ApiKey.scopes); absent: all of them. */
   scopes?: readonly AccessOperation[];
   access?: AccessScope;
+  /** The runs the key or token may admit (ApiKey.runCaps, a token's claims); absent: no cap beyond the server's. */
+  runCaps?: RunCaps;
 };
 
 /** The scopes of a key made for an agent (`forAgent`): everything but DECIDE, which is a person's act. */
@@ -41,6 +44,7 @@ const keyInput = z.object({
   name: nonBlank(100),
   scopes: z.array(z.enum(ACCESS_OPERATIONS)).nullish(),
   forAgent: z.boolean().nullish(),
+  runCaps: runCapsInput,
 });
 
 /**
@@ -81,13 +85,17 @@ export class PrincipalService {
 
   /** Gives the acting principal an additional key. */
   async createApiKey(actor: Actor, input: z.input<typeof keyInput>): Promise<{ apiKey: ApiKey; secret: string }> {
-    const { name, scopes, forAgent } = parseInput(keyInput, input);
+    const { name, scopes, forAgent, runCaps: asked } = parseInput(keyInput, input);
     // A key gives no more than the key that made it: a narrow key cannot mint a wider one.
     const wanted = scopes ?? (forAgent ? AGENT_KEY_SCOPES : ACCESS_OPERATIONS);
     const beyond = wanted.filter((operation) => actor.scopes && !actor.scopes.includes(operation));
     if (beyond.length > 0) throw new ValidationError([{ field: "scopes", message: `may not exceed the calling key's (${beyond.join(", ")} missing)` }]);
+    // Nor wider run caps: what the new key's omit, it inherits from the calling key's.
+    const runCaps = narrowCaps(actor.runCaps, asked);
     const { secret, prefix, hash } = newSecret();
-    const apiKey = await this.deps.prisma.apiKey.create({ data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)] } });
+    const apiKey = await this.deps.prisma.apiKey.create({
+      data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], ...(runCaps ? { runCaps } : {}) },
+    });
     return { apiKey, secret };
   }
 
@@ -95,14 +103,15 @@ export class PrincipalService {
   async authenticate(secret: string): Promise<Actor | null> {
     const key = await this.deps.prisma.apiKey.findUnique({
       where: { hash: hashApiKey(secret) },
-      select: { id: true, principalId: true, revokedAt: true, lastUsedAt: true, scopes: true },
+      select: { id: true, principalId: true, revokedAt: true, lastUsedAt: true, scopes: true, runCaps: true },
     });
     if (!key || key.revokedAt !== null) return null;
     const now = Date.now();
     if (key.lastUsedAt === null || now - key.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
       await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { lastUsedAt: new Date(now) } });
     }
-    return { principalId: key.principalId, keyId: key.id, scopes: key.scopes as AccessOperation[] };
+    const runCaps = storedCaps(key.runCaps);
+    return { principalId: key.principalId, keyId: key.id, scopes: key.scopes as AccessOperation[], ...(runCaps ? { runCaps } : {}) };
   }
 
   /**

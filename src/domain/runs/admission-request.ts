@@ -8,6 +8,7 @@ import { versionRef } from "../research/publication-service.js";
 import { nonBlank } from "../validation.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
 import { labelsFingerprint, metadataObject, tagList } from "./run-labels.js";
+import { AGENT_NAME, AGENT_NAME_RULE, DEFAULT_AGENT, DEFAULT_LIMITS, MAX_LIMITS, RUN_PRIORITY_RANGE } from "../run-bounds.js";
 
 /** What a new run does when its conversation already has a queued or running run (R19). */
 export const MULTITASK_STRATEGIES = ["REJECT", "ENQUEUE", "INTERRUPT"] as const;
@@ -16,10 +17,7 @@ export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
 /** The most materials one run may be admitted with (Run.materials reads that many, all of them). */
 export const RUN_MATERIALS_MAX = 100;
 
-export const DEFAULT_LIMITS = { maxTurns: 20, tokenBudget: 200_000, deadlineSeconds: 1_800 } as const;
-
-/** The range of a run's priority among its principal's own runs (AdmitRunInput.priority). */
-export const RUN_PRIORITY_RANGE = { min: -1_000, max: 1_000 } as const;
+export { DEFAULT_LIMITS, RUN_PRIORITY_RANGE } from "../run-bounds.js";
 
 /** A run's limits as admissions (and schedules) take them: omitted ones take DEFAULT_LIMITS. */
 export const runLimits = z.object({
@@ -27,21 +25,21 @@ export const runLimits = z.object({
     .number()
     .int()
     .min(1)
-    .max(1_000)
+    .max(MAX_LIMITS.maxTurns)
     .nullish()
     .transform((v) => v ?? DEFAULT_LIMITS.maxTurns),
   tokenBudget: z
     .number()
     .int()
     .min(1)
-    .max(100_000_000)
+    .max(MAX_LIMITS.tokenBudget)
     .nullish()
     .transform((v) => v ?? DEFAULT_LIMITS.tokenBudget),
   deadlineSeconds: z
     .number()
     .int()
     .min(1)
-    .max(7 * 24 * 3600)
+    .max(MAX_LIMITS.deadlineSeconds)
     .nullish()
     .transform((v) => v ?? DEFAULT_LIMITS.deadlineSeconds),
   // Absent caps stay absent (undefined): the fingerprint of a request without them is unchanged.
@@ -54,9 +52,9 @@ export const admitInput = z.object({
   conversationId: z.string().nullish(),
   agent: z
     .string()
-    .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be an agent profile name such as researcher")
+    .regex(AGENT_NAME, AGENT_NAME_RULE)
     .nullish()
-    .transform((v) => v ?? "researcher"),
+    .transform((v) => v ?? DEFAULT_AGENT),
   question: nonBlank(GOAL_STATEMENT_MAX),
   materials: z
     .array(versionRef)

@@ -8,11 +8,11 @@ import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
 import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { parseInput } from "../validation.js";
 import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { admittedReach, reachOf, withinReach } from "../workspace/material-reach.js";
 import { findOpenWorkspace, publishWorkspaceEvent } from "../workspace/workspace-access.js";
-import { type Admission, type AdmitInput, admitInput, distinct, fingerprintOf, type MultitaskStrategy } from "./admission-request.js";
+import { type Admission, type AdmitInput, distinct, fingerprintOf, type MultitaskStrategy } from "./admission-request.js";
+import { parseAdmission } from "./capped-admission.js";
 import { admitInOneStatement } from "./admit-in-one-statement.js";
 import { type AdmittedRelations, includeOf } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
@@ -46,11 +46,11 @@ export class AdmissionService {
   ) {}
 
   /**
-   * Admits a run. `relations`: what the caller's answer reads of the run's relations, given back on
+   * Admits a run, within the run caps of the actor's key or token (capped-admission.ts). `relations`: what the caller's answer reads of the run's relations, given back on
    * the run when the admission is the one statement (a plain admission), and not read otherwise.
    */
   async admitRun(actor: Actor, input: AdmitInput, relations?: AdmittedRelations): Promise<{ run: Run; replayed: boolean }> {
-    const request = parseInput(admitInput, input);
+    const request = parseAdmission(input, actor.runCaps);
     if (request.multitask === "INTERRUPT") assertKeyMayInterrupt(actor);
     const profile = await this.profileOf(request.agent);
     const fingerprint = fingerprintOf(request);
@@ -108,7 +108,7 @@ export class AdmissionService {
    * multitask strategy, its idempotency key claimed), and the run is announced after the commit.
    */
   async admitIn(tx: Prisma.TransactionClient, actor: Actor, input: AdmitInput, origin: RunOrigin, after: AfterCommit): Promise<Run> {
-    const request = parseInput(admitInput, input);
+    const request = parseAdmission(input, actor.runCaps);
     const profile = await this.profileOf(request.agent);
     const run = await this.admit(tx, { actor, request, agentProfileId: profile.id, fingerprint: fingerprintOf(request), origin }, after);
     after.push(() => this.announce(run));

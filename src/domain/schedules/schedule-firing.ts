@@ -14,6 +14,8 @@ import type { EventPublisher } from "../../events/topics.js";
 import { recordSchedulePausedEvent } from "../webhooks/webhook-events.js";
 import { dueFires, nextFireAfter, planFires } from "./fire-times.js";
 import { recurrenceOf } from "./schedule-input.js";
+import { storedCaps } from "../principal/run-caps.js";
+import { templateOf } from "./schedule-caps.js";
 import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
@@ -74,13 +76,17 @@ export class ScheduleFiring {
     return next?.nextFireAt ?? null;
   }
 
-  /** triggerSchedule: one fire now, outside the schedule's times; null when the owner has no such schedule. */
-  async fireNow(scheduleId: string, ownerId: string): Promise<ScheduleFire | null> {
+  /**
+   * triggerSchedule: one fire now, outside the schedule's times; null when the owner has no such
+   * schedule. `check` sees the locked schedule first: what it throws refuses the fire, recording nothing.
+   */
+  async fireNow(scheduleId: string, ownerId: string, check: (schedule: Schedule) => void = () => undefined): Promise<ScheduleFire | null> {
     const after: AfterCommit = [];
     const fire = await this.deps.prisma.$transaction(async (tx) => {
       const locked = await tx.$queryRawUnsafe<{ id: string }[]>("SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE", scheduleId, ownerId);
       if (locked.length === 0) return null;
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
+      check(schedule);
       const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true });
       return typeof outcome === "string" ? null : outcome;
     }, TRANSACTION);
@@ -158,15 +164,15 @@ export class ScheduleFiring {
     const continuesPublicationId = await publicationOfLastFire(tx, schedule.id);
     await tx.$executeRawUnsafe("SAVEPOINT schedule_fire");
     try {
+      // Within the run caps of the credential that created or last updated the schedule.
+      const runCaps = storedCaps(schedule.runCaps);
       const run = await this.deps.admissions.admitIn(
         tx,
-        { principalId: schedule.ownerId },
+        { principalId: schedule.ownerId, ...(runCaps ? { runCaps } : {}) },
         {
+          ...templateOf(schedule),
           workspaceId: schedule.workspaceId,
           conversationId: schedule.conversationId,
-          agent: schedule.agent,
-          question: schedule.question,
-          limits: schedule.limits as { maxTurns?: number; tokenBudget?: number; deadlineSeconds?: number } | null,
           multitask: schedule.overlap === "INTERRUPT" ? "INTERRUPT" : "ENQUEUE",
           idempotencyKey,
           continuesPublicationId,

@@ -2,13 +2,15 @@
 // workspace's owner only. Every fire's run is admitted into the schedule's own conversation, so a
 // fire's run sees what the schedule's earlier runs said, and the overlap policy is the
 // conversation's multitask strategy (one active run per conversation).
-import type { PrismaClient, Schedule, ScheduleFire } from "../../generated/prisma/client.js";
+import { Prisma, type PrismaClient, type Schedule, type ScheduleFire } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { assertKeyMayCancel } from "../runs/interrupt-rights.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
 import { findOpenWorkspace } from "../workspace/workspace-access.js";
+import { defaultAgent } from "../runs/capped-admission.js";
 import { nextFireAfter } from "./fire-times.js";
+import { assertFiresWithin, checkSettingsWithin } from "./schedule-caps.js";
 import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
 import type { ScheduleFiring } from "./schedule-firing.js";
 
@@ -35,11 +37,12 @@ export class ScheduleService {
   async create(actor: Actor, input: CreateScheduleInput): Promise<Schedule> {
     const now = this.now();
     const settings = parseSettings(
-      { ...input, agent: input.agent ?? "researcher", overlap: input.overlap ?? "SKIP", catchUp: input.catchUp ?? "NONE" },
+      { ...input, agent: input.agent ?? defaultAgent(actor.runCaps), overlap: input.overlap ?? "SKIP", catchUp: input.catchUp ?? "NONE" },
       { now, createdAt: now },
     );
     this.checkAgent(settings.agent);
     checkOverlap(actor, settings.overlap);
+    const runCaps = checkSettingsWithin(settings, actor.runCaps);
     return this.deps.prisma.$transaction(async (tx) => {
       await findOpenWorkspace(tx, actor, input.workspaceId);
       const conversation = await tx.conversation.create({
@@ -50,6 +53,7 @@ export class ScheduleService {
         data: {
           ...settings,
           limits: settings.limits ?? undefined,
+          runCaps,
           ownerId: actor.principalId,
           workspaceId: input.workspaceId,
           conversationId: conversation.id,
@@ -79,7 +83,10 @@ export class ScheduleService {
       const settings = parseSettings(merged, { now: this.now(), createdAt: current.createdAt });
       this.checkAgent(settings.agent);
       checkOverlap(actor, settings.overlap);
-      return tx.schedule.update({ where: { id: current.id }, data: { ...settings, limits: settings.limits ?? undefined } });
+      // Its fires are held to the caps of the credential that changed it last.
+      const runCaps = checkSettingsWithin(settings, actor.runCaps);
+      // `limits: null` clears them (the admission's defaults again): a database NULL, not "unchanged".
+      return tx.schedule.update({ where: { id: current.id }, data: { ...settings, limits: settings.limits ?? Prisma.DbNull, runCaps } });
     });
   }
 
@@ -97,8 +104,10 @@ export class ScheduleService {
     return this.deps.prisma.$transaction(async (tx) => {
       const current = await lockOwned(tx, actor, id);
       if (!current.paused) return current;
-      // Resumed, an interrupting schedule cancels its previous run at its next fire.
+      // Resumed, an interrupting schedule cancels its previous run at its next fire, and its fires
+      // admit runs: the resuming credential's run caps must allow them too.
       checkOverlap(actor, current.overlap);
+      assertFiresWithin(current, actor.runCaps);
       const now = this.now();
       const nextFireAt = nextFireAfter(recurrenceOf(current), now);
       return tx.schedule.update({ where: { id }, data: { paused: false, pausedReason: null, nextFireAt, resumedAt: now } });
@@ -118,7 +127,8 @@ export class ScheduleService {
       if (!schedule) throw new NotFoundError("Schedule", id);
       checkOverlap(actor, schedule.overlap);
     }
-    const fire = await this.deps.firing.fireNow(id, actor.principalId);
+    // The fire's run lies within the schedule's run caps and the triggering credential's.
+    const fire = await this.deps.firing.fireNow(id, actor.principalId, (schedule) => assertFiresWithin(schedule, actor.runCaps));
     if (!fire) throw new NotFoundError("Schedule", id);
     return { schedule: await this.deps.prisma.schedule.findUniqueOrThrow({ where: { id } }), fire };
   }

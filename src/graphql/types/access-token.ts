@@ -4,6 +4,7 @@ import { ForbiddenError, NotFoundError, ValidationError } from "../../domain/err
 import type { ACCESS_OPERATIONS } from "../../domain/principal/access-scope.js";
 import { DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS } from "../../domain/principal/access-tokens.js";
 import { builder } from "../builder.js";
+import { RunCapsInput } from "./run-caps.js";
 
 export const AccessOperationEnum = builder.enumType("AccessOperation", {
   description: "What an access token may do with a granted resource.",
@@ -41,6 +42,11 @@ const CreateAccessTokenInput = builder.inputType("CreateAccessTokenInput", {
     grants: t.field({ type: [AccessGrantInput], required: true, description: "At most 20." }),
     expiresInSeconds: t.int({ description: `Lifetime: ${DEFAULT_TOKEN_SECONDS} seconds by default, from 1 to ${MAX_TOKEN_SECONDS}.` }),
     label: t.string({ description: "Your note on what the token is for (at most 100 characters)." }),
+    runCaps: t.field({
+      type: RunCapsInput,
+      description:
+        "Caps on the runs the token may admit (carried in the token, nothing stored): so that one end user of your product cannot spend the whole budget, go ahead of the others' runs or pick a powerful agent profile. Never wider than the minting key's, whose caps it inherits where these say nothing.",
+    }),
   }),
 });
 
@@ -66,6 +72,7 @@ builder.mutationField("createAccessToken", (t) =>
         grants: input.grants.map((grant) => ({ resourceId: String(grant.resourceId), operations: grant.operations })),
         expiresInSeconds: input.expiresInSeconds,
         label: input.label,
+        runCaps: input.runCaps,
       }),
   }),
 );

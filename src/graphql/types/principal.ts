@@ -8,6 +8,7 @@ import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection, paged } from "../list-connection.js";
 import { me, myKeys } from "./owned.js";
+import { RunCapsInput, RunCapsObject, runCapsOf } from "./run-caps.js";
 
 const API_KEYS: KeysetList = {
   typename: "ApiKey",
@@ -65,6 +66,12 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
       nullable: true,
       description: "When the key was revoked: requests with it are refused and its subscriptions closed since.",
     }),
+    runCaps: t.field({
+      type: RunCapsObject,
+      nullable: true,
+      description: "The caps on the runs the key, and every key and access token it makes, may admit; null: none.",
+      resolve: (key) => runCapsOf(key.runCaps),
+    }),
   }),
 });
 
@@ -99,6 +106,10 @@ const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
     }),
     forAgent: t.boolean({
       description: "The key is for an agent (such as Dossier's MCP server): by default it may not decide tool calls (DECIDE), which is a person's act.",
+    }),
+    runCaps: t.field({
+      type: RunCapsInput,
+      description: "Caps on the runs the key may admit; never wider than the calling key's, whose caps it inherits where these say nothing.",
     }),
   }),
 });

@@ -261,7 +261,7 @@ const AdmitRunInput = builder.inputType("AdmitRunInput", {
       description:
         "Continue this conversation; without it a new conversation is started. The run is shown the conversation's earlier messages, so this needs READ on it as well as ADMIT (an access token's grant, an API key's scope): ForbiddenError otherwise.",
     }),
-    agent: t.string({ description: "The agent profile; default `researcher`." }),
+    agent: t.string({ description: "The agent profile; default `researcher` (with run caps that leave it out, the first profile they allow: RunCapsInput)." }),
     question: t.string({ required: true }),
     materials: t.field({
       type: [MaterialRefInput],

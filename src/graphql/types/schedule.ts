@@ -12,6 +12,7 @@ import { encodeGlobalId } from "../../domain/global-id.js";
 import { mine, ownedBy } from "./owned.js";
 import { RunLimitsInput, RunNode } from "./run.js";
 import { WorkspaceNode } from "./workspace.js";
+import { RunCapsObject, runCapsOf } from "./run-caps.js";
 
 const ScheduleOverlapEnum = builder.enumType(ScheduleOverlap, {
   name: "ScheduleOverlap",
@@ -66,6 +67,13 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     nextFireAt: t.expose("nextFireAt", { type: "DateTime", nullable: true, description: "The next due fire; null once past endAt." }),
     paused: t.exposeBoolean("paused"),
     pausedReason: t.exposeString("pausedReason", { nullable: true }),
+    runCaps: t.field({
+      type: RunCapsObject,
+      nullable: true,
+      description:
+        "The run caps of the API key that created or last updated the schedule: every fire is admitted within them (and triggerSchedule or resumeSchedule within the caller's too); null: none.",
+      resolve: (schedule) => runCapsOf(schedule.runCaps),
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     lastFire: t.prismaField({
       type: "ScheduleFire",
@@ -127,7 +135,7 @@ const CreateScheduleInput = builder.inputType("CreateScheduleInput", {
     intervalSeconds: t.int({ description: "Fire every so many seconds, counted from startAt (or the schedule's creation)." }),
     timezone: t.string({ description: "An IANA time zone such as Europe/Berlin; default UTC." }),
     question: t.string({ required: true, description: "What each fire's run is asked; up to 20,000 characters." }),
-    agent: t.string({ description: "The agent profile; default `researcher`." }),
+    agent: t.string({ description: "The agent profile; default `researcher` (with run caps that leave it out, the first profile they allow: RunCapsInput)." }),
     limits: t.field({ type: RunLimitsInput }),
     overlap: t.field({ type: ScheduleOverlapEnum, description: "Default SKIP." }),
     catchUp: t.field({ type: ScheduleCatchUpEnum, description: "Default NONE." }),
@@ -142,7 +150,7 @@ const CreateScheduleInput = builder.inputType("CreateScheduleInput", {
 
 const UpdateScheduleInput = builder.inputType("UpdateScheduleInput", {
   description:
-    "The fields given replace the schedule's (null clears an optional one); a cron given clears intervalSeconds and the other way round. The next fire is computed again from now.",
+    "The fields given replace the schedule's (null clears an optional one); a cron given clears intervalSeconds and the other way round. The next fire is computed again from now. The schedule's fires are then held to the updating key's run caps (runCaps), which its settings must fit.",
   fields: (t) => ({
     id: t.id({ required: true }),
     cron: t.string(),
