@@ -120,6 +120,27 @@ describe("run caps", () => {
     expect((await admit(narrowToken, q)).run.limits.maxTurns).toBe(2);
   });
 
+  it("lets a capped key see and revoke only keys at least as tightly capped, so it cannot lock its owner out", async () => {
+    const { key } = await owner();
+    const KEYS = `{ apiKeys(first: 50) { edges { node { name } } } }`;
+    const REVOKE = `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }`;
+    const make = async (by: string, name: string, runCaps?: Record<string, unknown>) =>
+      (await gql(by, KEY, { input: { name, runCaps } })).createApiKey.apiKey.id as string;
+    const uncapped = await make(key, "uncapped");
+    const otherAgents = await make(key, "other agents", { agents: ["analyst"], maxTurns: 5 });
+    const looser = await make(key, "looser", { agents: ["researcher"], maxTurns: 50 });
+    const cappedId = await make(key, "capped", { agents: ["researcher"], maxTurns: 5 });
+    const capped = (await gql(key, KEY, { input: { name: "capped 2", runCaps: { agents: ["researcher"], maxTurns: 5 } } })).createApiKey.secret as string;
+    const tighter = await make(capped, "tighter", { maxTurns: 2 });
+    const names = (await gql(capped, KEYS)).apiKeys.edges.map((edge: { node: { name: string } }) => edge.node.name).sort();
+    // "other agents" has an agents cap and a maxTurns as tight: listed; its agents are checked on revocation.
+    expect(names).toEqual(["capped", "capped 2", "other agents", "tighter"]);
+    for (const id of [uncapped, looser, otherAgents]) expect((await gql(capped, REVOKE, { id })).revokeApiKey.__typename).toBe("NotFoundError");
+    for (const id of [tighter, cappedId]) expect((await gql(capped, REVOKE, { id })).revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
+    // The owner's full key still works.
+    expect((await gql(key, KEYS)).apiKeys.edges.length).toBe(7);
+  });
+
   it("fires a schedule made with a capped key within its caps; the key cannot trigger or resume a wider one", async () => {
     const { key, w, mint } = await owner();
     const capped = (await gql(key, KEY, { input: { name: "capped", runCaps: { agents: ["researcher"], maxTurns: 5 } } })).createApiKey.secret as string;

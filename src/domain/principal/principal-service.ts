@@ -5,11 +5,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
-import type { ApiKey, Principal, PrismaClient } from "../../generated/prisma/client.js";
+import type { ApiKey, Prisma, Principal, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
-import { narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
+import { NUMERIC_CAPS, narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
 
 /**
  * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
@@ -49,12 +49,30 @@ const keyInput = z.object({
 
 /**
  * The keys an actor may see and revoke: its principal's, and for an API key only those whose
- * scopes lie within its own — a narrow key cannot list, nor lock its owner out by revoking, a
- * wider one. Another key reads as absent, as another principal's does.
+ * scopes lie within its own and, for a capped key, whose run caps are at least as tight as its own
+ * (each numeric cap set and no higher; an agents cap set, the agents themselves checked by
+ * `capsWithin` before a revocation) — a narrow key cannot list, nor lock its owner out by
+ * revoking, a wider one. Another key reads as absent, as another principal's does.
  */
-export function keysWithin(actor: Pick<Actor, "principalId" | "scopes">): { principalId: string; NOT?: { scopes: { hasSome: string[] } } } {
+export function keysWithin(actor: Pick<Actor, "principalId" | "scopes" | "runCaps">): Prisma.ApiKeyWhereInput {
   const lacking = ACCESS_OPERATIONS.filter((operation) => actor.scopes && !actor.scopes.includes(operation));
-  return lacking.length > 0 ? { principalId: actor.principalId, NOT: { scopes: { hasSome: lacking } } } : { principalId: actor.principalId };
+  const where: Prisma.ApiKeyWhereInput =
+    lacking.length > 0 ? { principalId: actor.principalId, NOT: { scopes: { hasSome: lacking } } } : { principalId: actor.principalId };
+  const caps = actor.runCaps;
+  if (!caps) return where;
+  // A key without a cap the actor has (its path absent) matches none of these: it is wider.
+  const tighter: Prisma.ApiKeyWhereInput[] = NUMERIC_CAPS.flatMap((name) => (caps[name] === undefined ? [] : [{ runCaps: { path: [name], lte: caps[name] } }]));
+  if (caps.agents) tighter.push({ runCaps: { path: ["agents"], array_contains: [] } });
+  return { AND: [where, ...tighter] };
+}
+
+/** Whether a key's caps lie within the actor's: no cap of the actor's missing or wider, no agent outside its list. */
+export function capsWithin(key: RunCaps | undefined, actor: RunCaps | undefined): boolean {
+  if (!actor) return true;
+  if (!key) return false;
+  if (actor.agents && !(key.agents ?? []).every((agent) => actor.agents!.includes(agent))) return false;
+  if (actor.agents && !key.agents) return false;
+  return NUMERIC_CAPS.every((name) => actor[name] === undefined || (key[name] !== undefined && key[name]! <= actor[name]!));
 }
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
@@ -120,8 +138,8 @@ export class PrincipalService {
    * key lacks, is not found.
    */
   async revokeApiKey(actor: Actor, keyId: string): Promise<ApiKey> {
-    const key = await this.deps.prisma.apiKey.findFirst({ where: { id: keyId, ...keysWithin(actor) } });
-    if (!key) throw new NotFoundError("ApiKey", keyId);
+    const key = await this.deps.prisma.apiKey.findFirst({ where: { AND: [{ id: keyId }, keysWithin(actor)] } });
+    if (!key || !capsWithin(storedCaps(key.runCaps), actor.runCaps)) throw new NotFoundError("ApiKey", keyId);
     return this.revoke(key);
   }
 

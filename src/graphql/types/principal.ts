@@ -37,7 +37,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
       ),
       list: API_KEYS,
       resolve: (query, principal, args, ctx) =>
-        readConnection<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { ...myKeys(ctx), principalId: principal.id }, query }),
+        readConnection<ApiKey>(ctx.prisma.apiKey, API_KEYS, args, { scope: { AND: [myKeys(ctx), { principalId: principal.id }] }, query }),
     }),
   }),
 });
@@ -45,7 +45,7 @@ export const PrincipalNode = builder.prismaNode("Principal", {
 export const ApiKeyNode = builder.prismaNode("ApiKey", {
   id: { field: "id" },
   nullable: true,
-  findUnique: (id, ctx) => ({ id, ...myKeys(ctx) }),
+  findUnique: (id, ctx) => ({ id, AND: [myKeys(ctx)] }),
   fields: (t) => ({
     name: t.exposeString("name"),
     prefix: t.exposeString("prefix", { description: "The key's first characters, to tell keys apart." }),
