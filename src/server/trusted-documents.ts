@@ -6,7 +6,7 @@
 // (400), except GraphiQL's requests when GRAPHIQL=true — recognised by the header its page sends,
 // whose value is a secret of this process that only the page the server served carries.
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { GraphQLError, Kind, Lexer, parse, print, Source, TokenKind, visit } from "graphql";
 import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
@@ -69,8 +69,14 @@ export function trustedDocuments({
   const withoutTypenames = (query: string) => shapeOf(query, maxTokens);
   const shapes = new Set([...texts].map((text) => withoutTypenames(printed(text))));
   shapes.delete("");
+  // What was decided for a text, by a digest of it: any caller may send texts of up to the body
+  // limit, and a cache keyed by the texts themselves would keep hundreds of them.
   const checked = new LRUCache<string, boolean>({ max: 500 });
-  const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
+  const admits = (query: string) => {
+    if (texts.has(query)) return true;
+    const key = createHash("sha256").update(query).digest("base64");
+    return checked.get(key) ?? checked.set(key, shapes.has(withoutTypenames(query))).get(key)!;
+  };
   const fromGraphiql = (headers: { get(name: string): string | null }) =>
     graphiqlExempt && graphiqlSecret !== undefined && sameSecret(headers.get(GRAPHIQL_HEADER), graphiqlSecret);
   const allowed = (query: string, headers: { get(name: string): string | null }) => !only || admits(query) || fromGraphiql(headers);
