@@ -47,6 +47,7 @@ const refusal = (code: "TRUSTED_DOCUMENT_REQUIRED" | "TRUSTED_DOCUMENT_NOT_FOUND
 
 const REQUIRED =
   "This server runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): send the documentId of a document in its manifests instead of the document's text.";
+const NOT_TEXT = "`query` must be a string: the text of a GraphQL document.";
 const MISSING = () => refusal("BAD_REQUEST", "Send a GraphQL document as `query`, or a trusted document's id as `documentId`.");
 
 export function trustedDocuments({
@@ -99,6 +100,8 @@ export function trustedDocuments({
   });
   const plugin: Plugin = {
     onParams({ params, request }) {
+      // Else the persisted-operations plugin would take any query for a text it must refuse.
+      if (params.query != null && typeof params.query !== "string") throw refusal("BAD_REQUEST", NOT_TEXT);
       if (typeof params.query === "string" && params.query !== "" && allowed(params.query, request.headers)) admittedQueries.add(request);
     },
     // Over SSE, Yoga would answer 200 and send the refusal as the stream's one event; a
