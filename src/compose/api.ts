@@ -16,6 +16,7 @@ import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
 import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
 import { graphiqlNeverFramed, graphiqlSettings } from "../server/graphiql.js";
+import { getParameters } from "../server/get-parameters.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
@@ -122,6 +123,7 @@ export function createApi(
     plugins: [
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
+      getParameters(),
       authentication.plugin,
       // Right after authentication: a refused request is answered with its refusal (401, 429,
       // 503) before anything is parsed, and nothing below runs for it (server/refused-requests.ts).

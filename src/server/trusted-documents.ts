@@ -6,7 +6,7 @@
 // (400), except GraphiQL's requests when GRAPHIQL=true — recognised by the header its page sends,
 // whose value is a secret of this process that only the page the server served carries.
 import { usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { GraphQLError, Kind, Lexer, parse, print, Source, TokenKind, visit } from "graphql";
 import { LRUCache } from "lru-cache";
 import type { Plugin } from "graphql-yoga";
@@ -47,6 +47,7 @@ const refusal = (code: "TRUSTED_DOCUMENT_REQUIRED" | "TRUSTED_DOCUMENT_NOT_FOUND
 
 const REQUIRED =
   "This server runs only trusted documents (TRUSTED_DOCUMENTS_ONLY=true): send the documentId of a document in its manifests instead of the document's text.";
+const NOT_TEXT = "`query` must be a string: the text of a GraphQL document.";
 const MISSING = () => refusal("BAD_REQUEST", "Send a GraphQL document as `query`, or a trusted document's id as `documentId`.");
 
 export function trustedDocuments({
@@ -69,8 +70,14 @@ export function trustedDocuments({
   const withoutTypenames = (query: string) => shapeOf(query, maxTokens);
   const shapes = new Set([...texts].map((text) => withoutTypenames(printed(text))));
   shapes.delete("");
+  // What was decided for a text, by a digest of it: any caller may send texts of up to the body
+  // limit, and a cache keyed by the texts themselves would keep hundreds of them.
   const checked = new LRUCache<string, boolean>({ max: 500 });
-  const admits = (query: string) => texts.has(query) || (checked.get(query) ?? checked.set(query, shapes.has(withoutTypenames(query))).get(query)!);
+  const admits = (query: string) => {
+    if (texts.has(query)) return true;
+    const key = createHash("sha256").update(query).digest("base64");
+    return checked.get(key) ?? checked.set(key, shapes.has(withoutTypenames(query))).get(key)!;
+  };
   const fromGraphiql = (headers: { get(name: string): string | null }) =>
     graphiqlExempt && graphiqlSecret !== undefined && sameSecret(headers.get(GRAPHIQL_HEADER), graphiqlSecret);
   const allowed = (query: string, headers: { get(name: string): string | null }) => !only || admits(query) || fromGraphiql(headers);
@@ -93,6 +100,8 @@ export function trustedDocuments({
   });
   const plugin: Plugin = {
     onParams({ params, request }) {
+      // Else the persisted-operations plugin would take any query for a text it must refuse.
+      if (params.query != null && typeof params.query !== "string") throw refusal("BAD_REQUEST", NOT_TEXT);
       if (typeof params.query === "string" && params.query !== "" && allowed(params.query, request.headers)) admittedQueries.add(request);
     },
     // Over SSE, Yoga would answer 200 and send the refusal as the stream's one event; a

@@ -5,7 +5,9 @@ import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DossierRequestError } from "../../sdk/client.js";
 import { AdmitRunDocument, CreateWorkspaceDocument, RunDocument, WorkspacesDocument } from "../../sdk/generated/graphql.js";
+import { NESTING_MAX } from "../../src/domain/text/unstorable-text.js";
 import { encodeGlobalId } from "../../src/graphql/global-id.js";
+import { createLogger } from "../../src/logger.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -18,9 +20,11 @@ const RunByIdDocument = parse("query RunById($id: ID!) { run(id: $id) { id } }")
 
 describe.each(backends)("text input guard on %s", (backend) => {
   let t: TestApp;
+  const logged: string[] = [];
   beforeAll(async () => {
-    t = await startTestApp(backend);
+    t = await startTestApp(backend, { logger: createLogger("debug", (line) => logged.push(line)) });
   });
+  const errorLines = () => logged.filter((line) => (JSON.parse(line) as { level: string }).level === "error");
   afterAll(async () => t?.close());
 
   const counts = async () => ({
@@ -63,6 +67,33 @@ describe.each(backends)("text input guard on %s", (backend) => {
       issues: [{ field: "input.materials.1.publicationId", message: NUL_MESSAGE }],
     });
     expect(await counts()).toEqual(before);
+  });
+
+  // JSON.parse takes any depth, but a walk that recurses overflows the stack (an internal error),
+  // as would JSON.stringify and PostgreSQL's jsonb further on.
+  it("refuses JSON nested 200,000 deep with a ValidationError naming the field, logging no error", async () => {
+    const workspace = await createWorkspace(t.client);
+    const before = await counts();
+    const errorsBefore = errorLines().length;
+    const depth = 200_000;
+    const metadata = `${'{"a":'.repeat(depth)}"x"${"}".repeat(depth)}`;
+    const input = `{"workspaceId":${JSON.stringify(workspace.id)},"question":"Which cell makers expand?","metadata":${metadata}}`;
+    const response = await t.app.yoga.fetch(
+      new Request("http://dossier.test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"query":"mutation ($input: AdmitRunInput!) { admitRun(input: $input) { __typename ... on ValidationError { issues { field message } } } }","variables":{"input":${input}}}`,
+      }),
+    );
+    const body = (await response.json()) as { data?: { admitRun: { __typename: string; issues: { field: string; message: string }[] } }; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.admitRun.__typename).toBe("ValidationError");
+    const [issue] = body.data!.admitRun.issues;
+    // The path to the first object nested too deeply: input.metadata, then its keys.
+    expect(issue?.field).toBe(["input", "metadata", ...Array<string>(NESTING_MAX - 2).fill("a")].join("."));
+    expect(issue?.message).toBe(`is nested deeper than ${NESTING_MAX} levels of lists and objects`);
+    expect(await counts()).toEqual(before);
+    expect(errorLines().length).toBe(errorsBefore);
   });
 
   it("refuses a NUL written as an escape in a GraphQL string literal, not only in variables", async () => {

@@ -5,7 +5,10 @@
 
 export type UnstorableProblem = "nul" | "unpaired-surrogate";
 
-export type InvalidText = { field: string; problem: UnstorableProblem };
+/** A value that cannot be stored as given: unstorable text, or lists and objects nested too deeply (NESTING_MAX). */
+export type InvalidProblem = UnstorableProblem | "too-deep";
+
+export type InvalidText = { field: string; problem: InvalidProblem };
 
 // Any code unit that might be a problem. Proper pairs match too (the class sees code units, not
 // code points); the scan below tells them apart. A plain class keeps the common case to one
@@ -33,35 +36,51 @@ export function isStorableText(text: string): boolean {
 }
 
 /** The problem as a validation message about the field holding the text. */
-export function describeUnstorable(problem: UnstorableProblem): string {
+export function describeUnstorable(problem: InvalidProblem): string {
+  if (problem === "too-deep") return `is nested deeper than ${NESTING_MAX} levels of lists and objects`;
   return problem === "nul" ? "contains a NUL character (U+0000)" : "contains an unpaired UTF-16 surrogate";
 }
 
 /**
- * The first string in `value` that cannot be stored, named by its dotted path from `path`
- * (e.g. `input.materials.0.publicationId`). Walks strings, arrays and plain objects (what
- * GraphQL input coercion and JSON.parse make); any other value, such as a Date, is not text.
+ * How deeply a value walked by findInvalidText may nest: lists and objects inside one another,
+ * counted from the value walked (a field's arguments). Far past any input Dossier takes, and short
+ * of what JSON.stringify (a RangeError past some thousands of levels) and PostgreSQL's jsonb
+ * ("stack depth limit exceeded" past some tens of thousands, with its default max_stack_depth)
+ * can handle: deeper input is refused rather than failing where it is written.
+ */
+export const NESTING_MAX = 100;
+
+/**
+ * The first string in `value` that cannot be stored, or the first list or object nested deeper
+ * than NESTING_MAX, named by its dotted path from `path` (e.g. `input.materials.0.publicationId`).
+ * Walks strings, arrays and plain objects (what GraphQL input coercion and JSON.parse make); any
+ * other value, such as a Date, is not text. The walk keeps its own stack, depth first in order.
  */
 export function findInvalidText(value: unknown, path = ""): InvalidText | null {
-  if (typeof value === "string") {
-    const problem = unstorableProblem(value);
-    return problem ? { field: path, problem } : null;
-  }
-  if (typeof value !== "object" || value === null) return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findInvalidText(value[i], join(path, String(i)));
-      if (found) return found;
+  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path, depth: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value: item, path: at, depth } = next;
+    if (typeof item === "string") {
+      const problem = unstorableProblem(item);
+      if (problem) return { field: at, problem };
+      continue;
     }
-    return null;
-  }
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return null;
-  for (const key of Object.keys(value)) {
-    const found = findInvalidText((value as Record<string, unknown>)[key], join(path, key));
-    if (found) return found;
+    if (typeof item !== "object" || item === null) continue;
+    const entries = childrenOf(item);
+    if (entries.length === 0) continue;
+    if (depth >= NESTING_MAX) return { field: at, problem: "too-deep" };
+    // Pushed last first, so that they are walked first to last.
+    for (let i = entries.length - 1; i >= 0; i--) pending.push({ value: entries[i]![1], path: join(at, entries[i]![0]), depth: depth + 1 });
   }
   return null;
+}
+
+/** The items of a list or a plain object, each with its key; none for any other value. */
+function childrenOf(value: object): [key: string, item: unknown][] {
+  if (Array.isArray(value)) return value.map((item, i) => [String(i), item]);
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return [];
+  return Object.entries(value);
 }
 
 const join = (path: string, key: string): string => (path ? `${path}.${key}` : key);
