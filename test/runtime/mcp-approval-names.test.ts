@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, McpServersDocument, RunApprovalsDocument, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
+import { pendingApprovals } from "../../src/mcp/approval-tools.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
@@ -98,6 +99,8 @@ describe("approvals of MCP tools with fitted names", () => {
     const { run } = await admit(app.client, { question: callTools({ name: "mcp__fs__delete_cache" }) });
     const pending = await waiting(app, run.id);
     expect(pending.map((approval) => approval.mcpTool)).toEqual(["fs/delete.cache"]);
+    // MCP get_run names the tool as its server lists it, not only the name offered to the model.
+    expect(await pendingApprovals(app.client, run.id)).toEqual([expect.objectContaining({ toolName: "mcp__fs__delete_cache", mcpTool: "fs/delete.cache" })]);
 
     // Meanwhile the server drops `delete.cache` (tools/list_changed): `mcp__fs__delete_cache` now means `delete_cache`.
     const { run: other } = await admit(app.client, { question: callTools({ name: "mcp__fs__forget_dotted" }) });
@@ -124,6 +127,7 @@ describe("approvals of MCP tools with fitted names", () => {
     const { run } = await admit(app.client, { question: callTools({ name: "mcp__fs__delete_cache_2" }) });
     const pending = await waiting(app, run.id);
     expect(pending.map((approval) => approval.mcpTool)).toEqual(["fs/delete_cache"]);
+    expect(await pendingApprovals(app.client, run.id)).toEqual([expect.objectContaining({ toolName: "mcp__fs__delete_cache_2", mcpTool: "fs/delete_cache" })]);
     await change(app);
     expectType(
       (await app.client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: pending[0]!.toolCallId, decision: "APPROVE" } })).decideToolCall,
