@@ -54,15 +54,17 @@ export type OutputState = {
   /** The position of the last output update applied (runOutput's seq); undefined before any. */
   seq: string | undefined;
   calls: ModelCallText[];
-  /** Tool-call arguments as runOutput streamed them, by tool-call id. */
-  args: Record<string, string>;
-  /** The model call (MODEL_CALL span id) that streamed each tool call's arguments, by tool-call id. */
-  argsOf: Record<string, string>;
+  /**
+   * Tool-call arguments as runOutput streamed them, by model call (MODEL_CALL span id), then by
+   * tool-call id: a call the bound on a reply's size left out of it streamed under an id that
+   * another model call's call may carry too, and the two are never joined.
+   */
+  args: Record<string, Record<string, string>>;
   /** RUN_DONE came: the output is complete. */
   done: boolean;
 };
 
-export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, argsOf: {}, done: false });
+export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, done: false });
 
 /** Applies one update of watchRun (each arrives once, in order) to the output state. */
 export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
@@ -73,8 +75,8 @@ export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
   if (!call) state.calls.push((call = { id: update.modelCallSpanId, text: "", done: false }));
   if (update.kind === "TEXT_DELTA") call.text += update.text ?? "";
   else if (update.kind === "TOOL_CALL_DELTA" && update.toolCallId) {
-    state.args[update.toolCallId] = (state.args[update.toolCallId] ?? "") + (update.text ?? "");
-    state.argsOf[update.toolCallId] = update.modelCallSpanId;
+    const args = (state.args[update.modelCallSpanId] ??= {});
+    args[update.toolCallId] = (args[update.toolCallId] ?? "") + (update.text ?? "");
   } else if (update.kind === "MESSAGE_DONE") call.done = true;
 }
 
@@ -86,7 +88,7 @@ export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
 export function standingOutput(output: OutputState, trace: TraceState): OutputState {
   const failed = new Set(output.calls.filter((call) => trace.spans.get(call.id)?.status === "ERROR").map((call) => call.id));
   if (failed.size === 0) return output;
-  const args = Object.fromEntries(Object.entries(output.args).filter(([id]) => !failed.has(output.argsOf[id] ?? "")));
+  const args = Object.fromEntries(Object.entries(output.args).filter(([modelCall]) => !failed.has(modelCall)));
   return { ...output, calls: output.calls.map((call) => (failed.has(call.id) ? { ...call, text: "" } : call)), args };
 }
 
@@ -125,8 +127,37 @@ const attributesOf = (span: Span): Record<string, unknown> => {
 const durationOf = (span: Span) => (span.endedAt ? Date.parse(span.endedAt) - Date.parse(span.startedAt) : null);
 
 /**
+ * The arguments a tool call's span ran (or waits) with, as streamed: those of the last model call
+ * that streamed its id and started no later than the span (ids are unique in a run's log, not
+ * among the calls a reply streamed and the bound left out of it).
+ */
+function streamedArguments(output: OutputState, trace: TraceState, id: string, span: Span): string | undefined {
+  let found: string | undefined;
+  for (const call of output.calls) {
+    const text = output.args[call.id]?.[id];
+    if (text === undefined) continue;
+    const started = trace.spans.get(call.id)?.startedAt;
+    if (found !== undefined && started !== undefined && Date.parse(started) > Date.parse(span.startedAt)) break;
+    found = text;
+  }
+  return found;
+}
+
+/**
+ * A model call's streamed calls that no span shows yet are still being written — unless the run's
+ * output is complete, a later model call began, or the call's reply ended cut by the bound on its
+ * size: its calls without a span were left out of it, and none of them runs.
+ */
+function stillStreaming(output: OutputState, trace: TraceState, modelCall: string): boolean {
+  if (output.done || output.calls.at(-1)?.id !== modelCall) return false;
+  const span = trace.spans.get(modelCall);
+  return !span || span.status === "RUNNING" || attributesOf(span).replyCut === undefined;
+}
+
+/**
  * The run's tool calls in the order they started, one per call id: a call that waited for a
- * decision has a span that ended waiting and a later one that executed (or declined) it.
+ * decision has a span that ended waiting and a later one that executed (or declined) it. A call
+ * waiting for a decision shows the arguments its approval request holds: what runs once approved.
  */
 export function toolCallsOf(output: OutputState, trace: TraceState, pending: readonly PendingApproval[]): ToolCallState[] {
   const calls = new Map<string, ToolCallState>();
@@ -135,7 +166,8 @@ export function toolCallsOf(output: OutputState, trace: TraceState, pending: rea
     const attributes = attributesOf(span);
     const id = String(attributes["gen_ai.tool.call.id"] ?? span.id);
     const name = String(attributes["gen_ai.tool.name"] ?? span.name.replace(/^execute_tool /, ""));
-    const waiting = attributes["dossier.approval"] === "REQUESTED" || pending.some((approval) => approval.toolCallId === id);
+    const approval = pending.find((request) => request.toolCallId === id);
+    const waiting = attributes["dossier.approval"] === "REQUESTED" || approval !== undefined;
     const status: ToolCallStatus = waiting
       ? "WAITING_APPROVAL"
       : attributes["dossier.approval"] === "REJECT"
@@ -147,15 +179,18 @@ export function toolCallsOf(output: OutputState, trace: TraceState, pending: rea
     calls.set(id, {
       id,
       name,
-      arguments: output.args[id] ?? trace.inputs.get(span.id) ?? earlier?.arguments ?? "",
+      arguments: approval?.arguments ?? streamedArguments(output, trace, id, span) ?? trace.inputs.get(span.id) ?? earlier?.arguments ?? "",
       status,
       result: trace.results.get(span.id) ?? null,
       durationMs: waiting ? null : durationOf(span),
     });
   }
   // Calls whose arguments are being written have no span yet.
-  for (const [id, text] of Object.entries(output.args)) {
-    if (!calls.has(id)) calls.set(id, { id, name: "", arguments: text, status: "STREAMING", result: null, durationMs: null });
+  for (const [modelCall, args] of Object.entries(output.args)) {
+    if (!stillStreaming(output, trace, modelCall)) continue;
+    for (const [id, text] of Object.entries(args)) {
+      if (!calls.has(id)) calls.set(id, { id, name: "", arguments: text, status: "STREAMING", result: null, durationMs: null });
+    }
   }
   return [...calls.values()];
 }

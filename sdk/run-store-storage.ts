@@ -15,8 +15,9 @@ export const storageKey = (runId: string) => `dossier:run-output:${runId}`;
 export function readStoredOutput(storage: RunStoreStorage, runId: string): OutputState | null {
   try {
     const stored = JSON.parse(storage.getItem(storageKey(runId)) ?? "null") as (OutputState & { v?: number }) | null;
-    if (stored?.v !== 1 || typeof stored.seq !== "string" || !Array.isArray(stored.calls)) return null;
-    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, argsOf: stored.argsOf ?? {}, done: stored.done === true };
+    // Version 1 kept tool-call arguments by call id alone: such output is read again from the start.
+    if (stored?.v !== 2 || typeof stored.seq !== "string" || !Array.isArray(stored.calls)) return null;
+    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, done: stored.done === true };
   } catch {
     return null;
   }
@@ -26,7 +27,7 @@ export function readStoredOutput(storage: RunStoreStorage, runId: string): Outpu
 export function writeStoredOutput(storage: RunStoreStorage, runId: string, output: OutputState): void {
   if (output.seq === undefined) return;
   try {
-    storage.setItem(storageKey(runId), JSON.stringify({ v: 1, ...output }));
+    storage.setItem(storageKey(runId), JSON.stringify({ v: 2, ...output }));
   } catch {
     // Quota exceeded or storage disabled.
   }

@@ -12,13 +12,18 @@ type Answers = {
   guarded: <A>(handler: (args: A) => Promise<CallToolResult>) => (args: A) => Promise<CallToolResult>;
 };
 
-/** The calls a run waits on, as get_run shows them. */
+/**
+ * The calls a run waits on, as get_run shows them. An MCP tool's call names the server and the tool
+ * as the server lists it (`mcpTool`, `<server>/<tool>`): the name offered to the model is fitted to
+ * model APIs (`create.issue` offered as `mcp__s__create_issue` pushes the real `create_issue` to `_2`).
+ */
 export async function pendingApprovals(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
   if (node?.__typename !== "Run") return [];
-  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, arguments: args, requestedAt, expiresAt }) => ({
+  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => ({
     toolCallId,
     toolName,
+    ...(mcpTool !== null && { mcpTool }),
     arguments: args,
     requestedAt,
     expiresAt,

@@ -288,7 +288,8 @@ function registerGetRun(server: McpServer, client: DossierClient): void {
     "get_run",
     {
       title: "Get a run",
-      description: "A run's status; while it is WAITING, the tool calls that wait for your decision; once it has settled, its answer or why it failed.",
+      description:
+        "A run's status; while it is WAITING, the tool calls that wait for your decision (an MCP tool's call names its server and the tool as the server lists it: mcpTool, <server>/<tool>); once it has settled, its answer or why it failed.",
       inputSchema: { runId: id("run") },
       annotations: { readOnlyHint: true },
     },

@@ -75,3 +75,16 @@ describe("edited arguments against a tool's own schema", () => {
     expect(check({ list: ["v3", 1] }, schema)).toEqual({ refused: ["arguments.list.1"] });
   });
 });
+
+describe("edited arguments holding numbers", () => {
+  it("refuses an integer past ±(2^53 - 1) or a number past the double range, naming its path; accepts the rest", () => {
+    // 9007199254740993 as a JSON body carries it: parsed, it is 9007199254740992 already.
+    expect(check(JSON.parse('{"account":9007199254740993}'), {})).toEqual({ refused: ["arguments.account"] });
+    expect(check(JSON.parse('{"to":[{"id":1},{"id":-9007199254740993}]}'), {})).toEqual({ refused: ["arguments.to.1.id"] });
+    expect(check(JSON.parse('{"big":1e400}'), {})).toEqual({ refused: ["arguments.big"] });
+    expect(check(JSON.parse('{"a":1,"b":{"c":2e300}}'), {})).toEqual({ refused: ["arguments.b.c"] });
+    expect(check({ account: 9007199254740991, ratio: 0.1, negative: -9007199254740991 }, {})).toBe(
+      '{"account":9007199254740991,"ratio":0.1,"negative":-9007199254740991}',
+    );
+  });
+});

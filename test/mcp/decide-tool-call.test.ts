@@ -100,6 +100,9 @@ describe("decide_tool_call", () => {
 
     const invalid = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "EDIT", arguments: { title: 5 } });
     expect(invalid).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^ValidationError: .*arguments\.title/) }] });
+    // A number JSON cannot keep exactly (2^53 + 1 arrives as 2^53) is refused, not rounded.
+    const rounded = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "EDIT", arguments: { title: "x", n: 2 ** 53 } });
+    expect(rounded).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^ValidationError: .*arguments\.n/) }] });
     const edited = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId, decision: "EDIT", arguments: { title: "Hello, edited" } }));
     expect(edited).toMatchObject({ decision: "EDIT", editedArguments: '{"title":"Hello, edited"}' });
     await settled(t.as(key), run.id, 60_000);

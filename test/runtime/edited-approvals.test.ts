@@ -191,3 +191,53 @@ describe("an EDIT decision against a schema with a hostile pattern", () => {
     expect(received).toEqual([edited]);
   });
 });
+
+// A number a person writes in EDIT arguments runs as written or not at all: 9007199254740993 in a
+// raw JSON body (a variable) or in the query's text (a literal) would reach the tool as
+// 9007199254740992, so it is refused, naming its path, and the call keeps waiting.
+describe("an EDIT decision holding a number JSON cannot keep exactly", () => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it("is refused with a ValidationError naming the number, as a variable and as a literal; the tool never gets it", async () => {
+    const received: unknown[] = [];
+    const transfer: Tool = {
+      schema: { name: "transfer", description: "transfers", parameters: { type: "object", properties: { account: { type: "number" } } } },
+      execute: async (args) => {
+        received.push(args);
+        return "sent";
+      },
+    };
+    t = await startTestApp("pglite", {
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-edit-number-")),
+        extraTools: [transfer],
+        approvals: { rules: { transfer: "always" } },
+      },
+    });
+    const { client, app } = t;
+    const { run } = await admit(client, { question: callTools({ name: "transfer", arguments: { account: 1 } }) });
+    const held = await waitUntil(async () => {
+      const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return current.status === "WAITING" ? current.pendingApprovals.edges[0]!.node : undefined;
+    });
+    const post = async (body: string) => {
+      const response = await app.yoga.fetch(
+        new Request("http://dossier.test/graphql", { method: "POST", headers: { "content-type": "application/json" }, body }),
+      );
+      return ((await response.json()) as { data: { decideToolCall: { __typename: string; issues?: { field: string }[] } } }).data.decideToolCall;
+    };
+    const selection = "{ __typename ... on ValidationError { issues { field } } }";
+    const asVariable = `{"query":"mutation($input: DecideToolCallInput!) { decideToolCall(input: $input) ${selection} }","variables":{"input":{"runId":"${run.id}","toolCallId":"${held.toolCallId}","decision":"EDIT","arguments":{"account":9007199254740993}}}}`;
+    expect(await post(asVariable)).toEqual({ __typename: "ValidationError", issues: [{ field: "arguments.account" }] });
+    const literal = `mutation { decideToolCall(input: { runId: "${run.id}", toolCallId: "${held.toolCallId}", decision: EDIT, arguments: { account: 9007199254740993 } }) ${selection} }`;
+    expect(await post(JSON.stringify({ query: literal }))).toEqual({ __typename: "ValidationError", issues: [{ field: "arguments.account" }] });
+    const still = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+    expect(still.status).toBe("WAITING");
+    expect(received).toEqual([]);
+  });
+});

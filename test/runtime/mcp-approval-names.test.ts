@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, McpServersDocument, RunApprovalsDocument, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
+import { pendingApprovals } from "../../src/mcp/approval-tools.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
@@ -39,12 +40,12 @@ describe("approvals of MCP tools with fitted names", () => {
     return t;
   }
 
-  async function addServer(app: TestApp, name: string) {
+  async function addServer(app: TestApp, name: string, servedAs = name) {
     const input = {
       name,
       transport: "STDIO" as const,
       command: process.execPath,
-      args: ["--import", "tsx", SERVER_SCRIPT, "--name", name, "--variant", "names"],
+      args: ["--import", "tsx", SERVER_SCRIPT, "--name", servedAs, "--variant", "names"],
       env: [{ name: "MCP_TEST_LOG", value: logFile }],
     };
     expectType((await app.client.request(UpsertMcpServerDocument, { input })).upsertMcpServer, "UpsertMcpServerSuccess");
@@ -98,6 +99,8 @@ describe("approvals of MCP tools with fitted names", () => {
     const { run } = await admit(app.client, { question: callTools({ name: "mcp__fs__delete_cache" }) });
     const pending = await waiting(app, run.id);
     expect(pending.map((approval) => approval.mcpTool)).toEqual(["fs/delete.cache"]);
+    // MCP get_run names the tool as its server lists it, not only the name offered to the model.
+    expect(await pendingApprovals(app.client, run.id)).toEqual([expect.objectContaining({ toolName: "mcp__fs__delete_cache", mcpTool: "fs/delete.cache" })]);
 
     // Meanwhile the server drops `delete.cache` (tools/list_changed): `mcp__fs__delete_cache` now means `delete_cache`.
     const { run: other } = await admit(app.client, { question: callTools({ name: "mcp__fs__forget_dotted" }) });
@@ -114,6 +117,45 @@ describe("approvals of MCP tools with fitted names", () => {
       '[not executed: "mcp__fs__delete_cache" no longer names the tool the person approved (fs/delete.cache); it now names fs/delete_cache, ' +
         "as the server's tool list changed. The call was not run; a new call is decided anew.]",
     );
+    expect(executed()).toEqual([]);
+  });
+
+  /** Holds a call of `delete_cache` (exposed as mcp__fs__delete_cache_2), changes what it is while the call waits, then approves it. */
+  async function approvedAfter(change: (app: TestApp) => Promise<void>) {
+    const app = await start();
+    await addServer(app, "fs");
+    const { run } = await admit(app.client, { question: callTools({ name: "mcp__fs__delete_cache_2" }) });
+    const pending = await waiting(app, run.id);
+    expect(pending.map((approval) => approval.mcpTool)).toEqual(["fs/delete_cache"]);
+    expect(await pendingApprovals(app.client, run.id)).toEqual([expect.objectContaining({ toolName: "mcp__fs__delete_cache_2", mcpTool: "fs/delete_cache" })]);
+    await change(app);
+    expectType(
+      (await app.client.request(DecideToolCallDocument, { input: { runId: run.id, toolCallId: pending[0]!.toolCallId, decision: "APPROVE" } })).decideToolCall,
+      "DecideToolCallSuccess",
+    );
+    return settled(app.client, run.id);
+  }
+  const REDEFINED =
+    '[not executed: the tool "mcp__fs__delete_cache_2" (fs/delete_cache) changed since the person approved the call: its server re-listed it ' +
+    "with another description or input schema, or the server was reconfigured. The call was not run; a new call is decided anew.]";
+
+  it("does not run an approved call whose tool the server re-listed with another description while it waited", async () => {
+    const done = await approvedAfter(async (app) => {
+      const { run: other } = await admit(app.client, { question: callTools({ name: "mcp__fs__redescribe" }) });
+      expect((await settled(app.client, other.id)).answer).toBe("redescribed delete_cache");
+      await waitUntil(async () => {
+        const server = (await app.client.request(McpServersDocument)).mcpServers.edges[0]!.node;
+        return server.status.tools.find((tool) => tool.name === "delete_cache")?.description?.includes("backups") ? true : undefined;
+      });
+    });
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: REDEFINED });
+    expect(executed()).toEqual([]);
+  });
+
+  it("does not run an approved call whose server the owner pointed elsewhere while it waited", async () => {
+    // The same tools, from another program: the endpoint the person approved a call of is not the one it would run on.
+    const done = await approvedAfter((app) => addServer(app, "fs", "fs-elsewhere"));
+    expect(done).toMatchObject({ status: "SUCCEEDED", answer: REDEFINED });
     expect(executed()).toEqual([]);
   });
 });

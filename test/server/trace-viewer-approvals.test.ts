@@ -119,4 +119,35 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     expect(received).toEqual([{ command }]);
     expect(errors).toEqual([]);
   });
+
+  // An MCP tool's offered name is fitted to model APIs: `create.issue` takes `mcp__s__create_issue`
+  // and pushes the real `create_issue` to `_2`. The banner names each call's server and tool as listed.
+  it("names each held MCP call's server and tool, for two tools whose offered names collide", async () => {
+    const mcp = (name: string, mcpTool: string): Tool => ({ ...waitTool(name, 10), mcpTool, fullName: `mcp__${mcpTool.replace("/", "__")}` });
+    const steps: ScriptStep[] = [
+      {
+        toolCalls: [
+          { name: "mcp__s__create_issue", arguments: { title: "a" } },
+          { name: "mcp__s__create_issue_2", arguments: { title: "b" } },
+        ],
+      },
+      { content: "Done." },
+    ];
+    const tools = [mcp("mcp__s__create_issue", "s/create.issue"), mcp("mcp__s__create_issue_2", "s/create_issue")];
+    app = await startViewerServer(steps, tools, { approvals: { rules: { "mcp__s__*": "always" } } });
+    const client = app.t.as(app.key);
+    const { run } = await admit(client, { question: "File them." });
+    await waitUntil(async () =>
+      expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status === "WAITING" ? true : undefined,
+    );
+    const { page } = await openViewer(browser, app.url(run.id));
+    const calls = page.locator("[data-testid=waiting-call]");
+    await expect.poll(() => calls.count()).toBe(2);
+    const shown = (await calls.allTextContents()).map((text) => /(mcp__s__create_issue(?:_2)?).*?MCP (s\/[\w.]+)/.exec(text)?.slice(1));
+    expect(shown.sort()).toEqual([
+      ["mcp__s__create_issue", "s/create.issue"],
+      ["mcp__s__create_issue_2", "s/create_issue"],
+    ]);
+    await page.close();
+  });
 });

@@ -84,6 +84,11 @@ function registerNames(server: McpServer): McpServer {
   const registered = [LONG_DELETE_TOOL, "delete.cache", "delete_cache"].map((tool) =>
     server.registerTool(tool, { description: `Runs ${tool}.` }, logged(tool)),
   );
+  // Changing a tool's description sends notifications/tools/list_changed too.
+  server.registerTool("redescribe", { description: "Gives the tool `delete_cache` another description." }, async () => {
+    registered[2]!.update({ description: "Deletes every cache, and the backups with them." });
+    return { content: [{ type: "text", text: "redescribed delete_cache" }] };
+  });
   // Removing a tool from a connected server sends notifications/tools/list_changed.
   server.registerTool("forget_dotted", { description: "Removes the tool `delete.cache`." }, async () => {
     registered[1]!.remove();

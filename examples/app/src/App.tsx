@@ -96,6 +96,15 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
             <code>
               <Visible text={approval.toolName} />
             </code>{" "}
+            {approval.mcpTool && (
+              <>
+                (MCP{" "}
+                <code data-testid="mcp-tool">
+                  <Visible text={approval.mcpTool} />
+                </code>
+                ){" "}
+              </>
+            )}
             with{" "}
             <code>
               <Visible text={approval.arguments} />

@@ -46,6 +46,8 @@ export type NewApproval = {
   inputSchema: string | null;
   /** The MCP tool the call is for, `<server>/<tool as its server lists it>`; null for any other tool. */
   mcpTool?: string | null;
+  /** The MCP tool's digest when the call was held (Tool.mcpDigest): what the person decides on. */
+  mcpToolDigest?: string | null;
   spanId: string | null;
   requestedAt: Date;
   expiresAt: Date;

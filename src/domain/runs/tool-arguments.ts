@@ -25,6 +25,12 @@ export function checkEditedArguments(value: unknown, storedSchema: string | null
   if (text.length > EDITED_ARGUMENTS_MAX) {
     throw new ValidationError([{ field: "arguments", message: `must be at most ${EDITED_ARGUMENTS_MAX} characters of JSON` }]);
   }
+  const inexact = inexactNumberPath(value);
+  if (inexact) {
+    throw new ValidationError([
+      { field: ["arguments", ...inexact].join("."), message: "must be a number JSON keeps exactly: an integer within ±(2^53 - 1), or a finite number" },
+    ]);
+  }
   const schema = schemaOf(storedSchema, value);
   if (!schema) return text;
   const checked = schema.safeParse(value);
@@ -34,6 +40,33 @@ export function checkEditedArguments(value: unknown, storedSchema: string | null
     message: issue.message,
   }));
   throw new ValidationError(issues);
+}
+
+/**
+ * The path of the first number of the edited arguments that does not run as the person wrote it:
+ * an integer past ±(2^53 - 1) (`9007199254740993` arrives as 9007199254740992, the value parsed
+ * before it reaches Dossier) or one past the double range (`1e400` arrives as Infinity, sent on as
+ * null). A number whose digits were already rounded to another one within the safe range (a
+ * fraction longer than a double holds, `1e-400` read as 0) cannot be told once parsed, and passes.
+ */
+function inexactNumberPath(value: unknown): string[] | undefined {
+  // Each value with its key and its parent's entry: the path is built only for the number named.
+  type Entry = { value: unknown; key?: string; parent?: Entry };
+  const pending: Entry[] = [{ value }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const item = next.value;
+    if (typeof item === "number") {
+      if (Number.isFinite(item) && (!Number.isInteger(item) || Number.isSafeInteger(item))) continue;
+      const path: string[] = [];
+      for (let at: Entry | undefined = next; at?.key !== undefined; at = at.parent) path.unshift(at.key);
+      return path;
+    }
+    if (item === null || typeof item !== "object") continue;
+    // Reversed onto the stack: the first number in the text's order is named.
+    const entries = Array.isArray(item) ? item.map((entry, i) => [String(i), entry] as const) : Object.entries(item);
+    for (let i = entries.length - 1; i >= 0; i -= 1) pending.push({ value: entries[i]![1], key: entries[i]![0], parent: next });
+  }
+  return undefined;
 }
 
 function schemaOf(stored: string | null, value: unknown): z.ZodType | null {

@@ -73,6 +73,14 @@ export class CallIds {
     });
   }
 
+  /**
+   * Every id given so far: the reply's calls' and those of calls that streamed and were left out of
+   * it (cut by MODEL_MAX_REPLY_BYTES). runOutput named each of them, so none may name a later call of the run.
+   */
+  given(): string[] {
+    return [...this.seen];
+  }
+
   private taken(id: string): boolean {
     return this.seen.has(id) || this.used.has(id);
   }

@@ -78,6 +78,7 @@ export function stepGate(
     needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
     inputSchemaOf: (toolName) => attempt.tools.get(toolName)?.schema.parameters ?? null,
     mcpToolOf: (toolName) => attempt.tools.get(toolName)?.mcpTool ?? null,
+    mcpDigestOf: (toolName) => attempt.tools.get(toolName)?.mcpDigest ?? null,
     existing: step.approvals,
     runId: attempt.run.id,
     messageId: step.messageId,

@@ -82,7 +82,13 @@ export async function callModel(
 }
 
 type ModelCallDeps = { model: ModelPort; output?: RunOutput; context: Pick<ContextBuilder, "replyTokens"> };
-type ModelCallResult = { response: ModelResponse; span: SpanRef; ending: SpanEnding };
+type ModelCallResult = {
+  response: ModelResponse;
+  span: SpanRef;
+  ending: SpanEnding;
+  /** The ids of every call the reply streamed (runOutput named them), its calls' and any the bound left out. */
+  streamedCallIds: string[];
+};
 
 async function modelCall(
   deps: ModelCallDeps,
@@ -165,7 +171,8 @@ async function modelCall(
               ...(response.cutAtBytes !== undefined && { replyCut: replyCut(response) }),
             },
           };
-          return { response: { ...response, usage, toolCalls: ids.reply(response.toolCalls, reported) }, span, ending };
+          const toolCalls = ids.reply(response.toolCalls, reported);
+          return { response: { ...response, usage, toolCalls }, span, ending, streamedCallIds: ids.given() };
         } finally {
           output?.end();
         }

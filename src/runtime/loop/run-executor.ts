@@ -211,10 +211,17 @@ export class RunExecutor {
     const request = { messages, recorded, maxOutputTokens: capped.maxOutputTokens, callIdsOfRun, countUsage };
     // The request's span ends (priced, charged) in the transaction that logs its reply.
     const endsWithReply = sink.endSpanWith?.bind(sink);
-    const { response, span: requestSpan, ending } = await callModel(this.concluding, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
+    const {
+      response,
+      span: requestSpan,
+      ending,
+      streamedCallIds,
+    } = await callModel(this.concluding, turn, span, request, budget, turn.streamed, Boolean(endsWithReply));
     // The reply is complete (and logged next): nothing of it is partial any more.
     turn.streamed.text = "";
-    for (const call of response.toolCalls) callIdsOfRun.add(call.id);
+    // Every call the reply streamed is named on runOutput by its id, the ones the bound left out of it too:
+    // none of them names a later call of the run.
+    for (const id of streamedCallIds) callIdsOfRun.add(id);
     try {
       for (const hooks of this.deps.hooks ?? []) await hooks.afterModelRequest?.(turn.scope, { span: requestSpan, carried, log: entries });
     } catch (error) {

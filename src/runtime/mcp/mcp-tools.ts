@@ -2,12 +2,19 @@
 // named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
 // server tool it is, for approvals). Each call is an MCP_CALL span under the tool call's span and
 // holds a lease on the pinned connection while it is in flight.
+import { createHash } from "node:crypto";
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
+
+/** What a call of the tool was held as (Tool.mcpDigest): its endpoint's hash, the tool's name, description and input schema. */
+function mcpToolDigest(endpointHash: string, tool: { name: string; description?: string; inputSchema: unknown }): string {
+  const shown = { endpoint: endpointHash, tool: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema };
+  return createHash("sha256").update(JSON.stringify(shown)).digest("hex");
+}
 
 /** `signal`: the run's; connecting and listing count against its deadline. */
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal): Promise<Tool[]> {
@@ -18,6 +25,7 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
         requiresApproval: requireApproval,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
+        mcpDigest: mcpToolDigest(connection.hash, tool),
         schema: {
           name: tool.exposedName,
           description: `[MCP server ${serverName}] ${tool.description ?? tool.name}`,

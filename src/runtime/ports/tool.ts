@@ -51,6 +51,12 @@ export interface Tool {
    * an approved call whose exposed name has come to mean another tool does not run.
    */
   readonly mcpTool?: string;
+  /**
+   * What a person deciding on a call of this MCP tool is deciding on: a hash of the tool's description
+   * and input schema as its server lists them, and of the server's endpoint (URL or command, and what
+   * it connects with). An approval request records it; an approved call whose tool has changed since does not run.
+   */
+  readonly mcpDigest?: string;
   /** Returns the result text the model sees. Throwing makes an error result; it never aborts sibling calls. */
   execute(args: unknown, context: ToolContext): Promise<string>;
 }

@@ -11,7 +11,10 @@
 // A request records which MCP tool it is for (`<server>/<tool>`): an MCP tool's exposed name is
 // fitted to model APIs, and when the server's list changes one exposed name may come to mean
 // another tool. An approved call whose exposed name now means another tool than the one recorded
-// does not run: the model is told the tool changed since it was approved, as with a decline.
+// does not run: the model is told the tool changed since it was approved, as with a decline. So
+// does one whose tool is the same but no longer what the person was shown: the request records
+// the tool's digest (its description and input schema as listed, its server's endpoint) when the
+// call is held, and a re-list that changed them, or a server pointed elsewhere, declines the call.
 //
 // A call to hold whose arguments repeat a key within one object is never put to a person: the
 // tool would get the last value (JSON.parse's rule) while the person may read the first. The
@@ -36,6 +39,8 @@ export type ApprovalGateOptions = {
   inputSchemaOf: (toolName: string) => Record<string, unknown> | null;
   /** Which MCP tool the exposed name means now (`<server>/<tool>`); null for any other tool, or none. */
   mcpToolOf: (toolName: string) => string | null;
+  /** The MCP tool's digest now (Tool.mcpDigest: its description, input schema and server endpoint); null for any other tool. */
+  mcpDigestOf?: (toolName: string) => string | null;
   /** The requests of the step's assistant message already recorded (an attempt resuming the step). */
   existing: readonly ToolApproval[];
   runId: string;
@@ -52,6 +57,15 @@ export function changedToolResult(call: Pick<ToolCall, "name">, approved: string
   return (
     `[not executed: "${call.name}" no longer names the tool the person approved (${approved ?? "not recorded"}); ` +
     `it now names ${now ?? "no tool of an MCP server"}, as the server's tool list changed. The call was not run; ` +
+    `a new call is decided anew.]`
+  );
+}
+
+/** The result the model sees for an approved call whose MCP tool changed since it was held (description, input schema or server). */
+export function redefinedToolResult(call: Pick<ToolCall, "name">, approved: string | null): string {
+  return (
+    `[not executed: the tool "${call.name}" (${approved ?? "an MCP tool"}) changed since the person approved the call: ` +
+    `its server re-listed it with another description or input schema, or the server was reconfigured. The call was not run; ` +
     `a new call is decided anew.]`
   );
 }
@@ -108,6 +122,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
         arguments: toStored(call.arguments),
         inputSchema: inputSchemaText(options.inputSchemaOf(call.name)),
         mcpTool: options.mcpToolOf(call.name),
+        mcpToolDigest: options.mcpDigestOf?.(call.name) ?? null,
         spanId: span.id,
         requestedAt,
         expiresAt,
@@ -144,6 +159,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   // Which tool the call's name means in this attempt's list: an approval is for the tool it was requested for.
   const meant = options.mcpToolOf(call.name);
   const changed = approval.decision !== "REJECT" && (approval.mcpTool ?? null) !== meant;
+  // The same tool, changed since the person saw it: its description or input schema re-listed, or its server pointed elsewhere.
+  const digest = options.mcpDigestOf?.(call.name) ?? null;
+  const redefined = approval.decision !== "REJECT" && !changed && approval.mcpToolDigest != null && approval.mcpToolDigest !== digest;
   // The span of the call as it finally executes (or not) says what was decided, and by whom.
   const edited = approval.decision === "EDIT" ? fromStored(approval.editedArguments ?? "{}") : null;
   await options.sink.updateSpan(span, {
@@ -152,6 +170,7 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
       "dossier.approval.id": approval.id,
       "dossier.approval.decidedBy": approval.decidedBy,
       ...(changed ? { "dossier.approval.toolChanged": `${approval.mcpTool ?? "not recorded"} → ${meant ?? "none"}` } : {}),
+      ...(redefined ? { "dossier.approval.toolRedefined": approval.mcpTool ?? call.name } : {}),
       ...(edited === null
         ? {}
         : { "dossier.approval.editedBy": approval.decidedBy, "gen_ai.tool.call.arguments.original": call.arguments, "gen_ai.tool.call.arguments": edited }),
@@ -159,6 +178,7 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   if (changed) return { type: "decline", output: changedToolResult(call, approval.mcpTool, meant) };
+  if (redefined) return { type: "decline", output: redefinedToolResult(call, approval.mcpTool) };
   // A request recorded before repeated keys were refused: what the person approved is ambiguous.
   const repeated = approval.decision === "APPROVE" ? repeatedKey(call.arguments) : undefined;
   if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };

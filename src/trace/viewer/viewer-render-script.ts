@@ -90,7 +90,9 @@ function renderWaiting(spans) {
       line.dataset.testid = "waiting-call";
       line.dataset.toolCallId = approval.toolCallId;
       // What the person approves is shown with its hidden characters as escapes (visibleEl).
-      line.append(visibleEl("code", "", approval.toolName), visibleEl("span", "args", approval.arguments),
+      // An MCP tool's offered name is fitted to model APIs: the server and the tool's own name say which tool runs.
+      line.append(visibleEl("code", "", approval.toolName), ...(approval.mcpTool ? [visibleEl("span", "mcp-tool", "MCP " + approval.mcpTool)] : []),
+        visibleEl("span", "args", approval.arguments),
         el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()), decisionControls(approval));
       if (span) line.onclick = () => select(span.id, event.id);
       return line;
