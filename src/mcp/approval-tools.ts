@@ -4,7 +4,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { DecideToolCallDocument, type DossierClient, nodesOf, RunApprovalsDocument } from "../../sdk/index.js";
+import { DecideToolCallDocument, type DossierClient, nodesOf, RunApprovalsDocument, visibleText } from "../../sdk/index.js";
 
 type Answers = {
   ok: (value: unknown) => CallToolResult;
@@ -12,14 +12,18 @@ type Answers = {
   guarded: <A>(handler: (args: A) => Promise<CallToolResult>) => (args: A) => Promise<CallToolResult>;
 };
 
-/** The calls a run waits on, as get_run shows them. */
+/**
+ * The calls a run waits on, as get_run shows them: their tool names and arguments with every
+ * character a person would not see (bidi overrides, zero-width characters) shown as its escape
+ * (visibleText), so an MCP client's user approves the command that runs, not one it seems to be.
+ */
 export async function pendingApprovals(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
   if (node?.__typename !== "Run") return [];
   return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, arguments: args, requestedAt, expiresAt }) => ({
     toolCallId,
-    toolName,
-    arguments: args,
+    toolName: visibleText(toolName),
+    arguments: visibleText(args),
     requestedAt,
     expiresAt,
   }));
