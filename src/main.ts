@@ -1,6 +1,7 @@
 // `npm start`: the server process's entry point (its composition root is compose/server.ts). It
 // owns start-up failures: expected ones are reported by their message alone.
 import { startServer } from "./compose/server.js";
+import { keepServingOnUnhandledRejections } from "./compose/unhandled-rejections.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { MigrationError } from "./db/migrate.js";
@@ -11,7 +12,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   for (const warning of config.warnings) logger.warn(warning);
-  await startServer({ config, logger });
+  const rejections = keepServingOnUnhandledRejections(logger);
+  const { metrics } = await startServer({ config, logger });
+  rejections.countInto(metrics);
 }
 
 main().catch((error: unknown) => {

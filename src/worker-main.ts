@@ -3,6 +3,7 @@
 // immediate across processes) and the same model settings as the server. SIGTERM or SIGINT stops
 // it gracefully: runs in flight are handed back.
 import { stopOnSignals } from "./compose/infrastructure.js";
+import { keepServingOnUnhandledRejections } from "./compose/unhandled-rejections.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { MigrationError } from "./db/migrate.js";
 import { RedisUnavailableError } from "./events/redis-event-target.js";
@@ -13,11 +14,13 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   for (const warning of config.warnings) logger.warn(warning);
+  const rejections = keepServingOnUnhandledRejections(logger);
   let worker: WorkerProcess | undefined;
   stopOnSignals(logger, async () => {
     await worker?.stop();
   });
   worker = await startWorkerProcess({ config, logger });
+  rejections.countInto(worker.metrics);
 }
 
 main().catch((error: unknown) => {

@@ -200,20 +200,26 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
 
 /** The server's rate-limit buckets (RATE_LIMIT_PER_MINUTE): in Redis when REDIS_URL is set, else in this process; none when off. */
 export async function openRateLimits(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
-  return config.rateLimit && openBuckets(config, config.rateLimit, "rate limits", logger);
+  return config.rateLimit && openBuckets(config, config.rateLimit, "rate limits", logger, "rate:");
 }
 
 /** The failed authentications per client address (AUTH_FAILURES_PER_MINUTE), kept as the rate limits are; none when off. */
 export async function openAuthFailures(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
-  return config.authFailures && openBuckets(config, config.authFailures, "failed authentications", logger, `${config.redisPrefix}auth-failures:`);
+  return config.authFailures && openBuckets(config, config.authFailures, "failed authentications", logger, "auth-failures:");
 }
 
-async function openBuckets(config: Config, settings: RateLimitSettings, what: string, logger: Logger, prefix?: string): Promise<TokenBuckets> {
+/** Buckets whose Redis keys start with REDIS_PREFIX and then `kind`: deployments sharing a Redis never share a bucket. */
+async function openBuckets(config: Config, settings: RateLimitSettings, what: string, logger: Logger, kind: string): Promise<TokenBuckets> {
   const local = new InProcessTokenBuckets(settings);
   if (!config.redisUrl) {
     logger.info(`${what} are counted in this process (no REDIS_URL)`, settings);
     return local;
   }
   logger.info(`${what} are shared through Redis`, settings);
-  return new FallbackTokenBuckets(await RedisTokenBuckets.connect(config.redisUrl, settings, { logger, prefix, use: what }), local, logger, what);
+  return new FallbackTokenBuckets(
+    await RedisTokenBuckets.connect(config.redisUrl, settings, { logger, prefix: `${config.redisPrefix}${kind}`, use: what }),
+    local,
+    logger,
+    what,
+  );
 }

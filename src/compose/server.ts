@@ -4,13 +4,15 @@
 // for another worker, then closes the queue, Redis and the database.
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { sealStoredUrls } from "../domain/sealed-url.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
 import { mcpSettings, modelFor, openAuthFailures, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
 
-export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
+/** Starts the server; its metrics are returned for what the entry point counts itself. */
+export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<{ metrics: DossierMetrics }> {
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
   const rateLimits = await openRateLimits(config, logger);
@@ -76,6 +78,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     trustedProxies: config.trustedProxies,
   });
   logger.info(`Dossier is listening: GraphiQL at ${server.url}`, { url: server.url, port: server.port });
+  return { metrics: core.metrics };
 }
 
 /** Settings an operator should know are in force. */

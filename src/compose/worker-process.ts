@@ -24,6 +24,8 @@ export type WorkerProcess = {
   workerId: string;
   /** The /metrics port, when METRICS_PORT is set (0 picks a free one). */
   metricsPort?: number;
+  /** The process's metrics (what the entry point counts itself goes there too). */
+  metrics: DossierMetrics;
   stop(): Promise<void>;
 };
 
@@ -61,6 +63,7 @@ export async function startWorkerProcess({
   return {
     workerId,
     metricsPort: metricsServer?.port,
+    metrics: core.metrics,
     async stop() {
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve()));
       await core.stop();

@@ -34,6 +34,8 @@ export type DossierMetrics = TraceCounters & {
   countRejected(reason: string): void;
   /** An SSE subscription opened (+1) or ended (-1). */
   countSseSubscriptions(delta: 1 | -1): void;
+  /** A promise of this process rejected with no handler (logged; the process keeps serving). */
+  countUnhandledRejection(): void;
   /** Adds a count of open WebSocket subscriptions read at every scrape; returns its remover. */
   countWsSubscriptions(count: () => number): () => void;
 };
@@ -71,6 +73,10 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
   const toolCalls = counter("dossier_tool_calls_total", "Tool calls executed by runs.");
   const compactions = counter("dossier_compactions_total", "Model requests whose context was compacted (COMPACTION trace events).");
   const spills = counter("dossier_spills_total", "Large tool results or bodies spilled out of the context (SPILL trace events).");
+  const unhandledRejections = counter(
+    "dossier_unhandled_rejections_total",
+    "Promises of this process that rejected with no handler (each logged with its stack).",
+  );
   const spans = counter("dossier_trace_spans_total", "Trace spans started, by kind.", ["kind"]);
   const events = counter("dossier_trace_events_total", "Trace events recorded, by kind.", ["kind"]);
   const wsCounts = new Set<() => number>();
@@ -84,6 +90,7 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
     observeOperation: (labels, seconds) => graphqlDuration.observe(labels, seconds),
     countRejected: (reason) => rejected.inc({ reason }),
     countSseSubscriptions: (delta) => (delta > 0 ? subscriptions.inc({ transport: "sse" }) : subscriptions.dec({ transport: "sse" })),
+    countUnhandledRejection: () => unhandledRejections.inc(),
     countWsSubscriptions(count) {
       wsCounts.add(count);
       return () => void wsCounts.delete(count);

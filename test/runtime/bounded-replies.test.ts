@@ -13,7 +13,7 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
-import { CALL_BYTES } from "../../src/runtime/adapters/reply-size.js";
+import { CALL_BYTES, prefixOfBytes } from "../../src/runtime/adapters/reply-size.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
@@ -34,15 +34,35 @@ const frame = (delta: object, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "flood-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 const toolFragment = (index: number, fragment: object) => frame({ tool_calls: [{ index, ...fragment }] });
 
+/**
+ * The text a reply of these events keeps within BOUND: each counts its text, cut at a character
+ * once the bound would be passed, and at least its bytes on the wire (the frame), after its text.
+ */
+function keptOf(events: { frame: string; text: string }[]): string {
+  let used = 0;
+  let kept = "";
+  for (const { frame, text } of events) {
+    const bytes = Buffer.byteLength(text);
+    if (used + bytes > BOUND) return kept + prefixOfBytes(text, BOUND - used);
+    used += bytes;
+    kept += text;
+    used += Math.max(0, Buffer.byteLength(frame) - bytes);
+    if (used > BOUND) return kept;
+  }
+  throw new Error("the events fit within the bound");
+}
+/** PIECE a chunk, as floodText streams it: the text its reply keeps. */
+const KEPT_OF_FLOOD = keptOf(Array.from({ length: BOUND / PIECE.length + 1 }, () => ({ frame: frame({ content: PIECE }), text: PIECE })));
+
 /** How a reply went on the server: what it wrote, and whether its connection closed before it was written whole. */
 type Written = { bytes: number; closedEarly: boolean };
 
-/** Writes `head`, then `piece()` until FLOOD bytes are written or the connection closes, then `tail`. */
-async function flood(res: ServerResponse, written: Written, head: string, piece: () => string, tail: string): Promise<void> {
+/** Writes `head`, then `piece()` until `limit` bytes (FLOOD) are written or the connection closes, then `tail`. */
+async function flood(res: ServerResponse, written: Written, head: string, piece: () => string, tail: string, limit = FLOOD): Promise<void> {
   res.on("close", () => (written.closedEarly = !res.writableFinished));
   res.writeHead(200, { "content-type": "text/event-stream" });
   res.write(head);
-  while (written.bytes < FLOOD && !res.destroyed) {
+  while (written.bytes < limit && !res.destroyed) {
     const text = piece();
     written.bytes += text.length;
     if (!res.write(text)) await Promise.race([once(res, "drain"), once(res, "close")]);
@@ -110,10 +130,10 @@ const modelOf = (baseURL: string) =>
 const request: ModelRequest = { messages: [{ role: "user", content: "Say hello" }], tools: [] };
 
 describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
-  it("text without end: keeps the bound's worth, ends it as 'length', and closes the connection", async () => {
+  it("text without end: keeps the bound's worth, each chunk counting at least its bytes on the wire, ends it as 'length', and closes the connection", async () => {
     const { baseURL, replies } = await startServer(() => floodText);
     const reply = await modelOf(baseURL).complete(request);
-    expect(reply.content).toBe("x".repeat(BOUND));
+    expect(reply.content).toBe(KEPT_OF_FLOOD);
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0, usageReported: false });
     await expect.poll(() => replies[0]!.closedEarly).toBe(true);
     expect(replies[0]!.bytes).toBeLessThan(FLOOD);
@@ -125,8 +145,14 @@ describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
     const bytes = Buffer.byteLength(reply.content!);
     // No half of a surrogate pair at the cut: the text reads back from UTF-8 as it is.
     expect(Buffer.from(reply.content!).toString("utf8")).toBe(reply.content);
-    // "é" is two bytes, each "😀" four: the bound (a multiple of four) less two, and no more.
-    expect(bytes).toBe(BOUND - 2);
+    // "é" is two bytes, each "😀" four, and each chunk counts at least its frame: the cut is where that leaves.
+    const emoji = "😀".repeat(500);
+    const events = [
+      { frame: frame({ content: "é" }), text: "é" },
+      ...Array.from({ length: BOUND / 2000 + 1 }, () => ({ frame: frame({ content: emoji }), text: emoji })),
+    ];
+    expect(reply.content).toBe(keptOf(events));
+    expect(bytes).toBeLessThanOrEqual(BOUND);
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND });
   });
 
@@ -143,7 +169,7 @@ describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
     const { baseURL, replies } = await startServer(() => gzipped(frame({ content: PIECE }).repeat(4096) + frame({}, "stop")));
     const reply = await modelOf(baseURL).complete(request);
     expect(replies[0]!.bytes).toBeLessThan(BOUND);
-    expect(reply.content).toBe("x".repeat(BOUND));
+    expect(reply.content).toBe(KEPT_OF_FLOOD);
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND });
   });
 
@@ -168,6 +194,17 @@ describe("the openai adapter, given replies past MODEL_MAX_REPLY_BYTES without t
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0 });
     expect(reply.toolCalls).toHaveLength(BOUND / CALL_BYTES);
     expect(reply.toolCalls[0]).toEqual({ id: "", name: "", arguments: "{}" });
+    await expect.poll(() => replies[0]!.closedEarly).toBe(true);
+    expect(replies[0]!.bytes).toBeLessThan(FLOOD);
+  });
+
+  it.each([
+    ["without choices", () => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "flood-model", choices: [] })}\n\n`],
+    ["of a role alone", () => frame({ role: "assistant" })],
+  ])("chunks %s, without end: each counts its bytes on the wire, and the reply is cut at the bound", async (_, empty) => {
+    const { baseURL, replies } = await startServer(() => (res, written) => flood(res, written, "", empty, `${frame({}, "stop")}data: [DONE]\n\n`));
+    const reply = await modelOf(baseURL).complete(request);
+    expect(reply).toMatchObject({ content: null, toolCalls: [], finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0 });
     await expect.poll(() => replies[0]!.closedEarly).toBe(true);
     expect(replies[0]!.bytes).toBeLessThan(FLOOD);
   });
@@ -212,7 +249,7 @@ describe.each(backends)("a run whose model reply passes MODEL_MAX_REPLY_BYTES, o
     const { t, replies } = await start((question) => (question === "Flood me" ? floodText : answer("A short answer.")));
     const [flooded, other] = await Promise.all([admit(t.client, { question: "Flood me" }), admit(t.client, { question: "Be brief" })]);
     const [done, calm] = await Promise.all([settled(t.client, flooded.run.id, 60_000), settled(t.client, other.run.id, 60_000)]);
-    expect(done).toMatchObject({ status: "SUCCEEDED", failureReason: null, answer: "x".repeat(BOUND) });
+    expect(done).toMatchObject({ status: "SUCCEEDED", failureReason: null, answer: KEPT_OF_FLOOD });
     expect(calm).toMatchObject({ status: "SUCCEEDED", answer: "A short answer." });
     const calls = modelCallsOf(done);
     expect(calls.map((call) => call.status)).toEqual(["OK"]);
@@ -225,6 +262,20 @@ describe.each(backends)("a run whose model reply passes MODEL_MAX_REPLY_BYTES, o
     expect(calls[0]!.usage!.output).toBeGreaterThan(BOUND / 8);
     expect(replies).toHaveLength(2);
     expect(replies.filter((reply) => reply.closedEarly)).toHaveLength(1);
+  });
+
+  it("a model streaming chunks that carry nothing, without end: the run ends at the bound, as a cut reply, not at its deadline", async () => {
+    const empty = () => frame({ role: "assistant" });
+    // Until the connection closes: no end, no finish reason.
+    const { t, replies } = await start(() => (res, written) => flood(res, written, "", empty, "", Number.POSITIVE_INFINITY));
+    const { run } = await admit(t.client, { question: "Stream nothing" });
+    const done = await settled(t.client, run.id, 60_000);
+    const calls = modelCallsOf(done);
+    expect(calls[0]!.attributes).toMatchObject({ finishReason: "length", replyCut: { bound: "MODEL_MAX_REPLY_BYTES", bytes: BOUND, toolCallsLeftOut: 0 } });
+    expect(replies[0]!.closedEarly).toBe(true);
+    // As any reply cut at its bound: what came within it (here nothing) is the answer.
+    expect(done).toMatchObject({ status: "SUCCEEDED", failureReason: null, answer: "" });
+    expect(calls.map((call) => call.status)).toEqual(["OK"]);
   });
 
   it("the call the bound cut is neither run nor held for approval; the whole call before it runs, and the run goes on", async () => {

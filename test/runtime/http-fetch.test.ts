@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolError } from "../../src/runtime/ports/tool.js";
-import { hostAllowed, isInternalAddress } from "../../src/domain/capabilities/outbound-policy.js";
+import { hostAllowed, isInternalAddress, literalAddressRefusal } from "../../src/domain/capabilities/outbound-policy.js";
 import { createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
 import { toolContext } from "../support/tool-context.js";
 import { allowTimeFor } from "../support/wait.js";
@@ -129,11 +129,37 @@ describe("http_fetch", () => {
       "::ffff:a9fe:a9fe",
       "::127.0.0.1",
       "64:ff9b::a9fe:a9fe",
+      "64:ff9b::7f00:1",
+      "64:ff9b::127.0.0.1",
+      "::ffff:0:127.0.0.1",
+      "::ffff:0:7f00:1",
+      "::ffff:0:a9fe:a9fe",
+      "0:0:0:0:ffff:0:10.0.0.1",
+      "64:ff9b:1::a00:1",
+      "64:ff9b:1::10.0.0.1",
+      "64:ff9b:1:ffff::808:808",
       "2002:7f00:1::",
       "not-an-address",
     ];
     expect(internal.filter((address) => !isInternalAddress(address))).toEqual([]);
-    const external = ["93.184.215.14", "172.32.0.1", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::"];
+    const external = [
+      "93.184.215.14",
+      "172.32.0.1",
+      "1.1.1.1",
+      "2606:4700::1111",
+      "::ffff:8.8.8.8",
+      "::ffff:0:8.8.8.8",
+      "::ffff:0:808:808",
+      "64:ff9b::808:808",
+      "64:ff9b:2::808:808",
+      "2002:808:808::",
+    ];
     expect(external.filter(isInternalAddress)).toEqual([]);
+  });
+
+  it("refuses URLs written with an internal IPv4 address inside an IPv6 form, mixed notation included", () => {
+    const hosts = ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::ffff:0:127.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "[64:ff9b:1::10.0.0.1]"];
+    const refused = hosts.filter((host) => literalAddressRefusal(new URL(`http://${host}/x`), [], "HTTP_FETCH_ALLOWED_HOSTS") !== null);
+    expect(refused).toEqual(hosts);
   });
 });

@@ -1,10 +1,13 @@
 // Deployments sharing one Redis never hear each other: every channel carries REDIS_PREFIX (by
 // default derived from the database name), so an event published by one deployment reaches its
-// own instances and no other deployment's. Real Redis (the machine's, shared by every test).
+// own instances and no other deployment's; the rate-limit buckets carry it too. Real Redis (the machine's, shared by every test).
 import { describe, expect, inject, it } from "vitest";
+import { Redis } from "ioredis";
+import { openAuthFailures, openRateLimits } from "../../src/compose/infrastructure.js";
 import { loadConfig } from "../../src/config.js";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import type { EventBus } from "../../src/events/topics.js";
+import { silentLogger } from "../../src/logger.js";
 import { allowTimeFor, waitUntil } from "../support/wait.js";
 
 const redisUrl = inject("redisUrl");
@@ -38,6 +41,37 @@ describe("REDIS_PREFIX", () => {
       expect(heard).toEqual({ same: ["p1"], other: [] });
     } finally {
       await Promise.all(buses.map((bus) => bus.close()));
+    }
+  });
+
+  it.runIf(redisUrl || process.env.CI)("keeps each deployment's request-rate and failed-authentication buckets under its own prefix", async () => {
+    if (!redisUrl) throw new Error("Redis is required on CI (REDIS_URL)");
+    const unique = `test-${process.pid}-${Date.now()}`;
+    const env = (prefix: string) => ({
+      REDIS_URL: redisUrl,
+      REDIS_PREFIX: prefix,
+      RATE_LIMIT_PER_MINUTE: "1",
+      RATE_LIMIT_BURST: "2",
+      AUTH_FAILURES_BURST: "2",
+    });
+    const [a, b] = [loadConfig(env(`${unique}:a:`)), loadConfig(env(`${unique}:b:`))];
+    const buckets = [await openRateLimits(a, silentLogger), await openRateLimits(b, silentLogger), await openAuthFailures(a, silentLogger)];
+    const [rateA, rateB, failuresA] = buckets;
+    const redis = new Redis(redisUrl);
+    const client = `client-${unique}`;
+    try {
+      // Deployment a spends the client's burst; deployment b, sharing the Redis, still has its own.
+      const taken = [await rateA!.take(client), await rateA!.take(client), await rateA!.take(client), await rateB!.take(client)];
+      expect(taken.map((decision) => decision.allowed)).toEqual([true, true, false, true]);
+      await failuresA!.take("192.0.2.1");
+      expect((await redis.keys(`${unique}:*`)).sort()).toEqual([
+        `${unique}:a:auth-failures:192.0.2.1`,
+        `${unique}:a:rate:${client}`,
+        `${unique}:b:rate:${client}`,
+      ]);
+    } finally {
+      await Promise.all(buckets.map((opened) => opened?.close?.()));
+      redis.disconnect();
     }
   });
 });

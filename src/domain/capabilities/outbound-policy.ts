@@ -27,6 +27,7 @@ const internalV6 = new BlockList();
 for (const [network, prefix] of [
   ["::", 128], // unspecified
   ["::1", 128], // loopback
+  ["64:ff9b:1::", 48], // local-use NAT64 (RFC 8215): a translator inside the operator's network
   ["100::", 64], // discard
   ["2001:db8::", 32], // documentation
   ["fc00::", 7], // unique-local (AWS metadata's fd00:ec2::254 among them)
@@ -53,12 +54,13 @@ function ipv6Bytes(address: string): number[] {
   return words.flatMap((word) => [word >> 8, word & 0xff]);
 }
 
-/** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), if any. */
+/** The IPv4 address an IPv6 address carries (mapped, translated, compatible, NAT64, 6to4), if any. */
 function embeddedIPv4(address: string): string | undefined {
   const bytes = ipv6Bytes(address);
   const zero = (from: number, to: number) => bytes.slice(from, to).every((byte) => byte === 0);
   const quad = (at: number) => bytes.slice(at, at + 4).join(".");
   if (zero(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return quad(12); // ::ffff:a.b.c.d
+  if (zero(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(10, 12)) return quad(12); // ::ffff:0:a.b.c.d
   if (zero(0, 12) && !zero(12, 16) && !(zero(12, 15) && bytes[15] === 1)) return quad(12); // ::a.b.c.d
   if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(4, 12)) return quad(12); // 64:ff9b::/96
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return quad(2); // 2002::/16

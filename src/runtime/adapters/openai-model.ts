@@ -180,7 +180,8 @@ export class OpenAIModel implements ModelPort {
     // Whether the reply's body is being read (a failure then is the connection lost mid-stream), and
     // whether `onEvent` is running (what it throws is the caller's, passed on unchanged).
     const reading = { body: false, caller: false };
-    const bound: BodyBound = { maxBytes: this.maxReplyBytes, unread: 0, passed: false };
+    const bound: BodyBound = { maxBytes: this.maxReplyBytes, unread: 0, delivered: 0, passed: false };
+    let counted = 0;
     try {
       const stream = await this.client.chat.completions.create(
         {
@@ -198,8 +199,11 @@ export class OpenAIModel implements ModelPort {
       reading.body = true;
       for await (const chunk of stream) {
         bound.unread = 0;
+        // The bytes handed to the SDK since the chunk before: this chunk's event, and any it passed over (comments, [DONE]).
+        const wireBytes = bound.delivered - counted;
+        counted = bound.delivered;
         reading.caller = true;
-        accumulator.add(chunk);
+        accumulator.add(chunk, wireBytes);
         reading.caller = false;
         // Past its bound the reply is read no further: leaving the loop aborts the request, closing its connection.
         if (accumulator.full) break;

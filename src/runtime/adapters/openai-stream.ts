@@ -13,8 +13,9 @@
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
 //   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
 //   tokens says so (usageReported: false), for the run to charge the request's bound instead.
-// - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, so
-//   an endless stream of empty calls passes it as text does) keeps what came within it and takes
+// - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, and
+//   each chunk at least its bytes on the wire, so an endless stream of empty calls or of chunks
+//   without choices passes it as text does) keeps what came within it and takes
 //   nothing more (`full`: the adapter stops reading); it ends as if the model had reached its token
 //   limit (finish reason "length", `cutAtBytes` saying why), without the tool calls the bound may
 //   have cut: the one streaming last, and any whose arguments are not JSON.
@@ -91,9 +92,20 @@ export class StreamAccumulator {
     this.size.full = true;
   }
 
-  add(chunk: unknown): void {
+  /**
+   * Folds in one streamed chunk, which came in `wireBytes` bytes of the body (decoded): the chunk
+   * counts against the bound what it carries, and at least those bytes.
+   */
+  add(chunk: unknown, wireBytes = 0): void {
     this.started = true;
     if (this.size.full) return;
+    const before = this.size.used;
+    this.addChunk(chunk);
+    const counted = this.size.used - before;
+    if (wireBytes > counted) this.size.spend(wireBytes - counted);
+  }
+
+  private addChunk(chunk: unknown): void {
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
     if (typeof fields.usage === "object" && fields.usage !== null) {

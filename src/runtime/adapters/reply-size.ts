@@ -1,30 +1,37 @@
 // The bound on one model reply's size (MODEL_MAX_REPLY_BYTES), for the openai adapter: the text,
 // reasoning and tool calls (ids, names, argument text) a reply streams count in UTF-8 bytes as
 // decoded, and each tool call CALL_BYTES more for itself (about what holding one costs), so that
-// calls streamed with nothing in them count too. A reply that passes it keeps what came within it, cut at a character, and is read no
-// further (openai-model.ts): a model endpoint streaming without end never grows a worker's memory
-// past the bound, whatever it sends.
+// calls streamed with nothing in them count too. Each streamed event counts at least its bytes on
+// the wire (decoded of any gzip), so that events carrying nothing counted (`"choices":[]`, a role
+// alone) pass the bound as well. A reply that passes it keeps what came within it, cut at a
+// character, and is read no further (openai-model.ts): a model endpoint streaming without end never
+// grows a worker's memory past the bound, nor holds its run, whatever it sends.
 
 /** What each tool call of a reply counts against the bound beyond its id, name and arguments. */
 export const CALL_BYTES = 128;
 
 /** What one reply has streamed, against its bound. */
 export class ReplySize {
-  private used = 0;
+  private spent = 0;
   /** Set once the reply passed the bound: nothing more is taken. */
   full = false;
 
   constructor(readonly maxBytes: number) {}
 
+  /** The bytes counted so far. */
+  get used(): number {
+    return this.spent;
+  }
+
   /** Counts `bytes` that are not text (a tool call's own cost): whether they fit; when they do not, the reply is full. */
   spend(bytes: number): boolean {
     if (this.full) return false;
-    if (this.used + bytes <= this.maxBytes) {
-      this.used += bytes;
+    if (this.spent + bytes <= this.maxBytes) {
+      this.spent += bytes;
       return true;
     }
     this.full = true;
-    this.used = this.maxBytes;
+    this.spent = this.maxBytes;
     return false;
   }
 
@@ -33,13 +40,13 @@ export class ReplySize {
     if (this.full) return "";
     if (text.length === 0) return text;
     const bytes = Buffer.byteLength(text);
-    if (this.used + bytes <= this.maxBytes) {
-      this.used += bytes;
+    if (this.spent + bytes <= this.maxBytes) {
+      this.spent += bytes;
       return text;
     }
     this.full = true;
-    const kept = prefixOfBytes(text, this.maxBytes - this.used);
-    this.used = this.maxBytes;
+    const kept = prefixOfBytes(text, this.maxBytes - this.spent);
+    this.spent = this.maxBytes;
     return kept;
   }
 }

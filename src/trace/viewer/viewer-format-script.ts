@@ -1,6 +1,8 @@
 // The trace viewer's browser script, formatting helpers shared by the tree and the details
 // panel: building elements, durations, token counts, the labels of event kinds and the budget
 // gauge. Everything from the API is put in the page with textContent, never as HTML.
+import { HIDDEN_CHARACTER } from "../../../sdk/visible-text.js";
+
 export const FORMAT_SCRIPT = String.raw`
 // ---- formatting -------------------------------------------------------------------------------
 function el(tag, className, text) {
@@ -10,11 +12,9 @@ function el(tag, className, text) {
   return node;
 }
 
-// Characters a person does not see that change how the text around them reads: bidi embeddings,
-// overrides, isolates and marks (U+202A–202E, U+2066–2069, U+200E/200F, U+061C), zero-width
-// characters and U+FEFF, every other format character, variation selectors, invisible fillers,
-// line and paragraph separators and control characters other than tab and newline.
-const HIDDEN_CHAR = /[\p{Cf}\p{Variation_Selector}\u034F\u115F\u1160\u3164\uFFA0\u2028\u2029\u0000-\u0008\u000B-\u001F\u007F-\u009F]/gu;
+// Characters a person does not see that change how the text around them reads (the SDK's
+// HIDDEN_CHARACTER: bidi controls, zero-width and other format characters, control characters).
+const HIDDEN_CHAR = ${HIDDEN_CHARACTER};
 
 /**
  * An element showing text a person approves (a held call's tool name and arguments): each hidden
