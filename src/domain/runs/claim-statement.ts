@@ -6,6 +6,10 @@
 // takes 10 of each (then by priority, then the principal with fewer runs waiting — a principal
 // whose one run arrived behind another's backlog is not served after it because the backlog's
 // runs happened to end together — then oldest), and no principal gets more than its cap allows.
+// Only the next few queued runs of each principal with queued runs and below their cap are ranked
+// (found by a skip over the index of queued runs' principals, then each principal's runs in their
+// claim order, run_owner_id_status_priority_created_at_id_idx): a principal's backlog costs
+// everyone else's claims nothing. The runs chosen are then read by their ids alone.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
 // took meanwhile is passed over for the next, not waited for. The same statement gives the runs
@@ -36,6 +40,13 @@ const PRINCIPAL_LOCK = "claim-principal:";
 /** The statement's parts that are the same for every claim, written once (the RETURNING list is a few µs to build). */
 const LEASE_EXPIRED = leaseExpiredSql("r", 6);
 const RETURNING = runReturning("run");
+/**
+ * How many of a principal's claimable queued runs a claim looks at (more when it claims more):
+ * enough to pass over those other claims hold; their count is the principal's runs waiting, so
+ * between two principals with more than this waiting, the older run goes first. A claim's cost
+ * grows with the principals that have queued runs and with its limit, not with their backlogs.
+ */
+const WAITING_COUNTED = 100;
 
 /** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full` and the runs in `unslotted`; in the claim's order. */
 export async function takeClaimable(
@@ -44,31 +55,49 @@ export async function takeClaimable(
   { runId, limit, full, unslotted = [] }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[] },
 ): Promise<Taken[]> {
   const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; queued: boolean; place: number; locks: unknown })[]>(
-    `WITH running AS (
+    `WITH RECURSIVE running AS (
        SELECT owner_id, count(*)::int AS n FROM run
         WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
-     eligible AS (
-       SELECT r.id, r.status = 'RUNNING' AS orphaned, COALESCE(running.n, 0) AS n, r.priority, r.created_at,
-              row_number() OVER (PARTITION BY r.owner_id, r.status ORDER BY r.priority DESC, r.created_at, r.id) AS k,
-              count(*) OVER (PARTITION BY r.owner_id, r.status) AS waiting
+     queued_owners AS (
+       SELECT min(owner_id) AS owner_id FROM run WHERE status = 'QUEUED'
+       UNION ALL
+       SELECT (SELECT min(r.owner_id) FROM run r WHERE r.status = 'QUEUED' AND r.owner_id > q.owner_id)
+         FROM queued_owners q WHERE q.owner_id IS NOT NULL),
+     owners AS (
+       SELECT q.owner_id, COALESCE(running.n, 0) AS n FROM queued_owners q
+         LEFT JOIN running ON running.owner_id = q.owner_id
+        WHERE q.owner_id IS NOT NULL AND COALESCE(running.n, 0) < $4 AND q.owner_id <> ALL($5::text[])),
+     queued AS (
+       SELECT next.id, owners.n, next.priority, next.created_at,
+              row_number() OVER (PARTITION BY owners.owner_id ORDER BY next.priority DESC, next.created_at, next.id) AS k,
+              count(*) OVER (PARTITION BY owners.owner_id) AS waiting
+         FROM owners CROSS JOIN LATERAL (
+           SELECT r.id, r.priority, r.created_at FROM run r
+            WHERE r.owner_id = owners.owner_id AND r.status = 'QUEUED'
+              AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
+              AND NOT EXISTS (SELECT 1 FROM conversation c
+                               WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+              AND NOT EXISTS (SELECT 1 FROM run o
+                               WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
+                                 AND (o.created_at, o.id) < (r.created_at, r.id))
+            ORDER BY r.priority DESC, r.created_at, r.id
+            LIMIT GREATEST($7::int, ${WAITING_COUNTED})) AS next),
+     orphaned AS (
+       SELECT r.id, r.priority, r.created_at, count(*) OVER (PARTITION BY r.owner_id) AS waiting
          FROM run r
-         LEFT JOIN running ON running.owner_id = r.owner_id
-        WHERE ($3::text IS NULL OR r.id = $3)
-          AND ((r.status = 'RUNNING' AND ${LEASE_EXPIRED})
-            OR (r.status = 'QUEUED'
-                AND COALESCE(running.n, 0) < $4 AND r.owner_id <> ALL($5::text[]) AND r.id <> ALL($9::text[])
-                AND NOT EXISTS (SELECT 1 FROM conversation c
-                                 WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-                AND NOT EXISTS (SELECT 1 FROM run o
-                                 WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
-                                   AND (o.created_at, o.id) < (r.created_at, r.id))))),
+        WHERE ($3::text IS NULL OR r.id = $3) AND r.status = 'RUNNING' AND ${LEASE_EXPIRED}),
+     eligible AS (
+       SELECT id, true AS orphaned, 0::bigint AS rank, priority, waiting, created_at FROM orphaned
+       UNION ALL
+       SELECT id, false, n + k, priority, waiting, created_at FROM queued WHERE n + k <= $4),
      chosen AS (
-       SELECT id, row_number() OVER (ORDER BY orphaned DESC, CASE WHEN orphaned THEN 0 ELSE n + k END, priority DESC, waiting, created_at, id) AS place
-         FROM eligible WHERE orphaned OR n + k <= $4),
+       SELECT id, row_number() OVER (ORDER BY orphaned DESC, rank, priority DESC, waiting, created_at, id) AS place
+         FROM eligible),
      candidate AS (
        SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued, chosen.place FROM run r
          JOIN chosen ON chosen.id = r.id
-        WHERE (r.status = 'RUNNING' AND ${LEASE_EXPIRED}) OR r.status = 'QUEUED'
+        WHERE r.id = ANY(ARRAY(SELECT id FROM chosen))
+          AND CASE r.status WHEN 'QUEUED' THEN true WHEN 'RUNNING' THEN ${LEASE_EXPIRED} ELSE false END
         ORDER BY chosen.place LIMIT $7
         FOR UPDATE OF r SKIP LOCKED),
      taken AS (

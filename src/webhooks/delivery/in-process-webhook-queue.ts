@@ -10,6 +10,25 @@ import type { WebhookDelivery } from "./webhook-delivery.js";
 
 export type WebhookQueue = { start(): void; wake(): void; close(): Promise<void> };
 
+/**
+ * The next due attempts ($2 of them), not in flight ($1): each enabled webhook's next few due
+ * messages only, read in their order from its index, then ranked per owner — a poll's cost grows
+ * with the webhooks and the room it fills, not with a principal's backlog of due messages.
+ */
+export const DUE_MESSAGES = `WITH busy AS (
+         SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
+          WHERE m.id = ANY($1::text[]) GROUP BY w.owner_id),
+       due AS (
+         SELECT d.id, d.attempts, d.next_attempt_at, w.owner_id,
+                row_number() OVER (PARTITION BY w.owner_id ORDER BY d.next_attempt_at, d.id) AS turn
+           FROM webhook w CROSS JOIN LATERAL (
+             SELECT m.id, m.attempts, m.next_attempt_at FROM webhook_message m
+              WHERE m.webhook_id = w.id AND m.status = 'PENDING' AND m.next_attempt_at <= now() AND m.id <> ALL($1::text[])
+              ORDER BY m.next_attempt_at, m.id LIMIT $2::int) AS d
+          WHERE w.enabled)
+       SELECT due.id, due.attempts FROM due LEFT JOIN busy ON busy.owner_id = due.owner_id
+        ORDER BY due.turn + COALESCE(busy.n, 0), due.next_attempt_at, due.id LIMIT $2::int`;
+
 export class InProcessWebhookQueue implements WebhookQueue {
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
@@ -51,20 +70,7 @@ export class InProcessWebhookQueue implements WebhookQueue {
   private async poll(): Promise<void> {
     const room = (this.deps.concurrency ?? 8) - this.inFlight.size;
     if (room <= 0) return;
-    const due = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number }[]>(
-      `WITH busy AS (
-         SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
-          WHERE m.id = ANY($1::text[]) GROUP BY w.owner_id),
-       due AS (
-         SELECT m.id, m.attempts, m.next_attempt_at, w.owner_id,
-                row_number() OVER (PARTITION BY w.owner_id ORDER BY m.next_attempt_at, m.id) AS turn
-           FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
-          WHERE m.status = 'PENDING' AND m.next_attempt_at <= now() AND w.enabled AND m.id <> ALL($1::text[]))
-       SELECT due.id, due.attempts FROM due LEFT JOIN busy ON busy.owner_id = due.owner_id
-        ORDER BY due.turn + COALESCE(busy.n, 0), due.next_attempt_at, due.id LIMIT $2`,
-      [...this.inFlight.keys()],
-      room,
-    );
+    const due = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number }[]>(DUE_MESSAGES, [...this.inFlight.keys()], room);
     for (const { id, attempts } of due) {
       const attempt = this.deps.delivery
         .deliver(id, attempts)

@@ -23,6 +23,30 @@ import type { WebhookDelivery } from "./webhook-delivery.js";
 
 const QUEUE = "dossier-webhook-attempt";
 
+/**
+ * The next 100 messages to relay, by turn: each message's turn among its owner's is those of the
+ * owner already queued (counted up to 200 per webhook, two relays' worth), then its place among
+ * the waiting. Each webhook's next 100 waiting messages only are read, in their order from its
+ * index (ordered by relayed_at too, all null, so that the index with it gives the order): a
+ * relay's cost grows with the webhooks, not with a principal's backlog.
+ */
+export const WAITING_MESSAGES = `WITH queued AS (
+         SELECT w.owner_id, sum(q.n)::int AS n FROM webhook w CROSS JOIN LATERAL (
+           SELECT count(*)::int AS n FROM (
+             SELECT 1 FROM webhook_message m
+              WHERE m.webhook_id = w.id AND m.status = 'PENDING' AND m.relayed_at >= '-infinity' LIMIT 200) AS relayed) AS q
+          GROUP BY w.owner_id),
+       waiting AS (
+         SELECT d.id, d.attempts, d.next_attempt_at, w.owner_id FROM webhook w CROSS JOIN LATERAL (
+           SELECT m.id, m.attempts, m.next_attempt_at FROM webhook_message m
+            WHERE m.webhook_id = w.id AND m.status = 'PENDING' AND m.relayed_at IS NULL
+            ORDER BY m.relayed_at, m.next_attempt_at, m.id LIMIT 100) AS d
+          WHERE w.enabled)
+       SELECT waiting.id, waiting.attempts, waiting.next_attempt_at AS "nextAttemptAt",
+              (COALESCE(queued.n, 0) + row_number() OVER (PARTITION BY waiting.owner_id ORDER BY waiting.next_attempt_at, waiting.id))::int AS turn
+         FROM waiting LEFT JOIN queued ON queued.owner_id = waiting.owner_id
+        ORDER BY turn, waiting.next_attempt_at, waiting.id LIMIT 100`;
+
 type Job = { messageId: string; attempts: number };
 
 export type PgBossWebhookQueueDeps = {
@@ -124,16 +148,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     // Each message's turn among its owner's: those already queued, then its place among the waiting.
     // A pass moves the lowest turns first, whoever owns them: one principal's backlog of thousands
     // never holds another principal's next event back for more than one pass.
-    const waiting = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number; nextAttemptAt: Date | null; turn: number }[]>(
-      `WITH queued AS (
-         SELECT w.owner_id, count(*)::int AS n FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id
-          WHERE m.status = 'PENDING' AND m.relayed_at IS NOT NULL GROUP BY w.owner_id)
-       SELECT m.id, m.attempts, m.next_attempt_at AS "nextAttemptAt",
-              (COALESCE(queued.n, 0) + row_number() OVER (PARTITION BY w.owner_id ORDER BY m.next_attempt_at, m.id))::int AS turn
-         FROM webhook_message m JOIN webhook w ON w.id = m.webhook_id LEFT JOIN queued ON queued.owner_id = w.owner_id
-        WHERE m.status = 'PENDING' AND m.relayed_at IS NULL AND w.enabled
-        ORDER BY turn, m.next_attempt_at, m.id LIMIT 100`,
-    );
+    const waiting = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number; nextAttemptAt: Date | null; turn: number }[]>(WAITING_MESSAGES);
     for (const message of waiting) {
       const startAfter = message.nextAttemptAt && message.nextAttemptAt > new Date() ? message.nextAttemptAt : undefined;
       await this.boss.send(QUEUE, { messageId: message.id, attempts: message.attempts } satisfies Job, {
