@@ -36,7 +36,7 @@ const toolFragment = (index: number, fragment: object) => frame({ tool_calls: [{
 
 /**
  * The text a reply of these events keeps within BOUND: each counts its text, cut at a character
- * once the bound would be passed, and at least its bytes on the wire (the frame), after its text.
+ * once the bound would be passed, or, carrying none, its bytes on the wire (the frame).
  */
 function keptOf(events: { frame: string; text: string }[]): string {
   let used = 0;
@@ -46,7 +46,7 @@ function keptOf(events: { frame: string; text: string }[]): string {
     if (used + bytes > BOUND) return kept + prefixOfBytes(text, BOUND - used);
     used += bytes;
     kept += text;
-    used += Math.max(0, Buffer.byteLength(frame) - bytes);
+    if (bytes === 0) used += Buffer.byteLength(frame);
     if (used > BOUND) return kept;
   }
   throw new Error("the events fit within the bound");
@@ -130,10 +130,12 @@ const modelOf = (baseURL: string) =>
 const request: ModelRequest = { messages: [{ role: "user", content: "Say hello" }], tools: [] };
 
 describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
-  it("text without end: keeps the bound's worth, each chunk counting at least its bytes on the wire, ends it as 'length', and closes the connection", async () => {
+  it("text without end: keeps the bound's worth of text, ends it as 'length', and closes the connection", async () => {
     const { baseURL, replies } = await startServer(() => floodText);
     const reply = await modelOf(baseURL).complete(request);
-    expect(reply.content).toBe(KEPT_OF_FLOOD);
+    // A chunk that carries text counts its text only, not its frame: the bound is one on the reply.
+    expect(reply.content).toBe("x".repeat(BOUND));
+    expect(KEPT_OF_FLOOD).toBe("x".repeat(BOUND));
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND, toolCallsLeftOut: 0, usageReported: false });
     await expect.poll(() => replies[0]!.closedEarly).toBe(true);
     expect(replies[0]!.bytes).toBeLessThan(FLOOD);
@@ -145,14 +147,14 @@ describe("the openai adapter, given a reply past MODEL_MAX_REPLY_BYTES", () => {
     const bytes = Buffer.byteLength(reply.content!);
     // No half of a surrogate pair at the cut: the text reads back from UTF-8 as it is.
     expect(Buffer.from(reply.content!).toString("utf8")).toBe(reply.content);
-    // "é" is two bytes, each "😀" four, and each chunk counts at least its frame: the cut is where that leaves.
+    // "é" is two bytes, each "😀" four: the bound (a multiple of four) less two, and no more.
     const emoji = "😀".repeat(500);
     const events = [
       { frame: frame({ content: "é" }), text: "é" },
       ...Array.from({ length: BOUND / 2000 + 1 }, () => ({ frame: frame({ content: emoji }), text: emoji })),
     ];
     expect(reply.content).toBe(keptOf(events));
-    expect(bytes).toBeLessThanOrEqual(BOUND);
+    expect(bytes).toBe(BOUND - 2);
     expect(reply).toMatchObject({ finishReason: "length", cutAtBytes: BOUND });
   });
 

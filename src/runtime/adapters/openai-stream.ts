@@ -14,8 +14,8 @@
 //   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
 //   tokens says so (usageReported: false), for the run to charge the request's bound instead.
 // - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, and
-//   each chunk at least its bytes on the wire, so an endless stream of empty calls or of chunks
-//   without choices passes it as text does) keeps what came within it and takes
+//   each chunk that carries nothing counted its bytes on the wire, so an endless stream of empty
+//   calls or of chunks without choices passes it as text does) keeps what came within it and takes
 //   nothing more (`full`: the adapter stops reading); it ends as if the model had reached its token
 //   limit (finish reason "length", `cutAtBytes` saying why), without the tool calls the bound may
 //   have cut: the one streaming last, and any whose arguments are not JSON.
@@ -94,15 +94,16 @@ export class StreamAccumulator {
 
   /**
    * Folds in one streamed chunk, which came in `wireBytes` bytes of the body (decoded): the chunk
-   * counts against the bound what it carries, and at least those bytes.
+   * counts against the bound what it carries, or, carrying nothing counted, those bytes.
    */
   add(chunk: unknown, wireBytes = 0): void {
     this.started = true;
     if (this.size.full) return;
     const before = this.size.used;
     this.addChunk(chunk);
-    const counted = this.size.used - before;
-    if (wireBytes > counted) this.size.spend(wireBytes - counted);
+    // Only a chunk that carries nothing counted spends its wire bytes: a model's ordinary chunks
+    // (≈ 250 bytes for a token's few) spend what they carry, so the bound stays one on the reply.
+    if (this.size.used === before && wireBytes > 0) this.size.spend(wireBytes);
   }
 
   private addChunk(chunk: unknown): void {
