@@ -101,7 +101,17 @@ export function capConnectionsPerClient(server: Server, limits: ConnectionLimits
         response.writeHead(429, { "content-type": "application/json; charset=utf-8" }).end(body);
         return;
       }
-      response.once("close", release);
+      // A response queued behind others on a connection that closes never emits its own `close`
+      // (pipelined requests): the connection's close gives the place back too (release runs once).
+      const socket = request.socket;
+      const released = () => {
+        socket.off("close", released);
+        response.off("close", released);
+        release();
+      };
+      response.once("close", released);
+      if (socket.destroyed) released();
+      else socket.once("close", released);
       return handler(request, response);
     },
     upgradeAllowed(request) {

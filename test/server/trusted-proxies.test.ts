@@ -3,11 +3,15 @@
 // alone, and one client's connections do not use up another's. Here the server is reached over
 // loopback from 127.0.0.1, standing for the proxy, with each "client" its X-Forwarded-For.
 import { mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
+import { once } from "node:events";
+import { createServer, request } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { recordClientAddresses, TrustedProxies } from "../../src/server/client-address.js";
+import { capConnectionsPerClient } from "../../src/server/client-connections.js";
 import { InProcessTokenBuckets } from "../../src/server/rate-limit.js";
 import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 import { startTestApp, type TestApp, type TestAppOptions } from "../support/test-app.js";
@@ -148,6 +152,42 @@ describe("MAX_CONNECTIONS_PER_CLIENT behind a trusted proxy", () => {
     sockets[0]!.close();
     await closed;
     await expect.poll(() => openSocket(wsUrl, good, A)).toBe("acknowledged");
+  });
+
+  it("gives back the places of requests pipelined on a connection that closes before they are answered", async () => {
+    // A server whose answers take a while, so that the second and third requests wait behind the first.
+    const server = createServer();
+    const trusted = new TrustedProxies(["127.0.0.1"]);
+    recordClientAddresses(server, trusted);
+    const clients = capConnectionsPerClient(server, { maxPerClient: 3, requestTimeoutMs: 30_000 }, trusted);
+    server.on(
+      "request",
+      clients.forwarded((_request, response) => void setTimeout(() => response.end("{}"), 200)),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const one = `GET / HTTP/1.1\r\nhost: 127.0.0.1\r\nx-forwarded-for: ${A}\r\n\r\n`;
+      const socket = connect(port, "127.0.0.1");
+      await once(socket, "connect");
+      socket.write(one.repeat(3));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+      const status = () =>
+        new Promise<number>((resolve, reject) =>
+          request(`http://127.0.0.1:${port}/`, { headers: { "x-forwarded-for": A }, agent: false }, (response) => {
+            response.resume();
+            resolve(response.statusCode!);
+          })
+            .on("error", reject)
+            .end(),
+        );
+      // Every place comes back: the client has its three again.
+      await expect.poll(async () => await Promise.all([status(), status(), status()]), { timeout: 3_000 }).toEqual([200, 200, 200]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("without TRUSTED_PROXIES, counts the peer's connections whatever X-Forwarded-For says", async () => {
