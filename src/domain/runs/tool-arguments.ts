@@ -28,7 +28,11 @@ export function checkEditedArguments(value: unknown, storedSchema: string | null
   const inexact = inexactNumberPath(value);
   if (inexact) {
     throw new ValidationError([
-      { field: ["arguments", ...inexact].join("."), message: "must be a number JSON keeps exactly: an integer within ±(2^53 - 1), or a finite number" },
+      {
+        field: ["arguments", ...inexact].join("."),
+        message:
+          "must be a number JSON keeps exactly: finite, and a whole number only within ±(2^53 - 1) (a larger one may have lost digits on the way: send it as a string)",
+      },
     ]);
   }
   const schema = schemaOf(storedSchema, value);
