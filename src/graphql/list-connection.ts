@@ -200,15 +200,15 @@ export async function readConnection<Row extends { id: string }>(
   const page = await pageOf<object>(
     list,
     args,
-    (id, select) => model.findFirst({ where: { id, ...scope }, select } as never) as Promise<Record<string, unknown> | null>,
+    (id, select) => model.findFirst({ where: { AND: [{ id }, scope] }, select } as never) as Promise<Record<string, unknown> | null>,
   );
-  const rows = (await model.findMany({ ...query, where: { ...scope, ...where, ...page.where }, orderBy: page.orderBy, take: page.take + 1 } as never)) as Row[];
+  const rows = (await model.findMany({ ...query, where: { AND: [scope, where, page.where] }, orderBy: page.orderBy, take: page.take + 1 } as never)) as Row[];
   return connectionOf(
     rows,
     page,
     args,
     (row) => encodeGlobalId(list.typename, row.id),
-    () => boundedCount(model, { ...scope, ...where }),
+    () => boundedCount(model, { AND: [scope, where] }),
   );
 }
 

@@ -73,7 +73,7 @@ async function dispatching(backend: Backend) {
 
 /** Statements of others sent meanwhile: the worker's next claims (which find nothing) and the admission's answer (the run's row). */
 const OTHERS = [
-  /^\s*WITH running AS/,
+  /^\s*WITH (RECURSIVE )?running AS/,
   /^SELECT "t0"\."id", "t0"\."owner_id" AS "ownerId", "t0"\."conversation_id"/,
   /^\s*(-- Implicit )?"?(BEGIN|COMMIT|ROLLBACK)/i,
 ];
