@@ -12,8 +12,8 @@ const mcpClientSchema = z.object({
 
 export type McpClientConfig = { url: string; apiKey?: string };
 
-/** Parses `npm run mcp`'s environment (process.env by default); throws ConfigError listing every bad value. */
-export function loadMcpClientConfig(env: Record<string, string | undefined> = process.env): McpClientConfig {
+/** Parses `npm run mcp`'s environment (config.ts passes process.env); throws ConfigError listing every bad value. */
+export function parseMcpClientConfig(env: Record<string, string | undefined>): McpClientConfig {
   const { values } = parseEnv(mcpClientSchema, env);
   return { url: values.DOSSIER_URL, apiKey: values.DOSSIER_API_KEY };
 }

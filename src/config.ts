@@ -3,12 +3,16 @@ import { z } from "zod";
 import { approvalRules, parseCompactionPolicies, readAgents, readTrustedDocuments, spillPolicies } from "./config-files.js";
 import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./config-access.js";
 import { signInEnv, signInOf } from "./config-sign-in.js";
+import { type McpClientConfig, parseMcpClientConfig } from "./config-mcp-client.js";
 import type { Config, DatabaseTimeouts } from "./config-types.js";
 import { ConfigError, commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export type { CompactionPolicy } from "./config-files.js";
 export { ConfigError } from "./config-rules.js";
-export { loadMcpClientConfig, type McpClientConfig } from "./config-mcp-client.js";
+export type { McpClientConfig } from "./config-mcp-client.js";
+
+/** Parses `npm run mcp`'s environment (process.env by default), as loadConfig does the server's. */
+export const loadMcpClientConfig = (env: Record<string, string | undefined> = process.env): McpClientConfig => parseMcpClientConfig(env);
 export type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 export type { AgentProfile } from "./runtime/agents.js";
 export type { SpillPolicy } from "./runtime/spill/spill-policy.js";

@@ -164,9 +164,9 @@ describe("the Dossier MCP server", () => {
       "./config-files.js",
       "./config-access.js",
       "./config-sign-in.js",
-      "./config-rules.js",
-      "./config-rules.js",
       "./config-mcp-client.js",
+      "./config-rules.js",
+      "./config-rules.js",
     ]);
     // The MCP client program's own settings check values with the shared rules only.
     expect(imports("src/config-mcp-client.ts", "value")).toEqual(["./config-rules.js"]);
