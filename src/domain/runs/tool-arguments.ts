@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { boundedSchema } from "./bounded-schema.js";
 import { ValidationError, type ValidationIssue } from "../errors.js";
+import { firstProblem } from "../json-walk.js";
 import { fromStored } from "../text/stored-text.js";
 
 /** The most JSON text an edit may hold: arguments are instructions, not payloads. */
@@ -54,23 +55,9 @@ export function checkEditedArguments(value: unknown, storedSchema: string | null
  * fraction longer than a double holds, `1e-400` read as 0) cannot be told once parsed, and passes.
  */
 function inexactNumberPath(value: unknown): string[] | undefined {
-  // Each value with its key and its parent's entry: the path is built only for the number named.
-  type Entry = { value: unknown; key?: string; parent?: Entry };
-  const pending: Entry[] = [{ value }];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const item = next.value;
-    if (typeof item === "number") {
-      if (Number.isFinite(item) && (!Number.isInteger(item) || Number.isSafeInteger(item))) continue;
-      const path: string[] = [];
-      for (let at: Entry | undefined = next; at?.key !== undefined; at = at.parent) path.unshift(at.key);
-      return path;
-    }
-    if (item === null || typeof item !== "object") continue;
-    // Reversed onto the stack: the first number in the text's order is named.
-    const entries = Array.isArray(item) ? item.map((entry, i) => [String(i), entry] as const) : Object.entries(item);
-    for (let i = entries.length - 1; i >= 0; i -= 1) pending.push({ value: entries[i]![1], key: entries[i]![0], parent: next });
-  }
-  return undefined;
+  const inexact = (item: unknown) =>
+    typeof item === "number" && !(Number.isFinite(item) && (!Number.isInteger(item) || Number.isSafeInteger(item))) ? true : undefined;
+  return firstProblem(value, inexact)?.path;
 }
 
 function schemaOf(stored: string | null, value: unknown): z.ZodType | null {

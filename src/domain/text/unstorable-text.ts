@@ -2,6 +2,7 @@
 // surrogate (an unpaired code unit in \uD800–\uDFFF) has no UTF-8 form, so the driver silently
 // turns it into U+FFFD. Input holding either is refused rather than stored differently from what
 // the client sent. Proper surrogate pairs (astral characters such as emoji) are ordinary text.
+import { firstProblem, itemsOf } from "../json-walk.js";
 
 export type UnstorableProblem = "nul" | "unpaired-surrogate";
 
@@ -57,30 +58,11 @@ export const NESTING_MAX = 100;
  * other value, such as a Date, is not text. The walk keeps its own stack, depth first in order.
  */
 export function findInvalidText(value: unknown, path = ""): InvalidText | null {
-  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path, depth: 0 }];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const { value: item, path: at, depth } = next;
-    if (typeof item === "string") {
-      const problem = unstorableProblem(item);
-      if (problem) return { field: at, problem };
-      continue;
-    }
-    if (typeof item !== "object" || item === null) continue;
-    const entries = childrenOf(item);
-    if (entries.length === 0) continue;
-    if (depth >= NESTING_MAX) return { field: at, problem: "too-deep" };
-    // Pushed last first, so that they are walked first to last.
-    for (let i = entries.length - 1; i >= 0; i--) pending.push({ value: entries[i]![1], path: join(at, entries[i]![0]), depth: depth + 1 });
-  }
-  return null;
+  const found = firstProblem(value, (item, depth): InvalidProblem | undefined => {
+    if (typeof item === "string") return unstorableProblem(item) ?? undefined;
+    if (typeof item !== "object" || item === null || depth < NESTING_MAX) return undefined;
+    return itemsOf(item).length > 0 ? "too-deep" : undefined;
+  });
+  if (!found) return null;
+  return { field: [...(path ? [path] : []), ...found.path].join("."), problem: found.problem };
 }
-
-/** The items of a list or a plain object, each with its key; none for any other value. */
-function childrenOf(value: object): [key: string, item: unknown][] {
-  if (Array.isArray(value)) return value.map((item, i) => [String(i), item]);
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return [];
-  return Object.entries(value);
-}
-
-const join = (path: string, key: string): string => (path ? `${path}.${key}` : key);
