@@ -7,7 +7,8 @@
 // server and the subscribers are this process, so write and receive times are on one clock.
 // Baseline: the same runs' model time as the model server measured it. First, the dispatch of
 // SINGLE_RUNS runs admitted one at a time to the free worker process.
-//   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default; BENCH_HOPS=1: each piece hop by hop)
+//   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default; BENCH_HOPS=1: each piece hop by hop;
+//                                        BENCH_API_POOL, BENCH_WORKER_POOL: that process's DB_POOL_SIZE)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -73,10 +74,12 @@ const withHops = (role: string) => {
   const { HOPS_IMPORT, ...env } = hopsEnv(role);
   return HOPS_IMPORT ? { ...env, NODE_OPTIONS: `${common.NODE_OPTIONS} ${HOPS_IMPORT}` } : env;
 };
+// BENCH_API_POOL / BENCH_WORKER_POOL=<n>: that process's DB_POOL_SIZE (unset: its default).
+const poolOf = (name: string): Record<string, string> => (process.env[name] ? { DB_POOL_SIZE: process.env[name] } : {});
 // BENCH_API_PROF=<dir>: the API writes a V8 CPU profile there when it stops (as BENCH_CPU_PROF for the worker).
 const api = spawnBuilt("src/main.ts", {
   nodeFlags: process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : [],
-  env: { ...common, ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
+  env: { ...common, ...poolOf("BENCH_API_POOL"), ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
 // BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.
@@ -84,6 +87,7 @@ const worker = spawnBuilt("src/worker-main.ts", {
   nodeFlags: process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
   env: {
     ...common,
+    ...poolOf("BENCH_WORKER_POOL"),
     ...withHops("worker"),
     WORKER_CONCURRENCY: String(RUNS),
     MAX_RUNNING_RUNS_PER_PRINCIPAL: String(RUNS),
@@ -129,7 +133,7 @@ try {
   benchDelay.enable();
   const cpuShares = machineCpu({ api: api.child.pid!, worker: workerPid });
   const burstSample = new Promise((resolve) => setTimeout(resolve, BURST_MS)).then(sampleDelays);
-  const { overruns, dispatches, settles, lateness, firstLateness } = await round(client, RUNS, "measured");
+  const { overruns, dispatches, settles, lateness, firstLateness, starts } = await round(client, RUNS, "measured");
   await burstSample;
   await sampleDelays();
   await cpuShares.stop(() => backendPids(database.url));
@@ -154,6 +158,7 @@ try {
     ["  of it: settle → RUN_DONE", ms(percentile(deliveredAfter, 50)), ms(percentile(deliveredAfter, 99)), ms(Math.max(...deliveredAfter)), ""],
     ["piece written → subscriber", ms(percentile(lateness, 50)), ms(percentile(lateness, 99)), ms(Math.max(...lateness)), "≤ 100 ms"],
     ["a run's first live piece → subscriber", ms(percentile(firstLateness, 50)), ms(percentile(firstLateness, 99)), ms(Math.max(...firstLateness)), ""],
+    ["subscription sent → its first update", ms(percentile(starts, 50)), ms(percentile(starts, 99)), ms(Math.max(...starts)), ""],
   ]);
   console.log(`\nDispatch with a free worker process (pg-boss), ${SINGLE_RUNS} runs one at a time: admission's answer → the run's model request`);
   printTable([
@@ -189,6 +194,8 @@ async function round(client: Client, count: number, label: string) {
   const lateness: number[] = [];
   /** The lateness of each run's first live piece, and when (after the round began) it was written. */
   const firstLateness: number[] = [];
+  /** Each subscription's start: the subscribe sent → its first update received. */
+  const starts: number[] = [];
   const lateAt: string[] = [];
   /** The runs that reached RUN_DONE, their status checked after the round. */
   const ended: { index: number; runId: string }[] = [];
@@ -203,7 +210,9 @@ async function round(client: Client, count: number, label: string) {
       const runId = result.admitRun.run.id;
       const admittedAt = performance.now();
       const received: { piece: number; at: number }[] = [];
+      let updates = 0;
       for await (const { runOutput } of client.subscribe(RunOutputDocument, { runId })) {
+        if (updates++ === 0) starts.push(performance.now() - admittedAt);
         if (runOutput.kind === "TEXT_DELTA" && runOutput.text) {
           const at = performance.now();
           const pieces = [...runOutput.text.matchAll(/\[\d+:(\d+)\] /g)].map((match) => Number(match[1]));
@@ -242,7 +251,7 @@ async function round(client: Client, count: number, label: string) {
     if (run.node?.__typename !== "Run" || run.node.status !== "SUCCEEDED") throw new Error(`run ${index} ended ${JSON.stringify(run.node)}`);
   }
   if (process.env.BENCH_LATE && label === "measured") console.log(`pieces later than 100 ms (piece@written): ${lateAt.join(" ")}`);
-  return { overruns, dispatches, settles, lateness, firstLateness };
+  return { overruns, dispatches, settles, lateness, firstLateness, starts };
 }
 
 /**
