@@ -170,8 +170,12 @@ export type Config = {
   retention: { days: number | null; mode: "DELETE" | "KEEP_SUMMARY"; sweepIntervalMs: number };
   /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
   webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
-  /** PostgreSQL when DATABASE_URL is set (poolSize: the connections this process may hold, DB_POOL_SIZE); otherwise the embedded PGlite database in dataDir. */
-  database: { kind: "postgres"; url: string; timeouts: DatabaseTimeouts; poolSize: number } | { kind: "pglite"; dataDir: string };
+  /**
+   * PostgreSQL when DATABASE_URL is set (poolSize: the connections this process may hold, DB_POOL_SIZE;
+   * streamPoolSize: more, kept apart for starting live streams, DB_STREAM_POOL_SIZE); otherwise the
+   * embedded PGlite database in dataDir.
+   */
+  database: { kind: "postgres"; url: string; timeouts: DatabaseTimeouts; poolSize: number; streamPoolSize: number } | { kind: "pglite"; dataDir: string };
 };
 
 /**

@@ -129,6 +129,7 @@ const envSchema = z.object({
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   // Unset: grows with WORKER_CONCURRENCY (see poolSize).
   DB_POOL_SIZE: whole(1, "min").optional(),
+  DB_STREAM_POOL_SIZE: whole(0, "min").default(2),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   DAILY_COST_LIMIT: z
@@ -166,7 +167,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...runSettings(values, present),
     webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
     database: values.DATABASE_URL
-      ? { kind: "postgres", url: values.DATABASE_URL, timeouts: databaseTimeouts(values), poolSize: poolSize(values) }
+      ? {
+          kind: "postgres",
+          url: values.DATABASE_URL,
+          timeouts: databaseTimeouts(values),
+          poolSize: poolSize(values),
+          streamPoolSize: values.DB_STREAM_POOL_SIZE,
+        }
       : { kind: "pglite", dataDir: values.DATA_DIR },
   };
 }

@@ -31,6 +31,23 @@ export function queryRows<T>(db: PrismaClient | Prisma.TransactionClient, sql: s
   return query ? (query(sql, params) as Promise<T[]>) : db.$queryRawUnsafe<T[]>(sql, ...params);
 }
 
+const streamStarts = new WeakMap<object, DirectQuery>();
+
+/** Registers the connections of `client`'s database kept apart for starting live streams (PostgreSQL's stream pool). */
+export function sendingStreamStarts(client: PrismaClient, query: DirectQuery): void {
+  streamStarts.set(client, query);
+}
+
+/**
+ * One statement of a live stream's start (runOutput's first read, its replay): on the connections
+ * kept for it when `db` has them, so a subscriber's first delta does not queue behind every
+ * statement waiting for the main pool; otherwise as queryRows.
+ */
+export function streamStartRows<T>(db: PrismaClient, sql: string, ...params: unknown[]): Promise<T[]> {
+  const query = streamStarts.get(db);
+  return query ? (query(sql, params) as Promise<T[]>) : queryRows<T>(db, sql, ...params);
+}
+
 /** How statements sent through `db` outside a transaction reach the driver, when `db` is a client registered above. */
 export function directQuery(db: PrismaClient | Prisma.TransactionClient): DirectQuery | undefined {
   return direct.get(db);

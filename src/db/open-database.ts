@@ -8,7 +8,7 @@ import type { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { nameOf, preparingOnce, renamingChangedResults, sendingDirect, statementNames } from "./direct-statements.js";
+import { type DirectQuery, nameOf, preparingOnce, renamingChangedResults, sendingDirect, sendingStreamStarts, statementNames } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
 import { countingChild, initialiseInChild } from "./pglite-initdb.js";
@@ -23,7 +23,7 @@ import { withDeadline } from "./transient-errors.js";
  * tests start from one migrated copy instead of initialising and migrating each database.
  */
 export type DatabaseTarget =
-  | { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts>; poolSize?: number }
+  | { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts>; poolSize?: number; streamPoolSize?: number }
   | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
 
 /** See Config's DatabaseTimeouts (DB_*_TIMEOUT_MS). */
@@ -51,6 +51,12 @@ export function serverStatementTimeout({ queryMs, statementMs }: Pick<DatabaseTi
 
 /** Connections one process may hold when the target does not say (src/config.ts sizes it by DB_POOL_SIZE or WORKER_CONCURRENCY). */
 const DEFAULT_POOL_SIZE = 10;
+
+/**
+ * Connections kept apart for the reads that start a live stream (runOutput), when the target does
+ * not say (DB_STREAM_POOL_SIZE). 0: those reads share the main pool.
+ */
+const DEFAULT_STREAM_POOL_SIZE = 2;
 
 /** /ready answers within a second: a database that has not answered by then is not ready. */
 const READINESS_DEADLINE_MS = 800;
@@ -143,7 +149,14 @@ export async function openDatabase(
   }: OpenOptions = {},
 ): Promise<Database> {
   return target.kind === "postgres"
-    ? openPostgres(target.url, { ...DEFAULT_TIMEOUTS, ...target.timeouts }, target.poolSize ?? DEFAULT_POOL_SIZE, migrations, instanceId, onQuery)
+    ? openPostgres(
+        target.url,
+        { ...DEFAULT_TIMEOUTS, ...target.timeouts },
+        { main: target.poolSize ?? DEFAULT_POOL_SIZE, stream: target.streamPoolSize ?? DEFAULT_STREAM_POOL_SIZE },
+        migrations,
+        instanceId,
+        onQuery,
+      )
     : openPglite(target, migrations, instanceId, onQuery, { analyzeEveryMs, checkEveryMs: growthCheckEveryMs });
 }
 
@@ -235,7 +248,7 @@ async function openPglite(
 async function openPostgres(
   url: string,
   timeouts: DatabaseTimeouts,
-  poolSize: number,
+  poolSizes: { main: number; stream: number },
   migrations: Migration[],
   instanceId: string,
   onQuery?: (sql: string, params: string) => void,
@@ -249,27 +262,38 @@ async function openPostgres(
   // the run path's statements. 250 texts at most, each a few tens of kilobytes of the server's
   // memory per connection that ran it: the run path and the API's reads use far fewer.
   const names = statementNames(250);
-  const pool = new pg.Pool({
-    Client: renamingChangedResults(pg.Client, names),
-    connectionString: url,
-    max: poolSize,
-    idleTimeoutMillis: 0,
-    application_name: applicationName(instanceId),
-    connectionTimeoutMillis: timeouts.connectMs,
-    query_timeout: timeouts.queryMs,
-    statement_timeout: serverStatementTimeout(timeouts),
-    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
-    keepAlive: true,
-  });
-  // An idle client that loses its connection must not crash the process; the next query reconnects.
-  pool.on("error", () => undefined);
+  const poolOf = (max: number) => {
+    const pool = new pg.Pool({
+      Client: renamingChangedResults(pg.Client, names),
+      connectionString: url,
+      max,
+      idleTimeoutMillis: 0,
+      application_name: applicationName(instanceId),
+      connectionTimeoutMillis: timeouts.connectMs,
+      query_timeout: timeouts.queryMs,
+      statement_timeout: serverStatementTimeout(timeouts),
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+      keepAlive: true,
+    });
+    // An idle client that loses its connection must not crash the process; the next query reconnects.
+    pool.on("error", () => undefined);
+    return pool;
+  };
+  const pool = poolOf(poolSizes.main);
   // node-postgres sends a statement without a name unnamed: the adapter's type says string, undefined is what it takes.
   const prisma = prismaClient(new PrismaPg(pool, { statementNameGenerator: nameOf(names) as (query: { sql: string }) => string }), onQuery);
-  const prepared = preparingOnce(async (statement) => (await pool.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows, names);
-  sendingDirect(prisma, (sql, params) => {
-    onQuery?.(sql, JSON.stringify(params));
-    return prepared(sql, params);
-  });
+  const directOn = (on: InstanceType<typeof pg.Pool>): DirectQuery => {
+    const prepared = preparingOnce(async (statement) => (await on.query<Record<string, unknown>>({ ...statement, types: directTypes })).rows, names);
+    return (sql, params) => {
+      onQuery?.(sql, JSON.stringify(params));
+      return prepared(sql, params);
+    };
+  };
+  sendingDirect(prisma, directOn(pool));
+  // A live stream's start waits on its own connections, not behind a burst of writes (another
+  // principal's admissions, a worker settling its runs) queued for the main pool's.
+  const streamPool = poolSizes.stream > 0 ? poolOf(poolSizes.stream) : undefined;
+  if (streamPool) sendingStreamStarts(prisma, directOn(streamPool));
   const withSession = async <T>(work: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     try {
@@ -306,7 +330,7 @@ async function openPostgres(
       ).catch(unreachable),
     async close() {
       await prisma.$disconnect();
-      await pool.end();
+      await Promise.all([pool.end(), streamPool?.end()]);
     },
   };
 }

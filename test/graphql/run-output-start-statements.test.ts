@@ -98,7 +98,7 @@ describe.runIf(backends.includes("postgres"))("starting runOutput subscriptions 
   it("prepares the start statement and the admission's once per connection, not planned on every call (2.4 and 0.7 ms of PostgreSQL's CPU)", async () => {
     stub = await startOpenAIStreamStub(() => ({ text: ANSWER, gapMs: 5 }));
     // One connection: every statement of the test runs in the session whose prepared statements are read.
-    t = await startApp(stub, "postgres", { poolSize: 1 });
+    t = await startApp(stub, "postgres", { poolSize: 1, streamPoolSize: 0 });
     const { run } = await admit(t.client, { question: "Answer at length" });
     const prisma = t.app.db.prisma;
     await vi.waitFor(async () => expect((await prisma.run.findUniqueOrThrow({ where: { id: idOfType(run.id, "Run")! } })).status).toBe("SUCCEEDED"), {

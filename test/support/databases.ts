@@ -40,14 +40,14 @@ function pgliteTemplateDump(): Blob {
  */
 export async function openMigratedTestDatabase(
   backend: Backend,
-  { onQuery, poolSize }: { onQuery?: (sql: string, params: string) => void; poolSize?: number } = {},
+  { onQuery, poolSize, streamPoolSize }: { onQuery?: (sql: string, params: string) => void; poolSize?: number; streamPoolSize?: number } = {},
 ): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
     const db = await openDatabase({ kind: "pglite", loadDataDir: pgliteTemplateDump() }, { onQuery });
     return { db, dispose: () => db.close() };
   }
   const created = await createMigratedPostgresDatabase();
-  const db = await openDatabase({ kind: "postgres", url: created.url, ...(poolSize && { poolSize }) }, { onQuery });
+  const db = await openDatabase({ kind: "postgres", url: created.url, ...(poolSize && { poolSize }), streamPoolSize }, { onQuery });
   return {
     db,
     url: created.url,

@@ -5,7 +5,7 @@
 // trace expired, and the running calls are the ones after the last change read. When a hundred
 // runs start at once, each statement here is a round trip the runs' own claims wait behind.
 import type { PrismaClient } from "../../generated/prisma/client.js";
-import { queryRows } from "../../db/direct-statements.js";
+import { streamStartRows } from "../../db/direct-statements.js";
 import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
 import { pagesAfter, REPLAY_PAGE, type TraceStart, type TraceUpdate } from "../updates/trace-updates.js";
 
@@ -74,7 +74,7 @@ export async function readOutputStart(
   after: { seq: number; chars: number },
   ownerId?: string,
 ): Promise<OutputStart | null> {
-  const [row] = await queryRows<StartRow>(
+  const [row] = await streamStartRows<StartRow>(
     prisma,
     START_SQL[after.chars > 0 ? 1 : 0]![ownerId === undefined ? 0 : 1]!,
     after.seq,
@@ -113,7 +113,7 @@ export async function readOutputStart(
  */
 export async function* changesWithKinds(prisma: PrismaClient, traceId: string, afterSeq: number, beforeSeq?: number): AsyncGenerator<TraceUpdate> {
   // seq is an INTEGER column: a number on every path.
-  const pages = pagesAfter(afterSeq, (cursor, limit) => queryRows<ChangeRow>(prisma, CHANGES_WITH_KINDS_SQL, traceId, cursor, beforeSeq ?? null, limit));
+  const pages = pagesAfter(afterSeq, (cursor, limit) => streamStartRows<ChangeRow>(prisma, CHANGES_WITH_KINDS_SQL, traceId, cursor, beforeSeq ?? null, limit));
   for await (const page of pages) for (const change of page) yield changeOf(traceId, change);
 }
 

@@ -10,6 +10,7 @@ import { listenTrace, type TraceUpdate, traceUpdates } from "../updates/trace-up
 import { LiveCalls } from "./live-calls.js";
 import { OutputInbox } from "./output-inbox.js";
 import { changesWithKinds, type OutputStart, readOutputStart } from "./output-start.js";
+import { streamStartRows } from "../../db/direct-statements.js";
 
 export type RunOutputKind = "TEXT_DELTA" | "TOOL_CALL_DELTA" | "MESSAGE_DONE" | "RUN_DONE" | "RESYNC_REQUIRED";
 
@@ -247,18 +248,20 @@ function followsGivenCalls(frame: RunOutputFrame, calls: LiveCalls): boolean {
  * writes it behind the model request) or read from the trace yet. Otherwise the position at
  * which the call started (recorded before it produced anything; 0 while not written).
  */
-async function outputAfter(prisma: PrismaClient, runId: string, spanId: string, last: number): Promise<number> {
-  const [row] = await prisma.$queryRaw<{ pending: boolean; started: number | null }[]>`
+const OUTPUT_AFTER_SQL = `
     SELECT EXISTS (
       SELECT 1 FROM span s
-      WHERE s.trace_id = ${runId} AND s.kind = 'MODEL_CALL' AND s.id <> ${spanId}
+      WHERE s.trace_id = $1 AND s.kind = 'MODEL_CALL' AND s.id <> $2
         AND (s.status = 'RUNNING' OR EXISTS (
-          SELECT 1 FROM trace_change c WHERE c.trace_id = ${runId} AND c.span_id = s.id AND c.type = 'SPAN_ENDED' AND c.seq > ${last}
+          SELECT 1 FROM trace_change c WHERE c.trace_id = $1 AND c.span_id = s.id AND c.type = 'SPAN_ENDED' AND c.seq > $3::bigint
         ))
     ) AS pending,
-    (SELECT c.seq FROM trace_change c WHERE c.trace_id = ${runId} AND c.span_id = ${spanId} AND c.type = 'SPAN_STARTED' LIMIT 1) AS started`;
+    (SELECT c.seq FROM trace_change c WHERE c.trace_id = $1 AND c.span_id = $2 AND c.type = 'SPAN_STARTED' LIMIT 1) AS started`;
+
+async function outputAfter(prisma: PrismaClient, runId: string, spanId: string, last: number): Promise<number> {
+  const [row] = await streamStartRows<{ pending: boolean; started: number | string | null }>(prisma, OUTPUT_AFTER_SQL, runId, spanId, last);
   if (!row?.pending) return -1;
-  return row.started ?? 0;
+  return row.started === null ? 0 : Number(row.started);
 }
 
 const update = (seq: string, kind: RunOutputKind, modelCallSpanId: string | null = null): RunOutputUpdate => ({
