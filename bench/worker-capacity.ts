@@ -78,11 +78,19 @@ const withHops = (role: string) => {
 // BENCH_API_POOL / BENCH_WORKER_POOL=<n>: that process's DB_POOL_SIZE (unset: its default).
 const poolOf = (name: string): Record<string, string> => (process.env[name] ? { DB_POOL_SIZE: process.env[name] } : {});
 // BENCH_STREAM_POOL=<n>: the API's DB_STREAM_POOL_SIZE (unset: its default).
-const streamPool = process.env.BENCH_STREAM_POOL ? { DB_STREAM_POOL_SIZE: process.env.BENCH_STREAM_POOL } : {};
+const streamPool: Record<string, string> = process.env.BENCH_STREAM_POOL ? { DB_STREAM_POOL_SIZE: process.env.BENCH_STREAM_POOL } : {};
 // BENCH_API_PROF=<dir>: the API writes a V8 CPU profile there when it stops (as BENCH_CPU_PROF for the worker).
 const api = spawnBuilt("src/main.ts", {
   nodeFlags: process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : [],
-  env: { ...common, ...poolOf("BENCH_API_POOL"), ...streamPool, ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
+  env: {
+    ...common,
+    ...poolOf("BENCH_API_POOL"),
+    ...streamPool,
+    ...withHops("api"),
+    PORT: String(port),
+    IN_PROCESS_WORKER: "false",
+    MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10),
+  },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
 // BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.

@@ -8,6 +8,9 @@ import { ConfigError, commaList } from "./config-rules.js";
 import { isLoopbackAddress, LOOPBACK_HOSTS } from "./server/allowed-hosts.js";
 import { proxyEntryOf } from "./server/client-address.js";
 
+/** The widest TRUSTED_PROXIES range of each family: a private network's (10.0.0.0/8, IPv6's unique local fc00::/7). */
+const WIDEST_PROXY_PREFIX = { ipv4: 8, ipv6: 7 } as const;
+
 const hostEntry = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/;
 
 export const accessEnv = {
@@ -21,7 +24,7 @@ export const accessEnv = {
     "dossier.example.com,127.0.0.1:4000",
     (host) => host.toLowerCase(),
   ).optional(),
-  // Each entry an address or a CIDR range; a refusal names every entry that is neither.
+  // Each entry an address or a CIDR range no wider than a network (10.0.0.0/8, fc00::/7); a refusal names every entry that is not.
   TRUSTED_PROXIES: z
     .string()
     .transform((value, ctx) => {
@@ -30,12 +33,23 @@ export const accessEnv = {
         .map((entry) => entry.trim())
         .filter((entry) => entry !== "");
       const bad = entries.filter((entry) => !proxyEntryOf(entry));
-      if (bad.length === 0) return entries;
-      ctx.addIssue({
-        code: "custom",
-        message: `${bad.map((entry) => JSON.stringify(entry)).join(", ")} ${bad.length === 1 ? "is" : "are"} neither an IPv4 or IPv6 address nor a CIDR range: list the reverse proxies' addresses separated by commas, such as 127.0.0.1,10.0.0.0/8,fd00::/8`,
+      // A range wider than any proxy network (0.0.0.0/0, ::/0) would let every client name the address it is counted as.
+      const wide = entries.filter((entry) => {
+        const parsed = proxyEntryOf(entry);
+        return parsed !== undefined && parsed.prefix < WIDEST_PROXY_PREFIX[parsed.family];
       });
-      return z.NEVER;
+      const quoted = (list: string[]) => `${list.map((entry) => JSON.stringify(entry)).join(", ")} ${list.length === 1 ? "is" : "are"}`;
+      if (bad.length > 0)
+        ctx.addIssue({
+          code: "custom",
+          message: `${quoted(bad)} neither an IPv4 or IPv6 address nor a CIDR range: list the reverse proxies' addresses separated by commas, such as 127.0.0.1,10.0.0.0/8,fd00::/8`,
+        });
+      if (wide.length > 0)
+        ctx.addIssue({
+          code: "custom",
+          message: `${quoted(wide)} wider than a proxy network (IPv4 /${WIDEST_PROXY_PREFIX.ipv4}, IPv6 /${WIDEST_PROXY_PREFIX.ipv6} at the widest): every client within would choose, by its X-Forwarded-For, the address its limits count`,
+        });
+      return bad.length + wide.length === 0 ? entries : z.NEVER;
     })
     .default([]),
   MCP_STDIO_COMMANDS: commaList(

@@ -50,6 +50,15 @@ describe("TRUSTED_PROXIES entries", () => {
     );
     expect(() => loadConfig({ TRUSTED_PROXIES: "10.0.0.0/33, fd00::/200" })).toThrow(/"10\.0\.0\.0\/33", "fd00::\/200" are neither/);
   });
+
+  it("refuse a range wider than a proxy network: every client in it could choose the address its limits count", () => {
+    expect(() => loadConfig({ TRUSTED_PROXIES: "10.0.0.1,0.0.0.0/0" })).toThrow(/"0\.0\.0\.0\/0" is wider than a proxy network/);
+    expect(() => loadConfig({ TRUSTED_PROXIES: "::/0, 128.0.0.0/1, ::ffff:0.0.0.0/96" })).toThrow(
+      /"::\/0", "128\.0\.0\.0\/1", "::ffff:0\.0\.0\.0\/96" are wider/,
+    );
+    // The widest networks proxies live in, and public ranges a CDN publishes, are taken.
+    expect(loadConfig({ TRUSTED_PROXIES: "10.0.0.0/8,fc00::/7,104.16.0.0/13,2400:cb00::/32" }).trustedProxies).toHaveLength(4);
+  });
 });
 
 describe("X-Forwarded-For entries", () => {
