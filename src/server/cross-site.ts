@@ -11,7 +11,7 @@
 // Sec-Fetch-Site naming another site is not a browser page.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Plugin } from "graphql-yoga";
-import { hostAllowed, originHostAllowed } from "./allowed-hosts.js";
+import { originHostAllowed } from "./allowed-hosts.js";
 
 const JSON_MEDIA_TYPES = new Set(["application/json", "application/graphql-response+json"]);
 
@@ -64,8 +64,20 @@ export function upgradeAllowed(request: IncomingMessage, origins: readonly strin
     )
   )
     return true;
+  return sameOrigin(origin, request.headers.host);
+}
+
+/**
+ * Whether a page's Origin is this server's own, as the request's Host names it: the same name and
+ * port, a Host without a port meaning its scheme's default (80, 443). A Host of "localhost" (a
+ * server on port 80) does not make a page on localhost:8080 — another program's — this server's.
+ */
+function sameOrigin(origin: string, host: string | undefined): boolean {
   try {
-    return hostAllowed(new URL(origin).host, [request.headers.host ?? ""]);
+    const page = new URL(origin);
+    const defaultPort = page.protocol === "https:" ? "443" : "80";
+    const asked = new URL(`${page.protocol}//${host ?? ""}`);
+    return page.hostname === asked.hostname && (page.port || defaultPort) === (asked.port || defaultPort);
   } catch {
     return false;
   }

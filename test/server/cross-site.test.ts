@@ -4,12 +4,13 @@
 // embedded default (no key needed, stdio MCP allowed). Listed origins (CORS_ORIGINS) and
 // non-browser clients keep working.
 import { mkdtempSync, existsSync } from "node:fs";
-import { get } from "node:http";
+import { get, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadConfig } from "../../src/config.js";
+import { upgradeAllowed } from "../../src/server/cross-site.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { allowTimeFor } from "../support/wait.js";
@@ -167,5 +168,22 @@ describe("cross-site requests", () => {
       socket.once("unexpected-response", () => resolve(false));
     });
     expect(opened).toBe(true);
+  });
+});
+
+describe("a page's origin as this server's own", () => {
+  const upgrade = (origin: string, host: string) => upgradeAllowed({ headers: { origin, host } } as IncomingMessage, [], undefined);
+
+  it("is the Host's name and port, a Host without a port meaning the scheme's default: another port of the same name is another program's page", () => {
+    expect(upgrade("http://localhost:4000", "localhost:4000")).toBe(true);
+    expect(upgrade("http://localhost", "localhost")).toBe(true);
+    expect(upgrade("http://localhost", "localhost:80")).toBe(true);
+    expect(upgrade("https://dossier.example", "dossier.example")).toBe(true);
+    expect(upgrade("http://[::1]:4000", "[::1]:4000")).toBe(true);
+    // A server on port 80 (a Host without a port): a page on another port of that name is not its own.
+    expect(upgrade("http://localhost:8080", "localhost")).toBe(false);
+    expect(upgrade("https://dossier.example", "dossier.example:80")).toBe(false);
+    expect(upgrade("http://localhost:4001", "localhost:4000")).toBe(false);
+    expect(upgrade("http://evil.example", "localhost:4000")).toBe(false);
   });
 });
