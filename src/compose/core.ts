@@ -208,7 +208,7 @@ function startRuntime(
     runs: new PrismaRunState({ prisma: db.prisma, events, trace, dailyCostLimit: options.dailyCostLimit }),
     log: new PrismaConversationLog(db.prisma),
     spills: new PrismaSpillStore(db.prisma),
-    output: new BusRunOutput(events),
+    output: new BusRunOutput(events, { logger }),
   };
   const runtime = createRuntime(
     { events, logger, services: parts.services, announcer: parts.announcer, ...ports },
