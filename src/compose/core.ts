@@ -23,6 +23,7 @@ import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/run
 import { meteredTraceSink, type TraceMetrics } from "../runtime/trace-metrics/metered-trace-sink.js";
 import { PrismaConversationLog } from "../runtime/adapters/prisma-conversation-log.js";
 import { PrismaSpillStore } from "../runtime/adapters/prisma-spill-store.js";
+import { prismaCallIdsLeftOut } from "../runtime/adapters/prisma-call-ids-left-out.js";
 import { BusRunOutput } from "../runtime/adapters/bus-run-output.js";
 import { PrismaRunState } from "../domain/runs/run-state.js";
 import { requestBounds } from "../domain/costs/request-bound.js";
@@ -208,7 +209,8 @@ function startRuntime(
     runs: new PrismaRunState({ prisma: db.prisma, events, trace, dailyCostLimit: options.dailyCostLimit }),
     log: new PrismaConversationLog(db.prisma),
     spills: new PrismaSpillStore(db.prisma),
-    output: new BusRunOutput(events),
+    output: new BusRunOutput(events, { logger }),
+    callIdsLeftOut: prismaCallIdsLeftOut(db.prisma),
   };
   const runtime = createRuntime(
     { events, logger, services: parts.services, announcer: parts.announcer, ...ports },

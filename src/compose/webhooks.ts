@@ -6,6 +6,7 @@ import type { Services } from "../domain/services.js";
 import { DEFAULT_RETRY_DELAYS_SECONDS } from "../domain/webhooks/webhook-attempts.js";
 import type { EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
+import { keepListening } from "../events/keep-listening.js";
 import { createOutboundHttp, type Resolver } from "../outbound/outbound-http.js";
 import { InProcessWebhookQueue, type WebhookQueue } from "../webhooks/delivery/in-process-webhook-queue.js";
 import { PgBossWebhookQueue } from "../webhooks/delivery/pg-boss-webhook-queue.js";
@@ -56,13 +57,17 @@ export function startWebhookDelivery({
   const queue: WebhookQueue = options.postgresUrl ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl }) : new InProcessWebhookQueue(base);
   queue.start();
   // Committed events wake the queue at once (every instance, with Redis); the poll is the fallback.
-  const pending = events.subscribe("webhook:pending");
-  void (async () => {
-    for await (const _ of pending) queue.wake();
-  })().catch((error: unknown) => logger.warn("webhook wake-ups stopped; deliveries wait for the poll", { error: String(error) }));
+  const wake = () => queue.wake();
+  const pending = keepListening({
+    what: "webhook events committed",
+    subscribe: () => events.subscribe("webhook:pending"),
+    onEvent: wake,
+    onResumed: wake,
+    logger,
+  });
   return {
     async close() {
-      await pending.return?.();
+      await pending.stop();
       await queue.close();
       await outbound.close();
     },

@@ -158,6 +158,8 @@ export type RuntimeDeps = {
   output: RunOutput & { start(): void; stop(): Promise<void> };
   /** Where runs the worker makes ready again are announced. */
   announcer: RunAnnouncer;
+  /** The ids of calls a run's replies streamed and left out, as its trace stores them (ExecutorDeps.callIdsLeftOut). */
+  callIdsLeftOut?: (runId: string) => Promise<readonly string[]>;
 };
 
 /** What every run's end writes besides the transition itself, in this order (the settle steps). */
@@ -178,7 +180,10 @@ export function settleStepsOf(
   ];
 }
 
-export function createRuntime({ events, logger, services, trace, runs, log, spills, output, announcer }: RuntimeDeps, options: RuntimeOptions): Runtime {
+export function createRuntime(
+  { events, logger, services, trace, runs, log, spills, output, announcer, callIdsLeftOut }: RuntimeDeps,
+  options: RuntimeOptions,
+): Runtime {
   const { ledger } = services;
   const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger }), ...(options.extraHooks ?? [])];
   const settleSteps = settleStepsOf(services, spills);
@@ -219,6 +224,7 @@ export function createRuntime({ events, logger, services, trace, runs, log, spil
     tools: runTools({ services, spills }, options),
     approvals,
     costs: options.costs,
+    callIdsLeftOut,
   });
   const { sweeper, artifactSweeper, retentionSweeper, sandboxSweeper } = sweepers({ spills, services, runs, logger }, options);
   const worker = new RunWorker({

@@ -20,6 +20,8 @@ import { RunStopped } from "./loop/stop.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import { ClaimPasses, claimInRounds } from "./claim-passes.js";
 import type { WorkerOptions } from "./worker-options.js";
+import { keepListening } from "../events/keep-listening.js";
+import type { RunStatusMessage } from "../events/topics.js";
 
 export type { SettleStep };
 
@@ -213,32 +215,50 @@ export class RunWorker {
     return this.options.settleSteps ?? [];
   }
 
+  /**
+   * Listens for stops, cancellations and steering inputs of the runs in flight, and for runs
+   * announced ready. A subscription that fails is made again (events/keep-listening.ts); what was
+   * announced in between is looked for: a stop or cancellation is found by the next lease renewal,
+   * a steering input by each attempt's next model request, a queued run by a claim pass at once.
+   */
   private listen(): () => void {
-    const changes = this.options.events.subscribe("run:changes");
-    void (async () => {
-      for await (const change of changes) {
-        const active = this.active.get(change.runId);
-        if (!active) continue;
-        if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
-        else if (change.stop) hear(active.heard, change.stop);
-        else if (change.steered) active.heard.steered = true;
-      }
-    })();
+    const { events, logger } = this.options;
+    const changes = keepListening({
+      what: "run changes (stops, cancellations, steering)",
+      subscribe: () => events.subscribe("run:changes"),
+      onEvent: (change) => this.changed(change),
+      onResumed: () => {
+        for (const active of this.active.values()) active.heard.steered = true;
+      },
+      logger,
+    });
     const stopWaking = this.wakeOnAnnouncements();
     return () => {
-      void changes.return?.();
+      void changes.stop();
       stopWaking();
     };
+  }
+
+  private changed(change: RunStatusMessage): void {
+    const active = this.active.get(change.runId);
+    if (!active) return;
+    if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
+    else if (change.stop) hear(active.heard, change.stop);
+    else if (change.steered) active.heard.steered = true;
   }
 
   /** The deployment's one wake path: the queue when there is one, otherwise the event bus. */
   private wakeOnAnnouncements(): () => void {
     if (this.options.queue) return this.options.queue.onReady(() => this.passes.wake());
-    const announced = this.options.events.subscribe("run:queued");
-    void (async () => {
-      for await (const _ of announced) this.passes.wake();
-    })();
-    return () => void announced.return?.();
+    const wake = () => this.passes.wake();
+    const announced = keepListening({
+      what: "runs announced ready",
+      subscribe: () => this.options.events.subscribe("run:queued"),
+      onEvent: wake,
+      onResumed: wake,
+      logger: this.options.logger,
+    });
+    return () => void announced.stop();
   }
 }
 

@@ -10,6 +10,7 @@ import type { EventBus } from "../events/topics.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
+import { keepListening, type Listening } from "../events/keep-listening.js";
 
 export const KEY_REVOKED_MESSAGE = "API key revoked";
 
@@ -20,22 +21,21 @@ export class KeyRevocations {
   private readonly watchers = new Map<string, Set<() => void>>();
   /** Keys revoked lately, by when this process heard of it. */
   private readonly recent = new Map<string, number>();
-  private readonly listening: AsyncIterator<unknown>;
+  private readonly listening: Listening;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly deps: { prisma: PrismaClient; events: EventBus; logger: Logger; sweepMs?: number }) {
     this.timer = setInterval(() => void this.sweep(), deps.sweepMs ?? 2_000);
     this.timer.unref();
-    const iterator = deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
-    this.listening = iterator;
-    void (async () => {
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done) return;
-        this.fire(next.value.keyId);
-      }
-    })().catch((error: unknown) => deps.logger.error("listening for revoked keys stopped", { error: String(error) }));
+    // A revocation announced while the subscription is made again is found by the next sweep, now.
+    this.listening = keepListening({
+      what: "revoked API keys",
+      subscribe: () => deps.events.subscribe("apikey:revoked"),
+      onEvent: ({ keyId }) => this.fire(keyId),
+      onResumed: () => void this.sweep(),
+      logger: deps.logger,
+    });
   }
 
   /** Calls `onRevoked` once when the key is revoked; the returned function stops watching. */
@@ -68,7 +68,7 @@ export class KeyRevocations {
     clearInterval(this.timer);
     this.watchers.clear();
     this.recent.clear();
-    await this.listening?.return?.();
+    await this.listening.stop();
   }
 
   private async sweep(): Promise<void> {

@@ -5,6 +5,8 @@
 import type { EventBus } from "../../events/topics.js";
 import type { ModelCallOutput, RunOutput } from "../ports/run-output.js";
 import { StreamingCall } from "../output/streaming-call.js";
+import { keepListening, type Listening } from "../../events/keep-listening.js";
+import { type Logger, silentLogger } from "../../logger.js";
 
 export type BusRunOutputOptions = {
   coalesceMs?: number;
@@ -13,12 +15,14 @@ export type BusRunOutputOptions = {
    * as the call ended still gets its text whole.
    */
   keepEndedMs?: number;
+  /** Where a failure of listening for snapshot asks is logged (it listens again). */
+  logger?: Logger;
 };
 
 export class BusRunOutput implements RunOutput {
   /** The calls of each run this instance is executing (or ended a moment ago). */
   private readonly calls = new Map<string, Set<StreamingCall>>();
-  private requests: AsyncIterator<{ runId: string }> | undefined;
+  private requests: Listening | undefined;
 
   constructor(
     private readonly events: EventBus,
@@ -47,19 +51,24 @@ export class BusRunOutput implements RunOutput {
   /** Starts answering subscribers who join mid-call (a worker companion: it starts and stops with the worker). */
   start(): void {
     if (this.requests) return;
-    const requests = this.events.subscribe("run:output:wanted")[Symbol.asyncIterator]();
-    this.requests = requests;
-    void (async () => {
-      for (let next = await requests.next(); !next.done; next = await requests.next()) {
-        for (const call of this.calls.get(next.value.runId) ?? []) this.events.publish("run:output", call.runId, call.snapshot());
-      }
-    })();
+    this.requests = keepListening({
+      what: "asks for live output snapshots",
+      subscribe: () => this.events.subscribe("run:output:wanted"),
+      onEvent: ({ runId }) => {
+        for (const call of this.calls.get(runId) ?? []) this.events.publish("run:output", call.runId, call.snapshot());
+      },
+      // A subscriber who asked meanwhile was not answered: every call in flight is given whole.
+      onResumed: () => {
+        for (const calls of this.calls.values()) for (const call of calls) this.events.publish("run:output", call.runId, call.snapshot());
+      },
+      logger: this.options.logger ?? silentLogger,
+    });
   }
 
   async stop(): Promise<void> {
     const requests = this.requests;
     this.requests = undefined;
-    await requests?.return?.();
+    await requests?.stop();
   }
 
   private forget(call: StreamingCall): void {

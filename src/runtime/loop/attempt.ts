@@ -99,6 +99,8 @@ export type Turn = {
   nextRequests?: Promise<RunRequests>;
   /** The run's approval requests as the attempt began (one made since is for a logged call, or ends the attempt): their ids are the run's. */
   approvals: readonly { toolCallId: string }[];
+  /** The ids of calls earlier attempts' replies streamed and left out (call-ids.ts CALL_IDS_LEFT_OUT): the run's too. */
+  callIdsLeftOut?: readonly string[];
   /** The call ids the run used (call-ids.ts): read from the log once an attempt, then kept up with each reply's calls. */
   callIds?: Set<string>;
 };
@@ -128,6 +130,8 @@ export type ExecutorDeps = {
   spiller?: Spiller;
   /** Extensions that take part in every run (workspace materials, …). */
   hooks?: RunHooks[];
+  /** The ids of calls the run's replies streamed and left out, as stored (adapters/prisma-call-ids-left-out.ts): read by an attempt that resumes a run. */
+  callIdsLeftOut?: (runId: string) => Promise<readonly string[]>;
   /** Builds each model request from the log (R4–R8); by default with the default compaction policies. */
   context?: ContextBuilder;
   /** Human approval of tool calls; without it every call executes at once. */

@@ -16,6 +16,12 @@ import type { LoggedMessage } from "../ports/conversation-log.js";
 import { toolCallsOf } from "../../domain/json-columns.js";
 import { forModel } from "../../domain/text/stored-text.js";
 
+/**
+ * The attribute of a model call's span that lists the ids of calls its reply streamed and left out
+ * (cut by MODEL_MAX_REPLY_BYTES): runOutput named them, so they are the run's, whichever attempt resumes it.
+ */
+export const CALL_IDS_LEFT_OUT = "dossier.callIdsLeftOut";
+
 /** The prefix of the ids Dossier gives calls whose own id is missing or repeated. */
 export const OWN_CALL_ID_PREFIX = "dossier_call_";
 
@@ -87,11 +93,12 @@ export class CallIds {
 }
 
 /**
- * The ids a run has used: its logged calls' and those of its approval requests (a cost
- * confirmation's among them). A new call or confirmation of the run gets none of them.
+ * The ids a run has used: its logged calls', those of its approval requests (a cost
+ * confirmation's among them) and those of calls its replies streamed and left out (`leftOut`,
+ * CALL_IDS_LEFT_OUT). A new call or confirmation of the run gets none of them.
  */
-export function callIdsOfRun(runLog: readonly LoggedMessage[], approvals: Iterable<{ toolCallId: string }>): Set<string> {
-  const ids = new Set<string>();
+export function callIdsOfRun(runLog: readonly LoggedMessage[], approvals: Iterable<{ toolCallId: string }>, leftOut: Iterable<string> = []): Set<string> {
+  const ids = new Set<string>(leftOut);
   for (const message of runLog) {
     if (message.role !== "ASSISTANT") continue;
     for (const call of toolCallsOf(message.toolCalls) ?? []) ids.add(call.id);

@@ -20,7 +20,7 @@ import type { OutputEvent, RunOutput } from "../ports/run-output.js";
 import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { failedSpanStatus, note, type SpanEnding, withSpan } from "./spans.js";
-import { CallIds } from "./call-ids.js";
+import { CALL_IDS_LEFT_OUT, CallIds } from "./call-ids.js";
 
 /** The model's request failed (as opposed to anything Dossier did around it). */
 export class ModelRequestFailed extends Error {
@@ -161,6 +161,9 @@ async function modelCall(
           );
           const estimated = response.usageReported === false;
           const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning: partial.reasoning })) : response.usage;
+          const toolCalls = ids.reply(response.toolCalls, reported);
+          const streamedCallIds = ids.given();
+          const leftOut = streamedCallIds.filter((id) => !toolCalls.some((call) => call.id === id));
           const ending: SpanEnding = {
             status: "OK",
             usage,
@@ -169,10 +172,11 @@ async function modelCall(
               finishReason: response.finishReason,
               ...(estimated && { usageEstimated: true }),
               ...(response.cutAtBytes !== undefined && { replyCut: replyCut(response) }),
+              // Stored with the reply: a later attempt of the run reads them back (callIdsOfRun).
+              ...(leftOut.length > 0 && { [CALL_IDS_LEFT_OUT]: leftOut }),
             },
           };
-          const toolCalls = ids.reply(response.toolCalls, reported);
-          return { response: { ...response, usage, toolCalls }, span, ending, streamedCallIds: ids.given() };
+          return { response: { ...response, usage, toolCalls }, span, ending, streamedCallIds };
         } finally {
           output?.end();
         }

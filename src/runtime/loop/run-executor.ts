@@ -90,12 +90,13 @@ export class RunExecutor {
       const firstTurn = await startFirstTurn(this.deps, start);
       // What the claim already read or wrote is not read again: a first attempt's requests, and its
       // log when it is the question alone; a first attempt has no decisions asked (no call of its run was made).
-      const [, log, approvals, profile, firstRequests] = await Promise.all([
+      const [, log, approvals, profile, firstRequests, callIdsLeftOut] = await Promise.all([
         run.modelLabel === this.modelLabel ? undefined : this.deps.runs.recordModel(write, run.id, this.modelLabel),
         attempt.log ? AttemptLog.known(this.deps.log, run, attempt.log) : AttemptLog.open(this.deps.log, run, attempt.lineage),
         attempt.number === 1 ? [] : (this.deps.approvals?.store.ofRun(run.id) ?? []),
         this.deps.profile(run),
         attempt.requests ?? this.deps.runs.requests(run.id),
+        attempt.number === 1 ? [] : (this.deps.callIdsLeftOut?.(run.id) ?? []),
       ]);
       const scope: AttemptScope = { ...start, log };
       const answered = answeredBefore(log);
@@ -108,7 +109,7 @@ export class RunExecutor {
       await recordRepairs(scope, heldCallIds(approvals));
       const tools = await firstTurn(scope, profile);
       const index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
-      const turn: Turn = { scope, tools, profile, index, streamed, approvals, steered: attempt.steered };
+      const turn: Turn = { scope, tools, profile, index, streamed, approvals, callIdsLeftOut, steered: attempt.steered };
       current = turn;
       const held = heldStep(log.ofRun(), approvals);
       if (held) {
@@ -202,7 +203,7 @@ export class RunExecutor {
     if (budget.overBudget) {
       return { type: "failed", reason: "CONTEXT_OVERFLOW", message: `the request needs ~${budget.estimate} tokens; ${budget.effectiveWindow} fit` };
     }
-    const callIdsOfRun = (turn.callIds ??= callIdsOf(log.ofRun(), turn.approvals));
+    const callIdsOfRun = (turn.callIds ??= callIdsOf(log.ofRun(), turn.approvals, turn.callIdsLeftOut));
     const caps = { run, costs: turn.costs, model: this.deps.model.model, budget, span, sink, write, runLog: log.ofRun(), callIdsOfRun };
     const capped = await checkCostCaps({ bounds: this.deps.costs, approvals: this.deps.approvals }, caps);
     if (capped.step) return capped.step;

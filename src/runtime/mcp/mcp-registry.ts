@@ -7,6 +7,7 @@
 // coalesced: at most one listing in flight and one waiting per connection (tool-refresh.ts).
 import type { EventBus } from "../../events/topics.js";
 import type { Logger } from "../../logger.js";
+import { keepListening, type Listening } from "../../events/keep-listening.js";
 import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
@@ -68,7 +69,6 @@ export type McpRegistryOptions = {
   relistIntervalMs?: number;
 };
 
-type ChangeStream = AsyncIterableIterator<{ principalId: string }> & { return?: () => Promise<unknown> };
 /** `queued`: the sync asked for and not begun yet, which every sync asked for meanwhile joins; `reconciling`: one is applying what it read. */
 type PrincipalState = { servers: Map<string, McpConnection>; disabled: Set<string>; chain: Promise<void>; queued?: Promise<void>; reconciling?: boolean };
 
@@ -78,7 +78,7 @@ export class McpRegistry {
   private readonly draining = new Map<string, Set<McpConnection>>();
   private nextId = 1;
   private closed = false;
-  private changes?: ChangeStream;
+  private changes?: Listening;
   /** A principal's stored servers, read with those of the other runs beginning together (batched-reads.ts). */
   private readonly stored: (principalId: string) => Promise<McpServerRecord[]>;
 
@@ -96,13 +96,18 @@ export class McpRegistry {
    */
   private listenForChanges(): void {
     if (this.changes || this.closed) return;
-    const changes = this.options.events.subscribe("mcp:changed") as ChangeStream;
-    this.changes = changes;
-    void (async () => {
-      for await (const change of changes) {
+    this.changes = keepListening({
+      what: "MCP configuration changes",
+      subscribe: () => this.options.events.subscribe("mcp:changed"),
+      onEvent: (change) => {
         if (this.principals.has(change.principalId)) void this.sync(change.principalId);
-      }
-    })().catch((error: unknown) => this.options.logger.error("mcp change listener stopped", { error: String(error) }));
+      },
+      // A change made meanwhile was not heard: every principal served here reads its configuration again.
+      onResumed: () => {
+        for (const principalId of this.principals.keys()) void this.sync(principalId);
+      },
+      logger: this.options.logger,
+    });
   }
 
   /**
@@ -181,7 +186,7 @@ export class McpRegistry {
   /** Closes every connection at once (shutdown). */
   async close(): Promise<void> {
     this.closed = true;
-    await this.changes?.return?.();
+    await this.changes?.stop();
     const all = [...this.principals.values()].flatMap((state) => [...state.servers.values()]);
     all.push(...[...this.draining.values()].flatMap((set) => [...set]));
     this.principals.clear();
