@@ -10,7 +10,9 @@
 //
 // A trace's spans and events are bounded by the trace itself (MAX_TRACE_RECORDS records in all),
 // so below one trace they count at most that many, whatever pages nest them. Introspection
-// (`__schema`, `__type`) is held by the depth limit, not counted here.
+// (`__schema`, `__type`) is not counted here, nor held by MAX_QUERY_DEPTH (graphql-armor leaves it
+// out): graphql-js's own rule (MaxIntrospectionDepthRule, among the validation rules every
+// request passes) refuses its deep nestings of fields, interfaces and possible types.
 import {
   type DocumentNode,
   type FieldNode,
