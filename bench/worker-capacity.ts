@@ -76,7 +76,14 @@ const withHops = (role: string) => {
 // BENCH_API_PROF=<dir>: the API writes a V8 CPU profile there when it stops (as BENCH_CPU_PROF for the worker).
 const api = spawnBuilt("src/main.ts", {
   nodeFlags: process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : [],
-  env: { ...common, ...withHops("api"), PORT: String(port), IN_PROCESS_WORKER: "false", MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10) },
+  env: {
+    ...common,
+    ...withHops("api"),
+    PORT: String(port),
+    IN_PROCESS_WORKER: "false",
+    MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10),
+    MAX_QUEUED_RUNS_PER_PRINCIPAL: String(Math.max(RUNS, 1_000)),
+  },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);
 // BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.
