@@ -35,7 +35,8 @@ async function start(): Promise<string> {
   }
   const db = await openDatabase(target === "pglite" ? { kind: "pglite" } : { kind: "postgres", url: target }, { onQuery: () => void (statements += 1) });
   await db.migrate();
-  app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false, rateLimits: await rateLimits() });
+  // The admission scenarios queue far more runs of one principal than MAX_QUEUED_RUNS_PER_PRINCIPAL's default: admitted, not refused.
+  app = createApp({ db, events: createEventBus(), logger: silentLogger, authRequired: false, rateLimits: await rateLimits(), maxQueuedRunsPerPrincipal: 1e9 });
   return (await startHttpServer({ app, port: 0, host: "127.0.0.1" })).url;
 }
 

@@ -15,7 +15,8 @@ export async function startBenchServer(
 ): Promise<BenchServer> {
   const db = await openDatabase(target);
   await db.migrate();
-  const app = createApp({ db, events, logger: silentLogger, authRequired: false, traceSubscriberBuffer: 100_000 });
+  // The admission scenarios queue far more runs of one principal than MAX_QUEUED_RUNS_PER_PRINCIPAL's default: admitted, not refused.
+  const app = createApp({ db, events, logger: silentLogger, authRequired: false, traceSubscriberBuffer: 100_000, maxQueuedRunsPerPrincipal: 1e9 });
   const server = await startHttpServer({ app, port: 0, host: "127.0.0.1", maxSubscriptionsPerConnection: 2_000 });
   return {
     app,

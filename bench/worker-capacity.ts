@@ -90,6 +90,7 @@ const api = spawnBuilt("src/main.ts", {
     PORT: String(port),
     IN_PROCESS_WORKER: "false",
     MAX_SUBSCRIPTIONS_PER_CONNECTION: String(RUNS + 10),
+    MAX_QUEUED_RUNS_PER_PRINCIPAL: String(Math.max(RUNS, 1_000)),
   },
 });
 await api.waitForOutput(/Dossier is listening/, 120_000);

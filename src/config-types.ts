@@ -81,6 +81,12 @@ export type Config = {
    * operator set the principal's own limit (npm run limits:set); no limit without it.
    */
   dailyCostLimit?: string;
+  /**
+   * Runs one principal may have QUEUED at once (MAX_QUEUED_RUNS_PER_PRINCIPAL, default 1,000): an
+   * admission or a schedule's fire beyond it is refused with a QueueFullError (the fire is recorded
+   * FAILED), until some of them have started or been cancelled.
+   */
+  maxQueuedRunsPerPrincipal: number;
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
   maxSubscriptionsPerConnection: number;

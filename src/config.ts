@@ -132,6 +132,7 @@ const envSchema = z.object({
   DB_STREAM_POOL_SIZE: whole(0, "min").default(2),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
+  MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),
   DAILY_COST_LIMIT: z
     .string()
     .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
@@ -285,6 +286,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     modelPricesFile: values.MODEL_PRICES_FILE,
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     dailyCostLimit: values.DAILY_COST_LIMIT,
+    maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     worker: {
       leaseMs: values.RUN_LEASE_MS,

@@ -44,6 +44,10 @@ describe("loadConfig", () => {
       limits: { maxDepth: 8 },
     });
     expect(loadConfig({ WORKER_CONCURRENCY: "2", MAX_RUNNING_RUNS_PER_PRINCIPAL: "1" }).worker).toMatchObject({ concurrency: 2, maxRunningPerPrincipal: 1 });
+    expect(loadConfig({}).maxQueuedRunsPerPrincipal).toBe(1_000);
+    expect(loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "25" }).maxQueuedRunsPerPrincipal).toBe(25);
+    expect(() => loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "0" })).toThrow(/MAX_QUEUED_RUNS_PER_PRINCIPAL="0": must be at least 1/);
+    expect(() => loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "2.5" })).toThrow(/MAX_QUEUED_RUNS_PER_PRINCIPAL="2.5"/);
     expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
       /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
     );

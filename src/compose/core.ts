@@ -110,6 +110,8 @@ export type CoreOptions = {
   webhooks?: WebhookOptions;
   /** Trace retention's operator default; traces are kept forever without it. */
   retention?: RetentionOptions;
+  /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL): admissions and schedule fires beyond it are refused. */
+  maxQueuedRunsPerPrincipal?: number;
 };
 
 export function createCore({
@@ -124,6 +126,7 @@ export function createCore({
   now,
   webhooks = {},
   retention,
+  maxQueuedRunsPerPrincipal,
 }: CoreOptions): Core {
   const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
   const stdioEnv = mcpOptions.stdioEnv ?? [];
@@ -143,6 +146,7 @@ export function createCore({
     retention,
     instanceId: db.instanceId,
     weekStorage: db.kind === "postgres" ? db : undefined,
+    maxQueuedRunsPerPrincipal,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

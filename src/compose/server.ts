@@ -31,6 +31,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
       postgresUrl: config.database.kind === "postgres" ? config.database.url : undefined,
     },
     retention: config.retention,
+    maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
     runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -52,6 +52,7 @@ export function createServices({
   retention,
   instanceId,
   weekStorage,
+  maxQueuedRunsPerPrincipal,
 }: {
   prisma: PrismaClient;
   /** PostgreSQL, whose trace tables are partitioned by week: retention drops whole weeks first. */
@@ -79,12 +80,14 @@ export function createServices({
   retention?: RetentionOptions;
   /** This process's identity towards the database (the sweep lease's holder). */
   instanceId?: string;
+  /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL); 1,000 without it. */
+  maxQueuedRunsPerPrincipal?: number;
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
   const agentNames = agentProfiles.names;
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });
-  const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles });
+  const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles, maxQueuedRuns: maxQueuedRunsPerPrincipal });
   const firing = new ScheduleFiring({ prisma, events, admissions, now });
   return {
     principals: new PrincipalService({ prisma, events }),

@@ -52,6 +52,8 @@ export async function startWorkerProcess({
     mcp: mcpSettings(config, logger),
     runQueue: infrastructure.runQueue,
     retention: config.retention,
+    // Its scheduler's fires are admitted within it.
+    maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
     runtime: { ...runtimeSettings(config, model ?? (await modelFor(config, logger))), extraTools },
   });
   const metricsServer =

@@ -1,4 +1,5 @@
 import type { Run, ToolApproval } from "../generated/prisma/client.js";
+import { groupedDigits } from "./text/grouped-digits.js";
 // Expected failures are values of these classes; the GraphQL layer exposes each as a typed
 // error in mutation payloads. Anything else thrown is a bug and is masked from clients.
 
@@ -104,6 +105,18 @@ export class ConversationBusyError extends DomainError {
     readonly activeRun: Run,
   ) {
     super("The conversation has a run in progress; admit with multitask ENQUEUE to run after it, or INTERRUPT to replace it.");
+  }
+}
+
+/**
+ * The principal already has as many runs QUEUED as one principal may (MAX_QUEUED_RUNS_PER_PRINCIPAL):
+ * nothing was admitted. A place frees up when one of them starts, is paused or is cancelled.
+ */
+export class QueueFullError extends DomainError {
+  constructor(readonly maxQueuedRuns: number) {
+    super(
+      `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`,
+    );
   }
 }
 

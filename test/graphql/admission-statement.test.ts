@@ -72,6 +72,7 @@ describe.each(backends)("admission in one statement on %s", (backend) => {
       admittedByToken: null,
       tokenReadableWorkspaceIds: [],
       idempotency: null,
+      maxQueuedRuns: 1_000,
       now,
     });
     expect(direct.kind).toBe("admitted");

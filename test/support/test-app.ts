@@ -87,6 +87,8 @@ export type TestAppOptions = {
   runQueue?: Parameters<typeof createApp>[0]["runQueue"];
   /** The app's event bus instead of one of its own (Redis shared with another app: two instances); the app does not close it, and `listeners()` does not count it. */
   events?: EventBus;
+  /** Runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL; 1,000 by default). */
+  maxQueuedRunsPerPrincipal?: number;
 };
 
 export async function startTestApp(
@@ -119,6 +121,7 @@ export async function startTestApp(
     signIn,
     runQueue,
     events,
+    maxQueuedRunsPerPrincipal,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -150,6 +153,7 @@ export async function startTestApp(
     maxSubscriptionsPerToken,
     signIn,
     runQueue,
+    maxQueuedRunsPerPrincipal,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

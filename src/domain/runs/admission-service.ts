@@ -6,7 +6,7 @@ import { type EventPublisher, publishRunListChange } from "../../events/topics.j
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
-import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { ConversationBusyError, IdempotencyConflictError, NotFoundError, QueueFullError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { admittedReach, reachOf, withinReach } from "../workspace/material-reach.js";
@@ -19,6 +19,7 @@ import { metadataPairs } from "./run-labels.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { assertKeyMayInterrupt, assertMayInterrupt } from "./interrupt-rights.js";
 import { cancelIn } from "./run-service.js";
+import { holdQueuePlace, MAX_QUEUED_RUNS_DEFAULT } from "./queue-gate.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
@@ -41,9 +42,15 @@ export class AdmissionService {
       announcer: RunAnnouncer;
       /** The agent profiles runs may be admitted under, and the version of each a run executes. */
       profiles: AgentProfileVersions;
+      /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL; queue-gate.ts). */
+      maxQueuedRuns?: number;
       now?: () => Date;
     },
   ) {}
+
+  private get maxQueuedRuns(): number {
+    return this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT;
+  }
 
   /**
    * Admits a run, within the run caps of the actor's key or token (capped-admission.ts). `relations`: what the caller's answer reads of the run's relations, given back on
@@ -74,14 +81,17 @@ export class AdmissionService {
         continuesPublicationId: request.continuesPublicationId ?? null,
         ...admittedReach(actor),
         idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
+        maxQueuedRuns: this.maxQueuedRuns,
         now,
         relations,
       });
       if (outcome.kind === "admitted") return { run: this.announce(outcome.run), replayed: false };
-      if (outcome.kind === "key-taken") {
+      if (outcome.kind === "key-taken" || (outcome.kind === "queue-full" && key)) {
         const replay = await this.replay(actor, key!, fingerprint, relations);
         if (replay) return replay;
       }
+      // A full queue refuses the run; a retry of an admission that committed was answered above.
+      if (outcome.kind === "queue-full") throw new QueueFullError(this.maxQueuedRuns);
       // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
     } else if (key) {
       const replay = await this.replay(actor, key, fingerprint, relations);
@@ -175,6 +185,8 @@ export class AdmissionService {
       await assertOwned(tx, actor, "PUBLICATION", request.continuesPublicationId);
       if (within && !within.has(request.continuesPublicationId)) throw new NotFoundError("Publication", request.continuesPublicationId);
     }
+    // Last before the writes: the run rows an interruption cancels are locked before it (queue-gate.ts).
+    await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns);
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
@@ -235,6 +247,14 @@ export class AdmissionService {
     if (active.length === 0 || strategy === "ENQUEUE") return;
     if (strategy === "REJECT") throw new ConversationBusyError(conversationId, active.find((run) => run.status !== "QUEUED") ?? active[0]!);
     assertMayInterrupt(actor, active);
+    // Every run it cancels locked first, in id order (lock-order.ts): a cancelled queued run's count
+    // takes its principal's queue row, which a claim or a resume of another of them takes after its run row.
+    if (active.length > 1) {
+      await tx.$queryRawUnsafe(
+        "SELECT id FROM run WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE",
+        active.map((run) => run.id),
+      );
+    }
     for (const run of active) {
       await cancelIn(tx, { runId: run.id, events: this.deps.events, reason: `interrupted: run ${runId} was admitted to replace it` }, after);
     }

@@ -8,6 +8,7 @@ import {
   IdempotencyConflictError,
   IneligibleSourceError,
   NotFoundError,
+  QueueFullError,
   ServiceUnavailableError,
   StaleRevisionError,
   StaleVersionError,
@@ -91,6 +92,14 @@ builder.objectType(WorkspaceArchivedError, {
   description: "The workspace is archived: it takes no new links or admissions until restored.",
   interfaces: [ErrorInterface],
   fields: () => ({}),
+});
+
+builder.objectType(QueueFullError, {
+  name: "QueueFullError",
+  description:
+    "You already have as many runs QUEUED as one principal may have waiting (the operator's MAX_QUEUED_RUNS_PER_PRINCIPAL); nothing was admitted. A place frees up as soon as one of them starts, is paused or is cancelled. A retry with the idempotency key of an admission that did commit still answers that run.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ maxQueuedRuns: t.exposeInt("maxQueuedRuns", { description: "The most runs one principal may have QUEUED at once." }) }),
 });
 
 builder.objectType(ForbiddenError, {

@@ -1,5 +1,12 @@
 // Runs and their admission (W4, W5).
-import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import {
+  ConversationBusyError,
+  IdempotencyConflictError,
+  NotFoundError,
+  QueueFullError,
+  ValidationError,
+  WorkspaceArchivedError,
+} from "../../domain/errors.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -311,10 +318,10 @@ builder.mutationField("admitRun", (t) =>
   t.field({
     type: AdmitRunSuccess,
     description:
-      "Admits a new, independent run with frozen inputs; a worker executes it. A ServiceUnavailableError says the database failed the admission for a moment: try again after its retryAfterSeconds with the same idempotencyKey.",
+      "Admits a new, independent run with frozen inputs; a worker executes it. A QueueFullError says you already have as many runs QUEUED as one principal may. A ServiceUnavailableError says the database failed the admission for a moment: try again after its retryAfterSeconds with the same idempotencyKey.",
     args: { input: t.arg({ type: AdmitRunInput, required: true }) },
     errors: {
-      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, NotFoundError, ValidationError],
+      types: [IdempotencyConflictError, WorkspaceArchivedError, ConversationBusyError, QueueFullError, NotFoundError, ValidationError],
       directResult: true,
       union: { name: "AdmitRunPayload" },
     },

@@ -1,0 +1,42 @@
+// How many runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL), held at admission.
+//
+// principal_queue holds each principal's count of QUEUED runs, kept by triggers on `run` (migration
+// principal_queue): a run inserted QUEUED adds one, a run leaving QUEUED (claimed, paused,
+// cancelled, deleted) takes one away, a run resumed into QUEUED adds one — whichever statement
+// writes it, in the same transaction.
+//
+// An admission first takes the principal's row (INSERT … ON CONFLICT DO UPDATE, which creates it for
+// a principal's first run) and goes on only if the count is below the limit. The row stays locked
+// until the admission commits, and its run's insert adds one to the count under that lock: an
+// admission of the same principal waits for the row, then checks the count as the first one left
+// it (ON CONFLICT DO UPDATE always sees the latest committed row, whatever its snapshot). So under
+// READ COMMITTED, any number of concurrent admissions admit exactly as many runs as fit.
+//
+// Lock order: the row is taken after the run rows a transaction changes (lock-order.ts) — a claim
+// takes its runs, then the trigger takes their principals' rows; an admission that interrupts a
+// conversation locks the runs it cancels first — and an admission holds no run row of another.
+import type { Prisma } from "../../generated/prisma/client.js";
+import { QueueFullError } from "../errors.js";
+
+/** MAX_QUEUED_RUNS_PER_PRINCIPAL's default. */
+export const MAX_QUEUED_RUNS_DEFAULT = 1_000;
+
+/**
+ * The admission statement's gate (admit-in-one-statement.ts): one row when the principal (`owner`,
+ * a parameter) has fewer than `limit` runs queued, taken for every row of `after` (the checks that
+ * passed), so nothing is locked when they fail.
+ */
+export function queueGateSql(owner: string, limit: string, after: string): string {
+  return `INSERT INTO principal_queue AS q (principal_id, queued) SELECT ${owner}::text, 0 FROM ${after}
+       ON CONFLICT (principal_id) DO UPDATE SET queued = q.queued WHERE q.queued < ${limit}::bigint
+       RETURNING 1`;
+}
+
+/**
+ * Holds the principal's place for one more queued run inside the caller's transaction, before the
+ * run is inserted; a QueueFullError when they have `limit` runs queued already.
+ */
+export async function holdQueuePlace(tx: Prisma.TransactionClient, principalId: string, limit: number): Promise<void> {
+  const held = await tx.$queryRawUnsafe<unknown[]>(queueGateSql("$1", "$2", "(SELECT 1) AS one"), principalId, limit);
+  if (held.length === 0) throw new QueueFullError(limit);
+}
