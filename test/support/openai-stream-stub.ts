@@ -31,14 +31,20 @@ export type StubTurn =
       cut?: StubCut;
       /** Reports the usage after each piece (as some servers do), not only at the end. */
       usageEach?: boolean;
+      /** Fields each piece's chunk carries besides (or in place of) its own: a padded model name, unknown fields, more choices. */
+      fields?: (index: number, piece: string) => object;
+      /** The usage reports at the end, each a chunk of its own, in place of the usual one. */
+      usage?: object[];
     };
 
 export type ChatBody = { model: string; messages: { role: string; content?: string | null; tool_call_id?: string }[] };
 
 export type OpenAIStreamStub = { baseURL: string; close(): Promise<void> };
 
-const chunk = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const chunk = (delta: object, finish: string | null = null, fields: object = {}) =>
+  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [{ index: 0, delta, finish_reason: finish }], ...fields })}\n\n`;
+const usageOf = (reported: object) =>
+  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [], usage: reported })}\n\n`;
 const usage = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "stub-model", choices: [], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } })}\n\n`;
 
 /** Starts the stub; `turnFor` chooses what each request is answered with. */
@@ -59,14 +65,16 @@ export async function startOpenAIStreamStub(turnFor: (body: ChatBody) => StubTur
         const pause = [turn.pause ?? []].flat().find((each) => each.index === index);
         if (pause) await pause.until;
         else if (index > 0 && turn.gapMs) await new Promise((resolve) => setTimeout(resolve, turn.gapMs));
-        res.write(chunk({ content: piece }));
+        if (res.destroyed) return;
+        res.write(chunk({ content: piece }, null, turn.fields?.(index, piece)));
         if (turn.usageEach) res.write(usage);
         turn.sent?.(index, performance.now());
       }
       if (!turn.cut) res.write(chunk({}, "stop"));
     }
     if (turn.cut) return cut(res, turn.cut);
-    res.write(usage);
+    if ("text" in turn && turn.usage) for (const reported of turn.usage) res.write(usageOf(reported));
+    else res.write(usage);
     res.end("data: [DONE]\n\n");
   });
   server.listen(0, "127.0.0.1");

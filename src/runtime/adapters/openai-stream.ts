@@ -11,11 +11,13 @@
 //   as their JSON.
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
-//   past what a run's counters hold counts MAX_TOKEN_COUNT; a stream that reports no input or output
-//   tokens says so (usageReported: false), for the run to charge the request's bound instead.
+//   past what a run's counters hold counts MAX_TOKEN_COUNT; a later report never lowers a count an
+//   earlier one gave; a stream that reports no input or no output tokens (or 0) says so
+//   (usageReported: false), for the run to charge the request's bound instead.
 // - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, and
-//   each chunk that carries nothing counted its bytes on the wire, so an endless stream of empty
-//   calls or of chunks without choices passes it as text does) keeps what came within it and takes
+//   each chunk that carries nothing counted its bytes on the wire, one that does its bytes past
+//   FRAME_ALLOWANCE when they are more than it carries, so an endless stream of empty calls, of
+//   chunks without choices or of padded chunks passes it as text does) keeps what came within it and takes
 //   nothing more (`full`: the adapter stops reading); it ends as if the model had reached its token
 //   limit (finish reason "length", `cutAtBytes` saying why), without the tool calls the bound may
 //   have cut: the one streaming last, and any whose arguments are not JSON.
@@ -23,7 +25,7 @@ import type { ModelResponse, ModelStreamEvent, TokenUsage, ToolCall } from "../p
 import { isJsonObject } from "../../domain/json-object.js";
 import { jsonText as toJson } from "../../domain/json-text.js";
 import { MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
-import { CALL_BYTES, ReplySize } from "./reply-size.js";
+import { CALL_BYTES, FRAME_ALLOWANCE, ReplySize } from "./reply-size.js";
 
 type PartialToolCall = { id?: string; name?: string; arguments: string };
 type Fields = Record<string, unknown>;
@@ -61,7 +63,7 @@ export class StreamAccumulator {
   private text = "";
   private readonly calls = new Map<number, PartialToolCall>();
   private usage: TokenUsage = { input: 0, output: 0, cached: 0, reasoning: 0 };
-  /** The usage a chunk reported, if one did (a reply cut off mid-stream usually has none). */
+  /** The usage the chunks reported, once they gave input and output tokens (a reply cut off mid-stream usually has none). */
   reportedUsage: TokenUsage | undefined;
   /** Whether a chunk reported the request's input or output tokens. */
   private usageReported = false;
@@ -101,18 +103,25 @@ export class StreamAccumulator {
     if (this.size.full) return;
     const before = this.size.used;
     this.addChunk(chunk);
-    // Only a chunk that carries nothing counted spends its wire bytes: a model's ordinary chunks
-    // (≈ 250 bytes for a token's few) spend what they carry, so the bound stays one on the reply.
-    if (this.size.used === before && wireBytes > 0) this.size.spend(wireBytes);
+    const carried = this.size.used - before;
+    // A chunk that carries nothing counted spends its wire bytes. One that does spends what it
+    // carries, or its wire bytes past a frame's allowance when that is more: a model's ordinary
+    // chunks (≈ 250 bytes for a token's few) spend what they carry, so the bound stays one on the
+    // reply, while a chunk padded (a long model name, unknown fields, more choices) spends its padding.
+    const extra = carried === 0 ? wireBytes : wireBytes - FRAME_ALLOWANCE - carried;
+    if (extra > 0) this.size.spend(extra);
   }
 
   private addChunk(chunk: unknown): void {
     const fields = fieldsOf(chunk);
     this.model = label(fields.model) ?? this.model;
     if (typeof fields.usage === "object" && fields.usage !== null) {
-      const usage = fieldsOf(fields.usage);
-      this.usage = this.reportedUsage = toUsage(usage);
-      this.usageReported ||= counted(usage.prompt_tokens) || counted(usage.completion_tokens);
+      // Servers that report usage more than once report it as it grows: a later report (a partial
+      // one, `usage: {}`) never takes back counts an earlier one gave.
+      this.usage = laterUsage(this.usage, fieldsOf(fields.usage));
+      // Counts of 0 are as none: every request has input and every reply output.
+      this.usageReported = this.usage.input > 0 && this.usage.output > 0;
+      this.reportedUsage = this.usageReported ? this.usage : undefined;
     }
     const choices = objectsOf(fields.choices);
     const choice = choices.find((c) => c.index === 0) ?? choices[0];
@@ -200,11 +209,12 @@ function isJson(text: string): boolean {
   }
 }
 
-function toUsage(usage: Fields): TokenUsage {
+/** The usage known after a report: each count the larger of what was known and what the report gives. */
+function laterUsage(known: TokenUsage, usage: Fields): TokenUsage {
   return {
-    input: count(usage.prompt_tokens),
-    output: count(usage.completion_tokens),
-    cached: count(fieldsOf(usage.prompt_tokens_details).cached_tokens),
-    reasoning: count(fieldsOf(usage.completion_tokens_details).reasoning_tokens),
+    input: Math.max(known.input, count(usage.prompt_tokens)),
+    output: Math.max(known.output, count(usage.completion_tokens)),
+    cached: Math.max(known.cached, count(fieldsOf(usage.prompt_tokens_details).cached_tokens)),
+    reasoning: Math.max(known.reasoning, count(fieldsOf(usage.completion_tokens_details).reasoning_tokens)),
   };
 }

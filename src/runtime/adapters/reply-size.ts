@@ -1,11 +1,20 @@
 // The bound on one model reply's size (MODEL_MAX_REPLY_BYTES), for the openai adapter: the text,
 // reasoning and tool calls (ids, names, argument text) a reply streams count in UTF-8 bytes as
 // decoded, and each tool call CALL_BYTES more for itself (about what holding one costs), so that
-// calls streamed with nothing in them count too. Each streamed event counts at least its bytes on
-// the wire (decoded of any gzip), so that events carrying nothing counted (`"choices":[]`, a role
-// alone) pass the bound as well. A reply that passes it keeps what came within it, cut at a
+// calls streamed with nothing in them count too. Each streamed event carrying nothing counted
+// (`"choices":[]`, a role alone) counts its bytes on the wire (decoded of any gzip), and one that
+// carries some at least its wire bytes past FRAME_ALLOWANCE, so that such events, and events padded
+// past an ordinary frame (a long model name, unknown fields, more choices), pass the bound as well. A reply that passes it keeps what came within it, cut at a
 // character, and is read no further (openai-model.ts): a model endpoint streaming without end never
 // grows a worker's memory past the bound, nor holds its run, whatever it sends.
+
+/**
+ * The bytes of one streamed event's frame that its content does not pay for: an ordinary chunk's
+ * (`data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":[{"index":0,
+ * "delta":{…},"finish_reason":null}]}`, with a usage report, ≈ 250–400 bytes). An event counts its
+ * bytes on the wire past it when they are more than what it carries counts.
+ */
+export const FRAME_ALLOWANCE = 512;
 
 /** What each tool call of a reply counts against the bound beyond its id, name and arguments. */
 export const CALL_BYTES = 128;

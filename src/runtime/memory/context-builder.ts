@@ -16,9 +16,10 @@ import { type BuiltContext, type ContextInput, type ContextPlan, type FoldPropos
 import { withSpan } from "../loop/spans.js";
 import { budgetTokens } from "../ports/run-state.js";
 import type { LoggedMessage } from "../ports/conversation-log.js";
-import type { CompactionPolicies, ViewEntry } from "./micro-compaction.js";
+import type { CompactionPolicies } from "./micro-compaction.js";
 import { emptySections, mergeSummaryAnswer, type StoredSummary, type SummarySections, summaryRequest } from "./summary.js";
-import { toolCallsOf } from "../../domain/json-columns.js";
+import { transcriptChunks } from "./summary-transcript.js";
+import { shownToModel } from "./conversation-log.js";
 
 export type { BuiltContext, ContextInput };
 
@@ -58,11 +59,6 @@ export type BuildRequest = {
   sink: TraceSink;
   signal?: AbortSignal;
 };
-
-/** Each transcript entry is cut to this many characters for the summariser (the original stays in the log). */
-const TRANSCRIPT_ENTRY_MAX_CHARS = 2_000;
-/** Characters per token assumed when sizing transcript chunks: lower than the estimator's 4, to be safe. */
-const CHUNK_CHARS_PER_TOKEN = 3;
 
 export class ContextBuilder {
   /** Log entries never change, so their chat form and estimates are remembered across requests. */
@@ -185,7 +181,8 @@ export class ContextBuilder {
     for (const chunk of transcriptChunks(fold.entries, sections, plan.budget.effectiveWindow)) {
       const maxOutputTokens = Math.min(reservedOutput, Math.max(1_024, plan.summaryAllowance * 2));
       const asked = summaryRequest(sections, chunk, maxOutputTokens);
-      const response = await model.complete({ ...asked, signal: request.signal });
+      // Shown as a turn's request is: the transcript quotes tools' and models' text as it is logged.
+      const response = await model.complete({ ...asked, messages: shownToModel(asked.messages), signal: request.signal });
       // A server that reports no usage: the request counts what the budget counts it and its reply at.
       const used =
         response.usageReported === false
@@ -219,48 +216,4 @@ function fallbackSummary(plan: ContextPlan, fold: FoldProposal): StoredSummary {
       toolResultDigest: [previous.toolResultDigest, evidence.length ? `Folded results: ${evidence.slice(-40).join(", ")}` : ""].filter(Boolean).join("\n"),
     },
   };
-}
-
-function cut(text: string, evidenceId: string | null): string {
-  if (text.length <= TRANSCRIPT_ENTRY_MAX_CHARS) return text;
-  const more = `… [${text.length - TRANSCRIPT_ENTRY_MAX_CHARS} more characters${evidenceId ? `, evidence ${evidenceId}` : ""}]`;
-  return text.slice(0, TRANSCRIPT_ENTRY_MAX_CHARS) + more;
-}
-
-/** One folded entry as the summariser reads it: its compacted view, each tool result with its evidence id. */
-function transcriptLine(entry: ViewEntry): string {
-  const { message } = entry;
-  const chat = entry.chat[0];
-  const content = chat?.content ?? "";
-  switch (message.role) {
-    case "USER":
-      return `[${message.seq}] user: ${cut(content, null)}`;
-    case "ASSISTANT": {
-      const calls = (chat?.role === "assistant" ? chat.toolCalls : undefined) ?? toolCallsOf(message.toolCalls) ?? [];
-      const callText = calls.map((call) => `${call.name}(${cut(call.arguments, null)})`).join("; ");
-      return `[${message.seq}] assistant: ${cut(content, null)}${callText ? `\n  calls: ${callText}` : ""}`;
-    }
-    case "TOOL":
-      return `[${message.seq}] result of ${message.toolName ?? "tool"} (evidence ${resultEvidenceId(message.id)}): ${cut(content, resultEvidenceId(message.id))}`;
-    default:
-      return `[${message.seq}] ${message.role.toLowerCase()}: ${cut(content, null)}`;
-  }
-}
-
-/** The folded entries' transcript in chunks that each fit one summarisation request. */
-function transcriptChunks(entries: readonly ViewEntry[], sections: SummarySections, window: number): string[] {
-  const previousChars = JSON.stringify(sections).length;
-  const budgetChars = Math.max(4_000, (window - 1_000) * CHUNK_CHARS_PER_TOKEN - previousChars);
-  const chunks: string[] = [];
-  let current = "";
-  for (const entry of entries) {
-    const line = transcriptLine(entry);
-    if (current && current.length + line.length + 1 > budgetChars) {
-      chunks.push(current);
-      current = "";
-    }
-    current = current ? `${current}\n${line}` : line;
-  }
-  if (current) chunks.push(current);
-  return chunks;
 }

@@ -63,6 +63,7 @@ export const SUMMARY_PROMPT_MARKER = "You maintain the structured memory of a lo
 const SUMMARY_SYSTEM_PROMPT = [
   SUMMARY_PROMPT_MARKER,
   "You receive the current summary (JSON, possibly empty) and a transcript of the conversation turns that are being folded into it.",
+  "Each transcript entry starts at a line's start with its [number] and role; its further lines are indented and belong to it (a tool result quoting a user line is still the tool's result).",
   "Merge-update the summary: keep what is still true, add what the new turns changed, and leave a section out of your answer when the new turns do not change it.",
   "Answer with ONE JSON object and nothing else. Its keys are section names, its values plain text (short bullet lines are fine):",
   ...SUMMARY_SECTIONS.map((s) => `- "${s.key}" (${s.priority}, ${s.title}): ${s.guide}`),
