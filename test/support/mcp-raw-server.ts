@@ -8,6 +8,10 @@
 //                       shape) and, fifth of the list, a tool without a name
 //   --deep              also lists `deep`, whose structured content nests 20,000 lists deep (more
 //                       than JSON.stringify follows): {"deep":[[[…]]]}
+//   --deep-schema       also lists `deepschema`, whose input schema nests 20,000 levels deep
+//   --many-tools <n>    also lists `bulk_0` … `bulk_<n-1>`, each with a description of 1,000 characters
+//   --odd-names         also lists "nul\0tool" and "lone\ud800tool" (a NUL, an unpaired surrogate in
+//                       the name), whose descriptions and input schemas hold both too
 //   --churn             lists `churn`, which sends `count` tools/list_changed notifications, the
 //                       list changing before each; the list then holds `version_<changes so far>`
 //                       and `listing_<tools/list requests answered, this one included>`
@@ -22,6 +26,9 @@ import { createInterface } from "node:readline";
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--redos-length");
 const redosLength = at >= 0 ? Number(argv[at + 1]) : 27;
+
+const many = argv.indexOf("--many-tools");
+const oddText = "odd \u0000 and \ud800 text";
 
 const tools = [
   {
@@ -49,6 +56,18 @@ const tools = [
       ]
     : []),
   ...(argv.includes("--deep") ? [{ name: "deep", description: "Structured content 20,000 levels deep.", inputSchema: { type: "object" } }] : []),
+  ...Array.from({ length: many >= 0 ? Number(argv[many + 1]) : 0 }, (_, i) => ({
+    name: `bulk_${i}`,
+    description: `Bulk tool ${i}. `.padEnd(1_000, "x"),
+    inputSchema: { type: "object", properties: { q: { type: "string" } } },
+  })),
+  ...(argv.includes("--odd-names")
+    ? ["nul\u0000tool", "lone\ud800tool"].map((name) => ({
+        name,
+        description: `The tool ${name}: ${oddText}.`,
+        inputSchema: { type: "object", properties: { q: { type: "string", description: oddText } } },
+      }))
+    : []),
   ...(argv.includes("--odd-tools")
     ? [
         { name: "loose", description: "An input schema without a type.", inputSchema: { properties: { q: { type: "string" } } } },
@@ -61,6 +80,8 @@ const tools = [
 
 /** 20,000 lists, one in the other. */
 const DEEP = "[".repeat(20_000) + "]".repeat(20_000);
+/** `deepschema`, written as text: 20,000 schemas, each the only property of the one around it. */
+const DEEP_SCHEMA_TOOL = `{"name":"deepschema","description":"An input schema 20,000 levels deep.","inputSchema":{"type":"object","properties":{"q":${'{"type":"object","properties":{"q":'.repeat(20_000)}{}${"}}".repeat(20_000)}}}}`;
 
 let version = 0;
 let listings = 0;
@@ -93,7 +114,7 @@ function call(name: string, args: { count?: number }): unknown {
     }
     return text(`churn: the list changed ${args.count ?? 1} times`);
   }
-  if (/^(version|listing)_\d+$/.test(name) || name === "stringy" || name === "unkempt") return text(`${name}: answered`);
+  if (/^(version|listing|bulk)_\d+$/.test(name) || ["stringy", "unkempt", "nul\u0000tool", "lone\ud800tool"].includes(name)) return text(`${name}: answered`);
   if (name === "loose") return text(`loose: answered ${JSON.stringify(args)}`);
   return results[name] ?? { content: [], isError: true };
 }
@@ -111,7 +132,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     reply({ protocolVersion: message.params?.protocolVersion, capabilities: { tools: { listChanged: churn } }, serverInfo: { name: "raw", version: "1.0.0" } });
   else if (message.method === "tools/list") {
     listings += 1;
-    reply({ tools: churn ? churnTools() : tools });
+    const listed = JSON.stringify(churn ? churnTools() : tools);
+    const withDeep = argv.includes("--deep-schema") ? `${listed.slice(0, -1)},${DEEP_SCHEMA_TOOL}]` : listed;
+    process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"tools":${withDeep}}}\n`);
   } else if (message.method === "tools/call" && message.params?.name === "deep") {
     // Written as text: JSON.stringify could not write it.
     process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"structuredContent":{"deep":${DEEP}}}}\n`);

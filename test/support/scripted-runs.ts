@@ -18,9 +18,10 @@ export const callTools = (...calls: Call[]) => JSON.stringify({ turns: [calls] }
 /** Like callTools, one turn after the other; the answer joins the results of every turn. */
 export const callToolsInTurns = (...turns: Call[][]) => JSON.stringify({ turns });
 
-export function toolCallingModel(name = "tools"): ScriptedModel {
+export function toolCallingModel(name = "tools", contextWindow?: number): ScriptedModel {
   return new ScriptedModel({
     name,
+    contextWindow,
     steps: (request) => {
       const start = request.messages.findLastIndex((m) => m.role === "user");
       const { turns } = JSON.parse(questionOf(request.messages[start]!.content)) as { turns: Call[][] };

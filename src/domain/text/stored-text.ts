@@ -110,6 +110,11 @@ export function fromStoredJson<T>(value: T): T {
   return mapJson(value, fromStored) as T;
 }
 
+/** `forModel` over a JSON value (every string, object keys included): what a model may be shown of it. */
+export function forModelJson<T>(value: T): T {
+  return mapJson(value, forModel) as T;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 type Replacements = { nul: string; ffff: string; lone: (code: number) => string };

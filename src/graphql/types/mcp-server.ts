@@ -53,7 +53,7 @@ const McpToolRef = builder.objectRef<{ name: string; exposedName: string; descri
     inputSchemaReplaced: t.string({
       nullable: true,
       description:
-        'Why runs are offered this tool with an open input schema (`{"type":"object"}`: any JSON object of arguments, which the server itself checks) instead of the one the server lists — which is not an object schema, and which a model API would refuse for the whole request. Null when runs get the server\'s.',
+        'Why runs are offered this tool with an open input schema (`{"type":"object"}`: any JSON object of arguments, which the server itself checks) instead of the one the server lists — which is not an object schema (a model API would refuse the whole request), or nests deeper than 64 levels or takes more than 65,536 characters as JSON. Null when runs get the server\'s.',
       resolve: (tool) => tool.inputSchemaReplaced ?? null,
     }),
   }),
@@ -78,7 +78,9 @@ const McpServerStatusRef = builder.objectRef<StatusView>("McpServerStatus").impl
     skippedTools: t.field({
       type: [McpSkippedToolRef],
       extensions: { [LIST_ITEMS]: TOOLS_COUNTED },
-      description: "Tools of the server's last listing that runs are not offered, with why; one such tool never costs the server its others.",
+      description:
+        "Tools of the server's last listing that runs are not offered, with why; one such tool never costs the server its others. " +
+        "Besides these, a run is offered MCP tools (servers by name, each server's tools by name) only while their definitions fit a quarter of the model's context window left after its reserves: the tools after are not offered to it, and its trace says which (a CONTEXT event with `mcpToolsLeftOut`).",
       resolve: (status) => status.skippedTools,
     }),
     connects: t.exposeInt("connects", {

@@ -34,8 +34,9 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
         "The call's id in its run: what decideToolCall names. The model's own, unless it gave none, repeated one within its reply or gave one the run had used (then one of Dossier's, which runOutput streams the call under and the model is shown from then on): no two calls of a run share one.",
     }),
     toolName: t.exposeString("toolName", { description: 'As the model sees it, e.g. "run_command" or "mcp__github__create_issue".' }),
-    mcpTool: t.exposeString("mcpTool", {
+    mcpTool: t.string({
       nullable: true,
+      resolve: (approval) => (approval.mcpTool === null ? null : fromStored(approval.mcpTool)),
       description:
         'The MCP tool the call is for, as its server names it: "<server>/<tool>" (e.g. "github/create.issue"), neither cut nor replaced as toolName may be. ' +
         "Approved, the call runs only if toolName still means this tool when it would run; if the server's tool list changed so that it means another, the call is not run and the model is told the tool changed since it was approved. " +

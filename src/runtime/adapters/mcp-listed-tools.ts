@@ -5,6 +5,8 @@
 import { z } from "zod";
 import type { McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
 import { isJsonObject } from "../../domain/json-object.js";
+import { firstProblem } from "../../domain/json-walk.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 /** A page of `tools/list` as requested: any object; its tools are read by `readListedTool`. */
 export const AnyToolsPage = z.looseObject({ tools: z.array(z.unknown()).optional(), nextCursor: z.unknown().optional() });
@@ -16,15 +18,36 @@ export const OPEN_INPUT_SCHEMA: Readonly<Record<string, unknown>> = Object.freez
 const typeName = (type: unknown): string =>
   type === undefined ? "missing" : typeof type === "string" ? JSON.stringify(type.slice(0, 40)) : Array.isArray(type) ? "a list" : typeof type;
 
+/** The most levels an input schema may nest (the schema itself is level 0): real ones take a handful. */
+export const INPUT_SCHEMA_MAX_DEPTH = 64;
+/** The most characters an input schema may take as JSON text. */
+export const INPUT_SCHEMA_MAX_CHARS = 65_536;
+
+/**
+ * Why a schema is too deep or too large to be offered, or null. The depth is found without
+ * recursion (json-walk.ts); only a schema within it is written as JSON to measure its size, which
+ * then cannot overflow the stack. A schema past either bound would fail every run offered the
+ * tool (its digest, its token count and the request body all write it as JSON).
+ */
+function sizeFault(schema: unknown): string | null {
+  const deep = firstProblem(schema, (_item, depth) => (depth > INPUT_SCHEMA_MAX_DEPTH ? true : undefined));
+  if (deep) return `it nests deeper than ${INPUT_SCHEMA_MAX_DEPTH} levels`;
+  const chars = JSON.stringify(schema).length;
+  return chars > INPUT_SCHEMA_MAX_CHARS ? `it takes ${groupedDigits(chars)} characters as JSON, more than ${groupedDigits(INPUT_SCHEMA_MAX_CHARS)}` : null;
+}
+
 /**
  * Why a tool's input schema is not one a model can be offered, or null when it is: the protocol's
  * own rule (a JSON object with `type: "object"`, `properties` an object of schemas, `required` a
- * list of names). Model APIs refuse a request whose tool parameters break it, which would fail
- * every run offered the tool, not only its calls.
+ * list of names), within INPUT_SCHEMA_MAX_DEPTH levels and INPUT_SCHEMA_MAX_CHARS characters.
+ * Model APIs refuse a request whose tool parameters break it, which would fail every run offered
+ * the tool, not only its calls.
  */
 function schemaFault(schema: unknown): string | null {
   if (schema === undefined) return "it has none";
   if (!isJsonObject(schema)) return "it is not a JSON object";
+  const size = sizeFault(schema);
+  if (size) return size;
   if (schema.type !== "object") return `its type is ${typeName(schema.type)}, not "object"`;
   const { properties, required } = schema;
   if (properties !== undefined && !(isJsonObject(properties) && Object.values(properties).every(isJsonObject))) {

@@ -30,6 +30,7 @@ import { isTransientDatabaseError } from "../../db/transient-errors.js";
 import { checkCostCaps } from "./cost-caps.js";
 import type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, Turn } from "./attempt.js";
 import { caught, settlesAfter, startFirstTurn } from "./attempt-start.js";
+import { offeredTools } from "../mcp/mcp-tool-share.js";
 
 export type { AgentProfile, FailureReason, NextStep, Outcome };
 export type { AttemptContext, AttemptScope, AttemptStart, ExecutorDeps, RunHooks } from "./attempt.js";
@@ -107,7 +108,8 @@ export class RunExecutor {
         return { type: "final", answer: answered };
       }
       await recordRepairs(scope, heldCallIds(approvals));
-      const tools = await firstTurn(scope, profile);
+      // MCP tools past their share of the context window are not offered (mcp-tool-share.ts).
+      const tools = await offeredTools(await firstTurn(scope, profile), this.context, sink, attempt.span);
       const index = log.ofRun().filter((m) => m.role === "ASSISTANT").length;
       const turn: Turn = { scope, tools, profile, index, streamed, approvals, callIdsLeftOut, steered: attempt.steered };
       current = turn;

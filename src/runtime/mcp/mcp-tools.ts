@@ -9,11 +9,16 @@ import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
+import { jsonText } from "../../domain/json-text.js";
+import { forModel, forModelJson } from "../../domain/text/stored-text.js";
 
-/** What a call of the tool was held as (Tool.mcpDigest): its endpoint's hash, the tool's name, description and input schema. */
+/**
+ * What a call of the tool was held as (Tool.mcpDigest): its endpoint's hash, the tool's name,
+ * description and input schema. Never throws, however deeply the schema nests (json-text.ts).
+ */
 function mcpToolDigest(endpointHash: string, tool: { name: string; description?: string; inputSchema: unknown }): string {
   const shown = { endpoint: endpointHash, tool: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema };
-  return createHash("sha256").update(JSON.stringify(shown)).digest("hex");
+  return createHash("sha256").update(jsonText(shown)).digest("hex");
 }
 
 /** `signal`: the run's; connecting and listing count against its deadline. */
@@ -26,10 +31,12 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
         mcpDigest: mcpToolDigest(connection.hash, tool),
+        // What the server wrote is shown to the model as messages are (shownToModel): NUL and
+        // unpaired surrogates, which strict model APIs refuse, as visible placeholders.
         schema: {
           name: tool.exposedName,
-          description: `[MCP server ${serverName}] ${tool.description ?? tool.name}`,
-          parameters: tool.inputSchema,
+          description: forModel(`[MCP server ${serverName}] ${tool.description ?? tool.name}`),
+          parameters: forModelJson(tool.inputSchema),
         },
         async execute(args, context) {
           if (typeof args !== "object" || args === null || Array.isArray(args)) throw new ToolError("arguments must be a JSON object");

@@ -10,7 +10,7 @@ import type { ModelPort, TokenUsage, ToolCall, ToolSchema } from "../ports/model
 import { addTokenCounts, MAX_TOKEN_COUNT } from "../../domain/runs/vocabulary.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
-import { DEFAULT_RESERVED_OUTPUT } from "./budget.js";
+import { DEFAULT_RESERVED_OUTPUT, DEFAULT_SAFETY_BUFFER } from "./budget.js";
 import { estimatorFor, type TokenEstimator } from "./token-estimator.js";
 import { type BuiltContext, type ContextInput, type ContextPlan, type FoldProposal, MemoCache, planContext } from "./context-plan.js";
 import { withSpan } from "../loop/spans.js";
@@ -80,6 +80,21 @@ export class ContextBuilder {
   replyTokens(reply: { content: string | null; toolCalls: readonly ToolCall[]; reasoning?: string }): number {
     const counted = this.tokens.messages([{ role: "assistant", content: reply.content, toolCalls: [...reply.toolCalls] }]);
     return Math.min(counted + (reply.reasoning ? this.tokens.text(reply.reasoning) : 0), MAX_TOKEN_COUNT);
+  }
+
+  /**
+   * The tokens MCP tool definitions may take of a request (R14): a quarter of the context window
+   * left after the reserves (reserved output and safety buffer), so that a server listing many
+   * or long tools leaves the run room to work.
+   */
+  mcpToolShare(): number {
+    const reserved = (this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT) + (this.deps.budget?.safetyBuffer ?? DEFAULT_SAFETY_BUFFER);
+    return Math.max(0, Math.floor((this.deps.model.contextWindow - reserved) / 4));
+  }
+
+  /** The tokens one tool's definition takes in a request, counted as the budget counts it. */
+  toolTokens(schema: ToolSchema): number {
+    return this.tokens.tools([schema]);
   }
 
   async build(request: BuildRequest): Promise<BuiltContext> {

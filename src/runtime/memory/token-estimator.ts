@@ -4,6 +4,7 @@
 // (estimatorFor), and `npm run bench:tokens` measures the estimate against one.
 import type { ChatMessage, ToolSchema } from "../ports/model.js";
 import type { Tokenizer } from "../ports/tokenizer.js";
+import { jsonText } from "../../domain/json-text.js";
 
 /** Latin-script text and code average about 4 characters per token. */
 const LATIN_CHARS_PER_TOKEN = 4;
@@ -99,7 +100,7 @@ function countMessage(message: ChatMessage, counter: Counter): number {
 
 /** Tokens of the tool schemas as JSON; no tools means no `tools` field in the request, hence 0 rather than the cost of `[]`. */
 function countSchemas(tools: readonly ToolSchema[], counter: Counter): number {
-  return tools.length === 0 ? 0 : counter.json(JSON.stringify(tools));
+  return tools.length === 0 ? 0 : counter.json(jsonText(tools));
 }
 
 /** The estimator over a way of counting text: the one place a request's parts are counted. */

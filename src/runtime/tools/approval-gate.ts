@@ -121,7 +121,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
         toolName: call.name,
         arguments: toStored(call.arguments),
         inputSchema: inputSchemaText(options.inputSchemaOf(call.name)),
-        mcpTool: options.mcpToolOf(call.name),
+        mcpTool: storedOrNull(options.mcpToolOf(call.name)),
         mcpToolDigest: options.mcpDigestOf?.(call.name) ?? null,
         spanId: span.id,
         requestedAt,
@@ -150,6 +150,8 @@ function unreadableArguments(text: string): { notJson: true } | { number: string
   return number === undefined ? undefined : { number };
 }
 
+const storedOrNull = (text: string | null): string | null => (text === null ? null : toStored(text));
+
 function inputSchemaText(schema: Record<string, unknown> | null): string | null {
   return schema ? toStored(JSON.stringify(schema)) : null;
 }
@@ -158,7 +160,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   if (approval.decision === null) return { type: "pending" };
   // Which tool the call's name means in this attempt's list: an approval is for the tool it was requested for.
   const meant = options.mcpToolOf(call.name);
-  const changed = approval.decision !== "REJECT" && (approval.mcpTool ?? null) !== meant;
+  // Compared as the server named it: the record holds the name as stored text (NUL and unpaired surrogates escaped).
+  const approved = approval.mcpTool == null ? null : fromStored(approval.mcpTool);
+  const changed = approval.decision !== "REJECT" && approved !== meant;
   // The same tool, changed since the person saw it: its description or input schema re-listed, or its server pointed elsewhere.
   const digest = options.mcpDigestOf?.(call.name) ?? null;
   const redefined = approval.decision !== "REJECT" && !changed && approval.mcpToolDigest != null && approval.mcpToolDigest !== digest;
@@ -169,16 +173,16 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
       "dossier.approval": approval.decision,
       "dossier.approval.id": approval.id,
       "dossier.approval.decidedBy": approval.decidedBy,
-      ...(changed ? { "dossier.approval.toolChanged": `${approval.mcpTool ?? "not recorded"} → ${meant ?? "none"}` } : {}),
-      ...(redefined ? { "dossier.approval.toolRedefined": approval.mcpTool ?? call.name } : {}),
+      ...(changed ? { "dossier.approval.toolChanged": `${approved ?? "not recorded"} → ${meant ?? "none"}` } : {}),
+      ...(redefined ? { "dossier.approval.toolRedefined": approved ?? call.name } : {}),
       ...(edited === null
         ? {}
         : { "dossier.approval.editedBy": approval.decidedBy, "gen_ai.tool.call.arguments.original": call.arguments, "gen_ai.tool.call.arguments": edited }),
     },
   });
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
-  if (changed) return { type: "decline", output: changedToolResult(call, approval.mcpTool, meant) };
-  if (redefined) return { type: "decline", output: redefinedToolResult(call, approval.mcpTool) };
+  if (changed) return { type: "decline", output: changedToolResult(call, approved, meant) };
+  if (redefined) return { type: "decline", output: redefinedToolResult(call, approved) };
   // A request recorded before repeated keys were refused: what the person approved is ambiguous.
   const repeated = approval.decision === "APPROVE" ? repeatedKey(call.arguments) : undefined;
   if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
