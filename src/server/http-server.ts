@@ -261,8 +261,13 @@ function serveGraphqlWs({
   );
 }
 
-/** Who may share a subscription's results: the principal, or one access token of it (its grants shape what it sees). */
-const sharingKey = (actor: GraphQLContext["actor"]) => (actor.access ? `${actor.principalId}#${actor.access.tokenId}` : actor.principalId);
+/**
+ * Who may share a subscription's results: one credential of a principal with its rights — an access
+ * token (its grants shape what it sees), or an API key or sign-in with its scopes (they shape what
+ * a run's viewerOperations lists). Two credentials of one principal never share a response.
+ */
+const sharingKey = (actor: GraphQLContext["actor"]) =>
+  JSON.stringify([actor.principalId, actor.access?.tokenId ?? null, actor.keyId ?? actor.credentialId ?? null, actor.scopes ? [...actor.scopes].sort() : null]);
 
 /** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */
 async function prepareOperation(

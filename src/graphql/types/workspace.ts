@@ -293,7 +293,8 @@ const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent"
 builder.subscriptionFields((t) => ({
   workspaceEvents: t.field({
     type: WorkspaceEvent,
-    description: "Goal changes, archive and restore of one workspace, as they are committed.",
+    description:
+      "Goal changes, archive and restore of one workspace, as they are committed. Over graphql-ws, the response to one event is executed once for every subscription of the same credential with the same document and variables, and each of them receives it (README: Sharing fairly).",
     args: { workspaceId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.workspaceId), "Workspace");
