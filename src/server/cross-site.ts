@@ -68,20 +68,26 @@ export function upgradeAllowed(request: IncomingMessage, origins: readonly strin
 }
 
 /**
- * Whether a page's Origin is this server's own, as the request's Host names it: the same name and
- * port, a Host without a port meaning its scheme's default (80, 443). A Host of "localhost" (a
- * server on port 80) does not make a page on localhost:8080 — another program's — this server's.
+ * Whether a page's Origin is this server's own, as the request's Host names it: the same name, and
+ * the same port when the Host has one. A Host without a port matches a page on any port of its
+ * name (a reverse proxy's `Host $host` drops the port its clients used), except on a loopback
+ * name: there, other programs of the same machine serve pages on other ports, so a Host of
+ * "localhost" (a server on port 80) means port 80 (443 for an https page).
  */
 function sameOrigin(origin: string, host: string | undefined): boolean {
   try {
     const page = new URL(origin);
-    const defaultPort = page.protocol === "https:" ? "443" : "80";
     const asked = new URL(`${page.protocol}//${host ?? ""}`);
-    return page.hostname === asked.hostname && (page.port || defaultPort) === (asked.port || defaultPort);
+    if (page.hostname !== asked.hostname) return false;
+    const portless = asked.port === "" && !/:\d+$/.test(host ?? "");
+    if (portless && !isLoopbackName(asked.hostname)) return true;
+    return page.port === asked.port;
   } catch {
     return false;
   }
 }
+
+const isLoopbackName = (name: string) => name === "localhost" || name.endsWith(".localhost") || name === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(name);
 
 export const CROSS_SITE_MESSAGE = "Requests from another site's page are refused (its origin is not this server's, nor listed in CORS_ORIGINS).";
 

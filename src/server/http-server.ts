@@ -262,12 +262,19 @@ function serveGraphqlWs({
 }
 
 /**
- * Who may share a subscription's results: one credential of a principal with its rights — an access
- * token (its grants shape what it sees), or an API key or sign-in with its scopes (they shape what
- * a run's viewerOperations lists). Two credentials of one principal never share a response.
+ * Who may share a subscription's results: the callers of a principal with the same rights — the
+ * same access token (its grants shape what it sees), or API keys and sign-ins with the same scopes
+ * (they shape what a run's viewerOperations lists) and the same run caps (they shape which keys
+ * Principal.apiKeys shows). Keys of the same rights share, so an agent's and a page's keys watching
+ * one trace cost one execution an update; callers whose rights differ in anything never share.
  */
 const sharingKey = (actor: GraphQLContext["actor"]) =>
-  JSON.stringify([actor.principalId, actor.access?.tokenId ?? null, actor.keyId ?? actor.credentialId ?? null, actor.scopes ? [...actor.scopes].sort() : null]);
+  JSON.stringify([
+    actor.principalId,
+    actor.access?.tokenId ?? null,
+    actor.scopes ? [...actor.scopes].sort() : null,
+    actor.runCaps ? Object.entries(actor.runCaps).sort(([a], [b]) => a.localeCompare(b)) : null,
+  ]);
 
 /** Parses and validates one operation of a socket; its errors are the operation's, not the socket's. */
 async function prepareOperation(

@@ -128,3 +128,31 @@ it("two API keys of one principal with different scopes never share a response: 
   expect(watcher.nexts).toHaveLength(full.nexts.length);
   expect(t.server!.sharedSubscriptionExecutions() - before).toBe(2 * events);
 });
+
+it("keys of one principal with the same rights share a response; the same scopes with other run caps do not", async () => {
+  t = await startTestApp("pglite", { authRequired: true, listen: true });
+  const secret = await t.createPrincipal("Three keys");
+  const client = t.as(secret);
+  const workspace = await createWorkspace(client);
+  const keyWith = async (name: string, runCaps?: { maxTurns: number }) =>
+    expectType(
+      (await client.request(CreateApiKeyDocument, { input: { name, scopes: ["READ", "SUBSCRIBE"], ...(runCaps && { runCaps }) } })).createApiKey,
+      "CreateApiKeySuccess",
+    ).secret;
+  const [agent, page, capped] = [await keyWith("agent"), await keyWith("page"), await keyWith("capped", { maxTurns: 3 })];
+  const query = { query: "subscription($id: ID!) { workspaceEvents(workspaceId: $id) { kind run { viewerOperations } } }", variables: { id: workspace.id } };
+  const sockets = await Promise.all([agent, page, capped].map((key) => openSocket(t!.server!.wsUrl, `Bearer ${key}`)));
+  for (const socket of sockets) socket.subscribe(1, 2, query);
+  await sleep(500);
+  const before = t.server!.sharedSubscriptionExecutions();
+  await admit(client, { workspaceId: workspace.id, question: "What changed?" });
+  const admitted = (socket: { nexts: Next[] }) => socket.nexts.filter((next) => next.payload.data?.workspaceEvents.kind === "RUN_ADMITTED");
+  for (let i = 0; i < 200 && sockets.some((socket) => admitted(socket).length < 1); i += 1) await sleep(25);
+  await sleep(300);
+  expect(sockets.map((socket) => admitted(socket).map((next) => next.payload.data?.workspaceEvents.run?.viewerOperations))).toEqual(
+    Array.from({ length: 3 }, () => [["READ", "SUBSCRIBE"]]),
+  );
+  // The agent's and the page's keys (the same scopes, no caps) are executed for once; the capped key on its own.
+  const events = sockets[0]!.nexts.length;
+  expect(t.server!.sharedSubscriptionExecutions() - before).toBe(2 * events);
+});

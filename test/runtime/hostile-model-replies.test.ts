@@ -74,6 +74,13 @@ describe("the usage a reply reports", () => {
     const reply = await model.complete(request);
     expect(reply.usageReported).toBe(false);
   });
+
+  it("one side at 0 is a report: a server answering from its prompt cache reports no input and the reply's output", async () => {
+    const model = await modelAnswering(() => ({ text: ["Hello"], usage: [{ prompt_tokens: 0, completion_tokens: 12, total_tokens: 12 }] }));
+    const reply = await model.complete(request);
+    expect(reply.usageReported).not.toBe(false);
+    expect(reply.usage).toMatchObject({ input: 0, output: 12 });
+  });
 });
 
 describe("the history summary's request", () => {

@@ -174,7 +174,7 @@ describe("cross-site requests", () => {
 describe("a page's origin as this server's own", () => {
   const upgrade = (origin: string, host: string) => upgradeAllowed({ headers: { origin, host } } as IncomingMessage, [], undefined);
 
-  it("is the Host's name and port, a Host without a port meaning the scheme's default: another port of the same name is another program's page", () => {
+  it("is the Host's name and port; a Host without a port takes any port of its name, but a loopback name only its scheme's default", () => {
     expect(upgrade("http://localhost:4000", "localhost:4000")).toBe(true);
     expect(upgrade("http://localhost", "localhost")).toBe(true);
     expect(upgrade("http://localhost", "localhost:80")).toBe(true);
@@ -184,6 +184,9 @@ describe("a page's origin as this server's own", () => {
     expect(upgrade("http://localhost:8080", "localhost")).toBe(false);
     expect(upgrade("https://dossier.example", "dossier.example:80")).toBe(false);
     expect(upgrade("http://localhost:4001", "localhost:4000")).toBe(false);
+    expect(upgrade("http://127.0.0.1:8080", "127.0.0.1")).toBe(false);
+    // Behind a reverse proxy that sends `Host $host` (no port): the page's own port is not known, any is taken.
+    expect(upgrade("https://dossier.example:8443", "dossier.example")).toBe(true);
     expect(upgrade("http://evil.example", "localhost:4000")).toBe(false);
   });
 });

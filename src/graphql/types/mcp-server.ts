@@ -80,7 +80,7 @@ const McpServerStatusRef = builder.objectRef<StatusView>("McpServerStatus").impl
       extensions: { [LIST_ITEMS]: TOOLS_COUNTED },
       description:
         "Tools of the server's last listing that runs are not offered, with why; one such tool never costs the server its others. " +
-        "Besides these, a run is offered MCP tools (servers by name, each server's tools by name) only while their definitions fit a quarter of the model's context window left after its reserves: the tools after are not offered to it, and its trace says which (a CONTEXT event with `mcpToolsLeftOut`).",
+        "Besides these, a run is offered MCP tools (servers by name, each server's tools by name) only while their definitions fit half the model's context window left after its reserves: the tools after are not offered to it, and its trace says which (a CONTEXT event with `mcpToolsLeftOut`).",
       resolve: (status) => status.skippedTools,
     }),
     connects: t.exposeInt("connects", {

@@ -12,7 +12,7 @@
 // - A chunk, choice or call fragment that is not an object is passed over; a model name that is not
 //   text is not taken (the configured one stands); a token count that is not a number counts 0, one
 //   past what a run's counters hold counts MAX_TOKEN_COUNT; a later report never lowers a count an
-//   earlier one gave; a stream that reports no input or no output tokens (or 0) says so
+//   earlier one gave; a stream that reports no tokens (or 0 input and 0 output) says so
 //   (usageReported: false), for the run to charge the request's bound instead.
 // - A reply that passes its bound on size (reply-size.ts; each tool call counts for itself too, and
 //   each chunk that carries nothing counted its bytes on the wire, one that does its bytes past
@@ -119,8 +119,9 @@ export class StreamAccumulator {
       // Servers that report usage more than once report it as it grows: a later report (a partial
       // one, `usage: {}`) never takes back counts an earlier one gave.
       this.usage = laterUsage(this.usage, fieldsOf(fields.usage));
-      // Counts of 0 are as none: every request has input and every reply output.
-      this.usageReported = this.usage.input > 0 && this.usage.output > 0;
+      // Counts of 0 on both sides are as none. One side alone at 0 is a real report: a server
+      // answering from its prompt cache (Ollama) reports no input and the reply's output.
+      this.usageReported = this.usage.input > 0 || this.usage.output > 0;
       this.reportedUsage = this.usageReported ? this.usage : undefined;
     }
     const choices = objectsOf(fields.choices);

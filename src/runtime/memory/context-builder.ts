@@ -83,13 +83,14 @@ export class ContextBuilder {
   }
 
   /**
-   * The tokens MCP tool definitions may take of a request (R14): a quarter of the context window
-   * left after the reserves (reserved output and safety buffer), so that a server listing many
-   * or long tools leaves the run room to work.
+   * The tokens MCP tool definitions may take of a request (R14): half the context window left
+   * after the reserves (reserved output and safety buffer), so that a server listing many or long
+   * tools leaves the run room to work, while a principal's usual servers (a few dozen tools, some
+   * thousands of tokens) fit a 32k window whole.
    */
   mcpToolShare(): number {
     const reserved = (this.deps.budget?.reservedOutput ?? DEFAULT_RESERVED_OUTPUT) + (this.deps.budget?.safetyBuffer ?? DEFAULT_SAFETY_BUFFER);
-    return Math.max(0, Math.floor((this.deps.model.contextWindow - reserved) / 4));
+    return Math.max(0, Math.floor((this.deps.model.contextWindow - reserved) / 2));
   }
 
   /** The tokens one tool's definition takes in a request, counted as the budget counts it. */
