@@ -100,7 +100,7 @@ export function createServices({
     agentProfiles,
     admissions,
     runs: new RunService({ prisma, events, announcer }),
-    pauses: new PauseService({ prisma, events, announcer }),
+    pauses: new PauseService({ prisma, events, announcer, maxQueuedRuns: maxQueuedRunsPerPrincipal }),
     checkpoints: new CheckpointService({ prisma, events }),
     skills: new SkillService({ prisma, agentNames }),
     mcpServers: new McpServerService({

@@ -3,9 +3,18 @@
 // statement, an existing conversation in a transaction, a schedule's fire, recorded FAILED), and
 // nothing of the refused admission is written. A run that leaves QUEUED (cancelled, claimed) frees
 // a place; another principal is not affected; a retry with the key of an admission that committed
-// still answers its run. Concurrent admissions at the limit admit exactly as many runs as fit.
+// still answers its run. Pausing a queued run frees its place; resuming it takes one again, refused
+// the same way when none is left. Concurrent admissions at the limit admit exactly as many runs as fit.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AdmitRunDocument, type AdmitRunInput, CancelRunDocument, CreateScheduleDocument, TriggerScheduleDocument } from "../../sdk/generated/graphql.js";
+import {
+  AdmitRunDocument,
+  type AdmitRunInput,
+  CancelRunDocument,
+  CreateScheduleDocument,
+  PauseRunDocument,
+  ResumeRunDocument,
+  TriggerScheduleDocument,
+} from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { createEventBus } from "../../src/events/topics.js";
@@ -106,6 +115,39 @@ describe.each(backends)("the queued-run limit on %s", (backend) => {
     const [counted] = await t.app.db.prisma.$queryRawUnsafe<{ queued: number }[]>("SELECT queued FROM principal_queue WHERE principal_id = $1", a.ownerId);
     expect(counted?.queued).toBe(LIMIT);
     expect(await queuedOf(a.ownerId)).toBe(LIMIT);
+  });
+
+  it("refuses to resume a paused run into a full queue with a QueueFullError naming the limit, the run still paused; resumes it once a place is free", async () => {
+    const a = await principal("Pausing");
+    const paused = [a.first];
+    for (let i = 1; i < LIMIT; i++) paused.push((await admit(a.client, { question: `to pause ${i}` })).run.id);
+    for (const runId of paused) expectType((await a.client.request(PauseRunDocument, { input: { runId } })).pauseRun, "PauseRunSuccess");
+    expect(await queuedOf(a.ownerId)).toBe(0);
+    const queued: string[] = [];
+    for (let i = 0; i < LIMIT; i++) queued.push((await admit(a.client, { question: `queued while paused ${i}` })).run.id);
+    const pausedRows = () =>
+      t.app.db.prisma.run.findMany({
+        where: { id: { in: paused.map(dbId) } },
+        select: { id: true, status: true, pausedAt: true, deadlineAt: true },
+        orderBy: { id: "asc" },
+      });
+    const before = await pausedRows();
+
+    for (const runId of paused) {
+      const refused = expectType((await a.client.request(ResumeRunDocument, { input: { runId } })).resumeRun, "QueueFullError");
+      expect(refused.maxQueuedRuns).toBe(LIMIT);
+      expect(refused.message).toContain(`${LIMIT} runs queued`);
+    }
+    expect(await pausedRows()).toEqual(before);
+    expect(before.map((run) => run.status)).toEqual(Array(LIMIT).fill("PAUSED"));
+    expect(await queuedOf(a.ownerId)).toBe(LIMIT);
+
+    expectType((await a.client.request(CancelRunDocument, { input: { runId: queued[0]! } })).cancelRun, "CancelRunSuccess");
+    const resumed = expectType((await a.client.request(ResumeRunDocument, { input: { runId: paused[0]! } })).resumeRun, "ResumeRunSuccess");
+    expect([resumed.run.status, resumed.run.pausedAt]).toEqual(["QUEUED", null]);
+    expect((await a.client.request(ResumeRunDocument, { input: { runId: paused[1]! } })).resumeRun.__typename).toBe("QueueFullError");
+    const [counted] = await t.app.db.prisma.$queryRawUnsafe<{ queued: number }[]>("SELECT queued FROM principal_queue WHERE principal_id = $1", a.ownerId);
+    expect([await queuedOf(a.ownerId), counted?.queued]).toEqual([LIMIT, LIMIT]);
   });
 
   it("records a schedule's fire beyond the limit FAILED with the refusal's message, and admits the next one once there is room", async () => {

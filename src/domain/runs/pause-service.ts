@@ -8,6 +8,8 @@
 // treats it as active), and its deadline stands still: resuming moves it on by the time paused.
 // Resuming queues the run again for any worker (or leaves it WAITING while decisions are still
 // open); resuming a RUNNING run that has not reached its safe point yet withdraws the request.
+// A paused run holds no place in its owner's queue (MAX_QUEUED_RUNS_PER_PRINCIPAL, queue-gate.ts):
+// resuming it into QUEUED takes one as an admission does, and is a QueueFullError when none is left.
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { EventPublisher } from "../../events/topics.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
@@ -20,9 +22,18 @@ import type { RunAnnouncer } from "./run-announcer.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { Tx } from "../transaction.js";
 import { isTerminal } from "./stop-reasons.js";
+import { holdQueuePlace, MAX_QUEUED_RUNS_DEFAULT } from "./queue-gate.js";
 
 export class PauseService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; announcer?: RunAnnouncer }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      announcer?: RunAnnouncer;
+      /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL; queue-gate.ts). */
+      maxQueuedRuns?: number;
+    },
+  ) {}
 
   /** Pauses a queued or waiting run at once, and asks a running one to pause at its next safe point; a paused run is returned as it is. */
   pauseRun(actor: Actor, runId: string): Promise<Run> {
@@ -39,7 +50,9 @@ export class PauseService {
   /**
    * Resumes a paused run: QUEUED again (WAITING while some of its calls still wait for a decision),
    * its deadline moved on by the time it was paused. A running run's pending pause is withdrawn;
-   * any other run that has not ended is returned as it is.
+   * any other run that has not ended is returned as it is. Back into QUEUED only within its
+   * owner's queue: a QueueFullError, the run still paused, when the owner has as many runs queued
+   * as they may.
    */
   resumeRun(actor: Actor, runId: string): Promise<Run> {
     return this.change(actor, runId, async (tx, run, at) => {
@@ -48,7 +61,12 @@ export class PauseService {
       if (run.status !== "PAUSED" || !run.pausedAt) return null;
       const unpaused = { pausedAt: run.pausedAt, deadlineAt: new Date(run.deadlineAt.getTime() + Math.max(0, at.getTime() - run.pausedAt.getTime())) };
       const details = { ...this.details(at, "resumed by its owner"), unpaused };
-      return (await applyTransition(tx, TRANSITIONS.unpause, run, details)) ?? applyTransition(tx, TRANSITIONS.unpauseWaiting, run, details);
+      // Still waiting for a decision: WAITING again, which holds no place in the queue. Otherwise the
+      // owner's queue row is locked after the run's (lock-order.ts) and the run queued under it.
+      const waiting = await applyTransition(tx, TRANSITIONS.unpauseWaiting, run, details);
+      if (waiting) return waiting;
+      await holdQueuePlace(tx, run.ownerId, this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT);
+      return applyTransition(tx, TRANSITIONS.unpause, run, details);
     });
   }
 

@@ -5,6 +5,10 @@
 // cancelled, deleted) takes one away, a run resumed into QUEUED adds one — whichever statement
 // writes it, in the same transaction.
 //
+// resumeRun holds a place the same way before it moves a paused run back into QUEUED (pausing a
+// queued run gave its place up). A run whose requests are all decided goes on without one: it was
+// counted when admitted. A schedule holds no place: each of its fires is an admission.
+//
 // An admission first takes the principal's row (INSERT … ON CONFLICT DO UPDATE, which creates it for
 // a principal's first run) and goes on only if the count is below the limit. The row stays locked
 // until the admission commits, and its run's insert adds one to the count under that lock: an

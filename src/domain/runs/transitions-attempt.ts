@@ -79,7 +79,8 @@ export const ATTEMPT_TRANSITIONS = {
     stopReason: "KEEP",
     announce: ["TRACE", "RUN"],
   },
-  // Every request decided: claimable again, as a handed-back run is.
+  // Every request decided: claimable again, as a handed-back run is. Not gated by its owner's queue
+  // (queue-gate.ts): the run was counted when admitted and has been admitted work since.
   resume: {
     name: "resume",
     from: ["WAITING"],

@@ -70,7 +70,8 @@ export const PAUSE_TRANSITIONS = {
     stopReason: "KEEP",
     announce: ["TRACE", "STATUS"],
   },
-  // resumeRun: queued again, claimable by any worker; the next attempt goes on from the log.
+  // resumeRun: queued again, claimable by any worker; the next attempt goes on from the log. Only
+  // with a place in its owner's queue (queue-gate.ts), which pausing a queued run gave up.
   unpause: {
     name: "unpause",
     from: ["PAUSED"],

@@ -99,7 +99,10 @@ export class ScheduleService {
     });
   }
 
-  /** Fires again from the next fire after now: the fires due while it was paused are not caught up. Idempotent. */
+  /**
+   * Fires again from the next fire after now: the fires due while it was paused are not caught up.
+   * Idempotent. Queues nothing itself: each fire is an admission, within its owner's queue.
+   */
   async resume(actor: Actor, id: string): Promise<Schedule> {
     return this.deps.prisma.$transaction(async (tx) => {
       const current = await lockOwned(tx, actor, id);

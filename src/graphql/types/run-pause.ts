@@ -1,5 +1,5 @@
 // Pausing and resuming runs (issue 38): pauseRun, resumeRun and what a run shows of a pause.
-import { NotFoundError, RunEndedError } from "../../domain/errors.js";
+import { NotFoundError, QueueFullError, RunEndedError } from "../../domain/errors.js";
 import type { Run } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
@@ -49,9 +49,9 @@ builder.mutationField("resumeRun", (t) =>
   t.field({
     type: ResumeRunSuccess,
     description:
-      "Resumes a PAUSED run: QUEUED again for any worker, which goes on from the conversation's log where the run paused (or WAITING again, while some of its tool calls still wait for a decision). Its deadline moves on by the time it was paused. On a RUNNING run whose pause is still pending, withdraws the pause; any other run that has not ended is returned as it is.",
+      "Resumes a PAUSED run: QUEUED again for any worker, which goes on from the conversation's log where the run paused (or WAITING again, while some of its tool calls still wait for a decision). Its deadline moves on by the time it was paused. On a RUNNING run whose pause is still pending, withdraws the pause; any other run that has not ended is returned as it is. A QueueFullError, the run still PAUSED, says you already have as many runs QUEUED as one principal may.",
     args: { input: t.arg({ type: RunIdInput("ResumeRunInput"), required: true }) },
-    errors: { types: [NotFoundError, RunEndedError], directResult: true, union: { name: "ResumeRunPayload" } },
+    errors: { types: [NotFoundError, RunEndedError, QueueFullError], directResult: true, union: { name: "ResumeRunPayload" } },
     resolve: async (_root, { input }, ctx) => ({
       run: await ctx.services.pauses.resumeRun(ctx.actor, requireIdOfType(String(input.runId), "Run", "runId")),
     }),
