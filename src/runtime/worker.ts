@@ -17,6 +17,7 @@ import { isTransientDatabaseError } from "../db/transient-errors.js";
 import type { SettleStep } from "./ports/run-state.js";
 import type { Outcome } from "./loop/run-executor.js";
 import { RunStopped } from "./loop/stop.js";
+import { SubscriberOverflowError } from "../events/topics.js";
 import type { RunQueue } from "./ports/run-queue.js";
 import { ClaimPasses, claimInRounds } from "./claim-passes.js";
 import type { WorkerOptions } from "./worker-options.js";
@@ -214,18 +215,30 @@ export class RunWorker {
   }
 
   private listen(): () => void {
-    const changes = this.options.events.subscribe("run:changes");
+    let changes = this.options.events.subscribe("run:changes");
+    let closed = false;
     void (async () => {
-      for await (const change of changes) {
-        const active = this.active.get(change.runId);
-        if (!active) continue;
-        if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
-        else if (change.stop) hear(active.heard, change.stop);
-        else if (change.steered) active.heard.steered = true;
+      // A burst larger than the bus keeps for one subscriber (SubscriberOverflowError) ends its
+      // listening: it listens again rather than going deaf to stops for the rest of its life.
+      while (!closed) {
+        try {
+          for await (const change of changes) {
+            const active = this.active.get(change.runId);
+            if (!active) continue;
+            if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
+            else if (change.stop) hear(active.heard, change.stop);
+            else if (change.steered) active.heard.steered = true;
+          }
+          return;
+        } catch (error) {
+          if (!(error instanceof SubscriberOverflowError)) throw error;
+          if (!closed) changes = this.options.events.subscribe("run:changes");
+        }
       }
     })();
     const stopWaking = this.wakeOnAnnouncements();
     return () => {
+      closed = true;
       void changes.return?.();
       stopWaking();
     };
@@ -234,11 +247,25 @@ export class RunWorker {
   /** The deployment's one wake path: the queue when there is one, otherwise the event bus. */
   private wakeOnAnnouncements(): () => void {
     if (this.options.queue) return this.options.queue.onReady(() => this.passes.wake());
-    const announced = this.options.events.subscribe("run:queued");
+    let announced = this.options.events.subscribe("run:queued");
+    let closed = false;
     void (async () => {
-      for await (const _ of announced) this.passes.wake();
+      while (!closed) {
+        try {
+          for await (const _ of announced) this.passes.wake();
+          return;
+        } catch (error) {
+          if (!(error instanceof SubscriberOverflowError)) throw error;
+          // Announcements were lost: a pass looks for what they announced.
+          this.passes.wake();
+          if (!closed) announced = this.options.events.subscribe("run:queued");
+        }
+      }
     })();
-    return () => void announced.return?.();
+    return () => {
+      closed = true;
+      void announced.return?.();
+    };
   }
 }
 
