@@ -6,7 +6,7 @@
 // just before, watched just after — is remembered for a while, so its watch ends it at once too.
 import { type ExecutionResult, GraphQLError } from "graphql";
 import { isAsyncIterable, type Plugin } from "graphql-yoga";
-import type { EventBus } from "../events/topics.js";
+import { type EventBus, SubscriberOverflowError } from "../events/topics.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import type { PrismaClient } from "../generated/prisma/client.js";
 import type { Logger } from "../logger.js";
@@ -20,18 +20,28 @@ export class KeyRevocations {
   private readonly watchers = new Map<string, Set<() => void>>();
   /** Keys revoked lately, by when this process heard of it. */
   private readonly recent = new Map<string, number>();
-  private readonly listening: AsyncIterator<unknown>;
+  private listening: AsyncIterator<{ keyId: string }>;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly deps: { prisma: PrismaClient; events: EventBus; logger: Logger; sweepMs?: number }) {
     this.timer = setInterval(() => void this.sweep(), deps.sweepMs ?? 2_000);
     this.timer.unref();
-    const iterator = deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
-    this.listening = iterator;
+    let listening = deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
+    this.listening = listening;
     void (async () => {
       for (;;) {
-        const next = await iterator.next();
+        let next: IteratorResult<{ keyId: string }>;
+        try {
+          next = await listening.next();
+        } catch (error) {
+          // More revocations in one burst than the bus keeps for one subscriber: the sweep
+          // catches those missed, and it listens again.
+          if (!(error instanceof SubscriberOverflowError) || this.closed) throw error;
+          listening = deps.events.subscribe("apikey:revoked")[Symbol.asyncIterator]();
+          this.listening = listening;
+          continue;
+        }
         if (next.done) return;
         this.fire(next.value.keyId);
       }

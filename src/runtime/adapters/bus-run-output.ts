@@ -2,7 +2,7 @@
 // `run:output`, to subscribers on this instance and, with Redis, on every other. A subscriber who
 // joins mid-call asks on `run:output:wanted`; the instance executing the call answers with what
 // the call produced so far. Only this instance holds that text: it is never stored.
-import type { EventBus } from "../../events/topics.js";
+import { type EventBus, SubscriberOverflowError } from "../../events/topics.js";
 import type { ModelCallOutput, RunOutput } from "../ports/run-output.js";
 import { StreamingCall } from "../output/streaming-call.js";
 
@@ -47,11 +47,22 @@ export class BusRunOutput implements RunOutput {
   /** Starts answering subscribers who join mid-call (a worker companion: it starts and stops with the worker). */
   start(): void {
     if (this.requests) return;
-    const requests = this.events.subscribe("run:output:wanted")[Symbol.asyncIterator]();
+    let requests = this.events.subscribe("run:output:wanted")[Symbol.asyncIterator]();
     this.requests = requests;
     void (async () => {
-      for (let next = await requests.next(); !next.done; next = await requests.next()) {
-        for (const call of this.calls.get(next.value.runId) ?? []) this.events.publish("run:output", call.runId, call.snapshot());
+      for (;;) {
+        try {
+          for (let next = await requests.next(); !next.done; next = await requests.next()) {
+            for (const call of this.calls.get(next.value.runId) ?? []) this.events.publish("run:output", call.runId, call.snapshot());
+          }
+          return;
+        } catch (error) {
+          // More asks in one burst than the bus keeps for one subscriber (SubscriberOverflowError):
+          // those asking again are answered (a subscriber asks a few times), so it listens again.
+          if (!(error instanceof SubscriberOverflowError) || this.requests !== requests) return;
+          requests = this.events.subscribe("run:output:wanted")[Symbol.asyncIterator]();
+          this.requests = requests;
+        }
       }
     })();
   }
