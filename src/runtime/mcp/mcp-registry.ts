@@ -5,7 +5,7 @@
 // drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
 // when they start; `tools/list_changed` refreshes a server's list for the runs that follow,
 // coalesced: at most one listing in flight and one waiting per connection (tool-refresh.ts).
-import type { EventBus } from "../../events/topics.js";
+import { type EventBus, SubscriberOverflowError } from "../../events/topics.js";
 import type { Logger } from "../../logger.js";
 import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
@@ -99,8 +99,15 @@ export class McpRegistry {
     const changes = this.options.events.subscribe("mcp:changed") as ChangeStream;
     this.changes = changes;
     void (async () => {
-      for await (const change of changes) {
-        if (this.principals.has(change.principalId)) void this.sync(change.principalId);
+      try {
+        for await (const change of changes) {
+          if (this.principals.has(change.principalId)) void this.sync(change.principalId);
+        }
+      } catch (error) {
+        if (!(error instanceof SubscriberOverflowError) || this.closed) throw error;
+        this.changes = undefined; // a burst outran it: listen again, and every principal served here syncs
+        this.listenForChanges();
+        for (const principalId of this.principals.keys()) void this.sync(principalId);
       }
     })().catch((error: unknown) => this.options.logger.error("mcp change listener stopped", { error: String(error) }));
   }
