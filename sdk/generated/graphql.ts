@@ -855,6 +855,8 @@ export type WorkspaceEventKind =
   | 'LINKED'
   /** The workspace was restored from the archive. */
   | 'RESTORED'
+  /** You fell further behind than Dossier keeps for a subscriber (1,000 undelivered events): later events were not kept for you. Re-read the workspace, then subscribe again. The stream completes after it. */
+  | 'RESYNC_REQUIRED'
   /** A run was admitted in the workspace; `run` is that run. */
   | 'RUN_ADMITTED'
   /** A link was removed; see `linkKind` and `linkTargetId`. */

@@ -9,6 +9,7 @@
 // (`onResumed`), and looks for what was announced meanwhile. An event its handler fails on is logged
 // and the loop goes on with the next: one bad message does not end the listening.
 import type { Logger } from "../logger.js";
+import { SubscriberOverflowError } from "./topics.js";
 
 export type Listening = {
   /** Stops listening: the subscription ends, and no new one is made. */
@@ -63,10 +64,18 @@ export function keepListening<T>({ what, subscribe, onEvent, onResumed, logger, 
         throw new Error("the subscription ended");
       } catch (error) {
         if (stopped) return;
+        void Promise.resolve(iterator?.return?.()).catch(() => undefined);
+        // A burst of more events than the bus keeps for one listener is not a failing link: listen
+        // again at once (what the burst held is looked for by onResumed), so an event right after
+        // the burst — a cancel — is heard.
+        if (error instanceof SubscriberOverflowError) {
+          logger.warn(`listening for ${what} fell behind a burst; listening again`, { error: String(error) });
+          failures = Math.max(failures, 1);
+          continue;
+        }
         const waitMs = Math.min(retryMs * 2 ** failures, maxRetryMs);
         failures += 1;
         logger.error(`listening for ${what} stopped; listening again in ${waitMs} ms`, { error: String(error), failures });
-        void Promise.resolve(iterator?.return?.()).catch(() => undefined);
         await pause(waitMs);
       }
     }

@@ -2,8 +2,11 @@
 // subscribers (GraphQL subscriptions) both speak these types; the transport behind them — in
 // process or Redis — is chosen by the composition root only.
 import { setMaxListeners } from "node:events";
-import { createPubSub, type PubSub } from "graphql-yoga";
+import type { PubSub } from "graphql-yoga";
 import type { JsonValue } from "../domain/json-columns.js";
+import { createBoundedPubSub } from "./bounded-pub-sub.js";
+
+export { SUBSCRIBER_LIMIT, SubscriberOverflowError } from "./bounded-pub-sub.js";
 
 export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED" | "DELETED" | "LINKED" | "UNLINKED" | "RUN_ADMITTED" | "CHECKPOINT_UPDATED";
 
@@ -134,13 +137,17 @@ export type EventBus = PubSub<Topics>;
 /** Publishing is all a domain service needs of the bus. */
 export type EventPublisher = Pick<EventBus, "publish">;
 
-/** An event bus; pass an event target (e.g. Redis) to fan out across instances. */
-export function createEventBus(options?: Parameters<typeof createPubSub<Topics>>[0]): EventBus {
-  if (options?.eventTarget) return createPubSub<Topics>(options);
+/**
+ * An event bus; pass an event target (e.g. Redis) to fan out across instances. Each subscription
+ * holds at most `subscriberLimit` messages its reader has not taken, then ends with
+ * SubscriberOverflowError (bounded-pub-sub.ts): a reader that stalls never ends the process.
+ */
+export function createEventBus(options?: { eventTarget?: EventTarget; subscriberLimit?: number }): EventBus {
+  if (options?.eventTarget) return createBoundedPubSub<Topics>({ eventTarget: options.eventTarget, subscriberLimit: options.subscriberLimit });
   // In process: one listener per subscription, and a trace may have thousands of subscribers.
   const eventTarget = new EventTarget();
   setMaxListeners(0, eventTarget);
-  return createPubSub<Topics>({ eventTarget });
+  return createBoundedPubSub<Topics>({ eventTarget, subscriberLimit: options?.subscriberLimit });
 }
 
 /** Wakes the principal's live run lists (runsChanged) once a change of one of its runs committed. */

@@ -33,6 +33,8 @@ export type RunningServer = {
   port: number;
   /** Trace-update responses executed once and shared by their subscribers, so far. */
   sharedSubscriptionExecutions(): number;
+  /** graphql-ws sockets acknowledged and not yet closed. */
+  openSockets(): number;
   close(): Promise<void>;
 };
 
@@ -139,6 +141,7 @@ export async function startHttpServer({
     wsUrl: `ws://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
     port: address.port,
     sharedSubscriptionExecutions: () => sharedResults.executions,
+    openSockets: () => sockets.size,
     async close() {
       idle.stop();
       stopCounting();
@@ -192,6 +195,9 @@ function serveGraphqlWs({
         try {
           const address = clientAddressOf(ctx.extra.request as IncomingMessage);
           const actor = await app.authenticate(authorizationFromConnectionParams(ctx.connectionParams), address);
+          // The client may have left while its credential was checked: graphql-ws has run onClose
+          // for it already, so nothing registered for it now would ever be given back.
+          if (socket.readyState !== OPEN) return false;
           shares.connected(ctx, actor);
           sockets.add(ctx);
           if (actor.keyId && socket.readyState === OPEN)

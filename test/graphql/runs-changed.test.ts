@@ -16,7 +16,7 @@ import {
 import { decodeGlobalId } from "../../src/domain/global-id.js";
 import { chargeRunIn } from "../../src/domain/runs/run-cost.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
-import { publishRunListChange } from "../../src/events/topics.js";
+import { publishRunListChange, SUBSCRIBER_LIMIT } from "../../src/events/topics.js";
 import { silentLogger } from "../../src/logger.js";
 import { settleOutcome } from "../../src/runtime/attempt/settle-outcome.js";
 import { backends } from "../support/databases.js";
@@ -189,6 +189,20 @@ describe.each(backends)("runsChanged on %s", (backend) => {
     await tag(["triage", "urgent"]);
     await tag(["urgent"]);
     expect(seen(await list.take(3))).toEqual(["ADDED tagged later", "UPDATED tagged later", "REMOVED tagged later"]);
+    await list.close();
+  });
+
+  it("still hears its runs after a burst of more announcements than the bus keeps for one subscriber", async () => {
+    const { prisma } = t.app.db;
+    const list = await watch(aliceKey, { filter: { tagsAny: ["burst"] } });
+    const { run } = await admit(alice, { question: "after a burst" });
+    const owner = (await prisma.run.findUniqueOrThrow({ where: { id: rawId(run.id) } })).ownerId;
+    // In one turn: the subscription takes none of them before the last.
+    for (let i = 0; i < SUBSCRIBER_LIMIT + 100; i += 1) publishRunListChange(t.app.events, owner);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await prisma.run.update({ where: { id: rawId(run.id) }, data: { tags: ["burst"] } });
+    publishRunListChange(t.app.events, owner);
+    expect(seen(await list.take(1))).toEqual(["ADDED after a burst"]);
     await list.close();
   });
 

@@ -1,7 +1,7 @@
 // A run's status changes as a subscription (runEvents): live, and finished once the run is.
 import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
-import type { EventBus, RunStatusMessage } from "../../events/topics.js";
+import { type EventBus, type RunStatusMessage, SubscriberOverflowError } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
@@ -59,30 +59,43 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
  * A run's status, first as it is now, then each change, ending after its terminal status so that
  * no subscriber waits forever on a settled run. It listens before it reads the run: a change made
  * between the read and the subscription would otherwise be missed. A change to the status last
- * sent (the one just read arriving late, or a repeated announcement) is not sent again. A Repeater
- * rather than an async generator, so that a subscriber who leaves while the run is idle releases
- * its listener at once.
+ * sent (the one just read arriving late, or a repeated announcement) is not sent again. A
+ * subscriber that fell too far behind (the bus ended its listening: SubscriberOverflowError)
+ * listens again and reads the run again: it skips to the status as it is then. A Repeater rather
+ * than an async generator, so that a subscriber who leaves while the run is idle releases its
+ * listener at once.
  */
 function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string): Repeater<RunStatusMessage> {
   return new Repeater(async (push, stop) => {
-    const live = events.subscribe("run:status", runId)[Symbol.asyncIterator]();
-    // The first next() is what starts the listener; it waits while the run is read.
-    let next = live.next();
-    void stop.then(() => live.return?.());
+    let live: AsyncIterator<RunStatusMessage> | undefined;
+    void stop.then(() => live?.return?.());
+    let sent: RunStatusMessage["status"] | undefined;
     try {
-      const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, finishedAt: true, startedAt: true, createdAt: true } });
-      if (!run) return;
-      let sent = run.status;
-      await push({ runId, status: run.status, at: (run.finishedAt ?? run.startedAt ?? run.createdAt).toISOString() });
-      if (isTerminal(run.status)) return;
-      for (let change = await next; !change.done; change = await next) {
-        // A stop request is news even when the status stays the same.
-        if (change.value.status !== sent || change.value.stop) {
-          sent = change.value.status;
-          await push(change.value);
-          if (isTerminal(sent)) return;
+      for (;;) {
+        live = events.subscribe("run:status", runId)[Symbol.asyncIterator]();
+        // The first next() is what starts the listener; it waits while the run is read.
+        let next = live.next();
+        const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, finishedAt: true, startedAt: true, createdAt: true } });
+        if (!run) return;
+        if (run.status !== sent) {
+          sent = run.status;
+          await push({ runId, status: run.status, at: (run.finishedAt ?? run.startedAt ?? run.createdAt).toISOString() });
         }
-        next = live.next();
+        if (isTerminal(run.status)) return;
+        try {
+          for (let change = await next; !change.done; change = await next) {
+            // A stop request is news even when the status stays the same.
+            if (change.value.status !== sent || change.value.stop) {
+              sent = change.value.status;
+              await push(change.value);
+              if (isTerminal(sent)) return;
+            }
+            next = live.next();
+          }
+          return;
+        } catch (error) {
+          if (!(error instanceof SubscriberOverflowError)) throw error;
+        }
       }
     } finally {
       stop();
@@ -95,7 +108,8 @@ builder.subscriptionField("runEvents", (t) =>
     type: RunStatusEvent,
     description:
       "One run's status: first its current status, then each change as it happens, never the same status twice in a row unless the event announces a stop request (`stop`, cancelRun) — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
-      "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes.",
+      "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes. " +
+      "A subscriber that falls too far behind (stops reading while changes keep coming) skips the changes it was not kept and goes on from the run's status as it is then.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.runId), "Run");

@@ -2,7 +2,6 @@
 import { paged } from "../list-connection.js";
 import { GraphQLError } from "graphql";
 import { NotFoundError, StaleVersionError, ValidationError } from "../../domain/errors.js";
-import type { WorkspaceEventKind, WorkspaceEventMessage } from "../../events/topics.js";
 import type { GoalVersion, Workspace } from "../../generated/prisma/client.js";
 import { WorkspaceStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -10,6 +9,7 @@ import { boundedCount, countFields } from "../counted-connection.js";
 import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
+import { type WorkspaceEventUpdate, workspaceEventStream } from "./workspace-event-stream.js";
 import { inMyWorkspace, mine, myLiveWorkspace, newestFirst } from "./owned.js";
 import { keepPage, pageBelowWorkspace } from "./link-page-plan.js";
 import { readWorkspaceWithPage } from "../../domain/workspace/workspace-read.js";
@@ -238,10 +238,14 @@ const WorkspaceEventKindEnum = builder.enumType("WorkspaceEventKind", {
     UNLINKED: { description: "A link was removed; see `linkKind` and `linkTargetId`." },
     RUN_ADMITTED: { description: "A run was admitted in the workspace; `run` is that run." },
     CHECKPOINT_UPDATED: { description: "A new checkpoint revision was accepted; see `checkpointRevision`." },
-  } satisfies Record<WorkspaceEventKind, unknown>,
+    RESYNC_REQUIRED: {
+      description:
+        "You fell further behind than Dossier keeps for a subscriber (1,000 undelivered events): later events were not kept for you. Re-read the workspace, then subscribe again. The stream completes after it.",
+    },
+  } satisfies Record<WorkspaceEventUpdate["kind"], unknown>,
 });
 
-const WorkspaceEvent = builder.objectRef<WorkspaceEventMessage>("WorkspaceEvent").implement({
+const WorkspaceEvent = builder.objectRef<WorkspaceEventUpdate>("WorkspaceEvent").implement({
   description: "A change to a workspace, delivered after it was committed.",
   fields: (t) => ({
     kind: t.field({ type: WorkspaceEventKindEnum, resolve: (event) => event.kind }),
@@ -294,7 +298,7 @@ builder.subscriptionFields((t) => ({
   workspaceEvents: t.field({
     type: WorkspaceEvent,
     description:
-      "Goal changes, archive and restore of one workspace, as they are committed. Over graphql-ws, the response to one event is executed once for every subscription of the same credential with the same document and variables, and each of them receives it (README: Sharing fairly).",
+      "Goal changes, archive and restore of one workspace, as they are committed. Completes after RESYNC_REQUIRED when the subscriber falls too far behind (it stops reading while events keep coming). Over graphql-ws, the response to one event is executed once for every subscription of the same credential with the same document and variables, and each of them receives it (README: Sharing fairly).",
     args: { workspaceId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.workspaceId), "Workspace");
@@ -302,7 +306,7 @@ builder.subscriptionFields((t) => ({
       if (!id || exists === 0) {
         throw new GraphQLError("Workspace not found.", { extensions: { code: "NOT_FOUND" } });
       }
-      return ctx.events.subscribe("workspace:event", id);
+      return workspaceEventStream(ctx.events, id);
     },
     resolve: (event) => event,
   }),

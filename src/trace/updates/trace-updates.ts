@@ -230,9 +230,15 @@ export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<Trace
   };
   signal?.addEventListener("abort", close, { once: true });
   void (async () => {
-    for await (const change of subscription) {
-      if (queue.length >= bufferLimit) overflow = true;
-      else queue.push(change);
+    try {
+      for await (const change of subscription) {
+        if (queue.length >= bufferLimit) overflow = true;
+        else queue.push(change);
+        wake?.();
+      }
+    } catch {
+      // The bus ended the subscription (SubscriberOverflowError): changes were lost to it.
+      overflow = true;
       wake?.();
     }
   })();
