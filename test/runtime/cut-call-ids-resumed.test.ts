@@ -5,7 +5,7 @@
 // no other call of the run streamed with, and only its own arguments.
 import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
-import { createServer, type ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -18,36 +18,9 @@ import { OWN_CALL_ID_PREFIX } from "../../src/runtime/loop/call-ids.js";
 import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { countedDeployTool } from "../support/deploy-tool.js";
 import { admit } from "../support/fixtures.js";
+import { CUT_BOUND as BOUND, deployProduction, floodStaging } from "../support/cut-call-replies.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { waitFor } from "../support/wait.js";
-
-const BOUND = 64 * 1024;
-const SPACES = " ".repeat(1000);
-
-const frame = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "flood-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-const toolFragment = (index: number, fragment: object) => frame({ tool_calls: [{ index, ...fragment }] });
-
-/** Reply 1: a whole task_list call, then deploy "staging" whose arguments go on (spaces) until the socket closes. */
-async function floodStaging(res: ServerResponse): Promise<void> {
-  const closed = once(res, "close");
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  res.write(
-    toolFragment(0, { id: "call_list", type: "function", function: { name: "task_list", arguments: '{"action":"list"}' } }) +
-      toolFragment(1, { id: "call_deploy", type: "function", function: { name: "deploy", arguments: '{"target":"staging"}' } }),
-  );
-  for (let written = 0; written < 128 * BOUND && !res.destroyed; written += SPACES.length) {
-    if (!res.write(toolFragment(1, { function: { arguments: SPACES } }))) await Promise.race([once(res, "drain"), closed]);
-  }
-  if (!res.destroyed) res.end(`${frame({}, "tool_calls")}data: [DONE]\n\n`);
-}
-
-/** The resumed attempt's reply: deploy "production", under the id the cut call streamed with. */
-function deployProduction(res: ServerResponse): void {
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  const call = toolFragment(0, { id: "call_deploy", type: "function", function: { name: "deploy", arguments: '{"target":"production"}' } });
-  res.end(`${call}${frame({}, "tool_calls")}data: [DONE]\n\n`);
-}
 
 /** Request 1 is cut by the bound; request 2 is never answered (its instance stops); every later one deploys production. */
 async function startModel(closing: (() => Promise<void>)[]): Promise<{ baseURL: string; asked: () => number }> {

@@ -4,7 +4,7 @@
 // person deciding on the later call is shown its own arguments, never the cut call's joined to them.
 import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
-import { createServer, type ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,37 +14,10 @@ import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { countedDeployTool } from "../support/deploy-tool.js";
 import { admit } from "../support/fixtures.js";
 import { closedAfterEach } from "../support/per-test.js";
+import { CUT_BOUND as BOUND, deployProduction, floodStaging } from "../support/cut-call-replies.js";
 import { startTestApp } from "../support/test-app.js";
 
 const closing = closedAfterEach();
-const BOUND = 64 * 1024;
-const SPACES = " ".repeat(1000);
-
-const frame = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "flood-model", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-const toolFragment = (index: number, fragment: object) => frame({ tool_calls: [{ index, ...fragment }] });
-
-/** Reply 1: a whole task_list call, then deploy "staging" whose arguments go on (spaces) until the socket closes. */
-async function floodStaging(res: ServerResponse): Promise<void> {
-  const closed = once(res, "close");
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  res.write(
-    toolFragment(0, { id: "call_list", type: "function", function: { name: "task_list", arguments: '{"action":"list"}' } }) +
-      toolFragment(1, { id: "call_deploy", type: "function", function: { name: "deploy", arguments: '{"target":"staging"}' } }),
-  );
-  for (let written = 0; written < 128 * BOUND && !res.destroyed; written += SPACES.length) {
-    if (!res.write(toolFragment(1, { function: { arguments: SPACES } }))) await Promise.race([once(res, "drain"), closed]);
-  }
-  if (!res.destroyed) res.end(`${frame({}, "tool_calls")}data: [DONE]\n\n`);
-}
-
-/** Reply 2: deploy "production", under the id the cut call streamed with. */
-function deployProduction(res: ServerResponse): void {
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  const call = toolFragment(0, { id: "call_deploy", type: "function", function: { name: "deploy", arguments: '{"target":"production"}' } });
-  res.end(`${call}${frame({}, "tool_calls")}data: [DONE]\n\n`);
-}
-
 async function startModel(): Promise<string> {
   let asked = 0;
   const server = createServer(async (req, res) => {
