@@ -129,7 +129,7 @@ const envSchema = z.object({
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: whole(100, "min").default(10_000),
   // Unset: grows with WORKER_CONCURRENCY (see poolSize).
   DB_POOL_SIZE: whole(1, "min").optional(),
-  DB_STREAM_POOL_SIZE: whole(0, "min").default(2),
+  DB_STREAM_POOL_SIZE: whole(0, "min").default(4),
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),

@@ -60,7 +60,7 @@ describe("loadConfig", () => {
       url: "postgres://u@db:5432/dossier",
       timeouts: { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 },
       poolSize: 10,
-      streamPoolSize: 2,
+      streamPoolSize: 4,
     });
     expect(config.port).toBe(4000);
   });
@@ -76,12 +76,12 @@ describe("loadConfig", () => {
     expect(poolOf({ WORKER_CONCURRENCY: "1000" })).toBe(50);
     expect(poolOf({ WORKER_CONCURRENCY: "100", DB_POOL_SIZE: "6" })).toBe(6);
     expect(() => loadConfig({ DATABASE_URL: url, DB_POOL_SIZE: "0" })).toThrow(/DB_POOL_SIZE="0": must be at least 1/);
-    // The connections kept apart for starting live streams: 2 unless DB_STREAM_POOL_SIZE says; 0 shares the main pool.
+    // The connections kept apart for starting live streams: 4 unless DB_STREAM_POOL_SIZE says; 0 shares the main pool.
     const streamPoolOf = (env: Record<string, string>) => {
       const { database } = loadConfig({ DATABASE_URL: url, ...env });
       return database.kind === "postgres" ? database.streamPoolSize : undefined;
     };
-    expect(streamPoolOf({})).toBe(2);
+    expect(streamPoolOf({})).toBe(4);
     expect(streamPoolOf({ DB_STREAM_POOL_SIZE: "0" })).toBe(0);
     expect(() => loadConfig({ DATABASE_URL: url, DB_STREAM_POOL_SIZE: "-1" })).toThrow(/DB_STREAM_POOL_SIZE/);
   });

@@ -56,7 +56,7 @@ const DEFAULT_POOL_SIZE = 10;
  * Connections kept apart for the reads that start a live stream (runOutput), when the target does
  * not say (DB_STREAM_POOL_SIZE). 0: those reads share the main pool.
  */
-const DEFAULT_STREAM_POOL_SIZE = 2;
+const DEFAULT_STREAM_POOL_SIZE = 4;
 
 /** /ready answers within a second: a database that has not answered by then is not ready. */
 const READINESS_DEADLINE_MS = 800;
