@@ -12,7 +12,7 @@ const mcpClientSchema = z.object({
 
 export type McpClientConfig = { url: string; apiKey?: string };
 
-/** Parses `npm run mcp`'s environment (config.ts passes process.env); throws ConfigError listing every bad value. */
+/** Parses `npm run mcp`'s environment (config.ts hands it the process's environment); throws ConfigError listing every bad value. */
 export function parseMcpClientConfig(env: Record<string, string | undefined>): McpClientConfig {
   const { values } = parseEnv(mcpClientSchema, env);
   return { url: values.DOSSIER_URL, apiKey: values.DOSSIER_API_KEY };

@@ -1,16 +1,13 @@
-// A graphql-ws client that stops reading its runEvents while the run's changes keep coming: the
-// server keeps serving, another subscriber gets every change, and once the stalled client reads
-// again it skips the changes it was not kept and goes on from the run's status as it is then.
-import { once } from "node:events";
 import type { Socket } from "node:net";
 import { afterEach, expect, it } from "vitest";
-import { WebSocket } from "ws";
+import type { WebSocket } from "ws";
 import { decodeGlobalId } from "../../src/domain/global-id.js";
 import { createEventBus, publishRunStatus } from "../../src/events/topics.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { countUncaughtWhile } from "../support/uncaught.js";
 import { waitUntil } from "../support/wait.js";
+import { subscribeRawWs } from "../support/raw-ws-subscription.js";
 
 let t: TestApp | undefined;
 const sockets: WebSocket[] = [];
@@ -28,23 +25,7 @@ const LARGE = `status stop run { ${Array.from({ length: 30 }, (_, i) => `q${i}: 
 
 type Message = { type: string; payload?: { data?: { runEvents?: { status: string; stop: string | null } } } };
 
-async function subscribeWs(wsUrl: string, query: string, variables: Record<string, unknown>) {
-  const socket = new WebSocket(wsUrl, "graphql-transport-ws");
-  sockets.push(socket);
-  const received: Message[] = [];
-  await once(socket, "open");
-  const acked = new Promise<void>((resolve) =>
-    socket.on("message", (data) => {
-      const message = JSON.parse(String(data)) as Message;
-      if (message.type === "connection_ack") resolve();
-      else received.push(message);
-    }),
-  );
-  socket.send(JSON.stringify({ type: "connection_init", payload: {} }));
-  await acked;
-  socket.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query, variables } }));
-  return { socket, received };
-}
+const subscribeWs = (wsUrl: string, query: string, variables: Record<string, unknown>) => subscribeRawWs<Message>(sockets, wsUrl, query, variables);
 
 const statuses = (received: Message[]) => received.filter((m) => m.type === "next").map((m) => m.payload?.data?.runEvents?.status);
 

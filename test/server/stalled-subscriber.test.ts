@@ -5,13 +5,14 @@
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { afterEach, expect, it } from "vitest";
-import { WebSocket } from "ws";
+import type { WebSocket } from "ws";
 import { decodeGlobalId } from "../../src/domain/global-id.js";
 import { createEventBus, type EventBus } from "../../src/events/topics.js";
 import { createWorkspace } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { countUncaughtWhile } from "../support/uncaught.js";
 import { waitUntil } from "../support/wait.js";
+import { subscribeRawWs } from "../support/raw-ws-subscription.js";
 
 let t: TestApp | undefined;
 const sockets: WebSocket[] = [];
@@ -29,23 +30,7 @@ const subscription = (selection: string) => `subscription($id: ID!) { workspaceE
 
 type Message = { type: string; payload?: { data?: { workspaceEvents?: { kind: string } } } };
 
-async function subscribeWs(wsUrl: string, query: string, variables: Record<string, unknown>) {
-  const socket = new WebSocket(wsUrl, "graphql-transport-ws");
-  sockets.push(socket);
-  const received: Message[] = [];
-  await once(socket, "open");
-  const acked = new Promise<void>((resolve) =>
-    socket.on("message", (data) => {
-      const message = JSON.parse(String(data)) as Message;
-      if (message.type === "connection_ack") resolve();
-      else received.push(message);
-    }),
-  );
-  socket.send(JSON.stringify({ type: "connection_init", payload: {} }));
-  await acked;
-  socket.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query, variables } }));
-  return { socket, received };
-}
+const subscribeWs = (wsUrl: string, query: string, variables: Record<string, unknown>) => subscribeRawWs<Message>(sockets, wsUrl, query, variables);
 
 async function publishPaced(events: EventBus, workspaceId: string) {
   for (let i = 0; i < EVENTS; i += 1) {

@@ -9,7 +9,9 @@
 // before and after columns, whether a change adds the run to its list, updates it there, or
 // removes it. A subscriber holds at most one page of the log; one whose position the log no
 // longer keeps (it is bounded: the latest 10,000 changes of each principal) is told to resync.
-import { type EventBus, SubscriberOverflowError } from "../../events/topics.js";
+import { keepListening } from "../../events/keep-listening.js";
+import type { EventBus } from "../../events/topics.js";
+import { silentLogger } from "../../logger.js";
 import type { PrismaClient, RunStatus } from "../../generated/prisma/client.js";
 import { type FilteredRun, type RunFilter, runMatchesFilter } from "./run-filter.js";
 
@@ -125,31 +127,24 @@ async function lastSeqOf(prisma: PrismaClient, principalId: string): Promise<num
 function listen({ events, principalId, signal }: RunListUpdatesOptions) {
   let woken = false;
   let resolveWait: (() => void) | undefined;
-  let subscription = events.subscribe("run:list", principalId);
+  const wake = () => {
+    woken = true;
+    resolveWait?.();
+  };
+  // A subscription made again (after more announcements than the bus keeps for one subscriber, or
+  // a failure) wakes too: each announcement only says "read the log".
+  const listening = keepListening({
+    what: "run list changes",
+    subscribe: () => events.subscribe("run:list", principalId),
+    onEvent: wake,
+    onResumed: wake,
+    logger: silentLogger,
+  });
   const close = () => {
-    void subscription.return?.();
+    void listening.stop();
     resolveWait?.();
   };
   signal?.addEventListener("abort", close, { once: true });
-  void (async () => {
-    for (;;) {
-      try {
-        for await (const _change of subscription) {
-          woken = true;
-          resolveWait?.();
-        }
-        return;
-      } catch (error) {
-        if (!(error instanceof SubscriberOverflowError)) throw error;
-        // More announcements than the bus keeps for one subscriber (SubscriberOverflowError): each
-        // only says "read the log", so it reads it, and listens again.
-        woken = true;
-        resolveWait?.();
-        if (signal?.aborted) return;
-        subscription = events.subscribe("run:list", principalId);
-      }
-    }
-  })();
   return {
     /** Resolves once a change was announced, or after `idleMs` without one; "closed" once the stream ended. */
     async next(idleMs: number): Promise<"woken" | "closed"> {
