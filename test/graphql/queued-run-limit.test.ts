@@ -4,7 +4,8 @@
 // nothing of the refused admission is written. A run that leaves QUEUED (cancelled, claimed) frees
 // a place; another principal is not affected; a retry with the key of an admission that committed
 // still answers its run. Pausing a queued run frees its place; resuming it takes one again, refused
-// the same way when none is left. Concurrent admissions at the limit admit exactly as many runs as fit.
+// the same way when none is left. Concurrent admissions at the limit admit exactly as many runs as fit,
+// and an admission does not wait for a transaction that takes the principal's runs out of QUEUED.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AdmitRunDocument,
@@ -25,6 +26,11 @@ import { SETTLE_CLAIMANT } from "../support/settle-claimant.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const LIMIT = 3;
+/** The count of a principal's ($1) QUEUED runs its queue rows hold: entered − exited. */
+const COUNTED_SQL = `SELECT (q.entered - coalesce((SELECT x.exited FROM principal_queue_exit x WHERE x.principal_id = q.principal_id), 0))::int
+    FROM principal_queue q WHERE q.principal_id = $1`;
+const countedOf = async (t: TestApp, ownerId: string) =>
+  (await t.app.db.prisma.$queryRawUnsafe<{ queued: number }[]>(`SELECT (${COUNTED_SQL}) AS queued`, ownerId))[0];
 
 const admitRun = async (client: DossierClient, input: AdmitRunInput) => (await client.request(AdmitRunDocument, { input })).admitRun;
 
@@ -112,7 +118,7 @@ describe.each(backends)("the queued-run limit on %s", (backend) => {
     await admit(a.client, { question: "after a claim" });
     expect((await admitRun(a.client, { question: "full once more" })).__typename).toBe("QueueFullError");
 
-    const [counted] = await t.app.db.prisma.$queryRawUnsafe<{ queued: number }[]>("SELECT queued FROM principal_queue WHERE principal_id = $1", a.ownerId);
+    const counted = await countedOf(t, a.ownerId);
     expect(counted?.queued).toBe(LIMIT);
     expect(await queuedOf(a.ownerId)).toBe(LIMIT);
   });
@@ -146,7 +152,7 @@ describe.each(backends)("the queued-run limit on %s", (backend) => {
     const resumed = expectType((await a.client.request(ResumeRunDocument, { input: { runId: paused[0]! } })).resumeRun, "ResumeRunSuccess");
     expect([resumed.run.status, resumed.run.pausedAt]).toEqual(["QUEUED", null]);
     expect((await a.client.request(ResumeRunDocument, { input: { runId: paused[1]! } })).resumeRun.__typename).toBe("QueueFullError");
-    const [counted] = await t.app.db.prisma.$queryRawUnsafe<{ queued: number }[]>("SELECT queued FROM principal_queue WHERE principal_id = $1", a.ownerId);
+    const counted = await countedOf(t, a.ownerId);
     expect([await queuedOf(a.ownerId), counted?.queued]).toEqual([LIMIT, LIMIT]);
   });
 
@@ -168,6 +174,39 @@ describe.each(backends)("the queued-run limit on %s", (backend) => {
     const admitted = expectType((await a.client.request(TriggerScheduleDocument, { input: { id: schedule.id } })).triggerSchedule, "TriggerScheduleSuccess");
     expect([admitted.fire.status, admitted.fire.run?.status]).toEqual(["ADMITTED", "QUEUED"]);
     expect(await queuedOf(a.ownerId)).toBe(LIMIT);
+  });
+});
+
+describe.runIf(backends.includes("postgres"))("admission and a run leaving QUEUED on PostgreSQL", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp("postgres", { maxQueuedRunsPerPrincipal: LIMIT });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("admits while a transaction that takes one of the principal's runs out of QUEUED (a claim's) has not committed, and counts both once it has", async () => {
+    const client = t.as(await t.createPrincipal("Claimed"));
+    const first = await admit(client, { question: "taken out of QUEUED" });
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => (commit = resolve));
+    let changed!: () => void;
+    const outOfQueue = new Promise<void>((resolve) => (changed = resolve));
+    const holding = t.app.db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe("UPDATE run SET status = 'PAUSED', paused_at = now() WHERE id = $1", dbId(first.run.id));
+      changed();
+      await committing;
+    });
+    await outOfQueue;
+    const admission = admitRun(client, { question: "admitted meanwhile" });
+    const answered = await Promise.race([admission, new Promise<"still waiting">((resolve) => setTimeout(() => resolve("still waiting"), 3_000))]);
+    commit();
+    await holding;
+    expect(answered === "still waiting" ? answered : answered.__typename).toBe("AdmitRunSuccess");
+    const ownerId = (await t.app.db.prisma.run.findUniqueOrThrow({ where: { id: dbId(first.run.id) } })).ownerId;
+    expect((await countedOf(t, ownerId))?.queued).toBe(1);
+    expect(await t.app.db.prisma.run.count({ where: { ownerId, status: "QUEUED" } })).toBe(1);
   });
 });
 
@@ -199,7 +238,7 @@ describe.each(backends)("concurrent admissions at the queued-run limit on %s", (
     expect(results.slice(attempts)).toEqual(Array(limit).fill("AdmitRunSuccess"));
 
     const counts = await t.app.db.prisma.$queryRawUnsafe<{ queued: number; counted: number }[]>(
-      `SELECT count(*)::int AS queued, (SELECT queued FROM principal_queue q WHERE q.principal_id = r.owner_id) AS counted
+      `SELECT count(*)::int AS queued, (${COUNTED_SQL.replace("$1", "r.owner_id")}) AS counted
          FROM run r WHERE r.status = 'QUEUED' GROUP BY r.owner_id ORDER BY 1`,
     );
     expect(counts).toEqual([

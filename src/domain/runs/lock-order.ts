@@ -3,12 +3,13 @@
 //   1. the run rows, in id order (FOR NO KEY UPDATE — what an attempt's fence takes first);
 //   2. then the workspace row (what publishing an answer, applying a checkpoint proposal, admitting
 //      into a workspace, archiving and deleting it lock);
-//   3. a principal's principal_queue row after the run rows (queue-gate.ts): the trigger of a write
-//      that moves a run into or out of QUEUED takes it after that run's row, an admission after the
-//      runs it cancels; no one holding it waits for a run row, nor for a workspace row held by one
-//      who wants it (goal updates, archiving and deleting never move a run into or out of QUEUED) —
-//      but a schedule's catch-up of several INTERRUPT fires in one transaction, which a deadlock
-//      rolls back for its scheduler to fire again later (schedule-firing.ts).
+//   3. a principal's queue rows after the run rows (queue-gate.ts), its exit row before its entered
+//      row: the trigger of a write that moves a run into or out of QUEUED takes one after that run's
+//      row, an admission takes the entered row after the runs it cancels (and their exit row); no
+//      one holding either waits for a run row, nor for a workspace row held by one who wants it
+//      (goal updates, archiving and deleting never move a run into or out of QUEUED) — but a
+//      schedule's catch-up of several INTERRUPT fires in one transaction, which a deadlock rolls
+//      back for its scheduler to fire again later (schedule-firing.ts).
 //
 // A settling run holds its run row (the fence) and then links its answer into the workspace. A
 // transaction that took the workspace first and a run row second would deadlock with it: deleting
