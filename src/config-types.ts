@@ -202,6 +202,8 @@ export type CapabilitySettings = {
   mcpHttpAllowedHosts: string[];
   /** How long a replaced MCP connection may wait for its in-flight calls before it is closed anyway. */
   mcpDrainTimeoutMs: number;
+  /** How long a principal's MCP connections stay open once no run holds them and no one used them. */
+  mcpIdleCloseMs: number;
   /**
    * What a principal's MCP server may send: one message's bytes (a result over it is refused while
    * it arrives; the model gets an error result), and tools/list's pages, tools and time.

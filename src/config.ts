@@ -95,6 +95,7 @@ const envSchema = z.object({
     "https://app.example.com,http://localhost:5173",
   ).default([]),
   MCP_DRAIN_TIMEOUT_MS: whole(0).default(120_000),
+  MCP_IDLE_CLOSE_MS: whole(1_000, "min").default(300_000),
   MCP_RESULT_MAX_BYTES: whole(65_536, "min").default(10_485_760),
   MCP_LIST_MAX_PAGES: whole(1, "min").default(50),
   MCP_LIST_MAX_TOOLS: whole(1, "min").default(1_000),
@@ -321,6 +322,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
       ...stdioSettings(values),
       mcpHttpAllowedHosts: values.MCP_HTTP_ALLOWED_HOSTS,
       mcpDrainTimeoutMs: values.MCP_DRAIN_TIMEOUT_MS,
+      mcpIdleCloseMs: values.MCP_IDLE_CLOSE_MS,
       mcpLimits: {
         resultMaxBytes: values.MCP_RESULT_MAX_BYTES,
         listMaxPages: values.MCP_LIST_MAX_PAGES,

@@ -230,6 +230,7 @@ describe("loadConfig", () => {
       mcpStdioEnv: [],
       mcpHttpAllowedHosts: [],
       mcpDrainTimeoutMs: 120_000,
+      mcpIdleCloseMs: 300_000,
       mcpLimits: { resultMaxBytes: 10_485_760, listMaxPages: 50, listMaxTools: 1_000, listTimeoutMs: 30_000 },
       fetch: { allowedHosts: [], maxBytes: 1_048_576, timeoutMs: 15_000 },
       commands: { allowed: false, timeoutMs: 30_000, path: "/usr/bin" },

@@ -71,7 +71,7 @@ export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp
 /**
  * Principals' MCP servers: STDIO servers start only the listed programs; HTTP servers reach
  * addresses inside the network only on the listed hosts; replaced connections drain for at most
- * drainTimeoutMs.
+ * drainTimeoutMs; a principal's connections close once no run holds them and no one used them for idleCloseMs.
  */
 export type McpOptions = {
   /** MCP_STDIO_COMMANDS' command lines (a string is parsed as an entry of it: `program arg …`). */
@@ -82,6 +82,10 @@ export type McpOptions = {
   /** Resolves HTTP servers' host names (tests replace it). */
   resolve?: Resolver;
   drainTimeoutMs?: number;
+  /** MCP_IDLE_CLOSE_MS (5 minutes by default). */
+  idleCloseMs?: number;
+  /** The clock of idle periods and retries, in milliseconds (tests move it). */
+  now?: () => number;
   /** What a server may send: a message's size, listing's pages, tools and time (MCP_RESULT_MAX_BYTES, MCP_LIST_*). */
   limits?: McpLimits;
   connector?: McpConnector;
@@ -161,6 +165,8 @@ export function createCore({
     stdioEnv,
     secrets: mcpOptions.secrets,
     drainTimeoutMs: mcpOptions.drainTimeoutMs ?? 120_000,
+    idleCloseMs: mcpOptions.idleCloseMs,
+    now: mcpOptions.now,
   });
   const executing = runtimeOptions
     ? startRuntime({ db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue }, runtimeOptions)

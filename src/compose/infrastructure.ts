@@ -67,13 +67,14 @@ export function openSecrets(config: Config, logger: Logger): SecretBox | undefin
 
 /** What principals' MCP servers may do on this instance, as the operator configured it. */
 export function mcpSettings(config: Config, logger: Logger) {
-  const { mcpStdioCommands, mcpStdioEnv, mcpHttpAllowedHosts, mcpDrainTimeoutMs, mcpLimits } = config.capabilities;
+  const { mcpStdioCommands, mcpStdioEnv, mcpHttpAllowedHosts, mcpDrainTimeoutMs, mcpIdleCloseMs, mcpLimits } = config.capabilities;
   return {
     stdioCommands: mcpStdioCommands,
     stdioEnv: mcpStdioEnv,
     httpAllowedHosts: mcpHttpAllowedHosts,
     secrets: openSecrets(config, logger),
     drainTimeoutMs: mcpDrainTimeoutMs,
+    idleCloseMs: mcpIdleCloseMs,
     limits: mcpLimits,
   };
 }

@@ -261,11 +261,11 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
     fetch: options.fetch,
     commands: options.commands,
   };
-  return ({ run, sink, signal }) => {
+  return ({ run, sink, signal, ended }) => {
     const sandboxDir = path.join(options.sandboxDir, run.id);
     // One count of the folder per attempt, shared by its file tools and run_command.
     const usage = new SandboxUsage(path.resolve(sandboxDir), options.sandbox?.limits);
-    const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, usage, sink, signal });
+    const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, usage, sink, signal, ended });
     return async (runLog, profile) => [
       createTaskListTool(runLog),
       readMaterial,

@@ -70,6 +70,8 @@ export type AttemptScope = {
   sink: TraceSink;
   write: Transact;
   signal: AbortSignal;
+  /** Aborts once the attempt is over: what it held for its whole execution (its MCP connections) is released. */
+  ended?: AbortSignal;
   log: AttemptLog;
   /** The run's last model call, told to runOutput subscribers with each call's output (ModelCallsOfAttempt). */
   modelCalls?: ModelCallsOfAttempt;

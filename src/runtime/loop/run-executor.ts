@@ -57,18 +57,23 @@ export class RunExecutor {
 
   async execute(attempt: AttemptContext): Promise<Outcome> {
     const sink = this.deps.recorder.fenced(attempt.fence);
-    const outcome = await this.attempt(attempt, sink);
-    if (settlesAfter(attempt, sink, outcome)) return outcome;
+    const ended = new AbortController();
     try {
-      // Else its trace is written before it settles (which ends its open spans); a failed write stops the attempt, as any does.
-      await sink.flushed?.();
-    } catch (error) {
-      return this.failure(error, attempt.signal, { text: (outcome.type === "interrupted" && outcome.partialAnswer) || "" });
+      const outcome = await this.attempt(attempt, sink, ended.signal);
+      if (settlesAfter(attempt, sink, outcome)) return outcome;
+      try {
+        // Else its trace is written before it settles (which ends its open spans); a failed write stops the attempt, as any does.
+        await sink.flushed?.();
+      } catch (error) {
+        return this.failure(error, attempt.signal, { text: (outcome.type === "interrupted" && outcome.partialAnswer) || "" });
+      }
+      return outcome;
+    } finally {
+      ended.abort();
     }
-    return outcome;
   }
 
-  private async attempt(attempt: AttemptContext, sink: TraceSink): Promise<Outcome> {
+  private async attempt(attempt: AttemptContext, sink: TraceSink, ended: AbortSignal): Promise<Outcome> {
     const { run, signal } = attempt;
     // The attempt's writes (the log, tokens, steering) go after the trace records made before them:
     // a tool's result is never in the log while its span or its input is missing from the trace.
@@ -87,7 +92,7 @@ export class RunExecutor {
       // trip between the claim and the first model request (dispatch). The run's requests are
       // read with them for the first turn (a stop asked meanwhile is also heard announced).
       // The model calls made before this attempt's are unknown to it unless it is the run's first.
-      const start: AttemptStart = { run, span: attempt.span, sink, write, signal: work, modelCalls: { last: attempt.number === 1 ? null : undefined } };
+      const start: AttemptStart = { run, span: attempt.span, sink, write, signal: work, ended, modelCalls: { last: attempt.number === 1 ? null : undefined } };
       const firstTurn = await startFirstTurn(this.deps, start);
       // What the claim already read or wrote is not read again: a first attempt's requests, and its
       // log when it is the question alone; a first attempt has no decisions asked (no call of its run was made).

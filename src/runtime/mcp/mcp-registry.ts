@@ -1,88 +1,65 @@
 // Live MCP connections per principal (R14). One connection per configured server, keyed by a
 // hash of what it connects to, so an update reconnects only the servers whose connection
-// settings changed. A replaced or removed server's connection is retired: it takes no new
-// calls, and closes when its last in-flight call has finished (reference count), or after the
-// drain timeout at the latest. Runs take a snapshot of the connected servers and their tools
-// when they start; `tools/list_changed` refreshes a server's list for the runs that follow,
-// coalesced: at most one listing in flight and one waiting per connection (tool-refresh.ts).
+// settings changed; a replaced or removed server's connection is retired (mcp-connections.ts).
+// Runs take a snapshot of the connected servers and their tools when they start, and hold their
+// principal's connections until their attempt is over; `tools/list_changed` refreshes a server's
+// list for the runs that follow, coalesced (tool-refresh.ts). A principal no run holds and no one
+// used for the idle period (MCP_IDLE_CLOSE_MS) has its connections retired and its state dropped:
+// open connections and processes follow the principals active now, not every one ever seen. The
+// next run or status read connects again.
 import type { EventBus } from "../../events/topics.js";
-import type { Logger } from "../../logger.js";
 import { keepListening, type Listening } from "../../events/keep-listening.js";
-import type { McpClient, McpConnectionState, McpConnector, McpEndpoint, McpServerStatus, McpSkippedTool, McpToolInfo } from "../ports/mcp.js";
+import type { McpConnectionState, McpServerStatus, McpToolInfo } from "../ports/mcp.js";
 import { ToolError } from "../ports/tool.js";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
-import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
-import { namedValuesOf } from "../../domain/json-columns.js";
-import type { SecretBox } from "../../domain/secret-box.js";
-import { CLOSED_REASON, UNKNOWN_REASON, endpointHash, endpointOf, publicReason } from "./mcp-endpoint.js";
+import { endpointHash } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
-import { RELIST_INTERVAL_MS, ToolRefresh } from "./tool-refresh.js";
 import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
+import { type McpConnection, type McpConnectionOptions, McpConnections } from "./mcp-connections.js";
 
-export type { McpConnectionState, McpServerStatus };
-
-export type McpConnection = {
-  /** Unique within this process; shown on MCP_CALL spans. */
-  readonly id: number;
-  readonly serverId: string;
-  serverName: string;
-  /** Every call of its tools waits for the owner's approval (the server's requireApproval). */
-  requireApproval: boolean;
-  readonly hash: string;
-  state: McpConnectionState;
-  error?: string;
-  tools: McpToolInfo[];
-  /** Tools of the last listing that runs are not offered, with why. */
-  skipped: McpSkippedTool[];
-  client?: McpClient;
-  /** Re-lists the tools after `tools/list_changed`, coalesced. */
-  refresh?: ToolRefresh;
-  ready: Promise<void>;
-  /** Calls in flight on this connection. */
-  leases: number;
-  /** Replaced or removed: no new calls; closes when `leases` reaches 0. */
-  retired: boolean;
-  failedAt?: number;
-  drainTimer?: NodeJS.Timeout;
-};
+export type { McpConnection, McpConnectionState, McpServerStatus };
 
 /** One server as a run sees it for its whole execution. */
 export type McpSnapshotServer = { serverName: string; requireApproval: boolean; connection: McpConnection; tools: readonly McpToolInfo[] };
 
-export type McpRegistryOptions = {
+/** How long a principal's connections stay open once no run holds them and no one used them, by default. */
+export const MCP_IDLE_CLOSE_MS = 300_000;
+
+export type McpRegistryOptions = McpConnectionOptions & {
   /** The principals' stored server configurations, of many principals at once (the MCP server module, McpServerService). */
   servers: { listOf(principalIds: readonly string[]): Promise<(McpServerRecord & { ownerId: string })[]> };
   events: EventBus;
-  logger: Logger;
-  connector: McpConnector;
-  /** The command lines STDIO servers may start (MCP_STDIO_COMMANDS) and the environment names they may set (MCP_STDIO_ENV); none by default. */
-  stdioCommands: readonly StdioCommandLine[];
-  stdioEnv: readonly string[];
-  /** Opens the sealed header and environment values (see domain/secret-box.ts). */
-  secrets?: SecretBox;
-  /** The longest a retired connection waits for its in-flight calls before it closes anyway. */
-  drainTimeoutMs: number;
-  connectTimeoutMs?: number;
-  /** A failed server is retried by the next run or status read after this long. */
-  retryAfterMs?: number;
-  /** The least time between two re-listings of one connection's tools (RELIST_INTERVAL_MS by default). */
-  relistIntervalMs?: number;
+  /** A principal's connections close once no run holds them and no one used them for this long (MCP_IDLE_CLOSE_MS by default). */
+  idleCloseMs?: number;
 };
 
-/** `queued`: the sync asked for and not begun yet, which every sync asked for meanwhile joins; `reconciling`: one is applying what it read. */
-type PrincipalState = { servers: Map<string, McpConnection>; disabled: Set<string>; chain: Promise<void>; queued?: Promise<void>; reconciling?: boolean };
+/**
+ * `queued`: the sync asked for and not begun yet, which every sync asked for meanwhile joins; `reconciling`: one is applying what it read.
+ * `holds`: runs holding the principal's connections, and status reads in progress; `usedAt`: when the last of them ended.
+ * `dropped`: closed as idle; a sync still pending on it opens nothing.
+ */
+type PrincipalState = {
+  servers: Map<string, McpConnection>;
+  disabled: Set<string>;
+  chain: Promise<void>;
+  queued?: Promise<void>;
+  reconciling?: boolean;
+  holds: number;
+  usedAt: number;
+  dropped?: boolean;
+};
 
 export class McpRegistry {
   private readonly principals = new Map<string, PrincipalState>();
-  private readonly connects = new Map<string, number>();
-  private readonly draining = new Map<string, Set<McpConnection>>();
-  private nextId = 1;
+  private readonly connections: McpConnections;
   private closed = false;
   private changes?: Listening;
+  private idleSweep?: NodeJS.Timeout;
   /** A principal's stored servers, read with those of the other runs beginning together (batched-reads.ts). */
   private readonly stored: (principalId: string) => Promise<McpServerRecord[]>;
 
   constructor(private readonly options: McpRegistryOptions) {
+    this.connections = new McpConnections(options);
     this.stored = batchedRead({
       readMany: async (principalIds) => groupedBy(await options.servers.listOf(principalIds), (server) => server.ownerId),
       keyOf: (principalId) => principalId,
@@ -90,11 +67,16 @@ export class McpRegistry {
     });
   }
 
+  private get idleCloseMs(): number {
+    return this.options.idleCloseMs ?? MCP_IDLE_CLOSE_MS;
+  }
+
   /**
-   * Changes made through any instance reach this one. Listening starts with the first principal
-   * this registry serves; principals no run has used here yet are connected by their first run.
+   * Changes made through any instance reach this one, and idle principals are closed. Both start
+   * with the first principal this registry serves; principals no run has used here yet (or whose
+   * state was dropped as idle) are connected by their next run or status read.
    */
-  private listenForChanges(): void {
+  private start(): void {
     if (this.changes || this.closed) return;
     this.changes = keepListening({
       what: "MCP configuration changes",
@@ -108,6 +90,9 @@ export class McpRegistry {
       },
       logger: this.options.logger,
     });
+    // A principal is closed between one and one and a half idle periods after its last use.
+    this.idleSweep = setInterval(() => void this.closeIdle(), Math.max(this.idleCloseMs / 2, 10));
+    this.idleSweep.unref();
   }
 
   /**
@@ -118,7 +103,10 @@ export class McpRegistry {
    * each pinning its snapshot, then cost one read, not one each, every one waiting for those before it.
    */
   sync(principalId: string): Promise<void> {
-    const state = this.stateOf(principalId);
+    return this.syncOf(principalId, this.stateOf(principalId));
+  }
+
+  private syncOf(principalId: string, state: PrincipalState): Promise<void> {
     if (state.queued) return state.queued;
     const read = state.reconciling ? undefined : this.stored(principalId);
     read?.catch(() => undefined);
@@ -142,29 +130,44 @@ export class McpRegistry {
    * The connected servers and their tools as of now: what a starting run pins. Connecting and
    * listing count against the run's deadline: once `signal` aborts the run stops waiting (its
    * worker slot is free), while the connection goes on within its own limits for later runs.
+   * The principal's connections are held until `heldUntil` aborts (the run's attempt is over):
+   * they are not closed as idle meanwhile. Without it, only while the snapshot is taken.
    */
-  async snapshot(principalId: string, signal?: AbortSignal): Promise<McpSnapshotServer[]> {
-    await untilAborted(this.sync(principalId), signal);
-    const connections = [...this.stateOf(principalId).servers.values()];
-    await untilAborted(Promise.all(connections.map((c) => c.ready)), signal);
-    return connections
-      .filter((c) => c.state === "CONNECTED" && !c.retired)
-      .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
-      .map((connection) => ({ serverName: connection.serverName, requireApproval: connection.requireApproval, connection, tools: connection.tools }));
+  async snapshot(principalId: string, signal?: AbortSignal, heldUntil?: AbortSignal): Promise<McpSnapshotServer[]> {
+    const { state, release } = this.hold(principalId);
+    if (heldUntil?.aborted) release();
+    else heldUntil?.addEventListener("abort", release, { once: true });
+    try {
+      await untilAborted(this.syncOf(principalId, state), signal);
+      const connections = [...state.servers.values()];
+      await untilAborted(Promise.all(connections.map((c) => c.ready)), signal);
+      return connections
+        .filter((c) => c.state === "CONNECTED" && !c.retired)
+        .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
+        .map((connection) => ({ serverName: connection.serverName, requireApproval: connection.requireApproval, connection, tools: connection.tools }));
+    } finally {
+      if (!heldUntil) release();
+    }
   }
 
   /** Status of each of the principal's servers, by server id, after connecting what needs it. */
   async status(principalId: string): Promise<Map<string, McpServerStatus>> {
-    await this.sync(principalId);
-    const state = this.stateOf(principalId);
-    await Promise.all([...state.servers.values()].map((c) => c.ready));
-    const statuses = new Map<string, McpServerStatus>();
-    const extra = (serverId: string) => ({ connects: this.connects.get(serverId) ?? 0, draining: this.draining.get(serverId)?.size ?? 0 });
-    for (const [serverId, c] of state.servers) {
-      statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, skippedTools: c.skipped, ...extra(serverId) });
+    const { state, release } = this.hold(principalId);
+    try {
+      await this.syncOf(principalId, state);
+      await Promise.all([...state.servers.values()].map((c) => c.ready));
+      const statuses = new Map<string, McpServerStatus>();
+      for (const [serverId, c] of state.servers) {
+        const counts = this.connections.countsOf(serverId);
+        statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, skippedTools: c.skipped, ...counts });
+      }
+      for (const serverId of state.disabled) {
+        statuses.set(serverId, { state: "DISABLED", error: null, tools: [], skippedTools: [], ...this.connections.countsOf(serverId) });
+      }
+      return statuses;
+    } finally {
+      release();
     }
-    for (const serverId of state.disabled) statuses.set(serverId, { state: "DISABLED", error: null, tools: [], skippedTools: [], ...extra(serverId) });
-    return statuses;
   }
 
   /** Calls a tool on a pinned connection, holding a lease on it for the duration of the call. */
@@ -179,169 +182,87 @@ export class McpRegistry {
       return await connection.client.callTool(tool, args, signal);
     } finally {
       connection.leases -= 1;
-      if (connection.retired && connection.leases === 0) void this.closeConnection(connection);
+      if (connection.retired && connection.leases === 0) void this.connections.close(connection);
     }
+  }
+
+  /**
+   * Retires the connections of every principal no run holds, no call is in flight for and no one
+   * used for the idle period, and drops their state; resolves once those connections have closed.
+   * Which principals are idle is decided at once, when called: a run or status read that begins
+   * afterwards finds no state and connects again.
+   */
+  async closeIdle(): Promise<void> {
+    const now = this.connections.now();
+    const closing: Promise<void>[] = [];
+    for (const [principalId, state] of this.principals) {
+      if (state.holds > 0 || now - state.usedAt < this.idleCloseMs) continue;
+      if ([...state.servers.values()].some((c) => c.leases > 0)) continue;
+      this.principals.delete(principalId);
+      state.dropped = true;
+      for (const connection of state.servers.values()) closing.push(this.connections.retire(connection));
+      state.servers.clear();
+    }
+    await Promise.all(closing);
   }
 
   /** Closes every connection at once (shutdown). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.idleSweep);
     await this.changes?.stop();
     const all = [...this.principals.values()].flatMap((state) => [...state.servers.values()]);
-    all.push(...[...this.draining.values()].flatMap((set) => [...set]));
+    all.push(...this.connections.allDraining());
     this.principals.clear();
-    await Promise.all(all.map((c) => this.closeConnection(c)));
+    await Promise.all(all.map((c) => this.connections.close(c)));
   }
 
   private stateOf(principalId: string): PrincipalState {
     let state = this.principals.get(principalId);
     if (!state) {
-      this.listenForChanges();
-      state = { servers: new Map(), disabled: new Set(), chain: Promise.resolve() };
+      this.start();
+      state = { servers: new Map(), disabled: new Set(), chain: Promise.resolve(), holds: 0, usedAt: this.connections.now() };
       this.principals.set(principalId, state);
     }
     return state;
   }
 
+  /** The principal's state, held (not closed as idle) until `release` is called (once; later calls do nothing). */
+  private hold(principalId: string): { state: PrincipalState; release: () => void } {
+    const state = this.stateOf(principalId);
+    state.holds += 1;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      state.holds -= 1;
+      state.usedAt = this.connections.now();
+    };
+    return { state, release };
+  }
+
   private async reconcile(state: PrincipalState, rows: readonly McpServerRecord[]): Promise<void> {
-    if (this.closed) return;
+    // A sync asked for before the principal was closed as idle opens nothing: its next use connects.
+    if (this.closed || state.dropped) return;
     const wanted = new Set<string>();
     state.disabled = new Set(rows.filter((row) => !row.enabled).map((row) => row.id));
     for (const row of rows.filter((r) => r.enabled)) {
       wanted.add(row.id);
       const hash = endpointHash(row, this.options.secrets);
       const current = state.servers.get(row.id);
-      if (current && current.hash === hash && !this.dueForRetry(current)) {
+      if (current && current.hash === hash && !this.connections.dueForRetry(current)) {
         // A rename changes tool names only, and requireApproval only who must agree: not the connection.
         current.serverName = row.name;
         current.requireApproval = row.requireApproval;
         continue;
       }
-      if (current) this.retire(current);
-      state.servers.set(row.id, this.open(row, hash));
+      if (current) void this.connections.retire(current);
+      state.servers.set(row.id, this.connections.open(row, hash));
     }
     for (const [serverId, connection] of state.servers) {
       if (wanted.has(serverId)) continue;
       state.servers.delete(serverId);
-      this.retire(connection);
+      void this.connections.retire(connection);
     }
   }
-
-  private dueForRetry(connection: McpConnection): boolean {
-    const retryAfter = this.options.retryAfterMs ?? 5_000;
-    return (connection.state === "FAILED" || connection.state === "CLOSED") && Date.now() - (connection.failedAt ?? 0) >= retryAfter;
-  }
-
-  private open(row: McpServerRecord, hash: string): McpConnection {
-    const connection: McpConnection = {
-      id: this.nextId++,
-      serverId: row.id,
-      serverName: row.name,
-      requireApproval: row.requireApproval,
-      hash,
-      state: "CONNECTING",
-      tools: [],
-      skipped: [],
-      leases: 0,
-      retired: false,
-      ready: Promise.resolve(),
-    };
-    // Checked again at connect time: the operator may have narrowed the list since the row was stored.
-    const refused = row.transport === "STDIO" ? stdioRefusalOf(row, this.options) : null;
-    if (refused) {
-      this.fail(connection, Object.assign(new Error(refused), { code: STDIO_REFUSED }));
-      return connection;
-    }
-    let endpoint: McpEndpoint;
-    try {
-      endpoint = endpointOf(row, this.options.secrets);
-    } catch (error) {
-      this.fail(connection, error instanceof Error ? error : new Error(String(error)));
-      return connection;
-    }
-    this.connects.set(row.id, (this.connects.get(row.id) ?? 0) + 1);
-    const signal = AbortSignal.timeout(this.options.connectTimeoutMs ?? 15_000);
-    const refresh = new ToolRefresh(() => this.refreshTools(connection), this.options.relistIntervalMs ?? RELIST_INTERVAL_MS);
-    connection.refresh = refresh;
-    const events = {
-      onToolsChanged: () => refresh.request(),
-      onClosed: (error?: Error) => {
-        if (connection.state === "CLOSED") return;
-        this.fail(connection, error ?? new Error("the MCP server closed the connection"));
-        connection.state = "CLOSED";
-      },
-    };
-    connection.ready = this.options
-      .connector(endpoint, events, signal)
-      .then(async (client) => {
-        connection.client = client;
-        if (connection.retired) return void (await this.closeConnection(connection));
-        ({ tools: connection.tools, skipped: connection.skipped } = await client.listTools());
-        if (connection.state === "CONNECTING") connection.state = "CONNECTED";
-      })
-      .catch((error: unknown) => {
-        this.fail(connection, error);
-        void connection.client?.close().catch(() => undefined);
-      });
-    return connection;
-  }
-
-  private fail(connection: McpConnection, error: unknown): void {
-    const detail = error instanceof Error ? error.message : String(error);
-    const reason = publicReason(detail, (error as { code?: unknown } | null)?.code);
-    // A failing connect also reports the connection closing; the more specific reason stays.
-    const generic = reason === CLOSED_REASON || reason === UNKNOWN_REASON;
-    if (!(connection.state === "FAILED" && connection.error && generic)) connection.error = reason;
-    connection.state = "FAILED";
-    connection.failedAt = Date.now();
-    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: detail });
-  }
-
-  /** Re-lists a server's tools after `tools/list_changed` (via `connection.refresh`); runs already started keep their snapshot. */
-  private async refreshTools(connection: McpConnection): Promise<void> {
-    await connection.ready;
-    if (connection.state !== "CONNECTED" || connection.retired || !connection.client) return;
-    try {
-      ({ tools: connection.tools, skipped: connection.skipped } = await connection.client.listTools());
-    } catch (error) {
-      this.options.logger.warn("mcp tools refresh failed", { server: connection.serverName, error: String(error) });
-    }
-  }
-
-  private retire(connection: McpConnection): void {
-    connection.retired = true;
-    if (connection.leases === 0) {
-      void connection.ready.then(() => this.closeConnection(connection));
-      return;
-    }
-    let set = this.draining.get(connection.serverId);
-    if (!set) this.draining.set(connection.serverId, (set = new Set()));
-    set.add(connection);
-    connection.drainTimer = setTimeout(() => {
-      this.options.logger.warn("mcp connection closed with calls still in flight (drain timeout)", {
-        server: connection.serverName,
-        inFlight: connection.leases,
-      });
-      void this.closeConnection(connection);
-    }, this.options.drainTimeoutMs);
-    connection.drainTimer.unref();
-  }
-
-  private async closeConnection(connection: McpConnection): Promise<void> {
-    clearTimeout(connection.drainTimer);
-    connection.refresh?.stop();
-    const set = this.draining.get(connection.serverId);
-    set?.delete(connection);
-    if (set?.size === 0) this.draining.delete(connection.serverId);
-    const wasOpen = connection.state !== "CLOSED";
-    connection.state = "CLOSED";
-    if (wasOpen) await connection.client?.close().catch(() => undefined);
-  }
-}
-
-/** Why a stored STDIO server may not start now (the operator may have narrowed the lists since it was stored), or null. */
-function stdioRefusalOf(row: McpServerRecord, options: Pick<McpRegistryOptions, "stdioCommands" | "stdioEnv">): string | null {
-  const envNames = (namedValuesOf(row.env) ?? []).map((pair) => pair.name);
-  const issues = stdioRefusals({ command: row.command ?? "", args: row.args, envNames }, options.stdioCommands, options.stdioEnv);
-  return issues.length > 0 ? issues.map((issue) => `${issue.field} ${issue.message}`).join("; ") : null;
 }

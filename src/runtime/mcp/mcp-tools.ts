@@ -21,9 +21,12 @@ function mcpToolDigest(endpointHash: string, tool: { name: string; description?:
   return createHash("sha256").update(jsonText(shown)).digest("hex");
 }
 
-/** `signal`: the run's; connecting and listing count against its deadline. */
-export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal): Promise<Tool[]> {
-  const servers = await registry.snapshot(principalId, signal);
+/**
+ * `signal`: the run's; connecting and listing count against its deadline. `ended`: aborts when the
+ * attempt is over; its connections are held until then (not closed as idle).
+ */
+export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal, ended?: AbortSignal): Promise<Tool[]> {
+  const servers = await registry.snapshot(principalId, signal, ended);
   return servers.flatMap(({ serverName, requireApproval, connection, tools }) =>
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({

@@ -25,14 +25,25 @@ export type CapabilityTools = {
 
 /**
  * Starts the reads of a run's capability tools (its skills, its MCP servers' snapshot) at once;
- * the tools are built from them with the skills its agent profile allows.
+ * the tools are built from them with the skills its agent profile allows. The MCP connections are
+ * held until `ended` aborts (the attempt is over).
  */
 export function startCapabilityTools(
   capabilities: CapabilityTools,
-  { run, sandboxDir, usage, sink, signal }: { run: RunRecord; sandboxDir: string; usage?: SandboxUsage; sink: TraceSink; signal?: AbortSignal },
+  {
+    run,
+    sandboxDir,
+    usage,
+    sink,
+    signal,
+    ended,
+  }: { run: RunRecord; sandboxDir: string; usage?: SandboxUsage; sink: TraceSink; signal?: AbortSignal; ended?: AbortSignal },
 ): (skillsAllowed?: readonly string[]) => Promise<Tool[]> {
   const read = caught(
-    Promise.all([capabilities.skills.forAgent(run.ownerId, run.agent), capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal) : []]),
+    Promise.all([
+      capabilities.skills.forAgent(run.ownerId, run.agent),
+      capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal, ended) : [],
+    ]),
   );
   return async (skillsAllowed) => {
     const [all, mcpTools] = await read;
