@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { MORE_ARGUMENTS, parseCommandLine, REFUSED_ENV_NAME, type StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import { ConfigError, commaList } from "./config-rules.js";
-import { isLoopbackAddress, LOOPBACK_HOSTS } from "./server/allowed-hosts.js";
+import { isLoopbackAddress, loopbackHostsOf } from "./server/allowed-hosts.js";
 import { proxyEntryOf } from "./server/client-address.js";
 
 /** The widest TRUSTED_PROXIES range of each family: a private network's (10.0.0.0/8, IPv6's unique local fc00::/7). */
@@ -74,13 +74,13 @@ type AccessValues = {
 };
 
 /**
- * The host names served: as listed, else the loopback names on a loopback address. Elsewhere
+ * The host names served: as listed, else the loopback names (and the address itself) on a loopback address. Elsewhere
  * without keys, a page under any name pointed at the server would act as the development
  * principal: that is a start error naming the setting.
  */
 export function allowedHostsOf(values: AccessValues, authRequired: boolean): string[] | undefined {
   if (values.ALLOWED_HOSTS) return values.ALLOWED_HOSTS;
-  if (isLoopbackAddress(values.HOST)) return [...LOOPBACK_HOSTS];
+  if (isLoopbackAddress(values.HOST)) return loopbackHostsOf(values.HOST);
   if (authRequired) return undefined;
   throw new ConfigError([
     `ALLOWED_HOSTS: must list the host names this server answers to (such as dossier.example.com) when HOST=${values.HOST} is not a loopback address and AUTH_REQUIRED is off`,

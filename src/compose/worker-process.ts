@@ -2,11 +2,12 @@
 // and serves no API. It composes the same core as a server (services, skills, MCP registry,
 // runtime) and no GraphQL at all; /metrics is served on METRICS_PORT when set. Stopping it hands
 // every run in flight back, so another worker resumes it at once instead of waiting for the lease.
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
+import { guardHosts } from "../server/allowed-hosts.js";
 import { scrapeAllowed } from "../server/metrics-plugin.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
@@ -59,7 +60,7 @@ export async function startWorkerProcess({
   const metricsServer =
     config.worker.metricsPort === undefined
       ? undefined
-      : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken });
+      : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken, allowedHosts: config.allowedHosts });
   const workerId = core.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
   return {
@@ -74,11 +75,12 @@ export async function startWorkerProcess({
   };
 }
 
+/** /metrics and /health, to the names the API answers to (ALLOWED_HOSTS): a rebound name gets 421 here too. */
 async function serveMetrics(
   metrics: DossierMetrics,
-  { port, host, token }: { port: number; host: string; token?: string },
+  { port, host, token, allowedHosts }: { port: number; host: string; token?: string; allowedHosts: readonly string[] | undefined },
 ): Promise<{ server: Server; port: number }> {
-  const server = createServer((request, response) => {
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
     if (request.method === "GET" && request.url === "/metrics" && !scrapeAllowed(request.headers.authorization, token)) {
       response.writeHead(401, { "www-authenticate": "Bearer" }).end("Unauthorized: send Authorization: Bearer <METRICS_TOKEN>");
     } else if (request.method === "GET" && request.url === "/metrics") {
@@ -91,7 +93,8 @@ async function serveMetrics(
     } else {
       response.writeHead(404).end();
     }
-  });
+  };
+  const server = createServer(guardHosts(handler, allowedHosts));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());

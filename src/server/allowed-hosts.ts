@@ -10,6 +10,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 /** The names of a loopback address, served by default when the server binds to one (any port). */
 export const LOOPBACK_HOSTS: readonly string[] = ["localhost", "127.0.0.1", "[::1]"];
 
+/**
+ * The names served by default on a loopback bind address: the loopback names and the address
+ * itself (127.0.0.2 is a loopback address a browser names as such).
+ */
+export function loopbackHostsOf(host: string): string[] {
+  const bound = normaliseHostName(host.includes(":") && !host.startsWith("[") ? `[${host}]` : host);
+  return LOOPBACK_HOSTS.includes(bound) ? [...LOOPBACK_HOSTS] : [...LOOPBACK_HOSTS, bound];
+}
+
 /** Whether a bind address is a loopback one (only this machine can reach it). */
 export function isLoopbackAddress(host: string): boolean {
   const name = normaliseHostName(host.replace(/^\[(.*)\]$/, "$1"));

@@ -9,15 +9,24 @@
 // subscription of the keyless development principal's share. WebSocket upgrades, which browsers
 // send from any page, are held to the same rule; a client that sends no Origin and no
 // Sec-Fetch-Site naming another site is not a browser page.
+// All of this holds at the endpoint's one path: Yoga would run GraphQL for any URL ending in it
+// (/graphql/, /x/graphql, /?/graphql, //graphql), so every other spelling is 404 before Yoga
+// reads it (guardPages), and Yoga itself parses no GraphQL request at another path (jsonPostsOnly).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Plugin } from "graphql-yoga";
 import { originHostAllowed } from "./allowed-hosts.js";
 
 const JSON_MEDIA_TYPES = new Set(["application/json", "application/graphql-response+json"]);
 
-/** Refuses (415) every POST to the GraphQL endpoint that is not JSON, before Yoga reads its body. */
+/**
+ * Refuses (415) every POST to the GraphQL endpoint that is not JSON, before Yoga reads its body;
+ * and (404) every GraphQL request Yoga took at another path, whatever route led it there.
+ */
 export function jsonPostsOnly(graphqlEndpoint: string): Plugin {
   return {
+    onRequestParse({ url, endResponse, fetchAPI }) {
+      if (url.pathname !== graphqlEndpoint) endResponse(new fetchAPI.Response(null, { status: 404, headers: { connection: "close" } }));
+    },
     onRequest({ request, url, endResponse, fetchAPI }) {
       if (request.method !== "POST" || url.pathname !== graphqlEndpoint) return;
       const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -104,7 +113,10 @@ export function pageRequestAllowed(request: IncomingMessage, origins: readonly s
   return request.method === "GET" && request.headers["sec-fetch-mode"] === "navigate" && request.headers["sec-fetch-dest"] === "document";
 }
 
-/** The HTTP handler, answering 403 to every request to `endpoint` that `pageRequestAllowed` refuses. */
+/**
+ * The HTTP handler, answering 403 to every request to `endpoint` that `pageRequestAllowed` refuses,
+ * and 404 to every request at another path that Yoga would take for `endpoint`.
+ */
 export function guardPages(
   handler: (request: IncomingMessage, response: ServerResponse) => void,
   endpoint: string,
@@ -112,7 +124,12 @@ export function guardPages(
   allowedHosts: readonly string[] | undefined,
 ): (request: IncomingMessage, response: ServerResponse) => void {
   return (request, response) => {
-    if (pathOf(request.url) !== endpoint || pageRequestAllowed(request, origins, allowedHosts)) return handler(request, response);
+    const url = urlOf(request);
+    if (url === null || (url.pathname !== endpoint && namesEndpoint(request.url ?? "", url, endpoint))) {
+      response.writeHead(404, { connection: "close" }).end();
+      return;
+    }
+    if (url.pathname !== endpoint || pageRequestAllowed(request, origins, allowedHosts)) return handler(request, response);
     // Not even the refusal may be shown in another site's frame.
     response.writeHead(403, {
       "content-type": "application/json; charset=utf-8",
@@ -124,10 +141,16 @@ export function guardPages(
   };
 }
 
-function pathOf(url: string | undefined): string {
+/** The request's URL as Yoga reads it (its Host, then the request target verbatim); null when it is none. */
+function urlOf(request: IncomingMessage): URL | null {
   try {
-    return new URL(url ?? "/", "http://path.invalid").pathname;
+    return new URL(`http://${request.headers.host ?? "localhost"}${request.url ?? "/"}`);
   } catch {
-    return "";
+    return null;
   }
+}
+
+/** Whether Yoga would take this URL for the endpoint's: one ending in it, with or without a slash, sent or read. */
+function namesEndpoint(target: string, url: URL, endpoint: string): boolean {
+  return [target, url.pathname + url.search].some((spelling) => spelling.endsWith(endpoint) || spelling.endsWith(`${endpoint}/`));
 }

@@ -79,10 +79,13 @@ ${PAGE_SCRIPT}</script>
 
 // Runs in the browser, after GraphiQL's own script.
 // - Monaco starts its workers from the inlined sources, as blob: URLs.
-// - GraphiQL keeps the open tabs and the last query, variables and headers in localStorage, and
-//   prefers them to the configured tabs. They are kept under a name of their own per set of
-//   examples, so a browser that opened an older Dossier (or another GraphiQL on this origin) opens
-//   with this version's examples; history, favourites and settings stay shared.
+// - GraphiQL keeps the open tabs and the last query and variables in localStorage, and prefers
+//   them to the configured tabs. They are kept under a name of their own per set of examples, so
+//   a browser that opened an older Dossier (or another GraphiQL on this origin) opens with this
+//   version's examples; history, favourites and settings stay shared.
+// - Headers (an authorization header with an API key) are never kept: not the headers editor's,
+//   not a tab's, and no setting turns that on. What an older page kept is removed when it opens,
+//   as the trace viewer forgets the key its older versions kept.
 // - Subscriptions run over graphql-ws, which sends no HTTP headers: the headers editor's content
 //   (e.g. an authorization header with an API key) goes as the connection's parameters instead,
 //   read when the socket opens with the first subscription, with the page's additional headers
@@ -99,17 +102,35 @@ for (const [label, source] of Object.entries(DOSSIER_GRAPHIQL.workers)) {
 }
 self.MonacoEnvironment = { globalAPI: false, getWorkerUrl: (_moduleId, label) => workerUrls[label] };
 
-const VERSIONED = new Set(["graphiql:tabState", "graphiql:query", "graphiql:variables", "graphiql:headers"]);
+const VERSIONED = new Set(["graphiql:tabState", "graphiql:query", "graphiql:variables"]);
 const storedAs = (key) => (VERSIONED.has(key) ? key + "@dossier-" + DOSSIER_GRAPHIQL.stateVersion : key);
+const UNKEPT = (key) => key.startsWith("graphiql:headers") || key === "graphiql:shouldPersistHeaders";
+const withoutHeaders = (value) => {
+  try {
+    return JSON.stringify(JSON.parse(value), (key, kept) => (key === "headers" ? null : kept));
+  } catch {
+    return value;
+  }
+};
+try {
+  for (const key of Object.keys(localStorage)) {
+    if (UNKEPT(key)) localStorage.removeItem(key);
+    else if (key.startsWith("graphiql:tabState")) localStorage.setItem(key, withoutHeaders(localStorage.getItem(key)));
+  }
+} catch {
+  // Storage refused: nothing was kept there.
+}
 const storage = {
-  getItem: (key) => localStorage.getItem(storedAs(key)),
-  setItem: (key, value) => localStorage.setItem(storedAs(key), value),
+  getItem: (key) => (UNKEPT(key) ? null : localStorage.getItem(storedAs(key))),
+  setItem: (key, value) => {
+    if (!UNKEPT(key)) localStorage.setItem(storedAs(key), key === "graphiql:tabState" ? withoutHeaders(value) : value);
+  },
   removeItem: (key) => localStorage.removeItem(storedAs(key)),
   get length() { return Object.keys(localStorage).filter((key) => key.startsWith("graphiql:")).length; },
   clear() { for (const key of Object.keys(localStorage)) if (key.startsWith("graphiql:")) localStorage.removeItem(key); },
 };
 
-let headers = storage.getItem("graphiql:headers") || "";
+let headers = "";
 const connectionParams = () => {
   try {
     const parsed = JSON.parse(headers || "{}");
@@ -124,6 +145,8 @@ Promise.all([...document.fonts].map((face) => face.load()))
   .then(() => {
     YogaGraphiQL.renderYogaGraphiQL(document.getElementById("root"), {
       ...DOSSIER_GRAPHIQL.options,
+      shouldPersistHeaders: false,
+      showPersistHeadersSettings: false,
       storage,
       connectionParams,
       onEditHeaders: (value) => { headers = value; },

@@ -12,7 +12,7 @@ import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
-import { guardHosts, hostAllowed, isLoopbackAddress, LOOPBACK_HOSTS, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
+import { guardHosts, hostAllowed, isLoopbackAddress, loopbackHostsOf, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
 import { clientAddressOf, recordClientAddresses, TrustedProxies } from "./client-address.js";
 import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, TOO_MANY_CONNECTIONS } from "./client-connections.js";
 import { guardPages, upgradeAllowed } from "./cross-site.js";
@@ -78,7 +78,7 @@ export async function startHttpServer({
   port,
   host,
   maxSubscriptionsPerConnection = 50,
-  allowedHosts = isLoopbackAddress(host) ? LOOPBACK_HOSTS : undefined,
+  allowedHosts = isLoopbackAddress(host) ? loopbackHostsOf(host) : undefined,
   connections = DEFAULT_CONNECTION_LIMITS,
   trustedProxies = [],
 }: {

@@ -6,6 +6,8 @@
 import { request as httpRequest } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { loadConfig } from "../../src/config.js";
+import { startHttpServer } from "../../src/server/http-server.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 type Answer = { status: number; contentType: string; body: string };
@@ -108,5 +110,21 @@ describe("the host allow-list", () => {
     expect(await upgrade(wsUrl, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).toBe(421);
     const other = await send(t.server!.url, `localhost:${port}`, { method: "POST", body: JSON.stringify({ query: "{ __typename }" }) });
     expect(other.status).toBe(421);
+  });
+
+  it("serves a server bound to another loopback address under that address", async () => {
+    expect(loadConfig({ HOST: "127.0.0.2" }).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]", "127.0.0.2"]);
+    expect(loadConfig({ HOST: "::1" }).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]"]);
+    t = await startTestApp("pglite");
+    const server = await startHttpServer({ app: t.app, port: 0, host: "127.0.0.2" });
+    try {
+      const body = JSON.stringify({ query: "{ __typename }" });
+      expect((await send(server.url, `127.0.0.2:${server.port}`, { method: "POST", body })).status).toBe(200);
+      expect((await send(server.url, `localhost:${server.port}`, { method: "POST", body })).status).toBe(200);
+      expect((await send(server.url, `127.0.0.3:${server.port}`, { method: "POST", body })).status).toBe(421);
+      expect(await upgrade(server.wsUrl, { host: `127.0.0.2:${server.port}`, origin: `http://127.0.0.2:${server.port}` })).toBe(101);
+    } finally {
+      await server.close();
+    }
   });
 });

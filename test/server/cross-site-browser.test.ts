@@ -1,16 +1,17 @@
 // No cross-site requests, as a browser makes them: a page on another origin (another port of the
-// same host) tries to create an MCP server that runs a command — by a JSON fetch with
-// credentials, a form post and a text/plain fetch — and to read the keyless development
-// principal's data and open a WebSocket. Nothing is created, nothing is read.
-import { existsSync, mkdtempSync } from "node:fs";
+// same host) tries to create a workspace — by a JSON fetch with credentials, a text/plain fetch,
+// and form, multipart and text/plain form posts to the endpoint and to every other path Yoga would
+// have taken for it — and to read the keyless development principal's data, hold its
+// subscriptions (EventSource) and open a WebSocket. The same mutation and subscription succeed
+// from the server's own page; from the other origin nothing is created, read or held.
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createWorkspace } from "../support/fixtures.js";
+import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -28,49 +29,92 @@ describe.runIf(existsSync(CHROMIUM) || process.env.CI)("a page on another origin
     t = undefined;
   });
 
-  it("can neither change nor read anything on the embedded default", async () => {
-    // The embedded default at its most exposed: no key needed, the program allowed for STDIO servers.
-    t = await startTestApp("pglite", { listen: true, mcp: { stdioCommands: ["/usr/bin/touch"] } });
-    await createWorkspace(t.client, "A private goal");
-    const target = t.server!.url;
-    const marker = path.join(mkdtempSync(path.join(tmpdir(), "dossier-xsite-")), "touched");
-    const mutation = `mutation { upsertMcpServer(input: { name: "x", transport: STDIO, command: "/usr/bin/touch", args: ["${marker}"] }) { __typename } }`;
+  it("can neither change nor read anything on the embedded default, at the endpoint or any other spelling of it", async () => {
+    // The embedded default at its most exposed: no key needed. The target is another port of the page's own host.
+    t = await startTestApp("pglite", { listen: true });
+    const { run } = await admit(t.client, { question: "A private question?" });
+    const own = `http://localhost:${t.server!.port}`;
+    const target = `${own}/graphql`;
+    const mutation = 'mutation { createWorkspace(input: { title: "Forged", goal: "Sent by another site" }) { __typename } }';
+    const subscription = `${own}/graphql/?query=${encodeURIComponent(`subscription { runEvents(runId: "${run.id}") { status } }`)}`;
+    const page = await browser.newPage();
+
+    // The control: the same mutation and subscription from the server's own page succeed.
+    await page.goto(`${own}/health`);
+    const listening = t.listeners();
+    const control = await page.evaluate(
+      async ([url, query]) => (await fetch(url!, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) })).text(),
+      [target, mutation],
+    );
+    expect(control).toContain("CreateWorkspaceSuccess");
+    await page.evaluate((url) => void new EventSource(url.replace("/graphql/", "/graphql")), subscription);
+    await waitUntil(() => t!.listeners() > listening || undefined, 10_000);
+    await page.goto("about:blank");
+    await waitUntil(() => t!.listeners() === listening || undefined, 10_000);
+    const workspaces = await t.app.db.prisma.workspace.count();
+
+    // Forms post to the endpoint and to every path Yoga would have taken for it, each into a frame.
+    const forms = [
+      ...["/graphql", "/graphql/", "/x/graphql", "/?/graphql", "//graphql"].map((path) => ({
+        path,
+        type: "application/x-www-form-urlencoded",
+        name: "query",
+        value: mutation,
+      })),
+      ...["/graphql", "/graphql/", "/x/graphql/"].map((path) => ({
+        path,
+        type: "multipart/form-data",
+        name: "operations",
+        value: JSON.stringify({ query: mutation }),
+      })),
+      ...["/graphql", "/graphql/"].map((path) => ({ path, type: "text/plain", name: "query", value: mutation })),
+    ];
+    const html = forms
+      .map(
+        ({ path, type, name, value }, i) =>
+          `<form method="POST" action="${own}${path}" target="sink${i}" enctype="${type}"><input name="${name}" value='${value}'></form><iframe name="sink${i}" onload="window.loaded++"></iframe>`,
+      )
+      .join("\n");
     attacker = createServer((_request, response) => {
-      response.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><body>
-<form id="f" method="POST" action="${target}" target="sink" enctype="application/x-www-form-urlencoded">
-  <input name="query" value='${mutation}'>
-</form>
-<iframe name="sink"></iframe>
+      response.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><body>${html}
 <script>
+  window.loaded = 0;
   window.results = {};
   const graphql = (body, type) => fetch(${JSON.stringify(target)}, { method: "POST", credentials: "include", headers: { "content-type": type }, body });
+  for (const url of [${JSON.stringify(subscription)}, ${JSON.stringify(subscription.replace("/graphql/", "/graphql"))}, ${JSON.stringify(subscription.replace("/graphql/", "/x/graphql"))}]) new EventSource(url);
   Promise.allSettled([
     graphql(JSON.stringify({ query: ${JSON.stringify(mutation)} }), "application/json").then((r) => r.text()),
     graphql(JSON.stringify({ query: ${JSON.stringify(mutation)} }), "text/plain").then((r) => r.text()),
     graphql(JSON.stringify({ query: "{ workspaces(first: 5) { edges { node { title } } } }" }), "application/json").then((r) => r.text()),
-    new Promise((resolve, reject) => {
-      const socket = new WebSocket(${JSON.stringify(t!.server!.wsUrl)}, "graphql-transport-ws");
+    ...["/graphql", "/graphql/"].map((path) => new Promise((resolve, reject) => {
+      const socket = new WebSocket(${JSON.stringify(own.replace("http:", "ws:"))} + path, "graphql-transport-ws");
       socket.onopen = () => resolve("open");
       socket.onerror = () => reject(new Error("refused"));
-    }),
-  ]).then((settled) => { window.results = settled.map((s) => s.status + ":" + (s.value ?? s.reason)); document.getElementById("f").submit(); window.done = true; });
+    })),
+  ]).then((settled) => {
+    window.results = settled.map((s) => s.status + ":" + (s.value ?? s.reason));
+    window.loaded = 0;
+    for (const form of document.forms) form.submit();
+    window.done = true;
+  });
 </script></body>`);
     });
     await new Promise<void>((resolve) => attacker!.listen(0, "127.0.0.1", resolve));
-    const page = await browser.newPage();
     await page.goto(`http://localhost:${(attacker.address() as AddressInfo).port}/`);
     await page.waitForFunction(() => (window as unknown as { done?: boolean }).done === true, undefined, { timeout: 15_000 });
-    await page.waitForTimeout(1_000); // the form post's response
+    // Every form's answer has arrived in its frame.
+    await page.waitForFunction((count) => (window as unknown as { loaded: number }).loaded >= count, forms.length, { timeout: 15_000 });
     const results = (await page.evaluate(() => (window as unknown as { results: string[] }).results)) as string[];
-    // Every read is refused by the browser; none of the writes reached a resolver.
+    // Every read is refused by the browser; none of the writes reached a resolver; no subscription listens.
     expect(results).toEqual([
       "rejected:TypeError: Failed to fetch",
       "rejected:TypeError: Failed to fetch",
       "rejected:TypeError: Failed to fetch",
       "rejected:Error: refused",
+      "rejected:Error: refused",
     ]);
-    expect(await t.app.db.prisma.mcpServer.count()).toBe(0);
-    expect(existsSync(marker)).toBe(false);
+    expect(await t.app.db.prisma.workspace.count()).toBe(workspaces);
+    expect(t.listeners()).toBe(listening);
     await page.close();
   });
 });

@@ -185,7 +185,15 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
   it("sends the API key in a tab's headers with its queries and its subscriptions", async () => {
     t = await startTestApp("pglite", { listen: true, authRequired: true });
     const key = await t.createPrincipal("Ada");
-    const { page, outside } = await openGraphiQL(t.server!.url);
+    // What an older page kept: a key in the headers and in a tab's headers, kept by no setting.
+    const kept = {
+      headers: '{"authorization":"Bearer older-key"}',
+      tabs: [{ id: "a", query: "{ viewer { id } }", headers: '{"authorization":"Bearer older-key"}' }],
+    };
+    const stored = { "graphiql:headers@dossier-0": kept.headers, "graphiql:tabState@dossier-0": JSON.stringify({ activeTabIndex: 0, tabs: kept.tabs }) };
+    const { page, outside } = await openGraphiQL(t.server!.url, { ...stored, "graphiql:headers": kept.headers, "graphiql:shouldPersistHeaders": "true" });
+    const storedText = () => page.evaluate(() => JSON.stringify(localStorage));
+    expect(await storedText()).not.toContain("older-key");
 
     await run(page, "Viewer");
     await eventually(page, "UNAUTHENTICATED", async () => (await response(page)).includes("UNAUTHENTICATED"));
@@ -204,6 +212,9 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
     await eventually(page, "the subscription listening", () => t!.listeners() > listening);
     expectType((await t.as(key).request(CancelRunDocument, { input: { runId: queued.id } })).cancelRun, "CancelRunSuccess");
     await eventually(page, '"status": "CANCELLED"', async () => (await response(page)).includes('"status": "CANCELLED"'));
+    // The key is kept nowhere in the browser: the tabs are saved (with the run's id), their headers are not.
+    await eventually(page, "the tabs saved", async () => (await storedText()).includes(queued.id));
+    expect(await storedText()).not.toContain(key);
 
     expect(outside).toEqual([]);
     await page.context().close();

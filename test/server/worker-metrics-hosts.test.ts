@@ -1,0 +1,45 @@
+// A worker process's /metrics answers only to the names the API answers to (ALLOWED_HOSTS; the
+// loopback names by default): a page whose name was re-pointed at the worker's address (DNS
+// rebinding) gets 421, not every tenant's counts.
+import { request } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { startWorkerProcess, type WorkerProcess } from "../../src/compose/worker-process.js";
+import { loadConfig } from "../../src/config.js";
+import { silentLogger } from "../../src/logger.js";
+import { createMigratedPostgresDatabase } from "../support/databases.js";
+import { markerModel } from "../support/marker-model.js";
+
+function scrape(port: number, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const sent = request({ host: "127.0.0.1", port, path: "/metrics", headers: { host } }, (response) => {
+      let body = "";
+      response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    sent.on("error", reject).end();
+  });
+}
+
+describe("a worker process's /metrics", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it("answers 421 to a rebound name and the counts to a loopback name", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const config = loadConfig({ DATABASE_URL: database.url, METRICS_PORT: "0" });
+    const worker: WorkerProcess = await startWorkerProcess({ config, logger: silentLogger, model: markerModel("metrics", "marker_tool") });
+    cleanups.push(() => worker.stop());
+    const port = worker.metricsPort!;
+    const rebound = await scrape(port, `evil.example:${port}`);
+    expect(rebound.status).toBe(421);
+    expect(rebound.body).not.toContain("dossier_");
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const listed = await scrape(port, host);
+      expect(listed.status).toBe(200);
+      expect(listed.body).toContain("dossier_");
+    }
+  });
+});
