@@ -21,6 +21,8 @@ import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
 export const FIRES_PER_TRANSACTION = 10;
+/** The fires kept of each schedule: recording one more deletes its oldest beyond them. */
+export const FIRES_KEPT_PER_SCHEDULE = 1_000;
 /** A schedule whose transaction failed is left alone this long by this scheduler, so others still fire. */
 const RETRY_AFTER_MS = 30_000;
 const ACTIVE_STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED"] as const;
@@ -48,6 +50,8 @@ export class ScheduleFiring {
       events: EventPublisher;
       admissions: AdmissionService;
       now?: () => Date;
+      /** How many fires of each schedule are kept (FIRES_KEPT_PER_SCHEDULE; tests keep fewer). */
+      firesKept?: number;
     },
   ) {}
 
@@ -124,7 +128,9 @@ export class ScheduleFiring {
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       check(schedule);
       const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true });
-      return typeof outcome === "string" ? null : outcome;
+      if (typeof outcome === "string") return null;
+      await this.pruneFires(tx, scheduleId);
+      return outcome;
     }, TRANSACTION);
     runAfterCommit(after);
     return fire;
@@ -165,10 +171,21 @@ export class ScheduleFiring {
       const rest = entries[FIRES_PER_TRANSACTION];
       const nextFireAt = rest ? rest.fireTime : nextFireAfter(recurrence, due.at(-1) ?? now);
       await tx.schedule.update({ where: { id: schedule.id }, data: { nextFireAt } });
+      if (count > 0) await this.pruneFires(tx, schedule.id);
       return count;
     }, TRANSACTION);
     runAfterCommit(after);
     return recorded;
+  }
+
+  /** Deletes the schedule's fires older than the latest `firesKept`: a frequent schedule's fires do not pile up. */
+  private async pruneFires(tx: Tx, scheduleId: string): Promise<void> {
+    await tx.$executeRawUnsafe(
+      `DELETE FROM schedule_fire WHERE schedule_id = $1 AND fire_time <= (
+         SELECT fire_time FROM schedule_fire WHERE schedule_id = $1 ORDER BY fire_time DESC OFFSET $2 LIMIT 1)`,
+      scheduleId,
+      this.deps.firesKept ?? FIRES_KEPT_PER_SCHEDULE,
+    );
   }
 
   /**
