@@ -87,6 +87,8 @@ export type Config = {
    * FAILED), until some of them have started or been cancelled.
    */
   maxQueuedRunsPerPrincipal: number;
+  /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL, default 100): createSchedule beyond it is a ScheduleLimitError. */
+  maxSchedulesPerPrincipal: number;
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
   maxSubscriptionsPerConnection: number;

@@ -134,6 +134,7 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: whole(1, "min").default(4),
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),
+  MAX_SCHEDULES_PER_PRINCIPAL: whole(1, "min").default(100),
   DAILY_COST_LIMIT: z
     .string()
     .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
@@ -288,6 +289,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     otlpEndpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
     dailyCostLimit: values.DAILY_COST_LIMIT,
     maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
+    maxSchedulesPerPrincipal: values.MAX_SCHEDULES_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     worker: {
       leaseMs: values.RUN_LEASE_MS,

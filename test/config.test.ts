@@ -48,6 +48,9 @@ describe("loadConfig", () => {
     expect(loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "25" }).maxQueuedRunsPerPrincipal).toBe(25);
     expect(() => loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "0" })).toThrow(/MAX_QUEUED_RUNS_PER_PRINCIPAL="0": must be at least 1/);
     expect(() => loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "2.5" })).toThrow(/MAX_QUEUED_RUNS_PER_PRINCIPAL="2.5"/);
+    expect(loadConfig({}).maxSchedulesPerPrincipal).toBe(100);
+    expect(loadConfig({ MAX_SCHEDULES_PER_PRINCIPAL: "7" }).maxSchedulesPerPrincipal).toBe(7);
+    expect(() => loadConfig({ MAX_SCHEDULES_PER_PRINCIPAL: "0" })).toThrow(/MAX_SCHEDULES_PER_PRINCIPAL="0": must be at least 1/);
     expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
       /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
     );

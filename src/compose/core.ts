@@ -116,6 +116,8 @@ export type CoreOptions = {
   retention?: RetentionOptions;
   /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL): admissions and schedule fires beyond it are refused. */
   maxQueuedRunsPerPrincipal?: number;
+  /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL): createSchedule beyond it is refused. */
+  maxSchedulesPerPrincipal?: number;
 };
 
 export function createCore({
@@ -131,6 +133,7 @@ export function createCore({
   webhooks = {},
   retention,
   maxQueuedRunsPerPrincipal,
+  maxSchedulesPerPrincipal,
 }: CoreOptions): Core {
   const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
   const stdioEnv = mcpOptions.stdioEnv ?? [];
@@ -151,6 +154,7 @@ export function createCore({
     instanceId: db.instanceId,
     weekStorage: db.kind === "postgres" ? db : undefined,
     maxQueuedRunsPerPrincipal,
+    maxSchedulesPerPrincipal,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

@@ -32,6 +32,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     },
     retention: config.retention,
     maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
+    maxSchedulesPerPrincipal: config.maxSchedulesPerPrincipal,
     runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -53,6 +53,7 @@ export function createServices({
   instanceId,
   weekStorage,
   maxQueuedRunsPerPrincipal,
+  maxSchedulesPerPrincipal,
 }: {
   prisma: PrismaClient;
   /** PostgreSQL, whose trace tables are partitioned by week: retention drops whole weeks first. */
@@ -82,6 +83,8 @@ export function createServices({
   instanceId?: string;
   /** The most runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL); 1,000 without it. */
   maxQueuedRunsPerPrincipal?: number;
+  /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL); 100 without it. */
+  maxSchedulesPerPrincipal?: number;
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
@@ -119,7 +122,7 @@ export function createServices({
     scores: new ScoreService({ prisma, events, scored }),
     costs: new CostService({ prisma, now }),
     steering: new SteeringService({ prisma, events }),
-    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now }),
+    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now, maxSchedules: maxSchedulesPerPrincipal }),
     retention: new TraceRetention({
       prisma,
       now,

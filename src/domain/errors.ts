@@ -121,6 +121,16 @@ export class QueueFullError extends DomainError {
 }
 
 /**
+ * The principal already has as many schedules as one principal may (MAX_SCHEDULES_PER_PRINCIPAL):
+ * nothing was created. Deleting one frees a place.
+ */
+export class ScheduleLimitError extends DomainError {
+  constructor(readonly maxSchedules: number) {
+    super(`You already have ${groupedDigits(maxSchedules)} schedules, the most one principal may have; nothing was created. Delete one to create another.`);
+  }
+}
+
+/**
  * A temporary artifact is past its expiry (W16): its content is gone or about to be swept, and
  * it can no longer be retained. Its metadata still reads.
  */

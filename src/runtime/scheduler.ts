@@ -2,11 +2,14 @@
 // due schedules. It sleeps until the earliest next fire, at most `pollMs` (a schedule created or
 // changed in another process is seen within it), so a schedule every 2 seconds fires on time.
 // Several schedulers on one PostgreSQL database share the work safely (schedule-firing.ts).
+// A pass looks whether the scheduler was stopped before each fire: stop() waits for one fire (one
+// transaction) at most, however many schedules are due, so a process stopping goes on to hand its
+// runs back.
+import type { FireDueOptions } from "../domain/schedules/schedule-firing.js";
 import type { Logger } from "../logger.js";
 
 export type SchedulerWork = {
-  /** `runningSince`: when this scheduler started; a fire due since then is late, never missed. */
-  fireDue(failed?: (scheduleId: string, error: unknown) => void, runningSince?: Date): Promise<number>;
+  fireDue(options?: FireDueOptions): Promise<number>;
   earliestDue(): Promise<Date | null>;
 };
 
@@ -46,10 +49,12 @@ export class Scheduler {
     const pollMs = this.deps.pollMs ?? SCHEDULER_POLL_MS;
     let delay = pollMs;
     try {
-      await this.deps.work.fireDue(
-        (scheduleId, error) => this.deps.logger.error("schedule fire failed", { schedule: scheduleId, error: String(error) }),
-        this.runningSince,
-      );
+      await this.deps.work.fireDue({
+        failed: (scheduleId, error) => this.deps.logger.error("schedule fire failed", { schedule: scheduleId, error: String(error) }),
+        runningSince: this.runningSince,
+        stopping: () => this.stopped,
+      });
+      if (this.stopped) return;
       const next = await this.deps.work.earliestDue();
       if (next) delay = Math.min(pollMs, Math.max(0, next.getTime() - Date.now()));
     } catch (error) {

@@ -89,6 +89,8 @@ export type TestAppOptions = {
   events?: EventBus;
   /** Runs one principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL; 1,000 by default). */
   maxQueuedRunsPerPrincipal?: number;
+  /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL; 100 by default). */
+  maxSchedulesPerPrincipal?: number;
 };
 
 export async function startTestApp(
@@ -122,6 +124,7 @@ export async function startTestApp(
     runQueue,
     events,
     maxQueuedRunsPerPrincipal,
+    maxSchedulesPerPrincipal,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -154,6 +157,7 @@ export async function startTestApp(
     signIn,
     runQueue,
     maxQueuedRunsPerPrincipal,
+    maxSchedulesPerPrincipal,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

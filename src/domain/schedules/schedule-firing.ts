@@ -4,7 +4,8 @@
 // `next_fire_at` on. Any number of schedulers may run beside each other on PostgreSQL: a claimed
 // schedule is skipped by the others, and a scheduler killed mid-fire commits nothing, so the next
 // claim fires the same fire times again — never twice, never none. Each fire's answer is published
-// as the next version of the publication the schedule's earlier fires published.
+// as the next version of the publication the schedule's earlier fires published. The owners of due
+// schedules take turns, so no principal's schedules hold back another's.
 import type { Prisma, PrismaClient, Schedule, ScheduleFire, ScheduleFireStatus } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { DomainError } from "../errors.js";
@@ -20,12 +21,23 @@ import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
 export const FIRES_PER_TRANSACTION = 10;
+/** The fires kept of each schedule: recording one more deletes its oldest beyond them. */
+export const FIRES_KEPT_PER_SCHEDULE = 1_000;
 /** A schedule whose transaction failed is left alone this long by this scheduler, so others still fire. */
 const RETRY_AFTER_MS = 30_000;
 const ACTIVE_STATUSES = ["QUEUED", "RUNNING", "WAITING", "PAUSED"] as const;
 const TRANSACTION = { maxWait: 10_000, timeout: 60_000 };
 
 type Tx = Prisma.TransactionClient;
+
+export type FireDueOptions = {
+  /** Told of a schedule whose transaction failed (this scheduler retries it later). */
+  failed?: (scheduleId: string, error: unknown) => void;
+  /** When the calling scheduler started: a fire due since then is late, never missed. */
+  runningSince?: Date;
+  /** Looked at before each fire: true ends the pass there (a stopping scheduler waits for one fire at most). */
+  stopping?: () => boolean;
+};
 type Outcome = ScheduleFire | "gone" | "paused";
 
 export class ScheduleFiring {
@@ -38,6 +50,8 @@ export class ScheduleFiring {
       events: EventPublisher;
       admissions: AdmissionService;
       now?: () => Date;
+      /** How many fires of each schedule are kept (FIRES_KEPT_PER_SCHEDULE; tests keep fewer). */
+      firesKept?: number;
     },
   ) {}
 
@@ -47,23 +61,49 @@ export class ScheduleFiring {
 
   /**
    * Fires every due schedule (one transaction per schedule and batch of fires); returns how many
-   * fires were recorded. A schedule whose transaction fails is reported to `failed` and retried later.
-   * `runningSince`: when the calling scheduler started; fires due since then are late, never missed.
+   * fires were recorded. The principals with a schedule due take turns: each turn fires the oldest
+   * due schedule of each of them, so one principal's many schedules delay another's by at most one
+   * fire per turn. A schedule whose transaction fails is reported to `failed` and retried later.
    */
-  async fireDue(failed: (scheduleId: string, error: unknown) => void = () => undefined, runningSince?: Date): Promise<number> {
+  async fireDue({ failed = () => undefined, runningSince, stopping = () => false }: FireDueOptions = {}): Promise<number> {
     let recorded = 0;
     for (;;) {
-      const claimed: { id?: string } = {};
-      try {
-        const count = await this.claimAndFire(claimed, runningSince);
-        if (count === null) return recorded;
-        recorded += count;
-      } catch (error) {
-        if (!claimed.id) throw error;
-        this.retryAt.set(claimed.id, Date.now() + RETRY_AFTER_MS);
-        failed(claimed.id, error);
+      const owners = await this.ownersDue();
+      let claims = 0;
+      for (const ownerId of owners) {
+        if (stopping()) return recorded;
+        const claimed: { id?: string } = {};
+        try {
+          const count = await this.claimAndFire(ownerId, claimed, runningSince);
+          if (count === null) continue;
+          claims++;
+          recorded += count;
+        } catch (error) {
+          if (!claimed.id) throw error;
+          claims++;
+          this.retryAt.set(claimed.id, Date.now() + RETRY_AFTER_MS);
+          failed(claimed.id, error);
+        }
       }
+      if (claims === 0) return recorded;
     }
+  }
+
+  /** The schedules this scheduler does not leave alone after a failure of theirs. */
+  private leftAlone(): string[] {
+    return [...this.retryAt].filter(([, until]) => until > Date.now()).map(([id]) => id);
+  }
+
+  /** The owners of due schedules, the one whose oldest due schedule is oldest first: this turn's order. */
+  private async ownersDue(): Promise<string[]> {
+    const rows = await this.deps.prisma.$queryRawUnsafe<{ owner_id: string }[]>(
+      `SELECT owner_id FROM schedule
+        WHERE NOT paused AND next_fire_at <= $1::timestamptz AND NOT (id = ANY ($2::text[]))
+        GROUP BY owner_id ORDER BY min(next_fire_at), owner_id`,
+      this.now().toISOString(),
+      this.leftAlone(),
+    );
+    return rows.map((row) => row.owner_id);
   }
 
   /** The earliest next fire of a schedule that is not paused: a scheduler sleeps until then (or its poll). */
@@ -88,24 +128,26 @@ export class ScheduleFiring {
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       check(schedule);
       const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true });
-      return typeof outcome === "string" ? null : outcome;
+      if (typeof outcome === "string") return null;
+      await this.pruneFires(tx, scheduleId);
+      return outcome;
     }, TRANSACTION);
     runAfterCommit(after);
     return fire;
   }
 
-  /** Claims one due schedule and records its due fires (a batch); null when none is due. */
-  private async claimAndFire(claimed: { id?: string }, runningSince: Date | undefined): Promise<number | null> {
+  /** Claims the owner's oldest due schedule and records its due fires (a batch); null when none is due. */
+  private async claimAndFire(ownerId: string, claimed: { id?: string }, runningSince: Date | undefined): Promise<number | null> {
     const after: AfterCommit = [];
     const recorded = await this.deps.prisma.$transaction(async (tx) => {
       const now = this.now();
-      const leftAlone = [...this.retryAt].filter(([, until]) => until > Date.now()).map(([id]) => id);
       const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
         `SELECT id FROM schedule
-          WHERE NOT paused AND next_fire_at <= $1::timestamptz AND NOT (id = ANY ($2::text[]))
+          WHERE owner_id = $3 AND NOT paused AND next_fire_at <= $1::timestamptz AND NOT (id = ANY ($2::text[]))
           ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
         now.toISOString(),
-        leftAlone,
+        this.leftAlone(),
+        ownerId,
       );
       if (rows.length === 0) return null;
       claimed.id = rows[0]!.id;
@@ -129,10 +171,21 @@ export class ScheduleFiring {
       const rest = entries[FIRES_PER_TRANSACTION];
       const nextFireAt = rest ? rest.fireTime : nextFireAfter(recurrence, due.at(-1) ?? now);
       await tx.schedule.update({ where: { id: schedule.id }, data: { nextFireAt } });
+      if (count > 0) await this.pruneFires(tx, schedule.id);
       return count;
     }, TRANSACTION);
     runAfterCommit(after);
     return recorded;
+  }
+
+  /** Deletes the schedule's fires older than the latest `firesKept`: a frequent schedule's fires do not pile up. */
+  private async pruneFires(tx: Tx, scheduleId: string): Promise<void> {
+    await tx.$executeRawUnsafe(
+      `DELETE FROM schedule_fire WHERE schedule_id = $1 AND fire_time <= (
+         SELECT fire_time FROM schedule_fire WHERE schedule_id = $1 ORDER BY fire_time DESC OFFSET $2 LIMIT 1)`,
+      scheduleId,
+      this.deps.firesKept ?? FIRES_KEPT_PER_SCHEDULE,
+    );
   }
 
   /**

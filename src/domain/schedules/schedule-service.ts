@@ -3,7 +3,7 @@
 // fire's run sees what the schedule's earlier runs said, and the overlap policy is the
 // conversation's multitask strategy (one active run per conversation).
 import { Prisma, type PrismaClient, type Schedule, type ScheduleFire } from "../../generated/prisma/client.js";
-import { NotFoundError, ValidationError } from "../errors.js";
+import { NotFoundError, ScheduleLimitError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { assertKeyMayCancel } from "../runs/interrupt-rights.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
@@ -12,7 +12,12 @@ import { defaultAgent } from "../runs/capped-admission.js";
 import { nextFireAfter } from "./fire-times.js";
 import { assertFiresWithin, checkSettingsWithin } from "./schedule-caps.js";
 import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
-import type { ScheduleFiring } from "./schedule-firing.js";
+import type { FireDueOptions, ScheduleFiring } from "./schedule-firing.js";
+
+/** MAX_SCHEDULES_PER_PRINCIPAL's default. */
+export const MAX_SCHEDULES_DEFAULT = 100;
+
+type Tx = Parameters<Parameters<PrismaClient["$transaction"]>[0]>[0];
 
 export type CreateScheduleInput = { workspaceId: string } & Omit<ScheduleSettingsInput, "agent" | "overlap" | "catchUp"> &
   Partial<Pick<ScheduleSettingsInput, "agent" | "overlap" | "catchUp">>;
@@ -27,6 +32,8 @@ export class ScheduleService {
       profiles: AgentProfileVersions;
       firing: ScheduleFiring;
       now?: () => Date;
+      /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL). */
+      maxSchedules?: number;
     },
   ) {}
 
@@ -45,6 +52,7 @@ export class ScheduleService {
     const runCaps = checkSettingsWithin(settings, actor.runCaps);
     return this.deps.prisma.$transaction(async (tx) => {
       await findOpenWorkspace(tx, actor, input.workspaceId);
+      await this.assertRoomFor(tx, actor.principalId);
       const conversation = await tx.conversation.create({
         data: { ownerId: actor.principalId, title: settings.question.slice(0, 80) },
         select: { id: true },
@@ -137,13 +145,23 @@ export class ScheduleService {
   }
 
   /** The schedulers' work (scheduler.ts): every due fire, once. */
-  fireDue(failed?: (scheduleId: string, error: unknown) => void, runningSince?: Date): Promise<number> {
-    return this.deps.firing.fireDue(failed, runningSince);
+  fireDue(options?: FireDueOptions): Promise<number> {
+    return this.deps.firing.fireDue(options);
   }
 
   /** When the next schedule is due (null: none is). */
   earliestDue(): Promise<Date | null> {
     return this.deps.firing.earliestDue();
+  }
+
+  /**
+   * A principal's schedules are bounded: each is a claim on the schedulers' turns. The principal's
+   * row is locked for the count, so creates side by side never pass the bound together.
+   */
+  private async assertRoomFor(tx: Tx, principalId: string): Promise<void> {
+    const max = this.deps.maxSchedules ?? MAX_SCHEDULES_DEFAULT;
+    await tx.$queryRawUnsafe("SELECT id FROM principal WHERE id = $1 FOR NO KEY UPDATE", principalId);
+    if ((await tx.schedule.count({ where: { ownerId: principalId } })) >= max) throw new ScheduleLimitError(max);
   }
 
   private checkAgent(agent: string): void {
@@ -159,7 +177,7 @@ function checkOverlap(actor: Actor, overlap: string): void {
 }
 
 /** The actor's schedule, locked for the change (the schedulers skip it meanwhile); NotFoundError otherwise. */
-async function lockOwned(tx: Parameters<Parameters<PrismaClient["$transaction"]>[0]>[0], actor: Actor, id: string): Promise<Schedule> {
+async function lockOwned(tx: Tx, actor: Actor, id: string): Promise<Schedule> {
   const locked = await tx.$queryRawUnsafe<{ id: string }[]>("SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE", id, actor.principalId);
   if (locked.length === 0) throw new NotFoundError("Schedule", id);
   return tx.schedule.findUniqueOrThrow({ where: { id } });

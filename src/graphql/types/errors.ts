@@ -9,6 +9,7 @@ import {
   IneligibleSourceError,
   NotFoundError,
   QueueFullError,
+  ScheduleLimitError,
   ServiceUnavailableError,
   StaleRevisionError,
   StaleVersionError,
@@ -100,6 +101,14 @@ builder.objectType(QueueFullError, {
     "You already have as many runs QUEUED as one principal may have waiting (the operator's MAX_QUEUED_RUNS_PER_PRINCIPAL); nothing was admitted. A place frees up as soon as one of them starts, is paused or is cancelled. A retry with the idempotency key of an admission that did commit still answers that run.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ maxQueuedRuns: t.exposeInt("maxQueuedRuns", { description: "The most runs one principal may have QUEUED at once." }) }),
+});
+
+builder.objectType(ScheduleLimitError, {
+  name: "ScheduleLimitError",
+  description:
+    "You already have as many schedules as one principal may have (the operator's MAX_SCHEDULES_PER_PRINCIPAL, paused ones included); nothing was created. Deleting a schedule frees a place.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ maxSchedules: t.exposeInt("maxSchedules", { description: "The most schedules one principal may have." }) }),
 });
 
 builder.objectType(ForbiddenError, {

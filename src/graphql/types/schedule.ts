@@ -1,7 +1,8 @@
 // Workspace schedules (issue 41): the Schedule node, its fires, Workspace.schedules, Run.schedule
 // and Run.fireTime, and the mutations that manage them.
 import { paged } from "../list-connection.js";
-import { ForbiddenError, NotFoundError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import { ForbiddenError, NotFoundError, ScheduleLimitError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
+import { FIRES_KEPT_PER_SCHEDULE } from "../../domain/schedules/schedule-firing.js";
 import { CATCH_UP_MAX_FIRES, CATCH_UP_WINDOW_MS, MISSED_AFTER_MS } from "../../domain/schedules/fire-times.js";
 import type { Schedule, ScheduleFire } from "../../generated/prisma/client.js";
 import { ScheduleCatchUp, ScheduleFireStatus, ScheduleOverlap } from "../../generated/prisma/enums.js";
@@ -85,7 +86,7 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     fires: t.prismaConnection(
       {
         type: "ScheduleFire",
-        description: "Every fire recorded, newest first.",
+        description: `The fires recorded, newest first: the latest ${FIRES_KEPT_PER_SCHEDULE.toLocaleString("en")} are kept.`,
         cursor: "id",
         ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, schedule, _args, ctx) =>
@@ -187,7 +188,7 @@ const DeleteScheduleSuccess = builder.objectRef<{ deletedScheduleId: string }>("
 
 const scheduleId = (input: { id: string | number }) => requireIdOfType(String(input.id), "Schedule", "id");
 const optional = <T>(value: T | null | undefined): T | undefined => value ?? undefined;
-const errors = (name: string, extra: (typeof WorkspaceArchivedError)[] = []) => ({
+const errors = (name: string, extra: (typeof WorkspaceArchivedError | typeof ScheduleLimitError)[] = []) => ({
   types: [...extra, ForbiddenError, NotFoundError, ValidationError],
   directResult: true as const,
   union: { name },
@@ -196,9 +197,10 @@ const errors = (name: string, extra: (typeof WorkspaceArchivedError)[] = []) => 
 builder.mutationFields((t) => ({
   createSchedule: t.field({
     type: success("CreateScheduleSuccess"),
-    description: "Creates a schedule in one of your workspaces (not an archived one); it fires from its next fire time on.",
+    description:
+      "Creates a schedule in one of your workspaces (not an archived one); it fires from its next fire time on. A ScheduleLimitError says you already have as many schedules as one principal may.",
     args: { input: t.arg({ type: CreateScheduleInput, required: true }) },
-    errors: errors("CreateSchedulePayload", [WorkspaceArchivedError]),
+    errors: errors("CreateSchedulePayload", [WorkspaceArchivedError, ScheduleLimitError]),
     resolve: async (_root, { input }, ctx) => ({
       schedule: await ctx.services.schedules.create(ctx.actor, {
         ...input,
