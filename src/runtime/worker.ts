@@ -153,11 +153,11 @@ export class RunWorker {
     // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
     // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
     // Orphaned runs are announced ahead of the queue.
-    const claimable = await this.options.runs.claimable(this.leaseMarginMs);
+    const claimable = await this.options.runs.claimable(this.leaseMarginMs, this.concurrency);
     const orphaned = claimable.filter((run) => run.orphaned).map((run) => run.id);
     const queued = claimable.filter((run) => !run.orphaned).map((run) => run.id);
     if (orphaned.length > 0) await this.options.queue.enqueue(orphaned, { first: true });
-    if (queued.length > 0) await this.options.queue.enqueue(queued.slice(0, this.concurrency));
+    if (queued.length > 0) await this.options.queue.enqueue(queued);
   }
 
   /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */

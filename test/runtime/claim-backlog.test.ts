@@ -1,7 +1,9 @@
 // One principal's backlog does not slow everyone's claims: a claim looks at the next few queued
 // runs of each principal with queued runs, not at every queued run. Principal A has 5,000 queued
 // runs (inserted with SQL, each in a conversation of its own), B admits one: the claim statement
-// that takes B's run reads a few hundred rows of the run table, counted in its executed plan.
+// that takes B's run reads a few hundred rows of the run table, counted in its executed plan. The
+// same with 5,000 runs of A to resume (every held tool call decided): they are read as A's queued
+// runs are, a few at a time, and B's run, ranked beside them, goes first.
 import { afterEach, describe, expect, it } from "vitest";
 import { takeClaimable } from "../../src/domain/runs/claim-statement.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
@@ -82,6 +84,27 @@ describe.each(backends)("a claim beside a principal's backlog on %s", (backend) 
     await queueCopies(prisma, dbId(first.id), BACKLOG);
     const { run } = await admit(b, { question: "B's one run" });
     expect(await prisma.run.count({ where: { status: "QUEUED" } })).toBe(BACKLOG + 2);
+
+    expect(await claimRowsScanned(prisma, 1)).toBeLessThan(ROWS_BOUND);
+    expect(await claimRowsScanned(prisma, 20)).toBeLessThan(ROWS_BOUND);
+
+    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+    const claimed = await runs.claimMany(claimant, 1);
+    expect(claimed.map((c) => c.run.id)).toEqual([dbId(run.id)]);
+  }, 240_000);
+});
+
+describe.each(backends)("a claim beside a principal's runs resuming after decisions on %s", (backend) => {
+  it(`reads fewer than ${ROWS_BOUND} run rows with ${BACKLOG} runs of another principal to resume, and takes B's run first`, async () => {
+    t = await startTestApp(backend);
+    const prisma = t.app.db.prisma;
+    const [a, b] = [t.as(await t.createPrincipal("A")), t.as(await t.createPrincipal("B"))];
+    const { run: first } = await admit(a, { question: "a backlog" });
+    await queueCopies(prisma, dbId(first.id), BACKLOG);
+    // Every one of A's runs had its held calls decided: RUNNING again, with no worker and an expired lease.
+    const ownerId = (await prisma.run.findUniqueOrThrow({ where: { id: dbId(first.id) } })).ownerId;
+    await prisma.run.updateMany({ where: { ownerId }, data: { status: "RUNNING", attempt: 1, leaseOwner: null, leaseExpiresAt: new Date(0) } });
+    const { run } = await admit(b, { question: "B's one run" });
 
     expect(await claimRowsScanned(prisma, 1)).toBeLessThan(ROWS_BOUND);
     expect(await claimRowsScanned(prisma, 20)).toBeLessThan(ROWS_BOUND);

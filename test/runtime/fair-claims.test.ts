@@ -1,5 +1,6 @@
 // Fair claiming (issue 36): workers claim runs whose lease expired first, then queued runs of the
-// principal with the fewest running runs, then that principal's highest priority, then oldest;
+// principal with the fewest running runs (that principal's highest priority first), then of the
+// principal with fewer runs waiting, then oldest;
 // a principal at MAX_RUNNING_RUNS_PER_PRINCIPAL gets none of their queued runs claimed, even by
 // workers claiming at the same moment. Claims are made through the run state the worker uses,
 // with no worker running, so each claim's choice is seen one at a time.
@@ -79,10 +80,11 @@ describe.each(backends)("fair claims on %s", (backend) => {
     const claim = runState(t.app.db.prisma);
 
     // A's backlog came first, yet B's runs start as soon as B has fewer running runs than A, and
-    // when both run as many, first the one with fewer runs waiting (B's b2 before A's a1).
+    // when both run as many, first the one with fewer runs waiting (B's b1 before A's a3, B's b2
+    // before A's a1): A's priority orders only A's own runs.
     const order = [];
     for (let i = 0; i < 6; i += 1) order.push(await claim(10));
-    expect(order).toEqual(["a3 urgent", "b1", "b2", "a1", "a2", "a4"]);
+    expect(order).toEqual(["b1", "a3 urgent", "b2", "a1", "a2", "a4"]);
     expect(await claim(10)).toBeNull();
 
     // A run whose lease expired is resumed before any queued run, whoever has fewer running.
@@ -129,8 +131,8 @@ describe.each(backends)("fair claims of many runs at once on %s", (backend) => {
     t = await startTestApp(backend, { authRequired: true });
     await admitBacklogs(t);
     const claim = batchState(t.app.db.prisma);
-    // A cap of 2: two of each principal, interleaved, A's urgent run first.
-    expect(await claim(10, 2)).toEqual(["a3 urgent", "b1", "b2", "a1"]);
+    // A cap of 2: two of each principal, interleaved, A's urgent run first of A's.
+    expect(await claim(10, 2)).toEqual(["b1", "a3 urgent", "b2", "a1"]);
     expect(await claim(10, 2)).toEqual([]);
     await t.app.db.prisma.run.updateMany({ where: { question: "b1" }, data: { leaseExpiresAt: new Date(Date.now() - 5_000) } });
     await t.app.db.prisma.run.updateMany({ where: { question: { in: ["a1", "a3 urgent"] } }, data: { status: "SUCCEEDED", leaseOwner: null } });

@@ -1,30 +1,37 @@
 // The claim statement (claim.ts): chooses up to `limit` claimable runs (or only `runId`) and takes
-// them, in one statement — running runs whose lease expired first, then queued runs whose
-// conversation's slot is free and that are the oldest queued run of their conversation. Queued
-// runs are taken fairly across principals: a principal's k-th run of the claim counts as if the
-// principal already ran k − 1 more, so a claim of 20 runs among two principals with none running
-// takes 10 of each (then by priority, then the principal with fewer runs waiting — a principal
-// whose one run arrived behind another's backlog is not served after it because the backlog's
-// runs happened to end together — then oldest), and no principal gets more than its cap allows.
-// Only the next few queued runs of each principal with queued runs and below their cap are ranked
-// (found by a skip over the index of queued runs' principals, then each principal's runs in their
-// claim order, run_owner_id_status_priority_created_at_id_idx): a principal's backlog costs
-// everyone else's claims nothing. The runs chosen are then read by their ids alone.
+// them, in one statement — first running runs whose worker's lease expired (taken over: they held a
+// slot of their principal's cap, which they keep, and go before every other run), then, fairly
+// across principals, runs to resume whose attempt ended (handed back, or resumed after decisions:
+// no lease owner) and queued runs whose conversation's slot is free and that are the oldest queued
+// run of their conversation. Both count against their principal's cap, and are ranked together: a
+// principal's k-th run of the claim counts as if the principal already ran k − 1 more, so a claim
+// of 20 runs among two principals with none running takes 10 of each (then the principal with
+// fewer runs waiting — a principal whose one run arrived behind another's backlog is not served
+// after it because the backlog's runs happened to end together — then oldest), and no principal
+// gets more than its cap allows. A principal's own runs are in its order: runs to resume first
+// (their conversation's slot is theirs and their work under way), then by priority, then oldest;
+// priority never orders one principal's runs before another's.
+// Only the next few runs of each principal with runs to resume or queued and below their cap are
+// ranked (found by a skip over the index of runs' statuses and principals, then each principal's
+// runs in their claim order, run_owner_id_status_priority_created_at_id_idx), and only the runs to
+// take over whose leases expired first: a principal's backlog costs everyone else's claims nothing.
+// The runs chosen are then read by their ids alone.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
 // took meanwhile is passed over for the next, not waited for. The same statement gives the runs
 // back as taken (with the claimant's model label recorded on them) and then, after the run rows
-// (lock-order.ts), takes the claim lock of each principal whose queued runs it took, in one order
+// (lock-order.ts), takes the claim lock of each principal whose capped runs it took, in one order
 // for every claim, held to the commit: the count of their running runs is taken by the claim's
 // next statement (first-attempt-statement.ts), which sees every claim that committed while this
 // one waited for a lock, and a claim of the same principals at the same time waits for this one.
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { runReturning } from "./admit-in-one-statement.js";
-import { leaseExpiredSql, RUNNING_UNDER_LEASE } from "./lease-expired.js";
+import { HOLDING_SLOT, leaseExpiredSql } from "./lease-expired.js";
 
 type Tx = Prisma.TransactionClient;
 
-export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; queued: boolean; run: Run };
+/** `capped`: the run counts against its principal's cap as it is taken (queued or resumed; not taken over from a worker). */
+export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; capped: boolean; run: Run };
 
 export type TakeOptions = {
   workerId: string;
@@ -41,60 +48,69 @@ const PRINCIPAL_LOCK = "claim-principal:";
 const LEASE_EXPIRED = leaseExpiredSql("r", 6);
 const RETURNING = runReturning("run");
 /**
- * How many of a principal's claimable queued runs a claim looks at (more when it claims more):
- * enough to pass over those other claims hold; their count is the principal's runs waiting, so
- * between two principals with more than this waiting, the older run goes first. A claim's cost
- * grows with the principals that have queued runs and with its limit, not with their backlogs.
+ * How many of a principal's claimable queued runs, and of its runs to resume, a claim looks at
+ * (more when it claims more), and how many runs to take over: enough to pass over those other
+ * claims hold; their count is the principal's runs waiting, so between two principals with more
+ * than this waiting, the older run goes first. A claim's cost grows with the principals that have
+ * runs waiting and with its limit, not with their backlogs.
  */
 const WAITING_COUNTED = 100;
 
-/** Takes up to `limit` runs (only `runId` when given), skipping queued runs of the principals in `full` and the runs in `unslotted`; in the claim's order. */
+/** Takes up to `limit` runs (only `runId` when given), skipping the capped runs of the principals in `full` and the runs in `unslotted`; in the claim's order. */
 export async function takeClaimable(
   tx: Tx,
   options: TakeOptions,
   { runId, limit, full, unslotted = [] }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[] },
 ): Promise<Taken[]> {
-  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; queued: boolean; place: number; locks: unknown })[]>(
+  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; capped: boolean; place: number; locks: unknown })[]>(
     `WITH RECURSIVE running AS (
        SELECT owner_id, count(*)::int AS n FROM run
-        WHERE ${RUNNING_UNDER_LEASE} GROUP BY owner_id),
-     queued_owners AS (
-       SELECT min(owner_id) AS owner_id FROM run WHERE status = 'QUEUED'
+        WHERE ${HOLDING_SLOT} GROUP BY owner_id),
+     claim_owners AS (
+       SELECT LEAST((SELECT min(owner_id) FROM run WHERE status = 'QUEUED'),
+                    (SELECT min(owner_id) FROM run WHERE status = 'RUNNING' AND lease_owner IS NULL)) AS owner_id
        UNION ALL
-       SELECT (SELECT min(r.owner_id) FROM run r WHERE r.status = 'QUEUED' AND r.owner_id > q.owner_id)
-         FROM queued_owners q WHERE q.owner_id IS NOT NULL),
+       SELECT LEAST((SELECT min(r.owner_id) FROM run r WHERE r.status = 'QUEUED' AND r.owner_id > q.owner_id),
+                    (SELECT min(r.owner_id) FROM run r WHERE r.status = 'RUNNING' AND r.lease_owner IS NULL AND r.owner_id > q.owner_id))
+         FROM claim_owners q WHERE q.owner_id IS NOT NULL),
      owners AS (
-       SELECT q.owner_id, COALESCE(running.n, 0) AS n FROM queued_owners q
+       SELECT q.owner_id, COALESCE(running.n, 0) AS n FROM claim_owners q
          LEFT JOIN running ON running.owner_id = q.owner_id
         WHERE q.owner_id IS NOT NULL AND COALESCE(running.n, 0) < $4 AND q.owner_id <> ALL($5::text[])),
      queued AS (
-       SELECT next.id, owners.n, next.priority, next.created_at,
-              row_number() OVER (PARTITION BY owners.owner_id ORDER BY next.priority DESC, next.created_at, next.id) AS k,
+       SELECT next.id, owners.n, next.created_at,
+              row_number() OVER (PARTITION BY owners.owner_id ORDER BY next.resumed DESC, next.priority DESC, next.created_at, next.id) AS k,
               count(*) OVER (PARTITION BY owners.owner_id) AS waiting
          FROM owners CROSS JOIN LATERAL (
-           SELECT r.id, r.priority, r.created_at FROM run r
-            WHERE r.owner_id = owners.owner_id AND r.status = 'QUEUED'
-              AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
-              AND NOT EXISTS (SELECT 1 FROM conversation c
-                               WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-              AND NOT EXISTS (SELECT 1 FROM run o
-                               WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
-                                 AND (o.created_at, o.id) < (r.created_at, r.id))
-            ORDER BY r.priority DESC, r.created_at, r.id
-            LIMIT GREATEST($7::int, ${WAITING_COUNTED})) AS next),
+           (SELECT r.id, true AS resumed, r.priority, r.created_at FROM run r
+             WHERE r.owner_id = owners.owner_id AND r.status = 'RUNNING' AND r.lease_owner IS NULL
+               AND r.lease_expires_at < now() AND ($3::text IS NULL OR r.id = $3)
+             ORDER BY r.priority DESC, r.created_at, r.id
+             LIMIT GREATEST($7::int, ${WAITING_COUNTED}))
+           UNION ALL
+           (SELECT r.id, false, r.priority, r.created_at FROM run r
+             WHERE r.owner_id = owners.owner_id AND r.status = 'QUEUED'
+               AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
+               AND NOT EXISTS (SELECT 1 FROM conversation c
+                                WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+               AND NOT EXISTS (SELECT 1 FROM run o
+                                WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
+                                  AND (o.created_at, o.id) < (r.created_at, r.id))
+             ORDER BY r.priority DESC, r.created_at, r.id
+             LIMIT GREATEST($7::int, ${WAITING_COUNTED}))) AS next),
      orphaned AS (
-       SELECT r.id, r.priority, r.created_at, count(*) OVER (PARTITION BY r.owner_id) AS waiting
-         FROM run r
-        WHERE ($3::text IS NULL OR r.id = $3) AND r.status = 'RUNNING' AND ${LEASE_EXPIRED}),
+       SELECT r.id, r.created_at FROM run r
+        WHERE ($3::text IS NULL OR r.id = $3) AND r.status = 'RUNNING' AND r.lease_owner IS NOT NULL AND ${LEASE_EXPIRED}
+        ORDER BY r.lease_expires_at, r.id LIMIT GREATEST($7::int, ${WAITING_COUNTED})),
      eligible AS (
-       SELECT id, true AS orphaned, 0::bigint AS rank, priority, waiting, created_at FROM orphaned
+       SELECT id, true AS orphaned, 0::bigint AS rank, 0::bigint AS waiting, created_at FROM orphaned
        UNION ALL
-       SELECT id, false, n + k, priority, waiting, created_at FROM queued WHERE n + k <= $4),
+       SELECT id, false, n + k, waiting, created_at FROM queued WHERE n + k <= $4),
      chosen AS (
-       SELECT id, row_number() OVER (ORDER BY orphaned DESC, rank, priority DESC, waiting, created_at, id) AS place
+       SELECT id, row_number() OVER (ORDER BY orphaned DESC, rank, waiting, created_at, id) AS place
          FROM eligible),
      candidate AS (
-       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' AS queued, chosen.place FROM run r
+       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' OR r.lease_owner IS NULL AS capped, chosen.place FROM run r
          JOIN chosen ON chosen.id = r.id
         WHERE r.id = ANY(ARRAY(SELECT id FROM chosen))
           AND CASE r.status WHEN 'QUEUED' THEN true WHEN 'RUNNING' THEN ${LEASE_EXPIRED} ELSE false END
@@ -105,10 +121,10 @@ export async function takeClaimable(
               lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
               started_at = COALESCE(run.started_at, now()), model_label = COALESCE($8, run.model_label)
          FROM candidate WHERE run.id = candidate.id
-       RETURNING ${RETURNING}, candidate.previous_owner AS "previousOwner", candidate.queued, candidate.place),
+       RETURNING ${RETURNING}, candidate.previous_owner AS "previousOwner", candidate.capped, candidate.place),
      locked AS (
        SELECT pg_advisory_xact_lock(hashtextextended('${PRINCIPAL_LOCK}' || owners.owner, 0))
-         FROM (SELECT DISTINCT "ownerId" AS owner FROM taken WHERE queued ORDER BY 1) AS owners)
+         FROM (SELECT DISTINCT "ownerId" AS owner FROM taken WHERE capped ORDER BY 1) AS owners)
      SELECT taken.*, (SELECT count(*) FROM locked) AS locks FROM taken`,
     options.workerId,
     options.leaseMs,
@@ -122,12 +138,12 @@ export async function takeClaimable(
   );
   return taken
     .sort((a, b) => Number(a.place) - Number(b.place))
-    .map(({ place: _, locks: __, previousOwner, queued, ...run }) => ({
+    .map(({ place: _, locks: __, previousOwner, capped, ...run }) => ({
       id: run.id,
       attempt: run.attempt,
       previous_owner: previousOwner,
       owner_id: run.ownerId,
-      queued,
+      capped,
       run: run as Run,
     }));
 }

@@ -1,12 +1,13 @@
 // Claiming a run starts a new attempt (R17–R19), in one transaction:
-// - the run is taken, fairly across principals: first a running run whose lease expired (a
-//   crashed or handed-back attempt, or one resuming after decisions); then a queued run whose
-//   conversation's execution slot is free and that is the oldest queued run of its conversation
-//   (a run paused before it started counts as queued there: it keeps its place),
-//   of the principal with the fewest running runs, then of their highest priority, then of the
-//   principal with fewer runs waiting, then oldest.
-//   A principal with maxRunningPerPrincipal running runs gets no queued run claimed; that count is
-//   checked again under a lock per principal, so workers claiming at once never exceed it;
+// - the run is taken, fairly across principals: first a running run whose worker's lease expired
+//   (a crashed or frozen attempt: it keeps the slot it held); then a run to resume (handed back,
+//   or resuming after decisions) or a queued run whose conversation's execution slot is free and
+//   that is the oldest queued run of its conversation (a run paused before it started counts as
+//   queued there: it keeps its place), of the principal with the fewest running runs, then of the
+//   principal with fewer runs waiting, then oldest; a principal's own runs to resume go first, then
+//   its highest priority. A principal with maxRunningPerPrincipal running runs gets no run to
+//   resume nor queued run claimed; that count is checked again under a lock per principal, so
+//   workers claiming at once never exceed it;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
 // - that attempt is recorded as ended — CRASHED when its instance has no database session left,
 //   LEASE_LOST when it is still connected (frozen, or cut off and not yet told) — and every span it
@@ -24,7 +25,7 @@ import { TRANSITIONS } from "./transitions.js";
 import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
-import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
+import { HOLDING_SLOT } from "./lease-expired.js";
 import { beginFirstAttempts, type FirstAttemptBegun } from "./first-attempt-statement.js";
 import { type Taken, takeClaimable } from "./claim-statement.js";
 
@@ -41,7 +42,7 @@ export type ClaimOptions = {
   workerId: string;
   leaseMs: number;
   leaseMarginMs: number;
-  /** A principal with this many running runs gets no queued run of theirs claimed. */
+  /** A principal with this many running runs gets no queued run, nor run to resume, of theirs claimed. */
   maxRunningPerPrincipal: number;
   liveness: InstanceLiveness;
   /** The name and attributes of a run's RUN span, when the first attempt creates it. */
@@ -112,7 +113,7 @@ async function claimOnce(
     if (firsts.length > 0) {
       const begins = firsts.map((t) => {
         const run = rows.get(t.id)!;
-        return { run, rootSpan: options.describeRun(run), countRunningOf: t.queued ? t.owner_id : undefined };
+        return { run, rootSpan: options.describeRun(run), countRunningOf: t.capped ? t.owner_id : undefined };
       });
       const begun = await beginFirstAttempts(tx, begins, { instance: options.workerId, at: now, dailyCostLimit: options.dailyCostLimit ?? null });
       // A run whose conversation's slot another run took since the claim statement chose it: the
@@ -145,7 +146,7 @@ async function claimOnce(
 
 /** A later attempt: how the one before ended is recorded, its open spans end, and the new one starts. */
 async function takeOver(tx: Tx, options: ClaimOptions, taken: Taken, run: Run, now: Date, leaseSentAt: number): Promise<Claimed> {
-  if (taken.queued) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
+  if (taken.capped) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
   const previous = await previousAttempt(tx, options, run, taken.previous_owner);
   const applied = (await applyTransition(tx, TRANSITIONS.takeOver, run, {
     at: now,
@@ -164,11 +165,11 @@ function appliedInBatch(row: Transition, run: Run, changes: (TraceChange | null)
   return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status: statusAfter(row), changes, announce: row.announce, after: [] };
 }
 
-/** Each principal's queued runs claimed here, on top of their others running (counted under their lock), stay within the cap. */
+/** Each principal's capped runs claimed here (claim-statement.ts), on top of their others running (counted under their lock), stay within the cap. */
 function checkCaps(firsts: readonly Taken[], begun: readonly FirstAttemptBegun[], max: number): void {
   const claimedOf = new Map<string, number>();
-  for (const t of firsts) if (t.queued) claimedOf.set(t.owner_id, (claimedOf.get(t.owner_id) ?? 0) + 1);
-  for (const [index, t] of firsts.entries()) if (t.queued) checkCap(t.owner_id, begun[index]!.running + claimedOf.get(t.owner_id)! - 1, max);
+  for (const t of firsts) if (t.capped) claimedOf.set(t.owner_id, (claimedOf.get(t.owner_id) ?? 0) + 1);
+  for (const [index, t] of firsts.entries()) if (t.capped) checkCap(t.owner_id, begun[index]!.running + claimedOf.get(t.owner_id)! - 1, max);
 }
 
 /** The attempt's beginning, one write at a time: its trace, RUN span (once), ATTEMPT span and row, and the run's question. */
@@ -201,7 +202,7 @@ async function startAttempt(
 async function countRunning(tx: Tx, taken: Taken): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
     `SELECT count(*)::int AS n FROM run
-      WHERE owner_id = $1 AND id <> $2 AND ${RUNNING_UNDER_LEASE}`,
+      WHERE owner_id = $1 AND id <> $2 AND ${HOLDING_SLOT}`,
     taken.owner_id,
     taken.id,
   );

@@ -18,7 +18,7 @@ import { newSpanId } from "../trace/span-ids.js";
 import { startedChange } from "../trace/span-statements.js";
 import type { TraceChange } from "../trace/trace-writes.js";
 import type { SpanRef } from "./vocabulary.js";
-import { RUNNING_UNDER_LEASE } from "./lease-expired.js";
+import { HOLDING_SLOT } from "./lease-expired.js";
 import { type LineageLevel, lineageOf } from "../research/conversation-lineage.js";
 import type { Message } from "../../generated/prisma/client.js";
 import { requestsOfColumn, type RunRequests, runRequestsColumn } from "./run-requests.js";
@@ -129,7 +129,7 @@ export async function beginFirstAttempts(
        ${runRequestsColumn("runs.id", "$5")} AS requests,
        CASE WHEN runs."countOf" IS NULL THEN 0 ELSE (
          SELECT count(*)::int FROM run
-          WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${RUNNING_UNDER_LEASE}) END AS running
+          WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${HOLDING_SLOT}) END AS running
        FROM runs`,
     JSON.stringify(runs),
     JSON.stringify(spans),

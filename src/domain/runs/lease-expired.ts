@@ -10,7 +10,10 @@ export function leaseExpiredSql(alias: string, marginParam: number): string {
 }
 
 /**
- * SQL condition: the run counts against its principal's running-run cap — RUNNING under a lease
- * that is owned and not yet expired (claim.ts and its first attempt's statement count these).
+ * SQL condition: the run holds one of its principal's running slots (claim.ts and its first
+ * attempt's statement count these) — RUNNING with an owned lease, expired or not: a run whose
+ * worker died keeps its slot until a claim takes it over (before any other run, and not counted
+ * again then), so a queued run of the same principal does not take the slot meanwhile. A run
+ * handed back or resumed after decisions has no owner: it holds no slot until claimed again.
  */
-export const RUNNING_UNDER_LEASE = "status = 'RUNNING' AND lease_owner IS NOT NULL AND lease_expires_at >= now()";
+export const HOLDING_SLOT = "status = 'RUNNING' AND lease_owner IS NOT NULL";

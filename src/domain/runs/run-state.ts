@@ -88,12 +88,13 @@ export class PrismaRunState {
     return releaseAbandoned({ ...this.settleDeps(steps), liveness });
   }
 
-  async claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]> {
+  async claimable(leaseMarginMs: number, limit: number): Promise<{ id: string; orphaned: boolean }[]> {
     return this.deps.prisma.$queryRawUnsafe<{ id: string; orphaned: boolean }[]>(
-      `SELECT id, status = 'RUNNING' AS orphaned FROM run
+      `SELECT id, lease_owner IS NOT NULL AS orphaned FROM run
         WHERE status = 'QUEUED' OR (status = 'RUNNING' AND ${leaseExpiredSql("run", 1)})
-        ORDER BY status = 'RUNNING' DESC, created_at LIMIT 1000`,
+        ORDER BY lease_owner IS NOT NULL DESC, created_at LIMIT $2`,
       leaseMarginMs,
+      limit,
     );
   }
 

@@ -95,7 +95,7 @@ export const ATTEMPT_TRANSITIONS = {
     stopReason: "KEEP",
     announce: ["STATUS", "RUN"],
   },
-  // A stopping worker gives the run back; it resumes before anything queued after it.
+  // A stopping worker gives the run back; it resumes before its principal's queued runs, within its cap.
   handBack: {
     name: "handBack",
     from: ["RUNNING"],

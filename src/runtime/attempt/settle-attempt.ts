@@ -99,7 +99,7 @@ export class AttemptSettling {
 
   /**
    * The database failed the attempt: its tools are stopped, and the run is handed back to resume
-   * after a backoff, ahead of queued runs — or, when even that fails while the lease lasts, left to expire.
+   * after a backoff, ahead of its principal's queued runs — or, when even that fails while the lease lasts, left to expire.
    */
   private async handBackFailed(claimed: ClaimedAttempt, fence: AttemptFence, why: string): Promise<void> {
     this.deps.stop(claimed.run.id, new RunStopped("HANDED_BACK", "the database failed"));

@@ -81,10 +81,11 @@ export interface RunState {
   /** Releases the leases of cancelled runs whose attempt's instance is gone or frozen; returns how many. */
   releaseAbandoned(liveness: InstanceLiveness, steps: readonly SettleStep[]): Promise<number>;
   /**
-   * Runs to announce: queued, or running under a lease that expired (`leaseMarginMs` ago when it
-   * has an owner) — the orphaned, whose attempt died or was handed back, first.
+   * Up to `limit` runs to announce: queued, or running under a lease that expired (`leaseMarginMs`
+   * ago when it has an owner) — the orphaned, whose worker's attempt died, first; a run handed back
+   * or resumed after decisions waits its principal's turn as a queued run does (claim-statement.ts).
    */
-  claimable(leaseMarginMs: number): Promise<{ id: string; orphaned: boolean }[]>;
+  claimable(leaseMarginMs: number, limit: number): Promise<{ id: string; orphaned: boolean }[]>;
   /** The runs among `runIds` that have ended (in a terminal status), with when each ended; unknown ids are left out. */
   ended(runIds: readonly string[]): Promise<{ id: string; endedAt: Date }[]>;
   /** The next queued run of a conversation, which could not start before. */
