@@ -26,7 +26,8 @@ export type McpConnection = {
   readonly id: number;
   readonly serverId: string;
   serverName: string;
-  /** Every call of its tools waits for the owner's approval (the server's requireApproval). */
+  /** Every call of its tools waits for the owner's approval (the server's requireApproval): kept current by every
+   * sync, so the runs that pinned the connection read it as it stands when each of their calls is considered. */
   requireApproval: boolean;
   readonly hash: string;
   state: McpConnectionState;
@@ -46,8 +47,8 @@ export type McpConnection = {
   drainTimer?: NodeJS.Timeout;
 };
 
-/** One server as a run sees it for its whole execution. */
-export type McpSnapshotServer = { serverName: string; requireApproval: boolean; connection: McpConnection; tools: readonly McpToolInfo[] };
+/** One server as a run sees it for its whole execution (whether a call waits for approval: `connection.requireApproval`, live). */
+export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 export type McpRegistryOptions = {
   /** The principals' stored server configurations, of many principals at once (the MCP server module, McpServerService). */
@@ -150,7 +151,7 @@ export class McpRegistry {
     return connections
       .filter((c) => c.state === "CONNECTED" && !c.retired)
       .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
-      .map((connection) => ({ serverName: connection.serverName, requireApproval: connection.requireApproval, connection, tools: connection.tools }));
+      .map((connection) => ({ serverName: connection.serverName, connection, tools: connection.tools }));
   }
 
   /** Status of each of the principal's servers, by server id, after connecting what needs it. */
