@@ -790,7 +790,7 @@ export type UpdateWebhookInput = {
   url?: string | null | undefined;
 };
 
-/** The whole configuration of one server; lists left out are empty. */
+/** The whole configuration of one server; lists left out are empty, requireApproval left out stays as it was. */
 export type UpsertMcpServerInput = {
   /** STDIO: its arguments. */
   args?: Array<string> | null | undefined;
@@ -804,7 +804,7 @@ export type UpsertMcpServerInput = {
   headers?: Array<McpKeyValueInput> | null | undefined;
   /** Lower-case letters, digits and -, at most 32; the key of the upsert. */
   name: string;
-  /** Default false. True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says. */
+  /** True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says; from the next call on, also in runs already going. False turns that off. Left out (or null): the server keeps what it had (false for a new server), so an update that replaces only its headers or token keeps the hold. */
   requireApproval?: boolean | null | undefined;
   transport: McpTransport;
   /** HTTP: the streamable HTTP endpoint, stored encrypted (read back redacted: see McpServer.url); a path or query (a token in it) needs the server's SECRETS_KEY. It must lead outside the server's network unless the operator lists its host in MCP_HTTP_ALLOWED_HOSTS; an address inside it is a ValidationError, a name resolving inside it a FAILED status. */

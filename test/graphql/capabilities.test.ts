@@ -130,6 +130,30 @@ describe.each(backends)("capabilities through GraphQL on %s", (backend) => {
     expect((await t.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node)).toEqual([]);
   });
 
+  it("an upsert that leaves requireApproval out (a token rotated) keeps the server's hold; only false lifts it", async () => {
+    t = await startTestApp(backend);
+    const upsert = async (token: string, requireApproval?: boolean) => {
+      const input = {
+        name: "remote",
+        transport: "HTTP" as const,
+        url: "https://mcp.example.com/mcp",
+        headers: [{ name: "authorization", value: token }],
+        enabled: false,
+      };
+      const result = await t!.client.request(UpsertMcpServerDocument, { input: requireApproval === undefined ? input : { ...input, requireApproval } });
+      return expectType(result.upsertMcpServer, "UpsertMcpServerSuccess").mcpServer.requireApproval;
+    };
+    const stored = async () => (await t!.client.request(McpServersDocument)).mcpServers.edges.map((edge) => edge.node.requireApproval);
+    // A new server without it does not hold its calls.
+    expect(await upsert("Bearer 1")).toBe(false);
+    expect(await upsert("Bearer 2", true)).toBe(true);
+    expect(await upsert("Bearer 3")).toBe(true);
+    expect(await stored()).toEqual([true]);
+    expect(await upsert("Bearer 4", false)).toBe(false);
+    expect(await upsert("Bearer 5")).toBe(false);
+    expect(await stored()).toEqual([false]);
+  });
+
   it("refuses inconsistent MCP configurations with typed errors", async () => {
     t = await startTestApp(backend, { mcp: { stdioCommands: ["/usr/local/bin/x"], stdioEnv: ["KEY"] } });
     const issues = async (input: UpsertMcpServerInput) =>

@@ -52,7 +52,11 @@ describe("the approval policy", () => {
   it("a run's policy reads the tool's own demand, and holds no call of a tool the run is not offered", () => {
     const tool = (name: string, requiresApproval?: boolean): [string, Tool] => [
       name,
-      { schema: { name, description: name, parameters: {} }, requiresApproval, execute: async () => "" },
+      {
+        schema: { name, description: name, parameters: {} },
+        requiresApproval: requiresApproval === undefined ? undefined : () => requiresApproval,
+        execute: async () => "",
+      },
     ];
     const tools = new Map([tool("mcp__notes__read", true), tool("read_material")]);
     const policy = approvalPolicy({ store: {} as never, rules: { "*": "always", read_material: "never" }, timeoutMs: 1 }, undefined, tools);

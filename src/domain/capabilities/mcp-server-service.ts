@@ -104,7 +104,10 @@ export class McpServerService {
     return this.deps.prisma.mcpServer.findMany({ where: { ownerId: { in: [...principalIds] } }, orderBy: { name: "asc" } });
   }
 
-  /** Creates or replaces the whole configuration of the named server (omitted lists are empty). */
+  /**
+   * Creates or replaces the whole configuration of the named server (omitted lists are empty), but
+   * for requireApproval: left out, the stored value stays (off for a new server).
+   */
   async upsert(actor: Actor, input: UpsertMcpServerInput): Promise<McpServer> {
     const parsed = parseInput(upsertInput, input);
     const refused =
@@ -126,15 +129,20 @@ export class McpServerService {
       url: parsed.url ? sealUrl(parsed.url, this.deps.secrets, "url") : null,
       headers: this.sealed("headers", parsed.headers ?? []),
       enabled: parsed.enabled ?? true,
-      requireApproval: parsed.requireApproval ?? false,
     };
+    // Left out, requireApproval keeps what is stored (off for a new server): replacing a token must not lift the hold.
+    const requireApproval = parsed.requireApproval ?? undefined;
     const where = { ownerId_name: { ownerId: actor.principalId, name: parsed.name } };
     const server = await this.deps.prisma.$transaction(async (tx) => {
       const existing = await tx.mcpServer.findUnique({ where, select: { id: true } });
       if (!existing && (await tx.mcpServer.count({ where: { ownerId: actor.principalId } })) >= MCP_SERVERS_PER_PRINCIPAL_MAX) {
         throw new ValidationError([{ field: "name", message: `at most ${MCP_SERVERS_PER_PRINCIPAL_MAX} MCP servers per principal` }]);
       }
-      return tx.mcpServer.upsert({ where, create: { ownerId: actor.principalId, name: parsed.name, ...data }, update: data });
+      return tx.mcpServer.upsert({
+        where,
+        create: { ownerId: actor.principalId, name: parsed.name, ...data, requireApproval: requireApproval ?? false },
+        update: { ...data, ...(requireApproval !== undefined && { requireApproval }) },
+      });
     });
     this.announce(actor);
     return server;

@@ -152,7 +152,7 @@ const McpKeyValueInput = builder.inputType("McpKeyValueInput", {
 });
 
 const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
-  description: "The whole configuration of one server; lists left out are empty.",
+  description: "The whole configuration of one server; lists left out are empty, requireApproval left out stays as it was.",
   fields: (t) => ({
     name: t.string({ required: true, description: "Lower-case letters, digits and -, at most 32; the key of the upsert." }),
     transport: t.field({ type: McpTransportEnum, required: true }),
@@ -167,7 +167,7 @@ const UpsertMcpServerInput = builder.inputType("UpsertMcpServerInput", {
     enabled: t.boolean({ description: "Default true." }),
     requireApproval: t.boolean({
       description:
-        "Default false. True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says.",
+        "True: every call of this server's tools waits for your decision before it executes (the run is WAITING meanwhile), whatever TOOL_APPROVALS says; from the next call on, also in runs already going. False turns that off. Left out (or null): the server keeps what it had (false for a new server), so an update that replaces only its headers or token keeps the hold.",
     }),
   }),
 });

@@ -1,5 +1,6 @@
 // The ids of tool calls a run's replies streamed and left out (call-ids.ts): each cut reply's model
-// call (its MODEL_CALL span) records them as it ends, in the transaction that logs the reply, so an
+// call (its MODEL_CALL span) records them as it ends, in the transaction that logs the reply — a
+// reply that failed mid-stream, every id it streamed, as its span ends with the error — so an
 // attempt that resumes the run — on another instance, after a crash — reads them back with its
 // log: none of them names a later call of the run. A run's trace shares its id.
 import type { PrismaClient } from "../../generated/prisma/client.js";

@@ -18,7 +18,8 @@ import { forModel } from "../../domain/text/stored-text.js";
 
 /**
  * The attribute of a model call's span that lists the ids of calls its reply streamed and left out
- * (cut by MODEL_MAX_REPLY_BYTES): runOutput named them, so they are the run's, whichever attempt resumes it.
+ * (cut by MODEL_MAX_REPLY_BYTES), or, when its reply failed (cut off mid-stream), every id it
+ * streamed: runOutput named them, so they are the run's, whichever attempt resumes it.
  */
 export const CALL_IDS_LEFT_OUT = "dossier.callIdsLeftOut";
 

@@ -53,7 +53,8 @@ export function heldStep(runLog: readonly LoggedMessage[], approvals: readonly T
 
 /**
  * Whether a call of `toolName` needs approval under the operator's rules, the profile's and the
- * tool's own demand, the rules matched against its exposed name and its full name. A call of a tool the run is not offered needs none: it only gets an error.
+ * tool's own demand (asked as the call is considered), the rules matched against its exposed name and its full name.
+ * A call of a tool the run is not offered needs none: it only gets an error.
  */
 export function approvalPolicy(
   settings: ApprovalSettings,
@@ -63,7 +64,7 @@ export function approvalPolicy(
   return (toolName) => {
     const tool = tools.get(toolName);
     if (tool === undefined) return false;
-    return needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval }, toolName, tool.fullName);
+    return needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval?.() }, toolName, tool.fullName);
   };
 }
 

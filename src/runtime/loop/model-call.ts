@@ -45,8 +45,11 @@ export type ModelCallRequest = {
   messages: ChatMessage[];
   recorded: RecordedMessage[];
   maxOutputTokens?: number;
-  /** The call ids the run used before this request (call-ids.ts): a reply's call gets none of them. */
-  callIdsOfRun?: ReadonlySet<string>;
+  /**
+   * The call ids the run used before this request (call-ids.ts): a reply's call gets none of them.
+   * A call whose reply fails adds those it streamed (runOutput named them): its retry gets none of them either.
+   */
+  callIdsOfRun?: Set<string>;
   /** Adds the usage a cut-off reply reported to the run's tokens (its span's end charges its cost). */
   countUsage?: (usage: TokenUsage) => Promise<unknown>;
 };
@@ -114,6 +117,8 @@ async function modelCall(
   // The reply as it streamed (bounded by the adapter): what a reply cut off without usage is charged for.
   const partial = { text: "", reasoning: "", calls: new Map<number, string>() };
   let charged: TokenUsage | undefined;
+  // The ids the reply's calls streamed under: a reply that fails keeps them the run's.
+  let ids: CallIds | undefined;
   try {
     return await withSpan(
       sink,
@@ -133,7 +138,7 @@ async function modelCall(
         // answers, not after the request went out: the reply's write waits for them.
         sink.writeNow?.();
         // Each call's id is fixed as it first appears, so the live output names it as it is stored.
-        const ids = new CallIds(span.id, callIdsOfRun);
+        const given = (ids = new CallIds(span.id, callIdsOfRun));
         const reported: number[] = [];
         try {
           const response = await model.complete(
@@ -146,7 +151,7 @@ async function modelCall(
             },
             (event) => {
               if (event.type === "tool_call") reported.push(event.index);
-              output?.report(withCallId(ids, event));
+              output?.report(withCallId(given, event));
               if (event.type === "text") {
                 partial.text += event.delta;
                 if (streamed) streamed.text += event.delta;
@@ -161,8 +166,8 @@ async function modelCall(
           );
           const estimated = response.usageReported === false;
           const usage = estimated ? boundUsage(budget.estimate, deps.context.replyTokens({ ...response, reasoning: partial.reasoning })) : response.usage;
-          const toolCalls = ids.reply(response.toolCalls, reported);
-          const streamedCallIds = ids.given();
+          const toolCalls = given.reply(response.toolCalls, reported);
+          const streamedCallIds = given.given();
           const leftOut = streamedCallIds.filter((id) => !toolCalls.some((call) => call.id === id));
           const ending: SpanEnding = {
             status: "OK",
@@ -186,11 +191,20 @@ async function modelCall(
         failed: async (error, span) => {
           failure = error;
           await sink.event(span, "ERROR", errorMessage(error));
+          // Nothing of the reply stands, but runOutput named its calls: their ids stay the run's, for
+          // this attempt's retry and, stored with the span's end, for any later attempt (callIdsOfRun).
+          const streamedIds = ids?.given() ?? [];
+          for (const id of streamedIds) callIdsOfRun?.add(id);
+          const leftOut = streamedIds.length > 0 ? { [CALL_IDS_LEFT_OUT]: streamedIds } : {};
           // A reply cut off: the span says so, and what the server reported of its usage is charged —
           // or, when it reported none, the request's bound: its counted input and what streamed of the reply.
-          if (!(error instanceof ModelReplyInterrupted)) return { status: failedSpanStatus(signal) };
+          if (!(error instanceof ModelReplyInterrupted)) return { status: failedSpanStatus(signal), ...(streamedIds.length > 0 && { attributes: leftOut }) };
           charged = error.usage ?? boundUsage(budget.estimate, deps.context.replyTokens(partialReply(partial)));
-          return { status: failedSpanStatus(signal), attributes: { interrupted: true, ...(!error.usage && { usageEstimated: true }) }, usage: charged };
+          return {
+            status: failedSpanStatus(signal),
+            attributes: { interrupted: true, ...(!error.usage && { usageEstimated: true }), ...leftOut },
+            usage: charged,
+          };
         },
       },
     );

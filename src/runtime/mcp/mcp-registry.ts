@@ -19,8 +19,8 @@ import { type McpConnection, type McpConnectionOptions, McpConnections } from ".
 
 export type { McpConnection, McpConnectionState, McpServerStatus };
 
-/** One server as a run sees it for its whole execution. */
-export type McpSnapshotServer = { serverName: string; requireApproval: boolean; connection: McpConnection; tools: readonly McpToolInfo[] };
+/** One server as a run sees it for its whole execution (whether a call waits for approval: `connection.requireApproval`, live). */
+export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 /** How long a principal's connections stay open once no run holds them and no one used them, by default. */
 export const MCP_IDLE_CLOSE_MS = 300_000;
@@ -144,7 +144,7 @@ export class McpRegistry {
       return connections
         .filter((c) => c.state === "CONNECTED" && !c.retired)
         .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
-        .map((connection) => ({ serverName: connection.serverName, requireApproval: connection.requireApproval, connection, tools: connection.tools }));
+        .map((connection) => ({ serverName: connection.serverName, connection, tools: connection.tools }));
     } finally {
       if (!heldUntil) release();
     }

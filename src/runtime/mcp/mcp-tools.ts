@@ -1,7 +1,9 @@
 // A run's MCP tools: the registry's snapshot at the run's start, one Tool per server tool,
 // named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
-// server tool it is, for approvals). Each call is an MCP_CALL span under the tool call's span and
-// holds a lease on the pinned connection while it is in flight.
+// server tool it is, for approvals). Whether a call waits for approval is the server's
+// requireApproval as the registry last synced it, read when the call is considered. Each call is
+// an MCP_CALL span under the tool call's span and holds a lease on the pinned connection while it
+// is in flight.
 import { createHash } from "node:crypto";
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
@@ -27,10 +29,11 @@ function mcpToolDigest(endpointHash: string, tool: { name: string; description?:
  */
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal, ended?: AbortSignal): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId, signal, ended);
-  return servers.flatMap(({ serverName, requireApproval, connection, tools }) =>
+  return servers.flatMap(({ serverName, connection, tools }) =>
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({
-        requiresApproval: requireApproval,
+        // Read as each call is considered: the server's owner may require approval while the run goes on.
+        requiresApproval: () => connection.requireApproval,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
         mcpDigest: mcpToolDigest(connection.hash, tool),

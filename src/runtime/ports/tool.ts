@@ -39,8 +39,11 @@ export interface Tool {
   readonly schema: ToolSchema;
   /** Overrides the executor's default timeout for this tool. */
   readonly timeoutMs?: number;
-  /** Every call waits for a person's decision, whatever the approval rules say (an MCP server that requires it). */
-  readonly requiresApproval?: boolean;
+  /**
+   * Whether every call waits for a person's decision, whatever the approval rules say (an MCP server
+   * that requires it). Asked anew for each call as it is considered: the answer may change while a run goes on.
+   */
+  readonly requiresApproval?: () => boolean;
   /**
    * An MCP tool's name before it was fitted to model APIs: `mcp__<server>__<tool as its server lists it>`,
    * neither cut nor replaced. Approval rules are matched against it as well as against the exposed name.
