@@ -36,13 +36,33 @@ export async function createRedisEventBus(
     publishClient: publishingTogether(publishClient, (channel, message) => awaitedPublish(channel.slice(prefix.length), message)),
     subscribeClient: subscribingTogether(subscribeClient),
   });
-  const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
+  const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget, onGap: gapsOf(subscribeClient) });
   return {
     events,
     /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */
     async close() {
       await Promise.all([closeRedisClient(publishClient), closeRedisClient(subscribeClient)]);
     },
+  };
+}
+
+/**
+ * The gaps of the subscribe client: its connection lost (a reset, a failover, Redis dropping a
+ * subscriber whose output it could not keep) and ready again. ioredis subscribes every channel
+ * again on its own before it says it is ready, and nothing fails: without this, subscribers would
+ * never know that messages published in between were not heard — a run cancelled then, its
+ * subscribers waiting on a run that has settled. Each gap goes to the bus's listener once the
+ * channels are subscribed again, so what subscribers read then includes what they missed.
+ */
+function gapsOf(subscribeClient: Redis): (listener: () => void) => void {
+  return (listener) => {
+    let lost = false;
+    subscribeClient.on("close", () => (lost = true));
+    subscribeClient.on("ready", () => {
+      if (!lost) return;
+      lost = false;
+      listener();
+    });
   };
 }
 
