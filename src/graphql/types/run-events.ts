@@ -110,7 +110,7 @@ builder.subscriptionField("runEvents", (t) =>
     description:
       "One run's status: first its current status, then each change as it happens, never the same status twice in a row unless the event announces a stop request (`stop`, cancelRun) — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
       "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes. " +
-      "A subscriber that falls too far behind (stops reading while changes keep coming) skips the changes it was not kept and goes on from the run's status as it is then.",
+      "A subscriber that falls too far behind (stops reading while changes keep coming), or whose server lost its link to the other instances for a while (Redis failing over), skips the changes it was not kept and goes on from the run's status as it is then.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.runId), "Run");
