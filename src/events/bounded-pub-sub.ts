@@ -12,8 +12,14 @@ import type { PubSub } from "graphql-yoga";
 /** Messages a subscriber may leave untaken before its stream ends. */
 export const SUBSCRIBER_LIMIT = 1000;
 
+/**
+ * A subscription ended because messages may have been published that it did not hear: whoever
+ * listened reads what they announce from the database (or listens again and tells its client to resync).
+ */
+export class MissedEventsError extends Error {}
+
 /** A subscriber fell further behind than the bus keeps: messages after those it holds were not kept for it. */
-export class SubscriberOverflowError extends Error {
+export class SubscriberOverflowError extends MissedEventsError {
   override readonly name = "SubscriberOverflowError";
   constructor(
     readonly topic: string,
@@ -23,13 +29,35 @@ export class SubscriberOverflowError extends Error {
   }
 }
 
+/**
+ * The bus's link to the other instances was lost and is back (Redis failed over, a connection
+ * reset, Redis dropped a slow subscriber), or an instance could not publish for a while: what
+ * was published meanwhile was not heard. Given after the messages heard before it.
+ */
+export class EventLinkLostError extends MissedEventsError {
+  override readonly name = "EventLinkLostError";
+  constructor(readonly topic: string) {
+    super(`The event bus lost its link while listening to ${topic}; messages published meanwhile may not have been heard.`);
+  }
+}
+
 type ArgsByKey = { [key: string]: [] | [unknown] | [number | string, unknown] };
 
-export type BoundedPubSubOptions = { eventTarget: EventTarget; subscriberLimit?: number };
+export type BoundedPubSubOptions = {
+  eventTarget: EventTarget;
+  subscriberLimit?: number;
+  /** Registers the bus's listener for its link's gaps: each ends every subscription open then (EventLinkLostError). */
+  onGap?: (listener: () => void) => void;
+};
 
 /** The same publish and subscribe as graphql-yoga's createPubSub, each subscriber bounded. */
-export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscriberLimit = SUBSCRIBER_LIMIT }: BoundedPubSubOptions): PubSub<T> {
+export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscriberLimit = SUBSCRIBER_LIMIT, onGap }: BoundedPubSubOptions): PubSub<T> {
   const limit = Math.max(1, subscriberLimit);
+  /** Each open subscription's way of hearing of a gap. */
+  const open = new Set<() => void>();
+  onGap?.(() => {
+    for (const missed of [...open]) missed();
+  });
   const bus = {
     publish(routingKey: string, ...args: unknown[]) {
       const detail = args[1] ?? args[0] ?? null;
@@ -41,8 +69,13 @@ export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscrib
       return new Repeater<unknown>(async (push, stop) => {
         const queue: unknown[] = [];
         let overflow = false;
+        let gap = false;
         let stopped = false;
         let wake: (() => void) | undefined;
+        const missed = () => {
+          gap = true;
+          wake?.();
+        };
         const listener = (event: Event) => {
           try {
             if (overflow) return;
@@ -58,6 +91,7 @@ export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscrib
           }
         };
         eventTarget.addEventListener(topic, listener);
+        open.add(missed);
         void stop.then(() => {
           stopped = true;
           wake?.();
@@ -67,6 +101,7 @@ export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscrib
             if (stopped) return;
             if (overflow) throw new SubscriberOverflowError(topic, limit);
             if (queue.length === 0) {
+              if (gap) throw new EventLinkLostError(topic);
               await new Promise<void>((resolve) => (wake = resolve));
               wake = undefined;
               continue;
@@ -75,6 +110,7 @@ export function createBoundedPubSub<T extends ArgsByKey>({ eventTarget, subscrib
             await push(queue.shift());
           }
         } finally {
+          open.delete(missed);
           eventTarget.removeEventListener(topic, listener);
         }
       });

@@ -9,7 +9,7 @@
 // (`onResumed`), and looks for what was announced meanwhile. An event its handler fails on is logged
 // and the loop goes on with the next: one bad message does not end the listening.
 import type { Logger } from "../logger.js";
-import { SubscriberOverflowError } from "./topics.js";
+import { MissedEventsError } from "./topics.js";
 
 export type Listening = {
   /** Stops listening: the subscription ends, and no new one is made. */
@@ -65,11 +65,11 @@ export function keepListening<T>({ what, subscribe, onEvent, onResumed, logger, 
       } catch (error) {
         if (stopped) return;
         void Promise.resolve(iterator?.return?.()).catch(() => undefined);
-        // A burst of more events than the bus keeps for one listener is not a failing link: listen
-        // again at once (what the burst held is looked for by onResumed), so an event right after
-        // the burst — a cancel — is heard.
-        if (error instanceof SubscriberOverflowError) {
-          logger.warn(`listening for ${what} fell behind a burst; listening again`, { error: String(error) });
+        // A burst of more events than the bus keeps for one listener, or its link lost and back,
+        // is not a failing subscription: listen again at once (what was missed is looked for by
+        // onResumed), so an event right after — a cancel — is heard.
+        if (error instanceof MissedEventsError) {
+          logger.warn(`listening for ${what} may have missed events; listening again`, { error: String(error) });
           failures = Math.max(failures, 1);
           continue;
         }

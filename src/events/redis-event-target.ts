@@ -18,7 +18,11 @@ export { RedisUnavailableError };
 export async function createRedisEventBus(
   url: string,
   prefix = "",
-  { logger, connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS }: { logger?: Logger; connectTimeoutMs?: number } = {},
+  {
+    logger,
+    connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS,
+    publishBacklog = PUBLISH_BACKLOG,
+  }: { logger?: Logger; connectTimeoutMs?: number; publishBacklog?: number } = {},
 ): Promise<{ events: EventBus; close(): Promise<void> }> {
   // Loaded here: a server without REDIS_URL need not hold the Redis client.
   const { Redis } = await import("ioredis");
@@ -33,10 +37,19 @@ export async function createRedisEventBus(
   }
   if (logger) logRedisLink("event bus", [publishClient, subscribeClient], logger);
   const redisTarget = createRedisEventTarget({
-    publishClient: publishingTogether(publishClient, (channel, message) => awaitedPublish(channel.slice(prefix.length), message)),
+    publishClient: publishingTogether(publishClient, {
+      atOnce: (channel, message) => awaitedPublish(channel.slice(prefix.length), message),
+      droppable: (channel) => channel.startsWith(`${prefix}run:output:`) && !channel.startsWith(`${prefix}run:output:wanted`),
+      backlog: publishBacklog,
+      onDropped: () =>
+        logger?.warn("Redis is not taking the event bus's publishes: live run output is dropped until it does (subscribers resync)", {
+          use: "event bus",
+          redis: redisAddress(publishClient),
+        }),
+    }),
     subscribeClient: subscribingTogether(subscribeClient),
   });
-  const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget });
+  const events = createEventBus({ eventTarget: prefix ? new PrefixedEventTarget(redisTarget, prefix) : redisTarget, onGap: gapsOf(subscribeClient) });
   return {
     events,
     /** Within about a second even with Redis unreachable or its link hung; no reconnection is tried after it. */
@@ -45,6 +58,39 @@ export async function createRedisEventBus(
     },
   };
 }
+
+/**
+ * The gaps of the subscribe client: its connection lost (a reset, a failover, Redis dropping a
+ * subscriber whose output it could not keep) and ready again. ioredis subscribes every channel
+ * again on its own before it says it is ready, and nothing fails: without this, subscribers would
+ * never know that messages published in between were not heard — a run cancelled then, its
+ * subscribers waiting on a run that has settled. Each gap goes to the bus's listener once the
+ * channels are subscribed again, so what subscribers read then includes what they missed.
+ */
+function gapsOf(subscribeClient: Redis): (listener: () => void) => void {
+  return (listener) => {
+    let lost = false;
+    subscribeClient.on("close", () => (lost = true));
+    subscribeClient.on("ready", () => {
+      if (!lost) return;
+      lost = false;
+      listener();
+    });
+  };
+}
+
+/** The characters of publishes waiting for Redis past which live run output is dropped (publishingTogether). */
+export const PUBLISH_BACKLOG = 16 * 1024 * 1024;
+
+type PublishingOptions = {
+  /** A publish someone waits on: sent at once. */
+  atOnce: (channel: string, message: string) => boolean;
+  /** A channel whose messages are never stored (live output), dropped past `backlog`. */
+  droppable: (channel: string) => boolean;
+  backlog: number;
+  /** The first publish dropped since Redis last had nothing of this client's to answer. */
+  onDropped: () => void;
+};
 
 /**
  * The client with its publishes issued in one turn of the event loop sent together, as one
@@ -58,22 +104,48 @@ export async function createRedisEventBus(
  * once that chain has run — before the loop takes its next callback. Queued as a microtask that
  * queues a tick: the microtask keeps it behind a SUBSCRIBE issued before it (subscribingTogether
  * sends those at a microtask), the tick waits for the chain.
+ * What waits for Redis is bounded (a link that hangs answers nothing, and ioredis keeps every
+ * publish until it does): past `backlog` characters, live run output is dropped — it is never
+ * stored, and its subscribers resync from the trace and a snapshot. Every other topic is still
+ * sent: each announces a change committed to the database, one per change (a run's status, a
+ * trace's span), and a subscriber that misses one has no other way to hear of it than a gap of
+ * its own link (EventLinkLostError).
  */
-function publishingTogether(client: Redis, atOnce: (channel: string, message: string) => boolean = () => false): Redis {
+function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropped }: PublishingOptions): Redis {
   let pending: [channel: string, message: string][] | undefined;
+  let pendingSize = 0;
+  /** The characters of the publishes Redis has not answered yet (sent or to be sent), and whether one was dropped since it last had none. */
+  let waiting = 0;
+  let dropping = false;
   let soon = false;
   const send = () => {
     soon = false;
     const batch = pending;
     if (!batch) return;
+    const size = pendingSize;
     pending = undefined;
+    pendingSize = 0;
     const pipeline = client.pipeline();
     for (const [channel, message] of batch) pipeline.publish(channel, message);
     // A publish answers no one (as before, one lost with Redis gone is lost): a batch Redis refused
     // must not become an unhandled rejection that ends the process.
-    pipeline.exec().catch(() => undefined);
+    pipeline
+      .exec()
+      .catch(() => undefined)
+      .finally(() => {
+        waiting -= size;
+        if (waiting === 0) dropping = false;
+      });
   };
   const publish = (channel: string, message: string) => {
+    const size = channel.length + message.length;
+    if (waiting + size > backlog && droppable(channel)) {
+      if (!dropping) onDropped();
+      dropping = true;
+      return Promise.resolve(0);
+    }
+    waiting += size;
+    pendingSize += size;
     if (!pending) {
       pending = [];
       setImmediate(send);

@@ -6,7 +6,7 @@ import type { PubSub } from "graphql-yoga";
 import type { JsonValue } from "../domain/json-columns.js";
 import { createBoundedPubSub } from "./bounded-pub-sub.js";
 
-export { SUBSCRIBER_LIMIT, SubscriberOverflowError } from "./bounded-pub-sub.js";
+export { EventLinkLostError, MissedEventsError, SUBSCRIBER_LIMIT, SubscriberOverflowError } from "./bounded-pub-sub.js";
 
 export type WorkspaceEventKind = "GOAL_UPDATED" | "ARCHIVED" | "RESTORED" | "DELETED" | "LINKED" | "UNLINKED" | "RUN_ADMITTED" | "CHECKPOINT_UPDATED";
 
@@ -141,9 +141,12 @@ export type EventPublisher = Pick<EventBus, "publish">;
  * An event bus; pass an event target (e.g. Redis) to fan out across instances. Each subscription
  * holds at most `subscriberLimit` messages its reader has not taken, then ends with
  * SubscriberOverflowError (bounded-pub-sub.ts): a reader that stalls never ends the process.
+ * `onGap` registers the bus's listener for the event target's gaps (messages it may not have
+ * heard): each ends every open subscription with EventLinkLostError.
  */
-export function createEventBus(options?: { eventTarget?: EventTarget; subscriberLimit?: number }): EventBus {
-  if (options?.eventTarget) return createBoundedPubSub<Topics>({ eventTarget: options.eventTarget, subscriberLimit: options.subscriberLimit });
+export function createEventBus(options?: { eventTarget?: EventTarget; subscriberLimit?: number; onGap?: (listener: () => void) => void }): EventBus {
+  if (options?.eventTarget)
+    return createBoundedPubSub<Topics>({ eventTarget: options.eventTarget, subscriberLimit: options.subscriberLimit, onGap: options.onGap });
   // In process: one listener per subscription, and a trace may have thousands of subscribers.
   const eventTarget = new EventTarget();
   setMaxListeners(0, eventTarget);

@@ -86,9 +86,19 @@ export class InProcessTokenBuckets implements TokenBuckets {
   }
 }
 
-/** Shared buckets that fall back to this process's own while the shared store fails (logged once per outage). */
+/** How long a request waits for the shared buckets (Redis answers in a millisecond or two) before it uses this process's own. */
+export const SHARED_BUCKETS_TIMEOUT_MS = 500;
+
+/**
+ * Shared buckets that fall back to this process's own while the shared store fails (logged once
+ * per outage): it refuses, or does not answer within `timeoutMs` (a link that hangs refuses
+ * nothing, and every request that counts against a bucket would wait with it). While it fails,
+ * requests use this process's buckets at once, and one at a time also asks the shared store,
+ * in the background: once it answers, requests use it again.
+ */
 export class FallbackTokenBuckets implements TokenBuckets {
   private failing = false;
+  private probe: Promise<unknown> | undefined;
 
   constructor(
     private readonly shared: TokenBuckets,
@@ -96,6 +106,7 @@ export class FallbackTokenBuckets implements TokenBuckets {
     private readonly logger: Logger,
     /** What the buckets count, as the log names them. */
     private readonly what = "rate limits",
+    private readonly timeoutMs = SHARED_BUCKETS_TIMEOUT_MS,
   ) {}
 
   take(key: string): Promise<RateDecision> {
@@ -107,10 +118,17 @@ export class FallbackTokenBuckets implements TokenBuckets {
   }
 
   private async draw<T>(from: (buckets: TokenBuckets) => Promise<T>): Promise<T> {
+    if (this.failing) {
+      this.probe ??= within(from(this.shared), this.timeoutMs)
+        .then(
+          () => (this.failing = false),
+          () => undefined,
+        )
+        .finally(() => (this.probe = undefined));
+      return from(this.local);
+    }
     try {
-      const decision = await from(this.shared);
-      this.failing = false;
-      return decision;
+      return await within(from(this.shared), this.timeoutMs);
     } catch (error) {
       if (!this.failing) this.logger.warn(`${this.what} fall back to this instance's own buckets: Redis failed`, { error: String(error) });
       this.failing = true;
@@ -121,6 +139,15 @@ export class FallbackTokenBuckets implements TokenBuckets {
   async close(): Promise<void> {
     await this.shared.close?.();
   }
+}
+
+/** `promise`, or a rejection once `ms` have passed without its settling. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The client address of a request Node's HTTP server received (its TCP peer's, or the one a trusted proxy names: client-address.ts). */

@@ -21,6 +21,9 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / per_ms) + 1000)
 return {wait, math.floor(tokens)}`;
 
+/** How long one bucket's command may wait for Redis before it fails (the caller then uses its own buckets). */
+export const REDIS_COMMAND_TIMEOUT_MS = 1_000;
+
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class RedisTokenBuckets implements TokenBuckets {
@@ -34,7 +37,8 @@ export class RedisTokenBuckets implements TokenBuckets {
    * With a `logger`, an outage of Redis is logged once, and its end once (redis-link-log.ts).
    * Like the event bus, fails at start (RedisUnavailableError) when Redis is unreachable or does
    * not answer within `connectTimeoutMs`, with nothing left open. The buckets' Redis keys start
-   * with `prefix` (default `dossier:rate:`); `use` names them in the log.
+   * with `prefix` (default `dossier:rate:`); `use` names them in the log. A command Redis does not
+   * answer within `commandTimeout` ms fails (RedisTokenBuckets never waits longer on a hung link).
    */
   static async connect(
     url: string,
@@ -44,11 +48,13 @@ export class RedisTokenBuckets implements TokenBuckets {
       connectTimeoutMs = REDIS_CONNECT_TIMEOUT_MS,
       prefix = "dossier:rate:",
       use = "rate limits",
-    }: { logger?: Logger; connectTimeoutMs?: number; prefix?: string; use?: string } = {},
+      commandTimeout = REDIS_COMMAND_TIMEOUT_MS,
+    }: { logger?: Logger; connectTimeoutMs?: number; prefix?: string; use?: string; commandTimeout?: number } = {},
   ): Promise<RedisTokenBuckets> {
     const { Redis } = await import("ioredis");
-    // Few retries: a request waits for its bucket, and the caller falls back to local buckets.
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    // Few retries, and a bound on each command's wait (a link that hangs refuses nothing): a
+    // request waits for its bucket, and the caller falls back to local buckets.
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout });
     try {
       await connectWithin([redis], connectTimeoutMs);
     } catch (error) {

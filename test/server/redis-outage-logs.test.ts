@@ -5,7 +5,8 @@
 // until the clients have tried to reconnect several times.
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
-import type { LogFields, Logger } from "../../src/logger.js";
+import { keepListening } from "../../src/events/keep-listening.js";
+import { type LogFields, type Logger, silentLogger } from "../../src/logger.js";
 import { RedisTokenBuckets } from "../../src/server/redis-token-buckets.js";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { allowTimeFor, waitFor, waitUntil } from "../support/wait.js";
@@ -73,9 +74,14 @@ describe.runIf(redisUrl || process.env.CI)("a Redis outage in Dossier's logs", (
     const bus = await createRedisEventBus(url, prefix, { logger: log.logger });
     cleanups.push(() => bus.close());
     const heard: unknown[] = [];
-    void (async () => {
-      for await (const frame of bus.events.subscribe("run:output", "run1")) heard.push(frame);
-    })();
+    // Listening again after the outage, as Dossier's listeners do (the bus says what may have been missed).
+    const listening = keepListening({
+      what: "output",
+      subscribe: () => bus.events.subscribe("run:output", "run1"),
+      onEvent: (frame) => heard.push(frame),
+      logger: silentLogger,
+    });
+    cleanups.push(() => listening.stop());
 
     // Both clients (publishing, subscribing) lose their link and retry several times each.
     await outage(proxy, 10);

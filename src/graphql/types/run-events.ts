@@ -1,7 +1,7 @@
 // A run's status changes as a subscription (runEvents): live, and finished once the run is.
 import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
-import { type EventBus, type RunStatusMessage, SubscriberOverflowError } from "../../events/topics.js";
+import { type EventBus, MissedEventsError, type RunStatusMessage } from "../../events/topics.js";
 import type { Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { idOfType } from "../global-id.js";
@@ -60,8 +60,9 @@ const RunStatusEvent = builder.objectRef<RunStatusMessage>("RunStatusEvent").imp
  * no subscriber waits forever on a settled run. It listens before it reads the run: a change made
  * between the read and the subscription would otherwise be missed. A change to the status last
  * sent (the one just read arriving late, or a repeated announcement) is not sent again. A
- * subscriber that fell too far behind (the bus ended its listening: SubscriberOverflowError)
- * listens again and reads the run again: it skips to the status as it is then. A Repeater rather
+ * subscriber that fell too far behind, or that may have missed changes while the bus's link to
+ * the other instances was lost (the bus ended its listening: MissedEventsError), listens again
+ * and reads the run again: it skips to the status as it is then. A Repeater rather
  * than an async generator, so that a subscriber who leaves while the run is idle releases its
  * listener at once.
  */
@@ -94,7 +95,7 @@ function runStatusEvents(prisma: PrismaClient, events: EventBus, runId: string):
           }
           return;
         } catch (error) {
-          if (!(error instanceof SubscriberOverflowError)) throw error;
+          if (!(error instanceof MissedEventsError)) throw error;
         }
       }
     } finally {
@@ -109,7 +110,7 @@ builder.subscriptionField("runEvents", (t) =>
     description:
       "One run's status: first its current status, then each change as it happens, never the same status twice in a row unless the event announces a stop request (`stop`, cancelRun) — WAITING while a tool call waits for your decision (Run.pendingApprovals), RUNNING again once decided. " +
       "Completes right after the run's terminal status (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); on a run that has already settled it delivers that status once and completes. " +
-      "A subscriber that falls too far behind (stops reading while changes keep coming) skips the changes it was not kept and goes on from the run's status as it is then.",
+      "A subscriber that falls too far behind (stops reading while changes keep coming), or whose server lost its link to the other instances for a while (Redis failing over), skips the changes it was not kept and goes on from the run's status as it is then.",
     args: { runId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.runId), "Run");

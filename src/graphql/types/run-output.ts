@@ -60,7 +60,7 @@ builder.subscriptionField("runOutput", (t) =>
     type: RunOutputUpdateRef,
     description:
       "The text and tool-call arguments a run's model is producing, as it produces them (coalesced, a few frames a second), and the end of each model call. " +
-      "Deltas are live only: finished messages are read from the conversation log. Completes after RUN_DONE, or after RESYNC_REQUIRED when the subscriber falls too far behind.",
+      "Deltas are live only: finished messages are read from the conversation log. Completes after RUN_DONE, or after RESYNC_REQUIRED when the subscriber falls too far behind or its server lost its link to the other instances for a while.",
     args: {
       runId: t.arg.id({ required: true }),
       afterSeq: t.arg.string({ description: `The seq of the last update you rendered, or Trace.lastSeq, or a TraceUpdate's seq. ${SEQ_TYPE_NOTE}` }),

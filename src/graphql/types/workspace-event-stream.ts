@@ -1,8 +1,9 @@
 // workspaceEvents' stream: the workspace's bus events, and RESYNC_REQUIRED in place of the events
-// a subscriber that fell too far behind was not kept (the bus ended its subscription:
-// SubscriberOverflowError), after which the stream completes.
+// a subscriber that fell too far behind was not kept, or that it may have missed while the bus's
+// link to the other instances was lost (the bus ended its subscription: MissedEventsError), after
+// which the stream completes.
 import { Repeater } from "graphql-yoga";
-import { type EventBus, SubscriberOverflowError, type WorkspaceEventKind, type WorkspaceEventMessage } from "../../events/topics.js";
+import { type EventBus, MissedEventsError, type WorkspaceEventKind, type WorkspaceEventMessage } from "../../events/topics.js";
 
 /** An event of workspaceEvents: one committed, or RESYNC_REQUIRED. */
 export type WorkspaceEventUpdate = Omit<WorkspaceEventMessage, "kind"> & { kind: WorkspaceEventKind | "RESYNC_REQUIRED" };
@@ -19,7 +20,7 @@ export function workspaceEventStream(events: EventBus, workspaceId: string): Rep
         next = live.next();
       }
     } catch (error) {
-      if (!(error instanceof SubscriberOverflowError)) throw error;
+      if (!(error instanceof MissedEventsError)) throw error;
       await push({ kind: "RESYNC_REQUIRED", workspaceId, goalVersion: null, link: null, runId: null, at: new Date().toISOString() });
     } finally {
       stop();

@@ -298,7 +298,7 @@ builder.subscriptionFields((t) => ({
   workspaceEvents: t.field({
     type: WorkspaceEvent,
     description:
-      "Goal changes, archive and restore of one workspace, as they are committed. Completes after RESYNC_REQUIRED when the subscriber falls too far behind (it stops reading while events keep coming). Over graphql-ws, the response to one event is executed once for every subscription of the same credential with the same document and variables, and each of them receives it (README: Sharing fairly).",
+      "Goal changes, archive and restore of one workspace, as they are committed. Completes after RESYNC_REQUIRED when the subscriber falls too far behind (it stops reading while events keep coming), or when its server lost its link to the other instances for a while (Redis failing over): events may have been missed. Over graphql-ws, the response to one event is executed once for every subscription of the same credential with the same document and variables, and each of them receives it (README: Sharing fairly).",
     args: { workspaceId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const id = idOfType(String(args.workspaceId), "Workspace");

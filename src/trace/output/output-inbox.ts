@@ -2,7 +2,7 @@
 // too far behind must resync, as with traceUpdates — and the run's trace changes, read from the
 // trace's own stream only a few ahead of the subscriber: that stream replays from the database
 // as fast as it is read and bounds its live buffer itself, so a long replay never overflows here.
-import type { RunOutputFrame } from "../../events/topics.js";
+import { MissedEventsError, type RunOutputFrame } from "../../events/topics.js";
 import type { TraceUpdate } from "../updates/trace-updates.js";
 
 /** Trace changes read ahead of the subscriber. */
@@ -102,7 +102,9 @@ export class OutputInbox {
         }
         ended?.();
       } catch (error) {
-        this.failure = { error };
+        // Output missed (the bus's link was lost): the subscriber resyncs, as after a burst.
+        if (error instanceof MissedEventsError) this.overflow = true;
+        else this.failure = { error };
       }
       this.wake?.();
     })();
