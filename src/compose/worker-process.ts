@@ -11,7 +11,7 @@ import { scrapeAllowed } from "../server/metrics-plugin.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, runtimeSettings } from "./infrastructure.js";
+import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, type StopStep } from "./infrastructure.js";
 
 export class WorkerNeedsPostgresError extends Error {
   constructor() {
@@ -26,7 +26,8 @@ export type WorkerProcess = {
   metricsPort?: number;
   /** The process's metrics (what the entry point counts itself goes there too). */
   metrics: DossierMetrics;
-  stop(): Promise<void>;
+  /** `step` names each step (stopOnSignals). */
+  stop(step?: StopStep): Promise<void>;
 };
 
 export async function startWorkerProcess({
@@ -66,10 +67,10 @@ export async function startWorkerProcess({
     workerId,
     metricsPort: metricsServer?.port,
     metrics: core.metrics,
-    async stop() {
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve()));
-      await core.stop();
-      await infrastructure.close();
+    async stop(step: StopStep = (_what, work) => work()) {
+      await step("the metrics server", () => new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve())));
+      await step("the worker and the services (runs in flight are handed back)", () => core.stop());
+      await infrastructure.close(step);
     },
   };
 }
