@@ -55,6 +55,8 @@ export type Config = {
   redisPrefix: string;
   /** Whether this process executes runs (false: it only serves the API). */
   inProcessWorker: boolean;
+  /** How long a shutdown (SIGTERM, SIGINT) may take before the process exits with 1 anyway (SHUTDOWN_TIMEOUT_MS). */
+  shutdownTimeoutMs: number;
   /** How runs are executed by this process's worker (in process or `npm run worker`). */
   worker: {
     /** A run whose worker stops renewing its lease for this long is taken over by another (R17). */

@@ -40,6 +40,7 @@ const envSchema = z.object({
     .refine((value) => /^rediss?:\/\/.+/.test(value), { message: "must be a Redis URL such as redis://127.0.0.1:6379" })
     .optional(),
   IN_PROCESS_WORKER: flag.default(true),
+  SHUTDOWN_TIMEOUT_MS: whole(100, "min").default(25_000),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
   MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
   MAX_SUBSCRIPTIONS_PER_TOKEN: whole(1).default(50),
@@ -291,6 +292,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
     maxSchedulesPerPrincipal: values.MAX_SCHEDULES_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
+    shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     worker: {
       leaseMs: values.RUN_LEASE_MS,
       leaseMarginMs: leaseMargin(values),

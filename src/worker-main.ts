@@ -16,8 +16,8 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) logger.warn(warning);
   const rejections = keepServingOnUnhandledRejections(logger);
   let worker: WorkerProcess | undefined;
-  stopOnSignals(logger, async () => {
-    await worker?.stop();
+  stopOnSignals(logger, config.shutdownTimeoutMs, async (step) => {
+    await worker?.stop(step);
   });
   worker = await startWorkerProcess({ config, logger });
   rejections.countInto(worker.metrics);

@@ -92,7 +92,7 @@ export async function openEvents(config: Config, logger: Logger): Promise<{ even
  */
 export async function openRunQueue(config: Config, logger: Logger): Promise<PgBossRunQueue | undefined> {
   if (config.database.kind !== "postgres") return undefined;
-  const queue = await PgBossRunQueue.start({ url: config.database.url, logger });
+  const queue = await PgBossRunQueue.start({ url: config.database.url, logger, timeouts: config.database.timeouts });
   logger.info("runs are announced on the PostgreSQL job queue (pg-boss)");
   return queue;
 }
@@ -129,7 +129,7 @@ export type Infrastructure = {
   db: Database;
   events: EventBus;
   runQueue?: PgBossRunQueue;
-  close(): Promise<void>;
+  close(step?: StopStep): Promise<void>;
 };
 
 export async function openInfrastructure(config: Config, logger: Logger): Promise<Infrastructure> {
@@ -140,10 +140,10 @@ export async function openInfrastructure(config: Config, logger: Logger): Promis
     db,
     events: redis.events,
     runQueue,
-    async close() {
-      await runQueue?.close();
-      await redis.close();
-      await db.close();
+    async close(step = unnamed) {
+      await step("the run queue", async () => runQueue?.close());
+      await step("the event bus (Redis)", () => redis.close());
+      await step("the database", () => db.close());
     },
   };
 }
@@ -175,23 +175,39 @@ export function runtimeSettings(config: Config, model: ModelPort) {
   };
 }
 
+/** One step of a shutdown, named for the log line of a shutdown that does not end in time. */
+export type StopStep = <T>(what: string, work: () => Promise<T>) => Promise<T>;
+const unnamed: StopStep = (_what, work) => work();
+
 /**
  * Stops the process gracefully on its first SIGINT or SIGTERM: runs `stop`, then exits 0, or 1
  * if stopping failed. Install it before announcing readiness, so a signal sent by whoever waits
- * for that announcement is always handled.
+ * for that announcement is always handled. A shutdown that has not ended after `boundMs`
+ * (SHUTDOWN_TIMEOUT_MS) — a database or a queue whose link hangs — ends the process with 1 and a
+ * log line naming the step it was in: runs it could not hand back keep their lease until it
+ * expires, and another worker takes them over then.
  */
-export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
+export function stopOnSignals(logger: Logger, boundMs: number, stop: (step: StopStep) => Promise<void>): void {
   let stopping = false;
   const handle = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info("shutting down", { signal });
+    let current = "shutting down";
+    const step: StopStep = (what, work) => {
+      current = what;
+      return work();
+    };
+    setTimeout(() => {
+      logger.error("shutdown did not end in time; exiting", { signal, timeoutMs: boundMs, notStopped: current });
+      process.exit(1);
+    }, boundMs).unref();
     try {
-      await stop();
+      await stop(step);
       logger.info("stopped", { signal });
       process.exit(0);
     } catch (error) {
-      logger.error("shutdown failed", { error: String(error) });
+      logger.error("shutdown failed", { error: String(error), step: current });
       process.exit(1);
     }
   };

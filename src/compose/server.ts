@@ -28,7 +28,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     webhooks: {
       ...config.webhooks,
       deliver: true,
-      postgresUrl: config.database.kind === "postgres" ? config.database.url : undefined,
+      ...(config.database.kind === "postgres" && { postgresUrl: config.database.url, postgresTimeouts: config.database.timeouts }),
     },
     retention: config.retention,
     maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
@@ -61,13 +61,13 @@ export async function startServer({ config, logger }: { config: Config; logger: 
   warnAboutSettings(config, logger);
 
   let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
-  stopOnSignals(logger, async () => {
-    await server?.close();
-    await core.stop();
-    await api.stop();
-    await rateLimits?.close?.();
-    await authFailures?.close?.();
-    await infrastructure.close();
+  stopOnSignals(logger, config.shutdownTimeoutMs, async (step) => {
+    await step("the HTTP server", async () => server?.close());
+    await step("the worker and the services (runs in flight are handed back)", () => core.stop());
+    await step("the API", () => api.stop());
+    await step("the rate limits", async () => rateLimits?.close?.());
+    await step("the authentication failure counts", async () => authFailures?.close?.());
+    await infrastructure.close(step);
   });
 
   server = await startHttpServer({

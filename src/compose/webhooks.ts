@@ -1,6 +1,7 @@
 // Webhook delivery of a process (issue 22): the attempts go out through the outbound guard
 // (WEBHOOK_ALLOWED_HOSTS), scheduled by pg-boss on PostgreSQL and by an in-process queue on the
 // embedded default; both start from the outbox rows, so whatever was pending resumes at start.
+import type { DatabaseTimeouts } from "../db/bounded-waits.js";
 import type { Database } from "../db/open-database.js";
 import type { Services } from "../domain/services.js";
 import { DEFAULT_RETRY_DELAYS_SECONDS } from "../domain/webhooks/webhook-attempts.js";
@@ -21,6 +22,8 @@ export type WebhookOptions = {
   deliver?: boolean;
   /** PostgreSQL: schedule attempts through pg-boss at this database (the server passes its DATABASE_URL). */
   postgresUrl?: string;
+  /** PostgreSQL: the bounds of the pg-boss connections' waits (DB_*_TIMEOUT_MS). */
+  postgresTimeouts?: Partial<DatabaseTimeouts>;
   /** How often due attempts are looked for (and, on PostgreSQL, relayed into pg-boss). */
   pollMs?: number;
   /** Resolves webhook hosts (tests replace it). */
@@ -54,7 +57,9 @@ export function startWebhookDelivery({
     timeoutMs: options.timeoutMs,
   });
   const base = { prisma: db.prisma, delivery, logger, pollMs: options.pollMs };
-  const queue: WebhookQueue = options.postgresUrl ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl }) : new InProcessWebhookQueue(base);
+  const queue: WebhookQueue = options.postgresUrl
+    ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl, timeouts: options.postgresTimeouts })
+    : new InProcessWebhookQueue(base);
   queue.start();
   // Committed events wake the queue at once (every instance, with Redis); the poll is the fallback.
   const wake = () => queue.wake();

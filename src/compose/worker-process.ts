@@ -12,7 +12,7 @@ import { scrapeAllowed } from "../server/metrics-plugin.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, runtimeSettings } from "./infrastructure.js";
+import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, type StopStep } from "./infrastructure.js";
 
 export class WorkerNeedsPostgresError extends Error {
   constructor() {
@@ -27,7 +27,8 @@ export type WorkerProcess = {
   metricsPort?: number;
   /** The process's metrics (what the entry point counts itself goes there too). */
   metrics: DossierMetrics;
-  stop(): Promise<void>;
+  /** `step` names each step (stopOnSignals). */
+  stop(step?: StopStep): Promise<void>;
 };
 
 export async function startWorkerProcess({
@@ -67,10 +68,10 @@ export async function startWorkerProcess({
     workerId,
     metricsPort: metricsServer?.port,
     metrics: core.metrics,
-    async stop() {
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve()));
-      await core.stop();
-      await infrastructure.close();
+    async stop(step: StopStep = (_what, work) => work()) {
+      await step("the metrics server", () => new Promise<void>((resolve) => (metricsServer ? metricsServer.server.close(() => resolve()) : resolve())));
+      await step("the worker and the services (runs in flight are handed back)", () => core.stop());
+      await infrastructure.close(step);
     },
   };
 }

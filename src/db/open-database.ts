@@ -16,6 +16,7 @@ import { takingTurns } from "./pglite-turns.js";
 import { pgliteSession, pgSession, type SqlSession } from "./sql-session.js";
 import { ensureWeeksAhead, partitionTraceTables } from "./trace-partitions/partition-tables.js";
 import { withDeadline } from "./transient-errors.js";
+import { boundedWaits, closablePool, DEFAULT_TIMEOUTS, type DatabaseTimeouts } from "./bounded-waits.js";
 
 /**
  * Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work).
@@ -26,28 +27,7 @@ export type DatabaseTarget =
   | { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts>; poolSize?: number; streamPoolSize?: number }
   | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
 
-/** See Config's DatabaseTimeouts (DB_*_TIMEOUT_MS). */
-export type DatabaseTimeouts = { connectMs: number; queryMs: number; statementMs: number; idleInTransactionMs: number };
-
-/**
- * Defaults of the PostgreSQL pool's timeouts (src/config.ts has the same). A transaction left
- * idle this long is ended by PostgreSQL: Dossier's transactions never wait on anything but the
- * database; one that sits idle belongs to a frozen or cut-off process, and its row locks would
- * stall takeovers and cancellations.
- */
-const DEFAULT_TIMEOUTS: DatabaseTimeouts = { connectMs: 5_000, queryMs: 65_000, statementMs: 60_000, idleInTransactionMs: 10_000 };
-
-/**
- * The statement_timeout PostgreSQL enforces: DB_STATEMENT_TIMEOUT_MS, but always shorter than
- * DB_QUERY_TIMEOUT_MS, by a quarter of it and at most 5 s (the defaults, 60 and 65 s, as they are).
- * So the server cancels a statement — one waiting for a lock, or on a busy server — before the
- * client stops waiting for its answer: a statement the client gave up on is rolled back, never
- * committed after its caller was told it failed. Only a link that fails with a statement in flight
- * leaves its outcome unknown (an admission's idempotency key makes its retry safe).
- */
-export function serverStatementTimeout({ queryMs, statementMs }: Pick<DatabaseTimeouts, "queryMs" | "statementMs">): number {
-  return Math.min(statementMs, queryMs - Math.min(5_000, Math.floor(queryMs / 4)));
-}
+export { type DatabaseTimeouts, serverStatementTimeout } from "./bounded-waits.js";
 
 /** Connections one process may hold when the target does not say (src/config.ts sizes it by DB_POOL_SIZE or WORKER_CONCURRENCY). */
 const DEFAULT_POOL_SIZE = 10;
@@ -269,15 +249,11 @@ async function openPostgres(
       max,
       idleTimeoutMillis: 0,
       application_name: applicationName(instanceId),
-      connectionTimeoutMillis: timeouts.connectMs,
-      query_timeout: timeouts.queryMs,
-      statement_timeout: serverStatementTimeout(timeouts),
-      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
-      keepAlive: true,
+      ...boundedWaits(timeouts),
     });
     // An idle client that loses its connection must not crash the process; the next query reconnects.
     pool.on("error", () => undefined);
-    return pool;
+    return Object.assign(pool, { close: closablePool(pool) });
   };
   const pool = poolOf(poolSizes.main);
   // node-postgres sends a statement without a name unnamed: the adapter's type says string, undefined is what it takes.
@@ -330,7 +306,8 @@ async function openPostgres(
       ).catch(unreachable),
     async close() {
       await prisma.$disconnect();
-      await Promise.all([pool.end(), streamPool?.end()]);
+      // On a link that hangs, a connection's goodbye never comes: its socket is dropped a second later.
+      await Promise.all([pool.close(), streamPool?.close()]);
     },
   };
 }

@@ -54,6 +54,7 @@ export class RunWorker {
   private stopped = true;
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
+  private announcing: Promise<void> | undefined; // the last sweep's announcements, while on their way
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
@@ -92,8 +93,12 @@ export class RunWorker {
     this.stopped = true;
     this.unsubscribe?.();
     await this.passes.stop();
+    // A sweep's announcements go out before the queue closes (each waits a few seconds at most).
+    await this.announcing;
     for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
+    // The runs handed back are announced before the queue closes (each announcement is bounded).
+    await this.settling.wokenUp();
     await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
   }
 
@@ -153,11 +158,20 @@ export class RunWorker {
     // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
     // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
     // Orphaned runs are announced ahead of the queue.
+    // The announcements are not waited for: a pass claims from the run table whatever the queue
+    // does, and a queue whose link hangs must not stop every claim. One sweep's announcements at a
+    // time: while they are on their way, later sweeps send none.
+    if (this.announcing) return;
     const claimable = await this.options.runs.claimable(this.leaseMarginMs, this.concurrency);
     const orphaned = claimable.filter((run) => run.orphaned).map((run) => run.id);
     const queued = claimable.filter((run) => !run.orphaned).map((run) => run.id);
-    if (orphaned.length > 0) await this.options.queue.enqueue(orphaned, { first: true });
-    if (queued.length > 0) await this.options.queue.enqueue(queued);
+    const queue = this.options.queue;
+    this.announcing = (async () => {
+      if (orphaned.length > 0) await queue.enqueue(orphaned, { first: true });
+      if (queued.length > 0) await queue.enqueue(queued);
+    })()
+      .catch((error: unknown) => this.options.logger.warn("announcing claimable runs failed; the next sweep announces them", { error: String(error) }))
+      .finally(() => (this.announcing = undefined));
   }
 
   /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */

@@ -48,16 +48,23 @@ export const mcpSdkConnector =
   async (endpoint, events, signal) => {
     const { Client, StdioClientTransport, StreamableHTTPClientTransport, ToolListChangedNotificationSchema } = await loadSdk();
     const inFlight = new InFlight();
+    const cuts = new RequestSignals();
     let closing = false;
     let refused: McpMessageTooLarge | undefined;
-    const { transport, stderrTail } = createTransport({ StdioClientTransport, StreamableHTTPClientTransport }, endpoint, fetch, limits, (error, method) => {
-      inFlight.failAll(error);
-      // An answer over the cap fails its request; a message over the cap on the stream the server
-      // speaks on unasked (GET) fails the connection, which would otherwise open that stream again.
-      if (method === "POST" || refused) return;
-      refused = error;
-      void client.close().catch(() => undefined);
-    });
+    const { transport, stderrTail } = createTransport(
+      { StdioClientTransport, StreamableHTTPClientTransport },
+      endpoint,
+      cuts.fetch(fetch),
+      limits,
+      (error, method) => {
+        inFlight.failAll(error);
+        // An answer over the cap fails its request; a message over the cap on the stream the server
+        // speaks on unasked (GET) fails the connection, which would otherwise open that stream again.
+        if (method === "POST" || refused) return;
+        refused = error;
+        void client.close().catch(() => undefined);
+      },
+    );
     // A tool's answer is kept as the server sent it, never checked against its output schema (mcp-results.ts).
     const client = new Client({ name: "dossier", version: "0.1.0" }, { capabilities: {}, jsonSchemaValidator: keepEveryResult });
     // The stdio transport drops a line over the cap, reports it here, then closes the connection.
@@ -79,7 +86,7 @@ export const mcpSdkConnector =
         code: (error as { code?: unknown } | null)?.code,
       });
     }
-    return new SdkMcpClient(client, limits, inFlight, () => {
+    return new SdkMcpClient(client, limits, inFlight, cuts, () => {
       closing = true;
     });
   };
@@ -140,6 +147,7 @@ class SdkMcpClient implements McpClient {
     private readonly client: Client,
     private readonly limits: McpLimits,
     private readonly inFlight: InFlight,
+    private readonly cuts: RequestSignals,
     private readonly markClosing: () => void,
   ) {}
 
@@ -156,8 +164,10 @@ class SdkMcpClient implements McpClient {
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
     // A plain request, not the SDK's `callTool`, which would refuse a text-only answer of a tool
     // with an output schema and check the structured content against it.
-    const result = await this.inFlight.run(
-      this.client.request({ method: "tools/call", params: { name, arguments: args } }, AnyCallToolResult, { signal, timeout: CALL_BACKSTOP_MS }),
+    const result = await this.cuts.during(this.client, signal, () =>
+      this.inFlight.run(
+        this.client.request({ method: "tools/call", params: { name, arguments: args } }, AnyCallToolResult, { signal, timeout: CALL_BACKSTOP_MS }),
+      ),
     );
     return resultText(result);
   }
@@ -165,5 +175,36 @@ class SdkMcpClient implements McpClient {
   async close(): Promise<void> {
     this.markClosing();
     await this.client.close();
+  }
+}
+
+/**
+ * Ties each call's HTTP request to the call's own signal. The SDK aborts its requests only all
+ * together (closing the transport); a call cut off by its signal (the run's tool timeout, a stop)
+ * only rejects, and its request would stay open on the server — and in the connection pool —
+ * until the server answers. The request is known by the JSON-RPC id the client gives the call
+ * (the next of its counter), which ends the body the transport sends.
+ */
+class RequestSignals {
+  private readonly signals = new Map<number, AbortSignal>();
+
+  async during<T>(client: Client, signal: AbortSignal, request: () => Promise<T>): Promise<T> {
+    const id = (client as unknown as { _requestMessageId?: unknown })._requestMessageId;
+    if (typeof id !== "number") return request();
+    this.signals.set(id, signal);
+    try {
+      return await request();
+    } finally {
+      this.signals.delete(id);
+    }
+  }
+
+  fetch(fetch: typeof globalThis.fetch): typeof globalThis.fetch {
+    return (input, init) => {
+      const id = typeof init?.body === "string" ? /"id":(\d+)\}$/.exec(init.body)?.[1] : undefined;
+      const signal = id === undefined ? undefined : this.signals.get(Number(id));
+      if (!signal) return fetch(input, init);
+      return fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+    };
   }
 }

@@ -7,6 +7,7 @@
 import type pg from "pg";
 import type PgBoss from "pg-boss";
 import { batchedRead } from "../../domain/batched-reads.js";
+import { boundedWaits, CLOSE_WAIT_MS, type DatabaseTimeouts, endClient, settledWithin } from "../../db/bounded-waits.js";
 import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
@@ -20,6 +21,13 @@ const ORPHAN_PRIORITY = 10;
 const RELISTEN_MS = 1_000;
 /** How long runs announced wait at most for the announcement on its way before they go on their own. */
 const ANNOUNCE_WAIT_MS = 1_000;
+/**
+ * How long whoever announces or enqueues runs waits at most for the queue's answer. Announcing is
+ * a wake-up, best effort: a worker's sweep finds queued runs whatever the queue does, so a queue
+ * whose link hangs must not hold a settled attempt's slot, or a claim pass, until the statement's
+ * own bound (DB_QUERY_TIMEOUT_MS). The statement goes on; its failure is logged.
+ */
+const SEND_WAIT_MS = 2_000;
 
 export class PgBossRunQueue implements RunQueue, RunAnnouncer {
   private readonly listeners = new Set<() => void>();
@@ -36,19 +44,33 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     private readonly Client: typeof pg.Client,
     private readonly url: string,
     private readonly logger: Logger,
+    private readonly timeouts: Partial<DatabaseTimeouts>,
   ) {}
 
   /**
    * Connects, creates pg-boss's schema and the queue when missing, and listens for announcements.
    * `listen: false` leaves the notification channel out (tests: announcements made elsewhere then
    * reach this process's workers only through the sweep, as when a notification is lost).
+   * `timeouts` bound its connections' waits as the main pool's are (DB_*_TIMEOUT_MS, bounded-waits.ts).
    */
-  static async start({ url, logger, max = 3, listen = true }: { url: string; logger: Logger; max?: number; listen?: boolean }): Promise<PgBossRunQueue> {
+  static async start({
+    url,
+    logger,
+    max = 3,
+    listen = true,
+    timeouts = {},
+  }: {
+    url: string;
+    logger: Logger;
+    max?: number;
+    listen?: boolean;
+    timeouts?: Partial<DatabaseTimeouts>;
+  }): Promise<PgBossRunQueue> {
     // Loaded here: a process on the embedded database has no run queue and need not hold them.
     const [{ default: PgBoss }, { default: pg }] = await Promise.all([import("pg-boss"), import("pg")]);
     const reportError = (error: Error) => logger.error("the run queue reported an error", { error: String(error) });
     // pg-boss's statements are prepared once per connection (prepared-pool.ts).
-    const db = preparedPool(pg, { connectionString: url, max, application_name: "dossier-run-queue" }, reportError);
+    const db = preparedPool(pg, { connectionString: url, max, application_name: "dossier-run-queue" }, reportError, timeouts);
     // No cron schedules; maintenance (expiry, archiving) keeps running in every process.
     // Its Db type says rows always come back; after close none do, as with its own pool (prepared-pool.ts).
     const boss = new PgBoss({ db: db as unknown as PgBoss.Db, schema: "pgboss", schedule: false });
@@ -64,7 +86,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
         expireInSeconds: 60,
         retentionMinutes: 60,
       });
-      const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger);
+      const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger, timeouts);
       if (listen) await queue.listen();
       return queue;
     } catch (error) {
@@ -80,7 +102,10 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     // This process's workers at once; the others when the notification reaches them.
     this.ready();
     // pg-boss hands out jobs by priority, then age: orphaned runs do not wait behind the queue.
-    await this.send(runIds, first ? ORPHAN_PRIORITY : 0);
+    const sending = this.send(runIds, first ? ORPHAN_PRIORITY : 0);
+    // A failure within SEND_WAIT_MS is the caller's to handle; one later is logged here.
+    if (await settledWithin(sending, SEND_WAIT_MS)) return sending;
+    sending.catch((error: unknown) => this.logger.warn("announcing runs on the queue failed", { runIds, error: String(error) }));
   }
 
   /**
@@ -97,7 +122,8 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     this.ready();
     for (const runId of runIds) this.unsent.push(runId);
     this.nextAnnouncement ??= this.announceUnsent();
-    return this.nextAnnouncement;
+    // It never rejects (announceUnsent logs its failure); a queue that hangs is not waited for long.
+    return settledWithin(this.nextAnnouncement, ANNOUNCE_WAIT_MS + SEND_WAIT_MS).then(() => undefined);
   }
 
   private async announceUnsent(): Promise<void> {
@@ -158,8 +184,9 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     this.listeners.clear();
     // Runs announced just before go out first (a second at most, as any announcement waits).
     await waitAtMost(Promise.all([this.announcing, this.nextAnnouncement]), ANNOUNCE_WAIT_MS);
-    await this.listener?.end().catch(() => undefined);
-    await this.boss.stop({ graceful: false, wait: true, timeout: 1_000 });
+    // Each step is bounded: on a link that hangs, PostgreSQL's goodbye never comes, and the sockets are dropped.
+    if (this.listener) await endClient(this.listener);
+    await settledWithin(this.boss.stop({ graceful: false, wait: true, timeout: CLOSE_WAIT_MS }), 2 * CLOSE_WAIT_MS);
     await this.db.close();
   }
 
@@ -169,13 +196,20 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   /** One connection LISTENs for announcements; when it is lost it connects again after a pause. */
   private async listen(): Promise<void> {
-    const client = new this.Client({ connectionString: this.url, application_name: "dossier-run-queue-listen" });
+    const { connectionTimeoutMillis, query_timeout, keepAlive } = boundedWaits(this.timeouts);
+    const client = new this.Client({
+      connectionString: this.url,
+      application_name: "dossier-run-queue-listen",
+      connectionTimeoutMillis,
+      query_timeout,
+      keepAlive,
+    });
     client.on("notification", () => this.ready());
     client.on("error", (error: Error) => {
       if (this.closed || this.listener !== client) return;
       this.listener = undefined;
       this.logger.warn("the run queue's LISTEN connection was lost; connecting again", { error: String(error) });
-      void client.end().catch(() => undefined);
+      void endClient(client);
       setTimeout(() => void this.relisten(), RELISTEN_MS).unref();
     });
     await client.connect();

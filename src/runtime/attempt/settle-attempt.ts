@@ -27,7 +27,26 @@ const modelBusy = (attempt: number, ms: number) =>
   `handed back: the model endpoint kept refusing attempt ${attempt} (rate limited or overloaded); the run resumes in ${Math.ceil(ms / 1000)} s`;
 
 export class AttemptSettling {
+  /** Wake-ups on their way (announcements): best effort, and no attempt's slot waits for them. */
+  private readonly wakeUps = new Set<Promise<void>>();
+
   constructor(private readonly deps: SettleAttemptDeps) {}
+
+  /** Resolves once the wake-ups on their way went out (each is bounded by the queue): before the queue closes. */
+  async wokenUp(): Promise<void> {
+    while (this.wakeUps.size > 0) await Promise.allSettled([...this.wakeUps]);
+  }
+
+  /**
+   * Sends a wake-up without holding the attempt's slot for it: a worker's sweep finds the runs it
+   * announces should it be lost, so a queue whose link hangs never holds a worker's slots.
+   */
+  private wake(runId: string, send: () => Promise<void>): void {
+    const sent: Promise<void> = send()
+      .catch((error: unknown) => this.deps.options.logger.warn("announcing a run failed; the sweep finds it", { runId, error: String(error) }))
+      .finally(() => this.wakeUps.delete(sent));
+    this.wakeUps.add(sent);
+  }
 
   /** Ends the attempt as its outcome says; an attempt that lost its run writes nothing more. */
   async finish(claimed: ClaimedAttempt, fence: AttemptFence, outcome: Outcome): Promise<void> {
@@ -53,7 +72,7 @@ export class AttemptSettling {
       } as const;
       await runs.releaseCancelled(claimed.run, ending, this.steps);
       logger.info("attempt stopped: the run was cancelled", where);
-      await this.announceNext(claimed.run);
+      this.wake(claimed.run.id, () => this.announceNext(claimed.run));
       return;
     }
     if (outcome.type === "waiting") {
@@ -72,8 +91,8 @@ export class AttemptSettling {
       const { retryAfterMs } = outcome;
       const reason = retryAfterMs === undefined ? interruption(claimed.number, workerId, "HANDED_BACK") : modelBusy(claimed.number, retryAfterMs);
       await runs.handBack(claimed, fence, reason, retryAfterMs === undefined ? undefined : () => retryAfterMs);
-      // Awaited: a worker process closes its queue right after its worker stopped.
-      await this.announceOrphan(claimed.run.id);
+      // A worker process closes its queue once its worker stopped, which waits for this (wokenUp).
+      this.wake(claimed.run.id, () => this.announceOrphan(claimed.run.id));
       logger.info("run handed back", { ...where, ...(retryAfterMs !== undefined && { reason, retryAfterMs }) });
       return;
     }
@@ -82,7 +101,7 @@ export class AttemptSettling {
       const { status, settled } = await settleOutcome({ runs, steps: this.steps, logger }, claimed, fence, outcome);
       const failure = settled.type === "failed" ? { failureReason: settled.reason, error: settled.message } : {};
       (status === "FAILED" ? logger.warn : logger.info).call(logger, "run settled", { ...where, status, ...failure });
-      await this.announceNext(claimed.run);
+      this.wake(claimed.run.id, () => this.announceNext(claimed.run));
     } catch (error) {
       // The settle transaction lost its fence: a cancellation (it acknowledges) or a takeover.
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });
@@ -132,7 +151,7 @@ export class AttemptSettling {
       }
       if (fence.lost) return;
       await runs.handBack(claimed, fence, interruption(claimed.number, this.deps.workerId, "HANDED_BACK"));
-      await this.announceOrphan(claimed.run.id);
+      this.wake(claimed.run.id, () => this.announceOrphan(claimed.run.id));
     } catch (error) {
       if (isTransientDatabaseError(error)) await this.handBackFailed(claimed, fence, String(error));
       else throw error;
@@ -144,7 +163,7 @@ export class AttemptSettling {
     const { runs, logger, announcer } = this.deps.options;
     try {
       const waiting = await runs.awaitDecisions(claimed, fence);
-      if (!waiting) await announcer.announce([claimed.run.id]);
+      if (!waiting) this.wake(claimed.run.id, () => announcer.announce([claimed.run.id]));
       logger.info(waiting ? "run waits for decisions on tool calls" : "tool calls were decided before the run waited", { ...this.where(claimed), toolCallIds });
     } catch (error) {
       if (error instanceof AttemptFencedError) await this.finish(claimed, fence, { type: "interrupted", status: error.reason });

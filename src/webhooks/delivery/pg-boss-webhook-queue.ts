@@ -15,6 +15,7 @@
 // Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
 // workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
 import type PgBoss from "pg-boss";
+import type { DatabaseTimeouts } from "../../db/bounded-waits.js";
 import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
@@ -51,6 +52,8 @@ type Job = { messageId: string; attempts: number };
 
 export type PgBossWebhookQueueDeps = {
   url: string;
+  /** The bounds of its connections' waits (DB_*_TIMEOUT_MS), as the main pool's. */
+  timeouts?: Partial<DatabaseTimeouts>;
   prisma: PrismaClient;
   delivery: WebhookDelivery;
   logger: Logger;
@@ -92,7 +95,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     const deps = this.deps;
     const reportError = (error: Error) => deps.logger.error("the webhook queue reported an error", { error: String(error) });
     // pg-boss's statements are prepared once per connection (prepared-pool.ts).
-    this.db = preparedPool(pg, { connectionString: deps.url, max: 2, application_name: "dossier-webhooks" }, reportError);
+    this.db = preparedPool(pg, { connectionString: deps.url, max: 2, application_name: "dossier-webhooks" }, reportError, deps.timeouts);
     // Jobs of a process that died mid-attempt expire (expireInSeconds) and are retried by maintenance.
     // Its Db type says rows always come back; after close none do, as with its own pool (prepared-pool.ts).
     this.boss = new PgBoss({ db: this.db as unknown as PgBoss.Db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
