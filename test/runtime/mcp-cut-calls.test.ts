@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { mcpSdkConnector } from "../../src/runtime/adapters/mcp-sdk-client.js";
 import { waitFor } from "../support/wait.js";
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
