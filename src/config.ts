@@ -40,7 +40,7 @@ const envSchema = z.object({
     .refine((value) => /^rediss?:\/\/.+/.test(value), { message: "must be a Redis URL such as redis://127.0.0.1:6379" })
     .optional(),
   IN_PROCESS_WORKER: flag.default(true),
-  SHUTDOWN_TIMEOUT_MS: whole(100, "min").default(25_000),
+  SHUTDOWN_TIMEOUT_MS: whole(1_000, "min").default(25_000),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: whole(1).default(50),
   MAX_SUBSCRIPTIONS_PER_KEY: whole(1).default(500),
   MAX_SUBSCRIPTIONS_PER_TOKEN: whole(1).default(50),

@@ -76,7 +76,12 @@ export async function startWorkerProcess({
   };
 }
 
-/** /metrics and /health, to the names the API answers to (ALLOWED_HOSTS): a rebound name gets 421 here too. */
+/**
+ * /metrics and /health. Without METRICS_TOKEN, /metrics answers only the names the API answers to
+ * (ALLOWED_HOSTS): a rebound name gets 421, as at the API. With the token a page cannot send it, so
+ * any Host is served — probes and scrapers address a pod by its IP — and /health, which tells
+ * nothing, answers any Host.
+ */
 async function serveMetrics(
   metrics: DossierMetrics,
   { port, host, token, allowedHosts }: { port: number; host: string; token?: string; allowedHosts: readonly string[] | undefined },
@@ -95,7 +100,8 @@ async function serveMetrics(
       response.writeHead(404).end();
     }
   };
-  const server = createServer(guardHosts(handler, allowedHosts));
+  const guarded = guardHosts(handler, allowedHosts);
+  const server = createServer((request, response) => (token || request.url === "/health" ? handler : guarded)(request, response));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());

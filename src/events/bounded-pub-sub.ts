@@ -30,9 +30,10 @@ export class SubscriberOverflowError extends MissedEventsError {
 }
 
 /**
- * The bus's link to the other instances was lost and is back (Redis failed over, a connection
- * reset, Redis dropped a slow subscriber), or an instance could not publish for a while: what
- * was published meanwhile was not heard. Given after the messages heard before it.
+ * The bus's subscriber link to the other instances was lost and is back (Redis failed over, a
+ * connection reset, Redis dropped a slow subscriber): what was published meanwhile was not heard.
+ * Given after the messages heard before it. A publish another instance lost on its own link is
+ * not told (it is logged there).
  */
 export class EventLinkLostError extends MissedEventsError {
   override readonly name = "EventLinkLostError";

@@ -64,8 +64,9 @@ export async function createRedisEventBus(
  * subscriber whose output it could not keep) and ready again. ioredis subscribes every channel
  * again on its own before it says it is ready, and nothing fails: without this, subscribers would
  * never know that messages published in between were not heard — a run cancelled then, its
- * subscribers waiting on a run that has settled. Each gap goes to the bus's listener once the
- * channels are subscribed again, so what subscribers read then includes what they missed.
+ * subscribers waiting on a run that has settled. Each gap goes to the bus's listener once ioredis
+ * has sent the channels' SUBSCRIBE again (its 'ready'; Redis's answer may be a round trip later),
+ * so what subscribers read then includes what they missed, but for that round trip.
  */
 function gapsOf(subscribeClient: Redis): (listener: () => void) => void {
   return (listener) => {

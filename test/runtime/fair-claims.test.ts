@@ -11,6 +11,7 @@ import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
+import { batchClaims } from "../support/batch-claims.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp | undefined;
@@ -33,27 +34,6 @@ function runState(prisma: PrismaClient) {
       describeRun: (run) => ({ name: run.question, attributes: {} }),
     });
     return claimed?.run.question ?? null;
-  };
-}
-
-/** One claim of up to `count` runs at once: the questions it took, in the claim's order. */
-function batchState(prisma: PrismaClient) {
-  const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
-  let n = 0;
-  return async (count: number, maxRunningPerPrincipal: number) => {
-    n += 1;
-    const claimed = await runs.claimMany(
-      {
-        workerId: `batch-worker-${n}`,
-        leaseMs: 60_000,
-        leaseMarginMs: 1_000,
-        maxRunningPerPrincipal,
-        liveness: async () => true,
-        describeRun: (run) => ({ name: run.question, attributes: {} }),
-      },
-      count,
-    );
-    return claimed.map((c) => c.run.question);
   };
 }
 
@@ -130,7 +110,7 @@ describe.each(backends)("fair claims of many runs at once on %s", (backend) => {
   it("takes them in the order claims one after another would, within each principal's cap, expired leases first", async () => {
     t = await startTestApp(backend, { authRequired: true });
     await admitBacklogs(t);
-    const claim = batchState(t.app.db.prisma);
+    const claim = batchClaims(t.app.db.prisma, { alive: true });
     // A cap of 2: two of each principal, interleaved, A's urgent run first of A's.
     expect(await claim(10, 2)).toEqual(["b1", "a3 urgent", "b2", "a1"]);
     expect(await claim(10, 2)).toEqual([]);
@@ -148,7 +128,7 @@ describe.runIf(backends.includes("postgres"))("fair claims made at the same mome
     const { a, b } = await principals(t);
     for (let i = 0; i < 12; i += 1) await admit(a, { question: `a${i}` });
     for (let i = 0; i < 2; i += 1) await admit(b, { question: `b${i}` });
-    const claim = batchState(t.app.db.prisma);
+    const claim = batchClaims(t.app.db.prisma, { alive: true });
     const claimed = (await Promise.all(Array.from({ length: 4 }, () => claim(5, 3)))).flat();
     expect(claimed.filter((q) => q.startsWith("a"))).toHaveLength(3);
     expect(claimed.filter((q) => q.startsWith("b")).sort()).toEqual(["b0", "b1"]);
@@ -165,7 +145,7 @@ describe.runIf(backends.includes("postgres"))("fair claims made at the same mome
     const prisma = t.app.db.prisma;
     const conversationId = (await prisma.run.findUniqueOrThrow({ where: { id: dbId(mine.id) } })).conversationId;
     await prisma.run.updateMany({ where: { id: dbId(other.id) }, data: { status: "SUCCEEDED" } });
-    const claim = batchState(prisma);
+    const claim = batchClaims(prisma, { alive: true });
     let claimed: Promise<string[]> | undefined;
     // Another transaction takes a0's conversation's slot after the claim statement chose a0 (the
     // slot was free then) and before the claim's attempts begin: their write waits for its lock.

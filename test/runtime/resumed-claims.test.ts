@@ -3,12 +3,11 @@
 // runs, and go first only among their principal's own runs. A run whose worker died keeps its
 // slot: no queued run of its principal takes it meanwhile, and it is taken over before any run.
 import { afterEach, describe, expect, it } from "vitest";
-import { PrismaRunState } from "../../src/domain/runs/run-state.js";
-import { createEventBus } from "../../src/events/topics.js";
 import type { PrismaClient } from "../../src/generated/prisma/client.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
+import { batchClaims } from "../support/batch-claims.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp | undefined;
@@ -16,27 +15,6 @@ afterEach(async () => {
   await t?.close();
   t = undefined;
 });
-
-/** One claim of up to `count` runs at once: the questions it took, in the claim's order. */
-function batchState(prisma: PrismaClient) {
-  const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
-  let n = 0;
-  return async (count: number, maxRunningPerPrincipal: number) => {
-    n += 1;
-    const claimed = await runs.claimMany(
-      {
-        workerId: `batch-worker-${n}`,
-        leaseMs: 60_000,
-        leaseMarginMs: 1_000,
-        maxRunningPerPrincipal,
-        liveness: async () => false,
-        describeRun: (run) => ({ name: run.question, attributes: {} }),
-      },
-      count,
-    );
-    return claimed.map((c) => c.run.question);
-  };
-}
 
 /** A principal's runs holding a running slot (RUNNING under a lease a worker owns). */
 async function holding(prisma: PrismaClient, ownerId: string): Promise<string[]> {
@@ -51,7 +29,7 @@ describe.each(backends)("runs resuming after decisions on %s", (backend) => {
     const [a, b] = [t.as(await t.createPrincipal("A")), t.as(await t.createPrincipal("B"))];
     const questions = ["a0", "a1", "a2", "a3", "a4"];
     for (const question of questions) await admit(a, { question });
-    const claim = batchState(prisma);
+    const claim = batchClaims(prisma, { alive: false });
     expect(await claim(5, 10)).toEqual(questions);
     // Every held call of the five was decided: each run is RUNNING again with no worker and its
     // lease expired (the row `resume` leaves).
@@ -78,7 +56,7 @@ describe.each(backends)("a run whose worker died on %s", (backend) => {
     const prisma = t.app.db.prisma;
     const [a, b, c] = [t.as(await t.createPrincipal("A")), t.as(await t.createPrincipal("B")), t.as(await t.createPrincipal("C"))];
     await admit(a, { question: "a0" });
-    const claim = batchState(prisma);
+    const claim = batchClaims(prisma, { alive: false });
     expect(await claim(1, 1)).toEqual(["a0"]);
     const ownerId = (await prisma.run.findFirstOrThrow({ where: { question: "a0" } })).ownerId;
     await admit(a, { question: "a1" });

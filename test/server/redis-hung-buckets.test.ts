@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { openAuthFailures, openRateLimits } from "../../src/compose/infrastructure.js";
 import { loadConfig } from "../../src/config.js";
-import type { LogFields, Logger } from "../../src/logger.js";
 import type { TokenBuckets } from "../../src/server/rate-limit.js";
+import { warningLogger } from "../support/warning-logger.js";
 import { startFaultProxy } from "../support/fault-proxy.js";
 import { rawRequest } from "../support/raw-request.js";
 import { startTestApp } from "../support/test-app.js";
@@ -24,13 +24,7 @@ describe.runIf(redisUrl || process.env.CI)("Redis hung under the shared buckets"
   it("requests with a key are answered from the instance's own buckets, and the fallback is logged once", async () => {
     const proxy = await startFaultProxy(redisUrl!);
     cleanups.push(() => proxy.close());
-    const warnings: [string, LogFields | undefined][] = [];
-    const logger: Logger = {
-      debug: () => undefined,
-      info: () => undefined,
-      error: () => undefined,
-      warn: (message, fields) => void warnings.push([message, fields]),
-    };
+    const { logger, warnings } = warningLogger();
     const config = loadConfig({ REDIS_URL: proxy.url, REDIS_PREFIX: `test-${process.pid}-${Date.now()}:hung-buckets:` });
     const opened = [(await openAuthFailures(config, logger))!, (await openRateLimits({ ...config, rateLimit: { perMinute: 6_000, burst: 100 } }, logger))!];
     const [authFailures, rateLimits] = opened as [TokenBuckets, TokenBuckets];

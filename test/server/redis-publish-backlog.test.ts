@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import type { RunOutputFrame, WorkspaceEventMessage } from "../../src/events/topics.js";
-import type { LogFields, Logger } from "../../src/logger.js";
+import { warningLogger } from "../support/warning-logger.js";
 import { startFaultProxy } from "../support/fault-proxy.js";
 import { allowTimeFor, waitFor, waitUntil } from "../support/wait.js";
 
@@ -24,13 +24,7 @@ describe.runIf(redisUrl || process.env.CI)("publishes waiting on a hung Redis", 
   it("past the bound, live output frames are dropped (logged once) and committed changes are still sent", async () => {
     const proxy = await startFaultProxy(redisUrl!);
     cleanups.push(() => proxy.close());
-    const warnings: [string, LogFields | undefined][] = [];
-    const logger: Logger = {
-      debug: () => undefined,
-      info: () => undefined,
-      error: () => undefined,
-      warn: (message, fields) => void warnings.push([message, fields]),
-    };
+    const { logger, warnings } = warningLogger();
     const prefix = `test-${process.pid}-${Date.now()}:publish-backlog:`;
     const frame = (i: number): RunOutputFrame => ({
       runId: "run1",

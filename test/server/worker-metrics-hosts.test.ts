@@ -1,6 +1,7 @@
-// A worker process's /metrics answers only to the names the API answers to (ALLOWED_HOSTS; the
-// loopback names by default): a page whose name was re-pointed at the worker's address (DNS
-// rebinding) gets 421, not every tenant's counts.
+// A worker process's /metrics without METRICS_TOKEN answers only to the names the API answers to
+// (ALLOWED_HOSTS; the loopback names by default): a page whose name was re-pointed at the worker's
+// address (DNS rebinding) gets 421, not every tenant's counts. With the token (which a page cannot
+// send), and for /health, any name is served: probes and scrapers address a pod by its IP.
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { startWorkerProcess, type WorkerProcess } from "../../src/compose/worker-process.js";
@@ -9,9 +10,10 @@ import { silentLogger } from "../../src/logger.js";
 import { createMigratedPostgresDatabase } from "../support/databases.js";
 import { markerModel } from "../support/marker-model.js";
 
-function scrape(port: number, host: string): Promise<{ status: number; body: string }> {
+function scrape(port: number, host: string, { path = "/metrics", token }: { path?: string; token?: string } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const sent = request({ host: "127.0.0.1", port, path: "/metrics", headers: { host } }, (response) => {
+    const headers = { host, ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    const sent = request({ host: "127.0.0.1", port, path, headers }, (response) => {
       let body = "";
       response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
       response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
@@ -41,5 +43,21 @@ describe("a worker process's /metrics", () => {
       expect(listed.status).toBe(200);
       expect(listed.body).toContain("dossier_");
     }
+  });
+
+  it("answers /health to any name, and /metrics with the token to a pod's address that ALLOWED_HOSTS does not list", async () => {
+    const database = await createMigratedPostgresDatabase();
+    cleanups.push(() => database.drop());
+    const token = "scrape-secret-0123456789";
+    const config = loadConfig({ DATABASE_URL: database.url, METRICS_PORT: "0", METRICS_TOKEN: token, ALLOWED_HOSTS: "dossier.example.com" });
+    const worker: WorkerProcess = await startWorkerProcess({ config, logger: silentLogger, model: markerModel("metrics", "marker_tool") });
+    cleanups.push(() => worker.stop());
+    const port = worker.metricsPort!;
+    const pod = `10.1.2.3:${port}`;
+    expect((await scrape(port, pod, { path: "/health" })).status).toBe(200);
+    const scraped = await scrape(port, pod, { token });
+    expect(scraped.status).toBe(200);
+    expect(scraped.body).toContain("dossier_");
+    expect((await scrape(port, pod)).status).toBe(401);
   });
 });

@@ -15,6 +15,7 @@
 // - the new attempt gets its row and an ATTEMPT span under the run's one RUN span;
 // - the conversation's execution slot is taken for the run, and a run's question enters the log
 //   when the run first starts, so a queued follow-up sees the log as the run before it left it.
+import { isTransactionConflict } from "../../db/transient-errors.js";
 import type { EventPublisher } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run, RunAttemptOutcome } from "../../generated/prisma/client.js";
 import { appendMessage } from "../research/conversation-service.js";
@@ -87,7 +88,10 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
       if (error instanceof SlotTaken && runId === undefined && error.runIds.length > 0) unslotted.push(...error.runIds);
       else if (error instanceof SlotTaken) return [];
       else if (error instanceof PrincipalAtCap) full.push(error.ownerId);
-      else throw error;
+      // Two claims at once may take their principals' queue exit rows in other orders (the
+      // trigger takes each after its run row, in each claim's own order): a deadlock's victim
+      // claims again.
+      else if (!isTransactionConflict(error) || tries === CAP_RETRIES) throw error;
     }
   }
   return [];

@@ -9,7 +9,8 @@
 //      one holding either waits for a run row, nor for a workspace row held by one who wants it
 //      (goal updates, archiving and deleting never move a run into or out of QUEUED) — but a
 //      schedule's catch-up of several INTERRUPT fires in one transaction, which a deadlock rolls
-//      back for its scheduler to fire again later (schedule-firing.ts).
+//      back for its scheduler to fire again later (schedule-firing.ts), and two claims taking
+//      several principals' exit rows in other orders, whose victim claims again (claim.ts).
 //
 // A settling run holds its run row (the fence) and then links its answer into the workspace. A
 // transaction that took the workspace first and a run row second would deadlock with it: deleting

@@ -90,8 +90,9 @@ export async function handBackAttempt(
 ): Promise<number | null> {
   return fence
     .write(async (tx, after) => {
-      // Still RUNNING and still holding its conversation's slot: it resumes before anything queued
-      // after it — at once, or after a backoff (by the database's clock, the lease's) when asked.
+      // Still RUNNING and still holding its conversation's slot: it resumes before its principal's
+      // queued runs, under the principal's cap and turn (claim-statement.ts) — at once, or after a
+      // backoff (by the database's clock, the lease's) when asked.
       const applied = await applyTransition(tx, TRANSITIONS.handBack, claimed.run, {
         at: new Date(),
         reason,
@@ -104,7 +105,7 @@ export async function handBackAttempt(
         await tx.$executeRaw`UPDATE run SET lease_expires_at = now() + make_interval(secs => ${delayMs}::int / 1000.0)
           WHERE id = ${claimed.run.id} AND lease_owner IS NULL`;
       }
-      // The worker announces the run itself (awaited: a stopping worker closes its queue next).
+      // The worker announces the run itself (in the background; a stopping worker waits for it before it closes its queue).
       after.push(() => announceApplied(announcersOf(deps), applied));
       return delayMs;
     })

@@ -237,7 +237,7 @@ export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<Trace
         wake?.();
       }
     } catch {
-      // The bus ended the subscription (SubscriberOverflowError): changes were lost to it.
+      // The bus ended the subscription (a MissedEventsError: it fell behind, or the link was lost): changes were lost to it.
       overflow = true;
       wake?.();
     }
