@@ -3,6 +3,7 @@
 import { paged } from "../list-connection.js";
 import { ForbiddenError, NotFoundError, ScheduleLimitError, ValidationError, WorkspaceArchivedError } from "../../domain/errors.js";
 import { FIRES_KEPT_PER_SCHEDULE } from "../../domain/schedules/schedule-firing.js";
+import { groupedDigits } from "../../domain/text/grouped-digits.js";
 import { CATCH_UP_MAX_FIRES, CATCH_UP_WINDOW_MS, MISSED_AFTER_MS } from "../../domain/schedules/fire-times.js";
 import type { Schedule, ScheduleFire } from "../../generated/prisma/client.js";
 import { ScheduleCatchUp, ScheduleFireStatus, ScheduleOverlap } from "../../generated/prisma/enums.js";
@@ -86,7 +87,7 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     fires: t.prismaConnection(
       {
         type: "ScheduleFire",
-        description: `The fires recorded, newest first: the latest ${FIRES_KEPT_PER_SCHEDULE.toLocaleString("en")} are kept.`,
+        description: `The fires recorded, newest first: the latest ${groupedDigits(FIRES_KEPT_PER_SCHEDULE)} are kept.`,
         cursor: "id",
         ...paged({ defaultSize: 20, maxSize: 100 }),
         resolve: (query, schedule, _args, ctx) =>
