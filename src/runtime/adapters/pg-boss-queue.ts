@@ -128,7 +128,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
 
   private async announceUnsent(): Promise<void> {
     // An announcement that hangs (a link that stopped answering) holds the next one back a second at most.
-    await waitAtMost(this.announcing, ANNOUNCE_WAIT_MS);
+    await settledWithin(this.announcing ?? Promise.resolve(), ANNOUNCE_WAIT_MS);
     // From here, runs announced go out with the next announcement.
     this.nextAnnouncement = undefined;
     const runIds = [...new Set(this.unsent.splice(0))];
@@ -183,7 +183,7 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     this.closed = true;
     this.listeners.clear();
     // Runs announced just before go out first (a second at most, as any announcement waits).
-    await waitAtMost(Promise.all([this.announcing, this.nextAnnouncement]), ANNOUNCE_WAIT_MS);
+    await settledWithin(Promise.all([this.announcing, this.nextAnnouncement]), ANNOUNCE_WAIT_MS);
     // Each step is bounded: on a link that hangs, PostgreSQL's goodbye never comes, and the sockets are dropped.
     if (this.listener) await endClient(this.listener);
     await settledWithin(this.boss.stop({ graceful: false, wait: true, timeout: CLOSE_WAIT_MS }), 2 * CLOSE_WAIT_MS);
@@ -228,11 +228,4 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
       setTimeout(() => void this.relisten(), RELISTEN_MS).unref();
     }
   }
-}
-
-/** Resolves when `promise` settles (it never rejects here) or after `ms`, whichever comes first. */
-async function waitAtMost(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }
