@@ -822,7 +822,7 @@ export type UpsertSkillInput = {
   name: string;
 };
 
-/** What a webhook hears, always about objects its principal owns: a run that succeeded, failed, was cancelled, reached its deadline or waits for a tool-call decision; a checkpoint revision; a publication version; a workspace archived or deleted; a score created (SCORE_CREATED: data holds scoreId, targetId, targetType, configName, value, label, source); a schedule that paused itself after consecutive failed runs (SCHEDULE_PAUSED: data holds scheduleId, workspaceId, runId — the last failed run — and the reason as summary). */
+/** What a webhook hears, always about objects its principal owns: a run that succeeded, failed, was cancelled, reached its deadline or waits for a tool-call decision; a checkpoint revision; a publication version; a workspace archived or deleted; a score created (SCORE_CREATED: data holds scoreId, targetId, targetType, configName, value, label, source); a schedule that paused itself after consecutive failed runs, or because the API key that created, last updated or resumed it was revoked (SCHEDULE_PAUSED: data holds scheduleId, workspaceId, runId — the last failed run, null for a revoked key — and the reason as summary). */
 export type WebhookEventType =
   | 'CHECKPOINT_UPDATED'
   | 'PUBLICATION_VERSION_CREATED'

@@ -35,6 +35,7 @@ import type { SecretBox } from "../domain/secret-box.js";
 import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Database } from "../db/open-database.js";
 import { ScoreService } from "../domain/research/score-service.js";
+import { pauseSchedulesOnRevocation } from "../domain/schedules/revoked-keys.js";
 import { ScheduleFiring } from "../domain/schedules/schedule-firing.js";
 import { ScheduleService } from "../domain/schedules/schedule-service.js";
 import { CostService } from "../domain/costs/cost-service.js";
@@ -93,7 +94,7 @@ export function createServices({
   const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles, maxQueuedRuns: maxQueuedRunsPerPrincipal });
   const firing = new ScheduleFiring({ prisma, events, admissions, now });
   return {
-    principals: new PrincipalService({ prisma, events }),
+    principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation(events) }),
     accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,

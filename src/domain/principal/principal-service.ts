@@ -1,12 +1,14 @@
 // Principals and their API keys (A6). A key is a random secret shown once; only its SHA-256
 // is stored, so the database never holds a usable key. A revoked key is refused by the next
-// request (every request looks its key up), and `apikey:revoked` tells every instance to close
-// the subscriptions opened with it.
+// request (every request looks its key up), `apikey:revoked` tells every instance to close
+// the subscriptions opened with it, and what follows the key changes in the revocation's
+// transaction (`revoked`: the schedules it created, last updated or resumed pause).
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Prisma, Principal, PrismaClient } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
+import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { NUMERIC_CAPS, narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
@@ -77,6 +79,9 @@ export function capsWithin(key: RunCaps | undefined, actor: RunCaps | undefined)
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 
+/** A schedule a scheduler is firing pauses once that fire committed: the revocation waits for it as long as a fire may take. */
+const REVOCATION_TRANSACTION = { maxWait: 10_000, timeout: 60_000 };
+
 /** A key's stored beginning: `dsk_` and 8 of its random characters. */
 const PREFIX_LENGTH = 12;
 
@@ -85,8 +90,14 @@ function newSecret(): { secret: string; prefix: string; hash: string } {
   return { secret, prefix: secret.slice(0, PREFIX_LENGTH), hash: hashApiKey(secret) };
 }
 
+/**
+ * What else a key's revocation changes, in its transaction: the composition root gives the
+ * schedules' (schedules/revoked-keys.ts), which pauses the schedules that follow the key.
+ */
+export type KeyRevocationEffects = (tx: Prisma.TransactionClient, keyId: string, after: AfterCommit) => Promise<unknown>;
+
 export class PrincipalService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; revoked?: KeyRevocationEffects }) {}
 
   /** Creates a principal with its first key; the returned secret is not stored anywhere. */
   async createPrincipal(input: { name: string }): Promise<{ principal: Principal; apiKey: ApiKey; secret: string }> {
@@ -162,10 +173,17 @@ export class PrincipalService {
     return { ...(await this.revoke(key)), principal: key.principal };
   }
 
+  /** Revokes the key and, in the same transaction, changes what follows it (`revoked`). */
   private async revoke(key: ApiKey): Promise<ApiKey> {
     if (key.revokedAt !== null) return key;
     const revokedAt = new Date();
-    const { count } = await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
+    const after: AfterCommit = [];
+    const count = await this.deps.prisma.$transaction(async (tx) => {
+      const { count } = await tx.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
+      if (count > 0) await this.deps.revoked?.(tx, key.id, after);
+      return count;
+    }, REVOCATION_TRANSACTION);
+    runAfterCommit(after);
     // Revoked concurrently by another request: the first revocation's time stands.
     if (count === 0) return this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
     this.deps.events.publish("apikey:revoked", { keyId: key.id, at: revokedAt.toISOString() });

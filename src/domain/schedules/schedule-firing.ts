@@ -5,7 +5,8 @@
 // schedule is skipped by the others, and a scheduler killed mid-fire commits nothing, so the next
 // claim fires the same fire times again — never twice, never none. Each fire's answer is published
 // as the next version of the publication the schedule's earlier fires published. The owners of due
-// schedules take turns, so no principal's schedules hold back another's.
+// schedules take turns, so no principal's schedules hold back another's. A schedule whose API key
+// was revoked pauses itself instead of firing (revoked-keys.ts).
 import type { Prisma, PrismaClient, Schedule, ScheduleFire, ScheduleFireStatus } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { DomainError } from "../errors.js";
@@ -18,6 +19,7 @@ import { recurrenceOf } from "./schedule-input.js";
 import { storedCaps } from "../principal/run-caps.js";
 import { templateOf } from "./schedule-caps.js";
 import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
+import { KEY_REVOKED_FIRE_REASON, KEY_REVOKED_SQL, pauseForRevokedKey } from "./revoked-keys.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
 export const FIRES_PER_TRANSACTION = 10;
@@ -39,6 +41,8 @@ export type FireDueOptions = {
   stopping?: () => boolean;
 };
 type Outcome = ScheduleFire | "gone" | "paused";
+/** The row of a locked schedule: its id, and whether the API key it follows was revoked. */
+type Locked = { id: string; key_revoked: boolean };
 
 export class ScheduleFiring {
   /** Schedules whose last transaction failed here, and until when they are left alone. */
@@ -123,11 +127,15 @@ export class ScheduleFiring {
   async fireNow(scheduleId: string, ownerId: string, check: (schedule: Schedule) => void = () => undefined): Promise<ScheduleFire | null> {
     const after: AfterCommit = [];
     const fire = await this.deps.prisma.$transaction(async (tx) => {
-      const locked = await tx.$queryRawUnsafe<{ id: string }[]>("SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE", scheduleId, ownerId);
+      const locked = await tx.$queryRawUnsafe<Locked[]>(
+        `SELECT id, ${KEY_REVOKED_SQL} AS key_revoked FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE`,
+        scheduleId,
+        ownerId,
+      );
       if (locked.length === 0) return null;
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       check(schedule);
-      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true });
+      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true, keyRevoked: locked[0]!.key_revoked });
       if (typeof outcome === "string") return null;
       await this.pruneFires(tx, scheduleId);
       return outcome;
@@ -141,8 +149,8 @@ export class ScheduleFiring {
     const after: AfterCommit = [];
     const recorded = await this.deps.prisma.$transaction(async (tx) => {
       const now = this.now();
-      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `SELECT id FROM schedule
+      const rows = await tx.$queryRawUnsafe<Locked[]>(
+        `SELECT id, ${KEY_REVOKED_SQL} AS key_revoked FROM schedule
           WHERE owner_id = $3 AND NOT paused AND next_fire_at <= $1::timestamptz AND NOT (id = ANY ($2::text[]))
           ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
         now.toISOString(),
@@ -151,6 +159,7 @@ export class ScheduleFiring {
       );
       if (rows.length === 0) return null;
       claimed.id = rows[0]!.id;
+      const keyRevoked = rows[0]!.key_revoked;
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: claimed.id } });
       const recurrence = recurrenceOf(schedule);
       const due = dueFires(recurrence, schedule.nextFireAt!, now);
@@ -163,7 +172,7 @@ export class ScheduleFiring {
       for (const entry of entries.slice(0, FIRES_PER_TRANSACTION)) {
         const outcome = entry.skip
           ? await recordFire(tx, schedule.id, entry.fireTime, "SKIPPED", { reason: entry.skip })
-          : await this.fireAt(tx, schedule, entry.fireTime, after, { manual: false });
+          : await this.fireAt(tx, schedule, entry.fireTime, after, { manual: false, keyRevoked });
         if (outcome === "gone") return count;
         if (outcome === "paused") break;
         count++;
@@ -190,14 +199,25 @@ export class ScheduleFiring {
 
   /**
    * One fire, inside the claim's transaction: skipped (archived workspace, an active previous run
-   * under SKIP), the schedule paused (consecutive failures), or its run admitted. A deleted
-   * workspace deletes the schedule ("gone").
+   * under SKIP), the schedule paused (its API key revoked, consecutive failures), or its run
+   * admitted. A deleted workspace deletes the schedule ("gone"). A triggered fire of a schedule
+   * whose key was revoked is recorded FAILED, the schedule paused all the same.
    */
-  private async fireAt(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit, { manual }: { manual: boolean }): Promise<Outcome> {
+  private async fireAt(
+    tx: Tx,
+    schedule: Schedule,
+    fireTime: Date,
+    after: AfterCommit,
+    { manual, keyRevoked }: { manual: boolean; keyRevoked: boolean },
+  ): Promise<Outcome> {
     const workspace = await tx.workspace.findUnique({ where: { id: schedule.workspaceId }, select: { status: true, deletedAt: true } });
     if (!workspace || workspace.deletedAt) {
       await tx.schedule.delete({ where: { id: schedule.id } });
       return "gone";
+    }
+    if (keyRevoked) {
+      await pauseForRevokedKey(tx, schedule, { events: this.deps.events, after });
+      return manual ? recordFire(tx, schedule.id, fireTime, "FAILED", { reason: KEY_REVOKED_FIRE_REASON }) : "paused";
     }
     if (workspace.status === "ARCHIVED") return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: "the workspace is archived" });
     if (!manual && (await this.pausedAfterFailures(tx, schedule, after))) return "paused";

@@ -1,7 +1,8 @@
 // Workspace schedules (issue 41): created, changed, paused, resumed, deleted and fired now by the
 // workspace's owner only. Every fire's run is admitted into the schedule's own conversation, so a
 // fire's run sees what the schedule's earlier runs said, and the overlap policy is the
-// conversation's multitask strategy (one active run per conversation).
+// conversation's multitask strategy (one active run per conversation). A schedule follows the API
+// key that created, last updated or resumed it: revoked, the key's schedules pause (revoked-keys.ts).
 import { Prisma, type PrismaClient, type Schedule, type ScheduleFire } from "../../generated/prisma/client.js";
 import { NotFoundError, ScheduleLimitError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -62,6 +63,7 @@ export class ScheduleService {
           ...settings,
           limits: settings.limits ?? undefined,
           runCaps,
+          apiKeyId: actor.keyId ?? null,
           ownerId: actor.principalId,
           workspaceId: input.workspaceId,
           conversationId: conversation.id,
@@ -91,10 +93,11 @@ export class ScheduleService {
       const settings = parseSettings(merged, { now: this.now(), createdAt: current.createdAt });
       this.checkAgent(settings.agent);
       checkOverlap(actor, settings.overlap);
-      // Its fires are held to the caps of the credential that changed it last.
+      // Its fires are held to the caps of the credential that changed it last, and follow its key.
       const runCaps = checkSettingsWithin(settings, actor.runCaps);
       // `limits: null` clears them (the admission's defaults again): a database NULL, not "unchanged".
-      return tx.schedule.update({ where: { id: current.id }, data: { ...settings, limits: settings.limits ?? Prisma.DbNull, runCaps } });
+      const data = { ...settings, limits: settings.limits ?? Prisma.DbNull, runCaps, apiKeyId: actor.keyId ?? null };
+      return tx.schedule.update({ where: { id: current.id }, data });
     });
   }
 
@@ -109,7 +112,9 @@ export class ScheduleService {
 
   /**
    * Fires again from the next fire after now: the fires due while it was paused are not caught up.
-   * Idempotent. Queues nothing itself: each fire is an admission, within its owner's queue.
+   * Idempotent. Queues nothing itself: each fire is an admission, within its owner's queue. The
+   * schedule follows the resuming credential's key from then on (one paused by its key's revocation
+   * fires again).
    */
   async resume(actor: Actor, id: string): Promise<Schedule> {
     return this.deps.prisma.$transaction(async (tx) => {
@@ -121,7 +126,8 @@ export class ScheduleService {
       assertFiresWithin(current, actor.runCaps);
       const now = this.now();
       const nextFireAt = nextFireAfter(recurrenceOf(current), now);
-      return tx.schedule.update({ where: { id }, data: { paused: false, pausedReason: null, nextFireAt, resumedAt: now } });
+      const data = { paused: false, pausedReason: null, nextFireAt, resumedAt: now, apiKeyId: actor.keyId ?? null };
+      return tx.schedule.update({ where: { id }, data });
     });
   }
 

@@ -235,7 +235,7 @@ export function recordPublicationEvent(
   );
 }
 
-/** A schedule that paused itself (pauseAfterFailures), for its owner's webhooks. */
+/** A schedule that paused itself (pauseAfterFailures, its API key revoked: no last run), for its owner's webhooks. */
 export function recordSchedulePausedEvent(
   tx: Prisma.TransactionClient,
   schedule: { id: string; ownerId: string; workspaceId: string; pausedReason: string; lastRunId: string | null },

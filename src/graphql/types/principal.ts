@@ -145,7 +145,7 @@ builder.mutationField("revokeApiKey", (t) =>
   t.field({
     type: RevokeApiKeySuccess,
     description:
-      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error). Revoking a revoked key returns it unchanged.',
+      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error), and the schedules it created, last updated or resumed pause (pausedReason, webhook SCHEDULE_PAUSED). Revoking a revoked key returns it unchanged.',
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokeApiKeyPayload" } },
     resolve: async (_root, { input }, ctx) => ({

@@ -68,7 +68,11 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     pauseAfterFailures: t.exposeInt("pauseAfterFailures", { nullable: true }),
     nextFireAt: t.expose("nextFireAt", { type: "DateTime", nullable: true, description: "The next due fire; null once past endAt." }),
     paused: t.exposeBoolean("paused"),
-    pausedReason: t.exposeString("pausedReason", { nullable: true }),
+    pausedReason: t.exposeString("pausedReason", {
+      nullable: true,
+      description:
+        "Why it is paused: by its owner, after pauseAfterFailures failed runs, or because the API key that created, last updated or resumed it was revoked.",
+    }),
     runCaps: t.field({
       type: RunCapsObject,
       nullable: true,
@@ -227,7 +231,8 @@ builder.mutationFields((t) => ({
   }),
   resumeSchedule: t.field({
     type: success("ResumeScheduleSuccess"),
-    description: "Fires again from the next fire time after now (fires due while paused are not caught up); idempotent.",
+    description:
+      "Fires again from the next fire time after now (fires due while paused are not caught up); idempotent. The schedule then follows the resuming API key: revoked, it pauses the schedule.",
     args: { input: t.arg({ type: ScheduleIdInput, required: true }) },
     errors: errors("ResumeSchedulePayload"),
     resolve: async (_root, { input }, ctx) => ({ schedule: await ctx.services.schedules.resume(ctx.actor, scheduleId(input)) }),
@@ -244,7 +249,8 @@ builder.mutationFields((t) => ({
   }),
   triggerSchedule: t.field({
     type: TriggerScheduleSuccess,
-    description: "Fires the schedule now (paused or not), with its overlap policy; its next fire time stays as it was.",
+    description:
+      "Fires the schedule now (paused or not), with its overlap policy; its next fire time stays as it was. A schedule whose API key was revoked admits nothing: the fire is recorded FAILED and the schedule paused (resume or update it first).",
     args: { input: t.arg({ type: ScheduleIdInput, required: true }) },
     errors: errors("TriggerSchedulePayload"),
     resolve: (_root, { input }, ctx) => ctx.services.schedules.trigger(ctx.actor, scheduleId(input)),

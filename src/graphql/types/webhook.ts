@@ -22,7 +22,7 @@ const DELIVERIES: KeysetList = { ...WEBHOOKS, typename: "WebhookDelivery" };
 const WebhookEventTypeEnum = builder.enumType(WebhookEventType, {
   name: "WebhookEventType",
   description:
-    "What a webhook hears, always about objects its principal owns: a run that succeeded, failed, was cancelled, reached its deadline or waits for a tool-call decision; a checkpoint revision; a publication version; a workspace archived or deleted; a score created (SCORE_CREATED: data holds scoreId, targetId, targetType, configName, value, label, source); a schedule that paused itself after consecutive failed runs (SCHEDULE_PAUSED: data holds scheduleId, workspaceId, runId — the last failed run — and the reason as summary).",
+    "What a webhook hears, always about objects its principal owns: a run that succeeded, failed, was cancelled, reached its deadline or waits for a tool-call decision; a checkpoint revision; a publication version; a workspace archived or deleted; a score created (SCORE_CREATED: data holds scoreId, targetId, targetType, configName, value, label, source); a schedule that paused itself after consecutive failed runs, or because the API key that created, last updated or resumed it was revoked (SCHEDULE_PAUSED: data holds scheduleId, workspaceId, runId — the last failed run, null for a revoked key — and the reason as summary).",
 });
 
 const WebhookDeliveryRef = builder.objectRef<WebhookAttempt>("WebhookDelivery").implement({
