@@ -135,6 +135,7 @@ export type RuntimeServices = Pick<
   | "agentProfiles"
   | "skills"
   | "toolApprovals"
+  | "mcpServers"
   | "retention"
 >;
 
@@ -192,6 +193,8 @@ export function createRuntime(
     rules: options.approvals?.rules,
     timeoutMs: (options.approvals?.timeoutSeconds ?? 3_600) * 1_000,
     now: options.approvals?.now,
+    // A step's calls of MCP tools are gated with their servers' requireApproval as stored then.
+    mcpServers: services.mcpServers,
   };
   const context = new ContextBuilder({
     model: options.model,

@@ -33,6 +33,9 @@ export type McpServerRecord = {
   requireApproval: boolean;
 };
 
+/** What a run's calls of a server's tools are gated by: whether it is enabled and requires approval. */
+export type McpServerApproval = Pick<McpServerRecord, "id" | "enabled" | "requireApproval">;
+
 /** No `_`: tool names are `mcp__<server>__<tool>`, and the server part must be unambiguous. */
 export const mcpServerName = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, "must be lower-case letters, digits and - (at most 32), starting with a letter");
 
@@ -102,6 +105,15 @@ export class McpServerService {
   listOf(principalIds: readonly string[]): Promise<McpServer[]> {
     if (principalIds.length === 0) return Promise.resolve([]);
     return this.deps.prisma.mcpServer.findMany({ where: { ownerId: { in: [...principalIds] } }, orderBy: { name: "asc" } });
+  }
+
+  /**
+   * Whether each of the servers `serverIds` is enabled and requires approval, as stored now: one
+   * statement, by primary key. A server not among the rows was deleted (or replaced under its name).
+   */
+  approvalsOf(serverIds: readonly string[]): Promise<McpServerApproval[]> {
+    if (serverIds.length === 0) return Promise.resolve([]);
+    return this.deps.prisma.mcpServer.findMany({ where: { id: { in: [...serverIds] } }, select: { id: true, enabled: true, requireApproval: true } });
   }
 
   /**

@@ -14,6 +14,7 @@ import { approvalGate } from "../tools/approval-gate.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
 import { type ApprovalRules, needsApproval } from "../tools/approval-policy.js";
 import type { ToolGate } from "../tools/execute-tool-calls.js";
+import { mcpServersNow, type McpServersNow } from "./mcp-servers-now.js";
 import type { NextStep } from "./outcome.js";
 import { failedSpanStatus, stepSpanStatus, withSpan } from "./spans.js";
 import { stoppedSpanStatus, stopReasonOf } from "./stop.js";
@@ -27,6 +28,11 @@ export type ApprovalSettings = {
   timeoutMs: number;
   /** The clock requests are stamped with (tests move it). */
   now?: () => Date;
+  /**
+   * Where a step's calls of MCP tools read their servers' requireApproval as stored (mcp-servers-now.ts);
+   * without it, the flag as the registry last synced it.
+   */
+  mcpServers?: McpServersNow;
 };
 
 /** A step's tool calls, the log entry that made them, and the approval requests already recorded for them. */
@@ -68,7 +74,10 @@ export function approvalPolicy(
   };
 }
 
-/** The gate of a step's calls: the run's policy over the operator's rules, its profile's and its tools' own demands. */
+/**
+ * The gate of a step's calls: the run's policy over the operator's rules, its profile's and its
+ * tools' own demands — an MCP server's read as stored when the step's first call of it is gated.
+ */
 export function stepGate(
   settings: ApprovalSettings,
   attempt: { run: { id: string }; write: Transact; sink: TraceSink; profile: { toolApprovals?: ApprovalRules }; tools: ReadonlyMap<string, Tool> },
@@ -77,6 +86,7 @@ export function stepGate(
   return approvalGate({
     approvals: settings.store,
     needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
+    current: settings.mcpServers && mcpServersNow(settings.mcpServers, step.calls, attempt.tools),
     inputSchemaOf: (toolName) => attempt.tools.get(toolName)?.schema.parameters ?? null,
     mcpToolOf: (toolName) => attempt.tools.get(toolName)?.mcpTool ?? null,
     mcpDigestOf: (toolName) => attempt.tools.get(toolName)?.mcpDigest ?? null,

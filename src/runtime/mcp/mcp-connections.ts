@@ -16,8 +16,8 @@ export type McpConnection = {
   readonly id: number;
   readonly serverId: string;
   serverName: string;
-  /** Every call of its tools waits for the owner's approval (the server's requireApproval): kept current by every
-   * sync, so the runs that pinned the connection read it as it stands when each of their calls is considered. */
+  /** Every call of its tools waits for the owner's approval (the server's requireApproval): set by every sync, and
+   * by each step of a run that pinned the connection, which reads it as stored before its calls are gated. */
   requireApproval: boolean;
   readonly hash: string;
   state: McpConnectionState;

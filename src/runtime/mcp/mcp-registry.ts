@@ -19,7 +19,11 @@ import { type McpConnection, type McpConnectionOptions, McpConnections } from ".
 
 export type { McpConnection, McpConnectionState, McpServerStatus };
 
-/** One server as a run sees it for its whole execution (whether a call waits for approval: `connection.requireApproval`, live). */
+/**
+ * One server as a run sees it for its whole execution. Whether a call waits for approval is read
+ * from the database as the run's step is gated (loop/mcp-servers-now.ts), not from this registry's
+ * last sync: `connection.requireApproval` is what the last of the two found.
+ */
 export type McpSnapshotServer = { serverName: string; connection: McpConnection; tools: readonly McpToolInfo[] };
 
 /** How long a principal's connections stay open once no run holds them and no one used them, by default. */
@@ -252,6 +256,7 @@ export class McpRegistry {
       const current = state.servers.get(row.id);
       if (current && current.hash === hash && !this.connections.dueForRetry(current)) {
         // A rename changes tool names only, and requireApproval only who must agree: not the connection.
+        // (Runs do not wait for this sync to hold calls: each step reads requireApproval as stored.)
         current.serverName = row.name;
         current.requireApproval = row.requireApproval;
         continue;

@@ -1,9 +1,11 @@
 // A run's MCP tools: the registry's snapshot at the run's start, one Tool per server tool,
 // named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
 // server tool it is, for approvals). Whether a call waits for approval is the server's
-// requireApproval as the registry last synced it, read when the call is considered. Each call is
-// an MCP_CALL span under the tool call's span and holds a lease on the pinned connection while it
-// is in flight.
+// requireApproval as stored when the step's calls are gated: read from the database then
+// (loop/mcp-servers-now.ts) and written to the pinned connection, not taken from what this worker
+// last heard over `mcp:changed` — a change not heard yet (Redis slow or down, the message lost)
+// lets no call past a person. Each call is an MCP_CALL span under the tool call's span and holds a
+// lease on the pinned connection while it is in flight.
 import { createHash } from "node:crypto";
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
@@ -32,8 +34,9 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
   return servers.flatMap(({ serverName, connection, tools }) =>
     nameMcpTools(serverName, tools).map(
       (tool): Tool => ({
-        // Read as each call is considered: the server's owner may require approval while the run goes on.
+        // Read as each call is considered, once the step's gate has brought the flag up to date with what is stored.
         requiresApproval: () => connection.requireApproval,
+        mcpServer: connection,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
         mcpDigest: mcpToolDigest(connection.hash, tool),

@@ -35,6 +35,9 @@ export type ToolContext = {
   write: Transact;
 };
 
+/** An MCP server as a run pinned it (its connection): `requireApproval` as last read or synced. */
+export type PinnedMcpServer = { readonly serverId: string; readonly serverName: string; requireApproval: boolean };
+
 export interface Tool {
   readonly schema: ToolSchema;
   /** Overrides the executor's default timeout for this tool. */
@@ -44,6 +47,11 @@ export interface Tool {
    * that requires it). Asked anew for each call as it is considered: the answer may change while a run goes on.
    */
   readonly requiresApproval?: () => boolean;
+  /**
+   * An MCP tool's server as the run pinned it. A step's calls of its tools are gated with its
+   * requireApproval as stored when they are considered (loop/mcp-servers-now.ts), which is written here.
+   */
+  readonly mcpServer?: PinnedMcpServer;
   /**
    * An MCP tool's name before it was fitted to model APIs: `mcp__<server>__<tool as its server lists it>`,
    * neither cut nor replaced. Approval rules are matched against it as well as against the exposed name.

@@ -4,9 +4,10 @@
 // it the same way with the person's arguments (ToolApproval.editedArguments; the log's ASSISTANT
 // entry keeps what the model asked, and the call's TOOL result says which arguments ran), REJECT
 // gives the model a result saying the person declined, with the reason; an open request keeps it
-// waiting. A call without one that the policy says needs approval gets its request — recorded in
-// the attempt's fence, with an APPROVAL_REQUESTED event on its span — and waits. Any other call
-// executes at once.
+// waiting. A call without one is first brought up to date (`current`: its MCP server's
+// requireApproval as stored now; a server gone declines it); one the policy then says needs
+// approval gets its request — recorded in the attempt's fence, with an APPROVAL_REQUESTED event on
+// its span — and waits. Any other call executes at once.
 //
 // A request records which MCP tool it is for (`<server>/<tool>`): an MCP tool's exposed name is
 // fitted to model APIs, and when the server's list changes one exposed name may come to mean
@@ -35,6 +36,12 @@ export type ApprovalGateOptions = {
   approvals: Pick<ToolApprovalService, "request" | "markStarted">;
   /** Whether a call of the tool needs approval (tools/approval-policy.ts over the run's sources). */
   needsApproval: (toolName: string) => boolean;
+  /**
+   * Asked first for a call without a decision: brings what needsApproval reads up to date (an MCP
+   * server's requireApproval as stored now, loop/mcp-servers-now.ts). Returns the result the model
+   * sees instead when the call must not run at all (its server gone), else null.
+   */
+  current?: (toolName: string) => Promise<string | null>;
   /** The tool's input schema, kept with the request: what a person's edited arguments must fit. */
   inputSchemaOf: (toolName: string) => Record<string, unknown> | null;
   /** Which MCP tool the exposed name means now (`<server>/<tool>`); null for any other tool, or none. */
@@ -104,6 +111,8 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
   return async (call, span): Promise<GateVerdict> => {
     const approval = byCall.get(call.id);
     if (approval) return follow(approval, call, span, options);
+    const gone = options.current ? await options.current(call.name) : null;
+    if (gone !== null) return { type: "decline", output: gone };
     if (!options.needsApproval(call.name)) return { type: "execute" };
     const repeated = repeatedKey(call.arguments);
     if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
