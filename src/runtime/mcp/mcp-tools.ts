@@ -1,7 +1,9 @@
 // A run's MCP tools: the registry's snapshot at the run's start, one Tool per server tool,
 // named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
 // server tool it is, for approvals). Whether a call waits for approval is the server's
-// requireApproval as the registry last synced it, read when the call is considered. Each call is
+// requireApproval as the registry last synced it, read when the call is considered; a tool that
+// decides tool calls (Dossier's own `decide_tool_call`) always waits: no model output may decide
+// an approval (approval-policy.ts, decidesToolCalls). Each call is
 // an MCP_CALL span under the tool call's span and holds a lease on the pinned connection while it
 // is in flight.
 import { createHash } from "node:crypto";
@@ -9,6 +11,7 @@ import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
+import { decidesToolCalls } from "../tools/approval-policy.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
 import { jsonText } from "../../domain/json-text.js";
@@ -30,10 +33,11 @@ function mcpToolDigest(endpointHash: string, tool: { name: string; description?:
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal, ended?: AbortSignal): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId, signal, ended);
   return servers.flatMap(({ serverName, connection, tools }) =>
-    nameMcpTools(serverName, tools).map(
-      (tool): Tool => ({
+    nameMcpTools(serverName, tools).map((tool): Tool => {
+      const decides = decidesToolCalls(tool.name);
+      return {
         // Read as each call is considered: the server's owner may require approval while the run goes on.
-        requiresApproval: () => connection.requireApproval,
+        requiresApproval: () => connection.requireApproval || decides,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
         mcpDigest: mcpToolDigest(connection.hash, tool),
@@ -62,7 +66,7 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
             },
           );
         },
-      }),
-    ),
+      };
+    }),
   );
 }
