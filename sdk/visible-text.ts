@@ -7,10 +7,11 @@
  * Characters a person does not see that change how the text around them reads: bidi embeddings,
  * overrides, isolates and marks (U+202A–202E, U+2066–2069, U+200E/200F, U+061C), zero-width
  * characters and U+FEFF, every other format character (tag characters among them), variation
- * selectors, invisible fillers, line and paragraph separators and control characters other than
- * tab and newline.
+ * selectors, invisible fillers, line and paragraph separators, control characters other than
+ * tab and newline, and every default-ignorable code point (unassigned ones among them: U+2065,
+ * U+FFF0–FFF8, most of U+E0000–E0FFF), which browsers draw as nothing.
  */
-export const HIDDEN_CHARACTER = /\u034F|(?![\t\n])\p{Cc}|[\p{Cf}\p{Variation_Selector}\u115F\u1160\u3164\uFFA0\u2028\u2029]/gu;
+export const HIDDEN_CHARACTER = /\u034F|(?![\t\n])\p{Cc}|[\p{Cf}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2028\u2029]/gu;
 
 /** How a hidden character is shown: `\u202E`, or `\u{E0041}` past U+FFFF. */
 export function hiddenCharacterEscape(character: string): string {

@@ -4,7 +4,14 @@
 import { describe, expect, it } from "vitest";
 import type { ToolApprovalRecord } from "../../src/domain/runs/tool-approval-service.js";
 import type { Transact } from "../../src/domain/transaction.js";
-import { approvalGate, changedToolResult, declinedResult, repeatedKeyResult, unreadableArgumentsResult } from "../../src/runtime/tools/approval-gate.js";
+import {
+  approvalGate,
+  changedToolResult,
+  declinedResult,
+  repeatedKeyResult,
+  unreadableArgumentsResult,
+  unreadableKeyResult,
+} from "../../src/runtime/tools/approval-gate.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 
 const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
@@ -70,6 +77,31 @@ describe("the approval gate", () => {
     });
   });
 
+  it("never puts to a person a call with a key that reads as another: a look-alike decoy far before the real key does not run", async () => {
+    const { gate, requests, started, sink } = gateOver([{ id: "a1", toolCallId: "old", decision: "APPROVE" }]);
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    const padding = Array.from({ length: 300 }, (_, i) => `"p${i}":"x"`).join(",");
+    const cases = [
+      ['{"targ\u0435t":"staging",PAD,"target":"prod"}', { kind: "mixedScripts", key: "targ\u0435t" }],
+      ['{"tar\u2065get":"staging",PAD,"target":"prod"}', { kind: "hidden", key: "tar\u2065get" }],
+      ['{"target":"prod","labels":{"\u0422\u0410\u0420\u0415":"a",PAD,"tape":"b"}}', { kind: "lookAlike", key: "tape", like: "\u0422\u0410\u0420\u0415" }],
+      ['{"\u0446\u0435\u043B\u044C":"prod"}', { kind: "undeclared", key: "\u0446\u0435\u043B\u044C" }],
+    ] as const;
+    for (const [i, [written, problem]] of cases.entries()) {
+      const held = { id: `k${i}`, name: "deploy", arguments: written.replace("PAD", padding) };
+      expect(await gate(held, span)).toEqual({ type: "decline", output: unreadableKeyResult(held, problem) });
+    }
+    expect(unreadableKeyResult({ name: "deploy" }, cases[1][1])).toContain('the key "tar\\u2065get", which holds a character a person does not see');
+    expect(requests).toEqual([]);
+    // A request approved before this rule, for such arguments, does not run either.
+    expect(await gate({ id: "old", name: "deploy", arguments: '{"targ\u0435t":"staging","target":"prod"}' }, span)).toMatchObject({ type: "decline" });
+    expect(started).toEqual([]);
+    // Non-ASCII keys the tool does not declare are fine below its declared properties, and values are never keys.
+    expect(await gate({ id: "ok", name: "deploy", arguments: '{"target":"t\u0430rg\u2065et","labels":{"\u0446\u0435\u043B\u044C":"x"}}' }, span)).toEqual({
+      type: "pending",
+    });
+  });
+
   it("never puts to a person a call whose arguments are not JSON, or hold a number that would run as another value", async () => {
     const { gate, requests, sink } = gateOver();
     const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
@@ -78,6 +110,9 @@ describe("the approval gate", () => {
     expect(unreadableArgumentsResult(cut, { notJson: true })).toContain("are not valid JSON");
     for (const [written, number] of [
       ['{"amount":9007199254740993}', "9007199254740993"],
+      // Its shortest form is 1e+23, yet the double is 99999999999999991611392.
+      ['{"amount":100000000000000000000000}', "100000000000000000000000"],
+      ['{"amount":-123456789012345678901234567890}', "-123456789012345678901234567890"],
       ['{"target":"prod","limits":[1,2,{"max":1e400}]}', "1e400"],
       ['{"rate":-1e-400}', "-1e-400"],
       ['{"amount":9007199254740993.0}', "9007199254740993.0"],

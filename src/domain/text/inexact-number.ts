@@ -30,11 +30,15 @@ export function inexactNumber(text: string): string | undefined {
  * Whether the double JSON.parse makes of `token` is the number it writes: the shortest decimal
  * that reads back as that double (String(value)) names the same number as the token. So `0.1`
  * and `1e2` are exact, `9007199254740993`, `9007199254740993.0`, `1.00000000000000000001`, `1e400`
- * and `1e-400` are not.
+ * and `1e-400` are not. A whole number written in digits past ±(2^53 - 1) must also be the
+ * double's exact value: `100000000000000000000000` has the shortest form `1e+23`, yet the double is
+ * 99999999999999991611392, and a tool reading integers exactly would get that. `9007199254740992`
+ * (2^53) is exact; edited arguments refuse every integer past ±(2^53 - 1) (tool-arguments.ts).
  */
 function exact(token: string): boolean {
   const value = Number(token);
-  return Number.isFinite(value) && normalized(token) === normalized(String(value));
+  if (!Number.isFinite(value) || normalized(token) !== normalized(String(value))) return false;
+  return !/^-?\d+$/.test(token) || Number.isSafeInteger(value) || BigInt(token) === BigInt(value);
 }
 
 /** A decimal number as sign, significant digits and exponent: `-1.50e2` and `-150` are both "-15e1". */

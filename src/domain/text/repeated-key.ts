@@ -6,13 +6,28 @@
 
 /** The first key repeated within one object of `text`, or undefined (also when `text` is not JSON). */
 export function repeatedKey(text: string): string | undefined {
+  let repeated: string | undefined;
+  eachKey(text, (key, before) => {
+    if (before.has(key)) repeated = key;
+    return repeated !== undefined;
+  });
+  return repeated;
+}
+
+/**
+ * Visits each object key of the JSON `text` in order, decoded, with the keys its object had before
+ * it and the object's depth (1 for the outermost object), until `visit` returns true. Nothing is
+ * visited when `text` is not JSON.
+ */
+export function eachKey(text: string, visit: (key: string, before: ReadonlySet<string>, depth: number) => boolean): void {
   try {
     JSON.parse(text);
   } catch {
-    return undefined;
+    return;
   }
   // One entry per open object (its keys so far) or array (null), innermost last.
   const open: (Set<string> | null)[] = [];
+  let depth = 0;
   let expectingKey = false;
   for (let i = 0; i < text.length; i += 1) {
     const char = text[i];
@@ -21,23 +36,23 @@ export function repeatedKey(text: string): string | undefined {
       const top = open.at(-1);
       if (top && expectingKey) {
         const key = JSON.parse(text.slice(i, end + 1)) as string;
-        if (top.has(key)) return key;
+        if (visit(key, top, depth)) return;
         top.add(key);
         expectingKey = false;
       }
       i = end;
     } else if (char === "{") {
       open.push(new Set());
+      depth += 1;
       expectingKey = true;
     } else if (char === "[") {
       open.push(null);
     } else if (char === "}" || char === "]") {
-      open.pop();
+      if (open.pop()) depth -= 1;
     } else if (char === ",") {
       expectingKey = open.at(-1) != null;
     }
   }
-  return undefined;
 }
 
 /** The index of the quote that closes the string opening at `start` (the text is valid JSON). */

@@ -4,13 +4,16 @@
 // requireApproval as stored when the step's calls are gated: read from the database then
 // (loop/mcp-servers-now.ts) and written to the pinned connection, not taken from what this worker
 // last heard over `mcp:changed` — a change not heard yet (Redis slow or down, the message lost)
-// lets no call past a person. Each call is an MCP_CALL span under the tool call's span and holds a
-// lease on the pinned connection while it is in flight.
+// lets no call past a person. A tool that decides tool calls (Dossier's own `decide_tool_call`)
+// always waits: no model output may decide an approval (approval-policy.ts, decidesToolCalls).
+// Each call is an MCP_CALL span under the tool call's span and holds a lease on the pinned
+// connection while it is in flight.
 import { createHash } from "node:crypto";
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
+import { decidesToolCalls } from "../tools/approval-policy.js";
 import type { McpRegistry } from "./mcp-registry.js";
 import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
 import { jsonText } from "../../domain/json-text.js";
@@ -32,10 +35,11 @@ function mcpToolDigest(endpointHash: string, tool: { name: string; description?:
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal, ended?: AbortSignal): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId, signal, ended);
   return servers.flatMap(({ serverName, connection, tools }) =>
-    nameMcpTools(serverName, tools).map(
-      (tool): Tool => ({
+    nameMcpTools(serverName, tools).map((tool): Tool => {
+      const decides = decidesToolCalls(tool.name);
+      return {
         // Read as each call is considered, once the step's gate has brought the flag up to date with what is stored.
-        requiresApproval: () => connection.requireApproval,
+        requiresApproval: () => connection.requireApproval || decides,
         mcpServer: connection,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
@@ -65,7 +69,7 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
             },
           );
         },
-      }),
-    ),
+      };
+    }),
   );
 }

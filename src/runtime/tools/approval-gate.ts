@@ -22,12 +22,16 @@
 // model is told to send each key once; nothing executes and no request is recorded. So are
 // arguments that are not JSON (a reply cut at its token limit) and a number JSON.parse would
 // change (`9007199254740993` runs as 9007199254740992, `1e400` as null): the person reads digits
-// the tool would not get.
+// the tool would not get. So are arguments with a key a person could read as another: a key
+// holding an invisible character, mixing look-alike scripts, reading alike with another key of its
+// object, or not ASCII and not one of the properties the tool's input schema declares
+// (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its tool's own is refused).
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
 import { inexactNumber } from "../../domain/text/inexact-number.js";
-import { repeatedKey } from "../../domain/text/repeated-key.js";
+import { type KeyProblem, unreadableKey } from "../../domain/text/unreadable-key.js";
+import { visibleText } from "../../../sdk/visible-text.js";
 import type { ToolCall } from "../ports/model.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { GateVerdict, ToolGate } from "./execute-tool-calls.js";
@@ -85,6 +89,22 @@ export function repeatedKeyResult(call: Pick<ToolCall, "name">, key: string): st
   );
 }
 
+/** The result the model sees for a call to hold with a key a person could read as another (text/unreadable-key.ts). */
+export function unreadableKeyResult(call: Pick<ToolCall, "name">, problem: KeyProblem): string {
+  if (problem.kind === "repeated") return repeatedKeyResult(call, problem.key);
+  const key = `"${visibleText(problem.key)}"`;
+  const why = {
+    hidden: `the key ${key}, which holds a character a person does not see`,
+    mixedScripts: `the key ${key}, whose letters mix scripts with look-alike letters (Latin, Greek, Cyrillic…)`,
+    lookAlike: `the keys "${visibleText(problem.kind === "lookAlike" ? problem.like : "")}" and ${key} in one object, which read alike`,
+    undeclared: `the key ${key}, which is not ASCII and is not one of the properties the tool declares`,
+  }[problem.kind];
+  return (
+    `[not executed: the arguments of this call of "${call.name}" give ${why}, so a person cannot be shown what it would run. ` +
+    `Send the call again with each key once, in plain letters of one script (the tool's own property names).]`
+  );
+}
+
 /** The result the model sees for a call to hold whose arguments a person could not read as they would run. */
 export function unreadableArgumentsResult(call: Pick<ToolCall, "name">, problem: { notJson: true } | { number: string }): string {
   const why =
@@ -114,8 +134,8 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     const gone = options.current ? await options.current(call.name) : null;
     if (gone !== null) return { type: "decline", output: gone };
     if (!options.needsApproval(call.name)) return { type: "execute" };
-    const repeated = repeatedKey(call.arguments);
-    if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
+    const key = unreadableKey(call.arguments, declaredProperties(options.inputSchemaOf(call.name)));
+    if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
     const unreadable = unreadableArguments(call.arguments);
     if (unreadable) return { type: "decline", output: unreadableArgumentsResult(call, unreadable) };
     if (requested.has(call.id)) return { type: "decline", output: `[not executed: another call of this message has the same id "${call.id}".]` };
@@ -159,6 +179,12 @@ function unreadableArguments(text: string): { notJson: true } | { number: string
   return number === undefined ? undefined : { number };
 }
 
+/** The property names an input schema declares (`properties`), or null when it declares none. */
+function declaredProperties(schema: Record<string, unknown> | null): ReadonlySet<string> | null {
+  const properties = schema?.properties;
+  return typeof properties === "object" && properties !== null && !Array.isArray(properties) ? new Set(Object.keys(properties)) : null;
+}
+
 const storedOrNull = (text: string | null): string | null => (text === null ? null : toStored(text));
 
 function inputSchemaText(schema: Record<string, unknown> | null): string | null {
@@ -192,9 +218,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   if (changed) return { type: "decline", output: changedToolResult(call, approved, meant) };
   if (redefined) return { type: "decline", output: redefinedToolResult(call, approved) };
-  // A request recorded before repeated keys were refused: what the person approved is ambiguous.
-  const repeated = approval.decision === "APPROVE" ? repeatedKey(call.arguments) : undefined;
-  if (repeated !== undefined) return { type: "decline", output: repeatedKeyResult(call, repeated) };
+  // A request recorded before such keys were refused: what the person approved is ambiguous.
+  const key = approval.decision === "APPROVE" ? unreadableKey(call.arguments, declaredProperties(options.inputSchemaOf(call.name))) : undefined;
+  if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
   return edited === null ? { type: "execute" } : { type: "execute", arguments: edited };
 }

@@ -15,6 +15,12 @@
 // An "always" pattern matches names in any case (`mcp__*__write*` holds an MCP server's
 // `WriteFile`); a "never" pattern only the case it is written in: a rule may hold more calls than
 // its author spelled out, never release more.
+//
+// No model output may decide an approval: an MCP tool that decides tool calls (Dossier's own MCP
+// server's `decide_tool_call`, attached to a run with a key that may DECIDE) is held for a person
+// whatever the rules say (decidesToolCalls; mcp-tools.ts asks it as the tool's own demand).
+// Otherwise a run could call it in the same reply as a call of its own that is held, naming that
+// call's id, and approve it.
 
 export type ApprovalRule = "always" | "never";
 
@@ -62,4 +68,16 @@ export function needsApproval(sources: ApprovalSources, name: string, fullName?:
   if (sources.toolRequires === true) return true;
   const names = fullName === undefined || fullName === name ? [name] : [name, fullName];
   return names.some((each) => ruleFor(sources.operator, each) === "always" || ruleFor(sources.profile, each) === "always");
+}
+
+/**
+ * Whether an MCP tool named `name` (as its server lists it) decides tool calls: Dossier's own
+ * `decide_tool_call`, in any case and with any separators or affixes (`DecideToolCall`,
+ * `dossier-decide-tool-call`), as a proxy in front of Dossier's MCP server might rename it.
+ */
+export function decidesToolCalls(name: string): boolean {
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, "")
+    .includes("decidetoolcall");
 }
