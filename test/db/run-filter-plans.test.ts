@@ -105,15 +105,25 @@ describe.runIf(backends.includes("postgres"))("plans of filtered run lists on 10
     await pg.query(`CREATE TABLE run_before (LIKE run INCLUDING DEFAULTS);
       CREATE INDEX ON run_before (owner_id, created_at DESC, id DESC); CREATE INDEX ON run_before (status, created_at);
       CREATE INDEX ON run_before (conversation_id, status); CREATE INDEX ON run_before (lease_expires_at); CREATE INDEX ON run_before (status, owner_id);`);
+    // The 20,000 rows go in as 10 transactions of 2,000. Admitted runs are QUEUED, so each row's
+    // trigger also updates its principal's queue count (principal_queue_count): in one transaction
+    // of 20,000 rows that count's row would pile up 20,000 versions no one may prune before the
+    // commit, each update slower than the last (20 s instead of 4 s), while the bytes written are
+    // the same either way (3.62× both ways, measured).
     const insert = (table: string, from: number) =>
-      `INSERT INTO ${table} (id, owner_id, conversation_id, workspace_id, agent, question, max_turns, token_budget, deadline_seconds, deadline_at, configuration, tags, metadata, metadata_pairs)
+      Array.from(
+        { length: 10 },
+        (_, batch) =>
+          `INSERT INTO ${table} (id, owner_id, conversation_id, workspace_id, agent, question, max_turns, token_budget, deadline_seconds, deadline_at, configuration, tags, metadata, metadata_pairs)
        SELECT 'x' || i, 'p1', 'c1', 'w1', 'researcher', 'q', 20, 1000, 60, now(), '{}', ARRAY['topic' || (i % 40), 'team' || (i % 7)],
-              jsonb_build_object('ticket', 'T-' || i), ARRAY['ticket' || chr(31) || 'T-' || i] FROM generate_series(${from}, ${from + 19_999}) i`;
+              jsonb_build_object('ticket', 'T-' || i), ARRAY['ticket' || chr(31) || 'T-' || i]
+         FROM generate_series(${from + batch * 2_000}, ${from + batch * 2_000 + 1_999}) i`,
+      );
     // What PostgreSQL writes for the rows and their index entries (WAL bytes): the same on a busy
     // machine as on an idle one, unlike a time.
-    const written = async (sql: string) => {
+    const written = async (statements: string[]) => {
       const start = (await pg.query<{ lsn: string }>("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0]!.lsn;
-      await pg.query(sql);
+      for (const statement of statements) await pg.query(statement);
       const bytes = await pg.query<{ bytes: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text AS bytes", [start]);
       return Number(bytes.rows[0]!.bytes);
     };
@@ -129,8 +139,9 @@ describe.runIf(backends.includes("postgres"))("plans of filtered run lists on 10
       `20,000 inserted runs write ${perRun(median(before)).toFixed(0)} WAL bytes a run with the former indexes, ${perRun(median(after)).toFixed(0)} with the filter indexes`,
     );
     // The filter indexes (tags, metadata pairs, cost) add entries to every admitted run: what it
-    // writes stays within 4× of what its row and the former indexes wrote (3.2–3.3× measured, the
-    // same on a busy machine: WAL bytes, not time; one more index of their kind would pass it).
+    // writes stays within 4× of what its row and the former indexes wrote (3.2–3.3× measured, 3.6× since
+    // admitting also counts the queue; the same on a busy machine: WAL bytes, not time; one more
+    // index of their kind would pass it).
     expect(median(after) / median(before)).toBeLessThan(4);
   }, 120_000);
 });
