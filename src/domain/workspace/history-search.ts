@@ -17,13 +17,20 @@ export const SEARCH_QUERY_MAX = 200;
 export const SEARCH_DEFAULT_HITS = 20;
 export const SEARCH_MAX_HITS = 50;
 /**
- * How much of a version's content is searched. It must equal the expression of the GIN index in
- * the history_search migration, or the index does not serve the search: a tsvector holds at most
- * 1 MB, which a longer body of short distinct words can exceed.
+ * How much of a version's content is searched: the words of this many characters are kept in
+ * content_words when the content is written (the history_search_words migration), as a tsvector
+ * holds at most 1 MB, which a longer body of short distinct words can exceed.
  */
 export const SEARCH_INDEXED_CHARS = 100_000;
 /** The longest snippet, in characters, however long the words around a match are. */
 export const SNIPPET_MAX_CHARS = 400;
+/**
+ * The content a snippet is taken from: this many characters starting SNIPPET_WINDOW_BEFORE before
+ * the first place a word of the query appears (or the content's opening when only the title
+ * matched), so highlighting costs the same whatever the length of the version.
+ */
+export const SNIPPET_WINDOW_CHARS = 3_000;
+export const SNIPPET_WINDOW_BEFORE = 500;
 
 export type HistorySearchHit = {
   versionId: string;
@@ -79,17 +86,28 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
   const { query, first } = parseInput(searchInput, { query: input.query, first: input.first });
   await findVisibleWorkspace(prisma, actor, input.workspaceId);
   const title = Prisma.sql`to_tsvector('english'::regconfig, p.title)`;
-  const content = Prisma.sql`to_tsvector('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}))`;
+  const content = Prisma.sql`v.content_words`;
   // The query itself (not q's column) in the matches, so the index scans take it as a condition.
   const words = Prisma.sql`websearch_to_tsquery('english'::regconfig, ${query})`;
-  // The matches come from the GIN indexes on these exact expressions (the history_search and
-  // history_search_owner migrations) — the principal's own versions only: the content index
-  // holds each version's owner beside its words —, then are narrowed to the workspace's history,
-  // ordered and limited; only the
-  // page's rows get a snippet, so a search that matches thousands of versions highlights at most
-  // `first + 1` of them.
+  // A snippet is highlighted in a window of the content around the first place a word of the
+  // query appears (its stem found at a word's start, else anywhere), not in the whole indexed
+  // content: highlighting parses every word it is given, which for a long body costs far more
+  // than the match itself.
+  const lowered = Prisma.sql`lowered.text`;
+  const stem = Prisma.sql`left(lexeme, greatest(length(lexeme) - 1, 3))`;
+  const firstMatch = Prisma.sql`(SELECT coalesce(min(coalesce(nullif(strpos(${lowered}, ' ' || ${stem}), 0), nullif(strpos(${lowered}, ${stem}) - 1, -1))), 0)
+                                   FROM unnest(q.lexemes) lexeme)`;
+  const before = Prisma.raw(String(SNIPPET_WINDOW_BEFORE));
+  const snippetWindow = Prisma.sql`CASE WHEN found.at <= ${before} + 1 THEN left(v.content, ${Prisma.raw(String(SNIPPET_WINDOW_CHARS))})
+    ELSE regexp_replace(substr(v.content, found.at - ${before}, ${Prisma.raw(String(SNIPPET_WINDOW_CHARS))}), '^\\S*\\s+', '') END`;
+  // The matches come from the GIN indexes on the title's expression (the history_search
+  // migration) and on the stored content_words (history_search_words) — the principal's own
+  // versions only: the content index holds each version's owner beside its words —, then are
+  // narrowed to the workspace's history, ordered and limited; only the page's rows get a snippet,
+  // so a search that matches thousands of versions highlights at most `first + 1` of them.
   const rows = await prisma.$queryRaw<Row[]>`
-    WITH q AS (SELECT websearch_to_tsquery('english'::regconfig, ${query}) AS query),
+    WITH q AS (SELECT query, ${lexemesOf(Prisma.sql`query`)} AS lexemes
+                 FROM (SELECT websearch_to_tsquery('english'::regconfig, ${query}) AS query) parsed),
     matched AS (
       SELECT v.id FROM publication_version v WHERE ${ownedBy(actor.principalId)} AND ${content} @@ ${words}
       UNION
@@ -103,10 +121,12 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
        ORDER BY matched_title DESC, v.created_at DESC, v.id DESC
        LIMIT ${first + 1})
     SELECT v.id, v.publication_id, p.title, v.version, v.as_of, v.created_at, page.matched_title,
-           left(ts_headline('english'::regconfig, left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))}), q.query,
+           left(ts_headline('english'::regconfig, ${snippetWindow}, q.query,
                             'MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … ", StartSel=«, StopSel=»'),
                 ${SNIPPET_MAX_CHARS}) AS snippet
-      FROM q, page JOIN publication_version v ON v.id = page.id JOIN publication p ON p.id = v.publication_id
+      FROM q CROSS JOIN page JOIN publication_version v ON v.id = page.id JOIN publication p ON p.id = v.publication_id
+           CROSS JOIN LATERAL (SELECT ' ' || lower(left(v.content, ${Prisma.raw(String(SEARCH_INDEXED_CHARS))})) AS text) lowered
+           CROSS JOIN LATERAL (SELECT ${firstMatch} AS at) found
      ORDER BY page.matched_title DESC, v.created_at DESC, v.id DESC`;
   if (rows.length === 0 && (await hasNoWords(prisma, query))) {
     throw new ValidationError([{ field: "query", message: "has no words to search for (only stop words or punctuation)" }]);
@@ -133,6 +153,10 @@ export async function searchHistory(prisma: PrismaClient, actor: Actor, input: S
 
 /** The condition on `publication_version v` that the content index answers with its owner column. */
 const ownedBy = (principalId: string) => Prisma.sql`ARRAY[v.owner_id] @> ARRAY[${principalId}::text]`;
+
+/** The words of a parsed query that a match needs (not those it excludes), as letters and digits only. */
+const lexemesOf = (query: Prisma.Sql) =>
+  Prisma.sql`ARRAY(SELECT m[1] FROM regexp_matches(querytree(${query}), '''([^'']+)''', 'g') m WHERE m[1] ~ '^[[:alnum:]]+$')`;
 
 async function hasNoWords(prisma: PrismaClient, query: string): Promise<boolean> {
   const [row] = await prisma.$queryRaw<{ nodes: number }[]>`SELECT numnode(websearch_to_tsquery('english'::regconfig, ${query})) AS nodes`;

@@ -35,7 +35,7 @@ const HitRef = builder.objectRef<HitOfSearch>("HistorySearchHit").implement({
     createdAt: t.field({ type: "DateTime", description: "When it was stored.", resolve: (hit) => hit.createdAt }),
     snippet: t.exposeString("snippet", {
       description:
-        "A few words of the content around the matches, which are marked «like this»; the opening words when only the title matched. At most 400 characters.",
+        "A few words of the content around the matches, which are marked «like this»; the opening words when only the title matched. At most 400 characters, taken from the few thousand characters around the first place a word of the query appears, so in a long body it shows that place rather than the densest one.",
     }),
     matchedTitle: t.exposeBoolean("matchedTitle", { description: "Whether the title matched (else only the content did)." }),
   }),

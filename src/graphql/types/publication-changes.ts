@@ -1,5 +1,11 @@
 // What changed since the previous version of a publication (PublicationVersion.changesFromPrevious).
-import { CHANGES_CONTEXT_LINES, CHANGES_DIFF_MAX, type PublicationChanges, storedChanges } from "../../domain/research/publication-changes.js";
+import {
+  CHANGES_CONTEXT_LINES,
+  CHANGES_DIFF_MAX,
+  CHANGES_MAX_DIFF_LINES,
+  type PublicationChanges,
+  storedChanges,
+} from "../../domain/research/publication-changes.js";
 import { builder } from "../builder.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
@@ -14,7 +20,7 @@ const PublicationChangesRef = builder.objectRef<PublicationChanges>("Publication
       description: "Lines of the previous version this one no longer has (the whole count, even when diff is truncated).",
     }),
     diff: t.exposeString("diff", {
-      description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${groupedDigits(CHANGES_DIFF_MAX)} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff are shown as every old line removed and every new line added.`,
+      description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${groupedDigits(CHANGES_DIFF_MAX)} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff (more line edits than a bounded search finds, or together longer than ${groupedDigits(CHANGES_MAX_DIFF_LINES)} lines) are shown as every old line removed and every new line added.`,
     }),
     diffTruncated: t.exposeBoolean("diffTruncated", {
       description: `True when the diff was longer than ${groupedDigits(CHANGES_DIFF_MAX)} characters and diff holds only its beginning (whole lines).`,
