@@ -91,6 +91,8 @@ export type Config = {
   maxQueuedRunsPerPrincipal: number;
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL, default 100): createSchedule beyond it is a ScheduleLimitError. */
   maxSchedulesPerPrincipal: number;
+  /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL, default 100): createApiKey beyond it is an ApiKeyLimitError. */
+  maxApiKeysPerPrincipal: number;
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
   maxSubscriptionsPerConnection: number;

@@ -136,6 +136,7 @@ const envSchema = z.object({
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),
   MAX_SCHEDULES_PER_PRINCIPAL: whole(1, "min").default(100),
+  MAX_API_KEYS_PER_PRINCIPAL: whole(1, "min").default(100),
   DAILY_COST_LIMIT: z
     .string()
     .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
@@ -291,6 +292,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     dailyCostLimit: values.DAILY_COST_LIMIT,
     maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
     maxSchedulesPerPrincipal: values.MAX_SCHEDULES_PER_PRINCIPAL,
+    maxApiKeysPerPrincipal: values.MAX_API_KEYS_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     worker: {

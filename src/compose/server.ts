@@ -33,6 +33,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     retention: config.retention,
     maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal: config.maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal: config.maxApiKeysPerPrincipal,
     runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -91,6 +91,8 @@ export type TestAppOptions = {
   maxQueuedRunsPerPrincipal?: number;
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL; 100 by default). */
   maxSchedulesPerPrincipal?: number;
+  /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL; 100 by default). */
+  maxApiKeysPerPrincipal?: number;
 };
 
 export async function startTestApp(
@@ -125,6 +127,7 @@ export async function startTestApp(
     events,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -158,6 +161,7 @@ export async function startTestApp(
     runQueue,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();
