@@ -115,6 +115,13 @@ export type Config = {
    */
   rateLimit?: { perMinute: number; burst: number };
   /**
+   * One principal's requests, all its credentials together (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE;
+   * ten times RATE_LIMIT_PER_MINUTE by default, 0: not counted; only with RATE_LIMIT_PER_MINUTE),
+   * holding as many seconds' worth as a credential's bucket. Keyless requests of the development
+   * principal count against their address alone. Shared through Redis when REDIS_URL is set.
+   */
+  principalRateLimit?: { perMinute: number; burst: number };
+  /**
    * Failed authentications per client address (AUTH_FAILURES_PER_MINUTE, default 60; 0: not
    * counted), up to `burst` at once (AUTH_FAILURES_BURST, default 20): past them the address's
    * credentials are refused with RATE_LIMITED before they are looked up. Shared through Redis

@@ -71,6 +71,8 @@ export type TestAppOptions = {
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
   /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Per-principal rate limits (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE's buckets); none by default. */
+  principalRateLimits?: Parameters<typeof createApp>[0]["principalRateLimits"];
   /** Failed authentications per client address (AUTH_FAILURES_PER_MINUTE's buckets); not counted by default. */
   authFailures?: Parameters<typeof createApp>[0]["authFailures"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
@@ -117,6 +119,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
@@ -154,6 +157,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
