@@ -91,6 +91,8 @@ export type Config = {
   maxQueuedRunsPerPrincipal: number;
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL, default 100): createSchedule beyond it is a ScheduleLimitError. */
   maxSchedulesPerPrincipal: number;
+  /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL, default 100): createApiKey beyond it is an ApiKeyLimitError. */
+  maxApiKeysPerPrincipal: number;
   /** Query and request limits (A7). */
   limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
   maxSubscriptionsPerConnection: number;
@@ -112,6 +114,13 @@ export type Config = {
    * ten seconds' worth). Shared through Redis when REDIS_URL is set.
    */
   rateLimit?: { perMinute: number; burst: number };
+  /**
+   * One principal's requests, all its credentials together (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE;
+   * ten times RATE_LIMIT_PER_MINUTE by default, 0: not counted; only with RATE_LIMIT_PER_MINUTE),
+   * holding as many seconds' worth as a credential's bucket. Keyless requests of the development
+   * principal count against their address alone. Shared through Redis when REDIS_URL is set.
+   */
+  principalRateLimit?: { perMinute: number; burst: number };
   /**
    * Failed authentications per client address (AUTH_FAILURES_PER_MINUTE, default 60; 0: not
    * counted), up to `burst` at once (AUTH_FAILURES_BURST, default 20): past them the address's

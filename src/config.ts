@@ -5,6 +5,7 @@ import { accessEnv, allowedHostsOf, redisPrefixOf, stdioSettings } from "./confi
 import { signInEnv, signInOf } from "./config-sign-in.js";
 import { type McpClientConfig, parseMcpClientConfig } from "./config-mcp-client.js";
 import type { Config, DatabaseTimeouts } from "./config-types.js";
+import { rateLimitsOf } from "./config-rate-limits.js";
 import { ConfigError, commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
 
 export type { CompactionPolicy } from "./config-files.js";
@@ -46,6 +47,8 @@ const envSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_TOKEN: whole(1).default(50),
   RATE_LIMIT_PER_MINUTE: whole(1, "min").optional(),
   RATE_LIMIT_BURST: whole(1, "min").optional(),
+  /** One principal's requests per minute, all its credentials together (0: not counted); ten times RATE_LIMIT_PER_MINUTE by default. */
+  RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE: whole(0).optional(),
   /** Failed authentications per client address and minute (0: not counted), and how many at once. */
   AUTH_FAILURES_PER_MINUTE: whole(0).default(60),
   AUTH_FAILURES_BURST: whole(1, "min").default(20),
@@ -136,6 +139,7 @@ const envSchema = z.object({
   MAX_RUNNING_RUNS_PER_PRINCIPAL: whole(1, "min").optional(),
   MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),
   MAX_SCHEDULES_PER_PRINCIPAL: whole(1, "min").default(100),
+  MAX_API_KEYS_PER_PRINCIPAL: whole(1, "min").default(100),
   DAILY_COST_LIMIT: z
     .string()
     .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
@@ -247,9 +251,7 @@ function serverSettings(values: EnvValues) {
     maxSubscriptionsPerToken: values.MAX_SUBSCRIPTIONS_PER_TOKEN,
     connections: { maxPerClient: values.MAX_CONNECTIONS_PER_CLIENT, requestTimeoutMs: values.REQUEST_TIMEOUT_MS },
     trustedProxies: values.TRUSTED_PROXIES,
-    rateLimit: values.RATE_LIMIT_PER_MINUTE
-      ? { perMinute: values.RATE_LIMIT_PER_MINUTE, burst: values.RATE_LIMIT_BURST ?? Math.max(1, Math.ceil(values.RATE_LIMIT_PER_MINUTE / 6)) }
-      : undefined,
+    ...rateLimitsOf(values.RATE_LIMIT_PER_MINUTE, values.RATE_LIMIT_BURST, values.RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE),
     authFailures: values.AUTH_FAILURES_PER_MINUTE > 0 ? { perMinute: values.AUTH_FAILURES_PER_MINUTE, burst: values.AUTH_FAILURES_BURST } : undefined,
     traceSubscriberBuffer: values.TRACE_SUBSCRIBER_BUFFER,
     maxTraceRecords: values.MAX_TRACE_RECORDS,
@@ -291,6 +293,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     dailyCostLimit: values.DAILY_COST_LIMIT,
     maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
     maxSchedulesPerPrincipal: values.MAX_SCHEDULES_PER_PRINCIPAL,
+    maxApiKeysPerPrincipal: values.MAX_API_KEYS_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     worker: {

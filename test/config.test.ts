@@ -51,6 +51,21 @@ describe("loadConfig", () => {
     expect(loadConfig({}).maxSchedulesPerPrincipal).toBe(100);
     expect(loadConfig({ MAX_SCHEDULES_PER_PRINCIPAL: "7" }).maxSchedulesPerPrincipal).toBe(7);
     expect(() => loadConfig({ MAX_SCHEDULES_PER_PRINCIPAL: "0" })).toThrow(/MAX_SCHEDULES_PER_PRINCIPAL="0": must be at least 1/);
+    expect(loadConfig({}).maxApiKeysPerPrincipal).toBe(100);
+    expect(loadConfig({ MAX_API_KEYS_PER_PRINCIPAL: "3" }).maxApiKeysPerPrincipal).toBe(3);
+    expect(() => loadConfig({ MAX_API_KEYS_PER_PRINCIPAL: "0" })).toThrow(/MAX_API_KEYS_PER_PRINCIPAL="0": must be at least 1/);
+    // A principal's bucket: ten times a credential's rate by default, as many seconds' worth; 0: none; nothing without RATE_LIMIT_PER_MINUTE.
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "60" })).toMatchObject({
+      rateLimit: { perMinute: 60, burst: 10 },
+      principalRateLimit: { perMinute: 600, burst: 100 },
+    });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "6", RATE_LIMIT_BURST: "4", RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE: "12" }).principalRateLimit).toEqual({
+      perMinute: 12,
+      burst: 8,
+    });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "6", RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE: "0" }).principalRateLimit).toBeUndefined();
+    const principalOnly = loadConfig({ RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE: "12" });
+    expect([principalOnly.rateLimit, principalOnly.principalRateLimit]).toEqual([undefined, undefined]);
     expect(() => loadConfig({ RUN_LEASE_MS: "10", MAX_REQUEST_BYTES: "lots" })).toThrow(
       /RUN_LEASE_MS="10": must be at least 500[\s\S]*MAX_REQUEST_BYTES="lots": must be a number/,
     );

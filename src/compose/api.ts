@@ -20,7 +20,7 @@ import { getParameters } from "../server/get-parameters.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
-import { rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
+import { type RateLimits, rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { endRefused } from "../server/refused-requests.js";
 import { guardFailedAuthentications } from "../server/failed-authentications.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
@@ -60,6 +60,8 @@ export type ApiOptions = {
   trustedDocuments?: Pick<TrustedDocumentsOptions, "only" | "extra">;
   /** Request rate limits (RATE_LIMIT_PER_MINUTE): the buckets requests and graphql-ws operations draw from; none without. */
   rateLimits?: TokenBuckets;
+  /** Per-principal rate limits (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE): every credential of a principal draws from its bucket too; none without (or without `rateLimits`). */
+  principalRateLimits?: TokenBuckets;
   /** Failed authentications per client address (AUTH_FAILURES_PER_MINUTE): past the burst, the address's credentials are refused unread; none: not counted. */
   authFailures?: TokenBuckets;
   /** Subscriptions one API key, and one principal, may hold open at once here (MAX_SUBSCRIPTIONS_PER_KEY; default 500). */
@@ -82,7 +84,8 @@ export function createApi(
     corsOrigins = [],
     viewerFrameAncestors = [],
     metricsToken,
-    rateLimits,
+    rateLimits: requestLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey = 500,
     maxSubscriptionsPerToken = 50,
@@ -96,6 +99,7 @@ export function createApi(
   const { db, events, services, metrics, now } = core;
   const settings = { traceSubscriberBuffer };
   const capabilities = { skills: core.skills, mcp: core.mcp };
+  const rateLimits: RateLimits | undefined = requestLimits && { requests: requestLimits, principals: principalRateLimits };
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });

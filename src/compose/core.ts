@@ -118,6 +118,8 @@ export type CoreOptions = {
   maxQueuedRunsPerPrincipal?: number;
   /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL): createSchedule beyond it is refused. */
   maxSchedulesPerPrincipal?: number;
+  /** The most live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL): createApiKey beyond it is refused. */
+  maxApiKeysPerPrincipal?: number;
 };
 
 export function createCore({
@@ -134,6 +136,7 @@ export function createCore({
   retention,
   maxQueuedRunsPerPrincipal,
   maxSchedulesPerPrincipal,
+  maxApiKeysPerPrincipal,
 }: CoreOptions): Core {
   const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
   const stdioEnv = mcpOptions.stdioEnv ?? [];
@@ -155,6 +158,7 @@ export function createCore({
     weekStorage: db.kind === "postgres" ? db : undefined,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

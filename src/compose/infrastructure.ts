@@ -220,6 +220,11 @@ export async function openRateLimits(config: Config, logger: Logger): Promise<To
   return config.rateLimit && openBuckets(config, config.rateLimit, "rate limits", logger, "rate:");
 }
 
+/** The principals' rate-limit buckets (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE), kept as the rate limits are; none when off. */
+export async function openPrincipalRateLimits(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
+  return config.principalRateLimit && openBuckets(config, config.principalRateLimit, "principals' rate limits", logger, "principal-rate:");
+}
+
 /** The failed authentications per client address (AUTH_FAILURES_PER_MINUTE), kept as the rate limits are; none when off. */
 export async function openAuthFailures(config: Config, logger: Logger): Promise<TokenBuckets | undefined> {
   return config.authFailures && openBuckets(config, config.authFailures, "failed authentications", logger, "auth-failures:");

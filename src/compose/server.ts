@@ -9,13 +9,23 @@ import { sealStoredUrls } from "../domain/sealed-url.js";
 import { startHttpServer } from "../server/http-server.js";
 import { createApi } from "./api.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openAuthFailures, openInfrastructure, openRateLimits, runtimeSettings, stopOnSignals } from "./infrastructure.js";
+import {
+  mcpSettings,
+  modelFor,
+  openAuthFailures,
+  openInfrastructure,
+  openPrincipalRateLimits,
+  openRateLimits,
+  runtimeSettings,
+  stopOnSignals,
+} from "./infrastructure.js";
 
 /** Starts the server; its metrics are returned for what the entry point counts itself. */
 export async function startServer({ config, logger }: { config: Config; logger: Logger }): Promise<{ metrics: DossierMetrics }> {
   const infrastructure = await openInfrastructure(config, logger);
   const { db, events, runQueue } = infrastructure;
   const rateLimits = await openRateLimits(config, logger);
+  const principalRateLimits = await openPrincipalRateLimits(config, logger);
   const authFailures = await openAuthFailures(config, logger);
   const mcp = mcpSettings(config, logger);
   const core = createCore({
@@ -33,6 +43,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     retention: config.retention,
     maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal: config.maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal: config.maxApiKeysPerPrincipal,
     runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {
@@ -46,6 +57,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     graphiql: config.graphiql,
     trustedDocuments: config.trustedDocuments,
     rateLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey: config.maxSubscriptionsPerKey,
     maxSubscriptionsPerToken: config.maxSubscriptionsPerToken,
@@ -66,6 +78,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     await step("the worker and the services (runs in flight are handed back)", () => core.stop());
     await step("the API", () => api.stop());
     await step("the rate limits", async () => rateLimits?.close?.());
+    await step("the principals' rate limits", async () => principalRateLimits?.close?.());
     await step("the authentication failure counts", async () => authFailures?.close?.());
     await infrastructure.close(step);
   });

@@ -55,6 +55,7 @@ export function createServices({
   weekStorage,
   maxQueuedRunsPerPrincipal,
   maxSchedulesPerPrincipal,
+  maxApiKeysPerPrincipal,
 }: {
   prisma: PrismaClient;
   /** PostgreSQL, whose trace tables are partitioned by week: retention drops whole weeks first. */
@@ -86,6 +87,8 @@ export function createServices({
   maxQueuedRunsPerPrincipal?: number;
   /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL); 100 without it. */
   maxSchedulesPerPrincipal?: number;
+  /** The most live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL); 100 without it. */
+  maxApiKeysPerPrincipal?: number;
 }): Services {
   const artifacts = new ArtifactService({ prisma, now });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
@@ -94,7 +97,7 @@ export function createServices({
   const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles, maxQueuedRuns: maxQueuedRunsPerPrincipal });
   const firing = new ScheduleFiring({ prisma, events, admissions, now });
   return {
-    principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation(events) }),
+    principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation(events), maxApiKeys: maxApiKeysPerPrincipal }),
     accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,

@@ -131,6 +131,16 @@ export class ScheduleLimitError extends DomainError {
 }
 
 /**
+ * The principal already has as many live API keys as one principal may (MAX_API_KEYS_PER_PRINCIPAL):
+ * nothing was created. Revoking one frees a place.
+ */
+export class ApiKeyLimitError extends DomainError {
+  constructor(readonly maxApiKeys: number) {
+    super(`You already have ${groupedDigits(maxApiKeys)} API keys, the most one principal may have; nothing was created. Revoke one to create another.`);
+  }
+}
+
+/**
  * A temporary artifact is past its expiry (W16): its content is gone or about to be swept, and
  * it can no longer be retained. Its metadata still reads.
  */

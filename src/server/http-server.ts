@@ -18,7 +18,7 @@ import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMI
 import { guardPages, upgradeAllowed } from "./cross-site.js";
 import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } from "./failed-authentications.js";
 import type { QueryLimits } from "./hardening.js";
-import type { TokenBuckets } from "./rate-limit.js";
+import type { RateLimits } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
 import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
@@ -57,8 +57,8 @@ export type ServedApi = {
   metrics: DossierMetrics;
   /** Which documents run, and what a `documentId` names (graphql-ws operations are resolved here). */
   trustedDocuments: Pick<TrustedDocuments, "resolveSocketOperation">;
-  /** Rate limits: every graphql-ws operation takes a token when it starts (RATE_LIMIT_PER_MINUTE). */
-  rateLimits?: TokenBuckets;
+  /** Rate limits: every graphql-ws operation takes a token when it starts, its credential's and its principal's (RATE_LIMIT_PER_MINUTE). */
+  rateLimits?: RateLimits;
   /** Subscriptions per API key and per principal (MAX_SUBSCRIPTIONS_PER_KEY): graphql-ws ones are counted here. */
   subscriptionQuota: SubscriptionQuota;
   /** The clock tokens expire by: a socket opened with one closes then. */

@@ -3,8 +3,10 @@
 // RATE_LIMIT_PER_MINUTE tokens flow in per minute, up to RATE_LIMIT_BURST; every GraphQL request
 // over HTTP (an SSE subscription when it starts) and every graphql-ws operation takes one. A
 // request without a token is answered RATE_LIMITED (HTTP 429 with Retry-After where the transport
-// has a status) before anything is parsed or executed. The buckets live in Redis when REDIS_URL
-// is set, so every instance draws from the same ones, and in this process otherwise.
+// has a status) before anything is parsed or executed. A request with a credential also takes one
+// from its principal's bucket (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE): a principal's many keys and
+// access tokens together draw no more than it. The buckets live in Redis when REDIS_URL is set, so
+// every instance draws from the same ones, and in this process otherwise.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
@@ -28,8 +30,8 @@ export interface TokenBuckets {
   close?(): Promise<void>;
 }
 
-/** What a request is counted against: its credential when it has one, otherwise its client address. */
-export type Caller = { credentialId?: string; keyId?: string; access?: { tokenId: string } };
+/** What a request is counted against: its credential when it has one, otherwise its client address; and the credential's principal. */
+export type Caller = { principalId?: string; credentialId?: string; keyId?: string; access?: { tokenId: string } };
 
 /**
  * The bucket of a request. Any credential — an access token, an API key, or another kind of
@@ -42,6 +44,33 @@ export function bucketOf(caller: Caller | undefined, address: string | undefined
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
   return `address:${clientOf(address)}`;
+}
+
+/**
+ * The principal's bucket of a request with a credential (an API key, an access token, a sign-in
+ * token): every credential of one principal draws from it too. None for a request without a
+ * credential — the development principal's keyless requests (AUTH_REQUIRED=false) are anyone's
+ * who reaches the server, and count against their address alone.
+ */
+export function principalBucketOf(caller: Caller | undefined): string | undefined {
+  if (!caller?.principalId || !(caller.access || caller.credentialId || caller.keyId)) return undefined;
+  return `principal:${caller.principalId}`;
+}
+
+/** The request rate limits: the credential's (or address's) buckets, and the principals' (none: not counted). */
+export type RateLimits = { requests: TokenBuckets; principals?: TokenBuckets };
+
+/**
+ * Takes a request's token from its credential's (or address's) bucket, then from its principal's:
+ * refused when either is empty. A request its credential's bucket refuses takes nothing from the
+ * principal's (an end user past its own limit does not drain its team's); one the principal's
+ * refuses has spent its credential's token.
+ */
+export async function takeFor(limits: RateLimits, caller: Caller | undefined, address: string | undefined): Promise<RateDecision> {
+  const decision = await limits.requests.take(bucketOf(caller, address));
+  const principal = principalBucketOf(caller);
+  if (!decision.allowed || !limits.principals || !principal) return decision;
+  return limits.principals.take(principal);
 }
 
 export function rateLimitedError(retryAfterSeconds: number, what = "Too many requests"): GraphQLError {
@@ -157,13 +186,13 @@ export function addressOf(serverContext: unknown): string | undefined {
 
 /**
  * Takes a token for every GraphQL request over HTTP, after authentication (a request whose
- * credential is refused counts against its address). Refused: RATE_LIMITED, nothing parsed or executed.
+ * credential is refused counts against its address), from its credential's and its principal's buckets. Refused: RATE_LIMITED, nothing parsed or executed.
  */
-export function rateLimitPlugin(buckets: TokenBuckets, callerOf: (request: Request) => Promise<Caller>, countRejected: (reason: string) => void): Plugin {
+export function rateLimitPlugin(limits: RateLimits, callerOf: (request: Request) => Promise<Caller>, countRejected: (reason: string) => void): Plugin {
   return {
     async onParams({ request, context }) {
       const caller = await callerOf(request).catch(() => undefined);
-      const decision = await buckets.take(bucketOf(caller, addressOf(context)));
+      const decision = await takeFor(limits, caller, addressOf(context));
       if (decision.allowed) return;
       countRejected("rate_limited");
       refuse(request, rateLimitedError(decision.retryAfterSeconds));

@@ -1,8 +1,9 @@
 // A WebSocket server's operations held to the fair shares (issue 36): each operation takes a
-// rate-limit token when it starts, from its socket's credential's bucket (or its address's), and
-// each subscription holds a place of its key's and principal's quota until it completes.
+// rate-limit token when it starts, from its socket's credential's bucket (or its address's) and its
+// principal's, and each subscription holds a place of its key's and principal's quota until it
+// completes.
 import { type DocumentNode, GraphQLError, getOperationAST } from "graphql";
-import { bucketOf, type Caller, rateLimitedError, type TokenBuckets } from "./rate-limit.js";
+import { type Caller, type RateLimits, rateLimitedError, takeFor } from "./rate-limit.js";
 import type { Holder, SubscriptionQuota } from "./subscription-quota.js";
 
 export class SocketShares {
@@ -12,7 +13,7 @@ export class SocketShares {
   private readonly places = new WeakMap<object, Map<string, () => void>>();
 
   constructor(
-    private readonly rateLimits: TokenBuckets | undefined,
+    private readonly rateLimits: RateLimits | undefined,
     private readonly quota: SubscriptionQuota,
   ) {}
 
@@ -23,7 +24,7 @@ export class SocketShares {
   /** A token for an operation starting on the socket; the error when its bucket is empty. */
   async start(socket: object, address: string | undefined): Promise<GraphQLError | undefined> {
     if (!this.rateLimits) return undefined;
-    const decision = await this.rateLimits.take(bucketOf(this.callers.get(socket), address));
+    const decision = await takeFor(this.rateLimits, this.callers.get(socket), address);
     return decision.allowed ? undefined : rateLimitedError(decision.retryAfterSeconds);
   }
 

@@ -71,6 +71,8 @@ export type TestAppOptions = {
   trustedDocuments?: Parameters<typeof createApp>[0]["trustedDocuments"];
   /** Request rate limits (RATE_LIMIT_PER_MINUTE's buckets); none by default. */
   rateLimits?: Parameters<typeof createApp>[0]["rateLimits"];
+  /** Per-principal rate limits (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE's buckets); none by default. */
+  principalRateLimits?: Parameters<typeof createApp>[0]["principalRateLimits"];
   /** Failed authentications per client address (AUTH_FAILURES_PER_MINUTE's buckets); not counted by default. */
   authFailures?: Parameters<typeof createApp>[0]["authFailures"];
   /** Subscriptions one key, and one principal, may hold open (MAX_SUBSCRIPTIONS_PER_KEY). */
@@ -91,6 +93,8 @@ export type TestAppOptions = {
   maxQueuedRunsPerPrincipal?: number;
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL; 100 by default). */
   maxSchedulesPerPrincipal?: number;
+  /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL; 100 by default). */
+  maxApiKeysPerPrincipal?: number;
 };
 
 export async function startTestApp(
@@ -115,6 +119,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
@@ -125,6 +130,7 @@ export async function startTestApp(
     events,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -151,6 +157,7 @@ export async function startTestApp(
     graphiql,
     trustedDocuments,
     rateLimits,
+    principalRateLimits,
     authFailures,
     maxSubscriptionsPerKey,
     maxSubscriptionsPerToken,
@@ -158,6 +165,7 @@ export async function startTestApp(
     runQueue,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    maxApiKeysPerPrincipal,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Prisma, Principal, PrismaClient } from "../../generated/prisma/client.js";
-import { NotFoundError, ValidationError } from "../errors.js";
+import { ApiKeyLimitError, NotFoundError, ValidationError } from "../errors.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
@@ -37,6 +37,9 @@ export const AGENT_KEY_SCOPES: readonly AccessOperation[] = ACCESS_OPERATIONS.fi
 
 /** `lastUsedAt` is written at most this often per key: a request does not cost a write. */
 export const LAST_USED_PRECISION_MS = 60_000;
+
+/** MAX_API_KEYS_PER_PRINCIPAL's default. */
+export const MAX_API_KEYS_DEFAULT = 100;
 
 /** The principal of keyless requests when authentication is not required (embedded default). */
 export const DEVELOPMENT_PRINCIPAL_ID = "development";
@@ -97,7 +100,15 @@ function newSecret(): { secret: string; prefix: string; hash: string } {
 export type KeyRevocationEffects = (tx: Prisma.TransactionClient, keyId: string, after: AfterCommit) => Promise<unknown>;
 
 export class PrincipalService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; revoked?: KeyRevocationEffects }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      events: EventPublisher;
+      revoked?: KeyRevocationEffects;
+      /** The most live (unrevoked) API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL). */
+      maxApiKeys?: number;
+    },
+  ) {}
 
   /** Creates a principal with its first key; the returned secret is not stored anywhere. */
   async createPrincipal(input: { name: string }): Promise<{ principal: Principal; apiKey: ApiKey; secret: string }> {
@@ -112,7 +123,7 @@ export class PrincipalService {
     return { principal, apiKey, secret };
   }
 
-  /** Gives the acting principal an additional key. */
+  /** Gives the acting principal an additional key; ApiKeyLimitError when it has MAX_API_KEYS_PER_PRINCIPAL live ones. */
   async createApiKey(actor: Actor, input: z.input<typeof keyInput>): Promise<{ apiKey: ApiKey; secret: string }> {
     const { name, scopes, forAgent, runCaps: asked } = parseInput(keyInput, input);
     // A key gives no more than the key that made it: a narrow key cannot mint a wider one.
@@ -122,8 +133,16 @@ export class PrincipalService {
     // Nor wider run caps: what the new key's omit, it inherits from the calling key's.
     const runCaps = narrowCaps(actor.runCaps, asked);
     const { secret, prefix, hash } = newSecret();
-    const apiKey = await this.deps.prisma.apiKey.create({
-      data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], ...(runCaps ? { runCaps } : {}) },
+    // A principal's live keys are bounded: each is another rate-limit bucket and another credential
+    // to revoke. The principal's row is locked for the count, so creates side by side never pass
+    // the bound together.
+    const max = this.deps.maxApiKeys ?? MAX_API_KEYS_DEFAULT;
+    const apiKey = await this.deps.prisma.$transaction(async (tx) => {
+      await tx.$queryRawUnsafe("SELECT id FROM principal WHERE id = $1 FOR NO KEY UPDATE", actor.principalId);
+      if ((await tx.apiKey.count({ where: { principalId: actor.principalId, revokedAt: null } })) >= max) throw new ApiKeyLimitError(max);
+      return tx.apiKey.create({
+        data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], ...(runCaps ? { runCaps } : {}) },
+      });
     });
     return { apiKey, secret };
   }

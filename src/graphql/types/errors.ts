@@ -2,6 +2,7 @@
 // client can always read `... on Error { message }` and narrow by __typename for details.
 import { LIST_ITEMS } from "../list-connection.js";
 import {
+  ApiKeyLimitError,
   ArtifactExpiredError,
   type DomainError,
   ForbiddenError,
@@ -109,6 +110,14 @@ builder.objectType(ScheduleLimitError, {
     "You already have as many schedules as one principal may have (the operator's MAX_SCHEDULES_PER_PRINCIPAL, paused ones included); nothing was created. Deleting a schedule frees a place.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ maxSchedules: t.exposeInt("maxSchedules", { description: "The most schedules one principal may have." }) }),
+});
+
+builder.objectType(ApiKeyLimitError, {
+  name: "ApiKeyLimitError",
+  description:
+    "You already have as many live API keys as one principal may have (the operator's MAX_API_KEYS_PER_PRINCIPAL; revoked keys do not count); nothing was created. Revoking a key frees a place.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ maxApiKeys: t.exposeInt("maxApiKeys", { description: "The most live API keys one principal may have." }) }),
 });
 
 builder.objectType(ForbiddenError, {

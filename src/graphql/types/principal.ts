@@ -1,5 +1,5 @@
 // The calling principal and its API keys.
-import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { ApiKeyLimitError, NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { AccessOperation } from "../../domain/principal/access-scope.js";
 import { AccessOperationEnum } from "./access-token.js";
 import type { ApiKey } from "../../generated/prisma/client.js";
@@ -126,9 +126,10 @@ const CreateApiKeySuccess = builder.objectRef<{ apiKey: ApiKey; secret: string }
 builder.mutationField("createApiKey", (t) =>
   t.field({
     type: CreateApiKeySuccess,
-    description: "Gives the calling principal an additional API key.",
+    description:
+      "Gives the calling principal an additional API key. An ApiKeyLimitError says it already has as many live keys as one principal may (revoke one first).",
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
-    errors: { types: [ValidationError], directResult: true, union: { name: "CreateApiKeyPayload" } },
+    errors: { types: [ValidationError, ApiKeyLimitError], directResult: true, union: { name: "CreateApiKeyPayload" } },
     resolve: (_root, { input }, ctx) => ctx.services.principals.createApiKey(ctx.actor, input),
   }),
 );
