@@ -92,7 +92,16 @@ export type Config = {
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL, default 100): createSchedule beyond it is a ScheduleLimitError. */
   maxSchedulesPerPrincipal: number;
   /** Query and request limits (A7). */
-  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
+  limits: {
+    maxDepth: number;
+    maxAliases: number;
+    maxTokens: number;
+    maxCost: number;
+    maxBodyBytes: number;
+    maxResponseBytes: number;
+    maxPageSize: number;
+    traceRecords: number;
+  };
   maxSubscriptionsPerConnection: number;
   /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
   connections: { maxPerClient: number; requestTimeoutMs: number };

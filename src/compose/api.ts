@@ -94,7 +94,7 @@ export function createApi(
   const graphiqlSecret = randomBytes(24).toString("base64url");
   const { trusted, graphiql } = documentSettings(documents, graphiqlSecret, core.metrics.countRejected);
   const { db, events, services, metrics, now } = core;
-  const settings = { traceSubscriberBuffer };
+  const settings = { traceSubscriberBuffer, maxResponseBytes: limits.maxResponseBytes };
   const capabilities = { skills: core.skills, mcp: core.mcp };
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });

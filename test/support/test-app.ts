@@ -91,6 +91,8 @@ export type TestAppOptions = {
   maxQueuedRunsPerPrincipal?: number;
   /** Schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL; 100 by default). */
   maxSchedulesPerPrincipal?: number;
+  /** Query and response limits (MAX_QUERY_COST, MAX_RESPONSE_BYTES and their companions); the defaults otherwise. */
+  limits?: Parameters<typeof createApp>[0]["limits"];
 };
 
 export async function startTestApp(
@@ -125,6 +127,7 @@ export async function startTestApp(
     events,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    limits,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -158,6 +161,7 @@ export async function startTestApp(
     runQueue,
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
+    limits,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

@@ -1,6 +1,7 @@
 // What changed since the previous version of a publication (PublicationVersion.changesFromPrevious).
 import { CHANGES_CONTEXT_LINES, CHANGES_DIFF_MAX, type PublicationChanges, storedChanges } from "../../domain/research/publication-changes.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 const PublicationChangesRef = builder.objectRef<PublicationChanges>("PublicationChanges").implement({
@@ -14,6 +15,7 @@ const PublicationChangesRef = builder.objectRef<PublicationChanges>("Publication
       description: "Lines of the previous version this one no longer has (the whole count, even when diff is truncated).",
     }),
     diff: t.exposeString("diff", {
+      extensions: largeText(CHANGES_DIFF_MAX),
       description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${groupedDigits(CHANGES_DIFF_MAX)} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff are shown as every old line removed and every new line added.`,
     }),
     diffTruncated: t.exposeBoolean("diffTruncated", {

@@ -2,10 +2,11 @@
 // skills that override or extend the built-in ones.
 import { LIST_ITEMS } from "../list-connection.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
-import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
+import { SKILL_BODY_MAX, SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/ports/skills.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import type { GraphQLContext } from "../context.js";
 import { mine } from "./owned.js";
 
@@ -54,7 +55,7 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   fields: (t) => ({
     name: t.exposeString("name"),
     description: t.exposeString("description", { description: "What the model reads to decide whether to load the skill." }),
-    body: t.exposeString("body", { description: "The instructions load_skill returns." }),
+    body: t.exposeString("body", { extensions: largeText(SKILL_BODY_MAX), description: "The instructions load_skill returns." }),
     agent: t.exposeString("agent", { description: "The agent profile whose runs see the skill." }),
     source: t.field({ type: SkillSourceEnum, resolve: (skill) => skill.source }),
     overridesBuiltIn: t.exposeBoolean("overridesBuiltIn", { description: "A stored skill that replaces the built-in skill of the same name." }),
