@@ -17,7 +17,7 @@ export const LARGE_TEXT = "largeText";
 export type LargeText = { maxChars?: number };
 
 /** Characters of a large text field's bound that count as one field value in a request's cost. */
-export const TEXT_COST_CHARS = 8_192;
+export const TEXT_COST_CHARS = 32_768;
 
 /** Bytes of large texts one response may hold by default (MAX_RESPONSE_BYTES). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;

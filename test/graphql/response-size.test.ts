@@ -74,13 +74,13 @@ describe("a response's size is bounded", () => {
       for (let n = 2; n <= 12; n += 1) await publish(t.as(bob), { publicationId, content: `derived ${n}`, sources });
       return { publicationId, sourceIds: long.map((each) => each.version.id) };
     })());
-  const page = (fields: string) =>
-    `query ($id: ID!) { node(id: $id) { ... on Publication { versions(first: 12) { edges { node { version sources { ${fields} } } } } } } }`;
+  const page = (fields: string, first = 12) =>
+    `query ($id: ID!) { node(id: $id) { ... on Publication { versions(first: ${first}) { edges { node { version sources { ${fields} } } } } } } }`;
 
   it("sources: a page of versions citing the same long sources is refused by its cost, while another principal is served", async () => {
     const { publicationId } = await seedSources();
-    // 12 × 4 × 100,000 characters asked for by a document of 140 bytes: refused before it runs.
-    const [bobs, alices] = await Promise.all([post(bob, page("content"), { id: publicationId }), post(alice, "{ skills { name } }")]);
+    // 30 versions' sources' content (12 × 4 × 100,000 characters here, up to 30 × 200 × 1,000,000) asked for by a document of 140 bytes: refused before it runs.
+    const [bobs, alices] = await Promise.all([post(bob, page("content", 30), { id: publicationId }), post(alice, "{ skills { name } }")]);
     expect(codes(bobs)).toEqual(["QUERY_TOO_COSTLY"]);
     expect(bobs.body.data).toBeUndefined();
     expect(alices.body.errors).toBeUndefined();

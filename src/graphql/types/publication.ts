@@ -30,6 +30,7 @@ async function sourceIdsOf(prisma: PrismaClient, versionIds: string[]): Promise<
     where: { versionId: { in: versionIds } },
     orderBy: [{ versionId: "asc" }, { position: "asc" }],
     select: { versionId: true, sourceVersionId: true },
+    take: versionIds.length * PUBLICATION_SOURCES_MAX,
   });
   const byVersion = new Map<string, string[]>();
   for (const { versionId, sourceVersionId } of sources) {
