@@ -4,6 +4,7 @@
 // RESPONSE_TOO_LARGE errors. Another principal is served meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UpsertSkillDocument } from "../../sdk/generated/graphql.js";
+import { LARGE_TEXT_FIELDS } from "../../src/graphql/schema.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
 import { openMigratedTestDatabase } from "../support/databases.js";
 import { expectType, publish } from "../support/fixtures.js";
@@ -45,6 +46,13 @@ async function post(key: string, query: string, variables?: Record<string, unkno
 const codes = (answer: Answer) => [...new Set((answer.body.errors ?? []).map((error) => error.extensions?.code))];
 
 describe("a response's size is bounded", () => {
+  it("holds the texts that can be long to the budget", () => {
+    const long = ["Skill.body", "PublicationVersion.content", "Artifact.content", "ArtifactContent.text", "PublicationChanges.diff", "Evidence.content"];
+    expect(LARGE_TEXT_FIELDS).toEqual(
+      expect.arrayContaining([...long, "Message.content", "Run.answer", "Span.request", "Span.attributes", "SpanEvent.payload"]),
+    );
+  });
+
   it("skills: aliases of every skill's 60 KiB body are answered within the byte budget, the rest as RESPONSE_TOO_LARGE, while another principal is served", async () => {
     const body = "s".repeat(60 * 1024);
     for (let i = 0; i < 20; i += 1) {
