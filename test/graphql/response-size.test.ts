@@ -62,7 +62,10 @@ describe("a response's size is bounded", () => {
     // 10 × 20 × 60 KiB: 12 MB of bodies asked for by a document of a few hundred bytes.
     const document = `{ ${Array.from({ length: 10 }, (_, i) => `a${i}: skills { name body }`).join(" ")} }`;
     expect(document.length).toBeLessThan(400);
+    heard.length = 0;
     const [bobs, alices] = await Promise.all([post(bob, document), post(alice, "{ skills { name } }")]);
+    // Bob's skills are read once for his 10 lists of them, Alice's once for hers.
+    expect(heard.filter((sql) => /FROM "public"\."skill" /.test(sql))).toHaveLength(2);
     expect(bobs.status).toBe(200);
     expect(codes(bobs)).toEqual(["RESPONSE_TOO_LARGE"]);
     expect(bobs.body.errors![0]!.message).toMatch(new RegExp(`past ${MAX_RESPONSE_BYTES} bytes \\(MAX_RESPONSE_BYTES\\)`));

@@ -1,5 +1,6 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
+import { createContextCache } from "@pothos/core";
 import { LIST_ITEMS } from "../list-connection.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { SKILL_BODY_MAX, SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
@@ -68,6 +69,15 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   }),
 });
 
+/** One agent's skills, read once per request however many of its fields (aliases) list them. */
+const readSkills = createContextCache(() => new Map<string, Promise<CatalogSkill[]>>());
+function skillsOf(ctx: GraphQLContext, agent: string): Promise<CatalogSkill[]> {
+  const read = readSkills(ctx);
+  let skills = read.get(agent);
+  if (!skills) read.set(agent, (skills = ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent)));
+  return skills;
+}
+
 builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
@@ -76,9 +86,7 @@ builder.queryField("skills", (t) =>
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
     resolve: async (_root, { agent }, ctx) => {
       const allowed = ctx.services.agentProfiles.definition(agent)?.skills;
-      return (await ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent))
-        .filter((skill) => allowedBy(allowed, skill.name))
-        .map((skill) => ({ ...skill, agent }));
+      return (await skillsOf(ctx, agent)).filter((skill) => allowedBy(allowed, skill.name)).map((skill) => ({ ...skill, agent }));
     },
   }),
 );
