@@ -94,7 +94,16 @@ export type Config = {
   /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL, default 100): createApiKey beyond it is an ApiKeyLimitError. */
   maxApiKeysPerPrincipal: number;
   /** Query and request limits (A7). */
-  limits: { maxDepth: number; maxAliases: number; maxTokens: number; maxCost: number; maxBodyBytes: number; maxPageSize: number; traceRecords: number };
+  limits: {
+    maxDepth: number;
+    maxAliases: number;
+    maxTokens: number;
+    maxCost: number;
+    maxBodyBytes: number;
+    maxResponseBytes: number;
+    maxPageSize: number;
+    traceRecords: number;
+  };
   maxSubscriptionsPerConnection: number;
   /** Open connections per client address (MAX_CONNECTIONS_PER_CLIENT) and the time a request's headers and body may take (REQUEST_TIMEOUT_MS). */
   connections: { maxPerClient: number; requestTimeoutMs: number };

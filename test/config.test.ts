@@ -37,7 +37,16 @@ describe("loadConfig", () => {
   it("has worker and query limit settings with defaults, and names bad values", () => {
     expect(loadConfig({})).toMatchObject({
       worker: { leaseMs: 15_000, concurrency: 4, maxRunningPerPrincipal: 4 },
-      limits: { maxDepth: 15, maxAliases: 30, maxTokens: 5_000, maxCost: 100_000, maxBodyBytes: 1_048_576, maxPageSize: 200, traceRecords: 50_000 },
+      limits: {
+        maxDepth: 15,
+        maxAliases: 30,
+        maxTokens: 5_000,
+        maxCost: 100_000,
+        maxBodyBytes: 1_048_576,
+        maxResponseBytes: 33_554_432,
+        maxPageSize: 200,
+        traceRecords: 50_000,
+      },
     });
     expect(loadConfig({ RUN_LEASE_MS: "2000", WORKER_CONCURRENCY: "8", METRICS_PORT: "9464", MAX_QUERY_DEPTH: "8" })).toMatchObject({
       worker: { leaseMs: 2_000, concurrency: 8, maxRunningPerPrincipal: 8, metricsPort: 9464 },

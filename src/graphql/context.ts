@@ -21,5 +21,7 @@ export type GraphQLContext = {
   settings: {
     /** Live trace updates that may wait for one slow subscriber before it must resync. */
     traceSubscriberBuffer: number;
+    /** Bytes of large texts one response may hold (MAX_RESPONSE_BYTES, graphql/large-text.ts). */
+    maxResponseBytes?: number;
   };
 };

@@ -1,5 +1,6 @@
 // Imports every type module (each registers its types and root fields) and builds the schema.
 import { builder } from "./builder.js";
+import { holdLargeTexts } from "./large-text.js";
 import "./types/scalars.js";
 import "./types/money.js";
 import "./types/errors.js";
@@ -44,3 +45,6 @@ import "./types/webhook.js";
 import "./types/schedule.js";
 
 export const schema = builder.toSchema({ sortSchema: true });
+
+/** The large text fields, each held to the response's byte budget (graphql/large-text.ts). */
+export const LARGE_TEXT_FIELDS = holdLargeTexts(schema);

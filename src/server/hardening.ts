@@ -8,6 +8,7 @@ import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
 import { type DocumentNode, GraphQLError, type GraphQLSchema, parse, type ValidationContext } from "graphql";
 
 import type { Plugin } from "graphql-yoga";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../graphql/large-text.js";
 import { pageSizeError } from "../graphql/list-connection.js";
 import { MAX_VISITS, requestCost } from "./page-cost.js";
 
@@ -25,6 +26,8 @@ export type QueryLimits = {
   maxCost: number;
   /** Bytes of a request body; larger ones are refused (413) before they are read. */
   maxBodyBytes: number;
+  /** Bytes of large texts one response may hold (graphql/large-text.ts); unset: DEFAULT_MAX_RESPONSE_BYTES. */
+  maxResponseBytes?: number;
   /**
    * The largest `first`/`last` a request may ask for; more is refused rather than clamped. Each
    * connection still serves at most its own page size (100, or 200 for message logs) and says
@@ -42,6 +45,7 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
   maxTokens: 5_000,
   maxCost: 100_000,
   maxBodyBytes: 1_048_576,
+  maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
   maxPageSize: 200,
   traceRecords: 50_000,
 };

@@ -5,7 +5,9 @@
 // costs n × n whether n is written inline or not. A connection's page size comes from its
 // field's PAGE_SIZES extension (graphql/list-connection.ts); a plain list that the client cannot
 // page counts as the most items it may hold (its LIST_ITEMS extension: a version's sources, a
-// catalog entry's versions), or PLAIN_LIST_ITEMS when it states none.
+// catalog entry's versions), or PLAIN_LIST_ITEMS when it states none. A large text field (its
+// LARGE_TEXT extension, graphql/large-text.ts) counts one field value per TEXT_COST_CHARS
+// characters it may hold, so a page of long texts costs what it can weigh.
 // What `@skip` or `@include` leaves out, with the request's variables, is not counted.
 //
 // A trace's spans and events are bounded by the trace itself (MAX_TRACE_RECORDS records in all),
@@ -38,6 +40,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from "graphql";
+import { textCost } from "../graphql/large-text.js";
 import { LIST_ITEMS, PAGE_SIZES, type PageSizes, TRACE_RECORDS } from "../graphql/list-connection.js";
 
 /** The type whose objects bound the TRACE_RECORDS lists below them. */
@@ -190,6 +193,7 @@ function selectionCost(walk: Walk, type: GraphQLCompositeType, selectionSet: Sel
     if (name.startsWith("__")) continue;
     const field = isUnionType(type) ? undefined : type.getFields()[name];
     if (!field) continue;
+    own += place.rows * (textCost(field.extensions) - 1);
     const args = argumentsOf(field, nodes[0]!, walk.variables);
     const below = placeBelow(walk, field, args, place);
     const named = getNamedType(field.type);

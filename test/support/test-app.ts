@@ -95,6 +95,8 @@ export type TestAppOptions = {
   maxSchedulesPerPrincipal?: number;
   /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL; 100 by default). */
   maxApiKeysPerPrincipal?: number;
+  /** Query and response limits (MAX_QUERY_COST, MAX_RESPONSE_BYTES and their companions); the defaults otherwise. */
+  limits?: Parameters<typeof createApp>[0]["limits"];
 };
 
 export async function startTestApp(
@@ -131,6 +133,7 @@ export async function startTestApp(
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    limits,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
   const opened: { db: Database; url?: string; dispose(): Promise<void> } = database ? await database() : await openMigratedTestDatabase(backend);
@@ -166,6 +169,7 @@ export async function startTestApp(
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    limits,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.
   await app.services.agentProfiles.load();

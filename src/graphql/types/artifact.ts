@@ -4,6 +4,8 @@ import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { ARTIFACT_MAX_BYTES } from "../../domain/research/artifact-service.js";
+import { largeText } from "../large-text.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { mine, newestFirst, ownedBy } from "./owned.js";
 
@@ -14,7 +16,7 @@ const ArtifactRetentionEnum = builder.enumType(ArtifactRetention, {
 
 const ArtifactContentRef = builder.objectRef<{ text: string }>("ArtifactContent").implement({
   description: "An artifact's content, while it is kept.",
-  fields: (t) => ({ text: t.exposeString("text", { description: "The content as UTF-8 text." }) }),
+  fields: (t) => ({ text: t.exposeString("text", { extensions: largeText(ARTIFACT_MAX_BYTES), description: "The content as UTF-8 text." }) }),
 });
 
 export const ArtifactNode = builder.prismaNode("Artifact", {
@@ -35,6 +37,7 @@ export const ArtifactNode = builder.prismaNode("Artifact", {
     // stays a string, null once expired, and `contentResult` carries the typed error.
     content: t.string({
       nullable: true,
+      extensions: largeText(ARTIFACT_MAX_BYTES),
       description:
         "The content as UTF-8 text (fetched only when selected). Null once a TEMPORARY artifact is past expiresAt; contentResult then answers ArtifactExpiredError. (It stays a string rather than becoming a union, so clients that select it keep working.)",
       select: { content: true, retention: true, expiresAt: true },

@@ -7,6 +7,7 @@ import { MessageRole } from "../../generated/prisma/enums.js";
 import { lineageOf, logWhere } from "../../domain/research/conversation-lineage.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { myConversations, newestFirst, ofMyConversation, ownedBy } from "./owned.js";
 
@@ -24,6 +25,7 @@ export const MessageNode = builder.prismaNode("Message", {
     }),
     role: t.expose("role", { type: MessageRoleEnum }),
     content: t.string({
+      extensions: largeText(),
       description: "The entry's text exactly as it was written, NUL characters and unpaired surrogates included.",
       resolve: (message) => fromStored(message.content),
     }),

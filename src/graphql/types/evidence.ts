@@ -2,6 +2,7 @@
 // model request in place of a tool result or tool-call arguments. Owner-only, like the runs whose
 // logs hold it.
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { MessageNode } from "./conversation.js";
 import type { Evidence } from "../../domain/research/evidence.js";
 import { mine } from "./owned.js";
@@ -26,7 +27,7 @@ const EvidenceRef = builder.objectRef<Evidence>("Evidence").implement({
       description: 'The tool the call named; "" when the model\'s call named none (it was answered as a call of a tool that does not exist).',
     }),
     toolCallId: t.exposeString("toolCallId", { nullable: true }),
-    content: t.exposeString("content", { description: "The original text, byte for byte as persisted." }),
+    content: t.exposeString("content", { extensions: largeText(), description: "The original text, byte for byte as persisted." }),
     size: t.int({ description: "Bytes of the content (UTF-8).", resolve: (evidence) => Buffer.byteLength(evidence.content, "utf8") }),
     message: t.field({
       type: MessageNode,

@@ -7,6 +7,7 @@ import {
   storedChanges,
 } from "../../domain/research/publication-changes.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 const PublicationChangesRef = builder.objectRef<PublicationChanges>("PublicationChanges").implement({
@@ -20,6 +21,7 @@ const PublicationChangesRef = builder.objectRef<PublicationChanges>("Publication
       description: "Lines of the previous version this one no longer has (the whole count, even when diff is truncated).",
     }),
     diff: t.exposeString("diff", {
+      extensions: largeText(CHANGES_DIFF_MAX),
       description: `A unified diff from the previous version ("--- version n-1", "+++ version n") with ${CHANGES_CONTEXT_LINES} lines of context, at most ${groupedDigits(CHANGES_DIFF_MAX)} characters: a longer one is cut at a line end and diffTruncated is true. Two texts too far apart for a shortest diff (more line edits than a bounded search finds, or together longer than ${groupedDigits(CHANGES_MAX_DIFF_LINES)} lines) are shown as every old line removed and every new line added.`,
     }),
     diffTruncated: t.exposeBoolean("diffTruncated", {

@@ -1,12 +1,14 @@
 // Publications and their immutable versions.
 import { LIST_ITEMS, paged } from "../list-connection.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
-import { PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-service.js";
+import { PUBLICATION_CONTENT_MAX, PUBLICATION_SOURCES_MAX } from "../../domain/research/publication-service.js";
 import type { RunLinkOutcome } from "../../domain/research/run-links.js";
-import type { PublicationVersion } from "../../generated/prisma/client.js";
+import type { PrismaClient, PublicationVersion } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
+import { loadBatched } from "../request-batch.js";
 import { mine, newestFirst, ofMyPublication, ownedBy } from "./owned.js";
 
 export const MaterialRefInput = builder.inputType("MaterialRefInput", {
@@ -22,6 +24,29 @@ export function materialRefsToDomain(refs: { publicationId: string | number; ver
   }));
 }
 
+/** The source version ids of each version, in the order given. */
+async function sourceIdsOf(prisma: PrismaClient, versionIds: string[]): Promise<Map<string, string[]>> {
+  const sources = await prisma.publicationSource.findMany({
+    where: { versionId: { in: versionIds } },
+    orderBy: [{ versionId: "asc" }, { position: "asc" }],
+    select: { versionId: true, sourceVersionId: true },
+    take: versionIds.length * PUBLICATION_SOURCES_MAX,
+  });
+  const byVersion = new Map<string, string[]>();
+  for (const { versionId, sourceVersionId } of sources) {
+    const ids = byVersion.get(versionId) ?? byVersion.set(versionId, []).get(versionId)!;
+    if (ids.length < PUBLICATION_SOURCES_MAX) ids.push(sourceVersionId);
+  }
+  return byVersion;
+}
+
+async function versionsById(prisma: PrismaClient, query: { select?: object }, ids: string[]): Promise<Map<string, PublicationVersion>> {
+  // The id the rows are matched by, whatever the request selects.
+  const selection = query.select ? { ...query, select: { ...query.select, id: true } } : query;
+  const rows = await prisma.publicationVersion.findMany({ ...selection, where: { id: { in: ids } } });
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
   id: { field: "id" },
   nullable: true,
@@ -29,7 +54,7 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
   description: "One immutable version of a publication.",
   fields: (t) => ({
     version: t.exposeInt("version"),
-    content: t.exposeString("content"),
+    content: t.exposeString("content", { extensions: largeText(PUBLICATION_CONTENT_MAX) }),
     contentHash: t.exposeString("contentHash", { description: "SHA-256 (hex) of the UTF-8 content." }),
     asOf: t.expose("asOf", { type: "DateTime", description: "When the judgement was formed." }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When it was stored." }),
@@ -39,15 +64,16 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
       type: ["PublicationVersion"],
       extensions: { [LIST_ITEMS]: PUBLICATION_SOURCES_MAX },
       description: `The exact versions this version was built on, in the order given: at most ${PUBLICATION_SOURCES_MAX}, all of them.`,
-      resolve: async (query, version, _args, ctx) =>
-        (
-          await ctx.prisma.publicationSource.findMany({
-            where: { versionId: version.id },
-            orderBy: { position: "asc" },
-            take: PUBLICATION_SOURCES_MAX,
-            include: { sourceVersion: query },
-          })
-        ).map((source) => source.sourceVersion),
+      // The versions of one request that ask are answered together, and a version cited by several
+      // is loaded once (the same row for each): a page of versions citing the same long sources
+      // holds each source's content once.
+      resolve: async (query, version, _args, ctx) => {
+        const ids = (await loadBatched(ctx, "publication-sources", version.id, (versionIds) => sourceIdsOf(ctx.prisma, versionIds))) ?? [];
+        const rows = await Promise.all(
+          ids.map((id) => loadBatched(ctx, `publication-version:${JSON.stringify(query)}`, id, (sourceIds) => versionsById(ctx.prisma, query, sourceIds))),
+        );
+        return rows.filter((row): row is PublicationVersion => row !== undefined);
+      },
     }),
   }),
 });

@@ -7,6 +7,7 @@ import {
   ValidationError,
   WorkspaceArchivedError,
 } from "../../domain/errors.js";
+import { largeText } from "../large-text.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -81,6 +82,7 @@ export const RunNode = builder.prismaNode("Run", {
     deadlineAt: t.expose("deadlineAt", { type: "DateTime" }),
     answer: t.string({
       nullable: true,
+      extensions: largeText(),
       description:
         "The final reply, exactly as the model gave it — or, for a run stopped NOW (cancelRun) while its model was writing, the text it had streamed (answerComplete false); that text appears once the attempt executing the run has stopped, a moment after cancelRun answered.",
       resolve: (run) => (run.answer === null ? null : fromStored(run.answer)),
@@ -90,9 +92,7 @@ export const RunNode = builder.prismaNode("Run", {
 
 // How the run executes: its attempts and times, where it runs, what answered, its log and trace.
 builder.prismaObjectFields(RunNode, (t) => ({
-  attempt: t.exposeInt("attempt", {
-    description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18).",
-  }),
+  attempt: t.exposeInt("attempt", { description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18)." }),
   attempts: listConnection<Run>(t, {
     type: "RunAttempt",
     name: "RunAttemptConnection",

@@ -1,11 +1,13 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
+import { createContextCache } from "@pothos/core";
 import { LIST_ITEMS } from "../list-connection.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
-import { SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
+import { SKILL_BODY_MAX, SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { CatalogSkill } from "../../runtime/ports/skills.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import type { GraphQLContext } from "../context.js";
 import { mine } from "./owned.js";
 
@@ -54,7 +56,7 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   fields: (t) => ({
     name: t.exposeString("name"),
     description: t.exposeString("description", { description: "What the model reads to decide whether to load the skill." }),
-    body: t.exposeString("body", { description: "The instructions load_skill returns." }),
+    body: t.exposeString("body", { extensions: largeText(SKILL_BODY_MAX), description: "The instructions load_skill returns." }),
     agent: t.exposeString("agent", { description: "The agent profile whose runs see the skill." }),
     source: t.field({ type: SkillSourceEnum, resolve: (skill) => skill.source }),
     overridesBuiltIn: t.exposeBoolean("overridesBuiltIn", { description: "A stored skill that replaces the built-in skill of the same name." }),
@@ -67,6 +69,15 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   }),
 });
 
+/** One agent's skills, read once per request however many of its fields (aliases) list them. */
+const readSkills = createContextCache(() => new Map<string, Promise<CatalogSkill[]>>());
+function skillsOf(ctx: GraphQLContext, agent: string): Promise<CatalogSkill[]> {
+  const read = readSkills(ctx);
+  let skills = read.get(agent);
+  if (!skills) read.set(agent, (skills = ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent)));
+  return skills;
+}
+
 builder.queryField("skills", (t) =>
   t.field({
     type: [SkillRef],
@@ -75,9 +86,7 @@ builder.queryField("skills", (t) =>
     args: { agent: t.arg.string({ defaultValue: "researcher", required: true }) },
     resolve: async (_root, { agent }, ctx) => {
       const allowed = ctx.services.agentProfiles.definition(agent)?.skills;
-      return (await ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent))
-        .filter((skill) => allowedBy(allowed, skill.name))
-        .map((skill) => ({ ...skill, agent }));
+      return (await skillsOf(ctx, agent)).filter((skill) => allowedBy(allowed, skill.name)).map((skill) => ({ ...skill, agent }));
     },
   }),
 );

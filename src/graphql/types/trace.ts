@@ -10,6 +10,7 @@ import { type LogLookup, readLogMessages } from "../../domain/trace/recorded-req
 import { firstEventsOfSpans, noUsage, requestOf, type SubtreeSums, subtreeSums, traceUsages, type Usage } from "../../trace/read/trace-reads.js";
 import { SEQ_TYPE_NOTE } from "../sequence.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import type { GraphQLContext } from "../context.js";
 import { encodeGlobalId } from "../global-id.js";
 import { connectionOf, describePage, type KeysetList, listConnection, pageOf, readConnection, TRACE_PAGE, TRACE_RECORDS } from "../list-connection.js";
@@ -92,6 +93,7 @@ export const SpanEventObject = builder.prismaNode("SpanEvent", {
       resolve: (event) => event.payloadSize > Buffer.byteLength(event.preview, "utf8"),
     }),
     payload: t.string({
+      extensions: largeText(),
       description:
         "The whole payload (opt-in: it can be large), exactly as recorded, NUL characters included. A tool's result and a final reply are read from the conversation log, where they are stored.",
       resolve: async (event, _args, ctx) => {
@@ -142,12 +144,14 @@ export const SpanObject = builder.prismaNode("Span", {
     startedAt: t.expose("startedAt", { type: "DateTime" }),
     endedAt: t.expose("endedAt", { type: "DateTime", nullable: true }),
     attributes: t.string({
+      extensions: largeText(),
       description:
         'The span\'s attributes as JSON. A model call\'s attributes hold its budget breakdown and its request as recorded: messages the conversation log holds as they were sent are references to their log entries ({"logMessage": id}), and a user message joined from several (a run\'s context and its question) lists its parts ({"role": "user", "parts": [{"logMessage": id} or {"text": …}]}, its content their concatenation); `request` reads them back.',
       resolve: (span) => JSON.stringify(fromStoredJson(span.attributes)),
     }),
     request: t.string({
       nullable: true,
+      extensions: largeText(),
       description:
         "A model call's request: the exact messages sent to the model, as JSON, with what the span records as references read back from the conversation log (opt-in: it can be large). Null for other spans.",
       resolve: (span, _args, ctx) => {

@@ -1,0 +1,85 @@
+// Text fields whose values can be large (a publication version's content, a skill's body, an
+// artifact, a trace payload): what one request can make the server hold and send is bounded in
+// two ways. Before execution, the request's cost counts each such field by the most characters it
+// can hold, one field value per TEXT_COST_CHARS of them (server/page-cost.ts), so a request that
+// could ask for gigabytes is refused before it runs. During execution, the texts one request
+// resolves share a budget of bytes (MAX_RESPONSE_BYTES): a text that would pass it resolves to a
+// ResponseTooLargeError (`RESPONSE_TOO_LARGE`) in the response's errors instead of its value, and
+// the rest of the response stays (a non-null field's error nulls its nearest nullable parent, as
+// any field error does). The budget holds whatever the texts' real sizes, which a field's bound
+// says nothing of when it has none (a span's request, an event's payload).
+import { defaultFieldResolver, GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema, isObjectType } from "graphql";
+
+/** The field extension that marks a large text field: its LargeText. */
+export const LARGE_TEXT = "largeText";
+
+/** A large text field: the most characters one value can hold, when something bounds it. */
+export type LargeText = { maxChars?: number };
+
+/** Characters of a large text field's bound that count as one field value in a request's cost. */
+export const TEXT_COST_CHARS = 32_768;
+
+/** Bytes of large texts one response may hold by default (MAX_RESPONSE_BYTES). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/** The extensions of a large text field holding at most `maxChars` characters (unset: unbounded). */
+export const largeText = (maxChars?: number) => ({ [LARGE_TEXT]: { maxChars } satisfies LargeText });
+
+/** What a large text field counts for in a request's cost, for each object it is resolved on. */
+export function textCost(extensions: Record<string, unknown> | undefined | null): number {
+  const maxChars = (extensions?.[LARGE_TEXT] as LargeText | undefined)?.maxChars;
+  return maxChars === undefined ? 1 : Math.max(1, Math.ceil(maxChars / TEXT_COST_CHARS));
+}
+
+/** A text left out because the response's texts would pass the byte budget. */
+export class ResponseTooLargeError extends GraphQLError {
+  constructor(maxBytes: number) {
+    super(
+      `This text would take the response's texts past ${maxBytes} bytes (MAX_RESPONSE_BYTES), so it is left out; ask for fewer items or fields at once, or page through them.`,
+      { extensions: { code: "RESPONSE_TOO_LARGE", maxBytes } },
+    );
+  }
+}
+
+type Settings = { settings?: { maxResponseBytes?: number } };
+
+/** Bytes of large texts resolved so far, by request context (by event for a subscription). */
+const spent = new WeakMap<object, { bytes: number }>();
+
+function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number } | undefined {
+  // A subscription's context lasts as long as it does: each event (its root value) is a response of its own.
+  const key = info.operation.operation === "subscription" ? info.rootValue : context;
+  if (typeof key !== "object" || key === null) return undefined;
+  let budget = spent.get(key);
+  if (!budget) spent.set(key, (budget = { bytes: 0 }));
+  return budget;
+}
+
+function charge(value: unknown, context: unknown, info: GraphQLResolveInfo): unknown {
+  if (typeof value !== "string") return value;
+  const budget = budgetOf(context, info);
+  if (!budget) return value;
+  const max = (context as Settings).settings?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (budget.bytes + bytes > max) throw new ResponseTooLargeError(max);
+  budget.bytes += bytes;
+  return value;
+}
+
+/** Holds every large text field of the schema to the response's byte budget; returns the fields held. */
+export function holdLargeTexts(schema: GraphQLSchema): string[] {
+  const held: string[] = [];
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith("__")) continue;
+    for (const field of Object.values(type.getFields())) {
+      if (!field.extensions?.[LARGE_TEXT]) continue;
+      const resolve: GraphQLFieldResolver<unknown, unknown> = field.resolve ?? defaultFieldResolver;
+      field.resolve = (source, args, context, info) => {
+        const value = resolve(source, args, context, info);
+        return value instanceof Promise ? value.then((text) => charge(text, context, info)) : charge(value, context, info);
+      };
+      held.push(`${type.name}.${field.name}`);
+    }
+  }
+  return held;
+}
