@@ -152,10 +152,11 @@ describe("the Dossier MCP server", () => {
 
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
     // src/config.ts (with src/config-files.ts, its JSON settings, src/config-rules.ts, the rules
-    // values are checked by, src/config-mcp-client.ts, the MCP client program's own, and
-    // src/config-types.ts, the settings' shape) reads every setting of every
-    // Dossier program and imports nothing else of the project but the runtime's types of what it
-    // reads (agent profiles, spill policies), which leave nothing in a bundle.
+    // values are checked by, src/config-mcp-client.ts, the MCP client program's own,
+    // src/config-rate-limits.ts, the rate limits' figures, and src/config-types.ts, the settings'
+    // shape) reads every setting of every Dossier program and imports nothing else of the project
+    // but the runtime's types of what it reads (agent profiles, spill policies), which leave
+    // nothing in a bundle.
     const imports = (file: string, kind: "value" | "type") => {
       const statement = kind === "type" ? /^(?:import|export)\s+type\b[^;]*?from\s+"(\.[^"]*)"/gm : /^(?:import|export)\s+(?!type\b)[^;]*?from\s+"(\.[^"]*)"/gm;
       return [...readFileSync(path.join(projectRoot, file), "utf8").matchAll(statement)].map((m) => m[1]!);
@@ -165,9 +166,12 @@ describe("the Dossier MCP server", () => {
       "./config-access.js",
       "./config-sign-in.js",
       "./config-mcp-client.js",
+      "./config-rate-limits.js",
       "./config-rules.js",
       "./config-rules.js",
     ]);
+    // The rate limits' settings are computed from values already checked: they import nothing.
+    expect(imports("src/config-rate-limits.ts", "value")).toEqual([]);
     // The MCP client program's own settings check values with the shared rules only.
     expect(imports("src/config-mcp-client.ts", "value")).toEqual(["./config-rules.js"]);
     expect(imports("src/config-files.ts", "value")).toEqual(["./config-rules.js"]);
