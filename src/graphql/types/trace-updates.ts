@@ -63,7 +63,8 @@ builder.subscriptionField("traceUpdates", (t) =>
     type: TraceUpdateRef,
     description:
       "A run's span and event updates: first every change after `afterSeq` (all of them without it), then live ones. " +
-      "Completes after TRACE_ENDED, after RESYNC_REQUIRED when the subscriber falls too far behind, or at once with TRACE_EXPIRED when the trace expired.",
+      "Completes after TRACE_ENDED, after RESYNC_REQUIRED when the subscriber falls too far behind, or at once with TRACE_EXPIRED when the trace expired. " +
+      "A subscriber whose server lost its link to the other instances for a while (Redis failing over) is not ended: what was recorded meanwhile is read from the trace, each change once, up to TRACE_ENDED.",
     args: {
       runId: t.arg.id({ required: true }),
       afterSeq: t.arg.string({

@@ -3,7 +3,7 @@
 // fetching any gap from the database — no gap, no duplicate, across reconnects and restarts.
 // The live buffer is bounded: a subscriber that falls too far behind is told to resync and the
 // stream ends, so it never holds up the runtime or other subscribers.
-import type { EventBus, SpanState, TraceChangeMessage } from "../../events/topics.js";
+import { type EventBus, EventLinkLostError, type SpanState, type TraceChangeMessage } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { TERMINAL_STATUSES } from "../../domain/runs/stop-reasons.js";
 import { spanAsOf } from "../../domain/trace/trace-writes.js";
@@ -218,34 +218,55 @@ async function settledWithoutTrace(prisma: PrismaClient, runId: string): Promise
 
 export type LiveBuffer = ReturnType<typeof listenTrace>;
 
-/** Listens at once and keeps at most `bufferLimit` undelivered changes. */
+/**
+ * Listens at once and keeps at most `bufferLimit` undelivered changes. When the bus's link to the
+ * other instances was lost and is back (EventLinkLostError), it listens again at once and its next
+ * `next()` says "idle": the changes committed meanwhile are read from the database, as after a quiet
+ * spell, and the stream goes on — a trace that ended meanwhile ends with its own TRACE_ENDED.
+ */
 export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<TraceUpdatesOptions, "events" | "traceId" | "bufferLimit" | "signal">) {
   const queue: TraceChangeMessage[] = [];
   let overflow = false;
+  /** The link was lost since the database was last read for what the bus did not bring. */
+  let missed = false;
+  let closed = false;
   let wake: (() => void) | undefined;
-  const subscription = events.subscribe("trace:change", traceId);
+  let subscription = events.subscribe("trace:change", traceId);
   const close = () => {
-    void subscription.return?.();
+    closed = true;
+    // A subscription the bus is ending (its link lost) rejects its return with that error: nobody waits for it.
+    void Promise.resolve(subscription.return?.()).catch(() => undefined);
     wake?.();
   };
   signal?.addEventListener("abort", close, { once: true });
   void (async () => {
-    try {
-      for await (const change of subscription) {
-        if (queue.length >= bufferLimit) overflow = true;
-        else queue.push(change);
+    for (;;) {
+      try {
+        for await (const change of subscription) {
+          if (queue.length >= bufferLimit) overflow = true;
+          else queue.push(change);
+          wake?.();
+        }
+        return;
+      } catch (error) {
+        if (!closed && error instanceof EventLinkLostError) {
+          // Listening again before anyone reads the database: a change committed after that read is heard.
+          subscription = events.subscribe("trace:change", traceId);
+          missed = true;
+          wake?.();
+          continue;
+        }
+        // The bus ended the subscription otherwise (it fell behind): changes were lost to it.
+        overflow = true;
         wake?.();
+        return;
       }
-    } catch {
-      // The bus ended the subscription (a MissedEventsError: it fell behind, or the link was lost): changes were lost to it.
-      overflow = true;
-      wake?.();
     }
   })();
   return {
     /** The next live change; "idle" when none came within `idleMs`. */
     async next(idleMs: number): Promise<TraceChangeMessage | "overflow" | "closed" | "idle"> {
-      if (!overflow && queue.length === 0 && !signal?.aborted) {
+      if (!overflow && !missed && queue.length === 0 && !signal?.aborted) {
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -255,7 +276,11 @@ export function listenTrace({ events, traceId, bufferLimit, signal }: Pick<Trace
       }
       if (signal?.aborted) return "closed";
       if (overflow) return "overflow";
-      return queue.shift() ?? "idle";
+      // What was heard before the link was lost goes first; then the database is read for the rest.
+      const change = queue.shift();
+      if (change) return change;
+      missed = false;
+      return "idle";
     },
     /** The next live change if it is `last + 1` (earlier ones dropped); "wait" once one leaves a gap, or `ready` settled with none. */
     async following(last: number, ready: Promise<unknown>): Promise<TraceChangeMessage | "closed" | "wait"> {
