@@ -24,8 +24,9 @@
 // change (`9007199254740993` runs as 9007199254740992, `1e400` as null): the person reads digits
 // the tool would not get. So are arguments with a key a person could read as another: a key
 // holding an invisible character, mixing look-alike scripts, reading alike with another key of its
-// object, or not ASCII and not one of the properties the tool's input schema declares
-// (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its tool's own is refused).
+// object, or not one of the properties the tool's input schema declares while not ASCII or reading
+// loosely as one of them (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its
+// tool's own is refused).
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
@@ -98,6 +99,7 @@ export function unreadableKeyResult(call: Pick<ToolCall, "name">, problem: KeyPr
     mixedScripts: `the key ${key}, whose letters mix scripts with look-alike letters (Latin, Greek, Cyrillic…)`,
     lookAlike: `the keys "${visibleText(problem.kind === "lookAlike" ? problem.like : "")}" and ${key} in one object, which read alike`,
     undeclared: `the key ${key}, which is not ASCII and is not one of the properties the tool declares`,
+    likeDeclared: `the key ${key}, which is not one of the properties the tool declares but reads like its property "${visibleText(problem.kind === "likeDeclared" ? problem.like : "")}"`,
   }[problem.kind];
   return (
     `[not executed: the arguments of this call of "${call.name}" give ${why}, so a person cannot be shown what it would run. ` +
