@@ -87,12 +87,16 @@ describe("the approval gate", () => {
       ['{"tar\u2065get":"staging",PAD,"target":"prod"}', { kind: "hidden", key: "tar\u2065get" }],
       ['{"target":"prod","labels":{"\u0422\u0410\u0420\u0415":"a",PAD,"tape":"b"}}', { kind: "lookAlike", key: "tape", like: "\u0422\u0410\u0420\u0415" }],
       ['{"\u0446\u0435\u043B\u044C":"prod"}', { kind: "undeclared", key: "\u0446\u0435\u043B\u044C" }],
+      ['{"Target":"staging",PAD,"target":"prod"}', { kind: "likeDeclared", key: "Target", like: "target" }],
     ] as const;
     for (const [i, [written, problem]] of cases.entries()) {
       const held = { id: `k${i}`, name: "deploy", arguments: written.replace("PAD", padding) };
       expect(await gate(held, span)).toEqual({ type: "decline", output: unreadableKeyResult(held, problem) });
     }
     expect(unreadableKeyResult({ name: "deploy" }, cases[1][1])).toContain('the key "tar\\u2065get", which holds a character a person does not see');
+    expect(unreadableKeyResult({ name: "deploy" }, cases[4][1])).toContain(
+      'the key "Target", which is not one of the properties the tool declares but reads like its property "target"',
+    );
     expect(requests).toEqual([]);
     // A request approved before this rule, for such arguments, does not run either.
     expect(await gate({ id: "old", name: "deploy", arguments: '{"targ\u0435t":"staging","target":"prod"}' }, span)).toMatchObject({ type: "decline" });
