@@ -1,6 +1,7 @@
 // Keys of a held call's arguments that a person could read as another key than the one the tool
 // gets: repeated, holding an invisible character, mixing look-alike scripts, reading alike with
-// another key of their object, or non-ASCII and undeclared by the tool. Ordinary keys pass.
+// another key of their object, or undeclared by the tool and non-ASCII or reading loosely as a
+// declared one. Ordinary keys pass.
 import { describe, expect, it } from "vitest";
 import { unreadableKey } from "../../src/domain/text/unreadable-key.js";
 
@@ -33,6 +34,18 @@ describe("unreadableKey", () => {
     expect(unreadableKey('{"\u0441\u043E\u0440\u0443":"x"}', declared)).toEqual({ kind: "undeclared", key: "\u0441\u043E\u0440\u0443" });
     expect(unreadableKey('{"naïve":1,"target":"x","extra":1,"o":{"ключ":1}}', declared)).toBeUndefined();
     expect(unreadableKey('{"\u0441\u043E\u0440\u0443":"x"}')).toBeUndefined();
+  });
+
+  it("finds an ASCII key of the outermost object that the schema does not declare and that reads loosely as a declared one", () => {
+    const declared = new Set(["command", "file", "target_path", "count"]);
+    const like = (key: string) => ({ kind: "likeDeclared", key, like: expect.any(String) });
+    expect(unreadableKey(padded('"Command":"ls"', '"command":"rm"'), declared)).toEqual({ kind: "likeDeclared", key: "Command", like: "command" });
+    for (const decoy of ["comrnand", "COMMAND", "command ", " command", "com mand", "fiIe", "fi1e", "FILE", "targetPath", "target-path", "c0unt"]) {
+      expect(unreadableKey(`{${JSON.stringify(decoy)}:"x"}`, declared), decoy).toEqual(like(decoy));
+    }
+    // Declared keys only, and undeclared keys that read as none of them, pass; so does any key at depth, or without a schema.
+    expect(unreadableKey('{"command":"rm","file":"a","target_path":"b","count":1,"extra":2,"o":{"Command":1}}', declared)).toBeUndefined();
+    expect(unreadableKey('{"Command":"ls","command":"rm"}')).toBeUndefined();
   });
 
   it("passes ordinary keys: ASCII ones differing in case, one script, keys in different objects, not JSON", () => {

@@ -16,7 +16,7 @@ import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 
 const call = (id: string, name = "deploy") => ({ id, name, arguments: '{"target":"prod"}' });
 
-function gateOver(existing: Partial<ToolApprovalRecord>[] = [], mcpTools: Record<string, string> = {}) {
+function gateOver(existing: Partial<ToolApprovalRecord>[] = [], mcpTools: Record<string, string> = {}, current?: (name: string) => Promise<string | null>) {
   const requests: unknown[] = [];
   const started: string[] = [];
   const sink = new InMemoryTraceSink();
@@ -32,6 +32,7 @@ function gateOver(existing: Partial<ToolApprovalRecord>[] = [], mcpTools: Record
     needsApproval: (name) => name === "deploy",
     inputSchemaOf: (name) => (name === "deploy" ? { type: "object", properties: { target: { type: "string" } } } : null),
     mcpToolOf: (name) => mcpTools[name] ?? null,
+    ...(current && { current }),
     existing: existing.map((a) => ({ messageId: "m1", startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord),
     runId: "run-1",
     messageId: "m1",
@@ -86,12 +87,16 @@ describe("the approval gate", () => {
       ['{"tar\u2065get":"staging",PAD,"target":"prod"}', { kind: "hidden", key: "tar\u2065get" }],
       ['{"target":"prod","labels":{"\u0422\u0410\u0420\u0415":"a",PAD,"tape":"b"}}', { kind: "lookAlike", key: "tape", like: "\u0422\u0410\u0420\u0415" }],
       ['{"\u0446\u0435\u043B\u044C":"prod"}', { kind: "undeclared", key: "\u0446\u0435\u043B\u044C" }],
+      ['{"Target":"staging",PAD,"target":"prod"}', { kind: "likeDeclared", key: "Target", like: "target" }],
     ] as const;
     for (const [i, [written, problem]] of cases.entries()) {
       const held = { id: `k${i}`, name: "deploy", arguments: written.replace("PAD", padding) };
       expect(await gate(held, span)).toEqual({ type: "decline", output: unreadableKeyResult(held, problem) });
     }
     expect(unreadableKeyResult({ name: "deploy" }, cases[1][1])).toContain('the key "tar\\u2065get", which holds a character a person does not see');
+    expect(unreadableKeyResult({ name: "deploy" }, cases[4][1])).toContain(
+      'the key "Target", which is not one of the properties the tool declares but reads like its property "target"',
+    );
     expect(requests).toEqual([]);
     // A request approved before this rule, for such arguments, does not run either.
     expect(await gate({ id: "old", name: "deploy", arguments: '{"targ\u0435t":"staging","target":"prod"}' }, span)).toMatchObject({ type: "decline" });
@@ -172,5 +177,40 @@ describe("the approval gate", () => {
     // A new request records which tool it is for.
     await gate(call("c4"), span);
     expect(requests).toEqual([expect.objectContaining({ toolCallId: "c4", mcpTool: "ops/deploy" })]);
+  });
+
+  it("runs no approved or edited call of a server removed or turned off since; a declined one stays declined", async () => {
+    const asked: string[] = [];
+    const gone = (name: string) => `[not executed: the MCP server "ops" of "${name}" was removed or turned off after this run started.]`;
+    const { gate, started, sink } = gateOver(
+      [
+        { id: "a1", toolCallId: "c1", decision: "APPROVE" },
+        { id: "a2", toolCallId: "c2", decision: "EDIT", editedArguments: '{"target":"staging"}' },
+        { id: "a3", toolCallId: "c3", decision: "REJECT", reason: "no" },
+        { id: "a4", toolCallId: "c4", decision: "APPROVE" },
+      ],
+      {},
+      async (name) => (asked.push(name), name === "deploy" ? gone(name) : null),
+    );
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    expect(await gate(call("c1"), span)).toEqual({ type: "decline", output: gone("deploy") });
+    expect(await gate(call("c2"), span)).toEqual({ type: "decline", output: gone("deploy") });
+    expect(await gate(call("c3"), span)).toEqual({ type: "decline", output: declinedResult({ name: "deploy" }, "no") });
+    expect(await gate(call("c4", "read"), span)).toEqual({ type: "execute" });
+    expect(started).toEqual(["a4"]);
+    expect(asked).toEqual(["deploy", "deploy", "read"]);
+  });
+
+  it("runs an edited call with the person's arguments, however unreadable the model's original keys were", async () => {
+    const { gate, started, sink } = gateOver([
+      { id: "a1", toolCallId: "c1", decision: "EDIT", editedArguments: '{"target":"staging"}' },
+      { id: "a2", toolCallId: "c2", decision: "APPROVE" },
+    ]);
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    const original = '{"Target":"prod","targ\u0435t":"x","target":"staging"}';
+    expect(await gate({ id: "c1", name: "deploy", arguments: original }, span)).toEqual({ type: "execute", arguments: '{"target":"staging"}' });
+    // The same arguments approved as they are do not run.
+    expect(await gate({ id: "c2", name: "deploy", arguments: original }, span)).toMatchObject({ type: "decline" });
+    expect(started).toEqual(["a1"]);
   });
 });

@@ -3,7 +3,8 @@
 // reaches the worker, as when Redis is down or the message is lost), the run's next call of the
 // server's tools waits for a person and the server sees no call. A server removed or turned off
 // meanwhile runs none of its calls, and nobody is asked about them. Each step that calls an MCP
-// tool reads its servers' flags in one statement, by primary key; a resumed step reads nothing.
+// tool reads its servers' flags in one statement, by primary key; so does a resumed step whose
+// calls were approved, before they run.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -109,8 +110,8 @@ describe("an MCP server's requireApproval as stored", () => {
     );
     expect((await settled(client, runId)).status).toBe("SUCCEEDED");
     expect(executed()).toHaveLength(2);
-    // One read of the flags for each of the two steps that called the tool; the resumed step, its call decided, read none.
-    expect(statements.filter((sql) => FLAGS_READ.test(sql))).toHaveLength(2);
+    // One read of the flags for each of the two steps that called the tool, and one for the resumed step (its approved call's server is still there).
+    expect(statements.filter((sql) => FLAGS_READ.test(sql))).toHaveLength(3);
   });
 
   it.each([

@@ -15,7 +15,11 @@
 //   `id` are told apart by a person, and an ordinary tool's keys are ASCII;
 // - at the outermost object, a key that is not ASCII when the tool's input schema declares its
 //   properties and that key is not one of them: the tool would not read it as any declared one,
-//   while a person may read it as one (`сору` for `copy`).
+//   while a person may read it as one (`сору` for `copy`);
+// - at the outermost object, an ASCII key the schema does not declare that reads loosely as one it
+//   does: the same once case-folded, without whitespace, `_` or `-`, with `rn` as `m`, `vv` as `w`,
+//   `I`, `l`, `1` and `|` as one letter and `0` as `o` (`Command`, `comrnand`, `fiIe`, `command `
+//   next to a declared `command`): the page shows two keys a person reads as one, the tool one.
 // None of these refuses a call whose keys are ASCII and its tool's own: no ordinary call is refused.
 import { eachKey } from "./repeated-key.js";
 
@@ -24,7 +28,8 @@ export type KeyProblem =
   | { kind: "hidden"; key: string }
   | { kind: "mixedScripts"; key: string }
   | { kind: "lookAlike"; key: string; like: string }
-  | { kind: "undeclared"; key: string };
+  | { kind: "undeclared"; key: string }
+  | { kind: "likeDeclared"; key: string; like: string };
 
 /**
  * The first key of `text` a person could read as another (see above), or undefined (also when
@@ -34,8 +39,9 @@ export function unreadableKey(text: string, declared?: ReadonlySet<string> | nul
   let problem: KeyProblem | undefined;
   // Per open object (by its set of keys so far): the skeletons of its non-ASCII-bearing keys and of all its keys.
   const skeletons = new WeakMap<ReadonlySet<string>, Map<string, string>>();
+  const loose = declared ? looseForms(declared) : null;
   eachKey(text, (key, before, depth) => {
-    problem = problemOf(key, before, depth, declared ?? null, skeletons);
+    problem = problemOf(key, before, depth, declared ?? null, skeletons) ?? likeDeclared(key, depth, declared ?? null, loose);
     return problem !== undefined;
   });
   return problem;
@@ -62,6 +68,30 @@ function problemOf(
 }
 
 const ASCII = /^[\x20-\x7E]*$/;
+
+/** A key of the outermost object the schema does not declare that reads loosely as one it does. */
+function likeDeclared(key: string, depth: number, declared: ReadonlySet<string> | null, loose: ReadonlyMap<string, string> | null): KeyProblem | undefined {
+  if (depth !== 1 || declared === null || loose === null || declared.has(key)) return undefined;
+  const like = loose.get(looseOf(key));
+  return like === undefined ? undefined : { kind: "likeDeclared", key, like };
+}
+
+/** The declared properties by their loose forms (the first one of each form). */
+function looseForms(declared: ReadonlySet<string>): Map<string, string> {
+  const forms = new Map<string, string>();
+  for (const name of declared) if (!forms.has(looseOf(name))) forms.set(looseOf(name), name);
+  return forms;
+}
+
+/** What `key` reads as at a glance: its skeleton without whitespace or separators, letters a glance confuses as one. */
+function looseOf(key: string): string {
+  return skeletonOf(key)
+    .replace(/[\s_-]/gu, "")
+    .replaceAll("rn", "m")
+    .replaceAll("vv", "w")
+    .replace(/[il1|]/g, "l")
+    .replaceAll("0", "o");
+}
 
 /** Characters a person does not see, in a key: default-ignorable code points, format and control characters, line and paragraph separators. */
 const HIDDEN_IN_KEY = /[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Cc}\u2028\u2029]/u;

@@ -76,17 +76,21 @@ export function approvalPolicy(
 
 /**
  * The gate of a step's calls: the run's policy over the operator's rules, its profile's and its
- * tools' own demands — an MCP server's read as stored when the step's first call of it is gated.
+ * tools' own demands — an MCP server's read as stored when the step's first call of it is gated
+ * (the step's read, or the connection's flag, either holds the call).
  */
 export function stepGate(
   settings: ApprovalSettings,
   attempt: { run: { id: string }; write: Transact; sink: TraceSink; profile: { toolApprovals?: ApprovalRules }; tools: ReadonlyMap<string, Tool> },
   step: HeldStep,
 ): ToolGate {
+  const policy = approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools);
+  const servers = settings.mcpServers && mcpServersNow(settings.mcpServers, step.calls, attempt.tools);
   return approvalGate({
     approvals: settings.store,
-    needsApproval: approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools),
-    current: settings.mcpServers && mcpServersNow(settings.mcpServers, step.calls, attempt.tools),
+    // The step's own read of a server's flag holds its calls even after a sync resets the connection's.
+    needsApproval: servers ? (toolName) => servers.requires(toolName) || policy(toolName) : policy,
+    current: servers?.current,
     inputSchemaOf: (toolName) => attempt.tools.get(toolName)?.schema.parameters ?? null,
     mcpToolOf: (toolName) => attempt.tools.get(toolName)?.mcpTool ?? null,
     mcpDigestOf: (toolName) => attempt.tools.get(toolName)?.mcpDigest ?? null,

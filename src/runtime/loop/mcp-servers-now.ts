@@ -4,15 +4,18 @@
 // change (Redis slow or down, the message lost): no call slips past a person meanwhile.
 //
 // One statement per step, by primary key, for all the step's servers: made when its first MCP call
-// without a decision is gated. A step that calls no MCP tool, or whose calls all have decisions (a
-// resumed step), reads nothing. What is read is written to each pinned connection, so later
-// steps, and the registry's other runs on it, agree until its next sync. A read that fails fails
-// the step (the attempt is handed back): no call runs on a guess.
+// is gated (with or without a decision). A step that calls no MCP tool reads nothing. What is read
+// decides the step's calls (`requires`, asked besides the connection's flag and the other sources
+// of the policy): a registry sync that began before the owner's change and lands after the step's
+// read resets the shared connection, not the step's answer, so no later call of the step runs
+// unheld. It is also written to each pinned connection, so later steps, and the registry's other
+// runs on it, agree until its next sync. A read that fails fails the step (the attempt is handed
+// back): no call runs on a guess.
 //
 // A server no longer stored (deleted, or replaced under its name) or turned off since the run
-// began: its calls do not run, and nobody is asked to approve them either (a person would approve
-// a tool its owner has withdrawn). The model is told the server is gone, as a call on a
-// connection the registry retired is.
+// began: its calls do not run, approved ones included, and nobody is asked to approve them either
+// (a person would approve a tool its owner has withdrawn). The model is told the server is gone,
+// as a call on a connection the registry retired is.
 import type { McpServerService } from "../../domain/capabilities/mcp-server-service.js";
 import type { ToolCall } from "../ports/model.js";
 import type { PinnedMcpServer, Tool } from "../ports/tool.js";
@@ -28,36 +31,49 @@ export function goneServerResult(call: Pick<ToolCall, "name">, serverName: strin
   );
 }
 
+/** What a step's gate asks of its MCP servers as stored (mcpServersNow). */
+export type McpStepServers = {
+  /** Null once the call's server was read (or for a tool of no MCP server), or the result the model sees instead when its server is gone. */
+  current: (toolName: string) => Promise<string | null>;
+  /** Whether the tool's server requires approval as this step read it (false before the read, and for a tool of no MCP server). */
+  requires: (toolName: string) => boolean;
+};
+
 /**
  * For the step of `calls`, what brings a call's MCP server up to date before the approval policy
- * is asked (ApprovalGateOptions.current): null once its pinned flag is as stored (or for a tool of
- * no MCP server), or the result the model sees instead when its server is gone. Undefined when no
- * call of the step is of an MCP tool: such a step reads nothing.
+ * is asked (ApprovalGateOptions.current), and what the step read of its requireApproval.
+ * Undefined when no call of the step is of an MCP tool: such a step reads nothing.
  */
-export function mcpServersNow(
-  servers: McpServersNow,
-  calls: readonly ToolCall[],
-  tools: ReadonlyMap<string, Tool>,
-): ((toolName: string) => Promise<string | null>) | undefined {
+export function mcpServersNow(servers: McpServersNow, calls: readonly ToolCall[], tools: ReadonlyMap<string, Tool>): McpStepServers | undefined {
   const pinned = new Map<string, PinnedMcpServer>();
   for (const call of calls) {
     const server = tools.get(call.name)?.mcpServer;
     if (server) pinned.set(server.serverId, server);
   }
   if (pinned.size === 0) return undefined;
+  /** Each server's requireApproval as this step read it: the step's own, whatever a sync writes to the connection later. */
+  const stored = new Map<string, boolean>();
   let read: Promise<ReadonlySet<string>> | undefined;
-  /** The ids of the step's servers stored and enabled now; each one's requireApproval written to its pinned connection. */
+  /** The ids of the step's servers stored and enabled now; each one's requireApproval kept for the step and written to its pinned connection. */
   const present = () =>
     (read ??= servers.approvalsOf([...pinned.keys()]).then((rows) => {
       for (const row of rows) {
         const server = pinned.get(row.id);
-        if (server) server.requireApproval = row.requireApproval;
+        if (!server) continue;
+        stored.set(row.id, row.requireApproval);
+        server.requireApproval = row.requireApproval;
       }
       return new Set(rows.filter((row) => row.enabled).map((row) => row.id));
     }));
-  return async (toolName) => {
-    const server = tools.get(toolName)?.mcpServer;
-    if (!server) return null;
-    return (await present()).has(server.serverId) ? null : goneServerResult({ name: toolName }, server.serverName);
+  return {
+    current: async (toolName) => {
+      const server = tools.get(toolName)?.mcpServer;
+      if (!server) return null;
+      return (await present()).has(server.serverId) ? null : goneServerResult({ name: toolName }, server.serverName);
+    },
+    requires: (toolName) => {
+      const server = tools.get(toolName)?.mcpServer;
+      return server !== undefined && stored.get(server.serverId) === true;
+    },
   };
 }

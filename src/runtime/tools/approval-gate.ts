@@ -4,8 +4,9 @@
 // it the same way with the person's arguments (ToolApproval.editedArguments; the log's ASSISTANT
 // entry keeps what the model asked, and the call's TOOL result says which arguments ran), REJECT
 // gives the model a result saying the person declined, with the reason; an open request keeps it
-// waiting. A call without one is first brought up to date (`current`: its MCP server's
-// requireApproval as stored now; a server gone declines it); one the policy then says needs
+// waiting; an approved or edited call whose MCP server is gone now (`current`) does not run. A call
+// without one is first brought up to date (`current`: its MCP server's requireApproval as stored
+// now; a server gone declines it); one the policy then says needs
 // approval gets its request — recorded in the attempt's fence, with an APPROVAL_REQUESTED event on
 // its span — and waits. Any other call executes at once.
 //
@@ -24,8 +25,9 @@
 // change (`9007199254740993` runs as 9007199254740992, `1e400` as null): the person reads digits
 // the tool would not get. So are arguments with a key a person could read as another: a key
 // holding an invisible character, mixing look-alike scripts, reading alike with another key of its
-// object, or not ASCII and not one of the properties the tool's input schema declares
-// (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its tool's own is refused).
+// object, or not one of the properties the tool's input schema declares while not ASCII or reading
+// loosely as one of them (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its
+// tool's own is refused).
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
@@ -41,9 +43,10 @@ export type ApprovalGateOptions = {
   /** Whether a call of the tool needs approval (tools/approval-policy.ts over the run's sources). */
   needsApproval: (toolName: string) => boolean;
   /**
-   * Asked first for a call without a decision: brings what needsApproval reads up to date (an MCP
-   * server's requireApproval as stored now, loop/mcp-servers-now.ts). Returns the result the model
-   * sees instead when the call must not run at all (its server gone), else null.
+   * Asked first for a call without a decision, and before an approved or edited call runs: brings
+   * what needsApproval reads up to date (an MCP server's requireApproval as stored now,
+   * loop/mcp-servers-now.ts). Returns the result the model sees instead when the call must not run
+   * at all (its server gone), else null.
    */
   current?: (toolName: string) => Promise<string | null>;
   /** The tool's input schema, kept with the request: what a person's edited arguments must fit. */
@@ -98,6 +101,7 @@ export function unreadableKeyResult(call: Pick<ToolCall, "name">, problem: KeyPr
     mixedScripts: `the key ${key}, whose letters mix scripts with look-alike letters (Latin, Greek, Cyrillic…)`,
     lookAlike: `the keys "${visibleText(problem.kind === "lookAlike" ? problem.like : "")}" and ${key} in one object, which read alike`,
     undeclared: `the key ${key}, which is not ASCII and is not one of the properties the tool declares`,
+    likeDeclared: `the key ${key}, which is not one of the properties the tool declares but reads like its property "${visibleText(problem.kind === "likeDeclared" ? problem.like : "")}"`,
   }[problem.kind];
   return (
     `[not executed: the arguments of this call of "${call.name}" give ${why}, so a person cannot be shown what it would run. ` +
@@ -218,6 +222,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   if (approval.decision === "REJECT") return { type: "decline", output: declinedResult(call, approval.reason) };
   if (changed) return { type: "decline", output: changedToolResult(call, approved, meant) };
   if (redefined) return { type: "decline", output: redefinedToolResult(call, approved) };
+  // A server removed or turned off since the call was decided: an approved call of it does not run either.
+  const gone = options.current ? await options.current(call.name) : null;
+  if (gone !== null) return { type: "decline", output: gone };
   // A request recorded before such keys were refused: what the person approved is ambiguous.
   const key = approval.decision === "APPROVE" ? unreadableKey(call.arguments, declaredProperties(options.inputSchemaOf(call.name))) : undefined;
   if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
