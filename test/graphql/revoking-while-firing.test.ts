@@ -80,4 +80,29 @@ describe.runIf(backends.includes("postgres"))("revoking a key while a fire holds
     await waitUntil(async () => (await scheduleState(schedule)).paused || undefined, 10_000, 20);
     expect(await scheduleState(schedule)).toEqual({ paused: true, pausedReason: KEY_REVOKED_REASON });
   });
+
+  it("a triggered fire that waited for the schedule while its key was revoked and it was paused admits nothing", async () => {
+    const { key, secondId, schedule, globalId } = await owner("held-trigger");
+    await hold(schedule);
+    let triggered: Promise<unknown> | undefined;
+    try {
+      triggered = gql(key, TRIGGER, { id: globalId });
+      const waiting = async () =>
+        (
+          await holder.watcher!.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'",
+          )
+        ).rows[0]!.n > 0 || undefined;
+      await waitUntil(waiting, 10_000, 10);
+      // The revocation commits while the fire waits; the session holding the schedule pauses it, as the revocation's pausing does.
+      await prisma().apiKey.update({ where: { id: idOfType(secondId, "ApiKey")! }, data: { revokedAt: new Date() } });
+      await sql().query("UPDATE schedule SET paused = true, paused_reason = $2 WHERE id = $1", [schedule, KEY_REVOKED_REASON]);
+    } finally {
+      await sql().query("COMMIT");
+    }
+    expect(((await triggered) as { triggerSchedule: unknown }).triggerSchedule).toEqual({
+      fire: { status: "FAILED", reason: KEY_REVOKED_FIRE_REASON, run: null },
+    });
+    expect(await prisma().run.count({ where: { scheduleId: schedule } })).toBe(0);
+  });
 });
