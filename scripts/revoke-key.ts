@@ -2,12 +2,13 @@
 // dsk_3f9a1c2b, or the whole key). Requests with it are refused from now on; subscriptions a
 // running server holds open with it are closed within seconds (at once with REDIS_URL, which
 // tells every instance; otherwise when the instances next check their open keys), and the
-// schedules it created, last updated or resumed pause.
+// schedules it created, last updated or resumed pause (one a fire holds at that moment pauses at
+// its next fire).
 import { openEvents } from "../src/compose/infrastructure.js";
 import { NotFoundError } from "../src/domain/errors.js";
 import { PrincipalService } from "../src/domain/principal/principal-service.js";
 import { pauseSchedulesOnRevocation } from "../src/domain/schedules/revoked-keys.js";
-import { silentLogger } from "../src/logger.js";
+import { createLogger, silentLogger } from "../src/logger.js";
 import { fail, withOperatorDatabase } from "./operator-database.js";
 
 const given = process.argv[2];
@@ -16,7 +17,11 @@ if (!given || process.argv.length > 3) fail("usage: npm run key:revoke -- <prefi
 await withOperatorDatabase("or revoke the key through the running server with the revokeApiKey mutation", async (db, config) => {
   const events = await openEvents(config, silentLogger);
   try {
-    const key = await new PrincipalService({ prisma: db.prisma, events: events.events, revoked: pauseSchedulesOnRevocation(events.events) })
+    const key = await new PrincipalService({
+      prisma: db.prisma,
+      events: events.events,
+      revoked: pauseSchedulesOnRevocation({ prisma: db.prisma, events: events.events, logger: createLogger("warn") }),
+    })
       .revokeApiKeyByPrefix(given!)
       .catch((error: unknown) =>
         error instanceof NotFoundError

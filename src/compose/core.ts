@@ -159,6 +159,7 @@ export function createCore({
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    logger,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });

@@ -35,6 +35,7 @@ import type { SecretBox } from "../domain/secret-box.js";
 import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
 import type { Database } from "../db/open-database.js";
 import { ScoreService } from "../domain/research/score-service.js";
+import type { Logger } from "../logger.js";
 import { pauseSchedulesOnRevocation } from "../domain/schedules/revoked-keys.js";
 import { ScheduleFiring } from "../domain/schedules/schedule-firing.js";
 import { ScheduleService } from "../domain/schedules/schedule-service.js";
@@ -56,8 +57,11 @@ export function createServices({
   maxQueuedRunsPerPrincipal,
   maxSchedulesPerPrincipal,
   maxApiKeysPerPrincipal,
+  logger,
 }: {
   prisma: PrismaClient;
+  /** Where what fails outside a request is told (the pausing of a revoked key's schedules). */
+  logger?: Logger;
   /** PostgreSQL, whose trace tables are partitioned by week: retention drops whole weeks first. */
   weekStorage?: Pick<Database, "withSession">;
   events: EventPublisher;
@@ -97,7 +101,7 @@ export function createServices({
   const admissions = new AdmissionService({ prisma, events, announcer, profiles: agentProfiles, maxQueuedRuns: maxQueuedRunsPerPrincipal });
   const firing = new ScheduleFiring({ prisma, events, admissions, now });
   return {
-    principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation(events), maxApiKeys: maxApiKeysPerPrincipal }),
+    principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation({ prisma, events, logger }), maxApiKeys: maxApiKeysPerPrincipal }),
     accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
     workspaces: new WorkspaceService({ prisma, events }),
     links,

@@ -43,15 +43,24 @@ export class ResponseTooLargeError extends GraphQLError {
 
 type Settings = { settings?: { maxResponseBytes?: number } };
 
-/** Bytes of large texts resolved so far, by request context (by event for a subscription). */
+/** Bytes of large texts resolved so far, by request context (by context and event for a subscription). */
 const spent = new WeakMap<object, { bytes: number }>();
+const spentOnEvents = new WeakMap<object, WeakMap<object, { bytes: number }>>();
 
 function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number } | undefined {
-  // A subscription's context lasts as long as it does: each event (its root value) is a response of its own.
-  const key = info.operation.operation === "subscription" ? info.rootValue : context;
-  if (typeof key !== "object" || key === null) return undefined;
-  let budget = spent.get(key);
-  if (!budget) spent.set(key, (budget = { bytes: 0 }));
+  if (typeof context !== "object" || context === null) return undefined;
+  let budgets: WeakMap<object, { bytes: number }> | undefined = spent;
+  let key: unknown = context;
+  // A subscription's context lasts as long as it does: each event (its root value) is a response of
+  // its own — to this subscription alone, though one event object may reach every subscriber.
+  if (info.operation.operation === "subscription") {
+    key = info.rootValue;
+    if (typeof key !== "object" || key === null) return undefined;
+    budgets = spentOnEvents.get(context);
+    if (!budgets) spentOnEvents.set(context, (budgets = new WeakMap()));
+  }
+  let budget = budgets.get(key as object);
+  if (!budget) budgets.set(key as object, (budget = { bytes: 0 }));
   return budget;
 }
 

@@ -8,7 +8,6 @@ import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Prisma, Principal, PrismaClient } from "../../generated/prisma/client.js";
 import { ApiKeyLimitError, NotFoundError, ValidationError } from "../errors.js";
-import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { NUMERIC_CAPS, narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
@@ -82,9 +81,6 @@ export function capsWithin(key: RunCaps | undefined, actor: RunCaps | undefined)
 
 export const hashApiKey = (secret: string): string => createHash("sha256").update(secret, "utf8").digest("hex");
 
-/** A schedule a scheduler is firing pauses once that fire committed: the revocation waits for it as long as a fire may take. */
-const REVOCATION_TRANSACTION = { maxWait: 10_000, timeout: 60_000 };
-
 /** A key's stored beginning: `dsk_` and 8 of its random characters. */
 const PREFIX_LENGTH = 12;
 
@@ -94,10 +90,11 @@ function newSecret(): { secret: string; prefix: string; hash: string } {
 }
 
 /**
- * What else a key's revocation changes, in its transaction: the composition root gives the
- * schedules' (schedules/revoked-keys.ts), which pauses the schedules that follow the key.
+ * What else a key's revocation changes, once it committed, best effort (it fails nothing): the
+ * composition root gives the schedules' (schedules/revoked-keys.ts), which pauses the schedules
+ * that follow the key.
  */
-export type KeyRevocationEffects = (tx: Prisma.TransactionClient, keyId: string, after: AfterCommit) => Promise<unknown>;
+export type KeyRevocationEffects = (keyId: string) => Promise<void>;
 
 export class PrincipalService {
   constructor(
@@ -192,20 +189,18 @@ export class PrincipalService {
     return { ...(await this.revoke(key)), principal: key.principal };
   }
 
-  /** Revokes the key and, in the same transaction, changes what follows it (`revoked`). */
+  /**
+   * Revokes the key in one statement, so it is refused as soon as that committed, whatever holds
+   * what follows it; then changes what follows it (`revoked`), which cannot undo the revocation.
+   */
   private async revoke(key: ApiKey): Promise<ApiKey> {
     if (key.revokedAt !== null) return key;
     const revokedAt = new Date();
-    const after: AfterCommit = [];
-    const count = await this.deps.prisma.$transaction(async (tx) => {
-      const { count } = await tx.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
-      if (count > 0) await this.deps.revoked?.(tx, key.id, after);
-      return count;
-    }, REVOCATION_TRANSACTION);
-    runAfterCommit(after);
+    const { count } = await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
     // Revoked concurrently by another request: the first revocation's time stands.
     if (count === 0) return this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
     this.deps.events.publish("apikey:revoked", { keyId: key.id, at: revokedAt.toISOString() });
+    await this.deps.revoked?.(key.id);
     return { ...key, revokedAt };
   }
 

@@ -127,15 +127,14 @@ export class ScheduleFiring {
   async fireNow(scheduleId: string, ownerId: string, check: (schedule: Schedule) => void = () => undefined): Promise<ScheduleFire | null> {
     const after: AfterCommit = [];
     const fire = await this.deps.prisma.$transaction(async (tx) => {
-      const locked = await tx.$queryRawUnsafe<Locked[]>(
-        `SELECT id, ${KEY_REVOKED_SQL} AS key_revoked FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE`,
-        scheduleId,
-        ownerId,
-      );
+      const locked = await tx.$queryRawUnsafe<{ id: string }[]>(`SELECT id FROM schedule WHERE id = $1 AND owner_id = $2 FOR UPDATE`, scheduleId, ownerId);
       if (locked.length === 0) return null;
+      // Looked up once the schedule is held, in a statement of its own: one that waited for the
+      // row (a revocation pausing it) sees that revocation, which the locking statement may not.
+      const [key] = await tx.$queryRawUnsafe<Locked[]>(`SELECT id, ${KEY_REVOKED_SQL} AS key_revoked FROM schedule WHERE id = $1`, scheduleId);
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       check(schedule);
-      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true, keyRevoked: locked[0]!.key_revoked });
+      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true, keyRevoked: key!.key_revoked });
       if (typeof outcome === "string") return null;
       await this.pruneFires(tx, scheduleId);
       return outcome;
