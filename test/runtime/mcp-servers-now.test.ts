@@ -31,7 +31,7 @@ describe("a step's MCP servers as stored", () => {
     expect(servers.reads).toEqual([]);
   });
 
-  it("reads the step's servers once, writes their flags, and declines the calls of a server gone or turned off", async () => {
+  it("reads the step's servers once, keeps their flags for the step alone, and declines the calls of a server gone or turned off", async () => {
     const notes: PinnedMcpServer = { serverId: "s1", serverName: "notes", requireApproval: false };
     const off: PinnedMcpServer = { serverId: "s2", serverName: "off", requireApproval: false };
     const gone: PinnedMcpServer = { serverId: "s3", serverName: "gone", requireApproval: true };
@@ -53,7 +53,8 @@ describe("a step's MCP servers as stored", () => {
     expect(calls.map((each) => requires(each.name))).toEqual([false, true, true, false, false]);
     expect(verdicts).toEqual([null, null, null, goneServerResult({ name: "mcp__off__x" }, "off"), goneServerResult({ name: "mcp__gone__y" }, "gone")]);
     expect(servers.reads).toEqual([["s1", "s2", "s3"]]);
-    expect([notes.requireApproval, off.requireApproval, gone.requireApproval]).toEqual([true, false, true]);
+    // The shared connections are the registry's syncs' to set: the step's read stays the step's.
+    expect([notes.requireApproval, off.requireApproval, gone.requireApproval]).toEqual([false, false, true]);
   });
 
   it("holds every call of the step as the step read its server, though a sync resets the connection's flag meanwhile", async () => {

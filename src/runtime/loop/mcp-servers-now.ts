@@ -8,9 +8,9 @@
 // decides the step's calls (`requires`, asked besides the connection's flag and the other sources
 // of the policy): a registry sync that began before the owner's change and lands after the step's
 // read resets the shared connection, not the step's answer, so no later call of the step runs
-// unheld. It is also written to each pinned connection, so later steps, and the registry's other
-// runs on it, agree until its next sync. A read that fails fails the step (the attempt is handed
-// back): no call runs on a guess.
+// unheld. The shared connection is left to the registry's syncs: every step that calls a server's
+// tools reads it again. A read that fails fails the step (the attempt is handed back): no call
+// runs on a guess.
 //
 // A server no longer stored (deleted, or replaced under its name) or turned off since the run
 // began: its calls do not run, approved ones included, and nobody is asked to approve them either
@@ -54,15 +54,10 @@ export function mcpServersNow(servers: McpServersNow, calls: readonly ToolCall[]
   /** Each server's requireApproval as this step read it: the step's own, whatever a sync writes to the connection later. */
   const stored = new Map<string, boolean>();
   let read: Promise<ReadonlySet<string>> | undefined;
-  /** The ids of the step's servers stored and enabled now; each one's requireApproval kept for the step and written to its pinned connection. */
+  /** The ids of the step's servers stored and enabled now; each one's requireApproval kept for the step. */
   const present = () =>
     (read ??= servers.approvalsOf([...pinned.keys()]).then((rows) => {
-      for (const row of rows) {
-        const server = pinned.get(row.id);
-        if (!server) continue;
-        stored.set(row.id, row.requireApproval);
-        server.requireApproval = row.requireApproval;
-      }
+      for (const row of rows) stored.set(row.id, row.requireApproval);
       return new Set(rows.filter((row) => row.enabled).map((row) => row.id));
     }));
   return {

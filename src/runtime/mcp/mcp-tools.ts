@@ -2,8 +2,8 @@
 // named `mcp__<server>__<tool>` (fitted to model APIs; the tool keeps its full name and which
 // server tool it is, for approvals). Whether a call waits for approval is the server's
 // requireApproval as stored when the step's calls are gated: read from the database then
-// (loop/mcp-servers-now.ts) and written to the pinned connection, not taken from what this worker
-// last heard over `mcp:changed` — a change not heard yet (Redis slow or down, the message lost)
+// (loop/mcp-servers-now.ts), not only taken from what this worker last heard over `mcp:changed`
+// (the pinned connection's flag, which holds a call too) — a change not heard yet (Redis slow or down, the message lost)
 // lets no call past a person. A tool that decides tool calls (Dossier's own `decide_tool_call`)
 // always waits: no model output may decide an approval (approval-policy.ts, decidesToolCalls).
 // Each call is an MCP_CALL span under the tool call's span and holds a lease on the pinned
@@ -38,7 +38,7 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
     nameMcpTools(serverName, tools).map((tool): Tool => {
       const decides = decidesToolCalls(tool.name);
       return {
-        // Read as each call is considered, once the step's gate has brought the flag up to date with what is stored.
+        // The flag as the registry last synced it; the step's gate also holds the call by its own read of the stored flag.
         requiresApproval: () => connection.requireApproval || decides,
         mcpServer: connection,
         fullName: fullMcpToolName(serverName, tool.name),

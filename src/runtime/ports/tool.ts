@@ -35,7 +35,7 @@ export type ToolContext = {
   write: Transact;
 };
 
-/** An MCP server as a run pinned it (its connection): `requireApproval` as last read or synced. */
+/** An MCP server as a run pinned it (its connection): `requireApproval` as the registry last synced it. */
 export type PinnedMcpServer = { readonly serverId: string; readonly serverName: string; requireApproval: boolean };
 
 export interface Tool {
@@ -49,7 +49,7 @@ export interface Tool {
   readonly requiresApproval?: () => boolean;
   /**
    * An MCP tool's server as the run pinned it. A step's calls of its tools are gated with its
-   * requireApproval as stored when they are considered (loop/mcp-servers-now.ts), which is written here.
+   * requireApproval as stored when they are considered (loop/mcp-servers-now.ts), besides this one's.
    */
   readonly mcpServer?: PinnedMcpServer;
   /**
