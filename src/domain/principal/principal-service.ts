@@ -1,8 +1,8 @@
 // Principals and their API keys (A6). A key is a random secret shown once; only its SHA-256
 // is stored, so the database never holds a usable key. A revoked key is refused by the next
 // request (every request looks its key up), `apikey:revoked` tells every instance to close
-// the subscriptions opened with it, and what follows the key changes in the revocation's
-// transaction (`revoked`: the schedules it created, last updated or resumed pause).
+// the subscriptions opened with it, and what follows the key changes once the revocation
+// committed (`revoked`: the schedules it created, last updated or resumed pause).
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";

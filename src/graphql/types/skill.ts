@@ -1,6 +1,5 @@
 // Skills (R13): the effective list a principal's runs see under one agent, and the stored
 // skills that override or extend the built-in ones.
-import { createContextCache } from "@pothos/core";
 import { LIST_ITEMS } from "../list-connection.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { SKILL_BODY_MAX, SKILLS_PER_AGENT_MAX } from "../../domain/capabilities/skill-service.js";
@@ -9,6 +8,7 @@ import type { CatalogSkill } from "../../runtime/ports/skills.js";
 import { builder } from "../builder.js";
 import { largeText } from "../large-text.js";
 import type { GraphQLContext } from "../context.js";
+import { loadBatched } from "../request-batch.js";
 import { mine } from "./owned.js";
 
 type SkillView = CatalogSkill & { agent: string };
@@ -69,13 +69,13 @@ const SkillRef = builder.node(builder.objectRef<SkillView>("Skill"), {
   }),
 });
 
-/** One agent's skills, read once per request however many of its fields (aliases) list them. */
-const readSkills = createContextCache(() => new Map<string, Promise<CatalogSkill[]>>());
-function skillsOf(ctx: GraphQLContext, agent: string): Promise<CatalogSkill[]> {
-  const read = readSkills(ctx);
-  let skills = read.get(agent);
-  if (!skills) read.set(agent, (skills = ctx.capabilities.skills.forAgent(ctx.actor.principalId, agent)));
-  return skills;
+/** One agent's skills, read once however many fields (aliases) of one request list them together. */
+async function skillsOf(ctx: GraphQLContext, agent: string): Promise<CatalogSkill[]> {
+  const read = (agents: string[]) =>
+    Promise.all(agents.map(async (each) => [each, await ctx.capabilities.skills.forAgent(ctx.actor.principalId, each)] as const)).then(
+      (pairs) => new Map(pairs),
+    );
+  return (await loadBatched(ctx, "skills", agent, read)) ?? [];
 }
 
 builder.queryField("skills", (t) =>
