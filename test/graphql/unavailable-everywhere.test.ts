@@ -36,7 +36,12 @@ describe.runIf(backends.includes("postgres"))("requests the database fails for a
   }
 
   const count = async (db: pg.Client, table: string) => (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
-  const workspaceRows = async (db: pg.Client) => ({ workspaces: await count(db, "workspace"), goals: await count(db, "goal_version") });
+  // Both counts in one statement, one snapshot: a COMMIT the healed link delivers between two
+  // separate reads would show a goal without its workspace that no reader could ever see.
+  const workspaceRows = async (db: pg.Client) => {
+    const { rows } = await db.query("SELECT (SELECT count(*)::int FROM workspace) AS workspaces, (SELECT count(*)::int FROM goal_version) AS goals");
+    return { workspaces: rows[0].workspaces as number, goals: rows[0].goals as number };
+  };
 
   const WORKSPACES = "query { workspaces(first: 5) { edges { node { id title } } } }";
 
