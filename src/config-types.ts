@@ -5,6 +5,7 @@ import type { SignInSettings } from "./config-sign-in.js";
 import type { StdioCommandLine } from "./domain/capabilities/stdio-policy.js";
 import type { AgentProfile } from "./runtime/agents.js";
 import type { SpillPolicy } from "./runtime/spill/spill-policy.js";
+import type { SandboxBudgets } from "./runtime/tools/sandbox-ledger.js";
 import type { SandboxLimits } from "./runtime/tools/sandbox-usage.js";
 
 export type Config = {
@@ -154,8 +155,20 @@ export type Config = {
    * What one run's sandbox folder may hold (SANDBOX_MAX_BYTES, SANDBOX_MAX_ENTRIES) and what a
    * write may name (SANDBOX_MAX_PATH_DEPTH, SANDBOX_MAX_PATH_LENGTH); how many hours a folder is
    * kept after its run ended (SANDBOX_RETENTION_HOURS) and how often that is swept.
+   *
+   * `budgets`: the bytes of files the folders of one principal's runs may hold together
+   * (SANDBOX_MAX_BYTES_PER_PRINCIPAL, default 1 GiB: four full folders, as many as one principal
+   * runs at once by default) and every folder on this DATA_DIR (SANDBOX_MAX_BYTES_TOTAL, default
+   * 4 GiB: four principals' full budgets, a small share of a server's disk), counting each folder
+   * while it exists: its run running, waiting or paused, or ended and kept. A write past either
+   * gets an error result and the run goes on; before refusing it, ended runs' folders are removed
+   * early, oldest first (the principal's own, past its budget; anyone's, past the total). A paused
+   * run's folder is never removed: it counts against its principal's budget until the run is
+   * resumed and ends. Each instance bounds the writes of its own runs (see
+   * runtime/tools/sandbox-ledger.ts for instances sharing one DATA_DIR); what a program
+   * run_command ran writes is counted once it exited.
    */
-  sandbox: { limits: SandboxLimits; retentionHours: number; sweepIntervalMs: number };
+  sandbox: { limits: SandboxLimits; budgets: SandboxBudgets; retentionHours: number; sweepIntervalMs: number };
   toolTimeoutMs: number;
   /**
    * One model reply's tool calls: the first MAX_TOOL_CALLS_PER_REPLY (64) execute, the others get

@@ -116,11 +116,13 @@ const envSchema = z.object({
   WEBHOOK_RETRY_DELAYS_SECONDS: secondsList("5,300,1800,7200,18000,36000").optional(),
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
-  // What one run's sandbox folder may hold, what a write may name, and how long it is kept after the run.
+  // One run's sandbox folder: what it may hold, what a write may name, how long it is kept; all of one principal's folders, all folders.
   SANDBOX_MAX_BYTES: whole(1_024, "min").default(268_435_456),
   SANDBOX_MAX_ENTRIES: whole(1, "min").default(10_000),
   SANDBOX_MAX_PATH_DEPTH: whole(1, "min").default(16),
   SANDBOX_MAX_PATH_LENGTH: whole(16, "min").default(1_024),
+  SANDBOX_MAX_BYTES_PER_PRINCIPAL: whole(1_024, "min").default(1_073_741_824),
+  SANDBOX_MAX_BYTES_TOTAL: whole(1_024, "min").default(4_294_967_296),
   SANDBOX_RETENTION_HOURS: whole(0).default(24),
   SANDBOX_SWEEP_INTERVAL_MS: whole(1_000).default(600_000),
   COMMANDS_ALLOWED: flag.default(false),
@@ -313,6 +315,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
         maxPathDepth: values.SANDBOX_MAX_PATH_DEPTH,
         maxPathLength: values.SANDBOX_MAX_PATH_LENGTH,
       },
+      budgets: { perPrincipal: values.SANDBOX_MAX_BYTES_PER_PRINCIPAL, total: values.SANDBOX_MAX_BYTES_TOTAL },
       retentionHours: values.SANDBOX_RETENTION_HOURS,
       sweepIntervalMs: values.SANDBOX_SWEEP_INTERVAL_MS,
     },

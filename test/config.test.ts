@@ -364,9 +364,10 @@ describe("loadConfig", () => {
     );
   });
 
-  it("bounds each run's sandbox folder and keeps it 24 hours after its run, unless set; the runtime gets them", () => {
+  it("bounds each run's sandbox folder, one principal's and all of them, and keeps one 24 hours after its run, unless set; the runtime gets them", () => {
     expect(runtimeSettings(loadConfig({}), createDemoModel()).sandbox).toEqual({
       limits: { maxBytes: 268_435_456, maxEntries: 10_000, maxPathDepth: 16, maxPathLength: 1_024 },
+      budgets: { perPrincipal: 1_073_741_824, total: 4_294_967_296 },
       retentionHours: 24,
       sweepIntervalMs: 600_000,
     });
@@ -375,16 +376,22 @@ describe("loadConfig", () => {
       SANDBOX_MAX_ENTRIES: "50",
       SANDBOX_MAX_PATH_DEPTH: "4",
       SANDBOX_MAX_PATH_LENGTH: "200",
+      SANDBOX_MAX_BYTES_PER_PRINCIPAL: "2097152",
+      SANDBOX_MAX_BYTES_TOTAL: "8388608",
       SANDBOX_RETENTION_HOURS: "0",
       SANDBOX_SWEEP_INTERVAL_MS: "60000",
     });
     expect(set.sandbox).toEqual({
       limits: { maxBytes: 1_048_576, maxEntries: 50, maxPathDepth: 4, maxPathLength: 200 },
+      budgets: { perPrincipal: 2_097_152, total: 8_388_608 },
       retentionHours: 0,
       sweepIntervalMs: 60_000,
     });
     expect(() => loadConfig({ SANDBOX_MAX_ENTRIES: "0", SANDBOX_RETENTION_HOURS: "-1" })).toThrow(
       /SANDBOX_MAX_ENTRIES="0": must be at least 1[\s\S]*SANDBOX_RETENTION_HOURS="-1"/,
+    );
+    expect(() => loadConfig({ SANDBOX_MAX_BYTES_PER_PRINCIPAL: "100", SANDBOX_MAX_BYTES_TOTAL: "x" })).toThrow(
+      /SANDBOX_MAX_BYTES_PER_PRINCIPAL="100": must be at least 1024[\s\S]*SANDBOX_MAX_BYTES_TOTAL="x": must be a number/,
     );
   });
 

@@ -24,8 +24,7 @@ import type { CommandSettings } from "./tools/run-command.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
 import { createSandboxFileTools } from "./tools/sandbox-files.js";
-import { type SandboxLimits, SandboxUsage } from "./tools/sandbox-usage.js";
-import { sweepSandboxes } from "./sandbox-sweep.js";
+import { type SandboxSettings, type SandboxSpace, sandboxSpace } from "./sandbox-space.js";
 import { createTaskListTool } from "./tools/task-list.js";
 import type { ConversationLog } from "./ports/conversation-log.js";
 import type { RunOutput } from "./ports/run-output.js";
@@ -49,9 +48,11 @@ export type RuntimeOptions = {
   sandboxDir: string;
   /**
    * What one run's sandbox folder may hold and what a write may name (SANDBOX_MAX_*; sandbox-usage.ts),
-   * how long a folder is kept after its run ended (SANDBOX_RETENTION_HOURS, 24) and how often that is swept.
+   * what one principal's folders and every folder may hold together (SANDBOX_MAX_BYTES_PER_PRINCIPAL,
+   * SANDBOX_MAX_BYTES_TOTAL; sandbox-ledger.ts), how long a folder is kept after its run ended
+   * (SANDBOX_RETENTION_HOURS, 24) and how often that is swept.
    */
-  sandbox?: { limits?: Partial<SandboxLimits>; retentionHours?: number; sweepIntervalMs?: number };
+  sandbox?: SandboxSettings;
   toolTimeoutMs?: number;
   /** How many calls of one model reply execute (MAX_TOOL_CALLS_PER_REPLY; 64) and how many of them at once (TOOL_MAX_CONCURRENCY; 8). */
   toolCallLimits?: Partial<ToolCallLimits>;
@@ -186,6 +187,7 @@ export function createRuntime(
   options: RuntimeOptions,
 ): Runtime {
   const { ledger } = services;
+  const sandbox = sandboxSpace({ dir: options.sandboxDir, runs, logger }, options.sandbox);
   const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger }), ...(options.extraHooks ?? [])];
   const settleSteps = settleStepsOf(services, spills);
   const approvals = {
@@ -224,12 +226,13 @@ export function createRuntime(
       store: spills,
       policies: { read_material: { enabled: false }, list_history: { enabled: false }, search_history: { enabled: false }, ...options.spill?.policies },
     }),
-    tools: runTools({ services, spills }, options),
+    tools: runTools({ services, spills, sandbox }, options),
     approvals,
     costs: options.costs,
     callIdsLeftOut,
   });
-  const { sweeper, artifactSweeper, retentionSweeper, sandboxSweeper } = sweepers({ spills, services, runs, logger }, options);
+  const { sweeper, artifactSweeper, retentionSweeper } = sweepers({ spills, services, logger }, options);
+  const sandboxSweeper = sandbox.sweeper;
   const worker = new RunWorker({
     runs,
     workerId: options.instance?.id,
@@ -253,7 +256,10 @@ export function createRuntime(
 }
 
 /** The tools a run is offered: the built-ins, the workspace's when it works in one, and its capabilities. */
-function runTools({ services, spills }: { services: RuntimeServices; spills: SpillStore }, options: RuntimeOptions): ExecutorDeps["tools"] {
+function runTools(
+  { services, spills, sandbox }: { services: RuntimeServices; spills: SpillStore; sandbox: SandboxSpace },
+  options: RuntimeOptions,
+): ExecutorDeps["tools"] {
   const readMaterial = createReadMaterialTool(services);
   const workspaceTools = [createProposeCheckpointTool(services), createListHistoryTool(services), createSearchHistoryTool(services)];
   const readEvidence = createReadEvidenceTool(services.conversations);
@@ -267,7 +273,7 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
   return ({ run, sink, signal, ended }) => {
     const sandboxDir = path.join(options.sandboxDir, run.id);
     // One count of the folder per attempt, shared by its file tools and run_command.
-    const usage = new SandboxUsage(path.resolve(sandboxDir), options.sandbox?.limits);
+    const usage = sandbox.usageOf(run);
     const capabilityTools = startCapabilityTools(capabilities, { run, sandboxDir, usage, sink, signal, ended });
     return async (runLog, profile) => [
       createTaskListTool(runLog),
@@ -282,11 +288,11 @@ function runTools({ services, spills }: { services: RuntimeServices; spills: Spi
   };
 }
 
-/** The background sweeps of an instance that runs a worker: released spill handles, expired artifacts and traces, old sandboxes. */
+/** The background sweeps of an instance that runs a worker: released spill handles, expired artifacts and traces (old sandboxes: sandbox-space.ts). */
 function sweepers(
-  { spills, services, runs, logger }: { spills: SpillStore; services: RuntimeServices; runs: RunState; logger: Logger },
+  { spills, services, logger }: { spills: SpillStore; services: RuntimeServices; logger: Logger },
   options: RuntimeOptions,
-): Record<"sweeper" | "artifactSweeper" | "retentionSweeper" | "sandboxSweeper", PeriodicSweep> {
+): Record<"sweeper" | "artifactSweeper" | "retentionSweeper", PeriodicSweep> {
   const sweeper = new PeriodicSweep({
     sweep: () => spills.sweep(),
     intervalMs: options.spill?.sweepIntervalMs ?? 60_000,
@@ -312,19 +318,5 @@ function sweepers(
     swept: "expired traces under their retention policies",
     failed: "sweeping expired traces failed",
   });
-  // Each instance sweeps the sandbox folders of its own DATA_DIR.
-  const sandboxSweeper = new PeriodicSweep({
-    sweep: () =>
-      sweepSandboxes({
-        dir: options.sandboxDir,
-        retentionMs: (options.sandbox?.retentionHours ?? 24) * 3_600_000,
-        ended: (runIds) => runs.ended(runIds),
-        logger,
-      }),
-    intervalMs: options.sandbox?.sweepIntervalMs ?? 600_000,
-    logger,
-    swept: "removed the sandbox folders of runs that ended SANDBOX_RETENTION_HOURS ago",
-    failed: "sweeping sandbox folders failed",
-  });
-  return { sweeper, artifactSweeper, retentionSweeper, sandboxSweeper };
+  return { sweeper, artifactSweeper, retentionSweeper };
 }

@@ -98,13 +98,14 @@ export class PrismaRunState {
     );
   }
 
-  async ended(runIds: readonly string[]): Promise<{ id: string; endedAt: Date }[]> {
+  async lifetimes(runIds: readonly string[]): Promise<{ id: string; ownerId: string; endedAt: Date | null }[]> {
     const rows = await this.deps.prisma.run.findMany({
-      where: { id: { in: [...runIds] }, status: { in: [...TERMINAL_STATUSES] } },
-      select: { id: true, finishedAt: true, createdAt: true },
+      where: { id: { in: [...runIds] } },
+      select: { id: true, ownerId: true, status: true, finishedAt: true, createdAt: true },
     });
+    const terminal: readonly string[] = TERMINAL_STATUSES;
     // Every transition that ends a run sets finishedAt; a row without one counts from its admission.
-    return rows.map((row) => ({ id: row.id, endedAt: row.finishedAt ?? row.createdAt }));
+    return rows.map((row) => ({ id: row.id, ownerId: row.ownerId, endedAt: terminal.includes(row.status) ? (row.finishedAt ?? row.createdAt) : null }));
   }
 
   /** Runs ending together read their conversations' next runs in one statement (next-queued.ts). */

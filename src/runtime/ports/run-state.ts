@@ -86,8 +86,11 @@ export interface RunState {
    * or resumed after decisions waits its principal's turn as a queued run does (claim-statement.ts).
    */
   claimable(leaseMarginMs: number, limit: number): Promise<{ id: string; orphaned: boolean }[]>;
-  /** The runs among `runIds` that have ended (in a terminal status), with when each ended; unknown ids are left out. */
-  ended(runIds: readonly string[]): Promise<{ id: string; endedAt: Date }[]>;
+  /**
+   * The runs among `runIds` (sandbox folders' names), with their owner and when each ended (in a
+   * terminal status; null while it is under way: queued, running, waiting, paused); unknown ids are left out.
+   */
+  lifetimes(runIds: readonly string[]): Promise<{ id: string; ownerId: string; endedAt: Date | null }[]>;
   /** The next queued run of a conversation, which could not start before. */
   nextQueued(conversationId: string): Promise<string | null>;
   /**

@@ -37,8 +37,12 @@ const schemaFor = schemaPer(
   }),
 );
 
-/** `usage`: the file tools' count of the folder, counted again after a program ran (it may have changed anything). */
-export function createRunCommandTool(sandboxDir: string, settings: CommandSettings, usage?: Pick<SandboxUsage, "stale">): Tool {
+/**
+ * `usage`: the file tools' count of the folder, counted again after a program ran (it may have
+ * changed anything), before the call's result is returned: what the program left counts against
+ * the run's owner's budget (sandbox-ledger.ts) before another of its runs writes.
+ */
+export function createRunCommandTool(sandboxDir: string, settings: CommandSettings, usage?: Pick<SandboxUsage, "recount">): Tool {
   const cwd = path.resolve(sandboxDir);
   return {
     schema: schemaFor(settings),
@@ -49,7 +53,7 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
       try {
         return await runProgram({ command, args, cwd, settings, signal: context.signal });
       } finally {
-        usage?.stale();
+        await usage?.recount();
       }
     },
   };

@@ -6,11 +6,16 @@
 // The folder is counted from disk once per attempt, on its first write (so the bounds hold across
 // a worker's restart and a new attempt of the run), then kept up to date by the writes themselves,
 // which go one at a time. A program run_command ran may have changed anything: the folder is
-// counted again before the next write.
-import type { Dirent } from "node:fs";
-import { lstat, opendir } from "node:fs/promises";
+// counted again after it (before the next write at the latest).
+//
+// What the folders of one principal's runs, and of every run, hold together is bounded too: a
+// write also takes its bytes from the process's ledger (sandbox-ledger.ts), which each count of
+// the folder keeps up to date.
+import { lstat } from "node:fs/promises";
 import path from "node:path";
 import { ToolError } from "../ports/tool.js";
+import { type Count, countFrom } from "./sandbox-count.js";
+import type { SandboxLedger } from "./sandbox-ledger.js";
 
 export type SandboxLimits = {
   /** Files and folders (SANDBOX_MAX_ENTRIES). */
@@ -25,8 +30,6 @@ export type SandboxLimits = {
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { maxEntries: 10_000, maxBytes: 256 * 1024 * 1024, maxPathDepth: 16, maxPathLength: 1_024 };
 
-type Count = { entries: number; bytes: number };
-
 /** What a write adds to the folder: the folders it makes, whether the file is new, and the bytes it takes beyond the file's old ones. */
 export type Addition = { folders: number; file: 0 | 1; bytes: number };
 
@@ -36,28 +39,8 @@ const exists = (target: string) =>
     () => false,
   );
 
-/** The files and folders below `root` and their bytes, counted until past `maxEntries` (more need not be known). */
-async function countFrom(root: string, maxEntries: number): Promise<Count> {
-  const count: Count = { entries: 0, bytes: 0 };
-  const folders = [root];
-  while (folders.length > 0 && count.entries <= maxEntries) {
-    const folder = folders.pop()!;
-    const listing = await opendir(folder).catch(() => null);
-    if (!listing) continue;
-    for await (const entry of listing as AsyncIterable<Dirent>) {
-      count.entries += 1;
-      const at = path.join(folder, entry.name);
-      if (entry.isDirectory()) folders.push(at);
-      else if (entry.isFile())
-        count.bytes += await lstat(at).then(
-          (stat) => stat.size,
-          () => 0,
-        );
-      if (count.entries > maxEntries) break;
-    }
-  }
-  return count;
-}
+/** The ledger a folder's writes count in, and whose folder it is: the run it is named after and the run's owner. */
+export type SandboxShare = { ledger: SandboxLedger; runId: string; owner: string };
 
 export class SandboxUsage {
   readonly limits: SandboxLimits;
@@ -67,6 +50,7 @@ export class SandboxUsage {
   constructor(
     readonly root: string,
     limits: Partial<SandboxLimits> = {},
+    private readonly share?: SandboxShare,
   ) {
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...limits };
   }
@@ -96,9 +80,11 @@ export class SandboxUsage {
    */
   async write<T>(shown: string, addition: () => Promise<Addition>, write: () => Promise<T>): Promise<T> {
     const turn = this.queue.then(async () => {
-      const count = (this.count ??= await countFrom(this.root, this.limits.maxEntries));
+      const count = (this.count ??= await this.counted());
       const added = await addition();
       this.refuseBeyond(count, added, shown);
+      const share = this.share;
+      await share?.ledger.reserve(share.runId, share.owner, added.bytes, shown);
       try {
         const result = await write();
         count.entries += added.folders + added.file;
@@ -106,6 +92,7 @@ export class SandboxUsage {
         return result;
       } catch (error) {
         // Part of it may be on disk (its folders): counted again before the next write.
+        share?.ledger.add(share.runId, share.owner, -added.bytes);
         this.stale();
         throw error;
       }
@@ -114,9 +101,32 @@ export class SandboxUsage {
     return turn;
   }
 
-  /** The folder may have changed beyond the writes (a program run_command ran): it is counted again before the next one. */
+  /** The folder may have changed beyond the writes: it is counted again before the next one. */
   stale(): void {
     this.count = undefined;
+  }
+
+  /**
+   * A program run_command ran may have changed anything: the folder is counted again now, after
+   * the writes before it, so the ledger holds what the program left before another run writes.
+   */
+  recount(): Promise<void> {
+    this.stale();
+    if (!this.share) return Promise.resolve();
+    // A count that failed is tried again before the next write.
+    const turn = this.queue.then(async () => {
+      this.count ??= await this.counted();
+    });
+    const settled = turn.catch(() => undefined);
+    this.queue = settled;
+    return settled;
+  }
+
+  /** The folder as it is on disk, told to the ledger. */
+  private async counted(): Promise<Count> {
+    const count = await countFrom(this.root, this.limits.maxEntries);
+    this.share?.ledger.counted(this.share.runId, this.share.owner, count.bytes);
+    return count;
   }
 
   private refuseBeyond(count: Count, added: Addition, shown: string): void {
