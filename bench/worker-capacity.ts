@@ -9,7 +9,8 @@
 // SINGLE_RUNS runs admitted one at a time to the free worker process.
 //   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default; BENCH_HOPS=1: each piece hop by hop;
 //                                        BENCH_API_POOL, BENCH_WORKER_POOL: that process's DB_POOL_SIZE;
-//                                        BENCH_STREAM_POOL: the API's DB_STREAM_POOL_SIZE)
+//                                        BENCH_STREAM_POOL: the API's DB_STREAM_POOL_SIZE;
+//                                        BENCH_WORKER_FLAGS: Node.js flags added to the worker's)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -96,7 +97,11 @@ const api = spawnBuilt("src/main.ts", {
 await api.waitForOutput(/Dossier is listening/, 120_000);
 // BENCH_CPU_PROF=<dir>: the worker writes a V8 CPU profile there when it stops.
 const worker = spawnBuilt("src/worker-main.ts", {
-  nodeFlags: process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+  nodeFlags: [
+    ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    // BENCH_WORKER_FLAGS="<node flags>": after the worker's own (a later V8 flag wins), to compare settings in one tree.
+    ...(process.env.BENCH_WORKER_FLAGS?.split(" ").filter(Boolean) ?? []),
+  ],
   env: {
     ...common,
     ...poolOf("BENCH_WORKER_POOL"),
