@@ -83,6 +83,16 @@ function gapsOf(subscribeClient: Redis): (listener: () => void) => void {
 /** The characters of publishes waiting for Redis past which live run output is dropped (publishingTogether). */
 export const PUBLISH_BACKLOG = 16 * 1024 * 1024;
 
+/**
+ * The part of the backlog that snapshots (a call's output whole, sent to a subscriber who joined
+ * mid-call) may take together: past it a snapshot is dropped — its asker asks again — while pieces
+ * of output, a few hundred characters each, still go. A snapshot goes whatever its size when no
+ * other is waiting. Without it, one principal's snapshots of a call with large tool arguments,
+ * asked for over and over, took the whole backlog, and every other principal's live output was
+ * dropped with them.
+ */
+export const WHOLE_SHARE = 0.5;
+
 type PublishingOptions = {
   /** A publish someone waits on: sent at once. */
   atOnce: (channel: string, message: string) => boolean;
@@ -107,16 +117,20 @@ type PublishingOptions = {
  * sends those at a microtask), the tick waits for the chain.
  * What waits for Redis is bounded (a link that hangs answers nothing, and ioredis keeps every
  * publish until it does): past `backlog` characters, live run output is dropped — it is never
- * stored, and its subscribers resync from the trace and a snapshot. Every other topic is still
- * sent: each announces a change committed to the database, one per change (a run's status, a
- * trace's span), and a subscriber that misses one has no other way to hear of it than a gap of
- * its own link (EventLinkLostError).
+ * stored, and its subscribers resync from the trace and a snapshot. Snapshots take at most a
+ * share of it (WHOLE_SHARE): the pieces of every other run still go while one run's large call is
+ * asked for over and over. Every other topic is still sent: each announces a change committed to
+ * the database, one per change (a run's status, a trace's span), and a subscriber that misses one
+ * has no other way to hear of it than a gap of its own link (EventLinkLostError).
  */
 function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropped }: PublishingOptions): Redis {
   let pending: [channel: string, message: string][] | undefined;
   let pendingSize = 0;
   /** The characters of the publishes Redis has not answered yet (sent or to be sent), and whether one was dropped since it last had none. */
   let waiting = 0;
+  /** Of those, the characters of snapshots (a call's output whole, `atOnce` on a droppable channel). */
+  let wholeWaiting = 0;
+  let pendingWhole = 0;
   let dropping = false;
   let soon = false;
   const send = () => {
@@ -124,8 +138,10 @@ function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropp
     const batch = pending;
     if (!batch) return;
     const size = pendingSize;
+    const whole = pendingWhole;
     pending = undefined;
     pendingSize = 0;
+    pendingWhole = 0;
     const pipeline = client.pipeline();
     for (const [channel, message] of batch) pipeline.publish(channel, message);
     // A publish answers no one (as before, one lost with Redis gone is lost): a batch Redis refused
@@ -135,24 +151,33 @@ function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropp
       .catch(() => undefined)
       .finally(() => {
         waiting -= size;
+        wholeWaiting -= whole;
         if (waiting === 0) dropping = false;
       });
   };
   const publish = (channel: string, message: string) => {
     const size = channel.length + message.length;
-    if (waiting + size > backlog && droppable(channel)) {
-      if (!dropping) onDropped();
-      dropping = true;
+    const awaited = atOnce(channel, message);
+    const whole = awaited && droppable(channel);
+    const full = waiting + size > backlog;
+    // Past the snapshots' share a snapshot is dropped quietly: its asker asks again, and Redis may well be answering.
+    if (droppable(channel) && (full || (whole && wholeWaiting > 0 && wholeWaiting + size > backlog * WHOLE_SHARE))) {
+      if (full && !dropping) onDropped();
+      dropping ||= full;
       return Promise.resolve(0);
     }
     waiting += size;
     pendingSize += size;
+    if (whole) {
+      wholeWaiting += size;
+      pendingWhole += size;
+    }
     if (!pending) {
       pending = [];
       setImmediate(send);
     }
     pending.push([channel, message]);
-    if (!soon && atOnce(channel, message)) {
+    if (!soon && awaited) {
       soon = true;
       queueMicrotask(() => process.nextTick(send));
     }
