@@ -12,7 +12,7 @@ import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { buildExampleApp, type StaticSite, serveStatic } from "../support/example-app.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { haveChromium, launchChromium, screenshot, waitTool } from "../support/viewer-browser.js";
+import { haveChromium, launchChromium, leftEdges, screenshot, waitTool } from "../support/viewer-browser.js";
 
 const PIECES = Array.from({ length: 40 }, (_, i) => `token${i} `);
 const ANSWER = PIECES.join("");
@@ -35,6 +35,10 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
       // A bidi override: shown raw, the target would read "staging".
       if (question.endsWith("[hidden]") && !body.messages.some((m) => m.role === "tool")) {
         return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', '\u202Egnigats\u200B"}'] }] };
+      }
+      // No hidden character: in the browser's usual bidi order one Hebrew letter shows the groups reversed.
+      if (question.endsWith("[rtl]") && !body.messages.some((m) => m.role === "tool")) {
+        return { toolCalls: [{ id: "call_rtl", name: "deploy", fragments: ['{"to":"\u05D7 4417 1234', ' 5678 9113","amount":25}'] }] };
       }
       return { text: PIECES, gapMs: question.endsWith("[slow]") ? 80 : 20 };
     });
@@ -167,6 +171,22 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     expect(text).toContain('deploy with {"target":"production #\\u202Egnigats\\u200B"}');
     expect(text).not.toMatch(/[\u202E\u200B]/);
     expect(await approval.locator("[data-testid=hidden-char]").allTextContents()).toEqual(["\\u202E", "\\u200B"]);
+    await page.click("[data-testid=reject]");
+    await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a held call's arguments in the order they are stored, right-to-left letters and all", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Pay it [rtl]");
+    await page.locator("[data-testid=approval]").waitFor({ timeout: 20_000 });
+    const groups = ["\u05D7", "4417", "1234", "5678", "9113", "amount"];
+    const increasing = (edges: number[]) => edges.every((left, i) => i === 0 || left > edges[i - 1]!);
+    for (const shown of ["[data-testid=approval] [data-testid=arguments]", "[data-testid=tool-call]"]) {
+      expect(await page.textContent(shown)).toContain('{"to":"\u05D7 4417 1234 5678 9113","amount":25}');
+      const edges = await leftEdges(page, shown, groups);
+      expect(increasing(edges), `${shown}: ${JSON.stringify(edges)}`).toBe(true);
+    }
     await page.click("[data-testid=reject]");
     await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);
