@@ -1,9 +1,13 @@
 // The example app (examples/app), built by Vite and driven in headless Chromium against a running
 // Dossier whose model is a real HTTP server streaming the OpenAI protocol slowly: a question's
 // answer streams in, a reload mid-answer shows the same text and then exactly the rest (the text
-// on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run.
+// on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run,
+// and the address cannot send the page (and its token) to another server.
 // Needs Debian's chromium.
+import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -25,7 +29,6 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
 
   beforeAll(async () => {
     const outDir = mkdtempSync(path.join(tmpdir(), "dossier-example-app-"));
-    await buildExampleApp(outDir);
     site = await serveStatic(outDir);
     stub = await startOpenAIStreamStub((body) => {
       const question = body.messages.findLast((m) => m.role === "user")?.content ?? "";
@@ -54,6 +57,8 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
         leaseMs: 30_000,
       },
     });
+    // Built for this server, as its host would build it (VITE_DOSSIER_URL).
+    await buildExampleApp(outDir, t.server!.url);
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -64,7 +69,7 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
   });
 
   /** A fresh browser profile on the app; every text the answer showed is recorded in `window.seen`. */
-  async function openApp(): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
+  async function openApp(address = "/"): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
     const page = await (await browser.newContext()).newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(`page error: ${String(error)}`));
@@ -85,7 +90,7 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
         if (message.type === "subscribe" && message.payload?.query?.includes("runOutput(")) resumedAt.push(message.payload.variables?.afterSeq ?? null);
       }),
     );
-    await page.goto(`${site.origin}/?server=${encodeURIComponent(t.server!.url)}`);
+    await page.goto(`${site.origin}${address}`);
     return { page, errors, resumedAt };
   }
 
@@ -190,5 +195,27 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     await page.click("[data-testid=reject]");
     await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);
+  });
+
+  it("talks only to the server it was built for: a ?server= in the address gets no request", async () => {
+    const asked: { method: string; url: string; authorization?: string }[] = [];
+    const decoy = createServer((req, res) => {
+      asked.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization });
+      res.writeHead(204, { "access-control-allow-origin": "*", "access-control-allow-headers": "*" }).end();
+    });
+    decoy.listen(0, "127.0.0.1");
+    await once(decoy, "listening");
+    try {
+      const { port } = decoy.address() as AddressInfo;
+      // A link naming another server: were it followed, the page's `#token=` would go there with every request.
+      const { page, errors } = await openApp(`/?server=${encodeURIComponent(`http://127.0.0.1:${port}/graphql`)}`);
+      await ask(page, "Where does this go?");
+      await page.waitForSelector("[data-testid=run][data-status=SUCCEEDED][data-done=true]", { timeout: 20_000 });
+      expect(await answer(page)).toBe(ANSWER);
+      expect(asked).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await new Promise((resolve) => decoy.close(resolve));
+    }
   });
 });
