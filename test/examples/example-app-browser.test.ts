@@ -1,9 +1,13 @@
 // The example app (examples/app), built by Vite and driven in headless Chromium against a running
 // Dossier whose model is a real HTTP server streaming the OpenAI protocol slowly: a question's
 // answer streams in, a reload mid-answer shows the same text and then exactly the rest (the text
-// on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run.
+// on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run,
+// and the address cannot send the page (and its token) to another server.
 // Needs Debian's chromium.
+import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -12,7 +16,7 @@ import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { buildExampleApp, type StaticSite, serveStatic } from "../support/example-app.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { haveChromium, launchChromium, screenshot, waitTool } from "../support/viewer-browser.js";
+import { haveChromium, launchChromium, leftEdges, screenshot, waitTool } from "../support/viewer-browser.js";
 
 const PIECES = Array.from({ length: 40 }, (_, i) => `token${i} `);
 const ANSWER = PIECES.join("");
@@ -25,7 +29,6 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
 
   beforeAll(async () => {
     const outDir = mkdtempSync(path.join(tmpdir(), "dossier-example-app-"));
-    await buildExampleApp(outDir);
     site = await serveStatic(outDir);
     stub = await startOpenAIStreamStub((body) => {
       const question = body.messages.findLast((m) => m.role === "user")?.content ?? "";
@@ -35,6 +38,10 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
       // A bidi override: shown raw, the target would read "staging".
       if (question.endsWith("[hidden]") && !body.messages.some((m) => m.role === "tool")) {
         return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', '\u202Egnigats\u200B"}'] }] };
+      }
+      // No hidden character: in the browser's usual bidi order one Hebrew letter shows the groups reversed.
+      if (question.endsWith("[rtl]") && !body.messages.some((m) => m.role === "tool")) {
+        return { toolCalls: [{ id: "call_rtl", name: "deploy", fragments: ['{"to":"\u05D7 4417 1234', ' 5678 9113","amount":25}'] }] };
       }
       return { text: PIECES, gapMs: question.endsWith("[slow]") ? 80 : 20 };
     });
@@ -50,6 +57,8 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
         leaseMs: 30_000,
       },
     });
+    // Built for this server, as its host would build it (VITE_DOSSIER_URL).
+    await buildExampleApp(outDir, t.server!.url);
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -60,7 +69,7 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
   });
 
   /** A fresh browser profile on the app; every text the answer showed is recorded in `window.seen`. */
-  async function openApp(): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
+  async function openApp(address = "/"): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
     const page = await (await browser.newContext()).newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(`page error: ${String(error)}`));
@@ -81,7 +90,7 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
         if (message.type === "subscribe" && message.payload?.query?.includes("runOutput(")) resumedAt.push(message.payload.variables?.afterSeq ?? null);
       }),
     );
-    await page.goto(`${site.origin}/?server=${encodeURIComponent(t.server!.url)}`);
+    await page.goto(`${site.origin}${address}`);
     return { page, errors, resumedAt };
   }
 
@@ -170,5 +179,43 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     await page.click("[data-testid=reject]");
     await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);
+  });
+
+  it("shows a held call's arguments in the order they are stored, right-to-left letters and all", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Pay it [rtl]");
+    await page.locator("[data-testid=approval]").waitFor({ timeout: 20_000 });
+    const groups = ["\u05D7", "4417", "1234", "5678", "9113", "amount"];
+    const increasing = (edges: number[]) => edges.every((left, i) => i === 0 || left > edges[i - 1]!);
+    for (const shown of ["[data-testid=approval] [data-testid=arguments]", "[data-testid=tool-call]"]) {
+      expect(await page.textContent(shown)).toContain('{"to":"\u05D7 4417 1234 5678 9113","amount":25}');
+      const edges = await leftEdges(page, shown, groups);
+      expect(increasing(edges), `${shown}: ${JSON.stringify(edges)}`).toBe(true);
+    }
+    await page.click("[data-testid=reject]");
+    await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
+    expect(errors).toEqual([]);
+  });
+
+  it("talks only to the server it was built for: a ?server= in the address gets no request", async () => {
+    const asked: { method: string; url: string; authorization?: string }[] = [];
+    const decoy = createServer((req, res) => {
+      asked.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization });
+      res.writeHead(204, { "access-control-allow-origin": "*", "access-control-allow-headers": "*" }).end();
+    });
+    decoy.listen(0, "127.0.0.1");
+    await once(decoy, "listening");
+    try {
+      const { port } = decoy.address() as AddressInfo;
+      // A link naming another server: were it followed, the page's `#token=` would go there with every request.
+      const { page, errors } = await openApp(`/?server=${encodeURIComponent(`http://127.0.0.1:${port}/graphql`)}`);
+      await ask(page, "Where does this go?");
+      await page.waitForSelector("[data-testid=run][data-status=SUCCEEDED][data-done=true]", { timeout: 20_000 });
+      expect(await answer(page)).toBe(ANSWER);
+      expect(asked).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await new Promise((resolve) => decoy.close(resolve));
+    }
   });
 });

@@ -8,7 +8,7 @@ import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generate
 import type { ScriptStep } from "../../src/runtime/adapters/scripted-model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { admit, expectType } from "../support/fixtures.js";
-import { haveChromium, launchChromium, openViewer, screenshot, startViewerServer, type ViewerServer, waitTool } from "../support/viewer-browser.js";
+import { haveChromium, launchChromium, leftEdges, openViewer, screenshot, startViewerServer, type ViewerServer, waitTool } from "../support/viewer-browser.js";
 import { waitUntil } from "../support/wait.js";
 
 describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision", () => {
@@ -149,5 +149,37 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
       ["mcp__s__create_issue_2", "s/create_issue"],
     ]);
     await page.close();
+  });
+
+  // No hidden character at all: one ordinary Hebrew letter before the digits would, in the
+  // browser's usual bidi order, show the account's groups reversed ("9113 5678 1234 4417 ח").
+  it("shows a held call's arguments in the order they are stored, right-to-left letters and all", async () => {
+    const to = "\u05D7 4417 1234 5678 9113";
+    const groups = ["\u05D7", "4417", "1234", "5678", "9113", "amount"];
+    app = await startViewerServer([{ toolCalls: [{ name: "transfer", arguments: { to, amount: 25 } }] }, { content: "Sent." }], [waitTool("transfer", 10)], {
+      approvals: { rules: { transfer: "always" } },
+    });
+    const client = app.t.as(app.key);
+    const { run } = await admit(client, { question: "Pay it." });
+    await waitUntil(async () =>
+      expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status === "WAITING" ? true : undefined,
+    );
+    const { page, errors } = await openViewer(browser, app.url(run.id));
+    const args = "[data-testid=waiting-call] .args";
+    await page.waitForSelector(args, { timeout: 15_000 });
+    expect(await page.textContent(args)).toBe(JSON.stringify({ to, amount: 25 }));
+    const increasing = (edges: number[]) => edges.every((left, i) => i === 0 || left > edges[i - 1]!);
+    const banner = await leftEdges(page, args, groups);
+    expect(increasing(banner), JSON.stringify(banner)).toBe(true);
+    await screenshot(page, "trace-waiting-right-to-left");
+    // The call's input in the tree, and in the details of its span, read so as well.
+    const row = await leftEdges(page, "[data-testid=event][data-kind=TOOL_INPUT] .preview", groups);
+    expect(increasing(row), JSON.stringify(row)).toBe(true);
+    await page.locator("[data-testid=waiting-call] code").click();
+    const input = "[data-testid=panel-event][data-kind=TOOL_INPUT] pre";
+    await page.waitForSelector(input);
+    const panel = await leftEdges(page, input, groups);
+    expect(increasing(panel), JSON.stringify(panel)).toBe(true);
+    expect(errors).toEqual([]);
   });
 });

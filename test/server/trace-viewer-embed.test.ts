@@ -1,7 +1,8 @@
 // The trace viewer inside another application, in headless Chromium: a page on an origin
-// VIEWER_FRAME_ANCESTORS lists frames it, any other origin is refused; the viewer takes a key or
-// an access token from its fragment at any time (the framing page sets it) without reloading, and
-// asks for one — with a form that works — when the run is not visible to the one it has.
+// VIEWER_FRAME_ANCESTORS lists frames it, any other origin is refused; framed, the viewer takes a
+// key or an access token from its fragment at any time (the framing page sets it) without
+// reloading; in a tab of its own, one put into its fragment waits in the form until the person
+// chooses it; and it asks for one — with a form that works — when the run is not visible.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, Frame, Page } from "playwright-core";
@@ -110,7 +111,7 @@ describe.runIf(haveChromium)("the trace viewer embedded and handed a key or toke
     expect(await blocked.locator("[data-testid=run-status]").count()).toBe(0);
   }, 60_000);
 
-  it("asks for a key or token when the run is not visible, takes one from the form or a new fragment, and drops what another showed", async () => {
+  it("asks for a key or token when the run is not visible, takes one from the form, offers one a new fragment gives until it is chosen, and drops what another showed", async () => {
     app = await startViewerServer([{ content: "done" }]);
     const owner = app.t.as(app.key);
     const { run } = await admit(owner, { question: "mine" });
@@ -133,23 +134,41 @@ describe.runIf(haveChromium)("the trace viewer embedded and handed a key or toke
     expect(await page.isHidden("[data-testid=key-form]")).toBe(true);
     expect(await page.locator("[data-testid=span]").count()).toBeGreaterThan(0);
 
-    // A key pasted into the fragment that cannot see the run: what the token showed goes, the form comes back.
+    // A key put into this tab's fragment (as the page that opened the tab could, unseen) is not
+    // taken silently: the run shown stays, nothing is sent with the key, and the form offers it.
+    const sentWith: string[] = [];
+    page.on("request", (request) => {
+      if (request.headers().authorization === `Bearer ${stranger}`) sentWith.push(request.url());
+    });
+    const spans = await page.locator("[data-testid=span]").count();
     await page.evaluate(
       (hash) => {
         location.hash = hash;
       },
       `key=${encodeURIComponent(stranger)}`,
     );
+    await expect.poll(() => page.textContent("[data-testid=message]")).toContain("The address gave another API key or access token");
+    expect(page.url()).not.toContain("#key=");
+    expect(await page.isVisible("[data-testid=key-form]")).toBe(true);
+    expect(await page.getAttribute("body", "data-connection")).toBe("ended");
+    expect(await page.locator("[data-testid=span]").count()).toBe(spans);
+    expect(await page.textContent("[data-testid=answer]")).toBe("done");
+    expect(sentWith).toEqual([]);
+    // Chosen (Open), it is used: it cannot see the run, so what the token showed goes and the form comes back.
+    await page.click("#key-form button");
     await page.waitForSelector("body[data-connection=refused]", { timeout: 15_000 });
+    expect(sentWith.length).toBeGreaterThan(0);
     expect(await page.locator("[data-testid=span]").count()).toBe(0);
     expect(await page.isHidden("[data-testid=answer-box]")).toBe(true);
     expect(await page.textContent("[data-testid=run-status]")).toBe("unknown");
     expect(await page.isVisible("[data-testid=key-form]")).toBe(true);
 
-    // And a token pasted into the fragment shows it again, still without a reload.
+    // And a token put into the fragment, once chosen, shows it again, still without a reload.
     await page.evaluate((hash) => {
       location.hash = hash;
     }, `token=${token}`);
+    await expect.poll(() => page.textContent("[data-testid=message]")).toContain("The address gave another API key or access token");
+    await page.click("#key-form button");
     await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });
     expect(page.url()).not.toContain("#token=");
     expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);

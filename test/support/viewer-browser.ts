@@ -138,3 +138,40 @@ export const spanRow = (page: Page, kind: string, name: string) =>
     .filter({ has: page.locator(".name", { hasText: name }) })
     .first()
     .locator("> [data-testid=span-row]");
+
+/**
+ * Where on screen each of `pieces` starts (its left edge in pixels), found in that order in the
+ * text of the first element `selector` matches: text shown in the order it is stored has them
+ * increasing.
+ */
+export function leftEdges(page: Page, selector: string, pieces: string[]): Promise<number[]> {
+  return page.$eval(
+    selector,
+    (element, wanted) => {
+      const nodes: Text[] = [];
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) nodes.push(node as Text);
+      const text = nodes.map((node) => node.data).join("");
+      /** The text node and offset of a position in the element's whole text. */
+      const at = (position: number): [Text, number] => {
+        let start = 0;
+        for (const node of nodes) {
+          if (position <= start + node.data.length) return [node, position - start];
+          start += node.data.length;
+        }
+        throw new Error(`position ${position} is past the text`);
+      };
+      let from = 0;
+      return wanted.map((piece) => {
+        const index = text.indexOf(piece, from);
+        if (index < 0) throw new Error(`"${piece}" is not in "${text}" after ${from}`);
+        from = index + piece.length;
+        const range = document.createRange();
+        range.setStart(...at(index));
+        range.setEnd(...at(from));
+        return range.getBoundingClientRect().left;
+      });
+    },
+    pieces,
+  );
+}

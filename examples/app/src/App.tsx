@@ -106,7 +106,7 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
               </>
             )}
             with{" "}
-            <code>
+            <code data-testid="arguments">
               <Visible text={approval.arguments} />
             </code>
             .

@@ -1,11 +1,12 @@
-// Which Dossier the page talks to, and as whom. The server is `?server=<GraphQL URL>` or
-// VITE_DOSSIER_URL at build time (default http://127.0.0.1:4000/graphql); it must list this page's
-// origin in CORS_ORIGINS. A page holds no API key: on the embedded default no key is needed, and
-// otherwise your backend mints an access token (createAccessToken) the page gets as `#token=…`.
+// Which Dossier the page talks to, and as whom. The server is fixed when the app is built:
+// VITE_DOSSIER_URL (default http://127.0.0.1:4000/graphql), and it must list this page's origin in
+// CORS_ORIGINS. Nothing in the address chooses it — a link with `?server=` could otherwise send the
+// page's token to a server of its own. A page holds no API key: on the embedded default no key is
+// needed, and otherwise your backend mints an access token (createAccessToken) the page gets as `#token=…`.
 import { createClient, type DossierClient } from "@dossier/sdk";
 
 export function serverUrl(): string {
-  return new URLSearchParams(location.search).get("server") ?? import.meta.env.VITE_DOSSIER_URL ?? "http://127.0.0.1:4000/graphql";
+  return import.meta.env.VITE_DOSSIER_URL || "http://127.0.0.1:4000/graphql";
 }
 
 export function connect(): DossierClient {

@@ -1,6 +1,8 @@
 // Text a person decides on (a held call's tool name and arguments), with every character they
 // would not see — bidi controls, zero-width and other format characters, control characters —
-// shown as its escape (\u202E), never removed: what they read is what the call runs with.
+// shown as its escape (\u202E), never removed, and every character left to right in the order it
+// is stored (<bdo dir="ltr">), so that ordinary right-to-left letters cannot reorder the digits or
+// words around them ("ח 4417 1234" never reads "1234 4417 ח"): what they read is what the call runs with.
 import { HIDDEN_CHARACTER, hiddenCharacterEscape } from "@dossier/sdk";
 import type { ReactNode } from "react";
 
@@ -18,5 +20,5 @@ export function Visible({ text }: { text: string }) {
     last = match.index + match[0].length;
   }
   parts.push(text.slice(last));
-  return <>{parts}</>;
+  return <bdo dir="ltr">{parts}</bdo>;
 }

@@ -1,8 +1,9 @@
 // The live trace viewer at GET /traces/<runId>: one self-contained page (no build step) that
 // reads the run's trace over HTTP and then follows `traceUpdates` over graphql-ws, resuming
 // with afterSeq after a dropped connection. The page holds no data of its own: it asks the API
-// with the viewer's API key or access token (from the URL fragment `#key=…` or `#token=…`, read
-// again whenever the fragment changes, or typed into its form; kept in the page's memory only), so
+// with the viewer's API key or access token (from the URL fragment `#key=…` or `#token=…` — a later
+// change taken at once when framed, offered in its form when not — or typed into that form; kept
+// in the page's memory only), so
 // it is authorised exactly like any other client. Pages on VIEWER_FRAME_ANCESTORS may frame it.
 import { randomBytes } from "node:crypto";
 import type { Plugin } from "graphql-yoga";

@@ -13,20 +13,18 @@ const wsEndpoint = (location.protocol === "https:" ? "wss://" : "ws://") + locat
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
 
 // The credential: an API key (#key=…) or an access token (#token=…) from the fragment, read at
-// start and again whenever the fragment changes (a page that frames the viewer sets it), or typed
-// into the form. Kept in this page's memory only, taken out of the address bar, and sent only in
-// the Authorization header and graphql-ws connection_init — never in a URL.
-let credential = "";
-/** Takes a key or token from the fragment; true when there was one. */
-function credentialFromHash() {
+// start and again when the fragment changes (see the hashchange handler for which changes are
+// taken), or typed into the form. Kept in this page's memory only, taken out of the address bar,
+// and sent only in the Authorization header and graphql-ws connection_init — never in a URL.
+/** The key or token the fragment holds ("" when none), taken out of the address bar. */
+function takeHashCredential() {
   const fragment = new URLSearchParams(location.hash.slice(1));
   const given = fragment.get("token") || fragment.get("key");
-  if (!given) return false;
-  credential = given.trim();
+  if (!given) return "";
   history.replaceState(null, "", location.pathname + location.search);
-  return true;
+  return given.trim();
 }
-credentialFromHash();
+let credential = takeHashCredential();
 // Earlier versions of the page kept the key in localStorage: it is forgotten there.
 try {
   localStorage.removeItem("dossier.apiKey");

@@ -18,11 +18,16 @@ const HIDDEN_CHAR = ${HIDDEN_CHARACTER};
 
 /**
  * An element showing text a person approves (a held call's tool name and arguments): each hidden
- * character appears as its escape (\u202E) in a marked span, never removed and never applied, so
- * what is read is what runs. Only the page's rendering changes: the text itself is untouched.
+ * character appears as its escape (\u202E) in a marked span, never removed and never applied, and
+ * every character stands left to right in the order it is stored (class "as-stored": direction
+ * ltr, bidi override), so ordinary right-to-left letters cannot reorder the digits or words
+ * around them ("ח 4417 1234" never reads "1234 4417 ח"): what is read is what runs. Only the
+ * page's rendering changes: the text itself is untouched.
  */
 function visibleEl(tag, className, text) {
   const node = el(tag, className);
+  node.classList.add("as-stored");
+  node.dir = "ltr";
   const value = text === undefined || text === null ? "" : String(text);
   let last = 0;
   for (const match of value.matchAll(HIDDEN_CHAR)) {

@@ -1,7 +1,7 @@
 // The trace viewer's browser script, last part: drawing the state at most once a frame — the
 // run's header (status, question, totals), why it failed, which attempts were interrupted or which
 // tool calls a waiting run waits on, the tree, the details panel and the answer — keeping running
-// spans' bars growing, and starting (again, when another key or token is given).
+// spans' bars growing, and starting (again, when another key or token is given or accepted).
 export const RENDER_SCRIPT = `
 // ---- rendering --------------------------------------------------------------------------------
 let renderQueued = false;
@@ -197,9 +197,22 @@ $("key-form").onsubmit = (event) => {
   start();
 };
 
-// A page that frames the viewer (or a person) may hand it another key or token at any time.
+// Another key or token in the fragment, without a reload. The page that frames the viewer hands
+// it one so (only an origin VIEWER_FRAME_ANCESTORS lists may frame it): taken at once. A tab of its
+// own can have its fragment changed, unseen, by the page that opened it: the run shown stays, and
+// the key or token given waits in the form until the person chooses Open.
+const framed = window.top !== window.self;
 window.addEventListener("hashchange", () => {
-  if (credentialFromHash()) start();
+  const given = takeHashCredential();
+  if (!given) return;
+  if (framed) {
+    credential = given;
+    start();
+  } else if (given !== credential) {
+    $("key-input").value = given;
+    $("key-form").hidden = false;
+    showMessage("The address gave another API key or access token: choose Open to show the run with it instead.");
+  }
 });
 
 start();
