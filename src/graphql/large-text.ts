@@ -43,15 +43,18 @@ export class ResponseTooLargeError extends GraphQLError {
   }
 }
 
-type Settings = { settings?: { maxResponseBytes?: number } };
+type Settings = { settings?: { maxResponseBytes?: number; countRejected?: (reason: string) => void } };
 
-/** Bytes of large texts resolved so far, by request context (by context and event for a subscription). */
-const spent = new WeakMap<object, { bytes: number }>();
-const spentOnEvents = new WeakMap<object, WeakMap<object, { bytes: number }>>();
+/** Bytes of large texts one response resolved so far, and whether it has left one out. */
+type Budget = { bytes: number; refused: boolean };
 
-function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number } | undefined {
+/** The budgets of responses, by request context (by context and event for a subscription). */
+const spent = new WeakMap<object, Budget>();
+const spentOnEvents = new WeakMap<object, WeakMap<object, Budget>>();
+
+function budgetOf(context: unknown, info: GraphQLResolveInfo): Budget | undefined {
   if (typeof context !== "object" || context === null) return undefined;
-  let budgets: WeakMap<object, { bytes: number }> | undefined = spent;
+  let budgets: WeakMap<object, Budget> | undefined = spent;
   let key: unknown = context;
   // A subscription's context lasts as long as it does: each event (its root value) is a response of
   // its own — to this subscription alone, though one event object may reach every subscriber.
@@ -62,7 +65,7 @@ function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number }
     if (!budgets) spentOnEvents.set(context, (budgets = new WeakMap()));
   }
   let budget = budgets.get(key as object);
-  if (!budget) budgets.set(key as object, (budget = { bytes: 0 }));
+  if (!budget) budgets.set(key as object, (budget = { bytes: 0, refused: false }));
   return budget;
 }
 
@@ -78,8 +81,14 @@ function charge(value: unknown, context: unknown, info: GraphQLResolveInfo): unk
   if (bytes === undefined) return value;
   const budget = budgetOf(context, info);
   if (!budget) return value;
-  const max = (context as Settings).settings?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  if (budget.bytes + bytes > max) throw new ResponseTooLargeError(max);
+  const settings = (context as Settings).settings;
+  const max = settings?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (budget.bytes + bytes > max) {
+    // Counted once a response, however many of its texts are left out, as other refusals are once a request.
+    if (!budget.refused) settings?.countRejected?.("RESPONSE_TOO_LARGE");
+    budget.refused = true;
+    throw new ResponseTooLargeError(max);
+  }
   budget.bytes += bytes;
   return value;
 }

@@ -44,6 +44,13 @@ async function post(key: string, query: string, variables?: Record<string, unkno
   return { status: response.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) as Answer["body"] };
 }
 
+/** How many responses /metrics counts as refused for RESPONSE_TOO_LARGE. */
+async function tooLargeCount(): Promise<number> {
+  const text = await (await fetch(new URL("/metrics", t.server!.url))).text();
+  const line = text.split("\n").find((each) => each.startsWith('dossier_graphql_rejected_total{reason="RESPONSE_TOO_LARGE"}'));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
 const codes = (answer: Answer) => [...new Set((answer.body.errors ?? []).map((error) => error.extensions?.code))];
 
 describe("a response's size is bounded", () => {
@@ -72,6 +79,7 @@ describe("a response's size is bounded", () => {
     const aliases = Array.from({ length: 20 }, (_, i) => `c${i}: checkpoint { ... on Checkpoint { summary nextSteps questions { text } } }`);
     const document = `query ($id: ID!) { workspace(id: $id) { ${aliases.join(" ")} } }`;
     expect(document.length).toBeLessThan(2_000);
+    const counted = await tooLargeCount();
     const [bobs, alices] = await Promise.all([post(bob, document, { id: workspace.id }), post(alice, "{ skills { name } }")]);
     expect(bobs.status).toBe(200);
     expect(codes(bobs)).toEqual(["RESPONSE_TOO_LARGE"]);
@@ -83,6 +91,9 @@ describe("a response's size is bounded", () => {
     expect(whole.length).toBeGreaterThan(0);
     expect(whole.length).toBeLessThan(read.length);
     expect(alices.body.errors).toBeUndefined();
+    // /metrics counts the refusal once, however many of the response's texts it left out.
+    expect(bobs.body.errors!.length).toBeGreaterThan(1);
+    expect((await tooLargeCount()) - counted).toBe(1);
   });
 
   it("skills: aliases of every skill's 60 KiB body are answered within the byte budget, the rest as RESPONSE_TOO_LARGE, while another principal is served", async () => {
