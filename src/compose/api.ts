@@ -97,7 +97,7 @@ export function createApi(
   const graphiqlSecret = randomBytes(24).toString("base64url");
   const { trusted, graphiql } = documentSettings(documents, graphiqlSecret, core.metrics.countRejected);
   const { db, events, services, metrics, now } = core;
-  const settings = { traceSubscriberBuffer, maxResponseBytes: limits.maxResponseBytes };
+  const settings = { traceSubscriberBuffer, maxResponseBytes: limits.maxResponseBytes, countRejected: metrics.countRejected };
   const capabilities = { skills: core.skills, mcp: core.mcp };
   const rateLimits: RateLimits | undefined = requestLimits && { requests: requestLimits, principals: principalRateLimits };
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;

@@ -141,6 +141,18 @@ export class ApiKeyLimitError extends DomainError {
 }
 
 /**
+ * The conversation to fork is already a fork MAX_FORK_DEPTH levels deep (a fork of a fork of …):
+ * nothing was created. Every read of a log costs one index range per level, so the chain is bounded.
+ */
+export class ForkDepthLimitError extends DomainError {
+  constructor(readonly maxForkDepth: number) {
+    super(
+      `This conversation is already ${maxForkDepth} forks deep, the most a fork may be; nothing was created. Fork a conversation it forked from (at a message it shares), or start a new conversation.`,
+    );
+  }
+}
+
+/**
  * A temporary artifact is past its expiry (W16): its content is gone or about to be swept, and
  * it can no longer be retained. Its metadata still reads.
  */

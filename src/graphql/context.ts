@@ -23,5 +23,7 @@ export type GraphQLContext = {
     traceSubscriberBuffer: number;
     /** Bytes of large texts one response may hold (MAX_RESPONSE_BYTES, graphql/large-text.ts). */
     maxResponseBytes?: number;
+    /** Told once for each response that leaves texts out past that budget, with RESPONSE_TOO_LARGE (/metrics). */
+    countRejected?: (reason: string) => void;
   };
 };

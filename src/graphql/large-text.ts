@@ -1,9 +1,11 @@
 // Text fields whose values can be large (a publication version's content, a skill's body, an
-// artifact, a trace payload): what one request can make the server hold and send is bounded in
-// two ways. Before execution, the request's cost counts each such field by the most characters it
-// can hold, one field value per TEXT_COST_CHARS of them (server/page-cost.ts), so a request that
-// could ask for gigabytes is refused before it runs. During execution, the texts one request
-// resolves share a budget of bytes (MAX_RESPONSE_BYTES): a text that would pass it resolves to a
+// artifact, a trace payload, a checkpoint's texts, a question or goal statement, a tool call's
+// arguments, an agent profile's system prompt): what one request can make the server hold and
+// send is bounded in two ways. Before execution, the request's cost counts each such field by the
+// most characters it can hold, one field value per TEXT_COST_CHARS of them (server/page-cost.ts),
+// so a request that could ask for gigabytes is refused before it runs. During execution, the
+// texts one request resolves share a budget of bytes (MAX_RESPONSE_BYTES; a list of texts, such as
+// a checkpoint's next steps, counts all of its texts): a text that would pass it resolves to a
 // ResponseTooLargeError (`RESPONSE_TOO_LARGE`) in the response's errors instead of its value, and
 // the rest of the response stays (a non-null field's error nulls its nearest nullable parent, as
 // any field error does). The budget holds whatever the texts' real sizes, which a field's bound
@@ -41,15 +43,18 @@ export class ResponseTooLargeError extends GraphQLError {
   }
 }
 
-type Settings = { settings?: { maxResponseBytes?: number } };
+type Settings = { settings?: { maxResponseBytes?: number; countRejected?: (reason: string) => void } };
 
-/** Bytes of large texts resolved so far, by request context (by context and event for a subscription). */
-const spent = new WeakMap<object, { bytes: number }>();
-const spentOnEvents = new WeakMap<object, WeakMap<object, { bytes: number }>>();
+/** Bytes of large texts one response resolved so far, and whether it has left one out. */
+type Budget = { bytes: number; refused: boolean };
 
-function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number } | undefined {
+/** The budgets of responses, by request context (by context and event for a subscription). */
+const spent = new WeakMap<object, Budget>();
+const spentOnEvents = new WeakMap<object, WeakMap<object, Budget>>();
+
+function budgetOf(context: unknown, info: GraphQLResolveInfo): Budget | undefined {
   if (typeof context !== "object" || context === null) return undefined;
-  let budgets: WeakMap<object, { bytes: number }> | undefined = spent;
+  let budgets: WeakMap<object, Budget> | undefined = spent;
   let key: unknown = context;
   // A subscription's context lasts as long as it does: each event (its root value) is a response of
   // its own — to this subscription alone, though one event object may reach every subscriber.
@@ -60,17 +65,30 @@ function budgetOf(context: unknown, info: GraphQLResolveInfo): { bytes: number }
     if (!budgets) spentOnEvents.set(context, (budgets = new WeakMap()));
   }
   let budget = budgets.get(key as object);
-  if (!budget) budgets.set(key as object, (budget = { bytes: 0 }));
+  if (!budget) budgets.set(key as object, (budget = { bytes: 0, refused: false }));
   return budget;
 }
 
+/** The UTF-8 bytes of a text, or of every text of a list; undefined for anything else (null). */
+function bytesOf(value: unknown): number | undefined {
+  if (typeof value === "string") return Buffer.byteLength(value, "utf8");
+  if (!Array.isArray(value)) return undefined;
+  return value.reduce<number>((sum, item) => sum + (typeof item === "string" ? Buffer.byteLength(item, "utf8") : 0), 0);
+}
+
 function charge(value: unknown, context: unknown, info: GraphQLResolveInfo): unknown {
-  if (typeof value !== "string") return value;
+  const bytes = bytesOf(value);
+  if (bytes === undefined) return value;
   const budget = budgetOf(context, info);
   if (!budget) return value;
-  const max = (context as Settings).settings?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  const bytes = Buffer.byteLength(value, "utf8");
-  if (budget.bytes + bytes > max) throw new ResponseTooLargeError(max);
+  const settings = (context as Settings).settings;
+  const max = settings?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (budget.bytes + bytes > max) {
+    // Counted once a response, however many of its texts are left out, as other refusals are once a request.
+    if (!budget.refused) settings?.countRejected?.("RESPONSE_TOO_LARGE");
+    budget.refused = true;
+    throw new ResponseTooLargeError(max);
+  }
   budget.bytes += bytes;
   return value;
 }

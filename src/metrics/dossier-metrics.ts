@@ -65,7 +65,7 @@ export function createMetrics({ prisma }: { prisma: PrismaClient }): DossierMetr
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers });
   const rejected = counter(
     "dossier_graphql_rejected_total",
-    "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch) or for an untrusted document.",
+    "GraphQL requests refused by a limit (depth, aliases, tokens, cost, body size, batch) or for an untrusted document, and responses that left texts out past MAX_RESPONSE_BYTES (RESPONSE_TOO_LARGE).",
     ["reason"],
   );
   const modelTokens = counter("dossier_model_tokens_total", "Model tokens by direction (input, output, cached, reasoning).", ["direction"]);

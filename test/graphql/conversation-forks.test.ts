@@ -2,7 +2,8 @@
 // conversation gives a log that is the parent's 1..k, shared and not copied, then the fork's own.
 // Runs in a fork (and in a fork of a fork) see exactly that; the parent's rows stay byte-identical
 // and storage grows by the forks' own messages only; a run in the parent afterwards is unaffected.
-// The log of a fork of a fork is read with as many statements as a root's.
+// The log of a fork of a fork is read with as many statements as a root's; a chain of forks is
+// at most MAX_FORK_DEPTH deep.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConversationDocument, ForkConversationDocument } from "../../sdk/generated/graphql.js";
 import { decodeGlobalId, encodeGlobalId } from "../../src/domain/global-id.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import { MAX_FORK_DEPTH } from "../../src/domain/research/conversation-lineage.js";
 import { readLog } from "../../src/runtime/adapters/prisma-conversation-log.js";
 import type { ModelRequest } from "../../src/runtime/ports/model.js";
 import { backends, openTestDatabase } from "../support/databases.js";
@@ -151,5 +153,29 @@ describe.each(backends)("forkConversation on %s", (backend) => {
     expectType(refused, "NotFoundError");
     const root = expectType((await t.client.request(ConversationDocument, { id: parent.id, first: 1 })).node!, "Conversation");
     expect(root.forkedFrom).toBeNull();
+  });
+
+  it(`refuses a fork of a conversation already ${MAX_FORK_DEPTH} forks deep with a ForkDepthLimitError, creating nothing`, async () => {
+    const root = await startConversation(t.client, "Deep");
+    const rootId = decodeGlobalId(root.id)!.id;
+    await prisma().message.create({ data: { conversationId: rootId, seq: 1, role: "USER", content: "the first question" } });
+    await prisma().conversation.update({ where: { id: rootId }, data: { messageCount: 1 } });
+    const first = encodeGlobalId("Message", (await rowsOf(rootId))[0]!.id);
+    // A chain of forks, each of the one before, all at the root's first message.
+    let deepest = root.id;
+    for (let depth = 1; depth <= MAX_FORK_DEPTH; depth++) {
+      deepest = expectType(await fork(deepest, first), "ForkConversationSuccess").conversation.id;
+    }
+    const deepLog = expectType((await t.client.request(ConversationDocument, { id: deepest, first: 10 })).node!, "Conversation");
+    expect(deepLog.messages.edges.map((e) => e.node.content)).toEqual(["the first question"]);
+
+    const conversations = await prisma().conversation.count();
+    // Concurrent forks of the deepest one: each is refused, as its depth was fixed when it was made.
+    const refused = await Promise.all(Array.from({ length: 4 }, () => fork(deepest, first)));
+    for (const payload of refused) expect(expectType(payload, "ForkDepthLimitError").maxForkDepth).toBe(MAX_FORK_DEPTH);
+    expect(await prisma().conversation.count()).toBe(conversations);
+    // One level up still forks: the bound is on depth, not on how many forks a conversation has.
+    const [parentOfDeepest] = await prisma().conversation.findMany({ where: { id: decodeGlobalId(deepest)!.id }, select: { forkedFromConversationId: true } });
+    expectType(await fork(encodeGlobalId("Conversation", parentOfDeepest!.forkedFromConversationId!), first), "ForkConversationSuccess");
   });
 });

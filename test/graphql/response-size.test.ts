@@ -1,13 +1,14 @@
 // What one request can make the server load and send is bounded by bytes, not only by items: a
 // short document asking for many long texts is refused by its cost before it runs, or answered
 // within the response byte budget (MAX_RESPONSE_BYTES) with the texts past it left out as
-// RESPONSE_TOO_LARGE errors. Another principal is served meanwhile.
+// RESPONSE_TOO_LARGE errors (a checkpoint's summary, next steps and questions as much as a
+// publication's content). Another principal is served meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UpsertSkillDocument } from "../../sdk/generated/graphql.js";
+import { UpdateCheckpointDocument, UpsertSkillDocument } from "../../sdk/generated/graphql.js";
 import { LARGE_TEXT_FIELDS } from "../../src/graphql/schema.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
 import { openMigratedTestDatabase } from "../support/databases.js";
-import { expectType, publish } from "../support/fixtures.js";
+import { createWorkspace, expectType, publish } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const MAX_RESPONSE_BYTES = 1_000_000;
@@ -43,6 +44,13 @@ async function post(key: string, query: string, variables?: Record<string, unkno
   return { status: response.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) as Answer["body"] };
 }
 
+/** How many responses /metrics counts as refused for RESPONSE_TOO_LARGE. */
+async function tooLargeCount(): Promise<number> {
+  const text = await (await fetch(new URL("/metrics", t.server!.url))).text();
+  const line = text.split("\n").find((each) => each.startsWith('dossier_graphql_rejected_total{reason="RESPONSE_TOO_LARGE"}'));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
 const codes = (answer: Answer) => [...new Set((answer.body.errors ?? []).map((error) => error.extensions?.code))];
 
 describe("a response's size is bounded", () => {
@@ -51,6 +59,41 @@ describe("a response's size is bounded", () => {
     expect(LARGE_TEXT_FIELDS).toEqual(
       expect.arrayContaining([...long, "Message.content", "Run.answer", "Span.request", "Span.attributes", "SpanEvent.payload"]),
     );
+    const written = ["Checkpoint.summary", "Checkpoint.nextSteps", "CheckpointQuestion.text", "CheckpointProposal.proposal", "RunInput.text", "Run.question"];
+    const goals = ["GoalVersion.statement", "FrozenGoal.statement", "Schedule.question"];
+    const generated = ["ToolApproval.arguments", "ToolApproval.editedArguments", "AgentProfile.systemPrompt", "RunOutputUpdate.text"];
+    expect(LARGE_TEXT_FIELDS).toEqual(expect.arrayContaining([...written, ...goals, ...generated]));
+  });
+
+  it("checkpoints: aliases of a checkpoint's long summary, next steps and questions are answered within the byte budget, the rest as RESPONSE_TOO_LARGE", async () => {
+    const workspace = await createWorkspace(t.as(bob));
+    const input = {
+      workspaceId: workspace.id,
+      expectedRevision: 0,
+      summary: "s".repeat(20_000),
+      nextSteps: Array.from({ length: 50 }, (_, i) => `${i}`.padEnd(2_000, "n")),
+      questions: Array.from({ length: 3 }, (_, i) => ({ text: `${i}`.padEnd(2_000, "q") })),
+    };
+    expectType((await t.as(bob).request(UpdateCheckpointDocument, { input })).updateCheckpoint, "UpdateCheckpointSuccess");
+    // 20 × 126,000 characters: 2.5 MB of one checkpoint's texts asked for by a document of under 2 KB.
+    const aliases = Array.from({ length: 20 }, (_, i) => `c${i}: checkpoint { ... on Checkpoint { summary nextSteps questions { text } } }`);
+    const document = `query ($id: ID!) { workspace(id: $id) { ${aliases.join(" ")} } }`;
+    expect(document.length).toBeLessThan(2_000);
+    const counted = await tooLargeCount();
+    const [bobs, alices] = await Promise.all([post(bob, document, { id: workspace.id }), post(alice, "{ skills { name } }")]);
+    expect(bobs.status).toBe(200);
+    expect(codes(bobs)).toEqual(["RESPONSE_TOO_LARGE"]);
+    expect(bobs.bytes).toBeLessThan(MAX_RESPONSE_BYTES + 100_000);
+    // The texts that fit are answered whole.
+    type Read = { summary: string | null; nextSteps: string[]; questions: { text: string }[] } | null;
+    const read = Object.values((bobs.body.data as { workspace: Record<string, Read> }).workspace);
+    const whole = read.filter((checkpoint) => checkpoint?.summary === input.summary && checkpoint.nextSteps.join() === input.nextSteps.join());
+    expect(whole.length).toBeGreaterThan(0);
+    expect(whole.length).toBeLessThan(read.length);
+    expect(alices.body.errors).toBeUndefined();
+    // /metrics counts the refusal once, however many of the response's texts it left out.
+    expect(bobs.body.errors!.length).toBeGreaterThan(1);
+    expect((await tooLargeCount()) - counted).toBe(1);
   });
 
   it("skills: aliases of every skill's 60 KiB body are answered within the byte budget, the rest as RESPONSE_TOO_LARGE, while another principal is served", async () => {

@@ -9,9 +9,9 @@
 import type { Conversation, Prisma, PrismaClient } from "../../generated/prisma/client.js";
 import { toolCallsOf } from "../json-columns.js";
 import { fromStored } from "../text/stored-text.js";
-import { NotFoundError, ValidationError } from "../errors.js";
+import { ForkDepthLimitError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
-import { forkLineage, lineageOf, logWhere } from "./conversation-lineage.js";
+import { MAX_FORK_DEPTH, forkLineage, lineageOf, logWhere } from "./conversation-lineage.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -21,13 +21,16 @@ export type ForkInput = { conversationId: string; atMessageId: string };
  * The fork. Another principal's conversation is NotFound; a message that is not in the
  * conversation's log (unknown, of another conversation, or of the parent's log after the point
  * this conversation forked at) is a ValidationError on atMessageId, as is a point inside a
- * tool-call exchange.
+ * tool-call exchange. A conversation already MAX_FORK_DEPTH forks deep is a ForkDepthLimitError:
+ * its depth is its lineage's, fixed when it was made, so no concurrent fork can deepen it.
  */
 export async function forkConversation(prisma: PrismaClient, actor: Actor, input: ForkInput): Promise<Conversation> {
   // Nothing of the parent is written or locked: the messages up to the fork point never change.
   const parent = await prisma.conversation.findFirst({ where: { id: input.conversationId, ownerId: actor.principalId } });
   if (!parent) throw new NotFoundError("Conversation", input.conversationId);
-  const log = logWhere(parent.id, lineageOf(parent.lineage));
+  const lineage = lineageOf(parent.lineage);
+  if (lineage.length >= MAX_FORK_DEPTH) throw new ForkDepthLimitError(MAX_FORK_DEPTH);
+  const log = logWhere(parent.id, lineage);
   const at = await prisma.message.findFirst({ where: { AND: [{ id: input.atMessageId }, log] }, select: { seq: true } });
   if (!at) throw new ValidationError([{ field: "atMessageId", message: "is not a message of this conversation's log" }]);
   await refuseInsideExchange(prisma, log, at.seq);

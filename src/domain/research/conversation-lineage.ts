@@ -7,6 +7,13 @@
 // through here: the runtime's log, Conversation.messages, the evidence a run may read.
 import type { Prisma } from "../../generated/prisma/client.js";
 
+/**
+ * The most ancestors a conversation's lineage may have: a fork of a conversation that already has
+ * as many is refused (ForkDepthLimitError). Each level is one more index range in every read of the
+ * log; the lineage is fixed when the fork is made, so concurrent forks cannot pass it together.
+ */
+export const MAX_FORK_DEPTH = 32;
+
 /** One ancestor whose messages a log shares: those of `conversationId` with seq ≤ `uptoSeq`. */
 export type LineageLevel = { conversationId: string; uptoSeq: number };
 

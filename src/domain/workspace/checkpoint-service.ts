@@ -18,6 +18,12 @@ import { checkpointQuestionsOf, nextStepsOf, toJsonColumn } from "../json-column
 
 /** The most materials one checkpoint proposal may cite. */
 export const CITED_MATERIALS_MAX = 50;
+/** Characters of a checkpoint's summary. */
+export const CHECKPOINT_SUMMARY_MAX = 20_000;
+/** Characters of one question's text, or of one next step. */
+export const CHECKPOINT_LINE_MAX = 2_000;
+/** Next steps one checkpoint holds. */
+export const CHECKPOINT_NEXT_STEPS_MAX = 50;
 
 export const QUESTION_STATUSES = ["OPEN", "RESOLVED"] as const;
 export type QuestionStatus = (typeof QUESTION_STATUSES)[number];
@@ -26,7 +32,7 @@ export type CheckpointQuestion = { id: string; text: string; status: QuestionSta
 const questionChange = z
   .object({
     id: z.string().trim().min(1).nullish(),
-    text: nonBlank(2_000).nullish(),
+    text: nonBlank(CHECKPOINT_LINE_MAX).nullish(),
     status: z.enum(QUESTION_STATUSES).nullish(),
   })
   .superRefine((question, ctx) => {
@@ -34,8 +40,8 @@ const questionChange = z
   });
 
 export const checkpointChange = z.object({
-  summary: nonBlank(20_000).nullish(),
-  nextSteps: z.array(nonBlank(2_000)).max(50, "at most 50 next steps").nullish(),
+  summary: nonBlank(CHECKPOINT_SUMMARY_MAX).nullish(),
+  nextSteps: z.array(nonBlank(CHECKPOINT_LINE_MAX)).max(CHECKPOINT_NEXT_STEPS_MAX, `at most ${CHECKPOINT_NEXT_STEPS_MAX} next steps`).nullish(),
   questions: z.array(questionChange).max(100, "at most 100 question changes").default([]),
 });
 

@@ -2,6 +2,7 @@
 // Profiles are the operator's configuration, the same for every principal: any caller reads them.
 import type { AgentProfile } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { profileNamesOf } from "../../domain/json-columns.js";
 
@@ -23,7 +24,7 @@ export const AgentProfileNode = builder.prismaNode("AgentProfile", {
   fields: (t) => ({
     name: t.exposeString("name"),
     version: t.exposeInt("version", { description: "1 for the first definition of this name; each changed definition adds one." }),
-    systemPrompt: t.exposeString("systemPrompt"),
+    systemPrompt: t.exposeString("systemPrompt", { extensions: largeText() }),
     tools: t.stringList({
       nullable: true,
       description: "The tools its runs may use (exact names, or prefixes ending in *), sorted; null: every tool.",

@@ -6,9 +6,10 @@ import { type CheckpointRead, type CheckpointQuestion, questionsOf } from "../..
 import { type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "../../domain/workspace/checkpoint-sections.js";
 import type { CheckpointProposal, CheckpointVersion } from "../../generated/prisma/client.js";
 import { CheckpointOrigin, CheckpointProposalStatus } from "../../generated/prisma/enums.js";
-import { CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.js";
+import { CHECKPOINT_LINE_MAX, CHECKPOINT_NEXT_STEPS_MAX, CHECKPOINT_SUMMARY_MAX, CITED_MATERIALS_MAX } from "../../domain/workspace/checkpoint-service.js";
 import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
+import { largeText } from "../large-text.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_ITEMS, LIST_PAGE, type KeysetList, readIdsConnection, readConnection, listConnection } from "../list-connection.js";
 import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
@@ -43,7 +44,7 @@ const CheckpointQuestionRef = builder.objectRef<QuestionInRevision>("CheckpointQ
     questionId: t.exposeString("id", {
       description: "The question's id within the checkpoint, e.g. q1: the same in every revision. Name it (or `id`) in CheckpointQuestionInput.id.",
     }),
-    text: t.exposeString("text"),
+    text: t.exposeString("text", { extensions: largeText(CHECKPOINT_LINE_MAX) }),
     status: t.field({ type: QuestionStatusEnum, resolve: (q) => q.status }),
     provenance: t.field({
       type: CheckpointSectionProvenanceRef,
@@ -84,7 +85,7 @@ export const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
     id: t.id({ description: "Names this revision in node(id), available or not.", resolve: revisionId }),
     status: t.field({ type: AvailabilityStatusEnum, resolve: () => "AVAILABLE" as const }),
     revision: t.int({ resolve: (r) => r.checkpoint.revision }),
-    summary: t.string({ nullable: true, resolve: (r) => r.checkpoint.summary }),
+    summary: t.string({ nullable: true, extensions: largeText(CHECKPOINT_SUMMARY_MAX), resolve: (r) => r.checkpoint.summary }),
     summaryProvenance: t.field({
       type: CheckpointSectionProvenanceRef,
       nullable: true,
@@ -92,7 +93,10 @@ export const Checkpoint = builder.objectRef<Available>("Checkpoint").implement({
       resolve: (r) => sectionOf(r.checkpoint, "SUMMARY"),
     }),
     questions: t.field({ type: [CheckpointQuestionRef], extensions: { [LIST_ITEMS]: 100 }, resolve: (r) => questionsWithProvenance(r.checkpoint) }),
-    nextSteps: t.stringList({ resolve: (r) => nextStepsOf(r.checkpoint.nextSteps) ?? [] }),
+    nextSteps: t.stringList({
+      extensions: largeText(CHECKPOINT_NEXT_STEPS_MAX * CHECKPOINT_LINE_MAX),
+      resolve: (r) => nextStepsOf(r.checkpoint.nextSteps) ?? [],
+    }),
     nextStepsProvenance: t.field({
       type: CheckpointSectionProvenanceRef,
       nullable: true,
@@ -292,7 +296,7 @@ builder.prismaObject("CheckpointProposal", {
     reason: t.exposeString("reason", { nullable: true }),
     expectedRevision: t.exposeInt("expectedRevision", { description: "The revision the run saw." }),
     revision: t.exposeInt("revision", { nullable: true, description: "ACCEPTED: the revision it became." }),
-    proposal: t.string({ description: "The proposal as the model made it, as JSON.", resolve: (p) => JSON.stringify(p.proposal) }),
+    proposal: t.string({ description: "The proposal as the model made it, as JSON.", extensions: largeText(), resolve: (p) => JSON.stringify(p.proposal) }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });

@@ -1,7 +1,8 @@
 // Forks of a conversation: forkConversation and Conversation.forkedFrom. The rules live in
 // src/domain/research/conversation-forks.ts.
-import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { ForkDepthLimitError, NotFoundError, ValidationError } from "../../domain/errors.js";
 import { forkPointWhere } from "../../domain/research/conversation-forks.js";
+import { MAX_FORK_DEPTH } from "../../domain/research/conversation-lineage.js";
 import type { Conversation } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
@@ -60,10 +61,11 @@ builder.mutationField("forkConversation", (t) =>
     type: ForkConversationSuccess,
     description:
       "Branches one of your conversations: a new conversation of yours whose log is this one's up to and including atMessageId — shared, not copied: this conversation's log stays as it is, and its runs go on unaffected — and then its own messages (admitRun with its id). " +
-      "Regenerate an answer: fork at the message before the question it answered and admit the question again; edit and resend: the same with the new text. Forks of forks work. " +
+      "Regenerate an answer: fork at the message before the question it answered and admit the question again; edit and resend: the same with the new text. " +
+      `Forks of forks work, up to ${MAX_FORK_DEPTH} levels: a fork of a conversation that is already a fork ${MAX_FORK_DEPTH} levels deep is a ForkDepthLimitError. ` +
       "The fork is not linked to this conversation's workspaces, and an access token that grants this conversation does not grant the fork (access tokens may not fork).",
     args: { input: t.arg({ type: ForkConversationInput, required: true }) },
-    errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "ForkConversationPayload" } },
+    errors: { types: [NotFoundError, ValidationError, ForkDepthLimitError], directResult: true, union: { name: "ForkConversationPayload" } },
     resolve: async (_root, { input }, ctx) => {
       const conversationId = requireIdOfType(String(input.conversationId), "Conversation", "conversationId");
       const atMessageId = requireIdOfType(String(input.atMessageId), "Message", "atMessageId");

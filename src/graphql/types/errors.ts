@@ -6,6 +6,7 @@ import {
   ArtifactExpiredError,
   type DomainError,
   ForbiddenError,
+  ForkDepthLimitError,
   IdempotencyConflictError,
   IneligibleSourceError,
   NotFoundError,
@@ -118,6 +119,14 @@ builder.objectType(ApiKeyLimitError, {
     "You already have as many live API keys as one principal may have (the operator's MAX_API_KEYS_PER_PRINCIPAL; revoked keys do not count); nothing was created. Revoking a key frees a place.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ maxApiKeys: t.exposeInt("maxApiKeys", { description: "The most live API keys one principal may have." }) }),
+});
+
+builder.objectType(ForkDepthLimitError, {
+  name: "ForkDepthLimitError",
+  description:
+    "The conversation is already a fork as many levels deep as a fork may be (a fork of a fork of …, maxForkDepth levels); nothing was created. Fork a conversation it forked from, at a message it shares, or start a new conversation.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ maxForkDepth: t.exposeInt("maxForkDepth", { description: "The most levels of forks above one conversation." }) }),
 });
 
 builder.objectType(ForbiddenError, {

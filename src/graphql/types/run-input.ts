@@ -5,6 +5,7 @@ import type { Run, RunInput } from "../../generated/prisma/client.js";
 import { RunInputStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { requireIdOfType } from "../global-id.js";
+import { largeText } from "../large-text.js";
 import { describePage, type KeysetList, LIST_PAGE, listConnection, readConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
 import { ofMyRun } from "./owned.js";
@@ -38,7 +39,7 @@ export const RunInputNode = builder.prismaNode("RunInput", {
   description:
     "A person's message to a run in flight (steerRun). It enters the conversation's log exactly once, as a USER message right before the run's next model request — across takeovers by another worker too — or is RELEASED when the run ends first.",
   fields: (t) => ({
-    text: t.exposeString("text"),
+    text: t.exposeString("text", { extensions: largeText(STEER_TEXT_MAX) }),
     status: t.expose("status", { type: RunInputStatusEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When steerRun stored it." }),
     deliveredAt: t.expose("deliveredAt", {

@@ -4,6 +4,7 @@ import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
 import { openRunOutput, type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
 import { type OutputPosition, parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { encodeGlobalId, idOfType } from "../global-id.js";
 import { mine } from "./owned.js";
@@ -45,7 +46,12 @@ const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate")
       resolve: (update) => (update.modelCallSpanId === null ? null : encodeGlobalId("Span", update.modelCallSpanId)),
     }),
     kind: t.field({ type: RunOutputKindEnum, resolve: (update) => update.kind }),
-    text: t.string({ nullable: true, description: "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise.", resolve: (update) => update.text }),
+    text: t.string({
+      nullable: true,
+      extensions: largeText(),
+      description: "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise.",
+      resolve: (update) => update.text,
+    }),
     toolCallId: t.string({
       nullable: true,
       description:

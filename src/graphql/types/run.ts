@@ -8,6 +8,7 @@ import {
   WorkspaceArchivedError,
 } from "../../domain/errors.js";
 import { largeText } from "../large-text.js";
+import { GOAL_STATEMENT_MAX } from "../../domain/workspace/workspace-service.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Prisma, Run } from "../../generated/prisma/client.js";
@@ -52,7 +53,7 @@ const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "dead
 
 const FrozenGoal = builder.objectRef<{ version: number; statement: string }>("FrozenGoal").implement({
   description: "The workspace goal as it was when the run was admitted; later goal updates do not change it.",
-  fields: (t) => ({ version: t.exposeInt("version"), statement: t.exposeString("statement") }),
+  fields: (t) => ({ version: t.exposeInt("version"), statement: t.exposeString("statement", { extensions: largeText(GOAL_STATEMENT_MAX) }) }),
 });
 
 export const RunMaterialRef = builder.prismaObject("RunMaterial", {
@@ -70,7 +71,7 @@ export const RunNode = builder.prismaNode("Run", {
   description: "One independent research run, with the inputs frozen at its admission.",
   fields: (t) => ({
     status: t.expose("status", { type: RunStatusEnum }),
-    question: t.exposeString("question"),
+    question: t.exposeString("question", { extensions: largeText(GOAL_STATEMENT_MAX) }),
     agent: t.exposeString("agent", { description: "The agent profile the run executes under." }),
     agentProfile: t.relation("agentProfile", {
       nullable: true,

@@ -8,6 +8,8 @@ import { CATCH_UP_MAX_FIRES, CATCH_UP_WINDOW_MS, MISSED_AFTER_MS } from "../../d
 import type { Schedule, ScheduleFire } from "../../generated/prisma/client.js";
 import { ScheduleCatchUp, ScheduleFireStatus, ScheduleOverlap } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
+import { GOAL_STATEMENT_MAX } from "../../domain/workspace/workspace-service.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { requireIdOfType } from "../global-id.js";
 import { encodeGlobalId } from "../../domain/global-id.js";
@@ -59,7 +61,7 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     cron: t.exposeString("cron", { nullable: true, description: "5 fields (minute first), or 6 with seconds first; read in `timezone`." }),
     intervalSeconds: t.exposeInt("intervalSeconds", { nullable: true }),
     timezone: t.exposeString("timezone", { description: "The IANA time zone the cron expression is read in." }),
-    question: t.exposeString("question"),
+    question: t.exposeString("question", { extensions: largeText(GOAL_STATEMENT_MAX) }),
     agent: t.exposeString("agent"),
     overlap: t.expose("overlap", { type: ScheduleOverlapEnum }),
     catchUp: t.expose("catchUp", { type: ScheduleCatchUpEnum }),

@@ -1,10 +1,12 @@
 // Human approval of tool calls: the requests a run's calls wait on, and the owner's decision.
 import { AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import { EDITED_ARGUMENTS_MAX } from "../../domain/runs/tool-arguments.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Run, ToolApproval } from "../../generated/prisma/client.js";
 import { ToolApprovalDecision } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { encodeGlobalId, requireIdOfType } from "../global-id.js";
+import { largeText } from "../large-text.js";
 import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
 import { me } from "./owned.js";
@@ -43,12 +45,14 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
         "Null for Dossier's own tools.",
     }),
     arguments: t.string({
+      extensions: largeText(),
       description:
         "The call's arguments, exactly as the model gave them (JSON text). They may hold characters a person does not see that reorder or hide the text around them (bidi overrides and isolates, zero-width characters): show each visibly before a person decides, as the trace viewer does (an escape such as \\u202E).",
       resolve: (a) => fromStored(a.arguments),
     }),
     editedArguments: t.string({
       nullable: true,
+      extensions: largeText(EDITED_ARGUMENTS_MAX),
       description: "EDIT: the arguments the call runs (or ran) with instead of the model's (JSON text); null for any other decision.",
       resolve: (a) => (a.editedArguments === null ? null : fromStored(a.editedArguments)),
     }),

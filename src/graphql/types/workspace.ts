@@ -5,6 +5,8 @@ import { NotFoundError, StaleVersionError, ValidationError } from "../../domain/
 import type { GoalVersion, Workspace } from "../../generated/prisma/client.js";
 import { WorkspaceStatus } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
+import { largeText } from "../large-text.js";
+import { GOAL_STATEMENT_MAX } from "../../domain/workspace/workspace-service.js";
 import { boundedCount, countFields } from "../counted-connection.js";
 import { visibleWorkspace } from "../../domain/workspace/workspace-access.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
@@ -48,7 +50,7 @@ export const GoalVersionNode = builder.prismaNode("GoalVersion", {
   description: "One immutable version of a workspace's research goal.",
   fields: (t) => ({
     version: t.exposeInt("version", { description: "1 for the first goal; each accepted update adds one." }),
-    statement: t.exposeString("statement"),
+    statement: t.exposeString("statement", { extensions: largeText(GOAL_STATEMENT_MAX) }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });
