@@ -209,8 +209,11 @@ export type Config = {
    * and how often the sweep runs (TRACE_RETENTION_SWEEP_INTERVAL_MS).
    */
   retention: { days: number | null; mode: "DELETE" | "KEEP_SUMMARY"; sweepIntervalMs: number };
-  /** Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays between attempts (WEBHOOK_RETRY_DELAYS_SECONDS). */
-  webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[] };
+  /**
+   * Webhooks (issue 22): hosts they may reach inside the network (WEBHOOK_ALLOWED_HOSTS), the delays
+   * between attempts (WEBHOOK_RETRY_DELAYS_SECONDS), how long an attempt waits for the answer (WEBHOOK_TIMEOUT_MS).
+   */
+  webhooks: { allowedHosts: string[]; retryDelaysSeconds?: number[]; timeoutMs: number };
   /**
    * PostgreSQL when DATABASE_URL is set (poolSize: the connections this process may hold, DB_POOL_SIZE;
    * streamPoolSize: more, kept apart for starting live streams, DB_STREAM_POOL_SIZE); otherwise the

@@ -114,6 +114,7 @@ const envSchema = z.object({
   MCP_HTTP_ALLOWED_HOSTS: exactHosts("mcp.internal.example,127.0.0.1:8931").default([]),
   WEBHOOK_ALLOWED_HOSTS: exactHosts("hooks.internal.example,127.0.0.1:9000").default([]),
   WEBHOOK_RETRY_DELAYS_SECONDS: secondsList("5,300,1800,7200,18000,36000").optional(),
+  WEBHOOK_TIMEOUT_MS: whole(500, "min").default(10_000),
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
   // One run's sandbox folder: what it may hold, what a write may name, how long it is kept; all of one principal's folders, all folders.
@@ -176,7 +177,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...serverSettings(values),
     ...runSettings(values, present),
-    webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS },
+    webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS, timeoutMs: values.WEBHOOK_TIMEOUT_MS },
     database: values.DATABASE_URL
       ? {
           kind: "postgres",

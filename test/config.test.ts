@@ -312,11 +312,14 @@ describe("loadConfig", () => {
   });
 
   it("reads the hosts webhooks may reach inside the network and the delays between their attempts", () => {
-    expect(loadConfig({}).webhooks).toEqual({ allowedHosts: [], retryDelaysSeconds: undefined });
-    expect(loadConfig({ WEBHOOK_ALLOWED_HOSTS: "Hooks.internal, 127.0.0.1:9000", WEBHOOK_RETRY_DELAYS_SECONDS: "1, 0.5,60" }).webhooks).toEqual({
+    expect(loadConfig({}).webhooks).toEqual({ allowedHosts: [], retryDelaysSeconds: undefined, timeoutMs: 10_000 });
+    const set = { WEBHOOK_ALLOWED_HOSTS: "Hooks.internal, 127.0.0.1:9000", WEBHOOK_RETRY_DELAYS_SECONDS: "1, 0.5,60", WEBHOOK_TIMEOUT_MS: "2000" };
+    expect(loadConfig(set).webhooks).toEqual({
       allowedHosts: ["hooks.internal", "127.0.0.1:9000"],
       retryDelaysSeconds: [1, 0.5, 60],
+      timeoutMs: 2_000,
     });
+    expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: "100" })).toThrow(/WEBHOOK_TIMEOUT_MS="100": must be at least 500/);
     expect(() => loadConfig({ WEBHOOK_ALLOWED_HOSTS: "*.corp.example" })).toThrow(
       /WEBHOOK_ALLOWED_HOSTS="\*.corp.example": must be host names without wildcards/,
     );

@@ -28,7 +28,7 @@ export type WebhookOptions = {
   pollMs?: number;
   /** Resolves webhook hosts (tests replace it). */
   resolve?: Resolver;
-  /** How long an attempt waits for the endpoint's answer: 10 s (tests shorten it). */
+  /** How long an attempt waits for the endpoint's answer (WEBHOOK_TIMEOUT_MS): 10 s by default. */
   timeoutMs?: number;
 };
 
@@ -58,7 +58,7 @@ export function startWebhookDelivery({
   });
   const base = { prisma: db.prisma, delivery, logger, pollMs: options.pollMs };
   const queue: WebhookQueue = options.postgresUrl
-    ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl, timeouts: options.postgresTimeouts })
+    ? new PgBossWebhookQueue({ ...base, url: options.postgresUrl, timeouts: options.postgresTimeouts, attemptTimeoutMs: options.timeoutMs })
     : new InProcessWebhookQueue(base);
   queue.start();
   // Committed events wake the queue at once (every instance, with Redis); the poll is the fallback.

@@ -74,6 +74,9 @@ describe("createRunStore against a running server", () => {
         extraTools: [waitTool("deploy", 10)],
         approvals: { rules: { deploy: "always" } },
         leaseMs: 30_000,
+        // The cut reply's run is handed back to be retried half a second later: a claim pass
+        // looks for it then, not at the lease sweep's default interval (a third of the lease).
+        sweepMs: 200,
       },
     });
     client = t.connect();

@@ -8,7 +8,10 @@ import { WebSocket } from "ws";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { withTimeout } from "../support/wait.js";
 
-/** Long enough for the server to have handled the operations sent before (it answers nothing while a subscription is open). */
+/**
+ * Long enough for the server to have handled a completion sent before: the client hears nothing
+ * back when a subscription it ended gives its place back.
+ */
 const pause = () => new Promise((resolve) => setTimeout(resolve, 1_000));
 
 let t: TestApp | undefined;
@@ -38,16 +41,23 @@ async function admitRun(key: string): Promise<string> {
 
 /**
  * Subscribes to a queued run's events: the run's current status arrives first, then nothing until
- * it changes, so the subscription stays open. `refused` resolves with the errors of a refused
- * subscription and never for one that was accepted.
+ * it changes, so the subscription stays open. `outcome` resolves with "open" once that first event
+ * arrived (the server accepted it and holds its place), or with the errors of a refused one.
  */
 function subscribe(socket: ReturnType<typeof createWsClient>, runId: string) {
   const updates = socket.iterate({ query: `subscription { runEvents(runId: "${runId}") { status } }` });
-  const refused = updates.next().then(
-    () => new Promise<undefined>(() => undefined),
+  const outcome = updates.next().then(
+    () => "open" as const,
     (errors: unknown) => errors as GraphQLErrors,
   );
-  return { updates, refused };
+  return { updates, outcome };
+}
+
+/** The errors a subscription was refused with (an accepted one fails the test). */
+async function refusal(attempt: ReturnType<typeof subscribe>): Promise<GraphQLErrors> {
+  const outcome = await withTimeout(attempt.outcome, 10_000);
+  expect(outcome).not.toBe("open");
+  return outcome as GraphQLErrors;
 }
 
 describe("subscription quota per key and per principal", () => {
@@ -57,10 +67,9 @@ describe("subscription quota per key and per principal", () => {
     const runId = await admitRun(key);
     const socket = socketFor(key);
     const open = [subscribe(socket, runId), subscribe(socket, runId), subscribe(socket, runId)];
-    await pause();
+    expect(await withTimeout(Promise.all(open.map((o) => o.outcome)), 10_000)).toEqual(["open", "open", "open"]);
 
-    const fourth = subscribe(socket, runId);
-    const errors = await withTimeout(fourth.refused, 10_000);
+    const errors = await refusal(subscribe(socket, runId));
     expect(errors?.[0]?.extensions).toMatchObject({ code: "SUBSCRIPTION_LIMIT", limit: 3 });
     // The connection stays open: its other operations go on.
     expect((await withTimeout(socket.iterate({ query: "{ __typename }" }).next(), 10_000)).value).toEqual({ data: { __typename: "Query" } });
@@ -75,13 +84,13 @@ describe("subscription quota per key and per principal", () => {
     // Another principal has its own share.
     const otherRun = await admitRun(other);
     const theirs = subscribe(socketFor(other), otherRun);
-    expect(await Promise.race([theirs.refused, pause().then(() => "open")])).toBe("open");
+    expect(await withTimeout(theirs.outcome, 10_000)).toBe("open");
 
     // One of the key's subscriptions ends: its place is free again.
     await open[0]!.updates.return?.();
     await pause();
     const again = subscribe(socket, runId);
-    expect(await Promise.race([again.refused, pause().then(() => "open")])).toBe("open");
+    expect(await withTimeout(again.outcome, 10_000)).toBe("open");
     await theirs.updates.return?.();
   });
 });
@@ -110,9 +119,8 @@ describe("a flood of subscriptions by one key", () => {
     const socket = socketFor(key);
     const attempts = Array.from({ length: 6_000 }, () => subscribe(socket, runId));
     const during: number[] = [];
-    // The open ones never answer: whatever has not been refused once every refusal could arrive is open.
-    const settledAll = new Promise((resolve) => setTimeout(resolve, 10_000));
-    const refusals = Promise.all(attempts.map((a) => Promise.race([a.refused, settledAll.then(() => "open" as const)])));
+    // Each attempt ends refused or open (its first event arrived).
+    const refusals = withTimeout(Promise.all(attempts.map((a) => a.outcome)), 60_000);
     for (let i = 0; i < 40; i += 1) during.push(await read());
     const outcomes = await refusals;
     const refused = outcomes.filter((o) => Array.isArray(o) && o[0]?.extensions?.code === "SUBSCRIPTION_LIMIT").length;
@@ -145,8 +153,8 @@ describe("an access token's subscriptions", () => {
     // The greedy token over graphql-ws: two places, then SUBSCRIPTION_LIMIT naming the token.
     const tokenSocket = socketFor(greedy);
     const held = [subscribe(tokenSocket, runId), subscribe(tokenSocket, runId)];
-    await pause();
-    const third = await withTimeout(subscribe(tokenSocket, runId).refused, 10_000);
+    expect(await withTimeout(Promise.all(held.map((h) => h.outcome)), 10_000)).toEqual(["open", "open"]);
+    const third = await refusal(subscribe(tokenSocket, runId));
     expect(third?.[0]).toMatchObject({
       message: expect.stringContaining("This access token already has 2"),
       extensions: { code: "SUBSCRIPTION_LIMIT", limit: 2 },
@@ -159,9 +167,9 @@ describe("an access token's subscriptions", () => {
     // The team's key and the other end user's token still subscribe (the key's own count is untouched).
     const keyOwn = subscribe(socketFor(key), runId);
     const other = subscribe(socketFor(polite), runId);
-    expect(await Promise.race([keyOwn.refused, other.refused, pause().then(() => "open")])).toBe("open");
+    expect(await withTimeout(Promise.all([keyOwn.outcome, other.outcome]), 10_000)).toEqual(["open", "open"]);
     // The principal's cap still counts them all: 2 + 1 + 1 = 4 open, the key's next one is refused.
-    const over = await withTimeout(subscribe(socketFor(key), runId).refused, 10_000);
+    const over = await refusal(subscribe(socketFor(key), runId));
     expect(over?.[0]?.extensions).toMatchObject({ code: "SUBSCRIPTION_LIMIT", limit: 4 });
     for (const open of [...held, keyOwn, other]) await open.updates.return?.();
   });

@@ -2,11 +2,13 @@
 // with SIGKILL after the change committed and while its event's delivery is in flight (the
 // receiver holds the first request unanswered); started again on the same data, it delivers the
 // event — same event id, signed — without being asked. PostgreSQL delivers through pg-boss (a job
-// of a dead process expires and is retried); the embedded default resumes from its outbox rows.
+// of a dead process expires, twice WEBHOOK_TIMEOUT_MS after it started, and is retried); the
+// embedded default resumes from its outbox rows.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { ArchiveWorkspaceDocument, CreateWebhookDocument } from "../../sdk/generated/graphql.js";
@@ -47,6 +49,7 @@ describe.each(backends)("webhooks across a crash on %s", (backend) => {
       ...(database ? { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString("base64") } : {}),
       WEBHOOK_ALLOWED_HOSTS: receiver.host,
       WEBHOOK_RETRY_DELAYS_SECONDS: "1,1",
+      WEBHOOK_TIMEOUT_MS: "2000",
     };
 
     const first = await startServer(env);
@@ -65,5 +68,13 @@ describe.each(backends)("webhooks across a crash on %s", (backend) => {
     const [lost, delivered] = receiver.received;
     expect(delivered!.headers["webhook-id"]).toBe(lost!.headers["webhook-id"]);
     expect(receiver.verify(delivered!, secret)).toMatchObject({ type: "WORKSPACE_ARCHIVED", data: { workspaceId: workspace.id } });
+    if (database) {
+      // The dead server's job was given up on after twice the attempt's timeout (4 s), not 20 s.
+      const sql = new pg.Client({ connectionString: database.url });
+      await sql.connect();
+      cleanups.push(() => sql.end());
+      const { rows } = await sql.query("SELECT extract(epoch FROM expire_in)::int AS seconds FROM pgboss.job WHERE name = 'dossier-webhook-attempt'");
+      expect(rows.map((row) => row.seconds)).toEqual([4]);
+    }
   });
 });

@@ -6,7 +6,7 @@
 // the two queues it again on the next pass, and the job's singleton key (message and attempt)
 // keeps that from adding a second job while the first waits; a stale job finds its message at
 // another attempt and does nothing. The servers' pg-boss workers take the jobs; a job whose
-// process died mid-attempt expires and is retried by pg-boss. Recording an attempt clears `relayed_at`,
+// process died mid-attempt expires (twice the attempt's timeout after it started) and is retried by pg-boss. Recording an attempt clears `relayed_at`,
 // so a retry is relayed the same way, with its delay as the job's start. A job that pg-boss gave
 // up on (failed for good: its retries spent, say while the database refused the attempt's record)
 // or that is gone without the attempt being recorded leaves its message PENDING and relayed: the
@@ -20,7 +20,7 @@ import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { WebhookQueue } from "./in-process-webhook-queue.js";
-import type { WebhookDelivery } from "./webhook-delivery.js";
+import { WEBHOOK_TIMEOUT_MS, type WebhookDelivery } from "./webhook-delivery.js";
 
 const QUEUE = "dossier-webhook-attempt";
 
@@ -58,6 +58,8 @@ export type PgBossWebhookQueueDeps = {
   delivery: WebhookDelivery;
   logger: Logger;
   pollMs?: number;
+  /** How long an attempt waits for the endpoint (WEBHOOK_TIMEOUT_MS): its job expires after twice that. */
+  attemptTimeoutMs?: number;
   /** How often pg-boss retries a job whose attempt threw before it gives up on it (default 5); the relay then relays it again. */
   retryLimit?: number;
   /** How long after relaying a message without a live job it is relayed again (default 10 s). */
@@ -101,7 +103,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
     this.boss = new PgBoss({ db: this.db as unknown as PgBoss.Db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
     this.boss.on("error", reportError);
     await this.boss.start();
-    // An attempt takes at most 10 s; a job still active after 20 s belongs to a process that is gone.
+    // The queue's default expiry; each job is sent with its own (expireInSeconds), from this server's attempt timeout.
     await this.boss.createQueue(QUEUE, {
       name: QUEUE,
       policy: "short",
@@ -157,6 +159,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
       await this.boss.send(QUEUE, { messageId: message.id, attempts: message.attempts } satisfies Job, {
         singletonKey: `${message.id}:${message.attempts}`,
         priority: -message.turn,
+        expireInSeconds: this.expireInSeconds(),
         ...(startAfter ? { startAfter } : {}),
       });
       await this.deps.prisma.webhookMessage.updateMany({
@@ -166,6 +169,14 @@ export class PgBossWebhookQueue implements WebhookQueue {
     }
     // This process's worker fetches at once instead of at its next poll; the others poll.
     if (waiting.length > 0 && this.workerId) this.boss.notifyWorker(this.workerId);
+  }
+
+  /**
+   * An attempt waits at most its timeout for the endpoint, then records itself: a job still active
+   * after twice that belongs to a process that is gone (20 s with the default 10 s timeout).
+   */
+  private expireInSeconds(): number {
+    return Math.ceil((2 * (this.deps.attemptTimeoutMs ?? WEBHOOK_TIMEOUT_MS)) / 1000);
   }
 
   /**
