@@ -108,7 +108,7 @@ describe("graphql-ws subscriptions are held to the cost limit", () => {
     expect(await rejected("QUERY_TOO_COSTLY")).toBe(before + 1);
   });
 
-  it("traceUpdates: a costly selection is refused with QUERY_TOO_COSTLY, as over SSE, before its replay; the same document with small pages streams", async () => {
+  it("traceUpdates: a costly selection is refused with QUERY_TOO_COSTLY, as over SSE, before its replay (PAGE_TOO_LARGE too); the same document with small pages streams", async () => {
     const { run } = await admit(t.client, { question: "Watched closely" });
     const recorder = new PrismaTraceRecorder({ prisma: t.app.db.prisma, events: t.app.events });
     const traceId = await recorder.traceFor(idOfType(run.id, "Run")!);
@@ -121,6 +121,12 @@ describe("graphql-ws subscriptions are held to the cost limit", () => {
     const event = () => recorder.event(root, "THINKING", "a thought");
     expect(await firstAnswer(costly, event)).toEqual({ errors: sse });
     expect(await rejected("QUERY_TOO_COSTLY")).toBe(before + 1);
+
+    // A page over MAX_PAGE_SIZE: PAGE_TOO_LARGE, as over SSE.
+    const tooLarge = { query: TRACE_UPDATES, variables: { runId: run.id, n: 1_000 } };
+    const sseTooLarge = await overSse(tooLarge);
+    expect(sseTooLarge?.map((error) => error.extensions?.code)).toEqual(["PAGE_TOO_LARGE"]);
+    expect(await firstAnswer(tooLarge, event)).toEqual({ errors: sseTooLarge });
 
     const cheap = await firstAnswer({ query: TRACE_UPDATES, variables: { runId: run.id, n: 1 } }, event);
     expect(cheap.next?.errors).toBeUndefined();
