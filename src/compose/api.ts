@@ -22,6 +22,7 @@ import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { type RateLimits, rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
 import { endRefused } from "../server/refused-requests.js";
+import { privateResponses } from "../server/response-headers.js";
 import { guardFailedAuthentications } from "../server/failed-authentications.js";
 import { SubscriptionQuota, subscriptionQuotaPlugin } from "../server/subscription-quota.js";
 import { type TrustedDocumentsOptions, trustedDocuments } from "../server/trusted-documents.js";
@@ -125,6 +126,8 @@ export function createApi(
     ...(graphiql ? {} : { graphiql: false }),
     logging: yogaLogging(logger),
     plugins: [
+      // No cache keeps an answer, nor hands one origin's to another; no browser sniffs a type.
+      privateResponses(),
       jsonPostsOnly("/graphql"),
       graphqlResponseJsonBodies(),
       getParameters(),

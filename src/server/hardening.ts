@@ -2,10 +2,12 @@
 // bigger (body bytes) than configured. Each refusal is a GraphQL error with a clear message and
 // an `extensions.code`, counted in /metrics; the server does no work for a refused request beyond
 // parsing and validating it. The same validation applies over graphql-ws, which validates
-// through Yoga's enveloped `validate` and `parse`.
+// through Yoga's enveloped `validate` and `parse`; a graphql-ws subscription's page sizes and cost
+// are checked by the WebSocket server before it starts (subscriptionRefusal), since the responses
+// of shared subscriptions are executed outside Yoga's pipeline.
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
-import { type DocumentNode, GraphQLError, type GraphQLSchema, parse, type ValidationContext } from "graphql";
+import { type DocumentNode, GraphQLError, type GraphQLSchema, getOperationAST, parse, type ValidationContext } from "graphql";
 
 import type { Plugin } from "graphql-yoga";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../graphql/large-text.js";
@@ -105,6 +107,16 @@ export function queryLimitsPlugin(limits: QueryLimits, countRejected: CountRejec
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };
+}
+
+/**
+ * The refusal of a subscription over its page sizes or cost, as HTTP and SSE refuse it, or
+ * undefined (for any other operation too). Costs are kept by document and page-size variables
+ * (page-cost.ts), so identical subscriptions are costed once.
+ */
+export function subscriptionRefusal(operation: Operation, limits: QueryLimits, count: CountRejected): GraphQLError | undefined {
+  if (getOperationAST(operation.document, operation.operationName ?? undefined)?.operation !== "subscription") return undefined;
+  return refusalOf(operation, limits, count);
 }
 
 type Operation = { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null; variableValues?: Record<string, unknown> | null };

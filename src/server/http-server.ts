@@ -17,7 +17,7 @@ import { clientAddressOf, recordClientAddresses, TrustedProxies } from "./client
 import { capConnectionsPerClient, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, TOO_MANY_CONNECTIONS } from "./client-connections.js";
 import { guardPages, upgradeAllowed } from "./cross-site.js";
 import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } from "./failed-authentications.js";
-import type { QueryLimits } from "./hardening.js";
+import { type QueryLimits, subscriptionRefusal } from "./hardening.js";
 import type { RateLimits } from "./rate-limit.js";
 import { collectWhenQuiet } from "./idle-collection.js";
 import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
@@ -256,6 +256,10 @@ function serveGraphqlWs({
           return [error];
         }
         if (Array.isArray(prepared)) return prepared;
+        // Page sizes and cost, before a subscription is shared or started: a shared one's
+        // responses are executed outside Yoga's pipeline, where the limits plugin never sees them.
+        const tooCostly = subscriptionRefusal(prepared, app.limits, app.metrics.countRejected);
+        if (tooCostly) return [tooCostly];
         // Its credential may have expired while it was authenticated and validated.
         if (credentials.ended(ctx)) return [socketClosing()];
         // A subscription holds a place of its key's and principal's share until it completes.
