@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
 import { allowTimeFor, waitUntil } from "../support/wait.js";
@@ -85,7 +85,7 @@ describe("crash recovery", () => {
   });
 
   it.runIf(backends.includes("postgres"))("on PostgreSQL, a second running process takes the run over when the lease expires", async () => {
-    const database = await createPostgresDatabase();
+    const database = await createMigratedPostgresDatabase();
     cleanups.push(() => database.drop());
     const dir = scratch();
     const env = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };

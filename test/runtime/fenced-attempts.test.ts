@@ -10,7 +10,7 @@ import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createClient, type DossierClient } from "../../sdk/client.js";
 import { AdmitRunDocument, CancelRunDocument } from "../../sdk/generated/graphql.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnTs } from "../support/processes.js";
 import { allowTimeFor, waitUntil } from "../support/wait.js";
@@ -27,7 +27,7 @@ afterEach(async () => {
 type Instance = { process: Spawned; pid: number; client: DossierClient };
 
 async function deployment(env: Record<string, string>) {
-  const database = await createPostgresDatabase();
+  const database = await createMigratedPostgresDatabase();
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-fenced-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,9 +38,8 @@ async function deployment(env: Record<string, string>) {
     const { url, pid } = JSON.parse(await p.waitForOutput(/\{"url":"[^"]+","pid":\d+\}/, 60_000)) as { url: string; pid: number };
     return { process: p, pid, client: createClient({ url }) };
   };
-  // One after the other: the first migrates the database.
-  const first = await start();
-  const second = await start();
+  // Both at once: the database is migrated already (each instance's own migration finds nothing to do).
+  const [first, second] = await Promise.all([start(), start()]);
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   cleanups.push(() => sql.end());

@@ -8,7 +8,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
-import { backends, createPostgresDatabase } from "../support/databases.js";
+import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { killAll, markerLines, type Spawned, spawnBuilt, spawnTs } from "../support/processes.js";
 import { waitUntil } from "../support/wait.js";
@@ -21,12 +21,13 @@ afterEach(async () => {
 });
 
 async function deployment(env: Record<string, string>) {
-  const database = await createPostgresDatabase();
+  const database = await createMigratedPostgresDatabase();
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-workers-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), LOG_LEVEL: "info", ...env };
-  // The server migrates the database first; workers start once it listens.
+  // The database is migrated already. The server still starts first: it creates the run queue,
+  // which processes creating it at once on a fresh database can deadlock over (pg-boss).
   const server = spawnBuilt("src/main.ts", {
     env: { ...shared, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: path.join(dir, "server") },
   });
@@ -57,7 +58,7 @@ async function expectCleanTrace(sql: pg.Client, runId: string, outcomes: string[
 
 describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQL job queue", () => {
   it("the worker as `npm run worker` ships it (the bundle in dist/) executes a queued run", async () => {
-    const database = await createPostgresDatabase();
+    const database = await createMigratedPostgresDatabase();
     cleanups.push(() => database.drop());
     const dir = mkdtempSync(path.join(tmpdir(), "dossier-worker-bundle-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
