@@ -21,7 +21,7 @@ export type AccessOperation =
   | 'DECIDE'
   /** Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it. */
   | 'READ'
-  /** Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. Reading scores needs READ only. */
+  /** Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, never the team's. Reading scores needs READ only. */
   | 'SCORE'
   /** Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation). */
   | 'SUBSCRIBE';
