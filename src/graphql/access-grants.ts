@@ -9,14 +9,15 @@
 //     evidence null outside the messages node(id) shows;
 //   - subscriptions (SUBSCRIBE): runEvents, runOutput, traceUpdates, workspaceEvents, and runsChanged
 //     listing only the runs the grants let it subscribe to; they end
-//     with "token expired" when the token does;
+//     with "token expired" when the token does, and with GRANT_WITHDRAWN when the workspace link
+//     that let it reach the run is removed (withdrawn-grants.ts);
 //   - mutations: admitRun, steerRun and updateRunTags (ADMIT; admitRun's materials only from the
 //     histories READ reaches, checked by the admission itself: domain/workspace/material-reach.ts;
 //     admitRun into a conversation needs READ on it too, ForbiddenError otherwise: root-rules.ts;
 //     admitRun with multitask INTERRUPT also CANCEL on every run it would stop: domain/runs/interrupt-rights.ts),
 //     cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
-//     outside the grants.
+//     outside the grants (deleteScore also for a score the token did not make: domain/research/score-service.ts).
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
 // a run, workspace or conversation reached through a link is there only when a grant covers it,
@@ -45,6 +46,7 @@ import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./an
 import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
 import { checkNested, GUARDED_TYPES, shown, shownUnread, unanswered } from "./nested-grants.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
+import { linksRestedOn, whileGranted } from "./withdrawn-grants.js";
 
 export const AccessGrantPlugin = "accessGrants" as const;
 
@@ -137,11 +139,13 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
         return credentialExpiresAt && isAsyncIterable(events) ? untilExpiry(events, credentialExpiresAt, now) : events;
       }
       if (!rule || rule.keysOnly) throw refusal(key, []);
-      if (!(await allowed(rule, scope, info, context as GraphQLContext))) {
-        throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
-      }
-      await readsRefusal(key, rule, scope, info, context as GraphQLContext, []);
-      return untilExpiry((await subscribe(source, args, context, info)) as AsyncIterable<unknown>, scope.expiresAt, now);
+      if (!(await allowed(rule, scope, info, context as GraphQLContext))) throw new GraphQLError("Not found.", { extensions: { code: "NOT_FOUND" } });
+      const ctx = context as GraphQLContext;
+      await readsRefusal(key, rule, scope, info, ctx, []);
+      // Reached through a workspace's link: the stream ends when the link does (withdrawn-grants.ts).
+      const workspaceIds = await linksRestedOn(scope, rule.operation, rule.targets(rawArgs(info)), ctx);
+      const events = (await subscribe(source, args, context, info)) as AsyncIterable<unknown>;
+      return untilExpiry(whileGranted(events, { workspaceIds, stillAllowed: () => allowed(rule, scope, info, ctx), ctx }), scope.expiresAt, now);
     };
   }
 }

@@ -212,7 +212,7 @@ describe.each(backends)("scores on %s", (backend) => {
     expect(theirs.node.scores.totalCount).toBe(1);
   });
 
-  it("lets a key or token with SCORE score, and READ only read", async () => {
+  it("lets a key or token with SCORE score, and READ only read; a token deletes only the scores it made", async () => {
     const name = unique("ok");
     await config(alice, { name, kind: "BOOLEAN" });
     const run = await admit(alice);
@@ -246,6 +246,16 @@ describe.each(backends)("scores on %s", (backend) => {
     const otherRun = await admit(alice);
     expect(await score(scoreToken, { targetId: otherRun, configName: name, value: 0 })).toMatchObject({ __typename: "NotFoundError" });
     expect(await config(scoreToken, { name: unique("x"), kind: "BOOLEAN" })).toMatchObject({ __typename: "ForbiddenError" });
-    expect((await gql(scoreToken, DELETE, { id: byKey.score.id })).deleteScore.__typename).toBe("DeleteScoreSuccess");
+    // A token deletes only the scores it made: the key's HUMAN score stays, as does one another token made.
+    expect((await gql(scoreToken, DELETE, { id: byKey.score.id })).deleteScore.__typename).toBe("NotFoundError");
+    const otherToken = await mint(["READ", "SCORE"]);
+    expect((await gql(otherToken, DELETE, { id: byToken.score.id })).deleteScore.__typename).toBe("NotFoundError");
+    expect((await gql(scoreToken, RUN_SCORES, { id: run })).run.scores.totalCount).toBe(2);
+    expect((await gql(scoreToken, DELETE, { id: byToken.score.id })).deleteScore).toEqual({
+      __typename: "DeleteScoreSuccess",
+      deletedScoreId: byToken.score.id,
+    });
+    expect((await gql(scorer, DELETE, { id: byKey.score.id })).deleteScore.__typename).toBe("DeleteScoreSuccess");
+    expect((await gql(alice, RUN_SCORES, { id: run })).run.scores.totalCount).toBe(0);
   });
 });

@@ -153,11 +153,16 @@ export class ScoreService {
     return humanScoresOf(this.deps.prisma, ownerId, versionIds);
   }
 
-  /** Deletes one of the principal's scores; it answers NotFound for any other id. */
+  /**
+   * Deletes one of the principal's scores; it answers NotFound for any other id. An access token
+   * deletes only the scores it made: the team's own (a HUMAN score later runs are shown) are not
+   * its holder's to remove.
+   */
   async delete(actor: Actor, scoreId: string): Promise<Score> {
-    const score = await this.deps.prisma.score.findFirst({ where: { id: scoreId, ownerId: actor.principalId } });
+    const where = { id: scoreId, ownerId: actor.principalId, ...(actor.access ? { credential: credentialOf(actor) } : {}) };
+    const score = await this.deps.prisma.score.findFirst({ where });
     if (!score) throw new NotFoundError("Score", scoreId);
-    const deleted = await this.deps.prisma.score.deleteMany({ where: { id: scoreId, ownerId: actor.principalId } });
+    const deleted = await this.deps.prisma.score.deleteMany({ where });
     if (deleted.count === 0) throw new NotFoundError("Score", scoreId);
     return score;
   }

@@ -14,7 +14,7 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
     },
     SUBSCRIBE: {
       description:
-        "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation).",
+        "Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation). A run watched through a link only while the link lasts: unlinking it (or its conversation), or deleting the workspace, ends its open streams with an error of code GRANT_WITHDRAWN, and nothing the run does after reaches them.",
     },
     ADMIT: {
       description:
@@ -24,7 +24,7 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
     CANCEL: { description: "Cancel its runs." },
     SCORE: {
       description:
-        "Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. Reading scores needs READ only.",
+        "Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, never the team's. Reading scores needs READ only.",
     },
   } satisfies Record<(typeof ACCESS_OPERATIONS)[number], { description: string }>,
 });

@@ -200,7 +200,8 @@ const DeleteScoreSuccess = builder.objectRef<{ id: string }>("DeleteScoreSuccess
 builder.mutationField("deleteScore", (t) =>
   t.field({
     type: DeleteScoreSuccess,
-    description: "Deletes one of your scores; any other id is NotFoundError. Its idempotency key may be used again.",
+    description:
+      "Deletes one of your scores; any other id is NotFoundError. An access token deletes only the scores it made (credential `token:<its id>`): the others, a person's HUMAN scores included, are NotFoundError to it. Its idempotency key may be used again.",
     args: { input: t.arg({ type: DeleteScoreInput, required: true }) },
     errors: { types: [ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "DeleteScorePayload" } },
     resolve: async (_root, { input }, ctx) => {
