@@ -1,5 +1,5 @@
-// Whether a resolver's client asked for a field below the object it returns: lets a resolver leave
-// work undone when nothing selects it.
+// Whether a resolver's client asked for a field of the object it returns: lets a resolver leave a
+// large column (a version's body) unread when nothing selects it.
 import {
   type FieldNode,
   GraphQLIncludeDirective,
@@ -36,3 +36,6 @@ export function selectsPath(info: GraphQLResolveInfo, path: string[]): boolean {
   for (const name of path) nodes = nodes.flatMap((node) => fieldsNamed(info, node.selectionSet, name));
   return nodes.length > 0;
 }
+
+/** True when `field` is selected directly below the resolved field, through fragments too. */
+export const selectsField = (info: GraphQLResolveInfo, field: string): boolean => selectsPath(info, [field]);

@@ -13,6 +13,7 @@ import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
 import { describePage, LIST_PAGE, LONG_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
+import { selectsField } from "../selected-fields.js";
 import { ofMyPublication, ofMyRun } from "./owned.js";
 
 const oldestFirst = [
@@ -47,9 +48,15 @@ export const Availability = builder.objectRef<Eligibility>("Availability").imple
       nullable: true,
       description: "The version that broke eligibility: this one, or one it was built on.",
       // A catalog page names the culprit of every unavailable version: its body (up to a megabyte)
-      // is read only when the client asks for it, as the version's selection says.
-      resolve: (query, e, _args, ctx) =>
-        e.eligible ? null : ctx.prisma.publicationVersion.findFirst({ ...query, where: { id: e.culprit.versionId, ...ofMyPublication(ctx) } }),
+      // is read only when the client asks for it.
+      resolve: (query, e, _args, ctx, info) =>
+        e.eligible
+          ? null
+          : (ctx.prisma.publicationVersion.findFirst({
+              ...query,
+              ...(selectsField(info, "content") ? {} : { omit: { content: true } }),
+              where: { id: e.culprit.versionId, ...ofMyPublication(ctx) },
+            }) as Promise<PublicationVersion | null>),
     }),
   }),
 });

@@ -51,9 +51,6 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
   id: { field: "id" },
   nullable: true,
   findUnique: (id, ctx) => ({ id, ...ofMyPublication(ctx) }),
-  // Each read takes the columns its selection shows: a page of ids reads no content (up to a
-  // megabyte a version) and no stored diff.
-  select: { id: true },
   description: "One immutable version of a publication.",
   fields: (t) => ({
     version: t.exposeInt("version"),
