@@ -1,5 +1,6 @@
 // The run queue on PostgreSQL through pg-boss (S2). pg-boss keeps its own `pgboss` schema (it
-// creates and migrates it at start under an advisory lock, apart from Dossier's migrations).
+// creates and migrates it at start under an advisory lock, apart from Dossier's migrations; its
+// queue is created under Dossier's own, pg-boss-setup.ts).
 // The queue uses the "short" policy with the run id as singleton key: at most one waiting job
 // per run, so announcing a run again (sweep, several servers) adds nothing. pg-boss only hands
 // jobs out when asked, so every announcement also sends a NOTIFY that idle workers LISTEN for:
@@ -8,6 +9,7 @@ import type pg from "pg";
 import type PgBoss from "pg-boss";
 import { batchedRead } from "../../domain/batched-reads.js";
 import { boundedWaits, CLOSE_WAIT_MS, type DatabaseTimeouts, endClient, settledWithin } from "../../db/bounded-waits.js";
+import { underSetupLock } from "../../db/pg-boss-setup.js";
 import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { RunAnnouncer } from "../../domain/runs/run-announcer.js";
 import type { Logger } from "../../logger.js";
@@ -76,15 +78,18 @@ export class PgBossRunQueue implements RunQueue, RunAnnouncer {
     const boss = new PgBoss({ db: db as unknown as PgBoss.Db, schema: "pgboss", schedule: false });
     boss.on("error", reportError);
     try {
-      await boss.start();
-      await boss.createQueue(QUEUE, {
-        name: QUEUE,
-        policy: "short",
-        // A delivery is acknowledged right after the claim attempt; one whose worker died before
-        // that simply expires, and the sweep announces the run again.
-        retryLimit: 0,
-        expireInSeconds: 60,
-        retentionMinutes: 60,
+      // One process at a time (pg-boss-setup.ts): processes started together would deadlock creating queues.
+      await underSetupLock(pg.Client, { url, timeouts, applicationName: "dossier-run-queue-setup" }, async () => {
+        await boss.start();
+        await boss.createQueue(QUEUE, {
+          name: QUEUE,
+          policy: "short",
+          // A delivery is acknowledged right after the claim attempt; one whose worker died before
+          // that simply expires, and the sweep announces the run again.
+          retryLimit: 0,
+          expireInSeconds: 60,
+          retentionMinutes: 60,
+        });
       });
       const queue = new PgBossRunQueue(boss, db, pg.Client, url, logger, timeouts);
       if (listen) await queue.listen();

@@ -16,6 +16,7 @@
 // workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
 import type PgBoss from "pg-boss";
 import type { DatabaseTimeouts } from "../../db/bounded-waits.js";
+import { underSetupLock } from "../../db/pg-boss-setup.js";
 import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
@@ -102,15 +103,18 @@ export class PgBossWebhookQueue implements WebhookQueue {
     // Its Db type says rows always come back; after close none do, as with its own pool (prepared-pool.ts).
     this.boss = new PgBoss({ db: this.db as unknown as PgBoss.Db, schema: "pgboss", schedule: false, maintenanceIntervalSeconds: 5 });
     this.boss.on("error", reportError);
-    await this.boss.start();
-    // The queue's default expiry; each job is sent with its own (expireInSeconds), from this server's attempt timeout.
-    await this.boss.createQueue(QUEUE, {
-      name: QUEUE,
-      policy: "short",
-      retryLimit: this.deps.retryLimit ?? 5,
-      retryDelay: 1,
-      expireInSeconds: 20,
-      retentionMinutes: 60,
+    // One process at a time (pg-boss-setup.ts): processes started together would deadlock creating queues.
+    await underSetupLock(pg.Client, { url: deps.url, timeouts: deps.timeouts, applicationName: "dossier-webhooks-setup" }, async () => {
+      await this.boss.start();
+      // The queue's default expiry; each job is sent with its own (expireInSeconds), from this server's attempt timeout.
+      await this.boss.createQueue(QUEUE, {
+        name: QUEUE,
+        policy: "short",
+        retryLimit: deps.retryLimit ?? 5,
+        retryDelay: 1,
+        expireInSeconds: 20,
+        retentionMinutes: 60,
+      });
     });
     if (this.closed) return;
     this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
