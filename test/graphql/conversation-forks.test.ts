@@ -229,7 +229,10 @@ describe.each(backends)("forkConversation on %s", (backend) => {
     const expected = new Map<string, [number, string][]>();
     const root = decodeGlobalId((await startConversation(t.client, "Tree")).id)!.id;
     await append(root, ["r1", "r2", "r3", "r4", "r5", "r6"]);
-    expected.set(root, ["r1", "r2", "r3", "r4", "r5", "r6"].map((c, i) => [i + 1, c]));
+    expected.set(
+      root,
+      ["r1", "r2", "r3", "r4", "r5", "r6"].map((c, i) => [i + 1, c]),
+    );
     let state = 7;
     const next = (n: number) => (state = (state * 1103515245 + 12345) % 2147483648) % n;
     const ids = [root];
