@@ -147,7 +147,7 @@ export class ApiKeyLimitError extends DomainError {
 export class ForkDepthLimitError extends DomainError {
   constructor(readonly maxForkDepth: number) {
     super(
-      `This conversation is already ${maxForkDepth} forks deep, the most a fork may be; nothing was created. Fork a conversation it forked from (at a message it shares), or start a new conversation.`,
+      `This conversation is already ${maxForkDepth} forks deep, the most a fork may be; nothing was created. Fork it at an earlier message, fork a conversation it forked from (at a message it shares), or start a new conversation.`,
     );
   }
 }

@@ -155,27 +155,99 @@ describe.each(backends)("forkConversation on %s", (backend) => {
     expect(root.forkedFrom).toBeNull();
   });
 
+  /** Adds `contents` to a conversation as its own next messages, the way the log stores them. */
+  const append = async (conversationId: string, contents: string[]) => {
+    const row = await prisma().conversation.findUniqueOrThrow({ where: { id: conversationId }, select: { messageCount: true } });
+    await prisma().message.createMany({
+      data: contents.map((content, i) => ({ conversationId, seq: row.messageCount + i + 1, role: "USER" as const, content })),
+    });
+    await prisma().conversation.update({ where: { id: conversationId }, data: { messageCount: row.messageCount + contents.length } });
+  };
+  const logOf = async (conversationId: string) => (await readLog(prisma(), conversationId)).map((m) => [Number(m.seq), m.content]);
+  const lineageLength = async (conversationId: string) =>
+    ((await prisma().conversation.findUniqueOrThrow({ where: { id: conversationId }, select: { lineage: true } })).lineage as unknown[]).length;
+
   it(`refuses a fork of a conversation already ${MAX_FORK_DEPTH} forks deep with a ForkDepthLimitError, creating nothing`, async () => {
     const root = await startConversation(t.client, "Deep");
     const rootId = decodeGlobalId(root.id)!.id;
-    await prisma().message.create({ data: { conversationId: rootId, seq: 1, role: "USER", content: "the first question" } });
-    await prisma().conversation.update({ where: { id: rootId }, data: { messageCount: 1 } });
-    const first = encodeGlobalId("Message", (await rowsOf(rootId))[0]!.id);
-    // A chain of forks, each of the one before, all at the root's first message.
+    await append(rootId, ["the first question"]);
+    // A chain of forks, each of the one before at that one's own newest message: every level shares one.
     let deepest = root.id;
+    let at = encodeGlobalId("Message", (await rowsOf(rootId))[0]!.id);
     for (let depth = 1; depth <= MAX_FORK_DEPTH; depth++) {
-      deepest = expectType(await fork(deepest, first), "ForkConversationSuccess").conversation.id;
+      deepest = expectType(await fork(deepest, at), "ForkConversationSuccess").conversation.id;
+      if (depth === MAX_FORK_DEPTH) break;
+      const id = decodeGlobalId(deepest)!.id;
+      await append(id, [`message ${depth + 1}`]);
+      at = encodeGlobalId("Message", (await rowsOf(id))[0]!.id);
     }
-    const deepLog = expectType((await t.client.request(ConversationDocument, { id: deepest, first: 10 })).node!, "Conversation");
-    expect(deepLog.messages.edges.map((e) => e.node.content)).toEqual(["the first question"]);
+    const deepLog = expectType((await t.client.request(ConversationDocument, { id: deepest, first: 40 })).node!, "Conversation");
+    expect(deepLog.messages.edges.map((e) => e.node.content)).toEqual([
+      "the first question",
+      ...Array.from({ length: MAX_FORK_DEPTH - 1 }, (_, i) => `message ${i + 2}`),
+    ]);
+    expect(await lineageLength(decodeGlobalId(deepest)!.id)).toBe(MAX_FORK_DEPTH);
 
     const conversations = await prisma().conversation.count();
     // Concurrent forks of the deepest one: each is refused, as its depth was fixed when it was made.
-    const refused = await Promise.all(Array.from({ length: 4 }, () => fork(deepest, first)));
+    const refused = await Promise.all(Array.from({ length: 4 }, () => fork(deepest, at)));
     for (const payload of refused) expect(expectType(payload, "ForkDepthLimitError").maxForkDepth).toBe(MAX_FORK_DEPTH);
     expect(await prisma().conversation.count()).toBe(conversations);
     // One level up still forks: the bound is on depth, not on how many forks a conversation has.
     const [parentOfDeepest] = await prisma().conversation.findMany({ where: { id: decodeGlobalId(deepest)!.id }, select: { forkedFromConversationId: true } });
-    expectType(await fork(encodeGlobalId("Conversation", parentOfDeepest!.forkedFromConversationId!), first), "ForkConversationSuccess");
+    expectType(await fork(encodeGlobalId("Conversation", parentOfDeepest!.forkedFromConversationId!), at), "ForkConversationSuccess");
+    // And the deepest forks at its first message: the levels in between share nothing of that prefix.
+    const first = encodeGlobalId("Message", (await rowsOf(rootId))[0]!.id);
+    const shallow = expectType(await fork(deepest, first), "ForkConversationSuccess").conversation;
+    expect(await lineageLength(decodeGlobalId(shallow.id)!.id)).toBe(2);
+    expect(await logOf(decodeGlobalId(shallow.id)!.id)).toEqual([[1, "the first question"]]);
+  });
+
+  it("regenerates the same answer 40 times, each in the newest branch, without deepening the lineage", async () => {
+    const seeded = ["question 1", "answer 1", "question 2", "answer 2"];
+    const root = await startConversation(t.client, "Regenerated");
+    const rootId = decodeGlobalId(root.id)!.id;
+    await append(rootId, seeded);
+    const question = encodeGlobalId("Message", (await rowsOf(rootId))[2]!.id);
+    let newest = root.id;
+    for (let round = 1; round <= 40; round++) {
+      newest = expectType(await fork(newest, question), "ForkConversationSuccess").conversation.id;
+      const id = decodeGlobalId(newest)!.id;
+      await append(id, [`answer 2, take ${round}`]);
+      expect(await lineageLength(id)).toBeLessThanOrEqual(2);
+      // The same log as a conversation that was never forked with those four messages.
+      const unforked = decodeGlobalId((await startConversation(t.client, `Unforked ${round}`)).id)!.id;
+      await append(unforked, [...seeded.slice(0, 3), `answer 2, take ${round}`]);
+      expect(await logOf(id)).toEqual(await logOf(unforked));
+    }
+    const page = expectType((await t.client.request(ConversationDocument, { id: newest, first: 10 })).node!, "Conversation");
+    expect(page.forkedFrom?.message).toEqual({ id: question, seq: "3" });
+  });
+
+  it("reads every log of a tree of forks made at shared and own messages as the messages it was made of", async () => {
+    // Each conversation's log as a list of [seq, content]: its parent's up to the fork point, then its own.
+    const expected = new Map<string, [number, string][]>();
+    const root = decodeGlobalId((await startConversation(t.client, "Tree")).id)!.id;
+    await append(root, ["r1", "r2", "r3", "r4", "r5", "r6"]);
+    expected.set(
+      root,
+      ["r1", "r2", "r3", "r4", "r5", "r6"].map((c, i) => [i + 1, c]),
+    );
+    let state = 7;
+    const next = (n: number) => (state = (state * 1103515245 + 12345) % 2147483648) % n;
+    const ids = [root];
+    for (let made = 0; made < 36; made++) {
+      const parent = ids[ids.length - 1 - next(Math.min(ids.length, 4))]!;
+      const parentLog = expected.get(parent)!;
+      const seq = 1 + next(parentLog.length);
+      const log = await readLog(prisma(), parent);
+      const forked = expectType(await fork(encodeGlobalId("Conversation", parent), encodeGlobalId("Message", log[seq - 1]!.id)), "ForkConversationSuccess");
+      const id = decodeGlobalId(forked.conversation.id)!.id;
+      const own = Array.from({ length: 1 + next(2) }, (_, i) => `f${made}.${i}`);
+      await append(id, own);
+      expected.set(id, [...parentLog.slice(0, seq), ...own.map((c, i) => [seq + i + 1, c] as [number, string])]);
+      ids.push(id);
+    }
+    for (const id of ids) expect(await logOf(id)).toEqual(expected.get(id));
   });
 });

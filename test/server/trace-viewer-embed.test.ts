@@ -111,6 +111,31 @@ describe.runIf(haveChromium)("the trace viewer embedded and handed a key or toke
     expect(await blocked.locator("[data-testid=run-status]").count()).toBe(0);
   }, 60_000);
 
+  it("gives a page of another origin that opens it in a tab no handle to load it again with a key", async () => {
+    const other = await startHost();
+    hosts.push(other.server);
+    app = await startViewerServer([{ content: "done" }]);
+    const { run } = await admit(app.t.as(app.key), { question: "opened" });
+    const bare = `http://127.0.0.1:${app.server.port}/traces/${encodeURIComponent(run.id)}`;
+    const { page } = await openViewer(browser, other.page("about:blank"));
+    const opened = page.context().waitForEvent("page");
+    await page.evaluate((url) => Object.assign(window, { viewer: window.open(url, "_blank") }), bare);
+    const viewer = await opened;
+    await viewer.waitForSelector("body[data-connection=refused]", { timeout: 15_000 });
+    await viewer.evaluate(() => Object.assign(window, { sameDocument: true }));
+    // The opener's handle is closed: it can neither read the tab nor send it elsewhere.
+    const handle = await page.evaluate((url) => {
+      const tab = (window as unknown as { viewer: Window }).viewer;
+      const closed = tab.closed;
+      tab.location.href = `${url}?again#key=chosen-by-the-opener`;
+      return { closed };
+    }, bare);
+    expect(handle).toEqual({ closed: true });
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 500)));
+    expect(viewer.url()).toBe(bare);
+    expect(await viewer.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+  }, 60_000);
+
   it("asks for a key or token when the run is not visible, takes one from the form, offers one a new fragment gives until it is chosen, and drops what another showed", async () => {
     app = await startViewerServer([{ content: "done" }]);
     const owner = app.t.as(app.key);

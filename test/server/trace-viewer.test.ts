@@ -267,6 +267,8 @@ describe("the trace viewer page", () => {
       expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
       // The page talks to its own server only (the live test above proves its WebSocket still connects).
       expect(page.headers.get("content-security-policy")).toContain("connect-src 'self';");
+      // A page of another origin that opens the viewer gets no handle to load it again with a key of its choosing.
+      expect(page.headers.get("cross-origin-opener-policy")).toBe("same-origin");
       expect((await fetch(`http://127.0.0.1:${server!.port}/traces/abc`, { method: "POST" })).status).toBe(405);
       // Base64 run ids may hold a "/", unencoded when pasted by hand.
       expect((await fetch(`http://127.0.0.1:${server!.port}/traces/UnVu/OjE=`)).status).toBe(200);

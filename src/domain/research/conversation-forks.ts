@@ -21,18 +21,19 @@ export type ForkInput = { conversationId: string; atMessageId: string };
  * The fork. Another principal's conversation is NotFound; a message that is not in the
  * conversation's log (unknown, of another conversation, or of the parent's log after the point
  * this conversation forked at) is a ValidationError on atMessageId, as is a point inside a
- * tool-call exchange. A conversation already MAX_FORK_DEPTH forks deep is a ForkDepthLimitError:
- * its depth is its lineage's, fixed when it was made, so no concurrent fork can deepen it.
+ * tool-call exchange. A fork whose lineage would pass MAX_FORK_DEPTH is a ForkDepthLimitError: a
+ * conversation's depth is its lineage's, fixed when it was made, so no concurrent fork can deepen
+ * it; a fork at a message it shares with an ancestor counts only the levels that share it.
  */
 export async function forkConversation(prisma: PrismaClient, actor: Actor, input: ForkInput): Promise<Conversation> {
   // Nothing of the parent is written or locked: the messages up to the fork point never change.
   const parent = await prisma.conversation.findFirst({ where: { id: input.conversationId, ownerId: actor.principalId } });
   if (!parent) throw new NotFoundError("Conversation", input.conversationId);
-  const lineage = lineageOf(parent.lineage);
-  if (lineage.length >= MAX_FORK_DEPTH) throw new ForkDepthLimitError(MAX_FORK_DEPTH);
-  const log = logWhere(parent.id, lineage);
+  const log = logWhere(parent.id, lineageOf(parent.lineage));
   const at = await prisma.message.findFirst({ where: { AND: [{ id: input.atMessageId }, log] }, select: { seq: true } });
   if (!at) throw new ValidationError([{ field: "atMessageId", message: "is not a message of this conversation's log" }]);
+  const lineage = forkLineage(parent, at.seq);
+  if (lineage.length > MAX_FORK_DEPTH) throw new ForkDepthLimitError(MAX_FORK_DEPTH);
   await refuseInsideExchange(prisma, log, at.seq);
   return prisma.conversation.create({
     data: {
@@ -42,7 +43,7 @@ export async function forkConversation(prisma: PrismaClient, actor: Actor, input
       messageCount: at.seq,
       forkedFromConversationId: parent.id,
       forkedAtSeq: at.seq,
-      lineage: forkLineage(parent, at.seq),
+      lineage,
     },
   });
 }

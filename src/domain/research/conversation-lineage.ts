@@ -9,7 +9,8 @@ import type { Prisma } from "../../generated/prisma/client.js";
 
 /**
  * The most ancestors a conversation's lineage may have: a fork of a conversation that already has
- * as many is refused (ForkDepthLimitError). Each level is one more index range in every read of the
+ * as many is refused (ForkDepthLimitError). Only ancestors whose messages the log shares count,
+ * and the parent (forkLineage): forking again and again at the same message does not deepen it. Each level is one more index range in every read of the
  * log; the lineage is fixed when the fork is made, so concurrent forks cannot pass it together.
  */
 export const MAX_FORK_DEPTH = 32;
@@ -45,7 +46,17 @@ export async function logWhereOf(db: Reader, conversationId: string): Promise<Pr
  * The lineage of a fork of `parent` at `atSeq`: the parent up to that seq, then the parent's own
  * ancestors, each capped at that seq too (a fork inside the parent's shared prefix must not take
  * an ancestor's messages written after the point it forks at).
+ *
+ * An ancestor whose capped seq is at or below its own fork point shares none of its messages (they
+ * all come after that point) and is left out. Its own fork point is not stored with it, but the
+ * next level's seq is that point capped at the same seqs, so such a level is exactly one whose seq
+ * is at or below the next one's (and the dropped level's seq equals the next's, so the rule holds
+ * again for the level above it). The parent stays first whatever it shares: the fork point is read
+ * through it (forkPointWhere). So regenerating an answer again and again, each time in the newest
+ * branch, keeps the lineage at two levels instead of one more per regeneration.
  */
 export function forkLineage(parent: { id: string; lineage: unknown }, atSeq: number): LineageLevel[] {
-  return [{ conversationId: parent.id, uptoSeq: atSeq }, ...lineageOf(parent.lineage).map((level) => ({ ...level, uptoSeq: Math.min(level.uptoSeq, atSeq) }))];
+  const inherited = lineageOf(parent.lineage).map((level) => ({ ...level, uptoSeq: Math.min(level.uptoSeq, atSeq) }));
+  const sharing = inherited.filter((level, i) => i === inherited.length - 1 || level.uptoSeq > inherited[i + 1]!.uptoSeq);
+  return [{ conversationId: parent.id, uptoSeq: atSeq }, ...sharing];
 }

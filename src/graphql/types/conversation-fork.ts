@@ -63,6 +63,7 @@ builder.mutationField("forkConversation", (t) =>
       "Branches one of your conversations: a new conversation of yours whose log is this one's up to and including atMessageId — shared, not copied: this conversation's log stays as it is, and its runs go on unaffected — and then its own messages (admitRun with its id). " +
       "Regenerate an answer: fork at the message before the question it answered and admit the question again; edit and resend: the same with the new text. " +
       `Forks of forks work, up to ${MAX_FORK_DEPTH} levels: a fork of a conversation that is already a fork ${MAX_FORK_DEPTH} levels deep is a ForkDepthLimitError. ` +
+      "Only the levels whose messages the fork shares count: forking again and again at the same message (regenerating one answer many times, each in the newest branch) does not deepen it. " +
       "The fork is not linked to this conversation's workspaces, and an access token that grants this conversation does not grant the fork (access tokens may not fork).",
     args: { input: t.arg({ type: ForkConversationInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError, ForkDepthLimitError], directResult: true, union: { name: "ForkConversationPayload" } },

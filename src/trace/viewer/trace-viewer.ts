@@ -32,6 +32,9 @@ export function useTraceViewer({ frameAncestors = [] }: { frameAncestors?: reado
             // Only this page's own script runs; it talks to this server only, and only listed origins may frame it.
             "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`,
             "referrer-policy": "no-referrer",
+            // A page of another origin that opens the viewer gets no handle on its window, so it cannot load it
+            // again with a #key= of its choosing (a fresh load takes the fragment at once). Frames are not affected.
+            "cross-origin-opener-policy": "same-origin",
           },
         }),
       );

@@ -6,7 +6,7 @@
 // the two queues it again on the next pass, and the job's singleton key (message and attempt)
 // keeps that from adding a second job while the first waits; a stale job finds its message at
 // another attempt and does nothing. The servers' pg-boss workers take the jobs; a job whose
-// process died mid-attempt expires (twice the attempt's timeout after it started) and is retried by pg-boss. Recording an attempt clears `relayed_at`,
+// process died mid-attempt expires (10 s after the attempt's timeout, EXPIRY_MARGIN_MS) and is retried by pg-boss. Recording an attempt clears `relayed_at`,
 // so a retry is relayed the same way, with its delay as the job's start. A job that pg-boss gave
 // up on (failed for good: its retries spent, say while the database refused the attempt's record)
 // or that is gone without the attempt being recorded leaves its message PENDING and relayed: the
@@ -24,6 +24,14 @@ import type { WebhookQueue } from "./in-process-webhook-queue.js";
 import { WEBHOOK_TIMEOUT_MS, type WebhookDelivery } from "./webhook-delivery.js";
 
 const QUEUE = "dossier-webhook-attempt";
+
+/**
+ * How long past its attempt's timeout a job may stay active before pg-boss takes its process for
+ * dead: a message read and a recording transaction take milliseconds on a working database, so 10 s
+ * is room for a slow one (a database that stalls longer than that fails the attempt's statements
+ * only after DB_STATEMENT_TIMEOUT_MS, which no expiry short enough to recover from a crash covers).
+ */
+export const EXPIRY_MARGIN_MS = 10_000;
 
 /**
  * The next 100 messages to relay, by turn: each message's turn among its owner's is those of the
@@ -59,7 +67,7 @@ export type PgBossWebhookQueueDeps = {
   delivery: WebhookDelivery;
   logger: Logger;
   pollMs?: number;
-  /** How long an attempt waits for the endpoint (WEBHOOK_TIMEOUT_MS): its job expires after twice that. */
+  /** How long an attempt waits for the endpoint (WEBHOOK_TIMEOUT_MS): its job expires EXPIRY_MARGIN_MS after that. */
   attemptTimeoutMs?: number;
   /** How often pg-boss retries a job whose attempt threw before it gives up on it (default 5); the relay then relays it again. */
   retryLimit?: number;
@@ -176,11 +184,15 @@ export class PgBossWebhookQueue implements WebhookQueue {
   }
 
   /**
-   * An attempt waits at most its timeout for the endpoint, then records itself: a job still active
-   * after twice that belongs to a process that is gone (20 s with the default 10 s timeout).
+   * An attempt waits at most its timeout for the endpoint; around that it reads its message and
+   * records itself in a transaction, and a batch's jobs finish together when the slowest does. A
+   * job still active EXPIRY_MARGIN_MS after its timeout belongs to a process that is gone (20 s with
+   * the default 10 s timeout, 11 s with the smallest, 500 ms). The margin is fixed, not a multiple
+   * of the timeout: a job that expires while its attempt still runs is retried at the same attempt,
+   * and the endpoint gets the event twice.
    */
   private expireInSeconds(): number {
-    return Math.ceil((2 * (this.deps.attemptTimeoutMs ?? WEBHOOK_TIMEOUT_MS)) / 1000);
+    return Math.ceil(((this.deps.attemptTimeoutMs ?? WEBHOOK_TIMEOUT_MS) + EXPIRY_MARGIN_MS) / 1000);
   }
 
   /**

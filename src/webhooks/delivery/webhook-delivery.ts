@@ -1,8 +1,9 @@
 // One delivery attempt of a pending webhook message (issue 22), whoever schedules it (the
 // in-process queue on the embedded default, pg-boss on PostgreSQL): the stored body, signed with
 // every secret in force, POSTed through the outbound guard (the address actually connected to is
-// checked; internal ones only for hosts in WEBHOOK_ALLOWED_HOSTS), redirects not followed, at most
-// 10 s; then the attempt is recorded and the next one scheduled (domain/webhooks/webhook-attempts.ts).
+// checked; internal ones only for hosts in WEBHOOK_ALLOWED_HOSTS), redirects not followed, waiting
+// at most WEBHOOK_TIMEOUT_MS (10 s unless configured) for the answer; then the attempt is recorded
+// and the next one scheduled (domain/webhooks/webhook-attempts.ts).
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import { type AttemptResult, recordAttempt } from "../../domain/webhooks/webhook-attempts.js";
