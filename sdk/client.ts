@@ -100,7 +100,7 @@ export type DossierClient = {
    * each with its position `seq`, ending when the run settles. Store the seq of the last update you
    * rendered (e.g. in sessionStorage) and, after a page reload, call watchRun(runId, { afterSeq })
    * with it: you get exactly the rest, never a repeat (what you missed of a running call comes in
-   * one TEXT_DELTA). Dropped sockets are resumed the same way.
+   * one TEXT_DELTA, or several past the server's MAX_RESPONSE_BYTES). Dropped sockets are resumed the same way.
    */
   watchRun(runId: string, options?: { afterSeq?: string }): AsyncIterableIterator<RunOutputUpdate>;
   /** Closes the subscription socket now, if one is open (a later subscription opens another). */

@@ -1,9 +1,9 @@
 // client.watchRun() and client.runOutput(): a run's model output for chat interfaces. Every update
 // carries its own position (`seq`), greater than the one before; an app that stores the seq of
 // the last update it rendered and calls watchRun(runId, { afterSeq }) after a page reload gets
-// exactly the rest — what it missed of a running call arrives merged into one TEXT_DELTA. Within
-// one watch, a dropped socket is resumed the same way, and whatever a restarted subscription sends
-// again is cut here, so nothing is ever given twice.
+// exactly the rest — what it missed of a running call arrives merged into one TEXT_DELTA (several,
+// past the server's response byte budget). Within one watch, a dropped socket is resumed the same
+// way, and whatever a restarted subscription sends again is cut here, so nothing is ever given twice.
 import type { RunOutputSubscription } from "./generated/graphql.js";
 import { backoffMs } from "./transport.js";
 

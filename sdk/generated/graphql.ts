@@ -505,7 +505,7 @@ export type RunOutputKind =
   | 'RESYNC_REQUIRED'
   /** The run settled; the stream completes after this update. */
   | 'RUN_DONE'
-  /** More of the model call's text. A subscriber who joins or resumes during a call first gets the call's text so far in one TEXT_DELTA; the TEXT_DELTAs of a call add up to its text exactly. */
+  /** More of the model call's text. A subscriber who joins or resumes during a call first gets the call's text so far in one TEXT_DELTA (several, past MAX_RESPONSE_BYTES: see `text`); the TEXT_DELTAs of a call add up to its text exactly. */
   | 'TEXT_DELTA'
   /** More of the arguments (JSON text) of the tool call `toolCallId`, the same way. */
   | 'TOOL_CALL_DELTA';

@@ -36,10 +36,12 @@ export async function createRedisEventBus(
     throw new RedisUnavailableError(`Redis at ${redisAddress(publishClient)} (REDIS_URL) is unreachable: ${(error as Error).message}`);
   }
   if (logger) logRedisLink("event bus", [publishClient, subscribeClient], logger);
+  const output = `${prefix}run:output:`;
+  const wanted = `${prefix}run:output:wanted`;
   const redisTarget = createRedisEventTarget({
     publishClient: publishingTogether(publishClient, {
       atOnce: (channel, message) => awaitedPublish(channel.slice(prefix.length), message),
-      droppable: (channel) => channel.startsWith(`${prefix}run:output:`) && !channel.startsWith(`${prefix}run:output:wanted`),
+      droppable: (channel) => channel.startsWith(output) && !channel.startsWith(wanted),
       backlog: publishBacklog,
       onDropped: () =>
         logger?.warn("Redis is not taking the event bus's publishes: live run output is dropped until it does (subscribers resync)", {
@@ -85,11 +87,13 @@ export const PUBLISH_BACKLOG = 16 * 1024 * 1024;
 
 /**
  * The part of the backlog that snapshots (a call's output whole, sent to a subscriber who joined
- * mid-call) may take together: past it a snapshot is dropped — its asker asks again — while pieces
- * of output, a few hundred characters each, still go. A snapshot goes whatever its size when no
- * other is waiting. Without it, one principal's snapshots of a call with large tool arguments,
- * asked for over and over, took the whole backlog, and every other principal's live output was
- * dropped with them.
+ * mid-call) may take together: past it a snapshot is dropped, while pieces of output, a few
+ * hundred characters each, still go. A snapshot larger than the share goes when no other snapshot
+ * is waiting, but not past the backlog itself: there it is dropped as a piece is (one larger than
+ * the whole backlog never goes). Nothing tells its asker: a subscriber asks again, further and
+ * further apart, for as long as its snapshot is missing (trace/output/run-output-updates.ts).
+ * Without the share, one principal's snapshots of a call with large tool arguments, asked for over
+ * and over, took the whole backlog, and every other principal's live output was dropped with them.
  */
 export const WHOLE_SHARE = 0.5;
 
@@ -158,10 +162,12 @@ function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropp
   const publish = (channel: string, message: string) => {
     const size = channel.length + message.length;
     const awaited = atOnce(channel, message);
-    const whole = awaited && droppable(channel);
+    // Which channel it is, only for what may be dropped: a snapshot (awaited), or anything once the backlog is full.
     const full = waiting + size > backlog;
+    const whole = awaited && droppable(channel);
+    const pastShare = whole && wholeWaiting > 0 && wholeWaiting + size > backlog * WHOLE_SHARE;
     // Past the snapshots' share a snapshot is dropped quietly: its asker asks again, and Redis may well be answering.
-    if (droppable(channel) && (full || (whole && wholeWaiting > 0 && wholeWaiting + size > backlog * WHOLE_SHARE))) {
+    if (pastShare || (full && (whole || droppable(channel)))) {
       if (full && !dropping) onDropped();
       dropping ||= full;
       return Promise.resolve(0);

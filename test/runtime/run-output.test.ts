@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunOutputFrame } from "../../src/events/topics.js";
 import { StreamingCall } from "../../src/runtime/output/streaming-call.js";
 import { LiveCalls } from "../../src/trace/output/live-calls.js";
+import { withinBytes } from "../../src/trace/output/within-bytes.js";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -68,5 +69,24 @@ describe("a subscriber's live calls", () => {
     const snapshot: RunOutputFrame = { runId: "r", spanId: "other", kind: "SNAPSHOT", parts: [{ toolCallId: null, offset: 0, text: "all" }], final: true };
     expect(calls.place(snapshot)).toEqual([]);
     expect(calls.complete("other")).toBe(true);
+  });
+});
+
+describe("a piece of output within a byte budget", () => {
+  it("is cut into consecutive pieces of at most the budget's UTF-8 bytes, never inside a surrogate pair", () => {
+    const text = "aé€😀".repeat(30);
+    const pieces = withinBytes(text, 9);
+    expect(pieces.join("")).toBe(text);
+    for (const piece of pieces) {
+      expect(Buffer.byteLength(piece)).toBeLessThanOrEqual(9);
+      expect(piece).not.toMatch(/^[\udc00-\udfff]|[\ud800-\udbff]$/);
+    }
+    // Each as long as it can be: the next piece's first character would take it past the budget.
+    for (const [i, piece] of pieces.slice(0, -1).entries()) {
+      const next = String.fromCodePoint(pieces[i + 1]!.codePointAt(0)!);
+      expect(Buffer.byteLength(piece + next)).toBeGreaterThan(9);
+    }
+    expect(pieces).toHaveLength(40);
+    expect(withinBytes("short", 64)).toEqual(["short"]);
   });
 });

@@ -4,7 +4,7 @@ import { GraphQLError } from "graphql";
 import { Repeater } from "graphql-yoga";
 import { openRunOutput, type RunOutputKind, type RunOutputUpdate, runOutputUpdates } from "../../trace/output/run-output-updates.js";
 import { builder } from "../builder.js";
-import { largeText } from "../large-text.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, largeText } from "../large-text.js";
 import { type OutputPosition, parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { encodeGlobalId, idOfType } from "../global-id.js";
 import { mine } from "./owned.js";
@@ -13,7 +13,7 @@ const RunOutputKindEnum = builder.enumType("RunOutputKind", {
   values: {
     TEXT_DELTA: {
       description:
-        "More of the model call's text. A subscriber who joins or resumes during a call first gets the call's text so far in one TEXT_DELTA; " +
+        "More of the model call's text. A subscriber who joins or resumes during a call first gets the call's text so far in one TEXT_DELTA (several, past MAX_RESPONSE_BYTES: see `text`); " +
         "the TEXT_DELTAs of a call add up to its text exactly.",
     },
     TOOL_CALL_DELTA: { description: "More of the arguments (JSON text) of the tool call `toolCallId`, the same way." },
@@ -36,7 +36,7 @@ const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate")
     seq: t.string({
       description:
         "The position right after this update, greater than every earlier update's: store the last one you rendered and pass it as afterSeq to get exactly the rest, never a repeat " +
-        "(what you missed of a running call comes in one TEXT_DELTA). A delta's is `<trace seq>:<characters of its call delivered>`; MESSAGE_DONE's and RUN_DONE's the trace change's seq, as in Trace.lastSeq. " +
+        "(what you missed of a running call comes in one TEXT_DELTA, several past MAX_RESPONSE_BYTES). A delta's is `<trace seq>:<characters of its call delivered>`; MESSAGE_DONE's and RUN_DONE's the trace change's seq, as in Trace.lastSeq. " +
         SEQ_TYPE_NOTE,
       resolve: (update) => update.seq,
     }),
@@ -49,7 +49,10 @@ const RunOutputUpdateRef = builder.objectRef<RunOutputUpdate>("RunOutputUpdate")
     text: t.string({
       nullable: true,
       extensions: largeText(),
-      description: "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise.",
+      description:
+        "The text added (TEXT_DELTA, TOOL_CALL_DELTA); null otherwise. One of the response's large texts, held to MAX_RESPONSE_BYTES: " +
+        "what would pass it (the text so far of a large call, given to a subscriber who joins mid-call) comes as several deltas within it, each with its own seq. " +
+        "Select it once: a second alias of it in the same update can pass the budget, and answers RESPONSE_TOO_LARGE.",
       resolve: (update) => update.text,
     }),
     toolCallId: t.string({
@@ -85,6 +88,8 @@ builder.subscriptionField("runOutput", (t) =>
       // The subscriber's own runs only (graphql/types/owned.ts, `mine`): another's reads as absent.
       // One statement: that check, and all the stream needs to start (trace/output/output-start.ts).
       const options = { prisma: ctx.prisma, events: ctx.events, runId, afterSeq, bufferLimit: ctx.settings.traceSubscriberBuffer };
+      // Each update's text within the response's budget (its `text` is one of the large texts).
+      const maxTextBytes = ctx.settings.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
       const opened = openRunOutput({ ...options, ownerId: mine(ctx).ownerId });
       const start = await opened.start.catch((error: unknown) => {
         opened.close();
@@ -94,7 +99,7 @@ builder.subscriptionField("runOutput", (t) =>
         opened.close();
         throw start ? badPosition : notFound();
       }
-      return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal }), opened.close);
+      return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal, maxTextBytes }), opened.close);
     },
     resolve: (update) => update,
   }),

@@ -3,7 +3,7 @@
 // bounded buffer) says when a model call finished and when the run settled; the live frames of the
 // instance executing the run (`run:output`, never stored) carry the text and tool-call arguments.
 // A subscriber who joins or resumes mid-call asks for the call's snapshot and gets the text so far
-// in one piece, then the live deltas: the deltas of a call always add up to its text exactly.
+// in one piece (several past the response's byte budget), then the live deltas: the deltas of a call always add up to its text exactly.
 import type { EventBus, RunOutputFrame } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { listenTrace, type TraceUpdate, traceUpdates } from "../updates/trace-updates.js";
@@ -11,6 +11,7 @@ import { LiveCalls } from "./live-calls.js";
 import { OutputInbox } from "./output-inbox.js";
 import { changesWithKinds, type OutputStart, readOutputStart } from "./output-start.js";
 import { streamStartRows } from "../../db/direct-statements.js";
+import { withinBytes } from "./within-bytes.js";
 
 export type RunOutputKind = "TEXT_DELTA" | "TOOL_CALL_DELTA" | "MESSAGE_DONE" | "RUN_DONE" | "RESYNC_REQUIRED";
 
@@ -46,6 +47,11 @@ export type RunOutputOptions = {
   settleMs?: number;
   /** Ends the stream at once, also while the run is idle (the subscriber left). */
   signal?: AbortSignal;
+  /**
+   * The most UTF-8 bytes of one update's text (the response's budget, MAX_RESPONSE_BYTES): a
+   * larger piece, such as a large call's snapshot, is given as several (within-bytes.ts). Unset: no bound.
+   */
+  maxTextBytes?: number;
   /** Listening already on, and what it read to start (openRunOutput); else the stream listens and reads when it starts. */
   opened?: OpenedOutput;
 };
@@ -92,9 +98,18 @@ export function openRunOutput(
   return opened;
 }
 
-/** How often a snapshot is asked for again while none has come (the executing instance may have been subscribing). */
-const ASK_EVERY_MS = 250;
-const ASKS = 4;
+/**
+ * While a snapshot is missing it is asked for again, first ASK_AFTER_MS after the ask before, each
+ * wait twice the one before up to ASK_AT_MOST_MS, until it comes or the call ends (its MESSAGE_DONE):
+ * the executing instance may have been subscribing, it answers a run's asks once a window (longer
+ * for a large call: bus-run-output.ts), and a snapshot can be dropped on its way (a full publish
+ * backlog, or the snapshots' share of it: redis-event-target.ts) with nothing telling the asker.
+ */
+const ASK_AFTER_MS = 250;
+const ASK_AT_MOST_MS = 4_000;
+
+/** How long after the `asks`-th ask the next one goes while the snapshot is still missing. */
+const askAgainAfter = (asks: number): number => (asks <= 0 ? 0 : Math.min(ASK_AT_MOST_MS, ASK_AFTER_MS * 2 ** Math.min(asks - 1, 16)));
 
 export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerator<RunOutputUpdate> {
   const { prisma, events, runId } = options;
@@ -177,7 +192,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
       // model call that ended (the running calls read at the start).
       if (frame && starts.get(frame.spanId)! <= last) {
         inbox.nextFrame();
-        yield* deltasOf(calls, frame, last);
+        yield* deltasOf(calls, frame, last, options.maxTextBytes);
         // A gap asks for a snapshot; once none is missing, a later gap may ask again.
         if (!calls.awaitingSnapshot()) asking.count = 0;
         else if (asking.count === 0) ask();
@@ -213,15 +228,18 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
 
 /**
  * The pieces a frame adds, each with its own position: the trace position and the characters of
- * its call delivered up to and including it (a position the subscriber can resume after).
+ * its call delivered up to and including it (a position the subscriber can resume after). A piece
+ * of more than `maxBytes` is given as several within it.
  */
-function* deltasOf(calls: LiveCalls, frame: RunOutputFrame, seq: number): Generator<RunOutputUpdate> {
+function* deltasOf(calls: LiveCalls, frame: RunOutputFrame, seq: number, maxBytes = Number.POSITIVE_INFINITY): Generator<RunOutputUpdate> {
   const pieces = calls.place(frame);
   let chars = calls.deliveredOf(frame.spanId) - pieces.reduce((sum, piece) => sum + piece.text.length, 0);
   for (const piece of pieces) {
-    chars += piece.text.length;
     const kind = piece.toolCallId === null ? "TEXT_DELTA" : "TOOL_CALL_DELTA";
-    yield { seq: `${seq}:${chars}`, modelCallSpanId: piece.spanId, kind, text: piece.text, toolCallId: piece.toolCallId };
+    for (const text of withinBytes(piece.text, maxBytes)) {
+      chars += text.length;
+      yield { seq: `${seq}:${chars}`, modelCallSpanId: piece.spanId, kind, text, toolCallId: piece.toolCallId };
+    }
   }
 }
 
@@ -272,7 +290,7 @@ const update = (seq: string, kind: RunOutputKind, modelCallSpanId: string | null
   toolCallId: null,
 });
 
-/** Waits for the next frame or change, or `until`; asks for a snapshot again meanwhile while one is missing. */
+/** Waits for the next frame or change, or `until`; asks for a snapshot again meanwhile while one is missing (askAgainAfter). */
 async function waitForMore(
   inbox: OutputInbox,
   calls: LiveCalls,
@@ -280,9 +298,9 @@ async function waitForMore(
   ask: () => void,
   until = Number.POSITIVE_INFINITY,
 ): Promise<void> {
-  const missing = calls.awaitingSnapshot() && asking.count < ASKS;
-  if (missing && performance.now() - asking.at >= ASK_EVERY_MS) ask();
-  const wakeAt = Math.min(until, missing ? asking.at + ASK_EVERY_MS : Number.POSITIVE_INFINITY);
+  const missing = calls.awaitingSnapshot();
+  if (missing && performance.now() - asking.at >= askAgainAfter(asking.count)) ask();
+  const wakeAt = Math.min(until, missing ? asking.at + askAgainAfter(asking.count) : Number.POSITIVE_INFINITY);
   await inbox.wait(Number.isFinite(wakeAt) ? Math.max(0, wakeAt - performance.now()) : undefined);
 }
 
