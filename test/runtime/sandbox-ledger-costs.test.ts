@@ -5,7 +5,10 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
+import { createEventBus } from "../../src/events/topics.js";
+import { silentLogger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
+import { sandboxSpace } from "../../src/runtime/sandbox-space.js";
 import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
 import { type FolderRun, SandboxLedger, type SandboxBudgets } from "../../src/runtime/tools/sandbox-ledger.js";
 import { SandboxUsage } from "../../src/runtime/tools/sandbox-usage.js";
@@ -112,5 +115,38 @@ describe("sandbox ledger costs", () => {
     expect(disk.calls).toBeGreaterThanOrEqual(4_000);
     expect(beforeWritten).toBeLessThan(400);
     expect([ledger.bytesOf("alice"), ledger.bytesOf("bob"), ledger.totalBytes()]).toEqual([150, 20_000, 20_150]);
+  });
+});
+
+describe("sandbox space", () => {
+  it("counts the folders on disk when the worker starts, and hears a run end on the event bus: its folder makes room with no query", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-space-"));
+    const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
+      paused: { ownerId: "alice", endedAt: null },
+      a1: { ownerId: "alice", endedAt: null },
+    };
+    let asked = 0;
+    const lifetimes = async (ids: readonly string[]): Promise<FolderRun[]> => {
+      asked += 1;
+      return ids.flatMap((id) => (runs[id] ? [{ id, ...runs[id] }] : []));
+    };
+    mkdirSync(path.join(root, "paused"));
+    writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
+    const events = createEventBus();
+    const space = sandboxSpace({ dir: root, runs: { lifetimes }, events, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+    space.watcher.start();
+    try {
+      await vi.waitFor(() => expect(space.ledger.bytesOf("alice")).toBe(120));
+      const usage = space.usageOf({ id: "a1", ownerId: "alice" });
+      const [write] = createSandboxFileTools(path.join(root, "a1"), usage) as [Tool, Tool];
+      const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
+      expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
+      events.publish("run:changes", { runId: "paused", status: "CANCELLED", at: new Date().toISOString() });
+      await vi.waitFor(async () => expect(await put("f.txt")).toBe("written: Wrote 40 bytes to f.txt."));
+      expect(readdirSync(root)).toEqual(["a1"]);
+      expect(asked).toBe(1);
+    } finally {
+      await space.watcher.stop();
+    }
   });
 });
