@@ -187,7 +187,7 @@ export function createRuntime(
   options: RuntimeOptions,
 ): Runtime {
   const { ledger } = services;
-  const sandbox = sandboxSpace({ dir: options.sandboxDir, runs, events, logger }, options.sandbox);
+  const sandbox = sandboxSpace({ dir: options.sandboxDir, runs, logger }, options.sandbox);
   const hooks: RunHooks[] = [workspaceContextHook(services), consumptionHook({ ledger }), ...(options.extraHooks ?? [])];
   const settleSteps = settleStepsOf(services, spills);
   const approvals = {

@@ -2,8 +2,7 @@
 // (tools/sandbox-ledger.ts), each attempt's count of its own folder (tools/sandbox-usage.ts) and
 // the sweep of ended runs' folders (sandbox-sweep.ts), over one DATA_DIR.
 import path from "node:path";
-import { keepListening, type Listening } from "../events/keep-listening.js";
-import type { EventBus } from "../events/topics.js";
+import type { RunStatusMessage } from "../events/topics.js";
 import { isTerminal } from "../domain/runs/stop-reasons.js";
 import type { Logger } from "../logger.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
@@ -28,12 +27,12 @@ export type SandboxSpace = {
   usageOf(run: Pick<RunRecord, "id" | "ownerId">): SandboxUsage;
   /** Removes the folders of runs that ended SANDBOX_RETENTION_HOURS ago while the worker runs. */
   sweeper: PeriodicSweep;
-  /** While the worker runs: counts the folders on disk once it starts, and tells the ledger which runs end. */
-  watcher: { start(): void; stop(): Promise<void> };
+  /** The worker's companion: counts the folders on disk once it starts, and tells the ledger which runs end, as the worker hears them. */
+  watcher: { start(): void; stop(): Promise<void>; heard(change: RunStatusMessage): void; unheard(): void };
 };
 
 export function sandboxSpace(
-  { dir, runs, events, logger }: { dir: string; runs: Pick<RunState, "lifetimes">; events: Pick<EventBus, "subscribe">; logger: Logger },
+  { dir, runs, logger }: { dir: string; runs: Pick<RunState, "lifetimes">; logger: Logger },
   settings: SandboxSettings = {},
 ): SandboxSpace {
   const lifetimes = (runIds: readonly string[]) => runs.lifetimes(runIds);
@@ -46,26 +45,14 @@ export function sandboxSpace(
     swept: "removed the sandbox folders of runs that ended SANDBOX_RETENTION_HOURS ago",
     failed: "sweeping sandbox folders failed",
   });
-  let listening: Listening | undefined;
-  const watcher = {
-    start() {
-      ledger.start();
-      listening ??= keepListening({
-        what: "run ends (sandbox budgets)",
-        subscribe: () => events.subscribe("run:changes"),
-        onEvent: (change) => {
-          if (isTerminal(change.status)) ledger.ended(change.runId, new Date(change.at));
-        },
-        // Runs that ended meanwhile went unheard: the ledger reads them.
-        onResumed: () =>
-          void ledger.refresh().catch((error: unknown) => logger.warn("reading which sandbox folders' runs ended failed", { error: String(error) })),
-        logger,
-      });
+  const watcher: SandboxSpace["watcher"] = {
+    start: () => ledger.start(),
+    stop: async () => undefined,
+    heard: (change) => {
+      if (isTerminal(change.status)) ledger.ended(change.runId, new Date(change.at));
     },
-    async stop() {
-      await listening?.stop();
-      listening = undefined;
-    },
+    // Runs that ended meanwhile went unheard: the ledger reads them.
+    unheard: () => void ledger.refresh().catch((error: unknown) => logger.warn("reading which sandbox folders' runs ended failed", { error: String(error) })),
   };
   return {
     ledger,

@@ -5,7 +5,6 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { createEventBus } from "../../src/events/topics.js";
 import { silentLogger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { sandboxSpace } from "../../src/runtime/sandbox-space.js";
@@ -119,7 +118,7 @@ describe("sandbox ledger costs", () => {
 });
 
 describe("sandbox space", () => {
-  it("counts the folders on disk when the worker starts, and hears a run end on the event bus: its folder makes room with no query", async () => {
+  it("counts the folders on disk when the worker starts; a run end the worker heard makes room with no query", async () => {
     const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-space-"));
     const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
       paused: { ownerId: "alice", endedAt: null },
@@ -132,8 +131,7 @@ describe("sandbox space", () => {
     };
     mkdirSync(path.join(root, "paused"));
     writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
-    const events = createEventBus();
-    const space = sandboxSpace({ dir: root, runs: { lifetimes }, events, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+    const space = sandboxSpace({ dir: root, runs: { lifetimes }, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
     space.watcher.start();
     try {
       await vi.waitFor(() => expect(space.ledger.bytesOf("alice")).toBe(120));
@@ -141,7 +139,8 @@ describe("sandbox space", () => {
       const [write] = createSandboxFileTools(path.join(root, "a1"), usage) as [Tool, Tool];
       const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
       expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
-      events.publish("run:changes", { runId: "paused", status: "CANCELLED", at: new Date().toISOString() });
+      // The worker heard it cancelled (on the event bus: a run ended on any instance is heard).
+      space.watcher.heard({ runId: "paused", status: "CANCELLED", at: new Date().toISOString() });
       await vi.waitFor(async () => expect(await put("f.txt")).toBe("written: Wrote 40 bytes to f.txt."));
       expect(readdirSync(root)).toEqual(["a1"]);
       expect(asked).toBe(1);
