@@ -149,3 +149,33 @@ describe("sandbox space", () => {
     }
   });
 });
+
+describe("sandbox space, run ends gone unheard", () => {
+  it("reads which folders' runs ended once the worker's subscription was made again, then makes room without asking again", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-unheard-"));
+    const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
+      paused: { ownerId: "alice", endedAt: null },
+      a1: { ownerId: "alice", endedAt: null },
+    };
+    let asked = 0;
+    const lifetimes = async (ids: readonly string[]): Promise<FolderRun[]> => {
+      asked += 1;
+      return ids.flatMap((id) => (runs[id] ? [{ id, ...runs[id] }] : []));
+    };
+    mkdirSync(path.join(root, "paused"));
+    writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
+    const space = sandboxSpace({ dir: root, runs: { lifetimes }, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+    space.watcher.start();
+    await space.ledger.ready();
+    const [write] = createSandboxFileTools(path.join(root, "a1"), space.usageOf({ id: "a1", ownerId: "alice" })) as [Tool, Tool];
+    const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
+    expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
+    // The run was cancelled while the worker's subscription was down.
+    runs.paused = { ownerId: "alice", endedAt: new Date() };
+    expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
+    space.watcher.unheard();
+    await vi.waitFor(async () => expect(await put("f.txt")).toBe("written: Wrote 40 bytes to f.txt."));
+    expect(readdirSync(root)).toEqual(["a1"]);
+    expect(asked).toBe(2);
+  });
+});
