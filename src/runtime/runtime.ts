@@ -248,7 +248,7 @@ export function createRuntime(
     announcer,
     queue: options.queue,
     settleSteps,
-    companions: [sweeper, artifactSweeper, retentionSweeper, sandboxSweeper, output],
+    companions: [sweeper, artifactSweeper, retentionSweeper, sandboxSweeper, sandbox.watcher, output],
     approvals: services.toolApprovals,
     now: options.approvals?.now,
   });

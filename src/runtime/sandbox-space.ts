@@ -2,6 +2,8 @@
 // (tools/sandbox-ledger.ts), each attempt's count of its own folder (tools/sandbox-usage.ts) and
 // the sweep of ended runs' folders (sandbox-sweep.ts), over one DATA_DIR.
 import path from "node:path";
+import type { RunStatusMessage } from "../events/topics.js";
+import { isTerminal } from "../domain/runs/stop-reasons.js";
 import type { Logger } from "../logger.js";
 import { PeriodicSweep } from "./periodic-sweep.js";
 import type { RunRecord, RunState } from "./ports/run-state.js";
@@ -25,6 +27,8 @@ export type SandboxSpace = {
   usageOf(run: Pick<RunRecord, "id" | "ownerId">): SandboxUsage;
   /** Removes the folders of runs that ended SANDBOX_RETENTION_HOURS ago while the worker runs. */
   sweeper: PeriodicSweep;
+  /** The worker's companion: counts the folders on disk once it starts, and tells the ledger which runs end, as the worker hears them. */
+  watcher: { start(): void; stop(): Promise<void>; heard(change: RunStatusMessage): void; unheard(): void };
 };
 
 export function sandboxSpace(
@@ -41,9 +45,19 @@ export function sandboxSpace(
     swept: "removed the sandbox folders of runs that ended SANDBOX_RETENTION_HOURS ago",
     failed: "sweeping sandbox folders failed",
   });
+  const watcher: SandboxSpace["watcher"] = {
+    start: () => ledger.start(),
+    stop: async () => undefined,
+    heard: (change) => {
+      if (isTerminal(change.status)) ledger.ended(change.runId, new Date(change.at));
+    },
+    // Runs that ended meanwhile went unheard: the ledger reads them.
+    unheard: () => void ledger.refresh().catch((error: unknown) => logger.warn("reading which sandbox folders' runs ended failed", { error: String(error) })),
+  };
   return {
     ledger,
     usageOf: (run) => new SandboxUsage(path.resolve(dir, run.id), settings.limits, { ledger, runId: run.id, owner: run.ownerId }),
     sweeper,
+    watcher,
   };
 }

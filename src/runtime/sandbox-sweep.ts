@@ -61,7 +61,10 @@ export async function sweepSandboxes(deps: SandboxSweepDeps): Promise<number> {
 
 async function removeEnded(deps: SandboxSweepDeps, names: string[]): Promise<number> {
   const before = (deps.now?.() ?? new Date()).getTime() - deps.retentionMs;
-  const due = (await deps.runs(names)).filter((run) => run.endedAt !== null && run.endedAt.getTime() <= before);
+  const runs = await deps.runs(names);
+  // The ledger learns which folders' runs ended, heard or not.
+  deps.ledger?.learn(runs);
+  const due = runs.filter((run) => run.endedAt !== null && run.endedAt.getTime() <= before);
   let removed = 0;
   for (const { id } of due) {
     try {

@@ -1,7 +1,7 @@
 // What a run worker is built from (runtime.ts assembles it): the run rows, the executor, where
 // runs are announced and delivered, and the timings of its lease and sweep.
 import type { RunAnnouncer } from "../domain/runs/run-announcer.js";
-import type { EventBus } from "../events/topics.js";
+import type { EventBus, RunStatusMessage } from "../events/topics.js";
 import type { Logger } from "../logger.js";
 import type { RunExecutor } from "./loop/run-executor.js";
 import type { RunQueue } from "./ports/run-queue.js";
@@ -32,8 +32,12 @@ export type WorkerOptions = {
    * terminal status: a run is settled with all of their effects or none.
    */
   settleSteps?: SettleStep[];
-  /** Background jobs that run while the worker runs (the spill and artifact sweepers, …). */
-  companions?: { start(): void; stop(): Promise<void> }[];
+  /**
+   * Background jobs that run while the worker runs (the spill and artifact sweepers, …); one may
+   * hear every run's status changes the worker hears (`heard`), and be told when changes may have
+   * gone unheard (`unheard`: the worker's subscription was made again).
+   */
+  companions?: { start(): void; stop(): Promise<void>; heard?(change: RunStatusMessage): void; unheard?(): void }[];
   /** Where the runs this worker makes ready again are announced (the next of a conversation, a hand-back). */
   announcer: RunAnnouncer;
   /**

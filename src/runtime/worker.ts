@@ -243,6 +243,7 @@ export class RunWorker {
       onEvent: (change) => this.changed(change),
       onResumed: () => {
         for (const active of this.active.values()) active.heard.steered = true;
+        for (const companion of this.options.companions ?? []) companion.unheard?.();
       },
       logger,
     });
@@ -254,6 +255,7 @@ export class RunWorker {
   }
 
   private changed(change: RunStatusMessage): void {
+    for (const companion of this.options.companions ?? []) companion.heard?.(change);
     const active = this.active.get(change.runId);
     if (!active) return;
     if (change.status === "CANCELLED") active.controller.abort(new RunStopped("CANCELLED"));
