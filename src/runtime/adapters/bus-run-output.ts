@@ -62,6 +62,8 @@ export class BusRunOutput implements RunOutput {
     return {
       report: (event) => call.report(event),
       end: () => {
+        // Asks waiting for the window's end came before this end: answered now, ahead of the call's last frame.
+        this.answerDue(runId);
         call.end();
         setTimeout(() => this.forget(call), this.options.keepEndedMs ?? 10_000).unref();
       },
@@ -110,6 +112,15 @@ export class BusRunOutput implements RunOutput {
       }, slot.next - now);
       slot.due.unref();
     }
+  }
+
+  /** Gives the answer due at the end of the run's window now, if one is. */
+  private answerDue(runId: string): void {
+    const slot = this.answered.get(runId);
+    if (!slot?.due) return;
+    clearTimeout(slot.due);
+    slot.due = undefined;
+    slot.next = performance.now() + this.windowAfter(this.giveWhole(runId));
   }
 
   /** Publishes the run's calls whole; the characters published. */
