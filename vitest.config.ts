@@ -42,7 +42,13 @@ const timingSensitive = [
 // the event loop turned since the last statement): a database another file left open and busy
 // would change what they see, so each runs in a process of its own. So does a file that mocks a
 // module or measures what the process's heap retains (another file's leftovers would count).
-const ownProcess = ["test/db/pglite-turns.test.ts", "test/server/document-cache.test.ts", "test/server/refused-requests.test.ts"];
+const ownProcess = [
+  "test/db/pglite-turns.test.ts",
+  "test/server/document-cache.test.ts",
+  "test/server/refused-requests.test.ts",
+  // Counts the sandbox ledger's disk calls through a mock of node:fs/promises.
+  "test/runtime/sandbox-ledger-costs.test.ts",
+];
 
 export default defineConfig({
   resolve: {

@@ -119,31 +119,16 @@ describe("sandbox ledger costs", () => {
 
 describe("sandbox space", () => {
   it("counts the folders on disk when the worker starts; a run end the worker heard makes room with no query", async () => {
-    const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-space-"));
-    const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
-      paused: { ownerId: "alice", endedAt: null },
-      a1: { ownerId: "alice", endedAt: null },
-    };
-    let asked = 0;
-    const lifetimes = async (ids: readonly string[]): Promise<FolderRun[]> => {
-      asked += 1;
-      return ids.flatMap((id) => (runs[id] ? [{ id, ...runs[id] }] : []));
-    };
-    mkdirSync(path.join(root, "paused"));
-    writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
-    const space = sandboxSpace({ dir: root, runs: { lifetimes }, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+    const { root, space, put, asked } = pausedFolderOfAlice();
     space.watcher.start();
     try {
       await vi.waitFor(() => expect(space.ledger.bytesOf("alice")).toBe(120));
-      const usage = space.usageOf({ id: "a1", ownerId: "alice" });
-      const [write] = createSandboxFileTools(path.join(root, "a1"), usage) as [Tool, Tool];
-      const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
       expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
       // The worker heard it cancelled (on the event bus: a run ended on any instance is heard).
       space.watcher.heard({ runId: "paused", status: "CANCELLED", at: new Date().toISOString() });
       await vi.waitFor(async () => expect(await put("f.txt")).toBe("written: Wrote 40 bytes to f.txt."));
       expect(readdirSync(root)).toEqual(["a1"]);
-      expect(asked).toBe(1);
+      expect(asked()).toBe(1);
     } finally {
       await space.watcher.stop();
     }
@@ -152,23 +137,9 @@ describe("sandbox space", () => {
 
 describe("sandbox space, run ends gone unheard", () => {
   it("reads which folders' runs ended once the worker's subscription was made again, then makes room without asking again", async () => {
-    const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-unheard-"));
-    const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
-      paused: { ownerId: "alice", endedAt: null },
-      a1: { ownerId: "alice", endedAt: null },
-    };
-    let asked = 0;
-    const lifetimes = async (ids: readonly string[]): Promise<FolderRun[]> => {
-      asked += 1;
-      return ids.flatMap((id) => (runs[id] ? [{ id, ...runs[id] }] : []));
-    };
-    mkdirSync(path.join(root, "paused"));
-    writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
-    const space = sandboxSpace({ dir: root, runs: { lifetimes }, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+    const { root, runs, space, put, asked } = pausedFolderOfAlice();
     space.watcher.start();
     await space.ledger.ready();
-    const [write] = createSandboxFileTools(path.join(root, "a1"), space.usageOf({ id: "a1", ownerId: "alice" })) as [Tool, Tool];
-    const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
     expect(await put("f.txt")).toMatch(/^The sandboxes of this run's owner's runs may hold at most 150 bytes/);
     // The run was cancelled while the worker's subscription was down.
     runs.paused = { ownerId: "alice", endedAt: new Date() };
@@ -176,6 +147,29 @@ describe("sandbox space, run ends gone unheard", () => {
     space.watcher.unheard();
     await vi.waitFor(async () => expect(await put("f.txt")).toBe("written: Wrote 40 bytes to f.txt."));
     expect(readdirSync(root)).toEqual(["a1"]);
-    expect(asked).toBe(2);
+    expect(asked()).toBe(2);
   });
 });
+
+/**
+ * A DATA_DIR holding a paused run's folder of alice's (120 bytes) under a 150-byte budget per
+ * principal, with the database's answers about the runs counted; `put` writes 40 bytes as alice's run a1.
+ */
+function pausedFolderOfAlice() {
+  const root = mkdtempSync(path.join(tmpdir(), "dossier-ledger-space-"));
+  const runs: Record<string, { ownerId: string; endedAt: Date | null }> = {
+    paused: { ownerId: "alice", endedAt: null },
+    a1: { ownerId: "alice", endedAt: null },
+  };
+  let asked = 0;
+  const lifetimes = async (ids: readonly string[]): Promise<FolderRun[]> => {
+    asked += 1;
+    return ids.flatMap((id) => (runs[id] ? [{ id, ...runs[id] }] : []));
+  };
+  mkdirSync(path.join(root, "paused"));
+  writeFileSync(path.join(root, "paused", "left.txt"), "y".repeat(120));
+  const space = sandboxSpace({ dir: root, runs: { lifetimes }, logger: silentLogger }, { budgets: { perPrincipal: 150 } });
+  const [write] = createSandboxFileTools(path.join(root, "a1"), space.usageOf({ id: "a1", ownerId: "alice" })) as [Tool, Tool];
+  const put = (file: string) => refusal(write.execute({ path: file, content: "x".repeat(40) }, context));
+  return { root, runs, space, put, asked: () => asked };
+}
