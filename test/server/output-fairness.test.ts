@@ -64,6 +64,7 @@ describe.runIf(redisUrl || process.env.CI)("live output of two principals on one
     clearInterval(churn);
     clearInterval(streaming);
     b.end();
+    const aEndedAt = performance.now();
     a.end();
 
     const text = Array.from({ length: pieces }, (_, i) => `piece${String(i).padStart(5, "0")} `).join("");
@@ -78,6 +79,10 @@ describe.runIf(redisUrl || process.env.CI)("live output of two principals on one
     const window = Math.max(SNAPSHOT_EVERY_MS, (ARGUMENTS / SNAPSHOT_CHARS_PER_SECOND) * 1000);
     expect(asks).toBeGreaterThan(1_000);
     expect(snapshotsAt.length).toBeGreaterThan(1);
-    for (let i = 1; i < snapshotsAt.length; i += 1) expect(snapshotsAt[i]! - snapshotsAt[i - 1]!).toBeGreaterThanOrEqual(window - 1);
+    // An answer due at the window's end goes out when the call ends instead, ahead of its last frame: once.
+    // (Timers count whole milliseconds: a window's end may come up to one early.)
+    const whileStreaming = snapshotsAt.filter((at) => at < aEndedAt);
+    expect(snapshotsAt.length - whileStreaming.length).toBeLessThanOrEqual(1);
+    for (let i = 1; i < whileStreaming.length; i += 1) expect(whileStreaming[i]! - whileStreaming[i - 1]!).toBeGreaterThanOrEqual(window - 2);
   }, 60_000);
 });
