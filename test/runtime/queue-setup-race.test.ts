@@ -7,11 +7,11 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { PG_BOSS_SETUP_LOCK_KEY, underSetupLock } from "../../src/db/pg-boss-setup.js";
 import type { PrismaClient } from "../../src/generated/prisma/client.js";
-import type { LogFields, Logger } from "../../src/logger.js";
 import { PgBossRunQueue } from "../../src/runtime/adapters/pg-boss-queue.js";
 import { PgBossWebhookQueue } from "../../src/webhooks/delivery/pg-boss-webhook-queue.js";
 import type { WebhookDelivery } from "../../src/webhooks/delivery/webhook-delivery.js";
 import { backends, createMigratedPostgresDatabase } from "../support/databases.js";
+import { errorLogger } from "../support/warning-logger.js";
 
 const ROUNDS = 5;
 
@@ -19,17 +19,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
-
-function errorLogger(): { logger: Logger; errors: [string, LogFields | undefined][] } {
-  const errors: [string, LogFields | undefined][] = [];
-  const logger: Logger = {
-    debug: () => undefined,
-    info: () => undefined,
-    warn: () => undefined,
-    error: (message, fields) => void errors.push([message, fields]),
-  };
-  return { logger, errors };
-}
 
 async function queryOnce<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

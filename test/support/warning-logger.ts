@@ -1,13 +1,22 @@
-// A logger that keeps what it is told to warn about, for tests that check a fallback says so once.
+// Loggers that keep what they are told at one level, for tests that check a fallback says so
+// once (warnings) or that nothing went wrong (errors).
 import type { LogFields, Logger } from "../../src/logger.js";
 
-export function warningLogger(): { logger: Logger; warnings: [string, LogFields | undefined][] } {
-  const warnings: [string, LogFields | undefined][] = [];
-  const logger: Logger = {
-    debug: () => undefined,
-    info: () => undefined,
-    error: () => undefined,
-    warn: (message, fields) => void warnings.push([message, fields]),
-  };
-  return { logger, warnings };
+type Kept = [string, LogFields | undefined][];
+
+function keeping(level: "warn" | "error"): { logger: Logger; kept: Kept } {
+  const kept: Kept = [];
+  const logger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  logger[level] = (message, fields) => void kept.push([message, fields]);
+  return { logger, kept };
+}
+
+export function warningLogger(): { logger: Logger; warnings: Kept } {
+  const { logger, kept } = keeping("warn");
+  return { logger, warnings: kept };
+}
+
+export function errorLogger(): { logger: Logger; errors: Kept } {
+  const { logger, kept } = keeping("error");
+  return { logger, errors: kept };
 }
