@@ -79,7 +79,7 @@ module.exports = {
       severity: "error",
       comment: "The domain and the runtime take their settings as options: only the composition roots read the configuration.",
       from: { path: "^src/(domain|runtime)/" },
-      to: { path: "^src/config(-files|-rules|-types)?\\.ts$" },
+      to: { path: "^src/config[a-z-]*\\.ts$" },
     },
     {
       name: "runtime-on-its-ports",

@@ -6,7 +6,9 @@ import { signInEnv, signInOf } from "./config-sign-in.js";
 import { type McpClientConfig, parseMcpClientConfig } from "./config-mcp-client.js";
 import type { Config, DatabaseTimeouts } from "./config-types.js";
 import { rateLimitsOf } from "./config-rate-limits.js";
-import { ConfigError, commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, secondsList, whole } from "./config-rules.js";
+import { sandboxEnv, sandboxOf } from "./config-sandbox.js";
+import { webhookEnv, webhooksOf } from "./config-webhooks.js";
+import { ConfigError, commaList, exactHosts, flag, json, number, parseEnv, port, postgresUrl, whole } from "./config-rules.js";
 
 export type { CompactionPolicy } from "./config-files.js";
 export { ConfigError } from "./config-rules.js";
@@ -112,20 +114,10 @@ const envSchema = z.object({
   ).default([]),
   // Named exactly: a wildcard would let names someone outside controls lead inside the network.
   MCP_HTTP_ALLOWED_HOSTS: exactHosts("mcp.internal.example,127.0.0.1:8931").default([]),
-  WEBHOOK_ALLOWED_HOSTS: exactHosts("hooks.internal.example,127.0.0.1:9000").default([]),
-  WEBHOOK_RETRY_DELAYS_SECONDS: secondsList("5,300,1800,7200,18000,36000").optional(),
-  WEBHOOK_TIMEOUT_MS: whole(500, "min").default(10_000),
+  ...webhookEnv,
   FETCH_MAX_BYTES: whole(1_024).default(1_048_576),
   FETCH_TIMEOUT_MS: whole(100).default(15_000),
-  // One run's sandbox folder: what it may hold, what a write may name, how long it is kept; all of one principal's folders, all folders.
-  SANDBOX_MAX_BYTES: whole(1_024, "min").default(268_435_456),
-  SANDBOX_MAX_ENTRIES: whole(1, "min").default(10_000),
-  SANDBOX_MAX_PATH_DEPTH: whole(1, "min").default(16),
-  SANDBOX_MAX_PATH_LENGTH: whole(16, "min").default(1_024),
-  SANDBOX_MAX_BYTES_PER_PRINCIPAL: whole(1_024, "min").default(1_073_741_824),
-  SANDBOX_MAX_BYTES_TOTAL: whole(1_024, "min").default(4_294_967_296),
-  SANDBOX_RETENTION_HOURS: whole(0).default(24),
-  SANDBOX_SWEEP_INTERVAL_MS: whole(1_000).default(600_000),
+  ...sandboxEnv,
   COMMANDS_ALLOWED: flag.default(false),
   COMMAND_TIMEOUT_MS: whole(100).default(30_000),
   RUN_LEASE_MS: whole(500, "min").default(15_000),
@@ -177,7 +169,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...serverSettings(values),
     ...runSettings(values, present),
-    webhooks: { allowedHosts: values.WEBHOOK_ALLOWED_HOSTS, retryDelaysSeconds: values.WEBHOOK_RETRY_DELAYS_SECONDS, timeoutMs: values.WEBHOOK_TIMEOUT_MS },
+    webhooks: webhooksOf(values),
     database: values.DATABASE_URL
       ? {
           kind: "postgres",
@@ -265,7 +257,6 @@ function serverSettings(values: EnvValues) {
   } satisfies Partial<Config>;
 }
 
-/** How runs execute: the model, the profiles, the worker, the context budget, the tools, spilling and the sweeps. */
 /**
  * The operator's TOOL_APPROVALS. A command runs as the server's own user (it can read the server's
  * environment through /proc and every run's sandbox), so with COMMANDS_ALLOWED every run_command
@@ -278,6 +269,7 @@ function operatorApprovals(values: EnvValues): Record<string, "always" | "never"
   return { ...rules, run_command: "always" };
 }
 
+/** How runs execute: the model, the profiles, the worker, the context budget, the tools, spilling and the sweeps. */
 function runSettings(values: EnvValues, present: Record<string, string | undefined>) {
   return {
     model: values.OPENAI_API_KEY
@@ -308,18 +300,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
       maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? values.WORKER_CONCURRENCY,
       metricsPort: values.METRICS_PORT,
     },
-    sandboxDir: `${values.DATA_DIR}/sandbox`,
-    sandbox: {
-      limits: {
-        maxBytes: values.SANDBOX_MAX_BYTES,
-        maxEntries: values.SANDBOX_MAX_ENTRIES,
-        maxPathDepth: values.SANDBOX_MAX_PATH_DEPTH,
-        maxPathLength: values.SANDBOX_MAX_PATH_LENGTH,
-      },
-      budgets: { perPrincipal: values.SANDBOX_MAX_BYTES_PER_PRINCIPAL, total: values.SANDBOX_MAX_BYTES_TOTAL },
-      retentionHours: values.SANDBOX_RETENTION_HOURS,
-      sweepIntervalMs: values.SANDBOX_SWEEP_INTERVAL_MS,
-    },
+    ...sandboxOf(values),
     toolTimeoutMs: values.TOOL_TIMEOUT_MS,
     toolCallLimits: { maxPerReply: values.MAX_TOOL_CALLS_PER_REPLY, maxConcurrency: values.TOOL_MAX_CONCURRENCY },
     toolApprovals: { rules: operatorApprovals(values), timeoutSeconds: values.TOOL_APPROVAL_TIMEOUT_SECONDS },

@@ -153,8 +153,9 @@ describe("the Dossier MCP server", () => {
   it("talks to Dossier only through the SDK: it imports nothing of the server but the settings reader", () => {
     // src/config.ts (with src/config-files.ts, its JSON settings, src/config-rules.ts, the rules
     // values are checked by, src/config-mcp-client.ts, the MCP client program's own,
-    // src/config-rate-limits.ts, the rate limits' figures, and src/config-types.ts, the settings'
-    // shape) reads every setting of every Dossier program and imports nothing else of the project
+    // src/config-rate-limits.ts, the rate limits' figures, src/config-sandbox.ts and
+    // src/config-webhooks.ts, the sandbox folders' and the webhooks' settings, and
+    // src/config-types.ts, the settings' shape) reads every setting of every Dossier program and imports nothing else of the project
     // but the runtime's types of what it reads (agent profiles, spill policies), which leave
     // nothing in a bundle.
     const imports = (file: string, kind: "value" | "type") => {
@@ -167,6 +168,8 @@ describe("the Dossier MCP server", () => {
       "./config-sign-in.js",
       "./config-mcp-client.js",
       "./config-rate-limits.js",
+      "./config-sandbox.js",
+      "./config-webhooks.js",
       "./config-rules.js",
       "./config-rules.js",
     ]);
@@ -179,6 +182,9 @@ describe("the Dossier MCP server", () => {
     // The sign-in settings check values with the shared rules only.
     expect(imports("src/config-sign-in.ts", "value")).toEqual(["./config-rules.js"]);
     expect(imports("src/config-rules.ts", "value")).toEqual([]);
+    // The sandbox folders' and the webhooks' settings check values with the shared rules only.
+    expect(imports("src/config-sandbox.ts", "value")).toEqual(["./config-rules.js"]);
+    expect(imports("src/config-webhooks.ts", "value")).toEqual(["./config-rules.js"]);
     // The access settings check values with three leaf modules of their own rules (a STDIO command
     // line's, a loopback host's, a trusted proxy's), which import nothing of the project.
     expect(imports("src/config-access.ts", "value")).toEqual([
@@ -190,7 +196,15 @@ describe("the Dossier MCP server", () => {
     for (const leaf of ["src/domain/capabilities/stdio-policy.ts", "src/server/allowed-hosts.ts", "src/server/client-address.ts"]) {
       expect([...imports(leaf, "value"), ...imports(leaf, "type")], leaf).toEqual([]);
     }
-    for (const file of ["src/config.ts", "src/config-files.ts", "src/config-rules.ts", "src/config-types.ts", "src/config-mcp-client.ts"]) {
+    for (const file of [
+      "src/config.ts",
+      "src/config-files.ts",
+      "src/config-rules.ts",
+      "src/config-types.ts",
+      "src/config-mcp-client.ts",
+      "src/config-sandbox.ts",
+      "src/config-webhooks.ts",
+    ]) {
       expect(
         // The runtime's types of what it reads, the leaf module of a STDIO command line's type, and the settings' own files.
         imports(file, "type").filter(
