@@ -15,6 +15,7 @@ import "./types/trace.js";
 import "./types/trace-updates.js";
 import "./types/agent-profile.js";
 import "./types/run.js";
+import "./types/run-attempts.js";
 import "./types/run-labels.js";
 import "./types/run-lists.js";
 import "./types/run-stop.js";

@@ -11,24 +11,18 @@ import { largeText } from "../large-text.js";
 import { GOAL_STATEMENT_MAX } from "../../domain/workspace/workspace-service.js";
 import { RUN_MATERIALS_MAX } from "../../domain/runs/admission-request.js";
 import { fromStored } from "../../domain/text/stored-text.js";
-import type { Prisma, Run } from "../../generated/prisma/client.js";
-import { RunAttemptOutcome } from "../../generated/prisma/enums.js";
+import type { Run } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
 import { boundedCount, countFields } from "../counted-connection.js";
-import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
+import { idOfType, requireIdOfType } from "../global-id.js";
 import { unavailableOnTransient } from "../transient-failures.js";
-import { connectionOf, describePage, type KeysetList, LIST_PAGE, listConnection, pageOf, paged, LIST_ITEMS } from "../list-connection.js";
+import { paged, LIST_ITEMS } from "../list-connection.js";
 import { isMyLiveWorkspace, mine, myLiveWorkspace, ownedBy } from "./owned.js";
 import { admittedRunQuery, admittedWorkspace, answeredRun } from "./admitted-run-query.js";
 import { ErrorInterface } from "./errors.js";
 import { decimalString } from "./money.js";
 import { METADATA_RULE, RunStatusEnum, TAGS_RULE } from "./run-filter.js";
 import { MaterialRefInput, materialRefsToDomain } from "./publication.js";
-
-const ATTEMPTS: KeysetList = { typename: "RunAttempt", order: [["number", "asc"]], ...LIST_PAGE };
-
-/** An attempt's global id: it has no id of its own, only its run and its number. */
-const attemptId = (attempt: { runId: string; number: number }) => encodeGlobalId("RunAttempt", `${attempt.runId}/${attempt.number}`);
 
 const RunLimits = builder.objectRef<Pick<Run, "maxTurns" | "tokenBudget" | "deadlineSeconds" | "maxCost" | "confirmCostAbove">>("RunLimits").implement({
   description: "The limits a run was admitted with.",
@@ -91,26 +85,8 @@ export const RunNode = builder.prismaNode("Run", {
   }),
 });
 
-// How the run executes: its attempts and times, where it runs, what answered, its log and trace.
+// How the run executes: its times, where it runs, what answered, its log and trace (its attempts: types/run-attempts.ts).
 builder.prismaObjectFields(RunNode, (t) => ({
-  attempt: t.exposeInt("attempt", { description: "The current attempt's number: 0 before the run was first claimed, then 1, 2, … for each claim (R18)." }),
-  attempts: listConnection<Run>(t, {
-    type: "RunAttempt",
-    name: "RunAttemptConnection",
-    list: ATTEMPTS,
-    cursorSelect: { runId: true, number: true },
-    description: describePage("Every claim of the run by a worker, by number. Only the latest can be running; no two overlap.", ATTEMPTS),
-    resolve: async (query, run, args, ctx) => {
-      const page = await pageOf<Prisma.RunAttemptWhereInput>(ATTEMPTS, args, (id, select) => {
-        const [runId, number] = id.split("/");
-        return runId === run.id && /^\d+$/.test(number ?? "")
-          ? ctx.prisma.runAttempt.findUnique({ where: { runId_number: { runId, number: Number(number) } }, select })
-          : Promise.resolve(null);
-      });
-      const rows = await ctx.prisma.runAttempt.findMany({ ...query, where: { runId: run.id, ...page.where }, orderBy: page.orderBy, take: page.take + 1 });
-      return connectionOf(rows, page, args, attemptId, () => boundedCount(ctx.prisma.runAttempt, { runId: run.id }));
-    },
-  }),
   failureReason: t.exposeString("failureReason", {
     nullable: true,
     description:
@@ -172,39 +148,6 @@ builder.prismaObjectFields(RunNode, (t) => ({
     query: { orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX },
   }),
 }));
-
-const RunAttemptOutcomeEnum = builder.enumType(RunAttemptOutcome, {
-  name: "RunAttemptOutcome",
-  values: {
-    COMPLETED: { description: "The run reached a terminal state during the attempt (a cancellation it saw included)." },
-    HANDED_BACK: {
-      description:
-        "The worker stopped gracefully and released the run for another attempt, or the run began to wait for decisions on its tool calls (WAITING; the attempt's span ended OK).",
-    },
-    LEASE_LOST: {
-      description: "Its instance stopped renewing the lease while still connected (frozen, or cut off from the database); another attempt took over.",
-    },
-    CRASHED: { description: "Its instance had no database session left when another attempt took the run over: the process died." },
-  },
-});
-
-builder.prismaObject("RunAttempt", {
-  description: "One claim of a run by a worker instance. Every write of an attempt applies only while it holds the run.",
-  fields: (t) => ({
-    id: t.id({ description: "Names the attempt as `after` in `Run.attempts`.", resolve: attemptId }),
-    number: t.exposeInt("number", { description: "1 for the first claim." }),
-    instance: t.exposeString("instance", { description: 'The worker instance that ran it, e.g. "host:4242:a1b2c3".' }),
-    startedAt: t.expose("startedAt", { type: "DateTime" }),
-    endedAt: t.expose("endedAt", { type: "DateTime", nullable: true, description: "Null while the attempt holds the run." }),
-    outcome: t.expose("outcome", { type: RunAttemptOutcomeEnum, nullable: true, description: "How it ended; null while it holds the run." }),
-    span: t.prismaField({
-      type: "Span",
-      nullable: true,
-      description: "The attempt's ATTEMPT span, under the run's RUN span.",
-      resolve: (query, attempt, _args, ctx) => (attempt.spanId ? ctx.prisma.span.findUnique({ ...query, where: { id: attempt.spanId } }) : null),
-    }),
-  }),
-});
 
 builder.queryField("run", (t) =>
   t.prismaField({
