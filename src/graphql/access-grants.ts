@@ -43,6 +43,7 @@ import { TOKEN_EXPIRED } from "../domain/principal/access-tokens.js";
 import { atExpiry, hasExpired } from "../domain/principal/credential-expiry.js";
 import type { GraphQLContext } from "./context.js";
 import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./answer-reads.js";
+import { endingWhen } from "./ending-stream.js";
 import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
 import { checkNested, GUARDED_TYPES, shown, shownUnread, unanswered } from "./nested-grants.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
@@ -297,54 +298,17 @@ function scoringAsReading(scope: AccessScope): AccessScope {
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> => typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 
-const EXPIRED: unique symbol = Symbol("expired");
-
 /**
  * The events of a subscription until the token expires; then the error that says so. Whether it
  * expired is asked of the clock before each event is handed on, so an event that comes after the
- * instant, before the timer has had its turn (a busy process), is not delivered. An iterator, not
- * an async generator: a generator waiting for its source's next event could not be returned (a
- * client unsubscribing) until that event came or the token expired, and would hold the source and
- * the subscription's quota place until then.
+ * instant, before the timer has had its turn (a busy process), is not delivered; the timer is let
+ * go as soon as the stream ends by any path (ending-stream.ts).
  */
 export function untilExpiry<T>(events: AsyncIterable<T>, expiresAt: Date, now: () => Date): AsyncIterableIterator<T> {
-  const iterator = events[Symbol.asyncIterator]();
+  const expired = () => new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
   let stopTimer: () => void = () => undefined;
-  const expired = new Promise<typeof EXPIRED>((resolve) => {
-    stopTimer = atExpiry(expiresAt, now, () => resolve(EXPIRED));
+  const ending = new Promise<Error>((resolve) => {
+    stopTimer = atExpiry(expiresAt, now, () => resolve(expired()));
   });
-  let finished = false;
-  const finish = async () => {
-    if (finished) return;
-    finished = true;
-    stopTimer();
-    await iterator.return?.();
-  };
-  return {
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    async next() {
-      if (finished) return { done: true, value: undefined };
-      let next: IteratorResult<T> | typeof EXPIRED;
-      try {
-        next = hasExpired(expiresAt, now) ? EXPIRED : await Promise.race([iterator.next(), expired]);
-      } catch (error) {
-        // The source failed: it has ended, and nobody calls return() after a throw — the timer goes now.
-        finished = true;
-        stopTimer();
-        throw error;
-      }
-      if (next === EXPIRED || hasExpired(expiresAt, now)) {
-        void finish().catch(() => undefined);
-        throw new GraphQLError(TOKEN_EXPIRED, { extensions: { code: "TOKEN_EXPIRED" } });
-      }
-      if (next.done) await finish();
-      return next;
-    },
-    async return() {
-      await finish();
-      return { done: true, value: undefined };
-    },
-  };
+  return endingWhen(events, { ending, endedNow: () => (hasExpired(expiresAt, now) ? expired() : undefined), stop: () => stopTimer() });
 }

@@ -12,6 +12,7 @@ import { type AccessOperation, type AccessScope, grants } from "../domain/princi
 import { decodeGlobalId } from "../domain/global-id.js";
 import { keepListening, type Listening } from "../events/keep-listening.js";
 import type { GraphQLContext } from "./context.js";
+import { endingWhen } from "./ending-stream.js";
 
 export const GRANT_WITHDRAWN = "This access token no longer reaches what it subscribed to: the workspace link that granted it was removed.";
 
@@ -35,28 +36,25 @@ export async function linksRestedOn(scope: AccessScope, operation: AccessOperati
   return [];
 }
 
-const WITHDRAWN: unique symbol = Symbol("withdrawn");
-
 /**
  * The events of a subscription while `stillAllowed` holds, asked again whenever one of the
  * workspaces changes its links (and after the bus may have missed such a change); then the error
  * that says the grant was withdrawn; the events as they are when the grant rests on no link. An
- * iterator, not an async generator, so a client leaving frees the source at once (as untilExpiry does).
+ * event that comes while the grant is being asked about waits for the answer (ending-stream.ts).
  */
 export function whileGranted<T>(
   events: AsyncIterable<T>,
   watch: { workspaceIds: readonly string[]; stillAllowed: () => Promise<boolean>; ctx: GraphQLContext },
 ): AsyncIterable<T> {
   if (watch.workspaceIds.length === 0) return events;
-  const iterator = events[Symbol.asyncIterator]();
+  let ended: GraphQLError | undefined;
   let withdraw: (error: GraphQLError) => void = () => undefined;
-  const withdrawn = new Promise<typeof WITHDRAWN>((resolve) => {
+  const ending = new Promise<Error>((resolve) => {
     withdraw = (error) => {
       ended = error;
-      resolve(WITHDRAWN);
+      resolve(error);
     };
   });
-  let ended: GraphQLError | undefined;
   let checking: Promise<void> = Promise.resolve();
   const recheck = () => {
     checking = checking.then(async () => {
@@ -87,39 +85,10 @@ export function whileGranted<T>(
   );
   // An unlink committed after subscribing checked the grant, before these listened, is found now.
   recheck();
-  let finished = false;
-  const finish = async () => {
-    if (finished) return;
-    finished = true;
-    await Promise.all([...listenings.map((listening) => listening.stop()), iterator.return?.()]);
-  };
-  const watched: AsyncIterableIterator<T> = {
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    async next() {
-      if (finished) return { done: true, value: undefined };
-      let next: IteratorResult<T> | typeof WITHDRAWN;
-      try {
-        next = ended ? WITHDRAWN : await Promise.race([iterator.next(), withdrawn]);
-        // An event that came while the grant is being asked about waits for the answer.
-        if (next !== WITHDRAWN) await checking;
-      } catch (error) {
-        finished = true;
-        await Promise.all(listenings.map((listening) => listening.stop()));
-        throw error;
-      }
-      if (next === WITHDRAWN || ended) {
-        void finish().catch(() => undefined);
-        throw ended;
-      }
-      if (next.done) await finish();
-      return next;
-    },
-    async return() {
-      await finish();
-      return { done: true, value: undefined };
-    },
-  };
-  return watched;
+  return endingWhen(events, {
+    ending,
+    endedNow: () => ended,
+    settled: () => checking,
+    stop: () => Promise.all(listenings.map((listening) => listening.stop())),
+  });
 }
