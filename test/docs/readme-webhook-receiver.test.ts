@@ -50,17 +50,23 @@ describe("the README's webhook receiver", () => {
     const workspace = await createWorkspace(t.client);
     await t.client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } });
     await receiver.waitForOutput(/WORKSPACE_ARCHIVED the workspace was archived/, 20_000);
-    const first = await vi.waitFor(async () => {
-      const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
-      expect(read.deliveries.edges.map((edge) => edge.node)).toHaveLength(1);
-      return read.deliveries.edges.map((edge) => edge.node)[0]!;
-    });
+    const first = await vi.waitFor(
+      async () => {
+        const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
+        expect(read.deliveries.edges.map((edge) => edge.node)).toHaveLength(1);
+        return read.deliveries.edges.map((edge) => edge.node)[0]!;
+      },
+      { timeout: 10_000 },
+    );
     expect(first.statusCode).toBe(204);
     await t.client.request(RedeliverWebhookEventDocument, { input: { webhookId: webhook.id, eventId: first.eventId } });
-    await vi.waitFor(async () => {
-      const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
-      expect(read.deliveries.edges.map((edge) => edge.node).map((d) => d.statusCode)).toEqual([204, 204]);
-    });
+    await vi.waitFor(
+      async () => {
+        const read = expectType((await t!.client.request(WebhookDeliveriesDocument, { id: webhook.id })).node!, "Webhook");
+        expect(read.deliveries.edges.map((edge) => edge.node).map((d) => d.statusCode)).toEqual([204, 204]);
+      },
+      { timeout: 10_000 },
+    );
     expect(receiver.output().match(/WORKSPACE_ARCHIVED/g)).toHaveLength(1);
   });
 });
