@@ -89,9 +89,11 @@ export const PUBLISH_BACKLOG = 16 * 1024 * 1024;
  * The part of the backlog that snapshots (a call's output whole, sent to a subscriber who joined
  * mid-call) may take together: past it a snapshot is dropped, while pieces of output, a few
  * hundred characters each, still go. A snapshot larger than the share goes when no other snapshot
- * is waiting, but not past the backlog itself: there it is dropped as a piece is (one larger than
- * the whole backlog never goes). Nothing tells its asker: a subscriber asks again, further and
- * further apart, for as long as its snapshot is missing (trace/output/run-output-updates.ts).
+ * is waiting, and counts as the share: the pieces keep the rest of the backlog beside it, and what
+ * waits passes the backlog by that one snapshot at most (one larger than the whole backlog, a call
+ * with that much tool arguments, was dropped every time it was asked for, and never arrived).
+ * Nothing tells the asker of a dropped one: a subscriber asks again, further and further apart,
+ * for as long as its snapshot is missing (trace/output/run-output-updates.ts).
  * Without the share, one principal's snapshots of a call with large tool arguments, asked for over
  * and over, took the whole backlog, and every other principal's live output was dropped with them.
  */
@@ -160,12 +162,14 @@ function publishingTogether(client: Redis, { atOnce, droppable, backlog, onDropp
       });
   };
   const publish = (channel: string, message: string) => {
-    const size = channel.length + message.length;
     const awaited = atOnce(channel, message);
     // Which channel it is, only for what may be dropped: a snapshot (awaited), or anything once the backlog is full.
-    const full = waiting + size > backlog;
     const whole = awaited && droppable(channel);
-    const pastShare = whole && wholeWaiting > 0 && wholeWaiting + size > backlog * WHOLE_SHARE;
+    const share = backlog * WHOLE_SHARE;
+    // What it counts for in the backlog: a snapshot larger than the share, the share.
+    const size = whole ? Math.min(channel.length + message.length, share) : channel.length + message.length;
+    const full = waiting + size > backlog;
+    const pastShare = whole && wholeWaiting > 0 && wholeWaiting + size > share;
     // Past the snapshots' share a snapshot is dropped quietly: its asker asks again, and Redis may well be answering.
     if (pastShare || (full && (whole || droppable(channel)))) {
       if (full && !dropping) onDropped();

@@ -2,7 +2,8 @@
 // output whole, for subscribers who joined mid-call) take at most half of it, so one run whose
 // large call is asked for over and over cannot have every other run's pieces dropped. Redis hung
 // under the publishing instance (a fault proxy), counted exactly: the bound holds a known number
-// of frames of known sizes.
+// of frames of known sizes. A snapshot larger than the whole backlog still goes, alone: the
+// subscriber who asked for it would otherwise ask again forever.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import type { RunOutputFrame } from "../../src/events/topics.js";
@@ -105,5 +106,52 @@ describe.runIf(redisUrl || process.env.CI)("the publish backlog's share of snaps
     sender.events.publish("run:output", "runA", large);
     await waitFor(() => heard.length === 1, 10_000);
     expect(heard[0]!.parts[0]!.text).toHaveLength(30_000);
+  }, 60_000);
+  it("sends a snapshot larger than the whole backlog when no other snapshot waits, the pieces beside it and no other snapshot", async () => {
+    const proxy = await startFaultProxy(redisUrl!);
+    cleanups.push(() => proxy.close());
+    const prefix = `test-${process.pid}-${Date.now()}:publish-share-oversize:`;
+    const snapshot = (text: string): RunOutputFrame => ({
+      runId: "runA",
+      spanId: "callA",
+      kind: "SNAPSHOT",
+      parts: [{ toolCallId: null, offset: 0, text }],
+      final: false,
+    });
+    const piece = (i: number): RunOutputFrame => ({
+      runId: "runB",
+      spanId: "callB",
+      kind: "DELTA",
+      parts: [{ toolCallId: null, offset: i * 200, text: "x".repeat(200) }],
+      final: false,
+    });
+    const backlog = 40_000;
+    const pieceSize = `${prefix}run:output:runB`.length + JSON.stringify(piece(0)).length;
+    // The pieces fit in the half of the backlog the snapshots leave.
+    expect(PIECES * pieceSize).toBeLessThan(backlog / 2);
+    const sender = await createRedisEventBus(proxy.url, prefix, { logger: silentLogger, publishBacklog: backlog });
+    cleanups.push(() => sender.close());
+    const receiver = await createRedisEventBus(redisUrl!, prefix);
+    cleanups.push(() => receiver.close());
+    const heard: RunOutputFrame[] = [];
+    for (const runId of ["runA", "runB"])
+      void (async () => {
+        for await (const frame of receiver.events.subscribe("run:output", runId)) heard.push(frame);
+      })().catch(() => undefined);
+    await allowTimeFor("the subscriptions to reach Redis", 300);
+
+    // Redis hung: the oversize snapshot waits, and the pieces and a second snapshot come while it does.
+    proxy.hang();
+    sender.events.publish("run:output", "runA", snapshot("z".repeat(60_000)));
+    for (let i = 0; i < PIECES; i += 1) sender.events.publish("run:output", "runB", piece(i));
+    sender.events.publish("run:output", "runA", snapshot("w".repeat(1_000)));
+    await allowTimeFor("the publishes to be sent (into the hung link)", 200);
+    proxy.heal();
+
+    await waitFor(() => heard.filter((frame) => frame.runId === "runB").length === PIECES, 10_000);
+    await waitFor(() => heard.some((frame) => frame.runId === "runA"), 10_000);
+    await allowTimeFor("frames still on their way", 300);
+    expect(heard.filter((frame) => frame.runId === "runB").map((frame) => frame.parts[0]!.offset)).toEqual(Array.from({ length: PIECES }, (_, i) => i * 200));
+    expect(heard.filter((frame) => frame.runId === "runA").map((frame) => frame.parts[0]!.text)).toEqual(["z".repeat(60_000)]);
   }, 60_000);
 });

@@ -8,6 +8,13 @@
 // on its run, whose call streams large tool arguments, costs the bus one snapshot a window, not
 // one per ask: answered one by one, they took this instance's loop and the publish backlog that
 // every principal's live output shares (redis-event-target.ts), and the other runs' pieces were dropped.
+// The characters a second that answers cost are counted per principal (the run's owner), whatever
+// the number of its runs: twenty runs of one principal whose calls stream large tool arguments,
+// each asked for over and over, cost the bus what one such run does (they published twenty times
+// as much, and crowded the other principals' output off the Redis link), and another principal's
+// answers do not wait behind theirs. A principal's runs asked for take their turns in the order
+// asked, each answered in its turn: none is left out. An answer waiting for its turn when its call
+// ends goes out then, ahead of the call's last frame, and counts against the principal's next.
 import type { EventBus } from "../../events/topics.js";
 import type { ModelCallOutput, RunOutput } from "../ports/run-output.js";
 import { StreamingCall } from "../output/streaming-call.js";
@@ -16,7 +23,10 @@ import { type Logger, silentLogger } from "../../logger.js";
 
 /** The least time between two answers to the asks for one run's snapshots (BusRunOutputOptions.snapshotEveryMs). */
 export const SNAPSHOT_EVERY_MS = 100;
-/** The characters a second one run's answers may cost at most: the window after a larger answer is longer. */
+/**
+ * The characters a second the answers for one principal's runs may cost together at most: after
+ * an answer of N characters, the principal's next waits N / this many seconds.
+ */
 export const SNAPSHOT_CHARS_PER_SECOND = 1024 * 1024;
 
 export type BusRunOutputOptions = {
@@ -31,17 +41,24 @@ export type BusRunOutputOptions = {
    * after an answer is answered once the time is up, together with every other ask meanwhile.
    */
   snapshotEveryMs?: number;
-  /** After an answer of N characters, the next waits at least N / this many seconds. */
+  /** After an answer of N characters for a principal's run, the principal's next waits N / this many seconds. */
   snapshotCharsPerSecond?: number;
   /** Where a failure of listening for snapshot asks is logged (it listens again). */
   logger?: Logger;
 };
 
+/** One principal's answers: when the next may go, and its runs asked for meanwhile, in the order asked. */
+type Turns = { next: number; asked: Set<string>; due?: ReturnType<typeof setTimeout> };
+
 export class BusRunOutput implements RunOutput {
   /** The calls of each run this instance is executing (or ended a moment ago). */
   private readonly calls = new Map<string, Set<StreamingCall>>();
-  /** When each run's calls may next be given whole, and the answer due then for asks that came since. */
-  private readonly answered = new Map<string, { next: number; due?: ReturnType<typeof setTimeout> }>();
+  /** The principal of each of those runs. */
+  private readonly owners = new Map<string, string>();
+  /** When each run's calls may next be given whole (its window after its last answer). */
+  private readonly runNext = new Map<string, number>();
+  /** The answers of each principal with runs here. */
+  private readonly turns = new Map<string, Turns>();
   private requests: Listening | undefined;
 
   constructor(
@@ -49,7 +66,7 @@ export class BusRunOutput implements RunOutput {
     private readonly options: BusRunOutputOptions = {},
   ) {}
 
-  modelCall({ runId, spanId, follows }: { runId: string; spanId: string; follows?: string | null }): ModelCallOutput {
+  modelCall({ runId, ownerId, spanId, follows }: { runId: string; ownerId: string; spanId: string; follows?: string | null }): ModelCallOutput {
     const call = new StreamingCall({
       runId,
       spanId,
@@ -59,10 +76,11 @@ export class BusRunOutput implements RunOutput {
     });
     const ofRun = this.calls.get(runId) ?? new Set();
     this.calls.set(runId, ofRun.add(call));
+    this.owners.set(runId, ownerId);
     return {
       report: (event) => call.report(event),
       end: () => {
-        // Asks waiting for the window's end came before this end: answered now, ahead of the call's last frame.
+        // An ask waiting for its turn came before this end: answered now, ahead of the call's last frame.
         this.answerDue(runId);
         call.end();
         setTimeout(() => this.forget(call), this.options.keepEndedMs ?? 10_000).unref();
@@ -88,63 +106,89 @@ export class BusRunOutput implements RunOutput {
   async stop(): Promise<void> {
     const requests = this.requests;
     this.requests = undefined;
-    for (const { due } of this.answered.values()) clearTimeout(due);
-    this.answered.clear();
+    for (const { due } of this.turns.values()) clearTimeout(due);
+    this.turns.clear();
+    this.runNext.clear();
     await requests?.stop();
   }
 
   /**
-   * Answers an ask for a run's snapshots: at once when the run's window is over, else once it is —
-   * an answer that comes after the ask, so the asker (who listened before asking) hears it, and
-   * one for all the asks of the window. An ask for a run not executed here is another instance's.
+   * Answers an ask for a run's snapshots: at once when the run's window and its principal's are
+   * over, else once they are and the principal's runs asked for before it had their turn — an
+   * answer that comes after the ask, so the asker (who listened before asking) hears it, and one
+   * for all the asks meanwhile. An ask for a run not executed here is another instance's.
    */
   private answer(runId: string): void {
-    if (!this.calls.has(runId)) return;
-    const slot = this.answered.get(runId);
-    const now = performance.now();
+    const ownerId = this.owners.get(runId);
+    if (ownerId === undefined || !this.calls.has(runId)) return;
+    let turns = this.turns.get(ownerId);
+    if (!turns) this.turns.set(ownerId, (turns = { next: Number.NEGATIVE_INFINITY, asked: new Set() }));
     // An answer already due (its timer late on a busy loop, maybe) is one after this ask too.
-    if (slot?.due) return;
-    if (!slot || now >= slot.next) this.answered.set(runId, { next: now + this.windowAfter(this.giveWhole(runId)) });
-    else {
-      slot.due = setTimeout(() => {
-        slot.due = undefined;
-        slot.next = performance.now() + this.windowAfter(this.giveWhole(runId));
-      }, slot.next - now);
-      slot.due.unref();
+    if (turns.asked.has(runId)) return;
+    turns.asked.add(runId);
+    this.giveTurns(ownerId, turns);
+  }
+
+  /** Gives the principal's runs asked for whose windows are over their answers, in turn, for as long as its characters allow. */
+  private giveTurns(ownerId: string, turns: Turns): void {
+    clearTimeout(turns.due);
+    turns.due = undefined;
+    const now = performance.now();
+    let wake = turns.next;
+    if (now >= turns.next) {
+      wake = Number.POSITIVE_INFINITY;
+      for (const runId of turns.asked) {
+        const runNext = this.runNext.get(runId) ?? Number.NEGATIVE_INFINITY;
+        if (now < runNext) wake = Math.min(wake, runNext);
+        else {
+          turns.asked.delete(runId);
+          this.give(runId, turns, now);
+          if (now < turns.next) {
+            wake = turns.next;
+            break;
+          }
+        }
+      }
     }
+    if (turns.asked.size === 0 || wake === Number.POSITIVE_INFINITY) return;
+    turns.due = setTimeout(() => this.giveTurns(ownerId, turns), wake - now);
+    turns.due.unref();
   }
 
-  /** Gives the answer due at the end of the run's window now, if one is. */
+  /** Gives the answer waiting for its turn now, if one is: the run's call is ending. */
   private answerDue(runId: string): void {
-    const slot = this.answered.get(runId);
-    if (!slot?.due) return;
-    clearTimeout(slot.due);
-    slot.due = undefined;
-    slot.next = performance.now() + this.windowAfter(this.giveWhole(runId));
+    const turns = this.turns.get(this.owners.get(runId) ?? "");
+    if (!turns?.asked.delete(runId)) return;
+    this.give(runId, turns, performance.now());
   }
 
-  /** Publishes the run's calls whole; the characters published. */
-  private giveWhole(runId: string): number {
+  /** Publishes the run's calls whole, and starts its window and its principal's. */
+  private give(runId: string, turns: Turns, now: number): void {
     let chars = 0;
     for (const call of this.calls.get(runId) ?? []) {
       const snapshot = call.snapshot();
       for (const part of snapshot.parts) chars += part.text.length;
       this.events.publish("run:output", call.runId, snapshot);
     }
-    return chars;
-  }
-
-  private windowAfter(chars: number): number {
-    const perSecond = this.options.snapshotCharsPerSecond ?? SNAPSHOT_CHARS_PER_SECOND;
-    return Math.max(this.options.snapshotEveryMs ?? SNAPSHOT_EVERY_MS, (chars / perSecond) * 1000);
+    const spent = (chars / (this.options.snapshotCharsPerSecond ?? SNAPSHOT_CHARS_PER_SECOND)) * 1000;
+    this.runNext.set(runId, now + Math.max(this.options.snapshotEveryMs ?? SNAPSHOT_EVERY_MS, spent));
+    turns.next = Math.max(turns.next, now) + spent;
   }
 
   private forget(call: StreamingCall): void {
-    const ofRun = this.calls.get(call.runId);
+    const { runId } = call;
+    const ofRun = this.calls.get(runId);
     ofRun?.delete(call);
     if (ofRun?.size !== 0) return;
-    this.calls.delete(call.runId);
-    clearTimeout(this.answered.get(call.runId)?.due);
-    this.answered.delete(call.runId);
+    const ownerId = this.owners.get(runId)!;
+    this.calls.delete(runId);
+    this.owners.delete(runId);
+    this.runNext.delete(runId);
+    const turns = this.turns.get(ownerId);
+    turns?.asked.delete(runId);
+    // A principal with no run here left: what its answers spent is past (the last ended a while ago).
+    if (!turns || [...this.owners.values()].includes(ownerId)) return;
+    clearTimeout(turns.due);
+    this.turns.delete(ownerId);
   }
 }

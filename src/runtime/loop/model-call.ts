@@ -31,7 +31,7 @@ export class ModelRequestFailed extends Error {
 
 /** What a model call takes part in: the run, its attempt's trace and stop signal, the turn's tools. */
 export type ModelCallTurn = {
-  scope: { run: { id: string }; sink: TraceSink; signal: AbortSignal; modelCalls?: ModelCallsOfAttempt };
+  scope: { run: { id: string; ownerId: string }; sink: TraceSink; signal: AbortSignal; modelCalls?: ModelCallsOfAttempt };
   tools: ReadonlyMap<string, Tool>;
 };
 
@@ -132,7 +132,7 @@ async function modelCall(
       },
       async (span) => {
         const calls = turn.scope.modelCalls;
-        const output = deps.output?.modelCall({ runId: turn.scope.run.id, spanId: span.id, follows: calls?.last });
+        const output = deps.output?.modelCall({ runId: turn.scope.run.id, ownerId: turn.scope.run.ownerId, spanId: span.id, follows: calls?.last });
         if (calls) calls.last = span.id;
         // The turn's records so far (this span's start among them) are written while the model
         // answers, not after the request went out: the reply's write waits for them.

@@ -21,6 +21,7 @@ export interface RunOutput {
   /**
    * Opens the live output of a run's model call, identified by its MODEL_CALL span. `follows`: the
    * run's model call right before it, null for the run's first, undefined when not known.
+   * `ownerId`: the run's principal (what its output may cost is counted per principal).
    */
-  modelCall(call: { runId: string; spanId: string; follows?: string | null }): ModelCallOutput;
+  modelCall(call: { runId: string; ownerId: string; spanId: string; follows?: string | null }): ModelCallOutput;
 }

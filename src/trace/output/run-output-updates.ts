@@ -101,8 +101,8 @@ export function openRunOutput(
 /**
  * While a snapshot is missing it is asked for again, first ASK_AFTER_MS after the ask before, each
  * wait twice the one before up to ASK_AT_MOST_MS, until it comes or the call ends (its MESSAGE_DONE):
- * the executing instance may have been subscribing, it answers a run's asks once a window (longer
- * for a large call: bus-run-output.ts), and a snapshot can be dropped on its way (a full publish
+ * the executing instance may have been subscribing, it answers a run's asks once a window, in
+ * turn with its principal's other runs (bus-run-output.ts), and a snapshot can be dropped on its way (a full publish
  * backlog, or the snapshots' share of it: redis-event-target.ts) with nothing telling the asker.
  */
 const ASK_AFTER_MS = 250;
