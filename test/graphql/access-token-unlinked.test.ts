@@ -2,12 +2,16 @@
 // unlinks the run (or deletes the workspace), node(id) answers null, and the token's open
 // traceUpdates, runOutput and runEvents of the run end at once with GRANT_WITHDRAWN; nothing the
 // run does afterwards reaches them. A token granted the run itself keeps watching it to the end.
+// Archiving the workspace withdraws nothing: it keeps its links, and what they reach stays readable
+// (spec W14: archiving cancels nothing, and restoring undoes it), so node(id) still answers the
+// run and the token's streams of it run on to the run's end.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
 import { DossierRequestError } from "../../sdk/client.js";
 import {
+  ArchiveWorkspaceDocument,
   CreateAccessTokenDocument,
   DeleteWorkspaceDocument,
   LinkToWorkspaceDocument,
@@ -117,4 +121,20 @@ it("ends them when the workspace that linked the run is deleted", async () => {
   expectType((await client.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } })).deleteWorkspace, "DeleteWorkspaceSuccess");
   await waitUntil(() => (ended(linked.trace) && ended(linked.output) && ended(linked.events) ? true : undefined), 10_000, 20);
   for (const seen of Object.values(linked)) expect(seen.at(-1)).toBe("GRANT_WITHDRAWN");
+});
+
+it("keeps them open while the workspace is archived: node(id) still answers the run, and its streams run to its end", async () => {
+  const { t, held, client, workspace, run, viaLink, watch } = await setUp();
+  const linked = watch(viaLink);
+  await waitUntil(() => (linked.trace.length >= 2 && linked.output.length >= 1 ? true : undefined), 20_000, 20);
+  expectType((await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } })).archiveWorkspace, "ArchiveWorkspaceSuccess");
+  expect((await t.as(viaLink).request(NodeDocument, { id: run.id })).node).toMatchObject({ id: run.id });
+  held.release();
+  expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+  await waitUntil(() => (ended(linked.trace) && ended(linked.events) ? true : undefined), 20_000, 20);
+  expect([linked.trace.at(-1), linked.events.includes("SUCCEEDED"), [...linked.trace, ...linked.output, ...linked.events]]).toEqual([
+    "done",
+    true,
+    expect.not.arrayContaining(["GRANT_WITHDRAWN"]),
+  ]);
 });
