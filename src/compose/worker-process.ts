@@ -9,6 +9,7 @@ import type { Logger } from "../logger.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts } from "../server/allowed-hosts.js";
 import { scrapeAllowed } from "../server/metrics-plugin.js";
+import { answerClientErrors, withPrivateHeaders } from "../server/response-headers.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
 import { createCore } from "./core.js";
@@ -101,7 +102,9 @@ async function serveMetrics(
     }
   };
   const guarded = guardHosts(handler, allowedHosts);
-  const server = createServer((request, response) => (token || request.url === "/health" ? handler : guarded)(request, response));
+  // Its answers, refusals included, are never stored nor sniffed, as the API's are (server/response-headers.ts).
+  const server = createServer(withPrivateHeaders((request, response) => (token || request.url === "/health" ? handler : guarded)(request, response)));
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());

@@ -24,6 +24,7 @@ import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-cr
 import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
+import { answerClientErrors, PRIVATE_HEADERS, withPrivateHeaders } from "./response-headers.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
 export type RunningServer = {
@@ -104,7 +105,10 @@ export async function startHttpServer({
   recordClientAddresses(httpServer, trusted);
   const clients = capConnectionsPerClient(httpServer, connections, trusted);
   // A rebound name gets 421; another site's page gets 403 at the GraphQL endpoint (cross-site.ts).
-  httpServer.on("request", clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts)));
+  // Every response, these refusals included, says no-store, Vary: Origin and nosniff (response-headers.ts).
+  const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
+  httpServer.on("request", withPrivateHeaders(guarded));
+  answerClientErrors(httpServer);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,
@@ -112,11 +116,11 @@ export async function startHttpServer({
     maxPayload: app.limits.maxBodyBytes,
     // A rebound name gets 421 like any HTTP request; a page on another origin may not open a
     // socket that carries the browser's credentials.
-    verifyClient: ({ req }: { req: IncomingMessage }, done: (allowed: boolean, code?: number, message?: string) => void) => {
-      if (!hostAllowed(req.headers.host, allowedHosts)) return done(false, 421, MISDIRECTED_MESSAGE);
-      if (!upgradeAllowed(req, app.corsOrigins, allowedHosts)) return done(false);
+    verifyClient: ({ req }: { req: IncomingMessage }, done: (allowed: boolean, code?: number, message?: string, headers?: Record<string, string>) => void) => {
+      if (!hostAllowed(req.headers.host, allowedHosts)) return done(false, 421, MISDIRECTED_MESSAGE, PRIVATE_HEADERS);
+      if (!upgradeAllowed(req, app.corsOrigins, allowedHosts)) return done(false, 401, "Unauthorized", PRIVATE_HEADERS);
       // Through a trusted proxy, the socket counts against its client's connections from here.
-      if (!clients.upgradeAllowed(req)) return done(false, 429, TOO_MANY_CONNECTIONS);
+      if (!clients.upgradeAllowed(req)) return done(false, 429, TOO_MANY_CONNECTIONS, PRIVATE_HEADERS);
       done(true);
     },
   });

@@ -8,7 +8,17 @@
 //   hand one origin's answer to another.
 // - X-Content-Type-Options: nosniff. A browser takes each response for its declared type only: a
 //   JSON answer that echoes what a request sent is never run as a script or shown as a page.
+// Yoga's answers get them from its plugin (privateResponses); every response the HTTP server writes
+// itself — a refused name's 421, another site's 403, a wrong path's 404, a forwarded client's 429
+// (withPrivateHeaders), a refused WebSocket upgrade (PRIVATE_HEADERS passed to ws), and the 400,
+// 408 or 431 of a request that never arrived whole (answerClientErrors) — gets the same ones here.
+import type { RequestListener, Server } from "node:http";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { Plugin } from "graphql-yoga";
+
+/** The headers every response carries, unless it says it is the same for everyone (Cache-Control: public). */
+export const PRIVATE_HEADERS: Readonly<Record<string, string>> = { "cache-control": "no-store", vary: "Origin", "x-content-type-options": "nosniff" };
 
 export function privateResponses(): Plugin {
   return {
@@ -18,12 +28,47 @@ export function privateResponses(): Plugin {
         // Deleted first: a header the response was made with under another spelling ("Cache-Control")
         // would otherwise be sent beside the one set here.
         headers.delete("cache-control");
-        headers.set("cache-control", "no-store");
+        headers.set("cache-control", PRIVATE_HEADERS["cache-control"]!);
       }
       const vary = headers.get("vary");
       if (vary === null || vary.trim() === "") headers.set("vary", "Origin");
       else if (vary.trim() !== "*" && !vary.split(",").some((name) => name.trim().toLowerCase() === "origin")) headers.set("vary", `${vary}, Origin`);
-      headers.set("x-content-type-options", "nosniff");
+      headers.set("x-content-type-options", PRIVATE_HEADERS["x-content-type-options"]!);
     },
   };
+}
+
+/**
+ * The HTTP handler, with PRIVATE_HEADERS set on each response before anything writes it: what the
+ * server answers outside Yoga carries them, and a header a response names itself (Yoga's, the
+ * icon's Cache-Control) takes their place.
+ */
+export function withPrivateHeaders(handler: RequestListener): RequestListener {
+  return (request, response) => {
+    for (const [name, value] of Object.entries(PRIVATE_HEADERS)) response.setHeader(name, value);
+    return handler(request, response);
+  };
+}
+
+/** The status Node answers a request that could not be read with (its own choice, kept). */
+const CLIENT_ERROR_STATUS: Readonly<Record<string, number>> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
+
+/**
+ * Answers a request Node could not read (malformed, headers too large, not arrived in time) as
+ * Node would — 400, 408, 431 or 413, then the connection closed — with PRIVATE_HEADERS besides.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: { _headerSent?: boolean } | null }) => {
+    // Nothing is written into a response already under way, nor to a peer that has gone.
+    if (socket.writable && !socket._httpMessage?._headerSent) {
+      const status = CLIENT_ERROR_STATUS[error.code ?? ""] ?? 400;
+      const headers = Object.entries({ ...PRIVATE_HEADERS, connection: "close" }).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers.join("")}\r\n`);
+    }
+    socket.destroy(error);
+  });
 }

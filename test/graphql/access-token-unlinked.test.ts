@@ -1,13 +1,18 @@
 // A token reaches a run through a workspace's link only while the link is there: once the team
 // unlinks the run (or deletes the workspace), node(id) answers null, and the token's open
-// traceUpdates, runOutput and runEvents of the run end at once with GRANT_WITHDRAWN; nothing the
-// run does afterwards reaches them. A token granted the run itself keeps watching it to the end.
+// traceUpdates, runOutput and runEvents of the run end at once with GRANT_WITHDRAWN (over SSE: the
+// error, then the stream's "complete"); nothing the run does afterwards reaches them. A token
+// granted the run itself keeps watching it to the end.
+// Archiving the workspace withdraws nothing: it keeps its links, and what they reach stays readable
+// (spec W14: archiving cancels nothing, and restoring undoes it), so node(id) still answers the
+// run and the token's streams of it run on to the run's end.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
 import { DossierRequestError } from "../../sdk/client.js";
 import {
+  ArchiveWorkspaceDocument,
   CreateAccessTokenDocument,
   DeleteWorkspaceDocument,
   LinkToWorkspaceDocument,
@@ -117,4 +122,46 @@ it("ends them when the workspace that linked the run is deleted", async () => {
   expectType((await client.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } })).deleteWorkspace, "DeleteWorkspaceSuccess");
   await waitUntil(() => (ended(linked.trace) && ended(linked.output) && ended(linked.events) ? true : undefined), 10_000, 20);
   for (const seen of Object.values(linked)) expect(seen.at(-1)).toBe("GRANT_WITHDRAWN");
+});
+
+it("keeps them open while the workspace is archived: node(id) still answers the run, and its streams run to its end", async () => {
+  const { t, held, client, workspace, run, viaLink, watch } = await setUp();
+  const linked = watch(viaLink);
+  await waitUntil(() => (linked.trace.length >= 2 && linked.output.length >= 1 ? true : undefined), 20_000, 20);
+  expectType((await client.request(ArchiveWorkspaceDocument, { input: { workspaceId: workspace.id } })).archiveWorkspace, "ArchiveWorkspaceSuccess");
+  expect((await t.as(viaLink).request(NodeDocument, { id: run.id })).node).toMatchObject({ id: run.id });
+  held.release();
+  expect((await settled(client, run.id)).status).toBe("SUCCEEDED");
+  await waitUntil(() => (ended(linked.trace) && ended(linked.events) ? true : undefined), 20_000, 20);
+  expect([linked.trace.at(-1), linked.events.includes("SUCCEEDED"), [...linked.trace, ...linked.output, ...linked.events]]).toEqual([
+    "done",
+    true,
+    expect.not.arrayContaining(["GRANT_WITHDRAWN"]),
+  ]);
+});
+
+it("ends an SSE stream of the run the same way: GRANT_WITHDRAWN, then the stream's end", async () => {
+  const { t, client, workspace, run, viaLink } = await setUp();
+  const listening = t.listeners();
+  const query = "subscription ($runId: ID!) { runEvents(runId: $runId) { status } }";
+  const response = await fetch(`${t.server!.url}?query=${encodeURIComponent(query)}&variables=${encodeURIComponent(JSON.stringify({ runId: run.id }))}`, {
+    headers: { accept: "text/event-stream", authorization: `Bearer ${viaLink}` },
+  });
+  expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  const text = response.text();
+  // The stream listens to the run's events and to the workspace's links.
+  await waitUntil(() => (t.listeners() >= listening + 2 ? true : undefined), 10_000, 20);
+  expectType(
+    (await client.request(UnlinkFromWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: run.id } })).unlinkFromWorkspace,
+    "UnlinkFromWorkspaceSuccess",
+  );
+  // The stream ends by itself: its text is whole once the server has closed it.
+  // Keep-alive comments (":") carry nothing.
+  const events = (await text).split("\n\n").filter((event) => event.trim() !== "" && !event.startsWith(":"));
+  expect(events.at(-1)).toMatch(/^event: complete/);
+  const withdrawn = events.filter((event) => event.includes('"code":"GRANT_WITHDRAWN"'));
+  expect(withdrawn).toHaveLength(1);
+  expect(events.at(-2)).toBe(withdrawn[0]);
+  // Nothing of it is left listening.
+  await waitUntil(() => (t.listeners() === listening ? true : undefined), 5_000, 20);
 });
