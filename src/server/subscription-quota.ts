@@ -4,6 +4,8 @@
 // connection stays open and its other subscriptions go on. An access token holds its own places,
 // at most MAX_SUBSCRIPTIONS_PER_TOKEN, not its minting key's: one end user's page cannot take the
 // places of the team's backend or of the other end users (the principal's cap still counts them all).
+// The principal's access tokens together hold at most half of its places: however many end users'
+// pages are open, its API keys keep the other half.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
@@ -22,13 +24,16 @@ export class SubscriptionQuota {
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
     const credential = holder.access ? `token:${holder.access.tokenId}` : (holder.credentialId ?? holder.keyId);
-    const counters = [`principal:${holder.principalId}`, ...(credential ? [`credential:${credential}`] : [])];
-    const capOf = (counter: string) => (counter.startsWith("credential:token:") ? this.maxPerToken : this.max);
-    const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= capOf(counter));
+    const counters = [
+      `principal:${holder.principalId}`,
+      ...(holder.access ? [`tokens:${holder.principalId}`] : []),
+      ...(credential ? [`credential:${credential}`] : []),
+    ];
+    const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= this.capOf(counter));
     if (full) {
-      const whose = full.startsWith("principal:") ? "Your principal" : holder.access ? "This access token" : "This API key";
-      return new GraphQLError(`${whose} already has ${capOf(full)} subscriptions open; close one first.`, {
-        extensions: { code: "SUBSCRIPTION_LIMIT", limit: capOf(full) },
+      const whose = WHOSE[full.slice(0, full.indexOf(":"))] ?? `${holder.access ? "This access token" : "This API key"} already has`;
+      return new GraphQLError(`${whose} ${this.capOf(full)} subscriptions open; close one first.`, {
+        extensions: { code: "SUBSCRIPTION_LIMIT", limit: this.capOf(full) },
       });
     }
     for (const counter of counters) this.open.set(counter, (this.open.get(counter) ?? 0) + 1);
@@ -43,7 +48,14 @@ export class SubscriptionQuota {
       }
     };
   }
+
+  private capOf(counter: string): number {
+    if (counter.startsWith("credential:token:")) return this.maxPerToken;
+    return counter.startsWith("tokens:") ? Math.max(1, Math.floor(this.max / 2)) : this.max;
+  }
 }
+
+const WHOSE: Record<string, string> = { principal: "Your principal already has", tokens: "Your principal's access tokens already hold" };
 
 /**
  * The quota for subscriptions over HTTP (SSE): a place is taken when the subscription starts and

@@ -134,8 +134,8 @@ describe("a flood of subscriptions by one key", () => {
 });
 
 describe("an access token's subscriptions", () => {
-  it("are its own places, not its key's: an end user's page at its cap leaves the team's key and another token theirs", async () => {
-    t = await startTestApp("pglite", { listen: true, authRequired: true, maxSubscriptionsPerKey: 4, maxSubscriptionsPerToken: 2 });
+  it("are its own places, not its key's: an end user's page at its cap leaves the team's key and another token theirs; tokens together hold half the principal's", async () => {
+    t = await startTestApp("pglite", { listen: true, authRequired: true, maxSubscriptionsPerKey: 6, maxSubscriptionsPerToken: 2 });
     const key = await t.createPrincipal("team");
     const runId = await admitRun(key);
     const mint = async () => {
@@ -149,7 +149,7 @@ describe("an access token's subscriptions", () => {
       });
       return ((await response.json()) as { data: { createAccessToken: { token: string } } }).data.createAccessToken.token;
     };
-    const [greedy, polite] = [await mint(), await mint()];
+    const [greedy, polite, late] = [await mint(), await mint(), await mint()];
     // The greedy token over graphql-ws: two places, then SUBSCRIPTION_LIMIT naming the token.
     const tokenSocket = socketFor(greedy);
     const held = [subscribe(tokenSocket, runId), subscribe(tokenSocket, runId)];
@@ -168,9 +168,18 @@ describe("an access token's subscriptions", () => {
     const keyOwn = subscribe(socketFor(key), runId);
     const other = subscribe(socketFor(polite), runId);
     expect(await withTimeout(Promise.all([keyOwn.outcome, other.outcome]), 10_000)).toEqual(["open", "open"]);
-    // The principal's cap still counts them all: 2 + 1 + 1 = 4 open, the key's next one is refused.
+    // The principal's tokens together hold at most half its places (3 of 6): a third end user's page
+    // is refused while the team's key keeps the other half.
+    const tokensFull = await refusal(subscribe(socketFor(late), runId));
+    expect(tokensFull?.[0]).toMatchObject({
+      message: expect.stringContaining("Your principal's access tokens already hold 3"),
+      extensions: { code: "SUBSCRIPTION_LIMIT", limit: 3 },
+    });
+    const keyMore = [subscribe(socketFor(key), runId), subscribe(socketFor(key), runId)];
+    expect(await withTimeout(Promise.all(keyMore.map((h) => h.outcome)), 10_000)).toEqual(["open", "open"]);
+    // The principal's cap still counts them all: 2 + 1 + 1 + 2 = 6 open, the key's next one is refused.
     const over = await refusal(subscribe(socketFor(key), runId));
-    expect(over?.[0]?.extensions).toMatchObject({ code: "SUBSCRIPTION_LIMIT", limit: 4 });
-    for (const open of [...held, keyOwn, other]) await open.updates.return?.();
+    expect(over?.[0]?.extensions).toMatchObject({ code: "SUBSCRIPTION_LIMIT", limit: 6 });
+    for (const open of [...held, keyOwn, other, ...keyMore]) await open.updates.return?.();
   });
 });
