@@ -33,8 +33,7 @@ const db = await openDatabase(
 );
 await db.migrate();
 
-const slowToolMs = () =>
-  Number(process.env.SLOW_TOOL_MS_FILE ? readFileSync(process.env.SLOW_TOOL_MS_FILE, "utf8") : (process.env.SLOW_TOOL_MS ?? 3_000));
+const slowToolMs = () => Number(process.env.SLOW_TOOL_MS_FILE ? readFileSync(process.env.SLOW_TOOL_MS_FILE, "utf8") : (process.env.SLOW_TOOL_MS ?? 3_000));
 
 const slowTool: Tool = {
   schema: { name: "slow_tool", description: "takes a while", parameters: { type: "object" } },
