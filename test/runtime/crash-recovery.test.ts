@@ -89,19 +89,20 @@ describe("crash recovery", () => {
     cleanups.push(() => database.drop());
     const dir = scratch();
     const env = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS: "60000" };
-    const first = startWorker(env);
-    const firstUrl = await urlOf(first);
-    const { run } = await admit(createClient({ url: firstUrl }), { question: "survive a crash" });
-    await waitUntil(() => (markerLines(env.MARKER_FILE).length > 0 ? true : undefined));
-    const second = startWorker(env);
-    const secondUrl = await urlOf(second);
+    // Both at once (the database is migrated already); whichever claims the run is the one killed.
+    const processes = [startWorker(env), startWorker(env)];
+    const urls = await Promise.all(processes.map(urlOf));
+    const { run } = await admit(createClient({ url: urls[0]! }), { question: "survive a crash" });
+    const started = await waitUntil(() => markerLines(env.MARKER_FILE)[0]);
+    const first = processes.find((p) => started === `start ${p.child.pid}`)!;
+    const second = processes.find((p) => p !== first)!;
     // Alive, but the run is leased by the first process: the second must not touch it.
     await allowTimeFor("the second process to start the leased run (it must not)", 500);
     expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
 
     first.child.kill("SIGKILL");
     await first.exited;
-    const done = await settledRun(secondUrl, run.id);
+    const done = await settledRun(urls[processes.indexOf(second)]!, run.id);
     expectRepairedAndCompleted(done, second.child.pid!);
     expect(markerLines(env.MARKER_FILE)).toEqual([`start ${first.child.pid}`]);
   });

@@ -28,8 +28,11 @@ type ToolEvent = { event: "start" | "end" | "abort"; runId: string; pid: number;
 
 const redisUrl = inject("redisUrl");
 
-/** `serverRedis`: the API server reaches Redis through a fault proxy (the workers directly). */
-async function deployment(env: Record<string, string>, { serverRedis }: { serverRedis?: FaultProxy } = {}) {
+/**
+ * `serverRedis`: the API server reaches Redis through a fault proxy (the workers directly).
+ * `workers`: the environments of workers started with the server (`started`), not after it.
+ */
+async function deployment(env: Record<string, string>, { serverRedis, workers = [] }: { serverRedis?: FaultProxy; workers?: Record<string, string>[] } = {}) {
   const database = await createMigratedPostgresDatabase();
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-faults-"));
@@ -46,10 +49,6 @@ async function deployment(env: Record<string, string>, { serverRedis }: { server
     },
   });
   running.push(server);
-  const url = (JSON.parse(`{${await server.waitForOutput(/"url":"http:[^"]+"/, 60_000)}}`) as { url: string }).url;
-  const sql = new pg.Client({ connectionString: database.url });
-  await sql.connect();
-  cleanups.push(() => sql.end());
   /** A worker process; `proxied`: its link to PostgreSQL goes through a fault proxy of its own. */
   const worker = async (workerEnv: Record<string, string> = {}, { proxied = false } = {}): Promise<Worker> => {
     const proxy = proxied ? await startFaultProxy(database.url) : undefined;
@@ -59,8 +58,15 @@ async function deployment(env: Record<string, string>, { serverRedis }: { server
     const started = JSON.parse(await process.waitForOutput(/\{"worker":"[^"]+","pid":\d+[^}]*\}/, 60_000)) as { worker: string; pid: number };
     return { process, pid: started.pid, id: started.worker, proxy };
   };
+  // The database is migrated already; processes starting together set up the run queue one after
+  // the other (src/db/pg-boss-setup.ts).
+  const [listening, ...started] = await Promise.all([server.waitForOutput(/"url":"http:[^"]+"/, 60_000), ...workers.map((w) => worker(w))]);
+  const url = (JSON.parse(`{${listening}}`) as { url: string }).url;
+  const sql = new pg.Client({ connectionString: database.url });
+  await sql.connect();
+  cleanups.push(() => sql.end());
   const events = (): ToolEvent[] => markerLines(shared.EVENTS_FILE).map((line) => JSON.parse(line) as ToolEvent);
-  return { client: createClient({ url }), url, sql, worker, events, marker: shared.MARKER_FILE };
+  return { client: createClient({ url }), url, sql, worker, started, events, marker: shared.MARKER_FILE };
 }
 
 const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").replace(/^Run:/, "");
@@ -194,8 +200,12 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
   }, 180_000);
 
   it("an instance's PostgreSQL sessions killed under 10 in-flight runs (the database stays up): all 10 succeed", async () => {
-    const { client, sql, worker, events } = await deployment({ RUN_LEASE_MS: "3000", WORKER_CONCURRENCY: "5", SLOW_TOOL_MS: "1500" });
-    const workers = await Promise.all([worker(), worker()]);
+    const {
+      client,
+      sql,
+      events,
+      started: workers,
+    } = await deployment({ RUN_LEASE_MS: "3000", WORKER_CONCURRENCY: "5", SLOW_TOOL_MS: "1500" }, { workers: [{}, {}] });
     const ids = await admitMany(client, 10, "killed sessions");
     await waitUntil(() => (events().filter((e) => e.event === "start").length >= 10 ? true : undefined), 60_000);
     const victim = workers[0]!;
@@ -217,13 +227,15 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
   it("a worker killed holding 4 runs while 200 are queued: its 4 runs resume within two leases, ahead of the queue", async () => {
     const leaseMs = 4_000;
     // Every run is one principal's: its share is both workers' slots.
-    const { client, sql, worker, events } = await deployment({ RUN_LEASE_MS: String(leaseMs), WORKER_CONCURRENCY: "4", MAX_RUNNING_RUNS_PER_PRINCIPAL: "8" });
-    const victim = await worker({ SLOW_TOOL_MS: "60000" });
+    const { client, sql, worker, events, started } = await deployment(
+      { RUN_LEASE_MS: String(leaseMs), WORKER_CONCURRENCY: "4", MAX_RUNNING_RUNS_PER_PRINCIPAL: "8" },
+      { workers: [{ SLOW_TOOL_MS: "60000" }] },
+    );
+    const victim = started[0]!;
     const held = await admitMany(client, 4, "held");
     await waitUntil(() => (events().filter((e) => e.event === "start" && e.pid === victim.pid).length === 4 ? true : undefined), 60_000);
-    // Ten admissions at a time: the order of the 200 says nothing here.
-    await Promise.all(Array.from({ length: 10 }, (_, k) => admitMany(client, 20, `queued ${k}`)));
-    const survivor = await worker({ SLOW_TOOL_MS: "300" });
+    // Ten admissions at a time: the order of the 200 says nothing here. The survivor starts meanwhile.
+    const [survivor] = await Promise.all([worker({ SLOW_TOOL_MS: "300" }), ...Array.from({ length: 10 }, (_, k) => admitMany(client, 20, `queued ${k}`))]);
     await waitUntil(() => (events().some((e) => e.pid === survivor.pid) ? true : undefined), 60_000);
     victim.process.child.kill("SIGKILL");
     await victim.process.exited;
@@ -275,8 +287,7 @@ describe.runIf(backends.includes("postgres"))("runs on a database that hangs or 
   it("Redis hung, then reset, under live trace subscribers: every subscriber resumes without a gap or a duplicate", async () => {
     const redis = await startFaultProxy(redisUrl!);
     cleanups.push(() => redis.close());
-    const { client, url, sql, worker, events } = await deployment({ REDIS_URL: redisUrl!, SLOW_TOOL_MS: "2500" }, { serverRedis: redis });
-    await worker();
+    const { client, url, sql, events } = await deployment({ REDIS_URL: redisUrl!, SLOW_TOOL_MS: "2500" }, { serverRedis: redis, workers: [{}] });
     /** A run whose last updates (its tool's end, the answer, the trace's end) are published while the API server's Redis link fails. */
     const runThrough = async (fault: () => void) => {
       const { run } = await admit(client, { question: "stream through a failing Redis" });

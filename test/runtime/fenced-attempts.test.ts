@@ -3,7 +3,7 @@
 // while the instance that took the run over completes it once, with one root span and a clean
 // trace; and concurrent admissions into one conversation from both instances run one at a time,
 // in order, each answering its own question.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -31,7 +31,12 @@ async function deployment(env: Record<string, string>) {
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-fenced-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const shared = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, MARKER_FILE: path.join(dir, "marker"), ...env };
+  // The tool's duration (SLOW_TOOL_MS) in a file the instances read at each call, so a test can
+  // shorten the calls made after a moment of its choosing.
+  const toolMsFile = path.join(dir, "tool-ms");
+  const toolMs = (ms: string) => writeFileSync(toolMsFile, ms);
+  toolMs(env.SLOW_TOOL_MS ?? "3000");
+  const shared = { DATABASE_URL: database.url, REDIS_URL: redisUrl!, MARKER_FILE: path.join(dir, "marker"), SLOW_TOOL_MS_FILE: toolMsFile, ...env };
   const start = async (): Promise<Instance> => {
     const p = spawnTs("test/support/worker-process.ts", { env: shared });
     running.push(p);
@@ -43,7 +48,7 @@ async function deployment(env: Record<string, string>) {
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   cleanups.push(() => sql.end());
-  return { instances: [first, second], sql, marker: shared.MARKER_FILE };
+  return { instances: [first, second], sql, marker: shared.MARKER_FILE, toolMs };
 }
 
 const rawId = (globalId: string) => Buffer.from(globalId, "base64").toString("utf8").replace(/^Run:/, "");
@@ -106,8 +111,9 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
     victim.process.child.kill("SIGCONT");
     await victim.process.waitForOutput(/attempt stopped: it no longer holds the run and wrote nothing more/, 15_000);
     const gaveUpMs = Date.now() - wokeAt;
-    // Whatever it had in flight had its chance to write: it changed nothing.
-    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs);
+    // Whatever it had in flight had its chance to write: it changed nothing. Its timers were
+    // overdue and fired as it woke; what it repeats, its heartbeat, beats every leaseMs / 3.
+    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs / 3 + 500);
     expect(await snapshot(sql, runId)).toEqual(before);
     // The tool started once, in the frozen instance; the survivor resumed with a repair, not a second call.
     expect(markerLines(marker).filter((line) => line.startsWith("start"))).toEqual([`start ${victim.pid}`]);
@@ -158,13 +164,15 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
 
   it("a run cancelled while its instance is frozen is released once the lease expires: the conversation goes on, the frozen attempt writes nothing", async () => {
     const leaseMs = 3_000;
-    const { instances, sql, marker } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "4000" });
+    const { instances, sql, marker, toolMs } = await deployment({ LEASE_MS: String(leaseMs), SLOW_TOOL_MS: "4000" });
     const { run } = await admit(instances[0]!.client, { question: "cancel me while frozen" });
     const runId = rawId(run.id);
     const started = await waitUntil(() => markerLines(marker)[0]);
     const victim = instances.find((i) => started === `start ${i.pid}`)!;
     const survivor = instances.find((i) => i !== victim)!;
     victim.process.child.kill("SIGSTOP");
+    // The frozen call keeps its 4 s; the follow-up's call needs none of them.
+    toolMs("100");
     const cancelled = await survivor.client.request(CancelRunDocument, { input: { runId: run.id } });
     expect(cancelled.cancelRun.__typename).toBe("CancelRunSuccess");
 
@@ -180,7 +188,7 @@ describe.runIf(backends.includes("postgres") && redisUrl)("fenced attempts acros
 
     victim.process.child.kill("SIGCONT");
     await victim.process.waitForOutput(/attempt stopped/, 15_000);
-    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs);
+    await allowTimeFor("the woken attempt's calls in flight to write (they must not)", leaseMs / 3 + 500);
     expect(await snapshot(sql, runId)).toEqual(before);
   }, 120_000);
 

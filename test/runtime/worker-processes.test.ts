@@ -26,20 +26,22 @@ async function deployment(env: Record<string, string>) {
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-workers-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), LOG_LEVEL: "info", ...env };
-  // The database is migrated already. The server still starts first: it creates the run queue,
-  // which processes creating it at once on a fresh database can deadlock over (pg-boss).
+  // The server and both workers start at once: the database is migrated already, and processes
+  // starting together create the run queue one after the other (src/db/pg-boss-setup.ts).
   const server = spawnBuilt("src/main.ts", {
     env: { ...shared, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: path.join(dir, "server") },
   });
   running.push(server);
-  const listening = await server.waitForOutput(/"url":"http:[^"]+"/, 60_000);
-  const url = (JSON.parse(`{${listening}}`) as { url: string }).url;
   const workers = [0, 1].map(() => {
     const worker = spawnTs("test/support/queue-worker.ts", { env: shared });
     running.push(worker);
     return worker;
   });
-  await Promise.all(workers.map((w) => w.waitForOutput(/\{"worker":"[^"]+","pid":\d+/, 60_000)));
+  const [listening] = await Promise.all([
+    server.waitForOutput(/"url":"http:[^"]+"/, 60_000),
+    ...workers.map((w) => w.waitForOutput(/\{"worker":"[^"]+","pid":\d+/, 60_000)),
+  ]);
+  const url = (JSON.parse(`{${listening}}`) as { url: string }).url;
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   cleanups.push(() => sql.end());
@@ -66,10 +68,11 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
       env: { DATABASE_URL: database.url, PORT: "0", AUTH_REQUIRED: "false", IN_PROCESS_WORKER: "false", DATA_DIR: dir },
     });
     running.push(server);
-    const url = (JSON.parse(`{${await server.waitForOutput(/"url":"http:[^"]+"/, 60_000)}}`) as { url: string }).url;
+    // Both at once, as an orchestrator starts them.
     const worker = spawnBuilt("src/worker-main.ts", { env: { DATABASE_URL: database.url } });
     running.push(worker);
-    await worker.waitForOutput(/"message":"worker started"/, 60_000);
+    const [listening] = await Promise.all([server.waitForOutput(/"url":"http:[^"]+"/, 60_000), worker.waitForOutput(/"message":"worker started"/, 60_000)]);
+    const url = (JSON.parse(`{${listening}}`) as { url: string }).url;
     const { run } = await admit(createClient({ url }), { question: "Is the bundled worker alive?" });
     const sql = new pg.Client({ connectionString: database.url });
     await sql.connect();

@@ -2,6 +2,9 @@
 // answering each question with a scripted model that first asks for `slow_tool`, then — once it
 // sees that call's result or its repair note — answers `Finished "<question>" by <pid>.`. `slow_tool` appends "start <pid>"
 // and "end <pid>" lines to MARKER_FILE, so a test can see which process ran it and when.
+// SLOW_TOOL_MS sets how long `slow_tool` takes (3 s by default); SLOW_TOOL_MS_FILE, when set, names a
+// file holding that duration, read at each call, so a test can shorten the calls its processes
+// make from some moment on (those already running keep their duration).
 // TOOL_APPROVALS (as the server reads it) holds the calls it names for a person's decision, for
 // TOOL_APPROVAL_TIMEOUT_SECONDS; ECHO_TOOL_RESULT=true ends each answer with the tool result the
 // model was given.
@@ -30,12 +33,14 @@ const db = await openDatabase(
 );
 await db.migrate();
 
+const slowToolMs = () => Number(process.env.SLOW_TOOL_MS_FILE ? readFileSync(process.env.SLOW_TOOL_MS_FILE, "utf8") : (process.env.SLOW_TOOL_MS ?? 3_000));
+
 const slowTool: Tool = {
   schema: { name: "slow_tool", description: "takes a while", parameters: { type: "object" } },
   execute: async (_args, { signal }) => {
     appendFileSync(marker, `start ${process.pid}\n`);
     await new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, Number(process.env.SLOW_TOOL_MS ?? 3_000));
+      const timer = setTimeout(resolve, slowToolMs());
       signal.addEventListener("abort", () => {
         clearTimeout(timer);
         reject(new Error("aborted"));
