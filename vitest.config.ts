@@ -16,6 +16,7 @@ const timingSensitive = [
   "test/runtime/model-back-pressure.test.ts",
   "test/server/subscription-quota.test.ts",
   "test/server/webhook-fairness.test.ts",
+  "test/server/webhook-hanging-endpoint.test.ts",
   "test/server/slow-clients.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",

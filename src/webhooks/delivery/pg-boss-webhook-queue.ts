@@ -24,6 +24,8 @@ import type { WebhookQueue } from "./in-process-webhook-queue.js";
 import { WEBHOOK_TIMEOUT_MS, type WebhookDelivery } from "./webhook-delivery.js";
 
 const QUEUE = "dossier-webhook-attempt";
+/** How many attempts one server makes at a time, each refilled as it ends. */
+const PLACES = 4;
 
 /**
  * How long past its attempt's timeout a job may stay active before pg-boss takes its process for
@@ -84,7 +86,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private relaying: Promise<void> | undefined;
   private closed = false;
   private again = false;
-  private workerId: string | undefined;
+  private readonly workerIds: string[] = [];
   /** Set once the queue exists: pg-boss silently drops a job sent to a queue it has not created yet. */
   private ready = false;
 
@@ -125,9 +127,15 @@ export class PgBossWebhookQueue implements WebhookQueue {
       });
     });
     if (this.closed) return;
-    this.workerId = await this.boss.work<Job>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-      await Promise.all(jobs.map((job) => this.deps.delivery.deliver(job.data.messageId, job.data.attempts)));
-    });
+    // PLACES workers of one job each: a place is refilled as soon as its attempt ends, whatever the
+    // others wait for. (A batch of jobs would hold all of them until its slowest attempt ends: one
+    // endpoint that never answers, its job in nearly every batch, would cap every principal.)
+    for (let place = 0; place < PLACES && !this.closed; place += 1) {
+      const workerId = await this.boss.work<Job>(QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+        if (job) await this.deps.delivery.deliver(job.data.messageId, job.data.attempts);
+      });
+      this.workerIds.push(workerId);
+    }
     this.ready = true;
     this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
     this.timer.unref();
@@ -179,13 +187,13 @@ export class PgBossWebhookQueue implements WebhookQueue {
         data: { relayedAt: new Date() },
       });
     }
-    // This process's worker fetches at once instead of at its next poll; the others poll.
-    if (waiting.length > 0 && this.workerId) this.boss.notifyWorker(this.workerId);
+    // This process's workers fetch at once instead of at their next poll; the other processes' poll.
+    if (waiting.length > 0) for (const workerId of this.workerIds) this.boss.notifyWorker(workerId);
   }
 
   /**
    * An attempt waits at most its timeout for the endpoint; around that it reads its message and
-   * records itself in a transaction, and a batch's jobs finish together when the slowest does. A
+   * records itself in a transaction, in a job of its own. A
    * job still active EXPIRY_MARGIN_MS after its timeout belongs to a process that is gone (20 s with
    * the default 10 s timeout, 11 s with the smallest, 500 ms). The margin is fixed, not a multiple
    * of the timeout: a job that expires while its attempt still runs is retried at the same attempt,
