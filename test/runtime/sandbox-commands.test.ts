@@ -3,7 +3,7 @@
 // many files are stopped by the count of the folder while it runs. The model reads why; the
 // owner's other budgets and other principals' runs are unaffected.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import { limitedSpawn } from "../../src/runtime/tools/command-disk.js";
 import { createRunCommandTool } from "../../src/runtime/tools/run-command.js";
 import { createSandboxFileTools } from "../../src/runtime/tools/sandbox-files.js";
 import { type FolderRun, SandboxLedger } from "../../src/runtime/tools/sandbox-ledger.js";
-import { SandboxUsage } from "../../src/runtime/tools/sandbox-usage.js";
+import { type SandboxLimits, SandboxUsage } from "../../src/runtime/tools/sandbox-usage.js";
 import { toolContext } from "../support/tool-context.js";
 
 const context = toolContext();
@@ -33,9 +33,9 @@ function instance() {
   const owners: Record<string, string> = { a1: "alice", a2: "alice", b1: "bob" };
   const runs = async (ids: readonly string[]): Promise<FolderRun[]> => ids.map((id) => ({ id, ownerId: owners[id]!, endedAt: null }));
   const ledger = new SandboxLedger({ dir: root, budgets: { perPrincipal: MB, total: 64 * MB }, runs });
-  const attempt = (run: string) => {
+  const attempt = (run: string, limits: Partial<SandboxLimits> = {}) => {
     const sandbox = path.join(root, run);
-    const usage = new SandboxUsage(sandbox, {}, { ledger, runId: run, owner: owners[run]! });
+    const usage = new SandboxUsage(sandbox, limits, { ledger, runId: run, owner: owners[run]! });
     const [write] = createSandboxFileTools(sandbox, usage) as [Tool, Tool];
     const command = createRunCommandTool(sandbox, settings, usage);
     return {
@@ -77,6 +77,17 @@ describe("run_command's disk budgets", () => {
     expect(await b1.write("f.txt", 500_000)).toBe("Wrote 500000 bytes to f.txt.");
     expect(await b1.run("dd", ["if=/dev/zero", "of=g", "bs=1000", "count=100"])).toMatch(/^exit code: 0\n/);
     expect(bytesOn(b1.sandbox)).toBe(600_000);
+  });
+
+  it("stops a program making many empty files once the folder holds more than SANDBOX_MAX_ENTRIES", async () => {
+    const { attempt } = instance();
+    const a1 = attempt("a1", { maxEntries: 200 });
+    const out = await a1.run("python3", ["-c", "for i in range(20000): open(f'e{i}', 'w').close()"]);
+    expect(out).toContain("--- stopped ---\npython3 was stopped while it ran: the sandbox may hold at most 200 files and folders, and it held more.");
+    const made = readdirSync(a1.sandbox).length;
+    expect(made).toBeGreaterThan(200);
+    expect(made).toBeLessThan(20_000);
+    await expect(a1.write("one-more.txt", 1)).rejects.toThrow("The sandbox may hold at most 200 files and folders");
   });
 
   it("limits one file through /bin/sh's ulimit where prlimit is missing, in whole 512-byte blocks, passing arguments verbatim", () => {

@@ -139,16 +139,24 @@ export class SandboxUsage {
 
   /**
    * Counts the folder while a program writes to it (command-disk.ts), telling the ledger: why it
-   * holds more than a bound or budget allows, or null. It is counted again before the next write.
+   * holds more than a bound or budget allows, or null. In turn with the writes and the recount
+   * after the program, so a count begun before the program's last writes never lands after it.
    */
-  async look(): Promise<string | null> {
-    this.stale();
-    const count = await this.counted();
-    this.stale();
-    const { maxEntries, maxBytes } = this.limits;
-    if (count.entries > maxEntries) return `the sandbox may hold at most ${maxEntries} files and folders, and it held more`;
-    if (count.bytes > maxBytes) return `the sandbox may hold at most ${maxBytes} bytes of files, and it held ${count.bytes}`;
-    return this.share ? this.share.ledger.past(this.share.owner) : null;
+  look(): Promise<string | null> {
+    const turn = this.queue.then(async () => {
+      this.stale();
+      const count = await this.counted();
+      const { maxEntries, maxBytes } = this.limits;
+      if (count.entries > maxEntries) return `the sandbox may hold at most ${maxEntries} files and folders, and it held more`;
+      if (count.bytes > maxBytes) return `the sandbox may hold at most ${maxBytes} bytes of files, and it held ${count.bytes}`;
+      return this.share ? this.share.ledger.past(this.share.owner) : null;
+    });
+    // The program may go on changing the folder: counted again before the next write.
+    this.queue = turn.then(
+      () => this.stale(),
+      () => this.stale(),
+    );
+    return turn;
   }
 
   /** The folder as it is on disk, told to the ledger. */
