@@ -1,7 +1,8 @@
 // The run_command tool (R15), opt-in (COMMANDS_ALLOWED): runs one program with an argument list
 // in the run's sandbox folder. There is no shell: the arguments reach the program verbatim, so
 // `$(…)`, `;`, globs and quotes mean nothing. The program runs in its own process group, which
-// is stopped when the call ends: by the program's exit, a timeout or the run's cancellation.
+// is stopped when the call ends: by the program's exit, a timeout, the run's cancellation, or the
+// sandbox's disk budgets, which it cannot pass by more than command-disk.ts states.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -9,11 +10,14 @@ import type { ToolSchema } from "../ports/model.js";
 import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import type { SandboxUsage } from "./sandbox-usage.js";
+import { DISK_LOOK_MS, limitedSpawn, programFile, watchDisk } from "./command-disk.js";
 
 export type CommandSettings = {
   timeoutMs: number;
   /** The PATH programs are looked up in; the server's other environment variables are not passed on. */
   path: string;
+  /** How often the sandbox folder is counted while a program runs (command-disk.ts; DISK_LOOK_MS). */
+  diskLookMs?: number;
 };
 
 const OUTPUT_MAX_BYTES = 64 * 1024;
@@ -38,11 +42,12 @@ const schemaFor = schemaPer(
 );
 
 /**
- * `usage`: the file tools' count of the folder, counted again after a program ran (it may have
- * changed anything), before the call's result is returned: what the program left counts against
- * the run's owner's budget (sandbox-ledger.ts) before another of its runs writes.
+ * `usage`: the file tools' count of the folder. It bounds what the program may write while it runs
+ * (command-disk.ts), and is counted again after it ran (it may have changed anything), before the
+ * call's result is returned: what the program left counts against the run's owner's budget
+ * (sandbox-ledger.ts) before another of its runs writes.
  */
-export function createRunCommandTool(sandboxDir: string, settings: CommandSettings, usage?: Pick<SandboxUsage, "recount">): Tool {
+export function createRunCommandTool(sandboxDir: string, settings: CommandSettings, usage?: Pick<SandboxUsage, "recount" | "room" | "look">): Tool {
   const cwd = path.resolve(sandboxDir);
   return {
     schema: schemaFor(settings),
@@ -50,8 +55,11 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
     async execute(rawArgs, context) {
       const { command, args } = commandOf(rawArgs);
       await mkdir(cwd, { recursive: true });
+      // Spawned through the limit's setter (command-disk.ts): a missing program is told apart first.
+      if (usage && !programFile(command, settings.path, cwd)) throw noProgram(command);
       try {
-        return await runProgram({ command, args, cwd, settings, signal: context.signal });
+        const room = await usage?.room();
+        return await runProgram({ command, args, cwd, settings, signal: context.signal, disk: usage && { usage, room: room! } });
       } finally {
         await usage?.recount();
       }
@@ -66,13 +74,24 @@ function commandOf(rawArgs: unknown): { command: string; args: string[] } {
   return { command, args: args as string[] };
 }
 
-type ProgramRun = { command: string; args: string[]; cwd: string; settings: CommandSettings; signal: AbortSignal };
+const noProgram = (command: string) => new ToolError(`There is no program ${JSON.stringify(command)} on this server.`);
 
-function runProgram({ command, args, cwd, settings, signal }: ProgramRun): Promise<string> {
+type ProgramRun = {
+  command: string;
+  args: string[];
+  cwd: string;
+  settings: CommandSettings;
+  signal: AbortSignal;
+  /** The folder's count, and the bytes the run may still write when the program starts. */
+  disk?: { usage: Pick<SandboxUsage, "look">; room: number };
+};
+
+function runProgram({ command, args, cwd, settings, signal, disk }: ProgramRun): Promise<string> {
   return new Promise<string>((resolve, reject) => {
-    // Its own process group: a timeout, a cancelled run or the program's end stops everything
-    // it started, so nothing it left in the background outlives the call.
-    const child = spawn(command, args, {
+    const spawned = disk ? limitedSpawn(command, args, disk.room) : { file: command, args };
+    // Its own process group: a timeout, a cancelled run, the disk budgets or the program's end
+    // stop everything it started, so nothing it left in the background outlives the call.
+    const child = spawn(spawned.file, spawned.args, {
       cwd,
       shell: false,
       detached: true,
@@ -88,37 +107,50 @@ function runProgram({ command, args, cwd, settings, signal }: ProgramRun): Promi
     }, settings.timeoutMs);
     const onAbort = () => killGroup();
     signal.addEventListener("abort", onAbort, { once: true });
+    let pastBudget: string | undefined;
+    const watch = disk
+      ? watchDisk(disk.usage, settings.diskLookMs ?? DISK_LOOK_MS, (why) => {
+          pastBudget = why;
+          killGroup();
+        })
+      : undefined;
     let settled = false;
     const settle = (outcome: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      watch?.stop();
       signal.removeEventListener("abort", onAbort);
       killGroup();
       outcome();
     };
-    child.once("error", (error: NodeJS.ErrnoException) =>
-      settle(() => reject(error.code === "ENOENT" ? new ToolError(`There is no program ${JSON.stringify(command)} on this server.`) : error)),
-    );
-    const done = (code: number | null) =>
+    child.once("error", (error: NodeJS.ErrnoException) => settle(() => reject(error.code === "ENOENT" ? noProgram(command) : error)));
+    const done = (code: number | null, exitSignal: NodeJS.Signals | null) =>
       settle(() => {
         if (signal.aborted) return reject(signal.reason);
         if (timedOut) return reject(new ToolError(`${command} timed out after ${settings.timeoutMs} ms and was stopped.`));
         if (output.tooMuch()) return reject(new ToolError(`${command} wrote too much output.`));
-        resolve(output.report(code));
+        resolve(output.report(code) + diskNote(command, pastBudget, exitSignal === "SIGXFSZ" ? disk?.room : undefined));
       });
-    child.once("close", (code) => done(code));
+    child.once("close", (code, exitSignal) => done(code, exitSignal));
     // A background process may hold the pipes open after the program exits: the call ends
     // shortly after the exit anyway, and the group is stopped.
-    child.once("exit", (code) => {
+    child.once("exit", (code, exitSignal) => {
       setTimeout(() => {
         killGroup();
         child.stdout!.destroy();
         child.stderr!.destroy();
-        done(code);
+        done(code, exitSignal);
       }, 250).unref();
     });
   });
+}
+
+/** Why the program was stopped for the sandbox's disk budgets, for the model to read; empty when it was not. */
+function diskNote(command: string, pastBudget: string | undefined, fileRoom: number | undefined): string {
+  if (pastBudget) return `\n--- stopped ---\n${command} was stopped while it ran: ${pastBudget}. Remove files you no longer need before writing more.`;
+  if (fileRoom === undefined) return "";
+  return `\n--- stopped ---\n${command} was stopped writing a file past ${fileRoom} bytes, what the sandbox could still take. Remove files you no longer need before writing more.`;
 }
 
 function stopGroup(child: ChildProcess): void {

@@ -93,6 +93,21 @@ export class SandboxLedger {
     return this.total;
   }
 
+  /** Bytes `owner`'s runs may still write before passing a budget, as counted (0 past one). */
+  roomFor(owner: string): number {
+    return Math.max(0, Math.min(this.budgets.perPrincipal - this.bytesOf(owner), this.budgets.total - this.total));
+  }
+
+  /** Why `owner`'s folders, or every folder, hold more than their budget allows (as counted); null when they do not. */
+  past(owner: string): string | null {
+    const held = this.bytesOf(owner);
+    if (held > this.budgets.perPrincipal)
+      return `the sandboxes of this run's owner's runs may hold at most ${this.budgets.perPrincipal} bytes of files together, and they held ${held}`;
+    if (this.total > this.budgets.total)
+      return `the sandboxes of every run on this server may hold at most ${this.budgets.total} bytes of files together, and they held ${this.total}`;
+    return null;
+  }
+
   /** Starts counting every folder on disk (when the worker starts); writes do not wait for it to end (see reserve). */
   start(): void {
     void this.ready().catch(() => undefined);

@@ -6,7 +6,7 @@
 // The folder is counted from disk once per attempt, on its first write (so the bounds hold across
 // a worker's restart and a new attempt of the run), then kept up to date by the writes themselves,
 // which go one at a time. A program run_command ran may have changed anything: the folder is
-// counted again after it (before the next write at the latest).
+// counted while it runs (command-disk.ts) and again after it (before the next write at the latest).
 //
 // What the folders of one principal's runs, and of every run, hold together is bounded too: a
 // write also takes its bytes from the process's ledger (sandbox-ledger.ts), which each count of
@@ -120,6 +120,43 @@ export class SandboxUsage {
     const settled = turn.catch(() => undefined);
     this.queue = settled;
     return settled;
+  }
+
+  /**
+   * Bytes a program run_command runs may still write (its RLIMIT_FSIZE, command-disk.ts): the least
+   * room the folder's bound and its owner's and every folder's budgets leave, counted after the
+   * writes before it.
+   */
+  room(): Promise<number> {
+    const turn = this.queue.then(async () => {
+      const count = (this.count ??= await this.counted());
+      const folder = Math.max(0, this.limits.maxBytes - count.bytes);
+      return this.share ? Math.min(folder, this.share.ledger.roomFor(this.share.owner)) : folder;
+    });
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /**
+   * Counts the folder while a program writes to it (command-disk.ts), telling the ledger: why it
+   * holds more than a bound or budget allows, or null. In turn with the writes and the recount
+   * after the program, so a count begun before the program's last writes never lands after it.
+   */
+  look(): Promise<string | null> {
+    const turn = this.queue.then(async () => {
+      this.stale();
+      const count = await this.counted();
+      const { maxEntries, maxBytes } = this.limits;
+      if (count.entries > maxEntries) return `the sandbox may hold at most ${maxEntries} files and folders, and it held more`;
+      if (count.bytes > maxBytes) return `the sandbox may hold at most ${maxBytes} bytes of files, and it held ${count.bytes}`;
+      return this.share ? this.share.ledger.past(this.share.owner) : null;
+    });
+    // The program may go on changing the folder: counted again before the next write.
+    this.queue = turn.then(
+      () => this.stale(),
+      () => this.stale(),
+    );
+    return turn;
   }
 
   /** The folder as it is on disk, told to the ledger. */
