@@ -71,6 +71,9 @@ export type RunStatusMessage = { runId: string; status: RunStatusName; at: strin
  */
 export type RunOutputPart = { toolCallId: string | null; offset: number; text: string };
 
+/** Who asked for a run's snapshot: the subscriber's principal, and the access token it subscribed with, if any. */
+export type SnapshotAsker = { principalId: string; tokenId?: string };
+
 /**
  * Live output of a running model call (runOutput). DELTA: what the model produced since the last
  * frame, coalesced; `final` on the call's last frame. SNAPSHOT: everything the call has produced
@@ -104,8 +107,12 @@ export type Topics = {
   "trace:change": [traceId: string, change: TraceChangeMessage];
   /** A run's live model output (runOutput): deltas, and snapshots for subscribers who joined mid-call. */
   "run:output": [runId: string, frame: RunOutputFrame];
-  /** A subscriber joined a run mid-call: whichever instance executes the call answers with a snapshot on `run:output`. */
-  "run:output:wanted": [request: { runId: string }];
+  /**
+   * A subscriber joined a run mid-call: whichever instance executes the call answers with a
+   * snapshot on `run:output`. `asker`: whom the answer's cost is counted against (bus-run-output.ts);
+   * an ask without one (from an older server) counts against the run's principal.
+   */
+  "run:output:wanted": [request: { runId: string; asker?: SnapshotAsker }];
   /**
    * One of the principal's runs changed in a way a run list sees (run_list_change): wakes that
    * principal's runsChanged subscribers, which read the change log from the database.

@@ -99,7 +99,10 @@ builder.subscriptionField("runOutput", (t) =>
         opened.close();
         throw start ? badPosition : notFound();
       }
-      return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal, maxTextBytes }), opened.close);
+      // Its asks for snapshots are counted against the subscriber, an access token's against the token: one
+      // end user asking over and over for one large run does not hold up its principal's answers on other runs.
+      const asker = { principalId: mine(ctx).ownerId, ...(ctx.actor.access ? { tokenId: ctx.actor.access.tokenId } : {}) };
+      return untilLeft((signal) => runOutputUpdates({ ...options, opened, signal, maxTextBytes, asker }), opened.close);
     },
     resolve: (update) => update,
   }),

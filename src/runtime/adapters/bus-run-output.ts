@@ -8,14 +8,19 @@
 // on its run, whose call streams large tool arguments, costs the bus one snapshot a window, not
 // one per ask: answered one by one, they took this instance's loop and the publish backlog that
 // every principal's live output shares (redis-event-target.ts), and the other runs' pieces were dropped.
-// The characters a second that answers cost are counted per principal (the run's owner), whatever
-// the number of its runs: twenty runs of one principal whose calls stream large tool arguments,
-// each asked for over and over, cost the bus what one such run does (they published twenty times
-// as much, and crowded the other principals' output off the Redis link), and another principal's
-// answers do not wait behind theirs. A principal's runs asked for take their turns in the order
-// asked, each answered in its turn: none is left out. An answer waiting for its turn when its call
-// ends goes out then, ahead of the call's last frame, and counts against the principal's next.
-import type { EventBus } from "../../events/topics.js";
+// The characters a second that answers cost are counted per asker — the subscriber's principal and
+// the access token it subscribed with, if any — whatever the number of runs it asks for: twenty
+// runs of one principal whose calls stream large tool arguments, each asked for over and over, cost
+// the bus what one such run does (they published twenty times as much, and crowded the other
+// principals' output off the Redis link), and another asker's answers do not wait behind theirs.
+// Not per run owner: an end user holding an access token to one of a principal's runs, asking for
+// it over and over, delays its own later answers only, never the principal's own nor another
+// token's on the principal's other runs. An ask from an older server names no asker: it counts
+// against the run's principal. An asker's runs asked for take their turns in the order asked, each
+// answered in its turn: none is left out; an answer is one for every asker waiting for that run,
+// counted against the asker whose turn gave it. An answer waiting for its turn when its call ends
+// goes out then, ahead of the call's last frame, and counts against its first asker's next.
+import type { EventBus, SnapshotAsker } from "../../events/topics.js";
 import type { ModelCallOutput, RunOutput } from "../ports/run-output.js";
 import { StreamingCall } from "../output/streaming-call.js";
 import { keepListening, type Listening } from "../../events/keep-listening.js";
@@ -24,8 +29,8 @@ import { type Logger, silentLogger } from "../../logger.js";
 /** The least time between two answers to the asks for one run's snapshots (BusRunOutputOptions.snapshotEveryMs). */
 export const SNAPSHOT_EVERY_MS = 100;
 /**
- * The characters a second the answers for one principal's runs may cost together at most: after
- * an answer of N characters, the principal's next waits N / this many seconds.
+ * The characters a second the answers to one asker's asks may cost together at most: after an
+ * answer of N characters, the asker's next waits N / this many seconds.
  */
 export const SNAPSHOT_CHARS_PER_SECOND = 1024 * 1024;
 
@@ -41,14 +46,17 @@ export type BusRunOutputOptions = {
    * after an answer is answered once the time is up, together with every other ask meanwhile.
    */
   snapshotEveryMs?: number;
-  /** After an answer of N characters for a principal's run, the principal's next waits N / this many seconds. */
+  /** After an answer of N characters given in an asker's turn, the asker's next waits N / this many seconds. */
   snapshotCharsPerSecond?: number;
   /** Where a failure of listening for snapshot asks is logged (it listens again). */
   logger?: Logger;
 };
 
-/** One principal's answers: when the next may go, and its runs asked for meanwhile, in the order asked. */
+/** One asker's answers: when the next may go, and its runs asked for meanwhile, in the order asked. */
 type Turns = { next: number; asked: Set<string>; due?: ReturnType<typeof setTimeout> };
+
+/** An asker's turns: the principal's own asks share one, each access token's has its own. */
+const turnsKey = ({ principalId, tokenId }: SnapshotAsker): string => JSON.stringify(tokenId === undefined ? [principalId] : [principalId, tokenId]);
 
 export class BusRunOutput implements RunOutput {
   /** The calls of each run this instance is executing (or ended a moment ago). */
@@ -57,8 +65,10 @@ export class BusRunOutput implements RunOutput {
   private readonly owners = new Map<string, string>();
   /** When each run's calls may next be given whole (its window after its last answer). */
   private readonly runNext = new Map<string, number>();
-  /** The answers of each principal with runs here. */
+  /** The answers of each asker that asked a moment ago (until what its answers spent is past). */
   private readonly turns = new Map<string, Turns>();
+  /** The askers waiting for each run's answer, in the order they asked. */
+  private readonly waiting = new Map<string, Set<Turns>>();
   private requests: Listening | undefined;
 
   constructor(
@@ -94,7 +104,7 @@ export class BusRunOutput implements RunOutput {
     this.requests = keepListening({
       what: "asks for live output snapshots",
       subscribe: () => this.events.subscribe("run:output:wanted"),
-      onEvent: ({ runId }) => this.answer(runId),
+      onEvent: ({ runId, asker }) => this.answer(runId, asker),
       // A subscriber who asked meanwhile was not answered: every call in flight is given whole.
       onResumed: () => {
         for (const runId of this.calls.keys()) this.answer(runId);
@@ -108,29 +118,37 @@ export class BusRunOutput implements RunOutput {
     this.requests = undefined;
     for (const { due } of this.turns.values()) clearTimeout(due);
     this.turns.clear();
+    this.waiting.clear();
     this.runNext.clear();
     await requests?.stop();
   }
 
   /**
-   * Answers an ask for a run's snapshots: at once when the run's window and its principal's are
-   * over, else once they are and the principal's runs asked for before it had their turn — an
-   * answer that comes after the ask, so the asker (who listened before asking) hears it, and one
-   * for all the asks meanwhile. An ask for a run not executed here is another instance's.
+   * Answers an ask for a run's snapshots: at once when the run's window and its asker's are over,
+   * else once they are and the asker's runs asked for before it had their turn — an answer that
+   * comes after the ask, so the asker (who listened before asking) hears it, and one for all the
+   * asks meanwhile, whoever's turn gives it. An ask for a run not executed here is another
+   * instance's; one naming no asker (an older server's) is the run's principal's.
    */
-  private answer(runId: string): void {
+  private answer(runId: string, asker?: SnapshotAsker): void {
     const ownerId = this.owners.get(runId);
     if (ownerId === undefined || !this.calls.has(runId)) return;
-    let turns = this.turns.get(ownerId);
-    if (!turns) this.turns.set(ownerId, (turns = { next: Number.NEGATIVE_INFINITY, asked: new Set() }));
+    const key = turnsKey(asker?.principalId ? asker : { principalId: ownerId });
+    let turns = this.turns.get(key);
+    if (!turns) this.turns.set(key, (turns = { next: Number.NEGATIVE_INFINITY, asked: new Set() }));
     // An answer already due (its timer late on a busy loop, maybe) is one after this ask too.
     if (turns.asked.has(runId)) return;
     turns.asked.add(runId);
-    this.giveTurns(ownerId, turns);
+    const waiting = this.waiting.get(runId) ?? new Set();
+    this.waiting.set(runId, waiting.add(turns));
+    this.giveTurns(key, turns);
   }
 
-  /** Gives the principal's runs asked for whose windows are over their answers, in turn, for as long as its characters allow. */
-  private giveTurns(ownerId: string, turns: Turns): void {
+  /**
+   * Gives the asker's runs asked for whose windows are over their answers, in turn, for as long as
+   * its characters allow. An asker with nothing asked is forgotten once what its answers spent is past.
+   */
+  private giveTurns(key: string, turns: Turns): void {
     clearTimeout(turns.due);
     turns.due = undefined;
     const now = performance.now();
@@ -141,7 +159,6 @@ export class BusRunOutput implements RunOutput {
         const runNext = this.runNext.get(runId) ?? Number.NEGATIVE_INFINITY;
         if (now < runNext) wake = Math.min(wake, runNext);
         else {
-          turns.asked.delete(runId);
           this.give(runId, turns, now);
           if (now < turns.next) {
             wake = turns.next;
@@ -150,20 +167,27 @@ export class BusRunOutput implements RunOutput {
         }
       }
     }
-    if (turns.asked.size === 0 || wake === Number.POSITIVE_INFINITY) return;
-    turns.due = setTimeout(() => this.giveTurns(ownerId, turns), wake - now);
+    if (turns.asked.size === 0) {
+      if (now >= turns.next) {
+        if (this.turns.get(key) === turns) this.turns.delete(key);
+        return;
+      }
+      wake = turns.next;
+    }
+    if (wake === Number.POSITIVE_INFINITY) return;
+    turns.due = setTimeout(() => this.giveTurns(key, turns), wake - now);
     turns.due.unref();
   }
 
   /** Gives the answer waiting for its turn now, if one is: the run's call is ending. */
   private answerDue(runId: string): void {
-    const turns = this.turns.get(this.owners.get(runId) ?? "");
-    if (!turns?.asked.delete(runId)) return;
-    this.give(runId, turns, performance.now());
+    const [first] = this.waiting.get(runId) ?? [];
+    if (first) this.give(runId, first, performance.now());
   }
 
-  /** Publishes the run's calls whole, and starts its window and its principal's. */
+  /** Publishes the run's calls whole, for every asker waiting for them, and starts its window and the asker's whose turn it is. */
   private give(runId: string, turns: Turns, now: number): void {
+    this.answered(runId);
     let chars = 0;
     for (const call of this.calls.get(runId) ?? []) {
       const snapshot = call.snapshot();
@@ -175,20 +199,20 @@ export class BusRunOutput implements RunOutput {
     turns.next = Math.max(turns.next, now) + spent;
   }
 
+  /** No asker waits for the run's answer any more (an asker left with nothing asked is forgotten at its next turn). */
+  private answered(runId: string): void {
+    for (const turns of this.waiting.get(runId) ?? []) turns.asked.delete(runId);
+    this.waiting.delete(runId);
+  }
+
   private forget(call: StreamingCall): void {
     const { runId } = call;
     const ofRun = this.calls.get(runId);
     ofRun?.delete(call);
     if (ofRun?.size !== 0) return;
-    const ownerId = this.owners.get(runId)!;
     this.calls.delete(runId);
     this.owners.delete(runId);
     this.runNext.delete(runId);
-    const turns = this.turns.get(ownerId);
-    turns?.asked.delete(runId);
-    // A principal with no run here left: what its answers spent is past (the last ended a while ago).
-    if (!turns || [...this.owners.values()].includes(ownerId)) return;
-    clearTimeout(turns.due);
-    this.turns.delete(ownerId);
+    this.answered(runId);
   }
 }

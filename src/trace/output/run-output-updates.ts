@@ -4,7 +4,7 @@
 // instance executing the run (`run:output`, never stored) carry the text and tool-call arguments.
 // A subscriber who joins or resumes mid-call asks for the call's snapshot and gets the text so far
 // in one piece (several past the response's byte budget), then the live deltas: the deltas of a call always add up to its text exactly.
-import type { EventBus, RunOutputFrame } from "../../events/topics.js";
+import type { EventBus, RunOutputFrame, SnapshotAsker } from "../../events/topics.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { listenTrace, type TraceUpdate, traceUpdates } from "../updates/trace-updates.js";
 import { LiveCalls } from "./live-calls.js";
@@ -54,6 +54,8 @@ export type RunOutputOptions = {
   maxTextBytes?: number;
   /** Listening already on, and what it read to start (openRunOutput); else the stream listens and reads when it starts. */
   opened?: OpenedOutput;
+  /** Who subscribed: its asks for snapshots are counted against it (bus-run-output.ts). Unset: against the run's principal. */
+  asker?: SnapshotAsker;
 };
 
 /** A run's output listened to, and the start read after the listening began. */
@@ -136,7 +138,7 @@ export async function* runOutputUpdates(options: RunOutputOptions): AsyncGenerat
   const ask = () => {
     asking.count += 1;
     asking.at = performance.now();
-    events.publish("run:output:wanted", { runId });
+    events.publish("run:output:wanted", options.asker ? { runId, asker: options.asker } : { runId });
   };
   try {
     // Calls already running started before we listened: only their snapshots can start them. A
