@@ -10,7 +10,10 @@
 //
 // A text is kept only once it has parsed and passed validation, the query limits included (the
 // token limit is the parser's, depth, aliases and cost are validation rules): a text the server
-// refuses is never kept, however many are sent. What is kept is bounded by count and by bytes.
+// refuses is never kept, however many are sent. What is kept is bounded by count and by bytes, and
+// each principal's texts by a quarter of each: a principal at its share makes room with its own
+// least recently used texts, never another's, so however many texts one principal sends, the
+// others' stay until the whole store is full of texts used more recently.
 import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
@@ -20,6 +23,10 @@ import { LRUCache } from "lru-cache";
 export const APQ_MAX_TEXTS = 1_000;
 /** How many bytes the kept texts and their hashes may take at most, all together (two a character). */
 export const APQ_MAX_BYTES = 8 * 1024 * 1024;
+/** How many texts one principal's requests keep at most: a quarter of APQ_MAX_TEXTS (every SDK operation fits). */
+export const APQ_MAX_TEXTS_PER_PRINCIPAL = 250;
+/** How many bytes one principal's texts and their hashes may take at most: a quarter of APQ_MAX_BYTES. */
+export const APQ_MAX_BYTES_PER_PRINCIPAL = 2 * 1024 * 1024;
 
 export type AutomaticPersistedQueriesOptions = {
   /** The principal a request acts as (authentication has admitted it when this is asked). */
@@ -30,18 +37,71 @@ export type AutomaticPersistedQueriesOptions = {
   max?: number;
   /** How many bytes the kept texts and their hashes may take (two a character), least recently used first out. */
   maxBytes?: number;
+  /** How many texts one principal's requests keep; at it, the principal's own least recently used go. */
+  maxPerPrincipal?: number;
+  /** How many bytes one principal's texts and their hashes may take; past it, the principal's own least recently used go. */
+  maxBytesPerPrincipal?: number;
 };
 
 type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 
+/** One principal's kept texts, by key, least recently used first, with the bytes each takes, and their sum. */
+type Share = { sizes: Map<string, number>; bytes: number };
+
+/** A key is the principal's id, a colon and the 64 hex digits of the hash. */
+const principalOfKey = (key: string) => key.slice(0, -65);
+
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
-export function automaticPersistedQueries({ principalOf, keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES }: AutomaticPersistedQueriesOptions): Plugin {
+export function automaticPersistedQueries(options: AutomaticPersistedQueriesOptions): Plugin {
+  const { principalOf, keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES } = options;
+  const { maxPerPrincipal = APQ_MAX_TEXTS_PER_PRINCIPAL, maxBytesPerPrincipal = APQ_MAX_BYTES_PER_PRINCIPAL } = options;
   // Counted as V8 may hold it: two bytes a character (one beyond Latin-1 makes the whole string
   // two-byte), and the key it is kept under (the principal's id and the hash).
-  const texts = new LRUCache<string, string>({ max, maxSize: maxBytes, sizeCalculation: (text, key) => 2 * (text.length + key.length) });
+  const sizeOf = (text: string, key: string) => 2 * (text.length + key.length);
+  const shares = new Map<string, Share>();
+  const texts = new LRUCache<string, string>({
+    max,
+    maxSize: maxBytes,
+    sizeCalculation: sizeOf,
+    // A text out of the store, by the store's bounds or its principal's, is out of its principal's share.
+    dispose: (_text, key) => {
+      const principal = principalOfKey(key);
+      const share = shares.get(principal);
+      const size = share?.sizes.get(key);
+      if (!share || size === undefined) return;
+      share.sizes.delete(key);
+      share.bytes -= size;
+      if (share.sizes.size === 0) shares.delete(principal);
+    },
+  });
+  /** A kept text was used: it is its principal's most recently used. */
+  const used = (key: string) => {
+    const sizes = shares.get(principalOfKey(key))?.sizes;
+    const size = sizes?.get(key);
+    if (!sizes || size === undefined) return;
+    sizes.delete(key);
+    sizes.set(key, size);
+  };
+  const keep = (principal: string, key: string, query: string) => {
+    // The same hash is the same text: it is only used again.
+    if (texts.get(key) !== undefined) return used(key);
+    const size = sizeOf(query, key);
+    if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
+    const share = shares.get(principal) ?? { sizes: new Map<string, number>(), bytes: 0 };
+    // At its share, the principal's own least recently used texts make room, never another's.
+    for (const oldest of share.sizes.keys()) {
+      if (share.sizes.size < maxPerPrincipal && share.bytes + size <= maxBytesPerPrincipal) break;
+      texts.delete(oldest);
+    }
+    // Past the whole store's bounds, its least recently used text goes, whoever's it is.
+    texts.set(key, query);
+    share.sizes.set(key, size);
+    share.bytes += size;
+    shares.set(principal, share);
+  };
   /** The text sent with its hash, by request, until its validation tells whether it is kept. */
-  const sent = new WeakMap<Request, { key: string; query: string }>();
+  const sent = new WeakMap<Request, { principal: string; key: string; query: string }>();
   return {
     // Refusals are thrown: the hooks after this one (trusted documents) must not see the request.
     onParams({ params, request, setParams }) {
@@ -57,10 +117,11 @@ export function automaticPersistedQueries({ principalOf, keeps, max = APQ_MAX_TE
       }
       return principalOf(request).then((principalId) => {
         const key = `${principalId}:${hash}`;
-        if (query !== undefined) return void sent.set(request, { key, query });
+        if (query !== undefined) return void sent.set(request, { principal: principalId, key, query });
         const known = texts.get(key);
         // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
         if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
+        used(key);
         setParams({ ...params, query: known });
       });
     },
@@ -71,7 +132,7 @@ export function automaticPersistedQueries({ principalOf, keeps, max = APQ_MAX_TE
       if (!text) return;
       sent.delete(request);
       return ({ valid }) => {
-        if (valid && keeps(text.query)) texts.set(text.key, text.query);
+        if (valid && keeps(text.query)) keep(text.principal, text.key, text.query);
       };
     },
   };

@@ -2,15 +2,16 @@
 // PersistedQueryNotFound, the text sent with its hash is executed and kept, and the hash alone then
 // runs it. With TRUSTED_DOCUMENTS_ONLY nothing but a trusted text is kept, and an SDK operation's
 // text as Apollo prints it (with __typename added) counts as that operation. A text the server
-// refuses (over the token limit, or invalid) is never kept, and what is kept is bounded by bytes:
-// the oldest texts go first, and every text still found runs. Texts are kept per principal: a hash
-// finds only its own principal's text, and a request without a valid key is 401 whatever was sent.
+// refuses (over the token limit, or invalid) is never kept, and what one principal keeps is bounded
+// by bytes: its oldest texts go first, and every text still found runs. Texts are kept per
+// principal: a hash finds only its own principal's text, and a request without a valid key is 401
+// whatever was sent.
 import { createHash } from "node:crypto";
 import { parse, print, visit } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ViewerDocument } from "../../sdk/generated/graphql.js";
 import { loadConfig } from "../../src/config.js";
-import { APQ_MAX_BYTES } from "../../src/server/automatic-persisted-queries.js";
+import { APQ_MAX_BYTES_PER_PRINCIPAL } from "../../src/server/automatic-persisted-queries.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -104,9 +105,9 @@ describe("automatic persisted queries", () => {
     expect(lookups.filter((answer) => answer.errors?.[0]?.message === "PersistedQueryNotFound")).toHaveLength(tooLong.length + invalid.length);
   });
 
-  it("keeps at most APQ_MAX_BYTES of texts and hashes: the oldest texts go first, and every text its hash still finds runs", async () => {
+  it("keeps at most APQ_MAX_BYTES_PER_PRINCIPAL of one principal's texts and hashes: its oldest texts go first, and every text its hash still finds runs", async () => {
     const size = 100_000;
-    const texts = Array.from({ length: 120 }, (_, i) => {
+    const texts = Array.from({ length: 30 }, (_, i) => {
       const head = `query Big${i} { viewer { name } } # `;
       return head + "x".repeat(size - head.length);
     });
@@ -116,7 +117,7 @@ describe("automatic persisted queries", () => {
     const lookups = await inBatches(texts, 10, (query) => inProcess({ extensions: apq(sha(query)) }));
     const found = lookups.flatMap((answer, i) => (answer.errors?.[0]?.message === "PersistedQueryNotFound" ? [] : [i]));
     // Exactly the newest texts that fit in the budget (two bytes a character, hash included) are found, and each one runs.
-    const fit = Math.floor(APQ_MAX_BYTES / (2 * (size + sha(texts[0]!).length)));
+    const fit = Math.floor(APQ_MAX_BYTES_PER_PRINCIPAL / (2 * (size + sha(texts[0]!).length)));
     expect(fit).toBeLessThan(texts.length);
     expect(found).toEqual(Array.from({ length: fit }, (_, i) => texts.length - fit + i));
     expect(found.map((i) => lookups[i])).toEqual(found.map(() => ({ data: { viewer: { name: expect.any(String) } } })));

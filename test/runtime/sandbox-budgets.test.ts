@@ -133,7 +133,7 @@ describe("sandbox budgets", () => {
     expect(await c1.write("f.txt", 40)).toBe("Wrote 40 bytes to f.txt.");
     expect(readdirSync(root).sort()).toEqual(["a1", "c1"]);
     expect(await refusal(c1.write("g.txt", 41))).toBe(
-      "The sandboxes of every run on this server may hold at most 200 bytes of files together: they hold 160, and writing g.txt would make it 201. Overwrite files you no longer need with shorter ones.",
+      "The sandbox space on this server is full: the 41 bytes writing g.txt would add do not fit. This run's owner's runs hold 40 bytes of it: overwrite files you no longer need with shorter ones, or try again later.",
     );
     expect(await c1.write("g.txt", 40)).toBe("Wrote 40 bytes to g.txt.");
     expect([bytesOn(root), ledger.totalBytes()]).toEqual([200, 200]);

@@ -80,7 +80,7 @@ describe("sandbox ledger costs", () => {
       ...Array.from(
         { length: 100 },
         (_, i) =>
-          `The sandboxes of every run on this server may hold at most 250 bytes of files together: they hold 220, and writing f${i}.txt would make it 260. Overwrite files you no longer need with shorter ones.`,
+          `The sandbox space on this server is full: the 40 bytes writing f${i}.txt would add do not fit. This run's owner's runs hold none of it, so there is nothing of theirs to free: try again later, or ask the server's operator for room.`,
       ),
     ]);
     expect(asked.length).toBeLessThanOrEqual(1);

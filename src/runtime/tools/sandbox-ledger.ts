@@ -319,9 +319,13 @@ export class SandboxLedger {
           `and writing ${shown} would make it ${held + bytes}. Overwrite files you no longer need with shorter ones.`,
       );
     }
+    // Past the total: what the other principals' runs hold is theirs to know, not this one's.
+    const held = this.bytesOf(owner);
+    const full = `The sandbox space on this server is full: the ${bytes} bytes writing ${shown} would add do not fit.`;
     return new ToolError(
-      `The sandboxes of every run on this server may hold at most ${this.budgets.total} bytes of files together: they hold ${this.total}, ` +
-        `and writing ${shown} would make it ${this.total + bytes}. Overwrite files you no longer need with shorter ones.`,
+      held > 0
+        ? `${full} This run's owner's runs hold ${held} bytes of it: overwrite files you no longer need with shorter ones, or try again later.`
+        : `${full} This run's owner's runs hold none of it, so there is nothing of theirs to free: try again later, or ask the server's operator for room.`,
     );
   }
 }
