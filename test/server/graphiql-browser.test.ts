@@ -94,7 +94,8 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
       for (let top = 0; ; top += node.clientHeight / 2) {
         editor.setScrollTop(top);
         await drawn();
-        for (const line of node.querySelectorAll<HTMLElement>(".view-line")) lines.set(Number.parseFloat(line.style.top), (line.textContent ?? "").replace(/\u00a0/g, " "));
+        for (const line of node.querySelectorAll<HTMLElement>(".view-line"))
+          lines.set(Number.parseFloat(line.style.top), (line.textContent ?? "").replace(/\u00a0/g, " "));
         if (editor.getScrollTop() + node.clientHeight >= editor.getScrollHeight()) break;
       }
       return [...lines.entries()]
