@@ -87,6 +87,16 @@ export async function openTestDatabase(
 }
 
 /**
+ * Makes `dir` a data folder as a server's first start leaves it (its embedded database migrated),
+ * from the run's template: a server started on it opens the database instead of running initdb
+ * and every migration first.
+ */
+export async function fillMigratedDataFolder(dir: string): Promise<void> {
+  const db = await openDatabase({ kind: "pglite", dataDir: dir, loadDataDir: pgliteTemplateDump() });
+  await db.close();
+}
+
+/**
  * A migrated database that outlives one app: open it, close it, open it again (server restarts).
  * PGlite keeps its files in a temporary folder; PostgreSQL gets a fresh database.
  */
