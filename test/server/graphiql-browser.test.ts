@@ -18,6 +18,7 @@ import { graphiqlDefaultTabs } from "../../src/server/graphiql.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { drawnEditorText } from "../support/monaco-text.js";
 import { waitUntil } from "../support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -78,31 +79,8 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
   const shown = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\u00a0/g, " ");
   const response = (page: Page) => shown(page, ".graphiql-response");
 
-  /**
-   * Every line of the result, in order. Monaco draws only the lines in view: the result is
-   * scrolled from its top to its end, half a view at a time (through the Monaco instance
-   * GraphiQL's page holds), and each line drawn is kept at its place in the whole text.
-   */
-  const wholeResponse = (page: Page) =>
-    page.evaluate(async () => {
-      type Editor = { getDomNode(): HTMLElement | null; setScrollTop(top: number): void; getScrollTop(): number; getScrollHeight(): number };
-      const monaco = (window as unknown as { __MONACO: { editor: { getEditors(): Editor[] } } }).__MONACO;
-      const editor = monaco.editor.getEditors().find((candidate) => candidate.getDomNode()?.closest(".graphiql-response"))!;
-      const node = editor.getDomNode()!;
-      const drawn = () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
-      const lines = new Map<number, string>();
-      for (let top = 0; ; top += node.clientHeight / 2) {
-        editor.setScrollTop(top);
-        await drawn();
-        for (const line of node.querySelectorAll<HTMLElement>(".view-line"))
-          lines.set(Number.parseFloat(line.style.top), (line.textContent ?? "").replace(/\u00a0/g, " "));
-        if (editor.getScrollTop() + node.clientHeight >= editor.getScrollHeight()) break;
-      }
-      return [...lines.entries()]
-        .sort((x, y) => x[0] - y[0])
-        .map(([, text]) => text)
-        .join("\n");
-    });
+  /** Every line of the result, in order, as Monaco draws them. */
+  const wholeResponse = (page: Page) => drawnEditorText(page, ".graphiql-response");
 
   /** Waits for what the page should come to show, or fails saying what it shows instead. */
   async function eventually(page: Page, what: string, check: () => Promise<boolean> | boolean) {
