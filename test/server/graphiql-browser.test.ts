@@ -18,6 +18,7 @@ import { graphiqlDefaultTabs } from "../../src/server/graphiql.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { projectRoot } from "../support/processes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { drawnEditorText } from "../support/monaco-text.js";
 import { waitUntil } from "../support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -78,15 +79,8 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
   const shown = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\u00a0/g, " ");
   const response = (page: Page) => shown(page, ".graphiql-response");
 
-  /** Every line of the result, in order (with a window tall enough, Monaco draws them all). */
-  const wholeResponse = (page: Page) =>
-    page.$$eval(".graphiql-response .view-line", (lines) =>
-      lines
-        .map((line) => [Number.parseFloat((line as HTMLElement).style.top), (line.textContent ?? "").replace(/\u00a0/g, " ")] as const)
-        .sort((x, y) => x[0] - y[0])
-        .map(([, text]) => text)
-        .join("\n"),
-    );
+  /** Every line of the result, in order, as Monaco draws them. */
+  const wholeResponse = (page: Page) => drawnEditorText(page, ".graphiql-response");
 
   /** Waits for what the page should come to show, or fails saying what it shows instead. */
   async function eventually(page: Page, what: string, check: () => Promise<boolean> | boolean) {
@@ -246,8 +240,6 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
         if (message.type === "next" && message.payload?.data?.traceUpdates) sent.push(message.payload.data.traceUpdates.seq);
       }),
     );
-    // Tall enough for Monaco to draw every line of the result.
-    await page.setViewportSize({ width: 1600, height: 30_000 });
     await run(page, "TraceUpdates");
     await eventually(page, "TRACE_ENDED", async () => (await wholeResponse(page)).includes("TRACE_ENDED"));
     const shownText = await wholeResponse(page);

@@ -125,11 +125,13 @@ describe("npm run key:create", () => {
     expect(readdirSync(DATA_DIR)).toEqual([]);
   });
 
-  it("refuses a blank name with a message and creates no key", async () => {
-    const blank = await createKey(dataDir(), ["--name", "   "]);
+  it("refuses a blank name with a message and creates no key, before touching the data folder", async () => {
+    const DATA_DIR = dataDir();
+    const blank = await createKey(DATA_DIR, ["--name", "   "]);
     expect(blank.code).toBe(1);
     expect(blank.output).toContain("name: must not be empty");
     expect(blank.output).not.toMatch(KEY);
     expect(blank.output).not.toContain("    at ");
+    expect(readdirSync(DATA_DIR)).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../../sdk/client.js";
 import { CreateWorkspaceDocument, WorkspacesDocument } from "../../sdk/generated/graphql.js";
+import { fillMigratedDataFolder } from "../support/databases.js";
 import { killAll, type Spawned, spawnBuilt } from "../support/processes.js";
 
 const running: Spawned[] = [];
@@ -59,7 +60,9 @@ describe("the embedded database folder", () => {
   });
 
   it("releases the folder on a graceful shutdown", async () => {
+    // A folder a server has already used (the first start on a new one is the test above).
     const DATA_DIR = dataDir();
+    await fillMigratedDataFolder(DATA_DIR);
     const first = startServer({ DATA_DIR });
     await urlOf(first);
     first.child.kill("SIGTERM");
@@ -100,7 +103,10 @@ describe("a port already in use", () => {
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      const p = startServer({ PORT: String(port), DATA_DIR: dataDir() });
+      // A folder a server has already used: the start reaches the port without initialising a database first.
+      const DATA_DIR = dataDir();
+      await fillMigratedDataFolder(DATA_DIR);
+      const p = startServer({ PORT: String(port), DATA_DIR });
       let stderr = "";
       p.child.stderr?.on("data", (chunk: Buffer) => {
         stderr += chunk.toString("utf8");

@@ -2,7 +2,8 @@
 // app costs more than most tests (PGlite ~1.5 s: initdb and 25 migrations; PostgreSQL ~0.2 s,
 // several times that under load). Each test database starts as a copy of a template instead:
 // a PGlite dump loaded into a new in-memory instance, a PostgreSQL `CREATE DATABASE … TEMPLATE`
-// (which also holds pg-boss's empty schema).
+// (which also holds pg-boss's empty schema). A test of the migrations themselves starts from an
+// empty PGlite dump, which saves initdb (3.4–4.9 s each, measured on a busy machine).
 // The migration runner still runs on every copy (and finds nothing to apply), so a copy is
 // exactly what a fresh migrated database would be. No test-runner imports here.
 import { execFile } from "node:child_process";
@@ -19,6 +20,8 @@ import { projectFile } from "../../src/project-files.js";
 export type DatabaseTemplates = {
   /** A file holding a migrated PGlite data directory (PGlite's dumpDataDir, uncompressed). */
   pgliteDump: string;
+  /** The same before any migration: initialised (initdb), as a new embedded database starts. */
+  pgliteEmptyDump: string;
   /** The name of a migrated PostgreSQL database that nobody connects to, or null without PostgreSQL. */
   postgresTemplate: string | null;
   drop(): Promise<void>;
@@ -27,12 +30,14 @@ export type DatabaseTemplates = {
 export async function createDatabaseTemplates(postgresAdminUrl: string | null): Promise<DatabaseTemplates> {
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-template-"));
   const pgliteDump = path.join(dir, "pglite.tar");
+  const pgliteEmptyDump = path.join(dir, "pglite-empty.tar");
   // One after the other: PGlite's start blocks its process's event loop for seconds, long
   // enough for PostgreSQL to end a migration's transaction as idle.
   const postgresTemplate = postgresAdminUrl ? await createPostgresTemplate(postgresAdminUrl) : null;
-  await dumpMigratedPglite(pgliteDump);
+  await dumpPglite(pgliteDump, pgliteEmptyDump);
   return {
     pgliteDump,
+    pgliteEmptyDump,
     postgresTemplate,
     async drop() {
       rmSync(dir, { recursive: true, force: true });
@@ -42,8 +47,8 @@ export async function createDatabaseTemplates(postgresAdminUrl: string | null): 
 }
 
 /** In a child process: an embedded database holds ~800 MB, which the test runner need not keep. */
-async function dumpMigratedPglite(file: string): Promise<void> {
-  await promisify(execFile)(process.execPath, ["--import", "tsx", projectFile("test", "support", "pglite-template.ts"), file], {
+async function dumpPglite(file: string, emptyFile: string): Promise<void> {
+  await promisify(execFile)(process.execPath, ["--import", "tsx", projectFile("test", "support", "pglite-template.ts"), file, emptyFile], {
     cwd: projectFile(),
   });
 }

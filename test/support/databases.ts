@@ -27,11 +27,18 @@ export function createMigratedPostgresDatabase(): Promise<{ url: string; drop():
 }
 
 let pgliteTemplate: Blob | undefined;
+let pgliteEmpty: Blob | undefined;
 
 /** The run's migrated PGlite data directory, read once per test file. */
 function pgliteTemplateDump(): Blob {
   pgliteTemplate ??= new Blob([readFileSync(inject("pgliteTemplateDump"))]);
   return pgliteTemplate;
+}
+
+/** The run's PGlite data directory before any migration (as initdb leaves it), read once per test file. */
+function pgliteEmptyDump(): Blob {
+  pgliteEmpty ??= new Blob([readFileSync(inject("pgliteEmptyDump"))]);
+  return pgliteEmpty;
 }
 
 /**
@@ -64,7 +71,7 @@ export async function openTestDatabase(
   { onQuery }: { onQuery?: (sql: string, params: string) => void } = {},
 ): Promise<{ db: Database; url?: string; dispose(): Promise<void> }> {
   if (backend === "pglite") {
-    const db = await openDatabase({ kind: "pglite" }, { onQuery });
+    const db = await openDatabase({ kind: "pglite", loadDataDir: pgliteEmptyDump() }, { onQuery });
     return { db, dispose: () => db.close() };
   }
   const created = await createPostgresDatabase();
@@ -77,6 +84,16 @@ export async function openTestDatabase(
       await created.drop();
     },
   };
+}
+
+/**
+ * Makes `dir` a data folder as a server's first start leaves it (its embedded database migrated),
+ * from the run's template: a server started on it opens the database instead of running initdb
+ * and every migration first.
+ */
+export async function fillMigratedDataFolder(dir: string): Promise<void> {
+  const db = await openDatabase({ kind: "pglite", dataDir: dir, loadDataDir: pgliteTemplateDump() });
+  await db.close();
 }
 
 /**

@@ -13,6 +13,7 @@ declare module "vitest" {
     redisUrl: string | null;
     /** See test/support/database-templates.ts. */
     pgliteTemplateDump: string;
+    pgliteEmptyDump: string;
     postgresTemplate: string | null;
   }
 }
@@ -30,6 +31,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("postgresAdminUrl", postgresAdminUrl);
   project.provide("redisUrl", redisUrl);
   project.provide("pgliteTemplateDump", templates.pgliteDump);
+  project.provide("pgliteEmptyDump", templates.pgliteEmptyDump);
   project.provide("postgresTemplate", templates.postgresTemplate);
   return async () => {
     run.dossierTestSetupUsers = (run.dossierTestSetupUsers ?? 1) - 1;

@@ -44,6 +44,9 @@ export const MAX_API_KEYS_DEFAULT = 100;
 export const DEVELOPMENT_PRINCIPAL_ID = "development";
 
 const nameInput = z.object({ name: nonBlank(100) });
+
+/** The name a new principal is given, or a ValidationError saying why it cannot have this one. */
+export const principalName = (name: string): string => parseInput(nameInput, { name }).name;
 const keyInput = z.object({
   name: nonBlank(100),
   scopes: z.array(z.enum(ACCESS_OPERATIONS)).nullish(),
@@ -109,7 +112,7 @@ export class PrincipalService {
 
   /** Creates a principal with its first key; the returned secret is not stored anywhere. */
   async createPrincipal(input: { name: string }): Promise<{ principal: Principal; apiKey: ApiKey; secret: string }> {
-    const { name } = parseInput(nameInput, input);
+    const name = principalName(input.name);
     const { secret, prefix, hash } = newSecret();
     const principal = await this.deps.prisma.principal.create({
       data: { name, apiKeys: { create: { name: "first key", prefix, hash } } },
