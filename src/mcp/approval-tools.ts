@@ -4,7 +4,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { DecideToolCallDocument, type DossierClient, nodesOf, RunApprovalsDocument, visibleText } from "../../sdk/index.js";
+import { DecideToolCallDocument, type DossierClient, mixedScriptNotes, nodesOf, RunApprovalsDocument, visibleText } from "../../sdk/index.js";
 
 type Answers = {
   ok: (value: unknown) => CallToolResult;
@@ -16,6 +16,8 @@ type Answers = {
  * The calls a run waits on, as get_run shows them: their tool names and arguments with every
  * character a person would not see (bidi overrides, zero-width characters) shown as its escape
  * (visibleText), so an MCP client's user approves the command that runs, not one it seems to be.
+ * A word that mixes Latin, Greek and Cyrillic letters ("gіthub" with a Cyrillic і) is shown after
+ * a ⚠, and `mixedScripts` says which letters of each such word are not what they look like.
  * An MCP tool's call names the server and the tool as the server lists it (`mcpTool`,
  * `<server>/<tool>`): the name offered to the model is fitted to model APIs (`create.issue`
  * offered as `mcp__s__create_issue` pushes the real `create_issue` to `_2`).
@@ -23,14 +25,18 @@ type Answers = {
 export async function pendingApprovals(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
   if (node?.__typename !== "Run") return [];
-  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => ({
-    toolCallId,
-    toolName: visibleText(toolName),
-    ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
-    arguments: visibleText(args),
-    requestedAt,
-    expiresAt,
-  }));
+  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => {
+    const mixedScripts = mixedScriptNotes([toolName, mcpTool ?? "", args].join("\n"));
+    return {
+      toolCallId,
+      toolName: visibleText(toolName),
+      ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
+      arguments: visibleText(args),
+      ...(mixedScripts.length > 0 && { mixedScripts }),
+      requestedAt,
+      expiresAt,
+    };
+  });
 }
 
 export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { buildExampleApp, type StaticSite, serveStatic } from "../support/example-app.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { mixedScriptNote } from "../../sdk/visible-text.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { haveChromium, launchChromium, leftEdges, screenshot, waitTool } from "../support/viewer-browser.js";
 
@@ -35,9 +36,11 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
       if (question.endsWith("[deploy]") && !body.messages.some((m) => m.role === "tool")) {
         return { toolCalls: [{ id: "call_deploy", name: "deploy", fragments: ['{"target":', '"production"}'] }] };
       }
-      // A bidi override: shown raw, the target would read "staging".
+      // A bidi override: shown raw, the target would read "staging". The host's і is Cyrillic, the path
+      // ends in a Braille blank and a no-break space, and two spaces are two.
       if (question.endsWith("[hidden]") && !body.messages.some((m) => m.role === "tool")) {
-        return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', '\u202Egnigats\u200B"}'] }] };
+        const from = ',"from":"https://g\u0456thub.com/x.sh","to":"/tmp/a\u2800\u00A0  b"}';
+        return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', `\u202Egnigats\u200B"${from}`] }] };
       }
       // No hidden character: in the browser's usual bidi order one Hebrew letter shows the groups reversed.
       if (question.endsWith("[rtl]") && !body.messages.some((m) => m.role === "tool")) {
@@ -173,9 +176,16 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     const approval = page.locator("[data-testid=approval]");
     await approval.waitFor({ timeout: 20_000 });
     const text = (await approval.textContent())!;
-    expect(text).toContain('deploy with {"target":"production #\\u202Egnigats\\u200B"}');
-    expect(text).not.toMatch(/[\u202E\u200B]/);
-    expect(await approval.locator("[data-testid=hidden-char]").allTextContents()).toEqual(["\\u202E", "\\u200B"]);
+    const shown = '{"target":"production #\\u202Egnigats\\u200B","from":"https://⚠g\u0456thub.com/x.sh","to":"/tmp/a\\u2800\\u00A0  b"}';
+    expect(text).toContain(`deploy with ${shown}`);
+    // The text as the page lays it out: two spaces stay two.
+    // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text, spaces as shown
+    expect(await approval.locator("[data-testid=arguments]").innerText()).toBe(shown);
+    expect(text).not.toMatch(/[\u202E\u200B\u2800\u00A0]/);
+    expect(await approval.locator("[data-testid=hidden-char]").allTextContents()).toEqual(["\\u202E", "\\u200B", "\\u2800", "\\u00A0"]);
+    const mixed = approval.locator("[data-testid=mixed-script]");
+    expect(await mixed.allTextContents()).toEqual(["⚠g\u0456thub.com"]);
+    expect(await mixed.getAttribute("title")).toBe(mixedScriptNote("g\u0456thub.com"));
     await page.click("[data-testid=reject]");
     await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);

@@ -1,7 +1,7 @@
 // The trace viewer's browser script, formatting helpers shared by the tree and the details
 // panel: building elements, durations, token counts, the labels of event kinds and the budget
 // gauge. Everything from the API is put in the page with textContent, never as HTML.
-import { HIDDEN_CHARACTER } from "../../../sdk/visible-text.js";
+import { MIXED_SCRIPT_MARK, VISIBLE_PART } from "../../../sdk/visible-text.js";
 
 export const FORMAT_SCRIPT = String.raw`
 // ---- formatting -------------------------------------------------------------------------------
@@ -12,17 +12,33 @@ function el(tag, className, text) {
   return node;
 }
 
-// Characters a person does not see that change how the text around them reads (the SDK's
-// HIDDEN_CHARACTER: bidi controls, zero-width and other format characters, control characters).
-const HIDDEN_CHAR = ${HIDDEN_CHARACTER};
+// What visibleEl marks (the SDK's VISIBLE_PART): characters a person does not see, or sees as a
+// plain space (bidi controls, zero-width and other format characters, control characters, blanks
+// other than U+0020), and words that mix Latin, Greek and Cyrillic letters, which can look alike.
+const VISIBLE_PART = ${VISIBLE_PART};
+const MIXED_SCRIPT_MARK = ${JSON.stringify(MIXED_SCRIPT_MARK)};
+const SCRIPTS = [["Latin", /\p{Script=Latin}/u], ["Greek", /\p{Script=Greek}/u], ["Cyrillic", /\p{Script=Cyrillic}/u]];
+const codePoint = (c) => c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+
+/** Why a word is marked: the SDK's mixedScriptNote, word for word. */
+function mixedScriptNote(word) {
+  const present = SCRIPTS.filter(([, script]) => script.test(word));
+  const first = present[0];
+  const others = [...new Set([...word].filter((c) => !first[1].test(c) && present.some(([, script]) => script.test(c))))];
+  const names = present.map(([name]) => name);
+  return '"' + word + '" mixes ' + names.slice(0, -1).join(", ") + " and " + names.at(-1) + " letters, which can look alike: " +
+    others.map((c) => c + " (U+" + codePoint(c) + ")").join(", ") + (others.length > 1 ? " are" : " is") + " not " + first[0];
+}
 
 /**
  * An element showing text a person approves (a held call's tool name and arguments): each hidden
- * character appears as its escape (\u202E) in a marked span, never removed and never applied, and
- * every character stands left to right in the order it is stored (class "as-stored": direction
- * ltr, bidi override), so ordinary right-to-left letters cannot reorder the digits or words
- * around them ("ח 4417 1234" never reads "1234 4417 ח"): what is read is what runs. Only the
- * page's rendering changes: the text itself is untouched.
+ * character appears as its escape (\u202E) in a marked span, never removed and never applied, each
+ * word that mixes scripts ("gіthub" with a Cyrillic і) after a ⚠ in a marked span whose title says
+ * which letters are not what they look like, and every character stands left to right in the order
+ * it is stored (class "as-stored": direction ltr, bidi override, spaces kept as they are), so
+ * ordinary right-to-left letters cannot reorder the digits or words around them ("ח 4417 1234"
+ * never reads "1234 4417 ח"): what is read is what runs. Only the page's rendering changes: the
+ * text itself is untouched.
  */
 function visibleEl(tag, className, text) {
   const node = el(tag, className);
@@ -30,12 +46,18 @@ function visibleEl(tag, className, text) {
   node.dir = "ltr";
   const value = text === undefined || text === null ? "" : String(text);
   let last = 0;
-  for (const match of value.matchAll(HIDDEN_CHAR)) {
+  for (const match of value.matchAll(VISIBLE_PART)) {
     if (match.index > last) node.append(value.slice(last, match.index));
-    const hex = match[0].codePointAt(0).toString(16).toUpperCase();
-    const escape = el("span", "hidden-char", hex.length > 4 ? "\\u{" + hex + "}" : "\\u" + hex.padStart(4, "0"));
-    escape.title = "U+" + hex.padStart(4, "0") + ", a character that is not shown (it may reorder or hide the text around it)";
-    node.append(escape);
+    if (match[1] === undefined) {
+      const word = el("span", "mixed-script", MIXED_SCRIPT_MARK + match[0]);
+      word.title = mixedScriptNote(match[0]);
+      node.append(word);
+    } else {
+      const hex = match[0].codePointAt(0).toString(16).toUpperCase();
+      const escape = el("span", "hidden-char", hex.length > 4 ? "\\u{" + hex + "}" : "\\u" + hex.padStart(4, "0"));
+      escape.title = "U+" + hex.padStart(4, "0") + ", a character that is not shown as it is (it may look blank, or reorder or hide the text around it)";
+      node.append(escape);
+    }
     last = match.index + match[0].length;
   }
   if (last < value.length) node.append(value.slice(last));

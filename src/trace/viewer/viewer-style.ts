@@ -30,8 +30,10 @@ body[data-connection=refused] .dot { background: #c8372b; }
 .banner.wait { background: #f6effd; border-color: #7d45b5; color: #3f1f61; }
 .waiting-call { cursor: pointer; display: flex; flex-wrap: wrap; gap: 2px 10px; } .waiting-call .args { font: 12px ui-monospace, monospace; }
 .waiting-call .expires { color: var(--muted); font-size: 12px; }
-/* Text a person approves reads in the order it is stored, whatever its letters' direction (visibleEl). */
-.as-stored { direction: ltr; unicode-bidi: bidi-override; }
+/* Text a person approves reads in the order it is stored, whatever its letters' direction, with its spaces as they are
+   ("a  b" never reads "a b"); a one-line preview in the tree keeps them too, without wrapping (visibleEl). */
+.as-stored { direction: ltr; unicode-bidi: bidi-override; white-space: pre-wrap; overflow-wrap: anywhere; } .label .as-stored { white-space: pre; }
+.mixed-script { color: #8f1d1d; background: #fff0c2; text-decoration: underline wavy #c8372b; cursor: help; }
 .hidden-char { font: 11px ui-monospace, monospace; color: #8f1d1d; background: #ffe1dc; border: 1px solid #e8a59b; border-radius: 3px; padding: 0 2px; }
 .decide { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; cursor: default; }
 .decide button, .stop, .pause { border: 1px solid; border-radius: 5px; padding: 1px 10px; background: #fff; }

@@ -191,8 +191,9 @@ function eventRow(span, events, depth, ctx) {
   if (budget) label.append(budgetGauge(budget, true));
   else {
     const text = events.map((e) => e.preview).join(first.kind === "THINKING" ? "" : " ");
-    // A tool call's input keeps every hidden character, shown as its escape (U+FEFF and U+2028 are white space to oneLine).
-    label.append(CALL_EVENTS.has(first.kind) ? visibleEl("span", "preview", text.replace(/[\\t\\n\\r ]+/g, " ")) : el("span", "preview", oneLine(text)));
+    // A tool call's input keeps every hidden character, shown as its escape (U+FEFF and U+2028 are white space to oneLine),
+    // and its spaces as they are: only tabs and line breaks become spaces, one for one.
+    label.append(CALL_EVENTS.has(first.kind) ? visibleEl("span", "preview", text.replace(/[\\t\\n\\r]/g, " ")) : el("span", "preview", oneLine(text)));
   }
   const lane = el("div", "lane");
   const mark = el("i", "tick");
