@@ -220,7 +220,9 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   // A server removed or turned off since the call was decided: an approved call of it does not run either.
   const gone = options.current ? await options.current(call.name) : null;
   if (gone !== null) return { type: "decline", output: gone };
-  // A request recorded before such keys were refused: what the person approved is ambiguous.
+  // A request recorded before such keys were refused: what the person approved is ambiguous. A
+  // person's edit is not read for them: it is the deciding person's own text, checked against the
+  // schema when decided (runs/tool-arguments.ts), and it runs as they wrote it.
   const key = approval.decision === "APPROVE" ? unreadableKey(call.arguments, options.inputSchemaOf(call.name)) : undefined;
   if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
