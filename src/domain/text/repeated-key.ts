@@ -16,10 +16,12 @@ export function repeatedKey(text: string): string | undefined {
 
 /**
  * Visits each object key of the JSON `text` in order, decoded, with the keys its object had before
- * it and the object's depth (1 for the outermost object), until `visit` returns true. Nothing is
- * visited when `text` is not JSON.
+ * it, the object's depth (1 for the outermost object) and its trail: the keys that lead to the
+ * object from the outermost value, null for an array's item (`c` in `{"a":[{"b":{"c":1}}]}` has
+ * ["a", null, "b"]; the array is the one being read, not a copy), until `visit` returns true.
+ * Nothing is visited when `text` is not JSON.
  */
-export function eachKey(text: string, visit: (key: string, before: ReadonlySet<string>, depth: number) => boolean): void {
+export function eachKey(text: string, visit: (key: string, before: ReadonlySet<string>, depth: number, trail: readonly (string | null)[]) => boolean): void {
   try {
     JSON.parse(text);
   } catch {
@@ -27,6 +29,9 @@ export function eachKey(text: string, visit: (key: string, before: ReadonlySet<s
   }
   // One entry per open object (its keys so far) or array (null), innermost last.
   const open: (Set<string> | null)[] = [];
+  // The key each open object is reading the value of (null for an array); what each open value but the outermost is under.
+  const reading: (string | null)[] = [];
+  const trail: (string | null)[] = [];
   let depth = 0;
   let expectingKey = false;
   for (let i = 0; i < text.length; i += 1) {
@@ -36,19 +41,22 @@ export function eachKey(text: string, visit: (key: string, before: ReadonlySet<s
       const top = open.at(-1);
       if (top && expectingKey) {
         const key = JSON.parse(text.slice(i, end + 1)) as string;
-        if (visit(key, top, depth)) return;
+        if (visit(key, top, depth, trail)) return;
         top.add(key);
+        reading[reading.length - 1] = key;
         expectingKey = false;
       }
       i = end;
-    } else if (char === "{") {
-      open.push(new Set());
-      depth += 1;
-      expectingKey = true;
-    } else if (char === "[") {
-      open.push(null);
+    } else if (char === "{" || char === "[") {
+      if (open.length > 0) trail.push(reading.at(-1) ?? null);
+      open.push(char === "{" ? new Set() : null);
+      reading.push(null);
+      if (char === "{") depth += 1;
+      expectingKey = char === "{";
     } else if (char === "}" || char === "]") {
       if (open.pop()) depth -= 1;
+      reading.pop();
+      trail.pop();
     } else if (char === ",") {
       expectingKey = open.at(-1) != null;
     }

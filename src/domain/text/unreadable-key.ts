@@ -9,18 +9,20 @@
 //   or control character, a line or paragraph separator;
 // - a key whose letters come from more than one of the scripts that share look-alike letters
 //   (Latin, Greek, Cyrillic, Armenian, Cherokee): `commаnd` with a Cyrillic `а`;
-// - two keys of one object, not both ASCII, that read alike: the same once put in compatibility
-//   form (NFKC: `ｃommand`, `ﬁle`), lower-cased, and with the look-alike letters of those scripts
-//   read as the Latin ones (`СОРУ` and `copy`). Two ASCII keys are never look-alikes: `Id` and
-//   `id` are told apart by a person, and an ordinary tool's keys are ASCII;
-// - at the outermost object, a key that is not ASCII when the tool's input schema declares its
-//   properties and that key is not one of them: the tool would not read it as any declared one,
-//   while a person may read it as one (`сору` for `copy`);
-// - at the outermost object, an ASCII key the schema does not declare that reads loosely as one it
-//   does: the same once case-folded, without whitespace, `_` or `-`, with `rn` as `m`, `vv` as `w`,
-//   `I`, `l`, `1` and `|` as one letter and `0` as `o` (`Command`, `comrnand`, `fiIe`, `command `
-//   next to a declared `command`): the page shows two keys a person reads as one, the tool one.
-// None of these refuses a call whose keys are ASCII and its tool's own: no ordinary call is refused.
+// - two keys of one object that read alike: the same once put in compatibility form (NFKC:
+//   `ｃommand`, `ﬁle`), case-folded, with the look-alike letters of those scripts read as the Latin
+//   ones (`СОРУ` and `copy`), without whitespace, `_` or `-`, with `rn` as `m`, `vv` as `w`, `I`,
+//   `l`, `1` and `|` as one letter and `0` as `o` (`narne` and `name`, `Name` and `name`, `path `
+//   and `path`): the page shows two keys a person reads as one, while the tool reads each as
+//   itself. With or without a schema (an MCP tool's may declare no properties at all);
+// - where the tool's input schema declares the properties of the key's object (the outermost one,
+//   or one nested under declared properties, array items, references: text/declared-keys.ts), a
+//   key that is not one of them and is not ASCII (the tool would not read it as any declared one,
+//   while a person may read it as one: `сору` for `copy`), or that reads alike with one of them
+//   (`Command`, `comrnand`, `fiIe`, `command ` next to a declared `command`).
+// None of these refuses a call whose keys are ASCII, its tool's own and plainly apart (`id` and
+// `ids`, `name` and `names`): no ordinary call is refused.
+import { declaredKeys } from "./declared-keys.js";
 import { eachKey } from "./repeated-key.js";
 
 export type KeyProblem =
@@ -33,54 +35,57 @@ export type KeyProblem =
 
 /**
  * The first key of `text` a person could read as another (see above), or undefined (also when
- * `text` is not JSON). `declared`: the properties the tool's input schema declares, when it does.
+ * `text` is not JSON). `schema`: the tool's input schema, when it has one.
  */
-export function unreadableKey(text: string, declared?: ReadonlySet<string> | null): KeyProblem | undefined {
+export function unreadableKey(text: string, schema?: Record<string, unknown> | null): KeyProblem | undefined {
   let problem: KeyProblem | undefined;
-  // Per open object (by its set of keys so far): the skeletons of its non-ASCII-bearing keys and of all its keys.
-  const skeletons = new WeakMap<ReadonlySet<string>, Map<string, string>>();
-  const loose = declared ? looseForms(declared) : null;
-  eachKey(text, (key, before, depth) => {
-    problem = problemOf(key, before, depth, declared ?? null, skeletons) ?? likeDeclared(key, depth, declared ?? null, loose);
+  // Per open object (by its set of keys so far): the loose forms of its keys so far, and the properties its schema declares.
+  const objects = new WeakMap<ReadonlySet<string>, { seen: Map<string, string>; declared: Declared | null }>();
+  const declaredAt = declaredKeys(schema);
+  const loose = new WeakMap<ReadonlyMap<string, unknown>, Declared>();
+  eachKey(text, (key, before, _depth, trail) => {
+    let object = objects.get(before);
+    if (!object) objects.set(before, (object = { seen: new Map(), declared: declaredOf(declaredAt(trail), loose) }));
+    problem = problemOf(key, before, object.seen) ?? againstDeclared(key, object.declared);
     return problem !== undefined;
   });
   return problem;
 }
 
-function problemOf(
-  key: string,
-  before: ReadonlySet<string>,
-  depth: number,
-  declared: ReadonlySet<string> | null,
-  skeletons: WeakMap<ReadonlySet<string>, Map<string, string>>,
-): KeyProblem | undefined {
+/** The properties an object's schema declares, and the first of them by each loose form. */
+type Declared = { names: ReadonlyMap<string, unknown>; byLoose: ReadonlyMap<string, string> };
+
+function declaredOf(names: ReadonlyMap<string, unknown> | null, known: WeakMap<ReadonlyMap<string, unknown>, Declared>): Declared | null {
+  if (names === null) return null;
+  let declared = known.get(names);
+  if (!declared) {
+    const byLoose = new Map<string, string>();
+    for (const name of names.keys()) if (!byLoose.has(looseOf(name))) byLoose.set(looseOf(name), name);
+    known.set(names, (declared = { names, byLoose }));
+  }
+  return declared;
+}
+
+/** A problem of `key` itself or with a key before it in its object (`seen`: their loose forms). */
+function problemOf(key: string, before: ReadonlySet<string>, seen: Map<string, string>): KeyProblem | undefined {
   if (before.has(key)) return { kind: "repeated", key };
   if (HIDDEN_IN_KEY.test(key)) return { kind: "hidden", key };
   if (scriptsOf(key) > 1) return { kind: "mixedScripts", key };
-  let seen = skeletons.get(before);
-  if (!seen) skeletons.set(before, (seen = new Map()));
-  const skeleton = skeletonOf(key);
-  const like = seen.get(skeleton);
-  if (like !== undefined && !(ASCII.test(key) && ASCII.test(like))) return { kind: "lookAlike", key, like };
-  if (like === undefined) seen.set(skeleton, key);
-  if (depth === 1 && declared !== null && !ASCII.test(key) && !declared.has(key)) return { kind: "undeclared", key };
+  const form = looseOf(key);
+  const like = seen.get(form);
+  if (like !== undefined) return { kind: "lookAlike", key, like };
+  seen.set(form, key);
   return undefined;
 }
 
 const ASCII = /^[\x20-\x7E]*$/;
 
-/** A key of the outermost object the schema does not declare that reads loosely as one it does. */
-function likeDeclared(key: string, depth: number, declared: ReadonlySet<string> | null, loose: ReadonlyMap<string, string> | null): KeyProblem | undefined {
-  if (depth !== 1 || declared === null || loose === null || declared.has(key)) return undefined;
-  const like = loose.get(looseOf(key));
+/** A key its object's schema does not declare that is not ASCII or reads alike with one it does. */
+function againstDeclared(key: string, declared: Declared | null): KeyProblem | undefined {
+  if (declared === null || declared.names.has(key)) return undefined;
+  if (!ASCII.test(key)) return { kind: "undeclared", key };
+  const like = declared.byLoose.get(looseOf(key));
   return like === undefined ? undefined : { kind: "likeDeclared", key, like };
-}
-
-/** The declared properties by their loose forms (the first one of each form). */
-function looseForms(declared: ReadonlySet<string>): Map<string, string> {
-  const forms = new Map<string, string>();
-  for (const name of declared) if (!forms.has(looseOf(name))) forms.set(looseOf(name), name);
-  return forms;
 }
 
 /** What `key` reads as at a glance: its skeleton without whitespace or separators, letters a glance confuses as one. */

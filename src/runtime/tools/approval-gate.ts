@@ -25,9 +25,10 @@
 // change (`9007199254740993` runs as 9007199254740992, `1e400` as null): the person reads digits
 // the tool would not get. So are arguments with a key a person could read as another: a key
 // holding an invisible character, mixing look-alike scripts, reading alike with another key of its
-// object, or not one of the properties the tool's input schema declares while not ASCII or reading
-// loosely as one of them (text/unreadable-key.ts has the rules; no call whose keys are ASCII and its
-// tool's own is refused).
+// object (at any depth, whatever the schema), or, where the tool's input schema declares the
+// properties of its object, not one of them while not ASCII or reading alike with one of them
+// (text/unreadable-key.ts has the rules; no call whose keys are ASCII, its tool's own and plainly
+// apart is refused).
 import type { Transact } from "../../domain/transaction.js";
 import { fromStored, toStored } from "../../domain/text/stored-text.js";
 import type { ToolApprovalRecord as ToolApproval, ToolApprovalService } from "../../domain/runs/tool-approval-service.js";
@@ -138,7 +139,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     const gone = options.current ? await options.current(call.name) : null;
     if (gone !== null) return { type: "decline", output: gone };
     if (!options.needsApproval(call.name)) return { type: "execute" };
-    const key = unreadableKey(call.arguments, declaredProperties(options.inputSchemaOf(call.name)));
+    const key = unreadableKey(call.arguments, options.inputSchemaOf(call.name));
     if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
     const unreadable = unreadableArguments(call.arguments);
     if (unreadable) return { type: "decline", output: unreadableArgumentsResult(call, unreadable) };
@@ -183,12 +184,6 @@ function unreadableArguments(text: string): { notJson: true } | { number: string
   return number === undefined ? undefined : { number };
 }
 
-/** The property names an input schema declares (`properties`), or null when it declares none. */
-function declaredProperties(schema: Record<string, unknown> | null): ReadonlySet<string> | null {
-  const properties = schema?.properties;
-  return typeof properties === "object" && properties !== null && !Array.isArray(properties) ? new Set(Object.keys(properties)) : null;
-}
-
 const storedOrNull = (text: string | null): string | null => (text === null ? null : toStored(text));
 
 function inputSchemaText(schema: Record<string, unknown> | null): string | null {
@@ -225,8 +220,10 @@ async function follow(approval: ToolApproval, call: ToolCall, span: SpanRef, opt
   // A server removed or turned off since the call was decided: an approved call of it does not run either.
   const gone = options.current ? await options.current(call.name) : null;
   if (gone !== null) return { type: "decline", output: gone };
-  // A request recorded before such keys were refused: what the person approved is ambiguous.
-  const key = approval.decision === "APPROVE" ? unreadableKey(call.arguments, declaredProperties(options.inputSchemaOf(call.name))) : undefined;
+  // A request recorded before such keys were refused: what the person approved is ambiguous. A
+  // person's edit is not read for them: it is the deciding person's own text, checked against the
+  // schema when decided (runs/tool-arguments.ts), and it runs as they wrote it.
+  const key = approval.decision === "APPROVE" ? unreadableKey(call.arguments, options.inputSchemaOf(call.name)) : undefined;
   if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
   await options.write((tx) => options.approvals.markStarted(tx, approval.id, options.now()));
   return edited === null ? { type: "execute" } : { type: "execute", arguments: edited };
