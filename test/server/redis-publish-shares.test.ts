@@ -20,6 +20,23 @@ afterEach(async () => {
 const PIECES = 40;
 const ARGUMENTS = 8_000;
 
+/**
+ * A sender whose Redis link runs through the fault proxy (hung by the tests) with the given
+ * backlog, and a receiver on Redis itself; `heard` collects what reaches the receiver of runs `runIds`.
+ */
+async function busesThrough(proxyUrl: string, prefix: string, backlog: number, runIds: string[]) {
+  const sender = await createRedisEventBus(proxyUrl, prefix, { logger: silentLogger, publishBacklog: backlog });
+  cleanups.push(() => sender.close());
+  const receiver = await createRedisEventBus(redisUrl!, prefix);
+  cleanups.push(() => receiver.close());
+  const heard: RunOutputFrame[] = [];
+  for (const runId of runIds)
+    void (async () => {
+      for await (const frame of receiver.events.subscribe("run:output", runId)) heard.push(frame);
+    })().catch(() => undefined);
+  return { sender, heard };
+}
+
 describe.runIf(redisUrl || process.env.CI)("the publish backlog's share of snapshots", () => {
   if (!redisUrl) it("needs Redis on CI (REDIS_URL)", () => expect.fail("Redis is required on CI (REDIS_URL)"));
 
@@ -48,16 +65,7 @@ describe.runIf(redisUrl || process.env.CI)("the publish backlog's share of snaps
     expect(2 * snapshotSize + PIECES * pieceSize).toBeLessThan(backlog);
     // All of them would not: without the share, the last pieces are dropped.
     expect((PIECES / 4) * snapshotSize + PIECES * pieceSize).toBeGreaterThan(backlog);
-    const sender = await createRedisEventBus(proxy.url, prefix, { logger: silentLogger, publishBacklog: backlog });
-    cleanups.push(() => sender.close());
-    const receiver = await createRedisEventBus(redisUrl!, prefix);
-    cleanups.push(() => receiver.close());
-
-    const heard: RunOutputFrame[] = [];
-    for (const runId of ["runA", "runB"])
-      void (async () => {
-        for await (const frame of receiver.events.subscribe("run:output", runId)) heard.push(frame);
-      })().catch(() => undefined);
+    const { sender, heard } = await busesThrough(proxy.url, prefix, backlog, ["runA", "runB"]);
     await waitUntil(async () => {
       sender.events.publish("run:output", "runB", { ...piece(-5), final: true });
       await allowTimeFor("the frame to arrive", 50);
@@ -94,14 +102,7 @@ describe.runIf(redisUrl || process.env.CI)("the publish backlog's share of snaps
       parts: [{ toolCallId: null, offset: 0, text: "z".repeat(30_000) }],
       final: false,
     };
-    const sender = await createRedisEventBus(proxy.url, prefix, { logger: silentLogger, publishBacklog: 40_000 });
-    cleanups.push(() => sender.close());
-    const receiver = await createRedisEventBus(redisUrl!, prefix);
-    cleanups.push(() => receiver.close());
-    const heard: RunOutputFrame[] = [];
-    void (async () => {
-      for await (const frame of receiver.events.subscribe("run:output", "runA")) heard.push(frame);
-    })().catch(() => undefined);
+    const { sender, heard } = await busesThrough(proxy.url, prefix, 40_000, ["runA"]);
     await allowTimeFor("the subscription to reach Redis", 300);
     sender.events.publish("run:output", "runA", large);
     await waitFor(() => heard.length === 1, 10_000);
@@ -129,15 +130,7 @@ describe.runIf(redisUrl || process.env.CI)("the publish backlog's share of snaps
     const pieceSize = `${prefix}run:output:runB`.length + JSON.stringify(piece(0)).length;
     // The pieces fit in the half of the backlog the snapshots leave.
     expect(PIECES * pieceSize).toBeLessThan(backlog / 2);
-    const sender = await createRedisEventBus(proxy.url, prefix, { logger: silentLogger, publishBacklog: backlog });
-    cleanups.push(() => sender.close());
-    const receiver = await createRedisEventBus(redisUrl!, prefix);
-    cleanups.push(() => receiver.close());
-    const heard: RunOutputFrame[] = [];
-    for (const runId of ["runA", "runB"])
-      void (async () => {
-        for await (const frame of receiver.events.subscribe("run:output", runId)) heard.push(frame);
-      })().catch(() => undefined);
+    const { sender, heard } = await busesThrough(proxy.url, prefix, backlog, ["runA", "runB"]);
     await allowTimeFor("the subscriptions to reach Redis", 300);
 
     // Redis hung: the oversize snapshot waits, and the pieces and a second snapshot come while it does.
