@@ -51,4 +51,14 @@ describe("the sandbox total's refusal", () => {
     );
     expect(figures(refused)).toEqual(["500", "900"]);
   });
+
+  it("tells a program stopped past the total the same: the space is full and what its own principal's runs hold", async () => {
+    const sandboxes = ledger({ aliceRun: "alice", bobRun: "bob" });
+    // Counted on disk after the programs wrote: past the total, as no write through the ledger could be.
+    sandboxes.counted("aliceRun", "alice", 2987);
+    sandboxes.counted("bobRun", "bob", 1500);
+    const why = sandboxes.past("bob")!;
+    expect(why).toBe("the sandbox space on this server is full, and this run's owner's runs held 1500 bytes of it");
+    expect(figures(why)).toEqual(["1500"]);
+  });
 });

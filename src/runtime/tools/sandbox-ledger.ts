@@ -103,8 +103,8 @@ export class SandboxLedger {
     const held = this.bytesOf(owner);
     if (held > this.budgets.perPrincipal)
       return `the sandboxes of this run's owner's runs may hold at most ${this.budgets.perPrincipal} bytes of files together, and they held ${held}`;
-    if (this.total > this.budgets.total)
-      return `the sandboxes of every run on this server may hold at most ${this.budgets.total} bytes of files together, and they held ${this.total}`;
+    // Past the total: what the other principals' runs hold is theirs to know (as in the write's refusal).
+    if (this.total > this.budgets.total) return `the sandbox space on this server is full, and this run's owner's runs held ${held} bytes of it`;
     return null;
   }
 
