@@ -60,7 +60,10 @@ function declaredOf(names: ReadonlyMap<string, unknown> | null, known: WeakMap<R
   let declared = known.get(names);
   if (!declared) {
     const byLoose = new Map<string, string>();
-    for (const name of names.keys()) if (!byLoose.has(looseOf(name))) byLoose.set(looseOf(name), name);
+    for (const name of names.keys()) {
+      const form = looseOf(name);
+      if (!byLoose.has(form)) byLoose.set(form, name);
+    }
     known.set(names, (declared = { names, byLoose }));
   }
   return declared;

@@ -193,9 +193,9 @@ export class PgBossWebhookQueue implements WebhookQueue {
 
   /**
    * An attempt waits at most its timeout for the endpoint; around that it reads its message and
-   * records itself in a transaction, in a job of its own. A
-   * job still active EXPIRY_MARGIN_MS after its timeout belongs to a process that is gone (20 s with
-   * the default 10 s timeout, 11 s with the smallest, 500 ms). The margin is fixed, not a multiple
+   * records itself in a transaction, in a job of its own. A job still active EXPIRY_MARGIN_MS after
+   * its timeout belongs to a process that is gone (20 s with the default 10 s timeout, 11 s with the
+   * smallest, 500 ms). The margin is fixed, not a multiple
    * of the timeout: a job that expires while its attempt still runs is retried at the same attempt,
    * and the endpoint gets the event twice.
    */
