@@ -4,6 +4,9 @@
 //   const run = useRun(dossier, runId, { storage: sessionStorage });
 //   run.answer; run.status; run.toolCalls; run.pendingApprovals; run.stop(); run.approve();
 //
+// run.approve() with no id decides the one approval this render's snapshot lists, never one that
+// arrived since; run.approve(approval.toolCallId) the one shown for that call.
+//
 // Every hook takes the client first. Hooks of one client and run share one run store (created
 // with the options of the first), whose streams run while a component uses it.
 import { useCallback, useEffect, useMemo, useState, useSyncExternalStore } from "react";

@@ -20,8 +20,17 @@ export type ToolCallState = {
   id: string;
   /** The tool's name; empty while only its arguments have arrived. */
   name: string;
-  /** The arguments as the model wrote them (JSON text). */
+  /**
+   * The arguments as the model wrote them (JSON text) — whole only when `argumentsComplete`. A call
+   * waiting for a decision shows those its approval request holds (what runs once approved), and
+   * none ("") until the store has read the run's pending approvals.
+   */
   arguments: string;
+  /**
+   * The arguments are the call's whole arguments: false while they are being written, for a waiting
+   * call whose approval request is not read yet, and for the start of them the trace previews.
+   */
+  argumentsComplete: boolean;
   status: ToolCallStatus;
   /** The start of the call's result (or error) as the trace previews it; null before it has one. */
   result: string | null;
@@ -62,9 +71,11 @@ export type OutputState = {
   args: Record<string, Record<string, string>>;
   /** RUN_DONE came: the output is complete. */
   done: boolean;
+  /** The output was followed from the run's start (no afterSeq): each streamed call's arguments are whole. */
+  fromStart: boolean;
 };
 
-export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, done: false });
+export const emptyOutput = (seq?: string): OutputState => ({ seq, calls: [], args: {}, done: false, fromStart: seq === undefined });
 
 /** Applies one update of watchRun (each arrives once, in order) to the output state. */
 export function applyOutput(state: OutputState, update: RunOutputUpdate): void {
@@ -92,11 +103,14 @@ export function standingOutput(output: OutputState, trace: TraceState): OutputSt
   return { ...output, calls: output.calls.map((call) => (failed.has(call.id) ? { ...call, text: "" } : call)), args };
 }
 
+/** A tool call's input as the trace previews it: its first 500 characters, and whether there is more. */
+type InputPreview = { preview: string; truncated: boolean };
+
 /** The trace half: every span as it last was, and each tool call's input and result previews. */
 export type TraceState = {
   seq: string | undefined;
   spans: Map<string, Span>;
-  inputs: Map<string, string>;
+  inputs: Map<string, InputPreview>;
   results: Map<string, string>;
 };
 
@@ -111,7 +125,7 @@ export function applyTrace(state: TraceState, update: TraceUpdate): boolean {
   else if (!state.spans.has(span.id)) state.spans.set(span.id, span);
   const event = update.event;
   if (!event) return false;
-  if (event.kind === "TOOL_INPUT") state.inputs.set(span.id, event.preview);
+  if (event.kind === "TOOL_INPUT") state.inputs.set(span.id, { preview: event.preview, truncated: event.truncated });
   if (event.kind === "TOOL_OUTPUT" || event.kind === "ERROR") state.results.set(span.id, event.preview);
   return event.kind === "APPROVAL_REQUESTED" || event.kind === "APPROVAL_DECIDED";
 }
@@ -144,6 +158,19 @@ function streamedArguments(output: OutputState, trace: TraceState, id: string, s
 }
 
 /**
+ * The arguments a call that waits for no decision ran (or runs) with: as streamed (whole when the
+ * output was followed from the start), else the trace's preview of its input, else those an
+ * earlier span of the call showed.
+ */
+function ranWith(output: OutputState, trace: TraceState, id: string, span: Span, earlier: ToolCallState | undefined) {
+  const streamed = streamedArguments(output, trace, id, span);
+  if (streamed !== undefined) return { arguments: streamed, argumentsComplete: output.fromStart };
+  const input = trace.inputs.get(span.id);
+  if (input) return { arguments: input.preview, argumentsComplete: !input.truncated };
+  return { arguments: earlier?.arguments ?? "", argumentsComplete: earlier?.argumentsComplete ?? false };
+}
+
+/**
  * A model call's streamed calls that no span shows yet are still being written — unless the run's
  * output is complete, a later model call began, or the call's reply ended cut by the bound on its
  * size: its calls without a span were left out of it, and none of them runs.
@@ -157,7 +184,8 @@ function stillStreaming(output: OutputState, trace: TraceState, modelCall: strin
 /**
  * The run's tool calls in the order they started, one per call id: a call that waited for a
  * decision has a span that ended waiting and a later one that executed (or declined) it. A call
- * waiting for a decision shows the arguments its approval request holds: what runs once approved.
+ * waiting for a decision shows the arguments its approval request holds — what runs once approved —
+ * and never streamed text or a preview in their place: none until its request is read.
  */
 export function toolCallsOf(output: OutputState, trace: TraceState, pending: readonly PendingApproval[]): ToolCallState[] {
   const calls = new Map<string, ToolCallState>();
@@ -175,11 +203,13 @@ export function toolCallsOf(output: OutputState, trace: TraceState, pending: rea
         : span.status === "RUNNING"
           ? "RUNNING"
           : (span.status as ToolCallStatus);
-    const earlier = calls.get(id);
+    const shown = waiting
+      ? { arguments: approval?.arguments ?? "", argumentsComplete: approval !== undefined }
+      : ranWith(output, trace, id, span, calls.get(id));
     calls.set(id, {
       id,
       name,
-      arguments: approval?.arguments ?? streamedArguments(output, trace, id, span) ?? trace.inputs.get(span.id) ?? earlier?.arguments ?? "",
+      ...shown,
       status,
       result: trace.results.get(span.id) ?? null,
       durationMs: waiting ? null : durationOf(span),
@@ -189,7 +219,7 @@ export function toolCallsOf(output: OutputState, trace: TraceState, pending: rea
   for (const [modelCall, args] of Object.entries(output.args)) {
     if (!stillStreaming(output, trace, modelCall)) continue;
     for (const [id, text] of Object.entries(args)) {
-      if (!calls.has(id)) calls.set(id, { id, name: "", arguments: text, status: "STREAMING", result: null, durationMs: null });
+      if (!calls.has(id)) calls.set(id, { id, name: "", arguments: text, argumentsComplete: false, status: "STREAMING", result: null, durationMs: null });
     }
   }
   return [...calls.values()];

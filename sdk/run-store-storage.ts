@@ -17,7 +17,8 @@ export function readStoredOutput(storage: RunStoreStorage, runId: string): Outpu
     const stored = JSON.parse(storage.getItem(storageKey(runId)) ?? "null") as (OutputState & { v?: number }) | null;
     // Version 1 kept tool-call arguments by call id alone: such output is read again from the start.
     if (stored?.v !== 2 || typeof stored.seq !== "string" || !Array.isArray(stored.calls)) return null;
-    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, done: stored.done === true };
+    // A store keeps its output only when it followed the run from the start (never with afterSeq).
+    return { seq: stored.seq, calls: stored.calls, args: stored.args ?? {}, done: stored.done === true, fromStart: true };
   } catch {
     return null;
   }

@@ -78,7 +78,10 @@ export type RunSnapshot = {
   seq: string | undefined;
   /** The run settled and all of its output has arrived. */
   done: boolean;
-  /** Why a stream gave up (a refused key, a run that is not visible), or null. */
+  /**
+   * Why a stream gave up (a refused key, a run that is not visible), or why the run's pending
+   * approvals could not be read (after a few tries; the next change reads them again), or null.
+   */
   error: string | null;
 };
 
@@ -91,9 +94,14 @@ export type RunStore = {
   subscribe(listener: () => void): () => void;
   /** Stops the run (cancelRun): NOW by default, or after the current turn, or concluding from what it gathered. */
   stop(mode?: CancelMode): Promise<RunActionResult>;
-  /** Lets a held tool call run (decideToolCall APPROVE); without an id, the only pending one. */
+  /**
+   * Lets a held tool call run (decideToolCall APPROVE); without an id, the only one the snapshot
+   * (getSnapshot()) lists in pendingApprovals. It decides the approval request that snapshot shows
+   * for the call (its approvalId), never another: a call the snapshot shows no request for is not
+   * decided, and the server refuses a request decided or replaced meanwhile.
+   */
   approve(toolCallId?: string, reason?: string): Promise<RunActionResult>;
-  /** Declines a held tool call (decideToolCall REJECT); the reason is shown to the model. */
+  /** Declines a held tool call (decideToolCall REJECT), as approve() picks it; the reason is shown to the model. */
   reject(toolCallId?: string, reason?: string): Promise<RunActionResult>;
   /** Ends the streams and forgets the listeners. */
   close(): void;
@@ -120,6 +128,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
   let runAnswer: string | null = null;
   let pending: PendingApproval[] = [];
   let error: string | null = null;
+  let approvalsError: string | null = null;
   const listeners = new Set<() => void>();
   let scheduled = false;
   let closed = false;
@@ -143,7 +152,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
       trace: summarize(trace),
       seq: output.seq,
       done: output.done && isTerminal(status),
-      error,
+      error: error ?? approvalsError,
     };
   };
   let snapshot = build();
@@ -161,12 +170,27 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
     schedule(flush);
   };
 
+  /** Reads the run's pending approvals; a failed read is tried again a few times, then shown as the error. */
   const refreshApprovals = async () => {
     const asked = ++approvalsAsked;
-    const run = (await client.request(RunApprovalsDocument, { id: runId })).node;
-    if (asked !== approvalsAsked || run?.__typename !== "Run") return;
-    pending = nodesOf(run.pendingApprovals).filter((approval) => approval.decision === null);
-    changed();
+    const current = () => asked === approvalsAsked && !closed;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const run = (await client.request(RunApprovalsDocument, { id: runId })).node;
+        if (!current() || run?.__typename !== "Run") return;
+        pending = nodesOf(run.pendingApprovals).filter((approval) => approval.decision === null);
+        approvalsError = null;
+        return changed();
+      } catch (failure) {
+        if (!current()) return;
+        if (attempt >= 3) {
+          approvalsError = `The run's pending approvals could not be read: ${failure instanceof Error ? failure.message : String(failure)}`;
+          return changed();
+        }
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failure, attempt)));
+        if (!current()) return;
+      }
+    }
   };
 
   /** Reads one stream until it completes; after an error opens it again (from where it was) a few times. */
@@ -219,7 +243,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
         failureReason = event.run.failureReason;
         runAnswer = event.run.answer;
         changed();
-        void refreshApprovals().catch(() => undefined);
+        void refreshApprovals();
       },
     );
     void follow(
@@ -236,7 +260,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
         // graphql-ws re-sends a subscription with its first variables after a reconnect: skip what was applied.
         if (trace.seq !== undefined && parsePosition(update.seq)[0] <= parsePosition(trace.seq)[0]) return;
         if (update.kind === "TRACE_ENDED") traceEnded = true;
-        if (applyTrace(trace, update)) void refreshApprovals().catch(() => undefined);
+        if (applyTrace(trace, update)) void refreshApprovals();
         changed();
       },
     );
@@ -248,14 +272,17 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
   };
 
   const decide = async (decision: ToolApprovalDecision, toolCallId: string | undefined, reason: string | undefined): Promise<RunActionResult> => {
-    const id = toolCallId ?? (pending.length === 1 ? pending[0]!.toolCallId : undefined);
+    // What the page shows (the published snapshot), never what arrived since and is not shown yet.
+    const shown = snapshot.pendingApprovals;
+    const id = toolCallId ?? (shown.length === 1 ? shown[0]!.toolCallId : undefined);
     if (id === undefined)
-      return { ok: false, typename: "NotFoundError", message: pending.length ? "Name the tool call to decide." : "No tool call waits for a decision." };
+      return { ok: false, typename: "NotFoundError", message: shown.length ? "Name the tool call to decide." : "No tool call waits for a decision." };
     // The request the snapshot shows is the one decided (approvalId), never another the id came to name.
-    const approvalId = pending.find((approval) => approval.toolCallId === id)?.id;
-    const input = { runId, toolCallId: id, decision, ...(approvalId ? { approvalId } : {}), ...(reason ? { reason } : {}) };
+    const approvalId = shown.find((approval) => approval.toolCallId === id)?.id;
+    if (approvalId === undefined) return { ok: false, typename: "NotFoundError", message: `No approval request is shown for tool call ${id}.` };
+    const input = { runId, toolCallId: id, decision, approvalId, ...(reason ? { reason } : {}) };
     const result = (await client.request(DecideToolCallDocument, { input })).decideToolCall;
-    await refreshApprovals().catch(() => undefined);
+    await refreshApprovals();
     return result.__typename === "DecideToolCallSuccess" ? { ok: true } : { ok: false, typename: result.__typename, message: result.message };
   };
 

@@ -132,7 +132,8 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
               <code>
                 <Visible text={call.name} />
               </code>
-              (<Visible text={call.arguments} />) — {call.status}
+              (<Visible text={call.arguments} />
+              {!call.argumentsComplete && <span title="Not all of the arguments are known yet">…</span>}) — {call.status}
               {call.result !== null && <> → {call.result}</>}
             </li>
           ))}
