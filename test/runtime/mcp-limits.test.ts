@@ -6,6 +6,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_MCP_LIMITS, listToolsBounded, type McpMessageTooLarge, sizeCappedFetch } from "../../src/runtime/adapters/mcp-limits.js";
+import type { McpToolInfo } from "../../src/runtime/ports/mcp.js";
+
+/** The characters a listing keeps of a tool: its name, its description and its input schema as JSON. */
+const keptChars = (tools: McpToolInfo[]) =>
+  tools.reduce((sum, t) => sum + t.name.length + (t.description?.length ?? 0) + JSON.stringify(t.inputSchema).length, 0);
 
 const page = (n: number, size: number) => ({
   tools: Array.from({ length: size }, (_, i) => ({ name: `t${n}_${i}`, inputSchema: { type: "object" } })),
@@ -55,6 +60,47 @@ describe("tool listing", () => {
     };
     const listing = await listToolsBounded(junk, { ...DEFAULT_MCP_LIMITS, listMaxTools: 1_000 });
     expect([listing.tools.length, listing.skipped.length, listing.truncated, asked]).toEqual([0, 1_000, true, 1]);
+  });
+
+  it("keeps 8,192 characters of a long description and says so, and at most 4,194,304 characters of tools in all", async () => {
+    // A server's worst: 50 pages, each of one tool whose description nearly fills a 10 MB message.
+    const huge = "h".repeat(9_700_000);
+    const hugePages = async (cursor: string | undefined) => {
+      const n = Number(cursor ?? 0);
+      return { tools: [{ name: `huge_${n}`, description: huge, inputSchema: { type: "object" } }], nextCursor: String(n + 1) };
+    };
+    const cut = await listToolsBounded(hugePages, DEFAULT_MCP_LIMITS);
+    expect([cut.tools.length, cut.skipped.length, cut.truncated]).toEqual([50, 0, true]);
+    const why = "the server's description takes 9,700,000 characters: only its first 8,192 are kept";
+    expect(cut.tools[0]).toEqual({ name: "huge_0", description: `${"h".repeat(8_192)} [… cut: ${why}]`, descriptionCut: why, inputSchema: { type: "object" } });
+    expect(keptChars(cut.tools)).toBeLessThan(50 * 8_400);
+
+    // Tools of 60,000 characters each: the 69th would take the listing past 4,194,304.
+    const schema = { type: "object", properties: { q: { type: "string", description: "" } } };
+    schema.properties.q.description = "s".repeat(60_000 - JSON.stringify(schema).length - "w_00".length);
+    const wide = Array.from({ length: 100 }, (_, i) => ({ name: `w_${String(i).padStart(2, "0")}`, inputSchema: schema }));
+    const bounded = await listToolsBounded(async () => ({ tools: [...wide, { name: "small", inputSchema: { type: "object" } }] }), DEFAULT_MCP_LIMITS);
+    expect(bounded.tools.map((tool) => tool.name)).toEqual([...wide.slice(0, 69).map((tool) => tool.name), "small"]);
+    expect(keptChars(bounded.tools)).toBe(69 * 60_000 + "small".length + JSON.stringify({ type: "object" }).length);
+    expect(bounded.skipped).toHaveLength(31);
+    expect(bounded.skipped[0]).toEqual({
+      position: 69,
+      reason: "it takes 60,000 characters, and the tools kept before it 4,140,000: a listing keeps at most 4,194,304",
+    });
+  });
+
+  it("skips a tool whose name takes more than 512 characters, and keeps one of 512", async () => {
+    const listing = await listToolsBounded(
+      async () => ({
+        tools: [
+          { name: "n".repeat(513), inputSchema: { type: "object" } },
+          { name: "m".repeat(512), inputSchema: { type: "object" } },
+        ],
+      }),
+      DEFAULT_MCP_LIMITS,
+    );
+    expect(listing.tools.map((tool) => tool.name.length)).toEqual([512]);
+    expect(listing.skipped).toEqual([{ position: 0, reason: "its name takes 513 characters, more than 512" }]);
   });
 
   it("gives up after listTimeoutMs in all, whatever each page takes", async () => {

@@ -12,6 +12,10 @@
 //   --many-tools <n>    also lists `bulk_0` … `bulk_<n-1>`, each with a description of 1,000 characters
 //   --odd-names         also lists "nul\0tool" and "lone\ud800tool" (a NUL, an unpaired surrogate in
 //                       the name), whose descriptions and input schemas hold both too
+//   --big-tools <n>     also lists a tool whose name takes 1,000 characters, then `big_0` … `big_<n-1>`,
+//                       each with a description of 20,000 characters and an input schema of 60,000
+//                       characters as JSON; the listing comes in pages of 10 of these (the first page
+//                       also holds the other tools)
 //   --churn             lists `churn`, which sends `count` tools/list_changed notifications, the
 //                       list changing before each; the list then holds `version_<changes so far>`
 //                       and `listing_<tools/list requests answered, this one included>`
@@ -78,6 +82,24 @@ const tools = [
     : []),
 ];
 
+const big = argv.indexOf("--big-tools");
+const bigTools = [
+  { name: "n".repeat(1_000), description: "A name too long to keep.", inputSchema: { type: "object" } },
+  ...Array.from({ length: big >= 0 ? Number(argv[big + 1]) : 0 }, (_, i) => {
+    const name = `big_${i}`;
+    const property = { type: "string", description: "" };
+    const schema = { type: "object", properties: { q: property } };
+    property.description = "s".repeat(60_000 - JSON.stringify(schema).length);
+    return { name, description: `Big tool ${i}. `.padEnd(20_000, "d"), inputSchema: schema };
+  }),
+];
+/** The page of `--big-tools` a cursor asks for: the first (cursor absent) holds the other tools too. */
+function bigPage(cursor: string | undefined): { tools: unknown[]; nextCursor?: string } {
+  const at = Number(cursor ?? 0);
+  const next = at + 10 < bigTools.length ? String(at + 10) : undefined;
+  return { tools: [...(at === 0 ? tools : []), ...bigTools.slice(at, at + 10)], ...(next ? { nextCursor: next } : {}) };
+}
+
 /** 20,000 lists, one in the other. */
 const DEEP = "[".repeat(20_000) + "]".repeat(20_000);
 /** `deepschema`, written as text: 20,000 schemas, each the only property of the one around it. */
@@ -114,7 +136,8 @@ function call(name: string, args: { count?: number }): unknown {
     }
     return text(`churn: the list changed ${args.count ?? 1} times`);
   }
-  if (/^(version|listing|bulk)_\d+$/.test(name) || ["stringy", "unkempt", "nul\u0000tool", "lone\ud800tool"].includes(name)) return text(`${name}: answered`);
+  if (/^(version|listing|bulk|big)_\d+$/.test(name) || ["stringy", "unkempt", "nul\u0000tool", "lone\ud800tool"].includes(name))
+    return text(`${name}: answered`);
   if (name === "loose") return text(`loose: answered ${JSON.stringify(args)}`);
   return results[name] ?? { content: [], isError: true };
 }
@@ -124,12 +147,13 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   const message = JSON.parse(line) as {
     id?: number | string;
     method?: string;
-    params?: { name?: string; protocolVersion?: string; arguments?: { count?: number } };
+    params?: { name?: string; protocolVersion?: string; arguments?: { count?: number }; cursor?: string };
   };
   if (message.id === undefined) return;
   const reply = (result: unknown) => send({ jsonrpc: "2.0", id: message.id, result });
   if (message.method === "initialize")
     reply({ protocolVersion: message.params?.protocolVersion, capabilities: { tools: { listChanged: churn } }, serverInfo: { name: "raw", version: "1.0.0" } });
+  else if (message.method === "tools/list" && big >= 0) reply(bigPage(message.params?.cursor));
   else if (message.method === "tools/list") {
     listings += 1;
     const listed = JSON.stringify(churn ? churnTools() : tools);

@@ -12,6 +12,7 @@ import { literalAddressRefusal } from "./outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
 import { sealUrl, shownUrl } from "../sealed-url.js";
 import { type StdioCommandLine, stdioRefusals } from "./stdio-policy.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 
 export const MCP_SERVERS_PER_PRINCIPAL_MAX = 20;
 
@@ -146,6 +147,7 @@ export class McpServerService {
     const requireApproval = parsed.requireApproval ?? undefined;
     const where = { ownerId_name: { ownerId: actor.principalId, name: parsed.name } };
     const server = await this.deps.prisma.$transaction(async (tx) => {
+      await lockPrincipalRow(tx, actor.principalId);
       const existing = await tx.mcpServer.findUnique({ where, select: { id: true } });
       if (!existing && (await tx.mcpServer.count({ where: { ownerId: actor.principalId } })) >= MCP_SERVERS_PER_PRINCIPAL_MAX) {
         throw new ValidationError([{ field: "name", message: `at most ${MCP_SERVERS_PER_PRINCIPAL_MAX} MCP servers per principal` }]);

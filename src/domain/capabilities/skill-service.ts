@@ -7,6 +7,7 @@ import type { PrismaClient, Skill } from "../../generated/prisma/client.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 
 export const SKILL_BODY_MAX = 64 * 1024;
 export const SKILL_DESCRIPTION_MAX = 300;
@@ -61,6 +62,7 @@ export class SkillService {
     const { agent, name, description, body } = parseInput(upsertInput, input);
     this.assertAgent(agent);
     return this.deps.prisma.$transaction(async (tx) => {
+      await lockPrincipalRow(tx, actor.principalId);
       const existing = await tx.skill.findUnique({ where: { ownerId_agent_name: { ownerId: actor.principalId, agent, name } } });
       if (!existing && (await tx.skill.count({ where: { ownerId: actor.principalId, agent } })) >= SKILLS_PER_AGENT_MAX) {
         throw new ValidationError([{ field: "name", message: `an agent may have at most ${SKILLS_PER_AGENT_MAX} stored skills` }]);

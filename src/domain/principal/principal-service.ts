@@ -11,6 +11,7 @@ import { ApiKeyLimitError, NotFoundError, ValidationError } from "../errors.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { NUMERIC_CAPS, narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
+import { lockPrincipalRow } from "./principal-lock.js";
 
 /**
  * Who a request acts for. Every service method that touches owned data takes one. `keyId` is
@@ -138,7 +139,7 @@ export class PrincipalService {
     // the bound together.
     const max = this.deps.maxApiKeys ?? MAX_API_KEYS_DEFAULT;
     const apiKey = await this.deps.prisma.$transaction(async (tx) => {
-      await tx.$queryRawUnsafe("SELECT id FROM principal WHERE id = $1 FOR NO KEY UPDATE", actor.principalId);
+      await lockPrincipalRow(tx, actor.principalId);
       if ((await tx.apiKey.count({ where: { principalId: actor.principalId, revokedAt: null } })) >= max) throw new ApiKeyLimitError(max);
       return tx.apiKey.create({
         data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], ...(runCaps ? { runCaps } : {}) },

@@ -14,6 +14,7 @@ import { nextFireAfter } from "./fire-times.js";
 import { assertFiresWithin, checkSettingsWithin } from "./schedule-caps.js";
 import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
 import type { FireDueOptions, ScheduleFiring } from "./schedule-firing.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 
 /** MAX_SCHEDULES_PER_PRINCIPAL's default. */
 export const MAX_SCHEDULES_DEFAULT = 100;
@@ -166,7 +167,7 @@ export class ScheduleService {
    */
   private async assertRoomFor(tx: Tx, principalId: string): Promise<void> {
     const max = this.deps.maxSchedules ?? MAX_SCHEDULES_DEFAULT;
-    await tx.$queryRawUnsafe("SELECT id FROM principal WHERE id = $1 FOR NO KEY UPDATE", principalId);
+    await lockPrincipalRow(tx, principalId);
     if ((await tx.schedule.count({ where: { ownerId: principalId } })) >= max) throw new ScheduleLimitError(max);
   }
 

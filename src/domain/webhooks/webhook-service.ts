@@ -12,6 +12,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { WEBHOOK_EVENT_TYPES } from "./webhook-events.js";
 import { newSigningSecret } from "./webhook-signing.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 
 export const WEBHOOKS_PER_PRINCIPAL_MAX = 20;
 /** How long the secret before a rotation keeps signing alongside the new one. */
@@ -55,6 +56,7 @@ export class WebhookService {
     const box = this.box();
     const secret = newSigningSecret();
     const webhook = await this.deps.prisma.$transaction(async (tx) => {
+      await lockPrincipalRow(tx, actor.principalId);
       if ((await tx.webhook.count({ where: { ownerId: actor.principalId } })) >= WEBHOOKS_PER_PRINCIPAL_MAX) {
         throw new ValidationError([{ field: "url", message: `at most ${WEBHOOKS_PER_PRINCIPAL_MAX} webhooks per principal` }]);
       }

@@ -42,25 +42,34 @@ const McpConnectionStateEnum = builder.enumType("McpConnectionState", {
 
 type StatusView = McpServerStatus & { serverName: string };
 
-const McpToolRef = builder.objectRef<{ name: string; exposedName: string; description?: string; inputSchemaReplaced?: string }>("McpTool").implement({
-  description: "A tool an MCP server offers.",
-  fields: (t) => ({
-    name: t.exposeString("name", { description: "The name the server gives it." }),
-    exposedName: t.exposeString("exposedName", {
-      description: "The name runs call it by: mcp__<server>__<tool>, made unique within the server. Agent profiles may allow `mcp__<server>__*`.",
+const McpToolRef = builder
+  .objectRef<{ name: string; exposedName: string; description?: string; descriptionCut?: string; inputSchemaReplaced?: string }>("McpTool")
+  .implement({
+    description: "A tool an MCP server offers.",
+    fields: (t) => ({
+      name: t.exposeString("name", { description: "The name the server gives it." }),
+      exposedName: t.exposeString("exposedName", {
+        description: "The name runs call it by: mcp__<server>__<tool>, made unique within the server. Agent profiles may allow `mcp__<server>__*`.",
+      }),
+      description: t.string({ nullable: true, resolve: (tool) => tool.description ?? null }),
+      descriptionCut: t.string({
+        nullable: true,
+        description:
+          "Why `description` is only the first 8,192 characters of the server's, followed by a note saying so (which runs are shown too): the server's takes more. Null when it is whole.",
+        resolve: (tool) => tool.descriptionCut ?? null,
+      }),
+      inputSchemaReplaced: t.string({
+        nullable: true,
+        description:
+          'Why runs are offered this tool with an open input schema (`{"type":"object"}`: any JSON object of arguments, which the server itself checks) instead of the one the server lists — which is not an object schema (a model API would refuse the whole request), or nests deeper than 64 levels or takes more than 65,536 characters as JSON. Null when runs get the server\'s.',
+        resolve: (tool) => tool.inputSchemaReplaced ?? null,
+      }),
     }),
-    description: t.string({ nullable: true, resolve: (tool) => tool.description ?? null }),
-    inputSchemaReplaced: t.string({
-      nullable: true,
-      description:
-        'Why runs are offered this tool with an open input schema (`{"type":"object"}`: any JSON object of arguments, which the server itself checks) instead of the one the server lists — which is not an object schema (a model API would refuse the whole request), or nests deeper than 64 levels or takes more than 65,536 characters as JSON. Null when runs get the server\'s.',
-      resolve: (tool) => tool.inputSchemaReplaced ?? null,
-    }),
-  }),
-});
+  });
 
 const McpSkippedToolRef = builder.objectRef<McpSkippedTool>("McpSkippedTool").implement({
-  description: "A tool the server listed that runs are not offered: nothing could call it. The server's other tools are offered.",
+  description:
+    "A tool the server listed that runs are not offered: nothing could call it (no name, or one over 512 characters), or the tools kept before it already take most of the 4,194,304 characters a listing keeps. The server's other tools are offered.",
   fields: (t) => ({
     position: t.exposeInt("position", { description: "Where the server listed it: 0 for its first tool, counted across pages." }),
     reason: t.exposeString("reason", { description: "Why it is skipped, e.g. `it has no name`." }),

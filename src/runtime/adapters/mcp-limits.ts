@@ -2,7 +2,7 @@
 // after buffering it whole), and tool listing is bounded in pages, tools and time. A server is
 // another principal's program or anyone's URL: its output is never trusted to be small or to end.
 import type { McpToolListing } from "../ports/mcp.js";
-import { readListedTool } from "./mcp-listed-tools.js";
+import { LISTING_MAX_CHARS, readListedTool } from "./mcp-listed-tools.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
 export type McpLimits = {
@@ -103,6 +103,9 @@ function eventOverCap(maxBytes: number): (chunk: Uint8Array) => boolean {
 /** Whether an error the SDK's stdio transport reported is its read buffer overflowing (a line over the cap). */
 export const isStdioOverflow = (error: unknown): boolean => error instanceof Error && /ReadBuffer exceeded maximum size/.test(error.message);
 
+const pastListingBound = (chars: number, kept: number): string =>
+  `it takes ${groupedDigits(chars)} characters, and the tools kept before it ${groupedDigits(kept)}: a listing keeps at most ${groupedDigits(LISTING_MAX_CHARS)}`;
+
 type Page = { tools?: unknown[]; nextCursor?: unknown };
 
 /**
@@ -111,6 +114,10 @@ type Page = { tools?: unknown[]; nextCursor?: unknown };
  * within `listTimeoutMs` in all. A server that goes past the page or tool limit keeps the tools
  * listed so far; one that takes too long fails the listing. Each tool is read on its own
  * (mcp-listed-tools.ts): one the runs cannot use is skipped, with its reason, and the rest kept.
+ * The tools kept take at most LISTING_MAX_CHARS characters in all (names, descriptions, input
+ * schemas as JSON): a tool that would go past it is skipped, with why, and later ones that fit are
+ * kept. A listing is held by every worker and API instance the server's owner uses, and listed
+ * again whenever the server says its tools changed.
  */
 export async function listToolsBounded(
   listPage: (cursor: string | undefined, signal: AbortSignal) => Promise<Page>,
@@ -119,6 +126,7 @@ export async function listToolsBounded(
   const signal = AbortSignal.timeout(limits.listTimeoutMs);
   const listing: McpToolListing = { tools: [], skipped: [] };
   let position = 0;
+  let kept = 0;
   let cursor: string | undefined;
   for (let page = 0; page < limits.listMaxPages; page += 1) {
     const answer = await listPage(cursor, signal);
@@ -126,8 +134,12 @@ export async function listToolsBounded(
       // Every entry counts, kept or skipped: a page of junk holds no more than a page of tools.
       if (position >= limits.listMaxTools) return { ...listing, truncated: true };
       const read = readListedTool(raw, position++);
-      if ("tool" in read) listing.tools.push(read.tool);
-      else listing.skipped.push(read.skipped);
+      if ("skipped" in read) listing.skipped.push(read.skipped);
+      else if (kept + read.chars > LISTING_MAX_CHARS) listing.skipped.push({ position: position - 1, reason: pastListingBound(read.chars, kept) });
+      else {
+        kept += read.chars;
+        listing.tools.push(read.tool);
+      }
     }
     cursor = typeof answer.nextCursor === "string" && answer.nextCursor !== "" ? answer.nextCursor : undefined;
     if (!cursor) return { ...listing, truncated: false };

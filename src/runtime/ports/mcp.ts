@@ -10,8 +10,9 @@ export type McpEndpoint =
 /**
  * A tool as the server lists it; `inputSchema` is a JSON Schema object. `inputSchemaReplaced`:
  * why runs are offered it with an open input schema instead of the server's (absent when not).
+ * `descriptionCut`: why its description is the first part of the server's (absent when whole).
  */
-export type McpToolInfo = { name: string; description?: string; inputSchema: Record<string, unknown>; inputSchemaReplaced?: string };
+export type McpToolInfo = { name: string; description?: string; descriptionCut?: string; inputSchema: Record<string, unknown>; inputSchemaReplaced?: string };
 
 /** A listed tool no run is offered: where the server listed it (0 for its first, across pages) and why. */
 export type McpSkippedTool = { position: number; reason: string };
