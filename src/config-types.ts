@@ -127,7 +127,8 @@ export type Config = {
   /**
    * One principal's requests, all its credentials together (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE;
    * ten times RATE_LIMIT_PER_MINUTE by default, 0: not counted; only with RATE_LIMIT_PER_MINUTE),
-   * holding as many seconds' worth as a credential's bucket. Keyless requests of the development
+   * holding as many seconds' worth as a credential's bucket; its access tokens together draw at most
+   * half of it, so its API keys keep the other half. Keyless requests of the development
    * principal count against their address alone. Shared through Redis when REDIS_URL is set.
    */
   principalRateLimit?: { perMinute: number; burst: number };

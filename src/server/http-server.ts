@@ -24,7 +24,7 @@ import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-cr
 import { SocketShares } from "./socket-shares.js";
 import type { SubscriptionQuota } from "./subscription-quota.js";
 import { KEY_REVOKED_MESSAGE, type KeyRevocations } from "./key-revocations.js";
-import { answerClientErrors, PRIVATE_HEADERS, withPrivateHeaders } from "./response-headers.js";
+import { answerClientErrors, PRIVATE_HEADERS, privateUpgradeRefusals, withPrivateHeaders } from "./response-headers.js";
 import type { SocketOperation, TrustedDocuments } from "./trusted-documents.js";
 
 export type RunningServer = {
@@ -109,6 +109,7 @@ export async function startHttpServer({
   const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
   httpServer.on("request", withPrivateHeaders(guarded));
   answerClientErrors(httpServer);
+  privateUpgradeRefusals(httpServer);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
   const wsServer = new WebSocketServer({
     server: httpServer,

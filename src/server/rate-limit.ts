@@ -5,7 +5,9 @@
 // request without a token is answered RATE_LIMITED (HTTP 429 with Retry-After where the transport
 // has a status) before anything is parsed or executed. A request with a credential also takes one
 // from its principal's bucket (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE): a principal's many keys and
-// access tokens together draw no more than it. The buckets live in Redis when REDIS_URL is set, so
+// access tokens together draw no more than it. A request with an access token takes one more, from
+// its principal's access tokens' bucket, which holds half as much: however many end users' browsers
+// a team mints tokens for, they draw at most half its requests, and its API keys keep the other half. The buckets live in Redis when REDIS_URL is set, so
 // every instance draws from the same ones, and in this process otherwise.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
@@ -24,7 +26,8 @@ export type Room = { tokens: number; retryAfterSeconds: number };
 
 /** Where buckets are kept: takes one token from the bucket `key`, or says how long until one is there. */
 export interface TokenBuckets {
-  take(key: string): Promise<RateDecision>;
+  /** With a `share` below 1, the bucket `key` fills at that share of the rate and holds that share of the burst (at least one). */
+  take(key: string, share?: number): Promise<RateDecision>;
   /** The whole tokens the bucket `key` holds now, taking none; with none, how long until one is there. */
   peek(key: string): Promise<Room>;
   close?(): Promise<void>;
@@ -57,19 +60,38 @@ export function principalBucketOf(caller: Caller | undefined): string | undefine
   return `principal:${caller.principalId}`;
 }
 
+/** The share of its principal's requests a principal's access tokens together may draw: its API keys keep the rest. */
+export const ACCESS_TOKENS_SHARE = 0.5;
+
+/** The bucket a principal's access tokens draw from together (at ACCESS_TOKENS_SHARE of the principal's); none for other credentials. */
+export function accessTokensBucketOf(caller: Caller | undefined): string | undefined {
+  return caller?.access && caller.principalId ? `principal-tokens:${caller.principalId}` : undefined;
+}
+
+/** A bucket's settings at `share` of them: the rate and the burst (at least one) scaled. */
+export function shareOf(settings: RateLimitSettings, share = 1): RateLimitSettings {
+  return share === 1 ? settings : { perMinute: settings.perMinute * share, burst: Math.max(1, Math.floor(settings.burst * share)) };
+}
+
 /** The request rate limits: the credential's (or address's) buckets, and the principals' (none: not counted). */
 export type RateLimits = { requests: TokenBuckets; principals?: TokenBuckets };
 
 /**
- * Takes a request's token from its credential's (or address's) bucket, then from its principal's:
- * refused when either is empty. A request its credential's bucket refuses takes nothing from the
- * principal's (an end user past its own limit does not drain its team's); one the principal's
- * refuses has spent its credential's token.
+ * Takes a request's token from its credential's (or address's) bucket, then — an access token's —
+ * from its principal's access tokens' bucket, then from its principal's: refused when any is empty.
+ * A request one bucket refuses takes nothing from the ones after it (an end user past its own
+ * limit does not drain its team's, nor do end users past their share); one a later bucket refuses
+ * has spent its token from the earlier ones.
  */
 export async function takeFor(limits: RateLimits, caller: Caller | undefined, address: string | undefined): Promise<RateDecision> {
   const decision = await limits.requests.take(bucketOf(caller, address));
   const principal = principalBucketOf(caller);
   if (!decision.allowed || !limits.principals || !principal) return decision;
+  const tokens = accessTokensBucketOf(caller);
+  if (tokens) {
+    const share = await limits.principals.take(tokens, ACCESS_TOKENS_SHARE);
+    if (!share.allowed) return share;
+  }
   return limits.principals.take(principal);
 }
 
@@ -88,23 +110,23 @@ export class InProcessTokenBuckets implements TokenBuckets {
     private readonly now: () => number = () => Date.now(),
   ) {}
 
-  async take(key: string): Promise<RateDecision> {
-    const room = this.refill(key);
+  async take(key: string, share = 1): Promise<RateDecision> {
+    const room = this.refill(key, shareOf(this.settings, share));
     if (room.tokens === 0) return { allowed: false, retryAfterSeconds: room.retryAfterSeconds };
     this.buckets.get(key)!.tokens -= 1;
     return { allowed: true };
   }
 
   async peek(key: string): Promise<Room> {
-    return this.refill(key);
+    return this.refill(key, this.settings);
   }
 
   /** The bucket `key` as it is now, its tokens flowed in since it was last touched. */
-  private refill(key: string): Room {
+  private refill(key: string, settings: RateLimitSettings): Room {
     const now = this.now();
-    const perMs = this.settings.perMinute / 60_000;
-    const bucket = this.buckets.get(key) ?? { tokens: this.settings.burst, at: now };
-    bucket.tokens = Math.min(this.settings.burst, bucket.tokens + (now - bucket.at) * perMs);
+    const perMs = settings.perMinute / 60_000;
+    const bucket = this.buckets.get(key) ?? { tokens: settings.burst, at: now };
+    bucket.tokens = Math.min(settings.burst, bucket.tokens + (now - bucket.at) * perMs);
     bucket.at = now;
     // Touched buckets move to the end: the oldest untouched ones are dropped first (they refilled).
     this.buckets.delete(key);
@@ -138,8 +160,8 @@ export class FallbackTokenBuckets implements TokenBuckets {
     private readonly timeoutMs = SHARED_BUCKETS_TIMEOUT_MS,
   ) {}
 
-  take(key: string): Promise<RateDecision> {
-    return this.draw((buckets) => buckets.take(key));
+  take(key: string, share?: number): Promise<RateDecision> {
+    return this.draw((buckets) => buckets.take(key, share));
   }
 
   peek(key: string): Promise<Room> {

@@ -3,7 +3,7 @@
 import type { Redis } from "ioredis";
 import { closeRedisClient, connectWithin, logRedisLink, REDIS_CONNECT_TIMEOUT_MS, RedisUnavailableError, redisAddress } from "../events/redis-link-log.js";
 import type { Logger } from "../logger.js";
-import type { RateDecision, RateLimitSettings, Room, TokenBuckets } from "./rate-limit.js";
+import { type RateDecision, type RateLimitSettings, type Room, shareOf, type TokenBuckets } from "./rate-limit.js";
 
 const TAKE = `
 local now_parts = redis.call('TIME')
@@ -65,22 +65,22 @@ export class RedisTokenBuckets implements TokenBuckets {
     return new RedisTokenBuckets(redis, settings, prefix);
   }
 
-  async take(key: string): Promise<RateDecision> {
-    const { waitMs } = await this.draw(key, 1);
+  async take(key: string, share = 1): Promise<RateDecision> {
+    const { waitMs } = await this.draw(key, 1, shareOf(this.settings, share));
     return waitMs === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: seconds(waitMs) };
   }
 
   async peek(key: string): Promise<Room> {
-    const { waitMs, tokens } = await this.draw(key, 0);
+    const { waitMs, tokens } = await this.draw(key, 0, this.settings);
     return { tokens, retryAfterSeconds: waitMs === 0 ? 0 : seconds(waitMs) };
   }
 
-  /** Refills the bucket and takes `cost` tokens when one is there: how long until one is, and the whole tokens left. */
-  private async draw(key: string, cost: 0 | 1): Promise<{ waitMs: number; tokens: number }> {
+  /** Refills the bucket (at `settings`) and takes `cost` tokens when one is there: how long until one is, and the whole tokens left. */
+  private async draw(key: string, cost: 0 | 1, settings: RateLimitSettings): Promise<{ waitMs: number; tokens: number }> {
     const take = (this.redis as unknown as { dossierTakeToken(key: string, perMs: string, burst: string, cost: string): Promise<[number, number]> })
       .dossierTakeToken;
-    const perMs = String(this.settings.perMinute / 60_000);
-    const [waitMs, tokens] = await take.call(this.redis, `${this.prefix}${key}`, perMs, String(this.settings.burst), String(cost));
+    const perMs = String(settings.perMinute / 60_000);
+    const [waitMs, tokens] = await take.call(this.redis, `${this.prefix}${key}`, perMs, String(settings.burst), String(cost));
     return { waitMs: Number(waitMs), tokens: Number(tokens) };
   }
 

@@ -10,9 +10,11 @@
 //   JSON answer that echoes what a request sent is never run as a script or shown as a page.
 // Yoga's answers get them from its plugin (privateResponses); every response the HTTP server writes
 // itself — a refused name's 421, another site's 403, a wrong path's 404, a forwarded client's 429
-// (withPrivateHeaders), a refused WebSocket upgrade (PRIVATE_HEADERS passed to ws), and the 400,
-// 408 or 431 of a request that never arrived whole (answerClientErrors) — gets the same ones here.
-import type { RequestListener, Server } from "node:http";
+// (withPrivateHeaders), a refused WebSocket upgrade (PRIVATE_HEADERS passed to ws), the 400 or
+// 405 ws answers itself to a malformed upgrade or one at another path (privateUpgradeRefusals),
+// and the 400, 408 or 431 of a request that never arrived whole (answerClientErrors) — gets the
+// same ones here.
+import type { IncomingMessage, RequestListener, Server } from "node:http";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Plugin } from "graphql-yoga";
@@ -71,4 +73,36 @@ export function answerClientErrors(server: Server): void {
     }
     socket.destroy(error);
   });
+}
+
+/**
+ * Gives what ws writes itself on an upgrade's socket it refuses — 405 to another method, 400 to a
+ * malformed upgrade or one at another path than the endpoint's, 503 while it closes — PRIVATE_HEADERS
+ * besides its own (one it names already is kept). ws ends such a socket with the whole response in
+ * one piece; the 101 of an accepted upgrade is written, not ended with, and is left as it is.
+ */
+export function privateUpgradeRefusals(server: Server): void {
+  server.prependListener("upgrade", (_request: IncomingMessage, socket: Duplex) => {
+    const end = socket.end;
+    socket.end = function (this: Duplex, ...args: unknown[]) {
+      socket.end = end;
+      if (typeof args[0] === "string") args[0] = withPrivateHead(args[0]);
+      return (end as (...args: unknown[]) => Duplex).apply(this, args);
+    } as Duplex["end"];
+  });
+}
+
+/** A raw HTTP response with PRIVATE_HEADERS it does not name yet, after its status line; anything else as it is. */
+function withPrivateHead(response: string): string {
+  const headEnd = response.indexOf("\r\n\r\n");
+  const lineEnd = response.indexOf("\r\n");
+  if (!response.startsWith("HTTP/1.1 ") || headEnd < 0) return response;
+  const named = new Set(
+    response
+      .slice(lineEnd + 2, headEnd)
+      .split("\r\n")
+      .map((line) => line.slice(0, line.indexOf(":")).trim().toLowerCase()),
+  );
+  const added = Object.entries(PRIVATE_HEADERS).filter(([name]) => !named.has(name));
+  return `${response.slice(0, lineEnd)}${added.map(([name, value]) => `\r\n${name}: ${value}`).join("")}${response.slice(lineEnd)}`;
 }

@@ -1,8 +1,9 @@
 // What the server answers outside Yoga says the same to caches and browsers as Yoga's answers do
 // (server/response-headers.ts): a rebound name's 421, another site's 403, a wrong path's 404, a
 // forwarded client's 429 over its connection cap — over HTTP and as a refused WebSocket upgrade —
-// and the 400 or 408 of a request that never arrived whole all carry Cache-Control: no-store,
-// Vary: Origin and X-Content-Type-Options: nosniff.
+// ws's own 405 or 400 to a malformed upgrade or one at another path, and the 400 or 408 of a
+// request that never arrived whole all carry Cache-Control: no-store, Vary: Origin and
+// X-Content-Type-Options: nosniff.
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -114,6 +115,21 @@ describe("the server's own refusals", () => {
     const { wsUrl } = t.server!;
     const answers = [await refusedUpgrade(wsUrl, { host: "rebind.example" }), await refusedUpgrade(wsUrl, { origin: "https://evil.example" })];
     expect(answers.map(privateOf)).toEqual([421, 401].map((status) => ({ status, ...PRIVATE })));
+  });
+
+  it("ws's own refusals of an upgrade: 405 to a POST, 400 to a malformed one and to one at another path", async () => {
+    const { url, port } = t.server!;
+    const upgrade = (method: string, path: string, headers: string) =>
+      rawExchange(url, `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\n${headers}\r\n`);
+    const valid = "Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+    const answers = [
+      await upgrade("POST", "/graphql", valid),
+      await upgrade("GET", "/graphql", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"),
+      await upgrade("GET", "/graphql", "Upgrade: h2c\r\n"),
+      await upgrade("GET", "/graphql", "Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\n"),
+      await upgrade("GET", "/elsewhere", valid),
+    ];
+    expect(answers.map(privateOf)).toEqual([405, 400, 400, 400, 400].map((status) => ({ status, ...PRIVATE })));
   });
 
   it("400 to a request that is not HTTP, 408 to one whose headers never all arrive", async () => {

@@ -8,15 +8,17 @@
 // on its run, whose call streams large tool arguments, costs the bus one snapshot a window, not
 // one per ask: answered one by one, they took this instance's loop and the publish backlog that
 // every principal's live output shares (redis-event-target.ts), and the other runs' pieces were dropped.
-// The characters a second that answers cost are counted per asker — the subscriber's principal and
-// the access token it subscribed with, if any — whatever the number of runs it asks for: twenty
-// runs of one principal whose calls stream large tool arguments, each asked for over and over, cost
-// the bus what one such run does (they published twenty times as much, and crowded the other
-// principals' output off the Redis link), and another asker's answers do not wait behind theirs.
-// Not per run owner: an end user holding an access token to one of a principal's runs, asking for
-// it over and over, delays its own later answers only, never the principal's own nor another
-// token's on the principal's other runs. An ask from an older server names no asker: it counts
-// against the run's principal. An asker's runs asked for take their turns in the order asked, each
+// The characters a second that answers cost are counted per asker — the subscriber's principal's own
+// asks, and all of its access tokens' asks together — whatever the number of runs it asks for:
+// twenty runs of one principal whose calls stream large tool arguments, each asked for over and
+// over, cost the bus what one such run does (they published twenty times as much, and crowded the
+// other principals' output off the Redis link), and another asker's answers do not wait behind
+// theirs. A principal's access tokens share one budget however many it mints: a token per asker
+// multiplied the principal's share of the link by the number of its end users. Not per run owner:
+// end users holding access tokens to a principal's runs, asking over and over, delay their own and
+// each other's later answers only (in the order asked), never the principal's own. An ask from an
+// older server names no asker: it counts against the run's principal. An asker's runs asked for
+// take their turns in the order asked, each
 // answered in its turn: none is left out; an answer is one for every asker waiting for that run,
 // counted against the asker whose turn gave it. An answer waiting for its turn when its call ends
 // goes out then, ahead of the call's last frame, and counts against its first asker's next.
@@ -55,8 +57,8 @@ export type BusRunOutputOptions = {
 /** One asker's answers: when the next may go, and its runs asked for meanwhile, in the order asked. */
 type Turns = { next: number; asked: Set<string>; due?: ReturnType<typeof setTimeout> };
 
-/** An asker's turns: the principal's own asks share one, each access token's has its own. */
-const turnsKey = ({ principalId, tokenId }: SnapshotAsker): string => JSON.stringify(tokenId === undefined ? [principalId] : [principalId, tokenId]);
+/** An asker's turns: the principal's own asks share one, and all of its access tokens' asks another. */
+const turnsKey = ({ principalId, tokenId }: SnapshotAsker): string => JSON.stringify(tokenId === undefined ? [principalId] : [principalId, "access tokens"]);
 
 export class BusRunOutput implements RunOutput {
   /** The calls of each run this instance is executing (or ended a moment ago). */

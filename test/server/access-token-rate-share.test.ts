@@ -1,0 +1,82 @@
+// A principal's access tokens together draw at most half of its requests (rate-limit.ts): however
+// many end users' browsers a team mints tokens for, and however hard they all ask, the team's API
+// key keeps the other half of the principal's bucket. In this process's buckets and in Redis's.
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { encodeGlobalId } from "../../src/domain/global-id.js";
+import { InProcessTokenBuckets, type RateLimitSettings, type TokenBuckets } from "../../src/server/rate-limit.js";
+import { RedisTokenBuckets } from "../../src/server/redis-token-buckets.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+type Answer = { status: number; body: { errors?: { extensions?: Record<string, unknown> }[] } };
+
+async function read(url: string, credential: string): Promise<Answer> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${credential}` },
+    body: JSON.stringify({ query: "{ workspaces(first: 1) { edges { node { id } } } }" }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+let t: TestApp | undefined;
+const closing: TokenBuckets[] = [];
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+  for (const buckets of closing.splice(0)) await buckets.close?.();
+});
+
+const redisUrl = inject("redisUrl");
+type Store = (settings: RateLimitSettings) => Promise<TokenBuckets>;
+const stores: [string, Store | undefined][] = [
+  ["in this process", async (settings) => new InProcessTokenBuckets(settings)],
+  ["in Redis", redisUrl ? (settings) => RedisTokenBuckets.connect(redisUrl, settings, { prefix: `dossier:test-${randomUUID()}:` }) : undefined],
+];
+
+describe.each(stores)("a principal's access tokens' share of its requests, %s", (_, store) => {
+  it.runIf(store)(
+    "six end users' tokens asking twice each get half of the principal's burst; its API key gets the other half",
+    async () => {
+      // Ten requests per credential at once (none holds back a token here); eight per principal, refilled once a minute.
+      const [requests, principals] = [await store!({ perMinute: 60, burst: 10 }), await store!({ perMinute: 1, burst: 8 })];
+      closing.push(requests, principals);
+      t = await startTestApp("pglite", { listen: true, authRequired: true, rateLimits: requests, principalRateLimits: principals });
+      const url = t.server!.url;
+      const bob = await t.createPrincipal("bob");
+      const actor = (await t.app.services.principals.authenticate(bob))!;
+      const workspace = await t.app.services.workspaces.createWorkspace(actor, { title: "Cells", goal: "shared" });
+      const grants = [{ resourceId: encodeGlobalId("Workspace", workspace.id), operations: ["READ" as const] }];
+      const tokens: string[] = [];
+      for (let i = 0; i < 6; i += 1) tokens.push((await t.app.services.accessTokens.mint(actor, { grants })).token);
+
+      const tokenStatuses: number[] = [];
+      const refusals: Answer[] = [];
+      for (let round = 0; round < 2; round += 1) {
+        for (const token of tokens) {
+          const answer = await read(url, token);
+          tokenStatuses.push(answer.status);
+          if (answer.status === 429) refusals.push(answer);
+        }
+      }
+      // The tokens' bucket holds four: the first four reads, then none.
+      expect(tokenStatuses).toEqual([200, 200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429]);
+      for (const refused of refusals)
+        expect(refused.body.errors![0]!.extensions).toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: expect.any(Number) });
+
+      // Bob's backend still has the four the tokens could not take, and no more.
+      const keyStatuses: number[] = [];
+      for (let i = 0; i < 5; i += 1) keyStatuses.push((await read(url, bob)).status);
+      expect(keyStatuses).toEqual([200, 200, 200, 200, 429]);
+      // Another principal's tokens have a share of their own.
+      const alice = await t.createPrincipal("alice");
+      const aliceActor = (await t.app.services.principals.authenticate(alice))!;
+      const hers = await t.app.services.workspaces.createWorkspace(aliceActor, { title: "Hers", goal: "hers" });
+      const aliceToken = (
+        await t.app.services.accessTokens.mint(aliceActor, { grants: [{ resourceId: encodeGlobalId("Workspace", hers.id), operations: ["READ"] }] })
+      ).token;
+      expect((await read(url, aliceToken)).status).toBe(200);
+    },
+    120_000,
+  );
+});
