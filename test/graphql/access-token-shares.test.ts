@@ -6,7 +6,7 @@
 //   into the other half; a token's run that leaves QUEUED frees a place of the tokens' share;
 // - an access token's idempotency keys are its grants' own: another end user's token uses the same
 //   key for a run of its own (no IdempotencyConflictError telling it the key was used), the team's
-//   API keys too, while a token minted again for the same grants replays its run.
+//   API keys too, while a token minted again for the same grants replays its run; so with createScore.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import {
@@ -14,6 +14,9 @@ import {
   type AdmitRunInput,
   CancelRunDocument,
   CreateAccessTokenDocument,
+  CreateScoreConfigDocument,
+  CreateScoreDocument,
+  type CreateScoreInput,
   PauseRunDocument,
   ResumeRunDocument,
 } from "../../sdk/generated/graphql.js";
@@ -39,9 +42,8 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
   /** A new principal's API key client, and a token client for `operations` on a resource of it. */
   const team = async (name: string) => {
     const owner = t.as(await t.createPrincipal(name));
-    const token = async (resourceId: string) => {
-      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId, operations: ["ADMIT", "READ", "CANCEL"] }] } }))
-        .createAccessToken;
+    const token = async (resourceId: string, operations: ("ADMIT" | "READ" | "CANCEL" | "SCORE")[] = ["ADMIT", "READ", "CANCEL"]) => {
+      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId, operations }] } })).createAccessToken;
       return t.as(expectType(minted, "CreateAccessTokenSuccess").token);
     };
     return { owner, token };
@@ -100,5 +102,20 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
     // Each scope's retry still answers its own run.
     const bAgain = await admit(await token(w2.id), { workspaceId: w2.id, question: "from B", idempotencyKey: "msg-1" });
     expect([bAgain.replayed, bAgain.run.id]).toEqual([true, b.run.id]);
+  });
+
+  it("scopes a token's score idempotency keys to its grants as well", async () => {
+    const { owner, token } = await team("Score scope");
+    const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];
+    expectType((await owner.request(CreateScoreConfigDocument, { input: { name: "helpful", kind: "BOOLEAN" } })).createScoreConfig, "CreateScoreConfigSuccess");
+    const [ofA, ofB] = [await admit(owner, { workspaceId: w1.id, question: "a" }), await admit(owner, { workspaceId: w2.id, question: "b" })];
+    const vote = async (client: DossierClient, input: Omit<CreateScoreInput, "configName" | "source" | "idempotencyKey">) =>
+      (await client.request(CreateScoreDocument, { input: { ...input, configName: "helpful", source: "HUMAN", idempotencyKey: "vote-1" } })).createScore;
+    const first = expectType(await vote(await token(w1.id, ["READ", "SCORE"]), { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
+
+    const other = expectType(await vote(await token(w2.id, ["READ", "SCORE"]), { targetId: ofB.run.id, value: 0 }), "CreateScoreSuccess");
+    expect([other.score.id === first.score.id, other.score.targetId]).toEqual([false, ofB.run.id]);
+    const again = expectType(await vote(await token(w1.id, ["READ", "SCORE"]), { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
+    expect(again.score.id).toBe(first.score.id);
   });
 });

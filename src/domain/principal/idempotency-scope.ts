@@ -1,5 +1,6 @@
-// Whose of a principal's idempotency keys a request's key is (W5). The principal's API keys share
-// one scope, "": a retry through another of its keys answers the same run. An access token's keys
+// Whose of a principal's idempotency keys (admitRun's, createScore's) a request's key is (W5).
+// The principal's API keys share one scope, "": a retry through another of its keys answers the
+// same run. An access token's keys
 // are its grants' own: "token:<minting key id>:<digest of the grants>". Another end user's token
 // (other grants) may use the same key for its own run, unaware of the first and without taking it
 // from them, while a token minted again for the same grants by the same key (the same end user's
