@@ -211,7 +211,7 @@ export type CreateScoreInput = {
   comment?: string | null | undefined;
   /** The name of one of your score configs; the value is checked against it. */
   configName: string;
-  /** Sent again with the same request, returns the score it made (one score, however often it is retried); with a different request it is an IdempotencyConflictError. Unique per principal while the score exists. */
+  /** Sent again with the same request, returns the score it made (one score, however often it is retried); with a different request it is an IdempotencyConflictError. Unique per principal while the score exists; an access token's keys are its grants' own (another end user's token may use the same key). */
   idempotencyKey?: string | null | undefined;
   /** CATEGORICAL: required, one of the categories; BOOLEAN: "true" or "false" (or send value); NUMERIC: not allowed. */
   label?: string | null | undefined;

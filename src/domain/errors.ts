@@ -113,9 +113,15 @@ export class ConversationBusyError extends DomainError {
  * nothing was admitted. A place frees up when one of them starts, is paused or is cancelled.
  */
 export class QueueFullError extends DomainError {
-  constructor(readonly maxQueuedRuns: number) {
+  /** `tokensShare`: the refused run is an access token's, and the principal's tokens hold that many queued runs, their share. */
+  constructor(
+    readonly maxQueuedRuns: number,
+    readonly tokensShare?: number,
+  ) {
     super(
-      `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`,
+      tokensShare === undefined
+        ? `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`
+        : `Your principal's access tokens already hold ${groupedDigits(tokensShare)} runs queued, half of the ${groupedDigits(maxQueuedRuns)} one principal may have waiting (its API keys keep the rest); nothing was admitted. Admit more once some have started or been cancelled.`,
     );
   }
 }

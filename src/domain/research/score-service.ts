@@ -24,6 +24,7 @@ import {
   scoreReading,
 } from "./score-rules.js";
 import { type HumanScores, humanScoresOf } from "./score-provenance.js";
+import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
 
 /** The global id type names a score may target, and the kind each is stored as. */
 export const SCORE_TARGETS: Record<string, ScoreTargetKind> = {
@@ -117,8 +118,12 @@ export class ScoreService {
     };
     const key = text.idempotencyKey ?? null;
     const fingerprint = key === null ? null : createHash("sha256").update(JSON.stringify(data)).digest("hex");
+    // An access token's keys are its grants' own: another end user's token may use the same key.
+    const scope = idempotencyScopeOf(actor);
     const replay = async () => {
-      const earlier = await this.deps.prisma.score.findUnique({ where: { ownerId_idempotencyKey: { ownerId: actor.principalId, idempotencyKey: key! } } });
+      const earlier = await this.deps.prisma.score.findUnique({
+        where: { ownerId_idempotencyScope_idempotencyKey: { ownerId: actor.principalId, idempotencyScope: scope, idempotencyKey: key! } },
+      });
       if (!earlier) return null;
       if (earlier.fingerprint !== fingerprint) throw new IdempotencyConflictError(key!);
       return earlier;
@@ -131,7 +136,7 @@ export class ScoreService {
     try {
       const score = await this.deps.prisma.$transaction(async (tx) => {
         const created = await tx.score.create({
-          data: { ...data, createdById: actor.principalId, credential: credentialOf(actor), idempotencyKey: key, fingerprint },
+          data: { ...data, createdById: actor.principalId, credential: credentialOf(actor), idempotencyScope: scope, idempotencyKey: key, fingerprint },
         });
         await this.recordEvent(tx, created, config, after);
         return created;

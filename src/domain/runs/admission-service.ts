@@ -1,12 +1,13 @@
 // Run admission (W4, W5, R0): a new, independent run with its own limits and principal, its
-// goal version, materials and configuration frozen, idempotent per principal and key. What a
+// goal version, materials and configuration frozen, idempotent per principal and key (an access
+// token's keys within its grants' scope: idempotency-scope.ts). What a
 // request may say, its defaults and its fingerprint are in admission-request.ts.
 import { randomUUID } from "node:crypto";
 import { type EventPublisher, publishRunListChange } from "../../events/topics.js";
 import type { Prisma, PrismaClient, Run } from "../../generated/prisma/client.js";
 import { type AfterCommit, runAfterCommit } from "../after-commit.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
-import { ConversationBusyError, IdempotencyConflictError, NotFoundError, QueueFullError, ValidationError } from "../errors.js";
+import { ConversationBusyError, IdempotencyConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { shareOpenWorkspace } from "../workspace/link-service.js";
 import { admittedReach, reachOf, withinReach } from "../workspace/material-reach.js";
@@ -19,7 +20,8 @@ import { metadataPairs } from "./run-labels.js";
 import type { RunAnnouncer } from "./run-announcer.js";
 import { assertKeyMayInterrupt, assertMayInterrupt } from "./interrupt-rights.js";
 import { cancelIn } from "./run-service.js";
-import { holdQueuePlace, MAX_QUEUED_RUNS_DEFAULT } from "./queue-gate.js";
+import { holdQueuePlace, MAX_QUEUED_RUNS_DEFAULT, queueFull } from "./queue-gate.js";
+import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
@@ -80,7 +82,7 @@ export class AdmissionService {
         materials: distinct(request.materials),
         continuesPublicationId: request.continuesPublicationId ?? null,
         ...admittedReach(actor),
-        idempotency: key ? { key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
+        idempotency: key ? { scope: idempotencyScopeOf(actor), key, fingerprint, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } : null,
         maxQueuedRuns: this.maxQueuedRuns,
         now,
         relations,
@@ -91,7 +93,7 @@ export class AdmissionService {
         if (replay) return replay;
       }
       // A full queue refuses the run; a retry of an admission that committed was answered above.
-      if (outcome.kind === "queue-full") throw new QueueFullError(this.maxQueuedRuns);
+      if (outcome.kind === "queue-full") throw queueFull(this.maxQueuedRuns, actor.access !== undefined, outcome.tokensQueued);
       // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
     } else if (key) {
       const replay = await this.replay(actor, key, fingerprint, relations);
@@ -151,7 +153,7 @@ export class AdmissionService {
   private async replay(actor: Actor, key: string, fingerprint: string, relations: AdmittedRelations = {}): Promise<{ run: Run; replayed: true } | null> {
     const now = this.deps.now?.() ?? new Date();
     const stored = await this.deps.prisma.idempotencyKey.findUnique({
-      where: { principalId_key: { principalId: actor.principalId, key } },
+      where: { principalId_scope_key: { principalId: actor.principalId, scope: idempotencyScopeOf(actor), key } },
     });
     if (!stored || stored.expiresAt <= now) return null;
     if (stored.fingerprint !== fingerprint) throw new IdempotencyConflictError(key);
@@ -171,7 +173,8 @@ export class AdmissionService {
   ): Promise<Run> {
     const now = this.deps.now?.() ?? new Date();
     const runId = randomUUID();
-    if (request.idempotencyKey) await claimKey(tx, { principalId: actor.principalId, key: request.idempotencyKey, fingerprint, runId, now });
+    if (request.idempotencyKey)
+      await claimKey(tx, { principalId: actor.principalId, scope: idempotencyScopeOf(actor), key: request.idempotencyKey, fingerprint, runId, now });
     // Before the workspace is locked: cancelling a run locks it, and a settling run locks its
     // run row before its workspace. Taking locks in that order too never deadlocks with it.
     if (request.conversationId) await this.makeRoom(tx, { actor, conversationId: request.conversationId, strategy: request.multitask, runId }, after);
@@ -186,7 +189,7 @@ export class AdmissionService {
       if (within && !within.has(request.continuesPublicationId)) throw new NotFoundError("Publication", request.continuesPublicationId);
     }
     // Last before the writes: the run rows an interruption cancels are locked before it (queue-gate.ts).
-    await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns);
+    await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns, actor.access !== undefined);
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
@@ -264,10 +267,10 @@ export class AdmissionService {
 /** Claims an idempotency key for the run, first: a concurrent admission with the same key waits here, then fails. */
 async function claimKey(
   tx: Prisma.TransactionClient,
-  { principalId, key, fingerprint, runId, now }: { principalId: string; key: string; fingerprint: string; runId: string; now: Date },
+  { principalId, scope, key, fingerprint, runId, now }: { principalId: string; scope: string; key: string; fingerprint: string; runId: string; now: Date },
 ): Promise<void> {
-  await tx.idempotencyKey.deleteMany({ where: { principalId, key, expiresAt: { lte: now } } });
-  await tx.idempotencyKey.create({ data: { principalId, key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } });
+  await tx.idempotencyKey.deleteMany({ where: { principalId, scope, key, expiresAt: { lte: now } } });
+  await tx.idempotencyKey.create({ data: { principalId, scope, key, fingerprint, runId, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } });
 }
 
 /**

@@ -65,7 +65,8 @@ export class PauseService {
       // owner's queue row is locked after the run's (lock-order.ts) and the run queued under it.
       const waiting = await applyTransition(tx, TRANSITIONS.unpauseWaiting, run, details);
       if (waiting) return waiting;
-      await holdQueuePlace(tx, run.ownerId, this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT);
+      // A run an access token admitted takes a place of the tokens' share again, whoever resumes it.
+      await holdQueuePlace(tx, run.ownerId, this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT, run.admittedByToken !== null);
       return applyTransition(tx, TRANSITIONS.unpause, run, details);
     });
   }

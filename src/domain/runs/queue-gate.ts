@@ -20,6 +20,11 @@
 // small, so the queued count it sees is at least the true one. So under READ COMMITTED, any number
 // of concurrent admissions admit no more runs than fit, and exactly as many while none leaves QUEUED.
 //
+// A principal's access tokens together hold at most half of its places (tokenQueueShare): however
+// many end users' pages admit runs, its API keys keep the rest. The runs a token admitted
+// (run.admitted_by_token) are counted apart too, on the same two rows (token_entered, token_exited),
+// so an admission by a token checks both counts under the one lock it takes.
+//
 // Lock order: the rows are taken after the run rows a transaction changes (lock-order.ts) — a claim
 // takes its runs, then the trigger takes their principals' exit rows; an admission that interrupts
 // a conversation locks the runs it cancels (and so the exit row) first — and an admission holds no
@@ -30,23 +35,49 @@ import { QueueFullError } from "../errors.js";
 /** MAX_QUEUED_RUNS_PER_PRINCIPAL's default. */
 export const MAX_QUEUED_RUNS_DEFAULT = 1_000;
 
+/** How many runs a principal's access tokens together may have QUEUED: half of `limit`, at least one. */
+export const tokenQueueShare = (limit: number): number => Math.max(1, Math.floor(limit / 2));
+
 /**
  * The admission statement's gate (admit-in-one-statement.ts): one row when the principal (`owner`,
- * a parameter) has fewer than `limit` runs queued, taken for every row of `after` (the checks that
- * passed), so nothing is locked when they fail.
+ * a parameter) has fewer than `limit` runs queued and, when `tokenLimit` (a parameter) is not null,
+ * its access tokens fewer than that; taken for every row of `after` (the checks that passed), so
+ * nothing is locked when they fail. `tokens`, when the gate gives no row, the count of the runs the
+ * tokens have queued (read as the gate read them): at the tokens' share or not, the error says.
  */
-export function queueGateSql(owner: string, limit: string, after: string): string {
+export function queueGateSql(owner: string, limit: string, after: string, tokenLimit: string): string {
+  const exit = (column: string) => `coalesce((SELECT x.${column} FROM principal_queue_exit x WHERE x.principal_id = q.principal_id), 0)`;
   return `INSERT INTO principal_queue AS q (principal_id, entered) SELECT ${owner}::text, 0 FROM ${after}
        ON CONFLICT (principal_id) DO UPDATE SET entered = q.entered
-         WHERE q.entered - coalesce((SELECT x.exited FROM principal_queue_exit x WHERE x.principal_id = q.principal_id), 0) < ${limit}::bigint
+         WHERE q.entered - ${exit("exited")} < ${limit}::bigint
+           AND (${tokenLimit}::bigint IS NULL OR q.token_entered - ${exit("token_exited")} < ${tokenLimit}::bigint)
        RETURNING 1`;
+}
+
+/** The runs the principal's (`owner`) access tokens have QUEUED, as a statement's scalar subquery. */
+export function tokensQueuedSql(owner: string): string {
+  return `(SELECT q.token_entered - coalesce((SELECT x.token_exited FROM principal_queue_exit x WHERE x.principal_id = q.principal_id), 0)
+      FROM principal_queue q WHERE q.principal_id = ${owner}::text)`;
+}
+
+/** The refusal of a run when the gate gave no place: the tokens' share is full when they hold it, else the principal's queue. */
+export function queueFull(limit: number, byToken: boolean, tokensQueued: unknown): QueueFullError {
+  const share = tokenQueueShare(limit);
+  return byToken && Number(tokensQueued ?? 0) >= share ? new QueueFullError(limit, share) : new QueueFullError(limit);
 }
 
 /**
  * Holds the principal's place for one more queued run inside the caller's transaction, before the
- * run is inserted; a QueueFullError when they have `limit` runs queued already.
+ * run is inserted; a QueueFullError when they have `limit` runs queued already, or when the run is
+ * an access token's (`byToken`: it admitted it) and the tokens hold their share.
  */
-export async function holdQueuePlace(tx: Prisma.TransactionClient, principalId: string, limit: number): Promise<void> {
-  const held = await tx.$queryRawUnsafe<unknown[]>(queueGateSql("$1", "$2", "(SELECT 1) AS one"), principalId, limit);
-  if (held.length === 0) throw new QueueFullError(limit);
+export async function holdQueuePlace(tx: Prisma.TransactionClient, principalId: string, limit: number, byToken: boolean): Promise<void> {
+  const gate = queueGateSql("$1", "$2", "(SELECT 1) AS one", "$3");
+  const [row] = await tx.$queryRawUnsafe<{ held: number; tokens: unknown }[]>(
+    `WITH gate AS (${gate}) SELECT (SELECT count(*) FROM gate)::int AS held, ${byToken ? tokensQueuedSql("$1") : "NULL"} AS tokens`,
+    principalId,
+    limit,
+    byToken ? tokenQueueShare(limit) : null,
+  );
+  if (!row || row.held === 0) throw queueFull(limit, byToken, row?.tokens);
 }

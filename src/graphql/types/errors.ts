@@ -100,7 +100,7 @@ builder.objectType(WorkspaceArchivedError, {
 builder.objectType(QueueFullError, {
   name: "QueueFullError",
   description:
-    "You already have as many runs QUEUED as one principal may have waiting (the operator's MAX_QUEUED_RUNS_PER_PRINCIPAL); nothing was admitted. A place frees up as soon as one of them starts, is paused or is cancelled. A retry with the idempotency key of an admission that did commit still answers that run.",
+    "You already have as many runs QUEUED as one principal may have waiting (the operator's MAX_QUEUED_RUNS_PER_PRINCIPAL), or, for a run of an access token, the principal's access tokens together hold half of those places, their share; nothing was admitted. A place frees up as soon as one of them starts, is paused or is cancelled. A retry with the idempotency key of an admission that did commit still answers that run.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ maxQueuedRuns: t.exposeInt("maxQueuedRuns", { description: "The most runs one principal may have QUEUED at once." }) }),
 });

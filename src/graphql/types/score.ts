@@ -169,7 +169,7 @@ const CreateScoreInput = builder.inputType("CreateScoreInput", {
     source: t.field({ type: ScoreSourceEnum, required: true }),
     idempotencyKey: t.string({
       description:
-        "Sent again with the same request, returns the score it made (one score, however often it is retried); with a different request it is an IdempotencyConflictError. Unique per principal while the score exists.",
+        "Sent again with the same request, returns the score it made (one score, however often it is retried); with a different request it is an IdempotencyConflictError. Unique per principal while the score exists; an access token's keys are its grants' own (another end user's token may use the same key).",
     }),
   }),
 });

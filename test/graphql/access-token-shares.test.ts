@@ -1,0 +1,121 @@
+// One end user's access token does not take from the principal, nor from the other end users, what
+// they need to admit runs:
+// - the principal's access tokens together hold at most half of its queued places
+//   (MAX_QUEUED_RUNS_PER_PRINCIPAL): one more run of any of its tokens is a QueueFullError saying so,
+//   on either admission path and on resuming a paused run a token admitted, while its API keys admit
+//   into the other half; a token's run that leaves QUEUED frees a place of the tokens' share;
+// - an access token's idempotency keys are its grants' own: another end user's token uses the same
+//   key for a run of its own (no IdempotencyConflictError telling it the key was used), the team's
+//   API keys too, while a token minted again for the same grants replays its run; so with createScore.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DossierClient } from "../../sdk/client.js";
+import {
+  AdmitRunDocument,
+  type AdmitRunInput,
+  CancelRunDocument,
+  CreateAccessTokenDocument,
+  CreateScoreConfigDocument,
+  CreateScoreDocument,
+  type CreateScoreInput,
+  PauseRunDocument,
+  ResumeRunDocument,
+} from "../../sdk/generated/graphql.js";
+import { backends } from "../support/databases.js";
+import { admit, createWorkspace, expectType, startConversation } from "../support/fixtures.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+
+const LIMIT = 4;
+const SHARE = LIMIT / 2;
+const TOKENS_FULL = `Your principal's access tokens already hold ${SHARE} runs queued, half of the ${LIMIT} one principal may have waiting`;
+
+const admitRun = async (client: DossierClient, input: AdmitRunInput) => (await client.request(AdmitRunDocument, { input })).admitRun;
+
+describe.each(backends)("access tokens' shares of their principal on %s", (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend, { authRequired: true, maxQueuedRunsPerPrincipal: LIMIT });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** A new principal's API key client, and a token client for `operations` on a resource of it. */
+  const team = async (name: string) => {
+    const owner = t.as(await t.createPrincipal(name));
+    const token = async (resourceId: string, operations: ("ADMIT" | "READ" | "CANCEL" | "SCORE")[] = ["ADMIT", "READ", "CANCEL"]) => {
+      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId, operations }] } })).createAccessToken;
+      return t.as(expectType(minted, "CreateAccessTokenSuccess").token);
+    };
+    return { owner, token };
+  };
+
+  it("holds the tokens to half the queued places on every path, and leaves the API keys the rest", async () => {
+    const { owner, token } = await team("Queue share");
+    const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];
+    const conversation = await startConversation(owner);
+    const [a, b, c] = [await token(w1.id), await token(w2.id), await token(conversation.id)];
+
+    const ofA = [await admit(a, { workspaceId: w1.id, question: "a 1" }), await admit(a, { workspaceId: w1.id, question: "a 2" })];
+    const refusedA = expectType(await admitRun(a, { workspaceId: w1.id, question: "a 3" }), "QueueFullError");
+    expect([refusedA.maxQueuedRuns, refusedA.message]).toEqual([LIMIT, expect.stringContaining(TOKENS_FULL)]);
+    // Another end user's token, in one statement and through a conversation (the transactional path).
+    expect(expectType(await admitRun(b, { workspaceId: w2.id, question: "b 1" }), "QueueFullError").message).toContain(TOKENS_FULL);
+    const enqueued = await admitRun(c, { conversationId: conversation.id, question: "c 1", multitask: "ENQUEUE" });
+    expect(expectType(enqueued, "QueueFullError").message).toContain(TOKENS_FULL);
+
+    // The team's API key admits into the other half, then the principal's queue is full for all.
+    await admit(owner, { question: "key 1" });
+    const ofKey = await admit(owner, { question: "key 2" });
+    const refusedKey = expectType(await admitRun(owner, { question: "key 3" }), "QueueFullError");
+    expect(refusedKey.message).toContain(`You already have ${LIMIT} runs queued`);
+
+    // A token's run cancelled frees a place of the tokens' share: another token takes it, and only one.
+    await a.request(CancelRunDocument, { input: { runId: ofA[0]!.run.id } });
+    await admit(b, { workspaceId: w2.id, question: "b 2" });
+    expect(expectType(await admitRun(c, { conversationId: conversation.id, question: "c 2" }), "QueueFullError").message).toContain(TOKENS_FULL);
+
+    // Paused, a token's run gives its place back; resumed, it takes one of the tokens' share again.
+    expectType((await owner.request(PauseRunDocument, { input: { runId: ofA[1]!.run.id } })).pauseRun, "PauseRunSuccess");
+    await owner.request(CancelRunDocument, { input: { runId: ofKey.run.id } });
+    await admit(b, { workspaceId: w2.id, question: "b 3" });
+    const resumed = expectType((await owner.request(ResumeRunDocument, { input: { runId: ofA[1]!.run.id } })).resumeRun, "QueueFullError");
+    expect(resumed.message).toContain(TOKENS_FULL);
+    // The key's place is still there for the key.
+    await admit(owner, { question: "key 4" });
+  });
+
+  it("scopes a token's idempotency keys to its grants: another's use of the key is its own run, its own retry replays", async () => {
+    const { owner, token } = await team("Idempotency scope");
+    const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];
+    const a = await token(w1.id);
+    const first = await admit(a, { workspaceId: w1.id, question: "from A", idempotencyKey: "msg-1" });
+
+    const b = await admit(await token(w2.id), { workspaceId: w2.id, question: "from B", idempotencyKey: "msg-1" });
+    expect([b.replayed, b.run.id === first.run.id, b.run.question]).toEqual([false, false, "from B"]);
+    const ofKey = await admit(owner, { question: "from the team", idempotencyKey: "msg-1" });
+    expect([ofKey.replayed, ofKey.run.id === first.run.id]).toEqual([false, false]);
+
+    // The same end user's page with a new token for the same grants: its retry answers its run.
+    const again = await admit(await token(w1.id), { workspaceId: w1.id, question: "from A", idempotencyKey: "msg-1" });
+    expect([again.replayed, again.run.id]).toEqual([true, first.run.id]);
+    expect((await admitRun(a, { workspaceId: w1.id, question: "other", idempotencyKey: "msg-1" })).__typename).toBe("IdempotencyConflictError");
+    // Each scope's retry still answers its own run.
+    const bAgain = await admit(await token(w2.id), { workspaceId: w2.id, question: "from B", idempotencyKey: "msg-1" });
+    expect([bAgain.replayed, bAgain.run.id]).toEqual([true, b.run.id]);
+  });
+
+  it("scopes a token's score idempotency keys to its grants as well", async () => {
+    const { owner, token } = await team("Score scope");
+    const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];
+    expectType((await owner.request(CreateScoreConfigDocument, { input: { name: "helpful", kind: "BOOLEAN" } })).createScoreConfig, "CreateScoreConfigSuccess");
+    const [ofA, ofB] = [await admit(owner, { workspaceId: w1.id, question: "a" }), await admit(owner, { workspaceId: w2.id, question: "b" })];
+    const vote = async (client: DossierClient, input: Omit<CreateScoreInput, "configName" | "source" | "idempotencyKey">) =>
+      (await client.request(CreateScoreDocument, { input: { ...input, configName: "helpful", source: "HUMAN", idempotencyKey: "vote-1" } })).createScore;
+    const first = expectType(await vote(await token(w1.id, ["READ", "SCORE"]), { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
+
+    const other = expectType(await vote(await token(w2.id, ["READ", "SCORE"]), { targetId: ofB.run.id, value: 0 }), "CreateScoreSuccess");
+    expect([other.score.id === first.score.id, other.score.targetId]).toEqual([false, ofB.run.id]);
+    const again = expectType(await vote(await token(w1.id, ["READ", "SCORE"]), { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
+    expect(again.score.id).toBe(first.score.id);
+  });
+});
