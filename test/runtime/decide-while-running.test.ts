@@ -62,10 +62,11 @@ describe.each(backends)("a decision while the run is RUNNING on %s", (backend) =
     const { run } = await admit(t.client, { question: callTools({ name: "write_report", arguments: { title: "Q3" } }, { name: "call_tool" }) });
     const held = await waitUntil(async () => {
       const current = expectType((await t!.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
-      return current.status === "WAITING" ? current : undefined;
+      return ["QUEUED", "RUNNING"].includes(current.status) ? undefined : current;
     }, 20_000);
     // Nobody decided: the tool's decision was refused while the run ran, and the call still waits.
     expect(answers).toEqual(["RunNotWaitingError RUNNING"]);
+    expect(held.status).toBe("WAITING");
     expect(executed).toEqual(["call_tool"]);
     const [approval] = held.pendingApprovals.edges.map((edge) => edge.node);
     expect(approval).toMatchObject({ toolName: "write_report", decision: null, decidedBy: null });
