@@ -1,4 +1,5 @@
 import type { Run, ToolApproval } from "../generated/prisma/client.js";
+import type { RunStatus } from "../generated/prisma/enums.js";
 import { groupedDigits } from "./text/grouped-digits.js";
 // Expected failures are values of these classes; the GraphQL layer exposes each as a typed
 // error in mutation payloads. Anything else thrown is a bug and is masked from clients.
@@ -175,6 +176,20 @@ export class ArtifactExpiredError extends DomainError {
 export class AlreadyDecidedError extends DomainError {
   constructor(readonly approval: ToolApproval) {
     super(`The tool call was already decided: ${approval.decision ?? "closed"}${approval.reason ? ` (${approval.reason})` : ""}.`);
+  }
+}
+
+/**
+ * A decision on a call of a run that is not waiting for decisions (WAITING, or PAUSED while it
+ * waited): while an attempt holds the run (RUNNING), its own tools could be the ones deciding, so
+ * nothing is decided then. The request stays open; decide it once the run waits.
+ */
+export class RunNotWaitingError extends DomainError {
+  constructor(
+    readonly approval: ToolApproval,
+    readonly status: RunStatus,
+  ) {
+    super(`The run is ${status}, not waiting for decisions: a call is decided only while its run waits (WAITING or PAUSED). The request stays open.`);
   }
 }
 

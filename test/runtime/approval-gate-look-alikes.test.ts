@@ -72,13 +72,16 @@ describe("the approval gate and keys that read alike", () => {
   });
 
   it("does not run such a call approved as it was held, and runs a person's edit as they wrote it", async () => {
+    const written = `{"file":{"narne":"notes.txt",${filler},"name":"/etc/shadow"}}`;
     const { gate, started, sink } = gateOver([
-      { id: "a1", toolCallId: "c1", decision: "APPROVE" },
-      { id: "a2", toolCallId: "c2", decision: "EDIT", editedArguments: '{"file":{"name":"notes.txt"}}' },
+      { id: "a1", toolCallId: "c1", toolName: "read_file", arguments: written, decision: "APPROVE" },
+      { id: "a2", toolCallId: "c2", toolName: "read_file", arguments: written, decision: "EDIT", editedArguments: '{"file":{"name":"notes.txt"}}' },
     ]);
     const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool read_file" });
-    const written = `{"file":{"narne":"notes.txt",${filler},"name":"/etc/shadow"}}`;
-    expect(await gate({ id: "c1", name: "read_file", arguments: written }, span)).toMatchObject({ type: "decline" });
+    expect(await gate({ id: "c1", name: "read_file", arguments: written }, span)).toMatchObject({
+      type: "decline",
+      output: expect.stringContaining("a person cannot be shown what it would run"),
+    });
     expect(await gate({ id: "c2", name: "read_file", arguments: written }, span)).toEqual({ type: "execute", arguments: '{"file":{"name":"notes.txt"}}' });
     expect(started).toEqual(["a2"]);
   });

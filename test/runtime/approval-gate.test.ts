@@ -8,6 +8,7 @@ import {
   approvalGate,
   changedToolResult,
   declinedResult,
+  notDecidedCallResult,
   repeatedKeyResult,
   unreadableArgumentsResult,
   unreadableKeyResult,
@@ -33,7 +34,10 @@ function gateOver(existing: Partial<ToolApprovalRecord>[] = [], mcpTools: Record
     inputSchemaOf: (name) => (name === "deploy" ? { type: "object", properties: { target: { type: "string" } } } : null),
     mcpToolOf: (name) => mcpTools[name] ?? null,
     ...(current && { current }),
-    existing: existing.map((a) => ({ messageId: "m1", startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord),
+    existing: existing.map(
+      (a) =>
+        ({ messageId: "m1", toolName: "deploy", arguments: call("").arguments, startedAt: null, reason: null, decidedBy: null, ...a }) as ToolApprovalRecord,
+    ),
     runId: "run-1",
     messageId: "m1",
     write,
@@ -162,9 +166,9 @@ describe("the approval gate", () => {
     const tools = { mcp__fs__delete_cache: "fs/delete_cache", deploy: "ops/deploy" };
     const { gate, requests, started, sink } = gateOver(
       [
-        { id: "a1", toolCallId: "c1", decision: "APPROVE", mcpTool: "fs/delete.cache" },
-        { id: "a2", toolCallId: "c2", decision: "EDIT", editedArguments: "{}", mcpTool: "fs/delete.cache" },
-        { id: "a3", toolCallId: "c3", decision: "APPROVE", mcpTool: "fs/delete_cache" },
+        { id: "a1", toolCallId: "c1", toolName: "mcp__fs__delete_cache", decision: "APPROVE", mcpTool: "fs/delete.cache" },
+        { id: "a2", toolCallId: "c2", toolName: "mcp__fs__delete_cache", decision: "EDIT", editedArguments: "{}", mcpTool: "fs/delete.cache" },
+        { id: "a3", toolCallId: "c3", toolName: "mcp__fs__delete_cache", decision: "APPROVE", mcpTool: "fs/delete_cache" },
       ],
       tools,
     );
@@ -187,7 +191,7 @@ describe("the approval gate", () => {
         { id: "a1", toolCallId: "c1", decision: "APPROVE" },
         { id: "a2", toolCallId: "c2", decision: "EDIT", editedArguments: '{"target":"staging"}' },
         { id: "a3", toolCallId: "c3", decision: "REJECT", reason: "no" },
-        { id: "a4", toolCallId: "c4", decision: "APPROVE" },
+        { id: "a4", toolCallId: "c4", toolName: "read", decision: "APPROVE" },
       ],
       {},
       async (name) => (asked.push(name), name === "deploy" ? gone(name) : null),
@@ -202,15 +206,38 @@ describe("the approval gate", () => {
   });
 
   it("runs an edited call with the person's arguments, however unreadable the model's original keys were", async () => {
+    const original = '{"Target":"prod","targ\u0435t":"x","target":"staging"}';
     const { gate, started, sink } = gateOver([
-      { id: "a1", toolCallId: "c1", decision: "EDIT", editedArguments: '{"target":"staging"}' },
-      { id: "a2", toolCallId: "c2", decision: "APPROVE" },
+      { id: "a1", toolCallId: "c1", decision: "EDIT", editedArguments: '{"target":"staging"}', arguments: original },
+      { id: "a2", toolCallId: "c2", decision: "APPROVE", arguments: original },
     ]);
     const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
-    const original = '{"Target":"prod","targ\u0435t":"x","target":"staging"}';
     expect(await gate({ id: "c1", name: "deploy", arguments: original }, span)).toEqual({ type: "execute", arguments: '{"target":"staging"}' });
     // The same arguments approved as they are do not run.
     expect(await gate({ id: "c2", name: "deploy", arguments: original }, span)).toMatchObject({ type: "decline" });
     expect(started).toEqual(["a1"]);
+  });
+
+  it("runs one call per decision, the one the person was shown: a call with its id and other arguments or tool is declined", async () => {
+    // A log written before ids were made unique: two calls c1 of one message, one request, approved as shown.
+    const staging = { id: "c1", name: "deploy", arguments: '{"t":"staging"}' };
+    const { gate, started, sink } = gateOver([
+      { id: "a1", toolCallId: "c1", decision: "APPROVE", arguments: staging.arguments },
+      { id: "a2", toolCallId: "c2", decision: "EDIT", arguments: staging.arguments, editedArguments: '{"t":"qa"}' },
+    ]);
+    const span = await sink.startSpan({ traceId: "run-1", kind: "TOOL_CALL", name: "execute_tool deploy" });
+    const production = { id: "c1", name: "deploy", arguments: '{"t":"production"}' };
+    const notDecided = { type: "decline", output: expect.stringContaining("nobody decided on it") };
+    expect(await gate(production, span)).toEqual(notDecided);
+    expect(await gate({ ...staging, name: "delete_all" }, span)).toEqual(notDecided);
+    expect(await gate(staging, span)).toEqual({ type: "execute" });
+    // The same call again: one execution per decision.
+    expect(await gate(staging, span)).toMatchObject({ type: "decline" });
+    // An edit runs the person's arguments for the call they were shown, and for no other.
+    expect(await gate({ ...production, id: "c2" }, span)).toMatchObject({ type: "decline" });
+    expect(await gate({ ...staging, id: "c2" }, span)).toEqual({ type: "execute", arguments: '{"t":"qa"}' });
+    expect(await gate({ ...staging, id: "c2" }, span)).toMatchObject({ type: "decline" });
+    expect(started).toEqual(["a1", "a2"]);
+    expect(notDecidedCallResult(production)).toContain('has the id "c1" of a call a person decided on');
   });
 });

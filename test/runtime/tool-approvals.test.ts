@@ -147,7 +147,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(event).toEqual({ span: "TOOL_CALL", kind: "APPROVAL_REQUESTED" });
   });
 
-  it("a decision taken while the step's other calls still run resumes the run as soon as the step ends", async () => {
+  it("a decision sent while the step's other calls still run is refused: the call waits, and is decided once the run does", async () => {
     let release: () => void = () => undefined;
     const slow: Tool = {
       schema: { name: "slow_read", description: "reads slowly", parameters: { type: "object" } },
@@ -160,8 +160,12 @@ describe.each(backends)("tool approvals on %s", (backend) => {
       return current.pendingApprovals.edges.map((edge) => edge.node)[0];
     });
     expect(expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status).toBe("RUNNING");
-    expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const early = expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "RunNotWaitingError");
+    expect(early.status).toBe("RUNNING");
     release();
+    const [still] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    expect(still).toMatchObject({ id: approval.id, decision: null });
+    expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
     const done = await settled(t.client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(done.answer).toContain("slow result");

@@ -8,7 +8,9 @@
 // Every transaction here locks the run row first, as an attempt's fenced writes and a
 // cancellation do: two decisions of one run are serialised (each sees the other's), and a
 // decision racing the attempt that is about to leave the run WAITING sees the run as that
-// attempt left it.
+// attempt left it. A person decides only while no attempt holds the run (WAITING, or PAUSED
+// while it waited): during a turn, a tool of the run itself could be the one deciding, and no
+// model output decides an approval (RunNotWaitingError; the request stays open).
 //
 // Every decision — the owner's, an expiry, or the rejection of a run's open requests when it is
 // cancelled, reaches its deadline or ends — is recorded on its call's span as an APPROVAL_DECIDED
@@ -21,7 +23,8 @@ import { announceApplied, applyTransition } from "./apply-transition.js";
 import { recordDecisionIn } from "./approval-decisions.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
-import { AlreadyDecidedError, NotFoundError, ValidationError } from "../errors.js";
+import type { RunStatus } from "../../generated/prisma/enums.js";
+import { AlreadyDecidedError, NotFoundError, RunNotWaitingError, ValidationError } from "../errors.js";
 import { toStored } from "../text/stored-text.js";
 import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -71,6 +74,9 @@ export const EXPIRED_REASON = "no decision in time";
 
 const REASON_MAX = 2_000;
 
+/** The statuses a run's calls are decided in: no attempt holds it (WAITING, or PAUSED while it waited). */
+const DECIDABLE: ReadonlySet<RunStatus> = new Set(["WAITING", "PAUSED"]);
+
 export class ToolApprovalService {
   constructor(
     private readonly deps: {
@@ -107,7 +113,8 @@ export class ToolApprovalService {
    * schema are a ValidationError naming the field, and change nothing: the call still waits.
    * Named by `approvalId`, the decision takes that request or nothing: a request of another call
    * or run is not found, and one decided already is AlreadyDecidedError, even if the call has
-   * another request open.
+   * another request open. An open request of a run that does not wait (RUNNING: an attempt holds
+   * it, and its tools could be the ones deciding) is RunNotWaitingError, and stays open.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
@@ -118,7 +125,10 @@ export class ToolApprovalService {
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
-      const [run] = await tx.$queryRawUnsafe<{ owner_id: string }[]>("SELECT owner_id FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
+      const [run] = await tx.$queryRawUnsafe<{ owner_id: string; status: RunStatus }[]>(
+        "SELECT owner_id, status FROM run WHERE id = $1 FOR NO KEY UPDATE",
+        input.runId,
+      );
       if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
       const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
@@ -129,6 +139,9 @@ export class ToolApprovalService {
         if (decided) throw new AlreadyDecidedError(decided);
         throw new NotFoundError("ToolApproval", input.toolCallId);
       }
+      // While an attempt holds the run, a tool of its own could be deciding (one called in the same
+      // reply, say, holding a key allowed to decide): no model output decides, so nothing does.
+      if (!DECIDABLE.has(run.status)) throw new RunNotWaitingError(open, run.status);
       const late = open.expiresAt <= now;
       // Checked against the schema the call was held with, before anything is written.
       const editedArguments = !late && edit ? toStored(checkEditedArguments(input.arguments, open.inputSchema)) : null;

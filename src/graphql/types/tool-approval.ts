@@ -1,5 +1,5 @@
 // Human approval of tool calls: the requests a run's calls wait on, and the owner's decision.
-import { AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import { AlreadyDecidedError, ForbiddenError, NotFoundError, RunNotWaitingError, ValidationError } from "../../domain/errors.js";
 import { EDITED_ARGUMENTS_MAX } from "../../domain/runs/tool-arguments.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Run, ToolApproval } from "../../generated/prisma/client.js";
@@ -9,6 +9,7 @@ import { encodeGlobalId, requireIdOfType } from "../global-id.js";
 import { largeText } from "../large-text.js";
 import { describePage, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
 import { ErrorInterface } from "./errors.js";
+import { RunStatusEnum } from "./run-filter.js";
 import { me } from "./owned.js";
 import { RunNode } from "./run.js";
 
@@ -108,6 +109,19 @@ builder.objectType(AlreadyDecidedError, {
   fields: (t) => ({ approval: t.field({ type: ToolApprovalRef, resolve: (error) => error.approval }) }),
 });
 
+builder.objectType(RunNotWaitingError, {
+  name: "RunNotWaitingError",
+  description:
+    "The run does not wait for decisions now: a call is decided only while its run is WAITING (or PAUSED while it waited). " +
+    "While the run is RUNNING an attempt holds it, and a tool the run itself calls could be the one deciding, so nothing is decided then; " +
+    "the request stays open. Decide it once the run is WAITING (runEvents says when).",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    approval: t.field({ type: ToolApprovalRef, description: "The open request, undecided.", resolve: (error) => error.approval }),
+    status: t.field({ type: RunStatusEnum, description: "The run's status when the decision came.", resolve: (error) => error.status }),
+  }),
+});
+
 const DecideToolCallInput = builder.inputType("DecideToolCallInput", {
   fields: (t) => ({
     runId: t.id({ required: true }),
@@ -142,9 +156,14 @@ builder.mutationField("decideToolCall", (t) =>
   t.field({
     type: DecideToolCallSuccess,
     description:
-      "Approves, edits (approves with your arguments) or rejects one of your run's tool calls that waits for a decision; editing needs the same right as approving (DECIDE). Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it.",
+      "Approves, edits (approves with your arguments) or rejects one of your run's tool calls that waits for a decision; editing needs the same right as approving (DECIDE). Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it. " +
+      "Only while the run waits (WAITING, or PAUSED while it waited): on a RUNNING run, RunNotWaitingError, and the call keeps waiting.",
     args: { input: t.arg({ type: DecideToolCallInput, required: true }) },
-    errors: { types: [AlreadyDecidedError, ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "DecideToolCallPayload" } },
+    errors: {
+      types: [AlreadyDecidedError, ForbiddenError, NotFoundError, RunNotWaitingError, ValidationError],
+      directResult: true,
+      union: { name: "DecideToolCallPayload" },
+    },
     resolve: async (_root, { input }, ctx) => {
       const runId = requireIdOfType(String(input.runId), "Run", "runId");
       const approvalId = input.approvalId == null ? null : requireIdOfType(String(input.approvalId), "ToolApproval", "approvalId");

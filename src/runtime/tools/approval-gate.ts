@@ -18,6 +18,12 @@
 // the tool's digest (its description and input schema as listed, its server's endpoint) when the
 // call is held, and a re-list that changed them, or a server pointed elsewhere, declines the call.
 //
+// A decision decides one call: the one the person was shown. A call of the step that has the
+// decided call's id but another tool or other arguments than the request recorded (a log written
+// before ids were made unique) does not run, and the model is told nobody decided on it; a second
+// call that is the same as the decided one does not run either (one execution per decision). An
+// EDIT runs the person's arguments, but only for the call whose arguments they were shown.
+//
 // A call to hold whose arguments repeat a key within one object is never put to a person: the
 // tool would get the last value (JSON.parse's rule) while the person may read the first. The
 // model is told to send each key once; nothing executes and no request is recorded. So are
@@ -127,15 +133,37 @@ export function declinedResult(call: Pick<ToolCall, "name">, reason: string | nu
   );
 }
 
+/** The result the model sees for a second call of one message with an id a request (or decision) is for. */
+function sameIdResult(call: Pick<ToolCall, "id">): string {
+  return `[not executed: another call of this message has the same id "${call.id}".]`;
+}
+
+/** The result the model sees for a call whose id a decision is for, while its tool or arguments are not the ones the person was shown. */
+export function notDecidedCallResult(call: Pick<ToolCall, "id" | "name">): string {
+  return (
+    `[not executed: this call of "${call.name}" has the id "${call.id}" of a call a person decided on, but not that call's tool and arguments, ` +
+    `so nobody decided on it. A new call is decided anew.]`
+  );
+}
+
 export function approvalGate(options: ApprovalGateOptions): ToolGate {
   const byCall = new Map(options.existing.filter((a) => a.messageId === options.messageId).map((a) => [a.toolCallId, a]));
   // Calls of one message have unique ids as Dossier logs them (loop/call-ids.ts); a second call
   // with an id already requested (a log written before ids were made unique) never runs: one
   // decision must never decide two calls.
   const requested = new Set<string>();
+  // The approvals a call of this step follows: each decides one call, the one the person was shown.
+  const followed = new Set<string>();
   return async (call, span): Promise<GateVerdict> => {
     const approval = byCall.get(call.id);
-    if (approval) return follow(approval, call, span, options);
+    if (approval) {
+      // Decided before anything is awaited, so that calls gated at once see each other's claim.
+      if (approval.decision !== null && (call.name !== approval.toolName || call.arguments !== fromStored(approval.arguments)))
+        return { type: "decline", output: notDecidedCallResult(call) };
+      if (followed.has(approval.id)) return { type: "decline", output: sameIdResult(call) };
+      if (approval.decision !== null) followed.add(approval.id);
+      return follow(approval, call, span, options);
+    }
     const gone = options.current ? await options.current(call.name) : null;
     if (gone !== null) return { type: "decline", output: gone };
     if (!options.needsApproval(call.name)) return { type: "execute" };
@@ -143,7 +171,7 @@ export function approvalGate(options: ApprovalGateOptions): ToolGate {
     if (key !== undefined) return { type: "decline", output: unreadableKeyResult(call, key) };
     const unreadable = unreadableArguments(call.arguments);
     if (unreadable) return { type: "decline", output: unreadableArgumentsResult(call, unreadable) };
-    if (requested.has(call.id)) return { type: "decline", output: `[not executed: another call of this message has the same id "${call.id}".]` };
+    if (requested.has(call.id)) return { type: "decline", output: sameIdResult(call) };
     requested.add(call.id);
     const requestedAt = options.now();
     const expiresAt = new Date(requestedAt.getTime() + options.timeoutMs);
