@@ -1,8 +1,6 @@
 // Queries and mutations run as code compiled once per document (graphql-jit) instead of being
 // interpreted field by field on every request: a document's plan — which resolvers to call, how
-// to coerce its variables, how to complete each type — is built when it is run a second time and
-// reused. Its first run is interpreted (Yoga's own executor): compiling costs several times what
-// running does, so a text sent once (a new comment, say) costs no compile.
+// to coerce its variables, how to complete each type — is built when it is first seen and reused.
 // Yoga's parse and validation caches already hand back the same document object for the same
 // text, so the compiled plan is found by identity. Subscriptions keep graphql-js's executor
 // (Yoga runs them through `subscribe`, which this leaves alone): their events are few per request
@@ -10,16 +8,12 @@
 // A plan lives as long as its document, and weighs more than it (its generated code: about 2.3
 // bytes a character, measured): each plan's estimate is charged to the document cache, which
 // is bounded in bytes (server/document-cache.ts).
-import { type DocumentNode, type ExecutionArgs, type ExecutionResult, GraphQLError, getOperationAST, type Source } from "graphql";
+import { type DocumentNode, type ExecutionArgs, type ExecutionResult, GraphQLError, type Source } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
 import type { Plugin } from "graphql-yoga";
 
-/**
- * Each document's plans, by operation name (a document may hold several operations); `RUN_ONCE`
- * for an operation run once, interpreted, and not compiled yet.
- */
-const plans = new WeakMap<DocumentNode, Map<string, CompiledQuery | typeof RUN_ONCE>>();
-const RUN_ONCE = Symbol("run once");
+/** Each document's plans, by operation name (a document may hold several operations). */
+const plans = new WeakMap<DocumentNode, Map<string, CompiledQuery>>();
 
 /**
  * The memory a plan takes per character of the code generated for it: its source and, once run,
@@ -37,34 +31,25 @@ export type CompiledExecutionOptions = {
   compiled?(document: DocumentNode, bytes: number): void;
 };
 
-type Execute = (args: ExecutionArgs) => Promise<ExecutionResult> | ExecutionResult;
-
 export function useCompiledExecution({ compiled }: CompiledExecutionOptions = {}): Plugin {
+  const execute = (args: ExecutionArgs) => executeCompiled(args, compiled);
   return {
-    onExecute({ executeFn, setExecuteFn }) {
-      const interpreted = executeFn as Execute;
-      setExecuteFn(((args: ExecutionArgs) => executeCompiled(args, interpreted, compiled)) as Parameters<typeof setExecuteFn>[0]);
+    onExecute({ setExecuteFn }) {
+      setExecuteFn(execute as Parameters<typeof setExecuteFn>[0]);
     },
   };
 }
 
-async function executeCompiled(args: ExecutionArgs, interpreted: Execute, compiled: CompiledExecutionOptions["compiled"]): Promise<ExecutionResult> {
+async function executeCompiled(args: ExecutionArgs, compiled: CompiledExecutionOptions["compiled"]): Promise<ExecutionResult> {
   let byName = plans.get(args.document);
   const name = args.operationName ?? "";
   let plan = byName?.get(name);
   if (!plan) {
-    // Only an operation the document holds is remembered: any number of names could be sent.
-    if (getOperationAST(args.document, args.operationName)) {
-      if (!byName) plans.set(args.document, (byName = new Map()));
-      byName.set(name, RUN_ONCE);
-    }
-    return interpreted(args);
-  }
-  if (plan === RUN_ONCE) {
     const made = compile(args);
     // A refusal (no such operation, say) is not kept: any number of names could be sent.
     if (!isCompiledQuery(made.plan)) return made.plan;
-    byName!.set(name, (plan = made.plan));
+    if (!byName) plans.set(args.document, (byName = new Map()));
+    byName.set(name, (plan = made.plan));
     compiled?.(args.document, made.bytes);
   }
   const result = await plan.query(args.rootValue, args.contextValue, args.variableValues);
