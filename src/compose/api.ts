@@ -107,8 +107,8 @@ export function createApi(
   const authenticateFrom = guardFailedAuthentications(authenticate, authFailures, metrics.countRejected);
   const authentication = authenticateFirst(authenticateFrom, logger);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey, maxSubscriptionsPerToken);
-  // Parsed documents, kept by text within a byte budget; only valid ones (server/document-cache.ts).
-  const parsed = documentCache();
+  // Parsed documents, kept by text within a byte budget, each principal within a share; only valid ones (server/document-cache.ts).
+  const parsed = documentCache({ principalOf: async (request) => (await authentication.actorOf(request)).principalId });
   const yoga = createYoga<Record<string, never>, GraphQLContext>({
     schema,
     context: async (initial: InitialContext): Promise<GraphQLContext> => {

@@ -1,5 +1,5 @@
 // Parsed documents kept by their text, so that a document sent again is neither parsed nor
-// validated again: Yoga's parse cache hands back the same document object for the same text, and
+// validated again: the same text finds the same document object, and Yoga's validation cache
 // the validation result, each document's page-size arguments (server/hardening.ts) and its compiled
 // plan (server/compiled-execution.ts) are found by that object and live only as long as it does.
 //
@@ -9,6 +9,14 @@
 // takes, not by its text alone: a parsed document costs far more than its text (up to about 490
 // bytes a token, for a selection of bare names, against two bytes a character of text), and its
 // compiled plan, which lives as long as it does, is charged to it as well.
+//
+// Each principal holds at most a quarter of the cache, by count and by bytes, as automatic
+// persisted queries do (server/automatic-persisted-queries.ts): a document is charged to the
+// principal that used it last (the SDK's texts, the same for everyone, are one document each), and
+// a principal at its share makes room with its own least recently used documents, never another's.
+// However many distinct texts one principal sends, the others' documents stay until the whole cache
+// is full of documents used more recently. An operation over a socket has no request to name its
+// principal by: all of them share one share.
 import { type DocumentNode, type Token, TokenKind } from "graphql";
 import type { Plugin, YogaServerOptions } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
@@ -17,6 +25,10 @@ import { LRUCache } from "lru-cache";
 export const DOCUMENT_CACHE_MAX = 1_000;
 /** How many bytes the kept documents may take, all together, by documentBytes' estimate. */
 export const DOCUMENT_CACHE_MAX_BYTES = 32 * 1024 * 1024;
+/** How many documents one principal holds at most: a quarter of DOCUMENT_CACHE_MAX (every SDK operation fits). */
+export const DOCUMENT_CACHE_MAX_PER_PRINCIPAL = 250;
+/** How many bytes one principal's documents may take at most: a quarter of DOCUMENT_CACHE_MAX_BYTES. */
+export const DOCUMENT_CACHE_MAX_BYTES_PER_PRINCIPAL = 8 * 1024 * 1024;
 /**
  * The memory of one token of a parsed document: its token object, its node, its name and their
  * locations. Measured with graphql 16: about 490 bytes for a bare field name, less for everything
@@ -35,6 +47,12 @@ export type DocumentCacheOptions = {
   max?: number;
   /** How many bytes (documentBytes) are kept, all documents together, least recently used first out. */
   maxBytes?: number;
+  /** How many documents one principal holds; at it, the principal's own least recently used go. */
+  maxPerPrincipal?: number;
+  /** How many bytes one principal's documents take; past it, the principal's own least recently used go. */
+  maxBytesPerPrincipal?: number;
+  /** The principal a request acts as (authentication has admitted it when this is asked); none: one share for all. */
+  principalOf?(request: Request): Promise<string>;
 };
 
 /**
@@ -57,38 +75,112 @@ type ParserAndValidationCache = Exclude<YogaServerOptions<object, object>["parse
 /** A cache that keeps nothing: a text that failed to parse is parsed again, and fails again. */
 const KEEPS_NOTHING = { get: () => undefined, set: () => undefined };
 
+/** One principal's documents, by text, least recently used first, with the bytes each takes, and their sum. */
+type Share = { sizes: Map<string, number>; bytes: number };
+
+/** The principal of an operation that came without a request (over a socket). */
+const NO_REQUEST = "";
+
 /**
- * Yoga's `parserAndValidationCache` setting, the plugin that drops a document once it fails
- * validation (the plugin must be in Yoga's plugins, wherever: it acts on validation's result), and
- * `charge`, which weighs in what else a document keeps alive (compiled plans).
+ * Yoga's `parserAndValidationCache` setting (it keeps the validation results; the documents are
+ * the plugin's), the plugin that finds and keeps documents and drops a document once it fails
+ * validation (it must be in Yoga's plugins, wherever: it acts on parsing's and validation's
+ * results), and `charge`, which weighs in what else a document keeps alive (compiled plans).
  */
-export function documentCache({ max = DOCUMENT_CACHE_MAX, maxBytes = DOCUMENT_CACHE_MAX_BYTES }: DocumentCacheOptions = {}) {
+export function documentCache(options: DocumentCacheOptions = {}) {
+  const { max = DOCUMENT_CACHE_MAX, maxBytes = DOCUMENT_CACHE_MAX_BYTES, principalOf } = options;
+  const { maxPerPrincipal = DOCUMENT_CACHE_MAX_PER_PRINCIPAL, maxBytesPerPrincipal = DOCUMENT_CACHE_MAX_BYTES_PER_PRINCIPAL } = options;
   /** The bytes charged to each document besides its own (its compiled plans). */
   const charged = new WeakMap<DocumentNode, number>();
+  const weigh = (document: DocumentNode, text: string) => documentBytes(text, document) + (charged.get(document) ?? 0);
+  /** The principal each kept text is charged to, and each principal's share. */
+  const owners = new Map<string, string>();
+  const shares = new Map<string, Share>();
   const documents = new LRUCache<string, DocumentNode>({
     max,
     maxSize: maxBytes,
-    sizeCalculation: (document, text) => documentBytes(text, document) + (charged.get(document) ?? 0),
+    sizeCalculation: (document, text) => weigh(document, text),
+    // A document out of the cache, by the cache's bounds, its principal's or a failed validation, is out of its share.
+    dispose: (_document, text) => release(text),
   });
+  const release = (text: string) => {
+    const owner = owners.get(text);
+    const share = owner === undefined ? undefined : shares.get(owner);
+    const size = share?.sizes.get(text);
+    owners.delete(text);
+    if (!share || size === undefined) return;
+    share.sizes.delete(text);
+    share.bytes -= size;
+    if (share.sizes.size === 0) shares.delete(owner!);
+  };
+  /** Charges a kept text to the principal, making room in its share with its own least recently used. */
+  const hold = (principal: string, text: string, size: number) => {
+    const share = shares.get(principal) ?? { sizes: new Map<string, number>(), bytes: 0 };
+    for (const oldest of share.sizes.keys()) {
+      if (share.sizes.size < maxPerPrincipal && share.bytes + size <= maxBytesPerPrincipal) break;
+      documents.delete(oldest);
+    }
+    // Set after making room: a share emptied by it has left `shares`.
+    shares.set(principal, share);
+    owners.set(text, principal);
+    share.sizes.set(text, size);
+    share.bytes += size;
+  };
+  /** Keeps a document (again) by its text, charged to the principal. */
+  const keep = (principal: string, text: string, document: DocumentNode) => {
+    const size = weigh(document, text);
+    documents.delete(text);
+    // A document heavier than the cache, or than a principal's share, is not kept.
+    if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
+    hold(principal, text, size);
+    documents.set(text, document);
+    texts.set(document, text);
+    // Past the whole cache's bounds its least recently used went, whoever's it was (this one too, if it did not fit).
+    if (documents.peek(text) !== document) release(text);
+  };
+  /** A kept document was used: it is the principal's most recently used. */
+  const used = (principal: string, text: string) => {
+    const size = shares.get(owners.get(text) ?? NO_REQUEST)?.sizes.get(text);
+    if (size === undefined) return;
+    release(text);
+    hold(principal, text, size);
+  };
   /** The text each kept document was kept by. */
   const texts = new WeakMap<DocumentNode, string>();
   const kept = (document: DocumentNode) => {
     const text = texts.get(document);
     return text !== undefined && documents.peek(text) === document ? text : undefined;
   };
-  const settings: ParserAndValidationCache = {
-    documentCache: {
-      get: (text) => documents.get(text),
-      set(text, document) {
-        texts.set(document, text);
-        // A document larger than the whole budget is not kept (lru-cache declines it).
-        documents.set(text, document);
-      },
-    },
-    errorCache: KEEPS_NOTHING,
-    validationCache: true,
+  /** Each request's principal, once authentication has told it. */
+  const principals = new WeakMap<Request, string>();
+  const principalOfContext = (context: unknown) => {
+    const request = (context as { request?: Request } | undefined)?.request;
+    return (request && principals.get(request)) ?? NO_REQUEST;
   };
+  const settings: ParserAndValidationCache = { documentCache: KEEPS_NOTHING, errorCache: KEEPS_NOTHING, validationCache: true };
   const plugin: Plugin = {
+    onParams({ request }) {
+      if (!principalOf) return;
+      // A refused request never gets here (server/refused-requests.ts); should its principal be unknown, it shares the socket's share.
+      return principalOf(request).then(
+        (principal) => void principals.set(request, principal),
+        () => undefined,
+      );
+    },
+    onParse({ context, params, setParsedDocument }) {
+      const text = params.source.toString();
+      const principal = principalOfContext(context);
+      const document = documents.get(text);
+      if (document) {
+        used(principal, text);
+        setParsedDocument(document);
+        return;
+      }
+      return ({ result }) => {
+        // A text that does not parse (an error) is never kept.
+        if (result && !(result instanceof Error) && "kind" in result) keep(principal, text, result as DocumentNode);
+      };
+    },
     onValidate({ params }) {
       return ({ valid }) => {
         const text = valid ? undefined : kept(params.documentAST);
@@ -97,17 +189,13 @@ export function documentCache({ max = DOCUMENT_CACHE_MAX, maxBytes = DOCUMENT_CA
     },
   };
   /**
-   * Adds to a document's weight what lives as long as it does (its compiled plan): kept documents
-   * are weighed again, and the least recently used leave if they no longer fit.
+   * Adds to a document's weight what lives as long as it does (its compiled plan): a kept document
+   * is weighed again, and the least recently used leave if it no longer fits.
    */
   function charge(document: DocumentNode, bytes: number): void {
     charged.set(document, (charged.get(document) ?? 0) + bytes);
     const text = kept(document);
-    if (text === undefined) return;
-    // Put back to be weighed again (setting the same document again keeps its old weight); one
-    // heavier than the whole budget is not put back.
-    documents.delete(text);
-    documents.set(text, document);
+    if (text !== undefined) keep(owners.get(text) ?? NO_REQUEST, text, document);
   }
   return { settings, plugin, charge, documents };
 }

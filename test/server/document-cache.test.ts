@@ -1,8 +1,9 @@
 // Parsed documents are kept by their text (server/document-cache.ts) so that a repeated document is
 // parsed once, but what is kept is bounded by the memory it takes, and only documents the server
 // runs are kept: one principal sending many distinct large documents, invalid ones, or ones over
-// the token limit, cannot make the server hold gigabytes. Parses are counted through graphql's
-// `parse`, the function the query limits (server/hardening.ts) parse every document with.
+// the token limit, cannot make the server hold gigabytes, nor push every other principal's
+// documents out. Parses are counted through graphql's `parse`, the function the query limits
+// (server/hardening.ts) parse every document with, and compiles through graphql-jit's `compileQuery`.
 import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -23,6 +24,18 @@ vi.mock("graphql", async (importOriginal) => {
   };
 });
 
+const compiles = vi.hoisted(() => ({ count: 0 }));
+vi.mock("graphql-jit", async (importOriginal) => {
+  const jit = await importOriginal<typeof import("graphql-jit")>();
+  return {
+    ...jit,
+    compileQuery: (...args: Parameters<typeof jit.compileQuery>) => {
+      compiles.count += 1;
+      return jit.compileQuery(...args);
+    },
+  };
+});
+
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 
@@ -33,10 +46,9 @@ describe("the parsed-document cache", () => {
   });
   afterAll(() => t.close());
 
-  const send = async (query: string, app = t) => {
-    const response = await app.app.yoga.fetch(
-      new Request("http://dossier.test/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query }) }),
-    );
+  const send = async (query: string, app = t, key?: string) => {
+    const headers = { "content-type": "application/json", ...(key && { authorization: `Bearer ${key}` }) };
+    const response = await app.app.yoga.fetch(new Request("http://dossier.test/graphql", { method: "POST", headers, body: JSON.stringify({ query }) }));
     return (await response.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] };
   };
 
@@ -56,6 +68,21 @@ describe("the parsed-document cache", () => {
     }
     expect((await send(refused[2]!)).errors?.[0]?.extensions?.code).toBe("TOO_MANY_TOKENS");
   });
+
+  it("holds one principal to a quarter of the cache: 1,000 distinct texts of one leave another's documents kept", async () => {
+    const fresh = await startTestApp("pglite");
+    const [churner, other] = [await fresh.createPrincipal("churner"), await fresh.createPrincipal("other")];
+    const others = Array.from({ length: 5 }, (_, i) => `query Kept${i} { workspaces(first: 1) { edges { node { id } } } }`);
+    for (const query of others) expect((await send(query, fresh, other)).errors).toBeUndefined();
+    for (let i = 0; i < 1_000; i += 1) expect((await send(`query Churn${i} { __typename }`, fresh, churner)).errors).toBeUndefined();
+    const start = parses.count;
+    for (const query of others) expect((await send(query, fresh, other)).errors).toBeUndefined();
+    expect(parses.count - start).toBe(0);
+    // The churner's own least recently used went instead: its first text is parsed again.
+    await send("query Churn0 { __typename }", fresh, churner);
+    expect(parses.count - start).toBe(1);
+    await fresh.close();
+  }, 120_000);
 
   it("holds at most its byte budget, however many large distinct documents are sent", async () => {
     const comment = `# ${"x".repeat(900_000)}\n`;
@@ -101,22 +128,25 @@ describe("the parsed-document cache", () => {
     // by document alone, ~500 of these would fit the budget and retain half again as much.
     const manifest = JSON.parse(readFileSync("sdk/generated/persisted-documents.json", "utf8")) as Record<string, string>;
     const runs = Object.values(manifest).find((text) => text.startsWith("query Runs("))!;
-    // An app of its own: its cache starts empty.
+    // An app of its own: its cache starts empty. Four principals fill it (each holds a quarter).
     const fresh = await startTestApp("pglite");
+    const keys = [await fresh.createPrincipal("p0"), await fresh.createPrincipal("p1"), await fresh.createPrincipal("p2"), await fresh.createPrincipal("p3")];
     await send("{ __typename }", fresh);
     gc();
     const before = process.memoryUsage().heapUsed;
+    const compiled = compiles.count;
     for (let i = 0; i < 1_000; i += 1) {
-      const answer = await send(runs.replace("query Runs(", `query Runs${i}(`), fresh);
-      expect(answer.errors).toBeUndefined();
+      const text = runs.replace("query Runs(", `query Runs${i}(`);
+      expect((await send(text, fresh, keys[i % 4])).errors).toBeUndefined();
     }
+    expect(compiles.count - compiled).toBe(1_000);
     gc();
     const retained = process.memoryUsage().heapUsed - before;
     await fresh.close();
     // The estimate is above the truth: what is kept weighs less than the budget (about 16 MB here;
     // about 100 MB when plans went uncounted and documents were bounded by count alone).
     expect(retained).toBeLessThan(DOCUMENT_CACHE_MAX_BYTES);
-  }, 120_000);
+  }, 300_000);
 
   it("weighs a parsed document at no less than the memory it takes, whatever its shape", () => {
     const shapes: ((i: number) => string)[] = [
