@@ -18,6 +18,7 @@ import { useFavicon } from "../server/favicon.js";
 import { graphiqlNeverFramed, graphiqlSettings } from "../server/graphiql.js";
 import { getParameters } from "../server/get-parameters.js";
 import { bodyLimitPlugin, DEFAULT_QUERY_LIMITS, type QueryLimits, queryLimitsPlugin } from "../server/hardening.js";
+import { EventStreams } from "../server/event-streams.js";
 import { KeyRevocations, useKeyRevocation } from "../server/key-revocations.js";
 import { metricsPlugin } from "../server/metrics-plugin.js";
 import { type RateLimits, rateLimitPlugin, type TokenBuckets } from "../server/rate-limit.js";
@@ -104,6 +105,7 @@ export function createApi(
   const signIn = signInOptions ? openSignIn(db.prisma, signInOptions, now) : undefined;
   const authenticate = createAuthenticator({ principals: services.principals, authRequired, accessTokens: services.accessTokens, signIn: signIn?.tokens });
   const keyRevocations = new KeyRevocations({ prisma: db.prisma, events, logger });
+  const eventStreams = new EventStreams();
   const authenticateFrom = guardFailedAuthentications(authenticate, authFailures, metrics.countRejected);
   const authentication = authenticateFirst(authenticateFrom, logger);
   const subscriptionQuota = new SubscriptionQuota(maxSubscriptionsPerKey, maxSubscriptionsPerToken);
@@ -148,6 +150,7 @@ export function createApi(
       bodyLimitPlugin(limits.maxBodyBytes, metrics.countRejected),
       metricsPlugin({ metrics, token: metricsToken }),
       useKeyRevocation(keyRevocations),
+      eventStreams.plugin(),
       queryLimitsPlugin(limits, metrics.countRejected),
       parsed.plugin,
       subscriptionQuotaPlugin(subscriptionQuota),
@@ -163,6 +166,7 @@ export function createApi(
     limits,
     corsOrigins,
     keyRevocations,
+    eventStreams,
     rateLimits,
     subscriptionQuota,
     trustedDocuments: trusted,

@@ -11,6 +11,7 @@ import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
+import type { EventStreams } from "./event-streams.js";
 import type { DossierMetrics } from "../metrics/dossier-metrics.js";
 import { guardHosts, hostAllowed, isLoopbackAddress, loopbackHostsOf, MISDIRECTED_MESSAGE } from "./allowed-hosts.js";
 import { clientAddressOf, recordClientAddresses, TrustedProxies } from "./client-address.js";
@@ -19,6 +20,7 @@ import { guardPages, upgradeAllowed } from "./cross-site.js";
 import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } from "./failed-authentications.js";
 import { type QueryLimits, subscriptionRefusal } from "./hardening.js";
 import type { RateLimits } from "./rate-limit.js";
+import { closingOf } from "./closing.js";
 import { collectWhenQuiet } from "./idle-collection.js";
 import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
@@ -36,6 +38,7 @@ export type RunningServer = {
   sharedSubscriptionExecutions(): number;
   /** graphql-ws sockets acknowledged and not yet closed. */
   openSockets(): number;
+  /** Closes the server; closing it again waits for the same close. */
   close(): Promise<void>;
 };
 
@@ -48,6 +51,8 @@ export type ServedApi = {
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
+  /** The subscriptions served over HTTP, ended by the server that serves them when it closes. */
+  eventStreams: Pick<EventStreams, "end">;
   /** Ends subscriptions whose API key is revoked (WebSocket connections are closed here). */
   keyRevocations: KeyRevocations;
   /** The cache trace updates' shared responses and reads live in (one per database). */
@@ -108,6 +113,7 @@ export async function startHttpServer({
   // Every response, these refusals included, says no-store, Vary: Origin and nosniff (response-headers.ts).
   const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
   httpServer.on("request", withPrivateHeaders(guarded));
+  const closing = closingOf(httpServer, { endStreams: (requests) => app.eventStreams.end(requests) });
   answerClientErrors(httpServer);
   privateUpgradeRefusals(httpServer);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
@@ -140,6 +146,7 @@ export async function startHttpServer({
   // Quiet periods give back what busy ones (and the start) left in V8's young generation.
   const idle = collectWhenQuiet(httpServer, { openSockets: () => wsServer.clients.size });
   const address = httpServer.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`,
@@ -147,17 +154,16 @@ export async function startHttpServer({
     port: address.port,
     sharedSubscriptionExecutions: () => sharedResults.executions,
     openSockets: () => sockets.size,
-    async close() {
-      idle.stop();
-      stopCounting();
-      await wsHandle.dispose();
-      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-      httpServer.closeIdleConnections();
-      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-      // Requests still in flight get a moment to finish; then their sockets are closed.
-      const timer = setTimeout(() => httpServer.closeAllConnections(), 5_000);
-      await closed;
-      clearTimeout(timer);
+    close() {
+      closed ??= (async () => {
+        idle.stop();
+        stopCounting();
+        await wsHandle.dispose();
+        await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+        // Event streams end at once; other requests in flight get a moment to finish (closing.ts).
+        await closing.close();
+      })();
+      return closed;
     },
   };
 }

@@ -2,9 +2,11 @@
 // person has steered: once the run has settled no input is left PENDING. An input enters the log
 // only if a model request followed it, and then that request carried it once — the CONCLUDE
 // stop's last request delivers it; a run ended without another request RELEASED it.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { AdmitRunDocument, type CancelMode, CancelRunDocument, PauseRunDocument, ResumeRunDocument } from "../../sdk/generated/graphql.js";
 import { ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
+import type { ModelPort } from "../../src/runtime/ports/model.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { settled } from "../support/scripted-runs.js";
@@ -33,56 +35,80 @@ const cases = (["QUEUED", "RUNNING", "PAUSED", "WAITING"] as const).flatMap((sta
 );
 
 describe.each(backends)("steered runs stopped on %s", (backend) => {
-  let t: TestApp | undefined;
-  afterEach(async () => {
-    await t?.close();
-    t = undefined;
+  // Two apps serve the file's tests, one holding `work` for approval (WAITING) and one not; each
+  // test's run answers through its own model and works through its own tool, as a principal of its own.
+  const apps = new Map<boolean, Promise<TestApp>>();
+  afterAll(async () => {
+    for (const app of apps.values()) await (await app).close();
+    apps.clear();
   });
+  let client: TestApp["client"];
+  let model = oneCallModel();
+  let tool = workTool();
+  const appModel: ModelPort = {
+    label: model.label,
+    model: model.model,
+    scripted: true,
+    contextWindow: model.contextWindow,
+    complete: (request, onEvent) => model.complete(request, onEvent),
+  };
+  const appTool: Tool = { schema: tool.schema, execute: (args, context) => tool.execute(args, context) };
+  const appFor = (approvals: boolean) => {
+    if (!apps.has(approvals))
+      apps.set(
+        approvals,
+        startTestApp(backend, {
+          runtime: { model: appModel, sandboxDir: sandbox(), extraTools: [appTool], ...(approvals && { approvals: { rules: { work: "always" } } }) },
+        }),
+      );
+    return apps.get(approvals)!;
+  };
 
-  const statusOf = async (runId: string) => (await t!.client.runTrace(runId))!.status;
+  const statusOf = async (runId: string) => (await client.runTrace(runId))!.status;
 
   /** A run in `status`, steered; returns it and what lets it go on once stopped. */
-  async function steeredRun(status: Status, model: ScriptedModel): Promise<{ runId: string; goOn: () => Promise<void> }> {
+  async function steeredRun(status: Status, runModel: ScriptedModel): Promise<{ runId: string; goOn: () => Promise<void> }> {
     const gate = new Gate();
-    t = await startTestApp(backend, {
-      runtime: { model, sandboxDir: sandbox(), extraTools: [workTool({ gate })], ...(status === "WAITING" && { approvals: { rules: { work: "always" } } }) },
-    });
-    const { run } = await admit(t.client, { question: `Work, then answer (${status}).` });
+    model = runModel;
+    tool = workTool({ gate });
+    const t = await appFor(status === "WAITING");
+    client = t.as(await t.createPrincipal(`steering ${status}`));
+    const { run } = await admit(client, { question: `Work, then answer (${status}).` });
     let runId = run.id;
     let goOn = async () => gate.open();
     if (status === "QUEUED") {
       await waitFor(() => gate.reached === 1);
-      const admitted = (await t.client.request(AdmitRunDocument, { input: { question: "Next.", conversationId: run.conversation.id, multitask: "ENQUEUE" } }))
+      const admitted = (await client.request(AdmitRunDocument, { input: { question: "Next.", conversationId: run.conversation.id, multitask: "ENQUEUE" } }))
         .admitRun;
       runId = expectType(admitted, "AdmitRunSuccess").run.id;
       // The run ahead of it goes, and the queued one is claimed (if it is still to run).
       goOn = async () => {
-        await t!.client.request(CancelRunDocument, { input: { runId: run.id } });
+        await client.request(CancelRunDocument, { input: { runId: run.id } });
         gate.open();
       };
     } else if (status === "RUNNING") {
       await waitFor(() => gate.reached === 1);
     } else if (status === "PAUSED") {
       await waitFor(() => gate.reached === 1);
-      expectType((await t.client.request(PauseRunDocument, { input: { runId } })).pauseRun, "PauseRunSuccess");
+      expectType((await client.request(PauseRunDocument, { input: { runId } })).pauseRun, "PauseRunSuccess");
       gate.open();
       goOn = async () => {
-        if ((await statusOf(runId)) === "PAUSED") expectType((await t!.client.request(ResumeRunDocument, { input: { runId } })).resumeRun, "ResumeRunSuccess");
+        if ((await statusOf(runId)) === "PAUSED") expectType((await client.request(ResumeRunDocument, { input: { runId } })).resumeRun, "ResumeRunSuccess");
       };
     }
     await waitUntil(async () => ((await statusOf(runId)) === status ? true : undefined), 20_000);
-    expectType(await steer(t.client, runId, STEERING), "SteerRunSuccess");
+    expectType(await steer(client, runId, STEERING), "SteerRunSuccess");
     return { runId, goOn };
   }
 
   it.each(cases)("a $status run stopped $mode leaves no input PENDING", async ({ status, mode }) => {
     const model = oneCallModel();
     const { runId, goOn } = await steeredRun(status, model);
-    const stopped = expectType((await t!.client.request(CancelRunDocument, { input: { runId, mode: mode as CancelMode } })).cancelRun, "CancelRunSuccess").run;
+    const stopped = expectType((await client.request(CancelRunDocument, { input: { runId, mode: mode as CancelMode } })).cancelRun, "CancelRunSuccess").run;
     expect(stopped.stopRequest?.mode).toBe(mode);
     await goOn();
-    const done = await settled(t!.client, runId);
-    const inputs = await inputsOf(t!.client, runId);
+    const done = await settled(client, runId);
+    const inputs = await inputsOf(client, runId);
     const carried = model.requests.map((request) => occurrences(request.messages, STEERING));
     if (mode === "CONCLUDE") {
       // The concluding request, the run's last, carried it once: in the log right before the answer.

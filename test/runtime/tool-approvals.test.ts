@@ -7,7 +7,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { AdmitRunDocument, CancelRunDocument, DecideToolCallDocument, RunApprovalsDocument, RunEventsDocument } from "../../sdk/generated/graphql.js";
 import { idOfType } from "../../src/graphql/global-id.js";
@@ -42,47 +42,75 @@ function decide(client: DossierClient, input: { runId: string; toolCallId: strin
 }
 
 describe.each(backends)("tool approvals on %s", (backend) => {
-  let t: TestApp | undefined;
+  // One app serves the file's tests; each test acts as a principal of its own. A test that needs
+  // other settings (an approval timeout) starts its own.
+  let shared: TestApp | undefined;
+  let own: TestApp | undefined;
+  beforeAll(async () => {
+    shared = await startApp();
+  });
+  afterAll(async () => {
+    await shared?.close();
+    shared = undefined;
+  });
   afterEach(async () => {
-    await t?.close();
-    t = undefined;
+    await own?.close();
+    own = undefined;
   });
 
   const executed: string[] = [];
   let clock = Date.now();
-
-  async function start(options: { authRequired?: boolean; timeoutSeconds?: number; listen?: boolean; tools?: Tool[] } = {}) {
+  beforeEach(() => {
     executed.length = 0;
     clock = Date.now();
-    t = await startTestApp(backend, {
-      authRequired: options.authRequired,
-      listen: options.listen,
+  });
+
+  let release: () => void = () => undefined;
+  const slow: Tool = {
+    schema: { name: "slow_read", description: "reads slowly", parameters: { type: "object" } },
+    execute: () => new Promise((resolve) => (release = () => resolve("slow result"))),
+  };
+  const endless: Tool = {
+    schema: { name: "endless_read", description: "reads until stopped", parameters: { type: "object" } },
+    execute: (_args, { signal }) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("stopped")))),
+  };
+
+  function startApp(timeoutSeconds?: number) {
+    return startTestApp(backend, {
+      listen: true,
       now: () => new Date(clock),
       agents: [{ name: "careful", systemPrompt: "Ask before reading notes.", toolApprovals: { read_notes: "always" } }],
       runtime: {
         model: toolCallingModel(),
         sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-approvals-")),
-        extraTools: [recordingTool("write_report", executed), recordingTool("read_notes", executed), ...(options.tools ?? [])],
+        extraTools: [recordingTool("write_report", executed), recordingTool("read_notes", executed), slow, endless],
         leaseMs: 1_500,
         sweepMs: 100,
-        approvals: { rules: { "write_*": "always", "*": "never" }, timeoutSeconds: options.timeoutSeconds, now: () => new Date(clock) },
+        approvals: { rules: { "write_*": "always", "*": "never" }, timeoutSeconds, now: () => new Date(clock) },
       },
     });
-    return t;
+  }
+
+  /** The app and a principal of this test's own (its key, and a client acting as it). */
+  async function start(options: { timeoutSeconds?: number } = {}) {
+    if (options.timeoutSeconds !== undefined) own = await startApp(options.timeoutSeconds);
+    const t = own ?? shared!;
+    const key = await t.createPrincipal("owner");
+    return { t, key, client: t.as(key) };
   }
 
   it("an approved call waits for the decision, then executes; the other call of its step ran at once", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report", arguments: { title: "Q3" } }, { name: "read_notes" }) });
-    const held = await waiting(t.client, run.id);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report", arguments: { title: "Q3" } }, { name: "read_notes" }) });
+    const held = await waiting(client, run.id);
     expect(held.pendingApprovals.edges.map((edge) => edge.node)).toHaveLength(1);
     const [approval] = held.pendingApprovals.edges.map((edge) => edge.node);
     expect(approval).toMatchObject({ toolName: "write_report", arguments: '{"title":"Q3"}', decision: null, decidedBy: null });
     expect(executed).toEqual(["read_notes"]);
 
-    const decided = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const decided = expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
     expect(decided.approval.decision).toBe("APPROVE");
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual(["read_notes", "write_report"]);
     expect(done.answer).toContain('write_report done with {"title":"Q3"}');
@@ -93,24 +121,24 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(done.messages.edges.map((e) => e.node.role)).toEqual(["USER", "ASSISTANT", "TOOL", "TOOL", "ASSISTANT"]);
 
     // A second decision is refused: the first stands.
-    const again = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT" }), "AlreadyDecidedError");
+    const again = expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT" }), "AlreadyDecidedError");
     expect(again.approval.decision).toBe("APPROVE");
   });
 
   it("an agent profile's own rules hold calls the operator's rules let through", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { agent: "careful", question: callTools({ name: "read_notes" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { client } = await start();
+    const { run } = await admit(client, { agent: "careful", question: callTools({ name: "read_notes" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expect(approval!.toolName).toBe("read_notes");
     expect(executed).toEqual([]);
-    const { run: plain } = await admit(t.client, { question: callTools({ name: "read_notes" }) });
-    expect((await settled(t.client, plain.id)).status).toBe("SUCCEEDED");
+    const { run: plain } = await admit(client, { question: callTools({ name: "read_notes" }) });
+    expect((await settled(client, plain.id)).status).toBe("SUCCEEDED");
     expect(executed).toEqual(["read_notes"]);
   });
 
   it("runEvents shows the run WAITING, and traceUpdates the APPROVAL_REQUESTED event on the call's span", async () => {
-    const t = await start({ listen: true });
-    const client = t.connect();
+    const { t, key } = await start();
+    const client = t.connect(key);
     // The worker is held until both subscriptions listen, so they see every change.
     await t.app.runtime!.worker.stop();
     const listening = t.listeners();
@@ -148,25 +176,20 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("a decision sent while the step's other calls still run is refused: the call waits, and is decided once the run does", async () => {
-    let release: () => void = () => undefined;
-    const slow: Tool = {
-      schema: { name: "slow_read", description: "reads slowly", parameters: { type: "object" } },
-      execute: () => new Promise((resolve) => (release = () => resolve("slow result"))),
-    };
-    const t = await start({ tools: [slow] });
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }, { name: "slow_read" }) });
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }, { name: "slow_read" }) });
     const approval = await waitUntil(async () => {
-      const current = expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
       return current.pendingApprovals.edges.map((edge) => edge.node)[0];
     });
-    expect(expectType((await t.client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status).toBe("RUNNING");
-    const early = expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "RunNotWaitingError");
+    expect(expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run").status).toBe("RUNNING");
+    const early = expectType(await decide(client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "RunNotWaitingError");
     expect(early.status).toBe("RUNNING");
     release();
-    const [still] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const [still] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expect(still).toMatchObject({ id: approval.id, decision: null });
-    expectType(await decide(t.client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
-    const done = await settled(t.client, run.id);
+    expectType(await decide(client, { runId: run.id, toolCallId: approval.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(done.answer).toContain("slow result");
     expect(executed).toEqual(["write_report"]);
@@ -174,30 +197,30 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("a rejected call does not execute: the model reads that the person declined it, and why", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expectType(
-      await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "not this quarter" }),
+      await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "not this quarter" }),
       "DecideToolCallSuccess",
     );
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual([]);
     expect(done.answer).toMatch(/declined this call of "write_report"\. Reason: not this quarter\./);
   });
 
   it("the decision is on the call's span the moment it is made: what, by whom and why, once", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { t, client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     // No worker runs: whatever the trace shows now, the decision itself wrote.
     await t.app.runtime!.worker.stop();
     const decided = expectType(
-      await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "too risky" }),
+      await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "REJECT", reason: "too risky" }),
       "DecideToolCallSuccess",
     );
-    const now = (await t.client.runTrace(run.id))!;
+    const now = (await client.runTrace(run.id))!;
     expect(recordedDecisions(now)).toEqual([
       {
         span: "TOOL_CALL",
@@ -214,65 +237,65 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     const span = now.trace!.spans.find((s) => s.events.some((e) => e.kind === "APPROVAL_DECIDED"))!;
     expect(span.events.map((e) => e.kind)).toEqual(["TOOL_INPUT", "APPROVAL_REQUESTED", "APPROVAL_DECIDED"]);
     t.app.runtime!.worker.start();
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     // The attempt that went on with the run did not record it again.
     expect(recordedDecisions(done)).toEqual(recordedDecisions(now));
   });
 
   it("a waiting run keeps its conversation's slot: REJECT is refused, ENQUEUE waits for it to end, INTERRUPT cancels it", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     const conversationId = run.conversation.id;
-    const busy = await t.client.request(AdmitRunDocument, { input: { conversationId, question: callTools({ name: "read_notes" }) } });
+    const busy = await client.request(AdmitRunDocument, { input: { conversationId, question: callTools({ name: "read_notes" }) } });
     expect(expectType(busy.admitRun, "ConversationBusyError").activeRun.id).toBe(run.id);
-    const { run: next } = await admit(t.client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "ENQUEUE" });
+    const { run: next } = await admit(client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "ENQUEUE" });
     await allowTimeFor("the queued run to start while the first waits (it must not)", 500);
-    expect(expectType((await t.client.request(RunApprovalsDocument, { id: next.id })).node!, "Run").status).toBe("QUEUED");
+    expect(expectType((await client.request(RunApprovalsDocument, { id: next.id })).node!, "Run").status).toBe("QUEUED");
     expect(executed).toEqual([]);
-    expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
-    const [first, second] = await Promise.all([settled(t.client, run.id), settled(t.client, next.id)]);
+    expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "DecideToolCallSuccess");
+    const [first, second] = await Promise.all([settled(client, run.id), settled(client, next.id)]);
     expect([first.status, second.status]).toEqual(["SUCCEEDED", "SUCCEEDED"]);
     // The queued run started only once the waiting one had ended.
     expect(executed).toEqual(["write_report", "read_notes"]);
     expect(Date.parse(second.startedAt!)).toBeGreaterThanOrEqual(Date.parse(first.finishedAt!));
 
-    const { run: third } = await admit(t.client, { conversationId, question: callTools({ name: "write_report" }) });
-    const [held] = (await waiting(t.client, third.id)).pendingApprovals.edges.map((edge) => edge.node);
-    const { run: fourth } = await admit(t.client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "INTERRUPT" });
-    const interrupted = await settled(t.client, third.id);
+    const { run: third } = await admit(client, { conversationId, question: callTools({ name: "write_report" }) });
+    const [held] = (await waiting(client, third.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { run: fourth } = await admit(client, { conversationId, question: callTools({ name: "read_notes" }), multitask: "INTERRUPT" });
+    const interrupted = await settled(client, third.id);
     expect(interrupted.status).toBe("CANCELLED");
     expect(recordedDecisions(interrupted)).toMatchObject([{ toolCallId: held!.toolCallId, decision: "REJECT", decidedBy: null }]);
-    expect((await settled(t.client, fourth.id)).status).toBe("SUCCEEDED");
+    expect((await settled(client, fourth.id)).status).toBe("SUCCEEDED");
     expect(executed).toEqual(["write_report", "read_notes", "read_notes"]);
   });
 
   it("of concurrent decisions on one call exactly one wins; the others are AlreadyDecidedError", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     const decisions = ["APPROVE", "REJECT", "APPROVE", "REJECT", "APPROVE", "REJECT"] as const;
-    const results = await Promise.all(decisions.map((decision) => decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision })));
+    const results = await Promise.all(decisions.map((decision) => decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision })));
     const winners = results.filter((result) => result.__typename === "DecideToolCallSuccess");
     expect(winners).toHaveLength(1);
     expect(results.filter((result) => result.__typename === "AlreadyDecidedError")).toHaveLength(decisions.length - 1);
     const won = expectType(winners[0]!, "DecideToolCallSuccess").approval.decision;
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual(won === "APPROVE" ? ["write_report"] : []);
   });
 
   it("two calls of one step decided at the same moment: the run resumes once, with both decisions", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, {
+    const { client } = await start();
+    const { run } = await admit(client, {
       question: callTools({ name: "write_report", arguments: { n: 1 } }, { name: "write_report", arguments: { n: 2 } }),
     });
-    const pending = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const pending = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     expect(pending).toHaveLength(2);
     const results = await Promise.all(
       pending.map((approval) =>
-        decide(t.client, {
+        decide(client, {
           runId: run.id,
           toolCallId: approval.toolCallId,
           decision: approval.arguments === '{"n":1}' ? "APPROVE" : "REJECT",
@@ -281,7 +304,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
       ),
     );
     expect(results.map((result) => result.__typename)).toEqual(["DecideToolCallSuccess", "DecideToolCallSuccess"]);
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(executed).toEqual(["write_report"]);
     expect(done.answer).toContain('write_report done with {"n":1}');
@@ -290,7 +313,7 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("another principal's decision is NotFound and changes nothing", async () => {
-    const t = await start({ authRequired: true });
+    const { t } = await start();
     const owner = t.as(await t.createPrincipal("owner"));
     const stranger = t.as(await t.createPrincipal("stranger"));
     const { run } = await admit(owner, { question: callTools({ name: "write_report" }) });
@@ -301,14 +324,14 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("cancelling a waiting run ends it at once and rejects its waiting calls", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
-    const cancelled = await t.client.request(CancelRunDocument, { input: { runId: run.id } });
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const cancelled = await client.request(CancelRunDocument, { input: { runId: run.id } });
     expect(expectType(cancelled.cancelRun, "CancelRunSuccess").run.status).toBe("CANCELLED");
-    const late = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
+    const late = expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
     expect(late.approval).toMatchObject({ decision: "REJECT", reason: "the run was cancelled" });
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
     // The rejection is in the trace, before it ended.
     const [recorded] = recordedDecisions(done);
@@ -316,19 +339,19 @@ describe.each(backends)("tool approvals on %s", (backend) => {
     expect(Number(recorded!.seq)).toBeLessThan(Number(done.trace!.lastSeq));
     expect(executed).toEqual([]);
     // The conversation is free: its next run starts.
-    const { run: next } = await admit(t.client, { conversationId: run.conversation.id, question: callTools({ name: "read_notes" }) });
-    expect((await settled(t.client, next.id)).status).toBe("SUCCEEDED");
+    const { run: next } = await admit(client, { conversationId: run.conversation.id, question: callTools({ name: "read_notes" }) });
+    expect((await settled(client, next.id)).status).toBe("SUCCEEDED");
   });
 
   it("a request nobody decides in time counts as rejected: no decision in time", async () => {
-    const t = await start({ timeoutSeconds: 60 });
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }) });
-    const [approval] = (await waiting(t.client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
+    const { client } = await start({ timeoutSeconds: 60 });
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }) });
+    const [approval] = (await waiting(client, run.id)).pendingApprovals.edges.map((edge) => edge.node);
     clock += 61_000;
     // A decision after the request expired finds it rejected, whoever recorded the expiry first.
-    const late = expectType(await decide(t.client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
+    const late = expectType(await decide(client, { runId: run.id, toolCallId: approval!.toolCallId, decision: "APPROVE" }), "AlreadyDecidedError");
     expect(late.approval).toMatchObject({ decision: "REJECT", reason: "no decision in time", decidedBy: null });
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("SUCCEEDED");
     expect(done.answer).toMatch(/Reason: no decision in time\./);
     expect(executed).toEqual([]);
@@ -336,13 +359,9 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("a run that reaches its deadline before its step could wait ends; the held call is closed, on its span", async () => {
-    const endless: Tool = {
-      schema: { name: "endless_read", description: "reads until stopped", parameters: { type: "object" } },
-      execute: (_args, { signal }) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("stopped")))),
-    };
-    const t = await start({ tools: [endless] });
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }, { name: "endless_read" }), limits: { deadlineSeconds: 2 } });
-    const done = await settled(t.client, run.id);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }, { name: "endless_read" }), limits: { deadlineSeconds: 2 } });
+    const done = await settled(client, run.id);
     expect(done.status).toBe("TIMED_OUT");
     expect(executed).toEqual([]);
     // Settling the run closed the request it never got to wait on, and said so on the call's span.
@@ -352,12 +371,12 @@ describe.each(backends)("tool approvals on %s", (backend) => {
   });
 
   it("the deadline still applies while the run waits", async () => {
-    const t = await start();
-    const { run } = await admit(t.client, { question: callTools({ name: "write_report" }), limits: { deadlineSeconds: 120 } });
-    await waiting(t.client, run.id);
+    const { client } = await start();
+    const { run } = await admit(client, { question: callTools({ name: "write_report" }), limits: { deadlineSeconds: 120 } });
+    await waiting(client, run.id);
     // The deadline was set by the real clock at admission; the sweep reads the moved one.
     clock = Date.now() + 125_000;
-    const done = await settled(t.client, run.id);
+    const done = await settled(client, run.id);
     expect(done.status).toBe("TIMED_OUT");
     expect(done.trace!.spans.filter((s) => s.status === "RUNNING")).toEqual([]);
     expect(executed).toEqual([]);
