@@ -3,32 +3,38 @@ import { defineConfig } from "vitest/config";
 
 const require = createRequire(import.meta.url);
 
-// Files whose assertions depend on wall-clock timing (leases that expire, frozen or killed
-// processes, a browser drawing a live page). They run after the rest, one at a time, so another
-// test file's load cannot push a lease past its expiry or a page past its wait.
-const timingSensitive = [
+// Files that wait on a clock with a margin another file's load could eat: leases that expire,
+// frozen or killed processes, a deadline of a second or a comparison of two timings. They run
+// after the rest, one at a time.
+const alone = [
   "test/runtime/crash-recovery.test.ts",
   "test/runtime/fenced-attempts.test.ts",
   "test/runtime/lease-renewals.test.ts",
   "test/runtime/worker-processes.test.ts",
   "test/runtime/database-faults.test.ts",
   "test/runtime/fair-share-processes.test.ts",
-  "test/runtime/model-back-pressure.test.ts",
-  "test/server/subscription-quota.test.ts",
   "test/server/webhook-fairness.test.ts",
-  "test/server/webhook-hanging-endpoint.test.ts",
+  "test/server/subscription-quota.test.ts",
   "test/server/slow-clients.test.ts",
+  "test/graphql/cancel-queued-streams.test.ts",
+  // Seeds 100,000 runs and compares insert times with and without the filter indexes.
+  "test/db/run-filter-plans.test.ts",
+];
+
+// Files that wait on processes, a browser or live streams more than on the CPU, with margins of
+// several seconds: after the shared files, two at a time (a busy shared phase, with two workers on
+// two cores, could still push a page past its wait), so one file's waiting is the other's CPU.
+const twoAtATime = [
+  "test/runtime/model-back-pressure.test.ts",
+  "test/server/webhook-hanging-endpoint.test.ts",
   "test/runtime/conversation-runs.test.ts",
   "test/runtime/tool-approval-processes.test.ts",
   "test/runtime/pause-runs.test.ts",
   "test/runtime/hostile-output.test.ts",
   "test/runtime/stop-modes.test.ts",
   "test/runtime/mcp-listing-deadline.test.ts",
-  "test/graphql/cancel-queued-streams.test.ts",
   "test/server/webhook-crash.test.ts",
   "test/graphql/access-tokens.test.ts",
-  // Seeds 100,000 runs and compares insert times with and without the filter indexes.
-  "test/db/run-filter-plans.test.ts",
   "test/server/*-browser.test.ts",
   "test/examples/*-browser.test.ts",
   "test/server/trace-viewer*.test.ts",
@@ -76,7 +82,7 @@ export default defineConfig({
         test: {
           name: "shared",
           include: ["test/**/*.test.ts"],
-          exclude: [...timingSensitive, ...ownProcess],
+          exclude: [...alone, ...twoAtATime, ...ownProcess],
           maxWorkers: 2,
           isolate: false,
           sequence: { groupOrder: 0 },
@@ -84,14 +90,18 @@ export default defineConfig({
       },
       {
         extends: true,
-        // Not isolated either, for the same reason: one process runs them one after the other
-        // (all 41: 862 s instead of 974 s), and none of them mocks a module, changes
-        // process.env or fakes timers.
-        test: { name: "alone", include: timingSensitive, maxWorkers: 1, isolate: false, sequence: { groupOrder: 1 } },
+        // Not isolated either, for the same reason: each worker runs its files one after the other
+        // in one process, and none of them mocks a module, changes process.env or fakes timers.
+        test: { name: "two at a time", include: twoAtATime, maxWorkers: 2, isolate: false, sequence: { groupOrder: 1 } },
       },
       {
         extends: true,
-        test: { name: "own process", include: ownProcess, maxWorkers: 1, isolate: true, sequence: { groupOrder: 0 } },
+        // Beside the two-at-a-time files: each of these needs a process to itself, not a quiet machine.
+        test: { name: "own process", include: ownProcess, maxWorkers: 2, isolate: true, sequence: { groupOrder: 1 } },
+      },
+      {
+        extends: true,
+        test: { name: "alone", include: alone, maxWorkers: 1, isolate: false, sequence: { groupOrder: 2 } },
       },
     ],
   },

@@ -20,7 +20,7 @@ declare module "vitest" {
 
 type RunSetup = { postgresAdminUrl: string | null; redisUrl: string | null; templates: DatabaseTemplates };
 
-// Vitest calls this once per project (the root, "shared", "alone"), each loading this module
+// Vitest calls this once per project (the root and each of vitest.config.ts's projects), each loading this module
 // anew: the work is done once per process, and undone after the last project's teardown.
 const run = globalThis as { dossierTestSetup?: Promise<RunSetup>; dossierTestSetupUsers?: number };
 
