@@ -51,8 +51,8 @@ export type ServedApi = {
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
-  /** The subscriptions served over HTTP, ended by the server that serves them when it closes. */
-  eventStreams: Pick<EventStreams, "end">;
+  /** The subscriptions served over HTTP, whose connections the server that serves them cuts when it closes. */
+  eventStreams: Pick<EventStreams, "cut">;
   /** Ends subscriptions whose API key is revoked (WebSocket connections are closed here). */
   keyRevocations: KeyRevocations;
   /** The cache trace updates' shared responses and reads live in (one per database). */
@@ -113,7 +113,7 @@ export async function startHttpServer({
   // Every response, these refusals included, says no-store, Vary: Origin and nosniff (response-headers.ts).
   const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
   httpServer.on("request", withPrivateHeaders(guarded));
-  const closing = closingOf(httpServer, { endStreams: (requests) => app.eventStreams.end(requests) });
+  const closing = closingOf(httpServer, { cutStreams: (requests) => app.eventStreams.cut(requests) });
   answerClientErrors(httpServer);
   privateUpgradeRefusals(httpServer);
   // A WebSocket message is held to the same size as an HTTP request body, before anything parses it.
@@ -160,7 +160,7 @@ export async function startHttpServer({
         stopCounting();
         await wsHandle.dispose();
         await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-        // Event streams end at once; other requests in flight get a moment to finish (closing.ts).
+        // Event streams are cut at once; other requests in flight get a moment to finish (closing.ts).
         await closing.close();
       })();
       return closed;
