@@ -1,6 +1,6 @@
 // R15: run_command is off by default; when enabled it runs a program in the run's sandbox folder,
 // without a shell, with a timeout, and without the server's environment.
-import { existsSync, mkdtempSync, realpathSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -87,10 +87,11 @@ describe("run_command", () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     const pid = Number(out.split("--- stdout ---\n")[1]!.split("\n")[0]);
     expect(pid).toBeGreaterThan(0);
+    // Running, not merely listed: a stopped orphan stays a zombie until whoever adopted it (the
+    // machine's first process) reaps it, which no program of Dossier's controls.
     const alive = () => {
       try {
-        process.kill(pid, 0);
-        return true;
+        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]![0] !== "Z";
       } catch {
         return false;
       }

@@ -181,8 +181,10 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     const banner = await leftEdges(page, args, groups);
     expect(increasing(banner), JSON.stringify(banner)).toBe(true);
     await screenshot(page, "trace-waiting-right-to-left");
-    // The call's input in the tree, and in the details of its span, read so as well.
-    const row = await leftEdges(page, "[data-testid=event][data-kind=TOOL_INPUT] .preview", groups);
+    // The call's input in the tree, and in the details of its span, read so as well (once the tree shows it).
+    const preview = "[data-testid=event][data-kind=TOOL_INPUT] .preview";
+    await page.waitForSelector(preview, { state: "visible", timeout: 15_000 });
+    const row = await leftEdges(page, preview, groups);
     expect(increasing(row), JSON.stringify(row)).toBe(true);
     await page.locator("[data-testid=waiting-call] code").click();
     const input = "[data-testid=panel-event][data-kind=TOOL_INPUT] pre";
