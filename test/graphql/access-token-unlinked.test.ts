@@ -118,7 +118,9 @@ it("ends a token's streams of a run it reached through a link when the link is r
 it("ends them when the workspace that linked the run is deleted", async () => {
   const { client, workspace, viaLink, watch } = await setUp();
   const linked = watch(viaLink);
-  await waitUntil(() => (linked.trace.length >= 2 ? true : undefined), 20_000, 20);
+  // All three streams are open (each has delivered) before the workspace goes: one subscribed after
+  // would be refused, not withdrawn.
+  await waitUntil(() => (linked.trace.length >= 2 && linked.output.length >= 1 && linked.events.length >= 1 ? true : undefined), 20_000, 20);
   expectType((await client.request(DeleteWorkspaceDocument, { input: { workspaceId: workspace.id } })).deleteWorkspace, "DeleteWorkspaceSuccess");
   await waitUntil(() => (ended(linked.trace) && ended(linked.output) && ended(linked.events) ? true : undefined), 10_000, 20);
   for (const seen of Object.values(linked)) expect(seen.at(-1)).toBe("GRANT_WITHDRAWN");
