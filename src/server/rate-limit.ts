@@ -7,8 +7,9 @@
 // from its principal's bucket (RATE_LIMIT_PER_PRINCIPAL_PER_MINUTE): a principal's many keys and
 // access tokens together draw no more than it. A request with an access token takes one more, from
 // its principal's access tokens' bucket, which holds half as much: however many end users' browsers
-// a team mints tokens for, they draw at most half its requests, and its API keys keep the other half. The buckets live in Redis when REDIS_URL is set, so
-// every instance draws from the same ones, and in this process otherwise.
+// a team mints tokens for, they draw at most half its requests, and its API keys keep the other
+// half. The buckets live in Redis when REDIS_URL is set, so every instance draws from the same
+// ones, and in this process otherwise.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.js";
