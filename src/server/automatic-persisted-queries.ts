@@ -18,6 +18,7 @@ import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
+import { PrincipalShares } from "./principal-shares.js";
 
 /** How many texts are kept at most, least recently used first out. */
 export const APQ_MAX_TEXTS = 1_000;
@@ -45,12 +46,6 @@ export type AutomaticPersistedQueriesOptions = {
 
 type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 
-/** One principal's kept texts, by key, least recently used first, with the bytes each takes, and their sum. */
-type Share = { sizes: Map<string, number>; bytes: number };
-
-/** A key is the principal's id, a colon and the 64 hex digits of the hash. */
-const principalOfKey = (key: string) => key.slice(0, -65);
-
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
 export function automaticPersistedQueries(options: AutomaticPersistedQueriesOptions): Plugin {
@@ -59,46 +54,24 @@ export function automaticPersistedQueries(options: AutomaticPersistedQueriesOpti
   // Counted as V8 may hold it: two bytes a character (one beyond Latin-1 makes the whole string
   // two-byte), and the key it is kept under (the principal's id and the hash).
   const sizeOf = (text: string, key: string) => 2 * (text.length + key.length);
-  const shares = new Map<string, Share>();
-  const texts = new LRUCache<string, string>({
+  const texts: LRUCache<string, string> = new LRUCache<string, string>({
     max,
     maxSize: maxBytes,
     sizeCalculation: sizeOf,
     // A text out of the store, by the store's bounds or its principal's, is out of its principal's share.
-    dispose: (_text, key) => {
-      const principal = principalOfKey(key);
-      const share = shares.get(principal);
-      const size = share?.sizes.get(key);
-      if (!share || size === undefined) return;
-      share.sizes.delete(key);
-      share.bytes -= size;
-      if (share.sizes.size === 0) shares.delete(principal);
-    },
+    dispose: (_text, key) => shares.release(key),
   });
-  /** A kept text was used: it is its principal's most recently used. */
-  const used = (key: string) => {
-    const sizes = shares.get(principalOfKey(key))?.sizes;
-    const size = sizes?.get(key);
-    if (!sizes || size === undefined) return;
-    sizes.delete(key);
-    sizes.set(key, size);
-  };
+  const shares = new PrincipalShares({ max: maxPerPrincipal, maxBytes: maxBytesPerPrincipal }, (key) => texts.delete(key));
   const keep = (principal: string, key: string, query: string) => {
-    // The same hash is the same text: it is only used again.
-    if (texts.get(key) !== undefined) return used(key);
+    // The same hash is the same text (a key is the principal's id and the hash): it is only used again.
+    if (texts.get(key) !== undefined) return shares.used(principal, key);
     const size = sizeOf(query, key);
     if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
-    const share = shares.get(principal) ?? { sizes: new Map<string, number>(), bytes: 0 };
     // At its share, the principal's own least recently used texts make room, never another's.
-    for (const oldest of share.sizes.keys()) {
-      if (share.sizes.size < maxPerPrincipal && share.bytes + size <= maxBytesPerPrincipal) break;
-      texts.delete(oldest);
-    }
+    shares.hold(principal, key, size);
     // Past the whole store's bounds, its least recently used text goes, whoever's it is.
     texts.set(key, query);
-    share.sizes.set(key, size);
-    share.bytes += size;
-    shares.set(principal, share);
+    if (texts.peek(key) !== query) shares.release(key);
   };
   /** The text sent with its hash, by request, until its validation tells whether it is kept. */
   const sent = new WeakMap<Request, { principal: string; key: string; query: string }>();
@@ -121,7 +94,7 @@ export function automaticPersistedQueries(options: AutomaticPersistedQueriesOpti
         const known = texts.get(key);
         // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
         if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
-        used(key);
+        shares.used(principalId, key);
         setParams({ ...params, query: known });
       });
     },

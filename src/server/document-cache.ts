@@ -20,6 +20,7 @@
 import { type DocumentNode, type Token, TokenKind } from "graphql";
 import type { Plugin, YogaServerOptions } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
+import { PrincipalShares } from "./principal-shares.js";
 
 /** How many documents are kept at most, least recently used first out. */
 export const DOCUMENT_CACHE_MAX = 1_000;
@@ -75,9 +76,6 @@ type ParserAndValidationCache = Exclude<YogaServerOptions<object, object>["parse
 /** A cache that keeps nothing: a text that failed to parse is parsed again, and fails again. */
 const KEEPS_NOTHING = { get: () => undefined, set: () => undefined };
 
-/** One principal's documents, by text, least recently used first, with the bytes each takes, and their sum. */
-type Share = { sizes: Map<string, number>; bytes: number };
-
 /** The principal of an operation that came without a request (over a socket). */
 const NO_REQUEST = "";
 
@@ -93,57 +91,26 @@ export function documentCache(options: DocumentCacheOptions = {}) {
   /** The bytes charged to each document besides its own (its compiled plans). */
   const charged = new WeakMap<DocumentNode, number>();
   const weigh = (document: DocumentNode, text: string) => documentBytes(text, document) + (charged.get(document) ?? 0);
-  /** The principal each kept text is charged to, and each principal's share. */
-  const owners = new Map<string, string>();
-  const shares = new Map<string, Share>();
-  const documents = new LRUCache<string, DocumentNode>({
+  const documents: LRUCache<string, DocumentNode> = new LRUCache<string, DocumentNode>({
     max,
     maxSize: maxBytes,
     sizeCalculation: (document, text) => weigh(document, text),
     // A document out of the cache, by the cache's bounds, its principal's or a failed validation, is out of its share.
-    dispose: (_document, text) => release(text),
+    dispose: (_document, text) => shares.release(text),
   });
-  const release = (text: string) => {
-    const owner = owners.get(text);
-    const share = owner === undefined ? undefined : shares.get(owner);
-    const size = share?.sizes.get(text);
-    owners.delete(text);
-    if (!share || size === undefined) return;
-    share.sizes.delete(text);
-    share.bytes -= size;
-    if (share.sizes.size === 0) shares.delete(owner!);
-  };
-  /** Charges a kept text to the principal, making room in its share with its own least recently used. */
-  const hold = (principal: string, text: string, size: number) => {
-    const share = shares.get(principal) ?? { sizes: new Map<string, number>(), bytes: 0 };
-    for (const oldest of share.sizes.keys()) {
-      if (share.sizes.size < maxPerPrincipal && share.bytes + size <= maxBytesPerPrincipal) break;
-      documents.delete(oldest);
-    }
-    // Set after making room: a share emptied by it has left `shares`.
-    shares.set(principal, share);
-    owners.set(text, principal);
-    share.sizes.set(text, size);
-    share.bytes += size;
-  };
+  /** The principal each kept text is charged to, and each principal's share. */
+  const shares = new PrincipalShares({ max: maxPerPrincipal, maxBytes: maxBytesPerPrincipal }, (text) => documents.delete(text));
   /** Keeps a document (again) by its text, charged to the principal. */
   const keep = (principal: string, text: string, document: DocumentNode) => {
     const size = weigh(document, text);
     documents.delete(text);
     // A document heavier than the cache, or than a principal's share, is not kept.
     if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
-    hold(principal, text, size);
+    shares.hold(principal, text, size);
     documents.set(text, document);
     texts.set(document, text);
     // Past the whole cache's bounds its least recently used went, whoever's it was (this one too, if it did not fit).
-    if (documents.peek(text) !== document) release(text);
-  };
-  /** A kept document was used: it is the principal's most recently used. */
-  const used = (principal: string, text: string) => {
-    const size = shares.get(owners.get(text) ?? NO_REQUEST)?.sizes.get(text);
-    if (size === undefined) return;
-    release(text);
-    hold(principal, text, size);
+    if (documents.peek(text) !== document) shares.release(text);
   };
   /** The text each kept document was kept by. */
   const texts = new WeakMap<DocumentNode, string>();
@@ -172,7 +139,7 @@ export function documentCache(options: DocumentCacheOptions = {}) {
       const principal = principalOfContext(context);
       const document = documents.get(text);
       if (document) {
-        used(principal, text);
+        shares.used(principal, text);
         setParsedDocument(document);
         return;
       }
@@ -195,7 +162,7 @@ export function documentCache(options: DocumentCacheOptions = {}) {
   function charge(document: DocumentNode, bytes: number): void {
     charged.set(document, (charged.get(document) ?? 0) + bytes);
     const text = kept(document);
-    if (text !== undefined) keep(owners.get(text) ?? NO_REQUEST, text, document);
+    if (text !== undefined) keep(shares.ownerOf(text) ?? NO_REQUEST, text, document);
   }
   return { settings, plugin, charge, documents };
 }
