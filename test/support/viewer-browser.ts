@@ -144,7 +144,18 @@ export const spanRow = (page: Page, kind: string, name: string) =>
  * text of the first element `selector` matches: text shown in the order it is stored has them
  * increasing.
  */
-export function leftEdges(page: Page, selector: string, pieces: string[]): Promise<number[]> {
+export async function leftEdges(page: Page, selector: string, pieces: string[]): Promise<number[]> {
+  // A tree the viewer has just replaced (a live update renders it anew) can be measured before
+  // it is laid out, when every piece's box is empty: measure again until the text has a place.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const edges = await measuredLeftEdges(page, selector, pieces);
+    if (edges.some((left) => left !== 0) || Date.now() > deadline) return edges;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function measuredLeftEdges(page: Page, selector: string, pieces: string[]): Promise<number[]> {
   return page.$eval(
     selector,
     (element, wanted) => {
