@@ -1,11 +1,12 @@
 // A principal's bounded settings hold their bound however many writes arrive together: at most 20
-// MCP servers, 100 stored skills per agent and 20 webhooks. Each write counts the principal's rows
+// MCP servers, 100 stored skills per agent, 20 webhooks and 200 score configs. Each write counts the principal's rows
 // and inserts under a lock on the principal's row (domain/principal/principal-lock.ts); without it
 // writes side by side on PostgreSQL each counted before the others' inserts and passed together.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MCP_SERVERS_PER_PRINCIPAL_MAX } from "../../src/domain/capabilities/mcp-server-service.js";
 import { SKILLS_PER_AGENT_MAX } from "../../src/domain/capabilities/skill-service.js";
 import type { Actor } from "../../src/domain/principal/principal-service.js";
+import { SCORE_CONFIGS_PER_PRINCIPAL_MAX } from "../../src/domain/research/score-rules.js";
 import { WEBHOOKS_PER_PRINCIPAL_MAX } from "../../src/domain/webhooks/webhook-service.js";
 import { backends } from "../support/databases.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -68,5 +69,22 @@ describe.each(backends)("per-principal bounds under writes side by side on %s", 
     );
     expect(await outcomes(creates)).toEqual({ written: WEBHOOKS_PER_PRINCIPAL_MAX, refused: 60 - WEBHOOKS_PER_PRINCIPAL_MAX });
     expect(await t.app.db.prisma.webhook.count({ where: { ownerId: actor.principalId } })).toBe(WEBHOOKS_PER_PRINCIPAL_MAX);
+  });
+
+  it("keeps exactly 5 of 40 score configs created together by a principal with 195", async () => {
+    const actor = await principal(`score-configs-${backend}`);
+    const stored = Array.from({ length: SCORE_CONFIGS_PER_PRINCIPAL_MAX - 5 }, (_, i) => ({
+      ownerId: actor.principalId,
+      name: `kept-${i}`,
+      kind: "NUMERIC" as const,
+    }));
+    await t.app.db.prisma.scoreConfig.createMany({ data: stored });
+    const creates = Array.from({ length: 40 }, (_, i) => () => t.app.services.scores.createConfig(actor, { name: `config-${i}`, kind: "NUMERIC" }));
+    expect(await outcomes(creates)).toEqual({ written: 5, refused: 35 });
+    expect(await t.app.db.prisma.scoreConfig.count({ where: { ownerId: actor.principalId } })).toBe(SCORE_CONFIGS_PER_PRINCIPAL_MAX);
+    // One of those names again: the config stored, as it is; a new name is refused.
+    const [kept] = await t.app.db.prisma.scoreConfig.findMany({ where: { ownerId: actor.principalId, name: "kept-0" }, take: 1 });
+    expect((await t.app.services.scores.createConfig(actor, { name: "kept-0", kind: "NUMERIC" })).id).toBe(kept!.id);
+    await expect(t.app.services.scores.createConfig(actor, { name: "one-more", kind: "NUMERIC" })).rejects.toThrow(/at most 200 score configs/);
   });
 });

@@ -1,4 +1,4 @@
-// A principal's bounded settings (API keys, schedules, MCP servers, skills, webhooks) are counted
+// A principal's bounded settings (API keys, schedules, MCP servers, skills, webhooks, score configs) are counted
 // and then written in one transaction. Two such transactions side by side would each count the
 // rows before the other's insert and pass the bound together; locking the principal's row first
 // makes the second count wait for the first to commit, so it sees that insert.

@@ -25,6 +25,7 @@ import {
 } from "./score-rules.js";
 import { type HumanScores, humanScoresOf } from "./score-provenance.js";
 import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 
 /** The global id type names a score may target, and the kind each is stored as. */
 export const SCORE_TARGETS: Record<string, ScoreTargetKind> = {
@@ -88,11 +89,17 @@ export class ScoreService {
     };
     const found = await existing();
     if (found) return same(found);
-    if ((await this.deps.prisma.scoreConfig.count({ where: { ownerId: actor.principalId } })) >= SCORE_CONFIGS_PER_PRINCIPAL_MAX) {
-      throw new ValidationError([{ field: "name", message: `at most ${SCORE_CONFIGS_PER_PRINCIPAL_MAX} score configs per principal` }]);
-    }
     try {
-      return await this.deps.prisma.scoreConfig.create({ data: { ownerId: actor.principalId, ...settings } });
+      // Counted and created under the principal's row lock: creates side by side count each other's.
+      return await this.deps.prisma.$transaction(async (tx) => {
+        await lockPrincipalRow(tx, actor.principalId);
+        const created = await tx.scoreConfig.findUnique({ where: { ownerId_name: { ownerId: actor.principalId, name: settings.name } } });
+        if (created) return same(created);
+        if ((await tx.scoreConfig.count({ where: { ownerId: actor.principalId } })) >= SCORE_CONFIGS_PER_PRINCIPAL_MAX) {
+          throw new ValidationError([{ field: "name", message: `at most ${SCORE_CONFIGS_PER_PRINCIPAL_MAX} score configs per principal` }]);
+        }
+        return tx.scoreConfig.create({ data: { ownerId: actor.principalId, ...settings } });
+      });
     } catch (error) {
       // Created concurrently under the same name: the same answer as if it had come first.
       if (!isUniqueViolation(error)) throw error;
@@ -222,7 +229,8 @@ export type ScoreSummaryRow = { configName: string; count: number; mean: number 
 /** A target's scores per config, counted and averaged in SQL (two GROUP BYs on the target's index), by config name. */
 export async function scoreSummary(prisma: PrismaClient, targetKind: ScoreTargetKind, targetId: string): Promise<ScoreSummaryRow[]> {
   const where = { targetKind, targetId };
-  // A principal has at most SCORE_CONFIGS_PER_PRINCIPAL_MAX configs, each with at most SCORE_CATEGORIES_MAX labels (BOOLEAN: 2).
+  // A target's scores are its owner's, on its owner's configs: at most SCORE_CONFIGS_PER_PRINCIPAL_MAX (createConfig counts them
+  // under the principal's row lock, and none is deleted), each with at most SCORE_CATEGORIES_MAX labels (BOOLEAN: 2).
   const [perConfig, perLabel] = await Promise.all([
     prisma.score.groupBy({
       by: ["configId"],
