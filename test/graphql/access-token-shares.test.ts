@@ -6,7 +6,8 @@
 //   into the other half; a token's run that leaves QUEUED frees a place of the tokens' share;
 // - an access token's idempotency keys are its grants' own: another end user's token uses the same
 //   key for a run of its own (no IdempotencyConflictError telling it the key was used), the team's
-//   API keys too, while a token minted again for the same grants replays its run; so with createScore.
+//   API keys too, while a token minted again for the same grants replays its run; so with createScore
+//   (and deleteScore: the score a token is replayed is its to delete, not another end user's token's).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import {
@@ -17,6 +18,7 @@ import {
   CreateScoreConfigDocument,
   CreateScoreDocument,
   type CreateScoreInput,
+  DeleteScoreDocument,
   PauseRunDocument,
   ResumeRunDocument,
 } from "../../sdk/generated/graphql.js";
@@ -115,7 +117,15 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
 
     const other = expectType(await vote(await token(w2.id, ["READ", "SCORE"]), { targetId: ofB.run.id, value: 0 }), "CreateScoreSuccess");
     expect([other.score.id === first.score.id, other.score.targetId]).toEqual([false, ofB.run.id]);
-    const again = expectType(await vote(await token(w1.id, ["READ", "SCORE"]), { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
+    const page2 = await token(w1.id, ["READ", "SCORE"]);
+    const again = expectType(await vote(page2, { targetId: ofA.run.id, value: 1 }), "CreateScoreSuccess");
     expect(again.score.id).toBe(first.score.id);
+
+    // The score it was answered is the re-minted token's to delete; not a token of other grants that reach it.
+    const deleteScore = async (client: DossierClient, id: string) => (await client.request(DeleteScoreDocument, { input: { id } })).deleteScore;
+    const wider = await token(w1.id, ["READ", "SCORE", "ADMIT"]);
+    expect((await deleteScore(wider, first.score.id)).__typename).toBe("NotFoundError");
+    expect((await deleteScore(await token(w2.id, ["READ", "SCORE"]), other.score.id)).__typename).toBe("DeleteScoreSuccess");
+    expect(expectType(await deleteScore(page2, again.score.id), "DeleteScoreSuccess").deletedScoreId).toBe(first.score.id);
   });
 });
