@@ -685,7 +685,7 @@ export type StartConversationInput = {
 };
 
 export type SteerRunInput = {
-  /** Retrying with the same key on the same run returns the same input (with another text: IdempotencyConflictError). */
+  /** Retrying with the same key on the same run returns the same input (with another text: IdempotencyConflictError). An access token's keys are its grants' own (another end user's token on the run may use the same key). */
   idempotencyKey?: string | null | undefined;
   runId: string;
   /** What you want the run to take into account: a person's message, at most 20000 characters. */

@@ -7,7 +7,8 @@
 // - an access token's idempotency keys are its grants' own: another end user's token uses the same
 //   key for a run of its own (no IdempotencyConflictError telling it the key was used), the team's
 //   API keys too, while a token minted again for the same grants replays its run; so with createScore
-//   (and deleteScore: the score a token is replayed is its to delete, not another end user's token's).
+//   (and deleteScore: the score a token is replayed is its to delete, not another end user's token's),
+//   and with steerRun: two end users steering one run each send their own "msg-1".
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import {
@@ -21,9 +22,11 @@ import {
   DeleteScoreDocument,
   PauseRunDocument,
   ResumeRunDocument,
+  SteerRunDocument,
 } from "../../sdk/generated/graphql.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType, startConversation } from "../support/fixtures.js";
+import { dbId } from "../support/history-seed.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const LIMIT = 4;
@@ -127,5 +130,24 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
     expect((await deleteScore(wider, first.score.id)).__typename).toBe("NotFoundError");
     expect((await deleteScore(await token(w2.id, ["READ", "SCORE"]), other.score.id)).__typename).toBe("DeleteScoreSuccess");
     expect(expectType(await deleteScore(page2, again.score.id), "DeleteScoreSuccess").deletedScoreId).toBe(first.score.id);
+  });
+
+  it("scopes a token's steering keys to its grants: two end users on one run each send their own message under one key", async () => {
+    const { owner, token } = await team("Steer scope");
+    const w = await createWorkspace(owner, "shared");
+    const { run } = await admit(owner, { workspaceId: w.id, question: "q" });
+    const steer = async (client: DossierClient, text: string) =>
+      (await client.request(SteerRunDocument, { input: { runId: run.id, text, idempotencyKey: "msg-1" } })).steerRun;
+    const fromA = expectType(await steer(await token(run.id, ["ADMIT", "READ"]), "Only cite 2024 sources."), "SteerRunSuccess");
+    const fromB = expectType(await steer(await token(run.id, ["READ", "ADMIT", "CANCEL"]), "Please write in French."), "SteerRunSuccess");
+    const fromKey = expectType(await steer(owner, "Keep it short."), "SteerRunSuccess");
+    expect(new Set([fromA.input.id, fromB.input.id, fromKey.input.id]).size).toBe(3);
+
+    // A's page with a new token for the same grants (in another order): its retry answers its input.
+    const page2 = await token(run.id, ["READ", "ADMIT"]);
+    expect(expectType(await steer(page2, "Only cite 2024 sources."), "SteerRunSuccess").input.id).toBe(fromA.input.id);
+    expect((await steer(page2, "Something else.")).__typename).toBe("IdempotencyConflictError");
+    expect(expectType(await steer(owner, "Keep it short."), "SteerRunSuccess").input.id).toBe(fromKey.input.id);
+    expect(await t.app.db.prisma.runInput.count({ where: { runId: dbId(run.id) } })).toBe(3);
   });
 });

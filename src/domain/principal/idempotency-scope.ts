@@ -1,4 +1,4 @@
-// Whose of a principal's idempotency keys (admitRun's, createScore's) a request's key is (W5).
+// Whose of a principal's idempotency keys (admitRun's, createScore's, steerRun's) a request's key is (W5).
 // The principal's API keys share one scope, "": a retry through another of its keys answers the
 // same run. An access token's keys
 // are its grants' own: "token:<minting key id>:<digest of the grants>". Another end user's token

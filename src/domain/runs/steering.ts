@@ -18,6 +18,7 @@ import { z } from "zod";
 import { type EventPublisher, publishRunSteered } from "../../events/topics.js";
 import type { PrismaClient, RunInput } from "../../generated/prisma/client.js";
 import { IdempotencyConflictError, NotFoundError, RunEndedError } from "../errors.js";
+import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
 import type { Actor } from "../principal/principal-service.js";
 import { appendEventsIn, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
@@ -48,6 +49,8 @@ export class SteeringService {
   /** Stores a steering input of one of the actor's runs that has not ended; with a key used before, returns that input. */
   async steerRun(actor: Actor, input: SteerInput): Promise<RunInput> {
     const { runId, text, idempotencyKey: key } = parseInput(steerInput, input);
+    // An access token's keys are its grants' own: another end user's token on the run may use the same key.
+    const scope = idempotencyScopeOf(actor);
     try {
       const { input: stored, status } = await this.deps.prisma.$transaction(async (tx): Promise<{ input: RunInput; status?: RunStatusName }> => {
         const [run] = await tx.$queryRawUnsafe<{ status: RunStatusName }[]>(
@@ -56,10 +59,10 @@ export class SteeringService {
           actor.principalId,
         );
         if (!run) throw new NotFoundError("Run", runId);
-        const replayed = key ? await replay(tx, runId, key, text) : null;
+        const replayed = key ? await replay(tx, { runId, scope, key, text }) : null;
         if (replayed) return { input: replayed };
         if (isTerminal(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));
-        return { input: await tx.runInput.create({ data: { runId, text, idempotencyKey: key ?? null } }), status: run.status };
+        return { input: await tx.runInput.create({ data: { runId, text, idempotencyScope: scope, idempotencyKey: key ?? null } }), status: run.status };
       });
       // Committed: the worker executing the run hears of it (an input replayed was announced when stored).
       if (status) publishRunSteered(this.deps.events, runId, status);
@@ -67,16 +70,19 @@ export class SteeringService {
     } catch (error) {
       // The same key sent twice at once: the first committed, this one answers as it did.
       if (!key || !isUniqueViolation(error)) throw error;
-      const replayed = await replay(this.deps.prisma, runId, key, text);
+      const replayed = await replay(this.deps.prisma, { runId, scope, key, text });
       if (!replayed) throw error;
       return replayed;
     }
   }
 }
 
-/** The input stored under the key, if any; IdempotencyConflictError when it holds another text. */
-async function replay(db: Pick<Tx, "runInput">, runId: string, key: string, text: string): Promise<RunInput | null> {
-  const stored = await db.runInput.findUnique({ where: { runId_idempotencyKey: { runId, idempotencyKey: key } } });
+/** The input stored under the scope's key, if any; IdempotencyConflictError when it holds another text. */
+async function replay(
+  db: Pick<Tx, "runInput">,
+  { runId, scope, key, text }: { runId: string; scope: string; key: string; text: string },
+): Promise<RunInput | null> {
+  const stored = await db.runInput.findUnique({ where: { runId_idempotencyScope_idempotencyKey: { runId, idempotencyScope: scope, idempotencyKey: key } } });
   if (stored && stored.text !== text) throw new IdempotencyConflictError(key);
   return stored;
 }

@@ -79,7 +79,8 @@ const SteerRunInput = builder.inputType("SteerRunInput", {
     runId: t.id({ required: true }),
     text: t.string({ required: true, description: `What you want the run to take into account: a person's message, at most ${STEER_TEXT_MAX} characters.` }),
     idempotencyKey: t.string({
-      description: "Retrying with the same key on the same run returns the same input (with another text: IdempotencyConflictError).",
+      description:
+        "Retrying with the same key on the same run returns the same input (with another text: IdempotencyConflictError). An access token's keys are its grants' own (another end user's token on the run may use the same key).",
     }),
   }),
 });
