@@ -1,15 +1,19 @@
 // Running places as a deployment's worker hands them out, with runs that last (each waits in its
-// model request until the test lets it go, as a long research run would): with keys required (more
-// than one principal may run) and the default MAX_RUNNING_RUNS_PER_PRINCIPAL, one principal's
-// backlog never holds every slot of a worker: the run another principal admits afterwards starts at
-// once, not when one of the backlog's runs ends.
+// model request until the test lets it go, as a long research run would):
+// - with keys required (more than one principal may run) and the default
+//   MAX_RUNNING_RUNS_PER_PRINCIPAL, one principal's backlog never holds every slot of a worker: the
+//   run another principal admits afterwards starts at once, not when one of the backlog's runs ends;
+// - a principal's access tokens together hold at most half of its running places: the run its API
+//   key admits after its end users' backlog starts at once too.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import { CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
+import type { DossierClient } from "../../sdk/client.js";
 import { backends } from "../support/databases.js";
-import { admit } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startHeldModel } from "../support/held-model.js";
 import { closedAfterEach } from "../support/per-test.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -66,5 +70,31 @@ describe.each(backends)("running places on %s", (backend) => {
     expect(await statuses(t)).toEqual({ a0: "RUNNING", a1: "QUEUED", a2: "QUEUED", b0: "RUNNING" });
     expect(model.asked()).toBe(2);
     await settleAll(t, model, 4);
+  }, 60_000);
+
+  it("the access tokens' runs hold half the principal's running places: its API key's run starts beside them", async () => {
+    const { t, model } = await heldDeployment(backend, { AUTH_REQUIRED: "true", WORKER_CONCURRENCY: "8", MAX_RUNNING_RUNS_PER_PRINCIPAL: "4" });
+    const owner = t.as(await t.createPrincipal("Team"));
+    const users: { client: DossierClient; workspaceId: string }[] = [];
+    for (const name of ["first user's", "second user's"]) {
+      const workspace = await createWorkspace(owner, name);
+      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["ADMIT", "READ"] }] } }))
+        .createAccessToken;
+      users.push({ client: t.as(expectType(minted, "CreateAccessTokenSuccess").token), workspaceId: workspace.id });
+    }
+    for (let i = 0; i < 3; i += 1) {
+      for (const [n, user] of users.entries()) await admit(user.client, { workspaceId: user.workspaceId, question: `user${n} ${i}` });
+    }
+    await holding(t, model, 2);
+    expect(Object.values(await statuses(t)).filter((status) => status === "RUNNING")).toHaveLength(2);
+    // The key's two runs take the principal's other two places, and no token run a third.
+    await admit(owner, { question: "key 0" });
+    await admit(owner, { question: "key 1" });
+    await holding(t, model, 4);
+    const now = await statuses(t);
+    expect([now["key 0"], now["key 1"]]).toEqual(["RUNNING", "RUNNING"]);
+    expect(Object.entries(now).filter(([question, status]) => question.startsWith("user") && status === "RUNNING")).toHaveLength(2);
+    expect(model.asked()).toBe(4);
+    await settleAll(t, model, 8);
   }, 60_000);
 });
