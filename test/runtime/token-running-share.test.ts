@@ -1,13 +1,15 @@
 // A principal's access tokens (its end users) together hold at most half of its running places
 // (MAX_RUNNING_RUNS_PER_PRINCIPAL; at least one): the runs they admitted, queued or to resume, are
 // claimed in the principal's order until the tokens hold their share, and its API keys' runs take
-// the other places, even when the tokens' runs came first — and so when workers claim at once.
+// the other places, even when the tokens' runs came first — and so when workers claim at once: the
+// tokens' count is taken again under the principal's claim lock.
 import { afterEach, describe, expect, it } from "vitest";
 import { CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
 import { batchClaims } from "../support/batch-claims.js";
 import { backends } from "../support/databases.js";
 import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -106,5 +108,36 @@ describe.runIf(backends.includes("postgres"))("the access tokens' share when wor
     const claimed = (await Promise.all(Array.from({ length: 4 }, () => claim(5, 6)))).flat();
     expect(claimed).toHaveLength(6);
     expect(await running(t)).toEqual({ tokens: 3, keys: 3 });
+  });
+
+  it("a claim that chose the tokens' runs before another claim of the principal committed its tokens' share takes the key's run alone", async () => {
+    t = await startTestApp("postgres", { authRequired: true });
+    const { owner, user } = await team(t, "Team");
+    await admitAll(user, ["held a", "held b", "held c", "u1", "u2"]);
+    await admit(owner, { question: "k1" });
+    const prisma = t.app.db.prisma;
+    const held = { question: { in: ["held a", "held b", "held c"] } };
+    await prisma.run.updateMany({ where: held, data: { status: "PAUSED" } });
+    const { ownerId } = await prisma.run.findFirstOrThrow({ where: { question: "u1" } });
+    const claim = batchClaims(prisma, { alive: true });
+    let claimed: Promise<string[]> | undefined;
+    // Another claim of the principal holds its claim lock while its three token runs start: the
+    // claim statement, which saw none of them running, chooses u1 and u2, then waits for the lock.
+    await prisma.$transaction(
+      async (tx) => {
+        await tx.$queryRawUnsafe("SELECT pg_advisory_xact_lock(hashtextextended('claim-principal:' || $1, 0))::text", ownerId);
+        await tx.run.updateMany({ where: held, data: { status: "RUNNING", leaseOwner: "another-worker", leaseExpiresAt: new Date(Date.now() + 600_000) } });
+        claimed = claim(10, 6);
+        await waitUntil(async () => {
+          const [row] = await prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH RECURSIVE running%'`;
+          return (row?.n ?? 0) > 0 ? true : undefined;
+        }, 10_000);
+      },
+      { timeout: 20_000 },
+    );
+    // Counted under the lock, the tokens hold their share of 3: the claim takes the key's run alone.
+    expect(await claimed).toEqual(["k1"]);
+    expect(await running(t)).toEqual({ tokens: 3, keys: 1 });
   });
 });
