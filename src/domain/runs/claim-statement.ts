@@ -17,17 +17,20 @@
 // run_queued_key_idx, run_queued_token_idx), so its end users' backlog never hides them.
 // Only the next few runs of each principal with runs to resume or queued and below their cap are
 // ranked (found by a skip over the index of runs' statuses and principals, then each principal's
-// runs in their claim order, its keys' and its tokens' apart), and only the runs to
-// take over whose leases expired first: a principal's backlog costs everyone else's claims nothing.
+// runs in their claim order, its keys' and its tokens' apart), and only the runs to take over
+// whose leases expired first: a principal's backlog costs everyone else's claims nothing. (A
+// principal's runs to resume are listed together, its tokens' passed over while the tokens hold
+// their share: few runs wait to resume, each having held a running place.)
 // The runs chosen are then read by their ids alone.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
 // took meanwhile is passed over for the next, not waited for. The same statement gives the runs
 // back as taken (with the claimant's model label recorded on them) and then, after the run rows
 // (lock-order.ts), takes the claim lock of each principal whose capped runs it took, in one order
-// for every claim, held to the commit: the count of their running runs (and their tokens') is taken by the claim's
-// next statement (first-attempt-statement.ts), which sees every claim that committed while this
-// one waited for a lock, and a claim of the same principals at the same time waits for this one.
+// for every claim, held to the commit: the count of their running runs (and of their tokens') is
+// taken by the claim's next statement (first-attempt-statement.ts), which sees every claim that
+// committed while this one waited for a lock, and a claim of the same principals at the same time
+// waits for this one.
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { runReturning } from "./admit-in-one-statement.js";
 import { HOLDING_SLOT, leaseExpiredSql } from "./lease-expired.js";

@@ -2,10 +2,11 @@
 // however many runs the claim took: each run's conversation's execution slot, its trace with its
 // RUN and ATTEMPT spans and their two replay-log rows (seq 1 and 2), the attempt's row, and the
 // run's question entering its conversation's log — and, for queued runs, the count of each
-// principal's other running runs (and of those its access tokens admitted), taken after the claim statement's lock of those principals
-// (claim-statement.ts). Each conversation's lineage comes back with its slot (it never changes
-// after a fork), so the attempt reads its log in one statement — or not at all when the run's
-// question is its conversation's first message: the log is then that question, as written here.
+// principal's other running runs (and of those its access tokens admitted), taken after the claim
+// statement's lock of those principals (claim-statement.ts). Each conversation's lineage comes back
+// with its slot (it never changes after a fork), so the attempt reads its log in one statement — or
+// not at all when the run's question is its conversation's first message: the log is then that
+// question, as written here.
 // Each run's requests (run-requests.ts: its stop, pause, steering inputs and cost caps) are read
 // in the same statement, after the claim took it: the attempt's first turn needs no read of them.
 // The same writes took fourteen round trips one by one per run (trace upsert, a span's seq, row
