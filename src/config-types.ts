@@ -71,9 +71,12 @@ export type Config = {
     /** Runs one worker executes at once. */
     concurrency: number;
     /**
-     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL;
-     * default WORKER_CONCURRENCY: one worker's share, so with several workers one principal never
-     * holds them all). Claims interleave principals either way.
+     * Runs one principal may have running at once across every worker (MAX_RUNNING_RUNS_PER_PRINCIPAL).
+     * Default with keys required: WORKER_CONCURRENCY less one (at least 1), so one principal's long
+     * runs never hold every slot of a worker and another principal's new run starts at once (a run
+     * is never preempted: a slot held is held until the run ends); keyless (one person's deployment,
+     * the development principal's), WORKER_CONCURRENCY: every slot. Claims interleave principals
+     * either way, and a principal's access tokens together hold at most half of these places (at least one).
      */
     maxRunningPerPrincipal: number;
     /** Where a worker process serves /metrics (off without it). */

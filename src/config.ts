@@ -212,14 +212,27 @@ function leaseMargin(values: EnvValues): number {
   return margin;
 }
 
+/** Whether requests need a key: keyless development access is the embedded default's convenience, never PostgreSQL's. */
+const authRequiredOf = (values: EnvValues): boolean => values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined;
+
+/**
+ * MAX_RUNNING_RUNS_PER_PRINCIPAL's default. With keys required, more than one principal may run:
+ * one less than WORKER_CONCURRENCY (at least 1), so one principal's long runs never hold every slot
+ * of a worker, and another principal's run starts at once instead of when one of them ends (runs
+ * are never preempted). Keyless, a deployment is one person's (its requests are the development
+ * principal's): that principal may use every slot. One principal behind keys sets it to the concurrency.
+ */
+function defaultRunningCap(values: EnvValues): number {
+  return authRequiredOf(values) ? Math.max(1, values.WORKER_CONCURRENCY - 1) : values.WORKER_CONCURRENCY;
+}
+
 /** What the API server is: where it listens, who may call it and how much one request may ask. */
 function serverSettings(values: EnvValues) {
-  const authRequired = values.AUTH_REQUIRED ?? values.DATABASE_URL !== undefined;
+  const authRequired = authRequiredOf(values);
   return {
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
-    // Keyless development access is the embedded default's convenience, never PostgreSQL's.
     authRequired,
     corsOrigins: values.CORS_ORIGINS,
     viewerFrameAncestors: values.VIEWER_FRAME_ANCESTORS,
@@ -297,7 +310,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
       leaseMs: values.RUN_LEASE_MS,
       leaseMarginMs: leaseMargin(values),
       concurrency: values.WORKER_CONCURRENCY,
-      maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? values.WORKER_CONCURRENCY,
+      maxRunningPerPrincipal: values.MAX_RUNNING_RUNS_PER_PRINCIPAL ?? defaultRunningCap(values),
       metricsPort: values.METRICS_PORT,
     },
     ...sandboxOf(values),

@@ -53,6 +53,13 @@ describe("loadConfig", () => {
       limits: { maxDepth: 8 },
     });
     expect(loadConfig({ WORKER_CONCURRENCY: "2", MAX_RUNNING_RUNS_PER_PRINCIPAL: "1" }).worker).toMatchObject({ concurrency: 2, maxRunningPerPrincipal: 1 });
+    // With keys required, one principal's runs leave a worker a slot; keyless, the one principal takes every slot.
+    const cap = (env: Record<string, string>) => loadConfig(env).worker.maxRunningPerPrincipal;
+    expect(cap({ AUTH_REQUIRED: "true" })).toBe(3);
+    expect(cap({ DATABASE_URL: "postgres://localhost/dossier", WORKER_CONCURRENCY: "8" })).toBe(7);
+    expect(cap({ DATABASE_URL: "postgres://localhost/dossier", AUTH_REQUIRED: "false", WORKER_CONCURRENCY: "8" })).toBe(8);
+    expect(cap({ AUTH_REQUIRED: "true", WORKER_CONCURRENCY: "1" })).toBe(1);
+    expect(cap({ AUTH_REQUIRED: "true", WORKER_CONCURRENCY: "2", MAX_RUNNING_RUNS_PER_PRINCIPAL: "2" })).toBe(2);
     expect(loadConfig({}).maxQueuedRunsPerPrincipal).toBe(1_000);
     expect(loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "25" }).maxQueuedRunsPerPrincipal).toBe(25);
     expect(() => loadConfig({ MAX_QUEUED_RUNS_PER_PRINCIPAL: "0" })).toThrow(/MAX_QUEUED_RUNS_PER_PRINCIPAL="0": must be at least 1/);

@@ -3,14 +3,17 @@
 // runs (inserted with SQL, each in a conversation of its own), B admits one: the claim statement
 // that takes B's run reads a few hundred rows of the run table, counted in its executed plan. The
 // same with 5,000 runs of A to resume (every held tool call decided): they are read as A's queued
-// runs are, a few at a time, and B's run, ranked beside them, goes first.
+// runs are, a few at a time, and B's run, ranked beside them, goes first. And with 5,000 runs A's
+// access token admitted queued while the tokens hold their share of A's places: the run A's API
+// key admits is read beside them, not behind them, and taken.
 import { afterEach, describe, expect, it } from "vitest";
 import { takeClaimable } from "../../src/domain/runs/claim-statement.js";
 import { PrismaRunState } from "../../src/domain/runs/run-state.js";
 import { createEventBus } from "../../src/events/topics.js";
 import type { Prisma, PrismaClient } from "../../src/generated/prisma/client.js";
 import { backends } from "../support/databases.js";
-import { admit } from "../support/fixtures.js";
+import { CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { dbId } from "../support/history-seed.js";
 import { executedPlan, rowsScanned } from "../support/plan-rows.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -111,6 +114,35 @@ describe.each(backends)("a claim beside a principal's runs resuming after decisi
 
     const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
     const claimed = await runs.claimMany(claimant, 1);
+    expect(claimed.map((c) => c.run.id)).toEqual([dbId(run.id)]);
+  }, 240_000);
+});
+
+describe.each(backends)("a claim beside a principal's access tokens' backlog on %s", (backend) => {
+  it(`reads fewer than ${ROWS_BOUND} run rows with ${BACKLOG} runs of the tokens queued at their share, and takes the key's run`, async () => {
+    // Room in A's queue for its key's run behind the backlog.
+    t = await startTestApp(backend, { authRequired: true, maxQueuedRunsPerPrincipal: 4 * BACKLOG });
+    const prisma = t.app.db.prisma;
+    const a = t.as(await t.createPrincipal("A"));
+    const workspace = await createWorkspace(a, "end user's");
+    const minted = (await a.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["ADMIT", "READ"] }] } }))
+      .createAccessToken;
+    const user = t.as(expectType(minted, "CreateAccessTokenSuccess").token);
+    const { run: first } = await admit(user, { workspaceId: workspace.id, question: "a token's backlog" });
+    await queueCopies(prisma, dbId(first.id), BACKLOG);
+    // Two of them run (a cap of 4: the tokens' share).
+    const copies = await prisma.run.findMany({ where: { id: { startsWith: "backlog-r" } }, select: { id: true }, orderBy: { id: "asc" }, take: 2 });
+    await prisma.run.updateMany({
+      where: { id: { in: copies.map((copy) => copy.id) } },
+      data: { status: "RUNNING", attempt: 1, leaseOwner: "worker-0", leaseExpiresAt: new Date(Date.now() + 600_000) },
+    });
+    const { run } = await admit(a, { question: "the key's one run" });
+
+    expect(await claimRowsScanned(prisma, 1)).toBeLessThan(ROWS_BOUND);
+    expect(await claimRowsScanned(prisma, 20)).toBeLessThan(ROWS_BOUND);
+
+    const runs = new PrismaRunState({ prisma, events: createEventBus(), trace: { announce: () => undefined, exportEnded: () => undefined } });
+    const claimed = await runs.claimMany(claimant, 20);
     expect(claimed.map((c) => c.run.id)).toEqual([dbId(run.id)]);
   }, 240_000);
 });

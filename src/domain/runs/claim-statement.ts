@@ -10,28 +10,41 @@
 // after it because the backlog's runs happened to end together — then oldest), and no principal
 // gets more than its cap allows. A principal's own runs are in its order: runs to resume first
 // (their conversation's slot is theirs and their work under way), then by priority, then oldest;
-// priority never orders one principal's runs before another's.
+// priority never orders one principal's runs before another's. The runs its access tokens admitted
+// (run.admitted_by_token) together hold at most the tokens' share of its places (tokenRunningShare):
+// they are ranked among its runs as long as the tokens' running runs and those ranked before them
+// leave room in the share, and its API keys' runs are listed apart from them (an index of each:
+// run_queued_key_idx, run_queued_token_idx), so its end users' backlog never hides them.
 // Only the next few runs of each principal with runs to resume or queued and below their cap are
 // ranked (found by a skip over the index of runs' statuses and principals, then each principal's
-// runs in their claim order, run_owner_id_status_priority_created_at_id_idx), and only the runs to
-// take over whose leases expired first: a principal's backlog costs everyone else's claims nothing.
+// runs in their claim order, its keys' and its tokens' apart), and only the runs to take over
+// whose leases expired first: a principal's backlog costs everyone else's claims nothing. (A
+// principal's runs to resume are listed together, its tokens' passed over while the tokens hold
+// their share: few runs wait to resume, each having held a running place.)
 // The runs chosen are then read by their ids alone.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
 // took meanwhile is passed over for the next, not waited for. The same statement gives the runs
 // back as taken (with the claimant's model label recorded on them) and then, after the run rows
 // (lock-order.ts), takes the claim lock of each principal whose capped runs it took, in one order
-// for every claim, held to the commit: the count of their running runs is taken by the claim's
-// next statement (first-attempt-statement.ts), which sees every claim that committed while this
-// one waited for a lock, and a claim of the same principals at the same time waits for this one.
+// for every claim, held to the commit: the count of their running runs (and of their tokens') is
+// taken by the claim's next statement (first-attempt-statement.ts), which sees every claim that
+// committed while this one waited for a lock, and a claim of the same principals at the same time
+// waits for this one.
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { runReturning } from "./admit-in-one-statement.js";
 import { HOLDING_SLOT, leaseExpiredSql } from "./lease-expired.js";
 
 type Tx = Prisma.TransactionClient;
 
-/** `capped`: the run counts against its principal's cap as it is taken (queued or resumed; not taken over from a worker). */
-export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; capped: boolean; run: Run };
+/**
+ * `capped`: the run counts against its principal's cap as it is taken (queued or resumed; not taken
+ * over from a worker); `token`: an access token admitted it, so it counts against the tokens' share too.
+ */
+export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; capped: boolean; token: boolean; run: Run };
+
+/** How many of a principal's `max` running places its access tokens together may hold: half, at least one. */
+export const tokenRunningShare = (max: number): number => Math.max(1, Math.floor(max / 2));
 
 export type TakeOptions = {
   workerId: string;
@@ -56,15 +69,36 @@ const RETURNING = runReturning("run");
  */
 const WAITING_COUNTED = 100;
 
-/** Takes up to `limit` runs (only `runId` when given), skipping the capped runs of the principals in `full` and the runs in `unslotted`; in the claim's order. */
+/** One list of a principal's queued runs (of its keys or of its tokens: `which`), in its claim order. */
+const queuedList = (which: string, token: boolean) => `SELECT r.id, false AS resumed, ${token} AS token, r.priority, r.created_at FROM run r
+             WHERE ${which} AND r.owner_id = owners.owner_id AND r.status = 'QUEUED'
+               AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
+               AND NOT EXISTS (SELECT 1 FROM conversation c
+                                WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
+               AND NOT EXISTS (SELECT 1 FROM run o
+                                WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
+                                  AND (o.created_at, o.id) < (r.created_at, r.id))
+             ORDER BY r.priority DESC, r.created_at, r.id
+             LIMIT GREATEST($7::int, ${WAITING_COUNTED})`;
+
+/**
+ * Takes up to `limit` runs (only `runId` when given), skipping the capped runs of the principals in
+ * `full`, the tokens' runs of those in `tokensFull` and the runs in `unslotted`; in the claim's order.
+ */
 export async function takeClaimable(
   tx: Tx,
   options: TakeOptions,
-  { runId, limit, full, unslotted = [] }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[] },
+  {
+    runId,
+    limit,
+    full,
+    unslotted = [],
+    tokensFull = [],
+  }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[]; tokensFull?: readonly string[] },
 ): Promise<Taken[]> {
   const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; capped: boolean; place: number; locks: unknown })[]>(
     `WITH RECURSIVE running AS (
-       SELECT owner_id, count(*)::int AS n FROM run
+       SELECT owner_id, count(*)::int AS n, count(*) FILTER (WHERE admitted_by_token IS NOT NULL)::int AS t FROM run
         WHERE ${HOLDING_SLOT} GROUP BY owner_id),
      claim_owners AS (
        SELECT LEAST((SELECT min(owner_id) FROM run WHERE status = 'QUEUED'),
@@ -74,30 +108,29 @@ export async function takeClaimable(
                     (SELECT min(r.owner_id) FROM run r WHERE r.status = 'RUNNING' AND r.lease_owner IS NULL AND r.owner_id > q.owner_id))
          FROM claim_owners q WHERE q.owner_id IS NOT NULL),
      owners AS (
-       SELECT q.owner_id, COALESCE(running.n, 0) AS n FROM claim_owners q
+       SELECT q.owner_id, COALESCE(running.n, 0) AS n,
+              CASE WHEN q.owner_id = ANY($11::text[]) THEN $10::int ELSE COALESCE(running.t, 0) END AS t FROM claim_owners q
          LEFT JOIN running ON running.owner_id = q.owner_id
         WHERE q.owner_id IS NOT NULL AND COALESCE(running.n, 0) < $4 AND q.owner_id <> ALL($5::text[])),
-     queued AS (
-       SELECT next.id, owners.n, next.created_at,
-              row_number() OVER (PARTITION BY owners.owner_id ORDER BY next.resumed DESC, next.priority DESC, next.created_at, next.id) AS k,
-              count(*) OVER (PARTITION BY owners.owner_id) AS waiting
+     listed AS (
+       SELECT next.id, next.token, owners.owner_id, owners.n, owners.t, next.resumed, next.priority, next.created_at,
+              row_number() OVER (PARTITION BY owners.owner_id, next.token ORDER BY next.resumed DESC, next.priority DESC, next.created_at, next.id) AS kt
          FROM owners CROSS JOIN LATERAL (
-           (SELECT r.id, true AS resumed, r.priority, r.created_at FROM run r
+           (SELECT r.id, true AS resumed, r.admitted_by_token IS NOT NULL AS token, r.priority, r.created_at FROM run r
              WHERE r.owner_id = owners.owner_id AND r.status = 'RUNNING' AND r.lease_owner IS NULL
                AND r.lease_expires_at < now() AND ($3::text IS NULL OR r.id = $3)
+               AND (r.admitted_by_token IS NULL OR owners.t < $10::int)
              ORDER BY r.priority DESC, r.created_at, r.id
              LIMIT GREATEST($7::int, ${WAITING_COUNTED}))
            UNION ALL
-           (SELECT r.id, false, r.priority, r.created_at FROM run r
-             WHERE r.owner_id = owners.owner_id AND r.status = 'QUEUED'
-               AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
-               AND NOT EXISTS (SELECT 1 FROM conversation c
-                                WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
-               AND NOT EXISTS (SELECT 1 FROM run o
-                                WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
-                                  AND (o.created_at, o.id) < (r.created_at, r.id))
-             ORDER BY r.priority DESC, r.created_at, r.id
-             LIMIT GREATEST($7::int, ${WAITING_COUNTED}))) AS next),
+           (${queuedList("r.admitted_by_token IS NULL", false)})
+           UNION ALL
+           (${queuedList("owners.t < $10::int AND r.admitted_by_token IS NOT NULL", true)})) AS next),
+     queued AS (
+       SELECT id, n, created_at,
+              row_number() OVER (PARTITION BY owner_id ORDER BY resumed DESC, priority DESC, created_at, id) AS k,
+              count(*) OVER (PARTITION BY owner_id) AS waiting
+         FROM listed WHERE NOT token OR t + kt <= $10::int),
      orphaned AS (
        SELECT r.id, r.created_at FROM run r
         WHERE ($3::text IS NULL OR r.id = $3) AND r.status = 'RUNNING' AND r.lease_owner IS NOT NULL AND ${LEASE_EXPIRED}
@@ -135,6 +168,8 @@ export async function takeClaimable(
     limit,
     options.modelLabel ?? null,
     unslotted,
+    tokenRunningShare(options.maxRunningPerPrincipal),
+    tokensFull,
   );
   return taken
     .sort((a, b) => Number(a.place) - Number(b.place))
@@ -144,6 +179,7 @@ export async function takeClaimable(
       previous_owner: previousOwner,
       owner_id: run.ownerId,
       capped,
+      token: run.admittedByToken !== null,
       run: run as Run,
     }));
 }

@@ -6,8 +6,9 @@
 //   queued there: it keeps its place), of the principal with the fewest running runs, then of the
 //   principal with fewer runs waiting, then oldest; a principal's own runs to resume go first, then
 //   its highest priority. A principal with maxRunningPerPrincipal running runs gets no run to
-//   resume nor queued run claimed; that count is checked again under a lock per principal, so
-//   workers claiming at once never exceed it;
+//   resume nor queued run claimed, and its access tokens' runs together no more than their share
+//   of those places (tokenRunningShare); both counts are checked again under a lock per principal,
+//   so workers claiming at once never exceed them;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
 // - that attempt is recorded as ended — CRASHED when its instance has no database session left,
 //   LEASE_LOST when it is still connected (frozen, or cut off and not yet told) — and every span it
@@ -28,7 +29,7 @@ import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
 import { HOLDING_SLOT } from "./lease-expired.js";
 import { beginFirstAttempts, type FirstAttemptBegun } from "./first-attempt-statement.js";
-import { type Taken, takeClaimable } from "./claim-statement.js";
+import { type Taken, takeClaimable, tokenRunningShare } from "./claim-statement.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -61,6 +62,13 @@ class PrincipalAtCap extends Error {
   }
 }
 
+/** The claimed run's access tokens reached their share of its principal's places under a concurrent claim: claim another run. */
+class TokensAtShare extends Error {
+  constructor(readonly ownerId: string) {
+    super(`the access tokens of principal ${ownerId} hold their share of its running places`);
+  }
+}
+
 /** How often a claim moves on to other runs after losing a race for a principal's last slots or a conversation's slot. */
 const CAP_RETRIES = 3;
 
@@ -80,14 +88,16 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
   // Principals found at their cap once their lock was held, and runs whose conversation's slot
   // another run took meanwhile: skipped by the next try, which claims the others again.
   const full: string[] = [];
+  const tokensFull: string[] = [];
   const unslotted: string[] = [];
   for (let tries = 0; tries <= CAP_RETRIES; tries += 1) {
     try {
-      return await claimOnce(options, { limit, runId, full, unslotted });
+      return await claimOnce(options, { limit, runId, full, tokensFull, unslotted });
     } catch (error) {
       if (error instanceof SlotTaken && runId === undefined && error.runIds.length > 0) unslotted.push(...error.runIds);
       else if (error instanceof SlotTaken) return [];
       else if (error instanceof PrincipalAtCap) full.push(error.ownerId);
+      else if (error instanceof TokensAtShare) tokensFull.push(error.ownerId);
       // Two claims at once may take their principals' queue exit rows in other orders (the
       // trigger takes each after its run row, in each claim's own order): a deadlock's victim
       // claims again.
@@ -99,10 +109,10 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
 
 type Claimed = { claimed: ClaimedAttempt; applied: Applied };
 
-/** One claim transaction: takes the fairest claimable runs (skipping the principals in `full`) and starts their attempts. */
+/** One claim transaction: takes the fairest claimable runs (skipping the principals in `full`, the tokens' runs of those in `tokensFull`) and starts their attempts. */
 async function claimOnce(
   options: ClaimOptions,
-  take: { limit: number; runId: string | undefined; full: readonly string[]; unslotted: readonly string[] },
+  take: { limit: number; runId: string | undefined; full: readonly string[]; tokensFull: readonly string[]; unslotted: readonly string[] },
 ): Promise<ClaimedAttempt[]> {
   const claimed = await options.prisma.$transaction(async (tx) => {
     // The lease runs from the claim statement's own start (statement_timestamp(), not the
@@ -150,7 +160,7 @@ async function claimOnce(
 
 /** A later attempt: how the one before ended is recorded, its open spans end, and the new one starts. */
 async function takeOver(tx: Tx, options: ClaimOptions, taken: Taken, run: Run, now: Date, leaseSentAt: number): Promise<Claimed> {
-  if (taken.capped) checkCap(taken.owner_id, await countRunning(tx, taken), options.maxRunningPerPrincipal);
+  if (taken.capped) checkCap(taken, await countRunning(tx, taken), options.maxRunningPerPrincipal);
   const previous = await previousAttempt(tx, options, run, taken.previous_owner);
   const applied = (await applyTransition(tx, TRANSITIONS.takeOver, run, {
     at: now,
@@ -169,11 +179,22 @@ function appliedInBatch(row: Transition, run: Run, changes: (TraceChange | null)
   return { runId: run.id, ownerId: run.ownerId, conversationId: run.conversationId, status: statusAfter(row), changes, announce: row.announce, after: [] };
 }
 
-/** Each principal's capped runs claimed here (claim-statement.ts), on top of their others running (counted under their lock), stay within the cap. */
+/**
+ * Each principal's capped runs claimed here (claim-statement.ts), on top of their others running
+ * (counted under their lock), stay within the cap, and its tokens' runs within their share.
+ */
 function checkCaps(firsts: readonly Taken[], begun: readonly FirstAttemptBegun[], max: number): void {
-  const claimedOf = new Map<string, number>();
-  for (const t of firsts) if (t.capped) claimedOf.set(t.owner_id, (claimedOf.get(t.owner_id) ?? 0) + 1);
-  for (const [index, t] of firsts.entries()) if (t.capped) checkCap(t.owner_id, begun[index]!.running + claimedOf.get(t.owner_id)! - 1, max);
+  const claimedOf = new Map<string, { all: number; tokens: number }>();
+  for (const t of firsts.filter((t) => t.capped)) {
+    const claimed = claimedOf.get(t.owner_id) ?? { all: 0, tokens: 0 };
+    claimedOf.set(t.owner_id, { all: claimed.all + 1, tokens: claimed.tokens + (t.token ? 1 : 0) });
+  }
+  for (const [index, t] of firsts.entries()) {
+    if (!t.capped) continue;
+    const claimed = claimedOf.get(t.owner_id)!;
+    const others = { all: begun[index]!.running + claimed.all - 1, tokens: begun[index]!.tokensRunning + claimed.tokens - (t.token ? 1 : 0) };
+    checkCap(t, others, max);
+  }
 }
 
 /** The attempt's beginning, one write at a time: its trace, RUN span (once), ATTEMPT span and row, and the run's question. */
@@ -203,18 +224,20 @@ async function startAttempt(
  * took (claim-statement.ts): a statement of its own, after the lock's, since a statement sees what
  * committed before it began and the lock may have been waited for.
  */
-async function countRunning(tx: Tx, taken: Taken): Promise<number> {
-  const [row] = await tx.$queryRawUnsafe<{ n: number }[]>(
-    `SELECT count(*)::int AS n FROM run
+async function countRunning(tx: Tx, taken: Taken): Promise<{ all: number; tokens: number }> {
+  const [row] = await tx.$queryRawUnsafe<{ n: number; t: number }[]>(
+    `SELECT count(*)::int AS n, count(*) FILTER (WHERE admitted_by_token IS NOT NULL)::int AS t FROM run
       WHERE owner_id = $1 AND id <> $2 AND ${HOLDING_SLOT}`,
     taken.owner_id,
     taken.id,
   );
-  return Number(row?.n ?? 0);
+  return { all: Number(row?.n ?? 0), tokens: Number(row?.t ?? 0) };
 }
 
-function checkCap(ownerId: string, running: number, max: number): void {
-  if (running >= max) throw new PrincipalAtCap(ownerId);
+/** The principal's other running runs (`others`: all of them, and its tokens') leave the run a place. */
+function checkCap(taken: Taken, others: { all: number; tokens: number }, max: number): void {
+  if (others.all >= max) throw new PrincipalAtCap(taken.owner_id);
+  if (taken.token && others.tokens >= tokenRunningShare(max)) throw new TokensAtShare(taken.owner_id);
 }
 
 /** The run's RUN span: one per run, created by its first attempt. */

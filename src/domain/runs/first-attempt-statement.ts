@@ -2,10 +2,11 @@
 // however many runs the claim took: each run's conversation's execution slot, its trace with its
 // RUN and ATTEMPT spans and their two replay-log rows (seq 1 and 2), the attempt's row, and the
 // run's question entering its conversation's log — and, for queued runs, the count of each
-// principal's other running runs, taken after the claim statement's lock of those principals
-// (claim-statement.ts). Each conversation's lineage comes back with its slot (it never changes
-// after a fork), so the attempt reads its log in one statement — or not at all when the run's
-// question is its conversation's first message: the log is then that question, as written here.
+// principal's other running runs (and of those its access tokens admitted), taken after the claim
+// statement's lock of those principals (claim-statement.ts). Each conversation's lineage comes back
+// with its slot (it never changes after a fork), so the attempt reads its log in one statement — or
+// not at all when the run's question is its conversation's first message: the log is then that
+// question, as written here.
 // Each run's requests (run-requests.ts: its stop, pause, steering inputs and cost caps) are read
 // in the same statement, after the claim took it: the attempt's first turn needs no read of them.
 // The same writes took fourteen round trips one by one per run (trace upsert, a span's seq, row
@@ -38,6 +39,8 @@ export type FirstAttemptBegun = {
   slotted: boolean;
   /** The principal's running runs, the runs of this statement aside (0 when not counted). */
   running: number;
+  /** Of those, the runs its access tokens admitted (run.admitted_by_token). */
+  tokensRunning: number;
   /** The run's conversation's lineage (ConversationLog.read), read with its slot. */
   lineage: LineageLevel[];
   /** The run's requests as the claim left them (read in the statement, after the claim statement took the run). */
@@ -46,7 +49,17 @@ export type FirstAttemptBegun = {
   log?: Message[];
 } & ({ created: true; root: SpanRef; span: SpanRef; changes: TraceChange[] } | { created: false });
 
-type Row = { id: string; created: boolean; slotted: boolean; running: number; lineage: unknown; seq: number | null; asks: boolean | null; requests: unknown };
+type Row = {
+  id: string;
+  created: boolean;
+  slotted: boolean;
+  running: number;
+  tokens: number;
+  lineage: unknown;
+  seq: number | null;
+  asks: boolean | null;
+  requests: unknown;
+};
 type NewSpan = { id: string; parentId: string | null; kind: "RUN" | "ATTEMPT"; name: string; attributes: Record<string, unknown> };
 
 /** Writes the beginnings of `begins` (first attempts, numbered 1, of `instance`, all at `at`), one result per run in order. */
@@ -127,10 +140,10 @@ export async function beginFirstAttempts(
        (SELECT slot.seq FROM slot WHERE slot.id = runs.id) AS seq,
        (SELECT slot.asks FROM slot WHERE slot.id = runs.id) AS asks,
        ${runRequestsColumn("runs.id", "$5")} AS requests,
-       CASE WHEN runs."countOf" IS NULL THEN 0 ELSE (
-         SELECT count(*)::int FROM run
-          WHERE owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${HOLDING_SLOT}) END AS running
-       FROM runs`,
+       COALESCE(counted.n, 0) AS running, COALESCE(counted.t, 0) AS tokens
+       FROM runs LEFT JOIN LATERAL (
+         SELECT count(*)::int AS n, count(*) FILTER (WHERE admitted_by_token IS NOT NULL)::int AS t FROM run
+          WHERE runs."countOf" IS NOT NULL AND owner_id = runs."countOf" AND id <> ALL(SELECT id FROM runs) AND ${HOLDING_SLOT}) AS counted ON true`,
     JSON.stringify(runs),
     JSON.stringify(spans),
     at,
@@ -142,7 +155,8 @@ export async function beginFirstAttempts(
     const row = byId.get(run.id);
     const lineage = lineageOf(row?.lineage);
     const requests = requestsOfColumn(row?.requests);
-    const common = { runId: run.id, slotted: Boolean(row?.slotted), running: Number(row?.running ?? 0), lineage, ...(requests && { requests }) };
+    const counts = { running: Number(row?.running ?? 0), tokensRunning: Number(row?.tokens ?? 0) };
+    const common = { runId: run.id, slotted: Boolean(row?.slotted), ...counts, lineage, ...(requests && { requests }) };
     if (!row?.created) return { ...common, created: false };
     const [root, attempt] = spansOf[index]!;
     // The question is the conversation's first message: the log is known without a read.
