@@ -11,10 +11,11 @@
 // compiled plan, which lives as long as it does, is charged to it as well.
 //
 // Each principal holds at most a quarter of the cache, by count and by bytes, as automatic
-// persisted queries do (server/automatic-persisted-queries.ts): a document is charged to the
-// principal that used it last (the SDK's texts, the same for everyone, are one document each), and
-// a principal at its share makes room with its own least recently used documents, never another's.
-// However many distinct texts one principal sends, the others' documents stay until the whole cache
+// persisted queries do (server/automatic-persisted-queries.ts): a document is charged, whole, to
+// every principal that uses it (the SDK's texts, the same for everyone, are one document each), and
+// a principal at its share makes room with its own least recently used documents, never another's:
+// a document another principal still uses stays for it. However many distinct texts one principal
+// sends, even after sending everyone's texts too, the others' documents stay until the whole cache
 // is full of documents used more recently. An operation over a socket has no request to name its
 // principal by: all of them share one share.
 import { type DocumentNode, type Token, TokenKind } from "graphql";
@@ -95,17 +96,17 @@ export function documentCache(options: DocumentCacheOptions = {}) {
     max,
     maxSize: maxBytes,
     sizeCalculation: (document, text) => weigh(document, text),
-    // A document out of the cache, by the cache's bounds, its principal's or a failed validation, is out of its share.
-    dispose: (_document, text) => shares.release(text),
+    // A document out of the cache, by the cache's bounds, its principals' or a failed validation, is out of their shares.
+    // One kept again in its place (the same text parsed twice at once, or weighed again) stays in them.
+    dispose: (_document, text, reason) => void (reason === "set" || shares.release(text)),
   });
-  /** The principal each kept text is charged to, and each principal's share. */
+  /** The principals each kept text is charged to, and each principal's share. */
   const shares = new PrincipalShares({ max: maxPerPrincipal, maxBytes: maxBytesPerPrincipal }, (text) => documents.delete(text));
-  /** Keeps a document (again) by its text, charged to the principal. */
+  /** Keeps a document by its text, charged to the principal (too). */
   const keep = (principal: string, text: string, document: DocumentNode) => {
     const size = weigh(document, text);
-    documents.delete(text);
     // A document heavier than the cache, or than a principal's share, is not kept.
-    if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
+    if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return void documents.delete(text);
     shares.hold(principal, text, size);
     documents.set(text, document);
     texts.set(document, text);
@@ -162,7 +163,12 @@ export function documentCache(options: DocumentCacheOptions = {}) {
   function charge(document: DocumentNode, bytes: number): void {
     charged.set(document, (charged.get(document) ?? 0) + bytes);
     const text = kept(document);
-    if (text !== undefined) keep(shares.ownerOf(text) ?? NO_REQUEST, text, document);
+    if (text === undefined) return;
+    const size = weigh(document, text);
+    if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return void documents.delete(text);
+    // In every share that holds it, then in the whole cache (which weighs it again on `set`; it fits).
+    shares.resize(text, size);
+    documents.set(text, document);
   }
   return { settings, plugin, charge, documents };
 }

@@ -23,7 +23,7 @@ const COST_READ = /^\s*SELECT "t0"\."id", "t0"\."cost(_unpriced)?"/;
 const SUBSCRIPTION_STATEMENTS = 4;
 /** The worker's passes, on their own clock beside the subscription (claims, sweeps, schedules, lease renewals), and transaction control. */
 const ELSE =
-  /WITH (RECURSIVE )?running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
+  /WITH (RECURSIVE )?running AS|^\s*UPDATE run SET lease_expires_at|FROM "public"\."(tool_approval|schedule)"|FROM tool_approval WHERE decision IS NULL AND expires_at <=|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
 
 let t: TestApp | undefined;
 afterEach(async () => {

@@ -25,7 +25,7 @@ const CALLS = [{ id: "call_a", name: "task_list", fragments: ['{"action":', '"ad
 const BEFORE_PAUSE = 4;
 /** The worker's passes, on their own clock beside the subscription (claims, sweeps, schedules, lease renewals, the embedded database's statistics), and transaction control. */
 const ELSE =
-  /WITH (RECURSIVE )?running AS|^\s*WITH held AS \(\s*SELECT h\.id, h\.attempt|^\s*UPDATE run SET lease_expires_at|^\s*ANALYZE\b|AS orphaned FROM run|FROM "public"\."(tool_approval|schedule)"|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
+  /WITH (RECURSIVE )?running AS|^\s*WITH held AS \(\s*SELECT h\.id, h\.attempt|^\s*UPDATE run SET lease_expires_at|^\s*ANALYZE\b|AS orphaned FROM run|FROM "public"\."(tool_approval|schedule)"|FROM tool_approval WHERE decision IS NULL AND expires_at <=|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
 
 let t: TestApp | undefined;
 let stub: OpenAIStreamStub | undefined;

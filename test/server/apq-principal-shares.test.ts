@@ -64,6 +64,16 @@ describe("automatic persisted queries, a share each principal", () => {
     expect(await found("alice", alices.slice(-APQ_MAX_TEXTS_PER_PRINCIPAL - 1))).toEqual(alices.slice(-APQ_MAX_TEXTS_PER_PRINCIPAL));
   });
 
+  it("keeps another principal's texts when one sends the same texts and then churns: each keeps its own copy", async () => {
+    const { send, found } = server();
+    const shared = texts("Shared", 5);
+    await send("bob", shared);
+    await send("alice", shared);
+    await send("alice", texts("Alice", APQ_MAX_TEXTS_PER_PRINCIPAL + 50), 50);
+    expect(await found("bob", shared)).toEqual(shared);
+    expect(await found("alice", shared)).toEqual([]);
+  });
+
   it("bounds a principal's bytes by its share: past it, its own least recently used texts go first", async () => {
     const { send, found } = server();
     const pad = 100_000;

@@ -84,6 +84,35 @@ describe("the parsed-document cache", () => {
     await fresh.close();
   }, 120_000);
 
+  it("keeps a document another principal still uses: one that sent the same texts and then churns takes them out of its own share only", async () => {
+    const fresh = await startTestApp("pglite");
+    const [churner, other] = [await fresh.createPrincipal("churner"), await fresh.createPrincipal("other")];
+    const others = Array.from({ length: 5 }, (_, i) => `query Kept${i} { workspaces(first: 1) { edges { node { id } } } }`);
+    for (const query of others) expect((await send(query, fresh, other)).errors).toBeUndefined();
+    // The same texts (the SDK's are everyone's) from the churner: each is in its share now, and still in the other's.
+    let start = parses.count;
+    for (const query of others) expect((await send(query, fresh, churner)).errors).toBeUndefined();
+    expect(parses.count - start).toBe(0);
+    for (let i = 0; i < 300; i += 1) expect((await send(`query Churn${i} { __typename }`, fresh, churner)).errors).toBeUndefined();
+    start = parses.count;
+    for (const query of others) expect((await send(query, fresh, other)).errors).toBeUndefined();
+    expect(parses.count - start).toBe(0);
+    // The shared texts counted, whole, against the churner's quarter: it kept its newest 250 texts, no more.
+    start = parses.count;
+    await send("query Churn50 { __typename }", fresh, churner);
+    expect(parses.count - start).toBe(0);
+    await send("query Churn49 { __typename }", fresh, churner);
+    expect(parses.count - start).toBe(1);
+    // Once every principal that used a text let it go, it is gone: the churner sends one again and churns past it.
+    await send(others[0]!, fresh, churner);
+    for (let i = 0; i < 250; i += 1) await send(`query Again${i} { __typename }`, fresh, churner);
+    for (let i = 0; i < 250; i += 1) await send(`query Other${i} { __typename }`, fresh, other);
+    start = parses.count;
+    await send(others[0]!, fresh, other);
+    expect(parses.count - start).toBe(1);
+    await fresh.close();
+  }, 120_000);
+
   it("holds at most its byte budget, however many large distinct documents are sent", async () => {
     const comment = `# ${"x".repeat(900_000)}\n`;
     // Each kind made the old cache, unbounded in bytes, keep hundreds of megabytes for a few

@@ -77,6 +77,23 @@ const REASON_MAX = 2_000;
 /** The statuses a run's calls are decided in: no attempt holds it (WAITING, or PAUSED while it waited). */
 const DECIDABLE: ReadonlySet<RunStatus> = new Set(["WAITING", "PAUSED"]);
 
+/** How many runs with requests due one round of the expiry sweep takes. */
+export const EXPIRY_RUNS_PER_ROUND = 100;
+/** How many requests one expiry sweep decides at most (it finishes the run it is on): the next sweep goes on. */
+export const EXPIRY_REQUESTS_PER_SWEEP = 1_000;
+
+/**
+ * The runs with requests due ($1), each owner's in turn: every owner's run whose first request
+ * expired first, then every owner's second, and so on; $2 of them.
+ */
+const DUE_RUNS = `SELECT run_id FROM (
+  SELECT due.run_id, due.first_due, row_number() OVER (PARTITION BY run.owner_id ORDER BY due.first_due, due.run_id) AS turn
+  FROM (SELECT run_id, min(expires_at) AS first_due FROM tool_approval WHERE decision IS NULL AND expires_at <= $1::timestamptz GROUP BY run_id) due
+  JOIN run ON run.id = due.run_id
+) ranked ORDER BY turn, first_due, run_id LIMIT $2::int`;
+
+type Decision = { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date; editedArguments?: string | null };
+
 export class ToolApprovalService {
   constructor(
     private readonly deps: {
@@ -85,6 +102,8 @@ export class ToolApprovalService {
       announcer: RunAnnouncer;
       /** The clock a decision is checked against the request's expiry by (tests move it). */
       now?: () => Date;
+      /** The expiry sweep's rounds and budget (EXPIRY_RUNS_PER_ROUND, EXPIRY_REQUESTS_PER_SWEEP). */
+      expiry?: { runsPerRound?: number; requestsPerSweep?: number };
     },
   ) {}
 
@@ -160,38 +179,46 @@ export class ToolApprovalService {
 
   /**
    * Rejects every request whose time ran out (as of `now`) with EXPIRED_REASON; returns how many.
-   * Instances sweeping at once decide each request once.
+   * Instances sweeping at once decide each request once. A run's due requests are decided together,
+   * in one transaction; runs are taken in rounds of EXPIRY_RUNS_PER_ROUND, each owner's oldest
+   * first in turn (every owner's first run, then every owner's second...), until nothing is due or
+   * EXPIRY_REQUESTS_PER_SWEEP were decided: however many requests one principal's runs let expire
+   * together, another's run expiring with them resumes in the same sweep. Nothing due: one statement.
    */
   async expireDue(now: Date): Promise<number> {
-    const due = await this.deps.prisma.toolApproval.findMany({
-      where: { decision: null, expiresAt: { lte: now } },
-      select: { id: true, runId: true },
-      take: 100,
-    });
+    const { runsPerRound = EXPIRY_RUNS_PER_ROUND, requestsPerSweep = EXPIRY_REQUESTS_PER_SWEEP } = this.deps.expiry ?? {};
     let expired = 0;
-    for (const { id, runId } of due) {
-      const after: AfterCommit = [];
-      const approval = await this.deps.prisma.$transaction(async (tx) => {
-        await tx.$queryRawUnsafe("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE", runId);
-        return this.decideIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after);
-      });
-      runAfterCommit(after);
-      if (approval) expired += 1;
+    for (;;) {
+      const due = await this.deps.prisma.$queryRawUnsafe<{ run_id: string }[]>(DUE_RUNS, now, runsPerRound);
+      for (const { run_id: runId } of due) {
+        if (expired >= requestsPerSweep) return expired;
+        const after: AfterCommit = [];
+        expired += await this.deps.prisma.$transaction(async (tx) => {
+          await tx.$queryRawUnsafe("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE", runId);
+          // Read under the run's lock: every decision takes it first, so none of these is decided meanwhile.
+          const open = await tx.toolApproval.findMany({ where: { runId, decision: null, expiresAt: { lte: now } }, select: { id: true } });
+          let decided = 0;
+          for (const { id } of open) {
+            if (await this.decideOneIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after)) decided += 1;
+          }
+          if (decided > 0) await this.resumeIn(tx, runId, now, after);
+          return decided;
+        });
+        runAfterCommit(after);
+      }
+      if (due.length < runsPerRound || expired >= requestsPerSweep) return expired;
     }
-    return expired;
   }
 
-  /**
-   * Decides one open request (the conditional UPDATE: null when it was decided already) and, when
-   * it was the run's last open one and the run is WAITING, makes the run claimable again. The
-   * caller holds the run row's lock.
-   */
-  private async decideIn(
-    tx: Tx,
-    id: string,
-    decision: { decision: ToolApprovalDecision; decidedBy: string | null; reason: string | null; at: Date; editedArguments?: string | null },
-    after: AfterCommit,
-  ): Promise<ToolApproval | null> {
+  /** Decides one open request and, when it was the run's last open one, makes the run claimable again (the caller holds its lock). */
+  private async decideIn(tx: Tx, id: string, decision: Decision, after: AfterCommit): Promise<ToolApproval | null> {
+    const approval = await this.decideOneIn(tx, id, decision, after);
+    if (approval) await this.resumeIn(tx, approval.runId, decision.at, after);
+    return approval;
+  }
+
+  /** Decides one open request (the conditional UPDATE: null when it was decided already), on its call's span too. */
+  private async decideOneIn(tx: Tx, id: string, decision: Decision, after: AfterCommit): Promise<ToolApproval | null> {
     const won = await tx.toolApproval.updateMany({
       where: { id, decision: null },
       data: {
@@ -206,10 +233,17 @@ export class ToolApprovalService {
     const approval = await tx.toolApproval.findUniqueOrThrow({ where: { id } });
     const recorded = await recordDecisionIn(tx, approval);
     if (recorded) after.push(() => publishTraceChanges(this.deps.events, [recorded]));
-    // Still RUNNING and still holding its conversation's slot, under an expired lease and no
-    // worker: the next claim resumes it, as it resumes a run handed back (the resume row).
-    const run = await tx.run.findUniqueOrThrow({ where: { id: approval.runId }, select: { id: true, ownerId: true, conversationId: true, workspaceId: true } });
-    const resumed = await applyTransition(tx, TRANSITIONS.resume, run, { at: decision.at, reason: "every request was decided", events: this.deps.events });
+    return approval;
+  }
+
+  /**
+   * Makes the run claimable again once none of its requests is open and it is WAITING. Still
+   * RUNNING and still holding its conversation's slot, under an expired lease and no worker: the
+   * next claim resumes it, as it resumes a run handed back (the resume row).
+   */
+  private async resumeIn(tx: Tx, runId: string, at: Date, after: AfterCommit): Promise<void> {
+    const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { id: true, ownerId: true, conversationId: true, workspaceId: true } });
+    const resumed = await applyTransition(tx, TRANSITIONS.resume, run, { at, reason: "every request was decided", events: this.deps.events });
     if (resumed) {
       const announcers = {
         events: this.deps.events,
@@ -218,6 +252,5 @@ export class ToolApprovalService {
       };
       after.push(() => announceApplied(announcers, resumed));
     }
-    return approval;
   }
 }

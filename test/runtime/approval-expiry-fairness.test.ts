@@ -1,0 +1,117 @@
+// The expiry of approval requests nobody decided in time, between principals: however many
+// requests one principal's waiting runs let expire together (a reply may hold 64 calls, and a
+// waiting run takes no place in the queue), another principal's run whose request expires a
+// moment later resumes in the same sweep, and a sweep decides a bounded number of requests, each
+// run's due requests in one go, the rest in the sweeps after it. The requests are seeded in the
+// database, past the app's clock: the sweeps are run as the worker runs them, with a later one.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolApprovalService } from "../../src/domain/runs/tool-approval-service.js";
+import { createEventBus } from "../../src/events/topics.js";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { backends } from "../support/databases.js";
+import { admit } from "../support/fixtures.js";
+import { dbId } from "../support/history-seed.js";
+import { callTools, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+const CALLS_PER_RUN = 64;
+
+const writeReport: Tool = {
+  schema: { name: "write_report", description: "writes a report", parameters: { type: "object" } },
+  execute: async () => "written",
+};
+
+describe.each(backends)("approval expiry between principals on %s", (backend) => {
+  let t: TestApp;
+  const clock = Date.now();
+  /** When the seeded requests expire: after the app's clock, which never reaches it (its worker's sweeps find none due). */
+  const due = new Date(clock + 600_000);
+  beforeAll(async () => {
+    t = await startTestApp(backend, {
+      now: () => new Date(clock),
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-expiry-fairness-")),
+        extraTools: [writeReport],
+        leaseMs: 1_500,
+        sweepMs: 100,
+        approvals: { rules: { "write_*": "always", "*": "never" }, timeoutSeconds: 3_600, now: () => new Date(clock) },
+      },
+    });
+  });
+  afterAll(() => t?.close());
+
+  /** `count` runs of a new principal, each WAITING on its one request (which expires with the app's timeout). */
+  async function waitingRuns(name: string, count: number): Promise<string[]> {
+    const client = t.as(await t.createPrincipal(name));
+    const runs = await Promise.all(Array.from({ length: count }, () => admit(client, { question: callTools({ name: "write_report" }) })));
+    const ids = runs.map(({ run }) => dbId(run.id));
+    const prisma = t.app.db.prisma;
+    await waitUntil(async () => (await prisma.run.count({ where: { id: { in: ids }, status: "WAITING" } })) === count || undefined, 60_000);
+    return ids;
+  }
+
+  /** Adds CALLS_PER_RUN open requests to each run, due at `at` (the run's own stays open, not due: it keeps waiting). */
+  async function seedDue(runIds: string[], at: Date): Promise<void> {
+    const prisma = t.app.db.prisma;
+    for (const runId of runIds) {
+      const held = await prisma.toolApproval.findFirstOrThrow({ where: { runId } });
+      const data = Array.from({ length: CALLS_PER_RUN }, (_, i) => ({
+        ...held,
+        id: `${held.id}-${i}`,
+        toolCallId: `seeded-${i}`,
+        spanId: null,
+        expiresAt: at,
+      }));
+      await prisma.toolApproval.createMany({ data });
+    }
+  }
+
+  /** The other principal's run, its one request due a moment after the first principal's. */
+  async function otherRun(name: string): Promise<string> {
+    const [run] = await waitingRuns(name, 1);
+    await t.app.db.prisma.toolApproval.updateMany({ where: { runId: run! }, data: { expiresAt: new Date(due.getTime() + 1) } });
+    return run!;
+  }
+
+  it("resumes another principal's run in the first sweep after one principal's 1,024 requests expire together", async () => {
+    const prisma = t.app.db.prisma;
+    const many = await waitingRuns("many", 16);
+    await seedDue(many, due);
+    const other = await otherRun("other");
+    const now = new Date(due.getTime() + 1_000);
+    const swept: number[] = [];
+    while (swept.length < 20 && (await prisma.run.findUniqueOrThrow({ where: { id: other } })).status === "WAITING") {
+      swept.push(await t.app.services.toolApprovals.expireDue(now));
+    }
+    expect(swept).toEqual([16 * CALLS_PER_RUN + 1]);
+    expect(await prisma.toolApproval.count({ where: { runId: { in: [...many, other] }, decision: null, expiresAt: { lte: now } } })).toBe(0);
+    // The first principal's runs still wait: each one's own request is not due.
+    expect(await prisma.run.count({ where: { id: { in: many }, status: "WAITING" } })).toBe(16);
+    expect(await t.app.services.toolApprovals.expireDue(now)).toBe(0);
+  }, 180_000);
+
+  it("decides a bounded number of requests a sweep, each run's due requests together, in rounds that take each owner's runs in turn", async () => {
+    const prisma = t.app.db.prisma;
+    const many = await waitingRuns("many-bounded", 4);
+    await seedDue(many, due);
+    const other = await otherRun("other-bounded");
+    const announcer = { announce: async () => undefined };
+    const service = new ToolApprovalService({ prisma, events: createEventBus(), announcer, expiry: { runsPerRound: 2, requestsPerSweep: 100 } });
+    const now = new Date(due.getTime() + 1_000);
+    const dueOf = (runId: string) => prisma.toolApproval.count({ where: { runId, decision: null, expiresAt: { lte: now } } });
+    // The first principal's runs by how many due requests each still has (runs due at once are taken by id), then the other's.
+    const open = async () => [...(await Promise.all(many.map(dueOf))).sort((a, b) => a - b), await dueOf(other)];
+    // A round: the first principal's oldest run, then the other's; the next round the first's second, and the budget is spent.
+    expect(await service.expireDue(now)).toBe(2 * CALLS_PER_RUN + 1);
+    expect(await open()).toEqual([0, 0, CALLS_PER_RUN, CALLS_PER_RUN, 0]);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: other } })).status).not.toBe("WAITING");
+    expect(await service.expireDue(now)).toBe(2 * CALLS_PER_RUN);
+    expect(await open()).toEqual([0, 0, 0, 0, 0]);
+    expect(await service.expireDue(now)).toBe(0);
+  }, 180_000);
+});
