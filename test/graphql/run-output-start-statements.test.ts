@@ -15,6 +15,7 @@ import { type Backend, backends, openMigratedTestDatabase } from "../support/dat
 import { admit } from "../support/fixtures.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
+import { TRANSACTION_CONTROL, WORKER_PASSES } from "../support/statement-patterns.js";
 import { withTimeout } from "../support/wait.js";
 
 type Update = RunOutputSubscription["runOutput"];
@@ -24,8 +25,10 @@ const CALLS = [{ id: "call_a", name: "task_list", fragments: ['{"action":', '"ad
 /** The pieces streamed before the model server holds the answer back. */
 const BEFORE_PAUSE = 4;
 /** The worker's passes, on their own clock beside the subscription (claims, sweeps, schedules, lease renewals, the embedded database's statistics), and transaction control. */
-const ELSE =
-  /WITH (RECURSIVE )?running AS|^\s*WITH held AS \(\s*SELECT h\.id, h\.attempt|^\s*UPDATE run SET lease_expires_at|^\s*ANALYZE\b|AS orphaned FROM run|FROM "public"\."(tool_approval|schedule)"|FROM tool_approval WHERE decision IS NULL AND expires_at <=|^\s*(BEGIN|COMMIT|ROLLBACK\b|-- Implicit "(BEGIN|COMMIT|ROLLBACK)")/i;
+const ELSE = new RegExp(
+  `${WORKER_PASSES.source}|${TRANSACTION_CONTROL.source}|^\\s*WITH held AS \\(\\s*SELECT h\\.id, h\\.attempt|^\\s*ANALYZE\\b|AS orphaned FROM run`,
+  "i",
+);
 
 let t: TestApp | undefined;
 let stub: OpenAIStreamStub | undefined;
