@@ -13,6 +13,7 @@ import { createEventBus, type EventBus } from "../events/topics.js";
 import type { Logger } from "../logger.js";
 import { PgBossRunQueue } from "../runtime/adapters/pg-boss-queue.js";
 import { tiktokenTokenizer } from "../runtime/adapters/tiktoken-tokenizer.js";
+import { containmentNote, containmentOnThisServer } from "../runtime/tools/command-containment.js";
 import type { ModelPort } from "../runtime/ports/model.js";
 import { createDemoModel } from "../runtime/adapters/demo-model.js";
 import { FallbackTokenBuckets, InProcessTokenBuckets, type RateLimitSettings, type TokenBuckets } from "../server/rate-limit.js";
@@ -173,6 +174,16 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     concurrency: config.worker.concurrency,
     maxRunningPerPrincipal: config.worker.maxRunningPerPrincipal,
   };
+}
+
+/**
+ * Where this process executes runs with COMMANDS_ALLOWED: logs how run_command's programs are kept
+ * from outliving their calls here (command-containment.ts), found out now rather than at the first call.
+ */
+export async function logCommandContainment(config: Config, logger: Logger): Promise<void> {
+  if (!config.capabilities.commands.allowed) return;
+  const note = containmentNote(await containmentOnThisServer());
+  logger[note.level](note.message);
 }
 
 /** One step of a shutdown, named for the log line of a shutdown that does not end in time. */

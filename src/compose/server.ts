@@ -17,6 +17,7 @@ import {
   openPrincipalRateLimits,
   openRateLimits,
   runtimeSettings,
+  logCommandContainment,
   stopOnSignals,
 } from "./infrastructure.js";
 
@@ -71,6 +72,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
   // Every agent profile whose definition changed since the last start becomes a new version now.
   await core.services.agentProfiles.load();
   warnAboutSettings(config, logger);
+  if (config.inProcessWorker) await logCommandContainment(config, logger);
 
   let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
   stopOnSignals(logger, config.shutdownTimeoutMs, async (step) => {

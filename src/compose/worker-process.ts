@@ -13,7 +13,7 @@ import { answerClientErrors, withPrivateHeaders } from "../server/response-heade
 import type { ModelPort } from "../runtime/ports/model.js";
 import type { Tool } from "../runtime/ports/tool.js";
 import { createCore } from "./core.js";
-import { mcpSettings, modelFor, openInfrastructure, runtimeSettings, type StopStep } from "./infrastructure.js";
+import { logCommandContainment, mcpSettings, modelFor, openInfrastructure, runtimeSettings, type StopStep } from "./infrastructure.js";
 
 export class WorkerNeedsPostgresError extends Error {
   constructor() {
@@ -65,6 +65,7 @@ export async function startWorkerProcess({
       : await serveMetrics(core.metrics, { port: config.worker.metricsPort, host: config.host, token: config.metricsToken, allowedHosts: config.allowedHosts });
   const workerId = core.runtime!.worker.workerId;
   logger.info("worker started", { worker: workerId, metricsPort: metricsServer?.port });
+  await logCommandContainment(config, logger);
   return {
     workerId,
     metricsPort: metricsServer?.port,

@@ -2,7 +2,9 @@
 // in the run's sandbox folder. There is no shell: the arguments reach the program verbatim, so
 // `$(…)`, `;`, globs and quotes mean nothing. The program runs in its own process group, which
 // is stopped when the call ends: by the program's exit, a timeout, the run's cancellation, or the
-// sandbox's disk budgets, which it cannot pass by more than command-disk.ts states.
+// sandbox's disk budgets, which it cannot pass by more than command-disk.ts states. What it starts
+// is stopped with it, having left the group or not: command-containment.ts says how, and where
+// that holds (a PID namespace per call where the machine allows one).
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -11,6 +13,7 @@ import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
 import type { SandboxUsage } from "./sandbox-usage.js";
 import { DISK_LOOK_MS, limitedSpawn, programFile, watchDisk } from "./command-disk.js";
+import { type Containment, containedSpawn, containmentOnThisServer, stopCall } from "./command-containment.js";
 
 export type CommandSettings = {
   timeoutMs: number;
@@ -18,6 +21,8 @@ export type CommandSettings = {
   path: string;
   /** How often the sandbox folder is counted while a program runs (command-disk.ts; DISK_LOOK_MS). */
   diskLookMs?: number;
+  /** "session": no PID namespace even where one can be made (command-containment.ts); by default one is. */
+  containment?: "session";
 };
 
 const OUTPUT_MAX_BYTES = 64 * 1024;
@@ -55,11 +60,12 @@ export function createRunCommandTool(sandboxDir: string, settings: CommandSettin
     async execute(rawArgs, context) {
       const { command, args } = commandOf(rawArgs);
       await mkdir(cwd, { recursive: true });
-      // Spawned through the limit's setter (command-disk.ts): a missing program is told apart first.
-      if (usage && !programFile(command, settings.path, cwd)) throw noProgram(command);
+      // Spawned through the limit's setter (command-disk.ts) and the containment: a missing program is told apart first.
+      if (!programFile(command, settings.path, cwd)) throw noProgram(command);
+      const contained = await containmentOnThisServer(settings.containment === "session");
       try {
         const room = await usage?.room();
-        return await runProgram({ command, args, cwd, settings, signal: context.signal, disk: usage && { usage, room: room! } });
+        return await runProgram({ command, args, cwd, settings, signal: context.signal, contained, disk: usage && { usage, room: room! } });
       } finally {
         await usage?.recount();
       }
@@ -82,21 +88,22 @@ type ProgramRun = {
   cwd: string;
   settings: CommandSettings;
   signal: AbortSignal;
+  contained: Containment;
   /** The folder's count, and the bytes the run may still write when the program starts. */
   disk?: { usage: Pick<SandboxUsage, "look">; room: number };
 };
 
-function runProgram({ command, args, cwd, settings, signal, disk }: ProgramRun): Promise<string> {
+function runProgram({ command, args, cwd, settings, signal, contained, disk }: ProgramRun): Promise<string> {
   return new Promise<string>((resolve, reject) => {
-    const spawned = disk ? limitedSpawn(command, args, disk.room) : { file: command, args };
-    // Its own process group: a timeout, a cancelled run, the disk budgets or the program's end
-    // stop everything it started, so nothing it left in the background outlives the call.
+    const spawned = containedSpawn(disk ? limitedSpawn(command, args, disk.room) : { file: command, args }, contained);
+    // Its own process group (and session): a timeout, a cancelled run, the disk budgets or the
+    // program's end stop it, and the call's end everything it started (command-containment.ts).
     const child = spawn(spawned.file, spawned.args, {
       cwd,
       shell: false,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { PATH: settings.path, HOME: cwd, LANG: "C.UTF-8" },
+      env: { PATH: settings.path, HOME: cwd, LANG: "C.UTF-8", ...markerEnv(spawned.marker) },
     });
     const killGroup = () => stopGroup(child);
     const output = collectOutput(child, killGroup);
@@ -122,7 +129,8 @@ function runProgram({ command, args, cwd, settings, signal, disk }: ProgramRun):
       watch?.stop();
       signal.removeEventListener("abort", onAbort);
       killGroup();
-      outcome();
+      if (child.pid) void stopCall(child.pid, spawned.marker).then(outcome);
+      else outcome();
     };
     child.once("error", (error: NodeJS.ErrnoException) => settle(() => reject(error.code === "ENOENT" ? noProgram(command) : error)));
     const done = (code: number | null, exitSignal: NodeJS.Signals | null) =>
@@ -152,6 +160,12 @@ function diskNote(command: string, pastBudget: string | undefined, fileRoom: num
   if (fileRoom === undefined) return "";
   return `\n--- stopped ---\n${command} was stopped writing a file past ${fileRoom} bytes, what the sandbox could still take. Remove files you no longer need before writing more.`;
 }
+
+const markerEnv = (marker: string | undefined): Record<string, string> => {
+  if (!marker) return {};
+  const [name, value] = marker.split("=");
+  return { [name!]: value! };
+};
 
 function stopGroup(child: ChildProcess): void {
   try {
