@@ -21,7 +21,7 @@ export type AccessOperation =
   | 'DECIDE'
   /** Read it (node, workspace, run, the lists; for a workspace also searchHistory and readMaterial of its history) and everything linked to it. */
   | 'READ'
-  /** Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, and those createScore replays to it (made with an idempotency key by a token the same API key minted for the same grants), never the team's. Reading scores needs READ only. */
+  /** Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, never the team's. Reading scores needs READ only. */
   | 'SCORE'
   /** Watch it live: runEvents, runOutput, traceUpdates, workspaceEvents (for a workspace, also the runs linked to it or to a linked conversation). A run watched through a link only while the link lasts: unlinking it (or its conversation), or deleting the workspace, ends its open streams with an error of code GRANT_WITHDRAWN, and nothing the run does after reaches them. */
   | 'SUBSCRIBE';

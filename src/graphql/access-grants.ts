@@ -17,8 +17,7 @@
 //     admitRun with multitask INTERRUPT also CANCEL on every run it would stop: domain/runs/interrupt-rights.ts),
 //     cancelRun, pauseRun and resumeRun (CANCEL),
 //     decideToolCall (DECIDE), createScore and deleteScore (SCORE, on what READ would reach) answer NotFound
-//     outside the grants (deleteScore also for a score the token did not make and createScore would not replay to it:
-//     domain/research/score-service.ts).
+//     outside the grants (deleteScore also for a score the token did not make: domain/research/score-service.ts).
 // Every other root field — minting tokens, keys, webhooks, MCP servers, skills, agent profiles,
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
 // a run, workspace or conversation reached through a link is there only when a grant covers it,

@@ -167,14 +167,11 @@ export class ScoreService {
 
   /**
    * Deletes one of the principal's scores; it answers NotFound for any other id. An access token
-   * deletes only the scores it made, and those createScore replays to it: made under an idempotency
-   * key of its scope (a token minted again for the same grants, the same end user's page after a
-   * refresh). The team's own (a HUMAN score later runs are shown) and another end user's are not
+   * deletes only the scores it made: the team's own (a HUMAN score later runs are shown) are not
    * its holder's to remove.
    */
   async delete(actor: Actor, scoreId: string): Promise<Score> {
-    const replayable = { idempotencyScope: idempotencyScopeOf(actor), idempotencyKey: { not: null } };
-    const where = { id: scoreId, ownerId: actor.principalId, ...(actor.access ? { OR: [{ credential: credentialOf(actor) }, replayable] } : {}) };
+    const where = { id: scoreId, ownerId: actor.principalId, ...(actor.access ? { credential: credentialOf(actor) } : {}) };
     const score = await this.deps.prisma.score.findFirst({ where });
     if (!score) throw new NotFoundError("Score", scoreId);
     const deleted = await this.deps.prisma.score.deleteMany({ where });

@@ -24,7 +24,7 @@ export const AccessOperationEnum = builder.enumType("AccessOperation", {
     CANCEL: { description: "Cancel its runs." },
     SCORE: {
       description:
-        "Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, and those createScore replays to it (made with an idempotency key by a token the same API key minted for the same grants), never the team's. Reading scores needs READ only.",
+        "Score it (createScore, deleteScore): a run, and the spans, publication versions and checkpoint versions its READ reaches. deleteScore removes only the scores this token made, never the team's. Reading scores needs READ only.",
     },
   } satisfies Record<(typeof ACCESS_OPERATIONS)[number], { description: string }>,
 });
