@@ -1,13 +1,15 @@
 // Test databases start as copies of the run's migrated template (test/support/database-templates.ts),
-// read once per process: each copy is a database of its own, migrated and with its planner
-// statistics as the template's ANALYZE left them, and one marked analysed does not analyse again
-// before it is written to.
+// read once per process: each copy is a database of its own (sharing the copy's bytes until it
+// writes a file), migrated and with its planner statistics as the template's ANALYZE left them,
+// and one marked analysed does not analyse again before it is written to.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { PGlite } from "@electric-sql/pglite";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { type Database, type OpenOptions, openDatabase } from "../../src/db/open-database.js";
-import { type DataDirCopy, readDataDirCopy } from "../../src/db/pglite-copy.js";
+import { type DataDirCopy, memoryFsHolding, readDataDirCopy } from "../../src/db/pglite-copy.js";
+import { releaseInstallationFiles } from "../../src/db/pglite-files.js";
 
 const template = readFileSync(inject("pgliteTemplateDump"));
 const opened: Database[] = [];
@@ -73,6 +75,26 @@ describe("a copy of the migrated template", () => {
     const before = await nextTransaction(unmarked);
     await unmarked.migrate();
     expect(BigInt(await nextTransaction(unmarked))).toBeGreaterThan(BigInt(before));
+  });
+
+  it("shares the copy's bytes with each database until a file is written, and keeps them as they were", async () => {
+    const bytes = Buffer.from(template);
+    const copy = readDataDirCopy(bytes);
+    const pglite = await PGlite.create({ fs: memoryFsHolding(copy) });
+    try {
+      releaseInstallationFiles(pglite);
+      await pglite.exec(`INSERT INTO principal (id, name) VALUES ('p', 'p'); CHECKPOINT`);
+      const fs = (pglite as unknown as { mod: { FS: { lookupPath(path: string): { node: { contents: Uint8Array } } } } }).mod.FS;
+      const contents = (file: string) => fs.lookupPath(`/pglite/data/${file}`).node.contents;
+      // Compared as booleans: a failure's diff of 43 MB buffers would exhaust the heap.
+      expect(contents("PG_VERSION").buffer === bytes.buffer).toBe(true);
+      const principal = (await pglite.query<{ file: string }>(`SELECT pg_relation_filepath('principal') AS file`)).rows[0]!.file;
+      expect(contents(principal).buffer === bytes.buffer).toBe(false);
+      expect(bytes.byteLength).toBe(template.byteLength);
+      expect(bytes.equals(template)).toBe(true);
+    } finally {
+      await pglite.close();
+    }
   });
 
   it("refuses what is not a tar file", () => {
