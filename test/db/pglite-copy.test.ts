@@ -97,6 +97,12 @@ describe("a copy of the migrated template", () => {
     }
   });
 
+  it("is of a database shut down cleanly, so a copy starts without crash recovery", () => {
+    const control = readDataDirCopy(template).files.find((file) => file.path === "global/pg_control")!.data;
+    // pg_control's state, after the system identifier and two version numbers: 1 is shut down (6: in production).
+    expect(Buffer.from(control.buffer, control.byteOffset, control.byteLength).readUInt32LE(16)).toBe(1);
+  });
+
   it("refuses what is not a tar file", () => {
     expect(() => readDataDirCopy(Buffer.from("x".repeat(1024)))).toThrow(/not a tar file/);
   });

@@ -20,7 +20,7 @@ import { openDatabase } from "../../src/db/open-database.js";
 import { projectFile } from "../../src/project-files.js";
 
 export type DatabaseTemplates = {
-  /** A file holding a migrated PGlite data directory (PGlite's dumpDataDir, uncompressed). */
+  /** A file holding a migrated PGlite data directory (an uncompressed tar, pglite-template.ts). */
   pgliteDump: string;
   /** The same before any migration: initialised (initdb), as a new embedded database starts. */
   pgliteEmptyDump: string;
