@@ -10,6 +10,7 @@ import { PrismaClient } from "../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { type DirectQuery, nameOf, preparingOnce, renamingChangedResults, sendingDirect, sendingStreamStarts, statementNames } from "./direct-statements.js";
 import { type Migration, type MigrationReport, migrate, pendingMigrations, readMigrations } from "./migrate.js";
+import type { DataDirCopy } from "./pglite-copy.js";
 import { releaseInstallationFiles } from "./pglite-files.js";
 import { countingChild, initialiseInChild } from "./pglite-initdb.js";
 import { takingTurns } from "./pglite-turns.js";
@@ -20,12 +21,12 @@ import { boundedWaits, closablePool, DEFAULT_TIMEOUTS, type DatabaseTimeouts } f
 
 /**
  * Where the data lives. A PGlite target without a dataDir is in memory (tests, scratch work).
- * `loadDataDir` starts a new embedded database from a copy of another (PGlite's dumpDataDir):
+ * `loadDataDir` starts a new embedded database from a copy of another's data folder (pglite-copy.ts):
  * tests start from one migrated copy instead of initialising and migrating each database.
  */
 export type DatabaseTarget =
   | { kind: "postgres"; url: string; timeouts?: Partial<DatabaseTimeouts>; poolSize?: number; streamPoolSize?: number }
-  | { kind: "pglite"; dataDir?: string; loadDataDir?: Blob };
+  | { kind: "pglite"; dataDir?: string; loadDataDir?: DataDirCopy };
 
 export { type DatabaseTimeouts, serverStatementTimeout } from "./bounded-waits.js";
 
@@ -156,7 +157,7 @@ export function newInstanceId(): string {
 const applicationName = (instanceId: string) => `dossier ${instanceId}`;
 
 async function openPglite(
-  { dataDir, loadDataDir }: { dataDir?: string; loadDataDir?: Blob },
+  { dataDir, loadDataDir }: { dataDir?: string; loadDataDir?: DataDirCopy },
   migrations: Migration[],
   instanceId: string,
   onQuery: ((sql: string, params: string) => void) | undefined,
@@ -165,18 +166,23 @@ async function openPglite(
   const lock = dataDir ? lockDataDir(dataDir) : undefined;
   try {
     // Loaded only here: on PostgreSQL the embedded database's code would cost ~45 MB of memory for nothing.
-    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }, { keepingStatistics, pgliteFileSize }] = await Promise.all([
-      import("@electric-sql/pglite"),
-      import("pglite-prisma-adapter"),
-      import("./pglite-statements.js"),
-      import("./pglite-analyze.js"),
-    ]);
+    const [{ PGlite }, { PrismaPGlite }, { preparingStatements }, { keepingStatistics, pgliteFileSize }, { memoryFsHolding, writeDataDirCopy }] =
+      await Promise.all([
+        import("@electric-sql/pglite"),
+        import("pglite-prisma-adapter"),
+        import("./pglite-statements.js"),
+        import("./pglite-analyze.js"),
+        import("./pglite-copy.js"),
+      ]);
     const settings = PGLITE_SETTINGS.flatMap((setting) => ["-c", setting]);
     const pgDir = dataDir ? path.join(dataDir, "pg") : undefined;
     // A new folder is initialised and migrated in a child process (pglite-initdb.ts): initdb's peak
     // and what the migrations touch stay out of this one. Its first `migrate` reports them applied.
     let migratedInChild = pgDir && !loadDataDir ? await initialiseInChild(pgDir, settings, migrations) : [];
-    const pglite: PGlite = await PGlite.create(pgDir, { startParams: [...PGlite.defaultStartParams, ...settings], loadDataDir });
+    // A copy goes into a new folder as files, or into the in-memory file system before PostgreSQL starts.
+    if (pgDir && loadDataDir) writeDataDirCopy(loadDataDir, pgDir);
+    const fs = !pgDir && loadDataDir ? memoryFsHolding(loadDataDir) : undefined;
+    const pglite: PGlite = await PGlite.create(pgDir, { startParams: [...PGlite.defaultStartParams, ...settings], ...(fs && { fs }) });
     // What of PostgreSQL's installation a running database does not read goes (pglite-files.ts).
     releaseInstallationFiles(pglite);
     // Every caller's statements give the event loop a turn first (pglite-turns.ts).
@@ -194,7 +200,9 @@ async function openPglite(
     // 0.1 ms at 2,000), and a turn's statements keep plans made for empty tables (the embedded
     // turn gap twice as long). Every table is analysed after migrations; then each table that
     // grew, within seconds, and every table every few minutes (pglite-analyze.ts).
-    const analyzer = keepingStatistics(session, { ...statistics, fileSize: pgliteFileSize(pglite) });
+    // A copy of a database analysed after its last write (a test's migrated template) starts with
+    // current statistics: its first migrate, applying nothing, need not analyse every table again.
+    const analyzer = keepingStatistics(session, { ...statistics, fileSize: pgliteFileSize(pglite), analysed: loadDataDir?.analysed });
     const analyze = () => analyzer.analyzeAll().catch(() => undefined);
     return {
       kind: "pglite",

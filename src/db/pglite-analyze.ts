@@ -68,13 +68,25 @@ export type Analyzer = {
 
 /**
  * Keeps `session`'s planner statistics current: the tables that grew every `checkEveryMs` (when
- * their files' sizes can be read), every table every `analyzeEveryMs`. The timers do not keep the
+ * their files' sizes can be read), every table every `analyzeEveryMs`, unless nothing was written
+ * since the last time (or since the start, for a database `analysed` already). The timers do not keep the
  * process alive; a round still running when the next is due is not doubled, and a failed one (the
  * database closing) is dropped.
  */
 export function keepingStatistics(
   session: SqlSession,
-  { checkEveryMs, analyzeEveryMs, fileSize }: { checkEveryMs: number; analyzeEveryMs: number; fileSize?: FileSize },
+  {
+    checkEveryMs,
+    analyzeEveryMs,
+    fileSize,
+    analysed = false,
+  }: {
+    checkEveryMs: number;
+    analyzeEveryMs: number;
+    fileSize?: FileSize;
+    /** Nothing was written since the database's last full ANALYZE: the next waits for a write. */
+    analysed?: boolean;
+  },
 ): Analyzer {
   let busy: Promise<unknown> = Promise.resolve();
   let analyzedAt: string | undefined;
@@ -102,6 +114,11 @@ export function keepingStatistics(
     if (pages === undefined) tables = undefined;
     return pages !== undefined && pages > 0 && (table.rows < 0 || pages > table.pages * GROWTH_FACTOR + GROWTH_PAGES);
   };
+  if (analysed) {
+    exclusive(async () => {
+      analyzedAt = await nextWrite();
+    }).catch(() => undefined);
+  }
   const analyzer: Analyzer = {
     analyzeAll: () =>
       exclusive(async () => {

@@ -23,6 +23,12 @@ const NOT_READ_AT_RUN_TIME = [
   /^\/pglite\/icu\//,
 ];
 
+/**
+ * The database's own folder, not the installation's: in memory, its files may share their bytes
+ * with the copy it started from until written (pglite-copy.ts), which must stay as it is.
+ */
+const DATA_FOLDER = "/pglite/data";
+
 /** The part of Emscripten's MEMFS this reads: a file's contents are bytes, a folder's its entries. */
 type MemNode = { name: string; mode: number; contents: Uint8Array | Record<string, MemNode> | null; usedBytes?: number };
 type EmscriptenFs = {
@@ -54,8 +60,9 @@ export function releaseInstallationFiles(pglite: PGlite): Released {
     if (!folder.contents || folder.contents instanceof Uint8Array) return;
     for (const [name, node] of Object.entries(folder.contents)) {
       const file = `${at}/${name}`;
-      if (fs.isDir(node.mode)) visit(node, file);
-      else if (fs.isFile(node.mode) && node.contents instanceof Uint8Array) {
+      if (fs.isDir(node.mode)) {
+        if (file !== DATA_FOLDER) visit(node, file);
+      } else if (fs.isFile(node.mode) && node.contents instanceof Uint8Array) {
         const bytes = node.contents;
         const view = bytes.byteOffset > 0 || bytes.byteLength < bytes.buffer.byteLength;
         if (NOT_READ_AT_RUN_TIME.some((pattern) => pattern.test(file))) {

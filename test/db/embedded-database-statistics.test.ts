@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
+import { readDataDirCopy } from "../../src/db/pglite-copy.js";
 
 const PAGE_OF_LINKS = `EXPLAIN SELECT * FROM workspace_link WHERE workspace_id = 'w' ORDER BY created_at DESC, id DESC LIMIT 21`;
 
@@ -15,7 +16,7 @@ afterEach(async () => {
 
 async function opened(options: { growthCheckEveryMs: number; analyzeEveryMs?: number }): Promise<Database> {
   // A copy of the test run's migrated database (test/support/database-templates.ts).
-  db = await openDatabase({ kind: "pglite", loadDataDir: new Blob([readFileSync(inject("pgliteTemplateDump"))]) }, options);
+  db = await openDatabase({ kind: "pglite", loadDataDir: readDataDirCopy(readFileSync(inject("pgliteTemplateDump"))) }, options);
   await db.migrate();
   await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p', 'p')`);
   await db.prisma.$executeRawUnsafe(`INSERT INTO workspace (id, owner_id, title, goal_version, updated_at) VALUES ('w', 'p', 'Large', 1, now())`);

@@ -1,11 +1,13 @@
 // Migrated templates, made once per test run: creating and migrating a database for every test
 // app costs more than most tests (PGlite ~1.5 s: initdb and 25 migrations; PostgreSQL ~0.2 s,
 // several times that under load). Each test database starts as a copy of a template instead:
-// a PGlite dump loaded into a new in-memory instance, a PostgreSQL `CREATE DATABASE … TEMPLATE`
-// (which also holds pg-boss's empty schema). A test of the migrations themselves starts from an
-// empty PGlite dump, which saves initdb (3.4–4.9 s each, measured on a busy machine).
-// The migration runner still runs on every copy (and finds nothing to apply), so a copy is
-// exactly what a fresh migrated database would be. No test-runner imports here.
+// a PGlite dump (read once per test process, src/db/pglite-copy.ts) written into a new in-memory
+// instance, a PostgreSQL `CREATE DATABASE … TEMPLATE` (which also holds pg-boss's empty schema).
+// A test of the migrations themselves starts from an empty PGlite dump, which saves initdb
+// (3.4–4.9 s each, measured on a busy machine). The migration runner still runs on every copy (and
+// finds nothing to apply), so a copy is exactly what a fresh migrated database would be; the PGlite
+// template was analysed after its migrations, so a copy is not analysed again before a write.
+// No test-runner imports here.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,7 +20,7 @@ import { openDatabase } from "../../src/db/open-database.js";
 import { projectFile } from "../../src/project-files.js";
 
 export type DatabaseTemplates = {
-  /** A file holding a migrated PGlite data directory (PGlite's dumpDataDir, uncompressed). */
+  /** A file holding a migrated PGlite data directory (an uncompressed tar, pglite-template.ts). */
   pgliteDump: string;
   /** The same before any migration: initialised (initdb), as a new embedded database starts. */
   pgliteEmptyDump: string;

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { inject } from "vitest";
 import { type Database, openDatabase } from "../../src/db/open-database.js";
+import { type DataDirCopy, readDataDirCopy } from "../../src/db/pglite-copy.js";
 import { createPostgresDatabaseAt } from "./postgres.js";
 
 export type Backend = "pglite" | "postgres";
@@ -26,18 +27,19 @@ export function createMigratedPostgresDatabase(): Promise<{ url: string; drop():
   return createPostgresDatabaseAt(postgresAdminUrl(), "dossier_test", inject("postgresTemplate") ?? undefined);
 }
 
-let pgliteTemplate: Blob | undefined;
-let pgliteEmpty: Blob | undefined;
+let pgliteTemplate: DataDirCopy | undefined;
+let pgliteEmpty: DataDirCopy | undefined;
 
 /** The run's migrated PGlite data directory, read once per test file. */
-function pgliteTemplateDump(): Blob {
-  pgliteTemplate ??= new Blob([readFileSync(inject("pgliteTemplateDump"))]);
+function pgliteTemplateDump(): DataDirCopy {
+  // Analysed after its migrations (pglite-template.ts): a copy need not analyse again before a write.
+  pgliteTemplate ??= readDataDirCopy(readFileSync(inject("pgliteTemplateDump")), { analysed: true });
   return pgliteTemplate;
 }
 
 /** The run's PGlite data directory before any migration (as initdb leaves it), read once per test file. */
-function pgliteEmptyDump(): Blob {
-  pgliteEmpty ??= new Blob([readFileSync(inject("pgliteEmptyDump"))]);
+function pgliteEmptyDump(): DataDirCopy {
+  pgliteEmpty ??= readDataDirCopy(readFileSync(inject("pgliteEmptyDump")));
   return pgliteEmpty;
 }
 

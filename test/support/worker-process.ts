@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createApp } from "../../src/compose/app.js";
 import { openDatabase } from "../../src/db/open-database.js";
+import { readDataDirCopy } from "../../src/db/pglite-copy.js";
 import { createRedisEventBus } from "../../src/events/redis-event-target.js";
 import { createEventBus } from "../../src/events/topics.js";
 import { createLogger } from "../../src/logger.js";
@@ -26,7 +27,7 @@ const marker = process.env.MARKER_FILE!;
 // already holds a database (a restart) opens as it is.
 function embedded(dataDir: string, template: string | undefined) {
   const fresh = template !== undefined && !existsSync(path.join(dataDir, "pg", "PG_VERSION"));
-  return { kind: "pglite" as const, dataDir, loadDataDir: fresh ? new Blob([readFileSync(template)]) : undefined };
+  return { kind: "pglite" as const, dataDir, loadDataDir: fresh ? readDataDirCopy(readFileSync(template), { analysed: true }) : undefined };
 }
 const db = await openDatabase(
   process.env.DATABASE_URL ? { kind: "postgres", url: process.env.DATABASE_URL } : embedded(process.env.DATA_DIR!, process.env.PGLITE_TEMPLATE),
