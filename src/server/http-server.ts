@@ -7,7 +7,7 @@ import { useServer } from "graphql-ws/use/ws";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
-import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
+import { authorizationFromConnectionParams, isSignInUnavailable } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
@@ -219,8 +219,10 @@ function serveGraphqlWs({
           return credentials.opened(ctx, socket, actor);
         } catch (error) {
           // The database failing for a moment refuses nothing: 1013 (try again later), which
-          // clients retry, and nothing of the failure itself.
+          // clients retry, and nothing of the failure itself. Nor do the identity provider's keys
+          // that cannot be read for a moment (HTTP's 503 SIGN_IN_UNAVAILABLE).
           if (isTransientDatabaseError(error)) socket.close(1013, DATABASE_UNAVAILABLE_REASON);
+          else if (isSignInUnavailable(error)) socket.close(1013, error.message);
           else if (isAuthenticationFlood(error)) socket.close(AUTH_FLOOD_CLOSE_CODE, error.message);
           else socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
           return false;
