@@ -21,6 +21,7 @@ import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } f
 import { type QueryLimits, subscriptionRefusal } from "./hardening.js";
 import type { RateLimits } from "./rate-limit.js";
 import { closingOf } from "./closing.js";
+import { refusalClose } from "./close-reasons.js";
 import { collectWhenQuiet } from "./idle-collection.js";
 import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
@@ -197,7 +198,8 @@ function serveGraphqlWs({
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
-      // (which clients do not retry) and the same message an HTTP request would get; a key
+      // (which clients do not retry) and the same message an HTTP request would get, an
+      // unexpected failure with 4500 and nothing of it (close-reasons.ts); a key
       // revoked while the socket is open closes it with 4403, an expired token with 4401
       // "token expired" (socket-credentials.ts). An address that failed to authenticate too often
       // has its connections closed with 4429 before their credentials are looked up.
@@ -224,7 +226,10 @@ function serveGraphqlWs({
           if (isTransientDatabaseError(error)) socket.close(1013, DATABASE_UNAVAILABLE_REASON);
           else if (isSignInUnavailable(error)) socket.close(1013, error.message);
           else if (isAuthenticationFlood(error)) socket.close(AUTH_FLOOD_CLOSE_CODE, error.message);
-          else socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
+          else {
+            const { code, reason } = refusalClose(error);
+            socket.close(code, reason);
+          }
           return false;
         }
       },
