@@ -168,6 +168,7 @@ export function createApi(
     authenticate: authenticateFrom,
     limits,
     corsOrigins,
+    bareGets: { keyless: !authRequired, graphiql },
     keyRevocations,
     eventStreams,
     rateLimits,

@@ -52,6 +52,8 @@ export type ServedApi = {
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
+  /** Whether a request without a credential acts as the development principal, and whether GraphiQL's page is served (cross-site.ts guardPages). */
+  bareGets: { keyless: boolean; graphiql: boolean };
   /** The subscriptions served over HTTP, whose connections the server that serves them cuts when it closes. */
   eventStreams: Pick<EventStreams, "cut">;
   /** Ends subscriptions whose API key is revoked (WebSocket connections are closed here). */
@@ -112,7 +114,7 @@ export async function startHttpServer({
   const clients = capConnectionsPerClient(httpServer, connections, trusted);
   // A rebound name gets 421; another site's page gets 403 at the GraphQL endpoint (cross-site.ts).
   // Every response, these refusals included, says no-store, Vary: Origin and nosniff (response-headers.ts).
-  const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
+  const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts, app.bareGets), allowedHosts));
   httpServer.on("request", withPrivateHeaders(guarded));
   const closing = closingOf(httpServer, { cutStreams: (requests) => app.eventStreams.cut(requests) });
   answerClientErrors(httpServer);
