@@ -13,7 +13,7 @@ import { useCompiledExecution } from "../server/compiled-execution.js";
 import { corsFor, jsonPostsOnly } from "../server/cross-site.js";
 import { documentCache } from "../server/document-cache.js";
 import { graphqlResponseJsonBodies } from "../server/graphql-response-body.js";
-import { automaticPersistedQueries } from "../server/automatic-persisted-queries.js";
+import { automaticPersistedQueries, persistedQueriesStoreOf } from "../server/automatic-persisted-queries.js";
 import { useFavicon } from "../server/favicon.js";
 import { graphiqlNeverFramed, graphiqlSettings } from "../server/graphiql.js";
 import { getParameters } from "../server/get-parameters.js";
@@ -139,7 +139,10 @@ export function createApi(
       ...(rateLimits ? [rateLimitPlugin(rateLimits, authentication.actorOf, metrics.countRejected)] : []),
       endRefused(),
       automaticPersistedQueries({
-        principalOf: async (request) => (await authentication.actorOf(request)).principalId,
+        keeperOf: async (request) => {
+          const actor = await authentication.actorOf(request);
+          return { principal: actor.principalId, store: persistedQueriesStoreOf(actor) };
+        },
         keeps: (query) => !trusted.only || trusted.admits(query),
       }),
       trusted.plugin,
@@ -165,6 +168,7 @@ export function createApi(
     authenticate: authenticateFrom,
     limits,
     corsOrigins,
+    bareGets: { keyless: !authRequired, graphiql },
     keyRevocations,
     eventStreams,
     rateLimits,

@@ -24,6 +24,8 @@ const uncountedRefusal = (message: string) => {
 /** Whether a refusal is not counted as a failed authentication (see `uncounted`). */
 export const isUncountedRefusal = (error: unknown): boolean => error instanceof GraphQLError && uncounted.has(error);
 const unavailable = (message: string) => new GraphQLError(message, { extensions: { code: "SIGN_IN_UNAVAILABLE", http: { status: 503 } } });
+/** Whether a refusal is only the identity provider's keys that cannot be read for a moment (503). */
+export const isSignInUnavailable = (error: unknown): error is GraphQLError => error instanceof GraphQLError && error.extensions.code === "SIGN_IN_UNAVAILABLE";
 
 /** Whether a Bearer value is a JWT (a JOSE header that decodes), without verifying it: API keys are not. */
 function isJwt(value: string): boolean {

@@ -2,22 +2,27 @@
 // its document by `extensions.persistedQuery.sha256Hash` alone; a server that does not know the
 // hash answers PersistedQueryNotFound, the client sends the text with the hash, and from then on
 // the hash is enough. Texts are kept per instance (a miss on another instance costs one resend)
-// and per principal: a hash finds only a text its own principal sent, so no one runs another's
-// text or learns from a hit that someone sent it. A request refused by authentication or a rate
-// limit never reaches the store.
+// and per credential's store: a principal's API keys share one, and an access token has its
+// grants' own (as its idempotency keys do: idempotency-scope.ts), which a token minted again for
+// the same grants — the same end user's page after a reload — finds again. A hash finds only a text
+// sent to its own store, so no one runs another's text or learns from a hit that someone sent it:
+// not another principal, nor an end user's page what another end user's or the backend sent. A
+// request refused by authentication or a rate limit never reaches the store.
 // With TRUSTED_DOCUMENTS_ONLY only trusted texts are kept: a hash never admits anything the text
 // would not.
 //
 // A text is kept only once it has parsed and passed validation, the query limits included (the
 // token limit is the parser's, depth, aliases and cost are validation rules): a text the server
 // refuses is never kept, however many are sent. What is kept is bounded by count and by bytes, and
-// each principal's texts by a quarter of each: a principal at its share makes room with its own
-// least recently used texts, never another's, so however many texts one principal sends, the
-// others' stay until the whole store is full of texts used more recently.
+// each principal's texts (all its stores' together) by a quarter of each: a principal at its share
+// makes room with its own least recently used texts, never another's, so however many texts one
+// principal sends, the others' stay until the whole store is full of texts used more recently.
 import { createHash } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
+import { idempotencyScopeOf } from "../domain/principal/idempotency-scope.js";
+import type { Actor } from "../domain/principal/principal-service.js";
 import { PrincipalShares } from "./principal-shares.js";
 
 /** How many texts are kept at most, least recently used first out. */
@@ -29,9 +34,16 @@ export const APQ_MAX_TEXTS_PER_PRINCIPAL = 250;
 /** How many bytes one principal's texts and their hashes may take at most: a quarter of APQ_MAX_BYTES. */
 export const APQ_MAX_BYTES_PER_PRINCIPAL = 2 * 1024 * 1024;
 
+/** Where a request's texts are kept: the principal's store for its API keys, the grants' own for an access token. */
+export const persistedQueriesStoreOf = (actor: Pick<Actor, "principalId" | "keyId" | "access">): string =>
+  actor.access ? idempotencyScopeOf(actor) : actor.principalId;
+
 export type AutomaticPersistedQueriesOptions = {
-  /** The principal a request acts as (authentication has admitted it when this is asked). */
-  principalOf(request: Request): Promise<string>;
+  /**
+   * The principal a request acts as, whose share its texts count against, and the store they are
+   * kept in (persistedQueriesStoreOf). Authentication has admitted the request when this is asked.
+   */
+  keeperOf(request: Request): Promise<{ principal: string; store: string }>;
   /** Whether a text may be kept (with TRUSTED_DOCUMENTS_ONLY: only a trusted document's). */
   keeps(query: string): boolean;
   /** How many texts are kept, least recently used first out. */
@@ -49,10 +61,10 @@ type PersistedQuery = { version?: unknown; sha256Hash?: unknown };
 const error = (message: string, code: string) => new GraphQLError(message, { extensions: { code } });
 
 export function automaticPersistedQueries(options: AutomaticPersistedQueriesOptions): Plugin {
-  const { principalOf, keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES } = options;
+  const { keeperOf, keeps, max = APQ_MAX_TEXTS, maxBytes = APQ_MAX_BYTES } = options;
   const { maxPerPrincipal = APQ_MAX_TEXTS_PER_PRINCIPAL, maxBytesPerPrincipal = APQ_MAX_BYTES_PER_PRINCIPAL } = options;
   // Counted as V8 may hold it: two bytes a character (one beyond Latin-1 makes the whole string
-  // two-byte), and the key it is kept under (the principal's id and the hash).
+  // two-byte), and the key it is kept under (its store and the hash).
   const sizeOf = (text: string, key: string) => 2 * (text.length + key.length);
   const texts: LRUCache<string, string> = new LRUCache<string, string>({
     max,
@@ -63,7 +75,7 @@ export function automaticPersistedQueries(options: AutomaticPersistedQueriesOpti
   });
   const shares = new PrincipalShares({ max: maxPerPrincipal, maxBytes: maxBytesPerPrincipal }, (key) => texts.delete(key));
   const keep = (principal: string, key: string, query: string) => {
-    // The same hash is the same text (a key is the principal's id and the hash): it is only used again.
+    // The same hash is the same text (a key is its store and the hash): it is only used again.
     if (texts.get(key) !== undefined) return shares.used(principal, key);
     const size = sizeOf(query, key);
     if (size > Math.min(maxBytes, maxBytesPerPrincipal)) return;
@@ -88,13 +100,13 @@ export function automaticPersistedQueries(options: AutomaticPersistedQueriesOpti
       if (query !== undefined && createHash("sha256").update(query).digest("hex") !== hash) {
         throw error("provided sha does not match query", "PERSISTED_QUERY_HASH_MISMATCH");
       }
-      return principalOf(request).then((principalId) => {
-        const key = `${principalId}:${hash}`;
-        if (query !== undefined) return void sent.set(request, { principal: principalId, key, query });
+      return keeperOf(request).then(({ principal, store }) => {
+        const key = `${store}:${hash}`;
+        if (query !== undefined) return void sent.set(request, { principal, key, query });
         const known = texts.get(key);
         // The message and code Apollo's PersistedQueryLink looks for before it sends the text.
         if (known === undefined) throw error("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND");
-        shares.used(principalId, key);
+        shares.used(principal, key);
         setParams({ ...params, query: known });
       });
     },

@@ -8,7 +8,12 @@
 // is answered 403 before Yoga reads it, so no other site's page runs a query or holds a
 // subscription of the keyless development principal's share. WebSocket upgrades, which browsers
 // send from any page, are held to the same rule; a client that sends no Origin and no
-// Sec-Fetch-Site naming another site is not a browser page.
+// Sec-Fetch-Site naming another site is not a browser page — except a GET: on plain http under a
+// name that is not loopback's, a browser sends neither for an <img>, a frame or a <link> of another
+// site's page. So where a request without a credential acts as the development principal, a GET
+// without them and without a credential must show it is a GraphQL client's: an Accept naming a
+// GraphQL answer or an event stream, or a header only a script could add (bareGetAllowed); no
+// page's element sends either.
 // All of this holds at the endpoint's one path: Yoga would run GraphQL for any URL ending in it
 // (/graphql/, /x/graphql, /?/graphql, //graphql), so every other spelling is 404 before Yoga
 // reads it (guardPages), and Yoga itself parses no GraphQL request at another path (jsonPostsOnly).
@@ -113,15 +118,44 @@ export function pageRequestAllowed(request: IncomingMessage, origins: readonly s
   return request.method === "GET" && request.headers["sec-fetch-mode"] === "navigate" && request.headers["sec-fetch-dest"] === "document";
 }
 
+/** The media types a GET may name in its Accept to show it is a GraphQL client's. */
+const GRAPHQL_ANSWERS = new Set([...JSON_MEDIA_TYPES, "text/event-stream"]);
+/** Headers a GraphQL client may send instead (Apollo's CSRF prevention reads them); a page's element sends neither. */
+const CLIENT_HEADERS = ["apollo-require-preflight", "x-apollo-operation-name"];
+
+export const BARE_GET_MESSAGE =
+  "A GET without Origin, Sec-Fetch-Site or a credential must say it is a GraphQL client's: send `Accept: application/graphql-response+json` (or application/json, or text/event-stream for a subscription), or an `Apollo-Require-Preflight` header.";
+
 /**
- * The HTTP handler, answering 403 to every request to `endpoint` that `pageRequestAllowed` refuses,
- * and 404 to every request at another path that Yoga would take for `endpoint`.
+ * Whether a GET carrying neither Origin nor Sec-Fetch-Site nor a credential (which another site's
+ * <img>, frame or <link> sends so on plain http) may reach Yoga: its Accept names a GraphQL answer
+ * (not only a wildcard), or it carries a header of CLIENT_HEADERS; or it asks for GraphiQL's page
+ * (text/html), which runs nothing by itself, where GraphiQL is served.
+ */
+export function bareGetAllowed(request: IncomingMessage, graphiql: boolean): boolean {
+  const { headers } = request;
+  if (request.method !== "GET" || headers.origin !== undefined || headers["sec-fetch-site"] !== undefined || headers.authorization !== undefined) return true;
+  const accepted = (headers.accept ?? "").split(",").map((range) => range.split(";")[0]!.trim().toLowerCase());
+  if (accepted.some((type) => GRAPHQL_ANSWERS.has(type)) || CLIENT_HEADERS.some((name) => headers[name] !== undefined)) return true;
+  // Yoga renders GraphiQL for every GET that accepts text/html, and executes nothing then.
+  return graphiql && accepted.includes("text/html");
+}
+
+/**
+ * The HTTP handler, answering 403 to every request to `endpoint` that `pageRequestAllowed` or
+ * `bareGetAllowed` refuses, and 404 to every request at another path that Yoga would take for `endpoint`.
  */
 export function guardPages(
   handler: (request: IncomingMessage, response: ServerResponse) => void,
   endpoint: string,
   origins: readonly string[],
   allowedHosts: readonly string[] | undefined,
+  /**
+   * `keyless`: a request without a credential acts as the development principal (AUTH_REQUIRED=false),
+   * so a bare GET is held to `bareGetAllowed` (where keys are required it is refused with 401 anyway);
+   * `graphiql`: GraphiQL is served (a bare GET accepting text/html is then its page).
+   */
+  { keyless, graphiql }: { keyless: boolean; graphiql: boolean } = { keyless: false, graphiql: false },
 ): (request: IncomingMessage, response: ServerResponse) => void {
   return (request, response) => {
     const url = urlOf(request);
@@ -129,7 +163,13 @@ export function guardPages(
       response.writeHead(404, { connection: "close" }).end();
       return;
     }
-    if (url.pathname !== endpoint || pageRequestAllowed(request, origins, allowedHosts)) return handler(request, response);
+    if (url.pathname !== endpoint) return handler(request, response);
+    const message = !pageRequestAllowed(request, origins, allowedHosts)
+      ? CROSS_SITE_MESSAGE
+      : keyless && !bareGetAllowed(request, graphiql)
+        ? BARE_GET_MESSAGE
+        : null;
+    if (message === null) return handler(request, response);
     // Not even the refusal may be shown in another site's frame.
     response.writeHead(403, {
       "content-type": "application/json; charset=utf-8",
@@ -137,7 +177,7 @@ export function guardPages(
       "x-frame-options": "DENY",
       connection: "close",
     });
-    response.end(JSON.stringify({ errors: [{ message: CROSS_SITE_MESSAGE, extensions: { code: "CROSS_SITE_REQUEST" } }] }));
+    response.end(JSON.stringify({ errors: [{ message, extensions: { code: "CROSS_SITE_REQUEST" } }] }));
   };
 }
 

@@ -7,7 +7,7 @@ import { useServer } from "graphql-ws/use/ws";
 import { isTransientDatabaseError } from "../db/transient-errors.js";
 import { WebSocketServer } from "ws";
 import type { YogaServerInstance } from "graphql-yoga";
-import { authorizationFromConnectionParams } from "../graphql/authenticate.js";
+import { authorizationFromConnectionParams, isSignInUnavailable } from "../graphql/authenticate.js";
 import type { GraphQLContext } from "../graphql/context.js";
 import { SharedSubscriptionResults } from "../trace/updates/shared-subscription-results.js";
 import type { UpdateCache } from "../trace/updates/update-cache.js";
@@ -21,6 +21,7 @@ import { AUTH_FLOOD_CLOSE_CODE, type AuthenticateFrom, isAuthenticationFlood } f
 import { type QueryLimits, subscriptionRefusal } from "./hardening.js";
 import type { RateLimits } from "./rate-limit.js";
 import { closingOf } from "./closing.js";
+import { refusalClose } from "./close-reasons.js";
 import { collectWhenQuiet } from "./idle-collection.js";
 import { OPEN, type Socket, SocketCredentials, socketClosing } from "./socket-credentials.js";
 import { SocketShares } from "./socket-shares.js";
@@ -51,6 +52,8 @@ export type ServedApi = {
   limits: QueryLimits;
   /** The browser origins approved besides the server's own (CORS_ORIGINS); WebSocket upgrades are held to them too. */
   corsOrigins: readonly string[];
+  /** Whether a request without a credential acts as the development principal, and whether GraphiQL's page is served (cross-site.ts guardPages). */
+  bareGets: { keyless: boolean; graphiql: boolean };
   /** The subscriptions served over HTTP, whose connections the server that serves them cuts when it closes. */
   eventStreams: Pick<EventStreams, "cut">;
   /** Ends subscriptions whose API key is revoked (WebSocket connections are closed here). */
@@ -111,7 +114,7 @@ export async function startHttpServer({
   const clients = capConnectionsPerClient(httpServer, connections, trusted);
   // A rebound name gets 421; another site's page gets 403 at the GraphQL endpoint (cross-site.ts).
   // Every response, these refusals included, says no-store, Vary: Origin and nosniff (response-headers.ts).
-  const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts), allowedHosts));
+  const guarded = clients.forwarded(guardHosts(guardPages(yoga, yoga.graphqlEndpoint, app.corsOrigins, allowedHosts, app.bareGets), allowedHosts));
   httpServer.on("request", withPrivateHeaders(guarded));
   const closing = closingOf(httpServer, { cutStreams: (requests) => app.eventStreams.cut(requests) });
   answerClientErrors(httpServer);
@@ -197,7 +200,8 @@ function serveGraphqlWs({
   return useServer<Record<string, unknown>, { request: unknown; socket: unknown }>(
     {
       // Subscriptions are authorised like queries. A refused key closes the socket with 4401
-      // (which clients do not retry) and the same message an HTTP request would get; a key
+      // (which clients do not retry) and the same message an HTTP request would get, an
+      // unexpected failure with 4500 and nothing of it (close-reasons.ts); a key
       // revoked while the socket is open closes it with 4403, an expired token with 4401
       // "token expired" (socket-credentials.ts). An address that failed to authenticate too often
       // has its connections closed with 4429 before their credentials are looked up.
@@ -219,10 +223,15 @@ function serveGraphqlWs({
           return credentials.opened(ctx, socket, actor);
         } catch (error) {
           // The database failing for a moment refuses nothing: 1013 (try again later), which
-          // clients retry, and nothing of the failure itself.
+          // clients retry, and nothing of the failure itself. Nor do the identity provider's keys
+          // that cannot be read for a moment (HTTP's 503 SIGN_IN_UNAVAILABLE).
           if (isTransientDatabaseError(error)) socket.close(1013, DATABASE_UNAVAILABLE_REASON);
+          else if (isSignInUnavailable(error)) socket.close(1013, error.message);
           else if (isAuthenticationFlood(error)) socket.close(AUTH_FLOOD_CLOSE_CODE, error.message);
-          else socket.close(4401, error instanceof Error ? error.message : "Unauthorized");
+          else {
+            const { code, reason } = refusalClose(error);
+            socket.close(code, reason);
+          }
           return false;
         }
       },

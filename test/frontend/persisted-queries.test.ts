@@ -5,14 +5,16 @@
 // refuses (over the token limit, or invalid) is never kept, and what one principal keeps is bounded
 // by bytes: its oldest texts go first, and every text still found runs. Texts are kept per
 // principal: a hash finds only its own principal's text, and a request without a valid key is 401
-// whatever was sent.
+// whatever was sent. An access token's texts are its grants' own: an end user's page learns nothing
+// of what the backend or another end user's page sent, and finds its own again after a reload.
 import { createHash } from "node:crypto";
 import { parse, print, visit } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ViewerDocument } from "../../sdk/generated/graphql.js";
+import { CreateAccessTokenDocument, ViewerDocument } from "../../sdk/generated/graphql.js";
 import { loadConfig } from "../../src/config.js";
 import { APQ_MAX_BYTES_PER_PRINCIPAL } from "../../src/server/automatic-persisted-queries.js";
 import { DEFAULT_QUERY_LIMITS } from "../../src/server/hardening.js";
+import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -163,5 +165,28 @@ describe("automatic persisted queries, where keys are required", () => {
     ]);
     expect((await send({ query, extensions: apq(sha(query)) }, bob)).answer).toEqual({ data: { viewer: { name: "bob" } } });
     expect((await send({ extensions: apq(sha(query)) }, bob)).answer).toEqual({ data: { viewer: { name: "bob" } } });
+  });
+
+  it("keeps an access token's texts apart from its principal's and from other grants': a token minted again for the same grants finds them", async () => {
+    const alice = await t.createPrincipal("alice");
+    const [one, two] = [await createWorkspace(t.as(alice), "One"), await createWorkspace(t.as(alice), "Two")];
+    const mint = async (workspaceId: string) =>
+      expectType(
+        (await t.as(alice).request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspaceId, operations: ["READ"] }] } })).createAccessToken,
+        "CreateAccessTokenSuccess",
+      ).token;
+    const [page, reloaded, another] = [await mint(one.id), await mint(one.id), await mint(two.id)];
+    const found = async (query: string, key: string) => codeOf(await send({ extensions: apq(sha(query)) }, key));
+    // The backend's text: the page's hash alone misses it, as if never sent.
+    const backends = "query Backend { viewer { id } }";
+    expect(codeOf(await send({ query: backends, extensions: apq(sha(backends)) }, alice))).toBe("200 data");
+    expect(await found(backends, alice)).toBe("200 data");
+    expect(await found(backends, page)).toBe("200 PERSISTED_QUERY_NOT_FOUND");
+    // The page's text: found by the page, and by its token minted again for the same grants (a reload).
+    const pages = `query Page { node(id: "${one.id}") { id } }`;
+    expect(codeOf(await send({ query: pages, extensions: apq(sha(pages)) }, page))).toBe("200 data");
+    expect([await found(pages, page), await found(pages, reloaded)]).toEqual(["200 data", "200 data"]);
+    // Not by another end user's page (other grants), nor by the backend.
+    expect([await found(pages, another), await found(pages, alice)]).toEqual(["200 PERSISTED_QUERY_NOT_FOUND", "200 PERSISTED_QUERY_NOT_FOUND"]);
   });
 });

@@ -1,7 +1,8 @@
-// Automatic persisted queries kept per principal, within a share of the store: a principal at its
-// share (APQ_MAX_TEXTS_PER_PRINCIPAL texts, APQ_MAX_BYTES_PER_PRINCIPAL bytes) makes room with its
-// own least recently used texts, so another principal's texts stay however many one principal
-// sends; the whole store's bounds still hold, least recently used first out, whoever's.
+// Automatic persisted queries kept per principal (an access token's in its own store), within a
+// share of the store that all of a principal's stores count against: a principal at its share
+// (APQ_MAX_TEXTS_PER_PRINCIPAL texts, APQ_MAX_BYTES_PER_PRINCIPAL bytes) makes room with its own
+// least recently used texts, so another principal's texts stay however many one principal sends;
+// the whole store's bounds still hold, least recently used first out, whoever's.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createSchema, createYoga } from "graphql-yoga";
@@ -19,29 +20,38 @@ const apq = (text: string) => ({ persistedQuery: { version: 1, sha256Hash: sha(t
 
 type Answer = { data?: { a: number }; errors?: { message: string }[] };
 
-/** A server whose requests act as the principal their `x-principal` header names. */
+/**
+ * A request's keeper: `principal` or `principal|store` (an access token's store; the principal's own
+ * without it), sent in the `x-keeper` header.
+ */
+const keeperOf = (request: Request) => {
+  const keeper = request.headers.get("x-keeper") ?? "";
+  return { principal: keeper.split("|")[0]!, store: keeper };
+};
+
+/** A server whose requests act as the principal their `x-keeper` header names, kept in its store. */
 function server(options: Partial<AutomaticPersistedQueriesOptions> = {}) {
   const yoga = createYoga({
     schema: createSchema({ typeDefs: "type Query { a: Int }", resolvers: { Query: { a: () => 1 } } }),
-    plugins: [automaticPersistedQueries({ principalOf: async (r) => r.headers.get("x-principal") ?? "", keeps: () => true, ...options })],
+    plugins: [automaticPersistedQueries({ keeperOf: async (r) => keeperOf(r), keeps: () => true, ...options })],
   });
-  const post = async (principal: string, body: unknown) => {
-    const init = { method: "POST", headers: { "content-type": "application/json", "x-principal": principal }, body: JSON.stringify(body) };
+  const post = async (keeper: string, body: unknown) => {
+    const init = { method: "POST", headers: { "content-type": "application/json", "x-keeper": keeper }, body: JSON.stringify(body) };
     return (await (await yoga.fetch("http://dossier.test/graphql", init)).json()) as Answer;
   };
   return {
     /** Sends each text with its hash, `width` at a time (one batch kept after another); each must run. */
-    send: async (principal: string, queries: string[], width = 1) => {
+    send: async (keeper: string, queries: string[], width = 1) => {
       for (let i = 0; i < queries.length; i += width) {
-        const answers = await Promise.all(queries.slice(i, i + width).map((query) => post(principal, { query, extensions: apq(query) })));
+        const answers = await Promise.all(queries.slice(i, i + width).map((query) => post(keeper, { query, extensions: apq(query) })));
         expect(answers).toEqual(answers.map(() => ({ data: { a: 1 } })));
       }
     },
-    /** Which of these texts the principal's hash alone still finds (and runs); asked 50 at a time. */
-    found: async (principal: string, queries: string[]) => {
+    /** Which of these texts the keeper's hash alone still finds (and runs); asked 50 at a time. */
+    found: async (keeper: string, queries: string[]) => {
       const answers: Answer[] = [];
       for (let i = 0; i < queries.length; i += 50)
-        answers.push(...(await Promise.all(queries.slice(i, i + 50).map((query) => post(principal, { extensions: apq(query) })))));
+        answers.push(...(await Promise.all(queries.slice(i, i + 50).map((query) => post(keeper, { extensions: apq(query) })))));
       expect(answers.every((answer) => answer.data?.a === 1 || answer.errors?.[0]?.message === "PersistedQueryNotFound")).toBe(true);
       return queries.filter((_, i) => answers[i]!.data?.a === 1);
     },
@@ -99,6 +109,21 @@ describe("automatic persisted queries, a share each principal", () => {
     expect(operations.length).toBeLessThanOrEqual(APQ_MAX_TEXTS_PER_PRINCIPAL);
     const bytes = operations.reduce((sum, text) => sum + 2 * (text.length + 500 + 64 + 100), 0);
     expect(bytes).toBeLessThanOrEqual(APQ_MAX_BYTES_PER_PRINCIPAL);
+  });
+
+  it("keeps an access token's texts in its own store, yet within its principal's one share", async () => {
+    const { send, found } = server({ maxPerPrincipal: 4 });
+    const backend = texts("Backend", 2);
+    await send("alice", backend);
+    // An end user's page learns nothing of what the backend sent, nor the backend of the page's.
+    expect(await found("alice|page", backend)).toEqual([]);
+    const page = texts("Page", 3);
+    await send("alice|page", page);
+    expect(await found("alice", page)).toEqual([]);
+    expect(await found("alice|another-page", page)).toEqual([]);
+    // Five texts of alice's, in a share of four: her least recently used, the backend's first, went.
+    expect(await found("alice", backend)).toEqual(backend.slice(1));
+    expect(await found("alice|page", page)).toEqual(page);
   });
 
   it("still keeps at most the store's texts all together, least recently used first out, whoever's", async () => {

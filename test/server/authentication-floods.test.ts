@@ -141,6 +141,11 @@ describe("failed authentications per client address", () => {
       (i: number) => `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid: `key${i}` })}.${part({ sub: "someone" })}.${part({ signature: i })}`,
     ],
     [
+      "a forged access token whose kid is no key's id (a number, an object, an array)",
+      (i: number) =>
+        `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid: [i, { key: i }, [`key${i}`]][i % 3] })}.${part({ sub: "someone" })}.${part({ signature: i })}`,
+    ],
+    [
       "a forged access token naming no key",
       (i: number) => `${part({ alg: "ES256", typ: ACCESS_TOKEN_TYPE })}.${part({ sub: "someone", exp: 1_000_000 + i })}.${part({ signature: i })}`,
     ],
@@ -152,6 +157,20 @@ describe("failed authentications per client address", () => {
     for (let i = 0; i < 10; i += 1) statuses.push((await post(t.server!.url, forged(i))).status);
     expect(statuses).toEqual([401, 401, 401, ...Array(7).fill(429)]);
     expect(lookups()).toBeLessThanOrEqual(3);
+  });
+
+  it("a forged access token whose kid is no key's id is refused as any forged one, over HTTP and graphql-ws, with nothing internal", async () => {
+    const { t } = await startHeard(new InProcessTokenBuckets({ perMinute: 60, burst: 60 }));
+    for (const kid of [123, { a: 1 }, ["x"], null, true, "\u0000", "k".repeat(5_000)]) {
+      const forged = `${part({ alg: "HS256", typ: ACCESS_TOKEN_TYPE, kid })}.${part({ sub: "someone" })}.${part({ signature: 1 })}`;
+      const answer = await post(t.server!.url, forged);
+      expect([answer.status, answer.body.errors?.[0]?.extensions?.code, answer.body.errors?.[0]?.message]).toEqual([
+        401,
+        "UNAUTHENTICATED",
+        "Invalid access token.",
+      ]);
+      expect(await connectSocket(t.server!.wsUrl, forged)).toEqual({ code: 4401, reason: "Invalid access token." });
+    }
   });
 
   it("sent all at once, as many wrong keys are looked up as the burst allows, not one more; good keys sent at once are all served", async () => {

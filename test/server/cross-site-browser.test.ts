@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Request } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -15,12 +15,28 @@ import { waitUntil } from "../support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 
+/** How many GraphQL operations the app has executed (its Prometheus count, every type and outcome). */
+async function operationsExecuted(t: TestApp): Promise<number> {
+  const lines = (await t.app.metrics.render()).split("\n").filter((line) => line.startsWith("dossier_graphql_operation_duration_seconds_count"));
+  return lines.reduce((sum, line) => sum + Number(line.split(" ").pop()), 0);
+}
+
 describe.runIf(existsSync(CHROMIUM) || process.env.CI)("a page on another origin, in Chromium", () => {
   let browser: Browser;
   let t: TestApp | undefined;
   let attacker: Server | undefined;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      // Two names on the network that are not loopback's: pages there are not a secure context.
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--host-resolver-rules=MAP dossier.lan 127.0.0.1, MAP evil.lan 127.0.0.1",
+      ],
+    });
   });
   afterAll(async () => browser?.close());
   afterEach(async () => {
@@ -115,6 +131,44 @@ describe.runIf(existsSync(CHROMIUM) || process.env.CI)("a page on another origin
     ]);
     expect(await t.app.db.prisma.workspace.count()).toBe(workspaces);
     expect(t.listeners()).toBe(listening);
+    await page.close();
+  });
+
+  it("runs nothing for another site's <img> and frames on plain http under a name that is not loopback's, which send neither Origin nor Sec-Fetch-Site", async () => {
+    t = await startTestApp("pglite", { listen: true, allowedHosts: ["dossier.lan"], graphiql: false, maxSubscriptionsPerKey: 2 });
+    const { run } = await admit(t.client, { question: "A private question?" });
+    const own = `http://dossier.lan:${t.server!.port}`;
+    const query = `${own}/graphql?query=${encodeURIComponent("{ viewer { id } }")}`;
+    const subscription = `${own}/graphql?query=${encodeURIComponent(`subscription { runEvents(runId: "${run.id}") { status } }`)}`;
+    const elements = [`<img src="${query}">`, `<iframe src="${subscription}&n=1"></iframe>`, `<iframe src="${subscription}&n=2"></iframe>`];
+    attacker = createServer((_request, response) => void response.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html>${elements.join("")}`));
+    await new Promise<void>((resolve) => attacker!.listen(0, "127.0.0.1", resolve));
+    const page = await browser.newPage();
+    // Each request the elements sent, with the headers it went with, once the browser settled it (the browser blocks every answer).
+    const settled: { origin?: string; site?: string }[] = [];
+    const settle = (request: Request) => {
+      const headers = request.headers();
+      if (request.url().startsWith(own)) settled.push({ origin: headers.origin, site: headers["sec-fetch-site"] });
+    };
+    page.on("requestfinished", settle).on("requestfailed", settle);
+    const listening = t.listeners();
+    const executed = await operationsExecuted(t);
+    await page.goto(`http://evil.lan:${(attacker.address() as AddressInfo).port}/`, { waitUntil: "commit" });
+    // Until every element's request is settled, or one of them ran an operation.
+    await waitUntil(async () => settled.length === elements.length || (await operationsExecuted(t!)) > executed || undefined, 15_000);
+    // Not one operation ran, and no subscription holds a share of the key.
+    expect(await operationsExecuted(t)).toBe(executed);
+    expect(t.listeners()).toBe(listening);
+    expect(settled).toEqual(elements.map(() => ({ origin: undefined, site: undefined })));
+
+    // The server's own page subscribes (an EventSource says it takes an event stream) as often as the key's share allows.
+    await page.goto(`${own}/health`);
+    await page.evaluate((url) => {
+      for (let i = 0; i < 2; i += 1) new EventSource(url);
+    }, subscription);
+    await waitUntil(() => t!.listeners() === listening + 2 || undefined, 10_000);
+    const read = await page.evaluate(async (url) => (await fetch(url, { headers: { accept: "application/graphql-response+json" } })).status, query);
+    expect(read).toBe(200);
     await page.close();
   });
 });

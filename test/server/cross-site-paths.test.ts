@@ -104,7 +104,7 @@ describe("GraphQL at any other path than its own", () => {
       }
     }
     expect(t.listeners()).toBe(listening);
-    // The endpoint itself, with a query string, still answers.
-    expect((await send(port, `/graphql?query=${encodeURIComponent("{ __typename }")}`, "GET")).body).toContain("Query");
+    // The endpoint itself, with a query string, still answers a client that says it takes a GraphQL answer.
+    expect((await send(port, `/graphql?query=${encodeURIComponent("{ __typename }")}`, "GET", { accept: "application/json" })).body).toContain("Query");
   });
 });

@@ -1,13 +1,14 @@
 // No cross-site requests: the exact requests a page on another origin can make without a
 // preflight — form, multipart and text/plain posts, a query or an SSE subscription over GET, a
-// WebSocket from a foreign origin — execute nothing, read nothing and hold no subscription, on the
-// embedded default (no key needed). Listed origins (CORS_ORIGINS) and
+// WebSocket from a foreign origin, and on plain http under a name that is not loopback's a GET that
+// carries neither Origin nor Sec-Fetch-Site — execute nothing, read nothing and hold no
+// subscription, on the embedded default (no key needed). Listed origins (CORS_ORIGINS) and
 // non-browser clients keep working.
 import { get, type IncomingMessage } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { loadConfig } from "../../src/config.js";
-import { upgradeAllowed } from "../../src/server/cross-site.js";
+import { BARE_GET_MESSAGE, upgradeAllowed } from "../../src/server/cross-site.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -56,7 +57,7 @@ describe("cross-site requests", () => {
     }
     // A mutation over GET (what an <img> or a link sends) is refused by method, and from another site by its origin first.
     expect((await fetch(`${url}?query=${encodeURIComponent(mutation)}`, { headers: { origin: evil } })).status).toBe(403);
-    expect((await fetch(`${url}?query=${encodeURIComponent(mutation)}`)).status).toBe(405);
+    expect((await fetch(`${url}?query=${encodeURIComponent(mutation)}`, { headers: { accept: "application/json" } })).status).toBe(405);
     // Only the control's workspace exists.
     expect(await t.app.db.prisma.workspace.count()).toBe(1);
   });
@@ -109,6 +110,58 @@ describe("cross-site requests", () => {
       expect(link.body).toContain("GraphiQL");
     } finally {
       for (const stream of streams) stream.abort();
+    }
+  });
+
+  it("runs a GET without Origin, Sec-Fetch-Site or a key only when it names a GraphQL answer or sends a client's header", async () => {
+    t = await startTestApp("pglite", { listen: true, allowedHosts: ["dossier.lan"], maxSubscriptionsPerKey: 2 });
+    const { run } = await admit(t.client, { question: "Hi?" });
+    const key = await t.createPrincipal("backend");
+    const at = (query: string) => `/graphql?query=${encodeURIComponent(query)}`;
+    const subscription = at(`subscription { runEvents(runId: "${run.id}") { status } }`);
+    // What plain http under a name that is not loopback's brings from another site's <img>, frame or <link>: no Origin, no Sec-Fetch-*.
+    const send = (path: string, headers: Record<string, string>) =>
+      new Promise<{ status?: number; body: string }>((resolve, reject) => {
+        const sent = get({ host: "127.0.0.1", port: t!.server!.port, path, headers: { host: `dossier.lan:${t!.server!.port}`, ...headers } }, (response) => {
+          let body = "";
+          response.setEncoding("utf8").on("data", (chunk: string) => {
+            body += chunk;
+            // A stream's first event is enough.
+            if (response.headers["content-type"]?.startsWith("text/event-stream")) sent.destroy();
+          });
+          response.on("close", () => resolve({ status: response.statusCode, body }));
+        });
+        sent.on("error", reject);
+      });
+    const listening = t.listeners();
+    const frame = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+    for (const accept of ["image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", "text/css,*/*;q=0.1", "*/*", ""]) {
+      for (const path of [at("{ viewer { id } }"), subscription]) {
+        const refused = await send(path, { accept });
+        expect(refused.status).toBe(403);
+        expect(JSON.parse(refused.body).errors[0]).toEqual({ message: BARE_GET_MESSAGE, extensions: { code: "CROSS_SITE_REQUEST" } });
+      }
+    }
+    // A frame, or a link followed, gets GraphiQL's page, which runs nothing by itself (without GraphiQL: 403, cross-site-browser.test.ts).
+    for (const path of ["/graphql", at("{ viewer { id } }"), subscription]) expect((await send(path, { accept: frame })).body).toContain("GraphiQL");
+    expect(t.listeners()).toBe(listening);
+    // A GraphQL client says what it takes, or sends a header no page's element can; a key is a client's too.
+    const clients: Record<string, string>[] = [
+      { accept: "application/graphql-response+json,application/json;q=0.9" },
+      { accept: "application/json" },
+      { accept: "*/*", "apollo-require-preflight": "true" },
+      { accept: "*/*", "x-apollo-operation-name": "Viewer" },
+      { accept: "*/*", authorization: `Bearer ${key}` },
+    ];
+    for (const headers of clients) {
+      const served = await send(at("{ viewer { name } }"), headers);
+      expect([served.status, JSON.parse(served.body).data?.viewer?.name]).toEqual([200, headers.authorization ? "backend" : expect.any(String)]);
+    }
+    // The development principal's subscriptions are all its own page's (an EventSource names the stream).
+    for (let i = 0; i < 2; i += 1) {
+      const stream = await send(subscription, { accept: "text/event-stream" });
+      expect(stream.status).toBe(200);
+      expect(stream.body).not.toContain("SUBSCRIPTION_LIMIT");
     }
   });
 

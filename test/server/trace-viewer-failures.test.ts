@@ -1,6 +1,7 @@
 // The trace viewer when a run does not go well, in headless Chromium: a failed run says why at
 // the top (its reason and message) and marks the span that failed; an attempt interrupted by a
-// worker's restart reads as interrupted, with the reason, never as cancelled. Screenshots go to
+// worker's restart reads as interrupted, with the reason, never as cancelled; an address that is
+// no valid encoding says it names no run instead of connecting for ever. Screenshots go to
 // test-results/ (trace-failed, trace-failed-phone, trace-interrupted).
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -91,6 +92,19 @@ describe.runIf(haveChromium)("the trace viewer on failed and interrupted runs", 
     expect(errors).toEqual([]);
     await page.close();
   }, 150_000);
+
+  it("says an address whose path is no valid percent-encoding names no run, and asks the server nothing", async () => {
+    app = await startViewerServer([{ content: "unused" }]);
+    for (const runPath of ["%E0%A4%A", "UnVuOng%"]) {
+      const { page, errors, requests } = await openViewer(browser, `http://127.0.0.1:${app.server.port}/traces/${runPath}#key=${app.key}`);
+      await page.waitForSelector("body[data-connection=refused]", { timeout: 15_000 });
+      expect(await page.textContent("[data-testid=message]")).toBe("This address names no run.");
+      expect(await page.textContent("#run-id")).toBe(runPath);
+      expect(requests.filter((url) => url.includes("/graphql"))).toEqual([]);
+      expect(errors).toEqual([]);
+      await page.close();
+    }
+  }, 60_000);
 
   it("labels an attempt interrupted by a worker restart as interrupted, with the reason", async () => {
     app = await startViewerServer([{ content: "never sent", delayMs: 120_000 }, { content: "Answered by the second attempt." }]);

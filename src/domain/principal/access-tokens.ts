@@ -58,6 +58,9 @@ export class AccessTokenRefusal extends Error {
 
 export const TOKEN_EXPIRED = "token expired";
 
+/** Whether a token's `kid` can name an API key: a short string of letters, digits, `_` and `-`. */
+const isKeyId = (kid: unknown): kid is string => typeof kid === "string" && /^[\w-]{1,100}$/.test(kid);
+
 export class AccessTokens {
   constructor(private readonly deps: { prisma: PrismaClient; secrets?: SecretBox; now?: () => Date }) {}
 
@@ -102,8 +105,9 @@ export class AccessTokens {
 
   /** The actor a token acts as; AccessTokenRefusal saying why when it is expired, forged or its key revoked. */
   async verify(token: string): Promise<Actor> {
-    const { kid } = decodeProtectedHeader(token);
-    const key = kid
+    // The header is the sender's: a kid that is no key's id (a number, an object) is refused unread.
+    const { kid } = decodeProtectedHeader(token) as { kid?: unknown };
+    const key = isKeyId(kid)
       ? await this.deps.prisma.apiKey.findUnique({ where: { id: kid }, select: { id: true, hash: true, principalId: true, revokedAt: true, runCaps: true } })
       : null;
     if (!key) throw new AccessTokenRefusal("Invalid access token.");

@@ -7,7 +7,15 @@ import { EVENT_PAYLOAD, MORE_EVENTS, MORE_SPANS, RUN_QUERY, SPAN_ATTRIBUTES, SPA
 
 export const DATA_SCRIPT = String.raw`
 "use strict";
-const runId = decodeURIComponent(location.pathname.replace(/^\/traces\//, "").replace(/\/$/, ""));
+const runPath = location.pathname.replace(/^\/traces\//, "").replace(/\/$/, "");
+/** The run the address names; null when its path is no valid percent-encoding, which no run's id is. */
+const runId = (() => {
+  try {
+    return decodeURIComponent(runPath);
+  } catch {
+    return null;
+  }
+})();
 const endpoint = "/graphql";
 const wsEndpoint = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + endpoint;
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"];
@@ -73,7 +81,7 @@ const freshState = () => ({
 });
 let state = freshState();
 const $ = (id) => document.getElementById(id);
-$("run-id").textContent = runId;
+$("run-id").textContent = runId === null ? runPath : runId;
 
 function showMessage(text) {
   $("message").hidden = !text;
@@ -136,6 +144,7 @@ const withLists = (run) => ({ ...run, attempts: nodesOf(run.attempts), pendingAp
  * replayed by the stream (and merged by id and seq), so nothing is missed.
  */
 async function loadSnapshot() {
+  if (runId === null) throw Object.assign(new Error("This address names no run."), { final: true });
   const gen = generation;
   const data = await graphql(TRACE_QUERY, { id: runId, first: PAGE });
   const run = data.node && data.node.__typename === "Run" ? data.node : null;
