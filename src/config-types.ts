@@ -76,7 +76,9 @@ export type Config = {
      * runs never hold every slot of a worker and another principal's new run starts at once (a run
      * is never preempted: a slot held is held until the run ends); keyless (one person's deployment,
      * the development principal's), WORKER_CONCURRENCY: every slot. Claims interleave principals
-     * either way, and a principal's access tokens together hold at most half of these places (at least one).
+     * either way. While a principal's API keys have runs waiting, its access tokens together hold at
+     * most half of these places (at least one); the places no key run waits for are the tokens' too,
+     * and a key run arriving while they hold more takes the next place that frees (never preempted).
      */
     maxRunningPerPrincipal: number;
     /** Where a worker process serves /metrics (off without it). */

@@ -3,8 +3,10 @@
 // - with keys required (more than one principal may run) and the default
 //   MAX_RUNNING_RUNS_PER_PRINCIPAL, one principal's backlog never holds every slot of a worker: the
 //   run another principal admits afterwards starts at once, not when one of the backlog's runs ends;
-// - a principal's access tokens together hold at most half of its running places: the run its API
-//   key admits after its end users' backlog starts at once too.
+// - a principal whose runs all come through its access tokens (its end users') runs as many at
+//   once as its cap allows: the tokens keep half of its places for its API keys only while those
+//   have runs waiting, and a running run is never stopped, so a key run admitted afterwards waits
+//   for the next place that frees (token-running-share.test.ts: it takes that place first).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -72,7 +74,7 @@ describe.each(backends)("running places on %s", (backend) => {
     await settleAll(t, model, 4);
   }, 60_000);
 
-  it("the access tokens' runs hold half the principal's running places: its API key's run starts beside them", async () => {
+  it("the access tokens' runs take every place of the principal's cap while its API key has no run waiting", async () => {
     const { t, model } = await heldDeployment(backend, { AUTH_REQUIRED: "true", WORKER_CONCURRENCY: "8", MAX_RUNNING_RUNS_PER_PRINCIPAL: "4" });
     const owner = t.as(await t.createPrincipal("Team"));
     const users: { client: DossierClient; workspaceId: string }[] = [];
@@ -85,15 +87,16 @@ describe.each(backends)("running places on %s", (backend) => {
     for (let i = 0; i < 3; i += 1) {
       for (const [n, user] of users.entries()) await admit(user.client, { workspaceId: user.workspaceId, question: `user${n} ${i}` });
     }
-    await holding(t, model, 2);
-    expect(Object.values(await statuses(t)).filter((status) => status === "RUNNING")).toHaveLength(2);
-    // The key's two runs take the principal's other two places, and no token run a third.
+    // Four of the six token runs run (the cap), though the tokens' share is two.
+    await holding(t, model, 4);
+    expect(Object.values(await statuses(t)).filter((status) => status === "RUNNING")).toHaveLength(4);
+    // The key's runs admitted now wait: no running run is stopped to make room.
     await admit(owner, { question: "key 0" });
     await admit(owner, { question: "key 1" });
     await holding(t, model, 4);
     const now = await statuses(t);
-    expect([now["key 0"], now["key 1"]]).toEqual(["RUNNING", "RUNNING"]);
-    expect(Object.entries(now).filter(([question, status]) => question.startsWith("user") && status === "RUNNING")).toHaveLength(2);
+    expect([now["key 0"], now["key 1"]]).toEqual(["QUEUED", "QUEUED"]);
+    expect(Object.entries(now).filter(([question, status]) => question.startsWith("user") && status === "RUNNING")).toHaveLength(4);
     expect(model.asked()).toBe(4);
     await settleAll(t, model, 8);
   }, 60_000);

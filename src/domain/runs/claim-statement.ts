@@ -11,16 +11,23 @@
 // gets more than its cap allows. A principal's own runs are in its order: runs to resume first
 // (their conversation's slot is theirs and their work under way), then by priority, then oldest;
 // priority never orders one principal's runs before another's. The runs its access tokens admitted
-// (run.admitted_by_token) together hold at most the tokens' share of its places (tokenRunningShare):
-// they are ranked among its runs as long as the tokens' running runs and those ranked before them
-// leave room in the share, and its API keys' runs are listed apart from them (an index of each:
-// run_queued_key_idx, run_queued_token_idx), so its end users' backlog never hides them.
+// (run.admitted_by_token) together hold at most tokens_max of its places: the places its API keys'
+// running runs and their runs waiting to be claimed leave, and never less than the tokens' share
+// (tokenRunningShare) — the share is kept for its keys only while they have runs waiting, so no
+// place idles for a key run that is not there. A key run that arrives while the tokens hold more
+// waits for the next place that frees: that place is its (runs are never stopped). Those two counts
+// change only as runs are admitted or end, never as claims move runs from waiting to running, so
+// every claim at once finds the same tokens_max. The tokens' runs are ranked among its runs as long
+// as the tokens' running runs and those ranked before them leave room, and its API keys' queued
+// runs are listed apart from them (an index of each: run_queued_key_idx, run_queued_token_idx), so
+// its end users' backlog never hides them.
 // Only the next few runs of each principal with runs to resume or queued and below their cap are
 // ranked (found by a skip over the index of runs' statuses and principals, then each principal's
 // runs in their claim order, its keys' and its tokens' apart), and only the runs to take over
 // whose leases expired first: a principal's backlog costs everyone else's claims nothing. (A
-// principal's runs to resume are listed together, its tokens' passed over while the tokens hold
-// their share: few runs wait to resume, each having held a running place.)
+// principal's runs to resume are listed together, its keys' and its tokens': few runs wait to
+// resume, each having held a running place. Its keys' runs waiting are those listed, and a full
+// list counts as many as its cap.)
 // The runs chosen are then read by their ids alone.
 // The runs are ranked first and locked after, in their order, until `limit` are locked (FOR UPDATE
 // SKIP LOCKED, with their status checked again on the row locked): a run another claim holds or
@@ -39,11 +46,25 @@ type Tx = Prisma.TransactionClient;
 
 /**
  * `capped`: the run counts against its principal's cap as it is taken (queued or resumed; not taken
- * over from a worker); `token`: an access token admitted it, so it counts against the tokens' share too.
+ * over from a worker); `token`: an access token admitted it, so it counts against `tokensMax` too:
+ * the running runs its principal's tokens may hold together, as the claim found them.
  */
-export type Taken = { id: string; attempt: number; previous_owner: string | null; owner_id: string; capped: boolean; token: boolean; run: Run };
+export type Taken = {
+  id: string;
+  attempt: number;
+  previous_owner: string | null;
+  owner_id: string;
+  capped: boolean;
+  token: boolean;
+  tokensMax: number;
+  run: Run;
+};
 
-/** How many of a principal's `max` running places its access tokens together may hold: half, at least one. */
+/**
+ * How many of a principal's `max` running places its access tokens together keep while its API keys
+ * have runs waiting: half, at least one. Past it they take only the places its keys' running and
+ * waiting runs leave (claim-statement.ts's tokens_max): a place no key run waits for never idles.
+ */
 export const tokenRunningShare = (max: number): number => Math.max(1, Math.floor(max / 2));
 
 export type TakeOptions = {
@@ -69,15 +90,32 @@ const RETURNING = runReturning("run");
  */
 const WAITING_COUNTED = 100;
 
-/** One list of a principal's queued runs (of its keys or of its tokens: `which`), in its claim order. */
-const queuedList = (which: string, token: boolean) => `SELECT r.id, false AS resumed, ${token} AS token, r.priority, r.created_at FROM run r
-             WHERE ${which} AND r.owner_id = owners.owner_id AND r.status = 'QUEUED'
-               AND ($3::text IS NULL OR r.id = $3) AND r.id <> ALL($9::text[])
+/** The tokens' runs are listed while the tokens' running runs leave room in their places. */
+const TOKENS_ROOM = "places.t < places.tokens_max AND r.admitted_by_token IS NOT NULL";
+
+/**
+ * One list of a principal's queued runs (of its keys or of its tokens: `which`), in its claim order;
+ * `alone`: only the claim's `runId` when it has one (its keys' list is read whole: it counts their runs waiting).
+ */
+const queuedList = (
+  owner: string,
+  which: string,
+  token: boolean,
+  alone = true,
+) => `SELECT r.id, false AS resumed, ${token} AS token, r.priority, r.created_at FROM run r
+             WHERE ${which} AND r.owner_id = ${owner} AND r.status = 'QUEUED'
+               AND ${alone ? "($3::text IS NULL OR r.id = $3)" : "true"} AND r.id <> ALL($9::text[])
                AND NOT EXISTS (SELECT 1 FROM conversation c
                                 WHERE c.id = r.conversation_id AND c.active_run_id IS NOT NULL AND c.active_run_id <> r.id)
                AND NOT EXISTS (SELECT 1 FROM run o
                                 WHERE o.conversation_id = r.conversation_id AND o.status IN ('QUEUED', 'PAUSED')
                                   AND (o.created_at, o.id) < (r.created_at, r.id))
+             ORDER BY r.priority DESC, r.created_at, r.id
+             LIMIT GREATEST($7::int, ${WAITING_COUNTED})`;
+
+/** A principal's runs to resume, its keys' and its tokens' together (few wait to resume, each having held a running place), in its claim order. */
+const RESUMED_LIST = `SELECT r.id, true AS resumed, r.admitted_by_token IS NOT NULL AS token, r.priority, r.created_at FROM run r
+             WHERE r.owner_id = owners.owner_id AND r.status = 'RUNNING' AND r.lease_owner IS NULL AND r.lease_expires_at < now()
              ORDER BY r.priority DESC, r.created_at, r.id
              LIMIT GREATEST($7::int, ${WAITING_COUNTED})`;
 
@@ -96,7 +134,7 @@ export async function takeClaimable(
     tokensFull = [],
   }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[]; tokensFull?: readonly string[] },
 ): Promise<Taken[]> {
-  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; capped: boolean; place: number; locks: unknown })[]>(
+  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; capped: boolean; place: number; tokensMax: number | null; locks: unknown })[]>(
     `WITH RECURSIVE running AS (
        SELECT owner_id, count(*)::int AS n, count(*) FILTER (WHERE admitted_by_token IS NOT NULL)::int AS t FROM run
         WHERE ${HOLDING_SLOT} GROUP BY owner_id),
@@ -108,42 +146,50 @@ export async function takeClaimable(
                     (SELECT min(r.owner_id) FROM run r WHERE r.status = 'RUNNING' AND r.lease_owner IS NULL AND r.owner_id > q.owner_id))
          FROM claim_owners q WHERE q.owner_id IS NOT NULL),
      owners AS (
-       SELECT q.owner_id, COALESCE(running.n, 0) AS n,
-              CASE WHEN q.owner_id = ANY($11::text[]) THEN $10::int ELSE COALESCE(running.t, 0) END AS t FROM claim_owners q
+       SELECT q.owner_id, COALESCE(running.n, 0) AS n, COALESCE(running.t, 0) AS t FROM claim_owners q
          LEFT JOIN running ON running.owner_id = q.owner_id
         WHERE q.owner_id IS NOT NULL AND COALESCE(running.n, 0) < $4 AND q.owner_id <> ALL($5::text[])),
+     resumable AS (
+       SELECT owners.owner_id, next.* FROM owners CROSS JOIN LATERAL (${RESUMED_LIST}) AS next),
+     keys AS (
+       SELECT * FROM resumable WHERE NOT token
+       UNION ALL
+       SELECT owners.owner_id, next.* FROM owners CROSS JOIN LATERAL (${queuedList("owners.owner_id", "r.admitted_by_token IS NULL", false, false)}) AS next),
+     places AS (
+       SELECT owners.owner_id, owners.n, owners.t,
+              CASE WHEN owners.owner_id = ANY($11::text[]) THEN 0
+                   ELSE GREATEST($10::int, $4 - (owners.n - owners.t)
+                          - CASE WHEN COALESCE(waiting.n, 0) >= GREATEST($7::int, ${WAITING_COUNTED}) THEN $4 ELSE COALESCE(waiting.n, 0) END) END AS tokens_max
+         FROM owners LEFT JOIN (SELECT owner_id, count(*)::int AS n FROM keys GROUP BY owner_id) AS waiting ON waiting.owner_id = owners.owner_id),
      listed AS (
-       SELECT next.id, next.token, owners.owner_id, owners.n, owners.t, next.resumed, next.priority, next.created_at,
-              row_number() OVER (PARTITION BY owners.owner_id, next.token ORDER BY next.resumed DESC, next.priority DESC, next.created_at, next.id) AS kt
-         FROM owners CROSS JOIN LATERAL (
-           (SELECT r.id, true AS resumed, r.admitted_by_token IS NOT NULL AS token, r.priority, r.created_at FROM run r
-             WHERE r.owner_id = owners.owner_id AND r.status = 'RUNNING' AND r.lease_owner IS NULL
-               AND r.lease_expires_at < now() AND ($3::text IS NULL OR r.id = $3)
-               AND (r.admitted_by_token IS NULL OR owners.t < $10::int)
-             ORDER BY r.priority DESC, r.created_at, r.id
-             LIMIT GREATEST($7::int, ${WAITING_COUNTED}))
+       SELECT next.id, next.token, places.owner_id, places.n, places.t, places.tokens_max, next.resumed, next.priority, next.created_at,
+              row_number() OVER (PARTITION BY places.owner_id, next.token ORDER BY next.resumed DESC, next.priority DESC, next.created_at, next.id) AS kt
+         FROM places CROSS JOIN LATERAL (
+           (SELECT id, resumed, token, priority, created_at FROM keys
+             WHERE keys.owner_id = places.owner_id AND ($3::text IS NULL OR keys.id = $3))
            UNION ALL
-           (${queuedList("r.admitted_by_token IS NULL", false)})
+           (SELECT id, resumed, token, priority, created_at FROM resumable
+             WHERE resumable.owner_id = places.owner_id AND token AND places.t < places.tokens_max AND ($3::text IS NULL OR resumable.id = $3))
            UNION ALL
-           (${queuedList("owners.t < $10::int AND r.admitted_by_token IS NOT NULL", true)})) AS next),
+           (${queuedList("places.owner_id", TOKENS_ROOM, true)})) AS next),
      queued AS (
-       SELECT id, n, created_at,
+       SELECT id, n, tokens_max, created_at,
               row_number() OVER (PARTITION BY owner_id ORDER BY resumed DESC, priority DESC, created_at, id) AS k,
               count(*) OVER (PARTITION BY owner_id) AS waiting
-         FROM listed WHERE NOT token OR t + kt <= $10::int),
+         FROM listed WHERE NOT token OR t + kt <= tokens_max),
      orphaned AS (
        SELECT r.id, r.created_at FROM run r
         WHERE ($3::text IS NULL OR r.id = $3) AND r.status = 'RUNNING' AND r.lease_owner IS NOT NULL AND ${LEASE_EXPIRED}
         ORDER BY r.lease_expires_at, r.id LIMIT GREATEST($7::int, ${WAITING_COUNTED})),
      eligible AS (
-       SELECT id, true AS orphaned, 0::bigint AS rank, 0::bigint AS waiting, created_at FROM orphaned
+       SELECT id, true AS orphaned, 0::bigint AS rank, 0::bigint AS waiting, created_at, NULL::int AS tokens_max FROM orphaned
        UNION ALL
-       SELECT id, false, n + k, waiting, created_at FROM queued WHERE n + k <= $4),
+       SELECT id, false, n + k, waiting, created_at, tokens_max FROM queued WHERE n + k <= $4),
      chosen AS (
-       SELECT id, row_number() OVER (ORDER BY orphaned DESC, rank, waiting, created_at, id) AS place
+       SELECT id, tokens_max, row_number() OVER (ORDER BY orphaned DESC, rank, waiting, created_at, id) AS place
          FROM eligible),
      candidate AS (
-       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' OR r.lease_owner IS NULL AS capped, chosen.place FROM run r
+       SELECT r.id, r.lease_owner AS previous_owner, r.owner_id, r.status = 'QUEUED' OR r.lease_owner IS NULL AS capped, chosen.place, chosen.tokens_max FROM run r
          JOIN chosen ON chosen.id = r.id
         WHERE r.id = ANY(ARRAY(SELECT id FROM chosen))
           AND CASE r.status WHEN 'QUEUED' THEN true WHEN 'RUNNING' THEN ${LEASE_EXPIRED} ELSE false END
@@ -154,7 +200,7 @@ export async function takeClaimable(
               lease_expires_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000),
               started_at = COALESCE(run.started_at, now()), model_label = COALESCE($8, run.model_label)
          FROM candidate WHERE run.id = candidate.id
-       RETURNING ${RETURNING}, candidate.previous_owner AS "previousOwner", candidate.capped, candidate.place),
+       RETURNING ${RETURNING}, candidate.previous_owner AS "previousOwner", candidate.capped, candidate.place, candidate.tokens_max AS "tokensMax"),
      locked AS (
        SELECT pg_advisory_xact_lock(hashtextextended('${PRINCIPAL_LOCK}' || owners.owner, 0))
          FROM (SELECT DISTINCT "ownerId" AS owner FROM taken WHERE capped ORDER BY 1) AS owners)
@@ -173,13 +219,14 @@ export async function takeClaimable(
   );
   return taken
     .sort((a, b) => Number(a.place) - Number(b.place))
-    .map(({ place: _, locks: __, previousOwner, capped, ...run }) => ({
+    .map(({ place: _, locks: __, previousOwner, capped, tokensMax, ...run }) => ({
       id: run.id,
       attempt: run.attempt,
       previous_owner: previousOwner,
       owner_id: run.ownerId,
       capped,
       token: run.admittedByToken !== null,
+      tokensMax: Number(tokensMax ?? options.maxRunningPerPrincipal),
       run: run as Run,
     }));
 }

@@ -6,9 +6,10 @@
 //   queued there: it keeps its place), of the principal with the fewest running runs, then of the
 //   principal with fewer runs waiting, then oldest; a principal's own runs to resume go first, then
 //   its highest priority. A principal with maxRunningPerPrincipal running runs gets no run to
-//   resume nor queued run claimed, and its access tokens' runs together no more than their share
-//   of those places (tokenRunningShare); both counts are checked again under a lock per principal,
-//   so workers claiming at once never exceed them;
+//   resume nor queued run claimed, and its access tokens' runs together no more of those places
+//   than its API keys' running and waiting runs leave, and at least their share (tokenRunningShare):
+//   the share is kept for its keys only while they have runs waiting; both counts are checked again
+//   under a lock per principal, so workers claiming at once never exceed them;
 // - its attempt number goes up, so every write of the attempt before (fenced by that number) fails;
 // - that attempt is recorded as ended — CRASHED when its instance has no database session left,
 //   LEASE_LOST when it is still connected (frozen, or cut off and not yet told) — and every span it
@@ -29,7 +30,7 @@ import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
 import { HOLDING_SLOT } from "./lease-expired.js";
 import { beginFirstAttempts, type FirstAttemptBegun } from "./first-attempt-statement.js";
-import { type Taken, takeClaimable, tokenRunningShare } from "./claim-statement.js";
+import { type Taken, takeClaimable } from "./claim-statement.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -62,10 +63,10 @@ class PrincipalAtCap extends Error {
   }
 }
 
-/** The claimed run's access tokens reached their share of its principal's places under a concurrent claim: claim another run. */
+/** The claimed run's access tokens hold every place left to them (Taken.tokensMax), found under a concurrent claim: claim another run. */
 class TokensAtShare extends Error {
   constructor(readonly ownerId: string) {
-    super(`the access tokens of principal ${ownerId} hold their share of its running places`);
+    super(`the access tokens of principal ${ownerId} hold every running place left to them`);
   }
 }
 
@@ -181,7 +182,7 @@ function appliedInBatch(row: Transition, run: Run, changes: (TraceChange | null)
 
 /**
  * Each principal's capped runs claimed here (claim-statement.ts), on top of their others running
- * (counted under their lock), stay within the cap, and its tokens' runs within their share.
+ * (counted under their lock), stay within the cap, and its tokens' runs within their places (Taken.tokensMax).
  */
 function checkCaps(firsts: readonly Taken[], begun: readonly FirstAttemptBegun[], max: number): void {
   const claimedOf = new Map<string, { all: number; tokens: number }>();
@@ -237,7 +238,7 @@ async function countRunning(tx: Tx, taken: Taken): Promise<{ all: number; tokens
 /** The principal's other running runs (`others`: all of them, and its tokens') leave the run a place. */
 function checkCap(taken: Taken, others: { all: number; tokens: number }, max: number): void {
   if (others.all >= max) throw new PrincipalAtCap(taken.owner_id);
-  if (taken.token && others.tokens >= tokenRunningShare(max)) throw new TokensAtShare(taken.owner_id);
+  if (taken.token && others.tokens >= taken.tokensMax) throw new TokensAtShare(taken.owner_id);
 }
 
 /** The run's RUN span: one per run, created by its first attempt. */
