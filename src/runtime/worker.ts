@@ -181,11 +181,20 @@ export class RunWorker {
       .finally(() => (this.announcing = undefined));
   }
 
-  /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
+  /**
+   * Rejects approval requests past their time (their runs resume) and ends waiting runs past their
+   * deadline. Each expiry sweep is bounded; while one decides anything, the next follows at once
+   * (after the event loop's turn, so claims and renewals go on between them) until nothing is due.
+   */
   private async sweepWaiting(): Promise<void> {
-    const now = this.options.now?.() ?? new Date();
-    const expired = await this.options.approvals?.expireDue(now);
+    let expired = 0;
+    for (let decided = -1; decided !== 0 && !this.stopped; ) {
+      if (decided > 0) await new Promise((resolve) => setImmediate(resolve));
+      decided = (await this.options.approvals?.expireDue(this.options.now?.() ?? new Date())) ?? 0;
+      expired += decided;
+    }
     if (expired) this.options.logger.info("rejected tool calls nobody decided in time", { count: expired });
+    const now = this.options.now?.() ?? new Date();
     for (const run of await this.options.runs.timeOutWaiting(now, this.steps)) {
       this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status: "TIMED_OUT", while: "waiting for decisions" });
       await this.settling.announceNext(run);

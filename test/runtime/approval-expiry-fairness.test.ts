@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolApprovalService } from "../../src/domain/runs/tool-approval-service.js";
 import { createEventBus } from "../../src/events/topics.js";
+import { type LogFields, silentLogger } from "../../src/logger.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
@@ -32,8 +33,15 @@ describe.each(backends)("approval expiry between principals on %s", (backend) =>
   const clock = Date.now();
   /** When the seeded requests expire: after the app's clock, which never reaches it (its worker's sweeps find none due). */
   const due = new Date(clock + 600_000);
+  /** What the app logged that tool calls nobody decided in time were rejected: each log line's count. */
+  const rejectedLogs: unknown[] = [];
+  const logger = {
+    ...silentLogger,
+    info: (message: string, fields?: LogFields) => void (message.startsWith("rejected tool calls") && rejectedLogs.push(fields?.count)),
+  };
   beforeAll(async () => {
     t = await startTestApp(backend, {
+      logger,
       now: () => new Date(clock),
       runtime: {
         model: toolCallingModel(),
@@ -168,6 +176,22 @@ describe.each(backends)("approval expiry between principals on %s", (backend) =>
     } finally {
       release();
       Reflect.deleteProperty(service, "expireDue");
+    }
+  }, 60_000);
+
+  it("goes on with the next expiry sweep at once while one decided anything, in the same sweep of waiting runs", async () => {
+    const service = t.app.services.toolApprovals;
+    // Sweeps that each decide a slice of a backlog, then find nothing due.
+    const slices = [64, 64, 1];
+    rejectedLogs.length = 0;
+    service.expireDue = async () => slices.shift() ?? 0;
+    try {
+      const count = await waitUntil(() => rejectedLogs[0], 30_000);
+      expect(count).toBe(129);
+      expect(slices).toEqual([]);
+    } finally {
+      Reflect.deleteProperty(service, "expireDue");
+      rejectedLogs.length = 0;
     }
   }, 60_000);
 
