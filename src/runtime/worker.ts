@@ -151,13 +151,14 @@ export class RunWorker {
 
   /**
    * Releases the leases of runs that ended while their attempt's instance was gone, starts the
-   * sweep of waiting runs (sweepWaiting) unless one is in progress, and — with a queue — announces runs that are queued, or running under an expired lease, so a worker claims them.
+   * sweep of waiting runs (sweepWaiting) unless one is in progress, and — with a queue — announces
+   * runs that are queued, or running under an expired lease, so a worker claims them.
    */
   private async sweep(): Promise<void> {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
     // Waiting runs are swept beside the claims: a backlog of expired requests (each run's decided
-    // under its lock) does not hold back the runs this pass claims. One such sweep at a time; a
-    // sweep due while one is in progress is left to the next interval, which goes on where it stopped.
+    // under its lock) does not hold back the runs this pass claims. One such sweep at a time: the
+    // one in progress goes on while it finds requests due, and takes the place of one due meanwhile.
     this.waiting ??= this.sweepWaiting()
       .catch((error: unknown) => this.options.logger.error("sweeping waiting runs failed", { error: String(error) }))
       .finally(() => (this.waiting = undefined));
