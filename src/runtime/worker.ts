@@ -55,6 +55,7 @@ export class RunWorker {
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
   private unsubscribe: (() => void) | undefined;
   private announcing: Promise<void> | undefined; // the last sweep's announcements, while on their way
+  private waiting: Promise<void> | undefined; // the sweep of waiting runs in progress (one at a time)
 
   constructor(private readonly options: WorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
@@ -95,6 +96,7 @@ export class RunWorker {
     await this.passes.stop();
     // A sweep's announcements go out before the queue closes (each waits a few seconds at most).
     await this.announcing;
+    await this.waiting;
     for (const { controller } of this.active.values()) controller.abort(new RunStopped("HANDED_BACK"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
     // The runs handed back are announced before the queue closes (each announcement is bounded).
@@ -148,12 +150,18 @@ export class RunWorker {
   }
 
   /**
-   * Releases the leases of runs that ended while their attempt's instance was gone, and — with a
-   * queue — announces runs that are queued, or running under an expired lease, so a worker claims them.
+   * Releases the leases of runs that ended while their attempt's instance was gone, starts the
+   * sweep of waiting runs (sweepWaiting) unless one is in progress, and — with a queue — announces
+   * runs that are queued, or running under an expired lease, so a worker claims them.
    */
   private async sweep(): Promise<void> {
     await this.options.runs.releaseAbandoned(this.liveness, this.steps);
-    await this.sweepWaiting();
+    // Waiting runs are swept beside the claims: a backlog of expired requests (each run's decided
+    // under its lock) does not hold back the runs this pass claims. One such sweep at a time: the
+    // one in progress goes on while it finds requests due, and takes the place of one due meanwhile.
+    this.waiting ??= this.sweepWaiting()
+      .catch((error: unknown) => this.options.logger.error("sweeping waiting runs failed", { error: String(error) }))
+      .finally(() => (this.waiting = undefined));
     if (!this.options.queue) return;
     // Every pass claims from the run table, so a few announcements wake idle workers elsewhere;
     // announcing every claimable run (one job each) would hold this pass up behind a long backlog.
@@ -174,11 +182,20 @@ export class RunWorker {
       .finally(() => (this.announcing = undefined));
   }
 
-  /** Rejects approval requests past their time (their runs resume) and ends waiting runs past their deadline. */
+  /**
+   * Rejects approval requests past their time (their runs resume) and ends waiting runs past their
+   * deadline. Each expiry sweep is bounded; while one decides anything, the next follows at once
+   * (after the event loop's turn, so claims and renewals go on between them) until nothing is due.
+   */
   private async sweepWaiting(): Promise<void> {
-    const now = this.options.now?.() ?? new Date();
-    const expired = await this.options.approvals?.expireDue(now);
+    let expired = 0;
+    for (let decided = -1; decided !== 0 && !this.stopped; ) {
+      if (decided > 0) await new Promise((resolve) => setImmediate(resolve));
+      decided = (await this.options.approvals?.expireDue(this.options.now?.() ?? new Date())) ?? 0;
+      expired += decided;
+    }
     if (expired) this.options.logger.info("rejected tool calls nobody decided in time", { count: expired });
+    const now = this.options.now?.() ?? new Date();
     for (const run of await this.options.runs.timeOutWaiting(now, this.steps)) {
       this.options.logger.info("run settled", { runId: run.id, traceId: run.id, status: "TIMED_OUT", while: "waiting for decisions" });
       await this.settling.announceNext(run);

@@ -81,13 +81,18 @@ const DECIDABLE: ReadonlySet<RunStatus> = new Set(["WAITING", "PAUSED"]);
 export const EXPIRY_RUNS_PER_ROUND = 100;
 /** How many requests one expiry sweep decides at most (it finishes the run it is on): the next sweep goes on. */
 export const EXPIRY_REQUESTS_PER_SWEEP = 1_000;
+/** How long one expiry sweep takes up runs for (it finishes the run it is on, and takes one at least). */
+export const EXPIRY_SWEEP_MS = 200;
 
 /**
  * The runs with requests due ($1), each owner's in turn: every owner's run whose first request
- * expired first, then every owner's second, and so on; $2 of them.
+ * expired first, then every owner's second, and so on; $2 of them. The owners in $3 (served since
+ * every owner with requests due last was) come a turn later: a sweep that stopped in the middle of
+ * a turn is continued by the next one, with the owners it had not come to.
  */
-const DUE_RUNS = `SELECT run_id FROM (
-  SELECT due.run_id, due.first_due, row_number() OVER (PARTITION BY run.owner_id ORDER BY due.first_due, due.run_id) AS turn
+const DUE_RUNS = `SELECT run_id, owner_id FROM (
+  SELECT due.run_id, run.owner_id, due.first_due,
+    row_number() OVER (PARTITION BY run.owner_id ORDER BY due.first_due, due.run_id) + CASE WHEN run.owner_id = ANY($3::text[]) THEN 1 ELSE 0 END AS turn
   FROM (SELECT run_id, min(expires_at) AS first_due FROM tool_approval WHERE decision IS NULL AND expires_at <= $1::timestamptz GROUP BY run_id) due
   JOIN run ON run.id = due.run_id
 ) ranked ORDER BY turn, first_due, run_id LIMIT $2::int`;
@@ -102,10 +107,13 @@ export class ToolApprovalService {
       announcer: RunAnnouncer;
       /** The clock a decision is checked against the request's expiry by (tests move it). */
       now?: () => Date;
-      /** The expiry sweep's rounds and budget (EXPIRY_RUNS_PER_ROUND, EXPIRY_REQUESTS_PER_SWEEP). */
-      expiry?: { runsPerRound?: number; requestsPerSweep?: number };
+      /** The expiry sweep's rounds and budgets (EXPIRY_RUNS_PER_ROUND, EXPIRY_REQUESTS_PER_SWEEP, EXPIRY_SWEEP_MS). */
+      expiry?: { runsPerRound?: number; requestsPerSweep?: number; sweepMs?: number };
     },
   ) {}
+
+  /** The owners the expiry sweeps took a run of since every owner with requests due last had one taken. */
+  private readonly served = new Set<string>();
 
   /** Every approval request of a run (a handful), oldest first. */
   ofRun(runId: string): Promise<ToolApproval[]> {
@@ -179,35 +187,55 @@ export class ToolApprovalService {
 
   /**
    * Rejects every request whose time ran out (as of `now`) with EXPIRED_REASON; returns how many.
-   * Instances sweeping at once decide each request once. A run's due requests are decided together,
-   * in one transaction; runs are taken in rounds of EXPIRY_RUNS_PER_ROUND, each owner's oldest
-   * first in turn (every owner's first run, then every owner's second...), until nothing is due or
-   * EXPIRY_REQUESTS_PER_SWEEP were decided: however many requests one principal's runs let expire
-   * together, another's run expiring with them resumes in the same sweep. Nothing due: one statement.
+   * A run's due requests are decided together, in one transaction under the run's lock; a run
+   * whose lock is held (another instance's sweep, or a decision) is left to the next sweep, so
+   * instances sweeping at once take different runs and neither waits for the other. Runs are taken
+   * in rounds of EXPIRY_RUNS_PER_ROUND, each owner's oldest first in turn (every owner's first run,
+   * then every owner's second...), until nothing is due, EXPIRY_REQUESTS_PER_SWEEP were decided or
+   * EXPIRY_SWEEP_MS went by; the next sweep goes on with the owners whose turn this one did not
+   * come to. However many requests one principal's runs let expire together, another's run
+   * expiring with them resumes within two sweeps. Nothing due: one statement.
    */
   async expireDue(now: Date): Promise<number> {
-    const { runsPerRound = EXPIRY_RUNS_PER_ROUND, requestsPerSweep = EXPIRY_REQUESTS_PER_SWEEP } = this.deps.expiry ?? {};
+    const { runsPerRound = EXPIRY_RUNS_PER_ROUND, requestsPerSweep = EXPIRY_REQUESTS_PER_SWEEP, sweepMs = EXPIRY_SWEEP_MS } = this.deps.expiry ?? {};
+    const started = performance.now();
     let expired = 0;
+    let taken = 0;
     for (;;) {
-      const due = await this.deps.prisma.$queryRawUnsafe<{ run_id: string }[]>(DUE_RUNS, now, runsPerRound);
-      for (const { run_id: runId } of due) {
-        if (expired >= requestsPerSweep) return expired;
-        const after: AfterCommit = [];
-        expired += await this.deps.prisma.$transaction(async (tx) => {
-          await tx.$queryRawUnsafe("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE", runId);
-          // Read under the run's lock: every decision takes it first, so none of these is decided meanwhile.
-          const open = await tx.toolApproval.findMany({ where: { runId, decision: null, expiresAt: { lte: now } }, select: { id: true } });
-          let decided = 0;
-          for (const { id } of open) {
-            if (await this.decideOneIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after)) decided += 1;
-          }
-          if (decided > 0) await this.resumeIn(tx, runId, now, after);
-          return decided;
-        });
-        runAfterCommit(after);
+      const due = await this.deps.prisma.$queryRawUnsafe<{ run_id: string; owner_id: string }[]>(DUE_RUNS, now, runsPerRound, [...this.served]);
+      // The first run is of an owner served already: every owner with requests due was, and the turns start again.
+      if (due[0] && this.served.has(due[0].owner_id)) this.served.clear();
+      const before = taken;
+      for (const { run_id: runId, owner_id: ownerId } of due) {
+        if (expired >= requestsPerSweep || (taken > 0 && performance.now() - started >= sweepMs)) return expired;
+        const decided = await this.expireRun(runId, now);
+        if (decided === null) continue;
+        taken += 1;
+        expired += decided;
+        this.served.add(ownerId);
       }
-      if (due.length < runsPerRound || expired >= requestsPerSweep) return expired;
+      // A round whose every run was locked would find the same runs again: the next sweep does.
+      if (due.length < runsPerRound || taken === before || expired >= requestsPerSweep) return expired;
     }
+  }
+
+  /** Decides a run's due requests, under its lock; null when another transaction holds the lock (nothing is decided). */
+  private async expireRun(runId: string, now: Date): Promise<number | null> {
+    const after: AfterCommit = [];
+    const decided = await this.deps.prisma.$transaction(async (tx) => {
+      const locked = await tx.$queryRawUnsafe<unknown[]>("SELECT 1 FROM run WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED", runId);
+      if (locked.length === 0) return null;
+      // Read under the run's lock: every decision takes it first, so none of these is decided meanwhile.
+      const open = await tx.toolApproval.findMany({ where: { runId, decision: null, expiresAt: { lte: now } }, select: { id: true } });
+      let decided = 0;
+      for (const { id } of open) {
+        if (await this.decideOneIn(tx, id, { decision: "REJECT", decidedBy: null, reason: EXPIRED_REASON, at: now }, after)) decided += 1;
+      }
+      if (decided > 0) await this.resumeIn(tx, runId, now, after);
+      return decided;
+    });
+    runAfterCommit(after);
+    return decided;
   }
 
   /** Decides one open request and, when it was the run's last open one, makes the run claimable again (the caller holds its lock). */
