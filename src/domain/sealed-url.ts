@@ -29,6 +29,22 @@ export function redactUrl(url: string): string {
   return `${parsed.protocol}//${userinfo}${parsed.host}${path}${query}`;
 }
 
+/** Every URL in a text (an error message that repeats the URL it failed on) redacted by the rule above: for logs. */
+export function redactUrlsIn(text: string): string {
+  // Punctuation that ends a sentence is not part of the URL.
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:!?)\]]/gi, (url) => redactUrl(url));
+}
+
+/**
+ * The refusal of a URL with a user name or password: it could never be used (Dossier's outbound
+ * requests send no Basic auth, and undici refuses such a URL) and its password would be stored and
+ * logged with it. `instead` says how the owner authenticates.
+ */
+export const userinfoRefusal = (instead: string): string => `must not carry a user name or password (user:pass@): ${instead}`;
+
+/** Whether a URL carries a user name or password; false for one that does not parse. */
+export const hasUserinfo = (url: string): boolean => URL.canParse(url) && (new URL(url).username !== "" || new URL(url).password !== "");
+
 /** Whether the redacted form hides something of the URL. */
 export const hidesSomething = (url: string): boolean => URL.canParse(url) && redactUrl(url) !== new URL(url).href;
 

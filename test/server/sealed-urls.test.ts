@@ -9,9 +9,10 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ArchiveWorkspaceDocument, CreateWebhookDocument, McpServersDocument, UpsertMcpServerDocument, WebhooksDocument } from "../../sdk/generated/graphql.js";
-import { redactUrl, sealStoredUrls } from "../../src/domain/sealed-url.js";
+import { redactUrl, redactUrlsIn, sealStoredUrls } from "../../src/domain/sealed-url.js";
 import { SecretBox } from "../../src/domain/secret-box.js";
 import { randomBytes } from "node:crypto";
+import { createLogger } from "../../src/logger.js";
 import { backends } from "../support/databases.js";
 import { createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -28,6 +29,12 @@ describe("the redaction rule", () => {
     ["http://127.0.0.1:9000?key=k", "http://127.0.0.1:9000/?key=***"],
   ])("shows %s as %s", (url, shown) => {
     expect(redactUrl(url)).toBe(shown);
+  });
+
+  it("redacts every URL in a text, as a failure's message repeats it", () => {
+    expect(redactUrlsIn("cannot be constructed from a URL that includes credentials: http://alice:pw@mcp.test:81/mcp?token=t, then https://h/x.")).toBe(
+      "cannot be constructed from a URL that includes credentials: http://***@mcp.test:81/…/***?token=***, then https://h/…/***.",
+    );
   });
 });
 
@@ -125,6 +132,32 @@ describe.each(backends)("URLs with credentials on %s", (backend) => {
     });
     expect(expectType(plain.upsertMcpServer, "UpsertMcpServerSuccess").mcpServer.url).toBe("https://mcp.example.com/");
     expect(await dump("mcp_server")).toContain('"url":"https://mcp.example.com/"');
+  });
+
+  it("refuses an MCP server URL with user:pass@, as webhooks do: it would never connect and its password would be logged", async () => {
+    t = await startTestApp(backend, { mcp: { httpAllowedHosts: ["127.0.0.1"] } });
+    const refused = await t.client.request(UpsertMcpServerDocument, {
+      input: { name: "basic", transport: "HTTP", url: `http://alice:${PATH_SECRET}@127.0.0.1:9/mcp` },
+    });
+    expect(expectType(refused.upsertMcpServer, "ValidationError").issues).toEqual([
+      { field: "url", message: "must not carry a user name or password (user:pass@): send credentials as a header (e.g. Authorization) instead" },
+    ]);
+    expect(await dump("mcp_server")).toBe("");
+  });
+
+  it("logs a failed connection of a URL stored before user:pass@ was refused without any of its secrets", async () => {
+    const lines: string[] = [];
+    t = await startTestApp(backend, { mcp: { httpAllowedHosts: ["127.0.0.1"] }, logger: createLogger("debug", (line) => void lines.push(line)) });
+    const { principalId } = await t.app.services.principals.ensureDevelopmentPrincipal();
+    const url = `http://alice:${PATH_SECRET}@127.0.0.1:9/mcp/path?token=${QUERY_SECRET}`;
+    await t.app.db.prisma.mcpServer.create({ data: { ownerId: principalId, name: "legacy", transport: "HTTP", url } });
+    await vi.waitFor(async () => expect((await t!.client.request(McpServersDocument)).mcpServers.edges[0]?.node.status.state).toBe("FAILED"), {
+      timeout: 10_000,
+    });
+    const failures = lines.filter((line) => line.includes("mcp server unavailable"));
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures.join("\n")).toContain("http://***@127.0.0.1:9/…/***?token=***");
+    expect(lines.filter((line) => line.includes(PATH_SECRET) || line.includes(QUERY_SECRET) || line.includes("/mcp/path"))).toEqual([]);
   });
 
   it("reads a URL stored in clear before sealing existed, and seals it at the next start", async () => {

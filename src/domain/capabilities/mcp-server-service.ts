@@ -10,7 +10,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
 import { literalAddressRefusal } from "./outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
-import { sealUrl, shownUrl } from "../sealed-url.js";
+import { hasUserinfo, sealUrl, shownUrl, userinfoRefusal } from "../sealed-url.js";
 import { type StdioCommandLine, stdioRefusals } from "./stdio-policy.js";
 import { lockPrincipalRow } from "../principal/principal-lock.js";
 
@@ -71,6 +71,9 @@ const upsertInput = z
     } else {
       if (!input.url || !URL.canParse(input.url) || !/^https?:$/.test(new URL(input.url).protocol)) {
         ctx.addIssue({ code: "custom", path: ["url"], message: "must be an http:// or https:// URL for HTTP servers" });
+      } else if (hasUserinfo(input.url)) {
+        // It would never connect, and its password would reach the log with each failed attempt.
+        ctx.addIssue({ code: "custom", path: ["url"], message: userinfoRefusal("send credentials as a header (e.g. Authorization) instead") });
       }
       if (input.command) ctx.addIssue({ code: "custom", path: ["command"], message: "applies to STDIO servers only" });
       if (input.args?.length) ctx.addIssue({ code: "custom", path: ["args"], message: "apply to STDIO servers only" });

@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { PrismaClient, Webhook } from "../../generated/prisma/client.js";
 import { hostOf, literalAddressRefusal, portOf, namedExactly, internalAddressMessage } from "../capabilities/outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
-import { openUrl, sealUrl, shownUrl } from "../sealed-url.js";
+import { hasUserinfo, openUrl, sealUrl, shownUrl, userinfoRefusal } from "../sealed-url.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { parseInput } from "../validation.js";
@@ -24,10 +24,7 @@ const url = z
   .max(2_000, "must be at most 2000 characters")
   .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), "must be an http:// or https:// URL")
   // user:pass@ could never be delivered (Dossier sends no Basic auth) and would be stored in clear.
-  .refine(
-    (value) => !URL.canParse(value) || (new URL(value).username === "" && new URL(value).password === ""),
-    "must not carry a user name or password (user:pass@): authenticate with the webhook's signing secret instead",
-  );
+  .refine((value) => !hasUserinfo(value), userinfoRefusal("authenticate with the webhook's signing secret instead"));
 const events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, "must name at least one event type").max(WEBHOOK_EVENT_TYPES.length);
 const description = z.string().trim().max(500, "must be at most 500 characters").nullish();
 

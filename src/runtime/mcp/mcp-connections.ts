@@ -8,6 +8,7 @@ import type { McpServerRecord } from "../../domain/capabilities/mcp-server-servi
 import { STDIO_REFUSED, type StdioCommandLine, stdioRefusals } from "../../domain/capabilities/stdio-policy.js";
 import { namedValuesOf } from "../../domain/json-columns.js";
 import type { SecretBox } from "../../domain/secret-box.js";
+import { redactUrlsIn } from "../../domain/sealed-url.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { RELIST_INTERVAL_MS, ToolRefresh } from "./tool-refresh.js";
 
@@ -174,7 +175,8 @@ export class McpConnections {
     if (!(connection.state === "FAILED" && connection.error && generic)) connection.error = reason;
     connection.state = "FAILED";
     connection.failedAt = this.now();
-    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: detail });
+    // A message may repeat the URL it failed on, whose path, query or password is a secret (stored sealed).
+    this.options.logger.warn("mcp server unavailable", { server: connection.serverName, error: redactUrlsIn(detail) });
   }
 
   /** Re-lists a server's tools after `tools/list_changed` (via `connection.refresh`); runs already started keep their snapshot. */
@@ -184,7 +186,7 @@ export class McpConnections {
     try {
       ({ tools: connection.tools, skipped: connection.skipped } = await connection.client.listTools());
     } catch (error) {
-      this.options.logger.warn("mcp tools refresh failed", { server: connection.serverName, error: String(error) });
+      this.options.logger.warn("mcp tools refresh failed", { server: connection.serverName, error: redactUrlsIn(String(error)) });
     }
   }
 }

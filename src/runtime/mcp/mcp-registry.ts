@@ -15,6 +15,7 @@ import type { McpServerRecord } from "../../domain/capabilities/mcp-server-servi
 import { endpointHash } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
 import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
+import { redactUrlsIn } from "../../domain/sealed-url.js";
 import { type McpConnection, type McpConnectionOptions, McpConnections } from "./mcp-connections.js";
 
 export type { McpConnection, McpConnectionState, McpServerStatus };
@@ -124,7 +125,7 @@ export class McpRegistry {
           state.reconciling = false;
         }
       })
-      .catch((error: unknown) => this.options.logger.error("mcp sync failed", { principalId, error: String(error) }));
+      .catch((error: unknown) => this.options.logger.error("mcp sync failed", { principalId, error: redactUrlsIn(String(error)) }));
     state.queued = queued;
     state.chain = queued;
     return queued;
