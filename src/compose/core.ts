@@ -16,6 +16,7 @@ import { busRunAnnouncer } from "../runtime/adapters/bus-run-announcer.js";
 import { mcpSdkConnector } from "../runtime/adapters/mcp-sdk-client.js";
 import type { McpLimits } from "../runtime/adapters/mcp-limits.js";
 import { createOutboundHttp, type Resolver } from "../outbound/outbound-http.js";
+import { createHttpFetchClient } from "../runtime/tools/http-fetch.js";
 import { McpRegistry } from "../runtime/mcp/mcp-registry.js";
 import type { McpConnector } from "../runtime/ports/mcp.js";
 import type { RunQueue } from "../runtime/ports/run-queue.js";
@@ -177,8 +178,14 @@ export function createCore({
     idleCloseMs: mcpOptions.idleCloseMs,
     now: mcpOptions.now,
   });
+  // http_fetch's connections, shared by every run of this process and closed at its stop.
+  const fetchSettings = runtimeOptions?.fetch;
+  const fetchOutbound = fetchSettings && !fetchSettings.client ? createHttpFetchClient(fetchSettings) : undefined;
   const executing = runtimeOptions
-    ? startRuntime({ db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue }, runtimeOptions)
+    ? startRuntime(
+        { db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue },
+        fetchSettings && fetchOutbound ? { ...runtimeOptions, fetch: { ...fetchSettings, client: fetchOutbound } } : runtimeOptions,
+      )
     : undefined;
   // Scores made through this process's API are exported with its spans (the exporter exists where runs execute).
   // Schedules fire wherever runs execute: the embedded server's one process, every worker on PostgreSQL.
@@ -203,6 +210,7 @@ export function createCore({
       await executing?.runtime.worker.stop();
       await mcp.close();
       await mcpOutbound.close();
+      await fetchOutbound?.close();
       await executing?.exporter?.close();
     },
   };

@@ -28,6 +28,10 @@ export type OutboundHttpOptions = {
   /** Resolves a host name to its addresses (tests replace it); the system resolver by default. */
   resolve?: Resolver;
   connectTimeoutMs?: number;
+  /** The longest an idle socket is kept for reuse, whatever Keep-Alive the server asks for (undici's 10 minutes without it). */
+  keepAliveMaxMs?: number;
+  /** The most sockets open to one origin at once; further requests wait for one (unbounded without it). */
+  connectionsPerOrigin?: number;
 };
 
 export type OutboundHttp = {
@@ -95,7 +99,10 @@ function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOption
   const checked = buildConnector({ timeout, lookup: lookupFor(false) as never });
   const named = buildConnector({ timeout, lookup: lookupFor(true) as never });
 
+  const keepAlive = options.keepAliveMaxMs === undefined ? {} : { keepAliveTimeout: options.keepAliveMaxMs, keepAliveMaxTimeout: options.keepAliveMaxMs };
   return new Agent({
+    ...keepAlive,
+    ...(options.connectionsPerOrigin !== undefined && { connections: options.connectionsPerOrigin }),
     connect(target, callback) {
       const host = target.hostname.toLowerCase().replace(/^\[|\]$/g, "");
       const port = target.port || (target.protocol === "https:" ? "443" : "80");

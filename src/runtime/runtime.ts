@@ -19,7 +19,7 @@ import { createReadEvidenceTool } from "./tools/read-evidence.js";
 import type { McpRegistry } from "./mcp/mcp-registry.js";
 import { SkillCatalog } from "./skills/skill-catalog.js";
 import { type CapabilityTools, startCapabilityTools } from "./tools/capability-tools.js";
-import type { FetchSettings } from "./tools/http-fetch.js";
+import { createHttpFetchClient, type FetchSettings } from "./tools/http-fetch.js";
 import type { CommandSettings } from "./tools/run-command.js";
 import { Spiller } from "./spill/spiller.js";
 import { createReadSpillTool } from "./tools/read-spill.js";
@@ -267,7 +267,8 @@ function runTools(
   const capabilities: CapabilityTools = {
     skills: options.skills ?? new SkillCatalog({ skills: services.skills }),
     mcp: options.mcp,
-    fetch: options.fetch,
+    // One http_fetch client for every run of this runtime: a run's own would keep its sockets open after it.
+    fetch: options.fetch && { ...options.fetch, client: options.fetch.client ?? createHttpFetchClient(options.fetch) },
     commands: options.commands,
   };
   return ({ run, sink, signal, ended }) => {

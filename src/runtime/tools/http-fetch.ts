@@ -3,7 +3,7 @@
 // with a time limit over the whole exchange and a size limit on the body — a larger body is cut,
 // and the model is told so. A failed connection is reported by its kind only.
 import { hostAllowed } from "../../domain/capabilities/outbound-policy.js";
-import { connectionFailure, createOutboundHttp, InternalAddressError, type Resolver } from "../../outbound/outbound-http.js";
+import { connectionFailure, createOutboundHttp, InternalAddressError, type OutboundHttp, type Resolver } from "../../outbound/outbound-http.js";
 import type { ToolSchema } from "../ports/model.js";
 import { schemaPer } from "./schema-per.js";
 import { type Tool, ToolError } from "../ports/tool.js";
@@ -18,7 +18,28 @@ export type FetchSettings = {
   timeoutMs: number;
   /** Resolves a host name to its addresses (tests replace it). */
   resolve?: Resolver;
+  /**
+   * The connections every run's calls share (createHttpFetchClient), made once per process and
+   * closed at its stop; a tool made without one has its own.
+   */
+  client?: OutboundHttp;
 };
+
+/** How long an idle socket to a fetched host is kept for reuse, whatever Keep-Alive the host asks for. */
+export const FETCH_KEEP_ALIVE_MAX_MS = 4_000;
+/** The most sockets open to one origin at once, all runs together; further calls wait for one within their time limit. */
+export const FETCH_CONNECTIONS_PER_ORIGIN = 8;
+
+/** http_fetch's connections: each still checked as it opens (outbound-http.ts), few, and closed soon after use. */
+export function createHttpFetchClient(settings: Pick<FetchSettings, "allowedHosts" | "resolve">): OutboundHttp {
+  return createOutboundHttp({
+    allowedHosts: settings.allowedHosts,
+    setting: "FETCH_ALLOWED_HOSTS",
+    resolve: settings.resolve,
+    keepAliveMaxMs: FETCH_KEEP_ALIVE_MAX_MS,
+    connectionsPerOrigin: FETCH_CONNECTIONS_PER_ORIGIN,
+  });
+}
 
 const MAX_REDIRECTS = 5;
 const TEXTUAL = /^(text\/|application\/(json|xml|xhtml\+xml|javascript|ld\+json|rss\+xml|atom\+xml)|[^;]*\+json|[^;]*\+xml)/i;
@@ -71,7 +92,7 @@ const schemaFor = schemaPer(
 );
 
 export function createHttpFetchTool(settings: FetchSettings): Tool {
-  const outbound = createOutboundHttp({ allowedHosts: settings.allowedHosts, setting: "FETCH_ALLOWED_HOSTS", resolve: settings.resolve });
+  const outbound = settings.client ?? createHttpFetchClient(settings);
   return {
     schema: schemaFor(settings),
     // The tool's own limit comes first, so the model reads a precise message.
