@@ -523,7 +523,9 @@ export type RunPublicationOutcome =
   /** The answer became a new publication, linked to the run's workspace. */
   | 'PUBLISHED'
   /** Not published: the answer is longer than a publication may be (it is still the run's answer). */
-  | 'TOO_LONG';
+  | 'TOO_LONG'
+  /** Not published: the run consumed more materials than a publication may name as its sources, and a publication never leaves out a source it was built on (the answer is still the run's answer; the reason says how many). */
+  | 'TOO_MANY_SOURCES';
 
 export type RunStatus =
   | 'CANCELLED'

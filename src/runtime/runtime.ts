@@ -230,6 +230,7 @@ export function createRuntime(
     approvals,
     costs: options.costs,
     callIdsLeftOut,
+    logger,
   });
   const { sweeper, artifactSweeper, retentionSweeper } = sweepers({ spills, services, logger }, options);
   const sandboxSweeper = sandbox.sweeper;

@@ -1,7 +1,8 @@
 // R16: the tool calls of one turn run concurrently, each in its own span, in request order; only
 // the reply's first maxPerReply execute, at most maxConcurrency at once.
 import { describe, expect, it } from "vitest";
-import type { Tool } from "../../src/runtime/ports/tool.js";
+import { type Tool, ToolError } from "../../src/runtime/ports/tool.js";
+import type { Logger } from "../../src/logger.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 import { executeToolCalls, overLimitResult, type ToolCallLimits, type ToolGate } from "../../src/runtime/tools/execute-tool-calls.js";
 import { noDatabase, testRun } from "../support/tool-context.js";
@@ -25,7 +26,7 @@ const slow = (name: string, ms: number) =>
     return `${name} done with ${JSON.stringify(args)}`;
   });
 
-type Extra = { limits?: ToolCallLimits; gate?: ToolGate };
+type Extra = { limits?: ToolCallLimits; gate?: ToolGate; logger?: Logger };
 
 async function run(calls: { name: string; arguments: string }[], tools: Tool[], signal = new AbortController().signal, extra: Extra = {}) {
   const sink = new InMemoryTraceSink();
@@ -81,7 +82,7 @@ describe("executeToolCalls", () => {
       [
         slow("ok", 50),
         tool("boom", async () => {
-          throw new Error("upstream returned 502");
+          throw new ToolError("upstream returned 502");
         }),
         tool("stuck", () => new Promise(() => undefined), 100),
       ],
@@ -94,6 +95,41 @@ describe("executeToolCalls", () => {
       [true, "Error: stuck timed out after 100 ms."],
     ]);
     expect(sink.spans.filter((s) => s.kind === "TOOL_CALL").map((s) => s.status)).toEqual(["OK", "ERROR", "ERROR", "ERROR", "ERROR"]);
+  });
+
+  it("tells the model only that a built-in tool failed inside Dossier, and logs the error in full; an MCP tool's error is its server's", async () => {
+    const internal = new Error("Invalid `prisma.publicationVersion.findFirst()` invocation in\n/srv/dossier/src/domain/research/publication-service.ts:212:7");
+    const logged: { message: string; fields?: Record<string, unknown> }[] = [];
+    const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: (message, fields) => logged.push({ message, fields }) };
+    const mcp: Tool = {
+      ...tool("mcp__search__find", async () => {
+        throw new Error("the search server refused the connection");
+      }),
+      mcpServer: { serverId: "s1", serverName: "search", requireApproval: false },
+    };
+    const { sink, results } = await run(
+      [
+        { name: "read_material", arguments: "{}" },
+        { name: "mcp__search__find", arguments: "{}" },
+      ],
+      [
+        tool("read_material", async () => {
+          throw internal;
+        }),
+        mcp,
+      ],
+      undefined,
+      { logger },
+    );
+    expect(results.map((r) => [r.isError, r.output])).toEqual([
+      [true, "Error: read_material failed inside Dossier; the server's log has the details. Try again later, or go on without this call."],
+      [true, "Error: the search server refused the connection"],
+    ]);
+    const shown = sink.spans.flatMap((s) => s.events.map((e) => JSON.stringify(e)));
+    expect(shown.join("\n")).not.toContain("publication-service.ts");
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.fields).toMatchObject({ runId: testRun().id, tool: "read_material", toolCallId: "call_0" });
+    expect(String(logged[0]!.fields!.error)).toContain("/srv/dossier/src/domain/research/publication-service.ts:212:7");
   });
 
   it("stops promptly when the run is cancelled, closing every span as CANCELLED", async () => {

@@ -10,10 +10,13 @@ import { toStoredJson } from "../text/stored-text.js";
 import type { Tx } from "../transaction.js";
 import { CITED_MATERIALS_MAX, checkpointChange } from "./checkpoint-service.js";
 
-/** One exact version of a publication, as a run names it. */
+/** The highest version number a publication can have (a version is a 32-bit integer in the database). */
+export const VERSION_NUMBER_MAX = 2_147_483_647;
+
+/** One exact version of a publication, as a run names it: a number no version can have is a wrong argument, never a query. */
 export const materialRef = z.object({
   publicationId: z.string().min(1),
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(VERSION_NUMBER_MAX, `no version is numbered above ${VERSION_NUMBER_MAX}`),
 });
 
 /** A checkpoint change as a run proposes it, with the materials it read that support it. */

@@ -13,6 +13,10 @@ export const RunPublicationOutcomeEnum = builder.enumType("RunPublicationOutcome
       description: "Not published: the answer has only spaces, control or invisible characters (it is still the run's answer).",
     },
     TOO_LONG: { description: "Not published: the answer is longer than a publication may be (it is still the run's answer)." },
+    TOO_MANY_SOURCES: {
+      description:
+        "Not published: the run consumed more materials than a publication may name as its sources, and a publication never leaves out a source it was built on (the answer is still the run's answer; the reason says how many).",
+    },
   } as const,
 });
 

@@ -19,6 +19,7 @@ import type { RuntimeTrace, SpanRef, TraceSink } from "../ports/trace-sink.js";
 import type { Spiller } from "../spill/spiller.js";
 import type { ToolCallLimits } from "../tools/execute-tool-calls.js";
 import type { CostBounds } from "./cost-caps.js";
+import type { Logger } from "../../logger.js";
 import type { ModelCallsOfAttempt } from "./model-call.js";
 import type { ApprovalSettings } from "./held-calls.js";
 
@@ -142,6 +143,8 @@ export type ExecutorDeps = {
   output?: RunOutput;
   /** Prices the bound of each model request for the cost caps; without it no cost cap is checked. */
   costs?: CostBounds;
+  /** Where a built-in tool's unexpected failure is written in full. */
+  logger?: Logger;
 };
 
 /** A part of the runtime that takes part in each run at fixed points. */

@@ -286,6 +286,7 @@ export class RunExecutor {
       signal,
       defaultTimeoutMs: this.deps.toolTimeoutMs,
       limits: this.deps.toolCallLimits,
+      logger: this.deps.logger,
       payloadStep: this.deps.spiller?.forTurn(run, sink),
       logResult: ({ call, output, spill }) => logResults({ role: "TOOL", toolCallId: call.id, toolName: call.name, content: output, spill }),
       gate: this.deps.approvals && this.gate(this.deps.approvals, turn, step, stopped),

@@ -13,7 +13,8 @@ import { failedSpanStatus, note, withSpan } from "../loop/spans.js";
 import { stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
 import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
-import type { Tool, ToolRun } from "../ports/tool.js";
+import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
+import type { Logger } from "../../logger.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { Places } from "../places.js";
 
@@ -86,6 +87,8 @@ export type ExecuteOptions = {
   gate?: ToolGate;
   /** The reply's bounds; DEFAULT_TOOL_CALL_LIMITS without them. */
   limits?: ToolCallLimits;
+  /** Where a built-in tool's unexpected failure is written in full (the model is told only that it failed). */
+  logger?: Logger;
 };
 
 export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
@@ -192,8 +195,26 @@ async function invoke(call: ToolCall, span: SpanRef, options: ExecuteOptions): P
   } catch (error) {
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };
     if (timeout.aborted) return { output: `Error: ${call.name} timed out after ${timeoutMs} ms.`, isError: true, cancelled: false };
-    return { output: `Error: ${error instanceof Error ? error.message : String(error)}`, isError: true, cancelled: false };
+    return { output: `Error: ${failureShown(call, tool, error, options)}`, isError: true, cancelled: false };
   }
+}
+
+/**
+ * What the model reads of a failed call. A ToolError is written for it (bad arguments, not
+ * found, …) and an MCP server's failure is that server's to explain; any other failure of a
+ * built-in tool is Dossier's own (a database error, a bug) and may name server files and
+ * statements: the model is told only that the call failed, and the server's log has the error.
+ */
+function failureShown(call: ToolCall, tool: Tool, error: unknown, options: ExecuteOptions): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof ToolError || tool.mcpServer) return message;
+  options.logger?.error("a tool call failed inside Dossier", {
+    runId: options.run.id,
+    tool: call.name,
+    toolCallId: call.id,
+    error: error instanceof Error ? (error.stack ?? message) : message,
+  });
+  return `${call.name} failed inside Dossier; the server's log has the details. Try again later, or go on without this call.`;
 }
 
 /** Settles as soon as the signal aborts, even if the tool ignores its signal. */

@@ -9,7 +9,7 @@ import { type CheckpointProposalPayload, type CheckpointProposals, proposalOf } 
 import type { CheckpointService } from "../../domain/workspace/checkpoint-service.js";
 import type { AfterCommit, Tx } from "../../domain/transaction.js";
 import { forModel } from "../../domain/text/stored-text.js";
-import { recordRunPublication, skippedBecause } from "../../domain/research/run-publication.js";
+import { recordRunPublication, skippedBecause, tooManySources } from "../../domain/research/run-publication.js";
 import type { RunRecord, SettleStep } from "../ports/run-state.js";
 import type { Outcome } from "../loop/outcome.js";
 import type { RunHooks } from "../loop/run-executor.js";
@@ -70,7 +70,7 @@ export function answerTitle(question: string): string {
  * transaction, so a run that does not settle — cancelled, taken over — publishes nothing. The
  * run records what it published, or why nothing (run_publication): an answer the rules for
  * people's text refuse — nothing visible in it, over the publication limit — is still the run's
- * answer, and the run still succeeds.
+ * answer, and the run still succeeds; so is one built on more versions than a publication may name.
  */
 export function publishAnswerStep(deps: { publications: Pick<PublicationService, "publishIn">; ledger: Pick<MaterialLedger, "consumedVersions"> }): SettleStep {
   const skippedFor = (run: Pick<RunRecord, "workspaceId">, outcome: Outcome) =>
@@ -83,6 +83,13 @@ export function publishAnswerStep(deps: { publications: Pick<PublicationService,
       return;
     }
     const consumed = await deps.ledger.consumedVersions(tx, run.id);
+    // More consumed versions than a publication may name: not published, rather than published
+    // with sources left out (run-publication.ts says why); the settle goes on and the run succeeds.
+    const unnameable = tooManySources(consumed.length);
+    if (unnameable) {
+      await recordRunPublication(tx, run.id, { ...unnameable, publicationVersionId: null });
+      return;
+    }
     // A run admitted to continue a publication (a schedule's fire) publishes its next version,
     // labelled as of the run's admission; any other run starts a new publication.
     const { continuesPublicationId, createdAt } = await tx.run.findUniqueOrThrow({
