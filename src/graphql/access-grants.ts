@@ -22,7 +22,8 @@
 // the viewer and its usage — is ForbiddenError (as data where the payload has it). Below the root,
 // a run, workspace or conversation reached through a link is there only when a grant covers it,
 // and shows more than its id (a run's status) only where the token may READ it (nested-grants.ts);
-// a principal shows its id and name only.
+// a principal shows its id and name only; a publication or version reached below the root is there
+// only within the token's reach, as readMaterial sees it (nested-reach.ts).
 //
 // An API key's scopes are checked first, on every root field, by the table in root-rules.ts: a
 // field without a rule there is refused to every key and every token.
@@ -46,6 +47,7 @@ import { answerLimit, RESEARCH_TYPES, researchAsked, unreadInAnswer } from "./an
 import { endingWhen } from "./ending-stream.js";
 import { linkedThroughGrant, readableThroughGrants } from "./granted-nodes.js";
 import { checkNested, GUARDED_TYPES, shown, shownUnread, unanswered } from "./nested-grants.js";
+import { leadsToPublication, REACHED_TYPES, shownInReach } from "./nested-reach.js";
 import { missingScopes, ROOT_RULES, type Rule, type TokenRule } from "./root-rules.js";
 import { linksRestedOn, whileGranted } from "./withdrawn-grants.js";
 
@@ -99,7 +101,15 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       };
     }
     // Below the root only these fields matter to a token; every other one keeps its resolver as it is.
-    if (!this.guardedBelowRoot(fieldConfig) && !RESEARCH_TYPES.has(fieldConfig.parentType)) return resolver;
+    if (!this.guardedBelowRoot(fieldConfig) && !RESEARCH_TYPES.has(fieldConfig.parentType)) {
+      // A connection's edges: those of publications or versions are decided on their nodes.
+      if (fieldConfig.name !== "edges") return resolver;
+      return (source, args, context, info) => {
+        const ctx = context as GraphQLContext;
+        const result = resolver(source, args, context, info);
+        return ctx.actor.access && leadsToPublication(info) ? shownInReach(result, ctx.actor.access, info, ctx) : result;
+      };
+    }
     return (source, args, context, info) => {
       const ctx = context as GraphQLContext;
       const scope = ctx.actor.access;
@@ -107,20 +117,25 @@ export class PothosAccessGrantPlugin<Types extends SchemaTypes> extends BasePlug
       if (unread === true) return unanswered(info);
       if (unread !== false) return unread.then((hidden) => (hidden ? unanswered(info) : resolver(source, args, context, info)));
       if (!scope) return resolver(source, args, context, info);
-      const show = () => (SHOWN_WITH_PARENT.has(key) ? resolver(source, args, context, info) : shown(resolver(source, args, context, info), scope, info, ctx));
+      const show = () => {
+        if (SHOWN_WITH_PARENT.has(key)) return resolver(source, args, context, info);
+        const result = shown(resolver(source, args, context, info), scope, info, ctx);
+        return leadsToPublication(info) ? shownInReach(result, scope, info, ctx) : result;
+      };
       const checked = checkNested(source, scope, info, ctx);
       return checked ? checked.then((hidden) => (hidden === null ? null : show())) : show();
     };
   }
 
-  /** A field of a principal, run, workspace or conversation, or one that leads to a run, workspace or conversation. */
+  /** A field of a principal, run, workspace or conversation, or one that leads to one of those or to a publication. */
   private guardedBelowRoot(fieldConfig: PothosOutputFieldConfig<Types>): boolean {
     if (fieldConfig.parentType === "Principal" || GUARDED_TYPES.has(fieldConfig.parentType)) return true;
     const named = fieldConfig.type.kind === "List" ? fieldConfig.type.type : fieldConfig.type;
     if (named.kind === "List") return true;
     if (named.kind !== "Object") return false;
     try {
-      return GUARDED_TYPES.has(this.buildCache.getTypeConfig(named.ref).name);
+      const name = this.buildCache.getTypeConfig(named.ref).name;
+      return GUARDED_TYPES.has(name) || REACHED_TYPES.has(name);
     } catch {
       return true;
     }

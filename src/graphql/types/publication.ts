@@ -63,7 +63,7 @@ export const PublicationVersionNode = builder.prismaNode("PublicationVersion", {
     sources: t.prismaField({
       type: ["PublicationVersion"],
       extensions: { [LIST_ITEMS]: PUBLICATION_SOURCES_MAX },
-      description: `The exact versions this version was built on, in the order given: at most ${PUBLICATION_SOURCES_MAX}, all of them.`,
+      description: `The exact versions this version was built on, in the order given: at most ${PUBLICATION_SOURCES_MAX}, all of them (an access token is shown those readMaterial would show it).`,
       // The versions of one request that ask are answered together, and a version cited by several
       // is loaded once (the same row for each): a page of versions citing the same long sources
       // holds each source's content once.

@@ -144,7 +144,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
   // parent's statement when Pothos reads the run, else in one batch for the runs of a request.
   materials: t.relation("materials", {
     extensions: { [LIST_ITEMS]: RUN_MATERIALS_MAX },
-    description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them.`,
+    description: `The publication versions selected at admission, in the order given: at most ${RUN_MATERIALS_MAX}, all of them (an access token is shown those readMaterial would show it).`,
     query: { orderBy: { position: "asc" }, take: RUN_MATERIALS_MAX },
   }),
 }));
