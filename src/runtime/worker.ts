@@ -230,7 +230,9 @@ export class RunWorker {
     const where = { runId: run.id, traceId: run.id, attempt: claimed.number, worker: this.workerId };
     try {
       logger.info("attempt started", where);
-      const outcome = await this.options.executor.execute(context);
+      // Once its executor returned, whatever of the attempt still listens (a tool it left behind) is
+      // stopped before the run is settled and another attempt may take it.
+      const outcome = await this.options.executor.execute(context).finally(() => controller.abort(ATTEMPT_ENDED));
       await this.settling.finish(claimed, fence, outcome);
     } catch (error) {
       if (error instanceof AttemptFencedError) await this.settling.finish(claimed, fence, { type: "interrupted", status: error.reason });
@@ -294,6 +296,9 @@ export class RunWorker {
     return () => void announced.stop();
   }
 }
+
+/** Why an attempt's signal is aborted once its executor returned (unless a stop came first). */
+const ATTEMPT_ENDED = new RunStopped("HANDED_BACK", "its attempt ended");
 
 /** The outcome of an attempt the database failed (an error it threw outside the executor). */
 const databaseFailed = (error: unknown): Outcome => ({ type: "interrupted", status: "HANDED_BACK", databaseFailed: String(error) });

@@ -1,7 +1,8 @@
 // The action step (R16): the tool calls of one model turn run concurrently, each in its own span
 // with its own timeout. A failing call becomes an error result for the model and never aborts
-// its siblings; results come back in the order the model asked for them. One reply's calls are
-// bounded, whatever the model asks for: only its first `maxPerReply` execute — the others are
+// its siblings (a failure of Dossier's own around it, its gate's or its log entry's, ends the
+// step, and the step ends only once every call has); results come back in the order the model
+// asked for them. One reply's calls are bounded, whatever the model asks for: only its first `maxPerReply` execute — the others are
 // answered at once with an error result the model reads (they pass no gate: they never ask for a
 // person's approval) — and at most `maxConcurrency` of them run at once, the next starting as one
 // ends, so one run never starts hundreds of programs or requests together. A payload step (spill
@@ -10,7 +11,7 @@
 // event refers to that log entry instead of storing the output a second time.
 import type { Transact } from "../../domain/transaction.js";
 import { failedSpanStatus, note, withSpan } from "../loop/spans.js";
-import { stoppedSpanStatus } from "../loop/stop.js";
+import { RunStopped, stoppedSpanStatus } from "../loop/stop.js";
 import type { ToolCall } from "../ports/model.js";
 import type { NewSpill, PayloadStep } from "../ports/spill-store.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
@@ -91,18 +92,35 @@ export type ExecuteOptions = {
   logger?: Logger;
 };
 
-export function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
+export async function executeToolCalls(options: ExecuteOptions): Promise<ToolResult[]> {
   const { maxPerReply, maxConcurrency } = options.limits ?? DEFAULT_TOOL_CALL_LIMITS;
   const total = options.calls.length;
   const places = new Places(maxConcurrency);
-  return Promise.all(
+  // A call that fails outside its tool (its gate, its trace or its log entry: the database, not
+  // the tool) ends the step: the calls still running are stopped, the ones not begun never begin,
+  // and the step ends only once every tool it started has (invoke). An attempt never leaves a tool
+  // running behind it: the next attempt would find the call begun and run its siblings meanwhile.
+  const givingUp = new AbortController();
+  const step: Step = { ...options, signal: AbortSignal.any([options.signal, givingUp.signal]), givenUp: givingUp.signal };
+  let failure: { error: unknown } | undefined;
+  const settled = await Promise.allSettled(
     options.calls.map((call, index) =>
-      index < maxPerReply
-        ? places.run(() => (options.signal.aborted ? notStarted(call) : executeOne(call, options)))
-        : executeOne(call, options, overLimitResult(maxPerReply, index + 1, total)),
+      (index < maxPerReply
+        ? places.run(() => (step.signal.aborted ? notStarted(call) : executeOne(call, step)))
+        : executeOne(call, step, overLimitResult(maxPerReply, index + 1, total))
+      ).catch((error: unknown) => {
+        failure ??= { error };
+        givingUp.abort(new RunStopped("HANDED_BACK", `another call of the step failed: ${error instanceof Error ? error.message : String(error)}`));
+        throw error;
+      }),
     ),
   );
+  if (failure) throw failure.error;
+  return settled.map((result) => (result as PromiseFulfilledResult<ToolResult>).value);
 }
+
+/** The options of a step's calls: `signal` also aborts when the step gives up (`givenUp`). */
+type Step = ExecuteOptions & { givenUp: AbortSignal };
 
 /** A call whose turn came after the run was stopped: it never began (no span, no result to log; repair answers it). */
 async function notStarted(call: ToolCall): Promise<ToolResult> {
@@ -110,7 +128,7 @@ async function notStarted(call: ToolCall): Promise<ToolResult> {
 }
 
 /** `refused`: the call does not execute; this error result is its result, and no gate is asked. */
-async function executeOne(call: ToolCall, options: ExecuteOptions, refused?: string): Promise<ToolResult> {
+async function executeOne(call: ToolCall, options: Step, refused?: string): Promise<ToolResult> {
   const started = Date.now();
   const input = {
     traceId: options.parent.traceId,
@@ -174,7 +192,7 @@ async function payload(call: ToolCall, output: string, span: SpanRef, options: E
   }
 }
 
-async function invoke(call: ToolCall, span: SpanRef, options: ExecuteOptions): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
+async function invoke(call: ToolCall, span: SpanRef, options: Step): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
   const tool = options.tools.get(call.name);
   if (!tool) return { output: `Error: there is no tool named "${call.name}".`, isError: true, cancelled: false };
   let args: unknown;
@@ -186,13 +204,17 @@ async function invoke(call: ToolCall, span: SpanRef, options: ExecuteOptions): P
   const timeoutMs = tool.timeoutMs ?? options.defaultTimeoutMs;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
+  // Passed its gate after the run was stopped or its step gave up: the tool is not started at all.
+  if (options.signal.aborted) return { output: "Error: the run was stopped before this call began.", isError: true, cancelled: true };
+  let work: Promise<string> | undefined;
   try {
-    const output = await raceAbort(
-      tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span, write: options.write }),
-      signal,
-    );
+    work = tool.execute(args, { run: options.run, runId: options.run.id, toolCallId: call.id, signal, span, write: options.write });
+    const output = await raceAbort(work, signal);
     return { output, isError: false, cancelled: false };
   } catch (error) {
+    // A step that gives up waits for its tool to end (a program's processes stopped, a request
+    // closed), or for its timeout, should the tool not heed its signal; a stopped run does not.
+    if (options.givenUp.aborted && work) await raceAbort(work, timeout).catch(() => undefined);
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };
     if (timeout.aborted) return { output: `Error: ${call.name} timed out after ${timeoutMs} ms.`, isError: true, cancelled: false };
     return { output: `Error: ${failureShown(call, tool, error, options)}`, isError: true, cancelled: false };
