@@ -14,7 +14,7 @@ import { getRefFromModel, queryFromInfo } from "@pothos/plugin-prisma";
 import { GraphQLError, type GraphQLResolveInfo } from "graphql";
 import { builder } from "./builder.js";
 import type { GraphQLContext } from "./context.js";
-import { boundedCount, type CountRows, countFields } from "./counted-connection.js";
+import { boundedCount, type CountByPublication, type CountRows, countFields } from "./counted-connection.js";
 import { decodeGlobalId, encodeGlobalId } from "./global-id.js";
 import { groupedDigits } from "../domain/text/grouped-digits.js";
 
@@ -154,6 +154,8 @@ export type ListConnection<Row> = {
   edges: { cursor: string; node: Row }[];
   pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
   countRows: CountRows;
+  /** A list of publication versions: its count within an access token's reach (counted-connection.ts). */
+  countByPublication?: CountByPublication;
 };
 
 /**

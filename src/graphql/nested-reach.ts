@@ -5,9 +5,11 @@
 // lists only those within reach, and answers null for one outside it (FORBIDDEN where it may not be
 // null). A field that stays within one publication (its versions, a version's publication) shows
 // what its parent shows. A whole principal (an API key) sees every one of its own.
-// Every field of a request decided in one batch: one statement for the publications of versions
-// that came without theirs, two for the reach.
-import { getNamedType, GraphQLError, type GraphQLResolveInfo, isNonNullType, isObjectType } from "graphql";
+// A connection's totalCount and countCapped count only what its edges show, and a run's materials
+// are numbered among those shown (0, 1, 2…: no gap tells of one left out). Every field of a request
+// decided in one batch: one statement for the publications of versions that came without theirs,
+// two for the reach.
+import { getNamedType, GraphQLError, type GraphQLObjectType, type GraphQLResolveInfo, isNonNullType, isObjectType } from "graphql";
 import { type AccessScope, readableWorkspaceIds } from "../domain/principal/access-scope.js";
 import { withinReach } from "../domain/workspace/material-reach.js";
 import type { GraphQLContext } from "./context.js";
@@ -49,6 +51,24 @@ async function inReach(scope: AccessScope, publicationId: string | undefined, ct
   return (await loadBatched(ctx, "publication-reach", publicationId, load)) === true;
 }
 
+/** The kind of node a connection type's edges hold, where the token's reach decides them; undefined otherwise. */
+function reachedNodeOf(connection: GraphQLObjectType): string | undefined {
+  const edges = connection.getFields()["edges"];
+  const edge = edges ? getNamedType(edges.type) : undefined;
+  const node = edge && isObjectType(edge) ? edge.getFields()["node"] : undefined;
+  const kind = node ? getNamedType(node.type).name : undefined;
+  return kind && REACHED_TYPES.has(kind) && connection.name !== "PublicationVersionConnection" ? kind : undefined;
+}
+
+/** Whether a count on this connection type counts publications or versions an access token sees within its reach only. */
+export const countsReached = (connection: GraphQLObjectType): boolean => reachedNodeOf(connection) !== undefined;
+
+/** How many items of a list, counted by their publication, lie within the token's reach: decided in the request's batch. */
+export async function countInReach(byPublication: ReadonlyMap<string, number>, scope: AccessScope, ctx: GraphQLContext): Promise<number> {
+  const counts = await Promise.all([...byPublication].map(async ([id, count]) => ((await inReach(scope, id, ctx)) ? count : 0)));
+  return counts.reduce((sum, count) => sum + count, 0);
+}
+
 /**
  * What the field hands on: rows of a reached type, or the edges of a connection of them (decided
  * on their nodes, so that a page leaves an edge out rather than failing on it); undefined when the
@@ -60,9 +80,8 @@ function reachedBy(info: GraphQLResolveInfo): { kind: string; edges: boolean } |
   if (info.fieldName === "node" && info.parentType.name.endsWith("Edge")) return undefined;
   const named = getNamedType(info.returnType);
   if (REACHED_TYPES.has(named.name)) return { kind: named.name, edges: false };
-  const node = info.fieldName === "edges" && isObjectType(named) ? named.getFields()["node"] : undefined;
-  const kind = node ? getNamedType(node.type).name : undefined;
-  return kind && REACHED_TYPES.has(kind) && info.parentType.name !== "PublicationVersionConnection" ? { kind, edges: true } : undefined;
+  const kind = info.fieldName === "edges" ? reachedNodeOf(info.parentType) : undefined;
+  return kind ? { kind, edges: true } : undefined;
 }
 
 /** Whether `shownInReach` has anything to decide for this field. */
@@ -75,11 +94,20 @@ export function shownInReach(result: unknown, scope: AccessScope, info: GraphQLR
   const check = async (found: unknown): Promise<unknown> => {
     const items = Array.isArray(found) ? found : found == null ? [] : [found];
     const kept = await Promise.all(items.map(async (item) => inReach(scope, await publicationOf(kind, rowOf(item), ctx), ctx)));
-    if (Array.isArray(found)) return found.filter((_row, index) => kept[index]);
+    if (Array.isArray(found)) {
+      const shown = found.filter((_row, index) => kept[index]);
+      return kind === "RunMaterial" ? renumbered(shown as { position: number }[]) : shown;
+    }
     if (found == null || kept[0]) return found;
     if (isNonNullType(info.returnType)) throw new GraphQLError(`An access token cannot read this ${kind}.`, { extensions: { code: "FORBIDDEN" } });
     return null;
   };
   // Prisma's queries are thenables, not Promises.
   return Promise.resolve(result).then(check);
+}
+
+/** A run's materials as a token sees them: each one's position counts only the materials shown before it. */
+function renumbered(materials: { position: number }[]): { position: number }[] {
+  const positions = materials.map((material) => material.position).sort((a, b) => a - b);
+  return materials.map((material) => ({ ...material, position: positions.indexOf(material.position) }));
 }

@@ -41,11 +41,13 @@ const CHECKPOINT = `query($id: ID!) {
     checkpoint {
       ... on Checkpoint {
         sourceDependencies(first: 10) { totalCount edges { node { content publication { title } } } }
-        sections { section sources(first: 10) { edges { node { content } } } }
+        sections { section sources(first: 10) { totalCount countCapped edges { node { content } } } }
       }
     }
   }
 }`;
+
+const COUNTS = "sourceDependencies(first: 1) { totalCount countCapped } sections { sources(first: 1) { totalCount } }";
 
 type Json = Record<string, any>;
 
@@ -130,7 +132,8 @@ describe.each(backends)("what an access token reads of publications through nest
   it("shows a run's materials and ledger within the token's reach only", async () => {
     const { text, body } = await ask(token, MATERIALS, { id: ids.run });
     expect(body.errors).toBeUndefined();
-    expect(body.data.run.materials).toEqual([{ position: 1, publicationVersion: { content: OWN, publication: { title: "A's own" } } }]);
+    // Numbered among the materials shown: position 0, as if the one left out had never been admitted.
+    expect(body.data.run.materials).toEqual([{ position: 0, publicationVersion: { content: OWN, publication: { title: "A's own" } } }]);
     const ledger = body.data.run.materialUses.edges.map((edge: Json) => edge.node.publicationVersion);
     expect(ledger).toHaveLength(2);
     expect(ledger.filter((version: Json | null) => version === null)).toHaveLength(1);
@@ -150,8 +153,21 @@ describe.each(backends)("what an access token reads of publications through nest
     expect(body.errors).toBeUndefined();
     const { sourceDependencies, sections } = body.data.workspace.checkpoint;
     expect(sourceDependencies.edges).toEqual([{ node: { content: OWN, publication: { title: "A's own" } } }]);
-    expect(sections).toEqual([{ section: "SUMMARY", sources: { edges: [{ node: { content: OWN } }] } }]);
+    // The counts tell of no source left out.
+    expect(sourceDependencies.totalCount).toBe(1);
+    expect(sections).toEqual([{ section: "SUMMARY", sources: { totalCount: 1, countCapped: false, edges: [{ node: { content: OWN } }] } }]);
     expect(text).not.toMatch(/B-PRIVATE-CONTENT|B's private notes/);
+  });
+
+  it("counts the sources of the lists of a request within the token's reach with one decision for each list at most", async () => {
+    const from = statements.length;
+    const { body } = await ask(token, `query($id: ID!) { workspace(id: $id) { checkpoint { ... on Checkpoint { ${COUNTS} } } } }`, { id: ids.a });
+    expect(body.errors).toBeUndefined();
+    expect(body.data.workspace.checkpoint).toEqual({ sourceDependencies: { totalCount: 1, countCapped: false }, sections: [{ sources: { totalCount: 1 } }] });
+    // At most one decision for each list (two when they resolve apart), not one for each of their four sources.
+    const decisions = statements.slice(from).filter((sql) => /FROM publication p WHERE p\.id IN/.test(sql)).length;
+    expect(decisions).toBeGreaterThanOrEqual(1);
+    expect(decisions).toBeLessThanOrEqual(2);
   });
 
   it("shows an API key every one of its publications along the same paths", async () => {
@@ -160,12 +176,16 @@ describe.each(backends)("what an access token reads of publications through nest
     const latest = (await ask(key, LATEST, { id: ids.shared })).body.data.node.latestVersion.sources;
     expect(latest).toEqual([{ content: SECRET }, { content: OWN }]);
     const run = (await ask(key, MATERIALS, { id: ids.run })).body.data.run;
-    expect(run.materials.map((material: Json) => material.publicationVersion.content)).toEqual([SECRET, OWN]);
+    expect(run.materials.map((material: Json) => [material.position, material.publicationVersion.content])).toEqual([
+      [0, SECRET],
+      [1, OWN],
+    ]);
     expect(run.materialUses.edges.every((edge: Json) => edge.node.publicationVersion !== null)).toBe(true);
     const entries = (await ask(key, CULPRIT, { id: ids.a })).body.data.workspace.historyCatalog.entries;
     const fragile = entries.find((entry: Json) => entry.title === "A's fragile findings");
     const checkpoint = (await ask(key, CHECKPOINT, { id: ids.a })).body.data.workspace.checkpoint;
     expect(checkpoint.sourceDependencies.edges.map((edge: Json) => edge.node.content)).toEqual([SECRET, OWN]);
+    expect([checkpoint.sourceDependencies.totalCount, checkpoint.sections[0].sources.totalCount]).toEqual([2, 2]);
     expect(fragile.versions[0].availability.unavailableSource).toEqual({ content: `${SECRET} (doomed)`, publication: { title: "B's doomed notes" } });
   });
 });

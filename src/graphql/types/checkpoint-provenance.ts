@@ -4,7 +4,7 @@
 import type { SectionAuthor, SectionRef } from "../../domain/workspace/checkpoint-sections.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import { builder } from "../builder.js";
-import { describePage, LIST_PAGE, type ListPage, listConnection, readIdsConnection } from "../list-connection.js";
+import { describePage, LIST_PAGE, type ListPage, listConnection, type PageArgs, readIdsConnection } from "../list-connection.js";
 import { isCaller, mine, ofMyPublication } from "./owned.js";
 
 /** A checkpoint's version lists are ids in its row; they are paged in the order stored. */
@@ -20,6 +20,27 @@ export async function versionsById(ctx: { prisma: PrismaClient; actor: { princip
   });
   const byId = new Map(found.map((v) => [v.id, v]));
   return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** How many of `ids` (versions, repeats counted) each publication has: one statement. */
+export async function versionsByPublication(ctx: { prisma: PrismaClient }, ids: readonly string[]): Promise<Map<string, number>> {
+  const rows =
+    ids.length === 0
+      ? []
+      : await ctx.prisma.publicationVersion.findMany({ where: { id: { in: [...new Set(ids)] } }, select: { id: true, publicationId: true } });
+  const publicationOf = new Map(rows.map((row) => [row.id, row.publicationId]));
+  const counts = new Map<string, number>();
+  for (const id of ids) {
+    const publicationId = publicationOf.get(id);
+    if (publicationId !== undefined) counts.set(publicationId, (counts.get(publicationId) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** A page of a checkpoint's list of versions, counted by publication for an access token. */
+export async function checkpointVersions(ctx: { prisma: PrismaClient; actor: { principalId: string } }, query: object, args: PageArgs, ids: string[]) {
+  const connection = await readIdsConnection(CHECKPOINT_VERSIONS, args, ids, (page) => versionsById(ctx, query, page));
+  return { ...connection, countByPublication: () => versionsByPublication(ctx, ids) };
 }
 
 const AuthorKindEnum = builder.enumType("CheckpointAuthorKind", {
@@ -66,7 +87,7 @@ export const CheckpointSectionProvenanceRef = builder.objectRef<SectionRef>("Che
         CHECKPOINT_VERSIONS,
       ),
       list: CHECKPOINT_VERSIONS,
-      resolve: (query, s, args, ctx) => readIdsConnection(CHECKPOINT_VERSIONS, args, s.provenance.sourceVersionIds, (ids) => versionsById(ctx, query, ids)),
+      resolve: (query, s, args, ctx) => checkpointVersions(ctx, query, args, s.provenance.sourceVersionIds),
     }),
   }),
 });

@@ -11,8 +11,8 @@ import { builder } from "../builder.js";
 import { defineEntityNode } from "../entity-nodes.js";
 import { largeText } from "../large-text.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
-import { describePage, LIST_ITEMS, LIST_PAGE, type KeysetList, readIdsConnection, readConnection, listConnection } from "../list-connection.js";
-import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, versionsById } from "./checkpoint-provenance.js";
+import { describePage, LIST_ITEMS, LIST_PAGE, type KeysetList, readConnection, listConnection } from "../list-connection.js";
+import { CHECKPOINT_VERSIONS, CheckpointSectionProvenanceRef, checkpointVersions, versionsById } from "./checkpoint-provenance.js";
 import { AvailabilityStatusEnum } from "./history.js";
 import { inMyWorkspace, mine, ofMyPublication } from "./owned.js";
 const PROPOSALS: KeysetList = {
@@ -135,8 +135,7 @@ builder.objectFields(Checkpoint, (t) => ({
     name: "CheckpointAcceptedVersionConnection",
     description: describePage("The versions the origin run's answer was published as, oldest first.", CHECKPOINT_VERSIONS),
     list: CHECKPOINT_VERSIONS,
-    resolve: (query, r, args, ctx) =>
-      readIdsConnection(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.acceptedVersionIds), (ids) => versionsById(ctx, query, ids)),
+    resolve: (query, r, args, ctx) => checkpointVersions(ctx, query, args, versionsIn(r.checkpoint.acceptedVersionIds)),
   }),
   citedMaterials: t.prismaField({
     type: ["PublicationVersion"],
@@ -152,8 +151,7 @@ builder.objectFields(Checkpoint, (t) => ({
       CHECKPOINT_VERSIONS,
     ),
     list: CHECKPOINT_VERSIONS,
-    resolve: (query, r, args, ctx) =>
-      readIdsConnection(CHECKPOINT_VERSIONS, args, versionsIn(r.checkpoint.sourceVersionIds), (ids) => versionsById(ctx, query, ids)),
+    resolve: (query, r, args, ctx) => checkpointVersions(ctx, query, args, versionsIn(r.checkpoint.sourceVersionIds)),
   }),
   createdAt: t.field({ type: "DateTime", resolve: (r) => r.checkpoint.createdAt }),
 }));

@@ -185,8 +185,13 @@ builder.prismaObjectFields("Run", (t) => ({
     name: "RunAcceptedVersionConnection",
     description: describePage("The versions the run's answer was published as, oldest first.", ACCEPTED_VERSIONS),
     list: ACCEPTED_VERSIONS,
-    resolve: (query, run, args, ctx) =>
-      readConnection<PublicationVersion>(ctx.prisma.publicationVersion, ACCEPTED_VERSIONS, args, { scope: { originRunId: run.id }, query }),
+    resolve: async (query, run, args, ctx) => ({
+      ...(await readConnection<PublicationVersion>(ctx.prisma.publicationVersion, ACCEPTED_VERSIONS, args, { scope: { originRunId: run.id }, query })),
+      countByPublication: async () => {
+        const groups = await ctx.prisma.publicationVersion.groupBy({ by: ["publicationId"], where: { originRunId: run.id }, _count: { _all: true } });
+        return new Map(groups.map((group) => [group.publicationId, group._count._all]));
+      },
+    }),
   }),
 }));
 

@@ -53,7 +53,10 @@ const FrozenGoal = builder.objectRef<{ version: number; statement: string }>("Fr
 export const RunMaterialRef = builder.prismaObject("RunMaterial", {
   description: "An exact publication version selected for the run at admission.",
   fields: (t) => ({
-    position: t.exposeInt("position"),
+    position: t.exposeInt("position", {
+      description:
+        "Its place in `Run.materials`, from 0. An access token is shown only the materials within its reach, numbered among themselves (0, 1, 2…): no gap stands for one it is not shown.",
+    }),
     publicationVersion: t.relation("publicationVersion"),
   }),
 });
