@@ -87,12 +87,13 @@ async function resolveAtServers(host: string): Promise<string[]> {
 }
 
 /**
- * A principal's name (`principal` is whose requests wait for it; "" when none is known). `localhost`
+ * A principal's name; `requester` is whose requests wait for it (their lookups in flight are bounded
+ * together: a principal, or a guard's own setting when no principal is known). `localhost`
  * and its subdomains are loopback wherever they are asked (RFC 6761), as the system's lookup has them.
  */
-export function resolvePrincipalsName(host: string, principal: string): Promise<string[]> {
+export function resolvePrincipalsName(host: string, requester: string): Promise<string[]> {
   if (/(^|\.)localhost\.?$/i.test(host)) return Promise.resolve(["127.0.0.1", "::1"]);
-  return principalsNames.run(principal, () => resolveAtServers(host));
+  return principalsNames.run(requester, () => resolveAtServers(host));
 }
 
 /** A host an operator named exactly, by the system's lookup (/etc/hosts, then DNS): one lookup per name at a time. */

@@ -53,7 +53,8 @@ type LookupCallback = (error: Error | null, address: string | LookupAddress[], f
  * principals never fetch a URL never holds it.
  */
 export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
-  // Whose requests wait for each host name: its lookup counts against the first of them.
+  // Whose requests wait for each host name: its lookup counts against the first of them (against
+  // the guard's own setting, which no principal id equals, when no principal is known).
   const waiting = new Map<string, string[]>();
   let client: Promise<{ agent: Agent; fetch: typeof import("undici").fetch }> | undefined;
   const open = () => {
@@ -73,11 +74,12 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
   };
   const fetchFor = (principal: string) => async (input: string | URL | Request, init?: RequestInit) => {
     const host = new URL(input instanceof Request ? input.url : input).hostname.toLowerCase();
-    waiting.set(host, [...(waiting.get(host) ?? []), principal]);
+    const key = `principal:${principal}`;
+    waiting.set(host, [...(waiting.get(host) ?? []), key]);
     try {
       return await guardedFetch(input, init);
     } finally {
-      const left = waiting.get(host)?.filter((_, index, all) => index !== all.indexOf(principal)) ?? [];
+      const left = waiting.get(host)?.filter((_, index, all) => index !== all.indexOf(key)) ?? [];
       if (left.length === 0) waiting.delete(host);
       else waiting.set(host, left);
     }
@@ -94,7 +96,7 @@ type Undici = { Agent: typeof Agent; buildConnector: typeof buildConnector };
 function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions, waiting: ReadonlyMap<string, string[]>): Agent {
   const resolve = (hostname: string, mayBeInternal: boolean): Promise<string[]> => {
     if (options.resolve) return options.resolve(hostname);
-    return mayBeInternal ? resolveNamedHost(hostname) : resolvePrincipalsName(hostname, waiting.get(hostname.toLowerCase())?.[0] ?? "");
+    return mayBeInternal ? resolveNamedHost(hostname) : resolvePrincipalsName(hostname, waiting.get(hostname.toLowerCase())?.[0] ?? options.setting);
   };
   const timeout = options.connectTimeoutMs ?? 10_000;
   const direct = buildConnector({ timeout });
