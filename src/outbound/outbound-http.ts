@@ -3,11 +3,11 @@
 // reconnect — resolves the name once, refuses internal addresses, and connects to exactly the
 // addresses it checked. Checking a name and then letting `fetch` resolve it again would leave a
 // window for DNS rebinding; a check before the request would miss redirects.
-import { lookup } from "node:dns/promises";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import type { Agent, buildConnector } from "undici";
 import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../domain/capabilities/outbound-policy.js";
+import { resolveNamedHost, resolvePrincipalsName, unresolved } from "./name-lookup.js";
 
 /** A connection refused because its address is inside the server's network. */
 export class InternalAddressError extends Error {
@@ -25,7 +25,11 @@ export type OutboundHttpOptions = {
   allowedHosts: readonly string[];
   /** The setting those hosts come from, named when a connection is refused. */
   setting: string;
-  /** Resolves a host name to its addresses (tests replace it); the system resolver by default. */
+  /**
+   * Resolves a host name to its addresses (tests replace it). By default a principal's name is asked
+   * of the name servers directly and a host the operator named exactly goes through the system's
+   * lookup (name-lookup.ts).
+   */
   resolve?: Resolver;
   connectTimeoutMs?: number;
   /** The longest an idle socket is kept for reuse, whatever Keep-Alive the server asks for (undici's 10 minutes without it). */
@@ -37,10 +41,10 @@ export type OutboundHttpOptions = {
 export type OutboundHttp = {
   /** `fetch`, with every connection checked; a refusal rejects with InternalAddressError itself. */
   fetch: typeof fetch;
+  /** `fetch` for one principal's requests: the names they wait for count against that principal's lookups in flight. */
+  fetchFor(principal: string): typeof fetch;
   close(): Promise<void>;
 };
-
-const systemResolve: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
 
 type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -49,9 +53,12 @@ type LookupCallback = (error: Error | null, address: string | LookupAddress[], f
  * principals never fetch a URL never holds it.
  */
 export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
+  // Whose requests wait for each host name: its lookup counts against the first of them (against
+  // the guard's own setting, which no principal id equals, when no principal is known).
+  const waiting = new Map<string, string[]>();
   let client: Promise<{ agent: Agent; fetch: typeof import("undici").fetch }> | undefined;
   const open = () => {
-    client ??= import("undici").then((undici) => ({ agent: agentFor(undici, options), fetch: undici.fetch }));
+    client ??= import("undici").then((undici) => ({ agent: agentFor(undici, options, waiting), fetch: undici.fetch }));
     return client;
   };
   const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -65,25 +72,43 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
       throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
     }
   };
-  return { fetch: guardedFetch as typeof fetch, close: async () => (client ? (await client).agent.close() : undefined) };
+  const fetchFor = (principal: string) => async (input: string | URL | Request, init?: RequestInit) => {
+    const host = new URL(input instanceof Request ? input.url : input).hostname.toLowerCase();
+    const key = `principal:${principal}`;
+    waiting.set(host, [...(waiting.get(host) ?? []), key]);
+    try {
+      return await guardedFetch(input, init);
+    } finally {
+      const left = waiting.get(host)?.filter((_, index, all) => index !== all.indexOf(key)) ?? [];
+      if (left.length === 0) waiting.delete(host);
+      else waiting.set(host, left);
+    }
+  };
+  return {
+    fetch: guardedFetch as typeof fetch,
+    fetchFor: (principal) => fetchFor(principal) as typeof fetch,
+    close: async () => (client ? (await client).agent.close() : undefined),
+  };
 }
 
 type Undici = { Agent: typeof Agent; buildConnector: typeof buildConnector };
 
-function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions): Agent {
-  const resolve = options.resolve ?? systemResolve;
+function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions, waiting: ReadonlyMap<string, string[]>): Agent {
+  const resolve = (hostname: string, mayBeInternal: boolean): Promise<string[]> => {
+    if (options.resolve) return options.resolve(hostname);
+    return mayBeInternal ? resolveNamedHost(hostname) : resolvePrincipalsName(hostname, waiting.get(hostname.toLowerCase())?.[0] ?? options.setting);
+  };
   const timeout = options.connectTimeoutMs ?? 10_000;
   const direct = buildConnector({ timeout });
 
-  // The name is resolved here, once, and the socket connects to the addresses that were checked.
   const lookupFor =
     (mayBeInternal: boolean) =>
     (hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void => {
-      resolve(hostname).then(
+      resolve(hostname, mayBeInternal).then(
         (resolved) => {
           const family = typeof lookupOptions.family === "number" ? lookupOptions.family : 0;
           const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
-          if (addresses.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), []);
+          if (addresses.length === 0) return callback(unresolved(hostname, "ENOTFOUND"), []);
           // One internal answer refuses the name: which address the socket tries first is not ours to pick.
           if (!mayBeInternal && addresses.some(isInternalAddress)) return callback(new InternalAddressError(hostname, options.setting), []);
           if (lookupOptions.all)
@@ -96,6 +121,8 @@ function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOption
         (error: Error) => callback(error, []),
       );
     };
+
+  // The name is resolved here, once, and the socket connects to the addresses that were checked.
   const checked = buildConnector({ timeout, lookup: lookupFor(false) as never });
   const named = buildConnector({ timeout, lookup: lookupFor(true) as never });
 

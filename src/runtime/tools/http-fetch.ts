@@ -106,9 +106,10 @@ export function createHttpFetchTool(settings: FetchSettings): Tool {
       let url = parseTarget((args as { url?: unknown })?.url, settings.allowedHosts);
       const timeout = AbortSignal.timeout(settings.timeoutMs);
       const signal = AbortSignal.any([context.signal, timeout]);
+      const fetchAsOwner = outbound.fetchFor(context.run.ownerId);
       try {
         for (let hop = 0; ; hop += 1) {
-          const response = await outbound.fetch(url, { redirect: "manual", signal, headers: { accept: "text/*, application/json;q=0.9, */*;q=0.5" } });
+          const response = await fetchAsOwner(url, { redirect: "manual", signal, headers: { accept: "text/*, application/json;q=0.9, */*;q=0.5" } });
           const location = response.headers.get("location");
           if (response.status >= 300 && response.status < 400 && location) {
             await response.body?.cancel().catch(() => undefined);

@@ -41,7 +41,9 @@ export class WebhookDelivery {
     if (message?.status !== "PENDING" || !message.webhook.enabled) return null;
     if (attempts !== undefined && message.attempts !== attempts) return null;
     const secrets = this.secretsOf(message.webhook);
-    const result = secrets ? await this.send(this.deps.webhooks.targetUrl(message.webhook), message.eventId, message.body, secrets) : UNSIGNABLE;
+    const result = secrets
+      ? await this.send(message.webhook.ownerId, this.deps.webhooks.targetUrl(message.webhook), message.eventId, message.body, secrets)
+      : UNSIGNABLE;
     const next = await prisma.$transaction((tx) => recordAttempt(tx, message, result, { delaysSeconds: this.deps.delaysSeconds }));
     this.deps.logger.debug("webhook attempt", { webhookId: message.webhookId, eventId: message.eventId, statusCode: result.statusCode, error: result.error });
     return next;
@@ -57,12 +59,12 @@ export class WebhookDelivery {
     }
   }
 
-  private async send(url: string, eventId: string, body: string, secrets: string[]): Promise<AttemptResult> {
+  private async send(ownerId: string, url: string, eventId: string, body: string, secrets: string[]): Promise<AttemptResult> {
     const timeoutMs = this.deps.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     const started = performance.now();
     const elapsed = () => performance.now() - started;
     try {
-      const response = await this.deps.outbound.fetch(url, {
+      const response = await this.deps.outbound.fetchFor(ownerId)(url, {
         method: "POST",
         headers: { "content-type": "application/json", "user-agent": "Dossier-Webhooks", ...webhookHeaders(secrets, eventId, body) },
         body,
