@@ -76,7 +76,10 @@ export const mcpSdkConnector =
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
     try {
-      await client.connect(transport, { signal });
+      // The SDK gives `signal` to `initialize` only: the `notifications/initialized` it sends next
+      // would wait for a server that never answers it as long as the HTTP client waits. Closing the
+      // client (below) ends that request.
+      await whileNotAborted(client.connect(transport, { signal }), signal);
     } catch (error) {
       closing = true;
       await client.close().catch(() => undefined);
@@ -90,6 +93,16 @@ export const mcpSdkConnector =
       closing = true;
     });
   };
+
+/** `work`, or the signal's reason as soon as it aborts. */
+function whileNotAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 function createTransport(
   { StdioClientTransport, StreamableHTTPClientTransport }: Pick<Awaited<ReturnType<typeof loadSdk>>, "StdioClientTransport" | "StreamableHTTPClientTransport">,
