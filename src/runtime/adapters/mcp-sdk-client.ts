@@ -4,6 +4,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolListing } from "../ports/mcp.js";
+import { answersBounded } from "./mcp-answers.js";
 import { AnyToolsPage } from "./mcp-listed-tools.js";
 import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
 import { AnyCallToolResult, keepEveryResult, resultText } from "./mcp-results.js";
@@ -54,7 +55,7 @@ export const mcpSdkConnector =
     const { transport, stderrTail } = createTransport(
       { StdioClientTransport, StreamableHTTPClientTransport },
       endpoint,
-      cuts.fetch(fetch),
+      cuts.fetch(answersBounded(fetch)),
       limits,
       (error, method) => {
         inFlight.failAll(error);
