@@ -4,6 +4,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpCallResult, McpClient, McpConnector, McpEndpoint, McpToolListing } from "../ports/mcp.js";
+import { answersBounded } from "./mcp-answers.js";
 import { AnyToolsPage } from "./mcp-listed-tools.js";
 import { DEFAULT_MCP_LIMITS, isStdioOverflow, listToolsBounded, type McpLimits, McpMessageTooLarge, sizeCappedFetch } from "./mcp-limits.js";
 import { AnyCallToolResult, keepEveryResult, resultText } from "./mcp-results.js";
@@ -54,7 +55,7 @@ export const mcpSdkConnector =
     const { transport, stderrTail } = createTransport(
       { StdioClientTransport, StreamableHTTPClientTransport },
       endpoint,
-      cuts.fetch(fetch),
+      cuts.fetch(answersBounded(fetch)),
       limits,
       (error, method) => {
         inFlight.failAll(error);
@@ -76,7 +77,10 @@ export const mcpSdkConnector =
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
     try {
-      await client.connect(transport, { signal });
+      // The SDK gives `signal` to `initialize` only: the `notifications/initialized` it sends next
+      // would wait for a server that never answers it as long as the HTTP client waits. Closing the
+      // client (below) ends that request.
+      await whileNotAborted(client.connect(transport, { signal }), signal);
     } catch (error) {
       closing = true;
       await client.close().catch(() => undefined);
@@ -90,6 +94,16 @@ export const mcpSdkConnector =
       closing = true;
     });
   };
+
+/** `work`, or the signal's reason as soon as it aborts. */
+function whileNotAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 function createTransport(
   { StdioClientTransport, StreamableHTTPClientTransport }: Pick<Awaited<ReturnType<typeof loadSdk>>, "StdioClientTransport" | "StreamableHTTPClientTransport">,

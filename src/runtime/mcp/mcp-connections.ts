@@ -11,6 +11,7 @@ import type { SecretBox } from "../../domain/secret-box.js";
 import { redactUrlsIn } from "../../domain/sealed-url.js";
 import { CLOSED_REASON, UNKNOWN_REASON, endpointOf, publicReason } from "./mcp-endpoint.js";
 import { RELIST_INTERVAL_MS, ToolRefresh } from "./tool-refresh.js";
+import { untilAborted } from "./until-aborted.js";
 
 export type McpConnection = {
   /** Unique within this process; shown on MCP_CALL spans. */
@@ -123,16 +124,24 @@ export class McpConnections {
         connection.state = "CLOSED";
       },
     };
-    connection.ready = this.options
-      .connector(endpoint, events, signal)
+    // The connect as a whole is bounded here, whatever the connector does with `signal`: a client
+    // that arrives after the timeout is closed at once. The listing has its own limit (MCP_LIST_TIMEOUT_MS).
+    let gaveUp = false;
+    const connected = this.options.connector(endpoint, events, signal).then(async (client) => {
+      if (gaveUp) return void (await client.close().catch(() => undefined));
+      connection.client = client;
+      return client;
+    });
+    connection.ready = untilAborted(connected, signal)
       .then(async (client) => {
-        connection.client = client;
+        if (!client) return;
         if (connection.retired) return void (await this.close(connection));
         ({ tools: connection.tools, skipped: connection.skipped } = await client.listTools());
         if (connection.state === "CONNECTING") connection.state = "CONNECTED";
       })
       .catch((error: unknown) => {
-        this.fail(connection, error);
+        gaveUp = true;
+        this.fail(connection, signal.aborted && !connection.client ? new Error("the connection timed out") : error);
         void connection.client?.close().catch(() => undefined);
       });
     return connection;
