@@ -110,10 +110,13 @@ export class ScheduleFiring {
     return rows.map((row) => row.owner_id);
   }
 
-  /** The earliest next fire of a schedule that is not paused: a scheduler sleeps until then (or its poll). */
+  /**
+   * The earliest next fire of a schedule that is not paused nor left alone after a failure here:
+   * a scheduler sleeps until then (or its poll).
+   */
   async earliestDue(): Promise<Date | null> {
     const next = await this.deps.prisma.schedule.findFirst({
-      where: { paused: false, nextFireAt: { not: null } },
+      where: { paused: false, nextFireAt: { not: null }, id: { notIn: this.leftAlone() } },
       orderBy: { nextFireAt: "asc" },
       select: { nextFireAt: true },
     });
