@@ -49,14 +49,18 @@ export class Scheduler {
     const pollMs = this.deps.pollMs ?? SCHEDULER_POLL_MS;
     let delay = pollMs;
     try {
-      await this.deps.work.fireDue({
+      const passStart = Date.now();
+      const recorded = await this.deps.work.fireDue({
         failed: (scheduleId, error) => this.deps.logger.error("schedule fire failed", { schedule: scheduleId, error: String(error) }),
         runningSince: this.runningSince,
         stopping: () => this.stopped,
       });
       if (this.stopped) return;
       const next = await this.deps.work.earliestDue();
-      if (next) delay = Math.min(pollMs, Math.max(0, next.getTime() - Date.now()));
+      // A schedule due before a pass that recorded nothing is one the pass could not take (another
+      // scheduler holds it): the next look waits a poll rather than coming round at once.
+      const couldNotTake = next !== null && recorded === 0 && next.getTime() <= passStart;
+      if (next && !couldNotTake) delay = Math.min(pollMs, Math.max(0, next.getTime() - Date.now()));
     } catch (error) {
       if (!this.stopped) this.deps.logger.error("scheduler pass failed", { error: String(error) });
     }

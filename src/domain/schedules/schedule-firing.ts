@@ -1,7 +1,7 @@
 // Firing schedules exactly once (issue 41). A scheduler claims one due schedule at a time with
 // `FOR UPDATE SKIP LOCKED` and, in that one transaction, admits each due fire's run (idempotency
 // key `schedule:<id>@<fireTime>`), records the fire (unique per schedule and fire time) and moves
-// `next_fire_at` on. Any number of schedulers may run beside each other on PostgreSQL: a claimed
+// `next_fire_at` on. A triggered fire has a key of its own and a fire time no scheduled fire has. Any number of schedulers may run beside each other on PostgreSQL: a claimed
 // schedule is skipped by the others, and a scheduler killed mid-fire commits nothing, so the next
 // claim fires the same fire times again — never twice, never none. Each fire's answer is published
 // as the next version of the publication the schedule's earlier fires published. The owners of due
@@ -110,10 +110,13 @@ export class ScheduleFiring {
     return rows.map((row) => row.owner_id);
   }
 
-  /** The earliest next fire of a schedule that is not paused: a scheduler sleeps until then (or its poll). */
+  /**
+   * The earliest next fire of a schedule that is not paused nor left alone after a failure here:
+   * a scheduler sleeps until then (or its poll).
+   */
   async earliestDue(): Promise<Date | null> {
     const next = await this.deps.prisma.schedule.findFirst({
-      where: { paused: false, nextFireAt: { not: null } },
+      where: { paused: false, nextFireAt: { not: null }, id: { notIn: this.leftAlone() } },
       orderBy: { nextFireAt: "asc" },
       select: { nextFireAt: true },
     });
@@ -134,7 +137,8 @@ export class ScheduleFiring {
       const [key] = await tx.$queryRawUnsafe<Locked[]>(`SELECT id, ${KEY_REVOKED_SQL} AS key_revoked FROM schedule WHERE id = $1`, scheduleId);
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       check(schedule);
-      const outcome = await this.fireAt(tx, schedule, this.now(), after, { manual: true, keyRevoked: key!.key_revoked });
+      const fireTime = await triggeredFireTime(tx, schedule, this.now());
+      const outcome = await this.fireAt(tx, schedule, fireTime, after, { manual: true, keyRevoked: key!.key_revoked });
       if (typeof outcome === "string") return null;
       await this.pruneFires(tx, scheduleId);
       return outcome;
@@ -163,10 +167,10 @@ export class ScheduleFiring {
       const recurrence = recurrenceOf(schedule);
       const due = dueFires(recurrence, schedule.nextFireAt!, now);
       const plan = planFires(due, schedule.catchUp, now, runningSince);
-      const entries = [
-        ...plan.skip.map(({ fireTime, reason }) => ({ fireTime, skip: reason })),
-        ...plan.admit.map((fireTime) => ({ fireTime, skip: null })),
-      ].sort((a, b) => a.fireTime.getTime() - b.fireTime.getTime());
+      const recorded = await firesRecorded(tx, schedule.id, due);
+      const entries = [...plan.skip.map(({ fireTime, reason }) => ({ fireTime, skip: reason })), ...plan.admit.map((fireTime) => ({ fireTime, skip: null }))]
+        .filter(({ fireTime }) => !recorded.has(fireTime.getTime()))
+        .sort((a, b) => a.fireTime.getTime() - b.fireTime.getTime());
       let count = 0;
       for (const entry of entries.slice(0, FIRES_PER_TRANSACTION)) {
         const outcome = entry.skip
@@ -226,12 +230,12 @@ export class ScheduleFiring {
         return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: `the previous scheduled run ${encodeGlobalId("Run", active.id)} is still active` });
       }
     }
-    return this.admit(tx, schedule, fireTime, after);
+    return this.admit(tx, schedule, fireTime, after, manual);
   }
 
   /** Admits the fire's run; a refusal the admission names (a removed agent profile, …) is recorded FAILED, with nothing of it kept. */
-  private async admit(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit): Promise<ScheduleFire> {
-    const idempotencyKey = `schedule:${schedule.id}@${fireTime.toISOString()}`;
+  private async admit(tx: Tx, schedule: Schedule, fireTime: Date, after: AfterCommit, manual: boolean): Promise<ScheduleFire> {
+    const idempotencyKey = `schedule:${schedule.id}${manual ? ":triggered" : ""}@${fireTime.toISOString()}`;
     const fireAfter: AfterCommit = [];
     const continuesPublicationId = await publicationOfLastFire(tx, schedule.id);
     await tx.$executeRawUnsafe("SAVEPOINT schedule_fire");
@@ -300,6 +304,26 @@ async function publicationOfLastFire(tx: Tx, scheduleId: string): Promise<string
   if (!published?.publicationVersionId) return null;
   const version = await tx.publicationVersion.findUnique({ where: { id: published.publicationVersionId }, select: { publicationId: true } });
   return version?.publicationId ?? null;
+}
+
+/**
+ * A triggered fire's time: now, or the first millisecond after it that is neither one of the
+ * schedule's own fire times nor the time of a fire already recorded (two triggers in one millisecond).
+ */
+async function triggeredFireTime(tx: Tx, schedule: Schedule, now: Date): Promise<Date> {
+  const recurrence = recurrenceOf(schedule);
+  for (let at = now; ; at = new Date(at.getTime() + 1)) {
+    if (nextFireAfter(recurrence, new Date(at.getTime() - 1))?.getTime() === at.getTime()) continue;
+    const taken = await tx.scheduleFire.findUnique({ where: { scheduleId_fireTime: { scheduleId: schedule.id, fireTime: at } }, select: { id: true } });
+    if (!taken) return at;
+  }
+}
+
+/** Which of these fire times the schedule already has a fire at (a trigger's, recorded before its times were kept apart): done. */
+async function firesRecorded(tx: Tx, scheduleId: string, times: Date[]): Promise<Set<number>> {
+  if (times.length === 0) return new Set();
+  const fires = await tx.scheduleFire.findMany({ where: { scheduleId, fireTime: { in: times } }, select: { fireTime: true } });
+  return new Set(fires.map((fire) => fire.fireTime.getTime()));
 }
 
 function recordFire(
