@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
+import type { EventBus } from "../../src/events/topics.js";
 import { type ScriptStep, ScriptedModel } from "../../src/runtime/adapters/scripted-model.js";
 import type { ModelPort } from "../../src/runtime/ports/model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
@@ -57,10 +58,11 @@ export type ViewerServer = { t: TestApp; server: RunningServer; key: string; url
 export async function startViewerServer(
   model: ModelPort | ScriptStep[],
   tools: Tool[] = [],
-  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> }; frameAncestors?: string[] } = {},
+  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> }; frameAncestors?: string[]; events?: EventBus } = {},
 ): Promise<ViewerServer> {
   const t = await startTestApp("pglite", {
     authRequired: true,
+    events: limits.events,
     viewerFrameAncestors: limits.frameAncestors,
     runtime: {
       model: Array.isArray(model) ? new ScriptedModel({ name: "viewer", steps: model }) : model,

@@ -30,7 +30,7 @@ function subscribe() {
     if (gen !== generation) return;
     const data = JSON.parse(message.data);
     if (data.type === "ping") return ws.send(JSON.stringify({ type: "pong" }));
-    if (data.id === "output") return applyOutput(data);
+    if (typeof data.id === "string" && data.id.startsWith("output-")) return applyOutput(data);
     if (data.type === "connection_ack") {
       attempt = 0;
       setConnection("live");
