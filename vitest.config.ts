@@ -55,6 +55,8 @@ const ownProcess = [
   "test/server/refused-requests.test.ts",
   // Counts the sandbox ledger's disk calls through a mock of node:fs/promises.
   "test/runtime/sandbox-ledger-costs.test.ts",
+  // Counts the digests of MCP tools through a mock of node:crypto.
+  "test/runtime/mcp-tool-definitions.test.ts",
 ];
 
 export default defineConfig({

@@ -69,7 +69,7 @@ const McpToolRef = builder
 
 const McpSkippedToolRef = builder.objectRef<McpSkippedTool>("McpSkippedTool").implement({
   description:
-    "A tool the server listed that runs are not offered: nothing could call it (no name, or one over 512 characters), or the tools kept before it already take most of the 4,194,304 characters a listing keeps. The server's other tools are offered.",
+    "A tool the server listed that runs are not offered: nothing could call it (no name, or one over 512 characters), or the tools kept before it already take most of the 4,194,304 characters a listing keeps (the server's other tools are offered); or its server's tools would take your servers' tools together (servers by name) past 1,000 tools or 8,388,608 characters (that server's tools are not offered at all).",
   fields: (t) => ({
     position: t.exposeInt("position", { description: "Where the server listed it: 0 for its first tool, counted across pages." }),
     reason: t.exposeString("reason", { description: "Why it is skipped, e.g. `it has no name`." }),

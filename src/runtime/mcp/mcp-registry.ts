@@ -14,6 +14,7 @@ import { ToolError } from "../ports/tool.js";
 import type { McpServerRecord } from "../../domain/capabilities/mcp-server-service.js";
 import { endpointHash } from "./mcp-endpoint.js";
 import { untilAborted } from "./until-aborted.js";
+import { pastPrincipalBound } from "./mcp-tool-definitions.js";
 import { batchedRead, groupedBy } from "../../domain/batched-reads.js";
 import { redactUrlsIn } from "../../domain/sealed-url.js";
 import { type McpConnection, type McpConnectionOptions, McpConnections } from "./mcp-connections.js";
@@ -146,10 +147,7 @@ export class McpRegistry {
       await untilAborted(this.syncOf(principalId, state), signal);
       const connections = [...state.servers.values()];
       await untilAborted(Promise.all(connections.map((c) => c.ready)), signal);
-      return connections
-        .filter((c) => c.state === "CONNECTED" && !c.retired)
-        .sort((a, b) => (a.serverName < b.serverName ? -1 : 1))
-        .map((connection) => ({ serverName: connection.serverName, connection, tools: connection.tools }));
+      return offered(connections).flatMap(({ connection, past }) => (past ? [] : [{ serverName: connection.serverName, connection, tools: connection.tools }]));
     } finally {
       if (!heldUntil) release();
     }
@@ -162,9 +160,15 @@ export class McpRegistry {
       await this.syncOf(principalId, state);
       await Promise.all([...state.servers.values()].map((c) => c.ready));
       const statuses = new Map<string, McpServerStatus>();
+      const pastBound = new Map(offered([...state.servers.values()]).map(({ connection, past }) => [connection, past]));
       for (const [serverId, c] of state.servers) {
         const counts = this.connections.countsOf(serverId);
-        statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: c.tools, skippedTools: c.skipped, ...counts });
+        const past = pastBound.get(c);
+        // A server past the principal's bound shows its tools as skipped, each with why.
+        const skippedTools = past
+          ? [...c.skipped, ...keptPositions(c).map((position) => ({ position, reason: past }))].sort((a, b) => a.position - b.position)
+          : c.skipped;
+        statuses.set(serverId, { state: c.state, error: c.error ?? null, tools: past ? [] : c.tools, skippedTools, ...counts });
       }
       for (const serverId of state.disabled) {
         statuses.set(serverId, { state: "DISABLED", error: null, tools: [], skippedTools: [], ...this.connections.countsOf(serverId) });
@@ -271,4 +275,19 @@ export class McpRegistry {
       void this.connections.retire(connection);
     }
   }
+}
+
+/** The connected servers by name, each with why it is past the principal's bound on tools (mcp-tool-definitions.ts), or null. */
+function offered(connections: readonly McpConnection[]): { connection: McpConnection; past: string | null }[] {
+  const connected = connections.filter((c) => c.state === "CONNECTED" && !c.retired).sort((a, b) => (a.serverName < b.serverName ? -1 : 1));
+  const past = pastPrincipalBound(connected.map((c) => c.tools));
+  return connected.map((connection, index) => ({ connection, past: past[index]! }));
+}
+
+/** Where the server listed each tool kept, in order: the positions its skipped tools leave (a listing numbers every entry). */
+function keptPositions(connection: McpConnection): number[] {
+  const skipped = new Set(connection.skipped.map((tool) => tool.position));
+  const positions: number[] = [];
+  for (let position = 0; positions.length < connection.tools.length; position += 1) if (!skipped.has(position)) positions.push(position);
+  return positions;
 }

@@ -8,25 +8,14 @@
 // always waits: no model output may decide an approval (approval-policy.ts, decidesToolCalls).
 // Each call is an MCP_CALL span under the tool call's span and holds a lease on the pinned
 // connection while it is in flight.
-import { createHash } from "node:crypto";
 import type { Tool } from "../ports/tool.js";
 import { ToolError } from "../ports/tool.js";
 import type { TraceSink } from "../ports/trace-sink.js";
 import { withSpan } from "../loop/spans.js";
 import { decidesToolCalls } from "../tools/approval-policy.js";
 import type { McpRegistry } from "./mcp-registry.js";
-import { fullMcpToolName, mcpToolOf, nameMcpTools } from "../ports/mcp-tool-names.js";
-import { jsonText } from "../../domain/json-text.js";
-import { forModel, forModelJson } from "../../domain/text/stored-text.js";
-
-/**
- * What a call of the tool was held as (Tool.mcpDigest): its endpoint's hash, the tool's name,
- * description and input schema. Never throws, however deeply the schema nests (json-text.ts).
- */
-function mcpToolDigest(endpointHash: string, tool: { name: string; description?: string; inputSchema: unknown }): string {
-  const shown = { endpoint: endpointHash, tool: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema };
-  return createHash("sha256").update(jsonText(shown)).digest("hex");
-}
+import { fullMcpToolName, mcpToolOf } from "../ports/mcp-tool-names.js";
+import { mcpToolDefinitions } from "./mcp-tool-definitions.js";
 
 /**
  * `signal`: the run's; connecting and listing count against its deadline. `ended`: aborts when the
@@ -35,7 +24,7 @@ function mcpToolDigest(endpointHash: string, tool: { name: string; description?:
 export async function createMcpTools(registry: McpRegistry, principalId: string, sink: TraceSink, signal?: AbortSignal, ended?: AbortSignal): Promise<Tool[]> {
   const servers = await registry.snapshot(principalId, signal, ended);
   return servers.flatMap(({ serverName, connection, tools }) =>
-    nameMcpTools(serverName, tools).map((tool): Tool => {
+    mcpToolDefinitions(serverName, connection.hash, tools).map(({ tool, digest, schema }): Tool => {
       const decides = decidesToolCalls(tool.name);
       return {
         // The flag as the registry last synced it; the step's gate also holds the call by its own read of the stored flag.
@@ -43,14 +32,8 @@ export async function createMcpTools(registry: McpRegistry, principalId: string,
         mcpServer: connection,
         fullName: fullMcpToolName(serverName, tool.name),
         mcpTool: mcpToolOf(serverName, tool.name),
-        mcpDigest: mcpToolDigest(connection.hash, tool),
-        // What the server wrote is shown to the model as messages are (shownToModel): NUL and
-        // unpaired surrogates, which strict model APIs refuse, as visible placeholders.
-        schema: {
-          name: tool.exposedName,
-          description: forModel(`[MCP server ${serverName}] ${tool.description ?? tool.name}`),
-          parameters: forModelJson(tool.inputSchema),
-        },
+        mcpDigest: digest,
+        schema,
         async execute(args, context) {
           if (typeof args !== "object" || args === null || Array.isArray(args)) throw new ToolError("arguments must be a JSON object");
           return withSpan(
