@@ -3,7 +3,7 @@
 // fetch of a host the operator named, a fetch of a name that answers — must go on meanwhile, and
 // the hostile calls end with the usual failure of a name that does not resolve.
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -43,7 +43,10 @@ describe.skipIf(!(await namespacesAllowed()))("one principal's unanswered names"
       `mount --bind ${path.join(dir, "resolv.conf")} /etc/resolv.conf`,
       `exec "${process.execPath}" --import tsx test/support/dns-hang-process.ts ${HANGING_CALLS} ${CAP_MS}`,
     ].join(" && ");
-    const { stdout } = await run("unshare", ["--user", "--map-root-user", "--mount", "--net", "sh", "-c", script], { cwd: projectRoot, timeout: 60_000 });
+    const { stdout } = await run("unshare", ["--user", "--map-root-user", "--mount", "--net", "sh", "-c", script], {
+      cwd: projectRoot,
+      timeout: 60_000,
+    }).finally(() => rmSync(dir, { recursive: true, force: true }));
     const probe = JSON.parse(stdout.trim().split("\n").at(-1)!) as Probe;
 
     expect(probe.fileRead.ms).not.toBeNull();
