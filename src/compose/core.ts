@@ -165,7 +165,7 @@ export function createCore({
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;
   const metrics = createMetrics({ prisma: db.prisma });
   const skills = new SkillCatalog({ skills: services.skills });
-  const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve });
+  const mcpOutbound = createOutboundHttp({ allowedHosts: httpAllowedHosts, setting: "MCP_HTTP_ALLOWED_HOSTS", resolve: mcpOptions.resolve, logger });
   const mcp = new McpRegistry({
     servers: services.mcpServers,
     events,
@@ -180,7 +180,7 @@ export function createCore({
   });
   // http_fetch's connections, shared by every run of this process and closed at its stop.
   const fetchSettings = runtimeOptions?.fetch;
-  const fetchOutbound = fetchSettings && !fetchSettings.client ? createHttpFetchClient(fetchSettings) : undefined;
+  const fetchOutbound = fetchSettings && !fetchSettings.client ? createHttpFetchClient(fetchSettings, logger) : undefined;
   const executing = runtimeOptions
     ? startRuntime(
         { db, events, logger, services, announcer, skills, mcp, metrics, agents, runQueue },

@@ -47,7 +47,7 @@ export function startWebhookDelivery({
 }): {
   close(): Promise<void>;
 } {
-  const outbound = createOutboundHttp({ allowedHosts: options.allowedHosts ?? [], setting: "WEBHOOK_ALLOWED_HOSTS", resolve: options.resolve });
+  const outbound = createOutboundHttp({ allowedHosts: options.allowedHosts ?? [], setting: "WEBHOOK_ALLOWED_HOSTS", resolve: options.resolve, logger });
   const delivery = new WebhookDelivery({
     prisma: db.prisma,
     webhooks: services.webhooks,

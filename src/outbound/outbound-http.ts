@@ -2,21 +2,34 @@
 // check on the socket itself: every connection — the first request, each redirect hop, each
 // reconnect — resolves the name once, refuses internal addresses, and connects to exactly the
 // addresses it checked. Checking a name and then letting `fetch` resolve it again would leave a
-// window for DNS rebinding; a check before the request would miss redirects.
+// window for DNS rebinding; a check before the request would miss redirects. A name that resolves
+// inside the network and one that does not resolve are refused in the same words (the caller could
+// otherwise map internal names by asking); the log says which it was.
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import type { Agent, buildConnector } from "undici";
-import { FAILURE_CODE, INTERNAL_ADDRESS, internalAddressMessage, isInternalAddress, namedExactly } from "../domain/capabilities/outbound-policy.js";
+import {
+  FAILURE_CODE,
+  INTERNAL_ADDRESS,
+  internalAddressMessage,
+  isInternalAddress,
+  namedExactly,
+  unreachableNameMessage,
+} from "../domain/capabilities/outbound-policy.js";
+import type { Logger } from "../logger.js";
 import { resolveNamedHost, resolvePrincipalsName, unresolved } from "./name-lookup.js";
 
-/** A connection refused because its address is inside the server's network. */
+/** A connection refused because its address is inside the server's network (or its name resolves to none outside it). */
 export class InternalAddressError extends Error {
   readonly code = INTERNAL_ADDRESS;
-  constructor(host: string, setting: string) {
-    super(internalAddressMessage(host, setting));
+  constructor(host: string, setting: string, message = internalAddressMessage(host, setting)) {
+    super(message);
     this.name = "InternalAddressError";
   }
 }
+
+/** The resolver's codes for a name that has no address: refused as one that resolves inside the network is. */
+const NO_ADDRESS = new Set(["ENOTFOUND", "ENODATA", "EAI_NONAME", "EAI_NODATA"]);
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -36,6 +49,8 @@ export type OutboundHttpOptions = {
   keepAliveMaxMs?: number;
   /** The most sockets open to one origin at once; further requests wait for one (unbounded without it). */
   connectionsPerOrigin?: number;
+  /** Where a refused name is told in full: whether it resolved inside the network or not at all. */
+  logger?: Logger;
 };
 
 export type OutboundHttp = {
@@ -101,6 +116,11 @@ function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOption
   const timeout = options.connectTimeoutMs ?? 10_000;
   const direct = buildConnector({ timeout });
 
+  /** The one refusal of a name that leads nowhere outside the network, whichever way it does. */
+  const refuseName = (hostname: string, reason: string, fields: Record<string, unknown>): InternalAddressError => {
+    options.logger?.warn("outbound connection refused", { host: hostname, setting: options.setting, reason, ...fields });
+    return new InternalAddressError(hostname, options.setting, unreachableNameMessage(hostname, options.setting));
+  };
   const lookupFor =
     (mayBeInternal: boolean) =>
     (hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void => {
@@ -108,9 +128,13 @@ function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOption
         (resolved) => {
           const family = typeof lookupOptions.family === "number" ? lookupOptions.family : 0;
           const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
-          if (addresses.length === 0) return callback(unresolved(hostname, "ENOTFOUND"), []);
+          if (addresses.length === 0) {
+            if (mayBeInternal) return callback(unresolved(hostname, "ENOTFOUND"), []);
+            return callback(refuseName(hostname, "it does not resolve", { resolved }), []);
+          }
           // One internal answer refuses the name: which address the socket tries first is not ours to pick.
-          if (!mayBeInternal && addresses.some(isInternalAddress)) return callback(new InternalAddressError(hostname, options.setting), []);
+          if (!mayBeInternal && addresses.some(isInternalAddress))
+            return callback(refuseName(hostname, "it resolves to an address inside the network", { addresses }), []);
           if (lookupOptions.all)
             return callback(
               null,
@@ -118,7 +142,11 @@ function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOption
             );
           callback(null, addresses[0]!, isIP(addresses[0]!));
         },
-        (error: Error) => callback(error, []),
+        (error: Error) => {
+          const code = (error as { code?: unknown }).code;
+          if (mayBeInternal || typeof code !== "string" || !NO_ADDRESS.has(code)) return callback(error, []);
+          callback(refuseName(hostname, "it does not resolve", { code }), []);
+        },
       );
     };
 

@@ -97,13 +97,13 @@ describe("executeToolCalls", () => {
     expect(sink.spans.filter((s) => s.kind === "TOOL_CALL").map((s) => s.status)).toEqual(["OK", "ERROR", "ERROR", "ERROR", "ERROR"]);
   });
 
-  it("tells the model only that a built-in tool failed inside Dossier, and logs the error in full; an MCP tool's error is its server's", async () => {
+  it("tells the model only that a built-in tool failed inside Dossier, and logs the error in full; an MCP call that failed on the way says how", async () => {
     const internal = new Error("Invalid `prisma.publicationVersion.findFirst()` invocation in\n/srv/dossier/src/domain/research/publication-service.ts:212:7");
     const logged: { message: string; fields?: Record<string, unknown> }[] = [];
     const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: (message, fields) => logged.push({ message, fields }) };
     const mcp: Tool = {
       ...tool("mcp__search__find", async () => {
-        throw new Error("the search server refused the connection");
+        throw new Error("connect ECONNREFUSED search.internal.example:443");
       }),
       mcpServer: { serverId: "s1", serverName: "search", requireApproval: false },
     };
@@ -123,10 +123,13 @@ describe("executeToolCalls", () => {
     );
     expect(results.map((r) => [r.isError, r.output])).toEqual([
       [true, "Error: read_material failed inside Dossier; the server's log has the details. Try again later, or go on without this call."],
-      [true, "Error: the search server refused the connection"],
+      [
+        true,
+        'Error: mcp__search__find failed: the connection to the MCP server "search" failed; the server\'s log has the details. Try again later, or go on without this call.',
+      ],
     ]);
     const shown = sink.spans.flatMap((s) => s.events.map((e) => JSON.stringify(e)));
-    expect(shown.join("\n")).not.toContain("publication-service.ts");
+    expect(shown.join("\n")).not.toMatch(/publication-service\.ts|search\.internal/);
     expect(logged).toHaveLength(1);
     expect(logged[0]!.fields).toMatchObject({ runId: testRun().id, tool: "read_material", toolCallId: "call_0" });
     expect(String(logged[0]!.fields!.error)).toContain("/srv/dossier/src/domain/research/publication-service.ts:212:7");

@@ -1,7 +1,8 @@
 // Attack: a principal aims Dossier's outbound requests (http_fetch, an HTTP MCP server) at a
 // service inside the network. An "internal" server on 127.0.0.1 holds a secret and counts every
 // request it receives; it must receive none — not by address, not by a name resolving to it,
-// not through a redirect — unless the operator named its host.
+// not through a redirect — unless the operator named its host. A name that resolves inward and one
+// that does not resolve are refused in the same words, so that refusals map no internal names.
 import { lookup } from "node:dns/promises";
 import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -10,7 +11,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpServersDocument, type UpsertMcpServerInput, UpsertMcpServerDocument } from "../../sdk/generated/graphql.js";
-import { createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
+import type { Logger } from "../../src/logger.js";
+import { createHttpFetchClient, createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
 import { admit, expectType } from "../support/fixtures.js";
 import { killAll, type Spawned, spawnTs } from "../support/processes.js";
 import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
@@ -41,9 +43,14 @@ describe("outbound requests never reach the internal network", () => {
   let internalPort = 0;
   let redirectorPort = 0;
   const resolved: string[] = [];
-  // `*.rebind.test` names resolve to 127.0.0.1, as a hostile name server would answer; other names as the system resolves them.
+  /** The refusal of a name that leads nowhere outside the network, as its caller reads it. */
+  const unreachable = (host: string, setting: string) =>
+    `${host} does not resolve to an address this server may reach; only hosts an operator lists in ${setting} may be reached inside its network`;
+  // `*.rebind.test` names resolve to 127.0.0.1, as a hostile name server would answer; `*.missing.test`
+  // names to nothing, as the system resolver fails a name it does not know; other names as the system resolves them.
   const resolve = async (host: string) => {
     resolved.push(host);
+    if (host.endsWith(".missing.test")) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND", hostname: host });
     return host.endsWith(".rebind.test") ? ["127.0.0.1"] : (await lookup(host, { all: true })).map((entry) => entry.address);
   };
 
@@ -67,16 +74,41 @@ describe("outbound requests never reach the internal network", () => {
     it("refuses a wildcard-allowed name that resolves to 127.0.0.1, resolving it once", async () => {
       const tool = fetchTool(["*.rebind.test"]);
       await expect(fetchUrl(tool, `http://db.rebind.test:${internalPort}/`)).rejects.toThrow(
-        `fetching http://db.rebind.test:${internalPort}/ was refused: db.rebind.test is an address inside this server's network; only hosts an operator lists in FETCH_ALLOWED_HOSTS may be reached there`,
+        `fetching http://db.rebind.test:${internalPort}/ was refused: ${unreachable("db.rebind.test", "FETCH_ALLOWED_HOSTS")}`,
       );
       expect(resolved).toEqual(["db.rebind.test"]);
+      expect(internalRequests).toEqual([]);
+    });
+
+    it("refuses a name that resolves inward and one that does not resolve in the same words, and logs which it was", async () => {
+      const logged: Record<string, unknown>[] = [];
+      const keep = (message: string, fields?: Record<string, unknown>) => void logged.push({ message, ...fields });
+      const logger: Logger = { debug: () => undefined, info: () => undefined, warn: keep, error: keep };
+      const allowedHosts = ["*.rebind.test", "*.missing.test"];
+      const client = createHttpFetchClient({ allowedHosts, resolve }, logger);
+      const tool = createHttpFetchTool({ allowedHosts, maxBytes: 10_000, timeoutMs: 5_000, resolve, client });
+      const refusal = async (host: string) => String(await fetchUrl(tool, `http://${host}:${internalPort}/`).catch((error: Error) => error.message));
+      const [inward, nowhere] = [await refusal("db.rebind.test"), await refusal("db.missing.test")];
+      expect(nowhere.replaceAll("db.missing.test", "db.rebind.test")).toBe(inward);
+      expect(nowhere).toBe(`fetching http://db.missing.test:${internalPort}/ was refused: ${unreachable("db.missing.test", "FETCH_ALLOWED_HOSTS")}`);
+      expect(logged).toEqual([
+        {
+          message: "outbound connection refused",
+          host: "db.rebind.test",
+          setting: "FETCH_ALLOWED_HOSTS",
+          reason: "it resolves to an address inside the network",
+          addresses: ["127.0.0.1"],
+        },
+        { message: "outbound connection refused", host: "db.missing.test", setting: "FETCH_ALLOWED_HOSTS", reason: "it does not resolve", code: "ENOTFOUND" },
+      ]);
+      await client.close();
       expect(internalRequests).toEqual([]);
     });
 
     it("checks every redirect hop: against the allow-list, and its address when resolved", async () => {
       const tool = fetchTool([`127.0.0.1:${redirectorPort}`, "*.rebind.test"]);
       await expect(fetchUrl(tool, `http://127.0.0.1:${redirectorPort}/to-address`)).rejects.toThrow(/is not on this server's fetch allow-list/);
-      await expect(fetchUrl(tool, `http://127.0.0.1:${redirectorPort}/to-name`)).rejects.toThrow(/db\.rebind\.test is an address inside this server's network/);
+      await expect(fetchUrl(tool, `http://127.0.0.1:${redirectorPort}/to-name`)).rejects.toThrow(unreachable("db.rebind.test", "FETCH_ALLOWED_HOSTS"));
       expect(internalRequests).toEqual([]);
     });
 
@@ -146,6 +178,7 @@ describe("outbound requests never reach the internal network", () => {
       const probes = {
         localhost: `http://localhost:${internalPort}/mcp`,
         rebind: `http://db.rebind.test:${internalPort}/mcp`,
+        missing: `http://db.missing.test:${internalPort}/mcp`,
         redirect: `http://127.0.0.1:${redirectorPort}/to-localhost`,
         "redirect-name": `http://127.0.0.1:${redirectorPort}/to-name`,
       };
@@ -163,12 +196,10 @@ describe("outbound requests never reach the internal network", () => {
       expect((await status(b, "stored")).error).toBe(
         `127.0.0.1:${internalPort} is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
       );
-      expect((await status(b, "localhost")).error).toBe(
-        `localhost is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
-      );
-      expect((await status(b, "rebind")).error).toBe(
-        `db.rebind.test is an address inside this server's network; only hosts an operator lists in MCP_HTTP_ALLOWED_HOSTS may be reached there`,
-      );
+      // Names, resolved or not, are refused in one set of words.
+      expect((await status(b, "localhost")).error).toBe(unreachable("localhost", "MCP_HTTP_ALLOWED_HOSTS"));
+      expect((await status(b, "rebind")).error).toBe(unreachable("db.rebind.test", "MCP_HTTP_ALLOWED_HOSTS"));
+      expect((await status(b, "missing")).error).toBe(unreachable("db.missing.test", "MCP_HTTP_ALLOWED_HOSTS"));
       for (const name of [...Object.keys(probes), "stored"]) expect(await status(b, name)).toMatchObject({ state: "FAILED", tools: [] });
 
       const { run } = await admit(b, { question: callTools({ name: "mcp__localhost__read", arguments: {} }) });

@@ -19,6 +19,9 @@
 //   --churn             lists `churn`, which sends `count` tools/list_changed notifications, the
 //                       list changing before each; the list then holds `version_<changes so far>`
 //                       and `listing_<tools/list requests answered, this one included>`
+//   --failing           also lists `rpc_error` (answers a JSON-RPC error object whose message names an
+//                       internal URL with a token and a file of the server), `hang_up` (exits while the
+//                       call waits: the connection drops) and `refuse` (its own error result)
 // Tools:
 //   shaped      declares an output schema, answers text only
 //   redos       answers text and structured content that its output schema's pattern `^(a+)+$`
@@ -80,7 +83,13 @@ const tools = [
         { name: "unkempt", description: 42, annotations: "none", icons: 5, inputSchema: { type: "object", properties: { n: { type: "number" } } } },
       ]
     : []),
+  ...(argv.includes("--failing")
+    ? ["rpc_error", "hang_up", "refuse"].map((name) => ({ name, description: `Fails: ${name}.`, inputSchema: { type: "object" } }))
+    : []),
 ];
+
+/** The JSON-RPC error `rpc_error` answers: what a server's internals may put in one (test/runtime/mcp-call-failures.test.ts). */
+const RPC_ERROR_MESSAGE = "upstream http://search.internal.example:9200/index?token=SECRET-TOKEN-42 refused at /srv/search/app.js:12";
 
 const big = argv.indexOf("--big-tools");
 const bigTools = [
@@ -162,6 +171,11 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   } else if (message.method === "tools/call" && message.params?.name === "deep") {
     // Written as text: JSON.stringify could not write it.
     process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"structuredContent":{"deep":${DEEP}}}}\n`);
+  } else if (message.method === "tools/call" && message.params?.name === "rpc_error") {
+    send({ jsonrpc: "2.0", id: message.id, error: { code: -32603, message: RPC_ERROR_MESSAGE } });
+  } else if (message.method === "tools/call" && message.params?.name === "hang_up") process.exit(3);
+  else if (message.method === "tools/call" && message.params?.name === "refuse") {
+    reply({ content: [{ type: "text", text: "refuse: the quota of this key is spent" }], isError: true });
   } else if (message.method === "tools/call") reply(call(message.params?.name ?? "", message.params?.arguments ?? {}));
   else reply({});
 });

@@ -141,3 +141,10 @@ export const INTERNAL_ADDRESS = "EINTERNALADDRESS";
 
 export const internalAddressMessage = (host: string, setting: string): string =>
   `${host} is an address inside this server's network; only hosts an operator lists in ${setting} may be reached there`;
+
+/**
+ * What a caller is told of a host name that resolves inside the network and of one that does not
+ * resolve at all: the same words for both, so that no refusal tells which internal names exist.
+ */
+export const unreachableNameMessage = (host: string, setting: string): string =>
+  `${host} does not resolve to an address this server may reach; only hosts an operator lists in ${setting} may be reached inside its network`;

@@ -2,6 +2,7 @@
 // after buffering it whole), and tool listing is bounded in pages, tools and time. A server is
 // another principal's program or anyone's URL: its output is never trusted to be small or to end.
 import type { McpToolListing } from "../ports/mcp.js";
+import { ToolError } from "../ports/tool.js";
 import { LISTING_MAX_CHARS, readListedTool } from "./mcp-listed-tools.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
 
@@ -18,8 +19,11 @@ export type McpLimits = {
 
 export const DEFAULT_MCP_LIMITS: McpLimits = { resultMaxBytes: 10_485_760, listMaxPages: 50, listMaxTools: 1_000, listTimeoutMs: 30_000 };
 
-/** A message the server sent was larger than the cap; it was dropped while being received. */
-export class McpMessageTooLarge extends Error {
+/**
+ * A message the server sent was larger than the cap; it was dropped while being received. Dossier's
+ * own words, with nothing of the server's: a call's model reads them as they are.
+ */
+export class McpMessageTooLarge extends ToolError {
   override name = "McpMessageTooLarge";
   constructor(readonly maxBytes: number) {
     super(`the MCP server's answer is larger than ${groupedDigits(maxBytes)} bytes (MCP_RESULT_MAX_BYTES); it was refused`);

@@ -18,6 +18,7 @@ import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import type { Logger } from "../../logger.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { Places } from "../places.js";
+import { mcpCallFailure } from "../mcp/mcp-call-failure.js";
 
 /**
  * `cancelled`: the call was cut off by a stop of the run; `output` then says so but is no result of the tool.
@@ -223,13 +224,18 @@ async function invoke(call: ToolCall, span: SpanRef, options: Step): Promise<{ o
 
 /**
  * What the model reads of a failed call. A ToolError is written for it (bad arguments, not
- * found, …) and an MCP server's failure is that server's to explain; any other failure of a
- * built-in tool is Dossier's own (a database error, a bug) and may name server files and
- * statements: the model is told only that the call failed, and the server's log has the error.
+ * found, an MCP server's own error result, …); an MCP call that failed on the way says only how
+ * (mcp-call-failure.ts); any other failure of a built-in tool is Dossier's own (a database error,
+ * a bug) and may name server files and statements: the model is told only that the call failed,
+ * and the server's log has the error.
  */
 function failureShown(call: ToolCall, tool: Tool, error: unknown, options: ExecuteOptions): string {
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof ToolError || tool.mcpServer) return message;
+  if (error instanceof ToolError) return message;
+  if (tool.mcpServer) {
+    const failure = { tool: call.name, server: tool.mcpServer.serverName, runId: options.run.id, toolCallId: call.id };
+    return mcpCallFailure(failure, error, options.logger);
+  }
   options.logger?.error("a tool call failed inside Dossier", {
     runId: options.run.id,
     tool: call.name,

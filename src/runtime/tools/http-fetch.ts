@@ -2,6 +2,7 @@
 // redirect hop is checked too, and every connection's address: see src/outbound/outbound-http.ts),
 // with a time limit over the whole exchange and a size limit on the body — a larger body is cut,
 // and the model is told so. A failed connection is reported by its kind only.
+import type { Logger } from "../../logger.js";
 import { hostAllowed } from "../../domain/capabilities/outbound-policy.js";
 import { connectionFailure, createOutboundHttp, InternalAddressError, type OutboundHttp, type Resolver } from "../../outbound/outbound-http.js";
 import type { ToolSchema } from "../ports/model.js";
@@ -36,8 +37,9 @@ export const FETCH_KEEP_ALIVE_MAX_MS = 4_000;
 export const FETCH_CONNECTIONS_PER_ORIGIN = 32;
 
 /** http_fetch's connections: each still checked as it opens (outbound-http.ts), few, and closed soon after use. */
-export function createHttpFetchClient(settings: Pick<FetchSettings, "allowedHosts" | "resolve">): OutboundHttp {
+export function createHttpFetchClient(settings: Pick<FetchSettings, "allowedHosts" | "resolve">, logger?: Logger): OutboundHttp {
   return createOutboundHttp({
+    logger,
     allowedHosts: settings.allowedHosts,
     setting: "FETCH_ALLOWED_HOSTS",
     resolve: settings.resolve,
