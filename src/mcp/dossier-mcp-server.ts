@@ -263,7 +263,9 @@ function registerAdmitRun(server: McpServer, client: DossierClient): void {
       title: "Admit a run",
       description:
         "Asks Dossier's research agent a question inside a workspace (its current goal is frozen on the run). " +
-        "Returns the queued run; follow it with get_run. Pass an idempotencyKey to retry safely.",
+        "Returns the queued run; follow it with get_run. Pass an idempotencyKey to retry safely. " +
+        "The run starts under the key's default agent profile, not the caller's: called by a Dossier run whose profile " +
+        "holds calls for a person or limits its tools, this call waits for a person's approval first.",
       inputSchema: {
         workspaceId: id("workspace"),
         question: z.string().min(1).describe("What the run should find out"),

@@ -12,7 +12,7 @@ import type { Tool } from "../ports/tool.js";
 import type { SpanRef, TraceSink } from "../ports/trace-sink.js";
 import { approvalGate } from "../tools/approval-gate.js";
 import type { AttemptLog } from "../memory/attempt-log.js";
-import { type ApprovalRules, needsApproval } from "../tools/approval-policy.js";
+import { admitsRuns, type ApprovalRules, bindsItsRuns, needsApproval } from "../tools/approval-policy.js";
 import type { ToolGate } from "../tools/execute-tool-calls.js";
 import { mcpServersNow, type McpServersNow } from "./mcp-servers-now.js";
 import type { NextStep } from "./outcome.js";
@@ -60,17 +60,20 @@ export function heldStep(runLog: readonly LoggedMessage[], approvals: readonly T
 /**
  * Whether a call of `toolName` needs approval under the operator's rules, the profile's and the
  * tool's own demand (asked as the call is considered), the rules matched against its exposed name and its full name.
- * A call of a tool the run is not offered needs none: it only gets an error.
+ * A call of a tool the run is not offered needs none: it only gets an error. A call that admits a
+ * run is held when the profile binds its runs (approval-policy.ts, admitsRuns): the run admitted would not be bound.
  */
 export function approvalPolicy(
   settings: ApprovalSettings,
-  profileRules: ApprovalRules | undefined,
+  profile: { toolApprovals?: ApprovalRules; tools?: readonly string[] } | undefined,
   tools: ReadonlyMap<string, Tool>,
 ): (toolName: string) => boolean {
+  const binds = bindsItsRuns(profile);
   return (toolName) => {
     const tool = tools.get(toolName);
     if (tool === undefined) return false;
-    return needsApproval({ operator: settings.rules, profile: profileRules, toolRequires: tool.requiresApproval?.() }, toolName, tool.fullName);
+    if (binds && (admitsRuns(toolName) || admitsRuns(tool.fullName ?? ""))) return true;
+    return needsApproval({ operator: settings.rules, profile: profile?.toolApprovals, toolRequires: tool.requiresApproval?.() }, toolName, tool.fullName);
   };
 }
 
@@ -81,10 +84,16 @@ export function approvalPolicy(
  */
 export function stepGate(
   settings: ApprovalSettings,
-  attempt: { run: { id: string }; write: Transact; sink: TraceSink; profile: { toolApprovals?: ApprovalRules }; tools: ReadonlyMap<string, Tool> },
+  attempt: {
+    run: { id: string };
+    write: Transact;
+    sink: TraceSink;
+    profile: { toolApprovals?: ApprovalRules; tools?: readonly string[] };
+    tools: ReadonlyMap<string, Tool>;
+  },
   step: HeldStep,
 ): ToolGate {
-  const policy = approvalPolicy(settings, attempt.profile.toolApprovals, attempt.tools);
+  const policy = approvalPolicy(settings, attempt.profile, attempt.tools);
   const servers = settings.mcpServers && mcpServersNow(settings.mcpServers, step.calls, attempt.tools);
   return approvalGate({
     approvals: settings.store,

@@ -21,6 +21,11 @@
 // whatever the rules say (decidesToolCalls; mcp-tools.ts asks it as the tool's own demand).
 // Otherwise a run could call it in the same reply as a call of its own that is held, naming that
 // call's id, and approve it.
+//
+// Nor may a run shed its agent profile's rules by admitting another run: a tool that admits runs
+// (Dossier's own MCP server's `admit_run`, attached to a run) admits under the key's default
+// profile, which neither holds what the run's profile holds nor limits its tools. A run whose
+// profile holds calls or limits its tools has its calls of such a tool held for a person (admitsRuns).
 
 export type ApprovalRule = "always" | "never";
 
@@ -80,4 +85,17 @@ export function decidesToolCalls(name: string): boolean {
     .toLowerCase()
     .replace(/[^a-z0-9]/g, "")
     .includes("decidetoolcall");
+}
+
+/** Whether a tool named `name` admits runs: Dossier's own `admit_run`, however a proxy renames it (as decidesToolCalls). */
+export function admitsRuns(name: string): boolean {
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, "")
+    .includes("admitrun");
+}
+
+/** Whether a profile holds any call for a person or limits its tools: a run admitted without it could do more. */
+export function bindsItsRuns(profile: { toolApprovals?: ApprovalRules; tools?: readonly string[] } | undefined): boolean {
+  return profile !== undefined && (profile.tools !== undefined || Object.values(profile.toolApprovals ?? {}).includes("always"));
 }
