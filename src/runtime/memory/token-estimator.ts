@@ -8,8 +8,6 @@ import { jsonText } from "../../domain/json-text.js";
 
 /** Latin-script text and code average about 4 characters per token. */
 const LATIN_CHARS_PER_TOKEN = 4;
-/** CJK text averages about 2 characters per token (most BPE vocabularies split ideographs finely). */
-const CJK_CHARS_PER_TOKEN = 2;
 /** JSON spends extra tokens on quotes, braces and keys: +15% over the same characters as prose. */
 const JSON_OVERHEAD_PERCENT = 115;
 
@@ -23,30 +21,75 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 // Han ideographs (U+20000…) count once. U+3000–U+303F is CJK Symbols and Punctuation; U+FF00–U+FFEF
 // is Halfwidth and Fullwidth Forms (fullwidth Latin, punctuation and halfwidth Katakana).
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303F\uFF00-\uFFEF]/u;
+/**
+ * The generic combining marks (Combining Diacritical Marks and their Extended and Supplement blocks,
+ * those for symbols, half marks): BPE vocabularies rarely merge them, so a run of them costs about a
+ * token or two each. A script's own vowel signs (Devanagari, Thai) are counted as its letters.
+ */
+const MARK = /[\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]/u;
+/** Letters, their signs and digits of any script (outside CJK): they merge into words like Latin letters do. */
+const WORDLIKE = /[\p{L}\p{M}\p{N}]/u;
+/** Punctuation and spaces outside ASCII (dashes, quotes, ellipses): about a token each at most. */
+const PUNCTUATION = /[\p{P}\p{Z}]/u;
 
 /** Below this code point nothing matches CJK. */
 const FIRST_CJK = 0x1100;
 
-/** Estimated tokens of plain text: CJK code points at 2 per token, all others at 4, rounded up. */
+// What a code point costs, in quarter tokens. A tool or a model can return any text, and an
+// estimate far below a real tokenizer's count would send a request past the model's window instead
+// of compacting: text of rarely merged code points is counted at what BPE vocabularies spend on it
+// (a vocabulary without merges for them spends a token per UTF-8 byte: emoji about 3 tokens each,
+// other symbols 2, combining marks 2, control characters 1).
+const QUARTERS = { latin: 1, control: 4, cjk: 2, letter: 2, mark: 8, punctuation: 4, symbol: 8, supplementary: 12 } as const;
+
+/** Supplementary planes 2 and 3 hold CJK ideographs only. */
+const isSupplementaryHan = (point: number) => point >= 0x20000 && point < 0x40000;
+
+/** The cost of each BMP code point, worked out on its first sight (0: not yet): one pattern test per code point, not per character of a text. */
+const bmpQuarters = new Uint8Array(0x10000);
+
+/** The cost of one code point that is not plain ASCII, in quarter tokens. */
+function quartersOf(point: number): number {
+  if (point > 0xffff) return isSupplementaryHan(point) ? QUARTERS.cjk : QUARTERS.supplementary;
+  return (bmpQuarters[point] ||= classify(point));
+}
+
+function classify(point: number): number {
+  // ASCII control characters, and lone surrogates (sent as an escape or a replacement character).
+  if (point < 0x80 || (point >= 0xd800 && point <= 0xdfff)) return QUARTERS.control;
+  const character = String.fromCodePoint(point);
+  if (point >= FIRST_CJK && CJK.test(character)) return QUARTERS.cjk;
+  if (MARK.test(character)) return QUARTERS.mark;
+  // Letters of two-byte scripts (Latin with accents, Greek, Cyrillic, Arabic, Hebrew) merge about as
+  // Latin does; letters of the scripts above (Thai, Devanagari, …) split finer.
+  if (WORDLIKE.test(character)) return point < 0x800 ? QUARTERS.latin : QUARTERS.letter;
+  if (PUNCTUATION.test(character)) return point < 0x800 ? QUARTERS.latin : QUARTERS.punctuation;
+  return QUARTERS.symbol;
+}
+
+/** Whether an ASCII code point is counted at the Latin rate: printable, tab, line feed, carriage return. */
+const isPlainAscii = (code: number) => (code >= 0x20 && code < 0x7f) || code === 0x09 || code === 0x0a || code === 0x0d;
+
+/**
+ * Estimated tokens of plain text, rounded up: Latin text and other two-byte scripts at 4 characters
+ * per token, CJK and the scripts above at 2, non-ASCII punctuation and control characters at 1 token
+ * each, combining marks and symbols at 2, emoji and other supplementary code points at 3.
+ */
 export function estimateTextTokens(text: string): number {
-  let cjk = 0;
-  let other = 0;
-  // Code points, so an emoji or other surrogate pair counts as one character. Below U+1100 (the
-  // first CJK code point, Hangul Jamo) nothing is CJK: such a character is counted without the
-  // pattern, which a request's JSON (tool schemas, arguments) is almost entirely made of.
+  let quarterTokens = 0;
+  // Code points, so an emoji or other surrogate pair counts as one character. Printable ASCII is
+  // counted without a pattern, which a request's JSON (tool schemas, arguments) is almost entirely made of.
   for (let index = 0; index < text.length; index += 1) {
     const code = text.charCodeAt(index);
-    if (code < FIRST_CJK) {
-      other += 1;
+    if (isPlainAscii(code)) {
+      quarterTokens += QUARTERS.latin;
       continue;
     }
     const point = text.codePointAt(index)!;
     if (point > 0xffff) index += 1;
-    if (CJK.test(String.fromCodePoint(point))) cjk += 1;
-    else other += 1;
+    quarterTokens += quartersOf(point);
   }
-  // Integer arithmetic (quarter tokens) keeps the rounding exact: cjk/2 + other/4 = (2·cjk + other)/4.
-  const quarterTokens = cjk * (LATIN_CHARS_PER_TOKEN / CJK_CHARS_PER_TOKEN) + other;
+  // Integer arithmetic (quarter tokens) keeps the rounding exact.
   return Math.ceil(quarterTokens / LATIN_CHARS_PER_TOKEN);
 }
 
