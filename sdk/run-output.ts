@@ -31,10 +31,17 @@ export function comparePositions(a: string, b: string): number {
   return ta !== tb ? ta - tb : ca - cb;
 }
 
+/** After resyncs in a row, the wait before opening again doubles up to 250 ms × 2^4 (4 s). */
+const MAX_RESYNC_DOUBLINGS = 4;
+
 /** Every update of a run's output after `afterSeq`, each once, until the run settles. */
 export async function* watchRunUpdates(source: RunOutputSource, afterSeq: string | undefined): AsyncGenerator<RunOutputUpdate> {
   const state = new WatchState(afterSeq);
+  // Streams in a row that ended with RESYNC_REQUIRED: a consumer always slower than the stream
+  // would otherwise open, be given what it missed and fall behind again without a pause.
+  let resyncs = 0;
   for (let attempt = 0; ; attempt += 1) {
+    if (resyncs > 0) await new Promise((resolve) => setTimeout(resolve, backoffMs(undefined, Math.min(resyncs - 1, MAX_RESYNC_DOUBLINGS))));
     const stream = source.open(state.last);
     let resync = false;
     try {
@@ -54,9 +61,11 @@ export async function* watchRunUpdates(source: RunOutputSource, afterSeq: string
         if (fresh) yield fresh;
       }
       if (!resync) return;
+      resyncs += 1;
     } catch (error) {
       if (source.isFinal(error) || attempt >= 5) throw error;
       state.interrupted = true;
+      resyncs = 0;
       await new Promise((resolve) => setTimeout(resolve, backoffMs(error, attempt)));
     } finally {
       await stream.return?.();

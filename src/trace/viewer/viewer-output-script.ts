@@ -10,7 +10,7 @@ import { OUTPUT } from "./viewer-documents.js";
 export const OUTPUT_SCRIPT = `
 // ---- live model output ------------------------------------------------------------------------
 const OUTPUT = ${JSON.stringify(OUTPUT)};
-/** The text so far of each running model call, by span id. */
+/** Each running model call's output so far, by span id (liveEntry). */
 const liveOutput = new Map();
 /** The open output subscription: its id, the characters of each call it brought, whether the run is done. */
 let outputStream = null;
@@ -37,15 +37,65 @@ function resubscribeOutput(stream) {
   }, Math.min(250 * 2 ** (outputRetries - 1), 5000));
 }
 
-/** Adds a call's delta: the part past what is shown already (a new subscription brings the call's text again). */
+/** How many of a running call's last characters the page shows: the whole text is the answer's (or the trace's) once the call ended. */
+const LIVE_TAIL = 16384;
+
+/**
+ * A running call's output row, made once and kept across renders (the tree moves it): each delta
+ * is appended as a text node, and characters past the last LIVE_TAIL are taken off the front.
+ */
+function liveEntry(spanId) {
+  let entry = liveOutput.get(spanId);
+  if (entry) return entry;
+  const row = el("div", "row output-row");
+  row.dataset.testid = "live-output";
+  const label = el("div", "label");
+  const note = el("span", "output-note");
+  note.dataset.testid = "live-output-earlier";
+  note.hidden = true;
+  const pre = el("pre", "output");
+  label.append(el("span", "ekind", "writing"), note, pre);
+  row.append(label);
+  entry = { chars: 0, shown: 0, row, label, note, pre };
+  liveOutput.set(spanId, entry);
+  return entry;
+}
+
+function appendOutput(entry, text) {
+  entry.chars += text.length;
+  const tail = text.length > LIVE_TAIL ? text.slice(-LIVE_TAIL) : text;
+  entry.pre.append(document.createTextNode(tail));
+  entry.shown += tail.length;
+  while (entry.shown > LIVE_TAIL) {
+    const first = entry.pre.firstChild;
+    const excess = entry.shown - LIVE_TAIL;
+    if (first.data.length <= excess) {
+      entry.shown -= first.data.length;
+      first.remove();
+    } else {
+      first.deleteData(0, excess);
+      entry.shown -= excess;
+    }
+  }
+  const earlier = entry.chars - entry.shown;
+  entry.note.hidden = earlier === 0;
+  entry.note.textContent = earlier ? int(earlier) + " earlier characters · " : "";
+}
+
+/**
+ * Adds a call's delta: the part past what is shown already (a new subscription brings the call's
+ * text again). True when the call's row is new, and the tree must place it.
+ */
 function addOutput(stream, spanId, text) {
   const start = stream.got.get(spanId) || 0;
   const end = start + text.length;
   stream.got.set(spanId, end);
-  const shown = liveOutput.get(spanId) || "";
-  if (end <= shown.length || start > shown.length) return false;
-  liveOutput.set(spanId, shown + text.slice(shown.length - start));
-  return true;
+  const had = liveOutput.get(spanId);
+  const chars = had ? had.chars : 0;
+  if (end <= chars || start > chars) return false;
+  const entry = liveEntry(spanId);
+  appendOutput(entry, text.slice(chars - start));
+  return !entry.row.isConnected;
 }
 
 /** Applies one runOutput message; a stream that ends before RUN_DONE (or fails) is opened again. */
@@ -69,16 +119,16 @@ function applyOutput(data) {
   scheduleRender();
 }
 
-/** A running model call's text so far, as a row under the call; null when it has none (or has ended). */
+/** A running model call's text so far, as a row under the call (the same one every time); null when it has none (or has ended). */
 function liveOutputRow(span, depth) {
-  const text = span.kind === "MODEL_CALL" && !span.endedAt ? liveOutput.get(span.id) : undefined;
-  if (!text) return null;
-  const row = el("div", "row output-row");
-  row.dataset.testid = "live-output";
-  const label = el("div", "label");
-  label.style.paddingLeft = depth * 16 + 18 + "px";
-  label.append(el("span", "ekind", "writing"), el("pre", "output", text));
-  row.append(label);
-  return row;
+  const entry = liveOutput.get(span.id);
+  if (!entry) return null;
+  if (span.kind !== "MODEL_CALL" || span.endedAt) {
+    liveOutput.delete(span.id);
+    return null;
+  }
+  if (!entry.chars) return null;
+  entry.label.style.paddingLeft = depth * 16 + 18 + "px";
+  return entry.row;
 }
 `;

@@ -77,7 +77,9 @@ function renderWaiting(spans) {
   const pending = (run && run.status === "WAITING" && run.pendingApprovals) || [];
   box.hidden = pending.length === 0;
   const requested = spans.filter((s) => s.events.some((e) => e.kind === "APPROVAL_REQUESTED")).length;
-  const signature = JSON.stringify([pending.map((a) => a.toolCallId), may("DECIDE"), [...acting], requested]);
+  // A request replaced under the same call id (another approval, arguments or expiry) is drawn anew: Approve decides the one shown.
+  const shown = pending.map((a) => [a.toolCallId, a.id, a.toolName, a.mcpTool, a.arguments, a.expiresAt]);
+  const signature = JSON.stringify([shown, may("DECIDE"), [...acting], requested]);
   if (box.dataset.signature === signature) return;
   box.dataset.signature = signature;
   box.replaceChildren(

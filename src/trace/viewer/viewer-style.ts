@@ -82,6 +82,7 @@ button.toggle:hover { background: #e3e8f1; }
 .event-row { min-height: 24px; font-size: 12.5px; color: #39414f; cursor: pointer; } .event-row:hover { background: #f7f8fb; }
 .event-row .lane { background: none; }
 .output-row > .label { grid-column: 1 / -1; align-items: flex-start; } .output-row .ekind { color: #1d6b39; }
+.output-row .output-note { color: #5b6b60; font-size: 12px; white-space: nowrap; }
 .output-row pre.output { margin: 0; min-width: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12.5px; color: #14401f; }
 .tick { position: absolute; top: 5px; width: 7px; height: 7px; transform: translateX(-50%) rotate(45deg); background: #8a92a1; }
 .ekind { flex: none; font-size: 10.5px; color: #6a4fb3; min-width: 64px; }
