@@ -181,7 +181,7 @@ export type CreateScheduleInput = {
   limits?: RunLimitsInput | null | undefined;
   /** Default SKIP. */
   overlap?: ScheduleOverlap | null | undefined;
-  /** Pause the schedule (pausedReason, webhook SCHEDULE_PAUSED) when this many of its runs in a row ended FAILED or TIMED_OUT; checked when the next fire is due, which it then does not admit. */
+  /** Pause the schedule (pausedReason, webhook SCHEDULE_PAUSED) when this many of its runs in a row ended FAILED or TIMED_OUT, a fire whose run was refused (recorded FAILED) counting as one such run; checked when the next fire is due, which it then does not admit. */
   pauseAfterFailures?: number | null | undefined;
   /** What each fire's run is asked; up to 20,000 characters. */
   question: string;

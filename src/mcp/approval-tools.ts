@@ -13,9 +13,10 @@ type Answers = {
 };
 
 /**
- * The calls a run waits on, as get_run shows them: their tool names and arguments with every
+ * The calls a run waits on, as get_run shows them: their ids, tool names and arguments with every
  * character a person would not see (bidi overrides, zero-width characters) shown as its escape
- * (visibleText), so an MCP client's user approves the command that runs, not one it seems to be.
+ * (visibleText), so an MCP client's user approves the command that runs, not one it seems to be;
+ * `approvalId` names the request exactly (decide_tool_call), whatever the model named the call.
  * A word that mixes Latin, Greek and Cyrillic letters ("gіthub" with a Cyrillic і) is shown after
  * a ⚠, and `mixedScripts` says which letters of each such word are not what they look like.
  * An MCP tool's call names the server and the tool as the server lists it (`mcpTool`,
@@ -23,12 +24,11 @@ type Answers = {
  * offered as `mcp__s__create_issue` pushes the real `create_issue` to `_2`).
  */
 export async function pendingApprovals(client: DossierClient, runId: string) {
-  const { node } = await client.request(RunApprovalsDocument, { id: runId });
-  if (node?.__typename !== "Run") return [];
-  return nodesOf(node.pendingApprovals).map(({ toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => {
-    const mixedScripts = mixedScriptNotes([toolName, mcpTool ?? "", args].join("\n"));
+  return (await waitingCalls(client, runId)).map(({ id, toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => {
+    const mixedScripts = mixedScriptNotes([toolCallId, toolName, mcpTool ?? "", args].join("\n"));
     return {
-      toolCallId,
+      approvalId: id,
+      toolCallId: visibleText(toolCallId),
       toolName: visibleText(toolName),
       ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
       arguments: visibleText(args),
@@ -39,6 +39,27 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
   });
 }
 
+/** The requests a run waits on, as the model wrote them. */
+async function waitingCalls(client: DossierClient, runId: string) {
+  const { node } = await client.request(RunApprovalsDocument, { id: runId });
+  return node?.__typename === "Run" ? nodesOf(node.pendingApprovals) : [];
+}
+
+/**
+ * The call id decide_tool_call sends: the named request's own; else the waiting call whose id is
+ * `toolCallId`, or the one call shown as it (its hidden characters escaped). Several calls shown
+ * alike are for approvalId to tell apart.
+ */
+async function callIdOf(client: DossierClient, runId: string, named: { approvalId?: string; toolCallId?: string }): Promise<string | Error> {
+  const waiting = await waitingCalls(client, runId);
+  const exact = waiting.find((call) => (named.approvalId ? call.id === named.approvalId : call.toolCallId === named.toolCallId));
+  if (exact) return exact.toolCallId;
+  if (named.approvalId || named.toolCallId === undefined) return named.toolCallId ?? "";
+  const shown = waiting.filter((call) => visibleText(call.toolCallId) === named.toolCallId);
+  if (shown.length > 1) return new Error(`${shown.length} waiting calls show as ${named.toolCallId}: name the one you decide by its approvalId.`);
+  return shown[0]?.toolCallId ?? named.toolCallId;
+}
+
 export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {
   server.registerTool(
     "decide_tool_call",
@@ -47,10 +68,13 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
       description:
         "Approves or rejects a tool call a run of yours waits on (get_run lists them while the run is WAITING). " +
         "APPROVE executes the call; EDIT executes it with the arguments you give (they must fit the tool's input schema); " +
-        "REJECT tells the run's model the call was declined, with your reason. The first decision counts.",
+        "REJECT tells the run's model the call was declined, with your reason. The first decision counts. " +
+        "Name the call by its approvalId from get_run: the exact way, deciding the request you were shown or nothing. " +
+        "A toolCallId is the model's own name for the call, which another call's can look like.",
       inputSchema: {
         runId: z.string().min(1).describe("The run's global id"),
-        toolCallId: z.string().min(1).describe("The waiting call's toolCallId, from get_run"),
+        approvalId: z.string().min(1).optional().describe("The waiting request's approvalId, from get_run: names it exactly"),
+        toolCallId: z.string().min(1).optional().describe("Without approvalId: the waiting call's toolCallId, as get_run shows it"),
         decision: z.enum(["APPROVE", "EDIT", "REJECT"]),
         arguments: z
           .record(z.string(), z.unknown())
@@ -59,9 +83,12 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
         reason: z.string().max(2_000).optional().describe("Why; the model reads it with a rejection"),
       },
     },
-    guarded(async ({ runId, toolCallId, decision, arguments: args, reason }) => {
+    guarded(async ({ runId, approvalId, toolCallId, decision, arguments: args, reason }) => {
+      if (!approvalId && !toolCallId) return refused("Name the call you decide: its approvalId (or toolCallId) from get_run.");
+      const callId = await callIdOf(client, runId, { approvalId, toolCallId });
+      if (callId instanceof Error) return refused(callId.message);
       const { decideToolCall: result } = await client.request(DecideToolCallDocument, {
-        input: { runId, toolCallId, decision, reason, ...(args === undefined ? {} : { arguments: args }) },
+        input: { runId, toolCallId: callId, decision, reason, ...(approvalId ? { approvalId } : {}), ...(args === undefined ? {} : { arguments: args }) },
       });
       switch (result.__typename) {
         case "DecideToolCallSuccess":
@@ -71,7 +98,7 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
             `Already decided: ${result.approval.decision}${result.approval.reason ? ` (${result.approval.reason})` : ""}. The first decision stands.`,
           );
         case "NotFoundError":
-          return refused(`No waiting call ${toolCallId} of a run ${runId} is visible to this API key.`);
+          return refused(`No waiting call ${approvalId ?? toolCallId} of a run ${runId} is visible to this API key.`);
         default:
           return refused(`${result.__typename}: ${result.message}`);
       }

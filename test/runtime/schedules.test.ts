@@ -101,6 +101,9 @@ describe.each(backends)("workspace schedules on %s", (backend) => {
       const error = expectType(payload, "ValidationError");
       expect(error.issues.map((issue) => issue.field)).toContain(field);
     }
+    // February 30th never comes: the cron expression is at fault, not an endAt never given.
+    const never = (await t.client.request(CreateScheduleDocument, { input: { workspaceId: workspace.id, question: "q", cron: "0 0 30 2 *" } })).createSchedule;
+    expect(expectType(never, "ValidationError").issues).toEqual([{ field: "cron", message: "never fires: no date matches it" }]);
     const other = t.as(await t.createPrincipal(`other-${backend}`));
     const theirs = (await other.request(CreateScheduleDocument, { input: { workspaceId: workspace.id, question: "q", intervalSeconds: 60 } })).createSchedule;
     expectType(theirs, "NotFoundError");

@@ -23,6 +23,7 @@ import { cancelIn } from "./run-service.js";
 import { holdQueuePlace, MAX_QUEUED_RUNS_DEFAULT, queueFull } from "./queue-gate.js";
 import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
 import { assertOwned, findOwnedVersions } from "../research/owned-objects.js";
+import { conversationTitle } from "../text/whole-characters.js";
 
 /** Idempotency keys are honoured for at least this long (W5). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -192,7 +193,7 @@ export class AdmissionService {
     await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns, actor.access !== undefined);
     const conversationId =
       request.conversationId ??
-      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: request.question.slice(0, 80) }, select: { id: true } })).id;
+      (await tx.conversation.create({ data: { ownerId: actor.principalId, title: conversationTitle(request.question) }, select: { id: true } })).id;
 
     const run = await tx.run.create({
       data: {

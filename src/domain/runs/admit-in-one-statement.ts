@@ -28,6 +28,7 @@ import { queryRows } from "../../db/direct-statements.js";
 import { type AdmittedRelations, type AdmittedRun, CONVERSATION_RETURNING, relationsSql, WORKSPACE_SELECT, withRelations } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
 import { queueGateSql, tokenQueueShare, tokensQueuedSql } from "./queue-gate.js";
+import { conversationTitle } from "../text/whole-characters.js";
 
 export type OneStatementAdmission = {
   ownerId: string;
@@ -185,7 +186,7 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     gate AS (SELECT checks.* FROM checks, claim),
     conversation AS (
       INSERT INTO conversation (id, owner_id, title, created_at)
-      SELECT ${p(randomUUID())}, ${owner}, ${p(a.question.slice(0, 80))}, ${now} FROM gate RETURNING ${CONVERSATION_RETURNING}),
+      SELECT ${p(randomUUID())}, ${owner}, ${p(conversationTitle(a.question))}, ${now} FROM gate RETURNING ${CONVERSATION_RETURNING}),
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,

@@ -267,26 +267,32 @@ export class ScheduleFiring {
   }
 
   /**
-   * pauseAfterFailures: when the schedule's last N ended runs (since it was last resumed) all
-   * FAILED or TIMED_OUT, it pauses itself instead of firing, and its owner's webhooks hear SCHEDULE_PAUSED.
+   * pauseAfterFailures: when the schedule's last N outcomes (since it was last resumed) were all
+   * failures — an ended run FAILED or TIMED_OUT, or a fire recorded FAILED (its run refused) — it
+   * pauses itself instead of firing, and its owner's webhooks hear SCHEDULE_PAUSED.
    */
   private async pausedAfterFailures(tx: Tx, schedule: Schedule, after: AfterCommit): Promise<boolean> {
     const n = schedule.pauseAfterFailures;
     if (!n) return false;
+    const since = schedule.resumedAt ? { fireTime: { gt: schedule.resumedAt } } : {};
     const ended = await tx.run.findMany({
-      where: {
-        scheduleId: schedule.id,
-        status: { in: [...TERMINAL_STATUSES] },
-        ...(schedule.resumedAt ? { fireTime: { gt: schedule.resumedAt } } : {}),
-      },
+      where: { scheduleId: schedule.id, status: { in: [...TERMINAL_STATUSES] }, ...since },
       orderBy: [{ fireTime: "desc" }, { createdAt: "desc" }],
       take: n,
-      select: { id: true, status: true },
+      select: { id: true, status: true, fireTime: true },
     });
-    if (ended.length < n || !ended.every((run) => run.status === "FAILED" || run.status === "TIMED_OUT")) return false;
-    const pausedReason = `paused after ${n} consecutive failed or timed-out runs`;
+    const refused = await tx.scheduleFire.findMany({ where: { scheduleId: schedule.id, status: "FAILED", ...since }, orderBy: { fireTime: "desc" }, take: n });
+    const latest = [
+      ...ended.map((run) => ({ at: run.fireTime?.getTime() ?? 0, runId: run.id, failed: run.status === "FAILED" || run.status === "TIMED_OUT" })),
+      ...refused.map((fire) => ({ at: fire.fireTime.getTime(), runId: null, failed: true })),
+    ]
+      .sort((a, b) => b.at - a.at)
+      .slice(0, n);
+    if (latest.length < n || !latest.every((outcome) => outcome.failed)) return false;
+    const pausedReason = `paused after ${n} consecutive failed or timed-out runs or refused fires`;
     await tx.schedule.update({ where: { id: schedule.id }, data: { paused: true, pausedReason } });
-    await recordSchedulePausedEvent(tx, { ...schedule, pausedReason, lastRunId: ended[0]!.id }, { events: this.deps.events, after });
+    const lastRunId = latest.find((outcome) => outcome.runId)?.runId ?? null;
+    await recordSchedulePausedEvent(tx, { ...schedule, pausedReason, lastRunId }, { events: this.deps.events, after });
     return true;
   }
 }

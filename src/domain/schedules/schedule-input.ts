@@ -76,7 +76,11 @@ export function parseSettings(input: ScheduleSettingsInput, { now, createdAt }: 
   }
   if (settings.startAt && settings.endAt && settings.endAt.getTime() <= settings.startAt.getTime()) throw problem("endAt", "must be after startAt");
   const nextFireAt = nextFireAfter(recurrenceOf({ ...settings, createdAt }), now);
-  if (!nextFireAt) throw problem("endAt", "leaves no fire after now");
+  if (!nextFireAt) {
+    // A cron expression no date matches ("0 0 30 2 *": February 30th) is the problem, not endAt.
+    if (!nextFireAfter(recurrenceOf({ ...settings, endAt: null, createdAt }), now)) throw problem("cron", "never fires: no date matches it");
+    throw problem("endAt", "leaves no fire after now");
+  }
   return { ...settings, nextFireAt };
 }
 

@@ -15,6 +15,7 @@ import { assertFiresWithin, checkSettingsWithin } from "./schedule-caps.js";
 import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
 import type { FireDueOptions, ScheduleFiring } from "./schedule-firing.js";
 import { lockPrincipalRow } from "../principal/principal-lock.js";
+import { conversationTitle } from "../text/whole-characters.js";
 
 /** MAX_SCHEDULES_PER_PRINCIPAL's default. */
 export const MAX_SCHEDULES_DEFAULT = 100;
@@ -56,7 +57,7 @@ export class ScheduleService {
       await findOpenWorkspace(tx, actor, input.workspaceId);
       await this.assertRoomFor(tx, actor.principalId);
       const conversation = await tx.conversation.create({
-        data: { ownerId: actor.principalId, title: settings.question.slice(0, 80) },
+        data: { ownerId: actor.principalId, title: conversationTitle(settings.question) },
         select: { id: true },
       });
       return tx.schedule.create({

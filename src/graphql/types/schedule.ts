@@ -151,7 +151,7 @@ const CreateScheduleInput = builder.inputType("CreateScheduleInput", {
     endAt: t.field({ type: "DateTime", description: "No fire after it; must be after startAt." }),
     pauseAfterFailures: t.int({
       description:
-        "Pause the schedule (pausedReason, webhook SCHEDULE_PAUSED) when this many of its runs in a row ended FAILED or TIMED_OUT; checked when the next fire is due, which it then does not admit.",
+        "Pause the schedule (pausedReason, webhook SCHEDULE_PAUSED) when this many of its runs in a row ended FAILED or TIMED_OUT, a fire whose run was refused (recorded FAILED) counting as one such run; checked when the next fire is due, which it then does not admit.",
     }),
   }),
 });

@@ -6,6 +6,7 @@ import type { SpillPolicy } from "./spill-policy.js";
 import type { NewSpill, SpillStrategy } from "../ports/spill-store.js";
 import { indexJsonList, itemText } from "./json-list-index.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
+import { head } from "../../domain/text/whole-characters.js";
 
 /** The longest call id a handle holds as it is; a longer one is shortened to a prefix and its hash. */
 export const HANDLE_CALL_ID_CHARS = 64;
@@ -75,13 +76,6 @@ export function renderSpilled(spill: {
 }
 
 const count = groupedDigits;
-
-/** The first `chars` UTF-16 units, never ending in half a surrogate pair. */
-function head(text: string, chars: number): string {
-  const cut = text.slice(0, chars);
-  const last = cut.charCodeAt(cut.length - 1);
-  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
-}
 
 export function countCodePoints(text: string): number {
   let lows = 0;

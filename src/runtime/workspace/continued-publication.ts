@@ -5,6 +5,7 @@
 import { encodeGlobalId } from "../../domain/global-id.js";
 import type { MaterialRead } from "../../domain/research/publication-service.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
+import { head } from "../../domain/text/whole-characters.js";
 
 /** The most characters of the previous version's text the context carries. */
 export const CONTINUED_VERSION_CONTEXT_MAX = 8_000;
@@ -31,11 +32,4 @@ export function continuedVersionLines(read: MaterialRead | null): string[] {
     "</previous-version>",
     next,
   ];
-}
-
-/** At most `max` UTF-16 units of `text`, never ending inside a surrogate pair. */
-function head(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const code = text.charCodeAt(max - 1);
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }

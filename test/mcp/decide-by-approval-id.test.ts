@@ -1,0 +1,82 @@
+// Two calls a run waits on whose ids the model made look alike ("call_1" and "call_1" followed
+// by a zero-width space): get_run shows the ids apart, with each request's approvalId, and
+// decide_tool_call by approvalId decides exactly the request named, leaving the other waiting.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, describe, expect, it } from "vitest";
+import type { Tool } from "../../src/runtime/ports/tool.js";
+import { admit } from "../support/fixtures.js";
+import { connectMcp } from "../support/mcp-process.js";
+import { callTools, settled, toolCallingModel } from "../support/scripted-runs.js";
+import { startTestApp, type TestApp } from "../support/test-app.js";
+import { waitUntil } from "../support/wait.js";
+
+type Shown = { approvalId: string; toolCallId: string; arguments: string };
+
+describe("decide_tool_call by approvalId", () => {
+  let t: TestApp | undefined;
+  const clients: Client[] = [];
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    await t?.close();
+  });
+
+  it("tells look-alike call ids apart and decides the request named", async () => {
+    const published: unknown[] = [];
+    const publish: Tool = {
+      schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
+      execute: async (args) => {
+        published.push(args);
+        return "published";
+      },
+    };
+    t = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-approval-ids-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    const key = await t.createPrincipal("alice");
+    const alice = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: key });
+    clients.push(alice.client);
+    const question = callTools(
+      { name: "publish_post", arguments: { title: "draft" }, id: "call_1" },
+      { name: "publish_post", arguments: { title: "final" }, id: "call_1\u200b" },
+    );
+    const { run } = await admit(t.as(key), { question });
+    const pending = async (): Promise<Shown[]> => JSON.parse(await alice.text("get_run", { runId: run.id })).pendingApprovals ?? [];
+    const shown = await waitUntil(async () => {
+      const calls = await pending();
+      return calls.length === 2 ? calls : undefined;
+    });
+    expect(shown.map((call) => [call.toolCallId, call.arguments])).toEqual([
+      ["call_1", '{"title":"draft"}'],
+      ["call_1\\u200B", '{"title":"final"}'],
+    ]);
+    expect(shown.every((call) => typeof call.approvalId === "string" && call.approvalId.length > 0)).toBe(true);
+
+    // Named by approvalId alone, "call_1" is decided, never the call that only looks like it.
+    const draft = shown[0]!;
+    expect(
+      JSON.parse(await alice.text("decide_tool_call", { runId: run.id, approvalId: draft.approvalId, decision: "REJECT", reason: "not the draft" })),
+    ).toMatchObject({
+      decision: "REJECT",
+    });
+    expect((await pending()).map((call) => call.toolCallId)).toEqual(["call_1\\u200B"]);
+
+    // The other, named by its approvalId with a toolCallId that does not say which: decided as named.
+    const final = shown[1]!;
+    const decided = JSON.parse(
+      await alice.text("decide_tool_call", { runId: run.id, approvalId: final.approvalId, toolCallId: "call_1", decision: "APPROVE" }),
+    );
+    expect(decided.decision).toBe("APPROVE");
+    await settled(t.as(key), run.id, 60_000);
+    expect(published).toEqual([{ title: "final" }]);
+  });
+});
