@@ -135,7 +135,7 @@ export const McpServerNode = builder.prismaNode("McpServer", {
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
     status: t.field({
       type: McpServerStatusRef,
-      description: "Connects first if needed (bounded by the connect timeout).",
+      description: "Connects first if needed: at most 15 s to connect, then the listing within MCP_LIST_TIMEOUT_MS.",
       resolve: async (server, _args, ctx): Promise<StatusView> => {
         const unseen: McpServerStatus = { state: "CONNECTING", error: null, tools: [], skippedTools: [], connects: 0, draining: 0 };
         return { serverName: server.name, ...((await statusesFor(ctx)).get(server.id) ?? unseen) };
