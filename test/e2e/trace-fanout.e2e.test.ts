@@ -10,7 +10,7 @@ import { PrismaTraceRecorder } from "../../src/trace/record/prisma-trace-recorde
 import { backends } from "../support/databases.js";
 import { admit } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
-import { withTimeout } from "../support/wait.js";
+import { waitFor, withTimeout } from "../support/wait.js";
 
 const OTHER_SELECTION = /* GraphQL */ `
   subscription Kinds($runId: ID!, $afterSeq: String) {
@@ -33,6 +33,7 @@ describe.each(backends)("trace fan-out on %s", (backend) => {
     const recorder = new PrismaTraceRecorder({ prisma: t.app.db.prisma, events: t.app.events });
     const root = await recorder.startSpan({ traceId: await recorder.traceFor(idOfType(run.id, "Run")!), kind: "RUN", name: "watched" });
 
+    const initial = t.server!.sharedSubscriptionExecutions();
     const sockets = [t.connect(owner), t.connect(owner)];
     const SUBSCRIBERS = 20;
     const streams = Array.from({ length: SUBSCRIBERS }, (_, i) =>
@@ -56,12 +57,16 @@ describe.each(backends)("trace fan-out on %s", (backend) => {
     // Another principal cannot watch, shared responses or not.
     const stranger = t.connect(await t.createPrincipal("stranger"));
     await expect(withTimeout(stranger.subscribe(TraceUpdatesDocument, { runId: run.id }).next(), 10_000)).rejects.toThrow("Run not found.");
-    // Every subscription's first execution (its catch-up) is done once none has run for 300 ms.
+    // The catch-up is the span's start, executed once for each of the two selections: wait until
+    // both were (a busy machine may connect the sockets later than any fixed pause), then until
+    // none has run for 300 ms.
+    await waitFor(() => t!.server!.sharedSubscriptionExecutions() - initial >= 2, 20_000);
     let before = -1;
     while (before !== t.server!.sharedSubscriptionExecutions()) {
       before = t.server!.sharedSubscriptionExecutions();
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
+    expect(before - initial).toBe(2);
     const EVENTS = 15;
     for (let i = 0; i < EVENTS; i += 1) await recorder.event(root, "THINKING", `thought ${i}`);
     await recorder.endSpan(root, { status: "OK" });
