@@ -64,7 +64,7 @@ builder.mutationField("createAccessToken", (t) =>
   t.field({
     type: CreateAccessTokenSuccess,
     description:
-      "Mints a short-lived token for a browser: it sees only the granted resources (node(id) of anything else is null, lists are filtered, mutations outside the grants are NotFound) and can never mint tokens or manage keys, webhooks, MCP servers, skills or agent profiles. Only an API key can mint one (ForbiddenError otherwise); revoking that key revokes its tokens at once.",
+      "Mints a short-lived token for a browser: it sees only the granted resources (node(id) of anything else is null, lists are filtered, mutations outside the grants are NotFound) and can never mint tokens or manage keys, webhooks, MCP servers, skills or agent profiles. A run it admits is offered no MCP tools (MCP servers act with your credentials, not the token's grants) and reads materials only of the workspaces it may READ. Only an API key can mint one (ForbiddenError otherwise); revoking that key revokes its tokens at once.",
     args: { input: t.arg({ type: CreateAccessTokenInput, required: true }) },
     errors: { types: [ForbiddenError, NotFoundError, ValidationError], directResult: true, union: { name: "CreateAccessTokenPayload" } },
     resolve: (_root, { input }, ctx) =>

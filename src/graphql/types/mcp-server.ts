@@ -115,7 +115,8 @@ export const McpServerNode = builder.prismaNode("McpServer", {
   id: { field: "id" },
   nullable: true,
   findUnique: ownedBy,
-  description: "An MCP server whose tools your runs may call.",
+  description:
+    "An MCP server whose tools your runs may call: runs admitted with an API key, a sign-in or a schedule. Runs an access token admitted are offered none of its tools: it acts with the credentials you gave it, beyond the token's grants.",
   fields: (t) => ({
     name: t.exposeString("name", { description: "Unique per principal; the tool namespace mcp__<name>__…" }),
     transport: t.expose("transport", { type: McpTransportEnum }),

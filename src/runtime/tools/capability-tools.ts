@@ -1,6 +1,13 @@
 // The tools a run gets beyond its always-on built-ins: load_skill over the skills pinned at the
 // run's start that its agent profile allows (R13), the MCP tools of the principal's servers as connected at the start (R14),
 // and the operator-enabled http_fetch and run_command (R15).
+//
+// A run an access token admitted is offered no MCP tools. Every MCP server acts with what its
+// owner gave it (an API key, a GitHub token, …), not with the token's grants: Dossier's own MCP
+// server attached with the team's key would read, search, admit and decide in every workspace
+// of the team, beyond the workspaces the token may READ. Dossier can neither tell such a server
+// the token's reach nor tell it reliably from any other server (a proxy may rename it and its
+// tools), so such a run keeps the built-in tools, which read with the token's reach (material-reach.ts).
 import type { RunRecord } from "../ports/run-state.js";
 import { allowedBy } from "../../domain/capabilities/agent-profile-versions.js";
 import { caught } from "../loop/attempt-start.js";
@@ -42,7 +49,7 @@ export function startCapabilityTools(
   const read = caught(
     Promise.all([
       capabilities.skills.forAgent(run.ownerId, run.agent),
-      capabilities.mcp ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal, ended) : [],
+      capabilities.mcp && run.admittedByToken === null ? createMcpTools(capabilities.mcp, run.ownerId, sink, signal, ended) : [],
     ]),
   );
   return async (skillsAllowed) => {
