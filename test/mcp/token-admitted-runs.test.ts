@@ -67,7 +67,7 @@ describe("Dossier's own MCP server in runs an access token admitted", () => {
         .createAccessToken,
       "CreateAccessTokenSuccess",
     ).token;
-  });
+  }, 120_000);
   afterAll(async () => t?.close());
 
   /** Admits a run in workspace A calling Dossier's MCP read_material on B's publication; the settled run and the tools its first request offered. */
