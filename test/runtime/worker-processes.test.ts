@@ -180,7 +180,7 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     // The tool's EVENTS_FILE lines for the run, in the order the two processes wrote them.
     const seen = () =>
       markerLines(events)
-        .map((line) => JSON.parse(line) as { event: string; runId: string; pid: number })
+        .map((line) => JSON.parse(line) as { event: string; runId: string; pid: number; at: number })
         .filter((e) => e.runId === runId);
     const first = await waitUntil(async () => seen()[0], 30_000);
     const stopped = workers.find((w) => w.child.pid === first.pid)!;
@@ -193,14 +193,20 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
       return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
     }, 30_000);
     expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "wind down first" by ${survivor.child.pid}.` });
-    // The tool had stopped before the other worker took the run.
-    const who = (pid: number) => (pid === stopped.child.pid ? "stopped worker" : "survivor");
-    expect(seen().map((e) => `${e.event} in ${who(e.pid)}`)).toEqual([
+    // The tool ran once and had stopped before its attempt was handed back (the other worker resumed from the log).
+    expect(seen().map((e) => `${e.event} in ${e.pid === stopped.child.pid ? "stopped worker" : "survivor"}`)).toEqual([
       "start in stopped worker",
       "abort in stopped worker",
       "stopped in stopped worker",
-      "start in survivor",
-      "end in survivor",
+    ]);
+    const { rows: attempts } = await sql.query<{ ended_at: Date; started_at: Date }>(
+      "SELECT ended_at, started_at FROM run_attempt WHERE run_id = $1 ORDER BY number",
+      [runId],
+    );
+    const toolStoppedAt = seen().find((e) => e.event === "stopped")!.at;
+    expect(attempts.map((a) => [a.ended_at.getTime() >= toolStoppedAt, a.started_at.getTime() >= toolStoppedAt])).toEqual([
+      [true, false],
+      [true, true],
     ]);
     await expectCleanTrace(sql, runId, ["HANDED_BACK", "COMPLETED"]);
   }, 120_000);
