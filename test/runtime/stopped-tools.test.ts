@@ -1,13 +1,14 @@
 // A cancelled run's attempt ends only once its tools have stopped: a tool that takes its time to
 // wind down once aborted (a deploy rolling back) finishes winding down before the run's attempt
-// gives back the conversation's slot, so the run queued behind it in the conversation begins
-// only then. The cancellation itself is final at once (cancelRun answers CANCELLED), and what the
+// ends and gives back the conversation's slot, so the run queued behind it in the conversation
+// begins only then. The cancellation itself is final at once (cancelRun answers CANCELLED), and what the
 // tool returned after the stop is in the server's log, as such, never in the run's.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancelRunDocument } from "../../sdk/generated/graphql.js";
+import { idOfType } from "../../src/domain/global-id.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { backends } from "../support/databases.js";
 import { admit, expectType } from "../support/fixtures.js";
@@ -22,6 +23,7 @@ const WIND_DOWN_MS = 2_000;
 describe.each(backends)("a cancelled run's slow-stopping tool on %s", (backend) => {
   let t: TestApp;
   const order: string[] = [];
+  let stoppedAt = 0;
   const { logger, warnings } = warningLogger();
 
   const deploy: Tool = {
@@ -32,6 +34,7 @@ describe.each(backends)("a cancelled run's slow-stopping tool on %s", (backend) 
         signal.addEventListener("abort", () =>
           setTimeout(() => {
             order.push("deploy stopped");
+            stoppedAt = Date.now();
             resolve("rolled back 3 of 5 hosts");
           }, WIND_DOWN_MS),
         );
@@ -69,6 +72,9 @@ describe.each(backends)("a cancelled run's slow-stopping tool on %s", (backend) 
 
     expect(await settled(t.client, second.run.id, 30_000)).toMatchObject({ status: "SUCCEEDED", answer: "reported" });
     expect(order).toEqual(["deploy started", "deploy stopped", "next run's tool"]);
+    // The cancelled run's attempt ended (its lease and the conversation's slot given back) once the tool had stopped.
+    const attempts = await t.app.db.prisma.runAttempt.findMany({ where: { runId: idOfType(first.run.id, "Run")! } });
+    expect(attempts.map((a) => [a.outcome, (a.endedAt?.getTime() ?? 0) >= stoppedAt])).toEqual([["COMPLETED", true]]);
     const late = warnings.filter(([message]) => message.startsWith("a tool call returned after its run was stopped"));
     expect(late.map(([, fields]) => [fields?.tool, fields?.output])).toEqual([["deploy", "rolled back 3 of 5 hosts"]]);
     // The cancelled run keeps none of it: the call has no result in its log.
