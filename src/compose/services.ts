@@ -37,6 +37,7 @@ import type { Database } from "../db/open-database.js";
 import { ScoreService } from "../domain/research/score-service.js";
 import type { Logger } from "../logger.js";
 import { pauseSchedulesOnRevocation } from "../domain/schedules/revoked-keys.js";
+import { archivedSchedules } from "../domain/schedules/archived-schedules.js";
 import { ScheduleFiring } from "../domain/schedules/schedule-firing.js";
 import { ScheduleService } from "../domain/schedules/schedule-service.js";
 import { CostService } from "../domain/costs/cost-service.js";
@@ -103,7 +104,7 @@ export function createServices({
   return {
     principals: new PrincipalService({ prisma, events, revoked: pauseSchedulesOnRevocation({ prisma, events, logger }), maxApiKeys: maxApiKeysPerPrincipal }),
     accessTokens: new AccessTokens({ prisma, secrets: mcp.secrets, now }),
-    workspaces: new WorkspaceService({ prisma, events }),
+    workspaces: new WorkspaceService({ prisma, events, schedules: archivedSchedules({ now }) }),
     links,
     conversations: new ConversationService({ prisma }),
     artifacts,

@@ -6,6 +6,7 @@ import type { Logger } from "../../src/logger.js";
 import { InMemoryTraceSink } from "../support/in-memory-trace-sink.js";
 import { executeToolCalls, overLimitResult, type ToolCallLimits, type ToolGate } from "../../src/runtime/tools/execute-tool-calls.js";
 import { noDatabase, testRun } from "../support/tool-context.js";
+import { warningLogger } from "../support/warning-logger.js";
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -135,22 +136,38 @@ describe("executeToolCalls", () => {
     expect(String(logged[0]!.fields!.error)).toContain("/srv/dossier/src/domain/research/publication-service.ts:212:7");
   });
 
-  it("stops promptly when the run is cancelled, closing every span as CANCELLED", async () => {
+  it("a cancelled run's step ends once its tools have stopped, each within its own timeout; a result returned after the stop is logged as such", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("cancelled")), 50);
-    const { sink, results, elapsed } = await run(
+    const order: string[] = [];
+    // Winds down for 300 ms once aborted, and returns what it did meanwhile.
+    const windsDown = tool("winds_down", (_args, { signal }) => {
+      return new Promise((resolve) => {
+        signal.addEventListener("abort", () => setTimeout(() => (order.push("winds_down stopped"), resolve("rolled back 3 of 5 hosts")), 300));
+      });
+    });
+    const { logger, warnings } = warningLogger();
+    const { sink, results } = await run(
       [
         { name: "long", arguments: "{}" },
+        { name: "winds_down", arguments: "{}" },
         { name: "ignores", arguments: "{}" },
       ],
-      [slow("long", 5_000), tool("ignores", () => new Promise(() => undefined))],
+      [slow("long", 5_000), windsDown, tool("ignores", () => new Promise(() => undefined), 600)],
       controller.signal,
+      { logger },
     );
-    expect(elapsed).toBeLessThan(1_000);
-    expect(results.every((r) => r.isError)).toBe(true);
+    order.push("step ended");
+    expect(order).toEqual(["winds_down stopped", "step ended"]);
+    expect(results.map((r) => [r.cancelled, r.output])).toEqual(results.map(() => [true, "Error: the run was stopped during this call."]));
     expect(sink.spans.filter((s) => s.kind === "TOOL_CALL").map((s) => [s.status, s.endedAt !== null])).toEqual([
       ["CANCELLED", true],
       ["CANCELLED", true],
+      ["CANCELLED", true],
+    ]);
+    expect(warnings.map(([message, fields]) => [message, fields?.tool, fields?.output])).toEqual([
+      ["a tool call returned after its run was stopped; its result is not the run's", "winds_down", "rolled back 3 of 5 hosts"],
+      ["a tool call had not stopped by its timeout after its run was stopped; it is left behind", "ignores", undefined],
     ]);
   });
 

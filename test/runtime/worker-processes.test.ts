@@ -25,7 +25,7 @@ async function deployment(env: Record<string, string>) {
   cleanups.push(() => database.drop());
   const dir = mkdtempSync(path.join(tmpdir(), "dossier-workers-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), LOG_LEVEL: "info", ...env };
+  const shared = { DATABASE_URL: database.url, MARKER_FILE: path.join(dir, "marker"), EVENTS_FILE: path.join(dir, "events"), LOG_LEVEL: "info", ...env };
   // The server and both workers start at once: the database is migrated already, and processes
   // starting together create the run queue one after the other (src/db/pg-boss-setup.ts).
   const server = spawnBuilt("src/main.ts", {
@@ -45,7 +45,7 @@ async function deployment(env: Record<string, string>) {
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   cleanups.push(() => sql.end());
-  return { url, workers, sql, marker: shared.MARKER_FILE };
+  return { url, workers, sql, marker: shared.MARKER_FILE, events: shared.EVENTS_FILE };
 }
 
 /** Once a run is terminal none of its spans is open, it has one root, and its attempts say how each ended. */
@@ -169,6 +169,45 @@ describe.runIf(backends.includes("postgres"))("worker processes on the PostgreSQ
     expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "stop gracefully" by ${survivor.child.pid}.` });
     expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     expect(stopped.output()).toMatch(/"message":"run handed back"/);
+    await expectCleanTrace(sql, runId, ["HANDED_BACK", "COMPLETED"]);
+  }, 120_000);
+
+  it("a worker stopped with SIGTERM hands its run back only once its tool has stopped", async () => {
+    // The tool takes 3 s to wind down once aborted; the worker waits for it before it hands the run back.
+    const { url, workers, sql, events } = await deployment({ SLOW_TOOL_MS: "60000", ABORT_STOP_MS: "3000", RUN_LEASE_MS: "60000" });
+    const { run } = await admit(createClient({ url }), { question: "wind down first" });
+    const runId = Buffer.from(run.id, "base64").toString("utf8").replace(/^Run:/, "");
+    // The tool's EVENTS_FILE lines for the run, in the order the two processes wrote them.
+    const seen = () =>
+      markerLines(events)
+        .map((line) => JSON.parse(line) as { event: string; runId: string; pid: number; at: number })
+        .filter((e) => e.runId === runId);
+    const first = await waitUntil(async () => seen()[0], 30_000);
+    const stopped = workers.find((w) => w.child.pid === first.pid)!;
+    const survivor = workers.find((w) => w !== stopped)!;
+    stopped.child.kill("SIGTERM");
+    expect(await stopped.exited).toEqual({ code: 0, signal: null });
+
+    const settled = await waitUntil(async () => {
+      const { rows } = await sql.query<{ status: string; answer: string | null }>("SELECT status, answer FROM run WHERE id = $1", [runId]);
+      return rows[0] && !["QUEUED", "RUNNING"].includes(rows[0].status) ? rows[0] : undefined;
+    }, 30_000);
+    expect(settled).toEqual({ status: "SUCCEEDED", answer: `Finished "wind down first" by ${survivor.child.pid}.` });
+    // The tool ran once and had stopped before its attempt was handed back (the other worker resumed from the log).
+    expect(seen().map((e) => `${e.event} in ${e.pid === stopped.child.pid ? "stopped worker" : "survivor"}`)).toEqual([
+      "start in stopped worker",
+      "abort in stopped worker",
+      "stopped in stopped worker",
+    ]);
+    const { rows: attempts } = await sql.query<{ ended_at: Date; started_at: Date }>(
+      "SELECT ended_at, started_at FROM run_attempt WHERE run_id = $1 ORDER BY number",
+      [runId],
+    );
+    const toolStoppedAt = seen().find((e) => e.event === "stopped")!.at;
+    expect(attempts.map((a) => [a.ended_at.getTime() >= toolStoppedAt, a.started_at.getTime() >= toolStoppedAt])).toEqual([
+      [true, false],
+      [true, true],
+    ]);
     await expectCleanTrace(sql, runId, ["HANDED_BACK", "COMPLETED"]);
   }, 120_000);
 });

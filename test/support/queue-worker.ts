@@ -5,6 +5,8 @@
 // (waiting SLOW_TOOL_MS in between), so a test can count how often each run was executed, where.
 // With EVENTS_FILE, the tool also appends a JSON line per start, end and abort it received, with
 // this process's time (`at`, ms since the epoch), so a test can order events across processes.
+// ABORT_STOP_MS: once aborted, the tool takes that long to stop (a side effect wound down), then
+// appends a "stopped" event.
 import { appendFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,7 +17,7 @@ import { markerModel } from "./marker-model.js";
 import { startWorkerProcess } from "../../src/compose/worker-process.js";
 
 const marker = process.env.MARKER_FILE!;
-const record = (event: "start" | "end" | "abort", runId: string) => {
+const record = (event: "start" | "end" | "abort" | "stopped", runId: string) => {
   if (process.env.EVENTS_FILE) appendFileSync(process.env.EVENTS_FILE, `${JSON.stringify({ event, runId, pid: process.pid, at: Date.now() })}\n`);
 };
 const markerTool: Tool = {
@@ -28,7 +30,12 @@ const markerTool: Tool = {
       signal.addEventListener("abort", () => {
         record("abort", runId);
         clearTimeout(timer);
-        reject(new Error("aborted"));
+        const stopMs = Number(process.env.ABORT_STOP_MS ?? 0);
+        if (stopMs === 0) return reject(new Error("aborted"));
+        setTimeout(() => {
+          record("stopped", runId);
+          reject(new Error("aborted"));
+        }, stopMs);
       });
     });
     appendFileSync(marker, `end ${runId} ${process.pid}\n`);

@@ -19,6 +19,7 @@ import { recurrenceOf } from "./schedule-input.js";
 import { storedCaps } from "../principal/run-caps.js";
 import { templateOf } from "./schedule-caps.js";
 import { TERMINAL_STATUSES } from "../runs/stop-reasons.js";
+import { WORKSPACE_ARCHIVED_FIRE_REASON, workspaceArchived } from "./archived-schedules.js";
 import { KEY_REVOKED_FIRE_REASON, KEY_REVOKED_SQL, pauseForRevokedKey } from "./revoked-keys.js";
 
 /** At most this many fires are recorded per transaction; a longer catch-up continues in the next one. */
@@ -164,6 +165,11 @@ export class ScheduleFiring {
       claimed.id = rows[0]!.id;
       const keyRevoked = rows[0]!.key_revoked;
       const schedule = await tx.schedule.findUniqueOrThrow({ where: { id: claimed.id } });
+      // Archived since it was given its next fire (a change that raced the archive): it has none now.
+      if (await workspaceArchived(tx, schedule.workspaceId)) {
+        await tx.schedule.update({ where: { id: schedule.id }, data: { nextFireAt: null } });
+        return 0;
+      }
       const recurrence = recurrenceOf(schedule);
       const due = dueFires(recurrence, schedule.nextFireAt!, now);
       const plan = planFires(due, schedule.catchUp, now, runningSince);
@@ -222,7 +228,7 @@ export class ScheduleFiring {
       await pauseForRevokedKey(tx, schedule, { events: this.deps.events, after });
       return manual ? recordFire(tx, schedule.id, fireTime, "FAILED", { reason: KEY_REVOKED_FIRE_REASON }) : "paused";
     }
-    if (workspace.status === "ARCHIVED") return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: "the workspace is archived" });
+    if (workspace.status === "ARCHIVED") return recordFire(tx, schedule.id, fireTime, "SKIPPED", { reason: WORKSPACE_ARCHIVED_FIRE_REASON });
     if (!manual && (await this.pausedAfterFailures(tx, schedule, after))) return "paused";
     if (schedule.overlap === "SKIP") {
       const active = await tx.run.findFirst({ where: { scheduleId: schedule.id, status: { in: [...ACTIVE_STATUSES] } }, select: { id: true } });

@@ -10,6 +10,7 @@ import { assertKeyMayCancel } from "../runs/interrupt-rights.js";
 import type { AgentProfileVersions } from "../capabilities/agent-profile-versions.js";
 import { findOpenWorkspace } from "../workspace/workspace-access.js";
 import { defaultAgent } from "../runs/capped-admission.js";
+import { workspaceArchived } from "./archived-schedules.js";
 import { nextFireAfter } from "./fire-times.js";
 import { assertFiresWithin, checkSettingsWithin } from "./schedule-caps.js";
 import { parseSettings, recurrenceOf, type ScheduleSettingsInput } from "./schedule-input.js";
@@ -98,7 +99,9 @@ export class ScheduleService {
       // Its fires are held to the caps of the credential that changed it last, and follow its key.
       const runCaps = checkSettingsWithin(settings, actor.runCaps);
       // `limits: null` clears them (the admission's defaults again): a database NULL, not "unchanged".
-      const data = { ...settings, limits: settings.limits ?? Prisma.DbNull, runCaps, apiKeyId: actor.keyId ?? null };
+      // An archived workspace's schedule has no next fire until the workspace is restored (archived-schedules.ts).
+      const nextFireAt = (await workspaceArchived(tx, current.workspaceId)) ? null : settings.nextFireAt;
+      const data = { ...settings, nextFireAt, limits: settings.limits ?? Prisma.DbNull, runCaps, apiKeyId: actor.keyId ?? null };
       return tx.schedule.update({ where: { id: current.id }, data });
     });
   }
@@ -127,7 +130,7 @@ export class ScheduleService {
       checkOverlap(actor, current.overlap);
       assertFiresWithin(current, actor.runCaps);
       const now = this.now();
-      const nextFireAt = nextFireAfter(recurrenceOf(current), now);
+      const nextFireAt = (await workspaceArchived(tx, current.workspaceId)) ? null : nextFireAfter(recurrenceOf(current), now);
       const data = { paused: false, pausedReason: null, nextFireAt, resumedAt: now, apiKeyId: actor.keyId ?? null };
       return tx.schedule.update({ where: { id }, data });
     });

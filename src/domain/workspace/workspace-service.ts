@@ -27,8 +27,20 @@ export type CreateWorkspaceInput = z.input<typeof createInput>;
 export type UpdateGoalInput = z.input<typeof updateGoalInput>;
 export type SetWorkspaceBudgetInput = z.input<typeof budgetInput>;
 
+/**
+ * What archiving and restoring a workspace does to its schedules, in the same transaction (the
+ * composition root gives the schedules' own, schedules/archived-schedules.ts): an archived
+ * workspace's schedules do not fire, and fire again from their next fire after a restore.
+ */
+export type ArchiveEffects = {
+  /** Locks the owner's schedules of the workspace, before the workspace row is written (a fire holds its schedule, then shares the workspace). */
+  hold(tx: Prisma.TransactionClient, ownerId: string, workspaceId: string): Promise<void>;
+  archived(tx: Prisma.TransactionClient, workspaceId: string): Promise<void>;
+  restored(tx: Prisma.TransactionClient, workspaceId: string): Promise<void>;
+};
+
 export class WorkspaceService {
-  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
+  constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher; schedules?: ArchiveEffects }) {}
 
   async createWorkspace(actor: Actor, input: CreateWorkspaceInput): Promise<Workspace> {
     const { title, goal } = parseInput(createInput, input);
@@ -73,12 +85,12 @@ export class WorkspaceService {
     return findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
   }
 
-  /** Stops new links and admissions; cancels nothing. Idempotent. */
+  /** Stops new links and admissions, and the workspace's schedules' fires; cancels nothing. Idempotent. */
   archiveWorkspace(actor: Actor, workspaceId: string): Promise<Workspace> {
     return this.setStatus(actor, workspaceId, "ARCHIVED");
   }
 
-  /** Undoes an archive. Idempotent. */
+  /** Undoes an archive: its schedules fire again from their next fire after now. Idempotent. */
   restoreWorkspace(actor: Actor, workspaceId: string): Promise<Workspace> {
     return this.setStatus(actor, workspaceId, "ACTIVE");
   }
@@ -115,10 +127,12 @@ export class WorkspaceService {
   private async setStatus(actor: Actor, workspaceId: string, status: "ACTIVE" | "ARCHIVED"): Promise<Workspace> {
     const after: AfterCommit = [];
     const changed = await this.deps.prisma.$transaction(async (tx) => {
+      await this.deps.schedules?.hold(tx, actor.principalId, workspaceId);
       const updated = await tx.workspace.updateMany({
         where: { ...visibleWorkspace(actor, workspaceId), status: status === "ARCHIVED" ? "ACTIVE" : "ARCHIVED" },
         data: { status, archivedAt: status === "ARCHIVED" ? new Date() : null },
       });
+      if (updated.count > 0) await this.deps.schedules?.[status === "ARCHIVED" ? "archived" : "restored"](tx, workspaceId);
       if (updated.count > 0 && status === "ARCHIVED")
         await recordWorkspaceEvent(tx, actor, workspaceId, "WORKSPACE_ARCHIVED", { events: this.deps.events, after });
       return updated;

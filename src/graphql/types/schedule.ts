@@ -68,7 +68,11 @@ export const ScheduleNode = builder.prismaNode("Schedule", {
     startAt: t.expose("startAt", { type: "DateTime", nullable: true }),
     endAt: t.expose("endAt", { type: "DateTime", nullable: true }),
     pauseAfterFailures: t.exposeInt("pauseAfterFailures", { nullable: true }),
-    nextFireAt: t.expose("nextFireAt", { type: "DateTime", nullable: true, description: "The next due fire; null once past endAt." }),
+    nextFireAt: t.expose("nextFireAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "The next due fire; null once past endAt, and while the workspace is archived.",
+    }),
     paused: t.exposeBoolean("paused"),
     pausedReason: t.exposeString("pausedReason", {
       nullable: true,

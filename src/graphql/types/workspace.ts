@@ -192,7 +192,8 @@ builder.mutationFields((t) => ({
   }),
   archiveWorkspace: t.field({
     type: ArchiveWorkspaceSuccess,
-    description: "Stops new links and admissions; cancels nothing. Reversible with restoreWorkspace.",
+    description:
+      "Stops new links and admissions, and the workspace's schedules' fires; cancels nothing. Reversible with restoreWorkspace, which gives each schedule its next fire after the restore (the fires that fell while archived are not caught up).",
     args: { input: t.arg({ type: WorkspaceRefInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "ArchiveWorkspacePayload" } },
     resolve: async (_root, { input }, ctx) => ({

@@ -102,7 +102,7 @@ export async function executeToolCalls(options: ExecuteOptions): Promise<ToolRes
   // and the step ends only once every tool it started has (invoke). An attempt never leaves a tool
   // running behind it: the next attempt would find the call begun and run its siblings meanwhile.
   const givingUp = new AbortController();
-  const step: Step = { ...options, signal: AbortSignal.any([options.signal, givingUp.signal]), givenUp: givingUp.signal };
+  const step: Step = { ...options, signal: AbortSignal.any([options.signal, givingUp.signal]) };
   let failure: { error: unknown } | undefined;
   const settled = await Promise.allSettled(
     options.calls.map((call, index) =>
@@ -120,8 +120,8 @@ export async function executeToolCalls(options: ExecuteOptions): Promise<ToolRes
   return settled.map((result) => (result as PromiseFulfilledResult<ToolResult>).value);
 }
 
-/** The options of a step's calls: `signal` also aborts when the step gives up (`givenUp`). */
-type Step = ExecuteOptions & { givenUp: AbortSignal };
+/** The options of a step's calls: `signal` also aborts when the step gives up. */
+type Step = ExecuteOptions;
 
 /** A call whose turn came after the run was stopped: it never began (no span, no result to log; repair answers it). */
 async function notStarted(call: ToolCall): Promise<ToolResult> {
@@ -213,12 +213,33 @@ async function invoke(call: ToolCall, span: SpanRef, options: Step): Promise<{ o
     const output = await raceAbort(work, signal);
     return { output, isError: false, cancelled: false };
   } catch (error) {
-    // A step that gives up waits for its tool to end (a program's processes stopped, a request
-    // closed), or for its timeout, should the tool not heed its signal; a stopped run does not.
-    if (options.givenUp.aborted && work) await raceAbort(work, timeout).catch(() => undefined);
+    // A stopped run (cancelled, handed back by a stopping worker, past its deadline) or a step that
+    // gives up waits for its tool to end (a program's processes stopped, a request closed), or for
+    // its timeout, should the tool not heed its signal: the attempt ends — the run's lease and its
+    // conversation's slot given back, another attempt or run free to begin — only once its tools have.
+    if (options.signal.aborted && work) await settledAfterStop(work, timeout, call, options);
     if (options.signal.aborted) return { output: "Error: the run was stopped during this call.", isError: true, cancelled: true };
     if (timeout.aborted) return { output: `Error: ${call.name} timed out after ${timeoutMs} ms.`, isError: true, cancelled: false };
     return { output: `Error: ${failureShown(call, tool, error, options)}`, isError: true, cancelled: false };
+  }
+}
+
+/** A stopped call's result, when its tool returns one all the same, is no result of the run: the log shows this much of it. */
+const LATE_OUTPUT_SHOWN = 4_000;
+
+/**
+ * Waits for the tool of a call the stop cut off to settle, within the tool's own timeout. What it
+ * returns after the stop goes to the server's log, as such: the run neither logs it nor shows it to
+ * its model. A tool still running at its timeout is left behind, and the log says so.
+ */
+async function settledAfterStop(work: Promise<string>, timeout: AbortSignal, call: ToolCall, options: Step): Promise<void> {
+  const where = { runId: options.run.id, tool: call.name, toolCallId: call.id, stop: String(options.signal.reason) };
+  try {
+    const output = await raceAbort(work, timeout);
+    const shown = output.length > LATE_OUTPUT_SHOWN ? `${output.slice(0, LATE_OUTPUT_SHOWN)}… (${output.length} characters)` : output;
+    options.logger?.warn("a tool call returned after its run was stopped; its result is not the run's", { ...where, output: shown });
+  } catch {
+    if (timeout.aborted) options.logger?.warn("a tool call had not stopped by its timeout after its run was stopped; it is left behind", where);
   }
 }
 
