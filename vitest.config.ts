@@ -33,6 +33,7 @@ const twoAtATime = [
   "test/runtime/hostile-output.test.ts",
   "test/runtime/stop-modes.test.ts",
   "test/runtime/mcp-listing-deadline.test.ts",
+  "test/runtime/principal-name-lookups.test.ts",
   "test/server/webhook-crash.test.ts",
   "test/graphql/access-tokens.test.ts",
   "test/server/*-browser.test.ts",

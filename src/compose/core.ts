@@ -170,7 +170,7 @@ export function createCore({
     servers: services.mcpServers,
     events,
     logger,
-    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetch, mcpOptions.limits),
+    connector: mcpOptions.connector ?? mcpSdkConnector(mcpOutbound.fetchFor, mcpOptions.limits),
     stdioCommands,
     stdioEnv,
     secrets: mcpOptions.secrets,

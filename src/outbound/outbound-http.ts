@@ -54,30 +54,43 @@ export type OutboundHttpOptions = {
 };
 
 export type OutboundHttp = {
-  /** `fetch`, with every connection checked; a refusal rejects with InternalAddressError itself. */
+  /** `fetch`, with every connection checked; a refusal rejects with InternalAddressError itself. Its names count against the guard's own setting. */
   fetch: typeof fetch;
-  /** `fetch` for one principal's requests: the names they wait for count against that principal's lookups in flight. */
+  /**
+   * `fetch` for one principal's requests, over connections of that principal's own: the names they
+   * wait for count against that principal's lookups in flight, and no other principal's.
+   */
   fetchFor(principal: string): typeof fetch;
   close(): Promise<void>;
 };
 
 type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void;
 
+/** How long a principal's connections are kept once none of its requests is waiting for an answer, when the guard sets no keep-alive. */
+export const PRINCIPAL_IDLE_MS = 60_000;
+
+/** One requester's connections (undici's Agent, a pool per origin) and its requests waiting for an answer. */
+type Requester = { agent: Agent; waiting: number; idle?: NodeJS.Timeout };
+
 /**
  * undici (about 3.5 MB of heap) is loaded by the first request, not at start: a server whose
  * principals never fetch a URL never holds it.
+ *
+ * Each principal's requests go over connections of their own (an Agent per principal): undici
+ * resolves a name when a pool opens a socket, and a socket is opened for whichever request of the
+ * pool waits first, so a pool shared by principals could not tell whose lookup it makes. A
+ * principal's Agent is closed once none of its requests has waited for an answer for a while.
  */
 export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
-  // Whose requests wait for each host name: its lookup counts against the first of them (against
-  // the guard's own setting, which no principal id equals, when no principal is known).
-  const waiting = new Map<string, string[]>();
-  let client: Promise<{ agent: Agent; fetch: typeof import("undici").fetch }> | undefined;
-  const open = () => {
-    client ??= import("undici").then((undici) => ({ agent: agentFor(undici, options, waiting), fetch: undici.fetch }));
-    return client;
-  };
-  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const { agent, fetch: undiciFetch } = await open();
+  let undici: Promise<Pick<typeof import("undici"), "Agent" | "buildConnector" | "fetch">> | undefined;
+  const load = () => (undici ??= import("undici"));
+  let shared: Agent | undefined;
+  const principals = new Map<string, Requester>();
+  const idleMs = options.keepAliveMaxMs ?? PRINCIPAL_IDLE_MS;
+  let closed = false;
+
+  const send = async (agent: Agent, input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const { fetch: undiciFetch } = await load();
     try {
       return (await undiciFetch(input as never, { ...(init as object), dispatcher: agent } as never)) as unknown as Response;
     } catch (error) {
@@ -87,31 +100,57 @@ export function createOutboundHttp(options: OutboundHttpOptions): OutboundHttp {
       throw cause instanceof Error && typeof (cause as { code?: unknown }).code === "string" ? cause : error;
     }
   };
+  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    // The guard's own setting, which no principal key equals, is whose lookups these are.
+    shared ??= agentFor(await load(), options, options.setting);
+    return send(shared, input, init);
+  };
   const fetchFor = (principal: string) => async (input: string | URL | Request, init?: RequestInit) => {
-    const host = new URL(input instanceof Request ? input.url : input).hostname.toLowerCase();
-    const key = `principal:${principal}`;
-    waiting.set(host, [...(waiting.get(host) ?? []), key]);
+    const loaded = await load();
+    if (closed) throw new Error("the outbound connections are closed");
+    let requester = principals.get(principal);
+    if (!requester) {
+      requester = { agent: agentFor(loaded, options, `principal:${principal}`), waiting: 0 };
+      principals.set(principal, requester);
+    }
+    const own = requester;
+    clearTimeout(own.idle);
+    own.waiting += 1;
     try {
-      return await guardedFetch(input, init);
+      return await send(own.agent, input, init);
     } finally {
-      const left = waiting.get(host)?.filter((_, index, all) => index !== all.indexOf(key)) ?? [];
-      if (left.length === 0) waiting.delete(host);
-      else waiting.set(host, left);
+      own.waiting -= 1;
+      if (own.waiting === 0 && !closed) {
+        // A body still streaming when it closes is read to its end: undici's close waits for it.
+        own.idle = setTimeout(() => {
+          if (principals.get(principal) === own) principals.delete(principal);
+          void own.agent.close().catch(() => undefined);
+        }, idleMs).unref();
+      }
     }
   };
   return {
     fetch: guardedFetch as typeof fetch,
     fetchFor: (principal) => fetchFor(principal) as typeof fetch,
-    close: async () => (client ? (await client).agent.close() : undefined),
+    close: async () => {
+      closed = true;
+      const agents = [...principals.values()].map((requester) => {
+        clearTimeout(requester.idle);
+        return requester.agent;
+      });
+      principals.clear();
+      await Promise.all([...agents, ...(shared ? [shared] : [])].map((agent) => agent.close()));
+    },
   };
 }
 
 type Undici = { Agent: typeof Agent; buildConnector: typeof buildConnector };
 
-function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions, waiting: ReadonlyMap<string, string[]>): Agent {
+/** An Agent whose connections resolve principals' names as `requester`'s lookups (name-lookup.ts). */
+function agentFor({ Agent, buildConnector }: Undici, options: OutboundHttpOptions, requester: string): Agent {
   const resolve = (hostname: string, mayBeInternal: boolean): Promise<string[]> => {
     if (options.resolve) return options.resolve(hostname);
-    return mayBeInternal ? resolveNamedHost(hostname) : resolvePrincipalsName(hostname, waiting.get(hostname.toLowerCase())?.[0] ?? options.setting);
+    return mayBeInternal ? resolveNamedHost(hostname) : resolvePrincipalsName(hostname, requester);
   };
   const timeout = options.connectTimeoutMs ?? 10_000;
   const direct = buildConnector({ timeout });

@@ -47,10 +47,11 @@ const pendingAfter = (ms: number) => new Promise<string>((resolve) => setTimeout
 
 it("the connector gives up at its signal even while the server holds `notifications/initialized`", { timeout: 30_000 }, async () => {
   const base = await startServer();
-  const connecting = mcpSdkConnector(fetch, DEFAULT_MCP_LIMITS)(
+  const connecting = mcpSdkConnector(() => fetch, DEFAULT_MCP_LIMITS)(
     { transport: "HTTP", url: `${base}/hang`, headers: {} },
     { onToolsChanged() {}, onClosed() {} },
     AbortSignal.timeout(1_000),
+    "p1",
   );
   const outcome = await Promise.race([
     connecting.then(
@@ -81,7 +82,7 @@ it("a server stuck after `initialize` fails as timed out, and the principal's ot
     servers: { listOf: async () => [row("good", "/ok"), row("stuck", "/hang")] },
     events: createEventBus(),
     logger: silentLogger,
-    connector: mcpSdkConnector(fetch),
+    connector: mcpSdkConnector(() => fetch),
     stdioCommands: [],
     stdioEnv: [],
     drainTimeoutMs: 1_000,

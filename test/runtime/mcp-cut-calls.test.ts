@@ -49,7 +49,12 @@ describe("a tool call cut off by its signal", () => {
   it("closes its HTTP request: 20 calls cut at 300 ms leave none open at the server", async () => {
     const server = await silentServer();
     const events = { onClosed: () => undefined, onToolsChanged: () => undefined };
-    const client = await mcpSdkConnector(globalThis.fetch)({ transport: "HTTP", url: server.url, headers: {} }, events, AbortSignal.timeout(10_000));
+    const client = await mcpSdkConnector(() => globalThis.fetch)(
+      { transport: "HTTP", url: server.url, headers: {} },
+      events,
+      AbortSignal.timeout(10_000),
+      "p1",
+    );
     cleanups.push(() => client.close());
     const calls = Array.from({ length: 20 }, () =>
       client.callTool("slow", {}, AbortSignal.timeout(300)).then(

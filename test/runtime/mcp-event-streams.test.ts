@@ -89,11 +89,12 @@ describe("an MCP server's event streams", () => {
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-    const connector = mcpSdkConnector(fetch, { ...DEFAULT_MCP_LIMITS, resultMaxBytes });
+    const connector = mcpSdkConnector(() => fetch, { ...DEFAULT_MCP_LIMITS, resultMaxBytes });
     client = await connector(
       { transport: "HTTP", url, headers: {} },
       { onToolsChanged: events.onToolsChanged ?? (() => undefined), onClosed: events.onClosed ?? (() => undefined) },
       AbortSignal.timeout(10_000),
+      "p1",
     );
     return client;
   }

@@ -105,11 +105,11 @@ describe("idle MCP connections", () => {
     const clock = { now: 1_000_000 };
     const reads: string[][] = [];
     const gate = { held: undefined as Promise<void> | undefined };
-    const sdk = mcpSdkConnector(globalThis.fetch);
+    const sdk = mcpSdkConnector(() => globalThis.fetch);
     let connects = 0;
-    const connector: McpConnector = (endpoint, events, signal) => {
+    const connector: McpConnector = (endpoint, events, signal, principalId) => {
       connects += 1;
-      return sdk(endpoint, events, signal);
+      return sdk(endpoint, events, signal, principalId);
     };
     const events = createEventBus();
     const registry = new McpRegistry({

@@ -43,9 +43,9 @@ describe("MCP tool results", () => {
   });
 
   const connect = async (...extra: string[]) => {
-    const connector = mcpSdkConnector(fetch);
+    const connector = mcpSdkConnector(() => fetch);
     const endpoint = { transport: "STDIO" as const, command: process.execPath, args: serverArgs(...extra), env: {}, cwd: projectRoot };
-    client = await connector(endpoint, { onToolsChanged: () => undefined, onClosed: () => undefined }, AbortSignal.timeout(30_000));
+    client = await connector(endpoint, { onToolsChanged: () => undefined, onClosed: () => undefined }, AbortSignal.timeout(30_000), "p1");
     return client;
   };
 

@@ -37,7 +37,7 @@ it("a flood of pings holds a handful of sockets, and the process stays responsiv
     }),
   );
   outbound = createOutboundHttp({ allowedHosts: [`127.0.0.1:${port}`], setting: "MCP_HTTP_ALLOWED_HOSTS" });
-  const connect = mcpSdkConnector(outbound.fetch, DEFAULT_MCP_LIMITS);
+  const connect = mcpSdkConnector(outbound.fetchFor, DEFAULT_MCP_LIMITS);
   // Loaded first, so that what is measured is the flood, not loading the SDK.
   await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
   await import("undici");
@@ -48,6 +48,7 @@ it("a flood of pings holds a handful of sockets, and the process stays responsiv
     { transport: "HTTP", url: `http://127.0.0.1:${port}/mcp`, headers: {} },
     { onToolsChanged() {}, onClosed() {} },
     AbortSignal.timeout(10_000),
+    "p1",
   );
   await waitUntil(async () => stats.sent === PINGS || undefined, 30_000);
   await allowTimeFor("the client to read the rest of the stream and send its answers", 3_000);

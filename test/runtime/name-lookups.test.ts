@@ -2,26 +2,9 @@
 // (random labels under a zone whose server drops queries). Every other principal's lookups — a
 // fetch of a host the operator named, a fetch of a name that answers — must go on meanwhile, and
 // the hostile calls end with the usual failure of a name that does not resolve.
-import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { createSlots, NAMES_IN_FLIGHT_PER_PRINCIPAL } from "../../src/outbound/name-lookup.js";
-import { projectRoot } from "../support/processes.js";
-
-const run = promisify(execFile);
-
-/** Whether this machine lets an unprivileged process make user, mount and network namespaces. */
-async function namespacesAllowed(): Promise<boolean> {
-  try {
-    await run("unshare", ["--user", "--map-root-user", "--mount", "--net", "true"]);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { inNetworkNamespace, namespacesAllowed } from "../support/network-namespace.js";
 
 type Timed = { ms: number | null; result?: string };
 type Probe = { hangingNamesAsked: number; fileRead: Timed; namedHost: Timed; answeredName: Timed; hostileOutcome: string | null };
@@ -34,20 +17,8 @@ const BOUND_MS = 3_000;
 
 describe.skipIf(!(await namespacesAllowed()))("one principal's unanswered names", () => {
   it("do not hold back another principal's fetches, and fail as an unresolvable name does", async () => {
-    // The namespace's resolv.conf names its own loopback, where test/support/dns-hang-process.ts
-    // answers names under ok.test and no other; each server is asked once, for two seconds.
-    const dir = mkdtempSync(path.join(tmpdir(), "dossier-dns-"));
-    writeFileSync(path.join(dir, "resolv.conf"), "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n");
-    const script = [
-      "ip link set lo up",
-      `mount --bind ${path.join(dir, "resolv.conf")} /etc/resolv.conf`,
-      `exec "${process.execPath}" --import tsx test/support/dns-hang-process.ts ${HANGING_CALLS} ${CAP_MS}`,
-    ].join(" && ");
-    const { stdout } = await run("unshare", ["--user", "--map-root-user", "--mount", "--net", "sh", "-c", script], {
-      cwd: projectRoot,
-      timeout: 60_000,
-    }).finally(() => rmSync(dir, { recursive: true, force: true }));
-    const probe = JSON.parse(stdout.trim().split("\n").at(-1)!) as Probe;
+    // test/support/dns-hang-process.ts answers names under ok.test and no other.
+    const probe = await inNetworkNamespace<Probe>("test/support/dns-hang-process.ts", [String(HANGING_CALLS), String(CAP_MS)]);
 
     expect(probe.fileRead.ms).not.toBeNull();
     expect(probe.namedHost).toMatchObject({ result: "HTTP 200 OK" });

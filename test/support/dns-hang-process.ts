@@ -3,48 +3,18 @@
 // address no route leads to) and never answers any other. One principal's http_fetch calls look
 // up many names that never answer; meanwhile another principal's work — a file read, a fetch of a
 // host the operator named (found in /etc/hosts), a fetch of a name that answers — is timed.
-import dgram from "node:dgram";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createHttpFetchTool } from "../../src/runtime/tools/http-fetch.js";
 import type { ToolContext } from "../../src/runtime/ports/tool.js";
+import { startHangingNameServer } from "./hanging-name-server.js";
 
 const HANGING = Number(process.argv[2] ?? 24);
 const CAP_MS = Number(process.argv[3] ?? 6_000);
 
-let queries = 0;
-const hangingNames = new Set<string>();
-const nameServer = dgram.createSocket("udp4");
-nameServer.on("message", (query, peer) => {
-  queries += 1;
-  const name = questionName(query);
-  if (!name.endsWith(".ok.test")) return void hangingNames.add(name); // never answered
-  nameServer.send(answer(query), peer.port, peer.address);
-});
-await new Promise<void>((resolve) => nameServer.bind(53, "127.0.0.1", resolve));
-
-/** The question's name of a DNS query (no compression in questions). */
-function questionName(query: Buffer): string {
-  const labels: string[] = [];
-  for (let at = 12; query[at]! > 0; at += query[at]! + 1) labels.push(query.subarray(at + 1, at + 1 + query[at]!).toString());
-  return labels.join(".").toLowerCase();
-}
-
-/** The answer to a query: one A record (8.8.4.4) for an A question, no record for any other. */
-function answer(query: Buffer): Buffer {
-  let end = 12;
-  while (query[end]! > 0) end += query[end]! + 1;
-  end += 5; // the root label, QTYPE, QCLASS
-  const type = query.readUInt16BE(end - 4);
-  const header = Buffer.from(query.subarray(0, 12));
-  header.writeUInt16BE(0x8180, 2); // a response, recursion desired and available, no error
-  header.writeUInt16BE(1, 4);
-  header.writeUInt16BE(type === 1 ? 1 : 0, 6);
-  header.writeUInt32BE(0, 8);
-  const record = Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 8, 8, 4, 4]);
-  return Buffer.concat([header, query.subarray(12, end), ...(type === 1 ? [record] : [])]);
-}
+const nameServer = await startHangingNameServer();
+const hangingNames = nameServer.hangingNames;
 
 const web = createServer((_request, response) => response.end("local page"));
 await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
@@ -64,7 +34,7 @@ const hostile = Array.from({ length: HANGING }, (_, i) =>
   outcome(tool.execute({ url: `http://r${i}-${Date.now()}.hang.test/` }, contextOf("hostile", `h${i}`))),
 );
 const started = Date.now();
-while (queries < Math.min(HANGING, 4) && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10));
+while (nameServer.queries() < Math.min(HANGING, 4) && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10));
 
 /** How long `work` took, or null when it did not finish within CAP_MS. */
 async function timed(work: () => Promise<string>): Promise<{ ms: number | null; result?: string }> {
@@ -82,5 +52,5 @@ const [fileRead, namedHost, answeredName] = await Promise.all([
 const hangingNamesAsked = hangingNames.size;
 // What the hostile principal's own first call is told, however long its lookup takes.
 const hostileOutcome = await Promise.race([hostile[0]!, new Promise((resolve) => setTimeout(() => resolve(null), 25_000))]);
-process.stdout.write(`${JSON.stringify({ queries, hangingNamesAsked, fileRead, namedHost, answeredName, hostileOutcome })}\n`);
+process.stdout.write(`${JSON.stringify({ queries: nameServer.queries(), hangingNamesAsked, fileRead, namedHost, answeredName, hostileOutcome })}\n`);
 process.exit(0);

@@ -41,12 +41,13 @@ const STDERR_TAIL_CHARS = 2_000;
 const CALL_BACKSTOP_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Connects over the SDK; HTTP servers are reached through `fetch`, the outbound guard that
- * refuses addresses inside the network (see src/outbound/outbound-http.ts).
+ * Connects over the SDK; HTTP servers are reached through `fetchFor(principalId)`, the outbound
+ * guard that refuses addresses inside the network, on connections of the server's principal
+ * (their names count against that principal's lookups: see src/outbound/outbound-http.ts).
  */
 export const mcpSdkConnector =
-  (fetch: typeof globalThis.fetch, limits: McpLimits = DEFAULT_MCP_LIMITS): McpConnector =>
-  async (endpoint, events, signal) => {
+  (fetchFor: (principalId: string) => typeof globalThis.fetch, limits: McpLimits = DEFAULT_MCP_LIMITS): McpConnector =>
+  async (endpoint, events, signal, principalId) => {
     const { Client, StdioClientTransport, StreamableHTTPClientTransport, ToolListChangedNotificationSchema } = await loadSdk();
     const inFlight = new InFlight();
     const cuts = new RequestSignals();
@@ -55,7 +56,7 @@ export const mcpSdkConnector =
     const { transport, stderrTail } = createTransport(
       { StdioClientTransport, StreamableHTTPClientTransport },
       endpoint,
-      cuts.fetch(answersBounded(fetch)),
+      cuts.fetch(answersBounded(fetchFor(principalId))),
       limits,
       (error, method) => {
         inFlight.failAll(error);

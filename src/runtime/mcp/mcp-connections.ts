@@ -85,7 +85,8 @@ export class McpConnections {
     return (connection.state === "FAILED" || connection.state === "CLOSED") && this.now() - (connection.failedAt ?? 0) >= retryAfter;
   }
 
-  open(row: McpServerRecord, hash: string): McpConnection {
+  /** Opens a connection to `principalId`'s server `row`. */
+  open(row: McpServerRecord, hash: string, principalId: string): McpConnection {
     const connection: McpConnection = {
       id: this.nextId++,
       serverId: row.id,
@@ -127,7 +128,7 @@ export class McpConnections {
     // The connect as a whole is bounded here, whatever the connector does with `signal`: a client
     // that arrives after the timeout is closed at once. The listing has its own limit (MCP_LIST_TIMEOUT_MS).
     let gaveUp = false;
-    const connected = this.options.connector(endpoint, events, signal).then(async (client) => {
+    const connected = this.options.connector(endpoint, events, signal, principalId).then(async (client) => {
       if (gaveUp) return void (await client.close().catch(() => undefined));
       connection.client = client;
       return client;

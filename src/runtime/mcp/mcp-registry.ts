@@ -121,7 +121,7 @@ export class McpRegistry {
         state.queued = undefined;
         state.reconciling = true;
         try {
-          await this.reconcile(state, await (read ?? this.stored(principalId)));
+          await this.reconcile(principalId, state, await (read ?? this.stored(principalId)));
         } finally {
           state.reconciling = false;
         }
@@ -250,7 +250,7 @@ export class McpRegistry {
     return { state, release };
   }
 
-  private async reconcile(state: PrincipalState, rows: readonly McpServerRecord[]): Promise<void> {
+  private async reconcile(principalId: string, state: PrincipalState, rows: readonly McpServerRecord[]): Promise<void> {
     // A sync asked for before the principal was closed as idle opens nothing: its next use connects.
     if (this.closed || state.dropped) return;
     const wanted = new Set<string>();
@@ -267,7 +267,7 @@ export class McpRegistry {
         continue;
       }
       if (current) void this.connections.retire(current);
-      state.servers.set(row.id, this.connections.open(row, hash));
+      state.servers.set(row.id, this.connections.open(row, hash, principalId));
     }
     for (const [serverId, connection] of state.servers) {
       if (wanted.has(serverId)) continue;

@@ -35,8 +35,11 @@ export type McpClientEvents = {
   onClosed(error?: Error): void;
 };
 
-/** Opens a connection and completes the MCP initialisation; rejects when the server is unreachable. */
-export type McpConnector = (endpoint: McpEndpoint, events: McpClientEvents, signal: AbortSignal) => Promise<McpClient>;
+/**
+ * Opens a connection and completes the MCP initialisation; rejects when the server is unreachable.
+ * `principalId`: whose server it is — an HTTP server is reached on that principal's connections.
+ */
+export type McpConnector = (endpoint: McpEndpoint, events: McpClientEvents, signal: AbortSignal, principalId: string) => Promise<McpClient>;
 
 export type McpConnectionState = "CONNECTING" | "CONNECTED" | "FAILED" | "CLOSED";
 

@@ -29,10 +29,11 @@ export type FetchSettings = {
 /** How long an idle socket to a fetched host is kept for reuse, whatever Keep-Alive the host asks for. */
 export const FETCH_KEEP_ALIVE_MAX_MS = 4_000;
 /**
- * The most sockets open to one origin at once, all runs together; further calls wait for one within
- * their time limit. Every principal's runs share them, and a popular source (an encyclopedia, a code
- * host) is fetched by many runs at once: room enough that one principal's slow calls to it do not
- * hold another's back for long, few enough that no principal can open sockets without bound.
+ * The most sockets one principal's runs open to one origin at once; further calls wait for one
+ * within their time limit. Each principal's calls go over connections of its own (their names are
+ * looked up as that principal's: outbound-http.ts), and a popular source (an encyclopedia, a code
+ * host) is fetched by many of its runs at once: room enough for them, few enough that no principal
+ * can open sockets without bound.
  */
 export const FETCH_CONNECTIONS_PER_ORIGIN = 32;
 
