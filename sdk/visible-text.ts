@@ -13,13 +13,22 @@
  * separators, control characters other than tab and newline, every default-ignorable code point
  * (unassigned ones among them: U+2065, U+FFF0–FFF8, most of U+E0000–E0FFF), which browsers draw as
  * nothing, and the blanks that are not U+0020: every other space separator (no-break, en, em, thin,
- * ideographic spaces …) and the Braille blank U+2800, which read as a space but are not one.
+ * ideographic spaces …) and the Braille blank U+2800, which read as a space but are not one; and
+ * private-use characters, which a font may draw as any letter, or as nothing.
  */
 export const HIDDEN_CHARACTER =
-  /\u034F|(?![\t\n])\p{Cc}|(?! )\p{Zs}|[\p{Cf}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2028\u2029\u2800]/gu;
+  /\u034F|(?![\t\n])\p{Cc}|(?! )\p{Zs}|[\p{Cf}\p{Co}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2028\u2029\u2800]/gu;
 
-// A letter of a word: letters, marks and digits that are shown (not default-ignorable).
-const LETTER = String.raw`(?:(?!\p{Default_Ignorable_Code_Point})[\p{L}\p{M}\p{N}])`;
+/**
+ * Combining marks stacked on one character, four or more: drawn above and below the line, they
+ * cover the text around them (a command's next word, the line above). Scripts that stack marks
+ * (Vietnamese, pointed Hebrew, Devanagari) put at most three on a letter.
+ */
+export const MARK_STACK = /\p{M}{4,}/gu;
+
+// A letter of a word: letters, digits and marks that are shown (not default-ignorable), a mark only
+// outside a stack (MARK_STACK), which is shown as escapes of its own.
+const LETTER = String.raw`(?:(?!\p{Default_Ignorable_Code_Point})(?:[\p{L}\p{N}]|\p{M}(?!\p{M}{3})))`;
 // A word or a host: letters, joined by single dots and hyphens ("gіthub", "аррӏе.com", "x-1.y").
 const PART = String.raw`(?:${LETTER}|[.\-](?=${LETTER}))`;
 const HAS = (script: string) => String.raw`(?=${PART}*\p{Script=${script}})`;
@@ -34,16 +43,18 @@ export const MIXED_SCRIPT_WORD = new RegExp(
   "gu",
 );
 
-/** What either is: a hidden character (its first group), or a word that mixes scripts. */
-export const VISIBLE_PART = new RegExp(`(${HIDDEN_CHARACTER.source})|${MIXED_SCRIPT_WORD.source}`, "gu");
+/** What either is: a hidden character or a stack of marks (its first group), or a word that mixes scripts. */
+export const VISIBLE_PART = new RegExp(`(${HIDDEN_CHARACTER.source}|${MARK_STACK.source})|${MIXED_SCRIPT_WORD.source}`, "gu");
 
 /** Shown before a word that mixes scripts. */
 export const MIXED_SCRIPT_MARK = "⚠";
 
-/** How a hidden character is shown: `\u202E`, or `\u{E0041}` past U+FFFF. */
-export function hiddenCharacterEscape(character: string): string {
-  const hex = (character.codePointAt(0) ?? 0).toString(16).toUpperCase();
-  return hex.length > 4 ? `\\u{${hex}}` : `\\u${hex.padStart(4, "0")}`;
+/** How a hidden character is shown: `\u202E`, or `\u{E0041}` past U+FFFF; a stack of marks, each of its marks so. */
+export function hiddenCharacterEscape(characters: string): string {
+  return Array.from(characters, (character) => {
+    const hex = (character.codePointAt(0) ?? 0).toString(16).toUpperCase();
+    return hex.length > 4 ? `\\u{${hex}}` : `\\u${hex.padStart(4, "0")}`;
+  }).join("");
 }
 
 const SCRIPTS = [
@@ -66,7 +77,8 @@ export function mixedScriptNote(word: string): string {
 }
 
 /**
- * `text` for a person to read: each hidden character (HIDDEN_CHARACTER) replaced by its escape,
+ * `text` for a person to read: each hidden character (HIDDEN_CHARACTER) and each mark of a stack
+ * (MARK_STACK) replaced by its escape,
  * each word that mixes scripts (MIXED_SCRIPT_WORD) after a ⚠ (MIXED_SCRIPT_MARK).
  */
 export function visibleText(text: string): string {

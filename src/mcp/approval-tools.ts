@@ -14,8 +14,10 @@ type Answers = {
 
 /**
  * The calls a run waits on, as get_run shows them: their ids, tool names and arguments with every
- * character a person would not see (bidi overrides, zero-width characters) shown as its escape
- * (visibleText), so an MCP client's user approves the command that runs, not one it seems to be;
+ * character a person would not see (bidi overrides, zero-width characters, stacked marks) shown as
+ * its escape (visibleText), the arguments decoded as the tool gets them (ToolApproval.readableArguments:
+ * `\u0072\u006d` shows as rm) and `warnings` saying how many characters were hidden or written as
+ * escapes, so an MCP client's user approves the command that runs, not one it seems to be;
  * `approvalId` names the request exactly (decide_tool_call), whatever the model named the call.
  * A word that mixes Latin, Greek and Cyrillic letters ("gіthub" with a Cyrillic і) is shown after
  * a ⚠, and `mixedScripts` says which letters of each such word are not what they look like.
@@ -24,14 +26,16 @@ type Answers = {
  * offered as `mcp__s__create_issue` pushes the real `create_issue` to `_2`).
  */
 export async function pendingApprovals(client: DossierClient, runId: string) {
-  return (await waitingCalls(client, runId)).map(({ id, toolCallId, toolName, mcpTool, arguments: args, requestedAt, expiresAt }) => {
-    const mixedScripts = mixedScriptNotes([toolCallId, toolName, mcpTool ?? "", args].join("\n"));
+  return (await waitingCalls(client, runId)).map(({ id, toolCallId, toolName, mcpTool, readableArguments: readable, requestedAt, expiresAt }) => {
+    const { warnings } = readable;
+    const mixedScripts = mixedScriptNotes([toolCallId, toolName, mcpTool ?? "", readable.text].join("\n"));
     return {
       approvalId: id,
       toolCallId: visibleText(toolCallId),
       toolName: visibleText(toolName),
       ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
-      arguments: visibleText(args),
+      arguments: readable.text,
+      ...(warnings.length > 0 && { warnings }),
       ...(mixedScripts.length > 0 && { mixedScripts }),
       requestedAt,
       expiresAt,

@@ -1,5 +1,6 @@
 // What a person reads of a held call: every character they would not see shown as its escape.
 import { describe, expect, it } from "vitest";
+import { readableArguments } from "../../sdk/readable-arguments.js";
 import { mixedScriptNote, mixedScriptNotes, visibleText } from "../../sdk/visible-text.js";
 
 describe("visibleText", () => {
@@ -46,5 +47,41 @@ describe("what a person reads of a held call's argument values", () => {
     for (const text of ["a.".repeat(100_000), "\u0430".repeat(100_000) + "-".repeat(100_000), `${"a".repeat(200_000)}\u0430`]) {
       expect(visibleText(text)).toBe(text.endsWith("\u0430") ? `⚠${text}` : text);
     }
+  });
+
+  it("shows each mark of a stack of four or more on one character, which covers the text around it; up to three stay", () => {
+    expect(visibleText("cat x\u0336\u0336\u0336\u0336 /tmp")).toBe("cat x\\u0336\\u0336\\u0336\\u0336 /tmp");
+    // Vietnamese and pointed Hebrew put up to three on a letter.
+    for (const text of ["Tiê\u0301ng Viê\u0323\u0302t", "\u05E9\u05C1\u05B8\u0591"]) expect(visibleText(text)).toBe(text);
+    // A stack inside a word that mixes scripts is shown so too, the word marked up to it.
+    expect(visibleText("g\u0456t\u0305\u0305\u0305\u0305hub")).toBe("⚠g\u0456t\\u0305\\u0305\\u0305\\u0305hub");
+  });
+
+  it("shows private-use characters, which a font may draw as any letter", () => {
+    expect(visibleText("rm\uE000 -rf")).toBe("rm\\uE000 -rf");
+  });
+});
+
+describe("readableArguments", () => {
+  it("decodes the arguments as the tool gets them and counts what was hidden or written as escapes", () => {
+    expect(readableArguments(String.raw`{ "command" : "\u0072\u006d -rf ~", "n": 1.0 }`)).toEqual({
+      text: '{"command":"rm -rf ~","n":1}',
+      hiddenCharacters: 0,
+      escapedCharacters: 2,
+    });
+    // A backslash written as such is no escape; a non-ASCII letter written as one is common and not counted.
+    expect(readableArguments(String.raw`{"path":"C:\\u0072","word":"caf\u00e9"}`)).toEqual({
+      text: String.raw`{"path":"C:\\u0072","word":"café"}`,
+      hiddenCharacters: 0,
+      escapedCharacters: 0,
+    });
+    expect(readableArguments(String.raw`{"a":"\u202E\u200B x"}`)).toEqual({
+      text: String.raw`{"a":"\u202E\u200B x"}`,
+      hiddenCharacters: 2,
+      escapedCharacters: 0,
+    });
+    // No arguments run as {}; text that is not JSON is shown as written, its hidden characters marked.
+    expect(readableArguments("  ")).toEqual({ text: "{}", hiddenCharacters: 0, escapedCharacters: 0 });
+    expect(readableArguments('{"a":"\u202E')).toEqual({ text: String.raw`{"a":"\u202E`, hiddenCharacters: 1, escapedCharacters: 0 });
   });
 });

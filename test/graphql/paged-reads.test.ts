@@ -119,6 +119,7 @@ const NOT_READ_BY_THEIR_OWN_QUERY: Record<string, string> = {
   "McpServer.headerNames": "the names in a JSON column of the server",
   "McpServerStatus.tools": "this instance's live connection to the server, in memory",
   "McpServerStatus.skippedTools": "the same connection's last listing, in memory (at most MCP_LIST_MAX_TOOLS entries)",
+  "ReadableArguments.warnings": "worked out in memory from the call's arguments (at most two sentences)",
   "Run.tags": "an array column of the run (at most 20)",
   "Run.viewerOperations": "the request's key scopes or token grants, worked out in memory",
   "RunCaps.agents": "a JSON column of the key or schedule (at most 50)",

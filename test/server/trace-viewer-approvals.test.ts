@@ -5,6 +5,7 @@
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DecideToolCallDocument, RunApprovalsDocument } from "../../sdk/generated/graphql.js";
+import { argumentWarnings } from "../../sdk/readable-arguments.js";
 import { mixedScriptNote } from "../../sdk/visible-text.js";
 import type { ScriptStep } from "../../src/runtime/adapters/scripted-model.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
@@ -126,6 +127,93 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });
     // The approved call ran with the very characters the model wrote.
     expect(received).toEqual([{ command }]);
+    expect(errors).toEqual([]);
+  });
+
+  // What the model wrote is not what a person reads: escapes are decoded as the tool gets them, and
+  // what stays hidden (a bidi override written as an escape, marks stacked over the next word, a
+  // carriage return between the values) is shown and counted above the arguments.
+  it("shows each held call's arguments as the tool gets them, warns of hidden and escaped characters, and shows the whole value", async () => {
+    const stack = "\u0336".repeat(6) + "\u0305".repeat(6);
+    const tail = "; rm -rf ~";
+    const raw = [
+      String.raw`{"command":"\u0072\u006d -rf ~"}`,
+      `{"command":"ls x${stack} /tmp"}`,
+      `{"command":"ls",\r\n"note":"\\u202Etxt.exe"}`,
+      `{"command":"echo ${"a".repeat(20_000)}${tail}"}`,
+    ];
+    const received: unknown[] = [];
+    const shell: Tool = {
+      schema: { name: "shell", description: "runs a command", parameters: { type: "object", properties: { command: { type: "string" } } } },
+      execute: async (args) => {
+        received.push(args);
+        return "ran";
+      },
+    };
+    app = await startViewerServer([{ toolCalls: raw.map((text) => ({ name: "shell", arguments: text })) }, { content: "Done." }], [shell], {
+      approvals: { rules: { shell: "always" } },
+    });
+    const client = app.t.as(app.key);
+    const { run } = await admit(client, { question: "Clean up." });
+    const held = await waitUntil(async () => {
+      const current = expectType((await client.request(RunApprovalsDocument, { id: run.id })).node!, "Run");
+      return current.status === "WAITING" ? current : undefined;
+    });
+    // The API keeps the arguments exactly as the model wrote them.
+    expect(held.pendingApprovals.edges.map((edge) => edge.node.arguments).sort()).toEqual([...raw].sort());
+
+    const { page, errors } = await openViewer(browser, app.url(run.id));
+    const calls = page.locator("[data-testid=waiting-call]");
+    await expect.poll(() => calls.count(), { timeout: 15_000 }).toBe(raw.length);
+    const shown = async (needle: string) => {
+      const call = calls.filter({ hasText: needle });
+      expect(await call.count()).toBe(1);
+      return {
+        args: (await call.locator(".args").textContent())!,
+        hidden: await call.locator(".args .hidden-char").allTextContents(),
+        warnings: await call.locator("[data-testid=arguments-warning]").allTextContents(),
+      };
+    };
+    expect(await shown(':"rm -rf')).toEqual({
+      args: '{"command":"rm -rf ~"}',
+      hidden: [],
+      warnings: argumentWarnings({ hiddenCharacters: 0, escapedCharacters: 2 }).map((text) => `⚠ ${text}`),
+    });
+    const escapes = Array.from(stack, (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`);
+    expect(await shown("/tmp")).toEqual({
+      args: `{"command":"ls x${escapes.join("")} /tmp"}`,
+      hidden: escapes,
+      warnings: argumentWarnings({ hiddenCharacters: 12, escapedCharacters: 0 }).map((text) => `⚠ ${text}`),
+    });
+    expect(await shown("txt.exe")).toEqual({
+      args: '{"command":"ls","note":"\\u202Etxt.exe"}',
+      hidden: ["\\u202E"],
+      warnings: argumentWarnings({ hiddenCharacters: 1, escapedCharacters: 0 }).map((text) => `⚠ ${text}`),
+    });
+    // A value of 20,000 characters is shown whole, its end within the page's width.
+    const long = calls.filter({ hasText: "echo" }).locator(".args");
+    expect(await long.textContent()).toBe(`{"command":"echo ${"a".repeat(20_000)}${tail}"}`);
+    const end = await page.evaluate(() => {
+      const args = [...document.querySelectorAll("[data-testid=waiting-call] .args")].find((node) => node.textContent!.includes("echo"))!;
+      const range = document.createRange();
+      range.setStart(args.lastChild!, args.lastChild!.textContent!.length - 3);
+      range.setEnd(args.lastChild!, args.lastChild!.textContent!.length);
+      return range.getBoundingClientRect().right;
+    });
+    expect(end).toBeGreaterThan(0);
+    expect(end).toBeLessThanOrEqual(await page.evaluate(() => document.documentElement.clientWidth));
+    await screenshot(page, "trace-waiting-decoded-arguments");
+
+    for (const edge of held.pendingApprovals.edges) {
+      const decided = await client.request(DecideToolCallDocument, {
+        input: { runId: run.id, approvalId: edge.node.id, toolCallId: edge.node.toolCallId, decision: "APPROVE" },
+      });
+      expectType(decided.decideToolCall, "DecideToolCallSuccess");
+    }
+    await page.waitForSelector("body[data-connection=ended][data-run-status=SUCCEEDED]", { timeout: 15_000 });
+    // Each call ran with its arguments as they were shown decoded.
+    const byText = (values: unknown[]) => values.map((value) => JSON.stringify(value)).sort();
+    expect(byText(received)).toEqual(byText(raw.map((text) => JSON.parse(text))));
     expect(errors).toEqual([]);
   });
 

@@ -1,5 +1,6 @@
 // Human approval of tool calls: the requests a run's calls wait on, and the owner's decision.
 import { AlreadyDecidedError, ForbiddenError, NotFoundError, RunNotWaitingError, ValidationError } from "../../domain/errors.js";
+import { argumentWarnings, type ReadableArguments, readableArguments } from "../../../sdk/readable-arguments.js";
 import { EDITED_ARGUMENTS_MAX } from "../../domain/runs/tool-arguments.js";
 import { fromStored } from "../../domain/text/stored-text.js";
 import type { Run, ToolApproval } from "../../generated/prisma/client.js";
@@ -26,6 +27,33 @@ const ToolApprovalDecisionEnum = builder.enumType(ToolApprovalDecision, {
   },
 });
 
+const ReadableArgumentsRef = builder.objectRef<ReadableArguments>("ReadableArguments").implement({
+  description:
+    "A held call's arguments as a person should read them before deciding: the values the tool gets, whatever escapes the model wrote them with, " +
+    "with every character a person would not see as it is shown as its escape. What a person decides on should be shown from this, not from ToolApproval.arguments.",
+  fields: (t) => ({
+    text: t.exposeString("text", {
+      extensions: largeText(),
+      description:
+        "The arguments decoded as the call runs them (JSON.parse) and written again as compact JSON: `\\u0072\\u006d` reads rm, whitespace between values is gone. " +
+        "Each invisible, bidi, format or control character, blank other than U+0020, and each mark of four or more stacked on one character is shown as its escape (\\u202E, \\u{E0041}); " +
+        'each word that mixes Latin, Greek and Cyrillic letters is shown after a ⚠ ("⚠gіthub"). Arguments that are not JSON (a call recorded before those were refused) are shown as written, so marked. Never cut.',
+    }),
+    hiddenCharacters: t.exposeInt("hiddenCharacters", {
+      description: "How many characters text shows as escapes because a person would not see them as they are.",
+    }),
+    escapedCharacters: t.exposeInt("escapedCharacters", {
+      description:
+        "How many ASCII characters the model wrote as \\u escapes (\\u0072 for r), which text shows decoded: a model rarely does so unless it hides what it asks for.",
+    }),
+    warnings: t.stringList({
+      description:
+        "What to tell the person above the arguments, one sentence for each kind counted (hiddenCharacters, escapedCharacters); empty for plain arguments.",
+      resolve: (readable) => argumentWarnings(readable),
+    }),
+  }),
+});
+
 export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
   description:
     "A tool call that waits (or waited) for a person's decision before it executes. While any call of a run waits, the run is WAITING and no worker holds it, but it keeps its conversation's slot: " +
@@ -48,8 +76,14 @@ export const ToolApprovalRef = builder.prismaObject("ToolApproval", {
     arguments: t.string({
       extensions: largeText(),
       description:
-        "The call's arguments, exactly as the model gave them (JSON text). They may hold characters a person does not see that reorder or hide the text around them (bidi overrides and isolates, zero-width characters): show each visibly before a person decides, as the trace viewer does (an escape such as \\u202E).",
+        "The call's arguments, exactly as the model gave them (JSON text). They may hold characters a person does not see that reorder or hide the text around them (bidi overrides and isolates, zero-width characters), " +
+        "or escapes that hide what they say (\\u0072\\u006d for rm): show a person readableArguments instead, as the trace viewer does.",
       resolve: (a) => fromStored(a.arguments),
+    }),
+    readableArguments: t.field({
+      type: ReadableArgumentsRef,
+      description: "The arguments as a person should read them before deciding: decoded as the tool gets them, hidden characters shown as escapes and counted.",
+      resolve: (a) => readableArguments(fromStored(a.arguments)),
     }),
     editedArguments: t.string({
       nullable: true,

@@ -91,10 +91,11 @@ function renderWaiting(spans) {
       const line = el("div", "waiting-call");
       line.dataset.testid = "waiting-call";
       line.dataset.toolCallId = approval.toolCallId;
-      // What the person approves is shown with its hidden characters as escapes (visibleEl).
+      // What the person approves is shown with its hidden characters as escapes (visibleEl), the
+      // arguments as the tool gets them with a warning for what was hidden or disguised (argumentsEls).
       // An MCP tool's offered name is fitted to model APIs: the server and the tool's own name say which tool runs.
       line.append(visibleEl("code", "", approval.toolName), ...(approval.mcpTool ? [visibleEl("span", "mcp-tool", "MCP " + approval.mcpTool)] : []),
-        visibleEl("span", "args", approval.arguments),
+        ...argumentsEls(approval.arguments),
         el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()), decisionControls(approval));
       if (span) line.onclick = () => select(span.id, event.id);
       return line;

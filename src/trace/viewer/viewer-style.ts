@@ -30,6 +30,7 @@ body[data-connection=refused] .dot { background: #c8372b; }
 .banner.wait { background: #f6effd; border-color: #7d45b5; color: #3f1f61; }
 .waiting-call { cursor: pointer; display: flex; flex-wrap: wrap; gap: 2px 10px; } .waiting-call .args { font: 12px ui-monospace, monospace; }
 .waiting-call .expires { color: var(--muted); font-size: 12px; }
+.waiting-call .args-warning { flex-basis: 100%; color: #8f1d1d; font-size: 13px; }
 /* Text a person approves reads in the order it is stored, whatever its letters' direction, with its spaces as they are
    ("a  b" never reads "a b"); a one-line preview in the tree keeps them too, without wrapping (visibleEl). */
 .as-stored { direction: ltr; unicode-bidi: bidi-override; white-space: pre-wrap; overflow-wrap: anywhere; } .label .as-stored { white-space: pre; }
