@@ -4,6 +4,7 @@
 // matches its hash is kept in content_intact by the database on every write of the content (the
 // content_intact migration), so reading eligibility never reads a body.
 import type { Prisma } from "../../generated/prisma/client.js";
+import { type MaterialReach, withinReach } from "../workspace/material-reach.js";
 
 type Reader = Pick<Prisma.TransactionClient, "$queryRawUnsafe">;
 
@@ -13,9 +14,14 @@ export type Eligibility =
       eligible: false;
       /** Why, in words a user or a model can act on. */
       reason: string;
+      /** Why, naming neither the culprit's title nor why it was revoked: for a reader outside the culprit's reach. */
+      unnamedReason: string;
       /** The version that broke eligibility: the one asked about or one of its sources. */
       culprit: { versionId: string; publicationId: string; version: number; title: string };
     };
+
+export type Unavailable = Extract<Eligibility, { eligible: false }>;
+type Db = Parameters<typeof withinReach>[0];
 
 /** Source chains are short in practice; this bounds the walk over a malformed graph. */
 const MAX_DEPTH = 64;
@@ -62,11 +68,23 @@ export async function eligibilityOf(db: Reader, versionIds: readonly string[]): 
     const culprit = { versionId: problem.id, publicationId: problem.publication_id, version: problem.version, title: problem.title };
     const what = problem.revoked ? `was revoked${problem.revocation_reason ? `: ${problem.revocation_reason}` : ""}` : "no longer matches its content hash";
     const subject = `"${problem.title}" version ${problem.version}`;
+    const unnamed = problem.revoked ? "was revoked" : "no longer matches its content hash";
     result.set(problem.root, {
       eligible: false,
       reason: problem.depth === 0 ? `${subject} ${what}` : `it depends on ${subject}, which ${what}`,
+      unnamedReason: problem.depth === 0 ? `a version outside this token's reach ${unnamed}` : `it rests on a version outside this token's reach, which ${unnamed}`,
       culprit,
     });
   }
   return result;
+}
+
+/**
+ * Why a version is not eligible, as a reader with this reach is told: an access token whose reach
+ * holds neither the culprit's publication hears neither its title nor why it was revoked.
+ */
+export async function reasonWithin(db: Db, ownerId: string, reach: MaterialReach, eligibility: Unavailable): Promise<string> {
+  if (reach === null) return eligibility.reason;
+  const shown = await withinReach(db, ownerId, reach, [eligibility.culprit.publicationId]);
+  return shown.has(eligibility.culprit.publicationId) ? eligibility.reason : eligibility.unnamedReason;
 }

@@ -11,7 +11,8 @@ import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import type { RunLinkOutcome, RunLinks } from "./run-links.js";
 import { TITLE_MAX } from "../validation.js";
-import { eligibilityOf } from "./eligibility.js";
+import { reachOf } from "../workspace/material-reach.js";
+import { eligibilityOf, reasonWithin } from "./eligibility.js";
 import { changesBetween, changesColumns, type PublicationChanges } from "./publication-changes.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
@@ -151,7 +152,9 @@ export class PublicationService {
       return { status: "UNAVAILABLE", reason: `"${version.publication.title}" version ${version.version} no longer matches its content hash`, version };
     }
     const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
-    if (eligibility && !eligibility.eligible) return { status: "UNAVAILABLE", reason: eligibility.reason, version };
+    if (eligibility && !eligibility.eligible) {
+      return { status: "UNAVAILABLE", reason: await reasonWithin(this.deps.prisma, actor.principalId, reachOf(actor), eligibility), version };
+    }
     return { status: "AVAILABLE", version };
   }
 
