@@ -145,7 +145,13 @@ export async function runsGranted(
 ): Promise<Set<string>> {
   const direct = (run: RunRow) => operations.some((operation) => grants(scope, operation, "Run", run.id, run));
   const rest = runs.filter((run) => !direct(run));
-  const linked = await linkedThroughGrants(scope, operations, rest.map((run) => ({ kind: "Run" as const, ...run })), prisma, ownerId);
+  const linked = await linkedThroughGrants(
+    scope,
+    operations,
+    rest.map((run) => ({ kind: "Run" as const, ...run })),
+    prisma,
+    ownerId,
+  );
   return new Set(runs.filter((run) => direct(run) || linked.has(run.id)).map((run) => run.id));
 }
 

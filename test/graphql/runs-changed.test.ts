@@ -175,7 +175,10 @@ describe.each(backends)("runsChanged on %s", (backend) => {
     const token = expectType(granted.createAccessToken, "CreateAccessTokenSuccess").token;
     const linked = (await admit(alice, { question: "linked" })).run;
     const elsewhere = (await admit(alice, { question: "elsewhere" })).run;
-    expectType((await alice.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: linked.id } })).linkToWorkspace, "LinkToWorkspaceSuccess");
+    expectType(
+      (await alice.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: linked.id } })).linkToWorkspace,
+      "LinkToWorkspaceSuccess",
+    );
     const list = await watch(token, { filter: { status: ["RUNNING"] } });
     await (await start(elsewhere.id)).finish();
     await (await start(linked.id)).finish();

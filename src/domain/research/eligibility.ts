@@ -4,7 +4,6 @@
 // matches its hash is kept in content_intact by the database on every write of the content (the
 // content_intact migration), so reading eligibility never reads a body.
 import type { Prisma } from "../../generated/prisma/client.js";
-import { type MaterialReach, withinReach } from "../workspace/material-reach.js";
 
 type Reader = Pick<Prisma.TransactionClient, "$queryRawUnsafe">;
 
@@ -21,7 +20,6 @@ export type Eligibility =
     };
 
 export type Unavailable = Extract<Eligibility, { eligible: false }>;
-type Db = Parameters<typeof withinReach>[0];
 
 /** Source chains are short in practice; this bounds the walk over a malformed graph. */
 const MAX_DEPTH = 64;
@@ -72,19 +70,10 @@ export async function eligibilityOf(db: Reader, versionIds: readonly string[]): 
     result.set(problem.root, {
       eligible: false,
       reason: problem.depth === 0 ? `${subject} ${what}` : `it depends on ${subject}, which ${what}`,
-      unnamedReason: problem.depth === 0 ? `a version outside this token's reach ${unnamed}` : `it rests on a version outside this token's reach, which ${unnamed}`,
+      unnamedReason:
+        problem.depth === 0 ? `a version outside this token's reach ${unnamed}` : `it rests on a version outside this token's reach, which ${unnamed}`,
       culprit,
     });
   }
   return result;
-}
-
-/**
- * Why a version is not eligible, as a reader with this reach is told: an access token whose reach
- * holds neither the culprit's publication hears neither its title nor why it was revoked.
- */
-export async function reasonWithin(db: Db, ownerId: string, reach: MaterialReach, eligibility: Unavailable): Promise<string> {
-  if (reach === null) return eligibility.reason;
-  const shown = await withinReach(db, ownerId, reach, [eligibility.culprit.publicationId]);
-  return shown.has(eligibility.culprit.publicationId) ? eligibility.reason : eligibility.unnamedReason;
 }

@@ -11,8 +11,7 @@ import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import type { RunLinkOutcome, RunLinks } from "./run-links.js";
 import { TITLE_MAX } from "../validation.js";
-import { reachOf } from "../workspace/material-reach.js";
-import { eligibilityOf, reasonWithin } from "./eligibility.js";
+import { eligibilityOf } from "./eligibility.js";
 import { changesBetween, changesColumns, type PublicationChanges } from "./publication-changes.js";
 import { assertOwned, findOwnedVersions, type VersionRef } from "./owned-objects.js";
 
@@ -52,7 +51,15 @@ export type RevokeInput = z.input<typeof revokeInput>;
 export type ReadableVersion = PublicationVersion & { publication: { title: string; latestVersion: number } };
 
 /** The outcome of an exact-version read (W7): that version and no other, or why not. */
-export type MaterialRead = { status: "AVAILABLE"; version: ReadableVersion } | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
+export type MaterialRead =
+  | { status: "AVAILABLE"; version: ReadableVersion }
+  | {
+      status: "UNAVAILABLE";
+      reason: string;
+      version: ReadableVersion | null;
+      /** Where a version it rests on broke eligibility: that version's publication, and the reason told a reader outside its reach. */
+      unnamed?: { reason: string; publicationId: string };
+    };
 
 /** A version frozen for a run at its admission, with what the run is told of its publication. */
 export type SelectedMaterial = { versionId: string; publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
@@ -153,7 +160,8 @@ export class PublicationService {
     }
     const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
     if (eligibility && !eligibility.eligible) {
-      return { status: "UNAVAILABLE", reason: await reasonWithin(this.deps.prisma, actor.principalId, reachOf(actor), eligibility), version };
+      const { reason, unnamedReason, culprit } = eligibility;
+      return { status: "UNAVAILABLE", reason, version, unnamed: { reason: unnamedReason, publicationId: culprit.publicationId } };
     }
     return { status: "AVAILABLE", version };
   }

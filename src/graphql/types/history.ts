@@ -45,7 +45,13 @@ async function consumersReadable(ctx: GraphQLContext, versionId: string): Promis
     distinct: ["runId"],
     select: { run: { select: { id: true, workspaceId: true, conversationId: true } } },
   });
-  const readable = await runsGranted(scope, ["READ"], consumers.map((use) => use.run), ctx.prisma, ctx.actor.principalId);
+  const readable = await runsGranted(
+    scope,
+    ["READ"],
+    consumers.map((use) => use.run),
+    ctx.prisma,
+    ctx.actor.principalId,
+  );
   return { runId: { in: [...readable] } };
 }
 
@@ -106,7 +112,14 @@ const MaterialReadRef = builder.objectRef<MaterialRead>("MaterialRead").implemen
   description: "The outcome of an exact-version read: that version, never a newer one, or why it cannot be used.",
   fields: (t) => ({
     status: t.field({ type: AvailabilityStatusEnum, resolve: (r) => r.status }),
-    reason: t.string({ nullable: true, resolve: (r) => (r.status === "UNAVAILABLE" ? r.reason : null) }),
+    reason: t.string({
+      nullable: true,
+      description: "Why not. To an access token whose reach does not hold the version that broke eligibility: without its title or why it was revoked.",
+      resolve: async (r, _args, ctx) => {
+        if (r.status !== "UNAVAILABLE") return null;
+        return r.unnamed && !(await publicationShown(ctx, r.unnamed.publicationId)) ? r.unnamed.reason : r.reason;
+      },
+    }),
     publicationVersion: t.field({
       type: PublicationVersionNode,
       nullable: true,
