@@ -127,3 +127,37 @@ export async function readableThroughGrants(scope: AccessScope, typename: string
       return false;
   }
 }
+
+/** A run's place, as grants and links see it. */
+export type RunRow = { id: string; workspaceId: string | null; conversationId: string };
+
+/**
+ * The ids among `runs` on which the scope grants one of `operations`: directly (the run, its
+ * workspace or conversation) or through a workspace granted it that links the run or its
+ * conversation. One query for the links of them all, none when every one is granted directly.
+ */
+export async function runsGranted(
+  scope: AccessScope,
+  operations: readonly AccessOperation[],
+  runs: readonly RunRow[],
+  prisma: PrismaClient,
+  ownerId: string,
+): Promise<Set<string>> {
+  const direct = (run: RunRow) => operations.some((operation) => grants(scope, operation, "Run", run.id, run));
+  const rest = runs.filter((run) => !direct(run));
+  const linked = await linkedThroughGrants(
+    scope,
+    operations,
+    rest.map((run) => ({ kind: "Run" as const, ...run })),
+    prisma,
+    ownerId,
+  );
+  return new Set(runs.filter((run) => direct(run) || linked.has(run.id)).map((run) => run.id));
+}
+
+/** The ids among `runIds` of the principal's runs that the scope may READ (runsGranted). */
+export async function readableRunIds(scope: AccessScope, runIds: readonly string[], prisma: PrismaClient, ownerId: string): Promise<Set<string>> {
+  if (runIds.length === 0) return new Set();
+  const runs = await prisma.run.findMany({ where: { id: { in: [...runIds] }, ownerId }, ...RUN });
+  return runsGranted(scope, ["READ"], runs, prisma, ownerId);
+}

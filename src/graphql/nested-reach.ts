@@ -51,6 +51,10 @@ async function inReach(scope: AccessScope, publicationId: string | undefined, ct
   return (await loadBatched(ctx, "publication-reach", publicationId, load)) === true;
 }
 
+/** Whether the caller sees the publication below the root: always a whole principal; an access token within its reach (decided in the request's batch). */
+export const publicationShown = async (ctx: GraphQLContext, publicationId: string): Promise<boolean> =>
+  !ctx.actor.access || inReach(ctx.actor.access, publicationId, ctx);
+
 /** The kind of node a connection type's edges hold, where the token's reach decides them; undefined otherwise. */
 function reachedNodeOf(connection: GraphQLObjectType): string | undefined {
   const edges = connection.getFields()["edges"];

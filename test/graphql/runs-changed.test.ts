@@ -9,6 +9,7 @@ import {
   CancelRunDocument,
   CreateAccessTokenDocument,
   CreateApiKeyDocument,
+  LinkToWorkspaceDocument,
   RunsChangedDocument,
   type RunsChangedSubscription,
   type RunsChangedSubscriptionVariables,
@@ -165,6 +166,25 @@ describe.each(backends)("runsChanged on %s", (backend) => {
     await (await start(outside.id)).finish();
     await (await start(inside.id)).finish();
     expect(seen(await list.take(2))).toEqual(["ADDED inside", "REMOVED inside"]);
+    await list.close({ wait: false });
+  });
+
+  it("shows an access token the runs linked to its workspace, as node(id) does, and no other", async () => {
+    const workspace = await createWorkspace(alice);
+    const granted = await alice.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId: workspace.id, operations: ["READ", "SUBSCRIBE"] }] } });
+    const token = expectType(granted.createAccessToken, "CreateAccessTokenSuccess").token;
+    const linked = (await admit(alice, { question: "linked" })).run;
+    const elsewhere = (await admit(alice, { question: "elsewhere" })).run;
+    expectType(
+      (await alice.request(LinkToWorkspaceDocument, { input: { workspaceId: workspace.id, targetId: linked.id } })).linkToWorkspace,
+      "LinkToWorkspaceSuccess",
+    );
+    const list = await watch(token, { filter: { status: ["RUNNING"] } });
+    await (await start(elsewhere.id)).finish();
+    await (await start(linked.id)).finish();
+    const inside = (await admit(alice, { question: "inside", workspaceId: workspace.id })).run;
+    await (await start(inside.id)).finish();
+    expect(seen(await list.take(4))).toEqual(["ADDED linked", "REMOVED linked", "ADDED inside", "REMOVED inside"]);
     await list.close({ wait: false });
   });
 

@@ -111,7 +111,7 @@ describe.each(backends)("research history on %s", (backend) => {
   }
 
   const materials = async (client: DossierClient, runId: string) => (await client.request(RunMaterialsDocument, { id: runId })).run!;
-  const stagesOf = (uses: { stage: string; publicationId: string; version: number }[], publicationId: string, version: number) =>
+  const stagesOf = (uses: { stage: string; publicationId: string | null; version: number | null }[], publicationId: string, version: number) =>
     uses.filter((u) => u.publicationId === publicationId && u.version === version).map((u) => u.stage);
 
   it("the fund scenario: a run reads A@v1 (not the newer v2) and B@v1, consumes exactly those, publishes from them, and it all survives a restart", async () => {

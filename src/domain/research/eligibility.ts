@@ -13,9 +13,13 @@ export type Eligibility =
       eligible: false;
       /** Why, in words a user or a model can act on. */
       reason: string;
+      /** Why, naming neither the culprit's title nor why it was revoked: for a reader outside the culprit's reach. */
+      unnamedReason: string;
       /** The version that broke eligibility: the one asked about or one of its sources. */
       culprit: { versionId: string; publicationId: string; version: number; title: string };
     };
+
+export type Unavailable = Extract<Eligibility, { eligible: false }>;
 
 /** Source chains are short in practice; this bounds the walk over a malformed graph. */
 const MAX_DEPTH = 64;
@@ -62,9 +66,12 @@ export async function eligibilityOf(db: Reader, versionIds: readonly string[]): 
     const culprit = { versionId: problem.id, publicationId: problem.publication_id, version: problem.version, title: problem.title };
     const what = problem.revoked ? `was revoked${problem.revocation_reason ? `: ${problem.revocation_reason}` : ""}` : "no longer matches its content hash";
     const subject = `"${problem.title}" version ${problem.version}`;
+    const unnamed = problem.revoked ? "was revoked" : "no longer matches its content hash";
     result.set(problem.root, {
       eligible: false,
       reason: problem.depth === 0 ? `${subject} ${what}` : `it depends on ${subject}, which ${what}`,
+      unnamedReason:
+        problem.depth === 0 ? `a version outside this token's reach ${unnamed}` : `it rests on a version outside this token's reach, which ${unnamed}`,
       culprit,
     });
   }

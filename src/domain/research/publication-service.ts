@@ -51,7 +51,15 @@ export type RevokeInput = z.input<typeof revokeInput>;
 export type ReadableVersion = PublicationVersion & { publication: { title: string; latestVersion: number } };
 
 /** The outcome of an exact-version read (W7): that version and no other, or why not. */
-export type MaterialRead = { status: "AVAILABLE"; version: ReadableVersion } | { status: "UNAVAILABLE"; reason: string; version: ReadableVersion | null };
+export type MaterialRead =
+  | { status: "AVAILABLE"; version: ReadableVersion }
+  | {
+      status: "UNAVAILABLE";
+      reason: string;
+      version: ReadableVersion | null;
+      /** Where a version it rests on broke eligibility: that version's publication, and the reason told a reader outside its reach. */
+      unnamed?: { reason: string; publicationId: string };
+    };
 
 /** A version frozen for a run at its admission, with what the run is told of its publication. */
 export type SelectedMaterial = { versionId: string; publicationId: string; title: string; version: number; asOf: Date; latestVersion: number };
@@ -151,7 +159,10 @@ export class PublicationService {
       return { status: "UNAVAILABLE", reason: `"${version.publication.title}" version ${version.version} no longer matches its content hash`, version };
     }
     const eligibility = (await eligibilityOf(this.deps.prisma, [version.id])).get(version.id);
-    if (eligibility && !eligibility.eligible) return { status: "UNAVAILABLE", reason: eligibility.reason, version };
+    if (eligibility && !eligibility.eligible) {
+      const { reason, unnamedReason, culprit } = eligibility;
+      return { status: "UNAVAILABLE", reason, version, unnamed: { reason: unnamedReason, publicationId: culprit.publicationId } };
+    }
     return { status: "AVAILABLE", version };
   }
 

@@ -28,8 +28,8 @@ export type RunListUpdatesOptions = {
   events: EventBus;
   principalId: string;
   filter: RunFilter;
-  /** Whether the subscriber may see the run at all (an access token's grants); absent: every run of the principal. */
-  visible?: (run: RunPlacement) => boolean;
+  /** Which of a page's runs the subscriber may see at all (an access token's grants and links); absent: every run of the principal. */
+  visible?: (runs: RunPlacement[]) => Promise<Set<string>>;
   /** The last seq the subscriber holds; null: from now on. */
   afterSeq: number | null;
   /** Ends the stream, also while it waits. */
@@ -101,11 +101,16 @@ export async function* runListUpdates(options: RunListUpdatesOptions): AsyncGene
         yield { seq: await lastSeqOf(prisma, principalId), kind: "RESYNC_REQUIRED", runId: null, at: new Date() };
         return;
       }
-      for (const change of page) {
-        last = change.seq;
+      const listed = page.flatMap((change) => {
         const kind = kindOf(change, filter);
-        if (kind && (!visible || visible({ id: change.runId, ...change.run }))) yield { seq: change.seq, kind, runId: change.runId, at: change.at };
+        return kind ? [{ change, kind }] : [];
+      });
+      // Decided for the whole page at once.
+      const shown = visible ? await visible(listed.map(({ change }) => ({ id: change.runId, ...change.run }))) : null;
+      for (const { change, kind } of listed) {
+        if (!shown || shown.has(change.runId)) yield { seq: change.seq, kind, runId: change.runId, at: change.at };
       }
+      if (page.length > 0) last = page.at(-1)!.seq;
       if (page.length === PAGE) continue;
       if ((await wake.next(options.idleCheckMs ?? IDLE_CHECK_MS)) === "closed") return;
     }

@@ -10,6 +10,7 @@ import { recordCheckpointEvent } from "../webhooks/webhook-events.js";
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
+import { reachOf, withinReach } from "./material-reach.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
@@ -160,7 +161,7 @@ export class CheckpointService {
     const checkpoint = await this.deps.prisma.checkpointVersion.findUniqueOrThrow({
       where: { workspaceId_revision: { workspaceId, revision: workspace.checkpointRevision } },
     });
-    return (await this.withAvailability([checkpoint]))[0]!;
+    return (await this.withAvailability([checkpoint], actor))[0]!;
   }
 
   /** Every revision, newest first. */
@@ -171,22 +172,28 @@ export class CheckpointService {
       orderBy: { revision: "desc" },
       take: Math.max(0, Math.min(first, 100)),
     });
-    return this.withAvailability(versions);
+    return this.withAvailability(versions, actor);
   }
 
   /**
    * W13: a checkpoint with a section built on a version that lost eligibility reads as
    * UNAVAILABLE, naming that version and the sections resting on it. Every section it holds
-   * counts, including the ones a later update kept unchanged.
+   * counts, including the ones a later update kept unchanged. A reader (an access token) whose
+   * reach holds not the culprit's publication is told neither its title nor why it was revoked.
    */
-  async withAvailability(checkpoints: CheckpointVersion[]): Promise<CheckpointRead[]> {
+  async withAvailability(checkpoints: CheckpointVersion[], reader?: Pick<Actor, "principalId" | "access">): Promise<CheckpointRead[]> {
     const sectionsByCheckpoint = checkpoints.map((checkpoint) => sectionList(checkpoint));
     const ids = sectionsByCheckpoint.flat().flatMap((s) => s.provenance.sourceVersionIds);
     const eligibility = await eligibilityOf(this.deps.prisma, ids);
+    const culprits = [...eligibility.values()].flatMap((state) => (state.eligible ? [] : [state.culprit.publicationId]));
+    const reach = reader ? reachOf(reader) : null;
+    const shown = reach === null || !reader ? null : await withinReach(this.deps.prisma, reader.principalId, reach, culprits);
     const problem = (id: string) => {
       const state = eligibility.get(id);
       if (!state) return { reason: "a source it was built on no longer exists", sourceVersionId: id };
-      return state.eligible ? null : { reason: state.reason, sourceVersionId: state.culprit.versionId };
+      if (state.eligible) return null;
+      const reason = shown === null || shown.has(state.culprit.publicationId) ? state.reason : state.unnamedReason;
+      return { reason, sourceVersionId: state.culprit.versionId };
     };
     return checkpoints.map((checkpoint, index): CheckpointRead => {
       const sections = sectionsByCheckpoint[index]!;

@@ -187,7 +187,7 @@ defineEntityNode("CheckpointVersion", async (id, ctx) => {
   const checkpoint = await ctx.prisma.checkpointVersion.findFirst({
     where: { id, ...inMyWorkspace(ctx) },
   });
-  return checkpoint ? (await ctx.services.checkpoints.withAvailability([checkpoint]))[0]! : null;
+  return checkpoint ? (await ctx.services.checkpoints.withAvailability([checkpoint], ctx.actor))[0]! : null;
 });
 
 const CheckpointReadUnion = builder.unionType("CheckpointRead", {

@@ -20,6 +20,7 @@ import { builder } from "../builder.js";
 import { encodeGlobalId } from "../global-id.js";
 import { Availability } from "./history.js";
 import { mine } from "./owned.js";
+import { publicationShown } from "../nested-reach.js";
 
 /** What a catalog version's sources count for in a request's cost (server/page-cost.ts). */
 const CATALOG_SOURCES_COUNTED = 20;
@@ -80,8 +81,11 @@ const CatalogVersionRef = builder.objectRef<CatalogVersionIn>("CatalogVersion").
       // Counted at a typical size, not its bound (PUBLICATION_SOURCES_MAX): a catalog page is read
       // whole in one statement, its versions' sources with it, and resolved from memory.
       extensions: { [LIST_ITEMS]: CATALOG_SOURCES_COUNTED },
-      description: "The exact versions it was built on.",
-      resolve: (v) => v.sources,
+      description: "The exact versions it was built on; to an access token, those within its reach.",
+      resolve: async (v, _args, ctx) => {
+        const shown = await Promise.all(v.sources.map((source) => publicationShown(ctx, source.publicationId)));
+        return v.sources.filter((_source, index) => shown[index]);
+      },
     }),
     availability: t.field({ type: Availability, resolve: (v) => v.availability }),
     humanScores: t.field({

@@ -15,6 +15,45 @@ import { LinkKindEnum, typenameOfKind } from "./link-kind.js";
 import { PublicationVersionNode } from "./publication.js";
 import { selectsField } from "../selected-fields.js";
 import { ofMyPublication, ofMyRun } from "./owned.js";
+import type { GraphQLContext } from "../context.js";
+import { readableRunIds, runsGranted } from "../granted-nodes.js";
+import { publicationShown } from "../nested-reach.js";
+import { loadBatched } from "../request-batch.js";
+
+const OUTSIDE_REACH = "Null to an access token whose reach does not hold the publication.";
+
+/** Whether the caller may READ the run: a whole principal its own; an access token one granted, or linked to a workspace it may READ (decided in the request's batch). */
+async function runReadable(ctx: GraphQLContext, runId: string): Promise<boolean> {
+  const scope = ctx.actor.access;
+  if (!scope) return true;
+  const load = async (ids: string[]) => {
+    const readable = await readableRunIds(scope, ids, ctx.prisma, ctx.actor.principalId);
+    return new Map(ids.map((id) => [id, readable.has(id)]));
+  };
+  return (await loadBatched(ctx, "run-readable", runId, load)) === true;
+}
+
+/**
+ * To an access token, the filter that keeps a version's consumers to the runs it may READ: decided
+ * over the runs that consumed it, so that the page and its count agree. Nothing for a whole principal.
+ */
+async function consumersReadable(ctx: GraphQLContext, versionId: string): Promise<object> {
+  const scope = ctx.actor.access;
+  if (!scope) return {};
+  const consumers = await ctx.prisma.materialUse.findMany({
+    where: { publicationVersionId: versionId, stage: "CONSUMED", ...ofMyRun(ctx) },
+    distinct: ["runId"],
+    select: { run: { select: { id: true, workspaceId: true, conversationId: true } } },
+  });
+  const readable = await runsGranted(
+    scope,
+    ["READ"],
+    consumers.map((use) => use.run),
+    ctx.prisma,
+    ctx.actor.principalId,
+  );
+  return { runId: { in: [...readable] } };
+}
 
 const oldestFirst = [
   ["createdAt", "asc"],
@@ -42,7 +81,15 @@ export const Availability = builder.objectRef<Eligibility>("Availability").imple
   description: "Whether a version may be read now (W7): not revoked, its content matches its hash, and so does everything it was built on.",
   fields: (t) => ({
     status: t.field({ type: AvailabilityStatusEnum, resolve: (e) => (e.eligible ? "AVAILABLE" : "UNAVAILABLE") }),
-    reason: t.string({ nullable: true, resolve: (e) => (e.eligible ? null : e.reason) }),
+    reason: t.string({
+      nullable: true,
+      description:
+        "Why not, naming the version that broke eligibility. To an access token whose reach does not hold that version's publication: without its title or why it was revoked.",
+      resolve: async (e, _args, ctx) => {
+        if (e.eligible) return null;
+        return (await publicationShown(ctx, e.culprit.publicationId)) ? e.reason : e.unnamedReason;
+      },
+    }),
     unavailableSource: t.prismaField({
       type: "PublicationVersion",
       nullable: true,
@@ -65,7 +112,14 @@ const MaterialReadRef = builder.objectRef<MaterialRead>("MaterialRead").implemen
   description: "The outcome of an exact-version read: that version, never a newer one, or why it cannot be used.",
   fields: (t) => ({
     status: t.field({ type: AvailabilityStatusEnum, resolve: (r) => r.status }),
-    reason: t.string({ nullable: true, resolve: (r) => (r.status === "UNAVAILABLE" ? r.reason : null) }),
+    reason: t.string({
+      nullable: true,
+      description: "Why not. To an access token whose reach does not hold the version that broke eligibility: without its title or why it was revoked.",
+      resolve: async (r, _args, ctx) => {
+        if (r.status !== "UNAVAILABLE") return null;
+        return r.unnamed && !(await publicationShown(ctx, r.unnamed.publicationId)) ? r.unnamed.reason : r.reason;
+      },
+    }),
     publicationVersion: t.field({
       type: PublicationVersionNode,
       nullable: true,
@@ -138,14 +192,26 @@ export const MaterialUseObject = builder.prismaNode("MaterialUse", {
   description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
   fields: (t) => ({
     stage: t.expose("stage", { type: MaterialStageEnum }),
-    publicationId: t.id({ resolve: (use) => encodeGlobalId("Publication", use.publicationId) }),
-    version: t.exposeInt("version"),
-    publicationVersion: t.relation("publicationVersion", { nullable: true, description: "Null when no such version exists." }),
-    reason: t.exposeString("reason", { nullable: true, description: "UNAVAILABLE: why, as the model was told." }),
-    contentHash: t.exposeString("contentHash", {
+    publicationId: t.id({
       nullable: true,
-      description:
-        "READ and CONSUMED: SHA-256 (hex) of the UTF-8 encoding of exactly the characters in `range` — the part read, or the part the request carried. An entry without a range holds the whole version's hash.",
+      description: `The publication the entry is about. ${OUTSIDE_REACH}`,
+      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? encodeGlobalId("Publication", use.publicationId) : null),
+    }),
+    version: t.int({
+      nullable: true,
+      description: `The version number the entry is about. ${OUTSIDE_REACH}`,
+      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.version : null),
+    }),
+    publicationVersion: t.relation("publicationVersion", { nullable: true, description: `Null when no such version exists. ${OUTSIDE_REACH}` }),
+    reason: t.string({
+      nullable: true,
+      description: `UNAVAILABLE: why, as the model was told. ${OUTSIDE_REACH}`,
+      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.reason : null),
+    }),
+    contentHash: t.string({
+      nullable: true,
+      description: `READ and CONSUMED: SHA-256 (hex) of the UTF-8 encoding of exactly the characters in \`range\` — the part read, or the part the request carried. An entry without a range holds the whole version's hash. ${OUTSIDE_REACH}`,
+      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.contentHash : null),
     }),
     range: t.field({
       type: CharacterRange,
@@ -162,8 +228,12 @@ export const MaterialUseObject = builder.prismaNode("MaterialUse", {
     requestSpan: t.prismaField({
       type: "Span",
       nullable: true,
-      description: "CONSUMED: the model-request span whose request carried the content.",
-      resolve: (query, use, _args, ctx) => (use.requestSpanId ? ctx.prisma.span.findUnique({ ...query, where: { id: use.requestSpanId } }) : null),
+      description: "CONSUMED: the model-request span whose request carried the content. Null to an access token that may not READ the run.",
+      resolve: async (query, use, _args, ctx) => {
+        if (!use.requestSpanId) return null;
+        if (!(await runReadable(ctx, use.runId))) return null;
+        return ctx.prisma.span.findFirst({ ...query, where: { id: use.requestSpanId, trace: { runId: use.runId } } });
+      },
     }),
     run: t.relation("run"),
     at: t.expose("createdAt", { type: "DateTime" }),
@@ -213,13 +283,13 @@ builder.prismaObjectFields("PublicationVersion", (t) => ({
     type: "MaterialUse",
     name: "PublicationVersionConsumerConnection",
     description: describePage(
-      "The runs (yours) whose model requests carried this version's content: their CONSUMED entries, oldest first. Each names the range carried; `coverage` PART says the run consumed only part of the version (a run that read it in parts has one entry per part).",
+      "The runs (yours; to an access token, those it may READ) whose model requests carried this version's content: their CONSUMED entries, oldest first. Each names the range carried; `coverage` PART says the run consumed only part of the version (a run that read it in parts has one entry per part).",
       CONSUMERS,
     ),
     list: CONSUMERS,
-    resolve: (query, version, args, ctx) =>
+    resolve: async (query, version, args, ctx) =>
       readConnection<MaterialUse>(ctx.prisma.materialUse, CONSUMERS, args, {
-        scope: { publicationVersionId: version.id, ...ofMyRun(ctx) },
+        scope: { publicationVersionId: version.id, ...ofMyRun(ctx), ...(await consumersReadable(ctx, version.id)) },
         where: { stage: "CONSUMED" },
         query,
       }),

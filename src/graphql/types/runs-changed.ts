@@ -1,7 +1,7 @@
 // runsChanged: a live run list (issue 39) — the changes of the caller's runs as they enter,
 // change in or leave a RunFilter, resumable with afterSeq (domain/runs/run-list-updates.ts).
-import { grants } from "../../domain/principal/access-scope.js";
-import { type RunListUpdate, type RunListUpdateKind, runListUpdates } from "../../domain/runs/run-list-updates.js";
+import { type RunListUpdate, type RunListUpdateKind, runListUpdates, type RunPlacement } from "../../domain/runs/run-list-updates.js";
+import { runsGranted } from "../granted-nodes.js";
 import { builder } from "../builder.js";
 import { parseAfterSeq, SEQ_TYPE_NOTE } from "../sequence.js";
 import { RunFilterInput, runFilterFromInput } from "./run-filter.js";
@@ -51,7 +51,7 @@ builder.subscriptionField("runsChanged", (t) =>
     description:
       "A live run list: each change of your runs that adds a run to the list the filter selects, updates a run in it, or removes one from it — e.g. with status: [RUNNING], ADDED when a run starts, UPDATED while it uses tokens or is tagged, REMOVED when it waits or ends. " +
       "First the changes after afterSeq (none without it: live from now on — subscribe, then read runs(filter), and apply updates by run id), then live ones, across instances. " +
-      "An access token sees only the runs it may subscribe to (its workspaces, conversations and runs). Completes after RESYNC_REQUIRED.",
+      "An access token sees only the runs it may subscribe to (its workspaces, conversations and runs, and the runs and conversations linked to a workspace it may subscribe to). Completes after RESYNC_REQUIRED.",
     args: {
       filter: t.arg({ type: RunFilterInput }),
       afterSeq: t.arg.string({ description: `The seq of the last RunListUpdate you applied. ${SEQ_TYPE_NOTE}` }),
@@ -60,11 +60,12 @@ builder.subscriptionField("runsChanged", (t) =>
       const filter = runFilterFromInput(args.filter);
       const afterSeq = args.afterSeq == null ? null : parseAfterSeq(args.afterSeq).seq;
       const access = ctx.actor.access;
+      // An access token's: the runs it may subscribe to, granted or linked to a workspace it may subscribe to.
       const visible =
         filter === "matches-nothing"
-          ? () => false
+          ? async () => new Set<string>()
           : access
-            ? (run: { id: string; workspaceId: string | null; conversationId: string }) => grants(access, "SUBSCRIBE", "Run", run.id, run)
+            ? (runs: RunPlacement[]) => runsGranted(access, ["SUBSCRIBE"], runs, ctx.prisma, ctx.actor.principalId)
             : undefined;
       return untilLeft((signal) =>
         runListUpdates({

@@ -105,7 +105,7 @@ export const ScoreNode = builder.prismaNode("Score", {
           case "CHECKPOINT_VERSION": {
             const checkpoint = await ctx.prisma.checkpointVersion.findFirst({ where: { id, workspace: { ownerId: owner, deletedAt: null } } });
             if (!checkpoint) return null;
-            const [read] = await ctx.services.checkpoints.withAvailability([checkpoint]);
+            const [read] = await ctx.services.checkpoints.withAvailability([checkpoint], ctx.actor);
             return tag(read!, read!.status === "AVAILABLE" ? "Checkpoint" : "UnavailableCheckpoint");
           }
         }
