@@ -58,7 +58,13 @@ export type ViewerServer = { t: TestApp; server: RunningServer; key: string; url
 export async function startViewerServer(
   model: ModelPort | ScriptStep[],
   tools: Tool[] = [],
-  limits: { leaseMs?: number; approvals?: { rules: Record<string, "always" | "never"> }; frameAncestors?: string[]; events?: EventBus } = {},
+  limits: {
+    leaseMs?: number;
+    toolTimeoutMs?: number;
+    approvals?: { rules: Record<string, "always" | "never"> };
+    frameAncestors?: string[];
+    events?: EventBus;
+  } = {},
 ): Promise<ViewerServer> {
   const t = await startTestApp("pglite", {
     authRequired: true,
@@ -70,7 +76,7 @@ export async function startViewerServer(
       extraTools: tools,
       // Long enough that a busy machine never loses a lease by accident.
       leaseMs: limits.leaseMs ?? 30_000,
-      toolTimeoutMs: 20_000,
+      toolTimeoutMs: limits.toolTimeoutMs ?? 20_000,
       approvals: limits.approvals,
     },
   });

@@ -13,6 +13,20 @@ function el(tag, className, text) {
   return node;
 }
 
+// Changing only what differs: an element kept across renders (the tree's) is left untouched when it already shows the value.
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}
+function setData(node, name, value) {
+  if (node.dataset[name] !== value) node.dataset[name] = value;
+}
+function setStyle(node, property, value) {
+  if (node.style.getPropertyValue(property) !== value) node.style.setProperty(property, value);
+}
+
 // What visibleEl marks (the SDK's VISIBLE_PART): characters a person does not see, or sees as a
 // plain space (bidi controls, zero-width and other format characters, control characters, blanks
 // other than U+0020), and words that mix Latin, Greek and Cyrillic letters, which can look alike.

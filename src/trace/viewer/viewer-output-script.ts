@@ -128,7 +128,7 @@ function liveOutputRow(span, depth) {
     return null;
   }
   if (!entry.chars) return null;
-  entry.label.style.paddingLeft = depth * 16 + 18 + "px";
+  setStyle(entry.label, "padding-left", depth * 16 + 18 + "px");
   return entry.row;
 }
 `;

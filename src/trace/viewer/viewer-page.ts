@@ -10,9 +10,10 @@ import { RENDER_SCRIPT } from "./viewer-render-script.js";
 import { SOCKET_SCRIPT } from "./viewer-socket-script.js";
 import { STYLE } from "./viewer-style.js";
 import { TREE_SCRIPT } from "./viewer-tree-script.js";
+import { TREE_VIEW_SCRIPT } from "./viewer-tree-view-script.js";
 
 /** The page's script: its parts in order, in one scope. */
-const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + OUTPUT_SCRIPT + TREE_SCRIPT + PANEL_SCRIPT + ACTIONS_SCRIPT + RENDER_SCRIPT;
+const SCRIPT = DATA_SCRIPT + FORMAT_SCRIPT + SOCKET_SCRIPT + OUTPUT_SCRIPT + TREE_SCRIPT + TREE_VIEW_SCRIPT + PANEL_SCRIPT + ACTIONS_SCRIPT + RENDER_SCRIPT;
 
 /** Three bars of a waterfall, as the tab's icon: not Dossier's own (server/favicon.ts), so a trace's tab is told from GraphiQL's at a glance. */
 const ICON =

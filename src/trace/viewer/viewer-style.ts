@@ -73,7 +73,7 @@ button.toggle:hover { background: #e3e8f1; }
 .axis .dur, .axis .tok { color: var(--muted); font-size: 11px; } .axis .tok { white-space: normal; line-height: 1.25; }
 .event-row > .label { grid-column: 1 / 4; }
 .lane { position: relative; height: 18px; background: linear-gradient(90deg, #eef0f4 1px, transparent 1px) 0 0 / 25% 100%; }
-.bar { position: absolute; top: 4px; height: 10px; min-width: 2px; border-radius: 3px; background: #8ea3c8; }
+.bar { position: absolute; left: calc(var(--s, 0) * 100% / var(--axis, 1)); width: calc(var(--d, 0) * 100% / var(--axis, 1)); top: 4px; height: 10px; min-width: 2px; border-radius: 3px; background: #8ea3c8; }
 .bar.ATTEMPT { background: #a59ce8; } .bar.TURN { background: #b6bfcd; } .bar.MODEL_CALL { background: #3fae6a; }
 .bar.TOOL_CALL, .bar.MCP_CALL { background: #f0a23b; } .bar.COMPACTION, .bar.SPILL, .bar.SKILL_LOAD { background: #b07ad8; }
 .bar.ERROR { background: #d9473a; } .bar.CANCELLED { background: #a7adb8; }
@@ -85,7 +85,7 @@ button.toggle:hover { background: #e3e8f1; }
 .output-row > .label { grid-column: 1 / -1; align-items: flex-start; } .output-row .ekind { color: #1d6b39; }
 .output-row .output-note { color: #5b6b60; font-size: 12px; white-space: nowrap; }
 .output-row pre.output { margin: 0; min-width: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12.5px; color: #14401f; }
-.tick { position: absolute; top: 5px; width: 7px; height: 7px; transform: translateX(-50%) rotate(45deg); background: #8a92a1; }
+.tick { position: absolute; left: calc(var(--s, 0) * 100% / var(--axis, 1)); top: 5px; width: 7px; height: 7px; transform: translateX(-50%) rotate(45deg); background: #8a92a1; }
 .ekind { flex: none; font-size: 10.5px; color: #6a4fb3; min-width: 64px; }
 .preview { min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .event-row.FINAL_REPLY { background: #edf9f1; } .event-row.FINAL_REPLY .ekind { color: #1d6b39; font-weight: 700; }

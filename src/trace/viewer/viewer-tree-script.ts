@@ -34,13 +34,23 @@ function treeOf(spans) {
   return { children, roots };
 }
 
-/** The shared time axis: from the first span's start to the trace's last moment (now, while it runs). */
+/** A length past ms with room to spare: the next of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten. */
+function roomy(ms) {
+  const power = 10 ** Math.floor(Math.log10(Math.max(1, ms)));
+  return [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].map((step) => step * power).find((length) => length >= ms);
+}
+
+/**
+ * The shared time axis: from the first span's start to the trace's last moment once it ended.
+ * While it runs the axis reaches a little past now (roomy), so running spans grow on an axis that
+ * changes only now and then, not on every tick with every bar on it.
+ */
 function axisOf(spans) {
   let start = Infinity;
   for (const span of spans) start = Math.min(start, Date.parse(span.startedAt));
   if (!Number.isFinite(start)) start = serverNow();
-  const end = Math.max(start + 1, state.ended ? state.lastMoment : Math.max(serverNow(), state.lastMoment));
-  return { start, end, at: (time) => (100 * (time - start)) / (end - start) };
+  const end = state.ended ? Math.max(start + 1, state.lastMoment) : start + roomy(Math.max(serverNow(), state.lastMoment) - start);
+  return { start, end };
 }
 
 /** A span's model usage with everything below it: a model call's own, the sum of its model calls for any other span. */
@@ -126,21 +136,27 @@ function tokensCell(usage, below, cost) {
   return cell;
 }
 
+/** A span row's bar: placed on the time axis by CSS from its offset and duration in ms (--s, --d) and the axis's length (--axis on the tree). */
 function laneOf(span, ctx) {
   const lane = el("div", "lane");
-  const start = Date.parse(span.startedAt);
   const bar = el("div", "bar " + span.kind + " " + span.status);
   bar.dataset.testid = "bar";
-  bar.style.left = ctx.axis.at(start) + "%";
-  bar.style.width = Math.max(0, ctx.axis.at(endOf(span)) - ctx.axis.at(start)) + "%";
-  bar.title = span.name + ": " + durationText(span) + ", from +" + formatMs(start - ctx.axis.start);
+  bar.style.setProperty("--s", String(Date.parse(span.startedAt) - ctx.axis.start));
   lane.append(bar);
   return lane;
 }
 
-function spanRow(span, depth, expandable, ctx) {
+/** What of a span's row changes with time alone: its bar's length and its duration. Updated in place, and only when changed. */
+function spanTimes(node, span, ctx) {
+  const start = Date.parse(span.startedAt);
+  setStyle(node.bar, "--d", String(durationMs(span)));
+  setAttr(node.bar, "title", span.name + ": " + durationText(span) + ", from +" + formatMs(start - ctx.axis.start));
+  setText(node.dur, durationText(span));
+}
+
+function spanRow(span, depth, expandable, ctx, usage, cost) {
   const collapsed = state.collapsed.has(span.id);
-  const row = el("div", "row span-row" + (state.selected === span.id ? " selected" : ""));
+  const row = el("div", "row span-row");
   row.tabIndex = 0;
   row.setAttribute("role", "treeitem");
   row.dataset.testid = "span-row";
@@ -161,7 +177,7 @@ function spanRow(span, depth, expandable, ctx) {
   const note = noteOf(span);
   if (note) label.append(el("span", "note " + note.tone, note.text));
   const own = span.kind === "MODEL_CALL";
-  row.append(label, el("div", "dur", durationText(span)), tokensCell(usageOf(span, ctx.tree, ctx.memo), !own, costOf(span, ctx.tree, ctx.memo)), laneOf(span, ctx));
+  row.append(label, el("div", "dur"), tokensCell(usage, !own, cost), laneOf(span, ctx));
   row.onclick = () => select(span.id);
   row.onkeydown = (event) => {
     if (event.key === "Enter" || event.key === " ") {
@@ -197,52 +213,11 @@ function eventRow(span, events, depth, ctx) {
   }
   const lane = el("div", "lane");
   const mark = el("i", "tick");
-  mark.style.left = ctx.axis.at(Date.parse(first.at)) + "%";
+  mark.style.setProperty("--s", String(Date.parse(first.at) - ctx.axis.start));
   lane.append(mark);
   row.title = eventLabel(first) + " at +" + formatMs(Date.parse(first.at) - ctx.axis.start) + " · " + int(first.size) + " bytes";
   row.append(label, lane);
   row.onclick = () => select(span.id, first.id);
   return row;
-}
-
-function spanNode(span, depth, ctx) {
-  const box = el("div", "span");
-  box.dataset.testid = "span";
-  box.dataset.spanId = span.id;
-  box.dataset.kind = span.kind;
-  box.dataset.status = span.status;
-  const items = itemsOf(span, ctx.tree);
-  box.append(spanRow(span, depth, items.length > 0, ctx));
-  const output = liveOutputRow(span, depth + 1);
-  if (output) box.append(output);
-  if (items.length > 0 && !state.collapsed.has(span.id)) {
-    const list = el("div", "children");
-    list.setAttribute("role", "group");
-    for (const item of items) list.append(item.span ? spanNode(item.span, depth + 1, ctx) : eventRow(span, item.events, depth + 1, ctx));
-    box.append(list);
-  } else if (items.length > 0) box.dataset.collapsed = "true";
-  return box;
-}
-
-function axisRow(axis) {
-  const row = el("div", "row axis");
-  row.append(el("div", "label", "span"), el("div", "dur", "duration"), el("div", "tok", "tokens in / out / cached / reasoning · cost"));
-  const lane = el("div", "lane");
-  for (const share of [0, 0.25, 0.5, 0.75, 1]) {
-    const tick = el("span", "tick-label" + (share === 0 ? " first" : share === 1 ? " last" : ""), formatMs(share * (axis.end - axis.start)));
-    tick.style.left = share * 100 + "%";
-    lane.append(tick);
-  }
-  row.append(lane);
-  return row;
-}
-
-/** Draws the tree; returns what the rest of the page reads from it. */
-function renderTree() {
-  const spans = [...state.spans.values()].sort(byStart);
-  const tree = treeOf(spans);
-  const ctx = { tree, axis: axisOf(spans), memo: new Map() };
-  $("tree").replaceChildren(axisRow(ctx.axis), ...tree.roots.map((root) => spanNode(root, 0, ctx)));
-  return { spans, ctx };
 }
 `;
