@@ -10,7 +10,7 @@
 //   npm run bench:capacity              (RUNS=100 MODEL_SECONDS=10 by default; BENCH_HOPS=1: each piece hop by hop;
 //                                        BENCH_API_POOL, BENCH_WORKER_POOL: that process's DB_POOL_SIZE;
 //                                        BENCH_STREAM_POOL: the API's DB_STREAM_POOL_SIZE;
-//                                        BENCH_WORKER_FLAGS: Node.js flags added to the worker's)
+//                                        BENCH_WORKER_FLAGS, BENCH_API_FLAGS: Node.js flags added to that process's)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -82,7 +82,11 @@ const poolOf = (name: string): Record<string, string> => (process.env[name] ? { 
 const streamPool: Record<string, string> = process.env.BENCH_STREAM_POOL ? { DB_STREAM_POOL_SIZE: process.env.BENCH_STREAM_POOL } : {};
 // BENCH_API_PROF=<dir>: the API writes a V8 CPU profile there when it stops (as BENCH_CPU_PROF for the worker).
 const api = spawnBuilt("src/main.ts", {
-  nodeFlags: process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : [],
+  nodeFlags: [
+    ...(process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : []),
+    // BENCH_API_FLAGS="<node flags>": after the API's own, as BENCH_WORKER_FLAGS for the worker.
+    ...(process.env.BENCH_API_FLAGS?.split(" ").filter(Boolean) ?? []),
+  ],
   env: {
     ...common,
     ...poolOf("BENCH_API_POOL"),
