@@ -84,7 +84,6 @@ const streamPool: Record<string, string> = process.env.BENCH_STREAM_POOL ? { DB_
 const api = spawnBuilt("src/main.ts", {
   nodeFlags: [
     ...(process.env.BENCH_API_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_API_PROF}`] : []),
-    // BENCH_API_FLAGS="<node flags>": after the API's own, as BENCH_WORKER_FLAGS for the worker.
     ...(process.env.BENCH_API_FLAGS?.split(" ").filter(Boolean) ?? []),
   ],
   env: {
