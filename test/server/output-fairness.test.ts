@@ -66,7 +66,10 @@ describe.runIf(redisUrl || process.env.CI)("live output of two principals on one
       }, 10);
       let pieces = 0;
       const streaming = setInterval(() => b.report({ type: "text", delta: `piece${String(pieces++).padStart(5, "0")} ` }), 5);
-      await allowTimeFor("A's asks and B's pieces", 2_000);
+      // Two seconds of A's asks and B's pieces, and more than 1,000 asks: a busy machine may fire the
+      // churn's timer less often than every 10 ms, so the asks are counted, not assumed.
+      const churnStarted = performance.now();
+      await waitFor(() => performance.now() - churnStarted >= 2_000 && asks > 1_000, 30_000);
       clearInterval(churn);
       clearInterval(streaming);
       b.end();
@@ -82,7 +85,6 @@ describe.runIf(redisUrl || process.env.CI)("live output of two principals on one
       expect(heardOfB).toEqual(sentOfB);
       expect(heardOfB.flatMap((frame) => frame.parts.map((part) => part.text)).join("")).toBe(text);
       const turn = Math.max(SNAPSHOT_EVERY_MS, (ARGUMENTS / SNAPSHOT_CHARS_PER_SECOND) * 1000);
-      expect(asks).toBeGreaterThan(1_000);
       const whileStreaming = snapshotsOfA.filter(({ at }) => at < aEndedAt);
       expect(whileStreaming.length).toBeGreaterThan(1);
       // (Timers count whole milliseconds: a turn's end may come up to one early.)
