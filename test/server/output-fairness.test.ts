@@ -87,8 +87,9 @@ describe.runIf(redisUrl || process.env.CI)("live output of two principals on one
       const turn = Math.max(SNAPSHOT_EVERY_MS, (ARGUMENTS / SNAPSHOT_CHARS_PER_SECOND) * 1000);
       const whileStreaming = snapshotsOfA.filter(({ at }) => at < aEndedAt);
       expect(whileStreaming.length).toBeGreaterThan(1);
-      // (Timers count whole milliseconds: a turn's end may come up to one early.)
-      for (let i = 1; i < whileStreaming.length; i += 1) expect(whileStreaming[i]!.at - whileStreaming[i - 1]!.at).toBeGreaterThanOrEqual(turn - 2);
+      // A turn apart, not the asks' 10 ms: timers count whole milliseconds and a snapshot published
+      // a few milliseconds late (a busy machine) shortens the gap to the next by as much.
+      for (let i = 1; i < whileStreaming.length; i += 1) expect(whileStreaming[i]!.at - whileStreaming[i - 1]!.at).toBeGreaterThanOrEqual(turn - 15);
       // Each of A's calls as it ends: the answer waiting for its turn, if one was, goes out once, ahead of its last frame.
       const atEnd = snapshotsOfA.filter(({ at }) => at >= aEndedAt).map(({ runId }) => runId);
       expect(new Set(atEnd).size).toBe(atEnd.length);
