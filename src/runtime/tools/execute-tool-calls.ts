@@ -9,6 +9,7 @@
 // protection, R10) sees each output, error results included, inside its own call's span. Each result is logged
 // the moment it is known (so a crash loses only the calls still running), and its TOOL_OUTPUT
 // event refers to that log entry instead of storing the output a second time.
+import { head } from "../../domain/text/whole-characters.js";
 import type { Transact } from "../../domain/transaction.js";
 import { failedSpanStatus, note, withSpan } from "../loop/spans.js";
 import { RunStopped, stoppedSpanStatus } from "../loop/stop.js";
@@ -102,7 +103,8 @@ export async function executeToolCalls(options: ExecuteOptions): Promise<ToolRes
   // and the step ends only once every tool it started has (invoke). An attempt never leaves a tool
   // running behind it: the next attempt would find the call begun and run its siblings meanwhile.
   const givingUp = new AbortController();
-  const step: Step = { ...options, signal: AbortSignal.any([options.signal, givingUp.signal]) };
+  // Each call's signal also aborts when the step gives up.
+  const step: ExecuteOptions = { ...options, signal: AbortSignal.any([options.signal, givingUp.signal]) };
   let failure: { error: unknown } | undefined;
   const settled = await Promise.allSettled(
     options.calls.map((call, index) =>
@@ -120,16 +122,13 @@ export async function executeToolCalls(options: ExecuteOptions): Promise<ToolRes
   return settled.map((result) => (result as PromiseFulfilledResult<ToolResult>).value);
 }
 
-/** The options of a step's calls: `signal` also aborts when the step gives up. */
-type Step = ExecuteOptions;
-
 /** A call whose turn came after the run was stopped: it never began (no span, no result to log; repair answers it). */
 async function notStarted(call: ToolCall): Promise<ToolResult> {
   return { call, output: "Error: the run was stopped before this call began.", isError: true, cancelled: true, durationMs: 0 };
 }
 
 /** `refused`: the call does not execute; this error result is its result, and no gate is asked. */
-async function executeOne(call: ToolCall, options: Step, refused?: string): Promise<ToolResult> {
+async function executeOne(call: ToolCall, options: ExecuteOptions, refused?: string): Promise<ToolResult> {
   const started = Date.now();
   const input = {
     traceId: options.parent.traceId,
@@ -193,7 +192,7 @@ async function payload(call: ToolCall, output: string, span: SpanRef, options: E
   }
 }
 
-async function invoke(call: ToolCall, span: SpanRef, options: Step): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
+async function invoke(call: ToolCall, span: SpanRef, options: ExecuteOptions): Promise<{ output: string; isError: boolean; cancelled: boolean }> {
   const tool = options.tools.get(call.name);
   if (!tool) return { output: `Error: there is no tool named "${call.name}".`, isError: true, cancelled: false };
   let args: unknown;
@@ -232,11 +231,11 @@ const LATE_OUTPUT_SHOWN = 4_000;
  * returns after the stop goes to the server's log, as such: the run neither logs it nor shows it to
  * its model. A tool still running at its timeout is left behind, and the log says so.
  */
-async function settledAfterStop(work: Promise<string>, timeout: AbortSignal, call: ToolCall, options: Step): Promise<void> {
+async function settledAfterStop(work: Promise<string>, timeout: AbortSignal, call: ToolCall, options: ExecuteOptions): Promise<void> {
   const where = { runId: options.run.id, tool: call.name, toolCallId: call.id, stop: String(options.signal.reason) };
   try {
     const output = await raceAbort(work, timeout);
-    const shown = output.length > LATE_OUTPUT_SHOWN ? `${output.slice(0, LATE_OUTPUT_SHOWN)}… (${output.length} characters)` : output;
+    const shown = output.length > LATE_OUTPUT_SHOWN ? `${head(output, LATE_OUTPUT_SHOWN)}… (${output.length} characters)` : output;
     options.logger?.warn("a tool call returned after its run was stopped; its result is not the run's", { ...where, output: shown });
   } catch {
     if (timeout.aborted) options.logger?.warn("a tool call had not stopped by its timeout after its run was stopped; it is left behind", where);

@@ -8,7 +8,7 @@ const EVENT_FIELDS = "id seq kind at preview size truncated";
 // stopRequest: a stop asked for (cancelRun's mode), pending or taken.
 const RUN_FIELDS =
   "id status pauseRequestedAt question answer answerComplete concludedEarly stopRequest { mode requestedAt } failureReason model viewerOperations attempts { edges { node { number outcome endedAt span { id } } } } " +
-  "pendingApprovals { edges { node { id toolCallId toolName mcpTool arguments expiresAt } } }";
+  "pendingApprovals { edges { node { id toolCallId toolName mcpTool arguments readableArguments { warnings } expiresAt } } }";
 export const RUN_QUERY = `query TraceViewerRun($id: ID!) { node(id: $id) { __typename ... on Run { ${RUN_FIELDS} } } }`;
 const PAGE_INFO = "pageInfo { hasNextPage endCursor }";
 const EVENTS_PAGE = (args: string) => `events(${args}) { edges { node { ${EVENT_FIELDS} } } ${PAGE_INFO} }`;

@@ -1,7 +1,6 @@
 // The trace viewer's browser script, formatting helpers shared by the tree and the details
 // panel: building elements, durations, token counts, the labels of event kinds and the budget
 // gauge. Everything from the API is put in the page with textContent, never as HTML.
-import { ARGUMENT_ESCAPE } from "../../../sdk/readable-arguments.js";
 import { MIXED_SCRIPT_MARK, VISIBLE_PART } from "../../../sdk/visible-text.js";
 
 export const FORMAT_SCRIPT = String.raw`
@@ -83,8 +82,6 @@ function visibleEl(tag, className, text) {
 }
 
 // ---- a held call's arguments as a person reads them (the SDK's readableArguments) ----------------
-const ARGUMENT_ESCAPE = ${ARGUMENT_ESCAPE};
-
 /** The arguments as the call runs them, as JSON: {} for none, the model's text when it is not JSON. */
 function decodedArguments(raw) {
   if (raw.trim() === "") return "{}";
@@ -97,26 +94,11 @@ function decodedArguments(raw) {
 
 /**
  * What a person approves of a call's arguments: the values the tool gets, whatever escapes the model
- * wrote them with (\u0072\u006d reads rm), shown by visibleEl, and above them a warning for each
- * kind of character that was hidden or disguised (the SDK's argumentWarnings, word for word).
+ * wrote them with (\u0072\u006d reads rm), shown by visibleEl, and above them the server's warning
+ * for each kind of character that was hidden or disguised (ToolApproval.readableArguments.warnings).
  */
-function argumentsEls(raw) {
-  const decoded = decodedArguments(raw);
-  const shown = visibleEl("span", "args", decoded);
-  const hidden = shown.querySelectorAll(".hidden-char").length;
-  let escaped = 0;
-  if (decoded !== raw) {
-    for (const [, hex] of raw.matchAll(ARGUMENT_ESCAPE)) {
-      const code = hex === undefined ? -1 : parseInt(hex, 16);
-      if (code >= 0x20 && code <= 0x7e) escaped += 1;
-    }
-  }
-  const plural = (n, word) => n + " " + word + (n === 1 ? "" : "s");
-  const warnings = [
-    ...(hidden > 0 ? ["The arguments hold " + plural(hidden, "hidden character") +
-      " (invisible, bidi, control or format characters, odd blanks, stacked marks): each is shown as its escape, such as \\u202E."] : []),
-    ...(escaped > 0 ? ["The model wrote " + plural(escaped, "plain character") + " as \\u escapes (\\u0072 for r): shown decoded, as the tool gets them."] : []),
-  ];
+function argumentsEls(raw, warnings) {
+  const shown = visibleEl("span", "args", decodedArguments(raw));
   return [
     ...warnings.map((text) => {
       const warning = el("b", "args-warning", "⚠ " + text);

@@ -95,7 +95,7 @@ function renderWaiting(spans) {
       // arguments as the tool gets them with a warning for what was hidden or disguised (argumentsEls).
       // An MCP tool's offered name is fitted to model APIs: the server and the tool's own name say which tool runs.
       line.append(visibleEl("code", "", approval.toolName), ...(approval.mcpTool ? [visibleEl("span", "mcp-tool", "MCP " + approval.mcpTool)] : []),
-        ...argumentsEls(approval.arguments),
+        ...argumentsEls(approval.arguments, approval.readableArguments.warnings),
         el("span", "expires", "expires " + new Date(approval.expiresAt).toLocaleString()), decisionControls(approval));
       if (span) line.onclick = () => select(span.id, event.id);
       return line;
