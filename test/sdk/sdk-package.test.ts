@@ -212,8 +212,14 @@ describe("the SDK", () => {
         const invalid = (await client.request(CreateWorkspaceDocument, { input: { title: "", goal: "" } })).createWorkspace;
         const events = client.subscribe(WorkspaceEventsDocument, { workspaceId: created.workspace.id });
         const first = events.next();
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        await client.request(UpdateGoalDocument, { input: { workspaceId: created.workspace.id, expectedVersion: 1, statement: "A new goal" } });
+        // The subscription has no first update to tell that it listens: the goal changes until an
+        // event arrives (on a busy machine the socket may open after the first change).
+        let seen = false;
+        first.then(() => { seen = true; });
+        for (let version = 1; !seen; version += 1) {
+          await client.request(UpdateGoalDocument, { input: { workspaceId: created.workspace.id, expectedVersion: version, statement: "A new goal " + version } });
+          await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 500))]);
+        }
         const event = (await first).value;
         await events.return();
         await client.close();
