@@ -1,10 +1,13 @@
 // Which tool calls wait for a person: the most specific pattern of a map decides, and a call waits
 // when any source (the operator, the profile, the tool itself) says so.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { approvalPolicy } from "../../src/runtime/loop/held-calls.js";
 import type { Tool } from "../../src/runtime/ports/tool.js";
 import { needsApproval, ruleFor } from "../../src/runtime/tools/approval-policy.js";
+import { projectRoot } from "../support/processes.js";
 
 const operator = { run_command: "always", "mcp__*__write*": "always", "*": "never" } as const;
 
@@ -38,6 +41,41 @@ describe("the approval policy", () => {
     expect(needsApproval({ operator, profile: { run_command: "never" } }, "run_command")).toBe(true);
     expect(needsApproval({ operator, toolRequires: true }, "mcp__notes__read")).toBe(true);
     expect(needsApproval({}, "run_command")).toBe(false);
+  });
+
+  it("a star matches any run of characters, newlines and regular-expression characters included, each other character itself", () => {
+    const cases: [string, string, boolean][] = [
+      ["*", "", true],
+      ["a*", "a", true],
+      ["*a*b*", "xaybz", true],
+      ["*a*b*", "xbya", false],
+      ["**x**", "x", true],
+      ["a*b*c", "abcabc", true],
+      ["a*b*c", "abcab", false],
+      ["mcp__*__write*", "mcp__x\ny__write\n", true],
+      ["(a|b)*", "(a|b)xyz", true],
+      ["(a|b)*", "axyz", false],
+      ["*.*", "ab", false],
+      ["a?c*", "abc", false],
+    ];
+    for (const [pattern, name, expected] of cases) expect([pattern, name, ruleFor({ [pattern]: "never" }, name) === "never"]).toEqual([pattern, name, expected]);
+  });
+
+  it("a profile's pattern of many stars against an MCP tool's long name answers at once, holding no one's event loop", async () => {
+    // A principal writes both: the pattern in its agent profile, the name in its MCP server's listing.
+    // Run in a process of its own: a match that backtracked would block this one past any timeout.
+    const script = `
+      import { needsApproval } from "./src/runtime/tools/approval-policy.ts";
+      const pattern = "*a".repeat(12) + "*b";
+      const held = needsApproval({ profile: { [pattern]: "always" } }, "a".repeat(512));
+      const matched = needsApproval({ profile: { [pattern]: "always" } }, "a".repeat(511) + "b");
+      console.log(JSON.stringify({ held, matched }));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: projectRoot,
+      timeout: 20_000,
+    });
+    expect(JSON.parse(stdout.trim())).toEqual({ held: false, matched: true });
   });
 
   it("an MCP tool's full name counts as well as its exposed one: a call waits when either name's rule says always", () => {

@@ -43,13 +43,34 @@ export type ApprovalSources = {
 
 const literalLength = (pattern: string) => pattern.replaceAll("*", "").length;
 
+// Patterns come from principals' own agent profiles and names from their own MCP servers: the match
+// walks the name once per star at most (no regular expression, whose backtracking on a pattern of
+// many stars against a long name would hold the worker's event loop for every principal).
 function matches(pattern: string, name: string, anyCase: boolean): boolean {
-  if (!pattern.includes("*")) return anyCase ? pattern.toLowerCase() === name.toLowerCase() : pattern === name;
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`, anyCase ? "si" : "s").test(name);
+  const p = anyCase ? pattern.toLowerCase() : pattern;
+  const s = anyCase ? name.toLowerCase() : name;
+  if (!p.includes("*")) return p === s;
+  let pi = 0;
+  let si = 0;
+  // The last star seen, and where in the name its run of characters ends so far.
+  let star = -1;
+  let starEnd = 0;
+  while (si < s.length) {
+    if (pi < p.length && p[pi] === "*") {
+      star = pi++;
+      starEnd = si;
+    } else if (pi < p.length && p[pi] === s[si]) {
+      pi += 1;
+      si += 1;
+    } else if (star >= 0) {
+      // The characters after the star did not fit here: the star takes one more character.
+      pi = star + 1;
+      starEnd += 1;
+      si = starEnd;
+    } else return false;
+  }
+  while (p[pi] === "*") pi += 1;
+  return pi === p.length;
 }
 
 /** Orders matching patterns from most to least specific. */
