@@ -58,7 +58,8 @@ describe("the approval policy", () => {
       ["*.*", "ab", false],
       ["a?c*", "abc", false],
     ];
-    for (const [pattern, name, expected] of cases) expect([pattern, name, ruleFor({ [pattern]: "never" }, name) === "never"]).toEqual([pattern, name, expected]);
+    for (const [pattern, name, expected] of cases)
+      expect([pattern, name, ruleFor({ [pattern]: "never" }, name) === "never"]).toEqual([pattern, name, expected]);
   });
 
   it("a profile's pattern of many stars against an MCP tool's long name answers at once, holding no one's event loop", async () => {
