@@ -137,7 +137,9 @@ export function argumentWarnings({ hiddenCharacters, escapedCharacters, blankRun
     );
   }
   if (warningSigns > 0) {
-    warnings.push(`The arguments hold ${plural(warningSigns, "⚠ sign")} of their own: each is shown as its escape, \\u26A0, so every ⚠ shown is Dossier's mark.`);
+    warnings.push(
+      `The arguments hold ${plural(warningSigns, "⚠ sign")} of their own: each is shown as its escape, \\u26A0, so every ⚠ shown is Dossier's mark.`,
+    );
   }
   if (mixedScriptWords > 0) {
     warnings.push(

@@ -41,7 +41,11 @@ describe("readableArguments", () => {
   });
 
   it("shows hidden characters in keys as in values", () => {
-    expect(readableArguments('{"\u202Ecommand":"ls","a\u200B":1}')).toEqual({ ...counts, text: String.raw`{"\u202Ecommand":"ls","a\u200B":1}`, hiddenCharacters: 2 });
+    expect(readableArguments('{"\u202Ecommand":"ls","a\u200B":1}')).toEqual({
+      ...counts,
+      text: String.raw`{"\u202Ecommand":"ls","a\u200B":1}`,
+      hiddenCharacters: 2,
+    });
   });
 
   it("shows unassigned code points, noncharacters and private-use characters as escapes, and counts them", () => {

@@ -69,7 +69,13 @@ describe("a held call's arguments as a person reads them", () => {
     // Stored and given exactly as the model wrote them.
     expect(approvals.map((a) => a.arguments).sort()).toEqual(Object.values(raw).sort());
     const readable = (text: string) => approvals.find((a) => a.arguments === text)!.readableArguments;
-    expect(readable(raw.escaped)).toEqual({ text: '{"command":"rm -rf ~"}', hiddenCharacters: 0, escapedCharacters: 2, ...NONE, warnings: [ESCAPED_WARNING(2)] });
+    expect(readable(raw.escaped)).toEqual({
+      text: '{"command":"rm -rf ~"}',
+      hiddenCharacters: 0,
+      escapedCharacters: 2,
+      ...NONE,
+      warnings: [ESCAPED_WARNING(2)],
+    });
     const shownStack = "\\u0336".repeat(6);
     expect(readable(raw.stacked)).toEqual({
       text: `{"command":"cat x${shownStack} /tmp"}`,

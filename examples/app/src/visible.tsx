@@ -52,17 +52,19 @@ export function Visible({ text }: { text: string }) {
  * (⚠[40 spaces]), the rest as Visible shows it: ToolApproval.readableArguments.text, marked.
  */
 export function ReadableArguments({ raw }: { raw: string }) {
-  return (
-    <AsStored>
-      {argumentPieces(raw).map((piece, i) =>
-        piece.blankRun ? (
-          <mark key={i} data-testid="blank-run" title="A run of blanks, shown as its count">
-            {piece.text}
-          </mark>
-        ) : (
-          visibleParts(piece.text, String(i))
-        ),
-      )}
-    </AsStored>
-  );
+  const parts: ReactNode[] = [];
+  let at = 0; // where the piece starts in what is shown: each part's key
+  for (const piece of argumentPieces(raw)) {
+    parts.push(
+      piece.blankRun ? (
+        <mark key={`b${at}`} data-testid="blank-run" title="A run of blanks, shown as its count">
+          {piece.text}
+        </mark>
+      ) : (
+        visibleParts(piece.text, `t${at}`)
+      ),
+    );
+    at += piece.text.length;
+  }
+  return <AsStored>{parts}</AsStored>;
 }
