@@ -13,11 +13,13 @@
  * separators, control characters other than tab and newline, every default-ignorable code point
  * (unassigned ones among them: U+2065, U+FFF0–FFF8, most of U+E0000–E0FFF), which browsers draw as
  * nothing, and the blanks that are not U+0020: every other space separator (no-break, en, em, thin,
- * ideographic spaces …) and the Braille blank U+2800, which read as a space but are not one; and
- * private-use characters, which a font may draw as any letter, or as nothing.
+ * ideographic spaces …) and the Braille blank U+2800, which read as a space but are not one;
+ * private-use characters, which a font may draw as any letter, or as nothing; and every code point
+ * Unicode has not assigned (U+0378, the noncharacters U+FDD0–FDEF and U+FFFE/FFFF) and every lone
+ * surrogate, which a font draws as a box, a blank or nothing, and which may mean something later.
  */
 export const HIDDEN_CHARACTER =
-  /\u034F|(?![\t\n])\p{Cc}|(?! )\p{Zs}|[\p{Cf}\p{Co}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2028\u2029\u2800]/gu;
+  /\u034F|(?![\t\n])\p{Cc}|(?! )\p{Zs}|[\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2028\u2029\u2800]/gu;
 
 /**
  * Combining marks stacked on one character, four or more: drawn above and below the line, they
@@ -43,11 +45,19 @@ export const MIXED_SCRIPT_WORD = new RegExp(
   "gu",
 );
 
-/** What either is: a hidden character or a stack of marks (its first group), or a word that mixes scripts. */
-export const VISIBLE_PART = new RegExp(`(${HIDDEN_CHARACTER.source}|${MARK_STACK.source})|${MIXED_SCRIPT_WORD.source}`, "gu");
-
-/** Shown before a word that mixes scripts. */
+/**
+ * Shown before a word that mixes scripts, and before a run of blanks shown as its count
+ * (readable-arguments.ts). Text that holds one itself has it shown as its escape, \u26A0
+ * (VISIBLE_PART), so a ⚠ a person reads is always Dossier's: a model can neither forge a mark
+ * nor make a real one look like the text around it.
+ */
 export const MIXED_SCRIPT_MARK = "⚠";
+
+/**
+ * What visibleText shows otherwise: a hidden character, a stack of marks or a ⚠ of the text's own
+ * (its first group, each shown as its escape), or a word that mixes scripts (shown after a ⚠).
+ */
+export const VISIBLE_PART = new RegExp(`(${HIDDEN_CHARACTER.source}|${MARK_STACK.source}|${MIXED_SCRIPT_MARK})|${MIXED_SCRIPT_WORD.source}`, "gu");
 
 /** How a hidden character is shown: `\u202E`, or `\u{E0041}` past U+FFFF; a stack of marks, each of its marks so. */
 export function hiddenCharacterEscape(characters: string): string {
@@ -77,8 +87,8 @@ export function mixedScriptNote(word: string): string {
 }
 
 /**
- * `text` for a person to read: each hidden character (HIDDEN_CHARACTER) and each mark of a stack
- * (MARK_STACK) replaced by its escape,
+ * `text` for a person to read: each hidden character (HIDDEN_CHARACTER), each mark of a stack
+ * (MARK_STACK) and each ⚠ of its own replaced by its escape,
  * each word that mixes scripts (MIXED_SCRIPT_WORD) after a ⚠ (MIXED_SCRIPT_MARK).
  */
 export function visibleText(text: string): string {

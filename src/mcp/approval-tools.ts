@@ -16,8 +16,10 @@ type Answers = {
  * The calls a run waits on, as get_run shows them: their ids, tool names and arguments with every
  * character a person would not see (bidi overrides, zero-width characters, stacked marks) shown as
  * its escape (visibleText), the arguments decoded as the tool gets them (ToolApproval.readableArguments:
- * `\u0072\u006d` shows as rm) and `warnings` saying how many characters were hidden or written as
- * escapes, so an MCP client's user approves the command that runs, not one it seems to be;
+ * `\u0072\u006d` shows as rm, a run of more than 32 blanks as its count, `⚠[40 spaces]`, a ⚠ of
+ * their own as its escape, \u26A0) and `warnings` saying how many characters were hidden or
+ * written as escapes, how many runs of blanks were counted, how many ⚠ of their own and words of
+ * mixed scripts they hold, so an MCP client's user approves the command that runs, not one it seems to be;
  * `approvalId` names the request exactly (decide_tool_call), whatever the model named the call.
  * A word that mixes Latin, Greek and Cyrillic letters ("gіthub" with a Cyrillic і) is shown after
  * a ⚠, and `mixedScripts` says which letters of each such word are not what they look like.

@@ -291,7 +291,7 @@ function registerGetRun(server: McpServer, client: DossierClient): void {
     {
       title: "Get a run",
       description:
-        "A run's status; while it is WAITING, the tool calls that wait for your decision (an MCP tool's call names its server and the tool as the server lists it: mcpTool, <server>/<tool>), their arguments decoded as the tool gets them with every hidden character shown as its escape (\\u202E) and counted in warnings; once it has settled, its answer or why it failed.",
+        "A run's status; while it is WAITING, the tool calls that wait for your decision (an MCP tool's call names its server and the tool as the server lists it: mcpTool, <server>/<tool>), their arguments decoded as the tool gets them with every hidden character shown as its escape (\\u202E), every run of more than 32 blanks as its count (⚠[40 spaces]) and a ⚠ of their own as its escape (\\u26A0), each kind counted in warnings; once it has settled, its answer or why it failed.",
       inputSchema: { runId: id("run") },
       annotations: { readOnlyHint: true },
     },

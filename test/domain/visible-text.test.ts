@@ -62,26 +62,31 @@ describe("what a person reads of a held call's argument values", () => {
   });
 });
 
+const NONE = { blankRuns: 0, warningSigns: 0, mixedScriptWords: 0 };
+
 describe("readableArguments", () => {
   it("decodes the arguments as the tool gets them and counts what was hidden or written as escapes", () => {
     expect(readableArguments(String.raw`{ "command" : "\u0072\u006d -rf ~", "n": 1.0 }`)).toEqual({
       text: '{"command":"rm -rf ~","n":1}',
       hiddenCharacters: 0,
       escapedCharacters: 2,
+      ...NONE,
     });
     // A backslash written as such is no escape; a non-ASCII letter written as one is common and not counted.
     expect(readableArguments(String.raw`{"path":"C:\\u0072","word":"caf\u00e9"}`)).toEqual({
       text: String.raw`{"path":"C:\\u0072","word":"café"}`,
       hiddenCharacters: 0,
       escapedCharacters: 0,
+      ...NONE,
     });
     expect(readableArguments(String.raw`{"a":"\u202E\u200B x"}`)).toEqual({
       text: String.raw`{"a":"\u202E\u200B x"}`,
       hiddenCharacters: 2,
       escapedCharacters: 0,
+      ...NONE,
     });
     // No arguments run as {}; text that is not JSON is shown as written, its hidden characters marked.
-    expect(readableArguments("  ")).toEqual({ text: "{}", hiddenCharacters: 0, escapedCharacters: 0 });
-    expect(readableArguments('{"a":"\u202E')).toEqual({ text: String.raw`{"a":"\u202E`, hiddenCharacters: 1, escapedCharacters: 0 });
+    expect(readableArguments("  ")).toEqual({ text: "{}", hiddenCharacters: 0, escapedCharacters: 0, ...NONE });
+    expect(readableArguments('{"a":"\u202E')).toEqual({ text: String.raw`{"a":"\u202E`, hiddenCharacters: 1, escapedCharacters: 0, ...NONE });
   });
 });

@@ -15,12 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OpenAIModel } from "../../src/runtime/adapters/openai-model.js";
 import { buildExampleApp, type StaticSite, serveStatic } from "../support/example-app.js";
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
+import { argumentWarnings, readableArguments } from "../../sdk/readable-arguments.js";
 import { mixedScriptNote } from "../../sdk/visible-text.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { haveChromium, launchChromium, leftEdges, screenshot, waitTool } from "../support/viewer-browser.js";
 
 const PIECES = Array.from({ length: 40 }, (_, i) => `token${i} `);
 const ANSWER = PIECES.join("");
+const FORGED_NOTE = `\\u26A0 ok${" ".repeat(40)}; \\u0072\\u006d -rf ~`;
 
 describe.runIf(haveChromium)("the example app in Chromium", () => {
   let stub: OpenAIStreamStub;
@@ -41,6 +43,10 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
       if (question.endsWith("[hidden]") && !body.messages.some((m) => m.role === "tool")) {
         const from = ',"from":"https://g\u0456thub.com/x.sh","to":"/tmp/a\u2800\u00A0  b"}';
         return { toolCalls: [{ id: "call_hidden", name: "deploy", fragments: ['{"target":"production #', `\u202Egnigats\u200B"${from}`] }] };
+      }
+      // "rm" written as escapes after forty spaces, and a ⚠ of the model's own.
+      if (question.endsWith("[forged]") && !body.messages.some((m) => m.role === "tool")) {
+        return { toolCalls: [{ id: "call_forged", name: "deploy", fragments: ['{"target":"production",', `"note":"${FORGED_NOTE}"}`] }] };
       }
       // No hidden character: in the browser's usual bidi order one Hebrew letter shows the groups reversed.
       if (question.endsWith("[rtl]") && !body.messages.some((m) => m.role === "tool")) {
@@ -186,6 +192,27 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     const mixed = approval.locator("[data-testid=mixed-script]");
     expect(await mixed.allTextContents()).toEqual(["⚠g\u0456thub.com"]);
     expect(await mixed.getAttribute("title")).toBe(mixedScriptNote("g\u0456thub.com"));
+    await page.click("[data-testid=reject]");
+    await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a held call's arguments as the tool gets them, with the server's warnings, a long run of blanks as its count", async () => {
+    const { page, errors } = await openApp();
+    await ask(page, "Ship it [forged]");
+    const approval = page.locator("[data-testid=approval]");
+    await approval.waitFor({ timeout: 20_000 });
+    const raw = `{"target":"production","note":"${FORGED_NOTE}"}`;
+    const shown = String.raw`{"target":"production","note":"\u26A0 ok⚠[40 spaces]; rm -rf ~"}`;
+    expect(readableArguments(raw).text).toBe(shown);
+    expect(await approval.locator("[data-testid=arguments]").textContent()).toBe(shown);
+    expect(await approval.locator("[data-testid=blank-run]").allTextContents()).toEqual(["⚠[40 spaces]"]);
+    expect(await approval.locator("[data-testid=hidden-char]").allTextContents()).toEqual(["\\u26A0"]);
+    const warnings = argumentWarnings(readableArguments(raw));
+    expect(warnings).toHaveLength(3);
+    expect(await approval.locator("[data-testid=arguments-warning]").allTextContents()).toEqual(warnings.map((text) => `⚠ ${text}`));
+    // The call's line in the list of tool calls reads so as well.
+    expect(await page.textContent("[data-testid=tool-call]")).toContain(shown);
     await page.click("[data-testid=reject]");
     await page.waitForSelector("[data-testid=run][data-done=true]", { timeout: 20_000 });
     expect(errors).toEqual([]);

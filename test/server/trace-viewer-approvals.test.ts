@@ -177,18 +177,18 @@ describe.runIf(haveChromium)("the trace viewer on a run waiting for a decision",
     expect(await shown(':"rm -rf')).toEqual({
       args: '{"command":"rm -rf ~"}',
       hidden: [],
-      warnings: argumentWarnings({ hiddenCharacters: 0, escapedCharacters: 2 }).map((text) => `⚠ ${text}`),
+      warnings: argumentWarnings({ hiddenCharacters: 0, escapedCharacters: 2, blankRuns: 0, warningSigns: 0, mixedScriptWords: 0 }).map((text) => `⚠ ${text}`),
     });
     const escapes = Array.from(stack, (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`);
     expect(await shown("/tmp")).toEqual({
       args: `{"command":"ls x${escapes.join("")} /tmp"}`,
       hidden: escapes,
-      warnings: argumentWarnings({ hiddenCharacters: 12, escapedCharacters: 0 }).map((text) => `⚠ ${text}`),
+      warnings: argumentWarnings({ hiddenCharacters: 12, escapedCharacters: 0, blankRuns: 0, warningSigns: 0, mixedScriptWords: 0 }).map((text) => `⚠ ${text}`),
     });
     expect(await shown("txt.exe")).toEqual({
       args: '{"command":"ls","note":"\\u202Etxt.exe"}',
       hidden: ["\\u202E"],
-      warnings: argumentWarnings({ hiddenCharacters: 1, escapedCharacters: 0 }).map((text) => `⚠ ${text}`),
+      warnings: argumentWarnings({ hiddenCharacters: 1, escapedCharacters: 0, blankRuns: 0, warningSigns: 0, mixedScriptWords: 0 }).map((text) => `⚠ ${text}`),
     });
     // A value of 20,000 characters is shown whole, its end within the page's width.
     const long = calls.filter({ hasText: "echo" }).locator(".args");

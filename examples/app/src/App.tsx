@@ -6,7 +6,7 @@ import { AdmitRunDocument, type DossierClient } from "@dossier/sdk";
 import { useRun, useRunOutput, useWorkspaceRuns } from "@dossier/sdk/react";
 import { type FormEvent, useEffect, useState } from "react";
 import { showRun, shownRun } from "./connection.js";
-import { Visible } from "./visible.js";
+import { ReadableArguments, Visible } from "./visible.js";
 import { exampleWorkspace } from "./workspace.js";
 
 const ACTIVE = new Set(["QUEUED", "RUNNING", "WAITING"]);
@@ -107,10 +107,15 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
             )}
             with{" "}
             <code data-testid="arguments">
-              <Visible text={approval.arguments} />
+              <ReadableArguments raw={approval.arguments} />
             </code>
             .
           </p>
+          {approval.readableArguments.warnings.map((warning) => (
+            <p key={warning} data-testid="arguments-warning" style={{ color: "#8f1d1d" }}>
+              ⚠ {warning}
+            </p>
+          ))}
           <button type="button" data-testid="approve" disabled={acting} onClick={() => act(() => run.approve(approval.toolCallId))}>
             Approve
           </button>{" "}
@@ -132,7 +137,7 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
               <code>
                 <Visible text={call.name} />
               </code>
-              (<Visible text={call.arguments} />
+              ({call.argumentsComplete ? <ReadableArguments raw={call.arguments} /> : <Visible text={call.arguments} />}
               {!call.argumentsComplete && <span title="Not all of the arguments are known yet">…</span>}) — {call.status}
               {call.result !== null && <> → {call.result}</>}
             </li>

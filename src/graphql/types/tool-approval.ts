@@ -36,8 +36,10 @@ const ReadableArgumentsRef = builder.objectRef<ReadableArguments>("ReadableArgum
       extensions: largeText(),
       description:
         "The arguments decoded as the call runs them (JSON.parse) and written again as compact JSON: `\\u0072\\u006d` reads rm, whitespace between values is gone. " +
-        "Each invisible, bidi, format or control character, blank other than U+0020, and each mark of four or more stacked on one character is shown as its escape (\\u202E, \\u{E0041}); " +
-        'each word that mixes Latin, Greek and Cyrillic letters is shown after a ⚠ ("⚠gіthub"). Arguments that are not JSON (a call recorded before those were refused) are shown as written, so marked. Never cut.',
+        "Each invisible, bidi, format or control character, blank other than U+0020, unassigned or private-use code point, and each mark of four or more stacked on one character is shown as its escape (\\u202E, \\u{E0041}); " +
+        'each word that mixes Latin, Greek and Cyrillic letters is shown after a ⚠ ("⚠gіthub"); each run of more than 32 blanks (spaces, and tabs and line breaks, which JSON writes \\t, \\n, \\r) as its count ("⚠[38 spaces, 2 line breaks]"), so that it cannot push what follows out of view. ' +
+        "A ⚠ the arguments hold themselves is shown as its escape, \\u26A0: every ⚠ in the text is one of these marks, never the model's. " +
+        "Arguments that are not JSON (a call recorded before those were refused) are shown as written, so marked. Never cut.",
     }),
     hiddenCharacters: t.exposeInt("hiddenCharacters", {
       description: "How many characters text shows as escapes because a person would not see them as they are.",
@@ -46,9 +48,18 @@ const ReadableArgumentsRef = builder.objectRef<ReadableArguments>("ReadableArgum
       description:
         "How many ASCII characters the model wrote as \\u escapes (\\u0072 for r), which text shows decoded: a model rarely does so unless it hides what it asks for.",
     }),
+    blankRuns: t.exposeInt("blankRuns", {
+      description: "How many runs of more than 32 blanks (spaces, tabs, line breaks) text shows as their count, which would push what follows out of view.",
+    }),
+    warningSigns: t.exposeInt("warningSigns", {
+      description: "How many ⚠ signs the arguments hold themselves, which text shows as their escape (\\u26A0) so that none passes for one of its marks.",
+    }),
+    mixedScriptWords: t.exposeInt("mixedScriptWords", {
+      description: "How many words of the arguments mix Latin, Greek and Cyrillic letters, which can look alike; text shows each after a ⚠.",
+    }),
     warnings: t.stringList({
       description:
-        "What to tell the person above the arguments, one sentence for each kind counted (hiddenCharacters, escapedCharacters); empty for plain arguments.",
+        "What to tell the person above the arguments, one sentence for each kind counted (hiddenCharacters, escapedCharacters, blankRuns, warningSigns, mixedScriptWords); empty for plain arguments.",
       resolve: (readable) => argumentWarnings(readable),
     }),
   }),

@@ -1,6 +1,7 @@
 // The trace viewer's browser script, formatting helpers shared by the tree and the details
 // panel: building elements, durations, token counts, the labels of event kinds and the budget
 // gauge. Everything from the API is put in the page with textContent, never as HTML.
+import { BLANK_NAMES, BLANK_RUN } from "../../../sdk/readable-arguments.js";
 import { MIXED_SCRIPT_MARK, VISIBLE_PART } from "../../../sdk/visible-text.js";
 
 export const FORMAT_SCRIPT = String.raw`
@@ -55,10 +56,20 @@ function mixedScriptNote(word) {
  * text itself is untouched.
  */
 function visibleEl(tag, className, text) {
+  const node = asStoredEl(tag, className);
+  appendVisible(node, text === undefined || text === null ? "" : String(text));
+  return node;
+}
+
+function asStoredEl(tag, className) {
   const node = el(tag, className);
   node.classList.add("as-stored");
   node.dir = "ltr";
-  const value = text === undefined || text === null ? "" : String(text);
+  return node;
+}
+
+/** Appends value to node as visibleEl shows it. A ⚠ of the value's own is shown as its escape: every ⚠ shown is the page's mark. */
+function appendVisible(node, value) {
   let last = 0;
   for (const match of value.matchAll(VISIBLE_PART)) {
     if (match.index > last) node.append(value.slice(last, match.index));
@@ -71,14 +82,15 @@ function visibleEl(tag, className, text) {
       for (const character of match[0]) {
         const hex = character.codePointAt(0).toString(16).toUpperCase();
         const escape = el("span", "hidden-char", hex.length > 4 ? "\\u{" + hex + "}" : "\\u" + hex.padStart(4, "0"));
-        escape.title = "U+" + hex.padStart(4, "0") + ", a character that is not shown as it is (it may look blank, or reorder, cover or hide the text around it)";
+        escape.title = character === MIXED_SCRIPT_MARK
+          ? "U+26A0, a ⚠ the text holds itself: every ⚠ shown otherwise is the page's own mark"
+          : "U+" + hex.padStart(4, "0") + ", a character that is not shown as it is (it may look blank, or reorder, cover or hide the text around it)";
         node.append(escape);
       }
     }
     last = match.index + match[0].length;
   }
   if (last < value.length) node.append(value.slice(last));
-  return node;
 }
 
 // ---- a held call's arguments as a person reads them (the SDK's readableArguments) ----------------
@@ -92,21 +104,67 @@ function decodedArguments(raw) {
   }
 }
 
+// A run of more than 32 blanks in the arguments as JSON (the SDK's BLANK_RUN, its group), which
+// would push what follows out of view; an escaped backslash is passed over (\\n is no line break).
+const BLANK_RUN = ${BLANK_RUN};
+const BLANK_NAMES = ${JSON.stringify(BLANK_NAMES)};
+
+/** A run of blanks as its count: the SDK's blankRunMark, word for word ("⚠[38 spaces, 2 line breaks]"). */
+function blankRunMark(run) {
+  const counts = new Map(["space", "tab", "line break", "carriage return"].map((name) => [name, 0]));
+  for (const [blank] of run.matchAll(/\\[tnr]|[ \t\n\r]/g)) counts.set(BLANK_NAMES[blank], counts.get(BLANK_NAMES[blank]) + 1);
+  const kinds = [...counts].filter(([, n]) => n > 0).map(([name, n]) => n + " " + name + (n === 1 ? "" : "s"));
+  return MIXED_SCRIPT_MARK + "[" + kinds.join(", ") + "]";
+}
+
+/**
+ * Appends a call's arguments as the tool gets them (decodedArguments: \u0072\u006d reads rm), each
+ * long run of blanks as its count in a marked span, the rest as visibleEl shows it: the SDK's
+ * readableArguments text, marked. oneLine (a row of the tree): tabs and line breaks of text that
+ * is not JSON read as spaces, one for one.
+ */
+function appendArguments(node, raw, oneLine) {
+  const decoded = decodedArguments(typeof raw === "string" ? raw : JSON.stringify(raw === undefined ? {} : raw));
+  const plain = (text) => appendVisible(node, oneLine ? text.replace(/[\t\n\r]/g, " ") : text);
+  let last = 0;
+  for (const match of decoded.matchAll(BLANK_RUN)) {
+    if (match[1] === undefined) continue;
+    if (match.index > last) plain(decoded.slice(last, match.index));
+    const run = el("span", "blank-run", blankRunMark(match[1]));
+    run.title = "A run of blanks, shown as its count: it would push what follows out of view";
+    node.append(run);
+    last = match.index + match[0].length;
+  }
+  if (last < decoded.length) plain(decoded.slice(last));
+  return node;
+}
+
+const argumentsEl = (tag, className, raw, oneLine) => appendArguments(asStoredEl(tag, className), raw, oneLine);
+
+/** The server's warnings for a held call's arguments (ToolApproval.readableArguments.warnings), each above them. */
+const warningEls = (warnings) =>
+  warnings.map((text) => {
+    const warning = el("b", "args-warning", "⚠ " + text);
+    warning.dataset.testid = "arguments-warning";
+    return warning;
+  });
+
 /**
  * What a person approves of a call's arguments: the values the tool gets, whatever escapes the model
- * wrote them with (\u0072\u006d reads rm), shown by visibleEl, and above them the server's warning
- * for each kind of character that was hidden or disguised (ToolApproval.readableArguments.warnings).
+ * wrote them with, shown by argumentsEl, and above them the server's warning for each kind of
+ * character that was hidden or disguised (ToolApproval.readableArguments.warnings).
  */
 function argumentsEls(raw, warnings) {
-  const shown = visibleEl("span", "args", decodedArguments(raw));
-  return [
-    ...warnings.map((text) => {
-      const warning = el("b", "args-warning", "⚠ " + text);
-      warning.dataset.testid = "arguments-warning";
-      return warning;
-    }),
-    shown,
-  ];
+  return [...warningEls(warnings), argumentsEl("span", "args", raw)];
+}
+
+/** The request a WAITING run's call waits on, for the call's span (its APPROVAL_REQUESTED event names the call), or null. */
+function heldCallOf(span) {
+  const pending = (state.run && state.run.status === "WAITING" && state.run.pendingApprovals) || [];
+  return pending.find((approval) => {
+    const marker = '"toolCallId":' + JSON.stringify(approval.toolCallId);
+    return span.events.some((e) => e.kind === "APPROVAL_REQUESTED" && e.preview.includes(marker));
+  }) || null;
 }
 
 /** Events that carry a tool call's name or arguments, shown as a person approving the call reads them (visibleEl). */

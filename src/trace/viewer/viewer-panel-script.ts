@@ -17,7 +17,8 @@ function renderPanel(ctx) {
   loadAttributes(span).catch((error) => showMessage(error.message));
   const read = state.attributes.get(span.id);
   const signature = [span.id, span.status, span.endedAt, span.events.length, read ? read.key : "", state.requests.has(span.id),
-    span.events.filter((e) => state.payloads.has(e.id)).length, state.focusEvent, state.run && state.run.attempts.length].join("|");
+    span.events.filter((e) => state.payloads.has(e.id)).length, state.focusEvent, state.run && state.run.attempts.length,
+    JSON.stringify(heldCallOf(span))].join("|");
   const live = $("panel-duration");
   if (panel.dataset.signature === signature) {
     if (live) live.textContent = durationText(span);
@@ -124,7 +125,13 @@ function messageBlock(message) {
   const block = el("div", "message " + message.role);
   block.append(el("span", "role", message.role + (message.toolCallId ? " · " + message.toolCallId : "")));
   if (message.content) block.append(el("pre", "payload", message.content));
-  for (const call of message.toolCalls || []) block.append(visibleEl("pre", "payload call", "→ " + call.name + " " + call.arguments + "  (" + call.id + ")"));
+  for (const call of message.toolCalls || []) {
+    // The arguments as the tool got them (argumentsEl), between the call's name and id.
+    const line = visibleEl("pre", "payload call", "→ " + call.name + " ");
+    appendArguments(line, call.arguments);
+    appendVisible(line, "  (" + call.id + ")");
+    block.append(line);
+  }
   return block;
 }
 
@@ -144,6 +151,7 @@ function panelEvents(span, ctx) {
     const whole = state.payloads.get(event.id);
     const budget = event.kind === "BUDGET" ? budgetOf(whole === undefined ? event.preview : whole) : null;
     if (budget) item.append(budgetGauge(budget));
+    if (event.kind === "TOOL_INPUT") item.append(...readableInputEls(span, event, whole));
     // A held call's request and a tool's input read as what runs: hidden characters shown as escapes.
     const show = CALL_EVENTS.has(event.kind) ? visibleEl : el;
     if (whole !== undefined) {
@@ -160,5 +168,21 @@ function panelEvents(span, ctx) {
     section.append(item);
   }
   return section;
+}
+
+/**
+ * A tool call's input as the tool gets it (argumentsEl), above the text the model wrote: a held
+ * call's from its whole arguments, with the server's warnings; another's from its whole payload,
+ * or its preview when that is whole, and only when it reads otherwise than the model's text.
+ */
+function readableInputEls(span, event, whole) {
+  const held = heldCallOf(span);
+  const raw = held ? held.arguments : typeof whole === "string" ? whole : !event.truncated ? event.preview : null;
+  const blankRun = (text) => [...text.matchAll(BLANK_RUN)].some((match) => match[1] !== undefined);
+  if (raw === null || (!held && decodedArguments(raw) === raw && !blankRun(raw))) return [];
+  const shown = argumentsEl("pre", "payload readable", raw);
+  shown.dataset.testid = "readable-arguments";
+  return [el("span", "hint", "As the tool gets them:"), ...warningEls(held ? held.readableArguments.warnings : []), shown,
+    el("span", "hint", "As the model wrote them:")];
 }
 `;

@@ -36,6 +36,8 @@ body[data-connection=refused] .dot { background: #c8372b; }
 .as-stored { direction: ltr; unicode-bidi: bidi-override; white-space: pre-wrap; overflow-wrap: anywhere; } .label .as-stored { white-space: pre; }
 .mixed-script { color: #8f1d1d; background: #fff0c2; text-decoration: underline wavy #c8372b; cursor: help; }
 .hidden-char { font: 11px ui-monospace, monospace; color: #8f1d1d; background: #ffe1dc; border: 1px solid #e8a59b; border-radius: 3px; padding: 0 2px; }
+.blank-run { font: 11px ui-monospace, monospace; color: #5a4100; background: #fff0c2; border: 1px dashed #d89a16; border-radius: 3px; padding: 0 2px; }
+.args-flag { color: #a3261b; margin-right: 4px; cursor: help; } .pevent .hint, .pevent .args-warning { display: block; font-size: 12px; } .pevent .args-warning { color: #8f1d1d; }
 .decide { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; cursor: default; }
 .decide button, .stop, .pause { border: 1px solid; border-radius: 5px; padding: 1px 10px; background: #fff; }
 .decide .approve { border-color: #2f9e57; color: #1d6b39; } .decide .reject, .stop { border-color: #c8372b; color: #a3261b; }

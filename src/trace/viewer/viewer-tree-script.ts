@@ -205,10 +205,22 @@ function eventRow(span, events, depth, ctx) {
   label.append(el("span", "ekind", aborted ? "aborted" : eventLabel(first)));
   const budget = first.kind === "BUDGET" ? budgetOf(first.preview) : null;
   if (budget) label.append(budgetGauge(budget, true));
-  else {
+  else if (first.kind === "TOOL_INPUT") {
+    // A tool call's input reads as the tool gets it (\\u0072\\u006d reads rm, a long run of blanks as its count), every
+    // hidden character shown as its escape; a held call's from its whole arguments, with a ⚠ whose title gives the server's warnings.
+    const held = heldCallOf(span);
+    const warnings = held ? held.readableArguments.warnings : [];
+    if (warnings.length > 0) {
+      const flag = el("b", "args-flag", "⚠");
+      flag.title = warnings.join("\\n");
+      flag.dataset.testid = "arguments-warning";
+      label.append(flag);
+    }
+    label.append(argumentsEl("span", "preview", held ? held.arguments : events.map((e) => e.preview).join(" "), true));
+  } else {
     const text = events.map((e) => e.preview).join(first.kind === "THINKING" ? "" : " ");
-    // A tool call's input keeps every hidden character, shown as its escape (U+FEFF and U+2028 are white space to oneLine),
-    // and its spaces as they are: only tabs and line breaks become spaces, one for one.
+    // A held call's request and decision keep every hidden character, shown as its escape (U+FEFF and U+2028 are white space to oneLine),
+    // and their spaces as they are: only tabs and line breaks become spaces, one for one.
     label.append(CALL_EVENTS.has(first.kind) ? visibleEl("span", "preview", text.replace(/[\\t\\n\\r]/g, " ")) : el("span", "preview", oneLine(text)));
   }
   const lane = el("div", "lane");

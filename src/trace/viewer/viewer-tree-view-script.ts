@@ -86,7 +86,9 @@ function spanNode(span, depth, ctx) {
 /** An event row, kept while its events, depth and the axis's start are the same. */
 function eventNode(node, events, span, group, depth, ctx) {
   const first = group[0];
-  const key = [group.length, first.kind === "ERROR" && span.status === "INTERRUPTED", depth, ctx.axis.start].join("|");
+  // A call's input is drawn again when the call comes to wait, or stops waiting (heldCallOf).
+  const held = first.kind === "TOOL_INPUT" ? heldCallOf(span) : null;
+  const key = [group.length, first.kind === "ERROR" && span.status === "INTERRUPTED", depth, ctx.axis.start, held ? held.id + held.arguments : ""].join("|");
   const known = node.events.get(first.id);
   const entry = known && known.key === key ? known : { key, row: eventRow(span, group, depth, ctx) };
   events.set(first.id, entry);
