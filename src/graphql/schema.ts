@@ -32,6 +32,7 @@ import "./types/spill.js";
 import "./types/artifact.js";
 import "./types/workspace-link.js";
 import "./types/history.js";
+import "./types/material-use.js";
 import "./types/history-catalog.js";
 import "./types/history-search.js";
 import "./types/checkpoint.js";

@@ -115,6 +115,36 @@ describe.each(backends)("migrations on %s", (backend) => {
     expect(user!.sections).toEqual({ summary: null, nextSteps: null, questions: { q1: byOwner } });
   });
 
+  it("upgrades ledger entries whose reason names a version their version rests on: each gets that reason worded without it", async () => {
+    const db = await fresh();
+    const at = shipped.findIndex((m) => m.name.endsWith("_material_use_unnamed_reason"));
+    expect(at).toBeGreaterThan(0);
+    await db.migrate(shipped.slice(0, at));
+    await db.prisma.$executeRawUnsafe(`INSERT INTO principal (id, name) VALUES ('p1', 'Owner')`);
+    await db.prisma.$executeRawUnsafe(`INSERT INTO conversation (id, owner_id, title) VALUES ('c1', 'p1', 'Chat')`);
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO run (id, owner_id, conversation_id, agent, question, max_turns, token_budget, deadline_seconds, deadline_at, configuration)
+       VALUES ('r1', 'p1', 'c1', 'default', 'Q', 1, 1000, 60, now(), '{}')`,
+    );
+    await db.prisma.$executeRawUnsafe(
+      `INSERT INTO material_use (id, run_id, publication_id, version, stage, reason) VALUES
+         ('u1', 'r1', 'pub1', 1, 'UNAVAILABLE', 'it depends on "B''s notes" version 2, which was revoked: legal hold'),
+         ('u2', 'r1', 'pub2', 1, 'UNAVAILABLE', 'it depends on "B''s notes" version 2, which no longer matches its content hash'),
+         ('u3', 'r1', 'pub3', 1, 'UNAVAILABLE', '"A''s notes" version 1 was revoked: superseded'),
+         ('u4', 'r1', 'pub4', 1, 'UNAVAILABLE', 'there is no version 1 of that publication that you may read'),
+         ('u5', 'r1', 'pub5', 1, 'SELECTED', NULL)`,
+    );
+    await db.migrate();
+    const rows = await db.prisma.materialUse.findMany({ orderBy: { id: "asc" }, select: { id: true, culpritPublicationId: true, unnamedReason: true } });
+    expect(rows).toEqual([
+      { id: "u1", culpritPublicationId: null, unnamedReason: "it rests on a version outside this token's reach, which was revoked" },
+      { id: "u2", culpritPublicationId: null, unnamedReason: "it rests on a version outside this token's reach, which no longer matches its content hash" },
+      { id: "u3", culpritPublicationId: null, unnamedReason: null },
+      { id: "u4", culpritPublicationId: null, unnamedReason: null },
+      { id: "u5", culpritPublicationId: null, unnamedReason: null },
+    ]);
+  });
+
   it("refuses to start when an applied migration was edited", async () => {
     const db = await fresh();
     await db.migrate();

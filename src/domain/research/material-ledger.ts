@@ -15,6 +15,9 @@ export type LedgerEntry = {
   publicationVersionId?: string | null;
   stage: MaterialStage;
   reason?: string | null;
+  /** UNAVAILABLE: the publication of the version that broke eligibility, which `reason` names, and `reason` worded without naming it. */
+  culpritPublicationId?: string | null;
+  unnamedReason?: string | null;
   contentHash?: string | null;
   requestSpanId?: string | null;
   toolCallId?: string | null;

@@ -10,7 +10,7 @@ import { recordCheckpointEvent } from "../webhooks/webhook-events.js";
 import { IneligibleSourceError, NotFoundError, StaleRevisionError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
 import { eligibilityOf } from "../research/eligibility.js";
-import { reachOf, withinReach } from "./material-reach.js";
+import { type MaterialReach, reachOf, withinReach } from "./material-reach.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { allSources, nextSections, type SectionProvenance, type SectionRef, sectionList, sectionsOf } from "./checkpoint-sections.js";
 import { findVisibleWorkspace, publishWorkspaceEvent, visibleWorkspace } from "./workspace-access.js";
@@ -154,14 +154,17 @@ export class CheckpointService {
     return created;
   }
 
-  /** The current checkpoint, or null before the first. */
-  async current(actor: Actor, workspaceId: string): Promise<CheckpointRead | null> {
+  /**
+   * The current checkpoint, or null before the first. Why it is unavailable names a version only
+   * within `reach` (default: the actor's; a run's workspace context passes its admitting token's).
+   */
+  async current(actor: Actor, workspaceId: string, reach: MaterialReach = reachOf(actor)): Promise<CheckpointRead | null> {
     const workspace = await findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
     if (workspace.checkpointRevision === 0) return null;
     const checkpoint = await this.deps.prisma.checkpointVersion.findUniqueOrThrow({
       where: { workspaceId_revision: { workspaceId, revision: workspace.checkpointRevision } },
     });
-    return (await this.withAvailability([checkpoint], actor))[0]!;
+    return (await this.withAvailability([checkpoint], actor, reach))[0]!;
   }
 
   /** Every revision, newest first. */
@@ -181,12 +184,15 @@ export class CheckpointService {
    * counts, including the ones a later update kept unchanged. A reader (an access token) whose
    * reach holds not the culprit's publication is told neither its title nor why it was revoked.
    */
-  async withAvailability(checkpoints: CheckpointVersion[], reader?: Pick<Actor, "principalId" | "access">): Promise<CheckpointRead[]> {
+  async withAvailability(
+    checkpoints: CheckpointVersion[],
+    reader?: Pick<Actor, "principalId" | "access">,
+    reach: MaterialReach = reader ? reachOf(reader) : null,
+  ): Promise<CheckpointRead[]> {
     const sectionsByCheckpoint = checkpoints.map((checkpoint) => sectionList(checkpoint));
     const ids = sectionsByCheckpoint.flat().flatMap((s) => s.provenance.sourceVersionIds);
     const eligibility = await eligibilityOf(this.deps.prisma, ids);
     const culprits = [...eligibility.values()].flatMap((state) => (state.eligible ? [] : [state.culprit.publicationId]));
-    const reach = reader ? reachOf(reader) : null;
     const shown = reach === null || !reader ? null : await withinReach(this.deps.prisma, reader.principalId, reach, culprits);
     const problem = (id: string) => {
       const state = eligibility.get(id);

@@ -1,12 +1,13 @@
 // Cross-run history in the graph (W7, W8): exact-version reads with eligibility, revocation, and
 // the consumption ledger seen from the run and from the publication version. The catalog and the
-// search of a workspace's history are in history-catalog.ts and history-search.ts.
+// search of a workspace's history are in history-catalog.ts and history-search.ts, a ledger entry
+// in material-use.ts.
 import { NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { Eligibility } from "../../domain/research/eligibility.js";
 import { eligibilityOf } from "../../domain/research/eligibility.js";
 import { type MaterialRead, missingVersion } from "../../domain/research/publication-service.js";
 import type { LinkRefusal, MaterialUse, PublicationVersion } from "../../generated/prisma/client.js";
-import { MaterialCoverage, MaterialStage } from "../../generated/prisma/enums.js";
+import { MaterialStage } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
 import { REQUEST_BATCH } from "../request-batch.js";
 import { encodeGlobalId, idOfType, requireIdOfType } from "../global-id.js";
@@ -16,22 +17,8 @@ import { PublicationVersionNode } from "./publication.js";
 import { selectsField } from "../selected-fields.js";
 import { ofMyPublication, ofMyRun } from "./owned.js";
 import type { GraphQLContext } from "../context.js";
-import { readableRunIds, runsGranted } from "../granted-nodes.js";
+import { runsGranted } from "../granted-nodes.js";
 import { publicationShown } from "../nested-reach.js";
-import { loadBatched } from "../request-batch.js";
-
-const OUTSIDE_REACH = "Null to an access token whose reach does not hold the publication.";
-
-/** Whether the caller may READ the run: a whole principal its own; an access token one granted, or linked to a workspace it may READ (decided in the request's batch). */
-async function runReadable(ctx: GraphQLContext, runId: string): Promise<boolean> {
-  const scope = ctx.actor.access;
-  if (!scope) return true;
-  const load = async (ids: string[]) => {
-    const readable = await readableRunIds(scope, ids, ctx.prisma, ctx.actor.principalId);
-    return new Map(ids.map((id) => [id, readable.has(id)]));
-  };
-  return (await loadBatched(ctx, "run-readable", runId, load)) === true;
-}
 
 /**
  * To an access token, the filter that keeps a version's consumers to the runs it may READ: decided
@@ -172,73 +159,6 @@ builder.mutationField("revokePublicationVersion", (t) =>
     }),
   }),
 );
-
-const MaterialCoverageEnum = builder.enumType(MaterialCoverage, {
-  name: "MaterialCoverage",
-  description: "How much of a version the range of a READ or CONSUMED entry spans: WHOLE (all of its content) or PART.",
-});
-
-const CharacterRange = builder.objectRef<{ start: number; end: number }>("CharacterRange").implement({
-  description:
-    "Characters [start, end) of a version's content: start is the first character, end the one after the last (exclusive). Characters are counted in UTF-16 code units, as `read_material`'s offset counts them; a range never splits a character that takes two.",
-  fields: (t) => ({ start: t.exposeInt("start"), end: t.exposeInt("end") }),
-});
-
-export const MaterialUseObject = builder.prismaNode("MaterialUse", {
-  id: { field: "id", description: "Names the entry in node(id), and as `after` in `Run.materialUses` and `PublicationVersion.consumedBy`." },
-  nullable: true,
-  // Only the owner of the run reads its ledger.
-  findUnique: (id, ctx) => ({ id, ...ofMyRun(ctx) }),
-  description: "One stage a material reached in one run (W8). Only CONSUMED means the run used it.",
-  fields: (t) => ({
-    stage: t.expose("stage", { type: MaterialStageEnum }),
-    publicationId: t.id({
-      nullable: true,
-      description: `The publication the entry is about. ${OUTSIDE_REACH}`,
-      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? encodeGlobalId("Publication", use.publicationId) : null),
-    }),
-    version: t.int({
-      nullable: true,
-      description: `The version number the entry is about. ${OUTSIDE_REACH}`,
-      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.version : null),
-    }),
-    publicationVersion: t.relation("publicationVersion", { nullable: true, description: `Null when no such version exists. ${OUTSIDE_REACH}` }),
-    reason: t.string({
-      nullable: true,
-      description: `UNAVAILABLE: why, as the model was told. ${OUTSIDE_REACH}`,
-      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.reason : null),
-    }),
-    contentHash: t.string({
-      nullable: true,
-      description: `READ and CONSUMED: SHA-256 (hex) of the UTF-8 encoding of exactly the characters in \`range\` — the part read, or the part the request carried. An entry without a range holds the whole version's hash. ${OUTSIDE_REACH}`,
-      resolve: async (use, _args, ctx) => ((await publicationShown(ctx, use.publicationId)) ? use.contentHash : null),
-    }),
-    range: t.field({
-      type: CharacterRange,
-      nullable: true,
-      description:
-        "READ: the characters the read returned. CONSUMED: the characters a model request carried verbatim (a part of what was read, never more). Null for the other stages, and for entries recorded before ranges were kept: those may have read only part of the version, so they claim no range.",
-      resolve: (use) => (use.rangeStart === null || use.rangeEnd === null ? null : { start: use.rangeStart, end: use.rangeEnd }),
-    }),
-    coverage: t.expose("coverage", {
-      type: MaterialCoverageEnum,
-      nullable: true,
-      description: "READ and CONSUMED: whether `range` is the whole version (WHOLE) or only part of it (PART); null exactly when `range` is.",
-    }),
-    requestSpan: t.prismaField({
-      type: "Span",
-      nullable: true,
-      description: "CONSUMED: the model-request span whose request carried the content. Null to an access token that may not READ the run.",
-      resolve: async (query, use, _args, ctx) => {
-        if (!use.requestSpanId) return null;
-        if (!(await runReadable(ctx, use.runId))) return null;
-        return ctx.prisma.span.findFirst({ ...query, where: { id: use.requestSpanId, trace: { runId: use.runId } } });
-      },
-    }),
-    run: t.relation("run"),
-    at: t.expose("createdAt", { type: "DateTime" }),
-  }),
-});
 
 builder.prismaObjectFields("Run", (t) => ({
   materialUses: listConnection<{ id: string }, { stage?: MaterialStage | null }>(t, {

@@ -12,6 +12,7 @@ import { CATALOG_DEFAULT_ENTRIES } from "../../domain/workspace/history-catalog.
 import { SEARCH_DEFAULT_HITS, SEARCH_MAX_HITS, SEARCH_QUERY_MAX } from "../../domain/workspace/history-search.js";
 import type { HistoryService } from "../../domain/workspace/history-service.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
+import { catalogForRunReach } from "./reach-wording.js";
 import { catalogEntryLine, catalogGaps, discoveredInCatalog, discoveredInSearch, searchLines } from "./catalog-text.js";
 import { unreadableWorkspace, workspaceUnreadable } from "./unreadable-workspace.js";
 
@@ -40,7 +41,7 @@ function workspaceOf(run: ToolRun): string {
 }
 
 /** What the history tools work through: the workspace's history, and the ledger they record what they showed in. */
-export type HistoryToolDeps = { history: Pick<HistoryService, "catalog" | "search">; ledger: Pick<MaterialLedger, "record"> };
+export type HistoryToolDeps = { history: Pick<HistoryService, "catalog" | "search" | "withinReach">; ledger: Pick<MaterialLedger, "record"> };
 
 /** Expected failures as something the model can act on; anything else is a bug and propagates. */
 function toToolError(error: unknown): never {
@@ -66,7 +67,8 @@ export function createListHistoryTool(deps: HistoryToolDeps): Tool {
       const workspaceId = workspaceOf(run);
       const parsed = listArgs.safeParse(args ?? {});
       if (!parsed.success) throw new ToolError(`Invalid arguments: ${issuesOf(parsed.error)}.`);
-      const catalog = await deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
+      const page = await deps.history.catalog({ principalId: run.ownerId }, workspaceId, parsed.data).catch(toToolError);
+      const catalog = await catalogForRunReach(deps.history, run, page);
       await write((tx) => deps.ledger.record(tx, discoveredInCatalog(run.id, catalog, toolCallId)));
       const lines = [`<history-catalog publications="${catalog.entries.length}">`];
       if (catalog.entries.length === 0)

@@ -19,6 +19,7 @@ import { describeUnstorable, findInvalidText, isStorableText } from "../../domai
 import type { ToolSchema } from "../ports/model.js";
 import { type Tool, ToolError, type ToolRun } from "../ports/tool.js";
 import { groupedDigits } from "../../domain/text/grouped-digits.js";
+import { readForRunReach } from "./reach-wording.js";
 import { unreadableWorkspace, workspaceUnreadable } from "./unreadable-workspace.js";
 
 /** A read returns at most this many characters unless the model asks for more (small windows). */
@@ -65,11 +66,14 @@ type ReadMaterialDeps = {
   scores?: Pick<ScoreService, "humanScores">;
 };
 
-/** The version as the run's principal reads it; outside the admitting token's reach, as a version that does not exist. */
+/**
+ * The version as the run's principal reads it; outside the admitting token's reach, as a version
+ * that does not exist, and unavailable because of a version outside it, without naming that one.
+ */
 async function readForRun(deps: ReadMaterialDeps, run: ToolRun, ref: VersionRef): Promise<MaterialRead> {
   const reach = reachOfRun(run);
   if (reach && !(await deps.history.withinReach(run.ownerId, reach, [ref.publicationId])).has(ref.publicationId)) return missingVersion(ref.version);
-  return deps.publications.readVersion({ principalId: run.ownerId }, ref);
+  return readForRunReach(deps.history, run, await deps.publications.readVersion({ principalId: run.ownerId }, ref));
 }
 
 export function createReadMaterialTool(deps: ReadMaterialDeps): Tool {
@@ -83,7 +87,14 @@ export function createReadMaterialTool(deps: ReadMaterialDeps): Tool {
       const base = { runId: run.id, publicationId: ref.publicationId, version: ref.version, toolCallId, publicationVersionId: read.version?.id ?? null };
       const selected = { ...base, stage: "SELECTED" as const };
       if (read.status === "UNAVAILABLE") {
-        await write((tx) => deps.ledger.record(tx, [selected, { ...base, stage: "UNAVAILABLE", reason: read.reason }]));
+        const unavailable = {
+          ...base,
+          stage: "UNAVAILABLE" as const,
+          reason: read.reason,
+          culpritPublicationId: read.unnamed?.publicationId ?? null,
+          unnamedReason: read.unnamed?.reason ?? null,
+        };
+        await write((tx) => deps.ledger.record(tx, [selected, unavailable]));
         return `UNAVAILABLE: version ${ref.version} of ${parsed.data.publicationId} cannot be used: ${read.reason}. Continue with other evidence and state this gap in your answer.`;
       }
       const v = read.version;

@@ -24,6 +24,8 @@ import type { AttemptScope, RunHooks } from "../loop/run-executor.js";
 import { caught } from "../loop/attempt-start.js";
 import { batchedRead } from "../../domain/batched-reads.js";
 import { nextStepsOf } from "../../domain/json-columns.js";
+import { reachOfRun } from "../../domain/workspace/material-reach.js";
+import { catalogForRunReach } from "./reach-wording.js";
 import { UNREADABLE_WORKSPACE_CONTEXT, workspaceUnreadable } from "./unreadable-workspace.js";
 
 const day = (date: Date) => date.toISOString();
@@ -32,7 +34,7 @@ const day = (date: Date) => date.toISOString();
 export type WorkspaceContextDeps = {
   workspaces: Pick<WorkspaceService, "visible">;
   publications: Pick<PublicationService, "selectedForRuns" | "continuedBy">;
-  history: Pick<HistoryService, "catalog">;
+  history: Pick<HistoryService, "catalog" | "withinReach">;
   checkpoints: Pick<CheckpointService, "current">;
   ledger: Pick<MaterialLedger, "record">;
 };
@@ -70,8 +72,10 @@ async function writeContext(
   const actor = { principalId: run.ownerId };
   const unreadable = workspaceUnreadable(run);
   const workspace = run.workspaceId && !unreadable ? await deps.workspaces.visible(actor, run.workspaceId) : null;
-  const catalog = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
-  const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id).catch(ignoreNotFound) : null;
+  // What broke a version's or the checkpoint's eligibility is named only within the admitting token's reach (reach-wording.ts).
+  const page = workspace ? await deps.history.catalog(actor, workspace.id).catch(ignoreNotFound) : null;
+  const catalog = page && (await catalogForRunReach(deps.history, run, page));
+  const checkpoint = workspace ? await deps.checkpoints.current(actor, workspace.id, reachOfRun(run)).catch(ignoreNotFound) : null;
   const revisionSeen = workspace?.checkpointRevision ?? 0;
   const text = describe({ run, unreadable, workspaceTitle: workspace?.title ?? null, selected, continued, catalog, checkpoint, revisionSeen });
   const ledger: LedgerEntry[] = [
