@@ -131,7 +131,7 @@ export function createServices({
     scores: new ScoreService({ prisma, events, scored }),
     costs: new CostService({ prisma, now }),
     steering: new SteeringService({ prisma, events }),
-    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now, maxSchedules: maxSchedulesPerPrincipal }),
+    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now, maxSchedules: maxSchedulesPerPrincipal, events }),
     retention: new TraceRetention({
       prisma,
       now,
