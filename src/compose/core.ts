@@ -65,10 +65,8 @@ export type CoreRuntimeOptions = Omit<RuntimeOptions, "agents" | "skills" | "mcp
   otlpEndpoint?: string;
   /** Spans and events one run's trace keeps (MAX_TRACE_RECORDS); unbounded without it. */
   maxTraceRecords?: number;
-  /** The scheduler's longest sleep between looks at the schedules (default 1 s; a minute with `schedulesHeard`). */
+  /** The scheduler's longest sleep between looks at the schedules (default 1 s). */
   schedulerPollMs?: number;
-  /** Every schedule change reaches this process on the event bus (one process, or Redis): the scheduler is woken by them. */
-  schedulesHeard?: boolean;
 };
 
 /**
@@ -191,14 +189,7 @@ export function createCore({
     : undefined;
   // Scores made through this process's API are exported with its spans (the exporter exists where runs execute).
   // Schedules fire wherever runs execute: the embedded server's one process, every worker on PostgreSQL.
-  const scheduler = executing
-    ? new Scheduler({
-        work: services.schedules,
-        logger,
-        pollMs: runtimeOptions?.schedulerPollMs,
-        ...(runtimeOptions?.schedulesHeard && { changes: events }),
-      })
-    : undefined;
+  const scheduler = executing ? new Scheduler({ work: services.schedules, logger, pollMs: runtimeOptions?.schedulerPollMs }) : undefined;
   scheduler?.start();
   const exporter = executing?.exporter;
   if (exporter) scored.notify = (scoreId) => exporter.scoreCreated(scoreId);
@@ -232,7 +223,7 @@ function startRuntime(
     agents: AgentProfile[];
     runQueue?: RunQueue;
   },
-  { otlpEndpoint, maxTraceRecords, schedulerPollMs: _poll, schedulesHeard: _heard, ...configured }: CoreRuntimeOptions,
+  { otlpEndpoint, maxTraceRecords, schedulerPollMs: _poll, ...configured }: CoreRuntimeOptions,
 ): { runtime: Runtime; exporter?: SpanExporter } {
   // The cost caps price each request's bound from the price table.
   const options = { costs: requestBounds(parts.db.prisma), ...configured };

@@ -173,8 +173,6 @@ export function runtimeSettings(config: Config, model: ModelPort) {
     leaseMarginMs: config.worker.leaseMarginMs,
     concurrency: config.worker.concurrency,
     maxRunningPerPrincipal: config.worker.maxRunningPerPrincipal,
-    // The embedded database's one process hears every change it makes; instances hear each other's through Redis.
-    schedulesHeard: config.database.kind === "pglite" || Boolean(config.redisUrl),
   };
 }
 

@@ -127,11 +127,11 @@ export function createServices({
     ledger: new MaterialLedger({ prisma }),
     proposals: new CheckpointProposals({ prisma }),
     toolApprovals: new ToolApprovalService({ prisma, events, announcer, now }),
-    webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now, events }),
+    webhooks: new WebhookService({ prisma, secrets: mcp.secrets, allowedHosts: webhookAllowedHosts, now }),
     scores: new ScoreService({ prisma, events, scored }),
     costs: new CostService({ prisma, now }),
     steering: new SteeringService({ prisma, events }),
-    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now, maxSchedules: maxSchedulesPerPrincipal, events }),
+    schedules: new ScheduleService({ prisma, profiles: agentProfiles, firing, now, maxSchedules: maxSchedulesPerPrincipal }),
     retention: new TraceRetention({
       prisma,
       now,

@@ -120,11 +120,6 @@ export type Topics = {
   "run:list": [principalId: string, change: { principalId: string; at: string }];
   /** A principal's MCP server configuration changed: every instance's registry re-reads it. */
   "mcp:changed": [change: { principalId: string; at: string }];
-  /**
-   * A schedule may fire sooner than the schedulers planned (created, changed, resumed, its workspace
-   * restored): they look at the schedules at once instead of sleeping until the next fire they knew of.
-   */
-  "schedule:changed": [change: { at: string }];
   /** Webhook events were committed: the instances delivering webhooks look for due attempts at once. */
   "webhook:pending": [pending: { at: string }];
   /** An API key was revoked: every instance closes the subscriptions opened with it. */
@@ -168,11 +163,6 @@ export function createEventBus(options?: { eventTarget?: EventTarget; subscriber
 /** Wakes the principal's live run lists (runsChanged) once a change of one of its runs committed. */
 export function publishRunListChange(events: EventPublisher, principalId: string): void {
   events.publish("run:list", principalId, { principalId, at: new Date().toISOString() });
-}
-
-/** Wakes the schedulers once a change that may bring a schedule's next fire closer committed. */
-export function publishSchedulesChanged(events: EventPublisher): void {
-  events.publish("schedule:changed", { at: new Date().toISOString() });
 }
 
 /** Announces a run status change on both the run's own topic and the all-runs topic. */

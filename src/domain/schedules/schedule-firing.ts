@@ -112,8 +112,8 @@ export class ScheduleFiring {
   }
 
   /**
-   * The earliest next fire of a schedule that is not paused nor left alone after a failure here,
-   * or the end of the earliest such wait if sooner: a scheduler sleeps until then (or its poll).
+   * The earliest next fire of a schedule that is not paused nor left alone after a failure here:
+   * a scheduler sleeps until then (or its poll).
    */
   async earliestDue(): Promise<Date | null> {
     const next = await this.deps.prisma.schedule.findFirst({
@@ -121,8 +121,6 @@ export class ScheduleFiring {
       orderBy: { nextFireAt: "asc" },
       select: { nextFireAt: true },
     });
-    const retry = Math.min(...[...this.retryAt.values()].filter((until) => until > Date.now()));
-    if (retry !== Number.POSITIVE_INFINITY && (!next?.nextFireAt || retry < next.nextFireAt.getTime())) return new Date(retry);
     return next?.nextFireAt ?? null;
   }
 

@@ -3,7 +3,6 @@
 // fire's run sees what the schedule's earlier runs said, and the overlap policy is the
 // conversation's multitask strategy (one active run per conversation). A schedule follows the API
 // key that created, last updated or resumed it: revoked, the key's schedules pause (revoked-keys.ts).
-import { type EventPublisher, publishSchedulesChanged } from "../../events/topics.js";
 import { Prisma, type PrismaClient, type Schedule, type ScheduleFire } from "../../generated/prisma/client.js";
 import { NotFoundError, ScheduleLimitError, ValidationError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -39,16 +38,8 @@ export class ScheduleService {
       now?: () => Date;
       /** The most schedules one principal may have (MAX_SCHEDULES_PER_PRINCIPAL). */
       maxSchedules?: number;
-      /** Told of a schedule created, changed or resumed: the schedulers look at once (scheduler.ts). */
-      events?: EventPublisher;
     },
   ) {}
-
-  /** The schedule as committed, the schedulers told of it. */
-  private told(schedule: Schedule): Schedule {
-    if (this.deps.events) publishSchedulesChanged(this.deps.events);
-    return schedule;
-  }
 
   private now(): Date {
     return this.deps.now?.() ?? new Date();
@@ -63,7 +54,7 @@ export class ScheduleService {
     this.checkAgent(settings.agent);
     checkOverlap(actor, settings.overlap);
     const runCaps = checkSettingsWithin(settings, actor.runCaps);
-    const created = await this.deps.prisma.$transaction(async (tx) => {
+    return this.deps.prisma.$transaction(async (tx) => {
       await findOpenWorkspace(tx, actor, input.workspaceId);
       await this.assertRoomFor(tx, actor.principalId);
       const conversation = await tx.conversation.create({
@@ -83,11 +74,10 @@ export class ScheduleService {
         },
       });
     });
-    return this.told(created);
   }
 
   async update(actor: Actor, input: UpdateScheduleInput): Promise<Schedule> {
-    const updated = await this.deps.prisma.$transaction(async (tx) => {
+    return this.deps.prisma.$transaction(async (tx) => {
       const current = await lockOwned(tx, actor, input.id);
       const given = <K extends keyof UpdateScheduleInput>(key: K) => input[key] !== undefined;
       const merged = {
@@ -114,7 +104,6 @@ export class ScheduleService {
       const data = { ...settings, nextFireAt, limits: settings.limits ?? Prisma.DbNull, runCaps, apiKeyId: actor.keyId ?? null };
       return tx.schedule.update({ where: { id: current.id }, data });
     });
-    return this.told(updated);
   }
 
   /** Stops the fires until resumeSchedule. Idempotent. */
@@ -133,7 +122,7 @@ export class ScheduleService {
    * fires again).
    */
   async resume(actor: Actor, id: string): Promise<Schedule> {
-    const resumed = await this.deps.prisma.$transaction(async (tx) => {
+    return this.deps.prisma.$transaction(async (tx) => {
       const current = await lockOwned(tx, actor, id);
       if (!current.paused) return current;
       // Resumed, an interrupting schedule cancels its previous run at its next fire, and its fires
@@ -145,7 +134,6 @@ export class ScheduleService {
       const data = { paused: false, pausedReason: null, nextFireAt, resumedAt: now, apiKeyId: actor.keyId ?? null };
       return tx.schedule.update({ where: { id }, data });
     });
-    return this.told(resumed);
   }
 
   /** Deletes the schedule and its fires; its runs stay (Run.schedule reads null). */

@@ -3,7 +3,6 @@
 // overlap, and redelivery of one event. Another principal's webhook is NotFound, as one that does
 // not exist. Delivery itself is src/webhooks/delivery/.
 import { z } from "zod";
-import type { EventPublisher } from "../../events/topics.js";
 import type { PrismaClient, Webhook } from "../../generated/prisma/client.js";
 import { hostOf, literalAddressRefusal, portOf, namedExactly, internalAddressMessage } from "../capabilities/outbound-policy.js";
 import type { SecretBox } from "../secret-box.js";
@@ -44,14 +43,8 @@ export class WebhookService {
       /** Hosts webhooks may reach inside the network (WEBHOOK_ALLOWED_HOSTS); names are checked again when resolved. */
       allowedHosts: readonly string[];
       now?: () => Date;
-      /** Told when deliveries are pending again (enabled, redelivered): the delivering instances look at once. */
-      events?: EventPublisher;
     },
   ) {}
-
-  private deliveriesPending(): void {
-    this.deps.events?.publish("webhook:pending", { at: this.now().toISOString() });
-  }
 
   /** Creates the endpoint; its signing secret is returned here and by rotations only. */
   async create(actor: Actor, input: CreateWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
@@ -85,7 +78,7 @@ export class WebhookService {
     // Enabled again: its pending deliveries are queued anew (on PostgreSQL, relayed to pg-boss again).
     if (parsed.enabled === true)
       await this.deps.prisma.webhookMessage.updateMany({ where: { webhookId: parsed.id, status: "PENDING" }, data: { relayedAt: null } });
-    const updated = await this.deps.prisma.webhook.update({
+    return this.deps.prisma.webhook.update({
       where: { id: parsed.id },
       data: {
         ...(parsed.url ? { url: sealUrl(parsed.url, this.deps.secrets, "url") } : {}),
@@ -94,8 +87,6 @@ export class WebhookService {
         ...(typeof parsed.enabled === "boolean" ? { enabled: parsed.enabled, disabledReason: parsed.enabled ? null : "disabled by its owner" } : {}),
       },
     });
-    if (parsed.enabled === true) this.deliveriesPending();
-    return updated;
   }
 
   /** Removes the endpoint with its pending deliveries and its attempts. */
@@ -128,7 +119,6 @@ export class WebhookService {
       data: { status: "PENDING", attempts: 0, nextAttemptAt: this.now(), relayedAt: null },
     });
     if (reset.count === 0) throw new NotFoundError("WebhookEvent", eventId);
-    this.deliveriesPending();
     return webhook;
   }
 

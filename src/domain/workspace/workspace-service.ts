@@ -1,7 +1,7 @@
 // Workspaces and their goal versions (W1, W2, W14, W15). A goal is a chain of immutable
 // versions; the workspace row keeps the current version number as the compare-and-swap guard.
 import { z } from "zod";
-import { type EventPublisher, publishSchedulesChanged } from "../../events/topics.js";
+import type { EventPublisher } from "../../events/topics.js";
 import type { GoalVersion, Prisma, PrismaClient, Workspace } from "../../generated/prisma/client.js";
 import { StaleVersionError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
@@ -141,8 +141,6 @@ export class WorkspaceService {
     const workspace = await findVisibleWorkspace(this.deps.prisma, actor, workspaceId);
     if (changed.count > 0) {
       publishWorkspaceEvent(this.deps.events, { kind: status === "ARCHIVED" ? "ARCHIVED" : "RESTORED", workspaceId });
-      // Its schedules have a next fire again.
-      if (status === "ACTIVE" && this.deps.schedules) publishSchedulesChanged(this.deps.events);
     }
     return workspace;
   }

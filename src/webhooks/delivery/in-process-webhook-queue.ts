@@ -1,24 +1,14 @@
 // Webhook deliveries on the embedded default (issue 22): a queue in this one process over the
-// outbox rows. It makes the attempts that are due, a few at a time, when woken: by an event
-// committed (webhook:pending), when a retry it recorded falls due, when an attempt ends while more
-// were due than it had room for, and otherwise every `pollMs` (WEBHOOK_IDLE_POLL_MS). The rows say
-// what is due, so after a restart — a crash included — pending deliveries resume where they were,
-// and retries keep their schedule. Due attempts are taken fairly across
+// outbox rows. Every `pollMs` (and when woken) it makes the attempts that are due, a few at a
+// time; the rows say what is due, so after a restart — a crash included — pending deliveries
+// resume where they were, and retries keep their schedule. Due attempts are taken fairly across
 // principals (issue 36): each owner's next attempt in turn, an owner's attempts in flight counting
 // as turns taken, so one principal's slow endpoints never hold every place while another's wait.
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
-import { WakeTimes } from "./wake-times.js";
 
 export type WebhookQueue = { start(): void; wake(): void; close(): Promise<void> };
-
-/**
- * How often a queue looks for due attempts when nothing woke it: everything this process commits
- * wakes it at once, so this look finds only what it was not told of (another process's changes
- * without Redis, a retry of a job on another instance).
- */
-export const WEBHOOK_IDLE_POLL_MS = 5_000;
 
 /**
  * The next due attempts ($2 of them), not in flight ($1): each enabled webhook's next few due
@@ -39,24 +29,17 @@ export const DUE_MESSAGES = `WITH busy AS (
        SELECT due.id, due.attempts FROM due LEFT JOIN busy ON busy.owner_id = due.owner_id
         ORDER BY due.turn + COALESCE(busy.n, 0), due.next_attempt_at, due.id LIMIT $2::int`;
 
-/** How long after a retry's time the queue looks for it: a look a moment early would miss it until the idle look. */
-export const CLOCK_MARGIN_MS = 20;
-
 export class InProcessWebhookQueue implements WebhookQueue {
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private polling: Promise<void> | undefined;
   private closed = false;
   private again = false;
-  /** The last look filled every place: more may be due, looked for as each attempt ends. */
-  private filled = false;
-  /** When the retries recorded here fall due. */
-  private readonly retries = new WakeTimes(() => this.wake());
 
   constructor(private readonly deps: { prisma: PrismaClient; delivery: WebhookDelivery; logger: Logger; pollMs?: number; concurrency?: number }) {}
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? WEBHOOK_IDLE_POLL_MS);
+    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
     this.timer.unref();
     this.wake();
   }
@@ -80,7 +63,6 @@ export class InProcessWebhookQueue implements WebhookQueue {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    this.retries.close();
     await this.polling;
     await Promise.allSettled(this.inFlight.values());
   }
@@ -89,17 +71,11 @@ export class InProcessWebhookQueue implements WebhookQueue {
     const room = (this.deps.concurrency ?? 8) - this.inFlight.size;
     if (room <= 0) return;
     const due = await this.deps.prisma.$queryRawUnsafe<{ id: string; attempts: number }[]>(DUE_MESSAGES, [...this.inFlight.keys()], room);
-    this.filled = due.length === room;
     for (const { id, attempts } of due) {
       const attempt = this.deps.delivery
         .deliver(id, attempts)
-        // A retry recorded: looked for when it falls due (the statement compares with the database's clock, a little later).
-        .then((next) => next && this.retries.at(next.getTime() + CLOCK_MARGIN_MS))
         .catch((error: unknown) => this.deps.logger.warn("a webhook attempt failed to run", { messageId: id, error: String(error) }))
-        .finally(() => {
-          this.inFlight.delete(id);
-          if (this.filled) this.wake();
-        });
+        .finally(() => this.inFlight.delete(id));
       this.inFlight.set(id, attempt);
     }
   }

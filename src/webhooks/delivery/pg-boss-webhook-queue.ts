@@ -14,26 +14,18 @@
 // event is still delivered, at least once.
 // Jobs are fetched by priority: a job's is minus its owner's attempts queued before it, so the
 // workers take each principal's next attempt in turn (issue 36) instead of one principal's backlog first.
-// Nothing here polls faster than WEBHOOK_IDLE_POLL_MS: the relay runs when an event is committed
-// (webhook:pending) and when an attempt here recorded a retry; a worker looks for jobs as soon as
-// the relay queued one, when a job it queued may start, right after its previous job, and a retry
-// delay after a job that threw. The idle look finds what no one here was told of: another
-// instance's job while that instance's places are all taken, a job of a dead process retried.
 import type PgBoss from "pg-boss";
 import type { DatabaseTimeouts } from "../../db/bounded-waits.js";
 import { underSetupLock } from "../../db/pg-boss-setup.js";
 import { type PreparedPool, preparedPool } from "../../db/prepared-pool.js";
 import type { PrismaClient } from "../../generated/prisma/client.js";
 import type { Logger } from "../../logger.js";
-import { CLOCK_MARGIN_MS, WEBHOOK_IDLE_POLL_MS, type WebhookQueue } from "./in-process-webhook-queue.js";
-import { WakeTimes } from "./wake-times.js";
+import type { WebhookQueue } from "./in-process-webhook-queue.js";
 import { WEBHOOK_TIMEOUT_MS, type WebhookDelivery } from "./webhook-delivery.js";
 
 const QUEUE = "dossier-webhook-attempt";
 /** How many attempts one server makes at a time, each refilled as it ends. */
 const PLACES = 4;
-/** pg-boss retries a job whose attempt threw after this many seconds. */
-const RETRY_DELAY_SECONDS = 1;
 
 /**
  * How long past its attempt's timeout a job may stay active before pg-boss takes its process for
@@ -97,8 +89,6 @@ export class PgBossWebhookQueue implements WebhookQueue {
   private readonly workerIds: string[] = [];
   /** Set once the queue exists: pg-boss silently drops a job sent to a queue it has not created yet. */
   private ready = false;
-  /** When jobs queued (or retried) here may start: the workers look for them then. */
-  private readonly starts = new WakeTimes(() => this.notifyWorkers());
 
   constructor(private readonly deps: PgBossWebhookQueueDeps) {}
 
@@ -131,7 +121,7 @@ export class PgBossWebhookQueue implements WebhookQueue {
         name: QUEUE,
         policy: "short",
         retryLimit: deps.retryLimit ?? 5,
-        retryDelay: RETRY_DELAY_SECONDS,
+        retryDelay: 1,
         expireInSeconds: 20,
         retentionMinutes: 60,
       });
@@ -140,28 +130,14 @@ export class PgBossWebhookQueue implements WebhookQueue {
     // PLACES workers of one job each: a place is refilled as soon as its attempt ends, whatever the
     // others wait for. (A batch of jobs would hold all of them until its slowest attempt ends: one
     // endpoint that never answers, its job in nearly every batch, would cap every principal.)
-    // A place's idle look: the relay's, at most WEBHOOK_IDLE_POLL_MS (a relay told to look rarely still has its jobs found).
-    const idleSeconds = Math.min(this.deps.pollMs ?? WEBHOOK_IDLE_POLL_MS, WEBHOOK_IDLE_POLL_MS) / 1000;
     for (let place = 0; place < PLACES && !this.closed; place += 1) {
-      let self: string | undefined;
-      self = await this.boss.work<Job>(QUEUE, { batchSize: 1, pollingIntervalSeconds: Math.max(0.5, idleSeconds) }, async ([job]) => {
-        if (!job) return;
-        try {
-          // A retry recorded: relayed now, as a job that starts when it is due.
-          if (await this.deps.delivery.deliver(job.data.messageId, job.data.attempts)) this.wake();
-        } catch (error) {
-          // pg-boss retries the job after its delay: a place looks for it then.
-          this.starts.at(Date.now() + RETRY_DELAY_SECONDS * 1000 + CLOCK_MARGIN_MS);
-          throw error;
-        } finally {
-          // The place looks for its next job at once: a backlog is worked without an idle wait between jobs.
-          if (self) this.boss.notifyWorker(self);
-        }
+      const workerId = await this.boss.work<Job>(QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+        if (job) await this.deps.delivery.deliver(job.data.messageId, job.data.attempts);
       });
-      this.workerIds.push(self);
+      this.workerIds.push(workerId);
     }
     this.ready = true;
-    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? WEBHOOK_IDLE_POLL_MS);
+    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1_000);
     this.timer.unref();
     this.wake();
   }
@@ -187,7 +163,6 @@ export class PgBossWebhookQueue implements WebhookQueue {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    this.starts.close();
     const started = await this.started;
     await this.relaying;
     if (started) await this.boss.stop({ graceful: true, wait: true, timeout: 2_000 });
@@ -207,19 +182,13 @@ export class PgBossWebhookQueue implements WebhookQueue {
         expireInSeconds: this.expireInSeconds(),
         ...(startAfter ? { startAfter } : {}),
       });
-      if (startAfter) this.starts.at(startAfter.getTime() + CLOCK_MARGIN_MS);
       await this.deps.prisma.webhookMessage.updateMany({
         where: { id: message.id, attempts: message.attempts, relayedAt: null },
         data: { relayedAt: new Date() },
       });
     }
     // This process's workers fetch at once instead of at their next poll; the other processes' poll.
-    if (waiting.length > 0) this.notifyWorkers();
-  }
-
-  private notifyWorkers(): void {
-    if (this.closed) return;
-    for (const workerId of this.workerIds) this.boss.notifyWorker(workerId);
+    if (waiting.length > 0) for (const workerId of this.workerIds) this.boss.notifyWorker(workerId);
   }
 
   /**
