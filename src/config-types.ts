@@ -99,6 +99,12 @@ export type Config = {
   maxSchedulesPerPrincipal: number;
   /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL, default 100): createApiKey beyond it is an ApiKeyLimitError. */
   maxApiKeysPerPrincipal: number;
+  /**
+   * Bytes of artifact content one principal may store, retained and unexpired temporary artifacts
+   * together (MAX_ARTIFACT_BYTES_PER_PRINCIPAL, default 1 GiB): createArtifact beyond it is an
+   * ArtifactStorageLimitError.
+   */
+  maxArtifactBytesPerPrincipal: number;
   /** Query and request limits (A7). */
   limits: {
     maxDepth: number;

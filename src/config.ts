@@ -135,6 +135,7 @@ const envSchema = z.object({
   MAX_QUEUED_RUNS_PER_PRINCIPAL: whole(1, "min").default(1_000),
   MAX_SCHEDULES_PER_PRINCIPAL: whole(1, "min").default(100),
   MAX_API_KEYS_PER_PRINCIPAL: whole(1, "min").default(100),
+  MAX_ARTIFACT_BYTES_PER_PRINCIPAL: whole(1, "min").max(2_147_483_647, "must be at most 2147483647").default(1_073_741_824),
   DAILY_COST_LIMIT: z
     .string()
     .regex(/^\d{1,10}(\.\d{1,10})?$/, "must be a decimal amount in USD, such as 25 or 2.50")
@@ -304,6 +305,7 @@ function runSettings(values: EnvValues, present: Record<string, string | undefin
     maxQueuedRunsPerPrincipal: values.MAX_QUEUED_RUNS_PER_PRINCIPAL,
     maxSchedulesPerPrincipal: values.MAX_SCHEDULES_PER_PRINCIPAL,
     maxApiKeysPerPrincipal: values.MAX_API_KEYS_PER_PRINCIPAL,
+    maxArtifactBytesPerPrincipal: values.MAX_ARTIFACT_BYTES_PER_PRINCIPAL,
     inProcessWorker: values.IN_PROCESS_WORKER,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     worker: {

@@ -70,6 +70,11 @@ describe("loadConfig", () => {
     expect(loadConfig({}).maxApiKeysPerPrincipal).toBe(100);
     expect(loadConfig({ MAX_API_KEYS_PER_PRINCIPAL: "3" }).maxApiKeysPerPrincipal).toBe(3);
     expect(() => loadConfig({ MAX_API_KEYS_PER_PRINCIPAL: "0" })).toThrow(/MAX_API_KEYS_PER_PRINCIPAL="0": must be at least 1/);
+    expect(loadConfig({}).maxArtifactBytesPerPrincipal).toBe(1024 * 1024 * 1024);
+    expect(loadConfig({ MAX_ARTIFACT_BYTES_PER_PRINCIPAL: "5000" }).maxArtifactBytesPerPrincipal).toBe(5_000);
+    expect(() => loadConfig({ MAX_ARTIFACT_BYTES_PER_PRINCIPAL: "2147483648" })).toThrow(
+      /MAX_ARTIFACT_BYTES_PER_PRINCIPAL="2147483648": must be at most 2147483647/,
+    );
     // A principal's bucket: ten times a credential's rate by default, as many seconds' worth; 0: none; nothing without RATE_LIMIT_PER_MINUTE.
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "60" })).toMatchObject({
       rateLimit: { perMinute: 60, burst: 10 },

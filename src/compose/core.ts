@@ -121,6 +121,8 @@ export type CoreOptions = {
   maxSchedulesPerPrincipal?: number;
   /** The most live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL): createApiKey beyond it is refused. */
   maxApiKeysPerPrincipal?: number;
+  /** Bytes of artifact content one principal may store (MAX_ARTIFACT_BYTES_PER_PRINCIPAL): createArtifact beyond it is refused. */
+  maxArtifactBytesPerPrincipal?: number;
 };
 
 export function createCore({
@@ -138,6 +140,7 @@ export function createCore({
   maxQueuedRunsPerPrincipal,
   maxSchedulesPerPrincipal,
   maxApiKeysPerPrincipal,
+  maxArtifactBytesPerPrincipal,
 }: CoreOptions): Core {
   const stdioCommands = commandLinesOf(mcpOptions.stdioCommands);
   const stdioEnv = mcpOptions.stdioEnv ?? [];
@@ -160,6 +163,7 @@ export function createCore({
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    maxArtifactBytesPerPrincipal,
     logger,
   });
   const webhookDelivery = webhooks.deliver ? startWebhookDelivery({ db, events, services, logger, options: webhooks }) : undefined;

@@ -45,6 +45,7 @@ export async function startServer({ config, logger }: { config: Config; logger: 
     maxQueuedRunsPerPrincipal: config.maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal: config.maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal: config.maxApiKeysPerPrincipal,
+    maxArtifactBytesPerPrincipal: config.maxArtifactBytesPerPrincipal,
     runtime: config.inProcessWorker ? runtimeSettings(config, await modelFor(config, logger)) : undefined,
   });
   const api = createApi(core, {

@@ -58,6 +58,7 @@ export function createServices({
   maxQueuedRunsPerPrincipal,
   maxSchedulesPerPrincipal,
   maxApiKeysPerPrincipal,
+  maxArtifactBytesPerPrincipal,
   logger,
 }: {
   prisma: PrismaClient;
@@ -94,8 +95,10 @@ export function createServices({
   maxSchedulesPerPrincipal?: number;
   /** The most live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL); 100 without it. */
   maxApiKeysPerPrincipal?: number;
+  /** Bytes of artifact content one principal may store (MAX_ARTIFACT_BYTES_PER_PRINCIPAL); 1 GiB without it. */
+  maxArtifactBytesPerPrincipal?: number;
 }): Services {
-  const artifacts = new ArtifactService({ prisma, now });
+  const artifacts = new ArtifactService({ prisma, now, maxBytesPerPrincipal: maxArtifactBytesPerPrincipal });
   const agentProfiles = new AgentProfileVersions({ prisma, definitions: agents });
   const agentNames = agentProfiles.names;
   const links = new LinkService({ prisma, events, artifacts: artifactRetention?.(artifacts) ?? artifacts });

@@ -138,6 +138,23 @@ export class ScheduleLimitError extends DomainError {
 }
 
 /**
+ * The artifact would take the principal's artifacts past the bytes one principal may store
+ * (MAX_ARTIFACT_BYTES_PER_PRINCIPAL): nothing was created. Retained artifacts count, and so do
+ * temporary ones until they expire.
+ */
+export class ArtifactStorageLimitError extends DomainError {
+  constructor(
+    readonly maxBytes: number,
+    readonly bytesInUse: number,
+    readonly size: number,
+  ) {
+    super(
+      `Your artifacts already hold ${groupedDigits(bytesInUse)} bytes; this one's ${groupedDigits(size)} would pass the ${groupedDigits(maxBytes)} one principal may store, so nothing was created. Temporary artifacts stop counting once they expire.`,
+    );
+  }
+}
+
+/**
  * The principal already has as many live API keys as one principal may (MAX_API_KEYS_PER_PRINCIPAL):
  * nothing was created. Revoking one frees a place.
  */

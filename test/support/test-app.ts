@@ -95,6 +95,8 @@ export type TestAppOptions = {
   maxSchedulesPerPrincipal?: number;
   /** Live API keys one principal may have (MAX_API_KEYS_PER_PRINCIPAL; 100 by default). */
   maxApiKeysPerPrincipal?: number;
+  /** Bytes of artifact content one principal may store (MAX_ARTIFACT_BYTES_PER_PRINCIPAL; 1 GiB by default). */
+  maxArtifactBytesPerPrincipal?: number;
   /** Query and response limits (MAX_QUERY_COST, MAX_RESPONSE_BYTES and their companions); the defaults otherwise. */
   limits?: Parameters<typeof createApp>[0]["limits"];
 };
@@ -133,6 +135,7 @@ export async function startTestApp(
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    maxArtifactBytesPerPrincipal,
     limits,
   }: TestAppOptions = {},
 ): Promise<TestApp> {
@@ -169,6 +172,7 @@ export async function startTestApp(
     maxQueuedRunsPerPrincipal,
     maxSchedulesPerPrincipal,
     maxApiKeysPerPrincipal,
+    maxArtifactBytesPerPrincipal,
     limits,
   });
   // As the server does at start: admissions then resolve their profile version without a statement.

@@ -1,12 +1,15 @@
 // The artifact module: it stores artifact content and alone decides retention and expiry (W16).
 import { z } from "zod";
 import type { Artifact, PrismaClient } from "../../generated/prisma/client.js";
-import { ArtifactExpiredError, NotFoundError } from "../errors.js";
+import { ArtifactExpiredError, ArtifactStorageLimitError, NotFoundError } from "../errors.js";
+import { lockPrincipalRow } from "../principal/principal-lock.js";
 import type { Actor } from "../principal/principal-service.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { TITLE_MAX } from "../validation.js";
 
 export const ARTIFACT_MAX_BYTES = 5 * 1024 * 1024;
+/** MAX_ARTIFACT_BYTES_PER_PRINCIPAL's default: 1 GiB of artifact content per principal. */
+export const ARTIFACT_BYTES_PER_PRINCIPAL_DEFAULT = 1024 * 1024 * 1024;
 /** How long a temporary artifact's content is kept. */
 export const TEMPORARY_ARTIFACT_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -34,23 +37,46 @@ export interface ArtifactRetention {
 export const essenceOf = (mimeType: string): string => (mimeType.split(";")[0] ?? "").trim().toLowerCase();
 
 export class ArtifactService implements ArtifactRetention {
-  constructor(private readonly deps: { prisma: PrismaClient; now?: () => Date }) {}
+  constructor(
+    private readonly deps: {
+      prisma: PrismaClient;
+      now?: () => Date;
+      /** Bytes of artifact content one principal may store (MAX_ARTIFACT_BYTES_PER_PRINCIPAL). */
+      maxBytesPerPrincipal?: number;
+    },
+  ) {}
 
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
 
+  /**
+   * Stores the artifact, or ArtifactStorageLimitError when it would take the principal's stored
+   * content past its byte budget. The principal's row is locked for the sum, so creates side by
+   * side never pass the budget together. The principal's own expired temporary artifacts are
+   * emptied first, as the sweeper would: their bytes are freed, not merely left uncounted.
+   */
   async createArtifact(actor: Actor, input: { name: string; mimeType: string; content: string }): Promise<Artifact> {
     const { name, mimeType, content } = parseInput(createInput, input);
-    return this.deps.prisma.artifact.create({
-      data: {
-        ownerId: actor.principalId,
-        name,
-        mimeType,
-        size: Buffer.byteLength(content, "utf8"),
-        content,
-        expiresAt: new Date(this.now().getTime() + TEMPORARY_ARTIFACT_TTL_MS),
-      },
+    const size = Buffer.byteLength(content, "utf8");
+    const max = this.deps.maxBytesPerPrincipal ?? ARTIFACT_BYTES_PER_PRINCIPAL_DEFAULT;
+    const ownerId = actor.principalId;
+    return this.deps.prisma.$transaction(async (tx) => {
+      const now = this.now();
+      await lockPrincipalRow(tx, ownerId);
+      await tx.artifact.updateMany({
+        where: { ownerId, retention: "TEMPORARY", expiresAt: { lte: now }, NOT: { content: "" } },
+        data: { content: "" },
+      });
+      const stored = await tx.artifact.aggregate({
+        where: { ownerId, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
+        _sum: { size: true },
+      });
+      const inUse = stored._sum.size ?? 0;
+      if (inUse + size > max) throw new ArtifactStorageLimitError(max, inUse, size);
+      return tx.artifact.create({
+        data: { ownerId, name, mimeType, size, content, expiresAt: new Date(now.getTime() + TEMPORARY_ARTIFACT_TTL_MS) },
+      });
     });
   }
 

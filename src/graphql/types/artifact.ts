@@ -1,6 +1,6 @@
 // Artifacts: files held by the artifact module.
 import { paged } from "../list-connection.js";
-import { ArtifactExpiredError, ValidationError } from "../../domain/errors.js";
+import { ArtifactExpiredError, ArtifactStorageLimitError, ValidationError } from "../../domain/errors.js";
 import type { Artifact } from "../../generated/prisma/client.js";
 import { ArtifactRetention } from "../../generated/prisma/enums.js";
 import { builder } from "../builder.js";
@@ -79,7 +79,11 @@ const CreateArtifactInput = builder.inputType("CreateArtifactInput", {
   fields: (t) => ({
     name: t.string({ required: true }),
     mimeType: t.string({ required: true, description: "e.g. text/html" }),
-    content: t.string({ required: true, description: "UTF-8 text, up to 5 MiB." }),
+    content: t.string({
+      required: true,
+      description:
+        "UTF-8 text, up to 5 MiB; your artifacts together at most MAX_ARTIFACT_BYTES_PER_PRINCIPAL (1 GiB by default), else an ArtifactStorageLimitError.",
+    }),
   }),
 });
 
@@ -89,9 +93,11 @@ const CreateArtifactSuccess = builder.objectRef<{ artifact: Artifact }>("CreateA
 
 builder.mutationField("createArtifact", (t) =>
   t.field({
+    description:
+      "Stores a TEMPORARY artifact. An ArtifactStorageLimitError says it would take your artifacts past the bytes one principal may store (retained ones and unexpired temporary ones count); nothing was created.",
     type: CreateArtifactSuccess,
     args: { input: t.arg({ type: CreateArtifactInput, required: true }) },
-    errors: { types: [ValidationError], directResult: true, union: { name: "CreateArtifactPayload" } },
+    errors: { types: [ValidationError, ArtifactStorageLimitError], directResult: true, union: { name: "CreateArtifactPayload" } },
     resolve: async (_root, { input }, ctx) => ({ artifact: await ctx.services.artifacts.createArtifact(ctx.actor, input) }),
   }),
 );

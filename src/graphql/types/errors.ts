@@ -4,6 +4,7 @@ import { LIST_ITEMS } from "../list-connection.js";
 import {
   ApiKeyLimitError,
   ArtifactExpiredError,
+  ArtifactStorageLimitError,
   type DomainError,
   ForbiddenError,
   ForkDepthLimitError,
@@ -111,6 +112,18 @@ builder.objectType(ScheduleLimitError, {
     "You already have as many schedules as one principal may have (the operator's MAX_SCHEDULES_PER_PRINCIPAL, paused ones included); nothing was created. Deleting a schedule frees a place.",
   interfaces: [ErrorInterface],
   fields: (t) => ({ maxSchedules: t.exposeInt("maxSchedules", { description: "The most schedules one principal may have." }) }),
+});
+
+builder.objectType(ArtifactStorageLimitError, {
+  name: "ArtifactStorageLimitError",
+  description:
+    "The artifact would take your artifacts past the bytes one principal may store (the operator's MAX_ARTIFACT_BYTES_PER_PRINCIPAL); nothing was created. Retained artifacts count, and so do temporary ones until they expire.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    maxBytes: t.exposeInt("maxBytes", { description: "The most bytes of artifact content one principal may store." }),
+    bytesInUse: t.exposeInt("bytesInUse", { description: "Bytes your retained and unexpired temporary artifacts hold." }),
+    size: t.exposeInt("size", { description: "Bytes of the refused artifact's content." }),
+  }),
 });
 
 builder.objectType(ApiKeyLimitError, {
