@@ -155,10 +155,9 @@ export class ToolApprovalService {
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
-      const [run] = await tx.$queryRawUnsafe<{ owner_id: string; status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]>(
-        "SELECT owner_id, status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 FOR NO KEY UPDATE",
-        input.runId,
-      );
+      const [run] = await tx.$queryRawUnsafe<
+        { owner_id: string; status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]
+      >("SELECT owner_id, status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
       if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
       // Edited arguments are the decider's own, and would run with the run's reach (run-direction.ts).
       const reach = { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids };
