@@ -697,7 +697,7 @@ export type SteerRunInput = {
 export type ToolApprovalDecision =
   /** The call executes, on whichever instance claims the run next. */
   | 'APPROVE'
-  /** The call executes with the arguments the decision gives (DecideToolCallInput.arguments) instead of the model's. They must fit the tool's input schema (a ValidationError naming the field otherwise, and the call keeps waiting). The conversation log keeps the model's request as it was; the call's result tells the model which arguments ran, and its span records both and who edited. */
+  /** The call executes with the arguments the decision gives (DecideToolCallInput.arguments) instead of the model's. They must fit the tool's input schema (a ValidationError naming the field otherwise, and the call keeps waiting). The conversation log keeps the model's request as it was; the call's result tells the model which arguments ran, and its span records both and who edited. The call runs with the reach of whoever admitted the run, so an access token edits only a call of a run an access token admitted that reads no more than it may (as for steerRun); on any other run EDIT is a ForbiddenError and the call keeps waiting (APPROVE and REJECT decide the model's own call and stay allowed). */
   | 'EDIT'
   /** The call does not execute: the model is told the person declined it, with the reason. */
   | 'REJECT';

@@ -130,16 +130,17 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
   it("scopes a token's steering keys to its grants: two end users on one run each send their own message under one key", async () => {
     const { owner, token } = await team("Steer scope");
     const w = await createWorkspace(owner, "shared");
-    const { run } = await admit(owner, { workspaceId: w.id, question: "q" });
+    // A token steers only a run that reads no more than it may: one a token reading the same workspace admitted.
+    const { run } = await admit(await token(w.id, ["ADMIT", "READ"]), { workspaceId: w.id, question: "q" });
     const steer = async (client: DossierClient, text: string) =>
       (await client.request(SteerRunDocument, { input: { runId: run.id, text, idempotencyKey: "msg-1" } })).steerRun;
-    const fromA = expectType(await steer(await token(run.id, ["ADMIT", "READ"]), "Only cite 2024 sources."), "SteerRunSuccess");
-    const fromB = expectType(await steer(await token(run.id, ["READ", "ADMIT", "CANCEL"]), "Please write in French."), "SteerRunSuccess");
+    const fromA = expectType(await steer(await token(w.id, ["ADMIT", "READ"]), "Only cite 2024 sources."), "SteerRunSuccess");
+    const fromB = expectType(await steer(await token(w.id, ["READ", "ADMIT", "CANCEL"]), "Please write in French."), "SteerRunSuccess");
     const fromKey = expectType(await steer(owner, "Keep it short."), "SteerRunSuccess");
     expect(new Set([fromA.input.id, fromB.input.id, fromKey.input.id]).size).toBe(3);
 
     // A's page with a new token for the same grants (in another order): its retry answers its input.
-    const page2 = await token(run.id, ["READ", "ADMIT"]);
+    const page2 = await token(w.id, ["READ", "ADMIT"]);
     expect(expectType(await steer(page2, "Only cite 2024 sources."), "SteerRunSuccess").input.id).toBe(fromA.input.id);
     expect((await steer(page2, "Something else.")).__typename).toBe("IdempotencyConflictError");
     expect(expectType(await steer(owner, "Keep it short."), "SteerRunSuccess").input.id).toBe(fromKey.input.id);

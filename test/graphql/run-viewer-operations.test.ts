@@ -1,6 +1,6 @@
 // Run.viewerOperations: what the request's own key or token may do with a run, as the API then
 // enforces it — a UI shows Stop (CANCEL), Approve/Reject (DECIDE) and its message box (ADMIT:
-// steerRun) from it.
+// steerRun, which a token may use only on a run that reads no more than it may) from it.
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { parse } from "graphql";
 import { afterEach, describe, expect, it } from "vitest";
@@ -52,19 +52,24 @@ describe("Run.viewerOperations", () => {
     expectType((await canceller.request(CancelRunDocument, { input: { runId: run.id } })).cancelRun, "CancelRunSuccess");
   });
 
-  it("steering needs ADMIT on the run, its conversation or its workspace", async () => {
+  it("steering needs ADMIT on the run, its conversation or its workspace, and for a token a run that reads no more than it may", async () => {
     t = await startTestApp("pglite", { authRequired: true });
     const owner = t.as(await t.createPrincipal("owner"));
     const workspace = await createWorkspace(owner);
     const { run } = await admit(owner, { workspaceId: workspace.id, question: "Steer me." });
-    const steer = (client: DossierClient) =>
-      client.request(SteerRunDocument, { input: { runId: run.id, text: "Shorter, please." } }).then((result) => result.steerRun.__typename);
+    const steer = (client: DossierClient, runId = run.id) =>
+      client.request(SteerRunDocument, { input: { runId, text: "Shorter, please." } }).then((result) => result.steerRun.__typename);
 
     const watcher = t.as(await token(owner, workspace.id, ["READ", "SUBSCRIBE"]));
     expect(await steer(watcher)).toBe("NotFoundError");
-    const chat = t.as(await token(owner, run.conversation.id, ["READ", "ADMIT"]));
-    expect(await operationsOf(chat, run.id)).toEqual(["ADMIT", "READ"]);
-    expect(await steer(chat)).toBe("SteerRunSuccess");
+    // The key's run reads every publication of the principal: a token's ADMIT does not steer it.
+    const chat = t.as(await token(owner, workspace.id, ["READ", "ADMIT"]));
+    expect(await operationsOf(chat, run.id)).toEqual(["READ"]);
+    expect(await steer(chat)).toBe("ForbiddenError");
+    // Its own run it steers, as the message box it is shown says.
+    const { run: own } = await admit(chat, { workspaceId: workspace.id, question: "Steer me too." });
+    expect(await operationsOf(chat, own.id)).toEqual(["ADMIT", "READ"]);
+    expect(await steer(chat, own.id)).toBe("SteerRunSuccess");
     const created = await owner.request(CreateApiKeyDocument, { input: { name: "reader", scopes: ["READ"] } });
     const reader = t.as(expectType(created.createApiKey, "CreateApiKeySuccess").secret);
     expect(await steer(reader)).toBe("ForbiddenError");

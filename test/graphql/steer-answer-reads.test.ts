@@ -1,11 +1,12 @@
 // steerRun's answer, like every mutation's, shows what it reaches only to a caller that may READ
 // it: a token with ADMIT alone on the run's conversation steers the run and is answered the
 // input's id and the run's id and status; asking for the input's text or the run's question is
-// refused with ForbiddenError before anything is stored. A token that may READ sees it all.
+// refused with ForbiddenError before anything is stored. A token that may READ sees it all. (The
+// run is one a token admitted into the conversation: a token steers only such runs.)
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DossierClient } from "../../sdk/client.js";
 import { type AccessOperation, CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit, expectType, startConversation } from "../support/fixtures.js";
 import { rawRequest } from "../support/raw-request.js";
 import { settled } from "../support/scripted-runs.js";
 import { Gate, inputsOf, sandbox, turnsModel, workTool } from "../support/steering.js";
@@ -38,9 +39,10 @@ describe("steerRun's answer and READ", () => {
     t = await startTestApp("pglite", { authRequired: true, runtime: { model: turnsModel(2), sandboxDir: sandbox(), extraTools: [workTool({ gate })] } });
     ownerKey = await t.createPrincipal("owner");
     owner = t.as(ownerKey);
-    const { run } = await admit(owner, { question: SECRET });
+    // A run a token admitted into the conversation: tokens steer only runs that read no more than they may.
+    conversationId = (await startConversation(owner)).id;
+    const { run } = await admit(t.as(await token(["READ", "ADMIT"])), { conversationId, question: SECRET });
     runId = run.id;
-    conversationId = run.conversation.id;
     await waitFor(() => gate.reached === 1);
   });
   afterAll(async () => t?.close());

@@ -24,6 +24,7 @@ import { appendEventsIn, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
+import { requireDirects } from "./run-direction.js";
 import type { RunStatusName, SpanRef } from "./vocabulary.js";
 import { isTerminal } from "./stop-reasons.js";
 
@@ -46,19 +47,25 @@ const isUniqueViolation = (error: unknown) => {
 export class SteeringService {
   constructor(private readonly deps: { prisma: PrismaClient; events: EventPublisher }) {}
 
-  /** Stores a steering input of one of the actor's runs that has not ended; with a key used before, returns that input. */
+  /**
+   * Stores a steering input of one of the actor's runs that has not ended; with a key used before,
+   * returns that input. An access token steers only a run that reads no more than it may
+   * (run-direction.ts; ForbiddenError otherwise).
+   */
   async steerRun(actor: Actor, input: SteerInput): Promise<RunInput> {
     const { runId, text, idempotencyKey: key } = parseInput(steerInput, input);
     // An access token's keys are its grants' own: another end user's token on the run may use the same key.
     const scope = idempotencyScopeOf(actor);
     try {
       const { input: stored, status } = await this.deps.prisma.$transaction(async (tx): Promise<{ input: RunInput; status?: RunStatusName }> => {
-        const [run] = await tx.$queryRawUnsafe<{ status: RunStatusName }[]>(
-          "SELECT status FROM run WHERE id = $1 AND owner_id = $2 FOR SHARE",
+        const [run] = await tx.$queryRawUnsafe<{ status: RunStatusName; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]>(
+          "SELECT status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 AND owner_id = $2 FOR SHARE",
           runId,
           actor.principalId,
         );
         if (!run) throw new NotFoundError("Run", runId);
+        // The message would direct a run that reads with more than the token may (run-direction.ts).
+        requireDirects(actor, { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids }, "steer");
         const replayed = key ? await replay(tx, { runId, scope, key, text }) : null;
         if (replayed) return { input: replayed };
         if (isTerminal(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));

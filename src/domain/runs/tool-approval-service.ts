@@ -30,6 +30,7 @@ import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
 import type { Tx } from "../transaction.js";
 import type { RunAnnouncer } from "./run-announcer.js";
+import { requireDirects } from "./run-direction.js";
 
 export type ToolApprovalDecision = "APPROVE" | "REJECT" | "EDIT";
 
@@ -141,7 +142,9 @@ export class ToolApprovalService {
    * Named by `approvalId`, the decision takes that request or nothing: a request of another call
    * or run is not found, and one decided already is AlreadyDecidedError, even if the call has
    * another request open. An open request of a run that does not wait (RUNNING: an attempt holds
-   * it, and its tools could be the ones deciding) is RunNotWaitingError, and stays open.
+   * it, and its tools could be the ones deciding) is RunNotWaitingError, and stays open. An access
+   * token EDITs only a call of a run that reads no more than it may (run-direction.ts;
+   * ForbiddenError, nothing decided); it approves and rejects the calls of any run its grants cover.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
@@ -152,11 +155,13 @@ export class ToolApprovalService {
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
-      const [run] = await tx.$queryRawUnsafe<{ owner_id: string; status: RunStatus }[]>(
-        "SELECT owner_id, status FROM run WHERE id = $1 FOR NO KEY UPDATE",
-        input.runId,
-      );
+      const [run] = await tx.$queryRawUnsafe<
+        { owner_id: string; status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]
+      >("SELECT owner_id, status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
       if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
+      // Edited arguments are the decider's own, and would run with the run's reach (run-direction.ts).
+      const reach = { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids };
+      if (edit) requireDirects(actor, reach, "edit a held call of");
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
       const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
       if (named === undefined) throw new NotFoundError("ToolApproval", input.approvalId!);

@@ -145,7 +145,7 @@ builder.objectType(ForkDepthLimitError, {
 builder.objectType(ForbiddenError, {
   name: "ForbiddenError",
   description:
-    "You are known but may not do this: an access token was not granted this operation (or cannot do it at all: mint tokens, manage keys, webhooks, MCP servers, skills or agent profiles), or an API key lacks the scope.",
+    "You are known but may not do this: an access token was not granted this operation (or cannot do it at all: mint tokens, manage keys, webhooks, MCP servers, skills or agent profiles; steer a run, or edit a held call of one, that reads more than it may: one an API key admitted, or a token with other workspaces), or an API key lacks the scope.",
   interfaces: [ErrorInterface],
   fields: () => ({}),
 });

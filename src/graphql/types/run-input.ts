@@ -94,7 +94,8 @@ builder.mutationField("steerRun", (t) =>
     type: SteerRunSuccess,
     description:
       "Sends a message to a queued, running or waiting run without stopping it. The text is stored at once (PENDING) and enters the conversation's log exactly once, as a USER message right before the run's next model request (a queued run's first; a waiting run's once its calls are decided); a STEERED event on that turn's span marks it. " +
-      "If the run ends before another model request, the input is RELEASED instead. A key or token needs ADMIT (on the run, its conversation or its workspace), the right to add a person's message to the conversation.",
+      "If the run ends before another model request, the input is RELEASED instead. A key or token needs ADMIT (on the run, its conversation or its workspace), the right to add a person's message to the conversation. " +
+      "An access token steers only a run an access token admitted that reads no more than it may: every workspace the run may read, the token may READ (its own runs, and those of the token its page had before). Any other run — an API key's reads every publication of yours — is a ForbiddenError, and nothing is stored.",
     args: { input: t.arg({ type: SteerRunInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError, RunEndedError, IdempotencyConflictError], directResult: true, union: { name: "SteerRunPayload" } },
     resolve: async (_root, { input }, ctx) => ({

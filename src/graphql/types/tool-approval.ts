@@ -22,7 +22,8 @@ const ToolApprovalDecisionEnum = builder.enumType(ToolApprovalDecision, {
     EDIT: {
       description:
         "The call executes with the arguments the decision gives (DecideToolCallInput.arguments) instead of the model's. They must fit the tool's input schema (a ValidationError naming the field otherwise, and the call keeps waiting). " +
-        "The conversation log keeps the model's request as it was; the call's result tells the model which arguments ran, and its span records both and who edited.",
+        "The conversation log keeps the model's request as it was; the call's result tells the model which arguments ran, and its span records both and who edited. " +
+        "The call runs with the reach of whoever admitted the run, so an access token edits only a call of a run an access token admitted that reads no more than it may (as for steerRun); on any other run EDIT is a ForbiddenError and the call keeps waiting (APPROVE and REJECT decide the model's own call and stay allowed).",
     },
   },
 });
@@ -201,7 +202,7 @@ builder.mutationField("decideToolCall", (t) =>
   t.field({
     type: DecideToolCallSuccess,
     description:
-      "Approves, edits (approves with your arguments) or rejects one of your run's tool calls that waits for a decision; editing needs the same right as approving (DECIDE). Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it. " +
+      "Approves, edits (approves with your arguments) or rejects one of your run's tool calls that waits for a decision; editing needs the same right as approving (DECIDE), and an access token edits only the calls of runs that read no more than it may (ForbiddenError otherwise: see EDIT). Exactly one decision counts; once none of the run's calls waits, the run resumes on whichever instance claims it. " +
       "Only while the run waits (WAITING, or PAUSED while it waited): on a RUNNING run, RunNotWaitingError, and the call keeps waiting.",
     args: { input: t.arg({ type: DecideToolCallInput, required: true }) },
     errors: {

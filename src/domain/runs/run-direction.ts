@@ -1,0 +1,31 @@
+// Who may direct a run (A6): put a person's words into its conversation (steerRun) or choose the
+// arguments a held call of it runs with (decideToolCall with EDIT). A run reads with the reach of
+// whoever admitted it (domain/workspace/material-reach.ts): an API key's run reads every
+// publication of its principal and may be offered MCP tools, a token's run only the histories of
+// the workspaces the token could READ. So an access token directs only a run an access token
+// admitted whose every readable workspace it may READ itself — its own runs, and those of a token
+// minted again for the same page — since directing any other would have the run read, for the
+// token, what the token may not. Whatever does not widen what a run reads — approving or rejecting
+// the model's own call, cancelling, pausing, resuming, tags — needs only the token's grant.
+import { readableWorkspaceIds } from "../principal/access-scope.js";
+import { ForbiddenError } from "../errors.js";
+import type { Actor } from "../principal/principal-service.js";
+
+/** What a run records of the reach it reads with (Run.admittedByToken, Run.tokenReadableWorkspaceIds). */
+export type RunReach = { admittedByToken: string | null; tokenReadableWorkspaceIds: readonly string[] };
+
+/** Whether the actor may direct the run: a whole principal always, an access token only a run that reads no more than it may. */
+export function directsRun(actor: Pick<Actor, "access">, run: RunReach): boolean {
+  if (!actor.access) return true;
+  if (run.admittedByToken === null) return false;
+  const readable = new Set(readableWorkspaceIds(actor.access));
+  return run.tokenReadableWorkspaceIds.every((id) => readable.has(id));
+}
+
+/** Throws ForbiddenError when an access token would direct a run that reads more than it may; `doing` says how. */
+export function requireDirects(actor: Pick<Actor, "access">, run: RunReach, doing: string): void {
+  if (directsRun(actor, run)) return;
+  throw new ForbiddenError(
+    `An access token may ${doing} only a run an access token admitted with no more reach than its own: this run reads what this token may not READ (an API key admitted it, or a token with other workspaces).`,
+  );
+}
