@@ -242,7 +242,7 @@ export type DecideToolCallInput = {
   /** EDIT only (required with it, refused with APPROVE and REJECT): the JSON object of arguments the call runs with, checked against the tool's input schema. At most 100,000 characters of JSON. A number it holds must run as written: an integer past ±(2^53 - 1) or a number past the double range is refused (ValidationError naming its path), since it arrives rounded; write such a value as a string. The schema is the tool's own (an MCP server's), so it is checked without its regular expressions (pattern, patternProperties, format); a schema of more than 100,000 characters or nested more than 64 deep, or one whose check of these arguments would take more than 50,000 steps (every subschema applied to every value it reaches, references and combinations followed; a step per keyword, listed value and argument entry), is not applied: only a JSON object is required. The tool checks what it is given either way. */
   arguments?: unknown;
   decision: ToolApprovalDecision;
-  /** Shown to the model with a rejection; kept with any decision. At most 2,000 characters. */
+  /** Shown to the model with a rejection; kept with any decision. At most 2,000 characters. The model reads it next, as a steering message: an access token gives one with REJECT only on a run it may steer (ForbiddenError otherwise; a rejection without a reason is taken). */
   reason?: string | null | undefined;
   runId: string;
   /** ToolApproval.toolCallId. */

@@ -144,7 +144,8 @@ export class ToolApprovalService {
    * another request open. An open request of a run that does not wait (RUNNING: an attempt holds
    * it, and its tools could be the ones deciding) is RunNotWaitingError, and stays open. An access
    * token EDITs only a call of a run that reads no more than it may (run-direction.ts;
-   * ForbiddenError, nothing decided); it approves and rejects the calls of any run its grants cover.
+   * ForbiddenError, nothing decided), and rejects with a reason only such a run's calls (the reason
+   * is what the model reads next); it approves, and rejects without a reason, the calls of any run its grants cover.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
@@ -162,6 +163,9 @@ export class ToolApprovalService {
       // Edited arguments are the decider's own, and would run with the run's reach (run-direction.ts).
       const reach = { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids };
       if (edit) requireDirects(actor, reach, "edit a held call of");
+      // A rejection's reason is the model's next input (approval-gate.ts declinedResult): words that
+      // steer the run as much as steerRun's, so a token gives one only on a run it may direct.
+      if (input.decision === "REJECT" && reason) requireDirects(actor, reach, "give a reason the model reads when rejecting a held call of");
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
       const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
       if (named === undefined) throw new NotFoundError("ToolApproval", input.approvalId!);

@@ -177,7 +177,10 @@ const DecideToolCallInput = builder.inputType("DecideToolCallInput", {
         "Optional: ToolApproval.id of the request you decide (the one you were shown). The decision then takes that request or nothing: NotFoundError when it is not a request of this run and call, AlreadyDecidedError when it was decided already. Without it, the call's open request is decided.",
     }),
     decision: t.field({ type: ToolApprovalDecisionEnum, required: true }),
-    reason: t.string({ description: "Shown to the model with a rejection; kept with any decision. At most 2,000 characters." }),
+    reason: t.string({
+      description:
+        "Shown to the model with a rejection; kept with any decision. At most 2,000 characters. The model reads it next, as a steering message: an access token gives one with REJECT only on a run it may steer (ForbiddenError otherwise; a rejection without a reason is taken).",
+    }),
     arguments: t.field({
       type: "JSON",
       description:
