@@ -143,20 +143,23 @@ export class RunWorker {
   }
 
   /**
-   * Takes up to `count` deliveries and claims the fairest claimable runs, whichever runs were delivered:
-   * deliveries come oldest first across principals, and claiming them as delivered would let one
-   * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
-   * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
-   * orphaned runs come first in the claim's own order.
+   * Claims the fairest claimable runs, whichever runs were delivered, then takes as many deliveries
+   * as it claimed runs: deliveries come oldest first across principals, and claiming them as
+   * delivered would let one principal's backlog delay everybody else's runs. A delivered run that
+   * is not claimed now stays QUEUED in the table, where every later pass looks for it; orphaned
+   * runs come first in the claim's own order. A claim that took nothing takes no delivery (no
+   * statement): the jobs left wait for the claims that take runs.
    */
   private async claimDelivered(queue: RunQueue, count: number): Promise<ClaimedAttempts> {
-    // The claim does not wait for the deliveries (it claims from the table either way), nor for
-    // their acknowledgements: both are round trips between a wake-up and the runs' start.
-    const taking = queue.take(count).catch(() => []);
     const claimed = await this.claimMany(count);
-    void taking.then((deliveries) => {
-      for (const delivery of deliveries) delivery.done().catch(() => undefined);
-    });
+    // Neither the deliveries nor their acknowledgements are waited for: the runs claimed start now.
+    if (claimed.length > 0)
+      void queue
+        .take(claimed.length)
+        .then((deliveries) => {
+          for (const delivery of deliveries) delivery.done().catch(() => undefined);
+        })
+        .catch(() => undefined);
     return claimed;
   }
 
