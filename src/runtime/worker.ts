@@ -9,7 +9,7 @@
 // resumed from the log as the next attempt, before runs that were only queued.
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { ClaimedAttempt, InstanceLiveness } from "./ports/run-state.js";
+import type { ClaimedAttempt, ClaimedAttempts, InstanceLiveness } from "./ports/run-state.js";
 import { AttemptFencedError } from "./ports/attempt-fence.js";
 import { LeaseKeeper } from "./attempt/lease-keeper.js";
 import { AttemptSettling } from "./attempt/settle-attempt.js";
@@ -53,6 +53,7 @@ export class RunWorker {
   private readonly settling: AttemptSettling; // how each attempt ends once its executor returned
   private stopped = true;
   private claimWidth = 1; // what the next pass's first claim asks for (claimInRounds)
+  private runsWaiting = true; // whether the last pass may have left runs waiting (a freed slot then claims)
   private unsubscribe: (() => void) | undefined;
   private announcing: Promise<void> | undefined; // the last sweep's announcements, while on their way
   private waiting: Promise<void> | undefined; // the sweep of waiting runs in progress (one at a time)
@@ -72,7 +73,7 @@ export class RunWorker {
       stop: (runId, reason) => this.active.get(runId)?.controller.abort(reason),
     });
     this.passes = new ClaimPasses({
-      pass: (sweep) => this.pass(sweep),
+      pass: (due) => this.pass(due),
       sweepMs: options.sweepMs ?? this.leaseMs / 3,
       logger: options.logger,
     });
@@ -104,19 +105,29 @@ export class RunWorker {
     await Promise.allSettled((this.options.companions ?? []).map((companion) => companion.stop()));
   }
 
-  /** One claim pass: the sweep when it is due, then claims while a slot is free (claim-passes.ts). */
-  private async pass(sweep: boolean): Promise<void> {
+  /**
+   * One claim pass: the sweep when it is due, then claims while a slot is free (claim-passes.ts).
+   * A pass only freed slots woke claims nothing when the last pass found no run waiting: a run
+   * admitted, handed back or resumed since is announced (the wake path), one that became claimable
+   * as time passed (a lease expired, a hand-back's delay) is found by the sweep's pass.
+   */
+  private async pass({ sweep, freedOnly }: { sweep: boolean; freedOnly: boolean }): Promise<void> {
     if (sweep) await this.sweep();
-    this.claimWidth = await claimInRounds({
+    if (freedOnly && !this.runsWaiting) return;
+    // Until this pass's claims say otherwise (a claim that failed leaves it so).
+    this.runsWaiting = true;
+    const { width, runsWaiting } = await claimInRounds({
       free: () => (this.stopped ? 0 : this.concurrency - this.active.size),
       claim: (count) => (this.options.queue ? this.claimDelivered(this.options.queue, count) : this.claimMany(count)),
       begin: (claimed) => this.begin(claimed),
       from: this.claimWidth,
     });
+    this.claimWidth = width;
+    this.runsWaiting = runsWaiting;
   }
 
   /** Claims up to `count` runs in one transaction. */
-  private claimMany(count: number): Promise<ClaimedAttempt[]> {
+  private claimMany(count: number): Promise<ClaimedAttempts> {
     return this.options.runs.claimMany(
       {
         workerId: this.workerId,
@@ -132,20 +143,23 @@ export class RunWorker {
   }
 
   /**
-   * Takes up to `count` deliveries and claims the fairest claimable runs, whichever runs were delivered:
-   * deliveries come oldest first across principals, and claiming them as delivered would let one
-   * principal's backlog delay everybody else's runs. A delivered run that is not claimed now stays
-   * QUEUED in the table, where every later pass looks for it (a pass runs whenever a slot frees);
-   * orphaned runs come first in the claim's own order.
+   * Claims the fairest claimable runs, whichever runs were delivered, then takes as many deliveries
+   * as it claimed runs: deliveries come oldest first across principals, and claiming them as
+   * delivered would let one principal's backlog delay everybody else's runs. A delivered run that
+   * is not claimed now stays QUEUED in the table, where every later pass looks for it; orphaned
+   * runs come first in the claim's own order. A claim that took nothing takes no delivery (no
+   * statement): the jobs left wait for the claims that take runs.
    */
-  private async claimDelivered(queue: RunQueue, count: number): Promise<ClaimedAttempt[]> {
-    // The claim does not wait for the deliveries (it claims from the table either way), nor for
-    // their acknowledgements: both are round trips between a wake-up and the runs' start.
-    const taking = queue.take(count).catch(() => []);
+  private async claimDelivered(queue: RunQueue, count: number): Promise<ClaimedAttempts> {
     const claimed = await this.claimMany(count);
-    void taking.then((deliveries) => {
-      for (const delivery of deliveries) delivery.done().catch(() => undefined);
-    });
+    // Neither the deliveries nor their acknowledgements are waited for: the runs claimed start now.
+    if (claimed.length > 0)
+      void queue
+        .take(claimed.length)
+        .then((deliveries) => {
+          for (const delivery of deliveries) delivery.done().catch(() => undefined);
+        })
+        .catch(() => undefined);
     return claimed;
   }
 
@@ -208,7 +222,7 @@ export class RunWorker {
     const done = this.execute(claimed, controller, heard, claimed.leaseSentAt).finally(() => {
       this.active.delete(claimed.run.id);
       // A slot is free: a ready run that found none waiting takes it now.
-      if (!this.stopped) this.passes.wake();
+      if (!this.stopped) this.passes.wake({ freed: true });
     });
     this.active.set(claimed.run.id, { controller, heard, done });
   }

@@ -38,6 +38,9 @@
 // taken by the claim's next statement (first-attempt-statement.ts), which sees every claim that
 // committed while this one waited for a lock, and a claim of the same principals at the same time
 // waits for this one.
+// It answers one row when it takes nothing, saying whether it found runs waiting at all (queued,
+// to resume or to take over, held back by a cap or a conversation's slot or not): a worker whose
+// last claim found none claims nothing more when one of its slots frees (runtime/worker.ts).
 import type { Prisma, Run } from "../../generated/prisma/client.js";
 import { runReturning } from "./admit-in-one-statement.js";
 import { HOLDING_SLOT, leaseExpiredSql } from "./lease-expired.js";
@@ -122,6 +125,8 @@ const RESUMED_LIST = `SELECT r.id, true AS resumed, r.admitted_by_token IS NOT N
 /**
  * Takes up to `limit` runs (only `runId` when given), skipping the capped runs of the principals in
  * `full`, the tokens' runs of those in `tokensFull` and the runs in `unslotted`; in the claim's order.
+ * `runsWaiting`: the statement found runs queued, to resume or to take over, taken or not (a run
+ * held back by its principal's cap or its conversation's slot among them); false when it found none.
  */
 export async function takeClaimable(
   tx: Tx,
@@ -133,8 +138,10 @@ export async function takeClaimable(
     unslotted = [],
     tokensFull = [],
   }: { runId: string | undefined; limit: number; full: readonly string[]; unslotted?: readonly string[]; tokensFull?: readonly string[] },
-): Promise<Taken[]> {
-  const taken = await tx.$queryRawUnsafe<(Run & { previousOwner: string | null; capped: boolean; place: number; tokensMax: number | null; locks: unknown })[]>(
+): Promise<{ taken: Taken[]; runsWaiting: boolean }> {
+  const rows = await tx.$queryRawUnsafe<
+    (Run & { previousOwner: string | null; capped: boolean; place: number; tokensMax: number | null; locks: unknown; runsWaiting: boolean })[]
+  >(
     `WITH RECURSIVE running AS (
        SELECT owner_id, count(*)::int AS n, count(*) FILTER (WHERE admitted_by_token IS NOT NULL)::int AS t FROM run
         WHERE ${HOLDING_SLOT} GROUP BY owner_id),
@@ -204,7 +211,9 @@ export async function takeClaimable(
      locked AS (
        SELECT pg_advisory_xact_lock(hashtextextended('${PRINCIPAL_LOCK}' || owners.owner, 0))
          FROM (SELECT DISTINCT "ownerId" AS owner FROM taken WHERE capped ORDER BY 1) AS owners)
-     SELECT taken.*, (SELECT count(*) FROM locked) AS locks FROM taken`,
+     SELECT taken.*, (SELECT count(*) FROM locked) AS locks,
+            EXISTS (SELECT 1 FROM claim_owners WHERE owner_id IS NOT NULL) OR EXISTS (SELECT 1 FROM orphaned) AS "runsWaiting"
+       FROM (SELECT 1) AS one LEFT JOIN taken ON true`,
     options.workerId,
     options.leaseMs,
     runId ?? null,
@@ -217,9 +226,11 @@ export async function takeClaimable(
     tokenRunningShare(options.maxRunningPerPrincipal),
     tokensFull,
   );
-  return taken
+  // One row whatever was taken (none: the row of the left join alone, its run's columns null).
+  const taken = rows
+    .filter((row) => row.id !== null)
     .sort((a, b) => Number(a.place) - Number(b.place))
-    .map(({ place: _, locks: __, previousOwner, capped, tokensMax, ...run }) => ({
+    .map(({ place: _, locks: __, runsWaiting: ___, previousOwner, capped, tokensMax, ...run }) => ({
       id: run.id,
       attempt: run.attempt,
       previous_owner: previousOwner,
@@ -229,4 +240,5 @@ export async function takeClaimable(
       tokensMax: Number(tokensMax ?? options.maxRunningPerPrincipal),
       run: run as Run,
     }));
+  return { taken, runsWaiting: rows[0]?.runsWaiting !== false };
 }

@@ -25,7 +25,7 @@ import { ensureTrace, startSpanIn, type TraceChange } from "../trace/trace-write
 import { type Applied, announceApplied, applyTransition, SlotTaken, statusAfter } from "./apply-transition.js";
 import type { Transition } from "./transition-row.js";
 import { TRANSITIONS } from "./transitions.js";
-import type { ClaimedAttempt, InstanceLiveness, SpanRef } from "./vocabulary.js";
+import type { ClaimedAttempt, ClaimedAttempts, InstanceLiveness, SpanRef } from "./vocabulary.js";
 import { releaseCancelled, type SettleDeps } from "./settle.js";
 import { interruption } from "./interruption.js";
 import { HOLDING_SLOT } from "./lease-expired.js";
@@ -35,7 +35,7 @@ import { type Taken, takeClaimable } from "./claim-statement.js";
 type Tx = Prisma.TransactionClient;
 
 /** Tells whether a worker instance still has a session with the database (see Database). */
-export type { ClaimedAttempt, InstanceLiveness };
+export type { ClaimedAttempt, ClaimedAttempts, InstanceLiveness };
 
 export type ClaimOptions = {
   prisma: PrismaClient;
@@ -84,8 +84,9 @@ export async function claimRun(options: ClaimOptions, runId?: string): Promise<C
  * for first attempts: BEGIN, the claim statement (the runs as taken, their principals' locks),
  * the attempts' beginning (their conversations' slots and lineage), COMMIT (claim-statement.ts,
  * first-attempt-statement.ts); a run taken over from an attempt before adds its own writes one by one.
+ * `runsWaiting`: the claim found runs waiting, taken or not — false only when it found none at all.
  */
-export async function claimRuns(options: ClaimOptions, limit: number, runId?: string): Promise<ClaimedAttempt[]> {
+export async function claimRuns(options: ClaimOptions, limit: number, runId?: string): Promise<ClaimedAttempts> {
   // Principals found at their cap once their lock was held, and runs whose conversation's slot
   // another run took meanwhile: skipped by the next try, which claims the others again.
   const full: string[] = [];
@@ -96,7 +97,7 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
       return await claimOnce(options, { limit, runId, full, tokensFull, unslotted });
     } catch (error) {
       if (error instanceof SlotTaken && runId === undefined && error.runIds.length > 0) unslotted.push(...error.runIds);
-      else if (error instanceof SlotTaken) return [];
+      else if (error instanceof SlotTaken) return nothingClaimed(true);
       else if (error instanceof PrincipalAtCap) full.push(error.ownerId);
       else if (error instanceof TokensAtShare) tokensFull.push(error.ownerId);
       // Two claims at once may take their principals' queue exit rows in other orders (the
@@ -105,8 +106,11 @@ export async function claimRuns(options: ClaimOptions, limit: number, runId?: st
       else if (!isTransactionConflict(error) || tries === CAP_RETRIES) throw error;
     }
   }
-  return [];
+  return nothingClaimed(true);
 }
+
+/** No run claimed; `runsWaiting`: whether runs were found waiting that a later claim may take. */
+const nothingClaimed = (runsWaiting: boolean): ClaimedAttempts => Object.assign([], { runsWaiting });
 
 type Claimed = { claimed: ClaimedAttempt; applied: Applied };
 
@@ -114,12 +118,14 @@ type Claimed = { claimed: ClaimedAttempt; applied: Applied };
 async function claimOnce(
   options: ClaimOptions,
   take: { limit: number; runId: string | undefined; full: readonly string[]; tokensFull: readonly string[]; unslotted: readonly string[] },
-): Promise<ClaimedAttempt[]> {
+): Promise<ClaimedAttempts> {
+  let runsWaiting = true;
   const claimed = await options.prisma.$transaction(async (tx) => {
     // The lease runs from the claim statement's own start (statement_timestamp(), not the
     // transaction's), which is after this moment: the attempt's clock starts no later than its lease.
     const leaseSentAt = performance.now();
-    const taken = await takeClaimable(tx, options, take);
+    const { taken, runsWaiting: waiting } = await takeClaimable(tx, options, take);
+    runsWaiting = waiting;
     if (taken.length === 0) return [];
     const rows = new Map(taken.map((t) => [t.id, t.run]));
     const now = new Date();
@@ -156,7 +162,10 @@ async function claimOnce(
   });
   // The RUN and ATTEMPT spans started here are counted where they are announced (a metered trace).
   for (const { applied } of claimed) announceApplied({ events: options.events, trace: options.announce }, applied);
-  return claimed.map(({ claimed }) => claimed);
+  return Object.assign(
+    claimed.map(({ claimed }) => claimed),
+    { runsWaiting },
+  );
 }
 
 /** A later attempt: how the one before ended is recorded, its open spans end, and the new one starts. */

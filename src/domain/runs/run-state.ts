@@ -2,7 +2,7 @@
 // Claims and settling write the trace in their own transactions and announce it through `trace`.
 import { type EventPublisher, publishRunListChange, type RunStatusName } from "../../events/topics.js";
 import type { PrismaClient, Run } from "../../generated/prisma/client.js";
-import { type ClaimedAttempt, claimRun, claimRuns, type InstanceLiveness, releaseAbandoned } from "./claim.js";
+import { type ClaimedAttempt, type ClaimedAttempts, claimRun, claimRuns, type InstanceLiveness, releaseAbandoned } from "./claim.js";
 import type { AttemptFence, Holder, OnLost, Transact } from "./attempt-fence.js";
 import { PrismaAttemptFence } from "./attempt-fence.js";
 import { type CancelledEnding, handBackAttempt, pauseAttempt, releaseCancelled, type SettleDeps, settleAttempt, type SettleStep } from "./settle.js";
@@ -46,7 +46,7 @@ export class PrismaRunState {
     return claimRun({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, runId);
   }
 
-  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]> {
+  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempts> {
     const { prisma, events, trace, dailyCostLimit } = this.deps;
     return claimRuns({ prisma, events, announce: (changes) => trace.announce(changes), dailyCostLimit, ...claimant }, count);
   }

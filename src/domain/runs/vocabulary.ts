@@ -111,6 +111,12 @@ export type ClaimedAttempt = {
   log?: Message[];
 };
 
+/**
+ * The attempts one claim started, in its order; `runsWaiting`: the claim found runs waiting to be
+ * claimed, taken or not — false only when it found none at all (claim-statement.ts).
+ */
+export type ClaimedAttempts = ClaimedAttempt[] & { runsWaiting: boolean };
+
 export type SettleContext = {
   tx: Tx;
   run: RunRecord;

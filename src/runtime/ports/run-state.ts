@@ -8,6 +8,7 @@ import type {
   CancelledEnding,
   Claimant,
   ClaimedAttempt,
+  ClaimedAttempts,
   EndedRun,
   InstanceLiveness,
   LeaseTerms,
@@ -30,6 +31,7 @@ export type {
   CancelledEnding,
   Claimant,
   ClaimedAttempt,
+  ClaimedAttempts,
   EndedRun,
   InstanceLiveness,
   LeaseTerms,
@@ -43,8 +45,11 @@ export { budgetTokens } from "../../domain/runs/vocabulary.js";
 export interface RunState {
   /** Claims the next claimable run (or only `runId`) as a new attempt; null when there is none. */
   claim(claimant: Claimant, runId?: string): Promise<ClaimedAttempt | null>;
-  /** Claims up to `count` claimable runs in one transaction, fairly across principals and within their caps; in the claim's order. */
-  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempt[]>;
+  /**
+   * Claims up to `count` claimable runs in one transaction, fairly across principals and within
+   * their caps; in the claim's order, saying whether the claim found runs waiting (taken or not).
+   */
+  claimMany(claimant: Claimant, count: number): Promise<ClaimedAttempts>;
   /** The fence of an attempt: `onLost` is called once, when the attempt is found to have lost its run. */
   fence(holder: Holder, onLost: OnLost): AttemptFence;
   /**
