@@ -87,7 +87,9 @@ describe.runIf(haveChromium)("acting on a run from the trace viewer", () => {
     expect(await first.page.locator("[data-testid=waiting]").isHidden()).toBe(true);
     await status(watcher.page, "SUCCEEDED");
 
-    const second = await openViewer(browser, viewerUrl(rejected.id, `token=${await tokenFor(client, rejected.id, ["READ", "SUBSCRIBE", "DECIDE"])}`));
+    // A reason is the model's next input: an access token gives one only on a run it may steer
+    // (token-directs-own-runs.test.ts), so this key's run is rejected with one through the key.
+    const second = await openViewer(browser, viewerUrl(rejected.id, `key=${encodeURIComponent(app.key)}`));
     await status(second.page, "WAITING");
     await second.page.locator("[data-testid=reject-reason]").fill("not on a Friday");
     await second.page.locator("[data-testid=reject]").click();
