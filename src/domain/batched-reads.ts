@@ -11,8 +11,8 @@
 // The runs of a claim get their reads back one per turn of the event loop: each one's way from
 // there to its first model request (its tools, its context, the request's body: a few
 // milliseconds of CPU each) is a turn of its own, and the pieces of the runs already streaming are
-// read and passed on between them. Given back all in one turn, 64 runs took the worker's thread
-// for a few hundred milliseconds in a row while those pieces waited in their sockets.
+// read and passed on between them. Given back all in one turn, the runs of a claim (up to 64)
+// went to their model requests in one task of the worker's thread while those pieces waited.
 
 type Waiter<K, V> = { key: K; resolve: (value: V) => void; reject: (error: unknown) => void };
 
