@@ -33,9 +33,9 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
     const mixedScripts = mixedScriptNotes([toolCallId, toolName, mcpTool ?? "", readable.text].join("\n"));
     return {
       approvalId: id,
-      toolCallId: visibleText(toolCallId),
-      toolName: visibleText(toolName),
-      ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
+      toolCallId: shownName(toolCallId),
+      toolName: shownName(toolName),
+      ...(mcpTool !== null && { mcpTool: shownName(mcpTool) }),
       arguments: readable.text,
       ...(warnings.length > 0 && { warnings }),
       ...(mixedScripts.length > 0 && { mixedScripts }),
@@ -45,6 +45,15 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
   });
 }
 
+/**
+ * A name the model or an MCP server chose (a call id, a tool name) as get_run shows it: its own
+ * backslashes as \u005C, then every hidden character as its escape (visibleText). Without the first
+ * step a literal `\u200B` and a real zero-width space would show alike; with it, no two names do.
+ */
+function shownName(name: string): string {
+  return visibleText(name.replaceAll("\\", "\\u005C"));
+}
+
 /** The requests a run waits on, as the model wrote them. */
 async function waitingCalls(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
@@ -52,18 +61,18 @@ async function waitingCalls(client: DossierClient, runId: string) {
 }
 
 /**
- * The call id decide_tool_call sends: the named request's own; else the waiting call whose id is
- * `toolCallId`, or the one call shown as it (its hidden characters escaped). Several calls shown
- * alike are for approvalId to tell apart.
+ * The call id decide_tool_call sends: the named request's own; else the one waiting call whose id
+ * is `toolCallId` as written or as get_run shows it (shownName). A text that names more than one
+ * call either way (a model's id written as another's is shown) is refused: approvalId tells them apart.
  */
 async function callIdOf(client: DossierClient, runId: string, named: { approvalId?: string; toolCallId?: string }): Promise<string | Error> {
   const waiting = await waitingCalls(client, runId);
-  const exact = waiting.find((call) => (named.approvalId ? call.id === named.approvalId : call.toolCallId === named.toolCallId));
-  if (exact) return exact.toolCallId;
-  if (named.approvalId || named.toolCallId === undefined) return named.toolCallId ?? "";
-  const shown = waiting.filter((call) => visibleText(call.toolCallId) === named.toolCallId);
-  if (shown.length > 1) return new Error(`${shown.length} waiting calls show as ${named.toolCallId}: name the one you decide by its approvalId.`);
-  return shown[0]?.toolCallId ?? named.toolCallId;
+  if (named.approvalId) return waiting.find((call) => call.id === named.approvalId)?.toolCallId ?? named.toolCallId ?? "";
+  if (named.toolCallId === undefined) return "";
+  const text = named.toolCallId;
+  const matching = waiting.filter((call) => call.toolCallId === text || shownName(call.toolCallId) === text);
+  if (matching.length > 1) return new Error(`${matching.length} waiting calls are named or shown as ${text}: name the one you decide by its approvalId.`);
+  return matching[0]?.toolCallId ?? text;
 }
 
 export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {
