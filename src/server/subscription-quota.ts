@@ -35,7 +35,8 @@ export class SubscriptionQuota {
     ];
     const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= this.capOf(counter));
     if (full) {
-      const whose = WHOSE[full.slice(0, full.indexOf(":"))] ?? `${holder.access ? "This access token, with any minted for the same grants," : "This API key"} already has`;
+      const whose =
+        WHOSE[full.slice(0, full.indexOf(":"))] ?? `${holder.access ? "This access token, with any minted for the same grants," : "This API key"} already has`;
       return new GraphQLError(`${whose} ${this.capOf(full)} subscriptions open; close one first.`, {
         extensions: { code: "SUBSCRIPTION_LIMIT", limit: this.capOf(full) },
       });

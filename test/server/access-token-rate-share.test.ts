@@ -92,8 +92,7 @@ describe.each(stores)("a principal's access tokens' share of its requests, %s", 
       await t.app.services.workspaces.createWorkspace(actor, { title: "Alice's", goal: "hers" }),
     ];
     const mint = async (workspaceId: string) =>
-      (await t!.app.services.accessTokens.mint(actor, { grants: [{ resourceId: encodeGlobalId("Workspace", workspaceId), operations: ["READ"] }] }))
-        .token;
+      (await t!.app.services.accessTokens.mint(actor, { grants: [{ resourceId: encodeGlobalId("Workspace", workspaceId), operations: ["READ"] }] })).token;
     const statuses = async (token: string, n: number) => {
       const seen: number[] = [];
       for (let i = 0; i < n; i += 1) seen.push((await read(t!.server!.url, token)).status);
