@@ -30,7 +30,7 @@ import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
 import type { Tx } from "../transaction.js";
 import type { RunAnnouncer } from "./run-announcer.js";
-import { requireDirects } from "./run-direction.js";
+import { requireDirects, runReachFor } from "./run-direction.js";
 
 export type ToolApprovalDecision = "APPROVE" | "REJECT" | "EDIT";
 
@@ -156,12 +156,10 @@ export class ToolApprovalService {
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
-      const [run] = await tx.$queryRawUnsafe<
-        { owner_id: string; status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]
-      >("SELECT owner_id, status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
-      if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
+      const run = await runReachFor(tx, input.runId, actor.principalId, "FOR NO KEY UPDATE");
+      if (!run) throw new NotFoundError("Run", input.runId);
       // Edited arguments are the decider's own, and would run with the run's reach (run-direction.ts).
-      const reach = { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids };
+      const { reach } = run;
       if (edit) requireDirects(actor, reach, "edit a held call of");
       // A rejection's reason is the model's next input (approval-gate.ts declinedResult): words that
       // steer the run as much as steerRun's, so a token gives one only on a run it may direct.
