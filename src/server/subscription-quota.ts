@@ -1,20 +1,16 @@
 // Fair shares of the live connections (issue 36): how many subscriptions one API key and one
 // principal may hold open on this instance at once (MAX_SUBSCRIPTIONS_PER_KEY), over graphql-ws
 // and SSE alike. One more is refused with SUBSCRIPTION_LIMIT as the operation's error: the
-// connection stays open and its other subscriptions go on. An access token holds its end user's places,
+// connection stays open and its other subscriptions go on. An access token holds its own places,
 // at most MAX_SUBSCRIPTIONS_PER_TOKEN, not its minting key's: one end user's page cannot take the
 // places of the team's backend or of the other end users (the principal's cap still counts them all).
-// The end user is the token's grants, as for idempotency: tokens minted again for the same grants
-// (the same page reloaded) share those places, so fresh tokens win no fresh ones.
 // The principal's access tokens together hold at most half of its places: however many end users'
 // pages are open, its API keys keep the other half.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import type { AccessScope } from "../domain/principal/access-scope.js";
-import { idempotencyScopeOf } from "../domain/principal/idempotency-scope.js";
 
 /** Who holds a subscription: its principal, and its credential when it has one. */
-export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string; grants: AccessScope["grants"] } };
+export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string } };
 
 export class SubscriptionQuota {
   private readonly open = new Map<string, number>();
@@ -27,7 +23,7 @@ export class SubscriptionQuota {
 
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
-    const credential = holder.access ? idempotencyScopeOf(holder) : (holder.credentialId ?? holder.keyId);
+    const credential = holder.access ? `token:${holder.access.tokenId}` : (holder.credentialId ?? holder.keyId);
     const counters = [
       `principal:${holder.principalId}`,
       ...(holder.access ? [`tokens:${holder.principalId}`] : []),
@@ -35,8 +31,7 @@ export class SubscriptionQuota {
     ];
     const full = counters.find((counter) => (this.open.get(counter) ?? 0) >= this.capOf(counter));
     if (full) {
-      const whose =
-        WHOSE[full.slice(0, full.indexOf(":"))] ?? `${holder.access ? "This access token, with any minted for the same grants," : "This API key"} already has`;
+      const whose = WHOSE[full.slice(0, full.indexOf(":"))] ?? `${holder.access ? "This access token" : "This API key"} already has`;
       return new GraphQLError(`${whose} ${this.capOf(full)} subscriptions open; close one first.`, {
         extensions: { code: "SUBSCRIPTION_LIMIT", limit: this.capOf(full) },
       });

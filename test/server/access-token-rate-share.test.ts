@@ -79,30 +79,4 @@ describe.each(stores)("a principal's access tokens' share of its requests, %s", 
     },
     120_000,
   );
-
-  it.runIf(store)("a token minted again for the same grants draws from the same bucket; another end user's grants have their own", async () => {
-    // Two requests per end user at once; the principal's bucket is no limit here.
-    const [requests, principals] = [await store!({ perMinute: 1, burst: 2 }), await store!({ perMinute: 1, burst: 100 })];
-    closing.push(requests, principals);
-    t = await startTestApp("pglite", { listen: true, authRequired: true, rateLimits: requests, principalRateLimits: principals });
-    const bob = await t.createPrincipal("bob");
-    const actor = (await t.app.services.principals.authenticate(bob))!;
-    const [mine, theirs] = [
-      await t.app.services.workspaces.createWorkspace(actor, { title: "Mallory's", goal: "hers" }),
-      await t.app.services.workspaces.createWorkspace(actor, { title: "Alice's", goal: "hers" }),
-    ];
-    const mint = async (workspaceId: string) =>
-      (await t!.app.services.accessTokens.mint(actor, { grants: [{ resourceId: encodeGlobalId("Workspace", workspaceId), operations: ["READ"] }] })).token;
-    const statuses = async (token: string, n: number) => {
-      const seen: number[] = [];
-      for (let i = 0; i < n; i += 1) seen.push((await read(t!.server!.url, token)).status);
-      return seen;
-    };
-    expect(await statuses(await mint(mine.id), 3)).toEqual([200, 200, 429]);
-    // Mallory's page reloaded, or minting tokens on purpose: the same grants, the same empty bucket.
-    expect(await statuses(await mint(mine.id), 1)).toEqual([429]);
-    expect(await statuses(await mint(mine.id), 1)).toEqual([429]);
-    // Alice's grants are another end user's: her bucket is full.
-    expect(await statuses(await mint(theirs.id), 3)).toEqual([200, 200, 429]);
-  });
 });

@@ -7,28 +7,14 @@
 // page after a refresh) replays what the one before it admitted. The digest does not depend on the
 // order of the grants nor of their operations.
 import { createHash } from "node:crypto";
-import type { AccessScope } from "./access-scope.js";
-
-/** Whose grants a credential acts under: its minting key, and its access token's grants when it has one. */
-export type GrantHolder = { keyId?: string; access?: { grants: AccessScope["grants"] } };
+import type { Actor } from "./principal-service.js";
 
 /** The scope of the actor's idempotency keys: "" for a whole principal, its grants' for an access token. */
-export function idempotencyScopeOf(actor: GrantHolder): string {
+export function idempotencyScopeOf(actor: Pick<Actor, "keyId" | "access">): string {
   if (!actor.access) return "";
-  return `token:${actor.keyId ?? ""}:${grantsDigestOf(actor.access)}`;
-}
-
-const digests = new WeakMap<object, string>();
-
-/** The digest of a token's grants, once per token a request or socket carries. */
-function grantsDigestOf(access: { grants: AccessScope["grants"] }): string {
-  let digest = digests.get(access);
-  if (digest === undefined) {
-    const grants = access.grants.map((grant) => `${grant.kind}:${grant.id}:${[...new Set(grant.operations)].sort().join(",")}`);
-    digest = createHash("sha256")
-      .update(JSON.stringify([...new Set(grants)].sort()))
-      .digest("base64url");
-    digests.set(access, digest);
-  }
-  return digest;
+  const grants = actor.access.grants.map((grant) => `${grant.kind}:${grant.id}:${[...new Set(grant.operations)].sort().join(",")}`);
+  const digest = createHash("sha256")
+    .update(JSON.stringify([...new Set(grants)].sort()))
+    .digest("base64url");
+  return `token:${actor.keyId ?? ""}:${digest}`;
 }
