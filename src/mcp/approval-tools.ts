@@ -47,8 +47,10 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
 
 /**
  * A name the model or an MCP server chose (a call id, a tool name) as get_run shows it: its own
- * backslashes as \u005C, then every hidden character as its escape (visibleText). Without the first
- * step a literal `\u200B` and a real zero-width space would show alike; with it, no two names do.
+ * backslashes as \u005C, then every hidden character as its escape (visibleText), so a literal
+ * `\u200B` never shows as a real zero-width space. Letters of one script that look like another's
+ * (Cyrillic "саӏӏ_1", "caⅼⅼ_1" with Roman numerals) still look alike: only approvalId names a call
+ * for sure, and decide_tool_call takes a toolCallId only while it is the one call waiting.
  */
 function shownName(name: string): string {
   return visibleText(name.replaceAll("\\", "\\u005C"));
@@ -61,18 +63,25 @@ async function waitingCalls(client: DossierClient, runId: string) {
 }
 
 /**
- * The call id decide_tool_call sends: the named request's own; else the one waiting call whose id
- * is `toolCallId` as written or as get_run shows it (shownName). A text that names more than one
- * call either way (a model's id written as another's is shown) is refused: approvalId tells them apart.
+ * The request decide_tool_call decides: the one named by approvalId; else, by toolCallId (as written
+ * or as get_run shows it), only the one call a run waits on. With several waiting, ids a model chose
+ * can look alike (a Cyrillic "саӏӏ_1" beside "call_1") and a person could name one while reading
+ * another: approvalId must say which. Named by toolCallId, the request found is decided by its
+ * approvalId, never one that came to take that id meanwhile.
  */
-async function callIdOf(client: DossierClient, runId: string, named: { approvalId?: string; toolCallId?: string }): Promise<string | Error> {
+async function requestOf(
+  client: DossierClient,
+  runId: string,
+  named: { approvalId?: string; toolCallId?: string },
+): Promise<{ toolCallId: string; approvalId?: string } | Error> {
   const waiting = await waitingCalls(client, runId);
-  if (named.approvalId) return waiting.find((call) => call.id === named.approvalId)?.toolCallId ?? named.toolCallId ?? "";
-  if (named.toolCallId === undefined) return "";
-  const text = named.toolCallId;
-  const matching = waiting.filter((call) => call.toolCallId === text || shownName(call.toolCallId) === text);
-  if (matching.length > 1) return new Error(`${matching.length} waiting calls are named or shown as ${text}: name the one you decide by its approvalId.`);
-  return matching[0]?.toolCallId ?? text;
+  if (named.approvalId)
+    return { toolCallId: waiting.find((call) => call.id === named.approvalId)?.toolCallId ?? named.toolCallId ?? "", approvalId: named.approvalId };
+  const text = named.toolCallId ?? "";
+  if (waiting.length > 1) return new Error(`${waiting.length} calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).`);
+  const call = waiting[0];
+  if (!call || (call.toolCallId !== text && shownName(call.toolCallId) !== text)) return { toolCallId: text };
+  return { toolCallId: call.toolCallId, approvalId: call.id };
 }
 
 export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {
@@ -85,11 +94,11 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
         "APPROVE executes the call; EDIT executes it with the arguments you give (they must fit the tool's input schema); " +
         "REJECT tells the run's model the call was declined, with your reason. The first decision counts. " +
         "Name the call by its approvalId from get_run: the exact way, deciding the request you were shown or nothing. " +
-        "A toolCallId is the model's own name for the call, which another call's can look like.",
+        "A toolCallId is the model's own name for the call, which another call's can look like: it is taken only while it is the one call waiting.",
       inputSchema: {
         runId: z.string().min(1).describe("The run's global id"),
         approvalId: z.string().min(1).optional().describe("The waiting request's approvalId, from get_run: names it exactly"),
-        toolCallId: z.string().min(1).optional().describe("Without approvalId: the waiting call's toolCallId, as get_run shows it"),
+        toolCallId: z.string().min(1).optional().describe("Without approvalId, while it is the only call waiting: its toolCallId, as get_run shows it"),
         decision: z.enum(["APPROVE", "EDIT", "REJECT"]),
         arguments: z
           .record(z.string(), z.unknown())
@@ -100,10 +109,10 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
     },
     guarded(async ({ runId, approvalId, toolCallId, decision, arguments: args, reason }) => {
       if (!approvalId && !toolCallId) return refused("Name the call you decide: its approvalId (or toolCallId) from get_run.");
-      const callId = await callIdOf(client, runId, { approvalId, toolCallId });
-      if (callId instanceof Error) return refused(callId.message);
+      const request = await requestOf(client, runId, { approvalId, toolCallId });
+      if (request instanceof Error) return refused(request.message);
       const { decideToolCall: result } = await client.request(DecideToolCallDocument, {
-        input: { runId, toolCallId: callId, decision, reason, ...(approvalId ? { approvalId } : {}), ...(args === undefined ? {} : { arguments: args }) },
+        input: { runId, ...request, decision, reason, ...(args === undefined ? {} : { arguments: args }) },
       });
       switch (result.__typename) {
         case "DecideToolCallSuccess":

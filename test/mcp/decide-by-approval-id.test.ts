@@ -2,7 +2,8 @@
 // by a zero-width space): get_run shows the ids apart, with each request's approvalId, and
 // decide_tool_call by approvalId decides exactly the request named, leaving the other waiting.
 // A model's id written as another's is shown ("call_1\u200B" typed out beside a real zero-width
-// space) shows apart too, and a toolCallId that names both is refused rather than guessed.
+// space) shows apart too; and while several calls wait a toolCallId is refused rather than guessed
+// (ids of one script can look like another's: "саӏӏ_1" in Cyrillic beside "call_1").
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -82,7 +83,7 @@ describe("decide_tool_call by approvalId", () => {
     expect(published).toEqual([{ title: "final" }]);
   });
 
-  it("shows an id written as another's escape apart from it, and refuses a toolCallId that names both", async () => {
+  it("shows an id written as another's escape apart from it, and takes a toolCallId only while one call waits", async () => {
     const published: unknown[] = [];
     const publish: Tool = {
       schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
@@ -121,16 +122,19 @@ describe("decide_tool_call by approvalId", () => {
         ["call_1\\u005Cu200B", '{"title":"HOSTILE"}'],
       ]);
 
-      // The harmless call's id as shown is the hostile call's id as written: refused, nothing decided.
-      const refused = await alice.call("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u200B", decision: "APPROVE" });
-      expect(refused.isError).toBe(true);
-      expect(refused.content[0]!.text).toContain("2 waiting calls are named or shown as call_1\\u200B: name the one you decide by its approvalId.");
+      // The harmless call's id as shown is the hostile call's id as written: with two calls waiting a
+      // toolCallId is refused, whichever it names, and nothing is decided.
+      for (const toolCallId of ["call_1\\u200B", "call_1\\u005Cu200B"]) {
+        const refused = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" });
+        expect(refused.isError).toBe(true);
+        expect(refused.content[0]!.text).toBe("2 calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).");
+      }
       expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}', '{"title":"HOSTILE"}']);
 
-      // Each id as shown names one call: the hostile one is rejected, the harmless one approved.
-      await alice.text("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u005Cu200B", decision: "REJECT", reason: "no" });
+      // The hostile one rejected by its approvalId, the harmless one is the one call waiting: its id as shown decides it.
+      await alice.text("decide_tool_call", { runId: run.id, approvalId: shown[1]!.approvalId, decision: "REJECT", reason: "no" });
       expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}']);
-      const approved = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, approvalId: shown[0]!.approvalId, decision: "APPROVE" }));
+      const approved = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u200B", decision: "APPROVE" }));
       expect(approved.decision).toBe("APPROVE");
       await settled(app.as(key), run.id, 60_000);
       expect(published).toEqual([{ title: "harmless draft" }]);
