@@ -72,16 +72,19 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
       description: "The caps on the runs the key, and every key and access token it makes, may admit; null: none.",
       resolve: (key) => runCapsOf(key.runCaps),
     }),
-    createdBy: t.field({
-      type: ApiKeyNode,
-      nullable: true,
-      description:
-        "The key that made this one with createApiKey: revoking it revoked this one too, and revoking this one revokes the keys this one made. Null for a principal's first key, a key made without a key (a sign-in), one made before Dossier kept this, or one the calling key may not see.",
-      resolve: (key, _args, ctx) =>
-        key.createdByKeyId ? ctx.prisma.apiKey.findFirst({ where: { id: key.createdByKeyId, AND: [myKeys(ctx)] } }) : null,
-    }),
   }),
 });
+
+builder.prismaObjectField("ApiKey", "createdBy", (t) =>
+  t.field({
+    type: ApiKeyNode,
+    nullable: true,
+    description:
+      "The key that made this one with createApiKey: revoking it revoked this one too, and revoking this one revokes the keys this one made. Null for a principal's first key, a key made without a key (a sign-in), one made before Dossier kept this, or one the calling key may not see.",
+    resolve: async (key, _args, ctx) =>
+      key.createdByKeyId ? await ctx.prisma.apiKey.findFirst({ where: { id: key.createdByKeyId, AND: [myKeys(ctx)] } }) : null,
+  }),
+);
 
 builder.queryField("apiKeys", (t) =>
   t.prismaConnection(
