@@ -127,8 +127,8 @@ export class QueueFullError extends DomainError {
       endUserShare !== undefined
         ? `This end user's access tokens already hold ${groupedDigits(endUserShare)} ${endUserShare === 1 ? "run" : "runs"} queued, the most one end user may have waiting (a quarter of the ${groupedDigits(tokensShare ?? 0)} its principal's access tokens may, which other end users keep); nothing was admitted. Admit more once some have started or been cancelled.`
         : tokensShare === undefined
-        ? `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`
-        : `Your principal's access tokens already hold ${groupedDigits(tokensShare)} runs queued, half of the ${groupedDigits(maxQueuedRuns)} one principal may have waiting (its API keys keep the rest); nothing was admitted. Admit more once some have started or been cancelled.`,
+          ? `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`
+          : `Your principal's access tokens already hold ${groupedDigits(tokensShare)} runs queued, half of the ${groupedDigits(maxQueuedRuns)} one principal may have waiting (its API keys keep the rest); nothing was admitted. Admit more once some have started or been cancelled.`,
     );
   }
 }

@@ -88,7 +88,9 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
     // A token's run cancelled frees a place of the tokens' share: another token takes it, and only one.
     await a.request(CancelRunDocument, { input: { runId: ofA.run.id } });
     await admit(d, { workspaceId: w2.id, question: "d 2" });
-    expect(expectType(await admitRun(c, { conversationId: conversation.id, question: "c 3", multitask: "ENQUEUE" }), "QueueFullError").message).toContain(TOKENS_FULL);
+    expect(expectType(await admitRun(c, { conversationId: conversation.id, question: "c 3", multitask: "ENQUEUE" }), "QueueFullError").message).toContain(
+      TOKENS_FULL,
+    );
 
     // Paused, a token's run gives its place back; resumed, it takes one of the tokens' share again.
     expectType((await owner.request(PauseRunDocument, { input: { runId: ofC.run.id } })).pauseRun, "PauseRunSuccess");

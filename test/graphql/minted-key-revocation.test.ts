@@ -44,10 +44,17 @@ describe.each(backends)("revoking a key that made keys, on %s", (backend) => {
       .token as string;
     expect((await gql(token, `query($w: ID!) { workspace(id: $w) { title } }`, { w: workspace })).data!.workspace.title).toBe("W");
 
-    const chain = await gql(owner, `query($id: ID!) { node(id: $id) { ... on ApiKey { name createdBy { name createdBy { name createdBy { name createdBy { name } } } } } } }`, {
-      id: grandchild.id,
+    const chain = await gql(
+      owner,
+      `query($id: ID!) { node(id: $id) { ... on ApiKey { name createdBy { name createdBy { name createdBy { name createdBy { name } } } } } } }`,
+      {
+        id: grandchild.id,
+      },
+    );
+    expect(chain.data!.node).toEqual({
+      name: "agent's own's own",
+      createdBy: { name: "agent's own", createdBy: { name: "agent", createdBy: { name: "first key", createdBy: null } } },
     });
-    expect(chain.data!.node).toEqual({ name: "agent's own's own", createdBy: { name: "agent's own", createdBy: { name: "agent", createdBy: { name: "first key", createdBy: null } } } });
 
     const revoked = (await gql(owner, REVOKE, { id: middle.id })).data!.revokeApiKey;
     expect(revoked.__typename).toBe("RevokeApiKeySuccess");
@@ -59,7 +66,10 @@ describe.each(backends)("revoking a key that made keys, on %s", (backend) => {
     expect(await viewer(owner)).toBe("Owner");
 
     // Each shows the same revocation time.
-    const times = await t!.app.db.prisma.apiKey.findMany({ where: { id: { in: [middle.internal, child.internal, grandchild.internal] } }, select: { revokedAt: true } });
+    const times = await t!.app.db.prisma.apiKey.findMany({
+      where: { id: { in: [middle.internal, child.internal, grandchild.internal] } },
+      select: { revokedAt: true },
+    });
     expect(times).toHaveLength(3);
     expect(new Set(times.map((key) => key.revokedAt?.toISOString())).size).toBe(1);
     expect(times[0]!.revokedAt?.toISOString()).toBe(revoked.apiKey.revokedAt);
