@@ -138,6 +138,8 @@ export type CheckpointSectionKind =
   | 'SUMMARY';
 
 export type CreateAccessTokenInput = {
+  /** The end user of your product the token is for, as your backend names them (at most 200 characters; carried in the token, nothing stored). Every token minted for one end user, by any of your keys, shares one request-rate bucket and MAX_SUBSCRIPTIONS_PER_TOKEN subscription places, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token is an end user of its own. */
+  endUser?: string | null | undefined;
   /** Lifetime: 900 seconds by default, from 1 to 3600. */
   expiresInSeconds?: number | null | undefined;
   /** At most 20. */
