@@ -4,7 +4,7 @@
 //   (MAX_QUEUED_RUNS_PER_PRINCIPAL): one more run of any of its tokens is a QueueFullError saying so,
 //   on either admission path and on resuming a paused run a token admitted, while its API keys admit
 //   into the other half; a token's run that leaves QUEUED frees a place of the tokens' share;
-// - one end user (a token's grants: a token minted again for them is the same end user) holds at
+// - one end user (createAccessToken's endUser: every token minted for them is theirs) holds at
 //   most a quarter of the tokens' share, at least one place: its page admitting in a loop, even side
 //   by side, leaves the other end users their places;
 // - an access token's idempotency keys are its grants' own: another end user's token uses the same
@@ -51,8 +51,8 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
   /** A new principal's API key client, and a token client for `operations` on a resource of it. */
   const team = async (name: string) => {
     const owner = t.as(await t.createPrincipal(name));
-    const token = async (resourceId: string, operations: ("ADMIT" | "READ" | "CANCEL" | "SCORE")[] = ["ADMIT", "READ", "CANCEL"]) => {
-      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId, operations }] } })).createAccessToken;
+    const token = async (resourceId: string, operations: ("ADMIT" | "READ" | "CANCEL" | "SCORE")[] = ["ADMIT", "READ", "CANCEL"], endUser?: string) => {
+      const minted = (await owner.request(CreateAccessTokenDocument, { input: { grants: [{ resourceId, operations }], endUser } })).createAccessToken;
       return t.as(expectType(minted, "CreateAccessTokenSuccess").token);
     };
     return { owner, token };
@@ -62,14 +62,16 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
     const { owner, token } = await team("Queue share");
     const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];
     const conversation = await startConversation(owner);
-    const [a, b, c] = [await token(w1.id), await token(w2.id), await token(conversation.id)];
-    const d = await token(w2.id, ["ADMIT", "READ"]);
+    const [a, b, c] = [await token(w1.id, undefined, "a"), await token(w2.id, undefined, "b"), await token(conversation.id, undefined, "c")];
+    const d = await token(w2.id, ["ADMIT", "READ"], "d");
 
-    // One end user's page takes one place, not the tokens' whole share; nor does a token minted again for its grants.
+    // One end user's page takes one place, not the tokens' whole share; nor does a token minted again for that end user.
     const ofA = await admit(a, { workspaceId: w1.id, question: "a 1" });
     const refusedA = expectType(await admitRun(a, { workspaceId: w1.id, question: "a 2" }), "QueueFullError");
     expect([refusedA.maxQueuedRuns, refusedA.message]).toEqual([LIMIT, expect.stringContaining(END_USER_FULL)]);
-    expect(expectType(await admitRun(await token(w1.id), { workspaceId: w1.id, question: "a 2" }), "QueueFullError").message).toContain(END_USER_FULL);
+    expect(expectType(await admitRun(await token(w1.id, undefined, "a"), { workspaceId: w1.id, question: "a 2" }), "QueueFullError").message).toContain(
+      END_USER_FULL,
+    );
     // Another end user, through a conversation (the transactional path): its place, then its own share is full.
     const ofC = await admit(c, { conversationId: conversation.id, question: "c 1" });
     const enqueued = await admitRun(c, { conversationId: conversation.id, question: "c 2", multitask: "ENQUEUE" });
@@ -105,14 +107,14 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
   it("leaves another end user its place while one end user's page floods the queue side by side", async () => {
     const { owner, token } = await team("Flood");
     const [w1, w2] = [await createWorkspace(owner, "Mallory's"), await createWorkspace(owner, "Alice's")];
-    // Mallory's page sends 12 admissions at once, half of them with a token minted again for the same grants.
-    const pages = [await token(w1.id), await token(w1.id)];
+    // Mallory's page sends 12 admissions at once, half of them with a token minted again for her.
+    const pages = [await token(w1.id, undefined, "mallory"), await token(w1.id, undefined, "mallory")];
     const flood = await Promise.all(Array.from({ length: 12 }, (_, i) => admitRun(pages[i % 2]!, { workspaceId: w1.id, question: `flood ${i}` })));
     const kinds = flood.map((answer) => answer.__typename);
     expect([kinds.filter((kind) => kind === "AdmitRunSuccess").length, kinds.filter((kind) => kind === "QueueFullError").length]).toEqual([1, 11]);
     for (const answer of flood) if (answer.__typename === "QueueFullError") expect(answer.message).toContain(END_USER_FULL);
     // Alice's first run is admitted, while Mallory's are refused.
-    await admit(await token(w2.id), { workspaceId: w2.id, question: "Alice's" });
+    await admit(await token(w2.id, undefined, "alice"), { workspaceId: w2.id, question: "Alice's" });
     expect(await t.app.db.prisma.run.count({ where: { workspaceId: dbId(w1.id), status: "QUEUED" } })).toBe(1);
   });
 

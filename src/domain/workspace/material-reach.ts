@@ -7,7 +7,7 @@
 // tools show its workspace only if the token could READ it (reachesWorkspace).
 import { Prisma } from "../../generated/prisma/client.js";
 import { readableWorkspaceIds } from "../principal/access-scope.js";
-import { idempotencyScopeOf } from "../principal/idempotency-scope.js";
+import { endUserOf } from "../principal/end-user.js";
 import type { Actor } from "../principal/principal-service.js";
 import { inWorkspaceHistory } from "./history-scope.js";
 
@@ -21,10 +21,10 @@ export const reachOf = (actor: Pick<Actor, "access">): MaterialReach => (actor.a
 
 /** What a run records of its admitting actor's reach (the run's columns), and of the end user a token admits it for (queue-gate.ts). */
 export const admittedReach = (
-  actor: Pick<Actor, "access" | "keyId">,
+  actor: Pick<Actor, "access" | "principalId">,
 ): { admittedByToken: string | null; tokenReadableWorkspaceIds: string[]; admittedFor: string | null } =>
   actor.access
-    ? { admittedByToken: actor.access.tokenId, tokenReadableWorkspaceIds: readableWorkspaceIds(actor.access), admittedFor: idempotencyScopeOf(actor) }
+    ? { admittedByToken: actor.access.tokenId, tokenReadableWorkspaceIds: readableWorkspaceIds(actor.access), admittedFor: endUserOf(actor.principalId, actor.access) }
     : { admittedByToken: null, tokenReadableWorkspaceIds: [], admittedFor: null };
 
 /** The reach a run reads with: the admitting token's, or its whole principal's. */
