@@ -138,6 +138,17 @@ describe.each(backends)("access tokens' shares of their principal on %s", (backe
     expect([bAgain.replayed, bAgain.run.id]).toEqual([true, b.run.id]);
   });
 
+  it("gives named end users with the same grants keys of their own: Bob's msg-1 is his run, never Alice's", async () => {
+    const { owner, token } = await team("Named end users");
+    const shared = await createWorkspace(owner, "one workspace both read");
+    const alice = await admit(await token(shared.id, undefined, "alice"), { workspaceId: shared.id, question: "Alice's", idempotencyKey: "msg-1" });
+    const bob = await admit(await token(shared.id, undefined, "bob"), { workspaceId: shared.id, question: "Bob's", idempotencyKey: "msg-1" });
+    expect([bob.replayed, bob.run.id === alice.run.id, bob.run.question]).toEqual([false, false, "Bob's"]);
+    // Alice's page reloaded: her retry answers her run.
+    const again = await admit(await token(shared.id, undefined, "alice"), { workspaceId: shared.id, question: "Alice's", idempotencyKey: "msg-1" });
+    expect([again.replayed, again.run.id]).toEqual([true, alice.run.id]);
+  });
+
   it("scopes a token's score idempotency keys to its grants as well", async () => {
     const { owner, token } = await team("Score scope");
     const [w1, w2] = [await createWorkspace(owner, "first user's"), await createWorkspace(owner, "second user's")];

@@ -23,10 +23,9 @@ describe.each(backends)("the API key limit on %s", (backend) => {
   const create = async (client: DossierClient, name = "more") => (await client.request(CreateApiKeyDocument, { input: { name } })).createApiKey;
   const liveKeys = async (principalName: string) => t.app.db.prisma.apiKey.count({ where: { principal: { name: principalName }, revokedAt: null } });
 
-  it("refuses a key past the bound with an ApiKeyLimitError, even through a key it minted; revoking one frees its place and those of the keys it minted", async () => {
+  it("refuses a key past the bound with an ApiKeyLimitError, even through a key it minted; revoking one frees a place", async () => {
     const name = `minter-${backend}`;
-    const root = t.as(await t.createPrincipal(name));
-    let client = root;
+    let client = t.as(await t.createPrincipal(name));
     const created = [];
     // Each new key mints the next: every one of them counts towards the same principal's bound.
     for (let i = 1; i < LIMIT; i++) {
@@ -43,12 +42,9 @@ describe.each(backends)("the API key limit on %s", (backend) => {
     // Another principal is not affected.
     expectType(await create(t.as(await t.createPrincipal(`other-${backend}`))), "CreateApiKeySuccess");
 
-    // Revoking the first key minted revokes the keys minted through it as well: all but the principal's first.
     expectType((await client.request(RevokeApiKeyDocument, { input: { id: created[0]!.id } })).revokeApiKey, "RevokeApiKeySuccess");
-    expect(await liveKeys(name)).toBe(1);
-    await expect(create(client)).rejects.toThrow("Invalid API key.");
-    for (let i = 1; i < LIMIT; i++) expectType(await create(root), "CreateApiKeySuccess");
-    expectType(await create(root), "ApiKeyLimitError");
+    expectType(await create(client), "CreateApiKeySuccess");
+    expectType(await create(client), "ApiKeyLimitError");
     expect(await liveKeys(name)).toBe(LIMIT);
   });
 

@@ -1,6 +1,6 @@
 // Attack: a leaked key mints keys of its own (createApiKey through it), so that revoking it leaves
 // the attacker a key that still works. Every key records the key that made it (createdBy), and
-// revoking a key revokes the keys it made, and theirs, at once: their requests and the access
+// revoking a key withKeysItMinted revokes the keys it made, and theirs, at once: their requests and the access
 // tokens they minted are refused; the key that made the revoked one keeps working. A key minting
 // while it is being revoked either mints first, and its new key is revoked with it, or is refused.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +11,8 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const KEY = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) {
   __typename ... on CreateApiKeySuccess { secret apiKey { id } } ... on Error { message } } }`;
-const REVOKE = `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename ... on RevokeApiKeySuccess { apiKey { revokedAt } } } }`;
+const REVOKE = `mutation($id: ID!) { revokeApiKey(input: { id: $id, withKeysItMinted: true }) { __typename ... on RevokeApiKeySuccess { apiKey { revokedAt } } } }`;
+const ROTATE = `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }`;
 const MINT = `mutation($input: CreateAccessTokenInput!) { createAccessToken(input: $input) { ... on CreateAccessTokenSuccess { token } } }`;
 const WORKSPACE = `mutation { createWorkspace(input: { title: "W", goal: "g" }) { ... on CreateWorkspaceSuccess { workspace { id } } } }`;
 
@@ -73,6 +74,17 @@ describe.each(backends)("revoking a key that made keys, on %s", (backend) => {
     expect(times).toHaveLength(3);
     expect(new Set(times.map((key) => key.revokedAt?.toISOString())).size).toBe(1);
     expect(times[0]!.revokedAt?.toISOString()).toBe(revoked.apiKey.revokedAt);
+  });
+
+  it("revokes only the key named without withKeysItMinted: a key rotated the usual way leaves its replacement working", async () => {
+    const owner = await t!.createPrincipal("Rotating");
+    const replacement = await makeKey(owner, "replacement");
+    const first = (await gql(owner, "{ apiKeys(first: 5) { edges { node { id name } } } }")).data!.apiKeys.edges.find(
+      (edge: { node: { name: string } }) => edge.node.name === "first key",
+    ).node.id as string;
+    expect((await gql(owner, ROTATE, { id: first })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
+    expect(await viewer(owner)).toBe("Invalid API key.");
+    expect(await viewer(replacement.secret)).toBe("Rotating");
   });
 
   it("leaves no live key made by a key while it was being revoked", async () => {

@@ -1,6 +1,6 @@
 -- One end user's access tokens hold at most a quarter of the tokens' share of their principal's
 -- queued places (domain/runs/queue-gate.ts). A token's run records the end user it was admitted for
--- (run.admitted_for: the token's grants, as its idempotency keys are scoped), and each end user's
+-- (run.admitted_for: the end user createAccessToken named, endUser), and each end user's
 -- QUEUED runs are counted on two rows, as the principal's are: entered (locked by admission, after
 -- the principal's row) and exited (which a claim holds, and admission only reads).
 

@@ -177,10 +177,10 @@ export class PrincipalService {
    * nothing and returns it as it is; another principal's key, or one with a scope the calling
    * key lacks, is not found.
    */
-  async revokeApiKey(actor: Actor, keyId: string): Promise<ApiKey> {
+  async revokeApiKey(actor: Actor, keyId: string, options: { withKeysItMinted?: boolean } = {}): Promise<ApiKey> {
     const key = await this.deps.prisma.apiKey.findFirst({ where: { AND: [{ id: keyId }, keysWithin(actor)] } });
     if (!key || !capsWithin(storedCaps(key.runCaps), actor.runCaps)) throw new NotFoundError("ApiKey", keyId);
-    return this.revoke(key);
+    return this.revoke(key, options.withKeysItMinted ?? false);
   }
 
   /**
@@ -203,13 +203,13 @@ export class PrincipalService {
   }
 
   /**
-   * Revokes the key and every live key it minted, and theirs, in one statement, so they are refused
+   * Revokes the key and, `withMinted`, every live key it minted, and theirs, in one statement, so they are refused
    * as soon as that committed, whatever holds what follows them; then changes what follows each
    * (`revoked`), which cannot undo the revocation. The principal's row is locked first, as a
    * minting key's createApiKey locks it: the statement, which starts once the lock is held, sees
    * every key minted before, and a key minting after finds itself revoked.
    */
-  private async revoke(key: ApiKey): Promise<ApiKey> {
+  private async revoke(key: ApiKey, withMinted = false): Promise<ApiKey> {
     if (key.revokedAt !== null) return key;
     const revokedAt = new Date();
     const revoked = await this.deps.prisma.$transaction(async (tx) => {
@@ -217,10 +217,11 @@ export class PrincipalService {
       const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
         `WITH RECURSIVE tree AS (
            SELECT id FROM api_key WHERE id = $1
-           UNION SELECT k.id FROM api_key k JOIN tree ON k.created_by_key_id = tree.id)
+           UNION SELECT k.id FROM api_key k JOIN tree ON k.created_by_key_id = tree.id WHERE $3)
          UPDATE api_key SET revoked_at = $2 WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL RETURNING id`,
         key.id,
         revokedAt,
+        withMinted,
       );
       return rows.map((row) => row.id);
     });

@@ -28,7 +28,7 @@
 // And one end user holds at most a quarter of the tokens' share (endUserQueueShare): one end user's
 // page admitting in a loop does not take every other end user's places. An end user is the one
 // createAccessToken named (run.admitted_for, principal/end-user.ts: every token minted for them holds
-// the same places), or a token minted without one on its own. Its runs are counted on two rows of their own
+// the same places); tokens minted without one are held only by the tokens' share. Its runs are counted on two rows of their own
 // (end_user_queue, end_user_queue_exit), kept by the same triggers; the admission takes the end
 // user's entered row in the same statement, after the principal's (which serializes every admission
 // of the principal already), and reads its exit row as it reads the principal's.

@@ -146,7 +146,13 @@ builder.mutationField("createApiKey", (t) =>
 );
 
 const RevokeApiKeyInput = builder.inputType("RevokeApiKeyInput", {
-  fields: (t) => ({ id: t.id({ required: true, description: "The key's id (from `apiKeys`)." }) }),
+  fields: (t) => ({
+    id: t.id({ required: true, description: "The key's id (from `apiKeys`)." }),
+    withKeysItMinted: t.boolean({
+      description:
+        "Also revoke every live key this one made (createApiKey with it; ApiKey.createdBy), and every key those made: for a key that leaked, whose holder may have minted keys of their own. False by default, so a key rotated the usual way (a replacement made with the old key, then the old key revoked) leaves its replacement working.",
+    }),
+  }),
 });
 
 const RevokeApiKeySuccess = builder.objectRef<{ apiKey: ApiKey }>("RevokeApiKeySuccess").implement({
@@ -157,11 +163,13 @@ builder.mutationField("revokeApiKey", (t) =>
   t.field({
     type: RevokeApiKeySuccess,
     description:
-      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error), and the schedules it created, last updated or resumed pause (pausedReason, webhook SCHEDULE_PAUSED). Every key it made (createApiKey with it), and every key those made, is revoked with it, in the same way. Revoking a revoked key returns it unchanged.',
+      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error), and the schedules it created, last updated or resumed pause (pausedReason, webhook SCHEDULE_PAUSED). With `withKeysItMinted`, every key it made (createApiKey with it), and every key those made, is revoked with it, in the same way. Revoking a revoked key returns it unchanged.',
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokeApiKeyPayload" } },
     resolve: async (_root, { input }, ctx) => ({
-      apiKey: await ctx.services.principals.revokeApiKey(ctx.actor, requireIdOfType(String(input.id), "ApiKey", "id")),
+      apiKey: await ctx.services.principals.revokeApiKey(ctx.actor, requireIdOfType(String(input.id), "ApiKey", "id"), {
+        withKeysItMinted: input.withKeysItMinted ?? false,
+      }),
     }),
   }),
 );
