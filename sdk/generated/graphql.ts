@@ -138,6 +138,8 @@ export type CheckpointSectionKind =
   | 'SUMMARY';
 
 export type CreateAccessTokenInput = {
+  /** The end user of your product the token is for, as your backend names them (at most 200 characters; carried in the token, nothing stored). Every token minted for one end user, by any of your keys, shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs. */
+  endUser?: string | null | undefined;
   /** Lifetime: 900 seconds by default, from 1 to 3600. */
   expiresInSeconds?: number | null | undefined;
   /** At most 20. */
@@ -400,6 +402,8 @@ export type RetentionMode =
 export type RevokeApiKeyInput = {
   /** The key's id (from `apiKeys`). */
   id: string;
+  /** Also revoke every live key this one made (createApiKey with it; ApiKey.createdBy), and every key those made: for a key that leaked, whose holder may have minted keys of their own. False by default, so a key rotated the usual way (a replacement made with the old key, then the old key revoked) leaves its replacement working. */
+  withKeysItMinted?: boolean | null | undefined;
 };
 
 export type RevokePublicationVersionInput = {
