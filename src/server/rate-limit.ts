@@ -45,7 +45,7 @@ export type Caller = { principalId?: string; credentialId?: string; keyId?: stri
  * spending its tokens leaves the team's backend and every other end user theirs.
  */
 export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
-  if (caller?.access) return endUserOf(caller.principalId, caller.access);
+  if (caller?.access) return endUserOf(caller.keyId, caller.access);
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
   return `address:${clientOf(address)}`;

@@ -25,7 +25,7 @@ export class SubscriptionQuota {
 
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
-    const credential = holder.access ? endUserOf(holder.principalId, holder.access) : (holder.credentialId ?? holder.keyId);
+    const credential = holder.access ? endUserOf(holder.keyId, holder.access) : (holder.credentialId ?? holder.keyId);
     const counters = [
       `principal:${holder.principalId}`,
       ...(holder.access ? [`tokens:${holder.principalId}`] : []),

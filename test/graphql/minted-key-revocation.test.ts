@@ -85,6 +85,16 @@ describe.each(backends)("revoking a key that made keys, on %s", (backend) => {
     expect((await gql(owner, ROTATE, { id: first })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
     expect(await viewer(owner)).toBe("Invalid API key.");
     expect(await viewer(replacement.secret)).toBe("Rotating");
+
+    // A key revoked the plain way, then found to have minted keys: revoked again withKeysItMinted, they go too.
+    const otherOwner = await t!.createPrincipal("Rotating again");
+    const minted = await makeKey(otherOwner, "made with the leaked key");
+    const second = await makeKey(minted.secret, "made by that key");
+    expect((await gql(minted.secret, ROTATE, { id: minted.id })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
+    expect(await viewer(second.secret)).toBe("Rotating again");
+    expect((await gql(otherOwner, REVOKE, { id: minted.id })).data!.revokeApiKey.__typename).toBe("RevokeApiKeySuccess");
+    expect(await viewer(second.secret)).toBe("Invalid API key.");
+    expect(await viewer(otherOwner)).toBe("Rotating again");
   });
 
   it("leaves no live key made by a key while it was being revoked", async () => {

@@ -81,7 +81,7 @@ describe.each(stores)("a principal's access tokens' share of its requests, %s", 
   );
 
   it.runIf(store)(
-    "tokens minted for one endUser share its bucket, by any key; other end users, even with the same grants, and tokens minted without one keep theirs",
+    "tokens one key mints for one endUser share its bucket; other end users, even with the same grants, another key's end user of that name, and tokens minted without one keep theirs",
     async () => {
       // Two requests per end user at once; the principal's bucket is no limit here.
       const [requests, principals] = [await store!({ perMinute: 1, burst: 2 }), await store!({ perMinute: 1, burst: 100 })];
@@ -100,11 +100,14 @@ describe.each(stores)("a principal's access tokens' share of its requests, %s", 
         return seen;
       };
       expect(await statuses(await mint("mallory"), 3)).toEqual([200, 200, 429]);
-      // Mallory's page reloaded, or a token minted again on purpose, by either key: the same empty bucket.
+      // Mallory's page reloaded, or a token minted again on purpose: the same empty bucket.
       expect(await statuses(await mint("mallory"), 1)).toEqual([429]);
-      expect(await statuses(await mint("mallory", otherActor), 1)).toEqual([429]);
+      // Another key (an agent's) naming "mallory" draws on a share of its own, never on the backend's Mallory's.
+      expect(await statuses(await mint("mallory", otherActor), 3)).toEqual([200, 200, 429]);
       // Alice reads the same workspace with the same grants: her own bucket.
       expect(await statuses(await mint("alice"), 3)).toEqual([200, 200, 429]);
+      // A name with a control character (which a database column could not keep) is refused at minting.
+      await expect(mint("mallory\u0000")).rejects.toMatchObject({ issues: [{ field: "endUser", message: "must hold no control characters" }] });
       // A token minted without an endUser is an end user of its own.
       expect(await statuses(await mint(), 3)).toEqual([200, 200, 429]);
       expect(await statuses(await mint(), 1)).toEqual([200]);

@@ -40,7 +40,12 @@ const mintInput = z.object({
     .max(MAX_TOKEN_SECONDS, `must be from 1 to ${MAX_TOKEN_SECONDS}`)
     .nullish(),
   label: z.string().max(100).nullish(),
-  endUser: z.string().min(1, "must not be empty").max(200, "at most 200 characters").nullish(),
+  endUser: z
+    .string()
+    .min(1, "must not be empty")
+    .max(200, "at most 200 characters")
+    .refine((name) => ![...name].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), "must hold no control characters")
+    .nullish(),
   runCaps: runCapsInput,
 });
 

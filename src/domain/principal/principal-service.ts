@@ -3,9 +3,9 @@
 // request (every request looks its key up), `apikey:revoked` tells every instance to close
 // the subscriptions opened with it, and what follows the key changes once the revocation
 // committed (`revoked`: the schedules it created, last updated or resumed pause). A key minted
-// through a key (createApiKey) records it (createdByKeyId): revoking a key revokes every key it
-// minted, and theirs, in the same statement, with the same effects for each — a leaked key's
-// children are refused with it.
+// through a key (createApiKey) records it (createdByKeyId): revoking a key withKeysItMinted revokes
+// every key it minted, and theirs, in the same statement, with the same effects for each — a leaked
+// key's children are refused with it (also when the key itself was revoked before).
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
@@ -140,8 +140,8 @@ export class PrincipalService {
     // A principal's live keys are bounded: each is another rate-limit bucket and another credential
     // to revoke. The principal's row is locked for the count, so creates side by side never pass
     // the bound together. The revocation of the calling key takes the same lock (revoke): a key
-    // minting while it is revoked either commits first, and its new key is revoked with it, or
-    // finds it revoked here and mints nothing.
+    // minting while it is revoked either commits first (and its new key is revoked with it when the
+    // revocation takes the keys it minted), or finds it revoked here and mints nothing.
     const max = this.deps.maxApiKeys ?? MAX_API_KEYS_DEFAULT;
     const apiKey = await this.deps.prisma.$transaction(async (tx) => {
       await lockPrincipalRow(tx, actor.principalId);
@@ -210,7 +210,8 @@ export class PrincipalService {
    * every key minted before, and a key minting after finds itself revoked.
    */
   private async revoke(key: ApiKey, withMinted = false): Promise<ApiKey> {
-    if (key.revokedAt !== null) return key;
+    // Revoked before: asked for the keys it minted, they are still revoked (its own time stands).
+    if (key.revokedAt !== null && !withMinted) return key;
     const revokedAt = new Date();
     const revoked = await this.deps.prisma.$transaction(async (tx) => {
       await lockPrincipalRow(tx, key.principalId);

@@ -25,13 +25,13 @@ export const reachOf = (actor: Pick<Actor, "access">): MaterialReach => (actor.a
  * queue rows are the team's end users, not one for every token ever minted.
  */
 export const admittedReach = (
-  actor: Pick<Actor, "access" | "principalId">,
+  actor: Pick<Actor, "access" | "keyId">,
 ): { admittedByToken: string | null; tokenReadableWorkspaceIds: string[]; admittedFor: string | null } =>
   actor.access
     ? {
         admittedByToken: actor.access.tokenId,
         tokenReadableWorkspaceIds: readableWorkspaceIds(actor.access),
-        admittedFor: actor.access.endUser === undefined ? null : endUserOf(actor.principalId, actor.access),
+        admittedFor: actor.access.endUser === undefined ? null : endUserOf(actor.keyId, actor.access),
       }
     : { admittedByToken: null, tokenReadableWorkspaceIds: [], admittedFor: null };
 

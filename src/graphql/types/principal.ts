@@ -80,7 +80,7 @@ builder.prismaObjectField("ApiKey", "createdBy", (t) =>
     type: ApiKeyNode,
     nullable: true,
     description:
-      "The key that made this one with createApiKey: revoking it revoked this one too, and revoking this one revokes the keys this one made. Null for a principal's first key, a key made without a key (a sign-in), one made before Dossier kept this, or one the calling key may not see.",
+      "The key that made this one with createApiKey: revoking that key withKeysItMinted revokes this one too. Null for a principal's first key, a key made without a key (a sign-in), one made before Dossier kept this, or one the calling key may not see.",
     resolve: async (key, _args, ctx) =>
       key.createdByKeyId ? await ctx.prisma.apiKey.findFirst({ where: { id: key.createdByKeyId, AND: [myKeys(ctx)] } }) : null,
   }),
